@@ -1,0 +1,103 @@
+// Reductions of the middle axis of a contiguous [outer, len, inner] input, in passes: each
+// workgroup reduces one chunk of one row to a partial; later passes reduce the partials
+// ([rows, chunks] with inner = 1) until one value per row is left. Each thread first
+// combines a few elements, then the workgroup combines its 256 partials as a tree, so sums
+// are nearly pairwise (error grows with log n, not n).
+//
+// params: [0] outer, [1] len, [2] inner, [3] chunk length, [4] chunks per row,
+//         [5] input offset, [6] output offset, [7] scale as f32 bits (1/len for a final mean).
+// OP is `ReduceOp::code`; FIRST is true on the first pass (indices are positions, not read
+// from `xi`).
+
+override OP: u32 = 0u;
+override FIRST: bool = true;
+
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> xi: array<u32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<storage, read_write> outi: array<u32>;
+
+var<workgroup> sv: array<f32, 256>;
+var<workgroup> si: array<u32, 256>;
+
+fn identity() -> f32 {
+    switch OP {
+        case 2u, 4u: { return bitcast<f32>(0xff800000u); }
+        case 3u: { return bitcast<f32>(0x7f800000u); }
+        default: { return 0.0; }
+    }
+}
+
+// Whether (v, vi) replaces the accumulator (acc, ai) for max-like ops; NaN wins, ties go to
+// the lower index.
+fn better_max(v: f32, vi: u32, acc: f32, ai: u32) -> bool {
+    if (is_nan(acc)) { return is_nan(v) && vi < ai; }
+    if (is_nan(v)) { return true; }
+    return v > acc || (v == acc && vi < ai);
+}
+
+fn better_min(v: f32, vi: u32, acc: f32, ai: u32) -> bool {
+    if (is_nan(acc)) { return is_nan(v) && vi < ai; }
+    if (is_nan(v)) { return true; }
+    return v < acc || (v == acc && vi < ai);
+}
+
+fn combine(acc: ptr<function, f32>, ai: ptr<function, u32>, v: f32, vi: u32) {
+    switch OP {
+        case 0u, 1u: { *acc = *acc + v; }
+        case 3u: {
+            if (better_min(v, vi, *acc, *ai)) { *acc = v; *ai = vi; }
+        }
+        default: {
+            if (better_max(v, vi, *acc, *ai)) { *acc = v; *ai = vi; }
+        }
+    }
+}
+
+@compute @workgroup_size(256)
+fn reduce_main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let g = flat_workgroup(wid, nwg);
+    let len = params[1];
+    let inner = params[2];
+    let chunks = params[4];
+    let in_range = g < params[0] * inner * chunks;
+    var acc = identity();
+    var ai = 0xffffffffu;
+    if (in_range) {
+        let row = g / chunks;
+        let base = params[5] + (row / inner) * len * inner + row % inner;
+        let j0 = (g % chunks) * params[3];
+        let j1 = min(j0 + params[3], len);
+        for (var j = j0 + lid; j < j1; j += 256u) {
+            let at = base + j * inner;
+            var vi = j;
+            if (!FIRST && OP == 4u) {
+                vi = xi[at];
+            }
+            combine(&acc, &ai, x[at], vi);
+        }
+    }
+    sv[lid] = acc;
+    si[lid] = ai;
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s >>= 1u) {
+        if (lid < s) {
+            var a = sv[lid];
+            var i = si[lid];
+            combine(&a, &i, sv[lid + s], si[lid + s]);
+            sv[lid] = a;
+            si[lid] = i;
+        }
+        workgroupBarrier();
+    }
+    if (in_range && lid == 0u) {
+        out[params[6] + g] = sv[0] * bitcast<f32>(params[7]);
+        if (OP == 4u) {
+            outi[params[6] + g] = si[0];
+        }
+    }
+}

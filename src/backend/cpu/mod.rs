@@ -1,0 +1,124 @@
+//! The CPU backend: memory is host memory, work runs in order as it is recorded, fences are
+//! signalled at once. It is also the reference the other backends are tested against.
+
+mod kernels;
+
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+pub(crate) use kernels::run_op;
+
+use super::Memory;
+use crate::buffer::BufferInner;
+use crate::{BackendKind, DeviceInfo, DeviceType, Error, Features, Limits, Result};
+
+/// The CPU device (it holds no state of its own).
+pub(crate) struct CpuDevice;
+
+/// Host memory of one block, in 32-bit words so every 4-byte dtype is aligned.
+pub(crate) type CpuMemory = RwLock<Vec<u32>>;
+
+/// Bytes of memory the host has, where the platform tells.
+fn host_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+fn cpu_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).map(|n| n.trim().to_string()))
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+/// What the CPU device reports.
+pub(crate) fn info() -> DeviceInfo {
+    let memory = host_memory();
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let max_buffer = memory.unwrap_or(if cfg!(target_pointer_width = "32") { 1 << 31 } else { 1 << 34 });
+    DeviceInfo {
+        index: 0,
+        name: format!("{} ({threads} threads)", cpu_name()),
+        backend: BackendKind::Cpu,
+        device_type: DeviceType::Cpu,
+        api: "host".into(),
+        driver: format!("unicompute {}", env!("CARGO_PKG_VERSION")),
+        limits: Limits {
+            max_buffer_size: max_buffer,
+            max_storage_binding_size: max_buffer,
+            max_uniform_binding_size: max_buffer,
+            max_workgroup_size: [u32::MAX; 3],
+            max_invocations_per_workgroup: u32::MAX,
+            max_workgroups_per_dimension: u32::MAX,
+            max_workgroup_storage_size: u32::MAX,
+            max_storage_buffers_per_kernel: u32::MAX,
+            storage_offset_alignment: 4,
+        },
+        features: Features { f16: false, timestamps: false, subgroups: false },
+        memory_total: memory,
+    }
+}
+
+/// Zero-filled host memory, or an error if the host cannot provide it.
+pub(crate) fn alloc(bytes: u64) -> Result<CpuMemory> {
+    let words = usize::try_from(bytes.div_ceil(4)).map_err(|_| Error::Invalid(format!("{bytes} bytes exceed the address space")))?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(words)
+        .map_err(|e| Error::Device(format!("host allocation of {bytes} bytes failed: {e}")))?;
+    v.resize(words, 0u32);
+    Ok(RwLock::new(v))
+}
+
+fn memory(buf: &Arc<BufferInner>) -> Result<&CpuMemory> {
+    match buf.memory() {
+        Memory::Cpu(m) => Ok(m),
+        #[allow(unreachable_patterns)]
+        _ => Err(Error::Device("internal: a non-cpu buffer reached the cpu backend".into())),
+    }
+}
+
+pub(crate) fn read_guard(buf: &Arc<BufferInner>) -> Result<RwLockReadGuard<'_, Vec<u32>>> {
+    Ok(memory(buf)?.read().unwrap_or_else(|e| e.into_inner()))
+}
+
+pub(crate) fn write_guard(buf: &Arc<BufferInner>) -> Result<RwLockWriteGuard<'_, Vec<u32>>> {
+    Ok(memory(buf)?.write().unwrap_or_else(|e| e.into_inner()))
+}
+
+fn byte_range(offset: u64, bytes: u64) -> std::ops::Range<usize> {
+    offset as usize..(offset + bytes) as usize
+}
+
+pub(crate) fn write(dst: &Arc<BufferInner>, offset: u64, data: &[u8]) -> Result<()> {
+    let mut g = write_guard(dst)?;
+    bytemuck::cast_slice_mut::<u32, u8>(&mut g)[byte_range(offset, data.len() as u64)].copy_from_slice(data);
+    Ok(())
+}
+
+pub(crate) fn fill(dst: &Arc<BufferInner>, offset: u64, bytes: u64, word: u32) -> Result<()> {
+    let mut g = write_guard(dst)?;
+    let (start, end) = ((offset / 4) as usize, ((offset + bytes) / 4) as usize);
+    let end = end.min(g.len());
+    g[start..end].fill(word);
+    Ok(())
+}
+
+pub(crate) fn copy(src: &Arc<BufferInner>, src_offset: u64, dst: &Arc<BufferInner>, dst_offset: u64, bytes: u64) -> Result<()> {
+    if src.id() == dst.id() {
+        let mut g = write_guard(dst)?;
+        let b = bytemuck::cast_slice_mut::<u32, u8>(&mut g);
+        b.copy_within(byte_range(src_offset, bytes), dst_offset as usize);
+        return Ok(());
+    }
+    let s = read_guard(src)?;
+    let mut d = write_guard(dst)?;
+    bytemuck::cast_slice_mut::<u32, u8>(&mut d)[byte_range(dst_offset, bytes)]
+        .copy_from_slice(&bytemuck::cast_slice::<u32, u8>(&s)[byte_range(src_offset, bytes)]);
+    Ok(())
+}
+
+pub(crate) fn read(src: &Arc<BufferInner>, offset: u64, bytes: u64) -> Result<Vec<u8>> {
+    let g = read_guard(src)?;
+    Ok(bytemuck::cast_slice::<u32, u8>(&g)[byte_range(offset, bytes)].to_vec())
+}

@@ -1,0 +1,211 @@
+//! The wgpu backend: WebGPU in browsers; Vulkan, Metal, DX12 and GL natively.
+
+pub(crate) mod ops;
+mod pipelines;
+mod queue;
+
+use std::sync::{Arc, Mutex};
+
+pub(crate) use queue::{GpuFence, GpuQueue};
+
+use crate::buffer::BufferInner;
+use crate::signal::{lock, Signal};
+use crate::{BackendKind, DeviceInfo, DeviceType, Error, Features, Limits, Result};
+
+/// An adapter that can be opened.
+pub(crate) type Adapter = wgpu::Adapter;
+/// One block of device memory.
+pub(crate) type GpuMemory = wgpu::Buffer;
+
+/// Usage of every pooled buffer: bindable as storage or uniform, copyable both ways.
+const POOL_USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
+    .union(wgpu::BufferUsages::UNIFORM)
+    .union(wgpu::BufferUsages::COPY_SRC)
+    .union(wgpu::BufferUsages::COPY_DST);
+
+/// Features requested when the adapter has them.
+fn wanted_features() -> wgpu::Features {
+    wgpu::Features::SHADER_F16 | wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::SUBGROUP
+}
+
+fn instance() -> wgpu::Instance {
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::all());
+    wgpu::Instance::new(desc)
+}
+
+/// Adapters that can run compute shaders, with what they report.
+pub(crate) fn enumerate() -> Vec<(DeviceInfo, Adapter)> {
+    let adapters = pollster::block_on(instance().enumerate_adapters(wgpu::Backends::all()));
+    let mut found: Vec<(DeviceInfo, Adapter)> = adapters
+        .into_iter()
+        .filter(|a| a.get_downlevel_capabilities().flags.contains(wgpu::DownlevelFlags::COMPUTE_SHADERS))
+        .map(|a| (describe(&a), a))
+        .collect();
+    // Native APIs before GL, which lacks parts of compute.
+    found.sort_by_key(|(info, _)| (info.device_type.preference(), info.api == "Gl"));
+    found
+}
+
+fn describe(adapter: &Adapter) -> DeviceInfo {
+    let ai = adapter.get_info();
+    let l = adapter.limits();
+    let f = adapter.features();
+    DeviceInfo {
+        index: 0,
+        name: ai.name.clone(),
+        backend: BackendKind::WebGpu,
+        device_type: match ai.device_type {
+            wgpu::DeviceType::DiscreteGpu => DeviceType::DiscreteGpu,
+            wgpu::DeviceType::IntegratedGpu => DeviceType::IntegratedGpu,
+            wgpu::DeviceType::VirtualGpu => DeviceType::VirtualGpu,
+            wgpu::DeviceType::Cpu => DeviceType::SoftwareGpu,
+            wgpu::DeviceType::Other => DeviceType::Other,
+        },
+        api: format!("{:?}", ai.backend),
+        driver: format!("{} {}", ai.driver, ai.driver_info).trim().to_string(),
+        limits: Limits {
+            max_buffer_size: l.max_buffer_size,
+            max_storage_binding_size: l.max_storage_buffer_binding_size,
+            max_uniform_binding_size: l.max_uniform_buffer_binding_size,
+            max_workgroup_size: [l.max_compute_workgroup_size_x, l.max_compute_workgroup_size_y, l.max_compute_workgroup_size_z],
+            max_invocations_per_workgroup: l.max_compute_invocations_per_workgroup,
+            max_workgroups_per_dimension: l.max_compute_workgroups_per_dimension,
+            max_workgroup_storage_size: l.max_compute_workgroup_storage_size,
+            max_storage_buffers_per_kernel: l.max_storage_buffers_per_shader_stage,
+            storage_offset_alignment: l.min_storage_buffer_offset_alignment.max(l.min_uniform_buffer_offset_alignment),
+        },
+        features: Features {
+            f16: f.contains(wgpu::Features::SHADER_F16),
+            timestamps: f.contains(wgpu::Features::TIMESTAMP_QUERY),
+            subgroups: f.contains(wgpu::Features::SUBGROUP),
+        },
+        memory_total: None,
+    }
+}
+
+/// Work submitted to the device whose buffers are held until it finishes.
+struct InFlight {
+    done: Signal<()>,
+    _held: Vec<Arc<BufferInner>>,
+}
+
+/// An opened wgpu device.
+pub(crate) struct GpuDevice {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub limits: wgpu::Limits,
+    pipelines: pipelines::PipelineCache,
+    /// First validation / out-of-memory error since the last check.
+    error: Arc<Mutex<Option<String>>>,
+    /// Set once if the device is lost: every later call fails.
+    lost: Arc<Mutex<Option<String>>>,
+    in_flight: Mutex<Vec<InFlight>>,
+    /// Bound where a kernel declares a binding a particular launch does not need.
+    pub spare_read: wgpu::Buffer,
+    pub spare_write: wgpu::Buffer,
+}
+
+impl GpuDevice {
+    pub(crate) fn open(adapter: Adapter, info: &DeviceInfo) -> Result<GpuDevice> {
+        let desc = wgpu::DeviceDescriptor {
+            label: Some("unicompute"),
+            required_features: adapter.features() & wanted_features(),
+            required_limits: adapter.limits(),
+            ..Default::default()
+        };
+        let (device, queue) = pollster::block_on(adapter.request_device(&desc))
+            .map_err(|e| Error::NoDevice(format!("opening `{}` failed: {e}", info.name)))?;
+        let error = Arc::new(Mutex::new(None));
+        let lost = Arc::new(Mutex::new(None));
+        {
+            let error = error.clone();
+            device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+                let mut slot = lock(&error);
+                if slot.is_none() {
+                    *slot = Some(e.to_string());
+                }
+            }));
+            let lost = lost.clone();
+            device.set_device_lost_callback(move |reason, message| {
+                *lock(&lost) = Some(format!("device lost ({reason:?}): {message}"));
+            });
+        }
+        let spare = |label| {
+            device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: 256, usage: POOL_USAGE, mapped_at_creation: false })
+        };
+        Ok(GpuDevice {
+            limits: device.limits(),
+            spare_read: spare("spare read"),
+            spare_write: spare("spare write"),
+            pipelines: pipelines::PipelineCache::default(),
+            in_flight: Mutex::new(Vec::new()),
+            device,
+            queue,
+            error,
+            lost,
+        })
+    }
+
+    /// A new zero-filled buffer (wgpu zero-initialises).
+    pub(crate) fn alloc(&self, bytes: u64) -> GpuMemory {
+        self.device.create_buffer(&wgpu::BufferDescriptor { label: None, size: bytes, usage: POOL_USAGE, mapped_at_creation: false })
+    }
+
+    /// Run completion callbacks and release buffers of finished work.
+    pub(crate) fn maintain(&self) {
+        #[cfg(not(target_arch = "wasm32"))]
+        let _ = self.device.poll(wgpu::PollType::Poll);
+        let finished: Vec<InFlight> = {
+            let mut list = lock(&self.in_flight);
+            let (done, pending): (Vec<_>, Vec<_>) = list.drain(..).partition(|f| f.done.is_set());
+            *list = pending;
+            done
+        };
+        drop(finished); // outside the lock: dropping returns memory to the pool
+    }
+
+    /// Hold `buffers` until `done` is set.
+    pub(crate) fn hold_until(&self, done: Signal<()>, buffers: Vec<Arc<BufferInner>>) {
+        lock(&self.in_flight).push(InFlight { done, _held: buffers });
+    }
+
+    pub(crate) fn check_healthy(&self) -> Result<()> {
+        if let Some(msg) = lock(&self.lost).clone() {
+            return Err(Error::Device(format!("{msg}; open the device again (or another one) to continue")));
+        }
+        if let Some(msg) = lock(&self.error).take() {
+            return Err(Error::Device(msg));
+        }
+        Ok(())
+    }
+
+    /// Pipeline of a built-in kernel.
+    pub(crate) fn builtin(&self, kernel: pipelines::Builtin) -> wgpu::ComputePipeline {
+        self.pipelines.get(&self.device, kernel)
+    }
+
+    /// Compile a user kernel (already validated by naga), reporting any wgpu error.
+    pub(crate) fn create_user_pipeline(&self, source: &str, entry: &str) -> Result<UserPipeline> {
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(entry),
+            source: wgpu::ShaderSource::Wgsl(source.into()),
+        });
+        let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(entry),
+            layout: None,
+            module: &module,
+            entry_point: Some(entry),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(Error::Invalid(format!("the device rejected kernel `{entry}`: {e}")));
+        }
+        Ok(UserPipeline(pipeline))
+    }
+}
+
+/// A compiled user kernel.
+pub(crate) struct UserPipeline(pub wgpu::ComputePipeline);

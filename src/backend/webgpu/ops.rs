@@ -1,0 +1,218 @@
+//! The op catalogue on wgpu: each [`OpCall`] becomes one or more built-in kernel launches.
+//! The parameter layouts written here are documented at the top of each shader file.
+
+use std::sync::Arc;
+
+use super::pipelines::{Builtin, ShaderFile};
+use super::queue::{Bind, GpuQueue};
+use super::GpuDevice;
+use crate::buffer::BufferInner;
+use crate::device::Init;
+use crate::layout::{Layout, MAX_RANK};
+use crate::ops::{OpCall, Operand, ReduceOp};
+use crate::{Error, Queue, Result};
+
+/// Elements each reduction workgroup combines per pass (256 threads x 4).
+const REDUCE_CHUNK: usize = 1024;
+/// Output tile edge of the matmul kernel.
+const MATMUL_TILE: usize = 64;
+
+pub(crate) fn builtin(file: ShaderFile, entry: &'static str, constants: Vec<(&'static str, u32)>) -> Builtin {
+    Builtin { file, entry, constants }
+}
+
+/// Workgroup grid for `groups` workgroups of a 1-D problem: a 2-D grid past the per-dimension
+/// limit.
+pub(crate) fn grid_1d(dev: &GpuDevice, groups: u64) -> Result<[u32; 3]> {
+    let max = u64::from(dev.limits.max_compute_workgroups_per_dimension);
+    if groups <= max {
+        return Ok([groups as u32, 1, 1]);
+    }
+    let y = groups.div_ceil(max);
+    if y > max {
+        return Err(Error::Limit { what: "workgroups of one launch".into(), value: groups, limit: "max_compute_workgroups_per_dimension squared", max: max * max });
+    }
+    Ok([max as u32, y as u32, 1])
+}
+
+fn u32_of(what: &str, v: usize) -> Result<u32> {
+    u32::try_from(v).map_err(|_| Error::Limit { what: what.into(), value: v as u64, limit: "u32 indexing of the webgpu kernels", max: u32::MAX.into() })
+}
+
+/// Error unless every element of `o` is reachable through one storage binding.
+fn check_binding(dev: &GpuDevice, o: &Operand<'_>) -> Result<()> {
+    let bytes = o.layout.end() as u64 * 4;
+    let max = dev.limits.max_storage_buffer_binding_size;
+    if bytes > max {
+        return Err(Error::Limit { what: "tensor extent in bytes".into(), value: bytes, limit: "max_storage_buffer_binding_size", max });
+    }
+    Ok(())
+}
+
+/// `[offset, strides padded to MAX_RANK]` of a view.
+fn view_words(l: &Layout) -> Result<Vec<u32>> {
+    let mut w = vec![u32_of("tensor offset", l.offset)?];
+    for d in 0..MAX_RANK {
+        w.push(u32_of("tensor stride", l.strides.get(d).copied().unwrap_or(0))?);
+    }
+    Ok(w)
+}
+
+/// Parameters of elementwise.wgsl / copy.wgsl: n, rank, output offset, shape, input views.
+fn elementwise_params(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> Result<Vec<u32>> {
+    let l = out.layout;
+    let mut p = vec![u32_of("element count", l.numel())?, l.shape.len() as u32, u32_of("output offset", l.offset)?];
+    for d in 0..MAX_RANK {
+        p.push(u32_of("tensor extent", l.shape.get(d).copied().unwrap_or(1))?);
+    }
+    for x in inputs {
+        p.extend(view_words(x.layout)?);
+    }
+    Ok(p)
+}
+
+pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<'_>) -> Result<()> {
+    match call {
+        OpCall::Unary { op, x, out } => {
+            check_binding(dev, &x)?;
+            check_binding(dev, &out)?;
+            let contiguous = x.layout.is_contiguous() as u32;
+            let pipeline = dev.builtin(builtin(ShaderFile::Elementwise, "unary_main", vec![("OP", op.code()), ("CONTIGUOUS", contiguous)]));
+            let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
+            q.dispatch(dev, pipeline, &elementwise_params(&out, &[&x])?, &[(1, Bind::Mem(x.buf)), (3, Bind::Mem(out.buf))], grid)
+        }
+        OpCall::Binary { op, act, a, b, out } => {
+            for o in [&a, &b, &out] {
+                check_binding(dev, o)?;
+            }
+            let contiguous = (a.layout.is_contiguous() && b.layout.is_contiguous()) as u32;
+            let constants = vec![("OP", op.code()), ("ACT", act.map_or(0, |f| f.code())), ("CONTIGUOUS", contiguous)];
+            let pipeline = dev.builtin(builtin(ShaderFile::Elementwise, "binary_main", constants));
+            let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
+            let binds = [(1, Bind::Mem(a.buf)), (2, Bind::Mem(b.buf)), (3, Bind::Mem(out.buf))];
+            q.dispatch(dev, pipeline, &elementwise_params(&out, &[&a, &b])?, &binds, grid)
+        }
+        OpCall::Copy { x, out } => {
+            check_binding(dev, &x)?;
+            check_binding(dev, &out)?;
+            let pipeline = dev.builtin(builtin(ShaderFile::Copy, "copy_main", vec![]));
+            let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
+            q.dispatch(dev, pipeline, &elementwise_params(&out, &[&x])?, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))], grid)
+        }
+        OpCall::Reduce { op, x, outer, len, inner, out } => reduce(q, dev, queue, op, x, outer, len, inner, out),
+        OpCall::Softmax { x, rows, cols, out } => {
+            check_binding(dev, &x)?;
+            check_binding(dev, &out)?;
+            let params = [u32_of("rows", rows)?, u32_of("columns", cols)?, u32_of("offset", x.layout.offset)?, u32_of("offset", out.layout.offset)?];
+            let pipeline = dev.builtin(builtin(ShaderFile::Softmax, "softmax_main", vec![]));
+            q.dispatch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))], grid_1d(dev, rows as u64)?)
+        }
+        OpCall::Matmul { a, b, out, m, n, k } => matmul(q, dev, a, b, out, m, n, k),
+    }
+}
+
+/// Temporary device memory for intermediate results, recorded on `queue`.
+fn temp(queue: &Queue, elements: usize) -> Result<Arc<BufferInner>> {
+    queue.device().alloc(queue, (elements * 4) as u64, Init::Overwritten)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn reduce(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, op: ReduceOp, x: Operand<'_>, outer: usize, len: usize, inner: usize, out: Operand<'_>) -> Result<()> {
+    check_binding(dev, &x)?;
+    check_binding(dev, &out)?;
+    let argmax = op == ReduceOp::Argmax;
+    let scale = if op == ReduceOp::Mean { 1.0 / len as f32 } else { 1.0 };
+    // The current pass's input: values (and, after the first pass, argmax indices).
+    let mut values = x.buf.clone();
+    let mut indices: Option<Arc<BufferInner>> = None;
+    let (mut offset, mut outer, mut len, mut inner) = (x.layout.offset, outer, len, inner);
+    loop {
+        let chunks = len.div_ceil(REDUCE_CHUNK);
+        let rows = outer * inner;
+        let last = chunks == 1;
+        let (out_values, out_indices, out_offset) = if last {
+            if argmax {
+                (Some(temp(queue, rows)?), Some(out.buf.clone()), out.layout.offset)
+            } else {
+                (Some(out.buf.clone()), None, out.layout.offset)
+            }
+        } else {
+            (Some(temp(queue, rows * chunks)?), if argmax { Some(temp(queue, rows * chunks)?) } else { None }, 0)
+        };
+        let out_values = out_values.ok_or_else(|| Error::Device("internal: reduction without an output".into()))?;
+        let params = [
+            u32_of("rows", outer)?,
+            u32_of("reduced length", len)?,
+            u32_of("inner length", inner)?,
+            REDUCE_CHUNK as u32,
+            u32_of("chunks", chunks)?,
+            u32_of("offset", offset)?,
+            u32_of("offset", out_offset)?,
+            (if last { scale } else { 1.0 }).to_bits(),
+        ];
+        let first = indices.is_none();
+        let pipeline = dev.builtin(builtin(ShaderFile::Reduce, "reduce_main", vec![("OP", op.code()), ("FIRST", first as u32)]));
+        let binds = [
+            (1, Bind::Mem(&values)),
+            (2, indices.as_ref().map_or(Bind::SpareRead, Bind::Mem)),
+            (3, Bind::Mem(&out_values)),
+            (4, out_indices.as_ref().map_or(Bind::SpareWrite, Bind::Mem)),
+        ];
+        q.dispatch(dev, pipeline, &params, &binds, grid_1d(dev, (rows * chunks) as u64)?)?;
+        if last {
+            return Ok(());
+        }
+        values = out_values;
+        indices = out_indices;
+        (offset, outer, len, inner) = (0, rows, chunks, 1);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn matmul(q: &GpuQueue, dev: &GpuDevice, a: Operand<'_>, b: Operand<'_>, out: Operand<'_>, m: usize, n: usize, k: usize) -> Result<()> {
+    for o in [&a, &b, &out] {
+        check_binding(dev, o)?;
+    }
+    let r = out.layout.shape.len();
+    let batch_rank = r - 2;
+    let mut params = vec![
+        u32_of("m", m)?,
+        u32_of("n", n)?,
+        u32_of("k", k)?,
+        batch_rank as u32,
+        0,
+        u32_of("offset", a.layout.offset)?,
+        u32_of("stride", a.layout.strides[r - 2])?,
+        u32_of("stride", a.layout.strides[r - 1])?,
+        u32_of("offset", b.layout.offset)?,
+        u32_of("stride", b.layout.strides[r - 2])?,
+        u32_of("stride", b.layout.strides[r - 1])?,
+        u32_of("offset", out.layout.offset)?,
+    ];
+    for source in [&out.layout.shape, &a.layout.strides, &b.layout.strides] {
+        for d in 0..MAX_RANK - 2 {
+            params.push(if d < batch_rank { u32_of("batch extent or stride", source[d])? } else { 0 });
+        }
+    }
+    let max = dev.limits.max_compute_workgroups_per_dimension as usize;
+    let (gx, gy) = (n.div_ceil(MATMUL_TILE), m.div_ceil(MATMUL_TILE));
+    if gx > max || gy > max {
+        return Err(Error::Limit {
+            what: format!("matmul output {m}x{n} in {MATMUL_TILE}-wide tiles per dimension"),
+            value: gx.max(gy) as u64,
+            limit: "max_compute_workgroups_per_dimension",
+            max: max as u64,
+        });
+    }
+    let batches = out.layout.numel() / (m * n);
+    let pipeline = dev.builtin(builtin(ShaderFile::Matmul, "matmul_main", vec![]));
+    let binds = [(1, Bind::Mem(a.buf)), (2, Bind::Mem(b.buf)), (3, Bind::Mem(out.buf))];
+    let mut first = 0;
+    while first < batches {
+        let count = (batches - first).min(max);
+        params[4] = u32_of("batch", first)?;
+        q.dispatch(dev, pipeline.clone(), &params, &binds, [gx as u32, gy as u32, count as u32])?;
+        first += count;
+    }
+    Ok(())
+}

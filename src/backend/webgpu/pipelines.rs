@@ -1,0 +1,92 @@
+//! Built-in kernels: their WGSL files and a cache of compiled pipelines, one per
+//! (file, entry point, override constants).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::signal::lock;
+
+/// Prelude prepended to every built-in shader file (see `shaders/README.md`).
+const COMMON: &str = include_str!("../../../shaders/common.wgsl");
+
+/// The shader files of the op families.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum ShaderFile {
+    Elementwise,
+    Copy,
+    Reduce,
+    Softmax,
+    Matmul,
+}
+
+impl ShaderFile {
+    fn source(self) -> &'static str {
+        match self {
+            ShaderFile::Elementwise => include_str!("../../../shaders/elementwise.wgsl"),
+            ShaderFile::Copy => include_str!("../../../shaders/copy.wgsl"),
+            ShaderFile::Reduce => include_str!("../../../shaders/reduce.wgsl"),
+            ShaderFile::Softmax => include_str!("../../../shaders/softmax.wgsl"),
+            ShaderFile::Matmul => include_str!("../../../shaders/matmul.wgsl"),
+        }
+    }
+}
+
+/// One specialised built-in kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Builtin {
+    pub file: ShaderFile,
+    pub entry: &'static str,
+    /// Override constants (name, value); values are small integers or booleans.
+    pub constants: Vec<(&'static str, u32)>,
+}
+
+#[derive(Default)]
+pub(crate) struct PipelineCache {
+    modules: Mutex<HashMap<ShaderFile, wgpu::ShaderModule>>,
+    pipelines: Mutex<HashMap<Builtin, wgpu::ComputePipeline>>,
+}
+
+impl PipelineCache {
+    pub fn get(&self, device: &wgpu::Device, kernel: Builtin) -> wgpu::ComputePipeline {
+        if let Some(p) = lock(&self.pipelines).get(&kernel) {
+            return p.clone();
+        }
+        let module = lock(&self.modules)
+            .entry(kernel.file)
+            .or_insert_with(|| {
+                let source = format!("{COMMON}\n{}", kernel.file.source());
+                device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(kernel.entry),
+                    source: wgpu::ShaderSource::Wgsl(source.into()),
+                })
+            })
+            .clone();
+        let constants: Vec<(&str, f64)> = kernel.constants.iter().map(|&(k, v)| (k, f64::from(v))).collect();
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(kernel.entry),
+            layout: None,
+            module: &module,
+            entry_point: Some(kernel.entry),
+            compilation_options: wgpu::PipelineCompilationOptions { constants: &constants, zero_initialize_workgroup_memory: false },
+            cache: None,
+        });
+        lock(&self.pipelines).insert(kernel, pipeline.clone());
+        pipeline
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_shader_validates() {
+        for file in [ShaderFile::Elementwise, ShaderFile::Copy, ShaderFile::Reduce, ShaderFile::Softmax, ShaderFile::Matmul] {
+            let source = format!("{COMMON}\n{}", file.source());
+            let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{file:?}: {}", e.emit_to_string(&source)));
+            naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
+                .validate(&module)
+                .unwrap_or_else(|e| panic!("{file:?}: {}", e.emit_to_string(&source)));
+        }
+    }
+}

@@ -1,0 +1,318 @@
+//! Recording and submitting work on wgpu. Commands are collected per queue and encoded into
+//! one command buffer at submit; all small host data of a batch (launch parameters, writes)
+//! travels in one upload buffer.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::{GpuDevice, GpuMemory};
+use crate::backend::Memory;
+use crate::buffer::BufferInner;
+use crate::kernel::{Binding, Kernel, KernelImpl};
+use crate::signal::{lock, Signal};
+use crate::{Error, Result};
+
+/// A batch is submitted on its own once it holds this many commands...
+const MAX_BATCH_COMMANDS: usize = 2048;
+/// ...or this many bytes of upload data.
+const MAX_BATCH_UPLOAD: usize = 64 << 20;
+
+/// What a binding points at.
+pub(crate) enum Resource {
+    /// A range of the batch's upload buffer.
+    Upload { offset: u64, size: u64 },
+    /// A range of a device buffer.
+    Buffer { buffer: wgpu::Buffer, offset: u64, size: u64 },
+}
+
+struct Entry {
+    group: u32,
+    binding: u32,
+    resource: Resource,
+}
+
+enum Command {
+    Dispatch { pipeline: wgpu::ComputePipeline, entries: Vec<Entry>, workgroups: [u32; 3] },
+    Upload { offset: u64, dst: wgpu::Buffer, dst_offset: u64, size: u64 },
+    Copy { src: wgpu::Buffer, src_offset: u64, dst: wgpu::Buffer, dst_offset: u64, size: u64 },
+    Clear { dst: wgpu::Buffer, offset: u64, size: u64 },
+}
+
+#[derive(Default)]
+struct Batch {
+    commands: Vec<Command>,
+    upload: Vec<u8>,
+    held: Vec<Arc<BufferInner>>,
+}
+
+impl Batch {
+    /// Append `data` to the upload area at an offset aligned to `align`; returns the offset.
+    fn push_upload(&mut self, data: &[u8], align: usize) -> u64 {
+        let offset = self.upload.len().next_multiple_of(align);
+        self.upload.resize(offset, 0);
+        self.upload.extend_from_slice(data);
+        offset as u64
+    }
+
+    fn is_full(&self) -> bool {
+        self.commands.len() >= MAX_BATCH_COMMANDS || self.upload.len() >= MAX_BATCH_UPLOAD
+    }
+}
+
+/// A buffer bound to a built-in kernel.
+pub(crate) enum Bind<'a> {
+    /// Pooled device memory (bound from its start, as far as a binding may reach).
+    Mem(&'a Arc<BufferInner>),
+    /// The device's spare read-only buffer, for a binding this launch does not use.
+    SpareRead,
+    /// The device's spare writable buffer.
+    SpareWrite,
+}
+
+/// The wgpu buffer behind pooled memory.
+pub(crate) fn gpu(mem: &Arc<BufferInner>) -> Result<&GpuMemory> {
+    match mem.memory() {
+        Memory::WebGpu(b) => Ok(b),
+        #[allow(unreachable_patterns)]
+        _ => Err(Error::Device("internal: a non-webgpu buffer reached the webgpu backend".into())),
+    }
+}
+
+/// A queue's recorded, not yet submitted work.
+#[derive(Default)]
+pub(crate) struct GpuQueue {
+    batch: std::sync::Mutex<Batch>,
+}
+
+impl GpuQueue {
+    /// Record with `f`, then submit on its own if the batch has grown large.
+    fn record(&self, dev: &GpuDevice, f: impl FnOnce(&mut Batch) -> Result<()>) -> Result<()> {
+        let full = {
+            let mut batch = lock(&self.batch);
+            f(&mut batch)?;
+            batch.is_full()
+        };
+        if full {
+            self.submit(dev)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn write(&self, dev: &GpuDevice, dst: &Arc<BufferInner>, offset: u64, data: &[u8]) -> Result<()> {
+        let target = gpu(dst)?.clone();
+        self.record(dev, |b| {
+            if b.commands.is_empty() {
+                // Nothing recorded before it on this queue: wgpu orders the write before the
+                // next submission.
+                dev.queue.write_buffer(&target, offset, data);
+                return Ok(());
+            }
+            let at = b.push_upload(data, 4);
+            b.commands.push(Command::Upload { offset: at, dst: target, dst_offset: offset, size: data.len() as u64 });
+            b.held.push(dst.clone());
+            Ok(())
+        })
+    }
+
+    pub(crate) fn fill(&self, dev: &GpuDevice, dst: &Arc<BufferInner>, offset: u64, bytes: u64, word: u32) -> Result<()> {
+        if word == 0 {
+            let target = gpu(dst)?.clone();
+            return self.record(dev, |b| {
+                b.commands.push(Command::Clear { dst: target, offset, size: bytes });
+                b.held.push(dst.clone());
+                Ok(())
+            });
+        }
+        let words = bytes / 4;
+        let params = [(offset / 4) as u32, words as u32, word];
+        let pipeline = dev.builtin(super::ops::builtin(super::pipelines::ShaderFile::Copy, "fill_main", vec![]));
+        let grid = super::ops::grid_1d(dev, words.div_ceil(256))?;
+        self.dispatch(dev, pipeline, &params, &[(2, Bind::Mem(dst))], grid)
+    }
+
+    pub(crate) fn copy(&self, dev: &GpuDevice, src: &Arc<BufferInner>, src_offset: u64, dst: &Arc<BufferInner>, dst_offset: u64, size: u64) -> Result<()> {
+        let (s, d) = (gpu(src)?.clone(), gpu(dst)?.clone());
+        self.record(dev, |b| {
+            b.commands.push(Command::Copy { src: s, src_offset, dst: d, dst_offset, size });
+            b.held.push(src.clone());
+            b.held.push(dst.clone());
+            Ok(())
+        })
+    }
+
+    /// Record a built-in kernel launch with `params` at binding 0 and `binds` at the others.
+    pub(crate) fn dispatch(&self, dev: &GpuDevice, pipeline: wgpu::ComputePipeline, params: &[u32], binds: &[(u32, Bind<'_>)], workgroups: [u32; 3]) -> Result<()> {
+        let max = dev.limits.max_storage_buffer_binding_size;
+        let mut entries = Vec::with_capacity(binds.len() + 1);
+        let mut held = Vec::new();
+        for (binding, bind) in binds {
+            let (buffer, size) = match bind {
+                Bind::Mem(m) => {
+                    held.push((*m).clone());
+                    (gpu(m)?.clone(), m.capacity().min(max) / 4 * 4)
+                }
+                Bind::SpareRead => (dev.spare_read.clone(), 256),
+                Bind::SpareWrite => (dev.spare_write.clone(), 256),
+            };
+            entries.push(Entry { group: 0, binding: *binding, resource: Resource::Buffer { buffer, offset: 0, size } });
+        }
+        let align = dev.limits.min_storage_buffer_offset_alignment as usize;
+        self.record(dev, |b| {
+            let offset = b.push_upload(bytemuck::cast_slice(params), align);
+            entries.push(Entry { group: 0, binding: 0, resource: Resource::Upload { offset, size: (params.len() * 4) as u64 } });
+            b.commands.push(Command::Dispatch { pipeline, entries, workgroups });
+            b.held.extend(held);
+            Ok(())
+        })
+    }
+
+    /// Record a user kernel launch (already checked against its reflection).
+    pub(crate) fn launch_kernel(&self, dev: &GpuDevice, kernel: &Kernel, bindings: &[Binding<'_>], workgroups: [u32; 3]) -> Result<()> {
+        let KernelImpl::WebGpu(pipeline) = &kernel.imp;
+        let mut entries = Vec::with_capacity(bindings.len());
+        let mut held = Vec::with_capacity(bindings.len());
+        for (b, info) in bindings.iter().zip(&kernel.info().bindings) {
+            held.push(b.inner.clone());
+            entries.push(Entry {
+                group: info.group,
+                binding: info.binding,
+                resource: Resource::Buffer { buffer: gpu(b.inner)?.clone(), offset: b.byte_offset, size: b.byte_len },
+            });
+        }
+        self.record(dev, |batch| {
+            batch.commands.push(Command::Dispatch { pipeline: pipeline.0.clone(), entries, workgroups });
+            batch.held.extend(held);
+            Ok(())
+        })
+    }
+
+    /// Encode and submit everything recorded so far.
+    pub(crate) fn submit(&self, dev: &GpuDevice) -> Result<GpuFence> {
+        let batch = std::mem::take(&mut *lock(&self.batch));
+        let upload = if batch.upload.is_empty() {
+            None
+        } else {
+            let mut data = batch.upload;
+            data.resize(data.len().next_multiple_of(4), 0);
+            let size = data.len() as u64;
+            let buf = dev.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("upload"),
+                size,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: true,
+            });
+            buf.slice(..)
+                .get_mapped_range_mut()
+                .map_err(|e| Error::Device(format!("mapping the upload buffer: {e}")))?
+                .copy_from_slice(&data);
+            buf.unmap();
+            Some(buf)
+        };
+        let mut encoder = dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("unicompute batch") });
+        for cmd in &batch.commands {
+            encode(dev, &mut encoder, cmd, upload.as_ref())?;
+        }
+        let index = dev.queue.submit([encoder.finish()]);
+        let done = Signal::new();
+        let signal = done.clone();
+        dev.queue.on_submitted_work_done(move || signal.set(()));
+        dev.hold_until(done.clone(), batch.held);
+        dev.check_healthy()?;
+        Ok(GpuFence { done, index })
+    }
+
+    /// Copy a range back to the host after all recorded work.
+    pub(crate) async fn read(&self, dev: &GpuDevice, src: &Arc<BufferInner>, offset: u64, bytes: u64) -> Result<Vec<u8>> {
+        let size = bytes.next_multiple_of(4);
+        let staging = dev.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let source = gpu(src)?.clone();
+        {
+            let mut b = lock(&self.batch);
+            b.commands.push(Command::Copy { src: source, src_offset: offset, dst: staging.clone(), dst_offset: 0, size });
+            b.held.push(src.clone());
+        }
+        self.submit(dev)?;
+        let mapped: Signal<Result<(), String>> = Signal::new();
+        let m = mapped.clone();
+        staging.slice(..).map_async(wgpu::MapMode::Read, move |r| m.set(r.map_err(|e| e.to_string())));
+        #[cfg(not(target_arch = "wasm32"))]
+        dev.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| Error::Device(format!("waiting for the device: {e}")))?;
+        mapped.await.map_err(|e| Error::Device(format!("reading back {bytes} bytes failed: {e}")))?;
+        let data = {
+            let view = staging.slice(..).get_mapped_range().map_err(|e| Error::Device(format!("mapping the readback buffer: {e}")))?;
+            view[..bytes as usize].to_vec()
+        };
+        staging.unmap();
+        dev.maintain();
+        Ok(data)
+    }
+}
+
+fn encode(dev: &GpuDevice, encoder: &mut wgpu::CommandEncoder, cmd: &Command, upload: Option<&wgpu::Buffer>) -> Result<()> {
+    let no_upload = || Error::Device("internal: a command refers to an empty upload area".into());
+    match cmd {
+        Command::Dispatch { pipeline, entries, workgroups } => {
+            let mut groups: BTreeMap<u32, Vec<wgpu::BindGroupEntry<'_>>> = BTreeMap::new();
+            for e in entries {
+                let (buffer, offset, size) = match &e.resource {
+                    Resource::Upload { offset, size } => (upload.ok_or_else(no_upload)?, *offset, *size),
+                    Resource::Buffer { buffer, offset, size } => (buffer, *offset, *size),
+                };
+                groups.entry(e.group).or_default().push(wgpu::BindGroupEntry {
+                    binding: e.binding,
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer, offset, size: wgpu::BufferSize::new(size) }),
+                });
+            }
+            let bind_groups: Vec<(u32, wgpu::BindGroup)> = groups
+                .into_iter()
+                .map(|(g, entries)| {
+                    let layout = pipeline.get_bind_group_layout(g);
+                    (g, dev.device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &layout, entries: &entries }))
+                })
+                .collect();
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
+            pass.set_pipeline(pipeline);
+            for (g, bg) in &bind_groups {
+                pass.set_bind_group(*g, bg, &[]);
+            }
+            pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
+        }
+        Command::Upload { offset, dst, dst_offset, size } => {
+            encoder.copy_buffer_to_buffer(upload.ok_or_else(no_upload)?, *offset, dst, *dst_offset, *size);
+        }
+        Command::Copy { src, src_offset, dst, dst_offset, size } => {
+            encoder.copy_buffer_to_buffer(src, *src_offset, dst, *dst_offset, *size);
+        }
+        Command::Clear { dst, offset, size } => encoder.clear_buffer(dst, *offset, Some(*size)),
+    }
+    Ok(())
+}
+
+/// Marks one submission; signalled from wgpu's completion callback.
+#[derive(Clone)]
+pub(crate) struct GpuFence {
+    done: Signal<()>,
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    index: wgpu::SubmissionIndex,
+}
+
+impl GpuFence {
+    pub(crate) fn is_signalled(&self) -> bool {
+        self.done.is_set()
+    }
+
+    pub(crate) async fn wait(&self, dev: &GpuDevice) -> Result<()> {
+        #[cfg(not(target_arch = "wasm32"))]
+        dev.device
+            .poll(wgpu::PollType::Wait { submission_index: Some(self.index.clone()), timeout: None })
+            .map_err(|e| Error::Device(format!("waiting for the device: {e}")))?;
+        self.done.clone().await;
+        dev.maintain();
+        dev.check_healthy()
+    }
+}

@@ -1,0 +1,356 @@
+//! Devices: listing them, opening one, and what they report about themselves.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::backend::{self, BackendDevice, Memory};
+use crate::buffer::BufferInner;
+use crate::pool::{size_class, MemoryStats, Pool};
+use crate::queue::{Queue, QueueShared};
+use crate::{Error, Result};
+
+/// Environment variable that overrides [`BackendChoice::Auto`]: `cpu`, `webgpu`, `cuda`,
+/// `auto`, or an index into [`devices()`].
+pub const BACKEND_ENV: &str = "UNICOMPUTE_BACKEND";
+
+/// The API a device runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BackendKind {
+    /// Host code, always available (also inside WebAssembly).
+    Cpu,
+    /// wgpu: WebGPU in browsers, Vulkan / Metal / DX12 / GL natively.
+    WebGpu,
+    /// NVIDIA GPUs through CUDA.
+    Cuda,
+}
+
+impl BackendKind {
+    /// Lower-case name as used on the command line and in `UNICOMPUTE_BACKEND`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Cpu => "cpu",
+            BackendKind::WebGpu => "webgpu",
+            BackendKind::Cuda => "cuda",
+        }
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Which device [`Device::open`] should open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// `UNICOMPUTE_BACKEND` if set, else the best device: a hardware GPU, then a software
+    /// adapter, then the CPU.
+    Auto,
+    /// The best device of one backend.
+    Backend(BackendKind),
+    /// Entry `n` of [`devices()`].
+    Index(usize),
+}
+
+impl FromStr for BackendChoice {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" | "" => Ok(BackendChoice::Auto),
+            "cpu" => Ok(BackendChoice::Backend(BackendKind::Cpu)),
+            "webgpu" | "wgpu" | "gpu" => Ok(BackendChoice::Backend(BackendKind::WebGpu)),
+            "cuda" => Ok(BackendChoice::Backend(BackendKind::Cuda)),
+            other => other.parse::<usize>().map(BackendChoice::Index).map_err(|_| {
+                Error::Invalid(format!(
+                    "unknown backend choice `{s}`: expected auto, cpu, webgpu, cuda or a device index"
+                ))
+            }),
+        }
+    }
+}
+
+/// Kind of hardware behind a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeviceType {
+    /// A discrete GPU.
+    DiscreteGpu,
+    /// A GPU sharing memory with the CPU.
+    IntegratedGpu,
+    /// A GPU exposed through a virtual machine.
+    VirtualGpu,
+    /// A GPU API implemented in software on the CPU (lavapipe, SwiftShader, WARP).
+    SoftwareGpu,
+    /// The host CPU backend.
+    Cpu,
+    /// Anything the driver could not classify.
+    Other,
+}
+
+impl DeviceType {
+    /// Rank used by `auto`: lower is preferred.
+    pub(crate) fn preference(self) -> u8 {
+        match self {
+            DeviceType::DiscreteGpu => 0,
+            DeviceType::IntegratedGpu => 1,
+            DeviceType::VirtualGpu | DeviceType::Other => 2,
+            DeviceType::SoftwareGpu => 3,
+            DeviceType::Cpu => 4,
+        }
+    }
+}
+
+/// Hard limits of a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest single buffer in bytes.
+    pub max_buffer_size: u64,
+    /// Largest range of a buffer one storage binding may cover, in bytes.
+    pub max_storage_binding_size: u64,
+    /// Largest uniform binding in bytes.
+    pub max_uniform_binding_size: u64,
+    /// Largest workgroup extent per dimension.
+    pub max_workgroup_size: [u32; 3],
+    /// Most invocations in one workgroup.
+    pub max_invocations_per_workgroup: u32,
+    /// Most workgroups per dispatch dimension.
+    pub max_workgroups_per_dimension: u32,
+    /// Workgroup shared memory in bytes.
+    pub max_workgroup_storage_size: u32,
+    /// Most storage buffers one kernel may bind.
+    pub max_storage_buffers_per_kernel: u32,
+    /// Required alignment, in bytes, of a storage binding's offset.
+    pub storage_offset_alignment: u32,
+}
+
+/// Optional capabilities of a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Features {
+    /// f16 arithmetic in kernels.
+    pub f16: bool,
+    /// Device timestamps for timing.
+    pub timestamps: bool,
+    /// Subgroup (warp / wave) operations.
+    pub subgroups: bool,
+}
+
+/// What a device reports about itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceInfo {
+    /// Position in [`devices()`].
+    pub index: usize,
+    /// Adapter or processor name.
+    pub name: String,
+    /// The API it runs on.
+    pub backend: BackendKind,
+    /// Kind of hardware.
+    pub device_type: DeviceType,
+    /// The native API below the backend (e.g. `Vulkan`), or `host` for the CPU.
+    pub api: String,
+    /// Driver name and version, where known.
+    pub driver: String,
+    /// Hard limits.
+    pub limits: Limits,
+    /// Optional capabilities.
+    pub features: Features,
+    /// Total device memory in bytes, where the API can tell.
+    pub memory_total: Option<u64>,
+}
+
+/// Options for [`Device::open_with`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceOptions {
+    /// Bytes of freed memory the pool keeps for reuse.
+    pub pool_cache_limit: u64,
+    /// Fill memory that a kernel is about to overwrite with a poison pattern first, so a
+    /// kernel that misses an element is caught by tests. Costs one fill per allocation.
+    pub poison_uninitialized: bool,
+}
+
+impl Default for DeviceOptions {
+    fn default() -> Self {
+        DeviceOptions { pool_cache_limit: 1 << 30, poison_uninitialized: false }
+    }
+}
+
+/// Bit pattern written by [`DeviceOptions::poison_uninitialized`]: as f32 about -1.1e36,
+/// as an integer a value no test produces.
+pub const POISON_WORD: u32 = 0xFB55_5555;
+
+/// Every device this build can open: the CPU first, then each GPU adapter and CUDA device.
+pub fn devices() -> Vec<DeviceInfo> {
+    backend::enumerate().into_iter().map(|c| c.info).collect()
+}
+
+/// An opened device. Cheap to clone; all clones share one device.
+#[derive(Clone)]
+pub struct Device {
+    pub(crate) shared: Arc<DeviceShared>,
+}
+
+pub(crate) struct DeviceShared {
+    pub info: DeviceInfo,
+    pub backend: BackendDevice,
+    pub pool: Arc<Pool>,
+    pub options: DeviceOptions,
+    pub default_queue: Arc<QueueShared>,
+}
+
+/// Whether memory handed out must be zeroed, or will be fully overwritten by the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Init {
+    Zeroed,
+    Overwritten,
+}
+
+impl Device {
+    /// Open a device (see [`BackendChoice`]).
+    pub fn open(choice: BackendChoice) -> Result<Device> {
+        Self::open_with(choice, DeviceOptions::default())
+    }
+
+    /// Open a device with options.
+    pub fn open_with(choice: BackendChoice, options: DeviceOptions) -> Result<Device> {
+        let choice = match choice {
+            BackendChoice::Auto => match std::env::var(BACKEND_ENV) {
+                Ok(v) => v.parse().map_err(|e: Error| Error::Invalid(format!("{BACKEND_ENV}: {e}")))?,
+                Err(_) => BackendChoice::Auto,
+            },
+            other => other,
+        };
+        let candidates = backend::enumerate();
+        let candidate = match choice {
+            BackendChoice::Auto => candidates.into_iter().min_by_key(|c| (c.info.device_type.preference(), c.info.index)),
+            BackendChoice::Index(i) => {
+                let n = candidates.len();
+                let found = candidates.into_iter().nth(i);
+                if found.is_none() {
+                    return Err(Error::NoDevice(format!("device index {i} does not exist: {n} devices are listed")));
+                }
+                found
+            }
+            BackendChoice::Backend(kind) => {
+                let c = candidates
+                    .into_iter()
+                    .filter(|c| c.info.backend == kind)
+                    .min_by_key(|c| (c.info.device_type.preference(), c.info.index));
+                if c.is_none() {
+                    return Err(Error::NoDevice(backend::missing_reason(kind)));
+                }
+                c
+            }
+        };
+        let candidate = candidate.ok_or_else(|| Error::NoDevice("no device found".into()))?;
+        let info = candidate.info.clone();
+        let backend = candidate.open()?;
+        let default_queue = Arc::new(QueueShared::new(&backend));
+        Ok(Device {
+            shared: Arc::new(DeviceShared {
+                info,
+                backend,
+                pool: Arc::new(Pool::new(options.pool_cache_limit)),
+                options,
+                default_queue,
+            }),
+        })
+    }
+
+    /// What the device reports about itself.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.shared.info
+    }
+
+    /// The backend this device runs on.
+    pub fn backend(&self) -> BackendKind {
+        self.shared.info.backend
+    }
+
+    /// The device's default queue.
+    pub fn queue(&self) -> Queue {
+        Queue { device: self.clone(), shared: self.shared.default_queue.clone() }
+    }
+
+    /// A new queue. On `webgpu` all queues feed the one hardware queue in submission order;
+    /// on `cuda` each is a stream.
+    pub fn new_queue(&self) -> Queue {
+        Queue { device: self.clone(), shared: Arc::new(QueueShared::new(&self.shared.backend)) }
+    }
+
+    /// Pool statistics: live and cached bytes, allocations, pool hits, peak.
+    pub fn memory_stats(&self) -> MemoryStats {
+        self.shared.backend.maintain();
+        self.shared.pool.stats()
+    }
+
+    /// Free every cached block of the pool back to the backend.
+    pub fn trim_pool(&self) {
+        self.shared.pool.trim();
+    }
+
+    /// Whether two handles refer to the same opened device.
+    pub fn same(&self, other: &Device) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+
+    pub(crate) fn check_same(&self, other: &Device, what: &str) -> Result<()> {
+        if self.same(other) {
+            Ok(())
+        } else {
+            Err(Error::DeviceMismatch(format!(
+                "{what} belongs to device `{}`, but the operation runs on device `{}`",
+                other.info().name,
+                self.info().name
+            )))
+        }
+    }
+
+    /// Allocate `bytes` of device memory through the pool, initialised as `init` asks; any
+    /// initialisation is recorded on `queue`, ordered before the caller's later work there.
+    pub(crate) fn alloc(&self, queue: &Queue, bytes: u64, init: Init) -> Result<Arc<BufferInner>> {
+        let limits = &self.shared.info.limits;
+        if bytes > limits.max_buffer_size {
+            return Err(Error::Limit {
+                what: "buffer size in bytes".into(),
+                value: bytes,
+                limit: "max_buffer_size",
+                max: limits.max_buffer_size,
+            });
+        }
+        self.shared.backend.check_healthy()?;
+        self.shared.backend.maintain();
+        let class = size_class(bytes).min(limits.max_buffer_size.max(bytes).next_multiple_of(4));
+        let (mem, fresh) = match self.shared.pool.take(class) {
+            Some(mem) => (mem, false),
+            None => {
+                let mem: Memory = self.shared.backend.alloc(class)?;
+                self.shared.pool.note_allocation(class);
+                (mem, true)
+            }
+        };
+        let inner = Arc::new(BufferInner::new(mem, class, self.shared.pool.clone()));
+        let fill = match init {
+            Init::Zeroed if !fresh => Some(0),
+            Init::Overwritten if self.shared.options.poison_uninitialized => Some(POISON_WORD),
+            _ => None,
+        };
+        if let Some(word) = fill {
+            queue.fill_words(&inner, 0, class, word)?;
+        }
+        Ok(inner)
+    }
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A process-unique id for objects that need one (queues, buffers).
+pub(crate) fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Device({} on {})", self.info().name, self.backend())
+    }
+}

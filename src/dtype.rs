@@ -1,0 +1,54 @@
+//! Element types that buffers and tensors can hold.
+
+use std::fmt;
+
+/// Runtime element type of a tensor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DType {
+    /// 32-bit IEEE float.
+    F32,
+    /// 32-bit signed integer.
+    I32,
+    /// 32-bit unsigned integer.
+    U32,
+}
+
+impl DType {
+    /// Size of one element in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            DType::F32 | DType::I32 | DType::U32 => 4,
+        }
+    }
+
+    /// Lower-case name, as WGSL spells the scalar type.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::I32 => "i32",
+            DType::U32 => "u32",
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A Rust type that can live in a [`Buffer`](crate::Buffer): plain old data with a [`DType`].
+pub trait Element: bytemuck::Pod + Send + Sync + fmt::Debug + 'static {
+    /// The runtime dtype of this element type.
+    const DTYPE: DType;
+}
+
+impl Element for f32 {
+    const DTYPE: DType = DType::F32;
+}
+impl Element for i32 {
+    const DTYPE: DType = DType::I32;
+}
+impl Element for u32 {
+    const DTYPE: DType = DType::U32;
+}

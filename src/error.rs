@@ -1,0 +1,105 @@
+//! The one error type of the library: every failure names what was wrong and what was expected.
+
+use crate::BackendKind;
+
+/// Result with the library's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong when using unicompute.
+///
+/// Every variant carries enough text to tell the user what was wrong and what was expected;
+/// [`Error::code`] gives a stable machine-readable name.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    /// No device of the requested kind exists or could be opened.
+    #[error("no device: {0}")]
+    NoDevice(String),
+    /// The backend exists in the API but this build or device cannot run the request.
+    #[error("unsupported on {backend}: {what}")]
+    Unsupported {
+        /// Backend that refused.
+        backend: BackendKind,
+        /// What was asked for, and what would work instead.
+        what: String,
+    },
+    /// Shapes of operands do not fit together.
+    #[error("shape mismatch in {op}: {detail}")]
+    Shape {
+        /// Operation that checked the shapes.
+        op: &'static str,
+        /// Shapes that were given and what was expected.
+        detail: String,
+    },
+    /// Element type is not the one expected.
+    #[error("dtype mismatch in {op}: expected {expected}, got {got}")]
+    DType {
+        /// Operation that checked the dtype.
+        op: &'static str,
+        /// Expected dtype(s).
+        expected: String,
+        /// Dtype that was given.
+        got: String,
+    },
+    /// An index, range or axis lies outside what the object holds.
+    #[error("out of range: {0}")]
+    OutOfRange(String),
+    /// A request exceeds a device limit.
+    #[error("{what} is {value}, but the device limit {limit} is {max}")]
+    Limit {
+        /// What was too large.
+        what: String,
+        /// Requested value.
+        value: u64,
+        /// Name of the device limit.
+        limit: &'static str,
+        /// The device's maximum.
+        max: u64,
+    },
+    /// A WGSL (or other) kernel source failed to parse or validate.
+    #[error("shader error at {line}:{column}: {message}\n  {line} | {source_line}")]
+    Shader {
+        /// 1-based line of the error.
+        line: u32,
+        /// 1-based column of the error.
+        column: u32,
+        /// What the compiler said.
+        message: String,
+        /// The offending source line.
+        source_line: String,
+    },
+    /// A kernel launch does not match the kernel's reflected bindings or workgroup limits.
+    #[error("kernel launch: {0}")]
+    Launch(String),
+    /// Objects from different devices were mixed.
+    #[error("device mismatch: {0}")]
+    DeviceMismatch(String),
+    /// The device was lost or reported an error; reopen it (or another one) to continue.
+    #[error("device error: {0}")]
+    Device(String),
+    /// An invalid argument that fits none of the categories above.
+    #[error("invalid argument: {0}")]
+    Invalid(String),
+}
+
+impl Error {
+    /// Stable machine-readable name of the error kind (used as `code` in JavaScript).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::NoDevice(_) => "NO_DEVICE",
+            Error::Unsupported { .. } => "UNSUPPORTED",
+            Error::Shape { .. } => "SHAPE",
+            Error::DType { .. } => "DTYPE",
+            Error::OutOfRange(_) => "OUT_OF_RANGE",
+            Error::Limit { .. } => "LIMIT",
+            Error::Shader { .. } => "SHADER",
+            Error::Launch(_) => "LAUNCH",
+            Error::DeviceMismatch(_) => "DEVICE_MISMATCH",
+            Error::Device(_) => "DEVICE",
+            Error::Invalid(_) => "INVALID",
+        }
+    }
+
+    pub(crate) fn shape(op: &'static str, detail: impl Into<String>) -> Self {
+        Error::Shape { op, detail: detail.into() }
+    }
+}

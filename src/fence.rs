@@ -1,0 +1,31 @@
+//! Fences mark a point in a queue's work and tell when the device has reached it.
+
+use crate::backend::FenceImpl;
+use crate::{Device, Result};
+
+/// Returned by [`Queue::submit`](crate::Queue::submit): signals once the device has finished
+/// everything submitted up to that point.
+#[derive(Clone)]
+pub struct Fence {
+    pub(crate) device: Device,
+    pub(crate) imp: FenceImpl,
+}
+
+impl Fence {
+    /// Whether the device has finished the work (never blocks).
+    pub fn is_signalled(&self) -> bool {
+        self.imp.is_signalled(&self.device.shared.backend)
+    }
+
+    /// Wait until the fence has signalled. In browsers this yields to the event loop;
+    /// natively it blocks the calling thread while the device finishes.
+    pub async fn wait(&self) -> Result<()> {
+        self.imp.wait(&self.device.shared.backend).await
+    }
+
+    /// Block until the fence has signalled (not available in browsers).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn wait_blocking(&self) -> Result<()> {
+        pollster::block_on(self.wait())
+    }
+}

@@ -1,0 +1,109 @@
+//! WGSL front end: parse and validate with naga, turn errors into line:column, reflect the
+//! bindings and workgroup size of one entry point.
+
+use naga::valid::{Capabilities, ValidationFlags, Validator};
+use naga::{AddressSpace, Scalar, ScalarKind, ShaderStage, StorageAccess, TypeInner};
+
+use super::{BindingInfo, BindingKind, KernelInfo};
+use crate::{DType, Error, Result};
+
+/// Parse, validate and reflect `source`, for the compute entry point `entry`.
+pub(crate) fn reflect(source: &str, entry: &str) -> Result<KernelInfo> {
+    let module = naga::front::wgsl::parse_str(source).map_err(|e| {
+        let loc = e.location(source);
+        shader_error(source, loc.map(|l| (l.line_number, l.line_position)), e.message().to_string())
+    })?;
+    let info = Validator::new(ValidationFlags::all(), Capabilities::all()).validate(&module).map_err(|e| {
+        let loc = e.location(source);
+        let mut message = e.as_inner().to_string();
+        let mut src: &dyn std::error::Error = e.as_inner();
+        while let Some(next) = src.source() {
+            message.push_str(": ");
+            message.push_str(&next.to_string());
+            src = next;
+        }
+        shader_error(source, loc.map(|l| (l.line_number, l.line_position)), message)
+    })?;
+    let (ep_index, ep) = module.entry_points.iter().enumerate().find(|(_, ep)| ep.name == entry).ok_or_else(|| {
+        let names: Vec<_> = module.entry_points.iter().map(|e| e.name.as_str()).collect();
+        Error::Invalid(format!("entry point `{entry}` not found: the shader has {names:?}"))
+    })?;
+    if ep.stage != ShaderStage::Compute {
+        return Err(Error::Invalid(format!("entry point `{entry}` is a {:?} shader: expected @compute", ep.stage)));
+    }
+    let used = info.get_entry_point(ep_index);
+    let mut layouter = naga::proc::Layouter::default();
+    layouter.update(module.to_ctx()).map_err(|e| Error::Invalid(format!("cannot lay out the shader's types: {e}")))?;
+    let mut bindings = Vec::new();
+    for (handle, var) in module.global_variables.iter() {
+        let Some(rb) = &var.binding else { continue };
+        if used[handle].is_empty() {
+            continue; // not used by this entry point: not part of its layout
+        }
+        let kind = match var.space {
+            AddressSpace::Storage { access } if access.contains(StorageAccess::STORE) => BindingKind::StorageReadWrite,
+            AddressSpace::Storage { .. } => BindingKind::StorageRead,
+            AddressSpace::Uniform => BindingKind::Uniform,
+            other => {
+                return Err(Error::Unsupported {
+                    backend: crate::BackendKind::WebGpu,
+                    what: format!("binding @group({}) @binding({}) lives in {other:?}: only storage and uniform buffers can be bound", rb.group, rb.binding),
+                })
+            }
+        };
+        let (dtype, min_bytes, runtime_sized) = element_of(&module, var.ty, &layouter);
+        bindings.push(BindingInfo {
+            group: rb.group,
+            binding: rb.binding,
+            name: var.name.clone().unwrap_or_default(),
+            kind,
+            dtype,
+            min_bytes,
+            runtime_sized,
+        });
+    }
+    bindings.sort_by_key(|b| (b.group, b.binding));
+    Ok(KernelInfo { entry: entry.to_string(), workgroup_size: ep.workgroup_size, bindings })
+}
+
+/// The element dtype of an array binding (if it is an array of a 4-byte scalar or atomic),
+/// the minimum binding size in bytes, and whether the array is runtime-sized.
+fn element_of(module: &naga::Module, ty: naga::Handle<naga::Type>, layouter: &naga::proc::Layouter) -> (Option<DType>, u64, bool) {
+    let size = u64::from(layouter[ty].size);
+    match &module.types[ty].inner {
+        TypeInner::Array { base, size: arr, stride } => {
+            let runtime = matches!(arr, naga::ArraySize::Dynamic);
+            let min = if runtime { u64::from(*stride) } else { size };
+            (scalar_dtype(&module.types[*base].inner), min, runtime)
+        }
+        TypeInner::Struct { members, span } => {
+            // A struct ending in a runtime-sized array: its fixed part plus one element.
+            if let Some(last) = members.last() {
+                if let TypeInner::Array { base, size: naga::ArraySize::Dynamic, stride } = &module.types[last.ty].inner {
+                    return (scalar_dtype(&module.types[*base].inner), u64::from(last.offset) + u64::from(*stride), true);
+                }
+            }
+            (None, u64::from(*span), false)
+        }
+        other => (scalar_dtype(other), size, false),
+    }
+}
+
+fn scalar_dtype(inner: &TypeInner) -> Option<DType> {
+    let scalar = match inner {
+        TypeInner::Scalar(s) | TypeInner::Atomic(s) => *s,
+        _ => return None,
+    };
+    match scalar {
+        Scalar { kind: ScalarKind::Float, width: 4 } => Some(DType::F32),
+        Scalar { kind: ScalarKind::Sint, width: 4 } => Some(DType::I32),
+        Scalar { kind: ScalarKind::Uint, width: 4 } => Some(DType::U32),
+        _ => None,
+    }
+}
+
+fn shader_error(source: &str, loc: Option<(u32, u32)>, message: String) -> Error {
+    let (line, column) = loc.unwrap_or((1, 1));
+    let source_line = source.lines().nth(line.saturating_sub(1) as usize).unwrap_or("").trim_end().to_string();
+    Error::Shader { line, column, message, source_line }
+}

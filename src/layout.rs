@@ -1,0 +1,132 @@
+//! Shapes and strides: how a tensor's elements sit in its buffer.
+
+use crate::{Error, Result};
+
+/// Largest rank a tensor may have (kernels carry shapes in fixed-size metadata).
+pub const MAX_RANK: usize = 8;
+
+/// Shape, strides (in elements) and offset (in elements) of a strided view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// Extent of each dimension.
+    pub shape: Vec<usize>,
+    /// Step in elements between neighbours along each dimension (0 for a broadcast dimension).
+    pub strides: Vec<usize>,
+    /// Element offset of the first element within the buffer.
+    pub offset: usize,
+}
+
+impl Layout {
+    /// Row-major contiguous layout of `shape`, starting at `offset`.
+    pub fn contiguous(shape: &[usize], offset: usize) -> Self {
+        Layout { shape: shape.to_vec(), strides: contiguous_strides(shape), offset }
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Whether elements are packed row-major with no gaps (dimensions of extent 1 ignored).
+    pub fn is_contiguous(&self) -> bool {
+        let mut expected = 1;
+        for (&n, &s) in self.shape.iter().zip(&self.strides).rev() {
+            if n != 1 && s != expected {
+                return false;
+            }
+            expected *= n;
+        }
+        true
+    }
+
+    /// One past the largest element index this view touches (0 for an empty view).
+    pub fn end(&self) -> usize {
+        if self.numel() == 0 {
+            return self.offset;
+        }
+        self.offset + self.shape.iter().zip(&self.strides).map(|(&n, &s)| (n - 1) * s).sum::<usize>() + 1
+    }
+
+    /// Element offsets of every element, in row-major order of the view.
+    pub fn offsets(&self) -> impl Iterator<Item = usize> + '_ {
+        let numel = self.numel();
+        let mut index = vec![0usize; self.shape.len()];
+        let mut current = self.offset;
+        (0..numel).map(move |i| {
+            if i > 0 {
+                for d in (0..index.len()).rev() {
+                    index[d] += 1;
+                    current += self.strides[d];
+                    if index[d] < self.shape[d] {
+                        break;
+                    }
+                    current -= self.strides[d] * index[d];
+                    index[d] = 0;
+                }
+            }
+            current
+        })
+    }
+}
+
+/// Row-major strides of a contiguous tensor of `shape`.
+pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
+    let mut strides = vec![0; shape.len()];
+    let mut acc = 1;
+    for (s, &n) in strides.iter_mut().zip(shape).rev() {
+        *s = acc;
+        acc *= n;
+    }
+    strides
+}
+
+/// The numpy broadcast of two shapes, or an error naming both.
+pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
+    let rank = a.len().max(b.len());
+    let mut out = vec![0; rank];
+    for i in 0..rank {
+        let da = if i + a.len() >= rank { a[i + a.len() - rank] } else { 1 };
+        let db = if i + b.len() >= rank { b[i + b.len() - rank] } else { 1 };
+        out[i] = match (da, db) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            _ => {
+                return Err(Error::shape(
+                    op,
+                    format!(
+                        "cannot broadcast {a:?} with {b:?}: dimension {i} is {da} vs {db}, expected equal sizes or 1"
+                    ),
+                ))
+            }
+        };
+    }
+    Ok(out)
+}
+
+/// Check that a shape has at most [`MAX_RANK`] dimensions.
+pub fn check_rank(op: &'static str, shape: &[usize]) -> Result<()> {
+    if shape.len() > MAX_RANK {
+        return Err(Error::shape(op, format!("rank {} of {shape:?} exceeds the maximum rank {MAX_RANK}", shape.len())));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_walk_a_permuted_view() {
+        let l = Layout { shape: vec![2, 3], strides: vec![1, 2], offset: 1 };
+        assert_eq!(l.offsets().collect::<Vec<_>>(), vec![1, 3, 5, 2, 4, 6]);
+        assert!(!l.is_contiguous());
+        assert_eq!(l.end(), 7);
+    }
+
+    #[test]
+    fn broadcasting_follows_numpy() {
+        assert_eq!(broadcast_shapes("t", &[3, 1, 5], &[4, 1]).unwrap(), vec![3, 4, 5]);
+        assert!(broadcast_shapes("t", &[3], &[4]).is_err());
+    }
+}

@@ -1,0 +1,251 @@
+//! Elementwise ops: unary math and activations, binary arithmetic with numpy broadcasting,
+//! and binary ops fused with an activation.
+
+use num_traits::Float;
+
+use super::OpCall;
+use crate::layout::{broadcast_shapes, check_rank};
+use crate::{DType, Error, Queue, Result, Tensor};
+
+/// Unary math functions and activations. The numeric code is what kernels switch on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    /// `-x`
+    Neg = 1,
+    /// `|x|`
+    Abs = 2,
+    /// `e^x`
+    Exp = 3,
+    /// natural logarithm
+    Log = 4,
+    /// square root
+    Sqrt = 5,
+    /// `1 / sqrt(x)`
+    Rsqrt = 6,
+    /// sine
+    Sin = 7,
+    /// cosine
+    Cos = 8,
+    /// hyperbolic tangent
+    Tanh = 9,
+    /// `1 / (1 + e^-x)`
+    Sigmoid = 10,
+    /// `max(x, 0)`
+    Relu = 11,
+    /// GELU with the exact erf: `x/2 (1 + erf(x/sqrt 2))`
+    GeluErf = 12,
+    /// GELU, tanh approximation: `x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`
+    GeluTanh = 13,
+    /// `x * sigmoid(x)`
+    Silu = 14,
+}
+
+impl UnaryOp {
+    /// Every unary op.
+    pub const ALL: [UnaryOp; 14] = [
+        UnaryOp::Neg,
+        UnaryOp::Abs,
+        UnaryOp::Exp,
+        UnaryOp::Log,
+        UnaryOp::Sqrt,
+        UnaryOp::Rsqrt,
+        UnaryOp::Sin,
+        UnaryOp::Cos,
+        UnaryOp::Tanh,
+        UnaryOp::Sigmoid,
+        UnaryOp::Relu,
+        UnaryOp::GeluErf,
+        UnaryOp::GeluTanh,
+        UnaryOp::Silu,
+    ];
+
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "neg",
+            UnaryOp::Abs => "abs",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Log => "log",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Rsqrt => "rsqrt",
+            UnaryOp::Sin => "sin",
+            UnaryOp::Cos => "cos",
+            UnaryOp::Tanh => "tanh",
+            UnaryOp::Sigmoid => "sigmoid",
+            UnaryOp::Relu => "relu",
+            UnaryOp::GeluErf => "gelu",
+            UnaryOp::GeluTanh => "gelu_tanh",
+            UnaryOp::Silu => "silu",
+        }
+    }
+
+    /// Look an op up by [`name`](UnaryOp::name).
+    pub fn from_name(name: &str) -> Option<UnaryOp> {
+        Self::ALL.into_iter().find(|op| op.name() == name)
+    }
+
+    /// Code that kernels switch on (0 means "no activation").
+    pub fn code(self) -> u32 {
+        self as u32
+    }
+
+    /// The function itself, in the precision of `F` (f32 on the CPU backend, f64 for the
+    /// reference). NaN propagates; infinities follow IEEE.
+    pub fn eval<F: Float + Erfc>(self, x: F) -> F {
+        let half = F::from(0.5).unwrap_or_else(F::zero);
+        match self {
+            UnaryOp::Neg => -x,
+            UnaryOp::Abs => x.abs(),
+            UnaryOp::Exp => x.exp(),
+            UnaryOp::Log => x.ln(),
+            UnaryOp::Sqrt => x.sqrt(),
+            UnaryOp::Rsqrt => x.sqrt().recip(),
+            UnaryOp::Sin => x.sin(),
+            UnaryOp::Cos => x.cos(),
+            UnaryOp::Tanh => x.tanh(),
+            UnaryOp::Sigmoid => sigmoid(x),
+            UnaryOp::Relu => {
+                if x < F::zero() {
+                    F::zero()
+                } else {
+                    x
+                }
+            }
+            // 1 + erf(z) = erfc(-z) keeps full relative precision for negative x.
+            UnaryOp::GeluErf => half * x * (-x * F::from(std::f64::consts::FRAC_1_SQRT_2).unwrap_or_else(F::zero)).erfc(),
+            // 1 + tanh(z) = 2 sigmoid(2z), likewise free of cancellation.
+            UnaryOp::GeluTanh => {
+                let c = F::from(0.797_884_560_802_865_4).unwrap_or_else(F::zero); // sqrt(2/pi)
+                let k = F::from(0.044_715).unwrap_or_else(F::zero);
+                let z = c * (x + k * x * x * x);
+                x * sigmoid(z + z)
+            }
+            UnaryOp::Silu => x * sigmoid(x),
+        }
+    }
+}
+
+fn sigmoid<F: Float>(x: F) -> F {
+    F::one() / (F::one() + (-x).exp())
+}
+
+/// The complementary error function, for the precisions the library computes in.
+pub trait Erfc {
+    /// erfc(self) = 1 - erf(self)
+    fn erfc(self) -> Self;
+}
+
+impl Erfc for f32 {
+    fn erfc(self) -> f32 {
+        libm::erfcf(self)
+    }
+}
+
+impl Erfc for f64 {
+    fn erfc(self) -> f64 {
+        libm::erfc(self)
+    }
+}
+
+/// Binary arithmetic. The numeric code is what kernels switch on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    /// `a + b`
+    Add = 0,
+    /// `a - b`
+    Sub = 1,
+    /// `a * b`
+    Mul = 2,
+    /// `a / b`
+    Div = 3,
+    /// smaller of `a` and `b`; NaN if either is NaN
+    Min = 4,
+    /// larger of `a` and `b`; NaN if either is NaN
+    Max = 5,
+    /// `a` to the power `b` (negative `a` with an integer `b` is defined)
+    Pow = 6,
+}
+
+impl BinaryOp {
+    /// Every binary op.
+    pub const ALL: [BinaryOp; 7] =
+        [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Min, BinaryOp::Max, BinaryOp::Pow];
+
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "sub",
+            BinaryOp::Mul => "mul",
+            BinaryOp::Div => "div",
+            BinaryOp::Min => "minimum",
+            BinaryOp::Max => "maximum",
+            BinaryOp::Pow => "pow",
+        }
+    }
+
+    /// Look an op up by [`name`](BinaryOp::name).
+    pub fn from_name(name: &str) -> Option<BinaryOp> {
+        Self::ALL.into_iter().find(|op| op.name() == name)
+    }
+
+    /// Code that kernels switch on.
+    pub fn code(self) -> u32 {
+        self as u32
+    }
+
+    /// The function itself in the precision of `F`.
+    pub fn eval<F: Float>(self, a: F, b: F) -> F {
+        match self {
+            BinaryOp::Add => a + b,
+            BinaryOp::Sub => a - b,
+            BinaryOp::Mul => a * b,
+            BinaryOp::Div => a / b,
+            BinaryOp::Min if a.is_nan() || b.is_nan() => F::nan(),
+            BinaryOp::Max if a.is_nan() || b.is_nan() => F::nan(),
+            BinaryOp::Min => a.min(b),
+            BinaryOp::Max => a.max(b),
+            BinaryOp::Pow => a.powf(b),
+        }
+    }
+}
+
+/// `op(x)` elementwise, recorded on `queue`. `x` may be any strided view; the result is
+/// contiguous.
+pub fn unary(queue: &Queue, op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+    check_f32(queue, op.name(), x)?;
+    let out = Tensor::uninit(queue, x.shape(), DType::F32)?;
+    queue.run_op(OpCall::Unary { op, x: x.operand(), out: out.operand() })?;
+    Ok(out)
+}
+
+/// `op(a, b)` elementwise with numpy broadcasting, recorded on `queue`.
+pub fn binary(queue: &Queue, op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    binary_fused(queue, op, None, a, b)
+}
+
+/// `act(op(a, b))` in one kernel: a binary op fused with an activation.
+pub fn binary_act(queue: &Queue, op: BinaryOp, act: UnaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    binary_fused(queue, op, Some(act), a, b)
+}
+
+fn binary_fused(queue: &Queue, op: BinaryOp, act: Option<UnaryOp>, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    check_f32(queue, op.name(), a)?;
+    check_f32(queue, op.name(), b)?;
+    let shape = broadcast_shapes(op.name(), a.shape(), b.shape())?;
+    check_rank(op.name(), &shape)?;
+    let (a, b) = (a.broadcast_to(&shape)?, b.broadcast_to(&shape)?);
+    let out = Tensor::uninit(queue, &shape, DType::F32)?;
+    queue.run_op(OpCall::Binary { op, act, a: a.operand(), b: b.operand(), out: out.operand() })?;
+    Ok(out)
+}
+
+/// Error unless `t` holds f32 (the dtype of the math ops) on the queue's device.
+pub(crate) fn check_f32(queue: &Queue, op: &'static str, t: &Tensor) -> Result<()> {
+    queue.device().check_same(t.device(), op)?;
+    if t.dtype() != DType::F32 {
+        return Err(Error::DType { op, expected: "f32".into(), got: t.dtype().to_string() });
+    }
+    Ok(())
+}
+

@@ -1,0 +1,40 @@
+//! The op catalogue. Each op is defined once: parameters, validation, shape rule and the
+//! scalar math that the CPU backend runs and the tests use (in f64) as the reference.
+//! Backends receive an [`OpCall`]: a validated request with every layout worked out.
+
+pub mod elementwise;
+pub mod matmul;
+pub mod reduce;
+pub mod softmax;
+
+use std::sync::Arc;
+
+use crate::buffer::BufferInner;
+use crate::layout::Layout;
+
+pub use elementwise::{BinaryOp, UnaryOp};
+pub use reduce::ReduceOp;
+
+/// A tensor operand as a backend sees it: memory plus a strided layout (in elements).
+#[derive(Clone, Copy)]
+pub(crate) struct Operand<'a> {
+    pub buf: &'a Arc<BufferInner>,
+    pub layout: &'a Layout,
+}
+
+/// A validated op launch. Outputs are always contiguous and freshly allocated.
+pub(crate) enum OpCall<'a> {
+    /// `out = op(x)`; `x` is strided with the output's shape.
+    Unary { op: UnaryOp, x: Operand<'a>, out: Operand<'a> },
+    /// `out = act(op(a, b))`; `a` and `b` are already broadcast (stride 0) to the output shape.
+    Binary { op: BinaryOp, act: Option<UnaryOp>, a: Operand<'a>, b: Operand<'a>, out: Operand<'a> },
+    /// Copy any 4-byte dtype from a strided view into a contiguous output of the same shape.
+    Copy { x: Operand<'a>, out: Operand<'a> },
+    /// Reduce the middle axis of a contiguous `[outer, len, inner]` input to `[outer, inner]`.
+    Reduce { op: ReduceOp, x: Operand<'a>, outer: usize, len: usize, inner: usize, out: Operand<'a> },
+    /// Softmax over rows of a contiguous `[rows, cols]` input.
+    Softmax { x: Operand<'a>, rows: usize, cols: usize, out: Operand<'a> },
+    /// `out[b] = a[b] @ b[b]`; `a` is `[batch.., m, k]`, `b` is `[batch.., k, n]`, both strided and
+    /// broadcast to the output's batch shape; `out` is contiguous `[batch.., m, n]`.
+    Matmul { a: Operand<'a>, b: Operand<'a>, out: Operand<'a>, m: usize, n: usize, k: usize },
+}

@@ -1,0 +1,119 @@
+//! Reductions over one axis or over every element.
+
+use super::elementwise::check_f32;
+use super::OpCall;
+use crate::{DType, Error, Queue, Result, Tensor};
+
+/// Reduction kinds. The numeric code is what kernels switch on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    /// Sum of the elements.
+    Sum = 0,
+    /// Arithmetic mean.
+    Mean = 1,
+    /// Largest element (NaN if any is NaN).
+    Max = 2,
+    /// Smallest element (NaN if any is NaN).
+    Min = 3,
+    /// Index (u32) of the first largest element; a NaN counts as largest.
+    Argmax = 4,
+}
+
+impl ReduceOp {
+    /// Every reduction.
+    pub const ALL: [ReduceOp; 5] = [ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min, ReduceOp::Argmax];
+
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Mean => "mean",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+            ReduceOp::Argmax => "argmax",
+        }
+    }
+
+    /// Look an op up by [`name`](ReduceOp::name).
+    pub fn from_name(name: &str) -> Option<ReduceOp> {
+        Self::ALL.into_iter().find(|op| op.name() == name)
+    }
+
+    /// Code that kernels switch on.
+    pub fn code(self) -> u32 {
+        self as u32
+    }
+
+    /// Dtype of the result.
+    pub fn out_dtype(self) -> DType {
+        if self == ReduceOp::Argmax {
+            DType::U32
+        } else {
+            DType::F32
+        }
+    }
+
+    /// Reference result over `values` in f64: `(value, index)`; the index is meaningful for
+    /// `Argmax` only.
+    pub fn reference(self, values: impl Iterator<Item = f64>) -> (f64, usize) {
+        let mut count = 0usize;
+        let mut acc = match self {
+            ReduceOp::Sum | ReduceOp::Mean => 0.0,
+            ReduceOp::Max | ReduceOp::Argmax => f64::NEG_INFINITY,
+            ReduceOp::Min => f64::INFINITY,
+        };
+        let mut best = 0usize;
+        for (i, v) in values.enumerate() {
+            count += 1;
+            match self {
+                ReduceOp::Sum | ReduceOp::Mean => acc += v,
+                ReduceOp::Max | ReduceOp::Min if acc.is_nan() => {}
+                ReduceOp::Max | ReduceOp::Min if v.is_nan() => acc = v,
+                ReduceOp::Max => acc = acc.max(v),
+                ReduceOp::Min => acc = acc.min(v),
+                ReduceOp::Argmax => {
+                    if !acc.is_nan() && (v.is_nan() || v > acc || i == 0) {
+                        acc = v;
+                        best = i;
+                    }
+                }
+            }
+        }
+        if self == ReduceOp::Mean {
+            acc /= count as f64;
+        }
+        (acc, best)
+    }
+}
+
+/// Reduce `x` over `axis`, or over every element when `axis` is `None` (giving a rank-0
+/// tensor). The reduced axis is removed from the shape. `Argmax` gives u32 indices.
+pub fn reduce(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>) -> Result<Tensor> {
+    check_f32(queue, op.name(), x)?;
+    let shape = x.shape();
+    let (outer, len, inner, out_shape) = match axis {
+        None => (1, x.numel(), 1, vec![]),
+        Some(a) if a >= shape.len() => {
+            return Err(Error::OutOfRange(format!(
+                "{}: axis {a} of a rank-{} tensor {shape:?}: expected an axis below {}",
+                op.name(),
+                shape.len(),
+                shape.len()
+            )))
+        }
+        Some(a) => {
+            let mut out_shape = shape.to_vec();
+            out_shape.remove(a);
+            (shape[..a].iter().product(), shape[a], shape[a + 1..].iter().product(), out_shape)
+        }
+    };
+    if len == 0 {
+        return Err(Error::shape(op.name(), format!("cannot reduce an empty axis of {shape:?}: expected at least one element")));
+    }
+    let x = x.contiguous_on(queue)?;
+    let out = Tensor::uninit(queue, &out_shape, op.out_dtype())?;
+    if out.numel() > 0 {
+        queue.run_op(OpCall::Reduce { op, x: x.operand(), outer, len, inner, out: out.operand() })?;
+    }
+    Ok(out)
+}

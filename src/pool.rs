@@ -1,0 +1,118 @@
+//! Caching allocator: device memory is kept in size classes and reused instead of freed.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::backend::Memory;
+use crate::signal::lock;
+
+/// Memory usage of one device, as seen by its pool.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoryStats {
+    /// Bytes in blocks currently handed out (rounded up to their size class).
+    pub bytes_live: u64,
+    /// Bytes in freed blocks kept for reuse.
+    pub bytes_cached: u64,
+    /// Blocks allocated from the backend so far.
+    pub allocations: u64,
+    /// Requests served from the cache instead of the backend.
+    pub pool_hits: u64,
+    /// Highest `bytes_live` seen.
+    pub peak_bytes_live: u64,
+}
+
+/// Smallest block the pool hands out.
+const MIN_BLOCK: u64 = 256;
+
+/// Round a request up to its size class: powers of two split into quarter steps
+/// (256, 320, 384, 448, 512, 640, ...), so no block wastes more than 25 %.
+pub(crate) fn size_class(bytes: u64) -> u64 {
+    if bytes <= MIN_BLOCK {
+        return MIN_BLOCK;
+    }
+    let pow = 63 - (bytes - 1).leading_zeros(); // 2^pow < bytes <= 2^(pow+1)
+    let step = (1u64 << pow) / 4;
+    bytes.div_ceil(step) * step
+}
+
+/// The pool of one device.
+pub(crate) struct Pool {
+    state: Mutex<PoolState>,
+    cache_limit: u64,
+}
+
+struct PoolState {
+    free: HashMap<u64, Vec<Memory>>,
+    stats: MemoryStats,
+}
+
+impl Pool {
+    /// A pool that keeps at most `cache_limit` bytes of freed blocks.
+    pub fn new(cache_limit: u64) -> Self {
+        Pool { state: Mutex::new(PoolState { free: HashMap::new(), stats: MemoryStats::default() }), cache_limit }
+    }
+
+    /// Take a cached block of exactly `class` bytes, if one is free.
+    pub fn take(&self, class: u64) -> Option<Memory> {
+        let mut st = lock(&self.state);
+        let mem = st.free.get_mut(&class)?.pop()?;
+        st.stats.pool_hits += 1;
+        st.stats.bytes_cached -= class;
+        st.mark_live(class);
+        Some(mem)
+    }
+
+    /// Record that a fresh block of `class` bytes came from the backend.
+    pub fn note_allocation(&self, class: u64) {
+        let mut st = lock(&self.state);
+        st.stats.allocations += 1;
+        st.mark_live(class);
+    }
+
+    /// Return a block whose every queued use has finished.
+    pub fn release(&self, class: u64, mem: Memory) {
+        let mut st = lock(&self.state);
+        st.stats.bytes_live -= class;
+        if st.stats.bytes_cached + class <= self.cache_limit {
+            st.stats.bytes_cached += class;
+            st.free.entry(class).or_default().push(mem);
+        }
+        // Otherwise `mem` drops here and the backend frees it.
+    }
+
+    /// Free every cached block.
+    pub fn trim(&self) {
+        let mut st = lock(&self.state);
+        st.free.clear();
+        st.stats.bytes_cached = 0;
+    }
+
+    /// Current statistics.
+    pub fn stats(&self) -> MemoryStats {
+        lock(&self.state).stats
+    }
+}
+
+impl PoolState {
+    fn mark_live(&mut self, class: u64) {
+        self.stats.bytes_live += class;
+        self.stats.peak_bytes_live = self.stats.peak_bytes_live.max(self.stats.bytes_live);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size_class;
+
+    #[test]
+    fn size_classes_waste_at_most_a_quarter() {
+        assert_eq!(size_class(1), 256);
+        assert_eq!(size_class(257), 320);
+        assert_eq!(size_class(1024), 1024);
+        assert_eq!(size_class(1025), 1280);
+        for b in [300u64, 5000, 123_457, 10_000_001] {
+            let c = size_class(b);
+            assert!(c >= b && (c as f64) <= b as f64 * 1.25 + 64.0, "{b} -> {c}");
+        }
+    }
+}

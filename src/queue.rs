@@ -1,0 +1,135 @@
+//! Queues record writes, copies and kernel launches and submit them in batches.
+
+use std::sync::Arc;
+
+use crate::backend::{BackendDevice, QueueImpl};
+use crate::buffer::BufferInner;
+use crate::kernel::{Binding, Kernel};
+use crate::ops::OpCall;
+use crate::{Buffer, Device, Element, Error, Fence, Result};
+
+/// An ordered stream of device work. Work is recorded and sent to the device in batches:
+/// at [`submit`](Queue::submit), when a read needs it, or when a batch grows large.
+///
+/// Cloning gives another handle to the same queue.
+#[derive(Clone)]
+pub struct Queue {
+    pub(crate) device: Device,
+    pub(crate) shared: Arc<QueueShared>,
+}
+
+pub(crate) struct QueueShared {
+    pub imp: QueueImpl,
+}
+
+impl QueueShared {
+    pub(crate) fn new(backend: &BackendDevice) -> Self {
+        QueueShared { imp: QueueImpl::new(backend) }
+    }
+}
+
+impl Queue {
+    /// The device this queue feeds.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    fn backend(&self) -> &BackendDevice {
+        &self.device.shared.backend
+    }
+
+    fn check_buffer<T: Element>(&self, buf: &Buffer<T>, what: &str) -> Result<()> {
+        self.device.check_same(&buf.device, what)
+    }
+
+    /// Record a write of `data` into `dst` (lengths must match).
+    pub fn write<T: Element>(&self, dst: &Buffer<T>, data: &[T]) -> Result<()> {
+        self.check_buffer(dst, "write destination")?;
+        if data.len() != dst.len() {
+            return Err(Error::shape("write", format!("{} elements for a buffer view of {}: expected equal lengths", data.len(), dst.len())));
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        self.shared.imp.write(self.backend(), &dst.inner, dst.byte_offset(), bytemuck::cast_slice(data))
+    }
+
+    /// Record a device-to-device copy of `src` into `dst` (lengths must match; the views may
+    /// be in the same memory block but must not overlap).
+    pub fn copy<T: Element>(&self, src: &Buffer<T>, dst: &Buffer<T>) -> Result<()> {
+        self.check_buffer(src, "copy source")?;
+        self.check_buffer(dst, "copy destination")?;
+        if src.len() != dst.len() {
+            return Err(Error::shape("copy", format!("source has {} elements, destination {}: expected equal lengths", src.len(), dst.len())));
+        }
+        let (s, d) = (src.byte_offset(), dst.byte_offset());
+        let n = src.byte_len();
+        if src.inner.id() == dst.inner.id() && s < d + n && d < s + n {
+            return Err(Error::Invalid(format!("copy between overlapping views (bytes {s}.. and {d}.., {n} bytes each): expected disjoint ranges")));
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        self.shared.imp.copy(self.backend(), &src.inner, s, &dst.inner, d, n)
+    }
+
+    /// Record a fill of `bytes` bytes at `offset` with the 32-bit `word` (zeroing, poisoning).
+    pub(crate) fn fill_words(&self, dst: &Arc<BufferInner>, offset: u64, bytes: u64, word: u32) -> Result<()> {
+        self.shared.imp.fill(self.backend(), dst, offset, bytes, word)
+    }
+
+    /// Record a built-in op.
+    pub(crate) fn run_op(&self, call: OpCall<'_>) -> Result<()> {
+        self.backend().check_healthy()?;
+        self.shared.imp.run_op(self, call)
+    }
+
+    /// Record a launch of a user kernel over `workgroups` workgroups, with one binding per
+    /// reflected binding, in (group, binding) order. Everything is checked against the kernel's
+    /// reflection and the device limits before anything reaches the device.
+    pub fn launch(&self, kernel: &Kernel, bindings: &[Binding<'_>], workgroups: [u32; 3]) -> Result<()> {
+        self.device.check_same(kernel.device(), "kernel")?;
+        for b in bindings {
+            self.device.check_same(b.device(), "binding")?;
+        }
+        kernel.check_launch(bindings, workgroups)?;
+        self.backend().check_healthy()?;
+        self.shared.imp.launch(self.backend(), kernel, bindings, workgroups)
+    }
+
+    /// Send everything recorded so far to the device. The fence signals when it has finished.
+    pub fn submit(&self) -> Result<Fence> {
+        let imp = self.shared.imp.submit(self.backend())?;
+        Ok(Fence { device: self.device.clone(), imp })
+    }
+
+    /// Make work recorded on this queue from now on start only after `fence` has signalled.
+    /// (`webgpu` has one hardware queue that runs submissions in order, and `cpu` runs work
+    /// as it is recorded, so there this only checks that the fence is from the same device.)
+    pub fn wait_for(&self, fence: &Fence) -> Result<()> {
+        self.device.check_same(&fence.device, "fence")?;
+        self.shared.imp.wait_for(self.backend(), &fence.imp)
+    }
+
+    /// Read `src` back to the host after all work recorded on this queue.
+    pub async fn read<T: Element>(&self, src: &Buffer<T>) -> Result<Vec<T>> {
+        self.check_buffer(src, "read source")?;
+        if src.is_empty() {
+            return Ok(Vec::new());
+        }
+        let bytes = self.shared.imp.read(self.backend(), &src.inner, src.byte_offset(), src.byte_len()).await?;
+        Ok(bytemuck::pod_collect_to_vec(&bytes))
+    }
+
+    /// Blocking twin of [`read`](Queue::read) (not available in browsers).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn read_blocking<T: Element>(&self, src: &Buffer<T>) -> Result<Vec<T>> {
+        pollster::block_on(self.read(src))
+    }
+
+    /// Submit and wait until the device has finished everything recorded so far.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn finish(&self) -> Result<()> {
+        self.submit()?.wait_blocking()
+    }
+}

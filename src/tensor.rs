@@ -1,0 +1,288 @@
+//! Tensors: a buffer plus shape, strides, offset and dtype. Reshape, permute, slice and
+//! broadcast are views; `contiguous` copies only when it must.
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+
+use crate::buffer::{byte_len, BufferInner};
+use crate::device::Init;
+use crate::layout::{check_rank, Layout};
+use crate::ops::{self, BinaryOp, OpCall, Operand, ReduceOp, UnaryOp};
+use crate::{Buffer, DType, Device, Element, Error, Queue, Result};
+
+/// A strided view of device memory with a runtime dtype.
+#[derive(Clone)]
+pub struct Tensor {
+    pub(crate) inner: Arc<BufferInner>,
+    pub(crate) device: Device,
+    pub(crate) dtype: DType,
+    pub(crate) layout: Layout,
+}
+
+impl fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Tensor({}, shape {:?}, strides {:?}, {:?})", self.dtype, self.layout.shape, self.layout.strides, self.device)
+    }
+}
+
+impl Tensor {
+    /// A tensor of `shape` holding a copy of `data` (row-major).
+    pub fn from_slice<T: Element>(device: &Device, data: &[T], shape: &[usize]) -> Result<Tensor> {
+        Self::from_buffer(&Buffer::from_slice(device, data)?, shape)
+    }
+
+    /// A contiguous view of a whole buffer with `shape` (no copy).
+    pub fn from_buffer<T: Element>(buffer: &Buffer<T>, shape: &[usize]) -> Result<Tensor> {
+        check_rank("tensor", shape)?;
+        let numel: usize = shape.iter().product();
+        if numel != buffer.len() {
+            return Err(Error::shape(
+                "tensor",
+                format!("shape {shape:?} has {numel} elements but the buffer holds {}: expected equal counts", buffer.len()),
+            ));
+        }
+        Ok(Tensor {
+            inner: buffer.inner.clone(),
+            device: buffer.device.clone(),
+            dtype: T::DTYPE,
+            layout: Layout::contiguous(shape, buffer.offset),
+        })
+    }
+
+    /// A zero-filled tensor.
+    pub fn zeros(device: &Device, shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Self::alloc(&device.queue(), shape, dtype, Init::Zeroed)
+    }
+
+    /// A contiguous tensor whose contents the caller will overwrite completely (op outputs).
+    pub(crate) fn uninit(queue: &Queue, shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Self::alloc(queue, shape, dtype, Init::Overwritten)
+    }
+
+    fn alloc(queue: &Queue, shape: &[usize], dtype: DType, init: Init) -> Result<Tensor> {
+        check_rank("tensor", shape)?;
+        let numel = shape.iter().try_fold(1usize, |acc, &n| acc.checked_mul(n)).ok_or_else(|| {
+            Error::Invalid(format!("shape {shape:?} has more elements than the address space holds"))
+        })?;
+        let bytes = match dtype {
+            DType::F32 => byte_len::<f32>(numel)?,
+            DType::I32 => byte_len::<i32>(numel)?,
+            DType::U32 => byte_len::<u32>(numel)?,
+        };
+        let inner = queue.device().alloc(queue, bytes, init)?;
+        Ok(Tensor { inner, device: queue.device().clone(), dtype, layout: Layout::contiguous(shape, 0) })
+    }
+
+    /// Extent of each dimension.
+    pub fn shape(&self) -> &[usize] {
+        &self.layout.shape
+    }
+
+    /// Step in elements between neighbours along each dimension.
+    pub fn strides(&self) -> &[usize] {
+        &self.layout.strides
+    }
+
+    /// Element offset of the first element within the memory block.
+    pub fn offset(&self) -> usize {
+        self.layout.offset
+    }
+
+    /// Number of dimensions.
+    pub fn rank(&self) -> usize {
+        self.layout.shape.len()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.layout.numel()
+    }
+
+    /// Element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The device holding the memory.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Whether the elements are packed row-major.
+    pub fn is_contiguous(&self) -> bool {
+        self.layout.is_contiguous()
+    }
+
+    pub(crate) fn operand(&self) -> Operand<'_> {
+        Operand { buf: &self.inner, layout: &self.layout }
+    }
+
+    fn view(&self, layout: Layout) -> Tensor {
+        Tensor { inner: self.inner.clone(), device: self.device.clone(), dtype: self.dtype, layout }
+    }
+
+    /// The same elements with another shape: a view when the tensor is contiguous, else a copy.
+    pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
+        check_rank("reshape", shape)?;
+        let numel: usize = shape.iter().product();
+        if numel != self.numel() {
+            return Err(Error::shape(
+                "reshape",
+                format!("cannot reshape {:?} ({} elements) to {shape:?} ({numel} elements): expected equal counts", self.shape(), self.numel()),
+            ));
+        }
+        let base = self.contiguous()?;
+        Ok(base.view(Layout::contiguous(shape, base.layout.offset)))
+    }
+
+    /// Reorder the dimensions: result dimension `i` is input dimension `dims[i]` (a view).
+    pub fn permute(&self, dims: &[usize]) -> Result<Tensor> {
+        let rank = self.rank();
+        let mut seen = vec![false; rank];
+        if dims.len() != rank || dims.iter().any(|&d| d >= rank || std::mem::replace(&mut seen[d], true)) {
+            return Err(Error::shape("permute", format!("{dims:?} is not a permutation of 0..{rank} for shape {:?}", self.shape())));
+        }
+        let shape = dims.iter().map(|&d| self.layout.shape[d]).collect();
+        let strides = dims.iter().map(|&d| self.layout.strides[d]).collect();
+        Ok(self.view(Layout { shape, strides, offset: self.layout.offset }))
+    }
+
+    /// Swap the last two dimensions (a view).
+    pub fn t(&self) -> Result<Tensor> {
+        let r = self.rank();
+        if r < 2 {
+            return Err(Error::shape("t", format!("shape {:?}: expected rank >= 2", self.shape())));
+        }
+        let mut dims: Vec<usize> = (0..r).collect();
+        dims.swap(r - 2, r - 1);
+        self.permute(&dims)
+    }
+
+    /// Keep `range` of dimension `axis` (a view).
+    pub fn slice(&self, axis: usize, range: Range<usize>) -> Result<Tensor> {
+        let Some(&n) = self.layout.shape.get(axis) else {
+            return Err(Error::OutOfRange(format!("slice axis {axis} of a rank-{} tensor: expected an axis below {}", self.rank(), self.rank())));
+        };
+        if range.start > range.end || range.end > n {
+            return Err(Error::OutOfRange(format!(
+                "slice {}..{} of axis {axis} with extent {n}: expected start <= end <= {n}",
+                range.start, range.end
+            )));
+        }
+        let mut layout = self.layout.clone();
+        layout.offset += range.start * layout.strides[axis];
+        layout.shape[axis] = range.end - range.start;
+        Ok(self.view(layout))
+    }
+
+    /// Broadcast to `shape` by numpy rules (a view with stride 0 on the broadcast dimensions).
+    pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
+        check_rank("broadcast_to", shape)?;
+        let (rank, own) = (shape.len(), self.rank());
+        if own > rank {
+            return Err(Error::shape("broadcast_to", format!("cannot broadcast {:?} to the lower-rank {shape:?}", self.shape())));
+        }
+        let mut strides = vec![0; rank];
+        for i in 0..own {
+            let (d, target) = (self.layout.shape[i], shape[rank - own + i]);
+            strides[rank - own + i] = if d == target {
+                self.layout.strides[i]
+            } else if d == 1 {
+                0
+            } else {
+                return Err(Error::shape(
+                    "broadcast_to",
+                    format!("cannot broadcast {:?} to {shape:?}: dimension {i} is {d}, expected {target} or 1", self.shape()),
+                ));
+            };
+        }
+        Ok(self.view(Layout { shape: shape.to_vec(), strides, offset: self.layout.offset }))
+    }
+
+    /// This tensor if it is contiguous, else a contiguous copy (on the default queue).
+    pub fn contiguous(&self) -> Result<Tensor> {
+        self.contiguous_on(&self.device.queue())
+    }
+
+    /// [`contiguous`](Tensor::contiguous), recording any copy on `queue`.
+    pub fn contiguous_on(&self, queue: &Queue) -> Result<Tensor> {
+        self.device.check_same(queue.device(), "tensor")?;
+        if self.is_contiguous() {
+            return Ok(self.clone());
+        }
+        let out = Tensor::uninit(queue, self.shape(), self.dtype)?;
+        if out.numel() > 0 {
+            queue.run_op(OpCall::Copy { x: self.operand(), out: out.operand() })?;
+        }
+        Ok(out)
+    }
+
+    /// The elements as a contiguous typed buffer (a view when already contiguous).
+    pub fn to_buffer<T: Element>(&self) -> Result<Buffer<T>> {
+        if self.dtype != T::DTYPE {
+            return Err(Error::DType { op: "to_buffer", expected: self.dtype.to_string(), got: T::DTYPE.to_string() });
+        }
+        let c = self.contiguous()?;
+        Ok(Buffer::from_inner(c.inner.clone(), c.device.clone(), c.layout.offset, c.numel()))
+    }
+
+    /// Read the elements (row-major) back to the host, after the default queue's work.
+    pub async fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        self.to_buffer::<T>()?.read().await
+    }
+
+    /// Blocking twin of [`to_vec`](Tensor::to_vec) (not available in browsers).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn to_vec_blocking<T: Element>(&self) -> Result<Vec<T>> {
+        pollster::block_on(self.to_vec())
+    }
+
+    // Convenience forms of the ops, recorded on the device's default queue.
+
+    /// Elementwise unary op.
+    pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
+        ops::elementwise::unary(&self.device.queue(), op, self)
+    }
+    /// Elementwise binary op with broadcasting.
+    pub fn binary(&self, op: BinaryOp, other: &Tensor) -> Result<Tensor> {
+        ops::elementwise::binary(&self.device.queue(), op, self, other)
+    }
+    /// `self + other`
+    pub fn add(&self, other: &Tensor) -> Result<Tensor> {
+        self.binary(BinaryOp::Add, other)
+    }
+    /// `self - other`
+    pub fn sub(&self, other: &Tensor) -> Result<Tensor> {
+        self.binary(BinaryOp::Sub, other)
+    }
+    /// `self * other`
+    pub fn mul(&self, other: &Tensor) -> Result<Tensor> {
+        self.binary(BinaryOp::Mul, other)
+    }
+    /// `self / other`
+    pub fn div(&self, other: &Tensor) -> Result<Tensor> {
+        self.binary(BinaryOp::Div, other)
+    }
+    /// `max(self, 0)`
+    pub fn relu(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Relu)
+    }
+    /// Reduce over `axis` (or everything with `None`).
+    pub fn reduce(&self, op: ReduceOp, axis: Option<usize>) -> Result<Tensor> {
+        ops::reduce::reduce(&self.device.queue(), op, self, axis)
+    }
+    /// Sum over `axis` (or everything with `None`).
+    pub fn sum(&self, axis: Option<usize>) -> Result<Tensor> {
+        self.reduce(ReduceOp::Sum, axis)
+    }
+    /// Softmax over the last axis.
+    pub fn softmax(&self) -> Result<Tensor> {
+        ops::softmax::softmax(&self.device.queue(), self)
+    }
+    /// Matrix product (batched, broadcasting).
+    pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
+        ops::matmul::matmul(&self.device.queue(), self, other)
+    }
+}
+

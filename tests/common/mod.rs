@@ -1,0 +1,83 @@
+//! Shared helpers of the integration tests: the devices under test, seeded inputs, and
+//! comparison against f64 references.
+#![allow(dead_code)]
+
+use std::sync::OnceLock;
+
+use unicompute::{BackendChoice, BackendKind, Device, DeviceOptions, Tensor};
+
+/// Set to 1 (CI does) to make a missing wgpu adapter a test failure instead of a skip.
+pub const REQUIRE_WEBGPU_ENV: &str = "UNICOMPUTE_REQUIRE_WEBGPU";
+
+/// Every backend available here, opened with output poisoning on. CPU first.
+pub fn devices() -> &'static [Device] {
+    static DEVICES: OnceLock<Vec<Device>> = OnceLock::new();
+    DEVICES.get_or_init(|| {
+        let options = DeviceOptions { poison_uninitialized: true, ..DeviceOptions::default() };
+        let mut out = vec![Device::open_with(BackendChoice::Backend(BackendKind::Cpu), options).expect("the cpu backend always opens")];
+        match Device::open_with(BackendChoice::Backend(BackendKind::WebGpu), options) {
+            Ok(d) => out.push(d),
+            Err(e) if std::env::var(REQUIRE_WEBGPU_ENV).as_deref() == Ok("1") => {
+                panic!("{REQUIRE_WEBGPU_ENV}=1 but no webgpu device opened: {e}")
+            }
+            Err(e) => eprintln!("SKIPPING webgpu: {e}"),
+        }
+        out
+    })
+}
+
+/// The webgpu device, if there is one.
+pub fn webgpu() -> Option<&'static Device> {
+    devices().iter().find(|d| d.backend() == BackendKind::WebGpu)
+}
+
+/// `n` seeded values uniform in `[lo, hi)`, never exactly zero.
+pub fn random(seed: u64, n: usize, lo: f32, hi: f32) -> Vec<f32> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    (0..n)
+        .map(|_| loop {
+            let v = lo + (hi - lo) * rng.f32();
+            if v != 0.0 {
+                break v;
+            }
+        })
+        .collect()
+}
+
+/// Upload `data` with `shape` to `device`.
+pub fn tensor(device: &Device, data: &[f32], shape: &[usize]) -> Tensor {
+    Tensor::from_slice(device, data, shape).expect("upload")
+}
+
+/// Read a tensor back as f32.
+pub fn read(t: &Tensor) -> Vec<f32> {
+    t.to_vec_blocking::<f32>().expect("read back")
+}
+
+/// Assert `|got - want| <= atol + rtol |want|` elementwise; NaN must meet NaN and infinities
+/// must match exactly. `what` names the case (include the seed).
+pub fn assert_close(got: &[f32], want: &[f64], rtol: f64, atol: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let g = f64::from(g);
+        let ok = if w.is_nan() {
+            g.is_nan()
+        } else if w.is_infinite() || g.is_infinite() || g.is_nan() {
+            g == w
+        } else {
+            (g - w).abs() <= atol + rtol * w.abs()
+        };
+        assert!(ok, "{what}: element {i} is {g}, expected {w} (rtol {rtol}, atol {atol})");
+    }
+}
+
+/// Host reference of a strided view of `data`: the elements of `shape`/`strides`/`offset`.
+pub fn gather(data: &[f32], shape: &[usize], strides: &[usize], offset: usize) -> Vec<f32> {
+    let layout = unicompute::layout::Layout { shape: shape.to_vec(), strides: strides.to_vec(), offset };
+    layout.offsets().map(|o| data[o]).collect()
+}
+
+/// The name of a device for assertion messages.
+pub fn name(d: &Device) -> String {
+    format!("{} ({})", d.backend(), d.info().name)
+}

@@ -1,0 +1,301 @@
+//! Conformance table: every op on every available backend against an f64 reference, on
+//! seeded random inputs, odd shapes and poisoned outputs (devices open with
+//! `poison_uninitialized`, so an element a kernel misses reads as -1.1e36).
+
+mod common;
+
+use common::{assert_close, devices, gather, name, random, read, tensor};
+use unicompute::ops::{self, softmax::reference_row};
+use unicompute::{BinaryOp, ReduceOp, Tensor, UnaryOp};
+
+/// Shapes with 1, primes, and sizes that are no multiple of the 256-wide workgroups.
+const SHAPES: &[&[usize]] = &[&[1], &[7], &[257], &[3, 5, 11], &[2, 1, 131]];
+
+/// Input range where `op` is defined and well conditioned.
+fn domain(op: UnaryOp) -> (f32, f32) {
+    match op {
+        UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Rsqrt => (0.01, 10.0),
+        UnaryOp::Exp => (-20.0, 20.0),
+        _ => (-8.0, 8.0),
+    }
+}
+
+#[test]
+fn unary_ops_match_reference() {
+    for d in devices() {
+        let q = d.queue();
+        for (k, op) in UnaryOp::ALL.into_iter().enumerate() {
+            for (s, shape) in SHAPES.iter().enumerate() {
+                let seed = (k * 100 + s) as u64;
+                let n: usize = shape.iter().product();
+                let (lo, hi) = domain(op);
+                let x = random(seed, n, lo, hi);
+                let got = read(&ops::elementwise::unary(&q, op, &tensor(d, &x, shape)).unwrap());
+                let want: Vec<f64> = x.iter().map(|&v| op.eval(f64::from(v))).collect();
+                assert_close(&got, &want, 2e-5, 1e-6, &format!("{} {shape:?} on {} seed {seed}", op.name(), name(d)));
+            }
+        }
+    }
+}
+
+#[test]
+fn unary_on_strided_views() {
+    for d in devices() {
+        let x = random(7, 6 * 35, -3.0, 3.0);
+        let t = tensor(d, &x, &[6, 5, 7]).permute(&[2, 0, 1]).unwrap().slice(1, 1..5).unwrap();
+        let got = read(&t.unary(UnaryOp::Tanh).unwrap());
+        let view = gather(&x, t.shape(), t.strides(), t.offset());
+        let want: Vec<f64> = view.iter().map(|&v| f64::from(v).tanh()).collect();
+        assert_close(&got, &want, 2e-5, 1e-6, &format!("tanh of a permuted slice on {}", name(d)));
+    }
+}
+
+#[test]
+fn binary_ops_broadcast_like_numpy() {
+    let cases: &[(&[usize], &[usize], &[usize])] = &[
+        (&[1], &[13], &[13]),
+        (&[257], &[257], &[257]),
+        (&[5, 1, 7], &[1, 3, 1], &[5, 3, 7]),
+        (&[4, 1], &[4, 6], &[4, 6]),
+        (&[2, 3, 4], &[4], &[2, 3, 4]),
+    ];
+    for d in devices() {
+        let q = d.queue();
+        for (k, op) in BinaryOp::ALL.into_iter().enumerate() {
+            for (c, &(sa, sb, so)) in cases.iter().enumerate() {
+                let seed = (k * 10 + c) as u64;
+                let (na, nb): (usize, usize) = (sa.iter().product(), sb.iter().product());
+                let (lo, hi) = if op == BinaryOp::Pow { (0.2, 3.0) } else { (-4.0, 4.0) };
+                let (a, b) = (random(seed, na, lo, hi), random(seed + 1000, nb, -3.0, 3.0));
+                let got = read(&ops::elementwise::binary(&q, op, &tensor(d, &a, sa), &tensor(d, &b, sb)).unwrap());
+                // Reference broadcast: index both inputs with stride 0 on broadcast dims.
+                let ta = tensor(&devices()[0], &a, sa).broadcast_to(so).unwrap();
+                let tb = tensor(&devices()[0], &b, sb).broadcast_to(so).unwrap();
+                let av = gather(&a, so, ta.strides(), 0);
+                let bv = gather(&b, so, tb.strides(), 0);
+                let want: Vec<f64> = av.iter().zip(&bv).map(|(&x, &y)| op.eval(f64::from(x), f64::from(y))).collect();
+                assert_close(&got, &want, 2e-5, 1e-6, &format!("{} {sa:?} with {sb:?} on {} seed {seed}", op.name(), name(d)));
+            }
+        }
+    }
+}
+
+#[test]
+fn pow_of_negative_bases_with_integer_exponents() {
+    for d in devices() {
+        let a = [-2.0f32, -3.0, -0.5, -2.0, 0.0, 0.0, 2.0];
+        let b = [3.0f32, 2.0, -1.0, 0.5, 2.0, -1.0, 0.0];
+        let got = read(&tensor(d, &a, &[7]).binary(BinaryOp::Pow, &tensor(d, &b, &[7])).unwrap());
+        let want: Vec<f64> = a.iter().zip(&b).map(|(&x, &y)| f64::from(x).powf(f64::from(y))).collect();
+        assert_close(&got, &want, 1e-5, 0.0, &format!("pow on {}", name(d)));
+    }
+}
+
+#[test]
+fn fused_binary_activation_matches_two_steps() {
+    for d in devices() {
+        let q = d.queue();
+        for (k, act) in [UnaryOp::Relu, UnaryOp::GeluErf, UnaryOp::GeluTanh, UnaryOp::Silu, UnaryOp::Sigmoid].into_iter().enumerate() {
+            let seed = 500 + k as u64;
+            let (a, b) = (random(seed, 3 * 97, -4.0, 4.0), random(seed + 1, 97, -4.0, 4.0));
+            let got = read(&ops::elementwise::binary_act(&q, BinaryOp::Add, act, &tensor(d, &a, &[3, 97]), &tensor(d, &b, &[97])).unwrap());
+            let want: Vec<f64> = a.iter().enumerate().map(|(i, &x)| act.eval(f64::from(x) + f64::from(b[i % 97]))).collect();
+            assert_close(&got, &want, 2e-5, 1e-6, &format!("add+{} on {} seed {seed}", act.name(), name(d)));
+        }
+    }
+}
+
+#[test]
+fn nan_and_inf_propagate() {
+    let specials = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1.5, -2.5];
+    for d in devices() {
+        let x = tensor(d, &specials, &[5]);
+        for op in [UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Exp, UnaryOp::Relu, UnaryOp::Sqrt, UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Log] {
+            let got = read(&x.unary(op).unwrap());
+            let want: Vec<f64> = specials.iter().map(|&v| op.eval(f64::from(v))).collect();
+            assert_close(&got, &want, 2e-5, 1e-6, &format!("{} of NaN/inf on {}", op.name(), name(d)));
+        }
+        let ones = tensor(d, &[2.0f32; 5], &[5]);
+        for op in [BinaryOp::Add, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Max, BinaryOp::Min] {
+            let got = read(&x.binary(op, &ones).unwrap());
+            let want: Vec<f64> = specials.iter().map(|&v| op.eval(f64::from(v), 2.0)).collect();
+            assert_close(&got, &want, 1e-6, 0.0, &format!("{} with NaN/inf on {}", op.name(), name(d)));
+        }
+        let s = read(&x.sum(None).unwrap());
+        assert!(s[0].is_nan(), "sum with a NaN on {} gave {}", name(d), s[0]);
+        let m = read(&x.reduce(ReduceOp::Max, None).unwrap());
+        assert!(m[0].is_nan(), "max with a NaN on {} gave {}", name(d), m[0]);
+    }
+}
+
+#[test]
+fn elementwise_past_one_dispatch_dimension() {
+    // 65,535 workgroups of 256 is the largest one-dimensional dispatch: go past it.
+    let n = 65_535 * 256 + 7;
+    let a = random(42, n, -2.0, 2.0);
+    let b = random(43, 1, 0.5, 1.5);
+    for d in devices() {
+        let got = read(&ops::elementwise::binary_act(&d.queue(), BinaryOp::Mul, UnaryOp::Relu, &tensor(d, &a, &[n]), &tensor(d, &b, &[1])).unwrap());
+        let want: Vec<f64> = a.iter().map(|&x| (f64::from(x) * f64::from(b[0])).max(0.0)).collect();
+        assert_close(&got, &want, 1e-6, 0.0, &format!("mul+relu over {n} elements on {}", name(d)));
+    }
+}
+
+fn reduce_reference(op: ReduceOp, x: &[f32], shape: &[usize], axis: Option<usize>) -> Vec<f64> {
+    let (outer, len, inner) = match axis {
+        None => (1, x.len(), 1),
+        Some(a) => (shape[..a].iter().product(), shape[a], shape[a + 1..].iter().product::<usize>()),
+    };
+    let mut out = Vec::new();
+    for o in 0..outer {
+        for i in 0..inner {
+            let (v, idx) = op.reference((0..len).map(|j| f64::from(x[o * len * inner + j * inner + i])));
+            out.push(if op == ReduceOp::Argmax { idx as f64 } else { v });
+        }
+    }
+    out
+}
+
+#[test]
+fn reductions_over_each_axis_and_all() {
+    let cases: &[(&[usize], Option<usize>)] =
+        &[(&[1], None), (&[1000], None), (&[3, 1025, 5], Some(0)), (&[3, 1025, 5], Some(1)), (&[3, 1025, 5], Some(2)), (&[7, 3000], Some(1)), (&[4099], Some(0))];
+    for d in devices() {
+        let q = d.queue();
+        for (k, op) in ReduceOp::ALL.into_iter().enumerate() {
+            for (c, &(shape, axis)) in cases.iter().enumerate() {
+                let seed = (k * 50 + c) as u64;
+                let n: usize = shape.iter().product();
+                let x = random(seed, n, -10.0, 10.0);
+                let out = ops::reduce::reduce(&q, op, &tensor(d, &x, shape), axis).unwrap();
+                let got: Vec<f32> = if op == ReduceOp::Argmax {
+                    out.to_vec_blocking::<u32>().unwrap().into_iter().map(|i| i as f32).collect()
+                } else {
+                    read(&out)
+                };
+                let want = reduce_reference(op, &x, shape, axis);
+                assert_close(&got, &want, 1e-5, 1e-4, &format!("{} {shape:?} axis {axis:?} on {} seed {seed}", op.name(), name(d)));
+            }
+        }
+    }
+}
+
+#[test]
+fn argmax_picks_first_maximum_and_nan() {
+    for d in devices() {
+        let x = [1.0f32, 5.0, 3.0, 5.0, 2.0, 0.0, f32::NAN, 9.0];
+        let t = tensor(d, &x, &[2, 4]);
+        let rows = t.reduce(ReduceOp::Argmax, Some(1)).unwrap().to_vec_blocking::<u32>().unwrap();
+        assert_eq!(rows, vec![1, 2], "argmax rows on {}", name(d));
+    }
+}
+
+#[test]
+fn sum_of_2_pow_24_elements_is_accurate() {
+    let n = 1 << 24;
+    let x = random(99, n, 0.0, 1.0);
+    let want: f64 = x.iter().map(|&v| f64::from(v)).sum();
+    for d in devices() {
+        let got = read(&tensor(d, &x, &[n]).sum(None).unwrap())[0];
+        let rel = (f64::from(got) - want).abs() / want;
+        assert!(rel < 1e-5, "sum of 2^24 on {}: {got} vs {want}, relative error {rel:e}", name(d));
+        let mean = read(&tensor(d, &x, &[n]).reduce(ReduceOp::Mean, None).unwrap())[0];
+        let rel = (f64::from(mean) - want / n as f64).abs() / (want / n as f64);
+        assert!(rel < 1e-5, "mean of 2^24 on {}: relative error {rel:e}", name(d));
+    }
+}
+
+#[test]
+fn softmax_rows_are_overflow_safe() {
+    let cases: &[(&[usize], f32, f32)] = &[(&[1, 1], -1.0, 1.0), (&[3, 7], -5.0, 5.0), (&[5, 1000], 500.0, 1000.0), (&[2, 3, 257], -80.0, 80.0), (&[1, 4099], -3.0, 3.0)];
+    for d in devices() {
+        for (c, &(shape, lo, hi)) in cases.iter().enumerate() {
+            let n: usize = shape.iter().product();
+            let x = random(c as u64 + 700, n, lo, hi);
+            let got = read(&tensor(d, &x, shape).softmax().unwrap());
+            let cols = *shape.last().unwrap();
+            let want: Vec<f64> = x.chunks(cols).flat_map(|r| reference_row(&r.iter().map(|&v| f64::from(v)).collect::<Vec<_>>())).collect();
+            assert_close(&got, &want, 1e-4, 1e-7, &format!("softmax {shape:?} in [{lo}, {hi}) on {}", name(d)));
+        }
+        let row = tensor(d, &[f32::NEG_INFINITY, 0.0, 1.0, f32::NEG_INFINITY], &[1, 4]);
+        let got = read(&row.softmax().unwrap());
+        let want = reference_row(&[f64::NEG_INFINITY, 0.0, 1.0, f64::NEG_INFINITY]);
+        assert_close(&got, &want, 1e-5, 1e-7, &format!("softmax with -inf on {}", name(d)));
+    }
+}
+
+fn matmul_reference(a: &[f32], b: &[f32], batch: usize, m: usize, n: usize, k: usize, a_batch: bool, b_batch: bool) -> Vec<f64> {
+    let mut out = vec![0.0; batch * m * n];
+    for bi in 0..batch {
+        let ao = if a_batch { bi * m * k } else { 0 };
+        let bo = if b_batch { bi * k * n } else { 0 };
+        for i in 0..m {
+            for j in 0..n {
+                out[bi * m * n + i * n + j] = (0..k).map(|p| f64::from(a[ao + i * k + p]) * f64::from(b[bo + p * n + j])).sum();
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn matmul_2d_batched_and_broadcast() {
+    // (batch of a, batch of b, m, n, k)
+    let cases: &[(&[usize], &[usize], usize, usize, usize)] = &[
+        (&[], &[], 1, 1, 1),
+        (&[], &[], 7, 13, 5),
+        (&[], &[], 65, 129, 67),
+        (&[], &[], 128, 64, 256),
+        (&[3], &[3], 33, 19, 17),
+        (&[4], &[], 9, 70, 31),
+    ];
+    for d in devices() {
+        for (c, &(ba, bb, m, n, k)) in cases.iter().enumerate() {
+            let (na, nb): (usize, usize) = (ba.iter().product(), bb.iter().product());
+            let seed = 900 + c as u64;
+            let a = random(seed, na * m * k, -1.0, 1.0);
+            let b = random(seed + 1, nb * k * n, -1.0, 1.0);
+            let sa: Vec<usize> = ba.iter().copied().chain([m, k]).collect();
+            let sb: Vec<usize> = bb.iter().copied().chain([k, n]).collect();
+            let got = read(&tensor(d, &a, &sa).matmul(&tensor(d, &b, &sb)).unwrap());
+            let batch = na.max(nb);
+            let want = matmul_reference(&a, &b, batch, m, n, k, !ba.is_empty(), !bb.is_empty());
+            assert_close(&got, &want, 1e-4, 1e-5 * k as f64, &format!("matmul {sa:?} @ {sb:?} on {} seed {seed}", name(d)));
+        }
+    }
+}
+
+#[test]
+fn matmul_of_transposed_views_needs_no_copy() {
+    for d in devices() {
+        let (m, n, k) = (37, 23, 41);
+        let a = random(1, m * k, -1.0, 1.0);
+        let bt = random(2, n * k, -1.0, 1.0); // stored as [n, k]
+        let b_view = tensor(d, &bt, &[n, k]).t().unwrap();
+        assert!(!b_view.is_contiguous());
+        let got = read(&tensor(d, &a, &[m, k]).matmul(&b_view).unwrap());
+        let b: Vec<f32> = gather(&bt, &[k, n], &[1, k], 0);
+        let want = matmul_reference(&a, &b, 1, m, n, k, false, false);
+        assert_close(&got, &want, 1e-4, 1e-4, &format!("matmul with a transposed view on {}", name(d)));
+    }
+}
+
+#[test]
+fn views_and_contiguous_copies() {
+    for d in devices() {
+        let x = random(3, 2 * 3 * 5, -1.0, 1.0);
+        let t = tensor(d, &x, &[2, 3, 5]);
+        let p = t.permute(&[2, 0, 1]).unwrap();
+        assert_eq!(p.shape(), &[5, 2, 3]);
+        let c = p.contiguous().unwrap();
+        assert!(c.is_contiguous());
+        assert_eq!(read(&c), gather(&x, &[5, 2, 3], &[1, 15, 5], 0), "permute+contiguous on {}", name(d));
+        let s = t.slice(2, 1..4).unwrap().reshape(&[6, 3]).unwrap();
+        assert_eq!(read(&s), gather(&x, &[2, 3, 3], &[15, 5, 1], 1), "slice+reshape on {}", name(d));
+        let row = tensor(d, &x[..5], &[5]).broadcast_to(&[3, 5]).unwrap();
+        let want: Vec<f32> = (0..3).flat_map(|_| x[..5].to_vec()).collect();
+        assert_eq!(read(&row.contiguous().unwrap()), want, "broadcast+contiguous on {}", name(d));
+        let ints = Tensor::from_slice(d, &[1i32, -2, 3, -4, 5, -6], &[2, 3]).unwrap();
+        assert_eq!(ints.t().unwrap().to_vec_blocking::<i32>().unwrap(), vec![1, -4, -2, 5, 3, -6], "i32 transpose on {}", name(d));
+    }
+}
