@@ -1,8 +1,7 @@
-// Bit-exact copies of 32-bit elements and fills.
+// Bit-exact copies of 32-bit elements from a strided view into a contiguous output.
 //
-// copy_main params: as elementwise.wgsl ([0] n, [1] rank, [2] output offset, [3..11] shape,
-//                   [11..20] view of the source).
-// fill_main params: [0] first word, [1] word count, [2] the word.
+// params: as elementwise.wgsl ([0] n, [1] rank, [2] output offset, [3..11] shape,
+//         [11..20] view of the source).
 
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 @group(0) @binding(2) var<storage, read_write> dst: array<u32>;
@@ -18,17 +17,4 @@ fn copy_main(
         return;
     }
     dst[params[2] + i] = src[strided_offset(i, params[1], 3u, 11u)];
-}
-
-@compute @workgroup_size(256)
-fn fill_main(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let i = flat_workgroup(wid, nwg) * 256u + lid;
-    if (i >= params[1]) {
-        return;
-    }
-    dst[params[0] + i] = params[2];
 }

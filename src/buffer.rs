@@ -86,7 +86,7 @@ impl<T: Element> Buffer<T> {
     /// A zero-filled buffer whose initialisation is recorded on `queue`.
     pub fn zeros_on(queue: &Queue, len: usize) -> Result<Self> {
         let device = queue.device();
-        let inner = device.alloc(queue, byte_len::<T>(len)?, Init::Zeroed)?;
+        let inner = device.alloc(byte_len::<T>(len)?, Init::Zeroed)?;
         Ok(Self::from_inner(inner, device.clone(), 0, len))
     }
 
@@ -98,7 +98,7 @@ impl<T: Element> Buffer<T> {
     /// A buffer holding a copy of `data`, written through `queue`.
     pub fn from_slice_on(queue: &Queue, data: &[T]) -> Result<Self> {
         let device = queue.device();
-        let inner = device.alloc(queue, byte_len::<T>(data.len())?, Init::Overwritten)?;
+        let inner = device.alloc(byte_len::<T>(data.len())?, Init::Overwritten)?;
         let buf = Self::from_inner(inner, device.clone(), 0, data.len());
         queue.write(&buf, data)?;
         Ok(buf)

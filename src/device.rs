@@ -306,9 +306,10 @@ impl Device {
         }
     }
 
-    /// Allocate `bytes` of device memory through the pool, initialised as `init` asks; any
-    /// initialisation is recorded on `queue`, ordered before the caller's later work there.
-    pub(crate) fn alloc(&self, queue: &Queue, bytes: u64, init: Init) -> Result<Arc<BufferInner>> {
+    /// Allocate `bytes` of device memory through the pool, initialised as `init` asks. The
+    /// block has no pending use anywhere, so its initialisation is done on the device at once,
+    /// ahead of any work a queue records for it later.
+    pub(crate) fn alloc(&self, bytes: u64, init: Init) -> Result<Arc<BufferInner>> {
         let limits = &self.shared.info.limits;
         if bytes > limits.max_buffer_size {
             return Err(Error::Limit {
@@ -329,16 +330,15 @@ impl Device {
                 (mem, true)
             }
         };
-        let inner = Arc::new(BufferInner::new(mem, class, self.shared.pool.clone()));
         let fill = match init {
             Init::Zeroed if !fresh => Some(0),
             Init::Overwritten if self.shared.options.poison_uninitialized => Some(POISON_WORD),
             _ => None,
         };
         if let Some(word) = fill {
-            queue.fill_words(&inner, 0, class, word)?;
+            self.shared.backend.fill_now(&mem, class, word)?;
         }
-        Ok(inner)
+        Ok(Arc::new(BufferInner::new(mem, class, self.shared.pool.clone())))
     }
 }
 

@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use crate::backend::{BackendDevice, QueueImpl};
-use crate::buffer::BufferInner;
 use crate::kernel::{Binding, Kernel};
 use crate::ops::OpCall;
 use crate::{Buffer, Device, Element, Error, Fence, Result};
@@ -71,11 +70,6 @@ impl Queue {
             return Ok(());
         }
         self.shared.imp.copy(self.backend(), &src.inner, s, &dst.inner, d, n)
-    }
-
-    /// Record a fill of `bytes` bytes at `offset` with the 32-bit `word` (zeroing, poisoning).
-    pub(crate) fn fill_words(&self, dst: &Arc<BufferInner>, offset: u64, bytes: u64, word: u32) -> Result<()> {
-        self.shared.imp.fill(self.backend(), dst, offset, bytes, word)
     }
 
     /// Record a built-in op.

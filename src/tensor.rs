@@ -70,7 +70,7 @@ impl Tensor {
             DType::I32 => byte_len::<i32>(numel)?,
             DType::U32 => byte_len::<u32>(numel)?,
         };
-        let inner = queue.device().alloc(queue, bytes, init)?;
+        let inner = queue.device().alloc(bytes, init)?;
         Ok(Tensor { inner, device: queue.device().clone(), dtype, layout: Layout::contiguous(shape, 0) })
     }
 

@@ -110,6 +110,23 @@ impl BackendDevice {
         }
     }
 
+    /// Fill the first `bytes` of `mem`, which no queued work uses, with `word` now.
+    pub fn fill_now(&self, mem: &Memory, bytes: u64, word: u32) -> Result<()> {
+        match (self, mem) {
+            (BackendDevice::Cpu(_), Memory::Cpu(m)) => {
+                cpu::fill(m, bytes, word);
+                Ok(())
+            }
+            #[cfg(feature = "webgpu")]
+            (BackendDevice::WebGpu(d), Memory::WebGpu(b)) => {
+                d.fill_now(b, bytes, word);
+                Ok(())
+            }
+            #[allow(unreachable_patterns)]
+            _ => Err(Error::Device("internal: memory of another backend".into())),
+        }
+    }
+
     /// Let finished work release its buffers (never blocks).
     pub fn maintain(&self) {
         match self {
@@ -143,16 +160,6 @@ impl QueueImpl {
             (QueueImpl::Cpu, BackendDevice::Cpu(_)) => cpu::write(dst, offset, data),
             #[cfg(feature = "webgpu")]
             (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => q.write(d, dst, offset, data),
-            #[allow(unreachable_patterns)]
-            _ => Err(mismatch()),
-        }
-    }
-
-    pub fn fill(&self, dev: &BackendDevice, dst: &Arc<BufferInner>, offset: u64, bytes: u64, word: u32) -> Result<()> {
-        match (self, dev) {
-            (QueueImpl::Cpu, BackendDevice::Cpu(_)) => cpu::fill(dst, offset, bytes, word),
-            #[cfg(feature = "webgpu")]
-            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => q.fill(d, dst, offset, bytes, word),
             #[allow(unreachable_patterns)]
             _ => Err(mismatch()),
         }

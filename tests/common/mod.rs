@@ -9,10 +9,16 @@ use unicompute::{BackendChoice, BackendKind, Device, DeviceOptions, Tensor};
 /// Set to 1 (CI does) to make a missing wgpu adapter a test failure instead of a skip.
 pub const REQUIRE_WEBGPU_ENV: &str = "UNICOMPUTE_REQUIRE_WEBGPU";
 
-/// Every backend available here, opened with output poisoning on. CPU first.
+/// Every backend available here, opened with output poisoning on, shared by the tests of one
+/// binary. CPU first.
 pub fn devices() -> &'static [Device] {
     static DEVICES: OnceLock<Vec<Device>> = OnceLock::new();
-    DEVICES.get_or_init(|| {
+    DEVICES.get_or_init(open_devices)
+}
+
+/// Newly opened devices of every backend, for tests that read pool statistics undisturbed.
+pub fn open_devices() -> Vec<Device> {
+    {
         let options = DeviceOptions { poison_uninitialized: true, ..DeviceOptions::default() };
         let mut out = vec![Device::open_with(BackendChoice::Backend(BackendKind::Cpu), options).expect("the cpu backend always opens")];
         match Device::open_with(BackendChoice::Backend(BackendKind::WebGpu), options) {
@@ -23,7 +29,7 @@ pub fn devices() -> &'static [Device] {
             Err(e) => eprintln!("SKIPPING webgpu: {e}"),
         }
         out
-    })
+    }
 }
 
 /// The webgpu device, if there is one.

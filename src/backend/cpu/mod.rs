@@ -96,12 +96,11 @@ pub(crate) fn write(dst: &Arc<BufferInner>, offset: u64, data: &[u8]) -> Result<
     Ok(())
 }
 
-pub(crate) fn fill(dst: &Arc<BufferInner>, offset: u64, bytes: u64, word: u32) -> Result<()> {
-    let mut g = write_guard(dst)?;
-    let (start, end) = ((offset / 4) as usize, ((offset + bytes) / 4) as usize);
-    let end = end.min(g.len());
-    g[start..end].fill(word);
-    Ok(())
+/// Fill the first `bytes` of a block with `word`.
+pub(crate) fn fill(mem: &CpuMemory, bytes: u64, word: u32) {
+    let mut g = mem.write().unwrap_or_else(|e| e.into_inner());
+    let end = ((bytes / 4) as usize).min(g.len());
+    g[..end].fill(word);
 }
 
 pub(crate) fn copy(src: &Arc<BufferInner>, src_offset: u64, dst: &Arc<BufferInner>, dst_offset: u64, bytes: u64) -> Result<()> {

@@ -152,6 +152,19 @@ impl GpuDevice {
         self.device.create_buffer(&wgpu::BufferDescriptor { label: None, size: bytes, usage: POOL_USAGE, mapped_at_creation: false })
     }
 
+    /// Fill the first `bytes` of a buffer no queued work uses: zeros by a clear submitted at
+    /// once, other words (test poison) by a queue write, which precedes every later submission.
+    pub(crate) fn fill_now(&self, buffer: &GpuMemory, bytes: u64, word: u32) {
+        if word == 0 {
+            let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("zero") });
+            encoder.clear_buffer(buffer, 0, Some(bytes));
+            self.queue.submit([encoder.finish()]);
+        } else {
+            let words = vec![word; (bytes / 4) as usize];
+            self.queue.write_buffer(buffer, 0, bytemuck::cast_slice(&words));
+        }
+    }
+
     /// Run completion callbacks and release buffers of finished work.
     pub(crate) fn maintain(&self) {
         #[cfg(not(target_arch = "wasm32"))]

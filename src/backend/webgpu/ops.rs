@@ -113,7 +113,7 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
 
 /// Temporary device memory for intermediate results, recorded on `queue`.
 fn temp(queue: &Queue, elements: usize) -> Result<Arc<BufferInner>> {
-    queue.device().alloc(queue, (elements * 4) as u64, Init::Overwritten)
+    queue.device().alloc((elements * 4) as u64, Init::Overwritten)
 }
 
 #[allow(clippy::too_many_arguments)]

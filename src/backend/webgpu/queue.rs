@@ -35,7 +35,6 @@ enum Command {
     Dispatch { pipeline: wgpu::ComputePipeline, entries: Vec<Entry>, workgroups: [u32; 3] },
     Upload { offset: u64, dst: wgpu::Buffer, dst_offset: u64, size: u64 },
     Copy { src: wgpu::Buffer, src_offset: u64, dst: wgpu::Buffer, dst_offset: u64, size: u64 },
-    Clear { dst: wgpu::Buffer, offset: u64, size: u64 },
 }
 
 #[derive(Default)]
@@ -114,26 +113,21 @@ impl GpuQueue {
         })
     }
 
-    pub(crate) fn fill(&self, dev: &GpuDevice, dst: &Arc<BufferInner>, offset: u64, bytes: u64, word: u32) -> Result<()> {
-        if word == 0 {
-            let target = gpu(dst)?.clone();
-            return self.record(dev, |b| {
-                b.commands.push(Command::Clear { dst: target, offset, size: bytes });
-                b.held.push(dst.clone());
-                Ok(())
-            });
-        }
-        let words = bytes / 4;
-        let params = [(offset / 4) as u32, words as u32, word];
-        let pipeline = dev.builtin(super::ops::builtin(super::pipelines::ShaderFile::Copy, "fill_main", vec![]));
-        let grid = super::ops::grid_1d(dev, words.div_ceil(256))?;
-        self.dispatch(dev, pipeline, &params, &[(2, Bind::Mem(dst))], grid)
-    }
-
     pub(crate) fn copy(&self, dev: &GpuDevice, src: &Arc<BufferInner>, src_offset: u64, dst: &Arc<BufferInner>, dst_offset: u64, size: u64) -> Result<()> {
         let (s, d) = (gpu(src)?.clone(), gpu(dst)?.clone());
+        // WebGPU forbids a copy within one buffer: go through a temporary one.
+        let bounce = (src.id() == dst.id()).then(|| {
+            let usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+            dev.device.create_buffer(&wgpu::BufferDescriptor { label: Some("bounce"), size, usage, mapped_at_creation: false })
+        });
         self.record(dev, |b| {
-            b.commands.push(Command::Copy { src: s, src_offset, dst: d, dst_offset, size });
+            match bounce {
+                Some(t) => {
+                    b.commands.push(Command::Copy { src: s, src_offset, dst: t.clone(), dst_offset: 0, size });
+                    b.commands.push(Command::Copy { src: t, src_offset: 0, dst: d, dst_offset, size });
+                }
+                None => b.commands.push(Command::Copy { src: s, src_offset, dst: d, dst_offset, size }),
+            }
             b.held.push(src.clone());
             b.held.push(dst.clone());
             Ok(())
@@ -288,7 +282,6 @@ fn encode(dev: &GpuDevice, encoder: &mut wgpu::CommandEncoder, cmd: &Command, up
         Command::Copy { src, src_offset, dst, dst_offset, size } => {
             encoder.copy_buffer_to_buffer(src, *src_offset, dst, *dst_offset, *size);
         }
-        Command::Clear { dst, offset, size } => encoder.clear_buffer(dst, *offset, Some(*size)),
     }
     Ok(())
 }

@@ -1,0 +1,189 @@
+//! Behaviour of the core objects: devices, buffers, pool, queues, fences, user kernels.
+
+mod common;
+
+use common::{devices, name, open_devices, random, webgpu};
+use unicompute::{BackendChoice, BackendKind, Binding, BindingKind, Buffer, DType, Device, Kernel, Tensor};
+
+#[test]
+fn devices_list_the_cpu_first_and_every_adapter() {
+    let list = unicompute::devices();
+    assert_eq!(list[0].backend, BackendKind::Cpu);
+    for (i, info) in list.iter().enumerate() {
+        assert_eq!(info.index, i);
+        assert!(info.limits.max_buffer_size > 0 && info.limits.max_storage_binding_size > 0, "{info:?}");
+    }
+    if let Some(gpu) = webgpu() {
+        let listed = list.iter().find(|i| i.name == gpu.info().name).expect("the open adapter is listed");
+        assert_eq!(listed.backend, BackendKind::WebGpu);
+        assert!(listed.limits.max_workgroup_size[0] >= 256);
+    }
+}
+
+#[test]
+fn open_by_index_kind_and_parsed_choice() {
+    let cpu = Device::open(BackendChoice::Index(0)).unwrap();
+    assert_eq!(cpu.backend(), BackendKind::Cpu);
+    assert_eq!("cpu".parse::<BackendChoice>().unwrap(), BackendChoice::Backend(BackendKind::Cpu));
+    assert_eq!("2".parse::<BackendChoice>().unwrap(), BackendChoice::Index(2));
+    assert!("tpu".parse::<BackendChoice>().is_err());
+    let err = Device::open(BackendChoice::Index(999)).unwrap_err();
+    assert!(err.to_string().contains("999"), "{err}");
+    let err = Device::open(BackendChoice::Backend(BackendKind::Cuda)).unwrap_err();
+    assert!(err.to_string().contains("cuda"), "{err}");
+    // auto prefers any GPU adapter over the CPU (env override aside).
+    if std::env::var(unicompute::BACKEND_ENV).is_err() {
+        let auto = Device::open(BackendChoice::Auto).unwrap();
+        let expected = if webgpu().is_some() { BackendKind::WebGpu } else { BackendKind::Cpu };
+        assert_eq!(auto.backend(), expected);
+    }
+}
+
+#[test]
+fn buffers_write_read_slice_and_copy() {
+    for d in devices() {
+        let data: Vec<u32> = (0..1000).map(|i| i * 7 + 1).collect();
+        let buf = Buffer::from_slice(d, &data).unwrap();
+        assert_eq!(buf.read_blocking().unwrap(), data, "round trip on {}", name(d));
+        let view = buf.slice(100..164).unwrap();
+        assert_eq!(view.len(), 64);
+        assert_eq!(view.read_blocking().unwrap(), data[100..164], "slice view on {}", name(d));
+        let dst = Buffer::<u32>::zeros(d, 64).unwrap();
+        view.copy_to(&dst).unwrap();
+        assert_eq!(dst.read_blocking().unwrap(), data[100..164], "device copy on {}", name(d));
+        // write into a view changes only that range of the block
+        view.slice(0..4).unwrap().write(&[9, 9, 9, 9]).unwrap();
+        let all = buf.read_blocking().unwrap();
+        assert_eq!(&all[100..104], &[9, 9, 9, 9]);
+        assert_eq!(all[99], data[99]);
+        assert_eq!(all[104], data[104]);
+        // copy within one block, between disjoint views
+        buf.slice(0..10).unwrap().copy_to(&buf.slice(500..510).unwrap()).unwrap();
+        assert_eq!(buf.read_blocking().unwrap()[500..510], data[0..10], "in-block copy on {}", name(d));
+        let f = Buffer::from_slice(d, &[1.5f32, -2.0]).unwrap();
+        assert_eq!(f.read_blocking().unwrap(), vec![1.5, -2.0]);
+        assert_eq!(f.dtype(), DType::F32);
+    }
+}
+
+#[test]
+fn pool_reuses_memory_and_never_leaks_old_contents() {
+    for d in &open_devices() {
+        let before = d.memory_stats();
+        {
+            let b = Buffer::from_slice(d, &random(5, 4096, 1.0, 2.0)).unwrap();
+            d.queue().finish().unwrap();
+            assert!(d.memory_stats().bytes_live >= before.bytes_live + 4096 * 4);
+            drop(b);
+        }
+        d.queue().finish().unwrap();
+        let after_free = d.memory_stats();
+        assert!(after_free.bytes_cached >= 4096 * 4, "freed block is cached on {}: {after_free:?}", name(d));
+        let z = Buffer::<f32>::zeros(d, 4096).unwrap();
+        let stats = d.memory_stats();
+        assert!(stats.pool_hits > after_free.pool_hits, "second allocation is a pool hit on {}: {stats:?}", name(d));
+        assert!(z.read_blocking().unwrap().iter().all(|&v| v == 0.0), "reused memory is zeroed on {}", name(d));
+        assert!(stats.peak_bytes_live >= stats.bytes_live);
+    }
+}
+
+#[test]
+fn memory_returns_to_the_pool_only_after_queued_use() {
+    for d in &open_devices() {
+        let q = d.new_queue();
+        let x = Tensor::from_slice(d, &random(8, 1 << 16, -1.0, 1.0), &[1 << 16]).unwrap();
+        q.wait_for(&d.queue().submit().unwrap()).unwrap(); // the upload went through the default queue
+        let y = unicompute::ops::elementwise::unary(&q, unicompute::UnaryOp::Exp, &x).unwrap();
+        drop(x); // still used by the recorded launch
+        let live = d.memory_stats().bytes_live;
+        if d.backend() != BackendKind::Cpu {
+            // The CPU runs work as it is recorded, so only a GPU still holds the input here.
+            assert!(live >= 2 * (1 << 16) * 4, "input stays live while queued on {}", name(d));
+        }
+        q.finish().unwrap();
+        let cached = d.memory_stats().bytes_cached;
+        assert!(cached >= (1 << 16) * 4, "input returned to the pool once finished on {}", name(d));
+        let got = y.to_vec_blocking::<f32>().unwrap();
+        assert!(got.iter().all(|v| v.is_finite() && *v > 0.0), "result intact on {}", name(d));
+    }
+}
+
+#[test]
+fn queues_and_fences_order_work() {
+    for d in devices() {
+        let q1 = d.new_queue();
+        let q2 = d.new_queue();
+        let buf = Buffer::<f32>::zeros_on(&q1, 513).unwrap();
+        q1.write(&buf, &vec![3.0; 513]).unwrap();
+        let fence = q1.submit().unwrap();
+        q2.wait_for(&fence).unwrap();
+        let t = Tensor::from_buffer(&buf, &[513]).unwrap();
+        let doubled = unicompute::ops::elementwise::binary(&q2, unicompute::BinaryOp::Add, &t, &t).unwrap();
+        let f2 = q2.submit().unwrap();
+        f2.wait_blocking().unwrap();
+        assert!(f2.is_signalled() && fence.is_signalled(), "fences signalled on {}", name(d));
+        assert_eq!(q2.read_blocking(&doubled.to_buffer::<f32>().unwrap()).unwrap(), vec![6.0; 513]);
+        pollster::block_on(fence.wait()).unwrap();
+    }
+}
+
+#[test]
+fn many_launches_batch_into_few_submissions() {
+    for d in devices() {
+        let q = d.queue();
+        let mut t = Tensor::from_slice(d, &[1.0f32; 1024], &[1024]).unwrap();
+        let one = Tensor::from_slice(d, &[1.0f32], &[1]).unwrap();
+        for _ in 0..300 {
+            t = unicompute::ops::elementwise::binary(&q, unicompute::BinaryOp::Add, &t, &one).unwrap();
+        }
+        assert_eq!(t.to_vec_blocking::<f32>().unwrap(), vec![301.0; 1024], "chain of 300 adds on {}", name(d));
+    }
+}
+
+const SAXPY: &str = r#"
+struct Params { a: f32, n: u32 }
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+@group(0) @binding(2) var<uniform> p: Params;
+
+@compute @workgroup_size(64)
+fn saxpy(@builtin(global_invocation_id) id: vec3<u32>) {
+    if (id.x < p.n) {
+        y[id.x] = p.a * x[id.x] + y[id.x];
+    }
+}
+"#;
+
+#[test]
+fn user_wgsl_kernels_are_reflected_and_run() {
+    let info = unicompute::kernel::validate_wgsl(SAXPY, "saxpy").unwrap();
+    assert_eq!(info.workgroup_size, [64, 1, 1]);
+    assert_eq!(info.bindings.len(), 3);
+    assert_eq!(info.bindings[0].kind, BindingKind::StorageRead);
+    assert_eq!(info.bindings[0].dtype, Some(DType::F32));
+    assert_eq!(info.bindings[1].kind, BindingKind::StorageReadWrite);
+    assert_eq!(info.bindings[2].kind, BindingKind::Uniform);
+    assert_eq!(info.bindings[2].min_bytes, 8);
+    let Some(d) = webgpu() else { return };
+    let k = Kernel::from_wgsl(d, SAXPY, "saxpy").unwrap();
+    let n = 1000;
+    let x = random(11, n, -1.0, 1.0);
+    let y0 = random(12, n, -1.0, 1.0);
+    let (bx, by) = (Buffer::from_slice(d, &x).unwrap(), Buffer::from_slice(d, &y0).unwrap());
+    let params = Buffer::from_slice(d, &[2.5f32.to_bits(), n as u32]).unwrap();
+    let q = d.queue();
+    q.launch(&k, &[Binding::from(&bx), Binding::from(&by), Binding::from(&params)], [(n as u32).div_ceil(64), 1, 1]).unwrap();
+    let got = by.read_blocking().unwrap();
+    for i in 0..n {
+        let want = 2.5 * f64::from(x[i]) + f64::from(y0[i]);
+        assert!((f64::from(got[i]) - want).abs() < 1e-5, "saxpy element {i}: {} vs {want}", got[i]);
+    }
+}
+
+#[test]
+fn wgsl_on_the_cpu_is_a_clear_unsupported_error() {
+    let cpu = &devices()[0];
+    let err = Kernel::from_wgsl(cpu, SAXPY, "saxpy").unwrap_err();
+    assert_eq!(err.code(), "UNSUPPORTED");
+    assert!(err.to_string().contains("webgpu"), "{err}");
+}

@@ -1,0 +1,124 @@
+//! Bad input gives descriptive errors, never panics, and leaves the device working.
+
+mod common;
+
+use common::{devices, name, random, tensor, webgpu};
+use unicompute::{BackendChoice, BackendKind, Binding, Buffer, Device, Error, Kernel, ReduceOp, Tensor};
+
+/// The device still computes correctly after an error.
+fn still_works(d: &Device) {
+    let t = tensor(d, &[1.0, 2.0, 3.0], &[3]);
+    assert_eq!(t.add(&t).unwrap().to_vec_blocking::<f32>().unwrap(), vec![2.0, 4.0, 6.0], "device works after an error on {}", name(d));
+}
+
+fn expect_err<T: std::fmt::Debug>(r: unicompute::Result<T>, code: &str, needles: &[&str], d: &Device) {
+    let e = r.expect_err("expected an error");
+    assert_eq!(e.code(), code, "{e}");
+    let msg = e.to_string();
+    for n in needles {
+        assert!(msg.contains(n), "error `{msg}` should mention `{n}`");
+    }
+    still_works(d);
+}
+
+#[test]
+fn shape_errors_name_the_shapes() {
+    for d in devices() {
+        let a = tensor(d, &random(1, 6, -1.0, 1.0), &[2, 3]);
+        let b = tensor(d, &random(2, 8, -1.0, 1.0), &[2, 4]);
+        expect_err(a.add(&b), "SHAPE", &["[2, 3]", "[2, 4]"], d);
+        expect_err(a.matmul(&a), "SHAPE", &["k = 3 vs 2"], d);
+        expect_err(a.matmul(&tensor(d, &[1.0; 3], &[3])), "SHAPE", &["rank >= 2"], d);
+        expect_err(a.reshape(&[4, 2]), "SHAPE", &["6 elements", "8 elements"], d);
+        expect_err(a.broadcast_to(&[3, 3]), "SHAPE", &["[2, 3]", "[3, 3]"], d);
+        expect_err(a.permute(&[0, 0]), "SHAPE", &["permutation"], d);
+        expect_err(a.sum(Some(2)), "OUT_OF_RANGE", &["axis 2"], d);
+        expect_err(a.slice(1, 2..5), "OUT_OF_RANGE", &["2..5", "extent 3"], d);
+        expect_err(Tensor::from_slice(d, &[1.0f32; 5], &[2, 3]), "SHAPE", &["6 elements", "holds 5"], d);
+        let empty = Tensor::zeros(d, &[0, 4], unicompute::DType::F32).unwrap();
+        expect_err(empty.reduce(ReduceOp::Max, Some(0)), "SHAPE", &["empty axis"], d);
+        let ints = Tensor::from_slice(d, &[1i32, 2], &[2]).unwrap();
+        expect_err(ints.relu(), "DTYPE", &["expected f32", "got i32"], d);
+        expect_err(tensor(d, &[1.0], &[]).softmax(), "SHAPE", &["rank-0"], d);
+    }
+}
+
+#[test]
+fn buffer_errors_name_the_limit_or_range() {
+    for d in devices() {
+        let max = d.info().limits.max_buffer_size;
+        let too_many = (max / 4 + 1) as usize;
+        expect_err(Buffer::<f32>::zeros(d, too_many), "LIMIT", &["max_buffer_size"], d);
+        let b = Buffer::from_slice(d, &[1u32, 2, 3]).unwrap();
+        expect_err(b.slice(2..5), "OUT_OF_RANGE", &["2..5", "3 elements"], d);
+        expect_err(b.write(&[1, 2]), "SHAPE", &["2 elements", "3"], d);
+        let other = Buffer::from_slice(d, &[1u32, 2]).unwrap();
+        expect_err(b.copy_to(&other), "SHAPE", &["3 elements", "2"], d);
+        expect_err(b.slice(0..2).unwrap().copy_to(&b.slice(1..3).unwrap()), "INVALID", &["overlapping"], d);
+        assert_eq!(b.read_blocking().unwrap(), vec![1, 2, 3], "failed calls lose no data on {}", name(d));
+    }
+}
+
+#[test]
+fn mixing_devices_is_an_error() {
+    let cpu = &devices()[0];
+    let other = Device::open(BackendChoice::Backend(BackendKind::Cpu)).unwrap();
+    let a = tensor(cpu, &[1.0, 2.0], &[2]);
+    let b = tensor(&other, &[1.0, 2.0], &[2]);
+    expect_err(a.add(&b), "DEVICE_MISMATCH", &["device"], cpu);
+}
+
+#[test]
+fn invalid_wgsl_reports_line_and_column() {
+    let src = "@group(0) @binding(0) var<storage, read_write> y: array<f32>;\n@compute @workgroup_size(64)\nfn main() {\n    y[0] = 1.0 +;\n}\n";
+    let e = unicompute::kernel::validate_wgsl(src, "main").unwrap_err();
+    match &e {
+        Error::Shader { line, column, source_line, .. } => {
+            assert_eq!(*line, 4, "{e}");
+            assert!(*column > 1, "{e}");
+            assert!(source_line.contains("1.0 +"), "{e}");
+        }
+        other => panic!("expected a shader error, got {other}"),
+    }
+    let type_err = "@group(0) @binding(0) var<storage, read_write> y: array<f32>;\n@compute @workgroup_size(64)\nfn main() {\n    let v: u32 = 1.5;\n    y[0] = f32(v);\n}\n";
+    let e = unicompute::kernel::validate_wgsl(type_err, "main").unwrap_err();
+    assert!(matches!(e, Error::Shader { line: 4, .. }), "{e}");
+    let e = unicompute::kernel::validate_wgsl(src.replace("1.0 +", "1.0").as_str(), "missing").unwrap_err();
+    assert!(e.to_string().contains("`missing` not found"), "{e}");
+    for d in devices() {
+        expect_err(Kernel::from_wgsl(d, src, "main"), "SHADER", &["4:"], d);
+    }
+}
+
+const COPY: &str = r#"
+@group(0) @binding(0) var<storage, read> src: array<f32>;
+@group(0) @binding(1) var<storage, read_write> dst: array<f32, 64>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    dst[id.x] = src[id.x];
+}
+"#;
+
+#[test]
+fn wrong_bindings_and_dispatch_are_caught_before_the_device() {
+    let Some(d) = webgpu() else { return };
+    let k = Kernel::from_wgsl(d, COPY, "main").unwrap();
+    let q = d.queue();
+    let src = Buffer::from_slice(d, &random(1, 64, -1.0, 1.0)).unwrap();
+    let dst = Buffer::<f32>::zeros(d, 64).unwrap();
+    let ints = Buffer::<u32>::zeros(d, 64).unwrap();
+    let short = Buffer::<f32>::zeros(d, 10).unwrap();
+    expect_err(q.launch(&k, &[Binding::from(&src)], [1, 1, 1]), "LAUNCH", &["expects 2 bindings", "got 1"], d);
+    expect_err(q.launch(&k, &[Binding::from(&src), Binding::from(&ints)], [1, 1, 1]), "LAUNCH", &["u32", "expected f32"], d);
+    expect_err(q.launch(&k, &[Binding::from(&src), Binding::from(&short)], [1, 1, 1]), "LAUNCH", &["40 bytes", "at least 256"], d);
+    expect_err(q.launch(&k, &[Binding::from(&dst), Binding::from(&dst)], [1, 1, 1]), "LAUNCH", &["same buffer"], d);
+    let too_many = d.info().limits.max_workgroups_per_dimension + 1;
+    expect_err(q.launch(&k, &[Binding::from(&src), Binding::from(&dst)], [too_many, 1, 1]), "LIMIT", &["max_workgroups_per_dimension"], d);
+    let unaligned = src.slice(1..).unwrap();
+    let dst2 = Buffer::<f32>::zeros(d, 64).unwrap();
+    expect_err(q.launch(&k, &[Binding::from(&unaligned), Binding::from(&dst2)], [1, 1, 1]), "LAUNCH", &["multiple of"], d);
+    q.launch(&k, &[Binding::from(&src), Binding::from(&dst)], [1, 1, 1]).unwrap();
+    assert_eq!(dst.read_blocking().unwrap(), src.read_blocking().unwrap(), "valid launch after the bad ones");
+    let big = "@group(0) @binding(0) var<storage, read_write> y: array<f32>;\n@compute @workgroup_size(1024, 2)\nfn main() { y[0] = 1.0; }\n";
+    expect_err(Kernel::from_wgsl(d, big, "main"), "LIMIT", &["max_invocations_per_workgroup"], d);
+}
