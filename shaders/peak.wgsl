@@ -14,13 +14,25 @@ fn peak_main(
 ) {
     let i = (wid.y * nwg.x + wid.x) * 256u + lid;
     let s = f32(i) * 1e-9;
-    var v = array<f32, 8>(s, s + 0.1, s + 0.2, s + 0.3, s + 0.4, s + 0.5, s + 0.6, s + 0.7);
+    var v0 = s;
+    var v1 = s + 0.1;
+    var v2 = s + 0.2;
+    var v3 = s + 0.3;
+    var v4 = s + 0.4;
+    var v5 = s + 0.5;
+    var v6 = s + 0.6;
+    var v7 = s + 0.7;
     for (var it = 0u; it < iters[0]; it++) {
-        for (var c = 0u; c < 8u; c++) {
-            v[c] = fma(v[c], 0.999999, 1e-7);
-        }
+        v0 = fma(v0, 0.999999, 1e-7);
+        v1 = fma(v1, 0.999999, 1e-7);
+        v2 = fma(v2, 0.999999, 1e-7);
+        v3 = fma(v3, 0.999999, 1e-7);
+        v4 = fma(v4, 0.999999, 1e-7);
+        v5 = fma(v5, 0.999999, 1e-7);
+        v6 = fma(v6, 0.999999, 1e-7);
+        v7 = fma(v7, 0.999999, 1e-7);
     }
     if (i < arrayLength(&sink)) {
-        sink[i] = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+        sink[i] = v0 + v1 + v2 + v3 + v4 + v5 + v6 + v7;
     }
 }

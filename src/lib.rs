@@ -1,29 +1,15 @@
-//! # unicompute
-//!
-//! One GPU compute API for WebGPU (in browsers and natively through wgpu on Vulkan, Metal,
-//! DX12), CUDA, and a CPU fallback that is also the reference every backend is tested
-//! against.
-//!
-//! ```
-//! use unicompute::{BackendChoice, Device, Tensor};
-//!
-//! # fn main() -> unicompute::Result<()> {
-//! let device = Device::open(BackendChoice::Auto)?;
-//! let a = Tensor::from_slice(&device, &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3])?;
-//! let b = Tensor::from_slice(&device, &[10.0f32, 20.0, 30.0], &[3])?; // broadcast over rows
-//! let c = a.add(&b)?.relu()?;
-//! assert_eq!(c.to_vec_blocking::<f32>()?, vec![11.0, 22.0, 33.0, 14.0, 25.0, 36.0]);
-//! let total = c.sum(None)?.to_vec_blocking::<f32>()?;
-//! assert_eq!(total, vec![141.0]);
-//! # Ok(())
-//! # }
-//! ```
+#![doc = include_str!("../README.md")]
 //!
 //! Layers, top down: the public objects ([`Device`], [`Buffer`], [`Tensor`], [`Queue`],
 //! [`Fence`], [`Kernel`]), the op catalogue ([`ops`]), the caching pool, and the backend
 //! seam (`backend/`), the only code that knows a GPU API.
 
+// Without `webgpu` the seam's GPU paths compile to nothing and leave parameters unused.
+#![cfg_attr(not(feature = "webgpu"), allow(unused, unreachable_code))]
+
 mod backend;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod bench;
 mod buffer;
 mod device;
 mod dtype;

@@ -224,11 +224,23 @@ fn softmax_rows_are_overflow_safe() {
     }
 }
 
-fn matmul_reference(a: &[f32], b: &[f32], batch: usize, m: usize, n: usize, k: usize, a_batch: bool, b_batch: bool) -> Vec<f64> {
+/// One matmul case: batch dimensions of each operand and the matrix sizes.
+struct MatmulCase {
+    batch_a: &'static [usize],
+    batch_b: &'static [usize],
+    m: usize,
+    n: usize,
+    k: usize,
+}
+
+/// f64 reference; an operand without batch dimensions is broadcast over the batch.
+fn matmul_reference(a: &[f32], b: &[f32], c: &MatmulCase) -> Vec<f64> {
+    let (m, n, k) = (c.m, c.n, c.k);
+    let batch = c.batch_a.iter().product::<usize>().max(c.batch_b.iter().product());
     let mut out = vec![0.0; batch * m * n];
     for bi in 0..batch {
-        let ao = if a_batch { bi * m * k } else { 0 };
-        let bo = if b_batch { bi * k * n } else { 0 };
+        let ao = if c.batch_a.is_empty() { 0 } else { bi * m * k };
+        let bo = if c.batch_b.is_empty() { 0 } else { bi * k * n };
         for i in 0..m {
             for j in 0..n {
                 out[bi * m * n + i * n + j] = (0..k).map(|p| f64::from(a[ao + i * k + p]) * f64::from(b[bo + p * n + j])).sum();
@@ -240,27 +252,25 @@ fn matmul_reference(a: &[f32], b: &[f32], batch: usize, m: usize, n: usize, k: u
 
 #[test]
 fn matmul_2d_batched_and_broadcast() {
-    // (batch of a, batch of b, m, n, k)
-    let cases: &[(&[usize], &[usize], usize, usize, usize)] = &[
-        (&[], &[], 1, 1, 1),
-        (&[], &[], 7, 13, 5),
-        (&[], &[], 65, 129, 67),
-        (&[], &[], 128, 64, 256),
-        (&[3], &[3], 33, 19, 17),
-        (&[4], &[], 9, 70, 31),
+    let cases = [
+        MatmulCase { batch_a: &[], batch_b: &[], m: 1, n: 1, k: 1 },
+        MatmulCase { batch_a: &[], batch_b: &[], m: 7, n: 13, k: 5 },
+        MatmulCase { batch_a: &[], batch_b: &[], m: 65, n: 129, k: 67 },
+        MatmulCase { batch_a: &[], batch_b: &[], m: 128, n: 64, k: 256 },
+        MatmulCase { batch_a: &[3], batch_b: &[3], m: 33, n: 19, k: 17 },
+        MatmulCase { batch_a: &[4], batch_b: &[], m: 9, n: 70, k: 31 },
     ];
     for d in devices() {
-        for (c, &(ba, bb, m, n, k)) in cases.iter().enumerate() {
-            let (na, nb): (usize, usize) = (ba.iter().product(), bb.iter().product());
-            let seed = 900 + c as u64;
-            let a = random(seed, na * m * k, -1.0, 1.0);
-            let b = random(seed + 1, nb * k * n, -1.0, 1.0);
-            let sa: Vec<usize> = ba.iter().copied().chain([m, k]).collect();
-            let sb: Vec<usize> = bb.iter().copied().chain([k, n]).collect();
+        for (i, c) in cases.iter().enumerate() {
+            let (na, nb): (usize, usize) = (c.batch_a.iter().product(), c.batch_b.iter().product());
+            let seed = 900 + i as u64;
+            let a = random(seed, na * c.m * c.k, -1.0, 1.0);
+            let b = random(seed + 1, nb * c.k * c.n, -1.0, 1.0);
+            let sa: Vec<usize> = c.batch_a.iter().copied().chain([c.m, c.k]).collect();
+            let sb: Vec<usize> = c.batch_b.iter().copied().chain([c.k, c.n]).collect();
             let got = read(&tensor(d, &a, &sa).matmul(&tensor(d, &b, &sb)).unwrap());
-            let batch = na.max(nb);
-            let want = matmul_reference(&a, &b, batch, m, n, k, !ba.is_empty(), !bb.is_empty());
-            assert_close(&got, &want, 1e-4, 1e-5 * k as f64, &format!("matmul {sa:?} @ {sb:?} on {} seed {seed}", name(d)));
+            let want = matmul_reference(&a, &b, c);
+            assert_close(&got, &want, 1e-4, 1e-5 * c.k as f64, &format!("matmul {sa:?} @ {sb:?} on {} seed {seed}", name(d)));
         }
     }
 }
@@ -275,7 +285,7 @@ fn matmul_of_transposed_views_needs_no_copy() {
         assert!(!b_view.is_contiguous());
         let got = read(&tensor(d, &a, &[m, k]).matmul(&b_view).unwrap());
         let b: Vec<f32> = gather(&bt, &[k, n], &[1, k], 0);
-        let want = matmul_reference(&a, &b, 1, m, n, k, false, false);
+        let want = matmul_reference(&a, &b, &MatmulCase { batch_a: &[], batch_b: &[], m, n, k });
         assert_close(&got, &want, 1e-4, 1e-4, &format!("matmul with a transposed view on {}", name(d)));
     }
 }

@@ -34,7 +34,7 @@ impl Candidate {
         match self.source {
             Source::Cpu => Ok(BackendDevice::Cpu(cpu::CpuDevice)),
             #[cfg(feature = "webgpu")]
-            Source::WebGpu(adapter) => Ok(BackendDevice::WebGpu(webgpu::GpuDevice::open(adapter, &self.info)?)),
+            Source::WebGpu(adapter) => Ok(BackendDevice::WebGpu(Box::new(webgpu::GpuDevice::open(adapter, &self.info)?))),
         }
     }
 }
@@ -70,7 +70,7 @@ pub(crate) fn missing_reason(kind: BackendKind) -> String {
 pub(crate) enum BackendDevice {
     Cpu(cpu::CpuDevice),
     #[cfg(feature = "webgpu")]
-    WebGpu(webgpu::GpuDevice),
+    WebGpu(Box<webgpu::GpuDevice>),
 }
 
 /// One block of backend memory.

@@ -190,9 +190,10 @@ fn matmul(q: &GpuQueue, dev: &GpuDevice, a: Operand<'_>, b: Operand<'_>, out: Op
         u32_of("offset", out.layout.offset)?,
     ];
     for source in [&out.layout.shape, &a.layout.strides, &b.layout.strides] {
-        for d in 0..MAX_RANK - 2 {
-            params.push(if d < batch_rank { u32_of("batch extent or stride", source[d])? } else { 0 });
+        for &v in &source[..batch_rank] {
+            params.push(u32_of("batch extent or stride", v)?);
         }
+        params.resize(params.len() + MAX_RANK - 2 - batch_rank, 0);
     }
     let max = dev.limits.max_compute_workgroups_per_dimension as usize;
     let (gx, gy) = (n.div_ceil(MATMUL_TILE), m.div_ceil(MATMUL_TILE));

@@ -180,9 +180,12 @@ impl GpuQueue {
         })
     }
 
-    /// Encode and submit everything recorded so far.
+    /// Encode and submit everything recorded so far. The batch stays locked until wgpu has
+    /// the submission, so that batches of one queue reach the device in recording order even
+    /// when several threads submit.
     pub(crate) fn submit(&self, dev: &GpuDevice) -> Result<GpuFence> {
-        let batch = std::mem::take(&mut *lock(&self.batch));
+        let mut guard = lock(&self.batch);
+        let batch = std::mem::take(&mut *guard);
         let upload = if batch.upload.is_empty() {
             None
         } else {
@@ -210,6 +213,7 @@ impl GpuQueue {
         let done = Signal::new();
         let signal = done.clone();
         dev.queue.on_submitted_work_done(move || signal.set(()));
+        drop(guard);
         dev.hold_until(done.clone(), batch.held);
         dev.check_healthy()?;
         Ok(GpuFence { done, index })

@@ -1,0 +1,605 @@
+//! Throughput benchmarks with roofline percentages: measure a device's ceilings (copy
+//! bandwidth and a FLOP ceiling), then time ops against them.
+//!
+//! Timing uses the host clock around recording a number of launches on one queue, one
+//! `submit()` and a blocking wait on the fence; every figure is the median of several
+//! repetitions after warm-up.
+//!
+//! ```no_run
+//! use unicompute::{bench, BackendChoice, Device};
+//!
+//! # fn main() -> unicompute::Result<()> {
+//! let device = Device::open(BackendChoice::Auto)?;
+//! let report = bench::run(&device, &bench::BenchConfig::default(), &mut |line| eprintln!("{line}"))?;
+//! println!("{}\n{}", report.ceilings, report.table());
+//! # Ok(())
+//! # }
+//! ```
+
+use std::fmt;
+use std::time::Instant;
+
+use crate::ops::{elementwise, matmul, reduce, softmax};
+use crate::{BackendKind, BinaryOp, Buffer, Device, Error, Kernel, Queue, ReduceOp, Result, Tensor, UnaryOp};
+
+/// The self-contained arithmetic-peak kernel run on `webgpu` devices.
+const PEAK_WGSL: &str = include_str!("../shaders/peak.wgsl");
+/// FLOPs one invocation of `peak.wgsl` does per loop iteration (8 FMA chains).
+const PEAK_FLOPS_PER_ITER: u64 = 16;
+/// Workgroup width of `peak.wgsl`.
+const PEAK_WORKGROUP: u64 = 256;
+/// Workgroups of one `peak.wgsl` launch (about a million invocations).
+const PEAK_WORKGROUPS: u64 = 4096;
+/// Largest loop count the peak calibration will try.
+const PEAK_MAX_ITERS: u32 = 1 << 20;
+/// Largest workgroup count per grid dimension used for the peak kernel.
+const MAX_GRID_X: u64 = 65535;
+
+/// Largest device-to-device copy used for the bandwidth ceiling, in bytes.
+const COPY_BYTES: u64 = 128 << 20;
+/// Matrix edge of the CPU's GEMM ceiling.
+const GEMM_CEILING_EDGE: usize = 1024;
+/// Columns of the row-structured cases (broadcast, last-axis reduction, softmax).
+const ROW_COLS: usize = 1024;
+/// Elements of each op in the `chain` case.
+const CHAIN_ELEMENTS: usize = 1024;
+
+/// A repetition records launches until it is expected to take about this long.
+const TARGET_REP_SECONDS: f64 = 0.05;
+/// Most launches recorded in one repetition.
+const MAX_LAUNCHES_PER_REP: usize = 64;
+/// Most output bytes one repetition may keep in flight.
+const MAX_INFLIGHT_BYTES: u64 = 512 << 20;
+
+/// Ops run when [`BenchConfig::ops`] is empty.
+pub const DEFAULT_OPS: &[&str] =
+    &["relu", "exp", "gelu", "add", "mul", "add_bcast", "mul_bcast", "add_relu", "sum", "sum_last", "softmax", "matmul", "chain"];
+
+/// What to measure and how large.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+pub struct BenchConfig {
+    /// Op names, run in this order; empty means [`DEFAULT_OPS`]. Accepted: any unary op
+    /// (`relu`, `gelu`, ...), binary op (`add`, ...), `<binary>_bcast` (a `[rows, 1024]`
+    /// tensor with a `[1024]` row), `<binary>_<unary>` (fused), any reduction over everything
+    /// (`sum`, `max`, ...) or over the last axis (`sum_last`), `softmax`, `matmul`, `chain`.
+    pub ops: Vec<String>,
+    /// Elements of the elementwise, reduction and softmax inputs.
+    pub elements: usize,
+    /// Edge of the square matrices of `matmul`.
+    pub matmul_edge: usize,
+    /// Ops in the `chain` case.
+    pub chain_len: usize,
+    /// Untimed runs of each case before measuring.
+    pub warmup: usize,
+    /// Timed repetitions whose median is reported.
+    pub reps: usize,
+}
+
+impl Default for BenchConfig {
+    fn default() -> Self {
+        BenchConfig { ops: Vec::new(), elements: 1 << 22, matmul_edge: 1024, chain_len: 1000, warmup: 1, reps: 5 }
+    }
+}
+
+/// The device's measured ceilings, the denominators of the roofline percentages.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+pub struct Ceilings {
+    /// Device-to-device copy bandwidth in GB/s, counting bytes read plus bytes written.
+    pub copy_gbps: f64,
+    /// Bytes copied by one copy of the bandwidth measurement.
+    pub copy_bytes: u64,
+    /// Arithmetic ceiling in GFLOP/s.
+    pub gflops: f64,
+    /// How the arithmetic ceiling was measured.
+    pub gflops_source: String,
+}
+
+impl fmt::Display for Ceilings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "copy bandwidth: {:.1} GB/s ({} device-to-device copy, read + write)", self.copy_gbps, human_bytes(self.copy_bytes))?;
+        write!(f, "FLOP ceiling:   {:.1} GFLOP/s ({})", self.gflops, self.gflops_source)
+    }
+}
+
+/// One measured case.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+pub struct BenchResult {
+    /// Op name as given in [`BenchConfig::ops`].
+    pub name: String,
+    /// Shapes or sizes of the inputs.
+    pub shape: String,
+    /// Median wall time of one launch (of the whole chain for `chain`), in seconds.
+    pub median_s: f64,
+    /// Achieved rate in `unit`.
+    pub rate: f64,
+    /// `GB/s` (bytes read + written), `GFLOP/s` (2·m·n·k for matmul) or `us/op` (chain).
+    pub unit: &'static str,
+    /// The matching ceiling in the same unit, if there is one.
+    pub ceiling: Option<f64>,
+    /// `rate` as a percentage of `ceiling`.
+    pub percent: Option<f64>,
+}
+
+/// Everything one benchmark run measured.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+pub struct Report {
+    /// Name of the device.
+    pub device: String,
+    /// Backend of the device.
+    pub backend: String,
+    /// The configuration that was run.
+    pub config: BenchConfig,
+    /// Measured ceilings.
+    pub ceilings: Ceilings,
+    /// One entry per case, in run order.
+    pub results: Vec<BenchResult>,
+}
+
+impl Report {
+    /// The results as an aligned text table.
+    pub fn table(&self) -> String {
+        let header = ["op", "shape", "median", "rate", "ceiling", "% of ceiling"].map(String::from).to_vec();
+        let rows: Vec<Vec<String>> = self.results.iter().map(BenchResult::cells).collect();
+        render_table(&header, &rows)
+    }
+}
+
+impl BenchResult {
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.name.clone(),
+            self.shape.clone(),
+            human_seconds(self.median_s),
+            format!("{:.2} {}", self.rate, self.unit),
+            self.ceiling.map_or("-".into(), |c| format!("{c:.1} {}", self.unit)),
+            self.percent.map_or("-".into(), |p| format!("{p:.1} %")),
+        ]
+    }
+}
+
+/// Measure the ceilings, then every configured op, on `device`. `progress` receives a line
+/// before each measurement.
+pub fn run(device: &Device, config: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Report> {
+    let names: Vec<String> = if config.ops.is_empty() { DEFAULT_OPS.iter().map(ToString::to_string).collect() } else { config.ops.clone() };
+    let kinds = names.iter().map(|n| parse_kind(n).map(|k| (n.clone(), k))).collect::<Result<Vec<_>>>()?;
+    check_config(config)?;
+    for (name, kind) in &kinds {
+        check_fits(device, name, kind.largest_tensor_bytes(config))?;
+    }
+    let ceilings = measure_ceilings(device, config, progress)?;
+    let mut results = Vec::with_capacity(kinds.len());
+    for (name, kind) in &kinds {
+        let case = build_case(device, config, name, *kind)?;
+        progress(&format!("op {name} {}", case.shape));
+        results.push(measure_case(device, config, &case, &ceilings)?);
+    }
+    let info = device.info();
+    Ok(Report { device: info.name.clone(), backend: info.backend.to_string(), config: config.clone(), ceilings, results })
+}
+
+/// Measure the copy bandwidth and the arithmetic ceiling of `device`.
+pub fn measure_ceilings(device: &Device, config: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Ceilings> {
+    let copy_bytes = COPY_BYTES.min(device.info().limits.max_buffer_size) / 4 * 4;
+    progress(&format!("ceiling: {} device-to-device copy", human_bytes(copy_bytes)));
+    let copy_gbps = copy_bandwidth(device, config, copy_bytes)?;
+    let (gflops, gflops_source) = match device.backend() {
+        BackendKind::WebGpu => {
+            progress("ceiling: arithmetic peak (shaders/peak.wgsl)");
+            peak_gflops(device, config)?
+        }
+        _ => {
+            progress(&format!("ceiling: GEMM {GEMM_CEILING_EDGE}^3"));
+            gemm_gflops(device, config)?
+        }
+    };
+    Ok(Ceilings { copy_gbps, copy_bytes, gflops, gflops_source })
+}
+
+/// The kinds of case the benchmark knows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    Unary(UnaryOp),
+    Binary(BinaryOp),
+    Broadcast(BinaryOp),
+    Fused(BinaryOp, UnaryOp),
+    ReduceAll(ReduceOp),
+    ReduceLast(ReduceOp),
+    Softmax,
+    Matmul,
+    Chain,
+}
+
+fn parse_kind(name: &str) -> Result<Kind> {
+    let kind = match name {
+        "softmax" => Some(Kind::Softmax),
+        "matmul" => Some(Kind::Matmul),
+        "chain" => Some(Kind::Chain),
+        _ => UnaryOp::from_name(name)
+            .map(Kind::Unary)
+            .or_else(|| BinaryOp::from_name(name).map(Kind::Binary))
+            .or_else(|| ReduceOp::from_name(name).map(Kind::ReduceAll))
+            .or_else(|| name.strip_suffix("_last").and_then(ReduceOp::from_name).map(Kind::ReduceLast))
+            .or_else(|| name.strip_suffix("_bcast").and_then(BinaryOp::from_name).map(Kind::Broadcast))
+            .or_else(|| {
+                let (op, act) = name.split_once('_')?;
+                Some(Kind::Fused(BinaryOp::from_name(op)?, UnaryOp::from_name(act)?))
+            }),
+    };
+    kind.ok_or_else(|| {
+        Error::Invalid(format!(
+            "unknown bench op `{name}`: expected a unary, binary or reduction op name, <binary>_bcast, <binary>_<unary>, \
+             <reduction>_last, softmax, matmul or chain (defaults: {})",
+            DEFAULT_OPS.join(", ")
+        ))
+    })
+}
+
+impl Kind {
+    /// Bytes of the largest tensor the case allocates.
+    fn largest_tensor_bytes(self, config: &BenchConfig) -> u64 {
+        let elements = match self {
+            Kind::Matmul => config.matmul_edge.saturating_mul(config.matmul_edge),
+            Kind::Chain => CHAIN_ELEMENTS,
+            Kind::Broadcast(_) | Kind::ReduceLast(_) | Kind::Softmax => rows_cols(config.elements).0 * ROW_COLS.min(config.elements),
+            _ => config.elements,
+        };
+        (elements as u64).saturating_mul(4)
+    }
+}
+
+fn check_config(config: &BenchConfig) -> Result<()> {
+    for (what, v) in
+        [("elements", config.elements), ("matmul_edge", config.matmul_edge), ("chain_len", config.chain_len), ("reps", config.reps)]
+    {
+        if v == 0 {
+            return Err(Error::Invalid(format!("bench {what} is 0: expected at least 1")));
+        }
+    }
+    Ok(())
+}
+
+/// Error naming the limit when a tensor of `bytes` cannot be allocated and bound on `device`.
+fn check_fits(device: &Device, name: &str, bytes: u64) -> Result<()> {
+    let limits = &device.info().limits;
+    let (max, limit) = if limits.max_storage_binding_size < limits.max_buffer_size {
+        (limits.max_storage_binding_size, "max_storage_binding_size")
+    } else {
+        (limits.max_buffer_size, "max_buffer_size")
+    };
+    if bytes > max {
+        return Err(Error::Limit { what: format!("the largest tensor of bench op `{name}` in bytes"), value: bytes, limit, max });
+    }
+    Ok(())
+}
+
+/// `[rows, cols]` for a row-structured case of about `elements` elements.
+fn rows_cols(elements: usize) -> (usize, usize) {
+    let cols = ROW_COLS.min(elements);
+    ((elements / cols).max(1), cols)
+}
+
+/// Work a launch does, the numerator of its rate.
+#[derive(Debug, Clone, Copy)]
+enum Work {
+    /// Bytes read plus bytes written.
+    Bytes(u64),
+    /// Floating-point operations.
+    Flops(u64),
+    /// Ops recorded in one launch (the chain).
+    Ops(u64),
+}
+
+/// Records one launch of a case on a queue.
+type Launch = Box<dyn Fn(&Queue) -> Result<()>>;
+
+/// A ready-to-time case: inputs are allocated, `launch` records one run.
+struct Case {
+    shape: String,
+    work: Work,
+    /// Bytes of the outputs one launch allocates (bounds launches in flight).
+    out_bytes: u64,
+    /// Whether several launches may be recorded in one repetition.
+    batched: bool,
+    launch: Launch,
+    name: String,
+}
+
+fn build_case(device: &Device, config: &BenchConfig, name: &str, kind: Kind) -> Result<Case> {
+    let n = config.elements;
+    let (rows, cols) = rows_cols(n);
+    let bytes = |elements: usize| 4 * elements as u64;
+    let (shape, work, out_bytes, launch): (String, Work, u64, Launch) = match kind {
+        Kind::Unary(op) => {
+            let x = input(device, &[n])?;
+            (format!("[{n}]"), Work::Bytes(bytes(2 * n)), bytes(n), Box::new(move |q| elementwise::unary(q, op, &x).map(drop)))
+        }
+        Kind::Binary(op) => {
+            let (a, b) = (input(device, &[n])?, input(device, &[n])?);
+            (
+                format!("[{n}] {} [{n}]", symbol(op)),
+                Work::Bytes(bytes(3 * n)),
+                bytes(n),
+                Box::new(move |q| elementwise::binary(q, op, &a, &b).map(drop)),
+            )
+        }
+        Kind::Broadcast(op) => {
+            let (a, b) = (input(device, &[rows, cols])?, input(device, &[cols])?);
+            let work = Work::Bytes(bytes(2 * rows * cols + cols));
+            (
+                format!("[{rows}, {cols}] {} [{cols}]", symbol(op)),
+                work,
+                bytes(rows * cols),
+                Box::new(move |q| elementwise::binary(q, op, &a, &b).map(drop)),
+            )
+        }
+        Kind::Fused(op, act) => {
+            let (a, b) = (input(device, &[n])?, input(device, &[n])?);
+            let shape = format!("{}([{n}] {} [{n}])", act.name(), symbol(op));
+            (shape, Work::Bytes(bytes(3 * n)), bytes(n), Box::new(move |q| elementwise::binary_act(q, op, act, &a, &b).map(drop)))
+        }
+        Kind::ReduceAll(op) => {
+            let x = input(device, &[n])?;
+            (
+                format!("[{n}] -> []"),
+                Work::Bytes(bytes(n + 1)),
+                bytes(n / 256 + 1),
+                Box::new(move |q| reduce::reduce(q, op, &x, None).map(drop)),
+            )
+        }
+        Kind::ReduceLast(op) => {
+            let x = input(device, &[rows, cols])?;
+            (
+                format!("[{rows}, {cols}] -> [{rows}]"),
+                Work::Bytes(bytes(rows * cols + rows)),
+                bytes(rows),
+                Box::new(move |q| reduce::reduce(q, op, &x, Some(1)).map(drop)),
+            )
+        }
+        Kind::Softmax => {
+            let x = input(device, &[rows, cols])?;
+            (
+                format!("[{rows}, {cols}]"),
+                Work::Bytes(bytes(2 * rows * cols)),
+                bytes(rows * cols),
+                Box::new(move |q| softmax::softmax(q, &x).map(drop)),
+            )
+        }
+        Kind::Matmul => matmul_case(device, config.matmul_edge)?,
+        Kind::Chain => chain_case(device, config.chain_len)?,
+    };
+    Ok(Case { shape, work, out_bytes, batched: kind != Kind::Chain, launch, name: name.to_string() })
+}
+
+/// Parts of a case: shape, work, output bytes per launch, launch.
+type CaseParts = (String, Work, u64, Launch);
+
+fn matmul_case(device: &Device, e: usize) -> Result<CaseParts> {
+    let (a, b) = (input(device, &[e, e])?, input(device, &[e, e])?);
+    let flops = 2 * (e as u64).pow(3);
+    Ok((format!("[{e}, {e}] @ [{e}, {e}]"), Work::Flops(flops), 4 * (e * e) as u64, Box::new(move |q| matmul::matmul(q, &a, &b).map(drop))))
+}
+
+/// `len` dependent 1024-element adds recorded on one queue: `x = x + y`, `len` times.
+fn chain_case(device: &Device, len: usize) -> Result<CaseParts> {
+    let (x0, y) = (input(device, &[CHAIN_ELEMENTS])?, input(device, &[CHAIN_ELEMENTS])?);
+    let launch = move |q: &Queue| -> Result<()> {
+        let mut x = x0.clone();
+        for _ in 0..len {
+            x = elementwise::binary(q, BinaryOp::Add, &x, &y)?;
+        }
+        Ok(())
+    };
+    Ok((
+        format!("{len} x [{CHAIN_ELEMENTS}] add"),
+        Work::Ops(len as u64),
+        (4 * CHAIN_ELEMENTS as u64).saturating_mul(len as u64),
+        Box::new(launch),
+    ))
+}
+
+fn symbol(op: BinaryOp) -> &'static str {
+    match op {
+        BinaryOp::Add => "+",
+        BinaryOp::Sub => "-",
+        BinaryOp::Mul => "*",
+        BinaryOp::Div => "/",
+        other => other.name(),
+    }
+}
+
+/// A tensor of `shape` filled with a deterministic pattern in [-2, 2).
+fn input(device: &Device, shape: &[usize]) -> Result<Tensor> {
+    let n: usize = shape.iter().product();
+    let data: Vec<f32> = (0..n).map(|i| (i.wrapping_mul(2_654_435_761) % 4096) as f32 / 1024.0 - 2.0).collect();
+    Tensor::from_slice(device, &data, shape)
+}
+
+fn measure_case(device: &Device, config: &BenchConfig, case: &Case, ceilings: &Ceilings) -> Result<BenchResult> {
+    let median_s = median_seconds(&device.queue(), config, case)?;
+    let (rate, unit, ceiling) = match case.work {
+        Work::Bytes(b) => (b as f64 / median_s / 1e9, "GB/s", Some(ceilings.copy_gbps)),
+        Work::Flops(f) => (f as f64 / median_s / 1e9, "GFLOP/s", Some(ceilings.gflops)),
+        Work::Ops(n) => (median_s / n as f64 * 1e6, "us/op", None),
+    };
+    let percent = ceiling.map(|c| 100.0 * rate / c);
+    Ok(BenchResult { name: case.name.clone(), shape: case.shape.clone(), median_s, rate, unit, ceiling, percent })
+}
+
+/// Median seconds of one launch of `case`, after warm-up and calibration of the launches per
+/// repetition.
+fn median_seconds(queue: &Queue, config: &BenchConfig, case: &Case) -> Result<f64> {
+    queue.finish()?;
+    for _ in 0..config.warmup {
+        time_launches(queue, 1, &case.launch)?;
+    }
+    let launches = if case.batched {
+        let single = time_launches(queue, 1, &case.launch)?;
+        let by_memory = (MAX_INFLIGHT_BYTES / case.out_bytes.max(1)).max(1) as usize;
+        ((TARGET_REP_SECONDS / single).ceil() as usize).clamp(1, MAX_LAUNCHES_PER_REP.min(by_memory))
+    } else {
+        1
+    };
+    let mut samples = Vec::with_capacity(config.reps);
+    for _ in 0..config.reps {
+        samples.push(time_launches(queue, launches, &case.launch)? / launches as f64);
+    }
+    Ok(median(&mut samples))
+}
+
+/// Host seconds to record `n` launches, submit them and wait for the fence.
+fn time_launches(queue: &Queue, n: usize, launch: &dyn Fn(&Queue) -> Result<()>) -> Result<f64> {
+    let start = Instant::now();
+    for _ in 0..n {
+        launch(queue)?;
+    }
+    queue.submit()?.wait_blocking()?;
+    Ok(start.elapsed().as_secs_f64())
+}
+
+fn median(samples: &mut [f64]) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    let mid = samples.len() / 2;
+    if samples.len() % 2 == 0 && mid > 0 {
+        (samples[mid - 1] + samples[mid]) / 2.0
+    } else {
+        samples.get(mid).copied().unwrap_or(f64::NAN)
+    }
+}
+
+/// GB/s (read + write) of a device-to-device copy of `bytes`.
+fn copy_bandwidth(device: &Device, config: &BenchConfig, bytes: u64) -> Result<f64> {
+    let len = usize::try_from(bytes / 4).map_err(|_| Error::Invalid(format!("{bytes} bytes exceed the address space")))?;
+    let (src, dst) = (Buffer::<f32>::zeros(device, len)?, Buffer::<f32>::zeros(device, len)?);
+    let case = Case {
+        shape: human_bytes(bytes),
+        work: Work::Bytes(2 * bytes),
+        out_bytes: 0,
+        batched: true,
+        launch: Box::new(move |q| q.copy(&src, &dst)),
+        name: "copy".into(),
+    };
+    let seconds = median_seconds(&device.queue(), config, &case)?;
+    Ok(2.0 * bytes as f64 / seconds / 1e9)
+}
+
+/// GFLOP/s of the matmul op at the GEMM ceiling size, with a description.
+fn gemm_gflops(device: &Device, config: &BenchConfig) -> Result<(f64, String)> {
+    let (shape, work, out_bytes, launch) = matmul_case(device, GEMM_CEILING_EDGE)?;
+    let case = Case { shape, work, out_bytes, batched: true, launch, name: "gemm".into() };
+    let seconds = median_seconds(&device.queue(), config, &case)?;
+    let flops = 2.0 * (GEMM_CEILING_EDGE as f64).powi(3);
+    Ok((flops / seconds / 1e9, format!("GEMM ceiling: the {} matmul op at {GEMM_CEILING_EDGE}^3", device.backend())))
+}
+
+/// GFLOP/s of `shaders/peak.wgsl`, its loop count calibrated so a launch takes about
+/// [`TARGET_REP_SECONDS`].
+fn peak_gflops(device: &Device, config: &BenchConfig) -> Result<(f64, String)> {
+    let kernel = Kernel::from_wgsl(device, PEAK_WGSL, "peak_main")?;
+    let queue = device.queue();
+    let invocations = PEAK_WORKGROUPS * PEAK_WORKGROUP;
+    let sink = Buffer::<f32>::zeros(device, invocations as usize)?;
+    let iters = Buffer::<u32>::zeros(device, 1)?;
+    let grid = grid_2d(PEAK_WORKGROUPS, device.info().limits.max_workgroups_per_dimension);
+    let launch = |q: &Queue| q.launch(&kernel, &[(&iters).into(), (&sink).into()], grid);
+    let mut count: u32 = 64;
+    queue.write(&iters, &[count])?;
+    time_launches(&queue, 1, &launch)?; // pipeline warm-up
+    loop {
+        let t = time_launches(&queue, 1, &launch)?;
+        if t >= TARGET_REP_SECONDS || count >= PEAK_MAX_ITERS {
+            break;
+        }
+        let factor = (TARGET_REP_SECONDS / t.max(1e-6)).ceil().clamp(2.0, 64.0) as u32;
+        count = count.saturating_mul(factor).min(PEAK_MAX_ITERS);
+        queue.write(&iters, &[count])?;
+    }
+    let mut samples = Vec::with_capacity(config.reps);
+    for _ in 0..config.reps {
+        samples.push(time_launches(&queue, 1, &launch)?);
+    }
+    let flops = (invocations * u64::from(count) * PEAK_FLOPS_PER_ITER) as f64;
+    let source = format!("shaders/peak.wgsl: {invocations} invocations x {count} iterations x {PEAK_FLOPS_PER_ITER} FLOPs");
+    Ok((flops / median(&mut samples) / 1e9, source))
+}
+
+/// A 2-D grid of `groups` workgroups with x at most 65535 (and the device's limit).
+fn grid_2d(groups: u64, max_per_dim: u32) -> [u32; 3] {
+    let x = groups.min(MAX_GRID_X).min(u64::from(max_per_dim)).max(1);
+    [x as u32, groups.div_ceil(x) as u32, 1]
+}
+
+/// Bytes with a binary unit: `128 MiB`.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if v.fract() == 0.0 {
+        format!("{v:.0} {}", UNITS[unit])
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+/// Seconds with a readable unit: `812.4 us`, `12.35 ms`, `1.204 s`.
+pub fn human_seconds(s: f64) -> String {
+    if s < 1e-3 {
+        format!("{:.1} us", s * 1e6)
+    } else if s < 1.0 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{s:.3} s")
+    }
+}
+
+/// An aligned text table: `header`, a rule, then `rows` (left-aligned, two spaces apart).
+pub fn render_table(header: &[String], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let padded: Vec<String> = cells.iter().zip(&widths).map(|(c, &w)| format!("{c:<w$}")).collect();
+        padded.join("  ").trim_end().to_string()
+    };
+    let rule: Vec<String> = widths.iter().map(|&w| "-".repeat(w)).collect();
+    let mut out = vec![line(header), line(&rule)];
+    out.extend(rows.iter().map(|r| line(r)));
+    out.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_op_names() {
+        assert_eq!(parse_kind("gelu_tanh").ok(), Some(Kind::Unary(UnaryOp::GeluTanh)));
+        assert_eq!(parse_kind("add_gelu_tanh").ok(), Some(Kind::Fused(BinaryOp::Add, UnaryOp::GeluTanh)));
+        assert_eq!(parse_kind("mul_bcast").ok(), Some(Kind::Broadcast(BinaryOp::Mul)));
+        assert_eq!(parse_kind("max_last").ok(), Some(Kind::ReduceLast(ReduceOp::Max)));
+        assert!(parse_kind("nope").is_err());
+        assert!(DEFAULT_OPS.iter().all(|n| parse_kind(n).is_ok()));
+    }
+
+    #[test]
+    fn grid_stays_within_65535() {
+        assert_eq!(grid_2d(4096, 65535), [4096, 1, 1]);
+        assert_eq!(grid_2d(70000, 65535), [65535, 2, 1]);
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+}

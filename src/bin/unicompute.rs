@@ -1,0 +1,239 @@
+//! `unicompute`: list devices (`info`) and measure op throughput against the device's
+//! ceilings (`bench`).
+
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use serde::Serialize;
+use unicompute::bench::{self, human_bytes, render_table, BenchConfig, Report};
+use unicompute::{BackendChoice, Device, DeviceInfo, Result};
+
+/// One compute API for WebGPU, CUDA and the CPU.
+#[derive(Parser)]
+#[command(name = "unicompute", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the devices this build can open and the one `auto` picks.
+    Info {
+        /// Print one JSON document instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure the device's ceilings, then op throughput as a percentage of them.
+    Bench(BenchArgs),
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    /// Device: auto (honours UNICOMPUTE_BACKEND), cpu, webgpu, cuda, or an index from `info`.
+    #[arg(long, default_value = "auto")]
+    backend: String,
+    /// Op to run (repeatable); default: all of relu, exp, gelu, add, mul, add_bcast,
+    /// mul_bcast, add_relu, sum, sum_last, softmax, matmul, chain.
+    #[arg(long = "op", value_name = "NAME")]
+    ops: Vec<String>,
+    /// Problem size: elements for elementwise, reduction and softmax ops (default 4194304);
+    /// matrix edge for matmul (default 1024) unless --matmul-size is given.
+    #[arg(long, value_name = "N")]
+    size: Option<usize>,
+    /// Matrix edge for matmul, overriding --size.
+    #[arg(long, value_name = "N")]
+    matmul_size: Option<usize>,
+    /// Timed repetitions per op (the median is reported).
+    #[arg(long, value_name = "N")]
+    reps: Option<usize>,
+    /// Print one JSON document on stdout (progress still goes to stderr).
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
+        }
+    };
+    let outcome = match cli.command {
+        Command::Info { json } => info(json),
+        Command::Bench(args) => run_bench(&args),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `unicompute info`
+fn info(json: bool) -> Result<()> {
+    let devices: Vec<DeviceJson> = unicompute::devices().iter().map(DeviceJson::from).collect();
+    let auto = Device::open(BackendChoice::Auto).map(|d| d.info().index);
+    if json {
+        let doc = InfoJson { devices, auto: auto.as_ref().ok().copied(), auto_error: auto.err().map(|e| e.to_string()) };
+        return print_json(&doc);
+    }
+    println!("{}", devices_table(&devices));
+    match auto {
+        Ok(i) => println!("\nauto picks device {i}{}", env_note()),
+        Err(e) => println!("\nauto cannot open a device: {e}"),
+    }
+    Ok(())
+}
+
+/// ` (from UNICOMPUTE_BACKEND=...)` when the variable is set.
+fn env_note() -> String {
+    std::env::var(unicompute::BACKEND_ENV).map_or(String::new(), |v| format!(" (from {}={v})", unicompute::BACKEND_ENV))
+}
+
+fn devices_table(devices: &[DeviceJson]) -> String {
+    let header = ["#", "backend", "type", "name", "api", "driver", "max buffer", "max storage binding", "workgroup", "features", "memory"];
+    let rows: Vec<Vec<String>> = devices.iter().map(DeviceJson::cells).collect();
+    render_table(&header.map(String::from), &rows)
+}
+
+/// `unicompute bench`
+fn run_bench(args: &BenchArgs) -> Result<()> {
+    let choice: BackendChoice = args.backend.parse()?;
+    let config = bench_config(args);
+    let device = Device::open(choice)?;
+    let info = DeviceJson::from(device.info());
+    if !args.json {
+        println!("device: #{} {} ({}, {}, {}){}", info.index, info.name, info.backend, info.api, info.device_type, env_note());
+    }
+    let report = bench::run(&device, &config, &mut |line| eprintln!("[bench] {line}"))?;
+    if args.json {
+        return print_json(&BenchJson { device: info, report });
+    }
+    println!("{}\n\n{}", report.ceilings, report.table());
+    Ok(())
+}
+
+fn bench_config(args: &BenchArgs) -> BenchConfig {
+    let defaults = BenchConfig::default();
+    BenchConfig {
+        ops: args.ops.clone(),
+        elements: args.size.unwrap_or(defaults.elements),
+        matmul_edge: args.matmul_size.or(args.size).unwrap_or(defaults.matmul_edge),
+        reps: args.reps.unwrap_or(defaults.reps),
+        ..defaults
+    }
+}
+
+fn print_json<T: Serialize>(value: &T) -> Result<()> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| unicompute::Error::Invalid(format!("encoding JSON: {e}")))?;
+    println!("{text}");
+    Ok(())
+}
+
+/// `unicompute info --json`
+#[derive(Serialize)]
+struct InfoJson {
+    devices: Vec<DeviceJson>,
+    /// Index of the device `auto` opens.
+    auto: Option<usize>,
+    /// Why `auto` could not open a device.
+    auto_error: Option<String>,
+}
+
+/// `unicompute bench --json`
+#[derive(Serialize)]
+struct BenchJson {
+    device: DeviceJson,
+    report: Report,
+}
+
+/// A serialisable mirror of [`DeviceInfo`].
+#[derive(Serialize)]
+struct DeviceJson {
+    index: usize,
+    backend: String,
+    device_type: String,
+    name: String,
+    api: String,
+    driver: String,
+    max_buffer_size: u64,
+    max_storage_binding_size: u64,
+    max_uniform_binding_size: u64,
+    max_workgroup_size: [u32; 3],
+    max_invocations_per_workgroup: u32,
+    max_workgroups_per_dimension: u32,
+    max_workgroup_storage_size: u32,
+    f16: bool,
+    timestamps: bool,
+    subgroups: bool,
+    memory_total: Option<u64>,
+}
+
+impl From<&DeviceInfo> for DeviceJson {
+    fn from(i: &DeviceInfo) -> Self {
+        let l = &i.limits;
+        DeviceJson {
+            index: i.index,
+            backend: i.backend.to_string(),
+            device_type: format!("{:?}", i.device_type),
+            name: i.name.clone(),
+            api: i.api.clone(),
+            driver: i.driver.clone(),
+            max_buffer_size: l.max_buffer_size,
+            max_storage_binding_size: l.max_storage_binding_size,
+            max_uniform_binding_size: l.max_uniform_binding_size,
+            max_workgroup_size: l.max_workgroup_size,
+            max_invocations_per_workgroup: l.max_invocations_per_workgroup,
+            max_workgroups_per_dimension: l.max_workgroups_per_dimension,
+            max_workgroup_storage_size: l.max_workgroup_storage_size,
+            f16: i.features.f16,
+            timestamps: i.features.timestamps,
+            subgroups: i.features.subgroups,
+            memory_total: i.memory_total,
+        }
+    }
+}
+
+impl DeviceJson {
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.index.to_string(),
+            self.backend.clone(),
+            self.device_type.clone(),
+            self.name.clone(),
+            self.api.clone(),
+            self.driver.clone(),
+            human_bytes(self.max_buffer_size),
+            human_bytes(self.max_storage_binding_size),
+            self.workgroup(),
+            self.features(),
+            self.memory_total.map_or("-".into(), human_bytes),
+        ]
+    }
+
+    /// `256x256x64, 256 inv, 65535 groups/dim`, or `unlimited` for the CPU.
+    fn workgroup(&self) -> String {
+        if self.max_invocations_per_workgroup == u32::MAX {
+            return "unlimited".into();
+        }
+        let [x, y, z] = self.max_workgroup_size;
+        format!("{x}x{y}x{z}, {} inv, {} groups/dim", self.max_invocations_per_workgroup, self.max_workgroups_per_dimension)
+    }
+
+    /// `f16 timestamps subgroups`, the ones present, or `-`.
+    fn features(&self) -> String {
+        let present: Vec<&str> = [(self.f16, "f16"), (self.timestamps, "timestamps"), (self.subgroups, "subgroups")]
+            .into_iter()
+            .filter_map(|(on, name)| on.then_some(name))
+            .collect();
+        if present.is_empty() {
+            "-".into()
+        } else {
+            present.join(" ")
+        }
+    }
+}

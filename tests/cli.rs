@@ -1,0 +1,34 @@
+//! The command-line tool: `info` lists devices, `bench` prints rates next to ceilings.
+
+use std::process::Command;
+
+fn unicompute(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_unicompute")).args(args).output().expect("the CLI starts");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn info_lists_the_cpu_and_every_adapter() {
+    let (ok, stdout, stderr) = unicompute(&["info"]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("cpu"), "{stdout}");
+    for d in unicompute::devices() {
+        assert!(stdout.contains(&d.name), "`{}` missing from:\n{stdout}", d.name);
+    }
+}
+
+#[test]
+fn bench_reports_rates_and_ceilings_as_json() {
+    let (ok, stdout, stderr) = unicompute(&["bench", "--backend", "cpu", "--op", "add", "--size", "65536", "--reps", "3", "--json"]);
+    assert!(ok, "{stderr}");
+    let doc: serde_json::Value = serde_json::from_str(&stdout).expect("bench --json prints JSON");
+    let text = doc.to_string();
+    assert!(text.contains("add") && text.contains("GB/s"), "{text}");
+}
+
+#[test]
+fn bad_arguments_fail_with_a_message() {
+    let (ok, _, stderr) = unicompute(&["bench", "--backend", "tpu"]);
+    assert!(!ok);
+    assert!(stderr.contains("tpu"), "{stderr}");
+}
