@@ -60,6 +60,18 @@ fn buffer_errors_name_the_limit_or_range() {
 }
 
 #[test]
+fn tensors_past_one_storage_binding_name_the_limit() {
+    let Some(d) = webgpu() else { return };
+    let limits = d.info().limits;
+    if limits.max_storage_binding_size >= limits.max_buffer_size {
+        return; // every buffer fits one binding on this adapter
+    }
+    let n = (limits.max_storage_binding_size / 4) as usize + 1;
+    let big = Tensor::zeros(d, &[n], unicompute::DType::F32).unwrap();
+    expect_err(big.relu(), "LIMIT", &["max_storage_buffer_binding_size"], d);
+}
+
+#[test]
 fn mixing_devices_is_an_error() {
     let cpu = &devices()[0];
     let other = Device::open(BackendChoice::Backend(BackendKind::Cpu)).unwrap();

@@ -14,8 +14,14 @@ pub(crate) fn run_op(call: OpCall<'_>) -> Result<()> {
             let mut os = write_guard(out.buf)?;
             let xf: &[f32] = bytemuck::cast_slice(&xs);
             let of = out_slice(&mut os, out);
-            for (o, xi) in of.iter_mut().zip(x.layout.offsets()) {
-                *o = op.eval(xf[xi]);
+            if x.layout.is_contiguous() {
+                for (o, &v) in of.iter_mut().zip(&xf[x.layout.offset..]) {
+                    *o = op.eval(v);
+                }
+            } else {
+                for (o, xi) in of.iter_mut().zip(x.layout.offsets()) {
+                    *o = op.eval(xf[xi]);
+                }
             }
         }
         OpCall::Binary { op, act, a, b, out } => {
@@ -23,9 +29,18 @@ pub(crate) fn run_op(call: OpCall<'_>) -> Result<()> {
             let mut os = write_guard(out.buf)?;
             let (af, bf): (&[f32], &[f32]) = (bytemuck::cast_slice(&ag), bytemuck::cast_slice(&bg));
             let of = out_slice(&mut os, out);
-            for ((o, ai), bi) in of.iter_mut().zip(a.layout.offsets()).zip(b.layout.offsets()) {
-                let v = op.eval(af[ai], bf[bi]);
-                *o = act.map_or(v, |f| f.eval(v));
+            let apply = |x: f32, y: f32| {
+                let v = op.eval(x, y);
+                act.map_or(v, |f| f.eval(v))
+            };
+            if a.layout.is_contiguous() && b.layout.is_contiguous() {
+                for ((o, &x), &y) in of.iter_mut().zip(&af[a.layout.offset..]).zip(&bf[b.layout.offset..]) {
+                    *o = apply(x, y);
+                }
+            } else {
+                for ((o, ai), bi) in of.iter_mut().zip(a.layout.offsets()).zip(b.layout.offsets()) {
+                    *o = apply(af[ai], bf[bi]);
+                }
             }
         }
         OpCall::Copy { x, out } => {
