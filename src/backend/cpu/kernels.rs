@@ -3,8 +3,24 @@
 
 use super::{read_guard, write_guard};
 use crate::layout::Layout;
-use crate::ops::{OpCall, Operand, ReduceOp};
+use crate::ops::{OpCall, Operand, ReduceOp, UnaryOp};
 use crate::Result;
+
+/// Bind `$f` to the scalar function of unary op `$op` with the op fixed per match arm, so
+/// the loop in `$body` inlines its math instead of dispatching on the op per element.
+macro_rules! with_unary {
+    ($op:expr, |$f:ident| $body:expr) => {
+        with_unary!(@arms $op, $f, $body, [Neg, Abs, Exp, Log, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid, Relu, GeluErf, GeluTanh, Silu])
+    };
+    (@arms $op:expr, $f:ident, $body:expr, [$($v:ident),*]) => {
+        match $op {
+            $(UnaryOp::$v => {
+                let $f = |x: f32| UnaryOp::$v.eval(x);
+                $body
+            })*
+        }
+    };
+}
 
 /// Run one op to completion.
 pub(crate) fn run_op(call: OpCall<'_>) -> Result<()> {
@@ -15,9 +31,10 @@ pub(crate) fn run_op(call: OpCall<'_>) -> Result<()> {
             let xf: &[f32] = bytemuck::cast_slice(&xs);
             let of = out_slice(&mut os, out);
             if x.layout.is_contiguous() {
-                for (o, &v) in of.iter_mut().zip(&xf[x.layout.offset..]) {
-                    *o = op.eval(v);
-                }
+                let src = &xf[x.layout.offset..];
+                with_unary!(op, |f| for (o, &v) in of.iter_mut().zip(src) {
+                    *o = f(v);
+                });
             } else {
                 for (o, xi) in of.iter_mut().zip(x.layout.offsets()) {
                     *o = op.eval(xf[xi]);
