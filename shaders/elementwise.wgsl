@@ -1,12 +1,16 @@
 // Unary math / activations and binary arithmetic (optionally fused with an activation).
 //
 // params: [0] n elements, [1] rank, [2] output offset, [3..11] output shape,
-//         [11..20] view of x / a (offset, 8 strides), [20..29] view of b.
+//         [11..20] view of x / a (offset, 8 strides), [20..29] view of b,
+//         [29] period of x / a, [30] period of b (for access mode 2).
 // Op codes are `UnaryOp::code` and `BinaryOp::code` in src/ops/elementwise.rs.
+// A_MODE / B_MODE say how an operand is addressed: 0 strided (general), 1 contiguous,
+// 2 a contiguous block repeated with the given period (a row broadcast over leading dims).
 
 override OP: u32 = 0u;
 override ACT: u32 = 0u;
-override CONTIGUOUS: bool = false;
+override A_MODE: u32 = 0u;
+override B_MODE: u32 = 0u;
 
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> y: array<f32>;
@@ -117,6 +121,14 @@ fn binary_op(op: u32, a: f32, b: f32) -> f32 {
     }
 }
 
+fn operand_offset(mode: u32, i: u32, view_at: u32, period_at: u32) -> u32 {
+    switch mode {
+        case 1u: { return params[view_at] + i; }
+        case 2u: { return params[view_at] + i % params[period_at]; }
+        default: { return strided_offset(i, params[1], 3u, view_at); }
+    }
+}
+
 fn element(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
     return flat_workgroup(wid, nwg) * 256u + lid;
 }
@@ -131,11 +143,7 @@ fn unary_main(
     if (i >= params[0]) {
         return;
     }
-    var xi = params[11] + i;
-    if (!CONTIGUOUS) {
-        xi = strided_offset(i, params[1], 3u, 11u);
-    }
-    out[params[2] + i] = unary_op(OP, x[xi]);
+    out[params[2] + i] = unary_op(OP, x[operand_offset(A_MODE, i, 11u, 29u)]);
 }
 
 @compute @workgroup_size(256)
@@ -148,11 +156,7 @@ fn binary_main(
     if (i >= params[0]) {
         return;
     }
-    var ai = params[11] + i;
-    var bi = params[20] + i;
-    if (!CONTIGUOUS) {
-        ai = strided_offset(i, params[1], 3u, 11u);
-        bi = strided_offset(i, params[1], 3u, 20u);
-    }
+    let ai = operand_offset(A_MODE, i, 11u, 29u);
+    let bi = operand_offset(B_MODE, i, 20u, 30u);
     out[params[2] + i] = unary_op(ACT, binary_op(OP, x[ai], y[bi]));
 }

@@ -58,6 +58,21 @@ fn view_words(l: &Layout) -> Result<Vec<u32>> {
     Ok(w)
 }
 
+/// How elementwise.wgsl addresses an operand (`A_MODE` / `B_MODE`) and the period for
+/// mode 2: contiguous (1), a contiguous block repeated over leading broadcast dimensions
+/// (2), or general strided indexing (0).
+fn access_mode(l: &Layout) -> (u32, usize) {
+    if l.is_contiguous() {
+        return (1, 0);
+    }
+    let lead = l.shape.iter().zip(&l.strides).take_while(|&(&n, &s)| s == 0 || n == 1).count();
+    let block = Layout { shape: l.shape[lead..].to_vec(), strides: l.strides[lead..].to_vec(), offset: 0 };
+    if block.is_contiguous() {
+        return (2, block.numel().max(1));
+    }
+    (0, 0)
+}
+
 /// Parameters of elementwise.wgsl / copy.wgsl: n, rank, output offset, shape, input views.
 fn elementwise_params(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> Result<Vec<u32>> {
     let l = out.layout;
@@ -76,21 +91,26 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
         OpCall::Unary { op, x, out } => {
             check_binding(dev, &x)?;
             check_binding(dev, &out)?;
-            let contiguous = x.layout.is_contiguous() as u32;
-            let pipeline = dev.builtin(builtin(ShaderFile::Elementwise, "unary_main", vec![("OP", op.code()), ("CONTIGUOUS", contiguous)]));
+            let (mode, period) = access_mode(x.layout);
+            let pipeline = dev.builtin(builtin(ShaderFile::Elementwise, "unary_main", vec![("OP", op.code()), ("A_MODE", mode)]));
             let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
-            q.dispatch(dev, pipeline, &elementwise_params(&out, &[&x])?, &[(1, Bind::Mem(x.buf)), (3, Bind::Mem(out.buf))], grid)
+            let mut params = elementwise_params(&out, &[&x])?;
+            params.resize(29, 0);
+            params.extend([u32_of("period", period)?, 0]);
+            q.dispatch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (3, Bind::Mem(out.buf))], grid)
         }
         OpCall::Binary { op, act, a, b, out } => {
             for o in [&a, &b, &out] {
                 check_binding(dev, o)?;
             }
-            let contiguous = (a.layout.is_contiguous() && b.layout.is_contiguous()) as u32;
-            let constants = vec![("OP", op.code()), ("ACT", act.map_or(0, |f| f.code())), ("CONTIGUOUS", contiguous)];
+            let ((a_mode, a_period), (b_mode, b_period)) = (access_mode(a.layout), access_mode(b.layout));
+            let constants = vec![("OP", op.code()), ("ACT", act.map_or(0, |f| f.code())), ("A_MODE", a_mode), ("B_MODE", b_mode)];
             let pipeline = dev.builtin(builtin(ShaderFile::Elementwise, "binary_main", constants));
             let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
             let binds = [(1, Bind::Mem(a.buf)), (2, Bind::Mem(b.buf)), (3, Bind::Mem(out.buf))];
-            q.dispatch(dev, pipeline, &elementwise_params(&out, &[&a, &b])?, &binds, grid)
+            let mut params = elementwise_params(&out, &[&a, &b])?;
+            params.extend([u32_of("period", a_period)?, u32_of("period", b_period)?]);
+            q.dispatch(dev, pipeline, &params, &binds, grid)
         }
         OpCall::Copy { x, out } => {
             check_binding(dev, &x)?;
