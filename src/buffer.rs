@@ -78,14 +78,9 @@ impl<T: Element> Buffer<T> {
         Buffer { inner, device, offset, len, _elem: PhantomData }
     }
 
-    /// A zero-filled buffer of `len` elements (initialised on the device's default queue).
+    /// A zero-filled buffer of `len` elements. The zeroing is done on the device before any
+    /// queue can use the buffer.
     pub fn zeros(device: &Device, len: usize) -> Result<Self> {
-        Self::zeros_on(&device.queue(), len)
-    }
-
-    /// A zero-filled buffer whose initialisation is recorded on `queue`.
-    pub fn zeros_on(queue: &Queue, len: usize) -> Result<Self> {
-        let device = queue.device();
         let inner = device.alloc(byte_len::<T>(len)?, Init::Zeroed)?;
         Ok(Self::from_inner(inner, device.clone(), 0, len))
     }

@@ -113,7 +113,7 @@ fn queues_and_fences_order_work() {
     for d in devices() {
         let q1 = d.new_queue();
         let q2 = d.new_queue();
-        let buf = Buffer::<f32>::zeros_on(&q1, 513).unwrap();
+        let buf = Buffer::<f32>::zeros(d, 513).unwrap();
         q1.write(&buf, &vec![3.0; 513]).unwrap();
         let fence = q1.submit().unwrap();
         q2.wait_for(&fence).unwrap();
