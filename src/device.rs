@@ -16,6 +16,8 @@ use crate::{Error, Result};
 pub const BACKEND_ENV: &str = "UNICOMPUTE_BACKEND";
 
 /// The API a device runs on.
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+#[cfg_attr(feature = "cli", serde(rename_all = "lowercase"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BackendKind {
     /// Host code, always available (also inside WebAssembly).
@@ -73,6 +75,7 @@ impl FromStr for BackendChoice {
 }
 
 /// Kind of hardware behind a device.
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DeviceType {
     /// A discrete GPU.
@@ -89,6 +92,12 @@ pub enum DeviceType {
     Other,
 }
 
+impl fmt::Display for DeviceType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
 impl DeviceType {
     /// Rank used by `auto`: lower is preferred.
     pub(crate) fn preference(self) -> u8 {
@@ -103,6 +112,7 @@ impl DeviceType {
 }
 
 /// Hard limits of a device.
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Largest single buffer in bytes.
@@ -126,6 +136,7 @@ pub struct Limits {
 }
 
 /// Optional capabilities of a device.
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Features {
     /// f16 arithmetic in kernels.
@@ -137,6 +148,7 @@ pub struct Features {
 }
 
 /// What a device reports about itself.
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeviceInfo {
     /// Position in [`devices()`].

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 use unicompute::bench::{self, human_bytes, render_table, BenchConfig, Report};
-use unicompute::{BackendChoice, Device, DeviceInfo, Result};
+use unicompute::{BackendChoice, Device, DeviceInfo, Features, Limits, Result};
 
 /// One compute API for WebGPU, CUDA and the CPU.
 #[derive(Parser)]
@@ -75,7 +75,7 @@ fn main() -> ExitCode {
 
 /// `unicompute info`
 fn info(json: bool) -> Result<()> {
-    let devices: Vec<DeviceJson> = unicompute::devices().iter().map(DeviceJson::from).collect();
+    let devices = unicompute::devices();
     let auto = Device::open(BackendChoice::Auto).map(|d| d.info().index);
     if json {
         let doc = InfoJson { devices, auto: auto.as_ref().ok().copied(), auto_error: auto.err().map(|e| e.to_string()) };
@@ -94,9 +94,9 @@ fn env_note() -> String {
     std::env::var(unicompute::BACKEND_ENV).map_or(String::new(), |v| format!(" (from {}={v})", unicompute::BACKEND_ENV))
 }
 
-fn devices_table(devices: &[DeviceJson]) -> String {
+fn devices_table(devices: &[DeviceInfo]) -> String {
     let header = ["#", "backend", "type", "name", "api", "driver", "max buffer", "max storage binding", "workgroup", "features", "memory"];
-    let rows: Vec<Vec<String>> = devices.iter().map(DeviceJson::cells).collect();
+    let rows: Vec<Vec<String>> = devices.iter().map(device_cells).collect();
     render_table(&header.map(String::from), &rows)
 }
 
@@ -105,7 +105,7 @@ fn run_bench(args: &BenchArgs) -> Result<()> {
     let choice: BackendChoice = args.backend.parse()?;
     let config = bench_config(args);
     let device = Device::open(choice)?;
-    let info = DeviceJson::from(device.info());
+    let info = device.info().clone();
     if !args.json {
         println!("device: #{} {} ({}, {}, {}){}", info.index, info.name, info.backend, info.api, info.device_type, env_note());
     }
@@ -137,7 +137,7 @@ fn print_json<T: Serialize>(value: &T) -> Result<()> {
 /// `unicompute info --json`
 #[derive(Serialize)]
 struct InfoJson {
-    devices: Vec<DeviceJson>,
+    devices: Vec<DeviceInfo>,
     /// Index of the device `auto` opens.
     auto: Option<usize>,
     /// Why `auto` could not open a device.
@@ -147,93 +147,45 @@ struct InfoJson {
 /// `unicompute bench --json`
 #[derive(Serialize)]
 struct BenchJson {
-    device: DeviceJson,
+    device: DeviceInfo,
     report: Report,
 }
 
-/// A serialisable mirror of [`DeviceInfo`].
-#[derive(Serialize)]
-struct DeviceJson {
-    index: usize,
-    backend: String,
-    device_type: String,
-    name: String,
-    api: String,
-    driver: String,
-    max_buffer_size: u64,
-    max_storage_binding_size: u64,
-    max_uniform_binding_size: u64,
-    max_workgroup_size: [u32; 3],
-    max_invocations_per_workgroup: u32,
-    max_workgroups_per_dimension: u32,
-    max_workgroup_storage_size: u32,
-    f16: bool,
-    timestamps: bool,
-    subgroups: bool,
-    memory_total: Option<u64>,
+/// One row of the `info` table.
+fn device_cells(d: &DeviceInfo) -> Vec<String> {
+    vec![
+        d.index.to_string(),
+        d.backend.to_string(),
+        d.device_type.to_string(),
+        d.name.clone(),
+        d.api.clone(),
+        d.driver.clone(),
+        human_bytes(d.limits.max_buffer_size),
+        human_bytes(d.limits.max_storage_binding_size),
+        workgroup(&d.limits),
+        features(&d.features),
+        d.memory_total.map_or("-".into(), human_bytes),
+    ]
 }
 
-impl From<&DeviceInfo> for DeviceJson {
-    fn from(i: &DeviceInfo) -> Self {
-        let l = &i.limits;
-        DeviceJson {
-            index: i.index,
-            backend: i.backend.to_string(),
-            device_type: format!("{:?}", i.device_type),
-            name: i.name.clone(),
-            api: i.api.clone(),
-            driver: i.driver.clone(),
-            max_buffer_size: l.max_buffer_size,
-            max_storage_binding_size: l.max_storage_binding_size,
-            max_uniform_binding_size: l.max_uniform_binding_size,
-            max_workgroup_size: l.max_workgroup_size,
-            max_invocations_per_workgroup: l.max_invocations_per_workgroup,
-            max_workgroups_per_dimension: l.max_workgroups_per_dimension,
-            max_workgroup_storage_size: l.max_workgroup_storage_size,
-            f16: i.features.f16,
-            timestamps: i.features.timestamps,
-            subgroups: i.features.subgroups,
-            memory_total: i.memory_total,
-        }
+/// `256x256x64, 256 inv, 65535 groups/dim`, or `unlimited` for the CPU.
+fn workgroup(l: &Limits) -> String {
+    if l.max_invocations_per_workgroup == u32::MAX {
+        return "unlimited".into();
     }
+    let [x, y, z] = l.max_workgroup_size;
+    format!("{x}x{y}x{z}, {} inv, {} groups/dim", l.max_invocations_per_workgroup, l.max_workgroups_per_dimension)
 }
 
-impl DeviceJson {
-    fn cells(&self) -> Vec<String> {
-        vec![
-            self.index.to_string(),
-            self.backend.clone(),
-            self.device_type.clone(),
-            self.name.clone(),
-            self.api.clone(),
-            self.driver.clone(),
-            human_bytes(self.max_buffer_size),
-            human_bytes(self.max_storage_binding_size),
-            self.workgroup(),
-            self.features(),
-            self.memory_total.map_or("-".into(), human_bytes),
-        ]
-    }
-
-    /// `256x256x64, 256 inv, 65535 groups/dim`, or `unlimited` for the CPU.
-    fn workgroup(&self) -> String {
-        if self.max_invocations_per_workgroup == u32::MAX {
-            return "unlimited".into();
-        }
-        let [x, y, z] = self.max_workgroup_size;
-        format!("{x}x{y}x{z}, {} inv, {} groups/dim", self.max_invocations_per_workgroup, self.max_workgroups_per_dimension)
-    }
-
-    /// `f16 timestamps subgroups`, the ones present, or `-`.
-    fn features(&self) -> String {
-        let present: Vec<&str> = [(self.f16, "f16"), (self.timestamps, "timestamps"), (self.subgroups, "subgroups")]
-            .into_iter()
-            .filter_map(|(on, name)| on.then_some(name))
-            .collect();
-        if present.is_empty() {
-            "-".into()
-        } else {
-            present.join(" ")
-        }
+/// `f16 timestamps subgroups`, the ones present, or `-`.
+fn features(f: &Features) -> String {
+    let present: Vec<&str> = [(f.f16, "f16"), (f.timestamps, "timestamps"), (f.subgroups, "subgroups")]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect();
+    if present.is_empty() {
+        "-".into()
+    } else {
+        present.join(" ")
     }
 }
