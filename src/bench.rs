@@ -503,7 +503,7 @@ fn peak_gflops(device: &Device, config: &BenchConfig) -> Result<(f64, String)> {
     let invocations = PEAK_WORKGROUPS * PEAK_WORKGROUP;
     let sink = Buffer::<f32>::zeros(device, invocations as usize)?;
     let iters = Buffer::<u32>::zeros(device, 1)?;
-    let grid = grid_2d(PEAK_WORKGROUPS, device.info().limits.max_workgroups_per_dimension);
+    let grid = grid_2d(PEAK_WORKGROUPS, device.info().limits.max_workgroups[0]);
     let launch = |q: &Queue| q.launch(&kernel, &[(&iters).into(), (&sink).into()], grid);
     let mut count: u32 = 64;
     queue.write(&iters, &[count])?;

@@ -125,8 +125,8 @@ pub struct Limits {
     pub max_workgroup_size: [u32; 3],
     /// Most invocations in one workgroup.
     pub max_invocations_per_workgroup: u32,
-    /// Most workgroups per dispatch dimension.
-    pub max_workgroups_per_dimension: u32,
+    /// Most workgroups (CUDA: blocks) of one launch in x, y and z.
+    pub max_workgroups: [u32; 3],
     /// Workgroup shared memory in bytes.
     pub max_workgroup_storage_size: u32,
     /// Most storage buffers one kernel may bind.
@@ -169,6 +169,8 @@ pub struct DeviceInfo {
     pub features: Features,
     /// Total device memory in bytes, where the API can tell.
     pub memory_total: Option<u64>,
+    /// CUDA compute capability `[major, minor]` (`None` on other backends).
+    pub compute_capability: Option<[u32; 2]>,
 }
 
 /// Options for [`Device::open_with`].
@@ -179,11 +181,52 @@ pub struct DeviceOptions {
     /// Fill memory that a kernel is about to overwrite with a poison pattern first, so a
     /// kernel that misses an element is caught by tests. Costs one fill per allocation.
     pub poison_uninitialized: bool,
+    /// Lowest precision f32 matmuls may compute in (inputs and outputs stay f32).
+    pub matmul_precision: MatmulPrecision,
 }
 
 impl Default for DeviceOptions {
     fn default() -> Self {
-        DeviceOptions { pool_cache_limit: 1 << 30, poison_uninitialized: false }
+        DeviceOptions { pool_cache_limit: 1 << 30, poison_uninitialized: false, matmul_precision: MatmulPrecision::F32 }
+    }
+}
+
+/// How much precision an f32 matmul may trade for speed. Lower settings are permissions:
+/// a backend without the faster path computes in full f32. On `cuda` they select cuBLAS's
+/// tensor-core paths (TF32, or inputs rounded to bf16 / f16, always accumulating in f32);
+/// `cpu` and `webgpu` compute in f32 whatever the setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum MatmulPrecision {
+    /// Full f32 (the default).
+    #[default]
+    F32,
+    /// Inputs rounded to TF32 (10-bit mantissa), f32 accumulation.
+    Tf32,
+    /// Inputs rounded to bf16 (7-bit mantissa), f32 accumulation.
+    Bf16,
+    /// Inputs rounded to f16 (10-bit mantissa, 5-bit exponent), f32 accumulation.
+    F16,
+}
+
+impl MatmulPrecision {
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            MatmulPrecision::F32 => "f32",
+            MatmulPrecision::Tf32 => "tf32",
+            MatmulPrecision::Bf16 => "bf16",
+            MatmulPrecision::F16 => "f16",
+        }
+    }
+}
+
+impl FromStr for MatmulPrecision {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        [MatmulPrecision::F32, MatmulPrecision::Tf32, MatmulPrecision::Bf16, MatmulPrecision::F16]
+            .into_iter()
+            .find(|p| p.name() == s.trim().to_ascii_lowercase())
+            .ok_or_else(|| Error::Invalid(format!("unknown matmul precision `{s}`: expected f32, tf32, bf16 or f16")))
     }
 }
 
@@ -296,6 +339,11 @@ impl Device {
         self.shared.pool.stats()
     }
 
+    /// Bytes of device memory free right now, where the backend can tell (`cuda`).
+    pub fn memory_free(&self) -> Option<u64> {
+        self.shared.backend.memory_free()
+    }
+
     /// Free every cached block of the pool back to the backend.
     pub fn trim_pool(&self) {
         self.shared.pool.trim();
@@ -337,13 +385,20 @@ impl Device {
         let (mem, fresh) = match self.shared.pool.take(class) {
             Some(mem) => (mem, false),
             None => {
-                let mem: Memory = self.shared.backend.alloc(class)?;
+                // Out of memory with blocks cached: free them and try once more.
+                let mem: Memory = match self.shared.backend.alloc(class) {
+                    Err(e) if self.shared.pool.stats().bytes_cached > 0 => {
+                        self.shared.pool.trim();
+                        self.shared.backend.alloc(class).map_err(|_| e)?
+                    }
+                    other => other?,
+                };
                 self.shared.pool.note_allocation(class);
                 (mem, true)
             }
         };
         let fill = match init {
-            Init::Zeroed if !fresh => Some(0),
+            Init::Zeroed if !fresh || !self.shared.backend.allocations_are_zeroed() => Some(0),
             Init::Overwritten if self.shared.options.poison_uninitialized => Some(POISON_WORD),
             _ => None,
         };

@@ -23,6 +23,15 @@ impl Fence {
         self.imp.wait(&self.device.shared.backend).await
     }
 
+    /// Device time between `start` (an earlier fence of the same device) and this fence:
+    /// the time the device spent on the work submitted between them. Waits for both.
+    /// Available where the backend has device timers (`cuda`); elsewhere an
+    /// [`Error::Unsupported`](crate::Error::Unsupported).
+    pub fn elapsed_since(&self, start: &Fence) -> Result<std::time::Duration> {
+        self.device.check_same(&start.device, "start fence")?;
+        self.imp.elapsed_since(&start.imp, self.device.backend())
+    }
+
     /// Block until the fence has signalled (not available in browsers).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn wait_blocking(&self) -> Result<()> {

@@ -47,6 +47,19 @@ impl Layout {
         self.offset + self.shape.iter().zip(&self.strides).map(|(&n, &s)| (n - 1) * s).sum::<usize>() + 1
     }
 
+    /// How a kernel can address this view's elements in row-major order (see [`Access`]).
+    pub(crate) fn access(&self) -> Access {
+        if self.is_contiguous() {
+            return Access::Contiguous;
+        }
+        let lead = self.shape.iter().zip(&self.strides).take_while(|&(&n, &s)| s == 0 || n == 1).count();
+        let block = Layout { shape: self.shape[lead..].to_vec(), strides: self.strides[lead..].to_vec(), offset: 0 };
+        if block.is_contiguous() {
+            return Access::Repeated { period: block.numel().max(1) };
+        }
+        Access::Strided
+    }
+
     /// Element offsets of every element, in row-major order of the view.
     pub fn offsets(&self) -> impl Iterator<Item = usize> + '_ {
         let numel = self.numel();
@@ -70,6 +83,37 @@ impl Layout {
 }
 
 /// Row-major strides of a contiguous tensor of `shape`.
+/// How a kernel addresses a view: the cheaper patterns avoid per-element index division.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Element `i` is at `offset + i`.
+    Contiguous,
+    /// A contiguous block repeated over leading broadcast dimensions (a broadcast row):
+    /// element `i` is at `offset + i % period`.
+    Repeated { period: usize },
+    /// General strided indexing.
+    Strided,
+}
+
+impl Access {
+    /// The code kernels switch on (`A_MODE` / `B_MODE`): 0 strided, 1 contiguous, 2 repeated.
+    pub(crate) fn code(self) -> u32 {
+        match self {
+            Access::Strided => 0,
+            Access::Contiguous => 1,
+            Access::Repeated { .. } => 2,
+        }
+    }
+
+    /// The period of [`Access::Repeated`], else 0.
+    pub(crate) fn period(self) -> usize {
+        match self {
+            Access::Repeated { period } => period,
+            _ => 0,
+        }
+    }
+}
+
 pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
     let mut strides = vec![0; shape.len()];
     let mut acc = 1;

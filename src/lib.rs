@@ -25,13 +25,13 @@ mod tensor;
 
 pub use buffer::Buffer;
 pub use device::{
-    devices, BackendChoice, BackendKind, Device, DeviceInfo, DeviceOptions, DeviceType, Features, Limits, BACKEND_ENV,
-    POISON_WORD,
+    devices, BackendChoice, BackendKind, Device, DeviceInfo, DeviceOptions, DeviceType, Features, Limits, MatmulPrecision,
+    BACKEND_ENV, POISON_WORD,
 };
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use fence::Fence;
-pub use kernel::{Binding, BindingInfo, BindingKind, Kernel, KernelInfo};
+pub use kernel::{Binding, BindingInfo, BindingKind, Kernel, KernelInfo, KernelLanguage, Scalar};
 pub use ops::{BinaryOp, ReduceOp, UnaryOp};
 pub use pool::MemoryStats;
 pub use queue::Queue;

@@ -83,8 +83,8 @@ impl Queue {
     /// reflection and the device limits before anything reaches the device.
     pub fn launch(&self, kernel: &Kernel, bindings: &[Binding<'_>], workgroups: [u32; 3]) -> Result<()> {
         self.device.check_same(kernel.device(), "kernel")?;
-        for b in bindings {
-            self.device.check_same(b.device(), "binding")?;
+        for device in bindings.iter().filter_map(Binding::device) {
+            self.device.check_same(device, "binding")?;
         }
         kernel.check_launch(bindings, workgroups)?;
         self.backend().check_healthy()?;

@@ -124,8 +124,8 @@ fn wrong_bindings_and_dispatch_are_caught_before_the_device() {
     expect_err(q.launch(&k, &[Binding::from(&src), Binding::from(&ints)], [1, 1, 1]), "LAUNCH", &["u32", "expected f32"], d);
     expect_err(q.launch(&k, &[Binding::from(&src), Binding::from(&short)], [1, 1, 1]), "LAUNCH", &["40 bytes", "at least 256"], d);
     expect_err(q.launch(&k, &[Binding::from(&dst), Binding::from(&dst)], [1, 1, 1]), "LAUNCH", &["same buffer"], d);
-    let too_many = d.info().limits.max_workgroups_per_dimension + 1;
-    expect_err(q.launch(&k, &[Binding::from(&src), Binding::from(&dst)], [too_many, 1, 1]), "LIMIT", &["max_workgroups_per_dimension"], d);
+    let too_many = d.info().limits.max_workgroups[0] + 1;
+    expect_err(q.launch(&k, &[Binding::from(&src), Binding::from(&dst)], [too_many, 1, 1]), "LIMIT", &["max_workgroups"], d);
     let unaligned = src.slice(1..).unwrap();
     let dst2 = Buffer::<f32>::zeros(d, 64).unwrap();
     expect_err(q.launch(&k, &[Binding::from(&unaligned), Binding::from(&dst2)], [1, 1, 1]), "LAUNCH", &["multiple of"], d);

@@ -2,10 +2,12 @@
 //! kernel launches, submission, fences and reads. Only the modules below this one know a
 //! GPU API; everything above works with these enums.
 //!
-//! The `cuda` backend has its place in [`BackendKind`](crate::BackendKind) already: without
-//! it compiled in, no CUDA device is listed and opening one says why.
+//! Without the `cuda` (or `webgpu`) feature compiled in, the API stays the same: no such
+//! device is listed and opening one says why.
 
 pub(crate) mod cpu;
+#[cfg(feature = "cuda")]
+pub(crate) mod cuda;
 #[cfg(feature = "webgpu")]
 pub(crate) mod webgpu;
 
@@ -26,6 +28,8 @@ enum Source {
     Cpu,
     #[cfg(feature = "webgpu")]
     WebGpu(webgpu::Adapter),
+    #[cfg(feature = "cuda")]
+    Cuda(usize),
 }
 
 impl Candidate {
@@ -35,13 +39,20 @@ impl Candidate {
             Source::Cpu => Ok(BackendDevice::Cpu(cpu::CpuDevice)),
             #[cfg(feature = "webgpu")]
             Source::WebGpu(adapter) => Ok(BackendDevice::WebGpu(Box::new(webgpu::GpuDevice::open(adapter, &self.info)?))),
+            #[cfg(feature = "cuda")]
+            Source::Cuda(ordinal) => Ok(BackendDevice::Cuda(Box::new(cuda::CudaDevice::open(ordinal, &self.info)?))),
         }
     }
 }
 
-/// Every device this build can open, in a stable order: the CPU, then GPU adapters.
+/// Every device this build can open, in a stable order: the CPU, then CUDA devices, then
+/// wgpu adapters.
 pub(crate) fn enumerate() -> Vec<Candidate> {
     let mut out = vec![Candidate { info: cpu::info(), source: Source::Cpu }];
+    #[cfg(feature = "cuda")]
+    for (info, ordinal) in cuda::enumerate() {
+        out.push(Candidate { info, source: Source::Cuda(ordinal) });
+    }
     #[cfg(feature = "webgpu")]
     for (info, adapter) in webgpu::enumerate() {
         out.push(Candidate { info, source: Source::WebGpu(adapter) });
@@ -62,7 +73,10 @@ pub(crate) fn missing_reason(kind: BackendKind) -> String {
                 .into()
         }
         BackendKind::WebGpu => "this build has no webgpu backend: enable the cargo feature `webgpu`".into(),
-        BackendKind::Cuda => "this build has no cuda backend: CUDA support is not compiled in".into(),
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => cuda::missing_reason(),
+        #[cfg(not(feature = "cuda"))]
+        BackendKind::Cuda => "this build has no cuda backend: enable the cargo feature `cuda`".into(),
     }
 }
 
@@ -71,6 +85,8 @@ pub(crate) enum BackendDevice {
     Cpu(cpu::CpuDevice),
     #[cfg(feature = "webgpu")]
     WebGpu(Box<webgpu::GpuDevice>),
+    #[cfg(feature = "cuda")]
+    Cuda(Box<cuda::CudaDevice>),
 }
 
 /// One block of backend memory.
@@ -78,6 +94,8 @@ pub(crate) enum Memory {
     Cpu(cpu::CpuMemory),
     #[cfg(feature = "webgpu")]
     WebGpu(webgpu::GpuMemory),
+    #[cfg(feature = "cuda")]
+    Cuda(cuda::DeviceMemory),
 }
 
 /// A queue's backend state.
@@ -85,6 +103,8 @@ pub(crate) enum QueueImpl {
     Cpu,
     #[cfg(feature = "webgpu")]
     WebGpu(webgpu::GpuQueue),
+    #[cfg(feature = "cuda")]
+    Cuda(cuda::CudaQueue),
 }
 
 /// A fence's backend state.
@@ -94,6 +114,8 @@ pub(crate) enum FenceImpl {
     Done,
     #[cfg(feature = "webgpu")]
     WebGpu(webgpu::GpuFence),
+    #[cfg(feature = "cuda")]
+    Cuda(cuda::CudaFence),
 }
 
 fn mismatch() -> Error {
@@ -101,12 +123,32 @@ fn mismatch() -> Error {
 }
 
 impl BackendDevice {
-    /// Allocate `bytes` of zero-filled memory.
+    /// Allocate `bytes` of memory, zero-filled where [`allocations_are_zeroed`](Self::allocations_are_zeroed).
     pub fn alloc(&self, bytes: u64) -> Result<Memory> {
         match self {
             BackendDevice::Cpu(_) => cpu::alloc(bytes).map(Memory::Cpu),
             #[cfg(feature = "webgpu")]
             BackendDevice::WebGpu(d) => Ok(Memory::WebGpu(d.alloc(bytes))),
+            #[cfg(feature = "cuda")]
+            BackendDevice::Cuda(d) => d.alloc(bytes).map(Memory::Cuda),
+        }
+    }
+
+    /// Whether fresh allocations come zero-filled (CUDA's do not).
+    pub fn allocations_are_zeroed(&self) -> bool {
+        match self {
+            #[cfg(feature = "cuda")]
+            BackendDevice::Cuda(_) => false,
+            _ => true,
+        }
+    }
+
+    /// Bytes of device memory free now, where the backend can tell.
+    pub fn memory_free(&self) -> Option<u64> {
+        match self {
+            #[cfg(feature = "cuda")]
+            BackendDevice::Cuda(d) => d.memory_free(),
+            _ => None,
         }
     }
 
@@ -122,6 +164,8 @@ impl BackendDevice {
                 d.fill_now(b, bytes, word);
                 Ok(())
             }
+            #[cfg(feature = "cuda")]
+            (BackendDevice::Cuda(d), Memory::Cuda(m)) => d.fill_now(m, bytes, word),
             #[allow(unreachable_patterns)]
             _ => Err(Error::Device("internal: memory of another backend".into())),
         }
@@ -133,6 +177,8 @@ impl BackendDevice {
             BackendDevice::Cpu(_) => {}
             #[cfg(feature = "webgpu")]
             BackendDevice::WebGpu(d) => d.maintain(),
+            #[cfg(feature = "cuda")]
+            BackendDevice::Cuda(d) => d.maintain(),
         }
     }
 
@@ -142,6 +188,8 @@ impl BackendDevice {
             BackendDevice::Cpu(_) => Ok(()),
             #[cfg(feature = "webgpu")]
             BackendDevice::WebGpu(d) => d.check_healthy(),
+            #[cfg(feature = "cuda")]
+            BackendDevice::Cuda(d) => d.check_healthy(),
         }
     }
 }
@@ -152,6 +200,8 @@ impl QueueImpl {
             BackendDevice::Cpu(_) => QueueImpl::Cpu,
             #[cfg(feature = "webgpu")]
             BackendDevice::WebGpu(_) => QueueImpl::WebGpu(webgpu::GpuQueue::default()),
+            #[cfg(feature = "cuda")]
+            BackendDevice::Cuda(d) => QueueImpl::Cuda(cuda::CudaQueue::new(d)),
         }
     }
 
@@ -160,6 +210,8 @@ impl QueueImpl {
             (QueueImpl::Cpu, BackendDevice::Cpu(_)) => cpu::write(dst, offset, data),
             #[cfg(feature = "webgpu")]
             (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => q.write(d, dst, offset, data),
+            #[cfg(feature = "cuda")]
+            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => q.write(d, dst, offset, data),
             #[allow(unreachable_patterns)]
             _ => Err(mismatch()),
         }
@@ -170,6 +222,8 @@ impl QueueImpl {
             (QueueImpl::Cpu, BackendDevice::Cpu(_)) => cpu::copy(src, src_offset, dst, dst_offset, bytes),
             #[cfg(feature = "webgpu")]
             (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => q.copy(d, src, src_offset, dst, dst_offset, bytes),
+            #[cfg(feature = "cuda")]
+            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => q.copy(d, src, src_offset, dst, dst_offset, bytes),
             #[allow(unreachable_patterns)]
             _ => Err(mismatch()),
         }
@@ -180,6 +234,8 @@ impl QueueImpl {
             (QueueImpl::Cpu, BackendDevice::Cpu(_)) => cpu::run_op(call),
             #[cfg(feature = "webgpu")]
             (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => webgpu::ops::run_op(q, d, queue, call),
+            #[cfg(feature = "cuda")]
+            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => cuda::ops::run_op(q, d, queue, call),
             #[allow(unreachable_patterns)]
             _ => Err(mismatch()),
         }
@@ -188,10 +244,16 @@ impl QueueImpl {
     pub fn launch(&self, dev: &BackendDevice, kernel: &Kernel, bindings: &[Binding<'_>], workgroups: [u32; 3]) -> Result<()> {
         match (self, dev) {
             (QueueImpl::Cpu, BackendDevice::Cpu(_)) => {
-                Err(Error::Unsupported { backend: BackendKind::Cpu, what: "user WGSL kernels need a webgpu device".into() })
+                Err(Error::Unsupported { backend: BackendKind::Cpu, what: "user kernels need a webgpu or cuda device".into() })
             }
             #[cfg(feature = "webgpu")]
             (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => q.launch_kernel(d, kernel, bindings, workgroups),
+            #[cfg(feature = "cuda")]
+            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => match &kernel.imp {
+                crate::kernel::KernelImpl::Cuda(f) => q.launch_user(d, &f.0, bindings, workgroups, kernel.info().workgroup_size),
+                #[allow(unreachable_patterns)]
+                _ => Err(mismatch()),
+            },
             #[allow(unreachable_patterns)]
             _ => Err(mismatch()),
         }
@@ -202,14 +264,20 @@ impl QueueImpl {
             (QueueImpl::Cpu, BackendDevice::Cpu(_)) => Ok(FenceImpl::Done),
             #[cfg(feature = "webgpu")]
             (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => q.submit(d).map(FenceImpl::WebGpu),
+            #[cfg(feature = "cuda")]
+            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => q.submit(d).map(FenceImpl::Cuda),
             #[allow(unreachable_patterns)]
             _ => Err(mismatch()),
         }
     }
 
-    pub fn wait_for(&self, dev: &BackendDevice, _fence: &FenceImpl) -> Result<()> {
-        // Both backends run submissions in order; see `Queue::wait_for`.
-        dev.check_healthy()
+    pub fn wait_for(&self, dev: &BackendDevice, fence: &FenceImpl) -> Result<()> {
+        match (self, dev, fence) {
+            #[cfg(feature = "cuda")]
+            (QueueImpl::Cuda(q), BackendDevice::Cuda(d), FenceImpl::Cuda(f)) => q.wait_for(d, f),
+            // cpu and webgpu run submissions in order; see `Queue::wait_for`.
+            _ => dev.check_healthy(),
+        }
     }
 
     pub async fn read(&self, dev: &BackendDevice, src: &Arc<BufferInner>, offset: u64, bytes: u64) -> Result<Vec<u8>> {
@@ -217,6 +285,8 @@ impl QueueImpl {
             (QueueImpl::Cpu, BackendDevice::Cpu(_)) => cpu::read(src, offset, bytes),
             #[cfg(feature = "webgpu")]
             (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => q.read(d, src, offset, bytes).await,
+            #[cfg(feature = "cuda")]
+            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => q.read(d, src, offset, bytes),
             #[allow(unreachable_patterns)]
             _ => Err(mismatch()),
         }
@@ -232,6 +302,20 @@ impl FenceImpl {
                 dev.maintain();
                 f.is_signalled()
             }
+            #[cfg(feature = "cuda")]
+            FenceImpl::Cuda(f) => f.is_signalled(),
+        }
+    }
+
+    /// Device time from `start` to this fence, where the backend has device timers.
+    pub fn elapsed_since(&self, start: &FenceImpl, backend: BackendKind) -> Result<std::time::Duration> {
+        match (self, start) {
+            #[cfg(feature = "cuda")]
+            (FenceImpl::Cuda(end), FenceImpl::Cuda(start)) => end.elapsed_since(start),
+            _ => Err(Error::Unsupported {
+                backend,
+                what: "device time between fences needs device timers: cuda has them; webgpu timestamp queries come with the profiler".into(),
+            }),
         }
     }
 
@@ -240,6 +324,8 @@ impl FenceImpl {
             (FenceImpl::Done, _) => Ok(()),
             #[cfg(feature = "webgpu")]
             (FenceImpl::WebGpu(f), BackendDevice::WebGpu(d)) => f.wait(d).await,
+            #[cfg(feature = "cuda")]
+            (FenceImpl::Cuda(f), BackendDevice::Cuda(d)) => f.wait(d),
             #[allow(unreachable_patterns)]
             _ => Err(mismatch()),
         }

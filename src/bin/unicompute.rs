@@ -174,7 +174,8 @@ fn workgroup(l: &Limits) -> String {
         return "unlimited".into();
     }
     let [x, y, z] = l.max_workgroup_size;
-    format!("{x}x{y}x{z}, {} inv, {} groups/dim", l.max_invocations_per_workgroup, l.max_workgroups_per_dimension)
+    let [gx, gy, gz] = l.max_workgroups;
+    format!("{x}x{y}x{z}, {} inv, grid {gx}x{gy}x{gz}", l.max_invocations_per_workgroup)
 }
 
 /// `f16 timestamps subgroups`, the ones present, or `-`.

@@ -1,5 +1,7 @@
-//! User kernels written in WGSL: validated and reflected at creation, checked at launch.
+//! User kernels written in WGSL (any device that runs WGSL) or CUDA C (`cuda` devices):
+//! validated and reflected at creation, checked at launch.
 
+mod cuda;
 mod wgsl;
 
 use std::fmt;
@@ -17,6 +19,8 @@ pub enum BindingKind {
     StorageReadWrite,
     /// `var<uniform>`
     Uniform,
+    /// A scalar passed by value (a CUDA kernel parameter such as `unsigned n`).
+    Scalar,
 }
 
 /// One binding as reflected from the shader.
@@ -30,7 +34,8 @@ pub struct BindingInfo {
     pub name: String,
     /// Storage (read / read-write) or uniform.
     pub kind: BindingKind,
-    /// Element type for arrays of f32 / i32 / u32 (or their atomics); `None` for other types.
+    /// Element type for arrays of f32 / i32 / u32 (or their atomics), or the scalar's type;
+    /// `None` for other types.
     pub dtype: Option<DType>,
     /// Smallest buffer the binding accepts, in bytes.
     pub min_bytes: u64,
@@ -38,36 +43,120 @@ pub struct BindingInfo {
     pub runtime_sized: bool,
 }
 
+/// The language a user kernel is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelLanguage {
+    /// WGSL, run by `webgpu` devices.
+    Wgsl,
+    /// CUDA C, compiled by NVRTC for `cuda` devices.
+    Cuda,
+}
+
 /// What reflection found in a kernel's entry point.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelInfo {
+    /// Source language.
+    pub language: KernelLanguage,
     /// Entry point name.
     pub entry: String,
-    /// `@workgroup_size(x, y, z)`
+    /// `@workgroup_size(x, y, z)` (CUDA: the block size given at creation).
     pub workgroup_size: [u32; 3],
     /// Bindings the entry point uses, sorted by (group, binding).
     pub bindings: Vec<BindingInfo>,
 }
 
-/// A buffer (view) bound to one kernel binding at launch.
+/// One kernel argument at launch: a buffer (view) for a storage or uniform binding, or a
+/// scalar for a by-value CUDA parameter. Made with `Binding::from(&buffer)` or
+/// `Binding::from(3u32)` (also `f32` and `i32`).
 #[derive(Clone, Copy)]
 pub struct Binding<'a> {
-    pub(crate) inner: &'a Arc<BufferInner>,
-    device: &'a Device,
-    dtype: DType,
-    pub(crate) byte_offset: u64,
-    pub(crate) byte_len: u64,
+    pub(crate) value: BindingValue<'a>,
+}
+
+#[derive(Clone, Copy)]
+pub(crate) enum BindingValue<'a> {
+    Buffer(BufferBinding<'a>),
+    Scalar(Scalar),
+}
+
+/// A buffer view bound at launch.
+#[derive(Clone, Copy)]
+pub(crate) struct BufferBinding<'a> {
+    pub inner: &'a Arc<BufferInner>,
+    pub device: &'a Device,
+    pub dtype: DType,
+    pub byte_offset: u64,
+    pub byte_len: u64,
+}
+
+/// A scalar kernel argument.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar {
+    /// `float`
+    F32(f32),
+    /// `int`
+    I32(i32),
+    /// `unsigned int`
+    U32(u32),
+}
+
+impl Scalar {
+    /// Its element type.
+    pub fn dtype(self) -> DType {
+        match self {
+            Scalar::F32(_) => DType::F32,
+            Scalar::I32(_) => DType::I32,
+            Scalar::U32(_) => DType::U32,
+        }
+    }
 }
 
 impl<'a, T: Element> From<&'a Buffer<T>> for Binding<'a> {
     fn from(b: &'a Buffer<T>) -> Self {
-        Binding { inner: &b.inner, device: &b.device, dtype: T::DTYPE, byte_offset: b.byte_offset(), byte_len: b.byte_len() }
+        let buffer = BufferBinding { inner: &b.inner, device: &b.device, dtype: T::DTYPE, byte_offset: b.byte_offset(), byte_len: b.byte_len() };
+        Binding { value: BindingValue::Buffer(buffer) }
     }
 }
 
-impl Binding<'_> {
-    pub(crate) fn device(&self) -> &Device {
-        self.device
+impl From<Scalar> for Binding<'static> {
+    fn from(s: Scalar) -> Self {
+        Binding { value: BindingValue::Scalar(s) }
+    }
+}
+
+impl From<f32> for Binding<'static> {
+    fn from(v: f32) -> Self {
+        Scalar::F32(v).into()
+    }
+}
+
+impl From<i32> for Binding<'static> {
+    fn from(v: i32) -> Self {
+        Scalar::I32(v).into()
+    }
+}
+
+impl From<u32> for Binding<'static> {
+    fn from(v: u32) -> Self {
+        Scalar::U32(v).into()
+    }
+}
+
+impl<'a> Binding<'a> {
+    /// The device of a buffer binding (`None` for a scalar).
+    pub(crate) fn device(&self) -> Option<&'a Device> {
+        match self.value {
+            BindingValue::Buffer(b) => Some(b.device),
+            BindingValue::Scalar(_) => None,
+        }
+    }
+
+    /// The buffer of a buffer binding.
+    pub(crate) fn buffer(&self) -> Option<&BufferBinding<'a>> {
+        match &self.value {
+            BindingValue::Buffer(b) => Some(b),
+            BindingValue::Scalar(_) => None,
+        }
     }
 }
 
@@ -82,7 +171,9 @@ pub struct Kernel {
 pub(crate) enum KernelImpl {
     #[cfg(feature = "webgpu")]
     WebGpu(crate::backend::webgpu::UserPipeline),
-    #[cfg(not(feature = "webgpu"))]
+    #[cfg(feature = "cuda")]
+    Cuda(crate::backend::cuda::UserFunction),
+    #[cfg(not(any(feature = "webgpu", feature = "cuda")))]
     #[allow(dead_code)]
     None,
 }
@@ -98,22 +189,7 @@ impl Kernel {
     /// back as [`Error::Shader`] with line:column and the offending line.
     pub fn from_wgsl(device: &Device, source: &str, entry: &str) -> Result<Kernel> {
         let info = wgsl::reflect(source, entry)?;
-        let limits = &device.info().limits;
-        let [x, y, z] = info.workgroup_size;
-        let invocations = u64::from(x) * u64::from(y) * u64::from(z);
-        if invocations > u64::from(limits.max_invocations_per_workgroup) {
-            return Err(Error::Limit {
-                what: format!("workgroup size {x}x{y}x{z} of `{entry}` in invocations"),
-                value: invocations,
-                limit: "max_invocations_per_workgroup",
-                max: limits.max_invocations_per_workgroup.into(),
-            });
-        }
-        for (d, (&n, &max)) in info.workgroup_size.iter().zip(&limits.max_workgroup_size).enumerate() {
-            if n > max {
-                return Err(Error::Limit { what: format!("workgroup size dimension {d} of `{entry}`"), value: n.into(), limit: "max_workgroup_size", max: max.into() });
-            }
-        }
+        check_workgroup_size(device, &info)?;
         let imp = match &device.shared.backend {
             #[cfg(feature = "webgpu")]
             crate::backend::BackendDevice::WebGpu(d) => KernelImpl::WebGpu(d.create_user_pipeline(source, entry)?),
@@ -122,6 +198,31 @@ impl Kernel {
                     backend: device.backend(),
                     what: format!(
                         "WGSL kernel `{entry}`: WGSL runs on webgpu devices only (this device is {}); the shader itself is valid",
+                        device.backend()
+                    ),
+                })
+            }
+        };
+        Ok(Kernel { device: device.clone(), info, imp })
+    }
+
+    /// Compile the CUDA C kernel `entry` (declared `extern "C" __global__`) with NVRTC for a
+    /// `cuda` device; launches run `block` threads per block. Pointer parameters (`float*`,
+    /// `const int*`, `unsigned*`) take buffers, by-value `float` / `int` / `unsigned`
+    /// parameters take scalars. Compile errors come back as [`Error::Shader`] with the line
+    /// and the NVRTC log (column 0: NVRTC reports none).
+    #[cfg_attr(not(feature = "cuda"), allow(unreachable_code, unused_variables))]
+    pub fn from_cuda(device: &Device, source: &str, entry: &str, block: [u32; 3]) -> Result<Kernel> {
+        let info = cuda::reflect(source, entry, block)?;
+        check_workgroup_size(device, &info)?;
+        let imp = match &device.shared.backend {
+            #[cfg(feature = "cuda")]
+            crate::backend::BackendDevice::Cuda(d) => KernelImpl::Cuda(d.compile_user(source, entry)?),
+            _ => {
+                return Err(Error::Unsupported {
+                    backend: device.backend(),
+                    what: format!(
+                        "CUDA kernel `{entry}`: CUDA C runs on cuda devices only (this device is {}); use Kernel::from_wgsl here",
                         device.backend()
                     ),
                 })
@@ -145,7 +246,7 @@ impl Kernel {
         let expected = &self.info.bindings;
         let entry = &self.info.entry;
         if bindings.len() != expected.len() {
-            let list: Vec<String> = expected.iter().map(describe).collect();
+            let list: Vec<String> = expected.iter().map(|b| describe(self.info.language, b)).collect();
             return Err(Error::Launch(format!(
                 "`{entry}` expects {} bindings ({}), got {}",
                 expected.len(),
@@ -154,8 +255,21 @@ impl Kernel {
             )));
         }
         let limits = &self.device.info().limits;
-        for (i, (b, info)) in bindings.iter().zip(expected).enumerate() {
-            let what = format!("binding {i} ({})", describe(info));
+        for (i, (binding, info)) in bindings.iter().zip(expected).enumerate() {
+            let what = format!("binding {i} ({})", describe(self.info.language, info));
+            let b = match (&binding.value, info.kind) {
+                (BindingValue::Scalar(s), BindingKind::Scalar) => {
+                    if info.dtype.is_some_and(|dt| dt != s.dtype()) {
+                        return Err(Error::Launch(format!("{what} got a {} scalar: expected {}", s.dtype(), info.dtype.map_or("?".into(), |d| d.to_string()))));
+                    }
+                    continue;
+                }
+                (BindingValue::Scalar(s), _) => return Err(Error::Launch(format!("{what} got a {} scalar: expected a buffer", s.dtype()))),
+                (BindingValue::Buffer(b), BindingKind::Scalar) => {
+                    return Err(Error::Launch(format!("{what} got a buffer of {}: expected a scalar value", b.dtype)))
+                }
+                (BindingValue::Buffer(b), _) => b,
+            };
             if info.kind != BindingKind::Uniform {
                 if let Some(dt) = info.dtype {
                     if dt != b.dtype {
@@ -181,33 +295,56 @@ impl Kernel {
                 )));
             }
             if info.kind == BindingKind::StorageReadWrite {
-                if let Some(j) = bindings.iter().enumerate().position(|(j, o)| j != i && o.inner.id() == b.inner.id()) {
+                if let Some(j) = bindings.iter().enumerate().position(|(j, o)| j != i && o.buffer().is_some_and(|o| o.inner.id() == b.inner.id())) {
                     return Err(Error::Launch(format!("{what} is read-write but binding {j} views the same buffer: expected distinct buffers")));
                 }
             }
         }
-        for (d, &n) in workgroups.iter().enumerate() {
-            if n > limits.max_workgroups_per_dimension {
-                return Err(Error::Limit {
-                    what: format!("workgroup count in dimension {d}"),
-                    value: n.into(),
-                    limit: "max_workgroups_per_dimension",
-                    max: limits.max_workgroups_per_dimension.into(),
-                });
+        for (d, (&n, &max)) in workgroups.iter().zip(&limits.max_workgroups).enumerate() {
+            if n > max {
+                return Err(Error::Limit { what: format!("workgroup count in dimension {d}"), value: n.into(), limit: "max_workgroups", max: max.into() });
             }
         }
         Ok(())
     }
 }
 
-fn describe(b: &BindingInfo) -> String {
+/// Error unless the kernel's workgroup size fits the device.
+fn check_workgroup_size(device: &Device, info: &KernelInfo) -> Result<()> {
+    let limits = &device.info().limits;
+    let entry = &info.entry;
+    let [x, y, z] = info.workgroup_size;
+    let invocations = u64::from(x) * u64::from(y) * u64::from(z);
+    if invocations > u64::from(limits.max_invocations_per_workgroup) {
+        return Err(Error::Limit {
+            what: format!("workgroup size {x}x{y}x{z} of `{entry}` in invocations"),
+            value: invocations,
+            limit: "max_invocations_per_workgroup",
+            max: limits.max_invocations_per_workgroup.into(),
+        });
+    }
+    for (d, (&n, &max)) in info.workgroup_size.iter().zip(&limits.max_workgroup_size).enumerate() {
+        if n > max {
+            return Err(Error::Limit { what: format!("workgroup size dimension {d} of `{entry}`"), value: n.into(), limit: "max_workgroup_size", max: max.into() });
+        }
+    }
+    Ok(())
+}
+
+fn describe(language: KernelLanguage, b: &BindingInfo) -> String {
     let kind = match b.kind {
+        BindingKind::StorageRead if language == KernelLanguage::Cuda => "const pointer",
+        BindingKind::StorageReadWrite if language == KernelLanguage::Cuda => "pointer",
         BindingKind::StorageRead => "storage read",
         BindingKind::StorageReadWrite => "storage read_write",
         BindingKind::Uniform => "uniform",
+        BindingKind::Scalar => "scalar",
     };
     let dt = b.dtype.map_or(String::new(), |d| format!(" {d}"));
-    format!("@group({}) @binding({}) `{}`: {kind}{dt}", b.group, b.binding, b.name)
+    match language {
+        KernelLanguage::Wgsl => format!("@group({}) @binding({}) `{}`: {kind}{dt}", b.group, b.binding, b.name),
+        KernelLanguage::Cuda => format!("parameter {} `{}`: {kind}{dt}", b.binding, b.name),
+    }
 }
 
 /// Validate WGSL without a device: the reflection of `entry`, or a located error.

@@ -4,7 +4,7 @@
 use naga::valid::{Capabilities, ValidationFlags, Validator};
 use naga::{AddressSpace, Scalar, ScalarKind, ShaderStage, StorageAccess, TypeInner};
 
-use super::{BindingInfo, BindingKind, KernelInfo};
+use super::{BindingInfo, BindingKind, KernelInfo, KernelLanguage};
 use crate::{DType, Error, Result};
 
 /// Parse, validate and reflect `source`, for the compute entry point `entry`.
@@ -63,7 +63,7 @@ pub(crate) fn reflect(source: &str, entry: &str) -> Result<KernelInfo> {
         });
     }
     bindings.sort_by_key(|b| (b.group, b.binding));
-    Ok(KernelInfo { entry: entry.to_string(), workgroup_size: ep.workgroup_size, bindings })
+    Ok(KernelInfo { language: KernelLanguage::Wgsl, entry: entry.to_string(), workgroup_size: ep.workgroup_size, bindings })
 }
 
 /// The element dtype of an array binding (if it is an array of a 4-byte scalar or atomic),

@@ -50,13 +50,14 @@ pub(crate) fn info() -> DeviceInfo {
             max_uniform_binding_size: max_buffer,
             max_workgroup_size: [u32::MAX; 3],
             max_invocations_per_workgroup: u32::MAX,
-            max_workgroups_per_dimension: u32::MAX,
+            max_workgroups: [u32::MAX; 3],
             max_workgroup_storage_size: u32::MAX,
             max_storage_buffers_per_kernel: u32::MAX,
             storage_offset_alignment: 4,
         },
         features: Features { f16: false, timestamps: false, subgroups: false },
         memory_total: memory,
+        compute_capability: None,
     }
 }
 

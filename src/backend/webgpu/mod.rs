@@ -70,7 +70,7 @@ fn describe(adapter: &Adapter) -> DeviceInfo {
             max_uniform_binding_size: l.max_uniform_buffer_binding_size,
             max_workgroup_size: [l.max_compute_workgroup_size_x, l.max_compute_workgroup_size_y, l.max_compute_workgroup_size_z],
             max_invocations_per_workgroup: l.max_compute_invocations_per_workgroup,
-            max_workgroups_per_dimension: l.max_compute_workgroups_per_dimension,
+            max_workgroups: [l.max_compute_workgroups_per_dimension; 3],
             max_workgroup_storage_size: l.max_compute_workgroup_storage_size,
             max_storage_buffers_per_kernel: l.max_storage_buffers_per_shader_stage,
             storage_offset_alignment: l.min_storage_buffer_offset_alignment.max(l.min_uniform_buffer_offset_alignment),
@@ -81,6 +81,7 @@ fn describe(adapter: &Adapter) -> DeviceInfo {
             subgroups: f.contains(wgpu::Features::SUBGROUP),
         },
         memory_total: None,
+        compute_capability: None,
     }
 }
 

@@ -58,21 +58,6 @@ fn view_words(l: &Layout) -> Result<Vec<u32>> {
     Ok(w)
 }
 
-/// How elementwise.wgsl addresses an operand (`A_MODE` / `B_MODE`) and the period for
-/// mode 2: contiguous (1), a contiguous block repeated over leading broadcast dimensions
-/// (2), or general strided indexing (0).
-fn access_mode(l: &Layout) -> (u32, usize) {
-    if l.is_contiguous() {
-        return (1, 0);
-    }
-    let lead = l.shape.iter().zip(&l.strides).take_while(|&(&n, &s)| s == 0 || n == 1).count();
-    let block = Layout { shape: l.shape[lead..].to_vec(), strides: l.strides[lead..].to_vec(), offset: 0 };
-    if block.is_contiguous() {
-        return (2, block.numel().max(1));
-    }
-    (0, 0)
-}
-
 /// Parameters of elementwise.wgsl / copy.wgsl: n, rank, output offset, shape, input views.
 fn elementwise_params(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> Result<Vec<u32>> {
     let l = out.layout;
@@ -91,25 +76,25 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
         OpCall::Unary { op, x, out } => {
             check_binding(dev, &x)?;
             check_binding(dev, &out)?;
-            let (mode, period) = access_mode(x.layout);
-            let pipeline = dev.builtin(builtin(ShaderFile::Elementwise, "unary_main", vec![("OP", op.code()), ("A_MODE", mode)]));
+            let access = x.layout.access();
+            let pipeline = dev.builtin(builtin(ShaderFile::Elementwise, "unary_main", vec![("OP", op.code()), ("A_MODE", access.code())]));
             let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
             let mut params = elementwise_params(&out, &[&x])?;
             params.resize(29, 0);
-            params.extend([u32_of("period", period)?, 0]);
+            params.extend([u32_of("period", access.period())?, 0]);
             q.dispatch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (3, Bind::Mem(out.buf))], grid)
         }
         OpCall::Binary { op, act, a, b, out } => {
             for o in [&a, &b, &out] {
                 check_binding(dev, o)?;
             }
-            let ((a_mode, a_period), (b_mode, b_period)) = (access_mode(a.layout), access_mode(b.layout));
-            let constants = vec![("OP", op.code()), ("ACT", act.map_or(0, |f| f.code())), ("A_MODE", a_mode), ("B_MODE", b_mode)];
+            let (a_access, b_access) = (a.layout.access(), b.layout.access());
+            let constants = vec![("OP", op.code()), ("ACT", act.map_or(0, |f| f.code())), ("A_MODE", a_access.code()), ("B_MODE", b_access.code())];
             let pipeline = dev.builtin(builtin(ShaderFile::Elementwise, "binary_main", constants));
             let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
             let binds = [(1, Bind::Mem(a.buf)), (2, Bind::Mem(b.buf)), (3, Bind::Mem(out.buf))];
             let mut params = elementwise_params(&out, &[&a, &b])?;
-            params.extend([u32_of("period", a_period)?, u32_of("period", b_period)?]);
+            params.extend([u32_of("period", a_access.period())?, u32_of("period", b_access.period())?]);
             q.dispatch(dev, pipeline, &params, &binds, grid)
         }
         OpCall::Copy { x, out } => {

@@ -162,10 +162,15 @@ impl GpuQueue {
 
     /// Record a user kernel launch (already checked against its reflection).
     pub(crate) fn launch_kernel(&self, dev: &GpuDevice, kernel: &Kernel, bindings: &[Binding<'_>], workgroups: [u32; 3]) -> Result<()> {
-        let KernelImpl::WebGpu(pipeline) = &kernel.imp;
+        #[allow(irrefutable_let_patterns)]
+        let KernelImpl::WebGpu(pipeline) = &kernel.imp
+        else {
+            return Err(Error::Device("internal: a kernel of another backend reached webgpu".into()));
+        };
         let mut entries = Vec::with_capacity(bindings.len());
         let mut held = Vec::with_capacity(bindings.len());
-        for (b, info) in bindings.iter().zip(&kernel.info().bindings) {
+        for (binding, info) in bindings.iter().zip(&kernel.info().bindings) {
+            let b = binding.buffer().ok_or_else(|| Error::Launch(format!("binding {} is a scalar: WGSL kernels take buffers only", info.binding)))?;
             held.push(b.inner.clone());
             entries.push(Entry {
                 group: info.group,

@@ -1,0 +1,95 @@
+// Unary math / activations and binary arithmetic (optionally fused with an activation).
+//
+// OP is `UnaryOp::code` (unary_main) or `BinaryOp::code` (binary_main), ACT a `UnaryOp::code`
+// applied after a binary op (0: none); codes are in src/ops/elementwise.rs.
+// A_MODE / B_MODE say how an operand is addressed: 0 strided (general), 1 contiguous,
+// 2 a contiguous block repeated with a period (a row broadcast over leading dimensions).
+
+#ifndef OP
+#define OP 0
+#endif
+#ifndef ACT
+#define ACT 0
+#endif
+#ifndef A_MODE
+#define A_MODE 0
+#endif
+#ifndef B_MODE
+#define B_MODE 0
+#endif
+
+struct ElementwiseParams {
+    u64 n;
+    u32 rank;
+    u32 pad;
+    u64 shape[MAX_RANK];
+    u64 a_strides[MAX_RANK];
+    u64 b_strides[MAX_RANK];
+    u64 a_period;
+    u64 b_period;
+};
+
+__device__ __forceinline__ float sigmoid_(float v) { return 1.0f / (1.0f + expf(-v)); }
+
+template <int op>
+__device__ __forceinline__ float unary_op(float v) {
+    switch (op) {
+        case 1: return -v;
+        case 2: return fabsf(v);
+        case 3: return expf(v);
+        case 4: return logf(v);
+        case 5: return sqrtf(v);
+        case 6: return 1.0f / sqrtf(v);
+        case 7: return sinf(v);
+        case 8: return cosf(v);
+        case 9: return tanhf(v);
+        case 10: return sigmoid_(v);
+        case 11: return v < 0.0f ? 0.0f : v;
+        // 1 + erf(z) = erfc(-z) keeps full relative precision for negative v.
+        case 12: return 0.5f * v * erfcf(-v * 0.70710678118654752f);
+        // 1 + tanh(z) = 2 sigmoid(2z), likewise free of cancellation.
+        case 13: {
+            float z = 0.7978845608028654f * (v + 0.044715f * v * v * v);
+            return v * sigmoid_(2.0f * z);
+        }
+        case 14: return v * sigmoid_(v);
+        default: return v;
+    }
+}
+
+template <int op>
+__device__ __forceinline__ float binary_op(float a, float b) {
+    switch (op) {
+        case 0: return a + b;
+        case 1: return a - b;
+        case 2: return a * b;
+        case 3: return a / b;
+        case 4: return (isnan(a) || isnan(b)) ? nan_f32() : fminf(a, b);
+        case 5: return (isnan(a) || isnan(b)) ? nan_f32() : fmaxf(a, b);
+        default: return powf(a, b);
+    }
+}
+
+template <int mode>
+__device__ __forceinline__ IDX operand_index(IDX i, const ElementwiseParams& p, const u64* strides, u64 period) {
+    if (mode == 1) return i;
+    if (mode == 2) return i % (IDX)period;
+    return strided_offset(i, p.rank, p.shape, strides);
+}
+
+extern "C" __global__ void unary_main(const float* __restrict__ x, float* __restrict__ out, ElementwiseParams p) {
+    const IDX n = (IDX)p.n;
+    for (IDX i = grid_start(); i < n; i += grid_step()) {
+        out[i] = unary_op<OP>(x[operand_index<A_MODE>(i, p, p.a_strides, p.a_period)]);
+    }
+}
+
+extern "C" __global__ void binary_main(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ out,
+                                       ElementwiseParams p) {
+    const IDX n = (IDX)p.n;
+    for (IDX i = grid_start(); i < n; i += grid_step()) {
+        float va = a[operand_index<A_MODE>(i, p, p.a_strides, p.a_period)];
+        float vb = b[operand_index<B_MODE>(i, p, p.b_strides, p.b_period)];
+        out[i] = unary_op<ACT>(binary_op<OP>(va, vb));
+    }
+}

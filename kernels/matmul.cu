@@ -1,0 +1,73 @@
+// Batched matrix product C[b] = A[b] @ B[b] with strided, broadcast operands: the fallback
+// for layouts cuBLAS cannot take (and for when cuBLAS is missing). Each 16x16 block computes
+// a 64x64 tile of C, each thread a 4x4 block held in registers; K advances in steps of 16
+// through shared memory. gridDim.z walks the batches (grid-stride past 65,535).
+
+#define TILE 64
+#define KSTEP 16
+#define MAX_BATCH_RANK 6
+
+struct MatmulParams {
+    u64 m, n, k;
+    u64 a_row, a_col, b_row, b_col; // element strides of the matrices
+    u64 batches;
+    u32 batch_rank;
+    u32 pad;
+    u64 batch_shape[MAX_BATCH_RANK];
+    u64 a_batch[MAX_BATCH_RANK];
+    u64 b_batch[MAX_BATCH_RANK];
+};
+
+__device__ __forceinline__ IDX batch_offset(IDX batch, const MatmulParams& p, const u64* strides) {
+    return strided_offset(batch, p.batch_rank, p.batch_shape, strides);
+}
+
+extern "C" __global__ void __launch_bounds__(256) matmul_main(const float* __restrict__ a, const float* __restrict__ b,
+                                                              float* __restrict__ c, MatmulParams p) {
+    __shared__ float at[KSTEP][TILE];
+    __shared__ float bt[KSTEP][TILE];
+    const IDX m = (IDX)p.m, n = (IDX)p.n, k = (IDX)p.k;
+    const u32 tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
+    const IDX row0 = (IDX)blockIdx.y * TILE, col0 = (IDX)blockIdx.x * TILE;
+    for (IDX batch = blockIdx.z; batch < (IDX)p.batches; batch += gridDim.z) {
+        const float* ab = a + batch_offset(batch, p, p.a_batch);
+        const float* bb = b + batch_offset(batch, p, p.b_batch);
+        float acc[4][4] = {};
+        for (IDX k0 = 0; k0 < k; k0 += KSTEP) {
+            // 256 threads load the 16x64 slices of A (transposed) and B, four elements each.
+            for (u32 e = tid; e < KSTEP * TILE; e += 256) {
+                const u32 kk = e / TILE, mm = e % TILE;
+                const IDX r = row0 + mm, kr = k0 + kk;
+                at[kk][mm] = (r < m && kr < k) ? ab[r * (IDX)p.a_row + kr * (IDX)p.a_col] : 0.0f;
+                const IDX cc = col0 + mm;
+                bt[kk][mm] = (cc < n && kr < k) ? bb[kr * (IDX)p.b_row + cc * (IDX)p.b_col] : 0.0f;
+            }
+            __syncthreads();
+#pragma unroll
+            for (u32 kk = 0; kk < KSTEP; ++kk) {
+                float av[4], bv[4];
+#pragma unroll
+                for (u32 i = 0; i < 4; ++i) {
+                    av[i] = at[kk][ty * 4 + i];
+                    bv[i] = bt[kk][tx * 4 + i];
+                }
+#pragma unroll
+                for (u32 i = 0; i < 4; ++i)
+#pragma unroll
+                    for (u32 j = 0; j < 4; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+            }
+            __syncthreads();
+        }
+        float* cb = c + batch * m * n;
+#pragma unroll
+        for (u32 i = 0; i < 4; ++i) {
+            const IDX r = row0 + ty * 4 + i;
+            if (r >= m) continue;
+#pragma unroll
+            for (u32 j = 0; j < 4; ++j) {
+                const IDX cc = col0 + tx * 4 + j;
+                if (cc < n) cb[r * n + cc] = acc[i][j];
+            }
+        }
+    }
+}

@@ -1,0 +1,124 @@
+// Reductions of the middle axis of a contiguous [outer, len, inner] input.
+//
+// reduce_rows works in passes, like shaders/reduce.wgsl: each block reduces one chunk of one
+// row to a partial; later passes reduce the partials ([rows, chunks] with inner = 1) until one
+// value per row is left. Each thread combines a strided run, then the block combines its
+// threads with warp shuffles, so sums are close to pairwise.
+// reduce_cols (for inner >= 32) gives each thread one output column, so consecutive threads
+// read consecutive addresses; sums are accumulated in double.
+//
+// OP is `ReduceOp::code`: 0 sum, 1 mean, 2 max, 3 min, 4 argmax. FIRST is 1 on the first
+// pass (indices are positions, not read from `xi`).
+
+#ifndef OP
+#define OP 0
+#endif
+#ifndef FIRST
+#define FIRST 1
+#endif
+
+#define BLOCK 256
+
+struct ReduceParams {
+    u64 outer;
+    u64 len;
+    u64 inner;
+    u64 chunk;
+    u64 chunks;
+    float scale;
+    u32 write_values;
+};
+
+__device__ __forceinline__ float identity() {
+    if (OP == 2 || OP == 4) return -inf_f32();
+    if (OP == 3) return inf_f32();
+    return 0.0f;
+}
+
+// Whether (v, vi) replaces the accumulator (acc, ai); NaN wins, ties go to the lower index.
+__device__ __forceinline__ bool better(float v, u32 vi, float acc, u32 ai) {
+    if (isnan(acc)) return isnan(v) && vi < ai;
+    if (isnan(v)) return true;
+    if (OP == 3) return v < acc || (v == acc && vi < ai);
+    return v > acc || (v == acc && vi < ai);
+}
+
+__device__ __forceinline__ void combine(float& acc, u32& ai, float v, u32 vi) {
+    if (OP == 0 || OP == 1) {
+        acc += v;
+    } else if (better(v, vi, acc, ai)) {
+        acc = v;
+        ai = vi;
+    }
+}
+
+// Combine the values of all threads of the block; thread 0 gets the result.
+__device__ __forceinline__ void block_combine(float& acc, u32& ai) {
+    __shared__ float sv[BLOCK / 32];
+    __shared__ u32 si[BLOCK / 32];
+    for (int s = 16; s > 0; s >>= 1) {
+        float v = __shfl_down_sync(0xffffffffu, acc, s);
+        u32 vi = __shfl_down_sync(0xffffffffu, ai, s);
+        combine(acc, ai, v, vi);
+    }
+    const u32 lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if (lane == 0) {
+        sv[warp] = acc;
+        si[warp] = ai;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        acc = lane < BLOCK / 32 ? sv[lane] : identity();
+        ai = lane < BLOCK / 32 ? si[lane] : 0xffffffffu;
+        for (int s = 16; s > 0; s >>= 1) {
+            float v = __shfl_down_sync(0xffffffffu, acc, s);
+            u32 vi = __shfl_down_sync(0xffffffffu, ai, s);
+            combine(acc, ai, v, vi);
+        }
+    }
+    __syncthreads();
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK) reduce_rows(const float* __restrict__ x, const u32* __restrict__ xi,
+                                                                float* __restrict__ out, u32* __restrict__ outi, ReduceParams p) {
+    const IDX len = (IDX)p.len, inner = (IDX)p.inner, chunks = (IDX)p.chunks, chunk = (IDX)p.chunk;
+    const IDX groups = (IDX)p.outer * inner * chunks;
+    for (IDX g = blockIdx.x; g < groups; g += gridDim.x) {
+        const IDX row = g / chunks;
+        const IDX base = (row / inner) * len * inner + row % inner;
+        const IDX j0 = (g % chunks) * chunk;
+        const IDX j1 = min(j0 + chunk, len);
+        float acc = identity();
+        u32 ai = 0xffffffffu;
+        for (IDX j = j0 + threadIdx.x; j < j1; j += BLOCK) {
+            const IDX at = base + j * inner;
+            const u32 vi = (FIRST || OP != 4) ? (u32)j : xi[at];
+            combine(acc, ai, x[at], vi);
+        }
+        block_combine(acc, ai);
+        if (threadIdx.x == 0) {
+            if (p.write_values) out[g] = acc * p.scale;
+            if (OP == 4) outi[g] = ai;
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK) reduce_cols(const float* __restrict__ x, float* __restrict__ out,
+                                                                u32* __restrict__ outi, ReduceParams p) {
+    const IDX len = (IDX)p.len, inner = (IDX)p.inner;
+    const IDX outputs = (IDX)p.outer * inner;
+    for (IDX g = grid_start(); g < outputs; g += grid_step()) {
+        const IDX base = (g / inner) * len * inner + g % inner;
+        if (OP == 0 || OP == 1) {
+            double acc = 0.0;
+            for (IDX j = 0; j < len; ++j) acc += (double)x[base + j * inner];
+            out[g] = (float)(acc * (double)p.scale);
+        } else {
+            float acc = identity();
+            u32 ai = 0xffffffffu;
+            for (IDX j = 0; j < len; ++j) combine(acc, ai, x[base + j * inner], (u32)j);
+            if (OP == 4) outi[g] = ai;
+            else out[g] = acc;
+        }
+    }
+}

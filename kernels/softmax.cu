@@ -1,0 +1,54 @@
+// Softmax over the rows of a contiguous [rows, cols] input, one block per row. One pass
+// keeps a running (maximum, sum of exp(x - maximum)) per thread ("online softmax"); the block
+// merges them with warp shuffles; a second pass writes exp(x - max) / sum.
+
+#define BLOCK 256
+
+struct SoftmaxParams {
+    u64 rows;
+    u64 cols;
+};
+
+__device__ __forceinline__ float max_nan(float a, float b) { return (isnan(a) || isnan(b)) ? nan_f32() : fmaxf(a, b); }
+
+// Merge two (max, sum) pairs.
+__device__ __forceinline__ void merge(float& m, float& s, float m2, float s2) {
+    const float mm = max_nan(m, m2);
+    // Equal maxima skip the exp, so -inf - -inf never makes a NaN.
+    const float a = m == mm ? s : s * expf(m - mm);
+    const float b = m2 == mm ? s2 : s2 * expf(m2 - mm);
+    m = mm;
+    s = a + b;
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK) softmax_main(const float* __restrict__ x, float* __restrict__ out, SoftmaxParams p) {
+    __shared__ float sm[BLOCK / 32];
+    __shared__ float ss[BLOCK / 32];
+    const IDX cols = (IDX)p.cols;
+    const u32 lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    for (IDX row = blockIdx.x; row < (IDX)p.rows; row += gridDim.x) {
+        const float* xr = x + row * cols;
+        float m = -inf_f32(), s = 0.0f;
+        for (IDX j = threadIdx.x; j < cols; j += BLOCK) merge(m, s, xr[j], 1.0f);
+        for (int o = 16; o > 0; o >>= 1) merge(m, s, __shfl_down_sync(0xffffffffu, m, o), __shfl_down_sync(0xffffffffu, s, o));
+        if (lane == 0) {
+            sm[warp] = m;
+            ss[warp] = s;
+        }
+        __syncthreads();
+        if (warp == 0) {
+            m = lane < BLOCK / 32 ? sm[lane] : -inf_f32();
+            s = lane < BLOCK / 32 ? ss[lane] : 0.0f;
+            for (int o = 16; o > 0; o >>= 1) merge(m, s, __shfl_down_sync(0xffffffffu, m, o), __shfl_down_sync(0xffffffffu, s, o));
+            if (lane == 0) {
+                sm[0] = m;
+                ss[0] = s;
+            }
+        }
+        __syncthreads();
+        m = sm[0];
+        const float inv = 1.0f / ss[0];
+        for (IDX j = threadIdx.x; j < cols; j += BLOCK) out[row * cols + j] = expf(xr[j] - m) * inv;
+        __syncthreads();
+    }
+}

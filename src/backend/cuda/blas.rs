@@ -1,0 +1,150 @@
+//! Matmul through cuBLAS: f32 SGEMM (strided-batched), with TF32 / bf16 / f16 tensor-core
+//! compute when [`MatmulPrecision`] allows it. Layouts cuBLAS cannot express (a non-unit
+//! stride on both axes of a matrix, batch strides that are not one flat stride) go to
+//! `kernels/matmul.cu` instead.
+
+use std::sync::OnceLock;
+
+use cudarc::cublas::{result, sys, CudaBlas};
+
+use super::queue::{address, CudaQueue};
+use super::CudaDevice;
+use crate::ops::Operand;
+use crate::signal::lock;
+use crate::{Error, MatmulPrecision, Result};
+
+/// Whether libcublas can be loaded.
+pub(crate) fn available() -> bool {
+    static AVAILABLE: OnceLock<bool> = OnceLock::new();
+    // SAFETY: only checks whether the library can be loaded.
+    *AVAILABLE.get_or_init(|| std::panic::catch_unwind(|| unsafe { sys::is_culib_present() }).unwrap_or(false))
+}
+
+/// How a row-major `rows x cols` matrix with the given element strides reaches cuBLAS, which
+/// sees it transposed (column-major `cols x rows`): `(operation, leading dimension)`.
+fn operand(rows: usize, cols: usize, row_stride: usize, col_stride: usize) -> Option<(sys::cublasOperation_t, usize)> {
+    // Unit stride along the columns: column-major `cols x rows` with ld = row stride.
+    if col_stride == 1 || cols == 1 {
+        let ld = if rows == 1 { cols } else { row_stride };
+        if ld >= cols.max(1) {
+            return Some((sys::cublasOperation_t::CUBLAS_OP_N, ld));
+        }
+    }
+    // Unit stride along the rows: the transpose of a column-major `rows x cols`.
+    if row_stride == 1 || rows == 1 {
+        let ld = if cols == 1 { rows } else { col_stride };
+        if ld >= rows.max(1) {
+            return Some((sys::cublasOperation_t::CUBLAS_OP_T, ld));
+        }
+    }
+    None
+}
+
+/// One element stride that walks the flattened batch dimensions, if there is one.
+fn flat_batch_stride(shape: &[usize], strides: &[usize]) -> Option<usize> {
+    let dims: Vec<(usize, usize)> = shape.iter().zip(strides).filter(|(&n, _)| n > 1).map(|(&n, &s)| (n, s)).collect();
+    let Some(&(_, unit)) = dims.last() else { return Some(0) };
+    let mut expected = unit;
+    for &(n, s) in dims.iter().rev() {
+        if s != expected {
+            return None;
+        }
+        expected = s * n;
+    }
+    Some(unit)
+}
+
+fn compute_type(precision: MatmulPrecision) -> sys::cublasComputeType_t {
+    match precision {
+        MatmulPrecision::F32 => sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+        MatmulPrecision::Tf32 => sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
+        MatmulPrecision::Bf16 => sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_16BF,
+        MatmulPrecision::F16 => sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_16F,
+    }
+}
+
+/// `out = a @ b` on cuBLAS; `Ok(false)` if cuBLAS is missing or cannot take these layouts.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn matmul(q: &CudaQueue, dev: &CudaDevice, a: &Operand<'_>, b: &Operand<'_>, out: &Operand<'_>, m: usize, n: usize, k: usize, precision: MatmulPrecision) -> Result<bool> {
+    if !available() || k == 0 {
+        return Ok(false);
+    }
+    let r = out.layout.shape.len();
+    let batch_shape = &out.layout.shape[..r - 2];
+    let batches: usize = batch_shape.iter().product();
+    let (Some(stride_a), Some(stride_b)) = (flat_batch_stride(batch_shape, &a.layout.strides[..r - 2]), flat_batch_stride(batch_shape, &b.layout.strides[..r - 2])) else {
+        return Ok(false);
+    };
+    // cuBLAS computes C' = B' A' with C' (n x m) the column-major view of the row-major C.
+    let (Some((op_b, ldb)), Some((op_a, lda))) = (
+        operand(k, n, b.layout.strides[r - 2], b.layout.strides[r - 1]),
+        operand(m, k, a.layout.strides[r - 2], a.layout.strides[r - 1]),
+    ) else {
+        return Ok(false);
+    };
+    let int = |v: usize| i32::try_from(v).ok();
+    let (Some(mi), Some(ni), Some(ki), Some(lda), Some(ldb), Some(batch_count)) = (int(m), int(n), int(k), int(lda), int(ldb), int(batches)) else {
+        return Ok(false);
+    };
+    let stream = q.stream(dev)?;
+    let mut slot = lock(&q.blas);
+    if slot.is_none() {
+        *slot = Some(CudaBlas::new(stream).map_err(|e| Error::Device(format!("creating a cuBLAS handle: {e:?}")))?);
+    }
+    let handle = *slot.as_ref().map(CudaBlas::handle).ok_or_else(|| Error::Device("internal: no cuBLAS handle".into()))?;
+    let (alpha, beta) = (1.0f32, 0.0f32);
+    let (pa, pb, pc) = (address(a.buf, a.layout.offset)?, address(b.buf, b.layout.offset)?, address(out.buf, out.layout.offset)?);
+    // SAFETY: every matrix of every batch lies inside its block (the op validated the
+    // shapes); alpha and beta are host values, as the handle's default pointer mode expects.
+    unsafe {
+        result::gemm_strided_batched_ex(
+            handle,
+            op_b,
+            op_a,
+            ni,
+            mi,
+            ki,
+            (&alpha as *const f32).cast(),
+            pb as *const std::ffi::c_void,
+            sys::cudaDataType_t::CUDA_R_32F,
+            ldb,
+            stride_b as i64,
+            pa as *const std::ffi::c_void,
+            sys::cudaDataType_t::CUDA_R_32F,
+            lda,
+            stride_a as i64,
+            (&beta as *const f32).cast(),
+            pc as *mut std::ffi::c_void,
+            sys::cudaDataType_t::CUDA_R_32F,
+            ni,
+            (m * n) as i64,
+            batch_count,
+            compute_type(precision),
+            sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+        )
+    }
+    .map_err(|e| Error::Device(format!("cuBLAS GEMM {m}x{n}x{k} (batch {batches}) failed: {e:?}")))?;
+    drop(slot);
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_map_to_operations() {
+        use sys::cublasOperation_t::{CUBLAS_OP_N as N, CUBLAS_OP_T as T};
+        assert_eq!(operand(3, 5, 5, 1), Some((N, 5)));
+        assert_eq!(operand(3, 5, 1, 3), Some((T, 3)));
+        assert_eq!(operand(3, 5, 8, 1), Some((N, 8)), "padded rows");
+        assert_eq!(operand(1, 5, 0, 1), Some((N, 5)), "one row");
+        assert_eq!(operand(3, 5, 10, 2), None, "no unit stride");
+        assert_eq!(operand(3, 5, 0, 1), None, "broadcast rows");
+        assert_eq!(flat_batch_stride(&[2, 3], &[15, 5]), Some(5));
+        assert_eq!(flat_batch_stride(&[2, 3], &[0, 0]), Some(0));
+        assert_eq!(flat_batch_stride(&[2, 3], &[0, 5]), None);
+        assert_eq!(flat_batch_stride(&[1, 3], &[99, 7]), Some(7));
+        assert_eq!(flat_batch_stride(&[], &[]), Some(0));
+    }
+}

@@ -1,0 +1,294 @@
+//! NVRTC: CUDA C to a cubin for one GPU architecture, cached on disk so that a second process
+//! start does not compile again. The cache key covers the source, the options (definitions
+//! and architecture), the NVRTC version and this crate's version.
+
+use std::collections::hash_map::DefaultHasher;
+use std::ffi::CString;
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use cudarc::nvrtc::{result, sys};
+
+/// Environment variable naming the directory of compiled kernels (default:
+/// `$XDG_CACHE_HOME/unicompute/cuda`, else `~/.cache/unicompute/cuda`).
+pub const CACHE_DIR_ENV: &str = "UNICOMPUTE_CUDA_CACHE";
+
+/// Prelude of every built-in kernel file.
+const COMMON: &str = include_str!("../../../kernels/common.cuh");
+
+/// The CUDA C files of the op families (`kernels/`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum KernelFile {
+    Elementwise,
+    Copy,
+    Reduce,
+    Softmax,
+    Matmul,
+}
+
+impl KernelFile {
+    fn name(self) -> &'static str {
+        match self {
+            KernelFile::Elementwise => "elementwise.cu",
+            KernelFile::Copy => "copy.cu",
+            KernelFile::Reduce => "reduce.cu",
+            KernelFile::Softmax => "softmax.cu",
+            KernelFile::Matmul => "matmul.cu",
+        }
+    }
+
+    fn body(self) -> &'static str {
+        match self {
+            KernelFile::Elementwise => include_str!("../../../kernels/elementwise.cu"),
+            KernelFile::Copy => include_str!("../../../kernels/copy.cu"),
+            KernelFile::Reduce => include_str!("../../../kernels/reduce.cu"),
+            KernelFile::Softmax => include_str!("../../../kernels/softmax.cu"),
+            KernelFile::Matmul => include_str!("../../../kernels/matmul.cu"),
+        }
+    }
+}
+
+/// One specialised built-in kernel: file, entry point and `-D` definitions.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Builtin {
+    pub file: KernelFile,
+    pub entry: &'static str,
+    pub defines: Vec<(&'static str, String)>,
+}
+
+impl Builtin {
+    /// The source NVRTC compiles: the prelude, then the file.
+    pub(crate) fn source(&self) -> String {
+        format!("{COMMON}\n{}", self.file.body())
+    }
+
+    /// File name NVRTC reports in its log.
+    pub(crate) fn name(&self) -> &'static str {
+        self.file.name()
+    }
+
+    /// NVRTC options for `arch` (e.g. `sm_90`).
+    pub(crate) fn options(&self, arch: &str) -> Vec<String> {
+        let mut options = base_options(arch);
+        options.extend(self.defines.iter().map(|(k, v)| format!("-D{k}={v}")));
+        options
+    }
+}
+
+/// Options of every compilation for `arch`.
+pub(crate) fn base_options(arch: &str) -> Vec<String> {
+    vec![format!("--gpu-architecture={arch}"), "--std=c++17".into()]
+}
+
+/// Why a compilation produced no cubin.
+#[derive(Debug)]
+pub(crate) enum CompileFailure {
+    /// NVRTC is missing or failed outside the source (the text says what happened).
+    Nvrtc(String),
+    /// The source does not compile: NVRTC's log.
+    Source(String),
+}
+
+/// Compilations done by NVRTC, and cubins found on disk instead, in this process.
+pub(crate) static COMPILED: AtomicUsize = AtomicUsize::new(0);
+pub(crate) static DISK_HITS: AtomicUsize = AtomicUsize::new(0);
+
+/// NVRTC's version, or why NVRTC cannot be used.
+pub(crate) fn nvrtc_version() -> Result<(i32, i32), String> {
+    let probe = std::panic::catch_unwind(|| {
+        // SAFETY: only checks whether the library can be loaded.
+        if !unsafe { sys::is_culib_present() } {
+            let names = cudarc::get_lib_name_candidates("nvrtc").join(", ");
+            return Err(format!(
+                "NVRTC library libnvrtc.so not found (searched {names}); install the CUDA toolkit or the PyPI wheel `nvidia-cuda-nvrtc` and put its lib directory on LD_LIBRARY_PATH"
+            ));
+        }
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: plain out-parameters.
+        unsafe { sys::nvrtcVersion(&mut major, &mut minor) }.result().map_err(|e| format!("nvrtcVersion failed: {e:?}"))?;
+        Ok((major, minor))
+    });
+    probe.unwrap_or_else(|_| Err("loading NVRTC failed (a symbol is missing from libnvrtc)".into()))
+}
+
+/// Directory of the disk cache, if one can be used.
+pub(crate) fn cache_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os(CACHE_DIR_ENV) {
+        return Some(PathBuf::from(dir));
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("unicompute").join("cuda"))
+}
+
+/// A cubin of `source` compiled with `options`, from the disk cache in `dir` when present.
+pub(crate) fn cubin(source: &str, name: &str, options: &[String], dir: Option<&PathBuf>) -> Result<Vec<u8>, CompileFailure> {
+    let version = nvrtc_version().map_err(CompileFailure::Nvrtc)?;
+    let mut hasher = DefaultHasher::new();
+    (source, options, version, env!("CARGO_PKG_VERSION")).hash(&mut hasher);
+    let file = dir.map(|d| d.join(format!("{:016x}.cubin", hasher.finish())));
+    if let Some(bytes) = file.as_ref().and_then(|f| std::fs::read(f).ok()).filter(|b| !b.is_empty()) {
+        DISK_HITS.fetch_add(1, Ordering::Relaxed);
+        return Ok(bytes);
+    }
+    let bytes = compile(source, name, options)?;
+    if let (Some(dir), Some(file)) = (dir, &file) {
+        // The cache only saves time: failing to write it is not an error. Write then
+        // rename, so a concurrent process never reads half a file.
+        let tmp = file.with_extension(format!("tmp{}", std::process::id()));
+        if std::fs::create_dir_all(dir).is_ok() && std::fs::write(&tmp, &bytes).is_ok() {
+            let _ = std::fs::rename(&tmp, file);
+        }
+    }
+    Ok(bytes)
+}
+
+/// Drop a cached cubin that the driver refused to load.
+pub(crate) fn forget(source: &str, options: &[String], dir: Option<&PathBuf>) {
+    if let (Ok(version), Some(dir)) = (nvrtc_version(), dir) {
+        let mut hasher = DefaultHasher::new();
+        (source, options, version, env!("CARGO_PKG_VERSION")).hash(&mut hasher);
+        let _ = std::fs::remove_file(dir.join(format!("{:016x}.cubin", hasher.finish())));
+    }
+}
+
+/// Run NVRTC.
+fn compile(source: &str, name: &str, options: &[String]) -> Result<Vec<u8>, CompileFailure> {
+    let nvrtc = |what: &str, e: result::NvrtcError| CompileFailure::Nvrtc(format!("{what} failed: {e:?}"));
+    let src = CString::new(source).map_err(|_| CompileFailure::Source(format!("{name}: the source contains a NUL byte")))?;
+    let cname = CString::new(name).map_err(|_| CompileFailure::Nvrtc("kernel name contains a NUL byte".into()))?;
+    let prog = result::create_program(&src, Some(&cname)).map_err(|e| nvrtc("nvrtcCreateProgram", e))?;
+    COMPILED.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: `prog` is a live program; it is destroyed once below, whatever happens.
+    let out = unsafe {
+        match result::compile_program(prog, options) {
+            Err(e) => {
+                let log = result::get_program_log(prog)
+                    .map(|l| l.iter().take_while(|&&c| c != 0).map(|&c| c as u8 as char).collect::<String>())
+                    .unwrap_or_else(|_| format!("{e:?} (no log)"));
+                Err(CompileFailure::Source(log.trim().to_string()))
+            }
+            Ok(()) => {
+                let mut size = 0usize;
+                match sys::nvrtcGetCUBINSize(prog, &mut size).result() {
+                    Err(e) => Err(nvrtc("nvrtcGetCUBINSize", e)),
+                    Ok(()) => {
+                        let mut bytes = vec![0u8; size];
+                        sys::nvrtcGetCUBIN(prog, bytes.as_mut_ptr().cast()).result().map(|()| bytes).map_err(|e| nvrtc("nvrtcGetCUBIN", e))
+                    }
+                }
+            }
+        }
+    };
+    // SAFETY: destroyed once.
+    let _ = unsafe { result::destroy_program(prog) };
+    out
+}
+
+/// The first `(line, message)` of an NVRTC log such as `k.cu(12): error: ...`.
+pub(crate) fn first_error(log: &str) -> Option<(u32, String)> {
+    log.lines().find_map(|l| {
+        let (head, message) = l.split_once("): error")?;
+        let line = head.rsplit_once('(')?.1.parse().ok()?;
+        Some((line, message.trim_start_matches(':').trim().to_string()))
+    })
+}
+
+/// Every specialisation the backend asks for, to compile-check them all.
+#[cfg(test)]
+pub(crate) fn every_builtin() -> Vec<Builtin> {
+    use crate::ops::{BinaryOp, ReduceOp, UnaryOp};
+    let b = |file, entry, defines: &[(&'static str, String)]| Builtin { file, entry, defines: defines.to_vec() };
+    let mut all = Vec::new();
+    for idx in ["unsigned int", "unsigned long long"] {
+        let idx = ("IDX", idx.to_string());
+        for op in UnaryOp::ALL {
+            for mode in 0..3 {
+                all.push(b(KernelFile::Elementwise, "unary_main", &[("OP", op.code().to_string()), ("A_MODE", mode.to_string()), idx.clone()]));
+            }
+        }
+        for op in BinaryOp::ALL {
+            all.push(b(KernelFile::Elementwise, "binary_main", &[("OP", op.code().to_string()), ("ACT", "14".into()), ("A_MODE", "0".into()), ("B_MODE", "2".into()), idx.clone()]));
+        }
+        all.push(b(KernelFile::Copy, "copy_main", &[idx.clone()]));
+        for op in ReduceOp::ALL {
+            for first in 0..2 {
+                all.push(b(KernelFile::Reduce, "reduce_rows", &[("OP", op.code().to_string()), ("FIRST", first.to_string()), idx.clone()]));
+            }
+            all.push(b(KernelFile::Reduce, "reduce_cols", &[("OP", op.code().to_string()), idx.clone()]));
+        }
+        all.push(b(KernelFile::Softmax, "softmax_main", &[idx.clone()]));
+        all.push(b(KernelFile::Matmul, "matmul_main", &[idx]));
+    }
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// NVRTC must be present when `UNICOMPUTE_REQUIRE_NVRTC=1` (CI installs it from PyPI);
+    /// otherwise the check is skipped with the reason printed.
+    fn nvrtc_or_skip() -> bool {
+        match nvrtc_version() {
+            Ok(_) => true,
+            Err(why) if std::env::var("UNICOMPUTE_REQUIRE_NVRTC").is_ok_and(|v| v == "1") => panic!("UNICOMPUTE_REQUIRE_NVRTC=1 but {why}"),
+            Err(why) => {
+                eprintln!("skipping the CUDA compile check: {why}");
+                false
+            }
+        }
+    }
+
+    #[test]
+    fn every_kernel_compiles_for_sm80_and_sm90() {
+        if !nvrtc_or_skip() {
+            return;
+        }
+        let mut failures = Vec::new();
+        for arch in ["sm_80", "sm_90"] {
+            for k in every_builtin() {
+                match compile(&k.source(), k.name(), &k.options(arch)) {
+                    Ok(cubin) => assert!(cubin.len() > 100, "{k:?}: empty cubin"),
+                    Err(e) => failures.push(format!("{arch} {k:?}: {e:?}")),
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn disk_cache_is_written_then_reused() {
+        if !nvrtc_or_skip() {
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("unicompute-cuda-cache-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let k = Builtin { file: KernelFile::Copy, entry: "copy_main", defines: vec![] };
+        let (source, options) = (k.source(), k.options("sm_80"));
+        let hits = DISK_HITS.load(Ordering::Relaxed);
+        let first = cubin(&source, k.name(), &options, Some(&dir)).unwrap();
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "one cubin written");
+        let second = cubin(&source, k.name(), &options, Some(&dir)).unwrap();
+        assert_eq!(first, second);
+        assert!(DISK_HITS.load(Ordering::Relaxed) > hits, "the second lookup came from disk");
+        // Other options are another entry.
+        cubin(&source, k.name(), &k.options("sm_90"), Some(&dir)).unwrap();
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn compile_errors_carry_the_log_and_line() {
+        if !nvrtc_or_skip() {
+            return;
+        }
+        let src = "extern \"C\" __global__ void k(float* x) {\n    x[0] = y;\n}\n";
+        let Err(CompileFailure::Source(log)) = compile(src, "user.cu", &base_options("sm_80")) else { panic!("expected a compile error") };
+        let (line, message) = first_error(&log).unwrap_or_else(|| panic!("no error line in {log:?}"));
+        assert_eq!(line, 2, "{log}");
+        assert!(message.contains("\"y\""), "{message}");
+    }
+}

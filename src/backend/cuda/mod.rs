@@ -1,0 +1,247 @@
+//! The CUDA backend (cudarc): pooled device memory, queues as streams, fences as events,
+//! built-in kernels from `kernels/*.cu` compiled by NVRTC for the device's architecture, and
+//! matmul through cuBLAS. The driver, NVRTC and cuBLAS are loaded at run time: without a
+//! driver no CUDA device is listed and opening one says what is missing.
+
+mod blas;
+pub(crate) mod compile;
+mod memory;
+pub(crate) mod ops;
+mod queue;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaStream, DriverError};
+use cudarc::nvrtc::Ptx;
+
+pub(crate) use memory::DeviceMemory;
+pub(crate) use queue::{CudaFence, CudaQueue};
+
+use compile::{Builtin, CompileFailure};
+use queue::Retirement;
+
+use crate::signal::lock;
+use crate::{BackendKind, DeviceInfo, DeviceType, Error, Features, Limits, Result};
+
+/// A driver error as text: its name and description.
+pub(crate) fn driver_error(e: DriverError) -> String {
+    let name = e.error_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|_| format!("CUresult {}", e.0 as i32));
+    match e.error_string() {
+        Ok(text) => format!("{name} ({})", text.to_string_lossy()),
+        Err(_) => name,
+    }
+}
+
+/// The CUDA devices the driver lists, or why there are none (probed once per process).
+fn probe() -> &'static std::result::Result<Vec<DeviceInfo>, String> {
+    static PROBE: OnceLock<std::result::Result<Vec<DeviceInfo>, String>> = OnceLock::new();
+    PROBE.get_or_init(|| {
+        std::panic::catch_unwind(probe_driver)
+            .unwrap_or_else(|_| Err("loading the CUDA driver failed (a symbol is missing from libcuda: the driver is older than CUDA 13)".into()))
+    })
+}
+
+fn probe_driver() -> std::result::Result<Vec<DeviceInfo>, String> {
+    // SAFETY: only checks whether the library can be loaded.
+    if !unsafe { sys::is_culib_present() } {
+        let names = cudarc::get_lib_name_candidates("cuda").join(", ");
+        return Err(format!("CUDA driver library libcuda.so not found (searched {names}): install the NVIDIA driver"));
+    }
+    result::init().map_err(|e| format!("cuInit failed: {}", driver_error(e)))?;
+    let count = result::device::get_count().map_err(|e| format!("cuDeviceGetCount failed: {}", driver_error(e)))?;
+    if count <= 0 {
+        return Err("the CUDA driver lists no GPU".into());
+    }
+    (0..count).map(|ordinal| describe(ordinal).map_err(|e| format!("querying CUDA device {ordinal}: {}", driver_error(e)))).collect()
+}
+
+fn describe(ordinal: i32) -> std::result::Result<DeviceInfo, DriverError> {
+    use sys::CUdevice_attribute as A;
+    let dev = result::device::get(ordinal)?;
+    // SAFETY: `dev` came from cuDeviceGet.
+    let attr = |a: A| unsafe { result::device::get_attribute(dev, a) }.map(|v| v.max(0) as u32);
+    let total = unsafe { result::device::total_mem(dev) }? as u64;
+    let mut version = 0;
+    // SAFETY: plain out-parameter.
+    unsafe { sys::cuDriverGetVersion(&mut version) }.result()?;
+    let cc = [attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?, attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?];
+    let nvrtc = match compile::nvrtc_version() {
+        Ok((major, minor)) => format!("NVRTC {major}.{minor}"),
+        Err(_) => "no NVRTC (kernels cannot compile)".into(),
+    };
+    let cublas = if blas::available() { "cuBLAS" } else { "no cuBLAS (matmul uses kernels/matmul.cu)" };
+    Ok(DeviceInfo {
+        index: 0,
+        name: result::device::get_name(dev)?,
+        backend: BackendKind::Cuda,
+        device_type: if attr(A::CU_DEVICE_ATTRIBUTE_INTEGRATED)? != 0 { DeviceType::IntegratedGpu } else { DeviceType::DiscreteGpu },
+        api: format!("CUDA sm_{}{}", cc[0], cc[1]),
+        driver: format!("driver API {}.{}, {nvrtc}, {cublas}", version / 1000, version % 1000 / 10),
+        limits: Limits {
+            max_buffer_size: total,
+            max_storage_binding_size: total,
+            max_uniform_binding_size: total,
+            max_workgroup_size: [
+                attr(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+                attr(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+                attr(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+            ],
+            max_invocations_per_workgroup: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            max_workgroups: [
+                attr(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+                attr(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+                attr(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+            ],
+            max_workgroup_storage_size: attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
+            max_storage_buffers_per_kernel: u32::MAX,
+            storage_offset_alignment: 4,
+        },
+        features: Features { f16: cc >= [5, 3], timestamps: true, subgroups: true },
+        memory_total: Some(total),
+        compute_capability: Some(cc),
+    })
+}
+
+/// CUDA devices with their ordinals.
+pub(crate) fn enumerate() -> Vec<(DeviceInfo, usize)> {
+    probe().as_ref().map(|list| list.iter().cloned().enumerate().map(|(i, d)| (d, i)).collect()).unwrap_or_default()
+}
+
+/// Why no CUDA device can be opened.
+pub(crate) fn missing_reason() -> String {
+    match probe() {
+        Err(why) => why.clone(),
+        Ok(_) => "every CUDA device is listed; none matched".into(),
+    }
+}
+
+/// An opened CUDA device.
+pub(crate) struct CudaDevice {
+    pub ctx: Arc<CudaContext>,
+    /// NVRTC architecture, e.g. `sm_90`.
+    arch: String,
+    /// Streaming multiprocessors (sizes grids).
+    pub sm_count: u32,
+    /// Stream of the immediate fills of fresh allocations.
+    fill_stream: Arc<CudaStream>,
+    functions: Mutex<HashMap<Builtin, CudaFunction>>,
+    pub retirement: Arc<Retirement>,
+    /// Set by the first asynchronous failure: the context is unusable afterwards.
+    failed: Mutex<Option<String>>,
+}
+
+/// A compiled user kernel.
+pub(crate) struct UserFunction(pub CudaFunction);
+
+impl CudaDevice {
+    pub(crate) fn open(ordinal: usize, info: &DeviceInfo) -> Result<CudaDevice> {
+        let opened = std::panic::catch_unwind(|| -> std::result::Result<_, DriverError> {
+            let ctx = CudaContext::new(ordinal)?;
+            let fill_stream = ctx.new_stream()?;
+            let sms = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+            Ok((ctx, fill_stream, sms))
+        });
+        let (ctx, fill_stream, sms) = opened
+            .map_err(|_| Error::NoDevice(format!("opening `{}` panicked inside the CUDA driver bindings", info.name)))?
+            .map_err(|e| Error::NoDevice(format!("opening `{}` failed: {}", info.name, driver_error(e))))?;
+        let [major, minor] = info.compute_capability.unwrap_or([8, 0]);
+        Ok(CudaDevice {
+            arch: format!("sm_{major}{minor}"),
+            sm_count: sms.max(1) as u32,
+            fill_stream,
+            functions: Mutex::new(HashMap::new()),
+            retirement: Arc::new(Retirement::new()),
+            failed: Mutex::new(None),
+            ctx,
+        })
+    }
+
+    pub(crate) fn alloc(&self, bytes: u64) -> Result<DeviceMemory> {
+        DeviceMemory::new(&self.ctx, bytes)
+    }
+
+    /// Fill the first `bytes` of `mem`, which no queued work uses, with `word`, and wait.
+    pub(crate) fn fill_now(&self, mem: &DeviceMemory, bytes: u64, word: u32) -> Result<()> {
+        self.ctx.bind_to_thread().map_err(|e| self.fail("binding the context", e))?;
+        // SAFETY: the block holds at least `bytes`; the stream is this context's.
+        unsafe { sys::cuMemsetD32Async(mem.ptr, word, (bytes / 4) as usize, self.fill_stream.cu_stream()) }
+            .result()
+            .map_err(|e| self.fail("filling device memory", e))?;
+        self.fill_stream.synchronize().map_err(|e| self.fail("filling device memory", e))
+    }
+
+    /// Release what finished work held.
+    pub(crate) fn maintain(&self) {
+        if let Err(e) = self.retirement.poll() {
+            self.fail("completing queued work", e);
+        }
+    }
+
+    pub(crate) fn check_healthy(&self) -> Result<()> {
+        match lock(&self.failed).clone() {
+            Some(msg) => Err(Error::Device(format!("{msg}; the CUDA context is unusable: open the device again to continue"))),
+            None => Ok(()),
+        }
+    }
+
+    /// Record an error from asynchronous work (it poisons the CUDA context) and describe it.
+    pub(crate) fn fail(&self, what: &str, e: DriverError) -> Error {
+        let msg = format!("{what}: {}", driver_error(e));
+        use sys::cudaError_enum as E;
+        // Errors of a kernel that ran make the context unusable; argument errors do not.
+        if matches!(e.0, E::CUDA_ERROR_ILLEGAL_ADDRESS | E::CUDA_ERROR_LAUNCH_FAILED | E::CUDA_ERROR_ILLEGAL_INSTRUCTION | E::CUDA_ERROR_MISALIGNED_ADDRESS | E::CUDA_ERROR_HARDWARE_STACK_ERROR | E::CUDA_ERROR_ASSERT | E::CUDA_ERROR_ECC_UNCORRECTABLE) {
+            lock(&self.failed).get_or_insert_with(|| msg.clone());
+        }
+        Error::Device(msg)
+    }
+
+    pub(crate) fn memory_free(&self) -> Option<u64> {
+        self.ctx.mem_get_info().ok().map(|(free, _)| free as u64)
+    }
+
+    /// The function of a built-in kernel, compiled (or read from the disk cache) on first use.
+    pub(crate) fn builtin(&self, kernel: Builtin) -> Result<CudaFunction> {
+        if let Some(f) = lock(&self.functions).get(&kernel) {
+            return Ok(f.clone());
+        }
+        let (source, options) = (kernel.source(), kernel.options(&self.arch));
+        let dir = compile::cache_dir();
+        let internal = |e: CompileFailure| match e {
+            CompileFailure::Nvrtc(why) => Error::Unsupported { backend: BackendKind::Cuda, what: format!("built-in kernel `{}`: {why}", kernel.entry) },
+            CompileFailure::Source(log) => Error::Device(format!("internal: built-in kernel {} `{}` does not compile for {}: {log}", kernel.name(), kernel.entry, self.arch)),
+        };
+        let function = match self.load(&compile::cubin(&source, kernel.name(), &options, dir.as_ref()).map_err(internal)?, kernel.entry) {
+            Ok(f) => f,
+            Err(_) => {
+                // A stale or damaged cache entry: compile afresh.
+                compile::forget(&source, &options, dir.as_ref());
+                let fresh = compile::cubin(&source, kernel.name(), &options, None).map_err(internal)?;
+                self.load(&fresh, kernel.entry).map_err(|e| self.fail(&format!("loading built-in kernel `{}`", kernel.entry), e))?
+            }
+        };
+        lock(&self.functions).insert(kernel, function.clone());
+        Ok(function)
+    }
+
+    fn load(&self, cubin: &[u8], entry: &str) -> std::result::Result<CudaFunction, DriverError> {
+        let module = self.ctx.load_module(Ptx::from_binary(cubin.to_vec()))?;
+        module.load_function(entry)
+    }
+
+    /// Compile a user kernel; compile errors become [`Error::Shader`] with the NVRTC log.
+    pub(crate) fn compile_user(&self, source: &str, entry: &str) -> Result<UserFunction> {
+        let options = compile::base_options(&self.arch);
+        let cubin = compile::cubin(source, "kernel.cu", &options, compile::cache_dir().as_ref()).map_err(|e| match e {
+            CompileFailure::Nvrtc(why) => Error::Unsupported { backend: BackendKind::Cuda, what: format!("CUDA kernel `{entry}`: {why}") },
+            CompileFailure::Source(log) => {
+                let (line, _) = compile::first_error(&log).unwrap_or((1, String::new()));
+                let source_line = source.lines().nth(line.saturating_sub(1) as usize).unwrap_or("").trim_end().to_string();
+                Error::Shader { line, column: 0, message: log, source_line }
+            }
+        })?;
+        self.load(&cubin, entry)
+            .map(UserFunction)
+            .map_err(|e| Error::Invalid(format!("loading CUDA kernel `{entry}` failed: {}", driver_error(e))))
+    }
+}

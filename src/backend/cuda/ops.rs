@@ -1,0 +1,295 @@
+//! The op catalogue on CUDA: each [`OpCall`] becomes launches of `kernels/*.cu` (or a cuBLAS
+//! GEMM). The `#[repr(C)]` parameter structs here mirror those at the top of each kernel file.
+
+use std::sync::Arc;
+
+use cudarc::driver::DeviceRepr;
+
+use super::compile::{Builtin, KernelFile};
+use super::queue::{address, CudaQueue};
+use super::{blas, CudaDevice};
+use crate::buffer::BufferInner;
+use crate::device::Init;
+use crate::layout::{Layout, MAX_RANK};
+use crate::ops::{OpCall, Operand, ReduceOp};
+use crate::{Error, Queue, Result};
+
+/// Threads per block of the 1-D kernels.
+const BLOCK: u32 = 256;
+/// Batch dimensions matmul.cu addresses.
+const MAX_BATCH_RANK: usize = 6;
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct ElementwiseParams {
+    n: u64,
+    rank: u32,
+    pad: u32,
+    shape: [u64; MAX_RANK],
+    a_strides: [u64; MAX_RANK],
+    b_strides: [u64; MAX_RANK],
+    a_period: u64,
+    b_period: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CopyParams {
+    n: u64,
+    rank: u32,
+    pad: u32,
+    shape: [u64; MAX_RANK],
+    strides: [u64; MAX_RANK],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct ReduceParams {
+    outer: u64,
+    len: u64,
+    inner: u64,
+    chunk: u64,
+    chunks: u64,
+    scale: f32,
+    write_values: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct SoftmaxParams {
+    rows: u64,
+    cols: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct MatmulParams {
+    m: u64,
+    n: u64,
+    k: u64,
+    a_row: u64,
+    a_col: u64,
+    b_row: u64,
+    b_col: u64,
+    batches: u64,
+    batch_rank: u32,
+    pad: u32,
+    batch_shape: [u64; MAX_BATCH_RANK],
+    a_batch: [u64; MAX_BATCH_RANK],
+    b_batch: [u64; MAX_BATCH_RANK],
+}
+
+// SAFETY: plain #[repr(C)] structs of integers and floats, laid out like their C twins.
+unsafe impl DeviceRepr for ElementwiseParams {}
+unsafe impl DeviceRepr for CopyParams {}
+unsafe impl DeviceRepr for ReduceParams {}
+unsafe impl DeviceRepr for SoftmaxParams {}
+unsafe impl DeviceRepr for MatmulParams {}
+
+/// `[n0, n1, ..]` padded with `fill` to `N` entries.
+fn padded<const N: usize>(values: &[usize], fill: u64) -> [u64; N] {
+    let mut out = [fill; N];
+    for (o, &v) in out.iter_mut().zip(values) {
+        *o = v as u64;
+    }
+    out
+}
+
+/// The `IDX` definition: 32-bit indexing when every index of the launch fits.
+fn index_type(largest: usize) -> (&'static str, String) {
+    let ty = if largest < u32::MAX as usize { "unsigned int" } else { "unsigned long long" };
+    ("IDX", ty.to_string())
+}
+
+/// Elements of a view counted from its first element (what a kernel indexes).
+fn extent(l: &Layout) -> usize {
+    l.end().saturating_sub(l.offset)
+}
+
+fn kernel(file: KernelFile, entry: &'static str, defines: Vec<(&'static str, String)>) -> Builtin {
+    Builtin { file, entry, defines }
+}
+
+/// Blocks for a grid-stride loop over `items`.
+fn blocks(dev: &CudaDevice, items: usize, per_block: usize) -> u32 {
+    let wanted = items.div_ceil(per_block).max(1);
+    wanted.min(dev.sm_count as usize * 32).min(65_535) as u32
+}
+
+fn operand(o: &Operand<'_>) -> Result<u64> {
+    address(o.buf, o.layout.offset)
+}
+
+pub(crate) fn run_op(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, call: OpCall<'_>) -> Result<()> {
+    match call {
+        OpCall::Unary { op, x, out } => {
+            let access = x.layout.access();
+            let n = out.layout.numel();
+            let f = dev.builtin(kernel(
+                KernelFile::Elementwise,
+                "unary_main",
+                vec![("OP", op.code().to_string()), ("A_MODE", access.code().to_string()), index_type(n.max(extent(x.layout)))],
+            ))?;
+            let p = ElementwiseParams {
+                n: n as u64,
+                rank: out.layout.shape.len() as u32,
+                shape: padded(&out.layout.shape, 1),
+                a_strides: padded(&x.layout.strides, 0),
+                a_period: access.period() as u64,
+                ..Default::default()
+            };
+            q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
+        }
+        OpCall::Binary { op, act, a, b, out } => {
+            let (a_access, b_access) = (a.layout.access(), b.layout.access());
+            let n = out.layout.numel();
+            let defines = vec![
+                ("OP", op.code().to_string()),
+                ("ACT", act.map_or(0, |f| f.code()).to_string()),
+                ("A_MODE", a_access.code().to_string()),
+                ("B_MODE", b_access.code().to_string()),
+                index_type(n.max(extent(a.layout)).max(extent(b.layout))),
+            ];
+            let f = dev.builtin(kernel(KernelFile::Elementwise, "binary_main", defines))?;
+            let p = ElementwiseParams {
+                n: n as u64,
+                rank: out.layout.shape.len() as u32,
+                shape: padded(&out.layout.shape, 1),
+                a_strides: padded(&a.layout.strides, 0),
+                b_strides: padded(&b.layout.strides, 0),
+                a_period: a_access.period() as u64,
+                b_period: b_access.period() as u64,
+                ..Default::default()
+            };
+            let pointers = [operand(&a)?, operand(&b)?, operand(&out)?];
+            q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &p, &[a.buf, b.buf, out.buf])
+        }
+        OpCall::Copy { x, out } => {
+            let n = out.layout.numel();
+            let f = dev.builtin(kernel(KernelFile::Copy, "copy_main", vec![index_type(n.max(extent(x.layout)))]))?;
+            let p = CopyParams {
+                n: n as u64,
+                rank: out.layout.shape.len() as u32,
+                shape: padded(&out.layout.shape, 1),
+                strides: padded(&x.layout.strides, 0),
+                ..Default::default()
+            };
+            q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
+        }
+        OpCall::Reduce { op, x, outer, len, inner, out } => reduce(q, dev, queue, op, x, [outer, len, inner], out),
+        OpCall::Softmax { x, rows, cols, out } => {
+            let f = dev.builtin(kernel(KernelFile::Softmax, "softmax_main", vec![index_type(rows * cols)]))?;
+            let p = SoftmaxParams { rows: rows as u64, cols: cols as u64 };
+            q.launch_builtin(dev, &f, (rows.clamp(1, 65_535) as u32, 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
+        }
+        OpCall::Matmul { a, b, out, m, n, k } => {
+            let precision = queue.device().shared.options.matmul_precision;
+            if blas::matmul(q, dev, &a, &b, &out, m, n, k, precision)? {
+                return q.retain_used(dev, &[a.buf, b.buf, out.buf]);
+            }
+            matmul_kernel(q, dev, a, b, out, m, n, k)
+        }
+    }
+}
+
+/// Temporary device memory for intermediate results.
+fn temp(queue: &Queue, elements: usize) -> Result<Arc<BufferInner>> {
+    queue.device().alloc((elements.max(1) * 4) as u64, Init::Overwritten)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn reduce(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, op: ReduceOp, x: Operand<'_>, [outer, len, inner]: [usize; 3], out: Operand<'_>) -> Result<()> {
+    let argmax = op == ReduceOp::Argmax;
+    let scale = if op == ReduceOp::Mean { 1.0 / len as f32 } else { 1.0 };
+    let idx = index_type(outer * len * inner);
+    let op_define = ("OP", op.code().to_string());
+    if inner >= 32 {
+        // One thread per output column: coalesced reads, one pass.
+        let f = dev.builtin(kernel(KernelFile::Reduce, "reduce_cols", vec![op_define, idx]))?;
+        let p = ReduceParams { outer: outer as u64, len: len as u64, inner: inner as u64, chunk: len as u64, chunks: 1, scale, write_values: 1 };
+        let (values, indices) = if argmax { (0, operand(&out)?) } else { (operand(&out)?, 0) };
+        return q.launch_builtin(dev, &f, (blocks(dev, outer * inner, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, values, indices], &p, &[x.buf, out.buf]);
+    }
+    // Passes of one block per (row, chunk): enough chunks to fill the GPU when rows are few.
+    let mut input: (Arc<BufferInner>, usize) = (x.buf.clone(), x.layout.offset);
+    let mut input_indices: Option<Arc<BufferInner>> = None;
+    let (mut outer, mut len, mut inner) = (outer, len, inner);
+    loop {
+        let rows = outer * inner;
+        let chunks = (4 * dev.sm_count as usize).div_ceil(rows).clamp(1, len.div_ceil(2048).max(1));
+        let chunk = len.div_ceil(chunks);
+        let last = chunks == 1;
+        let first = input_indices.is_none();
+        let f = dev.builtin(kernel(KernelFile::Reduce, "reduce_rows", vec![op_define.clone(), ("FIRST", u32::from(first).to_string()), idx.clone()]))?;
+        let (values, indices): (Option<Arc<BufferInner>>, Option<Arc<BufferInner>>) = match (last, argmax) {
+            (true, _) => (None, None),
+            (false, true) => (Some(temp(queue, rows * chunks)?), Some(temp(queue, rows * chunks)?)),
+            (false, false) => (Some(temp(queue, rows * chunks)?), None),
+        };
+        let values_ptr = match (&values, last && argmax) {
+            (Some(v), _) => address(v, 0)?,
+            (None, true) => 0,
+            (None, false) => operand(&out)?,
+        };
+        let indices_ptr = match (&indices, last && argmax) {
+            (Some(i), _) => address(i, 0)?,
+            (None, true) => operand(&out)?,
+            (None, false) => 0,
+        };
+        let p = ReduceParams {
+            outer: outer as u64,
+            len: len as u64,
+            inner: inner as u64,
+            chunk: chunk as u64,
+            chunks: chunks as u64,
+            scale: if last { scale } else { 1.0 },
+            write_values: u32::from(!(last && argmax)),
+        };
+        let in_ptr = address(&input.0, input.1)?;
+        let in_idx = input_indices.as_ref().map_or(Ok(0), |i| address(i, 0))?;
+        let mut held: Vec<&Arc<BufferInner>> = vec![&input.0, out.buf];
+        held.extend(input_indices.iter().chain(values.iter()).chain(indices.iter()));
+        let grid = ((rows * chunks).clamp(1, 65_535) as u32, 1, 1);
+        q.launch_builtin(dev, &f, grid, (BLOCK, 1, 1), &[in_ptr, in_idx, values_ptr, indices_ptr], &p, &held)?;
+        if last {
+            return Ok(());
+        }
+        input = (values.ok_or_else(|| Error::Device("internal: reduction pass without output".into()))?, 0);
+        input_indices = indices;
+        (outer, len, inner) = (rows, chunks, 1);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn matmul_kernel(q: &CudaQueue, dev: &CudaDevice, a: Operand<'_>, b: Operand<'_>, out: Operand<'_>, m: usize, n: usize, k: usize) -> Result<()> {
+    let r = out.layout.shape.len();
+    let batch_rank = r - 2;
+    if batch_rank > MAX_BATCH_RANK {
+        return Err(Error::Limit { what: "matmul batch dimensions".into(), value: batch_rank as u64, limit: "batch rank of kernels/matmul.cu", max: MAX_BATCH_RANK as u64 });
+    }
+    let (gx, gy) = (n.div_ceil(64), m.div_ceil(64));
+    if gy > 65_535 {
+        return Err(Error::Limit { what: format!("matmul rows {m} in 64-row tiles"), value: gy as u64, limit: "grid y of kernels/matmul.cu", max: 65_535 });
+    }
+    let batches = out.layout.numel() / (m * n).max(1);
+    let largest = out.layout.numel().max(extent(a.layout)).max(extent(b.layout));
+    let f = dev.builtin(kernel(KernelFile::Matmul, "matmul_main", vec![index_type(largest)]))?;
+    let (sa, sb) = (&a.layout.strides, &b.layout.strides);
+    let p = MatmulParams {
+        m: m as u64,
+        n: n as u64,
+        k: k as u64,
+        a_row: sa[r - 2] as u64,
+        a_col: sa[r - 1] as u64,
+        b_row: sb[r - 2] as u64,
+        b_col: sb[r - 1] as u64,
+        batches: batches as u64,
+        batch_rank: batch_rank as u32,
+        pad: 0,
+        batch_shape: padded(&out.layout.shape[..batch_rank], 1),
+        a_batch: padded(&sa[..batch_rank], 0),
+        b_batch: padded(&sb[..batch_rank], 0),
+    };
+    let grid = (gx as u32, gy as u32, batches.clamp(1, 65_535) as u32);
+    q.launch_builtin(dev, &f, grid, (16, 16, 1), &[operand(&a)?, operand(&b)?, operand(&out)?], &p, &[a.buf, b.buf, out.buf])
+}

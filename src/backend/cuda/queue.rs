@@ -1,0 +1,319 @@
+//! Queues are CUDA streams; work is issued as it is recorded. Every buffer a recorded command
+//! uses (and every pinned staging buffer) is held until an event recorded after the command
+//! has completed, so pooled memory is never reused under running work.
+
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaFunction, CudaStream, DeviceRepr, DriverError, LaunchConfig, PushKernelArg};
+
+use super::memory::{PinnedBuffer, StagingPool, STAGING_MAX};
+use super::{driver_error, CudaDevice, DeviceMemory};
+use crate::backend::Memory;
+use crate::buffer::BufferInner;
+use crate::kernel::{BindingValue, Binding, Scalar};
+use crate::signal::lock;
+use crate::{Error, Result};
+
+/// Recorded commands after which a queue records an event on its own and hands what they
+/// hold to the device's retirement list.
+const MAX_PENDING: usize = 1024;
+
+/// What recorded work holds until it has run.
+#[derive(Default)]
+pub(crate) struct Retained {
+    held: Vec<Arc<BufferInner>>,
+    staging: Vec<PinnedBuffer>,
+    commands: usize,
+}
+
+struct InFlight {
+    event: Arc<CudaEvent>,
+    retained: Retained,
+}
+
+/// Work issued on any stream of a device whose resources are released once its event has
+/// completed; also the device's pinned staging pool.
+pub(crate) struct Retirement {
+    in_flight: Mutex<Vec<InFlight>>,
+    pub staging: StagingPool,
+}
+
+impl Retirement {
+    pub(crate) fn new() -> Self {
+        Retirement { in_flight: Mutex::new(Vec::new()), staging: StagingPool::new() }
+    }
+
+    fn push(&self, event: Arc<CudaEvent>, retained: Retained) {
+        lock(&self.in_flight).push(InFlight { event, retained });
+    }
+
+    /// Release the resources of completed work (never blocks).
+    pub(crate) fn poll(&self) -> std::result::Result<(), DriverError> {
+        let mut error = None;
+        let finished: Vec<InFlight> = {
+            let mut list = lock(&self.in_flight);
+            let (done, pending): (Vec<_>, Vec<_>) = list.drain(..).partition(|f| match f.event.try_is_complete() {
+                Ok(done) => done,
+                Err(e) => {
+                    error = Some(e);
+                    false
+                }
+            });
+            *list = pending;
+            done
+        };
+        // Outside the lock: dropping returns memory to the pools.
+        for f in finished {
+            for buffer in f.retained.staging {
+                self.staging.give_back(buffer);
+            }
+        }
+        error.map_or(Ok(()), Err)
+    }
+}
+
+/// A CUDA stream with the resources its recorded work holds.
+pub(crate) struct CudaQueue {
+    ctx: Arc<CudaContext>,
+    retirement: Arc<Retirement>,
+    /// Created on first use.
+    stream: Mutex<Option<Arc<CudaStream>>>,
+    pending: Mutex<Retained>,
+    /// cuBLAS handle bound to this stream, created on the first matmul.
+    pub blas: Mutex<Option<cudarc::cublas::CudaBlas>>,
+}
+
+/// The device memory behind pooled memory.
+pub(crate) fn device_memory(buf: &Arc<BufferInner>) -> Result<&DeviceMemory> {
+    match buf.memory() {
+        Memory::Cuda(m) => Ok(m),
+        #[allow(unreachable_patterns)]
+        _ => Err(Error::Device("internal: a non-cuda buffer reached the cuda backend".into())),
+    }
+}
+
+/// Device address of element `offset` (4-byte elements) of a buffer.
+pub(crate) fn address(buf: &Arc<BufferInner>, offset: usize) -> Result<u64> {
+    Ok(device_memory(buf)?.ptr + offset as u64 * 4)
+}
+
+impl CudaQueue {
+    pub(crate) fn new(dev: &CudaDevice) -> Self {
+        CudaQueue {
+            ctx: dev.ctx.clone(),
+            retirement: dev.retirement.clone(),
+            stream: Mutex::new(None),
+            pending: Mutex::new(Retained::default()),
+            blas: Mutex::new(None),
+        }
+    }
+
+    /// The stream, created on first use.
+    pub(crate) fn stream(&self, dev: &CudaDevice) -> Result<Arc<CudaStream>> {
+        let mut slot = lock(&self.stream);
+        if let Some(s) = slot.as_ref() {
+            return Ok(s.clone());
+        }
+        let stream = self.ctx.new_stream().map_err(|e| dev.fail("creating a CUDA stream", e))?;
+        *slot = Some(stream.clone());
+        Ok(stream)
+    }
+
+    /// Note buffers and staging memory the command just issued uses.
+    fn retain(&self, dev: &CudaDevice, held: impl IntoIterator<Item = Arc<BufferInner>>, staging: Option<PinnedBuffer>) -> Result<()> {
+        let full = {
+            let mut p = lock(&self.pending);
+            p.held.extend(held);
+            p.staging.extend(staging);
+            p.commands += 1;
+            p.commands >= MAX_PENDING
+        };
+        if full {
+            self.mark(dev)?;
+        }
+        Ok(())
+    }
+
+    /// Record an event after everything issued so far and hand the held resources over to
+    /// the device until it completes.
+    fn mark(&self, dev: &CudaDevice) -> Result<Arc<CudaEvent>> {
+        let stream = self.stream(dev)?;
+        let event = self.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(|e| dev.fail("creating a CUDA event", e))?;
+        event.record(&stream).map_err(|e| dev.fail("recording a CUDA event", e))?;
+        let event = Arc::new(event);
+        let retained = std::mem::take(&mut *lock(&self.pending));
+        self.retirement.push(event.clone(), retained);
+        Ok(event)
+    }
+
+    fn bind(&self, dev: &CudaDevice) -> Result<()> {
+        self.ctx.bind_to_thread().map_err(|e| dev.fail("binding the CUDA context", e))
+    }
+
+    pub(crate) fn write(&self, dev: &CudaDevice, dst: &Arc<BufferInner>, offset: u64, data: &[u8]) -> Result<()> {
+        let stream = self.stream(dev)?;
+        let ptr = device_memory(dst)?.ptr + offset;
+        self.bind(dev)?;
+        let staging = if data.len() <= STAGING_MAX {
+            let mut pinned = self.retirement.staging.take(&self.ctx, data.len())?;
+            pinned.bytes_mut(data.len()).copy_from_slice(data);
+            // SAFETY: the destination range lies in the block; the pinned source stays alive
+            // (retained) until the copy has run.
+            unsafe { result::memcpy_htod_async(ptr, pinned.bytes(data.len()), stream.cu_stream()) }.map_err(|e| dev.fail("copying to the device", e))?;
+            Some(pinned)
+        } else {
+            // SAFETY: from pageable memory the driver stages the data before returning.
+            unsafe { result::memcpy_htod_async(ptr, data, stream.cu_stream()) }.map_err(|e| dev.fail("copying to the device", e))?;
+            None
+        };
+        self.retain(dev, [dst.clone()], staging)
+    }
+
+    pub(crate) fn copy(&self, dev: &CudaDevice, src: &Arc<BufferInner>, src_offset: u64, dst: &Arc<BufferInner>, dst_offset: u64, bytes: u64) -> Result<()> {
+        let stream = self.stream(dev)?;
+        let (s, d) = (device_memory(src)?.ptr + src_offset, device_memory(dst)?.ptr + dst_offset);
+        self.bind(dev)?;
+        // SAFETY: both ranges lie in their blocks (checked by the caller) and do not overlap.
+        unsafe { result::memcpy_dtod_async(d, s, bytes as usize, stream.cu_stream()) }.map_err(|e| dev.fail("copying on the device", e))?;
+        self.retain(dev, [src.clone(), dst.clone()], None)
+    }
+
+    /// Launch a built-in kernel: device pointers, then the parameter struct by value.
+    pub(crate) fn launch_builtin<P: DeviceRepr>(
+        &self,
+        dev: &CudaDevice,
+        function: &CudaFunction,
+        grid: (u32, u32, u32),
+        block: (u32, u32, u32),
+        pointers: &[u64],
+        params: &P,
+        held: &[&Arc<BufferInner>],
+    ) -> Result<()> {
+        let stream = self.stream(dev)?;
+        let mut launch = stream.launch_builder(function);
+        for p in pointers {
+            launch.arg(p);
+        }
+        launch.arg(params);
+        // SAFETY: the argument list matches the kernel's signature (kernels/*.cu and the
+        // #[repr(C)] structs of ops.rs are kept in step) and every pointer lies in a live block.
+        unsafe { launch.launch(LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: 0 }) }
+            .map_err(|e| dev.fail("launching a built-in kernel", e))?;
+        self.retain(dev, held.iter().map(|&b| b.clone()), None)
+    }
+
+    /// Hold `buffers` until the work just issued on this queue (by a library such as cuBLAS)
+    /// has run.
+    pub(crate) fn retain_used(&self, dev: &CudaDevice, buffers: &[&Arc<BufferInner>]) -> Result<()> {
+        self.retain(dev, buffers.iter().map(|&b| b.clone()), None)
+    }
+
+    /// Launch a user kernel with checked bindings.
+    pub(crate) fn launch_user(&self, dev: &CudaDevice, function: &CudaFunction, bindings: &[Binding<'_>], grid: [u32; 3], block: [u32; 3]) -> Result<()> {
+        let stream = self.stream(dev)?;
+        let mut pointers = Vec::with_capacity(bindings.len());
+        let mut held = Vec::with_capacity(bindings.len());
+        for b in bindings {
+            if let BindingValue::Buffer(buf) = &b.value {
+                pointers.push(device_memory(buf.inner)?.ptr + buf.byte_offset);
+                held.push(buf.inner.clone());
+            }
+        }
+        let mut launch = stream.launch_builder(function);
+        let mut next_pointer = pointers.iter();
+        for b in bindings {
+            match &b.value {
+                BindingValue::Buffer(_) => {
+                    let p = next_pointer.next().ok_or_else(|| Error::Device("internal: pointer list out of step".into()))?;
+                    launch.arg(p)
+                }
+                BindingValue::Scalar(Scalar::F32(v)) => launch.arg(v),
+                BindingValue::Scalar(Scalar::I32(v)) => launch.arg(v),
+                BindingValue::Scalar(Scalar::U32(v)) => launch.arg(v),
+            };
+        }
+        let cfg = LaunchConfig { grid_dim: (grid[0], grid[1], grid[2]), block_dim: (block[0], block[1], block[2]), shared_mem_bytes: 0 };
+        // SAFETY: the arguments were checked against the kernel's parameter list.
+        unsafe { launch.launch(cfg) }.map_err(|e| dev.fail("launching the kernel", e))?;
+        self.retain(dev, held, None)
+    }
+
+    pub(crate) fn submit(&self, dev: &CudaDevice) -> Result<CudaFence> {
+        Ok(CudaFence { event: self.mark(dev)? })
+    }
+
+    pub(crate) fn wait_for(&self, dev: &CudaDevice, fence: &CudaFence) -> Result<()> {
+        self.stream(dev)?.wait(&fence.event).map_err(|e| dev.fail("ordering a stream after an event", e))
+    }
+
+    pub(crate) fn read(&self, dev: &CudaDevice, src: &Arc<BufferInner>, offset: u64, bytes: u64) -> Result<Vec<u8>> {
+        let stream = self.stream(dev)?;
+        let ptr = device_memory(src)?.ptr + offset;
+        let n = bytes as usize;
+        self.bind(dev)?;
+        let mut out = vec![0u8; n];
+        let mut pinned = if n <= STAGING_MAX { Some(self.retirement.staging.take(&self.ctx, n)?) } else { None };
+        match pinned.as_mut() {
+            // SAFETY: the pinned buffer is not read before the event below has completed.
+            Some(p) => unsafe { result::memcpy_dtoh_async(p.bytes_mut(n), ptr, stream.cu_stream()) },
+            // SAFETY: `out` is not read before the event below has completed.
+            None => unsafe { result::memcpy_dtoh_async(&mut out, ptr, stream.cu_stream()) },
+        }
+        .map_err(|e| dev.fail("copying from the device", e))?;
+        self.retain(dev, [src.clone()], None)?;
+        let event = self.mark(dev)?;
+        event.synchronize().map_err(|e| dev.fail("waiting for the device", e))?;
+        if let Some(p) = pinned {
+            out.copy_from_slice(p.bytes(n));
+            self.retirement.staging.give_back(p);
+        }
+        dev.maintain();
+        dev.check_healthy()?;
+        Ok(out)
+    }
+}
+
+impl Drop for CudaQueue {
+    fn drop(&mut self) {
+        // Work already issued keeps running: keep its buffers until it has.
+        let pending = std::mem::take(&mut *lock(&self.pending));
+        if pending.commands == 0 {
+            return;
+        }
+        let stream = lock(&self.stream).clone();
+        if let Some(stream) = stream {
+            if let Ok(event) = self.ctx.new_event(None) {
+                if event.record(&stream).is_ok() {
+                    self.retirement.push(Arc::new(event), pending);
+                    return;
+                }
+            }
+            // No event could be recorded: wait for the stream instead of freeing under it.
+            let _ = stream.synchronize();
+        }
+    }
+}
+
+/// A CUDA event recorded at submit (with timing enabled).
+#[derive(Clone)]
+pub(crate) struct CudaFence {
+    pub event: Arc<CudaEvent>,
+}
+
+impl CudaFence {
+    pub(crate) fn is_signalled(&self) -> bool {
+        self.event.try_is_complete().unwrap_or(true)
+    }
+
+    pub(crate) fn wait(&self, dev: &CudaDevice) -> Result<()> {
+        self.event.synchronize().map_err(|e| dev.fail("waiting for the device", e))?;
+        dev.maintain();
+        dev.check_healthy()
+    }
+
+    /// Device time from `start` to this fence.
+    pub(crate) fn elapsed_since(&self, start: &CudaFence) -> Result<std::time::Duration> {
+        let ms = start.event.elapsed_ms(&self.event).map_err(|e| Error::Device(format!("timing between events: {}", driver_error(e))))?;
+        Ok(std::time::Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
+    }
+}
