@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Runs every test of unicompute. Installs what is missing first:
 #   - Debian packages: the Vulkan loader and Mesa's lavapipe (a CPU implementation of Vulkan),
-#     so wgpu finds an adapter on machines without a GPU.
+#     so wgpu finds an adapter on machines without a GPU;
+#   - NVRTC from PyPI (`nvidia-cuda-nvrtc`, the CUDA version cudarc is built for) into
+#     .nvrtc/, so every kernels/*.cu is compile-checked for sm_80 and sm_90 without a GPU.
 # Set UNICOMPUTE_REQUIRE_WEBGPU=1 (CI does) to make a missing wgpu adapter a failure
-# instead of a skipped backend.
+# instead of a skipped backend, UNICOMPUTE_REQUIRE_NVRTC=1 (CI does) to make a missing
+# NVRTC one, and UNICOMPUTE_REQUIRE_CUDA=1 (on GPU machines) to make a missing CUDA device one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +14,7 @@ missing=()
 for pkg in libvulkan1 mesa-vulkan-drivers; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
+python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 if [ ${#missing[@]} -gt 0 ] && command -v apt-get >/dev/null; then
     sudo=""
     [ "$(id -u)" -ne 0 ] && sudo="sudo"
@@ -30,7 +34,23 @@ if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -d "$XDG_RUNTIME_DIR" ]; then
 fi
 chmod 700 "$XDG_RUNTIME_DIR" 2>/dev/null || true
 
+# NVRTC for the CUDA compile check, unless the system has one.
+NVRTC_DIR="$PWD/.nvrtc"
+if ! ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so' && [ ! -e "$NVRTC_DIR/nvidia/cu13/lib/libnvrtc.so.13" ]; then
+    echo "== installing NVRTC (PyPI nvidia-cuda-nvrtc 13.0) into .nvrtc/"
+    mkdir -p "$NVRTC_DIR/wheel"
+    if python3 -m pip download -q --no-deps --only-binary=:all: --dest "$NVRTC_DIR/wheel" 'nvidia-cuda-nvrtc==13.0.*'; then
+        python3 -m zipfile -e "$NVRTC_DIR"/wheel/nvidia_cuda_nvrtc-*.whl "$NVRTC_DIR"
+        rm -rf "$NVRTC_DIR/wheel"
+    else
+        echo "   (download failed: the CUDA compile check will be skipped)"
+    fi
+fi
+export LD_LIBRARY_PATH="$NVRTC_DIR/nvidia/cu13/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
 echo "== devices"
 cargo run --quiet --release --bin unicompute -- info
 echo "== cargo test"
 cargo test --release
+echo "== the build without the cuda feature"
+cargo check --release --quiet --no-default-features --features webgpu,cli

@@ -39,6 +39,8 @@ const MAX_GRID_X: u64 = 65535;
 const COPY_BYTES: u64 = 128 << 20;
 /// Matrix edge of the CPU's GEMM ceiling.
 const GEMM_CEILING_EDGE: usize = 1024;
+/// Matrix edge of the GEMM ceiling on CUDA GPUs, large enough to reach cuBLAS's peak.
+const GPU_GEMM_CEILING_EDGE: usize = 4096;
 /// Columns of the row-structured cases (broadcast, last-axis reduction, softmax).
 const ROW_COLS: usize = 1024;
 /// Elements of each op in the `chain` case.
@@ -191,9 +193,10 @@ pub fn measure_ceilings(device: &Device, config: &BenchConfig, progress: &mut dy
             progress("ceiling: arithmetic peak (shaders/peak.wgsl)");
             peak_gflops(device, config)?
         }
-        _ => {
-            progress(&format!("ceiling: GEMM {GEMM_CEILING_EDGE}^3"));
-            gemm_gflops(device, config)?
+        kind => {
+            let edge = if kind == BackendKind::Cuda { GPU_GEMM_CEILING_EDGE } else { GEMM_CEILING_EDGE };
+            progress(&format!("ceiling: GEMM {edge}^3"));
+            gemm_gflops(device, config, edge)?
         }
     };
     Ok(Ceilings { copy_gbps, copy_bytes, gflops, gflops_source })
@@ -487,12 +490,12 @@ fn copy_bandwidth(device: &Device, config: &BenchConfig, bytes: u64) -> Result<f
 }
 
 /// GFLOP/s of the matmul op at the GEMM ceiling size, with a description.
-fn gemm_gflops(device: &Device, config: &BenchConfig) -> Result<(f64, String)> {
-    let (shape, work, out_bytes, launch) = matmul_case(device, GEMM_CEILING_EDGE)?;
+fn gemm_gflops(device: &Device, config: &BenchConfig, edge: usize) -> Result<(f64, String)> {
+    let (shape, work, out_bytes, launch) = matmul_case(device, edge)?;
     let case = Case { shape, work, out_bytes, batched: true, launch, name: "gemm".into() };
     let seconds = median_seconds(&device.queue(), config, &case)?;
-    let flops = 2.0 * (GEMM_CEILING_EDGE as f64).powi(3);
-    Ok((flops / seconds / 1e9, format!("GEMM ceiling: the {} matmul op at {GEMM_CEILING_EDGE}^3", device.backend())))
+    let flops = 2.0 * (edge as f64).powi(3);
+    Ok((flops / seconds / 1e9, format!("GEMM ceiling: the {} matmul op at {edge}^3", device.backend())))
 }
 
 /// GFLOP/s of `shaders/peak.wgsl`, its loop count calibrated so a launch takes about

@@ -18,7 +18,7 @@ pub const BACKEND_ENV: &str = "UNICOMPUTE_BACKEND";
 /// The API a device runs on.
 #[cfg_attr(feature = "cli", derive(serde::Serialize))]
 #[cfg_attr(feature = "cli", serde(rename_all = "lowercase"))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum BackendKind {
     /// Host code, always available (also inside WebAssembly).
     Cpu,
@@ -237,6 +237,13 @@ pub const POISON_WORD: u32 = 0xFB55_5555;
 /// Every device this build can open: the CPU first, then each GPU adapter and CUDA device.
 pub fn devices() -> Vec<DeviceInfo> {
     backend::enumerate().into_iter().map(|c| c.info).collect()
+}
+
+/// Why no device of `kind` is listed, or `None` when at least one is (e.g. "CUDA driver
+/// library libcuda.so not found ...").
+pub fn unavailable_reason(kind: BackendKind) -> Option<String> {
+    let listed = backend::enumerate().iter().any(|c| c.info.backend == kind);
+    (!listed).then(|| backend::missing_reason(kind))
 }
 
 /// An opened device. Cheap to clone; all clones share one device.

@@ -25,7 +25,7 @@ mod tensor;
 
 pub use buffer::Buffer;
 pub use device::{
-    devices, BackendChoice, BackendKind, Device, DeviceInfo, DeviceOptions, DeviceType, Features, Limits, MatmulPrecision,
+    devices, unavailable_reason, BackendChoice, BackendKind, Device, DeviceInfo, DeviceOptions, DeviceType, Features, Limits, MatmulPrecision,
     BACKEND_ENV, POISON_WORD,
 };
 pub use dtype::{DType, Element};

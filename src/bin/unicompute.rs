@@ -1,12 +1,13 @@
 //! `unicompute`: list devices (`info`) and measure op throughput against the device's
 //! ceilings (`bench`).
 
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 use unicompute::bench::{self, human_bytes, render_table, BenchConfig, Report};
-use unicompute::{BackendChoice, Device, DeviceInfo, Features, Limits, Result};
+use unicompute::{BackendChoice, BackendKind, Device, DeviceInfo, Features, Limits, Result};
 
 /// One compute API for WebGPU, CUDA and the CPU.
 #[derive(Parser)]
@@ -77,11 +78,16 @@ fn main() -> ExitCode {
 fn info(json: bool) -> Result<()> {
     let devices = unicompute::devices();
     let auto = Device::open(BackendChoice::Auto).map(|d| d.info().index);
+    let missing: BTreeMap<BackendKind, String> =
+        [BackendKind::WebGpu, BackendKind::Cuda].into_iter().filter_map(|k| unicompute::unavailable_reason(k).map(|why| (k, why))).collect();
     if json {
-        let doc = InfoJson { devices, auto: auto.as_ref().ok().copied(), auto_error: auto.err().map(|e| e.to_string()) };
+        let doc = InfoJson { devices, missing, auto: auto.as_ref().ok().copied(), auto_error: auto.err().map(|e| e.to_string()) };
         return print_json(&doc);
     }
     println!("{}", devices_table(&devices));
+    for (kind, why) in &missing {
+        println!("\nno {kind} device: {why}");
+    }
     match auto {
         Ok(i) => println!("\nauto picks device {i}{}", env_note()),
         Err(e) => println!("\nauto cannot open a device: {e}"),
@@ -138,6 +144,8 @@ fn print_json<T: Serialize>(value: &T) -> Result<()> {
 #[derive(Serialize)]
 struct InfoJson {
     devices: Vec<DeviceInfo>,
+    /// Backends with no device, and why.
+    missing: BTreeMap<BackendKind, String>,
     /// Index of the device `auto` opens.
     auto: Option<usize>,
     /// Why `auto` could not open a device.

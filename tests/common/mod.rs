@@ -8,6 +8,13 @@ use unicompute::{BackendChoice, BackendKind, Device, DeviceOptions, Tensor};
 
 /// Set to 1 (CI does) to make a missing wgpu adapter a test failure instead of a skip.
 pub const REQUIRE_WEBGPU_ENV: &str = "UNICOMPUTE_REQUIRE_WEBGPU";
+/// Set to 1 on GPU machines to make a missing CUDA device a test failure instead of a skip.
+pub const REQUIRE_CUDA_ENV: &str = "UNICOMPUTE_REQUIRE_CUDA";
+
+/// Whether `env` is set to 1.
+pub fn required(env: &str) -> bool {
+    std::env::var(env).as_deref() == Ok("1")
+}
 
 /// Every backend available here, opened with output poisoning on, shared by the tests of one
 /// binary. CPU first.
@@ -21,12 +28,12 @@ pub fn open_devices() -> Vec<Device> {
     {
         let options = DeviceOptions { poison_uninitialized: true, ..DeviceOptions::default() };
         let mut out = vec![Device::open_with(BackendChoice::Backend(BackendKind::Cpu), options).expect("the cpu backend always opens")];
-        match Device::open_with(BackendChoice::Backend(BackendKind::WebGpu), options) {
-            Ok(d) => out.push(d),
-            Err(e) if std::env::var(REQUIRE_WEBGPU_ENV).as_deref() == Ok("1") => {
-                panic!("{REQUIRE_WEBGPU_ENV}=1 but no webgpu device opened: {e}")
+        for (kind, env) in [(BackendKind::WebGpu, REQUIRE_WEBGPU_ENV), (BackendKind::Cuda, REQUIRE_CUDA_ENV)] {
+            match Device::open_with(BackendChoice::Backend(kind), options) {
+                Ok(d) => out.push(d),
+                Err(e) if required(env) => panic!("{env}=1 but no {kind} device opened: {e}"),
+                Err(e) => eprintln!("SKIPPING {kind}: {e}"),
             }
-            Err(e) => eprintln!("SKIPPING webgpu: {e}"),
         }
         out
     }
@@ -35,6 +42,11 @@ pub fn open_devices() -> Vec<Device> {
 /// The webgpu device, if there is one.
 pub fn webgpu() -> Option<&'static Device> {
     devices().iter().find(|d| d.backend() == BackendKind::WebGpu)
+}
+
+/// The cuda device, if there is one.
+pub fn cuda() -> Option<&'static Device> {
+    devices().iter().find(|d| d.backend() == BackendKind::Cuda)
 }
 
 /// `n` seeded values uniform in `[lo, hi)`, never exactly zero.

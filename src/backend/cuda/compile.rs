@@ -99,7 +99,7 @@ pub(crate) fn nvrtc_version() -> Result<(i32, i32), String> {
     let probe = std::panic::catch_unwind(|| {
         // SAFETY: only checks whether the library can be loaded.
         if !unsafe { sys::is_culib_present() } {
-            let names = cudarc::get_lib_name_candidates("nvrtc").join(", ");
+            let names = super::library_names("nvrtc");
             return Err(format!(
                 "NVRTC library libnvrtc.so not found (searched {names}); install the CUDA toolkit or the PyPI wheel `nvidia-cuda-nvrtc` and put its lib directory on LD_LIBRARY_PATH"
             ));

@@ -33,6 +33,13 @@ pub(crate) fn driver_error(e: DriverError) -> String {
     }
 }
 
+/// The file names searched for a CUDA library, without repeats.
+pub(crate) fn library_names(lib: &str) -> String {
+    let mut seen = std::collections::HashSet::new();
+    let names: Vec<String> = cudarc::get_lib_name_candidates(lib).into_iter().filter(|n| seen.insert(n.clone())).collect();
+    names.join(", ")
+}
+
 /// The CUDA devices the driver lists, or why there are none (probed once per process).
 fn probe() -> &'static std::result::Result<Vec<DeviceInfo>, String> {
     static PROBE: OnceLock<std::result::Result<Vec<DeviceInfo>, String>> = OnceLock::new();
@@ -45,7 +52,7 @@ fn probe() -> &'static std::result::Result<Vec<DeviceInfo>, String> {
 fn probe_driver() -> std::result::Result<Vec<DeviceInfo>, String> {
     // SAFETY: only checks whether the library can be loaded.
     if !unsafe { sys::is_culib_present() } {
-        let names = cudarc::get_lib_name_candidates("cuda").join(", ");
+        let names = library_names("cuda");
         return Err(format!("CUDA driver library libcuda.so not found (searched {names}): install the NVIDIA driver"));
     }
     result::init().map_err(|e| format!("cuInit failed: {}", driver_error(e)))?;
