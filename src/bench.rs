@@ -80,7 +80,7 @@ pub struct BenchConfig {
 
 impl Default for BenchConfig {
     fn default() -> Self {
-        BenchConfig { ops: Vec::new(), elements: 1 << 22, matmul_edge: 1024, chain_len: 1000, warmup: 1, reps: 5 }
+        BenchConfig { ops: Vec::new(), elements: 1 << 24, matmul_edge: 1024, chain_len: 1000, warmup: 1, reps: 5 }
     }
 }
 

@@ -62,11 +62,21 @@ impl Layout {
 
     /// Element offsets of every element, in row-major order of the view.
     pub fn offsets(&self) -> impl Iterator<Item = usize> + '_ {
+        self.offsets_from(0)
+    }
+
+    /// Element offsets from row-major element `start` on (for work split into chunks).
+    pub fn offsets_from(&self, start: usize) -> impl Iterator<Item = usize> + '_ {
         let numel = self.numel();
         let mut index = vec![0usize; self.shape.len()];
-        let mut current = self.offset;
-        (0..numel).map(move |i| {
-            if i > 0 {
+        let mut rem = start.min(numel);
+        for d in (0..index.len()).rev() {
+            index[d] = rem % self.shape[d].max(1);
+            rem /= self.shape[d].max(1);
+        }
+        let mut current = self.offset + index.iter().zip(&self.strides).map(|(&i, &s)| i * s).sum::<usize>();
+        (start.min(numel)..numel).map(move |i| {
+            if i > start {
                 for d in (0..index.len()).rev() {
                     index[d] += 1;
                     current += self.strides[d];
@@ -82,7 +92,6 @@ impl Layout {
     }
 }
 
-/// Row-major strides of a contiguous tensor of `shape`.
 /// How a kernel addresses a view: the cheaper patterns avoid per-element index division.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Access {
@@ -114,6 +123,7 @@ impl Access {
     }
 }
 
+/// Row-major strides of a contiguous tensor of `shape`.
 pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
     let mut strides = vec![0; shape.len()];
     let mut acc = 1;
@@ -166,6 +176,9 @@ mod tests {
         assert_eq!(l.offsets().collect::<Vec<_>>(), vec![1, 3, 5, 2, 4, 6]);
         assert!(!l.is_contiguous());
         assert_eq!(l.end(), 7);
+        for start in 0..=6 {
+            assert_eq!(l.offsets_from(start).collect::<Vec<_>>(), l.offsets().skip(start).collect::<Vec<_>>(), "from {start}");
+        }
     }
 
     #[test]

@@ -159,7 +159,8 @@ fn reduce_reference(op: ReduceOp, x: &[f32], shape: &[usize], axis: Option<usize
 #[test]
 fn reductions_over_each_axis_and_all() {
     let cases: &[(&[usize], Option<usize>)] =
-        &[(&[1], None), (&[1000], None), (&[3, 1025, 5], Some(0)), (&[3, 1025, 5], Some(1)), (&[3, 1025, 5], Some(2)), (&[7, 3000], Some(1)), (&[4099], Some(0))];
+        &[(&[1], None), (&[1000], None), (&[3, 1025, 5], Some(0)), (&[3, 1025, 5], Some(1)), (&[3, 1025, 5], Some(2)), (&[7, 3000], Some(1)), (&[4099], Some(0)),
+          (&[100_003], None), (&[2, 70_001], Some(1)), (&[40_000, 3], Some(0)), (&[5, 2, 37], Some(2))];
     for d in devices() {
         let q = d.queue();
         for (k, op) in ReduceOp::ALL.into_iter().enumerate() {
@@ -187,6 +188,14 @@ fn argmax_picks_first_maximum_and_nan() {
         let t = tensor(d, &x, &[2, 4]);
         let rows = t.reduce(ReduceOp::Argmax, Some(1)).unwrap().to_vec_blocking::<u32>().unwrap();
         assert_eq!(rows, vec![1, 2], "argmax rows on {}", name(d));
+        // One long row, split into chunks by every backend: ties go to the first, NaN wins.
+        let mut long = random(5, 100_003, -10.0, 10.0);
+        long[70_000] = 20.0;
+        long[90_000] = 20.0;
+        let argmax = |v: &[f32]| tensor(d, v, &[v.len()]).reduce(ReduceOp::Argmax, None).unwrap().to_vec_blocking::<u32>().unwrap()[0];
+        assert_eq!(argmax(&long), 70_000, "first of tied maxima on {}", name(d));
+        long[95_000] = f32::NAN;
+        assert_eq!(argmax(&long), 95_000, "NaN counts as largest on {}", name(d));
     }
 }
 

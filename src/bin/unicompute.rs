@@ -38,7 +38,7 @@ struct BenchArgs {
     /// mul_bcast, add_relu, sum, sum_last, softmax, matmul, chain.
     #[arg(long = "op", value_name = "NAME")]
     ops: Vec<String>,
-    /// Problem size: elements for elementwise, reduction and softmax ops (default 4194304);
+    /// Problem size: elements for elementwise, reduction and softmax ops (default 16777216, 64 MiB of f32);
     /// matrix edge for matmul (default 1024) unless --matmul-size is given.
     #[arg(long, value_name = "N")]
     size: Option<usize>,

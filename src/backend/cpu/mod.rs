@@ -5,6 +5,8 @@ mod kernels;
 
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use rayon::prelude::*;
+
 pub(crate) use kernels::run_op;
 
 use super::Memory;
@@ -113,8 +115,10 @@ pub(crate) fn copy(src: &Arc<BufferInner>, src_offset: u64, dst: &Arc<BufferInne
     }
     let s = read_guard(src)?;
     let mut d = write_guard(dst)?;
-    bytemuck::cast_slice_mut::<u32, u8>(&mut d)[byte_range(dst_offset, bytes)]
-        .copy_from_slice(&bytemuck::cast_slice::<u32, u8>(&s)[byte_range(src_offset, bytes)]);
+    let to = &mut bytemuck::cast_slice_mut::<u32, u8>(&mut d)[byte_range(dst_offset, bytes)];
+    let from = &bytemuck::cast_slice::<u32, u8>(&s)[byte_range(src_offset, bytes)];
+    // Large copies in parallel: one thread does not saturate memory bandwidth.
+    to.par_chunks_mut(1 << 20).zip(from.par_chunks(1 << 20)).for_each(|(t, f)| t.copy_from_slice(f));
     Ok(())
 }
 

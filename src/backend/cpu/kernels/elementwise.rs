@@ -1,0 +1,108 @@
+//! Unary, binary (with an optional fused activation) and strided copies.
+
+use rayon::prelude::*;
+
+use super::{offsets_from, out_words, read_guard, write_guard, run_from, CHUNK};
+use crate::ops::{BinaryOp, Operand, UnaryOp};
+use crate::Result;
+
+/// Bind `$f` to the scalar function of unary op `$op` with the op fixed per match arm, so
+/// the loop in `$body` inlines its math instead of dispatching on the op per element.
+macro_rules! with_unary {
+    ($op:expr, |$f:ident| $body:expr) => {
+        with_unary!(@arms $op, $f, $body, [Neg, Abs, Exp, Log, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid, Relu, GeluErf, GeluTanh, Silu])
+    };
+    (@arms $op:expr, $f:ident, $body:expr, [$($v:ident),*]) => {
+        match $op {
+            $(UnaryOp::$v => {
+                let $f = |x: f32| UnaryOp::$v.eval(x);
+                $body
+            })*
+        }
+    };
+}
+
+/// The binary twin of `with_unary!`.
+macro_rules! with_binary {
+    ($op:expr, |$f:ident| $body:expr) => {
+        with_binary!(@arms $op, $f, $body, [Add, Sub, Mul, Div, Min, Max, Pow])
+    };
+    (@arms $op:expr, $f:ident, $body:expr, [$($v:ident),*]) => {
+        match $op {
+            $(BinaryOp::$v => {
+                let $f = |x: f32, y: f32| BinaryOp::$v.eval(x, y);
+                $body
+            })*
+        }
+    };
+}
+
+pub(super) fn unary(op: UnaryOp, x: Operand<'_>, out: Operand<'_>) -> Result<()> {
+    let xs = read_guard(x.buf)?;
+    let mut os = write_guard(out.buf)?;
+    let xf: &[f32] = bytemuck::cast_slice(&xs);
+    let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
+    with_unary!(op, |f| of.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
+        let start = c * CHUNK;
+        if x.layout.is_contiguous() {
+            for (o, &v) in chunk.iter_mut().zip(&xf[x.layout.offset + start..]) {
+                *o = f(v);
+            }
+        } else {
+            for (o, xi) in chunk.iter_mut().zip(offsets_from(x.layout, start)) {
+                *o = f(xf[xi]);
+            }
+        }
+    }));
+    Ok(())
+}
+
+pub(super) fn binary(op: BinaryOp, act: Option<UnaryOp>, a: Operand<'_>, b: Operand<'_>, out: Operand<'_>) -> Result<()> {
+    let (ag, bg) = (read_guard(a.buf)?, read_guard(b.buf)?);
+    let mut os = write_guard(out.buf)?;
+    let (af, bf): (&[f32], &[f32]) = (bytemuck::cast_slice(&ag), bytemuck::cast_slice(&bg));
+    let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
+    let mut run = |f: &(dyn Fn(&mut [f32], usize) + Sync)| of.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| f(chunk, c * CHUNK));
+    let runs = a.layout.access() != crate::layout::Access::Strided && b.layout.access() != crate::layout::Access::Strided;
+    // The op (and activation) are fixed per instantiation of `body`, so its loop inlines them.
+    macro_rules! body {
+        ($g:expr) => {{
+            let g = $g;
+            run(&|chunk: &mut [f32], start: usize| {
+                if runs {
+                    // Contiguous or broadcast-row operands: walk contiguous runs of both.
+                    let (mut i, mut rest) = (start, chunk);
+                    while !rest.is_empty() {
+                        let (Some(sa), Some(sb)) = (run_from(af, a.layout, i, rest.len()), run_from(bf, b.layout, i, rest.len())) else { break };
+                        let n = sa.len().min(sb.len());
+                        let (now, later) = rest.split_at_mut(n);
+                        for ((o, &x), &y) in now.iter_mut().zip(sa).zip(sb) {
+                            *o = g(x, y);
+                        }
+                        (i, rest) = (i + n, later);
+                    }
+                } else {
+                    for ((o, ai), bi) in chunk.iter_mut().zip(offsets_from(a.layout, start)).zip(offsets_from(b.layout, start)) {
+                        *o = g(af[ai], bf[bi]);
+                    }
+                }
+            })
+        }};
+    }
+    match act {
+        None => with_binary!(op, |g| body!(g)),
+        Some(act) => with_unary!(act, |f| with_binary!(op, |g| body!(|x, y| f(g(x, y))))),
+    }
+    Ok(())
+}
+
+pub(super) fn copy(x: Operand<'_>, out: Operand<'_>) -> Result<()> {
+    let xs = read_guard(x.buf)?;
+    let mut os = write_guard(out.buf)?;
+    out_words(&mut os, &out).par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
+        for (o, xi) in chunk.iter_mut().zip(offsets_from(x.layout, c * CHUNK)) {
+            *o = xs[xi];
+        }
+    });
+    Ok(())
+}

@@ -1,0 +1,76 @@
+//! Matmul: `matrixmultiply`'s SGEMM on blocks of rows of each batch, in parallel.
+
+use rayon::prelude::*;
+
+use super::{out_words, read_guard, write_guard};
+use crate::layout::Layout;
+use crate::ops::Operand;
+use crate::Result;
+
+/// Rows of C per parallel task (at least; fewer tasks than threads is not worth splitting).
+const MIN_ROWS: usize = 64;
+
+/// Offset of batch entry `index` in a layout whose last two dimensions are the matrix.
+fn batch_offset(layout: &Layout, mut index: usize) -> usize {
+    let batch_rank = layout.shape.len() - 2;
+    let mut off = layout.offset;
+    for d in (0..batch_rank).rev() {
+        off += (index % layout.shape[d]) * layout.strides[d];
+        index /= layout.shape[d];
+    }
+    off
+}
+
+/// A raw pointer that may cross threads (each task reads or writes its own rows).
+#[derive(Clone, Copy)]
+struct SendPtr<T>(*const T);
+// SAFETY: only used for disjoint row blocks (writes) or shared reads.
+unsafe impl<T> Send for SendPtr<T> {}
+unsafe impl<T> Sync for SendPtr<T> {}
+
+pub(super) fn matmul(a: Operand<'_>, b: Operand<'_>, out: Operand<'_>, m: usize, n: usize, k: usize) -> Result<()> {
+    let (ag, bg) = (read_guard(a.buf)?, read_guard(b.buf)?);
+    let mut os = write_guard(out.buf)?;
+    let (af, bf): (&[f32], &[f32]) = (bytemuck::cast_slice(&ag), bytemuck::cast_slice(&bg));
+    let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
+    if k == 0 {
+        of.fill(0.0);
+        return Ok(());
+    }
+    let r = a.layout.shape.len();
+    let (rsa, csa) = (a.layout.strides[r - 2], a.layout.strides[r - 1] as isize);
+    let (rsb, csb) = (b.layout.strides[r - 2] as isize, b.layout.strides[r - 1] as isize);
+    let threads = rayon::current_num_threads();
+    let rows_per_task = m.div_ceil(threads).max(MIN_ROWS).min(m.max(1));
+    let (pa, pb) = (SendPtr(af.as_ptr()), SendPtr(bf.as_ptr()));
+    // Tasks: (batch, block of rows), each owning its rows of C.
+    of.par_chunks_mut(m * n).enumerate().for_each(|(bi, c)| {
+        let (ao, bo) = (batch_offset(a.layout, bi), batch_offset(b.layout, bi));
+        c.par_chunks_mut(rows_per_task * n).enumerate().for_each(|(blk, rows)| {
+            let row0 = blk * rows_per_task;
+            let (pa, pb) = (pa, pb);
+            // SAFETY: every index the GEMM touches lies inside the layouts' extents, which the
+            // op layer derived from tensors whose views lie inside their buffers; `rows` holds
+            // `rows.len() / n` full rows of C.
+            unsafe {
+                matrixmultiply::sgemm(
+                    rows.len() / n,
+                    k,
+                    n,
+                    1.0,
+                    pa.0.add(ao + row0 * rsa),
+                    rsa as isize,
+                    csa,
+                    pb.0.add(bo),
+                    rsb,
+                    csb,
+                    0.0,
+                    rows.as_mut_ptr(),
+                    n as isize,
+                    1,
+                );
+            }
+        });
+    });
+    Ok(())
+}

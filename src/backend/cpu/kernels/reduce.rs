@@ -1,0 +1,73 @@
+//! Reductions and softmax, accumulated in f64.
+
+use rayon::prelude::*;
+
+use super::{out_words, read_guard, write_guard, sum_f64, CHUNK};
+use crate::ops::{Operand, ReduceOp};
+use crate::Result;
+
+/// Reduce the middle axis of a contiguous `[outer, len, inner]` input.
+pub(super) fn reduce(op: ReduceOp, x: Operand<'_>, [outer, len, inner]: [usize; 3], out: Operand<'_>) -> Result<()> {
+    let xs = read_guard(x.buf)?;
+    let mut os = write_guard(out.buf)?;
+    let xf: &[f32] = &bytemuck::cast_slice(&xs)[x.layout.offset..];
+    let outputs = out_words(&mut os, &out);
+    let encode = |(v, idx): (f64, usize)| if op == ReduceOp::Argmax { idx as u32 } else { (v as f32).to_bits() };
+    if inner == 1 && matches!(op, ReduceOp::Sum | ReduceOp::Mean) {
+        // Contiguous rows: vectorised f64 sums, long rows split into parallel chunks.
+        let scale = if op == ReduceOp::Mean { 1.0 / len as f64 } else { 1.0 };
+        let rows = &xf[..outer * len];
+        if outer >= rayon::current_num_threads() {
+            outputs.par_iter_mut().zip(rows.par_chunks(len)).for_each(|(o, row)| *o = encode((sum_f64(row) * scale, 0)));
+        } else {
+            for (o, row) in outputs.iter_mut().zip(rows.chunks(len)) {
+                let total: f64 = row.par_chunks(CHUNK).map(sum_f64).sum();
+                *o = encode((total * scale, 0));
+            }
+        }
+        return Ok(());
+    }
+    if outer * inner >= rayon::current_num_threads() || len <= CHUNK {
+        outputs.par_iter_mut().enumerate().for_each(|(g, o)| {
+            let base = (g / inner) * len * inner + g % inner;
+            *o = encode(op.reference((0..len).map(|j| f64::from(xf[base + j * inner]))));
+        });
+        return Ok(());
+    }
+    // Few long rows: reduce chunks of each row in parallel, then combine the partials.
+    let partial_op = if op == ReduceOp::Mean { ReduceOp::Sum } else { op };
+    for (g, o) in outputs.iter_mut().enumerate() {
+        let base = (g / inner) * len * inner + g % inner;
+        let partials: Vec<(f64, usize)> = (0..len.div_ceil(CHUNK))
+            .into_par_iter()
+            .map(|c| {
+                let (j0, j1) = (c * CHUNK, ((c + 1) * CHUNK).min(len));
+                let (v, idx) = partial_op.reference((j0..j1).map(|j| f64::from(xf[base + j * inner])));
+                (v, j0 + idx)
+            })
+            .collect();
+        let (v, best) = partial_op.reference(partials.iter().map(|p| p.0));
+        let v = if op == ReduceOp::Mean { v / len as f64 } else { v };
+        *o = encode((v, partials[best].1));
+    }
+    Ok(())
+}
+
+/// Softmax over rows of a contiguous `[rows, cols]` input, rows in parallel.
+pub(super) fn softmax(x: Operand<'_>, rows: usize, cols: usize, out: Operand<'_>) -> Result<()> {
+    let xs = read_guard(x.buf)?;
+    let mut os = write_guard(out.buf)?;
+    let xf: &[f32] = &bytemuck::cast_slice(&xs)[x.layout.offset..x.layout.offset + rows * cols];
+    let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
+    of.par_chunks_mut(cols.max(1)).zip(xf.par_chunks(cols.max(1))).for_each(|(o, row)| {
+        let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| if v.is_nan() || m.is_nan() { f32::NAN } else { m.max(v) });
+        for (o, &v) in o.iter_mut().zip(row) {
+            *o = (v - max).exp();
+        }
+        let inv = (1.0 / sum_f64(o)) as f32;
+        for o in o.iter_mut() {
+            *o *= inv;
+        }
+    });
+    Ok(())
+}
