@@ -280,6 +280,14 @@ impl Tensor {
     pub fn softmax(&self) -> Result<Tensor> {
         ops::softmax::softmax(&self.device.queue(), self)
     }
+    /// Layer normalisation over the last axis (see [`ops::norm::norm`]).
+    pub fn layer_norm(&self, params: ops::NormParams<'_>) -> Result<Tensor> {
+        ops::norm::norm(&self.device.queue(), ops::NormKind::Layer, self, params)
+    }
+    /// RMS normalisation over the last axis (see [`ops::norm::norm`]).
+    pub fn rms_norm(&self, params: ops::NormParams<'_>) -> Result<Tensor> {
+        ops::norm::norm(&self.device.queue(), ops::NormKind::Rms, self, params)
+    }
     /// Matrix product (batched, broadcasting).
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
         ops::matmul::matmul(&self.device.queue(), self, other)

@@ -134,3 +134,20 @@ fn wrong_bindings_and_dispatch_are_caught_before_the_device() {
     let big = "@group(0) @binding(0) var<storage, read_write> y: array<f32>;\n@compute @workgroup_size(1024, 2)\nfn main() { y[0] = 1.0; }\n";
     expect_err(Kernel::from_wgsl(d, big, "main"), "LIMIT", &["max_invocations_per_workgroup"], d);
 }
+
+#[test]
+fn norm_errors_say_what_was_expected() {
+    use unicompute::ops::NormParams;
+    for d in devices() {
+        let x = tensor(d, &random(40, 12, -1.0, 1.0), &[3, 4]);
+        let w5 = tensor(d, &[1.0; 5], &[5]);
+        expect_err(x.layer_norm(NormParams { weight: Some(&w5), ..Default::default() }), "SHAPE", &["weight", "[5]", "expected [4]"], d);
+        expect_err(x.rms_norm(NormParams { bias: Some(&w5), ..Default::default() }), "SHAPE", &["bias", "[5]"], d);
+        expect_err(x.layer_norm(NormParams { eps: 0.0, ..Default::default() }), "INVALID", &["eps", "> 0"], d);
+        expect_err(x.layer_norm(NormParams { eps: f32::NAN, ..Default::default() }), "INVALID", &["eps"], d);
+        let scalar = x.sum(None).unwrap();
+        expect_err(scalar.layer_norm(NormParams::default()), "SHAPE", &["rank-0"], d);
+        let ints = Tensor::from_slice(d, &[1i32, 2], &[2]).unwrap();
+        expect_err(ints.rms_norm(NormParams::default()), "DTYPE", &["f32", "i32"], d);
+    }
+}

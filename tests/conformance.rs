@@ -6,6 +6,7 @@ mod common;
 
 use common::{assert_close, devices, gather, name, random, read, tensor};
 use unicompute::ops::{self, softmax::reference_row};
+use unicompute::ops::{NormKind, NormParams};
 use unicompute::{BinaryOp, ReduceOp, Tensor, UnaryOp};
 
 /// Shapes with 1, primes, and sizes that are no multiple of the 256-wide workgroups.
@@ -316,5 +317,38 @@ fn views_and_contiguous_copies() {
         assert_eq!(read(&row.contiguous().unwrap()), want, "broadcast+contiguous on {}", name(d));
         let ints = Tensor::from_slice(d, &[1i32, -2, 3, -4, 5, -6], &[2, 3]).unwrap();
         assert_eq!(ints.t().unwrap().to_vec_blocking::<i32>().unwrap(), vec![1, -4, -2, 5, 3, -6], "i32 transpose on {}", name(d));
+    }
+}
+
+#[test]
+fn layer_and_rms_norm_match_reference() {
+    let cases: &[&[usize]] = &[&[1, 1], &[3, 7], &[5, 1000], &[2, 3, 257], &[1, 4099]];
+    let eps = 1e-5;
+    for d in devices() {
+        let q = d.queue();
+        for kind in [NormKind::Layer, NormKind::Rms] {
+            for (c, &shape) in cases.iter().enumerate() {
+                let cols = shape[shape.len() - 1];
+                let n: usize = shape.iter().product();
+                let seed = 700 + c as u64 + 10 * kind.code() as u64;
+                let x = random(seed, n, -3.0, 5.0); // off-centre, so subtracting the mean matters
+                let (w, b) = (random(seed + 1, cols, 0.5, 1.5), random(seed + 2, cols, -1.0, 1.0));
+                let (wt, bt) = (tensor(d, &w, &[cols]), tensor(d, &b, &[cols]));
+                for (affine, act) in [(false, None), (true, None), (true, Some(UnaryOp::GeluErf))] {
+                    let params = NormParams { weight: affine.then_some(&wt), bias: affine.then_some(&bt), eps, act };
+                    let got = read(&ops::norm::norm(&q, kind, &tensor(d, &x, shape), params).unwrap());
+                    let mut want = Vec::with_capacity(n);
+                    for row in x.chunks(cols) {
+                        let row: Vec<f64> = row.iter().map(|&v| f64::from(v)).collect();
+                        for (j, y) in kind.reference_row(&row, f64::from(eps)).into_iter().enumerate() {
+                            let y = if affine { y * f64::from(w[j]) + f64::from(b[j]) } else { y };
+                            want.push(act.map_or(y, |f| f.eval(y)));
+                        }
+                    }
+                    let what = format!("{} {shape:?} affine {affine} act {act:?} on {} seed {seed}", kind.name(), name(d));
+                    assert_close(&got, &want, 1e-4, 1e-4, &what);
+                }
+            }
+        }
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod elementwise;
 pub mod matmul;
+pub mod norm;
 pub mod reduce;
 pub mod softmax;
 
@@ -13,6 +14,7 @@ use crate::buffer::BufferInner;
 use crate::layout::Layout;
 
 pub use elementwise::{BinaryOp, UnaryOp};
+pub use norm::{NormKind, NormParams};
 pub use reduce::ReduceOp;
 
 /// A tensor operand as a backend sees it: memory plus a strided layout (in elements).
@@ -32,6 +34,19 @@ pub(crate) enum OpCall<'a> {
     Copy { x: Operand<'a>, out: Operand<'a> },
     /// Reduce the middle axis of a contiguous `[outer, len, inner]` input to `[outer, inner]`.
     Reduce { op: ReduceOp, x: Operand<'a>, outer: usize, len: usize, inner: usize, out: Operand<'a> },
+    /// Layer / RMS normalisation of the rows of a contiguous `[rows, cols]` input, then
+    /// `* weight + bias` (contiguous `[cols]`, each optional) and an optional activation.
+    Norm {
+        kind: norm::NormKind,
+        x: Operand<'a>,
+        weight: Option<Operand<'a>>,
+        bias: Option<Operand<'a>>,
+        rows: usize,
+        cols: usize,
+        eps: f32,
+        act: Option<UnaryOp>,
+        out: Operand<'a>,
+    },
     /// Softmax over rows of a contiguous `[rows, cols]` input.
     Softmax { x: Operand<'a>, rows: usize, cols: usize, out: Operand<'a> },
     /// `out[b] = a[b] @ b[b]`; `a` is `[batch.., m, k]`, `b` is `[batch.., k, n]`, both strided and

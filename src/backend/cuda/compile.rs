@@ -16,6 +16,8 @@ pub const CACHE_DIR_ENV: &str = "UNICOMPUTE_CUDA_CACHE";
 
 /// Prelude of every built-in kernel file.
 const COMMON: &str = include_str!("../../../kernels/common.cuh");
+/// Activation functions, prepended to the files that apply one.
+const ACTIVATION: &str = include_str!("../../../kernels/activation.cuh");
 
 /// The CUDA C files of the op families (`kernels/`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -24,6 +26,7 @@ pub(crate) enum KernelFile {
     Copy,
     Reduce,
     Softmax,
+    Norm,
     Matmul,
 }
 
@@ -34,6 +37,7 @@ impl KernelFile {
             KernelFile::Copy => "copy.cu",
             KernelFile::Reduce => "reduce.cu",
             KernelFile::Softmax => "softmax.cu",
+            KernelFile::Norm => "norm.cu",
             KernelFile::Matmul => "matmul.cu",
         }
     }
@@ -44,6 +48,7 @@ impl KernelFile {
             KernelFile::Copy => include_str!("../../../kernels/copy.cu"),
             KernelFile::Reduce => include_str!("../../../kernels/reduce.cu"),
             KernelFile::Softmax => include_str!("../../../kernels/softmax.cu"),
+            KernelFile::Norm => include_str!("../../../kernels/norm.cu"),
             KernelFile::Matmul => include_str!("../../../kernels/matmul.cu"),
         }
     }
@@ -58,9 +63,10 @@ pub(crate) struct Builtin {
 }
 
 impl Builtin {
-    /// The source NVRTC compiles: the prelude, then the file.
+    /// The source NVRTC compiles: the prelude, the shared parts the file needs, then the file.
     pub(crate) fn source(&self) -> String {
-        format!("{COMMON}\n{}", self.file.body())
+        let activation = if matches!(self.file, KernelFile::Elementwise | KernelFile::Norm) { ACTIVATION } else { "" };
+        format!("{COMMON}\n{activation}\n{}", self.file.body())
     }
 
     /// File name NVRTC reports in its log.
@@ -220,6 +226,9 @@ pub(crate) fn every_builtin() -> Vec<Builtin> {
             all.push(b(KernelFile::Reduce, "reduce_cols", &[("OP", op.code().to_string()), idx.clone()]));
         }
         all.push(b(KernelFile::Softmax, "softmax_main", &[idx.clone()]));
+        for kind in 0..2 {
+            all.push(b(KernelFile::Norm, "norm_main", &[("KIND", kind.to_string()), ("ACT", "12".into()), ("HAS_WEIGHT", "1".into()), ("HAS_BIAS", "1".into()), idx.clone()]));
+        }
         all.push(b(KernelFile::Matmul, "matmul_main", &[idx]));
     }
     all

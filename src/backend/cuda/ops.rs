@@ -63,6 +63,15 @@ struct SoftmaxParams {
 
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
+struct NormParams {
+    rows: u64,
+    cols: u64,
+    eps: f32,
+    pad: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
 struct MatmulParams {
     m: u64,
     n: u64,
@@ -84,6 +93,7 @@ unsafe impl DeviceRepr for ElementwiseParams {}
 unsafe impl DeviceRepr for CopyParams {}
 unsafe impl DeviceRepr for ReduceParams {}
 unsafe impl DeviceRepr for SoftmaxParams {}
+unsafe impl DeviceRepr for NormParams {}
 unsafe impl DeviceRepr for MatmulParams {}
 
 /// `[n0, n1, ..]` padded with `fill` to `N` entries.
@@ -181,6 +191,22 @@ pub(crate) fn run_op(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, call: OpCal
             let f = dev.builtin(kernel(KernelFile::Softmax, "softmax_main", vec![index_type(rows * cols)]))?;
             let p = SoftmaxParams { rows: rows as u64, cols: cols as u64 };
             q.launch_builtin(dev, &f, (rows.clamp(1, 65_535) as u32, 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
+        }
+        OpCall::Norm { kind, x, weight, bias, rows, cols, eps, act, out } => {
+            let defines = vec![
+                ("KIND", kind.code().to_string()),
+                ("ACT", act.map_or(0, |f| f.code()).to_string()),
+                ("HAS_WEIGHT", u32::from(weight.is_some()).to_string()),
+                ("HAS_BIAS", u32::from(bias.is_some()).to_string()),
+                index_type(rows * cols),
+            ];
+            let f = dev.builtin(kernel(KernelFile::Norm, "norm_main", defines))?;
+            let p = NormParams { rows: rows as u64, cols: cols as u64, eps, pad: 0 };
+            let optional = |o: &Option<Operand<'_>>| o.as_ref().map_or(Ok(0), operand);
+            let pointers = [operand(&x)?, optional(&weight)?, optional(&bias)?, operand(&out)?];
+            let mut held = vec![x.buf, out.buf];
+            held.extend(weight.iter().chain(bias.iter()).map(|o| o.buf));
+            q.launch_builtin(dev, &f, (rows.clamp(1, 65_535) as u32, 1, 1), (BLOCK, 1, 1), &pointers, &p, &held)
         }
         OpCall::Matmul { a, b, out, m, n, k } => {
             let precision = queue.device().shared.options.matmul_precision;

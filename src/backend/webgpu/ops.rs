@@ -112,6 +112,34 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             let pipeline = dev.builtin(builtin(ShaderFile::Softmax, "softmax_main", vec![]));
             q.dispatch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))], grid_1d(dev, rows as u64)?)
         }
+        OpCall::Norm { kind, x, weight, bias, rows, cols, eps, act, out } => {
+            check_binding(dev, &x)?;
+            check_binding(dev, &out)?;
+            let offset = |o: &Option<Operand<'_>>| o.as_ref().map_or(Ok(0), |o| u32_of("offset", o.layout.offset));
+            let params = [
+                u32_of("rows", rows)?,
+                u32_of("columns", cols)?,
+                u32_of("offset", x.layout.offset)?,
+                u32_of("offset", out.layout.offset)?,
+                offset(&weight)?,
+                offset(&bias)?,
+                eps.to_bits(),
+            ];
+            let constants = vec![
+                ("KIND", kind.code()),
+                ("HAS_WEIGHT", u32::from(weight.is_some())),
+                ("HAS_BIAS", u32::from(bias.is_some())),
+                ("ACT", act.map_or(0, |f| f.code())),
+            ];
+            let pipeline = dev.builtin(builtin(ShaderFile::Norm, "norm_main", constants));
+            let binds = [
+                (1, Bind::Mem(x.buf)),
+                (2, weight.as_ref().map_or(Bind::SpareRead, |w| Bind::Mem(w.buf))),
+                (3, bias.as_ref().map_or(Bind::SpareRead, |b| Bind::Mem(b.buf))),
+                (4, Bind::Mem(out.buf)),
+            ];
+            q.dispatch(dev, pipeline, &params, &binds, grid_1d(dev, rows as u64)?)
+        }
         OpCall::Matmul { a, b, out, m, n, k } => matmul(q, dev, a, b, out, m, n, k),
     }
 }

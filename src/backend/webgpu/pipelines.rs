@@ -8,6 +8,8 @@ use crate::signal::lock;
 
 /// Prelude prepended to every built-in shader file (see `shaders/README.md`).
 const COMMON: &str = include_str!("../../../shaders/common.wgsl");
+/// Activation functions, prepended to the files that apply one.
+const ACTIVATION: &str = include_str!("../../../shaders/activation.wgsl");
 
 /// The shader files of the op families.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -16,6 +18,7 @@ pub(crate) enum ShaderFile {
     Copy,
     Reduce,
     Softmax,
+    Norm,
     Matmul,
 }
 
@@ -26,8 +29,15 @@ impl ShaderFile {
             ShaderFile::Copy => include_str!("../../../shaders/copy.wgsl"),
             ShaderFile::Reduce => include_str!("../../../shaders/reduce.wgsl"),
             ShaderFile::Softmax => include_str!("../../../shaders/softmax.wgsl"),
+            ShaderFile::Norm => include_str!("../../../shaders/norm.wgsl"),
             ShaderFile::Matmul => include_str!("../../../shaders/matmul.wgsl"),
         }
+    }
+
+    /// The full WGSL: the prelude, the shared parts the file needs, then the file.
+    fn full_source(self) -> String {
+        let activation = if matches!(self, ShaderFile::Elementwise | ShaderFile::Norm) { ACTIVATION } else { "" };
+        format!("{COMMON}\n{activation}\n{}", self.source())
     }
 }
 
@@ -54,7 +64,7 @@ impl PipelineCache {
         let module = lock(&self.modules)
             .entry(kernel.file)
             .or_insert_with(|| {
-                let source = format!("{COMMON}\n{}", kernel.file.source());
+                let source = kernel.file.full_source();
                 device.create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some(kernel.entry),
                     source: wgpu::ShaderSource::Wgsl(source.into()),
@@ -81,8 +91,8 @@ mod tests {
 
     #[test]
     fn every_builtin_shader_validates() {
-        for file in [ShaderFile::Elementwise, ShaderFile::Copy, ShaderFile::Reduce, ShaderFile::Softmax, ShaderFile::Matmul] {
-            let source = format!("{COMMON}\n{}", file.source());
+        for file in [ShaderFile::Elementwise, ShaderFile::Copy, ShaderFile::Reduce, ShaderFile::Softmax, ShaderFile::Norm, ShaderFile::Matmul] {
+            let source = file.full_source();
             let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{file:?}: {}", e.emit_to_string(&source)));
             naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
                 .validate(&module)

@@ -5,6 +5,7 @@
 
 mod elementwise;
 mod matmul;
+mod norm;
 mod reduce;
 
 use super::{read_guard, write_guard};
@@ -23,6 +24,7 @@ pub(crate) fn run_op(call: OpCall<'_>) -> Result<()> {
         OpCall::Copy { x, out } => elementwise::copy(x, out),
         OpCall::Reduce { op, x, outer, len, inner, out } => reduce::reduce(op, x, [outer, len, inner], out),
         OpCall::Softmax { x, rows, cols, out } => reduce::softmax(x, rows, cols, out),
+        OpCall::Norm { kind, x, weight, bias, rows, cols, eps, act, out } => norm::norm(kind, x, weight, bias, [rows, cols], eps, act, out),
         OpCall::Matmul { a, b, out, m, n, k } => matmul::matmul(a, b, out, m, n, k),
     }
 }

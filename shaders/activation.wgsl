@@ -1,0 +1,69 @@
+// Activation functions shared by the kernels that apply one (`UnaryOp::code` in
+// src/ops/elementwise.rs): prepended after common.wgsl where a file needs it.
+
+// expm1 without cancellation near 0 (Taylor series to y^9 for |y| < 1).
+fn expm1_(y: f32) -> f32 {
+    if (abs(y) < 1.0) {
+        return y * (1.0 + y / 2.0 * (1.0 + y / 3.0 * (1.0 + y / 4.0 * (1.0 + y / 5.0 * (1.0 + y / 6.0
+            * (1.0 + y / 7.0 * (1.0 + y / 8.0 * (1.0 + y / 9.0))))))));
+    }
+    return exp(y) - 1.0;
+}
+
+fn tanh_(v: f32) -> f32 {
+    if (abs(v) > 10.0) {
+        return sign(v);
+    }
+    let e = expm1_(2.0 * abs(v));
+    return sign(v) * e / (e + 2.0);
+}
+
+fn sigmoid_(v: f32) -> f32 {
+    return 1.0 / (1.0 + exp(-v));
+}
+
+// erfc with fractional error below 1.2e-7 everywhere (Chebyshev fit, Numerical Recipes).
+fn erfc_(z: f32) -> f32 {
+    let t = 1.0 / (1.0 + 0.5 * abs(z));
+    let p = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806
+        + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+    let r = t * exp(p);
+    return select(2.0 - r, r, z >= 0.0);
+}
+
+fn unary_op(op: u32, v: f32) -> f32 {
+    if (is_nan(v)) {
+        return v;
+    }
+    switch op {
+        case 1u: { return -v; }
+        case 2u: { return abs(v); }
+        case 3u: { return exp(v); }
+        case 4u: {
+            if (v < 0.0) { return nan_f32(); }
+            if (v == 0.0) { return bitcast<f32>(0xff800000u); }
+            return log(v);
+        }
+        case 5u: {
+            if (v < 0.0) { return nan_f32(); }
+            return sqrt(v);
+        }
+        case 6u: {
+            if (v < 0.0) { return nan_f32(); }
+            if (v == 0.0) { return bitcast<f32>(0x7f800000u); }
+            return 1.0 / sqrt(v);
+        }
+        case 7u: { return sin(v); }
+        case 8u: { return cos(v); }
+        case 9u: { return tanh_(v); }
+        case 10u: { return sigmoid_(v); }
+        case 11u: { return select(v, 0.0, v < 0.0); }
+        case 12u: { return 0.5 * v * erfc_(-v * 0.70710678118654752); }
+        case 13u: {
+            let z = 0.7978845608028654 * (v + 0.044715 * v * v * v);
+            return v * sigmoid_(2.0 * z);
+        }
+        case 14u: { return v * sigmoid_(v); }
+        default: { return v; }
+    }
+}

@@ -1,0 +1,96 @@
+//! Layer normalisation and RMS normalisation over the last axis, with optional affine
+//! weights and an optional fused activation.
+
+use super::elementwise::check_f32;
+use super::{OpCall, UnaryOp};
+use crate::{DType, Error, Queue, Result, Tensor};
+
+/// Which normalisation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NormKind {
+    /// `(x - mean) / sqrt(var + eps) * weight + bias`
+    Layer = 0,
+    /// `x / sqrt(mean(x^2) + eps) * weight` (a bias, if given, is added too)
+    Rms = 1,
+}
+
+impl NormKind {
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            NormKind::Layer => "layer_norm",
+            NormKind::Rms => "rms_norm",
+        }
+    }
+
+    /// Code that kernels switch on.
+    pub fn code(self) -> u32 {
+        self as u32
+    }
+
+    /// Reference of one row in f64, before weights and activation: the normalised values.
+    pub fn reference_row(self, row: &[f64], eps: f64) -> Vec<f64> {
+        let n = row.len() as f64;
+        let (center, denom) = match self {
+            NormKind::Layer => {
+                let mean = row.iter().sum::<f64>() / n;
+                let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+                (mean, (var + eps).sqrt())
+            }
+            NormKind::Rms => (0.0, (row.iter().map(|v| v * v).sum::<f64>() / n + eps).sqrt()),
+        };
+        row.iter().map(|v| (v - center) / denom).collect()
+    }
+}
+
+/// Parameters of a normalisation (all optional parts off by default).
+#[derive(Debug, Clone, Copy)]
+pub struct NormParams<'a> {
+    /// Per-column scale, shape `[cols]`.
+    pub weight: Option<&'a Tensor>,
+    /// Per-column shift, shape `[cols]`.
+    pub bias: Option<&'a Tensor>,
+    /// Added to the variance (or mean square) before the square root; must be > 0.
+    pub eps: f32,
+    /// Activation applied to the result in the same kernel.
+    pub act: Option<UnaryOp>,
+}
+
+impl Default for NormParams<'_> {
+    fn default() -> Self {
+        NormParams { weight: None, bias: None, eps: 1e-5, act: None }
+    }
+}
+
+/// Normalise each row (the last axis) of `x`, then apply weight, bias and activation.
+pub fn norm(queue: &Queue, kind: NormKind, x: &Tensor, p: NormParams<'_>) -> Result<Tensor> {
+    let op = kind.name();
+    check_f32(queue, op, x)?;
+    let Some(&cols) = x.shape().last() else {
+        return Err(Error::shape(op, "got a rank-0 tensor: expected at least one dimension"));
+    };
+    if !(p.eps > 0.0 && p.eps.is_finite()) {
+        return Err(Error::Invalid(format!("{op}: eps is {}: expected a finite value > 0", p.eps)));
+    }
+    let mut affine = Vec::new();
+    for (what, t) in [("weight", p.weight), ("bias", p.bias)] {
+        if let Some(t) = t {
+            check_f32(queue, op, t)?;
+            if t.shape() != [cols] {
+                return Err(Error::shape(op, format!("{what} has shape {:?}: expected [{cols}] (the last axis of {:?})", t.shape(), x.shape())));
+            }
+            affine.push(t.contiguous_on(queue)?);
+        }
+    }
+    let x = x.contiguous_on(queue)?;
+    let out = Tensor::uninit(queue, x.shape(), DType::F32)?;
+    if out.numel() == 0 {
+        return Ok(out);
+    }
+    let mut it = affine.iter();
+    let weight = p.weight.and_then(|_| it.next()).map(Tensor::operand);
+    let bias = p.bias.and_then(|_| it.next()).map(Tensor::operand);
+    let rows = x.numel() / cols;
+    queue.run_op(OpCall::Norm { kind, x: x.operand(), weight, bias, rows, cols, eps: p.eps, act: p.act, out: out.operand() })?;
+    Ok(out)
+}
