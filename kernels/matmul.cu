@@ -2,6 +2,16 @@
 // for layouts cuBLAS cannot take (and for when cuBLAS is missing). Each 16x16 block computes
 // a 64x64 tile of C, each thread a 4x4 block held in registers; K advances in steps of 16
 // through shared memory. gridDim.z walks the batches (grid-stride past 65,535).
+// Epilogue (the fused linear layer): HAS_BIAS adds bias[col], ACT applies an activation
+// (`UnaryOp::code`, 0: none) before each tile is stored. bias_act_main applies the same
+// epilogue in place after a cuBLAS GEMM, which has none.
+
+#ifndef HAS_BIAS
+#define HAS_BIAS 0
+#endif
+#ifndef ACT
+#define ACT 0
+#endif
 
 #define TILE 64
 #define KSTEP 16
@@ -22,8 +32,13 @@ __device__ __forceinline__ IDX batch_offset(IDX batch, const MatmulParams& p, co
     return strided_offset(batch, p.batch_rank, p.batch_shape, strides);
 }
 
+__device__ __forceinline__ float epilogue(float v, const float* bias, IDX col) {
+    if (HAS_BIAS) v += bias[col];
+    return unary_op<ACT>(v);
+}
+
 extern "C" __global__ void __launch_bounds__(256) matmul_main(const float* __restrict__ a, const float* __restrict__ b,
-                                                              float* __restrict__ c, MatmulParams p) {
+                                                              const float* __restrict__ bias, float* __restrict__ c, MatmulParams p) {
     __shared__ float at[KSTEP][TILE];
     __shared__ float bt[KSTEP][TILE];
     const IDX m = (IDX)p.m, n = (IDX)p.n, k = (IDX)p.k;
@@ -66,8 +81,19 @@ extern "C" __global__ void __launch_bounds__(256) matmul_main(const float* __res
 #pragma unroll
             for (u32 j = 0; j < 4; ++j) {
                 const IDX cc = col0 + tx * 4 + j;
-                if (cc < n) cb[r * n + cc] = acc[i][j];
+                if (cc < n) cb[r * n + cc] = epilogue(acc[i][j], bias, cc);
             }
         }
     }
+}
+
+struct BiasActParams {
+    u64 n_total;
+    u64 cols;
+};
+
+// out[i] = act(out[i] + bias[i % cols]) over a contiguous [rows, cols] output.
+extern "C" __global__ void bias_act_main(float* out, const float* __restrict__ bias, BiasActParams p) {
+    const IDX n = (IDX)p.n_total, cols = (IDX)p.cols;
+    for (IDX i = grid_start(); i < n; i += grid_step()) out[i] = epilogue(out[i], bias, i % cols);
 }

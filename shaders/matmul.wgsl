@@ -5,11 +5,18 @@
 // params: [0] M, [1] N, [2] K, [3] batch rank, [4] first batch of this dispatch,
 //         [5] A offset, [6] A row stride, [7] A column stride,
 //         [8] B offset, [9] B row stride, [10] B column stride, [11] C offset,
-//         [12..18] batch shape, [18..24] A batch strides, [24..30] B batch strides.
+//         [12..18] batch shape, [18..24] A batch strides, [24..30] B batch strides,
+//         [30] bias offset.
+// Epilogue (the fused linear layer): HAS_BIAS adds bias[col], ACT applies an activation
+// (`UnaryOp::code`, 0: none) before each tile is stored.
+
+override HAS_BIAS: bool = false;
+override ACT: u32 = 0u;
 
 @group(0) @binding(1) var<storage, read> a: array<f32>;
 @group(0) @binding(2) var<storage, read> b: array<f32>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
+@group(0) @binding(4) var<storage, read> bias: array<f32>;
 
 var<workgroup> a_tile: array<f32, 1024>; // [k][m], 16 x 64
 var<workgroup> b_tile: array<f32, 1024>; // [k][n], 16 x 64
@@ -88,7 +95,9 @@ fn matmul_main(
         for (var j = 0u; j < 4u; j++) {
             let col = col0 + tx * 4u + j;
             if (r < m && col < n) {
-                c[c_base + r * n + col] = acc[i * 4u + j];
+                var v = acc[i * 4u + j];
+                if (HAS_BIAS) { v += bias[params[30] + col]; }
+                c[c_base + r * n + col] = unary_op(ACT, v);
             }
         }
     }

@@ -288,6 +288,10 @@ impl Tensor {
     pub fn rms_norm(&self, params: ops::NormParams<'_>) -> Result<Tensor> {
         ops::norm::norm(&self.device.queue(), ops::NormKind::Rms, self, params)
     }
+    /// Linear layer `act(self @ weight + bias)` in one kernel (see [`ops::matmul::linear`]).
+    pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>) -> Result<Tensor> {
+        ops::matmul::linear(&self.device.queue(), self, weight, bias, act)
+    }
     /// Matrix product (batched, broadcasting).
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
         ops::matmul::matmul(&self.device.queue(), self, other)

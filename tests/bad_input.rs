@@ -151,3 +151,15 @@ fn norm_errors_say_what_was_expected() {
         expect_err(ints.rms_norm(NormParams::default()), "DTYPE", &["f32", "i32"], d);
     }
 }
+
+#[test]
+fn linear_errors_say_what_was_expected() {
+    for d in devices() {
+        let x = tensor(d, &random(41, 12, -1.0, 1.0), &[3, 4]);
+        let w = tensor(d, &random(42, 8, -1.0, 1.0), &[4, 2]);
+        let b3 = tensor(d, &[0.0; 3], &[3]);
+        expect_err(x.linear(&w, Some(&b3), None), "SHAPE", &["bias", "[3]", "expected [2]"], d);
+        expect_err(x.linear(&w.reshape(&[1, 4, 2]).unwrap(), None, None), "SHAPE", &["weight", "[k, n]"], d);
+        expect_err(x.linear(&w.t().unwrap(), None, None), "SHAPE", &["k = 4 vs 2"], d);
+    }
+}

@@ -352,3 +352,36 @@ fn layer_and_rms_norm_match_reference() {
         }
     }
 }
+
+#[test]
+fn linear_fuses_bias_and_activation() {
+    // (x shape, n): rank 2 and 3 inputs, primes, sizes off the 64-wide tiles.
+    let cases: &[(&[usize], usize)] = &[(&[1, 1], 1), (&[7, 13], 5), (&[65, 129], 67), (&[2, 3, 31], 17)];
+    for d in devices() {
+        let q = d.queue();
+        for (c, &(xs, n)) in cases.iter().enumerate() {
+            let k = xs[xs.len() - 1];
+            let rows: usize = xs[..xs.len() - 1].iter().product();
+            let seed = 900 + c as u64 * 4;
+            let x = random(seed, rows * k, -1.0, 1.0);
+            let w = random(seed + 1, n * k, -1.0, 1.0); // stored [n, k] (PyTorch layout), used as w.t()
+            let bias = random(seed + 2, n, -1.0, 1.0);
+            let (xt, wt, bt) = (tensor(d, &x, xs), tensor(d, &w, &[n, k]), tensor(d, &bias, &[n]));
+            for (with_bias, act) in [(false, None), (true, None), (true, Some(UnaryOp::Relu)), (false, Some(UnaryOp::GeluTanh))] {
+                let got = read(&ops::matmul::linear(&q, &xt, &wt.t().unwrap(), with_bias.then_some(&bt), act).unwrap());
+                let mut want = Vec::with_capacity(rows * n);
+                for r in 0..rows {
+                    for j in 0..n {
+                        let mut v: f64 = (0..k).map(|p| f64::from(x[r * k + p]) * f64::from(w[j * k + p])).sum();
+                        if with_bias {
+                            v += f64::from(bias[j]);
+                        }
+                        want.push(act.map_or(v, |f| f.eval(v)));
+                    }
+                }
+                let what = format!("linear {xs:?} x [{k}, {n}] bias {with_bias} act {act:?} on {} seed {seed}", name(d));
+                assert_close(&got, &want, 1e-4, 1e-4, &what);
+            }
+        }
+    }
+}

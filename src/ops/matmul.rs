@@ -1,19 +1,35 @@
-//! Matrix multiplication: 2-D and batched, with numpy broadcasting of the batch dimensions.
+//! Matrix multiplication: 2-D and batched, with numpy broadcasting of the batch dimensions;
+//! and the fused linear layer (matmul + bias + activation in the kernel's epilogue).
 
 use super::elementwise::check_f32;
-use super::OpCall;
+use super::{OpCall, UnaryOp};
 use crate::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// `a @ b` for `a: [.., m, k]` and `b: [.., k, n]`; leading (batch) dimensions broadcast.
 /// Either operand may be a strided view (e.g. a transpose) without a copy.
 pub fn matmul(queue: &Queue, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    check_f32(queue, "matmul", a)?;
-    check_f32(queue, "matmul", b)?;
+    matmul_epilogue(queue, "matmul", a, b, None, None)
+}
+
+/// A linear layer: `act(x @ weight + bias)` with the bias add and the activation applied
+/// to each output tile before it is stored (one pass over the output). `x` is
+/// `[.., m, k]`, `weight` is `[k, n]` (pass `w.t()` for a PyTorch-style `[n, k]` weight: the
+/// transposed view needs no copy), `bias` is `[n]`.
+pub fn linear(queue: &Queue, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>) -> Result<Tensor> {
+    if weight.rank() != 2 {
+        return Err(Error::shape("linear", format!("weight has shape {:?}: expected [k, n]", weight.shape())));
+    }
+    matmul_epilogue(queue, "linear", x, weight, bias, act)
+}
+
+fn matmul_epilogue(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>) -> Result<Tensor> {
+    check_f32(queue, op, a)?;
+    check_f32(queue, op, b)?;
     let (ra, rb) = (a.rank(), b.rank());
     if ra < 2 || rb < 2 {
         return Err(Error::shape(
-            "matmul",
+            op,
             format!("got shapes {:?} and {:?}: expected both of rank >= 2 ([.., m, k] @ [.., k, n])", a.shape(), b.shape()),
         ));
     }
@@ -21,18 +37,29 @@ pub fn matmul(queue: &Queue, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (k2, n) = (b.shape()[rb - 2], b.shape()[rb - 1]);
     if k != k2 {
         return Err(Error::shape(
-            "matmul",
+            op,
             format!("inner dimensions differ: {:?} @ {:?} has k = {k} vs {k2}, expected equal", a.shape(), b.shape()),
         ));
     }
-    let batch = broadcast_shapes("matmul", &a.shape()[..ra - 2], &b.shape()[..rb - 2])?;
+    let bias = match bias {
+        Some(t) => {
+            check_f32(queue, op, t)?;
+            if t.shape() != [n] {
+                return Err(Error::shape(op, format!("bias has shape {:?}: expected [{n}] (the output columns)", t.shape())));
+            }
+            Some(t.contiguous_on(queue)?)
+        }
+        None => None,
+    };
+    let batch = broadcast_shapes(op, &a.shape()[..ra - 2], &b.shape()[..rb - 2])?;
     let with = |x: usize, y: usize| batch.iter().copied().chain([x, y]).collect::<Vec<_>>();
-    check_rank("matmul", &with(m, n))?;
+    check_rank(op, &with(m, n))?;
     let a = a.broadcast_to(&with(m, k))?;
     let b = b.broadcast_to(&with(k, n))?;
     let out = Tensor::uninit(queue, &with(m, n), DType::F32)?;
     if out.numel() > 0 {
-        queue.run_op(OpCall::Matmul { a: a.operand(), b: b.operand(), out: out.operand(), m, n, k })?;
+        let bias = bias.as_ref().map(Tensor::operand);
+        queue.run_op(OpCall::Matmul { a: a.operand(), b: b.operand(), bias, act, out: out.operand(), m, n, k })?;
     }
     Ok(out)
 }

@@ -49,7 +49,8 @@ pub(crate) enum OpCall<'a> {
     },
     /// Softmax over rows of a contiguous `[rows, cols]` input.
     Softmax { x: Operand<'a>, rows: usize, cols: usize, out: Operand<'a> },
-    /// `out[b] = a[b] @ b[b]`; `a` is `[batch.., m, k]`, `b` is `[batch.., k, n]`, both strided and
-    /// broadcast to the output's batch shape; `out` is contiguous `[batch.., m, n]`.
-    Matmul { a: Operand<'a>, b: Operand<'a>, out: Operand<'a>, m: usize, n: usize, k: usize },
+    /// `out[b] = act(a[b] @ b[b] + bias)`; `a` is `[batch.., m, k]`, `b` is `[batch.., k, n]`,
+    /// both strided and broadcast to the output's batch shape; `bias` (optional) is contiguous
+    /// `[n]`; `out` is contiguous `[batch.., m, n]`.
+    Matmul { a: Operand<'a>, b: Operand<'a>, bias: Option<Operand<'a>>, act: Option<UnaryOp>, out: Operand<'a>, m: usize, n: usize, k: usize },
 }

@@ -65,7 +65,7 @@ pub(crate) struct Builtin {
 impl Builtin {
     /// The source NVRTC compiles: the prelude, the shared parts the file needs, then the file.
     pub(crate) fn source(&self) -> String {
-        let activation = if matches!(self.file, KernelFile::Elementwise | KernelFile::Norm) { ACTIVATION } else { "" };
+        let activation = if matches!(self.file, KernelFile::Elementwise | KernelFile::Norm | KernelFile::Matmul) { ACTIVATION } else { "" };
         format!("{COMMON}\n{activation}\n{}", self.file.body())
     }
 
@@ -229,7 +229,8 @@ pub(crate) fn every_builtin() -> Vec<Builtin> {
         for kind in 0..2 {
             all.push(b(KernelFile::Norm, "norm_main", &[("KIND", kind.to_string()), ("ACT", "12".into()), ("HAS_WEIGHT", "1".into()), ("HAS_BIAS", "1".into()), idx.clone()]));
         }
-        all.push(b(KernelFile::Matmul, "matmul_main", &[idx]));
+        all.push(b(KernelFile::Matmul, "matmul_main", &[("HAS_BIAS", "1".into()), ("ACT", "13".into()), idx.clone()]));
+        all.push(b(KernelFile::Matmul, "bias_act_main", &[("HAS_BIAS", "1".into()), ("ACT", "11".into()), idx]));
     }
     all
 }

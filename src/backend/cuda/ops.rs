@@ -11,7 +11,7 @@ use super::{blas, CudaDevice};
 use crate::buffer::BufferInner;
 use crate::device::Init;
 use crate::layout::{Layout, MAX_RANK};
-use crate::ops::{OpCall, Operand, ReduceOp};
+use crate::ops::{OpCall, Operand, ReduceOp, UnaryOp};
 use crate::{Error, Queue, Result};
 
 /// Threads per block of the 1-D kernels.
@@ -63,6 +63,13 @@ struct SoftmaxParams {
 
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
+struct BiasActParams {
+    n_total: u64,
+    cols: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
 struct NormParams {
     rows: u64,
     cols: u64,
@@ -94,6 +101,7 @@ unsafe impl DeviceRepr for CopyParams {}
 unsafe impl DeviceRepr for ReduceParams {}
 unsafe impl DeviceRepr for SoftmaxParams {}
 unsafe impl DeviceRepr for NormParams {}
+unsafe impl DeviceRepr for BiasActParams {}
 unsafe impl DeviceRepr for MatmulParams {}
 
 /// `[n0, n1, ..]` padded with `fill` to `N` entries.
@@ -208,12 +216,14 @@ pub(crate) fn run_op(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, call: OpCal
             held.extend(weight.iter().chain(bias.iter()).map(|o| o.buf));
             q.launch_builtin(dev, &f, (rows.clamp(1, 65_535) as u32, 1, 1), (BLOCK, 1, 1), &pointers, &p, &held)
         }
-        OpCall::Matmul { a, b, out, m, n, k } => {
+        OpCall::Matmul { a, b, bias, act, out, m, n, k } => {
             let precision = queue.device().shared.options.matmul_precision;
             if blas::matmul(q, dev, &a, &b, &out, m, n, k, precision)? {
-                return q.retain_used(dev, &[a.buf, b.buf, out.buf]);
+                q.retain_used(dev, &[a.buf, b.buf, out.buf])?;
+                // cuBLAS has no epilogue: bias and activation in one pass over the output.
+                return if bias.is_some() || act.is_some() { bias_act(q, dev, &out, bias, act, n) } else { Ok(()) };
             }
-            matmul_kernel(q, dev, a, b, out, m, n, k)
+            matmul_kernel(q, dev, [a, b, out], bias, act, [m, n, k])
         }
     }
 }
@@ -286,8 +296,25 @@ fn reduce(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, op: ReduceOp, x: Opera
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn matmul_kernel(q: &CudaQueue, dev: &CudaDevice, a: Operand<'_>, b: Operand<'_>, out: Operand<'_>, m: usize, n: usize, k: usize) -> Result<()> {
+/// Epilogue defines of matmul.cu.
+fn epilogue_defines(bias: &Option<Operand<'_>>, act: Option<UnaryOp>) -> [(&'static str, String); 2] {
+    [("HAS_BIAS", u32::from(bias.is_some()).to_string()), ("ACT", act.map_or(0, |f| f.code()).to_string())]
+}
+
+/// `out = act(out + bias)` in place over a contiguous `[rows, cols]` output.
+fn bias_act(q: &CudaQueue, dev: &CudaDevice, out: &Operand<'_>, bias: Option<Operand<'_>>, act: Option<UnaryOp>, cols: usize) -> Result<()> {
+    let total = out.layout.numel();
+    let mut defines = epilogue_defines(&bias, act).to_vec();
+    defines.push(index_type(total));
+    let f = dev.builtin(kernel(KernelFile::Matmul, "bias_act_main", defines))?;
+    let p = BiasActParams { n_total: total as u64, cols: cols as u64 };
+    let bias_ptr = bias.as_ref().map_or(Ok(0), operand)?;
+    let mut held = vec![out.buf];
+    held.extend(bias.iter().map(|o| o.buf));
+    q.launch_builtin(dev, &f, (blocks(dev, total, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(out)?, bias_ptr], &p, &held)
+}
+
+fn matmul_kernel(q: &CudaQueue, dev: &CudaDevice, [a, b, out]: [Operand<'_>; 3], bias: Option<Operand<'_>>, act: Option<UnaryOp>, [m, n, k]: [usize; 3]) -> Result<()> {
     let r = out.layout.shape.len();
     let batch_rank = r - 2;
     if batch_rank > MAX_BATCH_RANK {
@@ -299,7 +326,9 @@ fn matmul_kernel(q: &CudaQueue, dev: &CudaDevice, a: Operand<'_>, b: Operand<'_>
     }
     let batches = out.layout.numel() / (m * n).max(1);
     let largest = out.layout.numel().max(extent(a.layout)).max(extent(b.layout));
-    let f = dev.builtin(kernel(KernelFile::Matmul, "matmul_main", vec![index_type(largest)]))?;
+    let mut defines = epilogue_defines(&bias, act).to_vec();
+    defines.push(index_type(largest));
+    let f = dev.builtin(kernel(KernelFile::Matmul, "matmul_main", defines))?;
     let (sa, sb) = (&a.layout.strides, &b.layout.strides);
     let p = MatmulParams {
         m: m as u64,
@@ -317,5 +346,8 @@ fn matmul_kernel(q: &CudaQueue, dev: &CudaDevice, a: Operand<'_>, b: Operand<'_>
         b_batch: padded(&sb[..batch_rank], 0),
     };
     let grid = (gx as u32, gy as u32, batches.clamp(1, 65_535) as u32);
-    q.launch_builtin(dev, &f, grid, (16, 16, 1), &[operand(&a)?, operand(&b)?, operand(&out)?], &p, &[a.buf, b.buf, out.buf])
+    let bias_ptr = bias.as_ref().map_or(Ok(0), operand)?;
+    let mut held = vec![a.buf, b.buf, out.buf];
+    held.extend(bias.iter().map(|o| o.buf));
+    q.launch_builtin(dev, &f, grid, (16, 16, 1), &[operand(&a)?, operand(&b)?, bias_ptr, operand(&out)?], &p, &held)
 }

@@ -9,7 +9,7 @@ use super::GpuDevice;
 use crate::buffer::BufferInner;
 use crate::device::Init;
 use crate::layout::{Layout, MAX_RANK};
-use crate::ops::{OpCall, Operand, ReduceOp};
+use crate::ops::{OpCall, Operand, ReduceOp, UnaryOp};
 use crate::{Error, Queue, Result};
 
 /// Elements each reduction workgroup combines per pass (256 threads x 4).
@@ -140,7 +140,7 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             ];
             q.dispatch(dev, pipeline, &params, &binds, grid_1d(dev, rows as u64)?)
         }
-        OpCall::Matmul { a, b, out, m, n, k } => matmul(q, dev, a, b, out, m, n, k),
+        OpCall::Matmul { a, b, bias, act, out, m, n, k } => matmul(q, dev, [a, b, out], bias, act, [m, n, k]),
     }
 }
 
@@ -201,8 +201,7 @@ fn reduce(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, op: ReduceOp, x: Operand
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn matmul(q: &GpuQueue, dev: &GpuDevice, a: Operand<'_>, b: Operand<'_>, out: Operand<'_>, m: usize, n: usize, k: usize) -> Result<()> {
+fn matmul(q: &GpuQueue, dev: &GpuDevice, [a, b, out]: [Operand<'_>; 3], bias: Option<Operand<'_>>, act: Option<UnaryOp>, [m, n, k]: [usize; 3]) -> Result<()> {
     for o in [&a, &b, &out] {
         check_binding(dev, o)?;
     }
@@ -228,6 +227,7 @@ fn matmul(q: &GpuQueue, dev: &GpuDevice, a: Operand<'_>, b: Operand<'_>, out: Op
         }
         params.resize(params.len() + MAX_RANK - 2 - batch_rank, 0);
     }
+    params.push(bias.as_ref().map_or(Ok(0), |o| u32_of("offset", o.layout.offset))?);
     let max = dev.limits.max_compute_workgroups_per_dimension as usize;
     let (gx, gy) = (n.div_ceil(MATMUL_TILE), m.div_ceil(MATMUL_TILE));
     if gx > max || gy > max {
@@ -239,8 +239,9 @@ fn matmul(q: &GpuQueue, dev: &GpuDevice, a: Operand<'_>, b: Operand<'_>, out: Op
         });
     }
     let batches = out.layout.numel() / (m * n);
-    let pipeline = dev.builtin(builtin(ShaderFile::Matmul, "matmul_main", vec![]));
-    let binds = [(1, Bind::Mem(a.buf)), (2, Bind::Mem(b.buf)), (3, Bind::Mem(out.buf))];
+    let constants = vec![("HAS_BIAS", u32::from(bias.is_some())), ("ACT", act.map_or(0, |f| f.code()))];
+    let pipeline = dev.builtin(builtin(ShaderFile::Matmul, "matmul_main", constants));
+    let binds = [(1, Bind::Mem(a.buf)), (2, Bind::Mem(b.buf)), (3, Bind::Mem(out.buf)), (4, bias.as_ref().map_or(Bind::SpareRead, |o| Bind::Mem(o.buf)))];
     let mut first = 0;
     while first < batches {
         let count = (batches - first).min(max);

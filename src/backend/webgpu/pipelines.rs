@@ -36,7 +36,7 @@ impl ShaderFile {
 
     /// The full WGSL: the prelude, the shared parts the file needs, then the file.
     fn full_source(self) -> String {
-        let activation = if matches!(self, ShaderFile::Elementwise | ShaderFile::Norm) { ACTIVATION } else { "" };
+        let activation = if matches!(self, ShaderFile::Elementwise | ShaderFile::Norm | ShaderFile::Matmul) { ACTIVATION } else { "" };
         format!("{COMMON}\n{activation}\n{}", self.source())
     }
 }

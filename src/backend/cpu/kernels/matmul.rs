@@ -4,7 +4,7 @@ use rayon::prelude::*;
 
 use super::{out_words, read_guard, write_guard};
 use crate::layout::Layout;
-use crate::ops::Operand;
+use crate::ops::{Operand, UnaryOp};
 use crate::Result;
 
 /// Rows of C per parallel task (at least; fewer tasks than threads is not worth splitting).
@@ -28,13 +28,29 @@ struct SendPtr<T>(*const T);
 unsafe impl<T> Send for SendPtr<T> {}
 unsafe impl<T> Sync for SendPtr<T> {}
 
-pub(super) fn matmul(a: Operand<'_>, b: Operand<'_>, out: Operand<'_>, m: usize, n: usize, k: usize) -> Result<()> {
+/// `act(row + bias)` over the rows of a block of C, while it is in cache.
+fn epilogue(rows: &mut [f32], n: usize, bias: Option<&[f32]>, act: Option<UnaryOp>) {
+    if bias.is_none() && act.is_none() {
+        return;
+    }
+    for row in rows.chunks_mut(n) {
+        for (j, v) in row.iter_mut().enumerate() {
+            let y = bias.map_or(*v, |b| *v + b[j]);
+            *v = act.map_or(y, |f| f.eval(y));
+        }
+    }
+}
+
+pub(super) fn matmul(a: Operand<'_>, b: Operand<'_>, bias: Option<Operand<'_>>, act: Option<UnaryOp>, out: Operand<'_>, [m, n, k]: [usize; 3]) -> Result<()> {
     let (ag, bg) = (read_guard(a.buf)?, read_guard(b.buf)?);
+    let biasg = bias.map(|o| read_guard(o.buf)).transpose()?;
     let mut os = write_guard(out.buf)?;
     let (af, bf): (&[f32], &[f32]) = (bytemuck::cast_slice(&ag), bytemuck::cast_slice(&bg));
+    let bias: Option<&[f32]> = biasg.as_ref().zip(bias).map(|(g, o)| &bytemuck::cast_slice(g)[o.layout.offset..o.layout.offset + n]);
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
     if k == 0 {
         of.fill(0.0);
+        of.par_chunks_mut(n.max(1)).for_each(|row| epilogue(row, n, bias, act));
         return Ok(());
     }
     let r = a.layout.shape.len();
@@ -70,6 +86,7 @@ pub(super) fn matmul(a: Operand<'_>, b: Operand<'_>, out: Operand<'_>, m: usize,
                     1,
                 );
             }
+            epilogue(rows, n, bias, act);
         });
     });
     Ok(())

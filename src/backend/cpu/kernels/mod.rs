@@ -25,7 +25,7 @@ pub(crate) fn run_op(call: OpCall<'_>) -> Result<()> {
         OpCall::Reduce { op, x, outer, len, inner, out } => reduce::reduce(op, x, [outer, len, inner], out),
         OpCall::Softmax { x, rows, cols, out } => reduce::softmax(x, rows, cols, out),
         OpCall::Norm { kind, x, weight, bias, rows, cols, eps, act, out } => norm::norm(kind, x, weight, bias, [rows, cols], eps, act, out),
-        OpCall::Matmul { a, b, out, m, n, k } => matmul::matmul(a, b, out, m, n, k),
+        OpCall::Matmul { a, b, bias, act, out, m, n, k } => matmul::matmul(a, b, bias, act, out, [m, n, k]),
     }
 }
 
