@@ -47,7 +47,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK) softmax_main(const float* __
         }
         __syncthreads();
         m = sm[0];
-        const float inv = 1.0f / ss[0];
+        // A +inf maximum makes exp(x - max) NaN for that element, as in the reference.
+        const float inv = m == inf_f32() ? nan_f32() : 1.0f / ss[0];
         for (IDX j = threadIdx.x; j < cols; j += BLOCK) out[row * cols + j] = expf(xr[j] - m) * inv;
         __syncthreads();
     }

@@ -6,6 +6,10 @@ use crate::{DType, Error, Result};
 
 /// Reflect `entry` of `source`, launched with `block` threads per block.
 pub(crate) fn reflect(source: &str, entry: &str, block: [u32; 3]) -> Result<KernelInfo> {
+    let mut chars = entry.chars();
+    if !chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(Error::Invalid(format!("entry point name `{entry}`: expected a C identifier")));
+    }
     if block.contains(&0) {
         return Err(Error::Invalid(format!("block size {block:?} of `{entry}`: expected every dimension >= 1")));
     }
@@ -155,6 +159,8 @@ mod tests {
         assert!(err("extern \"C\" __global__ void other(float* x) {}").contains("no `__global__` function `k`"));
         assert!(err("extern \"C\" __device__ void k(float* x) {}").contains("no `__global__`"));
         assert!(reflect("extern \"C\" __global__ void k() {}", "k", [0, 1, 1]).is_err());
+        assert!(reflect("extern \"C\" __global__ void k() {}", "", [1, 1, 1]).is_err(), "empty name");
+        assert!(reflect("extern \"C\" __global__ void k() {}", "k k", [1, 1, 1]).is_err());
         assert!(reflect("extern \"C\" __global__ void k(void) {}", "k", [1, 1, 1]).unwrap().bindings.is_empty());
     }
 }

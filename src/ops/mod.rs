@@ -30,7 +30,8 @@ pub(crate) enum OpCall<'a> {
     Unary { op: UnaryOp, x: Operand<'a>, out: Operand<'a> },
     /// `out = act(op(a, b))`; `a` and `b` are already broadcast (stride 0) to the output shape.
     Binary { op: BinaryOp, act: Option<UnaryOp>, a: Operand<'a>, b: Operand<'a>, out: Operand<'a> },
-    /// Copy any 4-byte dtype from a strided view into a contiguous output of the same shape.
+    /// Copy any 4-byte dtype from a strided view into a view of the same shape (contiguous,
+    /// or a non-overlapping strided view such as a slice of a larger tensor).
     Copy { x: Operand<'a>, out: Operand<'a> },
     /// Reduce the middle axis of a contiguous `[outer, len, inner]` input to `[outer, inner]`.
     Reduce { op: ReduceOp, x: Operand<'a>, outer: usize, len: usize, inner: usize, out: Operand<'a> },

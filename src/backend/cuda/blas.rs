@@ -87,9 +87,15 @@ pub(crate) fn matmul(q: &CudaQueue, dev: &CudaDevice, a: &Operand<'_>, b: &Opera
         return Ok(false);
     };
     let stream = q.stream(dev)?;
+    // cuBLAS works on the thread's current context.
+    dev.ctx.bind_to_thread().map_err(|e| dev.fail("binding the CUDA context", e))?;
     let mut slot = lock(&q.blas);
     if slot.is_none() {
-        *slot = Some(CudaBlas::new(stream).map_err(|e| Error::Device(format!("creating a cuBLAS handle: {e:?}")))?);
+        match CudaBlas::new(stream) {
+            Ok(handle) => *slot = Some(handle),
+            // cuBLAS is present but unusable: the kernel path still works.
+            Err(_) => return Ok(false),
+        }
     }
     let handle = *slot.as_ref().map(CudaBlas::handle).ok_or_else(|| Error::Device("internal: no cuBLAS handle".into()))?;
     let (alpha, beta) = (1.0f32, 0.0f32);

@@ -82,6 +82,40 @@ impl Builtin {
     }
 }
 
+/// The `--gpu-architecture` for a device of compute capability `[major, minor]`: `sm_XY`
+/// (a cubin) when NVRTC can build for it, else `compute_XY` PTX for the newest architecture
+/// NVRTC knows that the device runs, which the driver compiles when loading.
+pub(crate) fn target_arch([major, minor]: [u32; 2]) -> String {
+    let device = (major * 10 + minor) as i32;
+    let supported = supported_archs();
+    if supported.is_empty() || supported.contains(&device) {
+        return format!("sm_{device}");
+    }
+    match supported.iter().copied().filter(|&a| a <= device).max() {
+        Some(a) => format!("compute_{a}"),
+        None => format!("sm_{device}"),
+    }
+}
+
+/// Architectures NVRTC can compile for (e.g. 75, 80, 90, 120); empty if it cannot tell.
+fn supported_archs() -> Vec<i32> {
+    if nvrtc_version().is_err() {
+        return Vec::new();
+    }
+    let mut n = 0;
+    // SAFETY: out-parameters sized by NVRTC's own count.
+    unsafe {
+        if sys::nvrtcGetNumSupportedArchs(&mut n).result().is_err() || n <= 0 {
+            return Vec::new();
+        }
+        let mut archs = vec![0; n as usize];
+        if sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()).result().is_err() {
+            return Vec::new();
+        }
+        archs
+    }
+}
+
 /// Options of every compilation for `arch`.
 pub(crate) fn base_options(arch: &str) -> Vec<String> {
     vec![format!("--gpu-architecture={arch}"), "--std=c++17".into()]
@@ -129,7 +163,8 @@ pub(crate) fn cache_dir() -> Option<PathBuf> {
     Some(base.join("unicompute").join("cuda"))
 }
 
-/// A cubin of `source` compiled with `options`, from the disk cache in `dir` when present.
+/// A cubin (or PTX, for a `compute_XY` target) of `source` compiled with `options`, from the
+/// disk cache in `dir` when present.
 pub(crate) fn cubin(source: &str, name: &str, options: &[String], dir: Option<&PathBuf>) -> Result<Vec<u8>, CompileFailure> {
     let version = nvrtc_version().map_err(CompileFailure::Nvrtc)?;
     let mut hasher = DefaultHasher::new();
@@ -143,7 +178,8 @@ pub(crate) fn cubin(source: &str, name: &str, options: &[String], dir: Option<&P
     if let (Some(dir), Some(file)) = (dir, &file) {
         // The cache only saves time: failing to write it is not an error. Write then
         // rename, so a concurrent process never reads half a file.
-        let tmp = file.with_extension(format!("tmp{}", std::process::id()));
+        static WRITES: AtomicUsize = AtomicUsize::new(0);
+        let tmp = file.with_extension(format!("tmp{}-{}", std::process::id(), WRITES.fetch_add(1, Ordering::Relaxed)));
         if std::fs::create_dir_all(dir).is_ok() && std::fs::write(&tmp, &bytes).is_ok() {
             let _ = std::fs::rename(&tmp, file);
         }
@@ -175,6 +211,10 @@ fn compile(source: &str, name: &str, options: &[String]) -> Result<Vec<u8>, Comp
                     .map(|l| l.iter().take_while(|&&c| c != 0).map(|&c| c as u8 as char).collect::<String>())
                     .unwrap_or_else(|_| format!("{e:?} (no log)"));
                 Err(CompileFailure::Source(log.trim().to_string()))
+            }
+            Ok(()) if options.iter().any(|o| o.starts_with("--gpu-architecture=compute_")) => {
+                // PTX (NUL-terminated, as the driver's loader expects).
+                result::get_ptx(prog).map(|p| p.into_iter().map(|c| c as u8).collect()).map_err(|e| nvrtc("nvrtcGetPTX", e))
             }
             Ok(()) => {
                 let mut size = 0usize;
@@ -218,7 +258,9 @@ pub(crate) fn every_builtin() -> Vec<Builtin> {
         for op in BinaryOp::ALL {
             all.push(b(KernelFile::Elementwise, "binary_main", &[("OP", op.code().to_string()), ("ACT", "14".into()), ("A_MODE", "0".into()), ("B_MODE", "2".into()), idx.clone()]));
         }
-        all.push(b(KernelFile::Copy, "copy_main", &[idx.clone()]));
+        for contiguous in ["0", "1"] {
+            all.push(b(KernelFile::Copy, "copy_main", &[("OUT_CONTIGUOUS", contiguous.into()), idx.clone()]));
+        }
         for op in ReduceOp::ALL {
             for first in 0..2 {
                 all.push(b(KernelFile::Reduce, "reduce_rows", &[("OP", op.code().to_string()), ("FIRST", first.to_string()), idx.clone()]));
@@ -267,6 +309,21 @@ mod tests {
             }
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn unknown_architectures_fall_back_to_ptx() {
+        if !nvrtc_or_skip() {
+            return;
+        }
+        assert_eq!(target_arch([9, 0]), "sm_90");
+        // No NVRTC builds cubins for compute capability 99.9: PTX for the newest it knows.
+        let fallback = target_arch([99, 9]);
+        assert!(fallback.starts_with("compute_"), "{fallback}");
+        let k = Builtin { file: KernelFile::Copy, entry: "copy_main", defines: vec![] };
+        let ptx = compile(&k.source(), k.name(), &k.options(&fallback)).unwrap();
+        assert!(String::from_utf8_lossy(&ptx).contains(".entry copy_main"), "PTX text");
+        assert_eq!(ptx.last(), Some(&0), "NUL-terminated");
     }
 
     #[test]

@@ -33,6 +33,9 @@ pub(crate) fn driver_error(e: DriverError) -> String {
     }
 }
 
+/// Oldest driver API the backend runs on (cudarc binds CUDA 13.0 entry points).
+const MIN_DRIVER_API: i32 = 13000;
+
 /// The file names searched for a CUDA library, without repeats.
 pub(crate) fn library_names(lib: &str) -> String {
     let mut seen = std::collections::HashSet::new();
@@ -56,6 +59,16 @@ fn probe_driver() -> std::result::Result<Vec<DeviceInfo>, String> {
         return Err(format!("CUDA driver library libcuda.so not found (searched {names}): install the NVIDIA driver"));
     }
     result::init().map_err(|e| format!("cuInit failed: {}", driver_error(e)))?;
+    let mut version = 0;
+    // SAFETY: plain out-parameter.
+    unsafe { sys::cuDriverGetVersion(&mut version) }.result().map_err(|e| format!("cuDriverGetVersion failed: {}", driver_error(e)))?;
+    if version < MIN_DRIVER_API {
+        return Err(format!(
+            "the CUDA driver supports CUDA {}.{}, but the cuda backend is built against CUDA 13.0 (driver API functions it calls are missing): update the NVIDIA driver to 580 or newer",
+            version / 1000,
+            version % 1000 / 10
+        ));
+    }
     let count = result::device::get_count().map_err(|e| format!("cuDeviceGetCount failed: {}", driver_error(e)))?;
     if count <= 0 {
         return Err("the CUDA driver lists no GPU".into());
@@ -126,7 +139,7 @@ pub(crate) fn missing_reason() -> String {
 /// An opened CUDA device.
 pub(crate) struct CudaDevice {
     pub ctx: Arc<CudaContext>,
-    /// NVRTC architecture, e.g. `sm_90`.
+    /// NVRTC architecture: `sm_90` (cubin), or `compute_XY` (PTX) for a GPU newer than NVRTC.
     arch: String,
     /// Streaming multiprocessors (sizes grids).
     pub sm_count: u32,
@@ -136,6 +149,12 @@ pub(crate) struct CudaDevice {
     pub retirement: Arc<Retirement>,
     /// Set by the first asynchronous failure: the context is unusable afterwards.
     failed: Mutex<Option<String>>,
+}
+
+/// Whether loading failed because of the image itself (a stale or damaged cache entry).
+fn is_bad_image(e: DriverError) -> bool {
+    use sys::cudaError_enum as E;
+    matches!(e.0, E::CUDA_ERROR_INVALID_IMAGE | E::CUDA_ERROR_NO_BINARY_FOR_GPU | E::CUDA_ERROR_INVALID_PTX | E::CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
 }
 
 /// A compiled user kernel.
@@ -152,9 +171,8 @@ impl CudaDevice {
         let (ctx, fill_stream, sms) = opened
             .map_err(|_| Error::NoDevice(format!("opening `{}` panicked inside the CUDA driver bindings", info.name)))?
             .map_err(|e| Error::NoDevice(format!("opening `{}` failed: {}", info.name, driver_error(e))))?;
-        let [major, minor] = info.compute_capability.unwrap_or([8, 0]);
         Ok(CudaDevice {
-            arch: format!("sm_{major}{minor}"),
+            arch: compile::target_arch(info.compute_capability.unwrap_or([8, 0])),
             sm_count: sms.max(1) as u32,
             fill_stream,
             functions: Mutex::new(HashMap::new()),
@@ -197,7 +215,7 @@ impl CudaDevice {
         let msg = format!("{what}: {}", driver_error(e));
         use sys::cudaError_enum as E;
         // Errors of a kernel that ran make the context unusable; argument errors do not.
-        if matches!(e.0, E::CUDA_ERROR_ILLEGAL_ADDRESS | E::CUDA_ERROR_LAUNCH_FAILED | E::CUDA_ERROR_ILLEGAL_INSTRUCTION | E::CUDA_ERROR_MISALIGNED_ADDRESS | E::CUDA_ERROR_HARDWARE_STACK_ERROR | E::CUDA_ERROR_ASSERT | E::CUDA_ERROR_ECC_UNCORRECTABLE) {
+        if matches!(e.0, E::CUDA_ERROR_ILLEGAL_ADDRESS | E::CUDA_ERROR_LAUNCH_FAILED | E::CUDA_ERROR_ILLEGAL_INSTRUCTION | E::CUDA_ERROR_MISALIGNED_ADDRESS | E::CUDA_ERROR_HARDWARE_STACK_ERROR | E::CUDA_ERROR_ASSERT | E::CUDA_ERROR_ECC_UNCORRECTABLE | E::CUDA_ERROR_LAUNCH_TIMEOUT | E::CUDA_ERROR_ILLEGAL_STATE) {
             lock(&self.failed).get_or_insert_with(|| msg.clone());
         }
         Error::Device(msg)
@@ -218,28 +236,31 @@ impl CudaDevice {
             CompileFailure::Nvrtc(why) => Error::Unsupported { backend: BackendKind::Cuda, what: format!("built-in kernel `{}`: {why}", kernel.entry) },
             CompileFailure::Source(log) => Error::Device(format!("internal: built-in kernel {} `{}` does not compile for {}: {log}", kernel.name(), kernel.entry, self.arch)),
         };
-        let function = match self.load(&compile::cubin(&source, kernel.name(), &options, dir.as_ref()).map_err(internal)?, kernel.entry) {
+        let loaded = self.load(&compile::cubin(&source, kernel.name(), &options, dir.as_ref()).map_err(internal)?, kernel.entry);
+        let function = match loaded {
             Ok(f) => f,
-            Err(_) => {
+            Err(e) if is_bad_image(e) => {
                 // A stale or damaged cache entry: compile afresh.
                 compile::forget(&source, &options, dir.as_ref());
                 let fresh = compile::cubin(&source, kernel.name(), &options, None).map_err(internal)?;
                 self.load(&fresh, kernel.entry).map_err(|e| self.fail(&format!("loading built-in kernel `{}`", kernel.entry), e))?
             }
+            Err(e) => return Err(self.fail(&format!("loading built-in kernel `{}`", kernel.entry), e)),
         };
         lock(&self.functions).insert(kernel, function.clone());
         Ok(function)
     }
 
-    fn load(&self, cubin: &[u8], entry: &str) -> std::result::Result<CudaFunction, DriverError> {
-        let module = self.ctx.load_module(Ptx::from_binary(cubin.to_vec()))?;
+    fn load(&self, image: &[u8], entry: &str) -> std::result::Result<CudaFunction, DriverError> {
+        let module = self.ctx.load_module(Ptx::from_binary(image.to_vec()))?;
         module.load_function(entry)
     }
 
     /// Compile a user kernel; compile errors become [`Error::Shader`] with the NVRTC log.
     pub(crate) fn compile_user(&self, source: &str, entry: &str) -> Result<UserFunction> {
         let options = compile::base_options(&self.arch);
-        let cubin = compile::cubin(source, "kernel.cu", &options, compile::cache_dir().as_ref()).map_err(|e| match e {
+        let dir = compile::cache_dir();
+        let cubin = compile::cubin(source, "kernel.cu", &options, dir.as_ref()).map_err(|e| match e {
             CompileFailure::Nvrtc(why) => Error::Unsupported { backend: BackendKind::Cuda, what: format!("CUDA kernel `{entry}`: {why}") },
             CompileFailure::Source(log) => {
                 let (line, _) = compile::first_error(&log).unwrap_or((1, String::new()));
@@ -247,8 +268,15 @@ impl CudaDevice {
                 Error::Shader { line, column: 0, message: log, source_line }
             }
         })?;
-        self.load(&cubin, entry)
-            .map(UserFunction)
-            .map_err(|e| Error::Invalid(format!("loading CUDA kernel `{entry}` failed: {}", driver_error(e))))
+        let loaded = match self.load(&cubin, entry) {
+            Err(e) if is_bad_image(e) => {
+                compile::forget(source, &options, dir.as_ref());
+                let fresh = compile::cubin(source, "kernel.cu", &options, None)
+                    .map_err(|_| Error::Device(format!("recompiling CUDA kernel `{entry}` failed")))?;
+                self.load(&fresh, entry)
+            }
+            other => other,
+        };
+        loaded.map(UserFunction).map_err(|e| Error::Invalid(format!("loading CUDA kernel `{entry}` failed: {}", driver_error(e))))
     }
 }

@@ -40,6 +40,7 @@ struct CopyParams {
     pad: u32,
     shape: [u64; MAX_RANK],
     strides: [u64; MAX_RANK],
+    out_strides: [u64; MAX_RANK],
 }
 
 #[repr(C)]
@@ -113,9 +114,10 @@ fn padded<const N: usize>(values: &[usize], fill: u64) -> [u64; N] {
     out
 }
 
-/// The `IDX` definition: 32-bit indexing when every index of the launch fits.
+/// The `IDX` definition: 32-bit indexing when every index of the launch fits, with room for
+/// one grid-stride step past the end (at most 65,535 blocks of 256 threads, under 2^25).
 fn index_type(largest: usize) -> (&'static str, String) {
-    let ty = if largest < u32::MAX as usize { "unsigned int" } else { "unsigned long long" };
+    let ty = if (largest as u64) + (1 << 25) < u64::from(u32::MAX) { "unsigned int" } else { "unsigned long long" };
     ("IDX", ty.to_string())
 }
 
@@ -184,12 +186,15 @@ pub(crate) fn run_op(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, call: OpCal
         }
         OpCall::Copy { x, out } => {
             let n = out.layout.numel();
-            let f = dev.builtin(kernel(KernelFile::Copy, "copy_main", vec![index_type(n.max(extent(x.layout)))]))?;
+            let contiguous = u32::from(out.layout.is_contiguous()).to_string();
+            let largest = n.max(extent(x.layout)).max(extent(out.layout));
+            let f = dev.builtin(kernel(KernelFile::Copy, "copy_main", vec![("OUT_CONTIGUOUS", contiguous), index_type(largest)]))?;
             let p = CopyParams {
                 n: n as u64,
                 rank: out.layout.shape.len() as u32,
                 shape: padded(&out.layout.shape, 1),
                 strides: padded(&x.layout.strides, 0),
+                out_strides: padded(&out.layout.strides, 0),
                 ..Default::default()
             };
             q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
@@ -239,8 +244,8 @@ fn reduce(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, op: ReduceOp, x: Opera
     let scale = if op == ReduceOp::Mean { 1.0 / len as f32 } else { 1.0 };
     let idx = index_type(outer * len * inner);
     let op_define = ("OP", op.code().to_string());
-    if inner >= 32 {
-        // One thread per output column: coalesced reads, one pass.
+    if inner >= 32 && outer * inner >= 64 * dev.sm_count as usize {
+        // Many output columns: one thread each, coalesced reads, one pass.
         let f = dev.builtin(kernel(KernelFile::Reduce, "reduce_cols", vec![op_define, idx]))?;
         let p = ReduceParams { outer: outer as u64, len: len as u64, inner: inner as u64, chunk: len as u64, chunks: 1, scale, write_values: 1 };
         let (values, indices) = if argmax { (0, operand(&out)?) } else { (operand(&out)?, 0) };

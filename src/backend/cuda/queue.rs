@@ -15,14 +15,19 @@ use crate::signal::lock;
 use crate::{Error, Result};
 
 /// Recorded commands after which a queue records an event on its own and hands what they
-/// hold to the device's retirement list.
+/// hold to the device's retirement list...
 const MAX_PENDING: usize = 1024;
+/// ...or pinned staging bytes.
+const MAX_PENDING_STAGING: usize = 64 << 20;
+/// Pinned staging bytes in flight on a device before new transfers wait for old ones.
+const MAX_STAGING_IN_FLIGHT: usize = 512 << 20;
 
 /// What recorded work holds until it has run.
 #[derive(Default)]
 pub(crate) struct Retained {
     held: Vec<Arc<BufferInner>>,
     staging: Vec<PinnedBuffer>,
+    staging_bytes: usize,
     commands: usize,
 }
 
@@ -35,12 +40,34 @@ struct InFlight {
 /// completed; also the device's pinned staging pool.
 pub(crate) struct Retirement {
     in_flight: Mutex<Vec<InFlight>>,
-    pub staging: StagingPool,
+    staging: StagingPool,
 }
 
 impl Retirement {
     pub(crate) fn new() -> Self {
         Retirement { in_flight: Mutex::new(Vec::new()), staging: StagingPool::new() }
+    }
+
+    /// A pinned staging buffer of at least `len` bytes. Finished work returns its buffers
+    /// first; past [`MAX_STAGING_IN_FLIGHT`] this waits for the oldest transfers.
+    fn take_staging(&self, ctx: &Arc<CudaContext>, len: usize) -> std::result::Result<PinnedBuffer, DriverError> {
+        self.poll()?;
+        loop {
+            let oldest = {
+                let list = lock(&self.in_flight);
+                let in_flight: usize = list.iter().map(|f| f.retained.staging_bytes).sum();
+                if in_flight <= MAX_STAGING_IN_FLIGHT {
+                    break;
+                }
+                list.iter().find(|f| f.retained.staging_bytes > 0).map(|f| f.event.clone())
+            };
+            match oldest {
+                Some(event) => event.synchronize()?,
+                None => break,
+            }
+            self.poll()?;
+        }
+        self.staging.take(ctx, len).map_err(|_| DriverError(sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY))
     }
 
     fn push(&self, event: Arc<CudaEvent>, retained: Retained) {
@@ -97,6 +124,15 @@ pub(crate) fn address(buf: &Arc<BufferInner>, offset: usize) -> Result<u64> {
     Ok(device_memory(buf)?.ptr + offset as u64 * 4)
 }
 
+impl Drop for Retirement {
+    fn drop(&mut self) {
+        // The device is going away: let issued work finish before its memory is freed.
+        for f in lock(&self.in_flight).iter() {
+            let _ = f.event.synchronize();
+        }
+    }
+}
+
 impl CudaQueue {
     pub(crate) fn new(dev: &CudaDevice) -> Self {
         CudaQueue {
@@ -124,25 +160,29 @@ impl CudaQueue {
         let full = {
             let mut p = lock(&self.pending);
             p.held.extend(held);
+            p.staging_bytes += staging.as_ref().map_or(0, PinnedBuffer::len);
             p.staging.extend(staging);
             p.commands += 1;
-            p.commands >= MAX_PENDING
+            p.commands >= MAX_PENDING || p.staging_bytes >= MAX_PENDING_STAGING
         };
         if full {
-            self.mark(dev)?;
+            self.mark(dev, false)?;
         }
         Ok(())
     }
 
     /// Record an event after everything issued so far and hand the held resources over to
-    /// the device until it completes.
-    fn mark(&self, dev: &CudaDevice) -> Result<Arc<CudaEvent>> {
+    /// the device until it completes. `timing` events can measure elapsed time (fences).
+    fn mark(&self, dev: &CudaDevice, timing: bool) -> Result<Arc<CudaEvent>> {
         let stream = self.stream(dev)?;
-        let event = self.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(|e| dev.fail("creating a CUDA event", e))?;
+        let flags = if timing { sys::CUevent_flags::CU_EVENT_DEFAULT } else { sys::CUevent_flags::CU_EVENT_DISABLE_TIMING };
+        let event = self.ctx.new_event(Some(flags)).map_err(|e| dev.fail("creating a CUDA event", e))?;
+        // Hold the pending list while recording, so nothing issued after the event (by
+        // another thread) is tied to it.
+        let mut pending = lock(&self.pending);
         event.record(&stream).map_err(|e| dev.fail("recording a CUDA event", e))?;
         let event = Arc::new(event);
-        let retained = std::mem::take(&mut *lock(&self.pending));
-        self.retirement.push(event.clone(), retained);
+        self.retirement.push(event.clone(), std::mem::take(&mut *pending));
         Ok(event)
     }
 
@@ -155,7 +195,7 @@ impl CudaQueue {
         let ptr = device_memory(dst)?.ptr + offset;
         self.bind(dev)?;
         let staging = if data.len() <= STAGING_MAX {
-            let mut pinned = self.retirement.staging.take(&self.ctx, data.len())?;
+            let mut pinned = self.retirement.take_staging(&self.ctx, data.len()).map_err(|e| dev.fail("taking pinned staging memory", e))?;
             pinned.bytes_mut(data.len()).copy_from_slice(data);
             // SAFETY: the destination range lies in the block; the pinned source stays alive
             // (retained) until the copy has run.
@@ -208,8 +248,11 @@ impl CudaQueue {
         self.retain(dev, buffers.iter().map(|&b| b.clone()), None)
     }
 
-    /// Launch a user kernel with checked bindings.
+    /// Launch a user kernel with checked bindings (an empty grid does nothing, as on webgpu).
     pub(crate) fn launch_user(&self, dev: &CudaDevice, function: &CudaFunction, bindings: &[Binding<'_>], grid: [u32; 3], block: [u32; 3]) -> Result<()> {
+        if grid.contains(&0) {
+            return Ok(());
+        }
         let stream = self.stream(dev)?;
         let mut pointers = Vec::with_capacity(bindings.len());
         let mut held = Vec::with_capacity(bindings.len());
@@ -239,7 +282,7 @@ impl CudaQueue {
     }
 
     pub(crate) fn submit(&self, dev: &CudaDevice) -> Result<CudaFence> {
-        Ok(CudaFence { event: self.mark(dev)? })
+        Ok(CudaFence { event: self.mark(dev, true)? })
     }
 
     pub(crate) fn wait_for(&self, dev: &CudaDevice, fence: &CudaFence) -> Result<()> {
@@ -252,17 +295,26 @@ impl CudaQueue {
         let n = bytes as usize;
         self.bind(dev)?;
         let mut out = vec![0u8; n];
-        let mut pinned = if n <= STAGING_MAX { Some(self.retirement.staging.take(&self.ctx, n)?) } else { None };
+        let mut pinned = if n <= STAGING_MAX {
+            Some(self.retirement.take_staging(&self.ctx, n).map_err(|e| dev.fail("taking pinned staging memory", e))?)
+        } else {
+            None
+        };
         match pinned.as_mut() {
-            // SAFETY: the pinned buffer is not read before the event below has completed.
+            // SAFETY: the pinned buffer is not read (or freed) before the copy has completed.
             Some(p) => unsafe { result::memcpy_dtoh_async(p.bytes_mut(n), ptr, stream.cu_stream()) },
-            // SAFETY: `out` is not read before the event below has completed.
+            // SAFETY: `out` is not read (or freed) before the copy has completed.
             None => unsafe { result::memcpy_dtoh_async(&mut out, ptr, stream.cu_stream()) },
         }
         .map_err(|e| dev.fail("copying from the device", e))?;
-        self.retain(dev, [src.clone()], None)?;
-        let event = self.mark(dev)?;
-        event.synchronize().map_err(|e| dev.fail("waiting for the device", e))?;
+        let finished = self.retain(dev, [src.clone()], None).and_then(|()| self.mark(dev, false)).and_then(|event| {
+            event.synchronize().map_err(|e| dev.fail("waiting for the device", e))
+        });
+        if let Err(e) = finished {
+            // Never free the destination under a running copy.
+            let _ = stream.synchronize();
+            return Err(e);
+        }
         if let Some(p) = pinned {
             out.copy_from_slice(p.bytes(n));
             self.retirement.staging.give_back(p);
@@ -275,6 +327,8 @@ impl CudaQueue {
 
 impl Drop for CudaQueue {
     fn drop(&mut self) {
+        // cuBLAS's handle (dropped with this queue) must find its context current.
+        let _ = self.ctx.bind_to_thread();
         // Work already issued keeps running: keep its buffers until it has.
         let pending = std::mem::take(&mut *lock(&self.pending));
         if pending.commands == 0 {

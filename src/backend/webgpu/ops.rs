@@ -100,9 +100,12 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
         OpCall::Copy { x, out } => {
             check_binding(dev, &x)?;
             check_binding(dev, &out)?;
-            let pipeline = dev.builtin(builtin(ShaderFile::Copy, "copy_main", vec![]));
+            let contiguous = out.layout.is_contiguous();
+            let pipeline = dev.builtin(builtin(ShaderFile::Copy, "copy_main", vec![("OUT_CONTIGUOUS", u32::from(contiguous))]));
             let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
-            q.dispatch(dev, pipeline, &elementwise_params(&out, &[&x])?, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))], grid)
+            let mut params = elementwise_params(&out, &[&x])?;
+            params.extend(view_words(out.layout)?);
+            q.dispatch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))], grid)
         }
         OpCall::Reduce { op, x, outer, len, inner, out } => reduce(q, dev, queue, op, x, outer, len, inner, out),
         OpCall::Softmax { x, rows, cols, out } => {
