@@ -280,6 +280,11 @@ impl Tensor {
     pub fn softmax(&self) -> Result<Tensor> {
         ops::softmax::softmax(&self.device.queue(), self)
     }
+    /// Join `tensors` along `axis` (see [`ops::concat::concat`]).
+    pub fn concat(tensors: &[&Tensor], axis: usize) -> Result<Tensor> {
+        let first = tensors.first().ok_or_else(|| Error::Invalid("concat of no tensors: expected at least one".into()))?;
+        ops::concat::concat(&first.device.queue(), tensors, axis)
+    }
     /// Layer normalisation over the last axis (see [`ops::norm::norm`]).
     pub fn layer_norm(&self, params: ops::NormParams<'_>) -> Result<Tensor> {
         ops::norm::norm(&self.device.queue(), ops::NormKind::Layer, self, params)

@@ -163,3 +163,17 @@ fn linear_errors_say_what_was_expected() {
         expect_err(x.linear(&w.t().unwrap(), None, None), "SHAPE", &["k = 4 vs 2"], d);
     }
 }
+
+#[test]
+fn concat_errors_say_what_was_expected() {
+    for d in devices() {
+        let a = tensor(d, &[1.0; 6], &[2, 3]);
+        let b = tensor(d, &[1.0; 8], &[2, 4]);
+        expect_err(Tensor::concat(&[&a, &b], 0), "SHAPE", &["[2, 4]", "[2, 3]", "except on axis 0"], d);
+        expect_err(Tensor::concat(&[&a, &b], 2), "OUT_OF_RANGE", &["axis 2"], d);
+        expect_err(Tensor::concat(&[], 0), "INVALID", &["no tensors"], d);
+        let ints = Tensor::from_slice(d, &[1i32; 6], &[2, 3]).unwrap();
+        expect_err(Tensor::concat(&[&a, &ints], 0), "DTYPE", &["i32", "input 1"], d);
+        assert_eq!(Tensor::concat(&[&a, &b], 1).unwrap().shape(), &[2, 7]);
+    }
+}

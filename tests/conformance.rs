@@ -385,3 +385,49 @@ fn linear_fuses_bias_and_activation() {
         }
     }
 }
+
+#[test]
+fn concat_along_every_axis_and_dtype() {
+    for d in devices() {
+        for axis in 0..3 {
+            // Three parts of [2, 3, 5] with extents 1, 4 and 2 on `axis`; the middle one is a
+            // permuted (strided) view.
+            let extents = [1usize, 4, 2];
+            let mut parts = Vec::new();
+            let mut host = Vec::new();
+            for (p, &e) in extents.iter().enumerate() {
+                let mut shape = vec![2, 3, 5];
+                shape[axis] = e;
+                let n: usize = shape.iter().product();
+                let data = random(1000 + 10 * axis as u64 + p as u64, n, -5.0, 5.0);
+                let t = if p == 1 {
+                    // Same values, stored transposed and viewed back.
+                    let mut st = shape.clone();
+                    st.swap(0, 2);
+                    let stored: Vec<f32> = gather(&data, &st, &[1, shape[2], shape[1] * shape[2]], 0);
+                    tensor(d, &stored, &st).permute(&[2, 1, 0]).unwrap()
+                } else {
+                    tensor(d, &data, &shape)
+                };
+                host.push((data, shape));
+                parts.push(t);
+            }
+            let refs: Vec<&Tensor> = parts.iter().collect();
+            let got = read(&Tensor::concat(&refs, axis).unwrap());
+            let mut out_shape = vec![2, 3, 5];
+            out_shape[axis] = extents.iter().sum();
+            let mut want = Vec::new();
+            let outer: usize = out_shape[..axis].iter().product();
+            for o in 0..outer {
+                for (data, shape) in &host {
+                    let block: usize = shape[axis..].iter().product();
+                    want.extend(data[o * block..(o + 1) * block].iter().map(|&v| f64::from(v)));
+                }
+            }
+            assert_close(&got, &want, 0.0, 0.0, &format!("concat axis {axis} on {}", name(d)));
+        }
+        let ints = [Tensor::from_slice(d, &[1i32, 2], &[1, 2]).unwrap(), Tensor::from_slice(d, &[3i32, 4, 5, 6], &[2, 2]).unwrap()];
+        let got = Tensor::concat(&[&ints[0], &ints[1]], 0).unwrap().to_vec_blocking::<i32>().unwrap();
+        assert_eq!(got, vec![1, 2, 3, 4, 5, 6], "i32 concat on {}", name(d));
+    }
+}

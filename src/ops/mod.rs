@@ -2,6 +2,7 @@
 //! scalar math that the CPU backend runs and the tests use (in f64) as the reference.
 //! Backends receive an [`OpCall`]: a validated request with every layout worked out.
 
+pub mod concat;
 pub mod elementwise;
 pub mod matmul;
 pub mod norm;

@@ -1,0 +1,44 @@
+//! Concatenation along one axis, for any dtype: each input is copied into its slice of the
+//! output (a strided view when the axis is not the first).
+
+use super::OpCall;
+use crate::{Error, Queue, Result, Tensor};
+
+/// Join `tensors` along `axis`. They must share dtype, device and rank, and agree on every
+/// other axis.
+pub fn concat(queue: &Queue, tensors: &[&Tensor], axis: usize) -> Result<Tensor> {
+    let Some(first) = tensors.first() else {
+        return Err(Error::Invalid("concat of no tensors: expected at least one".into()));
+    };
+    let rank = first.rank();
+    if axis >= rank {
+        return Err(Error::OutOfRange(format!("concat axis {axis} of rank-{rank} tensors: expected an axis below {rank}")));
+    }
+    let mut shape = first.shape().to_vec();
+    shape[axis] = 0;
+    for (i, t) in tensors.iter().enumerate() {
+        queue.device().check_same(t.device(), "concat input")?;
+        if t.dtype() != first.dtype() {
+            return Err(Error::DType { op: "concat", expected: format!("{} (the dtype of input 0)", first.dtype()), got: format!("{} for input {i}", t.dtype()) });
+        }
+        let agrees = t.rank() == rank && t.shape().iter().zip(first.shape()).enumerate().all(|(d, (a, b))| d == axis || a == b);
+        if !agrees {
+            return Err(Error::shape(
+                "concat",
+                format!("input {i} has shape {:?}, input 0 {:?}: expected equal shapes except on axis {axis}", t.shape(), first.shape()),
+            ));
+        }
+        shape[axis] += t.shape()[axis];
+    }
+    let out = Tensor::uninit(queue, &shape, first.dtype())?;
+    let mut start = 0;
+    for t in tensors {
+        let len = t.shape()[axis];
+        let part = out.slice(axis, start..start + len)?;
+        if part.numel() > 0 {
+            queue.run_op(OpCall::Copy { x: t.operand(), out: part.operand() })?;
+        }
+        start += len;
+    }
+    Ok(out)
+}
