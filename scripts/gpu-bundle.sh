@@ -14,7 +14,10 @@ for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] != ["bin"]:
         print(m["executable"])' \
-    | while read -r exe; do cp "$exe" .gpu/tests/; done
+    | while read -r exe; do
+        # tests/cli.rs runs the CLI from this machine's target/ and stays here.
+        case "$(basename "$exe")" in cli-*) ;; *) cp "$exe" .gpu/tests/ ;; esac
+    done
 cp target/release/unicompute .gpu/
 cp benches/peers/torch_reference.py .gpu/
 cat > .gpu/run.sh <<'RUN'
