@@ -21,6 +21,15 @@ impl DType {
         }
     }
 
+    /// Code that kernels switch on: 0 f32, 1 i32, 2 u32.
+    pub fn code(self) -> u32 {
+        match self {
+            DType::F32 => 0,
+            DType::I32 => 1,
+            DType::U32 => 2,
+        }
+    }
+
     /// Lower-case name, as WGSL spells the scalar type.
     pub fn name(self) -> &'static str {
         match self {

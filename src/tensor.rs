@@ -285,6 +285,22 @@ impl Tensor {
         let first = tensors.first().ok_or_else(|| Error::Invalid("concat of no tensors: expected at least one".into()))?;
         ops::concat::concat(&first.device.queue(), tensors, axis)
     }
+    /// This tensor converted to `dtype` (see [`ops::indexing::cast`]).
+    pub fn cast(&self, dtype: DType) -> Result<Tensor> {
+        ops::indexing::cast(&self.device.queue(), self, dtype)
+    }
+    /// `self ? a : b` elementwise with broadcasting; `self` is the condition (see [`ops::indexing::where_`]).
+    pub fn select(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        ops::indexing::where_(&self.device.queue(), self, a, b)
+    }
+    /// Entries along `axis` picked by `indices` (see [`ops::indexing::gather`]).
+    pub fn gather(&self, axis: usize, indices: &Tensor) -> Result<Tensor> {
+        ops::indexing::gather(&self.device.queue(), self, axis, indices)
+    }
+    /// Cumulative sum along `axis` (see [`ops::indexing::cumsum`]).
+    pub fn cumsum(&self, axis: usize) -> Result<Tensor> {
+        ops::indexing::cumsum(&self.device.queue(), self, axis)
+    }
     /// Layer normalisation over the last axis (see [`ops::norm::norm`]).
     pub fn layer_norm(&self, params: ops::NormParams<'_>) -> Result<Tensor> {
         ops::norm::norm(&self.device.queue(), ops::NormKind::Layer, self, params)

@@ -177,3 +177,21 @@ fn concat_errors_say_what_was_expected() {
         assert_eq!(Tensor::concat(&[&a, &b], 1).unwrap().shape(), &[2, 7]);
     }
 }
+
+#[test]
+fn indexing_errors_say_what_was_expected() {
+    for d in devices() {
+        let x = tensor(d, &random(43, 6, -1.0, 1.0), &[2, 3]);
+        let fidx = tensor(d, &[0.0, 1.0], &[2]);
+        let idx = Tensor::from_slice(d, &[0u32, 1], &[2]).unwrap();
+        expect_err(x.gather(0, &fidx), "DTYPE", &["i32 or u32", "f32"], d);
+        expect_err(x.gather(2, &idx), "OUT_OF_RANGE", &["axis 2"], d);
+        expect_err(x.gather(0, &idx.reshape(&[1, 2]).unwrap()), "SHAPE", &["rank 1"], d);
+        expect_err(x.cumsum(5), "OUT_OF_RANGE", &["axis 5"], d);
+        let ints = Tensor::from_slice(d, &[1i32; 6], &[2, 3]).unwrap();
+        expect_err(ints.cumsum(0), "DTYPE", &["f32"], d);
+        expect_err(idx.select(&x, &ints), "DTYPE", &["i32"], d);
+        let cond = Tensor::from_slice(d, &[0u32, 1, 1], &[3]).unwrap();
+        expect_err(cond.select(&x, &tensor(d, &[1.0; 4], &[4])), "SHAPE", &["[4]"], d);
+    }
+}

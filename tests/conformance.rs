@@ -7,7 +7,7 @@ mod common;
 use common::{assert_close, devices, gather, name, random, read, tensor};
 use unicompute::ops::{self, softmax::reference_row};
 use unicompute::ops::{NormKind, NormParams};
-use unicompute::{BinaryOp, ReduceOp, Tensor, UnaryOp};
+use unicompute::{BinaryOp, DType, ReduceOp, Tensor, UnaryOp};
 
 /// Shapes with 1, primes, and sizes that are no multiple of the 256-wide workgroups.
 const SHAPES: &[&[usize]] = &[&[1], &[7], &[257], &[3, 5, 11], &[2, 1, 131]];
@@ -429,5 +429,100 @@ fn concat_along_every_axis_and_dtype() {
         let ints = [Tensor::from_slice(d, &[1i32, 2], &[1, 2]).unwrap(), Tensor::from_slice(d, &[3i32, 4, 5, 6], &[2, 2]).unwrap()];
         let got = Tensor::concat(&[&ints[0], &ints[1]], 0).unwrap().to_vec_blocking::<i32>().unwrap();
         assert_eq!(got, vec![1, 2, 3, 4, 5, 6], "i32 concat on {}", name(d));
+    }
+}
+
+#[test]
+fn casts_follow_rust_as() {
+    let floats = [0.0f32, -0.0, 1.5, -1.5, 2.9, -2.9, 1e10, -1e10, 4.2e9, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 16_777_215.0];
+    let ints = [0i32, 1, -1, 7, -123_456, i32::MAX, i32::MIN, 16_777_215];
+    for d in devices() {
+        let f = tensor(d, &floats, &[floats.len()]);
+        let i = Tensor::from_slice(d, &ints, &[ints.len()]).unwrap();
+        let u = i.cast(DType::U32).unwrap();
+        assert_eq!(f.cast(DType::I32).unwrap().to_vec_blocking::<i32>().unwrap(), floats.map(|v| v as i32).to_vec(), "f32 -> i32 on {}", name(d));
+        assert_eq!(f.cast(DType::U32).unwrap().to_vec_blocking::<u32>().unwrap(), floats.map(|v| v as u32).to_vec(), "f32 -> u32 on {}", name(d));
+        assert_eq!(u.to_vec_blocking::<u32>().unwrap(), ints.map(|v| v as u32).to_vec(), "i32 -> u32 on {}", name(d));
+        assert_eq!(u.cast(DType::I32).unwrap().to_vec_blocking::<i32>().unwrap(), ints.to_vec(), "u32 -> i32 on {}", name(d));
+        // Integers up to 2^24 are exact in f32.
+        let small = Tensor::from_slice(d, &[0i32, -5, 16_777_215, -16_777_215], &[2, 2]).unwrap();
+        let got = small.t().unwrap().cast(DType::F32).unwrap().to_vec_blocking::<f32>().unwrap();
+        assert_eq!(got, vec![0.0, 16_777_215.0, -5.0, -16_777_215.0], "strided i32 -> f32 on {}", name(d));
+        let us = Tensor::from_slice(d, &[3u32, 16_777_215], &[2]).unwrap().cast(DType::F32).unwrap();
+        assert_eq!(us.to_vec_blocking::<f32>().unwrap(), vec![3.0, 16_777_215.0], "u32 -> f32 on {}", name(d));
+    }
+}
+
+#[test]
+fn where_selects_with_broadcasting() {
+    for d in devices() {
+        // cond [3, 1] (u32), a [3, 5], b [5] broadcast; and an f32 condition with -0.0 and NaN.
+        let cond = Tensor::from_slice(d, &[1u32, 0, 7], &[3, 1]).unwrap();
+        let a = random(60, 15, -1.0, 1.0);
+        let b = random(61, 5, -1.0, 1.0);
+        let got = read(&cond.select(&tensor(d, &a, &[3, 5]), &tensor(d, &b, &[5])).unwrap());
+        let want: Vec<f64> = (0..15).map(|i| f64::from(if i / 5 != 1 { a[i] } else { b[i % 5] })).collect();
+        assert_close(&got, &want, 0.0, 0.0, &format!("where on {}", name(d)));
+        let fc = tensor(d, &[0.0, -0.0, f32::NAN, 2.0], &[4]);
+        let ones = Tensor::from_slice(d, &[1i32; 4], &[4]).unwrap();
+        let zeros = Tensor::from_slice(d, &[0i32; 4], &[4]).unwrap();
+        assert_eq!(fc.select(&ones, &zeros).unwrap().to_vec_blocking::<i32>().unwrap(), vec![0, 0, 1, 1], "f32 condition on {}", name(d));
+    }
+}
+
+#[test]
+fn gather_selects_along_any_axis() {
+    for d in devices() {
+        let shape = [3usize, 4, 5];
+        let x = random(70, 60, -5.0, 5.0);
+        let xt = tensor(d, &x, &shape);
+        for axis in 0..3 {
+            let len = shape[axis];
+            // In range, repeated, and out of range (len, and -1 as i32) indices.
+            let idx: Vec<i32> = vec![len as i32 - 1, 0, 0, len as i32, -1, 1];
+            let it = Tensor::from_slice(d, &idx, &[idx.len()]).unwrap();
+            let got = read(&xt.gather(axis, &it).unwrap());
+            let mut out_shape = shape.to_vec();
+            out_shape[axis] = idx.len();
+            let (outer, inner): (usize, usize) = (shape[..axis].iter().product(), shape[axis + 1..].iter().product());
+            let mut want = Vec::new();
+            for o in 0..outer {
+                for &j in &idx {
+                    for i in 0..inner {
+                        want.push(if j >= 0 && (j as usize) < len { f64::from(x[(o * len + j as usize) * inner + i]) } else { f64::NAN });
+                    }
+                }
+            }
+            assert_close(&got, &want, 0.0, 0.0, &format!("gather axis {axis} on {}", name(d)));
+        }
+        let table = Tensor::from_slice(d, &[10u32, 11, 12, 13], &[4]).unwrap();
+        let picks = Tensor::from_slice(d, &[3u32, 9, 0], &[3]).unwrap();
+        assert_eq!(table.gather(0, &picks).unwrap().to_vec_blocking::<u32>().unwrap(), vec![13, 0, 10], "u32 gather on {}", name(d));
+    }
+}
+
+#[test]
+fn cumsum_along_each_axis() {
+    let cases: &[(&[usize], usize)] = &[(&[1], 0), (&[257], 0), (&[3, 1000], 1), (&[3, 1000], 0), (&[2, 5, 7], 1), (&[1, 70_001], 1)];
+    for d in devices() {
+        for (c, &(shape, axis)) in cases.iter().enumerate() {
+            let n: usize = shape.iter().product();
+            let x = random(80 + c as u64, n, -1.0, 1.0);
+            let got = read(&tensor(d, &x, shape).cumsum(axis).unwrap());
+            let (outer, len, inner): (usize, usize, usize) = (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product());
+            let mut want = vec![0.0f64; n];
+            for o in 0..outer {
+                for i in 0..inner {
+                    let mut acc = 0.0;
+                    for j in 0..len {
+                        let at = (o * len + j) * inner + i;
+                        acc += f64::from(x[at]);
+                        want[at] = acc;
+                    }
+                }
+            }
+            // Prefix sums of mixed signs: absolute error scales with the line length.
+            assert_close(&got, &want, 1e-5, 1e-6 * len as f64, &format!("cumsum {shape:?} axis {axis} on {}", name(d)));
+        }
     }
 }

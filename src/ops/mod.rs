@@ -4,6 +4,7 @@
 
 pub mod concat;
 pub mod elementwise;
+pub mod indexing;
 pub mod matmul;
 pub mod norm;
 pub mod reduce;
@@ -13,6 +14,7 @@ use std::sync::Arc;
 
 use crate::buffer::BufferInner;
 use crate::layout::Layout;
+use crate::DType;
 
 pub use elementwise::{BinaryOp, UnaryOp};
 pub use norm::{NormKind, NormParams};
@@ -34,6 +36,16 @@ pub(crate) enum OpCall<'a> {
     /// Copy any 4-byte dtype from a strided view into a view of the same shape (contiguous,
     /// or a non-overlapping strided view such as a slice of a larger tensor).
     Copy { x: Operand<'a>, out: Operand<'a> },
+    /// Convert each element of `x` (strided, with the output's shape) from `from` to `to`,
+    /// as [`indexing::cast_bits`] does.
+    Cast { x: Operand<'a>, from: DType, to: DType, out: Operand<'a> },
+    /// `out = cond != 0 ? a : b`; all three strided views broadcast to the output's shape.
+    Where { cond: Operand<'a>, cond_dtype: DType, a: Operand<'a>, b: Operand<'a>, out: Operand<'a> },
+    /// `out[o, j, i] = x[o, indices[j], i]` for contiguous `x: [outer, len, inner]` and
+    /// `indices: [count]` (i32 when `signed`, else u32); an index outside `0..len` writes `fill`.
+    Gather { x: Operand<'a>, indices: Operand<'a>, signed: bool, outer: usize, len: usize, inner: usize, count: usize, fill: u32, out: Operand<'a> },
+    /// `out[o, j, i] = sum over t <= j of x[o, t, i]` for a contiguous `[outer, len, inner]` input.
+    Cumsum { x: Operand<'a>, outer: usize, len: usize, inner: usize, out: Operand<'a> },
     /// Reduce the middle axis of a contiguous `[outer, len, inner]` input to `[outer, inner]`.
     Reduce { op: ReduceOp, x: Operand<'a>, outer: usize, len: usize, inner: usize, out: Operand<'a> },
     /// Layer / RMS normalisation of the rows of a contiguous `[rows, cols]` input, then

@@ -28,6 +28,8 @@ pub(crate) enum KernelFile {
     Softmax,
     Norm,
     Matmul,
+    Indexing,
+    Scan,
 }
 
 impl KernelFile {
@@ -38,6 +40,8 @@ impl KernelFile {
             KernelFile::Reduce => "reduce.cu",
             KernelFile::Softmax => "softmax.cu",
             KernelFile::Norm => "norm.cu",
+            KernelFile::Indexing => "indexing.cu",
+            KernelFile::Scan => "scan.cu",
             KernelFile::Matmul => "matmul.cu",
         }
     }
@@ -49,6 +53,8 @@ impl KernelFile {
             KernelFile::Reduce => include_str!("../../../kernels/reduce.cu"),
             KernelFile::Softmax => include_str!("../../../kernels/softmax.cu"),
             KernelFile::Norm => include_str!("../../../kernels/norm.cu"),
+            KernelFile::Indexing => include_str!("../../../kernels/indexing.cu"),
+            KernelFile::Scan => include_str!("../../../kernels/scan.cu"),
             KernelFile::Matmul => include_str!("../../../kernels/matmul.cu"),
         }
     }
@@ -268,6 +274,14 @@ pub(crate) fn every_builtin() -> Vec<Builtin> {
             all.push(b(KernelFile::Reduce, "reduce_cols", &[("OP", op.code().to_string()), idx.clone()]));
         }
         all.push(b(KernelFile::Softmax, "softmax_main", &[idx.clone()]));
+        for from in 0..3 {
+            for to in 0..3 {
+                all.push(b(KernelFile::Indexing, "cast_main", &[("FROM", from.to_string()), ("TO", to.to_string()), idx.clone()]));
+            }
+        }
+        all.push(b(KernelFile::Indexing, "where_main", &[("COND_F32", "1".into()), idx.clone()]));
+        all.push(b(KernelFile::Indexing, "gather_main", &[("SIGNED", "1".into()), idx.clone()]));
+        all.push(b(KernelFile::Scan, "cumsum_main", &[idx.clone()]));
         for kind in 0..2 {
             all.push(b(KernelFile::Norm, "norm_main", &[("KIND", kind.to_string()), ("ACT", "12".into()), ("HAS_WEIGHT", "1".into()), ("HAS_BIAS", "1".into()), idx.clone()]));
         }

@@ -64,6 +64,35 @@ struct SoftmaxParams {
 
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
+struct ViewsParams {
+    n: u64,
+    rank: u32,
+    pad: u32,
+    shape: [u64; MAX_RANK],
+    strides: [[u64; MAX_RANK]; 3],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct GatherParams {
+    outer: u64,
+    len: u64,
+    inner: u64,
+    count: u64,
+    fill: u32,
+    pad: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct ScanParams {
+    outer: u64,
+    len: u64,
+    inner: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
 struct BiasActParams {
     n_total: u64,
     cols: u64,
@@ -103,6 +132,19 @@ unsafe impl DeviceRepr for ReduceParams {}
 unsafe impl DeviceRepr for SoftmaxParams {}
 unsafe impl DeviceRepr for NormParams {}
 unsafe impl DeviceRepr for BiasActParams {}
+unsafe impl DeviceRepr for ViewsParams {}
+unsafe impl DeviceRepr for GatherParams {}
+unsafe impl DeviceRepr for ScanParams {}
+
+/// Parameters of the view-walking kernels of indexing.cu: the output's shape and up to three
+/// input views.
+fn views_params(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> ViewsParams {
+    let mut p = ViewsParams { n: out.layout.numel() as u64, rank: out.layout.shape.len() as u32, shape: padded(&out.layout.shape, 1), ..Default::default() };
+    for (slot, x) in p.strides.iter_mut().zip(inputs) {
+        *slot = padded(&x.layout.strides, 0);
+    }
+    p
+}
 unsafe impl DeviceRepr for MatmulParams {}
 
 /// `[n0, n1, ..]` padded with `fill` to `N` entries.
@@ -198,6 +240,36 @@ pub(crate) fn run_op(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, call: OpCal
                 ..Default::default()
             };
             q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
+        }
+        OpCall::Cast { x, from, to, out } => {
+            let n = out.layout.numel();
+            let defines = vec![("FROM", from.code().to_string()), ("TO", to.code().to_string()), index_type(n.max(extent(x.layout)))];
+            let f = dev.builtin(kernel(KernelFile::Indexing, "cast_main", defines))?;
+            let p = views_params(&out, &[&x]);
+            q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
+        }
+        OpCall::Where { cond, cond_dtype, a, b, out } => {
+            let n = out.layout.numel();
+            let largest = [&cond, &a, &b].iter().map(|o| extent(o.layout)).fold(n, usize::max);
+            let defines = vec![("COND_F32", u32::from(cond_dtype == crate::DType::F32).to_string()), index_type(largest)];
+            let f = dev.builtin(kernel(KernelFile::Indexing, "where_main", defines))?;
+            let p = views_params(&out, &[&cond, &a, &b]);
+            let pointers = [operand(&cond)?, operand(&a)?, operand(&b)?, operand(&out)?];
+            q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &p, &[cond.buf, a.buf, b.buf, out.buf])
+        }
+        OpCall::Gather { x, indices, signed, outer, len, inner, count, fill, out } => {
+            let n = out.layout.numel();
+            let defines = vec![("SIGNED", u32::from(signed).to_string()), index_type(n.max(outer * len * inner))];
+            let f = dev.builtin(kernel(KernelFile::Indexing, "gather_main", defines))?;
+            let p = GatherParams { outer: outer as u64, len: len as u64, inner: inner as u64, count: count as u64, fill, pad: 0 };
+            let pointers = [operand(&x)?, operand(&indices)?, operand(&out)?];
+            q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &p, &[x.buf, indices.buf, out.buf])
+        }
+        OpCall::Cumsum { x, outer, len, inner, out } => {
+            let f = dev.builtin(kernel(KernelFile::Scan, "cumsum_main", vec![index_type(outer * len * inner)]))?;
+            let p = ScanParams { outer: outer as u64, len: len as u64, inner: inner as u64 };
+            let grid = ((outer * inner).clamp(1, 65_535) as u32, 1, 1);
+            q.launch_builtin(dev, &f, grid, (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
         }
         OpCall::Reduce { op, x, outer, len, inner, out } => reduce(q, dev, queue, op, x, [outer, len, inner], out),
         OpCall::Softmax { x, rows, cols, out } => {

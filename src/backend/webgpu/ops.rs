@@ -107,6 +107,51 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             params.extend(view_words(out.layout)?);
             q.dispatch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))], grid)
         }
+        OpCall::Cast { x, from, to, out } => {
+            check_binding(dev, &x)?;
+            check_binding(dev, &out)?;
+            let pipeline = dev.builtin(builtin(ShaderFile::Indexing, "cast_main", vec![("FROM", from.code()), ("TO", to.code())]));
+            let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
+            // Auto layouts hold only the bindings an entry point uses.
+            let binds = [(1, Bind::Mem(x.buf)), (4, Bind::Mem(out.buf))];
+            q.dispatch(dev, pipeline, &elementwise_params(&out, &[&x])?, &binds, grid)
+        }
+        OpCall::Where { cond, cond_dtype, a, b, out } => {
+            for o in [&cond, &a, &b, &out] {
+                check_binding(dev, o)?;
+            }
+            let constants = vec![("COND_F32", u32::from(cond_dtype == crate::DType::F32))];
+            let pipeline = dev.builtin(builtin(ShaderFile::Indexing, "where_main", constants));
+            let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
+            let binds = [(1, Bind::Mem(cond.buf)), (2, Bind::Mem(a.buf)), (3, Bind::Mem(b.buf)), (4, Bind::Mem(out.buf))];
+            q.dispatch(dev, pipeline, &elementwise_params(&out, &[&cond, &a, &b])?, &binds, grid)
+        }
+        OpCall::Gather { x, indices, signed, outer, len, inner, count, fill, out } => {
+            for o in [&x, &indices, &out] {
+                check_binding(dev, o)?;
+            }
+            let params = [
+                u32_of("outer", outer)?,
+                u32_of("length", len)?,
+                u32_of("inner", inner)?,
+                u32_of("count", count)?,
+                u32_of("offset", x.layout.offset)?,
+                u32_of("offset", indices.layout.offset)?,
+                u32_of("offset", out.layout.offset)?,
+                fill,
+            ];
+            let pipeline = dev.builtin(builtin(ShaderFile::Indexing, "gather_main", vec![("SIGNED", u32::from(signed))]));
+            let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
+            let binds = [(1, Bind::Mem(x.buf)), (2, Bind::Mem(indices.buf)), (4, Bind::Mem(out.buf))];
+            q.dispatch(dev, pipeline, &params, &binds, grid)
+        }
+        OpCall::Cumsum { x, outer, len, inner, out } => {
+            check_binding(dev, &x)?;
+            check_binding(dev, &out)?;
+            let params = [u32_of("outer", outer)?, u32_of("length", len)?, u32_of("inner", inner)?, u32_of("offset", x.layout.offset)?, u32_of("offset", out.layout.offset)?];
+            let pipeline = dev.builtin(builtin(ShaderFile::Scan, "cumsum_main", vec![]));
+            q.dispatch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))], grid_1d(dev, (outer * inner) as u64)?)
+        }
         OpCall::Reduce { op, x, outer, len, inner, out } => reduce(q, dev, queue, op, x, outer, len, inner, out),
         OpCall::Softmax { x, rows, cols, out } => {
             check_binding(dev, &x)?;

@@ -20,6 +20,8 @@ pub(crate) enum ShaderFile {
     Softmax,
     Norm,
     Matmul,
+    Indexing,
+    Scan,
 }
 
 impl ShaderFile {
@@ -30,6 +32,8 @@ impl ShaderFile {
             ShaderFile::Reduce => include_str!("../../../shaders/reduce.wgsl"),
             ShaderFile::Softmax => include_str!("../../../shaders/softmax.wgsl"),
             ShaderFile::Norm => include_str!("../../../shaders/norm.wgsl"),
+            ShaderFile::Indexing => include_str!("../../../shaders/indexing.wgsl"),
+            ShaderFile::Scan => include_str!("../../../shaders/scan.wgsl"),
             ShaderFile::Matmul => include_str!("../../../shaders/matmul.wgsl"),
         }
     }
@@ -91,7 +95,7 @@ mod tests {
 
     #[test]
     fn every_builtin_shader_validates() {
-        for file in [ShaderFile::Elementwise, ShaderFile::Copy, ShaderFile::Reduce, ShaderFile::Softmax, ShaderFile::Norm, ShaderFile::Matmul] {
+        for file in [ShaderFile::Elementwise, ShaderFile::Copy, ShaderFile::Reduce, ShaderFile::Softmax, ShaderFile::Norm, ShaderFile::Matmul, ShaderFile::Indexing, ShaderFile::Scan] {
             let source = file.full_source();
             let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{file:?}: {}", e.emit_to_string(&source)));
             naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())

@@ -4,6 +4,7 @@
 //! softmax accumulate in f64; matmul uses `matrixmultiply` per block of rows.
 
 mod elementwise;
+mod indexing;
 mod matmul;
 mod norm;
 mod reduce;
@@ -22,6 +23,10 @@ pub(crate) fn run_op(call: OpCall<'_>) -> Result<()> {
         OpCall::Unary { op, x, out } => elementwise::unary(op, x, out),
         OpCall::Binary { op, act, a, b, out } => elementwise::binary(op, act, a, b, out),
         OpCall::Copy { x, out } => elementwise::copy(x, out),
+        OpCall::Cast { x, from, to, out } => indexing::cast(x, from, to, out),
+        OpCall::Where { cond, cond_dtype, a, b, out } => indexing::where_(cond, cond_dtype, a, b, out),
+        OpCall::Gather { x, indices, signed, len, inner, count, fill, out, .. } => indexing::gather(x, indices, signed, [len, inner, count], fill, out),
+        OpCall::Cumsum { x, outer, len, inner, out } => indexing::cumsum(x, [outer, len, inner], out),
         OpCall::Reduce { op, x, outer, len, inner, out } => reduce::reduce(op, x, [outer, len, inner], out),
         OpCall::Softmax { x, rows, cols, out } => reduce::softmax(x, rows, cols, out),
         OpCall::Norm { kind, x, weight, bias, rows, cols, eps, act, out } => norm::norm(kind, x, weight, bias, [rows, cols], eps, act, out),

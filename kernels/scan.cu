@@ -1,0 +1,40 @@
+// Cumulative sums along the middle axis of a contiguous [outer, len, inner] input, one block
+// per (outer, inner) line: each thread sums its contiguous segment of the line (in double),
+// the block scans the 256 segment sums, then each thread writes its segment's prefix sums
+// starting from the sums of the segments before it.
+
+#define BLOCK 256
+
+struct ScanParams {
+    u64 outer;
+    u64 len;
+    u64 inner;
+};
+
+extern "C" __global__ void __launch_bounds__(BLOCK) cumsum_main(const float* __restrict__ x, float* __restrict__ out, ScanParams p) {
+    __shared__ double sums[BLOCK];
+    const IDX len = (IDX)p.len, inner = (IDX)p.inner;
+    const IDX seg = (len + BLOCK - 1) / BLOCK;
+    for (IDX line = blockIdx.x; line < (IDX)p.outer * inner; line += gridDim.x) {
+        const IDX base = (line / inner) * len * inner + line % inner;
+        const IDX j0 = min((IDX)threadIdx.x * seg, len), j1 = min(j0 + seg, len);
+        double s = 0.0;
+        for (IDX j = j0; j < j1; ++j) s += (double)x[base + j * inner];
+        sums[threadIdx.x] = s;
+        __syncthreads();
+        // Inclusive scan of the segment sums (Hillis-Steele).
+        for (u32 d = 1; d < BLOCK; d <<= 1) {
+            const double add = threadIdx.x >= d ? sums[threadIdx.x - d] : 0.0;
+            __syncthreads();
+            sums[threadIdx.x] += add;
+            __syncthreads();
+        }
+        double acc = sums[threadIdx.x] - s;
+        for (IDX j = j0; j < j1; ++j) {
+            const IDX at = base + j * inner;
+            acc += (double)x[at];
+            out[at] = (float)acc;
+        }
+        __syncthreads();
+    }
+}

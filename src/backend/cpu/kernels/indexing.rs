@@ -1,0 +1,79 @@
+//! Casts, `where`, gather and cumulative sums.
+
+use rayon::prelude::*;
+
+use super::{offsets_from, out_words, read_guard, write_guard, CHUNK};
+use crate::ops::indexing::cast_bits;
+use crate::ops::Operand;
+use crate::{DType, Result};
+
+pub(super) fn cast(x: Operand<'_>, from: DType, to: DType, out: Operand<'_>) -> Result<()> {
+    let xs = read_guard(x.buf)?;
+    let mut os = write_guard(out.buf)?;
+    out_words(&mut os, &out).par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
+        for (o, xi) in chunk.iter_mut().zip(offsets_from(x.layout, c * CHUNK)) {
+            *o = cast_bits(xs[xi], from, to);
+        }
+    });
+    Ok(())
+}
+
+/// Whether a condition word is true: non-zero (for f32: not ±0, so NaN is true).
+pub(super) fn truthy(bits: u32, dtype: DType) -> bool {
+    if dtype == DType::F32 {
+        bits & 0x7fff_ffff != 0
+    } else {
+        bits != 0
+    }
+}
+
+pub(super) fn where_(cond: Operand<'_>, cond_dtype: DType, a: Operand<'_>, b: Operand<'_>, out: Operand<'_>) -> Result<()> {
+    let (cs, as_, bs) = (read_guard(cond.buf)?, read_guard(a.buf)?, read_guard(b.buf)?);
+    let mut os = write_guard(out.buf)?;
+    out_words(&mut os, &out).par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
+        let start = c * CHUNK;
+        let lanes = offsets_from(cond.layout, start).zip(offsets_from(a.layout, start)).zip(offsets_from(b.layout, start));
+        for (o, ((ci, ai), bi)) in chunk.iter_mut().zip(lanes) {
+            *o = if truthy(cs[ci], cond_dtype) { as_[ai] } else { bs[bi] };
+        }
+    });
+    Ok(())
+}
+
+pub(super) fn gather(x: Operand<'_>, indices: Operand<'_>, signed: bool, [len, inner, count]: [usize; 3], fill: u32, out: Operand<'_>) -> Result<()> {
+    let (xs, is) = (read_guard(x.buf)?, read_guard(indices.buf)?);
+    let mut os = write_guard(out.buf)?;
+    let xw = &xs[x.layout.offset..];
+    let idx = &is[indices.layout.offset..indices.layout.offset + count];
+    let rows = out_words(&mut os, &out);
+    // Each task fills one [count, inner] block of an outer index.
+    rows.par_chunks_mut((count * inner).max(1)).enumerate().for_each(|(o, block)| {
+        for (j, dst) in block.chunks_mut(inner.max(1)).enumerate() {
+            let raw = idx[j];
+            let at = if signed { usize::try_from(raw as i32).ok() } else { Some(raw as usize) };
+            match at.filter(|&t| t < len) {
+                Some(t) => dst.copy_from_slice(&xw[(o * len + t) * inner..(o * len + t + 1) * inner]),
+                None => dst.fill(fill),
+            }
+        }
+    });
+    Ok(())
+}
+
+pub(super) fn cumsum(x: Operand<'_>, [outer, len, inner]: [usize; 3], out: Operand<'_>) -> Result<()> {
+    let xs = read_guard(x.buf)?;
+    let mut os = write_guard(out.buf)?;
+    let xf: &[f32] = &bytemuck::cast_slice(&xs)[x.layout.offset..x.layout.offset + outer * len * inner];
+    let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
+    // Each task scans one [len, inner] block, inner columns side by side, in f64.
+    of.par_chunks_mut((len * inner).max(1)).zip(xf.par_chunks((len * inner).max(1))).for_each(|(o, x)| {
+        let mut acc = vec![0.0f64; inner];
+        for (orow, xrow) in o.chunks_mut(inner.max(1)).zip(x.chunks(inner.max(1))) {
+            for ((o, &v), a) in orow.iter_mut().zip(xrow).zip(acc.iter_mut()) {
+                *a += f64::from(v);
+                *o = *a as f32;
+            }
+        }
+    });
+    Ok(())
+}

@@ -1,0 +1,107 @@
+//! Dtype casts, `where` selection, index selection (gather) along an axis, and cumulative
+//! sums. Casts, `where` and gather move 32-bit words of any dtype.
+
+use super::elementwise::check_f32;
+use super::OpCall;
+use crate::layout::{broadcast_shapes, check_rank};
+use crate::{DType, Error, Queue, Result, Tensor};
+
+/// Convert `value` (the bits of one element of dtype `from`) to dtype `to`, as Rust's `as`
+/// does: floats to integers truncate toward zero and saturate, NaN becomes 0; integers to
+/// f32 round to nearest; i32 <-> u32 keep the bits (two's complement).
+pub fn cast_bits(bits: u32, from: DType, to: DType) -> u32 {
+    let f = f32::from_bits(bits);
+    match (from, to) {
+        (a, b) if a == b => bits,
+        (DType::F32, DType::I32) => (f as i32) as u32,
+        (DType::F32, DType::U32) => f as u32,
+        (DType::I32, DType::F32) => ((bits as i32) as f32).to_bits(),
+        (DType::U32, DType::F32) => (bits as f32).to_bits(),
+        _ => bits,
+    }
+}
+
+/// `x` converted to `dtype` (see [`cast_bits`] for the rules). A view of the same dtype is
+/// copied as is.
+pub fn cast(queue: &Queue, x: &Tensor, dtype: DType) -> Result<Tensor> {
+    queue.device().check_same(x.device(), "cast")?;
+    let out = Tensor::uninit(queue, x.shape(), dtype)?;
+    if out.numel() > 0 {
+        queue.run_op(OpCall::Cast { x: x.operand(), from: x.dtype(), to: dtype, out: out.operand() })?;
+    }
+    Ok(out)
+}
+
+/// `cond ? a : b` elementwise with numpy broadcasting of all three. `cond` is u32, i32 or f32
+/// (true where non-zero; NaN counts as true); `a` and `b` share any dtype.
+pub fn where_(queue: &Queue, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    for (what, t) in [("where condition", cond), ("where a", a), ("where b", b)] {
+        queue.device().check_same(t.device(), what)?;
+    }
+    if a.dtype() != b.dtype() {
+        return Err(Error::DType { op: "where", expected: format!("b of a's dtype {}", a.dtype()), got: b.dtype().to_string() });
+    }
+    let shape = broadcast_shapes("where", &broadcast_shapes("where", cond.shape(), a.shape())?, b.shape())?;
+    check_rank("where", &shape)?;
+    let (c, a, b) = (cond.broadcast_to(&shape)?, a.broadcast_to(&shape)?, b.broadcast_to(&shape)?);
+    let out = Tensor::uninit(queue, &shape, a.dtype())?;
+    if out.numel() > 0 {
+        queue.run_op(OpCall::Where { cond: c.operand(), cond_dtype: c.dtype(), a: a.operand(), b: b.operand(), out: out.operand() })?;
+    }
+    Ok(out)
+}
+
+/// The word a gather writes for an index outside `0..len`: NaN for f32, 0 for integers
+/// (kernels cannot raise errors, and no memory outside `x` is read).
+pub fn gather_fill(dtype: DType) -> u32 {
+    if dtype == DType::F32 {
+        0x7fc0_0000
+    } else {
+        0
+    }
+}
+
+/// Select entries of `x` along `axis` by `indices` (a rank-1 i32 or u32 tensor), like
+/// `index_select`: the result has `x`'s shape with `axis` replaced by `indices.len()`.
+/// An index outside `0..x.shape()[axis]` yields [`gather_fill`].
+pub fn gather(queue: &Queue, x: &Tensor, axis: usize, indices: &Tensor) -> Result<Tensor> {
+    queue.device().check_same(x.device(), "gather input")?;
+    queue.device().check_same(indices.device(), "gather indices")?;
+    if !matches!(indices.dtype(), DType::I32 | DType::U32) {
+        return Err(Error::DType { op: "gather", expected: "i32 or u32 indices".into(), got: indices.dtype().to_string() });
+    }
+    if indices.rank() != 1 {
+        return Err(Error::shape("gather", format!("indices have shape {:?}: expected rank 1", indices.shape())));
+    }
+    let shape = x.shape();
+    if axis >= shape.len() {
+        return Err(Error::OutOfRange(format!("gather axis {axis} of a rank-{} tensor: expected an axis below {}", shape.len(), shape.len())));
+    }
+    let count = indices.numel();
+    let mut out_shape = shape.to_vec();
+    out_shape[axis] = count;
+    let (x, indices) = (x.contiguous_on(queue)?, indices.contiguous_on(queue)?);
+    let out = Tensor::uninit(queue, &out_shape, x.dtype())?;
+    if out.numel() > 0 {
+        let (outer, len, inner) = (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product());
+        let fill = gather_fill(x.dtype());
+        queue.run_op(OpCall::Gather { x: x.operand(), indices: indices.operand(), signed: indices.dtype() == DType::I32, outer, len, inner, count, fill, out: out.operand() })?;
+    }
+    Ok(out)
+}
+
+/// Cumulative sum of f32 `x` along `axis`: `out[.., j, ..] = sum of x[.., 0..=j, ..]`.
+pub fn cumsum(queue: &Queue, x: &Tensor, axis: usize) -> Result<Tensor> {
+    check_f32(queue, "cumsum", x)?;
+    let shape = x.shape();
+    if axis >= shape.len() {
+        return Err(Error::OutOfRange(format!("cumsum axis {axis} of a rank-{} tensor: expected an axis below {}", shape.len(), shape.len())));
+    }
+    let x = x.contiguous_on(queue)?;
+    let out = Tensor::uninit(queue, shape, DType::F32)?;
+    if out.numel() > 0 {
+        let (outer, len, inner) = (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product());
+        queue.run_op(OpCall::Cumsum { x: x.operand(), outer, len, inner, out: out.operand() })?;
+    }
+    Ok(out)
+}
