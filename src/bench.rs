@@ -55,7 +55,7 @@ const MAX_INFLIGHT_BYTES: u64 = 512 << 20;
 
 /// Ops run when [`BenchConfig::ops`] is empty.
 pub const DEFAULT_OPS: &[&str] =
-    &["relu", "exp", "gelu", "add", "mul", "add_bcast", "mul_bcast", "add_relu", "sum", "sum_last", "softmax", "matmul", "chain"];
+    &["relu", "exp", "gelu", "add", "mul", "add_bcast", "mul_bcast", "add_relu", "sum", "sum_last", "softmax", "matmul", "chain", "chain_done"];
 
 /// What to measure and how large.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,7 +64,9 @@ pub struct BenchConfig {
     /// Op names, run in this order; empty means [`DEFAULT_OPS`]. Accepted: any unary op
     /// (`relu`, `gelu`, ...), binary op (`add`, ...), `<binary>_bcast` (a `[rows, 1024]`
     /// tensor with a `[1024]` row), `<binary>_<unary>` (fused), any reduction over everything
-    /// (`sum`, `max`, ...) or over the last axis (`sum_last`), `softmax`, `matmul`, `chain`.
+    /// (`sum`, `max`, ...) or over the last axis (`sum_last`), `softmax`, `matmul`, `chain`
+    /// (host time to record and submit a chain of small adds) and `chain_done` (the same
+    /// chain to completion).
     pub ops: Vec<String>,
     /// Elements of the elementwise, reduction and softmax inputs.
     pub elements: usize,
@@ -213,7 +215,10 @@ enum Kind {
     ReduceLast(ReduceOp),
     Softmax,
     Matmul,
+    /// The chain's recording and submission, host time only.
     Chain,
+    /// The chain to completion on the device.
+    ChainDone,
 }
 
 fn parse_kind(name: &str) -> Result<Kind> {
@@ -221,6 +226,7 @@ fn parse_kind(name: &str) -> Result<Kind> {
         "softmax" => Some(Kind::Softmax),
         "matmul" => Some(Kind::Matmul),
         "chain" => Some(Kind::Chain),
+        "chain_done" => Some(Kind::ChainDone),
         _ => UnaryOp::from_name(name)
             .map(Kind::Unary)
             .or_else(|| BinaryOp::from_name(name).map(Kind::Binary))
@@ -246,7 +252,7 @@ impl Kind {
     fn largest_tensor_bytes(self, config: &BenchConfig) -> u64 {
         let elements = match self {
             Kind::Matmul => config.matmul_edge.saturating_mul(config.matmul_edge),
-            Kind::Chain => CHAIN_ELEMENTS,
+            Kind::Chain | Kind::ChainDone => CHAIN_ELEMENTS,
             Kind::Broadcast(_) | Kind::ReduceLast(_) | Kind::Softmax => rows_cols(config.elements).0 * ROW_COLS.min(config.elements),
             _ => config.elements,
         };
@@ -307,6 +313,8 @@ struct Case {
     out_bytes: u64,
     /// Whether several launches may be recorded in one repetition.
     batched: bool,
+    /// Time recording and submitting only, not the device's work (`chain`).
+    recording_only: bool,
     launch: Launch,
     name: String,
 }
@@ -372,9 +380,10 @@ fn build_case(device: &Device, config: &BenchConfig, name: &str, kind: Kind) -> 
             )
         }
         Kind::Matmul => matmul_case(device, config.matmul_edge)?,
-        Kind::Chain => chain_case(device, config.chain_len)?,
+        Kind::Chain | Kind::ChainDone => chain_case(device, config.chain_len)?,
     };
-    Ok(Case { shape, work, out_bytes, batched: kind != Kind::Chain, launch, name: name.to_string() })
+    let chain = matches!(kind, Kind::Chain | Kind::ChainDone);
+    Ok(Case { shape, work, out_bytes, batched: !chain, recording_only: kind == Kind::Chain, launch, name: name.to_string() })
 }
 
 /// Parts of a case: shape, work, output bytes per launch, launch.
@@ -422,7 +431,7 @@ fn input(device: &Device, shape: &[usize]) -> Result<Tensor> {
 }
 
 fn measure_case(device: &Device, config: &BenchConfig, case: &Case, ceilings: &Ceilings) -> Result<BenchResult> {
-    let median_s = median_seconds(&device.queue(), config, case)?;
+    let median_s = if case.recording_only { median_recording_seconds(&device.queue(), config, case)? } else { median_seconds(&device.queue(), config, case)? };
     let (rate, unit, ceiling) = match case.work {
         Work::Bytes(b) => (b as f64 / median_s / 1e9, "GB/s", Some(ceilings.copy_gbps)),
         Work::Flops(f) => (f as f64 / median_s / 1e9, "GFLOP/s", Some(ceilings.gflops)),
@@ -430,6 +439,19 @@ fn measure_case(device: &Device, config: &BenchConfig, case: &Case, ceilings: &C
     };
     let percent = ceiling.map(|c| 100.0 * rate / c);
     Ok(BenchResult { name: case.name.clone(), shape: case.shape.clone(), median_s, rate, unit, ceiling, percent })
+}
+
+/// Median host seconds to record and submit one launch of `case`, after warm-up.
+fn median_recording_seconds(queue: &Queue, config: &BenchConfig, case: &Case) -> Result<f64> {
+    queue.finish()?;
+    for _ in 0..config.warmup {
+        time_recording(queue, &case.launch)?;
+    }
+    let mut samples = Vec::with_capacity(config.reps);
+    for _ in 0..config.reps {
+        samples.push(time_recording(queue, &case.launch)?);
+    }
+    Ok(median(&mut samples))
 }
 
 /// Median seconds of one launch of `case`, after warm-up and calibration of the launches per
@@ -463,6 +485,17 @@ fn time_launches(queue: &Queue, n: usize, launch: &dyn Fn(&Queue) -> Result<()>)
     Ok(start.elapsed().as_secs_f64())
 }
 
+/// Host seconds to record one launch and submit it, not counting the wait for the device
+/// (what a chain of small ops costs the caller).
+fn time_recording(queue: &Queue, launch: &dyn Fn(&Queue) -> Result<()>) -> Result<f64> {
+    let start = Instant::now();
+    launch(queue)?;
+    let fence = queue.submit()?;
+    let seconds = start.elapsed().as_secs_f64();
+    fence.wait_blocking()?;
+    Ok(seconds)
+}
+
 fn median(samples: &mut [f64]) -> f64 {
     samples.sort_by(f64::total_cmp);
     let mid = samples.len() / 2;
@@ -482,6 +515,7 @@ fn copy_bandwidth(device: &Device, config: &BenchConfig, bytes: u64) -> Result<f
         work: Work::Bytes(2 * bytes),
         out_bytes: 0,
         batched: true,
+        recording_only: false,
         launch: Box::new(move |q| q.copy(&src, &dst)),
         name: "copy".into(),
     };
@@ -492,7 +526,7 @@ fn copy_bandwidth(device: &Device, config: &BenchConfig, bytes: u64) -> Result<f
 /// GFLOP/s of the matmul op at the GEMM ceiling size, with a description.
 fn gemm_gflops(device: &Device, config: &BenchConfig, edge: usize) -> Result<(f64, String)> {
     let (shape, work, out_bytes, launch) = matmul_case(device, edge)?;
-    let case = Case { shape, work, out_bytes, batched: true, launch, name: "gemm".into() };
+    let case = Case { shape, work, out_bytes, batched: true, recording_only: false, launch, name: "gemm".into() };
     let seconds = median_seconds(&device.queue(), config, &case)?;
     let flops = 2.0 * (edge as f64).powi(3);
     Ok((flops / seconds / 1e9, format!("GEMM ceiling: the {} matmul op at {edge}^3", device.backend())))

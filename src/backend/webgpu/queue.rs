@@ -211,9 +211,7 @@ impl GpuQueue {
             Some(buf)
         };
         let mut encoder = dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("unicompute batch") });
-        for cmd in &batch.commands {
-            encode(dev, &mut encoder, cmd, upload.as_ref())?;
-        }
+        encode(dev, &mut encoder, &batch.commands, upload.as_ref())?;
         let index = dev.queue.submit([encoder.finish()]);
         let done = Signal::new();
         let signal = done.clone();
@@ -256,43 +254,65 @@ impl GpuQueue {
     }
 }
 
-fn encode(dev: &GpuDevice, encoder: &mut wgpu::CommandEncoder, cmd: &Command, upload: Option<&wgpu::Buffer>) -> Result<()> {
+/// Encode a batch: each run of consecutive dispatches shares one compute pass (wgpu still
+/// orders the dispatches), copies go between passes.
+fn encode(dev: &GpuDevice, encoder: &mut wgpu::CommandEncoder, commands: &[Command], upload: Option<&wgpu::Buffer>) -> Result<()> {
     let no_upload = || Error::Device("internal: a command refers to an empty upload area".into());
-    match cmd {
-        Command::Dispatch { pipeline, entries, workgroups } => {
-            let mut groups: BTreeMap<u32, Vec<wgpu::BindGroupEntry<'_>>> = BTreeMap::new();
-            for e in entries {
-                let (buffer, offset, size) = match &e.resource {
-                    Resource::Upload { offset, size } => (upload.ok_or_else(no_upload)?, *offset, *size),
-                    Resource::Buffer { buffer, offset, size } => (buffer, *offset, *size),
-                };
-                groups.entry(e.group).or_default().push(wgpu::BindGroupEntry {
-                    binding: e.binding,
-                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer, offset, size: wgpu::BufferSize::new(size) }),
-                });
+    let mut i = 0;
+    while i < commands.len() {
+        match &commands[i] {
+            Command::Dispatch { .. } => {
+                let run = commands[i..].iter().take_while(|c| matches!(c, Command::Dispatch { .. })).count();
+                let mut prepared = Vec::with_capacity(run);
+                for cmd in &commands[i..i + run] {
+                    if let Command::Dispatch { pipeline, entries, workgroups } = cmd {
+                        prepared.push((pipeline, bind_groups(dev, pipeline, entries, upload)?, workgroups));
+                    }
+                }
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
+                for (pipeline, groups, workgroups) in &prepared {
+                    pass.set_pipeline(pipeline);
+                    for (g, bg) in groups {
+                        pass.set_bind_group(*g, bg, &[]);
+                    }
+                    pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
+                }
+                i += run;
             }
-            let bind_groups: Vec<(u32, wgpu::BindGroup)> = groups
-                .into_iter()
-                .map(|(g, entries)| {
-                    let layout = pipeline.get_bind_group_layout(g);
-                    (g, dev.device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &layout, entries: &entries }))
-                })
-                .collect();
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
-            pass.set_pipeline(pipeline);
-            for (g, bg) in &bind_groups {
-                pass.set_bind_group(*g, bg, &[]);
+            Command::Upload { offset, dst, dst_offset, size } => {
+                encoder.copy_buffer_to_buffer(upload.ok_or_else(no_upload)?, *offset, dst, *dst_offset, *size);
+                i += 1;
             }
-            pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
-        }
-        Command::Upload { offset, dst, dst_offset, size } => {
-            encoder.copy_buffer_to_buffer(upload.ok_or_else(no_upload)?, *offset, dst, *dst_offset, *size);
-        }
-        Command::Copy { src, src_offset, dst, dst_offset, size } => {
-            encoder.copy_buffer_to_buffer(src, *src_offset, dst, *dst_offset, *size);
+            Command::Copy { src, src_offset, dst, dst_offset, size } => {
+                encoder.copy_buffer_to_buffer(src, *src_offset, dst, *dst_offset, *size);
+                i += 1;
+            }
         }
     }
     Ok(())
+}
+
+/// The bind groups of one dispatch, by group index.
+fn bind_groups(dev: &GpuDevice, pipeline: &wgpu::ComputePipeline, entries: &[Entry], upload: Option<&wgpu::Buffer>) -> Result<Vec<(u32, wgpu::BindGroup)>> {
+    let no_upload = || Error::Device("internal: a command refers to an empty upload area".into());
+    let mut groups: BTreeMap<u32, Vec<wgpu::BindGroupEntry<'_>>> = BTreeMap::new();
+    for e in entries {
+        let (buffer, offset, size) = match &e.resource {
+            Resource::Upload { offset, size } => (upload.ok_or_else(no_upload)?, *offset, *size),
+            Resource::Buffer { buffer, offset, size } => (buffer, *offset, *size),
+        };
+        groups.entry(e.group).or_default().push(wgpu::BindGroupEntry {
+            binding: e.binding,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer, offset, size: wgpu::BufferSize::new(size) }),
+        });
+    }
+    Ok(groups
+        .into_iter()
+        .map(|(g, entries)| {
+            let layout = pipeline.get_bind_group_layout(g);
+            (g, dev.device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &layout, entries: &entries }))
+        })
+        .collect())
 }
 
 /// Marks one submission; signalled from wgpu's completion callback.
