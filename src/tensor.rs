@@ -301,6 +301,10 @@ impl Tensor {
     pub fn cumsum(&self, axis: usize) -> Result<Tensor> {
         ops::indexing::cumsum(&self.device.queue(), self, axis)
     }
+    /// Scaled dot-product attention with `self` as the queries (see [`ops::attention::attention`]).
+    pub fn attention(&self, k: &Tensor, v: &Tensor, params: ops::AttentionParams<'_>) -> Result<Tensor> {
+        ops::attention::attention(&self.device.queue(), self, k, v, params)
+    }
     /// Layer normalisation over the last axis (see [`ops::norm::norm`]).
     pub fn layer_norm(&self, params: ops::NormParams<'_>) -> Result<Tensor> {
         ops::norm::norm(&self.device.queue(), ops::NormKind::Layer, self, params)

@@ -195,3 +195,23 @@ fn indexing_errors_say_what_was_expected() {
         expect_err(cond.select(&x, &tensor(d, &[1.0; 4], &[4])), "SHAPE", &["[4]"], d);
     }
 }
+
+#[test]
+fn attention_errors_say_what_was_expected() {
+    use unicompute::ops::AttentionParams;
+    for d in devices() {
+        let t = |shape: &[usize]| tensor(d, &vec![0.5; shape.iter().product()], shape);
+        let (q, k, v) = (t(&[1, 2, 3, 4]), t(&[1, 2, 5, 4]), t(&[1, 2, 5, 6]));
+        let p = AttentionParams::default();
+        expect_err(t(&[2, 3, 4]).attention(&k, &v, p), "SHAPE", &["rank-4"], d);
+        expect_err(q.attention(&t(&[1, 3, 5, 4]), &v, p), "SHAPE", &["batch and heads differ"], d);
+        expect_err(q.attention(&t(&[1, 2, 5, 7]), &v, p), "SHAPE", &["head dimension 4", "7"], d);
+        expect_err(q.attention(&k, &t(&[1, 2, 6, 6]), p), "SHAPE", &["5 keys", "6"], d);
+        let big = t(&[1, 1, 1, 300]);
+        expect_err(big.attention(&big, &big, p), "LIMIT", &["head dimension", "256"], d);
+        let bad_mask = t(&[3, 4]);
+        expect_err(q.attention(&k, &v, AttentionParams { mask: Some(&bad_mask), ..p }), "SHAPE", &["mask", "[1, 2, 3, 5]"], d);
+        expect_err(q.attention(&k, &v, AttentionParams { scale: Some(f32::NAN), ..p }), "INVALID", &["scale"], d);
+        assert_eq!(q.attention(&k, &v, p).unwrap().shape(), &[1, 2, 3, 6]);
+    }
+}

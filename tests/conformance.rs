@@ -6,7 +6,7 @@ mod common;
 
 use common::{assert_close, devices, gather, name, random, read, tensor};
 use unicompute::ops::{self, softmax::reference_row};
-use unicompute::ops::{NormKind, NormParams};
+use unicompute::ops::{AttentionParams, NormKind, NormParams};
 use unicompute::{BinaryOp, DType, ReduceOp, Tensor, UnaryOp};
 
 /// Shapes with 1, primes, and sizes that are no multiple of the 256-wide workgroups.
@@ -524,5 +524,69 @@ fn cumsum_along_each_axis() {
             // Prefix sums of mixed signs: absolute error scales with the line length.
             assert_close(&got, &want, 1e-5, 1e-6 * len as f64, &format!("cumsum {shape:?} axis {axis} on {}", name(d)));
         }
+    }
+}
+
+/// Naive attention in f64 with the full score matrix: `[b, h, lq, dv]`.
+#[allow(clippy::too_many_arguments)]
+fn attention_reference(q: &[f32], k: &[f32], v: &[f32], mask: Option<&[f32]>, [b, h, lq, lk, d, dv]: [usize; 6], scale: f64, causal: bool) -> Vec<f64> {
+    let mut out = Vec::with_capacity(b * h * lq * dv);
+    for bh in 0..b * h {
+        for i in 0..lq {
+            let scores: Vec<f64> = (0..lk)
+                .map(|j| {
+                    if causal && j > i {
+                        return f64::NEG_INFINITY;
+                    }
+                    let dot: f64 = (0..d).map(|t| f64::from(q[(bh * lq + i) * d + t]) * f64::from(k[(bh * lk + j) * d + t])).sum();
+                    dot * scale + mask.map_or(0.0, |m| f64::from(m[i * lk + j]))
+                })
+                .collect();
+            let p = reference_row(&scores);
+            for c in 0..dv {
+                out.push((0..lk).map(|j| if p[j] == 0.0 { 0.0 } else { p[j] * f64::from(v[(bh * lk + j) * dv + c]) }).sum());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn attention_matches_naive_reference() {
+    // [b, h, lq, lk, d, dv]
+    let cases: &[[usize; 6]] = &[[1, 1, 1, 1, 1, 1], [2, 3, 7, 13, 16, 8], [1, 2, 300, 1000, 64, 64], [1, 1, 5, 70, 200, 256]];
+    for d in devices() {
+        let q_ = d.queue();
+        for (c, &dims) in cases.iter().enumerate() {
+            let [b, h, lq, lk, hd, dv] = dims;
+            let seed = 1100 + 10 * c as u64;
+            let q = random(seed, b * h * lq * hd, -1.0, 1.0);
+            let k = random(seed + 1, b * h * lk * hd, -1.0, 1.0);
+            let v = random(seed + 2, b * h * lk * dv, -1.0, 1.0);
+            // An additive [lq, lk] mask with some keys masked out (never a whole row).
+            let mut mask = random(seed + 3, lq * lk, -2.0, 2.0);
+            for (n, m) in mask.iter_mut().enumerate() {
+                if n % 7 == 3 && n % lk != 0 {
+                    *m = f32::NEG_INFINITY;
+                }
+            }
+            let (qt, kt, vt) = (tensor(d, &q, &[b, h, lq, hd]), tensor(d, &k, &[b, h, lk, hd]), tensor(d, &v, &[b, h, lk, dv]));
+            let mt = tensor(d, &mask, &[lq, lk]);
+            let scale = 1.0 / (hd as f64).sqrt();
+            for (causal, with_mask) in [(false, false), (true, false), (false, true), (true, true)] {
+                let params = AttentionParams { mask: with_mask.then_some(&mt), causal, scale: None };
+                let got = read(&ops::attention::attention(&q_, &qt, &kt, &vt, params).unwrap());
+                let want = attention_reference(&q, &k, &v, with_mask.then_some(&mask[..]), dims, scale, causal);
+                assert_close(&got, &want, 1e-4, 1e-5, &format!("attention {dims:?} causal {causal} mask {with_mask} on {} seed {seed}", name(d)));
+            }
+        }
+        // Heads split out of a [b, seq, h, d] projection by a permute (strided q, k, v).
+        let (b, s, h, hd) = (2, 9, 3, 8);
+        let x = random(1200, b * s * h * hd, -1.0, 1.0);
+        let xt = tensor(d, &x, &[b, s, h, hd]).permute(&[0, 2, 1, 3]).unwrap();
+        let got = read(&xt.attention(&xt, &xt, AttentionParams { causal: true, ..Default::default() }).unwrap());
+        let packed = gather(&x, &[b, h, s, hd], &[s * h * hd, hd, h * hd, 1], 0);
+        let want = attention_reference(&packed, &packed, &packed, None, [b, h, s, s, hd, hd], 1.0 / (hd as f64).sqrt(), true);
+        assert_close(&got, &want, 1e-4, 1e-5, &format!("strided attention on {}", name(d)));
     }
 }

@@ -2,6 +2,7 @@
 //! scalar math that the CPU backend runs and the tests use (in f64) as the reference.
 //! Backends receive an [`OpCall`]: a validated request with every layout worked out.
 
+pub mod attention;
 pub mod concat;
 pub mod elementwise;
 pub mod indexing;
@@ -16,6 +17,7 @@ use crate::buffer::BufferInner;
 use crate::layout::Layout;
 use crate::DType;
 
+pub use attention::AttentionParams;
 pub use elementwise::{BinaryOp, UnaryOp};
 pub use norm::{NormKind, NormParams};
 pub use reduce::ReduceOp;
@@ -61,6 +63,10 @@ pub(crate) enum OpCall<'a> {
         act: Option<UnaryOp>,
         out: Operand<'a>,
     },
+    /// Scaled dot-product attention. `q`, `k`, `v` and `mask` (broadcast to
+    /// `[b, h, lq, lk]`) are strided rank-4 views; `out` is contiguous `[b, h, lq, dv]`;
+    /// `dims` is `[b, h, lq, lk, d, dv]`.
+    Attention { q: Operand<'a>, k: Operand<'a>, v: Operand<'a>, mask: Option<Operand<'a>>, out: Operand<'a>, dims: [usize; 6], scale: f32, causal: bool },
     /// Softmax over rows of a contiguous `[rows, cols]` input.
     Softmax { x: Operand<'a>, rows: usize, cols: usize, out: Operand<'a> },
     /// `out[b] = act(a[b] @ b[b] + bias)`; `a` is `[batch.., m, k]`, `b` is `[batch.., k, n]`,

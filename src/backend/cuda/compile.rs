@@ -30,6 +30,7 @@ pub(crate) enum KernelFile {
     Matmul,
     Indexing,
     Scan,
+    Attention,
 }
 
 impl KernelFile {
@@ -42,6 +43,7 @@ impl KernelFile {
             KernelFile::Norm => "norm.cu",
             KernelFile::Indexing => "indexing.cu",
             KernelFile::Scan => "scan.cu",
+            KernelFile::Attention => "attention.cu",
             KernelFile::Matmul => "matmul.cu",
         }
     }
@@ -55,6 +57,7 @@ impl KernelFile {
             KernelFile::Norm => include_str!("../../../kernels/norm.cu"),
             KernelFile::Indexing => include_str!("../../../kernels/indexing.cu"),
             KernelFile::Scan => include_str!("../../../kernels/scan.cu"),
+            KernelFile::Attention => include_str!("../../../kernels/attention.cu"),
             KernelFile::Matmul => include_str!("../../../kernels/matmul.cu"),
         }
     }
@@ -282,6 +285,7 @@ pub(crate) fn every_builtin() -> Vec<Builtin> {
         all.push(b(KernelFile::Indexing, "where_main", &[("COND_F32", "1".into()), idx.clone()]));
         all.push(b(KernelFile::Indexing, "gather_main", &[("SIGNED", "1".into()), idx.clone()]));
         all.push(b(KernelFile::Scan, "cumsum_main", &[idx.clone()]));
+        all.push(b(KernelFile::Attention, "attention_main", &[("HAS_MASK", "1".into()), idx.clone()]));
         for kind in 0..2 {
             all.push(b(KernelFile::Norm, "norm_main", &[("KIND", kind.to_string()), ("ACT", "12".into()), ("HAS_WEIGHT", "1".into()), ("HAS_BIAS", "1".into()), idx.clone()]));
         }

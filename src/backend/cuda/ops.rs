@@ -93,6 +93,30 @@ struct ScanParams {
 
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
+struct View4 {
+    offset: u64,
+    strides: [u64; 4],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct AttentionParams {
+    bh: u64,
+    heads: u64,
+    lq: u64,
+    lk: u64,
+    d: u64,
+    dv: u64,
+    scale: f32,
+    causal: u32,
+    q: View4,
+    k: View4,
+    v: View4,
+    mask: View4,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
 struct BiasActParams {
     n_total: u64,
     cols: u64,
@@ -135,6 +159,12 @@ unsafe impl DeviceRepr for BiasActParams {}
 unsafe impl DeviceRepr for ViewsParams {}
 unsafe impl DeviceRepr for GatherParams {}
 unsafe impl DeviceRepr for ScanParams {}
+unsafe impl DeviceRepr for AttentionParams {}
+
+/// A rank-4 view relative to its first element (pointers arrive advanced to it).
+fn view4(o: Option<&Operand<'_>>) -> View4 {
+    o.map_or(View4::default(), |o| View4 { offset: 0, strides: padded(&o.layout.strides, 0) })
+}
 
 /// Parameters of the view-walking kernels of indexing.cu: the output's shape and up to three
 /// input views.
@@ -292,6 +322,30 @@ pub(crate) fn run_op(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, call: OpCal
             let mut held = vec![x.buf, out.buf];
             held.extend(weight.iter().chain(bias.iter()).map(|o| o.buf));
             q.launch_builtin(dev, &f, (rows.clamp(1, 65_535) as u32, 1, 1), (BLOCK, 1, 1), &pointers, &p, &held)
+        }
+        OpCall::Attention { q: query, k: key, v: value, mask, out, dims: [b, h, lq, lk, d, dv], scale, causal } => {
+            let largest = [Some(&query), Some(&key), Some(&value), mask.as_ref(), Some(&out)].into_iter().flatten().map(|o| extent(o.layout).max(o.layout.numel())).max().unwrap_or(0);
+            let defines = vec![("HAS_MASK", u32::from(mask.is_some()).to_string()), index_type(largest)];
+            let f = dev.builtin(kernel(KernelFile::Attention, "attention_main", defines))?;
+            let p = AttentionParams {
+                bh: (b * h) as u64,
+                heads: h as u64,
+                lq: lq as u64,
+                lk: lk as u64,
+                d: d as u64,
+                dv: dv as u64,
+                scale,
+                causal: u32::from(causal),
+                q: view4(Some(&query)),
+                k: view4(Some(&key)),
+                v: view4(Some(&value)),
+                mask: view4(mask.as_ref()),
+            };
+            let mask_ptr = mask.as_ref().map_or(Ok(0), operand)?;
+            let pointers = [operand(&query)?, operand(&key)?, operand(&value)?, mask_ptr, operand(&out)?];
+            let mut held = vec![query.buf, key.buf, value.buf, out.buf];
+            held.extend(mask.iter().map(|o| o.buf));
+            q.launch_builtin(dev, &f, ((b * h * lq).clamp(1, 65_535) as u32, 1, 1), (64, 1, 1), &pointers, &p, &held)
         }
         OpCall::Matmul { a, b, bias, act, out, m, n, k } => {
             let precision = queue.device().shared.options.matmul_precision;

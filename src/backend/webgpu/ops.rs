@@ -188,6 +188,30 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             ];
             q.dispatch(dev, pipeline, &params, &binds, grid_1d(dev, rows as u64)?)
         }
+        OpCall::Attention { q: query, k: key, v: value, mask, out, dims: [b, h, lq, lk, d, dv], scale, causal } => {
+            for o in [&query, &key, &value, &out] {
+                check_binding(dev, o)?;
+            }
+            let mut params = vec![u32_of("batch x heads", b * h)?, u32_of("heads", h)?, u32_of("queries", lq)?, u32_of("keys", lk)?, d as u32, dv as u32, scale.to_bits(), u32::from(causal)];
+            for o in [Some(&query), Some(&key), Some(&value), mask.as_ref()] {
+                match o {
+                    Some(o) => {
+                        check_binding(dev, o)?;
+                        params.push(u32_of("offset", o.layout.offset)?);
+                        for &s in &o.layout.strides {
+                            params.push(u32_of("stride", s)?);
+                        }
+                    }
+                    None => params.extend([0; 5]),
+                }
+            }
+            params.push(u32_of("offset", out.layout.offset)?);
+            let pipeline = dev.builtin(builtin(ShaderFile::Attention, "attention_main", vec![("HAS_MASK", u32::from(mask.is_some()))]));
+            // The mask binding is in the layout even when HAS_MASK is off.
+            let mask_bind = mask.as_ref().map_or(Bind::SpareRead, |m| Bind::Mem(m.buf));
+            let binds = [(1, Bind::Mem(query.buf)), (2, Bind::Mem(key.buf)), (3, Bind::Mem(value.buf)), (4, mask_bind), (5, Bind::Mem(out.buf))];
+            q.dispatch(dev, pipeline, &params, &binds, grid_1d(dev, (b * h * lq) as u64)?)
+        }
         OpCall::Matmul { a, b, bias, act, out, m, n, k } => matmul(q, dev, [a, b, out], bias, act, [m, n, k]),
     }
 }

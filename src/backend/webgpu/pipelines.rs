@@ -22,6 +22,7 @@ pub(crate) enum ShaderFile {
     Matmul,
     Indexing,
     Scan,
+    Attention,
 }
 
 impl ShaderFile {
@@ -34,6 +35,7 @@ impl ShaderFile {
             ShaderFile::Norm => include_str!("../../../shaders/norm.wgsl"),
             ShaderFile::Indexing => include_str!("../../../shaders/indexing.wgsl"),
             ShaderFile::Scan => include_str!("../../../shaders/scan.wgsl"),
+            ShaderFile::Attention => include_str!("../../../shaders/attention.wgsl"),
             ShaderFile::Matmul => include_str!("../../../shaders/matmul.wgsl"),
         }
     }
@@ -95,7 +97,7 @@ mod tests {
 
     #[test]
     fn every_builtin_shader_validates() {
-        for file in [ShaderFile::Elementwise, ShaderFile::Copy, ShaderFile::Reduce, ShaderFile::Softmax, ShaderFile::Norm, ShaderFile::Matmul, ShaderFile::Indexing, ShaderFile::Scan] {
+        for file in [ShaderFile::Elementwise, ShaderFile::Copy, ShaderFile::Reduce, ShaderFile::Softmax, ShaderFile::Norm, ShaderFile::Matmul, ShaderFile::Indexing, ShaderFile::Scan, ShaderFile::Attention] {
             let source = file.full_source();
             let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{file:?}: {}", e.emit_to_string(&source)));
             naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())

@@ -3,6 +3,7 @@
 //! Elementwise math runs in f32 through the ops' own scalar definitions; reductions and
 //! softmax accumulate in f64; matmul uses `matrixmultiply` per block of rows.
 
+mod attention;
 mod elementwise;
 mod indexing;
 mod matmul;
@@ -29,6 +30,7 @@ pub(crate) fn run_op(call: OpCall<'_>) -> Result<()> {
         OpCall::Cumsum { x, outer, len, inner, out } => indexing::cumsum(x, [outer, len, inner], out),
         OpCall::Reduce { op, x, outer, len, inner, out } => reduce::reduce(op, x, [outer, len, inner], out),
         OpCall::Softmax { x, rows, cols, out } => reduce::softmax(x, rows, cols, out),
+        OpCall::Attention { q, k, v, mask, out, dims, scale, causal } => attention::attention([q, k, v], mask, out, dims, scale, causal),
         OpCall::Norm { kind, x, weight, bias, rows, cols, eps, act, out } => norm::norm(kind, x, weight, bias, [rows, cols], eps, act, out),
         OpCall::Matmul { a, b, bias, act, out, m, n, k } => matmul::matmul(a, b, bias, act, out, [m, n, k]),
     }

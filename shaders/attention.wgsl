@@ -1,0 +1,108 @@
+// Scaled dot-product attention, one workgroup of 64 invocations per query row. Keys are
+// taken 64 at a time: each invocation scores one key, the workgroup finds the tile's
+// maximum and sum, and the running (maximum, sum, output) are rescaled as in an online
+// softmax, so the [lq, lk] scores are never stored. Each invocation owns up to four output
+// columns (v head dimension <= 256); the query row sits in workgroup memory (d <= 256).
+//
+// params: [0] batch*heads, [1] heads, [2] lq, [3] lk, [4] d, [5] dv, [6] scale (f32 bits),
+//         [7] causal, views (offset, then strides of batch, head, row, column) of
+//         [8..13] q, [13..18] k, [18..23] v, [23..28] mask; [28] output offset.
+
+override HAS_MASK: bool = false;
+
+@group(0) @binding(1) var<storage, read> q: array<f32>;
+@group(0) @binding(2) var<storage, read> k: array<f32>;
+@group(0) @binding(3) var<storage, read> v: array<f32>;
+@group(0) @binding(4) var<storage, read> mask: array<f32>;
+@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+
+var<workgroup> qrow: array<f32, 256>;
+var<workgroup> probs: array<f32, 64>;
+var<workgroup> red: array<f32, 64>;
+
+fn view(at: u32, b: u32, h: u32, i: u32, j: u32) -> u32 {
+    return params[at] + b * params[at + 1u] + h * params[at + 2u] + i * params[at + 3u] + j * params[at + 4u];
+}
+
+fn max_nan(a: f32, b: f32) -> f32 {
+    if (is_nan(a) || is_nan(b)) { return nan_f32(); }
+    return max(a, b);
+}
+
+@compute @workgroup_size(64)
+fn attention_main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let lq = params[2];
+    let rows = params[0] * lq;
+    let g = flat_workgroup(wid, nwg);
+    let in_range = g < rows;
+    let row = min(g, rows - 1u);
+    let bh = row / lq;
+    let i = row % lq;
+    let b = bh / params[1];
+    let h = bh % params[1];
+    let d = params[4];
+    let dv = params[5];
+    let scale = bitcast<f32>(params[6]);
+    let neg_inf = bitcast<f32>(0xff800000u);
+
+    for (var t = lid; t < d; t += 64u) { qrow[t] = q[view(8u, b, h, i, t)]; }
+    workgroupBarrier();
+    var keys = params[3];
+    if (params[7] != 0u) { keys = min(keys, i + 1u); }
+
+    var m = neg_inf;
+    var l = 0.0;
+    var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
+    for (var j0 = 0u; j0 < keys; j0 += 64u) {
+        let j = j0 + lid;
+        var s = neg_inf;
+        if (j < keys) {
+            var dot = 0.0;
+            for (var t = 0u; t < d; t++) { dot = fma(qrow[t], k[view(13u, b, h, j, t)], dot); }
+            s = dot * scale;
+            if (HAS_MASK) { s += mask[view(23u, b, h, i, j)]; }
+        }
+        red[lid] = s;
+        workgroupBarrier();
+        for (var w = 32u; w > 0u; w >>= 1u) {
+            if (lid < w) { red[lid] = max_nan(red[lid], red[lid + w]); }
+            workgroupBarrier();
+        }
+        let m_new = max_nan(m, red[0]);
+        workgroupBarrier();
+        var p = 0.0;
+        if (m_new != neg_inf) { p = exp(s - m_new); }
+        probs[lid] = p;
+        red[lid] = p;
+        workgroupBarrier();
+        for (var w = 32u; w > 0u; w >>= 1u) {
+            if (lid < w) { red[lid] = red[lid] + red[lid + w]; }
+            workgroupBarrier();
+        }
+        // Equal maxima (also both -inf) keep the running values as they are.
+        var alpha = 1.0;
+        if (m != m_new) { alpha = exp(m - m_new); }
+        l = l * alpha + red[0];
+        let tile = min(64u, keys - j0);
+        for (var r = 0u; r < 4u; r++) {
+            let c = lid + 64u * r;
+            if (c < dv) {
+                var a = acc[r] * alpha;
+                for (var jj = 0u; jj < tile; jj++) { a = fma(probs[jj], v[view(18u, b, h, j0 + jj, c)], a); }
+                acc[r] = a;
+            }
+        }
+        m = m_new;
+        workgroupBarrier();
+    }
+    if (in_range) {
+        for (var r = 0u; r < 4u; r++) {
+            let c = lid + 64u * r;
+            if (c < dv) { out[params[28] + row * dv + c] = acc[r] / l; }
+        }
+    }
+}

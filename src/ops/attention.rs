@@ -1,0 +1,71 @@
+//! Scaled dot-product attention: `softmax(q k^T * scale + mask) v` per batch and head, with
+//! an optional causal mask. Kernels use an online softmax over tiles of keys, so the
+//! `[lq, lk]` score matrix is never stored, however long the sequences.
+
+use super::elementwise::check_f32;
+use super::OpCall;
+use crate::{DType, Error, Queue, Result, Tensor};
+
+/// Largest head dimension (of `q`/`k`, and of `v`) the kernels hold on chip.
+pub const MAX_HEAD_DIM: usize = 256;
+
+/// Options of [`attention`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AttentionParams<'a> {
+    /// Added to the scores before the softmax; broadcastable to `[batch, heads, lq, lk]`
+    /// (e.g. `[lq, lk]`); `-inf` masks a key out.
+    pub mask: Option<&'a Tensor>,
+    /// Query `i` attends only to keys `j <= i` (top-left aligned, as PyTorch's `is_causal`).
+    pub causal: bool,
+    /// Score scale; `None` means `1 / sqrt(head dim)`.
+    pub scale: Option<f32>,
+}
+
+/// Attention of `q: [batch, heads, lq, d]` over `k: [batch, heads, lk, d]` and
+/// `v: [batch, heads, lk, dv]`, giving `[batch, heads, lq, dv]`. Inputs may be strided views
+/// (e.g. heads split out of a `[batch, seq, heads, d]` projection by a permute). A row whose
+/// keys are all masked out is NaN, as the softmax of nothing is.
+pub fn attention(queue: &Queue, q: &Tensor, k: &Tensor, v: &Tensor, p: AttentionParams<'_>) -> Result<Tensor> {
+    for t in [q, k, v] {
+        check_f32(queue, "attention", t)?;
+        if t.rank() != 4 {
+            return Err(Error::shape("attention", format!("got q {:?}, k {:?}, v {:?}: expected rank-4 [batch, heads, seq, dim] tensors", q.shape(), k.shape(), v.shape())));
+        }
+    }
+    let (qs, ks, vs) = (q.shape(), k.shape(), v.shape());
+    let (b, h, lq, d) = (qs[0], qs[1], qs[2], qs[3]);
+    let (lk, dv) = (ks[2], vs[3]);
+    if ks[..2] != qs[..2] || vs[..2] != qs[..2] {
+        return Err(Error::shape("attention", format!("batch and heads differ: q {qs:?}, k {ks:?}, v {vs:?}: expected equal [batch, heads]")));
+    }
+    if ks[3] != d {
+        return Err(Error::shape("attention", format!("q has head dimension {d} but k has {}: expected equal", ks[3])));
+    }
+    if vs[2] != lk {
+        return Err(Error::shape("attention", format!("k has {lk} keys but v has {}: expected equal", vs[2])));
+    }
+    for (what, n) in [("q/k head dimension", d), ("v head dimension", dv)] {
+        if n > MAX_HEAD_DIM {
+            return Err(Error::Limit { what: format!("attention {what}"), value: n as u64, limit: "MAX_HEAD_DIM of the attention kernels", max: MAX_HEAD_DIM as u64 });
+        }
+    }
+    let scale = p.scale.unwrap_or(1.0 / (d.max(1) as f32).sqrt());
+    if !scale.is_finite() {
+        return Err(Error::Invalid(format!("attention scale is {scale}: expected a finite value")));
+    }
+    let mask = match p.mask {
+        Some(m) => {
+            check_f32(queue, "attention mask", m)?;
+            Some(m.broadcast_to(&[b, h, lq, lk]).map_err(|_| {
+                Error::shape("attention", format!("mask has shape {:?}: expected one that broadcasts to [{b}, {h}, {lq}, {lk}]", m.shape()))
+            })?)
+        }
+        None => None,
+    };
+    let out = Tensor::uninit(queue, &[b, h, lq, dv], DType::F32)?;
+    if out.numel() > 0 {
+        let mask = mask.as_ref().map(Tensor::operand);
+        queue.run_op(OpCall::Attention { q: q.operand(), k: k.operand(), v: v.operand(), mask, out: out.operand(), dims: [b, h, lq, lk, d, dv], scale, causal: p.causal })?;
+    }
+    Ok(out)
+}
