@@ -305,6 +305,14 @@ impl Tensor {
     pub fn attention(&self, k: &Tensor, v: &Tensor, params: ops::AttentionParams<'_>) -> Result<Tensor> {
         ops::attention::attention(&self.device.queue(), self, k, v, params)
     }
+    /// 2-D convolution of this `[n, c, h, w]` input (see [`ops::conv::conv2d`]).
+    pub fn conv2d(&self, weight: &Tensor, params: ops::Conv2dParams<'_>) -> Result<Tensor> {
+        ops::conv::conv2d(&self.device.queue(), self, weight, params)
+    }
+    /// 2-D max or average pooling (see [`ops::conv::pool2d`]).
+    pub fn pool2d(&self, kind: ops::PoolKind, params: ops::Pool2dParams) -> Result<Tensor> {
+        ops::conv::pool2d(&self.device.queue(), kind, self, params)
+    }
     /// Layer normalisation over the last axis (see [`ops::norm::norm`]).
     pub fn layer_norm(&self, params: ops::NormParams<'_>) -> Result<Tensor> {
         ops::norm::norm(&self.device.queue(), ops::NormKind::Layer, self, params)

@@ -215,3 +215,23 @@ fn attention_errors_say_what_was_expected() {
         assert_eq!(q.attention(&k, &v, p).unwrap().shape(), &[1, 2, 3, 6]);
     }
 }
+
+#[test]
+fn conv_errors_name_the_geometry() {
+    use unicompute::ops::{Conv2dParams, Pool2dParams, PoolKind};
+    for d in devices() {
+        let t = |shape: &[usize]| tensor(d, &vec![0.5; shape.iter().product()], shape);
+        let x = t(&[1, 4, 5, 5]);
+        let p = Conv2dParams::default();
+        expect_err(t(&[4, 5, 5]).conv2d(&t(&[2, 4, 3, 3]), p), "SHAPE", &["[n, c, h, w]"], d);
+        expect_err(x.conv2d(&t(&[2, 3, 3, 3]), p), "SHAPE", &["3 input channels per group", "expected 4"], d);
+        expect_err(x.conv2d(&t(&[2, 4, 7, 3]), p), "SHAPE", &["height", "spans 7", "padded input is 5"], d);
+        expect_err(x.conv2d(&t(&[3, 2, 3, 3]), Conv2dParams { groups: 2, ..p }), "INVALID", &["2 groups", "3 output"], d);
+        expect_err(x.conv2d(&t(&[2, 4, 3, 3]), Conv2dParams { stride: [0, 1], ..p }), "INVALID", &["stride 0"], d);
+        expect_err(x.conv2d(&t(&[2, 4, 3, 3]), Conv2dParams { bias: Some(&t(&[3])), ..p }), "SHAPE", &["bias", "expected [2]"], d);
+        expect_err(x.pool2d(PoolKind::Max, Pool2dParams { kernel: [2, 2], stride: None, padding: [2, 0] }), "INVALID", &["padding 2", "half"], d);
+        expect_err(x.pool2d(PoolKind::Avg, Pool2dParams { kernel: [6, 2], stride: None, padding: [0, 0] }), "SHAPE", &["spans 6"], d);
+        let ints = Tensor::from_slice(d, &[1i32; 100], &[1, 4, 5, 5]).unwrap();
+        expect_err(ints.conv2d(&t(&[2, 4, 3, 3]), p), "DTYPE", &["f32", "i32"], d);
+    }
+}

@@ -4,6 +4,7 @@
 
 pub mod attention;
 pub mod concat;
+pub mod conv;
 pub mod elementwise;
 pub mod indexing;
 pub mod matmul;
@@ -18,6 +19,7 @@ use crate::layout::Layout;
 use crate::DType;
 
 pub use attention::AttentionParams;
+pub use conv::{Conv2dGeometry, Conv2dParams, Pool2dParams, PoolKind};
 pub use elementwise::{BinaryOp, UnaryOp};
 pub use norm::{NormKind, NormParams};
 pub use reduce::ReduceOp;
@@ -67,6 +69,10 @@ pub(crate) enum OpCall<'a> {
     /// `[b, h, lq, lk]`) are strided rank-4 views; `out` is contiguous `[b, h, lq, dv]`;
     /// `dims` is `[b, h, lq, lk, d, dv]`.
     Attention { q: Operand<'a>, k: Operand<'a>, v: Operand<'a>, mask: Option<Operand<'a>>, out: Operand<'a>, dims: [usize; 6], scale: f32, causal: bool },
+    /// `out = act(conv2d(x, weight) + bias)`; `x`, `weight`, `bias` and `out` contiguous.
+    Conv2d { x: Operand<'a>, weight: Operand<'a>, bias: Option<Operand<'a>>, act: Option<UnaryOp>, out: Operand<'a>, geometry: conv::Conv2dGeometry },
+    /// Max or average pooling of a contiguous `x` into a contiguous `out`.
+    Pool2d { kind: conv::PoolKind, x: Operand<'a>, out: Operand<'a>, geometry: conv::Conv2dGeometry },
     /// Softmax over rows of a contiguous `[rows, cols]` input.
     Softmax { x: Operand<'a>, rows: usize, cols: usize, out: Operand<'a> },
     /// `out[b] = act(a[b] @ b[b] + bias)`; `a` is `[batch.., m, k]`, `b` is `[batch.., k, n]`,

@@ -31,6 +31,7 @@ pub(crate) enum KernelFile {
     Indexing,
     Scan,
     Attention,
+    Conv,
 }
 
 impl KernelFile {
@@ -44,6 +45,7 @@ impl KernelFile {
             KernelFile::Indexing => "indexing.cu",
             KernelFile::Scan => "scan.cu",
             KernelFile::Attention => "attention.cu",
+            KernelFile::Conv => "conv.cu",
             KernelFile::Matmul => "matmul.cu",
         }
     }
@@ -58,6 +60,7 @@ impl KernelFile {
             KernelFile::Indexing => include_str!("../../../kernels/indexing.cu"),
             KernelFile::Scan => include_str!("../../../kernels/scan.cu"),
             KernelFile::Attention => include_str!("../../../kernels/attention.cu"),
+            KernelFile::Conv => include_str!("../../../kernels/conv.cu"),
             KernelFile::Matmul => include_str!("../../../kernels/matmul.cu"),
         }
     }
@@ -74,7 +77,7 @@ pub(crate) struct Builtin {
 impl Builtin {
     /// The source NVRTC compiles: the prelude, the shared parts the file needs, then the file.
     pub(crate) fn source(&self) -> String {
-        let activation = if matches!(self.file, KernelFile::Elementwise | KernelFile::Norm | KernelFile::Matmul) { ACTIVATION } else { "" };
+        let activation = if matches!(self.file, KernelFile::Elementwise | KernelFile::Norm | KernelFile::Matmul | KernelFile::Conv) { ACTIVATION } else { "" };
         format!("{COMMON}\n{activation}\n{}", self.file.body())
     }
 
@@ -286,6 +289,10 @@ pub(crate) fn every_builtin() -> Vec<Builtin> {
         all.push(b(KernelFile::Indexing, "gather_main", &[("SIGNED", "1".into()), idx.clone()]));
         all.push(b(KernelFile::Scan, "cumsum_main", &[idx.clone()]));
         all.push(b(KernelFile::Attention, "attention_main", &[("HAS_MASK", "1".into()), idx.clone()]));
+        all.push(b(KernelFile::Conv, "conv2d_main", &[("HAS_BIAS", "1".into()), ("ACT", "14".into()), idx.clone()]));
+        for pool in 0..2 {
+            all.push(b(KernelFile::Conv, "pool2d_main", &[("POOL", pool.to_string()), idx.clone()]));
+        }
         for kind in 0..2 {
             all.push(b(KernelFile::Norm, "norm_main", &[("KIND", kind.to_string()), ("ACT", "12".into()), ("HAS_WEIGHT", "1".into()), ("HAS_BIAS", "1".into()), idx.clone()]));
         }

@@ -11,7 +11,7 @@ use super::{blas, CudaDevice};
 use crate::buffer::BufferInner;
 use crate::device::Init;
 use crate::layout::{Layout, MAX_RANK};
-use crate::ops::{OpCall, Operand, ReduceOp, UnaryOp};
+use crate::ops::{Conv2dGeometry, OpCall, Operand, ReduceOp, UnaryOp};
 use crate::{Error, Queue, Result};
 
 /// Threads per block of the 1-D kernels.
@@ -117,6 +117,24 @@ struct AttentionParams {
 
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
+struct ConvParams {
+    sizes: [u64; 9],
+    stride: [u64; 2],
+    pad: [u64; 2],
+    dilation: [u64; 2],
+    groups: u64,
+}
+
+impl ConvParams {
+    fn new(g: &Conv2dGeometry) -> Self {
+        let sizes = [g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow].map(|v| v as u64);
+        let pair = |p: [usize; 2]| p.map(|v| v as u64);
+        ConvParams { sizes, stride: pair(g.stride), pad: pair(g.padding), dilation: pair(g.dilation), groups: g.groups as u64 }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
 struct BiasActParams {
     n_total: u64,
     cols: u64,
@@ -160,6 +178,7 @@ unsafe impl DeviceRepr for ViewsParams {}
 unsafe impl DeviceRepr for GatherParams {}
 unsafe impl DeviceRepr for ScanParams {}
 unsafe impl DeviceRepr for AttentionParams {}
+unsafe impl DeviceRepr for ConvParams {}
 
 /// A rank-4 view relative to its first element (pointers arrive advanced to it).
 fn view4(o: Option<&Operand<'_>>) -> View4 {
@@ -322,6 +341,23 @@ pub(crate) fn run_op(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, call: OpCal
             let mut held = vec![x.buf, out.buf];
             held.extend(weight.iter().chain(bias.iter()).map(|o| o.buf));
             q.launch_builtin(dev, &f, (rows.clamp(1, 65_535) as u32, 1, 1), (BLOCK, 1, 1), &pointers, &p, &held)
+        }
+        OpCall::Conv2d { x, weight, bias, act, out, geometry } => {
+            let n = out.layout.numel();
+            let mut defines = epilogue_defines(&bias, act).to_vec();
+            defines.push(index_type(n.max(x.layout.numel()).max(weight.layout.numel())));
+            let f = dev.builtin(kernel(KernelFile::Conv, "conv2d_main", defines))?;
+            let bias_ptr = bias.as_ref().map_or(Ok(0), operand)?;
+            let mut held = vec![x.buf, weight.buf, out.buf];
+            held.extend(bias.iter().map(|o| o.buf));
+            let pointers = [operand(&x)?, operand(&weight)?, bias_ptr, operand(&out)?];
+            q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &ConvParams::new(&geometry), &held)
+        }
+        OpCall::Pool2d { kind, x, out, geometry } => {
+            let n = out.layout.numel();
+            let defines = vec![("POOL", (kind as u32).to_string()), index_type(n.max(x.layout.numel()))];
+            let f = dev.builtin(kernel(KernelFile::Conv, "pool2d_main", defines))?;
+            q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &ConvParams::new(&geometry), &[x.buf, out.buf])
         }
         OpCall::Attention { q: query, k: key, v: value, mask, out, dims: [b, h, lq, lk, d, dv], scale, causal } => {
             let largest = [Some(&query), Some(&key), Some(&value), mask.as_ref(), Some(&out)].into_iter().flatten().map(|o| extent(o.layout).max(o.layout.numel())).max().unwrap_or(0);

@@ -9,7 +9,7 @@ use super::GpuDevice;
 use crate::buffer::BufferInner;
 use crate::device::Init;
 use crate::layout::{Layout, MAX_RANK};
-use crate::ops::{OpCall, Operand, ReduceOp, UnaryOp};
+use crate::ops::{Conv2dGeometry, OpCall, Operand, ReduceOp, UnaryOp};
 use crate::{Error, Queue, Result};
 
 /// Elements each reduction workgroup combines per pass (256 threads x 4).
@@ -188,6 +188,26 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             ];
             q.dispatch(dev, pipeline, &params, &binds, grid_1d(dev, rows as u64)?)
         }
+        OpCall::Conv2d { x, weight, bias, act, out, geometry } => {
+            for o in [&x, &weight, &out] {
+                check_binding(dev, o)?;
+            }
+            let offsets = [x.layout.offset, weight.layout.offset, bias.as_ref().map_or(0, |b| b.layout.offset), out.layout.offset];
+            let constants = vec![("HAS_BIAS", u32::from(bias.is_some())), ("ACT", act.map_or(0, |f| f.code()))];
+            let pipeline = dev.builtin(builtin(ShaderFile::Conv, "conv2d_main", constants));
+            let bias_bind = bias.as_ref().map_or(Bind::SpareRead, |b| Bind::Mem(b.buf));
+            let binds = [(1, Bind::Mem(x.buf)), (2, Bind::Mem(weight.buf)), (3, bias_bind), (4, Bind::Mem(out.buf))];
+            let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
+            q.dispatch(dev, pipeline, &conv_params(&geometry, offsets)?, &binds, grid)
+        }
+        OpCall::Pool2d { kind, x, out, geometry } => {
+            check_binding(dev, &x)?;
+            check_binding(dev, &out)?;
+            let pipeline = dev.builtin(builtin(ShaderFile::Conv, "pool2d_main", vec![("POOL", kind as u32)]));
+            let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
+            let params = conv_params(&geometry, [x.layout.offset, 0, 0, out.layout.offset])?;
+            q.dispatch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (4, Bind::Mem(out.buf))], grid)
+        }
         OpCall::Attention { q: query, k: key, v: value, mask, out, dims: [b, h, lq, lk, d, dv], scale, causal } => {
             for o in [&query, &key, &value, &out] {
                 check_binding(dev, o)?;
@@ -214,6 +234,12 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
         }
         OpCall::Matmul { a, b, bias, act, out, m, n, k } => matmul(q, dev, [a, b, out], bias, act, [m, n, k]),
     }
+}
+
+/// Parameters of conv.wgsl.
+fn conv_params(g: &Conv2dGeometry, offsets: [usize; 4]) -> Result<Vec<u32>> {
+    let sizes = [g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow, g.stride[0], g.stride[1], g.padding[0], g.padding[1], g.dilation[0], g.dilation[1], g.groups];
+    sizes.iter().chain(&offsets).map(|&v| u32_of("convolution size or offset", v)).collect()
 }
 
 /// Temporary device memory for intermediate results, recorded on `queue`.

@@ -23,6 +23,7 @@ pub(crate) enum ShaderFile {
     Indexing,
     Scan,
     Attention,
+    Conv,
 }
 
 impl ShaderFile {
@@ -36,13 +37,14 @@ impl ShaderFile {
             ShaderFile::Indexing => include_str!("../../../shaders/indexing.wgsl"),
             ShaderFile::Scan => include_str!("../../../shaders/scan.wgsl"),
             ShaderFile::Attention => include_str!("../../../shaders/attention.wgsl"),
+            ShaderFile::Conv => include_str!("../../../shaders/conv.wgsl"),
             ShaderFile::Matmul => include_str!("../../../shaders/matmul.wgsl"),
         }
     }
 
     /// The full WGSL: the prelude, the shared parts the file needs, then the file.
     fn full_source(self) -> String {
-        let activation = if matches!(self, ShaderFile::Elementwise | ShaderFile::Norm | ShaderFile::Matmul) { ACTIVATION } else { "" };
+        let activation = if matches!(self, ShaderFile::Elementwise | ShaderFile::Norm | ShaderFile::Matmul | ShaderFile::Conv) { ACTIVATION } else { "" };
         format!("{COMMON}\n{activation}\n{}", self.source())
     }
 }
@@ -97,7 +99,7 @@ mod tests {
 
     #[test]
     fn every_builtin_shader_validates() {
-        for file in [ShaderFile::Elementwise, ShaderFile::Copy, ShaderFile::Reduce, ShaderFile::Softmax, ShaderFile::Norm, ShaderFile::Matmul, ShaderFile::Indexing, ShaderFile::Scan, ShaderFile::Attention] {
+        for file in [ShaderFile::Elementwise, ShaderFile::Copy, ShaderFile::Reduce, ShaderFile::Softmax, ShaderFile::Norm, ShaderFile::Matmul, ShaderFile::Indexing, ShaderFile::Scan, ShaderFile::Attention, ShaderFile::Conv] {
             let source = file.full_source();
             let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{file:?}: {}", e.emit_to_string(&source)));
             naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())

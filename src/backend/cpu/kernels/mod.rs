@@ -4,6 +4,7 @@
 //! softmax accumulate in f64; matmul uses `matrixmultiply` per block of rows.
 
 mod attention;
+mod conv;
 mod elementwise;
 mod indexing;
 mod matmul;
@@ -30,6 +31,8 @@ pub(crate) fn run_op(call: OpCall<'_>) -> Result<()> {
         OpCall::Cumsum { x, outer, len, inner, out } => indexing::cumsum(x, [outer, len, inner], out),
         OpCall::Reduce { op, x, outer, len, inner, out } => reduce::reduce(op, x, [outer, len, inner], out),
         OpCall::Softmax { x, rows, cols, out } => reduce::softmax(x, rows, cols, out),
+        OpCall::Conv2d { x, weight, bias, act, out, geometry } => conv::conv2d(x, weight, bias, act, out, geometry),
+        OpCall::Pool2d { kind, x, out, geometry } => conv::pool2d(kind, x, out, geometry),
         OpCall::Attention { q, k, v, mask, out, dims, scale, causal } => attention::attention([q, k, v], mask, out, dims, scale, causal),
         OpCall::Norm { kind, x, weight, bias, rows, cols, eps, act, out } => norm::norm(kind, x, weight, bias, [rows, cols], eps, act, out),
         OpCall::Matmul { a, b, bias, act, out, m, n, k } => matmul::matmul(a, b, bias, act, out, [m, n, k]),

@@ -1,0 +1,74 @@
+// Direct 2-D convolution (NCHW) with a fused bias and activation, and 2-D max / average
+// pooling; one thread per output element (grid-stride), the CUDA twin of shaders/conv.wgsl.
+// HAS_BIAS adds bias[oc]; ACT is a `UnaryOp::code` (0: none); POOL is `PoolKind::code`.
+
+#ifndef HAS_BIAS
+#define HAS_BIAS 0
+#endif
+#ifndef ACT
+#define ACT 0
+#endif
+#ifndef POOL
+#define POOL 0
+#endif
+
+struct ConvParams {
+    u64 n, c, h, w, o, kh, kw, oh, ow;
+    u64 stride[2], pad[2], dilation[2];
+    u64 groups;
+};
+
+// Input coordinate of output position `o`, tap `k` on an axis, or -1 in the padding.
+__device__ __forceinline__ long long input_at(IDX o, IDX k, u64 stride, u64 dilation, u64 pad, u64 extent) {
+    const long long i = (long long)(o * (IDX)stride + k * (IDX)dilation) - (long long)pad;
+    return (i < 0 || i >= (long long)extent) ? -1 : i;
+}
+
+extern "C" __global__ void conv2d_main(const float* __restrict__ x, const float* __restrict__ weight, const float* __restrict__ bias,
+                                       float* __restrict__ out, ConvParams p) {
+    const IDX c = (IDX)p.c, h = (IDX)p.h, w = (IDX)p.w, o = (IDX)p.o, kh = (IDX)p.kh, kw = (IDX)p.kw, oh = (IDX)p.oh, ow = (IDX)p.ow;
+    const IDX total = (IDX)p.n * o * oh * ow;
+    const IDX cg = c / (IDX)p.groups, og = o / (IDX)p.groups;
+    for (IDX i = grid_start(); i < total; i += grid_step()) {
+        const IDX ox = i % ow, oy = (i / ow) % oh, oc = (i / (ow * oh)) % o, nb = i / (ow * oh * o);
+        const IDX g = oc / og;
+        float acc = 0.0f;
+        for (IDX ci = 0; ci < cg; ++ci) {
+            const float* plane = x + (nb * c + g * cg + ci) * h * w;
+            const float* taps = weight + (oc * cg + ci) * kh * kw;
+            for (IDX ky = 0; ky < kh; ++ky) {
+                const long long iy = input_at(oy, ky, p.stride[0], p.dilation[0], p.pad[0], p.h);
+                if (iy < 0) continue;
+                for (IDX kx = 0; kx < kw; ++kx) {
+                    const long long ix = input_at(ox, kx, p.stride[1], p.dilation[1], p.pad[1], p.w);
+                    if (ix < 0) continue;
+                    acc = fmaf(plane[(IDX)iy * w + (IDX)ix], taps[ky * kw + kx], acc);
+                }
+            }
+        }
+        if (HAS_BIAS) acc += bias[oc];
+        out[i] = unary_op<ACT>(acc);
+    }
+}
+
+extern "C" __global__ void pool2d_main(const float* __restrict__ x, float* __restrict__ out, ConvParams p) {
+    const IDX h = (IDX)p.h, w = (IDX)p.w, kh = (IDX)p.kh, kw = (IDX)p.kw, oh = (IDX)p.oh, ow = (IDX)p.ow;
+    const IDX total = (IDX)p.n * (IDX)p.c * oh * ow;
+    for (IDX i = grid_start(); i < total; i += grid_step()) {
+        const IDX ox = i % ow, oy = (i / ow) % oh;
+        const float* plane = x + (i / (ow * oh)) * h * w;
+        float acc = POOL == 0 ? -inf_f32() : 0.0f;
+        for (IDX ky = 0; ky < kh; ++ky) {
+            const long long iy = input_at(oy, ky, p.stride[0], 1, p.pad[0], p.h);
+            if (iy < 0) continue;
+            for (IDX kx = 0; kx < kw; ++kx) {
+                const long long ix = input_at(ox, kx, p.stride[1], 1, p.pad[1], p.w);
+                if (ix < 0) continue;
+                const float v = plane[(IDX)iy * w + (IDX)ix];
+                if (POOL == 0) acc = (isnan(v) || isnan(acc)) ? nan_f32() : fmaxf(acc, v);
+                else acc += v;
+            }
+        }
+        out[i] = POOL == 1 ? acc / (float)(kh * kw) : acc;
+    }
+}

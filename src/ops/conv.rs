@@ -1,0 +1,162 @@
+//! 2-D convolution (NCHW, with stride, padding, dilation and groups, and an optional fused
+//! bias and activation) and 2-D max / average pooling.
+
+use super::elementwise::check_f32;
+use super::{OpCall, UnaryOp};
+use crate::{DType, Error, Queue, Result, Tensor};
+
+/// Sizes of one convolution or pooling, all worked out and checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Conv2dGeometry {
+    /// Batch size.
+    pub n: usize,
+    /// Input channels.
+    pub c: usize,
+    /// Input height and width.
+    pub h: usize,
+    /// Input width.
+    pub w: usize,
+    /// Output channels (pooling: `c`).
+    pub o: usize,
+    /// Kernel height.
+    pub kh: usize,
+    /// Kernel width.
+    pub kw: usize,
+    /// Output height.
+    pub oh: usize,
+    /// Output width.
+    pub ow: usize,
+    /// Stride (rows, columns).
+    pub stride: [usize; 2],
+    /// Zero padding on each side (rows, columns).
+    pub padding: [usize; 2],
+    /// Kernel dilation (rows, columns).
+    pub dilation: [usize; 2],
+    /// Channel groups (pooling: `c`, each channel on its own).
+    pub groups: usize,
+}
+
+/// Options of [`conv2d`]; the default is stride 1, no padding, no dilation, one group.
+#[derive(Debug, Clone, Copy)]
+pub struct Conv2dParams<'a> {
+    /// Per-output-channel bias `[o]`, added in the kernel.
+    pub bias: Option<&'a Tensor>,
+    /// Stride (rows, columns), each >= 1.
+    pub stride: [usize; 2],
+    /// Zero padding on each side (rows, columns).
+    pub padding: [usize; 2],
+    /// Dilation (rows, columns), each >= 1.
+    pub dilation: [usize; 2],
+    /// Channel groups: `c` and `o` must be multiples of it.
+    pub groups: usize,
+    /// Activation applied in the kernel, after the bias.
+    pub act: Option<UnaryOp>,
+}
+
+impl Default for Conv2dParams<'_> {
+    fn default() -> Self {
+        Conv2dParams { bias: None, stride: [1, 1], padding: [0, 0], dilation: [1, 1], groups: 1, act: None }
+    }
+}
+
+/// Output extent of one spatial axis, or an error naming the geometry.
+fn out_extent(op: &'static str, axis: &str, input: usize, kernel: usize, stride: usize, pad: usize, dilation: usize) -> Result<usize> {
+    if kernel == 0 || stride == 0 || dilation == 0 {
+        return Err(Error::Invalid(format!("{op}: {axis} kernel {kernel}, stride {stride}, dilation {dilation}: expected each >= 1")));
+    }
+    let span = dilation * (kernel - 1) + 1;
+    let padded = input + 2 * pad;
+    if span > padded {
+        return Err(Error::shape(op, format!("{axis}: the kernel spans {span} but the padded input is {padded}: expected a kernel that fits")));
+    }
+    Ok((padded - span) / stride + 1)
+}
+
+/// `act(conv2d(x, weight) + bias)` for `x: [n, c, h, w]` and `weight: [o, c / groups, kh, kw]`,
+/// giving `[n, o, oh, ow]`.
+pub fn conv2d(queue: &Queue, x: &Tensor, weight: &Tensor, p: Conv2dParams<'_>) -> Result<Tensor> {
+    check_f32(queue, "conv2d", x)?;
+    check_f32(queue, "conv2d", weight)?;
+    let (xs, ws) = (x.shape(), weight.shape());
+    if xs.len() != 4 || ws.len() != 4 {
+        return Err(Error::shape("conv2d", format!("got x {xs:?} and weight {ws:?}: expected x [n, c, h, w] and weight [o, c / groups, kh, kw]")));
+    }
+    let (n, c, h, w) = (xs[0], xs[1], xs[2], xs[3]);
+    let (o, kh, kw) = (ws[0], ws[2], ws[3]);
+    let groups = p.groups;
+    if groups == 0 || c % groups != 0 || o % groups != 0 {
+        return Err(Error::Invalid(format!("conv2d: {groups} groups with {c} input and {o} output channels: expected groups >= 1 dividing both")));
+    }
+    if ws[1] != c / groups {
+        return Err(Error::shape("conv2d", format!("weight {ws:?} has {} input channels per group: expected {} (c {c} / groups {groups})", ws[1], c / groups)));
+    }
+    let oh = out_extent("conv2d", "height", h, kh, p.stride[0], p.padding[0], p.dilation[0])?;
+    let ow = out_extent("conv2d", "width", w, kw, p.stride[1], p.padding[1], p.dilation[1])?;
+    let bias = match p.bias {
+        Some(b) => {
+            check_f32(queue, "conv2d", b)?;
+            if b.shape() != [o] {
+                return Err(Error::shape("conv2d", format!("bias has shape {:?}: expected [{o}] (the output channels)", b.shape())));
+            }
+            Some(b.contiguous_on(queue)?)
+        }
+        None => None,
+    };
+    let geometry = Conv2dGeometry { n, c, h, w, o, kh, kw, oh, ow, stride: p.stride, padding: p.padding, dilation: p.dilation, groups };
+    let (x, weight) = (x.contiguous_on(queue)?, weight.contiguous_on(queue)?);
+    let out = Tensor::uninit(queue, &[n, o, oh, ow], DType::F32)?;
+    if out.numel() > 0 {
+        let bias = bias.as_ref().map(Tensor::operand);
+        queue.run_op(OpCall::Conv2d { x: x.operand(), weight: weight.operand(), bias, act: p.act, out: out.operand(), geometry })?;
+    }
+    Ok(out)
+}
+
+/// Pooling kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PoolKind {
+    /// Largest value of the window (padding never wins; NaN propagates).
+    Max = 0,
+    /// Mean of the window, padding counted as zeros (PyTorch's default `count_include_pad`).
+    Avg = 1,
+}
+
+/// Options of [`pool2d`].
+#[derive(Debug, Clone, Copy)]
+pub struct Pool2dParams {
+    /// Window (rows, columns).
+    pub kernel: [usize; 2],
+    /// Stride; `None` means the window size.
+    pub stride: Option<[usize; 2]>,
+    /// Padding on each side, at most half the window.
+    pub padding: [usize; 2],
+}
+
+/// Max or average pooling of `x: [n, c, h, w]`, giving `[n, c, oh, ow]`.
+pub fn pool2d(queue: &Queue, kind: PoolKind, x: &Tensor, p: Pool2dParams) -> Result<Tensor> {
+    let op = match kind {
+        PoolKind::Max => "max_pool2d",
+        PoolKind::Avg => "avg_pool2d",
+    };
+    check_f32(queue, op, x)?;
+    let xs = x.shape();
+    if xs.len() != 4 {
+        return Err(Error::shape(op, format!("got x {xs:?}: expected [n, c, h, w]")));
+    }
+    let stride = p.stride.unwrap_or(p.kernel);
+    for (axis, k, pad) in [("height", p.kernel[0], p.padding[0]), ("width", p.kernel[1], p.padding[1])] {
+        if pad > k / 2 {
+            return Err(Error::Invalid(format!("{op}: {axis} padding {pad} for a window of {k}: expected at most half the window")));
+        }
+    }
+    let (n, c, h, w) = (xs[0], xs[1], xs[2], xs[3]);
+    let oh = out_extent(op, "height", h, p.kernel[0], stride[0], p.padding[0], 1)?;
+    let ow = out_extent(op, "width", w, p.kernel[1], stride[1], p.padding[1], 1)?;
+    let geometry = Conv2dGeometry { n, c, h, w, o: c, kh: p.kernel[0], kw: p.kernel[1], oh, ow, stride, padding: p.padding, dilation: [1, 1], groups: c };
+    let x = x.contiguous_on(queue)?;
+    let out = Tensor::uninit(queue, &[n, c, oh, ow], DType::F32)?;
+    if out.numel() > 0 {
+        queue.run_op(OpCall::Pool2d { kind, x: x.operand(), out: out.operand(), geometry })?;
+    }
+    Ok(out)
+}
