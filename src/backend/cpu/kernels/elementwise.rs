@@ -2,15 +2,41 @@
 
 use rayon::prelude::*;
 
-use super::{offsets_from, out_words, read_guard, write_guard, run_from, CHUNK};
+use super::{math, offsets_from, out_words, read_guard, write_guard, run_from, CHUNK};
 use crate::ops::{BinaryOp, Operand, UnaryOp};
 use crate::Result;
 
 /// Bind `$f` to the scalar function of unary op `$op` with the op fixed per match arm, so
-/// the loop in `$body` inlines its math instead of dispatching on the op per element.
+/// the loop in `$body` inlines its math instead of dispatching on the op per element. The
+/// ops built on `exp` use the vectorisable [`math::exp`]; the others the op's own definition.
 macro_rules! with_unary {
     ($op:expr, |$f:ident| $body:expr) => {
-        with_unary!(@arms $op, $f, $body, [Neg, Abs, Exp, Log, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid, Relu, GeluErf, GeluTanh, Silu])
+        match $op {
+            UnaryOp::Exp => {
+                let $f = math::exp;
+                $body
+            }
+            UnaryOp::Sigmoid => {
+                let $f = math::sigmoid;
+                $body
+            }
+            UnaryOp::Silu => {
+                let $f = |x: f32| x * math::sigmoid(x);
+                $body
+            }
+            UnaryOp::GeluTanh => {
+                let $f = |x: f32| {
+                    let z = 0.797_884_6 * (x + 0.044_715 * x * x * x);
+                    x * math::sigmoid(z + z)
+                };
+                $body
+            }
+            UnaryOp::GeluErf => {
+                let $f = |x: f32| 0.5 * x * math::erfc(-x * std::f32::consts::FRAC_1_SQRT_2);
+                $body
+            }
+            other => with_unary!(@arms other, $f, $body, [Neg, Abs, Log, Sqrt, Rsqrt, Sin, Cos, Tanh, Relu]),
+        }
     };
     (@arms $op:expr, $f:ident, $body:expr, [$($v:ident),*]) => {
         match $op {
@@ -18,6 +44,8 @@ macro_rules! with_unary {
                 let $f = |x: f32| UnaryOp::$v.eval(x);
                 $body
             })*
+            // Handled by the arms above.
+            UnaryOp::Exp | UnaryOp::Sigmoid | UnaryOp::Silu | UnaryOp::GeluTanh | UnaryOp::GeluErf => unreachable!("dispatched before"),
         }
     };
 }
@@ -45,9 +73,7 @@ pub(super) fn unary(op: UnaryOp, x: Operand<'_>, out: Operand<'_>) -> Result<()>
     with_unary!(op, |f| of.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
         let start = c * CHUNK;
         if x.layout.is_contiguous() {
-            for (o, &v) in chunk.iter_mut().zip(&xf[x.layout.offset + start..]) {
-                *o = f(v);
-            }
+            math::map(&xf[x.layout.offset + start..][..chunk.len()], chunk, f);
         } else {
             for (o, xi) in chunk.iter_mut().zip(offsets_from(x.layout, start)) {
                 *o = f(xf[xi]);

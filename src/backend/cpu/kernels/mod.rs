@@ -7,6 +7,7 @@ mod attention;
 mod conv;
 mod elementwise;
 mod indexing;
+mod math;
 mod matmul;
 mod norm;
 mod reduce;

@@ -61,9 +61,7 @@ pub(super) fn softmax(x: Operand<'_>, rows: usize, cols: usize, out: Operand<'_>
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
     of.par_chunks_mut(cols.max(1)).zip(xf.par_chunks(cols.max(1))).for_each(|(o, row)| {
         let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| if v.is_nan() || m.is_nan() { f32::NAN } else { m.max(v) });
-        for (o, &v) in o.iter_mut().zip(row) {
-            *o = (v - max).exp();
-        }
+        super::math::map(row, o, |v| super::math::exp(v - max));
         let inv = (1.0 / sum_f64(o)) as f32;
         for o in o.iter_mut() {
             *o *= inv;
