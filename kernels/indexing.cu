@@ -1,6 +1,9 @@
 // Dtype casts, `where` selection and gather (index_select): they move 32-bit words of any
-// dtype. Dtype codes are `DType::code` (0 f32, 1 i32, 2 u32): FROM / TO for cast_main,
-// COND_F32 for where_main's condition, SIGNED for gather_main's indices.
+// dtype. Dtype codes are `DType::code` (0 f32, 1 i32, 2 u32, 3 f16, 4 bf16): FROM / TO for
+// cast_main, COND_F32 for where_main's condition, SIGNED for gather_main's indices. 16-bit
+// elements are packed two to a word, low half first; a cast to a 16-bit type writes whole
+// words (one thread per pair of outputs). cast_main gets the source's block base and the
+// view's element offset, since a 16-bit view may start inside a word.
 
 #ifndef FROM
 #define FROM 0
@@ -21,25 +24,89 @@ struct ViewsParams {
     u32 pad;
     u64 shape[MAX_RANK];
     u64 strides[3][MAX_RANK]; // x (or cond), a, b
+    u64 offsets[3];           // element offsets of the views (cast_main only)
 };
 
-// Rust's `as`: floats to integers truncate and saturate (NaN -> 0); i32 <-> u32 keep bits.
-__device__ __forceinline__ u32 convert(u32 bits) {
-    if (FROM == TO) return bits;
-    if (TO == 0) return FROM == 1 ? __float_as_uint((float)(int)bits) : __float_as_uint((float)bits);
-    if (FROM == 0) {
-        const float v = __uint_as_float(bits);
-        if (isnan(v)) return 0u;
-        // Saturate at the integer limits (every f32 below 2^31 / 2^32 converts exactly).
-        if (TO == 1) return v >= 2147483648.0f ? 0x7fffffffu : (u32)(int)fmaxf(v, -2147483648.0f);
-        return v >= 4294967296.0f ? 0xffffffffu : (u32)fmaxf(v, 0.0f);
+// f16 bits -> f32, exactly (subnormals included).
+__device__ __forceinline__ float f16_to_f32(u32 h) {
+    const u32 sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0) {
+        const float v = (float)m * 5.9604645e-8f; // m * 2^-24
+        return sign ? -v : v;
     }
-    return bits;
+    if (e == 31) return __uint_as_float(sign | 0x7f800000u | (m << 13));
+    return __uint_as_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+// f32 -> f16 bits, rounding to nearest even; overflow gives inf, NaN stays NaN.
+__device__ __forceinline__ u32 f32_to_f16(float f) {
+    const u32 x = __float_as_uint(f), sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+    if (a > 0x7f800000u) return sign | 0x7e00u;
+    if (a >= 0x477ff000u) return sign | 0x7c00u; // >= 65520 rounds to inf
+    if (a < 0x38800000u) {
+        // Below the smallest normal f16 (2^-14): a subnormal in units of 2^-24, or zero.
+        if (a <= 0x33000000u) return sign;
+        const u32 e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, shift = 126u - e;
+        const u32 q = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+        return sign | ((rem > half || (rem == half && (q & 1u))) ? q + 1u : q);
+    }
+    const u32 b = a - 0x38000000u; // exponent rebiased from 127 to 15
+    const u32 q = b >> 13, rem = b & 0x1fffu;
+    return sign | ((rem > 0x1000u || (rem == 0x1000u && (q & 1u))) ? q + 1u : q);
+}
+
+// f32 -> bf16 bits, rounding to nearest even; NaN stays NaN.
+__device__ __forceinline__ u32 f32_to_bf16(float f) {
+    const u32 x = __float_as_uint(f);
+    if (isnan(f)) return ((x >> 16) & 0x8000u) | 0x7fc0u;
+    return (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+}
+
+__device__ __forceinline__ float to_f32(u32 bits) {
+    switch (FROM) {
+        case 1: return (float)(int)bits;
+        case 2: return (float)bits;
+        case 3: return f16_to_f32(bits);
+        case 4: return __uint_as_float(bits << 16);
+        default: return __uint_as_float(bits);
+    }
+}
+
+// Rust's `as` from f32: integers truncate and saturate (NaN -> 0).
+__device__ __forceinline__ u32 from_f32(float v) {
+    switch (TO) {
+        case 1: return isnan(v) ? 0u : (v >= 2147483648.0f ? 0x7fffffffu : (u32)(int)fmaxf(v, -2147483648.0f));
+        case 2: return isnan(v) ? 0u : (v >= 4294967296.0f ? 0xffffffffu : (u32)fmaxf(v, 0.0f));
+        case 3: return f32_to_f16(v);
+        case 4: return f32_to_bf16(v);
+        default: return __float_as_uint(v);
+    }
+}
+
+// One element: i32 <-> u32 keep their bits, everything else goes through f32.
+__device__ __forceinline__ u32 convert(u32 bits) {
+    if (FROM == TO || (FROM == 1 && TO == 2) || (FROM == 2 && TO == 1)) return bits;
+    return from_f32(to_f32(bits));
+}
+
+// The bits of source element `e` of a block (16-bit elements zero-extended).
+__device__ __forceinline__ u32 load(const u32* x, IDX e) {
+    if (FROM >= 3) return (x[e / 2] >> ((e & 1) * 16)) & 0xffffu;
+    return x[e];
 }
 
 extern "C" __global__ void cast_main(const u32* __restrict__ x, u32* __restrict__ out, ViewsParams p) {
-    const IDX n = (IDX)p.n;
-    for (IDX i = grid_start(); i < n; i += grid_step()) out[i] = convert(x[strided_offset(i, p.rank, p.shape, p.strides[0])]);
+    const IDX n = (IDX)p.n, off = (IDX)p.offsets[0];
+    if (TO >= 3) {
+        // Thread i writes output word i: elements 2i and 2i + 1 (past the end, padding).
+        for (IDX i = grid_start(); 2 * i < n; i += grid_step()) {
+            const u32 lo = convert(load(x, off + strided_offset(2 * i, p.rank, p.shape, p.strides[0])));
+            const u32 hi = 2 * i + 1 < n ? convert(load(x, off + strided_offset(2 * i + 1, p.rank, p.shape, p.strides[0]))) : 0u;
+            out[i] = lo | (hi << 16);
+        }
+        return;
+    }
+    for (IDX i = grid_start(); i < n; i += grid_step()) out[i] = convert(load(x, off + strided_offset(i, p.rank, p.shape, p.strides[0])));
 }
 
 extern "C" __global__ void where_main(const u32* __restrict__ cond, const u32* __restrict__ a, const u32* __restrict__ b,

@@ -1,5 +1,7 @@
 // Dtype casts, `where` selection and gather (index_select): they move 32-bit words of any
-// dtype. Dtype codes are `DType::code` (0 f32, 1 i32, 2 u32).
+// dtype. Dtype codes are `DType::code` (0 f32, 1 i32, 2 u32, 3 f16, 4 bf16). 16-bit
+// elements are packed two to a word, low half first; a cast to a 16-bit type writes whole
+// words (one invocation per pair of outputs), so no two invocations share a word.
 //
 // cast_main / where_main params: as elementwise.wgsl ([0] n, [1] rank, [2] output offset,
 //   [3..11] shape), then the operand views (offset, 8 strides): [11..20] x or cond,
@@ -17,31 +19,95 @@ override SIGNED: bool = false;
 @group(0) @binding(3) var<storage, read> src_b: array<u32>;
 @group(0) @binding(4) var<storage, read_write> dst: array<u32>;
 
-// Rust's `as`: floats to integers truncate and saturate (NaN -> 0); i32 <-> u32 keep bits.
-fn convert(bits: u32) -> u32 {
-    if (FROM == TO) {
-        return bits;
+// f16 bits -> f32, exactly (subnormals included).
+fn f16_to_f32(h: u32) -> f32 {
+    let sign = (h & 0x8000u) << 16u;
+    let e = (h >> 10u) & 0x1fu;
+    let m = h & 0x3ffu;
+    if (e == 0u) {
+        let v = f32(m) * 5.9604645e-8; // m * 2^-24
+        return select(v, -v, sign != 0u);
     }
-    if (TO == 0u) {
-        if (FROM == 1u) {
-            return bitcast<u32>(f32(bitcast<i32>(bits)));
-        }
-        return bitcast<u32>(f32(bits));
+    if (e == 31u) {
+        return bitcast<f32>(sign | 0x7f800000u | (m << 13u));
     }
-    if (FROM == 0u) {
-        let v = bitcast<f32>(bits);
-        if (is_nan(v)) {
-            return 0u;
-        }
-        // Saturate at the integer limits (every f32 below 2^31 / 2^32 converts exactly).
-        if (TO == 1u) {
+    return bitcast<f32>(sign | ((e + 112u) << 23u) | (m << 13u));
+}
+
+// f32 -> f16 bits, rounding to nearest even; overflow gives inf, NaN stays NaN.
+fn f32_to_f16(f: f32) -> u32 {
+    let x = bitcast<u32>(f);
+    let sign = (x >> 16u) & 0x8000u;
+    let a = x & 0x7fffffffu;
+    if (a > 0x7f800000u) { return sign | 0x7e00u; }
+    if (a >= 0x477ff000u) { return sign | 0x7c00u; } // >= 65520 rounds to inf
+    if (a < 0x38800000u) {
+        // Below the smallest normal f16 (2^-14): a subnormal in units of 2^-24, or zero.
+        if (a <= 0x33000000u) { return sign; }
+        let e = a >> 23u;
+        let m = (a & 0x7fffffu) | 0x800000u;
+        let shift = 126u - e;
+        let q = m >> shift;
+        let rem = m & ((1u << shift) - 1u);
+        let half = 1u << (shift - 1u);
+        return sign | select(q, q + 1u, rem > half || (rem == half && (q & 1u) == 1u));
+    }
+    let b = a - 0x38000000u; // exponent rebiased from 127 to 15
+    let q = b >> 13u;
+    let rem = b & 0x1fffu;
+    return sign | select(q, q + 1u, rem > 0x1000u || (rem == 0x1000u && (q & 1u) == 1u));
+}
+
+// f32 -> bf16 bits, rounding to nearest even; NaN stays NaN.
+fn f32_to_bf16(f: f32) -> u32 {
+    let x = bitcast<u32>(f);
+    if (is_nan(f)) { return ((x >> 16u) & 0x8000u) | 0x7fc0u; }
+    return (x + 0x7fffu + ((x >> 16u) & 1u)) >> 16u;
+}
+
+fn to_f32(bits: u32) -> f32 {
+    switch FROM {
+        case 1u: { return f32(bitcast<i32>(bits)); }
+        case 2u: { return f32(bits); }
+        case 3u: { return f16_to_f32(bits); }
+        case 4u: { return bitcast<f32>(bits << 16u); }
+        default: { return bitcast<f32>(bits); }
+    }
+}
+
+// Rust's `as` from f32: integers truncate and saturate (NaN -> 0).
+fn from_f32(v: f32) -> u32 {
+    switch TO {
+        case 1u: {
+            if (is_nan(v)) { return 0u; }
             if (v >= 2147483648.0) { return 0x7fffffffu; }
             return bitcast<u32>(i32(max(v, -2147483648.0)));
         }
-        if (v >= 4294967296.0) { return 0xffffffffu; }
-        return u32(max(v, 0.0));
+        case 2u: {
+            if (is_nan(v)) { return 0u; }
+            if (v >= 4294967296.0) { return 0xffffffffu; }
+            return u32(max(v, 0.0));
+        }
+        case 3u: { return f32_to_f16(v); }
+        case 4u: { return f32_to_bf16(v); }
+        default: { return bitcast<u32>(v); }
     }
-    return bits;
+}
+
+// One element: i32 <-> u32 keep their bits, everything else goes through f32.
+fn convert(bits: u32) -> u32 {
+    if (FROM == TO || (FROM == 1u && TO == 2u) || (FROM == 2u && TO == 1u)) {
+        return bits;
+    }
+    return from_f32(to_f32(bits));
+}
+
+// The bits of source element `e` (16-bit elements zero-extended).
+fn load(e: u32) -> u32 {
+    if (FROM >= 3u) {
+        return (src[e / 2u] >> ((e & 1u) * 16u)) & 0xffffu;
+    }
+    return src[e];
 }
 
 fn index(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
@@ -55,10 +121,25 @@ fn cast_main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let i = index(wid, nwg, lid);
-    if (i >= params[0]) {
+    let n = params[0];
+    if (TO >= 3u) {
+        // Invocation i writes output word i: elements 2i and 2i + 1 (the output starts at an
+        // even element; past the end, the upper half is padding).
+        if (2u * i >= n) {
+            return;
+        }
+        let lo = convert(load(strided_offset(2u * i, params[1], 3u, 11u)));
+        var hi = 0u;
+        if (2u * i + 1u < n) {
+            hi = convert(load(strided_offset(2u * i + 1u, params[1], 3u, 11u)));
+        }
+        dst[params[2] / 2u + i] = lo | (hi << 16u);
         return;
     }
-    dst[params[2] + i] = convert(src[strided_offset(i, params[1], 3u, 11u)]);
+    if (i >= n) {
+        return;
+    }
+    dst[params[2] + i] = convert(load(strided_offset(i, params[1], 3u, 11u)));
 }
 
 @compute @workgroup_size(256)

@@ -15,13 +15,20 @@ use crate::{DType, Device, Element, Error, Queue, Result};
 pub(crate) struct BufferInner {
     mem: Option<Memory>,
     class: u64,
+    /// Bytes asked for; no view reaches past them (the rest of the class is padding).
+    bytes: u64,
     pool: Arc<Pool>,
     id: u64,
 }
 
 impl BufferInner {
-    pub(crate) fn new(mem: Memory, class: u64, pool: Arc<Pool>) -> Self {
-        BufferInner { mem: Some(mem), class, pool, id: next_id() }
+    pub(crate) fn new(mem: Memory, class: u64, bytes: u64, pool: Arc<Pool>) -> Self {
+        BufferInner { mem: Some(mem), class, bytes, pool, id: next_id() }
+    }
+
+    /// Bytes the block was allocated for (views end at or before this).
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
     }
 
     /// The backend memory.

@@ -412,7 +412,7 @@ impl Device {
         if let Some(word) = fill {
             self.shared.backend.fill_now(&mem, class, word)?;
         }
-        Ok(Arc::new(BufferInner::new(mem, class, self.shared.pool.clone())))
+        Ok(Arc::new(BufferInner::new(mem, class, bytes, self.shared.pool.clone())))
     }
 }
 

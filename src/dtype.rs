@@ -11,6 +11,10 @@ pub enum DType {
     I32,
     /// 32-bit unsigned integer.
     U32,
+    /// 16-bit IEEE float (`half::f16`): stored in 16 bits, computed in f32 by the ops.
+    F16,
+    /// bfloat16 (`half::bf16`): stored in 16 bits, computed in f32 by the ops.
+    BF16,
 }
 
 impl DType {
@@ -18,15 +22,23 @@ impl DType {
     pub fn size(self) -> usize {
         match self {
             DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F16 | DType::BF16 => 2,
         }
     }
 
-    /// Code that kernels switch on: 0 f32, 1 i32, 2 u32.
+    /// Whether this is a floating-point type.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F16 | DType::BF16)
+    }
+
+    /// Code that kernels switch on: 0 f32, 1 i32, 2 u32, 3 f16, 4 bf16.
     pub fn code(self) -> u32 {
         match self {
             DType::F32 => 0,
             DType::I32 => 1,
             DType::U32 => 2,
+            DType::F16 => 3,
+            DType::BF16 => 4,
         }
     }
 
@@ -36,6 +48,8 @@ impl DType {
             DType::F32 => "f32",
             DType::I32 => "i32",
             DType::U32 => "u32",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
         }
     }
 }
@@ -60,4 +74,10 @@ impl Element for i32 {
 }
 impl Element for u32 {
     const DTYPE: DType = DType::U32;
+}
+impl Element for half::f16 {
+    const DTYPE: DType = DType::F16;
+}
+impl Element for half::bf16 {
+    const DTYPE: DType = DType::BF16;
 }

@@ -29,6 +29,8 @@ pub use device::{
     BACKEND_ENV, POISON_WORD,
 };
 pub use dtype::{DType, Element};
+/// The 16-bit float types buffers and tensors hold (`DType::F16`, `DType::BF16`).
+pub use half::{bf16, f16};
 pub use error::{Error, Result};
 pub use fence::Fence;
 pub use kernel::{Binding, BindingInfo, BindingKind, Kernel, KernelInfo, KernelLanguage, Scalar};

@@ -5,7 +5,7 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::buffer::{byte_len, BufferInner};
+use crate::buffer::BufferInner;
 use crate::device::Init;
 use crate::layout::{check_rank, Layout};
 use crate::ops::{self, BinaryOp, OpCall, Operand, ReduceOp, UnaryOp};
@@ -65,11 +65,9 @@ impl Tensor {
         let numel = shape.iter().try_fold(1usize, |acc, &n| acc.checked_mul(n)).ok_or_else(|| {
             Error::Invalid(format!("shape {shape:?} has more elements than the address space holds"))
         })?;
-        let bytes = match dtype {
-            DType::F32 => byte_len::<f32>(numel)?,
-            DType::I32 => byte_len::<i32>(numel)?,
-            DType::U32 => byte_len::<u32>(numel)?,
-        };
+        let bytes = (numel as u64)
+            .checked_mul(dtype.size() as u64)
+            .ok_or_else(|| Error::Invalid(format!("{numel} elements of {dtype} overflow the address space")))?;
         let inner = queue.device().alloc(bytes, init)?;
         Ok(Tensor { inner, device: queue.device().clone(), dtype, layout: Layout::contiguous(shape, 0) })
     }
@@ -213,7 +211,13 @@ impl Tensor {
         }
         let out = Tensor::uninit(queue, self.shape(), self.dtype)?;
         if out.numel() > 0 {
-            queue.run_op(OpCall::Copy { x: self.operand(), out: out.operand() })?;
+            let call = if self.dtype.size() == 4 {
+                OpCall::Copy { x: self.operand(), out: out.operand() }
+            } else {
+                // 16-bit elements are packed two to a word: the cast kernels handle that.
+                OpCall::Cast { x: self.operand(), from: self.dtype, to: self.dtype, out: out.operand() }
+            };
+            queue.run_op(call)?;
         }
         Ok(out)
     }

@@ -187,3 +187,26 @@ fn wgsl_on_the_cpu_is_a_clear_unsupported_error() {
     assert_eq!(err.code(), "UNSUPPORTED");
     assert!(err.to_string().contains("webgpu"), "{err}");
 }
+
+#[test]
+fn buffers_of_16_bit_elements_round_trip() {
+    use unicompute::f16;
+    for d in devices() {
+        // An odd number of elements: the last word is half padding.
+        let data: Vec<f16> = (0..7).map(|i| f16::from_f32(i as f32 * 0.5 - 1.0)).collect();
+        let buf = Buffer::from_slice(d, &data).unwrap();
+        assert_eq!(buf.read_blocking().unwrap(), data, "on {}", d.info().name);
+        // Reads of views that start inside a word work everywhere.
+        assert_eq!(buf.slice(1..4).unwrap().read_blocking().unwrap(), data[1..4].to_vec());
+        // Writes: whole words always; a view that starts inside a word only off webgpu.
+        buf.slice(2..6).unwrap().write(&data[..4]).unwrap();
+        let odd = buf.slice(1..3).unwrap().write(&data[..2]);
+        if d.backend() == BackendKind::WebGpu {
+            let e = odd.unwrap_err();
+            assert_eq!(e.code(), "INVALID", "{e}");
+            assert!(e.to_string().contains("even element"), "{e}");
+        } else {
+            odd.unwrap();
+        }
+    }
+}

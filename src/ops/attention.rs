@@ -3,7 +3,7 @@
 //! `[lq, lk]` score matrix is never stored, however long the sequences.
 
 use super::elementwise::check_f32;
-use super::OpCall;
+use super::{Lift, OpCall};
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// Largest head dimension (of `q`/`k`, and of `v`) the kernels hold on chip.
@@ -26,6 +26,13 @@ pub struct AttentionParams<'a> {
 /// (e.g. heads split out of a `[batch, seq, heads, d]` projection by a permute). A row whose
 /// keys are all masked out is NaN, as the softmax of nothing is.
 pub fn attention(queue: &Queue, q: &Tensor, k: &Tensor, v: &Tensor, p: AttentionParams<'_>) -> Result<Tensor> {
+    let lift = Lift::of("attention", &[Some(q), Some(k), Some(v), p.mask].into_iter().flatten().collect::<Vec<_>>())?;
+    let mask = p.mask.map(|t| lift.up(queue, t)).transpose()?;
+    let params = AttentionParams { mask: mask.as_ref(), ..p };
+    lift.down(queue, attention_f32(queue, &lift.up(queue, q)?, &lift.up(queue, k)?, &lift.up(queue, v)?, params)?)
+}
+
+fn attention_f32(queue: &Queue, q: &Tensor, k: &Tensor, v: &Tensor, p: AttentionParams<'_>) -> Result<Tensor> {
     for t in [q, k, v] {
         check_f32(queue, "attention", t)?;
         if t.rank() != 4 {

@@ -1,12 +1,19 @@
 //! Concatenation along one axis, for any dtype: each input is copied into its slice of the
 //! output (a strided view when the axis is not the first).
 
-use super::OpCall;
+use super::{Lift, OpCall};
 use crate::{Error, Queue, Result, Tensor};
 
 /// Join `tensors` along `axis`. They must share dtype, device and rank, and agree on every
 /// other axis.
 pub fn concat(queue: &Queue, tensors: &[&Tensor], axis: usize) -> Result<Tensor> {
+    // The copies move 32-bit words: 16-bit values travel widened to f32 (exactly).
+    let lift = Lift::of("concat", tensors)?;
+    let wide = tensors.iter().map(|t| lift.up(queue, t)).collect::<Result<Vec<_>>>()?;
+    lift.down(queue, concat_words(queue, &wide.iter().collect::<Vec<_>>(), axis)?)
+}
+
+fn concat_words(queue: &Queue, tensors: &[&Tensor], axis: usize) -> Result<Tensor> {
     let Some(first) = tensors.first() else {
         return Err(Error::Invalid("concat of no tensors: expected at least one".into()));
     };

@@ -2,7 +2,7 @@
 //! bias and activation) and 2-D max / average pooling.
 
 use super::elementwise::check_f32;
-use super::{OpCall, UnaryOp};
+use super::{Lift, OpCall, UnaryOp};
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// Sizes of one convolution or pooling, all worked out and checked.
@@ -75,6 +75,13 @@ fn out_extent(op: &'static str, axis: &str, input: usize, kernel: usize, stride:
 /// `act(conv2d(x, weight) + bias)` for `x: [n, c, h, w]` and `weight: [o, c / groups, kh, kw]`,
 /// giving `[n, o, oh, ow]`.
 pub fn conv2d(queue: &Queue, x: &Tensor, weight: &Tensor, p: Conv2dParams<'_>) -> Result<Tensor> {
+    let lift = Lift::of("conv2d", &[Some(x), Some(weight), p.bias].into_iter().flatten().collect::<Vec<_>>())?;
+    let bias = p.bias.map(|t| lift.up(queue, t)).transpose()?;
+    let params = Conv2dParams { bias: bias.as_ref(), ..p };
+    lift.down(queue, conv2d_f32(queue, &lift.up(queue, x)?, &lift.up(queue, weight)?, params)?)
+}
+
+fn conv2d_f32(queue: &Queue, x: &Tensor, weight: &Tensor, p: Conv2dParams<'_>) -> Result<Tensor> {
     check_f32(queue, "conv2d", x)?;
     check_f32(queue, "conv2d", weight)?;
     let (xs, ws) = (x.shape(), weight.shape());
@@ -134,6 +141,11 @@ pub struct Pool2dParams {
 
 /// Max or average pooling of `x: [n, c, h, w]`, giving `[n, c, oh, ow]`.
 pub fn pool2d(queue: &Queue, kind: PoolKind, x: &Tensor, p: Pool2dParams) -> Result<Tensor> {
+    let lift = Lift::of("pool2d", &[x])?;
+    lift.down(queue, pool2d_f32(queue, kind, &lift.up(queue, x)?, p)?)
+}
+
+fn pool2d_f32(queue: &Queue, kind: PoolKind, x: &Tensor, p: Pool2dParams) -> Result<Tensor> {
     let op = match kind {
         PoolKind::Max => "max_pool2d",
         PoolKind::Avg => "avg_pool2d",

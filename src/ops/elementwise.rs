@@ -3,7 +3,7 @@
 
 use num_traits::Float;
 
-use super::OpCall;
+use super::{Lift, OpCall};
 use crate::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -211,8 +211,13 @@ impl BinaryOp {
 }
 
 /// `op(x)` elementwise, recorded on `queue`. `x` may be any strided view; the result is
-/// contiguous.
+/// contiguous (f16 / bf16 inputs compute in f32, see the dtype notes of the crate).
 pub fn unary(queue: &Queue, op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+    let lift = Lift::of(op.name(), &[x])?;
+    lift.down(queue, unary_f32(queue, op, &lift.up(queue, x)?)?)
+}
+
+fn unary_f32(queue: &Queue, op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     check_f32(queue, op.name(), x)?;
     let out = Tensor::uninit(queue, x.shape(), DType::F32)?;
     queue.run_op(OpCall::Unary { op, x: x.operand(), out: out.operand() })?;
@@ -230,6 +235,11 @@ pub fn binary_act(queue: &Queue, op: BinaryOp, act: UnaryOp, a: &Tensor, b: &Ten
 }
 
 fn binary_fused(queue: &Queue, op: BinaryOp, act: Option<UnaryOp>, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let lift = Lift::of(op.name(), &[a, b])?;
+    lift.down(queue, binary_fused_f32(queue, op, act, &lift.up(queue, a)?, &lift.up(queue, b)?)?)
+}
+
+fn binary_fused_f32(queue: &Queue, op: BinaryOp, act: Option<UnaryOp>, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     check_f32(queue, op.name(), a)?;
     check_f32(queue, op.name(), b)?;
     let shape = broadcast_shapes(op.name(), a.shape(), b.shape())?;
@@ -244,7 +254,7 @@ fn binary_fused(queue: &Queue, op: BinaryOp, act: Option<UnaryOp>, a: &Tensor, b
 pub(crate) fn check_f32(queue: &Queue, op: &'static str, t: &Tensor) -> Result<()> {
     queue.device().check_same(t.device(), op)?;
     if t.dtype() != DType::F32 {
-        return Err(Error::DType { op, expected: "f32".into(), got: t.dtype().to_string() });
+        return Err(Error::DType { op, expected: "f32 (or f16 / bf16, computed in f32)".into(), got: t.dtype().to_string() });
     }
     Ok(())
 }

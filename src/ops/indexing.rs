@@ -2,22 +2,33 @@
 //! sums. Casts, `where` and gather move 32-bit words of any dtype.
 
 use super::elementwise::check_f32;
-use super::OpCall;
+use super::{Lift, OpCall};
 use crate::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Error, Queue, Result, Tensor};
 
-/// Convert `value` (the bits of one element of dtype `from`) to dtype `to`, as Rust's `as`
-/// does: floats to integers truncate toward zero and saturate, NaN becomes 0; integers to
-/// f32 round to nearest; i32 <-> u32 keep the bits (two's complement).
+/// Convert `bits` (one element of dtype `from`, 16-bit types in the low half) to dtype `to`,
+/// as Rust's `as` does: floats to integers truncate toward zero and saturate, NaN becomes 0;
+/// i32 <-> u32 keep the bits (two's complement). Everything else goes through f32: integers
+/// round to the nearest f32, f32 rounds to nearest-even f16 / bf16 (overflow gives inf), and
+/// f16 / bf16 widen exactly.
 pub fn cast_bits(bits: u32, from: DType, to: DType) -> u32 {
-    let f = f32::from_bits(bits);
-    match (from, to) {
-        (a, b) if a == b => bits,
-        (DType::F32, DType::I32) => (f as i32) as u32,
-        (DType::F32, DType::U32) => f as u32,
-        (DType::I32, DType::F32) => ((bits as i32) as f32).to_bits(),
-        (DType::U32, DType::F32) => (bits as f32).to_bits(),
-        _ => bits,
+    use half::{bf16, f16};
+    if from == to || matches!((from, to), (DType::I32, DType::U32) | (DType::U32, DType::I32)) {
+        return bits;
+    }
+    let f = match from {
+        DType::F32 => f32::from_bits(bits),
+        DType::I32 => bits as i32 as f32,
+        DType::U32 => bits as f32,
+        DType::F16 => f16::from_bits(bits as u16).to_f32(),
+        DType::BF16 => bf16::from_bits(bits as u16).to_f32(),
+    };
+    match to {
+        DType::F32 => f.to_bits(),
+        DType::I32 => (f as i32) as u32,
+        DType::U32 => f as u32,
+        DType::F16 => u32::from(f16::from_f32(f).to_bits()),
+        DType::BF16 => u32::from(bf16::from_f32(f).to_bits()),
     }
 }
 
@@ -35,6 +46,12 @@ pub fn cast(queue: &Queue, x: &Tensor, dtype: DType) -> Result<Tensor> {
 /// `cond ? a : b` elementwise with numpy broadcasting of all three. `cond` is u32, i32 or f32
 /// (true where non-zero; NaN counts as true); `a` and `b` share any dtype.
 pub fn where_(queue: &Queue, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    // The kernels move 32-bit words: 16-bit values travel widened to f32 (exactly).
+    let lift = Lift::of("where", &[a, b])?;
+    lift.down(queue, where_words(queue, &super::widen(queue, cond)?, &lift.up(queue, a)?, &lift.up(queue, b)?)?)
+}
+
+fn where_words(queue: &Queue, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     for (what, t) in [("where condition", cond), ("where a", a), ("where b", b)] {
         queue.device().check_same(t.device(), what)?;
     }
@@ -65,6 +82,12 @@ pub fn gather_fill(dtype: DType) -> u32 {
 /// `index_select`: the result has `x`'s shape with `axis` replaced by `indices.len()`.
 /// An index outside `0..x.shape()[axis]` yields [`gather_fill`].
 pub fn gather(queue: &Queue, x: &Tensor, axis: usize, indices: &Tensor) -> Result<Tensor> {
+    // The kernels move 32-bit words: 16-bit values travel widened to f32 (exactly).
+    let lift = Lift::of("gather", &[x])?;
+    lift.down(queue, gather_words(queue, &lift.up(queue, x)?, axis, indices)?)
+}
+
+fn gather_words(queue: &Queue, x: &Tensor, axis: usize, indices: &Tensor) -> Result<Tensor> {
     queue.device().check_same(x.device(), "gather input")?;
     queue.device().check_same(indices.device(), "gather indices")?;
     if !matches!(indices.dtype(), DType::I32 | DType::U32) {
@@ -92,6 +115,11 @@ pub fn gather(queue: &Queue, x: &Tensor, axis: usize, indices: &Tensor) -> Resul
 
 /// Cumulative sum of f32 `x` along `axis`: `out[.., j, ..] = sum of x[.., 0..=j, ..]`.
 pub fn cumsum(queue: &Queue, x: &Tensor, axis: usize) -> Result<Tensor> {
+    let lift = Lift::of("cumsum", &[x])?;
+    lift.down(queue, cumsum_f32(queue, &lift.up(queue, x)?, axis)?)
+}
+
+fn cumsum_f32(queue: &Queue, x: &Tensor, axis: usize) -> Result<Tensor> {
     check_f32(queue, "cumsum", x)?;
     let shape = x.shape();
     if axis >= shape.len() {

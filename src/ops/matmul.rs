@@ -2,7 +2,7 @@
 //! and the fused linear layer (matmul + bias + activation in the kernel's epilogue).
 
 use super::elementwise::check_f32;
-use super::{OpCall, UnaryOp};
+use super::{Lift, OpCall, UnaryOp};
 use crate::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -24,6 +24,12 @@ pub fn linear(queue: &Queue, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>,
 }
 
 fn matmul_epilogue(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>) -> Result<Tensor> {
+    let lift = Lift::of(op, &[Some(a), Some(b), bias].into_iter().flatten().collect::<Vec<_>>())?;
+    let bias = bias.map(|t| lift.up(queue, t)).transpose()?;
+    lift.down(queue, matmul_epilogue_f32(queue, op, &lift.up(queue, a)?, &lift.up(queue, b)?, bias.as_ref(), act)?)
+}
+
+fn matmul_epilogue_f32(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>) -> Result<Tensor> {
     check_f32(queue, op, a)?;
     check_f32(queue, op, b)?;
     let (ra, rb) = (a.rank(), b.rank());

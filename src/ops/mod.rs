@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use crate::buffer::BufferInner;
 use crate::layout::Layout;
-use crate::DType;
+use crate::{DType, Error, Queue, Result, Tensor};
 
 pub use attention::AttentionParams;
 pub use conv::{Conv2dGeometry, Conv2dParams, Pool2dParams, PoolKind};
@@ -79,4 +79,51 @@ pub(crate) enum OpCall<'a> {
     /// both strided and broadcast to the output's batch shape; `bias` (optional) is contiguous
     /// `[n]`; `out` is contiguous `[batch.., m, n]`.
     Matmul { a: Operand<'a>, b: Operand<'a>, bias: Option<Operand<'a>>, act: Option<UnaryOp>, out: Operand<'a>, m: usize, n: usize, k: usize },
+}
+
+/// How an op meets 16-bit floats: f16 / bf16 inputs are widened to f32 (exactly), the f32
+/// kernel runs, and a float result is rounded back to the inputs' dtype. Every backend stores
+/// f16 and bf16 in 16 bits and computes in f32 this way. The float inputs of one op must share
+/// a dtype.
+pub(crate) struct Lift {
+    /// The 16-bit dtype to round results to, if the inputs had one.
+    narrow: Option<DType>,
+}
+
+impl Lift {
+    /// The lift for an op on `inputs` (non-float inputs are ignored).
+    pub(crate) fn of(op: &'static str, inputs: &[&Tensor]) -> Result<Lift> {
+        let mut found: Option<DType> = None;
+        for t in inputs.iter().filter(|t| t.dtype().is_float()) {
+            match found {
+                Some(d) if d != t.dtype() => {
+                    return Err(Error::DType { op, expected: format!("every float input in one dtype ({d})"), got: t.dtype().to_string() });
+                }
+                _ => found = Some(t.dtype()),
+            }
+        }
+        Ok(Lift { narrow: found.filter(|&d| d != DType::F32) })
+    }
+
+    /// `t` widened to f32 if it is a 16-bit float, else `t` itself.
+    pub(crate) fn up(&self, queue: &Queue, t: &Tensor) -> Result<Tensor> {
+        widen(queue, t)
+    }
+
+    /// An f32 result rounded back to the inputs' 16-bit dtype (others as they are).
+    pub(crate) fn down(&self, queue: &Queue, t: Tensor) -> Result<Tensor> {
+        match self.narrow {
+            Some(d) if t.dtype() == DType::F32 => indexing::cast(queue, &t, d),
+            _ => Ok(t),
+        }
+    }
+}
+
+/// `t` widened to f32 if it is a 16-bit float, else `t` itself.
+pub(crate) fn widen(queue: &Queue, t: &Tensor) -> Result<Tensor> {
+    if matches!(t.dtype(), DType::F16 | DType::BF16) {
+        indexing::cast(queue, t, DType::F32)
+    } else {
+        Ok(t.clone())
+    }
 }

@@ -2,7 +2,7 @@
 //! weights and an optional fused activation.
 
 use super::elementwise::check_f32;
-use super::{OpCall, UnaryOp};
+use super::{Lift, OpCall, UnaryOp};
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// Which normalisation.
@@ -64,6 +64,13 @@ impl Default for NormParams<'_> {
 
 /// Normalise each row (the last axis) of `x`, then apply weight, bias and activation.
 pub fn norm(queue: &Queue, kind: NormKind, x: &Tensor, p: NormParams<'_>) -> Result<Tensor> {
+    let lift = Lift::of(kind.name(), &[Some(x), p.weight, p.bias].into_iter().flatten().collect::<Vec<_>>())?;
+    let (weight, bias) = (p.weight.map(|t| lift.up(queue, t)).transpose()?, p.bias.map(|t| lift.up(queue, t)).transpose()?);
+    let params = NormParams { weight: weight.as_ref(), bias: bias.as_ref(), ..p };
+    lift.down(queue, norm_f32(queue, kind, &lift.up(queue, x)?, params)?)
+}
+
+fn norm_f32(queue: &Queue, kind: NormKind, x: &Tensor, p: NormParams<'_>) -> Result<Tensor> {
     let op = kind.name();
     check_f32(queue, op, x)?;
     let Some(&cols) = x.shape().last() else {

@@ -1,7 +1,7 @@
 //! Reductions over one axis or over every element.
 
 use super::elementwise::check_f32;
-use super::OpCall;
+use super::{Lift, OpCall};
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// Reduction kinds. The numeric code is what kernels switch on.
@@ -89,6 +89,11 @@ impl ReduceOp {
 /// Reduce `x` over `axis`, or over every element when `axis` is `None` (giving a rank-0
 /// tensor). The reduced axis is removed from the shape. `Argmax` gives u32 indices.
 pub fn reduce(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>) -> Result<Tensor> {
+    let lift = Lift::of(op.name(), &[x])?;
+    lift.down(queue, reduce_f32(queue, op, &lift.up(queue, x)?, axis)?)
+}
+
+fn reduce_f32(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>) -> Result<Tensor> {
     check_f32(queue, op.name(), x)?;
     let shape = x.shape();
     let (outer, len, inner, out_shape) = match axis {

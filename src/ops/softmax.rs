@@ -1,11 +1,16 @@
 //! Softmax over the last axis, overflow-safe (the row maximum is subtracted first).
 
 use super::elementwise::check_f32;
-use super::OpCall;
+use super::{Lift, OpCall};
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// `exp(x - max) / sum(exp(x - max))` along the last axis of `x`.
 pub fn softmax(queue: &Queue, x: &Tensor) -> Result<Tensor> {
+    let lift = Lift::of("softmax", &[x])?;
+    lift.down(queue, softmax_f32(queue, &lift.up(queue, x)?)?)
+}
+
+fn softmax_f32(queue: &Queue, x: &Tensor) -> Result<Tensor> {
     check_f32(queue, "softmax", x)?;
     let Some(&cols) = x.shape().last() else {
         return Err(Error::shape("softmax", "got a rank-0 tensor: expected at least one dimension"));

@@ -280,8 +280,8 @@ pub(crate) fn every_builtin() -> Vec<Builtin> {
             all.push(b(KernelFile::Reduce, "reduce_cols", &[("OP", op.code().to_string()), idx.clone()]));
         }
         all.push(b(KernelFile::Softmax, "softmax_main", &[idx.clone()]));
-        for from in 0..3 {
-            for to in 0..3 {
+        for from in 0..5 {
+            for to in 0..5 {
                 all.push(b(KernelFile::Indexing, "cast_main", &[("FROM", from.to_string()), ("TO", to.to_string()), idx.clone()]));
             }
         }

@@ -70,6 +70,7 @@ struct ViewsParams {
     pad: u32,
     shape: [u64; MAX_RANK],
     strides: [[u64; MAX_RANK]; 3],
+    offsets: [u64; 3],
 }
 
 #[repr(C)]
@@ -292,10 +293,17 @@ pub(crate) fn run_op(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, call: OpCal
         }
         OpCall::Cast { x, from, to, out } => {
             let n = out.layout.numel();
-            let defines = vec![("FROM", from.code().to_string()), ("TO", to.code().to_string()), index_type(n.max(extent(x.layout)))];
+            if to.size() == 2 && out.layout.offset % 2 != 0 {
+                return Err(Error::Device("internal: a 16-bit cast output starts inside a word".into()));
+            }
+            let defines = vec![("FROM", from.code().to_string()), ("TO", to.code().to_string()), index_type(n.max(x.layout.end()))];
             let f = dev.builtin(kernel(KernelFile::Indexing, "cast_main", defines))?;
-            let p = views_params(&out, &[&x]);
-            q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
+            let mut p = views_params(&out, &[&x]);
+            p.offsets[0] = x.layout.offset as u64;
+            // The source as its block base (its view may start inside a word) plus the offset.
+            let src = super::queue::device_memory(x.buf)?.ptr;
+            let dst = super::queue::device_memory(out.buf)?.ptr + (out.layout.offset * to.size()) as u64;
+            q.launch_builtin(dev, &f, (blocks(dev, n.div_ceil(4 / to.size()), BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[src, dst], &p, &[x.buf, out.buf])
         }
         OpCall::Where { cond, cond_dtype, a, b, out } => {
             let n = out.layout.numel();

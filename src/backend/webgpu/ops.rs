@@ -110,8 +110,12 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
         OpCall::Cast { x, from, to, out } => {
             check_binding(dev, &x)?;
             check_binding(dev, &out)?;
+            if to.size() == 2 && out.layout.offset % 2 != 0 {
+                return Err(Error::Device("internal: a 16-bit cast output starts inside a word".into()));
+            }
             let pipeline = dev.builtin(builtin(ShaderFile::Indexing, "cast_main", vec![("FROM", from.code()), ("TO", to.code())]));
-            let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
+            // A 16-bit output is written a word (two elements) per invocation.
+            let grid = grid_1d(dev, out.layout.numel().div_ceil(4 / to.size()).div_ceil(256) as u64)?;
             // Auto layouts hold only the bindings an entry point uses.
             let binds = [(1, Bind::Mem(x.buf)), (4, Bind::Mem(out.buf))];
             q.dispatch(dev, pipeline, &elementwise_params(&out, &[&x])?, &binds, grid)

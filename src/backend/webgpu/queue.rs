@@ -68,6 +68,28 @@ pub(crate) enum Bind<'a> {
     SpareWrite,
 }
 
+fn misaligned(what: &str, offset: u64) -> Error {
+    Error::Invalid(format!(
+        "{what} starts at byte {offset}: webgpu moves whole 4-byte words, so a view of 16-bit elements must start at an even element (cast or make the tensor contiguous first)"
+    ))
+}
+
+/// Padding bytes that round a transfer of `len` bytes at `offset` of `dst` up to whole words,
+/// or an error if they would overwrite bytes of another view: the start must be aligned, and
+/// an unaligned end is only allowed at the end of the allocation.
+fn word_span(dst: &Arc<BufferInner>, offset: u64, len: u64, what: &str) -> Result<u64> {
+    if offset % 4 != 0 {
+        return Err(misaligned(what, offset));
+    }
+    let pad = len.next_multiple_of(4) - len;
+    if pad != 0 && offset + len != dst.bytes() {
+        return Err(Error::Invalid(format!(
+            "{what} of {len} bytes ends inside a 4-byte word that other elements share: webgpu moves whole words, so a view of 16-bit elements must hold an even number of elements unless it runs to the end of its buffer"
+        )));
+    }
+    Ok(pad)
+}
+
 /// The wgpu buffer behind pooled memory.
 pub(crate) fn gpu(mem: &Arc<BufferInner>) -> Result<&GpuMemory> {
     match mem.memory() {
@@ -98,6 +120,14 @@ impl GpuQueue {
     }
 
     pub(crate) fn write(&self, dev: &GpuDevice, dst: &Arc<BufferInner>, offset: u64, data: &[u8]) -> Result<()> {
+        let padded;
+        let data = match word_span(dst, offset, data.len() as u64, "write")? {
+            0 => data,
+            pad => {
+                padded = [data, &[0u8; 3][..pad as usize]].concat();
+                &padded[..]
+            }
+        };
         let target = gpu(dst)?.clone();
         self.record(dev, |b| {
             if b.commands.is_empty() {
@@ -114,6 +144,10 @@ impl GpuQueue {
     }
 
     pub(crate) fn copy(&self, dev: &GpuDevice, src: &Arc<BufferInner>, src_offset: u64, dst: &Arc<BufferInner>, dst_offset: u64, size: u64) -> Result<()> {
+        if src_offset % 4 != 0 {
+            return Err(misaligned("copy source", src_offset));
+        }
+        let size = size + word_span(dst, dst_offset, size, "copy destination")?;
         let (s, d) = (gpu(src)?.clone(), gpu(dst)?.clone());
         // WebGPU forbids a copy within one buffer: go through a temporary one.
         let bounce = (src.id() == dst.id()).then(|| {
@@ -224,7 +258,9 @@ impl GpuQueue {
 
     /// Copy a range back to the host after all recorded work.
     pub(crate) async fn read(&self, dev: &GpuDevice, src: &Arc<BufferInner>, offset: u64, bytes: u64) -> Result<Vec<u8>> {
-        let size = bytes.next_multiple_of(4);
+        // WebGPU copies whole words: read the enclosing aligned range, keep the part asked for.
+        let lead = offset % 4;
+        let (offset, size) = (offset - lead, (lead + bytes).next_multiple_of(4));
         let staging = dev.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("readback"),
             size,
@@ -246,7 +282,7 @@ impl GpuQueue {
         mapped.await.map_err(|e| Error::Device(format!("reading back {bytes} bytes failed: {e}")))?;
         let data = {
             let view = staging.slice(..).get_mapped_range().map_err(|e| Error::Device(format!("mapping the readback buffer: {e}")))?;
-            view[..bytes as usize].to_vec()
+            view[lead as usize..(lead + bytes) as usize].to_vec()
         };
         staging.unmap();
         dev.maintain();

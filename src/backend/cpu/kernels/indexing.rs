@@ -7,12 +7,27 @@ use crate::ops::indexing::cast_bits;
 use crate::ops::Operand;
 use crate::{DType, Result};
 
+/// Element `i` (of `size` bytes) of `bytes`, zero-extended.
+fn load(bytes: &[u8], i: usize, size: usize) -> u32 {
+    let at = i * size;
+    match size {
+        2 => u32::from(u16::from_le_bytes([bytes[at], bytes[at + 1]])),
+        _ => u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]),
+    }
+}
+
 pub(super) fn cast(x: Operand<'_>, from: DType, to: DType, out: Operand<'_>) -> Result<()> {
     let xs = read_guard(x.buf)?;
     let mut os = write_guard(out.buf)?;
-    out_words(&mut os, &out).par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
-        for (o, xi) in chunk.iter_mut().zip(offsets_from(x.layout, c * CHUNK)) {
-            *o = cast_bits(xs[xi], from, to);
+    let src: &[u8] = bytemuck::cast_slice(&xs);
+    let (in_size, out_size) = (from.size(), to.size());
+    let n = out.layout.numel();
+    let start = out.layout.offset * out_size;
+    let dst = &mut bytemuck::cast_slice_mut::<u32, u8>(&mut os)[start..start + n * out_size];
+    dst.par_chunks_mut(CHUNK * out_size).enumerate().for_each(|(c, chunk)| {
+        for (o, xi) in chunk.chunks_exact_mut(out_size).zip(offsets_from(x.layout, c * CHUNK)) {
+            let bits = cast_bits(load(src, xi, in_size), from, to);
+            o.copy_from_slice(&bits.to_le_bytes()[..out_size]);
         }
     });
     Ok(())
