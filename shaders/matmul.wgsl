@@ -1,6 +1,9 @@
 // Batched matrix product C[b] = A[b] @ B[b] with strided, broadcast operands.
-// Each 16x16 workgroup computes a 64x64 tile of C; each thread a 4x4 block held in registers.
-// K advances in steps of 16 through workgroup memory.
+// Each workgroup computes a TM x TN tile of C; each invocation an RM x RN block held in
+// registers. K advances in steps of TK through workgroup memory.
+//
+// The tile configuration is a named variant (`MATMUL_VARIANTS` in
+// src/backend/webgpu/ops.rs): its `const TM / TN / RM / RN` are prepended to this file.
 //
 // params: [0] M, [1] N, [2] K, [3] batch rank, [4] first batch of this dispatch,
 //         [5] A offset, [6] A row stride, [7] A column stride,
@@ -13,13 +16,18 @@
 override HAS_BIAS: bool = false;
 override ACT: u32 = 0u;
 
+const TK: u32 = 16u;
+const WX: u32 = TN / RN;
+const WY: u32 = TM / RM;
+const THREADS: u32 = WX * WY;
+
 @group(0) @binding(1) var<storage, read> a: array<f32>;
 @group(0) @binding(2) var<storage, read> b: array<f32>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
 
-var<workgroup> a_tile: array<f32, 1024>; // [k][m], 16 x 64
-var<workgroup> b_tile: array<f32, 1024>; // [k][n], 16 x 64
+var<workgroup> a_tile: array<f32, TK * TM>; // [k][m]
+var<workgroup> b_tile: array<f32, TK * TN>; // [k][n]
 
 fn batch_offset(batch: u32, strides_at: u32) -> u32 {
     var rem = batch;
@@ -32,7 +40,7 @@ fn batch_offset(batch: u32, strides_at: u32) -> u32 {
     return off;
 }
 
-@compute @workgroup_size(16, 16)
+@compute @workgroup_size(WX, WY)
 fn matmul_main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(local_invocation_id) lid3: vec3<u32>,
@@ -44,58 +52,54 @@ fn matmul_main(
     let batch = params[4] + wid.z;
     let a_base = params[5] + batch_offset(batch, 18u);
     let b_base = params[8] + batch_offset(batch, 24u);
-    let row0 = wid.y * 64u;
-    let col0 = wid.x * 64u;
+    let row0 = wid.y * TM;
+    let col0 = wid.x * TN;
     let tx = lid3.x;
     let ty = lid3.y;
 
-    var acc: array<f32, 16>;
-    for (var i = 0u; i < 16u; i++) {
-        acc[i] = 0.0;
-    }
-    for (var k0 = 0u; k0 < k; k0 += 16u) {
-        for (var l = 0u; l < 4u; l++) {
-            let e = lid + l * 256u;
-            // A tile: 64 rows x 16 k, k fastest so contiguous rows load together.
-            let am = e / 16u;
-            let ak = e % 16u;
+    var acc: array<f32, RM * RN>;
+    for (var k0 = 0u; k0 < k; k0 += TK) {
+        // A tile: TM rows x TK, k fastest so contiguous rows load together.
+        for (var e = lid; e < TK * TM; e += THREADS) {
+            let am = e / TK;
+            let ak = e % TK;
             var av = 0.0;
             if (row0 + am < m && k0 + ak < k) {
                 av = a[a_base + (row0 + am) * params[6] + (k0 + ak) * params[7]];
             }
-            a_tile[ak * 64u + am] = av;
-            // B tile: 16 k x 64 columns, columns fastest.
-            let bk = e / 64u;
-            let bn = e % 64u;
+            a_tile[ak * TM + am] = av;
+        }
+        // B tile: TK x TN columns, columns fastest.
+        for (var e = lid; e < TK * TN; e += THREADS) {
+            let bk = e / TN;
+            let bn = e % TN;
             var bv = 0.0;
             if (k0 + bk < k && col0 + bn < n) {
                 bv = b[b_base + (k0 + bk) * params[9] + (col0 + bn) * params[10]];
             }
-            b_tile[bk * 64u + bn] = bv;
+            b_tile[bk * TN + bn] = bv;
         }
         workgroupBarrier();
-        for (var kk = 0u; kk < 16u; kk++) {
-            var ar: array<f32, 4>;
-            var br: array<f32, 4>;
-            for (var i = 0u; i < 4u; i++) {
-                ar[i] = a_tile[kk * 64u + ty * 4u + i];
-                br[i] = b_tile[kk * 64u + tx * 4u + i];
-            }
-            for (var i = 0u; i < 4u; i++) {
-                for (var j = 0u; j < 4u; j++) {
-                    acc[i * 4u + j] = fma(ar[i], br[j], acc[i * 4u + j]);
+        for (var kk = 0u; kk < TK; kk++) {
+            var ar: array<f32, RM>;
+            var br: array<f32, RN>;
+            for (var i = 0u; i < RM; i++) { ar[i] = a_tile[kk * TM + ty * RM + i]; }
+            for (var j = 0u; j < RN; j++) { br[j] = b_tile[kk * TN + tx * RN + j]; }
+            for (var i = 0u; i < RM; i++) {
+                for (var j = 0u; j < RN; j++) {
+                    acc[i * RN + j] = fma(ar[i], br[j], acc[i * RN + j]);
                 }
             }
         }
         workgroupBarrier();
     }
     let c_base = params[11] + batch * m * n;
-    for (var i = 0u; i < 4u; i++) {
-        let r = row0 + ty * 4u + i;
-        for (var j = 0u; j < 4u; j++) {
-            let col = col0 + tx * 4u + j;
+    for (var i = 0u; i < RM; i++) {
+        let r = row0 + ty * RM + i;
+        for (var j = 0u; j < RN; j++) {
+            let col = col0 + tx * RN + j;
             if (r < m && col < n) {
-                var v = acc[i * 4u + j];
+                var v = acc[i * RN + j];
                 if (HAS_BIAS) { v += bias[params[30] + col]; }
                 c[c_base + r * n + col] = unary_op(ACT, v);
             }

@@ -214,7 +214,8 @@ enum Kind {
     ReduceAll(ReduceOp),
     ReduceLast(ReduceOp),
     Softmax,
-    Matmul,
+    /// matmul, with the backend's default or a named kernel variant.
+    Matmul(Option<&'static str>),
     /// The chain's recording and submission, host time only.
     Chain,
     /// The chain to completion on the device.
@@ -224,7 +225,7 @@ enum Kind {
 fn parse_kind(name: &str) -> Result<Kind> {
     let kind = match name {
         "softmax" => Some(Kind::Softmax),
-        "matmul" => Some(Kind::Matmul),
+        "matmul" => Some(Kind::Matmul(None)),
         "chain" => Some(Kind::Chain),
         "chain_done" => Some(Kind::ChainDone),
         _ => UnaryOp::from_name(name)
@@ -236,12 +237,17 @@ fn parse_kind(name: &str) -> Result<Kind> {
             .or_else(|| {
                 let (op, act) = name.split_once('_')?;
                 Some(Kind::Fused(BinaryOp::from_name(op)?, UnaryOp::from_name(act)?))
+            })
+            .or_else(|| {
+                let variant = name.strip_prefix("matmul@")?;
+                let all = [BackendKind::Cpu, BackendKind::WebGpu, BackendKind::Cuda].into_iter().flat_map(crate::backend::matmul_variants);
+                all.into_iter().find(|&v| v == variant).map(|v| Kind::Matmul(Some(v)))
             }),
     };
     kind.ok_or_else(|| {
         Error::Invalid(format!(
             "unknown bench op `{name}`: expected a unary, binary or reduction op name, <binary>_bcast, <binary>_<unary>, \
-             <reduction>_last, softmax, matmul or chain (defaults: {})",
+             <reduction>_last, softmax, matmul, matmul@<variant> or chain (defaults: {})",
             DEFAULT_OPS.join(", ")
         ))
     })
@@ -251,7 +257,7 @@ impl Kind {
     /// Bytes of the largest tensor the case allocates.
     fn largest_tensor_bytes(self, config: &BenchConfig) -> u64 {
         let elements = match self {
-            Kind::Matmul => config.matmul_edge.saturating_mul(config.matmul_edge),
+            Kind::Matmul(_) => config.matmul_edge.saturating_mul(config.matmul_edge),
             Kind::Chain | Kind::ChainDone => CHAIN_ELEMENTS,
             Kind::Broadcast(_) | Kind::ReduceLast(_) | Kind::Softmax => rows_cols(config.elements).0 * ROW_COLS.min(config.elements),
             _ => config.elements,
@@ -379,7 +385,7 @@ fn build_case(device: &Device, config: &BenchConfig, name: &str, kind: Kind) -> 
                 Box::new(move |q| softmax::softmax(q, &x).map(drop)),
             )
         }
-        Kind::Matmul => matmul_case(device, config.matmul_edge)?,
+        Kind::Matmul(variant) => matmul_case(device, config.matmul_edge, variant)?,
         Kind::Chain | Kind::ChainDone => chain_case(device, config.chain_len)?,
     };
     let chain = matches!(kind, Kind::Chain | Kind::ChainDone);
@@ -389,10 +395,14 @@ fn build_case(device: &Device, config: &BenchConfig, name: &str, kind: Kind) -> 
 /// Parts of a case: shape, work, output bytes per launch, launch.
 type CaseParts = (String, Work, u64, Launch);
 
-fn matmul_case(device: &Device, e: usize) -> Result<CaseParts> {
+fn matmul_case(device: &Device, e: usize, variant: Option<&'static str>) -> Result<CaseParts> {
     let (a, b) = (input(device, &[e, e])?, input(device, &[e, e])?);
     let flops = 2 * (e as u64).pow(3);
-    Ok((format!("[{e}, {e}] @ [{e}, {e}]"), Work::Flops(flops), 4 * (e * e) as u64, Box::new(move |q| matmul::matmul(q, &a, &b).map(drop))))
+    let launch: Launch = match variant {
+        Some(v) => Box::new(move |q| matmul::matmul_variant(q, &a, &b, v).map(drop)),
+        None => Box::new(move |q| matmul::matmul(q, &a, &b).map(drop)),
+    };
+    Ok((format!("[{e}, {e}] @ [{e}, {e}]"), Work::Flops(flops), 4 * (e * e) as u64, launch))
 }
 
 /// `len` dependent 1024-element adds recorded on one queue: `x = x + y`, `len` times.
@@ -525,7 +535,7 @@ fn copy_bandwidth(device: &Device, config: &BenchConfig, bytes: u64) -> Result<f
 
 /// GFLOP/s of the matmul op at the GEMM ceiling size, with a description.
 fn gemm_gflops(device: &Device, config: &BenchConfig, edge: usize) -> Result<(f64, String)> {
-    let (shape, work, out_bytes, launch) = matmul_case(device, edge)?;
+    let (shape, work, out_bytes, launch) = matmul_case(device, edge, None)?;
     let case = Case { shape, work, out_bytes, batched: true, recording_only: false, launch, name: "gemm".into() };
     let seconds = median_seconds(&device.queue(), config, &case)?;
     let flops = 2.0 * (edge as f64).powi(3);

@@ -235,3 +235,12 @@ fn conv_errors_name_the_geometry() {
         expect_err(ints.conv2d(&t(&[2, 4, 3, 3]), p), "DTYPE", &["f32", "i32"], d);
     }
 }
+
+#[test]
+fn unknown_matmul_variants_list_the_known_ones() {
+    for d in devices() {
+        let a = tensor(d, &[1.0; 4], &[2, 2]);
+        let known = unicompute::ops::matmul::variants(d);
+        expect_err(unicompute::ops::matmul::matmul_variant(&d.queue(), &a, &a, "tile999"), "INVALID", &["tile999", known[0]], d);
+    }
+}

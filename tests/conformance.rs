@@ -271,16 +271,25 @@ fn matmul_2d_batched_and_broadcast() {
         MatmulCase { batch_a: &[4], batch_b: &[], m: 9, n: 70, k: 31 },
     ];
     for d in devices() {
-        for (i, c) in cases.iter().enumerate() {
-            let (na, nb): (usize, usize) = (c.batch_a.iter().product(), c.batch_b.iter().product());
-            let seed = 900 + i as u64;
-            let a = random(seed, na * c.m * c.k, -1.0, 1.0);
-            let b = random(seed + 1, nb * c.k * c.n, -1.0, 1.0);
-            let sa: Vec<usize> = c.batch_a.iter().copied().chain([c.m, c.k]).collect();
-            let sb: Vec<usize> = c.batch_b.iter().copied().chain([c.k, c.n]).collect();
-            let got = read(&tensor(d, &a, &sa).matmul(&tensor(d, &b, &sb)).unwrap());
-            let want = matmul_reference(&a, &b, c);
-            assert_close(&got, &want, 1e-4, 1e-5 * c.k as f64, &format!("matmul {sa:?} @ {sb:?} on {} seed {seed}", name(d)));
+        // The default choice, then every named kernel variant of the backend.
+        let variants = std::iter::once(None).chain(ops::matmul::variants(d).into_iter().map(Some));
+        for variant in variants {
+            for (i, c) in cases.iter().enumerate() {
+                let (na, nb): (usize, usize) = (c.batch_a.iter().product(), c.batch_b.iter().product());
+                let seed = 900 + i as u64;
+                let a = random(seed, na * c.m * c.k, -1.0, 1.0);
+                let b = random(seed + 1, nb * c.k * c.n, -1.0, 1.0);
+                let sa: Vec<usize> = c.batch_a.iter().copied().chain([c.m, c.k]).collect();
+                let sb: Vec<usize> = c.batch_b.iter().copied().chain([c.k, c.n]).collect();
+                let (at, bt) = (tensor(d, &a, &sa), tensor(d, &b, &sb));
+                let got = match variant {
+                    Some(v) => read(&ops::matmul::matmul_variant(&d.queue(), &at, &bt, v).unwrap()),
+                    None => read(&at.matmul(&bt).unwrap()),
+                };
+                let want = matmul_reference(&a, &b, c);
+                let what = format!("matmul {sa:?} @ {sb:?} variant {variant:?} on {} seed {seed}", name(d));
+                assert_close(&got, &want, 1e-4, 1e-5 * c.k as f64, &what);
+            }
         }
     }
 }

@@ -80,6 +80,18 @@ pub(crate) fn missing_reason(kind: BackendKind) -> String {
     }
 }
 
+/// Names of the matmul kernel variants of a backend (policies and autotuning pick among them).
+pub(crate) fn matmul_variants(kind: BackendKind) -> Vec<&'static str> {
+    match kind {
+        BackendKind::Cpu => vec!["sgemm"],
+        #[cfg(feature = "webgpu")]
+        BackendKind::WebGpu => webgpu::ops::MATMUL_VARIANTS.iter().map(|v| v.name).collect(),
+        BackendKind::Cuda => vec!["cublas", "kernel"],
+        #[allow(unreachable_patterns)]
+        _ => Vec::new(),
+    }
+}
+
 /// An opened device of one backend.
 pub(crate) enum BackendDevice {
     Cpu(cpu::CpuDevice),

@@ -4,12 +4,27 @@
 use super::elementwise::check_f32;
 use super::{Lift, OpCall, UnaryOp};
 use crate::layout::{broadcast_shapes, check_rank};
-use crate::{DType, Error, Queue, Result, Tensor};
+use crate::{DType, Device, Error, Queue, Result, Tensor};
 
 /// `a @ b` for `a: [.., m, k]` and `b: [.., k, n]`; leading (batch) dimensions broadcast.
 /// Either operand may be a strided view (e.g. a transpose) without a copy.
 pub fn matmul(queue: &Queue, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    matmul_epilogue(queue, "matmul", a, b, None, None)
+    matmul_epilogue(queue, "matmul", a, b, None, None, None)
+}
+
+/// The named matmul kernel variants of `device`'s backend: `webgpu` tile configurations
+/// (`tile64`, `tile32`, `tile128x64`), `cuda` `cublas` or `kernel`, `cpu` `sgemm`.
+pub fn variants(device: &Device) -> Vec<&'static str> {
+    crate::backend::matmul_variants(device.backend())
+}
+
+/// [`matmul`] with the kernel variant named `variant` (one of [`variants`]).
+pub fn matmul_variant(queue: &Queue, a: &Tensor, b: &Tensor, variant: &str) -> Result<Tensor> {
+    let known = variants(queue.device());
+    let Some(&name) = known.iter().find(|&&v| v == variant) else {
+        return Err(Error::Invalid(format!("unknown matmul variant `{variant}` on {}: expected one of {known:?}", queue.device().backend())));
+    };
+    matmul_epilogue(queue, "matmul", a, b, None, None, Some(name))
 }
 
 /// A linear layer: `act(x @ weight + bias)` with the bias add and the activation applied
@@ -20,16 +35,16 @@ pub fn linear(queue: &Queue, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>,
     if weight.rank() != 2 {
         return Err(Error::shape("linear", format!("weight has shape {:?}: expected [k, n]", weight.shape())));
     }
-    matmul_epilogue(queue, "linear", x, weight, bias, act)
+    matmul_epilogue(queue, "linear", x, weight, bias, act, None)
 }
 
-fn matmul_epilogue(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>) -> Result<Tensor> {
+fn matmul_epilogue(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>, variant: Option<&'static str>) -> Result<Tensor> {
     let lift = Lift::of(op, &[Some(a), Some(b), bias].into_iter().flatten().collect::<Vec<_>>())?;
     let bias = bias.map(|t| lift.up(queue, t)).transpose()?;
-    lift.down(queue, matmul_epilogue_f32(queue, op, &lift.up(queue, a)?, &lift.up(queue, b)?, bias.as_ref(), act)?)
+    lift.down(queue, matmul_epilogue_f32(queue, op, &lift.up(queue, a)?, &lift.up(queue, b)?, bias.as_ref(), act, variant)?)
 }
 
-fn matmul_epilogue_f32(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>) -> Result<Tensor> {
+fn matmul_epilogue_f32(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>, variant: Option<&'static str>) -> Result<Tensor> {
     check_f32(queue, op, a)?;
     check_f32(queue, op, b)?;
     let (ra, rb) = (a.rank(), b.rank());
@@ -65,7 +80,7 @@ fn matmul_epilogue_f32(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, 
     let out = Tensor::uninit(queue, &with(m, n), DType::F32)?;
     if out.numel() > 0 {
         let bias = bias.as_ref().map(Tensor::operand);
-        queue.run_op(OpCall::Matmul { a: a.operand(), b: b.operand(), bias, act, out: out.operand(), m, n, k })?;
+        queue.run_op(OpCall::Matmul { a: a.operand(), b: b.operand(), bias, act, out: out.operand(), m, n, k, variant })?;
     }
     Ok(out)
 }

@@ -78,7 +78,19 @@ pub(crate) enum OpCall<'a> {
     /// `out[b] = act(a[b] @ b[b] + bias)`; `a` is `[batch.., m, k]`, `b` is `[batch.., k, n]`,
     /// both strided and broadcast to the output's batch shape; `bias` (optional) is contiguous
     /// `[n]`; `out` is contiguous `[batch.., m, n]`.
-    Matmul { a: Operand<'a>, b: Operand<'a>, bias: Option<Operand<'a>>, act: Option<UnaryOp>, out: Operand<'a>, m: usize, n: usize, k: usize },
+    /// `variant` names a kernel variant of the backend (see [`matmul::variants`]); `None`
+    /// lets the backend choose.
+    Matmul {
+        a: Operand<'a>,
+        b: Operand<'a>,
+        bias: Option<Operand<'a>>,
+        act: Option<UnaryOp>,
+        out: Operand<'a>,
+        m: usize,
+        n: usize,
+        k: usize,
+        variant: Option<&'static str>,
+    },
 }
 
 /// How an op meets 16-bit floats: f16 / bf16 inputs are widened to f32 (exactly), the f32

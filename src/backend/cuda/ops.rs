@@ -391,9 +391,12 @@ pub(crate) fn run_op(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, call: OpCal
             held.extend(mask.iter().map(|o| o.buf));
             q.launch_builtin(dev, &f, ((b * h * lq).clamp(1, 65_535) as u32, 1, 1), (64, 1, 1), &pointers, &p, &held)
         }
-        OpCall::Matmul { a, b, bias, act, out, m, n, k } => {
+        OpCall::Matmul { a, b, bias, act, out, m, n, k, variant } => {
             let precision = queue.device().shared.options.matmul_precision;
-            if blas::matmul(q, dev, &a, &b, &out, m, n, k, precision)? {
+            if variant == Some("cublas") && !blas::available() {
+                return Err(Error::Unsupported { backend: crate::BackendKind::Cuda, what: "matmul variant `cublas`: libcublas was not found".into() });
+            }
+            if variant != Some("kernel") && blas::matmul(q, dev, &a, &b, &out, m, n, k, precision)? {
                 q.retain_used(dev, &[a.buf, b.buf, out.buf])?;
                 // cuBLAS has no epilogue: bias and activation in one pass over the output.
                 return if bias.is_some() || act.is_some() { bias_act(q, dev, &out, bias, act, n) } else { Ok(()) };

@@ -42,10 +42,11 @@ impl ShaderFile {
         }
     }
 
-    /// The full WGSL: the prelude, the shared parts the file needs, then the file.
-    fn full_source(self) -> String {
+    /// The full WGSL: the prelude, the shared parts the file needs, the variant's constants
+    /// (`variant`, e.g. a matmul tile configuration), then the file.
+    fn full_source(self, variant: &str) -> String {
         let activation = if matches!(self, ShaderFile::Elementwise | ShaderFile::Norm | ShaderFile::Matmul | ShaderFile::Conv) { ACTIVATION } else { "" };
-        format!("{COMMON}\n{activation}\n{}", self.source())
+        format!("{COMMON}\n{activation}\n{variant}\n{}", self.source())
     }
 }
 
@@ -56,11 +57,13 @@ pub(crate) struct Builtin {
     pub entry: &'static str,
     /// Override constants (name, value); values are small integers or booleans.
     pub constants: Vec<(&'static str, u32)>,
+    /// WGSL `const` declarations prepended to the file (a named variant), or "".
+    pub variant: &'static str,
 }
 
 #[derive(Default)]
 pub(crate) struct PipelineCache {
-    modules: Mutex<HashMap<ShaderFile, wgpu::ShaderModule>>,
+    modules: Mutex<HashMap<(ShaderFile, &'static str), wgpu::ShaderModule>>,
     pipelines: Mutex<HashMap<Builtin, wgpu::ComputePipeline>>,
 }
 
@@ -70,9 +73,9 @@ impl PipelineCache {
             return p.clone();
         }
         let module = lock(&self.modules)
-            .entry(kernel.file)
+            .entry((kernel.file, kernel.variant))
             .or_insert_with(|| {
-                let source = kernel.file.full_source();
+                let source = kernel.file.full_source(kernel.variant);
                 device.create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some(kernel.entry),
                     source: wgpu::ShaderSource::Wgsl(source.into()),
@@ -99,8 +102,10 @@ mod tests {
 
     #[test]
     fn every_builtin_shader_validates() {
-        for file in [ShaderFile::Elementwise, ShaderFile::Copy, ShaderFile::Reduce, ShaderFile::Softmax, ShaderFile::Norm, ShaderFile::Matmul, ShaderFile::Indexing, ShaderFile::Scan, ShaderFile::Attention, ShaderFile::Conv] {
-            let source = file.full_source();
+        let files = [ShaderFile::Elementwise, ShaderFile::Copy, ShaderFile::Reduce, ShaderFile::Softmax, ShaderFile::Norm, ShaderFile::Indexing, ShaderFile::Scan, ShaderFile::Attention, ShaderFile::Conv];
+        let matmuls = super::super::ops::MATMUL_VARIANTS.iter().map(|v| (ShaderFile::Matmul, v.constants));
+        for (file, variant) in files.into_iter().map(|f| (f, "")).chain(matmuls) {
+            let source = file.full_source(variant);
             let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{file:?}: {}", e.emit_to_string(&source)));
             naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
                 .validate(&module)

@@ -36,7 +36,7 @@ pub(crate) fn run_op(call: OpCall<'_>) -> Result<()> {
         OpCall::Pool2d { kind, x, out, geometry } => conv::pool2d(kind, x, out, geometry),
         OpCall::Attention { q, k, v, mask, out, dims, scale, causal } => attention::attention([q, k, v], mask, out, dims, scale, causal),
         OpCall::Norm { kind, x, weight, bias, rows, cols, eps, act, out } => norm::norm(kind, x, weight, bias, [rows, cols], eps, act, out),
-        OpCall::Matmul { a, b, bias, act, out, m, n, k } => matmul::matmul(a, b, bias, act, out, [m, n, k]),
+        OpCall::Matmul { a, b, bias, act, out, m, n, k, .. } => matmul::matmul(a, b, bias, act, out, [m, n, k]),
     }
 }
 
