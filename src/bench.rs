@@ -19,8 +19,8 @@
 use std::fmt;
 use std::time::Instant;
 
-use crate::ops::{elementwise, matmul, reduce, softmax};
-use crate::{BackendKind, BinaryOp, Buffer, Device, Error, Kernel, Queue, ReduceOp, Result, Tensor, UnaryOp};
+use crate::ops::{attention, conv, elementwise, indexing, matmul, norm, reduce, softmax, AttentionParams, Conv2dParams, NormKind, NormParams};
+use crate::{BackendKind, BinaryOp, Buffer, DType, Device, Error, Kernel, Queue, ReduceOp, Result, Tensor, UnaryOp};
 
 /// The self-contained arithmetic-peak kernel run on `webgpu` devices.
 const PEAK_WGSL: &str = include_str!("../shaders/peak.wgsl");
@@ -55,7 +55,15 @@ const MAX_INFLIGHT_BYTES: u64 = 512 << 20;
 
 /// Ops run when [`BenchConfig::ops`] is empty.
 pub const DEFAULT_OPS: &[&str] =
-    &["relu", "exp", "gelu", "add", "mul", "add_bcast", "mul_bcast", "add_relu", "sum", "sum_last", "softmax", "matmul", "chain", "chain_done"];
+    &[
+        "relu", "exp", "gelu", "add", "mul", "add_bcast", "mul_bcast", "add_relu", "sum", "sum_last", "softmax", "layer_norm", "cast_f16", "matmul",
+        "linear", "attention", "conv2d", "chain", "chain_done",
+    ];
+
+/// Attention case: batch, heads, sequence length, head dimension.
+const ATTENTION: [usize; 4] = [1, 8, 512, 64];
+/// conv2d case: input [n, c, h, w] and output channels, 3x3 kernel, padding 1.
+const CONV: [usize; 5] = [1, 32, 56, 56, 32];
 
 /// What to measure and how large.
 #[derive(Debug, Clone, PartialEq)]
@@ -214,6 +222,16 @@ enum Kind {
     ReduceAll(ReduceOp),
     ReduceLast(ReduceOp),
     Softmax,
+    /// Layer norm over rows of 1024.
+    LayerNorm,
+    /// f32 -> f16 conversion.
+    CastF16,
+    /// `relu(x @ w + bias)`, square.
+    Linear,
+    /// Attention of [`ATTENTION`] size.
+    Attention,
+    /// conv2d of [`CONV`] size.
+    Conv2d,
     /// matmul, with the backend's default or a named kernel variant.
     Matmul(Option<&'static str>),
     /// The chain's recording and submission, host time only.
@@ -225,6 +243,11 @@ enum Kind {
 fn parse_kind(name: &str) -> Result<Kind> {
     let kind = match name {
         "softmax" => Some(Kind::Softmax),
+        "layer_norm" => Some(Kind::LayerNorm),
+        "cast_f16" => Some(Kind::CastF16),
+        "linear" => Some(Kind::Linear),
+        "attention" => Some(Kind::Attention),
+        "conv2d" => Some(Kind::Conv2d),
         "matmul" => Some(Kind::Matmul(None)),
         "chain" => Some(Kind::Chain),
         "chain_done" => Some(Kind::ChainDone),
@@ -247,7 +270,8 @@ fn parse_kind(name: &str) -> Result<Kind> {
     kind.ok_or_else(|| {
         Error::Invalid(format!(
             "unknown bench op `{name}`: expected a unary, binary or reduction op name, <binary>_bcast, <binary>_<unary>, \
-             <reduction>_last, softmax, matmul, matmul@<variant> or chain (defaults: {})",
+             <reduction>_last, softmax, layer_norm, cast_f16, matmul, matmul@<variant>, linear, attention, conv2d, chain or chain_done \
+             (defaults: {})",
             DEFAULT_OPS.join(", ")
         ))
     })
@@ -257,7 +281,10 @@ impl Kind {
     /// Bytes of the largest tensor the case allocates.
     fn largest_tensor_bytes(self, config: &BenchConfig) -> u64 {
         let elements = match self {
-            Kind::Matmul(_) => config.matmul_edge.saturating_mul(config.matmul_edge),
+            Kind::Matmul(_) | Kind::Linear => config.matmul_edge.saturating_mul(config.matmul_edge),
+            Kind::Attention => ATTENTION.iter().product(),
+            Kind::Conv2d => CONV[..4].iter().product(),
+            Kind::LayerNorm => rows_cols(config.elements).0 * ROW_COLS.min(config.elements),
             Kind::Chain | Kind::ChainDone => CHAIN_ELEMENTS,
             Kind::Broadcast(_) | Kind::ReduceLast(_) | Kind::Softmax => rows_cols(config.elements).0 * ROW_COLS.min(config.elements),
             _ => config.elements,
@@ -384,6 +411,36 @@ fn build_case(device: &Device, config: &BenchConfig, name: &str, kind: Kind) -> 
                 bytes(rows * cols),
                 Box::new(move |q| softmax::softmax(q, &x).map(drop)),
             )
+        }
+        Kind::LayerNorm => {
+            let x = input(device, &[rows, cols])?;
+            let launch: Launch = Box::new(move |q| norm::norm(q, NormKind::Layer, &x, NormParams::default()).map(drop));
+            (format!("[{rows}, {cols}]"), Work::Bytes(bytes(2 * rows * cols)), bytes(rows * cols), launch)
+        }
+        Kind::CastF16 => {
+            let x = input(device, &[n])?;
+            (format!("[{n}] f32 -> f16"), Work::Bytes(6 * n as u64), 2 * n as u64, Box::new(move |q| indexing::cast(q, &x, DType::F16).map(drop)))
+        }
+        Kind::Linear => {
+            let e = config.matmul_edge;
+            let (x, w, b) = (input(device, &[e, e])?, input(device, &[e, e])?, input(device, &[e])?);
+            let launch: Launch = Box::new(move |q| matmul::linear(q, &x, &w, Some(&b), Some(UnaryOp::Relu)).map(drop));
+            (format!("relu([{e}, {e}] @ [{e}, {e}] + b)"), Work::Flops(2 * (e as u64).pow(3)), bytes(e * e), launch)
+        }
+        Kind::Attention => {
+            let [b, h, l, d] = ATTENTION;
+            let (q_, k, v) = (input(device, &ATTENTION)?, input(device, &ATTENTION)?, input(device, &ATTENTION)?);
+            let launch: Launch = Box::new(move |q| attention::attention(q, &q_, &k, &v, AttentionParams::default()).map(drop));
+            // q k^T and p v: 2 * l * l * d multiply-adds each, per head.
+            (format!("[{b}, {h}, {l}, {d}] x3"), Work::Flops(4 * (b * h * l * l * d) as u64), bytes(b * h * l * d), launch)
+        }
+        Kind::Conv2d => {
+            let [n_, c, hh, ww, o] = CONV;
+            let (x, w) = (input(device, &[n_, c, hh, ww])?, input(device, &[o, c, 3, 3])?);
+            let params = Conv2dParams { padding: [1, 1], ..Conv2dParams::default() };
+            let launch: Launch = Box::new(move |q| conv::conv2d(q, &x, &w, params).map(drop));
+            let flops = 2 * (n_ * o * hh * ww * c * 9) as u64;
+            (format!("[{n_}, {c}, {hh}, {ww}] * [{o}, {c}, 3, 3]"), Work::Flops(flops), bytes(n_ * o * hh * ww), launch)
         }
         Kind::Matmul(variant) => matmul_case(device, config.matmul_edge, variant)?,
         Kind::Chain | Kind::ChainDone => chain_case(device, config.chain_len)?,

@@ -1,11 +1,16 @@
-//! Scaled dot-product attention, one query row per task: scores in f64, softmax, weighted sum.
+//! Scaled dot-product attention in blocks of query rows: `S = Q K^T` and `O = P V` by SGEMM,
+//! a softmax per row in between (sums in f64). Only a `[block, lk]` slice of the scores
+//! exists at a time; blocks of every (batch, head) run in parallel.
 
 use rayon::prelude::*;
 
-use super::{out_words, read_guard, write_guard};
+use super::{math, out_words, read_guard, write_guard};
 use crate::layout::Layout;
 use crate::ops::Operand;
 use crate::Result;
+
+/// Query rows per block.
+const BLOCK: usize = 64;
 
 /// Offset of `[b, h, i, j]` in a rank-4 view.
 fn at(l: &Layout, idx: [usize; 4]) -> usize {
@@ -26,26 +31,58 @@ pub(super) fn attention(
     let (qf, kf, vf): (&[f32], &[f32], &[f32]) = (bytemuck::cast_slice(&qg), bytemuck::cast_slice(&kg), bytemuck::cast_slice(&vg));
     let mf: Option<&[f32]> = mg.as_ref().map(|g| bytemuck::cast_slice(g));
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
-    of.par_chunks_mut(dv.max(1)).enumerate().for_each(|(row, o)| {
-        let (bh, i) = (row / lq, row % lq);
+    let (ql, kl, vl) = (q.layout, k.layout, v.layout);
+    // Tasks: one block of query rows of one (batch, head); its rows of the output.
+    let blocks_per_head = lq.div_ceil(BLOCK);
+    let tasks: Vec<(usize, &mut [f32])> = of.chunks_mut(lq * dv).enumerate().flat_map(|(bh, head)| head.chunks_mut(BLOCK * dv).enumerate().map(move |(blk, o)| (bh * blocks_per_head + blk, o))).collect();
+    tasks.into_par_iter().for_each(|(task, o)| {
+        let (bh, i0) = (task / blocks_per_head, (task % blocks_per_head) * BLOCK);
         let (b, hh) = (bh / h, bh % h);
-        let keys = if causal { lk.min(i + 1) } else { lk };
-        let scores: Vec<f64> = (0..keys)
-            .map(|j| {
-                let dot: f64 = (0..d).map(|t| f64::from(qf[at(q.layout, [b, hh, i, t])]) * f64::from(kf[at(k.layout, [b, hh, j, t])])).sum();
-                let s = dot * f64::from(scale);
-                match (mf, &mask) {
-                    (Some(m), Some(mo)) => s + f64::from(m[at(mo.layout, [b, hh, i, j])]),
-                    _ => s,
+        let rows = o.len() / dv.max(1);
+        let keys = if causal { lk.min(i0 + rows) } else { lk };
+        let mut s = vec![0.0f32; rows * keys.max(1)];
+        if keys > 0 && d > 0 {
+            // SAFETY: the views cover [rows, d] of q, [keys, d] of k and s holds rows x keys.
+            unsafe {
+                matrixmultiply::sgemm(
+                    rows, d, keys, scale,
+                    qf.as_ptr().add(at(ql, [b, hh, i0, 0])), ql.strides[2] as isize, ql.strides[3] as isize,
+                    kf.as_ptr().add(at(kl, [b, hh, 0, 0])), kl.strides[3] as isize, kl.strides[2] as isize,
+                    0.0, s.as_mut_ptr(), keys as isize, 1,
+                );
+            }
+        }
+        for (r, row) in s.chunks_mut(keys.max(1)).enumerate().take(rows) {
+            let i = i0 + r;
+            if let (Some(m), Some(mo)) = (mf, &mask) {
+                for (j, x) in row.iter_mut().enumerate().take(keys) {
+                    *x += m[at(mo.layout, [b, hh, i, j])];
                 }
-            })
-            .collect();
-        let max = scores.iter().copied().fold(f64::NEG_INFINITY, |m, s| if s.is_nan() || m.is_nan() { f64::NAN } else { m.max(s) });
-        let weights: Vec<f64> = scores.iter().map(|s| if max == f64::NEG_INFINITY { 0.0 } else { (s - max).exp() }).collect();
-        let total: f64 = weights.iter().sum();
-        for (c, o) in o.iter_mut().enumerate() {
-            let acc: f64 = weights.iter().enumerate().map(|(j, w)| w * f64::from(vf[at(v.layout, [b, hh, j, c])])).sum();
-            *o = (acc / total) as f32;
+            }
+            let visible = if causal { keys.min(i + 1) } else { keys };
+            let max = row[..visible].iter().fold(f32::NEG_INFINITY, |m, &x| if m.is_nan() || x.is_nan() { f32::NAN } else { m.max(x) });
+            let mut total = 0.0f64;
+            for (j, x) in row.iter_mut().enumerate() {
+                *x = if j >= visible || max == f32::NEG_INFINITY { 0.0 } else { math::exp(*x - max) };
+                total += f64::from(*x);
+            }
+            let inv = (1.0 / total) as f32;
+            for x in row.iter_mut() {
+                *x *= inv;
+            }
+        }
+        if keys == 0 || dv == 0 {
+            o.fill(f32::NAN);
+            return;
+        }
+        // SAFETY: s is rows x keys, the view covers [keys, dv] of v, o holds rows x dv.
+        unsafe {
+            matrixmultiply::sgemm(
+                rows, keys, dv, 1.0,
+                s.as_ptr(), keys as isize, 1,
+                vf.as_ptr().add(at(vl, [b, hh, 0, 0])), vl.strides[2] as isize, vl.strides[3] as isize,
+                0.0, o.as_mut_ptr(), dv as isize, 1,
+            );
         }
     });
     Ok(())

@@ -16,10 +16,47 @@ fn load(bytes: &[u8], i: usize, size: usize) -> u32 {
     }
 }
 
+/// Contiguous conversions between f32 and f16 / bf16 through `half`'s slice conversions
+/// (vectorised where the CPU has F16C); `false` if the pair or layout is not one of them.
+fn cast_fast(src: &[u8], x: &Operand<'_>, from: DType, to: DType, dst: &mut [u8]) -> bool {
+    use half::slice::HalfFloatSliceExt;
+    use half::{bf16, f16};
+    if !x.layout.is_contiguous() {
+        return false;
+    }
+    let n = x.layout.numel();
+    let start = x.layout.offset * from.size();
+    let src = &src[start..start + n * from.size()];
+    let chunk = super::CHUNK;
+    match (from, to) {
+        (DType::F32, DType::F16) => dst.par_chunks_mut(2 * chunk).zip(src.par_chunks(4 * chunk)).for_each(|(d, s)| {
+            bytemuck::cast_slice_mut::<u8, f16>(d).convert_from_f32_slice(bytemuck::cast_slice(s));
+        }),
+        (DType::F32, DType::BF16) => dst.par_chunks_mut(2 * chunk).zip(src.par_chunks(4 * chunk)).for_each(|(d, s)| {
+            bytemuck::cast_slice_mut::<u8, bf16>(d).convert_from_f32_slice(bytemuck::cast_slice(s));
+        }),
+        (DType::F16, DType::F32) => dst.par_chunks_mut(4 * chunk).zip(src.par_chunks(2 * chunk)).for_each(|(d, s)| {
+            bytemuck::cast_slice::<u8, f16>(s).convert_to_f32_slice(bytemuck::cast_slice_mut(d));
+        }),
+        (DType::BF16, DType::F32) => dst.par_chunks_mut(4 * chunk).zip(src.par_chunks(2 * chunk)).for_each(|(d, s)| {
+            bytemuck::cast_slice::<u8, bf16>(s).convert_to_f32_slice(bytemuck::cast_slice_mut(d));
+        }),
+        _ => return false,
+    }
+    true
+}
+
 pub(super) fn cast(x: Operand<'_>, from: DType, to: DType, out: Operand<'_>) -> Result<()> {
     let xs = read_guard(x.buf)?;
     let mut os = write_guard(out.buf)?;
     let src: &[u8] = bytemuck::cast_slice(&xs);
+    {
+        let start = out.layout.offset * to.size();
+        let dst = &mut bytemuck::cast_slice_mut::<u32, u8>(&mut os)[start..start + out.layout.numel() * to.size()];
+        if cast_fast(src, &x, from, to, dst) {
+            return Ok(());
+        }
+    }
     let (in_size, out_size) = (from.size(), to.size());
     let n = out.layout.numel();
     let start = out.layout.offset * out_size;
