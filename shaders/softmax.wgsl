@@ -1,16 +1,29 @@
-// Softmax over the rows of a contiguous [rows, cols] input, one workgroup per row:
-// row maximum, then the sum of exp(x - max), then the normalised outputs.
+// Softmax over the rows of a contiguous [rows, cols] input, one workgroup per row, reading
+// the row twice: one pass keeps a running (maximum, sum of exp(x - maximum)) per invocation
+// ("online softmax"), the workgroup merges them, and a second pass writes
+// exp(x - max) / sum.
 //
 // params: [0] rows, [1] cols, [2] input offset, [3] output offset.
 
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 
-var<workgroup> scratch: array<f32, 256>;
+var<workgroup> maxima: array<f32, 256>;
+var<workgroup> sums: array<f32, 256>;
 
 fn max_nan(a: f32, b: f32) -> f32 {
     if (is_nan(a) || is_nan(b)) { return nan_f32(); }
     return max(a, b);
+}
+
+// Merge two (maximum, sum) pairs; equal maxima skip the exp, so -inf - -inf never makes NaN.
+fn merge(m1: f32, s1: f32, m2: f32, s2: f32) -> vec2<f32> {
+    let m = max_nan(m1, m2);
+    var a = s1;
+    if (m1 != m) { a = s1 * exp(m1 - m); }
+    var b = s2;
+    if (m2 != m) { b = s2 * exp(m2 - m); }
+    return vec2<f32>(m, a + b);
 }
 
 @compute @workgroup_size(256)
@@ -25,34 +38,28 @@ fn softmax_main(
     let xin = params[2] + row * cols;
     let o = params[3] + row * cols;
 
-    var m = bitcast<f32>(0xff800000u);
+    var acc = vec2<f32>(bitcast<f32>(0xff800000u), 0.0);
     if (in_range) {
         for (var j = lid; j < cols; j += 256u) {
-            m = max_nan(m, x[xin + j]);
+            acc = merge(acc.x, acc.y, x[xin + j], 1.0);
         }
     }
-    scratch[lid] = m;
+    maxima[lid] = acc.x;
+    sums[lid] = acc.y;
     workgroupBarrier();
     for (var s = 128u; s > 0u; s >>= 1u) {
-        if (lid < s) { scratch[lid] = max_nan(scratch[lid], scratch[lid + s]); }
-        workgroupBarrier();
-    }
-    m = scratch[0];
-    workgroupBarrier();
-
-    var total = 0.0;
-    if (in_range) {
-        for (var j = lid; j < cols; j += 256u) {
-            total += exp(x[xin + j] - m);
+        if (lid < s) {
+            let r = merge(maxima[lid], sums[lid], maxima[lid + s], sums[lid + s]);
+            maxima[lid] = r.x;
+            sums[lid] = r.y;
         }
-    }
-    scratch[lid] = total;
-    workgroupBarrier();
-    for (var s = 128u; s > 0u; s >>= 1u) {
-        if (lid < s) { scratch[lid] = scratch[lid] + scratch[lid + s]; }
         workgroupBarrier();
     }
-    let inv = 1.0 / scratch[0];
+    let m = maxima[0];
+    // A +inf maximum makes exp(x - max) NaN for that element, and so the whole row, as in
+    // the reference.
+    var inv = 1.0 / sums[0];
+    if (m == bitcast<f32>(0x7f800000u)) { inv = nan_f32(); }
     if (in_range) {
         for (var j = lid; j < cols; j += 256u) {
             out[o + j] = exp(x[xin + j] - m) * inv;

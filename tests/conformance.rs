@@ -231,6 +231,12 @@ fn softmax_rows_are_overflow_safe() {
         let got = read(&row.softmax().unwrap());
         let want = reference_row(&[f64::NEG_INFINITY, 0.0, 1.0, f64::NEG_INFINITY]);
         assert_close(&got, &want, 1e-5, 1e-7, &format!("softmax with -inf on {}", name(d)));
+        // A +inf or NaN makes the whole row NaN (exp(inf - inf)), a row of -inf too.
+        let specials = [1.0, f32::INFINITY, 2.0, 0.5, f32::NAN, 3.0, f32::NEG_INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY];
+        let got = read(&tensor(d, &specials, &[3, 3]).softmax().unwrap());
+        let want: Vec<f64> = specials.chunks(3).flat_map(|r| reference_row(&r.iter().map(|&v| f64::from(v)).collect::<Vec<_>>())).collect();
+        assert!(want.iter().all(|w| w.is_nan()), "the reference makes these rows NaN");
+        assert_close(&got, &want, 0.0, 0.0, &format!("softmax with +inf, NaN and all -inf on {}", name(d)));
     }
 }
 
