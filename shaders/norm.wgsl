@@ -1,6 +1,8 @@
 // Layer / RMS normalisation of the rows of a contiguous [rows, cols] input, one workgroup
-// per row: the row mean (layer norm), then the mean of squared deviations (or of squares
-// for RMS norm), then `(x - mean) * inv_std * weight + bias`, then the activation.
+// per row, reading the row twice: one pass gathers the statistics (Welford's running count,
+// mean and sum of squared deviations for layer norm, the sum of squares for RMS norm) and the
+// workgroup merges them; the second writes `(x - mean) * inv_std * weight + bias` through
+// the activation.
 //
 // params: [0] rows, [1] cols, [2] x offset, [3] out offset, [4] weight offset,
 //         [5] bias offset, [6] eps as f32 bits.
@@ -16,20 +18,9 @@ override ACT: u32 = 0u;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 
-var<workgroup> scratch: array<f32, 256>;
-
-// Sum of `v` over the workgroup, returned to every invocation.
-fn workgroup_sum(v: f32, lid: u32) -> f32 {
-    scratch[lid] = v;
-    workgroupBarrier();
-    for (var s = 128u; s > 0u; s >>= 1u) {
-        if (lid < s) { scratch[lid] = scratch[lid] + scratch[lid + s]; }
-        workgroupBarrier();
-    }
-    let total = scratch[0];
-    workgroupBarrier();
-    return total;
-}
+var<workgroup> counts: array<f32, 256>;
+var<workgroup> means: array<f32, 256>;
+var<workgroup> squares: array<f32, 256>;
 
 @compute @workgroup_size(256)
 fn norm_main(
@@ -44,22 +35,46 @@ fn norm_main(
     let o = params[3] + row * cols;
     let n = f32(cols);
 
+    // Per invocation: count, mean and sum of squared deviations (layer norm), or the sum of
+    // squares around 0 (RMS norm).
+    var cnt = 0.0;
     var mean = 0.0;
-    if (KIND == 0u) {
-        var s = 0.0;
-        if (in_range) {
-            for (var j = lid; j < cols; j += 256u) { s += x[xin + j]; }
-        }
-        mean = workgroup_sum(s, lid) / n;
-    }
-    var ss = 0.0;
+    var m2 = 0.0;
     if (in_range) {
         for (var j = lid; j < cols; j += 256u) {
-            let d = x[xin + j] - mean;
-            ss += d * d;
+            let v = x[xin + j];
+            if (KIND == 0u) {
+                cnt += 1.0;
+                let d = v - mean;
+                mean += d / cnt;
+                m2 += d * (v - mean);
+            } else {
+                m2 += v * v;
+            }
         }
     }
-    let inv = inverseSqrt(workgroup_sum(ss, lid) / n + bitcast<f32>(params[6]));
+    counts[lid] = cnt;
+    means[lid] = mean;
+    squares[lid] = m2;
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s >>= 1u) {
+        if (lid < s) {
+            let nb = counts[lid + s];
+            let na = counts[lid];
+            let total = na + nb;
+            if (KIND == 0u && nb > 0.0) {
+                let delta = means[lid + s] - means[lid];
+                means[lid] = means[lid] + delta * nb / total;
+                squares[lid] = squares[lid] + squares[lid + s] + delta * delta * na * nb / total;
+                counts[lid] = total;
+            } else if (KIND != 0u) {
+                squares[lid] = squares[lid] + squares[lid + s];
+            }
+        }
+        workgroupBarrier();
+    }
+    mean = means[0];
+    let inv = inverseSqrt(squares[0] / n + bitcast<f32>(params[6]));
     if (in_range) {
         for (var j = lid; j < cols; j += 256u) {
             var y = (x[xin + j] - mean) * inv;
