@@ -42,15 +42,10 @@ pub(super) fn attention(
         let keys = if causal { lk.min(i0 + rows) } else { lk };
         let mut s = vec![0.0f32; rows * keys.max(1)];
         if keys > 0 && d > 0 {
+            let (q_at, k_at) = (at(ql, [b, hh, i0, 0]), at(kl, [b, hh, 0, 0]));
+            let (q_strides, kt_strides) = ([ql.strides[2] as isize, ql.strides[3] as isize], [kl.strides[3] as isize, kl.strides[2] as isize]);
             // SAFETY: the views cover [rows, d] of q, [keys, d] of k and s holds rows x keys.
-            unsafe {
-                matrixmultiply::sgemm(
-                    rows, d, keys, scale,
-                    qf.as_ptr().add(at(ql, [b, hh, i0, 0])), ql.strides[2] as isize, ql.strides[3] as isize,
-                    kf.as_ptr().add(at(kl, [b, hh, 0, 0])), kl.strides[3] as isize, kl.strides[2] as isize,
-                    0.0, s.as_mut_ptr(), keys as isize, 1,
-                );
-            }
+            unsafe { super::sgemm(rows, keys, d, scale, qf.as_ptr().add(q_at), q_strides, kf.as_ptr().add(k_at), kt_strides, s.as_mut_ptr(), 1) };
         }
         for (r, row) in s.chunks_mut(keys.max(1)).enumerate().take(rows) {
             let i = i0 + r;
@@ -75,15 +70,9 @@ pub(super) fn attention(
             o.fill(f32::NAN);
             return;
         }
+        let v_strides = [vl.strides[2] as isize, vl.strides[3] as isize];
         // SAFETY: s is rows x keys, the view covers [keys, dv] of v, o holds rows x dv.
-        unsafe {
-            matrixmultiply::sgemm(
-                rows, keys, dv, 1.0,
-                s.as_ptr(), keys as isize, 1,
-                vf.as_ptr().add(at(vl, [b, hh, 0, 0])), vl.strides[2] as isize, vl.strides[3] as isize,
-                0.0, o.as_mut_ptr(), dv as isize, 1,
-            );
-        }
+        unsafe { super::sgemm(rows, dv, keys, 1.0, s.as_ptr(), [keys as isize, 1], vf.as_ptr().add(at(vl, [b, hh, 0, 0])), v_strides, o.as_mut_ptr(), 1) };
     });
     Ok(())
 }

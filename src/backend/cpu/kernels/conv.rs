@@ -1,5 +1,5 @@
-//! 2-D convolution as im2col + SGEMM per image and group (images in parallel), and 2-D
-//! pooling (channel planes in parallel).
+//! 2-D convolution as im2col + GEMM per image and group (images in parallel, or the GEMM
+//! split across threads when images are few), and 2-D pooling (channel planes in parallel).
 
 use rayon::prelude::*;
 
@@ -22,6 +22,8 @@ pub(super) fn conv2d(x: Operand<'_>, weight: Operand<'_>, bias: Option<Operand<'
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
     let (cg, og) = (g.c / g.groups, g.o / g.groups);
     let (k, cols) = (cg * g.kh * g.kw, g.oh * g.ow);
+    let threads = rayon::current_num_threads();
+    let gemm_threads = if g.n >= threads { 1 } else { threads };
     of.par_chunks_mut((g.o * cols).max(1)).enumerate().for_each(|(nb, image)| {
         let mut col = vec![0.0f32; k * cols];
         for grp in 0..g.groups {
@@ -47,9 +49,7 @@ pub(super) fn conv2d(x: Operand<'_>, weight: Operand<'_>, bias: Option<Operand<'
             let w_group = &wf[grp * og * k..(grp + 1) * og * k];
             let c_group = &mut image[grp * og * cols..(grp + 1) * og * cols];
             // SAFETY: the slices hold og x k, k x cols and og x cols row-major matrices.
-            unsafe {
-                matrixmultiply::sgemm(og, k, cols, 1.0, w_group.as_ptr(), k as isize, 1, col.as_ptr(), cols as isize, 1, 0.0, c_group.as_mut_ptr(), cols as isize, 1);
-            }
+            unsafe { super::sgemm(og, cols, k, 1.0, w_group.as_ptr(), [k as isize, 1], col.as_ptr(), [cols as isize, 1], c_group.as_mut_ptr(), gemm_threads) };
         }
         if bf.is_some() || act.is_some() {
             for (oc, row) in image.chunks_mut(cols.max(1)).enumerate() {

@@ -1,4 +1,5 @@
-//! Matmul: `matrixmultiply`'s SGEMM on blocks of rows of each batch, in parallel.
+//! Matmul: the `gemm` crate per batch, batches in parallel (or one product split across the
+//! threads when batches are few), with the bias / activation epilogue per block of rows.
 
 use rayon::prelude::*;
 
@@ -6,9 +7,6 @@ use super::{out_words, read_guard, write_guard};
 use crate::layout::Layout;
 use crate::ops::{Operand, UnaryOp};
 use crate::Result;
-
-/// Rows of C per parallel task (at least; fewer tasks than threads is not worth splitting).
-const MIN_ROWS: usize = 64;
 
 /// Offset of batch entry `index` in a layout whose last two dimensions are the matrix.
 fn batch_offset(layout: &Layout, mut index: usize) -> usize {
@@ -21,12 +19,12 @@ fn batch_offset(layout: &Layout, mut index: usize) -> usize {
     off
 }
 
-/// A raw pointer that may cross threads (each task reads or writes its own rows).
+/// A raw pointer that may cross threads (tasks only read through it).
 #[derive(Clone, Copy)]
-struct SendPtr<T>(*const T);
-// SAFETY: only used for disjoint row blocks (writes) or shared reads.
-unsafe impl<T> Send for SendPtr<T> {}
-unsafe impl<T> Sync for SendPtr<T> {}
+struct SendPtr(*const f32);
+// SAFETY: shared reads of memory that outlives the tasks.
+unsafe impl Send for SendPtr {}
+unsafe impl Sync for SendPtr {}
 
 /// `act(row + bias)` over the rows of a block of C, while it is in cache.
 fn epilogue(rows: &mut [f32], n: usize, bias: Option<&[f32]>, act: Option<UnaryOp>) {
@@ -54,40 +52,19 @@ pub(super) fn matmul(a: Operand<'_>, b: Operand<'_>, bias: Option<Operand<'_>>, 
         return Ok(());
     }
     let r = a.layout.shape.len();
-    let (rsa, csa) = (a.layout.strides[r - 2], a.layout.strides[r - 1] as isize);
-    let (rsb, csb) = (b.layout.strides[r - 2] as isize, b.layout.strides[r - 1] as isize);
+    let a_strides = [a.layout.strides[r - 2] as isize, a.layout.strides[r - 1] as isize];
+    let b_strides = [b.layout.strides[r - 2] as isize, b.layout.strides[r - 1] as isize];
     let threads = rayon::current_num_threads();
-    let rows_per_task = m.div_ceil(threads).max(MIN_ROWS).min(m.max(1));
+    let batches = of.len() / (m * n).max(1);
+    let inner_threads = if batches >= threads { 1 } else { threads };
     let (pa, pb) = (SendPtr(af.as_ptr()), SendPtr(bf.as_ptr()));
-    // Tasks: (batch, block of rows), each owning its rows of C.
-    of.par_chunks_mut(m * n).enumerate().for_each(|(bi, c)| {
+    of.par_chunks_mut((m * n).max(1)).enumerate().for_each(|(bi, c)| {
         let (ao, bo) = (batch_offset(a.layout, bi), batch_offset(b.layout, bi));
-        c.par_chunks_mut(rows_per_task * n).enumerate().for_each(|(blk, rows)| {
-            let row0 = blk * rows_per_task;
-            let (pa, pb) = (pa, pb);
-            // SAFETY: every index the GEMM touches lies inside the layouts' extents, which the
-            // op layer derived from tensors whose views lie inside their buffers; `rows` holds
-            // `rows.len() / n` full rows of C.
-            unsafe {
-                matrixmultiply::sgemm(
-                    rows.len() / n,
-                    k,
-                    n,
-                    1.0,
-                    pa.0.add(ao + row0 * rsa),
-                    rsa as isize,
-                    csa,
-                    pb.0.add(bo),
-                    rsb,
-                    csb,
-                    0.0,
-                    rows.as_mut_ptr(),
-                    n as isize,
-                    1,
-                );
-            }
-            epilogue(rows, n, bias, act);
-        });
+        let (pa, pb) = (pa, pb);
+        // SAFETY: every index the GEMM touches lies inside the layouts' extents, which the op
+        // layer derived from tensors whose views lie inside their buffers; `c` is m x n.
+        unsafe { super::sgemm(m, n, k, 1.0, pa.0.add(ao), a_strides, pb.0.add(bo), b_strides, c.as_mut_ptr(), inner_threads) };
+        c.par_chunks_mut(64 * n.max(1)).for_each(|rows| epilogue(rows, n, bias, act));
     });
     Ok(())
 }

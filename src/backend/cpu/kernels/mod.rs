@@ -1,7 +1,7 @@
 //! CPU kernels for the op catalogue, one file per op family. Work is split into chunks that
 //! rayon runs in parallel (sequentially where there are no threads, as in plain wasm).
 //! Elementwise math runs in f32 through the ops' own scalar definitions; reductions and
-//! softmax accumulate in f64; matmul uses `matrixmultiply` per block of rows.
+//! softmax accumulate in f64; matmul, convolution and attention use the `gemm` crate.
 
 mod attention;
 mod conv;
@@ -11,6 +11,20 @@ mod math;
 mod matmul;
 mod norm;
 mod reduce;
+
+/// `C = scale * A @ B` for row-major `C` (`m x n`, leading dimension `n`) and strided `A`
+/// (`m x k`) and `B` (`k x n`), on the `gemm` crate. `threads > 1` splits the product itself
+/// (for callers not already running in parallel).
+///
+/// # Safety
+/// Every element the strides reach must lie inside the pointed-to memory, and `c` must hold
+/// `m * n` elements.
+#[allow(clippy::too_many_arguments)]
+unsafe fn sgemm(m: usize, n: usize, k: usize, scale: f32, a: *const f32, [a_rs, a_cs]: [isize; 2], b: *const f32, [b_rs, b_cs]: [isize; 2], c: *mut f32, threads: usize) {
+    let parallelism = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+    // dst := alpha * dst + beta * lhs * rhs, with dst not read.
+    gemm::gemm(m, n, k, c, 1, n as isize, false, a, a_cs, a_rs, b, b_cs, b_rs, 0.0, scale, false, false, false, parallelism);
+}
 
 use super::{read_guard, write_guard};
 use crate::layout::{Access, Layout};
