@@ -123,7 +123,9 @@ pub struct BenchResult {
     pub name: String,
     /// Shapes or sizes of the inputs.
     pub shape: String,
-    /// Median wall time of one launch (of the whole chain for `chain`), in seconds.
+    /// Median time of one launch (of the whole chain for `chain`), in seconds: device time
+    /// between fences where the backend has device timers (cuda), else host time around
+    /// submit and wait (host time to record and submit for `chain`).
     pub median_s: f64,
     /// Achieved rate in `unit`.
     pub rate: f64,
@@ -147,6 +149,8 @@ pub struct Report {
     pub config: BenchConfig,
     /// Measured ceilings.
     pub ceilings: Ceilings,
+    /// The clock behind the medians: `device` (fence timers) or `host`.
+    pub timer: &'static str,
     /// One entry per case, in run order.
     pub results: Vec<BenchResult>,
 }
@@ -190,7 +194,7 @@ pub fn run(device: &Device, config: &BenchConfig, progress: &mut dyn FnMut(&str)
         results.push(measure_case(device, config, &case, &ceilings)?);
     }
     let info = device.info();
-    Ok(Report { device: info.name.clone(), backend: info.backend.to_string(), config: config.clone(), ceilings, results })
+    Ok(Report { device: info.name.clone(), backend: info.backend.to_string(), config: config.clone(), ceilings, timer: timer(device)?, results })
 }
 
 /// Measure the copy bandwidth and the arithmetic ceiling of `device`.
@@ -542,14 +546,26 @@ fn median_seconds(queue: &Queue, config: &BenchConfig, case: &Case) -> Result<f6
     Ok(median(&mut samples))
 }
 
-/// Host seconds to record `n` launches, submit them and wait for the fence.
+/// Seconds to run `n` launches: device time between a fence before and one after them where
+/// the backend has device timers, else host time to record, submit and wait.
 fn time_launches(queue: &Queue, n: usize, launch: &dyn Fn(&Queue) -> Result<()>) -> Result<f64> {
+    let before = queue.submit()?;
     let start = Instant::now();
     for _ in 0..n {
         launch(queue)?;
     }
-    queue.submit()?.wait_blocking()?;
-    Ok(start.elapsed().as_secs_f64())
+    let after = queue.submit()?;
+    after.wait_blocking()?;
+    let host = start.elapsed().as_secs_f64();
+    Ok(after.elapsed_since(&before).map_or(host, |d| d.as_secs_f64()))
+}
+
+/// Which clock [`time_launches`] uses on `device`.
+fn timer(device: &Device) -> Result<&'static str> {
+    let q = device.queue();
+    let (a, b) = (q.submit()?, q.submit()?);
+    b.wait_blocking()?;
+    Ok(if b.elapsed_since(&a).is_ok() { "device" } else { "host" })
 }
 
 /// Host seconds to record one launch and submit it, not counting the wait for the device

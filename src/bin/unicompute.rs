@@ -119,7 +119,7 @@ fn run_bench(args: &BenchArgs) -> Result<()> {
     if args.json {
         return print_json(&BenchJson { device: info, report });
     }
-    println!("{}\n\n{}", report.ceilings, report.table());
+    println!("{}\ntimer:          {} clock, medians after warm-up\n\n{}", report.ceilings, report.timer, report.table());
     Ok(())
 }
 
