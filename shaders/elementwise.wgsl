@@ -6,15 +6,17 @@
 // Op codes are `UnaryOp::code` and `BinaryOp::code` in src/ops/elementwise.rs.
 // A_MODE / B_MODE say how an operand is addressed: 0 strided (general), 1 contiguous,
 // 2 a contiguous block repeated with the given period (a row broadcast over leading dims).
+// STORE (prepended: f32, or f16 on adapters with shader-f16) is the dtype in memory; the
+// math runs in f32.
 
 override OP: u32 = 0u;
 override ACT: u32 = 0u;
 override A_MODE: u32 = 0u;
 override B_MODE: u32 = 0u;
 
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> y: array<f32>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<STORE>;
+@group(0) @binding(2) var<storage, read> y: array<STORE>;
+@group(0) @binding(3) var<storage, read_write> out: array<STORE>;
 
 fn pow_(a: f32, b: f32) -> f32 {
     if (b == 0.0 || a == 1.0) {
@@ -76,7 +78,7 @@ fn unary_main(
     if (i >= params[0]) {
         return;
     }
-    out[params[2] + i] = unary_op(OP, x[operand_offset(A_MODE, i, 11u, 29u)]);
+    out[params[2] + i] = to_store(unary_op(OP, f32(x[operand_offset(A_MODE, i, 11u, 29u)])));
 }
 
 @compute @workgroup_size(256)
@@ -91,5 +93,5 @@ fn binary_main(
     }
     let ai = operand_offset(A_MODE, i, 11u, 29u);
     let bi = operand_offset(B_MODE, i, 20u, 30u);
-    out[params[2] + i] = unary_op(ACT, binary_op(OP, x[ai], y[bi]));
+    out[params[2] + i] = to_store(unary_op(ACT, binary_op(OP, f32(x[ai]), f32(y[bi]))));
 }

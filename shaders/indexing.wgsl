@@ -34,30 +34,6 @@ fn f16_to_f32(h: u32) -> f32 {
     return bitcast<f32>(sign | ((e + 112u) << 23u) | (m << 13u));
 }
 
-// f32 -> f16 bits, rounding to nearest even; overflow gives inf, NaN stays NaN.
-fn f32_to_f16(f: f32) -> u32 {
-    let x = bitcast<u32>(f);
-    let sign = (x >> 16u) & 0x8000u;
-    let a = x & 0x7fffffffu;
-    if (a > 0x7f800000u) { return sign | 0x7e00u; }
-    if (a >= 0x477ff000u) { return sign | 0x7c00u; } // >= 65520 rounds to inf
-    if (a < 0x38800000u) {
-        // Below the smallest normal f16 (2^-14): a subnormal in units of 2^-24, or zero.
-        if (a <= 0x33000000u) { return sign; }
-        let e = a >> 23u;
-        let m = (a & 0x7fffffu) | 0x800000u;
-        let shift = 126u - e;
-        let q = m >> shift;
-        let rem = m & ((1u << shift) - 1u);
-        let half = 1u << (shift - 1u);
-        return sign | select(q, q + 1u, rem > half || (rem == half && (q & 1u) == 1u));
-    }
-    let b = a - 0x38000000u; // exponent rebiased from 127 to 15
-    let q = b >> 13u;
-    let rem = b & 0x1fffu;
-    return sign | select(q, q + 1u, rem > 0x1000u || (rem == 0x1000u && (q & 1u) == 1u));
-}
-
 // f32 -> bf16 bits, rounding to nearest even; NaN stays NaN.
 fn f32_to_bf16(f: f32) -> u32 {
     let x = bitcast<u32>(f);

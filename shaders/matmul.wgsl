@@ -3,7 +3,9 @@
 // registers. K advances in steps of TK through workgroup memory.
 //
 // The tile configuration is a named variant (`MATMUL_VARIANTS` in
-// src/backend/webgpu/ops.rs): its `const TM / TN / RM / RN` are prepended to this file.
+// src/backend/webgpu/ops.rs): its `const TM / TN / RM / RN` are prepended to this file, as
+// is STORE, the dtype of A, B, C and the bias in memory (f32, or f16 on adapters with
+// shader-f16); tiles and accumulators are f32.
 //
 // params: [0] M, [1] N, [2] K, [3] batch rank, [4] first batch of this dispatch,
 //         [5] A offset, [6] A row stride, [7] A column stride,
@@ -21,10 +23,10 @@ const WX: u32 = TN / RN;
 const WY: u32 = TM / RM;
 const THREADS: u32 = WX * WY;
 
-@group(0) @binding(1) var<storage, read> a: array<f32>;
-@group(0) @binding(2) var<storage, read> b: array<f32>;
-@group(0) @binding(3) var<storage, read_write> c: array<f32>;
-@group(0) @binding(4) var<storage, read> bias: array<f32>;
+@group(0) @binding(1) var<storage, read> a: array<STORE>;
+@group(0) @binding(2) var<storage, read> b: array<STORE>;
+@group(0) @binding(3) var<storage, read_write> c: array<STORE>;
+@group(0) @binding(4) var<storage, read> bias: array<STORE>;
 
 var<workgroup> a_tile: array<f32, TK * TM>; // [k][m]
 var<workgroup> b_tile: array<f32, TK * TN>; // [k][n]
@@ -65,7 +67,7 @@ fn matmul_main(
             let ak = e % TK;
             var av = 0.0;
             if (row0 + am < m && k0 + ak < k) {
-                av = a[a_base + (row0 + am) * params[6] + (k0 + ak) * params[7]];
+                av = f32(a[a_base + (row0 + am) * params[6] + (k0 + ak) * params[7]]);
             }
             a_tile[ak * TM + am] = av;
         }
@@ -75,7 +77,7 @@ fn matmul_main(
             let bn = e % TN;
             var bv = 0.0;
             if (k0 + bk < k && col0 + bn < n) {
-                bv = b[b_base + (k0 + bk) * params[9] + (col0 + bn) * params[10]];
+                bv = f32(b[b_base + (k0 + bk) * params[9] + (col0 + bn) * params[10]]);
             }
             b_tile[bk * TN + bn] = bv;
         }
@@ -100,8 +102,8 @@ fn matmul_main(
             let col = col0 + tx * RN + j;
             if (r < m && col < n) {
                 var v = acc[i * RN + j];
-                if (HAS_BIAS) { v += bias[params[30] + col]; }
-                c[c_base + r * n + col] = unary_op(ACT, v);
+                if (HAS_BIAS) { v += f32(bias[params[30] + col]); }
+                c[c_base + r * n + col] = to_store(unary_op(ACT, v));
             }
         }
     }

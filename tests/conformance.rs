@@ -781,6 +781,11 @@ fn ops_on_16_bit_floats_compute_in_f32_and_round_once() {
             let norm = read(&at.layer_norm(NormParams::default()).unwrap().cast(DType::F32).unwrap());
             let want: Vec<f64> = a.chunks(k).flat_map(|r| NormKind::Layer.reference_row(&r.iter().map(|&v| f64::from(v)).collect::<Vec<_>>(), 1e-5)).collect();
             assert_close(&norm, &want, tol, tol, &what("layer norm"));
+            // Results round to nearest even once, overflowing to inf (f16) like `half`.
+            let big = tensor(d, &[60000.0, 1e-4, -3.0], &[3]).cast(dtype).unwrap();
+            let doubled = read(&big.add(&big).unwrap().cast(DType::F32).unwrap());
+            let want: Vec<f64> = [60000.0f32, 1e-4, -3.0].iter().map(|&v| f64::from(round(round(round(v) + round(v))))).collect();
+            assert_close(&doubled, &want, 0.0, 0.0, &what("rounding of x + x"));
             // Mixing float dtypes is an error that names both.
             let e = at.add(&tensor(d, &a, &[m, k])).unwrap_err();
             assert_eq!(e.code(), "DTYPE", "{e}");

@@ -146,6 +146,16 @@ impl BackendDevice {
         }
     }
 
+    /// Whether f16 tensors can be read and written directly by the elementwise and matmul
+    /// kernels (webgpu adapters with `shader-f16`); elsewhere ops widen them to f32 first.
+    pub fn native_f16(&self) -> bool {
+        match self {
+            #[cfg(feature = "webgpu")]
+            BackendDevice::WebGpu(d) => d.device.features().contains(wgpu::Features::SHADER_F16),
+            _ => false,
+        }
+    }
+
     /// Whether fresh allocations come zero-filled (CUDA's do not).
     pub fn allocations_are_zeroed(&self) -> bool {
         match self {

@@ -3,7 +3,7 @@
 
 use num_traits::Float;
 
-use super::{Lift, OpCall};
+use super::{native_f16, Lift, OpCall};
 use crate::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -213,14 +213,18 @@ impl BinaryOp {
 /// `op(x)` elementwise, recorded on `queue`. `x` may be any strided view; the result is
 /// contiguous (f16 / bf16 inputs compute in f32, see the dtype notes of the crate).
 pub fn unary(queue: &Queue, op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+    if native_f16(queue, &[x]) {
+        return unary_in(queue, op, x, DType::F16);
+    }
     let lift = Lift::of(op.name(), &[x])?;
-    lift.down(queue, unary_f32(queue, op, &lift.up(queue, x)?)?)
+    lift.down(queue, unary_in(queue, op, &lift.up(queue, x)?, DType::F32)?)
 }
 
-fn unary_f32(queue: &Queue, op: UnaryOp, x: &Tensor) -> Result<Tensor> {
-    check_f32(queue, op.name(), x)?;
-    let out = Tensor::uninit(queue, x.shape(), DType::F32)?;
-    queue.run_op(OpCall::Unary { op, x: x.operand(), out: out.operand() })?;
+/// `op(x)` with `x` and the result stored as `dtype` (f32, or native f16).
+fn unary_in(queue: &Queue, op: UnaryOp, x: &Tensor, dtype: DType) -> Result<Tensor> {
+    check_dtype(queue, op.name(), x, dtype)?;
+    let out = Tensor::uninit(queue, x.shape(), dtype)?;
+    queue.run_op(OpCall::Unary { op, x: x.operand(), out: out.operand(), dtype })?;
     Ok(out)
 }
 
@@ -235,19 +239,35 @@ pub fn binary_act(queue: &Queue, op: BinaryOp, act: UnaryOp, a: &Tensor, b: &Ten
 }
 
 fn binary_fused(queue: &Queue, op: BinaryOp, act: Option<UnaryOp>, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if native_f16(queue, &[a, b]) {
+        return binary_in(queue, op, act, a, b, DType::F16);
+    }
     let lift = Lift::of(op.name(), &[a, b])?;
-    lift.down(queue, binary_fused_f32(queue, op, act, &lift.up(queue, a)?, &lift.up(queue, b)?)?)
+    lift.down(queue, binary_in(queue, op, act, &lift.up(queue, a)?, &lift.up(queue, b)?, DType::F32)?)
 }
 
-fn binary_fused_f32(queue: &Queue, op: BinaryOp, act: Option<UnaryOp>, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    check_f32(queue, op.name(), a)?;
-    check_f32(queue, op.name(), b)?;
+/// `act(op(a, b))` with the operands and the result stored as `dtype` (f32, or native f16).
+fn binary_in(queue: &Queue, op: BinaryOp, act: Option<UnaryOp>, a: &Tensor, b: &Tensor, dtype: DType) -> Result<Tensor> {
+    check_dtype(queue, op.name(), a, dtype)?;
+    check_dtype(queue, op.name(), b, dtype)?;
     let shape = broadcast_shapes(op.name(), a.shape(), b.shape())?;
     check_rank(op.name(), &shape)?;
     let (a, b) = (a.broadcast_to(&shape)?, b.broadcast_to(&shape)?);
-    let out = Tensor::uninit(queue, &shape, DType::F32)?;
-    queue.run_op(OpCall::Binary { op, act, a: a.operand(), b: b.operand(), out: out.operand() })?;
+    let out = Tensor::uninit(queue, &shape, dtype)?;
+    queue.run_op(OpCall::Binary { op, act, a: a.operand(), b: b.operand(), out: out.operand(), dtype })?;
     Ok(out)
+}
+
+/// Error unless `t` holds `dtype` (f32 or native f16) on the queue's device.
+fn check_dtype(queue: &Queue, op: &'static str, t: &Tensor, dtype: DType) -> Result<()> {
+    if dtype == DType::F32 {
+        return check_f32(queue, op, t);
+    }
+    queue.device().check_same(t.device(), op)?;
+    if t.dtype() != dtype {
+        return Err(Error::DType { op, expected: dtype.to_string(), got: t.dtype().to_string() });
+    }
+    Ok(())
 }
 
 /// Error unless `t` holds f32 (the dtype of the math ops) on the queue's device.

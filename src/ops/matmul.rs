@@ -2,7 +2,7 @@
 //! and the fused linear layer (matmul + bias + activation in the kernel's epilogue).
 
 use super::elementwise::check_f32;
-use super::{Lift, OpCall, UnaryOp};
+use super::{native_f16, Lift, OpCall, UnaryOp};
 use crate::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Device, Error, Queue, Result, Tensor};
 
@@ -39,14 +39,27 @@ pub fn linear(queue: &Queue, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>,
 }
 
 fn matmul_epilogue(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>, variant: Option<&'static str>) -> Result<Tensor> {
-    let lift = Lift::of(op, &[Some(a), Some(b), bias].into_iter().flatten().collect::<Vec<_>>())?;
+    let inputs: Vec<&Tensor> = [Some(a), Some(b), bias].into_iter().flatten().collect();
+    if native_f16(queue, &inputs) {
+        return matmul_in(queue, op, a, b, bias, act, variant, DType::F16);
+    }
+    let lift = Lift::of(op, &inputs)?;
     let bias = bias.map(|t| lift.up(queue, t)).transpose()?;
-    lift.down(queue, matmul_epilogue_f32(queue, op, &lift.up(queue, a)?, &lift.up(queue, b)?, bias.as_ref(), act, variant)?)
+    lift.down(queue, matmul_in(queue, op, &lift.up(queue, a)?, &lift.up(queue, b)?, bias.as_ref(), act, variant, DType::F32)?)
 }
 
-fn matmul_epilogue_f32(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>, variant: Option<&'static str>) -> Result<Tensor> {
-    check_f32(queue, op, a)?;
-    check_f32(queue, op, b)?;
+/// The product with every operand and the result stored as `dtype` (f32, or native f16).
+#[allow(clippy::too_many_arguments)]
+fn matmul_in(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>, variant: Option<&'static str>, dtype: DType) -> Result<Tensor> {
+    for t in [Some(a), Some(b), bias].into_iter().flatten() {
+        queue.device().check_same(t.device(), op)?;
+    }
+    if dtype == DType::F32 {
+        check_f32(queue, op, a)?;
+    }
+    if dtype == DType::F32 {
+        check_f32(queue, op, b)?;
+    }
     let (ra, rb) = (a.rank(), b.rank());
     if ra < 2 || rb < 2 {
         return Err(Error::shape(
@@ -64,7 +77,9 @@ fn matmul_epilogue_f32(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, 
     }
     let bias = match bias {
         Some(t) => {
-            check_f32(queue, op, t)?;
+            if dtype == DType::F32 {
+                check_f32(queue, op, t)?;
+            }
             if t.shape() != [n] {
                 return Err(Error::shape(op, format!("bias has shape {:?}: expected [{n}] (the output columns)", t.shape())));
             }
@@ -77,10 +92,10 @@ fn matmul_epilogue_f32(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, 
     check_rank(op, &with(m, n))?;
     let a = a.broadcast_to(&with(m, k))?;
     let b = b.broadcast_to(&with(k, n))?;
-    let out = Tensor::uninit(queue, &with(m, n), DType::F32)?;
+    let out = Tensor::uninit(queue, &with(m, n), dtype)?;
     if out.numel() > 0 {
         let bias = bias.as_ref().map(Tensor::operand);
-        queue.run_op(OpCall::Matmul { a: a.operand(), b: b.operand(), bias, act, out: out.operand(), m, n, k, variant })?;
+        queue.run_op(OpCall::Matmul { a: a.operand(), b: b.operand(), bias, act, out: out.operand(), m, n, k, variant, dtype })?;
     }
     Ok(out)
 }

@@ -33,10 +33,12 @@ pub(crate) struct Operand<'a> {
 
 /// A validated op launch. Outputs are always contiguous and freshly allocated.
 pub(crate) enum OpCall<'a> {
-    /// `out = op(x)`; `x` is strided with the output's shape.
-    Unary { op: UnaryOp, x: Operand<'a>, out: Operand<'a> },
+    /// `out = op(x)`; `x` is strided with the output's shape. `dtype` is the storage dtype of
+    /// `x` and `out`: f32, or f16 where the backend has native f16 storage
+    /// ([`BackendDevice::native_f16`](crate::backend::BackendDevice::native_f16)).
+    Unary { op: UnaryOp, x: Operand<'a>, out: Operand<'a>, dtype: DType },
     /// `out = act(op(a, b))`; `a` and `b` are already broadcast (stride 0) to the output shape.
-    Binary { op: BinaryOp, act: Option<UnaryOp>, a: Operand<'a>, b: Operand<'a>, out: Operand<'a> },
+    Binary { op: BinaryOp, act: Option<UnaryOp>, a: Operand<'a>, b: Operand<'a>, out: Operand<'a>, dtype: DType },
     /// Copy any 4-byte dtype from a strided view into a view of the same shape (contiguous,
     /// or a non-overlapping strided view such as a slice of a larger tensor).
     Copy { x: Operand<'a>, out: Operand<'a> },
@@ -90,6 +92,8 @@ pub(crate) enum OpCall<'a> {
         n: usize,
         k: usize,
         variant: Option<&'static str>,
+        /// Storage dtype of every operand, as for `Unary`.
+        dtype: DType,
     },
 }
 
@@ -129,6 +133,12 @@ impl Lift {
             _ => Ok(t),
         }
     }
+}
+
+/// Whether an op on `inputs` can run on their 16-bit storage directly (f16 on a backend with
+/// native f16 storage), skipping the [`Lift`].
+pub(crate) fn native_f16(queue: &Queue, inputs: &[&Tensor]) -> bool {
+    inputs.iter().all(|t| t.dtype() == DType::F16) && queue.device().shared.backend.native_f16()
 }
 
 /// `t` widened to f32 if it is a 16-bit float, else `t` itself.

@@ -234,7 +234,10 @@ fn operand(o: &Operand<'_>) -> Result<u64> {
 
 pub(crate) fn run_op(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, call: OpCall<'_>) -> Result<()> {
     match call {
-        OpCall::Unary { op, x, out } => {
+        OpCall::Unary { dtype, .. } | OpCall::Binary { dtype, .. } | OpCall::Matmul { dtype, .. } if dtype != crate::DType::F32 => {
+            Err(Error::Device(format!("internal: the cuda kernels compute on f32 storage, not {dtype}")))
+        }
+        OpCall::Unary { op, x, out, .. } => {
             let access = x.layout.access();
             let n = out.layout.numel();
             let f = dev.builtin(kernel(
@@ -252,7 +255,7 @@ pub(crate) fn run_op(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, call: OpCal
             };
             q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
         }
-        OpCall::Binary { op, act, a, b, out } => {
+        OpCall::Binary { op, act, a, b, out, .. } => {
             let (a_access, b_access) = (a.layout.access(), b.layout.access());
             let n = out.layout.numel();
             let defines = vec![
@@ -391,7 +394,7 @@ pub(crate) fn run_op(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, call: OpCal
             held.extend(mask.iter().map(|o| o.buf));
             q.launch_builtin(dev, &f, ((b * h * lq).clamp(1, 65_535) as u32, 1, 1), (64, 1, 1), &pointers, &p, &held)
         }
-        OpCall::Matmul { a, b, bias, act, out, m, n, k, variant } => {
+        OpCall::Matmul { a, b, bias, act, out, m, n, k, variant, .. } => {
             let precision = queue.device().shared.options.matmul_precision;
             if variant == Some("cublas") && !blas::available() {
                 return Err(Error::Unsupported { backend: crate::BackendKind::Cuda, what: "matmul variant `cublas`: libcublas was not found".into() });

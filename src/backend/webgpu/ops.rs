@@ -3,20 +3,29 @@
 
 use std::sync::Arc;
 
-use super::pipelines::{Builtin, ShaderFile};
+use super::pipelines::{Builtin, ShaderFile, STORE_F16, STORE_F32};
 use super::queue::{Bind, GpuQueue};
 use super::GpuDevice;
 use crate::buffer::BufferInner;
 use crate::device::Init;
 use crate::layout::{Layout, MAX_RANK};
 use crate::ops::{Conv2dGeometry, OpCall, Operand, ReduceOp, UnaryOp};
-use crate::{Error, Queue, Result};
+use crate::{DType, Error, Queue, Result};
 
 /// Elements each reduction workgroup combines per pass (256 threads x 4).
 const REDUCE_CHUNK: usize = 1024;
 
 pub(crate) fn builtin(file: ShaderFile, entry: &'static str, constants: Vec<(&'static str, u32)>) -> Builtin {
-    Builtin { file, entry, constants, variant: "" }
+    Builtin { file, entry, constants, variant: Vec::new() }
+}
+
+/// The storage-dtype declarations of elementwise.wgsl / matmul.wgsl for `dtype`.
+fn store(dev: &GpuDevice, dtype: DType) -> Result<&'static str> {
+    match dtype {
+        DType::F32 => Ok(STORE_F32),
+        DType::F16 if dev.device.features().contains(wgpu::Features::SHADER_F16) => Ok(STORE_F16),
+        other => Err(Error::Device(format!("internal: no {other} storage for the elementwise and matmul kernels on this adapter"))),
+    }
 }
 
 /// A tile configuration of matmul.wgsl.
@@ -104,24 +113,25 @@ fn elementwise_params(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> Result<Vec<
 
 pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<'_>) -> Result<()> {
     match call {
-        OpCall::Unary { op, x, out } => {
+        OpCall::Unary { op, x, out, dtype } => {
             check_binding(dev, &x)?;
             check_binding(dev, &out)?;
             let access = x.layout.access();
-            let pipeline = dev.builtin(builtin(ShaderFile::Elementwise, "unary_main", vec![("OP", op.code()), ("A_MODE", access.code())]));
+            let constants = vec![("OP", op.code()), ("A_MODE", access.code())];
+            let pipeline = dev.builtin(Builtin { variant: vec![store(dev, dtype)?], ..builtin(ShaderFile::Elementwise, "unary_main", constants) });
             let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
             let mut params = elementwise_params(&out, &[&x])?;
             params.resize(29, 0);
             params.extend([u32_of("period", access.period())?, 0]);
             q.dispatch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (3, Bind::Mem(out.buf))], grid)
         }
-        OpCall::Binary { op, act, a, b, out } => {
+        OpCall::Binary { op, act, a, b, out, dtype } => {
             for o in [&a, &b, &out] {
                 check_binding(dev, o)?;
             }
             let (a_access, b_access) = (a.layout.access(), b.layout.access());
             let constants = vec![("OP", op.code()), ("ACT", act.map_or(0, |f| f.code())), ("A_MODE", a_access.code()), ("B_MODE", b_access.code())];
-            let pipeline = dev.builtin(builtin(ShaderFile::Elementwise, "binary_main", constants));
+            let pipeline = dev.builtin(Builtin { variant: vec![store(dev, dtype)?], ..builtin(ShaderFile::Elementwise, "binary_main", constants) });
             let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
             let binds = [(1, Bind::Mem(a.buf)), (2, Bind::Mem(b.buf)), (3, Bind::Mem(out.buf))];
             let mut params = elementwise_params(&out, &[&a, &b])?;
@@ -267,7 +277,7 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             let binds = [(1, Bind::Mem(query.buf)), (2, Bind::Mem(key.buf)), (3, Bind::Mem(value.buf)), (4, mask_bind), (5, Bind::Mem(out.buf))];
             q.dispatch(dev, pipeline, &params, &binds, grid_1d(dev, (b * h * lq) as u64)?)
         }
-        OpCall::Matmul { a, b, bias, act, out, m, n, k, variant } => matmul(q, dev, [a, b, out], bias, act, [m, n, k], variant),
+        OpCall::Matmul { a, b, bias, act, out, m, n, k, variant, dtype } => matmul(q, dev, [a, b, out], bias, act, [m, n, k], (variant, dtype)),
     }
 }
 
@@ -342,7 +352,7 @@ fn matmul(
     bias: Option<Operand<'_>>,
     act: Option<UnaryOp>,
     [m, n, k]: [usize; 3],
-    variant: Option<&str>,
+    (variant, dtype): (Option<&str>, DType),
 ) -> Result<()> {
     let variant = matmul_variant(variant, m, n)?;
     for o in [&a, &b, &out] {
@@ -384,7 +394,7 @@ fn matmul(
     }
     let batches = out.layout.numel() / (m * n);
     let constants = vec![("HAS_BIAS", u32::from(bias.is_some())), ("ACT", act.map_or(0, |f| f.code()))];
-    let pipeline = dev.builtin(Builtin { file: ShaderFile::Matmul, entry: "matmul_main", constants, variant: variant.constants });
+    let pipeline = dev.builtin(Builtin { file: ShaderFile::Matmul, entry: "matmul_main", constants, variant: vec![store(dev, dtype)?, variant.constants] });
     let binds = [(1, Bind::Mem(a.buf)), (2, Bind::Mem(b.buf)), (3, Bind::Mem(out.buf)), (4, bias.as_ref().map_or(Bind::SpareRead, |o| Bind::Mem(o.buf)))];
     let mut first = 0;
     while first < batches {

@@ -10,6 +10,10 @@ use crate::signal::lock;
 const COMMON: &str = include_str!("../../../shaders/common.wgsl");
 /// Activation functions, prepended to the files that apply one.
 const ACTIVATION: &str = include_str!("../../../shaders/activation.wgsl");
+/// Storage dtype of the kernels that read and write `array<STORE>` (elementwise, matmul):
+/// f32, or f16 (adapters with `shader-f16`), loaded into f32 and stored rounded to nearest even.
+pub(crate) const STORE_F32: &str = "alias STORE = f32;\nfn to_store(v: f32) -> STORE { return v; }";
+pub(crate) const STORE_F16: &str = "enable f16;\nalias STORE = f16;\nfn to_store(v: f32) -> STORE { return f16(unpack2x16float(f32_to_f16(v)).x); }";
 
 /// The shader files of the op families.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -42,11 +46,11 @@ impl ShaderFile {
         }
     }
 
-    /// The full WGSL: the prelude, the shared parts the file needs, the variant's constants
-    /// (`variant`, e.g. a matmul tile configuration), then the file.
-    fn full_source(self, variant: &str) -> String {
+    /// The full WGSL: the variant's declarations (`enable` directives must come first), the
+    /// prelude, the shared parts the file needs, then the file.
+    fn full_source(self, variant: &[&str]) -> String {
         let activation = if matches!(self, ShaderFile::Elementwise | ShaderFile::Norm | ShaderFile::Matmul | ShaderFile::Conv) { ACTIVATION } else { "" };
-        format!("{COMMON}\n{activation}\n{variant}\n{}", self.source())
+        format!("{}\n{COMMON}\n{activation}\n{}", variant.join("\n"), self.source())
     }
 }
 
@@ -57,13 +61,14 @@ pub(crate) struct Builtin {
     pub entry: &'static str,
     /// Override constants (name, value); values are small integers or booleans.
     pub constants: Vec<(&'static str, u32)>,
-    /// WGSL `const` declarations prepended to the file (a named variant), or "".
-    pub variant: &'static str,
+    /// WGSL declarations prepended to the file: a storage dtype ([`STORE_F32`] /
+    /// [`STORE_F16`]), a matmul tile configuration; empty for most kernels.
+    pub variant: Vec<&'static str>,
 }
 
 #[derive(Default)]
 pub(crate) struct PipelineCache {
-    modules: Mutex<HashMap<(ShaderFile, &'static str), wgpu::ShaderModule>>,
+    modules: Mutex<HashMap<(ShaderFile, Vec<&'static str>), wgpu::ShaderModule>>,
     pipelines: Mutex<HashMap<Builtin, wgpu::ComputePipeline>>,
 }
 
@@ -73,9 +78,9 @@ impl PipelineCache {
             return p.clone();
         }
         let module = lock(&self.modules)
-            .entry((kernel.file, kernel.variant))
+            .entry((kernel.file, kernel.variant.clone()))
             .or_insert_with(|| {
-                let source = kernel.file.full_source(kernel.variant);
+                let source = kernel.file.full_source(&kernel.variant);
                 device.create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some(kernel.entry),
                     source: wgpu::ShaderSource::Wgsl(source.into()),
@@ -102,10 +107,14 @@ mod tests {
 
     #[test]
     fn every_builtin_shader_validates() {
-        let files = [ShaderFile::Elementwise, ShaderFile::Copy, ShaderFile::Reduce, ShaderFile::Softmax, ShaderFile::Norm, ShaderFile::Indexing, ShaderFile::Scan, ShaderFile::Attention, ShaderFile::Conv];
-        let matmuls = super::super::ops::MATMUL_VARIANTS.iter().map(|v| (ShaderFile::Matmul, v.constants));
-        for (file, variant) in files.into_iter().map(|f| (f, "")).chain(matmuls) {
-            let source = file.full_source(variant);
+        let files = [ShaderFile::Copy, ShaderFile::Reduce, ShaderFile::Softmax, ShaderFile::Norm, ShaderFile::Indexing, ShaderFile::Scan, ShaderFile::Attention, ShaderFile::Conv];
+        let mut cases: Vec<(ShaderFile, Vec<&str>)> = files.into_iter().map(|f| (f, vec![])).collect();
+        for store in [STORE_F32, STORE_F16] {
+            cases.push((ShaderFile::Elementwise, vec![store]));
+            cases.extend(super::super::ops::MATMUL_VARIANTS.iter().map(|v| (ShaderFile::Matmul, vec![store, v.constants])));
+        }
+        for (file, variant) in cases {
+            let source = file.full_source(&variant);
             let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{file:?}: {}", e.emit_to_string(&source)));
             naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
                 .validate(&module)

@@ -29,7 +29,7 @@ unsafe fn sgemm(m: usize, n: usize, k: usize, scale: f32, a: *const f32, [a_rs, 
 use super::{read_guard, write_guard};
 use crate::layout::{Access, Layout};
 use crate::ops::{OpCall, Operand};
-use crate::Result;
+use crate::{DType, Error, Result};
 
 /// Elements per parallel task: large enough to amortise scheduling, small enough to balance.
 const CHUNK: usize = 1 << 15;
@@ -37,8 +37,11 @@ const CHUNK: usize = 1 << 15;
 /// Run one op to completion.
 pub(crate) fn run_op(call: OpCall<'_>) -> Result<()> {
     match call {
-        OpCall::Unary { op, x, out } => elementwise::unary(op, x, out),
-        OpCall::Binary { op, act, a, b, out } => elementwise::binary(op, act, a, b, out),
+        OpCall::Unary { dtype, .. } | OpCall::Binary { dtype, .. } | OpCall::Matmul { dtype, .. } if dtype != DType::F32 => {
+            Err(Error::Device(format!("internal: the cpu kernels compute on f32 storage, not {dtype}")))
+        }
+        OpCall::Unary { op, x, out, .. } => elementwise::unary(op, x, out),
+        OpCall::Binary { op, act, a, b, out, .. } => elementwise::binary(op, act, a, b, out),
         OpCall::Copy { x, out } => elementwise::copy(x, out),
         OpCall::Cast { x, from, to, out } => indexing::cast(x, from, to, out),
         OpCall::Where { cond, cond_dtype, a, b, out } => indexing::where_(cond, cond_dtype, a, b, out),
