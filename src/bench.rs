@@ -56,7 +56,7 @@ const MAX_INFLIGHT_BYTES: u64 = 512 << 20;
 /// Ops run when [`BenchConfig::ops`] is empty.
 pub const DEFAULT_OPS: &[&str] =
     &[
-        "relu", "exp", "gelu", "add", "mul", "add_bcast", "mul_bcast", "add_relu", "sum", "sum_last", "softmax", "layer_norm", "cast_f16", "matmul",
+        "relu", "exp", "gelu", "add", "mul", "add_bcast", "mul_bcast", "add_relu", "sum", "sum_last", "softmax", "layer_norm", "cast_f16", "add_f16", "matmul",
         "linear", "attention", "conv2d", "chain", "chain_done",
     ];
 
@@ -230,6 +230,8 @@ enum Kind {
     LayerNorm,
     /// f32 -> f16 conversion.
     CastF16,
+    /// Elementwise add of f16 tensors.
+    AddF16,
     /// `relu(x @ w + bias)`, square.
     Linear,
     /// Attention of [`ATTENTION`] size.
@@ -249,6 +251,7 @@ fn parse_kind(name: &str) -> Result<Kind> {
         "softmax" => Some(Kind::Softmax),
         "layer_norm" => Some(Kind::LayerNorm),
         "cast_f16" => Some(Kind::CastF16),
+        "add_f16" => Some(Kind::AddF16),
         "linear" => Some(Kind::Linear),
         "attention" => Some(Kind::Attention),
         "conv2d" => Some(Kind::Conv2d),
@@ -274,7 +277,7 @@ fn parse_kind(name: &str) -> Result<Kind> {
     kind.ok_or_else(|| {
         Error::Invalid(format!(
             "unknown bench op `{name}`: expected a unary, binary or reduction op name, <binary>_bcast, <binary>_<unary>, \
-             <reduction>_last, softmax, layer_norm, cast_f16, matmul, matmul@<variant>, linear, attention, conv2d, chain or chain_done \
+             <reduction>_last, softmax, layer_norm, cast_f16, add_f16, matmul, matmul@<variant>, linear, attention, conv2d, chain or chain_done \
              (defaults: {})",
             DEFAULT_OPS.join(", ")
         ))
@@ -424,6 +427,10 @@ fn build_case(device: &Device, config: &BenchConfig, name: &str, kind: Kind) -> 
         Kind::CastF16 => {
             let x = input(device, &[n])?;
             (format!("[{n}] f32 -> f16"), Work::Bytes(6 * n as u64), 2 * n as u64, Box::new(move |q| indexing::cast(q, &x, DType::F16).map(drop)))
+        }
+        Kind::AddF16 => {
+            let (a, b) = (input(device, &[n])?.cast(DType::F16)?, input(device, &[n])?.cast(DType::F16)?);
+            (format!("[{n}] + [{n}] f16"), Work::Bytes(6 * n as u64), 2 * n as u64, Box::new(move |q| elementwise::binary(q, BinaryOp::Add, &a, &b).map(drop)))
         }
         Kind::Linear => {
             let e = config.matmul_edge;
