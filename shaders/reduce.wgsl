@@ -2,7 +2,9 @@
 // workgroup reduces one chunk of one row to a partial; later passes reduce the partials
 // ([rows, chunks] with inner = 1) until one value per row is left. Each thread first
 // combines a few elements, then the workgroup combines its 256 partials as a tree, so sums
-// are nearly pairwise (error grows with log n, not n).
+// are nearly pairwise (error grows with log n, not n). `workgroup_combine` comes from
+// reduce_tree.wgsl or, where the adapter has subgroup operations, reduce_subgroups.wgsl,
+// prepended by src/backend/webgpu/ops.rs.
 //
 // params: [0] outer, [1] len, [2] inner, [3] chunk length, [4] chunks per row,
 //         [5] input offset, [6] output offset, [7] scale as f32 bits (1/len for a final mean).
@@ -16,9 +18,6 @@ override FIRST: bool = true;
 @group(0) @binding(2) var<storage, read> xi: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<storage, read_write> outi: array<u32>;
-
-var<workgroup> sv: array<f32, 256>;
-var<workgroup> si: array<u32, 256>;
 
 fn identity() -> f32 {
     switch OP {
@@ -81,23 +80,13 @@ fn reduce_main(
             combine(&acc, &ai, x[at], vi);
         }
     }
-    sv[lid] = acc;
-    si[lid] = ai;
-    workgroupBarrier();
-    for (var s = 128u; s > 0u; s >>= 1u) {
-        if (lid < s) {
-            var a = sv[lid];
-            var i = si[lid];
-            combine(&a, &i, sv[lid + s], si[lid + s]);
-            sv[lid] = a;
-            si[lid] = i;
-        }
-        workgroupBarrier();
-    }
+    // Invocation 0 gets the workgroup's result (reduce_tree.wgsl, or reduce_subgroups.wgsl
+    // where the adapter has subgroup operations).
+    let r = workgroup_combine(acc, ai, lid);
     if (in_range && lid == 0u) {
-        out[params[6] + g] = sv[0] * bitcast<f32>(params[7]);
+        out[params[6] + g] = r.value * bitcast<f32>(params[7]);
         if (OP == 4u) {
-            outi[params[6] + g] = si[0];
+            outi[params[6] + g] = r.index;
         }
     }
 }

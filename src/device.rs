@@ -183,11 +183,14 @@ pub struct DeviceOptions {
     pub poison_uninitialized: bool,
     /// Lowest precision f32 matmuls may compute in (inputs and outputs stay f32).
     pub matmul_precision: MatmulPrecision,
+    /// Use subgroup (warp) operations in reductions where the adapter has them; off to compare
+    /// or to work around a driver.
+    pub use_subgroups: bool,
 }
 
 impl Default for DeviceOptions {
     fn default() -> Self {
-        DeviceOptions { pool_cache_limit: 1 << 30, poison_uninitialized: false, matmul_precision: MatmulPrecision::F32 }
+        DeviceOptions { pool_cache_limit: 1 << 30, poison_uninitialized: false, matmul_precision: MatmulPrecision::F32, use_subgroups: true }
     }
 }
 

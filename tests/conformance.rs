@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{assert_close, devices, gather, name, random, read, tensor};
+use common::{assert_close, devices, devices_and_variants, gather, name, random, read, tensor};
 use unicompute::ops::{self, softmax::reference_row};
 use unicompute::ops::{AttentionParams, Conv2dParams, NormKind, NormParams, Pool2dParams, PoolKind};
 use unicompute::{BinaryOp, DType, ReduceOp, Tensor, UnaryOp};
@@ -109,7 +109,7 @@ fn fused_binary_activation_matches_two_steps() {
 #[test]
 fn nan_and_inf_propagate() {
     let specials = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1.5, -2.5];
-    for d in devices() {
+    for d in &devices_and_variants() {
         let x = tensor(d, &specials, &[5]);
         for op in [UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Exp, UnaryOp::Relu, UnaryOp::Sqrt, UnaryOp::Tanh, UnaryOp::Sigmoid, UnaryOp::Log] {
             let got = read(&x.unary(op).unwrap());
@@ -162,7 +162,7 @@ fn reductions_over_each_axis_and_all() {
     let cases: &[(&[usize], Option<usize>)] =
         &[(&[1], None), (&[1000], None), (&[3, 1025, 5], Some(0)), (&[3, 1025, 5], Some(1)), (&[3, 1025, 5], Some(2)), (&[7, 3000], Some(1)), (&[4099], Some(0)),
           (&[100_003], None), (&[2, 70_001], Some(1)), (&[40_000, 3], Some(0)), (&[5, 2, 37], Some(2))];
-    for d in devices() {
+    for d in &devices_and_variants() {
         let q = d.queue();
         for (k, op) in ReduceOp::ALL.into_iter().enumerate() {
             for (c, &(shape, axis)) in cases.iter().enumerate() {
@@ -184,7 +184,7 @@ fn reductions_over_each_axis_and_all() {
 
 #[test]
 fn argmax_picks_first_maximum_and_nan() {
-    for d in devices() {
+    for d in &devices_and_variants() {
         let x = [1.0f32, 5.0, 3.0, 5.0, 2.0, 0.0, f32::NAN, 9.0];
         let t = tensor(d, &x, &[2, 4]);
         let rows = t.reduce(ReduceOp::Argmax, Some(1)).unwrap().to_vec_blocking::<u32>().unwrap();
@@ -205,7 +205,7 @@ fn sum_of_2_pow_24_elements_is_accurate() {
     let n = 1 << 24;
     let x = random(99, n, 0.0, 1.0);
     let want: f64 = x.iter().map(|&v| f64::from(v)).sum();
-    for d in devices() {
+    for d in &devices_and_variants() {
         let got = read(&tensor(d, &x, &[n]).sum(None).unwrap())[0];
         let rel = (f64::from(got) - want).abs() / want;
         assert!(rel < 1e-5, "sum of 2^24 on {}: {got} vs {want}, relative error {rel:e}", name(d));

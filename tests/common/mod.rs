@@ -44,6 +44,17 @@ pub fn webgpu() -> Option<&'static Device> {
     devices().iter().find(|d| d.backend() == BackendKind::WebGpu)
 }
 
+/// [`devices`], plus the webgpu device opened again without subgroup operations (so both
+/// reduction paths run where the adapter has subgroups).
+pub fn devices_and_variants() -> Vec<Device> {
+    let mut all = devices().to_vec();
+    if webgpu().is_some_and(|d| d.info().features.subgroups) {
+        let options = DeviceOptions { poison_uninitialized: true, use_subgroups: false, ..DeviceOptions::default() };
+        all.extend(Device::open_with(BackendChoice::Backend(BackendKind::WebGpu), options).ok());
+    }
+    all
+}
+
 /// The cuda device, if there is one.
 pub fn cuda() -> Option<&'static Device> {
     devices().iter().find(|d| d.backend() == BackendKind::Cuda)

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::pipelines::{Builtin, ShaderFile, STORE_F16, STORE_F32};
+use super::pipelines::{Builtin, ShaderFile, REDUCE_WITH_SUBGROUPS, REDUCE_WITH_TREE, STORE_F16, STORE_F32};
 use super::queue::{Bind, GpuQueue};
 use super::GpuDevice;
 use crate::buffer::BufferInner;
@@ -298,6 +298,7 @@ fn reduce(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, op: ReduceOp, x: Operand
     check_binding(dev, &out)?;
     let argmax = op == ReduceOp::Argmax;
     let scale = if op == ReduceOp::Mean { 1.0 / len as f32 } else { 1.0 };
+    let subgroups = queue.device().shared.options.use_subgroups && dev.device.features().contains(wgpu::Features::SUBGROUP);
     // The current pass's input: values (and, after the first pass, argmax indices).
     let mut values = x.buf.clone();
     let mut indices: Option<Arc<BufferInner>> = None;
@@ -327,7 +328,9 @@ fn reduce(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, op: ReduceOp, x: Operand
             (if last { scale } else { 1.0 }).to_bits(),
         ];
         let first = indices.is_none();
-        let pipeline = dev.builtin(builtin(ShaderFile::Reduce, "reduce_main", vec![("OP", op.code()), ("FIRST", first as u32)]));
+        let constants = vec![("OP", op.code()), ("FIRST", first as u32)];
+        let combine = if subgroups { REDUCE_WITH_SUBGROUPS.to_vec() } else { REDUCE_WITH_TREE.to_vec() };
+        let pipeline = dev.builtin(Builtin { variant: combine, ..builtin(ShaderFile::Reduce, "reduce_main", constants) });
         let binds = [
             (1, Bind::Mem(&values)),
             (2, indices.as_ref().map_or(Bind::SpareRead, Bind::Mem)),

@@ -10,6 +10,15 @@ use crate::signal::lock;
 const COMMON: &str = include_str!("../../../shaders/common.wgsl");
 /// Activation functions, prepended to the files that apply one.
 const ACTIVATION: &str = include_str!("../../../shaders/activation.wgsl");
+/// The workgroup combination step of reduce.wgsl: a tree in workgroup memory, or subgroup
+/// operations (where the adapter has them) with the tree for argmax.
+const REDUCE_TREE: &str = include_str!("../../../shaders/reduce_tree.wgsl");
+pub(crate) const REDUCE_WITH_TREE: [&str; 2] =
+    [REDUCE_TREE, "fn workgroup_combine(acc: f32, ai: u32, lid: u32) -> Combined { return tree_combine(acc, ai, lid); }"];
+/// (naga takes subgroup builtins without an `enable subgroups;` directive and rejects the
+/// directive; browsers will want it, which the wasm build has to add.)
+pub(crate) const REDUCE_WITH_SUBGROUPS: [&str; 2] = [REDUCE_TREE, include_str!("../../../shaders/reduce_subgroups.wgsl")];
+
 /// Storage dtype of the kernels that read and write `array<STORE>` (elementwise, matmul):
 /// f32, or f16 (adapters with `shader-f16`), loaded into f32 and stored rounded to nearest even.
 pub(crate) const STORE_F32: &str = "alias STORE = f32;\nfn to_store(v: f32) -> STORE { return v; }";
@@ -107,8 +116,10 @@ mod tests {
 
     #[test]
     fn every_builtin_shader_validates() {
-        let files = [ShaderFile::Copy, ShaderFile::Reduce, ShaderFile::Softmax, ShaderFile::Norm, ShaderFile::Indexing, ShaderFile::Scan, ShaderFile::Attention, ShaderFile::Conv];
+        let files = [ShaderFile::Copy, ShaderFile::Softmax, ShaderFile::Norm, ShaderFile::Indexing, ShaderFile::Scan, ShaderFile::Attention, ShaderFile::Conv];
         let mut cases: Vec<(ShaderFile, Vec<&str>)> = files.into_iter().map(|f| (f, vec![])).collect();
+        cases.push((ShaderFile::Reduce, REDUCE_WITH_TREE.to_vec()));
+        cases.push((ShaderFile::Reduce, REDUCE_WITH_SUBGROUPS.to_vec()));
         for store in [STORE_F32, STORE_F16] {
             cases.push((ShaderFile::Elementwise, vec![store]));
             cases.extend(super::super::ops::MATMUL_VARIANTS.iter().map(|v| (ShaderFile::Matmul, vec![store, v.constants])));

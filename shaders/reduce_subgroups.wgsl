@@ -1,0 +1,33 @@
+// Workgroup combination for reduce.wgsl with subgroup operations (the adapter's `subgroups`
+// feature): each subgroup reduces in registers, one invocation per subgroup stores the partial,
+// and invocation 0 combines the few partials. Argmax keeps the tree (it carries indices).
+// subgroupMax / subgroupMin leave NaN handling to the implementation, so NaN is tracked
+// with subgroupAny.
+
+var<workgroup> partials: array<f32, 256>;
+var<workgroup> slots: atomic<u32>;
+
+fn workgroup_combine(acc: f32, ai: u32, lid: u32) -> Combined {
+    if (OP == 4u) {
+        return tree_combine(acc, ai, lid);
+    }
+    if (lid == 0u) { atomicStore(&slots, 0u); }
+    workgroupBarrier();
+    var v: f32;
+    switch OP {
+        case 0u, 1u: { v = subgroupAdd(acc); }
+        case 2u: { v = subgroupMax(acc); }
+        default: { v = subgroupMin(acc); }
+    }
+    if (subgroupAny(is_nan(acc))) { v = nan_f32(); }
+    // The first active invocation of each subgroup (exclusive prefix count 0) stores.
+    if (subgroupExclusiveAdd(1u) == 0u) { partials[atomicAdd(&slots, 1u)] = v; }
+    workgroupBarrier();
+    var total = partials[0];
+    var index = 0u;
+    if (lid == 0u) {
+        let n = atomicLoad(&slots);
+        for (var s = 1u; s < n; s++) { combine(&total, &index, partials[s], 0u); }
+    }
+    return Combined(total, index);
+}
