@@ -23,8 +23,8 @@ const WX: u32 = TN / RN;
 const WY: u32 = TM / RM;
 const THREADS: u32 = WX * WY;
 
-@group(0) @binding(1) var<storage, read> a: array<STORE>;
-@group(0) @binding(2) var<storage, read> b: array<STORE>;
+// A and B (bindings 1 and 2) and the tile loads come from matmul_loads_scalar.wgsl, or
+// matmul_loads_vec4.wgsl when both operands are rows of whole vec4s (prepended, see ops.rs).
 @group(0) @binding(3) var<storage, read_write> c: array<STORE>;
 @group(0) @binding(4) var<storage, read> bias: array<STORE>;
 
@@ -61,26 +61,7 @@ fn matmul_main(
 
     var acc: array<f32, RM * RN>;
     for (var k0 = 0u; k0 < k; k0 += TK) {
-        // A tile: TM rows x TK, k fastest so contiguous rows load together.
-        for (var e = lid; e < TK * TM; e += THREADS) {
-            let am = e / TK;
-            let ak = e % TK;
-            var av = 0.0;
-            if (row0 + am < m && k0 + ak < k) {
-                av = f32(a[a_base + (row0 + am) * params[6] + (k0 + ak) * params[7]]);
-            }
-            a_tile[ak * TM + am] = av;
-        }
-        // B tile: TK x TN columns, columns fastest.
-        for (var e = lid; e < TK * TN; e += THREADS) {
-            let bk = e / TN;
-            let bn = e % TN;
-            var bv = 0.0;
-            if (k0 + bk < k && col0 + bn < n) {
-                bv = f32(b[b_base + (k0 + bk) * params[9] + (col0 + bn) * params[10]]);
-            }
-            b_tile[bk * TN + bn] = bv;
-        }
+        load_tiles(a_base, b_base, row0, col0, k0, lid);
         workgroupBarrier();
         for (var kk = 0u; kk < TK; kk++) {
             var ar: array<f32, RM>;

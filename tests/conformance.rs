@@ -275,6 +275,9 @@ fn matmul_2d_batched_and_broadcast() {
         MatmulCase { batch_a: &[], batch_b: &[], m: 128, n: 64, k: 256 },
         MatmulCase { batch_a: &[3], batch_b: &[3], m: 33, n: 19, k: 17 },
         MatmulCase { batch_a: &[4], batch_b: &[], m: 9, n: 70, k: 31 },
+        // Rows of whole vec4s (k and n multiples of 4): the webgpu vec4 tile loads.
+        MatmulCase { batch_a: &[3], batch_b: &[3], m: 33, n: 20, k: 12 },
+        MatmulCase { batch_a: &[2], batch_b: &[], m: 5, n: 8, k: 16 },
     ];
     for d in devices() {
         // The default choice, then every named kernel variant of the backend.

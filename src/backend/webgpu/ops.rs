@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::pipelines::{Builtin, ShaderFile, REDUCE_WITH_SUBGROUPS, REDUCE_WITH_TREE, STORE_F16, STORE_F32};
+use super::pipelines::{Builtin, ShaderFile, MATMUL_LOADS_SCALAR, MATMUL_LOADS_VEC4, REDUCE_WITH_SUBGROUPS, REDUCE_WITH_TREE, STORE_F16, STORE_F32};
 use super::queue::{Bind, GpuQueue};
 use super::GpuDevice;
 use crate::buffer::BufferInner;
@@ -397,7 +397,12 @@ fn matmul(
     }
     let batches = out.layout.numel() / (m * n);
     let constants = vec![("HAS_BIAS", u32::from(bias.is_some())), ("ACT", act.map_or(0, |f| f.code()))];
-    let pipeline = dev.builtin(Builtin { file: ShaderFile::Matmul, entry: "matmul_main", constants, variant: vec![store(dev, dtype)?, variant.constants] });
+    // vec4 tile loads when every vec4 lies inside one row of A (along k) and of B (along n).
+    let rows_of_vec4 = |o: &Operand<'_>, inner: usize| {
+        o.layout.strides[r - 1] == 1 && inner % 4 == 0 && o.layout.offset % 4 == 0 && o.layout.strides[..r - 1].iter().all(|s| s % 4 == 0)
+    };
+    let loads = if rows_of_vec4(&a, k) && rows_of_vec4(&b, n) { MATMUL_LOADS_VEC4 } else { MATMUL_LOADS_SCALAR };
+    let pipeline = dev.builtin(Builtin { file: ShaderFile::Matmul, entry: "matmul_main", constants, variant: vec![store(dev, dtype)?, variant.constants, loads] });
     let binds = [(1, Bind::Mem(a.buf)), (2, Bind::Mem(b.buf)), (3, Bind::Mem(out.buf)), (4, bias.as_ref().map_or(Bind::SpareRead, |o| Bind::Mem(o.buf)))];
     let mut first = 0;
     while first < batches {

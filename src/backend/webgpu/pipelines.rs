@@ -19,6 +19,10 @@ pub(crate) const REDUCE_WITH_TREE: [&str; 2] =
 /// directive; browsers will want it, which the wasm build has to add.)
 pub(crate) const REDUCE_WITH_SUBGROUPS: [&str; 2] = [REDUCE_TREE, include_str!("../../../shaders/reduce_subgroups.wgsl")];
 
+/// Tile loads of matmul.wgsl: one element at a time (any strides), or vec4 loads.
+pub(crate) const MATMUL_LOADS_SCALAR: &str = include_str!("../../../shaders/matmul_loads_scalar.wgsl");
+pub(crate) const MATMUL_LOADS_VEC4: &str = include_str!("../../../shaders/matmul_loads_vec4.wgsl");
+
 /// Storage dtype of the kernels that read and write `array<STORE>` (elementwise, matmul):
 /// f32, or f16 (adapters with `shader-f16`), loaded into f32 and stored rounded to nearest even.
 pub(crate) const STORE_F32: &str = "alias STORE = f32;\nfn to_store(v: f32) -> STORE { return v; }";
@@ -122,7 +126,9 @@ mod tests {
         cases.push((ShaderFile::Reduce, REDUCE_WITH_SUBGROUPS.to_vec()));
         for store in [STORE_F32, STORE_F16] {
             cases.push((ShaderFile::Elementwise, vec![store]));
-            cases.extend(super::super::ops::MATMUL_VARIANTS.iter().map(|v| (ShaderFile::Matmul, vec![store, v.constants])));
+            for loads in [MATMUL_LOADS_SCALAR, MATMUL_LOADS_VEC4] {
+                cases.extend(super::super::ops::MATMUL_VARIANTS.iter().map(|v| (ShaderFile::Matmul, vec![store, v.constants, loads])));
+            }
         }
         for (file, variant) in cases {
             let source = file.full_source(&variant);
