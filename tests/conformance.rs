@@ -795,3 +795,48 @@ fn ops_on_16_bit_floats_compute_in_f32_and_round_once() {
         }
     }
 }
+
+/// Every other op on f16 and bf16 inputs gives its f32 result rounded once: compared with the
+/// same op on f32 tensors holding the same (16-bit representable) values.
+#[test]
+fn every_op_accepts_16_bit_floats() {
+    use unicompute::{bf16, f16};
+    type Case = (&'static str, Box<dyn Fn(&[&Tensor]) -> unicompute::Result<Tensor>>);
+    let cases: Vec<Case> = vec![
+        ("rms_norm", Box::new(|t: &[&Tensor]| t[0].rms_norm(NormParams { weight: Some(t[1]), ..Default::default() }))),
+        ("sum", Box::new(|t: &[&Tensor]| t[0].sum(Some(1)))),
+        ("argmax", Box::new(|t: &[&Tensor]| t[0].reduce(ReduceOp::Argmax, Some(1)))),
+        ("cumsum", Box::new(|t: &[&Tensor]| t[0].cumsum(1))),
+        ("concat", Box::new(|t: &[&Tensor]| Tensor::concat(&[t[0], t[0]], 1))),
+        ("gather", Box::new(|t: &[&Tensor]| t[0].gather(1, &Tensor::from_slice(t[0].device(), &[3u32, 0, 7], &[3])?))),
+        ("where", Box::new(|t: &[&Tensor]| t[0].select(t[0], &t[0].unary(UnaryOp::Neg)?))),
+        ("attention", Box::new(|t: &[&Tensor]| {
+            let q = t[0].reshape(&[1, 2, 4, 8])?;
+            q.attention(&q, &q, AttentionParams { causal: true, ..Default::default() })
+        })),
+        ("conv2d", Box::new(|t: &[&Tensor]| t[0].reshape(&[1, 2, 4, 8])?.conv2d(&t[2], Conv2dParams { padding: [1, 1], ..Default::default() }))),
+        ("max_pool2d", Box::new(|t: &[&Tensor]| t[0].reshape(&[1, 2, 4, 8])?.pool2d(PoolKind::Max, Pool2dParams { kernel: [2, 2], stride: None, padding: [0, 0] }))),
+    ];
+    for d in devices() {
+        for dtype in [DType::F16, DType::BF16] {
+            let round = |v: f32| if dtype == DType::F16 { f16::from_f32(v).to_f32() } else { bf16::from_f32(v).to_f32() };
+            let tol = if dtype == DType::F16 { 2e-3 } else { 1.6e-2 };
+            let data: Vec<Vec<f32>> = [(1600, 64), (1601, 8), (1602, 3 * 2 * 9)].iter().map(|&(seed, n)| random(seed, n, -1.0, 1.0).into_iter().map(round).collect()).collect();
+            let shapes: [&[usize]; 3] = [&[8, 8], &[8], &[3, 2, 3, 3]];
+            let wide: Vec<Tensor> = data.iter().zip(shapes).map(|(v, s)| tensor(d, v, s)).collect();
+            let narrow: Vec<Tensor> = wide.iter().map(|t| t.cast(dtype).unwrap()).collect();
+            for (op, f) in &cases {
+                let want_t = f(&wide.iter().collect::<Vec<_>>()).unwrap();
+                let got_t = f(&narrow.iter().collect::<Vec<_>>()).unwrap_or_else(|e| panic!("{op} in {dtype} on {}: {e}", name(d)));
+                let what = format!("{op} in {dtype} on {}", name(d));
+                if want_t.dtype() == DType::U32 {
+                    assert_eq!(got_t.to_vec_blocking::<u32>().unwrap(), want_t.to_vec_blocking::<u32>().unwrap(), "{what}");
+                    continue;
+                }
+                assert_eq!(got_t.dtype(), dtype, "{what}: result dtype");
+                let want: Vec<f64> = read(&want_t).into_iter().map(|v| f64::from(round(v))).collect();
+                assert_close(&read(&got_t.cast(DType::F32).unwrap()), &want, tol, tol, &what);
+            }
+        }
+    }
+}
