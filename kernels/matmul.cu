@@ -49,13 +49,17 @@ extern "C" __global__ void __launch_bounds__(256) matmul_main(const float* __res
         const float* bb = b + batch_offset(batch, p, p.b_batch);
         float acc[4][4] = {};
         for (IDX k0 = 0; k0 < k; k0 += KSTEP) {
-            // 256 threads load the 16x64 slices of A (transposed) and B, four elements each.
+            // 256 threads load the 64x16 slice of A (k fastest, so a row-major A reads
+            // consecutive addresses) and the 16x64 slice of B (columns fastest), four each.
             for (u32 e = tid; e < KSTEP * TILE; e += 256) {
-                const u32 kk = e / TILE, mm = e % TILE;
+                const u32 kk = e % KSTEP, mm = e / KSTEP;
                 const IDX r = row0 + mm, kr = k0 + kk;
                 at[kk][mm] = (r < m && kr < k) ? ab[r * (IDX)p.a_row + kr * (IDX)p.a_col] : 0.0f;
-                const IDX cc = col0 + mm;
-                bt[kk][mm] = (cc < n && kr < k) ? bb[kr * (IDX)p.b_row + cc * (IDX)p.b_col] : 0.0f;
+            }
+            for (u32 e = tid; e < KSTEP * TILE; e += 256) {
+                const u32 kk = e / TILE, nn = e % TILE;
+                const IDX kr = k0 + kk, cc = col0 + nn;
+                bt[kk][nn] = (cc < n && kr < k) ? bb[kr * (IDX)p.b_row + cc * (IDX)p.b_col] : 0.0f;
             }
             __syncthreads();
 #pragma unroll

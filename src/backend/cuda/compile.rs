@@ -128,9 +128,11 @@ fn supported_archs() -> Vec<i32> {
     }
 }
 
-/// Options of every compilation for `arch`.
+/// Options of every compilation for `arch`. No contraction of `a * b + c` into fused
+/// multiply-adds, so results agree with the other backends (kernels call `fmaf` where they
+/// want one).
 pub(crate) fn base_options(arch: &str) -> Vec<String> {
-    vec![format!("--gpu-architecture={arch}"), "--std=c++17".into()]
+    vec![format!("--gpu-architecture={arch}"), "--std=c++17".into(), "--fmad=false".into()]
 }
 
 /// Why a compilation produced no cubin.
@@ -260,6 +262,7 @@ pub(crate) fn every_builtin() -> Vec<Builtin> {
     use crate::ops::{BinaryOp, ReduceOp, UnaryOp};
     let b = |file, entry, defines: &[(&'static str, String)]| Builtin { file, entry, defines: defines.to_vec() };
     let mut all = Vec::new();
+    let flag = |name: &'static str, on: bool| (name, u32::from(on).to_string());
     for idx in ["unsigned int", "unsigned long long"] {
         let idx = ("IDX", idx.to_string());
         for op in UnaryOp::ALL {
@@ -268,14 +271,17 @@ pub(crate) fn every_builtin() -> Vec<Builtin> {
             }
         }
         for op in BinaryOp::ALL {
-            all.push(b(KernelFile::Elementwise, "binary_main", &[("OP", op.code().to_string()), ("ACT", "14".into()), ("A_MODE", "0".into()), ("B_MODE", "2".into()), idx.clone()]));
+            for (act, a_mode, b_mode) in [("0", "1", "1"), ("14", "0", "2"), ("11", "2", "0")] {
+                let defines = [("OP", op.code().to_string()), ("ACT", act.into()), ("A_MODE", a_mode.into()), ("B_MODE", b_mode.into()), idx.clone()];
+                all.push(b(KernelFile::Elementwise, "binary_main", &defines));
+            }
         }
-        for contiguous in ["0", "1"] {
-            all.push(b(KernelFile::Copy, "copy_main", &[("OUT_CONTIGUOUS", contiguous.into()), idx.clone()]));
+        for contiguous in [false, true] {
+            all.push(b(KernelFile::Copy, "copy_main", &[flag("OUT_CONTIGUOUS", contiguous), idx.clone()]));
         }
         for op in ReduceOp::ALL {
-            for first in 0..2 {
-                all.push(b(KernelFile::Reduce, "reduce_rows", &[("OP", op.code().to_string()), ("FIRST", first.to_string()), idx.clone()]));
+            for first in [false, true] {
+                all.push(b(KernelFile::Reduce, "reduce_rows", &[("OP", op.code().to_string()), flag("FIRST", first), idx.clone()]));
             }
             all.push(b(KernelFile::Reduce, "reduce_cols", &[("OP", op.code().to_string()), idx.clone()]));
         }
@@ -285,19 +291,22 @@ pub(crate) fn every_builtin() -> Vec<Builtin> {
                 all.push(b(KernelFile::Indexing, "cast_main", &[("FROM", from.to_string()), ("TO", to.to_string()), idx.clone()]));
             }
         }
-        all.push(b(KernelFile::Indexing, "where_main", &[("COND_F32", "1".into()), idx.clone()]));
-        all.push(b(KernelFile::Indexing, "gather_main", &[("SIGNED", "1".into()), idx.clone()]));
+        for on in [false, true] {
+            all.push(b(KernelFile::Indexing, "where_main", &[flag("COND_F32", on), idx.clone()]));
+            all.push(b(KernelFile::Indexing, "gather_main", &[flag("SIGNED", on), idx.clone()]));
+            all.push(b(KernelFile::Attention, "attention_main", &[flag("HAS_MASK", on), idx.clone()]));
+            let act = ("ACT", if on { "12" } else { "0" }.to_string());
+            for kind in 0..2 {
+                all.push(b(KernelFile::Norm, "norm_main", &[("KIND", kind.to_string()), act.clone(), flag("HAS_WEIGHT", on), flag("HAS_BIAS", on), idx.clone()]));
+            }
+            all.push(b(KernelFile::Matmul, "matmul_main", &[flag("HAS_BIAS", on), act.clone(), idx.clone()]));
+            all.push(b(KernelFile::Matmul, "bias_act_main", &[flag("HAS_BIAS", on), ("ACT", "11".into()), idx.clone()]));
+            all.push(b(KernelFile::Conv, "conv2d_main", &[flag("HAS_BIAS", on), act, idx.clone()]));
+        }
         all.push(b(KernelFile::Scan, "cumsum_main", &[idx.clone()]));
-        all.push(b(KernelFile::Attention, "attention_main", &[("HAS_MASK", "1".into()), idx.clone()]));
-        all.push(b(KernelFile::Conv, "conv2d_main", &[("HAS_BIAS", "1".into()), ("ACT", "14".into()), idx.clone()]));
         for pool in 0..2 {
             all.push(b(KernelFile::Conv, "pool2d_main", &[("POOL", pool.to_string()), idx.clone()]));
         }
-        for kind in 0..2 {
-            all.push(b(KernelFile::Norm, "norm_main", &[("KIND", kind.to_string()), ("ACT", "12".into()), ("HAS_WEIGHT", "1".into()), ("HAS_BIAS", "1".into()), idx.clone()]));
-        }
-        all.push(b(KernelFile::Matmul, "matmul_main", &[("HAS_BIAS", "1".into()), ("ACT", "13".into()), idx.clone()]));
-        all.push(b(KernelFile::Matmul, "bias_act_main", &[("HAS_BIAS", "1".into()), ("ACT", "11".into()), idx]));
     }
     all
 }

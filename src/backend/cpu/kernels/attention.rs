@@ -31,7 +31,8 @@ pub(super) fn attention(
     let (qf, kf, vf): (&[f32], &[f32], &[f32]) = (bytemuck::cast_slice(&qg), bytemuck::cast_slice(&kg), bytemuck::cast_slice(&vg));
     let mf: Option<&[f32]> = mg.as_ref().map(|g| bytemuck::cast_slice(g));
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
-    let (ql, kl, vl) = (q.layout, k.layout, v.layout);
+    // Tasks capture layouts and slices only (buffers are not Send on every target).
+    let (ql, kl, vl, ml) = (q.layout, k.layout, v.layout, mask.map(|m| m.layout));
     // Tasks: one block of query rows of one (batch, head); its rows of the output.
     let blocks_per_head = lq.div_ceil(BLOCK);
     let tasks: Vec<(usize, &mut [f32])> = of.chunks_mut(lq * dv).enumerate().flat_map(|(bh, head)| head.chunks_mut(BLOCK * dv).enumerate().map(move |(blk, o)| (bh * blocks_per_head + blk, o))).collect();
@@ -49,9 +50,9 @@ pub(super) fn attention(
         }
         for (r, row) in s.chunks_mut(keys.max(1)).enumerate().take(rows) {
             let i = i0 + r;
-            if let (Some(m), Some(mo)) = (mf, &mask) {
+            if let (Some(m), Some(ml)) = (mf, ml) {
                 for (j, x) in row.iter_mut().enumerate().take(keys) {
-                    *x += m[at(mo.layout, [b, hh, i, j])];
+                    *x += m[at(ml, [b, hh, i, j])];
                 }
             }
             let visible = if causal { keys.min(i + 1) } else { keys };
