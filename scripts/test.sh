@@ -54,3 +54,8 @@ echo "== cargo test"
 cargo test --release
 echo "== the build without the cuda feature"
 cargo check --release --quiet --no-default-features --features webgpu,cli
+if command -v rustup >/dev/null; then
+    echo "== the library for wasm32 (browsers)"
+    rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || true
+    cargo check --release --quiet --lib --target wasm32-unknown-unknown
+fi

@@ -6,7 +6,7 @@
 //! device is listed and opening one says why.
 
 pub(crate) mod cpu;
-#[cfg(feature = "cuda")]
+#[cfg(cuda_backend)]
 pub(crate) mod cuda;
 #[cfg(feature = "webgpu")]
 pub(crate) mod webgpu;
@@ -28,7 +28,7 @@ enum Source {
     Cpu,
     #[cfg(feature = "webgpu")]
     WebGpu(webgpu::Adapter),
-    #[cfg(feature = "cuda")]
+    #[cfg(cuda_backend)]
     Cuda(usize),
 }
 
@@ -39,7 +39,7 @@ impl Candidate {
             Source::Cpu => Ok(BackendDevice::Cpu(cpu::CpuDevice)),
             #[cfg(feature = "webgpu")]
             Source::WebGpu(adapter) => Ok(BackendDevice::WebGpu(Box::new(webgpu::GpuDevice::open(adapter, &self.info)?))),
-            #[cfg(feature = "cuda")]
+            #[cfg(cuda_backend)]
             Source::Cuda(ordinal) => Ok(BackendDevice::Cuda(Box::new(cuda::CudaDevice::open(ordinal, &self.info)?))),
         }
     }
@@ -49,7 +49,7 @@ impl Candidate {
 /// wgpu adapters.
 pub(crate) fn enumerate() -> Vec<Candidate> {
     let mut out = vec![Candidate { info: cpu::info(), source: Source::Cpu }];
-    #[cfg(feature = "cuda")]
+    #[cfg(cuda_backend)]
     for (info, ordinal) in cuda::enumerate() {
         out.push(Candidate { info, source: Source::Cuda(ordinal) });
     }
@@ -73,9 +73,11 @@ pub(crate) fn missing_reason(kind: BackendKind) -> String {
                 .into()
         }
         BackendKind::WebGpu => "this build has no webgpu backend: enable the cargo feature `webgpu`".into(),
-        #[cfg(feature = "cuda")]
+        #[cfg(cuda_backend)]
         BackendKind::Cuda => cuda::missing_reason(),
-        #[cfg(not(feature = "cuda"))]
+        #[cfg(not(cuda_backend))]
+        BackendKind::Cuda if cfg!(target_arch = "wasm32") => "CUDA is not available in WebAssembly: use webgpu or cpu".into(),
+        #[cfg(not(cuda_backend))]
         BackendKind::Cuda => "this build has no cuda backend: enable the cargo feature `cuda`".into(),
     }
 }
@@ -97,7 +99,7 @@ pub(crate) enum BackendDevice {
     Cpu(cpu::CpuDevice),
     #[cfg(feature = "webgpu")]
     WebGpu(Box<webgpu::GpuDevice>),
-    #[cfg(feature = "cuda")]
+    #[cfg(cuda_backend)]
     Cuda(Box<cuda::CudaDevice>),
 }
 
@@ -106,7 +108,7 @@ pub(crate) enum Memory {
     Cpu(cpu::CpuMemory),
     #[cfg(feature = "webgpu")]
     WebGpu(webgpu::GpuMemory),
-    #[cfg(feature = "cuda")]
+    #[cfg(cuda_backend)]
     Cuda(cuda::DeviceMemory),
 }
 
@@ -115,7 +117,7 @@ pub(crate) enum QueueImpl {
     Cpu,
     #[cfg(feature = "webgpu")]
     WebGpu(webgpu::GpuQueue),
-    #[cfg(feature = "cuda")]
+    #[cfg(cuda_backend)]
     Cuda(cuda::CudaQueue),
 }
 
@@ -126,7 +128,7 @@ pub(crate) enum FenceImpl {
     Done,
     #[cfg(feature = "webgpu")]
     WebGpu(webgpu::GpuFence),
-    #[cfg(feature = "cuda")]
+    #[cfg(cuda_backend)]
     Cuda(cuda::CudaFence),
 }
 
@@ -141,7 +143,7 @@ impl BackendDevice {
             BackendDevice::Cpu(_) => cpu::alloc(bytes).map(Memory::Cpu),
             #[cfg(feature = "webgpu")]
             BackendDevice::WebGpu(d) => Ok(Memory::WebGpu(d.alloc(bytes))),
-            #[cfg(feature = "cuda")]
+            #[cfg(cuda_backend)]
             BackendDevice::Cuda(d) => d.alloc(bytes).map(Memory::Cuda),
         }
     }
@@ -159,7 +161,7 @@ impl BackendDevice {
     /// Whether fresh allocations come zero-filled (CUDA's do not).
     pub fn allocations_are_zeroed(&self) -> bool {
         match self {
-            #[cfg(feature = "cuda")]
+            #[cfg(cuda_backend)]
             BackendDevice::Cuda(_) => false,
             _ => true,
         }
@@ -168,7 +170,7 @@ impl BackendDevice {
     /// Bytes of device memory free now, where the backend can tell.
     pub fn memory_free(&self) -> Option<u64> {
         match self {
-            #[cfg(feature = "cuda")]
+            #[cfg(cuda_backend)]
             BackendDevice::Cuda(d) => d.memory_free(),
             _ => None,
         }
@@ -186,7 +188,7 @@ impl BackendDevice {
                 d.fill_now(b, bytes, word);
                 Ok(())
             }
-            #[cfg(feature = "cuda")]
+            #[cfg(cuda_backend)]
             (BackendDevice::Cuda(d), Memory::Cuda(m)) => d.fill_now(m, bytes, word),
             #[allow(unreachable_patterns)]
             _ => Err(Error::Device("internal: memory of another backend".into())),
@@ -199,7 +201,7 @@ impl BackendDevice {
             BackendDevice::Cpu(_) => {}
             #[cfg(feature = "webgpu")]
             BackendDevice::WebGpu(d) => d.maintain(),
-            #[cfg(feature = "cuda")]
+            #[cfg(cuda_backend)]
             BackendDevice::Cuda(d) => d.maintain(),
         }
     }
@@ -210,7 +212,7 @@ impl BackendDevice {
             BackendDevice::Cpu(_) => Ok(()),
             #[cfg(feature = "webgpu")]
             BackendDevice::WebGpu(d) => d.check_healthy(),
-            #[cfg(feature = "cuda")]
+            #[cfg(cuda_backend)]
             BackendDevice::Cuda(d) => d.check_healthy(),
         }
     }
@@ -222,7 +224,7 @@ impl QueueImpl {
             BackendDevice::Cpu(_) => QueueImpl::Cpu,
             #[cfg(feature = "webgpu")]
             BackendDevice::WebGpu(_) => QueueImpl::WebGpu(webgpu::GpuQueue::default()),
-            #[cfg(feature = "cuda")]
+            #[cfg(cuda_backend)]
             BackendDevice::Cuda(d) => QueueImpl::Cuda(cuda::CudaQueue::new(d)),
         }
     }
@@ -232,7 +234,7 @@ impl QueueImpl {
             (QueueImpl::Cpu, BackendDevice::Cpu(_)) => cpu::write(dst, offset, data),
             #[cfg(feature = "webgpu")]
             (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => q.write(d, dst, offset, data),
-            #[cfg(feature = "cuda")]
+            #[cfg(cuda_backend)]
             (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => q.write(d, dst, offset, data),
             #[allow(unreachable_patterns)]
             _ => Err(mismatch()),
@@ -244,7 +246,7 @@ impl QueueImpl {
             (QueueImpl::Cpu, BackendDevice::Cpu(_)) => cpu::copy(src, src_offset, dst, dst_offset, bytes),
             #[cfg(feature = "webgpu")]
             (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => q.copy(d, src, src_offset, dst, dst_offset, bytes),
-            #[cfg(feature = "cuda")]
+            #[cfg(cuda_backend)]
             (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => q.copy(d, src, src_offset, dst, dst_offset, bytes),
             #[allow(unreachable_patterns)]
             _ => Err(mismatch()),
@@ -256,7 +258,7 @@ impl QueueImpl {
             (QueueImpl::Cpu, BackendDevice::Cpu(_)) => cpu::run_op(call),
             #[cfg(feature = "webgpu")]
             (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => webgpu::ops::run_op(q, d, queue, call),
-            #[cfg(feature = "cuda")]
+            #[cfg(cuda_backend)]
             (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => cuda::ops::run_op(q, d, queue, call),
             #[allow(unreachable_patterns)]
             _ => Err(mismatch()),
@@ -270,7 +272,7 @@ impl QueueImpl {
             }
             #[cfg(feature = "webgpu")]
             (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => q.launch_kernel(d, kernel, bindings, workgroups),
-            #[cfg(feature = "cuda")]
+            #[cfg(cuda_backend)]
             (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => match &kernel.imp {
                 crate::kernel::KernelImpl::Cuda(f) => q.launch_user(d, &f.0, bindings, workgroups, kernel.info().workgroup_size),
                 #[allow(unreachable_patterns)]
@@ -286,7 +288,7 @@ impl QueueImpl {
             (QueueImpl::Cpu, BackendDevice::Cpu(_)) => Ok(FenceImpl::Done),
             #[cfg(feature = "webgpu")]
             (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => q.submit(d).map(FenceImpl::WebGpu),
-            #[cfg(feature = "cuda")]
+            #[cfg(cuda_backend)]
             (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => q.submit(d).map(FenceImpl::Cuda),
             #[allow(unreachable_patterns)]
             _ => Err(mismatch()),
@@ -295,7 +297,7 @@ impl QueueImpl {
 
     pub fn wait_for(&self, dev: &BackendDevice, fence: &FenceImpl) -> Result<()> {
         match (self, dev, fence) {
-            #[cfg(feature = "cuda")]
+            #[cfg(cuda_backend)]
             (QueueImpl::Cuda(q), BackendDevice::Cuda(d), FenceImpl::Cuda(f)) => q.wait_for(d, f),
             // cpu and webgpu run submissions in order; see `Queue::wait_for`.
             _ => dev.check_healthy(),
@@ -307,7 +309,7 @@ impl QueueImpl {
             (QueueImpl::Cpu, BackendDevice::Cpu(_)) => cpu::read(src, offset, bytes),
             #[cfg(feature = "webgpu")]
             (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => q.read(d, src, offset, bytes).await,
-            #[cfg(feature = "cuda")]
+            #[cfg(cuda_backend)]
             (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => q.read(d, src, offset, bytes),
             #[allow(unreachable_patterns)]
             _ => Err(mismatch()),
@@ -324,7 +326,7 @@ impl FenceImpl {
                 dev.maintain();
                 f.is_signalled()
             }
-            #[cfg(feature = "cuda")]
+            #[cfg(cuda_backend)]
             FenceImpl::Cuda(f) => f.is_signalled(),
         }
     }
@@ -332,7 +334,7 @@ impl FenceImpl {
     /// Device time from `start` to this fence, where the backend has device timers.
     pub fn elapsed_since(&self, start: &FenceImpl, backend: BackendKind) -> Result<std::time::Duration> {
         match (self, start) {
-            #[cfg(feature = "cuda")]
+            #[cfg(cuda_backend)]
             (FenceImpl::Cuda(end), FenceImpl::Cuda(start)) => end.elapsed_since(start),
             _ => Err(Error::Unsupported {
                 backend,
@@ -346,7 +348,7 @@ impl FenceImpl {
             (FenceImpl::Done, _) => Ok(()),
             #[cfg(feature = "webgpu")]
             (FenceImpl::WebGpu(f), BackendDevice::WebGpu(d)) => f.wait(d).await,
-            #[cfg(feature = "cuda")]
+            #[cfg(cuda_backend)]
             (FenceImpl::Cuda(f), BackendDevice::Cuda(d)) => f.wait(d),
             #[allow(unreachable_patterns)]
             _ => Err(mismatch()),

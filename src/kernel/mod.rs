@@ -171,9 +171,9 @@ pub struct Kernel {
 pub(crate) enum KernelImpl {
     #[cfg(feature = "webgpu")]
     WebGpu(crate::backend::webgpu::UserPipeline),
-    #[cfg(feature = "cuda")]
+    #[cfg(cuda_backend)]
     Cuda(crate::backend::cuda::UserFunction),
-    #[cfg(not(any(feature = "webgpu", feature = "cuda")))]
+    #[cfg(not(any(feature = "webgpu", cuda_backend)))]
     #[allow(dead_code)]
     None,
 }
@@ -211,12 +211,12 @@ impl Kernel {
     /// `const int*`, `unsigned*`) take buffers, by-value `float` / `int` / `unsigned`
     /// parameters take scalars. Compile errors come back as [`Error::Shader`] with the line
     /// and the NVRTC log (column 0: NVRTC reports none).
-    #[cfg_attr(not(feature = "cuda"), allow(unreachable_code, unused_variables))]
+    #[cfg_attr(not(cuda_backend), allow(unreachable_code, unused_variables))]
     pub fn from_cuda(device: &Device, source: &str, entry: &str, block: [u32; 3]) -> Result<Kernel> {
         let info = cuda::reflect(source, entry, block)?;
         check_workgroup_size(device, &info)?;
         let imp = match &device.shared.backend {
-            #[cfg(feature = "cuda")]
+            #[cfg(cuda_backend)]
             crate::backend::BackendDevice::Cuda(d) => KernelImpl::Cuda(d.compile_user(source, entry)?),
             _ => {
                 return Err(Error::Unsupported {
