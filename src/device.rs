@@ -237,15 +237,21 @@ impl FromStr for MatmulPrecision {
 /// as an integer a value no test produces.
 pub const POISON_WORD: u32 = 0xFB55_5555;
 
-/// Every device this build can open: the CPU first, then each GPU adapter and CUDA device.
+/// Every device this build can open: the CPU first, then each CUDA device and GPU adapter.
+#[cfg(not(target_arch = "wasm32"))]
 pub fn devices() -> Vec<DeviceInfo> {
-    backend::enumerate().into_iter().map(|c| c.info).collect()
+    pollster::block_on(devices_async())
+}
+
+/// [`devices`] without blocking (browsers offer their one WebGPU adapter asynchronously).
+pub async fn devices_async() -> Vec<DeviceInfo> {
+    backend::enumerate().await.into_iter().map(|c| c.info).collect()
 }
 
 /// Why no device of `kind` is listed, or `None` when at least one is (e.g. "CUDA driver
 /// library libcuda.so not found ...").
-pub fn unavailable_reason(kind: BackendKind) -> Option<String> {
-    let listed = backend::enumerate().iter().any(|c| c.info.backend == kind);
+pub async fn unavailable_reason(kind: BackendKind) -> Option<String> {
+    let listed = backend::enumerate().await.iter().any(|c| c.info.backend == kind);
     (!listed).then(|| backend::missing_reason(kind))
 }
 
@@ -271,13 +277,25 @@ pub(crate) enum Init {
 }
 
 impl Device {
-    /// Open a device (see [`BackendChoice`]).
+    /// Open a device (see [`BackendChoice`]); natively, blocking.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn open(choice: BackendChoice) -> Result<Device> {
-        Self::open_with(choice, DeviceOptions::default())
+        pollster::block_on(Self::open_async(choice))
     }
 
-    /// Open a device with options.
+    /// Open a device with options; natively, blocking.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn open_with(choice: BackendChoice, options: DeviceOptions) -> Result<Device> {
+        pollster::block_on(Self::open_with_async(choice, options))
+    }
+
+    /// [`open`](Device::open) without blocking (the way to open a device in a browser).
+    pub async fn open_async(choice: BackendChoice) -> Result<Device> {
+        Self::open_with_async(choice, DeviceOptions::default()).await
+    }
+
+    /// [`open_with`](Device::open_with) without blocking.
+    pub async fn open_with_async(choice: BackendChoice, options: DeviceOptions) -> Result<Device> {
         let choice = match choice {
             BackendChoice::Auto => match std::env::var(BACKEND_ENV) {
                 Ok(v) => v.parse().map_err(|e: Error| Error::Invalid(format!("{BACKEND_ENV}: {e}")))?,
@@ -285,7 +303,7 @@ impl Device {
             },
             other => other,
         };
-        let candidates = backend::enumerate();
+        let candidates = backend::enumerate().await;
         let candidate = match choice {
             BackendChoice::Auto => candidates.into_iter().min_by_key(|c| (c.info.device_type.preference(), c.info.index)),
             BackendChoice::Index(i) => {
@@ -309,7 +327,7 @@ impl Device {
         };
         let candidate = candidate.ok_or_else(|| Error::NoDevice("no device found".into()))?;
         let info = candidate.info.clone();
-        let backend = candidate.open()?;
+        let backend = candidate.open().await?;
         let default_queue = Arc::new(QueueShared::new(&backend));
         Ok(Device {
             shared: Arc::new(DeviceShared {

@@ -24,8 +24,10 @@ mod signal;
 mod tensor;
 
 pub use buffer::Buffer;
+#[cfg(not(target_arch = "wasm32"))]
+pub use device::devices;
 pub use device::{
-    devices, unavailable_reason, BackendChoice, BackendKind, Device, DeviceInfo, DeviceOptions, DeviceType, Features, Limits, MatmulPrecision,
+    devices_async, unavailable_reason, BackendChoice, BackendKind, Device, DeviceInfo, DeviceOptions, DeviceType, Features, Limits, MatmulPrecision,
     BACKEND_ENV, POISON_WORD,
 };
 pub use dtype::{DType, Element};

@@ -34,11 +34,11 @@ enum Source {
 
 impl Candidate {
     /// Open the device.
-    pub fn open(self) -> Result<BackendDevice> {
+    pub async fn open(self) -> Result<BackendDevice> {
         match self.source {
             Source::Cpu => Ok(BackendDevice::Cpu(cpu::CpuDevice)),
             #[cfg(feature = "webgpu")]
-            Source::WebGpu(adapter) => Ok(BackendDevice::WebGpu(Box::new(webgpu::GpuDevice::open(adapter, &self.info)?))),
+            Source::WebGpu(adapter) => Ok(BackendDevice::WebGpu(Box::new(webgpu::GpuDevice::open(adapter, &self.info).await?))),
             #[cfg(cuda_backend)]
             Source::Cuda(ordinal) => Ok(BackendDevice::Cuda(Box::new(cuda::CudaDevice::open(ordinal, &self.info)?))),
         }
@@ -46,15 +46,15 @@ impl Candidate {
 }
 
 /// Every device this build can open, in a stable order: the CPU, then CUDA devices, then
-/// wgpu adapters.
-pub(crate) fn enumerate() -> Vec<Candidate> {
+/// wgpu adapters (in a browser: the one adapter WebGPU offers).
+pub(crate) async fn enumerate() -> Vec<Candidate> {
     let mut out = vec![Candidate { info: cpu::info(), source: Source::Cpu }];
     #[cfg(cuda_backend)]
     for (info, ordinal) in cuda::enumerate() {
         out.push(Candidate { info, source: Source::Cuda(ordinal) });
     }
     #[cfg(feature = "webgpu")]
-    for (info, adapter) in webgpu::enumerate() {
+    for (info, adapter) in webgpu::enumerate().await {
         out.push(Candidate { info, source: Source::WebGpu(adapter) });
     }
     for (i, c) in out.iter_mut().enumerate() {

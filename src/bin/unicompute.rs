@@ -79,7 +79,7 @@ fn info(json: bool) -> Result<()> {
     let devices = unicompute::devices();
     let auto = Device::open(BackendChoice::Auto).map(|d| d.info().index);
     let missing: BTreeMap<BackendKind, String> =
-        [BackendKind::WebGpu, BackendKind::Cuda].into_iter().filter_map(|k| unicompute::unavailable_reason(k).map(|why| (k, why))).collect();
+        [BackendKind::WebGpu, BackendKind::Cuda].into_iter().filter_map(|k| pollster::block_on(unicompute::unavailable_reason(k)).map(|why| (k, why))).collect();
     if json {
         let doc = InfoJson { devices, missing, auto: auto.as_ref().ok().copied(), auto_error: auto.err().map(|e| e.to_string()) };
         return print_json(&doc);

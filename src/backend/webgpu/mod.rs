@@ -34,9 +34,17 @@ fn instance() -> wgpu::Instance {
     wgpu::Instance::new(desc)
 }
 
-/// Adapters that can run compute shaders, with what they report.
-pub(crate) fn enumerate() -> Vec<(DeviceInfo, Adapter)> {
-    let adapters = pollster::block_on(instance().enumerate_adapters(wgpu::Backends::all()));
+/// Adapters that can run compute shaders, with what they report. Natively every adapter; in
+/// a browser, which cannot list adapters, the high-performance one if there is one.
+pub(crate) async fn enumerate() -> Vec<(DeviceInfo, Adapter)> {
+    #[cfg(not(target_arch = "wasm32"))]
+    let adapters = instance().enumerate_adapters(wgpu::Backends::all()).await;
+    #[cfg(target_arch = "wasm32")]
+    let adapters: Vec<Adapter> = instance()
+        .request_adapter(&wgpu::RequestAdapterOptions { power_preference: wgpu::PowerPreference::HighPerformance, ..Default::default() })
+        .await
+        .into_iter()
+        .collect();
     let mut found: Vec<(DeviceInfo, Adapter)> = adapters
         .into_iter()
         .filter(|a| a.get_downlevel_capabilities().flags.contains(wgpu::DownlevelFlags::COMPUTE_SHADERS))
@@ -108,14 +116,16 @@ pub(crate) struct GpuDevice {
 }
 
 impl GpuDevice {
-    pub(crate) fn open(adapter: Adapter, info: &DeviceInfo) -> Result<GpuDevice> {
+    pub(crate) async fn open(adapter: Adapter, info: &DeviceInfo) -> Result<GpuDevice> {
         let desc = wgpu::DeviceDescriptor {
             label: Some("unicompute"),
             required_features: adapter.features() & wanted_features(),
             required_limits: adapter.limits(),
             ..Default::default()
         };
-        let (device, queue) = pollster::block_on(adapter.request_device(&desc))
+        let (device, queue) = adapter
+            .request_device(&desc)
+            .await
             .map_err(|e| Error::NoDevice(format!("opening `{}` failed: {e}", info.name)))?;
         let error = Arc::new(Mutex::new(None));
         let lost = Arc::new(Mutex::new(None));
@@ -199,8 +209,11 @@ impl GpuDevice {
         self.pipelines.get(&self.device, kernel)
     }
 
-    /// Compile a user kernel (already validated by naga), reporting any wgpu error.
+    /// Compile a user kernel (already validated by naga), reporting any wgpu error (natively
+    /// at once; in browsers, which report asynchronously, on the next call, as other device
+    /// errors are).
     pub(crate) fn create_user_pipeline(&self, source: &str, entry: &str) -> Result<UserPipeline> {
+        #[cfg(not(target_arch = "wasm32"))]
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some(entry),
@@ -214,6 +227,7 @@ impl GpuDevice {
             compilation_options: Default::default(),
             cache: None,
         });
+        #[cfg(not(target_arch = "wasm32"))]
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Invalid(format!("the device rejected kernel `{entry}`: {e}")));
         }
