@@ -2,6 +2,9 @@
 # Runs every test of unicompute. Installs what is missing first:
 #   - Debian packages: the Vulkan loader and Mesa's lavapipe (a CPU implementation of Vulkan),
 #     so wgpu finds an adapter on machines without a GPU;
+#   - Debian's Chromium and chromedriver, and wasm-bindgen's test runner (cargo install, at
+#     the version in Cargo.lock), for the browser suite (tests/wasm.rs: real WebGPU in
+#     headless Chromium through SwiftShader, and the CPU backend inside the wasm);
 #   - NVRTC from PyPI (`nvidia-cuda-nvrtc`, the CUDA version cudarc is built for) into
 #     .nvrtc/, so every kernels/*.cu is compile-checked for sm_80 and sm_90 without a GPU.
 # Set UNICOMPUTE_REQUIRE_WEBGPU=1 (CI does) to make a missing wgpu adapter a failure
@@ -11,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
-for pkg in libvulkan1 mesa-vulkan-drivers; do
+for pkg in libvulkan1 mesa-vulkan-drivers chromium chromium-driver; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
@@ -54,8 +57,11 @@ echo "== cargo test"
 cargo test --release
 echo "== the build without the cuda feature"
 cargo check --release --quiet --no-default-features --features webgpu,cli
-if command -v rustup >/dev/null; then
-    echo "== the library for wasm32 (browsers)"
-    rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || true
-    cargo check --release --quiet --lib --target wasm32-unknown-unknown
+echo "== the browser suite (headless Chromium)"
+rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || true
+WASM_BINDGEN=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/^version = "\(.*\)"/\1/p')
+if ! wasm-bindgen-test-runner --version 2>/dev/null | grep -qF "$WASM_BINDGEN"; then
+    echo "== installing wasm-bindgen-cli $WASM_BINDGEN"
+    cargo install --quiet wasm-bindgen-cli --version "$WASM_BINDGEN"
 fi
+CHROMEDRIVER=/usr/bin/chromedriver cargo test --target wasm32-unknown-unknown --test wasm

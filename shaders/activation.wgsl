@@ -41,7 +41,7 @@ fn unary_op(op: u32, v: f32) -> f32 {
         case 3u: { return exp(v); }
         case 4u: {
             if (v < 0.0) { return nan_f32(); }
-            if (v == 0.0) { return bitcast<f32>(0xff800000u); }
+            if (v == 0.0) { return neg_inf_f32(); }
             return log(v);
         }
         case 5u: {
@@ -50,7 +50,7 @@ fn unary_op(op: u32, v: f32) -> f32 {
         }
         case 6u: {
             if (v < 0.0) { return nan_f32(); }
-            if (v == 0.0) { return bitcast<f32>(0x7f800000u); }
+            if (v == 0.0) { return inf_f32(); }
             return 1.0 / sqrt(v);
         }
         case 7u: { return sin(v); }

@@ -47,7 +47,7 @@ fn attention_main(
     let d = params[4];
     let dv = params[5];
     let scale = bitcast<f32>(params[6]);
-    let neg_inf = bitcast<f32>(0xff800000u);
+    let neg_inf = neg_inf_f32();
 
     for (var t = lid; t < d; t += 64u) { qrow[t] = q[view(8u, b, h, i, t)]; }
     workgroupBarrier();

@@ -25,8 +25,22 @@ fn is_nan(v: f32) -> bool {
     return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
 }
 
+// NaN and the infinities. WGSL forbids them as constant values (browsers reject
+// `bitcast<f32>(0x7f800000u)`), so each is built from a runtime zero read from `params`.
+fn special_f32(bits: u32) -> f32 {
+    return bitcast<f32>(bits | (params[0] & 0u));
+}
+
 fn nan_f32() -> f32 {
-    return bitcast<f32>(0x7fc00000u);
+    return special_f32(0x7fc00000u);
+}
+
+fn inf_f32() -> f32 {
+    return special_f32(0x7f800000u);
+}
+
+fn neg_inf_f32() -> f32 {
+    return special_f32(0xff800000u);
 }
 
 // f32 -> f16 bits, rounding to nearest even; overflow gives inf, NaN stays NaN.

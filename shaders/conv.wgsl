@@ -74,7 +74,7 @@ fn pool2d_main(
     let oy = (i / ow) % oh;
     let plane = params[16] + (i / (ow * oh)) * h * w;
     var acc = 0.0;
-    if (POOL == 0u) { acc = bitcast<f32>(0xff800000u); }
+    if (POOL == 0u) { acc = neg_inf_f32(); }
     for (var ky = 0u; ky < kh; ky++) {
         let iy = input_at(oy, ky, params[9], 1u, params[11], h);
         if (iy < 0) { continue; }

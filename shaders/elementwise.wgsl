@@ -26,7 +26,7 @@ fn pow_(a: f32, b: f32) -> f32 {
         return nan_f32();
     }
     if (a == 0.0) {
-        return select(bitcast<f32>(0x7f800000u), 0.0, b > 0.0);
+        return select(inf_f32(), 0.0, b > 0.0);
     }
     let m = exp2(b * log2(abs(a)));
     if (a < 0.0) {

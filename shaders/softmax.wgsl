@@ -38,7 +38,7 @@ fn softmax_main(
     let xin = params[2] + row * cols;
     let o = params[3] + row * cols;
 
-    var acc = vec2<f32>(bitcast<f32>(0xff800000u), 0.0);
+    var acc = vec2<f32>(neg_inf_f32(), 0.0);
     if (in_range) {
         for (var j = lid; j < cols; j += 256u) {
             acc = merge(acc.x, acc.y, x[xin + j], 1.0);
@@ -59,7 +59,7 @@ fn softmax_main(
     // A +inf maximum makes exp(x - max) NaN for that element, and so the whole row, as in
     // the reference.
     var inv = 1.0 / sums[0];
-    if (m == bitcast<f32>(0x7f800000u)) { inv = nan_f32(); }
+    if (m == inf_f32()) { inv = nan_f32(); }
     if (in_range) {
         for (var j = lid; j < cols; j += 256u) {
             out[o + j] = exp(x[xin + j] - m) * inv;

@@ -18,6 +18,8 @@ mod fence;
 pub mod kernel;
 pub mod layout;
 pub mod ops;
+#[cfg(target_arch = "wasm32")]
+pub mod wasm;
 mod pool;
 mod queue;
 mod signal;

@@ -1,4 +1,5 @@
 //! Behaviour of the core objects: devices, buffers, pool, queues, fences, user kernels.
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

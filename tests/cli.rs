@@ -1,4 +1,5 @@
 //! The command-line tool: `info` lists devices, `bench` prints rates next to ceilings.
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::process::Command;
 

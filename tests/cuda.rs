@@ -2,6 +2,7 @@
 //! timing between fences, and the opt-in tensor-core matmul precisions. The op catalogue runs
 //! on cuda through the shared conformance suite. Tests that need a GPU skip with a printed
 //! reason unless UNICOMPUTE_REQUIRE_CUDA=1.
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

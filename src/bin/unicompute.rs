@@ -1,6 +1,19 @@
 //! `unicompute`: list devices (`info`) and measure op throughput against the device's
 //! ceilings (`bench`).
 
+/// The CLI is native only; the wasm build of the package has no use for it.
+#[cfg(target_arch = "wasm32")]
+fn main() {}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn main() -> std::process::ExitCode {
+    cli::main()
+}
+
+/// Everything of the CLI (native only).
+#[cfg(not(target_arch = "wasm32"))]
+mod cli {
+
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
@@ -53,7 +66,7 @@ struct BenchArgs {
     json: bool,
 }
 
-fn main() -> ExitCode {
+pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -197,4 +210,5 @@ fn features(f: &Features) -> String {
     } else {
         present.join(" ")
     }
+}
 }

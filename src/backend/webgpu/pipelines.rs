@@ -15,9 +15,10 @@ const ACTIVATION: &str = include_str!("../../../shaders/activation.wgsl");
 const REDUCE_TREE: &str = include_str!("../../../shaders/reduce_tree.wgsl");
 pub(crate) const REDUCE_WITH_TREE: [&str; 2] =
     [REDUCE_TREE, "fn workgroup_combine(acc: f32, ai: u32, lid: u32) -> Combined { return tree_combine(acc, ai, lid); }"];
-/// (naga takes subgroup builtins without an `enable subgroups;` directive and rejects the
-/// directive; browsers will want it, which the wasm build has to add.)
-pub(crate) const REDUCE_WITH_SUBGROUPS: [&str; 2] = [REDUCE_TREE, include_str!("../../../shaders/reduce_subgroups.wgsl")];
+/// Natively naga takes subgroup builtins without an `enable subgroups;` directive (and
+/// rejects the directive); browsers require it.
+const ENABLE_SUBGROUPS: &str = if cfg!(target_arch = "wasm32") { "enable subgroups;" } else { "" };
+pub(crate) const REDUCE_WITH_SUBGROUPS: [&str; 3] = [ENABLE_SUBGROUPS, REDUCE_TREE, include_str!("../../../shaders/reduce_subgroups.wgsl")];
 
 /// Tile loads of matmul.wgsl: one element at a time (any strides), or vec4 loads.
 pub(crate) const MATMUL_LOADS_SCALAR: &str = include_str!("../../../shaders/matmul_loads_scalar.wgsl");

@@ -280,6 +280,9 @@ impl GpuQueue {
         #[cfg(not(target_arch = "wasm32"))]
         dev.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| Error::Device(format!("waiting for the device: {e}")))?;
         mapped.await.map_err(|e| Error::Device(format!("reading back {bytes} bytes failed: {e}")))?;
+        // Browsers report device errors asynchronously: one raised by the work just read
+        // (a rejected shader, say) has arrived by now and must not pass as a result.
+        dev.check_healthy()?;
         let data = {
             let view = staging.slice(..).get_mapped_range().map_err(|e| Error::Device(format!("mapping the readback buffer: {e}")))?;
             view[lead as usize..(lead + bytes) as usize].to_vec()

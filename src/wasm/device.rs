@@ -1,0 +1,136 @@
+//! `init()` and the JS `Device`.
+
+use wasm_bindgen::prelude::*;
+
+use super::error::{invalid, js_error};
+use super::tensor::JsTensor;
+use crate::{BackendChoice, BackendKind, Device, Tensor};
+
+/// An opened device.
+#[wasm_bindgen(js_name = Device)]
+pub struct JsDevice {
+    pub(crate) inner: Device,
+    fallback: Option<String>,
+}
+
+/// Open a device: `"auto"` (the default: the browser's WebGPU adapter, else the CPU backend,
+/// saying so once on the console), `"webgpu"` or `"cpu"`.
+#[wasm_bindgen]
+pub async fn init(backend: Option<String>) -> Result<JsDevice, JsValue> {
+    let choice: BackendChoice = backend
+        .as_deref()
+        .unwrap_or("auto")
+        .parse()
+        .map_err(js_error)?;
+    if choice != BackendChoice::Auto {
+        return Ok(JsDevice {
+            inner: Device::open_async(choice).await.map_err(js_error)?,
+            fallback: None,
+        });
+    }
+    match Device::open_async(BackendChoice::Backend(BackendKind::WebGpu)).await {
+        Ok(inner) => Ok(JsDevice {
+            inner,
+            fallback: None,
+        }),
+        Err(e) => {
+            let why = format!("unicompute: no WebGPU adapter ({e}); running on the CPU backend");
+            web_sys::console::info_1(&why.clone().into());
+            let inner = Device::open_async(BackendChoice::Backend(BackendKind::Cpu))
+                .await
+                .map_err(js_error)?;
+            Ok(JsDevice {
+                inner,
+                fallback: Some(why),
+            })
+        }
+    }
+}
+
+/// Set `key` of `object` (setting a property on a plain object cannot fail).
+fn set(object: &js_sys::Object, key: &str, value: impl Into<JsValue>) {
+    let _ = js_sys::Reflect::set(object, &key.into(), &value.into());
+}
+
+#[wasm_bindgen(js_class = Device)]
+impl JsDevice {
+    /// The backend: `"webgpu"` or `"cpu"`.
+    #[wasm_bindgen(getter)]
+    pub fn backend(&self) -> String {
+        self.inner.backend().to_string()
+    }
+
+    /// Adapter or processor name.
+    #[wasm_bindgen(getter)]
+    pub fn name(&self) -> String {
+        self.inner.info().name.clone()
+    }
+
+    /// Why `auto` fell back to the CPU, if it did.
+    #[wasm_bindgen(getter, js_name = fallbackReason)]
+    pub fn fallback_reason(&self) -> Option<String> {
+        self.fallback.clone()
+    }
+
+    /// What the device reports: `{ name, backend, type, limits: {...}, features: {...} }`.
+    pub fn info(&self) -> JsValue {
+        let info = self.inner.info();
+        let (limits, features, out) = (
+            js_sys::Object::new(),
+            js_sys::Object::new(),
+            js_sys::Object::new(),
+        );
+        set(&limits, "maxBufferSize", info.limits.max_buffer_size as f64);
+        set(
+            &limits,
+            "maxStorageBindingSize",
+            info.limits.max_storage_binding_size as f64,
+        );
+        set(
+            &limits,
+            "maxInvocationsPerWorkgroup",
+            info.limits.max_invocations_per_workgroup,
+        );
+        set(&features, "f16", info.features.f16);
+        set(&features, "timestamps", info.features.timestamps);
+        set(&features, "subgroups", info.features.subgroups);
+        set(&out, "name", info.name.clone());
+        set(&out, "backend", info.backend.to_string());
+        set(&out, "type", info.device_type.to_string());
+        set(&out, "limits", limits);
+        set(&out, "features", features);
+        out.into()
+    }
+
+    /// Pool statistics: `{ bytesLive, bytesCached, allocations, poolHits, peakBytesLive }`.
+    #[wasm_bindgen(js_name = memoryStats)]
+    pub fn memory_stats(&self) -> JsValue {
+        let s = self.inner.memory_stats();
+        let out = js_sys::Object::new();
+        set(&out, "bytesLive", s.bytes_live as f64);
+        set(&out, "bytesCached", s.bytes_cached as f64);
+        set(&out, "allocations", s.allocations as f64);
+        set(&out, "poolHits", s.pool_hits as f64);
+        set(&out, "peakBytesLive", s.peak_bytes_live as f64);
+        out.into()
+    }
+
+    /// A tensor holding a copy of `data` (a `Float32Array`, `Int32Array` or `Uint32Array`)
+    /// with `shape` (whose sizes multiply to `data.length`).
+    pub fn tensor(&self, data: &JsValue, shape: Vec<u32>) -> Result<JsTensor, JsValue> {
+        let shape: Vec<usize> = shape.into_iter().map(|n| n as usize).collect();
+        let t = if let Some(a) = data.dyn_ref::<js_sys::Float32Array>() {
+            Tensor::from_slice(&self.inner, &a.to_vec(), &shape)
+        } else if let Some(a) = data.dyn_ref::<js_sys::Int32Array>() {
+            Tensor::from_slice(&self.inner, &a.to_vec(), &shape)
+        } else if let Some(a) = data.dyn_ref::<js_sys::Uint32Array>() {
+            Tensor::from_slice(&self.inner, &a.to_vec(), &shape)
+        } else {
+            return Err(invalid(format!(
+                "tensor data is {}: expected a Float32Array, Int32Array or Uint32Array",
+                data.js_typeof().as_string().unwrap_or_default()
+            )));
+        };
+        t.map(JsTensor::from).map_err(js_error)
+    }
+}

@@ -1,0 +1,11 @@
+//! The JavaScript API, through wasm-bindgen: `init()` opens a device (WebGPU, or the CPU
+//! backend compiled into the same wasm when the browser has no adapter), devices make
+//! tensors from typed arrays, tensors run the op catalogue and read back asynchronously.
+//! Every failure reaches JS as an `Error` whose `code` property is [`crate::Error::code`].
+
+mod device;
+mod error;
+mod tensor;
+
+pub use device::{init, JsDevice};
+pub use tensor::JsTensor;

@@ -1,0 +1,173 @@
+//! The browser suite (`wasm-pack test --headless --chrome`, or `cargo test --target
+//! wasm32-unknown-unknown` with wasm-bindgen-test-runner and chromedriver): a conformance
+//! subset on the browser's WebGPU adapter and on the CPU backend compiled into the wasm,
+//! and bad input through the JavaScript API. Built with UNICOMPUTE_REQUIRE_WEBGPU=1 (CI), a
+//! browser without a WebGPU adapter fails instead of skipping.
+#![cfg(target_arch = "wasm32")]
+
+use unicompute::wasm::{init, JsDevice};
+use unicompute::{BackendChoice, BackendKind, Device, Tensor};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+/// Deterministic inputs in [-1, 1), never zero.
+fn inputs(seed: u32, n: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| {
+            (((i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) >> 8) % 1999) as f32
+                / 1000.0
+                - 0.9995
+        })
+        .collect()
+}
+
+/// The devices under test: the browser's WebGPU adapter (required in CI) and the CPU.
+async fn devices() -> Vec<Device> {
+    let mut out = Vec::new();
+    match Device::open_async(BackendChoice::Backend(BackendKind::WebGpu)).await {
+        Ok(d) => out.push(d),
+        Err(e) if option_env!("UNICOMPUTE_REQUIRE_WEBGPU") == Some("1") => {
+            panic!("UNICOMPUTE_REQUIRE_WEBGPU=1 but: {e}")
+        }
+        Err(e) => web_sys_log(&format!("SKIPPING webgpu: {e}")),
+    }
+    out.push(
+        Device::open_async(BackendChoice::Backend(BackendKind::Cpu))
+            .await
+            .expect("the cpu backend always opens"),
+    );
+    out
+}
+
+fn web_sys_log(message: &str) {
+    wasm_bindgen_test::console_log!("{message}");
+}
+
+fn assert_close(got: &[f32], want: &[f64], tol: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (f64::from(g) - w).abs() <= tol * (1.0 + w.abs()),
+            "{what}: element {i} is {g}, expected {w}"
+        );
+    }
+}
+
+#[wasm_bindgen_test]
+async fn matmul_softmax_and_broadcast_add_match_the_reference() {
+    for d in devices().await {
+        let (m, k, n) = (33, 17, 65);
+        let (a, b, bias) = (inputs(1, m * k), inputs(2, k * n), inputs(3, n));
+        let at = Tensor::from_slice(&d, &a, &[m, k]).unwrap();
+        let bt = Tensor::from_slice(&d, &b, &[k, n]).unwrap();
+        let ct = Tensor::from_slice(&d, &bias, &[n]).unwrap();
+        let got = at
+            .matmul(&bt)
+            .unwrap()
+            .add(&ct)
+            .unwrap()
+            .to_vec::<f32>()
+            .await
+            .unwrap();
+        let want: Vec<f64> = (0..m * n)
+            .map(|i| {
+                (0..k)
+                    .map(|p| f64::from(a[i / n * k + p]) * f64::from(b[p * n + i % n]))
+                    .sum::<f64>()
+                    + f64::from(bias[i % n])
+            })
+            .collect();
+        assert_close(
+            &got,
+            &want,
+            1e-5,
+            &format!("matmul + bias on {}", d.backend()),
+        );
+        let soft = at.softmax().unwrap().to_vec::<f32>().await.unwrap();
+        for (r, row) in soft.chunks(k).enumerate() {
+            let xs = &a[r * k..(r + 1) * k];
+            let max = xs
+                .iter()
+                .fold(f64::NEG_INFINITY, |m, &v| m.max(f64::from(v)));
+            let total: f64 = xs.iter().map(|&v| (f64::from(v) - max).exp()).sum();
+            let want: Vec<f64> = xs
+                .iter()
+                .map(|&v| (f64::from(v) - max).exp() / total)
+                .collect();
+            assert_close(
+                row,
+                &want,
+                1e-5,
+                &format!("softmax row {r} on {}", d.backend()),
+            );
+        }
+        let sum = at.sum(None).unwrap().to_vec::<f32>().await.unwrap();
+        assert_close(
+            &sum,
+            &[a.iter().map(|&v| f64::from(v)).sum()],
+            1e-5,
+            &format!("sum on {}", d.backend()),
+        );
+    }
+}
+
+/// The JS-facing API: `init`, typed arrays in and out, and errors with a `code`.
+#[wasm_bindgen_test]
+async fn the_js_api_runs_ops_and_reports_bad_input() {
+    let device: JsDevice = init(None).await.unwrap();
+    assert!(
+        device.backend() == "webgpu" || device.fallback_reason().is_some(),
+        "auto picks WebGPU or says why not"
+    );
+    let x = device
+        .tensor(
+            &js_sys::Float32Array::from(&[1.0f32, -2.0, 3.0, -4.0][..]).into(),
+            vec![2, 2],
+        )
+        .unwrap();
+    let y = x.relu().unwrap().matmul(&x).unwrap();
+    let out = y
+        .read()
+        .await
+        .unwrap()
+        .dyn_into::<js_sys::Float32Array>()
+        .unwrap()
+        .to_vec();
+    assert_eq!(out, vec![1.0, -2.0, 3.0, -6.0]);
+    let code = |e: JsValue| {
+        js_sys::Reflect::get(&e, &"code".into())
+            .unwrap()
+            .as_string()
+            .unwrap()
+    };
+    let bad = device
+        .tensor(&js_sys::Float64Array::new_with_length(4).into(), vec![2, 2])
+        .err()
+        .unwrap();
+    assert_eq!(code(bad), "INVALID");
+    let mismatch = device
+        .tensor(&js_sys::Float32Array::new_with_length(3).into(), vec![2, 2])
+        .err()
+        .unwrap();
+    assert_eq!(code(mismatch), "SHAPE");
+    let wide = device
+        .tensor(&js_sys::Float32Array::new_with_length(6).into(), vec![2, 3])
+        .unwrap();
+    let err = x.add(&wide).err().unwrap();
+    assert_eq!(code(err.clone()), "SHAPE");
+    assert!(err
+        .dyn_into::<js_sys::Error>()
+        .unwrap()
+        .message()
+        .as_string()
+        .unwrap()
+        .contains("[2, 3]"));
+    assert_eq!(code(x.unary("nope").err().unwrap()), "INVALID");
+    assert_eq!(
+        code(init(Some("quantum".into())).await.err().unwrap()),
+        "INVALID"
+    );
+}
+
