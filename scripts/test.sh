@@ -5,6 +5,7 @@
 #   - Debian's Chromium and chromedriver, and wasm-bindgen's test runner (cargo install, at
 #     the version in Cargo.lock), for the browser suite (tests/wasm.rs: real WebGPU in
 #     headless Chromium through SwiftShader, and the CPU backend inside the wasm);
+#   - Node and npm, to pack the npm package and use it from Node;
 #   - NVRTC from PyPI (`nvidia-cuda-nvrtc`, the CUDA version cudarc is built for) into
 #     .nvrtc/, so every kernels/*.cu is compile-checked for sm_80 and sm_90 without a GPU.
 # Set UNICOMPUTE_REQUIRE_WEBGPU=1 (CI does) to make a missing wgpu adapter a failure
@@ -18,6 +19,7 @@ for pkg in libvulkan1 mesa-vulkan-drivers chromium chromium-driver; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+command -v npm >/dev/null || missing+=(nodejs npm)
 if [ ${#missing[@]} -gt 0 ] && command -v apt-get >/dev/null; then
     sudo=""
     [ "$(id -u)" -ne 0 ] && sudo="sudo"
@@ -65,3 +67,5 @@ if ! wasm-bindgen-test-runner --version 2>/dev/null | grep -qF "$WASM_BINDGEN"; 
     cargo install --quiet wasm-bindgen-cli --version "$WASM_BINDGEN"
 fi
 CHROMEDRIVER=/usr/bin/chromedriver cargo test --target wasm32-unknown-unknown --test wasm
+echo "== the npm package: packed, installed into a fresh project, used from Node"
+scripts/test-npm.sh

@@ -67,6 +67,9 @@ pub(crate) async fn enumerate() -> Vec<Candidate> {
 pub(crate) fn missing_reason(kind: BackendKind) -> String {
     match kind {
         BackendKind::Cpu => "the cpu backend is always present".into(),
+        BackendKind::WebGpu if cfg!(all(feature = "webgpu", target_arch = "wasm32")) => {
+            "this browser (or JS runtime) offers no WebGPU adapter: navigator.gpu is missing or gave none (Chromium: enable WebGPU, e.g. --enable-unsafe-webgpu on Linux)".into()
+        }
         BackendKind::WebGpu if cfg!(feature = "webgpu") => {
             "no wgpu adapter with compute shaders was found (natively install a Vulkan, Metal or DX12 driver, e.g. \
              Mesa's lavapipe: `apt-get install mesa-vulkan-drivers`; in a browser enable WebGPU)"

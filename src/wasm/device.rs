@@ -14,8 +14,9 @@ pub struct JsDevice {
 }
 
 /// Open a device: `"auto"` (the default: the browser's WebGPU adapter, else the CPU backend,
-/// saying so once on the console), `"webgpu"` or `"cpu"`.
-#[wasm_bindgen]
+/// saying so once on the console), `"webgpu"` or `"cpu"`. (The npm package's `init()` loads
+/// the wasm module, then calls this.)
+#[wasm_bindgen(js_name = openDevice)]
 pub async fn init(backend: Option<String>) -> Result<JsDevice, JsValue> {
     let choice: BackendChoice = backend
         .as_deref()

@@ -41,7 +41,7 @@ pub(crate) fn info() -> DeviceInfo {
     let max_buffer = memory.unwrap_or(if cfg!(target_pointer_width = "32") { 1 << 31 } else { 1 << 34 });
     DeviceInfo {
         index: 0,
-        name: format!("{} ({threads} threads)", cpu_name()),
+        name: format!("{} ({threads} thread{})", cpu_name(), if threads == 1 { "" } else { "s" }),
         backend: BackendKind::Cpu,
         device_type: DeviceType::Cpu,
         api: "host".into(),

@@ -40,6 +40,10 @@ pub(crate) async fn enumerate() -> Vec<(DeviceInfo, Adapter)> {
     #[cfg(not(target_arch = "wasm32"))]
     let adapters = instance().enumerate_adapters(wgpu::Backends::all()).await;
     #[cfg(target_arch = "wasm32")]
+    if !has_navigator_gpu() {
+        return Vec::new();
+    }
+    #[cfg(target_arch = "wasm32")]
     let adapters: Vec<Adapter> = instance()
         .request_adapter(&wgpu::RequestAdapterOptions { power_preference: wgpu::PowerPreference::HighPerformance, ..Default::default() })
         .await
@@ -53,6 +57,14 @@ pub(crate) async fn enumerate() -> Vec<(DeviceInfo, Adapter)> {
     // Native APIs before GL, which lacks parts of compute.
     found.sort_by_key(|(info, _)| (info.device_type.preference(), info.api == "Gl"));
     found
+}
+
+/// Whether the JS global offers `navigator.gpu` (browsers with WebGPU; not plain Node, where
+/// wgpu must not be asked at all).
+#[cfg(target_arch = "wasm32")]
+fn has_navigator_gpu() -> bool {
+    let navigator = js_sys::Reflect::get(&js_sys::global(), &"navigator".into()).unwrap_or_default();
+    !navigator.is_undefined() && js_sys::Reflect::get(&navigator, &"gpu".into()).is_ok_and(|gpu| !gpu.is_undefined() && !gpu.is_null())
 }
 
 fn describe(adapter: &Adapter) -> DeviceInfo {

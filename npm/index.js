@@ -1,0 +1,30 @@
+// unicompute for JavaScript: `init()` loads the wasm module once (in browsers and workers by
+// URL, in Node from the file), then opens a device.
+import initWasm, { openDevice } from './pkg/unicompute.js';
+
+export { Device, Tensor } from './pkg/unicompute.js';
+
+let loading;
+
+function load() {
+  loading ??= (async () => {
+    const url = new URL('./pkg/unicompute_bg.wasm', import.meta.url);
+    if (typeof process !== 'undefined' && process.versions?.node) {
+      const { readFile } = await import('node:fs/promises');
+      await initWasm({ module_or_path: await readFile(url) });
+    } else {
+      await initWasm({ module_or_path: url });
+    }
+  })();
+  return loading;
+}
+
+/**
+ * Open a device: 'auto' (the WebGPU adapter if there is one, else the CPU backend inside the
+ * wasm; `device.fallbackReason` says why), 'webgpu' or 'cpu'.
+ * @param {'auto' | 'webgpu' | 'cpu'} [backend]
+ */
+export async function init(backend = 'auto') {
+  await load();
+  return openDevice(backend);
+}

@@ -1,0 +1,39 @@
+// The packed npm package used from Node: `init()` falls back to the CPU backend inside the
+// wasm (Node has no WebGPU unless something provides navigator.gpu), ops give the right
+// numbers, and bad input throws Errors with a code. Run by scripts/test-npm.sh.
+import assert from 'node:assert/strict';
+import { init, Tensor } from 'unicompute';
+
+const device = await init();
+assert.equal(device.backend, 'cpu', 'Node runs on the CPU backend');
+assert.match(device.fallbackReason, /no WebGPU adapter/);
+
+const a = device.tensor(new Float32Array([1, 2, 3, 4]), [2, 2]);
+const b = device.tensor(new Float32Array([5, 6, 7, 8]), [2, 2]);
+assert.ok(a instanceof Tensor);
+assert.deepEqual(Array.from(await a.matmul(b).read()), [19, 22, 43, 50]);
+const soft = await a.softmax().read();
+assert.ok(Math.abs(soft[1] - 1 / (1 + Math.exp(-1))) < 1e-6, `softmax ${soft}`);
+assert.deepEqual(Array.from(await a.reduce('sum').read()), [10]);
+assert.deepEqual(Array.from(await a.cast('f16').add(b.cast('f16')).read()), [6, 8, 10, 12]);
+assert.deepEqual(Array.from(await device.tensor(new Int32Array([3, -1]), [2]).read()), [3, -1]);
+
+const code = (fn) => {
+  try {
+    fn();
+  } catch (e) {
+    assert.ok(e instanceof Error, 'errors are Error objects');
+    return e.code;
+  }
+  assert.fail('expected an error');
+};
+assert.equal(code(() => device.tensor(new Float64Array(4), [2, 2])), 'INVALID');
+assert.equal(code(() => device.tensor(new Float32Array(3), [2, 2])), 'SHAPE');
+assert.equal(code(() => a.add(device.tensor(new Float32Array(6), [2, 3]))), 'SHAPE');
+assert.equal(code(() => a.unary('nope')), 'INVALID');
+await assert.rejects(init('quantum'), (e) => e.code === 'INVALID');
+// The device still works after the errors.
+assert.deepEqual(Array.from(await a.add(a).read()), [2, 4, 6, 8]);
+a.free();
+b.free();
+console.log(`node: ok (${device.name})`);
