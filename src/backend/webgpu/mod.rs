@@ -59,12 +59,16 @@ pub(crate) async fn enumerate() -> Vec<(DeviceInfo, Adapter)> {
     found
 }
 
-/// Whether the JS global offers `navigator.gpu` (browsers with WebGPU; not plain Node, where
-/// wgpu must not be asked at all).
+/// Whether the JS global offers `navigator.gpu` the way wgpu looks for it: on a `Window` or
+/// a `WorkerGlobalScope` (browsers, workers; Node only when a WebGPU package installs
+/// `navigator.gpu` and a `Window` global). Elsewhere wgpu must not be asked at all.
 #[cfg(target_arch = "wasm32")]
 fn has_navigator_gpu() -> bool {
-    let navigator = js_sys::Reflect::get(&js_sys::global(), &"navigator".into()).unwrap_or_default();
-    !navigator.is_undefined() && js_sys::Reflect::get(&navigator, &"gpu".into()).is_ok_and(|gpu| !gpu.is_undefined() && !gpu.is_null())
+    let global = js_sys::global();
+    let defined = |v: &wasm_bindgen::JsValue| !v.is_undefined() && !v.is_null();
+    let get = |target: &wasm_bindgen::JsValue, key: &str| js_sys::Reflect::get(target, &key.into()).unwrap_or_default();
+    let scope = defined(&get(&global, "Window")) || defined(&get(&global, "WorkerGlobalScope"));
+    scope && defined(&get(&get(&global, "navigator"), "gpu"))
 }
 
 fn describe(adapter: &Adapter) -> DeviceInfo {
