@@ -10,7 +10,9 @@ function load() {
   loading ??= (async () => {
     const url = new URL('./pkg/unicompute_bg.wasm', import.meta.url);
     if (typeof process !== 'undefined' && process.versions?.node) {
-      const { readFile } = await import('node:fs/promises');
+      // Named through a variable so bundlers leave this Node-only import alone.
+      const fsModule = 'node:fs/promises';
+      const { readFile } = await import(/* @vite-ignore */ fsModule);
       await initWasm({ module_or_path: await readFile(url) });
     } else {
       await initWasm({ module_or_path: url });

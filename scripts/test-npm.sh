@@ -2,7 +2,9 @@
 # Packs the npm package (scripts/build-npm.sh), installs the tarball into a fresh temporary
 # project and uses it from Node: on the CPU fallback (npm/test/node.mjs) and on WebGPU
 # through the `webgpu` package with Chromium's SwiftShader Vulkan driver
-# (npm/test/node-webgpu.mjs; with UNICOMPUTE_REQUIRE_WEBGPU=1 a missing adapter fails).
+# (npm/test/node-webgpu.mjs; with UNICOMPUTE_REQUIRE_WEBGPU=1 a missing adapter fails); and
+# in a page bundled with Vite, loaded in headless Chromium through playwright-core, which
+# checks the numbers and takes a screenshot (target/npm-page.png).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 "$repo/scripts/build-npm.sh"
@@ -10,7 +12,7 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 npm init -y >/dev/null
-npm install --silent --no-audit --no-fund "$repo"/npm/unicompute-*.tgz webgpu@0.6
+npm install --silent --no-audit --no-fund "$repo"/npm/unicompute-*.tgz webgpu@0.6 vite@5 playwright-core@1
 cp "$repo"/npm/test/*.mjs .
 node node.mjs
 icd=/usr/lib/chromium/vk_swiftshader_icd.json
@@ -22,3 +24,13 @@ elif [ "${UNICOMPUTE_REQUIRE_WEBGPU:-}" = 1 ]; then
 else
     echo "SKIPPING Node + WebGPU: $icd (Debian's chromium) is missing"
 fi
+
+cp -r "$repo/npm/test/page" .
+./node_modules/.bin/vite build page --outDir ../dist --emptyOutDir --logLevel warn
+# Started directly (not through npx), so the trap below stops the server itself.
+./node_modules/.bin/vite preview --outDir dist --port 4873 --strictPort >vite.log 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null; rm -rf "$tmp"' EXIT
+for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/4873) 2>/dev/null && break; sleep 0.2; done
+mkdir -p "$repo/target"
+node page.test.mjs http://localhost:4873/ "$repo/target/npm-page.png"
