@@ -1,6 +1,13 @@
-import type { Device } from './pkg/unicompute.js';
+import type { Buffer, Device, Kernel } from './pkg/unicompute.js';
 
-export { Device, Tensor } from './pkg/unicompute.js';
+export { Buffer, Device, Fence, Kernel, Queue, Tensor } from './pkg/unicompute.js';
+
+declare module './pkg/unicompute.js' {
+  interface Queue {
+    /** Record a launch of `kernel` over `workgroups` with one buffer per binding. */
+    launch(kernel: Kernel, buffers: Buffer[], workgroups: [number, number, number]): void;
+  }
+}
 
 /**
  * Open a device: 'auto' (the WebGPU adapter if there is one, else the CPU backend inside the

@@ -1,8 +1,22 @@
 // unicompute for JavaScript: `init()` loads the wasm module once (in browsers and workers by
 // URL, in Node from the file), then opens a device.
-import initWasm, { openDevice } from './pkg/unicompute.js';
+import initWasm, { BindingList, openDevice, Queue } from './pkg/unicompute.js';
 
-export { Device, Tensor } from './pkg/unicompute.js';
+export { Buffer, Device, Fence, Kernel, Queue, Tensor } from './pkg/unicompute.js';
+
+/**
+ * Record a launch of `kernel` over `workgroups` ([x, y, z]) with one buffer per binding.
+ * (The buffers stay usable: they are listed, not handed over.)
+ */
+Queue.prototype.launch = function launch(kernel, buffers, workgroups) {
+  const list = new BindingList();
+  try {
+    for (const b of buffers) list.push(b);
+    this.launchWith(kernel, list, workgroups);
+  } finally {
+    list.free();
+  }
+};
 
 let loading;
 

@@ -12,7 +12,7 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 npm init -y >/dev/null
-npm install --silent --no-audit --no-fund "$repo"/npm/unicompute-*.tgz webgpu@0.6 vite@5 playwright-core@1
+npm install --silent --no-audit --no-fund "$repo"/npm/unicompute-*.tgz webgpu@0.6 vite@5 playwright-core@1.49
 cp "$repo"/npm/test/*.mjs .
 node node.mjs
 icd=/usr/lib/chromium/vk_swiftshader_icd.json

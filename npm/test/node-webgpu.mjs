@@ -23,5 +23,20 @@ for (const [r, c] of [[0, 0], [3, 65], [66, 66]]) {
 }
 const sum = (await a.reduce('sum').read())[0];
 assert.ok(Math.abs(sum - data.reduce((s, v) => s + v, 0)) < 1e-3, `sum ${sum}`);
+// A user WGSL kernel launched from JS on the buffers it reflects.
+const kernel = device.kernel(`
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+@compute @workgroup_size(64) fn double(@builtin(global_invocation_id) id: vec3<u32>) {
+  if (id.x < arrayLength(&x)) { y[id.x] = 2.0 * x[id.x]; }
+}`, 'double');
+const xs = Float32Array.from({ length: 100 }, (_, i) => i - 50);
+const [xb, yb] = [device.buffer(xs), device.buffer(new Float32Array(100))];
+const queue = device.queue();
+queue.launch(kernel, [xb, yb], [2, 1, 1]);
+await queue.submit().wait();
+assert.deepEqual(Array.from(await yb.read()), Array.from(xs, (v) => 2 * v));
+const wrongCount = (() => { try { queue.launch(kernel, [xb], [1, 1, 1]); } catch (e) { return e.code; } })();
+assert.equal(wrongCount, 'LAUNCH');
 console.log(`node + webgpu: ok (${device.name})`);
 process.exit(0);

@@ -37,3 +37,17 @@ assert.deepEqual(Array.from(await a.add(a).read()), [2, 4, 6, 8]);
 a.free();
 b.free();
 console.log(`node: ok (${device.name})`);
+
+// Buffers, queues and fences from JS (user WGSL kernels need WebGPU: the CPU says so).
+const buf = device.buffer(new Uint32Array([1, 2, 3]));
+buf.write(new Uint32Array([4, 5, 6]));
+assert.deepEqual(Array.from(await buf.read()), [4, 5, 6]);
+assert.equal(code(() => buf.write(new Float32Array(3))), 'INVALID');
+const fence = device.queue().submit();
+await fence.wait();
+assert.ok(fence.signalled);
+assert.equal(code(() => device.kernel('@compute @workgroup_size(1) fn main() {}', 'main')), 'UNSUPPORTED');
+const bad = (() => { try { device.kernel('fn main( {', 'main'); } catch (e) { return e; } })();
+assert.equal(bad.code, 'SHADER');
+assert.equal(bad.line, 1);
+console.log('node: buffers, queues, fences and kernel errors ok');

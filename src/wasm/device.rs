@@ -3,6 +3,7 @@
 use wasm_bindgen::prelude::*;
 
 use super::error::{invalid, js_error};
+use super::gpu::{self, JsBuffer, JsKernel, JsQueue};
 use super::tensor::JsTensor;
 use crate::{BackendChoice, BackendKind, Device, Tensor};
 
@@ -114,6 +115,29 @@ impl JsDevice {
         set(&out, "poolHits", s.pool_hits as f64);
         set(&out, "peakBytesLive", s.peak_bytes_live as f64);
         out.into()
+    }
+
+    /// A buffer holding a copy of `data` (a `Float32Array`, `Int32Array` or `Uint32Array`).
+    pub fn buffer(&self, data: &JsValue) -> Result<JsBuffer, JsValue> {
+        gpu::buffer_from(&self.inner, data)
+    }
+
+    /// Compile the WGSL compute entry point `entry` (webgpu devices; the CPU backend rejects
+    /// with code `UNSUPPORTED`). Invalid WGSL rejects with code `SHADER` plus `line` and
+    /// `column`.
+    pub fn kernel(&self, source: &str, entry: &str) -> Result<JsKernel, JsValue> {
+        gpu::kernel_from(&self.inner, source, entry)
+    }
+
+    /// The device's default queue.
+    pub fn queue(&self) -> JsQueue {
+        JsQueue { inner: self.inner.queue() }
+    }
+
+    /// Another queue (ordered after the others' submissions on webgpu).
+    #[wasm_bindgen(js_name = newQueue)]
+    pub fn new_queue(&self) -> JsQueue {
+        JsQueue { inner: self.inner.new_queue() }
     }
 
     /// A tensor holding a copy of `data` (a `Float32Array`, `Int32Array` or `Uint32Array`)

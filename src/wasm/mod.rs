@@ -5,7 +5,9 @@
 
 mod device;
 mod error;
+mod gpu;
 mod tensor;
 
 pub use device::{init, JsDevice};
+pub use gpu::{JsBindingList, JsBuffer, JsFence, JsKernel, JsQueue};
 pub use tensor::JsTensor;

@@ -18,6 +18,11 @@ impl From<Tensor> for JsTensor {
     }
 }
 
+/// The unary op named `name`, if one is given.
+fn activation(name: Option<String>) -> Result<Option<UnaryOp>, JsValue> {
+    name.map(|a| UnaryOp::from_name(&a).ok_or_else(|| invalid(format!("unknown activation `{a}`: expected a unary op name such as relu or gelu")))).transpose()
+}
+
 fn wrap(r: crate::Result<Tensor>) -> Result<JsTensor, JsValue> {
     r.map(JsTensor::from).map_err(js_error)
 }
@@ -91,6 +96,72 @@ impl JsTensor {
     /// `this + other`, broadcasting.
     pub fn add(&self, other: &JsTensor) -> Result<JsTensor, JsValue> {
         wrap(self.inner.add(&other.inner))
+    }
+
+    /// `this - other`, broadcasting.
+    pub fn sub(&self, other: &JsTensor) -> Result<JsTensor, JsValue> {
+        wrap(self.inner.sub(&other.inner))
+    }
+
+    /// `this / other`, broadcasting.
+    pub fn div(&self, other: &JsTensor) -> Result<JsTensor, JsValue> {
+        wrap(self.inner.div(&other.inner))
+    }
+
+    /// A view with the dimensions reordered (`dims` is a permutation).
+    pub fn permute(&self, dims: Vec<u32>) -> Result<JsTensor, JsValue> {
+        wrap(self.inner.permute(&dims.into_iter().map(|d| d as usize).collect::<Vec<_>>()))
+    }
+
+    /// Cumulative sum along `axis`.
+    pub fn cumsum(&self, axis: u32) -> Result<JsTensor, JsValue> {
+        wrap(self.inner.cumsum(axis as usize))
+    }
+
+    /// RMS normalisation over the last axis (`eps` defaults to 1e-5).
+    #[wasm_bindgen(js_name = rmsNorm)]
+    pub fn rms_norm(&self, eps: Option<f32>) -> Result<JsTensor, JsValue> {
+        wrap(self.inner.rms_norm(NormParams { eps: eps.unwrap_or(1e-5), ..NormParams::default() }))
+    }
+
+    /// A linear layer `act(this @ weight)`; `act` names a unary op (e.g. `"relu"`).
+    pub fn linear(&self, weight: &JsTensor, act: Option<String>) -> Result<JsTensor, JsValue> {
+        wrap(self.inner.linear(&weight.inner, None, activation(act)?))
+    }
+
+    /// A linear layer `act(this @ weight + bias)` in one kernel.
+    #[wasm_bindgen(js_name = linearBias)]
+    pub fn linear_bias(&self, weight: &JsTensor, bias: &JsTensor, act: Option<String>) -> Result<JsTensor, JsValue> {
+        wrap(self.inner.linear(&weight.inner, Some(&bias.inner), activation(act)?))
+    }
+
+    /// Scaled dot-product attention with `this` as the queries `[batch, heads, lq, d]`.
+    pub fn attention(&self, k: &JsTensor, v: &JsTensor, causal: Option<bool>) -> Result<JsTensor, JsValue> {
+        wrap(self.inner.attention(&k.inner, &v.inner, crate::ops::AttentionParams { causal: causal.unwrap_or(false), ..Default::default() }))
+    }
+
+    /// 2-D convolution of `[n, c, h, w]` by `[o, c / groups, kh, kw]`, with `padding` on
+    /// each side and `stride` (both default 0 and 1).
+    pub fn conv2d(&self, weight: &JsTensor, padding: Option<u32>, stride: Option<u32>) -> Result<JsTensor, JsValue> {
+        let (p, s) = (padding.unwrap_or(0) as usize, stride.unwrap_or(1) as usize);
+        wrap(self.inner.conv2d(&weight.inner, crate::ops::Conv2dParams { padding: [p, p], stride: [s, s], ..Default::default() }))
+    }
+
+    /// Max pooling over `size x size` windows (stride = size).
+    #[wasm_bindgen(js_name = maxPool2d)]
+    pub fn max_pool2d(&self, size: u32) -> Result<JsTensor, JsValue> {
+        let k = size as usize;
+        wrap(self.inner.pool2d(crate::ops::PoolKind::Max, crate::ops::Pool2dParams { kernel: [k, k], stride: None, padding: [0, 0] }))
+    }
+
+    /// Entries along `axis` picked by `indices` (an i32 or u32 tensor).
+    pub fn gather(&self, axis: u32, indices: &JsTensor) -> Result<JsTensor, JsValue> {
+        wrap(self.inner.gather(axis as usize, &indices.inner))
+    }
+
+    /// `this ? a : b` elementwise (this is the condition), broadcasting.
+    pub fn select(&self, a: &JsTensor, b: &JsTensor) -> Result<JsTensor, JsValue> {
+        wrap(self.inner.select(&a.inner, &b.inner))
     }
 
     /// `this * other`, broadcasting.
