@@ -66,6 +66,6 @@ if ! wasm-bindgen-test-runner --version 2>/dev/null | grep -qF "$WASM_BINDGEN"; 
     echo "== installing wasm-bindgen-cli $WASM_BINDGEN"
     cargo install --quiet wasm-bindgen-cli --version "$WASM_BINDGEN"
 fi
-CHROMEDRIVER=/usr/bin/chromedriver cargo test --target wasm32-unknown-unknown --test wasm
+CHROMEDRIVER=/usr/bin/chromedriver cargo test --target wasm32-unknown-unknown --test wasm --test wasm_worker
 echo "== the npm package: packed, installed into a fresh project, used from Node"
 scripts/test-npm.sh

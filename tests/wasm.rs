@@ -113,6 +113,40 @@ async fn matmul_softmax_and_broadcast_add_match_the_reference() {
     }
 }
 
+#[wasm_bindgen_test]
+async fn norms_attention_and_16_bit_storage_match_the_reference() {
+    use unicompute::ops::{AttentionParams, NormParams};
+    for d in devices().await {
+        let (rows, cols) = (5, 33);
+        let x = inputs(4, rows * cols);
+        let t = Tensor::from_slice(&d, &x, &[rows, cols]).unwrap();
+        let got = t.layer_norm(NormParams::default()).unwrap().to_vec::<f32>().await.unwrap();
+        for (r, row) in x.chunks(cols).enumerate() {
+            let mean = row.iter().map(|&v| f64::from(v)).sum::<f64>() / cols as f64;
+            let var = row.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>() / cols as f64;
+            let want: Vec<f64> = row.iter().map(|&v| (f64::from(v) - mean) / (var + 1e-5).sqrt()).collect();
+            assert_close(&got[r * cols..(r + 1) * cols], &want, 1e-4, &format!("layer norm row {r} on {}", d.backend()));
+        }
+        // Causal attention over one head of 7 positions.
+        let (l, hd) = (7, 8);
+        let q = inputs(5, l * hd);
+        let qt = Tensor::from_slice(&d, &q, &[1, 1, l, hd]).unwrap();
+        let got = qt.attention(&qt, &qt, AttentionParams { causal: true, ..Default::default() }).unwrap().to_vec::<f32>().await.unwrap();
+        for i in 0..l {
+            let scores: Vec<f64> = (0..=i).map(|j| (0..hd).map(|t| f64::from(q[i * hd + t]) * f64::from(q[j * hd + t])).sum::<f64>() / (hd as f64).sqrt()).collect();
+            let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let total: f64 = scores.iter().map(|s| (s - max).exp()).sum();
+            let want: Vec<f64> = (0..hd).map(|c| (0..=i).map(|j| (scores[j] - max).exp() / total * f64::from(q[j * hd + c])).sum()).collect();
+            assert_close(&got[i * hd..(i + 1) * hd], &want, 1e-4, &format!("attention row {i} on {}", d.backend()));
+        }
+        // f16 storage: exp of f16 values rounds once, like the `half` crate.
+        let h = t.cast(unicompute::DType::F16).unwrap();
+        let got = h.unary(unicompute::UnaryOp::Exp).unwrap().cast(unicompute::DType::F32).unwrap().to_vec::<f32>().await.unwrap();
+        let want: Vec<f64> = x.iter().map(|&v| f64::from(unicompute::f16::from_f32(unicompute::f16::from_f32(v).to_f32().exp()).to_f32())).collect();
+        assert_close(&got, &want, 1e-3, &format!("f16 exp on {}", d.backend()));
+    }
+}
+
 /// The JS-facing API: `init`, typed arrays in and out, and errors with a `code`.
 #[wasm_bindgen_test]
 async fn the_js_api_runs_ops_and_reports_bad_input() {
