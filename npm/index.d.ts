@@ -9,6 +9,9 @@ declare module './pkg/unicompute.js' {
   }
 }
 
+/** Every device this runtime offers (`{ name, backend, type, limits, features }`). */
+export function listDevices(): Promise<Array<{ name: string; backend: string; type: string; limits: Record<string, number>; features: Record<string, boolean> }>>;
+
 /**
  * Open a device: 'auto' (the WebGPU adapter if there is one, else the CPU backend inside the
  * wasm; `device.fallbackReason` says why), 'webgpu' or 'cpu'. Rejects with an `Error` whose

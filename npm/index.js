@@ -1,6 +1,6 @@
 // unicompute for JavaScript: `init()` loads the wasm module once (in browsers and workers by
 // URL, in Node from the file), then opens a device.
-import initWasm, { BindingList, openDevice, Queue } from './pkg/unicompute.js';
+import initWasm, { BindingList, listDevices as listDevicesLoaded, openDevice, Queue } from './pkg/unicompute.js';
 
 export { Buffer, Device, Fence, Kernel, Queue, Tensor } from './pkg/unicompute.js';
 
@@ -33,6 +33,12 @@ function load() {
     }
   })();
   return loading;
+}
+
+/** Every device this runtime offers, as info objects: the CPU, then WebGPU if available. */
+export async function listDevices() {
+  await load();
+  return listDevicesLoaded();
 }
 
 /**

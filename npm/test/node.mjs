@@ -51,3 +51,12 @@ const bad = (() => { try { device.kernel('fn main( {', 'main'); } catch (e) { re
 assert.equal(bad.code, 'SHADER');
 assert.equal(bad.line, 1);
 console.log('node: buffers, queues, fences and kernel errors ok');
+const { listDevices } = await import('unicompute');
+const list = await listDevices();
+assert.equal(list[0].backend, 'cpu');
+const p = device.tensor(new Float32Array([1, 2, 3, 4]), [2, 2]);
+const q = device.tensor(new Float32Array([5, 6, 7, 8]), [2, 2]);
+assert.deepEqual(Array.from(await p.concat(q, 0).reduce('sum', 1).read()), [3, 7, 11, 15]);
+// A freed tensor is an error, not a crash.
+p.free();
+assert.throws(() => p.add(q));

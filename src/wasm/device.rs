@@ -49,6 +49,30 @@ pub async fn init(backend: Option<String>) -> Result<JsDevice, JsValue> {
     }
 }
 
+/// Every device this build can open here, as `info()` objects (the CPU first, then the
+/// browser's WebGPU adapter if it offers one).
+#[wasm_bindgen(js_name = listDevices)]
+pub async fn list_devices() -> js_sys::Array {
+    crate::devices_async().await.iter().map(info_object).collect()
+}
+
+/// A device's [`crate::DeviceInfo`] as a plain JS object.
+fn info_object(info: &crate::DeviceInfo) -> JsValue {
+    let (limits, features, out) = (js_sys::Object::new(), js_sys::Object::new(), js_sys::Object::new());
+    set(&limits, "maxBufferSize", info.limits.max_buffer_size as f64);
+    set(&limits, "maxStorageBindingSize", info.limits.max_storage_binding_size as f64);
+    set(&limits, "maxInvocationsPerWorkgroup", info.limits.max_invocations_per_workgroup);
+    set(&features, "f16", info.features.f16);
+    set(&features, "timestamps", info.features.timestamps);
+    set(&features, "subgroups", info.features.subgroups);
+    set(&out, "name", info.name.clone());
+    set(&out, "backend", info.backend.to_string());
+    set(&out, "type", info.device_type.to_string());
+    set(&out, "limits", limits);
+    set(&out, "features", features);
+    out.into()
+}
+
 /// Set `key` of `object` (setting a property on a plain object cannot fail).
 fn set(object: &js_sys::Object, key: &str, value: impl Into<JsValue>) {
     let _ = js_sys::Reflect::set(object, &key.into(), &value.into());
@@ -76,32 +100,7 @@ impl JsDevice {
 
     /// What the device reports: `{ name, backend, type, limits: {...}, features: {...} }`.
     pub fn info(&self) -> JsValue {
-        let info = self.inner.info();
-        let (limits, features, out) = (
-            js_sys::Object::new(),
-            js_sys::Object::new(),
-            js_sys::Object::new(),
-        );
-        set(&limits, "maxBufferSize", info.limits.max_buffer_size as f64);
-        set(
-            &limits,
-            "maxStorageBindingSize",
-            info.limits.max_storage_binding_size as f64,
-        );
-        set(
-            &limits,
-            "maxInvocationsPerWorkgroup",
-            info.limits.max_invocations_per_workgroup,
-        );
-        set(&features, "f16", info.features.f16);
-        set(&features, "timestamps", info.features.timestamps);
-        set(&features, "subgroups", info.features.subgroups);
-        set(&out, "name", info.name.clone());
-        set(&out, "backend", info.backend.to_string());
-        set(&out, "type", info.device_type.to_string());
-        set(&out, "limits", limits);
-        set(&out, "features", features);
-        out.into()
+        info_object(self.inner.info())
     }
 
     /// Pool statistics: `{ bytesLive, bytesCached, allocations, poolHits, peakBytesLive }`.

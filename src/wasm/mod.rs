@@ -8,6 +8,6 @@ mod error;
 mod gpu;
 mod tensor;
 
-pub use device::{init, JsDevice};
+pub use device::{init, list_devices, JsDevice};
 pub use gpu::{JsBindingList, JsBuffer, JsFence, JsKernel, JsQueue};
 pub use tensor::JsTensor;

@@ -154,6 +154,18 @@ impl JsTensor {
         wrap(self.inner.pool2d(crate::ops::PoolKind::Max, crate::ops::Pool2dParams { kernel: [k, k], stride: None, padding: [0, 0] }))
     }
 
+    /// Average pooling over `size x size` windows (stride = size).
+    #[wasm_bindgen(js_name = avgPool2d)]
+    pub fn avg_pool2d(&self, size: u32) -> Result<JsTensor, JsValue> {
+        let k = size as usize;
+        wrap(self.inner.pool2d(crate::ops::PoolKind::Avg, crate::ops::Pool2dParams { kernel: [k, k], stride: None, padding: [0, 0] }))
+    }
+
+    /// `this` and `other` joined along `axis`.
+    pub fn concat(&self, other: &JsTensor, axis: u32) -> Result<JsTensor, JsValue> {
+        wrap(Tensor::concat(&[&self.inner, &other.inner], axis as usize))
+    }
+
     /// Entries along `axis` picked by `indices` (an i32 or u32 tensor).
     pub fn gather(&self, axis: u32, indices: &JsTensor) -> Result<JsTensor, JsValue> {
         wrap(self.inner.gather(axis as usize, &indices.inner))
