@@ -2,9 +2,11 @@
 # Runs every test of unicompute. Installs what is missing first:
 #   - Debian packages: the Vulkan loader and Mesa's lavapipe (a CPU implementation of Vulkan),
 #     so wgpu finds an adapter on machines without a GPU;
-#   - Debian's Chromium and chromedriver, and wasm-bindgen's test runner (cargo install, at
-#     the version in Cargo.lock), for the browser suite (tests/wasm.rs: real WebGPU in
-#     headless Chromium through SwiftShader, and the CPU backend inside the wasm);
+#   - Debian's Chromium and chromedriver, wasm-bindgen's test runner (cargo install, at the
+#     version in Cargo.lock) and wasm-pack, for the browser suite (`wasm-pack test
+#     --headless --chrome` (tests/wasm.rs: real WebGPU in
+#     headless Chromium through SwiftShader, in a page and in a worker, and the CPU backend
+#     inside the wasm);
 #   - Node and npm, to pack the npm package and use it from Node;
 #   - NVRTC from PyPI (`nvidia-cuda-nvrtc`, the CUDA version cudarc is built for) into
 #     .nvrtc/, so every kernels/*.cu is compile-checked for sm_80 and sm_90 without a GPU.
@@ -66,6 +68,8 @@ if ! wasm-bindgen-test-runner --version 2>/dev/null | grep -qF "$WASM_BINDGEN"; 
     echo "== installing wasm-bindgen-cli $WASM_BINDGEN"
     cargo install --quiet wasm-bindgen-cli --version "$WASM_BINDGEN"
 fi
-CHROMEDRIVER=/usr/bin/chromedriver cargo test --target wasm32-unknown-unknown --test wasm --test wasm_worker
+command -v wasm-pack >/dev/null || { echo "== installing wasm-pack"; cargo install --quiet wasm-pack; }
+# wasm-pack uses the wasm-bindgen test runner and chromedriver found here, downloads nothing.
+CHROMEDRIVER=/usr/bin/chromedriver wasm-pack test --headless --chrome
 echo "== the npm package: packed, installed into a fresh project, used from Node"
 scripts/test-npm.sh

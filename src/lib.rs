@@ -1,4 +1,6 @@
-#![doc = include_str!("../README.md")]
+// The README is the crate documentation; its example (a doctest) uses the blocking native
+// API, so it is documentation natively only.
+#![cfg_attr(not(target_arch = "wasm32"), doc = include_str!("../README.md"))]
 //!
 //! Layers, top down: the public objects ([`Device`], [`Buffer`], [`Tensor`], [`Queue`],
 //! [`Fence`], [`Kernel`]), the op catalogue ([`ops`]), the caching pool, and the backend
