@@ -1,21 +1,8 @@
 #!/usr/bin/env bash
-# Builds the npm package into npm/ and packs it (npm/unicompute-<version>.tgz):
-#   - the library for wasm32 with the `wasm-release` profile (size-optimised; cuda is never
-#     built for wasm, see build.rs), without the CLI;
-#   - wasm-bindgen's ES module glue (`--target web`, with weak references so a tensor the
-#     program forgets is freed by a FinalizationRegistry) into npm/pkg/;
-#   - wasm-opt -Oz from the npm package `binaryen` when npx can fetch it.
-# Needs the wasm32 target and wasm-bindgen-cli at the Cargo.lock version (scripts/test.sh
-# installs both).
+# Packs the npm package: npm/unicompute-<version>.tgz. `npm pack` runs the package's prepack
+# script, scripts/build-wasm-pkg.sh, which builds the wasm and its JS glue into npm/pkg/, so
+# a plain `npm pack` in npm/ does the same.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-cargo build --profile wasm-release --lib --target wasm32-unknown-unknown --no-default-features --features webgpu
-rm -rf npm/pkg
-wasm-bindgen --target web --weak-refs --out-dir npm/pkg --out-name unicompute target/wasm32-unknown-unknown/wasm-release/unicompute.wasm
-if npx --yes -p binaryen@132 wasm-opt --version >/dev/null 2>&1; then
-    npx --yes -p binaryen@132 wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext --enable-mutable-globals --enable-reference-types \
-        npm/pkg/unicompute_bg.wasm -o npm/pkg/unicompute_bg.wasm
-fi
-rm -f npm/pkg/.gitignore npm/pkg/package.json
-echo "wasm: $(stat -c %s npm/pkg/unicompute_bg.wasm) bytes, $(gzip -9c npm/pkg/unicompute_bg.wasm | wc -c) gzipped"
-(cd npm && rm -f unicompute-*.tgz && npm pack --silent)
+cd "$(dirname "$0")/../npm"
+rm -f unicompute-*.tgz
+npm pack --silent
