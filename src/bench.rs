@@ -67,7 +67,7 @@ const CONV: [usize; 5] = [1, 32, 56, 56, 32];
 
 /// What to measure and how large.
 #[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+#[derive(serde::Serialize)]
 pub struct BenchConfig {
     /// Op names, run in this order; empty means [`DEFAULT_OPS`]. Accepted: any unary op
     /// (`relu`, `gelu`, ...), binary op (`add`, ...), `<binary>_bcast` (a `[rows, 1024]`
@@ -96,7 +96,7 @@ impl Default for BenchConfig {
 
 /// The device's measured ceilings, the denominators of the roofline percentages.
 #[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+#[derive(serde::Serialize)]
 pub struct Ceilings {
     /// Device-to-device copy bandwidth in GB/s, counting bytes read plus bytes written.
     pub copy_gbps: f64,
@@ -117,7 +117,7 @@ impl fmt::Display for Ceilings {
 
 /// One measured case.
 #[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+#[derive(serde::Serialize)]
 pub struct BenchResult {
     /// Op name as given in [`BenchConfig::ops`].
     pub name: String,
@@ -139,7 +139,7 @@ pub struct BenchResult {
 
 /// Everything one benchmark run measured.
 #[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+#[derive(serde::Serialize)]
 pub struct Report {
     /// Name of the device.
     pub device: String,

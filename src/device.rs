@@ -9,15 +9,15 @@ use crate::backend::{self, BackendDevice, Memory};
 use crate::buffer::BufferInner;
 use crate::pool::{size_class, MemoryStats, Pool};
 use crate::queue::{Queue, QueueShared};
-use crate::{Error, Result};
+use crate::{Error, Policy, Result};
 
 /// Environment variable that overrides [`BackendChoice::Auto`]: `cpu`, `webgpu`, `cuda`,
 /// `auto`, or an index into [`devices()`].
 pub const BACKEND_ENV: &str = "UNICOMPUTE_BACKEND";
 
 /// The API a device runs on.
-#[cfg_attr(feature = "cli", derive(serde::Serialize))]
-#[cfg_attr(feature = "cli", serde(rename_all = "lowercase"))]
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum BackendKind {
     /// Host code, always available (also inside WebAssembly).
@@ -75,7 +75,7 @@ impl FromStr for BackendChoice {
 }
 
 /// Kind of hardware behind a device.
-#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+#[derive(serde::Serialize)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DeviceType {
     /// A discrete GPU.
@@ -112,7 +112,7 @@ impl DeviceType {
 }
 
 /// Hard limits of a device.
-#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+#[derive(serde::Serialize)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Largest single buffer in bytes.
@@ -136,7 +136,7 @@ pub struct Limits {
 }
 
 /// Optional capabilities of a device.
-#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+#[derive(serde::Serialize)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Features {
     /// f16 arithmetic in kernels.
@@ -148,7 +148,7 @@ pub struct Features {
 }
 
 /// What a device reports about itself.
-#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+#[derive(serde::Serialize)]
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeviceInfo {
     /// Position in [`devices()`].
@@ -198,7 +198,8 @@ impl Default for DeviceOptions {
 /// a backend without the faster path computes in full f32. On `cuda` they select cuBLAS's
 /// tensor-core paths (TF32, or inputs rounded to bf16 / f16, always accumulating in f32);
 /// `cpu` and `webgpu` compute in f32 whatever the setting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum MatmulPrecision {
     /// Full f32 (the default).
     #[default]
@@ -266,6 +267,8 @@ pub(crate) struct DeviceShared {
     pub backend: BackendDevice,
     pub pool: Arc<Pool>,
     pub options: DeviceOptions,
+    /// The policy the device was opened with (the default policy otherwise).
+    pub policy: Policy,
     pub default_queue: Arc<QueueShared>,
 }
 
@@ -326,18 +329,53 @@ impl Device {
             }
         };
         let candidate = candidate.ok_or_else(|| Error::NoDevice("no device found".into()))?;
+        Self::finish_open(candidate, options, Policy::default()).await
+    }
+
+    /// Open the device `policy` prefers: the best device of the first of its `backends` that
+    /// has one, with its precision, pool settings and kernel variants (blocking natively).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn open_with_policy(policy: &Policy) -> Result<Device> {
+        pollster::block_on(Self::open_with_policy_async(policy))
+    }
+
+    /// [`open_with_policy`](Device::open_with_policy) without blocking.
+    pub async fn open_with_policy_async(policy: &Policy) -> Result<Device> {
+        policy.validate()?;
+        let rank = |kind: BackendKind| policy.backends.iter().position(|&b| b == kind);
+        let candidate = backend::enumerate()
+            .await
+            .into_iter()
+            .filter_map(|c| rank(c.info.backend).map(|r| (r, c)))
+            .min_by_key(|(r, c)| (*r, c.info.device_type.preference(), c.info.index))
+            .map(|(_, c)| c);
+        let Some(candidate) = candidate else {
+            let reasons: Vec<String> = policy.backends.iter().map(|&k| format!("{k}: {}", backend::missing_reason(k))).collect();
+            return Err(Error::NoDevice(format!("none of the policy's backends has a device ({})", reasons.join("; "))));
+        };
+        let kind = candidate.info.backend;
+        for (op, variant) in &policy.variants {
+            let known = backend::matmul_variants(kind);
+            if variant != "auto" && !known.contains(&variant.as_str()) {
+                return Err(Error::Invalid(format!("policy: `variants.{op}` is `{variant}`, but {kind} has the variants {known:?} (or \"auto\")")));
+            }
+        }
+        let options = DeviceOptions { pool_cache_limit: policy.pool.cache_limit_bytes, matmul_precision: policy.precision, ..DeviceOptions::default() };
+        Self::finish_open(candidate, options, policy.clone()).await
+    }
+
+    async fn finish_open(candidate: backend::Candidate, options: DeviceOptions, policy: Policy) -> Result<Device> {
         let info = candidate.info.clone();
         let backend = candidate.open().await?;
         let default_queue = Arc::new(QueueShared::new(&backend));
         Ok(Device {
-            shared: Arc::new(DeviceShared {
-                info,
-                backend,
-                pool: Arc::new(Pool::new(options.pool_cache_limit)),
-                options,
-                default_queue,
-            }),
+            shared: Arc::new(DeviceShared { info, backend, pool: Arc::new(Pool::new(options.pool_cache_limit)), options, policy, default_queue }),
         })
+    }
+
+    /// The policy the device runs under.
+    pub fn policy(&self) -> &Policy {
+        &self.shared.policy
     }
 
     /// What the device reports about itself.

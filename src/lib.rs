@@ -22,6 +22,7 @@ pub mod layout;
 pub mod ops;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
+mod policy;
 mod pool;
 mod queue;
 mod signal;
@@ -41,6 +42,7 @@ pub use error::{Error, Result};
 pub use fence::Fence;
 pub use kernel::{Binding, BindingInfo, BindingKind, Kernel, KernelInfo, KernelLanguage, Scalar};
 pub use ops::{BinaryOp, ReduceOp, UnaryOp};
+pub use policy::{Policy, PoolPolicy, TUNABLE_OPS};
 pub use pool::MemoryStats;
 pub use queue::Queue;
 pub use tensor::Tensor;

@@ -33,3 +33,17 @@ fn bad_arguments_fail_with_a_message() {
     assert!(!ok);
     assert!(stderr.contains("tpu"), "{stderr}");
 }
+
+#[test]
+fn bench_opens_the_device_a_policy_prefers() {
+    let path = std::env::temp_dir().join(format!("unicompute-cli-policy-{}.json", std::process::id()));
+    std::fs::write(&path, r#"{"backends": ["cpu"]}"#).unwrap();
+    let p = path.to_str().unwrap();
+    let (ok, stdout, stderr) = unicompute(&["bench", "--policy", p, "--op", "add", "--size", "4096", "--reps", "2", "--json"]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("\"backend\": \"cpu\""), "{stdout}");
+    std::fs::write(&path, r#"{"backends": ["cpu"], "colour": "red"}"#).unwrap();
+    let (ok, _, stderr) = unicompute(&["bench", "--policy", p]);
+    assert!(!ok && stderr.contains("unknown field `colour`"), "{stderr}");
+    let _ = std::fs::remove_file(&path);
+}

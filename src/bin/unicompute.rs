@@ -64,6 +64,10 @@ struct BenchArgs {
     /// Print one JSON document on stdout (progress still goes to stderr).
     #[arg(long)]
     json: bool,
+    /// Open the device a policy file (JSON, see `unicompute::Policy`) prefers, with its
+    /// precision, pool settings and kernel variants (instead of --backend).
+    #[arg(long, value_name = "FILE")]
+    policy: Option<std::path::PathBuf>,
 }
 
 pub fn main() -> ExitCode {
@@ -123,7 +127,13 @@ fn devices_table(devices: &[DeviceInfo]) -> String {
 fn run_bench(args: &BenchArgs) -> Result<()> {
     let choice: BackendChoice = args.backend.parse()?;
     let config = bench_config(args);
-    let device = Device::open(choice)?;
+    let device = match &args.policy {
+        Some(_) if choice != BackendChoice::Auto => {
+            return Err(unicompute::Error::Invalid("give either --backend or --policy, not both".into()));
+        }
+        Some(path) => Device::open_with_policy(&unicompute::Policy::load(path)?)?,
+        None => Device::open(choice)?,
+    };
     let info = device.info().clone();
     if !args.json {
         println!("device: #{} {} ({}, {}, {}){}", info.index, info.name, info.backend, info.api, info.device_type, env_note());

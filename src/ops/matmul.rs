@@ -39,6 +39,11 @@ pub fn linear(queue: &Queue, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>,
 }
 
 fn matmul_epilogue(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>, variant: Option<&'static str>) -> Result<Tensor> {
+    // A variant the device's policy names applies unless the call names one.
+    let variant = variant.or_else(|| {
+        let named = queue.device().policy().variant("matmul")?;
+        variants(queue.device()).into_iter().find(|&v| v == named)
+    });
     let inputs: Vec<&Tensor> = [Some(a), Some(b), bias].into_iter().flatten().collect();
     if native_f16(queue, &inputs) {
         return matmul_in(queue, op, a, b, bias, act, variant, DType::F16);

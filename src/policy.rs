@@ -1,0 +1,104 @@
+//! Execution policy: which backend `auto` prefers, which precision matmuls may use, which
+//! kernel variant each op runs, and how much memory the pool keeps. A policy is plain data
+//! (serialisable to JSON, compared with `==`), so the same policy on the same device makes the
+//! same decisions.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{BackendKind, Error, MatmulPrecision, Result};
+
+/// Ops whose kernel variant a policy can name (see [`crate::ops::matmul::variants`]).
+pub const TUNABLE_OPS: &[&str] = &["matmul"];
+
+/// The execution policy of a device. Every field has a default; a JSON document may give any
+/// subset. Unknown keys and invalid values are errors that name the key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Policy {
+    /// Backends `auto` tries, in order (`"cuda"`, `"webgpu"`, `"cpu"`); a backend left out is
+    /// never chosen by `auto`.
+    pub backends: Vec<BackendKind>,
+    /// Lowest precision matmuls may compute in: `"f32"`, `"tf32"`, `"bf16"` or `"f16"`.
+    pub precision: MatmulPrecision,
+    /// Kernel variant per op (`{"matmul": "tile128x64"}`); `"auto"` lets the backend choose.
+    pub variants: BTreeMap<String, String>,
+    /// Memory pool settings.
+    pub pool: PoolPolicy,
+}
+
+/// Memory pool settings of a [`Policy`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PoolPolicy {
+    /// Bytes of freed memory kept for reuse.
+    pub cache_limit_bytes: u64,
+}
+
+impl Default for PoolPolicy {
+    fn default() -> Self {
+        PoolPolicy { cache_limit_bytes: 1 << 30 }
+    }
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy { backends: vec![BackendKind::Cuda, BackendKind::WebGpu, BackendKind::Cpu], precision: MatmulPrecision::F32, variants: BTreeMap::new(), pool: PoolPolicy::default() }
+    }
+}
+
+impl Policy {
+    /// Parse a JSON policy. Errors name the offending key and what was expected.
+    pub fn from_json(text: &str) -> Result<Policy> {
+        let policy: Policy = serde_json::from_str(text).map_err(|e| Error::Invalid(format!("policy: {e}")))?;
+        policy.validate()?;
+        Ok(policy)
+    }
+
+    /// The policy as pretty-printed JSON.
+    pub fn to_json(&self) -> String {
+        // Serialising plain data with string keys cannot fail.
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Read a JSON policy file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Policy> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Invalid(format!("reading policy {}: {e}", path.display())))?;
+        Self::from_json(&text).map_err(|e| match e {
+            Error::Invalid(m) => Error::Invalid(format!("{m} (in {})", path.display())),
+            other => other,
+        })
+    }
+
+    /// Write the policy as JSON.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        std::fs::write(path, self.to_json()).map_err(|e| Error::Invalid(format!("writing policy {}: {e}", path.display())))
+    }
+
+    /// Error unless every key and value makes sense without a device.
+    pub fn validate(&self) -> Result<()> {
+        if self.backends.is_empty() {
+            return Err(Error::Invalid("policy: `backends` is empty: expected at least one of cuda, webgpu, cpu".into()));
+        }
+        for (i, b) in self.backends.iter().enumerate() {
+            if self.backends[..i].contains(b) {
+                return Err(Error::Invalid(format!("policy: `backends` names {b} twice: expected each backend at most once")));
+            }
+        }
+        for op in self.variants.keys() {
+            if !TUNABLE_OPS.contains(&op.as_str()) {
+                return Err(Error::Invalid(format!("policy: `variants.{op}` is not an op with kernel variants: expected one of {TUNABLE_OPS:?}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The variant the policy names for `op`, unless it says `"auto"` or nothing.
+    pub fn variant(&self, op: &str) -> Option<&str> {
+        self.variants.get(op).map(String::as_str).filter(|v| *v != "auto")
+    }
+}
