@@ -16,11 +16,13 @@
 //! # }
 //! ```
 
+use std::cell::Cell;
 use std::fmt;
 use std::time::Instant;
 
 use crate::ops::{attention, conv, elementwise, indexing, matmul, norm, reduce, softmax, AttentionParams, Conv2dParams, NormKind, NormParams};
-use crate::{BackendKind, BinaryOp, Buffer, DType, Device, Error, Kernel, Queue, ReduceOp, Result, Tensor, UnaryOp};
+pub use crate::text::{human_bytes, human_seconds, render_table};
+use crate::{BackendKind, BinaryOp, Profile, Buffer, DType, Device, Error, Kernel, Queue, ReduceOp, Result, Tensor, UnaryOp};
 
 /// The self-contained arithmetic-peak kernel run on `webgpu` devices.
 const PEAK_WGSL: &str = include_str!("../shaders/peak.wgsl");
@@ -86,11 +88,14 @@ pub struct BenchConfig {
     pub warmup: usize,
     /// Timed repetitions whose median is reported.
     pub reps: usize,
+    /// Record every launch of the op cases (not the ceilings) with the device's profiler;
+    /// the report then carries the [`Profile`].
+    pub profile: bool,
 }
 
 impl Default for BenchConfig {
     fn default() -> Self {
-        BenchConfig { ops: Vec::new(), elements: 1 << 24, matmul_edge: 1024, chain_len: 1000, warmup: 1, reps: 5 }
+        BenchConfig { ops: Vec::new(), elements: 1 << 24, matmul_edge: 1024, chain_len: 1000, warmup: 1, reps: 5, profile: false }
     }
 }
 
@@ -153,6 +158,12 @@ pub struct Report {
     pub timer: &'static str,
     /// One entry per case, in run order.
     pub results: Vec<BenchResult>,
+    /// Seconds of the timed repetitions of the op cases (not the warm-up or calibration), on
+    /// the clock the medians use (for `chain`: host time to completion).
+    pub measured_s: f64,
+    /// What the profiler recorded, when [`BenchConfig::profile`] was set.
+    #[serde(skip)]
+    pub profile: Option<Profile>,
 }
 
 impl Report {
@@ -187,14 +198,44 @@ pub fn run(device: &Device, config: &BenchConfig, progress: &mut dyn FnMut(&str)
         check_fits(device, name, kind.largest_tensor_bytes(config))?;
     }
     let ceilings = measure_ceilings(device, config, progress)?;
+    let timer = timer(device)?;
+    let meter = Meter { total: Cell::new(0.0), profiler: config.profile.then(|| device.profiler().clone()) };
+    if config.profile {
+        device.profiler().clear();
+    }
     let mut results = Vec::with_capacity(kinds.len());
     for (name, kind) in &kinds {
         let case = build_case(device, config, name, *kind)?;
         progress(&format!("op {name} {}", case.shape));
-        results.push(measure_case(device, config, &case, &ceilings)?);
+        results.push(measure_case(&meter, device, config, &case, &ceilings)?);
     }
+    let profile = config.profile.then(|| device.take_profile_blocking());
     let info = device.info();
-    Ok(Report { device: info.name.clone(), backend: info.backend.to_string(), config: config.clone(), ceilings, timer: timer(device)?, results })
+    Ok(Report { device: info.name.clone(), backend: info.backend.to_string(), config: config.clone(), ceilings, timer, results, measured_s: meter.total.get(), profile })
+}
+
+/// Adds up the timed repetitions of the op cases, and profiles them (only them: not the
+/// warm-up, the calibration or a case's setup) when it holds the device's profiler.
+#[derive(Default)]
+struct Meter {
+    total: Cell<f64>,
+    profiler: Option<crate::Profiler>,
+}
+
+impl Meter {
+    /// Run one timed repetition, `time` returning (seconds for the median, seconds to add).
+    fn rep(&self, time: impl FnOnce() -> Result<(f64, f64)>) -> Result<f64> {
+        if let Some(p) = &self.profiler {
+            p.enable();
+        }
+        let timed = time();
+        if let Some(p) = &self.profiler {
+            p.disable();
+        }
+        let (sample, total) = timed?;
+        self.total.set(self.total.get() + total);
+        Ok(sample)
+    }
 }
 
 /// Measure the copy bandwidth and the arithmetic ceiling of `device`.
@@ -508,8 +549,8 @@ fn input(device: &Device, shape: &[usize]) -> Result<Tensor> {
     Tensor::from_slice(device, &data, shape)
 }
 
-fn measure_case(device: &Device, config: &BenchConfig, case: &Case, ceilings: &Ceilings) -> Result<BenchResult> {
-    let median_s = if case.recording_only { median_recording_seconds(&device.queue(), config, case)? } else { median_seconds(&device.queue(), config, case)? };
+fn measure_case(meter: &Meter, device: &Device, config: &BenchConfig, case: &Case, ceilings: &Ceilings) -> Result<BenchResult> {
+    let median_s = if case.recording_only { median_recording_seconds(meter, &device.queue(), config, case)? } else { median_seconds(meter, &device.queue(), config, case)? };
     let (rate, unit, ceiling) = match case.work {
         Work::Bytes(b) => (b as f64 / median_s / 1e9, "GB/s", Some(ceilings.copy_gbps)),
         Work::Flops(f) => (f as f64 / median_s / 1e9, "GFLOP/s", Some(ceilings.gflops)),
@@ -520,21 +561,21 @@ fn measure_case(device: &Device, config: &BenchConfig, case: &Case, ceilings: &C
 }
 
 /// Median host seconds to record and submit one launch of `case`, after warm-up.
-fn median_recording_seconds(queue: &Queue, config: &BenchConfig, case: &Case) -> Result<f64> {
+fn median_recording_seconds(meter: &Meter, queue: &Queue, config: &BenchConfig, case: &Case) -> Result<f64> {
     queue.finish()?;
     for _ in 0..config.warmup {
         time_recording(queue, &case.launch)?;
     }
     let mut samples = Vec::with_capacity(config.reps);
     for _ in 0..config.reps {
-        samples.push(time_recording(queue, &case.launch)?);
+        samples.push(meter.rep(|| time_recording(queue, &case.launch))?);
     }
     Ok(median(&mut samples))
 }
 
 /// Median seconds of one launch of `case`, after warm-up and calibration of the launches per
 /// repetition.
-fn median_seconds(queue: &Queue, config: &BenchConfig, case: &Case) -> Result<f64> {
+fn median_seconds(meter: &Meter, queue: &Queue, config: &BenchConfig, case: &Case) -> Result<f64> {
     queue.finish()?;
     for _ in 0..config.warmup {
         time_launches(queue, 1, &case.launch)?;
@@ -546,9 +587,13 @@ fn median_seconds(queue: &Queue, config: &BenchConfig, case: &Case) -> Result<f6
     } else {
         1
     };
+    if launches > 1 {
+        // One untimed repetition at full size, so the pool holds every output buffer it needs.
+        time_launches(queue, launches, &case.launch)?;
+    }
     let mut samples = Vec::with_capacity(config.reps);
     for _ in 0..config.reps {
-        samples.push(time_launches(queue, launches, &case.launch)? / launches as f64);
+        samples.push(meter.rep(|| time_launches(queue, launches, &case.launch).map(|t| (t / launches as f64, t)))?);
     }
     Ok(median(&mut samples))
 }
@@ -576,14 +621,14 @@ fn timer(device: &Device) -> Result<&'static str> {
 }
 
 /// Host seconds to record one launch and submit it, not counting the wait for the device
-/// (what a chain of small ops costs the caller).
-fn time_recording(queue: &Queue, launch: &dyn Fn(&Queue) -> Result<()>) -> Result<f64> {
+/// (what a chain of small ops costs the caller), and host seconds to its completion.
+fn time_recording(queue: &Queue, launch: &dyn Fn(&Queue) -> Result<()>) -> Result<(f64, f64)> {
     let start = Instant::now();
     launch(queue)?;
     let fence = queue.submit()?;
     let seconds = start.elapsed().as_secs_f64();
     fence.wait_blocking()?;
-    Ok(seconds)
+    Ok((seconds, start.elapsed().as_secs_f64()))
 }
 
 fn median(samples: &mut [f64]) -> f64 {
@@ -609,7 +654,7 @@ fn copy_bandwidth(device: &Device, config: &BenchConfig, bytes: u64) -> Result<f
         launch: Box::new(move |q| q.copy(&src, &dst)),
         name: "copy".into(),
     };
-    let seconds = median_seconds(&device.queue(), config, &case)?;
+    let seconds = median_seconds(&Meter::default(), &device.queue(), config, &case)?;
     Ok(2.0 * bytes as f64 / seconds / 1e9)
 }
 
@@ -617,7 +662,7 @@ fn copy_bandwidth(device: &Device, config: &BenchConfig, bytes: u64) -> Result<f
 fn gemm_gflops(device: &Device, config: &BenchConfig, edge: usize) -> Result<(f64, String)> {
     let (shape, work, out_bytes, launch) = matmul_case(device, edge, None)?;
     let case = Case { shape, work, out_bytes, batched: true, recording_only: false, launch, name: "gemm".into() };
-    let seconds = median_seconds(&device.queue(), config, &case)?;
+    let seconds = median_seconds(&Meter::default(), &device.queue(), config, &case)?;
     let flops = 2.0 * (edge as f64).powi(3);
     Ok((flops / seconds / 1e9, format!("GEMM ceiling: the {} matmul op at {edge}^3", device.backend())))
 }
@@ -657,51 +702,6 @@ fn peak_gflops(device: &Device, config: &BenchConfig) -> Result<(f64, String)> {
 fn grid_2d(groups: u64, max_per_dim: u32) -> [u32; 3] {
     let x = groups.min(MAX_GRID_X).min(u64::from(max_per_dim)).max(1);
     [x as u32, groups.div_ceil(x) as u32, 1]
-}
-
-/// Bytes with a binary unit: `128 MiB`.
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit < UNITS.len() - 1 {
-        v /= 1024.0;
-        unit += 1;
-    }
-    if v.fract() == 0.0 {
-        format!("{v:.0} {}", UNITS[unit])
-    } else {
-        format!("{v:.1} {}", UNITS[unit])
-    }
-}
-
-/// Seconds with a readable unit: `812.4 us`, `12.35 ms`, `1.204 s`.
-pub fn human_seconds(s: f64) -> String {
-    if s < 1e-3 {
-        format!("{:.1} us", s * 1e6)
-    } else if s < 1.0 {
-        format!("{:.2} ms", s * 1e3)
-    } else {
-        format!("{s:.3} s")
-    }
-}
-
-/// An aligned text table: `header`, a rule, then `rows` (left-aligned, two spaces apart).
-pub fn render_table(header: &[String], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cells: &[String]| {
-        let padded: Vec<String> = cells.iter().zip(&widths).map(|(c, &w)| format!("{c:<w$}")).collect();
-        padded.join("  ").trim_end().to_string()
-    };
-    let rule: Vec<String> = widths.iter().map(|&w| "-".repeat(w)).collect();
-    let mut out = vec![line(header), line(&rule)];
-    out.extend(rows.iter().map(|r| line(r)));
-    out.join("\n")
 }
 
 #[cfg(test)]

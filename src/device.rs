@@ -9,6 +9,7 @@ use crate::backend::{self, BackendDevice, Memory};
 use crate::buffer::BufferInner;
 use crate::pool::{size_class, MemoryStats, Pool};
 use crate::queue::{Queue, QueueShared};
+use crate::profile::{Profile, Profiler};
 use crate::{Error, Policy, Result};
 
 /// Environment variable that overrides [`BackendChoice::Auto`]: `cpu`, `webgpu`, `cuda`,
@@ -269,6 +270,8 @@ pub(crate) struct DeviceShared {
     pub options: DeviceOptions,
     /// The policy the device was opened with (the default policy otherwise).
     pub policy: Policy,
+    /// Records launches while enabled.
+    pub profiler: Profiler,
     pub default_queue: Arc<QueueShared>,
 }
 
@@ -369,13 +372,40 @@ impl Device {
         let backend = candidate.open().await?;
         let default_queue = Arc::new(QueueShared::new(&backend));
         Ok(Device {
-            shared: Arc::new(DeviceShared { info, backend, pool: Arc::new(Pool::new(options.pool_cache_limit)), options, policy, default_queue }),
+            shared: Arc::new(DeviceShared {
+                info,
+                backend,
+                pool: Arc::new(Pool::new(options.pool_cache_limit)),
+                options,
+                policy,
+                profiler: Profiler::default(),
+                default_queue,
+            }),
         })
     }
 
     /// The policy the device runs under.
     pub fn policy(&self) -> &Policy {
         &self.shared.policy
+    }
+
+    /// The device's profiler: `device.profiler().enable()` records every launch from then on.
+    pub fn profiler(&self) -> &Profiler {
+        &self.shared.profiler
+    }
+
+    /// Take what the profiler recorded so far, with device times: launches whose work has been
+    /// submitted get theirs once the device has run them (this waits for that); launches not
+    /// yet submitted stay untimed.
+    pub async fn take_profile(&self) -> Profile {
+        let backend = &self.shared.backend;
+        self.shared.profiler.take(self.backend(), self.info().name.clone(), &|| backend.wait_idle()).await
+    }
+
+    /// Blocking twin of [`take_profile`](Device::take_profile) (not available in browsers).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn take_profile_blocking(&self) -> Profile {
+        pollster::block_on(self.take_profile())
     }
 
     /// What the device reports about itself.

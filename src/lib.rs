@@ -24,9 +24,11 @@ pub mod ops;
 pub mod wasm;
 mod policy;
 mod pool;
+pub mod profile;
 mod queue;
 mod signal;
 mod tensor;
+mod text;
 
 pub use buffer::Buffer;
 #[cfg(not(target_arch = "wasm32"))]
@@ -44,5 +46,6 @@ pub use kernel::{Binding, BindingInfo, BindingKind, Kernel, KernelInfo, KernelLa
 pub use ops::{BinaryOp, ReduceOp, UnaryOp};
 pub use policy::{Policy, PoolPolicy, TUNABLE_OPS};
 pub use pool::MemoryStats;
+pub use profile::{Profile, Profiler};
 pub use queue::Queue;
 pub use tensor::Tensor;

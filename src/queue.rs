@@ -5,7 +5,8 @@ use std::sync::Arc;
 use crate::backend::{BackendDevice, QueueImpl};
 use crate::kernel::{Binding, Kernel};
 use crate::ops::OpCall;
-use crate::{Buffer, Device, Element, Error, Fence, Result};
+use crate::profile::{self, Decision};
+use crate::{Buffer, DType, Device, Element, Error, Fence, Result};
 
 /// An ordered stream of device work. Work is recorded and sent to the device in batches:
 /// at [`submit`](Queue::submit), when a read needs it, or when a batch grows large.
@@ -19,11 +20,13 @@ pub struct Queue {
 
 pub(crate) struct QueueShared {
     pub imp: QueueImpl,
+    /// Process-unique id (the profiler's track per queue).
+    pub id: u64,
 }
 
 impl QueueShared {
     pub(crate) fn new(backend: &BackendDevice) -> Self {
-        QueueShared { imp: QueueImpl::new(backend) }
+        QueueShared { imp: QueueImpl::new(backend), id: crate::device::next_id() }
     }
 }
 
@@ -72,10 +75,31 @@ impl Queue {
         self.shared.imp.copy(self.backend(), &src.inner, s, &dst.inner, d, n)
     }
 
+    /// Process-unique id of the queue (the track it gets in a profiler trace).
+    pub fn id(&self) -> u64 {
+        self.shared.id
+    }
+
     /// Record a built-in op.
     pub(crate) fn run_op(&self, call: OpCall<'_>) -> Result<()> {
+        self.run_op_decided(call, None)
+    }
+
+    /// Record a built-in op whose kernel the dispatcher chose (the profiler keeps why).
+    pub(crate) fn run_op_decided(&self, call: OpCall<'_>, decision: Option<&Decision>) -> Result<()> {
         self.backend().check_healthy()?;
-        self.shared.imp.run_op(self, call)
+        let profiler = &self.device.shared.profiler;
+        if !profiler.is_enabled() {
+            return self.shared.imp.run_op(self, call);
+        }
+        let cost = call.cost();
+        let host_start = profiler.now_us();
+        let (timing, clock) = self.shared.imp.timed(self.backend(), profiler.epoch(), || self.shared.imp.run_op(self, call))?;
+        let mut record = profile::record(cost.name, cost.shapes, cost.dtype, cost.bytes, cost.flops, self.id(), clock, host_start);
+        record.variant = decision.map(|d| d.choice.clone()).or(cost.variant.map(String::from));
+        record.reason = decision.map(|d| d.reason.clone());
+        profiler.push(record, timing);
+        Ok(())
     }
 
     /// Record a launch of a user kernel over `workgroups` workgroups, with one binding per
@@ -88,7 +112,18 @@ impl Queue {
         }
         kernel.check_launch(bindings, workgroups)?;
         self.backend().check_healthy()?;
-        self.shared.imp.launch(self.backend(), kernel, bindings, workgroups)
+        let profiler = &self.device.shared.profiler;
+        if !profiler.is_enabled() {
+            return self.shared.imp.launch(self.backend(), kernel, bindings, workgroups);
+        }
+        let host_start = profiler.now_us();
+        let (timing, clock) = self.shared.imp.timed(self.backend(), profiler.epoch(), || self.shared.imp.launch(self.backend(), kernel, bindings, workgroups))?;
+        let shapes = bindings.iter().filter_map(Binding::buffer).map(|b| vec![b.byte_len as usize / b.dtype.size()]).collect();
+        let bytes = bindings.iter().filter_map(Binding::buffer).map(|b| b.byte_len).sum();
+        let mut record = profile::record(kernel.info().entry.clone(), shapes, DType::F32, bytes, 0, self.id(), clock, host_start);
+        record.variant = Some(format!("user {:?} kernel", kernel.info().language));
+        profiler.push(record, timing);
+        Ok(())
     }
 
     /// Send everything recorded so far to the device. The fence signals when it has finished.

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use crate::buffer::BufferInner;
 use crate::kernel::{Binding, Kernel};
 use crate::ops::OpCall;
+use crate::profile::{Clock, Span, Timing};
 use crate::{BackendKind, DeviceInfo, Error, Queue, Result};
 
 /// A device that can be opened.
@@ -209,6 +210,15 @@ impl BackendDevice {
         }
     }
 
+    /// Block until submitted work has finished and its callbacks have run (natively; a no-op
+    /// in browsers and on backends that finish work synchronously when asked).
+    pub fn wait_idle(&self) {
+        #[cfg(all(feature = "webgpu", not(target_arch = "wasm32")))]
+        if let BackendDevice::WebGpu(d) = self {
+            let _ = d.device.poll(wgpu::PollType::wait_indefinitely());
+        }
+    }
+
     /// An error if the device was lost or reported an error since the last check.
     pub fn check_healthy(&self) -> Result<()> {
         match self {
@@ -283,6 +293,47 @@ impl QueueImpl {
             },
             #[allow(unreachable_patterns)]
             _ => Err(mismatch()),
+        }
+    }
+
+    /// Run `record`, which records one launch, timed: say which clock times it and how its
+    /// device time will be known (`epoch` is where host-clock spans start).
+    pub fn timed(&self, dev: &BackendDevice, epoch: web_time::Instant, record: impl FnOnce() -> Result<()>) -> Result<(Timing, Clock)> {
+        let host_span = |t0: web_time::Instant| Span { start_ns: t0.duration_since(epoch).as_secs_f64() * 1e9, dur_ns: t0.elapsed().as_secs_f64() * 1e9 };
+        match (self, dev) {
+            (QueueImpl::Cpu, _) => {
+                let t0 = web_time::Instant::now();
+                record()?;
+                Ok((Timing::Ready(Some(host_span(t0))), Clock::Host))
+            }
+            #[cfg(feature = "webgpu")]
+            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) if d.has_timestamps() => {
+                let token = q.begin_span();
+                record()?;
+                let span = crate::profile::PendingSpan::new();
+                q.end_span(token, span.clone());
+                Ok((Timing::Pending(span), Clock::TimestampQuery))
+            }
+            #[cfg(all(feature = "webgpu", not(target_arch = "wasm32")))]
+            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => {
+                pollster::block_on(q.submit(d)?.wait(d))?;
+                let t0 = web_time::Instant::now();
+                record()?;
+                pollster::block_on(q.submit(d)?.wait(d))?;
+                Ok((Timing::Ready(Some(host_span(t0))), Clock::HostSerialised))
+            }
+            #[cfg(cuda_backend)]
+            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => {
+                let start = FenceImpl::Cuda(q.submit(d)?);
+                record()?;
+                let end = FenceImpl::Cuda(q.submit(d)?);
+                Ok((Timing::Fences { start, end }, Clock::CudaEvent))
+            }
+            #[allow(unreachable_patterns)]
+            _ => {
+                record()?;
+                Ok((Timing::Ready(None), Clock::None))
+            }
         }
     }
 

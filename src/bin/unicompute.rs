@@ -68,6 +68,11 @@ struct BenchArgs {
     /// precision, pool settings and kernel variants (instead of --backend).
     #[arg(long, value_name = "FILE")]
     policy: Option<std::path::PathBuf>,
+    /// Profile every timed launch and write a Chrome trace (Perfetto, chrome://tracing) to
+    /// FILE; prints the per-op summary and compares the summed device times with the bench's
+    /// own measured total.
+    #[arg(long, value_name = "FILE")]
+    profile: Option<std::path::PathBuf>,
 }
 
 pub fn main() -> ExitCode {
@@ -139,10 +144,30 @@ fn run_bench(args: &BenchArgs) -> Result<()> {
         println!("device: #{} {} ({}, {}, {}){}", info.index, info.name, info.backend, info.api, info.device_type, env_note());
     }
     let report = bench::run(&device, &config, &mut |line| eprintln!("[bench] {line}"))?;
+    let profile_note = match (&args.profile, &report.profile) {
+        (Some(path), Some(profile)) => {
+            let trace = profile.chrome_trace_with(serde_json::json!({ "bench_measured_s": report.measured_s }));
+            std::fs::write(path, trace).map_err(|e| unicompute::Error::Invalid(format!("writing the trace {}: {e}", path.display())))?;
+            let (sum, measured) = (profile.device_seconds(), report.measured_s);
+            eprintln!("[bench] trace of {} launches written to {}", profile.launches.len(), path.display());
+            Some(format!(
+                "{}\n\nprofiled device time {} vs the bench's measured total {} ({:+.1} %); trace: {}",
+                profile.table(),
+                bench::human_seconds(sum),
+                bench::human_seconds(measured),
+                100.0 * (sum - measured) / measured,
+                path.display()
+            ))
+        }
+        _ => None,
+    };
     if args.json {
         return print_json(&BenchJson { device: info, report });
     }
     println!("{}\ntimer:          {} clock, medians after warm-up\n\n{}", report.ceilings, report.timer, report.table());
+    if let Some(note) = profile_note {
+        println!("\n{note}");
+    }
     Ok(())
 }
 
@@ -153,6 +178,7 @@ fn bench_config(args: &BenchArgs) -> BenchConfig {
         elements: args.size.unwrap_or(defaults.elements),
         matmul_edge: args.matmul_size.or(args.size).unwrap_or(defaults.matmul_edge),
         reps: args.reps.unwrap_or(defaults.reps),
+        profile: args.profile.is_some(),
         ..defaults
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod attention;
 pub mod concat;
+mod cost;
 pub mod conv;
 pub mod elementwise;
 pub mod indexing;

@@ -174,6 +174,11 @@ impl GpuDevice {
         })
     }
 
+    /// Whether the device can write timestamp queries at compute pass boundaries.
+    pub(crate) fn has_timestamps(&self) -> bool {
+        self.device.features().contains(wgpu::Features::TIMESTAMP_QUERY)
+    }
+
     /// A new zero-filled buffer (wgpu zero-initialises).
     pub(crate) fn alloc(&self, bytes: u64) -> GpuMemory {
         self.device.create_buffer(&wgpu::BufferDescriptor { label: None, size: bytes, usage: POOL_USAGE, mapped_at_creation: false })

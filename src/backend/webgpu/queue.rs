@@ -9,13 +9,16 @@ use super::{GpuDevice, GpuMemory};
 use crate::backend::Memory;
 use crate::buffer::BufferInner;
 use crate::kernel::{Binding, Kernel, KernelImpl};
+use crate::profile::{PendingSpan, Span};
 use crate::signal::{lock, Signal};
 use crate::{Error, Result};
 
 /// A batch is submitted on its own once it holds this many commands...
 const MAX_BATCH_COMMANDS: usize = 2048;
-/// ...or this many bytes of upload data.
+/// ...or this many bytes of upload data...
 const MAX_BATCH_UPLOAD: usize = 64 << 20;
+/// ...or this many timed launches (two timestamp queries each; WebGPU allows 4096 per set).
+const MAX_BATCH_SPANS: usize = 1024;
 
 /// What a binding points at.
 pub(crate) enum Resource {
@@ -37,11 +40,27 @@ enum Command {
     Copy { src: wgpu::Buffer, src_offset: u64, dst: wgpu::Buffer, dst_offset: u64, size: u64 },
 }
 
+/// The commands of one profiled launch, `begin..end` of its batch.
+struct TimedSpan {
+    begin: usize,
+    end: usize,
+    time: PendingSpan,
+}
+
+/// Where a profiled launch began: its batch (by serial number) and first command.
+pub(crate) struct SpanStart {
+    serial: u64,
+    begin: usize,
+}
+
 #[derive(Default)]
 struct Batch {
+    /// Counts the queue's batches, so a launch split by an automatic submit is noticed.
+    serial: u64,
     commands: Vec<Command>,
     upload: Vec<u8>,
     held: Vec<Arc<BufferInner>>,
+    spans: Vec<TimedSpan>,
 }
 
 impl Batch {
@@ -54,7 +73,7 @@ impl Batch {
     }
 
     fn is_full(&self) -> bool {
-        self.commands.len() >= MAX_BATCH_COMMANDS || self.upload.len() >= MAX_BATCH_UPLOAD
+        self.commands.len() >= MAX_BATCH_COMMANDS || self.upload.len() >= MAX_BATCH_UPLOAD || self.spans.len() >= MAX_BATCH_SPANS
     }
 }
 
@@ -168,6 +187,22 @@ impl GpuQueue {
         })
     }
 
+    /// Mark the start of a profiled launch.
+    pub(crate) fn begin_span(&self) -> SpanStart {
+        let b = lock(&self.batch);
+        SpanStart { serial: b.serial, begin: b.commands.len() }
+    }
+
+    /// Mark the end of the profiled launch begun at `start`: timestamp queries around its
+    /// compute passes will set `time` after the batch has run. (A launch that an automatic
+    /// submit split is timed from the start of the later batch.)
+    pub(crate) fn end_span(&self, start: SpanStart, time: PendingSpan) {
+        let mut b = lock(&self.batch);
+        let begin = if start.serial == b.serial { start.begin } else { 0 };
+        let end = b.commands.len();
+        b.spans.push(TimedSpan { begin, end, time });
+    }
+
     /// Record a built-in kernel launch with `params` at binding 0 and `binds` at the others.
     pub(crate) fn dispatch(&self, dev: &GpuDevice, pipeline: wgpu::ComputePipeline, params: &[u32], binds: &[(u32, Bind<'_>)], workgroups: [u32; 3]) -> Result<()> {
         let max = dev.limits.max_storage_buffer_binding_size;
@@ -224,7 +259,8 @@ impl GpuQueue {
     /// when several threads submit.
     pub(crate) fn submit(&self, dev: &GpuDevice) -> Result<GpuFence> {
         let mut guard = lock(&self.batch);
-        let batch = std::mem::take(&mut *guard);
+        let next = Batch { serial: guard.serial + 1, ..Batch::default() };
+        let batch = std::mem::replace(&mut *guard, next);
         let upload = if batch.upload.is_empty() {
             None
         } else {
@@ -245,8 +281,13 @@ impl GpuQueue {
             Some(buf)
         };
         let mut encoder = dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("unicompute batch") });
-        encode(dev, &mut encoder, &batch.commands, upload.as_ref())?;
+        let stamps = (!batch.spans.is_empty()).then(|| Stamps::new(dev, &batch.spans, &batch.commands));
+        encode(dev, &mut encoder, &batch.commands, upload.as_ref(), stamps.as_ref())?;
+        let readback = stamps.as_ref().map(|s| s.resolve(dev, &mut encoder));
         let index = dev.queue.submit([encoder.finish()]);
+        if let (Some(stamps), Some(readback)) = (stamps, readback) {
+            stamps.deliver(dev, readback, batch.spans);
+        }
         let done = Signal::new();
         let signal = done.clone();
         dev.queue.on_submitted_work_done(move || signal.set(()));
@@ -293,22 +334,100 @@ impl GpuQueue {
     }
 }
 
+/// Timestamp queries of a batch with profiled launches: launch `s` gets query `2s` at the
+/// start of its first compute pass and `2s + 1` at the end of its last.
+struct Stamps {
+    set: wgpu::QuerySet,
+    /// The profiled launch each command belongs to.
+    owner: Vec<Option<usize>>,
+    /// First and last dispatch of each profiled launch (`None`: it dispatched nothing).
+    first: Vec<Option<usize>>,
+    last: Vec<Option<usize>>,
+}
+
+impl Stamps {
+    fn new(dev: &GpuDevice, spans: &[TimedSpan], commands: &[Command]) -> Stamps {
+        let n = commands.len();
+        let mut owner = vec![None; n];
+        for (s, span) in spans.iter().enumerate() {
+            for o in &mut owner[span.begin.min(n)..span.end.min(n)] {
+                *o = Some(s);
+            }
+        }
+        let (mut first, mut last) = (vec![None; spans.len()], vec![None; spans.len()]);
+        for (i, c) in commands.iter().enumerate() {
+            if let (Command::Dispatch { .. }, Some(s)) = (c, owner[i]) {
+                first[s].get_or_insert(i);
+                last[s] = Some(i);
+            }
+        }
+        let set = dev.device.create_query_set(&wgpu::QuerySetDescriptor { label: Some("profiler"), ty: wgpu::QueryType::Timestamp, count: 2 * spans.len() as u32 });
+        Stamps { set, owner, first, last }
+    }
+
+    /// The timestamp writes of a compute pass holding dispatches `i..j`, all of one owner.
+    fn writes(&self, i: usize, j: usize) -> Option<wgpu::ComputePassTimestampWrites<'_>> {
+        let s = self.owner[i]?;
+        let begin = (self.first[s] == Some(i)).then_some(2 * s as u32);
+        let end = (self.last[s] == Some(j - 1)).then_some(2 * s as u32 + 1);
+        (begin.is_some() || end.is_some()).then_some(wgpu::ComputePassTimestampWrites { query_set: &self.set, beginning_of_pass_write_index: begin, end_of_pass_write_index: end })
+    }
+
+    /// Resolve the queries into a buffer the host can map.
+    fn resolve(&self, dev: &GpuDevice, encoder: &mut wgpu::CommandEncoder) -> wgpu::Buffer {
+        let size = 8 * u64::from(self.set.count());
+        let buffer = |label, usage| dev.device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage, mapped_at_creation: false });
+        let resolved = buffer("timestamps", wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC);
+        let readback = buffer("timestamps readback", wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
+        encoder.resolve_query_set(&self.set, 0..self.set.count(), &resolved, 0);
+        encoder.copy_buffer_to_buffer(&resolved, 0, &readback, 0, size);
+        readback
+    }
+
+    /// After the batch's submission: map the timestamps when the device has written them and
+    /// hand each profiled launch its span.
+    fn deliver(self, dev: &GpuDevice, readback: wgpu::Buffer, spans: Vec<TimedSpan>) {
+        for span in &spans {
+            span.time.submitted.store(true, std::sync::atomic::Ordering::Release);
+        }
+        let period = f64::from(dev.queue.get_timestamp_period());
+        let mapped = readback.clone();
+        let first = self.first;
+        readback.slice(..).map_async(wgpu::MapMode::Read, move |result| {
+            let ticks: Option<Vec<u64>> = result.ok().and_then(|()| mapped.slice(..).get_mapped_range().ok().map(|v| bytemuck::pod_collect_to_vec(&v)));
+            for (s, span) in spans.iter().enumerate() {
+                let value = match (&ticks, first[s]) {
+                    (Some(t), Some(_)) => Some(Span { start_ns: t[2 * s] as f64 * period, dur_ns: t[2 * s + 1].saturating_sub(t[2 * s]) as f64 * period }),
+                    _ => None,
+                };
+                span.time.value.set(value);
+            }
+            if ticks.is_some() {
+                mapped.unmap();
+            }
+        });
+    }
+}
+
 /// Encode a batch: each run of consecutive dispatches shares one compute pass (wgpu still
-/// orders the dispatches), copies go between passes.
-fn encode(dev: &GpuDevice, encoder: &mut wgpu::CommandEncoder, commands: &[Command], upload: Option<&wgpu::Buffer>) -> Result<()> {
+/// orders the dispatches), copies go between passes. With `stamps`, a pass holds the
+/// dispatches of one profiled launch only, and carries its timestamp writes.
+fn encode(dev: &GpuDevice, encoder: &mut wgpu::CommandEncoder, commands: &[Command], upload: Option<&wgpu::Buffer>, stamps: Option<&Stamps>) -> Result<()> {
     let no_upload = || Error::Device("internal: a command refers to an empty upload area".into());
+    let owner = |i: usize| stamps.and_then(|s| s.owner[i]);
     let mut i = 0;
     while i < commands.len() {
         match &commands[i] {
             Command::Dispatch { .. } => {
-                let run = commands[i..].iter().take_while(|c| matches!(c, Command::Dispatch { .. })).count();
+                let run = commands[i..].iter().enumerate().take_while(|(d, c)| matches!(c, Command::Dispatch { .. }) && owner(i + d) == owner(i)).count();
                 let mut prepared = Vec::with_capacity(run);
                 for cmd in &commands[i..i + run] {
                     if let Command::Dispatch { pipeline, entries, workgroups } = cmd {
                         prepared.push((pipeline, bind_groups(dev, pipeline, entries, upload)?, workgroups));
                     }
                 }
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
+                let timestamp_writes = stamps.and_then(|s| s.writes(i, i + run));
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes });
                 for (pipeline, groups, workgroups) in &prepared {
                     pass.set_pipeline(pipeline);
                     for (g, bg) in groups {
