@@ -58,8 +58,8 @@ const MAX_INFLIGHT_BYTES: u64 = 512 << 20;
 /// Ops run when [`BenchConfig::ops`] is empty.
 pub const DEFAULT_OPS: &[&str] =
     &[
-        "relu", "exp", "gelu", "add", "mul", "add_bcast", "mul_bcast", "add_relu", "sum", "sum_last", "softmax", "layer_norm", "cast_f16", "add_f16", "matmul",
-        "linear", "attention", "conv2d", "chain", "chain_done",
+        "relu", "exp", "gelu", "add", "mul", "add_bcast", "mul_bcast", "add_relu", "sum", "sum@auto", "sum_last", "sum_last@auto", "softmax", "layer_norm",
+        "cast_f16", "add_f16", "matmul", "matmul@auto", "linear", "attention", "conv2d", "chain", "chain_done",
     ];
 
 /// Attention case: batch, heads, sequence length, head dimension.
@@ -264,8 +264,10 @@ enum Kind {
     Binary(BinaryOp),
     Broadcast(BinaryOp),
     Fused(BinaryOp, UnaryOp),
-    ReduceAll(ReduceOp),
-    ReduceLast(ReduceOp),
+    /// A reduction over everything, with the default or a named variant (`auto`: tuned).
+    ReduceAll(ReduceOp, Option<&'static str>),
+    /// A reduction over the last axis of `[rows, 1024]`.
+    ReduceLast(ReduceOp, Option<&'static str>),
     Softmax,
     /// Layer norm over rows of 1024.
     LayerNorm,
@@ -302,23 +304,29 @@ fn parse_kind(name: &str) -> Result<Kind> {
         _ => UnaryOp::from_name(name)
             .map(Kind::Unary)
             .or_else(|| BinaryOp::from_name(name).map(Kind::Binary))
-            .or_else(|| ReduceOp::from_name(name).map(Kind::ReduceAll))
-            .or_else(|| name.strip_suffix("_last").and_then(ReduceOp::from_name).map(Kind::ReduceLast))
+            .or_else(|| ReduceOp::from_name(name).map(|op| Kind::ReduceAll(op, None)))
+            .or_else(|| name.strip_suffix("_last").and_then(ReduceOp::from_name).map(|op| Kind::ReduceLast(op, None)))
             .or_else(|| name.strip_suffix("_bcast").and_then(BinaryOp::from_name).map(Kind::Broadcast))
             .or_else(|| {
                 let (op, act) = name.split_once('_')?;
                 Some(Kind::Fused(BinaryOp::from_name(op)?, UnaryOp::from_name(act)?))
             })
             .or_else(|| {
-                let variant = name.strip_prefix("matmul@")?;
-                let all = [BackendKind::Cpu, BackendKind::WebGpu, BackendKind::Cuda].into_iter().flat_map(crate::backend::matmul_variants);
-                all.into_iter().find(|&v| v == variant).map(|v| Kind::Matmul(Some(v)))
+                let (base, variant) = name.split_once('@')?;
+                let matmuls = [BackendKind::Cpu, BackendKind::WebGpu, BackendKind::Cuda].into_iter().flat_map(crate::backend::matmul_variants);
+                let reductions = ["subgroup", "tree", "cpu", "kernel"];
+                match parse_kind(base).ok()? {
+                    Kind::Matmul(None) => matmuls.chain(["auto"]).find(|&v| v == variant).map(|v| Kind::Matmul(Some(v))),
+                    Kind::ReduceAll(op, None) => reductions.into_iter().chain(["auto"]).find(|&v| v == variant).map(|v| Kind::ReduceAll(op, Some(v))),
+                    Kind::ReduceLast(op, None) => reductions.into_iter().chain(["auto"]).find(|&v| v == variant).map(|v| Kind::ReduceLast(op, Some(v))),
+                    _ => None,
+                }
             }),
     };
     kind.ok_or_else(|| {
         Error::Invalid(format!(
             "unknown bench op `{name}`: expected a unary, binary or reduction op name, <binary>_bcast, <binary>_<unary>, \
-             <reduction>_last, softmax, layer_norm, cast_f16, add_f16, matmul, matmul@<variant>, linear, attention, conv2d, chain or chain_done \
+             <reduction>_last, softmax, layer_norm, cast_f16, add_f16, matmul, linear, attention, conv2d, chain or chain_done; matmul and reductions also as <op>@<variant> or <op>@auto \
              (defaults: {})",
             DEFAULT_OPS.join(", ")
         ))
@@ -334,7 +342,7 @@ impl Kind {
             Kind::Conv2d => CONV[..4].iter().product(),
             Kind::LayerNorm => rows_cols(config.elements).0 * ROW_COLS.min(config.elements),
             Kind::Chain | Kind::ChainDone => CHAIN_ELEMENTS,
-            Kind::Broadcast(_) | Kind::ReduceLast(_) | Kind::Softmax => rows_cols(config.elements).0 * ROW_COLS.min(config.elements),
+            Kind::Broadcast(_) | Kind::ReduceLast(..) | Kind::Softmax => rows_cols(config.elements).0 * ROW_COLS.min(config.elements),
             _ => config.elements,
         };
         (elements as u64).saturating_mul(4)
@@ -433,23 +441,13 @@ fn build_case(device: &Device, config: &BenchConfig, name: &str, kind: Kind) -> 
             let shape = format!("{}([{n}] {} [{n}])", act.name(), symbol(op));
             (shape, Work::Bytes(bytes(3 * n)), bytes(n), Box::new(move |q| elementwise::binary_act(q, op, act, &a, &b).map(drop)))
         }
-        Kind::ReduceAll(op) => {
+        Kind::ReduceAll(op, variant) => {
             let x = input(device, &[n])?;
-            (
-                format!("[{n}] -> []"),
-                Work::Bytes(bytes(n + 1)),
-                bytes(n / 256 + 1),
-                Box::new(move |q| reduce::reduce(q, op, &x, None).map(drop)),
-            )
+            (format!("[{n}] -> []"), Work::Bytes(bytes(n + 1)), bytes(n / 256 + 1), reduce_launch(op, x, None, variant))
         }
-        Kind::ReduceLast(op) => {
+        Kind::ReduceLast(op, variant) => {
             let x = input(device, &[rows, cols])?;
-            (
-                format!("[{rows}, {cols}] -> [{rows}]"),
-                Work::Bytes(bytes(rows * cols + rows)),
-                bytes(rows),
-                Box::new(move |q| reduce::reduce(q, op, &x, Some(1)).map(drop)),
-            )
+            (format!("[{rows}, {cols}] -> [{rows}]"), Work::Bytes(bytes(rows * cols + rows)), bytes(rows), reduce_launch(op, x, Some(1), variant))
         }
         Kind::Softmax => {
             let x = input(device, &[rows, cols])?;
@@ -499,6 +497,14 @@ fn build_case(device: &Device, config: &BenchConfig, name: &str, kind: Kind) -> 
     };
     let chain = matches!(kind, Kind::Chain | Kind::ChainDone);
     Ok(Case { shape, work, out_bytes, batched: !chain, recording_only: kind == Kind::Chain, launch, name: name.to_string() })
+}
+
+/// A reduction of `x` over `axis` with the backend's default variant or a named one.
+fn reduce_launch(op: ReduceOp, x: Tensor, axis: Option<usize>, variant: Option<&'static str>) -> Launch {
+    match variant {
+        Some(v) => Box::new(move |q| reduce::reduce_variant(q, op, &x, axis, v).map(drop)),
+        None => Box::new(move |q| reduce::reduce(q, op, &x, axis).map(drop)),
+    }
 }
 
 /// Parts of a case: shape, work, output bytes per launch, launch.
@@ -713,7 +719,10 @@ mod tests {
         assert_eq!(parse_kind("gelu_tanh").ok(), Some(Kind::Unary(UnaryOp::GeluTanh)));
         assert_eq!(parse_kind("add_gelu_tanh").ok(), Some(Kind::Fused(BinaryOp::Add, UnaryOp::GeluTanh)));
         assert_eq!(parse_kind("mul_bcast").ok(), Some(Kind::Broadcast(BinaryOp::Mul)));
-        assert_eq!(parse_kind("max_last").ok(), Some(Kind::ReduceLast(ReduceOp::Max)));
+        assert_eq!(parse_kind("max_last").ok(), Some(Kind::ReduceLast(ReduceOp::Max, None)));
+        assert_eq!(parse_kind("sum_last@tree").ok(), Some(Kind::ReduceLast(ReduceOp::Sum, Some("tree"))));
+        assert_eq!(parse_kind("matmul@auto").ok(), Some(Kind::Matmul(Some("auto"))));
+        assert!(parse_kind("softmax@auto").is_err());
         assert!(parse_kind("nope").is_err());
         assert!(DEFAULT_OPS.iter().all(|n| parse_kind(n).is_ok()));
     }

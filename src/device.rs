@@ -3,13 +3,14 @@
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::backend::{self, BackendDevice, Memory};
 use crate::buffer::BufferInner;
 use crate::pool::{size_class, MemoryStats, Pool};
 use crate::queue::{Queue, QueueShared};
-use crate::profile::{Profile, Profiler};
+use crate::dispatch::{self, cache::TuneCache, select};
+use crate::profile::{Decision, Profile, Profiler};
 use crate::{Error, Policy, Result};
 
 /// Environment variable that overrides [`BackendChoice::Auto`]: `cpu`, `webgpu`, `cuda`,
@@ -272,6 +273,10 @@ pub(crate) struct DeviceShared {
     pub policy: Policy,
     /// Records launches while enabled.
     pub profiler: Profiler,
+    /// Autotuning results for this device (see [`Policy::tune_cache`]).
+    pub tune_cache: TuneCache,
+    /// How the device was chosen, and the policy fallbacks taken.
+    pub decisions: Mutex<Vec<Decision>>,
     pub default_queue: Arc<QueueShared>,
 }
 
@@ -310,78 +315,88 @@ impl Device {
             other => other,
         };
         let candidates = backend::enumerate().await;
-        let candidate = match choice {
-            BackendChoice::Auto => candidates.into_iter().min_by_key(|c| (c.info.device_type.preference(), c.info.index)),
+        let (candidate, reason) = match choice {
+            BackendChoice::Auto => {
+                let (device, decision) = select::open_best(&Policy::default(), candidates, options).await?;
+                return Ok(device.with_decisions(decision, Vec::new()));
+            }
             BackendChoice::Index(i) => {
                 let n = candidates.len();
                 let found = candidates.into_iter().nth(i);
-                if found.is_none() {
-                    return Err(Error::NoDevice(format!("device index {i} does not exist: {n} devices are listed")));
-                }
-                found
+                (found.ok_or_else(|| Error::NoDevice(format!("device index {i} does not exist: {n} devices are listed")))?, format!("device {i} asked for by index"))
             }
             BackendChoice::Backend(kind) => {
                 let c = candidates
                     .into_iter()
                     .filter(|c| c.info.backend == kind)
                     .min_by_key(|c| (c.info.device_type.preference(), c.info.index));
-                if c.is_none() {
-                    return Err(Error::NoDevice(backend::missing_reason(kind)));
-                }
-                c
+                (c.ok_or_else(|| Error::NoDevice(backend::missing_reason(kind)))?, format!("the best {kind} device, asked for by backend"))
             }
         };
-        let candidate = candidate.ok_or_else(|| Error::NoDevice("no device found".into()))?;
-        Self::finish_open(candidate, options, Policy::default()).await
+        let decision = Decision { op: "backend".into(), choice: format!("{} `{}` ({})", candidate.info.backend, candidate.info.name, candidate.info.device_type), reason, times_us: Default::default() };
+        Ok(Self::from_candidate(candidate, options, Policy::default()).await?.with_decisions(decision, Vec::new()))
     }
 
-    /// Open the device `policy` prefers: the best device of the first of its `backends` that
-    /// has one, with its precision, pool settings and kernel variants (blocking natively).
+    /// Open the device `policy` prefers among its `backends` (see [`Policy::selection`]), with
+    /// its precision, pool settings and kernel variants (blocking natively).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn open_with_policy(policy: &Policy) -> Result<Device> {
         pollster::block_on(Self::open_with_policy_async(policy))
     }
 
-    /// [`open_with_policy`](Device::open_with_policy) without blocking.
+    /// [`open_with_policy`](Device::open_with_policy) without blocking. A precision or variant
+    /// the chosen device lacks is an error naming the key, unless the policy allows `fallback`.
     pub async fn open_with_policy_async(policy: &Policy) -> Result<Device> {
         policy.validate()?;
-        let rank = |kind: BackendKind| policy.backends.iter().position(|&b| b == kind);
-        let candidate = backend::enumerate()
-            .await
-            .into_iter()
-            .filter_map(|c| rank(c.info.backend).map(|r| (r, c)))
-            .min_by_key(|(r, c)| (*r, c.info.device_type.preference(), c.info.index))
-            .map(|(_, c)| c);
-        let Some(candidate) = candidate else {
-            let reasons: Vec<String> = policy.backends.iter().map(|&k| format!("{k}: {}", backend::missing_reason(k))).collect();
-            return Err(Error::NoDevice(format!("none of the policy's backends has a device ({})", reasons.join("; "))));
-        };
-        let kind = candidate.info.backend;
-        for (op, variant) in &policy.variants {
-            let known = backend::matmul_variants(kind);
-            if variant != "auto" && !known.contains(&variant.as_str()) {
-                return Err(Error::Invalid(format!("policy: `variants.{op}` is `{variant}`, but {kind} has the variants {known:?} (or \"auto\")")));
-            }
-        }
         let options = DeviceOptions { pool_cache_limit: policy.pool.cache_limit_bytes, matmul_precision: policy.precision, ..DeviceOptions::default() };
-        Self::finish_open(candidate, options, policy.clone()).await
+        let (device, decision) = select::open_best(policy, backend::enumerate().await, options).await?;
+        let fallbacks = dispatch::check_policy(policy, device.backend(), &device.shared.backend)?;
+        tracing::info!(target: "unicompute::dispatch", choice = %decision.choice, reason = %decision.reason, "device chosen");
+        Ok(device.with_decisions(decision, fallbacks))
     }
 
-    async fn finish_open(candidate: backend::Candidate, options: DeviceOptions, policy: Policy) -> Result<Device> {
+    /// Open `candidate` under `policy` (its selection decision is filled in by the caller).
+    pub(crate) async fn from_candidate(candidate: backend::Candidate, options: DeviceOptions, policy: Policy) -> Result<Device> {
         let info = candidate.info.clone();
         let backend = candidate.open().await?;
-        let default_queue = Arc::new(QueueShared::new(&backend));
+        let default_queue = Arc::new(QueueShared::new(&backend, None));
         Ok(Device {
             shared: Arc::new(DeviceShared {
                 info,
                 backend,
                 pool: Arc::new(Pool::new(options.pool_cache_limit)),
                 options,
+                tune_cache: TuneCache::for_policy(&policy),
                 policy,
                 profiler: Profiler::default(),
+                decisions: Mutex::new(Vec::new()),
                 default_queue,
             }),
         })
+    }
+
+    /// Keep how the device was chosen and the policy fallbacks taken.
+    fn with_decisions(self, selection: Decision, fallbacks: Vec<Decision>) -> Device {
+        let mut d = crate::signal::lock(&self.shared.decisions);
+        d.push(selection);
+        d.extend(fallbacks);
+        drop(d);
+        self
+    }
+
+    /// Why this device was opened (`choice` names it, `reason` says why: asked for, the policy's
+    /// order, or the probe's measured times), then any fallbacks the policy allowed.
+    pub fn decisions(&self) -> Vec<Decision> {
+        crate::signal::lock(&self.shared.decisions).clone()
+    }
+
+    /// Names of the kernel variants `op` (`"matmul"`, `"reduce"`) has on this device.
+    pub fn variants(&self, op: &str) -> Vec<&'static str> {
+        match op {
+            "matmul" => dispatch::variants(&self.shared.backend, self.backend(), dispatch::TunableOp::Matmul),
+            "reduce" => dispatch::variants(&self.shared.backend, self.backend(), dispatch::TunableOp::Reduce),
+            _ => Vec::new(),
+        }
     }
 
     /// The policy the device runs under.
@@ -399,7 +414,9 @@ impl Device {
     /// yet submitted stay untimed.
     pub async fn take_profile(&self) -> Profile {
         let backend = &self.shared.backend;
-        self.shared.profiler.take(self.backend(), self.info().name.clone(), &|| backend.wait_idle()).await
+        let mut profile = self.shared.profiler.take(self.backend(), self.info().name.clone(), &|| backend.wait_idle()).await;
+        profile.decisions.splice(0..0, self.decisions());
+        profile
     }
 
     /// Blocking twin of [`take_profile`](Device::take_profile) (not available in browsers).
@@ -426,7 +443,12 @@ impl Device {
     /// A new queue. On `webgpu` all queues feed the one hardware queue in submission order;
     /// on `cuda` each is a stream.
     pub fn new_queue(&self) -> Queue {
-        Queue { device: self.clone(), shared: Arc::new(QueueShared::new(&self.shared.backend)) }
+        Queue { device: self.clone(), shared: Arc::new(QueueShared::new(&self.shared.backend, None)) }
+    }
+
+    /// A new queue whose launches `profiler` records (instead of the device's profiler).
+    pub(crate) fn new_queue_profiled(&self, profiler: Profiler) -> Queue {
+        Queue { device: self.clone(), shared: Arc::new(QueueShared::new(&self.shared.backend, Some(profiler))) }
     }
 
     /// Pool statistics: live and cached bytes, allocations, pool hits, peak.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use crate::backend::{BackendDevice, QueueImpl};
 use crate::kernel::{Binding, Kernel};
 use crate::ops::OpCall;
-use crate::profile::{self, Decision};
+use crate::profile::{self, Decision, Profiler};
 use crate::{Buffer, DType, Device, Element, Error, Fence, Result};
 
 /// An ordered stream of device work. Work is recorded and sent to the device in batches:
@@ -22,11 +22,13 @@ pub(crate) struct QueueShared {
     pub imp: QueueImpl,
     /// Process-unique id (the profiler's track per queue).
     pub id: u64,
+    /// Records this queue's launches instead of the device's profiler (autotuning's timer).
+    pub profiler: Option<Profiler>,
 }
 
 impl QueueShared {
-    pub(crate) fn new(backend: &BackendDevice) -> Self {
-        QueueShared { imp: QueueImpl::new(backend), id: crate::device::next_id() }
+    pub(crate) fn new(backend: &BackendDevice, profiler: Option<Profiler>) -> Self {
+        QueueShared { imp: QueueImpl::new(backend), id: crate::device::next_id(), profiler }
     }
 }
 
@@ -75,6 +77,11 @@ impl Queue {
         self.shared.imp.copy(self.backend(), &src.inner, s, &dst.inner, d, n)
     }
 
+    /// The profiler that records this queue's launches.
+    fn profiler(&self) -> &Profiler {
+        self.shared.profiler.as_ref().unwrap_or(&self.device.shared.profiler)
+    }
+
     /// Process-unique id of the queue (the track it gets in a profiler trace).
     pub fn id(&self) -> u64 {
         self.shared.id
@@ -88,7 +95,7 @@ impl Queue {
     /// Record a built-in op whose kernel the dispatcher chose (the profiler keeps why).
     pub(crate) fn run_op_decided(&self, call: OpCall<'_>, decision: Option<&Decision>) -> Result<()> {
         self.backend().check_healthy()?;
-        let profiler = &self.device.shared.profiler;
+        let profiler = self.profiler();
         if !profiler.is_enabled() {
             return self.shared.imp.run_op(self, call);
         }
@@ -112,7 +119,7 @@ impl Queue {
         }
         kernel.check_launch(bindings, workgroups)?;
         self.backend().check_healthy()?;
-        let profiler = &self.device.shared.profiler;
+        let profiler = self.profiler();
         if !profiler.is_enabled() {
             return self.shared.imp.launch(self.backend(), kernel, bindings, workgroups);
         }

@@ -1,6 +1,7 @@
 //! Plain-text formatting shared by the benchmark, the profiler and the CLI.
 
 /// Bytes with a binary unit: `128 MiB`.
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
 pub fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = bytes as f64;

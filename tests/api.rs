@@ -32,11 +32,22 @@ fn open_by_index_kind_and_parsed_choice() {
     assert!(err.to_string().contains("999"), "{err}");
     let err = Device::open(BackendChoice::Backend(BackendKind::Cuda)).unwrap_err();
     assert!(err.to_string().contains("cuda"), "{err}");
-    // auto prefers any GPU adapter over the CPU (env override aside).
+    // auto: a hardware GPU first; with only software adapters, the fastest on its probe
+    // (env override aside).
     if std::env::var(unicompute::BACKEND_ENV).is_err() {
         let auto = Device::open(BackendChoice::Auto).unwrap();
-        let expected = if webgpu().is_some() { BackendKind::WebGpu } else { BackendKind::Cpu };
-        assert_eq!(auto.backend(), expected);
+        let chosen = &auto.decisions()[0];
+        assert_eq!(chosen.op, "backend");
+        match webgpu() {
+            Some(gpu) if gpu.info().device_type != unicompute::DeviceType::SoftwareGpu => assert_eq!(auto.backend(), BackendKind::WebGpu, "{chosen:?}"),
+            Some(_) => {
+                assert_eq!(chosen.times_us.len(), 2, "cpu and the software adapter are both timed: {chosen:?}");
+                let fastest = chosen.times_us.iter().min_by(|a, b| a.1.total_cmp(b.1)).unwrap().0;
+                assert!(fastest.starts_with(auto.backend().name()), "auto opened {} but {fastest} was faster: {chosen:?}", auto.backend());
+                assert!(chosen.reason.contains("no hardware GPU"), "{}", chosen.reason);
+            }
+            None => assert_eq!(auto.backend(), BackendKind::Cpu),
+        }
     }
 }
 

@@ -47,3 +47,58 @@ fn bench_opens_the_device_a_policy_prefers() {
     assert!(!ok && stderr.contains("unknown field `colour`"), "{stderr}");
     let _ = std::fs::remove_file(&path);
 }
+
+/// `bench --profile`: a valid Chrome trace with one complete event per timed launch, whose
+/// device times add up to the bench's own measured total within 10 %.
+#[test]
+fn bench_profile_writes_a_chrome_trace_that_adds_up() {
+    let mut backends = vec!["cpu"];
+    if unicompute::devices().iter().any(|d| d.backend == unicompute::BackendKind::WebGpu) {
+        backends.push("webgpu");
+    }
+    for backend in backends {
+        let path = std::env::temp_dir().join(format!("unicompute-trace-{backend}-{}.json", std::process::id()));
+        let p = path.to_str().unwrap();
+        let args = ["bench", "--backend", backend, "--op", "add", "--op", "matmul", "--op", "sum_last", "--size", "1048576", "--matmul-size", "256", "--reps", "3", "--profile", p];
+        let (ok, stdout, stderr) = unicompute(&args);
+        assert!(ok, "{stderr}");
+        assert!(stdout.contains("profiled device time"), "{stdout}");
+        let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).expect("the trace is JSON");
+        let events: Vec<&serde_json::Value> = trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").collect();
+        let other = &trace["otherData"];
+        assert_eq!(events.len() as u64, other["launches"].as_u64().unwrap(), "one event per launch ({backend})");
+        assert_eq!(other["untimed_launches"], 0);
+        for op in ["add", "matmul", "sum"] {
+            assert!(events.iter().any(|e| e["name"] == op), "{op} in the trace ({backend})");
+        }
+        let sum_s: f64 = events.iter().map(|e| e["dur"].as_f64().unwrap()).sum::<f64>() / 1e6;
+        let measured = other["bench_measured_s"].as_f64().unwrap();
+        assert!((sum_s - measured).abs() <= 0.1 * measured, "{backend}: launches add up to {sum_s} s, the bench measured {measured} s");
+        let _ = std::fs::remove_file(&path);
+    }
+}
+
+/// `tune` writes the cache its policy names and reports every candidate; `info --policy`
+/// says which device the policy opens and why.
+#[test]
+fn tune_and_info_follow_the_policy() {
+    let dir = std::env::temp_dir();
+    let (policy, cache) = (dir.join(format!("unicompute-tune-policy-{}.json", std::process::id())), dir.join(format!("unicompute-tune-cache-{}.json", std::process::id())));
+    std::fs::write(&policy, format!(r#"{{"backends": ["cpu"], "tune_cache": "{}"}}"#, cache.display())).unwrap();
+    let p = policy.to_str().unwrap();
+    let (ok, stdout, stderr) = unicompute(&["tune", "--policy", p, "--matmul-size", "128", "--size", "65536", "--json"]);
+    assert!(ok, "{stderr}");
+    let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let results = doc["results"].as_array().unwrap();
+    assert!(results.iter().any(|r| r["op"] == "matmul") && results.iter().any(|r| r["op"] == "reduce"), "{doc}");
+    assert!(results.iter().all(|r| r["times_us"].as_object().is_some_and(|t| !t.is_empty())), "{doc}");
+    let written = std::fs::read_to_string(&cache).expect("tune writes the cache");
+    assert!(written.contains("matmul f32 batch1 m128 n128 k128"), "{written}");
+    let (ok, stdout, stderr) = unicompute(&["info", "--policy", p]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("the policy picks device 0") && stdout.contains("backend: cpu"), "{stdout}");
+    let (ok, _, stderr) = unicompute(&["tune", "--policy", p, "--backend", "cpu"]);
+    assert!(!ok && stderr.contains("not both"), "{stderr}");
+    let _ = std::fs::remove_file(&policy);
+    let _ = std::fs::remove_file(&cache);
+}

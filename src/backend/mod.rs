@@ -162,6 +162,34 @@ impl BackendDevice {
         }
     }
 
+    /// Names of the reduction variants of this device.
+    pub fn reduce_variants(&self) -> Vec<&'static str> {
+        match self {
+            BackendDevice::Cpu(_) => vec!["cpu"],
+            #[cfg(feature = "webgpu")]
+            BackendDevice::WebGpu(d) => webgpu::ops::reduce_variants(d),
+            #[cfg(cuda_backend)]
+            BackendDevice::Cuda(_) => vec!["kernel"],
+        }
+    }
+
+    /// The matmul variant this device runs for an `m x n` output unless told otherwise, and why.
+    pub fn default_matmul_variant(&self, m: usize, n: usize) -> (&'static str, String) {
+        let _ = (m, n);
+        match self {
+            BackendDevice::Cpu(_) => ("sgemm", "the cpu matmul (the gemm crate's SGEMM)".into()),
+            #[cfg(feature = "webgpu")]
+            BackendDevice::WebGpu(_) => {
+                let (v, why) = webgpu::ops::default_matmul_variant(m, n);
+                (v, why.into())
+            }
+            #[cfg(cuda_backend)]
+            BackendDevice::Cuda(_) if cuda::blas::available() => ("cublas", "the default: cuBLAS (the kernel for layouts cuBLAS cannot take)".into()),
+            #[cfg(cuda_backend)]
+            BackendDevice::Cuda(_) => ("kernel", "the default without cuBLAS (libcublas was not found)".into()),
+        }
+    }
+
     /// Whether fresh allocations come zero-filled (CUDA's do not).
     pub fn allocations_are_zeroed(&self) -> bool {
         match self {

@@ -22,6 +22,7 @@ use serde::Serialize;
 use unicompute::bench::{self, human_bytes, render_table, BenchConfig, Report};
 use unicompute::{BackendChoice, BackendKind, Device, DeviceInfo, Features, Limits, Result};
 
+
 /// One compute API for WebGPU, CUDA and the CPU.
 #[derive(Parser)]
 #[command(name = "unicompute", version, about)]
@@ -32,14 +33,39 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// List the devices this build can open and the one `auto` picks.
+    /// List the devices this build can open and the one `auto` (or a policy) picks, and why.
     Info {
         /// Print one JSON document instead of a table.
         #[arg(long)]
         json: bool,
+        /// Say which device this policy file (JSON, see `unicompute::Policy`) opens, and why.
+        #[arg(long, value_name = "FILE")]
+        policy: Option<std::path::PathBuf>,
     },
     /// Measure the device's ceilings, then op throughput as a percentage of them.
     Bench(BenchArgs),
+    /// Autotune the kernel variants of the catalogue (matmul, reduce) on the bench's shapes
+    /// for this device and write the winners to the tune cache.
+    Tune(TuneArgs),
+}
+
+#[derive(Args)]
+struct TuneArgs {
+    /// Device: auto (honours UNICOMPUTE_BACKEND), cpu, webgpu, cuda, or an index from `info`.
+    #[arg(long, default_value = "auto")]
+    backend: String,
+    /// Open the device this policy file prefers; its `tune_cache` says where results go.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<std::path::PathBuf>,
+    /// Largest square matmul edge tuned (128, 256, 512 and this one).
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    matmul_size: usize,
+    /// Elements of the tuned reductions (all elements, and rows of 1,024).
+    #[arg(long, value_name = "N", default_value_t = 1 << 24)]
+    size: usize,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -47,8 +73,10 @@ struct BenchArgs {
     /// Device: auto (honours UNICOMPUTE_BACKEND), cpu, webgpu, cuda, or an index from `info`.
     #[arg(long, default_value = "auto")]
     backend: String,
-    /// Op to run (repeatable); default: all of relu, exp, gelu, add, mul, add_bcast,
-    /// mul_bcast, add_relu, sum, sum_last, softmax, matmul, chain.
+    /// Op to run (repeatable); default: the catalogue (see `unicompute::bench::DEFAULT_OPS`).
+    /// `matmul@<variant>`, `sum@<variant>`, `sum_last@<variant>` run a named kernel variant;
+    /// `@auto` the autotuned one (tuned on first use, then from the tune cache), to compare
+    /// with the default in the same run.
     #[arg(long = "op", value_name = "NAME")]
     ops: Vec<String>,
     /// Problem size: elements for elementwise, reduction and softmax ops (default 16777216, 64 MiB of f32);
@@ -84,8 +112,9 @@ pub fn main() -> ExitCode {
         }
     };
     let outcome = match cli.command {
-        Command::Info { json } => info(json),
+        Command::Info { json, policy } => info(json, policy.as_deref()),
         Command::Bench(args) => run_bench(&args),
+        Command::Tune(args) => tune(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -97,23 +126,68 @@ pub fn main() -> ExitCode {
 }
 
 /// `unicompute info`
-fn info(json: bool) -> Result<()> {
+fn info(json: bool, policy: Option<&std::path::Path>) -> Result<()> {
     let devices = unicompute::devices();
-    let auto = Device::open(BackendChoice::Auto).map(|d| d.info().index);
+    let opened = open_device("auto", policy);
     let missing: BTreeMap<BackendKind, String> =
         [BackendKind::WebGpu, BackendKind::Cuda].into_iter().filter_map(|k| pollster::block_on(unicompute::unavailable_reason(k)).map(|why| (k, why))).collect();
     if json {
-        let doc = InfoJson { devices, missing, auto: auto.as_ref().ok().copied(), auto_error: auto.err().map(|e| e.to_string()) };
+        let doc = match &opened {
+            Ok(d) => InfoJson { devices, missing, auto: Some(d.info().index), decisions: d.decisions(), auto_error: None },
+            Err(e) => InfoJson { devices, missing, auto: None, decisions: Vec::new(), auto_error: Some(e.to_string()) },
+        };
         return print_json(&doc);
     }
     println!("{}", devices_table(&devices));
     for (kind, why) in &missing {
         println!("\nno {kind} device: {why}");
     }
-    match auto {
-        Ok(i) => println!("\nauto picks device {i}{}", env_note()),
-        Err(e) => println!("\nauto cannot open a device: {e}"),
+    let who = if policy.is_some() { "the policy" } else { "auto" };
+    match opened {
+        Ok(d) => {
+            println!("\n{who} picks device {}{}", d.info().index, env_note());
+            for decision in d.decisions() {
+                println!("  {}: {}: {}", decision.op, decision.choice, decision.reason);
+            }
+            println!("tune cache: {}", d.tune_cache_location());
+        }
+        Err(e) => println!("\n{who} cannot open a device: {e}"),
     }
+    Ok(())
+}
+
+/// The device `--backend` (or `--policy`, not both) asks for.
+fn open_device(backend: &str, policy: Option<&std::path::Path>) -> Result<Device> {
+    let choice: BackendChoice = backend.parse()?;
+    match policy {
+        Some(_) if choice != BackendChoice::Auto => Err(unicompute::Error::Invalid("give either --backend or --policy, not both".into())),
+        Some(path) => Device::open_with_policy(&unicompute::Policy::load(path)?),
+        None => Device::open(choice),
+    }
+}
+
+/// `unicompute tune`
+fn tune(args: &TuneArgs) -> Result<()> {
+    let device = open_device(&args.backend, args.policy.as_deref())?;
+    let info = device.info().clone();
+    let mut results = Vec::new();
+    for problem in unicompute::dispatch::catalogue(args.matmul_size, args.size) {
+        eprintln!("[tune] {}", problem.class());
+        results.push(device.tune_blocking(problem)?);
+    }
+    if args.json {
+        return print_json(&serde_json::json!({ "device": info, "cache": device.tune_cache_location(), "results": results }));
+    }
+    println!("device: #{} {} ({}, {}, {})\n", info.index, info.name, info.backend, info.api, info.device_type);
+    let header = ["shape class", "timed", "candidates (median device time)", "winner", "default", "winner vs default"].map(String::from);
+    let rows: Vec<Vec<String>> = results
+        .iter()
+        .map(|r| {
+            let times: Vec<String> = r.times_us.iter().map(|(v, us)| format!("{v} {}", bench::human_seconds(us / 1e6))).collect();
+            vec![r.class.clone(), r.problem.clone(), times.join(", "), r.choice.clone(), r.default.clone(), format!("{:.2}x", r.speedup())]
+        })
+        .collect();
+    println!("{}\n\nwritten to {}", render_table(&header, &rows), device.tune_cache_location());
     Ok(())
 }
 
@@ -130,18 +204,14 @@ fn devices_table(devices: &[DeviceInfo]) -> String {
 
 /// `unicompute bench`
 fn run_bench(args: &BenchArgs) -> Result<()> {
-    let choice: BackendChoice = args.backend.parse()?;
     let config = bench_config(args);
-    let device = match &args.policy {
-        Some(_) if choice != BackendChoice::Auto => {
-            return Err(unicompute::Error::Invalid("give either --backend or --policy, not both".into()));
-        }
-        Some(path) => Device::open_with_policy(&unicompute::Policy::load(path)?)?,
-        None => Device::open(choice)?,
-    };
+    let device = open_device(&args.backend, args.policy.as_deref())?;
     let info = device.info().clone();
     if !args.json {
         println!("device: #{} {} ({}, {}, {}){}", info.index, info.name, info.backend, info.api, info.device_type, env_note());
+        for decision in device.decisions() {
+            println!("  {}: {}", decision.op, decision.reason);
+        }
     }
     let report = bench::run(&device, &config, &mut |line| eprintln!("[bench] {line}"))?;
     let profile_note = match (&args.profile, &report.profile) {
@@ -195,8 +265,10 @@ struct InfoJson {
     devices: Vec<DeviceInfo>,
     /// Backends with no device, and why.
     missing: BTreeMap<BackendKind, String>,
-    /// Index of the device `auto` opens.
+    /// Index of the device `auto` (or the policy) opens.
     auto: Option<usize>,
+    /// How it was chosen, and policy fallbacks.
+    decisions: Vec<unicompute::Decision>,
     /// Why `auto` could not open a device.
     auto_error: Option<String>,
 }

@@ -61,7 +61,7 @@ impl OpCall<'_> {
             OpCall::Where { cond, a, b, out, .. } => simple("where".into(), &[cond, a, b, out], 0),
             OpCall::Gather { x, indices, out, .. } => OpCost { bytes: numel(out) * 8 + numel(indices) * 4, ..simple("gather".into(), &[x, indices, out], 0) },
             OpCall::Cumsum { x, out, .. } => simple("cumsum".into(), &[x, out], numel(x)),
-            OpCall::Reduce { op, x, out, .. } => simple(op.name().into(), &[x, out], numel(x)),
+            OpCall::Reduce { op, x, out, variant, .. } => OpCost { variant: *variant, ..simple(op.name().into(), &[x, out], numel(x)) },
             OpCall::Norm { kind, x, weight, bias, out, .. } => {
                 let mut ops = vec![x];
                 ops.extend(weight.as_ref());

@@ -3,6 +3,7 @@
 
 use super::elementwise::check_f32;
 use super::{native_f16, Lift, OpCall, UnaryOp};
+use crate::dispatch::{self, Problem};
 use crate::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Device, Error, Queue, Result, Tensor};
 
@@ -15,16 +16,13 @@ pub fn matmul(queue: &Queue, a: &Tensor, b: &Tensor) -> Result<Tensor> {
 /// The named matmul kernel variants of `device`'s backend: `webgpu` tile configurations
 /// (`tile64`, `tile32`, `tile128x64`), `cuda` `cublas` or `kernel`, `cpu` `sgemm`.
 pub fn variants(device: &Device) -> Vec<&'static str> {
-    crate::backend::matmul_variants(device.backend())
+    device.variants("matmul")
 }
 
-/// [`matmul`] with the kernel variant named `variant` (one of [`variants`]).
+/// [`matmul`] with the kernel variant named `variant` (one of [`variants`]), or `"auto"`: the
+/// fastest for this device and shape class (autotuned once, then cached).
 pub fn matmul_variant(queue: &Queue, a: &Tensor, b: &Tensor, variant: &str) -> Result<Tensor> {
-    let known = variants(queue.device());
-    let Some(&name) = known.iter().find(|&&v| v == variant) else {
-        return Err(Error::Invalid(format!("unknown matmul variant `{variant}` on {}: expected one of {known:?}", queue.device().backend())));
-    };
-    matmul_epilogue(queue, "matmul", a, b, None, None, Some(name))
+    matmul_epilogue(queue, "matmul", a, b, None, None, Some(variant))
 }
 
 /// A linear layer: `act(x @ weight + bias)` with the bias add and the activation applied
@@ -38,12 +36,7 @@ pub fn linear(queue: &Queue, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>,
     matmul_epilogue(queue, "linear", x, weight, bias, act, None)
 }
 
-fn matmul_epilogue(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>, variant: Option<&'static str>) -> Result<Tensor> {
-    // A variant the device's policy names applies unless the call names one.
-    let variant = variant.or_else(|| {
-        let named = queue.device().policy().variant("matmul")?;
-        variants(queue.device()).into_iter().find(|&v| v == named)
-    });
+fn matmul_epilogue(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>, variant: Option<&str>) -> Result<Tensor> {
     let inputs: Vec<&Tensor> = [Some(a), Some(b), bias].into_iter().flatten().collect();
     if native_f16(queue, &inputs) {
         return matmul_in(queue, op, a, b, bias, act, variant, DType::F16);
@@ -53,9 +46,10 @@ fn matmul_epilogue(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias
     lift.down(queue, matmul_in(queue, op, &lift.up(queue, a)?, &lift.up(queue, b)?, bias.as_ref(), act, variant, DType::F32)?)
 }
 
-/// The product with every operand and the result stored as `dtype` (f32, or native f16).
+/// The product with every operand and the result stored as `dtype` (f32, or native f16); the
+/// dispatcher picks the variant (`requested` is what the call named).
 #[allow(clippy::too_many_arguments)]
-fn matmul_in(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>, variant: Option<&'static str>, dtype: DType) -> Result<Tensor> {
+fn matmul_in(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>, requested: Option<&str>, dtype: DType) -> Result<Tensor> {
     for t in [Some(a), Some(b), bias].into_iter().flatten() {
         queue.device().check_same(t.device(), op)?;
     }
@@ -97,10 +91,13 @@ fn matmul_in(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Opti
     check_rank(op, &with(m, n))?;
     let a = a.broadcast_to(&with(m, k))?;
     let b = b.broadcast_to(&with(k, n))?;
+    let problem = Problem::Matmul { batch: batch.iter().product(), m, n, k, dtype };
+    let (variant, decision) = dispatch::choose(queue, problem, requested)?;
     let out = Tensor::uninit(queue, &with(m, n), dtype)?;
     if out.numel() > 0 {
         let bias = bias.as_ref().map(Tensor::operand);
-        queue.run_op(OpCall::Matmul { a: a.operand(), b: b.operand(), bias, act, out: out.operand(), m, n, k, variant, dtype })?;
+        let call = OpCall::Matmul { a: a.operand(), b: b.operand(), bias, act, out: out.operand(), m, n, k, variant: Some(variant), dtype };
+        queue.run_op_decided(call, Some(&decision))?;
     }
     Ok(out)
 }

@@ -54,7 +54,8 @@ pub(crate) enum OpCall<'a> {
     /// `out[o, j, i] = sum over t <= j of x[o, t, i]` for a contiguous `[outer, len, inner]` input.
     Cumsum { x: Operand<'a>, outer: usize, len: usize, inner: usize, out: Operand<'a> },
     /// Reduce the middle axis of a contiguous `[outer, len, inner]` input to `[outer, inner]`.
-    Reduce { op: ReduceOp, x: Operand<'a>, outer: usize, len: usize, inner: usize, out: Operand<'a> },
+    /// `variant` names a reduction variant of the backend (`None`: its default).
+    Reduce { op: ReduceOp, x: Operand<'a>, outer: usize, len: usize, inner: usize, out: Operand<'a>, variant: Option<&'static str> },
     /// Layer / RMS normalisation of the rows of a contiguous `[rows, cols]` input, then
     /// `* weight + bias` (contiguous `[cols]`, each optional) and an optional activation.
     Norm {

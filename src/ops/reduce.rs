@@ -2,6 +2,7 @@
 
 use super::elementwise::check_f32;
 use super::{Lift, OpCall};
+use crate::dispatch::{self, Problem};
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// Reduction kinds. The numeric code is what kernels switch on.
@@ -90,10 +91,18 @@ impl ReduceOp {
 /// tensor). The reduced axis is removed from the shape. `Argmax` gives u32 indices.
 pub fn reduce(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>) -> Result<Tensor> {
     let lift = Lift::of(op.name(), &[x])?;
-    lift.down(queue, reduce_f32(queue, op, &lift.up(queue, x)?, axis)?)
+    lift.down(queue, reduce_f32(queue, op, &lift.up(queue, x)?, axis, None)?)
 }
 
-fn reduce_f32(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>) -> Result<Tensor> {
+/// [`reduce`] with the reduction variant named `variant` (one of
+/// `device.variants("reduce")`: `subgroup` or `tree` on webgpu), or `"auto"`: the fastest
+/// for this device and shape class (autotuned once, then cached).
+pub fn reduce_variant(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>, variant: &str) -> Result<Tensor> {
+    let lift = Lift::of(op.name(), &[x])?;
+    lift.down(queue, reduce_f32(queue, op, &lift.up(queue, x)?, axis, Some(variant))?)
+}
+
+fn reduce_f32(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>, requested: Option<&str>) -> Result<Tensor> {
     check_f32(queue, op.name(), x)?;
     let shape = x.shape();
     let (outer, len, inner, out_shape) = match axis {
@@ -116,9 +125,10 @@ fn reduce_f32(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>) -> R
         return Err(Error::shape(op.name(), format!("cannot reduce an empty axis of {shape:?}: expected at least one element")));
     }
     let x = x.contiguous_on(queue)?;
+    let (variant, decision) = dispatch::choose(queue, Problem::Reduce { outer, len, inner }, requested)?;
     let out = Tensor::uninit(queue, &out_shape, op.out_dtype())?;
     if out.numel() > 0 {
-        queue.run_op(OpCall::Reduce { op, x: x.operand(), outer, len, inner, out: out.operand() })?;
+        queue.run_op_decided(OpCall::Reduce { op, x: x.operand(), outer, len, inner, out: out.operand(), variant: Some(variant) }, Some(&decision))?;
     }
     Ok(out)
 }

@@ -14,7 +14,7 @@
 //! let x = Tensor::from_slice(&device, &[1.0f32; 4096], &[64, 64])?;
 //! let y = x.matmul(&x)?.softmax()?;
 //! y.to_vec_blocking::<f32>()?;
-//! let profile = device.take_profile_blocking()?;
+//! let profile = device.take_profile_blocking();
 //! println!("{}", profile.table());
 //! profile.save_chrome_trace("trace.json")?;
 //! # Ok(())
@@ -61,6 +61,9 @@ pub struct Decision {
     pub choice: String,
     /// Why, in words (named by the policy, autotuned with times, the backend's default...).
     pub reason: String,
+    /// Measured times of the candidates in microseconds, where the choice was measured.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub times_us: std::collections::BTreeMap<String, f64>,
 }
 
 /// One recorded launch.
@@ -122,6 +125,7 @@ pub(crate) enum Timing {
     /// Written by the device later.
     Pending(PendingSpan),
     /// Between two fences (CUDA events).
+    #[cfg_attr(not(cuda_backend), allow(dead_code))]
     Fences { start: FenceImpl, end: FenceImpl },
 }
 
@@ -141,7 +145,6 @@ struct ProfilerInner {
     enabled: AtomicBool,
     epoch: Instant,
     pending: Mutex<Vec<Pending>>,
-    decisions: Mutex<Vec<Decision>>,
     /// The first CUDA start event seen: CUDA launch starts are measured from it.
     cuda_epoch: Mutex<Option<FenceImpl>>,
 }
@@ -153,7 +156,6 @@ impl Default for Profiler {
                 enabled: AtomicBool::new(false),
                 epoch: Instant::now(),
                 pending: Mutex::new(Vec::new()),
-                decisions: Mutex::new(Vec::new()),
                 cuda_epoch: Mutex::new(None),
             }),
         }
@@ -176,10 +178,9 @@ impl Profiler {
         self.inner.enabled.load(Ordering::Relaxed)
     }
 
-    /// Forget every record and decision so far.
+    /// Forget every record so far.
     pub fn clear(&self) {
         lock(&self.inner.pending).clear();
-        lock(&self.inner.decisions).clear();
     }
 
     /// Microseconds since the profiler was created.
@@ -200,16 +201,10 @@ impl Profiler {
         lock(&self.inner.pending).push(Pending { record, timing });
     }
 
-    /// Keep a decision that is not tied to one launch (the backend choice).
-    pub(crate) fn note(&self, decision: Decision) {
-        lock(&self.inner.decisions).push(decision);
-    }
-
     /// Take every record so far, resolving device times: `wait_device` lets the device finish
     /// submitted work (natively; browsers deliver timings through the event loop).
     pub(crate) async fn take(&self, backend: BackendKind, device: String, wait_device: &dyn Fn()) -> Profile {
         let pending = std::mem::take(&mut *lock(&self.inner.pending));
-        let decisions = lock(&self.inner.decisions).clone();
         let epoch = lock(&self.inner.cuda_epoch).clone();
         let mut launches = Vec::with_capacity(pending.len());
         let mut waited = false;
@@ -238,7 +233,7 @@ impl Profiler {
             record.device_us = span.map(|s| s.dur_ns / 1e3);
             launches.push(record);
         }
-        Profile { backend, device, launches, decisions }
+        Profile { backend, device, launches, decisions: Vec::new() }
     }
 }
 
@@ -251,7 +246,7 @@ pub struct Profile {
     pub device: String,
     /// Every launch, in recording order.
     pub launches: Vec<LaunchRecord>,
-    /// Decisions not tied to one launch (the backend choice).
+    /// Decisions not tied to one launch: how the device was chosen, policy fallbacks.
     pub decisions: Vec<Decision>,
 }
 

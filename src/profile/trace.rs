@@ -7,7 +7,6 @@ use serde_json::{json, Value};
 
 use super::{LaunchRecord, Profile};
 use crate::text::{human_seconds, render_table};
-use crate::{Error, Result};
 
 /// Ops whose rate is reported in GFLOP/s; every other op in GB/s.
 const COMPUTE_BOUND: &[&str] = &["matmul", "linear", "attention", "conv2d"];
@@ -161,8 +160,8 @@ impl Profile {
 
     /// Write [`chrome_trace`](Profile::chrome_trace) to `path` (native).
     #[cfg(not(target_arch = "wasm32"))]
-    pub fn save_chrome_trace(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+    pub fn save_chrome_trace(&self, path: impl AsRef<std::path::Path>) -> crate::Result<()> {
         let path = path.as_ref();
-        std::fs::write(path, self.chrome_trace()).map_err(|e| Error::Invalid(format!("writing the trace {}: {e}", path.display())))
+        std::fs::write(path, self.chrome_trace()).map_err(|e| crate::Error::Invalid(format!("writing the trace {}: {e}", path.display())))
     }
 }

@@ -3,7 +3,7 @@
 //! matmul through cuBLAS. The driver, NVRTC and cuBLAS are loaded at run time: without a
 //! driver no CUDA device is listed and opening one says what is missing.
 
-mod blas;
+pub(crate) mod blas;
 pub(crate) mod compile;
 mod memory;
 pub(crate) mod ops;

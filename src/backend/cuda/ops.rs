@@ -331,7 +331,7 @@ pub(crate) fn run_op(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, call: OpCal
             let grid = ((outer * inner).clamp(1, 65_535) as u32, 1, 1);
             q.launch_builtin(dev, &f, grid, (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
         }
-        OpCall::Reduce { op, x, outer, len, inner, out } => reduce(q, dev, queue, op, x, [outer, len, inner], out),
+        OpCall::Reduce { op, x, outer, len, inner, out, .. } => reduce(q, dev, queue, op, x, [outer, len, inner], out),
         OpCall::Softmax { x, rows, cols, out } => {
             let f = dev.builtin(kernel(KernelFile::Softmax, "softmax_main", vec![index_type(rows * cols)]))?;
             let p = SoftmaxParams { rows: rows as u64, cols: cols as u64 };

@@ -46,18 +46,35 @@ pub(crate) const MATMUL_VARIANTS: [MatmulVariant; 3] = [
     MatmulVariant { name: "tile128x64", tile: [128, 64], constants: "const TM: u32 = 128u; const TN: u32 = 64u; const RM: u32 = 8u; const RN: u32 = 4u;" },
 ];
 
-/// The variant named `name`, or the default for an `m x n` output: 128x64 tiles for large
+/// The default tile configuration for an `m x n` output, and why: 128x64 tiles for large
 /// outputs (1.3x the GFLOP/s of 64x64 on lavapipe at 256 and 1024), 32x32 when 64x64 tiles
-/// would leave fewer than 16 workgroups, else 64x64. (Autotuning will choose per device.)
+/// would leave fewer than 16 workgroups, else 64x64. (`"auto"` in a policy tunes per device.)
+pub(crate) fn default_matmul_variant(m: usize, n: usize) -> (&'static str, &'static str) {
+    if m >= 256 && n >= 256 {
+        ("tile128x64", "the default for outputs of at least 256 x 256")
+    } else if m.div_ceil(64) * n.div_ceil(64) < 16 {
+        ("tile32", "the default when 64 x 64 tiles would give fewer than 16 workgroups")
+    } else {
+        ("tile64", "the default for mid-sized outputs")
+    }
+}
+
+/// The variant named `name`, or the default for an `m x n` output.
 fn matmul_variant(name: Option<&str>, m: usize, n: usize) -> Result<&'static MatmulVariant> {
-    match name {
-        Some(name) => MATMUL_VARIANTS.iter().find(|v| v.name == name).ok_or_else(|| {
-            let names: Vec<&str> = MATMUL_VARIANTS.iter().map(|v| v.name).collect();
-            Error::Invalid(format!("unknown webgpu matmul variant `{name}`: expected one of {names:?}"))
-        }),
-        None if m >= 256 && n >= 256 => Ok(&MATMUL_VARIANTS[2]),
-        None if m.div_ceil(64) * n.div_ceil(64) < 16 => Ok(&MATMUL_VARIANTS[1]),
-        None => Ok(&MATMUL_VARIANTS[0]),
+    let name = name.unwrap_or(default_matmul_variant(m, n).0);
+    MATMUL_VARIANTS.iter().find(|v| v.name == name).ok_or_else(|| {
+        let names: Vec<&str> = MATMUL_VARIANTS.iter().map(|v| v.name).collect();
+        Error::Invalid(format!("unknown webgpu matmul variant `{name}`: expected one of {names:?}"))
+    })
+}
+
+/// The reduction variants of this device: the workgroup `tree`, and `subgroup` (subgroup
+/// operations combine each workgroup's values) where the adapter has subgroups.
+pub(crate) fn reduce_variants(dev: &GpuDevice) -> Vec<&'static str> {
+    if dev.device.features().contains(wgpu::Features::SUBGROUP) {
+        vec!["subgroup", "tree"]
+    } else {
+        vec!["tree"]
     }
 }
 
@@ -197,7 +214,7 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             let pipeline = dev.builtin(builtin(ShaderFile::Scan, "cumsum_main", vec![]));
             q.dispatch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))], grid_1d(dev, (outer * inner) as u64)?)
         }
-        OpCall::Reduce { op, x, outer, len, inner, out } => reduce(q, dev, queue, op, x, outer, len, inner, out),
+        OpCall::Reduce { op, x, outer, len, inner, out, variant } => reduce(q, dev, queue, op, x, [outer, len, inner], out, variant),
         OpCall::Softmax { x, rows, cols, out } => {
             check_binding(dev, &x)?;
             check_binding(dev, &out)?;
@@ -293,12 +310,17 @@ fn temp(queue: &Queue, elements: usize) -> Result<Arc<BufferInner>> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn reduce(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, op: ReduceOp, x: Operand<'_>, outer: usize, len: usize, inner: usize, out: Operand<'_>) -> Result<()> {
+fn reduce(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, op: ReduceOp, x: Operand<'_>, [outer, len, inner]: [usize; 3], out: Operand<'_>, variant: Option<&str>) -> Result<()> {
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
     let argmax = op == ReduceOp::Argmax;
     let scale = if op == ReduceOp::Mean { 1.0 / len as f32 } else { 1.0 };
-    let subgroups = queue.device().shared.options.use_subgroups && dev.device.features().contains(wgpu::Features::SUBGROUP);
+    let has_subgroups = dev.device.features().contains(wgpu::Features::SUBGROUP);
+    let subgroups = match variant {
+        Some("subgroup") if !has_subgroups => return Err(Error::Unsupported { backend: crate::BackendKind::WebGpu, what: "reduce variant `subgroup`: this adapter has no subgroup operations".into() }),
+        Some(v) => v == "subgroup",
+        None => queue.device().shared.options.use_subgroups && has_subgroups,
+    };
     // The current pass's input: values (and, after the first pass, argmax indices).
     let mut values = x.buf.clone();
     let mut indices: Option<Arc<BufferInner>> = None;

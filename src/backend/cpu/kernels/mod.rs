@@ -47,7 +47,7 @@ pub(crate) fn run_op(call: OpCall<'_>) -> Result<()> {
         OpCall::Where { cond, cond_dtype, a, b, out } => indexing::where_(cond, cond_dtype, a, b, out),
         OpCall::Gather { x, indices, signed, len, inner, count, fill, out, .. } => indexing::gather(x, indices, signed, [len, inner, count], fill, out),
         OpCall::Cumsum { x, outer, len, inner, out } => indexing::cumsum(x, [outer, len, inner], out),
-        OpCall::Reduce { op, x, outer, len, inner, out } => reduce::reduce(op, x, [outer, len, inner], out),
+        OpCall::Reduce { op, x, outer, len, inner, out, .. } => reduce::reduce(op, x, [outer, len, inner], out),
         OpCall::Softmax { x, rows, cols, out } => reduce::softmax(x, rows, cols, out),
         OpCall::Conv2d { x, weight, bias, act, out, geometry } => conv::conv2d(x, weight, bias, act, out, geometry),
         OpCall::Pool2d { kind, x, out, geometry } => conv::pool2d(kind, x, out, geometry),

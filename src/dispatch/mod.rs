@@ -1,0 +1,157 @@
+//! The dispatcher: which kernel variant an op runs, from the call, the device's [`Policy`],
+//! the op's dtype and shape, and the device's capabilities. Every choice is a [`Decision`]
+//! with a reason; it is logged through `tracing` (target `unicompute::dispatch`) and kept by
+//! the profiler with the launch it chose for.
+//!
+//! A variant comes from, in order: the call (`matmul_variant`), the policy's `variants`
+//! (`"auto"`: the fastest candidate for this device and shape class, timed once and cached,
+//! see [`tune`]), else the backend's default for the shape.
+
+pub(crate) mod cache;
+pub(crate) mod select;
+mod tune;
+
+pub use cache::TUNE_CACHE_ENV;
+pub use tune::{catalogue, TuneResult};
+
+use crate::backend::BackendDevice;
+use crate::profile::Decision;
+use crate::{BackendKind, DType, Device, Error, Policy, Queue, Result};
+
+/// An op with kernel variants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TunableOp {
+    Matmul,
+    Reduce,
+}
+
+impl TunableOp {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            TunableOp::Matmul => "matmul",
+            TunableOp::Reduce => "reduce",
+        }
+    }
+}
+
+/// The sizes that decide a variant, and how they group into shape classes for autotuning
+/// ([`Device::tune`] takes one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Problem {
+    /// `batch` products of `[m, k] @ [k, n]`.
+    Matmul { batch: usize, m: usize, n: usize, k: usize, dtype: DType },
+    /// `outer * inner` reductions of `len` elements each.
+    Reduce { outer: usize, len: usize, inner: usize },
+}
+
+/// `n` rounded up to a power of two: the bucket of a size in a shape class.
+fn bucket(n: usize) -> usize {
+    n.max(1).next_power_of_two()
+}
+
+impl Problem {
+    fn op(self) -> TunableOp {
+        match self {
+            Problem::Matmul { .. } => TunableOp::Matmul,
+            Problem::Reduce { .. } => TunableOp::Reduce,
+        }
+    }
+
+    /// The shape class: sizes rounded up to powers of two (and the dtype), so that one tuning
+    /// serves every shape of the class.
+    pub fn class(self) -> String {
+        match self {
+            Problem::Matmul { batch, m, n, k, dtype } => {
+                format!("matmul {dtype} batch{} m{} n{} k{}", bucket(batch), bucket(m), bucket(n), bucket(k))
+            }
+            Problem::Reduce { outer, len, inner } => {
+                let axis = if inner == 1 { "last" } else { "inner" };
+                format!("reduce {axis} rows{} len{}", bucket(outer * inner), bucket(len))
+            }
+        }
+    }
+}
+
+/// Names of the variants of `op` on an opened device.
+pub(crate) fn variants(backend: &BackendDevice, kind: BackendKind, op: TunableOp) -> Vec<&'static str> {
+    match op {
+        TunableOp::Matmul => crate::backend::matmul_variants(kind),
+        TunableOp::Reduce => backend.reduce_variants(),
+    }
+}
+
+/// The backend's default variant for `problem`, and why.
+pub(crate) fn default_variant(device: &Device, problem: Problem) -> (&'static str, String) {
+    let backend = &device.shared.backend;
+    match problem {
+        Problem::Matmul { m, n, .. } => backend.default_matmul_variant(m, n),
+        Problem::Reduce { .. } => {
+            let all = backend.reduce_variants();
+            let preferred = if device.shared.options.use_subgroups { "subgroup" } else { "tree" };
+            match all.iter().find(|&&v| v == preferred).or(all.first()) {
+                Some(&v) if all.len() > 1 => (v, format!("the default (DeviceOptions::use_subgroups is {})", device.shared.options.use_subgroups)),
+                Some(&v) => (v, format!("the only reduction of {}", device.backend())),
+                None => ("default", "the backend's reduction".into()),
+            }
+        }
+    }
+}
+
+/// Choose the variant for `problem` on `queue`'s device; `requested` is what the call named
+/// (`Some("auto")` asks for autotuning).
+pub(crate) fn choose(queue: &Queue, problem: Problem, requested: Option<&str>) -> Result<(&'static str, Decision)> {
+    let device = queue.device();
+    let op = problem.op();
+    let known = variants(&device.shared.backend, device.backend(), op);
+    let (request, by) = match requested {
+        Some(v) => (Some(v), "the call"),
+        None => (device.policy().variant(op.name()), "the policy"),
+    };
+    let (choice, reason) = match request {
+        Some("auto") => tune::tuned(device, problem, &known)?,
+        Some(name) => match known.iter().find(|&&v| v == name) {
+            Some(&v) => (v, format!("named by {by}")),
+            None if by == "the policy" => {
+                // Only reachable with `fallback` (opening checks the policy's names).
+                let (v, why) = default_variant(device, problem);
+                (v, format!("the policy names `{name}`, which {} lacks: {why} (fallback allowed by the policy)", device.backend()))
+            }
+            None => {
+                return Err(Error::Invalid(format!("unknown {} variant `{name}` on {}: expected one of {known:?} or \"auto\"", op.name(), device.backend())));
+            }
+        },
+        None => default_variant(device, problem),
+    };
+    let decision = Decision { op: op.name().into(), choice: choice.into(), reason, times_us: Default::default() };
+    tracing::debug!(target: "unicompute::dispatch", op = op.name(), class = %problem.class(), choice, reason = %decision.reason, "kernel variant chosen");
+    Ok((choice, decision))
+}
+
+/// Check what `policy` asks of the device opened for it. Returns the fallbacks taken (each
+/// logged as a warning); without `fallback` in the policy, any would be an error.
+pub(crate) fn check_policy(policy: &Policy, kind: BackendKind, backend: &BackendDevice) -> Result<Vec<Decision>> {
+    let mut fallbacks = Vec::new();
+    let mut refuse = |key: String, what: String, instead: &str| -> Result<()> {
+        if !policy.fallback {
+            return Err(Error::Unsupported { backend: kind, what: format!("policy `{key}`: {what}; change it, or set \"fallback\": true to run {instead} instead") });
+        }
+        let reason = format!("policy `{key}`: {what}; {instead} runs instead (fallback allowed by the policy)");
+        tracing::warn!(target: "unicompute::dispatch", %reason, "policy fallback");
+        fallbacks.push(Decision { op: key, choice: instead.into(), reason, times_us: Default::default() });
+        Ok(())
+    };
+    if policy.precision != crate::MatmulPrecision::F32 && kind != BackendKind::Cuda {
+        refuse("precision".into(), format!("{kind} computes matmuls in f32 only, not {}", policy.precision.name()), "f32")?;
+    }
+    for (op, variant) in &policy.variants {
+        let op = match op.as_str() {
+            "matmul" => TunableOp::Matmul,
+            _ => TunableOp::Reduce,
+        };
+        let known = variants(backend, kind, op);
+        if variant != "auto" && !known.contains(&variant.as_str()) {
+            refuse(format!("variants.{}", op.name()), format!("`{variant}` is not a {} variant of {kind}, which has {known:?} (or \"auto\")", op.name()), "the default variant")?;
+        }
+    }
+    Ok(fallbacks)
+}

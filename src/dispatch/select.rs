@@ -1,0 +1,169 @@
+//! Choosing the device `auto` opens: by speed, not by label. A software adapter (lavapipe,
+//! SwiftShader: `isFallbackAdapter` in browsers) is a GPU by API but runs compute far slower
+//! than the CPU backend, so the policy's [`Selection`] ranks by what each device is and, for
+//! `"auto"` without a hardware GPU, times the catalogue's heavy ops on every candidate.
+
+use std::collections::BTreeMap;
+
+use super::cache::{Entry, TuneCache};
+use crate::backend::Candidate;
+use crate::ops::{conv, matmul, Conv2dParams};
+use crate::policy::Selection;
+use crate::profile::Decision;
+use crate::text::human_seconds;
+use crate::{Device, DeviceInfo, DeviceOptions, DeviceType, Error, Policy, Result, Tensor};
+
+/// Timed runs of the probe after one warm-up; their median counts.
+const PROBE_REPS: usize = 3;
+/// The probe: a square matmul of this edge...
+const PROBE_MATMUL: usize = 256;
+/// ...and a 3x3 conv2d (padding 1) of `[1, c, hw, hw]` with `c` output channels.
+const PROBE_CONV: [usize; 2] = [32, 32];
+
+/// Whether a device is a real GPU (not the CPU, not a GPU API implemented on the CPU).
+fn is_hardware_gpu(info: &DeviceInfo) -> bool {
+    !matches!(info.device_type, DeviceType::Cpu | DeviceType::SoftwareGpu)
+}
+
+/// `webgpu `llvmpipe` (SoftwareGpu)`
+fn label(info: &DeviceInfo) -> String {
+    format!("{} `{}` ({})", info.backend, info.name, info.device_type)
+}
+
+/// Open the device `policy` prefers among `candidates`, with `options`, and say why.
+pub(crate) async fn open_best(policy: &Policy, candidates: Vec<Candidate>, options: DeviceOptions) -> Result<(Device, Decision)> {
+    let rank = |c: &Candidate| policy.backends.iter().position(|&b| b == c.info.backend);
+    // The best device of each backend the policy allows, in the policy's order.
+    let mut best: Vec<Candidate> = Vec::new();
+    let mut sorted: Vec<(usize, Candidate)> = candidates.into_iter().filter_map(|c| rank(&c).map(|r| (r, c))).collect();
+    sorted.sort_by_key(|(r, c)| (*r, c.info.device_type.preference(), c.info.index));
+    for (_, c) in sorted {
+        if !best.iter().any(|b| b.info.backend == c.info.backend) {
+            best.push(c);
+        }
+    }
+    if best.is_empty() {
+        let reasons: Vec<String> = policy.backends.iter().map(|&k| format!("{k}: {}", crate::backend::missing_reason(k))).collect();
+        return Err(Error::NoDevice(format!("none of the policy's backends has a device ({})", reasons.join("; "))));
+    }
+    let decide = |c: &Candidate, reason: String| Decision { op: "backend".into(), choice: label(&c.info), reason, times_us: BTreeMap::new() };
+    let hardware = best.iter().position(|c| is_hardware_gpu(&c.info));
+    let (chosen, decision) = match policy.selection {
+        Selection::Order => {
+            let c = best.remove(0);
+            let d = decide(&c, format!("first of the policy's backends {:?} with a device (selection \"order\")", names(policy)));
+            (c, d)
+        }
+        _ if best.len() == 1 => {
+            let c = best.remove(0);
+            let d = decide(&c, "the only device the policy's backends offer".into());
+            (c, d)
+        }
+        _ if hardware.is_some() => {
+            let c = best.remove(hardware.unwrap_or(0));
+            let d = decide(&c, format!("a hardware GPU, first in the policy's order {:?}", names(policy)));
+            (c, d)
+        }
+        Selection::Ranked => {
+            // No hardware GPU: the CPU ranks above software adapters.
+            let i = best.iter().position(|c| c.info.device_type == DeviceType::Cpu).unwrap_or(0);
+            let others: Vec<String> = best.iter().filter(|c| c.info.device_type == DeviceType::SoftwareGpu).map(|c| label(&c.info)).collect();
+            let c = best.remove(i);
+            let d = decide(&c, format!("no hardware GPU; software adapters ({}) run compute far slower than the CPU backend (selection \"ranked\")", others.join(", ")));
+            (c, d)
+        }
+        Selection::Auto => return measure(policy, best, options).await,
+    };
+    Ok((Device::from_candidate(chosen, options, policy.clone()).await?, decision))
+}
+
+fn names(policy: &Policy) -> Vec<&'static str> {
+    policy.backends.iter().map(|b| b.name()).collect()
+}
+
+/// Time the probe on every candidate (or take the times from the tune cache) and open the fastest.
+async fn measure(policy: &Policy, candidates: Vec<Candidate>, options: DeviceOptions) -> Result<(Device, Decision)> {
+    let cache = TuneCache::for_policy(policy);
+    let mut ids: Vec<String> = candidates.iter().map(|c| identity(&c.info)).collect();
+    ids.sort();
+    let key = format!("select | {}", ids.join(" ; "));
+    let probe_text = format!("matmul {PROBE_MATMUL}^3 + conv2d [1, {c}, {hw}, {hw}] * [{c}, {c}, 3, 3]", c = PROBE_CONV[0], hw = PROBE_CONV[1]);
+    if let Some(entry) = cache.get(&key) {
+        if let Some(c) = candidates.iter().position(|c| identity(&c.info) == entry.choice) {
+            let chosen = candidates.into_iter().nth(c).ok_or_else(|| Error::Device("internal: lost a candidate".into()))?;
+            let reason = format!("no hardware GPU; fastest on the probe ({probe_text}): {} (measured earlier, from the tune cache {})", times_text(&entry.times_us), cache.describe());
+            let decision = Decision { op: "backend".into(), choice: label(&chosen.info), reason, times_us: entry.times_us };
+            return Ok((Device::from_candidate(chosen, options, policy.clone()).await?, decision));
+        }
+    }
+    let mut best: Option<(f64, Device, DeviceInfo)> = None;
+    let mut times_us = BTreeMap::new();
+    let mut failures = Vec::new();
+    for c in candidates {
+        let info = c.info.clone();
+        let timed = match Device::from_candidate(c, options, policy.clone()).await {
+            Ok(device) => probe(&device).await.map(|t| (t, device)),
+            Err(e) => Err(e),
+        };
+        match timed {
+            Ok((t, device)) => {
+                times_us.insert(identity(&info), t);
+                if best.as_ref().is_none_or(|(bt, _, _)| t < *bt) {
+                    best = Some((t, device, info));
+                }
+            }
+            Err(e) => failures.push(format!("{}: {e}", label(&info))),
+        }
+    }
+    let Some((_, device, info)) = best else {
+        return Err(Error::NoDevice(format!("no candidate device ran the probe: {}", failures.join("; "))));
+    };
+    cache.put(key, Entry { choice: identity(&info), times_us: times_us.clone(), default: String::new(), problem: probe_text.clone() });
+    let mut reason = format!("no hardware GPU; fastest on the probe ({probe_text}): {} (measured now, saved to {})", times_text(&times_us), cache.describe());
+    if !failures.is_empty() {
+        reason.push_str(&format!("; could not run: {}", failures.join("; ")));
+    }
+    tracing::info!(target: "unicompute::dispatch", choice = %label(&info), %reason, "backend chosen");
+    Ok((device, Decision { op: "backend".into(), choice: label(&info), reason, times_us }))
+}
+
+/// A device's identity in the cache: backend, name, type and driver.
+fn identity(info: &DeviceInfo) -> String {
+    format!("{} {} ({}, {})", info.backend, info.name, info.device_type, info.driver)
+}
+
+fn times_text(times: &BTreeMap<String, f64>) -> String {
+    let parts: Vec<String> = times.iter().map(|(d, us)| format!("{d}: {}", human_seconds(us / 1e6))).collect();
+    parts.join(" vs ")
+}
+
+/// Median host time in microseconds to run the probe to completion (what a caller waits).
+async fn probe(device: &Device) -> Result<f64> {
+    let pattern = |shape: &[usize]| {
+        let n: usize = shape.iter().product();
+        let data: Vec<f32> = (0..n).map(|i| (i % 17) as f32 / 8.0 - 1.0).collect();
+        Tensor::from_slice(device, &data, shape)
+    };
+    let (e, [c, hw]) = (PROBE_MATMUL, PROBE_CONV);
+    let (a, x, w) = (pattern(&[e, e])?, pattern(&[1, c, hw, hw])?, pattern(&[c, c, 3, 3])?);
+    let queue = device.new_queue();
+    // The backend's default variant, whatever the policy names: "auto" must not tune here.
+    let problem = super::Problem::Matmul { batch: 1, m: e, n: e, k: e, dtype: crate::DType::F32 };
+    let (variant, _) = super::default_variant(device, problem);
+    let run = || -> Result<()> {
+        matmul::matmul_variant(&queue, &a, &a, variant)?;
+        conv::conv2d(&queue, &x, &w, Conv2dParams { padding: [1, 1], ..Conv2dParams::default() })?;
+        Ok(())
+    };
+    run()?;
+    queue.submit()?.wait().await?;
+    let mut samples = Vec::with_capacity(PROBE_REPS);
+    for _ in 0..PROBE_REPS {
+        let start = web_time::Instant::now();
+        run()?;
+        queue.submit()?.wait().await?;
+        samples.push(start.elapsed().as_secs_f64() * 1e6);
+    }
+    samples.sort_by(f64::total_cmp);
+    Ok(samples[samples.len() / 2])
+}
