@@ -12,9 +12,21 @@ declare module './pkg/unicompute.js' {
 /** Every device this runtime offers (`{ name, backend, type, limits, features }`). */
 export function listDevices(): Promise<Array<{ name: string; backend: string; type: string; limits: Record<string, number>; features: Record<string, boolean> }>>;
 
+/** An execution policy (all keys optional; unknown keys are an `INVALID` error naming them). */
+export interface Policy {
+  backends?: Array<'cuda' | 'webgpu' | 'cpu'>;
+  selection?: 'auto' | 'ranked' | 'order';
+  precision?: 'f32' | 'tf32' | 'bf16' | 'f16';
+  variants?: { matmul?: string; reduce?: string };
+  fallback?: boolean;
+  tune_cache?: string;
+  pool?: { cache_limit_bytes?: number };
+}
+
 /**
- * Open a device: 'auto' (the WebGPU adapter if there is one, else the CPU backend inside the
- * wasm; `device.fallbackReason` says why), 'webgpu' or 'cpu'. Rejects with an `Error` whose
- * `code` says what went wrong.
+ * Open a device: 'auto' (a hardware WebGPU adapter; with a software one such as SwiftShader,
+ * whichever of WebGPU and the CPU backend inside the wasm runs the heavy ops faster; without
+ * WebGPU the CPU; `device.selectionReason` says why), 'webgpu' or 'cpu'; or the device a
+ * policy prefers. Rejects with an `Error` whose `code` says what went wrong.
  */
-export function init(backend?: 'auto' | 'webgpu' | 'cpu'): Promise<Device>;
+export function init(backend?: 'auto' | 'webgpu' | 'cpu' | { policy: Policy | string }): Promise<Device>;

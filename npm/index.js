@@ -42,11 +42,17 @@ export async function listDevices() {
 }
 
 /**
- * Open a device: 'auto' (the WebGPU adapter if there is one, else the CPU backend inside the
- * wasm; `device.fallbackReason` says why), 'webgpu' or 'cpu'.
- * @param {'auto' | 'webgpu' | 'cpu'} [backend]
+ * Open a device: 'auto' (a hardware WebGPU adapter; with a software adapter such as
+ * SwiftShader, whichever of WebGPU and the CPU backend inside the wasm runs the heavy ops
+ * faster, timed once; without WebGPU the CPU; `device.selectionReason` says why), 'webgpu' or
+ * 'cpu'. Or `init({ policy })` with a policy object (see the README): backend order and
+ * selection, matmul precision, kernel variants ('auto' = autotuned), fallback.
+ * @param {'auto' | 'webgpu' | 'cpu' | { policy: object | string }} [backend]
  */
 export async function init(backend = 'auto') {
   await load();
+  if (backend !== null && typeof backend === 'object') {
+    return openDevice(undefined, backend.policy);
+  }
   return openDevice(backend);
 }

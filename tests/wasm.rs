@@ -150,7 +150,7 @@ async fn norms_attention_and_16_bit_storage_match_the_reference() {
 /// The JS-facing API: `init`, typed arrays in and out, and errors with a `code`.
 #[wasm_bindgen_test]
 async fn the_js_api_runs_ops_and_reports_bad_input() {
-    let device: JsDevice = init(None).await.unwrap();
+    let device: JsDevice = init(None, None).await.unwrap();
     assert!(
         device.backend() == "webgpu" || device.fallback_reason().is_some(),
         "auto picks WebGPU or says why not"
@@ -200,8 +200,125 @@ async fn the_js_api_runs_ops_and_reports_bad_input() {
         .contains("[2, 3]"));
     assert_eq!(code(x.unary("nope").err().unwrap()), "INVALID");
     assert_eq!(
-        code(init(Some("quantum".into())).await.err().unwrap()),
+        code(init(Some("quantum".into()), None).await.err().unwrap()),
         "INVALID"
     );
 }
 
+
+/// Milliseconds since an arbitrary origin (the page's clock).
+fn now_ms() -> f64 {
+    js_sys::Date::now()
+}
+
+/// Median milliseconds to run the catalogue's heavy ops (a 256^3 matmul and a 3x3 conv2d
+/// over [1, 32, 32, 32]) on `d` to completion, after one warm-up.
+async fn heavy_ops_ms(d: &Device) -> f64 {
+    let a = Tensor::from_slice(d, &inputs(5, 256 * 256), &[256, 256]).unwrap();
+    let x = Tensor::from_slice(d, &inputs(6, 32 * 32 * 32), &[1, 32, 32, 32]).unwrap();
+    let w = Tensor::from_slice(d, &inputs(7, 32 * 32 * 9), &[32, 32, 3, 3]).unwrap();
+    let params = unicompute::ops::Conv2dParams { padding: [1, 1], ..Default::default() };
+    let mut times = Vec::new();
+    for rep in 0..4 {
+        let start = now_ms();
+        let y = a.matmul(&a).unwrap();
+        let z = x.conv2d(&w, params).unwrap();
+        y.to_vec::<f32>().await.unwrap();
+        z.to_vec::<f32>().await.unwrap();
+        if rep > 0 {
+            times.push(now_ms() - start);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+/// With only a software WebGPU adapter (SwiftShader), `auto` times WebGPU against the CPU
+/// backend inside the wasm, opens the faster and says why; timed again here, independently,
+/// the one it opened is the faster.
+#[wasm_bindgen_test]
+async fn auto_picks_the_faster_of_webgpu_and_the_wasm_cpu() {
+    let device: JsDevice = init(None, None).await.unwrap();
+    let reason = device.selection_reason();
+    web_sys_log(&format!("auto opened {}: {reason}", device.backend()));
+    let Ok(gpu) = Device::open_async(BackendChoice::Backend(BackendKind::WebGpu)).await else {
+        assert_eq!(device.backend(), "cpu");
+        assert!(device.fallback_reason().is_some());
+        return;
+    };
+    if gpu.info().device_type != unicompute::DeviceType::SoftwareGpu {
+        assert_eq!(device.backend(), "webgpu", "a hardware adapter is taken: {reason}");
+        return;
+    }
+    assert!(reason.contains("no hardware GPU") && reason.contains("webgpu") && reason.contains("cpu"), "{reason}");
+    let cpu = Device::open_async(BackendChoice::Backend(BackendKind::Cpu)).await.unwrap();
+    let (gpu_ms, cpu_ms) = (heavy_ops_ms(&gpu).await, heavy_ops_ms(&cpu).await);
+    web_sys_log(&format!("heavy ops: webgpu {gpu_ms:.1} ms, wasm cpu {cpu_ms:.1} ms"));
+    let faster = if cpu_ms < gpu_ms { "cpu" } else { "webgpu" };
+    // A near tie could go either way; a clear difference must not.
+    if (cpu_ms - gpu_ms).abs() > 0.25 * cpu_ms.max(gpu_ms) {
+        assert_eq!(device.backend(), faster, "webgpu {gpu_ms} ms vs cpu {cpu_ms} ms; auto said: {reason}");
+    }
+    if device.backend() == "cpu" {
+        assert!(device.fallback_reason().is_some_and(|r| r.contains("no hardware GPU")));
+    }
+}
+
+/// The profiler in the browser: launches with device times (timestamp queries on WebGPU,
+/// the page's clock on the CPU backend), a summary and a Chrome trace.
+#[wasm_bindgen_test]
+async fn the_profiler_records_launches_in_the_browser() {
+    for d in devices().await {
+        d.profiler().enable();
+        let (m, k, n) = (19, 37, 23);
+        let a = Tensor::from_slice(&d, &inputs(8, m * k), &[m, k]).unwrap();
+        let b = Tensor::from_slice(&d, &inputs(9, k * n), &[k, n]).unwrap();
+        let s = a.matmul(&b).unwrap().softmax().unwrap();
+        s.to_vec::<f32>().await.unwrap();
+        let profile = d.take_profile().await;
+        let ops: Vec<&str> = profile.launches.iter().map(|l| l.op.as_str()).collect();
+        assert_eq!(ops, ["matmul", "softmax"], "{}", d.backend());
+        assert_eq!(profile.launches[0].flops, (2 * m * n * k) as u64);
+        if d.backend() == BackendKind::Cpu || d.info().features.timestamps {
+            assert!(profile.launches.iter().all(|l| l.device_us.is_some_and(|t| t >= 0.0)), "{:?}", profile.launches);
+            let trace: serde_json::Value = serde_json::from_str(&profile.chrome_trace()).unwrap();
+            let events = trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").count();
+            assert_eq!(events, 2);
+        }
+        assert!(profile.table().contains("softmax"));
+    }
+}
+
+/// Policies and tuning through the JS API: a policy object opens the device it names, a bad
+/// one is an `INVALID` error naming the key, `tune` reports every candidate.
+#[wasm_bindgen_test]
+async fn policies_and_tuning_through_the_js_api() {
+    let code = |e: JsValue| js_sys::Reflect::get(&e, &"code".into()).unwrap().as_string().unwrap();
+    let policy = js_sys::JSON::parse(r#"{"backends": ["cpu"], "variants": {"matmul": "auto"}}"#).unwrap();
+    let device = init(None, Some(policy)).await.unwrap();
+    assert_eq!(device.backend(), "cpu");
+    assert!(device.selection_reason().contains("only device"), "{}", device.selection_reason());
+    let bad = init(None, Some(r#"{"backends": ["cpu"], "colour": 1}"#.into())).await.err().unwrap();
+    assert_eq!(code(bad.clone()), "INVALID");
+    assert!(bad.dyn_into::<js_sys::Error>().unwrap().message().as_string().unwrap().contains("colour"));
+    assert_eq!(code(init(Some("cpu".into()), Some(r#"{}"#.into())).await.err().unwrap()), "INVALID");
+    device.enable_profiler();
+    let x = device.tensor(&js_sys::Float32Array::from(&inputs(10, 12)[..]).into(), vec![3, 4]).unwrap();
+    let y = x.matmul(&x.transpose().unwrap()).unwrap();
+    y.read().await.unwrap();
+    let profile = device.take_profile().await;
+    let launches = profile.launches();
+    let first = js_sys::Array::from(&launches).get(0);
+    let variant = js_sys::Reflect::get(&first, &"variant".into()).unwrap().as_string().unwrap();
+    assert_eq!(variant, "sgemm");
+    let result = device.tune("matmul".into(), vec![16, 16, 16]).await.unwrap();
+    let times = js_sys::Reflect::get(&result, &"times_us".into()).unwrap();
+    assert_eq!(js_sys::Object::keys(&times.into()).length(), 1);
+    assert!(device.tune_cache().contains("matmul f32 batch1 m16 n16 k16"));
+    assert_eq!(code(device.tune("conv".into(), vec![1]).await.err().unwrap()), "INVALID");
+    if let Ok(gpu) = init(Some("webgpu".into()), None).await {
+        let result = gpu.tune("matmul".into(), vec![64, 64, 64]).await.unwrap();
+        let times = js_sys::Reflect::get(&result, &"times_us".into()).unwrap();
+        assert_eq!(js_sys::Object::keys(&times.into()).length(), 3, "every webgpu tile variant timed");
+    }
+}

@@ -7,6 +7,8 @@
 //! Disabled (the default), a launch pays one relaxed atomic load.
 //!
 //! ```no_run
+//! # #[cfg(target_arch = "wasm32")] fn main() {}
+//! # #[cfg(not(target_arch = "wasm32"))]
 //! # fn main() -> unicompute::Result<()> {
 //! use unicompute::{BackendChoice, Device, Tensor};
 //! let device = Device::open(BackendChoice::Auto)?;

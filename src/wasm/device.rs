@@ -5,7 +5,7 @@ use wasm_bindgen::prelude::*;
 use super::error::{invalid, js_error};
 use super::gpu::{self, JsBuffer, JsKernel, JsQueue};
 use super::tensor::JsTensor;
-use crate::{BackendChoice, BackendKind, Device, Tensor};
+use crate::{BackendChoice, BackendKind, Device, Policy, Tensor};
 
 /// An opened device.
 #[wasm_bindgen(js_name = Device)]
@@ -14,39 +14,44 @@ pub struct JsDevice {
     fallback: Option<String>,
 }
 
-/// Open a device: `"auto"` (the default: the browser's WebGPU adapter, else the CPU backend,
-/// saying so once on the console), `"webgpu"` or `"cpu"`. (The npm package's `init()` loads
-/// the wasm module, then calls this.)
+/// Open a device: `"auto"` (the default), `"webgpu"` or `"cpu"`; or, with `policy` (a
+/// [`crate::Policy`] as a JSON string or plain object), the device that policy prefers.
+/// `"auto"` takes a hardware GPU when the browser offers one; with a software adapter
+/// (SwiftShader: `isFallbackAdapter`) it times the heavy ops on WebGPU and on the CPU backend
+/// inside the wasm and takes the faster (`device.selectionReason` says why, with the times);
+/// without WebGPU it runs on the CPU, saying so once on the console. (The npm package's
+/// `init()` loads the wasm module, then calls this.)
 #[wasm_bindgen(js_name = openDevice)]
-pub async fn init(backend: Option<String>) -> Result<JsDevice, JsValue> {
-    let choice: BackendChoice = backend
-        .as_deref()
-        .unwrap_or("auto")
-        .parse()
-        .map_err(js_error)?;
-    if choice != BackendChoice::Auto {
-        return Ok(JsDevice {
-            inner: Device::open_async(choice).await.map_err(js_error)?,
-            fallback: None,
-        });
-    }
-    match Device::open_async(BackendChoice::Backend(BackendKind::WebGpu)).await {
-        Ok(inner) => Ok(JsDevice {
-            inner,
-            fallback: None,
-        }),
-        Err(e) => {
-            let why = format!("unicompute: no WebGPU adapter ({e}); running on the CPU backend");
-            web_sys::console::info_1(&why.clone().into());
-            let inner = Device::open_async(BackendChoice::Backend(BackendKind::Cpu))
-                .await
-                .map_err(js_error)?;
-            Ok(JsDevice {
-                inner,
-                fallback: Some(why),
-            })
+pub async fn init(backend: Option<String>, policy: Option<JsValue>) -> Result<JsDevice, JsValue> {
+    let choice: BackendChoice = backend.as_deref().unwrap_or("auto").parse().map_err(js_error)?;
+    let policy = match policy.filter(|p| !p.is_undefined() && !p.is_null()) {
+        Some(p) if choice != BackendChoice::Auto => {
+            let _ = p;
+            return Err(invalid(format!("openDevice: give either a backend (`{}`) or a policy, not both", backend.unwrap_or_default())));
         }
+        Some(p) => Some(policy_from_js(&p)?),
+        None => None,
+    };
+    let inner = match &policy {
+        Some(p) => Device::open_with_policy_async(p).await,
+        None => Device::open_async(choice).await,
     }
+    .map_err(js_error)?;
+    let fallback = (choice == BackendChoice::Auto && inner.backend() == BackendKind::Cpu).then(|| {
+        let why = format!("unicompute: running on the CPU backend: {}", inner.decisions().first().map(|d| d.reason.clone()).unwrap_or_default());
+        web_sys::console::info_1(&why.clone().into());
+        why
+    });
+    Ok(JsDevice { inner, fallback })
+}
+
+/// A policy from a JSON string or a plain object.
+fn policy_from_js(value: &JsValue) -> Result<Policy, JsValue> {
+    let text = match value.as_string() {
+        Some(text) => text,
+        None => js_sys::JSON::stringify(value).ok().and_then(|s| s.as_string()).ok_or_else(|| invalid("policy: expected a JSON string or a plain object".into()))?,
+    };
+    Policy::from_json(&text).map_err(js_error)
 }
 
 /// Every device this build can open here, as `info()` objects (the CPU first, then the
@@ -92,10 +97,16 @@ impl JsDevice {
         self.inner.info().name.clone()
     }
 
-    /// Why `auto` fell back to the CPU, if it did.
+    /// Why `auto` runs on the CPU backend, if it does (no WebGPU, or WebGPU measured slower).
     #[wasm_bindgen(getter, js_name = fallbackReason)]
     pub fn fallback_reason(&self) -> Option<String> {
         self.fallback.clone()
+    }
+
+    /// Why this device was opened: asked for, the policy's order, or the measured times.
+    #[wasm_bindgen(getter, js_name = selectionReason)]
+    pub fn selection_reason(&self) -> String {
+        self.inner.decisions().first().map(|d| d.reason.clone()).unwrap_or_default()
     }
 
     /// What the device reports: `{ name, backend, type, limits: {...}, features: {...} }`.

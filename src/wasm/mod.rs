@@ -6,8 +6,10 @@
 mod device;
 mod error;
 mod gpu;
+mod profile;
 mod tensor;
 
 pub use device::{init, list_devices, JsDevice};
 pub use gpu::{JsBindingList, JsBuffer, JsFence, JsKernel, JsQueue};
+pub use profile::JsProfile;
 pub use tensor::JsTensor;
