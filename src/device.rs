@@ -351,7 +351,6 @@ impl Device {
         let options = DeviceOptions { pool_cache_limit: policy.pool.cache_limit_bytes, matmul_precision: policy.precision, ..DeviceOptions::default() };
         let (device, decision) = select::open_best(policy, backend::enumerate().await, options).await?;
         let fallbacks = dispatch::check_policy(policy, device.backend(), &device.shared.backend)?;
-        tracing::info!(target: "unicompute::dispatch", choice = %decision.choice, reason = %decision.reason, "device chosen");
         Ok(device.with_decisions(decision, fallbacks))
     }
 
@@ -375,8 +374,9 @@ impl Device {
         })
     }
 
-    /// Keep how the device was chosen and the policy fallbacks taken.
+    /// Keep (and log) how the device was chosen and the policy fallbacks taken.
     fn with_decisions(self, selection: Decision, fallbacks: Vec<Decision>) -> Device {
+        tracing::info!(target: "unicompute::dispatch", choice = %selection.choice, reason = %selection.reason, "device chosen");
         let mut d = crate::signal::lock(&self.shared.decisions);
         d.push(selection);
         d.extend(fallbacks);

@@ -123,7 +123,6 @@ async fn measure(policy: &Policy, candidates: Vec<Candidate>, options: DeviceOpt
     if !failures.is_empty() {
         reason.push_str(&format!("; could not run: {}", failures.join("; ")));
     }
-    tracing::info!(target: "unicompute::dispatch", choice = %label(&info), %reason, "backend chosen");
     Ok((device, Decision { op: "backend".into(), choice: label(&info), reason, times_us }))
 }
 
