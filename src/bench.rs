@@ -167,6 +167,19 @@ pub struct Report {
 }
 
 impl Report {
+    /// For each `<op>@auto` result measured beside the default `<op>`: the op and the autotuned
+    /// rate over the default's (at least 1 means autotuning did no harm on this shape).
+    pub fn autotune_vs_default(&self) -> Vec<(String, f64)> {
+        self.results
+            .iter()
+            .filter_map(|tuned| {
+                let base = tuned.name.strip_suffix("@auto")?;
+                let default = self.results.iter().find(|r| r.name == base)?;
+                Some((base.to_string(), tuned.rate / default.rate))
+            })
+            .collect()
+    }
+
     /// The results as an aligned text table.
     pub fn table(&self) -> String {
         let header = ["op", "shape", "median", "rate", "ceiling", "% of ceiling"].map(String::from).to_vec();

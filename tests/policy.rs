@@ -101,7 +101,7 @@ fn devices_follow_the_policy() {
     let (m, k, n) = (7, 13, 5);
     let (a, b) = (random(11, m * k, -1.0, 1.0), random(12, k * n, -1.0, 1.0));
     let out = read(&tensor(&d, &a, &[m, k]).matmul(&tensor(&d, &b, &[k, n])).unwrap());
-    let want: Vec<f64> = (0..m * n).map(|i| (0..k).map(|t| f64::from(a[i / n * k + t]) * f64::from(b[t * n + i % n])).sum()).collect();
+    let want = common::matmul_reference(&a, &b, m, k, n);
     assert_close(&out, &want, 1e-5, 1e-6, "fallback matmul, seeds 11/12");
     let profile = d.take_profile_blocking();
     let launch = profile.launches.iter().find(|l| l.op == "matmul").unwrap();
@@ -167,7 +167,7 @@ fn named_variants_run_and_show_in_the_profile() {
         let (a, b) = (random(21, m * k, -1.0, 1.0), random(22, k * n, -1.0, 1.0));
         let prod = tensor(&gpu, &a, &[m, k]).matmul(&tensor(&gpu, &b, &[k, n])).unwrap();
         let sums = prod.sum(Some(1)).unwrap();
-        let want: Vec<f64> = (0..m * n).map(|i| (0..k).map(|t| f64::from(a[i / n * k + t]) * f64::from(b[t * n + i % n])).sum()).collect();
+        let want = common::matmul_reference(&a, &b, m, k, n);
         assert_close(&read(&prod), &want, 1e-4, 1e-5, &format!("matmul {mm}, seeds 21/22"));
         let want_sums: Vec<f64> = want.chunks(n).map(|r| r.iter().sum()).collect();
         assert_close(&read(&sums), &want_sums, 1e-4, 1e-4, &format!("sum {red}"));

@@ -23,7 +23,7 @@ fn checked_matmul(d: &Device, m: usize, k: usize, n: usize, seed: u64) -> unicom
     let (a, b) = (random(seed, m * k, -1.0, 1.0), random(seed + 1, k * n, -1.0, 1.0));
     d.profiler().enable();
     let out = read(&tensor(d, &a, &[m, k]).matmul(&tensor(d, &b, &[k, n])).unwrap());
-    let want: Vec<f64> = (0..m * n).map(|i| (0..k).map(|t| f64::from(a[i / n * k + t]) * f64::from(b[t * n + i % n])).sum()).collect();
+    let want = common::matmul_reference(&a, &b, m, k, n);
     assert_close(&out, &want, 1e-4, 1e-5, &format!("matmul {m}x{k}x{n}, seed {seed}"));
     let profile = d.take_profile_blocking();
     profile.launches.into_iter().find(|l| l.op == "matmul").expect("a matmul launch")

@@ -10,8 +10,12 @@ globalThis.navigator = { gpu: create([]) };
 globalThis.Window ??= class Window {};
 
 const { init } = await import('unicompute');
-const device = await init();
-assert.equal(device.backend, 'webgpu', `auto picks WebGPU (${device.fallbackReason ?? ''})`);
+// SwiftShader is a fallback adapter: 'auto' times it against the CPU backend and says why.
+const auto = await init();
+assert.match(auto.selectionReason, /no hardware GPU.*webgpu.*cpu|no hardware GPU.*cpu.*webgpu/, auto.selectionReason);
+console.log(`auto: ${auto.backend}: ${auto.selectionReason}`);
+const device = await init('webgpu');
+assert.equal(device.backend, 'webgpu');
 const n = 67;
 const data = Float32Array.from({ length: n * n }, (_, i) => ((i * 37) % 101) / 50 - 1);
 const a = device.tensor(data, [n, n]);

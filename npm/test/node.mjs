@@ -12,6 +12,20 @@ const a = device.tensor(new Float32Array([1, 2, 3, 4]), [2, 2]);
 const b = device.tensor(new Float32Array([5, 6, 7, 8]), [2, 2]);
 assert.ok(a instanceof Tensor);
 assert.deepEqual(Array.from(await a.matmul(b).read()), [19, 22, 43, 50]);
+
+// A policy object, the profiler and a Chrome trace from JS.
+const tuned = await init({ policy: { backends: ['cpu'], variants: { matmul: 'auto' } } });
+assert.equal(tuned.policy.variants.matmul, 'auto');
+tuned.enableProfiler();
+const x = tuned.tensor(Float32Array.from({ length: 35 }, (_, i) => i / 7 - 2), [5, 7]);
+await x.matmul(x.transpose()).read();
+const profile = await tuned.takeProfile();
+const [launch] = profile.launches();
+assert.equal(launch.op, 'matmul');
+assert.equal(launch.flops, 2 * 5 * 5 * 7);
+assert.ok(launch.device_us >= 0 && launch.reason.length > 0, JSON.stringify(launch));
+assert.equal(JSON.parse(profile.chromeTrace()).traceEvents.filter((e) => e.ph === 'X').length, 1);
+await assert.rejects(init({ policy: { colour: 1 } }), (e) => e.code === 'INVALID' && /colour/.test(e.message));
 const soft = await a.softmax().read();
 assert.ok(Math.abs(soft[1] - 1 / (1 + Math.exp(-1))) < 1e-6, `softmax ${soft}`);
 assert.deepEqual(Array.from(await a.reduce('sum').read()), [10]);

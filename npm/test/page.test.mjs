@@ -6,15 +6,15 @@ import { chromium } from 'playwright-core';
 
 const [url, shot] = process.argv.slice(2);
 const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--enable-unsafe-webgpu', '--no-sandbox'] });
-try {
+/** Load the page with `query`, check its numbers, and return what it reports. */
+async function checkPage(query) {
   const page = await browser.newPage();
   const logs = [];
   page.on('console', (m) => logs.push(m.text()));
-  await page.goto(url);
+  await page.goto(url + query);
   await page.waitForSelector('body[data-done="yes"]', { timeout: 60_000 });
-  const { backend, result, error } = await page.evaluate(() => ({ ...document.body.dataset }));
-  assert.equal(error, undefined, `the page failed: ${error}\n${logs.join('\n')}`);
-  if (process.env.UNICOMPUTE_REQUIRE_WEBGPU === '1') assert.equal(backend, 'webgpu', logs.join('\n'));
+  const { backend, reason, result, error } = await page.evaluate(() => ({ ...document.body.dataset }));
+  assert.equal(error, undefined, `the page (${query || 'auto'}) failed: ${error}\n${logs.join('\n')}`);
   const n = 64;
   const data = Float32Array.from({ length: n * n }, (_, i) => ((i * 37) % 101) / 50 - 1);
   const got = JSON.parse(result);
@@ -24,8 +24,19 @@ try {
     want = Math.max(want, 0);
     assert.ok(Math.abs(got[i] - want) < 1e-4 * (1 + Math.abs(want)), `element ${i}: ${got[i]}, expected ${want}`);
   }
-  await page.screenshot({ path: shot });
-  console.log(`page: ok on ${backend} (screenshot ${shot})`);
+  return { page, backend, reason, logs };
+}
+
+try {
+  // 'auto' picks a device and says why (in headless Chromium: SwiftShader timed against the CPU).
+  const auto = await checkPage('');
+  assert.ok(auto.reason.length > 0, 'auto says why');
+  console.log(`page: auto picked ${auto.backend}: ${auto.reason}`);
+  // WebGPU by name.
+  const gpu = await checkPage('?backend=webgpu');
+  if (process.env.UNICOMPUTE_REQUIRE_WEBGPU === '1') assert.equal(gpu.backend, 'webgpu', gpu.logs.join('\n'));
+  await gpu.page.screenshot({ path: shot });
+  console.log(`page: ok on ${gpu.backend} (screenshot ${shot})`);
 } finally {
   await browser.close();
 }

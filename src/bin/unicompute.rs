@@ -235,6 +235,9 @@ fn run_bench(args: &BenchArgs) -> Result<()> {
         return print_json(&BenchJson { device: info, report });
     }
     println!("{}\ntimer:          {} clock, medians after warm-up\n\n{}", report.ceilings, report.timer, report.table());
+    for (op, ratio) in report.autotune_vs_default() {
+        println!("{op}@auto runs at {ratio:.2}x the rate of the default {op}");
+    }
     if let Some(note) = profile_note {
         println!("\n{note}");
     }

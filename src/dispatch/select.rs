@@ -56,7 +56,9 @@ pub(crate) async fn open_best(policy: &Policy, candidates: Vec<Candidate>, optio
         }
         _ if best.len() == 1 => {
             let c = best.remove(0);
-            let d = decide(&c, "the only device the policy's backends offer".into());
+            let others: Vec<String> = policy.backends.iter().filter(|&&k| k != c.info.backend).map(|&k| format!("{k}: {}", crate::backend::missing_reason(k))).collect();
+            let why = if others.is_empty() { String::new() } else { format!(" (no device from {})", others.join("; ")) };
+            let d = decide(&c, format!("the only device the policy's backends offer{why}"));
             (c, d)
         }
         _ if hardware.is_some() => {

@@ -110,3 +110,8 @@ pub fn gather(data: &[f32], shape: &[usize], strides: &[usize], offset: usize) -
 pub fn name(d: &Device) -> String {
     format!("{} ({})", d.backend(), d.info().name)
 }
+
+/// `a [m, k] @ b [k, n]` (row-major) in f64.
+pub fn matmul_reference(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f64> {
+    (0..m * n).map(|i| (0..k).map(|t| f64::from(a[i / n * k + t]) * f64::from(b[t * n + i % n])).sum()).collect()
+}
