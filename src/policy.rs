@@ -91,7 +91,15 @@ impl Default for Policy {
 impl Policy {
     /// Parse a JSON policy. Errors name the offending key and what was expected.
     pub fn from_json(text: &str) -> Result<Policy> {
-        let policy: Policy = serde_json::from_str(text).map_err(|e| Error::Invalid(format!("policy: {e}")))?;
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| Error::Invalid(format!("policy: {e}")))?;
+        // Each key alone first, so that an error names the key it is about.
+        if let serde_json::Value::Object(keys) = &value {
+            for (key, v) in keys {
+                let alone = serde_json::Value::Object([(key.clone(), v.clone())].into_iter().collect());
+                serde_json::from_value::<Policy>(alone).map_err(|e| Error::Invalid(format!("policy: `{key}`: {e}")))?;
+            }
+        }
+        let policy: Policy = serde_json::from_value(value).map_err(|e| Error::Invalid(format!("policy: {e}")))?;
         policy.validate()?;
         Ok(policy)
     }

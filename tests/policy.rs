@@ -57,9 +57,11 @@ fn invalid_policies_name_the_key() {
     assert!(err(r#"{"backend": ["cpu"]}"#).contains("unknown field `backend`"));
     assert!(err(r#"{"pool": {"cache_limit": 1}}"#).contains("unknown field `cache_limit`"));
     let e = err(r#"{"precision": "f8"}"#);
-    assert!(e.contains("f8") && e.contains("tf32"), "{e}");
+    assert!(e.contains("`precision`") && e.contains("f8") && e.contains("tf32"), "{e}");
+    assert!(err(r#"{"pool": {"cache_limit_bytes": -1}}"#).contains("`pool`"));
+    assert!(err(r#"{"backends": "cpu"}"#).contains("`backends`"));
     let e = err(r#"{"selection": "fastest"}"#);
-    assert!(e.contains("fastest") && e.contains("ranked"), "{e}");
+    assert!(e.contains("`selection`") && e.contains("fastest") && e.contains("ranked"), "{e}");
     assert!(err(r#"{"backends": ["quantum"]}"#).contains("quantum"));
     assert!(err(r#"{"backends": []}"#).contains("`backends` is empty"));
     assert!(err(r#"{"backends": ["cpu", "cpu"]}"#).contains("twice"));
