@@ -126,7 +126,8 @@ impl TuneCache {
                 if let Some(dir) = path.parent() {
                     std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
                 }
-                let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+                // Unique per process and write, so concurrent writers never share a temporary file.
+                let tmp = path.with_extension(format!("tmp{}-{}", std::process::id(), crate::device::next_id()));
                 std::fs::write(&tmp, text).map_err(|e| format!("writing {}: {e}", tmp.display()))?;
                 std::fs::rename(&tmp, path).map_err(|e| format!("renaming to {}: {e}", path.display()))
             }
