@@ -563,9 +563,7 @@ fn symbol(op: BinaryOp) -> &'static str {
 
 /// A tensor of `shape` filled with a deterministic pattern in [-2, 2).
 fn input(device: &Device, shape: &[usize]) -> Result<Tensor> {
-    let n: usize = shape.iter().product();
-    let data: Vec<f32> = (0..n).map(|i| (i.wrapping_mul(2_654_435_761) % 4096) as f32 / 1024.0 - 2.0).collect();
-    Tensor::from_slice(device, &data, shape)
+    crate::dispatch::pattern_tensor(device, shape)
 }
 
 fn measure_case(meter: &Meter, device: &Device, config: &BenchConfig, case: &Case, ceilings: &Ceilings) -> Result<BenchResult> {

@@ -6,12 +6,12 @@
 use std::collections::BTreeMap;
 
 use super::cache::{Entry, TuneCache};
+use super::times_text;
 use crate::backend::Candidate;
 use crate::ops::{conv, matmul, Conv2dParams};
 use crate::policy::Selection;
 use crate::profile::Decision;
-use crate::text::human_seconds;
-use crate::{Device, DeviceInfo, DeviceOptions, DeviceType, Error, Policy, Result, Tensor};
+use crate::{Device, DeviceInfo, DeviceOptions, DeviceType, Error, Policy, Result};
 
 /// Timed runs of the probe after one warm-up; their median counts.
 const PROBE_REPS: usize = 3;
@@ -133,18 +133,9 @@ fn identity(info: &DeviceInfo) -> String {
     format!("{} {} ({}, {})", info.backend, info.name, info.device_type, info.driver)
 }
 
-fn times_text(times: &BTreeMap<String, f64>) -> String {
-    let parts: Vec<String> = times.iter().map(|(d, us)| format!("{d}: {}", human_seconds(us / 1e6))).collect();
-    parts.join(" vs ")
-}
-
 /// Median host time in microseconds to run the probe to completion (what a caller waits).
 async fn probe(device: &Device) -> Result<f64> {
-    let pattern = |shape: &[usize]| {
-        let n: usize = shape.iter().product();
-        let data: Vec<f32> = (0..n).map(|i| (i % 17) as f32 / 8.0 - 1.0).collect();
-        Tensor::from_slice(device, &data, shape)
-    };
+    let pattern = |shape: &[usize]| super::pattern_tensor(device, shape);
     let (e, [c, hw]) = (PROBE_MATMUL, PROBE_CONV);
     let (a, x, w) = (pattern(&[e, e])?, pattern(&[1, c, hw, hw])?, pattern(&[c, c, 3, 3])?);
     let queue = device.new_queue();

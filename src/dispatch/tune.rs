@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::cache::Entry;
-use super::{default_variant, variants, Problem};
+use super::{default_variant, pattern_tensor as pattern, times_text, variants, Problem};
 use crate::ops::{matmul, reduce};
 use crate::profile::Profiler;
 use crate::{DType, Device, Error, Queue, ReduceOp, Result, Tensor};
@@ -52,12 +52,6 @@ fn entry_key(device: &Device, problem: Problem) -> String {
     format!("{} {} ({}, {}), unicompute {} | {}", i.backend, i.name, i.api, i.driver, env!("CARGO_PKG_VERSION"), problem.class())
 }
 
-/// `tile64 812.0 us, tile32 1.5 ms`
-fn times_text(times: &BTreeMap<String, f64>) -> String {
-    let parts: Vec<String> = times.iter().map(|(v, us)| format!("{v} {}", crate::text::human_seconds(us / 1e6))).collect();
-    parts.join(", ")
-}
-
 /// The autotuned variant for `problem` among `known`, and why: from the tune cache, else (natively)
 /// timed now and cached. In browsers, which cannot block inside an op, an untuned class runs
 /// the default until [`Device::tune`] has tuned it.
@@ -100,16 +94,10 @@ async fn tune_problem(device: &Device, problem: Problem) -> Result<Entry> {
     Ok(entry)
 }
 
-/// Synthetic operands of a problem (a deterministic pattern in [-2, 2)).
+/// Synthetic operands of a problem ([`pattern_tensor`](super::pattern_tensor)).
 enum Inputs {
     Matmul { a: Tensor, b: Tensor },
     Reduce { x: Tensor },
-}
-
-fn pattern(device: &Device, shape: &[usize]) -> Result<Tensor> {
-    let n: usize = shape.iter().product();
-    let data: Vec<f32> = (0..n).map(|i| (i.wrapping_mul(2_654_435_761) % 4096) as f32 / 1024.0 - 2.0).collect();
-    Tensor::from_slice(device, &data, shape)
 }
 
 impl Inputs {
