@@ -266,6 +266,8 @@ pub struct Device {
 
 pub(crate) struct DeviceShared {
     pub info: DeviceInfo,
+    /// Process-unique number of this opening (two openings of one adapter differ here).
+    pub id: u64,
     pub backend: BackendDevice,
     pub pool: Arc<Pool>,
     pub options: DeviceOptions,
@@ -362,6 +364,7 @@ impl Device {
         Ok(Device {
             shared: Arc::new(DeviceShared {
                 info,
+                id: next_id(),
                 backend,
                 pool: Arc::new(Pool::new(options.pool_cache_limit)),
                 options,
@@ -472,14 +475,20 @@ impl Device {
         Arc::ptr_eq(&self.shared, &other.shared)
     }
 
+    /// `device 2 (name), opened as #7`: the index in [`devices()`] and which opening, so two
+    /// openings of one adapter can be told apart in messages.
+    fn describe(&self) -> String {
+        format!("device {} (`{}`, opened as #{})", self.info().index, self.info().name, self.shared.id)
+    }
+
     pub(crate) fn check_same(&self, other: &Device, what: &str) -> Result<()> {
         if self.same(other) {
             Ok(())
         } else {
             Err(Error::DeviceMismatch(format!(
-                "{what} belongs to device `{}`, but the operation runs on device `{}`",
-                other.info().name,
-                self.info().name
+                "{what} belongs to {}, but the operation runs on {}: expected objects of one opened device",
+                other.describe(),
+                self.describe()
             )))
         }
     }
@@ -490,12 +499,11 @@ impl Device {
     pub(crate) fn alloc(&self, bytes: u64, init: Init) -> Result<Arc<BufferInner>> {
         let limits = &self.shared.info.limits;
         if bytes > limits.max_buffer_size {
-            return Err(Error::Limit {
-                what: "buffer size in bytes".into(),
-                value: bytes,
-                limit: "max_buffer_size",
-                max: limits.max_buffer_size,
-            });
+            let limit = match self.backend() {
+                BackendKind::Cpu => "max_buffer_size (on cpu: 3/4 of the host's physical memory)",
+                _ => "max_buffer_size",
+            };
+            return Err(Error::Limit { what: "buffer size in bytes".into(), value: bytes, limit, max: limits.max_buffer_size });
         }
         self.shared.backend.check_healthy()?;
         self.shared.backend.maintain();

@@ -5,6 +5,11 @@ use crate::{Error, Result};
 /// Largest rank a tensor may have (kernels carry shapes in fixed-size metadata).
 pub const MAX_RANK: usize = 8;
 
+/// Most elements one shape may span, extents of 0 counted as 1 (see [`checked_numel`]): every
+/// product of extents, every element offset and every byte count of up to 8-byte elements
+/// then fits in `isize` on every target, wasm32 included.
+pub const MAX_ELEMENTS: usize = isize::MAX as usize / 8;
+
 /// Shape, strides (in elements) and offset (in elements) of a strided view.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
@@ -22,9 +27,12 @@ impl Layout {
         Layout { shape: shape.to_vec(), strides: contiguous_strides(shape), offset }
     }
 
-    /// Number of elements.
+    /// Number of elements (saturating at `usize::MAX` for a shape no tensor can have).
     pub fn numel(&self) -> usize {
-        self.shape.iter().product()
+        if self.shape.contains(&0) {
+            return 0;
+        }
+        self.shape.iter().fold(1usize, |acc, &n| acc.saturating_mul(n))
     }
 
     /// Whether elements are packed row-major with no gaps (dimensions of extent 1 ignored).
@@ -39,12 +47,31 @@ impl Layout {
         true
     }
 
-    /// One past the largest element index this view touches (0 for an empty view).
+    /// One past the largest element index this view touches (`offset` for an empty view).
+    /// Saturates at `usize::MAX` rather than wrapping, so an impossible view never looks small.
     pub fn end(&self) -> usize {
-        if self.numel() == 0 {
-            return self.offset;
+        self.checked_end().unwrap_or(usize::MAX)
+    }
+
+    /// [`end`](Layout::end), or `None` if it does not fit in `usize`.
+    pub fn checked_end(&self) -> Option<usize> {
+        if self.shape.contains(&0) {
+            return Some(self.offset);
         }
-        self.offset + self.shape.iter().zip(&self.strides).map(|(&n, &s)| (n - 1) * s).sum::<usize>() + 1
+        let mut last = self.offset;
+        for (&n, &s) in self.shape.iter().zip(&self.strides) {
+            last = last.checked_add((n - 1).checked_mul(s)?)?;
+        }
+        last.checked_add(1)
+    }
+
+    /// Whether every element of the view lies inside a block of `elements` elements, and its
+    /// shape passes [`checked_numel`]. Every tensor's layout satisfies this for its buffer:
+    /// the constructors in `tensor.rs` check it, and the backends' unsafe code relies on it.
+    pub fn lies_within(&self, elements: usize) -> bool {
+        self.shape.len() == self.strides.len()
+            && checked_numel("layout", &self.shape).is_ok()
+            && self.checked_end().is_some_and(|end| end <= elements)
     }
 
     /// How a kernel can address this view's elements in row-major order (see [`Access`]).
@@ -158,6 +185,21 @@ pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Ve
     Ok(out)
 }
 
+/// The number of elements of `shape`, or a `SHAPE` error when it has more than [`MAX_RANK`]
+/// dimensions or its extents (zeros counted as 1) multiply past [`MAX_ELEMENTS`]. Counting
+/// zeros as 1 keeps every partial product in range too, so kernels may multiply any subset of
+/// the extents without overflow.
+pub fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> {
+    check_rank(op, shape)?;
+    let mut span = 1usize;
+    for &n in shape {
+        span = span.checked_mul(n.max(1)).filter(|&s| s <= MAX_ELEMENTS).ok_or_else(|| {
+            Error::shape(op, format!("shape {shape:?} spans more than {MAX_ELEMENTS} elements: expected extents whose product is at most that"))
+        })?;
+    }
+    Ok(if shape.contains(&0) { 0 } else { span })
+}
+
 /// Check that a shape has at most [`MAX_RANK`] dimensions.
 pub fn check_rank(op: &'static str, shape: &[usize]) -> Result<()> {
     if shape.len() > MAX_RANK {
@@ -179,6 +221,23 @@ mod tests {
         for start in 0..=6 {
             assert_eq!(l.offsets_from(start).collect::<Vec<_>>(), l.offsets().skip(start).collect::<Vec<_>>(), "from {start}");
         }
+    }
+
+    #[test]
+    fn element_counts_never_wrap() {
+        assert_eq!(checked_numel("t", &[3, 0, 5]).unwrap(), 0);
+        assert_eq!(checked_numel("t", &[]).unwrap(), 1);
+        for shape in [vec![1 << 32, 1 << 32], vec![usize::MAX, 2], vec![0, usize::MAX, 2], vec![MAX_ELEMENTS + 1]] {
+            let err = checked_numel("t", &shape).unwrap_err();
+            assert_eq!(err.code(), "SHAPE", "{shape:?}: {err}");
+        }
+        assert_eq!(checked_numel("t", &[MAX_ELEMENTS]).unwrap(), MAX_ELEMENTS);
+        let huge = Layout { shape: vec![usize::MAX / 2, 3], strides: vec![4, 1], offset: 7 };
+        assert_eq!(huge.checked_end(), None);
+        assert_eq!(huge.end(), usize::MAX);
+        assert!(!huge.lies_within(usize::MAX));
+        assert!(Layout::contiguous(&[2, 3], 4).lies_within(10));
+        assert!(!Layout::contiguous(&[2, 3], 5).lies_within(10));
     }
 
     #[test]

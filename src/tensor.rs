@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::buffer::BufferInner;
 use crate::device::Init;
-use crate::layout::{check_rank, Layout};
+use crate::layout::{checked_numel, Layout};
 use crate::ops::{self, BinaryOp, OpCall, Operand, ReduceOp, UnaryOp};
 use crate::{Buffer, DType, Device, Element, Error, Queue, Result};
 
@@ -34,20 +34,21 @@ impl Tensor {
 
     /// A contiguous view of a whole buffer with `shape` (no copy).
     pub fn from_buffer<T: Element>(buffer: &Buffer<T>, shape: &[usize]) -> Result<Tensor> {
-        check_rank("tensor", shape)?;
-        let numel: usize = shape.iter().product();
+        let numel = checked_numel("tensor", shape)?;
         if numel != buffer.len() {
             return Err(Error::shape(
                 "tensor",
                 format!("shape {shape:?} has {numel} elements but the buffer holds {}: expected equal counts", buffer.len()),
             ));
         }
-        Ok(Tensor {
+        let tensor = Tensor {
             inner: buffer.inner.clone(),
             device: buffer.device.clone(),
             dtype: T::DTYPE,
             layout: Layout::contiguous(shape, buffer.offset),
-        })
+        };
+        debug_assert!(tensor.lies_in_buffer(), "{tensor:?} reaches past its buffer");
+        Ok(tensor)
     }
 
     /// A zero-filled tensor.
@@ -61,13 +62,9 @@ impl Tensor {
     }
 
     fn alloc(queue: &Queue, shape: &[usize], dtype: DType, init: Init) -> Result<Tensor> {
-        check_rank("tensor", shape)?;
-        let numel = shape.iter().try_fold(1usize, |acc, &n| acc.checked_mul(n)).ok_or_else(|| {
-            Error::Invalid(format!("shape {shape:?} has more elements than the address space holds"))
-        })?;
-        let bytes = (numel as u64)
-            .checked_mul(dtype.size() as u64)
-            .ok_or_else(|| Error::Invalid(format!("{numel} elements of {dtype} overflow the address space")))?;
+        let numel = checked_numel("tensor", shape)?;
+        // At most MAX_ELEMENTS (isize::MAX / 8) elements of at most 8 bytes: no overflow.
+        let bytes = numel as u64 * dtype.size() as u64;
         let inner = queue.device().alloc(bytes, init)?;
         Ok(Tensor { inner, device: queue.device().clone(), dtype, layout: Layout::contiguous(shape, 0) })
     }
@@ -112,18 +109,32 @@ impl Tensor {
         self.layout.is_contiguous()
     }
 
+    /// The tensor as a backend sees it. This is the seam every op input and output passes:
+    /// the view lies inside its buffer (checked when the view was made), which the backends'
+    /// unsafe code relies on.
     pub(crate) fn operand(&self) -> Operand<'_> {
+        debug_assert!(self.lies_in_buffer(), "{self:?} reaches past its buffer");
         Operand { buf: &self.inner, layout: &self.layout }
     }
 
+    /// Whether every element of the view lies inside the memory block (the invariant of
+    /// every tensor: [`Layout::lies_within`]).
+    pub(crate) fn lies_in_buffer(&self) -> bool {
+        let elements = usize::try_from(self.inner.bytes() / self.dtype.size() as u64).unwrap_or(usize::MAX);
+        self.layout.lies_within(elements)
+    }
+
+    /// Another view of the same memory; `layout` comes from this tensor's by a rule that
+    /// keeps it inside the buffer (a sub-range, a permutation or stride-0 broadcast).
     fn view(&self, layout: Layout) -> Tensor {
-        Tensor { inner: self.inner.clone(), device: self.device.clone(), dtype: self.dtype, layout }
+        let view = Tensor { inner: self.inner.clone(), device: self.device.clone(), dtype: self.dtype, layout };
+        debug_assert!(view.lies_in_buffer(), "{view:?} reaches past its buffer");
+        view
     }
 
     /// The same elements with another shape: a view when the tensor is contiguous, else a copy.
     pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
-        check_rank("reshape", shape)?;
-        let numel: usize = shape.iter().product();
+        let numel = checked_numel("reshape", shape)?;
         if numel != self.numel() {
             return Err(Error::shape(
                 "reshape",
@@ -176,7 +187,7 @@ impl Tensor {
 
     /// Broadcast to `shape` by numpy rules (a view with stride 0 on the broadcast dimensions).
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
-        check_rank("broadcast_to", shape)?;
+        checked_numel("broadcast_to", shape)?;
         let (rank, own) = (shape.len(), self.rank());
         if own > rank {
             return Err(Error::shape("broadcast_to", format!("cannot broadcast {:?} to the lower-rank {shape:?}", self.shape())));

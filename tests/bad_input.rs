@@ -69,7 +69,7 @@ fn tensors_past_one_storage_binding_name_the_limit() {
     }
     let n = (limits.max_storage_binding_size / 4) as usize + 1;
     let big = Tensor::zeros(d, &[n], unicompute::DType::F32).unwrap();
-    expect_err(big.relu(), "LIMIT", &["max_storage_buffer_binding_size"], d);
+    expect_err(big.relu(), "LIMIT", &["max_storage_binding_size"], d);
 }
 
 #[test]

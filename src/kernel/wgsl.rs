@@ -31,6 +31,7 @@ pub(crate) fn reflect(source: &str, entry: &str) -> Result<KernelInfo> {
     if ep.stage != ShaderStage::Compute {
         return Err(Error::Invalid(format!("entry point `{entry}` is a {:?} shader: expected @compute", ep.stage)));
     }
+    check_overrides(&module, source)?;
     let used = info.get_entry_point(ep_index);
     let mut layouter = naga::proc::Layouter::default();
     layouter.update(module.to_ctx()).map_err(|e| Error::Invalid(format!("cannot lay out the shader's types: {e}")))?;
@@ -45,10 +46,16 @@ pub(crate) fn reflect(source: &str, entry: &str) -> Result<KernelInfo> {
             AddressSpace::Storage { .. } => BindingKind::StorageRead,
             AddressSpace::Uniform => BindingKind::Uniform,
             other => {
-                return Err(Error::Unsupported {
-                    backend: crate::BackendKind::WebGpu,
-                    what: format!("binding @group({}) @binding({}) lives in {other:?}: only storage and uniform buffers can be bound", rb.group, rb.binding),
-                })
+                let what = match other {
+                    AddressSpace::Handle => "a texture or sampler",
+                    _ => "not a buffer",
+                };
+                let name = var.name.as_deref().unwrap_or("?");
+                let message = format!(
+                    "binding @group({}) @binding({}) `{name}` is {what}: kernels bind storage and uniform buffers only",
+                    rb.group, rb.binding
+                );
+                return Err(shader_error(source, module.global_variables.get_span(handle).location(source), message));
             }
         };
         let (dtype, min_bytes, runtime_sized) = element_of(&module, var.ty, &layouter);
@@ -64,6 +71,19 @@ pub(crate) fn reflect(source: &str, entry: &str) -> Result<KernelInfo> {
     }
     bindings.sort_by_key(|b| (b.group, b.binding));
     Ok(KernelInfo { language: KernelLanguage::Wgsl, entry: entry.to_string(), workgroup_size: ep.workgroup_size, bindings })
+}
+
+/// An error for the first `override` without a default: a launch cannot set overrides, so
+/// each needs one.
+fn check_overrides(module: &naga::Module, source: &str) -> Result<()> {
+    match module.overrides.iter().find(|(_, o)| o.init.is_none()) {
+        None => Ok(()),
+        Some((handle, o)) => {
+            let name = o.name.as_deref().unwrap_or("?");
+            let message = format!("override `{name}` has no default value: kernel launches cannot set overrides, so give it one (`override {name}: u32 = 64u;`)");
+            Err(shader_error(source, module.overrides.get_span(handle).location(source), message))
+        }
+    }
 }
 
 /// The element dtype of an array binding (if it is an array of a 4-byte scalar or atomic),
@@ -102,7 +122,23 @@ fn scalar_dtype(inner: &TypeInner) -> Option<DType> {
     }
 }
 
-fn shader_error(source: &str, loc: Option<(u32, u32)>, message: String) -> Error {
+/// Where a span starts, as (line, column); `None` for an unknown span.
+struct At(Option<(u32, u32)>);
+
+impl From<naga::SourceLocation> for At {
+    fn from(l: naga::SourceLocation) -> Self {
+        At((l.line_number > 0).then_some((l.line_number, l.line_position)))
+    }
+}
+
+impl From<Option<(u32, u32)>> for At {
+    fn from(l: Option<(u32, u32)>) -> Self {
+        At(l)
+    }
+}
+
+fn shader_error(source: &str, loc: impl Into<At>, message: String) -> Error {
+    let loc = loc.into().0;
     let (line, column) = loc.unwrap_or((1, 1));
     let source_line = source.lines().nth(line.saturating_sub(1) as usize).unwrap_or("").trim_end().to_string();
     Error::Shader { line, column, message, source_line }

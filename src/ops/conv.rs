@@ -59,13 +59,18 @@ impl Default for Conv2dParams<'_> {
     }
 }
 
-/// Output extent of one spatial axis, or an error naming the geometry.
+/// Output extent of one spatial axis, or an error naming the geometry. Sizes come from the
+/// user, so the arithmetic is checked: a padding or dilation too large for `usize` is an
+/// error, never a wrapped extent.
 fn out_extent(op: &'static str, axis: &str, input: usize, kernel: usize, stride: usize, pad: usize, dilation: usize) -> Result<usize> {
     if kernel == 0 || stride == 0 || dilation == 0 {
         return Err(Error::Invalid(format!("{op}: {axis} kernel {kernel}, stride {stride}, dilation {dilation}: expected each >= 1")));
     }
-    let span = dilation * (kernel - 1) + 1;
-    let padded = input + 2 * pad;
+    let too_large = |what: &str| {
+        Error::shape(op, format!("{axis}: {what} overflows (input {input}, kernel {kernel}, stride {stride}, padding {pad}, dilation {dilation}): expected a geometry whose sizes fit in {} bits", usize::BITS))
+    };
+    let span = dilation.checked_mul(kernel - 1).and_then(|s| s.checked_add(1)).ok_or_else(|| too_large("the dilated kernel span"))?;
+    let padded = pad.checked_mul(2).and_then(|p| p.checked_add(input)).ok_or_else(|| too_large("the padded input"))?;
     if span > padded {
         return Err(Error::shape(op, format!("{axis}: the kernel spans {span} but the padded input is {padded}: expected a kernel that fits")));
     }
@@ -109,6 +114,7 @@ fn conv2d_f32(queue: &Queue, x: &Tensor, weight: &Tensor, p: Conv2dParams<'_>) -
         }
         None => None,
     };
+    crate::layout::checked_numel("conv2d", &[n, o, oh, ow])?;
     let geometry = Conv2dGeometry { n, c, h, w, o, kh, kw, oh, ow, stride: p.stride, padding: p.padding, dilation: p.dilation, groups };
     let (x, weight) = (x.contiguous_on(queue)?, weight.contiguous_on(queue)?);
     let out = Tensor::uninit(queue, &[n, o, oh, ow], DType::F32)?;
@@ -164,6 +170,7 @@ fn pool2d_f32(queue: &Queue, kind: PoolKind, x: &Tensor, p: Pool2dParams) -> Res
     let (n, c, h, w) = (xs[0], xs[1], xs[2], xs[3]);
     let oh = out_extent(op, "height", h, p.kernel[0], stride[0], p.padding[0], 1)?;
     let ow = out_extent(op, "width", w, p.kernel[1], stride[1], p.padding[1], 1)?;
+    crate::layout::checked_numel(op, &[n, c, oh, ow])?;
     let geometry = Conv2dGeometry { n, c, h, w, o: c, kh: p.kernel[0], kw: p.kernel[1], oh, ow, stride, padding: p.padding, dilation: [1, 1], groups: c };
     let x = x.contiguous_on(queue)?;
     let out = Tensor::uninit(queue, &[n, c, oh, ow], DType::F32)?;

@@ -46,6 +46,19 @@ fn matmul_epilogue(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias
     lift.down(queue, matmul_in(queue, op, &lift.up(queue, a)?, &lift.up(queue, b)?, bias.as_ref(), act, variant, DType::F32)?)
 }
 
+/// `t`, copied to contiguous memory if its matrices repeat elements (a stride of 0 along a
+/// row or column of extent > 1): GEMM kernels read such operands in another order than
+/// packed ones, and the sum must not depend on how an operand was made.
+fn dense_matrices(queue: &Queue, t: Tensor) -> Result<Tensor> {
+    let r = t.rank();
+    let repeats = (r - 2..r).any(|d| t.strides()[d] == 0 && t.shape()[d] > 1);
+    if repeats {
+        t.contiguous_on(queue)
+    } else {
+        Ok(t)
+    }
+}
+
 /// The product with every operand and the result stored as `dtype` (f32, or native f16); the
 /// dispatcher picks the variant (`requested` is what the call named).
 #[allow(clippy::too_many_arguments)]
@@ -89,8 +102,8 @@ fn matmul_in(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Opti
     let batch = broadcast_shapes(op, &a.shape()[..ra - 2], &b.shape()[..rb - 2])?;
     let with = |x: usize, y: usize| batch.iter().copied().chain([x, y]).collect::<Vec<_>>();
     check_rank(op, &with(m, n))?;
-    let a = a.broadcast_to(&with(m, k))?;
-    let b = b.broadcast_to(&with(k, n))?;
+    let a = dense_matrices(queue, a.broadcast_to(&with(m, k))?)?;
+    let b = dense_matrices(queue, b.broadcast_to(&with(k, n))?)?;
     let problem = Problem::Matmul { batch: batch.iter().product(), m, n, k, dtype };
     let (variant, decision) = dispatch::choose(queue, problem, requested)?;
     let out = Tensor::uninit(queue, &with(m, n), dtype)?;

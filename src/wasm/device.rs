@@ -152,8 +152,8 @@ impl JsDevice {
 
     /// A tensor holding a copy of `data` (a `Float32Array`, `Int32Array` or `Uint32Array`)
     /// with `shape` (whose sizes multiply to `data.length`).
-    pub fn tensor(&self, data: &JsValue, shape: Vec<u32>) -> Result<JsTensor, JsValue> {
-        let shape: Vec<usize> = shape.into_iter().map(|n| n as usize).collect();
+    pub fn tensor(&self, data: &JsValue, shape: Vec<f64>) -> Result<JsTensor, JsValue> {
+        let shape = super::error::usizes("shape", &shape)?;
         let t = if let Some(a) = data.dyn_ref::<js_sys::Float32Array>() {
             Tensor::from_slice(&self.inner, &a.to_vec(), &shape)
         } else if let Some(a) = data.dyn_ref::<js_sys::Int32Array>() {

@@ -15,3 +15,24 @@ pub(crate) fn js_error(e: crate::Error) -> JsValue {
 pub(crate) fn invalid(message: String) -> JsValue {
     js_error(crate::Error::Invalid(message))
 }
+
+/// JS numbers as sizes (a shape, dimensions, workgroup counts): each must be a whole number in
+/// `0..2^32`. JS would otherwise wrap them silently (2^32 to 0, -1 to 2^32 - 1) on the way
+/// into the wasm.
+pub(crate) fn sizes(what: &str, values: &[f64]) -> Result<Vec<u32>, JsValue> {
+    values
+        .iter()
+        .map(|&v| {
+            if v.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&v) {
+                Ok(v as u32)
+            } else {
+                Err(js_error(crate::Error::Invalid(format!("{what} {values:?} holds {v}: expected whole numbers from 0 to {}", u32::MAX))))
+            }
+        })
+        .collect()
+}
+
+/// [`sizes`] as `usize`.
+pub(crate) fn usizes(what: &str, values: &[f64]) -> Result<Vec<usize>, JsValue> {
+    Ok(sizes(what, values)?.into_iter().map(|n| n as usize).collect())
+}

@@ -164,7 +164,8 @@ impl JsQueue {
     /// Record a launch of `kernel` over `workgroups` (`[x, y, z]`) with one buffer per binding;
     /// checked against the kernel's bindings and the device limits first.
     #[wasm_bindgen(js_name = launchWith)]
-    pub fn launch_with(&self, kernel: &JsKernel, buffers: &JsBindingList, workgroups: Vec<u32>) -> Result<(), JsValue> {
+    pub fn launch_with(&self, kernel: &JsKernel, buffers: &JsBindingList, workgroups: Vec<f64>) -> Result<(), JsValue> {
+        let workgroups = super::error::sizes("workgroups", &workgroups)?;
         let &[x, y, z] = workgroups.as_slice() else {
             return Err(invalid(format!("workgroups has {} entries: expected [x, y, z]", workgroups.len())));
         };

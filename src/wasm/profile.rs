@@ -87,8 +87,8 @@ impl JsDevice {
     /// `"reduce"` with `[rows, length]`) and keep the fastest for its shape class in the tune
     /// cache (`localStorage` in pages), so ops under an `"auto"` policy variant run it.
     /// Resolves to `{ op, class, problem, choice, default, times_us }`.
-    pub async fn tune(&self, op: String, sizes: Vec<u32>) -> Result<JsValue, JsValue> {
-        let s: Vec<usize> = sizes.iter().map(|&n| n as usize).collect();
+    pub async fn tune(&self, op: String, sizes: Vec<f64>) -> Result<JsValue, JsValue> {
+        let s = super::error::usizes("sizes", &sizes)?;
         let problem = match (op.as_str(), s.as_slice()) {
             ("matmul", &[m, n, k]) => Problem::Matmul { batch: 1, m, n, k, dtype: DType::F32 },
             ("matmul", &[batch, m, n, k]) => Problem::Matmul { batch, m, n, k, dtype: DType::F32 },

@@ -64,11 +64,8 @@ impl JsTensor {
     }
 
     /// A view with another shape of the same number of elements.
-    pub fn reshape(&self, shape: Vec<u32>) -> Result<JsTensor, JsValue> {
-        wrap(
-            self.inner
-                .reshape(&shape.into_iter().map(|n| n as usize).collect::<Vec<_>>()),
-        )
+    pub fn reshape(&self, shape: Vec<f64>) -> Result<JsTensor, JsValue> {
+        wrap(self.inner.reshape(&super::error::usizes("shape", &shape)?))
     }
 
     /// The last two dimensions swapped (a view).
@@ -109,8 +106,8 @@ impl JsTensor {
     }
 
     /// A view with the dimensions reordered (`dims` is a permutation).
-    pub fn permute(&self, dims: Vec<u32>) -> Result<JsTensor, JsValue> {
-        wrap(self.inner.permute(&dims.into_iter().map(|d| d as usize).collect::<Vec<_>>()))
+    pub fn permute(&self, dims: Vec<f64>) -> Result<JsTensor, JsValue> {
+        wrap(self.inner.permute(&super::error::usizes("dims", &dims)?))
     }
 
     /// Cumulative sum along `axis`.

@@ -38,7 +38,9 @@ fn cpu_name() -> String {
 pub(crate) fn info() -> DeviceInfo {
     let memory = host_memory();
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let max_buffer = memory.unwrap_or(if cfg!(target_pointer_width = "32") { 1 << 31 } else { 1 << 34 });
+    // One allocation may take 3/4 of physical memory: more would only end in swapping or the
+    // out-of-memory killer, not in an error the caller can handle.
+    let max_buffer = memory.map_or(if cfg!(target_pointer_width = "32") { 1 << 31 } else { 1 << 34 }, |m| m / 4 * 3);
     DeviceInfo {
         index: 0,
         name: format!("{} ({threads} thread{})", cpu_name(), if threads == 1 { "" } else { "s" }),

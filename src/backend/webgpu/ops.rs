@@ -101,7 +101,11 @@ fn check_binding(dev: &GpuDevice, o: &Operand<'_>) -> Result<()> {
     let bytes = o.layout.end() as u64 * 4;
     let max = dev.limits.max_storage_buffer_binding_size;
     if bytes > max {
-        return Err(Error::Limit { what: "tensor extent in bytes".into(), value: bytes, limit: "max_storage_buffer_binding_size", max });
+        let what = format!(
+            "the end of a {}-element view within its buffer, in bytes (webgpu kernels bind a buffer from its start, so a view far into a large buffer reaches this far)",
+            o.layout.numel()
+        );
+        return Err(Error::Limit { what, value: bytes, limit: "max_storage_binding_size", max });
     }
     Ok(())
 }

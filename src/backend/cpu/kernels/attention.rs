@@ -31,6 +31,7 @@ pub(super) fn attention(
     let (qf, kf, vf): (&[f32], &[f32], &[f32]) = (bytemuck::cast_slice(&qg), bytemuck::cast_slice(&kg), bytemuck::cast_slice(&vg));
     let mf: Option<&[f32]> = mg.as_ref().map(|g| bytemuck::cast_slice(g));
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
+    super::check_within("attention", &[(q.layout, qf), (k.layout, kf), (v.layout, vf)])?;
     // Tasks capture layouts and slices only (buffers are not Send on every target).
     let (ql, kl, vl, ml) = (q.layout, k.layout, v.layout, mask.map(|m| m.layout));
     // Tasks: one block of query rows of one (batch, head); its rows of the output.
@@ -45,7 +46,8 @@ pub(super) fn attention(
         if keys > 0 && d > 0 {
             let (q_at, k_at) = (at(ql, [b, hh, i0, 0]), at(kl, [b, hh, 0, 0]));
             let (q_strides, kt_strides) = ([ql.strides[2] as isize, ql.strides[3] as isize], [kl.strides[3] as isize, kl.strides[2] as isize]);
-            // SAFETY: the views cover [rows, d] of q, [keys, d] of k and s holds rows x keys.
+            // SAFETY: [rows, d] of q from row i0 and [keys, d] of k lie inside their layouts, which
+            // `check_within` proved inside `qf` and `kf`; s holds rows x keys.
             unsafe { super::sgemm(rows, keys, d, scale, qf.as_ptr().add(q_at), q_strides, kf.as_ptr().add(k_at), kt_strides, s.as_mut_ptr(), 1) };
         }
         for (r, row) in s.chunks_mut(keys.max(1)).enumerate().take(rows) {
@@ -72,7 +74,8 @@ pub(super) fn attention(
             return;
         }
         let v_strides = [vl.strides[2] as isize, vl.strides[3] as isize];
-        // SAFETY: s is rows x keys, the view covers [keys, dv] of v, o holds rows x dv.
+        // SAFETY: s is rows x keys; [keys, dv] of v lies inside its layout, which `check_within`
+        // proved inside `vf`; o holds rows x dv.
         unsafe { super::sgemm(rows, dv, keys, 1.0, s.as_ptr(), [keys as isize, 1], vf.as_ptr().add(at(vl, [b, hh, 0, 0])), v_strides, o.as_mut_ptr(), 1) };
     });
     Ok(())

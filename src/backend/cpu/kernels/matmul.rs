@@ -51,6 +51,7 @@ pub(super) fn matmul(a: Operand<'_>, b: Operand<'_>, bias: Option<Operand<'_>>, 
         of.par_chunks_mut(n.max(1)).for_each(|row| epilogue(row, n, bias, act));
         return Ok(());
     }
+    super::check_within("matmul", &[(a.layout, af), (b.layout, bf)])?;
     let r = a.layout.shape.len();
     let a_strides = [a.layout.strides[r - 2] as isize, a.layout.strides[r - 1] as isize];
     let b_strides = [b.layout.strides[r - 2] as isize, b.layout.strides[r - 1] as isize];
@@ -61,8 +62,9 @@ pub(super) fn matmul(a: Operand<'_>, b: Operand<'_>, bias: Option<Operand<'_>>, 
     of.par_chunks_mut((m * n).max(1)).enumerate().for_each(|(bi, c)| {
         let (ao, bo) = (batch_offset(a.layout, bi), batch_offset(b.layout, bi));
         let (pa, pb) = (pa, pb);
-        // SAFETY: every index the GEMM touches lies inside the layouts' extents, which the op
-        // layer derived from tensors whose views lie inside their buffers; `c` is m x n.
+        // SAFETY: batch `bi` of A is the [m, k] view at `ao` with A's matrix strides, which lies
+        // inside A's layout, and `check_within` proved that layout inside `af` (likewise B in
+        // `bf`); `c` is one m x n block of the output.
         unsafe { super::sgemm(m, n, k, 1.0, pa.0.add(ao), a_strides, pb.0.add(bo), b_strides, c.as_mut_ptr(), inner_threads) };
         c.par_chunks_mut(64 * n.max(1)).for_each(|rows| epilogue(rows, n, bias, act));
     });

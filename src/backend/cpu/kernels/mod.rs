@@ -12,6 +12,18 @@ mod matmul;
 mod norm;
 mod reduce;
 
+/// An error unless every view lies inside the words it reads from: checked before the
+/// unsafe GEMM calls, which rely on it (every tensor's view satisfies it, see
+/// [`Layout::lies_within`]; this keeps a broken invariant from becoming a wild read).
+fn check_within(op: &str, views: &[(&Layout, &[f32])]) -> Result<()> {
+    for (i, (layout, memory)) in views.iter().enumerate() {
+        if !layout.lies_within(memory.len()) {
+            return Err(Error::Device(format!("internal: {op} operand {i} ({layout:?}) reaches past its {} elements", memory.len())));
+        }
+    }
+    Ok(())
+}
+
 /// `C = scale * A @ B` for row-major `C` (`m x n`, leading dimension `n`) and strided `A`
 /// (`m x k`) and `B` (`k x n`), on the `gemm` crate. `threads > 1` splits the product itself
 /// (for callers not already running in parallel).
