@@ -481,6 +481,13 @@ impl Device {
         format!("device {} (`{}`, opened as #{})", self.info().index, self.info().name, self.shared.id)
     }
 
+    /// Give the device's resources back now (WebGPU's `GPUDevice.destroy()`), as a lost
+    /// device would: every later call on it, or on its queues, buffers and tensors, answers
+    /// `DEVICE_LOST`. Open a device again to continue.
+    pub fn destroy(&self) {
+        self.shared.backend.destroy();
+    }
+
     pub(crate) fn check_same(&self, other: &Device, what: &str) -> Result<()> {
         if self.same(other) {
             Ok(())

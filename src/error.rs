@@ -73,9 +73,14 @@ pub enum Error {
     /// Objects from different devices were mixed.
     #[error("device mismatch: {0}")]
     DeviceMismatch(String),
-    /// The device was lost or reported an error; reopen it (or another one) to continue.
+    /// The device reported an error (out of memory, say); the call failed, the device stays
+    /// usable.
     #[error("device error: {0}")]
     Device(String),
+    /// The device is gone (destroyed, reset, unplugged, or a CUDA context error): every later
+    /// call on it fails this way; open a device again (`Device::open(Auto)`) to continue.
+    #[error("device lost: {0}")]
+    DeviceLost(String),
     /// An invalid argument that fits none of the categories above.
     #[error("invalid argument: {0}")]
     Invalid(String),
@@ -95,6 +100,7 @@ impl Error {
             Error::Launch(_) => "LAUNCH",
             Error::DeviceMismatch(_) => "DEVICE_MISMATCH",
             Error::Device(_) => "DEVICE",
+            Error::DeviceLost(_) => "DEVICE_LOST",
             Error::Invalid(_) => "INVALID",
         }
     }

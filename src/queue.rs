@@ -42,8 +42,10 @@ impl Queue {
         &self.device.shared.backend
     }
 
+    /// The buffer is this device's, and the device is not lost.
     fn check_buffer<T: Element>(&self, buf: &Buffer<T>, what: &str) -> Result<()> {
-        self.device.check_same(&buf.device, what)
+        self.device.check_same(&buf.device, what)?;
+        self.backend().check_healthy()
     }
 
     /// Record a write of `data` into `dst` (lengths must match).
@@ -135,6 +137,7 @@ impl Queue {
 
     /// Send everything recorded so far to the device. The fence signals when it has finished.
     pub fn submit(&self) -> Result<Fence> {
+        self.backend().check_healthy()?;
         let imp = self.shared.imp.submit(self.backend())?;
         Ok(Fence { device: self.device.clone(), imp })
     }

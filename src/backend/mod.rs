@@ -37,7 +37,7 @@ impl Candidate {
     /// Open the device.
     pub async fn open(self) -> Result<BackendDevice> {
         match self.source {
-            Source::Cpu => Ok(BackendDevice::Cpu(cpu::CpuDevice)),
+            Source::Cpu => Ok(BackendDevice::Cpu(cpu::CpuDevice::default())),
             #[cfg(feature = "webgpu")]
             Source::WebGpu(adapter) => Ok(BackendDevice::WebGpu(Box::new(webgpu::GpuDevice::open(adapter, &self.info).await?))),
             #[cfg(cuda_backend)]
@@ -146,7 +146,7 @@ impl BackendDevice {
         match self {
             BackendDevice::Cpu(_) => cpu::alloc(bytes).map(Memory::Cpu),
             #[cfg(feature = "webgpu")]
-            BackendDevice::WebGpu(d) => Ok(Memory::WebGpu(d.alloc(bytes))),
+            BackendDevice::WebGpu(d) => d.alloc(bytes).map(Memory::WebGpu),
             #[cfg(cuda_backend)]
             BackendDevice::Cuda(d) => d.alloc(bytes).map(Memory::Cuda),
         }
@@ -247,10 +247,21 @@ impl BackendDevice {
         }
     }
 
+    /// Release the device now; every later call answers `DEVICE_LOST`.
+    pub fn destroy(&self) {
+        match self {
+            BackendDevice::Cpu(d) => d.destroy(),
+            #[cfg(feature = "webgpu")]
+            BackendDevice::WebGpu(d) => d.destroy(),
+            #[cfg(cuda_backend)]
+            BackendDevice::Cuda(d) => d.destroy(),
+        }
+    }
+
     /// An error if the device was lost or reported an error since the last check.
     pub fn check_healthy(&self) -> Result<()> {
         match self {
-            BackendDevice::Cpu(_) => Ok(()),
+            BackendDevice::Cpu(d) => d.check_healthy(),
             #[cfg(feature = "webgpu")]
             BackendDevice::WebGpu(d) => d.check_healthy(),
             #[cfg(cuda_backend)]

@@ -144,6 +144,12 @@ impl JsDevice {
         JsQueue { inner: self.inner.queue() }
     }
 
+    /// Give the device's resources back now (WebGPU's `GPUDevice.destroy()`): every later
+    /// call on it throws an error with code `DEVICE_LOST`; open a device again to continue.
+    pub fn destroy(&self) {
+        self.inner.destroy();
+    }
+
     /// Another queue (ordered after the others' submissions on webgpu).
     #[wasm_bindgen(js_name = newQueue)]
     pub fn new_queue(&self) -> JsQueue {

@@ -13,8 +13,26 @@ use super::Memory;
 use crate::buffer::BufferInner;
 use crate::{BackendKind, DeviceInfo, DeviceType, Error, Features, Limits, Result};
 
-/// The CPU device (it holds no state of its own).
-pub(crate) struct CpuDevice;
+/// The CPU device: its only state is whether it was destroyed.
+#[derive(Default)]
+pub(crate) struct CpuDevice {
+    destroyed: std::sync::atomic::AtomicBool,
+}
+
+impl CpuDevice {
+    /// Refuse every later call (`Device::destroy`).
+    pub(crate) fn destroy(&self) {
+        self.destroyed.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// `DEVICE_LOST` once destroyed.
+    pub(crate) fn check_healthy(&self) -> Result<()> {
+        if self.destroyed.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(Error::DeviceLost("the cpu device was destroyed (`Device::destroy`): open a device again to continue".into()));
+        }
+        Ok(())
+    }
+}
 
 /// Host memory of one block, in 32-bit words so every 4-byte dtype is aligned.
 pub(crate) type CpuMemory = RwLock<Vec<u32>>;

@@ -203,9 +203,14 @@ impl CudaDevice {
         }
     }
 
+    /// Refuse every later call (`Device::destroy`); the context goes with the last reference.
+    pub(crate) fn destroy(&self) {
+        lock(&self.failed).get_or_insert_with(|| "the device was destroyed (`Device::destroy`)".into());
+    }
+
     pub(crate) fn check_healthy(&self) -> Result<()> {
         match lock(&self.failed).clone() {
-            Some(msg) => Err(Error::Device(format!("{msg}; the CUDA context is unusable: open the device again to continue"))),
+            Some(msg) => Err(Error::DeviceLost(format!("{msg}; the CUDA context is unusable: open the device again to continue"))),
             None => Ok(()),
         }
     }

@@ -179,9 +179,29 @@ impl GpuDevice {
         self.device.features().contains(wgpu::Features::TIMESTAMP_QUERY)
     }
 
-    /// A new zero-filled buffer (wgpu zero-initialises).
-    pub(crate) fn alloc(&self, bytes: u64) -> GpuMemory {
-        self.device.create_buffer(&wgpu::BufferDescriptor { label: None, size: bytes, usage: POOL_USAGE, mapped_at_creation: false })
+    /// A new zero-filled buffer (wgpu zero-initialises). Natively an out-of-memory or
+    /// validation error is caught here, so no invalid buffer ever reaches the pool or a later
+    /// op; browsers report such errors asynchronously, on the next call.
+    pub(crate) fn alloc(&self, bytes: u64) -> Result<GpuMemory> {
+        #[cfg(not(target_arch = "wasm32"))]
+        let scopes = (self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory), self.device.push_error_scope(wgpu::ErrorFilter::Validation));
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor { label: Some("unicompute"), size: bytes, usage: POOL_USAGE, mapped_at_creation: false });
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let (oom, validation) = scopes;
+            let errors = [pollster::block_on(validation.pop()), pollster::block_on(oom.pop())];
+            if let Some(e) = errors.into_iter().flatten().next() {
+                buffer.destroy();
+                return Err(Error::Device(format!("allocating {bytes} bytes of device memory failed: {e}")));
+            }
+        }
+        Ok(buffer)
+    }
+
+    /// Give the device's resources back now: every later call answers `DEVICE_LOST`.
+    pub(crate) fn destroy(&self) {
+        lock(&self.lost).get_or_insert_with(|| "device lost (destroyed): `Device::destroy` was called".into());
+        self.device.destroy();
     }
 
     /// Fill the first `bytes` of a buffer no queued work uses: zeros by a clear submitted at
@@ -217,7 +237,7 @@ impl GpuDevice {
 
     pub(crate) fn check_healthy(&self) -> Result<()> {
         if let Some(msg) = lock(&self.lost).clone() {
-            return Err(Error::Device(format!("{msg}; open the device again (or another one) to continue")));
+            return Err(Error::DeviceLost(format!("{msg}; open the device again (or another one) to continue")));
         }
         if let Some(msg) = lock(&self.error).take() {
             return Err(Error::Device(msg));
