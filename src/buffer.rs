@@ -3,11 +3,12 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
 use crate::backend::Memory;
 use crate::device::{next_id, Init};
 use crate::pool::Pool;
+use crate::queue::QueueShared;
 use crate::{DType, Device, Element, Error, Queue, Result};
 
 /// One block of device memory. Returned to the pool when the last reference goes, and the
@@ -19,11 +20,22 @@ pub(crate) struct BufferInner {
     bytes: u64,
     pool: Arc<Pool>,
     id: u64,
+    /// The queue that last recorded a use of this block: its id and a handle to flush it.
+    last_queue: Mutex<Option<(u64, Weak<QueueShared>)>>,
 }
 
 impl BufferInner {
     pub(crate) fn new(mem: Memory, class: u64, bytes: u64, pool: Arc<Pool>) -> Self {
-        BufferInner { mem: Some(mem), class, bytes, pool, id: next_id() }
+        BufferInner { mem: Some(mem), class, bytes, pool, id: next_id(), last_queue: Mutex::new(None) }
+    }
+
+    /// Note that `queue` records a use of this block now. Returns the other queue that
+    /// recorded the previous use, if it is another one and still exists: the caller must order
+    /// its work after that queue's.
+    pub(crate) fn note_use(&self, queue: &Arc<QueueShared>) -> Option<Arc<QueueShared>> {
+        let mut last = crate::signal::lock(&self.last_queue);
+        let previous = last.replace((queue.id, Arc::downgrade(queue)));
+        previous.filter(|(id, _)| *id != queue.id).and_then(|(_, q)| q.upgrade())
     }
 
     /// Bytes the block was allocated for (views end at or before this).

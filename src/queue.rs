@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::backend::{BackendDevice, QueueImpl};
+use crate::buffer::BufferInner;
 use crate::kernel::{Binding, Kernel};
 use crate::ops::OpCall;
 use crate::profile::{self, Decision, Profiler};
@@ -57,6 +58,7 @@ impl Queue {
         if data.is_empty() {
             return Ok(());
         }
+        self.order_after_other_queues(&[&dst.inner])?;
         self.shared.imp.write(self.backend(), &dst.inner, dst.byte_offset(), bytemuck::cast_slice(data))
     }
 
@@ -76,7 +78,26 @@ impl Queue {
         if n == 0 {
             return Ok(());
         }
+        self.order_after_other_queues(&[&src.inner, &dst.inner])?;
         self.shared.imp.copy(self.backend(), &src.inner, s, &dst.inner, d, n)
+    }
+
+    /// Order this queue's next work after every other queue's recorded use of `buffers`
+    /// (per-buffer hazard tracking, like wgpu's within one queue): the other queue's pending
+    /// work is submitted and this queue waits for it (cuda: the stream waits on its event;
+    /// webgpu runs submissions in order; cpu runs work as it is recorded, so there is nothing
+    /// to do). An explicit [`wait_for`](Queue::wait_for) is cheaper where the user knows.
+    fn order_after_other_queues(&self, buffers: &[&Arc<BufferInner>]) -> Result<()> {
+        if matches!(self.shared.imp, QueueImpl::Cpu) {
+            return Ok(());
+        }
+        for b in buffers {
+            if let Some(other) = b.note_use(&self.shared) {
+                let fence = other.imp.submit(self.backend())?;
+                self.shared.imp.wait_for(self.backend(), &fence)?;
+            }
+        }
+        Ok(())
     }
 
     /// The profiler that records this queue's launches.
@@ -97,6 +118,7 @@ impl Queue {
     /// Record a built-in op whose kernel the dispatcher chose (the profiler keeps why).
     pub(crate) fn run_op_decided(&self, call: OpCall<'_>, decision: Option<&Decision>) -> Result<()> {
         self.backend().check_healthy()?;
+        self.order_after_other_queues(&call.buffers())?;
         let profiler = self.profiler();
         if !profiler.is_enabled() {
             return self.shared.imp.run_op(self, call);
@@ -121,6 +143,7 @@ impl Queue {
         }
         kernel.check_launch(bindings, workgroups)?;
         self.backend().check_healthy()?;
+        self.order_after_other_queues(&bindings.iter().filter_map(|b| b.buffer().map(|b| b.inner)).collect::<Vec<_>>())?;
         let profiler = self.profiler();
         if !profiler.is_enabled() {
             return self.shared.imp.launch(self.backend(), kernel, bindings, workgroups);
@@ -156,6 +179,7 @@ impl Queue {
         if src.is_empty() {
             return Ok(Vec::new());
         }
+        self.order_after_other_queues(&[&src.inner])?;
         let bytes = self.shared.imp.read(self.backend(), &src.inner, src.byte_offset(), src.byte_len()).await?;
         Ok(bytemuck::pod_collect_to_vec(&bytes))
     }

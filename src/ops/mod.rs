@@ -99,6 +99,29 @@ pub(crate) enum OpCall<'a> {
     },
 }
 
+impl OpCall<'_> {
+    /// Every memory block the launch reads or writes (for ordering across queues).
+    pub(crate) fn buffers(&self) -> Vec<&Arc<BufferInner>> {
+        let operands: Vec<Option<&Operand<'_>>> = match self {
+            OpCall::Unary { x, out, .. }
+            | OpCall::Copy { x, out }
+            | OpCall::Cast { x, out, .. }
+            | OpCall::Cumsum { x, out, .. }
+            | OpCall::Reduce { x, out, .. }
+            | OpCall::Softmax { x, out, .. }
+            | OpCall::Pool2d { x, out, .. } => vec![Some(x), Some(out)],
+            OpCall::Binary { a, b, out, .. } => vec![Some(a), Some(b), Some(out)],
+            OpCall::Where { cond, a, b, out, .. } => vec![Some(cond), Some(a), Some(b), Some(out)],
+            OpCall::Gather { x, indices, out, .. } => vec![Some(x), Some(indices), Some(out)],
+            OpCall::Norm { x, weight, bias, out, .. } => vec![Some(x), weight.as_ref(), bias.as_ref(), Some(out)],
+            OpCall::Attention { q, k, v, mask, out, .. } => vec![Some(q), Some(k), Some(v), mask.as_ref(), Some(out)],
+            OpCall::Conv2d { x, weight, bias, out, .. } => vec![Some(x), Some(weight), bias.as_ref(), Some(out)],
+            OpCall::Matmul { a, b, bias, out, .. } => vec![Some(a), Some(b), bias.as_ref(), Some(out)],
+        };
+        operands.into_iter().flatten().map(|o| o.buf).collect()
+    }
+}
+
 /// How an op meets 16-bit floats: f16 / bf16 inputs are widened to f32 (exactly), the f32
 /// kernel runs, and a float result is rounded back to the inputs' dtype. Every backend stores
 /// f16 and bf16 in 16 bits and computes in f32 this way. The float inputs of one op must share
