@@ -849,17 +849,17 @@ fn every_op_accepts_16_bit_floats() {
 #[test]
 fn matmul_of_ones_counts_k_past_the_loop_limit() {
     for d in devices() {
-        let variants = std::iter::once(None).chain(ops::matmul::variants(d).into_iter().map(Some));
-        for variant in variants {
-            for k in [65_535, 65_536, 65_537, 100_003] {
-                let ones = vec![1.0; k];
-                let (a, b) = (tensor(d, &ones, &[1, k]), tensor(d, &ones, &[k, 1]));
-                let got = match variant {
-                    Some(v) => read(&ops::matmul::matmul_variant(&d.queue(), &a, &b, v).unwrap()),
-                    None => read(&a.matmul(&b).unwrap()),
-                };
-                assert_eq!(got, vec![k as f32], "ones[1, {k}] @ ones[{k}, 1] variant {variant:?} on {}", name(d));
-            }
+        // The default variant just below, at and past the limit; every variant past it.
+        let default = [65_535, 65_536, 65_537, 100_003].map(|k| (None, k));
+        let named = ops::matmul::variants(d).into_iter().map(|v| (Some(v), 65_537));
+        for (variant, k) in default.into_iter().chain(named) {
+            let ones = vec![1.0; k];
+            let (a, b) = (tensor(d, &ones, &[1, k]), tensor(d, &ones, &[k, 1]));
+            let got = match variant {
+                Some(v) => read(&ops::matmul::matmul_variant(&d.queue(), &a, &b, v).unwrap()),
+                None => read(&a.matmul(&b).unwrap()),
+            };
+            assert_eq!(got, vec![k as f32], "ones[1, {k}] @ ones[{k}, 1] variant {variant:?} on {}", name(d));
         }
     }
 }
@@ -869,22 +869,23 @@ fn matmul_and_linear_with_k_of_70_000() {
     // k odd (scalar tile loads) and k, n multiples of 4 (vec4 loads).
     let cases = [MatmulCase { batch_a: &[], batch_b: &[], m: 3, n: 5, k: 70_001 }, MatmulCase { batch_a: &[2], batch_b: &[], m: 4, n: 8, k: 70_000 }];
     for d in devices() {
-        let variants = std::iter::once(None).chain(ops::matmul::variants(d).into_iter().map(Some));
-        for variant in variants {
-            for (i, c) in cases.iter().enumerate() {
-                let seed = 1700 + i as u64;
-                let na: usize = c.batch_a.iter().product();
-                let a = random(seed, na * c.m * c.k, -1.0, 1.0);
-                let b = random(seed + 1, c.k * c.n, -1.0, 1.0);
-                let sa: Vec<usize> = c.batch_a.iter().copied().chain([c.m, c.k]).collect();
-                let (at, bt) = (tensor(d, &a, &sa), tensor(d, &b, &[c.k, c.n]));
-                let got = match variant {
-                    Some(v) => read(&ops::matmul::matmul_variant(&d.queue(), &at, &bt, v).unwrap()),
-                    None => read(&at.matmul(&bt).unwrap()),
-                };
-                let what = format!("matmul {sa:?} @ [{}, {}] variant {variant:?} on {} seed {seed}", c.k, c.n, name(d));
-                assert_close(&got, &matmul_reference(&a, &b, c), 1e-4, 1e-3, &what);
-            }
+        // The default variant on both cases, each named variant on one.
+        let default = [(None, 0), (None, 1)];
+        let named = ops::matmul::variants(d).into_iter().enumerate().map(|(i, v)| (Some(v), i % 2));
+        for (variant, i) in default.into_iter().chain(named) {
+            let c = &cases[i];
+            let seed = 1700 + i as u64;
+            let na: usize = c.batch_a.iter().product();
+            let a = random(seed, na * c.m * c.k, -1.0, 1.0);
+            let b = random(seed + 1, c.k * c.n, -1.0, 1.0);
+            let sa: Vec<usize> = c.batch_a.iter().copied().chain([c.m, c.k]).collect();
+            let (at, bt) = (tensor(d, &a, &sa), tensor(d, &b, &[c.k, c.n]));
+            let got = match variant {
+                Some(v) => read(&ops::matmul::matmul_variant(&d.queue(), &at, &bt, v).unwrap()),
+                None => read(&at.matmul(&bt).unwrap()),
+            };
+            let what = format!("matmul {sa:?} @ [{}, {}] variant {variant:?} on {} seed {seed}", c.k, c.n, name(d));
+            assert_close(&got, &matmul_reference(&a, &b, c), 1e-4, 1e-3, &what);
         }
         // linear: bias and activation once, after the whole sum over k.
         let (rows, k, n, seed) = (2, 70_001, 3, 1710);
@@ -982,11 +983,11 @@ fn softmax_and_norms_of_rows_of_9_million() {
             let got = read(&xt.softmax().unwrap());
             let want: Vec<f64> = rows().flat_map(|r| reference_row(&r)).collect();
             assert_close(&got, &want, 1e-4, 0.0, &format!("softmax {shape:?} on {} seed {seed}", name(d)));
-            for kind in [NormKind::Layer, NormKind::Rms] {
-                let got = read(&ops::norm::norm(&d.queue(), kind, &xt, NormParams::default()).unwrap());
-                let want: Vec<f64> = rows().flat_map(|r| kind.reference_row(&r, 1e-5)).collect();
-                assert_close(&got, &want, 1e-4, 1e-4, &format!("{} {shape:?} on {} seed {seed}", kind.name(), name(d)));
-            }
+            // Layer norm on the one row, RMS norm on the two.
+            let kind = [NormKind::Layer, NormKind::Rms][c];
+            let got = read(&ops::norm::norm(&d.queue(), kind, &xt, NormParams::default()).unwrap());
+            let want: Vec<f64> = rows().flat_map(|r| kind.reference_row(&r, 1e-5)).collect();
+            assert_close(&got, &want, 1e-4, 1e-4, &format!("{} {shape:?} on {} seed {seed}", kind.name(), name(d)));
         }
     }
 }

@@ -329,7 +329,7 @@ fn conv_dispatches(q: &GpuQueue, dev: &GpuDevice, pipeline: wgpu::ComputePipelin
 #[allow(clippy::too_many_arguments)]
 fn attention_dispatches(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, pipeline: wgpu::ComputePipeline, mut params: Vec<u32>, binds: &[(u32, Bind<'_>)], [rows, lk, d, dv]: [usize; 4]) -> Result<()> {
     let keys = split::attention_keys(dev.max_loop_iterations, lk, d);
-    let state = if keys.len() > 1 { Some(temp(queue, rows * (dv + 2))?) } else { None };
+    let state = if keys.len() > 1 { Some(split_temp(dev, queue, rows * (dv + 2))?) } else { None };
     let mut binds = binds.to_vec();
     binds.push((6, state.as_ref().map_or(Bind::SpareWrite, Bind::Mem)));
     let grid = grid_1d(dev, rows as u64)?;
@@ -373,7 +373,7 @@ fn row_passes(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, kernel: RowKernel, [
         binds.push((stats_at, Bind::SpareWrite));
         return q.dispatch(dev, pipeline(0), &params, &binds, grid);
     }
-    let stats = temp(queue, rows * chunks * words)?;
+    let stats = split_temp(dev, queue, rows * chunks * words)?;
     binds.push((stats_at, Bind::Mem(&stats)));
     q.dispatch(dev, pipeline(1), &params, &binds, grid)?;
     q.dispatch(dev, pipeline(2), &params, &binds, grid)
@@ -382,6 +382,17 @@ fn row_passes(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, kernel: RowKernel, [
 /// Temporary device memory for intermediate results, recorded on `queue`.
 fn temp(queue: &Queue, elements: usize) -> Result<Arc<BufferInner>> {
     queue.device().alloc((elements * 4) as u64, Init::Overwritten)
+}
+
+/// [`temp`] of f32 values that one storage binding must reach, for the work a device with a
+/// loop-iteration limit splits across launches: an error past the binding limit.
+fn split_temp(dev: &GpuDevice, queue: &Queue, elements: usize) -> Result<Arc<BufferInner>> {
+    let bytes = elements as u64 * 4;
+    let max = dev.limits.max_storage_buffer_binding_size;
+    if bytes > max {
+        return Err(Error::Limit { what: "temporary of a launch split for the loop-iteration limit, in bytes".into(), value: bytes, limit: "max_storage_buffer_binding_size", max });
+    }
+    temp(queue, elements)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -505,7 +516,7 @@ fn matmul(
     let pipeline = dev.builtin(Builtin { file: ShaderFile::Matmul, entry: "matmul_main", constants, variant: vec![store(dev, dtype)?, variant.constants, loads] });
     // Where the device ends long loops early, k in pieces with f32 sums kept in between.
     let pieces = split::matmul_k(dev.max_loop_iterations, variant.tile, vec4, k);
-    let partial = if pieces.len() > 1 { Some(temp(queue, batches * m * n)?) } else { None };
+    let partial = if pieces.len() > 1 { Some(split_temp(dev, queue, batches * m * n)?) } else { None };
     let binds = [
         (1, Bind::Mem(a.buf)),
         (2, Bind::Mem(b.buf)),
