@@ -326,7 +326,6 @@ fn conv_dispatches(q: &GpuQueue, dev: &GpuDevice, pipeline: wgpu::ComputePipelin
 /// attention.wgsl launches over the key ranges of [`split::attention_keys`], the running
 /// softmax state kept between them in a temporary: `params` up to the key range, which this
 /// appends with the flags.
-#[allow(clippy::too_many_arguments)]
 fn attention_dispatches(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, pipeline: wgpu::ComputePipeline, mut params: Vec<u32>, binds: &[(u32, Bind<'_>)], [rows, lk, d, dv]: [usize; 4]) -> Result<()> {
     let keys = split::attention_keys(dev.max_loop_iterations, lk, d);
     let state = if keys.len() > 1 { Some(split_temp(dev, queue, rows * (dv + 2))?) } else { None };
@@ -356,7 +355,6 @@ struct RowKernel {
 
 /// Launch `kernel` over `rows` rows of `cols`: one workgroup per (row, chunk), with `params`
 /// followed by the columns per chunk and the chunks per row.
-#[allow(clippy::too_many_arguments)]
 fn row_passes(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, kernel: RowKernel, [rows, cols]: [usize; 2], mut params: Vec<u32>, binds: &[(u32, Bind<'_>)]) -> Result<()> {
     let chunk = split::row_chunk(dev.max_loop_iterations, cols);
     let chunks = chunk.map_or(1, |c| cols.div_ceil(c));

@@ -71,8 +71,9 @@ pub(crate) fn conv_taps(limit: Option<u64>, cg: usize, kh: usize, kw: usize) -> 
     boxes
 }
 
-/// The key ranges of attention.wgsl with head dimensions `d` (query and key) and `dv`
-/// (value): whole tiles of 64 keys.
+/// The key ranges of attention.wgsl with query and key head dimension `d` (the value head
+/// dimension, at most 256, only changes how many of the four output columns are live):
+/// whole tiles of 64 keys.
 pub(crate) fn attention_keys(limit: Option<u64>, lk: usize, d: usize) -> Vec<[usize; 2]> {
     let Some(budget) = budget(limit) else { return vec![[0, lk]] };
     // Per tile of 64 keys: the tile loop, the dot product over d, two 6-step tree loops, and
@@ -120,8 +121,9 @@ mod tests {
             let p = matmul_k(LAVAPIPE, tile, false, 100_003);
             let per = p[0][1];
             assert_eq!(per % 16, 0);
-            // Steps of at most 16 x (loads + 16 x (2 rm + 2 rn + rm rn + ...)) iterations.
-            let step = 2 + 16 * tile[0] / 256 + 16 * tile[1] / 256 + 1 + 16 * (4 + 2 * rm + rn + rm * rn);
+            // Per k step of the shader: the k0 loop, both scalar tile loads (and their exits),
+            // 16 kk steps of the ar, br, i and j loops (and their exits).
+            let step = 1 + (16 * tile[0] / 256 + 1) + (16 * tile[1] / 256 + 1) + 16 * ((rm + 1) + (rn + 1) + (rm + 1) + rm * (rn + 1));
             assert!(per / 16 * step < 32_767, "{tile:?}: {per}");
             assert_eq!(p.last().unwrap()[1], 100_003);
         }
