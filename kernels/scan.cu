@@ -1,7 +1,8 @@
 // Cumulative sums along the middle axis of a contiguous [outer, len, inner] input, one block
 // per (outer, inner) line: each thread sums its contiguous segment of the line (in double),
 // the block scans the 256 segment sums, then each thread writes its segment's prefix sums
-// starting from the sums of the segments before it.
+// starting from the inclusive scan of the segments before it (never a difference, so
+// infinities and NaN stay exact: inf - inf would be NaN).
 
 #define BLOCK 256
 
@@ -29,7 +30,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) cumsum_main(const float* __r
             sums[threadIdx.x] += add;
             __syncthreads();
         }
-        double acc = sums[threadIdx.x] - s;
+        double acc = threadIdx.x > 0 ? sums[threadIdx.x - 1] : 0.0;
         for (IDX j = j0; j < j1; ++j) {
             const IDX at = base + j * inner;
             acc += (double)x[at];

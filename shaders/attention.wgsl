@@ -6,7 +6,13 @@
 //
 // params: [0] batch*heads, [1] heads, [2] lq, [3] lk, [4] d, [5] dv, [6] scale (f32 bits),
 //         [7] causal, views (offset, then strides of batch, head, row, column) of
-//         [8..13] q, [13..18] k, [18..23] v, [23..28] mask; [28] output offset.
+//         [8..13] q, [13..18] k, [18..23] v, [23..28] mask; [28] output offset,
+//         [29] first key and [30] end of the keys of this dispatch, [31] flags: bit 0 starts
+//         from the running (maximum, sum, output) in `state`, bit 1 finishes (writes the
+//         output) instead of storing them there.
+// One dispatch over all keys has flags 2; devices that end long loops early
+// (`Limits::max_loop_iterations`) take the keys in pieces, flags 0, then 1, ..., then 3,
+// with `state` holding [row][dv + 2]: maximum, sum, then the unnormalised output.
 
 override HAS_MASK: bool = false;
 
@@ -15,6 +21,7 @@ override HAS_MASK: bool = false;
 @group(0) @binding(3) var<storage, read> v: array<f32>;
 @group(0) @binding(4) var<storage, read> mask: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
+@group(0) @binding(6) var<storage, read_write> state: array<f32>;
 
 var<workgroup> qrow: array<f32, 256>;
 var<workgroup> probs: array<f32, 64>;
@@ -54,13 +61,23 @@ fn attention_main(
     var keys = params[3];
     if (params[7] != 0u) { keys = min(keys, i + 1u); }
 
+    let flags = params[31];
+    let at = row * (dv + 2u);
     var m = neg_inf;
     var l = 0.0;
     var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
-    for (var j0 = 0u; j0 < keys; j0 += 64u) {
+    if ((flags & 1u) != 0u) {
+        m = state[at];
+        l = state[at + 1u];
+        for (var r = 0u; r < 4u; r++) {
+            if (lid + 64u * r < dv) { acc[r] = state[at + 2u + lid + 64u * r]; }
+        }
+    }
+    let end = min(keys, params[30]);
+    for (var j0 = params[29]; j0 < end; j0 += 64u) {
         let j = j0 + lid;
         var s = neg_inf;
-        if (j < keys) {
+        if (j < end) {
             var dot = 0.0;
             for (var t = 0u; t < d; t++) { dot = fma(qrow[t], k[view(13u, b, h, j, t)], dot); }
             s = dot * scale;
@@ -87,7 +104,7 @@ fn attention_main(
         var alpha = 1.0;
         if (m != m_new) { alpha = exp(m - m_new); }
         l = l * alpha + red[0];
-        let tile = min(64u, keys - j0);
+        let tile = min(64u, end - j0);
         for (var r = 0u; r < 4u; r++) {
             let c = lid + 64u * r;
             if (c < dv) {
@@ -99,7 +116,15 @@ fn attention_main(
         m = m_new;
         workgroupBarrier();
     }
-    if (in_range) {
+    if (in_range && (flags & 2u) == 0u) {
+        if (lid == 0u) {
+            state[at] = m;
+            state[at + 1u] = l;
+        }
+        for (var r = 0u; r < 4u; r++) {
+            if (lid + 64u * r < dv) { state[at + 2u + lid + 64u * r] = acc[r]; }
+        }
+    } else if (in_range) {
         for (var r = 0u; r < 4u; r++) {
             let c = lid + 64u * r;
             if (c < dv) { out[params[28] + row * dv + c] = acc[r] / l; }

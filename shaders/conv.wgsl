@@ -3,8 +3,13 @@
 //
 // params: [0] n, [1] c, [2] h, [3] w, [4] o, [5] kh, [6] kw, [7] oh, [8] ow, [9] stride y,
 //         [10] stride x, [11] pad y, [12] pad x, [13] dilation y, [14] dilation x,
-//         [15] groups, [16] x offset, [17] weight offset, [18] bias offset, [19] out offset.
+//         [15] groups, [16] x offset, [17] weight offset, [18] bias offset, [19] out offset,
+//         [20..26] the taps of this dispatch: begin and end of the input channel (of the
+//         group), of ky and of kx, [26] flags: bit 0 continues from the partial result in
+//         `out`, bit 1 finishes (bias and activation; the average of a pool).
 // HAS_BIAS adds bias[oc]; ACT is a `UnaryOp::code` (0: none); POOL is `PoolKind::code`.
+// One dispatch over all taps has flags 2; devices that end long loops early
+// (`Limits::max_loop_iterations`) take the taps in boxes, flags 0, then 1, ..., then 3.
 
 override HAS_BIAS: bool = false;
 override ACT: u32 = 0u;
@@ -43,18 +48,23 @@ fn conv2d_main(
     let cg = c / params[15];
     let g = oc / (o / params[15]);
     var acc = 0.0;
-    for (var ci = 0u; ci < cg; ci++) {
+    if ((params[26] & 1u) != 0u) { acc = out[params[19] + i]; }
+    for (var ci = params[20]; ci < params[21]; ci++) {
         let plane = params[16] + (nb * c + g * cg + ci) * h * w;
         let taps = params[17] + (oc * cg + ci) * kh * kw;
-        for (var ky = 0u; ky < kh; ky++) {
+        for (var ky = params[22]; ky < params[23]; ky++) {
             let iy = input_at(oy, ky, params[9], params[13], params[11], h);
             if (iy < 0) { continue; }
-            for (var kx = 0u; kx < kw; kx++) {
+            for (var kx = params[24]; kx < params[25]; kx++) {
                 let ix = input_at(ox, kx, params[10], params[14], params[12], w);
                 if (ix < 0) { continue; }
                 acc = fma(x[plane + u32(iy) * w + u32(ix)], weight[taps + ky * kw + kx], acc);
             }
         }
+    }
+    if ((params[26] & 2u) == 0u) {
+        out[params[19] + i] = acc;
+        return;
     }
     if (HAS_BIAS) { acc += bias[params[18] + oc]; }
     out[params[19] + i] = unary_op(ACT, acc);
@@ -75,10 +85,11 @@ fn pool2d_main(
     let plane = params[16] + (i / (ow * oh)) * h * w;
     var acc = 0.0;
     if (POOL == 0u) { acc = neg_inf_f32(); }
-    for (var ky = 0u; ky < kh; ky++) {
+    if ((params[26] & 1u) != 0u) { acc = out[params[19] + i]; }
+    for (var ky = params[22]; ky < params[23]; ky++) {
         let iy = input_at(oy, ky, params[9], 1u, params[11], h);
         if (iy < 0) { continue; }
-        for (var kx = 0u; kx < kw; kx++) {
+        for (var kx = params[24]; kx < params[25]; kx++) {
             let ix = input_at(ox, kx, params[10], 1u, params[12], w);
             if (ix < 0) { continue; }
             let v = x[plane + u32(iy) * w + u32(ix)];
@@ -89,6 +100,6 @@ fn pool2d_main(
             }
         }
     }
-    if (POOL == 1u) { acc = acc / f32(kh * kw); }
+    if (POOL == 1u && (params[26] & 2u) != 0u) { acc = acc / f32(kh * kw); }
     out[params[19] + i] = acc;
 }

@@ -11,9 +11,13 @@
 //         [5] A offset, [6] A row stride, [7] A column stride,
 //         [8] B offset, [9] B row stride, [10] B column stride, [11] C offset,
 //         [12..18] batch shape, [18..24] A batch strides, [24..30] B batch strides,
-//         [30] bias offset.
+//         [30] bias offset, [31] first k, [32] end of k of this dispatch,
+//         [33] k-split flags: bit 0 adds the f32 sums of earlier dispatches from `partial`,
+//         bit 1 finishes (epilogue, store to C) instead of storing the sums to `partial`.
 // Epilogue (the fused linear layer): HAS_BIAS adds bias[col], ACT applies an activation
-// (`UnaryOp::code`, 0: none) before each tile is stored.
+// (`UnaryOp::code`, 0: none) before each tile is stored. One dispatch over all of k has
+// flags 2; devices that end long loops early (`Limits::max_loop_iterations`) take k in
+// pieces, flags 0, then 1, ..., then 3, with `partial` holding [batch][M][N] f32 sums.
 
 override HAS_BIAS: bool = false;
 override ACT: u32 = 0u;
@@ -27,6 +31,7 @@ const THREADS: u32 = WX * WY;
 // matmul_loads_vec4.wgsl when both operands are rows of whole vec4s (prepended, see ops.rs).
 @group(0) @binding(3) var<storage, read_write> c: array<STORE>;
 @group(0) @binding(4) var<storage, read> bias: array<STORE>;
+@group(0) @binding(5) var<storage, read_write> partial: array<f32>;
 
 var<workgroup> a_tile: array<f32, TK * TM>; // [k][m]
 var<workgroup> b_tile: array<f32, TK * TN>; // [k][n]
@@ -50,7 +55,6 @@ fn matmul_main(
 ) {
     let m = params[0];
     let n = params[1];
-    let k = params[2];
     let batch = params[4] + wid.z;
     let a_base = params[5] + batch_offset(batch, 18u);
     let b_base = params[8] + batch_offset(batch, 24u);
@@ -60,7 +64,7 @@ fn matmul_main(
     let ty = lid3.y;
 
     var acc: array<f32, RM * RN>;
-    for (var k0 = 0u; k0 < k; k0 += TK) {
+    for (var k0 = params[31]; k0 < params[32]; k0 += TK) {
         load_tiles(a_base, b_base, row0, col0, k0, lid);
         workgroupBarrier();
         for (var kk = 0u; kk < TK; kk++) {
@@ -77,12 +81,19 @@ fn matmul_main(
         workgroupBarrier();
     }
     let c_base = params[11] + batch * m * n;
+    let flags = params[33];
     for (var i = 0u; i < RM; i++) {
         let r = row0 + ty * RM + i;
         for (var j = 0u; j < RN; j++) {
             let col = col0 + tx * RN + j;
             if (r < m && col < n) {
                 var v = acc[i * RN + j];
+                let p = batch * m * n + r * n + col;
+                if ((flags & 1u) != 0u) { v += partial[p]; }
+                if ((flags & 2u) == 0u) {
+                    partial[p] = v;
+                    continue;
+                }
                 if (HAS_BIAS) { v += f32(bias[params[30] + col]); }
                 c[c_base + r * n + col] = to_store(unary_op(ACT, v));
             }

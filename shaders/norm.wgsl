@@ -5,9 +5,14 @@
 // the activation.
 //
 // params: [0] rows, [1] cols, [2] x offset, [3] out offset, [4] weight offset,
-//         [5] bias offset, [6] eps as f32 bits.
+//         [5] bias offset, [6] eps as f32 bits, [7] columns per chunk, [8] chunks per row.
 // KIND is `NormKind::code` (0 layer, 1 rms); ACT a `UnaryOp::code` (0: none).
+// PASS 0 takes whole rows (one chunk of all columns). Devices that end long loops early
+// (`Limits::max_loop_iterations`) split rows into chunks, one workgroup per (row, chunk):
+// PASS 1 stores each chunk's statistics in `stats` ([row][chunk][3]), PASS 2 merges its
+// row's and writes its chunk.
 
+override PASS: u32 = 0u;
 override KIND: u32 = 0u;
 override HAS_WEIGHT: bool = false;
 override HAS_BIAS: bool = false;
@@ -17,10 +22,21 @@ override ACT: u32 = 0u;
 @group(0) @binding(2) var<storage, read> weight: array<f32>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
+@group(0) @binding(5) var<storage, read_write> stats: array<f32>;
 
 var<workgroup> counts: array<f32, 256>;
 var<workgroup> means: array<f32, 256>;
 var<workgroup> squares: array<f32, 256>;
+
+// Merge of two (count, mean, sum of squared deviations) statistics (Chan et al.); RMS norm
+// only adds the sums of squares.
+fn merge(a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
+    if (KIND != 0u) { return vec3<f32>(a.x, a.y, a.z + b.z); }
+    if (b.x == 0.0) { return a; }
+    let total = a.x + b.x;
+    let delta = b.y - a.y;
+    return vec3<f32>(total, a.y + delta * b.x / total, a.z + b.z + delta * delta * a.x * b.x / total);
+}
 
 @compute @workgroup_size(256)
 fn norm_main(
@@ -28,8 +44,12 @@ fn norm_main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let row = flat_workgroup(wid, nwg);
+    let g = flat_workgroup(wid, nwg);
+    let chunks = params[8];
+    let row = g / chunks;
+    let j0 = (g % chunks) * params[7];
     let cols = params[1];
+    let j1 = min(j0 + params[7], cols);
     let in_range = row < params[0];
     let xin = params[2] + row * cols;
     let o = params[3] + row * cols;
@@ -40,8 +60,16 @@ fn norm_main(
     var cnt = 0.0;
     var mean = 0.0;
     var m2 = 0.0;
-    if (in_range) {
-        for (var j = lid; j < cols; j += 256u) {
+    if (in_range && PASS == 2u) {
+        var r = vec3<f32>(0.0);
+        for (var c = row * chunks + lid; c < (row + 1u) * chunks; c += 256u) {
+            r = merge(r, vec3<f32>(stats[3u * c], stats[3u * c + 1u], stats[3u * c + 2u]));
+        }
+        cnt = r.x;
+        mean = r.y;
+        m2 = r.z;
+    } else if (in_range) {
+        for (var j = j0 + lid; j < j1; j += 256u) {
             let v = x[xin + j];
             if (KIND == 0u) {
                 cnt += 1.0;
@@ -59,24 +87,25 @@ fn norm_main(
     workgroupBarrier();
     for (var s = 128u; s > 0u; s >>= 1u) {
         if (lid < s) {
-            let nb = counts[lid + s];
-            let na = counts[lid];
-            let total = na + nb;
-            if (KIND == 0u && nb > 0.0) {
-                let delta = means[lid + s] - means[lid];
-                means[lid] = means[lid] + delta * nb / total;
-                squares[lid] = squares[lid] + squares[lid + s] + delta * delta * na * nb / total;
-                counts[lid] = total;
-            } else if (KIND != 0u) {
-                squares[lid] = squares[lid] + squares[lid + s];
-            }
+            let r = merge(vec3<f32>(counts[lid], means[lid], squares[lid]), vec3<f32>(counts[lid + s], means[lid + s], squares[lid + s]));
+            counts[lid] = r.x;
+            means[lid] = r.y;
+            squares[lid] = r.z;
         }
         workgroupBarrier();
+    }
+    if (PASS == 1u) {
+        if (in_range && lid == 0u) {
+            stats[3u * g] = counts[0];
+            stats[3u * g + 1u] = means[0];
+            stats[3u * g + 2u] = squares[0];
+        }
+        return;
     }
     mean = means[0];
     let inv = inverseSqrt(squares[0] / n + bitcast<f32>(params[6]));
     if (in_range) {
-        for (var j = lid; j < cols; j += 256u) {
+        for (var j = j0 + lid; j < j1; j += 256u) {
             var y = (x[xin + j] - mean) * inv;
             if (HAS_WEIGHT) { y *= weight[params[4] + j]; }
             if (HAS_BIAS) { y += bias[params[5] + j]; }

@@ -1,12 +1,21 @@
 // Cumulative sums along the middle axis of a contiguous [outer, len, inner] input, one
 // workgroup per (outer, inner) line: each thread sums its contiguous segment of the line,
 // the workgroup scans the 256 segment sums, then each thread writes its segment's prefix
-// sums starting from the sums of the segments before it.
+// sums starting from the inclusive scan of the segments before it (never a difference, so
+// infinities and NaN stay exact: inf - inf would be NaN).
 //
-// params: [0] outer, [1] len, [2] inner, [3] x offset, [4] output offset.
+// params: [0] outer, [1] len, [2] inner, [3] x offset, [4] output offset,
+//         [5] elements per chunk, [6] chunks per line.
+// PASS 0 takes whole lines (one chunk of `len`). Devices that end long loops early
+// (`Limits::max_loop_iterations`) split lines into chunks, one workgroup per (line, chunk):
+// PASS 1 stores each chunk's total in `totals` ([line][chunk]), PASS 2 starts its chunk from
+// the sum of the totals of the chunks before it.
+
+override PASS: u32 = 0u;
 
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<storage, read_write> totals: array<f32>;
 
 var<workgroup> sums: array<f32, 256>;
 
@@ -16,14 +25,18 @@ fn cumsum_main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let line = flat_workgroup(wid, nwg);
+    let g = flat_workgroup(wid, nwg);
+    let chunks = params[6];
+    let line = g / chunks;
     let len = params[1];
     let inner = params[2];
     let in_range = line < params[0] * inner;
     let base = (line / inner) * len * inner + line % inner;
-    let seg = (len + 255u) / 256u;
-    let j0 = min(lid * seg, len);
-    let j1 = min(j0 + seg, len);
+    let c0 = (g % chunks) * params[5];
+    let clen = min(params[5], len - min(c0, len));
+    let seg = (clen + 255u) / 256u;
+    let j0 = c0 + min(lid * seg, clen);
+    let j1 = min(j0 + seg, c0 + clen);
 
     var s = 0.0;
     if (in_range) {
@@ -39,7 +52,15 @@ fn cumsum_main(
         sums[lid] += add;
         workgroupBarrier();
     }
-    var acc = sums[lid] - s;
+    if (PASS == 1u) {
+        if (in_range && lid == 0u) { totals[g] = sums[255]; }
+        return;
+    }
+    var acc = 0.0;
+    if (PASS == 2u && in_range) {
+        for (var c = line * chunks; c < g; c++) { acc += totals[c]; }
+    }
+    if (lid > 0u) { acc += sums[lid - 1u]; }
     if (in_range) {
         for (var j = j0; j < j1; j++) {
             let at = base + j * inner;

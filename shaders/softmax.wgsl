@@ -3,10 +3,18 @@
 // ("online softmax"), the workgroup merges them, and a second pass writes
 // exp(x - max) / sum.
 //
-// params: [0] rows, [1] cols, [2] input offset, [3] output offset.
+// params: [0] rows, [1] cols, [2] input offset, [3] output offset, [4] columns per chunk,
+//         [5] chunks per row.
+// PASS 0 takes whole rows (one chunk of all columns). Devices that end long loops early
+// (`Limits::max_loop_iterations`) split rows into chunks, one workgroup per (row, chunk):
+// PASS 1 stores each chunk's (maximum, sum) in `stats` ([row][chunk][2]), PASS 2 merges its
+// row's and writes its chunk.
+
+override PASS: u32 = 0u;
 
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<storage, read_write> stats: array<f32>;
 
 var<workgroup> maxima: array<f32, 256>;
 var<workgroup> sums: array<f32, 256>;
@@ -32,15 +40,23 @@ fn softmax_main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let row = flat_workgroup(wid, nwg);
+    let g = flat_workgroup(wid, nwg);
+    let chunks = params[5];
+    let row = g / chunks;
     let cols = params[1];
     let in_range = row < params[0];
     let xin = params[2] + row * cols;
     let o = params[3] + row * cols;
+    let j0 = (g % chunks) * params[4];
+    let j1 = min(j0 + params[4], cols);
 
     var acc = vec2<f32>(neg_inf_f32(), 0.0);
-    if (in_range) {
-        for (var j = lid; j < cols; j += 256u) {
+    if (in_range && PASS == 2u) {
+        for (var c = row * chunks + lid; c < (row + 1u) * chunks; c += 256u) {
+            acc = merge(acc.x, acc.y, stats[2u * c], stats[2u * c + 1u]);
+        }
+    } else if (in_range) {
+        for (var j = j0 + lid; j < j1; j += 256u) {
             acc = merge(acc.x, acc.y, x[xin + j], 1.0);
         }
     }
@@ -55,13 +71,20 @@ fn softmax_main(
         }
         workgroupBarrier();
     }
+    if (PASS == 1u) {
+        if (in_range && lid == 0u) {
+            stats[2u * g] = maxima[0];
+            stats[2u * g + 1u] = sums[0];
+        }
+        return;
+    }
     let m = maxima[0];
     // A +inf maximum makes exp(x - max) NaN for that element, and so the whole row, as in
     // the reference.
     var inv = 1.0 / sums[0];
     if (m == inf_f32()) { inv = nan_f32(); }
     if (in_range) {
-        for (var j = lid; j < cols; j += 256u) {
+        for (var j = j0 + lid; j < j1; j += 256u) {
             out[o + j] = exp(x[xin + j] - m) * inv;
         }
     }

@@ -694,16 +694,18 @@ fn peak_gflops(device: &Device, config: &BenchConfig) -> Result<(f64, String)> {
     let iters = Buffer::<u32>::zeros(device, 1)?;
     let grid = grid_2d(PEAK_WORKGROUPS, device.info().limits.max_workgroups[0]);
     let launch = |q: &Queue| q.launch(&kernel, &[(&iters).into(), (&sink).into()], grid);
+    // Below a driver's loop-iteration limit, where loops past it would end early uncounted.
+    let max_iters = device.info().limits.max_loop_iterations.map_or(PEAK_MAX_ITERS, |n| PEAK_MAX_ITERS.min((n / 2) as u32));
     let mut count: u32 = 64;
     queue.write(&iters, &[count])?;
     time_launches(&queue, 1, &launch)?; // pipeline warm-up
     loop {
         let t = time_launches(&queue, 1, &launch)?;
-        if t >= TARGET_REP_SECONDS || count >= PEAK_MAX_ITERS {
+        if t >= TARGET_REP_SECONDS || count >= max_iters {
             break;
         }
         let factor = (TARGET_REP_SECONDS / t.max(1e-6)).ceil().clamp(2.0, 64.0) as u32;
-        count = count.saturating_mul(factor).min(PEAK_MAX_ITERS);
+        count = count.saturating_mul(factor).min(max_iters);
         queue.write(&iters, &[count])?;
     }
     let mut samples = Vec::with_capacity(config.reps);

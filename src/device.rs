@@ -135,6 +135,12 @@ pub struct Limits {
     pub max_storage_buffers_per_kernel: u32,
     /// Required alignment, in bytes, of a storage binding's offset.
     pub storage_offset_alignment: u32,
+    /// Most loop iterations one kernel invocation may run, all its loops together, before the
+    /// driver silently ends every loop of that invocation; `None`: no such limit. Mesa's
+    /// llvmpipe (lavapipe) counts every back-edge of every loop against one counter of 65,535
+    /// per invocation. The built-in ops split their work to stay under it; user kernels
+    /// ([`crate::Kernel::from_wgsl`]) must do so themselves.
+    pub max_loop_iterations: Option<u64>,
 }
 
 /// Optional capabilities of a device.

@@ -192,6 +192,34 @@ fn user_wgsl_kernels_are_reflected_and_run() {
     }
 }
 
+/// One invocation counts the iterations of a loop of `p[0]` steps into `y[0]`.
+const COUNT_LOOP: &str = r#"
+@group(0) @binding(0) var<storage, read> p: array<u32>;
+@group(0) @binding(1) var<storage, read_write> y: array<u32>;
+
+@compute @workgroup_size(1)
+fn count(@builtin(global_invocation_id) id: vec3<u32>) {
+    var n = 0u;
+    for (var i = 0u; i < p[0]; i++) { n += 1u; }
+    y[id.x] = n;
+}
+"#;
+
+#[test]
+fn loop_iteration_limit_is_reported_where_the_driver_has_one() {
+    assert_eq!(devices()[0].info().limits.max_loop_iterations, None, "the cpu has no loop limit");
+    let Some(d) = webgpu() else { return };
+    let info = d.info();
+    let lavapipe = format!("{} {}", info.name, info.driver).to_lowercase().contains("llvmpipe");
+    assert_eq!(info.limits.max_loop_iterations, lavapipe.then_some(65_535), "{info:?}");
+    // A user kernel's loop of 100,000 steps stops at the reported limit.
+    let k = Kernel::from_wgsl(d, COUNT_LOOP, "count").unwrap();
+    let (p, y) = (Buffer::from_slice(d, &[100_000u32]).unwrap(), Buffer::from_slice(d, &[0u32]).unwrap());
+    d.queue().launch(&k, &[Binding::from(&p), Binding::from(&y)], [1, 1, 1]).unwrap();
+    let want = info.limits.max_loop_iterations.map_or(100_000, |n| n.min(100_000)) as u32;
+    assert_eq!(y.read_blocking().unwrap(), vec![want], "a loop of 100,000 on {}", name(d));
+}
+
 #[test]
 fn wgsl_on_the_cpu_is_a_clear_unsupported_error() {
     let cpu = &devices()[0];

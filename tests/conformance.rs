@@ -670,8 +670,14 @@ fn conv2d_matches_naive_reference() {
 #[test]
 fn pooling_matches_naive_reference() {
     // [n, c, h, w], window, stride, padding
-    let cases: &[([usize; 4], [usize; 2], Option<[usize; 2]>, [usize; 2])] =
-        &[([1, 1, 1, 1], [1, 1], None, [0, 0]), ([2, 3, 8, 9], [2, 2], None, [0, 0]), ([1, 2, 7, 11], [3, 3], Some([1, 2]), [1, 1]), ([1, 1, 5, 5], [3, 2], Some([2, 1]), [1, 0])];
+    // The last with 80,000 taps per output: past llvmpipe's loop limit.
+    let cases: &[([usize; 4], [usize; 2], Option<[usize; 2]>, [usize; 2])] = &[
+        ([1, 1, 1, 1], [1, 1], None, [0, 0]),
+        ([2, 3, 8, 9], [2, 2], None, [0, 0]),
+        ([1, 2, 7, 11], [3, 3], Some([1, 2]), [1, 1]),
+        ([1, 1, 5, 5], [3, 2], Some([2, 1]), [1, 0]),
+        ([1, 2, 3, 70_001], [2, 40_000], Some([1, 30_000]), [0, 0]),
+    ];
     for d in devices() {
         for (c, &(xs, kernel, stride, padding)) in cases.iter().enumerate() {
             let x = random(1400 + c as u64, xs.iter().product(), -3.0, 3.0);
@@ -838,6 +844,209 @@ fn every_op_accepts_16_bit_floats() {
                 let want: Vec<f64> = read(&want_t).into_iter().map(|v| f64::from(round(v))).collect();
                 assert_close(&read(&got_t.cast(DType::F32).unwrap()), &want, tol, tol, &what);
             }
+        }
+    }
+}
+
+// Long loops. Mesa's llvmpipe ends every loop of an invocation after 65,535 iterations in
+// all (`Limits::max_loop_iterations`); the ops split their work there. These run on every
+// device, and on lavapipe just below, at and past the limit.
+
+#[test]
+fn matmul_of_ones_counts_k_past_the_loop_limit() {
+    for d in devices() {
+        // The default variant just below, at and past the limit; every variant past it.
+        let default = [65_535, 65_536, 65_537, 100_003].map(|k| (None, k));
+        let named = ops::matmul::variants(d).into_iter().map(|v| (Some(v), 65_537));
+        for (variant, k) in default.into_iter().chain(named) {
+            let ones = vec![1.0; k];
+            let (a, b) = (tensor(d, &ones, &[1, k]), tensor(d, &ones, &[k, 1]));
+            let got = match variant {
+                Some(v) => read(&ops::matmul::matmul_variant(&d.queue(), &a, &b, v).unwrap()),
+                None => read(&a.matmul(&b).unwrap()),
+            };
+            assert_eq!(got, vec![k as f32], "ones[1, {k}] @ ones[{k}, 1] variant {variant:?} on {}", name(d));
+        }
+    }
+}
+
+#[test]
+fn matmul_and_linear_with_k_of_70_000() {
+    // k odd (scalar tile loads) and k, n multiples of 4 (vec4 loads).
+    let cases = [MatmulCase { batch_a: &[], batch_b: &[], m: 3, n: 5, k: 70_001 }, MatmulCase { batch_a: &[2], batch_b: &[], m: 4, n: 8, k: 70_000 }];
+    for d in devices() {
+        // The default variant on both cases, each named variant on one.
+        let default = [(None, 0), (None, 1)];
+        let named = ops::matmul::variants(d).into_iter().enumerate().map(|(i, v)| (Some(v), i % 2));
+        for (variant, i) in default.into_iter().chain(named) {
+            let c = &cases[i];
+            let seed = 1700 + i as u64;
+            let na: usize = c.batch_a.iter().product();
+            let a = random(seed, na * c.m * c.k, -1.0, 1.0);
+            let b = random(seed + 1, c.k * c.n, -1.0, 1.0);
+            let sa: Vec<usize> = c.batch_a.iter().copied().chain([c.m, c.k]).collect();
+            let (at, bt) = (tensor(d, &a, &sa), tensor(d, &b, &[c.k, c.n]));
+            let got = match variant {
+                Some(v) => read(&ops::matmul::matmul_variant(&d.queue(), &at, &bt, v).unwrap()),
+                None => read(&at.matmul(&bt).unwrap()),
+            };
+            let what = format!("matmul {sa:?} @ [{}, {}] variant {variant:?} on {} seed {seed}", c.k, c.n, name(d));
+            assert_close(&got, &matmul_reference(&a, &b, c), 1e-4, 1e-3, &what);
+        }
+        // linear: bias and activation once, after the whole sum over k.
+        let (rows, k, n, seed) = (2, 70_001, 3, 1710);
+        let (x, w, bias) = (random(seed, rows * k, -1.0, 1.0), random(seed + 1, n * k, -1.0, 1.0), random(seed + 2, n, -1.0, 1.0));
+        let (xt, wt, bt) = (tensor(d, &x, &[rows, k]), tensor(d, &w, &[n, k]), tensor(d, &bias, &[n]));
+        for act in [None, Some(UnaryOp::GeluTanh)] {
+            let got = read(&ops::matmul::linear(&d.queue(), &xt, &wt.t().unwrap(), Some(&bt), act).unwrap());
+            let want: Vec<f64> = (0..rows * n)
+                .map(|i| {
+                    let v = (0..k).map(|p| f64::from(x[i / n * k + p]) * f64::from(w[i % n * k + p])).sum::<f64>() + f64::from(bias[i % n]);
+                    act.map_or(v, |f| f.eval(v))
+                })
+                .collect();
+            assert_close(&got, &want, 1e-4, 1e-3, &format!("linear [{rows}, {k}] x [{k}, {n}] act {act:?} on {} seed {seed}", name(d)));
+        }
+    }
+}
+
+#[test]
+fn attention_over_65_537_keys() {
+    // [b, h, lq, lk, d, dv]
+    let cases: &[[usize; 6]] = &[[1, 1, 3, 65_537, 4, 4], [1, 2, 2, 65_537, 8, 72]];
+    for d in devices() {
+        for (c, &dims) in cases.iter().enumerate() {
+            let [b, h, lq, lk, hd, dv] = dims;
+            let seed = 1720 + 10 * c as u64;
+            let q = random(seed, b * h * lq * hd, -1.0, 1.0);
+            let k = random(seed + 1, b * h * lk * hd, -1.0, 1.0);
+            let v = random(seed + 2, b * h * lk * dv, -1.0, 1.0);
+            let mask = random(seed + 3, lq * lk, -2.0, 2.0);
+            let (qt, kt, vt, mt) = (tensor(d, &q, &[b, h, lq, hd]), tensor(d, &k, &[b, h, lk, hd]), tensor(d, &v, &[b, h, lk, dv]), tensor(d, &mask, &[lq, lk]));
+            for with_mask in [false, true] {
+                let params = AttentionParams { mask: with_mask.then_some(&mt), causal: false, scale: None };
+                let got = read(&ops::attention::attention(&d.queue(), &qt, &kt, &vt, params).unwrap());
+                let want = attention_reference(&q, &k, &v, with_mask.then_some(&mask[..]), dims, 1.0 / (hd as f64).sqrt(), false);
+                assert_close(&got, &want, 1e-3, 1e-5, &format!("attention {dims:?} mask {with_mask} on {} seed {seed}", name(d)));
+            }
+        }
+    }
+}
+
+/// Direct convolution in f64 (no padding, stride and dilation 1, one group) plus bias, then
+/// ReLU.
+fn conv_reference(x: &[f32], w: &[f32], bias: &[f32], [_, c, h, wd]: [usize; 4], [o, _, kh, kw]: [usize; 4]) -> Vec<f64> {
+    let (oh, ow) = (h - kh + 1, wd - kw + 1);
+    let mut out = Vec::with_capacity(o * oh * ow);
+    for oc in 0..o {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                let mut acc = f64::from(bias[oc]);
+                for ci in 0..c {
+                    for ky in 0..kh {
+                        for kx in 0..kw {
+                            acc += f64::from(x[(ci * h + oy + ky) * wd + ox + kx]) * f64::from(w[((oc * c + ci) * kh + ky) * kw + kx]);
+                        }
+                    }
+                }
+                out.push(acc.max(0.0));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn conv2d_with_70_000_taps_per_output() {
+    // c * kh * kw past 65,535: many channels, then one long kernel row.
+    let cases: &[([usize; 4], [usize; 4])] = &[([1, 7_800, 5, 6], [2, 7_800, 3, 3]), ([1, 1, 2, 70_005], [2, 1, 1, 70_000])];
+    for d in devices() {
+        for (c, &(xs, ws)) in cases.iter().enumerate() {
+            let seed = 1740 + 10 * c as u64;
+            let x = random(seed, xs.iter().product(), -1.0, 1.0);
+            let w = random(seed + 1, ws.iter().product(), -1.0, 1.0);
+            let bias = random(seed + 2, ws[0], -1.0, 1.0);
+            let (xt, wt, bt) = (tensor(d, &x, &xs), tensor(d, &w, &ws), tensor(d, &bias, &[ws[0]]));
+            let params = Conv2dParams { bias: Some(&bt), act: Some(UnaryOp::Relu), ..Default::default() };
+            let got = read(&xt.conv2d(&wt, params).unwrap());
+            let what = format!("conv2d x {xs:?} w {ws:?} bias relu on {} seed {seed}", name(d));
+            assert_close(&got, &conv_reference(&x, &w, &bias, xs, ws), 1e-4, 1e-3, &what);
+        }
+    }
+}
+
+/// Rows of 9 million columns, and two rows of 4.5 million.
+const LONG_ROWS: [[usize; 2]; 2] = [[1, 9_000_000], [2, 4_500_007]];
+
+#[test]
+fn softmax_and_norms_of_rows_of_9_million() {
+    for d in devices() {
+        for (c, shape) in LONG_ROWS.iter().enumerate() {
+            let seed = 1760 + c as u64;
+            let x = random(seed, shape[0] * shape[1], -3.0, 5.0);
+            let xt = tensor(d, &x, shape);
+            let rows = || x.chunks(shape[1]).map(|r| r.iter().map(|&v| f64::from(v)).collect::<Vec<f64>>());
+            let got = read(&xt.softmax().unwrap());
+            let want: Vec<f64> = rows().flat_map(|r| reference_row(&r)).collect();
+            assert_close(&got, &want, 1e-4, 0.0, &format!("softmax {shape:?} on {} seed {seed}", name(d)));
+            // Layer norm on the one row, RMS norm on the two.
+            let kind = [NormKind::Layer, NormKind::Rms][c];
+            let got = read(&ops::norm::norm(&d.queue(), kind, &xt, NormParams::default()).unwrap());
+            let want: Vec<f64> = rows().flat_map(|r| kind.reference_row(&r, 1e-5)).collect();
+            assert_close(&got, &want, 1e-4, 1e-4, &format!("{} {shape:?} on {} seed {seed}", kind.name(), name(d)));
+        }
+    }
+}
+
+#[test]
+fn cumsum_of_rows_of_9_million() {
+    // Along rows of 9 million, along 4.5 million rows of a [4.5M, 2] (every other element).
+    let cases: &[(&[usize], usize)] = &[(&[1, 9_000_000], 1), (&[4_500_003, 2], 0)];
+    for d in devices() {
+        for (c, &(shape, axis)) in cases.iter().enumerate() {
+            let seed = 1770 + c as u64;
+            let x = random(seed, shape[0] * shape[1], -1.0, 1.0);
+            let got = read(&tensor(d, &x, shape).cumsum(axis).unwrap());
+            let inner = if axis == 0 { shape[1] } else { 1 };
+            let mut want = vec![0.0f64; x.len()];
+            for line in 0..x.len() / shape[axis] {
+                let (base, mut acc) = ((line / inner) * shape[axis] * inner + line % inner, 0.0);
+                for j in 0..shape[axis] {
+                    acc += f64::from(x[base + j * inner]);
+                    want[base + j * inner] = acc;
+                }
+            }
+            // Random walks of +-1 steps: absolute error grows with the line length.
+            assert_close(&got, &want, 1e-5, 1e-6 * shape[axis] as f64, &format!("cumsum {shape:?} axis {axis} on {} seed {seed}", name(d)));
+        }
+    }
+}
+
+#[test]
+fn cumsum_keeps_infinities_and_nan_exact() {
+    let inf = f32::INFINITY;
+    let cases: &[(&[f32], &[f64])] = &[
+        (&[inf, 1.0, 2.0], &[f64::INFINITY; 3]),
+        (&[1.0, -inf, 2.0, inf], &[1.0, f64::NEG_INFINITY, f64::NEG_INFINITY, f64::NAN]),
+        (&[-inf, -inf, 3.0], &[f64::NEG_INFINITY; 3]),
+    ];
+    for d in devices() {
+        for &(x, want) in cases {
+            let got = read(&tensor(d, x, &[x.len()]).cumsum(0).unwrap());
+            assert_close(&got, want, 0.0, 0.0, &format!("cumsum {x:?} on {}", name(d)));
+        }
+        // A NaN and an inf inside long rows (mid-segment on the gpu): earlier entries stay
+        // finite and exact, later ones are NaN / inf.
+        for (special, at, n) in [(f32::NAN, 40_123, 70_001), (inf, 5_000_123, 9_000_000)] {
+            let mut x = random(1780, n, -1.0, 1.0);
+            x[at] = special;
+            let got = read(&tensor(d, &x, &[n]).cumsum(0).unwrap());
+            let mut acc = 0.0;
+            let want: Vec<f64> = x.iter().map(|&v| {
+                acc += f64::from(v);
+                acc
+            }).collect();
+            assert_close(&got, &want, 1e-5, 1e-6 * n as f64, &format!("cumsum of {n} with {special} at {at} on {}", name(d)));
         }
     }
 }

@@ -187,6 +187,13 @@ impl fmt::Debug for Kernel {
 impl Kernel {
     /// Compile the WGSL compute entry point `entry` for `device`. Syntax and type errors come
     /// back as [`Error::Shader`] with line:column and the offending line.
+    ///
+    /// Some drivers end long loops early without an error: on Mesa's llvmpipe (lavapipe) all
+    /// the loops of one invocation together stop after 65,535 iterations (every iteration of
+    /// every loop, nested or not, counts; loops the compiler unrolls do not), and the kernel
+    /// goes on with wrong values. `device.info().limits.max_loop_iterations` tells
+    /// (`Some(65535)` there, `None` where there is no such limit); on such a device split
+    /// long work across invocations or launches. The built-in ops do so themselves.
     pub fn from_wgsl(device: &Device, source: &str, entry: &str) -> Result<Kernel> {
         let info = wgsl::reflect(source, entry)?;
         check_workgroup_size(device, &info)?;

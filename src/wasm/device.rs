@@ -67,6 +67,9 @@ fn info_object(info: &crate::DeviceInfo) -> JsValue {
     set(&limits, "maxBufferSize", info.limits.max_buffer_size as f64);
     set(&limits, "maxStorageBindingSize", info.limits.max_storage_binding_size as f64);
     set(&limits, "maxInvocationsPerWorkgroup", info.limits.max_invocations_per_workgroup);
+    if let Some(n) = info.limits.max_loop_iterations {
+        set(&limits, "maxLoopIterations", n as f64);
+    }
     set(&features, "f16", info.features.f16);
     set(&features, "timestamps", info.features.timestamps);
     set(&features, "subgroups", info.features.subgroups);

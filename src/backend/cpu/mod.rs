@@ -76,6 +76,7 @@ pub(crate) fn info() -> DeviceInfo {
             max_workgroup_storage_size: u32::MAX,
             max_storage_buffers_per_kernel: u32::MAX,
             storage_offset_alignment: 4,
+            max_loop_iterations: None,
         },
         features: Features { f16: false, timestamps: false, subgroups: false },
         memory_total: memory,

@@ -116,6 +116,7 @@ fn describe(ordinal: i32) -> std::result::Result<DeviceInfo, DriverError> {
             max_workgroup_storage_size: attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
             max_storage_buffers_per_kernel: u32::MAX,
             storage_offset_alignment: 4,
+            max_loop_iterations: None,
         },
         features: Features { f16: cc >= [5, 3], timestamps: true, subgroups: true },
         memory_total: Some(total),

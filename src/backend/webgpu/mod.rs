@@ -3,6 +3,7 @@
 pub(crate) mod ops;
 mod pipelines;
 mod queue;
+mod split;
 
 use std::sync::{Arc, Mutex};
 
@@ -71,6 +72,14 @@ fn has_navigator_gpu() -> bool {
     scope && defined(&get(&get(&global, "navigator"), "gpu"))
 }
 
+/// Loop iterations per invocation after which Mesa's llvmpipe (lavapipe, `driver`
+/// "llvmpipe") ends every loop of the invocation: one counter of 65,535 shared by all its
+/// loops (measured on Mesa 22.3.6 / LLVM 15). Other adapters have no such limit.
+fn loop_limit(ai: &wgpu::AdapterInfo) -> Option<u64> {
+    let text = format!("{} {} {}", ai.name, ai.driver, ai.driver_info).to_lowercase();
+    (text.contains("llvmpipe") || text.contains("lavapipe")).then_some(65_535)
+}
+
 fn describe(adapter: &Adapter) -> DeviceInfo {
     let ai = adapter.get_info();
     let l = adapter.limits();
@@ -98,6 +107,7 @@ fn describe(adapter: &Adapter) -> DeviceInfo {
             max_workgroup_storage_size: l.max_compute_workgroup_storage_size,
             max_storage_buffers_per_kernel: l.max_storage_buffers_per_shader_stage,
             storage_offset_alignment: l.min_storage_buffer_offset_alignment.max(l.min_uniform_buffer_offset_alignment),
+            max_loop_iterations: loop_limit(&ai),
         },
         features: Features {
             f16: f.contains(wgpu::Features::SHADER_F16),
@@ -120,6 +130,8 @@ pub(crate) struct GpuDevice {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     pub limits: wgpu::Limits,
+    /// [`crate::Limits::max_loop_iterations`] of this adapter.
+    pub max_loop_iterations: Option<u64>,
     pipelines: pipelines::PipelineCache,
     /// First validation / out-of-memory error since the last check.
     error: Arc<Mutex<Option<String>>>,
@@ -163,6 +175,7 @@ impl GpuDevice {
         };
         Ok(GpuDevice {
             limits: device.limits(),
+            max_loop_iterations: info.limits.max_loop_iterations,
             spare_read: spare("spare read"),
             spare_write: spare("spare write"),
             pipelines: pipelines::PipelineCache::default(),

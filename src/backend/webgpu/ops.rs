@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::pipelines::{Builtin, ShaderFile, MATMUL_LOADS_SCALAR, MATMUL_LOADS_VEC4, REDUCE_WITH_SUBGROUPS, REDUCE_WITH_TREE, STORE_F16, STORE_F32};
 use super::queue::{Bind, GpuQueue};
+use super::split;
 use super::GpuDevice;
 use crate::buffer::BufferInner;
 use crate::device::Init;
@@ -214,23 +215,23 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
         OpCall::Cumsum { x, outer, len, inner, out } => {
             check_binding(dev, &x)?;
             check_binding(dev, &out)?;
-            let params = [u32_of("outer", outer)?, u32_of("length", len)?, u32_of("inner", inner)?, u32_of("offset", x.layout.offset)?, u32_of("offset", out.layout.offset)?];
-            let pipeline = dev.builtin(builtin(ShaderFile::Scan, "cumsum_main", vec![]));
-            q.dispatch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))], grid_1d(dev, (outer * inner) as u64)?)
+            let params = vec![u32_of("outer", outer)?, u32_of("length", len)?, u32_of("inner", inner)?, u32_of("offset", x.layout.offset)?, u32_of("offset", out.layout.offset)?];
+            let kernel = RowKernel { file: ShaderFile::Scan, entry: "cumsum_main", constants: vec![], stats: (3, 1) };
+            row_passes(q, dev, queue, kernel, [outer * inner, len], params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))])
         }
         OpCall::Reduce { op, x, outer, len, inner, out, variant } => reduce(q, dev, queue, op, x, [outer, len, inner], out, variant),
         OpCall::Softmax { x, rows, cols, out } => {
             check_binding(dev, &x)?;
             check_binding(dev, &out)?;
-            let params = [u32_of("rows", rows)?, u32_of("columns", cols)?, u32_of("offset", x.layout.offset)?, u32_of("offset", out.layout.offset)?];
-            let pipeline = dev.builtin(builtin(ShaderFile::Softmax, "softmax_main", vec![]));
-            q.dispatch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))], grid_1d(dev, rows as u64)?)
+            let params = vec![u32_of("rows", rows)?, u32_of("columns", cols)?, u32_of("offset", x.layout.offset)?, u32_of("offset", out.layout.offset)?];
+            let kernel = RowKernel { file: ShaderFile::Softmax, entry: "softmax_main", constants: vec![], stats: (3, 2) };
+            row_passes(q, dev, queue, kernel, [rows, cols], params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))])
         }
         OpCall::Norm { kind, x, weight, bias, rows, cols, eps, act, out } => {
             check_binding(dev, &x)?;
             check_binding(dev, &out)?;
             let offset = |o: &Option<Operand<'_>>| o.as_ref().map_or(Ok(0), |o| u32_of("offset", o.layout.offset));
-            let params = [
+            let params = vec![
                 u32_of("rows", rows)?,
                 u32_of("columns", cols)?,
                 u32_of("offset", x.layout.offset)?,
@@ -245,14 +246,14 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
                 ("HAS_BIAS", u32::from(bias.is_some())),
                 ("ACT", act.map_or(0, |f| f.code())),
             ];
-            let pipeline = dev.builtin(builtin(ShaderFile::Norm, "norm_main", constants));
             let binds = [
                 (1, Bind::Mem(x.buf)),
                 (2, weight.as_ref().map_or(Bind::SpareRead, |w| Bind::Mem(w.buf))),
                 (3, bias.as_ref().map_or(Bind::SpareRead, |b| Bind::Mem(b.buf))),
                 (4, Bind::Mem(out.buf)),
             ];
-            q.dispatch(dev, pipeline, &params, &binds, grid_1d(dev, rows as u64)?)
+            let kernel = RowKernel { file: ShaderFile::Norm, entry: "norm_main", constants, stats: (5, 3) };
+            row_passes(q, dev, queue, kernel, [rows, cols], params, &binds)
         }
         OpCall::Conv2d { x, weight, bias, act, out, geometry } => {
             for o in [&x, &weight, &out] {
@@ -264,7 +265,8 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             let bias_bind = bias.as_ref().map_or(Bind::SpareRead, |b| Bind::Mem(b.buf));
             let binds = [(1, Bind::Mem(x.buf)), (2, Bind::Mem(weight.buf)), (3, bias_bind), (4, Bind::Mem(out.buf))];
             let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
-            q.dispatch(dev, pipeline, &conv_params(&geometry, offsets)?, &binds, grid)
+            let taps = split::conv_taps(dev.max_loop_iterations, geometry.c / geometry.groups, geometry.kh, geometry.kw);
+            conv_dispatches(q, dev, pipeline, conv_params(&geometry, offsets)?, &taps, &binds, grid)
         }
         OpCall::Pool2d { kind, x, out, geometry } => {
             check_binding(dev, &x)?;
@@ -272,7 +274,8 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             let pipeline = dev.builtin(builtin(ShaderFile::Conv, "pool2d_main", vec![("POOL", kind as u32)]));
             let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
             let params = conv_params(&geometry, [x.layout.offset, 0, 0, out.layout.offset])?;
-            q.dispatch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (4, Bind::Mem(out.buf))], grid)
+            let taps = split::conv_taps(dev.max_loop_iterations, 1, geometry.kh, geometry.kw);
+            conv_dispatches(q, dev, pipeline, params, &taps, &[(1, Bind::Mem(x.buf)), (4, Bind::Mem(out.buf))], grid)
         }
         OpCall::Attention { q: query, k: key, v: value, mask, out, dims: [b, h, lq, lk, d, dv], scale, causal } => {
             for o in [&query, &key, &value, &out] {
@@ -296,21 +299,102 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             // The mask binding is in the layout even when HAS_MASK is off.
             let mask_bind = mask.as_ref().map_or(Bind::SpareRead, |m| Bind::Mem(m.buf));
             let binds = [(1, Bind::Mem(query.buf)), (2, Bind::Mem(key.buf)), (3, Bind::Mem(value.buf)), (4, mask_bind), (5, Bind::Mem(out.buf))];
-            q.dispatch(dev, pipeline, &params, &binds, grid_1d(dev, (b * h * lq) as u64)?)
+            attention_dispatches(q, dev, queue, pipeline, params, &binds, [b * h * lq, lk, d, dv])
         }
-        OpCall::Matmul { a, b, bias, act, out, m, n, k, variant, dtype } => matmul(q, dev, [a, b, out], bias, act, [m, n, k], (variant, dtype)),
+        OpCall::Matmul { a, b, bias, act, out, m, n, k, variant, dtype } => matmul(q, dev, queue, [a, b, out], bias, act, [m, n, k], (variant, dtype)),
     }
 }
 
-/// Parameters of conv.wgsl.
+/// Parameters of conv.wgsl up to the tap ranges.
 fn conv_params(g: &Conv2dGeometry, offsets: [usize; 4]) -> Result<Vec<u32>> {
     let sizes = [g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow, g.stride[0], g.stride[1], g.padding[0], g.padding[1], g.dilation[0], g.dilation[1], g.groups];
     sizes.iter().chain(&offsets).map(|&v| u32_of("convolution size or offset", v)).collect()
 }
 
+/// conv.wgsl launches over the tap boxes `taps` (see [`split::conv_taps`]), accumulating in
+/// the output: `params` up to the tap ranges, which this appends with the flags.
+fn conv_dispatches(q: &GpuQueue, dev: &GpuDevice, pipeline: wgpu::ComputePipeline, mut params: Vec<u32>, taps: &[[[usize; 2]; 3]], binds: &[(u32, Bind<'_>)], grid: [u32; 3]) -> Result<()> {
+    let at = params.len();
+    params.resize(at + 7, 0);
+    for (i, tap_box) in taps.iter().enumerate() {
+        for (d, range) in tap_box.iter().enumerate() {
+            params[at + 2 * d] = u32_of("kernel tap", range[0])?;
+            params[at + 2 * d + 1] = u32_of("kernel tap", range[1])?;
+        }
+        params[at + 6] = split::flags(i, taps.len());
+        q.dispatch(dev, pipeline.clone(), &params, binds, grid)?;
+    }
+    Ok(())
+}
+
+/// attention.wgsl launches over the key ranges of [`split::attention_keys`], the running
+/// softmax state kept between them in a temporary: `params` up to the key range, which this
+/// appends with the flags.
+fn attention_dispatches(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, pipeline: wgpu::ComputePipeline, mut params: Vec<u32>, binds: &[(u32, Bind<'_>)], [rows, lk, d, dv]: [usize; 4]) -> Result<()> {
+    let keys = split::attention_keys(dev.max_loop_iterations, lk, d);
+    let state = if keys.len() > 1 { Some(split_temp(dev, queue, rows * (dv + 2))?) } else { None };
+    let mut binds = binds.to_vec();
+    binds.push((6, state.as_ref().map_or(Bind::SpareWrite, Bind::Mem)));
+    let grid = grid_1d(dev, rows as u64)?;
+    let at = params.len();
+    params.resize(at + 3, 0);
+    for (i, range) in keys.iter().enumerate() {
+        params[at] = u32_of("key", range[0])?;
+        params[at + 1] = u32_of("key", range[1])?;
+        params[at + 2] = split::flags(i, keys.len());
+        q.dispatch(dev, pipeline.clone(), &params, &binds, grid)?;
+    }
+    Ok(())
+}
+
+/// A kernel that takes rows whole (`PASS` 0) or, where the device ends long loops early, in
+/// chunks: `PASS` 1 stores statistics per (row, chunk), `PASS` 2 merges them and writes.
+struct RowKernel {
+    file: ShaderFile,
+    entry: &'static str,
+    constants: Vec<(&'static str, u32)>,
+    /// The binding of the statistics and their f32 words per (row, chunk).
+    stats: (u32, usize),
+}
+
+/// Launch `kernel` over `rows` rows of `cols`: one workgroup per (row, chunk), with `params`
+/// followed by the columns per chunk and the chunks per row.
+fn row_passes(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, kernel: RowKernel, [rows, cols]: [usize; 2], mut params: Vec<u32>, binds: &[(u32, Bind<'_>)]) -> Result<()> {
+    let chunk = split::row_chunk(dev.max_loop_iterations, cols);
+    let chunks = chunk.map_or(1, |c| cols.div_ceil(c));
+    params.extend([u32_of("columns", chunk.unwrap_or(cols))?, u32_of("chunks", chunks)?]);
+    let grid = grid_1d(dev, (rows * chunks) as u64)?;
+    let pipeline = |pass: u32| {
+        let mut constants = kernel.constants.clone();
+        constants.push(("PASS", pass));
+        dev.builtin(builtin(kernel.file, kernel.entry, constants))
+    };
+    let (stats_at, words) = kernel.stats;
+    let mut binds = binds.to_vec();
+    if chunks == 1 {
+        binds.push((stats_at, Bind::SpareWrite));
+        return q.dispatch(dev, pipeline(0), &params, &binds, grid);
+    }
+    let stats = split_temp(dev, queue, rows * chunks * words)?;
+    binds.push((stats_at, Bind::Mem(&stats)));
+    q.dispatch(dev, pipeline(1), &params, &binds, grid)?;
+    q.dispatch(dev, pipeline(2), &params, &binds, grid)
+}
+
 /// Temporary device memory for intermediate results, recorded on `queue`.
 fn temp(queue: &Queue, elements: usize) -> Result<Arc<BufferInner>> {
     queue.device().alloc((elements * 4) as u64, Init::Overwritten)
+}
+
+/// [`temp`] of f32 values that one storage binding must reach, for the work a device with a
+/// loop-iteration limit splits across launches: an error past the binding limit.
+fn split_temp(dev: &GpuDevice, queue: &Queue, elements: usize) -> Result<Arc<BufferInner>> {
+    let bytes = elements as u64 * 4;
+    let max = dev.limits.max_storage_buffer_binding_size;
+    if bytes > max {
+        return Err(Error::Limit { what: "temporary of a launch split for the loop-iteration limit, in bytes".into(), value: bytes, limit: "max_storage_buffer_binding_size", max });
+    }
+    temp(queue, elements)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -377,6 +461,7 @@ fn reduce(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, op: ReduceOp, x: Operand
 fn matmul(
     q: &GpuQueue,
     dev: &GpuDevice,
+    queue: &Queue,
     [a, b, out]: [Operand<'_>; 3],
     bias: Option<Operand<'_>>,
     act: Option<UnaryOp>,
@@ -410,6 +495,7 @@ fn matmul(
         params.resize(params.len() + MAX_RANK - 2 - batch_rank, 0);
     }
     params.push(bias.as_ref().map_or(Ok(0), |o| u32_of("offset", o.layout.offset))?);
+    params.extend([0, 0, 0]); // [31..34]: the k range and flags of each dispatch
     let max = dev.limits.max_compute_workgroups_per_dimension as usize;
     let [tm, tn] = variant.tile;
     let (gx, gy) = (n.div_ceil(tn), m.div_ceil(tm));
@@ -427,14 +513,27 @@ fn matmul(
     let rows_of_vec4 = |o: &Operand<'_>, inner: usize| {
         o.layout.strides[r - 1] == 1 && inner % 4 == 0 && o.layout.offset % 4 == 0 && o.layout.strides[..r - 1].iter().all(|s| s % 4 == 0)
     };
-    let loads = if rows_of_vec4(&a, k) && rows_of_vec4(&b, n) { MATMUL_LOADS_VEC4 } else { MATMUL_LOADS_SCALAR };
+    let vec4 = rows_of_vec4(&a, k) && rows_of_vec4(&b, n);
+    let loads = if vec4 { MATMUL_LOADS_VEC4 } else { MATMUL_LOADS_SCALAR };
     let pipeline = dev.builtin(Builtin { file: ShaderFile::Matmul, entry: "matmul_main", constants, variant: vec![store(dev, dtype)?, variant.constants, loads] });
-    let binds = [(1, Bind::Mem(a.buf)), (2, Bind::Mem(b.buf)), (3, Bind::Mem(out.buf)), (4, bias.as_ref().map_or(Bind::SpareRead, |o| Bind::Mem(o.buf)))];
+    // Where the device ends long loops early, k in pieces with f32 sums kept in between.
+    let pieces = split::matmul_k(dev.max_loop_iterations, variant.tile, vec4, k);
+    let partial = if pieces.len() > 1 { Some(split_temp(dev, queue, batches * m * n)?) } else { None };
+    let binds = [
+        (1, Bind::Mem(a.buf)),
+        (2, Bind::Mem(b.buf)),
+        (3, Bind::Mem(out.buf)),
+        (4, bias.as_ref().map_or(Bind::SpareRead, |o| Bind::Mem(o.buf))),
+        (5, partial.as_ref().map_or(Bind::SpareWrite, Bind::Mem)),
+    ];
     let mut first = 0;
     while first < batches {
         let count = (batches - first).min(max);
         params[4] = u32_of("batch", first)?;
-        q.dispatch(dev, pipeline.clone(), &params, &binds, [gx as u32, gy as u32, count as u32])?;
+        for (i, range) in pieces.iter().enumerate() {
+            (params[31], params[32], params[33]) = (range[0] as u32, range[1] as u32, split::flags(i, pieces.len()));
+            q.dispatch(dev, pipeline.clone(), &params, &binds, [gx as u32, gy as u32, count as u32])?;
+        }
         first += count;
     }
     Ok(())

@@ -78,6 +78,7 @@ impl Batch {
 }
 
 /// A buffer bound to a built-in kernel.
+#[derive(Clone, Copy)]
 pub(crate) enum Bind<'a> {
     /// Pooled device memory (bound from its start, as far as a binding may reach).
     Mem(&'a Arc<BufferInner>),
