@@ -36,3 +36,8 @@ pub(crate) fn sizes(what: &str, values: &[f64]) -> Result<Vec<u32>, JsValue> {
 pub(crate) fn usizes(what: &str, values: &[f64]) -> Result<Vec<usize>, JsValue> {
     Ok(sizes(what, values)?.into_iter().map(|n| n as usize).collect())
 }
+
+/// One JS number as a size or axis ([`sizes`]' rules).
+pub(crate) fn usize_of(what: &str, value: f64) -> Result<usize, JsValue> {
+    Ok(usizes(what, &[value])?[0])
+}

@@ -2,7 +2,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::error::{invalid, js_error};
+use super::error::{invalid, js_error, usize_of};
 use crate::ops::{BinaryOp, NormParams, ReduceOp, UnaryOp};
 use crate::{DType, Tensor};
 
@@ -111,8 +111,8 @@ impl JsTensor {
     }
 
     /// Cumulative sum along `axis`.
-    pub fn cumsum(&self, axis: u32) -> Result<JsTensor, JsValue> {
-        wrap(self.inner.cumsum(axis as usize))
+    pub fn cumsum(&self, axis: f64) -> Result<JsTensor, JsValue> {
+        wrap(self.inner.cumsum(usize_of("axis", axis)?))
     }
 
     /// RMS normalisation over the last axis (`eps` defaults to 1e-5).
@@ -139,33 +139,33 @@ impl JsTensor {
 
     /// 2-D convolution of `[n, c, h, w]` by `[o, c / groups, kh, kw]`, with `padding` on
     /// each side and `stride` (both default 0 and 1).
-    pub fn conv2d(&self, weight: &JsTensor, padding: Option<u32>, stride: Option<u32>) -> Result<JsTensor, JsValue> {
-        let (p, s) = (padding.unwrap_or(0) as usize, stride.unwrap_or(1) as usize);
+    pub fn conv2d(&self, weight: &JsTensor, padding: Option<f64>, stride: Option<f64>) -> Result<JsTensor, JsValue> {
+        let (p, s) = (usize_of("padding", padding.unwrap_or(0.0))?, usize_of("stride", stride.unwrap_or(1.0))?);
         wrap(self.inner.conv2d(&weight.inner, crate::ops::Conv2dParams { padding: [p, p], stride: [s, s], ..Default::default() }))
     }
 
     /// Max pooling over `size x size` windows (stride = size).
     #[wasm_bindgen(js_name = maxPool2d)]
-    pub fn max_pool2d(&self, size: u32) -> Result<JsTensor, JsValue> {
-        let k = size as usize;
+    pub fn max_pool2d(&self, size: f64) -> Result<JsTensor, JsValue> {
+        let k = usize_of("size", size)?;
         wrap(self.inner.pool2d(crate::ops::PoolKind::Max, crate::ops::Pool2dParams { kernel: [k, k], stride: None, padding: [0, 0] }))
     }
 
     /// Average pooling over `size x size` windows (stride = size).
     #[wasm_bindgen(js_name = avgPool2d)]
-    pub fn avg_pool2d(&self, size: u32) -> Result<JsTensor, JsValue> {
-        let k = size as usize;
+    pub fn avg_pool2d(&self, size: f64) -> Result<JsTensor, JsValue> {
+        let k = usize_of("size", size)?;
         wrap(self.inner.pool2d(crate::ops::PoolKind::Avg, crate::ops::Pool2dParams { kernel: [k, k], stride: None, padding: [0, 0] }))
     }
 
     /// `this` and `other` joined along `axis`.
-    pub fn concat(&self, other: &JsTensor, axis: u32) -> Result<JsTensor, JsValue> {
-        wrap(Tensor::concat(&[&self.inner, &other.inner], axis as usize))
+    pub fn concat(&self, other: &JsTensor, axis: f64) -> Result<JsTensor, JsValue> {
+        wrap(Tensor::concat(&[&self.inner, &other.inner], usize_of("axis", axis)?))
     }
 
     /// Entries along `axis` picked by `indices` (an i32 or u32 tensor).
-    pub fn gather(&self, axis: u32, indices: &JsTensor) -> Result<JsTensor, JsValue> {
-        wrap(self.inner.gather(axis as usize, &indices.inner))
+    pub fn gather(&self, axis: f64, indices: &JsTensor) -> Result<JsTensor, JsValue> {
+        wrap(self.inner.gather(usize_of("axis", axis)?, &indices.inner))
     }
 
     /// `this ? a : b` elementwise (this is the condition), broadcasting.
@@ -195,13 +195,13 @@ impl JsTensor {
 
     /// A reduction by name (`sum`, `mean`, `max`, `min`, `argmax`) over `axis`, or over
     /// everything when `axis` is undefined.
-    pub fn reduce(&self, op: &str, axis: Option<u32>) -> Result<JsTensor, JsValue> {
+    pub fn reduce(&self, op: &str, axis: Option<f64>) -> Result<JsTensor, JsValue> {
         let op = ReduceOp::from_name(op).ok_or_else(|| {
             invalid(format!(
                 "unknown reduction `{op}`: expected sum, mean, max, min or argmax"
             ))
         })?;
-        wrap(self.inner.reduce(op, axis.map(|a| a as usize)))
+        wrap(self.inner.reduce(op, axis.map(|a| usize_of("axis", a)).transpose()?))
     }
 
     /// Layer normalisation over the last axis (`eps` defaults to 1e-5).
