@@ -3,24 +3,8 @@
 
 mod common;
 
-use common::{devices, name, random, tensor, webgpu};
+use common::{devices, expect_err, name, random, still_works, tensor, webgpu};
 use unicompute::{BackendChoice, BackendKind, Binding, Buffer, Device, Error, Kernel, ReduceOp, Tensor};
-
-/// The device still computes correctly after an error.
-fn still_works(d: &Device) {
-    let t = tensor(d, &[1.0, 2.0, 3.0], &[3]);
-    assert_eq!(t.add(&t).unwrap().to_vec_blocking::<f32>().unwrap(), vec![2.0, 4.0, 6.0], "device works after an error on {}", name(d));
-}
-
-fn expect_err<T: std::fmt::Debug>(r: unicompute::Result<T>, code: &str, needles: &[&str], d: &Device) {
-    let e = r.expect_err("expected an error");
-    assert_eq!(e.code(), code, "{e}");
-    let msg = e.to_string();
-    for n in needles {
-        assert!(msg.contains(n), "error `{msg}` should mention `{n}`");
-    }
-    still_works(d);
-}
 
 #[test]
 fn shape_errors_name_the_shapes() {

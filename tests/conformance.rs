@@ -570,6 +570,11 @@ fn attention_reference(q: &[f32], k: &[f32], v: &[f32], mask: Option<&[f32]>, [b
     out
 }
 
+/// Seeded queries, keys and values for attention of `[b, h, lq, lk, d, dv]`.
+fn attention_inputs(seed: u64, [b, h, lq, lk, hd, dv]: [usize; 6]) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    (random(seed, b * h * lq * hd, -1.0, 1.0), random(seed + 1, b * h * lk * hd, -1.0, 1.0), random(seed + 2, b * h * lk * dv, -1.0, 1.0))
+}
+
 #[test]
 fn attention_matches_naive_reference() {
     // [b, h, lq, lk, d, dv]
@@ -579,9 +584,7 @@ fn attention_matches_naive_reference() {
         for (c, &dims) in cases.iter().enumerate() {
             let [b, h, lq, lk, hd, dv] = dims;
             let seed = 1100 + 10 * c as u64;
-            let q = random(seed, b * h * lq * hd, -1.0, 1.0);
-            let k = random(seed + 1, b * h * lk * hd, -1.0, 1.0);
-            let v = random(seed + 2, b * h * lk * dv, -1.0, 1.0);
+            let (q, k, v) = attention_inputs(seed, dims);
             // An additive [lq, lk] mask with some keys masked out (never a whole row).
             let mut mask = random(seed + 3, lq * lk, -2.0, 2.0);
             for (n, m) in mask.iter_mut().enumerate() {
@@ -918,9 +921,7 @@ fn attention_over_65_537_keys() {
         for (c, &dims) in cases.iter().enumerate() {
             let [b, h, lq, lk, hd, dv] = dims;
             let seed = 1720 + 10 * c as u64;
-            let q = random(seed, b * h * lq * hd, -1.0, 1.0);
-            let k = random(seed + 1, b * h * lk * hd, -1.0, 1.0);
-            let v = random(seed + 2, b * h * lk * dv, -1.0, 1.0);
+            let (q, k, v) = attention_inputs(seed, dims);
             let mask = random(seed + 3, lq * lk, -2.0, 2.0);
             let (qt, kt, vt, mt) = (tensor(d, &q, &[b, h, lq, hd]), tensor(d, &k, &[b, h, lk, hd]), tensor(d, &v, &[b, h, lk, dv]), tensor(d, &mask, &[lq, lk]));
             for with_mask in [false, true] {

@@ -158,7 +158,7 @@ async fn the_js_api_runs_ops_and_reports_bad_input() {
     let x = device
         .tensor(
             &js_sys::Float32Array::from(&[1.0f32, -2.0, 3.0, -4.0][..]).into(),
-            vec![2, 2],
+            vec![2.0, 2.0],
         )
         .unwrap();
     let y = x.relu().unwrap().matmul(&x).unwrap();
@@ -177,17 +177,22 @@ async fn the_js_api_runs_ops_and_reports_bad_input() {
             .unwrap()
     };
     let bad = device
-        .tensor(&js_sys::Float64Array::new_with_length(4).into(), vec![2, 2])
+        .tensor(&js_sys::Float64Array::new_with_length(4).into(), vec![2.0, 2.0])
         .err()
         .unwrap();
     assert_eq!(code(bad), "INVALID");
     let mismatch = device
-        .tensor(&js_sys::Float32Array::new_with_length(3).into(), vec![2, 2])
+        .tensor(&js_sys::Float32Array::new_with_length(3).into(), vec![2.0, 2.0])
         .err()
         .unwrap();
     assert_eq!(code(mismatch), "SHAPE");
+    // Sizes JS would wrap on the way in (2^32 to 0, -1 to 2^32 - 1) are refused instead.
+    for shape in [vec![4294967296.0], vec![-1.0], vec![1.5, 0.0], vec![65536.0, 65536.0, 0.0]] {
+        let e = device.tensor(&js_sys::Float32Array::new_with_length(0).into(), shape.clone()).err().unwrap();
+        assert!(matches!(code(e).as_str(), "INVALID" | "SHAPE"), "{shape:?}");
+    }
     let wide = device
-        .tensor(&js_sys::Float32Array::new_with_length(6).into(), vec![2, 3])
+        .tensor(&js_sys::Float32Array::new_with_length(6).into(), vec![2.0, 3.0])
         .unwrap();
     let err = x.add(&wide).err().unwrap();
     assert_eq!(code(err.clone()), "SHAPE");
@@ -303,7 +308,7 @@ async fn policies_and_tuning_through_the_js_api() {
     assert!(bad.dyn_into::<js_sys::Error>().unwrap().message().as_string().unwrap().contains("colour"));
     assert_eq!(code(init(Some("cpu".into()), Some(r#"{}"#.into())).await.err().unwrap()), "INVALID");
     device.enable_profiler();
-    let x = device.tensor(&js_sys::Float32Array::from(&inputs(10, 12)[..]).into(), vec![3, 4]).unwrap();
+    let x = device.tensor(&js_sys::Float32Array::from(&inputs(10, 12)[..]).into(), vec![3.0, 4.0]).unwrap();
     let y = x.matmul(&x.transpose().unwrap()).unwrap();
     y.read().await.unwrap();
     let profile = device.take_profile().await;
@@ -311,13 +316,13 @@ async fn policies_and_tuning_through_the_js_api() {
     let first = js_sys::Array::from(&launches).get(0);
     let variant = js_sys::Reflect::get(&first, &"variant".into()).unwrap().as_string().unwrap();
     assert_eq!(variant, "sgemm");
-    let result = device.tune("matmul".into(), vec![16, 16, 16]).await.unwrap();
+    let result = device.tune("matmul".into(), vec![16.0, 16.0, 16.0]).await.unwrap();
     let times = js_sys::Reflect::get(&result, &"times_us".into()).unwrap();
     assert_eq!(js_sys::Object::keys(&times.into()).length(), 1);
     assert!(device.tune_cache().contains("matmul f32 batch1 m16 n16 k16"));
-    assert_eq!(code(device.tune("conv".into(), vec![1]).await.err().unwrap()), "INVALID");
+    assert_eq!(code(device.tune("conv".into(), vec![1.0]).await.err().unwrap()), "INVALID");
     if let Ok(gpu) = init(Some("webgpu".into()), None).await {
-        let result = gpu.tune("matmul".into(), vec![64, 64, 64]).await.unwrap();
+        let result = gpu.tune("matmul".into(), vec![64.0, 64.0, 64.0]).await.unwrap();
         let times = js_sys::Reflect::get(&result, &"times_us".into()).unwrap();
         assert_eq!(js_sys::Object::keys(&times.into()).length(), 3, "every webgpu tile variant timed");
     }

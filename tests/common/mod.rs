@@ -115,3 +115,20 @@ pub fn name(d: &Device) -> String {
 pub fn matmul_reference(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f64> {
     (0..m * n).map(|i| (0..k).map(|t| f64::from(a[i / n * k + t]) * f64::from(b[t * n + i % n])).sum()).collect()
 }
+
+/// The device still computes correctly after an error.
+pub fn still_works(d: &Device) {
+    let t = tensor(d, &[1.0, 2.0, 3.0], &[3]);
+    assert_eq!(t.add(&t).unwrap().to_vec_blocking::<f32>().unwrap(), vec![2.0, 4.0, 6.0], "device works after an error on {}", name(d));
+}
+
+/// `r` is an error with `code` whose message mentions every needle, and the device still works.
+pub fn expect_err<T: std::fmt::Debug>(r: unicompute::Result<T>, code: &str, needles: &[&str], d: &Device) {
+    let e = r.expect_err("expected an error");
+    assert_eq!(e.code(), code, "{e}");
+    let msg = e.to_string();
+    for n in needles {
+        assert!(msg.contains(n), "error `{msg}` should mention `{n}`");
+    }
+    still_works(d);
+}
