@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{devices, expect_err, name, random, still_works, tensor, webgpu};
+use common::{devices, expect_err, name, random, tensor, webgpu};
 use unicompute::{BackendChoice, BackendKind, Binding, Buffer, Device, Error, Kernel, ReduceOp, Tensor};
 
 #[test]

@@ -670,11 +670,13 @@ fn conv2d_matches_naive_reference() {
     }
 }
 
+/// A pooling case: `[n, c, h, w]`, window, stride, padding.
+type PoolCase = ([usize; 4], [usize; 2], Option<[usize; 2]>, [usize; 2]);
+
 #[test]
 fn pooling_matches_naive_reference() {
-    // [n, c, h, w], window, stride, padding
     // The last with 80,000 taps per output: past llvmpipe's loop limit.
-    let cases: &[([usize; 4], [usize; 2], Option<[usize; 2]>, [usize; 2])] = &[
+    let cases: &[PoolCase] = &[
         ([1, 1, 1, 1], [1, 1], None, [0, 0]),
         ([2, 3, 8, 9], [2, 2], None, [0, 0]),
         ([1, 2, 7, 11], [3, 3], Some([1, 2]), [1, 1]),

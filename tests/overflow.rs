@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{devices, expect_err, random, still_works, tensor, webgpu};
+use common::{devices, expect_err, name, random, still_works, tensor, webgpu};
 use unicompute::ops::Conv2dParams;
 use unicompute::{BackendChoice, BackendKind, Binding, Buffer, DType, Device, Kernel, Tensor};
 
