@@ -27,7 +27,7 @@ pub(super) fn exp(x: f32) -> f32 {
 #[inline(always)]
 pub(super) fn map(src: &[f32], dst: &mut [f32], f: impl Fn(f32) -> f32) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+    if has_avx2_fma() {
         // SAFETY: the features were just detected.
         unsafe { map_avx2(src, dst, f) };
         return;
@@ -43,6 +43,71 @@ unsafe fn map_avx2(src: &[f32], dst: &mut [f32], f: impl Fn(f32) -> f32) {
     for (o, &v) in dst.iter_mut().zip(src) {
         *o = f(v);
     }
+}
+
+/// Whether this x86-64 CPU has AVX2 and FMA (the `*_avx2` twins of the row kernels).
+#[cfg(target_arch = "x86_64")]
+pub(super) fn has_avx2_fma() -> bool {
+    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+}
+
+/// One softmax row: `o = e^(row - max) / sum`, vectorised (AVX2 + FMA where present).
+pub(super) fn softmax_row(row: &[f32], o: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2_fma() {
+        // SAFETY: the features were just detected.
+        unsafe { softmax_row_avx2(row, o) };
+        return;
+    }
+    softmax_row_any(row, o);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn softmax_row_avx2(row: &[f32], o: &mut [f32]) {
+    softmax_row_any(row, o);
+}
+
+/// The maximum ignores NaN: a NaN element makes its exponential, the sum and so the whole
+/// row NaN, as does a `+inf` maximum (`inf - inf`) — the reference's results.
+#[inline(always)]
+fn softmax_row_any(row: &[f32], o: &mut [f32]) {
+    let max = max_lanes(row);
+    for (o, &v) in o.iter_mut().zip(row) {
+        *o = exp(v - max);
+    }
+    let inv = (1.0 / sum_lanes(o)) as f32;
+    for o in o.iter_mut() {
+        *o *= inv;
+    }
+}
+
+/// The largest element, NaN ignored, in eight lanes so it vectorises (`-inf` when empty).
+#[inline(always)]
+fn max_lanes(xs: &[f32]) -> f32 {
+    let mut lanes = [f32::NEG_INFINITY; 8];
+    let mut chunks = xs.chunks_exact(8);
+    for c in &mut chunks {
+        let c: &[f32; 8] = c.try_into().unwrap_or(&[f32::NEG_INFINITY; 8]);
+        for i in 0..8 {
+            lanes[i] = if c[i] > lanes[i] { c[i] } else { lanes[i] };
+        }
+    }
+    lanes.iter().chain(chunks.remainder()).fold(f32::NEG_INFINITY, |m, &v| m.max(v))
+}
+
+/// The sum in f64, from eight f64 lanes so it vectorises.
+#[inline(always)]
+pub(super) fn sum_lanes(xs: &[f32]) -> f64 {
+    let mut lanes = [0.0f64; 8];
+    let mut chunks = xs.chunks_exact(8);
+    for c in &mut chunks {
+        let c: &[f32; 8] = c.try_into().unwrap_or(&[0.0; 8]);
+        for i in 0..8 {
+            lanes[i] += f64::from(c[i]);
+        }
+    }
+    lanes.iter().sum::<f64>() + chunks.remainder().iter().map(|&v| f64::from(v)).sum::<f64>()
 }
 
 /// `erfc(z)` with fractional error below 1.2e-7 (the Chebyshev fit of Numerical Recipes,

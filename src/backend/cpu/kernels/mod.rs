@@ -113,20 +113,6 @@ fn run_from<'a>(data: &'a [f32], l: &Layout, i: usize, max: usize) -> Option<&'a
     data.get(at..at + len)
 }
 
-/// Sum in f64 with eight independent accumulators (vectorisable, and more accurate than one
-/// running sum).
-fn sum_f64(xs: &[f32]) -> f64 {
-    let mut lanes = [0.0f64; 8];
-    let mut chunks = xs.chunks_exact(8);
-    for c in &mut chunks {
-        for (l, &v) in lanes.iter_mut().zip(c) {
-            *l += f64::from(v);
-        }
-    }
-    let tail: f64 = chunks.remainder().iter().map(|&v| f64::from(v)).sum();
-    lanes.iter().sum::<f64>() + tail
-}
-
 fn offsets_from(l: &Layout, start: usize) -> Offsets<impl Iterator<Item = usize> + '_> {
     match l.access() {
         Access::Contiguous => Offsets::Contiguous(l.offset + start..l.offset + l.numel()),

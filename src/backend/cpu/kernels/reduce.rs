@@ -2,7 +2,8 @@
 
 use rayon::prelude::*;
 
-use super::{out_words, read_guard, write_guard, sum_f64, CHUNK};
+use super::math::sum_lanes;
+use super::{out_words, read_guard, write_guard, CHUNK};
 use crate::ops::{Operand, ReduceOp};
 use crate::Result;
 
@@ -18,10 +19,10 @@ pub(super) fn reduce(op: ReduceOp, x: Operand<'_>, [outer, len, inner]: [usize; 
         let scale = if op == ReduceOp::Mean { 1.0 / len as f64 } else { 1.0 };
         let rows = &xf[..outer * len];
         if outer >= rayon::current_num_threads() {
-            outputs.par_iter_mut().zip(rows.par_chunks(len)).for_each(|(o, row)| *o = encode((sum_f64(row) * scale, 0)));
+            outputs.par_iter_mut().zip(rows.par_chunks(len)).for_each(|(o, row)| *o = encode((sum_lanes(row) * scale, 0)));
         } else {
             for (o, row) in outputs.iter_mut().zip(rows.chunks(len)) {
-                let total: f64 = row.par_chunks(CHUNK).map(sum_f64).sum();
+                let total: f64 = row.par_chunks(CHUNK).map(sum_lanes).sum();
                 *o = encode((total * scale, 0));
             }
         }
@@ -59,13 +60,6 @@ pub(super) fn softmax(x: Operand<'_>, rows: usize, cols: usize, out: Operand<'_>
     let mut os = write_guard(out.buf)?;
     let xf: &[f32] = &bytemuck::cast_slice(&xs)[x.layout.offset..x.layout.offset + rows * cols];
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
-    of.par_chunks_mut(cols.max(1)).zip(xf.par_chunks(cols.max(1))).for_each(|(o, row)| {
-        let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| if v.is_nan() || m.is_nan() { f32::NAN } else { m.max(v) });
-        super::math::map(row, o, |v| super::math::exp(v - max));
-        let inv = (1.0 / sum_f64(o)) as f32;
-        for o in o.iter_mut() {
-            *o *= inv;
-        }
-    });
+    of.par_chunks_mut(cols.max(1)).zip(xf.par_chunks(cols.max(1))).for_each(|(o, row)| super::math::softmax_row(row, o));
     Ok(())
 }
