@@ -58,16 +58,8 @@ pub(super) fn attention(
                 }
             }
             let visible = if causal { keys.min(i + 1) } else { keys };
-            let max = row[..visible].iter().fold(f32::NEG_INFINITY, |m, &x| if m.is_nan() || x.is_nan() { f32::NAN } else { m.max(x) });
-            let mut total = 0.0f64;
-            for (j, x) in row.iter_mut().enumerate() {
-                *x = if j >= visible || max == f32::NEG_INFINITY { 0.0 } else { math::exp(*x - max) };
-                total += f64::from(*x);
-            }
-            let inv = (1.0 / total) as f32;
-            for x in row.iter_mut() {
-                *x *= inv;
-            }
+            math::softmax_in_place(&mut row[..visible]);
+            row[visible..].fill(0.0);
         }
         if keys == 0 || dv == 0 {
             o.fill(f32::NAN);

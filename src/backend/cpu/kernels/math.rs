@@ -51,34 +51,34 @@ pub(super) fn has_avx2_fma() -> bool {
     std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
 }
 
-/// One softmax row: `o = e^(row - max) / sum`, vectorised (AVX2 + FMA where present).
-pub(super) fn softmax_row(row: &[f32], o: &mut [f32]) {
+/// Softmax of one row in place: `e^(x - max) / sum`, vectorised (AVX2 + FMA where present).
+pub(super) fn softmax_in_place(row: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if has_avx2_fma() {
         // SAFETY: the features were just detected.
-        unsafe { softmax_row_avx2(row, o) };
+        unsafe { softmax_avx2(row) };
         return;
     }
-    softmax_row_any(row, o);
+    softmax_any(row);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn softmax_row_avx2(row: &[f32], o: &mut [f32]) {
-    softmax_row_any(row, o);
+unsafe fn softmax_avx2(row: &mut [f32]) {
+    softmax_any(row);
 }
 
 /// The maximum ignores NaN: a NaN element makes its exponential, the sum and so the whole
-/// row NaN, as does a `+inf` maximum (`inf - inf`) — the reference's results.
+/// row NaN, as does a `+inf` maximum (`inf - inf`) or a row of `-inf` — the reference's results.
 #[inline(always)]
-fn softmax_row_any(row: &[f32], o: &mut [f32]) {
+fn softmax_any(row: &mut [f32]) {
     let max = max_lanes(row);
-    for (o, &v) in o.iter_mut().zip(row) {
-        *o = exp(v - max);
+    for v in row.iter_mut() {
+        *v = exp(*v - max);
     }
-    let inv = (1.0 / sum_lanes(o)) as f32;
-    for o in o.iter_mut() {
-        *o *= inv;
+    let inv = (1.0 / sum_lanes(row)) as f32;
+    for v in row.iter_mut() {
+        *v *= inv;
     }
 }
 
