@@ -961,8 +961,9 @@ fn conv_reference(x: &[f32], w: &[f32], bias: &[f32], [_, c, h, wd]: [usize; 4],
 
 #[test]
 fn conv2d_with_70_000_taps_per_output() {
-    // c * kh * kw past 65,535: many channels, then one long kernel row.
-    let cases: &[([usize; 4], [usize; 4])] = &[([1, 7_800, 5, 6], [2, 7_800, 3, 3]), ([1, 1, 2, 70_005], [2, 1, 1, 70_000])];
+    // c * kh * kw past 65,535: many channels, then one long kernel row; and an output large
+    // enough that the cpu's im2col goes in column tiles (27 x 158,404 > 2^22).
+    let cases: &[([usize; 4], [usize; 4])] = &[([1, 7_800, 5, 6], [2, 7_800, 3, 3]), ([1, 1, 2, 70_005], [2, 1, 1, 70_000]), ([1, 3, 400, 400], [2, 3, 3, 3])];
     for d in devices() {
         for (c, &(xs, ws)) in cases.iter().enumerate() {
             let seed = 1740 + 10 * c as u64;

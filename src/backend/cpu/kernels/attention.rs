@@ -48,7 +48,7 @@ pub(super) fn attention(
             let (q_strides, kt_strides) = ([ql.strides[2] as isize, ql.strides[3] as isize], [kl.strides[3] as isize, kl.strides[2] as isize]);
             // SAFETY: [rows, d] of q from row i0 and [keys, d] of k lie inside their layouts, which
             // `check_within` proved inside `qf` and `kf`; s holds rows x keys.
-            unsafe { super::sgemm(rows, keys, d, scale, qf.as_ptr().add(q_at), q_strides, kf.as_ptr().add(k_at), kt_strides, s.as_mut_ptr(), 1) };
+            unsafe { super::sgemm(rows, keys, d, scale, qf.as_ptr().add(q_at), q_strides, kf.as_ptr().add(k_at), kt_strides, s.as_mut_ptr(), keys, 1) };
         }
         for (r, row) in s.chunks_mut(keys.max(1)).enumerate().take(rows) {
             let i = i0 + r;
@@ -68,7 +68,7 @@ pub(super) fn attention(
         let v_strides = [vl.strides[2] as isize, vl.strides[3] as isize];
         // SAFETY: s is rows x keys; [keys, dv] of v lies inside its layout, which `check_within`
         // proved inside `vf`; o holds rows x dv.
-        unsafe { super::sgemm(rows, dv, keys, 1.0, s.as_ptr(), [keys as isize, 1], vf.as_ptr().add(at(vl, [b, hh, 0, 0])), v_strides, o.as_mut_ptr(), 1) };
+        unsafe { super::sgemm(rows, dv, keys, 1.0, s.as_ptr(), [keys as isize, 1], vf.as_ptr().add(at(vl, [b, hh, 0, 0])), v_strides, o.as_mut_ptr(), dv, 1) };
     });
     Ok(())
 }

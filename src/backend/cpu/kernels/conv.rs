@@ -12,6 +12,48 @@ fn input_index(o: usize, k: usize, stride: usize, dilation: usize, pad: usize, e
     (o * stride + k * dilation).checked_sub(pad).filter(|&i| i < extent)
 }
 
+/// Most elements of one im2col block: output positions are taken in tiles so that
+/// `k x tile` stays within it (16 MiB), whatever the geometry.
+const COL_BLOCK: usize = 1 << 22;
+
+/// Row `r` = (channel, ky, kx) of the im2col matrix of one group over the output positions
+/// `positions`: the input value under that tap for each, 0 in the padding.
+fn im2col_row(planes: &[f32], r: usize, positions: std::ops::Range<usize>, mut dst: &mut [f32], g: &Conv2dGeometry) {
+    let (ci, ky, kx) = (r / (g.kh * g.kw), r / g.kw % g.kh, r % g.kw);
+    let plane = &planes[ci * g.h * g.w..][..g.h * g.w];
+    let mut p = positions.start;
+    while p < positions.end {
+        let (oy, ox0) = (p / g.ow, p % g.ow);
+        let ox1 = g.ow.min(ox0 + (positions.end - p));
+        let (run, rest) = dst.split_at_mut(ox1 - ox0);
+        match input_index(oy, ky, g.stride[0], g.dilation[0], g.padding[0], g.h) {
+            Some(iy) => tap_run(&plane[iy * g.w..][..g.w], kx, ox0, run, g),
+            None => run.fill(0.0),
+        }
+        (dst, p) = (rest, p + (ox1 - ox0));
+    }
+}
+
+/// Output columns `ox0..ox0 + run.len()` of one output row under kernel column `kx`, read
+/// from input row `in_row`. Unit strides copy the valid run whole.
+fn tap_run(in_row: &[f32], kx: usize, ox0: usize, run: &mut [f32], g: &Conv2dGeometry) {
+    if g.stride[1] != 1 {
+        for (i, v) in run.iter_mut().enumerate() {
+            *v = input_index(ox0 + i, kx, g.stride[1], g.dilation[1], g.padding[1], g.w).map_or(0.0, |ix| in_row[ix]);
+        }
+        return;
+    }
+    // ix = ox + shift - pad lies in the row for ox in [lo, hi).
+    let (shift, pad, ox1) = (kx * g.dilation[1], g.padding[1], ox0 + run.len());
+    let lo = pad.saturating_sub(shift).clamp(ox0, ox1);
+    let hi = (g.w + pad).saturating_sub(shift).clamp(lo, ox1);
+    run[..lo - ox0].fill(0.0);
+    if lo < hi {
+        run[lo - ox0..hi - ox0].copy_from_slice(&in_row[lo + shift - pad..hi + shift - pad]);
+    }
+    run[hi - ox0..].fill(0.0);
+}
+
 pub(super) fn conv2d(x: Operand<'_>, weight: Operand<'_>, bias: Option<Operand<'_>>, act: Option<UnaryOp>, out: Operand<'_>, g: Conv2dGeometry) -> Result<()> {
     let (xg, wg) = (read_guard(x.buf)?, read_guard(weight.buf)?);
     let bg = bias.map(|b| read_guard(b.buf)).transpose()?;
@@ -25,31 +67,20 @@ pub(super) fn conv2d(x: Operand<'_>, weight: Operand<'_>, bias: Option<Operand<'
     let threads = rayon::current_num_threads();
     let gemm_threads = if g.n >= threads { 1 } else { threads };
     of.par_chunks_mut((g.o * cols).max(1)).enumerate().for_each(|(nb, image)| {
-        let mut col = vec![0.0f32; k * cols];
+        let tile = cols.min(COL_BLOCK / k.max(1)).max(1);
+        let mut col = vec![0.0f32; k * tile];
         for grp in 0..g.groups {
-            for ci in 0..cg {
-                let plane = &xf[(nb * g.c + grp * cg + ci) * g.h * g.w..][..g.h * g.w];
-                for ky in 0..g.kh {
-                    for kx in 0..g.kw {
-                        let r = (ci * g.kh + ky) * g.kw + kx;
-                        let dst = &mut col[r * cols..(r + 1) * cols];
-                        for oy in 0..g.oh {
-                            let iy = input_index(oy, ky, g.stride[0], g.dilation[0], g.padding[0], g.h);
-                            for ox in 0..g.ow {
-                                let ix = input_index(ox, kx, g.stride[1], g.dilation[1], g.padding[1], g.w);
-                                dst[oy * g.ow + ox] = match (iy, ix) {
-                                    (Some(iy), Some(ix)) => plane[iy * g.w + ix],
-                                    _ => 0.0,
-                                };
-                            }
-                        }
-                    }
-                }
-            }
+            let planes = &xf[(nb * g.c + grp * cg) * g.h * g.w..][..cg * g.h * g.w];
             let w_group = &wf[grp * og * k..(grp + 1) * og * k];
             let c_group = &mut image[grp * og * cols..(grp + 1) * og * cols];
-            // SAFETY: the slices hold og x k, k x cols and og x cols row-major matrices.
-            unsafe { super::sgemm(og, cols, k, 1.0, w_group.as_ptr(), [k as isize, 1], col.as_ptr(), [cols as isize, 1], c_group.as_mut_ptr(), gemm_threads) };
+            for c0 in (0..cols).step_by(tile) {
+                let width = tile.min(cols - c0);
+                let block = &mut col[..k * width];
+                block.par_chunks_mut(width).enumerate().for_each(|(r, dst)| im2col_row(planes, r, c0..c0 + width, dst, &g));
+                // SAFETY: w_group is og x k and block k x width, row-major; columns c0..c0 +
+                // width of the og x cols output block (leading dimension cols) lie in c_group.
+                unsafe { super::sgemm(og, width, k, 1.0, w_group.as_ptr(), [k as isize, 1], block.as_ptr(), [width as isize, 1], c_group.as_mut_ptr().add(c0), cols, gemm_threads) };
+            }
         }
         if bf.is_some() || act.is_some() {
             for (oc, row) in image.chunks_mut(cols.max(1)).enumerate() {

@@ -65,7 +65,7 @@ pub(super) fn matmul(a: Operand<'_>, b: Operand<'_>, bias: Option<Operand<'_>>, 
         // SAFETY: batch `bi` of A is the [m, k] view at `ao` with A's matrix strides, which lies
         // inside A's layout, and `check_within` proved that layout inside `af` (likewise B in
         // `bf`); `c` is one m x n block of the output.
-        unsafe { super::sgemm(m, n, k, 1.0, pa.0.add(ao), a_strides, pb.0.add(bo), b_strides, c.as_mut_ptr(), inner_threads) };
+        unsafe { super::sgemm(m, n, k, 1.0, pa.0.add(ao), a_strides, pb.0.add(bo), b_strides, c.as_mut_ptr(), n, inner_threads) };
         c.par_chunks_mut(64 * n.max(1)).for_each(|rows| epilogue(rows, n, bias, act));
     });
     Ok(())

@@ -24,18 +24,18 @@ fn check_within(op: &str, views: &[(&Layout, &[f32])]) -> Result<()> {
     Ok(())
 }
 
-/// `C = scale * A @ B` for row-major `C` (`m x n`, leading dimension `n`) and strided `A`
+/// `C = scale * A @ B` for row-major `C` (`m x n`, leading dimension `ldc`) and strided `A`
 /// (`m x k`) and `B` (`k x n`), on the `gemm` crate. `threads > 1` splits the product itself
 /// (for callers not already running in parallel).
 ///
 /// # Safety
-/// Every element the strides reach must lie inside the pointed-to memory, and `c` must hold
-/// `m * n` elements.
+/// Every element the strides reach must lie inside the pointed-to memory, and `c` must reach
+/// `(m - 1) * ldc + n` elements.
 #[allow(clippy::too_many_arguments)]
-unsafe fn sgemm(m: usize, n: usize, k: usize, scale: f32, a: *const f32, [a_rs, a_cs]: [isize; 2], b: *const f32, [b_rs, b_cs]: [isize; 2], c: *mut f32, threads: usize) {
+unsafe fn sgemm(m: usize, n: usize, k: usize, scale: f32, a: *const f32, [a_rs, a_cs]: [isize; 2], b: *const f32, [b_rs, b_cs]: [isize; 2], c: *mut f32, ldc: usize, threads: usize) {
     let parallelism = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
     // dst := alpha * dst + beta * lhs * rhs, with dst not read.
-    gemm::gemm(m, n, k, c, 1, n as isize, false, a, a_cs, a_rs, b, b_cs, b_rs, 0.0, scale, false, false, false, parallelism);
+    gemm::gemm(m, n, k, c, 1, ldc as isize, false, a, a_cs, a_rs, b, b_cs, b_rs, 0.0, scale, false, false, false, parallelism);
 }
 
 use super::{read_guard, write_guard};
