@@ -8,20 +8,10 @@ Reports median seconds after warm-up and GB/s (bytes read + written) or GFLOP/s,
 own threads (OpenBLAS uses every core for matmul; elementwise ops are single-threaded).
 """
 import argparse
-import statistics
-import time
 
 import numpy as np
 
-
-def median_seconds(fn, reps):
-    fn()
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+from timing import median_seconds
 
 
 def main():

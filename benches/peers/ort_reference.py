@@ -14,13 +14,13 @@ graph optimisations on. Reports the median seconds after one warm-up run, and GB
 import argparse
 import json
 import os
-import statistics
-import time
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper
+
+from timing import median_seconds
 
 ROW_COLS = 1024
 ATTENTION = (1, 8, 512, 64)
@@ -85,16 +85,6 @@ def cases(n, e):
             {"x": (nc, c, hh, ww), "w": (o, c, 3, 3)}, 2 * nc * o * hh * ww * c * 9, "GFLOP/s"),
     }
     return out
-
-
-def median_seconds(fn, reps):
-    fn()
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main():
