@@ -1,11 +1,28 @@
-import type { Buffer, Device, Kernel } from './pkg/unicompute.js';
+import type { Buffer, Device, Kernel, Tensor } from './pkg/unicompute.js';
 
 export { Buffer, Device, Fence, Kernel, Queue, Tensor } from './pkg/unicompute.js';
+
+/** A unary op's name, as an activation fused into an op's kernel. */
+export type Activation = 'neg' | 'abs' | 'exp' | 'log' | 'sqrt' | 'rsqrt' | 'sin' | 'cos' | 'tanh' | 'sigmoid' | 'relu' | 'gelu' | 'gelu_tanh' | 'silu';
+/** A size for both spatial axes, or `[rows, columns]`. */
+export type Pair = number | [number, number];
 
 declare module './pkg/unicompute.js' {
   interface Queue {
     /** Record a launch of `kernel` over `workgroups` with one buffer per binding. */
     launch(kernel: Kernel, buffers: Buffer[], workgroups: [number, number, number]): void;
+  }
+  interface Tensor {
+    /** 2-D convolution of `[n, c, h, w]` by `[o, c / groups, kh, kw]` (stride 1, padding 0, dilation 1, groups 1 by default). */
+    conv2d(weight: Tensor, options?: { stride?: Pair; padding?: Pair; dilation?: Pair; groups?: number; bias?: Tensor; activation?: Activation }): Tensor;
+    /** `activation(this @ weight + bias)` in one kernel. */
+    linear(weight: Tensor, options?: { bias?: Tensor; activation?: Activation }): Tensor;
+    /** Layer normalisation over the last axis (eps 1e-5 by default). */
+    layerNorm(options?: { weight?: Tensor; bias?: Tensor; eps?: number; activation?: Activation }): Tensor;
+    /** RMS normalisation over the last axis (eps 1e-5 by default). */
+    rmsNorm(options?: { weight?: Tensor; eps?: number; activation?: Activation }): Tensor;
+    /** Scaled dot-product attention with this tensor as the queries `[batch, heads, lq, d]`. */
+    attention(k: Tensor, v: Tensor, options?: { causal?: boolean; scale?: number; mask?: Tensor }): Tensor;
   }
 }
 

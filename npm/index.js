@@ -1,6 +1,6 @@
 // unicompute for JavaScript: `init()` loads the wasm module once (in browsers and workers by
 // URL, in Node from the file), then opens a device.
-import initWasm, { BindingList, listDevices as listDevicesLoaded, openDevice, Queue } from './pkg/unicompute.js';
+import initWasm, { BindingList, listDevices as listDevicesLoaded, openDevice, Queue, Tensor, TensorArgs } from './pkg/unicompute.js';
 
 export { Buffer, Device, Fence, Kernel, Queue, Tensor } from './pkg/unicompute.js';
 
@@ -16,6 +16,47 @@ Queue.prototype.launch = function launch(kernel, buffers, workgroups) {
   } finally {
     list.free();
   }
+};
+
+/**
+ * Call `call(tensors, rest)` with the tensor-valued keys `names` of `options` moved into a
+ * TensorArgs (the wasm cannot read tensors out of a plain object) and the rest left as options.
+ * Options that are not an object go through unchanged, for the wasm to reject with `INVALID`.
+ */
+function withTensors(options, names, call) {
+  const tensors = new TensorArgs();
+  try {
+    if (options === null || typeof options !== 'object') return call(tensors, options);
+    const rest = { ...options };
+    for (const name of names) {
+      if (rest[name] !== undefined) tensors.set(name, rest[name]);
+      delete rest[name];
+    }
+    return call(tensors, rest);
+  } finally {
+    tensors.free();
+  }
+}
+
+/** `conv2d(weight, { stride, padding, dilation, groups, bias, activation })`. */
+Tensor.prototype.conv2d = function conv2d(weight, options) {
+  return withTensors(options, ['bias'], (t, o) => this.conv2dWith(weight, t, o));
+};
+/** `linear(weight, { bias, activation })`: `activation(this @ weight + bias)` in one kernel. */
+Tensor.prototype.linear = function linear(weight, options) {
+  return withTensors(options, ['bias'], (t, o) => this.linearWith(weight, t, o));
+};
+/** `layerNorm({ weight, bias, eps, activation })` over the last axis. */
+Tensor.prototype.layerNorm = function layerNorm(options) {
+  return withTensors(options, ['weight', 'bias'], (t, o) => this.layerNormWith(t, o));
+};
+/** `rmsNorm({ weight, eps, activation })` over the last axis. */
+Tensor.prototype.rmsNorm = function rmsNorm(options) {
+  return withTensors(options, ['weight'], (t, o) => this.rmsNormWith(t, o));
+};
+/** `attention(k, v, { causal, scale, mask })` with this tensor as the queries. */
+Tensor.prototype.attention = function attention(k, v, options) {
+  return withTensors(options, ['mask'], (t, o) => this.attentionWith(k, v, t, o));
 };
 
 let loading;

@@ -263,6 +263,10 @@ impl Tensor {
     pub fn binary(&self, op: BinaryOp, other: &Tensor) -> Result<Tensor> {
         ops::elementwise::binary(&self.device.queue(), op, self, other)
     }
+    /// `act(op(self, other))` in one kernel (see [`ops::elementwise::binary_act`]).
+    pub fn binary_act(&self, op: BinaryOp, act: UnaryOp, other: &Tensor) -> Result<Tensor> {
+        ops::elementwise::binary_act(&self.device.queue(), op, act, self, other)
+    }
     /// `self + other`
     pub fn add(&self, other: &Tensor) -> Result<Tensor> {
         self.binary(BinaryOp::Add, other)

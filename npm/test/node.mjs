@@ -46,6 +46,38 @@ assert.equal(code(() => device.tensor(new Float32Array(3), [2, 2])), 'SHAPE');
 assert.equal(code(() => a.add(device.tensor(new Float32Array(6), [2, 3]))), 'SHAPE');
 assert.equal(code(() => a.unary('nope')), 'INVALID');
 await assert.rejects(init('quantum'), (e) => e.code === 'INVALID');
+// Fused ops and options objects, against values computed here.
+const m = device.tensor(new Float32Array([-3, 1, 2, -4, 5, -6]), [2, 3]);
+const ones = device.tensor(new Float32Array(6).fill(1), [2, 3]);
+assert.deepEqual(Array.from(await m.add(ones, { activation: 'relu' }).read()), [0, 2, 3, 0, 6, 0]);
+assert.deepEqual(Array.from(await m.mul(ones, { activation: 'abs' }).read()), [3, 1, 2, 4, 5, 6]);
+const wT = device.tensor(new Float32Array([1, 0, 0, 1, 1, 1]), [3, 2]);
+const bias = device.tensor(new Float32Array([10, -10]), [2]);
+// m @ wT = [[-1, 3], [-10, -1]]; + bias = [[9, -7], [0, -11]]; relu -> [[9, 0], [0, 0]]
+assert.deepEqual(Array.from(await m.linear(wT, { bias, activation: 'relu' }).read()), [9, 0, 0, 0]);
+const ln = await m.layerNorm({ eps: 1e-5, activation: 'relu' }).read();
+const row = [-3, 1, 2];
+const mean = row.reduce((s, v) => s + v) / 3;
+const inv = 1 / Math.sqrt(row.reduce((s, v) => s + (v - mean) ** 2, 0) / 3 + 1e-5);
+row.forEach((v, i) => assert.ok(Math.abs(ln[i] - Math.max((v - mean) * inv, 0)) < 1e-5, `layerNorm ${ln}`));
+// conv2d: a 1x1x3x3 input, a 2x2 kernel of ones, stride 1, padding 0, bias 1 -> window sums + 1.
+const img = device.tensor(Float32Array.from({ length: 9 }, (_, i) => i), [1, 1, 3, 3]);
+const k = device.tensor(new Float32Array(4).fill(1), [1, 1, 2, 2]);
+const one = device.tensor(new Float32Array([1]), [1]);
+assert.deepEqual(Array.from(await img.conv2d(k, { bias: one }).read()), [9, 13, 21, 25]);
+assert.deepEqual(Array.from(await img.conv2d(k, { padding: [0, 1], stride: [1, 2] }).read()), [3, 12, 9, 24]);
+assert.deepEqual(Array.from(await img.conv2d(k, { dilation: 2 }).read()), [16]);
+// attention: causal makes the first query see only the first key.
+const qkv = device.tensor(new Float32Array([1, 0, 0, 1]), [1, 1, 2, 2]);
+const att = await qkv.attention(qkv, qkv, { causal: true }).read();
+assert.deepEqual(Array.from(att.slice(0, 2)), [1, 0]);
+assert.equal(code(() => m.add(ones, { activation: 'sparkle' })), 'INVALID');
+assert.equal(code(() => m.add(ones, { activaton: 'relu' })), 'INVALID');
+assert.equal(code(() => img.conv2d(k, { stride: [1, 2, 3] })), 'INVALID');
+assert.equal(code(() => img.conv2d(k, { groups: -1 })), 'INVALID');
+assert.equal(code(() => m.layerNorm(1e-5)), 'INVALID');
+assert.throws(() => img.conv2d(k, { bias: 'not a tensor' }));
+console.log('node: fused ops and options ok');
 // The device still works after the errors.
 assert.deepEqual(Array.from(await a.add(a).read()), [2, 4, 6, 8]);
 a.free();

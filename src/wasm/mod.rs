@@ -6,10 +6,12 @@
 mod device;
 mod error;
 mod gpu;
+mod options;
 mod profile;
 mod tensor;
 
 pub use device::{init, list_devices, JsDevice};
 pub use gpu::{JsBindingList, JsBuffer, JsFence, JsKernel, JsQueue};
+pub use options::TensorArgs;
 pub use profile::JsProfile;
 pub use tensor::JsTensor;

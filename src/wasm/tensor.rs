@@ -3,6 +3,7 @@
 use wasm_bindgen::prelude::*;
 
 use super::error::{invalid, js_error, usize_of};
+use super::options::{Options, TensorArgs};
 use crate::ops::{BinaryOp, NormParams, ReduceOp, UnaryOp};
 use crate::{DType, Tensor};
 
@@ -18,9 +19,14 @@ impl From<Tensor> for JsTensor {
     }
 }
 
-/// The unary op named `name`, if one is given.
-fn activation(name: Option<String>) -> Result<Option<UnaryOp>, JsValue> {
-    name.map(|a| UnaryOp::from_name(&a).ok_or_else(|| invalid(format!("unknown activation `{a}`: expected a unary op name such as relu or gelu")))).transpose()
+/// Norm parameters from `{ eps, activation }` and the scale and shift tensors.
+fn norm_params<'a>(o: &Options, weight: Option<&'a Tensor>, bias: Option<&'a Tensor>) -> Result<NormParams<'a>, JsValue> {
+    Ok(NormParams {
+        weight,
+        bias,
+        eps: o.number("eps")?.map_or(1e-5, |e| e as f32),
+        act: o.activation()?,
+    })
 }
 
 fn wrap(r: crate::Result<Tensor>) -> Result<JsTensor, JsValue> {
@@ -80,29 +86,35 @@ impl JsTensor {
         wrap(self.inner.unary(op))
     }
 
-    /// A binary op by name (`add`, `sub`, `mul`, `div`, `minimum`, `maximum`, `pow`), broadcasting.
-    pub fn binary(&self, op: &str, other: &JsTensor) -> Result<JsTensor, JsValue> {
+    /// A binary op by name (`add`, `sub`, `mul`, `div`, `minimum`, `maximum`, `pow`),
+    /// broadcasting; `{ activation }` applies a unary op in the same kernel.
+    pub fn binary(&self, op: &str, other: &JsTensor, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
         let op = BinaryOp::from_name(op).ok_or_else(|| {
             invalid(format!(
                 "unknown binary op `{op}`: expected add, sub, mul, div, minimum, maximum or pow"
             ))
         })?;
-        wrap(self.inner.binary(op, &other.inner))
+        self.binary_op(op, other, options)
     }
 
-    /// `this + other`, broadcasting.
-    pub fn add(&self, other: &JsTensor) -> Result<JsTensor, JsValue> {
-        wrap(self.inner.add(&other.inner))
+    /// `this + other`, broadcasting; `{ activation: 'relu' }` fuses an activation.
+    pub fn add(&self, other: &JsTensor, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
+        self.binary_op(BinaryOp::Add, other, options)
     }
 
-    /// `this - other`, broadcasting.
-    pub fn sub(&self, other: &JsTensor) -> Result<JsTensor, JsValue> {
-        wrap(self.inner.sub(&other.inner))
+    /// `this - other`, broadcasting; `{ activation }` fuses an activation.
+    pub fn sub(&self, other: &JsTensor, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
+        self.binary_op(BinaryOp::Sub, other, options)
     }
 
-    /// `this / other`, broadcasting.
-    pub fn div(&self, other: &JsTensor) -> Result<JsTensor, JsValue> {
-        wrap(self.inner.div(&other.inner))
+    /// `this * other`, broadcasting; `{ activation }` fuses an activation.
+    pub fn mul(&self, other: &JsTensor, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
+        self.binary_op(BinaryOp::Mul, other, options)
+    }
+
+    /// `this / other`, broadcasting; `{ activation }` fuses an activation.
+    pub fn div(&self, other: &JsTensor, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
+        self.binary_op(BinaryOp::Div, other, options)
     }
 
     /// A view with the dimensions reordered (`dims` is a permutation).
@@ -115,33 +127,58 @@ impl JsTensor {
         wrap(self.inner.cumsum(usize_of("axis", axis)?))
     }
 
-    /// RMS normalisation over the last axis (`eps` defaults to 1e-5).
-    #[wasm_bindgen(js_name = rmsNorm)]
-    pub fn rms_norm(&self, eps: Option<f32>) -> Result<JsTensor, JsValue> {
-        wrap(self.inner.rms_norm(NormParams { eps: eps.unwrap_or(1e-5), ..NormParams::default() }))
+    /// RMS normalisation over the last axis (the npm package's `rmsNorm(options)` calls this:
+    /// optional per-column `weight`, and `{ eps, activation }`; eps defaults to 1e-5).
+    #[wasm_bindgen(js_name = rmsNormWith)]
+    pub fn rms_norm_with(&self, tensors: &TensorArgs, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
+        let o = Options::new("rmsNorm", options, &["eps", "activation", "weight"])?;
+        wrap(self.inner.rms_norm(norm_params(&o, tensors.get("weight"), None)?))
     }
 
-    /// A linear layer `act(this @ weight)`; `act` names a unary op (e.g. `"relu"`).
-    pub fn linear(&self, weight: &JsTensor, act: Option<String>) -> Result<JsTensor, JsValue> {
-        wrap(self.inner.linear(&weight.inner, None, activation(act)?))
+    /// Layer normalisation over the last axis (the npm package's `layerNorm(options)` calls
+    /// this: optional per-column `weight` and `bias`, and `{ eps, activation }`).
+    #[wasm_bindgen(js_name = layerNormWith)]
+    pub fn layer_norm_with(&self, tensors: &TensorArgs, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
+        let o = Options::new("layerNorm", options, &["eps", "activation", "weight", "bias"])?;
+        wrap(self.inner.layer_norm(norm_params(&o, tensors.get("weight"), tensors.get("bias"))?))
     }
 
-    /// A linear layer `act(this @ weight + bias)` in one kernel.
-    #[wasm_bindgen(js_name = linearBias)]
-    pub fn linear_bias(&self, weight: &JsTensor, bias: &JsTensor, act: Option<String>) -> Result<JsTensor, JsValue> {
-        wrap(self.inner.linear(&weight.inner, Some(&bias.inner), activation(act)?))
+    /// A linear layer `act(this @ weight + bias)` in one kernel (the npm package's
+    /// `linear(weight, { bias, activation })` calls this).
+    #[wasm_bindgen(js_name = linearWith)]
+    pub fn linear_with(&self, weight: &JsTensor, tensors: &TensorArgs, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
+        let o = Options::new("linear", options, &["bias", "activation"])?;
+        wrap(self.inner.linear(&weight.inner, tensors.get("bias"), o.activation()?))
     }
 
-    /// Scaled dot-product attention with `this` as the queries `[batch, heads, lq, d]`.
-    pub fn attention(&self, k: &JsTensor, v: &JsTensor, causal: Option<bool>) -> Result<JsTensor, JsValue> {
-        wrap(self.inner.attention(&k.inner, &v.inner, crate::ops::AttentionParams { causal: causal.unwrap_or(false), ..Default::default() }))
+    /// Scaled dot-product attention with `this` as the queries `[batch, heads, lq, d]` (the
+    /// npm package's `attention(k, v, { causal, scale, mask })` calls this).
+    #[wasm_bindgen(js_name = attentionWith)]
+    pub fn attention_with(&self, k: &JsTensor, v: &JsTensor, tensors: &TensorArgs, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
+        let o = Options::new("attention", options, &["causal", "scale", "mask"])?;
+        let params = crate::ops::AttentionParams {
+            mask: tensors.get("mask"),
+            causal: o.flag("causal")?.unwrap_or(false),
+            scale: o.number("scale")?.map(|s| s as f32),
+        };
+        wrap(self.inner.attention(&k.inner, &v.inner, params))
     }
 
-    /// 2-D convolution of `[n, c, h, w]` by `[o, c / groups, kh, kw]`, with `padding` on
-    /// each side and `stride` (both default 0 and 1).
-    pub fn conv2d(&self, weight: &JsTensor, padding: Option<f64>, stride: Option<f64>) -> Result<JsTensor, JsValue> {
-        let (p, s) = (usize_of("padding", padding.unwrap_or(0.0))?, usize_of("stride", stride.unwrap_or(1.0))?);
-        wrap(self.inner.conv2d(&weight.inner, crate::ops::Conv2dParams { padding: [p, p], stride: [s, s], ..Default::default() }))
+    /// 2-D convolution of `[n, c, h, w]` by `[o, c / groups, kh, kw]` (the npm package's
+    /// `conv2d(weight, { stride, padding, dilation, groups, bias, activation })` calls this).
+    /// Stride, padding and dilation are a number or `[rows, columns]` (defaults 1, 0, 1).
+    #[wasm_bindgen(js_name = conv2dWith)]
+    pub fn conv2d_with(&self, weight: &JsTensor, tensors: &TensorArgs, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
+        let o = Options::new("conv2d", options, &["stride", "padding", "dilation", "groups", "bias", "activation"])?;
+        let params = crate::ops::Conv2dParams {
+            bias: tensors.get("bias"),
+            stride: o.pair("stride")?.unwrap_or([1, 1]),
+            padding: o.pair("padding")?.unwrap_or([0, 0]),
+            dilation: o.pair("dilation")?.unwrap_or([1, 1]),
+            groups: o.size("groups")?.unwrap_or(1),
+            act: o.activation()?,
+        };
+        wrap(self.inner.conv2d(&weight.inner, params))
     }
 
     /// Max pooling over `size x size` windows (stride = size).
@@ -173,11 +210,6 @@ impl JsTensor {
         wrap(self.inner.select(&a.inner, &b.inner))
     }
 
-    /// `this * other`, broadcasting.
-    pub fn mul(&self, other: &JsTensor) -> Result<JsTensor, JsValue> {
-        wrap(self.inner.mul(&other.inner))
-    }
-
     /// Matrix product (batched, broadcasting).
     pub fn matmul(&self, other: &JsTensor) -> Result<JsTensor, JsValue> {
         wrap(self.inner.matmul(&other.inner))
@@ -204,15 +236,6 @@ impl JsTensor {
         wrap(self.inner.reduce(op, axis.map(|a| usize_of("axis", a)).transpose()?))
     }
 
-    /// Layer normalisation over the last axis (`eps` defaults to 1e-5).
-    #[wasm_bindgen(js_name = layerNorm)]
-    pub fn layer_norm(&self, eps: Option<f32>) -> Result<JsTensor, JsValue> {
-        wrap(self.inner.layer_norm(NormParams {
-            eps: eps.unwrap_or(1e-5),
-            ..NormParams::default()
-        }))
-    }
-
     /// This tensor converted to `dtype` (`"f32"`, `"i32"`, `"u32"`, `"f16"`, `"bf16"`).
     pub fn cast(&self, dtype: &str) -> Result<JsTensor, JsValue> {
         let to = [DType::F32, DType::I32, DType::U32, DType::F16, DType::BF16]
@@ -224,5 +247,21 @@ impl JsTensor {
                 ))
             })?;
         wrap(self.inner.cast(to))
+    }
+}
+
+impl JsTensor {
+    /// The library tensor.
+    pub(crate) fn inner(&self) -> &Tensor {
+        &self.inner
+    }
+
+    /// `op(this, other)`, with the `{ activation }` of `options` fused into the kernel.
+    fn binary_op(&self, op: BinaryOp, other: &JsTensor, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
+        let o = Options::new(op.name(), options, &["activation"])?;
+        wrap(match o.activation()? {
+            Some(act) => self.inner.binary_act(op, act, &other.inner),
+            None => self.inner.binary(op, &other.inner),
+        })
     }
 }

@@ -1,0 +1,112 @@
+//! Options objects of the JS API (`x.conv2d(w, { stride: 2, activation: 'relu' })`): unknown
+//! keys and values of the wrong kind are `INVALID` errors that name the key and what it takes.
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use super::error::{invalid, usize_of};
+use super::tensor::JsTensor;
+use crate::ops::UnaryOp;
+use crate::Tensor;
+
+/// The tensors among an op's options (`bias`, `weight`), handed to the wasm by the npm
+/// package's wrappers: wasm-bindgen cannot read a tensor out of a plain JS object.
+#[wasm_bindgen(js_name = TensorArgs)]
+#[derive(Default)]
+pub struct TensorArgs {
+    named: Vec<(String, Tensor)>,
+}
+
+#[wasm_bindgen(js_class = TensorArgs)]
+impl TensorArgs {
+    /// An empty list.
+    #[wasm_bindgen(constructor)]
+    pub fn new() -> TensorArgs {
+        TensorArgs::default()
+    }
+
+    /// Pass `tensor` as the option `name` (the tensor stays usable).
+    pub fn set(&mut self, name: &str, tensor: &JsTensor) {
+        self.named.push((name.to_string(), tensor.inner().clone()));
+    }
+}
+
+impl TensorArgs {
+    /// The tensor passed as `name`, if any.
+    pub(crate) fn get(&self, name: &str) -> Option<&Tensor> {
+        self.named.iter().find(|(n, _)| n == name).map(|(_, t)| t)
+    }
+}
+
+/// The options object passed to `method`, checked to hold only keys from `allowed`.
+pub(crate) struct Options {
+    method: &'static str,
+    object: Option<js_sys::Object>,
+}
+
+impl Options {
+    /// `value` (an object, or undefined / null for no options) as `method`'s options.
+    pub(crate) fn new(method: &'static str, value: Option<JsValue>, allowed: &[&str]) -> Result<Options, JsValue> {
+        let Some(value) = value.filter(|v| !v.is_undefined() && !v.is_null()) else {
+            return Ok(Options { method, object: None });
+        };
+        let object = value.dyn_into::<js_sys::Object>().map_err(|v| invalid(format!("{method}: the options are {v:?}: expected an object with keys from {allowed:?}")))?;
+        for key in js_sys::Object::keys(&object).iter() {
+            let key = key.as_string().unwrap_or_default();
+            if !allowed.contains(&key.as_str()) {
+                return Err(invalid(format!("{method}: unknown option `{key}`: expected one of {allowed:?}")));
+            }
+        }
+        Ok(Options { method, object: Some(object) })
+    }
+
+    /// The value under `key`, unless absent or undefined.
+    fn get(&self, key: &str) -> Option<JsValue> {
+        let object = self.object.as_ref()?;
+        js_sys::Reflect::get(object, &key.into()).ok().filter(|v| !v.is_undefined())
+    }
+
+    /// An error saying that `key` holds `value` where `expected` belongs.
+    fn wrong(&self, key: &str, value: &JsValue, expected: &str) -> JsValue {
+        invalid(format!("{}: option `{key}` is {value:?}: expected {expected}", self.method))
+    }
+
+    /// A number option.
+    pub(crate) fn number(&self, key: &str) -> Result<Option<f64>, JsValue> {
+        self.get(key).map(|v| v.as_f64().ok_or_else(|| self.wrong(key, &v, "a number"))).transpose()
+    }
+
+    /// A size per spatial axis (rows, columns): one number for both, or `[rows, columns]`.
+    pub(crate) fn pair(&self, key: &str) -> Result<Option<[usize; 2]>, JsValue> {
+        let Some(v) = self.get(key) else { return Ok(None) };
+        let what = format!("{}: option `{key}`", self.method);
+        if let Some(n) = v.as_f64() {
+            let n = usize_of(&what, n)?;
+            return Ok(Some([n, n]));
+        }
+        if js_sys::Array::is_array(&v) {
+            let items = js_sys::Array::from(&v);
+            if let (2, Some(a), Some(b)) = (items.length(), items.get(0).as_f64(), items.get(1).as_f64()) {
+                return Ok(Some([usize_of(&what, a)?, usize_of(&what, b)?]));
+            }
+        }
+        Err(self.wrong(key, &v, "a whole number or [rows, columns]"))
+    }
+
+    /// A whole-number option.
+    pub(crate) fn size(&self, key: &str) -> Result<Option<usize>, JsValue> {
+        self.number(key)?.map(|n| usize_of(&format!("{}: option `{key}`", self.method), n)).transpose()
+    }
+
+    /// A boolean option.
+    pub(crate) fn flag(&self, key: &str) -> Result<Option<bool>, JsValue> {
+        self.get(key).map(|v| v.as_bool().ok_or_else(|| self.wrong(key, &v, "true or false"))).transpose()
+    }
+
+    /// The `activation` option: a unary op's name.
+    pub(crate) fn activation(&self) -> Result<Option<UnaryOp>, JsValue> {
+        let Some(v) = self.get("activation") else { return Ok(None) };
+        let name = v.as_string().ok_or_else(|| self.wrong("activation", &v, "a unary op's name such as \"relu\" or \"gelu\""))?;
+        UnaryOp::from_name(&name).map(Some).ok_or_else(|| self.wrong("activation", &v, "a unary op's name: neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, relu, gelu, gelu_tanh or silu"))
+    }
+}

@@ -1,0 +1,35 @@
+// A static file server for the benchmark page, rooted at this folder (node_modules included),
+// with the headers that make the page cross-origin isolated (SharedArrayBuffer, and so
+// multi-threaded wasm). Usage: node serve.mjs [port] (default 8731).
+import { createServer } from 'node:http';
+import { readFile } from 'node:fs/promises';
+import { extname, join, normalize } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('.', import.meta.url));
+const port = Number(process.argv[2] ?? 8731);
+const types = {
+  '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm',
+  '.json': 'application/json', '.onnx': 'application/octet-stream', '.css': 'text/css',
+};
+
+createServer(async (req, res) => {
+  const path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname));
+  const file = join(root, path.endsWith('/') ? join(path, 'index.html') : path);
+  if (!file.startsWith(root)) {
+    res.writeHead(403).end();
+    return;
+  }
+  try {
+    const body = await readFile(file);
+    res.writeHead(200, {
+      'Content-Type': types[extname(file)] ?? 'application/octet-stream',
+      'Cross-Origin-Opener-Policy': 'same-origin',
+      'Cross-Origin-Embedder-Policy': 'require-corp',
+      'Cache-Control': 'no-store',
+    });
+    res.end(body);
+  } catch {
+    res.writeHead(404).end(`not found: ${path}`);
+  }
+}).listen(port, '127.0.0.1', () => console.log(`serving ${root} on http://127.0.0.1:${port}/`));
