@@ -184,6 +184,12 @@ impl<T: Element> Buffer<T> {
         self.device.queue().read(self).await
     }
 
+    /// The contents as a new JS `ArrayBuffer` (one copy), after the default queue's work.
+    #[cfg(target_arch = "wasm32")]
+    pub(crate) async fn read_array_buffer(&self) -> Result<js_sys::ArrayBuffer> {
+        self.device.queue().read_array_buffer(self).await
+    }
+
     /// Blocking twin of [`read`](Buffer::read) (not available in browsers).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn read_blocking(&self) -> Result<Vec<T>> {

@@ -47,6 +47,6 @@ pub use kernel::{Binding, BindingInfo, BindingKind, Kernel, KernelInfo, KernelLa
 pub use ops::{BinaryOp, ReduceOp, UnaryOp};
 pub use policy::{Policy, PoolPolicy, Selection, TUNABLE_OPS};
 pub use pool::MemoryStats;
-pub use profile::{Decision, Profile, Profiler};
+pub use profile::{Decision, Profile, Profiler, ReadRecord};
 pub use queue::Queue;
 pub use tensor::Tensor;

@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use crate::backend::{BackendDevice, QueueImpl};
+use crate::backend::{BackendDevice, Mapped, QueueImpl};
 use crate::buffer::BufferInner;
 use crate::kernel::{Binding, Kernel};
 use crate::ops::OpCall;
-use crate::profile::{self, Decision, Profiler};
+use crate::profile::{self, Decision, Profiler, ReadRecord};
 use crate::{Buffer, DType, Device, Element, Error, Fence, Result};
 
 /// An ordered stream of device work. Work is recorded and sent to the device in batches:
@@ -179,9 +179,46 @@ impl Queue {
         if src.is_empty() {
             return Ok(Vec::new());
         }
+        self.read_mapped(src, |bytes| {
+            let mut out = vec![T::zeroed(); src.len()];
+            bytes.copy_to(bytemuck::cast_slice_mut(&mut out));
+            out
+        })
+        .await
+    }
+
+    /// Read `src` back after all work recorded on this queue into a new JS `ArrayBuffer`,
+    /// with one copy from where the bytes lie (the mapped GPU buffer, or the CPU backend's
+    /// memory) into it.
+    #[cfg(target_arch = "wasm32")]
+    pub(crate) async fn read_array_buffer<T: Element>(&self, src: &Buffer<T>) -> Result<js_sys::ArrayBuffer> {
+        self.check_buffer(src, "read source")?;
+        if src.is_empty() {
+            return Ok(js_sys::ArrayBuffer::new(0));
+        }
+        self.read_mapped(src, |bytes| bytes.to_array_buffer()).await
+    }
+
+    /// Lend the bytes of `src`, once read, to `take`; the profiler records the wait and the copy.
+    async fn read_mapped<T: Element, R>(&self, src: &Buffer<T>, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
         self.order_after_other_queues(&[&src.inner])?;
-        let bytes = self.shared.imp.read(self.backend(), &src.inner, src.byte_offset(), src.byte_len()).await?;
-        Ok(bytemuck::pod_collect_to_vec(&bytes))
+        let (offset, bytes) = (src.byte_offset(), src.byte_len());
+        let profiler = self.profiler();
+        if !profiler.is_enabled() {
+            return self.shared.imp.read(self.backend(), &src.inner, offset, bytes, take).await;
+        }
+        let start = profiler.now_us();
+        let mut copy_us = 0.0;
+        let timed = |m: Mapped<'_>| {
+            let t0 = profiler.now_us();
+            let out = take(m);
+            copy_us = profiler.now_us() - t0;
+            out
+        };
+        let out = self.shared.imp.read(self.backend(), &src.inner, offset, bytes, timed).await?;
+        let wait_us = profiler.now_us() - start - copy_us;
+        profiler.push_read(ReadRecord { queue: self.id(), bytes, host_start_us: start, wait_us, copy_us });
+        Ok(out)
     }
 
     /// Blocking twin of [`read`](Queue::read) (not available in browsers).

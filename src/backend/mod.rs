@@ -6,12 +6,15 @@
 //! device is listed and opening one says why.
 
 pub(crate) mod cpu;
+mod mapped;
 #[cfg(cuda_backend)]
 pub(crate) mod cuda;
 #[cfg(feature = "webgpu")]
 pub(crate) mod webgpu;
 
 use std::sync::Arc;
+
+pub(crate) use mapped::Mapped;
 
 use crate::buffer::BufferInner;
 use crate::kernel::{Binding, Kernel};
@@ -397,13 +400,15 @@ impl QueueImpl {
         }
     }
 
-    pub async fn read(&self, dev: &BackendDevice, src: &Arc<BufferInner>, offset: u64, bytes: u64) -> Result<Vec<u8>> {
+    /// Read `bytes` bytes at `offset` of `src` after all recorded work, lending them to `take`
+    /// where they lie once read (see [`Mapped`]).
+    pub async fn read<R>(&self, dev: &BackendDevice, src: &Arc<BufferInner>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
         match (self, dev) {
-            (QueueImpl::Cpu, BackendDevice::Cpu(_)) => cpu::read(src, offset, bytes),
+            (QueueImpl::Cpu, BackendDevice::Cpu(_)) => cpu::read(src, offset, bytes, take),
             #[cfg(feature = "webgpu")]
-            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => q.read(d, src, offset, bytes).await,
+            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => q.read(d, src, offset, bytes, take).await,
             #[cfg(cuda_backend)]
-            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => q.read(d, src, offset, bytes),
+            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => q.read(d, src, offset, bytes, take),
             #[allow(unreachable_patterns)]
             _ => Err(mismatch()),
         }

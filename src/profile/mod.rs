@@ -98,6 +98,24 @@ pub struct LaunchRecord {
     pub device_us: Option<f64>,
 }
 
+/// One read back to the host, in its two phases.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReadRecord {
+    /// Id of the queue the read was recorded on.
+    pub queue: u64,
+    /// Bytes read.
+    pub bytes: u64,
+    /// Host time of the request, microseconds since the profiler was created.
+    pub host_start_us: f64,
+    /// Until the bytes could be copied, in microseconds: submitting the queue's work, the
+    /// device finishing it and copying the bytes to a mappable staging buffer (webgpu), and
+    /// mapping them.
+    pub wait_us: f64,
+    /// The one host copy, from where the bytes lie into the returned array (a JS typed array
+    /// in a browser), in microseconds.
+    pub copy_us: f64,
+}
+
 /// Device time of one launch in nanoseconds: start on the clock's own axis, and duration.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Span {
@@ -147,6 +165,7 @@ struct ProfilerInner {
     enabled: AtomicBool,
     epoch: Instant,
     pending: Mutex<Vec<Pending>>,
+    reads: Mutex<Vec<ReadRecord>>,
     /// The first CUDA start event seen: CUDA launch starts are measured from it.
     cuda_epoch: Mutex<Option<FenceImpl>>,
 }
@@ -158,6 +177,7 @@ impl Default for Profiler {
                 enabled: AtomicBool::new(false),
                 epoch: Instant::now(),
                 pending: Mutex::new(Vec::new()),
+                reads: Mutex::new(Vec::new()),
                 cuda_epoch: Mutex::new(None),
             }),
         }
@@ -183,6 +203,7 @@ impl Profiler {
     /// Forget every record so far.
     pub fn clear(&self) {
         lock(&self.inner.pending).clear();
+        lock(&self.inner.reads).clear();
     }
 
     /// Microseconds since the profiler was created.
@@ -201,6 +222,11 @@ impl Profiler {
             lock(&self.inner.cuda_epoch).get_or_insert_with(|| start.clone());
         }
         lock(&self.inner.pending).push(Pending { record, timing });
+    }
+
+    /// Keep a read back.
+    pub(crate) fn push_read(&self, record: ReadRecord) {
+        lock(&self.inner.reads).push(record);
     }
 
     /// Take every record so far, resolving device times: `wait_device` lets the device finish
@@ -235,7 +261,8 @@ impl Profiler {
             record.device_us = span.map(|s| s.dur_ns / 1e3);
             launches.push(record);
         }
-        Profile { backend, device, launches, decisions: Vec::new() }
+        let reads = std::mem::take(&mut *lock(&self.inner.reads));
+        Profile { backend, device, launches, reads, decisions: Vec::new() }
     }
 }
 
@@ -248,6 +275,8 @@ pub struct Profile {
     pub device: String,
     /// Every launch, in recording order.
     pub launches: Vec<LaunchRecord>,
+    /// Every read back to the host, in order.
+    pub reads: Vec<ReadRecord>,
     /// Decisions not tied to one launch: how the device was chosen, policy fallbacks.
     pub decisions: Vec<Decision>,
 }

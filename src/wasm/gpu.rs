@@ -81,12 +81,13 @@ impl JsBuffer {
         .map_err(js_error)
     }
 
-    /// The contents as a typed array of the buffer's type, once the device is done.
+    /// The contents as a typed array of the buffer's type (one copy into it), once the
+    /// device is done.
     pub async fn read(&self) -> Result<JsValue, JsValue> {
         Ok(match &self.inner {
-            TypedBuffer::F32(b) => js_sys::Float32Array::from(&b.read().await.map_err(js_error)?[..]).into(),
-            TypedBuffer::I32(b) => js_sys::Int32Array::from(&b.read().await.map_err(js_error)?[..]).into(),
-            TypedBuffer::U32(b) => js_sys::Uint32Array::from(&b.read().await.map_err(js_error)?[..]).into(),
+            TypedBuffer::F32(b) => js_sys::Float32Array::new(&b.read_array_buffer().await.map(JsValue::from).map_err(js_error)?).into(),
+            TypedBuffer::I32(b) => js_sys::Int32Array::new(&b.read_array_buffer().await.map(JsValue::from).map_err(js_error)?).into(),
+            TypedBuffer::U32(b) => js_sys::Uint32Array::new(&b.read_array_buffer().await.map(JsValue::from).map_err(js_error)?).into(),
         })
     }
 }

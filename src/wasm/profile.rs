@@ -28,6 +28,13 @@ impl JsProfile {
         to_js(&self.inner.launches)
     }
 
+    /// Every read back to the host: `{ queue, bytes, host_start_us, wait_us, copy_us }`
+    /// (`wait_us`: submitting, the device finishing and copying to a mappable buffer, mapping;
+    /// `copy_us`: the one copy into the returned typed array).
+    pub fn reads(&self) -> JsValue {
+        to_js(&self.inner.reads)
+    }
+
     /// Per-op totals: `{ op, count, timed, total_s, mean_s, bytes, flops, rate, unit, variants }`.
     pub fn summary(&self) -> JsValue {
         to_js(&self.inner.summary())

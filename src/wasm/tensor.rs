@@ -29,6 +29,11 @@ fn norm_params<'a>(o: &Options, weight: Option<&'a Tensor>, bias: Option<&'a Ten
     })
 }
 
+/// The elements of `t` (of element type `T`), row-major, in a new `ArrayBuffer`.
+async fn array_buffer<T: crate::Element>(t: &Tensor) -> Result<JsValue, JsValue> {
+    t.to_buffer::<T>().map_err(js_error)?.read_array_buffer().await.map(JsValue::from).map_err(js_error)
+}
+
 fn wrap(r: crate::Result<Tensor>) -> Result<JsTensor, JsValue> {
     r.map(JsTensor::from).map_err(js_error)
 }
@@ -47,24 +52,18 @@ impl JsTensor {
         self.inner.dtype().to_string()
     }
 
-    /// The elements, row-major, as a `Float32Array` (f32, and f16 / bf16 widened),
-    /// `Int32Array` or `Uint32Array`. Never blocks: resolves when the device is done.
+    /// The elements, row-major, as a `Float32Array` (f32, and f16 / bf16 widened on the
+    /// device), `Int32Array` or `Uint32Array`: one copy from where they lie (a mapped GPU
+    /// buffer, or the CPU backend's memory) into the array. Resolves when the device is done.
     pub async fn read(&self) -> Result<JsValue, JsValue> {
         let t = &self.inner;
         Ok(match t.dtype() {
-            DType::I32 => {
-                js_sys::Int32Array::from(&t.to_vec::<i32>().await.map_err(js_error)?[..]).into()
-            }
-            DType::U32 => {
-                js_sys::Uint32Array::from(&t.to_vec::<u32>().await.map_err(js_error)?[..]).into()
-            }
-            DType::F32 => {
-                js_sys::Float32Array::from(&t.to_vec::<f32>().await.map_err(js_error)?[..]).into()
-            }
+            DType::I32 => js_sys::Int32Array::new(&array_buffer::<i32>(t).await?).into(),
+            DType::U32 => js_sys::Uint32Array::new(&array_buffer::<u32>(t).await?).into(),
+            DType::F32 => js_sys::Float32Array::new(&array_buffer::<f32>(t).await?).into(),
             DType::F16 | DType::BF16 => {
                 let wide = t.cast(DType::F32).map_err(js_error)?;
-                js_sys::Float32Array::from(&wide.to_vec::<f32>().await.map_err(js_error)?[..])
-                    .into()
+                js_sys::Float32Array::new(&array_buffer::<f32>(&wide).await?).into()
             }
         })
     }

@@ -93,13 +93,20 @@ async function measure(engine, loaded, workload, sizes, inputs, choice) {
     const compute = ['matmul', 'conv2d', 'attention'].includes(workload);
     const rate = compute ? flops / ms / 1e6 : bytes / ms / 1e6;
     const result = { ...base, median_ms: ms, rate, unit: compute ? 'GFLOP/s' : 'GB/s', max_rel_err: err };
-    if (runner.breakdown) result.breakdown = await runner.breakdown();
+    if (runner.breakdown) result.breakdown = await medianBreakdown(runner, 3);
     return result;
   } catch (e) {
     return { ...base, error: String(e?.message ?? e) };
   } finally {
     runner?.dispose();
   }
+}
+
+/** The per-field medians of `n` breakdowns of one run each. */
+async function medianBreakdown(runner, n) {
+  const all = [];
+  for (let i = 0; i < n; i++) all.push(await runner.breakdown());
+  return Object.fromEntries(Object.keys(all[0]).map((k) => [k, median(all.map((b) => b[k]))]));
 }
 
 /** Our rate over the best rival's, per engine of ours, for each workload. */

@@ -60,7 +60,7 @@ export async function prepareOurs(device, workload, sizes, inputs) {
       out.free();
       for (const t of rest) t.free();
       const profile = await device.takeProfile();
-      return { record_ms: t1 - t0, read_ms: t2 - t1, ...phases(profile.launches()) };
+      return breakdownOf(t1 - t0, t2 - t1, profile, device.backend);
     } finally {
       device.disableProfiler();
     }
@@ -70,15 +70,27 @@ export async function prepareOurs(device, workload, sizes, inputs) {
 }
 
 /**
- * From the profiler's records: the kernels' device time (timestamp queries on webgpu, the host
- * clock on cpu) and the phases of the read back.
+ * Where one run's time went (ms), from the JS clock and the profiler:
+ * - `record`: the op calls (on `cpu` they also run the kernels);
+ * - `kernels`: the launches' device time (timestamp queries on webgpu, the host clock on cpu);
+ * - `submit_to_mapped`: from the read's request until the bytes were mapped, less the kernels:
+ *   submitting, the copy to a mappable staging buffer, mapping (webgpu);
+ * - `copy_to_js`: the one copy from the mapped range (or the CPU backend's memory) into the
+ *   returned typed array;
+ * - `read_rest`: the remainder of `await read()` (promise resolution, the wasm boundary).
  */
-function phases(launches) {
-  const out = { kernel_ms: 0 };
-  for (const l of launches) {
-    const ms = (l.device_us ?? 0) / 1e3;
-    if (l.op.startsWith('read:')) out[`${l.op.slice(5).trim().replaceAll(' ', '_')}_ms`] = ms;
-    else out.kernel_ms += ms;
-  }
-  return out;
+function breakdownOf(recordMs, readMs, profile, backend) {
+  const kernels = profile.launches().reduce((sum, l) => sum + (l.device_us ?? 0), 0) / 1e3;
+  const reads = profile.reads();
+  const wait = reads.reduce((sum, r) => sum + r.wait_us, 0) / 1e3;
+  const copy = reads.reduce((sum, r) => sum + r.copy_us, 0) / 1e3;
+  // webgpu runs the kernels after the read's submit, within its wait; cpu while recording.
+  const inWait = backend === 'webgpu' ? kernels : 0;
+  return {
+    record_ms: recordMs,
+    kernels_ms: kernels,
+    submit_to_mapped_ms: Math.max(wait - inWait, 0),
+    copy_to_js_ms: copy,
+    read_rest_ms: Math.max(readMs - wait - copy, 0),
+  };
 }

@@ -143,7 +143,8 @@ pub(crate) fn copy(src: &Arc<BufferInner>, src_offset: u64, dst: &Arc<BufferInne
     Ok(())
 }
 
-pub(crate) fn read(src: &Arc<BufferInner>, offset: u64, bytes: u64) -> Result<Vec<u8>> {
+/// Lend `bytes` bytes at `offset` of `src` to `take`, in place.
+pub(crate) fn read<R>(src: &Arc<BufferInner>, offset: u64, bytes: u64, take: impl FnOnce(super::Mapped<'_>) -> R) -> Result<R> {
     let g = read_guard(src)?;
-    Ok(bytemuck::cast_slice::<u32, u8>(&g)[byte_range(offset, bytes)].to_vec())
+    Ok(take(super::Mapped::Host(&bytemuck::cast_slice::<u32, u8>(&g)[byte_range(offset, bytes)])))
 }

@@ -8,7 +8,7 @@ use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaFunction, CudaStre
 
 use super::memory::{PinnedBuffer, StagingPool, STAGING_MAX};
 use super::{driver_error, CudaDevice, DeviceMemory};
-use crate::backend::Memory;
+use crate::backend::{Mapped, Memory};
 use crate::buffer::BufferInner;
 use crate::kernel::{BindingValue, Binding, Scalar};
 use crate::signal::lock;
@@ -289,17 +289,19 @@ impl CudaQueue {
         self.stream(dev)?.wait(&fence.event).map_err(|e| dev.fail("ordering a stream after an event", e))
     }
 
-    pub(crate) fn read(&self, dev: &CudaDevice, src: &Arc<BufferInner>, offset: u64, bytes: u64) -> Result<Vec<u8>> {
+    /// Copy `bytes` bytes at `offset` of `src` to the host after the recorded work and lend
+    /// them to `take` (from pinned staging memory where they fit, else from pageable memory).
+    pub(crate) fn read<R>(&self, dev: &CudaDevice, src: &Arc<BufferInner>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
         let stream = self.stream(dev)?;
         let ptr = device_memory(src)?.ptr + offset;
         let n = bytes as usize;
         self.bind(dev)?;
-        let mut out = vec![0u8; n];
         let mut pinned = if n <= STAGING_MAX {
             Some(self.retirement.take_staging(&self.ctx, n).map_err(|e| dev.fail("taking pinned staging memory", e))?)
         } else {
             None
         };
+        let mut out = if pinned.is_some() { Vec::new() } else { vec![0u8; n] };
         match pinned.as_mut() {
             // SAFETY: the pinned buffer is not read (or freed) before the copy has completed.
             Some(p) => unsafe { result::memcpy_dtoh_async(p.bytes_mut(n), ptr, stream.cu_stream()) },
@@ -315,13 +317,17 @@ impl CudaQueue {
             let _ = stream.synchronize();
             return Err(e);
         }
-        if let Some(p) = pinned {
-            out.copy_from_slice(p.bytes(n));
-            self.retirement.staging.give_back(p);
-        }
+        let taken = match pinned {
+            Some(p) => {
+                let taken = take(Mapped::Host(p.bytes(n)));
+                self.retirement.staging.give_back(p);
+                taken
+            }
+            None => take(Mapped::Host(&out)),
+        };
         dev.maintain();
         dev.check_healthy()?;
-        Ok(out)
+        Ok(taken)
     }
 }
 

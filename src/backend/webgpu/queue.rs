@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::{GpuDevice, GpuMemory};
-use crate::backend::Memory;
+use crate::backend::{Mapped, Memory};
 use crate::buffer::BufferInner;
 use crate::kernel::{Binding, Kernel, KernelImpl};
 use crate::profile::{PendingSpan, Span};
@@ -298,8 +298,9 @@ impl GpuQueue {
         Ok(GpuFence { done, index })
     }
 
-    /// Copy a range back to the host after all recorded work.
-    pub(crate) async fn read(&self, dev: &GpuDevice, src: &Arc<BufferInner>, offset: u64, bytes: u64) -> Result<Vec<u8>> {
+    /// Copy a range back after all recorded work, to a mappable staging buffer, and lend the
+    /// mapped bytes to `take`.
+    pub(crate) async fn read<R>(&self, dev: &GpuDevice, src: &Arc<BufferInner>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
         // WebGPU copies whole words: read the enclosing aligned range, keep the part asked for.
         let lead = offset % 4;
         let (offset, size) = (offset - lead, (lead + bytes).next_multiple_of(4));
@@ -325,14 +326,23 @@ impl GpuQueue {
         // Browsers report device errors asynchronously: one raised by the work just read
         // (a rejected shader, say) has arrived by now and must not pass as a result.
         dev.check_healthy()?;
-        let data = {
-            let view = staging.slice(..).get_mapped_range().map_err(|e| Error::Device(format!("mapping the readback buffer: {e}")))?;
-            view[lead as usize..(lead + bytes) as usize].to_vec()
-        };
+        let taken = lend_mapped(&staging, lead, bytes, take);
         staging.unmap();
         dev.maintain();
-        Ok(data)
+        taken
     }
+}
+
+/// Lend `bytes` bytes from `lead` of the mapped `staging` buffer to `take`: in a browser the
+/// `ArrayBuffer` of the mapping itself (wgpu's own view would first copy it into the wasm).
+fn lend_mapped<R>(staging: &wgpu::Buffer, lead: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
+    #[cfg(target_arch = "wasm32")]
+    if let Some(js) = staging.as_webgpu() {
+        let range = js.get_mapped_range().map_err(|e| Error::Device(format!("mapping the readback buffer: {e:?}")))?;
+        return Ok(take(Mapped::Js(js_sys::Uint8Array::new_with_byte_offset_and_length(&range, lead as u32, bytes as u32))));
+    }
+    let view = staging.slice(..).get_mapped_range().map_err(|e| Error::Device(format!("mapping the readback buffer: {e}")))?;
+    Ok(take(Mapped::Host(&view[lead as usize..(lead + bytes) as usize])))
 }
 
 /// Timestamp queries of a batch with profiled launches: launch `s` gets query `2s` at the

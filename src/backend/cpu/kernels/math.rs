@@ -12,11 +12,13 @@ pub(super) fn exp(x: f32) -> f32 {
     // 1.5 * 2^23: adding and subtracting it rounds to the nearest integer without a call.
     const ROUND: f32 = 12_582_912.0;
     let x = x.clamp(-104.0, 89.0);
-    let n = (x * LOG2E + ROUND) - ROUND;
+    let t = x * LOG2E + ROUND;
+    let n = t - ROUND;
     let r = x - n * LN2_HI - n * LN2_LO;
     let p = ((((((1.987_569_2e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r + 0.166_666_65) * r + 0.5) * r * r) + r + 1.0;
-    // SAFETY: x was clamped, so n lies in [-151, 129] (a plain `as` would not vectorise).
-    let n = unsafe { n.to_int_unchecked::<i32>() };
+    // n as an integer, read from t's mantissa bits: x was clamped, so n lies in [-151, 129]
+    // (a float-to-int conversion would keep the loop from vectorising, on wasm32 always).
+    let n = t.to_bits() as i32 - ROUND.to_bits() as i32;
     let (n1, n2) = (n >> 1, n - (n >> 1));
     let scale = |k: i32| f32::from_bits(((k + 127) as u32) << 23);
     p * scale(n1) * scale(n2)
