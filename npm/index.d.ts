@@ -43,7 +43,8 @@ export interface Policy {
 /**
  * Open a device: 'auto' (a hardware WebGPU adapter; with a software one such as SwiftShader,
  * whichever of WebGPU and the CPU backend inside the wasm runs the heavy ops faster; without
- * WebGPU the CPU; `device.selectionReason` says why), 'webgpu' or 'cpu'; or the device a
- * policy prefers. Rejects with an `Error` whose `code` says what went wrong.
+ * WebGPU the CPU; `device.selectionReason` says why), 'webgpu' or 'cpu'; or an object with the
+ * backend, a policy to follow instead, and (with `unicompute/threads`) the CPU backend's thread
+ * count, fixed by the first call. Rejects with an `Error` whose `code` says what went wrong.
  */
-export function init(backend?: 'auto' | 'webgpu' | 'cpu' | { policy: Policy | string }): Promise<Device>;
+export function init(choice?: 'auto' | 'webgpu' | 'cpu' | { backend?: 'auto' | 'webgpu' | 'cpu'; policy?: Policy | string; threads?: number }): Promise<Device>;

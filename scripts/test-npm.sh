@@ -4,7 +4,8 @@
 # through the `webgpu` package with Chromium's SwiftShader Vulkan driver
 # (npm/test/node-webgpu.mjs; with UNICOMPUTE_REQUIRE_WEBGPU=1 a missing adapter fails); and
 # in a page bundled with Vite, loaded in headless Chromium through playwright-core, which
-# checks the numbers and takes a screenshot (target/npm-page.png).
+# checks the numbers and takes a screenshot (target/npm-page.png); and `unicompute/threads`
+# on Web Workers in a cross-origin-isolated page (npm/test/threads.test.mjs).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 "$repo/scripts/build-npm.sh"
@@ -24,6 +25,11 @@ elif [ "${UNICOMPUTE_REQUIRE_WEBGPU:-}" = 1 ]; then
 else
     echo "SKIPPING Node + WebGPU: $icd (Debian's chromium) is missing"
 fi
+
+# unicompute/threads: the CPU backend on Web Workers in a cross-origin-isolated page gives the
+# one-thread build's numbers exactly.
+cp "$repo"/npm/test/threads.html .
+node threads.test.mjs
 
 cp -r "$repo/npm/test/page" .
 ./node_modules/.bin/vite build page --outDir ../dist --emptyOutDir --logLevel warn

@@ -179,6 +179,9 @@ pub struct DeviceInfo {
     pub memory_total: Option<u64>,
     /// CUDA compute capability `[major, minor]` (`None` on other backends).
     pub compute_capability: Option<[u32; 2]>,
+    /// Host threads the `cpu` backend runs kernels on (its rayon pool; in a browser, Web
+    /// Workers with the npm package's `unicompute/threads`); `None` on other backends.
+    pub threads: Option<usize>,
 }
 
 /// Options for [`Device::open_with`].

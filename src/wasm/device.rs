@@ -76,6 +76,9 @@ fn info_object(info: &crate::DeviceInfo) -> JsValue {
     set(&out, "name", info.name.clone());
     set(&out, "backend", info.backend.to_string());
     set(&out, "type", info.device_type.to_string());
+    if let Some(n) = info.threads {
+        set(&out, "threads", n as f64);
+    }
     set(&out, "limits", limits);
     set(&out, "features", features);
     out.into()
@@ -112,7 +115,7 @@ impl JsDevice {
         self.inner.decisions().first().map(|d| d.reason.clone()).unwrap_or_default()
     }
 
-    /// What the device reports: `{ name, backend, type, limits: {...}, features: {...} }`.
+    /// What the device reports: `{ name, backend, type, threads (cpu), limits: {...}, features: {...} }`.
     pub fn info(&self) -> JsValue {
         info_object(self.inner.info())
     }

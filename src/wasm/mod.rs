@@ -15,3 +15,6 @@ pub use gpu::{JsBindingList, JsBuffer, JsFence, JsKernel, JsQueue};
 pub use options::TensorArgs;
 pub use profile::JsProfile;
 pub use tensor::JsTensor;
+/// `initThreadPool(n)` in JS: start the CPU backend's `n` worker threads (the `threads` build).
+#[cfg(feature = "threads")]
+pub use wasm_bindgen_rayon::init_thread_pool;

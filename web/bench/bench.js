@@ -8,7 +8,7 @@ import { PEERS, loadPeer, preparePeer } from './peers.js';
 
 const ENGINES = [...OURS, ...PEERS];
 /** The peers each of our engines is compared with (same kind of hardware). */
-const RIVALS = { 'unicompute-webgpu': ['tfjs-webgpu', 'ort-webgpu'], 'unicompute-cpu': ['ort-wasm'] };
+const RIVALS = { 'unicompute-webgpu': ['tfjs-webgpu', 'ort-webgpu'], 'unicompute-cpu': ['ort-wasm'], 'unicompute-cpu-threads': ['ort-wasm-threads'] };
 const $ = (id) => document.getElementById(id);
 
 /** The choices in the URL (`engines`, `workloads`, `sizes` as JSON, `runs`, `warmup`, `threads`). */
@@ -63,7 +63,7 @@ async function loadEngines(choice) {
   const loaded = {};
   for (const engine of choice.engines) {
     try {
-      loaded[engine] = OURS.includes(engine) ? { device: await loadOurs(engine) } : (await loadPeer(engine, { threads: choice.threads }), {});
+      loaded[engine] = OURS.includes(engine) ? { device: await loadOurs(engine, { threads: choice.threads }) } : (await loadPeer(engine, { threads: choice.threads }), {});
     } catch (e) {
       loaded[engine] = { error: String(e?.message ?? e) };
     }

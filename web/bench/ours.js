@@ -1,14 +1,18 @@
 // unicompute's side of the benchmark: the workloads through the npm package's JS API, on its
 // `webgpu` or `cpu` device, and where the time of one run goes.
-import { init } from './node_modules/unicompute/index.js';
+import * as one from './node_modules/unicompute/index.js';
+import * as threaded from './node_modules/unicompute/threads.js';
 
-/** The unicompute engines of the page. */
-export const OURS = ['unicompute-webgpu', 'unicompute-cpu'];
+/**
+ * The unicompute engines of the page: WebGPU, the CPU backend inside the wasm on one thread,
+ * and on `threads` Web Workers (`unicompute/threads`; the page is cross-origin isolated).
+ */
+export const OURS = ['unicompute-webgpu', 'unicompute-cpu', 'unicompute-cpu-threads'];
 
-/** Open the device of `engine` ('unicompute-webgpu' or 'unicompute-cpu'). */
-export async function loadOurs(engine) {
-  const backend = engine.replace('unicompute-', '');
-  const device = await init(backend);
+/** Open the device of `engine`. */
+export async function loadOurs(engine, { threads = 1 } = {}) {
+  const backend = engine === 'unicompute-webgpu' ? 'webgpu' : 'cpu';
+  const device = engine === 'unicompute-cpu-threads' ? await threaded.init({ backend, threads }) : await one.init(backend);
   if (device.backend !== backend) throw new Error(`no ${backend} device: ${device.fallbackReason ?? device.selectionReason}`);
   return device;
 }

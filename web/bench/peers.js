@@ -14,8 +14,8 @@
 import { WORKLOADS, permute } from './workloads.js';
 import { buildModel } from './onnx.js';
 
-/** The peer engines: 'tfjs-webgpu', 'ort-webgpu', 'ort-wasm'. */
-export const PEERS = ['tfjs-webgpu', 'ort-webgpu', 'ort-wasm'];
+/** The peer engines: 'tfjs-webgpu', 'ort-webgpu', 'ort-wasm' (one thread) and 'ort-wasm-threads'. */
+export const PEERS = ['tfjs-webgpu', 'ort-webgpu', 'ort-wasm', 'ort-wasm-threads'];
 
 const TFJS = ['/node_modules/@tensorflow/tfjs-core/dist/tf-core.min.js', '/node_modules/@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.min.js'];
 const ORT_DIST = '/node_modules/onnxruntime-web/dist/';
@@ -26,13 +26,18 @@ const loaded = new Map();
 /** Per peer, the key of the instance loadPeer loaded last (the one preparePeer uses). */
 const current = new Map();
 
-/** Load the libraries and backend for `peer` (once); `threads` for ort-wasm (ort.env.wasm.numThreads). Throws an Error saying why if unavailable. */
+/**
+ * Load the libraries and backend for `peer` (once); `threads` for ort-wasm-threads
+ * (ort.env.wasm.numThreads). Throws an Error saying why if unavailable.
+ */
 export async function loadPeer(peer, { threads = 1 } = {}) {
   if (!PEERS.includes(peer)) throw new Error(`unknown peer '${peer}'`);
   // TF.js is one global; ort-webgpu runs its kernels on the GPU, so one wasm thread does.
-  const key = peer === 'ort-wasm' ? `${peer}/${threads}` : peer;
+  const n = peer === 'ort-wasm-threads' ? threads : 1;
+  const base = peer === 'ort-wasm-threads' ? 'ort-wasm' : peer;
+  const key = base === 'ort-wasm' ? `${base}/${n}` : base;
   if (!loaded.has(key)) {
-    const lib = (peer === 'tfjs-webgpu' ? loadTfjs() : loadOrt(peer, peer === 'ort-wasm' ? threads : 1)).catch((e) => {
+    const lib = (base === 'tfjs-webgpu' ? loadTfjs() : loadOrt(base, n)).catch((e) => {
       loaded.delete(key);
       throw new Error(`${peer}: ${e?.message ?? e}`);
     });

@@ -55,7 +55,7 @@ fn cpu_name() -> String {
 /// What the CPU device reports.
 pub(crate) fn info() -> DeviceInfo {
     let memory = host_memory();
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let threads = rayon::current_num_threads();
     // One allocation may take 3/4 of physical memory: more would only end in swapping or the
     // out-of-memory killer, not in an error the caller can handle.
     let max_buffer = memory.map_or(if cfg!(target_pointer_width = "32") { 1 << 31 } else { 1 << 34 }, |m| m / 4 * 3);
@@ -81,6 +81,7 @@ pub(crate) fn info() -> DeviceInfo {
         features: Features { f16: false, timestamps: false, subgroups: false },
         memory_total: memory,
         compute_capability: None,
+        threads: Some(threads),
     }
 }
 

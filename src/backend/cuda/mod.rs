@@ -121,6 +121,7 @@ fn describe(ordinal: i32) -> std::result::Result<DeviceInfo, DriverError> {
         features: Features { f16: cc >= [5, 3], timestamps: true, subgroups: true },
         memory_total: Some(total),
         compute_capability: Some(cc),
+        threads: None,
     })
 }
 

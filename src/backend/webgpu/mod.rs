@@ -116,6 +116,7 @@ fn describe(adapter: &Adapter) -> DeviceInfo {
         },
         memory_total: None,
         compute_capability: None,
+        threads: None,
     }
 }
 

@@ -1,0 +1,109 @@
+// The JS layer over one wasm-bindgen build of unicompute, shared by the package's entries:
+// `unicompute` (index.js: one thread) and `unicompute/threads` (threads.js: the CPU backend on
+// Web Workers). `bind` loads the wasm on first use and adds what the generated classes lack.
+
+/**
+ * Call `call(tensors, rest)` with the tensor-valued keys `names` of `options` moved into a
+ * TensorArgs (the wasm cannot read tensors out of a plain object) and the rest left as options.
+ * Options that are not an object go through unchanged, for the wasm to reject with `INVALID`.
+ */
+function withTensors(TensorArgs, options, names, call) {
+  const tensors = new TensorArgs();
+  try {
+    if (options === null || typeof options !== 'object') return call(tensors, options);
+    const rest = { ...options };
+    for (const name of names) {
+      if (rest[name] !== undefined) tensors.set(name, rest[name]);
+      delete rest[name];
+    }
+    return call(tensors, rest);
+  } finally {
+    tensors.free();
+  }
+}
+
+/** The methods that take options objects (and lists of buffers), on the generated classes. */
+function patch({ BindingList, Queue, Tensor, TensorArgs }) {
+  const args = (options, names, call) => withTensors(TensorArgs, options, names, call);
+  /** Record a launch of `kernel` over `workgroups` ([x, y, z]) with one buffer per binding. */
+  Queue.prototype.launch = function launch(kernel, buffers, workgroups) {
+    const list = new BindingList();
+    try {
+      for (const b of buffers) list.push(b);
+      this.launchWith(kernel, list, workgroups);
+    } finally {
+      list.free();
+    }
+  };
+  /** `conv2d(weight, { stride, padding, dilation, groups, bias, activation })`. */
+  Tensor.prototype.conv2d = function conv2d(weight, options) {
+    return args(options, ['bias'], (t, o) => this.conv2dWith(weight, t, o));
+  };
+  /** `linear(weight, { bias, activation })`: `activation(this @ weight + bias)` in one kernel. */
+  Tensor.prototype.linear = function linear(weight, options) {
+    return args(options, ['bias'], (t, o) => this.linearWith(weight, t, o));
+  };
+  /** `layerNorm({ weight, bias, eps, activation })` over the last axis. */
+  Tensor.prototype.layerNorm = function layerNorm(options) {
+    return args(options, ['weight', 'bias'], (t, o) => this.layerNormWith(t, o));
+  };
+  /** `rmsNorm({ weight, eps, activation })` over the last axis. */
+  Tensor.prototype.rmsNorm = function rmsNorm(options) {
+    return args(options, ['weight'], (t, o) => this.rmsNormWith(t, o));
+  };
+  /** `attention(k, v, { causal, scale, mask })` with this tensor as the queries. */
+  Tensor.prototype.attention = function attention(k, v, options) {
+    return args(options, ['mask'], (t, o) => this.attentionWith(k, v, t, o));
+  };
+}
+
+/** Whether this runs in Node (the wasm is read from the file, not fetched). */
+const inNode = typeof process !== 'undefined' && !!process.versions?.node;
+
+/**
+ * The API over `wasm`, the wasm-bindgen module whose binary is at `wasmUrl`: `{ init,
+ * listDevices }`. With `threaded`, loading also starts the CPU backend's thread pool (of
+ * `init`'s `threads`, by default one per logical core).
+ */
+export function bind(wasm, wasmUrl, threaded = false) {
+  patch(wasm);
+  let loading;
+  const load = (threads) => {
+    loading ??= (async () => {
+      if (inNode) {
+        // Named through a variable so bundlers leave this Node-only import alone.
+        const fsModule = 'node:fs/promises';
+        const { readFile } = await import(/* @vite-ignore */ fsModule);
+        await wasm.default({ module_or_path: await readFile(wasmUrl) });
+      } else {
+        await wasm.default({ module_or_path: wasmUrl });
+      }
+      if (threaded) await wasm.initThreadPool(threads ?? globalThis.navigator?.hardwareConcurrency ?? 1);
+    })();
+    return loading;
+  };
+
+  /** Every device this runtime offers, as info objects: the CPU, then WebGPU if available. */
+  async function listDevices() {
+    await load();
+    return wasm.listDevices();
+  }
+
+  /**
+   * Open a device: 'auto' (a hardware WebGPU adapter; with a software adapter such as
+   * SwiftShader, whichever of WebGPU and the CPU backend inside the wasm runs the heavy ops
+   * faster, timed once; without WebGPU the CPU; `device.selectionReason` says why), 'webgpu' or
+   * 'cpu'. Or an object `{ backend, policy, threads }`: a policy object or JSON (see the
+   * README: backend order and selection, matmul precision, kernel variants, fallback) instead
+   * of `backend`, and, with `unicompute/threads`, the CPU backend's thread count (fixed by the
+   * first call that loads the wasm).
+   */
+  async function init(choice = 'auto') {
+    const options = choice !== null && typeof choice === 'object' ? choice : { backend: choice };
+    await load(options.threads);
+    if (options.policy !== undefined) return wasm.openDevice(undefined, options.policy);
+    return wasm.openDevice(options.backend ?? 'auto');
+  }
+
+  return { init, listDevices };
+}

@@ -1,0 +1,13 @@
+// unicompute with the CPU backend's kernels on several threads: Web Workers sharing the wasm
+// memory (a build with wasm threads, npm/pkg-threads/). That needs SharedArrayBuffer, so a
+// cross-origin-isolated page or worker (COOP + COEP headers); elsewhere (and in Node) this
+// entry loads the one-thread build. `init({ backend, threads })` sets the thread count the
+// first time; `device.info().threads` says how many run.
+import { bind } from './api.js';
+
+const threaded = globalThis.crossOriginIsolated === true;
+const wasm = threaded ? await import('./pkg-threads/unicompute.js') : await import('./pkg/unicompute.js');
+const url = threaded ? new URL('./pkg-threads/unicompute_bg.wasm', import.meta.url) : new URL('./pkg/unicompute_bg.wasm', import.meta.url);
+
+export const { Buffer, Device, Fence, Kernel, Queue, Tensor } = wasm;
+export const { init, listDevices } = bind(wasm, url, threaded);
