@@ -17,9 +17,12 @@ cd "$(dirname "$0")/.."
 features=(--lib --target wasm32-unknown-unknown --profile wasm-release --no-default-features)
 
 cargo build "${features[@]}" --features webgpu
-if ! rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src'; then
-    echo "== installing a nightly toolchain with rust-src (for the threads build)" >&2
+if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+    echo "== installing a nightly toolchain (for the threads build)" >&2
     rustup toolchain install nightly --profile minimal --component rust-src >&2
+elif ! rustup component list --toolchain nightly --installed | grep -q '^rust-src'; then
+    echo "== adding rust-src to the nightly toolchain (for the threads build)" >&2
+    rustup component add rust-src --toolchain nightly >&2
 fi
 # Shared memory imported by every worker, up to the 4 GiB a wasm32 address reaches, and the
 # thread-local storage entry points wasm-bindgen's thread support calls.
