@@ -27,7 +27,7 @@ declare module './pkg/unicompute.js' {
 }
 
 /** Every device this runtime offers (`{ name, backend, type, limits, features }`). */
-export function listDevices(): Promise<Array<{ name: string; backend: string; type: string; limits: Record<string, number>; features: Record<string, boolean> }>>;
+export function listDevices(): Promise<Array<{ name: string; backend: string; type: string; threads?: number; limits: Record<string, number>; features: Record<string, boolean> }>>;
 
 /** An execution policy (all keys optional; unknown keys are an `INVALID` error naming them). */
 export interface Policy {
