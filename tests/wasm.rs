@@ -194,7 +194,7 @@ async fn the_js_api_runs_ops_and_reports_bad_input() {
     let wide = device
         .tensor(&js_sys::Float32Array::new_with_length(6).into(), vec![2.0, 3.0])
         .unwrap();
-    let err = x.add(&wide).err().unwrap();
+    let err = x.add(&wide, None).err().unwrap();
     assert_eq!(code(err.clone()), "SHAPE");
     assert!(err
         .dyn_into::<js_sys::Error>()
@@ -325,5 +325,39 @@ async fn policies_and_tuning_through_the_js_api() {
         let result = gpu.tune("matmul".into(), vec![64.0, 64.0, 64.0]).await.unwrap();
         let times = js_sys::Reflect::get(&result, &"times_us".into()).unwrap();
         assert_eq!(js_sys::Object::keys(&times.into()).length(), 3, "every webgpu tile variant timed");
+    }
+}
+
+/// Reads give every element with one copy from where they lie (the mapped GPU buffer's
+/// `ArrayBuffer`, or the CPU backend's memory) into the result: odd sizes, views starting
+/// inside a block (for f16, inside a 4-byte word), through the JS API's typed arrays too;
+/// the profiler records each read's wait and copy.
+#[wasm_bindgen_test]
+async fn reads_copy_once_from_where_the_bytes_lie() {
+    use unicompute::wasm::JsTensor;
+    for d in devices().await {
+        let data = inputs(21, 1031);
+        let t = Tensor::from_slice(&d, &data, &[1031]).unwrap();
+        let view = t.slice(0, 3..1030).unwrap();
+        d.profiler().enable();
+        assert_eq!(view.to_vec::<f32>().await.unwrap(), data[3..1030], "{}", d.backend());
+        let js = JsTensor::from(view.clone()).read().await.unwrap().dyn_into::<js_sys::Float32Array>().unwrap();
+        assert_eq!(js.length(), 1027);
+        assert_eq!(js.to_vec(), data[3..1030], "{} through JS", d.backend());
+        let profile = d.take_profile().await;
+        assert_eq!(profile.reads.len(), 2, "{:?}", profile.reads);
+        assert!(profile.reads.iter().all(|r| r.bytes == 1027 * 4 && r.wait_us >= 0.0 && r.copy_us >= 0.0), "{:?}", profile.reads);
+        d.profiler().disable();
+        if d.info().features.f16 || d.backend() == BackendKind::Cpu {
+            let half = t.cast(unicompute::DType::F16).unwrap().slice(0, 1..1030).unwrap();
+            let want: Vec<f32> = data[1..1030].iter().map(|&v| half::f16::from_f32(v).to_f32()).collect();
+            let got: Vec<f32> = half.to_vec::<half::f16>().await.unwrap().iter().map(|v| v.to_f32()).collect();
+            assert_eq!(got, want, "{} f16 from an odd offset", d.backend());
+            let js = JsTensor::from(half).read().await.unwrap().dyn_into::<js_sys::Float32Array>().unwrap();
+            assert_eq!(js.to_vec(), want, "{} f16 through JS", d.backend());
+        }
+        let ints = Tensor::from_slice(&d, &[7i32, -8, 9], &[3]).unwrap();
+        let js = JsTensor::from(ints).read().await.unwrap().dyn_into::<js_sys::Int32Array>().unwrap();
+        assert_eq!(js.to_vec(), [7, -8, 9]);
     }
 }
