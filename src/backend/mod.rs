@@ -173,6 +173,18 @@ impl BackendDevice {
         }
     }
 
+    /// The reduction variant this device runs unless told otherwise, and why.
+    pub fn default_reduce_variant(&self, options: &crate::DeviceOptions) -> (&'static str, String) {
+        let _ = options;
+        match self {
+            BackendDevice::Cpu(_) => ("cpu", "the only reduction of cpu".into()),
+            #[cfg(feature = "webgpu")]
+            BackendDevice::WebGpu(d) => webgpu::ops::default_reduce_variant(d, options),
+            #[cfg(cuda_backend)]
+            BackendDevice::Cuda(_) => ("kernel", "the only reduction of cuda".into()),
+        }
+    }
+
     /// The matmul variant this device runs for an `m x n` output unless told otherwise, and why.
     pub fn default_matmul_variant(&self, m: usize, n: usize) -> (&'static str, String) {
         let _ = (m, n);

@@ -132,6 +132,11 @@ pub(crate) struct GpuDevice {
     pub limits: wgpu::Limits,
     /// [`crate::Limits::max_loop_iterations`] of this adapter.
     pub max_loop_iterations: Option<u64>,
+    /// A GPU API implemented on the CPU (SwiftShader, llvmpipe; `isFallbackAdapter` in
+    /// browsers): invocations run in SIMD lanes of CPU threads and every workgroup barrier
+    /// switches coroutines, so the row kernels take barrier-free variants (see
+    /// `ops::reduce_variants`).
+    pub software: bool,
     pipelines: pipelines::PipelineCache,
     /// First validation / out-of-memory error since the last check.
     error: Arc<Mutex<Option<String>>>,
@@ -176,6 +181,7 @@ impl GpuDevice {
         Ok(GpuDevice {
             limits: device.limits(),
             max_loop_iterations: info.limits.max_loop_iterations,
+            software: info.device_type == DeviceType::SoftwareGpu,
             spare_read: spare("spare read"),
             spare_write: spare("spare write"),
             pipelines: pipelines::PipelineCache::default(),

@@ -15,6 +15,8 @@ use crate::{DType, Error, Queue, Result};
 
 /// Elements each reduction workgroup combines per pass (256 threads x 4).
 const REDUCE_CHUNK: usize = 1024;
+/// Elements each invocation of the `serial` reduction combines per pass.
+const REDUCE_SERIAL_CHUNK: usize = 32;
 
 pub(crate) fn builtin(file: ShaderFile, entry: &'static str, constants: Vec<(&'static str, u32)>) -> Builtin {
     Builtin { file, entry, constants, variant: Vec::new() }
@@ -69,13 +71,35 @@ fn matmul_variant(name: Option<&str>, m: usize, n: usize) -> Result<&'static Mat
     })
 }
 
-/// The reduction variants of this device: the workgroup `tree`, and `subgroup` (subgroup
-/// operations combine each workgroup's values) where the adapter has subgroups.
+/// The reduction variants of this device: the workgroup `tree`, `subgroup` (subgroup
+/// operations combine each workgroup's values) where the adapter has subgroups, and `serial`
+/// (each invocation reduces a chunk alone: no workgroup memory, no barriers).
 pub(crate) fn reduce_variants(dev: &GpuDevice) -> Vec<&'static str> {
     if dev.device.features().contains(wgpu::Features::SUBGROUP) {
-        vec!["subgroup", "tree"]
+        vec!["subgroup", "tree", "serial"]
     } else {
-        vec!["tree"]
+        vec!["tree", "serial"]
+    }
+}
+
+/// Whether `queue`'s device runs the software adapters' kernel variants (see
+/// [`crate::DeviceOptions::software_kernels`]).
+fn software_kernels(dev: &GpuDevice, queue: &Queue) -> bool {
+    dev.software && queue.device().shared.options.software_kernels
+}
+
+/// The reduction variant this device runs unless told otherwise, and why: `serial` on
+/// software adapters, else `subgroup` where the adapter has subgroups and `use_subgroups` is
+/// on, else `tree`.
+pub(crate) fn default_reduce_variant(dev: &GpuDevice, options: &crate::DeviceOptions) -> (&'static str, String) {
+    if dev.software && options.software_kernels {
+        return ("serial", "the default on software adapters, which run each workgroup's SIMD groups as coroutines on a CPU thread, switching at every barrier (DeviceOptions::software_kernels)".into());
+    }
+    let use_subgroups = options.use_subgroups;
+    if use_subgroups && reduce_variants(dev).contains(&"subgroup") {
+        ("subgroup", "the default (DeviceOptions::use_subgroups is true)".into())
+    } else {
+        ("tree", format!("the default (DeviceOptions::use_subgroups is {use_subgroups}{})", if use_subgroups { ", but the adapter has no subgroups" } else { "" }))
     }
 }
 
@@ -216,7 +240,7 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             check_binding(dev, &x)?;
             check_binding(dev, &out)?;
             let params = vec![u32_of("outer", outer)?, u32_of("length", len)?, u32_of("inner", inner)?, u32_of("offset", x.layout.offset)?, u32_of("offset", out.layout.offset)?];
-            let kernel = RowKernel { file: ShaderFile::Scan, entry: "cumsum_main", constants: vec![], stats: (3, 1) };
+            let kernel = RowKernel { file: ShaderFile::Scan, entry: "cumsum_main", serial_entry: None, constants: vec![], stats: (3, 1) };
             row_passes(q, dev, queue, kernel, [outer * inner, len], params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))])
         }
         OpCall::Reduce { op, x, outer, len, inner, out, variant } => reduce(q, dev, queue, op, x, [outer, len, inner], out, variant),
@@ -224,7 +248,7 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             check_binding(dev, &x)?;
             check_binding(dev, &out)?;
             let params = vec![u32_of("rows", rows)?, u32_of("columns", cols)?, u32_of("offset", x.layout.offset)?, u32_of("offset", out.layout.offset)?];
-            let kernel = RowKernel { file: ShaderFile::Softmax, entry: "softmax_main", constants: vec![], stats: (3, 2) };
+            let kernel = RowKernel { file: ShaderFile::Softmax, entry: "softmax_main", serial_entry: Some("softmax_serial_main"), constants: vec![], stats: (3, 2) };
             row_passes(q, dev, queue, kernel, [rows, cols], params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))])
         }
         OpCall::Norm { kind, x, weight, bias, rows, cols, eps, act, out } => {
@@ -252,7 +276,7 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
                 (3, bias.as_ref().map_or(Bind::SpareRead, |b| Bind::Mem(b.buf))),
                 (4, Bind::Mem(out.buf)),
             ];
-            let kernel = RowKernel { file: ShaderFile::Norm, entry: "norm_main", constants, stats: (5, 3) };
+            let kernel = RowKernel { file: ShaderFile::Norm, entry: "norm_main", serial_entry: Some("norm_serial_main"), constants, stats: (5, 3) };
             row_passes(q, dev, queue, kernel, [rows, cols], params, &binds)
         }
         OpCall::Conv2d { x, weight, bias, act, out, geometry } => {
@@ -352,22 +376,32 @@ fn attention_dispatches(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, pipeline: 
 struct RowKernel {
     file: ShaderFile,
     entry: &'static str,
+    /// The software adapters' entry point (one invocation per (row, chunk), no barriers), if
+    /// the file has one.
+    serial_entry: Option<&'static str>,
     constants: Vec<(&'static str, u32)>,
     /// The binding of the statistics and their f32 words per (row, chunk).
     stats: (u32, usize),
 }
 
-/// Launch `kernel` over `rows` rows of `cols`: one workgroup per (row, chunk), with `params`
-/// followed by the columns per chunk and the chunks per row.
+/// Launch `kernel` over `rows` rows of `cols`: one workgroup per (row, chunk), or with the
+/// software adapters' kernels one invocation per (row, chunk), with `params` followed by the
+/// columns per chunk and the chunks per row.
 fn row_passes(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, kernel: RowKernel, [rows, cols]: [usize; 2], mut params: Vec<u32>, binds: &[(u32, Bind<'_>)]) -> Result<()> {
-    let chunk = split::row_chunk(dev.max_loop_iterations, cols);
+    let serial = kernel.serial_entry.filter(|_| software_kernels(dev, queue));
+    let chunk = match serial {
+        Some(_) => split::serial_row_chunk(dev.max_loop_iterations, rows, cols),
+        None => split::row_chunk(dev.max_loop_iterations, cols),
+    };
     let chunks = chunk.map_or(1, |c| cols.div_ceil(c));
     params.extend([u32_of("columns", chunk.unwrap_or(cols))?, u32_of("chunks", chunks)?]);
-    let grid = grid_1d(dev, (rows * chunks) as u64)?;
+    let per_group = if serial.is_some() { 64 } else { 1 };
+    let grid = grid_1d(dev, (rows * chunks).div_ceil(per_group) as u64)?;
+    let entry = serial.unwrap_or(kernel.entry);
     let pipeline = |pass: u32| {
         let mut constants = kernel.constants.clone();
         constants.push(("PASS", pass));
-        dev.builtin(builtin(kernel.file, kernel.entry, constants))
+        dev.builtin(builtin(kernel.file, entry, constants))
     };
     let (stats_at, words) = kernel.stats;
     let mut binds = binds.to_vec();
@@ -403,18 +437,21 @@ fn reduce(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, op: ReduceOp, x: Operand
     check_binding(dev, &out)?;
     let argmax = op == ReduceOp::Argmax;
     let scale = if op == ReduceOp::Mean { 1.0 / len as f32 } else { 1.0 };
-    let has_subgroups = dev.device.features().contains(wgpu::Features::SUBGROUP);
-    let subgroups = match variant {
-        Some("subgroup") if !has_subgroups => return Err(Error::Unsupported { backend: crate::BackendKind::WebGpu, what: "reduce variant `subgroup`: this adapter has no subgroup operations".into() }),
-        Some(v) => v == "subgroup",
-        None => queue.device().shared.options.use_subgroups && has_subgroups,
+    let variant = match variant {
+        Some(v) => v,
+        None => default_reduce_variant(dev, &queue.device().shared.options).0,
     };
+    if !reduce_variants(dev).contains(&variant) {
+        return Err(Error::Unsupported { backend: crate::BackendKind::WebGpu, what: format!("reduce variant `{variant}` on this adapter (it has {:?})", reduce_variants(dev)) });
+    }
+    let serial = variant == "serial";
+    let (chunk, per_group) = if serial { (REDUCE_SERIAL_CHUNK, 64) } else { (REDUCE_CHUNK, 1) };
     // The current pass's input: values (and, after the first pass, argmax indices).
     let mut values = x.buf.clone();
     let mut indices: Option<Arc<BufferInner>> = None;
     let (mut offset, mut outer, mut len, mut inner) = (x.layout.offset, outer, len, inner);
     loop {
-        let chunks = len.div_ceil(REDUCE_CHUNK);
+        let chunks = len.div_ceil(chunk);
         let rows = outer * inner;
         let last = chunks == 1;
         let (out_values, out_indices, out_offset) = if last {
@@ -431,7 +468,7 @@ fn reduce(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, op: ReduceOp, x: Operand
             u32_of("rows", outer)?,
             u32_of("reduced length", len)?,
             u32_of("inner length", inner)?,
-            REDUCE_CHUNK as u32,
+            chunk as u32,
             u32_of("chunks", chunks)?,
             u32_of("offset", offset)?,
             u32_of("offset", out_offset)?,
@@ -439,15 +476,16 @@ fn reduce(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, op: ReduceOp, x: Operand
         ];
         let first = indices.is_none();
         let constants = vec![("OP", op.code()), ("FIRST", first as u32)];
-        let combine = if subgroups { REDUCE_WITH_SUBGROUPS.to_vec() } else { REDUCE_WITH_TREE.to_vec() };
-        let pipeline = dev.builtin(Builtin { variant: combine, ..builtin(ShaderFile::Reduce, "reduce_main", constants) });
+        let combine = if variant == "subgroup" { REDUCE_WITH_SUBGROUPS.to_vec() } else { REDUCE_WITH_TREE.to_vec() };
+        let entry = if serial { "reduce_serial_main" } else { "reduce_main" };
+        let pipeline = dev.builtin(Builtin { variant: combine, ..builtin(ShaderFile::Reduce, entry, constants) });
         let binds = [
             (1, Bind::Mem(&values)),
             (2, indices.as_ref().map_or(Bind::SpareRead, Bind::Mem)),
             (3, Bind::Mem(&out_values)),
             (4, out_indices.as_ref().map_or(Bind::SpareWrite, Bind::Mem)),
         ];
-        q.dispatch(dev, pipeline, &params, &binds, grid_1d(dev, (rows * chunks) as u64)?)?;
+        q.dispatch(dev, pipeline, &params, &binds, grid_1d(dev, (rows * chunks).div_ceil(per_group) as u64)?)?;
         if last {
             return Ok(());
         }

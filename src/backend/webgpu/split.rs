@@ -93,6 +93,21 @@ pub(crate) fn row_chunk(limit: Option<u64>, cols: usize) -> Option<usize> {
     (cols > chunk).then_some(chunk)
 }
 
+/// Columns per chunk of the software adapters' row kernels (softmax_serial_main,
+/// norm_serial_main: one invocation per (row, chunk), walking its chunk up to three times),
+/// or `None` to take rows whole: rows are split until there are about 1,024 invocations
+/// (CPU threads need several workgroups of 64 each), into chunks of at least 256 columns and
+/// at most 64 per row, and further where the device ends long loops early.
+pub(crate) fn serial_row_chunk(limit: Option<u64>, rows: usize, cols: usize) -> Option<usize> {
+    const INVOCATIONS: usize = 1024;
+    let chunks = INVOCATIONS.div_ceil(rows.max(1)).min(cols.div_ceil(256)).clamp(1, 64);
+    let mut chunk = cols.div_ceil(chunks).max(1);
+    if let Some(b) = budget(limit) {
+        chunk = chunk.min(b.saturating_sub(2048) / 3);
+    }
+    (chunk < cols).then_some(chunk)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,5 +164,15 @@ mod tests {
         assert_eq!(row_chunk(LAVAPIPE, chunk), None);
         assert!((u32::MAX as usize).div_ceil(chunk) < 2048);
         assert_eq!(attention_keys(LAVAPIPE, 65_537, 4).len(), 9);
+    }
+
+    #[test]
+    fn serial_rows_split_for_invocations_and_the_budget() {
+        assert_eq!(serial_row_chunk(None, 1024, 1024), None);
+        assert_eq!(serial_row_chunk(None, 256, 1024), Some(256));
+        assert_eq!(serial_row_chunk(None, 1, 100), None);
+        assert_eq!(serial_row_chunk(None, 1, 1 << 20), Some(1 << 14));
+        let chunk = serial_row_chunk(LAVAPIPE, 4096, 1 << 20).unwrap();
+        assert!(3 * chunk + 2048 <= 32_767 && (1usize << 20).div_ceil(chunk) < 2048, "{chunk}");
     }
 }
