@@ -631,6 +631,8 @@ fn conv2d_matches_naive_reference() {
         ([1, 4, 11, 13], [6, 2, 3, 5], [2, 3], [1, 2], [2, 1], 2),
         ([1, 6, 8, 8], [6, 1, 3, 3], [1, 1], [1, 1], [1, 1], 6),
         ([1, 3, 32, 31], [16, 3, 3, 3], [2, 2], [0, 0], [1, 1], 1),
+        // Four output channels per group, two batches: blocks of four channels per invocation.
+        ([2, 4, 9, 10], [8, 2, 3, 3], [1, 1], [1, 1], [1, 2], 2),
     ];
     for d in devices() {
         for (c, &(xs, ws, stride, padding, dilation, groups)) in cases.iter().enumerate() {

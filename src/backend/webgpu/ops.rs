@@ -284,11 +284,13 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
                 check_binding(dev, o)?;
             }
             let offsets = [x.layout.offset, weight.layout.offset, bias.as_ref().map_or(0, |b| b.layout.offset), out.layout.offset];
-            let constants = vec![("HAS_BIAS", u32::from(bias.is_some())), ("ACT", act.map_or(0, |f| f.code()))];
+            // Four output channels per invocation where each group's come in fours.
+            let ocb = if (geometry.o / geometry.groups) % 4 == 0 { 4 } else { 1 };
+            let constants = vec![("HAS_BIAS", u32::from(bias.is_some())), ("ACT", act.map_or(0, |f| f.code())), ("OCB", ocb as u32)];
             let pipeline = dev.builtin(builtin(ShaderFile::Conv, "conv2d_main", constants));
             let bias_bind = bias.as_ref().map_or(Bind::SpareRead, |b| Bind::Mem(b.buf));
             let binds = [(1, Bind::Mem(x.buf)), (2, Bind::Mem(weight.buf)), (3, bias_bind), (4, Bind::Mem(out.buf))];
-            let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
+            let grid = grid_1d(dev, (out.layout.numel() / ocb).div_ceil(256) as u64)?;
             let taps = split::conv_taps(dev.max_loop_iterations, geometry.c / geometry.groups, geometry.kh, geometry.kw);
             conv_dispatches(q, dev, pipeline, conv_params(&geometry, offsets)?, &taps, &binds, grid)
         }
