@@ -98,7 +98,7 @@ pub(crate) fn variants(backend: &BackendDevice, kind: BackendKind, op: TunableOp
 pub(crate) fn default_variant(device: &Device, problem: Problem) -> (&'static str, String) {
     let backend = &device.shared.backend;
     match problem {
-        Problem::Matmul { m, n, .. } => backend.default_matmul_variant(m, n),
+        Problem::Matmul { m, n, .. } => backend.default_matmul_variant(&device.shared.options, m, n),
         Problem::Reduce { .. } => backend.default_reduce_variant(&device.shared.options),
     }
 }

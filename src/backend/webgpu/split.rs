@@ -45,6 +45,16 @@ pub(crate) fn matmul_k(limit: Option<u64>, [tm, tn]: [usize; 2], vec4: bool, k: 
     pieces(k, budget.saturating_sub(fixed) / per_step * TK)
 }
 
+/// The k ranges of matmul_direct_main (4 k per step; with scalar loads each step also runs
+/// the 4-element loops of eight `a_k4` / `b_n4` calls): whole multiples of 16.
+pub(crate) fn matmul_direct_k(limit: Option<u64>, vec4: bool, k: usize) -> Vec<[usize; 2]> {
+    let Some(budget) = budget(limit) else { return vec![[0, k]] };
+    let per_16 = 4 * (1 + if vec4 { 0 } else { 8 * 5 });
+    // The batch offsets (two loops over the batch rank) and the 4 x 4 epilogue.
+    let fixed = 2 * (MAX_RANK + 1) + 5 + 4 * 5;
+    pieces(k, budget.saturating_sub(fixed) / per_16 * 16)
+}
+
 /// Loop iterations of conv.wgsl's tap loops over `nc` channels, `ny` rows and `nx` columns.
 fn conv_cost(nc: usize, ny: usize, nx: usize) -> usize {
     (nc + 1) + nc * ((ny + 1) + ny * (nx + 1))
