@@ -80,9 +80,10 @@ fn softmax_main(
     }
     let m = maxima[0];
     // A +inf maximum makes exp(x - max) NaN for that element, and so the whole row, as in
-    // the reference.
+    // the reference; so does an all -inf row (exp(-inf - -inf)) and a NaN. All three
+    // explicitly: SwiftShader's exp(NaN) is not NaN.
     var inv = 1.0 / sums[0];
-    if (m == inf_f32()) { inv = nan_f32(); }
+    if (m == inf_f32() || m == neg_inf_f32() || is_nan(m)) { inv = nan_f32(); }
     if (in_range) {
         for (var j = j0 + lid; j < j1; j += 256u) {
             out[o + j] = exp(x[xin + j] - m) * inv;
@@ -131,9 +132,10 @@ fn softmax_serial_main(
         return;
     }
     // An infinite maximum gives NaN (+inf: exp(x - max) is NaN for that element; an all -inf
-    // row: every exp is NaN), as the workgroup variant and the reference do.
+    // row: every exp is NaN), as the workgroup variant and the reference do; a NaN maximum
+    // too, explicitly (SwiftShader's exp(NaN) is not NaN).
     var inv = 1.0 / sum;
-    if (m == inf_f32() || m == neg_inf_f32()) { inv = nan_f32(); }
+    if (m == inf_f32() || m == neg_inf_f32() || is_nan(m)) { inv = nan_f32(); }
     for (var j = j0; j < j1; j++) {
         out[o + j] = exp(x[xin + j] - m) * inv;
     }
