@@ -166,6 +166,26 @@ fn elementwise_params(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> Result<Vec<
     Ok(p)
 }
 
+/// Whether an elementwise launch can take four elements per invocation (the vec4 entry
+/// points of elementwise.wgsl): the element count, the output offset and every operand
+/// offset multiples of 4, the output contiguous, each operand contiguous or a repeated block
+/// whose period is a multiple of 4.
+fn vec4_elementwise(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> bool {
+    use crate::layout::Access;
+    let whole = |o: &Operand<'_>| o.layout.offset % 4 == 0;
+    out.layout.numel() % 4 == 0
+        && out.layout.is_contiguous()
+        && whole(out)
+        && inputs.iter().all(|x| {
+            whole(x)
+                && match x.layout.access() {
+                    Access::Contiguous => true,
+                    Access::Repeated { period } => period % 4 == 0,
+                    Access::Strided => false,
+                }
+        })
+}
+
 pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<'_>) -> Result<()> {
     match call {
         OpCall::Unary { op, x, out, dtype } => {
@@ -173,8 +193,9 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             check_binding(dev, &out)?;
             let access = x.layout.access();
             let constants = vec![("OP", op.code()), ("A_MODE", access.code())];
-            let pipeline = dev.builtin(Builtin { variant: vec![store(dev, dtype)?], ..builtin(ShaderFile::Elementwise, "unary_main", constants) });
-            let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
+            let (entry, per) = if vec4_elementwise(&out, &[&x]) { ("unary_vec4_main", 4) } else { ("unary_main", 1) };
+            let pipeline = dev.builtin(Builtin { variant: vec![store(dev, dtype)?], ..builtin(ShaderFile::Elementwise, entry, constants) });
+            let grid = grid_1d(dev, (out.layout.numel() / per).div_ceil(256) as u64)?;
             let mut params = elementwise_params(&out, &[&x])?;
             params.resize(29, 0);
             params.extend([u32_of("period", access.period())?, 0]);
@@ -186,8 +207,9 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             }
             let (a_access, b_access) = (a.layout.access(), b.layout.access());
             let constants = vec![("OP", op.code()), ("ACT", act.map_or(0, |f| f.code())), ("A_MODE", a_access.code()), ("B_MODE", b_access.code())];
-            let pipeline = dev.builtin(Builtin { variant: vec![store(dev, dtype)?], ..builtin(ShaderFile::Elementwise, "binary_main", constants) });
-            let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
+            let (entry, per) = if vec4_elementwise(&out, &[&a, &b]) { ("binary_vec4_main", 4) } else { ("binary_main", 1) };
+            let pipeline = dev.builtin(Builtin { variant: vec![store(dev, dtype)?], ..builtin(ShaderFile::Elementwise, entry, constants) });
+            let grid = grid_1d(dev, (out.layout.numel() / per).div_ceil(256) as u64)?;
             let binds = [(1, Bind::Mem(a.buf)), (2, Bind::Mem(b.buf)), (3, Bind::Mem(out.buf))];
             let mut params = elementwise_params(&out, &[&a, &b])?;
             params.extend([u32_of("period", a_access.period())?, u32_of("period", b_access.period())?]);
