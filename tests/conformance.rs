@@ -586,7 +586,7 @@ fn attention_inputs(seed: u64, [b, h, lq, lk, hd, dv]: [usize; 6]) -> (Vec<f32>,
 fn attention_matches_naive_reference() {
     // [b, h, lq, lk, d, dv]
     let cases: &[[usize; 6]] = &[[1, 1, 1, 1, 1, 1], [2, 3, 7, 13, 16, 8], [1, 2, 300, 1000, 64, 64], [1, 1, 5, 70, 200, 256]];
-    for d in devices() {
+    for d in &devices_and_variants() {
         let q_ = d.queue();
         for (c, &dims) in cases.iter().enumerate() {
             let [b, h, lq, lk, hd, dv] = dims;
@@ -928,7 +928,7 @@ fn matmul_and_linear_with_k_of_70_000() {
 fn attention_over_65_537_keys() {
     // [b, h, lq, lk, d, dv]
     let cases: &[[usize; 6]] = &[[1, 1, 3, 65_537, 4, 4], [1, 2, 2, 65_537, 8, 72]];
-    for d in devices() {
+    for d in &devices_and_variants() {
         for (c, &dims) in cases.iter().enumerate() {
             let [b, h, lq, lk, hd, dv] = dims;
             let seed = 1720 + 10 * c as u64;

@@ -352,11 +352,13 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
                 }
             }
             params.push(u32_of("offset", out.layout.offset)?);
-            let pipeline = dev.builtin(builtin(ShaderFile::Attention, "attention_main", vec![("HAS_MASK", u32::from(mask.is_some()))]));
+            let serial = software_kernels(dev, queue);
+            let entry = if serial { "attention_serial_main" } else { "attention_main" };
+            let pipeline = dev.builtin(builtin(ShaderFile::Attention, entry, vec![("HAS_MASK", u32::from(mask.is_some()))]));
             // The mask binding is in the layout even when HAS_MASK is off.
             let mask_bind = mask.as_ref().map_or(Bind::SpareRead, |m| Bind::Mem(m.buf));
             let binds = [(1, Bind::Mem(query.buf)), (2, Bind::Mem(key.buf)), (3, Bind::Mem(value.buf)), (4, mask_bind), (5, Bind::Mem(out.buf))];
-            attention_dispatches(q, dev, queue, pipeline, params, &binds, [b * h * lq, lk, d, dv])
+            attention_dispatches(q, dev, queue, (pipeline, serial), params, &binds, [b * h * lq, lk, d, dv])
         }
         OpCall::Matmul { a, b, bias, act, out, m, n, k, variant, dtype } => matmul(q, dev, queue, [a, b, out], bias, act, [m, n, k], (variant, dtype)),
     }
@@ -384,15 +386,25 @@ fn conv_dispatches(q: &GpuQueue, dev: &GpuDevice, pipeline: wgpu::ComputePipelin
     Ok(())
 }
 
-/// attention.wgsl launches over the key ranges of [`split::attention_keys`], the running
-/// softmax state kept between them in a temporary: `params` up to the key range, which this
-/// appends with the flags.
-fn attention_dispatches(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, pipeline: wgpu::ComputePipeline, mut params: Vec<u32>, binds: &[(u32, Bind<'_>)], [rows, lk, d, dv]: [usize; 4]) -> Result<()> {
-    let keys = split::attention_keys(dev.max_loop_iterations, lk, d);
+/// attention.wgsl launches over the key ranges of [`split::attention_keys`] (or, for the
+/// software adapters' `attention_serial_main`, one invocation per row, of
+/// [`split::attention_serial_keys`]), the running softmax state kept between them in a
+/// temporary: `params` up to the key range, which this appends with the flags.
+#[allow(clippy::too_many_arguments)]
+fn attention_dispatches(
+    q: &GpuQueue,
+    dev: &GpuDevice,
+    queue: &Queue,
+    (pipeline, serial): (wgpu::ComputePipeline, bool),
+    mut params: Vec<u32>,
+    binds: &[(u32, Bind<'_>)],
+    [rows, lk, d, dv]: [usize; 4],
+) -> Result<()> {
+    let keys = if serial { split::attention_serial_keys(dev.max_loop_iterations, lk, d, dv) } else { split::attention_keys(dev.max_loop_iterations, lk, d) };
     let state = if keys.len() > 1 { Some(split_temp(dev, queue, rows * (dv + 2))?) } else { None };
     let mut binds = binds.to_vec();
     binds.push((6, state.as_ref().map_or(Bind::SpareWrite, Bind::Mem)));
-    let grid = grid_1d(dev, rows as u64)?;
+    let grid = grid_1d(dev, if serial { rows.div_ceil(64) } else { rows } as u64)?;
     let at = params.len();
     params.resize(at + 3, 0);
     for (i, range) in keys.iter().enumerate() {

@@ -94,6 +94,16 @@ pub(crate) fn attention_keys(limit: Option<u64>, lk: usize, d: usize) -> Vec<[us
     pieces(lk, budget.saturating_sub(fixed) / per_tile * 64)
 }
 
+/// The key ranges of attention_serial_main (one invocation per query row, one key at a
+/// time: the dot product over `d`, the output row of `dv`).
+pub(crate) fn attention_serial_keys(limit: Option<u64>, lk: usize, d: usize, dv: usize) -> Vec<[usize; 2]> {
+    let Some(budget) = budget(limit) else { return vec![[0, lk]] };
+    let per_key = 1 + (d + 1) + (dv + 1);
+    // Loading the query row, the running state in or the zeroed output, the state or output out.
+    let fixed = (d + 1) + 2 * (dv + 1) + 5;
+    pieces(lk, (budget.saturating_sub(fixed) / per_key).max(1))
+}
+
 /// Columns per chunk of a row pass of softmax.wgsl, norm.wgsl and scan.wgsl (one workgroup
 /// of 256 per (row, chunk), each invocation walking the chunk twice), or `None` to take
 /// rows of `cols` whole. 2,048 iterations are left for the fixed loops and for merging the
