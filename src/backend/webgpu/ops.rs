@@ -390,7 +390,6 @@ fn conv_dispatches(q: &GpuQueue, dev: &GpuDevice, pipeline: wgpu::ComputePipelin
 /// software adapters' `attention_serial_main`, one invocation per row, of
 /// [`split::attention_serial_keys`]), the running softmax state kept between them in a
 /// temporary: `params` up to the key range, which this appends with the flags.
-#[allow(clippy::too_many_arguments)]
 fn attention_dispatches(
     q: &GpuQueue,
     dev: &GpuDevice,
