@@ -80,6 +80,13 @@ fn loop_limit(ai: &wgpu::AdapterInfo) -> Option<u64> {
     (text.contains("llvmpipe") || text.contains("lavapipe")).then_some(65_535)
 }
 
+/// Whether the adapter's name or driver says it is a GPU API implemented on the CPU, whatever
+/// type it reports (browsers report only `isFallbackAdapter`, which older ones lack).
+fn software_by_name(ai: &wgpu::AdapterInfo) -> bool {
+    let text = format!("{} {} {}", ai.name, ai.driver, ai.driver_info).to_lowercase();
+    ["swiftshader", "llvmpipe", "lavapipe", "microsoft basic render"].iter().any(|n| text.contains(n))
+}
+
 fn describe(adapter: &Adapter) -> DeviceInfo {
     let ai = adapter.get_info();
     let l = adapter.limits();
@@ -89,6 +96,7 @@ fn describe(adapter: &Adapter) -> DeviceInfo {
         name: ai.name.clone(),
         backend: BackendKind::WebGpu,
         device_type: match ai.device_type {
+            _ if software_by_name(&ai) => DeviceType::SoftwareGpu,
             wgpu::DeviceType::DiscreteGpu => DeviceType::DiscreteGpu,
             wgpu::DeviceType::IntegratedGpu => DeviceType::IntegratedGpu,
             wgpu::DeviceType::VirtualGpu => DeviceType::VirtualGpu,
