@@ -321,7 +321,9 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             let pipeline = dev.builtin(builtin(ShaderFile::Conv, "conv2d_main", constants));
             let bias_bind = bias.as_ref().map_or(Bind::SpareRead, |b| Bind::Mem(b.buf));
             let binds = [(1, Bind::Mem(x.buf)), (2, Bind::Mem(weight.buf)), (3, bias_bind), (4, Bind::Mem(out.buf))];
-            let grid = grid_1d(dev, (out.layout.numel() / ocb).div_ceil(256) as u64)?;
+            // Invocations: blocks of `ocb` channels by rows by blocks of four columns.
+            let invocations = geometry.n * (geometry.o / ocb) * geometry.oh * geometry.ow.div_ceil(4);
+            let grid = grid_1d(dev, invocations.div_ceil(256) as u64)?;
             let taps = split::conv_taps(dev.max_loop_iterations, geometry.c / geometry.groups, geometry.kh, geometry.kw);
             conv_dispatches(q, dev, pipeline, conv_params(&geometry, offsets)?, &taps, &binds, grid)
         }
