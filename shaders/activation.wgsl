@@ -1,6 +1,24 @@
 // Activation functions shared by the kernels that apply one (`UnaryOp::code` in
 // src/ops/elementwise.rs): prepended after common.wgsl where a file needs it.
 
+// sin(v + quarter * pi / 2) with its own range reduction (v - k pi/2 in three parts,
+// Cody-Waite) and polynomials on [-pi/4, pi/4]: builtin sin and cos are far less accurate on
+// some adapters (SwiftShader: 1e-4 relative).
+fn sin_(v: f32, quarter: i32) -> f32 {
+    let k = round(v * 0.63661977236758134);
+    let r = fma(k, 1.7763568e-15, fma(k, 4.3711388e-8, fma(k, -1.5707964, v)));
+    let z = r * r;
+    let s = fma(fma(fma(-1.9515296e-4, z, 8.3321609e-3), z, -1.6666655e-1) * z, r, r);
+    let c = fma(z * z, fma(fma(2.4433157e-5, z, -1.3887316e-3), z, 4.1666646e-2), fma(-0.5, z, 1.0));
+    let q = (i32(k) + quarter) & 3;
+    switch q {
+        case 0: { return s; }
+        case 1: { return c; }
+        case 2: { return -s; }
+        default: { return -c; }
+    }
+}
+
 // expm1 without cancellation near 0 (Taylor series to y^9 for |y| < 1).
 fn expm1_(y: f32) -> f32 {
     if (abs(y) < 1.0) {
@@ -53,8 +71,8 @@ fn unary_op(op: u32, v: f32) -> f32 {
             if (v == 0.0) { return inf_f32(); }
             return 1.0 / sqrt(v);
         }
-        case 7u: { return sin(v); }
-        case 8u: { return cos(v); }
+        case 7u: { return sin_(v, 0); }
+        case 8u: { return sin_(v, 1); }
         case 9u: { return tanh_(v); }
         case 10u: { return sigmoid_(v); }
         case 11u: { return select(v, 0.0, v < 0.0); }

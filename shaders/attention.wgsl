@@ -79,7 +79,9 @@ fn attention_main(
         var s = neg_inf;
         if (j < end) {
             var dot = 0.0;
-            for (var t = 0u; t < d; t++) { dot = fma(qrow[t], k[view(13u, b, h, j, t)], dot); }
+            let kj = view(13u, b, h, j, 0u);
+            let kt = params[17];
+            for (var t = 0u; t < d; t++) { dot = fma(qrow[t], k[kj + t * kt], dot); }
             s = dot * scale;
             if (HAS_MASK) { s += mask[view(23u, b, h, i, j)]; }
         }
@@ -109,7 +111,9 @@ fn attention_main(
             let c = lid + 64u * r;
             if (c < dv) {
                 var a = acc[r] * alpha;
-                for (var jj = 0u; jj < tile; jj++) { a = fma(probs[jj], v[view(18u, b, h, j0 + jj, c)], a); }
+                let vc = view(18u, b, h, j0, c);
+                let vj = params[21];
+                for (var jj = 0u; jj < tile; jj++) { a = fma(probs[jj], v[vc + jj * vj], a); }
                 acc[r] = a;
             }
         }
@@ -129,5 +133,75 @@ fn attention_main(
             let c = lid + 64u * r;
             if (c < dv) { out[params[28] + row * dv + c] = acc[r] / l; }
         }
+    }
+}
+
+// The software adapters' variant (`DeviceOptions::software_kernels`): no workgroup memory and
+// no barriers. One invocation per query row takes the keys one at a time with the same online
+// softmax, keeping the query row and its output row (d, dv <= 256) in its own arrays. `state`
+// and the flags as above; the key ranges are split::attention_serial_keys'.
+@compute @workgroup_size(64)
+fn attention_serial_main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let lq = params[2];
+    let row = flat_workgroup(wid, nwg) * 64u + lid;
+    if (row >= params[0] * lq) { return; }
+    let bh = row / lq;
+    let i = row % lq;
+    let b = bh / params[1];
+    let h = bh % params[1];
+    let d = params[4];
+    let dv = params[5];
+    let scale = bitcast<f32>(params[6]);
+    let neg_inf = neg_inf_f32();
+
+    var qv: array<f32, 256>;
+    var o: array<f32, 256>;
+    let q0 = view(8u, b, h, i, 0u);
+    for (var t = 0u; t < d; t++) { qv[t] = q[q0 + t * params[12]]; }
+    var keys = params[3];
+    if (params[7] != 0u) { keys = min(keys, i + 1u); }
+    let flags = params[31];
+    let at = row * (dv + 2u);
+    var m = neg_inf;
+    var l = 0.0;
+    if ((flags & 1u) != 0u) {
+        m = state[at];
+        l = state[at + 1u];
+        for (var c = 0u; c < dv; c++) { o[c] = state[at + 2u + c]; }
+    } else {
+        for (var c = 0u; c < dv; c++) { o[c] = 0.0; }
+    }
+    let kt = params[17];
+    let vc = params[22];
+    let end = min(keys, params[30]);
+    for (var j = params[29]; j < end; j++) {
+        let kj = view(13u, b, h, j, 0u);
+        var dot = 0.0;
+        for (var t = 0u; t < d; t++) { dot = fma(qv[t], k[kj + t * kt], dot); }
+        var s = dot * scale;
+        if (HAS_MASK) { s += mask[view(23u, b, h, i, j)]; }
+        let m_new = max_nan(m, s);
+        // A NaN score makes the row NaN, explicitly (SwiftShader's exp(NaN) is not NaN).
+        if (is_nan(m_new)) { l = nan_f32(); }
+        // While every score so far is -inf nothing is added; equal maxima keep the sums.
+        if (m_new == neg_inf) { continue; }
+        var alpha = 1.0;
+        if (m != m_new) { alpha = exp(m - m_new); }
+        let p = exp(s - m_new);
+        l = fma(l, alpha, p);
+        let vj = view(18u, b, h, j, 0u);
+        for (var c = 0u; c < dv; c++) { o[c] = fma(p, v[vj + c * vc], o[c] * alpha); }
+        m = m_new;
+    }
+    if ((flags & 2u) == 0u) {
+        state[at] = m;
+        state[at + 1u] = l;
+        for (var c = 0u; c < dv; c++) { state[at + 2u + c] = o[c]; }
+    } else {
+        for (var c = 0u; c < dv; c++) { out[params[28] + row * dv + c] = o[c] / l; }
     }
 }

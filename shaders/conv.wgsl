@@ -7,13 +7,15 @@
 //         [20..26] the taps of this dispatch: begin and end of the input channel (of the
 //         group), of ky and of kx, [26] flags: bit 0 continues from the partial result in
 //         `out`, bit 1 finishes (bias and activation; the average of a pool).
-// HAS_BIAS adds bias[oc]; ACT is a `UnaryOp::code` (0: none); POOL is `PoolKind::code`.
+// HAS_BIAS adds bias[oc]; ACT is a `UnaryOp::code` (0: none); POOL is `PoolKind::code`;
+// OCB (1 or 4) is the output channels of one conv2d_main invocation (of four output columns).
 // One dispatch over all taps has flags 2; devices that end long loops early
 // (`Limits::max_loop_iterations`) take the taps in boxes, flags 0, then 1, ..., then 3.
 
 override HAS_BIAS: bool = false;
 override ACT: u32 = 0u;
 override POOL: u32 = 0u;
+override OCB: u32 = 1u;
 
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> weight: array<f32>;
@@ -31,43 +33,90 @@ fn output_index(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
     return flat_workgroup(wid, nwg) * 256u + lid;
 }
 
+// OCB output channels (4 where each group's output channels come in fours, else 1) of four
+// neighbouring output columns per invocation: every input value read feeds OCB accumulators
+// and every weight read four.
+fn conv_weights(t: u32, ws: u32) -> vec4<f32> {
+    if (OCB == 4u) {
+        return vec4<f32>(weight[t], weight[t + ws], weight[t + 2u * ws], weight[t + 3u * ws]);
+    }
+    return vec4<f32>(weight[t], 0.0, 0.0, 0.0);
+}
+
+// Input column `ix` of the input row starting at `xr`, 0 in the padding.
+fn conv_input(xr: u32, ix: i32, w: u32) -> vec4<f32> {
+    if (ix < 0 || ix >= i32(w)) { return vec4<f32>(0.0); }
+    return vec4<f32>(x[xr + u32(ix)]);
+}
+
 @compute @workgroup_size(256)
 fn conv2d_main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
+    // i runs over (batch, block of OCB output channels, oy, block of 4 output columns).
     let i = output_index(wid, nwg, lid);
     let c = params[1]; let h = params[2]; let w = params[3]; let o = params[4];
     let kh = params[5]; let kw = params[6]; let oh = params[7]; let ow = params[8];
-    if (i >= params[0] * o * oh * ow) { return; }
-    let ox = i % ow;
-    let oy = (i / ow) % oh;
-    let oc = (i / (ow * oh)) % o;
-    let nb = i / (ow * oh * o);
+    let blocks = o / OCB;
+    let xblocks = (ow + 3u) / 4u;
+    if (i >= params[0] * blocks * oh * xblocks) { return; }
+    let ox0 = (i % xblocks) * 4u;
+    let oy = (i / xblocks) % oh;
+    let oc0 = ((i / (xblocks * oh)) % blocks) * OCB;
+    let nb = i / (xblocks * oh * blocks);
     let cg = c / params[15];
-    let g = oc / (o / params[15]);
-    var acc = 0.0;
-    if ((params[26] & 1u) != 0u) { acc = out[params[19] + i]; }
+    let g = oc0 / (o / params[15]);
+    let sy = params[9]; let sx = i32(params[10]); let dy = params[13]; let dx = params[14];
+    let iy0 = i32(oy * sy) - i32(params[11]);
+    let ix0 = i32(ox0) * sx - i32(params[12]);
+    let ky0 = params[22]; let ky1 = params[23]; let kx0 = params[24]; let kx1 = params[25];
+    // Weights of consecutive output channels are `ws` apart; outputs `plane` apart.
+    let ws = cg * kh * kw;
+    let plane = oh * ow;
+    let at = params[19] + ((nb * o + oc0) * oh + oy) * ow + ox0;
+    let flags = params[26];
+    var acc: array<vec4<f32>, 4>;
+    var a0 = vec4<f32>(0.0);
+    var a1 = vec4<f32>(0.0);
+    var a2 = vec4<f32>(0.0);
+    var a3 = vec4<f32>(0.0);
     for (var ci = params[20]; ci < params[21]; ci++) {
-        let plane = params[16] + (nb * c + g * cg + ci) * h * w;
-        let taps = params[17] + (oc * cg + ci) * kh * kw;
-        for (var ky = params[22]; ky < params[23]; ky++) {
-            let iy = input_at(oy, ky, params[9], params[13], params[11], h);
-            if (iy < 0) { continue; }
-            for (var kx = params[24]; kx < params[25]; kx++) {
-                let ix = input_at(ox, kx, params[10], params[14], params[12], w);
-                if (ix < 0) { continue; }
-                acc = fma(x[plane + u32(iy) * w + u32(ix)], weight[taps + ky * kw + kx], acc);
+        let xp = params[16] + (nb * c + g * cg + ci) * h * w;
+        let taps = params[17] + oc0 * ws + ci * kh * kw;
+        for (var ky = ky0; ky < ky1; ky++) {
+            let iy = iy0 + i32(ky * dy);
+            if (iy < 0 || iy >= i32(h)) { continue; }
+            let xr = xp + u32(iy) * w;
+            let tr = taps + ky * kw;
+            for (var kx = kx0; kx < kx1; kx++) {
+                let wv = conv_weights(tr + kx, ws);
+                let ix = ix0 + i32(kx * dx);
+                a0 = fma(conv_input(xr, ix, w), wv, a0);
+                a1 = fma(conv_input(xr, ix + sx, w), wv, a1);
+                a2 = fma(conv_input(xr, ix + 2 * sx, w), wv, a2);
+                a3 = fma(conv_input(xr, ix + 3 * sx, w), wv, a3);
             }
         }
     }
-    if ((params[26] & 2u) == 0u) {
-        out[params[19] + i] = acc;
-        return;
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+    for (var p = 0u; p < 4u; p++) {
+        if (ox0 + p >= ow) { break; }
+        for (var k = 0u; k < OCB; k++) {
+            let to = at + k * plane + p;
+            var v = acc[p][k];
+            if ((flags & 1u) != 0u) { v += out[to]; }
+            if ((flags & 2u) != 0u) {
+                if (HAS_BIAS) { v += bias[params[18] + oc0 + k]; }
+                v = unary_op(ACT, v);
+            }
+            out[to] = v;
+        }
     }
-    if (HAS_BIAS) { acc += bias[params[18] + oc]; }
-    out[params[19] + i] = unary_op(ACT, acc);
 }
 
 @compute @workgroup_size(256)

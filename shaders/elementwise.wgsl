@@ -95,3 +95,56 @@ fn binary_main(
     let bi = operand_offset(B_MODE, i, 20u, 30u);
     out[params[2] + i] = to_store(unary_op(ACT, binary_op(OP, f32(x[ai]), f32(y[bi]))));
 }
+
+// vec4 forms of unary_main and binary_main, four elements per invocation: used where n, the
+// output offset and every operand offset are multiples of 4, the output is contiguous and
+// each operand is contiguous (mode 1) or a repeated block (mode 2) of a period that is a
+// multiple of 4. They bind the same buffers as vec4 arrays (no entry point uses both forms).
+@group(0) @binding(1) var<storage, read> x4: array<vec4<STORE>>;
+@group(0) @binding(2) var<storage, read> y4: array<vec4<STORE>>;
+@group(0) @binding(3) var<storage, read_write> out4: array<vec4<STORE>>;
+
+fn operand4(mode: u32, i4: u32, view_at: u32, period_at: u32) -> u32 {
+    if (mode == 2u) { return params[view_at] / 4u + i4 % (params[period_at] / 4u); }
+    return params[view_at] / 4u + i4;
+}
+
+fn store4(v: vec4<f32>) -> vec4<STORE> {
+    return vec4<STORE>(to_store(v.x), to_store(v.y), to_store(v.z), to_store(v.w));
+}
+
+@compute @workgroup_size(256)
+fn unary_vec4_main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let i4 = element(wid, nwg, lid);
+    if (i4 >= params[0] / 4u) {
+        return;
+    }
+    let a = vec4<f32>(x4[operand4(A_MODE, i4, 11u, 29u)]);
+    let r = vec4<f32>(unary_op(OP, a.x), unary_op(OP, a.y), unary_op(OP, a.z), unary_op(OP, a.w));
+    out4[params[2] / 4u + i4] = store4(r);
+}
+
+@compute @workgroup_size(256)
+fn binary_vec4_main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let i4 = element(wid, nwg, lid);
+    if (i4 >= params[0] / 4u) {
+        return;
+    }
+    let a = vec4<f32>(x4[operand4(A_MODE, i4, 11u, 29u)]);
+    let b = vec4<f32>(y4[operand4(B_MODE, i4, 20u, 30u)]);
+    let r = vec4<f32>(
+        unary_op(ACT, binary_op(OP, a.x, b.x)),
+        unary_op(ACT, binary_op(OP, a.y, b.y)),
+        unary_op(ACT, binary_op(OP, a.z, b.z)),
+        unary_op(ACT, binary_op(OP, a.w, b.w)),
+    );
+    out4[params[2] / 4u + i4] = store4(r);
+}

@@ -100,3 +100,69 @@ fn matmul_main(
         }
     }
 }
+
+// The `direct` variant, for software adapters (`DeviceOptions::software_kernels`): no
+// workgroup memory and no barriers. Each invocation reads its four rows of A and four
+// columns of B straight from memory, four k at a time (`a_k4` and `b_n4` come with the tile
+// loads), and keeps its 4 x 4 block in four vec4s. Its configuration has RM = RN = 4.
+@compute @workgroup_size(WX, WY)
+fn matmul_direct_main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_id) lid3: vec3<u32>,
+) {
+    let m = params[0];
+    let n = params[1];
+    let batch = params[4] + wid.z;
+    let a_base = params[5] + batch_offset(batch, 18u);
+    let b_base = params[8] + batch_offset(batch, 24u);
+    let row0 = wid.y * TM + lid3.y * 4u;
+    let col0 = wid.x * TN + lid3.x * 4u;
+    // Rows past m read the last row; their results are not stored.
+    let r0 = min(row0, m - 1u);
+    let r1 = min(row0 + 1u, m - 1u);
+    let r2 = min(row0 + 2u, m - 1u);
+    let r3 = min(row0 + 3u, m - 1u);
+    var acc: array<vec4<f32>, 4>;
+    var c0 = vec4<f32>(0.0);
+    var c1 = vec4<f32>(0.0);
+    var c2 = vec4<f32>(0.0);
+    var c3 = vec4<f32>(0.0);
+    // The k ranges of a split start and end on multiples of 16 (or at k).
+    for (var k0 = params[31]; k0 < params[32]; k0 += 4u) {
+        let b0 = b_n4(b_base, k0, col0);
+        let b1 = b_n4(b_base, k0 + 1u, col0);
+        let b2 = b_n4(b_base, k0 + 2u, col0);
+        let b3 = b_n4(b_base, k0 + 3u, col0);
+        let a0 = a_k4(a_base, r0, k0);
+        c0 = fma(vec4<f32>(a0.x), b0, fma(vec4<f32>(a0.y), b1, fma(vec4<f32>(a0.z), b2, fma(vec4<f32>(a0.w), b3, c0))));
+        let a1 = a_k4(a_base, r1, k0);
+        c1 = fma(vec4<f32>(a1.x), b0, fma(vec4<f32>(a1.y), b1, fma(vec4<f32>(a1.z), b2, fma(vec4<f32>(a1.w), b3, c1))));
+        let a2 = a_k4(a_base, r2, k0);
+        c2 = fma(vec4<f32>(a2.x), b0, fma(vec4<f32>(a2.y), b1, fma(vec4<f32>(a2.z), b2, fma(vec4<f32>(a2.w), b3, c2))));
+        let a3 = a_k4(a_base, r3, k0);
+        c3 = fma(vec4<f32>(a3.x), b0, fma(vec4<f32>(a3.y), b1, fma(vec4<f32>(a3.z), b2, fma(vec4<f32>(a3.w), b3, c3))));
+    }
+    acc[0] = c0;
+    acc[1] = c1;
+    acc[2] = c2;
+    acc[3] = c3;
+    let c_base = params[11] + batch * m * n;
+    let flags = params[33];
+    for (var i = 0u; i < 4u; i++) {
+        let r = row0 + i;
+        for (var j = 0u; j < 4u; j++) {
+            let col = col0 + j;
+            if (r < m && col < n) {
+                var v = acc[i][j];
+                let p = batch * m * n + r * n + col;
+                if ((flags & 1u) != 0u) { v += partial[p]; }
+                if ((flags & 2u) == 0u) {
+                    partial[p] = v;
+                    continue;
+                }
+                if (HAS_BIAS) { v += f32(bias[params[30] + col]); }
+                c[c_base + r * n + col] = to_store(unary_op(ACT, v));
+            }
+        }
+    }
+}

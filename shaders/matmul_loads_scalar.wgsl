@@ -28,3 +28,21 @@ fn load_tiles(a_base: u32, b_base: u32, row0: u32, col0: u32, k0: u32, lid: u32)
         b_tile[bk * TN + bn] = bv;
     }
 }
+
+// For matmul_direct_main: k0 .. k0 + 3 of row `row` of A, and columns col0 .. col0 + 3 of
+// row `kr` of B, zeros past k and n.
+fn a_k4(a_base: u32, row: u32, k0: u32) -> vec4<f32> {
+    var v = vec4<f32>(0.0);
+    for (var c = 0u; c < 4u; c++) {
+        if (k0 + c < params[2]) { v[c] = f32(a[a_base + row * params[6] + (k0 + c) * params[7]]); }
+    }
+    return v;
+}
+
+fn b_n4(b_base: u32, kr: u32, col0: u32) -> vec4<f32> {
+    var v = vec4<f32>(0.0);
+    for (var c = 0u; c < 4u; c++) {
+        if (kr < params[2] && col0 + c < params[1]) { v[c] = f32(b[b_base + kr * params[9] + (col0 + c) * params[10]]); }
+    }
+    return v;
+}

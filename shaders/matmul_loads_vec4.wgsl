@@ -30,3 +30,14 @@ fn load_tiles(a_base: u32, b_base: u32, row0: u32, col0: u32, k0: u32, lid: u32)
         for (var c = 0u; c < 4u; c++) { b_tile[bk * TN + bn + c] = bv[c]; }
     }
 }
+
+// For matmul_direct_main: k0 .. k0 + 3 of row `row` of A, and columns col0 .. col0 + 3 of
+// row `kr` of B (zeros past n: n is a multiple of 4).
+fn a_k4(a_base: u32, row: u32, k0: u32) -> vec4<f32> {
+    return vec4<f32>(a[(a_base + row * params[6] + k0) / 4u]);
+}
+
+fn b_n4(b_base: u32, kr: u32, col0: u32) -> vec4<f32> {
+    if (col0 >= params[1]) { return vec4<f32>(0.0); }
+    return vec4<f32>(b[(b_base + kr * params[9] + col0) / 4u]);
+}

@@ -113,3 +113,63 @@ fn norm_main(
         }
     }
 }
+
+// The software adapters' variant (`DeviceOptions::software_kernels`): no workgroup memory and
+// no barriers. One invocation per (row, chunk) takes its chunk alone: the mean, then the sum
+// of squared deviations from it (two walks, no division per element as in Welford's
+// update), or the sum of squares for RMS norm, then the output. PASS and `stats` as above.
+@compute @workgroup_size(64)
+fn norm_serial_main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let g = flat_workgroup(wid, nwg) * 64u + lid;
+    let chunks = params[8];
+    let row = g / chunks;
+    if (row >= params[0]) { return; }
+    let cols = params[1];
+    let j0 = (g % chunks) * params[7];
+    let j1 = min(j0 + params[7], cols);
+    let xin = params[2] + row * cols;
+    let o = params[3] + row * cols;
+
+    var r = vec3<f32>(0.0);
+    if (PASS == 2u) {
+        for (var c = row * chunks; c < (row + 1u) * chunks; c++) {
+            r = merge(r, vec3<f32>(stats[3u * c], stats[3u * c + 1u], stats[3u * c + 2u]));
+        }
+    } else if (KIND == 0u) {
+        var s = 0.0;
+        for (var j = j0; j < j1; j++) { s += x[xin + j]; }
+        let cnt = f32(j1 - j0);
+        let mean = s / max(cnt, 1.0);
+        var m2 = 0.0;
+        for (var j = j0; j < j1; j++) {
+            let d = x[xin + j] - mean;
+            m2 = fma(d, d, m2);
+        }
+        r = vec3<f32>(cnt, mean, m2);
+    } else {
+        var m2 = 0.0;
+        for (var j = j0; j < j1; j++) {
+            let v = x[xin + j];
+            m2 = fma(v, v, m2);
+        }
+        r = vec3<f32>(0.0, 0.0, m2);
+    }
+    if (PASS == 1u) {
+        stats[3u * g] = r.x;
+        stats[3u * g + 1u] = r.y;
+        stats[3u * g + 2u] = r.z;
+        return;
+    }
+    let mean = r.y;
+    let inv = inverseSqrt(r.z / f32(cols) + bitcast<f32>(params[6]));
+    for (var j = j0; j < j1; j++) {
+        var y = (x[xin + j] - mean) * inv;
+        if (HAS_WEIGHT) { y *= weight[params[4] + j]; }
+        if (HAS_BIAS) { y += bias[params[5] + j]; }
+        out[o + j] = unary_op(ACT, y);
+    }
+}

@@ -4,7 +4,8 @@
 // combines a few elements, then the workgroup combines its 256 partials as a tree, so sums
 // are nearly pairwise (error grows with log n, not n). `workgroup_combine` comes from
 // reduce_tree.wgsl or, where the adapter has subgroup operations, reduce_subgroups.wgsl,
-// prepended by src/backend/webgpu/ops.rs.
+// prepended by src/backend/webgpu/ops.rs. Software adapters run `reduce_serial_main` (the
+// `serial` variant, at the end) instead.
 //
 // params: [0] outer, [1] len, [2] inner, [3] chunk length, [4] chunks per row,
 //         [5] input offset, [6] output offset, [7] scale as f32 bits (1/len for a final mean).
@@ -88,5 +89,45 @@ fn reduce_main(
         if (OP == 4u) {
             outi[params[6] + g] = r.index;
         }
+    }
+}
+
+// The `serial` variant, for software adapters (SwiftShader, llvmpipe: CPU threads running
+// the invocations of a workgroup in SIMD lanes, where a workgroup barrier switches
+// coroutines): no workgroup memory and no barriers. Each row is reduced by params[4]
+// invocations, invocation c taking elements c, c + params[4], c + 2 * params[4], ... of its
+// row alone and storing its partial; later passes reduce the partials the same way.
+// Invocations are numbered (outer, c, inner) with inner fastest, so neighbouring invocations
+// read neighbouring elements; partials are stored [outer * inner + i][c], as reduce_main
+// stores them. params[3] is unused.
+@compute @workgroup_size(64)
+fn reduce_serial_main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let t = flat_workgroup(wid, nwg) * 64u + lid;
+    let len = params[1];
+    let inner = params[2];
+    let chunks = params[4];
+    if (t >= params[0] * inner * chunks) { return; }
+    let i = t % inner;
+    let c = (t / inner) % chunks;
+    let o = t / (inner * chunks);
+    let base = params[5] + o * len * inner + i;
+    var acc = identity();
+    var ai = 0xffffffffu;
+    for (var j = c; j < len; j += chunks) {
+        let at = base + j * inner;
+        var vi = j;
+        if (!FIRST && OP == 4u) {
+            vi = xi[at];
+        }
+        combine(&acc, &ai, x[at], vi);
+    }
+    let g = (o * inner + i) * chunks + c;
+    out[params[6] + g] = acc * bitcast<f32>(params[7]);
+    if (OP == 4u) {
+        outi[params[6] + g] = ai;
     }
 }

@@ -80,12 +80,63 @@ fn softmax_main(
     }
     let m = maxima[0];
     // A +inf maximum makes exp(x - max) NaN for that element, and so the whole row, as in
-    // the reference.
+    // the reference; so does an all -inf row (exp(-inf - -inf)) and a NaN. All three
+    // explicitly: SwiftShader's exp(NaN) is not NaN.
     var inv = 1.0 / sums[0];
-    if (m == inf_f32()) { inv = nan_f32(); }
+    if (m == inf_f32() || m == neg_inf_f32() || is_nan(m)) { inv = nan_f32(); }
     if (in_range) {
         for (var j = j0 + lid; j < j1; j += 256u) {
             out[o + j] = exp(x[xin + j] - m) * inv;
         }
+    }
+}
+
+// The software adapters' variant (`DeviceOptions::software_kernels`): no workgroup memory and
+// no barriers. One invocation per (row, chunk) takes its chunk alone, in three walks (the
+// maximum, the sum of exp(x - maximum), the output) rather than the online merge, which
+// costs an exp per element per walk in divergent branches. PASS and `stats` as above.
+@compute @workgroup_size(64)
+fn softmax_serial_main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let g = flat_workgroup(wid, nwg) * 64u + lid;
+    let chunks = params[5];
+    let row = g / chunks;
+    if (row >= params[0]) { return; }
+    let cols = params[1];
+    let xin = params[2] + row * cols;
+    let o = params[3] + row * cols;
+    let j0 = (g % chunks) * params[4];
+    let j1 = min(j0 + params[4], cols);
+
+    var m = neg_inf_f32();
+    var sum = 0.0;
+    if (PASS == 2u) {
+        for (var c = row * chunks; c < (row + 1u) * chunks; c++) {
+            let r = merge(m, sum, stats[2u * c], stats[2u * c + 1u]);
+            m = r.x;
+            sum = r.y;
+        }
+    } else {
+        for (var j = j0; j < j1; j++) { m = max_nan(m, x[xin + j]); }
+        // An empty chunk keeps (-inf, 0), which merging ignores.
+        if (m != neg_inf_f32()) {
+            for (var j = j0; j < j1; j++) { sum += exp(x[xin + j] - m); }
+        }
+    }
+    if (PASS == 1u) {
+        stats[2u * g] = m;
+        stats[2u * g + 1u] = sum;
+        return;
+    }
+    // An infinite maximum gives NaN (+inf: exp(x - max) is NaN for that element; an all -inf
+    // row: every exp is NaN), as the workgroup variant and the reference do; a NaN maximum
+    // too, explicitly (SwiftShader's exp(NaN) is not NaN).
+    var inv = 1.0 / sum;
+    if (m == inf_f32() || m == neg_inf_f32() || is_nan(m)) { inv = nan_f32(); }
+    for (var j = j0; j < j1; j++) {
+        out[o + j] = exp(x[xin + j] - m) * inv;
     }
 }

@@ -327,7 +327,7 @@ fn parse_kind(name: &str) -> Result<Kind> {
             .or_else(|| {
                 let (base, variant) = name.split_once('@')?;
                 let matmuls = [BackendKind::Cpu, BackendKind::WebGpu, BackendKind::Cuda].into_iter().flat_map(crate::backend::matmul_variants);
-                let reductions = ["subgroup", "tree", "cpu", "kernel"];
+                let reductions = ["subgroup", "tree", "serial", "cpu", "kernel"];
                 match parse_kind(base).ok()? {
                     Kind::Matmul(None) => matmuls.chain(["auto"]).find(|&v| v == variant).map(|v| Kind::Matmul(Some(v))),
                     Kind::ReduceAll(op, None) => reductions.into_iter().chain(["auto"]).find(|&v| v == variant).map(|v| Kind::ReduceAll(op, Some(v))),

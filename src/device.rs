@@ -197,11 +197,16 @@ pub struct DeviceOptions {
     /// Use subgroup (warp) operations in reductions where the adapter has them; off to compare
     /// or to work around a driver.
     pub use_subgroups: bool,
+    /// On software adapters (SwiftShader, llvmpipe: `DeviceType::SoftwareGpu`), run the kernel
+    /// variants made for them: reductions, softmax and norms without workgroup barriers or
+    /// workgroup memory (each a coroutine switch of every SIMD group there). Off to run the
+    /// GPU kernels there as well (tests, comparisons).
+    pub software_kernels: bool,
 }
 
 impl Default for DeviceOptions {
     fn default() -> Self {
-        DeviceOptions { pool_cache_limit: 1 << 30, poison_uninitialized: false, matmul_precision: MatmulPrecision::F32, use_subgroups: true }
+        DeviceOptions { pool_cache_limit: 1 << 30, poison_uninitialized: false, matmul_precision: MatmulPrecision::F32, use_subgroups: true, software_kernels: true }
     }
 }
 

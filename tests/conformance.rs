@@ -8,7 +8,7 @@ mod common;
 use common::{assert_close, devices, devices_and_variants, gather, name, random, read, tensor};
 use unicompute::ops::{self, softmax::reference_row};
 use unicompute::ops::{AttentionParams, Conv2dParams, NormKind, NormParams, Pool2dParams, PoolKind};
-use unicompute::{BinaryOp, DType, ReduceOp, Tensor, UnaryOp};
+use unicompute::{BinaryOp, DType, Device, ReduceOp, Tensor, UnaryOp};
 
 /// Shapes with 1, primes, and sizes that are no multiple of the 256-wide workgroups.
 const SHAPES: &[&[usize]] = &[&[1], &[7], &[257], &[3, 5, 11], &[2, 1, 131]];
@@ -158,26 +158,31 @@ fn reduce_reference(op: ReduceOp, x: &[f32], shape: &[usize], axis: Option<usize
     out
 }
 
+/// Every device with each of its reduction variants.
+fn reduce_variants() -> Vec<(&'static Device, &'static str)> {
+    devices().iter().flat_map(|d| d.variants("reduce").into_iter().map(move |v| (d, v))).collect()
+}
+
 #[test]
 fn reductions_over_each_axis_and_all() {
     let cases: &[(&[usize], Option<usize>)] =
         &[(&[1], None), (&[1000], None), (&[3, 1025, 5], Some(0)), (&[3, 1025, 5], Some(1)), (&[3, 1025, 5], Some(2)), (&[7, 3000], Some(1)), (&[4099], Some(0)),
           (&[100_003], None), (&[2, 70_001], Some(1)), (&[40_000, 3], Some(0)), (&[5, 2, 37], Some(2))];
-    for d in &devices_and_variants() {
+    for (d, v) in reduce_variants() {
         let q = d.queue();
         for (k, op) in ReduceOp::ALL.into_iter().enumerate() {
             for (c, &(shape, axis)) in cases.iter().enumerate() {
                 let seed = (k * 50 + c) as u64;
                 let n: usize = shape.iter().product();
                 let x = random(seed, n, -10.0, 10.0);
-                let out = ops::reduce::reduce(&q, op, &tensor(d, &x, shape), axis).unwrap();
+                let out = ops::reduce::reduce_variant(&q, op, &tensor(d, &x, shape), axis, v).unwrap();
                 let got: Vec<f32> = if op == ReduceOp::Argmax {
                     out.to_vec_blocking::<u32>().unwrap().into_iter().map(|i| i as f32).collect()
                 } else {
                     read(&out)
                 };
                 let want = reduce_reference(op, &x, shape, axis);
-                assert_close(&got, &want, 1e-5, 1e-4, &format!("{} {shape:?} axis {axis:?} on {} seed {seed}", op.name(), name(d)));
+                assert_close(&got, &want, 1e-5, 1e-4, &format!("{} {shape:?} axis {axis:?} on {} ({v}) seed {seed}", op.name(), name(d)));
             }
         }
     }
@@ -185,19 +190,18 @@ fn reductions_over_each_axis_and_all() {
 
 #[test]
 fn argmax_picks_first_maximum_and_nan() {
-    for d in &devices_and_variants() {
+    for (d, v) in reduce_variants() {
+        let q = d.queue();
+        let argmax = |x: &[f32], shape: &[usize], axis| ops::reduce::reduce_variant(&q, ReduceOp::Argmax, &tensor(d, x, shape), axis, v).unwrap().to_vec_blocking::<u32>().unwrap();
         let x = [1.0f32, 5.0, 3.0, 5.0, 2.0, 0.0, f32::NAN, 9.0];
-        let t = tensor(d, &x, &[2, 4]);
-        let rows = t.reduce(ReduceOp::Argmax, Some(1)).unwrap().to_vec_blocking::<u32>().unwrap();
-        assert_eq!(rows, vec![1, 2], "argmax rows on {}", name(d));
+        assert_eq!(argmax(&x, &[2, 4], Some(1)), vec![1, 2], "argmax rows on {} ({v})", name(d));
         // One long row, split into chunks by every backend: ties go to the first, NaN wins.
         let mut long = random(5, 100_003, -10.0, 10.0);
         long[70_000] = 20.0;
         long[90_000] = 20.0;
-        let argmax = |v: &[f32]| tensor(d, v, &[v.len()]).reduce(ReduceOp::Argmax, None).unwrap().to_vec_blocking::<u32>().unwrap()[0];
-        assert_eq!(argmax(&long), 70_000, "first of tied maxima on {}", name(d));
+        assert_eq!(argmax(&long, &[long.len()], None)[0], 70_000, "first of tied maxima on {} ({v})", name(d));
         long[95_000] = f32::NAN;
-        assert_eq!(argmax(&long), 95_000, "NaN counts as largest on {}", name(d));
+        assert_eq!(argmax(&long, &[long.len()], None)[0], 95_000, "NaN counts as largest on {} ({v})", name(d));
     }
 }
 
@@ -206,20 +210,23 @@ fn sum_of_2_pow_24_elements_is_accurate() {
     let n = 1 << 24;
     let x = random(99, n, 0.0, 1.0);
     let want: f64 = x.iter().map(|&v| f64::from(v)).sum();
-    for d in &devices_and_variants() {
-        let got = read(&tensor(d, &x, &[n]).sum(None).unwrap())[0];
+    for (d, v) in reduce_variants() {
+        let q = d.queue();
+        let t = tensor(d, &x, &[n]);
+        let got = read(&ops::reduce::reduce_variant(&q, ReduceOp::Sum, &t, None, v).unwrap())[0];
         let rel = (f64::from(got) - want).abs() / want;
-        assert!(rel < 1e-5, "sum of 2^24 on {}: {got} vs {want}, relative error {rel:e}", name(d));
-        let mean = read(&tensor(d, &x, &[n]).reduce(ReduceOp::Mean, None).unwrap())[0];
+        assert!(rel < 1e-5, "sum of 2^24 on {} ({v}): {got} vs {want}, relative error {rel:e}", name(d));
+        let mean = read(&ops::reduce::reduce_variant(&q, ReduceOp::Mean, &t, None, v).unwrap())[0];
         let rel = (f64::from(mean) - want / n as f64).abs() / (want / n as f64);
-        assert!(rel < 1e-5, "mean of 2^24 on {}: relative error {rel:e}", name(d));
+        assert!(rel < 1e-5, "mean of 2^24 on {} ({v}): relative error {rel:e}", name(d));
     }
 }
 
 #[test]
 fn softmax_rows_are_overflow_safe() {
-    let cases: &[(&[usize], f32, f32)] = &[(&[1, 1], -1.0, 1.0), (&[3, 7], -5.0, 5.0), (&[5, 1000], 500.0, 1000.0), (&[2, 3, 257], -80.0, 80.0), (&[1, 4099], -3.0, 3.0)];
-    for d in devices() {
+    let cases: &[(&[usize], f32, f32)] =
+        &[(&[1, 1], -1.0, 1.0), (&[3, 7], -5.0, 5.0), (&[5, 1000], 500.0, 1000.0), (&[2, 3, 257], -80.0, 80.0), (&[1, 4099], -3.0, 3.0), (&[1100, 300], -20.0, 20.0)];
+    for d in &devices_and_variants() {
         for (c, &(shape, lo, hi)) in cases.iter().enumerate() {
             let n: usize = shape.iter().product();
             let x = random(c as u64 + 700, n, lo, hi);
@@ -341,9 +348,9 @@ fn views_and_contiguous_copies() {
 
 #[test]
 fn layer_and_rms_norm_match_reference() {
-    let cases: &[&[usize]] = &[&[1, 1], &[3, 7], &[5, 1000], &[2, 3, 257], &[1, 4099]];
+    let cases: &[&[usize]] = &[&[1, 1], &[3, 7], &[5, 1000], &[2, 3, 257], &[1, 4099], &[1100, 300]];
     let eps = 1e-5;
-    for d in devices() {
+    for d in &devices_and_variants() {
         let q = d.queue();
         for kind in [NormKind::Layer, NormKind::Rms] {
             for (c, &shape) in cases.iter().enumerate() {
@@ -579,7 +586,7 @@ fn attention_inputs(seed: u64, [b, h, lq, lk, hd, dv]: [usize; 6]) -> (Vec<f32>,
 fn attention_matches_naive_reference() {
     // [b, h, lq, lk, d, dv]
     let cases: &[[usize; 6]] = &[[1, 1, 1, 1, 1, 1], [2, 3, 7, 13, 16, 8], [1, 2, 300, 1000, 64, 64], [1, 1, 5, 70, 200, 256]];
-    for d in devices() {
+    for d in &devices_and_variants() {
         let q_ = d.queue();
         for (c, &dims) in cases.iter().enumerate() {
             let [b, h, lq, lk, hd, dv] = dims;
@@ -624,6 +631,8 @@ fn conv2d_matches_naive_reference() {
         ([1, 4, 11, 13], [6, 2, 3, 5], [2, 3], [1, 2], [2, 1], 2),
         ([1, 6, 8, 8], [6, 1, 3, 3], [1, 1], [1, 1], [1, 1], 6),
         ([1, 3, 32, 31], [16, 3, 3, 3], [2, 2], [0, 0], [1, 1], 1),
+        // Four output channels per group, two batches: blocks of four channels per invocation.
+        ([2, 4, 9, 10], [8, 2, 3, 3], [1, 1], [1, 1], [1, 2], 2),
     ];
     for d in devices() {
         for (c, &(xs, ws, stride, padding, dilation, groups)) in cases.iter().enumerate() {
@@ -919,7 +928,7 @@ fn matmul_and_linear_with_k_of_70_000() {
 fn attention_over_65_537_keys() {
     // [b, h, lq, lk, d, dv]
     let cases: &[[usize; 6]] = &[[1, 1, 3, 65_537, 4, 4], [1, 2, 2, 65_537, 8, 72]];
-    for d in devices() {
+    for d in &devices_and_variants() {
         for (c, &dims) in cases.iter().enumerate() {
             let [b, h, lq, lk, hd, dv] = dims;
             let seed = 1720 + 10 * c as u64;
@@ -984,7 +993,7 @@ const LONG_ROWS: [[usize; 2]; 2] = [[1, 9_000_000], [2, 4_500_007]];
 
 #[test]
 fn softmax_and_norms_of_rows_of_9_million() {
-    for d in devices() {
+    for d in &devices_and_variants() {
         for (c, shape) in LONG_ROWS.iter().enumerate() {
             let seed = 1760 + c as u64;
             let x = random(seed, shape[0] * shape[1], -3.0, 5.0);

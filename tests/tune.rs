@@ -82,7 +82,7 @@ fn reductions_tune_too_and_tune_reports_every_candidate() {
     let d = Device::open_with_policy(&policy("webgpu", &path)).unwrap();
     let result = d.tune_blocking(Problem::Reduce { outer: 5, len: 3001, inner: 1 }).unwrap();
     assert_eq!(result.op, "reduce");
-    assert_eq!(result.times_us.len(), 2, "{result:?}");
+    assert_eq!(result.times_us.len(), d.variants("reduce").len(), "{result:?}");
     assert!(result.times_us[&result.choice] <= result.times_us[&result.default], "{result:?}");
     assert!(result.speedup() >= 1.0);
     // The op now runs the winner, with the right numbers.

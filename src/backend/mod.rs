@@ -176,14 +176,26 @@ impl BackendDevice {
         }
     }
 
+    /// The reduction variant this device runs unless told otherwise, and why.
+    pub fn default_reduce_variant(&self, options: &crate::DeviceOptions) -> (&'static str, String) {
+        let _ = options;
+        match self {
+            BackendDevice::Cpu(_) => ("cpu", "the only reduction of cpu".into()),
+            #[cfg(feature = "webgpu")]
+            BackendDevice::WebGpu(d) => webgpu::ops::default_reduce_variant(d, options),
+            #[cfg(cuda_backend)]
+            BackendDevice::Cuda(_) => ("kernel", "the only reduction of cuda".into()),
+        }
+    }
+
     /// The matmul variant this device runs for an `m x n` output unless told otherwise, and why.
-    pub fn default_matmul_variant(&self, m: usize, n: usize) -> (&'static str, String) {
-        let _ = (m, n);
+    pub fn default_matmul_variant(&self, options: &crate::DeviceOptions, m: usize, n: usize) -> (&'static str, String) {
+        let _ = (options, m, n);
         match self {
             BackendDevice::Cpu(_) => ("sgemm", "the cpu matmul (the gemm crate's SGEMM)".into()),
             #[cfg(feature = "webgpu")]
-            BackendDevice::WebGpu(_) => {
-                let (v, why) = webgpu::ops::default_matmul_variant(m, n);
+            BackendDevice::WebGpu(d) => {
+                let (v, why) = webgpu::ops::default_matmul_variant(d, options, m, n);
                 (v, why.into())
             }
             #[cfg(cuda_backend)]

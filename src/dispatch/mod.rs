@@ -98,16 +98,8 @@ pub(crate) fn variants(backend: &BackendDevice, kind: BackendKind, op: TunableOp
 pub(crate) fn default_variant(device: &Device, problem: Problem) -> (&'static str, String) {
     let backend = &device.shared.backend;
     match problem {
-        Problem::Matmul { m, n, .. } => backend.default_matmul_variant(m, n),
-        Problem::Reduce { .. } => {
-            let all = backend.reduce_variants();
-            let preferred = if device.shared.options.use_subgroups { "subgroup" } else { "tree" };
-            match all.iter().find(|&&v| v == preferred).or(all.first()) {
-                Some(&v) if all.len() > 1 => (v, format!("the default (DeviceOptions::use_subgroups is {})", device.shared.options.use_subgroups)),
-                Some(&v) => (v, format!("the only reduction of {}", device.backend())),
-                None => ("default", "the backend's reduction".into()),
-            }
-        }
+        Problem::Matmul { m, n, .. } => backend.default_matmul_variant(&device.shared.options, m, n),
+        Problem::Reduce { .. } => backend.default_reduce_variant(&device.shared.options),
     }
 }
 

@@ -95,7 +95,7 @@ pub fn reduce(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>) -> R
 }
 
 /// [`reduce`] with the reduction variant named `variant` (one of
-/// `device.variants("reduce")`: `subgroup` or `tree` on webgpu), or `"auto"`: the fastest
+/// `device.variants("reduce")`: `subgroup`, `tree` or `serial` on webgpu), or `"auto"`: the fastest
 /// for this device and shape class (autotuned once, then cached).
 pub fn reduce_variant(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>, variant: &str) -> Result<Tensor> {
     let lift = Lift::of(op.name(), &[x])?;

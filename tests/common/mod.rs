@@ -4,7 +4,7 @@
 
 use std::sync::OnceLock;
 
-use unicompute::{BackendChoice, BackendKind, Device, DeviceOptions, Tensor};
+use unicompute::{BackendChoice, BackendKind, Device, DeviceOptions, DeviceType, Tensor};
 
 /// Set to 1 (CI does) to make a missing wgpu adapter a test failure instead of a skip.
 pub const REQUIRE_WEBGPU_ENV: &str = "UNICOMPUTE_REQUIRE_WEBGPU";
@@ -44,12 +44,13 @@ pub fn webgpu() -> Option<&'static Device> {
     devices().iter().find(|d| d.backend() == BackendKind::WebGpu)
 }
 
-/// [`devices`], plus the webgpu device opened again without subgroup operations (so both
-/// reduction paths run where the adapter has subgroups).
+/// [`devices`], plus the webgpu device opened again with the GPU kernels only (no subgroup
+/// operations, and not the software adapters' variants), so that every kernel path runs
+/// where the adapter has subgroups or is a software adapter.
 pub fn devices_and_variants() -> Vec<Device> {
     let mut all = devices().to_vec();
-    if webgpu().is_some_and(|d| d.info().features.subgroups) {
-        let options = DeviceOptions { poison_uninitialized: true, use_subgroups: false, ..DeviceOptions::default() };
+    if webgpu().is_some_and(|d| d.info().features.subgroups || d.info().device_type == DeviceType::SoftwareGpu) {
+        let options = DeviceOptions { poison_uninitialized: true, use_subgroups: false, software_kernels: false, ..DeviceOptions::default() };
         all.extend(Device::open_with(BackendChoice::Backend(BackendKind::WebGpu), options).ok());
     }
     all

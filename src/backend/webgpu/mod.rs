@@ -80,6 +80,13 @@ fn loop_limit(ai: &wgpu::AdapterInfo) -> Option<u64> {
     (text.contains("llvmpipe") || text.contains("lavapipe")).then_some(65_535)
 }
 
+/// Whether the adapter's name or driver says it is a GPU API implemented on the CPU, whatever
+/// type it reports (browsers report only `isFallbackAdapter`, which older ones lack).
+fn software_by_name(ai: &wgpu::AdapterInfo) -> bool {
+    let text = format!("{} {} {}", ai.name, ai.driver, ai.driver_info).to_lowercase();
+    ["swiftshader", "llvmpipe", "lavapipe", "microsoft basic render"].iter().any(|n| text.contains(n))
+}
+
 fn describe(adapter: &Adapter) -> DeviceInfo {
     let ai = adapter.get_info();
     let l = adapter.limits();
@@ -89,6 +96,7 @@ fn describe(adapter: &Adapter) -> DeviceInfo {
         name: ai.name.clone(),
         backend: BackendKind::WebGpu,
         device_type: match ai.device_type {
+            _ if software_by_name(&ai) => DeviceType::SoftwareGpu,
             wgpu::DeviceType::DiscreteGpu => DeviceType::DiscreteGpu,
             wgpu::DeviceType::IntegratedGpu => DeviceType::IntegratedGpu,
             wgpu::DeviceType::VirtualGpu => DeviceType::VirtualGpu,
@@ -133,6 +141,11 @@ pub(crate) struct GpuDevice {
     pub limits: wgpu::Limits,
     /// [`crate::Limits::max_loop_iterations`] of this adapter.
     pub max_loop_iterations: Option<u64>,
+    /// A GPU API implemented on the CPU (SwiftShader, llvmpipe; `isFallbackAdapter` in
+    /// browsers): invocations run in SIMD lanes of CPU threads and every workgroup barrier
+    /// switches coroutines, so the row kernels take barrier-free variants (see
+    /// `ops::reduce_variants`).
+    pub software: bool,
     pipelines: pipelines::PipelineCache,
     /// First validation / out-of-memory error since the last check.
     error: Arc<Mutex<Option<String>>>,
@@ -177,6 +190,7 @@ impl GpuDevice {
         Ok(GpuDevice {
             limits: device.limits(),
             max_loop_iterations: info.limits.max_loop_iterations,
+            software: info.device_type == DeviceType::SoftwareGpu,
             spare_read: spare("spare read"),
             spare_write: spare("spare write"),
             pipelines: pipelines::PipelineCache::default(),

@@ -15,6 +15,8 @@ use crate::{DType, Error, Queue, Result};
 
 /// Elements each reduction workgroup combines per pass (256 threads x 4).
 const REDUCE_CHUNK: usize = 1024;
+/// Elements each invocation of the `serial` reduction combines per pass.
+const REDUCE_SERIAL_CHUNK: usize = 32;
 
 pub(crate) fn builtin(file: ShaderFile, entry: &'static str, constants: Vec<(&'static str, u32)>) -> Builtin {
     Builtin { file, entry, constants, variant: Vec::new() }
@@ -37,21 +39,30 @@ pub(crate) struct MatmulVariant {
     pub tile: [usize; 2],
     /// The WGSL constants prepended to matmul.wgsl.
     pub constants: &'static str,
+    /// Its entry point: `matmul_main` (tiles in workgroup memory) or `matmul_direct_main`
+    /// (no workgroup memory or barriers: software adapters).
+    pub entry: &'static str,
 }
 
-/// The matmul tile configurations, each 256 invocations per workgroup: the default 64x64
-/// (4x4 per invocation), 32x32 (2x2) for small or skinny products, 128x64 (8x4) for large.
-pub(crate) const MATMUL_VARIANTS: [MatmulVariant; 3] = [
-    MatmulVariant { name: "tile64", tile: [64, 64], constants: "const TM: u32 = 64u; const TN: u32 = 64u; const RM: u32 = 4u; const RN: u32 = 4u;" },
-    MatmulVariant { name: "tile32", tile: [32, 32], constants: "const TM: u32 = 32u; const TN: u32 = 32u; const RM: u32 = 2u; const RN: u32 = 2u;" },
-    MatmulVariant { name: "tile128x64", tile: [128, 64], constants: "const TM: u32 = 128u; const TN: u32 = 64u; const RM: u32 = 8u; const RN: u32 = 4u;" },
+/// The matmul tile configurations: 256 invocations per workgroup for the default 64x64
+/// (4x4 per invocation), 32x32 (2x2) for small or skinny products, 128x64 (8x4) for large;
+/// `direct`, 64 invocations of 4x4 reading A and B from memory, for software adapters.
+pub(crate) const MATMUL_VARIANTS: [MatmulVariant; 4] = [
+    MatmulVariant { name: "tile64", tile: [64, 64], constants: "const TM: u32 = 64u; const TN: u32 = 64u; const RM: u32 = 4u; const RN: u32 = 4u;", entry: "matmul_main" },
+    MatmulVariant { name: "tile32", tile: [32, 32], constants: "const TM: u32 = 32u; const TN: u32 = 32u; const RM: u32 = 2u; const RN: u32 = 2u;", entry: "matmul_main" },
+    MatmulVariant { name: "tile128x64", tile: [128, 64], constants: "const TM: u32 = 128u; const TN: u32 = 64u; const RM: u32 = 8u; const RN: u32 = 4u;", entry: "matmul_main" },
+    MatmulVariant { name: "direct", tile: [16, 64], constants: "const TM: u32 = 16u; const TN: u32 = 64u; const RM: u32 = 4u; const RN: u32 = 4u;", entry: "matmul_direct_main" },
 ];
 
-/// The default tile configuration for an `m x n` output, and why: 128x64 tiles for large
-/// outputs (1.3x the GFLOP/s of 64x64 on lavapipe at 256 and 1024), 32x32 when 64x64 tiles
-/// would leave fewer than 16 workgroups, else 64x64. (`"auto"` in a policy tunes per device.)
-pub(crate) fn default_matmul_variant(m: usize, n: usize) -> (&'static str, &'static str) {
-    if m >= 256 && n >= 256 {
+/// The default tile configuration for an `m x n` output on `dev`, and why: `direct` on
+/// software adapters (unless [`crate::DeviceOptions::software_kernels`] is off), else 128x64
+/// tiles for large outputs (1.3x the GFLOP/s of 64x64 on lavapipe at 256 and 1024), 32x32
+/// when 64x64 tiles would leave fewer than 16 workgroups, else 64x64. (`"auto"` in a policy
+/// tunes per device.)
+pub(crate) fn default_matmul_variant(dev: &GpuDevice, options: &crate::DeviceOptions, m: usize, n: usize) -> (&'static str, &'static str) {
+    if dev.software && options.software_kernels {
+        ("direct", "the default on software adapters (no workgroup memory or barriers; 512^3: 7x the speed of tile128x64 on SwiftShader, 3.4x on lavapipe)")
+    } else if m >= 256 && n >= 256 {
         ("tile128x64", "the default for outputs of at least 256 x 256")
     } else if m.div_ceil(64) * n.div_ceil(64) < 16 {
         ("tile32", "the default when 64 x 64 tiles would give fewer than 16 workgroups")
@@ -61,21 +72,43 @@ pub(crate) fn default_matmul_variant(m: usize, n: usize) -> (&'static str, &'sta
 }
 
 /// The variant named `name`, or the default for an `m x n` output.
-fn matmul_variant(name: Option<&str>, m: usize, n: usize) -> Result<&'static MatmulVariant> {
-    let name = name.unwrap_or(default_matmul_variant(m, n).0);
+fn matmul_variant(dev: &GpuDevice, queue: &Queue, name: Option<&str>, m: usize, n: usize) -> Result<&'static MatmulVariant> {
+    let name = name.unwrap_or(default_matmul_variant(dev, &queue.device().shared.options, m, n).0);
     MATMUL_VARIANTS.iter().find(|v| v.name == name).ok_or_else(|| {
         let names: Vec<&str> = MATMUL_VARIANTS.iter().map(|v| v.name).collect();
         Error::Invalid(format!("unknown webgpu matmul variant `{name}`: expected one of {names:?}"))
     })
 }
 
-/// The reduction variants of this device: the workgroup `tree`, and `subgroup` (subgroup
-/// operations combine each workgroup's values) where the adapter has subgroups.
+/// The reduction variants of this device: the workgroup `tree`, `subgroup` (subgroup
+/// operations combine each workgroup's values) where the adapter has subgroups, and `serial`
+/// (each invocation reduces a chunk alone: no workgroup memory, no barriers).
 pub(crate) fn reduce_variants(dev: &GpuDevice) -> Vec<&'static str> {
     if dev.device.features().contains(wgpu::Features::SUBGROUP) {
-        vec!["subgroup", "tree"]
+        vec!["subgroup", "tree", "serial"]
     } else {
-        vec!["tree"]
+        vec!["tree", "serial"]
+    }
+}
+
+/// Whether `queue`'s device runs the software adapters' kernel variants (see
+/// [`crate::DeviceOptions::software_kernels`]).
+fn software_kernels(dev: &GpuDevice, queue: &Queue) -> bool {
+    dev.software && queue.device().shared.options.software_kernels
+}
+
+/// The reduction variant this device runs unless told otherwise, and why: `serial` on
+/// software adapters, else `subgroup` where the adapter has subgroups and `use_subgroups` is
+/// on, else `tree`.
+pub(crate) fn default_reduce_variant(dev: &GpuDevice, options: &crate::DeviceOptions) -> (&'static str, String) {
+    if dev.software && options.software_kernels {
+        return ("serial", "the default on software adapters, which run each workgroup's SIMD groups as coroutines on a CPU thread, switching at every barrier (DeviceOptions::software_kernels)".into());
+    }
+    let use_subgroups = options.use_subgroups;
+    if use_subgroups && reduce_variants(dev).contains(&"subgroup") {
+        ("subgroup", "the default (DeviceOptions::use_subgroups is true)".into())
+    } else {
+        ("tree", format!("the default (DeviceOptions::use_subgroups is {use_subgroups}{})", if use_subgroups { ", but the adapter has no subgroups" } else { "" }))
     }
 }
 
@@ -133,6 +166,26 @@ fn elementwise_params(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> Result<Vec<
     Ok(p)
 }
 
+/// Whether an elementwise launch can take four elements per invocation (the vec4 entry
+/// points of elementwise.wgsl): the element count, the output offset and every operand
+/// offset multiples of 4, the output contiguous, each operand contiguous or a repeated block
+/// whose period is a multiple of 4.
+fn vec4_elementwise(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> bool {
+    use crate::layout::Access;
+    let whole = |o: &Operand<'_>| o.layout.offset % 4 == 0;
+    out.layout.numel() % 4 == 0
+        && out.layout.is_contiguous()
+        && whole(out)
+        && inputs.iter().all(|x| {
+            whole(x)
+                && match x.layout.access() {
+                    Access::Contiguous => true,
+                    Access::Repeated { period } => period % 4 == 0,
+                    Access::Strided => false,
+                }
+        })
+}
+
 pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<'_>) -> Result<()> {
     match call {
         OpCall::Unary { op, x, out, dtype } => {
@@ -140,8 +193,9 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             check_binding(dev, &out)?;
             let access = x.layout.access();
             let constants = vec![("OP", op.code()), ("A_MODE", access.code())];
-            let pipeline = dev.builtin(Builtin { variant: vec![store(dev, dtype)?], ..builtin(ShaderFile::Elementwise, "unary_main", constants) });
-            let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
+            let (entry, per) = if vec4_elementwise(&out, &[&x]) { ("unary_vec4_main", 4) } else { ("unary_main", 1) };
+            let pipeline = dev.builtin(Builtin { variant: vec![store(dev, dtype)?], ..builtin(ShaderFile::Elementwise, entry, constants) });
+            let grid = grid_1d(dev, (out.layout.numel() / per).div_ceil(256) as u64)?;
             let mut params = elementwise_params(&out, &[&x])?;
             params.resize(29, 0);
             params.extend([u32_of("period", access.period())?, 0]);
@@ -153,8 +207,9 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             }
             let (a_access, b_access) = (a.layout.access(), b.layout.access());
             let constants = vec![("OP", op.code()), ("ACT", act.map_or(0, |f| f.code())), ("A_MODE", a_access.code()), ("B_MODE", b_access.code())];
-            let pipeline = dev.builtin(Builtin { variant: vec![store(dev, dtype)?], ..builtin(ShaderFile::Elementwise, "binary_main", constants) });
-            let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
+            let (entry, per) = if vec4_elementwise(&out, &[&a, &b]) { ("binary_vec4_main", 4) } else { ("binary_main", 1) };
+            let pipeline = dev.builtin(Builtin { variant: vec![store(dev, dtype)?], ..builtin(ShaderFile::Elementwise, entry, constants) });
+            let grid = grid_1d(dev, (out.layout.numel() / per).div_ceil(256) as u64)?;
             let binds = [(1, Bind::Mem(a.buf)), (2, Bind::Mem(b.buf)), (3, Bind::Mem(out.buf))];
             let mut params = elementwise_params(&out, &[&a, &b])?;
             params.extend([u32_of("period", a_access.period())?, u32_of("period", b_access.period())?]);
@@ -216,7 +271,7 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             check_binding(dev, &x)?;
             check_binding(dev, &out)?;
             let params = vec![u32_of("outer", outer)?, u32_of("length", len)?, u32_of("inner", inner)?, u32_of("offset", x.layout.offset)?, u32_of("offset", out.layout.offset)?];
-            let kernel = RowKernel { file: ShaderFile::Scan, entry: "cumsum_main", constants: vec![], stats: (3, 1) };
+            let kernel = RowKernel { file: ShaderFile::Scan, entry: "cumsum_main", serial_entry: None, constants: vec![], stats: (3, 1) };
             row_passes(q, dev, queue, kernel, [outer * inner, len], params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))])
         }
         OpCall::Reduce { op, x, outer, len, inner, out, variant } => reduce(q, dev, queue, op, x, [outer, len, inner], out, variant),
@@ -224,7 +279,7 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             check_binding(dev, &x)?;
             check_binding(dev, &out)?;
             let params = vec![u32_of("rows", rows)?, u32_of("columns", cols)?, u32_of("offset", x.layout.offset)?, u32_of("offset", out.layout.offset)?];
-            let kernel = RowKernel { file: ShaderFile::Softmax, entry: "softmax_main", constants: vec![], stats: (3, 2) };
+            let kernel = RowKernel { file: ShaderFile::Softmax, entry: "softmax_main", serial_entry: Some("softmax_serial_main"), constants: vec![], stats: (3, 2) };
             row_passes(q, dev, queue, kernel, [rows, cols], params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))])
         }
         OpCall::Norm { kind, x, weight, bias, rows, cols, eps, act, out } => {
@@ -252,7 +307,7 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
                 (3, bias.as_ref().map_or(Bind::SpareRead, |b| Bind::Mem(b.buf))),
                 (4, Bind::Mem(out.buf)),
             ];
-            let kernel = RowKernel { file: ShaderFile::Norm, entry: "norm_main", constants, stats: (5, 3) };
+            let kernel = RowKernel { file: ShaderFile::Norm, entry: "norm_main", serial_entry: Some("norm_serial_main"), constants, stats: (5, 3) };
             row_passes(q, dev, queue, kernel, [rows, cols], params, &binds)
         }
         OpCall::Conv2d { x, weight, bias, act, out, geometry } => {
@@ -260,11 +315,15 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
                 check_binding(dev, o)?;
             }
             let offsets = [x.layout.offset, weight.layout.offset, bias.as_ref().map_or(0, |b| b.layout.offset), out.layout.offset];
-            let constants = vec![("HAS_BIAS", u32::from(bias.is_some())), ("ACT", act.map_or(0, |f| f.code()))];
+            // Four output channels per invocation where each group's come in fours.
+            let ocb = if (geometry.o / geometry.groups) % 4 == 0 { 4 } else { 1 };
+            let constants = vec![("HAS_BIAS", u32::from(bias.is_some())), ("ACT", act.map_or(0, |f| f.code())), ("OCB", ocb as u32)];
             let pipeline = dev.builtin(builtin(ShaderFile::Conv, "conv2d_main", constants));
             let bias_bind = bias.as_ref().map_or(Bind::SpareRead, |b| Bind::Mem(b.buf));
             let binds = [(1, Bind::Mem(x.buf)), (2, Bind::Mem(weight.buf)), (3, bias_bind), (4, Bind::Mem(out.buf))];
-            let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
+            // Invocations: blocks of `ocb` channels by rows by blocks of four columns.
+            let invocations = geometry.n * (geometry.o / ocb) * geometry.oh * geometry.ow.div_ceil(4);
+            let grid = grid_1d(dev, invocations.div_ceil(256) as u64)?;
             let taps = split::conv_taps(dev.max_loop_iterations, geometry.c / geometry.groups, geometry.kh, geometry.kw);
             conv_dispatches(q, dev, pipeline, conv_params(&geometry, offsets)?, &taps, &binds, grid)
         }
@@ -295,11 +354,13 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
                 }
             }
             params.push(u32_of("offset", out.layout.offset)?);
-            let pipeline = dev.builtin(builtin(ShaderFile::Attention, "attention_main", vec![("HAS_MASK", u32::from(mask.is_some()))]));
+            let serial = software_kernels(dev, queue);
+            let entry = if serial { "attention_serial_main" } else { "attention_main" };
+            let pipeline = dev.builtin(builtin(ShaderFile::Attention, entry, vec![("HAS_MASK", u32::from(mask.is_some()))]));
             // The mask binding is in the layout even when HAS_MASK is off.
             let mask_bind = mask.as_ref().map_or(Bind::SpareRead, |m| Bind::Mem(m.buf));
             let binds = [(1, Bind::Mem(query.buf)), (2, Bind::Mem(key.buf)), (3, Bind::Mem(value.buf)), (4, mask_bind), (5, Bind::Mem(out.buf))];
-            attention_dispatches(q, dev, queue, pipeline, params, &binds, [b * h * lq, lk, d, dv])
+            attention_dispatches(q, dev, queue, (pipeline, serial), params, &binds, [b * h * lq, lk, d, dv])
         }
         OpCall::Matmul { a, b, bias, act, out, m, n, k, variant, dtype } => matmul(q, dev, queue, [a, b, out], bias, act, [m, n, k], (variant, dtype)),
     }
@@ -327,15 +388,24 @@ fn conv_dispatches(q: &GpuQueue, dev: &GpuDevice, pipeline: wgpu::ComputePipelin
     Ok(())
 }
 
-/// attention.wgsl launches over the key ranges of [`split::attention_keys`], the running
-/// softmax state kept between them in a temporary: `params` up to the key range, which this
-/// appends with the flags.
-fn attention_dispatches(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, pipeline: wgpu::ComputePipeline, mut params: Vec<u32>, binds: &[(u32, Bind<'_>)], [rows, lk, d, dv]: [usize; 4]) -> Result<()> {
-    let keys = split::attention_keys(dev.max_loop_iterations, lk, d);
+/// attention.wgsl launches over the key ranges of [`split::attention_keys`] (or, for the
+/// software adapters' `attention_serial_main`, one invocation per row, of
+/// [`split::attention_serial_keys`]), the running softmax state kept between them in a
+/// temporary: `params` up to the key range, which this appends with the flags.
+fn attention_dispatches(
+    q: &GpuQueue,
+    dev: &GpuDevice,
+    queue: &Queue,
+    (pipeline, serial): (wgpu::ComputePipeline, bool),
+    mut params: Vec<u32>,
+    binds: &[(u32, Bind<'_>)],
+    [rows, lk, d, dv]: [usize; 4],
+) -> Result<()> {
+    let keys = if serial { split::attention_serial_keys(dev.max_loop_iterations, lk, d, dv) } else { split::attention_keys(dev.max_loop_iterations, lk, d) };
     let state = if keys.len() > 1 { Some(split_temp(dev, queue, rows * (dv + 2))?) } else { None };
     let mut binds = binds.to_vec();
     binds.push((6, state.as_ref().map_or(Bind::SpareWrite, Bind::Mem)));
-    let grid = grid_1d(dev, rows as u64)?;
+    let grid = grid_1d(dev, if serial { rows.div_ceil(64) } else { rows } as u64)?;
     let at = params.len();
     params.resize(at + 3, 0);
     for (i, range) in keys.iter().enumerate() {
@@ -352,22 +422,32 @@ fn attention_dispatches(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, pipeline: 
 struct RowKernel {
     file: ShaderFile,
     entry: &'static str,
+    /// The software adapters' entry point (one invocation per (row, chunk), no barriers), if
+    /// the file has one.
+    serial_entry: Option<&'static str>,
     constants: Vec<(&'static str, u32)>,
     /// The binding of the statistics and their f32 words per (row, chunk).
     stats: (u32, usize),
 }
 
-/// Launch `kernel` over `rows` rows of `cols`: one workgroup per (row, chunk), with `params`
-/// followed by the columns per chunk and the chunks per row.
+/// Launch `kernel` over `rows` rows of `cols`: one workgroup per (row, chunk), or with the
+/// software adapters' kernels one invocation per (row, chunk), with `params` followed by the
+/// columns per chunk and the chunks per row.
 fn row_passes(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, kernel: RowKernel, [rows, cols]: [usize; 2], mut params: Vec<u32>, binds: &[(u32, Bind<'_>)]) -> Result<()> {
-    let chunk = split::row_chunk(dev.max_loop_iterations, cols);
+    let serial = kernel.serial_entry.filter(|_| software_kernels(dev, queue));
+    let chunk = match serial {
+        Some(_) => split::serial_row_chunk(dev.max_loop_iterations, rows, cols),
+        None => split::row_chunk(dev.max_loop_iterations, cols),
+    };
     let chunks = chunk.map_or(1, |c| cols.div_ceil(c));
     params.extend([u32_of("columns", chunk.unwrap_or(cols))?, u32_of("chunks", chunks)?]);
-    let grid = grid_1d(dev, (rows * chunks) as u64)?;
+    let per_group = if serial.is_some() { 64 } else { 1 };
+    let grid = grid_1d(dev, (rows * chunks).div_ceil(per_group) as u64)?;
+    let entry = serial.unwrap_or(kernel.entry);
     let pipeline = |pass: u32| {
         let mut constants = kernel.constants.clone();
         constants.push(("PASS", pass));
-        dev.builtin(builtin(kernel.file, kernel.entry, constants))
+        dev.builtin(builtin(kernel.file, entry, constants))
     };
     let (stats_at, words) = kernel.stats;
     let mut binds = binds.to_vec();
@@ -403,18 +483,21 @@ fn reduce(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, op: ReduceOp, x: Operand
     check_binding(dev, &out)?;
     let argmax = op == ReduceOp::Argmax;
     let scale = if op == ReduceOp::Mean { 1.0 / len as f32 } else { 1.0 };
-    let has_subgroups = dev.device.features().contains(wgpu::Features::SUBGROUP);
-    let subgroups = match variant {
-        Some("subgroup") if !has_subgroups => return Err(Error::Unsupported { backend: crate::BackendKind::WebGpu, what: "reduce variant `subgroup`: this adapter has no subgroup operations".into() }),
-        Some(v) => v == "subgroup",
-        None => queue.device().shared.options.use_subgroups && has_subgroups,
+    let variant = match variant {
+        Some(v) => v,
+        None => default_reduce_variant(dev, &queue.device().shared.options).0,
     };
+    if !reduce_variants(dev).contains(&variant) {
+        return Err(Error::Unsupported { backend: crate::BackendKind::WebGpu, what: format!("reduce variant `{variant}` on this adapter (it has {:?})", reduce_variants(dev)) });
+    }
+    let serial = variant == "serial";
+    let (chunk, per_group) = if serial { (REDUCE_SERIAL_CHUNK, 64) } else { (REDUCE_CHUNK, 1) };
     // The current pass's input: values (and, after the first pass, argmax indices).
     let mut values = x.buf.clone();
     let mut indices: Option<Arc<BufferInner>> = None;
     let (mut offset, mut outer, mut len, mut inner) = (x.layout.offset, outer, len, inner);
     loop {
-        let chunks = len.div_ceil(REDUCE_CHUNK);
+        let chunks = len.div_ceil(chunk);
         let rows = outer * inner;
         let last = chunks == 1;
         let (out_values, out_indices, out_offset) = if last {
@@ -431,7 +514,7 @@ fn reduce(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, op: ReduceOp, x: Operand
             u32_of("rows", outer)?,
             u32_of("reduced length", len)?,
             u32_of("inner length", inner)?,
-            REDUCE_CHUNK as u32,
+            chunk as u32,
             u32_of("chunks", chunks)?,
             u32_of("offset", offset)?,
             u32_of("offset", out_offset)?,
@@ -439,15 +522,16 @@ fn reduce(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, op: ReduceOp, x: Operand
         ];
         let first = indices.is_none();
         let constants = vec![("OP", op.code()), ("FIRST", first as u32)];
-        let combine = if subgroups { REDUCE_WITH_SUBGROUPS.to_vec() } else { REDUCE_WITH_TREE.to_vec() };
-        let pipeline = dev.builtin(Builtin { variant: combine, ..builtin(ShaderFile::Reduce, "reduce_main", constants) });
+        let combine = if variant == "subgroup" { REDUCE_WITH_SUBGROUPS.to_vec() } else { REDUCE_WITH_TREE.to_vec() };
+        let entry = if serial { "reduce_serial_main" } else { "reduce_main" };
+        let pipeline = dev.builtin(Builtin { variant: combine, ..builtin(ShaderFile::Reduce, entry, constants) });
         let binds = [
             (1, Bind::Mem(&values)),
             (2, indices.as_ref().map_or(Bind::SpareRead, Bind::Mem)),
             (3, Bind::Mem(&out_values)),
             (4, out_indices.as_ref().map_or(Bind::SpareWrite, Bind::Mem)),
         ];
-        q.dispatch(dev, pipeline, &params, &binds, grid_1d(dev, (rows * chunks) as u64)?)?;
+        q.dispatch(dev, pipeline, &params, &binds, grid_1d(dev, (rows * chunks).div_ceil(per_group) as u64)?)?;
         if last {
             return Ok(());
         }
@@ -468,7 +552,7 @@ fn matmul(
     [m, n, k]: [usize; 3],
     (variant, dtype): (Option<&str>, DType),
 ) -> Result<()> {
-    let variant = matmul_variant(variant, m, n)?;
+    let variant = matmul_variant(dev, queue, variant, m, n)?;
     for o in [&a, &b, &out] {
         check_binding(dev, o)?;
     }
@@ -515,9 +599,13 @@ fn matmul(
     };
     let vec4 = rows_of_vec4(&a, k) && rows_of_vec4(&b, n);
     let loads = if vec4 { MATMUL_LOADS_VEC4 } else { MATMUL_LOADS_SCALAR };
-    let pipeline = dev.builtin(Builtin { file: ShaderFile::Matmul, entry: "matmul_main", constants, variant: vec![store(dev, dtype)?, variant.constants, loads] });
+    let pipeline = dev.builtin(Builtin { file: ShaderFile::Matmul, entry: variant.entry, constants, variant: vec![store(dev, dtype)?, variant.constants, loads] });
     // Where the device ends long loops early, k in pieces with f32 sums kept in between.
-    let pieces = split::matmul_k(dev.max_loop_iterations, variant.tile, vec4, k);
+    let pieces = if variant.entry == "matmul_direct_main" {
+        split::matmul_direct_k(dev.max_loop_iterations, vec4, k)
+    } else {
+        split::matmul_k(dev.max_loop_iterations, variant.tile, vec4, k)
+    };
     let partial = if pieces.len() > 1 { Some(split_temp(dev, queue, batches * m * n)?) } else { None };
     let binds = [
         (1, Bind::Mem(a.buf)),

@@ -45,6 +45,16 @@ pub(crate) fn matmul_k(limit: Option<u64>, [tm, tn]: [usize; 2], vec4: bool, k: 
     pieces(k, budget.saturating_sub(fixed) / per_step * TK)
 }
 
+/// The k ranges of matmul_direct_main (4 k per step; with scalar loads each step also runs
+/// the 4-element loops of eight `a_k4` / `b_n4` calls): whole multiples of 16.
+pub(crate) fn matmul_direct_k(limit: Option<u64>, vec4: bool, k: usize) -> Vec<[usize; 2]> {
+    let Some(budget) = budget(limit) else { return vec![[0, k]] };
+    let per_16 = 4 * (1 + if vec4 { 0 } else { 8 * 5 });
+    // The batch offsets (two loops over the batch rank) and the 4 x 4 epilogue.
+    let fixed = 2 * (MAX_RANK + 1) + 5 + 4 * 5;
+    pieces(k, budget.saturating_sub(fixed) / per_16 * 16)
+}
+
 /// Loop iterations of conv.wgsl's tap loops over `nc` channels, `ny` rows and `nx` columns.
 fn conv_cost(nc: usize, ny: usize, nx: usize) -> usize {
     (nc + 1) + nc * ((ny + 1) + ny * (nx + 1))
@@ -84,6 +94,16 @@ pub(crate) fn attention_keys(limit: Option<u64>, lk: usize, d: usize) -> Vec<[us
     pieces(lk, budget.saturating_sub(fixed) / per_tile * 64)
 }
 
+/// The key ranges of attention_serial_main (one invocation per query row, one key at a
+/// time: the dot product over `d`, the output row of `dv`).
+pub(crate) fn attention_serial_keys(limit: Option<u64>, lk: usize, d: usize, dv: usize) -> Vec<[usize; 2]> {
+    let Some(budget) = budget(limit) else { return vec![[0, lk]] };
+    let per_key = 1 + (d + 1) + (dv + 1);
+    // Loading the query row, the running state in or the zeroed output, the state or output out.
+    let fixed = (d + 1) + 2 * (dv + 1) + 5;
+    pieces(lk, (budget.saturating_sub(fixed) / per_key).max(1))
+}
+
 /// Columns per chunk of a row pass of softmax.wgsl, norm.wgsl and scan.wgsl (one workgroup
 /// of 256 per (row, chunk), each invocation walking the chunk twice), or `None` to take
 /// rows of `cols` whole. 2,048 iterations are left for the fixed loops and for merging the
@@ -91,6 +111,21 @@ pub(crate) fn attention_keys(limit: Option<u64>, lk: usize, d: usize) -> Vec<[us
 pub(crate) fn row_chunk(limit: Option<u64>, cols: usize) -> Option<usize> {
     let chunk = 256 * (budget(limit)?.saturating_sub(2048) / 2);
     (cols > chunk).then_some(chunk)
+}
+
+/// Columns per chunk of the software adapters' row kernels (softmax_serial_main,
+/// norm_serial_main: one invocation per (row, chunk), walking its chunk up to three times),
+/// or `None` to take rows whole: rows are split until there are about 1,024 invocations
+/// (CPU threads need several workgroups of 64 each), into chunks of at least 256 columns and
+/// at most 64 per row, and further where the device ends long loops early.
+pub(crate) fn serial_row_chunk(limit: Option<u64>, rows: usize, cols: usize) -> Option<usize> {
+    const INVOCATIONS: usize = 1024;
+    let chunks = INVOCATIONS.div_ceil(rows.max(1)).min(cols.div_ceil(256)).clamp(1, 64);
+    let mut chunk = cols.div_ceil(chunks).max(1);
+    if let Some(b) = budget(limit) {
+        chunk = chunk.min(b.saturating_sub(2048) / 3);
+    }
+    (chunk < cols).then_some(chunk)
 }
 
 #[cfg(test)]
@@ -149,5 +184,15 @@ mod tests {
         assert_eq!(row_chunk(LAVAPIPE, chunk), None);
         assert!((u32::MAX as usize).div_ceil(chunk) < 2048);
         assert_eq!(attention_keys(LAVAPIPE, 65_537, 4).len(), 9);
+    }
+
+    #[test]
+    fn serial_rows_split_for_invocations_and_the_budget() {
+        assert_eq!(serial_row_chunk(None, 1024, 1024), None);
+        assert_eq!(serial_row_chunk(None, 256, 1024), Some(256));
+        assert_eq!(serial_row_chunk(None, 1, 100), None);
+        assert_eq!(serial_row_chunk(None, 1, 1 << 20), Some(1 << 14));
+        let chunk = serial_row_chunk(LAVAPIPE, 4096, 1 << 20).unwrap();
+        assert!(3 * chunk + 2048 <= 32_767 && (1usize << 20).div_ceil(chunk) < 2048, "{chunk}");
     }
 }
