@@ -60,15 +60,37 @@ function patch({ BindingList, Queue, Tensor, TensorArgs }) {
 /** Whether this runs in Node (the wasm is read from the file, not fetched). */
 const inNode = typeof process !== 'undefined' && !!process.versions?.node;
 
+/** The pool's Web Workers, kept referenced for as long as the page lives. */
+let workers = [];
+
+/**
+ * Start the CPU backend's pool of `n` threads: this one (worker 0: it computes the ops it
+ * records) and `n - 1` module Web Workers (`worker`'s URL) that load `glue` (the threads
+ * build's JS) on this module's shared memory and run the pool's other workers.
+ */
+async function startThreads(wasm, n, { glue, worker }) {
+  const [module, memory] = wasm.threadShare();
+  const spawn = () =>
+    new Promise((resolve, reject) => {
+      const w = new Worker(worker, { type: 'module' });
+      w.onmessage = ({ data }) => (data.ready ? resolve(w) : reject(new Error(`a CPU backend thread failed to start: ${data.error}`)));
+      w.onerror = (e) => reject(new Error(`a CPU backend thread failed to start: ${e.message}`));
+      w.postMessage({ glue, module, memory });
+    });
+  workers = await Promise.all(Array.from({ length: n - 1 }, spawn));
+  wasm.buildThreadPool(n);
+}
+
 /**
  * The API over `wasm`, the wasm-bindgen module whose binary is at `wasmUrl`: `{ init,
- * listDevices }`. With `threaded`, loading also starts the CPU backend's thread pool (of
- * `init`'s `threads`, by default one per logical core).
+ * listDevices }`. With `threads` (`{ glue, worker }`: the URLs of the threads build's JS and
+ * of worker.js), loading also starts the CPU backend's thread pool (of `init`'s `threads`, by
+ * default one per logical core).
  */
-export function bind(wasm, wasmUrl, threaded = false) {
+export function bind(wasm, wasmUrl, threads = undefined) {
   patch(wasm);
   let loading;
-  const load = (threads) => {
+  const load = (count) => {
     loading ??= (async () => {
       if (inNode) {
         // Named through a variable so bundlers leave this Node-only import alone.
@@ -78,7 +100,7 @@ export function bind(wasm, wasmUrl, threaded = false) {
       } else {
         await wasm.default({ module_or_path: wasmUrl });
       }
-      if (threaded) await wasm.initThreadPool(threads ?? globalThis.navigator?.hardwareConcurrency ?? 1);
+      if (threads) await startThreads(wasm, count ?? globalThis.navigator?.hardwareConcurrency ?? 1, threads);
     })();
     return loading;
   };
@@ -100,7 +122,11 @@ export function bind(wasm, wasmUrl, threaded = false) {
    */
   async function init(choice = 'auto') {
     const options = choice !== null && typeof choice === 'object' ? choice : { backend: choice };
-    await load(options.threads);
+    const n = options.threads;
+    if (n !== undefined && !(Number.isInteger(n) && n >= 1)) {
+      throw Object.assign(new Error(`init: threads is ${n}: expected a whole number of at least 1`), { code: 'INVALID' });
+    }
+    await load(n);
     if (options.policy !== undefined) return wasm.openDevice(undefined, options.policy);
     return wasm.openDevice(options.backend ?? 'auto');
   }

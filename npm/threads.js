@@ -10,4 +10,5 @@ const wasm = threaded ? await import('./pkg-threads/unicompute.js') : await impo
 const url = threaded ? new URL('./pkg-threads/unicompute_bg.wasm', import.meta.url) : new URL('./pkg/unicompute_bg.wasm', import.meta.url);
 
 export const { Buffer, Device, Fence, Kernel, Queue, Tensor } = wasm;
-export const { init, listDevices } = bind(wasm, url, threaded);
+const pool = { glue: new URL('./pkg-threads/unicompute.js', import.meta.url).href, worker: new URL('./worker.js', import.meta.url) };
+export const { init, listDevices } = bind(wasm, url, threaded ? pool : undefined);

@@ -9,12 +9,13 @@ mod gpu;
 mod options;
 mod profile;
 mod tensor;
+#[cfg(feature = "threads")]
+mod threads;
 
 pub use device::{init, list_devices, JsDevice};
 pub use gpu::{JsBindingList, JsBuffer, JsFence, JsKernel, JsQueue};
 pub use options::TensorArgs;
 pub use profile::JsProfile;
 pub use tensor::JsTensor;
-/// `initThreadPool(n)` in JS: start the CPU backend's `n` worker threads (the `threads` build).
 #[cfg(feature = "threads")]
-pub use wasm_bindgen_rayon::init_thread_pool;
+pub use threads::{build_thread_pool, pool_worker, thread_share};
