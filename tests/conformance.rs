@@ -440,7 +440,7 @@ fn concat_along_every_axis_and_dtype() {
             }
             let refs: Vec<&Tensor> = parts.iter().collect();
             let got = read(&Tensor::concat(&refs, axis).unwrap());
-            let mut out_shape = vec![2, 3, 5];
+            let mut out_shape = [2, 3, 5];
             out_shape[axis] = extents.iter().sum();
             let mut want = Vec::new();
             let outer: usize = out_shape[..axis].iter().product();
@@ -835,7 +835,7 @@ fn every_op_accepts_16_bit_floats() {
             let q = t[0].reshape(&[1, 2, 4, 8])?;
             q.attention(&q, &q, AttentionParams { causal: true, ..Default::default() })
         })),
-        ("conv2d", Box::new(|t: &[&Tensor]| t[0].reshape(&[1, 2, 4, 8])?.conv2d(&t[2], Conv2dParams { padding: [1, 1], ..Default::default() }))),
+        ("conv2d", Box::new(|t: &[&Tensor]| t[0].reshape(&[1, 2, 4, 8])?.conv2d(t[2], Conv2dParams { padding: [1, 1], ..Default::default() }))),
         ("max_pool2d", Box::new(|t: &[&Tensor]| t[0].reshape(&[1, 2, 4, 8])?.pool2d(PoolKind::Max, Pool2dParams { kernel: [2, 2], stride: None, padding: [0, 0] }))),
     ];
     for d in devices() {

@@ -285,7 +285,7 @@ pub(crate) fn every_builtin() -> Vec<Builtin> {
             }
             all.push(b(KernelFile::Reduce, "reduce_cols", &[("OP", op.code().to_string()), idx.clone()]));
         }
-        all.push(b(KernelFile::Softmax, "softmax_main", &[idx.clone()]));
+        all.push(b(KernelFile::Softmax, "softmax_main", std::slice::from_ref(&idx)));
         for from in 0..5 {
             for to in 0..5 {
                 all.push(b(KernelFile::Indexing, "cast_main", &[("FROM", from.to_string()), ("TO", to.to_string()), idx.clone()]));
@@ -303,7 +303,7 @@ pub(crate) fn every_builtin() -> Vec<Builtin> {
             all.push(b(KernelFile::Matmul, "bias_act_main", &[flag("HAS_BIAS", on), ("ACT", "11".into()), idx.clone()]));
             all.push(b(KernelFile::Conv, "conv2d_main", &[flag("HAS_BIAS", on), act, idx.clone()]));
         }
-        all.push(b(KernelFile::Scan, "cumsum_main", &[idx.clone()]));
+        all.push(b(KernelFile::Scan, "cumsum_main", std::slice::from_ref(&idx)));
         for pool in 0..2 {
             all.push(b(KernelFile::Conv, "pool2d_main", &[("POOL", pool.to_string()), idx.clone()]));
         }
