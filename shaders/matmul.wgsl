@@ -47,6 +47,22 @@ fn batch_offset(batch: u32, strides_at: u32) -> u32 {
     return off;
 }
 
+// Element (r, col) of C[batch] (M x N) from its sum `v` over this dispatch's k: add the sums
+// of earlier dispatches (flag bit 0), then keep the total in `partial` (no bit 1) or finish:
+// bias, activation, store.
+fn finish(batch: u32, m: u32, n: u32, r: u32, col: u32, sum: f32) {
+    let flags = params[33];
+    let p = batch * m * n + r * n + col;
+    var v = sum;
+    if ((flags & 1u) != 0u) { v += partial[p]; }
+    if ((flags & 2u) == 0u) {
+        partial[p] = v;
+        return;
+    }
+    if (HAS_BIAS) { v += f32(bias[params[30] + col]); }
+    c[params[11] + p] = to_store(unary_op(ACT, v));
+}
+
 @compute @workgroup_size(WX, WY)
 fn matmul_main(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -80,23 +96,11 @@ fn matmul_main(
         }
         workgroupBarrier();
     }
-    let c_base = params[11] + batch * m * n;
-    let flags = params[33];
     for (var i = 0u; i < RM; i++) {
         let r = row0 + ty * RM + i;
         for (var j = 0u; j < RN; j++) {
             let col = col0 + tx * RN + j;
-            if (r < m && col < n) {
-                var v = acc[i * RN + j];
-                let p = batch * m * n + r * n + col;
-                if ((flags & 1u) != 0u) { v += partial[p]; }
-                if ((flags & 2u) == 0u) {
-                    partial[p] = v;
-                    continue;
-                }
-                if (HAS_BIAS) { v += f32(bias[params[30] + col]); }
-                c[c_base + r * n + col] = to_store(unary_op(ACT, v));
-            }
+            if (r < m && col < n) { finish(batch, m, n, r, col, acc[i * RN + j]); }
         }
     }
 }
@@ -146,23 +150,11 @@ fn matmul_direct_main(
     acc[1] = c1;
     acc[2] = c2;
     acc[3] = c3;
-    let c_base = params[11] + batch * m * n;
-    let flags = params[33];
     for (var i = 0u; i < 4u; i++) {
         let r = row0 + i;
         for (var j = 0u; j < 4u; j++) {
             let col = col0 + j;
-            if (r < m && col < n) {
-                var v = acc[i][j];
-                let p = batch * m * n + r * n + col;
-                if ((flags & 1u) != 0u) { v += partial[p]; }
-                if ((flags & 2u) == 0u) {
-                    partial[p] = v;
-                    continue;
-                }
-                if (HAS_BIAS) { v += f32(bias[params[30] + col]); }
-                c[c_base + r * n + col] = to_store(unary_op(ACT, v));
-            }
+            if (r < m && col < n) { finish(batch, m, n, r, col, acc[i][j]); }
         }
     }
 }

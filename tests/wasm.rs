@@ -324,7 +324,9 @@ async fn policies_and_tuning_through_the_js_api() {
     if let Ok(gpu) = init(Some("webgpu".into()), None).await {
         let result = gpu.tune("matmul".into(), vec![64.0, 64.0, 64.0]).await.unwrap();
         let times = js_sys::Reflect::get(&result, &"times_us".into()).unwrap();
-        assert_eq!(js_sys::Object::keys(&times.into()).length(), 3, "every webgpu tile variant timed");
+        let timed: Vec<String> = js_sys::Object::keys(&times.into()).iter().filter_map(|k| k.as_string()).collect();
+        assert_eq!(timed.len(), 4, "every webgpu matmul variant timed: {timed:?}");
+        assert!(["tile64", "tile32", "tile128x64", "direct"].iter().all(|v| timed.iter().any(|t| t == v)), "{timed:?}");
     }
 }
 
