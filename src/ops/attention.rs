@@ -1,10 +1,15 @@
 //! Scaled dot-product attention: `softmax(q k^T * scale + mask) v` per batch and head, with
 //! an optional causal mask. Kernels use an online softmax over tiles of keys, so the
-//! `[lq, lk]` score matrix is never stored, however long the sequences.
+//! `[lq, lk]` score matrix is never stored, however long the sequences. Software adapters
+//! (SwiftShader, llvmpipe) run it as its parts where the scores fit (see [`by_parts`]).
 
 use super::elementwise::check_f32;
 use super::{Lift, OpCall};
-use crate::{DType, Error, Queue, Result, Tensor};
+use super::elementwise::binary;
+use super::matmul::matmul;
+use super::softmax::softmax;
+use super::BinaryOp;
+use crate::{DType, DeviceType, Error, Queue, Result, Tensor};
 
 /// Largest head dimension (of `q`/`k`, and of `v`) the kernels hold on chip.
 pub const MAX_HEAD_DIM: usize = 256;
@@ -69,10 +74,44 @@ fn attention_f32(queue: &Queue, q: &Tensor, k: &Tensor, v: &Tensor, p: Attention
         }
         None => None,
     };
+    if by_parts(queue, [b, h, lq, lk, d], &p) {
+        return attention_by_parts(queue, [q, k, v], mask.as_ref(), scale);
+    }
     let out = Tensor::uninit(queue, &[b, h, lq, dv], DType::F32)?;
     if out.numel() > 0 {
         let mask = mask.as_ref().map(Tensor::operand);
         queue.run_op(OpCall::Attention { q: q.operand(), k: k.operand(), v: v.operand(), mask, out: out.operand(), dims: [b, h, lq, lk, d, dv], scale, causal: p.causal })?;
     }
     Ok(out)
+}
+
+/// Score elements up to which [`by_parts`] may store the scores (64 MiB of f32).
+const PARTS_MAX_SCORES: usize = 1 << 24;
+
+/// Whether to run attention as matmul, softmax, matmul: on software adapters (unless
+/// [`crate::DeviceOptions::software_kernels`] is off), whose barrier-free matmul and softmax
+/// kernels beat the fused kernel's walk over the keys one at a time per query row
+/// (attention [1, 8, 256, 64] on SwiftShader in Chromium: 344 ms fused), when the
+/// `[batch, heads, lq, lk]` scores fit in [`PARTS_MAX_SCORES`] and the mask is not causal.
+fn by_parts(queue: &Queue, [b, h, lq, lk, d]: [usize; 5], p: &AttentionParams<'_>) -> bool {
+    let device = queue.device();
+    let scores = b.checked_mul(h).and_then(|n| n.checked_mul(lq)).and_then(|n| n.checked_mul(lk));
+    device.info().device_type == DeviceType::SoftwareGpu
+        && device.shared.options.software_kernels
+        && !p.causal
+        && lk > 0
+        && d > 0
+        && scores.is_some_and(|n| n <= PARTS_MAX_SCORES)
+}
+
+/// `softmax((q * scale) k^T + mask) v` by the matmul, elementwise and softmax ops (`mask`
+/// already broadcast to the scores' shape).
+fn attention_by_parts(queue: &Queue, [q, k, v]: [&Tensor; 3], mask: Option<&Tensor>, scale: f32) -> Result<Tensor> {
+    let scale = Tensor::from_slice(queue.device(), &[scale], &[1])?;
+    let scores = matmul(queue, &binary(queue, BinaryOp::Mul, q, &scale)?, &k.t()?)?;
+    let scores = match mask {
+        Some(m) => binary(queue, BinaryOp::Add, &scores, m)?,
+        None => scores,
+    };
+    matmul(queue, &softmax(queue, &scores)?, v)
 }
