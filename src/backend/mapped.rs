@@ -21,12 +21,23 @@ impl Mapped<'_> {
         }
     }
 
-    /// Copy into a new JS `ArrayBuffer` of exactly these bytes.
+    /// Copy into a new JS `ArrayBuffer` of exactly these bytes. (A new array filled by `set`:
+    /// Node's V8 copies 16 MiB that way in a sixth of the time of the typed-array constructor;
+    /// in Chromium either way is dominated by the first touch of the new array's pages, about
+    /// 8 ms for 16 MiB against 0.7 ms for the copy itself.)
     #[cfg(target_arch = "wasm32")]
     pub(crate) fn to_array_buffer(&self) -> js_sys::ArrayBuffer {
         match self {
-            Mapped::Host(bytes) => js_sys::Uint8Array::from(*bytes).buffer(),
-            Mapped::Js(array) => array.slice(0, array.length()).buffer(),
+            Mapped::Host(bytes) => {
+                let out = js_sys::Uint8Array::new_with_length(bytes.len() as u32);
+                out.copy_from(bytes);
+                out.buffer()
+            }
+            Mapped::Js(array) => {
+                let out = js_sys::Uint8Array::new_with_length(array.length());
+                out.set(array, 0);
+                out.buffer()
+            }
         }
     }
 }
