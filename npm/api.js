@@ -100,7 +100,15 @@ export function bind(wasm, wasmUrl, threads = undefined) {
       } else {
         await wasm.default({ module_or_path: wasmUrl });
       }
-      if (threads) await startThreads(wasm, count ?? globalThis.navigator?.hardwareConcurrency ?? 1, threads);
+      if (threads) {
+        try {
+          await startThreads(wasm, count ?? globalThis.navigator?.hardwareConcurrency ?? 1, threads);
+        } catch (e) {
+          // Without its pool the threads build runs every kernel on this thread (rayon's
+          // fallback), as the one-thread build does; `device.info().threads` says 1.
+          console.warn(`unicompute: the CPU backend runs on one thread: ${e.message}`);
+        }
+      }
     })();
     return loading;
   };

@@ -46,6 +46,10 @@ assert.equal(code(() => device.tensor(new Float32Array(3), [2, 2])), 'SHAPE');
 assert.equal(code(() => a.add(device.tensor(new Float32Array(6), [2, 3]))), 'SHAPE');
 assert.equal(code(() => a.unary('nope')), 'INVALID');
 await assert.rejects(init('quantum'), (e) => e.code === 'INVALID');
+await assert.rejects(init({ backend: 'cpu', threads: 0 }), (e) => e.code === 'INVALID' && /threads/.test(e.message));
+// In Node, unicompute/threads is the one-thread build (no cross-origin isolation there).
+const threadsEntry = await import('unicompute/threads');
+assert.equal((await threadsEntry.init({ backend: 'cpu', threads: 2 })).info().threads, 1);
 // Fused ops and options objects, against values computed here.
 const m = device.tensor(new Float32Array([-3, 1, 2, -4, 5, -6]), [2, 3]);
 const ones = device.tensor(new Float32Array(6).fill(1), [2, 3]);
