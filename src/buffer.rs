@@ -190,6 +190,13 @@ impl<T: Element> Buffer<T> {
         self.device.queue().read_array_buffer(self).await
     }
 
+    /// The contents into `dst`, a JS view of exactly their bytes (one copy), after the default
+    /// queue's work.
+    #[cfg(target_arch = "wasm32")]
+    pub(crate) async fn read_into_js(&self, dst: &js_sys::Uint8Array) -> Result<()> {
+        self.device.queue().read_into_js(self, dst).await
+    }
+
     /// Blocking twin of [`read`](Buffer::read) (not available in browsers).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn read_blocking(&self) -> Result<Vec<T>> {

@@ -199,6 +199,17 @@ impl Queue {
         self.read_mapped(src, |bytes| bytes.to_array_buffer()).await
     }
 
+    /// Read `src` back after all work recorded on this queue into `dst`, a JS view of exactly
+    /// its bytes, with one copy.
+    #[cfg(target_arch = "wasm32")]
+    pub(crate) async fn read_into_js<T: Element>(&self, src: &Buffer<T>, dst: &js_sys::Uint8Array) -> Result<()> {
+        self.check_buffer(src, "read source")?;
+        if src.is_empty() {
+            return Ok(());
+        }
+        self.read_mapped(src, |bytes| bytes.copy_to_js(dst)).await
+    }
+
     /// Lend the bytes of `src`, once read, to `take`; the profiler records the wait and the copy.
     async fn read_mapped<T: Element, R>(&self, src: &Buffer<T>, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
         self.order_after_other_queues(&[&src.inner])?;

@@ -346,8 +346,15 @@ async fn reads_copy_once_from_where_the_bytes_lie() {
         let js = JsTensor::from(view.clone()).read().await.unwrap().dyn_into::<js_sys::Float32Array>().unwrap();
         assert_eq!(js.length(), 1027);
         assert_eq!(js.to_vec(), data[3..1030], "{} through JS", d.backend());
+        // readInto: the caller's array, at an offset into its buffer, filled in place.
+        let backing = js_sys::Float32Array::new_with_length(1030);
+        let dst = backing.subarray(3, 1030);
+        let back = JsTensor::from(view.clone()).read_into(dst.clone().into()).await.unwrap();
+        assert!(back == JsValue::from(dst.clone()), "readInto resolves to its argument");
+        assert_eq!(dst.to_vec(), data[3..1030], "{} readInto", d.backend());
+        assert_eq!(backing.get_index(0), 0.0, "nothing written before the view");
         let profile = d.take_profile().await;
-        assert_eq!(profile.reads.len(), 2, "{:?}", profile.reads);
+        assert_eq!(profile.reads.len(), 3, "{:?}", profile.reads);
         assert!(profile.reads.iter().all(|r| r.bytes == 1027 * 4 && r.wait_us >= 0.0 && r.copy_us >= 0.0), "{:?}", profile.reads);
         d.profiler().disable();
         if d.info().features.f16 || d.backend() == BackendKind::Cpu {
@@ -358,8 +365,16 @@ async fn reads_copy_once_from_where_the_bytes_lie() {
             let js = JsTensor::from(half).read().await.unwrap().dyn_into::<js_sys::Float32Array>().unwrap();
             assert_eq!(js.to_vec(), want, "{} f16 through JS", d.backend());
         }
-        let ints = Tensor::from_slice(&d, &[7i32, -8, 9], &[3]).unwrap();
-        let js = JsTensor::from(ints).read().await.unwrap().dyn_into::<js_sys::Int32Array>().unwrap();
+        let ints = JsTensor::from(Tensor::from_slice(&d, &[7i32, -8, 9], &[3]).unwrap());
+        let js = ints.read().await.unwrap().dyn_into::<js_sys::Int32Array>().unwrap();
         assert_eq!(js.to_vec(), [7, -8, 9]);
+        // readInto refuses an array of another type or length, and writes nothing.
+        let code = |e: JsValue| js_sys::Reflect::get(&e, &"code".into()).unwrap().as_string().unwrap();
+        for wrong in [js_sys::Float32Array::new_with_length(3).into(), js_sys::Int32Array::new_with_length(4).into(), JsValue::NULL] {
+            assert_eq!(code(ints.read_into(wrong).await.err().unwrap()), "INVALID");
+        }
+        let fine = js_sys::Int32Array::new_with_length(3);
+        ints.read_into(fine.clone().into()).await.unwrap();
+        assert_eq!(fine.to_vec(), [7, -8, 9]);
     }
 }

@@ -81,6 +81,11 @@ assert.equal(code(() => img.conv2d(k, { stride: [1, 2, 3] })), 'INVALID');
 assert.equal(code(() => img.conv2d(k, { groups: -1 })), 'INVALID');
 assert.equal(code(() => m.layerNorm(1e-5)), 'INVALID');
 assert.throws(() => img.conv2d(k, { bias: 'not a tensor' }));
+const into = new Float32Array(6);
+assert.equal(await m.readInto(into), into);
+assert.deepEqual(Array.from(into), [-3, 1, 2, -4, 5, -6]);
+await assert.rejects(m.readInto(new Float32Array(5)), (e) => e.code === 'INVALID' && /Float32Array of 6/.test(e.message));
+await assert.rejects(m.readInto(new Int32Array(6)), (e) => e.code === 'INVALID');
 console.log('node: fused ops and options ok');
 // The device still works after the errors.
 assert.deepEqual(Array.from(await a.add(a).read()), [2, 4, 6, 8]);

@@ -21,6 +21,15 @@ impl Mapped<'_> {
         }
     }
 
+    /// Copy into `dst`, a JS view of exactly as many bytes.
+    #[cfg(target_arch = "wasm32")]
+    pub(crate) fn copy_to_js(&self, dst: &js_sys::Uint8Array) {
+        match self {
+            Mapped::Host(bytes) => dst.copy_from(bytes),
+            Mapped::Js(array) => dst.set(array, 0),
+        }
+    }
+
     /// Copy into a new JS `ArrayBuffer` of exactly these bytes. (A new array filled by `set`:
     /// Node's V8 copies 16 MiB that way in a sixth of the time of the typed-array constructor;
     /// in Chromium either way is dominated by the first touch of the new array's pages, about
