@@ -31,6 +31,12 @@ fn view(at: u32, b: u32, h: u32, i: u32, j: u32) -> u32 {
     return params[at] + b * params[at + 1u] + h * params[at + 2u] + i * params[at + 3u] + j * params[at + 4u];
 }
 
+// (batch, head, query) of query row `row`, counting rows over every batch and head.
+fn query_row(row: u32) -> vec3<u32> {
+    let bh = row / params[2];
+    return vec3<u32>(bh / params[1], bh % params[1], row % params[2]);
+}
+
 fn max_nan(a: f32, b: f32) -> f32 {
     if (is_nan(a) || is_nan(b)) { return nan_f32(); }
     return max(a, b);
@@ -47,10 +53,10 @@ fn attention_main(
     let g = flat_workgroup(wid, nwg);
     let in_range = g < rows;
     let row = min(g, rows - 1u);
-    let bh = row / lq;
-    let i = row % lq;
-    let b = bh / params[1];
-    let h = bh % params[1];
+    let qr = query_row(row);
+    let b = qr.x;
+    let h = qr.y;
+    let i = qr.z;
     let d = params[4];
     let dv = params[5];
     let scale = bitcast<f32>(params[6]);
@@ -149,10 +155,10 @@ fn attention_serial_main(
     let lq = params[2];
     let row = flat_workgroup(wid, nwg) * 64u + lid;
     if (row >= params[0] * lq) { return; }
-    let bh = row / lq;
-    let i = row % lq;
-    let b = bh / params[1];
-    let h = bh % params[1];
+    let qr = query_row(row);
+    let b = qr.x;
+    let h = qr.y;
+    let i = qr.z;
     let d = params[4];
     let dv = params[5];
     let scale = bitcast<f32>(params[6]);

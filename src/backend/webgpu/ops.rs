@@ -10,7 +10,7 @@ use super::GpuDevice;
 use crate::buffer::BufferInner;
 use crate::device::Init;
 use crate::layout::{Layout, MAX_RANK};
-use crate::ops::{Conv2dGeometry, OpCall, Operand, ReduceOp, UnaryOp};
+use crate::ops::{BinaryOp, Conv2dGeometry, NormKind, OpCall, Operand, ReduceOp, UnaryOp};
 use crate::{DType, Error, Queue, Result};
 
 /// Elements each reduction workgroup combines per pass (256 threads x 4).
@@ -188,33 +188,8 @@ fn vec4_elementwise(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> bool {
 
 pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<'_>) -> Result<()> {
     match call {
-        OpCall::Unary { op, x, out, dtype } => {
-            check_binding(dev, &x)?;
-            check_binding(dev, &out)?;
-            let access = x.layout.access();
-            let constants = vec![("OP", op.code()), ("A_MODE", access.code())];
-            let (entry, per) = if vec4_elementwise(&out, &[&x]) { ("unary_vec4_main", 4) } else { ("unary_main", 1) };
-            let pipeline = dev.builtin(Builtin { variant: vec![store(dev, dtype)?], ..builtin(ShaderFile::Elementwise, entry, constants) });
-            let grid = grid_1d(dev, (out.layout.numel() / per).div_ceil(256) as u64)?;
-            let mut params = elementwise_params(&out, &[&x])?;
-            params.resize(29, 0);
-            params.extend([u32_of("period", access.period())?, 0]);
-            q.dispatch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (3, Bind::Mem(out.buf))], grid)
-        }
-        OpCall::Binary { op, act, a, b, out, dtype } => {
-            for o in [&a, &b, &out] {
-                check_binding(dev, o)?;
-            }
-            let (a_access, b_access) = (a.layout.access(), b.layout.access());
-            let constants = vec![("OP", op.code()), ("ACT", act.map_or(0, |f| f.code())), ("A_MODE", a_access.code()), ("B_MODE", b_access.code())];
-            let (entry, per) = if vec4_elementwise(&out, &[&a, &b]) { ("binary_vec4_main", 4) } else { ("binary_main", 1) };
-            let pipeline = dev.builtin(Builtin { variant: vec![store(dev, dtype)?], ..builtin(ShaderFile::Elementwise, entry, constants) });
-            let grid = grid_1d(dev, (out.layout.numel() / per).div_ceil(256) as u64)?;
-            let binds = [(1, Bind::Mem(a.buf)), (2, Bind::Mem(b.buf)), (3, Bind::Mem(out.buf))];
-            let mut params = elementwise_params(&out, &[&a, &b])?;
-            params.extend([u32_of("period", a_access.period())?, u32_of("period", b_access.period())?]);
-            q.dispatch(dev, pipeline, &params, &binds, grid)
-        }
+        OpCall::Unary { op, x, out, dtype } => unary(q, dev, op, x, out, dtype),
+        OpCall::Binary { op, act, a, b, out, dtype } => binary(q, dev, op, act, [a, b, out], dtype),
         OpCall::Copy { x, out } => {
             check_binding(dev, &x)?;
             check_binding(dev, &out)?;
@@ -225,19 +200,7 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             params.extend(view_words(out.layout)?);
             q.dispatch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))], grid)
         }
-        OpCall::Cast { x, from, to, out } => {
-            check_binding(dev, &x)?;
-            check_binding(dev, &out)?;
-            if to.size() == 2 && out.layout.offset % 2 != 0 {
-                return Err(Error::Device("internal: a 16-bit cast output starts inside a word".into()));
-            }
-            let pipeline = dev.builtin(builtin(ShaderFile::Indexing, "cast_main", vec![("FROM", from.code()), ("TO", to.code())]));
-            // A 16-bit output is written a word (two elements) per invocation.
-            let grid = grid_1d(dev, out.layout.numel().div_ceil(4 / to.size()).div_ceil(256) as u64)?;
-            // Auto layouts hold only the bindings an entry point uses.
-            let binds = [(1, Bind::Mem(x.buf)), (4, Bind::Mem(out.buf))];
-            q.dispatch(dev, pipeline, &elementwise_params(&out, &[&x])?, &binds, grid)
-        }
+        OpCall::Cast { x, from, to, out } => cast(q, dev, x, (from, to), out),
         OpCall::Where { cond, cond_dtype, a, b, out } => {
             for o in [&cond, &a, &b, &out] {
                 check_binding(dev, o)?;
@@ -248,25 +211,7 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             let binds = [(1, Bind::Mem(cond.buf)), (2, Bind::Mem(a.buf)), (3, Bind::Mem(b.buf)), (4, Bind::Mem(out.buf))];
             q.dispatch(dev, pipeline, &elementwise_params(&out, &[&cond, &a, &b])?, &binds, grid)
         }
-        OpCall::Gather { x, indices, signed, outer, len, inner, count, fill, out } => {
-            for o in [&x, &indices, &out] {
-                check_binding(dev, o)?;
-            }
-            let params = [
-                u32_of("outer", outer)?,
-                u32_of("length", len)?,
-                u32_of("inner", inner)?,
-                u32_of("count", count)?,
-                u32_of("offset", x.layout.offset)?,
-                u32_of("offset", indices.layout.offset)?,
-                u32_of("offset", out.layout.offset)?,
-                fill,
-            ];
-            let pipeline = dev.builtin(builtin(ShaderFile::Indexing, "gather_main", vec![("SIGNED", u32::from(signed))]));
-            let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
-            let binds = [(1, Bind::Mem(x.buf)), (2, Bind::Mem(indices.buf)), (4, Bind::Mem(out.buf))];
-            q.dispatch(dev, pipeline, &params, &binds, grid)
-        }
+        OpCall::Gather { x, indices, signed, outer, len, inner, count, fill, out } => gather(q, dev, [x, indices, out], signed, [outer, len, inner, count], fill),
         OpCall::Cumsum { x, outer, len, inner, out } => {
             check_binding(dev, &x)?;
             check_binding(dev, &out)?;
@@ -282,51 +227,8 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             let kernel = RowKernel { file: ShaderFile::Softmax, entry: "softmax_main", serial_entry: Some("softmax_serial_main"), constants: vec![], stats: (3, 2) };
             row_passes(q, dev, queue, kernel, [rows, cols], params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))])
         }
-        OpCall::Norm { kind, x, weight, bias, rows, cols, eps, act, out } => {
-            check_binding(dev, &x)?;
-            check_binding(dev, &out)?;
-            let offset = |o: &Option<Operand<'_>>| o.as_ref().map_or(Ok(0), |o| u32_of("offset", o.layout.offset));
-            let params = vec![
-                u32_of("rows", rows)?,
-                u32_of("columns", cols)?,
-                u32_of("offset", x.layout.offset)?,
-                u32_of("offset", out.layout.offset)?,
-                offset(&weight)?,
-                offset(&bias)?,
-                eps.to_bits(),
-            ];
-            let constants = vec![
-                ("KIND", kind.code()),
-                ("HAS_WEIGHT", u32::from(weight.is_some())),
-                ("HAS_BIAS", u32::from(bias.is_some())),
-                ("ACT", act.map_or(0, |f| f.code())),
-            ];
-            let binds = [
-                (1, Bind::Mem(x.buf)),
-                (2, weight.as_ref().map_or(Bind::SpareRead, |w| Bind::Mem(w.buf))),
-                (3, bias.as_ref().map_or(Bind::SpareRead, |b| Bind::Mem(b.buf))),
-                (4, Bind::Mem(out.buf)),
-            ];
-            let kernel = RowKernel { file: ShaderFile::Norm, entry: "norm_main", serial_entry: Some("norm_serial_main"), constants, stats: (5, 3) };
-            row_passes(q, dev, queue, kernel, [rows, cols], params, &binds)
-        }
-        OpCall::Conv2d { x, weight, bias, act, out, geometry } => {
-            for o in [&x, &weight, &out] {
-                check_binding(dev, o)?;
-            }
-            let offsets = [x.layout.offset, weight.layout.offset, bias.as_ref().map_or(0, |b| b.layout.offset), out.layout.offset];
-            // Four output channels per invocation where each group's come in fours.
-            let ocb = if (geometry.o / geometry.groups) % 4 == 0 { 4 } else { 1 };
-            let constants = vec![("HAS_BIAS", u32::from(bias.is_some())), ("ACT", act.map_or(0, |f| f.code())), ("OCB", ocb as u32)];
-            let pipeline = dev.builtin(builtin(ShaderFile::Conv, "conv2d_main", constants));
-            let bias_bind = bias.as_ref().map_or(Bind::SpareRead, |b| Bind::Mem(b.buf));
-            let binds = [(1, Bind::Mem(x.buf)), (2, Bind::Mem(weight.buf)), (3, bias_bind), (4, Bind::Mem(out.buf))];
-            // Invocations: blocks of `ocb` channels by rows by blocks of four columns.
-            let invocations = geometry.n * (geometry.o / ocb) * geometry.oh * geometry.ow.div_ceil(4);
-            let grid = grid_1d(dev, invocations.div_ceil(256) as u64)?;
-            let taps = split::conv_taps(dev.max_loop_iterations, geometry.c / geometry.groups, geometry.kh, geometry.kw);
-            conv_dispatches(q, dev, pipeline, conv_params(&geometry, offsets)?, &taps, &binds, grid)
-        }
+        OpCall::Norm { kind, x, weight, bias, rows, cols, eps, act, out } => norm(q, dev, queue, kind, [x, out], [weight, bias], [rows, cols], (eps, act)),
+        OpCall::Conv2d { x, weight, bias, act, out, geometry } => conv2d(q, dev, [x, weight, out], bias, act, geometry),
         OpCall::Pool2d { kind, x, out, geometry } => {
             check_binding(dev, &x)?;
             check_binding(dev, &out)?;
@@ -336,34 +238,157 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             let taps = split::conv_taps(dev.max_loop_iterations, 1, geometry.kh, geometry.kw);
             conv_dispatches(q, dev, pipeline, params, &taps, &[(1, Bind::Mem(x.buf)), (4, Bind::Mem(out.buf))], grid)
         }
-        OpCall::Attention { q: query, k: key, v: value, mask, out, dims: [b, h, lq, lk, d, dv], scale, causal } => {
-            for o in [&query, &key, &value, &out] {
-                check_binding(dev, o)?;
-            }
-            let mut params = vec![u32_of("batch x heads", b * h)?, u32_of("heads", h)?, u32_of("queries", lq)?, u32_of("keys", lk)?, d as u32, dv as u32, scale.to_bits(), u32::from(causal)];
-            for o in [Some(&query), Some(&key), Some(&value), mask.as_ref()] {
-                match o {
-                    Some(o) => {
-                        check_binding(dev, o)?;
-                        params.push(u32_of("offset", o.layout.offset)?);
-                        for &s in &o.layout.strides {
-                            params.push(u32_of("stride", s)?);
-                        }
-                    }
-                    None => params.extend([0; 5]),
-                }
-            }
-            params.push(u32_of("offset", out.layout.offset)?);
-            let serial = software_kernels(dev, queue);
-            let entry = if serial { "attention_serial_main" } else { "attention_main" };
-            let pipeline = dev.builtin(builtin(ShaderFile::Attention, entry, vec![("HAS_MASK", u32::from(mask.is_some()))]));
-            // The mask binding is in the layout even when HAS_MASK is off.
-            let mask_bind = mask.as_ref().map_or(Bind::SpareRead, |m| Bind::Mem(m.buf));
-            let binds = [(1, Bind::Mem(query.buf)), (2, Bind::Mem(key.buf)), (3, Bind::Mem(value.buf)), (4, mask_bind), (5, Bind::Mem(out.buf))];
-            attention_dispatches(q, dev, queue, (pipeline, serial), params, &binds, [b * h * lq, lk, d, dv])
-        }
+        OpCall::Attention { q: query, k: key, v: value, mask, out, dims, scale, causal } => attention(q, dev, queue, [query, key, value, out], mask, dims, (scale, causal)),
         OpCall::Matmul { a, b, bias, act, out, m, n, k, variant, dtype } => matmul(q, dev, queue, [a, b, out], bias, act, [m, n, k], (variant, dtype)),
     }
+}
+
+/// `out = op(x)`: unary_main, or unary_vec4_main over whole vec4s.
+fn unary(q: &GpuQueue, dev: &GpuDevice, op: UnaryOp, x: Operand<'_>, out: Operand<'_>, dtype: DType) -> Result<()> {
+    check_binding(dev, &x)?;
+    check_binding(dev, &out)?;
+    let access = x.layout.access();
+    let constants = vec![("OP", op.code()), ("A_MODE", access.code())];
+    let (entry, per) = if vec4_elementwise(&out, &[&x]) { ("unary_vec4_main", 4) } else { ("unary_main", 1) };
+    let pipeline = dev.builtin(Builtin { variant: vec![store(dev, dtype)?], ..builtin(ShaderFile::Elementwise, entry, constants) });
+    let grid = grid_1d(dev, (out.layout.numel() / per).div_ceil(256) as u64)?;
+    let mut params = elementwise_params(&out, &[&x])?;
+    params.resize(29, 0);
+    params.extend([u32_of("period", access.period())?, 0]);
+    q.dispatch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (3, Bind::Mem(out.buf))], grid)
+}
+
+/// `out = act(op(a, b))` over broadcast operands: binary_main, or binary_vec4_main.
+#[allow(clippy::too_many_arguments)]
+fn binary(q: &GpuQueue, dev: &GpuDevice, op: BinaryOp, act: Option<UnaryOp>, [a, b, out]: [Operand<'_>; 3], dtype: DType) -> Result<()> {
+    for o in [&a, &b, &out] {
+        check_binding(dev, o)?;
+    }
+    let (a_access, b_access) = (a.layout.access(), b.layout.access());
+    let constants = vec![("OP", op.code()), ("ACT", act.map_or(0, |f| f.code())), ("A_MODE", a_access.code()), ("B_MODE", b_access.code())];
+    let (entry, per) = if vec4_elementwise(&out, &[&a, &b]) { ("binary_vec4_main", 4) } else { ("binary_main", 1) };
+    let pipeline = dev.builtin(Builtin { variant: vec![store(dev, dtype)?], ..builtin(ShaderFile::Elementwise, entry, constants) });
+    let grid = grid_1d(dev, (out.layout.numel() / per).div_ceil(256) as u64)?;
+    let binds = [(1, Bind::Mem(a.buf)), (2, Bind::Mem(b.buf)), (3, Bind::Mem(out.buf))];
+    let mut params = elementwise_params(&out, &[&a, &b])?;
+    params.extend([u32_of("period", a_access.period())?, u32_of("period", b_access.period())?]);
+    q.dispatch(dev, pipeline, &params, &binds, grid)
+}
+
+/// `out = x` converted from `from` to `to`.
+fn cast(q: &GpuQueue, dev: &GpuDevice, x: Operand<'_>, (from, to): (DType, DType), out: Operand<'_>) -> Result<()> {
+    check_binding(dev, &x)?;
+    check_binding(dev, &out)?;
+    if to.size() == 2 && out.layout.offset % 2 != 0 {
+        return Err(Error::Device("internal: a 16-bit cast output starts inside a word".into()));
+    }
+    let pipeline = dev.builtin(builtin(ShaderFile::Indexing, "cast_main", vec![("FROM", from.code()), ("TO", to.code())]));
+    // A 16-bit output is written a word (two elements) per invocation.
+    let grid = grid_1d(dev, out.layout.numel().div_ceil(4 / to.size()).div_ceil(256) as u64)?;
+    // Auto layouts hold only the bindings an entry point uses.
+    let binds = [(1, Bind::Mem(x.buf)), (4, Bind::Mem(out.buf))];
+    q.dispatch(dev, pipeline, &elementwise_params(&out, &[&x])?, &binds, grid)
+}
+
+/// Entries of `x` along an axis picked by `indices` (`fill` where out of range).
+#[allow(clippy::too_many_arguments)]
+fn gather(q: &GpuQueue, dev: &GpuDevice, [x, indices, out]: [Operand<'_>; 3], signed: bool, [outer, len, inner, count]: [usize; 4], fill: u32) -> Result<()> {
+    for o in [&x, &indices, &out] {
+        check_binding(dev, o)?;
+    }
+    let params = [
+        u32_of("outer", outer)?,
+        u32_of("length", len)?,
+        u32_of("inner", inner)?,
+        u32_of("count", count)?,
+        u32_of("offset", x.layout.offset)?,
+        u32_of("offset", indices.layout.offset)?,
+        u32_of("offset", out.layout.offset)?,
+        fill,
+    ];
+    let pipeline = dev.builtin(builtin(ShaderFile::Indexing, "gather_main", vec![("SIGNED", u32::from(signed))]));
+    let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
+    let binds = [(1, Bind::Mem(x.buf)), (2, Bind::Mem(indices.buf)), (4, Bind::Mem(out.buf))];
+    q.dispatch(dev, pipeline, &params, &binds, grid)
+}
+
+/// Layer or RMS norm of each row, with optional scale, shift and activation.
+#[allow(clippy::too_many_arguments)]
+fn norm(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, kind: NormKind, [x, out]: [Operand<'_>; 2], [weight, bias]: [Option<Operand<'_>>; 2], [rows, cols]: [usize; 2], (eps, act): (f32, Option<UnaryOp>)) -> Result<()> {
+    check_binding(dev, &x)?;
+    check_binding(dev, &out)?;
+    let offset = |o: &Option<Operand<'_>>| o.as_ref().map_or(Ok(0), |o| u32_of("offset", o.layout.offset));
+    let params = vec![
+        u32_of("rows", rows)?,
+        u32_of("columns", cols)?,
+        u32_of("offset", x.layout.offset)?,
+        u32_of("offset", out.layout.offset)?,
+        offset(&weight)?,
+        offset(&bias)?,
+        eps.to_bits(),
+    ];
+    let constants = vec![
+        ("KIND", kind.code()),
+        ("HAS_WEIGHT", u32::from(weight.is_some())),
+        ("HAS_BIAS", u32::from(bias.is_some())),
+        ("ACT", act.map_or(0, |f| f.code())),
+    ];
+    let binds = [
+        (1, Bind::Mem(x.buf)),
+        (2, weight.as_ref().map_or(Bind::SpareRead, |w| Bind::Mem(w.buf))),
+        (3, bias.as_ref().map_or(Bind::SpareRead, |b| Bind::Mem(b.buf))),
+        (4, Bind::Mem(out.buf)),
+    ];
+    let kernel = RowKernel { file: ShaderFile::Norm, entry: "norm_main", serial_entry: Some("norm_serial_main"), constants, stats: (5, 3) };
+    row_passes(q, dev, queue, kernel, [rows, cols], params, &binds)
+}
+
+/// 2-D convolution (conv2d_main), with optional bias and activation.
+fn conv2d(q: &GpuQueue, dev: &GpuDevice, [x, weight, out]: [Operand<'_>; 3], bias: Option<Operand<'_>>, act: Option<UnaryOp>, geometry: Conv2dGeometry) -> Result<()> {
+    for o in [&x, &weight, &out] {
+        check_binding(dev, o)?;
+    }
+    let offsets = [x.layout.offset, weight.layout.offset, bias.as_ref().map_or(0, |b| b.layout.offset), out.layout.offset];
+    // Four output channels per invocation where each group's come in fours.
+    let ocb = if (geometry.o / geometry.groups) % 4 == 0 { 4 } else { 1 };
+    let constants = vec![("HAS_BIAS", u32::from(bias.is_some())), ("ACT", act.map_or(0, |f| f.code())), ("OCB", ocb as u32)];
+    let pipeline = dev.builtin(builtin(ShaderFile::Conv, "conv2d_main", constants));
+    let bias_bind = bias.as_ref().map_or(Bind::SpareRead, |b| Bind::Mem(b.buf));
+    let binds = [(1, Bind::Mem(x.buf)), (2, Bind::Mem(weight.buf)), (3, bias_bind), (4, Bind::Mem(out.buf))];
+    // Invocations: blocks of `ocb` channels by rows by blocks of four columns.
+    let invocations = geometry.n * (geometry.o / ocb) * geometry.oh * geometry.ow.div_ceil(4);
+    let grid = grid_1d(dev, invocations.div_ceil(256) as u64)?;
+    let taps = split::conv_taps(dev.max_loop_iterations, geometry.c / geometry.groups, geometry.kh, geometry.kw);
+    conv_dispatches(q, dev, pipeline, conv_params(&geometry, offsets)?, &taps, &binds, grid)
+}
+
+/// Fused attention (attention_main, or attention_serial_main on software adapters).
+#[allow(clippy::too_many_arguments)]
+fn attention(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, [query, key, value, out]: [Operand<'_>; 4], mask: Option<Operand<'_>>, [b, h, lq, lk, d, dv]: [usize; 6], (scale, causal): (f32, bool)) -> Result<()> {
+    for o in [&query, &key, &value, &out] {
+        check_binding(dev, o)?;
+    }
+    let mut params = vec![u32_of("batch x heads", b * h)?, u32_of("heads", h)?, u32_of("queries", lq)?, u32_of("keys", lk)?, d as u32, dv as u32, scale.to_bits(), u32::from(causal)];
+    for o in [Some(&query), Some(&key), Some(&value), mask.as_ref()] {
+        match o {
+            Some(o) => {
+                check_binding(dev, o)?;
+                params.push(u32_of("offset", o.layout.offset)?);
+                for &s in &o.layout.strides {
+                    params.push(u32_of("stride", s)?);
+                }
+            }
+            None => params.extend([0; 5]),
+        }
+    }
+    params.push(u32_of("offset", out.layout.offset)?);
+    let serial = software_kernels(dev, queue);
+    let entry = if serial { "attention_serial_main" } else { "attention_main" };
+    let pipeline = dev.builtin(builtin(ShaderFile::Attention, entry, vec![("HAS_MASK", u32::from(mask.is_some()))]));
+    // The mask binding is in the layout even when HAS_MASK is off.
+    let mask_bind = mask.as_ref().map_or(Bind::SpareRead, |m| Bind::Mem(m.buf));
+    let binds = [(1, Bind::Mem(query.buf)), (2, Bind::Mem(key.buf)), (3, Bind::Mem(value.buf)), (4, mask_bind), (5, Bind::Mem(out.buf))];
+    attention_dispatches(q, dev, queue, (pipeline, serial), params, &binds, [b * h * lq, lk, d, dv])
 }
 
 /// Parameters of conv.wgsl up to the tap ranges.
@@ -541,21 +566,9 @@ fn reduce(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, op: ReduceOp, x: Operand
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn matmul(
-    q: &GpuQueue,
-    dev: &GpuDevice,
-    queue: &Queue,
-    [a, b, out]: [Operand<'_>; 3],
-    bias: Option<Operand<'_>>,
-    act: Option<UnaryOp>,
-    [m, n, k]: [usize; 3],
-    (variant, dtype): (Option<&str>, DType),
-) -> Result<()> {
-    let variant = matmul_variant(dev, queue, variant, m, n)?;
-    for o in [&a, &b, &out] {
-        check_binding(dev, o)?;
-    }
+/// matmul.wgsl's parameters (see its header) for `[a, b, out]` with the batch of each
+/// dispatch, its k range and flags (`[4]`, `[31..34]`) left at 0.
+fn matmul_params([a, b, out]: [&Operand<'_>; 3], bias: Option<&Operand<'_>>, [m, n, k]: [usize; 3]) -> Result<Vec<u32>> {
     let r = out.layout.shape.len();
     let batch_rank = r - 2;
     let mut params = vec![
@@ -578,8 +591,28 @@ fn matmul(
         }
         params.resize(params.len() + MAX_RANK - 2 - batch_rank, 0);
     }
-    params.push(bias.as_ref().map_or(Ok(0), |o| u32_of("offset", o.layout.offset))?);
-    params.extend([0, 0, 0]); // [31..34]: the k range and flags of each dispatch
+    params.push(bias.map_or(Ok(0), |o| u32_of("offset", o.layout.offset))?);
+    params.extend([0, 0, 0]);
+    Ok(params)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn matmul(
+    q: &GpuQueue,
+    dev: &GpuDevice,
+    queue: &Queue,
+    [a, b, out]: [Operand<'_>; 3],
+    bias: Option<Operand<'_>>,
+    act: Option<UnaryOp>,
+    [m, n, k]: [usize; 3],
+    (variant, dtype): (Option<&str>, DType),
+) -> Result<()> {
+    let variant = matmul_variant(dev, queue, variant, m, n)?;
+    for o in [&a, &b, &out] {
+        check_binding(dev, o)?;
+    }
+    let r = out.layout.shape.len();
+    let mut params = matmul_params([&a, &b, &out], bias.as_ref(), [m, n, k])?;
     let max = dev.limits.max_compute_workgroups_per_dimension as usize;
     let [tm, tn] = variant.tile;
     let (gx, gy) = (n.div_ceil(tn), m.div_ceil(tm));
