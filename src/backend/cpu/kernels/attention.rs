@@ -50,7 +50,9 @@ pub(super) fn attention(
             // `check_within` proved inside `qf` and `kf`; s holds rows x keys.
             unsafe { super::sgemm(rows, keys, d, scale, qf.as_ptr().add(q_at), q_strides, kf.as_ptr().add(k_at), kt_strides, s.as_mut_ptr(), keys, 1) };
         }
-        for (r, row) in s.chunks_mut(keys.max(1)).enumerate().take(rows) {
+        // The probabilities; the keys a causal row does not see stay 0.
+        let mut p = vec![0.0f32; s.len()];
+        for (r, (row, prob)) in s.chunks_mut(keys.max(1)).zip(p.chunks_mut(keys.max(1))).enumerate().take(rows) {
             let i = i0 + r;
             if let (Some(m), Some(ml)) = (mf, ml) {
                 for (j, x) in row.iter_mut().enumerate().take(keys) {
@@ -58,17 +60,16 @@ pub(super) fn attention(
                 }
             }
             let visible = if causal { keys.min(i + 1) } else { keys };
-            math::softmax_in_place(&mut row[..visible]);
-            row[visible..].fill(0.0);
+            math::softmax(&row[..visible], &mut prob[..visible]);
         }
         if keys == 0 || dv == 0 {
             o.fill(f32::NAN);
             return;
         }
         let v_strides = [vl.strides[2] as isize, vl.strides[3] as isize];
-        // SAFETY: s is rows x keys; [keys, dv] of v lies inside its layout, which `check_within`
+        // SAFETY: p is rows x keys; [keys, dv] of v lies inside its layout, which `check_within`
         // proved inside `vf`; o holds rows x dv.
-        unsafe { super::sgemm(rows, dv, keys, 1.0, s.as_ptr(), [keys as isize, 1], vf.as_ptr().add(at(vl, [b, hh, 0, 0])), v_strides, o.as_mut_ptr(), dv, 1) };
+        unsafe { super::sgemm(rows, dv, keys, 1.0, p.as_ptr(), [keys as isize, 1], vf.as_ptr().add(at(vl, [b, hh, 0, 0])), v_strides, o.as_mut_ptr(), dv, 1) };
     });
     Ok(())
 }

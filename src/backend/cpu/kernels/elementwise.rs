@@ -2,37 +2,39 @@
 
 use rayon::prelude::*;
 
-use super::{math, offsets_from, out_words, read_guard, write_guard, run_from, CHUNK};
+use super::math::{self, twin};
+use super::{offsets_from, out_words, read_guard, write_guard, run_from, CHUNK};
 use crate::ops::{BinaryOp, Operand, UnaryOp};
 use crate::Result;
 
-/// Bind `$f` to the scalar function of unary op `$op` with the op fixed per match arm, so
-/// the loop in `$body` inlines its math instead of dispatching on the op per element. The
-/// ops built on `exp` use the vectorisable [`math::exp`]; the others the op's own definition.
+/// Bind `$f` to the scalar function of unary op `$op` (a [`math::Twin`]: the plain and the
+/// FMA build) with the op fixed per match arm, so the loop in `$body` inlines its math instead
+/// of dispatching on the op per element. The ops built on `exp` use the vectorisable
+/// [`math::exp`]; the others the op's own definition.
 macro_rules! with_unary {
     ($op:expr, |$f:ident| $body:expr) => {
         match $op {
             UnaryOp::Exp => {
-                let $f = math::exp;
+                let $f = twin!(F => math::exp::<F>);
                 $body
             }
             UnaryOp::Sigmoid => {
-                let $f = math::sigmoid;
+                let $f = twin!(F => math::sigmoid::<F>);
                 $body
             }
             UnaryOp::Silu => {
-                let $f = |x: f32| x * math::sigmoid(x);
+                let $f = twin!(F => |x: f32| x * math::sigmoid::<F>(x));
                 $body
             }
             UnaryOp::GeluTanh => {
-                let $f = |x: f32| {
-                    let z = 0.797_884_6 * (x + 0.044_715 * x * x * x);
-                    x * math::sigmoid(z + z)
-                };
+                let $f = twin!(F => |x: f32| {
+                    let z = 0.797_884_6 * math::madd::<F>(0.044_715 * x * x, x, x);
+                    x * math::sigmoid::<F>(z + z)
+                });
                 $body
             }
             UnaryOp::GeluErf => {
-                let $f = |x: f32| 0.5 * x * math::erfc(-x * std::f32::consts::FRAC_1_SQRT_2);
+                let $f = twin!(F => |x: f32| 0.5 * x * math::erfc::<F>(-x * std::f32::consts::FRAC_1_SQRT_2));
                 $body
             }
             other => with_unary!(@arms other, $f, $body, [Neg, Abs, Log, Sqrt, Rsqrt, Sin, Cos, Tanh, Relu]),
@@ -41,7 +43,7 @@ macro_rules! with_unary {
     (@arms $op:expr, $f:ident, $body:expr, [$($v:ident),*]) => {
         match $op {
             $(UnaryOp::$v => {
-                let $f = |x: f32| UnaryOp::$v.eval(x);
+                let $f = twin!(_F => |x: f32| UnaryOp::$v.eval(x));
                 $body
             })*
             // Handled by the arms above.
@@ -76,7 +78,7 @@ pub(super) fn unary(op: UnaryOp, x: Operand<'_>, out: Operand<'_>) -> Result<()>
             math::map(&xf[x.layout.offset + start..][..chunk.len()], chunk, f);
         } else {
             for (o, xi) in chunk.iter_mut().zip(offsets_from(x.layout, start)) {
-                *o = f(xf[xi]);
+                *o = (f.plain)(xf[xi]);
             }
         }
     }));
@@ -117,7 +119,7 @@ pub(super) fn binary(op: BinaryOp, act: Option<UnaryOp>, a: Operand<'_>, b: Oper
     }
     match act {
         None => with_binary!(op, |g| body!(g)),
-        Some(act) => with_unary!(act, |f| with_binary!(op, |g| body!(|x, y| f(g(x, y))))),
+        Some(act) => with_unary!(act, |f| with_binary!(op, |g| body!(|x, y| (f.plain)(g(x, y))))),
     }
     Ok(())
 }

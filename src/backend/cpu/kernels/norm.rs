@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 
-use super::math::sum_lanes;
+use super::math::{sum_lanes, x86_run, x86_twins};
 use super::{out_words, read_guard, write_guard};
 use crate::ops::{NormKind, Operand, UnaryOp};
 use crate::Result;
@@ -46,21 +46,17 @@ pub(super) fn norm(
 }
 
 /// `o = (row - mean) / sqrt(variance + eps)` (RMS: `row / sqrt(mean square + eps)`), with the
-/// statistics in f64, vectorised (AVX2 + FMA where present).
+/// statistics in f64, vectorised (AVX2 or AVX-512 where present).
 fn norm_row(kind: NormKind, row: &[f32], eps: f32, o: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if super::math::has_avx2_fma() {
-        // SAFETY: the features were just detected.
-        unsafe { norm_row_avx2(kind, row, eps, o) };
-        return;
-    }
+    x86_run!(norm_row_wide(kind, row, eps, o));
     norm_row_any(kind, row, eps, o);
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn norm_row_avx2(kind: NormKind, row: &[f32], eps: f32, o: &mut [f32]) {
-    norm_row_any(kind, row, eps, o);
+x86_twins! {
+    /// [`norm_row`]'s wide builds.
+    fn norm_row_wide(kind: NormKind, row: &[f32], eps: f32, o: &mut [f32]) {
+        norm_row_any(kind, row, eps, o);
+    }
 }
 
 #[inline(always)]

@@ -60,9 +60,6 @@ pub(super) fn softmax(x: Operand<'_>, rows: usize, cols: usize, out: Operand<'_>
     let mut os = write_guard(out.buf)?;
     let xf: &[f32] = &bytemuck::cast_slice(&xs)[x.layout.offset..x.layout.offset + rows * cols];
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
-    of.par_chunks_mut(cols.max(1)).zip(xf.par_chunks(cols.max(1))).for_each(|(o, row)| {
-        o.copy_from_slice(row);
-        super::math::softmax_in_place(o);
-    });
+    of.par_chunks_mut(cols.max(1)).zip(xf.par_chunks(cols.max(1))).for_each(|(o, row)| super::math::softmax(row, o));
     Ok(())
 }
