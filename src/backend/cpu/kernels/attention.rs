@@ -10,7 +10,7 @@ use crate::ops::Operand;
 use crate::Result;
 
 /// Query rows per block.
-const BLOCK: usize = 64;
+const BLOCK: usize = 128;
 
 /// Offset of `[b, h, i, j]` in a rank-4 view.
 fn at(l: &Layout, idx: [usize; 4]) -> usize {

@@ -54,6 +54,32 @@ fn tap_run(in_row: &[f32], kx: usize, ox0: usize, run: &mut [f32], g: &Conv2dGeo
     run[hi - ox0..].fill(0.0);
 }
 
+/// The output of one (image, group) as `og x cols` row-major, shared by the tasks that write
+/// its disjoint column tiles.
+#[derive(Clone, Copy)]
+struct Columns(*mut f32);
+
+// SAFETY: each task writes only the columns of its own tile (see `conv2d`).
+unsafe impl Send for Columns {}
+// SAFETY: as above.
+unsafe impl Sync for Columns {}
+
+impl Columns {
+    /// Column `c` of row 0 (a method, so closures capture the whole `Send` wrapper).
+    fn at(self, c: usize) -> *mut f32 {
+        self.0.wrapping_add(c)
+    }
+}
+
+/// Output positions per task: at most a `COL_BLOCK` im2col block, and when images are fewer
+/// than threads, small enough to give each thread about four tiles (each task builds its
+/// im2col block in its own cache and runs a single-thread GEMM on it).
+fn column_tile(k: usize, cols: usize, images: usize) -> usize {
+    let threads = rayon::current_num_threads();
+    let tasks = if images >= threads { 1 } else { 4 * threads };
+    cols.div_ceil(tasks).next_multiple_of(16).min(COL_BLOCK / k.max(1)).clamp(1, cols.max(1))
+}
+
 pub(super) fn conv2d(x: Operand<'_>, weight: Operand<'_>, bias: Option<Operand<'_>>, act: Option<UnaryOp>, out: Operand<'_>, g: Conv2dGeometry) -> Result<()> {
     let (xg, wg) = (read_guard(x.buf)?, read_guard(weight.buf)?);
     let bg = bias.map(|b| read_guard(b.buf)).transpose()?;
@@ -64,23 +90,22 @@ pub(super) fn conv2d(x: Operand<'_>, weight: Operand<'_>, bias: Option<Operand<'
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
     let (cg, og) = (g.c / g.groups, g.o / g.groups);
     let (k, cols) = (cg * g.kh * g.kw, g.oh * g.ow);
-    let threads = rayon::current_num_threads();
-    let gemm_threads = if g.n >= threads { 1 } else { threads };
+    let tile = column_tile(k, cols, g.n);
     of.par_chunks_mut((g.o * cols).max(1)).enumerate().for_each(|(nb, image)| {
-        let tile = cols.min(COL_BLOCK / k.max(1)).max(1);
-        let mut col = vec![0.0f32; k * tile];
         for grp in 0..g.groups {
             let planes = &xf[(nb * g.c + grp * cg) * g.h * g.w..][..cg * g.h * g.w];
             let w_group = &wf[grp * og * k..(grp + 1) * og * k];
-            let c_group = &mut image[grp * og * cols..(grp + 1) * og * cols];
-            for c0 in (0..cols).step_by(tile) {
-                let width = tile.min(cols - c0);
-                let block = &mut col[..k * width];
-                block.par_chunks_mut(width).enumerate().for_each(|(r, dst)| im2col_row(planes, r, c0..c0 + width, dst, &g));
-                // SAFETY: w_group is og x k and block k x width, row-major; columns c0..c0 +
-                // width of the og x cols output block (leading dimension cols) lie in c_group.
-                unsafe { super::sgemm(og, width, k, 1.0, w_group.as_ptr(), [k as isize, 1], block.as_ptr(), [width as isize, 1], c_group.as_mut_ptr().add(c0), cols, gemm_threads) };
-            }
+            let c_group = Columns(image[grp * og * cols..(grp + 1) * og * cols].as_mut_ptr());
+            (0..cols.div_ceil(tile)).into_par_iter().for_each_init(Vec::new, |col, t| {
+                let (c0, width) = (t * tile, tile.min(cols - t * tile));
+                col.resize(k * width, 0.0);
+                for (r, dst) in col.chunks_mut(width).enumerate() {
+                    im2col_row(planes, r, c0..c0 + width, dst, &g);
+                }
+                // SAFETY: w_group is og x k and col k x width, row-major; columns c0..c0 + width
+                // of the og x cols output block (leading dimension cols) are this task's alone.
+                unsafe { super::sgemm(og, width, k, 1.0, w_group.as_ptr(), [k as isize, 1], col.as_ptr(), [width as isize, 1], c_group.at(c0), cols, 1) };
+            });
         }
         if bf.is_some() || act.is_some() {
             for (oc, row) in image.chunks_mut(cols.max(1)).enumerate() {
