@@ -37,21 +37,24 @@ pub(super) fn attention(
     // Tasks: one block of query rows of one (batch, head); its rows of the output.
     let blocks_per_head = lq.div_ceil(BLOCK);
     let tasks: Vec<(usize, &mut [f32])> = of.chunks_mut(lq * dv).enumerate().flat_map(|(bh, head)| head.chunks_mut(BLOCK * dv).enumerate().map(move |(blk, o)| (bh * blocks_per_head + blk, o))).collect();
-    tasks.into_par_iter().for_each(|(task, o)| {
+    // Each worker reuses its score and probability buffers from task to task.
+    tasks.into_par_iter().for_each_init(|| (Vec::new(), Vec::new()), |(s, p), (task, o)| {
         let (bh, i0) = (task / blocks_per_head, (task % blocks_per_head) * BLOCK);
         let (b, hh) = (bh / h, bh % h);
         let rows = o.len() / dv.max(1);
         let keys = if causal { lk.min(i0 + rows) } else { lk };
-        let mut s = vec![0.0f32; rows * keys.max(1)];
-        if keys > 0 && d > 0 {
+        // Every score is written below: by the GEMM, or as 0 when d = 0.
+        s.resize(rows * keys.max(1), 0.0);
+        p.resize(s.len(), 0.0);
+        if d == 0 {
+            s.fill(0.0);
+        } else if keys > 0 {
             let (q_at, k_at) = (at(ql, [b, hh, i0, 0]), at(kl, [b, hh, 0, 0]));
             let (q_strides, kt_strides) = ([ql.strides[2] as isize, ql.strides[3] as isize], [kl.strides[3] as isize, kl.strides[2] as isize]);
             // SAFETY: [rows, d] of q from row i0 and [keys, d] of k lie inside their layouts, which
             // `check_within` proved inside `qf` and `kf`; s holds rows x keys.
             unsafe { super::sgemm(rows, keys, d, scale, qf.as_ptr().add(q_at), q_strides, kf.as_ptr().add(k_at), kt_strides, s.as_mut_ptr(), keys, 1) };
         }
-        // The probabilities; the keys a causal row does not see stay 0.
-        let mut p = vec![0.0f32; s.len()];
         for (r, (row, prob)) in s.chunks_mut(keys.max(1)).zip(p.chunks_mut(keys.max(1))).enumerate().take(rows) {
             let i = i0 + r;
             if let (Some(m), Some(ml)) = (mf, ml) {
@@ -61,6 +64,7 @@ pub(super) fn attention(
             }
             let visible = if causal { keys.min(i + 1) } else { keys };
             math::softmax(&row[..visible], &mut prob[..visible]);
+            prob[visible..].fill(0.0);
         }
         if keys == 0 || dv == 0 {
             o.fill(f32::NAN);
