@@ -3,7 +3,12 @@
 //!
 //! Run with `cargo bench --bench ops`.
 
-use unicompute::bench::{self, BenchConfig};
+// The bench harness lives with the CLI (`unicompute bench`); this target compiles it too.
+#[allow(unused)]
+#[path = "../src/bin/unicompute/bench.rs"]
+mod bench;
+
+use bench::BenchConfig;
 use unicompute::{BackendChoice, BackendKind, Device};
 
 fn main() {

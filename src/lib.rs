@@ -10,8 +10,6 @@
 #![cfg_attr(not(feature = "webgpu"), allow(unused, unreachable_code))]
 
 mod backend;
-#[cfg(not(target_arch = "wasm32"))]
-pub mod bench;
 mod buffer;
 mod device;
 pub mod dispatch;
@@ -29,7 +27,7 @@ pub mod profile;
 mod queue;
 mod signal;
 mod tensor;
-mod text;
+pub mod text;
 
 pub use buffer::Buffer;
 #[cfg(not(target_arch = "wasm32"))]

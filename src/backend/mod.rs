@@ -101,6 +101,10 @@ pub(crate) fn matmul_variants(kind: BackendKind) -> Vec<&'static str> {
     }
 }
 
+/// Every reduction variant of every backend; a device runs those of
+/// [`BackendDevice::reduce_variants`].
+pub(crate) const REDUCE_VARIANTS: &[&str] = &["subgroup", "tree", "serial", "cpu", "kernel"];
+
 /// An opened device of one backend.
 pub(crate) enum BackendDevice {
     Cpu(cpu::CpuDevice),

@@ -74,10 +74,21 @@ impl Problem {
 
 /// A tensor of `shape` on `device` filled with a deterministic pattern in [-2, 2): the
 /// synthetic operands of tuning, the selection probe and the bench.
-pub(crate) fn pattern_tensor(device: &Device, shape: &[usize]) -> Result<crate::Tensor> {
+pub fn pattern_tensor(device: &Device, shape: &[usize]) -> Result<crate::Tensor> {
     let n: usize = shape.iter().product();
     let data: Vec<f32> = (0..n).map(|i| (i.wrapping_mul(2_654_435_761) % 4096) as f32 / 1024.0 - 2.0).collect();
     crate::Tensor::from_slice(device, &data, shape)
+}
+
+/// Every variant name some backend of this build has for the tunable `op` (`"matmul"` or
+/// `"reduce"`; none for other names), whatever devices this machine has: the names a policy
+/// or a bench may give. An opened device runs those of [`crate::Device::variants`].
+pub fn variant_names(op: &str) -> Vec<&'static str> {
+    match op {
+        "matmul" => [BackendKind::Cpu, BackendKind::WebGpu, BackendKind::Cuda].into_iter().flat_map(crate::backend::matmul_variants).collect(),
+        "reduce" => crate::backend::REDUCE_VARIANTS.to_vec(),
+        _ => Vec::new(),
+    }
 }
 
 /// Measured times of candidates, for reasons: `tile64 812.0 us, tile32 1.50 ms`.

@@ -5,27 +5,20 @@
 //! `submit()` and a blocking wait on the fence; every figure is the median of several
 //! repetitions after warm-up.
 //!
-//! ```no_run
-//! use unicompute::{bench, BackendChoice, Device};
-//!
-//! # fn main() -> unicompute::Result<()> {
-//! let device = Device::open(BackendChoice::Auto)?;
-//! let report = bench::run(&device, &bench::BenchConfig::default(), &mut |line| eprintln!("{line}"))?;
-//! println!("{}\n{}", report.ceilings, report.table());
-//! # Ok(())
-//! # }
-//! ```
+//! `run(&device, &BenchConfig::default(), &mut |line| eprintln!("{line}"))` measures a device
+//! and gives a [`Report`] (`report.ceilings`, `report.table()`). The CLI (`unicompute bench`)
+//! and `benches/ops.rs` are its two users; it is not part of the library.
 
 use std::cell::Cell;
 use std::fmt;
 use std::time::Instant;
 
-use crate::ops::{attention, conv, elementwise, indexing, matmul, norm, reduce, softmax, AttentionParams, Conv2dParams, NormKind, NormParams};
-pub use crate::text::{human_bytes, human_seconds, render_table};
-use crate::{BackendKind, BinaryOp, Profile, Buffer, DType, Device, Error, Kernel, Queue, ReduceOp, Result, Tensor, UnaryOp};
+use unicompute::ops::{attention, conv, elementwise, indexing, matmul, norm, reduce, softmax, AttentionParams, Conv2dParams, NormKind, NormParams};
+pub use unicompute::text::{human_bytes, human_seconds, render_table};
+use unicompute::{BackendKind, BinaryOp, Profile, Buffer, DType, Device, Error, Kernel, Queue, ReduceOp, Result, Tensor, UnaryOp};
 
 /// The self-contained arithmetic-peak kernel run on `webgpu` devices.
-const PEAK_WGSL: &str = include_str!("../shaders/peak.wgsl");
+const PEAK_WGSL: &str = include_str!("peak.wgsl");
 /// FLOPs one invocation of `peak.wgsl` does per loop iteration (8 FMA chains).
 const PEAK_FLOPS_PER_ITER: u64 = 16;
 /// Workgroup width of `peak.wgsl`.
@@ -232,7 +225,7 @@ pub fn run(device: &Device, config: &BenchConfig, progress: &mut dyn FnMut(&str)
 #[derive(Default)]
 struct Meter {
     total: Cell<f64>,
-    profiler: Option<crate::Profiler>,
+    profiler: Option<unicompute::Profiler>,
 }
 
 impl Meter {
@@ -326,10 +319,9 @@ fn parse_kind(name: &str) -> Result<Kind> {
             })
             .or_else(|| {
                 let (base, variant) = name.split_once('@')?;
-                let matmuls = [BackendKind::Cpu, BackendKind::WebGpu, BackendKind::Cuda].into_iter().flat_map(crate::backend::matmul_variants);
-                let reductions = ["subgroup", "tree", "serial", "cpu", "kernel"];
+                let (matmuls, reductions) = (unicompute::dispatch::variant_names("matmul"), unicompute::dispatch::variant_names("reduce"));
                 match parse_kind(base).ok()? {
-                    Kind::Matmul(None) => matmuls.chain(["auto"]).find(|&v| v == variant).map(|v| Kind::Matmul(Some(v))),
+                    Kind::Matmul(None) => matmuls.into_iter().chain(["auto"]).find(|&v| v == variant).map(|v| Kind::Matmul(Some(v))),
                     Kind::ReduceAll(op, None) => reductions.into_iter().chain(["auto"]).find(|&v| v == variant).map(|v| Kind::ReduceAll(op, Some(v))),
                     Kind::ReduceLast(op, None) => reductions.into_iter().chain(["auto"]).find(|&v| v == variant).map(|v| Kind::ReduceLast(op, Some(v))),
                     _ => None,
@@ -421,95 +413,125 @@ struct Case {
     name: String,
 }
 
+/// What a case measures: its shape text, work, output bytes and the launch.
+type Parts = (String, Work, u64, Launch);
+
 fn build_case(device: &Device, config: &BenchConfig, name: &str, kind: Kind) -> Result<Case> {
-    let n = config.elements;
-    let (rows, cols) = rows_cols(n);
-    let bytes = |elements: usize| 4 * elements as u64;
-    let (shape, work, out_bytes, launch): (String, Work, u64, Launch) = match kind {
-        Kind::Unary(op) => {
-            let x = input(device, &[n])?;
-            (format!("[{n}]"), Work::Bytes(bytes(2 * n)), bytes(n), Box::new(move |q| elementwise::unary(q, op, &x).map(drop)))
-        }
-        Kind::Binary(op) => {
-            let (a, b) = (input(device, &[n])?, input(device, &[n])?);
-            (
-                format!("[{n}] {} [{n}]", symbol(op)),
-                Work::Bytes(bytes(3 * n)),
-                bytes(n),
-                Box::new(move |q| elementwise::binary(q, op, &a, &b).map(drop)),
-            )
-        }
-        Kind::Broadcast(op) => {
-            let (a, b) = (input(device, &[rows, cols])?, input(device, &[cols])?);
-            let work = Work::Bytes(bytes(2 * rows * cols + cols));
-            (
-                format!("[{rows}, {cols}] {} [{cols}]", symbol(op)),
-                work,
-                bytes(rows * cols),
-                Box::new(move |q| elementwise::binary(q, op, &a, &b).map(drop)),
-            )
-        }
-        Kind::Fused(op, act) => {
-            let (a, b) = (input(device, &[n])?, input(device, &[n])?);
-            let shape = format!("{}([{n}] {} [{n}])", act.name(), symbol(op));
-            (shape, Work::Bytes(bytes(3 * n)), bytes(n), Box::new(move |q| elementwise::binary_act(q, op, act, &a, &b).map(drop)))
-        }
-        Kind::ReduceAll(op, variant) => {
-            let x = input(device, &[n])?;
-            (format!("[{n}] -> []"), Work::Bytes(bytes(n + 1)), bytes(n / 256 + 1), reduce_launch(op, x, None, variant))
-        }
-        Kind::ReduceLast(op, variant) => {
-            let x = input(device, &[rows, cols])?;
-            (format!("[{rows}, {cols}] -> [{rows}]"), Work::Bytes(bytes(rows * cols + rows)), bytes(rows), reduce_launch(op, x, Some(1), variant))
-        }
-        Kind::Softmax => {
-            let x = input(device, &[rows, cols])?;
-            (
-                format!("[{rows}, {cols}]"),
-                Work::Bytes(bytes(2 * rows * cols)),
-                bytes(rows * cols),
-                Box::new(move |q| softmax::softmax(q, &x).map(drop)),
-            )
-        }
-        Kind::LayerNorm => {
-            let x = input(device, &[rows, cols])?;
-            let launch: Launch = Box::new(move |q| norm::norm(q, NormKind::Layer, &x, NormParams::default()).map(drop));
-            (format!("[{rows}, {cols}]"), Work::Bytes(bytes(2 * rows * cols)), bytes(rows * cols), launch)
-        }
-        Kind::CastF16 => {
-            let x = input(device, &[n])?;
-            (format!("[{n}] f32 -> f16"), Work::Bytes(6 * n as u64), 2 * n as u64, Box::new(move |q| indexing::cast(q, &x, DType::F16).map(drop)))
-        }
-        Kind::AddF16 => {
-            let (a, b) = (input(device, &[n])?.cast(DType::F16)?, input(device, &[n])?.cast(DType::F16)?);
-            (format!("[{n}] + [{n}] f16"), Work::Bytes(6 * n as u64), 2 * n as u64, Box::new(move |q| elementwise::binary(q, BinaryOp::Add, &a, &b).map(drop)))
-        }
-        Kind::Linear => {
-            let e = config.matmul_edge;
-            let (x, w, b) = (input(device, &[e, e])?, input(device, &[e, e])?, input(device, &[e])?);
-            let launch: Launch = Box::new(move |q| matmul::linear(q, &x, &w, Some(&b), Some(UnaryOp::Relu)).map(drop));
-            (format!("relu([{e}, {e}] @ [{e}, {e}] + b)"), Work::Flops(2 * (e as u64).pow(3)), bytes(e * e), launch)
-        }
-        Kind::Attention => {
-            let [b, h, l, d] = ATTENTION;
-            let (q_, k, v) = (input(device, &ATTENTION)?, input(device, &ATTENTION)?, input(device, &ATTENTION)?);
-            let launch: Launch = Box::new(move |q| attention::attention(q, &q_, &k, &v, AttentionParams::default()).map(drop));
-            // q k^T and p v: 2 * l * l * d multiply-adds each, per head.
-            (format!("[{b}, {h}, {l}, {d}] x3"), Work::Flops(4 * (b * h * l * l * d) as u64), bytes(b * h * l * d), launch)
-        }
-        Kind::Conv2d => {
-            let [n_, c, hh, ww, o] = CONV;
-            let (x, w) = (input(device, &[n_, c, hh, ww])?, input(device, &[o, c, 3, 3])?);
-            let params = Conv2dParams { padding: [1, 1], ..Conv2dParams::default() };
-            let launch: Launch = Box::new(move |q| conv::conv2d(q, &x, &w, params).map(drop));
-            let flops = 2 * (n_ * o * hh * ww * c * 9) as u64;
-            (format!("[{n_}, {c}, {hh}, {ww}] * [{o}, {c}, 3, 3]"), Work::Flops(flops), bytes(n_ * o * hh * ww), launch)
-        }
+    let (shape, work, out_bytes, launch) = match kind {
+        Kind::Unary(_) | Kind::Binary(_) | Kind::Broadcast(_) | Kind::Fused(..) | Kind::CastF16 | Kind::AddF16 => elementwise_case(device, config.elements, kind)?,
+        Kind::ReduceAll(..) | Kind::ReduceLast(..) | Kind::Softmax | Kind::LayerNorm => row_case(device, config.elements, kind)?,
+        Kind::Linear | Kind::Attention | Kind::Conv2d => model_case(device, config.matmul_edge, kind)?,
         Kind::Matmul(variant) => matmul_case(device, config.matmul_edge, variant)?,
         Kind::Chain | Kind::ChainDone => chain_case(device, config.chain_len)?,
     };
     let chain = matches!(kind, Kind::Chain | Kind::ChainDone);
     Ok(Case { shape, work, out_bytes, batched: !chain, recording_only: kind == Kind::Chain, launch, name: name.to_string() })
+}
+
+/// 4 bytes per f32 element.
+fn bytes(elements: usize) -> u64 {
+    4 * elements as u64
+}
+
+/// Elementwise ops and casts over `n` elements (or `rows x cols` plus a broadcast row).
+fn elementwise_case(device: &Device, n: usize, kind: Kind) -> Result<Parts> {
+    let (rows, cols) = rows_cols(n);
+    Ok(match kind {
+            Kind::Unary(op) => {
+                let x = input(device, &[n])?;
+                (format!("[{n}]"), Work::Bytes(bytes(2 * n)), bytes(n), Box::new(move |q| elementwise::unary(q, op, &x).map(drop)))
+            }
+            Kind::Binary(op) => {
+                let (a, b) = (input(device, &[n])?, input(device, &[n])?);
+                (
+                    format!("[{n}] {} [{n}]", symbol(op)),
+                    Work::Bytes(bytes(3 * n)),
+                    bytes(n),
+                    Box::new(move |q| elementwise::binary(q, op, &a, &b).map(drop)),
+                )
+            }
+            Kind::Broadcast(op) => {
+                let (a, b) = (input(device, &[rows, cols])?, input(device, &[cols])?);
+                let work = Work::Bytes(bytes(2 * rows * cols + cols));
+                (
+                    format!("[{rows}, {cols}] {} [{cols}]", symbol(op)),
+                    work,
+                    bytes(rows * cols),
+                    Box::new(move |q| elementwise::binary(q, op, &a, &b).map(drop)),
+                )
+            }
+            Kind::Fused(op, act) => {
+                let (a, b) = (input(device, &[n])?, input(device, &[n])?);
+                let shape = format!("{}([{n}] {} [{n}])", act.name(), symbol(op));
+                (shape, Work::Bytes(bytes(3 * n)), bytes(n), Box::new(move |q| elementwise::binary_act(q, op, act, &a, &b).map(drop)))
+            }
+            Kind::CastF16 => {
+                let x = input(device, &[n])?;
+                (format!("[{n}] f32 -> f16"), Work::Bytes(6 * n as u64), 2 * n as u64, Box::new(move |q| indexing::cast(q, &x, DType::F16).map(drop)))
+            }
+            Kind::AddF16 => {
+                let (a, b) = (input(device, &[n])?.cast(DType::F16)?, input(device, &[n])?.cast(DType::F16)?);
+                (format!("[{n}] + [{n}] f16"), Work::Bytes(6 * n as u64), 2 * n as u64, Box::new(move |q| elementwise::binary(q, BinaryOp::Add, &a, &b).map(drop)))
+            }
+        _ => unreachable!("build_case sends only elementwise kinds here"),
+    })
+}
+
+/// Reductions, softmax and layer norm over `n` elements (as `rows x cols` where per row).
+fn row_case(device: &Device, n: usize, kind: Kind) -> Result<Parts> {
+    let (rows, cols) = rows_cols(n);
+    Ok(match kind {
+            Kind::ReduceAll(op, variant) => {
+                let x = input(device, &[n])?;
+                (format!("[{n}] -> []"), Work::Bytes(bytes(n + 1)), bytes(n / 256 + 1), reduce_launch(op, x, None, variant))
+            }
+            Kind::ReduceLast(op, variant) => {
+                let x = input(device, &[rows, cols])?;
+                (format!("[{rows}, {cols}] -> [{rows}]"), Work::Bytes(bytes(rows * cols + rows)), bytes(rows), reduce_launch(op, x, Some(1), variant))
+            }
+            Kind::Softmax => {
+                let x = input(device, &[rows, cols])?;
+                (
+                    format!("[{rows}, {cols}]"),
+                    Work::Bytes(bytes(2 * rows * cols)),
+                    bytes(rows * cols),
+                    Box::new(move |q| softmax::softmax(q, &x).map(drop)),
+                )
+            }
+            Kind::LayerNorm => {
+                let x = input(device, &[rows, cols])?;
+                let launch: Launch = Box::new(move |q| norm::norm(q, NormKind::Layer, &x, NormParams::default()).map(drop));
+                (format!("[{rows}, {cols}]"), Work::Bytes(bytes(2 * rows * cols)), bytes(rows * cols), launch)
+            }
+        _ => unreachable!("build_case sends only row kinds here"),
+    })
+}
+
+/// linear at `e x e x e`, attention and conv2d at their fixed model shapes.
+fn model_case(device: &Device, e: usize, kind: Kind) -> Result<Parts> {
+    Ok(match kind {
+            Kind::Linear => {
+                    let (x, w, b) = (input(device, &[e, e])?, input(device, &[e, e])?, input(device, &[e])?);
+                let launch: Launch = Box::new(move |q| matmul::linear(q, &x, &w, Some(&b), Some(UnaryOp::Relu)).map(drop));
+                (format!("relu([{e}, {e}] @ [{e}, {e}] + b)"), Work::Flops(2 * (e as u64).pow(3)), bytes(e * e), launch)
+            }
+            Kind::Attention => {
+                let [b, h, l, d] = ATTENTION;
+                let (q_, k, v) = (input(device, &ATTENTION)?, input(device, &ATTENTION)?, input(device, &ATTENTION)?);
+                let launch: Launch = Box::new(move |q| attention::attention(q, &q_, &k, &v, AttentionParams::default()).map(drop));
+                // q k^T and p v: 2 * l * l * d multiply-adds each, per head.
+                (format!("[{b}, {h}, {l}, {d}] x3"), Work::Flops(4 * (b * h * l * l * d) as u64), bytes(b * h * l * d), launch)
+            }
+            Kind::Conv2d => {
+                let [n_, c, hh, ww, o] = CONV;
+                let (x, w) = (input(device, &[n_, c, hh, ww])?, input(device, &[o, c, 3, 3])?);
+                let params = Conv2dParams { padding: [1, 1], ..Conv2dParams::default() };
+                let launch: Launch = Box::new(move |q| conv::conv2d(q, &x, &w, params).map(drop));
+                let flops = 2 * (n_ * o * hh * ww * c * 9) as u64;
+                (format!("[{n_}, {c}, {hh}, {ww}] * [{o}, {c}, 3, 3]"), Work::Flops(flops), bytes(n_ * o * hh * ww), launch)
+            }
+        _ => unreachable!("build_case sends only model kinds here"),
+    })
 }
 
 /// A reduction of `x` over `axis` with the backend's default variant or a named one.
@@ -563,7 +585,7 @@ fn symbol(op: BinaryOp) -> &'static str {
 
 /// A tensor of `shape` filled with a deterministic pattern in [-2, 2).
 fn input(device: &Device, shape: &[usize]) -> Result<Tensor> {
-    crate::dispatch::pattern_tensor(device, shape)
+    unicompute::dispatch::pattern_tensor(device, shape)
 }
 
 fn measure_case(meter: &Meter, device: &Device, config: &BenchConfig, case: &Case, ceilings: &Ceilings) -> Result<BenchResult> {

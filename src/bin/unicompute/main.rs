@@ -1,6 +1,10 @@
 //! `unicompute`: list devices (`info`) and measure op throughput against the device's
 //! ceilings (`bench`).
 
+/// The benchmark harness behind `unicompute bench` (also compiled by `benches/ops.rs`).
+#[cfg(not(target_arch = "wasm32"))]
+mod bench;
+
 /// The CLI is native only; the wasm build of the package has no use for it.
 #[cfg(target_arch = "wasm32")]
 fn main() {}
@@ -19,7 +23,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
-use unicompute::bench::{self, human_bytes, render_table, BenchConfig, Report};
+use crate::bench::{self, BenchConfig, Report};
+use unicompute::text::{human_bytes, render_table};
 use unicompute::{BackendChoice, BackendKind, Device, DeviceInfo, Features, Limits, Result};
 
 
@@ -73,7 +78,7 @@ struct BenchArgs {
     /// Device: auto (honours UNICOMPUTE_BACKEND), cpu, webgpu, cuda, or an index from `info`.
     #[arg(long, default_value = "auto")]
     backend: String,
-    /// Op to run (repeatable); default: the catalogue (see `unicompute::bench::DEFAULT_OPS`).
+    /// Op to run (repeatable); default: the catalogue (see `bench::DEFAULT_OPS`).
     /// `matmul@<variant>`, `sum@<variant>`, `sum_last@<variant>` run a named kernel variant;
     /// `@auto` the autotuned one (tuned on first use, then from the tune cache), to compare
     /// with the default in the same run.
