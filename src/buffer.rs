@@ -33,7 +33,7 @@ impl BufferInner {
     /// recorded the previous use, if it is another one and still exists: the caller must order
     /// its work after that queue's.
     pub(crate) fn note_use(&self, queue: &Arc<QueueShared>) -> Option<Arc<QueueShared>> {
-        let mut last = crate::signal::lock(&self.last_queue);
+        let mut last = crate::base::signal::lock(&self.last_queue);
         let previous = last.replace((queue.id, Arc::downgrade(queue)));
         previous.filter(|(id, _)| *id != queue.id).and_then(|(_, q)| q.upgrade())
     }

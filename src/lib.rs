@@ -3,47 +3,43 @@
 #![cfg_attr(not(target_arch = "wasm32"), doc = include_str!("../README.md"))]
 //!
 //! Layers, top down: the public objects ([`Device`], [`Buffer`], [`Tensor`], [`Queue`],
-//! [`Fence`], [`Kernel`]), the op catalogue ([`ops`]), the caching pool, and the backend
-//! seam (`backend/`), the only code that knows a GPU API.
+//! [`Fence`], [`Kernel`]), the op catalogue ([`ops`]), the caching pool, the backend seam
+//! (`backend/`, the only code that knows a GPU API), and under all of them the shared
+//! vocabulary (`base/`: dtypes, layouts, errors, device descriptions, policies), which
+//! imports nothing above it.
 
 // Without `webgpu` the seam's GPU paths compile to nothing and leave parameters unused.
 #![cfg_attr(not(feature = "webgpu"), allow(unused, unreachable_code))]
 
 mod backend;
+mod base;
 mod buffer;
 mod device;
 pub mod dispatch;
-mod dtype;
-mod error;
 mod fence;
 pub mod kernel;
-pub mod layout;
 pub mod ops;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
-mod policy;
 mod pool;
 pub mod profile;
 mod queue;
-mod signal;
 mod tensor;
-pub mod text;
 
 pub use buffer::Buffer;
 #[cfg(not(target_arch = "wasm32"))]
 pub use device::devices;
-pub use device::{
-    devices_async, unavailable_reason, BackendChoice, BackendKind, Device, DeviceInfo, DeviceOptions, DeviceType, Features, Limits, MatmulPrecision,
-    BACKEND_ENV, POISON_WORD,
-};
-pub use dtype::{DType, Element};
+pub use base::info::{BackendChoice, BackendKind, DeviceInfo, DeviceOptions, DeviceType, Features, Limits, MatmulPrecision, BACKEND_ENV, POISON_WORD};
+pub use base::{layout, text};
+pub use device::{devices_async, unavailable_reason, Device};
+pub use base::dtype::{DType, Element};
 /// The 16-bit float types buffers and tensors hold (`DType::F16`, `DType::BF16`).
 pub use half::{bf16, f16};
-pub use error::{Error, Result};
+pub use base::error::{Error, Result};
 pub use fence::Fence;
 pub use kernel::{Binding, BindingInfo, BindingKind, Kernel, KernelInfo, KernelLanguage, Scalar};
 pub use ops::{BinaryOp, ReduceOp, UnaryOp};
-pub use policy::{Policy, PoolPolicy, Selection, TUNABLE_OPS};
+pub use base::policy::{Policy, PoolPolicy, Selection, TUNABLE_OPS};
 pub use pool::MemoryStats;
 pub use profile::{Decision, Profile, Profiler, ReadRecord};
 pub use queue::Queue;

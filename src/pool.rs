@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use crate::backend::Memory;
-use crate::signal::lock;
+use crate::base::signal::lock;
 
 /// Memory usage of one device, as seen by its pool.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

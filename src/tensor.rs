@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::buffer::BufferInner;
 use crate::device::Init;
-use crate::layout::{checked_numel, Layout};
+use crate::base::layout::{checked_numel, Layout};
 use crate::ops::{self, BinaryOp, OpCall, Operand, ReduceOp, UnaryOp};
 use crate::{Buffer, DType, Device, Element, Error, Queue, Result};
 

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use crate::signal::lock;
+use crate::base::signal::lock;
 use crate::Policy;
 
 /// Environment variable naming the tune cache file (a policy's `tune_cache` wins over it).

@@ -93,7 +93,7 @@ pub fn variant_names(op: &str) -> Vec<&'static str> {
 
 /// Measured times of candidates, for reasons: `tile64 812.0 us, tile32 1.50 ms`.
 pub(crate) fn times_text(times: &std::collections::BTreeMap<String, f64>) -> String {
-    let parts: Vec<String> = times.iter().map(|(name, us)| format!("{name} {}", crate::text::human_seconds(us / 1e6))).collect();
+    let parts: Vec<String> = times.iter().map(|(name, us)| format!("{name} {}", crate::base::text::human_seconds(us / 1e6))).collect();
     parts.join(", ")
 }
 

@@ -9,7 +9,7 @@ use super::cache::{Entry, TuneCache};
 use super::times_text;
 use crate::backend::Candidate;
 use crate::ops::{conv, matmul, Conv2dParams};
-use crate::policy::Selection;
+use crate::base::policy::Selection;
 use crate::profile::Decision;
 use crate::{Device, DeviceInfo, DeviceOptions, DeviceType, Error, Policy, Result};
 

@@ -114,7 +114,7 @@ fn conv2d_f32(queue: &Queue, x: &Tensor, weight: &Tensor, p: Conv2dParams<'_>) -
         }
         None => None,
     };
-    crate::layout::checked_numel("conv2d", &[n, o, oh, ow])?;
+    crate::base::layout::checked_numel("conv2d", &[n, o, oh, ow])?;
     let geometry = Conv2dGeometry { n, c, h, w, o, kh, kw, oh, ow, stride: p.stride, padding: p.padding, dilation: p.dilation, groups };
     let (x, weight) = (x.contiguous_on(queue)?, weight.contiguous_on(queue)?);
     let out = Tensor::uninit(queue, &[n, o, oh, ow], DType::F32)?;
@@ -170,7 +170,7 @@ fn pool2d_f32(queue: &Queue, kind: PoolKind, x: &Tensor, p: Pool2dParams) -> Res
     let (n, c, h, w) = (xs[0], xs[1], xs[2], xs[3]);
     let oh = out_extent(op, "height", h, p.kernel[0], stride[0], p.padding[0], 1)?;
     let ow = out_extent(op, "width", w, p.kernel[1], stride[1], p.padding[1], 1)?;
-    crate::layout::checked_numel(op, &[n, c, oh, ow])?;
+    crate::base::layout::checked_numel(op, &[n, c, oh, ow])?;
     let geometry = Conv2dGeometry { n, c, h, w, o: c, kh: p.kernel[0], kw: p.kernel[1], oh, ow, stride, padding: p.padding, dilation: [1, 1], groups: c };
     let x = x.contiguous_on(queue)?;
     let out = Tensor::uninit(queue, &[n, c, oh, ow], DType::F32)?;

@@ -4,7 +4,7 @@
 use num_traits::Float;
 
 use super::{native_f16, Lift, OpCall};
-use crate::layout::{broadcast_shapes, check_rank};
+use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// Unary math functions and activations. The numeric code is what kernels switch on.

@@ -3,7 +3,7 @@
 
 use super::elementwise::check_f32;
 use super::{Lift, OpCall};
-use crate::layout::{broadcast_shapes, check_rank};
+use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// Convert `bits` (one element of dtype `from`, 16-bit types in the low half) to dtype `to`,

@@ -4,7 +4,7 @@
 use super::elementwise::check_f32;
 use super::{native_f16, Lift, OpCall, UnaryOp};
 use crate::dispatch::{self, Problem};
-use crate::layout::{broadcast_shapes, check_rank};
+use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Device, Error, Queue, Result, Tensor};
 
 /// `a @ b` for `a: [.., m, k]` and `b: [.., k, n]`; leading (batch) dimensions broadcast.

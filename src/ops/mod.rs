@@ -16,7 +16,7 @@ pub mod softmax;
 use std::sync::Arc;
 
 use crate::buffer::BufferInner;
-use crate::layout::Layout;
+use crate::base::layout::Layout;
 use crate::{DType, Error, Queue, Result, Tensor};
 
 pub use attention::AttentionParams;

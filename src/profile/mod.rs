@@ -32,7 +32,7 @@ use serde::Serialize;
 use web_time::Instant;
 
 use crate::backend::FenceImpl;
-use crate::signal::{lock, Signal};
+use crate::base::signal::{lock, Signal};
 use crate::{BackendKind, DType};
 
 pub use trace::OpSummary;

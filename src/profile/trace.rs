@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{LaunchRecord, Profile};
-use crate::text::{human_seconds, render_table};
+use crate::base::text::{human_seconds, render_table};
 
 /// Ops whose rate is reported in GFLOP/s; every other op in GB/s.
 const COMPUTE_BOUND: &[&str] = &["matmul", "linear", "attention", "conv2d"];

@@ -10,7 +10,7 @@ use cudarc::cublas::{result, sys, CudaBlas};
 use super::queue::{address, CudaQueue};
 use super::CudaDevice;
 use crate::ops::Operand;
-use crate::signal::lock;
+use crate::base::signal::lock;
 use crate::{Error, MatmulPrecision, Result};
 
 /// Whether libcublas can be loaded.

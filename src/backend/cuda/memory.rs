@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::{result, CudaContext};
 
 use super::driver_error;
-use crate::signal::lock;
+use crate::base::signal::lock;
 use crate::{Error, Result};
 
 /// One block of device memory (`cuMemAlloc`), freed on drop.

@@ -21,7 +21,7 @@ pub(crate) use queue::{CudaFence, CudaQueue};
 use compile::{Builtin, CompileFailure};
 use queue::Retirement;
 
-use crate::signal::lock;
+use crate::base::signal::lock;
 use crate::{BackendKind, DeviceInfo, DeviceType, Error, Features, Limits, Result};
 
 /// A driver error as text: its name and description.

@@ -10,7 +10,7 @@ use super::queue::{address, CudaQueue};
 use super::{blas, CudaDevice};
 use crate::buffer::BufferInner;
 use crate::device::Init;
-use crate::layout::{Layout, MAX_RANK};
+use crate::base::layout::{Layout, MAX_RANK};
 use crate::ops::{Conv2dGeometry, OpCall, Operand, ReduceOp, UnaryOp};
 use crate::{Error, Queue, Result};
 

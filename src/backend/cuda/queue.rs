@@ -11,7 +11,7 @@ use super::{driver_error, CudaDevice, DeviceMemory};
 use crate::backend::{Mapped, Memory};
 use crate::buffer::BufferInner;
 use crate::kernel::{BindingValue, Binding, Scalar};
-use crate::signal::lock;
+use crate::base::signal::lock;
 use crate::{Error, Result};
 
 /// Recorded commands after which a queue records an event on its own and hands what they

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 pub(crate) use queue::{GpuFence, GpuQueue};
 
 use crate::buffer::BufferInner;
-use crate::signal::{lock, Signal};
+use crate::base::signal::{lock, Signal};
 use crate::{BackendKind, DeviceInfo, DeviceType, Error, Features, Limits, Result};
 
 /// An adapter that can be opened.

@@ -9,7 +9,7 @@ use super::split;
 use super::GpuDevice;
 use crate::buffer::BufferInner;
 use crate::device::Init;
-use crate::layout::{Layout, MAX_RANK};
+use crate::base::layout::{Layout, MAX_RANK};
 use crate::ops::{BinaryOp, Conv2dGeometry, NormKind, OpCall, Operand, ReduceOp, UnaryOp};
 use crate::{DType, Error, Queue, Result};
 
@@ -171,7 +171,7 @@ fn elementwise_params(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> Result<Vec<
 /// offset multiples of 4, the output contiguous, each operand contiguous or a repeated block
 /// whose period is a multiple of 4.
 fn vec4_elementwise(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> bool {
-    use crate::layout::Access;
+    use crate::base::layout::Access;
     let whole = |o: &Operand<'_>| o.layout.offset % 4 == 0;
     out.layout.numel() % 4 == 0
         && out.layout.is_contiguous()

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::signal::lock;
+use crate::base::signal::lock;
 
 /// Prelude prepended to every built-in shader file (see `shaders/README.md`).
 const COMMON: &str = include_str!("../../../shaders/common.wgsl");

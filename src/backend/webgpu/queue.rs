@@ -10,7 +10,7 @@ use crate::backend::{Mapped, Memory};
 use crate::buffer::BufferInner;
 use crate::kernel::{Binding, Kernel, KernelImpl};
 use crate::profile::{PendingSpan, Span};
-use crate::signal::{lock, Signal};
+use crate::base::signal::{lock, Signal};
 use crate::{Error, Result};
 
 /// A batch is submitted on its own once it holds this many commands...

@@ -6,7 +6,7 @@
 //! counted as run (a loop entered with `n` iterations counts `n + 1`; none assumed unrolled).
 //! On devices without the limit there is one piece: the whole range.
 
-use crate::layout::MAX_RANK;
+use crate::base::layout::MAX_RANK;
 
 /// Loop iterations one invocation may spend: half the driver's limit, a margin for loops the
 /// counts here leave out (such as any the compiler adds). `None`: no limit.

@@ -5,7 +5,7 @@
 use rayon::prelude::*;
 
 use super::{math, out_words, read_guard, write_guard};
-use crate::layout::Layout;
+use crate::base::layout::Layout;
 use crate::ops::Operand;
 use crate::Result;
 

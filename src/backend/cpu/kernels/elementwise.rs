@@ -91,7 +91,7 @@ pub(super) fn binary(op: BinaryOp, act: Option<UnaryOp>, a: Operand<'_>, b: Oper
     let (af, bf): (&[f32], &[f32]) = (bytemuck::cast_slice(&ag), bytemuck::cast_slice(&bg));
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
     let mut run = |f: &(dyn Fn(&mut [f32], usize) + Sync)| of.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| f(chunk, c * CHUNK));
-    let runs = a.layout.access() != crate::layout::Access::Strided && b.layout.access() != crate::layout::Access::Strided;
+    let runs = a.layout.access() != crate::base::layout::Access::Strided && b.layout.access() != crate::base::layout::Access::Strided;
     // The op (and activation) are fixed per instantiation of `body`, so its loop inlines them.
     macro_rules! body {
         ($g:expr) => {{

@@ -4,7 +4,7 @@
 use rayon::prelude::*;
 
 use super::{out_words, read_guard, write_guard};
-use crate::layout::Layout;
+use crate::base::layout::Layout;
 use crate::ops::{Operand, UnaryOp};
 use crate::Result;
 

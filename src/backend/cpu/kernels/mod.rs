@@ -39,7 +39,7 @@ unsafe fn sgemm(m: usize, n: usize, k: usize, scale: f32, a: *const f32, [a_rs, 
 }
 
 use super::{read_guard, write_guard};
-use crate::layout::{Access, Layout};
+use crate::base::layout::{Access, Layout};
 use crate::ops::{OpCall, Operand};
 use crate::{DType, Error, Result};
 

@@ -9,7 +9,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{BackendKind, Error, MatmulPrecision, Result};
+use crate::base::error::{Error, Result};
+use crate::base::info::{BackendKind, MatmulPrecision};
 
 /// Ops whose kernel variant a policy can name (see [`crate::Device::variants`]).
 pub const TUNABLE_OPS: &[&str] = &["matmul", "reduce"];

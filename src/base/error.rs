@@ -1,6 +1,6 @@
 //! The one error type of the library: every failure names what was wrong and what was expected.
 
-use crate::BackendKind;
+use crate::base::info::BackendKind;
 
 /// Result with the library's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,6 +1,6 @@
 //! Shapes and strides: how a tensor's elements sit in its buffer.
 
-use crate::{Error, Result};
+use crate::base::error::{Error, Result};
 
 /// Largest rank a tensor may have (kernels carry shapes in fixed-size metadata).
 pub const MAX_RANK: usize = 8;
