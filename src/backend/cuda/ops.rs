@@ -11,8 +11,8 @@ use super::{blas, CudaDevice};
 use crate::buffer::BufferInner;
 use crate::device::Init;
 use crate::base::layout::{Layout, MAX_RANK};
-use crate::ops::{Conv2dGeometry, OpCall, Operand, ReduceOp, UnaryOp};
-use crate::{Error, Queue, Result};
+use crate::ops::{BinaryOp, Conv2dGeometry, NormKind, OpCall, Operand, ReduceOp, UnaryOp};
+use crate::{DType, Error, Queue, Result};
 
 /// Threads per block of the 1-D kernels.
 const BLOCK: u32 = 256;
@@ -237,94 +237,12 @@ pub(crate) fn run_op(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, call: OpCal
         OpCall::Unary { dtype, .. } | OpCall::Binary { dtype, .. } | OpCall::Matmul { dtype, .. } if dtype != crate::DType::F32 => {
             Err(Error::Device(format!("internal: the cuda kernels compute on f32 storage, not {dtype}")))
         }
-        OpCall::Unary { op, x, out, .. } => {
-            let access = x.layout.access();
-            let n = out.layout.numel();
-            let f = dev.builtin(kernel(
-                KernelFile::Elementwise,
-                "unary_main",
-                vec![("OP", op.code().to_string()), ("A_MODE", access.code().to_string()), index_type(n.max(extent(x.layout)))],
-            ))?;
-            let p = ElementwiseParams {
-                n: n as u64,
-                rank: out.layout.shape.len() as u32,
-                shape: padded(&out.layout.shape, 1),
-                a_strides: padded(&x.layout.strides, 0),
-                a_period: access.period() as u64,
-                ..Default::default()
-            };
-            q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
-        }
-        OpCall::Binary { op, act, a, b, out, .. } => {
-            let (a_access, b_access) = (a.layout.access(), b.layout.access());
-            let n = out.layout.numel();
-            let defines = vec![
-                ("OP", op.code().to_string()),
-                ("ACT", act.map_or(0, |f| f.code()).to_string()),
-                ("A_MODE", a_access.code().to_string()),
-                ("B_MODE", b_access.code().to_string()),
-                index_type(n.max(extent(a.layout)).max(extent(b.layout))),
-            ];
-            let f = dev.builtin(kernel(KernelFile::Elementwise, "binary_main", defines))?;
-            let p = ElementwiseParams {
-                n: n as u64,
-                rank: out.layout.shape.len() as u32,
-                shape: padded(&out.layout.shape, 1),
-                a_strides: padded(&a.layout.strides, 0),
-                b_strides: padded(&b.layout.strides, 0),
-                a_period: a_access.period() as u64,
-                b_period: b_access.period() as u64,
-                ..Default::default()
-            };
-            let pointers = [operand(&a)?, operand(&b)?, operand(&out)?];
-            q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &p, &[a.buf, b.buf, out.buf])
-        }
-        OpCall::Copy { x, out } => {
-            let n = out.layout.numel();
-            let contiguous = u32::from(out.layout.is_contiguous()).to_string();
-            let largest = n.max(extent(x.layout)).max(extent(out.layout));
-            let f = dev.builtin(kernel(KernelFile::Copy, "copy_main", vec![("OUT_CONTIGUOUS", contiguous), index_type(largest)]))?;
-            let p = CopyParams {
-                n: n as u64,
-                rank: out.layout.shape.len() as u32,
-                shape: padded(&out.layout.shape, 1),
-                strides: padded(&x.layout.strides, 0),
-                out_strides: padded(&out.layout.strides, 0),
-                ..Default::default()
-            };
-            q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
-        }
-        OpCall::Cast { x, from, to, out } => {
-            let n = out.layout.numel();
-            if to.size() == 2 && out.layout.offset % 2 != 0 {
-                return Err(Error::Device("internal: a 16-bit cast output starts inside a word".into()));
-            }
-            let defines = vec![("FROM", from.code().to_string()), ("TO", to.code().to_string()), index_type(n.max(x.layout.end()))];
-            let f = dev.builtin(kernel(KernelFile::Indexing, "cast_main", defines))?;
-            let mut p = views_params(&out, &[&x]);
-            p.offsets[0] = x.layout.offset as u64;
-            // The source as its block base (its view may start inside a word) plus the offset.
-            let src = super::queue::device_memory(x.buf)?.ptr;
-            let dst = super::queue::device_memory(out.buf)?.ptr + (out.layout.offset * to.size()) as u64;
-            q.launch_builtin(dev, &f, (blocks(dev, n.div_ceil(4 / to.size()), BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[src, dst], &p, &[x.buf, out.buf])
-        }
-        OpCall::Where { cond, cond_dtype, a, b, out } => {
-            let n = out.layout.numel();
-            let largest = [&cond, &a, &b].iter().map(|o| extent(o.layout)).fold(n, usize::max);
-            let defines = vec![("COND_F32", u32::from(cond_dtype == crate::DType::F32).to_string()), index_type(largest)];
-            let f = dev.builtin(kernel(KernelFile::Indexing, "where_main", defines))?;
-            let p = views_params(&out, &[&cond, &a, &b]);
-            let pointers = [operand(&cond)?, operand(&a)?, operand(&b)?, operand(&out)?];
-            q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &p, &[cond.buf, a.buf, b.buf, out.buf])
-        }
-        OpCall::Gather { x, indices, signed, outer, len, inner, count, fill, out } => {
-            let n = out.layout.numel();
-            let defines = vec![("SIGNED", u32::from(signed).to_string()), index_type(n.max(outer * len * inner))];
-            let f = dev.builtin(kernel(KernelFile::Indexing, "gather_main", defines))?;
-            let p = GatherParams { outer: outer as u64, len: len as u64, inner: inner as u64, count: count as u64, fill, pad: 0 };
-            let pointers = [operand(&x)?, operand(&indices)?, operand(&out)?];
-            q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &p, &[x.buf, indices.buf, out.buf])
-        }
+        OpCall::Unary { op, x, out, .. } => unary(q, dev, op, x, out),
+        OpCall::Binary { op, act, a, b, out, .. } => binary(q, dev, (op, act), [a, b, out]),
+        OpCall::Copy { x, out } => copy(q, dev, x, out),
+        OpCall::Cast { x, from, to, out } => cast(q, dev, x, (from, to), out),
+        OpCall::Where { cond, cond_dtype, a, b, out } => where_(q, dev, [cond, a, b, out], cond_dtype),
+        OpCall::Gather { x, indices, signed, outer, len, inner, count, fill, out } => gather(q, dev, [x, indices, out], signed, [outer, len, inner, count], fill),
         OpCall::Cumsum { x, outer, len, inner, out } => {
             let f = dev.builtin(kernel(KernelFile::Scan, "cumsum_main", vec![index_type(outer * len * inner)]))?;
             let p = ScanParams { outer: outer as u64, len: len as u64, inner: inner as u64 };
@@ -337,76 +255,189 @@ pub(crate) fn run_op(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, call: OpCal
             let p = SoftmaxParams { rows: rows as u64, cols: cols as u64 };
             q.launch_builtin(dev, &f, (rows.clamp(1, 65_535) as u32, 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
         }
-        OpCall::Norm { kind, x, weight, bias, rows, cols, eps, act, out } => {
-            let defines = vec![
-                ("KIND", kind.code().to_string()),
-                ("ACT", act.map_or(0, |f| f.code()).to_string()),
-                ("HAS_WEIGHT", u32::from(weight.is_some()).to_string()),
-                ("HAS_BIAS", u32::from(bias.is_some()).to_string()),
-                index_type(rows * cols),
-            ];
-            let f = dev.builtin(kernel(KernelFile::Norm, "norm_main", defines))?;
-            let p = NormParams { rows: rows as u64, cols: cols as u64, eps, pad: 0 };
-            let optional = |o: &Option<Operand<'_>>| o.as_ref().map_or(Ok(0), operand);
-            let pointers = [operand(&x)?, optional(&weight)?, optional(&bias)?, operand(&out)?];
-            let mut held = vec![x.buf, out.buf];
-            held.extend(weight.iter().chain(bias.iter()).map(|o| o.buf));
-            q.launch_builtin(dev, &f, (rows.clamp(1, 65_535) as u32, 1, 1), (BLOCK, 1, 1), &pointers, &p, &held)
-        }
-        OpCall::Conv2d { x, weight, bias, act, out, geometry } => {
-            let n = out.layout.numel();
-            let mut defines = epilogue_defines(&bias, act).to_vec();
-            defines.push(index_type(n.max(x.layout.numel()).max(weight.layout.numel())));
-            let f = dev.builtin(kernel(KernelFile::Conv, "conv2d_main", defines))?;
-            let bias_ptr = bias.as_ref().map_or(Ok(0), operand)?;
-            let mut held = vec![x.buf, weight.buf, out.buf];
-            held.extend(bias.iter().map(|o| o.buf));
-            let pointers = [operand(&x)?, operand(&weight)?, bias_ptr, operand(&out)?];
-            q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &ConvParams::new(&geometry), &held)
-        }
+        OpCall::Norm { kind, x, weight, bias, rows, cols, eps, act, out } => norm(q, dev, kind, [x, out], [weight, bias], [rows, cols], (eps, act)),
+        OpCall::Conv2d { x, weight, bias, act, out, geometry } => conv2d(q, dev, [x, weight, out], (bias, act), geometry),
         OpCall::Pool2d { kind, x, out, geometry } => {
             let n = out.layout.numel();
             let defines = vec![("POOL", (kind as u32).to_string()), index_type(n.max(x.layout.numel()))];
             let f = dev.builtin(kernel(KernelFile::Conv, "pool2d_main", defines))?;
             q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &ConvParams::new(&geometry), &[x.buf, out.buf])
         }
-        OpCall::Attention { q: query, k: key, v: value, mask, out, dims: [b, h, lq, lk, d, dv], scale, causal } => {
-            let largest = [Some(&query), Some(&key), Some(&value), mask.as_ref(), Some(&out)].into_iter().flatten().map(|o| extent(o.layout).max(o.layout.numel())).max().unwrap_or(0);
-            let defines = vec![("HAS_MASK", u32::from(mask.is_some()).to_string()), index_type(largest)];
-            let f = dev.builtin(kernel(KernelFile::Attention, "attention_main", defines))?;
-            let p = AttentionParams {
-                bh: (b * h) as u64,
-                heads: h as u64,
-                lq: lq as u64,
-                lk: lk as u64,
-                d: d as u64,
-                dv: dv as u64,
-                scale,
-                causal: u32::from(causal),
-                q: view4(Some(&query)),
-                k: view4(Some(&key)),
-                v: view4(Some(&value)),
-                mask: view4(mask.as_ref()),
-            };
-            let mask_ptr = mask.as_ref().map_or(Ok(0), operand)?;
-            let pointers = [operand(&query)?, operand(&key)?, operand(&value)?, mask_ptr, operand(&out)?];
-            let mut held = vec![query.buf, key.buf, value.buf, out.buf];
-            held.extend(mask.iter().map(|o| o.buf));
-            q.launch_builtin(dev, &f, ((b * h * lq).clamp(1, 65_535) as u32, 1, 1), (64, 1, 1), &pointers, &p, &held)
-        }
-        OpCall::Matmul { a, b, bias, act, out, m, n, k, variant, .. } => {
-            let precision = queue.device().shared.options.matmul_precision;
-            if variant == Some("cublas") && !blas::available() {
-                return Err(Error::Unsupported { backend: crate::BackendKind::Cuda, what: "matmul variant `cublas`: libcublas was not found".into() });
-            }
-            if variant != Some("kernel") && blas::matmul(q, dev, &a, &b, &out, m, n, k, precision)? {
-                q.retain_used(dev, &[a.buf, b.buf, out.buf])?;
-                // cuBLAS has no epilogue: bias and activation in one pass over the output.
-                return if bias.is_some() || act.is_some() { bias_act(q, dev, &out, bias, act, n) } else { Ok(()) };
-            }
-            matmul_kernel(q, dev, [a, b, out], bias, act, [m, n, k])
-        }
+        OpCall::Attention { q: query, k: key, v: value, mask, out, dims, scale, causal } => attention(q, dev, [query, key, value, out], mask, dims, (scale, causal)),
+        OpCall::Matmul { a, b, bias, act, out, m, n, k, variant, .. } => matmul(q, dev, queue, [a, b, out], (bias, act), [m, n, k], variant),
     }
+}
+
+/// `out = op(x)` over any view (elementwise.cu `unary_main`).
+fn unary(q: &CudaQueue, dev: &CudaDevice, op: UnaryOp, x: Operand<'_>, out: Operand<'_>) -> Result<()> {
+    let access = x.layout.access();
+    let n = out.layout.numel();
+    let f = dev.builtin(kernel(
+        KernelFile::Elementwise,
+        "unary_main",
+        vec![("OP", op.code().to_string()), ("A_MODE", access.code().to_string()), index_type(n.max(extent(x.layout)))],
+    ))?;
+    let p = ElementwiseParams {
+        n: n as u64,
+        rank: out.layout.shape.len() as u32,
+        shape: padded(&out.layout.shape, 1),
+        a_strides: padded(&x.layout.strides, 0),
+        a_period: access.period() as u64,
+        ..Default::default()
+    };
+    q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
+}
+
+/// `out = act(op(a, b))` with broadcasting (elementwise.cu `binary_main`).
+fn binary(q: &CudaQueue, dev: &CudaDevice, (op, act): (BinaryOp, Option<UnaryOp>), [a, b, out]: [Operand<'_>; 3]) -> Result<()> {
+    let (a_access, b_access) = (a.layout.access(), b.layout.access());
+    let n = out.layout.numel();
+    let defines = vec![
+        ("OP", op.code().to_string()),
+        ("ACT", act.map_or(0, |f| f.code()).to_string()),
+        ("A_MODE", a_access.code().to_string()),
+        ("B_MODE", b_access.code().to_string()),
+        index_type(n.max(extent(a.layout)).max(extent(b.layout))),
+    ];
+    let f = dev.builtin(kernel(KernelFile::Elementwise, "binary_main", defines))?;
+    let p = ElementwiseParams {
+        n: n as u64,
+        rank: out.layout.shape.len() as u32,
+        shape: padded(&out.layout.shape, 1),
+        a_strides: padded(&a.layout.strides, 0),
+        b_strides: padded(&b.layout.strides, 0),
+        a_period: a_access.period() as u64,
+        b_period: b_access.period() as u64,
+        ..Default::default()
+    };
+    let pointers = [operand(&a)?, operand(&b)?, operand(&out)?];
+    q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &p, &[a.buf, b.buf, out.buf])
+}
+
+/// A strided copy of `x` into `out` (copy.cu).
+fn copy(q: &CudaQueue, dev: &CudaDevice, x: Operand<'_>, out: Operand<'_>) -> Result<()> {
+    let n = out.layout.numel();
+    let contiguous = u32::from(out.layout.is_contiguous()).to_string();
+    let largest = n.max(extent(x.layout)).max(extent(out.layout));
+    let f = dev.builtin(kernel(KernelFile::Copy, "copy_main", vec![("OUT_CONTIGUOUS", contiguous), index_type(largest)]))?;
+    let p = CopyParams {
+        n: n as u64,
+        rank: out.layout.shape.len() as u32,
+        shape: padded(&out.layout.shape, 1),
+        strides: padded(&x.layout.strides, 0),
+        out_strides: padded(&out.layout.strides, 0),
+        ..Default::default()
+    };
+    q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
+}
+
+/// `out = x as to` (indexing.cu `cast_main`); 16-bit views may start inside a word.
+fn cast(q: &CudaQueue, dev: &CudaDevice, x: Operand<'_>, (from, to): (DType, DType), out: Operand<'_>) -> Result<()> {
+    let n = out.layout.numel();
+    if to.size() == 2 && out.layout.offset % 2 != 0 {
+        return Err(Error::Device("internal: a 16-bit cast output starts inside a word".into()));
+    }
+    let defines = vec![("FROM", from.code().to_string()), ("TO", to.code().to_string()), index_type(n.max(x.layout.end()))];
+    let f = dev.builtin(kernel(KernelFile::Indexing, "cast_main", defines))?;
+    let mut p = views_params(&out, &[&x]);
+    p.offsets[0] = x.layout.offset as u64;
+    // The source as its block base (its view may start inside a word) plus the offset.
+    let src = super::queue::device_memory(x.buf)?.ptr;
+    let dst = super::queue::device_memory(out.buf)?.ptr + (out.layout.offset * to.size()) as u64;
+    q.launch_builtin(dev, &f, (blocks(dev, n.div_ceil(4 / to.size()), BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[src, dst], &p, &[x.buf, out.buf])
+}
+
+/// `out = cond ? a : b` (indexing.cu `where_main`).
+fn where_(q: &CudaQueue, dev: &CudaDevice, [cond, a, b, out]: [Operand<'_>; 4], cond_dtype: DType) -> Result<()> {
+    let n = out.layout.numel();
+    let largest = [&cond, &a, &b].iter().map(|o| extent(o.layout)).fold(n, usize::max);
+    let defines = vec![("COND_F32", u32::from(cond_dtype == crate::DType::F32).to_string()), index_type(largest)];
+    let f = dev.builtin(kernel(KernelFile::Indexing, "where_main", defines))?;
+    let p = views_params(&out, &[&cond, &a, &b]);
+    let pointers = [operand(&cond)?, operand(&a)?, operand(&b)?, operand(&out)?];
+    q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &p, &[cond.buf, a.buf, b.buf, out.buf])
+}
+
+/// `out = x` indexed along one axis by `indices` (indexing.cu `gather_main`).
+fn gather(q: &CudaQueue, dev: &CudaDevice, [x, indices, out]: [Operand<'_>; 3], signed: bool, [outer, len, inner, count]: [usize; 4], fill: u32) -> Result<()> {
+    let n = out.layout.numel();
+    let defines = vec![("SIGNED", u32::from(signed).to_string()), index_type(n.max(outer * len * inner))];
+    let f = dev.builtin(kernel(KernelFile::Indexing, "gather_main", defines))?;
+    let p = GatherParams { outer: outer as u64, len: len as u64, inner: inner as u64, count: count as u64, fill, pad: 0 };
+    let pointers = [operand(&x)?, operand(&indices)?, operand(&out)?];
+    q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &p, &[x.buf, indices.buf, out.buf])
+}
+
+/// Layer or RMS norm of rows with optional weight, bias and activation (norm.cu).
+fn norm(q: &CudaQueue, dev: &CudaDevice, kind: NormKind, [x, out]: [Operand<'_>; 2], [weight, bias]: [Option<Operand<'_>>; 2], [rows, cols]: [usize; 2], (eps, act): (f32, Option<UnaryOp>)) -> Result<()> {
+    let defines = vec![
+        ("KIND", kind.code().to_string()),
+        ("ACT", act.map_or(0, |f| f.code()).to_string()),
+        ("HAS_WEIGHT", u32::from(weight.is_some()).to_string()),
+        ("HAS_BIAS", u32::from(bias.is_some()).to_string()),
+        index_type(rows * cols),
+    ];
+    let f = dev.builtin(kernel(KernelFile::Norm, "norm_main", defines))?;
+    let p = NormParams { rows: rows as u64, cols: cols as u64, eps, pad: 0 };
+    let optional = |o: &Option<Operand<'_>>| o.as_ref().map_or(Ok(0), operand);
+    let pointers = [operand(&x)?, optional(&weight)?, optional(&bias)?, operand(&out)?];
+    let mut held = vec![x.buf, out.buf];
+    held.extend(weight.iter().chain(bias.iter()).map(|o| o.buf));
+    q.launch_builtin(dev, &f, (rows.clamp(1, 65_535) as u32, 1, 1), (BLOCK, 1, 1), &pointers, &p, &held)
+}
+
+/// conv2d with its bias and activation epilogue (conv.cu `conv2d_main`).
+fn conv2d(q: &CudaQueue, dev: &CudaDevice, [x, weight, out]: [Operand<'_>; 3], (bias, act): (Option<Operand<'_>>, Option<UnaryOp>), geometry: Conv2dGeometry) -> Result<()> {
+    let n = out.layout.numel();
+    let mut defines = epilogue_defines(&bias, act).to_vec();
+    defines.push(index_type(n.max(x.layout.numel()).max(weight.layout.numel())));
+    let f = dev.builtin(kernel(KernelFile::Conv, "conv2d_main", defines))?;
+    let bias_ptr = bias.as_ref().map_or(Ok(0), operand)?;
+    let mut held = vec![x.buf, weight.buf, out.buf];
+    held.extend(bias.iter().map(|o| o.buf));
+    let pointers = [operand(&x)?, operand(&weight)?, bias_ptr, operand(&out)?];
+    q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &ConvParams::new(&geometry), &held)
+}
+
+/// Scaled dot-product attention, one block per query row (attention.cu).
+fn attention(q: &CudaQueue, dev: &CudaDevice, [query, key, value, out]: [Operand<'_>; 4], mask: Option<Operand<'_>>, [b, h, lq, lk, d, dv]: [usize; 6], (scale, causal): (f32, bool)) -> Result<()> {
+    let largest = [Some(&query), Some(&key), Some(&value), mask.as_ref(), Some(&out)].into_iter().flatten().map(|o| extent(o.layout).max(o.layout.numel())).max().unwrap_or(0);
+    let defines = vec![("HAS_MASK", u32::from(mask.is_some()).to_string()), index_type(largest)];
+    let f = dev.builtin(kernel(KernelFile::Attention, "attention_main", defines))?;
+    let p = AttentionParams {
+        bh: (b * h) as u64,
+        heads: h as u64,
+        lq: lq as u64,
+        lk: lk as u64,
+        d: d as u64,
+        dv: dv as u64,
+        scale,
+        causal: u32::from(causal),
+        q: view4(Some(&query)),
+        k: view4(Some(&key)),
+        v: view4(Some(&value)),
+        mask: view4(mask.as_ref()),
+    };
+    let mask_ptr = mask.as_ref().map_or(Ok(0), operand)?;
+    let pointers = [operand(&query)?, operand(&key)?, operand(&value)?, mask_ptr, operand(&out)?];
+    let mut held = vec![query.buf, key.buf, value.buf, out.buf];
+    held.extend(mask.iter().map(|o| o.buf));
+    q.launch_builtin(dev, &f, ((b * h * lq).clamp(1, 65_535) as u32, 1, 1), (64, 1, 1), &pointers, &p, &held)
+}
+
+/// matmul on cuBLAS (then bias and activation in one pass), or matmul.cu where cuBLAS cannot
+/// take the layout or the `kernel` variant was asked for.
+fn matmul(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, [a, b, out]: [Operand<'_>; 3], (bias, act): (Option<Operand<'_>>, Option<UnaryOp>), [m, n, k]: [usize; 3], variant: Option<&str>) -> Result<()> {
+    let precision = queue.device().shared.options.matmul_precision;
+    if variant == Some("cublas") && !blas::available() {
+        return Err(Error::Unsupported { backend: crate::BackendKind::Cuda, what: "matmul variant `cublas`: libcublas was not found".into() });
+    }
+    if variant != Some("kernel") && blas::matmul(q, dev, &a, &b, &out, m, n, k, precision)? {
+        q.retain_used(dev, &[a.buf, b.buf, out.buf])?;
+        // cuBLAS has no epilogue: bias and activation in one pass over the output.
+        return if bias.is_some() || act.is_some() { bias_act(q, dev, &out, bias, act, n) } else { Ok(()) };
+    }
+    matmul_kernel(q, dev, [a, b, out], bias, act, [m, n, k])
 }
 
 /// Temporary device memory for intermediate results.
