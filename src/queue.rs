@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use crate::backend::{BackendDevice, Mapped, QueueImpl};
+use crate::backend::{BackendDevice, Mapped, OpContext, QueueImpl};
+use crate::device::Init;
 use crate::buffer::BufferInner;
 use crate::kernel::{Binding, Kernel};
 use crate::ops::OpCall;
@@ -119,13 +120,17 @@ impl Queue {
     pub(crate) fn run_op_decided(&self, call: OpCall<'_>, decision: Option<&Decision>) -> Result<()> {
         self.backend().check_healthy()?;
         self.order_after_other_queues(&call.buffers())?;
+        let device = self.device();
+        let temp = |bytes: u64| device.alloc(bytes, Init::Overwritten);
+        let cx = OpContext { options: &device.shared.options, temp: &temp };
+        let run = |call| self.shared.imp.run_op(&device.shared.backend, &cx, call);
         let profiler = self.profiler();
         if !profiler.is_enabled() {
-            return self.shared.imp.run_op(self, call);
+            return run(call);
         }
         let cost = call.cost();
         let host_start = profiler.now_us();
-        let (timing, clock) = self.shared.imp.timed(self.backend(), profiler.epoch(), || self.shared.imp.run_op(self, call))?;
+        let (timing, clock) = self.shared.imp.timed(self.backend(), profiler.epoch(), || run(call))?;
         let mut record = profile::record(cost.name, cost.shapes, cost.dtype, cost.bytes, cost.flops, self.id(), clock, host_start);
         record.variant = decision.map(|d| d.choice.clone()).or(cost.variant.map(String::from));
         record.reason = decision.map(|d| d.reason.clone());

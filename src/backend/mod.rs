@@ -20,7 +20,7 @@ use crate::buffer::BufferInner;
 use crate::kernel::{Binding, Kernel};
 use crate::ops::OpCall;
 use crate::profile::{Clock, Span, Timing};
-use crate::{BackendKind, DeviceInfo, Error, Queue, Result};
+use crate::{BackendKind, DeviceInfo, Error, Result};
 
 /// A device that can be opened.
 pub(crate) struct Candidate {
@@ -104,6 +104,15 @@ pub(crate) fn matmul_variants(kind: BackendKind) -> Vec<&'static str> {
 /// Every reduction variant of every backend; a device runs those of
 /// [`BackendDevice::reduce_variants`].
 pub(crate) const REDUCE_VARIANTS: &[&str] = &["subgroup", "tree", "serial", "cpu", "kernel"];
+
+/// What an op's backend code may ask of the layers above it, built by the queue for each
+/// op: the device's options, and device memory for temporaries (written before it is read).
+pub(crate) struct OpContext<'a> {
+    /// The options the device was opened with.
+    pub options: &'a crate::DeviceOptions,
+    /// A block of at least this many bytes, from the device's pool.
+    pub temp: &'a dyn Fn(u64) -> Result<Arc<BufferInner>>,
+}
 
 /// An opened device of one backend.
 pub(crate) enum BackendDevice {
@@ -324,13 +333,13 @@ impl QueueImpl {
         }
     }
 
-    pub fn run_op(&self, queue: &Queue, call: OpCall<'_>) -> Result<()> {
-        match (self, &queue.device().shared.backend) {
+    pub fn run_op(&self, dev: &BackendDevice, cx: &OpContext<'_>, call: OpCall<'_>) -> Result<()> {
+        match (self, dev) {
             (QueueImpl::Cpu, BackendDevice::Cpu(_)) => cpu::run_op(call),
             #[cfg(feature = "webgpu")]
-            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => webgpu::ops::run_op(q, d, queue, call),
+            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => webgpu::ops::run_op(q, d, cx, call),
             #[cfg(cuda_backend)]
-            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => cuda::ops::run_op(q, d, queue, call),
+            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => cuda::ops::run_op(q, d, cx, call),
             #[allow(unreachable_patterns)]
             _ => Err(mismatch()),
         }

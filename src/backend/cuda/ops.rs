@@ -8,11 +8,11 @@ use cudarc::driver::DeviceRepr;
 use super::compile::{Builtin, KernelFile};
 use super::queue::{address, CudaQueue};
 use super::{blas, CudaDevice};
+use crate::backend::OpContext;
 use crate::buffer::BufferInner;
-use crate::device::Init;
 use crate::base::layout::{Layout, MAX_RANK};
 use crate::ops::{BinaryOp, Conv2dGeometry, NormKind, OpCall, Operand, ReduceOp, UnaryOp};
-use crate::{DType, Error, Queue, Result};
+use crate::{DType, Error, Result};
 
 /// Threads per block of the 1-D kernels.
 const BLOCK: u32 = 256;
@@ -232,7 +232,7 @@ fn operand(o: &Operand<'_>) -> Result<u64> {
     address(o.buf, o.layout.offset)
 }
 
-pub(crate) fn run_op(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, call: OpCall<'_>) -> Result<()> {
+pub(crate) fn run_op(q: &CudaQueue, dev: &CudaDevice, cx: &OpContext<'_>, call: OpCall<'_>) -> Result<()> {
     match call {
         OpCall::Unary { dtype, .. } | OpCall::Binary { dtype, .. } | OpCall::Matmul { dtype, .. } if dtype != crate::DType::F32 => {
             Err(Error::Device(format!("internal: the cuda kernels compute on f32 storage, not {dtype}")))
@@ -249,7 +249,7 @@ pub(crate) fn run_op(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, call: OpCal
             let grid = ((outer * inner).clamp(1, 65_535) as u32, 1, 1);
             q.launch_builtin(dev, &f, grid, (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
         }
-        OpCall::Reduce { op, x, outer, len, inner, out, .. } => reduce(q, dev, queue, op, x, [outer, len, inner], out),
+        OpCall::Reduce { op, x, outer, len, inner, out, .. } => reduce(q, dev, cx, op, x, [outer, len, inner], out),
         OpCall::Softmax { x, rows, cols, out } => {
             let f = dev.builtin(kernel(KernelFile::Softmax, "softmax_main", vec![index_type(rows * cols)]))?;
             let p = SoftmaxParams { rows: rows as u64, cols: cols as u64 };
@@ -264,7 +264,7 @@ pub(crate) fn run_op(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, call: OpCal
             q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &ConvParams::new(&geometry), &[x.buf, out.buf])
         }
         OpCall::Attention { q: query, k: key, v: value, mask, out, dims, scale, causal } => attention(q, dev, [query, key, value, out], mask, dims, (scale, causal)),
-        OpCall::Matmul { a, b, bias, act, out, m, n, k, variant, .. } => matmul(q, dev, queue, [a, b, out], (bias, act), [m, n, k], variant),
+        OpCall::Matmul { a, b, bias, act, out, m, n, k, variant, .. } => matmul(q, dev, cx, [a, b, out], (bias, act), [m, n, k], variant),
     }
 }
 
@@ -427,8 +427,8 @@ fn attention(q: &CudaQueue, dev: &CudaDevice, [query, key, value, out]: [Operand
 
 /// matmul on cuBLAS (then bias and activation in one pass), or matmul.cu where cuBLAS cannot
 /// take the layout or the `kernel` variant was asked for.
-fn matmul(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, [a, b, out]: [Operand<'_>; 3], (bias, act): (Option<Operand<'_>>, Option<UnaryOp>), [m, n, k]: [usize; 3], variant: Option<&str>) -> Result<()> {
-    let precision = queue.device().shared.options.matmul_precision;
+fn matmul(q: &CudaQueue, dev: &CudaDevice, cx: &OpContext<'_>, [a, b, out]: [Operand<'_>; 3], (bias, act): (Option<Operand<'_>>, Option<UnaryOp>), [m, n, k]: [usize; 3], variant: Option<&str>) -> Result<()> {
+    let precision = cx.options.matmul_precision;
     if variant == Some("cublas") && !blas::available() {
         return Err(Error::Unsupported { backend: crate::BackendKind::Cuda, what: "matmul variant `cublas`: libcublas was not found".into() });
     }
@@ -441,12 +441,12 @@ fn matmul(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, [a, b, out]: [Operand<
 }
 
 /// Temporary device memory for intermediate results.
-fn temp(queue: &Queue, elements: usize) -> Result<Arc<BufferInner>> {
-    queue.device().alloc((elements.max(1) * 4) as u64, Init::Overwritten)
+fn temp(cx: &OpContext<'_>, elements: usize) -> Result<Arc<BufferInner>> {
+    (cx.temp)((elements.max(1) * 4) as u64)
 }
 
 #[allow(clippy::too_many_arguments)]
-fn reduce(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, op: ReduceOp, x: Operand<'_>, [outer, len, inner]: [usize; 3], out: Operand<'_>) -> Result<()> {
+fn reduce(q: &CudaQueue, dev: &CudaDevice, cx: &OpContext<'_>, op: ReduceOp, x: Operand<'_>, [outer, len, inner]: [usize; 3], out: Operand<'_>) -> Result<()> {
     let argmax = op == ReduceOp::Argmax;
     let scale = if op == ReduceOp::Mean { 1.0 / len as f32 } else { 1.0 };
     let idx = index_type(outer * len * inner);
@@ -471,8 +471,8 @@ fn reduce(q: &CudaQueue, dev: &CudaDevice, queue: &Queue, op: ReduceOp, x: Opera
         let f = dev.builtin(kernel(KernelFile::Reduce, "reduce_rows", vec![op_define.clone(), ("FIRST", u32::from(first).to_string()), idx.clone()]))?;
         let (values, indices): (Option<Arc<BufferInner>>, Option<Arc<BufferInner>>) = match (last, argmax) {
             (true, _) => (None, None),
-            (false, true) => (Some(temp(queue, rows * chunks)?), Some(temp(queue, rows * chunks)?)),
-            (false, false) => (Some(temp(queue, rows * chunks)?), None),
+            (false, true) => (Some(temp(cx, rows * chunks)?), Some(temp(cx, rows * chunks)?)),
+            (false, false) => (Some(temp(cx, rows * chunks)?), None),
         };
         let values_ptr = match (&values, last && argmax) {
             (Some(v), _) => address(v, 0)?,

@@ -7,11 +7,11 @@ use super::pipelines::{Builtin, ShaderFile, MATMUL_LOADS_SCALAR, MATMUL_LOADS_VE
 use super::queue::{Bind, GpuQueue};
 use super::split;
 use super::GpuDevice;
+use crate::backend::OpContext;
 use crate::buffer::BufferInner;
-use crate::device::Init;
 use crate::base::layout::{Layout, MAX_RANK};
 use crate::ops::{BinaryOp, Conv2dGeometry, NormKind, OpCall, Operand, ReduceOp, UnaryOp};
-use crate::{DType, Error, Queue, Result};
+use crate::{DType, Error, Result};
 
 /// Elements each reduction workgroup combines per pass (256 threads x 4).
 const REDUCE_CHUNK: usize = 1024;
@@ -72,8 +72,8 @@ pub(crate) fn default_matmul_variant(dev: &GpuDevice, options: &crate::DeviceOpt
 }
 
 /// The variant named `name`, or the default for an `m x n` output.
-fn matmul_variant(dev: &GpuDevice, queue: &Queue, name: Option<&str>, m: usize, n: usize) -> Result<&'static MatmulVariant> {
-    let name = name.unwrap_or(default_matmul_variant(dev, &queue.device().shared.options, m, n).0);
+fn matmul_variant(dev: &GpuDevice, cx: &OpContext<'_>, name: Option<&str>, m: usize, n: usize) -> Result<&'static MatmulVariant> {
+    let name = name.unwrap_or(default_matmul_variant(dev, cx.options, m, n).0);
     MATMUL_VARIANTS.iter().find(|v| v.name == name).ok_or_else(|| {
         let names: Vec<&str> = MATMUL_VARIANTS.iter().map(|v| v.name).collect();
         Error::Invalid(format!("unknown webgpu matmul variant `{name}`: expected one of {names:?}"))
@@ -91,10 +91,10 @@ pub(crate) fn reduce_variants(dev: &GpuDevice) -> Vec<&'static str> {
     }
 }
 
-/// Whether `queue`'s device runs the software adapters' kernel variants (see
+/// Whether the device runs the software adapters' kernel variants (see
 /// [`crate::DeviceOptions::software_kernels`]).
-fn software_kernels(dev: &GpuDevice, queue: &Queue) -> bool {
-    dev.software && queue.device().shared.options.software_kernels
+fn software_kernels(dev: &GpuDevice, cx: &OpContext<'_>) -> bool {
+    dev.software && cx.options.software_kernels
 }
 
 /// The reduction variant this device runs unless told otherwise, and why: `serial` on
@@ -186,7 +186,7 @@ fn vec4_elementwise(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> bool {
         })
 }
 
-pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<'_>) -> Result<()> {
+pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, call: OpCall<'_>) -> Result<()> {
     match call {
         OpCall::Unary { op, x, out, dtype } => unary(q, dev, op, x, out, dtype),
         OpCall::Binary { op, act, a, b, out, dtype } => binary(q, dev, op, act, [a, b, out], dtype),
@@ -217,17 +217,17 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             check_binding(dev, &out)?;
             let params = vec![u32_of("outer", outer)?, u32_of("length", len)?, u32_of("inner", inner)?, u32_of("offset", x.layout.offset)?, u32_of("offset", out.layout.offset)?];
             let kernel = RowKernel { file: ShaderFile::Scan, entry: "cumsum_main", serial_entry: None, constants: vec![], stats: (3, 1) };
-            row_passes(q, dev, queue, kernel, [outer * inner, len], params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))])
+            row_passes(q, dev, cx, kernel, [outer * inner, len], params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))])
         }
-        OpCall::Reduce { op, x, outer, len, inner, out, variant } => reduce(q, dev, queue, op, x, [outer, len, inner], out, variant),
+        OpCall::Reduce { op, x, outer, len, inner, out, variant } => reduce(q, dev, cx, op, x, [outer, len, inner], out, variant),
         OpCall::Softmax { x, rows, cols, out } => {
             check_binding(dev, &x)?;
             check_binding(dev, &out)?;
             let params = vec![u32_of("rows", rows)?, u32_of("columns", cols)?, u32_of("offset", x.layout.offset)?, u32_of("offset", out.layout.offset)?];
             let kernel = RowKernel { file: ShaderFile::Softmax, entry: "softmax_main", serial_entry: Some("softmax_serial_main"), constants: vec![], stats: (3, 2) };
-            row_passes(q, dev, queue, kernel, [rows, cols], params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))])
+            row_passes(q, dev, cx, kernel, [rows, cols], params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))])
         }
-        OpCall::Norm { kind, x, weight, bias, rows, cols, eps, act, out } => norm(q, dev, queue, kind, [x, out], [weight, bias], [rows, cols], (eps, act)),
+        OpCall::Norm { kind, x, weight, bias, rows, cols, eps, act, out } => norm(q, dev, cx, kind, [x, out], [weight, bias], [rows, cols], (eps, act)),
         OpCall::Conv2d { x, weight, bias, act, out, geometry } => conv2d(q, dev, [x, weight, out], bias, act, geometry),
         OpCall::Pool2d { kind, x, out, geometry } => {
             check_binding(dev, &x)?;
@@ -238,8 +238,8 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, call: OpCall<
             let taps = split::conv_taps(dev.max_loop_iterations, 1, geometry.kh, geometry.kw);
             conv_dispatches(q, dev, pipeline, params, &taps, &[(1, Bind::Mem(x.buf)), (4, Bind::Mem(out.buf))], grid)
         }
-        OpCall::Attention { q: query, k: key, v: value, mask, out, dims, scale, causal } => attention(q, dev, queue, [query, key, value, out], mask, dims, (scale, causal)),
-        OpCall::Matmul { a, b, bias, act, out, m, n, k, variant, dtype } => matmul(q, dev, queue, [a, b, out], bias, act, [m, n, k], (variant, dtype)),
+        OpCall::Attention { q: query, k: key, v: value, mask, out, dims, scale, causal } => attention(q, dev, cx, [query, key, value, out], mask, dims, (scale, causal)),
+        OpCall::Matmul { a, b, bias, act, out, m, n, k, variant, dtype } => matmul(q, dev, cx, [a, b, out], bias, act, [m, n, k], (variant, dtype)),
     }
 }
 
@@ -314,7 +314,7 @@ fn gather(q: &GpuQueue, dev: &GpuDevice, [x, indices, out]: [Operand<'_>; 3], si
 
 /// Layer or RMS norm of each row, with optional scale, shift and activation.
 #[allow(clippy::too_many_arguments)]
-fn norm(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, kind: NormKind, [x, out]: [Operand<'_>; 2], [weight, bias]: [Option<Operand<'_>>; 2], [rows, cols]: [usize; 2], (eps, act): (f32, Option<UnaryOp>)) -> Result<()> {
+fn norm(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, kind: NormKind, [x, out]: [Operand<'_>; 2], [weight, bias]: [Option<Operand<'_>>; 2], [rows, cols]: [usize; 2], (eps, act): (f32, Option<UnaryOp>)) -> Result<()> {
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
     let offset = |o: &Option<Operand<'_>>| o.as_ref().map_or(Ok(0), |o| u32_of("offset", o.layout.offset));
@@ -340,7 +340,7 @@ fn norm(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, kind: NormKind, [x, out]: 
         (4, Bind::Mem(out.buf)),
     ];
     let kernel = RowKernel { file: ShaderFile::Norm, entry: "norm_main", serial_entry: Some("norm_serial_main"), constants, stats: (5, 3) };
-    row_passes(q, dev, queue, kernel, [rows, cols], params, &binds)
+    row_passes(q, dev, cx, kernel, [rows, cols], params, &binds)
 }
 
 /// 2-D convolution (conv2d_main), with optional bias and activation.
@@ -364,7 +364,7 @@ fn conv2d(q: &GpuQueue, dev: &GpuDevice, [x, weight, out]: [Operand<'_>; 3], bia
 
 /// Fused attention (attention_main, or attention_serial_main on software adapters).
 #[allow(clippy::too_many_arguments)]
-fn attention(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, [query, key, value, out]: [Operand<'_>; 4], mask: Option<Operand<'_>>, [b, h, lq, lk, d, dv]: [usize; 6], (scale, causal): (f32, bool)) -> Result<()> {
+fn attention(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, [query, key, value, out]: [Operand<'_>; 4], mask: Option<Operand<'_>>, [b, h, lq, lk, d, dv]: [usize; 6], (scale, causal): (f32, bool)) -> Result<()> {
     for o in [&query, &key, &value, &out] {
         check_binding(dev, o)?;
     }
@@ -382,13 +382,13 @@ fn attention(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, [query, key, value, o
         }
     }
     params.push(u32_of("offset", out.layout.offset)?);
-    let serial = software_kernels(dev, queue);
+    let serial = software_kernels(dev, cx);
     let entry = if serial { "attention_serial_main" } else { "attention_main" };
     let pipeline = dev.builtin(builtin(ShaderFile::Attention, entry, vec![("HAS_MASK", u32::from(mask.is_some()))]));
     // The mask binding is in the layout even when HAS_MASK is off.
     let mask_bind = mask.as_ref().map_or(Bind::SpareRead, |m| Bind::Mem(m.buf));
     let binds = [(1, Bind::Mem(query.buf)), (2, Bind::Mem(key.buf)), (3, Bind::Mem(value.buf)), (4, mask_bind), (5, Bind::Mem(out.buf))];
-    attention_dispatches(q, dev, queue, (pipeline, serial), params, &binds, [b * h * lq, lk, d, dv])
+    attention_dispatches(q, dev, cx, (pipeline, serial), params, &binds, [b * h * lq, lk, d, dv])
 }
 
 /// Parameters of conv.wgsl up to the tap ranges.
@@ -420,14 +420,14 @@ fn conv_dispatches(q: &GpuQueue, dev: &GpuDevice, pipeline: wgpu::ComputePipelin
 fn attention_dispatches(
     q: &GpuQueue,
     dev: &GpuDevice,
-    queue: &Queue,
+    cx: &OpContext<'_>,
     (pipeline, serial): (wgpu::ComputePipeline, bool),
     mut params: Vec<u32>,
     binds: &[(u32, Bind<'_>)],
     [rows, lk, d, dv]: [usize; 4],
 ) -> Result<()> {
     let keys = if serial { split::attention_serial_keys(dev.max_loop_iterations, lk, d, dv) } else { split::attention_keys(dev.max_loop_iterations, lk, d) };
-    let state = if keys.len() > 1 { Some(split_temp(dev, queue, rows * (dv + 2))?) } else { None };
+    let state = if keys.len() > 1 { Some(split_temp(dev, cx, rows * (dv + 2))?) } else { None };
     let mut binds = binds.to_vec();
     binds.push((6, state.as_ref().map_or(Bind::SpareWrite, Bind::Mem)));
     let grid = grid_1d(dev, if serial { rows.div_ceil(64) } else { rows } as u64)?;
@@ -458,8 +458,8 @@ struct RowKernel {
 /// Launch `kernel` over `rows` rows of `cols`: one workgroup per (row, chunk), or with the
 /// software adapters' kernels one invocation per (row, chunk), with `params` followed by the
 /// columns per chunk and the chunks per row.
-fn row_passes(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, kernel: RowKernel, [rows, cols]: [usize; 2], mut params: Vec<u32>, binds: &[(u32, Bind<'_>)]) -> Result<()> {
-    let serial = kernel.serial_entry.filter(|_| software_kernels(dev, queue));
+fn row_passes(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, kernel: RowKernel, [rows, cols]: [usize; 2], mut params: Vec<u32>, binds: &[(u32, Bind<'_>)]) -> Result<()> {
+    let serial = kernel.serial_entry.filter(|_| software_kernels(dev, cx));
     let chunk = match serial {
         Some(_) => split::serial_row_chunk(dev.max_loop_iterations, rows, cols),
         None => split::row_chunk(dev.max_loop_iterations, cols),
@@ -480,37 +480,37 @@ fn row_passes(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, kernel: RowKernel, [
         binds.push((stats_at, Bind::SpareWrite));
         return q.dispatch(dev, pipeline(0), &params, &binds, grid);
     }
-    let stats = split_temp(dev, queue, rows * chunks * words)?;
+    let stats = split_temp(dev, cx, rows * chunks * words)?;
     binds.push((stats_at, Bind::Mem(&stats)));
     q.dispatch(dev, pipeline(1), &params, &binds, grid)?;
     q.dispatch(dev, pipeline(2), &params, &binds, grid)
 }
 
-/// Temporary device memory for intermediate results, recorded on `queue`.
-fn temp(queue: &Queue, elements: usize) -> Result<Arc<BufferInner>> {
-    queue.device().alloc((elements * 4) as u64, Init::Overwritten)
+/// Temporary device memory for intermediate results.
+fn temp(cx: &OpContext<'_>, elements: usize) -> Result<Arc<BufferInner>> {
+    (cx.temp)((elements * 4) as u64)
 }
 
 /// [`temp`] of f32 values that one storage binding must reach, for the work a device with a
 /// loop-iteration limit splits across launches: an error past the binding limit.
-fn split_temp(dev: &GpuDevice, queue: &Queue, elements: usize) -> Result<Arc<BufferInner>> {
+fn split_temp(dev: &GpuDevice, cx: &OpContext<'_>, elements: usize) -> Result<Arc<BufferInner>> {
     let bytes = elements as u64 * 4;
     let max = dev.limits.max_storage_buffer_binding_size;
     if bytes > max {
         return Err(Error::Limit { what: "temporary of a launch split for the loop-iteration limit, in bytes".into(), value: bytes, limit: "max_storage_buffer_binding_size", max });
     }
-    temp(queue, elements)
+    temp(cx, elements)
 }
 
 #[allow(clippy::too_many_arguments)]
-fn reduce(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, op: ReduceOp, x: Operand<'_>, [outer, len, inner]: [usize; 3], out: Operand<'_>, variant: Option<&str>) -> Result<()> {
+fn reduce(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, op: ReduceOp, x: Operand<'_>, [outer, len, inner]: [usize; 3], out: Operand<'_>, variant: Option<&str>) -> Result<()> {
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
     let argmax = op == ReduceOp::Argmax;
     let scale = if op == ReduceOp::Mean { 1.0 / len as f32 } else { 1.0 };
     let variant = match variant {
         Some(v) => v,
-        None => default_reduce_variant(dev, &queue.device().shared.options).0,
+        None => default_reduce_variant(dev, cx.options).0,
     };
     if !reduce_variants(dev).contains(&variant) {
         return Err(Error::Unsupported { backend: crate::BackendKind::WebGpu, what: format!("reduce variant `{variant}` on this adapter (it has {:?})", reduce_variants(dev)) });
@@ -527,12 +527,12 @@ fn reduce(q: &GpuQueue, dev: &GpuDevice, queue: &Queue, op: ReduceOp, x: Operand
         let last = chunks == 1;
         let (out_values, out_indices, out_offset) = if last {
             if argmax {
-                (Some(temp(queue, rows)?), Some(out.buf.clone()), out.layout.offset)
+                (Some(temp(cx, rows)?), Some(out.buf.clone()), out.layout.offset)
             } else {
                 (Some(out.buf.clone()), None, out.layout.offset)
             }
         } else {
-            (Some(temp(queue, rows * chunks)?), if argmax { Some(temp(queue, rows * chunks)?) } else { None }, 0)
+            (Some(temp(cx, rows * chunks)?), if argmax { Some(temp(cx, rows * chunks)?) } else { None }, 0)
         };
         let out_values = out_values.ok_or_else(|| Error::Device("internal: reduction without an output".into()))?;
         let params = [
@@ -600,14 +600,14 @@ fn matmul_params([a, b, out]: [&Operand<'_>; 3], bias: Option<&Operand<'_>>, [m,
 fn matmul(
     q: &GpuQueue,
     dev: &GpuDevice,
-    queue: &Queue,
+    cx: &OpContext<'_>,
     [a, b, out]: [Operand<'_>; 3],
     bias: Option<Operand<'_>>,
     act: Option<UnaryOp>,
     [m, n, k]: [usize; 3],
     (variant, dtype): (Option<&str>, DType),
 ) -> Result<()> {
-    let variant = matmul_variant(dev, queue, variant, m, n)?;
+    let variant = matmul_variant(dev, cx, variant, m, n)?;
     for o in [&a, &b, &out] {
         check_binding(dev, o)?;
     }
@@ -639,7 +639,7 @@ fn matmul(
     } else {
         split::matmul_k(dev.max_loop_iterations, variant.tile, vec4, k)
     };
-    let partial = if pieces.len() > 1 { Some(split_temp(dev, queue, batches * m * n)?) } else { None };
+    let partial = if pieces.len() > 1 { Some(split_temp(dev, cx, batches * m * n)?) } else { None };
     let binds = [
         (1, Bind::Mem(a.buf)),
         (2, Bind::Mem(b.buf)),
