@@ -7,6 +7,7 @@
 
 pub(crate) mod cpu;
 mod mapped;
+pub(crate) mod timer;
 #[cfg(cuda_backend)]
 pub(crate) mod cuda;
 #[cfg(feature = "webgpu")]
@@ -19,7 +20,7 @@ pub(crate) use mapped::Mapped;
 use crate::buffer::BufferInner;
 use crate::kernel::{Binding, Kernel};
 use crate::ops::OpCall;
-use crate::profile::{Clock, Span, Timing};
+use timer::{Clock, Span, Timing};
 use crate::{BackendKind, DeviceInfo, Error, Result};
 
 /// A device that can be opened.
@@ -377,7 +378,7 @@ impl QueueImpl {
             (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) if d.has_timestamps() => {
                 let token = q.begin_span();
                 record()?;
-                let span = crate::profile::PendingSpan::new();
+                let span = timer::PendingSpan::new();
                 q.end_span(token, span.clone());
                 Ok((Timing::Pending(span), Clock::TimestampQuery))
             }

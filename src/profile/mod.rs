@@ -31,28 +31,13 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 use web_time::Instant;
 
+use crate::backend::timer::{Span, Timing};
 use crate::backend::FenceImpl;
-use crate::base::signal::{lock, Signal};
+use crate::base::signal::lock;
 use crate::{BackendKind, DType};
 
+pub use crate::backend::timer::Clock;
 pub use trace::OpSummary;
-
-/// Which clock timed a launch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Clock {
-    /// wgpu timestamp queries written at the start and end of the launch's compute passes.
-    TimestampQuery,
-    /// CUDA events recorded on the stream before and after the launch.
-    CudaEvent,
-    /// The host clock around the launch (`cpu` runs work as it is recorded).
-    Host,
-    /// The host clock around a submit-and-wait of the launch alone (adapters without
-    /// timestamp queries; the profiler then serialises launches).
-    HostSerialised,
-    /// No clock could time the launch (an adapter without timestamps in a browser).
-    None,
-}
 
 /// A choice the dispatcher made: which kernel variant (or backend) and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -114,39 +99,6 @@ pub struct ReadRecord {
     /// The one host copy, from where the bytes lie into the returned array (a JS typed array
     /// in a browser), in microseconds.
     pub copy_us: f64,
-}
-
-/// Device time of one launch in nanoseconds: start on the clock's own axis, and duration.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Span {
-    pub start_ns: f64,
-    pub dur_ns: f64,
-}
-
-/// A device time that arrives once the device has run the launch (webgpu timestamp queries).
-#[derive(Clone)]
-pub(crate) struct PendingSpan {
-    /// Set from the readback of the batch's timestamps (`None`: the launch had no pass).
-    pub value: Signal<Option<Span>>,
-    /// Whether the batch holding the launch has been submitted.
-    pub submitted: Arc<AtomicBool>,
-}
-
-impl PendingSpan {
-    pub(crate) fn new() -> Self {
-        PendingSpan { value: Signal::new(), submitted: Arc::new(AtomicBool::new(false)) }
-    }
-}
-
-/// How a launch's device time will be known.
-pub(crate) enum Timing {
-    /// Known now (host clock), or never.
-    Ready(Option<Span>),
-    /// Written by the device later.
-    Pending(PendingSpan),
-    /// Between two fences (CUDA events).
-    #[cfg_attr(not(cuda_backend), allow(dead_code))]
-    Fences { start: FenceImpl, end: FenceImpl },
 }
 
 /// A record waiting for its device time.

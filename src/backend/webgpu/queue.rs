@@ -9,7 +9,7 @@ use super::{GpuDevice, GpuMemory};
 use crate::backend::{Mapped, Memory};
 use crate::buffer::BufferInner;
 use crate::kernel::{Binding, Kernel, KernelImpl};
-use crate::profile::{PendingSpan, Span};
+use crate::backend::timer::{PendingSpan, Span};
 use crate::base::signal::{lock, Signal};
 use crate::{Error, Result};
 
