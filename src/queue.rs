@@ -180,10 +180,6 @@ impl Queue {
 
     /// Read `src` back to the host after all work recorded on this queue.
     pub async fn read<T: Element>(&self, src: &Buffer<T>) -> Result<Vec<T>> {
-        self.check_buffer(src, "read source")?;
-        if src.is_empty() {
-            return Ok(Vec::new());
-        }
         self.read_mapped(src, |bytes| {
             let mut out = vec![T::zeroed(); src.len()];
             bytes.copy_to(bytemuck::cast_slice_mut(&mut out));
@@ -197,10 +193,6 @@ impl Queue {
     /// memory) into it.
     #[cfg(target_arch = "wasm32")]
     pub(crate) async fn read_array_buffer<T: Element>(&self, src: &Buffer<T>) -> Result<js_sys::ArrayBuffer> {
-        self.check_buffer(src, "read source")?;
-        if src.is_empty() {
-            return Ok(js_sys::ArrayBuffer::new(0));
-        }
         self.read_mapped(src, |bytes| bytes.to_array_buffer()).await
     }
 
@@ -208,15 +200,16 @@ impl Queue {
     /// its bytes, with one copy.
     #[cfg(target_arch = "wasm32")]
     pub(crate) async fn read_into_js<T: Element>(&self, src: &Buffer<T>, dst: &js_sys::Uint8Array) -> Result<()> {
-        self.check_buffer(src, "read source")?;
-        if src.is_empty() {
-            return Ok(());
-        }
         self.read_mapped(src, |bytes| bytes.copy_to_js(dst)).await
     }
 
     /// Lend the bytes of `src`, once read, to `take`; the profiler records the wait and the copy.
+    /// An empty buffer lends no bytes, without touching the device.
     async fn read_mapped<T: Element, R>(&self, src: &Buffer<T>, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
+        self.check_buffer(src, "read source")?;
+        if src.is_empty() {
+            return Ok(take(Mapped::Host(&[])));
+        }
         self.order_after_other_queues(&[&src.inner])?;
         let (offset, bytes) = (src.byte_offset(), src.byte_len());
         let profiler = self.profiler();

@@ -250,3 +250,15 @@ fn buffers_of_16_bit_elements_round_trip() {
         }
     }
 }
+
+#[test]
+fn empty_reads_give_empty_arrays_and_leave_the_queue_working() {
+    for d in open_devices() {
+        let q = d.queue();
+        let b = Buffer::<f32>::from_slice(&d, &[1.5, -2.0, 3.25]).unwrap();
+        let empty = Buffer::<f32>::zeros(&d, 0).unwrap();
+        assert!(q.read_blocking(&empty).unwrap().is_empty(), "empty buffer on {}", name(&d));
+        assert!(q.read_blocking(&b.slice(2..2).unwrap()).unwrap().is_empty(), "empty view on {}", name(&d));
+        assert_eq!(q.read_blocking(&b).unwrap(), vec![1.5, -2.0, 3.25], "a read after them on {}", name(&d));
+    }
+}
