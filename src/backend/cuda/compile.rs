@@ -19,57 +19,47 @@ const COMMON: &str = include_str!("../../../kernels/common.cuh");
 /// Activation functions, prepended to the files that apply one.
 const ACTIVATION: &str = include_str!("../../../kernels/activation.cuh");
 
-/// The CUDA C files of the op families (`kernels/`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum KernelFile {
-    Elementwise,
-    Copy,
-    Reduce,
-    Softmax,
-    Norm,
-    Matmul,
-    Indexing,
-    Scan,
-    Attention,
-    Conv,
+/// One CUDA C file of built-in kernels. Programs are cached by its name (unique) and
+/// `-D` definitions.
+#[derive(Debug)]
+pub(crate) struct CudaSource {
+    /// The file's name (NVRTC reports it in its log).
+    pub name: &'static str,
+    /// The CUDA C.
+    pub text: &'static str,
+    /// Whether its kernels apply an activation (`activation.cuh` is prepended).
+    pub activation: bool,
 }
 
-impl KernelFile {
-    fn name(self) -> &'static str {
-        match self {
-            KernelFile::Elementwise => "elementwise.cu",
-            KernelFile::Copy => "copy.cu",
-            KernelFile::Reduce => "reduce.cu",
-            KernelFile::Softmax => "softmax.cu",
-            KernelFile::Norm => "norm.cu",
-            KernelFile::Indexing => "indexing.cu",
-            KernelFile::Scan => "scan.cu",
-            KernelFile::Attention => "attention.cu",
-            KernelFile::Conv => "conv.cu",
-            KernelFile::Matmul => "matmul.cu",
-        }
-    }
-
-    fn body(self) -> &'static str {
-        match self {
-            KernelFile::Elementwise => include_str!("../../../kernels/elementwise.cu"),
-            KernelFile::Copy => include_str!("../../../kernels/copy.cu"),
-            KernelFile::Reduce => include_str!("../../../kernels/reduce.cu"),
-            KernelFile::Softmax => include_str!("../../../kernels/softmax.cu"),
-            KernelFile::Norm => include_str!("../../../kernels/norm.cu"),
-            KernelFile::Indexing => include_str!("../../../kernels/indexing.cu"),
-            KernelFile::Scan => include_str!("../../../kernels/scan.cu"),
-            KernelFile::Attention => include_str!("../../../kernels/attention.cu"),
-            KernelFile::Conv => include_str!("../../../kernels/conv.cu"),
-            KernelFile::Matmul => include_str!("../../../kernels/matmul.cu"),
-        }
+impl PartialEq for CudaSource {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
     }
 }
+
+impl Eq for CudaSource {}
+
+impl std::hash::Hash for CudaSource {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+pub(crate) static ELEMENTWISE: CudaSource = CudaSource { name: "elementwise.cu", text: include_str!("../../../kernels/elementwise.cu"), activation: true };
+pub(crate) static COPY: CudaSource = CudaSource { name: "copy.cu", text: include_str!("../../../kernels/copy.cu"), activation: false };
+pub(crate) static REDUCE: CudaSource = CudaSource { name: "reduce.cu", text: include_str!("../../../kernels/reduce.cu"), activation: false };
+pub(crate) static SOFTMAX: CudaSource = CudaSource { name: "softmax.cu", text: include_str!("../../../kernels/softmax.cu"), activation: false };
+pub(crate) static NORM: CudaSource = CudaSource { name: "norm.cu", text: include_str!("../../../kernels/norm.cu"), activation: true };
+pub(crate) static INDEXING: CudaSource = CudaSource { name: "indexing.cu", text: include_str!("../../../kernels/indexing.cu"), activation: false };
+pub(crate) static SCAN: CudaSource = CudaSource { name: "scan.cu", text: include_str!("../../../kernels/scan.cu"), activation: false };
+pub(crate) static ATTENTION: CudaSource = CudaSource { name: "attention.cu", text: include_str!("../../../kernels/attention.cu"), activation: false };
+pub(crate) static CONV: CudaSource = CudaSource { name: "conv.cu", text: include_str!("../../../kernels/conv.cu"), activation: true };
+pub(crate) static MATMUL: CudaSource = CudaSource { name: "matmul.cu", text: include_str!("../../../kernels/matmul.cu"), activation: true };
 
 /// One specialised built-in kernel: file, entry point and `-D` definitions.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Builtin {
-    pub file: KernelFile,
+    pub source: &'static CudaSource,
     pub entry: &'static str,
     pub defines: Vec<(&'static str, String)>,
 }
@@ -77,13 +67,13 @@ pub(crate) struct Builtin {
 impl Builtin {
     /// The source NVRTC compiles: the prelude, the shared parts the file needs, then the file.
     pub(crate) fn source(&self) -> String {
-        let activation = if matches!(self.file, KernelFile::Elementwise | KernelFile::Norm | KernelFile::Matmul | KernelFile::Conv) { ACTIVATION } else { "" };
-        format!("{COMMON}\n{activation}\n{}", self.file.body())
+        let activation = if self.source.activation { ACTIVATION } else { "" };
+        format!("{COMMON}\n{activation}\n{}", self.source.text)
     }
 
     /// File name NVRTC reports in its log.
     pub(crate) fn name(&self) -> &'static str {
-        self.file.name()
+        self.source.name
     }
 
     /// NVRTC options for `arch` (e.g. `sm_90`).
@@ -260,52 +250,52 @@ pub(crate) fn first_error(log: &str) -> Option<(u32, String)> {
 #[cfg(test)]
 pub(crate) fn every_builtin() -> Vec<Builtin> {
     use crate::ops::{BinaryOp, ReduceOp, UnaryOp};
-    let b = |file, entry, defines: &[(&'static str, String)]| Builtin { file, entry, defines: defines.to_vec() };
+    let b = |source, entry, defines: &[(&'static str, String)]| Builtin { source, entry, defines: defines.to_vec() };
     let mut all = Vec::new();
     let flag = |name: &'static str, on: bool| (name, u32::from(on).to_string());
     for idx in ["unsigned int", "unsigned long long"] {
         let idx = ("IDX", idx.to_string());
         for op in UnaryOp::ALL {
             for mode in 0..3 {
-                all.push(b(KernelFile::Elementwise, "unary_main", &[("OP", op.code().to_string()), ("A_MODE", mode.to_string()), idx.clone()]));
+                all.push(b(&ELEMENTWISE, "unary_main", &[("OP", op.code().to_string()), ("A_MODE", mode.to_string()), idx.clone()]));
             }
         }
         for op in BinaryOp::ALL {
             for (act, a_mode, b_mode) in [("0", "1", "1"), ("14", "0", "2"), ("11", "2", "0")] {
                 let defines = [("OP", op.code().to_string()), ("ACT", act.into()), ("A_MODE", a_mode.into()), ("B_MODE", b_mode.into()), idx.clone()];
-                all.push(b(KernelFile::Elementwise, "binary_main", &defines));
+                all.push(b(&ELEMENTWISE, "binary_main", &defines));
             }
         }
         for contiguous in [false, true] {
-            all.push(b(KernelFile::Copy, "copy_main", &[flag("OUT_CONTIGUOUS", contiguous), idx.clone()]));
+            all.push(b(&COPY, "copy_main", &[flag("OUT_CONTIGUOUS", contiguous), idx.clone()]));
         }
         for op in ReduceOp::ALL {
             for first in [false, true] {
-                all.push(b(KernelFile::Reduce, "reduce_rows", &[("OP", op.code().to_string()), flag("FIRST", first), idx.clone()]));
+                all.push(b(&REDUCE, "reduce_rows", &[("OP", op.code().to_string()), flag("FIRST", first), idx.clone()]));
             }
-            all.push(b(KernelFile::Reduce, "reduce_cols", &[("OP", op.code().to_string()), idx.clone()]));
+            all.push(b(&REDUCE, "reduce_cols", &[("OP", op.code().to_string()), idx.clone()]));
         }
-        all.push(b(KernelFile::Softmax, "softmax_main", std::slice::from_ref(&idx)));
+        all.push(b(&SOFTMAX, "softmax_main", std::slice::from_ref(&idx)));
         for from in 0..5 {
             for to in 0..5 {
-                all.push(b(KernelFile::Indexing, "cast_main", &[("FROM", from.to_string()), ("TO", to.to_string()), idx.clone()]));
+                all.push(b(&INDEXING, "cast_main", &[("FROM", from.to_string()), ("TO", to.to_string()), idx.clone()]));
             }
         }
         for on in [false, true] {
-            all.push(b(KernelFile::Indexing, "where_main", &[flag("COND_F32", on), idx.clone()]));
-            all.push(b(KernelFile::Indexing, "gather_main", &[flag("SIGNED", on), idx.clone()]));
-            all.push(b(KernelFile::Attention, "attention_main", &[flag("HAS_MASK", on), idx.clone()]));
+            all.push(b(&INDEXING, "where_main", &[flag("COND_F32", on), idx.clone()]));
+            all.push(b(&INDEXING, "gather_main", &[flag("SIGNED", on), idx.clone()]));
+            all.push(b(&ATTENTION, "attention_main", &[flag("HAS_MASK", on), idx.clone()]));
             let act = ("ACT", if on { "12" } else { "0" }.to_string());
             for kind in 0..2 {
-                all.push(b(KernelFile::Norm, "norm_main", &[("KIND", kind.to_string()), act.clone(), flag("HAS_WEIGHT", on), flag("HAS_BIAS", on), idx.clone()]));
+                all.push(b(&NORM, "norm_main", &[("KIND", kind.to_string()), act.clone(), flag("HAS_WEIGHT", on), flag("HAS_BIAS", on), idx.clone()]));
             }
-            all.push(b(KernelFile::Matmul, "matmul_main", &[flag("HAS_BIAS", on), act.clone(), idx.clone()]));
-            all.push(b(KernelFile::Matmul, "bias_act_main", &[flag("HAS_BIAS", on), ("ACT", "11".into()), idx.clone()]));
-            all.push(b(KernelFile::Conv, "conv2d_main", &[flag("HAS_BIAS", on), act, idx.clone()]));
+            all.push(b(&MATMUL, "matmul_main", &[flag("HAS_BIAS", on), act.clone(), idx.clone()]));
+            all.push(b(&MATMUL, "bias_act_main", &[flag("HAS_BIAS", on), ("ACT", "11".into()), idx.clone()]));
+            all.push(b(&CONV, "conv2d_main", &[flag("HAS_BIAS", on), act, idx.clone()]));
         }
-        all.push(b(KernelFile::Scan, "cumsum_main", std::slice::from_ref(&idx)));
+        all.push(b(&SCAN, "cumsum_main", std::slice::from_ref(&idx)));
         for pool in 0..2 {
-            all.push(b(KernelFile::Conv, "pool2d_main", &[("POOL", pool.to_string()), idx.clone()]));
+            all.push(b(&CONV, "pool2d_main", &[("POOL", pool.to_string()), idx.clone()]));
         }
     }
     all
@@ -354,7 +344,7 @@ mod tests {
         // No NVRTC builds cubins for compute capability 99.9: PTX for the newest it knows.
         let fallback = target_arch([99, 9]);
         assert!(fallback.starts_with("compute_"), "{fallback}");
-        let k = Builtin { file: KernelFile::Copy, entry: "copy_main", defines: vec![] };
+        let k = Builtin { source: &COPY, entry: "copy_main", defines: vec![] };
         let ptx = compile(&k.source(), k.name(), &k.options(&fallback)).unwrap();
         assert!(String::from_utf8_lossy(&ptx).contains(".entry copy_main"), "PTX text");
         assert_eq!(ptx.last(), Some(&0), "NUL-terminated");
@@ -367,7 +357,7 @@ mod tests {
         }
         let dir = std::env::temp_dir().join(format!("unicompute-cuda-cache-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let k = Builtin { file: KernelFile::Copy, entry: "copy_main", defines: vec![] };
+        let k = Builtin { source: &COPY, entry: "copy_main", defines: vec![] };
         let (source, options) = (k.source(), k.options("sm_80"));
         let hits = DISK_HITS.load(Ordering::Relaxed);
         let first = cubin(&source, k.name(), &options, Some(&dir)).unwrap();

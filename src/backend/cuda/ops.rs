@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use cudarc::driver::DeviceRepr;
 
-use super::compile::{Builtin, KernelFile};
+use super::compile::{self as sources, Builtin, CudaSource};
 use super::queue::{address, CudaQueue};
 use super::{blas, CudaDevice};
 use crate::backend::OpContext;
@@ -218,8 +218,8 @@ fn extent(l: &Layout) -> usize {
     l.end().saturating_sub(l.offset)
 }
 
-fn kernel(file: KernelFile, entry: &'static str, defines: Vec<(&'static str, String)>) -> Builtin {
-    Builtin { file, entry, defines }
+fn kernel(source: &'static CudaSource, entry: &'static str, defines: Vec<(&'static str, String)>) -> Builtin {
+    Builtin { source, entry, defines }
 }
 
 /// Blocks for a grid-stride loop over `items`.
@@ -244,14 +244,14 @@ pub(crate) fn run_op(q: &CudaQueue, dev: &CudaDevice, cx: &OpContext<'_>, call: 
         OpCall::Where { cond, cond_dtype, a, b, out } => where_(q, dev, [cond, a, b, out], cond_dtype),
         OpCall::Gather { x, indices, signed, outer, len, inner, count, fill, out } => gather(q, dev, [x, indices, out], signed, [outer, len, inner, count], fill),
         OpCall::Cumsum { x, outer, len, inner, out } => {
-            let f = dev.builtin(kernel(KernelFile::Scan, "cumsum_main", vec![index_type(outer * len * inner)]))?;
+            let f = dev.builtin(kernel(&sources::SCAN, "cumsum_main", vec![index_type(outer * len * inner)]))?;
             let p = ScanParams { outer: outer as u64, len: len as u64, inner: inner as u64 };
             let grid = ((outer * inner).clamp(1, 65_535) as u32, 1, 1);
             q.launch_builtin(dev, &f, grid, (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
         }
         OpCall::Reduce { op, x, outer, len, inner, out, .. } => reduce(q, dev, cx, op, x, [outer, len, inner], out),
         OpCall::Softmax { x, rows, cols, out } => {
-            let f = dev.builtin(kernel(KernelFile::Softmax, "softmax_main", vec![index_type(rows * cols)]))?;
+            let f = dev.builtin(kernel(&sources::SOFTMAX, "softmax_main", vec![index_type(rows * cols)]))?;
             let p = SoftmaxParams { rows: rows as u64, cols: cols as u64 };
             q.launch_builtin(dev, &f, (rows.clamp(1, 65_535) as u32, 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
         }
@@ -260,7 +260,7 @@ pub(crate) fn run_op(q: &CudaQueue, dev: &CudaDevice, cx: &OpContext<'_>, call: 
         OpCall::Pool2d { kind, x, out, geometry } => {
             let n = out.layout.numel();
             let defines = vec![("POOL", (kind as u32).to_string()), index_type(n.max(x.layout.numel()))];
-            let f = dev.builtin(kernel(KernelFile::Conv, "pool2d_main", defines))?;
+            let f = dev.builtin(kernel(&sources::CONV, "pool2d_main", defines))?;
             q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &ConvParams::new(&geometry), &[x.buf, out.buf])
         }
         OpCall::Attention { q: query, k: key, v: value, mask, out, dims, scale, causal } => attention(q, dev, [query, key, value, out], mask, dims, (scale, causal)),
@@ -273,7 +273,7 @@ fn unary(q: &CudaQueue, dev: &CudaDevice, op: UnaryOp, x: Operand<'_>, out: Oper
     let access = x.layout.access();
     let n = out.layout.numel();
     let f = dev.builtin(kernel(
-        KernelFile::Elementwise,
+        &sources::ELEMENTWISE,
         "unary_main",
         vec![("OP", op.code().to_string()), ("A_MODE", access.code().to_string()), index_type(n.max(extent(x.layout)))],
     ))?;
@@ -299,7 +299,7 @@ fn binary(q: &CudaQueue, dev: &CudaDevice, (op, act): (BinaryOp, Option<UnaryOp>
         ("B_MODE", b_access.code().to_string()),
         index_type(n.max(extent(a.layout)).max(extent(b.layout))),
     ];
-    let f = dev.builtin(kernel(KernelFile::Elementwise, "binary_main", defines))?;
+    let f = dev.builtin(kernel(&sources::ELEMENTWISE, "binary_main", defines))?;
     let p = ElementwiseParams {
         n: n as u64,
         rank: out.layout.shape.len() as u32,
@@ -319,7 +319,7 @@ fn copy(q: &CudaQueue, dev: &CudaDevice, x: Operand<'_>, out: Operand<'_>) -> Re
     let n = out.layout.numel();
     let contiguous = u32::from(out.layout.is_contiguous()).to_string();
     let largest = n.max(extent(x.layout)).max(extent(out.layout));
-    let f = dev.builtin(kernel(KernelFile::Copy, "copy_main", vec![("OUT_CONTIGUOUS", contiguous), index_type(largest)]))?;
+    let f = dev.builtin(kernel(&sources::COPY, "copy_main", vec![("OUT_CONTIGUOUS", contiguous), index_type(largest)]))?;
     let p = CopyParams {
         n: n as u64,
         rank: out.layout.shape.len() as u32,
@@ -338,7 +338,7 @@ fn cast(q: &CudaQueue, dev: &CudaDevice, x: Operand<'_>, (from, to): (DType, DTy
         return Err(Error::Device("internal: a 16-bit cast output starts inside a word".into()));
     }
     let defines = vec![("FROM", from.code().to_string()), ("TO", to.code().to_string()), index_type(n.max(x.layout.end()))];
-    let f = dev.builtin(kernel(KernelFile::Indexing, "cast_main", defines))?;
+    let f = dev.builtin(kernel(&sources::INDEXING, "cast_main", defines))?;
     let mut p = views_params(&out, &[&x]);
     p.offsets[0] = x.layout.offset as u64;
     // The source as its block base (its view may start inside a word) plus the offset.
@@ -352,7 +352,7 @@ fn where_(q: &CudaQueue, dev: &CudaDevice, [cond, a, b, out]: [Operand<'_>; 4], 
     let n = out.layout.numel();
     let largest = [&cond, &a, &b].iter().map(|o| extent(o.layout)).fold(n, usize::max);
     let defines = vec![("COND_F32", u32::from(cond_dtype == crate::DType::F32).to_string()), index_type(largest)];
-    let f = dev.builtin(kernel(KernelFile::Indexing, "where_main", defines))?;
+    let f = dev.builtin(kernel(&sources::INDEXING, "where_main", defines))?;
     let p = views_params(&out, &[&cond, &a, &b]);
     let pointers = [operand(&cond)?, operand(&a)?, operand(&b)?, operand(&out)?];
     q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &p, &[cond.buf, a.buf, b.buf, out.buf])
@@ -362,7 +362,7 @@ fn where_(q: &CudaQueue, dev: &CudaDevice, [cond, a, b, out]: [Operand<'_>; 4], 
 fn gather(q: &CudaQueue, dev: &CudaDevice, [x, indices, out]: [Operand<'_>; 3], signed: bool, [outer, len, inner, count]: [usize; 4], fill: u32) -> Result<()> {
     let n = out.layout.numel();
     let defines = vec![("SIGNED", u32::from(signed).to_string()), index_type(n.max(outer * len * inner))];
-    let f = dev.builtin(kernel(KernelFile::Indexing, "gather_main", defines))?;
+    let f = dev.builtin(kernel(&sources::INDEXING, "gather_main", defines))?;
     let p = GatherParams { outer: outer as u64, len: len as u64, inner: inner as u64, count: count as u64, fill, pad: 0 };
     let pointers = [operand(&x)?, operand(&indices)?, operand(&out)?];
     q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &p, &[x.buf, indices.buf, out.buf])
@@ -377,7 +377,7 @@ fn norm(q: &CudaQueue, dev: &CudaDevice, kind: NormKind, [x, out]: [Operand<'_>;
         ("HAS_BIAS", u32::from(bias.is_some()).to_string()),
         index_type(rows * cols),
     ];
-    let f = dev.builtin(kernel(KernelFile::Norm, "norm_main", defines))?;
+    let f = dev.builtin(kernel(&sources::NORM, "norm_main", defines))?;
     let p = NormParams { rows: rows as u64, cols: cols as u64, eps, pad: 0 };
     let optional = |o: &Option<Operand<'_>>| o.as_ref().map_or(Ok(0), operand);
     let pointers = [operand(&x)?, optional(&weight)?, optional(&bias)?, operand(&out)?];
@@ -391,7 +391,7 @@ fn conv2d(q: &CudaQueue, dev: &CudaDevice, [x, weight, out]: [Operand<'_>; 3], (
     let n = out.layout.numel();
     let mut defines = epilogue_defines(&bias, act).to_vec();
     defines.push(index_type(n.max(x.layout.numel()).max(weight.layout.numel())));
-    let f = dev.builtin(kernel(KernelFile::Conv, "conv2d_main", defines))?;
+    let f = dev.builtin(kernel(&sources::CONV, "conv2d_main", defines))?;
     let bias_ptr = bias.as_ref().map_or(Ok(0), operand)?;
     let mut held = vec![x.buf, weight.buf, out.buf];
     held.extend(bias.iter().map(|o| o.buf));
@@ -403,7 +403,7 @@ fn conv2d(q: &CudaQueue, dev: &CudaDevice, [x, weight, out]: [Operand<'_>; 3], (
 fn attention(q: &CudaQueue, dev: &CudaDevice, [query, key, value, out]: [Operand<'_>; 4], mask: Option<Operand<'_>>, [b, h, lq, lk, d, dv]: [usize; 6], (scale, causal): (f32, bool)) -> Result<()> {
     let largest = [Some(&query), Some(&key), Some(&value), mask.as_ref(), Some(&out)].into_iter().flatten().map(|o| extent(o.layout).max(o.layout.numel())).max().unwrap_or(0);
     let defines = vec![("HAS_MASK", u32::from(mask.is_some()).to_string()), index_type(largest)];
-    let f = dev.builtin(kernel(KernelFile::Attention, "attention_main", defines))?;
+    let f = dev.builtin(kernel(&sources::ATTENTION, "attention_main", defines))?;
     let p = AttentionParams {
         bh: (b * h) as u64,
         heads: h as u64,
@@ -453,7 +453,7 @@ fn reduce(q: &CudaQueue, dev: &CudaDevice, cx: &OpContext<'_>, op: ReduceOp, x: 
     let op_define = ("OP", op.code().to_string());
     if inner >= 32 && outer * inner >= 64 * dev.sm_count as usize {
         // Many output columns: one thread each, coalesced reads, one pass.
-        let f = dev.builtin(kernel(KernelFile::Reduce, "reduce_cols", vec![op_define, idx]))?;
+        let f = dev.builtin(kernel(&sources::REDUCE, "reduce_cols", vec![op_define, idx]))?;
         let p = ReduceParams { outer: outer as u64, len: len as u64, inner: inner as u64, chunk: len as u64, chunks: 1, scale, write_values: 1 };
         let (values, indices) = if argmax { (0, operand(&out)?) } else { (operand(&out)?, 0) };
         return q.launch_builtin(dev, &f, (blocks(dev, outer * inner, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, values, indices], &p, &[x.buf, out.buf]);
@@ -468,7 +468,7 @@ fn reduce(q: &CudaQueue, dev: &CudaDevice, cx: &OpContext<'_>, op: ReduceOp, x: 
         let chunk = len.div_ceil(chunks);
         let last = chunks == 1;
         let first = input_indices.is_none();
-        let f = dev.builtin(kernel(KernelFile::Reduce, "reduce_rows", vec![op_define.clone(), ("FIRST", u32::from(first).to_string()), idx.clone()]))?;
+        let f = dev.builtin(kernel(&sources::REDUCE, "reduce_rows", vec![op_define.clone(), ("FIRST", u32::from(first).to_string()), idx.clone()]))?;
         let (values, indices): (Option<Arc<BufferInner>>, Option<Arc<BufferInner>>) = match (last, argmax) {
             (true, _) => (None, None),
             (false, true) => (Some(temp(cx, rows * chunks)?), Some(temp(cx, rows * chunks)?)),
@@ -518,7 +518,7 @@ fn bias_act(q: &CudaQueue, dev: &CudaDevice, out: &Operand<'_>, bias: Option<Ope
     let total = out.layout.numel();
     let mut defines = epilogue_defines(&bias, act).to_vec();
     defines.push(index_type(total));
-    let f = dev.builtin(kernel(KernelFile::Matmul, "bias_act_main", defines))?;
+    let f = dev.builtin(kernel(&sources::MATMUL, "bias_act_main", defines))?;
     let p = BiasActParams { n_total: total as u64, cols: cols as u64 };
     let bias_ptr = bias.as_ref().map_or(Ok(0), operand)?;
     let mut held = vec![out.buf];
@@ -540,7 +540,7 @@ fn matmul_kernel(q: &CudaQueue, dev: &CudaDevice, [a, b, out]: [Operand<'_>; 3],
     let largest = out.layout.numel().max(extent(a.layout)).max(extent(b.layout));
     let mut defines = epilogue_defines(&bias, act).to_vec();
     defines.push(index_type(largest));
-    let f = dev.builtin(kernel(KernelFile::Matmul, "matmul_main", defines))?;
+    let f = dev.builtin(kernel(&sources::MATMUL, "matmul_main", defines))?;
     let (sa, sb) = (&a.layout.strides, &b.layout.strides);
     let p = MatmulParams {
         m: m as u64,

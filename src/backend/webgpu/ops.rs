@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::pipelines::{Builtin, ShaderFile, MATMUL_LOADS_SCALAR, MATMUL_LOADS_VEC4, REDUCE_WITH_SUBGROUPS, REDUCE_WITH_TREE, STORE_F16, STORE_F32};
+use super::pipelines::{self as shaders, Builtin, WgslSource, MATMUL_LOADS_SCALAR, MATMUL_LOADS_VEC4, REDUCE_WITH_SUBGROUPS, REDUCE_WITH_TREE, STORE_F16, STORE_F32};
 use super::queue::{Bind, GpuQueue};
 use super::split;
 use super::GpuDevice;
@@ -18,8 +18,8 @@ const REDUCE_CHUNK: usize = 1024;
 /// Elements each invocation of the `serial` reduction combines per pass.
 const REDUCE_SERIAL_CHUNK: usize = 32;
 
-pub(crate) fn builtin(file: ShaderFile, entry: &'static str, constants: Vec<(&'static str, u32)>) -> Builtin {
-    Builtin { file, entry, constants, variant: Vec::new() }
+pub(crate) fn builtin(source: &'static WgslSource, entry: &'static str, constants: Vec<(&'static str, u32)>) -> Builtin {
+    Builtin { source, entry, constants, prelude: Vec::new() }
 }
 
 /// The storage-dtype declarations of elementwise.wgsl / matmul.wgsl for `dtype`.
@@ -194,7 +194,7 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, call: Op
             check_binding(dev, &x)?;
             check_binding(dev, &out)?;
             let contiguous = out.layout.is_contiguous();
-            let pipeline = dev.builtin(builtin(ShaderFile::Copy, "copy_main", vec![("OUT_CONTIGUOUS", u32::from(contiguous))]));
+            let pipeline = dev.builtin(builtin(&shaders::COPY, "copy_main", vec![("OUT_CONTIGUOUS", u32::from(contiguous))]));
             let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
             let mut params = elementwise_params(&out, &[&x])?;
             params.extend(view_words(out.layout)?);
@@ -206,7 +206,7 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, call: Op
                 check_binding(dev, o)?;
             }
             let constants = vec![("COND_F32", u32::from(cond_dtype == crate::DType::F32))];
-            let pipeline = dev.builtin(builtin(ShaderFile::Indexing, "where_main", constants));
+            let pipeline = dev.builtin(builtin(&shaders::INDEXING, "where_main", constants));
             let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
             let binds = [(1, Bind::Mem(cond.buf)), (2, Bind::Mem(a.buf)), (3, Bind::Mem(b.buf)), (4, Bind::Mem(out.buf))];
             q.dispatch(dev, pipeline, &elementwise_params(&out, &[&cond, &a, &b])?, &binds, grid)
@@ -216,7 +216,7 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, call: Op
             check_binding(dev, &x)?;
             check_binding(dev, &out)?;
             let params = vec![u32_of("outer", outer)?, u32_of("length", len)?, u32_of("inner", inner)?, u32_of("offset", x.layout.offset)?, u32_of("offset", out.layout.offset)?];
-            let kernel = RowKernel { file: ShaderFile::Scan, entry: "cumsum_main", serial_entry: None, constants: vec![], stats: (3, 1) };
+            let kernel = RowKernel { source: &shaders::SCAN, entry: "cumsum_main", serial_entry: None, constants: vec![], stats: (3, 1) };
             row_passes(q, dev, cx, kernel, [outer * inner, len], params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))])
         }
         OpCall::Reduce { op, x, outer, len, inner, out, variant } => reduce(q, dev, cx, op, x, [outer, len, inner], out, variant),
@@ -224,7 +224,7 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, call: Op
             check_binding(dev, &x)?;
             check_binding(dev, &out)?;
             let params = vec![u32_of("rows", rows)?, u32_of("columns", cols)?, u32_of("offset", x.layout.offset)?, u32_of("offset", out.layout.offset)?];
-            let kernel = RowKernel { file: ShaderFile::Softmax, entry: "softmax_main", serial_entry: Some("softmax_serial_main"), constants: vec![], stats: (3, 2) };
+            let kernel = RowKernel { source: &shaders::SOFTMAX, entry: "softmax_main", serial_entry: Some("softmax_serial_main"), constants: vec![], stats: (3, 2) };
             row_passes(q, dev, cx, kernel, [rows, cols], params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))])
         }
         OpCall::Norm { kind, x, weight, bias, rows, cols, eps, act, out } => norm(q, dev, cx, kind, [x, out], [weight, bias], [rows, cols], (eps, act)),
@@ -232,7 +232,7 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, call: Op
         OpCall::Pool2d { kind, x, out, geometry } => {
             check_binding(dev, &x)?;
             check_binding(dev, &out)?;
-            let pipeline = dev.builtin(builtin(ShaderFile::Conv, "pool2d_main", vec![("POOL", kind as u32)]));
+            let pipeline = dev.builtin(builtin(&shaders::CONV, "pool2d_main", vec![("POOL", kind as u32)]));
             let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
             let params = conv_params(&geometry, [x.layout.offset, 0, 0, out.layout.offset])?;
             let taps = split::conv_taps(dev.max_loop_iterations, 1, geometry.kh, geometry.kw);
@@ -250,7 +250,7 @@ fn unary(q: &GpuQueue, dev: &GpuDevice, op: UnaryOp, x: Operand<'_>, out: Operan
     let access = x.layout.access();
     let constants = vec![("OP", op.code()), ("A_MODE", access.code())];
     let (entry, per) = if vec4_elementwise(&out, &[&x]) { ("unary_vec4_main", 4) } else { ("unary_main", 1) };
-    let pipeline = dev.builtin(Builtin { variant: vec![store(dev, dtype)?], ..builtin(ShaderFile::Elementwise, entry, constants) });
+    let pipeline = dev.builtin(Builtin { prelude: vec![store(dev, dtype)?], ..builtin(&shaders::ELEMENTWISE, entry, constants) });
     let grid = grid_1d(dev, (out.layout.numel() / per).div_ceil(256) as u64)?;
     let mut params = elementwise_params(&out, &[&x])?;
     params.resize(29, 0);
@@ -267,7 +267,7 @@ fn binary(q: &GpuQueue, dev: &GpuDevice, op: BinaryOp, act: Option<UnaryOp>, [a,
     let (a_access, b_access) = (a.layout.access(), b.layout.access());
     let constants = vec![("OP", op.code()), ("ACT", act.map_or(0, |f| f.code())), ("A_MODE", a_access.code()), ("B_MODE", b_access.code())];
     let (entry, per) = if vec4_elementwise(&out, &[&a, &b]) { ("binary_vec4_main", 4) } else { ("binary_main", 1) };
-    let pipeline = dev.builtin(Builtin { variant: vec![store(dev, dtype)?], ..builtin(ShaderFile::Elementwise, entry, constants) });
+    let pipeline = dev.builtin(Builtin { prelude: vec![store(dev, dtype)?], ..builtin(&shaders::ELEMENTWISE, entry, constants) });
     let grid = grid_1d(dev, (out.layout.numel() / per).div_ceil(256) as u64)?;
     let binds = [(1, Bind::Mem(a.buf)), (2, Bind::Mem(b.buf)), (3, Bind::Mem(out.buf))];
     let mut params = elementwise_params(&out, &[&a, &b])?;
@@ -282,7 +282,7 @@ fn cast(q: &GpuQueue, dev: &GpuDevice, x: Operand<'_>, (from, to): (DType, DType
     if to.size() == 2 && out.layout.offset % 2 != 0 {
         return Err(Error::Device("internal: a 16-bit cast output starts inside a word".into()));
     }
-    let pipeline = dev.builtin(builtin(ShaderFile::Indexing, "cast_main", vec![("FROM", from.code()), ("TO", to.code())]));
+    let pipeline = dev.builtin(builtin(&shaders::INDEXING, "cast_main", vec![("FROM", from.code()), ("TO", to.code())]));
     // A 16-bit output is written a word (two elements) per invocation.
     let grid = grid_1d(dev, out.layout.numel().div_ceil(4 / to.size()).div_ceil(256) as u64)?;
     // Auto layouts hold only the bindings an entry point uses.
@@ -306,7 +306,7 @@ fn gather(q: &GpuQueue, dev: &GpuDevice, [x, indices, out]: [Operand<'_>; 3], si
         u32_of("offset", out.layout.offset)?,
         fill,
     ];
-    let pipeline = dev.builtin(builtin(ShaderFile::Indexing, "gather_main", vec![("SIGNED", u32::from(signed))]));
+    let pipeline = dev.builtin(builtin(&shaders::INDEXING, "gather_main", vec![("SIGNED", u32::from(signed))]));
     let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
     let binds = [(1, Bind::Mem(x.buf)), (2, Bind::Mem(indices.buf)), (4, Bind::Mem(out.buf))];
     q.dispatch(dev, pipeline, &params, &binds, grid)
@@ -339,7 +339,7 @@ fn norm(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, kind: NormKind, [x, o
         (3, bias.as_ref().map_or(Bind::SpareRead, |b| Bind::Mem(b.buf))),
         (4, Bind::Mem(out.buf)),
     ];
-    let kernel = RowKernel { file: ShaderFile::Norm, entry: "norm_main", serial_entry: Some("norm_serial_main"), constants, stats: (5, 3) };
+    let kernel = RowKernel { source: &shaders::NORM, entry: "norm_main", serial_entry: Some("norm_serial_main"), constants, stats: (5, 3) };
     row_passes(q, dev, cx, kernel, [rows, cols], params, &binds)
 }
 
@@ -352,7 +352,7 @@ fn conv2d(q: &GpuQueue, dev: &GpuDevice, [x, weight, out]: [Operand<'_>; 3], bia
     // Four output channels per invocation where each group's come in fours.
     let ocb = if (geometry.o / geometry.groups) % 4 == 0 { 4 } else { 1 };
     let constants = vec![("HAS_BIAS", u32::from(bias.is_some())), ("ACT", act.map_or(0, |f| f.code())), ("OCB", ocb as u32)];
-    let pipeline = dev.builtin(builtin(ShaderFile::Conv, "conv2d_main", constants));
+    let pipeline = dev.builtin(builtin(&shaders::CONV, "conv2d_main", constants));
     let bias_bind = bias.as_ref().map_or(Bind::SpareRead, |b| Bind::Mem(b.buf));
     let binds = [(1, Bind::Mem(x.buf)), (2, Bind::Mem(weight.buf)), (3, bias_bind), (4, Bind::Mem(out.buf))];
     // Invocations: blocks of `ocb` channels by rows by blocks of four columns.
@@ -384,7 +384,7 @@ fn attention(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, [query, key, val
     params.push(u32_of("offset", out.layout.offset)?);
     let serial = software_kernels(dev, cx);
     let entry = if serial { "attention_serial_main" } else { "attention_main" };
-    let pipeline = dev.builtin(builtin(ShaderFile::Attention, entry, vec![("HAS_MASK", u32::from(mask.is_some()))]));
+    let pipeline = dev.builtin(builtin(&shaders::ATTENTION, entry, vec![("HAS_MASK", u32::from(mask.is_some()))]));
     // The mask binding is in the layout even when HAS_MASK is off.
     let mask_bind = mask.as_ref().map_or(Bind::SpareRead, |m| Bind::Mem(m.buf));
     let binds = [(1, Bind::Mem(query.buf)), (2, Bind::Mem(key.buf)), (3, Bind::Mem(value.buf)), (4, mask_bind), (5, Bind::Mem(out.buf))];
@@ -445,7 +445,7 @@ fn attention_dispatches(
 /// A kernel that takes rows whole (`PASS` 0) or, where the device ends long loops early, in
 /// chunks: `PASS` 1 stores statistics per (row, chunk), `PASS` 2 merges them and writes.
 struct RowKernel {
-    file: ShaderFile,
+    source: &'static WgslSource,
     entry: &'static str,
     /// The software adapters' entry point (one invocation per (row, chunk), no barriers), if
     /// the file has one.
@@ -472,7 +472,7 @@ fn row_passes(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, kernel: RowKern
     let pipeline = |pass: u32| {
         let mut constants = kernel.constants.clone();
         constants.push(("PASS", pass));
-        dev.builtin(builtin(kernel.file, entry, constants))
+        dev.builtin(builtin(kernel.source, entry, constants))
     };
     let (stats_at, words) = kernel.stats;
     let mut binds = binds.to_vec();
@@ -549,7 +549,7 @@ fn reduce(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, op: ReduceOp, x: Op
         let constants = vec![("OP", op.code()), ("FIRST", first as u32)];
         let combine = if variant == "subgroup" { REDUCE_WITH_SUBGROUPS.to_vec() } else { REDUCE_WITH_TREE.to_vec() };
         let entry = if serial { "reduce_serial_main" } else { "reduce_main" };
-        let pipeline = dev.builtin(Builtin { variant: combine, ..builtin(ShaderFile::Reduce, entry, constants) });
+        let pipeline = dev.builtin(Builtin { prelude: combine, ..builtin(&shaders::REDUCE, entry, constants) });
         let binds = [
             (1, Bind::Mem(&values)),
             (2, indices.as_ref().map_or(Bind::SpareRead, Bind::Mem)),
@@ -632,7 +632,7 @@ fn matmul(
     };
     let vec4 = rows_of_vec4(&a, k) && rows_of_vec4(&b, n);
     let loads = if vec4 { MATMUL_LOADS_VEC4 } else { MATMUL_LOADS_SCALAR };
-    let pipeline = dev.builtin(Builtin { file: ShaderFile::Matmul, entry: variant.entry, constants, variant: vec![store(dev, dtype)?, variant.constants, loads] });
+    let pipeline = dev.builtin(Builtin { source: &shaders::MATMUL, entry: variant.entry, constants, prelude: vec![store(dev, dtype)?, variant.constants, loads] });
     // Where the device ends long loops early, k in pieces with f32 sums kept in between.
     let pieces = if variant.entry == "matmul_direct_main" {
         split::matmul_direct_k(dev.max_loop_iterations, vec4, k)

@@ -29,60 +29,66 @@ pub(crate) const MATMUL_LOADS_VEC4: &str = include_str!("../../../shaders/matmul
 pub(crate) const STORE_F32: &str = "alias STORE = f32;\nfn to_store(v: f32) -> STORE { return v; }";
 pub(crate) const STORE_F16: &str = "enable f16;\nalias STORE = f16;\nfn to_store(v: f32) -> STORE { return f16(unpack2x16float(f32_to_f16(v)).x); }";
 
-/// The shader files of the op families.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum ShaderFile {
-    Elementwise,
-    Copy,
-    Reduce,
-    Softmax,
-    Norm,
-    Matmul,
-    Indexing,
-    Scan,
-    Attention,
-    Conv,
+/// One WGSL file of built-in kernels. Pipelines are cached by its name, which is unique.
+#[derive(Debug)]
+pub(crate) struct WgslSource {
+    /// The file's name (the cache key, and the label of its pipelines).
+    pub name: &'static str,
+    /// The WGSL.
+    pub text: &'static str,
+    /// Whether its kernels apply an activation (`activation.wgsl` is prepended).
+    pub activation: bool,
 }
 
-impl ShaderFile {
-    fn source(self) -> &'static str {
-        match self {
-            ShaderFile::Elementwise => include_str!("../../../shaders/elementwise.wgsl"),
-            ShaderFile::Copy => include_str!("../../../shaders/copy.wgsl"),
-            ShaderFile::Reduce => include_str!("../../../shaders/reduce.wgsl"),
-            ShaderFile::Softmax => include_str!("../../../shaders/softmax.wgsl"),
-            ShaderFile::Norm => include_str!("../../../shaders/norm.wgsl"),
-            ShaderFile::Indexing => include_str!("../../../shaders/indexing.wgsl"),
-            ShaderFile::Scan => include_str!("../../../shaders/scan.wgsl"),
-            ShaderFile::Attention => include_str!("../../../shaders/attention.wgsl"),
-            ShaderFile::Conv => include_str!("../../../shaders/conv.wgsl"),
-            ShaderFile::Matmul => include_str!("../../../shaders/matmul.wgsl"),
-        }
-    }
-
-    /// The full WGSL: the variant's declarations (`enable` directives must come first), the
-    /// prelude, the shared parts the file needs, then the file.
-    fn full_source(self, variant: &[&str]) -> String {
-        let activation = if matches!(self, ShaderFile::Elementwise | ShaderFile::Norm | ShaderFile::Matmul | ShaderFile::Conv) { ACTIVATION } else { "" };
-        format!("{}\n{COMMON}\n{activation}\n{}", variant.join("\n"), self.source())
+impl PartialEq for WgslSource {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
     }
 }
+
+impl Eq for WgslSource {}
+
+impl std::hash::Hash for WgslSource {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+impl WgslSource {
+    /// The full WGSL: the prelude declarations (`enable` directives must come first), the
+    /// common helpers, the activations if the file uses them, then the file.
+    fn full_source(&self, prelude: &[&str]) -> String {
+        let activation = if self.activation { ACTIVATION } else { "" };
+        format!("{}\n{COMMON}\n{activation}\n{}", prelude.join("\n"), self.text)
+    }
+}
+
+pub(crate) static ELEMENTWISE: WgslSource = WgslSource { name: "elementwise.wgsl", text: include_str!("../../../shaders/elementwise.wgsl"), activation: true };
+pub(crate) static COPY: WgslSource = WgslSource { name: "copy.wgsl", text: include_str!("../../../shaders/copy.wgsl"), activation: false };
+pub(crate) static REDUCE: WgslSource = WgslSource { name: "reduce.wgsl", text: include_str!("../../../shaders/reduce.wgsl"), activation: false };
+pub(crate) static SOFTMAX: WgslSource = WgslSource { name: "softmax.wgsl", text: include_str!("../../../shaders/softmax.wgsl"), activation: false };
+pub(crate) static NORM: WgslSource = WgslSource { name: "norm.wgsl", text: include_str!("../../../shaders/norm.wgsl"), activation: true };
+pub(crate) static INDEXING: WgslSource = WgslSource { name: "indexing.wgsl", text: include_str!("../../../shaders/indexing.wgsl"), activation: false };
+pub(crate) static SCAN: WgslSource = WgslSource { name: "scan.wgsl", text: include_str!("../../../shaders/scan.wgsl"), activation: false };
+pub(crate) static ATTENTION: WgslSource = WgslSource { name: "attention.wgsl", text: include_str!("../../../shaders/attention.wgsl"), activation: false };
+pub(crate) static CONV: WgslSource = WgslSource { name: "conv.wgsl", text: include_str!("../../../shaders/conv.wgsl"), activation: true };
+pub(crate) static MATMUL: WgslSource = WgslSource { name: "matmul.wgsl", text: include_str!("../../../shaders/matmul.wgsl"), activation: true };
 
 /// One specialised built-in kernel.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Builtin {
-    pub file: ShaderFile,
+    pub source: &'static WgslSource,
     pub entry: &'static str,
     /// Override constants (name, value); values are small integers or booleans.
     pub constants: Vec<(&'static str, u32)>,
     /// WGSL declarations prepended to the file: a storage dtype ([`STORE_F32`] /
     /// [`STORE_F16`]), a matmul tile configuration; empty for most kernels.
-    pub variant: Vec<&'static str>,
+    pub prelude: Vec<&'static str>,
 }
 
 #[derive(Default)]
 pub(crate) struct PipelineCache {
-    modules: Mutex<HashMap<(ShaderFile, Vec<&'static str>), wgpu::ShaderModule>>,
+    modules: Mutex<HashMap<(&'static WgslSource, Vec<&'static str>), wgpu::ShaderModule>>,
     pipelines: Mutex<HashMap<Builtin, wgpu::ComputePipeline>>,
 }
 
@@ -92,9 +98,9 @@ impl PipelineCache {
             return p.clone();
         }
         let module = lock(&self.modules)
-            .entry((kernel.file, kernel.variant.clone()))
+            .entry((kernel.source, kernel.prelude.clone()))
             .or_insert_with(|| {
-                let source = kernel.file.full_source(&kernel.variant);
+                let source = kernel.source.full_source(&kernel.prelude);
                 device.create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some(kernel.entry),
                     source: wgpu::ShaderSource::Wgsl(source.into()),
@@ -121,22 +127,22 @@ mod tests {
 
     #[test]
     fn every_builtin_shader_validates() {
-        let files = [ShaderFile::Copy, ShaderFile::Softmax, ShaderFile::Norm, ShaderFile::Indexing, ShaderFile::Scan, ShaderFile::Attention, ShaderFile::Conv];
-        let mut cases: Vec<(ShaderFile, Vec<&str>)> = files.into_iter().map(|f| (f, vec![])).collect();
-        cases.push((ShaderFile::Reduce, REDUCE_WITH_TREE.to_vec()));
-        cases.push((ShaderFile::Reduce, REDUCE_WITH_SUBGROUPS.to_vec()));
+        let files = [&COPY, &SOFTMAX, &NORM, &INDEXING, &SCAN, &ATTENTION, &CONV];
+        let mut cases: Vec<(&WgslSource, Vec<&str>)> = files.into_iter().map(|f| (f, vec![])).collect();
+        cases.push((&REDUCE, REDUCE_WITH_TREE.to_vec()));
+        cases.push((&REDUCE, REDUCE_WITH_SUBGROUPS.to_vec()));
         for store in [STORE_F32, STORE_F16] {
-            cases.push((ShaderFile::Elementwise, vec![store]));
+            cases.push((&ELEMENTWISE, vec![store]));
             for loads in [MATMUL_LOADS_SCALAR, MATMUL_LOADS_VEC4] {
-                cases.extend(super::super::ops::MATMUL_VARIANTS.iter().map(|v| (ShaderFile::Matmul, vec![store, v.constants, loads])));
+                cases.extend(super::super::ops::MATMUL_VARIANTS.iter().map(|v| (&MATMUL, vec![store, v.constants, loads])));
             }
         }
         for (file, variant) in cases {
             let source = file.full_source(&variant);
-            let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{file:?}: {}", e.emit_to_string(&source)));
+            let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{}: {}", file.name, e.emit_to_string(&source)));
             naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
                 .validate(&module)
-                .unwrap_or_else(|e| panic!("{file:?}: {}", e.emit_to_string(&source)));
+                .unwrap_or_else(|e| panic!("{}: {}", file.name, e.emit_to_string(&source)));
         }
     }
 }
