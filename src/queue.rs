@@ -2,12 +2,11 @@
 
 use std::sync::Arc;
 
-use crate::backend::{BackendDevice, Mapped, OpContext, QueueImpl};
-use crate::device::Init;
+use crate::backend::timer::Clock;
+use crate::backend::{BackendDevice, Mapped, QueueImpl};
 use crate::buffer::BufferInner;
 use crate::kernel::{Binding, Kernel};
-use crate::ops::OpCall;
-use crate::profile::{self, Decision, Profiler, ReadRecord};
+use crate::profile::{self, LaunchRecord, Profiler, ReadRecord};
 use crate::{Buffer, DType, Device, Element, Error, Fence, Result};
 
 /// An ordered stream of device work. Work is recorded and sent to the device in batches:
@@ -111,30 +110,19 @@ impl Queue {
         self.shared.id
     }
 
-    /// Record a built-in op.
-    pub(crate) fn run_op(&self, call: OpCall<'_>) -> Result<()> {
-        self.run_op_decided(call, None)
-    }
-
-    /// Record a built-in op whose kernel the dispatcher chose (the profiler keeps why).
-    pub(crate) fn run_op_decided(&self, call: OpCall<'_>, decision: Option<&Decision>) -> Result<()> {
+    /// Record one launch that reads or writes `blocks`: checked against a lost device,
+    /// ordered after other queues' use of the blocks, and, while a profiler records, timed
+    /// and described by `describe` (given the clock that timed it and the host start).
+    pub(crate) fn record_launch(&self, blocks: &[&Arc<BufferInner>], run: impl FnOnce() -> Result<()>, describe: impl FnOnce(Clock, f64) -> LaunchRecord) -> Result<()> {
         self.backend().check_healthy()?;
-        self.order_after_other_queues(&call.buffers())?;
-        let device = self.device();
-        let temp = |bytes: u64| device.alloc(bytes, Init::Overwritten);
-        let cx = OpContext { options: &device.shared.options, temp: &temp };
-        let run = |call| self.shared.imp.run_op(&device.shared.backend, &cx, call);
+        self.order_after_other_queues(blocks)?;
         let profiler = self.profiler();
         if !profiler.is_enabled() {
-            return run(call);
+            return run();
         }
-        let cost = call.cost();
         let host_start = profiler.now_us();
-        let (timing, clock) = self.shared.imp.timed(self.backend(), profiler.epoch(), || run(call))?;
-        let mut record = profile::record(cost.name, cost.shapes, cost.dtype, cost.bytes, cost.flops, self.id(), clock, host_start);
-        record.variant = decision.map(|d| d.choice.clone()).or(cost.variant.map(String::from));
-        record.reason = decision.map(|d| d.reason.clone());
-        profiler.push(record, timing);
+        let (timing, clock) = self.shared.imp.timed(self.backend(), profiler.epoch(), run)?;
+        profiler.push(describe(clock, host_start), timing);
         Ok(())
     }
 
@@ -147,20 +135,16 @@ impl Queue {
             self.device.check_same(device, "binding")?;
         }
         kernel.check_launch(bindings, workgroups)?;
-        self.backend().check_healthy()?;
-        self.order_after_other_queues(&bindings.iter().filter_map(|b| b.buffer().map(|b| b.inner)).collect::<Vec<_>>())?;
-        let profiler = self.profiler();
-        if !profiler.is_enabled() {
-            return self.shared.imp.launch(self.backend(), kernel, bindings, workgroups);
-        }
-        let host_start = profiler.now_us();
-        let (timing, clock) = self.shared.imp.timed(self.backend(), profiler.epoch(), || self.shared.imp.launch(self.backend(), kernel, bindings, workgroups))?;
-        let shapes = bindings.iter().filter_map(Binding::buffer).map(|b| vec![b.byte_len as usize / b.dtype.size()]).collect();
-        let bytes = bindings.iter().filter_map(Binding::buffer).map(|b| b.byte_len).sum();
-        let mut record = profile::record(kernel.info().entry.clone(), shapes, DType::F32, bytes, 0, self.id(), clock, host_start);
-        record.variant = Some(format!("user {:?} kernel", kernel.info().language));
-        profiler.push(record, timing);
-        Ok(())
+        let blocks: Vec<_> = bindings.iter().filter_map(|b| b.buffer().map(|b| b.inner)).collect();
+        let run = || self.shared.imp.launch(self.backend(), kernel, bindings, workgroups);
+        let describe = |clock, host_start| {
+            let shapes = bindings.iter().filter_map(Binding::buffer).map(|b| vec![b.byte_len as usize / b.dtype.size()]).collect();
+            let bytes = bindings.iter().filter_map(Binding::buffer).map(|b| b.byte_len).sum();
+            let mut record = profile::record(kernel.info().entry.clone(), shapes, DType::F32, bytes, 0, self.id(), clock, host_start);
+            record.variant = Some(format!("user {:?} kernel", kernel.info().language));
+            record
+        };
+        self.record_launch(&blocks, run, describe)
     }
 
     /// Send everything recorded so far to the device. The fence signals when it has finished.

@@ -228,7 +228,7 @@ impl Tensor {
                 // 16-bit elements are packed two to a word: the cast kernels handle that.
                 OpCall::Cast { x: self.operand(), from: self.dtype, to: self.dtype, out: out.operand() }
             };
-            queue.run_op(call)?;
+            crate::ops::launch(queue, &call, None)?;
         }
         Ok(out)
     }

@@ -222,12 +222,50 @@ fn sum_of_2_pow_24_elements_is_accurate() {
     }
 }
 
+/// Rows of every length class (1, primes, past one workgroup's 256 and 1024, many rows) with
+/// values far from zero, as `(shape, low, high)`.
+const ROW_CASES: &[(&[usize], f32, f32)] =
+    &[(&[1, 1], -1.0, 1.0), (&[3, 7], -5.0, 5.0), (&[5, 1000], 500.0, 1000.0), (&[2, 3, 257], -80.0, 80.0), (&[1, 4099], -3.0, 3.0), (&[1100, 300], -20.0, 20.0)];
+
+/// Rows of specials: a `+inf` or a NaN makes the whole row NaN (exp(inf - inf)), a row of
+/// `-inf` too.
+const SPECIAL_ROWS: [f32; 9] = [1.0, f32::INFINITY, 2.0, 0.5, f32::NAN, 3.0, f32::NEG_INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY];
+
+/// The f64 reference of `row` applied to each row of `x` (rows of `cols`).
+fn by_rows(x: &[f32], cols: usize, row: fn(&[f64]) -> Vec<f64>) -> Vec<f64> {
+    x.chunks(cols).flat_map(|r| row(&r.iter().map(|&v| f64::from(v)).collect::<Vec<_>>())).collect()
+}
+
+#[test]
+fn log_softmax_is_overflow_safe_and_keeps_small_probabilities() {
+    use unicompute::ops::log_softmax::reference_row as log_reference;
+    for d in &devices_and_variants() {
+        for (c, &(shape, lo, hi)) in ROW_CASES.iter().enumerate() {
+            let x = random(c as u64 + 900, shape.iter().product(), lo, hi);
+            let got = read(&tensor(d, &x, shape).log_softmax().unwrap());
+            // f32 rounding of x - (max + log sum), both of the inputs' magnitude.
+            let atol = 3e-7 * f64::from(lo.abs().max(hi.abs())) + 1e-6;
+            assert_close(&got, &by_rows(&x, *shape.last().unwrap(), log_reference), 1e-5, atol, &format!("log_softmax {shape:?} in [{lo}, {hi}) on {}", name(d)));
+        }
+        // Probabilities of e^-100 are 0 after a softmax in f32; their logs are not.
+        let x = [0.0, -100.0, -200.0, 50.0, f32::NEG_INFINITY, 49.0];
+        let got = read(&tensor(d, &x, &[2, 3]).log_softmax().unwrap());
+        assert_close(&got, &by_rows(&x, 3, log_reference), 1e-6, 1e-5, &format!("log_softmax of tiny probabilities on {}", name(d)));
+        let got = read(&tensor(d, &SPECIAL_ROWS, &[3, 3]).log_softmax().unwrap());
+        let want = by_rows(&SPECIAL_ROWS, 3, log_reference);
+        assert!(want.iter().all(|w| w.is_nan()), "the reference makes these rows NaN");
+        assert_close(&got, &want, 0.0, 0.0, &format!("log_softmax with +inf, NaN and all -inf on {}", name(d)));
+        // f16 in, f16 out (lifted to f32 and rounded back).
+        let x16 = tensor(d, &x[..3], &[1, 3]).cast(DType::F16).unwrap();
+        let got = read(&x16.log_softmax().unwrap().cast(DType::F32).unwrap());
+        assert_close(&got, &by_rows(&x[..3], 3, log_reference), 1e-3, 0.0, &format!("log_softmax in f16 on {}", name(d)));
+    }
+}
+
 #[test]
 fn softmax_rows_are_overflow_safe() {
-    let cases: &[(&[usize], f32, f32)] =
-        &[(&[1, 1], -1.0, 1.0), (&[3, 7], -5.0, 5.0), (&[5, 1000], 500.0, 1000.0), (&[2, 3, 257], -80.0, 80.0), (&[1, 4099], -3.0, 3.0), (&[1100, 300], -20.0, 20.0)];
     for d in &devices_and_variants() {
-        for (c, &(shape, lo, hi)) in cases.iter().enumerate() {
+        for (c, &(shape, lo, hi)) in ROW_CASES.iter().enumerate() {
             let n: usize = shape.iter().product();
             let x = random(c as u64 + 700, n, lo, hi);
             let got = read(&tensor(d, &x, shape).softmax().unwrap());
@@ -239,10 +277,8 @@ fn softmax_rows_are_overflow_safe() {
         let got = read(&row.softmax().unwrap());
         let want = reference_row(&[f64::NEG_INFINITY, 0.0, 1.0, f64::NEG_INFINITY]);
         assert_close(&got, &want, 1e-5, 1e-7, &format!("softmax with -inf on {}", name(d)));
-        // A +inf or NaN makes the whole row NaN (exp(inf - inf)), a row of -inf too.
-        let specials = [1.0, f32::INFINITY, 2.0, 0.5, f32::NAN, 3.0, f32::NEG_INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY];
-        let got = read(&tensor(d, &specials, &[3, 3]).softmax().unwrap());
-        let want: Vec<f64> = specials.chunks(3).flat_map(|r| reference_row(&r.iter().map(|&v| f64::from(v)).collect::<Vec<_>>())).collect();
+        let got = read(&tensor(d, &SPECIAL_ROWS, &[3, 3]).softmax().unwrap());
+        let want = by_rows(&SPECIAL_ROWS, 3, reference_row);
         assert!(want.iter().all(|w| w.is_nan()), "the reference makes these rows NaN");
         assert_close(&got, &want, 0.0, 0.0, &format!("softmax with +inf, NaN and all -inf on {}", name(d)));
     }
@@ -1002,6 +1038,9 @@ fn softmax_and_norms_of_rows_of_9_million() {
             let got = read(&xt.softmax().unwrap());
             let want: Vec<f64> = rows().flat_map(|r| reference_row(&r)).collect();
             assert_close(&got, &want, 1e-4, 0.0, &format!("softmax {shape:?} on {} seed {seed}", name(d)));
+            let got = read(&xt.log_softmax().unwrap());
+            let want = by_rows(&x, shape[1], ops::log_softmax::reference_row);
+            assert_close(&got, &want, 1e-5, 1e-5, &format!("log_softmax {shape:?} on {} seed {seed}", name(d)));
             // Layer norm on the one row, RMS norm on the two.
             let kind = [NormKind::Layer, NormKind::Rms][c];
             let got = read(&ops::norm::norm(&d.queue(), kind, &xt, NormParams::default()).unwrap());

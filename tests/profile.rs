@@ -25,6 +25,19 @@ fn fresh_devices() -> Vec<Device> {
 }
 
 #[test]
+fn log_softmax_is_one_launch() {
+    for d in fresh_devices() {
+        d.profiler().enable();
+        let x = tensor(&d, &random(3, 5 * 301, -4.0, 4.0), &[5, 301]);
+        x.log_softmax().unwrap().to_vec_blocking::<f32>().unwrap();
+        let profile = d.take_profile_blocking();
+        let ops: Vec<&str> = profile.launches.iter().map(|l| l.op.as_str()).collect();
+        assert_eq!(ops, ["log_softmax"], "{}", common::name(&d));
+        assert_eq!(profile.launches[0].shapes, vec![vec![5, 301], vec![5, 301]]);
+    }
+}
+
+#[test]
 fn a_disabled_profiler_records_nothing() {
     for d in fresh_devices() {
         assert!(!d.profiler().is_enabled());

@@ -103,6 +103,18 @@ async fn matmul_softmax_and_broadcast_add_match_the_reference() {
                 &format!("softmax row {r} on {}", d.backend()),
             );
         }
+        let log_soft = at.log_softmax().unwrap().to_vec::<f32>().await.unwrap();
+        for (r, row) in log_soft.chunks(k).enumerate() {
+            let want = unicompute::ops::log_softmax::reference_row(
+                &a[r * k..(r + 1) * k].iter().map(|&v| f64::from(v)).collect::<Vec<_>>(),
+            );
+            assert_close(
+                row,
+                &want,
+                1e-5,
+                &format!("log_softmax row {r} on {}", d.backend()),
+            );
+        }
         let sum = at.sum(None).unwrap().to_vec::<f32>().await.unwrap();
         assert_close(
             &sum,

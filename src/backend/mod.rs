@@ -19,7 +19,6 @@ pub(crate) use mapped::Mapped;
 
 use crate::buffer::BufferInner;
 use crate::kernel::{Binding, Kernel};
-use crate::ops::OpCall;
 use timer::{Clock, Span, Timing};
 use crate::{BackendKind, DeviceInfo, Error, Result};
 
@@ -329,18 +328,6 @@ impl QueueImpl {
             (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => q.copy(d, src, src_offset, dst, dst_offset, bytes),
             #[cfg(cuda_backend)]
             (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => q.copy(d, src, src_offset, dst, dst_offset, bytes),
-            #[allow(unreachable_patterns)]
-            _ => Err(mismatch()),
-        }
-    }
-
-    pub fn run_op(&self, dev: &BackendDevice, cx: &OpContext<'_>, call: OpCall<'_>) -> Result<()> {
-        match (self, dev) {
-            (QueueImpl::Cpu, BackendDevice::Cpu(_)) => cpu::run_op(call),
-            #[cfg(feature = "webgpu")]
-            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => webgpu::ops::run_op(q, d, cx, call),
-            #[cfg(cuda_backend)]
-            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => cuda::ops::run_op(q, d, cx, call),
             #[allow(unreachable_patterns)]
             _ => Err(mismatch()),
         }

@@ -4,7 +4,7 @@
 //! (SwiftShader, llvmpipe) run it as its parts where the scores fit (see [`by_parts`]).
 
 use super::elementwise::check_f32;
-use super::{Lift, OpCall};
+use super::{launch, Lift, OpCall};
 use super::elementwise::binary;
 use super::matmul::matmul;
 use super::softmax::softmax;
@@ -80,7 +80,7 @@ fn attention_f32(queue: &Queue, q: &Tensor, k: &Tensor, v: &Tensor, p: Attention
     let out = Tensor::uninit(queue, &[b, h, lq, dv], DType::F32)?;
     if out.numel() > 0 {
         let mask = mask.as_ref().map(Tensor::operand);
-        queue.run_op(OpCall::Attention { q: q.operand(), k: k.operand(), v: v.operand(), mask, out: out.operand(), dims: [b, h, lq, lk, d, dv], scale, causal: p.causal })?;
+        launch(queue, &OpCall::Attention { q: q.operand(), k: k.operand(), v: v.operand(), mask, out: out.operand(), dims: [b, h, lq, lk, d, dv], scale, causal: p.causal }, None)?;
     }
     Ok(out)
 }

@@ -2,7 +2,7 @@
 //! bias and activation) and 2-D max / average pooling.
 
 use super::elementwise::check_f32;
-use super::{Lift, OpCall, UnaryOp};
+use super::{launch, Lift, OpCall, UnaryOp};
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// Sizes of one convolution or pooling, all worked out and checked.
@@ -120,7 +120,7 @@ fn conv2d_f32(queue: &Queue, x: &Tensor, weight: &Tensor, p: Conv2dParams<'_>) -
     let out = Tensor::uninit(queue, &[n, o, oh, ow], DType::F32)?;
     if out.numel() > 0 {
         let bias = bias.as_ref().map(Tensor::operand);
-        queue.run_op(OpCall::Conv2d { x: x.operand(), weight: weight.operand(), bias, act: p.act, out: out.operand(), geometry })?;
+        launch(queue, &OpCall::Conv2d { x: x.operand(), weight: weight.operand(), bias, act: p.act, out: out.operand(), geometry }, None)?;
     }
     Ok(out)
 }
@@ -175,7 +175,7 @@ fn pool2d_f32(queue: &Queue, kind: PoolKind, x: &Tensor, p: Pool2dParams) -> Res
     let x = x.contiguous_on(queue)?;
     let out = Tensor::uninit(queue, &[n, c, oh, ow], DType::F32)?;
     if out.numel() > 0 {
-        queue.run_op(OpCall::Pool2d { kind, x: x.operand(), out: out.operand(), geometry })?;
+        launch(queue, &OpCall::Pool2d { kind, x: x.operand(), out: out.operand(), geometry }, None)?;
     }
     Ok(out)
 }

@@ -20,6 +20,14 @@ pub(crate) struct OpCost {
     pub variant: Option<&'static str>,
 }
 
+impl OpCost {
+    /// The cost of an f32 launch over `ops` (inputs, then the output) without a variant.
+    pub(crate) fn simple(name: &str, ops: &[&Operand<'_>], flops: u64) -> OpCost {
+        let bytes = ops.iter().map(|o| distinct(o) * 4).sum();
+        OpCost { name: name.into(), shapes: ops.iter().map(|o| o.layout.shape.clone()).collect(), dtype: DType::F32, bytes, flops, variant: None }
+    }
+}
+
 /// Distinct elements of a view: broadcast (stride 0) dimensions count once.
 fn distinct(o: &Operand<'_>) -> u64 {
     o.layout.shape.iter().zip(&o.layout.strides).filter(|(_, &s)| s != 0).map(|(&n, _)| n as u64).product()
@@ -32,9 +40,8 @@ fn numel(o: &Operand<'_>) -> u64 {
 impl OpCall<'_> {
     /// Name, shapes, bytes and FLOPs of this launch.
     pub(crate) fn cost(&self) -> OpCost {
-        let f32_bytes = |ops: &[&Operand<'_>]| ops.iter().map(|o| distinct(o) * 4).sum::<u64>();
         let shapes = |ops: &[&Operand<'_>]| ops.iter().map(|o| o.layout.shape.clone()).collect::<Vec<_>>();
-        let simple = |name: String, ops: &[&Operand<'_>], flops: u64| OpCost { name, shapes: shapes(ops), dtype: DType::F32, bytes: f32_bytes(ops), flops, variant: None };
+        let simple = |name: String, ops: &[&Operand<'_>], flops: u64| OpCost::simple(&name, ops, flops);
         match self {
             OpCall::Unary { op, x, out, dtype } => {
                 let size = dtype.size() as u64;
@@ -87,7 +94,6 @@ impl OpCall<'_> {
                 let name = if *kind == PoolKind::Max { "max_pool2d" } else { "avg_pool2d" };
                 simple(name.into(), &[x, out], numel(out) * (g.kh * g.kw) as u64)
             }
-            OpCall::Softmax { x, out, .. } => simple("softmax".into(), &[x, out], 4 * numel(x)),
             OpCall::Matmul { a, b, bias, act, out, m, n, k, variant, dtype } => {
                 let mut ops = vec![a, b];
                 ops.extend(bias.as_ref());

@@ -3,7 +3,7 @@
 
 use num_traits::Float;
 
-use super::{native_f16, Lift, OpCall};
+use super::{launch, native_f16, Lift, OpCall};
 use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -224,7 +224,7 @@ pub fn unary(queue: &Queue, op: UnaryOp, x: &Tensor) -> Result<Tensor> {
 fn unary_in(queue: &Queue, op: UnaryOp, x: &Tensor, dtype: DType) -> Result<Tensor> {
     check_dtype(queue, op.name(), x, dtype)?;
     let out = Tensor::uninit(queue, x.shape(), dtype)?;
-    queue.run_op(OpCall::Unary { op, x: x.operand(), out: out.operand(), dtype })?;
+    launch(queue, &OpCall::Unary { op, x: x.operand(), out: out.operand(), dtype }, None)?;
     Ok(out)
 }
 
@@ -254,7 +254,7 @@ fn binary_in(queue: &Queue, op: BinaryOp, act: Option<UnaryOp>, a: &Tensor, b: &
     check_rank(op.name(), &shape)?;
     let (a, b) = (a.broadcast_to(&shape)?, b.broadcast_to(&shape)?);
     let out = Tensor::uninit(queue, &shape, dtype)?;
-    queue.run_op(OpCall::Binary { op, act, a: a.operand(), b: b.operand(), out: out.operand(), dtype })?;
+    launch(queue, &OpCall::Binary { op, act, a: a.operand(), b: b.operand(), out: out.operand(), dtype }, None)?;
     Ok(out)
 }
 

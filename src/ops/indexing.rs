@@ -2,7 +2,7 @@
 //! sums. Casts, `where` and gather move 32-bit words of any dtype.
 
 use super::elementwise::check_f32;
-use super::{Lift, OpCall};
+use super::{launch, Lift, OpCall};
 use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -38,7 +38,7 @@ pub fn cast(queue: &Queue, x: &Tensor, dtype: DType) -> Result<Tensor> {
     queue.device().check_same(x.device(), "cast")?;
     let out = Tensor::uninit(queue, x.shape(), dtype)?;
     if out.numel() > 0 {
-        queue.run_op(OpCall::Cast { x: x.operand(), from: x.dtype(), to: dtype, out: out.operand() })?;
+        launch(queue, &OpCall::Cast { x: x.operand(), from: x.dtype(), to: dtype, out: out.operand() }, None)?;
     }
     Ok(out)
 }
@@ -63,7 +63,7 @@ fn where_words(queue: &Queue, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<T
     let (c, a, b) = (cond.broadcast_to(&shape)?, a.broadcast_to(&shape)?, b.broadcast_to(&shape)?);
     let out = Tensor::uninit(queue, &shape, a.dtype())?;
     if out.numel() > 0 {
-        queue.run_op(OpCall::Where { cond: c.operand(), cond_dtype: c.dtype(), a: a.operand(), b: b.operand(), out: out.operand() })?;
+        launch(queue, &OpCall::Where { cond: c.operand(), cond_dtype: c.dtype(), a: a.operand(), b: b.operand(), out: out.operand() }, None)?;
     }
     Ok(out)
 }
@@ -108,7 +108,7 @@ fn gather_words(queue: &Queue, x: &Tensor, axis: usize, indices: &Tensor) -> Res
     if out.numel() > 0 {
         let (outer, len, inner) = (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product());
         let fill = gather_fill(x.dtype());
-        queue.run_op(OpCall::Gather { x: x.operand(), indices: indices.operand(), signed: indices.dtype() == DType::I32, outer, len, inner, count, fill, out: out.operand() })?;
+        launch(queue, &OpCall::Gather { x: x.operand(), indices: indices.operand(), signed: indices.dtype() == DType::I32, outer, len, inner, count, fill, out: out.operand() }, None)?;
     }
     Ok(out)
 }
@@ -129,7 +129,7 @@ fn cumsum_f32(queue: &Queue, x: &Tensor, axis: usize) -> Result<Tensor> {
     let out = Tensor::uninit(queue, shape, DType::F32)?;
     if out.numel() > 0 {
         let (outer, len, inner) = (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product());
-        queue.run_op(OpCall::Cumsum { x: x.operand(), outer, len, inner, out: out.operand() })?;
+        launch(queue, &OpCall::Cumsum { x: x.operand(), outer, len, inner, out: out.operand() }, None)?;
     }
     Ok(out)
 }

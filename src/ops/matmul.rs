@@ -2,7 +2,7 @@
 //! and the fused linear layer (matmul + bias + activation in the kernel's epilogue).
 
 use super::elementwise::check_f32;
-use super::{native_f16, Lift, OpCall, UnaryOp};
+use super::{launch, native_f16, Lift, OpCall, UnaryOp};
 use crate::dispatch::{self, Problem};
 use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Device, Error, Queue, Result, Tensor};
@@ -110,7 +110,7 @@ fn matmul_in(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Opti
     if out.numel() > 0 {
         let bias = bias.as_ref().map(Tensor::operand);
         let call = OpCall::Matmul { a: a.operand(), b: b.operand(), bias, act, out: out.operand(), m, n, k, variant: Some(variant), dtype };
-        queue.run_op_decided(call, Some(&decision))?;
+        launch(queue, &call, Some(&decision))?;
     }
     Ok(out)
 }

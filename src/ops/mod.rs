@@ -5,13 +5,13 @@
 pub mod attention;
 pub mod concat;
 mod cost;
+mod launch;
 pub mod conv;
 pub mod elementwise;
 pub mod indexing;
 pub mod matmul;
 pub mod norm;
 pub mod reduce;
-pub mod softmax;
 
 use std::sync::Arc;
 
@@ -25,6 +25,29 @@ pub use elementwise::{BinaryOp, UnaryOp};
 pub use norm::{NormKind, NormParams};
 pub use reduce::ReduceOp;
 
+/// The ops in folders of their own, each with its kernels beside it: one line per op. The
+/// macro declares the modules and gathers their built-in kernels for the compile checks.
+macro_rules! registry {
+    ($($op:ident),* $(,)?) => {
+        $(pub mod $op;)*
+
+        /// Every built-in WGSL specialisation of the registered ops (the naga check).
+        #[cfg(all(test, feature = "webgpu"))]
+        pub(crate) fn wgsl_builtins() -> Vec<crate::backend::webgpu::Builtin> {
+            [$($op::wgsl_builtins()),*].concat()
+        }
+
+        /// Every built-in CUDA specialisation of the registered ops (the NVRTC check).
+        #[cfg(all(test, cuda_backend))]
+        pub(crate) fn cuda_builtins() -> Vec<crate::backend::cuda::Builtin> {
+            [$($op::cuda_builtins()),*].concat()
+        }
+    };
+}
+
+registry!(softmax, log_softmax);
+pub(crate) use launch::{launch, Launch};
+
 /// A tensor operand as a backend sees it: memory plus a strided layout (in elements).
 #[derive(Clone, Copy)]
 pub(crate) struct Operand<'a> {
@@ -33,6 +56,7 @@ pub(crate) struct Operand<'a> {
 }
 
 /// A validated op launch. Outputs are always contiguous and freshly allocated.
+#[derive(Clone, Copy)]
 pub(crate) enum OpCall<'a> {
     /// `out = op(x)`; `x` is strided with the output's shape. `dtype` is the storage dtype of
     /// `x` and `out`: f32, or f16 where the backend has native f16 storage
@@ -77,8 +101,6 @@ pub(crate) enum OpCall<'a> {
     Conv2d { x: Operand<'a>, weight: Operand<'a>, bias: Option<Operand<'a>>, act: Option<UnaryOp>, out: Operand<'a>, geometry: conv::Conv2dGeometry },
     /// Max or average pooling of a contiguous `x` into a contiguous `out`.
     Pool2d { kind: conv::PoolKind, x: Operand<'a>, out: Operand<'a>, geometry: conv::Conv2dGeometry },
-    /// Softmax over rows of a contiguous `[rows, cols]` input.
-    Softmax { x: Operand<'a>, rows: usize, cols: usize, out: Operand<'a> },
     /// `out[b] = act(a[b] @ b[b] + bias)`; `a` is `[batch.., m, k]`, `b` is `[batch.., k, n]`,
     /// both strided and broadcast to the output's batch shape; `bias` (optional) is contiguous
     /// `[n]`; `out` is contiguous `[batch.., m, n]`.
@@ -108,7 +130,6 @@ impl OpCall<'_> {
             | OpCall::Cast { x, out, .. }
             | OpCall::Cumsum { x, out, .. }
             | OpCall::Reduce { x, out, .. }
-            | OpCall::Softmax { x, out, .. }
             | OpCall::Pool2d { x, out, .. } => vec![Some(x), Some(out)],
             OpCall::Binary { a, b, out, .. } => vec![Some(a), Some(b), Some(out)],
             OpCall::Where { cond, a, b, out, .. } => vec![Some(cond), Some(a), Some(b), Some(out)],

@@ -2,7 +2,7 @@
 //! weights and an optional fused activation.
 
 use super::elementwise::check_f32;
-use super::{Lift, OpCall, UnaryOp};
+use super::{launch, Lift, OpCall, UnaryOp};
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// Which normalisation.
@@ -98,6 +98,6 @@ fn norm_f32(queue: &Queue, kind: NormKind, x: &Tensor, p: NormParams<'_>) -> Res
     let weight = p.weight.and_then(|_| it.next()).map(Tensor::operand);
     let bias = p.bias.and_then(|_| it.next()).map(Tensor::operand);
     let rows = x.numel() / cols;
-    queue.run_op(OpCall::Norm { kind, x: x.operand(), weight, bias, rows, cols, eps: p.eps, act: p.act, out: out.operand() })?;
+    launch(queue, &OpCall::Norm { kind, x: x.operand(), weight, bias, rows, cols, eps: p.eps, act: p.act, out: out.operand() }, None)?;
     Ok(out)
 }

@@ -1,7 +1,7 @@
 //! Reductions over one axis or over every element.
 
 use super::elementwise::check_f32;
-use super::{Lift, OpCall};
+use super::{launch, Lift, OpCall};
 use crate::dispatch::{self, Problem};
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -128,7 +128,7 @@ fn reduce_f32(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>, requ
     let (variant, decision) = dispatch::choose(queue, Problem::Reduce { outer, len, inner }, requested)?;
     let out = Tensor::uninit(queue, &out_shape, op.out_dtype())?;
     if out.numel() > 0 {
-        queue.run_op_decided(OpCall::Reduce { op, x: x.operand(), outer, len, inner, out: out.operand(), variant: Some(variant) }, Some(&decision))?;
+        launch(queue, &OpCall::Reduce { op, x: x.operand(), outer, len, inner, out: out.operand(), variant: Some(variant) }, Some(&decision))?;
     }
     Ok(out)
 }

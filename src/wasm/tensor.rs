@@ -268,6 +268,12 @@ impl JsTensor {
         wrap(self.inner.softmax())
     }
 
+    /// Log-softmax over the last axis, fused (small probabilities keep their logs).
+    #[wasm_bindgen(js_name = logSoftmax)]
+    pub fn log_softmax(&self) -> Result<JsTensor, JsValue> {
+        wrap(self.inner.log_softmax())
+    }
+
     /// A reduction by name (`sum`, `mean`, `max`, `min`, `argmax`) over `axis`, or over
     /// everything when `axis` is undefined.
     pub fn reduce(&self, op: &str, axis: Option<f64>) -> Result<JsTensor, JsValue> {

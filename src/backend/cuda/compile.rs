@@ -48,7 +48,6 @@ impl std::hash::Hash for CudaSource {
 pub(crate) static ELEMENTWISE: CudaSource = CudaSource { name: "elementwise.cu", text: include_str!("../../../kernels/elementwise.cu"), activation: true };
 pub(crate) static COPY: CudaSource = CudaSource { name: "copy.cu", text: include_str!("../../../kernels/copy.cu"), activation: false };
 pub(crate) static REDUCE: CudaSource = CudaSource { name: "reduce.cu", text: include_str!("../../../kernels/reduce.cu"), activation: false };
-pub(crate) static SOFTMAX: CudaSource = CudaSource { name: "softmax.cu", text: include_str!("../../../kernels/softmax.cu"), activation: false };
 pub(crate) static NORM: CudaSource = CudaSource { name: "norm.cu", text: include_str!("../../../kernels/norm.cu"), activation: true };
 pub(crate) static INDEXING: CudaSource = CudaSource { name: "indexing.cu", text: include_str!("../../../kernels/indexing.cu"), activation: false };
 pub(crate) static SCAN: CudaSource = CudaSource { name: "scan.cu", text: include_str!("../../../kernels/scan.cu"), activation: false };
@@ -62,13 +61,15 @@ pub(crate) struct Builtin {
     pub source: &'static CudaSource,
     pub entry: &'static str,
     pub defines: Vec<(&'static str, String)>,
+    /// CUDA C prepended to the file (an op's epilogue functions); empty for most kernels.
+    pub prelude: &'static str,
 }
 
 impl Builtin {
     /// The source NVRTC compiles: the prelude, the shared parts the file needs, then the file.
     pub(crate) fn source(&self) -> String {
         let activation = if self.source.activation { ACTIVATION } else { "" };
-        format!("{COMMON}\n{activation}\n{}", self.source.text)
+        format!("{COMMON}\n{activation}\n{}\n{}", self.prelude, self.source.text)
     }
 
     /// File name NVRTC reports in its log.
@@ -250,7 +251,7 @@ pub(crate) fn first_error(log: &str) -> Option<(u32, String)> {
 #[cfg(test)]
 pub(crate) fn every_builtin() -> Vec<Builtin> {
     use crate::ops::{BinaryOp, ReduceOp, UnaryOp};
-    let b = |source, entry, defines: &[(&'static str, String)]| Builtin { source, entry, defines: defines.to_vec() };
+    let b = |source, entry, defines: &[(&'static str, String)]| Builtin { source, entry, defines: defines.to_vec(), prelude: "" };
     let mut all = Vec::new();
     let flag = |name: &'static str, on: bool| (name, u32::from(on).to_string());
     for idx in ["unsigned int", "unsigned long long"] {
@@ -275,7 +276,6 @@ pub(crate) fn every_builtin() -> Vec<Builtin> {
             }
             all.push(b(&REDUCE, "reduce_cols", &[("OP", op.code().to_string()), idx.clone()]));
         }
-        all.push(b(&SOFTMAX, "softmax_main", std::slice::from_ref(&idx)));
         for from in 0..5 {
             for to in 0..5 {
                 all.push(b(&INDEXING, "cast_main", &[("FROM", from.to_string()), ("TO", to.to_string()), idx.clone()]));
@@ -298,6 +298,7 @@ pub(crate) fn every_builtin() -> Vec<Builtin> {
             all.push(b(&CONV, "pool2d_main", &[("POOL", pool.to_string()), idx.clone()]));
         }
     }
+    all.extend(crate::ops::cuda_builtins());
     all
 }
 
@@ -344,7 +345,7 @@ mod tests {
         // No NVRTC builds cubins for compute capability 99.9: PTX for the newest it knows.
         let fallback = target_arch([99, 9]);
         assert!(fallback.starts_with("compute_"), "{fallback}");
-        let k = Builtin { source: &COPY, entry: "copy_main", defines: vec![] };
+        let k = Builtin { source: &COPY, entry: "copy_main", defines: vec![], prelude: "" };
         let ptx = compile(&k.source(), k.name(), &k.options(&fallback)).unwrap();
         assert!(String::from_utf8_lossy(&ptx).contains(".entry copy_main"), "PTX text");
         assert_eq!(ptx.last(), Some(&0), "NUL-terminated");
@@ -357,7 +358,7 @@ mod tests {
         }
         let dir = std::env::temp_dir().join(format!("unicompute-cuda-cache-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let k = Builtin { source: &COPY, entry: "copy_main", defines: vec![] };
+        let k = Builtin { source: &COPY, entry: "copy_main", defines: vec![], prelude: "" };
         let (source, options) = (k.source(), k.options("sm_80"));
         let hits = DISK_HITS.load(Ordering::Relaxed);
         let first = cubin(&source, k.name(), &options, Some(&dir)).unwrap();

@@ -18,7 +18,8 @@ use cudarc::nvrtc::Ptx;
 pub(crate) use memory::DeviceMemory;
 pub(crate) use queue::{CudaFence, CudaQueue};
 
-use compile::{Builtin, CompileFailure};
+pub(crate) use compile::{Builtin, CudaSource};
+use compile::CompileFailure;
 use queue::Retirement;
 
 use crate::base::signal::lock;

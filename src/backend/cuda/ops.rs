@@ -15,7 +15,7 @@ use crate::ops::{BinaryOp, Conv2dGeometry, NormKind, OpCall, Operand, ReduceOp, 
 use crate::{DType, Error, Result};
 
 /// Threads per block of the 1-D kernels.
-const BLOCK: u32 = 256;
+pub(crate) const BLOCK: u32 = 256;
 /// Batch dimensions matmul.cu addresses.
 const MAX_BATCH_RANK: usize = 6;
 
@@ -53,13 +53,6 @@ struct ReduceParams {
     chunks: u64,
     scale: f32,
     write_values: u32,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct SoftmaxParams {
-    rows: u64,
-    cols: u64,
 }
 
 #[repr(C)]
@@ -172,7 +165,6 @@ struct MatmulParams {
 unsafe impl DeviceRepr for ElementwiseParams {}
 unsafe impl DeviceRepr for CopyParams {}
 unsafe impl DeviceRepr for ReduceParams {}
-unsafe impl DeviceRepr for SoftmaxParams {}
 unsafe impl DeviceRepr for NormParams {}
 unsafe impl DeviceRepr for BiasActParams {}
 unsafe impl DeviceRepr for ViewsParams {}
@@ -208,7 +200,7 @@ fn padded<const N: usize>(values: &[usize], fill: u64) -> [u64; N] {
 
 /// The `IDX` definition: 32-bit indexing when every index of the launch fits, with room for
 /// one grid-stride step past the end (at most 65,535 blocks of 256 threads, under 2^25).
-fn index_type(largest: usize) -> (&'static str, String) {
+pub(crate) fn index_type(largest: usize) -> (&'static str, String) {
     let ty = if (largest as u64) + (1 << 25) < u64::from(u32::MAX) { "unsigned int" } else { "unsigned long long" };
     ("IDX", ty.to_string())
 }
@@ -219,7 +211,7 @@ fn extent(l: &Layout) -> usize {
 }
 
 fn kernel(source: &'static CudaSource, entry: &'static str, defines: Vec<(&'static str, String)>) -> Builtin {
-    Builtin { source, entry, defines }
+    Builtin { source, entry, defines, prelude: "" }
 }
 
 /// Blocks for a grid-stride loop over `items`.
@@ -228,7 +220,7 @@ fn blocks(dev: &CudaDevice, items: usize, per_block: usize) -> u32 {
     wanted.min(dev.sm_count as usize * 32).min(65_535) as u32
 }
 
-fn operand(o: &Operand<'_>) -> Result<u64> {
+pub(crate) fn operand(o: &Operand<'_>) -> Result<u64> {
     address(o.buf, o.layout.offset)
 }
 
@@ -250,11 +242,6 @@ pub(crate) fn run_op(q: &CudaQueue, dev: &CudaDevice, cx: &OpContext<'_>, call: 
             q.launch_builtin(dev, &f, grid, (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
         }
         OpCall::Reduce { op, x, outer, len, inner, out, .. } => reduce(q, dev, cx, op, x, [outer, len, inner], out),
-        OpCall::Softmax { x, rows, cols, out } => {
-            let f = dev.builtin(kernel(&sources::SOFTMAX, "softmax_main", vec![index_type(rows * cols)]))?;
-            let p = SoftmaxParams { rows: rows as u64, cols: cols as u64 };
-            q.launch_builtin(dev, &f, (rows.clamp(1, 65_535) as u32, 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
-        }
         OpCall::Norm { kind, x, weight, bias, rows, cols, eps, act, out } => norm(q, dev, kind, [x, out], [weight, bias], [rows, cols], (eps, act)),
         OpCall::Conv2d { x, weight, bias, act, out, geometry } => conv2d(q, dev, [x, weight, out], (bias, act), geometry),
         OpCall::Pool2d { kind, x, out, geometry } => {

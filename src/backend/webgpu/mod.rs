@@ -7,7 +7,10 @@ mod split;
 
 use std::sync::{Arc, Mutex};
 
-pub(crate) use queue::{GpuFence, GpuQueue};
+#[cfg(test)]
+pub(crate) use pipelines::Builtin;
+pub(crate) use pipelines::WgslSource;
+pub(crate) use queue::{Bind, GpuFence, GpuQueue};
 
 use crate::buffer::BufferInner;
 use crate::base::signal::{lock, Signal};

@@ -126,12 +126,12 @@ pub(crate) fn grid_1d(dev: &GpuDevice, groups: u64) -> Result<[u32; 3]> {
     Ok([max as u32, y as u32, 1])
 }
 
-fn u32_of(what: &str, v: usize) -> Result<u32> {
+pub(crate) fn u32_of(what: &str, v: usize) -> Result<u32> {
     u32::try_from(v).map_err(|_| Error::Limit { what: what.into(), value: v as u64, limit: "u32 indexing of the webgpu kernels", max: u32::MAX.into() })
 }
 
 /// Error unless every element of `o` is reachable through one storage binding.
-fn check_binding(dev: &GpuDevice, o: &Operand<'_>) -> Result<()> {
+pub(crate) fn check_binding(dev: &GpuDevice, o: &Operand<'_>) -> Result<()> {
     let bytes = o.layout.end() as u64 * 4;
     let max = dev.limits.max_storage_buffer_binding_size;
     if bytes > max {
@@ -216,17 +216,10 @@ pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, call: Op
             check_binding(dev, &x)?;
             check_binding(dev, &out)?;
             let params = vec![u32_of("outer", outer)?, u32_of("length", len)?, u32_of("inner", inner)?, u32_of("offset", x.layout.offset)?, u32_of("offset", out.layout.offset)?];
-            let kernel = RowKernel { source: &shaders::SCAN, entry: "cumsum_main", serial_entry: None, constants: vec![], stats: (3, 1) };
+            let kernel = RowPasses { source: &shaders::SCAN, entry: "cumsum_main", serial_entry: None, constants: vec![], prelude: vec![], stats: (3, 1) };
             row_passes(q, dev, cx, kernel, [outer * inner, len], params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))])
         }
         OpCall::Reduce { op, x, outer, len, inner, out, variant } => reduce(q, dev, cx, op, x, [outer, len, inner], out, variant),
-        OpCall::Softmax { x, rows, cols, out } => {
-            check_binding(dev, &x)?;
-            check_binding(dev, &out)?;
-            let params = vec![u32_of("rows", rows)?, u32_of("columns", cols)?, u32_of("offset", x.layout.offset)?, u32_of("offset", out.layout.offset)?];
-            let kernel = RowKernel { source: &shaders::SOFTMAX, entry: "softmax_main", serial_entry: Some("softmax_serial_main"), constants: vec![], stats: (3, 2) };
-            row_passes(q, dev, cx, kernel, [rows, cols], params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))])
-        }
         OpCall::Norm { kind, x, weight, bias, rows, cols, eps, act, out } => norm(q, dev, cx, kind, [x, out], [weight, bias], [rows, cols], (eps, act)),
         OpCall::Conv2d { x, weight, bias, act, out, geometry } => conv2d(q, dev, [x, weight, out], bias, act, geometry),
         OpCall::Pool2d { kind, x, out, geometry } => {
@@ -339,7 +332,7 @@ fn norm(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, kind: NormKind, [x, o
         (3, bias.as_ref().map_or(Bind::SpareRead, |b| Bind::Mem(b.buf))),
         (4, Bind::Mem(out.buf)),
     ];
-    let kernel = RowKernel { source: &shaders::NORM, entry: "norm_main", serial_entry: Some("norm_serial_main"), constants, stats: (5, 3) };
+    let kernel = RowPasses { source: &shaders::NORM, entry: "norm_main", serial_entry: Some("norm_serial_main"), constants, prelude: vec![], stats: (5, 3) };
     row_passes(q, dev, cx, kernel, [rows, cols], params, &binds)
 }
 
@@ -444,21 +437,23 @@ fn attention_dispatches(
 
 /// A kernel that takes rows whole (`PASS` 0) or, where the device ends long loops early, in
 /// chunks: `PASS` 1 stores statistics per (row, chunk), `PASS` 2 merges them and writes.
-struct RowKernel {
-    source: &'static WgslSource,
-    entry: &'static str,
+pub(crate) struct RowPasses {
+    pub source: &'static WgslSource,
+    pub entry: &'static str,
     /// The software adapters' entry point (one invocation per (row, chunk), no barriers), if
     /// the file has one.
-    serial_entry: Option<&'static str>,
-    constants: Vec<(&'static str, u32)>,
+    pub serial_entry: Option<&'static str>,
+    pub constants: Vec<(&'static str, u32)>,
+    /// WGSL prepended to the file (see [`Builtin::prelude`]).
+    pub prelude: Vec<&'static str>,
     /// The binding of the statistics and their f32 words per (row, chunk).
-    stats: (u32, usize),
+    pub stats: (u32, usize),
 }
 
 /// Launch `kernel` over `rows` rows of `cols`: one workgroup per (row, chunk), or with the
 /// software adapters' kernels one invocation per (row, chunk), with `params` followed by the
 /// columns per chunk and the chunks per row.
-fn row_passes(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, kernel: RowKernel, [rows, cols]: [usize; 2], mut params: Vec<u32>, binds: &[(u32, Bind<'_>)]) -> Result<()> {
+pub(crate) fn row_passes(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, kernel: RowPasses, [rows, cols]: [usize; 2], mut params: Vec<u32>, binds: &[(u32, Bind<'_>)]) -> Result<()> {
     let serial = kernel.serial_entry.filter(|_| software_kernels(dev, cx));
     let chunk = match serial {
         Some(_) => split::serial_row_chunk(dev.max_loop_iterations, rows, cols),
@@ -472,7 +467,7 @@ fn row_passes(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, kernel: RowKern
     let pipeline = |pass: u32| {
         let mut constants = kernel.constants.clone();
         constants.push(("PASS", pass));
-        dev.builtin(builtin(kernel.source, entry, constants))
+        dev.builtin(Builtin { prelude: kernel.prelude.clone(), ..builtin(kernel.source, entry, constants) })
     };
     let (stats_at, words) = kernel.stats;
     let mut binds = binds.to_vec();

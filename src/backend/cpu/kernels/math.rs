@@ -18,7 +18,7 @@ pub(super) fn madd<const FUSED: bool>(a: f32, b: f32, c: f32) -> f32 {
 /// One scalar function in both builds: `plain` for any CPU, `fused` for loops compiled with
 /// AVX2 + FMA. [`twin!`] writes both from one expression.
 #[derive(Clone, Copy)]
-pub(super) struct Twin<P, F> {
+pub(crate) struct Twin<P, F> {
     /// Built with `FUSED = false`.
     pub plain: P,
     /// Built with `FUSED = true` (run on x86-64 only).
@@ -41,13 +41,13 @@ macro_rules! twin {
         }
     };
 }
-pub(super) use twin;
+pub(crate) use twin;
 
 /// `e^x`: `x = n ln 2 + r` with `|r| <= ln 2 / 2`, `e^r` by a degree-7 polynomial (Cephes'
 /// expf coefficients), `2^n` from exponent bits in two halves so results down in the
 /// subnormals and up to overflow come out right. NaN propagates; `+-inf` give `inf` / 0.
 #[inline(always)]
-pub(super) fn exp<const FUSED: bool>(x: f32) -> f32 {
+pub(crate) fn exp<const FUSED: bool>(x: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
@@ -132,7 +132,7 @@ pub(super) use x86_run;
 
 /// `dst[i] = f(src[i])`: the plain build, or the widest x86-64 one (with `f.fused`).
 #[inline(always)]
-pub(super) fn map(src: &[f32], dst: &mut [f32], f: Twin<impl Fn(f32) -> f32, impl Fn(f32) -> f32>) {
+pub(crate) fn map(src: &[f32], dst: &mut [f32], f: Twin<impl Fn(f32) -> f32, impl Fn(f32) -> f32>) {
     x86_run!(map_fused(src, dst, f.fused));
     for (o, &v) in dst.iter_mut().zip(src) {
         *o = (f.plain)(v);
@@ -149,7 +149,7 @@ x86_twins! {
 }
 
 /// Softmax of one row, `dst = e^(src - max) / sum`, vectorised (AVX2 or AVX-512 where present).
-pub(super) fn softmax(src: &[f32], dst: &mut [f32]) {
+pub(crate) fn softmax(src: &[f32], dst: &mut [f32]) {
     x86_run!(softmax_fused(src, dst));
     softmax_any::<false>(src, dst);
 }
@@ -196,7 +196,7 @@ fn softmax_any<const FUSED: bool>(src: &[f32], dst: &mut [f32]) {
 
 /// The largest element, NaN ignored, in sixteen lanes so it vectorises (`-inf` when empty).
 #[inline(always)]
-fn max_lanes(xs: &[f32]) -> f32 {
+pub(crate) fn max_lanes(xs: &[f32]) -> f32 {
     let mut lanes = [f32::NEG_INFINITY; 16];
     let mut chunks = xs.chunks_exact(16);
     for c in &mut chunks {
@@ -210,7 +210,7 @@ fn max_lanes(xs: &[f32]) -> f32 {
 
 /// The sum in f64, from eight f64 lanes so it vectorises.
 #[inline(always)]
-pub(super) fn sum_lanes(xs: &[f32]) -> f64 {
+pub(crate) fn sum_lanes(xs: &[f32]) -> f64 {
     let mut lanes = [0.0f64; 8];
     let mut chunks = xs.chunks_exact(8);
     for c in &mut chunks {

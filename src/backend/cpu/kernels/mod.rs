@@ -7,7 +7,7 @@ mod attention;
 mod conv;
 mod elementwise;
 mod indexing;
-mod math;
+pub(crate) mod math;
 mod matmul;
 mod norm;
 mod reduce;
@@ -60,7 +60,6 @@ pub(crate) fn run_op(call: OpCall<'_>) -> Result<()> {
         OpCall::Gather { x, indices, signed, len, inner, count, fill, out, .. } => indexing::gather(x, indices, signed, [len, inner, count], fill, out),
         OpCall::Cumsum { x, outer, len, inner, out } => indexing::cumsum(x, [outer, len, inner], out),
         OpCall::Reduce { op, x, outer, len, inner, out, .. } => reduce::reduce(op, x, [outer, len, inner], out),
-        OpCall::Softmax { x, rows, cols, out } => reduce::softmax(x, rows, cols, out),
         OpCall::Conv2d { x, weight, bias, act, out, geometry } => conv::conv2d(x, weight, bias, act, out, geometry),
         OpCall::Pool2d { kind, x, out, geometry } => conv::pool2d(kind, x, out, geometry),
         OpCall::Attention { q, k, v, mask, out, dims, scale, causal } => attention::attention([q, k, v], mask, out, dims, scale, causal),
@@ -70,7 +69,7 @@ pub(crate) fn run_op(call: OpCall<'_>) -> Result<()> {
 }
 
 /// The output's words (outputs are contiguous).
-fn out_words<'g>(words: &'g mut [u32], out: &Operand<'_>) -> &'g mut [u32] {
+pub(crate) fn out_words<'g>(words: &'g mut [u32], out: &Operand<'_>) -> &'g mut [u32] {
     let start = out.layout.offset;
     &mut words[start..start + out.layout.numel()]
 }

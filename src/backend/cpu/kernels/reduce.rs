@@ -1,4 +1,4 @@
-//! Reductions and softmax, accumulated in f64.
+//! Reductions, accumulated in f64.
 
 use rayon::prelude::*;
 
@@ -51,15 +51,5 @@ pub(super) fn reduce(op: ReduceOp, x: Operand<'_>, [outer, len, inner]: [usize; 
         let v = if op == ReduceOp::Mean { v / len as f64 } else { v };
         *o = encode((v, partials[best].1));
     }
-    Ok(())
-}
-
-/// Softmax over rows of a contiguous `[rows, cols]` input, rows in parallel.
-pub(super) fn softmax(x: Operand<'_>, rows: usize, cols: usize, out: Operand<'_>) -> Result<()> {
-    let xs = read_guard(x.buf)?;
-    let mut os = write_guard(out.buf)?;
-    let xf: &[f32] = &bytemuck::cast_slice(&xs)[x.layout.offset..x.layout.offset + rows * cols];
-    let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
-    of.par_chunks_mut(cols.max(1)).zip(xf.par_chunks(cols.max(1))).for_each(|(o, row)| super::math::softmax(row, o));
     Ok(())
 }

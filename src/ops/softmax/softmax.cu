@@ -1,6 +1,8 @@
-// Softmax over the rows of a contiguous [rows, cols] input, one block per row. One pass
-// keeps a running (maximum, sum of exp(x - maximum)) per thread ("online softmax"); the block
-// merges them with warp shuffles; a second pass writes exp(x - max) / sum.
+// A function of each row's softmax statistics over the rows of a contiguous [rows, cols]
+// input, one block per row. One pass keeps a running (maximum, sum of exp(x - maximum)) per
+// thread ("online softmax"); the block merges them with warp shuffles; a second pass writes
+// finish(x, max, row_factor(max, sum)). The op's epilogue, prepended, defines those two
+// functions: softmax writes exp(x - max) / sum, log_softmax x - max - log(sum).
 
 #define BLOCK 256
 
@@ -48,8 +50,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK) softmax_main(const float* __
         __syncthreads();
         m = sm[0];
         // A +inf maximum makes exp(x - max) NaN for that element, as in the reference.
-        const float inv = m == inf_f32() ? nan_f32() : 1.0f / ss[0];
-        for (IDX j = threadIdx.x; j < cols; j += BLOCK) out[row * cols + j] = expf(xr[j] - m) * inv;
+        const float factor = m == inf_f32() ? nan_f32() : row_factor(m, ss[0]);
+        for (IDX j = threadIdx.x; j < cols; j += BLOCK) out[row * cols + j] = finish(xr[j], m, factor);
         __syncthreads();
     }
 }

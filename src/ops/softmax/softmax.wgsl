@@ -1,7 +1,9 @@
-// Softmax over the rows of a contiguous [rows, cols] input, one workgroup per row, reading
-// the row twice: one pass keeps a running (maximum, sum of exp(x - maximum)) per invocation
-// ("online softmax"), the workgroup merges them, and a second pass writes
-// exp(x - max) / sum.
+// A function of each row's softmax statistics over the rows of a contiguous [rows, cols]
+// input, one workgroup per row, reading the row twice: one pass keeps a running (maximum,
+// sum of exp(x - maximum)) per invocation ("online softmax"), the workgroup merges them, and
+// a second pass writes finish(x, max, row_factor(max, sum)). The op's epilogue, prepended,
+// defines those two functions: softmax writes exp(x - max) / sum, log_softmax
+// x - max - log(sum).
 //
 // params: [0] rows, [1] cols, [2] input offset, [3] output offset, [4] columns per chunk,
 //         [5] chunks per row.
@@ -82,11 +84,11 @@ fn softmax_main(
     // A +inf maximum makes exp(x - max) NaN for that element, and so the whole row, as in
     // the reference; so does an all -inf row (exp(-inf - -inf)) and a NaN. All three
     // explicitly: SwiftShader's exp(NaN) is not NaN.
-    var inv = 1.0 / sums[0];
-    if (m == inf_f32() || m == neg_inf_f32() || is_nan(m)) { inv = nan_f32(); }
+    var factor = row_factor(m, sums[0]);
+    if (m == inf_f32() || m == neg_inf_f32() || is_nan(m)) { factor = nan_f32(); }
     if (in_range) {
         for (var j = j0 + lid; j < j1; j += 256u) {
-            out[o + j] = exp(x[xin + j] - m) * inv;
+            out[o + j] = finish(x[xin + j], m, factor);
         }
     }
 }
@@ -134,9 +136,9 @@ fn softmax_serial_main(
     // An infinite maximum gives NaN (+inf: exp(x - max) is NaN for that element; an all -inf
     // row: every exp is NaN), as the workgroup variant and the reference do; a NaN maximum
     // too, explicitly (SwiftShader's exp(NaN) is not NaN).
-    var inv = 1.0 / sum;
-    if (m == inf_f32() || m == neg_inf_f32() || is_nan(m)) { inv = nan_f32(); }
+    var factor = row_factor(m, sum);
+    if (m == inf_f32() || m == neg_inf_f32() || is_nan(m)) { factor = nan_f32(); }
     for (var j = j0; j < j1; j++) {
-        out[o + j] = exp(x[xin + j] - m) * inv;
+        out[o + j] = finish(x[xin + j], m, factor);
     }
 }

@@ -1,0 +1,86 @@
+//! How an op reaches a backend. Every op implements [`Launch`]: one method per backend and no
+//! default methods, so the compiler asks each op for each backend's kernel (or an explicit
+//! "unsupported" answer). [`launch`] is the one place that matches on the backend.
+
+use std::sync::Arc;
+
+use super::cost::OpCost;
+use crate::backend::{cpu, BackendDevice, OpContext, QueueImpl};
+#[cfg(cuda_backend)]
+use crate::backend::cuda::{CudaDevice, CudaQueue};
+#[cfg(feature = "webgpu")]
+use crate::backend::webgpu::{GpuDevice, GpuQueue};
+use crate::buffer::BufferInner;
+use crate::device::Init;
+use crate::profile::{self, Decision};
+use crate::{Error, Queue, Result};
+
+/// A validated op, ready to run on any backend.
+pub(crate) trait Launch {
+    /// Name, shapes, bytes and FLOPs of the launch, for the profiler.
+    fn cost(&self) -> OpCost;
+    /// Every memory block the launch reads or writes (for ordering across queues).
+    fn blocks(&self) -> Vec<&Arc<BufferInner>>;
+    /// Run on the CPU backend, to completion.
+    fn cpu(&self) -> Result<()>;
+    /// Record on a wgpu queue.
+    #[cfg(feature = "webgpu")]
+    fn webgpu(&self, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()>;
+    /// Record on a CUDA stream.
+    #[cfg(cuda_backend)]
+    fn cuda(&self, q: &CudaQueue, dev: &CudaDevice, cx: &OpContext<'_>) -> Result<()>;
+}
+
+/// Record `op` on `queue`: ordered after other queues' use of its memory and, while a profiler
+/// records, timed with its cost and the dispatcher's `decision` (which variant, and why).
+pub(crate) fn launch(queue: &Queue, op: &impl Launch, decision: Option<&Decision>) -> Result<()> {
+    let device = queue.device();
+    let temp = |bytes: u64| device.alloc(bytes, Init::Overwritten);
+    let cx = OpContext { options: &device.shared.options, temp: &temp };
+    let describe = |clock, host_start| {
+        let cost = op.cost();
+        let mut record = profile::record(cost.name, cost.shapes, cost.dtype, cost.bytes, cost.flops, queue.id(), clock, host_start);
+        record.variant = decision.map(|d| d.choice.clone()).or(cost.variant.map(String::from));
+        record.reason = decision.map(|d| d.reason.clone());
+        record
+    };
+    queue.record_launch(&op.blocks(), || on_backend(queue, op, &cx), describe)
+}
+
+/// Run `op` with the backend of `queue`.
+fn on_backend(queue: &Queue, op: &impl Launch, cx: &OpContext<'_>) -> Result<()> {
+    match (&queue.shared.imp, &queue.device().shared.backend) {
+        (QueueImpl::Cpu, BackendDevice::Cpu(_)) => op.cpu(),
+        #[cfg(feature = "webgpu")]
+        (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => op.webgpu(q, d, cx),
+        #[cfg(cuda_backend)]
+        (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => op.cuda(q, d, cx),
+        #[allow(unreachable_patterns)]
+        _ => Err(Error::Device("internal: a queue was used with a device of another backend".into())),
+    }
+}
+
+/// The ops not yet in folders of their own run through the backends' `run_op` matches.
+impl Launch for super::OpCall<'_> {
+    fn cost(&self) -> OpCost {
+        self.cost()
+    }
+
+    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+        self.buffers()
+    }
+
+    fn cpu(&self) -> Result<()> {
+        cpu::run_op(*self)
+    }
+
+    #[cfg(feature = "webgpu")]
+    fn webgpu(&self, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
+        crate::backend::webgpu::ops::run_op(q, dev, cx, *self)
+    }
+
+    #[cfg(cuda_backend)]
+    fn cuda(&self, q: &CudaQueue, dev: &CudaDevice, cx: &OpContext<'_>) -> Result<()> {
+        crate::backend::cuda::ops::run_op(q, dev, cx, *self)
+    }
+}

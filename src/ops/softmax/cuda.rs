@@ -1,0 +1,38 @@
+//! The row-statistics ops on CUDA: softmax.cu with the op's epilogue prepended.
+
+use super::{Epilogue, RowStats};
+use crate::backend::cuda::ops::{index_type, operand, BLOCK};
+use crate::backend::cuda::{Builtin, CudaDevice, CudaQueue, CudaSource};
+use crate::Result;
+
+/// The row kernel, which calls the epilogue's `row_factor` and `finish`.
+static SOURCE: CudaSource = CudaSource { name: "softmax.cu", text: include_str!("softmax.cu"), activation: false };
+
+/// Parameters of softmax.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Params {
+    rows: u64,
+    cols: u64,
+}
+
+// SAFETY: plain `#[repr(C)]` integers, laid out as softmax.cu's `SoftmaxParams`.
+unsafe impl cudarc::driver::DeviceRepr for Params {}
+
+/// One block per row (grid-stride past 65,535 rows).
+pub(super) fn rows(op: &RowStats<'_>, q: &CudaQueue, dev: &CudaDevice) -> Result<()> {
+    let f = dev.builtin(builtin(op.epilogue, index_type(op.rows * op.cols)))?;
+    let p = Params { rows: op.rows as u64, cols: op.cols as u64 };
+    let grid = (op.rows.clamp(1, 65_535) as u32, 1, 1);
+    q.launch_builtin(dev, &f, grid, (BLOCK, 1, 1), &[operand(&op.x)?, operand(&op.out)?], &p, &[op.x.buf, op.out.buf])
+}
+
+fn builtin(epilogue: &'static Epilogue, idx: (&'static str, String)) -> Builtin {
+    Builtin { source: &SOURCE, entry: "softmax_main", defines: vec![idx], prelude: epilogue.cuda }
+}
+
+/// Every specialisation with `epilogue`.
+#[cfg(test)]
+pub(super) fn builtins(epilogue: &'static Epilogue) -> Vec<Builtin> {
+    [index_type(0), index_type(usize::MAX >> 1)].into_iter().map(|idx| builtin(epilogue, idx)).collect()
+}

@@ -1,0 +1,138 @@
+//! Softmax over the last axis, overflow-safe (the row maximum is subtracted first), and the
+//! row kernels it shares with the other functions of the same row statistics
+//! ([`log_softmax`](super::log_softmax)): one launch per row pass keeps a running (maximum,
+//! sum of `exp(x - maximum)`) and then writes `finish(x, max, row_factor(max, sum))`, two
+//! functions each op supplies as its [`Epilogue`].
+
+mod cpu;
+#[cfg(cuda_backend)]
+mod cuda;
+#[cfg(feature = "webgpu")]
+mod webgpu;
+
+use std::sync::Arc;
+
+use super::cost::OpCost;
+use super::elementwise::check_f32;
+#[cfg(cuda_backend)]
+use crate::backend::cuda::{CudaDevice, CudaQueue};
+#[cfg(feature = "webgpu")]
+use crate::backend::webgpu::{GpuDevice, GpuQueue};
+use crate::backend::OpContext;
+use crate::buffer::BufferInner;
+use super::{launch, Launch, Lift, Operand};
+use crate::{DType, Error, Queue, Result, Tensor};
+
+/// What an op of the row statistics writes: `finish(x, max, row_factor(max, sum))` per
+/// element, where a row with an infinite or NaN maximum gets a NaN factor.
+pub(crate) struct Epilogue {
+    /// Op name, for the profiler.
+    pub name: &'static str,
+    /// WGSL defining `fn row_factor(m: f32, sum: f32) -> f32` and
+    /// `fn finish(v: f32, m: f32, factor: f32) -> f32`.
+    #[cfg_attr(not(feature = "webgpu"), allow(dead_code))]
+    pub wgsl: &'static str,
+    /// CUDA C defining `float row_factor(float m, float sum)` and
+    /// `float finish(float v, float m, float factor)` (`__device__` functions).
+    #[cfg_attr(not(cuda_backend), allow(dead_code))]
+    pub cuda: &'static str,
+    /// The CPU row: `dst` from `src`, the same function.
+    pub cpu: fn(&[f32], &mut [f32]),
+}
+
+/// Softmax's epilogue: `exp(x - max) / sum`.
+static SOFTMAX: Epilogue = Epilogue {
+    name: "softmax",
+    wgsl: "fn row_factor(m: f32, sum: f32) -> f32 { return 1.0 / sum; }\nfn finish(v: f32, m: f32, factor: f32) -> f32 { return exp(v - m) * factor; }",
+    cuda: "__device__ __forceinline__ float row_factor(float m, float sum) { return 1.0f / sum; }\n\
+           __device__ __forceinline__ float finish(float v, float m, float factor) { return expf(v - m) * factor; }",
+    cpu: cpu::softmax_row,
+};
+
+/// One launch of a row-statistics op over the rows of a contiguous `[rows, cols]` input.
+pub(crate) struct RowStats<'a> {
+    pub x: Operand<'a>,
+    pub out: Operand<'a>,
+    pub rows: usize,
+    pub cols: usize,
+    pub epilogue: &'static Epilogue,
+}
+
+impl Launch for RowStats<'_> {
+    fn cost(&self) -> OpCost {
+        OpCost::simple(self.epilogue.name, &[&self.x, &self.out], 4 * self.x.layout.numel() as u64)
+    }
+
+    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+        vec![self.x.buf, self.out.buf]
+    }
+
+    fn cpu(&self) -> Result<()> {
+        cpu::rows(self)
+    }
+
+    #[cfg(feature = "webgpu")]
+    fn webgpu(&self, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
+        webgpu::rows(self, q, dev, cx)
+    }
+
+    #[cfg(cuda_backend)]
+    fn cuda(&self, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+        cuda::rows(self, q, dev)
+    }
+}
+
+/// `epilogue` over the rows of the last axis of `x` (f32, f16 and bf16 lifted to f32).
+pub(crate) fn row_stats(queue: &Queue, x: &Tensor, epilogue: &'static Epilogue) -> Result<Tensor> {
+    let op = epilogue.name;
+    let lift = Lift::of(op, &[x])?;
+    let x = lift.up(queue, x)?;
+    check_f32(queue, op, &x)?;
+    let Some(&cols) = x.shape().last() else {
+        return Err(Error::shape(op, "got a rank-0 tensor: expected at least one dimension"));
+    };
+    let x = x.contiguous_on(queue)?;
+    let out = Tensor::uninit(queue, x.shape(), DType::F32)?;
+    if out.numel() > 0 {
+        let rows = x.numel() / cols;
+        launch(queue, &RowStats { x: x.operand(), out: out.operand(), rows, cols, epilogue }, None)?;
+    }
+    lift.down(queue, out)
+}
+
+/// `exp(x - max) / sum(exp(x - max))` along the last axis of `x`.
+pub fn softmax(queue: &Queue, x: &Tensor) -> Result<Tensor> {
+    row_stats(queue, x, &SOFTMAX)
+}
+
+/// Every WGSL specialisation of the row-statistics kernels with `epilogue` (the naga check).
+#[cfg(all(test, feature = "webgpu"))]
+pub(crate) fn wgsl_builtins_with(epilogue: &'static Epilogue) -> Vec<crate::backend::webgpu::Builtin> {
+    webgpu::builtins(epilogue)
+}
+
+/// Every CUDA specialisation of the row-statistics kernels with `epilogue` (the NVRTC check).
+#[cfg(all(test, cuda_backend))]
+pub(crate) fn cuda_builtins_with(epilogue: &'static Epilogue) -> Vec<crate::backend::cuda::Builtin> {
+    cuda::builtins(epilogue)
+}
+
+/// Softmax's WGSL specialisations.
+#[cfg(all(test, feature = "webgpu"))]
+pub(crate) fn wgsl_builtins() -> Vec<crate::backend::webgpu::Builtin> {
+    webgpu::builtins(&SOFTMAX)
+}
+
+/// Softmax's CUDA specialisations.
+#[cfg(all(test, cuda_backend))]
+pub(crate) fn cuda_builtins() -> Vec<crate::backend::cuda::Builtin> {
+    cuda::builtins(&SOFTMAX)
+}
+
+/// Reference softmax of one row in f64.
+pub fn reference_row(row: &[f64]) -> Vec<f64> {
+    let max = row.iter().copied().fold(f64::NEG_INFINITY, |m, v| if v.is_nan() || m.is_nan() { f64::NAN } else { m.max(v) });
+    let exps: Vec<f64> = row.iter().map(|v| (v - max).exp()).collect();
+    let sum: f64 = exps.iter().sum();
+    exps.iter().map(|e| e / sum).collect()
+}

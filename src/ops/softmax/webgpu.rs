@@ -1,0 +1,31 @@
+//! The row-statistics ops on wgpu: softmax.wgsl with the op's epilogue prepended.
+
+use super::RowStats;
+#[cfg(test)]
+use super::Epilogue;
+use crate::backend::webgpu::ops::{check_binding, row_passes, u32_of, RowPasses};
+#[cfg(test)]
+use crate::backend::webgpu::Builtin;
+use crate::backend::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
+use crate::backend::OpContext;
+use crate::Result;
+
+/// The row kernels, which call the epilogue's `row_factor` and `finish`.
+static SOURCE: WgslSource = WgslSource { name: "softmax.wgsl", text: include_str!("softmax.wgsl"), activation: false };
+
+/// The row passes of `op` (see [`row_passes`]).
+pub(super) fn rows(op: &RowStats<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
+    let (x, out) = (op.x, op.out);
+    check_binding(dev, &x)?;
+    check_binding(dev, &out)?;
+    let params = vec![u32_of("rows", op.rows)?, u32_of("columns", op.cols)?, u32_of("offset", x.layout.offset)?, u32_of("offset", out.layout.offset)?];
+    let passes = RowPasses { source: &SOURCE, entry: "softmax_main", serial_entry: Some("softmax_serial_main"), constants: vec![], prelude: vec![op.epilogue.wgsl], stats: (3, 2) };
+    row_passes(q, dev, cx, passes, [op.rows, op.cols], params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))])
+}
+
+/// Every specialisation with `epilogue`.
+#[cfg(test)]
+pub(super) fn builtins(epilogue: &'static Epilogue) -> Vec<Builtin> {
+    let builtin = |entry, pass| Builtin { source: &SOURCE, entry, constants: vec![("PASS", pass)], prelude: vec![epilogue.wgsl] };
+    ["softmax_main", "softmax_serial_main"].into_iter().flat_map(|e| (0..3).map(move |pass| builtin(e, pass))).collect()
+}
