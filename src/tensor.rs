@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::buffer::BufferInner;
 use crate::device::Init;
 use crate::base::layout::{checked_numel, Layout};
-use crate::ops::{self, BinaryOp, OpCall, Operand, ReduceOp, UnaryOp};
+use crate::ops::{self, BinaryOp, Operand, ReduceOp, UnaryOp};
 use crate::{Buffer, DType, Device, Element, Error, Queue, Result};
 
 /// A strided view of device memory with a runtime dtype.
@@ -221,15 +221,7 @@ impl Tensor {
             return Ok(self.clone());
         }
         let out = Tensor::uninit(queue, self.shape(), self.dtype)?;
-        if out.numel() > 0 {
-            let call = if self.dtype.size() == 4 {
-                OpCall::Copy { x: self.operand(), out: out.operand() }
-            } else {
-                // 16-bit elements are packed two to a word: the cast kernels handle that.
-                OpCall::Cast { x: self.operand(), from: self.dtype, to: self.dtype, out: out.operand() }
-            };
-            crate::ops::launch(queue, &call, None)?;
-        }
+        crate::ops::copy::copy_into(queue, self, &out)?;
         Ok(out)
     }
 

@@ -101,10 +101,6 @@ pub(crate) fn matmul_variants(kind: BackendKind) -> Vec<&'static str> {
     }
 }
 
-/// Every reduction variant of every backend; a device runs those of
-/// [`BackendDevice::reduce_variants`].
-pub(crate) const REDUCE_VARIANTS: &[&str] = &["subgroup", "tree", "serial", "cpu", "kernel"];
-
 /// What an op's backend code may ask of the layers above it, built by the queue for each
 /// op: the device's options, and device memory for temporaries (written before it is read).
 pub(crate) struct OpContext<'a> {
@@ -175,29 +171,6 @@ impl BackendDevice {
             #[cfg(feature = "webgpu")]
             BackendDevice::WebGpu(d) => d.device.features().contains(wgpu::Features::SHADER_F16),
             _ => false,
-        }
-    }
-
-    /// Names of the reduction variants of this device.
-    pub fn reduce_variants(&self) -> Vec<&'static str> {
-        match self {
-            BackendDevice::Cpu(_) => vec!["cpu"],
-            #[cfg(feature = "webgpu")]
-            BackendDevice::WebGpu(d) => webgpu::ops::reduce_variants(d),
-            #[cfg(cuda_backend)]
-            BackendDevice::Cuda(_) => vec!["kernel"],
-        }
-    }
-
-    /// The reduction variant this device runs unless told otherwise, and why.
-    pub fn default_reduce_variant(&self, options: &crate::DeviceOptions) -> (&'static str, String) {
-        let _ = options;
-        match self {
-            BackendDevice::Cpu(_) => ("cpu", "the only reduction of cpu".into()),
-            #[cfg(feature = "webgpu")]
-            BackendDevice::WebGpu(d) => webgpu::ops::default_reduce_variant(d, options),
-            #[cfg(cuda_backend)]
-            BackendDevice::Cuda(_) => ("kernel", "the only reduction of cuda".into()),
         }
     }
 

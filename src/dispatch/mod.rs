@@ -86,7 +86,7 @@ pub fn pattern_tensor(device: &Device, shape: &[usize]) -> Result<crate::Tensor>
 pub fn variant_names(op: &str) -> Vec<&'static str> {
     match op {
         "matmul" => [BackendKind::Cpu, BackendKind::WebGpu, BackendKind::Cuda].into_iter().flat_map(crate::backend::matmul_variants).collect(),
-        "reduce" => crate::backend::REDUCE_VARIANTS.to_vec(),
+        "reduce" => crate::ops::reduce::VARIANTS.to_vec(),
         _ => Vec::new(),
     }
 }
@@ -101,7 +101,7 @@ pub(crate) fn times_text(times: &std::collections::BTreeMap<String, f64>) -> Str
 pub(crate) fn variants(backend: &BackendDevice, kind: BackendKind, op: TunableOp) -> Vec<&'static str> {
     match op {
         TunableOp::Matmul => crate::backend::matmul_variants(kind),
-        TunableOp::Reduce => backend.reduce_variants(),
+        TunableOp::Reduce => crate::ops::reduce::variants(backend),
     }
 }
 
@@ -110,7 +110,7 @@ pub(crate) fn default_variant(device: &Device, problem: Problem) -> (&'static st
     let backend = &device.shared.backend;
     match problem {
         Problem::Matmul { m, n, .. } => backend.default_matmul_variant(&device.shared.options, m, n),
-        Problem::Reduce { .. } => backend.default_reduce_variant(&device.shared.options),
+        Problem::Reduce { .. } => crate::ops::reduce::default_variant(backend, &device.shared.options),
     }
 }
 

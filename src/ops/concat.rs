@@ -1,7 +1,7 @@
 //! Concatenation along one axis, for any dtype: each input is copied into its slice of the
 //! output (a strided view when the axis is not the first).
 
-use super::{launch, Lift, OpCall};
+use super::Lift;
 use crate::{Error, Queue, Result, Tensor};
 
 /// Join `tensors` along `axis`. They must share dtype, device and rank, and agree on every
@@ -45,7 +45,7 @@ fn concat_words(queue: &Queue, tensors: &[&Tensor], axis: usize) -> Result<Tenso
         let len = t.shape()[axis];
         let part = out.slice(axis, start..start + len)?;
         if part.numel() > 0 {
-            launch(queue, &OpCall::Copy { x: t.operand(), out: part.operand() }, None)?;
+            super::copy::copy_into(queue, t, &part)?;
         }
         start += len;
     }

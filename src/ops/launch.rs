@@ -31,6 +31,30 @@ pub(crate) trait Launch {
     fn cuda(&self, q: &CudaQueue, dev: &CudaDevice, cx: &OpContext<'_>) -> Result<()>;
 }
 
+/// The backend methods of a [`Launch`] impl that hand the op to its folder's `cpu`, `webgpu`
+/// and `cuda` modules: `backends!(name)` calls `cpu::name(self)`,
+/// `webgpu::name(self, q, dev, cx)` and `cuda::name(self, q, dev, cx)`, so a missing
+/// backend function is a compile error. An op without a kernel on some backend writes that
+/// method itself, returning `Error::Unsupported`.
+macro_rules! backends {
+    ($f:ident) => {
+        fn cpu(&self) -> $crate::Result<()> {
+            cpu::$f(self)
+        }
+
+        #[cfg(feature = "webgpu")]
+        fn webgpu(&self, q: &$crate::backend::webgpu::GpuQueue, dev: &$crate::backend::webgpu::GpuDevice, cx: &$crate::backend::OpContext<'_>) -> $crate::Result<()> {
+            webgpu::$f(self, q, dev, cx)
+        }
+
+        #[cfg(cuda_backend)]
+        fn cuda(&self, q: &$crate::backend::cuda::CudaQueue, dev: &$crate::backend::cuda::CudaDevice, cx: &$crate::backend::OpContext<'_>) -> $crate::Result<()> {
+            cuda::$f(self, q, dev, cx)
+        }
+    };
+}
+pub(crate) use backends;
+
 /// Record `op` on `queue`: ordered after other queues' use of its memory and, while a profiler
 /// records, timed with its cost and the dispatcher's `decision` (which variant, and why).
 pub(crate) fn launch(queue: &Queue, op: &impl Launch, decision: Option<&Decision>) -> Result<()> {

@@ -2,16 +2,10 @@
 //! scalar math that the CPU backend runs and the tests use (in f64) as the reference.
 //! Backends receive an [`OpCall`]: a validated request with every layout worked out.
 
-pub mod attention;
 pub mod concat;
 mod cost;
 mod launch;
-pub mod conv;
-pub mod elementwise;
-pub mod indexing;
 pub mod matmul;
-pub mod norm;
-pub mod reduce;
 
 use std::sync::Arc;
 
@@ -45,8 +39,8 @@ macro_rules! registry {
     };
 }
 
-registry!(softmax, log_softmax);
-pub(crate) use launch::{launch, Launch};
+registry!(attention, conv, copy, elementwise, indexing, norm, reduce, softmax, log_softmax);
+pub(crate) use launch::{backends, launch, Launch};
 
 /// A tensor operand as a backend sees it: memory plus a strided layout (in elements).
 #[derive(Clone, Copy)]
@@ -58,49 +52,6 @@ pub(crate) struct Operand<'a> {
 /// A validated op launch. Outputs are always contiguous and freshly allocated.
 #[derive(Clone, Copy)]
 pub(crate) enum OpCall<'a> {
-    /// `out = op(x)`; `x` is strided with the output's shape. `dtype` is the storage dtype of
-    /// `x` and `out`: f32, or f16 where the backend has native f16 storage
-    /// ([`BackendDevice::native_f16`](crate::backend::BackendDevice::native_f16)).
-    Unary { op: UnaryOp, x: Operand<'a>, out: Operand<'a>, dtype: DType },
-    /// `out = act(op(a, b))`; `a` and `b` are already broadcast (stride 0) to the output shape.
-    Binary { op: BinaryOp, act: Option<UnaryOp>, a: Operand<'a>, b: Operand<'a>, out: Operand<'a>, dtype: DType },
-    /// Copy any 4-byte dtype from a strided view into a view of the same shape (contiguous,
-    /// or a non-overlapping strided view such as a slice of a larger tensor).
-    Copy { x: Operand<'a>, out: Operand<'a> },
-    /// Convert each element of `x` (strided, with the output's shape) from `from` to `to`,
-    /// as [`indexing::cast_bits`] does.
-    Cast { x: Operand<'a>, from: DType, to: DType, out: Operand<'a> },
-    /// `out = cond != 0 ? a : b`; all three strided views broadcast to the output's shape.
-    Where { cond: Operand<'a>, cond_dtype: DType, a: Operand<'a>, b: Operand<'a>, out: Operand<'a> },
-    /// `out[o, j, i] = x[o, indices[j], i]` for contiguous `x: [outer, len, inner]` and
-    /// `indices: [count]` (i32 when `signed`, else u32); an index outside `0..len` writes `fill`.
-    Gather { x: Operand<'a>, indices: Operand<'a>, signed: bool, outer: usize, len: usize, inner: usize, count: usize, fill: u32, out: Operand<'a> },
-    /// `out[o, j, i] = sum over t <= j of x[o, t, i]` for a contiguous `[outer, len, inner]` input.
-    Cumsum { x: Operand<'a>, outer: usize, len: usize, inner: usize, out: Operand<'a> },
-    /// Reduce the middle axis of a contiguous `[outer, len, inner]` input to `[outer, inner]`.
-    /// `variant` names a reduction variant of the backend (`None`: its default).
-    Reduce { op: ReduceOp, x: Operand<'a>, outer: usize, len: usize, inner: usize, out: Operand<'a>, variant: Option<&'static str> },
-    /// Layer / RMS normalisation of the rows of a contiguous `[rows, cols]` input, then
-    /// `* weight + bias` (contiguous `[cols]`, each optional) and an optional activation.
-    Norm {
-        kind: norm::NormKind,
-        x: Operand<'a>,
-        weight: Option<Operand<'a>>,
-        bias: Option<Operand<'a>>,
-        rows: usize,
-        cols: usize,
-        eps: f32,
-        act: Option<UnaryOp>,
-        out: Operand<'a>,
-    },
-    /// Scaled dot-product attention. `q`, `k`, `v` and `mask` (broadcast to
-    /// `[b, h, lq, lk]`) are strided rank-4 views; `out` is contiguous `[b, h, lq, dv]`;
-    /// `dims` is `[b, h, lq, lk, d, dv]`.
-    Attention { q: Operand<'a>, k: Operand<'a>, v: Operand<'a>, mask: Option<Operand<'a>>, out: Operand<'a>, dims: [usize; 6], scale: f32, causal: bool },
-    /// `out = act(conv2d(x, weight) + bias)`; `x`, `weight`, `bias` and `out` contiguous.
-    Conv2d { x: Operand<'a>, weight: Operand<'a>, bias: Option<Operand<'a>>, act: Option<UnaryOp>, out: Operand<'a>, geometry: conv::Conv2dGeometry },
-    /// Max or average pooling of a contiguous `x` into a contiguous `out`.
-    Pool2d { kind: conv::PoolKind, x: Operand<'a>, out: Operand<'a>, geometry: conv::Conv2dGeometry },
     /// `out[b] = act(a[b] @ b[b] + bias)`; `a` is `[batch.., m, k]`, `b` is `[batch.., k, n]`,
     /// both strided and broadcast to the output's batch shape; `bias` (optional) is contiguous
     /// `[n]`; `out` is contiguous `[batch.., m, n]`.
@@ -125,18 +76,6 @@ impl OpCall<'_> {
     /// Every memory block the launch reads or writes (for ordering across queues).
     pub(crate) fn buffers(&self) -> Vec<&Arc<BufferInner>> {
         let operands: Vec<Option<&Operand<'_>>> = match self {
-            OpCall::Unary { x, out, .. }
-            | OpCall::Copy { x, out }
-            | OpCall::Cast { x, out, .. }
-            | OpCall::Cumsum { x, out, .. }
-            | OpCall::Reduce { x, out, .. }
-            | OpCall::Pool2d { x, out, .. } => vec![Some(x), Some(out)],
-            OpCall::Binary { a, b, out, .. } => vec![Some(a), Some(b), Some(out)],
-            OpCall::Where { cond, a, b, out, .. } => vec![Some(cond), Some(a), Some(b), Some(out)],
-            OpCall::Gather { x, indices, out, .. } => vec![Some(x), Some(indices), Some(out)],
-            OpCall::Norm { x, weight, bias, out, .. } => vec![Some(x), weight.as_ref(), bias.as_ref(), Some(out)],
-            OpCall::Attention { q, k, v, mask, out, .. } => vec![Some(q), Some(k), Some(v), mask.as_ref(), Some(out)],
-            OpCall::Conv2d { x, weight, bias, out, .. } => vec![Some(x), Some(weight), bias.as_ref(), Some(out)],
             OpCall::Matmul { a, b, bias, out, .. } => vec![Some(a), Some(b), bias.as_ref(), Some(out)],
         };
         operands.into_iter().flatten().map(|o| o.buf).collect()

@@ -45,14 +45,6 @@ impl std::hash::Hash for CudaSource {
     }
 }
 
-pub(crate) static ELEMENTWISE: CudaSource = CudaSource { name: "elementwise.cu", text: include_str!("../../../kernels/elementwise.cu"), activation: true };
-pub(crate) static COPY: CudaSource = CudaSource { name: "copy.cu", text: include_str!("../../../kernels/copy.cu"), activation: false };
-pub(crate) static REDUCE: CudaSource = CudaSource { name: "reduce.cu", text: include_str!("../../../kernels/reduce.cu"), activation: false };
-pub(crate) static NORM: CudaSource = CudaSource { name: "norm.cu", text: include_str!("../../../kernels/norm.cu"), activation: true };
-pub(crate) static INDEXING: CudaSource = CudaSource { name: "indexing.cu", text: include_str!("../../../kernels/indexing.cu"), activation: false };
-pub(crate) static SCAN: CudaSource = CudaSource { name: "scan.cu", text: include_str!("../../../kernels/scan.cu"), activation: false };
-pub(crate) static ATTENTION: CudaSource = CudaSource { name: "attention.cu", text: include_str!("../../../kernels/attention.cu"), activation: false };
-pub(crate) static CONV: CudaSource = CudaSource { name: "conv.cu", text: include_str!("../../../kernels/conv.cu"), activation: true };
 pub(crate) static MATMUL: CudaSource = CudaSource { name: "matmul.cu", text: include_str!("../../../kernels/matmul.cu"), activation: true };
 
 /// One specialised built-in kernel: file, entry point and `-D` definitions.
@@ -250,52 +242,15 @@ pub(crate) fn first_error(log: &str) -> Option<(u32, String)> {
 /// Every specialisation the backend asks for, to compile-check them all.
 #[cfg(test)]
 pub(crate) fn every_builtin() -> Vec<Builtin> {
-    use crate::ops::{BinaryOp, ReduceOp, UnaryOp};
     let b = |source, entry, defines: &[(&'static str, String)]| Builtin { source, entry, defines: defines.to_vec(), prelude: "" };
     let mut all = Vec::new();
     let flag = |name: &'static str, on: bool| (name, u32::from(on).to_string());
     for idx in ["unsigned int", "unsigned long long"] {
         let idx = ("IDX", idx.to_string());
-        for op in UnaryOp::ALL {
-            for mode in 0..3 {
-                all.push(b(&ELEMENTWISE, "unary_main", &[("OP", op.code().to_string()), ("A_MODE", mode.to_string()), idx.clone()]));
-            }
-        }
-        for op in BinaryOp::ALL {
-            for (act, a_mode, b_mode) in [("0", "1", "1"), ("14", "0", "2"), ("11", "2", "0")] {
-                let defines = [("OP", op.code().to_string()), ("ACT", act.into()), ("A_MODE", a_mode.into()), ("B_MODE", b_mode.into()), idx.clone()];
-                all.push(b(&ELEMENTWISE, "binary_main", &defines));
-            }
-        }
-        for contiguous in [false, true] {
-            all.push(b(&COPY, "copy_main", &[flag("OUT_CONTIGUOUS", contiguous), idx.clone()]));
-        }
-        for op in ReduceOp::ALL {
-            for first in [false, true] {
-                all.push(b(&REDUCE, "reduce_rows", &[("OP", op.code().to_string()), flag("FIRST", first), idx.clone()]));
-            }
-            all.push(b(&REDUCE, "reduce_cols", &[("OP", op.code().to_string()), idx.clone()]));
-        }
-        for from in 0..5 {
-            for to in 0..5 {
-                all.push(b(&INDEXING, "cast_main", &[("FROM", from.to_string()), ("TO", to.to_string()), idx.clone()]));
-            }
-        }
         for on in [false, true] {
-            all.push(b(&INDEXING, "where_main", &[flag("COND_F32", on), idx.clone()]));
-            all.push(b(&INDEXING, "gather_main", &[flag("SIGNED", on), idx.clone()]));
-            all.push(b(&ATTENTION, "attention_main", &[flag("HAS_MASK", on), idx.clone()]));
             let act = ("ACT", if on { "12" } else { "0" }.to_string());
-            for kind in 0..2 {
-                all.push(b(&NORM, "norm_main", &[("KIND", kind.to_string()), act.clone(), flag("HAS_WEIGHT", on), flag("HAS_BIAS", on), idx.clone()]));
-            }
             all.push(b(&MATMUL, "matmul_main", &[flag("HAS_BIAS", on), act.clone(), idx.clone()]));
             all.push(b(&MATMUL, "bias_act_main", &[flag("HAS_BIAS", on), ("ACT", "11".into()), idx.clone()]));
-            all.push(b(&CONV, "conv2d_main", &[flag("HAS_BIAS", on), act, idx.clone()]));
-        }
-        all.push(b(&SCAN, "cumsum_main", std::slice::from_ref(&idx)));
-        for pool in 0..2 {
-            all.push(b(&CONV, "pool2d_main", &[("POOL", pool.to_string()), idx.clone()]));
         }
     }
     all.extend(crate::ops::cuda_builtins());
@@ -345,9 +300,9 @@ mod tests {
         // No NVRTC builds cubins for compute capability 99.9: PTX for the newest it knows.
         let fallback = target_arch([99, 9]);
         assert!(fallback.starts_with("compute_"), "{fallback}");
-        let k = Builtin { source: &COPY, entry: "copy_main", defines: vec![], prelude: "" };
+        let k = crate::ops::cuda_builtins().remove(0);
         let ptx = compile(&k.source(), k.name(), &k.options(&fallback)).unwrap();
-        assert!(String::from_utf8_lossy(&ptx).contains(".entry copy_main"), "PTX text");
+        assert!(String::from_utf8_lossy(&ptx).contains(&format!(".entry {}", k.entry)), "PTX text");
         assert_eq!(ptx.last(), Some(&0), "NUL-terminated");
     }
 
@@ -358,7 +313,7 @@ mod tests {
         }
         let dir = std::env::temp_dir().join(format!("unicompute-cuda-cache-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let k = Builtin { source: &COPY, entry: "copy_main", defines: vec![], prelude: "" };
+        let k = crate::ops::cuda_builtins().remove(0);
         let (source, options) = (k.source(), k.options("sm_80"));
         let hits = DISK_HITS.load(Ordering::Relaxed);
         let first = cubin(&source, k.name(), &options, Some(&dir)).unwrap();

@@ -16,7 +16,7 @@ use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaStream, DriverE
 use cudarc::nvrtc::Ptx;
 
 pub(crate) use memory::DeviceMemory;
-pub(crate) use queue::{CudaFence, CudaQueue};
+pub(crate) use queue::{address, device_memory, CudaFence, CudaQueue};
 
 pub(crate) use compile::{Builtin, CudaSource};
 use compile::CompileFailure;

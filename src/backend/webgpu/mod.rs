@@ -1,15 +1,13 @@
 //! The wgpu backend: WebGPU in browsers; Vulkan, Metal, DX12 and GL natively.
 
 pub(crate) mod ops;
-mod pipelines;
+pub(crate) mod pipelines;
 mod queue;
-mod split;
+pub(crate) mod split;
 
 use std::sync::{Arc, Mutex};
 
-#[cfg(test)]
-pub(crate) use pipelines::Builtin;
-pub(crate) use pipelines::WgslSource;
+pub(crate) use pipelines::{Builtin, WgslSource};
 pub(crate) use queue::{Bind, GpuFence, GpuQueue};
 
 use crate::buffer::BufferInner;
@@ -147,7 +145,7 @@ pub(crate) struct GpuDevice {
     /// A GPU API implemented on the CPU (SwiftShader, llvmpipe; `isFallbackAdapter` in
     /// browsers): invocations run in SIMD lanes of CPU threads and every workgroup barrier
     /// switches coroutines, so the row kernels take barrier-free variants (see
-    /// `ops::reduce_variants`).
+    /// `ops::reduce::variants`).
     pub software: bool,
     pipelines: pipelines::PipelineCache,
     /// First validation / out-of-memory error since the last check.

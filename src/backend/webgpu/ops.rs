@@ -3,27 +3,22 @@
 
 use std::sync::Arc;
 
-use super::pipelines::{self as shaders, Builtin, WgslSource, MATMUL_LOADS_SCALAR, MATMUL_LOADS_VEC4, REDUCE_WITH_SUBGROUPS, REDUCE_WITH_TREE, STORE_F16, STORE_F32};
+use super::pipelines::{self as shaders, Builtin, WgslSource, MATMUL_LOADS_SCALAR, MATMUL_LOADS_VEC4, STORE_F16, STORE_F32};
 use super::queue::{Bind, GpuQueue};
 use super::split;
 use super::GpuDevice;
 use crate::backend::OpContext;
 use crate::buffer::BufferInner;
 use crate::base::layout::{Layout, MAX_RANK};
-use crate::ops::{BinaryOp, Conv2dGeometry, NormKind, OpCall, Operand, ReduceOp, UnaryOp};
+use crate::ops::{OpCall, Operand, UnaryOp};
 use crate::{DType, Error, Result};
-
-/// Elements each reduction workgroup combines per pass (256 threads x 4).
-const REDUCE_CHUNK: usize = 1024;
-/// Elements each invocation of the `serial` reduction combines per pass.
-const REDUCE_SERIAL_CHUNK: usize = 32;
 
 pub(crate) fn builtin(source: &'static WgslSource, entry: &'static str, constants: Vec<(&'static str, u32)>) -> Builtin {
     Builtin { source, entry, constants, prelude: Vec::new() }
 }
 
 /// The storage-dtype declarations of elementwise.wgsl / matmul.wgsl for `dtype`.
-fn store(dev: &GpuDevice, dtype: DType) -> Result<&'static str> {
+pub(crate) fn store(dev: &GpuDevice, dtype: DType) -> Result<&'static str> {
     match dtype {
         DType::F32 => Ok(STORE_F32),
         DType::F16 if dev.device.features().contains(wgpu::Features::SHADER_F16) => Ok(STORE_F16),
@@ -80,36 +75,10 @@ fn matmul_variant(dev: &GpuDevice, cx: &OpContext<'_>, name: Option<&str>, m: us
     })
 }
 
-/// The reduction variants of this device: the workgroup `tree`, `subgroup` (subgroup
-/// operations combine each workgroup's values) where the adapter has subgroups, and `serial`
-/// (each invocation reduces a chunk alone: no workgroup memory, no barriers).
-pub(crate) fn reduce_variants(dev: &GpuDevice) -> Vec<&'static str> {
-    if dev.device.features().contains(wgpu::Features::SUBGROUP) {
-        vec!["subgroup", "tree", "serial"]
-    } else {
-        vec!["tree", "serial"]
-    }
-}
-
 /// Whether the device runs the software adapters' kernel variants (see
 /// [`crate::DeviceOptions::software_kernels`]).
-fn software_kernels(dev: &GpuDevice, cx: &OpContext<'_>) -> bool {
+pub(crate) fn software_kernels(dev: &GpuDevice, cx: &OpContext<'_>) -> bool {
     dev.software && cx.options.software_kernels
-}
-
-/// The reduction variant this device runs unless told otherwise, and why: `serial` on
-/// software adapters, else `subgroup` where the adapter has subgroups and `use_subgroups` is
-/// on, else `tree`.
-pub(crate) fn default_reduce_variant(dev: &GpuDevice, options: &crate::DeviceOptions) -> (&'static str, String) {
-    if dev.software && options.software_kernels {
-        return ("serial", "the default on software adapters, which run each workgroup's SIMD groups as coroutines on a CPU thread, switching at every barrier (DeviceOptions::software_kernels)".into());
-    }
-    let use_subgroups = options.use_subgroups;
-    if use_subgroups && reduce_variants(dev).contains(&"subgroup") {
-        ("subgroup", "the default (DeviceOptions::use_subgroups is true)".into())
-    } else {
-        ("tree", format!("the default (DeviceOptions::use_subgroups is {use_subgroups}{})", if use_subgroups { ", but the adapter has no subgroups" } else { "" }))
-    }
 }
 
 /// Workgroup grid for `groups` workgroups of a 1-D problem: a 2-D grid past the per-dimension
@@ -145,7 +114,7 @@ pub(crate) fn check_binding(dev: &GpuDevice, o: &Operand<'_>) -> Result<()> {
 }
 
 /// `[offset, strides padded to MAX_RANK]` of a view.
-fn view_words(l: &Layout) -> Result<Vec<u32>> {
+pub(crate) fn view_words(l: &Layout) -> Result<Vec<u32>> {
     let mut w = vec![u32_of("tensor offset", l.offset)?];
     for d in 0..MAX_RANK {
         w.push(u32_of("tensor stride", l.strides.get(d).copied().unwrap_or(0))?);
@@ -154,7 +123,7 @@ fn view_words(l: &Layout) -> Result<Vec<u32>> {
 }
 
 /// Parameters of elementwise.wgsl / copy.wgsl: n, rank, output offset, shape, input views.
-fn elementwise_params(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> Result<Vec<u32>> {
+pub(crate) fn elementwise_params(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> Result<Vec<u32>> {
     let l = out.layout;
     let mut p = vec![u32_of("element count", l.numel())?, l.shape.len() as u32, u32_of("output offset", l.offset)?];
     for d in 0..MAX_RANK {
@@ -166,273 +135,10 @@ fn elementwise_params(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> Result<Vec<
     Ok(p)
 }
 
-/// Whether an elementwise launch can take four elements per invocation (the vec4 entry
-/// points of elementwise.wgsl): the element count, the output offset and every operand
-/// offset multiples of 4, the output contiguous, each operand contiguous or a repeated block
-/// whose period is a multiple of 4.
-fn vec4_elementwise(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> bool {
-    use crate::base::layout::Access;
-    let whole = |o: &Operand<'_>| o.layout.offset % 4 == 0;
-    out.layout.numel() % 4 == 0
-        && out.layout.is_contiguous()
-        && whole(out)
-        && inputs.iter().all(|x| {
-            whole(x)
-                && match x.layout.access() {
-                    Access::Contiguous => true,
-                    Access::Repeated { period } => period % 4 == 0,
-                    Access::Strided => false,
-                }
-        })
-}
-
 pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, call: OpCall<'_>) -> Result<()> {
     match call {
-        OpCall::Unary { op, x, out, dtype } => unary(q, dev, op, x, out, dtype),
-        OpCall::Binary { op, act, a, b, out, dtype } => binary(q, dev, op, act, [a, b, out], dtype),
-        OpCall::Copy { x, out } => {
-            check_binding(dev, &x)?;
-            check_binding(dev, &out)?;
-            let contiguous = out.layout.is_contiguous();
-            let pipeline = dev.builtin(builtin(&shaders::COPY, "copy_main", vec![("OUT_CONTIGUOUS", u32::from(contiguous))]));
-            let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
-            let mut params = elementwise_params(&out, &[&x])?;
-            params.extend(view_words(out.layout)?);
-            q.dispatch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))], grid)
-        }
-        OpCall::Cast { x, from, to, out } => cast(q, dev, x, (from, to), out),
-        OpCall::Where { cond, cond_dtype, a, b, out } => {
-            for o in [&cond, &a, &b, &out] {
-                check_binding(dev, o)?;
-            }
-            let constants = vec![("COND_F32", u32::from(cond_dtype == crate::DType::F32))];
-            let pipeline = dev.builtin(builtin(&shaders::INDEXING, "where_main", constants));
-            let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
-            let binds = [(1, Bind::Mem(cond.buf)), (2, Bind::Mem(a.buf)), (3, Bind::Mem(b.buf)), (4, Bind::Mem(out.buf))];
-            q.dispatch(dev, pipeline, &elementwise_params(&out, &[&cond, &a, &b])?, &binds, grid)
-        }
-        OpCall::Gather { x, indices, signed, outer, len, inner, count, fill, out } => gather(q, dev, [x, indices, out], signed, [outer, len, inner, count], fill),
-        OpCall::Cumsum { x, outer, len, inner, out } => {
-            check_binding(dev, &x)?;
-            check_binding(dev, &out)?;
-            let params = vec![u32_of("outer", outer)?, u32_of("length", len)?, u32_of("inner", inner)?, u32_of("offset", x.layout.offset)?, u32_of("offset", out.layout.offset)?];
-            let kernel = RowPasses { source: &shaders::SCAN, entry: "cumsum_main", serial_entry: None, constants: vec![], prelude: vec![], stats: (3, 1) };
-            row_passes(q, dev, cx, kernel, [outer * inner, len], params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))])
-        }
-        OpCall::Reduce { op, x, outer, len, inner, out, variant } => reduce(q, dev, cx, op, x, [outer, len, inner], out, variant),
-        OpCall::Norm { kind, x, weight, bias, rows, cols, eps, act, out } => norm(q, dev, cx, kind, [x, out], [weight, bias], [rows, cols], (eps, act)),
-        OpCall::Conv2d { x, weight, bias, act, out, geometry } => conv2d(q, dev, [x, weight, out], bias, act, geometry),
-        OpCall::Pool2d { kind, x, out, geometry } => {
-            check_binding(dev, &x)?;
-            check_binding(dev, &out)?;
-            let pipeline = dev.builtin(builtin(&shaders::CONV, "pool2d_main", vec![("POOL", kind as u32)]));
-            let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
-            let params = conv_params(&geometry, [x.layout.offset, 0, 0, out.layout.offset])?;
-            let taps = split::conv_taps(dev.max_loop_iterations, 1, geometry.kh, geometry.kw);
-            conv_dispatches(q, dev, pipeline, params, &taps, &[(1, Bind::Mem(x.buf)), (4, Bind::Mem(out.buf))], grid)
-        }
-        OpCall::Attention { q: query, k: key, v: value, mask, out, dims, scale, causal } => attention(q, dev, cx, [query, key, value, out], mask, dims, (scale, causal)),
         OpCall::Matmul { a, b, bias, act, out, m, n, k, variant, dtype } => matmul(q, dev, cx, [a, b, out], bias, act, [m, n, k], (variant, dtype)),
     }
-}
-
-/// `out = op(x)`: unary_main, or unary_vec4_main over whole vec4s.
-fn unary(q: &GpuQueue, dev: &GpuDevice, op: UnaryOp, x: Operand<'_>, out: Operand<'_>, dtype: DType) -> Result<()> {
-    check_binding(dev, &x)?;
-    check_binding(dev, &out)?;
-    let access = x.layout.access();
-    let constants = vec![("OP", op.code()), ("A_MODE", access.code())];
-    let (entry, per) = if vec4_elementwise(&out, &[&x]) { ("unary_vec4_main", 4) } else { ("unary_main", 1) };
-    let pipeline = dev.builtin(Builtin { prelude: vec![store(dev, dtype)?], ..builtin(&shaders::ELEMENTWISE, entry, constants) });
-    let grid = grid_1d(dev, (out.layout.numel() / per).div_ceil(256) as u64)?;
-    let mut params = elementwise_params(&out, &[&x])?;
-    params.resize(29, 0);
-    params.extend([u32_of("period", access.period())?, 0]);
-    q.dispatch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (3, Bind::Mem(out.buf))], grid)
-}
-
-/// `out = act(op(a, b))` over broadcast operands: binary_main, or binary_vec4_main.
-#[allow(clippy::too_many_arguments)]
-fn binary(q: &GpuQueue, dev: &GpuDevice, op: BinaryOp, act: Option<UnaryOp>, [a, b, out]: [Operand<'_>; 3], dtype: DType) -> Result<()> {
-    for o in [&a, &b, &out] {
-        check_binding(dev, o)?;
-    }
-    let (a_access, b_access) = (a.layout.access(), b.layout.access());
-    let constants = vec![("OP", op.code()), ("ACT", act.map_or(0, |f| f.code())), ("A_MODE", a_access.code()), ("B_MODE", b_access.code())];
-    let (entry, per) = if vec4_elementwise(&out, &[&a, &b]) { ("binary_vec4_main", 4) } else { ("binary_main", 1) };
-    let pipeline = dev.builtin(Builtin { prelude: vec![store(dev, dtype)?], ..builtin(&shaders::ELEMENTWISE, entry, constants) });
-    let grid = grid_1d(dev, (out.layout.numel() / per).div_ceil(256) as u64)?;
-    let binds = [(1, Bind::Mem(a.buf)), (2, Bind::Mem(b.buf)), (3, Bind::Mem(out.buf))];
-    let mut params = elementwise_params(&out, &[&a, &b])?;
-    params.extend([u32_of("period", a_access.period())?, u32_of("period", b_access.period())?]);
-    q.dispatch(dev, pipeline, &params, &binds, grid)
-}
-
-/// `out = x` converted from `from` to `to`.
-fn cast(q: &GpuQueue, dev: &GpuDevice, x: Operand<'_>, (from, to): (DType, DType), out: Operand<'_>) -> Result<()> {
-    check_binding(dev, &x)?;
-    check_binding(dev, &out)?;
-    if to.size() == 2 && out.layout.offset % 2 != 0 {
-        return Err(Error::Device("internal: a 16-bit cast output starts inside a word".into()));
-    }
-    let pipeline = dev.builtin(builtin(&shaders::INDEXING, "cast_main", vec![("FROM", from.code()), ("TO", to.code())]));
-    // A 16-bit output is written a word (two elements) per invocation.
-    let grid = grid_1d(dev, out.layout.numel().div_ceil(4 / to.size()).div_ceil(256) as u64)?;
-    // Auto layouts hold only the bindings an entry point uses.
-    let binds = [(1, Bind::Mem(x.buf)), (4, Bind::Mem(out.buf))];
-    q.dispatch(dev, pipeline, &elementwise_params(&out, &[&x])?, &binds, grid)
-}
-
-/// Entries of `x` along an axis picked by `indices` (`fill` where out of range).
-#[allow(clippy::too_many_arguments)]
-fn gather(q: &GpuQueue, dev: &GpuDevice, [x, indices, out]: [Operand<'_>; 3], signed: bool, [outer, len, inner, count]: [usize; 4], fill: u32) -> Result<()> {
-    for o in [&x, &indices, &out] {
-        check_binding(dev, o)?;
-    }
-    let params = [
-        u32_of("outer", outer)?,
-        u32_of("length", len)?,
-        u32_of("inner", inner)?,
-        u32_of("count", count)?,
-        u32_of("offset", x.layout.offset)?,
-        u32_of("offset", indices.layout.offset)?,
-        u32_of("offset", out.layout.offset)?,
-        fill,
-    ];
-    let pipeline = dev.builtin(builtin(&shaders::INDEXING, "gather_main", vec![("SIGNED", u32::from(signed))]));
-    let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
-    let binds = [(1, Bind::Mem(x.buf)), (2, Bind::Mem(indices.buf)), (4, Bind::Mem(out.buf))];
-    q.dispatch(dev, pipeline, &params, &binds, grid)
-}
-
-/// Layer or RMS norm of each row, with optional scale, shift and activation.
-#[allow(clippy::too_many_arguments)]
-fn norm(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, kind: NormKind, [x, out]: [Operand<'_>; 2], [weight, bias]: [Option<Operand<'_>>; 2], [rows, cols]: [usize; 2], (eps, act): (f32, Option<UnaryOp>)) -> Result<()> {
-    check_binding(dev, &x)?;
-    check_binding(dev, &out)?;
-    let offset = |o: &Option<Operand<'_>>| o.as_ref().map_or(Ok(0), |o| u32_of("offset", o.layout.offset));
-    let params = vec![
-        u32_of("rows", rows)?,
-        u32_of("columns", cols)?,
-        u32_of("offset", x.layout.offset)?,
-        u32_of("offset", out.layout.offset)?,
-        offset(&weight)?,
-        offset(&bias)?,
-        eps.to_bits(),
-    ];
-    let constants = vec![
-        ("KIND", kind.code()),
-        ("HAS_WEIGHT", u32::from(weight.is_some())),
-        ("HAS_BIAS", u32::from(bias.is_some())),
-        ("ACT", act.map_or(0, |f| f.code())),
-    ];
-    let binds = [
-        (1, Bind::Mem(x.buf)),
-        (2, weight.as_ref().map_or(Bind::SpareRead, |w| Bind::Mem(w.buf))),
-        (3, bias.as_ref().map_or(Bind::SpareRead, |b| Bind::Mem(b.buf))),
-        (4, Bind::Mem(out.buf)),
-    ];
-    let kernel = RowPasses { source: &shaders::NORM, entry: "norm_main", serial_entry: Some("norm_serial_main"), constants, prelude: vec![], stats: (5, 3) };
-    row_passes(q, dev, cx, kernel, [rows, cols], params, &binds)
-}
-
-/// 2-D convolution (conv2d_main), with optional bias and activation.
-fn conv2d(q: &GpuQueue, dev: &GpuDevice, [x, weight, out]: [Operand<'_>; 3], bias: Option<Operand<'_>>, act: Option<UnaryOp>, geometry: Conv2dGeometry) -> Result<()> {
-    for o in [&x, &weight, &out] {
-        check_binding(dev, o)?;
-    }
-    let offsets = [x.layout.offset, weight.layout.offset, bias.as_ref().map_or(0, |b| b.layout.offset), out.layout.offset];
-    // Four output channels per invocation where each group's come in fours.
-    let ocb = if (geometry.o / geometry.groups) % 4 == 0 { 4 } else { 1 };
-    let constants = vec![("HAS_BIAS", u32::from(bias.is_some())), ("ACT", act.map_or(0, |f| f.code())), ("OCB", ocb as u32)];
-    let pipeline = dev.builtin(builtin(&shaders::CONV, "conv2d_main", constants));
-    let bias_bind = bias.as_ref().map_or(Bind::SpareRead, |b| Bind::Mem(b.buf));
-    let binds = [(1, Bind::Mem(x.buf)), (2, Bind::Mem(weight.buf)), (3, bias_bind), (4, Bind::Mem(out.buf))];
-    // Invocations: blocks of `ocb` channels by rows by blocks of four columns.
-    let invocations = geometry.n * (geometry.o / ocb) * geometry.oh * geometry.ow.div_ceil(4);
-    let grid = grid_1d(dev, invocations.div_ceil(256) as u64)?;
-    let taps = split::conv_taps(dev.max_loop_iterations, geometry.c / geometry.groups, geometry.kh, geometry.kw);
-    conv_dispatches(q, dev, pipeline, conv_params(&geometry, offsets)?, &taps, &binds, grid)
-}
-
-/// Fused attention (attention_main, or attention_serial_main on software adapters).
-#[allow(clippy::too_many_arguments)]
-fn attention(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, [query, key, value, out]: [Operand<'_>; 4], mask: Option<Operand<'_>>, [b, h, lq, lk, d, dv]: [usize; 6], (scale, causal): (f32, bool)) -> Result<()> {
-    for o in [&query, &key, &value, &out] {
-        check_binding(dev, o)?;
-    }
-    let mut params = vec![u32_of("batch x heads", b * h)?, u32_of("heads", h)?, u32_of("queries", lq)?, u32_of("keys", lk)?, d as u32, dv as u32, scale.to_bits(), u32::from(causal)];
-    for o in [Some(&query), Some(&key), Some(&value), mask.as_ref()] {
-        match o {
-            Some(o) => {
-                check_binding(dev, o)?;
-                params.push(u32_of("offset", o.layout.offset)?);
-                for &s in &o.layout.strides {
-                    params.push(u32_of("stride", s)?);
-                }
-            }
-            None => params.extend([0; 5]),
-        }
-    }
-    params.push(u32_of("offset", out.layout.offset)?);
-    let serial = software_kernels(dev, cx);
-    let entry = if serial { "attention_serial_main" } else { "attention_main" };
-    let pipeline = dev.builtin(builtin(&shaders::ATTENTION, entry, vec![("HAS_MASK", u32::from(mask.is_some()))]));
-    // The mask binding is in the layout even when HAS_MASK is off.
-    let mask_bind = mask.as_ref().map_or(Bind::SpareRead, |m| Bind::Mem(m.buf));
-    let binds = [(1, Bind::Mem(query.buf)), (2, Bind::Mem(key.buf)), (3, Bind::Mem(value.buf)), (4, mask_bind), (5, Bind::Mem(out.buf))];
-    attention_dispatches(q, dev, cx, (pipeline, serial), params, &binds, [b * h * lq, lk, d, dv])
-}
-
-/// Parameters of conv.wgsl up to the tap ranges.
-fn conv_params(g: &Conv2dGeometry, offsets: [usize; 4]) -> Result<Vec<u32>> {
-    let sizes = [g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow, g.stride[0], g.stride[1], g.padding[0], g.padding[1], g.dilation[0], g.dilation[1], g.groups];
-    sizes.iter().chain(&offsets).map(|&v| u32_of("convolution size or offset", v)).collect()
-}
-
-/// conv.wgsl launches over the tap boxes `taps` (see [`split::conv_taps`]), accumulating in
-/// the output: `params` up to the tap ranges, which this appends with the flags.
-fn conv_dispatches(q: &GpuQueue, dev: &GpuDevice, pipeline: wgpu::ComputePipeline, mut params: Vec<u32>, taps: &[[[usize; 2]; 3]], binds: &[(u32, Bind<'_>)], grid: [u32; 3]) -> Result<()> {
-    let at = params.len();
-    params.resize(at + 7, 0);
-    for (i, tap_box) in taps.iter().enumerate() {
-        for (d, range) in tap_box.iter().enumerate() {
-            params[at + 2 * d] = u32_of("kernel tap", range[0])?;
-            params[at + 2 * d + 1] = u32_of("kernel tap", range[1])?;
-        }
-        params[at + 6] = split::flags(i, taps.len());
-        q.dispatch(dev, pipeline.clone(), &params, binds, grid)?;
-    }
-    Ok(())
-}
-
-/// attention.wgsl launches over the key ranges of [`split::attention_keys`] (or, for the
-/// software adapters' `attention_serial_main`, one invocation per row, of
-/// [`split::attention_serial_keys`]), the running softmax state kept between them in a
-/// temporary: `params` up to the key range, which this appends with the flags.
-fn attention_dispatches(
-    q: &GpuQueue,
-    dev: &GpuDevice,
-    cx: &OpContext<'_>,
-    (pipeline, serial): (wgpu::ComputePipeline, bool),
-    mut params: Vec<u32>,
-    binds: &[(u32, Bind<'_>)],
-    [rows, lk, d, dv]: [usize; 4],
-) -> Result<()> {
-    let keys = if serial { split::attention_serial_keys(dev.max_loop_iterations, lk, d, dv) } else { split::attention_keys(dev.max_loop_iterations, lk, d) };
-    let state = if keys.len() > 1 { Some(split_temp(dev, cx, rows * (dv + 2))?) } else { None };
-    let mut binds = binds.to_vec();
-    binds.push((6, state.as_ref().map_or(Bind::SpareWrite, Bind::Mem)));
-    let grid = grid_1d(dev, if serial { rows.div_ceil(64) } else { rows } as u64)?;
-    let at = params.len();
-    params.resize(at + 3, 0);
-    for (i, range) in keys.iter().enumerate() {
-        params[at] = u32_of("key", range[0])?;
-        params[at + 1] = u32_of("key", range[1])?;
-        params[at + 2] = split::flags(i, keys.len());
-        q.dispatch(dev, pipeline.clone(), &params, &binds, grid)?;
-    }
-    Ok(())
 }
 
 /// A kernel that takes rows whole (`PASS` 0) or, where the device ends long loops early, in
@@ -482,83 +188,19 @@ pub(crate) fn row_passes(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, kern
 }
 
 /// Temporary device memory for intermediate results.
-fn temp(cx: &OpContext<'_>, elements: usize) -> Result<Arc<BufferInner>> {
+pub(crate) fn temp(cx: &OpContext<'_>, elements: usize) -> Result<Arc<BufferInner>> {
     (cx.temp)((elements * 4) as u64)
 }
 
 /// [`temp`] of f32 values that one storage binding must reach, for the work a device with a
 /// loop-iteration limit splits across launches: an error past the binding limit.
-fn split_temp(dev: &GpuDevice, cx: &OpContext<'_>, elements: usize) -> Result<Arc<BufferInner>> {
+pub(crate) fn split_temp(dev: &GpuDevice, cx: &OpContext<'_>, elements: usize) -> Result<Arc<BufferInner>> {
     let bytes = elements as u64 * 4;
     let max = dev.limits.max_storage_buffer_binding_size;
     if bytes > max {
         return Err(Error::Limit { what: "temporary of a launch split for the loop-iteration limit, in bytes".into(), value: bytes, limit: "max_storage_buffer_binding_size", max });
     }
     temp(cx, elements)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn reduce(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, op: ReduceOp, x: Operand<'_>, [outer, len, inner]: [usize; 3], out: Operand<'_>, variant: Option<&str>) -> Result<()> {
-    check_binding(dev, &x)?;
-    check_binding(dev, &out)?;
-    let argmax = op == ReduceOp::Argmax;
-    let scale = if op == ReduceOp::Mean { 1.0 / len as f32 } else { 1.0 };
-    let variant = match variant {
-        Some(v) => v,
-        None => default_reduce_variant(dev, cx.options).0,
-    };
-    if !reduce_variants(dev).contains(&variant) {
-        return Err(Error::Unsupported { backend: crate::BackendKind::WebGpu, what: format!("reduce variant `{variant}` on this adapter (it has {:?})", reduce_variants(dev)) });
-    }
-    let serial = variant == "serial";
-    let (chunk, per_group) = if serial { (REDUCE_SERIAL_CHUNK, 64) } else { (REDUCE_CHUNK, 1) };
-    // The current pass's input: values (and, after the first pass, argmax indices).
-    let mut values = x.buf.clone();
-    let mut indices: Option<Arc<BufferInner>> = None;
-    let (mut offset, mut outer, mut len, mut inner) = (x.layout.offset, outer, len, inner);
-    loop {
-        let chunks = len.div_ceil(chunk);
-        let rows = outer * inner;
-        let last = chunks == 1;
-        let (out_values, out_indices, out_offset) = if last {
-            if argmax {
-                (Some(temp(cx, rows)?), Some(out.buf.clone()), out.layout.offset)
-            } else {
-                (Some(out.buf.clone()), None, out.layout.offset)
-            }
-        } else {
-            (Some(temp(cx, rows * chunks)?), if argmax { Some(temp(cx, rows * chunks)?) } else { None }, 0)
-        };
-        let out_values = out_values.ok_or_else(|| Error::Device("internal: reduction without an output".into()))?;
-        let params = [
-            u32_of("rows", outer)?,
-            u32_of("reduced length", len)?,
-            u32_of("inner length", inner)?,
-            chunk as u32,
-            u32_of("chunks", chunks)?,
-            u32_of("offset", offset)?,
-            u32_of("offset", out_offset)?,
-            (if last { scale } else { 1.0 }).to_bits(),
-        ];
-        let first = indices.is_none();
-        let constants = vec![("OP", op.code()), ("FIRST", first as u32)];
-        let combine = if variant == "subgroup" { REDUCE_WITH_SUBGROUPS.to_vec() } else { REDUCE_WITH_TREE.to_vec() };
-        let entry = if serial { "reduce_serial_main" } else { "reduce_main" };
-        let pipeline = dev.builtin(Builtin { prelude: combine, ..builtin(&shaders::REDUCE, entry, constants) });
-        let binds = [
-            (1, Bind::Mem(&values)),
-            (2, indices.as_ref().map_or(Bind::SpareRead, Bind::Mem)),
-            (3, Bind::Mem(&out_values)),
-            (4, out_indices.as_ref().map_or(Bind::SpareWrite, Bind::Mem)),
-        ];
-        q.dispatch(dev, pipeline, &params, &binds, grid_1d(dev, (rows * chunks).div_ceil(per_group) as u64)?)?;
-        if last {
-            return Ok(());
-        }
-        values = out_values;
-        indices = out_indices;
-        (offset, outer, len, inner) = (0, rows, chunks, 1);
-    }
 }
 
 /// matmul.wgsl's parameters (see its header) for `[a, b, out]` with the batch of each

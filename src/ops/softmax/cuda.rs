@@ -3,6 +3,7 @@
 use super::{Epilogue, RowStats};
 use crate::backend::cuda::ops::{index_type, operand, BLOCK};
 use crate::backend::cuda::{Builtin, CudaDevice, CudaQueue, CudaSource};
+use crate::backend::OpContext;
 use crate::Result;
 
 /// The row kernel, which calls the epilogue's `row_factor` and `finish`.
@@ -20,7 +21,7 @@ struct Params {
 unsafe impl cudarc::driver::DeviceRepr for Params {}
 
 /// One block per row (grid-stride past 65,535 rows).
-pub(super) fn rows(op: &RowStats<'_>, q: &CudaQueue, dev: &CudaDevice) -> Result<()> {
+pub(super) fn rows(op: &RowStats<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     let f = dev.builtin(builtin(op.epilogue, index_type(op.rows * op.cols)))?;
     let p = Params { rows: op.rows as u64, cols: op.cols as u64 };
     let grid = (op.rows.clamp(1, 65_535) as u32, 1, 1);

@@ -14,13 +14,8 @@ use std::sync::Arc;
 
 use super::cost::OpCost;
 use super::elementwise::check_f32;
-#[cfg(cuda_backend)]
-use crate::backend::cuda::{CudaDevice, CudaQueue};
-#[cfg(feature = "webgpu")]
-use crate::backend::webgpu::{GpuDevice, GpuQueue};
-use crate::backend::OpContext;
 use crate::buffer::BufferInner;
-use super::{launch, Launch, Lift, Operand};
+use super::{backends, launch, Launch, Lift, Operand};
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// What an op of the row statistics writes: `finish(x, max, row_factor(max, sum))` per
@@ -67,19 +62,7 @@ impl Launch for RowStats<'_> {
         vec![self.x.buf, self.out.buf]
     }
 
-    fn cpu(&self) -> Result<()> {
-        cpu::rows(self)
-    }
-
-    #[cfg(feature = "webgpu")]
-    fn webgpu(&self, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
-        webgpu::rows(self, q, dev, cx)
-    }
-
-    #[cfg(cuda_backend)]
-    fn cuda(&self, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
-        cuda::rows(self, q, dev)
-    }
+    backends!(rows);
 }
 
 /// `epilogue` over the rows of the last axis of `x` (f32, f16 and bf16 lifted to f32).

@@ -7,7 +7,7 @@
 /// `a * b + c`: one fused multiply-add when `FUSED` (only in code compiled for FMA), else a
 /// multiply and an add (`mul_add` without the instruction is a slow library call).
 #[inline(always)]
-pub(super) fn madd<const FUSED: bool>(a: f32, b: f32, c: f32) -> f32 {
+pub(crate) fn madd<const FUSED: bool>(a: f32, b: f32, c: f32) -> f32 {
     if FUSED {
         a.mul_add(b, c)
     } else {
@@ -71,7 +71,7 @@ pub(crate) fn exp<const FUSED: bool>(x: f32) -> f32 {
 /// The widest x86-64 build of the loops in [`x86_twins!`] that this CPU runs.
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Simd {
+pub(crate) enum Simd {
     /// The x86-64 baseline (SSE2): the plain build.
     Base,
     /// AVX2 + FMA: 8 lanes.
@@ -82,7 +82,7 @@ pub(super) enum Simd {
 
 /// Which build of the loops this CPU runs (feature detection is cached by std).
 #[cfg(target_arch = "x86_64")]
-pub(super) fn simd() -> Simd {
+pub(crate) fn simd() -> Simd {
     use std::arch::is_x86_feature_detected as has;
     if !(has!("avx2") && has!("fma")) {
         Simd::Base
@@ -112,7 +112,7 @@ macro_rules! x86_twins {
         }
     };
 }
-pub(super) use x86_twins;
+pub(crate) use x86_twins;
 
 /// `x86_run!(name(args))`: returns from the caller with the widest build of
 /// [`x86_twins!`]' `name` that this CPU runs; on the baseline (and off x86-64) falls through.
@@ -128,7 +128,7 @@ macro_rules! x86_run {
         }
     };
 }
-pub(super) use x86_run;
+pub(crate) use x86_run;
 
 /// `dst[i] = f(src[i])`: the plain build, or the widest x86-64 one (with `f.fused`).
 #[inline(always)]
@@ -225,7 +225,7 @@ pub(crate) fn sum_lanes(xs: &[f32]) -> f64 {
 /// `erfc(z)` with fractional error below 1.2e-7 (the Chebyshev fit of Numerical Recipes,
 /// also used by shaders/activation.wgsl), built on [`exp`].
 #[inline(always)]
-pub(super) fn erfc<const FUSED: bool>(z: f32) -> f32 {
+pub(crate) fn erfc<const FUSED: bool>(z: f32) -> f32 {
     // c[i] multiplies t^i.
     const C: [f32; 9] = [1.000_023_7, 0.374_091_96, 0.096_784_18, -0.186_288_06, 0.278_868_07, -1.135_204, 1.488_515_9, -0.822_152_2, 0.170_872_77];
     let m = madd::<FUSED>;
@@ -246,7 +246,7 @@ pub(super) fn erfc<const FUSED: bool>(z: f32) -> f32 {
 
 /// `1 / (1 + e^-x)`
 #[inline(always)]
-pub(super) fn sigmoid<const FUSED: bool>(x: f32) -> f32 {
+pub(crate) fn sigmoid<const FUSED: bool>(x: f32) -> f32 {
     1.0 / (1.0 + exp::<FUSED>(-x))
 }
 

@@ -3,19 +3,13 @@
 //! Elementwise math runs in f32 through the ops' own scalar definitions; reductions and
 //! softmax accumulate in f64; matmul, convolution and attention use the `gemm` crate.
 
-mod attention;
-mod conv;
-mod elementwise;
-mod indexing;
 pub(crate) mod math;
 mod matmul;
-mod norm;
-mod reduce;
 
 /// An error unless every view lies inside the words it reads from: checked before the
 /// unsafe GEMM calls, which rely on it (every tensor's view satisfies it, see
 /// [`Layout::lies_within`]; this keeps a broken invariant from becoming a wild read).
-fn check_within(op: &str, views: &[(&Layout, &[f32])]) -> Result<()> {
+pub(crate) fn check_within(op: &str, views: &[(&Layout, &[f32])]) -> Result<()> {
     for (i, (layout, memory)) in views.iter().enumerate() {
         if !layout.lies_within(memory.len()) {
             return Err(Error::Device(format!("internal: {op} operand {i} ({layout:?}) reaches past its {} elements", memory.len())));
@@ -32,7 +26,7 @@ fn check_within(op: &str, views: &[(&Layout, &[f32])]) -> Result<()> {
 /// Every element the strides reach must lie inside the pointed-to memory, and `c` must reach
 /// `(m - 1) * ldc + n` elements.
 #[allow(clippy::too_many_arguments)]
-unsafe fn sgemm(m: usize, n: usize, k: usize, scale: f32, a: *const f32, [a_rs, a_cs]: [isize; 2], b: *const f32, [b_rs, b_cs]: [isize; 2], c: *mut f32, ldc: usize, threads: usize) {
+pub(crate) unsafe fn sgemm(m: usize, n: usize, k: usize, scale: f32, a: *const f32, [a_rs, a_cs]: [isize; 2], b: *const f32, [b_rs, b_cs]: [isize; 2], c: *mut f32, ldc: usize, threads: usize) {
     let parallelism = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
     // dst := alpha * dst + beta * lhs * rhs, with dst not read.
     gemm::gemm(m, n, k, c, 1, ldc as isize, false, a, a_cs, a_rs, b, b_cs, b_rs, 0.0, scale, false, false, false, parallelism);
@@ -44,26 +38,14 @@ use crate::ops::{OpCall, Operand};
 use crate::{DType, Error, Result};
 
 /// Elements per parallel task: large enough to amortise scheduling, small enough to balance.
-const CHUNK: usize = 1 << 15;
+pub(crate) const CHUNK: usize = 1 << 15;
 
 /// Run one op to completion.
 pub(crate) fn run_op(call: OpCall<'_>) -> Result<()> {
     match call {
-        OpCall::Unary { dtype, .. } | OpCall::Binary { dtype, .. } | OpCall::Matmul { dtype, .. } if dtype != DType::F32 => {
+        OpCall::Matmul { dtype, .. } if dtype != DType::F32 => {
             Err(Error::Device(format!("internal: the cpu kernels compute on f32 storage, not {dtype}")))
         }
-        OpCall::Unary { op, x, out, .. } => elementwise::unary(op, x, out),
-        OpCall::Binary { op, act, a, b, out, .. } => elementwise::binary(op, act, a, b, out),
-        OpCall::Copy { x, out } => elementwise::copy(x, out),
-        OpCall::Cast { x, from, to, out } => indexing::cast(x, from, to, out),
-        OpCall::Where { cond, cond_dtype, a, b, out } => indexing::where_(cond, cond_dtype, a, b, out),
-        OpCall::Gather { x, indices, signed, len, inner, count, fill, out, .. } => indexing::gather(x, indices, signed, [len, inner, count], fill, out),
-        OpCall::Cumsum { x, outer, len, inner, out } => indexing::cumsum(x, [outer, len, inner], out),
-        OpCall::Reduce { op, x, outer, len, inner, out, .. } => reduce::reduce(op, x, [outer, len, inner], out),
-        OpCall::Conv2d { x, weight, bias, act, out, geometry } => conv::conv2d(x, weight, bias, act, out, geometry),
-        OpCall::Pool2d { kind, x, out, geometry } => conv::pool2d(kind, x, out, geometry),
-        OpCall::Attention { q, k, v, mask, out, dims, scale, causal } => attention::attention([q, k, v], mask, out, dims, scale, causal),
-        OpCall::Norm { kind, x, weight, bias, rows, cols, eps, act, out } => norm::norm(kind, x, weight, bias, [rows, cols], eps, act, out),
         OpCall::Matmul { a, b, bias, act, out, m, n, k, .. } => matmul::matmul(a, b, bias, act, out, [m, n, k]),
     }
 }
@@ -75,7 +57,7 @@ pub(crate) fn out_words<'g>(words: &'g mut [u32], out: &Operand<'_>) -> &'g mut 
 }
 
 /// Offsets of a view's elements from row-major element `start` on, by the cheapest route.
-enum Offsets<I> {
+pub(crate) enum Offsets<I> {
     Contiguous(std::ops::Range<usize>),
     Repeated { base: usize, period: usize, at: usize },
     Strided(I),
@@ -103,7 +85,7 @@ impl<I: Iterator<Item = usize>> Iterator for Offsets<I> {
 
 /// The longest contiguous run (at most `max` elements) of a view's elements from row-major
 /// element `i` on, or `None` if the view is not laid out in runs (general strides).
-fn run_from<'a>(data: &'a [f32], l: &Layout, i: usize, max: usize) -> Option<&'a [f32]> {
+pub(crate) fn run_from<'a>(data: &'a [f32], l: &Layout, i: usize, max: usize) -> Option<&'a [f32]> {
     let (at, len) = match l.access() {
         Access::Contiguous => (l.offset + i, max),
         Access::Repeated { period } => (l.offset + i % period, max.min(period - i % period)),
@@ -112,7 +94,7 @@ fn run_from<'a>(data: &'a [f32], l: &Layout, i: usize, max: usize) -> Option<&'a
     data.get(at..at + len)
 }
 
-fn offsets_from(l: &Layout, start: usize) -> Offsets<impl Iterator<Item = usize> + '_> {
+pub(crate) fn offsets_from(l: &Layout, start: usize) -> Offsets<impl Iterator<Item = usize> + '_> {
     match l.access() {
         Access::Contiguous => Offsets::Contiguous(l.offset + start..l.offset + l.numel()),
         Access::Repeated { period } => Offsets::Repeated { base: l.offset, period, at: start % period },

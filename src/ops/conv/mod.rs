@@ -1,8 +1,18 @@
 //! 2-D convolution (NCHW, with stride, padding, dilation and groups, and an optional fused
 //! bias and activation) and 2-D max / average pooling.
 
+mod cpu;
+#[cfg(cuda_backend)]
+mod cuda;
+#[cfg(feature = "webgpu")]
+mod webgpu;
+
+use std::sync::Arc;
+
+use super::cost::OpCost;
 use super::elementwise::check_f32;
-use super::{launch, Lift, OpCall, UnaryOp};
+use super::{backends, launch, Launch, Lift, Operand, UnaryOp};
+use crate::buffer::BufferInner;
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// Sizes of one convolution or pooling, all worked out and checked.
@@ -120,7 +130,7 @@ fn conv2d_f32(queue: &Queue, x: &Tensor, weight: &Tensor, p: Conv2dParams<'_>) -
     let out = Tensor::uninit(queue, &[n, o, oh, ow], DType::F32)?;
     if out.numel() > 0 {
         let bias = bias.as_ref().map(Tensor::operand);
-        launch(queue, &OpCall::Conv2d { x: x.operand(), weight: weight.operand(), bias, act: p.act, out: out.operand(), geometry }, None)?;
+        launch(queue, &Conv2d { x: x.operand(), weight: weight.operand(), bias, act: p.act, out: out.operand(), geometry }, None)?;
     }
     Ok(out)
 }
@@ -175,7 +185,74 @@ fn pool2d_f32(queue: &Queue, kind: PoolKind, x: &Tensor, p: Pool2dParams) -> Res
     let x = x.contiguous_on(queue)?;
     let out = Tensor::uninit(queue, &[n, c, oh, ow], DType::F32)?;
     if out.numel() > 0 {
-        launch(queue, &OpCall::Pool2d { kind, x: x.operand(), out: out.operand(), geometry }, None)?;
+        launch(queue, &Pool2d { kind, x: x.operand(), out: out.operand(), geometry }, None)?;
     }
     Ok(out)
+}
+
+/// `out = act(conv2d(x, weight) + bias)`; `x`, `weight`, `bias` and `out` contiguous.
+pub(crate) struct Conv2d<'a> {
+    pub x: Operand<'a>,
+    pub weight: Operand<'a>,
+    pub bias: Option<Operand<'a>>,
+    pub act: Option<UnaryOp>,
+    pub out: Operand<'a>,
+    pub geometry: Conv2dGeometry,
+}
+
+impl Conv2d<'_> {
+    fn operands(&self) -> Vec<&Operand<'_>> {
+        let mut ops = vec![&self.x, &self.weight];
+        ops.extend(self.bias.as_ref());
+        ops.push(&self.out);
+        ops
+    }
+}
+
+impl Launch for Conv2d<'_> {
+    fn cost(&self) -> OpCost {
+        let g = &self.geometry;
+        let flops = 2 * (g.n * g.o * g.oh * g.ow * (g.c / g.groups.max(1)) * g.kh * g.kw) as u64;
+        OpCost::simple("conv2d", &self.operands(), flops)
+    }
+
+    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+        self.operands().into_iter().map(|o| o.buf).collect()
+    }
+
+    backends!(conv2d);
+}
+
+/// Max or average pooling of a contiguous `x` into a contiguous `out`.
+pub(crate) struct Pool2d<'a> {
+    pub kind: PoolKind,
+    pub x: Operand<'a>,
+    pub out: Operand<'a>,
+    pub geometry: Conv2dGeometry,
+}
+
+impl Launch for Pool2d<'_> {
+    fn cost(&self) -> OpCost {
+        let name = if self.kind == PoolKind::Max { "max_pool2d" } else { "avg_pool2d" };
+        let window = (self.geometry.kh * self.geometry.kw) as u64;
+        OpCost::simple(name, &[&self.x, &self.out], self.out.layout.numel() as u64 * window)
+    }
+
+    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+        vec![self.x.buf, self.out.buf]
+    }
+
+    backends!(pool2d);
+}
+
+/// The convolution kernels' WGSL specialisations.
+#[cfg(all(test, feature = "webgpu"))]
+pub(crate) fn wgsl_builtins() -> Vec<crate::backend::webgpu::Builtin> {
+    webgpu::builtins()
+}
+
+/// The convolution kernels' CUDA specialisations.
+#[cfg(all(test, cuda_backend))]
+pub(crate) fn cuda_builtins() -> Vec<crate::backend::cuda::Builtin> {
+    cuda::builtins()
 }

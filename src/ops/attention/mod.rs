@@ -3,8 +3,18 @@
 //! `[lq, lk]` score matrix is never stored, however long the sequences. Software adapters
 //! (SwiftShader, llvmpipe) run it as its parts where the scores fit (see [`by_parts`]).
 
+mod cpu;
+#[cfg(cuda_backend)]
+mod cuda;
+#[cfg(feature = "webgpu")]
+mod webgpu;
+
+use std::sync::Arc;
+
+use super::cost::OpCost;
 use super::elementwise::check_f32;
-use super::{launch, Lift, OpCall};
+use super::{backends, launch, Launch, Lift, Operand};
+use crate::buffer::BufferInner;
 use super::elementwise::binary;
 use super::matmul::matmul;
 use super::softmax::softmax;
@@ -80,7 +90,7 @@ fn attention_f32(queue: &Queue, q: &Tensor, k: &Tensor, v: &Tensor, p: Attention
     let out = Tensor::uninit(queue, &[b, h, lq, dv], DType::F32)?;
     if out.numel() > 0 {
         let mask = mask.as_ref().map(Tensor::operand);
-        launch(queue, &OpCall::Attention { q: q.operand(), k: k.operand(), v: v.operand(), mask, out: out.operand(), dims: [b, h, lq, lk, d, dv], scale, causal: p.causal }, None)?;
+        launch(queue, &Attention { q: q.operand(), k: k.operand(), v: v.operand(), mask, out: out.operand(), dims: [b, h, lq, lk, d, dv], scale, causal: p.causal }, None)?;
     }
     Ok(out)
 }
@@ -114,4 +124,52 @@ fn attention_by_parts(queue: &Queue, [q, k, v]: [&Tensor; 3], mask: Option<&Tens
         None => scores,
     };
     matmul(queue, &softmax(queue, &scores)?, v)
+}
+
+/// Scaled dot-product attention. `q`, `k`, `v` and `mask` (broadcast to `[b, h, lq, lk]`)
+/// are strided rank-4 views; `out` is contiguous `[b, h, lq, dv]`; `dims` is
+/// `[b, h, lq, lk, d, dv]`.
+pub(crate) struct Attention<'a> {
+    pub q: Operand<'a>,
+    pub k: Operand<'a>,
+    pub v: Operand<'a>,
+    pub mask: Option<Operand<'a>>,
+    pub out: Operand<'a>,
+    pub dims: [usize; 6],
+    pub scale: f32,
+    pub causal: bool,
+}
+
+impl Attention<'_> {
+    fn operands(&self) -> Vec<&Operand<'_>> {
+        let mut ops = vec![&self.q, &self.k, &self.v];
+        ops.extend(self.mask.as_ref());
+        ops.push(&self.out);
+        ops
+    }
+}
+
+impl Launch for Attention<'_> {
+    fn cost(&self) -> OpCost {
+        let [b, h, lq, lk, d, dv] = self.dims.map(|n| n as u64);
+        OpCost::simple("attention", &self.operands(), 2 * b * h * lq * lk * (d + dv))
+    }
+
+    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+        self.operands().into_iter().map(|o| o.buf).collect()
+    }
+
+    backends!(attention);
+}
+
+/// The attention kernels' WGSL specialisations.
+#[cfg(all(test, feature = "webgpu"))]
+pub(crate) fn wgsl_builtins() -> Vec<crate::backend::webgpu::Builtin> {
+    webgpu::builtins()
+}
+
+/// The attention kernels' CUDA specialisations.
+#[cfg(all(test, cuda_backend))]
+pub(crate) fn cuda_builtins() -> Vec<crate::backend::cuda::Builtin> {
+    cuda::builtins()
 }

@@ -1,9 +1,20 @@
 //! Reductions over one axis or over every element.
 
+mod cpu;
+#[cfg(cuda_backend)]
+mod cuda;
+#[cfg(feature = "webgpu")]
+mod webgpu;
+
+use std::sync::Arc;
+
+use super::cost::OpCost;
 use super::elementwise::check_f32;
-use super::{launch, Lift, OpCall};
+use super::{backends, launch, Launch, Lift, Operand};
+use crate::backend::BackendDevice;
+use crate::buffer::BufferInner;
 use crate::dispatch::{self, Problem};
-use crate::{DType, Error, Queue, Result, Tensor};
+use crate::{DType, DeviceOptions, Error, Queue, Result, Tensor};
 
 /// Reduction kinds. The numeric code is what kernels switch on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -128,7 +139,69 @@ fn reduce_f32(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>, requ
     let (variant, decision) = dispatch::choose(queue, Problem::Reduce { outer, len, inner }, requested)?;
     let out = Tensor::uninit(queue, &out_shape, op.out_dtype())?;
     if out.numel() > 0 {
-        launch(queue, &OpCall::Reduce { op, x: x.operand(), outer, len, inner, out: out.operand(), variant: Some(variant) }, Some(&decision))?;
+        launch(queue, &Reduce { op, x: x.operand(), outer, len, inner, out: out.operand(), variant: Some(variant) }, Some(&decision))?;
     }
     Ok(out)
+}
+
+/// Reduce the middle axis of a contiguous `[outer, len, inner]` input to `[outer, inner]`.
+/// `variant` names a reduction variant of the backend (`None`: its default).
+pub(crate) struct Reduce<'a> {
+    pub op: ReduceOp,
+    pub x: Operand<'a>,
+    pub outer: usize,
+    pub len: usize,
+    pub inner: usize,
+    pub out: Operand<'a>,
+    pub variant: Option<&'static str>,
+}
+
+impl Launch for Reduce<'_> {
+    fn cost(&self) -> OpCost {
+        OpCost { variant: self.variant, ..OpCost::simple(self.op.name(), &[&self.x, &self.out], self.x.layout.numel() as u64) }
+    }
+
+    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+        vec![self.x.buf, self.out.buf]
+    }
+
+    backends!(reduce);
+}
+
+/// Every reduction variant of every backend (the names a policy or a bench may give).
+pub(crate) const VARIANTS: &[&str] = &["subgroup", "tree", "serial", "cpu", "kernel"];
+
+/// The reduction variants of an opened device.
+pub(crate) fn variants(device: &BackendDevice) -> Vec<&'static str> {
+    match device {
+        BackendDevice::Cpu(_) => vec!["cpu"],
+        #[cfg(feature = "webgpu")]
+        BackendDevice::WebGpu(d) => webgpu::variants(d),
+        #[cfg(cuda_backend)]
+        BackendDevice::Cuda(_) => vec!["kernel"],
+    }
+}
+
+/// The reduction variant a device runs unless told otherwise, and why.
+pub(crate) fn default_variant(device: &BackendDevice, options: &DeviceOptions) -> (&'static str, String) {
+    let _ = options;
+    match device {
+        BackendDevice::Cpu(_) => ("cpu", "the only reduction of cpu".into()),
+        #[cfg(feature = "webgpu")]
+        BackendDevice::WebGpu(d) => webgpu::default_variant(d, options),
+        #[cfg(cuda_backend)]
+        BackendDevice::Cuda(_) => ("kernel", "the only reduction of cuda".into()),
+    }
+}
+
+/// The reduction kernels' WGSL specialisations.
+#[cfg(all(test, feature = "webgpu"))]
+pub(crate) fn wgsl_builtins() -> Vec<crate::backend::webgpu::Builtin> {
+    webgpu::builtins()
+}
+
+/// The reduction kernels' CUDA specialisations.
+#[cfg(all(test, cuda_backend))]
+pub(crate) fn cuda_builtins() -> Vec<crate::backend::cuda::Builtin> {
+    cuda::builtins()
 }

@@ -1,8 +1,18 @@
 //! Dtype casts, `where` selection, index selection (gather) along an axis, and cumulative
 //! sums. Casts, `where` and gather move 32-bit words of any dtype.
 
+mod cpu;
+#[cfg(cuda_backend)]
+mod cuda;
+#[cfg(feature = "webgpu")]
+mod webgpu;
+
+use std::sync::Arc;
+
+use super::cost::OpCost;
 use super::elementwise::check_f32;
-use super::{launch, Lift, OpCall};
+use super::{backends, launch, Launch, Lift, Operand};
+use crate::buffer::BufferInner;
 use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -38,7 +48,7 @@ pub fn cast(queue: &Queue, x: &Tensor, dtype: DType) -> Result<Tensor> {
     queue.device().check_same(x.device(), "cast")?;
     let out = Tensor::uninit(queue, x.shape(), dtype)?;
     if out.numel() > 0 {
-        launch(queue, &OpCall::Cast { x: x.operand(), from: x.dtype(), to: dtype, out: out.operand() }, None)?;
+        launch(queue, &Cast { x: x.operand(), from: x.dtype(), to: dtype, out: out.operand() }, None)?;
     }
     Ok(out)
 }
@@ -63,7 +73,7 @@ fn where_words(queue: &Queue, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<T
     let (c, a, b) = (cond.broadcast_to(&shape)?, a.broadcast_to(&shape)?, b.broadcast_to(&shape)?);
     let out = Tensor::uninit(queue, &shape, a.dtype())?;
     if out.numel() > 0 {
-        launch(queue, &OpCall::Where { cond: c.operand(), cond_dtype: c.dtype(), a: a.operand(), b: b.operand(), out: out.operand() }, None)?;
+        launch(queue, &Where { cond: c.operand(), cond_dtype: c.dtype(), a: a.operand(), b: b.operand(), out: out.operand() }, None)?;
     }
     Ok(out)
 }
@@ -108,7 +118,7 @@ fn gather_words(queue: &Queue, x: &Tensor, axis: usize, indices: &Tensor) -> Res
     if out.numel() > 0 {
         let (outer, len, inner) = (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product());
         let fill = gather_fill(x.dtype());
-        launch(queue, &OpCall::Gather { x: x.operand(), indices: indices.operand(), signed: indices.dtype() == DType::I32, outer, len, inner, count, fill, out: out.operand() }, None)?;
+        launch(queue, &Gather { x: x.operand(), indices: indices.operand(), signed: indices.dtype() == DType::I32, outer, len, inner, count, fill, out: out.operand() }, None)?;
     }
     Ok(out)
 }
@@ -129,7 +139,111 @@ fn cumsum_f32(queue: &Queue, x: &Tensor, axis: usize) -> Result<Tensor> {
     let out = Tensor::uninit(queue, shape, DType::F32)?;
     if out.numel() > 0 {
         let (outer, len, inner) = (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product());
-        launch(queue, &OpCall::Cumsum { x: x.operand(), outer, len, inner, out: out.operand() }, None)?;
+        launch(queue, &Cumsum { x: x.operand(), outer, len, inner, out: out.operand() }, None)?;
     }
     Ok(out)
+}
+
+/// Each element of `x` (strided, with the output's shape) converted from `from` to `to`, as
+/// [`cast_bits`] does; a same-dtype cast copies 16-bit views.
+pub(crate) struct Cast<'a> {
+    pub x: Operand<'a>,
+    pub from: DType,
+    pub to: DType,
+    pub out: Operand<'a>,
+}
+
+impl Launch for Cast<'_> {
+    fn cost(&self) -> OpCost {
+        let (x, out) = (&self.x, &self.out);
+        let bytes = super::cost::distinct(x) * self.from.size() as u64 + out.layout.numel() as u64 * self.to.size() as u64;
+        OpCost { name: format!("cast_{}", self.to), dtype: self.from, bytes, ..OpCost::simple("", &[x, out], 0) }
+    }
+
+    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+        vec![self.x.buf, self.out.buf]
+    }
+
+    backends!(cast);
+}
+
+/// `out = cond != 0 ? a : b`; all three strided views broadcast to the output's shape.
+pub(crate) struct Where<'a> {
+    pub cond: Operand<'a>,
+    pub cond_dtype: DType,
+    pub a: Operand<'a>,
+    pub b: Operand<'a>,
+    pub out: Operand<'a>,
+}
+
+impl Launch for Where<'_> {
+    fn cost(&self) -> OpCost {
+        OpCost::simple("where", &[&self.cond, &self.a, &self.b, &self.out], 0)
+    }
+
+    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+        vec![self.cond.buf, self.a.buf, self.b.buf, self.out.buf]
+    }
+
+    backends!(where_);
+}
+
+/// `out[o, j, i] = x[o, indices[j], i]` for contiguous `x: [outer, len, inner]` and
+/// `indices: [count]` (i32 when `signed`, else u32); an index outside `0..len` writes `fill`.
+pub(crate) struct Gather<'a> {
+    pub x: Operand<'a>,
+    pub indices: Operand<'a>,
+    pub signed: bool,
+    pub outer: usize,
+    pub len: usize,
+    pub inner: usize,
+    pub count: usize,
+    pub fill: u32,
+    pub out: Operand<'a>,
+}
+
+impl Launch for Gather<'_> {
+    fn cost(&self) -> OpCost {
+        let bytes = self.out.layout.numel() as u64 * 8 + self.indices.layout.numel() as u64 * 4;
+        OpCost { bytes, ..OpCost::simple("gather", &[&self.x, &self.indices, &self.out], 0) }
+    }
+
+    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+        vec![self.x.buf, self.indices.buf, self.out.buf]
+    }
+
+    backends!(gather);
+}
+
+/// `out[o, j, i] = sum over t <= j of x[o, t, i]` for a contiguous `[outer, len, inner]` input.
+pub(crate) struct Cumsum<'a> {
+    pub x: Operand<'a>,
+    pub outer: usize,
+    pub len: usize,
+    pub inner: usize,
+    pub out: Operand<'a>,
+}
+
+impl Launch for Cumsum<'_> {
+    fn cost(&self) -> OpCost {
+        OpCost::simple("cumsum", &[&self.x, &self.out], self.x.layout.numel() as u64)
+    }
+
+    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+        vec![self.x.buf, self.out.buf]
+    }
+
+    backends!(cumsum);
+}
+
+/// The indexing and scan kernels' WGSL specialisations.
+#[cfg(all(test, feature = "webgpu"))]
+pub(crate) fn wgsl_builtins() -> Vec<crate::backend::webgpu::Builtin> {
+    webgpu::builtins()
+}
+
+/// The indexing and scan kernels' CUDA specialisations.
+#[cfg(all(test, cuda_backend))]
+pub(crate) fn cuda_builtins() -> Vec<crate::backend::cuda::Builtin> {
+    cuda::builtins()
 }

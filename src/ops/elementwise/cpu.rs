@@ -1,11 +1,20 @@
-//! Unary, binary (with an optional fused activation) and strided copies.
+//! Unary and binary ops (with an optional fused activation) on the CPU, chunks in parallel.
 
 use rayon::prelude::*;
 
-use super::math::{self, twin};
-use super::{offsets_from, out_words, read_guard, write_guard, run_from, CHUNK};
-use crate::ops::{BinaryOp, Operand, UnaryOp};
-use crate::Result;
+use super::{Binary, BinaryOp, Unary, UnaryOp};
+use crate::backend::cpu::kernels::math::{self, twin};
+use crate::backend::cpu::kernels::{offsets_from, out_words, run_from, CHUNK};
+use crate::backend::cpu::{read_guard, write_guard};
+use crate::{DType, Error, Result};
+
+/// Error unless the operands are stored as f32 (the CPU has no native f16 path).
+fn check_f32(dtype: DType) -> Result<()> {
+    match dtype {
+        DType::F32 => Ok(()),
+        other => Err(Error::Device(format!("internal: the cpu kernels compute on f32 storage, not {other}"))),
+    }
+}
 
 /// Bind `$f` to the scalar function of unary op `$op` (a [`math::Twin`]: the plain and the
 /// FMA build) with the op fixed per match arm, so the loop in `$body` inlines its math instead
@@ -67,7 +76,9 @@ macro_rules! with_binary {
     };
 }
 
-pub(super) fn unary(op: UnaryOp, x: Operand<'_>, out: Operand<'_>) -> Result<()> {
+pub(super) fn unary(call: &Unary<'_>) -> Result<()> {
+    check_f32(call.dtype)?;
+    let (op, x, out) = (call.op, call.x, call.out);
     let xs = read_guard(x.buf)?;
     let mut os = write_guard(out.buf)?;
     let xf: &[f32] = bytemuck::cast_slice(&xs);
@@ -85,7 +96,9 @@ pub(super) fn unary(op: UnaryOp, x: Operand<'_>, out: Operand<'_>) -> Result<()>
     Ok(())
 }
 
-pub(super) fn binary(op: BinaryOp, act: Option<UnaryOp>, a: Operand<'_>, b: Operand<'_>, out: Operand<'_>) -> Result<()> {
+pub(super) fn binary(call: &Binary<'_>) -> Result<()> {
+    check_f32(call.dtype)?;
+    let (op, act, a, b, out) = (call.op, call.act, call.a, call.b, call.out);
     let (ag, bg) = (read_guard(a.buf)?, read_guard(b.buf)?);
     let mut os = write_guard(out.buf)?;
     let (af, bf): (&[f32], &[f32]) = (bytemuck::cast_slice(&ag), bytemuck::cast_slice(&bg));
@@ -120,35 +133,6 @@ pub(super) fn binary(op: BinaryOp, act: Option<UnaryOp>, a: Operand<'_>, b: Oper
     match act {
         None => with_binary!(op, |g| body!(g)),
         Some(act) => with_unary!(act, |f| with_binary!(op, |g| body!(|x, y| (f.plain)(g(x, y))))),
-    }
-    Ok(())
-}
-
-pub(super) fn copy(x: Operand<'_>, out: Operand<'_>) -> Result<()> {
-    if x.buf.id() == out.buf.id() {
-        // Distinct views of one block (the op layer rules out overlap): gather first.
-        let values: Vec<u32> = {
-            let xs = read_guard(x.buf)?;
-            x.layout.offsets().map(|i| xs[i]).collect()
-        };
-        let mut os = write_guard(out.buf)?;
-        for (v, o) in values.into_iter().zip(out.layout.offsets()) {
-            os[o] = v;
-        }
-        return Ok(());
-    }
-    let xs = read_guard(x.buf)?;
-    let mut os = write_guard(out.buf)?;
-    if out.layout.is_contiguous() {
-        out_words(&mut os, &out).par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
-            for (o, xi) in chunk.iter_mut().zip(offsets_from(x.layout, c * CHUNK)) {
-                *o = xs[xi];
-            }
-        });
-    } else {
-        for (xi, o) in x.layout.offsets().zip(out.layout.offsets()) {
-            os[o] = xs[xi];
-        }
     }
     Ok(())
 }

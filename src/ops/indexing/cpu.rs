@@ -1,9 +1,10 @@
-//! Casts, `where`, gather and cumulative sums.
+//! Casts, `where`, gather and cumulative sums on the CPU, chunks in parallel.
 
 use rayon::prelude::*;
 
-use super::{offsets_from, out_words, read_guard, write_guard, CHUNK};
-use crate::ops::indexing::cast_bits;
+use super::{cast_bits, Cast, Cumsum, Gather, Where};
+use crate::backend::cpu::kernels::{offsets_from, out_words, CHUNK};
+use crate::backend::cpu::{read_guard, write_guard};
 use crate::ops::Operand;
 use crate::{DType, Result};
 
@@ -27,7 +28,7 @@ fn cast_fast(src: &[u8], x: &Operand<'_>, from: DType, to: DType, dst: &mut [u8]
     let n = x.layout.numel();
     let start = x.layout.offset * from.size();
     let src = &src[start..start + n * from.size()];
-    let chunk = super::CHUNK;
+    let chunk = CHUNK;
     match (from, to) {
         (DType::F32, DType::F16) => dst.par_chunks_mut(2 * chunk).zip(src.par_chunks(4 * chunk)).for_each(|(d, s)| {
             bytemuck::cast_slice_mut::<u8, f16>(d).convert_from_f32_slice(bytemuck::cast_slice(s));
@@ -46,7 +47,8 @@ fn cast_fast(src: &[u8], x: &Operand<'_>, from: DType, to: DType, dst: &mut [u8]
     true
 }
 
-pub(super) fn cast(x: Operand<'_>, from: DType, to: DType, out: Operand<'_>) -> Result<()> {
+pub(super) fn cast(op: &Cast<'_>) -> Result<()> {
+    let (x, from, to, out) = (op.x, op.from, op.to, op.out);
     let xs = read_guard(x.buf)?;
     let mut os = write_guard(out.buf)?;
     let src: &[u8] = bytemuck::cast_slice(&xs);
@@ -71,7 +73,7 @@ pub(super) fn cast(x: Operand<'_>, from: DType, to: DType, out: Operand<'_>) -> 
 }
 
 /// Whether a condition word is true: non-zero (for f32: not ±0, so NaN is true).
-pub(super) fn truthy(bits: u32, dtype: DType) -> bool {
+fn truthy(bits: u32, dtype: DType) -> bool {
     if dtype == DType::F32 {
         bits & 0x7fff_ffff != 0
     } else {
@@ -79,7 +81,8 @@ pub(super) fn truthy(bits: u32, dtype: DType) -> bool {
     }
 }
 
-pub(super) fn where_(cond: Operand<'_>, cond_dtype: DType, a: Operand<'_>, b: Operand<'_>, out: Operand<'_>) -> Result<()> {
+pub(super) fn where_(op: &Where<'_>) -> Result<()> {
+    let (cond, cond_dtype, a, b, out) = (op.cond, op.cond_dtype, op.a, op.b, op.out);
     let (cs, as_, bs) = (read_guard(cond.buf)?, read_guard(a.buf)?, read_guard(b.buf)?);
     let mut os = write_guard(out.buf)?;
     out_words(&mut os, &out).par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
@@ -92,7 +95,9 @@ pub(super) fn where_(cond: Operand<'_>, cond_dtype: DType, a: Operand<'_>, b: Op
     Ok(())
 }
 
-pub(super) fn gather(x: Operand<'_>, indices: Operand<'_>, signed: bool, [len, inner, count]: [usize; 3], fill: u32, out: Operand<'_>) -> Result<()> {
+pub(super) fn gather(op: &Gather<'_>) -> Result<()> {
+    let (x, indices, signed, out, fill) = (op.x, op.indices, op.signed, op.out, op.fill);
+    let (len, inner, count) = (op.len, op.inner, op.count);
     let (xs, is) = (read_guard(x.buf)?, read_guard(indices.buf)?);
     let mut os = write_guard(out.buf)?;
     let xw = &xs[x.layout.offset..];
@@ -112,7 +117,8 @@ pub(super) fn gather(x: Operand<'_>, indices: Operand<'_>, signed: bool, [len, i
     Ok(())
 }
 
-pub(super) fn cumsum(x: Operand<'_>, [outer, len, inner]: [usize; 3], out: Operand<'_>) -> Result<()> {
+pub(super) fn cumsum(op: &Cumsum<'_>) -> Result<()> {
+    let (x, out, outer, len, inner) = (op.x, op.out, op.outer, op.len, op.inner);
     let xs = read_guard(x.buf)?;
     let mut os = write_guard(out.buf)?;
     let xf: &[f32] = &bytemuck::cast_slice(&xs)[x.layout.offset..x.layout.offset + outer * len * inner];

@@ -3,7 +3,17 @@
 
 use num_traits::Float;
 
-use super::{launch, native_f16, Lift, OpCall};
+mod cpu;
+#[cfg(cuda_backend)]
+mod cuda;
+#[cfg(feature = "webgpu")]
+mod webgpu;
+
+use std::sync::Arc;
+
+use super::cost::OpCost;
+use super::{backends, launch, native_f16, Launch, Lift, Operand};
+use crate::buffer::BufferInner;
 use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -224,7 +234,7 @@ pub fn unary(queue: &Queue, op: UnaryOp, x: &Tensor) -> Result<Tensor> {
 fn unary_in(queue: &Queue, op: UnaryOp, x: &Tensor, dtype: DType) -> Result<Tensor> {
     check_dtype(queue, op.name(), x, dtype)?;
     let out = Tensor::uninit(queue, x.shape(), dtype)?;
-    launch(queue, &OpCall::Unary { op, x: x.operand(), out: out.operand(), dtype }, None)?;
+    launch(queue, &Unary { op, x: x.operand(), out: out.operand(), dtype }, None)?;
     Ok(out)
 }
 
@@ -254,7 +264,7 @@ fn binary_in(queue: &Queue, op: BinaryOp, act: Option<UnaryOp>, a: &Tensor, b: &
     check_rank(op.name(), &shape)?;
     let (a, b) = (a.broadcast_to(&shape)?, b.broadcast_to(&shape)?);
     let out = Tensor::uninit(queue, &shape, dtype)?;
-    launch(queue, &OpCall::Binary { op, act, a: a.operand(), b: b.operand(), out: out.operand(), dtype }, None)?;
+    launch(queue, &Binary { op, act, a: a.operand(), b: b.operand(), out: out.operand(), dtype }, None)?;
     Ok(out)
 }
 
@@ -279,3 +289,66 @@ pub(crate) fn check_f32(queue: &Queue, op: &'static str, t: &Tensor) -> Result<(
     Ok(())
 }
 
+
+/// `out = op(x)`; `x` is strided with the output's shape. `dtype` is the storage dtype of `x`
+/// and `out`: f32, or f16 where the backend has native f16 storage.
+pub(crate) struct Unary<'a> {
+    pub op: UnaryOp,
+    pub x: Operand<'a>,
+    pub out: Operand<'a>,
+    pub dtype: DType,
+}
+
+impl Launch for Unary<'_> {
+    fn cost(&self) -> OpCost {
+        let bytes = (super::cost::distinct(&self.x) + self.out.layout.numel() as u64) * self.dtype.size() as u64;
+        OpCost { dtype: self.dtype, bytes, ..OpCost::simple(self.op.name(), &[&self.x, &self.out], self.out.layout.numel() as u64) }
+    }
+
+    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+        vec![self.x.buf, self.out.buf]
+    }
+
+    backends!(unary);
+}
+
+/// `out = act(op(a, b))`; `a` and `b` are already broadcast (stride 0) to the output shape.
+pub(crate) struct Binary<'a> {
+    pub op: BinaryOp,
+    pub act: Option<UnaryOp>,
+    pub a: Operand<'a>,
+    pub b: Operand<'a>,
+    pub out: Operand<'a>,
+    /// Storage dtype of every operand, as for [`Unary`].
+    pub dtype: DType,
+}
+
+impl Launch for Binary<'_> {
+    fn cost(&self) -> OpCost {
+        let name = match self.act {
+            Some(f) => format!("{}_{}", self.op.name(), f.name()),
+            None => self.op.name().into(),
+        };
+        let distinct = super::cost::distinct(&self.a) + super::cost::distinct(&self.b) + self.out.layout.numel() as u64;
+        let simple = OpCost::simple(&name, &[&self.a, &self.b, &self.out], self.out.layout.numel() as u64);
+        OpCost { dtype: self.dtype, bytes: distinct * self.dtype.size() as u64, ..simple }
+    }
+
+    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+        vec![self.a.buf, self.b.buf, self.out.buf]
+    }
+
+    backends!(binary);
+}
+
+/// The elementwise kernels' WGSL specialisations.
+#[cfg(all(test, feature = "webgpu"))]
+pub(crate) fn wgsl_builtins() -> Vec<crate::backend::webgpu::Builtin> {
+    webgpu::builtins()
+}
+
+/// The elementwise kernels' CUDA specialisations.
+#[cfg(all(test, cuda_backend))]
+pub(crate) fn cuda_builtins() -> Vec<crate::backend::cuda::Builtin> {
+    cuda::builtins()
+}

@@ -3,8 +3,9 @@
 
 use rayon::prelude::*;
 
-use super::{out_words, read_guard, write_guard};
-use crate::ops::{Conv2dGeometry, Operand, PoolKind, UnaryOp};
+use super::{Conv2d, Conv2dGeometry, Pool2d, PoolKind};
+use crate::backend::cpu::kernels::{out_words, sgemm};
+use crate::backend::cpu::{read_guard, write_guard};
 use crate::Result;
 
 /// Input row or column of output position `o`, kernel tap `k`, or `None` in the padding.
@@ -80,7 +81,8 @@ fn column_tile(k: usize, cols: usize, images: usize) -> usize {
     cols.div_ceil(tasks).next_multiple_of(16).min(COL_BLOCK / k.max(1)).clamp(1, cols.max(1))
 }
 
-pub(super) fn conv2d(x: Operand<'_>, weight: Operand<'_>, bias: Option<Operand<'_>>, act: Option<UnaryOp>, out: Operand<'_>, g: Conv2dGeometry) -> Result<()> {
+pub(super) fn conv2d(op: &Conv2d<'_>) -> Result<()> {
+    let (x, weight, bias, act, out, g) = (op.x, op.weight, op.bias, op.act, op.out, op.geometry);
     let (xg, wg) = (read_guard(x.buf)?, read_guard(weight.buf)?);
     let bg = bias.map(|b| read_guard(b.buf)).transpose()?;
     let mut os = write_guard(out.buf)?;
@@ -104,7 +106,7 @@ pub(super) fn conv2d(x: Operand<'_>, weight: Operand<'_>, bias: Option<Operand<'
                 }
                 // SAFETY: w_group is og x k and col k x width, row-major; columns c0..c0 + width
                 // of the og x cols output block (leading dimension cols) are this task's alone.
-                unsafe { super::sgemm(og, width, k, 1.0, w_group.as_ptr(), [k as isize, 1], col.as_ptr(), [width as isize, 1], c_group.at(c0), cols, 1) };
+                unsafe { sgemm(og, width, k, 1.0, w_group.as_ptr(), [k as isize, 1], col.as_ptr(), [width as isize, 1], c_group.at(c0), cols, 1) };
             });
         }
         if bf.is_some() || act.is_some() {
@@ -120,7 +122,8 @@ pub(super) fn conv2d(x: Operand<'_>, weight: Operand<'_>, bias: Option<Operand<'
     Ok(())
 }
 
-pub(super) fn pool2d(kind: PoolKind, x: Operand<'_>, out: Operand<'_>, g: Conv2dGeometry) -> Result<()> {
+pub(super) fn pool2d(op: &Pool2d<'_>) -> Result<()> {
+    let (kind, x, out, g) = (op.kind, op.x, op.out, op.geometry);
     let xg = read_guard(x.buf)?;
     let mut os = write_guard(out.buf)?;
     let xf: &[f32] = &bytemuck::cast_slice(&xg)[x.layout.offset..];

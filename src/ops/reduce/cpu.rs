@@ -1,14 +1,17 @@
-//! Reductions, accumulated in f64.
+//! Reductions on the CPU, accumulated in f64, rows (or long rows' chunks) in parallel.
 
 use rayon::prelude::*;
 
-use super::math::sum_lanes;
-use super::{out_words, read_guard, write_guard, CHUNK};
-use crate::ops::{Operand, ReduceOp};
+use super::{Reduce, ReduceOp};
+use crate::backend::cpu::kernels::math::sum_lanes;
+use crate::backend::cpu::kernels::{out_words, CHUNK};
+use crate::backend::cpu::{read_guard, write_guard};
 use crate::Result;
 
 /// Reduce the middle axis of a contiguous `[outer, len, inner]` input.
-pub(super) fn reduce(op: ReduceOp, x: Operand<'_>, [outer, len, inner]: [usize; 3], out: Operand<'_>) -> Result<()> {
+pub(super) fn reduce(call: &Reduce<'_>) -> Result<()> {
+    let (op, x, out) = (call.op, call.x, call.out);
+    let (outer, len, inner) = (call.outer, call.len, call.inner);
     let xs = read_guard(x.buf)?;
     let mut os = write_guard(out.buf)?;
     let xf: &[f32] = &bytemuck::cast_slice(&xs)[x.layout.offset..];

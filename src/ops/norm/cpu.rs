@@ -2,9 +2,11 @@
 
 use rayon::prelude::*;
 
-use super::math::{sum_lanes, x86_run, x86_twins};
-use super::{out_words, read_guard, write_guard};
-use crate::ops::{NormKind, Operand, UnaryOp};
+use super::{Norm, NormKind};
+use crate::backend::cpu::kernels::math::{sum_lanes, x86_run, x86_twins};
+use crate::backend::cpu::kernels::out_words;
+use crate::backend::cpu::{read_guard, write_guard};
+use crate::ops::Operand;
 use crate::Result;
 
 /// The columns of an optional `[cols]` operand.
@@ -13,17 +15,9 @@ fn row_of<'g>(words: &'g Option<std::sync::RwLockReadGuard<'_, Vec<u32>>>, o: Op
     Some(&bytemuck::cast_slice(g)[o.layout.offset..o.layout.offset + cols])
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(super) fn norm(
-    kind: NormKind,
-    x: Operand<'_>,
-    weight: Option<Operand<'_>>,
-    bias: Option<Operand<'_>>,
-    [rows, cols]: [usize; 2],
-    eps: f32,
-    act: Option<UnaryOp>,
-    out: Operand<'_>,
-) -> Result<()> {
+pub(super) fn norm(op: &Norm<'_>) -> Result<()> {
+    let (kind, x, weight, bias, out) = (op.kind, op.x, op.weight, op.bias, op.out);
+    let (rows, cols, eps, act) = (op.rows, op.cols, op.eps, op.act);
     let xs = read_guard(x.buf)?;
     let (wg, bg) = (weight.map(|w| read_guard(w.buf)).transpose()?, bias.map(|b| read_guard(b.buf)).transpose()?);
     let mut os = write_guard(out.buf)?;

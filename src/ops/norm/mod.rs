@@ -1,8 +1,18 @@
 //! Layer normalisation and RMS normalisation over the last axis, with optional affine
 //! weights and an optional fused activation.
 
+mod cpu;
+#[cfg(cuda_backend)]
+mod cuda;
+#[cfg(feature = "webgpu")]
+mod webgpu;
+
+use std::sync::Arc;
+
+use super::cost::OpCost;
 use super::elementwise::check_f32;
-use super::{launch, Lift, OpCall, UnaryOp};
+use super::{backends, launch, Launch, Lift, Operand, UnaryOp};
+use crate::buffer::BufferInner;
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// Which normalisation.
@@ -98,6 +108,55 @@ fn norm_f32(queue: &Queue, kind: NormKind, x: &Tensor, p: NormParams<'_>) -> Res
     let weight = p.weight.and_then(|_| it.next()).map(Tensor::operand);
     let bias = p.bias.and_then(|_| it.next()).map(Tensor::operand);
     let rows = x.numel() / cols;
-    launch(queue, &OpCall::Norm { kind, x: x.operand(), weight, bias, rows, cols, eps: p.eps, act: p.act, out: out.operand() }, None)?;
+    launch(queue, &Norm { kind, x: x.operand(), weight, bias, rows, cols, eps: p.eps, act: p.act, out: out.operand() }, None)?;
     Ok(out)
+}
+
+/// Layer / RMS normalisation of the rows of a contiguous `[rows, cols]` input, then
+/// `* weight + bias` (contiguous `[cols]`, each optional) and an optional activation.
+pub(crate) struct Norm<'a> {
+    pub kind: NormKind,
+    pub x: Operand<'a>,
+    pub weight: Option<Operand<'a>>,
+    pub bias: Option<Operand<'a>>,
+    pub rows: usize,
+    pub cols: usize,
+    pub eps: f32,
+    pub act: Option<UnaryOp>,
+    pub out: Operand<'a>,
+}
+
+impl Norm<'_> {
+    /// Every operand: the input, the affine operands given, the output.
+    fn operands(&self) -> Vec<&Operand<'_>> {
+        let mut ops = vec![&self.x];
+        ops.extend(self.weight.as_ref());
+        ops.extend(self.bias.as_ref());
+        ops.push(&self.out);
+        ops
+    }
+}
+
+impl Launch for Norm<'_> {
+    fn cost(&self) -> OpCost {
+        OpCost::simple(self.kind.name(), &self.operands(), 5 * self.x.layout.numel() as u64)
+    }
+
+    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+        self.operands().into_iter().map(|o| o.buf).collect()
+    }
+
+    backends!(norm);
+}
+
+/// The norm kernels' WGSL specialisations.
+#[cfg(all(test, feature = "webgpu"))]
+pub(crate) fn wgsl_builtins() -> Vec<crate::backend::webgpu::Builtin> {
+    webgpu::builtins()
+}
+
+/// The norm kernels' CUDA specialisations.
+#[cfg(all(test, cuda_backend))]
+pub(crate) fn cuda_builtins() -> Vec<crate::backend::cuda::Builtin> {
+    cuda::builtins()
 }

@@ -4,9 +4,10 @@
 
 use rayon::prelude::*;
 
-use super::{math, out_words, read_guard, write_guard};
+use super::Attention;
+use crate::backend::cpu::kernels::{check_within, math, out_words, sgemm};
+use crate::backend::cpu::{read_guard, write_guard};
 use crate::base::layout::Layout;
-use crate::ops::Operand;
 use crate::Result;
 
 /// Query rows per block.
@@ -17,21 +18,16 @@ fn at(l: &Layout, idx: [usize; 4]) -> usize {
     l.offset + idx.iter().zip(&l.strides).map(|(i, s)| i * s).sum::<usize>()
 }
 
-pub(super) fn attention(
-    [q, k, v]: [Operand<'_>; 3],
-    mask: Option<Operand<'_>>,
-    out: Operand<'_>,
-    [_b, h, lq, lk, d, dv]: [usize; 6],
-    scale: f32,
-    causal: bool,
-) -> Result<()> {
+pub(super) fn attention(op: &Attention<'_>) -> Result<()> {
+    let (q, k, v, mask, out, scale, causal) = (op.q, op.k, op.v, op.mask, op.out, op.scale, op.causal);
+    let [_b, h, lq, lk, d, dv] = op.dims;
     let (qg, kg, vg) = (read_guard(q.buf)?, read_guard(k.buf)?, read_guard(v.buf)?);
     let mg = mask.map(|m| read_guard(m.buf)).transpose()?;
     let mut os = write_guard(out.buf)?;
     let (qf, kf, vf): (&[f32], &[f32], &[f32]) = (bytemuck::cast_slice(&qg), bytemuck::cast_slice(&kg), bytemuck::cast_slice(&vg));
     let mf: Option<&[f32]> = mg.as_ref().map(|g| bytemuck::cast_slice(g));
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
-    super::check_within("attention", &[(q.layout, qf), (k.layout, kf), (v.layout, vf)])?;
+    check_within("attention", &[(q.layout, qf), (k.layout, kf), (v.layout, vf)])?;
     // Tasks capture layouts and slices only (buffers are not Send on every target).
     let (ql, kl, vl, ml) = (q.layout, k.layout, v.layout, mask.map(|m| m.layout));
     // Tasks: one block of query rows of one (batch, head); its rows of the output.
@@ -53,7 +49,7 @@ pub(super) fn attention(
             let (q_strides, kt_strides) = ([ql.strides[2] as isize, ql.strides[3] as isize], [kl.strides[3] as isize, kl.strides[2] as isize]);
             // SAFETY: [rows, d] of q from row i0 and [keys, d] of k lie inside their layouts, which
             // `check_within` proved inside `qf` and `kf`; s holds rows x keys.
-            unsafe { super::sgemm(rows, keys, d, scale, qf.as_ptr().add(q_at), q_strides, kf.as_ptr().add(k_at), kt_strides, s.as_mut_ptr(), keys, 1) };
+            unsafe { sgemm(rows, keys, d, scale, qf.as_ptr().add(q_at), q_strides, kf.as_ptr().add(k_at), kt_strides, s.as_mut_ptr(), keys, 1) };
         }
         for (r, (row, prob)) in s.chunks_mut(keys.max(1)).zip(p.chunks_mut(keys.max(1))).enumerate().take(rows) {
             let i = i0 + r;
@@ -73,7 +69,7 @@ pub(super) fn attention(
         let v_strides = [vl.strides[2] as isize, vl.strides[3] as isize];
         // SAFETY: p is rows x keys; [keys, dv] of v lies inside its layout, which `check_within`
         // proved inside `vf`; o holds rows x dv.
-        unsafe { super::sgemm(rows, dv, keys, 1.0, p.as_ptr(), [keys as isize, 1], vf.as_ptr().add(at(vl, [b, hh, 0, 0])), v_strides, o.as_mut_ptr(), dv, 1) };
+        unsafe { sgemm(rows, dv, keys, 1.0, p.as_ptr(), [keys as isize, 1], vf.as_ptr().add(at(vl, [b, hh, 0, 0])), v_strides, o.as_mut_ptr(), dv, 1) };
     });
     Ok(())
 }

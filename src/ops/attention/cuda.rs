@@ -1,0 +1,87 @@
+//! Fused attention on CUDA: attention.cu, one block per query row.
+
+use cudarc::driver::DeviceRepr;
+
+use super::Attention;
+use crate::backend::cuda::ops::{extent, index_type, kernel, operand, padded};
+#[cfg(test)]
+use crate::backend::cuda::Builtin;
+use crate::backend::cuda::{CudaDevice, CudaQueue, CudaSource};
+use crate::backend::OpContext;
+use crate::ops::Operand;
+use crate::Result;
+
+static SOURCE: CudaSource = CudaSource { name: "attention.cu", text: include_str!("attention.cu"), activation: false };
+
+/// attention.cu's `View4`: a rank-4 view's strides (pointers arrive at its first element).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct View4 {
+    offset: u64,
+    strides: [u64; 4],
+}
+
+/// attention.cu's `AttentionParams`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Params {
+    bh: u64,
+    heads: u64,
+    lq: u64,
+    lk: u64,
+    d: u64,
+    dv: u64,
+    scale: f32,
+    causal: u32,
+    q: View4,
+    k: View4,
+    v: View4,
+    mask: View4,
+}
+
+// SAFETY: plain `#[repr(C)]` numbers, laid out as attention.cu's `AttentionParams`.
+unsafe impl DeviceRepr for Params {}
+
+fn view4(o: Option<&Operand<'_>>) -> View4 {
+    o.map_or(View4::default(), |o| View4 { offset: 0, strides: padded(&o.layout.strides, 0) })
+}
+
+/// Scaled dot-product attention, one block of 64 threads per query row (`attention_main`).
+pub(super) fn attention(op: &Attention<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+    let (query, key, value, mask, out) = (op.q, op.k, op.v, op.mask, op.out);
+    let [b, h, lq, lk, d, dv] = op.dims;
+    let largest = [Some(&query), Some(&key), Some(&value), mask.as_ref(), Some(&out)].into_iter().flatten().map(|o| extent(o.layout).max(o.layout.numel())).max().unwrap_or(0);
+    let defines = vec![("HAS_MASK", u32::from(mask.is_some()).to_string()), index_type(largest)];
+    let f = dev.builtin(kernel(&SOURCE, "attention_main", defines))?;
+    let p = Params {
+        bh: (b * h) as u64,
+        heads: h as u64,
+        lq: lq as u64,
+        lk: lk as u64,
+        d: d as u64,
+        dv: dv as u64,
+        scale: op.scale,
+        causal: u32::from(op.causal),
+        q: view4(Some(&query)),
+        k: view4(Some(&key)),
+        v: view4(Some(&value)),
+        mask: view4(mask.as_ref()),
+    };
+    let mask_ptr = mask.as_ref().map_or(Ok(0), operand)?;
+    let pointers = [operand(&query)?, operand(&key)?, operand(&value)?, mask_ptr, operand(&out)?];
+    let mut held = vec![query.buf, key.buf, value.buf, out.buf];
+    held.extend(mask.iter().map(|o| o.buf));
+    q.launch_builtin(dev, &f, ((b * h * lq).clamp(1, 65_535) as u32, 1, 1), (64, 1, 1), &pointers, &p, &held)
+}
+
+/// Every specialisation.
+#[cfg(test)]
+pub(super) fn builtins() -> Vec<Builtin> {
+    let mut all = Vec::new();
+    for idx in [index_type(0), index_type(usize::MAX >> 1)] {
+        for on in ["0", "1"] {
+            all.push(kernel(&SOURCE, "attention_main", vec![("HAS_MASK", on.into()), idx.clone()]));
+        }
+    }
+    all
+}

@@ -1,0 +1,74 @@
+//! Convolution and pooling on CUDA: conv.cu, a grid-stride loop over the outputs.
+
+use cudarc::driver::DeviceRepr;
+
+use super::{Conv2d, Conv2dGeometry, Pool2d};
+use crate::backend::cuda::ops::{blocks, epilogue_defines, index_type, kernel, operand, BLOCK};
+#[cfg(test)]
+use crate::backend::cuda::Builtin;
+use crate::backend::cuda::{CudaDevice, CudaQueue, CudaSource};
+use crate::backend::OpContext;
+use crate::Result;
+
+static SOURCE: CudaSource = CudaSource { name: "conv.cu", text: include_str!("conv.cu"), activation: true };
+
+/// conv.cu's `ConvParams`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Params {
+    sizes: [u64; 9],
+    stride: [u64; 2],
+    pad: [u64; 2],
+    dilation: [u64; 2],
+    groups: u64,
+}
+
+// SAFETY: plain `#[repr(C)]` integers, laid out as conv.cu's `ConvParams`.
+unsafe impl DeviceRepr for Params {}
+
+impl Params {
+    fn new(g: &Conv2dGeometry) -> Self {
+        let sizes = [g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow].map(|v| v as u64);
+        let pair = |p: [usize; 2]| p.map(|v| v as u64);
+        Params { sizes, stride: pair(g.stride), pad: pair(g.padding), dilation: pair(g.dilation), groups: g.groups as u64 }
+    }
+}
+
+/// conv2d with its bias and activation epilogue (`conv2d_main`).
+pub(super) fn conv2d(op: &Conv2d<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+    let (x, weight, bias, out) = (op.x, op.weight, op.bias, op.out);
+    let n = out.layout.numel();
+    let mut defines = epilogue_defines(&bias, op.act).to_vec();
+    defines.push(index_type(n.max(x.layout.numel()).max(weight.layout.numel())));
+    let f = dev.builtin(kernel(&SOURCE, "conv2d_main", defines))?;
+    let bias_ptr = bias.as_ref().map_or(Ok(0), operand)?;
+    let mut held = vec![x.buf, weight.buf, out.buf];
+    held.extend(bias.iter().map(|o| o.buf));
+    let pointers = [operand(&x)?, operand(&weight)?, bias_ptr, operand(&out)?];
+    q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &Params::new(&op.geometry), &held)
+}
+
+/// Max or average pooling (`pool2d_main`).
+pub(super) fn pool2d(op: &Pool2d<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+    let (x, out) = (op.x, op.out);
+    let n = out.layout.numel();
+    let defines = vec![("POOL", (op.kind as u32).to_string()), index_type(n.max(x.layout.numel()))];
+    let f = dev.builtin(kernel(&SOURCE, "pool2d_main", defines))?;
+    q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &Params::new(&op.geometry), &[x.buf, out.buf])
+}
+
+/// Every specialisation.
+#[cfg(test)]
+pub(super) fn builtins() -> Vec<Builtin> {
+    let mut all = Vec::new();
+    for idx in [index_type(0), index_type(usize::MAX >> 1)] {
+        for on in [false, true] {
+            let act = ("ACT", if on { "12" } else { "0" }.to_string());
+            all.push(kernel(&SOURCE, "conv2d_main", vec![("HAS_BIAS", u32::from(on).to_string()), act, idx.clone()]));
+        }
+        for pool in 0..2 {
+            all.push(kernel(&SOURCE, "pool2d_main", vec![("POOL", pool.to_string()), idx.clone()]));
+        }
+    }
+    all
+}

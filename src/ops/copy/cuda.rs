@@ -1,0 +1,58 @@
+//! Copies on CUDA: copy.cu, a grid-stride loop over the elements.
+
+use cudarc::driver::DeviceRepr;
+
+use super::ViewCopy;
+use crate::backend::cuda::ops::{blocks, extent, index_type, kernel, operand, padded, BLOCK};
+#[cfg(test)]
+use crate::backend::cuda::Builtin;
+use crate::backend::cuda::{CudaDevice, CudaQueue, CudaSource};
+use crate::base::layout::MAX_RANK;
+use crate::backend::OpContext;
+use crate::Result;
+
+static SOURCE: CudaSource = CudaSource { name: "copy.cu", text: include_str!("copy.cu"), activation: false };
+
+/// copy.cu's `CopyParams`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Params {
+    n: u64,
+    rank: u32,
+    pad: u32,
+    shape: [u64; MAX_RANK],
+    strides: [u64; MAX_RANK],
+    out_strides: [u64; MAX_RANK],
+}
+
+// SAFETY: plain `#[repr(C)]` integers, laid out as copy.cu's `CopyParams`.
+unsafe impl DeviceRepr for Params {}
+
+pub(super) fn copy(op: &ViewCopy<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+    let (x, out) = (op.x, op.out);
+    let n = out.layout.numel();
+    let contiguous = u32::from(out.layout.is_contiguous()).to_string();
+    let largest = n.max(extent(x.layout)).max(extent(out.layout));
+    let f = dev.builtin(kernel(&SOURCE, "copy_main", vec![("OUT_CONTIGUOUS", contiguous), index_type(largest)]))?;
+    let p = Params {
+        n: n as u64,
+        rank: out.layout.shape.len() as u32,
+        shape: padded(&out.layout.shape, 1),
+        strides: padded(&x.layout.strides, 0),
+        out_strides: padded(&out.layout.strides, 0),
+        ..Default::default()
+    };
+    q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
+}
+
+/// Every specialisation.
+#[cfg(test)]
+pub(super) fn builtins() -> Vec<Builtin> {
+    let mut all = Vec::new();
+    for idx in [index_type(0), index_type(usize::MAX >> 1)] {
+        for contiguous in ["0", "1"] {
+            all.push(kernel(&SOURCE, "copy_main", vec![("OUT_CONTIGUOUS", contiguous.into()), idx.clone()]));
+        }
+    }
+    all
+}

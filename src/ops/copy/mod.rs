@@ -1,0 +1,60 @@
+//! Bit-exact copies of 4-byte elements from a strided view into a view of the same shape:
+//! contiguous, or a non-overlapping strided view such as a slice of a larger tensor (what
+//! [`Tensor::contiguous`] and [`concat`](super::concat::concat) record).
+
+mod cpu;
+#[cfg(cuda_backend)]
+mod cuda;
+#[cfg(feature = "webgpu")]
+mod webgpu;
+
+use std::sync::Arc;
+
+use super::cost::OpCost;
+use super::indexing::Cast;
+use super::{backends, launch, Launch, Operand};
+use crate::buffer::BufferInner;
+use crate::{Queue, Result, Tensor};
+
+/// `out = x` for 4-byte elements of any dtype, `out` contiguous or a non-overlapping view.
+pub(crate) struct ViewCopy<'a> {
+    pub x: Operand<'a>,
+    pub out: Operand<'a>,
+}
+
+impl Launch for ViewCopy<'_> {
+    fn cost(&self) -> OpCost {
+        OpCost::simple("copy", &[&self.x, &self.out], 0)
+    }
+
+    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+        vec![self.x.buf, self.out.buf]
+    }
+
+    backends!(copy);
+}
+
+/// Record `out = x` (same shape and dtype; `out` fresh, or a view no other operand overlaps):
+/// 4-byte elements by the copy kernels, 16-bit ones (two to a word) by the cast kernels.
+pub(crate) fn copy_into(queue: &Queue, x: &Tensor, out: &Tensor) -> Result<()> {
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    if x.dtype().size() == 4 {
+        launch(queue, &ViewCopy { x: x.operand(), out: out.operand() }, None)
+    } else {
+        launch(queue, &Cast { x: x.operand(), from: x.dtype(), to: x.dtype(), out: out.operand() }, None)
+    }
+}
+
+/// The copy kernels' WGSL specialisations.
+#[cfg(all(test, feature = "webgpu"))]
+pub(crate) fn wgsl_builtins() -> Vec<crate::backend::webgpu::Builtin> {
+    webgpu::builtins()
+}
+
+/// The copy kernels' CUDA specialisations.
+#[cfg(all(test, cuda_backend))]
+pub(crate) fn cuda_builtins() -> Vec<crate::backend::cuda::Builtin> {
+    cuda::builtins()
+}

@@ -1,0 +1,108 @@
+//! Unary and binary ops on CUDA: elementwise.cu, a grid-stride loop over the elements.
+
+use cudarc::driver::DeviceRepr;
+
+use super::{Binary, Unary};
+#[cfg(test)]
+use super::{BinaryOp, UnaryOp};
+use crate::backend::cuda::ops::{blocks, extent, index_type, kernel, operand, padded, BLOCK};
+#[cfg(test)]
+use crate::backend::cuda::Builtin;
+use crate::backend::cuda::{CudaDevice, CudaQueue, CudaSource};
+use crate::backend::OpContext;
+use crate::base::layout::MAX_RANK;
+use crate::{DType, Error, Result};
+
+static SOURCE: CudaSource = CudaSource { name: "elementwise.cu", text: include_str!("elementwise.cu"), activation: true };
+
+/// elementwise.cu's `ElementwiseParams`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Params {
+    n: u64,
+    rank: u32,
+    pad: u32,
+    shape: [u64; MAX_RANK],
+    a_strides: [u64; MAX_RANK],
+    b_strides: [u64; MAX_RANK],
+    a_period: u64,
+    b_period: u64,
+}
+
+// SAFETY: plain `#[repr(C)]` integers, laid out as elementwise.cu's `ElementwiseParams`.
+unsafe impl DeviceRepr for Params {}
+
+/// Error unless the operands are stored as f32 (CUDA has no native f16 path).
+fn check_f32(dtype: DType) -> Result<()> {
+    match dtype {
+        DType::F32 => Ok(()),
+        other => Err(Error::Device(format!("internal: the cuda kernels compute on f32 storage, not {other}"))),
+    }
+}
+
+/// `out = op(x)` over any view (`unary_main`).
+pub(super) fn unary(op: &Unary<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+    check_f32(op.dtype)?;
+    let (x, out) = (op.x, op.out);
+    let access = x.layout.access();
+    let n = out.layout.numel();
+    let defines = vec![("OP", op.op.code().to_string()), ("A_MODE", access.code().to_string()), index_type(n.max(extent(x.layout)))];
+    let f = dev.builtin(kernel(&SOURCE, "unary_main", defines))?;
+    let p = Params {
+        n: n as u64,
+        rank: out.layout.shape.len() as u32,
+        shape: padded(&out.layout.shape, 1),
+        a_strides: padded(&x.layout.strides, 0),
+        a_period: access.period() as u64,
+        ..Default::default()
+    };
+    q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
+}
+
+/// `out = act(op(a, b))` with broadcasting (`binary_main`).
+pub(super) fn binary(op: &Binary<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+    check_f32(op.dtype)?;
+    let (a, b, out) = (op.a, op.b, op.out);
+    let (a_access, b_access) = (a.layout.access(), b.layout.access());
+    let n = out.layout.numel();
+    let defines = vec![
+        ("OP", op.op.code().to_string()),
+        ("ACT", op.act.map_or(0, |f| f.code()).to_string()),
+        ("A_MODE", a_access.code().to_string()),
+        ("B_MODE", b_access.code().to_string()),
+        index_type(n.max(extent(a.layout)).max(extent(b.layout))),
+    ];
+    let f = dev.builtin(kernel(&SOURCE, "binary_main", defines))?;
+    let p = Params {
+        n: n as u64,
+        rank: out.layout.shape.len() as u32,
+        shape: padded(&out.layout.shape, 1),
+        a_strides: padded(&a.layout.strides, 0),
+        b_strides: padded(&b.layout.strides, 0),
+        a_period: a_access.period() as u64,
+        b_period: b_access.period() as u64,
+        ..Default::default()
+    };
+    let pointers = [operand(&a)?, operand(&b)?, operand(&out)?];
+    q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &p, &[a.buf, b.buf, out.buf])
+}
+
+/// Every specialisation: each op in each operand access mode, and fused activations.
+#[cfg(test)]
+pub(super) fn builtins() -> Vec<Builtin> {
+    let mut all = Vec::new();
+    for idx in [index_type(0), index_type(usize::MAX >> 1)] {
+        for op in UnaryOp::ALL {
+            for mode in 0..3 {
+                all.push(kernel(&SOURCE, "unary_main", vec![("OP", op.code().to_string()), ("A_MODE", mode.to_string()), idx.clone()]));
+            }
+        }
+        for op in BinaryOp::ALL {
+            for (act, a_mode, b_mode) in [("0", "1", "1"), ("14", "0", "2"), ("11", "2", "0")] {
+                let defines = vec![("OP", op.code().to_string()), ("ACT", act.into()), ("A_MODE", a_mode.into()), ("B_MODE", b_mode.into()), idx.clone()];
+                all.push(kernel(&SOURCE, "binary_main", defines));
+            }
+        }
+    }
+    all
+}

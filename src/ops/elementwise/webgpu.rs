@@ -1,0 +1,72 @@
+//! Unary and binary ops on wgpu: elementwise.wgsl, four elements per invocation where the
+//! layouts allow (the vec4 entry points).
+
+use super::{Binary, Unary};
+use crate::backend::webgpu::ops::{builtin, check_binding, elementwise_params, grid_1d, store, u32_of};
+#[cfg(test)]
+use crate::backend::webgpu::pipelines::{STORE_F16, STORE_F32};
+use crate::backend::webgpu::{Builtin, Bind, GpuDevice, GpuQueue, WgslSource};
+use crate::backend::OpContext;
+use crate::base::layout::Access;
+use crate::ops::Operand;
+use crate::Result;
+
+static SOURCE: WgslSource = WgslSource { name: "elementwise.wgsl", text: include_str!("elementwise.wgsl"), activation: true };
+
+/// Whether an elementwise launch can take four elements per invocation (the vec4 entry
+/// points): the element count, the output offset and every operand offset multiples of 4,
+/// the output contiguous, each operand contiguous or a repeated block whose period is a
+/// multiple of 4.
+fn vec4(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> bool {
+    let whole = |o: &Operand<'_>| o.layout.offset % 4 == 0;
+    out.layout.numel() % 4 == 0
+        && out.layout.is_contiguous()
+        && whole(out)
+        && inputs.iter().all(|x| {
+            whole(x)
+                && match x.layout.access() {
+                    Access::Contiguous => true,
+                    Access::Repeated { period } => period % 4 == 0,
+                    Access::Strided => false,
+                }
+        })
+}
+
+/// `out = op(x)`: unary_main, or unary_vec4_main over whole vec4s.
+pub(super) fn unary(op: &Unary<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
+    let (x, out) = (op.x, op.out);
+    check_binding(dev, &x)?;
+    check_binding(dev, &out)?;
+    let access = x.layout.access();
+    let constants = vec![("OP", op.op.code()), ("A_MODE", access.code())];
+    let (entry, per) = if vec4(&out, &[&x]) { ("unary_vec4_main", 4) } else { ("unary_main", 1) };
+    let pipeline = dev.builtin(Builtin { prelude: vec![store(dev, op.dtype)?], ..builtin(&SOURCE, entry, constants) });
+    let grid = grid_1d(dev, (out.layout.numel() / per).div_ceil(256) as u64)?;
+    let mut params = elementwise_params(&out, &[&x])?;
+    params.resize(29, 0);
+    params.extend([u32_of("period", access.period())?, 0]);
+    q.dispatch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (3, Bind::Mem(out.buf))], grid)
+}
+
+/// `out = act(op(a, b))` over broadcast operands: binary_main, or binary_vec4_main.
+pub(super) fn binary(op: &Binary<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
+    let (a, b, out) = (op.a, op.b, op.out);
+    for o in [&a, &b, &out] {
+        check_binding(dev, o)?;
+    }
+    let (a_access, b_access) = (a.layout.access(), b.layout.access());
+    let constants = vec![("OP", op.op.code()), ("ACT", op.act.map_or(0, |f| f.code())), ("A_MODE", a_access.code()), ("B_MODE", b_access.code())];
+    let (entry, per) = if vec4(&out, &[&a, &b]) { ("binary_vec4_main", 4) } else { ("binary_main", 1) };
+    let pipeline = dev.builtin(Builtin { prelude: vec![store(dev, op.dtype)?], ..builtin(&SOURCE, entry, constants) });
+    let grid = grid_1d(dev, (out.layout.numel() / per).div_ceil(256) as u64)?;
+    let binds = [(1, Bind::Mem(a.buf)), (2, Bind::Mem(b.buf)), (3, Bind::Mem(out.buf))];
+    let mut params = elementwise_params(&out, &[&a, &b])?;
+    params.extend([u32_of("period", a_access.period())?, u32_of("period", b_access.period())?]);
+    q.dispatch(dev, pipeline, &params, &binds, grid)
+}
+
+/// The module in both storage dtypes.
+#[cfg(test)]
+pub(super) fn builtins() -> Vec<Builtin> {
+    [STORE_F32, STORE_F16].into_iter().map(|s| Builtin { prelude: vec![s], ..builtin(&SOURCE, "unary_main", vec![]) }).collect()
+}

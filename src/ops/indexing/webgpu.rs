@@ -1,0 +1,90 @@
+//! Casts, `where`, gather (indexing.wgsl) and cumulative sums (scan.wgsl) on wgpu.
+
+use super::{Cast, Cumsum, Gather, Where};
+use crate::backend::webgpu::ops::{builtin, check_binding, elementwise_params, grid_1d, row_passes, u32_of, RowPasses};
+#[cfg(test)]
+use crate::backend::webgpu::Builtin;
+use crate::backend::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
+use crate::backend::OpContext;
+use crate::{Error, Result};
+
+static INDEXING: WgslSource = WgslSource { name: "indexing.wgsl", text: include_str!("indexing.wgsl"), activation: false };
+static SCAN: WgslSource = WgslSource { name: "scan.wgsl", text: include_str!("scan.wgsl"), activation: false };
+
+/// `out = x` converted from `from` to `to`.
+pub(super) fn cast(op: &Cast<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
+    let (x, out) = (op.x, op.out);
+    check_binding(dev, &x)?;
+    check_binding(dev, &out)?;
+    if op.to.size() == 2 && out.layout.offset % 2 != 0 {
+        return Err(Error::Device("internal: a 16-bit cast output starts inside a word".into()));
+    }
+    let pipeline = dev.builtin(builtin(&INDEXING, "cast_main", vec![("FROM", op.from.code()), ("TO", op.to.code())]));
+    // A 16-bit output is written a word (two elements) per invocation.
+    let grid = grid_1d(dev, out.layout.numel().div_ceil(4 / op.to.size()).div_ceil(256) as u64)?;
+    // Auto layouts hold only the bindings an entry point uses.
+    let binds = [(1, Bind::Mem(x.buf)), (4, Bind::Mem(out.buf))];
+    q.dispatch(dev, pipeline, &elementwise_params(&out, &[&x])?, &binds, grid)
+}
+
+/// `out = cond ? a : b`.
+pub(super) fn where_(op: &Where<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
+    let (cond, a, b, out) = (op.cond, op.a, op.b, op.out);
+    for o in [&cond, &a, &b, &out] {
+        check_binding(dev, o)?;
+    }
+    let constants = vec![("COND_F32", u32::from(op.cond_dtype == crate::DType::F32))];
+    let pipeline = dev.builtin(builtin(&INDEXING, "where_main", constants));
+    let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
+    let binds = [(1, Bind::Mem(cond.buf)), (2, Bind::Mem(a.buf)), (3, Bind::Mem(b.buf)), (4, Bind::Mem(out.buf))];
+    q.dispatch(dev, pipeline, &elementwise_params(&out, &[&cond, &a, &b])?, &binds, grid)
+}
+
+/// Entries of `x` along an axis picked by `indices` (`fill` where out of range).
+pub(super) fn gather(op: &Gather<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
+    let (x, indices, out) = (op.x, op.indices, op.out);
+    for o in [&x, &indices, &out] {
+        check_binding(dev, o)?;
+    }
+    let params = [
+        u32_of("outer", op.outer)?,
+        u32_of("length", op.len)?,
+        u32_of("inner", op.inner)?,
+        u32_of("count", op.count)?,
+        u32_of("offset", x.layout.offset)?,
+        u32_of("offset", indices.layout.offset)?,
+        u32_of("offset", out.layout.offset)?,
+        op.fill,
+    ];
+    let pipeline = dev.builtin(builtin(&INDEXING, "gather_main", vec![("SIGNED", u32::from(op.signed))]));
+    let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
+    let binds = [(1, Bind::Mem(x.buf)), (2, Bind::Mem(indices.buf)), (4, Bind::Mem(out.buf))];
+    q.dispatch(dev, pipeline, &params, &binds, grid)
+}
+
+/// Cumulative sums along each (outer, inner) line, as row passes.
+pub(super) fn cumsum(op: &Cumsum<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
+    let (x, out) = (op.x, op.out);
+    check_binding(dev, &x)?;
+    check_binding(dev, &out)?;
+    let params = vec![u32_of("outer", op.outer)?, u32_of("length", op.len)?, u32_of("inner", op.inner)?, u32_of("offset", x.layout.offset)?, u32_of("offset", out.layout.offset)?];
+    let passes = RowPasses { source: &SCAN, entry: "cumsum_main", serial_entry: None, constants: vec![], prelude: vec![], stats: (3, 1) };
+    row_passes(q, dev, cx, passes, [op.outer * op.inner, op.len], params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))])
+}
+
+/// Every specialisation.
+#[cfg(test)]
+pub(super) fn builtins() -> Vec<Builtin> {
+    let mut all = Vec::new();
+    for from in 0..5 {
+        for to in 0..5 {
+            all.push(builtin(&INDEXING, "cast_main", vec![("FROM", from), ("TO", to)]));
+        }
+    }
+    for on in [0, 1] {
+        all.push(builtin(&INDEXING, "where_main", vec![("COND_F32", on)]));
+        all.push(builtin(&INDEXING, "gather_main", vec![("SIGNED", on)]));
+    }
+    all.extend((0..3).map(|pass| builtin(&SCAN, "cumsum_main", vec![("PASS", pass)])));
+    all
+}

@@ -1,0 +1,62 @@
+//! Layer and RMS norms on CUDA: norm.cu, one block per row.
+
+use cudarc::driver::DeviceRepr;
+
+use super::Norm;
+use crate::backend::cuda::ops::{index_type, kernel, operand, BLOCK};
+#[cfg(test)]
+use crate::backend::cuda::Builtin;
+use crate::backend::cuda::{CudaDevice, CudaQueue, CudaSource};
+use crate::backend::OpContext;
+use crate::ops::Operand;
+use crate::Result;
+
+static SOURCE: CudaSource = CudaSource { name: "norm.cu", text: include_str!("norm.cu"), activation: true };
+
+/// norm.cu's `NormParams`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Params {
+    rows: u64,
+    cols: u64,
+    eps: f32,
+    pad: u32,
+}
+
+// SAFETY: plain `#[repr(C)]` numbers, laid out as norm.cu's `NormParams`.
+unsafe impl DeviceRepr for Params {}
+
+/// Layer or RMS norm of rows with optional weight, bias and activation (`norm_main`).
+pub(super) fn norm(op: &Norm<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+    let (x, out, weight, bias) = (op.x, op.out, op.weight, op.bias);
+    let defines = vec![
+        ("KIND", op.kind.code().to_string()),
+        ("ACT", op.act.map_or(0, |f| f.code()).to_string()),
+        ("HAS_WEIGHT", u32::from(weight.is_some()).to_string()),
+        ("HAS_BIAS", u32::from(bias.is_some()).to_string()),
+        index_type(op.rows * op.cols),
+    ];
+    let f = dev.builtin(kernel(&SOURCE, "norm_main", defines))?;
+    let p = Params { rows: op.rows as u64, cols: op.cols as u64, eps: op.eps, pad: 0 };
+    let optional = |o: &Option<Operand<'_>>| o.as_ref().map_or(Ok(0), operand);
+    let pointers = [operand(&x)?, optional(&weight)?, optional(&bias)?, operand(&out)?];
+    let mut held = vec![x.buf, out.buf];
+    held.extend(weight.iter().chain(bias.iter()).map(|o| o.buf));
+    q.launch_builtin(dev, &f, (op.rows.clamp(1, 65_535) as u32, 1, 1), (BLOCK, 1, 1), &pointers, &p, &held)
+}
+
+/// Every specialisation.
+#[cfg(test)]
+pub(super) fn builtins() -> Vec<Builtin> {
+    let mut all = Vec::new();
+    let flag = |name: &'static str, on: bool| (name, u32::from(on).to_string());
+    for idx in [index_type(0), index_type(usize::MAX >> 1)] {
+        for on in [false, true] {
+            let act = ("ACT", if on { "12" } else { "0" }.to_string());
+            for kind in 0..2 {
+                all.push(kernel(&SOURCE, "norm_main", vec![("KIND", kind.to_string()), act.clone(), flag("HAS_WEIGHT", on), flag("HAS_BIAS", on), idx.clone()]));
+            }
+        }
+    }
+    all
+}

@@ -1,0 +1,127 @@
+//! Reductions on wgpu: reduce.wgsl in passes, its workgroups combining values through a tree
+//! in workgroup memory (reduce_tree.wgsl) or subgroup operations (reduce_subgroups.wgsl), or
+//! without either (`serial`, for software adapters).
+
+use std::sync::Arc;
+
+use super::{Reduce, ReduceOp};
+use crate::backend::webgpu::ops::{builtin, check_binding, grid_1d, temp, u32_of};
+use crate::backend::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
+use crate::backend::OpContext;
+use crate::buffer::BufferInner;
+use crate::{Error, Result};
+
+static SOURCE: WgslSource = WgslSource { name: "reduce.wgsl", text: include_str!("reduce.wgsl"), activation: false };
+
+/// The workgroup combination step of reduce.wgsl: a tree in workgroup memory, or subgroup
+/// operations (where the adapter has them) with the tree for argmax.
+const TREE: &str = include_str!("reduce_tree.wgsl");
+const WITH_TREE: [&str; 2] = [TREE, "fn workgroup_combine(acc: f32, ai: u32, lid: u32) -> Combined { return tree_combine(acc, ai, lid); }"];
+/// Natively naga takes subgroup builtins without an `enable subgroups;` directive (and
+/// rejects the directive); browsers require it.
+const ENABLE_SUBGROUPS: &str = if cfg!(target_arch = "wasm32") { "enable subgroups;" } else { "" };
+const WITH_SUBGROUPS: [&str; 3] = [ENABLE_SUBGROUPS, TREE, include_str!("reduce_subgroups.wgsl")];
+
+/// Elements each reduction workgroup combines per pass (256 threads x 4).
+const CHUNK: usize = 1024;
+/// Elements each invocation of the `serial` reduction combines per pass.
+const SERIAL_CHUNK: usize = 32;
+
+/// The reduction variants of this device: the workgroup `tree`, `subgroup` (subgroup
+/// operations combine each workgroup's values) where the adapter has subgroups, and `serial`
+/// (each invocation reduces a chunk alone: no workgroup memory, no barriers).
+pub(super) fn variants(dev: &GpuDevice) -> Vec<&'static str> {
+    if dev.device.features().contains(wgpu::Features::SUBGROUP) {
+        vec!["subgroup", "tree", "serial"]
+    } else {
+        vec!["tree", "serial"]
+    }
+}
+
+/// The reduction variant this device runs unless told otherwise, and why: `serial` on
+/// software adapters, else `subgroup` where the adapter has subgroups and `use_subgroups` is
+/// on, else `tree`.
+pub(super) fn default_variant(dev: &GpuDevice, options: &crate::DeviceOptions) -> (&'static str, String) {
+    if dev.software && options.software_kernels {
+        return ("serial", "the default on software adapters, which run each workgroup's SIMD groups as coroutines on a CPU thread, switching at every barrier (DeviceOptions::software_kernels)".into());
+    }
+    let use_subgroups = options.use_subgroups;
+    if use_subgroups && variants(dev).contains(&"subgroup") {
+        ("subgroup", "the default (DeviceOptions::use_subgroups is true)".into())
+    } else {
+        ("tree", format!("the default (DeviceOptions::use_subgroups is {use_subgroups}{})", if use_subgroups { ", but the adapter has no subgroups" } else { "" }))
+    }
+}
+
+/// The reduction in passes of one workgroup (or, `serial`, one invocation) per (row, chunk),
+/// each pass's partial results in temporaries, until one chunk per row remains.
+pub(super) fn reduce(call: &Reduce<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
+    let (op, x, out) = (call.op, call.x, call.out);
+    let (outer, len, inner) = (call.outer, call.len, call.inner);
+    check_binding(dev, &x)?;
+    check_binding(dev, &out)?;
+    let argmax = op == ReduceOp::Argmax;
+    let scale = if op == ReduceOp::Mean { 1.0 / len as f32 } else { 1.0 };
+    let variant = match call.variant {
+        Some(v) => v,
+        None => default_variant(dev, cx.options).0,
+    };
+    if !variants(dev).contains(&variant) {
+        return Err(Error::Unsupported { backend: crate::BackendKind::WebGpu, what: format!("reduce variant `{variant}` on this adapter (it has {:?})", variants(dev)) });
+    }
+    let serial = variant == "serial";
+    let (chunk, per_group) = if serial { (SERIAL_CHUNK, 64) } else { (CHUNK, 1) };
+    // The current pass's input: values (and, after the first pass, argmax indices).
+    let mut values = x.buf.clone();
+    let mut indices: Option<Arc<BufferInner>> = None;
+    let (mut offset, mut outer, mut len, mut inner) = (x.layout.offset, outer, len, inner);
+    loop {
+        let chunks = len.div_ceil(chunk);
+        let rows = outer * inner;
+        let last = chunks == 1;
+        let (out_values, out_indices, out_offset) = if last {
+            if argmax {
+                (Some(temp(cx, rows)?), Some(out.buf.clone()), out.layout.offset)
+            } else {
+                (Some(out.buf.clone()), None, out.layout.offset)
+            }
+        } else {
+            (Some(temp(cx, rows * chunks)?), if argmax { Some(temp(cx, rows * chunks)?) } else { None }, 0)
+        };
+        let out_values = out_values.ok_or_else(|| Error::Device("internal: reduction without an output".into()))?;
+        let params = [
+            u32_of("rows", outer)?,
+            u32_of("reduced length", len)?,
+            u32_of("inner length", inner)?,
+            chunk as u32,
+            u32_of("chunks", chunks)?,
+            u32_of("offset", offset)?,
+            u32_of("offset", out_offset)?,
+            (if last { scale } else { 1.0 }).to_bits(),
+        ];
+        let first = indices.is_none();
+        let constants = vec![("OP", op.code()), ("FIRST", first as u32)];
+        let combine = if variant == "subgroup" { WITH_SUBGROUPS.to_vec() } else { WITH_TREE.to_vec() };
+        let entry = if serial { "reduce_serial_main" } else { "reduce_main" };
+        let pipeline = dev.builtin(Builtin { prelude: combine, ..builtin(&SOURCE, entry, constants) });
+        let binds = [
+            (1, Bind::Mem(&values)),
+            (2, indices.as_ref().map_or(Bind::SpareRead, Bind::Mem)),
+            (3, Bind::Mem(&out_values)),
+            (4, out_indices.as_ref().map_or(Bind::SpareWrite, Bind::Mem)),
+        ];
+        q.dispatch(dev, pipeline, &params, &binds, grid_1d(dev, (rows * chunks).div_ceil(per_group) as u64)?)?;
+        if last {
+            return Ok(());
+        }
+        values = out_values;
+        indices = out_indices;
+        (offset, outer, len, inner) = (0, rows, chunks, 1);
+    }
+}
+
+/// The module with each combination step.
+#[cfg(test)]
+pub(super) fn builtins() -> Vec<Builtin> {
+    [WITH_TREE.to_vec(), WITH_SUBGROUPS.to_vec()].into_iter().map(|prelude| Builtin { prelude, ..builtin(&SOURCE, "reduce_main", vec![]) }).collect()
+}
