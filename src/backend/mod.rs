@@ -89,18 +89,6 @@ pub(crate) fn missing_reason(kind: BackendKind) -> String {
     }
 }
 
-/// Names of the matmul kernel variants of a backend (policies and autotuning pick among them).
-pub(crate) fn matmul_variants(kind: BackendKind) -> Vec<&'static str> {
-    match kind {
-        BackendKind::Cpu => vec!["sgemm"],
-        #[cfg(feature = "webgpu")]
-        BackendKind::WebGpu => webgpu::ops::MATMUL_VARIANTS.iter().map(|v| v.name).collect(),
-        BackendKind::Cuda => vec!["cublas", "kernel"],
-        #[allow(unreachable_patterns)]
-        _ => Vec::new(),
-    }
-}
-
 /// What an op's backend code may ask of the layers above it, built by the queue for each
 /// op: the device's options, and device memory for temporaries (written before it is read).
 pub(crate) struct OpContext<'a> {
@@ -171,23 +159,6 @@ impl BackendDevice {
             #[cfg(feature = "webgpu")]
             BackendDevice::WebGpu(d) => d.device.features().contains(wgpu::Features::SHADER_F16),
             _ => false,
-        }
-    }
-
-    /// The matmul variant this device runs for an `m x n` output unless told otherwise, and why.
-    pub fn default_matmul_variant(&self, options: &crate::DeviceOptions, m: usize, n: usize) -> (&'static str, String) {
-        let _ = (options, m, n);
-        match self {
-            BackendDevice::Cpu(_) => ("sgemm", "the cpu matmul (the gemm crate's SGEMM)".into()),
-            #[cfg(feature = "webgpu")]
-            BackendDevice::WebGpu(d) => {
-                let (v, why) = webgpu::ops::default_matmul_variant(d, options, m, n);
-                (v, why.into())
-            }
-            #[cfg(cuda_backend)]
-            BackendDevice::Cuda(_) if cuda::blas::available() => ("cublas", "the default: cuBLAS (the kernel for layouts cuBLAS cannot take)".into()),
-            #[cfg(cuda_backend)]
-            BackendDevice::Cuda(_) => ("kernel", "the default without cuBLAS (libcublas was not found)".into()),
         }
     }
 

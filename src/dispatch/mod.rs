@@ -85,7 +85,7 @@ pub fn pattern_tensor(device: &Device, shape: &[usize]) -> Result<crate::Tensor>
 /// or a bench may give. An opened device runs those of [`crate::Device::variants`].
 pub fn variant_names(op: &str) -> Vec<&'static str> {
     match op {
-        "matmul" => [BackendKind::Cpu, BackendKind::WebGpu, BackendKind::Cuda].into_iter().flat_map(crate::backend::matmul_variants).collect(),
+        "matmul" => [BackendKind::Cpu, BackendKind::WebGpu, BackendKind::Cuda].into_iter().flat_map(crate::ops::matmul::backend_variants).collect(),
         "reduce" => crate::ops::reduce::VARIANTS.to_vec(),
         _ => Vec::new(),
     }
@@ -100,7 +100,7 @@ pub(crate) fn times_text(times: &std::collections::BTreeMap<String, f64>) -> Str
 /// Names of the variants of `op` on an opened device.
 pub(crate) fn variants(backend: &BackendDevice, kind: BackendKind, op: TunableOp) -> Vec<&'static str> {
     match op {
-        TunableOp::Matmul => crate::backend::matmul_variants(kind),
+        TunableOp::Matmul => crate::ops::matmul::backend_variants(kind),
         TunableOp::Reduce => crate::ops::reduce::variants(backend),
     }
 }
@@ -109,7 +109,7 @@ pub(crate) fn variants(backend: &BackendDevice, kind: BackendKind, op: TunableOp
 pub(crate) fn default_variant(device: &Device, problem: Problem) -> (&'static str, String) {
     let backend = &device.shared.backend;
     match problem {
-        Problem::Matmul { m, n, .. } => backend.default_matmul_variant(&device.shared.options, m, n),
+        Problem::Matmul { m, n, .. } => crate::ops::matmul::default_variant(backend, &device.shared.options, m, n),
         Problem::Reduce { .. } => crate::ops::reduce::default_variant(backend, &device.shared.options),
     }
 }

@@ -1,7 +1,7 @@
-//! What a launch of an [`OpCall`] is, for the profiler: its name, operand shapes, bytes moved
-//! and floating-point operations. Computed only while a profiler records.
+//! What a launch is, for the profiler: its name, operand shapes, bytes moved and
+//! floating-point operations. Computed only while a profiler records.
 
-use super::{OpCall, Operand};
+use super::Operand;
 use crate::DType;
 
 /// Name, shapes and cost of one op launch.
@@ -31,27 +31,4 @@ impl OpCost {
 /// Distinct elements of a view: broadcast (stride 0) dimensions count once.
 pub(crate) fn distinct(o: &Operand<'_>) -> u64 {
     o.layout.shape.iter().zip(&o.layout.strides).filter(|(_, &s)| s != 0).map(|(&n, _)| n as u64).product()
-}
-
-fn numel(o: &Operand<'_>) -> u64 {
-    o.layout.numel() as u64
-}
-
-impl OpCall<'_> {
-    /// Name, shapes, bytes and FLOPs of this launch.
-    pub(crate) fn cost(&self) -> OpCost {
-        let shapes = |ops: &[&Operand<'_>]| ops.iter().map(|o| o.layout.shape.clone()).collect::<Vec<_>>();
-        match self {
-            OpCall::Matmul { a, b, bias, act, out, m, n, k, variant, dtype } => {
-                let mut ops = vec![a, b];
-                ops.extend(bias.as_ref());
-                ops.push(out);
-                let batch = (numel(out) / (*m as u64 * *n as u64).max(1)).max(1);
-                let size = dtype.size() as u64;
-                let bytes = ops.iter().map(|o| distinct(o)).sum::<u64>() * size;
-                let name = if bias.is_some() || act.is_some() { "linear" } else { "matmul" };
-                OpCost { name: name.into(), shapes: shapes(&ops), dtype: *dtype, bytes, flops: 2 * batch * (*m * *n * *k) as u64, variant: *variant }
-            }
-        }
-    }
 }

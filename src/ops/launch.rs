@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::cost::OpCost;
-use crate::backend::{cpu, BackendDevice, OpContext, QueueImpl};
+use crate::backend::{BackendDevice, OpContext, QueueImpl};
 #[cfg(cuda_backend)]
 use crate::backend::cuda::{CudaDevice, CudaQueue};
 #[cfg(feature = "webgpu")]
@@ -81,30 +81,5 @@ fn on_backend(queue: &Queue, op: &impl Launch, cx: &OpContext<'_>) -> Result<()>
         (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => op.cuda(q, d, cx),
         #[allow(unreachable_patterns)]
         _ => Err(Error::Device("internal: a queue was used with a device of another backend".into())),
-    }
-}
-
-/// The ops not yet in folders of their own run through the backends' `run_op` matches.
-impl Launch for super::OpCall<'_> {
-    fn cost(&self) -> OpCost {
-        self.cost()
-    }
-
-    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
-        self.buffers()
-    }
-
-    fn cpu(&self) -> Result<()> {
-        cpu::run_op(*self)
-    }
-
-    #[cfg(feature = "webgpu")]
-    fn webgpu(&self, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
-        crate::backend::webgpu::ops::run_op(q, dev, cx, *self)
-    }
-
-    #[cfg(cuda_backend)]
-    fn cuda(&self, q: &CudaQueue, dev: &CudaDevice, cx: &OpContext<'_>) -> Result<()> {
-        crate::backend::cuda::ops::run_op(q, dev, cx, *self)
     }
 }

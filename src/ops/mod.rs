@@ -3,9 +3,10 @@
 //! Backends receive an [`OpCall`]: a validated request with every layout worked out.
 
 pub mod concat;
+#[cfg(test)]
+mod checks;
 mod cost;
 mod launch;
-pub mod matmul;
 
 use std::sync::Arc;
 
@@ -39,7 +40,7 @@ macro_rules! registry {
     };
 }
 
-registry!(attention, conv, copy, elementwise, indexing, norm, reduce, softmax, log_softmax);
+registry!(attention, conv, copy, elementwise, indexing, matmul, norm, reduce, softmax, log_softmax);
 pub(crate) use launch::{backends, launch, Launch};
 
 /// A tensor operand as a backend sees it: memory plus a strided layout (in elements).
@@ -47,39 +48,6 @@ pub(crate) use launch::{backends, launch, Launch};
 pub(crate) struct Operand<'a> {
     pub buf: &'a Arc<BufferInner>,
     pub layout: &'a Layout,
-}
-
-/// A validated op launch. Outputs are always contiguous and freshly allocated.
-#[derive(Clone, Copy)]
-pub(crate) enum OpCall<'a> {
-    /// `out[b] = act(a[b] @ b[b] + bias)`; `a` is `[batch.., m, k]`, `b` is `[batch.., k, n]`,
-    /// both strided and broadcast to the output's batch shape; `bias` (optional) is contiguous
-    /// `[n]`; `out` is contiguous `[batch.., m, n]`.
-    /// `variant` names a kernel variant of the backend (see [`matmul::variants`]); `None`
-    /// lets the backend choose.
-    Matmul {
-        a: Operand<'a>,
-        b: Operand<'a>,
-        bias: Option<Operand<'a>>,
-        act: Option<UnaryOp>,
-        out: Operand<'a>,
-        m: usize,
-        n: usize,
-        k: usize,
-        variant: Option<&'static str>,
-        /// Storage dtype of every operand, as for `Unary`.
-        dtype: DType,
-    },
-}
-
-impl OpCall<'_> {
-    /// Every memory block the launch reads or writes (for ordering across queues).
-    pub(crate) fn buffers(&self) -> Vec<&Arc<BufferInner>> {
-        let operands: Vec<Option<&Operand<'_>>> = match self {
-            OpCall::Matmul { a, b, bias, out, .. } => vec![Some(a), Some(b), bias.as_ref(), Some(out)],
-        };
-        operands.into_iter().flatten().map(|o| o.buf).collect()
-    }
 }
 
 /// How an op meets 16-bit floats: f16 / bf16 inputs are widened to f32 (exactly), the f32

@@ -7,7 +7,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use rayon::prelude::*;
 
-pub(crate) use kernels::{math, out_words, run_op};
+pub(crate) use kernels::{math, out_words};
 
 use super::Memory;
 use crate::buffer::BufferInner;

@@ -1,16 +1,16 @@
-//! The op catalogue on wgpu: each [`OpCall`] becomes one or more built-in kernel launches.
-//! The parameter layouts written here are documented at the top of each shader file.
+//! What the ops' wgpu code shares: pipelines of built-in sources, launch grids, binding
+//! checks, parameter words, row passes and temporaries.
 
 use std::sync::Arc;
 
-use super::pipelines::{self as shaders, Builtin, WgslSource, MATMUL_LOADS_SCALAR, MATMUL_LOADS_VEC4, STORE_F16, STORE_F32};
+use super::pipelines::{Builtin, WgslSource, STORE_F16, STORE_F32};
 use super::queue::{Bind, GpuQueue};
 use super::split;
 use super::GpuDevice;
 use crate::backend::OpContext;
 use crate::buffer::BufferInner;
 use crate::base::layout::{Layout, MAX_RANK};
-use crate::ops::{OpCall, Operand, UnaryOp};
+use crate::ops::Operand;
 use crate::{DType, Error, Result};
 
 pub(crate) fn builtin(source: &'static WgslSource, entry: &'static str, constants: Vec<(&'static str, u32)>) -> Builtin {
@@ -24,55 +24,6 @@ pub(crate) fn store(dev: &GpuDevice, dtype: DType) -> Result<&'static str> {
         DType::F16 if dev.device.features().contains(wgpu::Features::SHADER_F16) => Ok(STORE_F16),
         other => Err(Error::Device(format!("internal: no {other} storage for the elementwise and matmul kernels on this adapter"))),
     }
-}
-
-/// A tile configuration of matmul.wgsl.
-pub(crate) struct MatmulVariant {
-    /// Name users and policies select it by.
-    pub name: &'static str,
-    /// Output rows and columns per workgroup.
-    pub tile: [usize; 2],
-    /// The WGSL constants prepended to matmul.wgsl.
-    pub constants: &'static str,
-    /// Its entry point: `matmul_main` (tiles in workgroup memory) or `matmul_direct_main`
-    /// (no workgroup memory or barriers: software adapters).
-    pub entry: &'static str,
-}
-
-/// The matmul tile configurations: 256 invocations per workgroup for the default 64x64
-/// (4x4 per invocation), 32x32 (2x2) for small or skinny products, 128x64 (8x4) for large;
-/// `direct`, 64 invocations of 4x4 reading A and B from memory, for software adapters.
-pub(crate) const MATMUL_VARIANTS: [MatmulVariant; 4] = [
-    MatmulVariant { name: "tile64", tile: [64, 64], constants: "const TM: u32 = 64u; const TN: u32 = 64u; const RM: u32 = 4u; const RN: u32 = 4u;", entry: "matmul_main" },
-    MatmulVariant { name: "tile32", tile: [32, 32], constants: "const TM: u32 = 32u; const TN: u32 = 32u; const RM: u32 = 2u; const RN: u32 = 2u;", entry: "matmul_main" },
-    MatmulVariant { name: "tile128x64", tile: [128, 64], constants: "const TM: u32 = 128u; const TN: u32 = 64u; const RM: u32 = 8u; const RN: u32 = 4u;", entry: "matmul_main" },
-    MatmulVariant { name: "direct", tile: [16, 64], constants: "const TM: u32 = 16u; const TN: u32 = 64u; const RM: u32 = 4u; const RN: u32 = 4u;", entry: "matmul_direct_main" },
-];
-
-/// The default tile configuration for an `m x n` output on `dev`, and why: `direct` on
-/// software adapters (unless [`crate::DeviceOptions::software_kernels`] is off), else 128x64
-/// tiles for large outputs (1.3x the GFLOP/s of 64x64 on lavapipe at 256 and 1024), 32x32
-/// when 64x64 tiles would leave fewer than 16 workgroups, else 64x64. (`"auto"` in a policy
-/// tunes per device.)
-pub(crate) fn default_matmul_variant(dev: &GpuDevice, options: &crate::DeviceOptions, m: usize, n: usize) -> (&'static str, &'static str) {
-    if dev.software && options.software_kernels {
-        ("direct", "the default on software adapters (no workgroup memory or barriers; 512^3: 7x the speed of tile128x64 on SwiftShader, 3.4x on lavapipe)")
-    } else if m >= 256 && n >= 256 {
-        ("tile128x64", "the default for outputs of at least 256 x 256")
-    } else if m.div_ceil(64) * n.div_ceil(64) < 16 {
-        ("tile32", "the default when 64 x 64 tiles would give fewer than 16 workgroups")
-    } else {
-        ("tile64", "the default for mid-sized outputs")
-    }
-}
-
-/// The variant named `name`, or the default for an `m x n` output.
-fn matmul_variant(dev: &GpuDevice, cx: &OpContext<'_>, name: Option<&str>, m: usize, n: usize) -> Result<&'static MatmulVariant> {
-    let name = name.unwrap_or(default_matmul_variant(dev, cx.options, m, n).0);
-    MATMUL_VARIANTS.iter().find(|v| v.name == name).ok_or_else(|| {
-        let names: Vec<&str> = MATMUL_VARIANTS.iter().map(|v| v.name).collect();
-        Error::Invalid(format!("unknown webgpu matmul variant `{name}`: expected one of {names:?}"))
-    })
 }
 
 /// Whether the device runs the software adapters' kernel variants (see
@@ -135,12 +86,6 @@ pub(crate) fn elementwise_params(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> 
     Ok(p)
 }
 
-pub(crate) fn run_op(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, call: OpCall<'_>) -> Result<()> {
-    match call {
-        OpCall::Matmul { a, b, bias, act, out, m, n, k, variant, dtype } => matmul(q, dev, cx, [a, b, out], bias, act, [m, n, k], (variant, dtype)),
-    }
-}
-
 /// A kernel that takes rows whole (`PASS` 0) or, where the device ends long loops early, in
 /// chunks: `PASS` 1 stores statistics per (row, chunk), `PASS` 2 merges them and writes.
 pub(crate) struct RowPasses {
@@ -201,98 +146,4 @@ pub(crate) fn split_temp(dev: &GpuDevice, cx: &OpContext<'_>, elements: usize) -
         return Err(Error::Limit { what: "temporary of a launch split for the loop-iteration limit, in bytes".into(), value: bytes, limit: "max_storage_buffer_binding_size", max });
     }
     temp(cx, elements)
-}
-
-/// matmul.wgsl's parameters (see its header) for `[a, b, out]` with the batch of each
-/// dispatch, its k range and flags (`[4]`, `[31..34]`) left at 0.
-fn matmul_params([a, b, out]: [&Operand<'_>; 3], bias: Option<&Operand<'_>>, [m, n, k]: [usize; 3]) -> Result<Vec<u32>> {
-    let r = out.layout.shape.len();
-    let batch_rank = r - 2;
-    let mut params = vec![
-        u32_of("m", m)?,
-        u32_of("n", n)?,
-        u32_of("k", k)?,
-        batch_rank as u32,
-        0,
-        u32_of("offset", a.layout.offset)?,
-        u32_of("stride", a.layout.strides[r - 2])?,
-        u32_of("stride", a.layout.strides[r - 1])?,
-        u32_of("offset", b.layout.offset)?,
-        u32_of("stride", b.layout.strides[r - 2])?,
-        u32_of("stride", b.layout.strides[r - 1])?,
-        u32_of("offset", out.layout.offset)?,
-    ];
-    for source in [&out.layout.shape, &a.layout.strides, &b.layout.strides] {
-        for &v in &source[..batch_rank] {
-            params.push(u32_of("batch extent or stride", v)?);
-        }
-        params.resize(params.len() + MAX_RANK - 2 - batch_rank, 0);
-    }
-    params.push(bias.map_or(Ok(0), |o| u32_of("offset", o.layout.offset))?);
-    params.extend([0, 0, 0]);
-    Ok(params)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn matmul(
-    q: &GpuQueue,
-    dev: &GpuDevice,
-    cx: &OpContext<'_>,
-    [a, b, out]: [Operand<'_>; 3],
-    bias: Option<Operand<'_>>,
-    act: Option<UnaryOp>,
-    [m, n, k]: [usize; 3],
-    (variant, dtype): (Option<&str>, DType),
-) -> Result<()> {
-    let variant = matmul_variant(dev, cx, variant, m, n)?;
-    for o in [&a, &b, &out] {
-        check_binding(dev, o)?;
-    }
-    let r = out.layout.shape.len();
-    let mut params = matmul_params([&a, &b, &out], bias.as_ref(), [m, n, k])?;
-    let max = dev.limits.max_compute_workgroups_per_dimension as usize;
-    let [tm, tn] = variant.tile;
-    let (gx, gy) = (n.div_ceil(tn), m.div_ceil(tm));
-    if gx > max || gy > max {
-        return Err(Error::Limit {
-            what: format!("matmul output {m}x{n} in {tm}x{tn} tiles per dimension"),
-            value: gx.max(gy) as u64,
-            limit: "max_compute_workgroups_per_dimension",
-            max: max as u64,
-        });
-    }
-    let batches = out.layout.numel() / (m * n);
-    let constants = vec![("HAS_BIAS", u32::from(bias.is_some())), ("ACT", act.map_or(0, |f| f.code()))];
-    // vec4 tile loads when every vec4 lies inside one row of A (along k) and of B (along n).
-    let rows_of_vec4 = |o: &Operand<'_>, inner: usize| {
-        o.layout.strides[r - 1] == 1 && inner % 4 == 0 && o.layout.offset % 4 == 0 && o.layout.strides[..r - 1].iter().all(|s| s % 4 == 0)
-    };
-    let vec4 = rows_of_vec4(&a, k) && rows_of_vec4(&b, n);
-    let loads = if vec4 { MATMUL_LOADS_VEC4 } else { MATMUL_LOADS_SCALAR };
-    let pipeline = dev.builtin(Builtin { source: &shaders::MATMUL, entry: variant.entry, constants, prelude: vec![store(dev, dtype)?, variant.constants, loads] });
-    // Where the device ends long loops early, k in pieces with f32 sums kept in between.
-    let pieces = if variant.entry == "matmul_direct_main" {
-        split::matmul_direct_k(dev.max_loop_iterations, vec4, k)
-    } else {
-        split::matmul_k(dev.max_loop_iterations, variant.tile, vec4, k)
-    };
-    let partial = if pieces.len() > 1 { Some(split_temp(dev, cx, batches * m * n)?) } else { None };
-    let binds = [
-        (1, Bind::Mem(a.buf)),
-        (2, Bind::Mem(b.buf)),
-        (3, Bind::Mem(out.buf)),
-        (4, bias.as_ref().map_or(Bind::SpareRead, |o| Bind::Mem(o.buf))),
-        (5, partial.as_ref().map_or(Bind::SpareWrite, Bind::Mem)),
-    ];
-    let mut first = 0;
-    while first < batches {
-        let count = (batches - first).min(max);
-        params[4] = u32_of("batch", first)?;
-        for (i, range) in pieces.iter().enumerate() {
-            (params[31], params[32], params[33]) = (range[0] as u32, range[1] as u32, split::flags(i, pieces.len()));
-            q.dispatch(dev, pipeline.clone(), &params, &binds, [gx as u32, gy as u32, count as u32])?;
-        }
-        first += count;
-    }
-    Ok(())
 }

@@ -10,10 +10,6 @@ use crate::base::signal::lock;
 const COMMON: &str = include_str!("../../../shaders/common.wgsl");
 /// Activation functions, prepended to the files that apply one.
 const ACTIVATION: &str = include_str!("../../../shaders/activation.wgsl");
-/// Tile loads of matmul.wgsl: one element at a time (any strides), or vec4 loads.
-pub(crate) const MATMUL_LOADS_SCALAR: &str = include_str!("../../../shaders/matmul_loads_scalar.wgsl");
-pub(crate) const MATMUL_LOADS_VEC4: &str = include_str!("../../../shaders/matmul_loads_vec4.wgsl");
-
 /// Storage dtype of the kernels that read and write `array<STORE>` (elementwise, matmul):
 /// f32, or f16 (adapters with `shader-f16`), loaded into f32 and stored rounded to nearest even.
 pub(crate) const STORE_F32: &str = "alias STORE = f32;\nfn to_store(v: f32) -> STORE { return v; }";
@@ -47,13 +43,12 @@ impl std::hash::Hash for WgslSource {
 impl WgslSource {
     /// The full WGSL: the prelude declarations (`enable` directives must come first), the
     /// common helpers, the activations if the file uses them, then the file.
-    fn full_source(&self, prelude: &[&str]) -> String {
+    pub(crate) fn full_source(&self, prelude: &[&str]) -> String {
         let activation = if self.activation { ACTIVATION } else { "" };
         format!("{}\n{COMMON}\n{activation}\n{}", prelude.join("\n"), self.text)
     }
 }
 
-pub(crate) static MATMUL: WgslSource = WgslSource { name: "matmul.wgsl", text: include_str!("../../../shaders/matmul.wgsl"), activation: true };
 
 /// One specialised built-in kernel.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -99,31 +94,5 @@ impl PipelineCache {
         });
         lock(&self.pipelines).insert(kernel, pipeline.clone());
         pipeline
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_builtin_shader_validates() {
-        let mut cases: Vec<(&WgslSource, Vec<&str>)> = Vec::new();
-        for store in [STORE_F32, STORE_F16] {
-            for loads in [MATMUL_LOADS_SCALAR, MATMUL_LOADS_VEC4] {
-                cases.extend(super::super::ops::MATMUL_VARIANTS.iter().map(|v| (&MATMUL, vec![store, v.constants, loads])));
-            }
-        }
-        cases.extend(crate::ops::wgsl_builtins().into_iter().map(|b| (b.source, b.prelude)));
-        // Override constants are not part of the module: each (file, prelude) once.
-        let mut seen = std::collections::HashSet::new();
-        cases.retain(|(file, prelude)| seen.insert((file.name, prelude.clone())));
-        for (file, variant) in cases {
-            let source = file.full_source(&variant);
-            let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{}: {}", file.name, e.emit_to_string(&source)));
-            naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
-                .validate(&module)
-                .unwrap_or_else(|e| panic!("{}: {}", file.name, e.emit_to_string(&source)));
-        }
     }
 }

@@ -4,7 +4,6 @@
 //! softmax accumulate in f64; matmul, convolution and attention use the `gemm` crate.
 
 pub(crate) mod math;
-mod matmul;
 
 /// An error unless every view lies inside the words it reads from: checked before the
 /// unsafe GEMM calls, which rely on it (every tensor's view satisfies it, see
@@ -32,23 +31,12 @@ pub(crate) unsafe fn sgemm(m: usize, n: usize, k: usize, scale: f32, a: *const f
     gemm::gemm(m, n, k, c, 1, ldc as isize, false, a, a_cs, a_rs, b, b_cs, b_rs, 0.0, scale, false, false, false, parallelism);
 }
 
-use super::{read_guard, write_guard};
 use crate::base::layout::{Access, Layout};
-use crate::ops::{OpCall, Operand};
-use crate::{DType, Error, Result};
+use crate::ops::Operand;
+use crate::{Error, Result};
 
 /// Elements per parallel task: large enough to amortise scheduling, small enough to balance.
 pub(crate) const CHUNK: usize = 1 << 15;
-
-/// Run one op to completion.
-pub(crate) fn run_op(call: OpCall<'_>) -> Result<()> {
-    match call {
-        OpCall::Matmul { dtype, .. } if dtype != DType::F32 => {
-            Err(Error::Device(format!("internal: the cpu kernels compute on f32 storage, not {dtype}")))
-        }
-        OpCall::Matmul { a, b, bias, act, out, m, n, k, .. } => matmul::matmul(a, b, bias, act, out, [m, n, k]),
-    }
-}
 
 /// The output's words (outputs are contiguous).
 pub(crate) fn out_words<'g>(words: &'g mut [u32], out: &Operand<'_>) -> &'g mut [u32] {

@@ -3,10 +3,11 @@
 
 use rayon::prelude::*;
 
-use super::{out_words, read_guard, write_guard};
+use super::{Matmul, UnaryOp};
+use crate::backend::cpu::kernels::{check_within, out_words, sgemm};
+use crate::backend::cpu::{read_guard, write_guard};
 use crate::base::layout::Layout;
-use crate::ops::{Operand, UnaryOp};
-use crate::Result;
+use crate::{DType, Error, Result};
 
 /// Offset of batch entry `index` in a layout whose last two dimensions are the matrix.
 fn batch_offset(layout: &Layout, mut index: usize) -> usize {
@@ -39,7 +40,12 @@ fn epilogue(rows: &mut [f32], n: usize, bias: Option<&[f32]>, act: Option<UnaryO
     }
 }
 
-pub(super) fn matmul(a: Operand<'_>, b: Operand<'_>, bias: Option<Operand<'_>>, act: Option<UnaryOp>, out: Operand<'_>, [m, n, k]: [usize; 3]) -> Result<()> {
+pub(super) fn matmul(op: &Matmul<'_>) -> Result<()> {
+    if op.dtype != DType::F32 {
+        return Err(Error::Device(format!("internal: the cpu kernels compute on f32 storage, not {}", op.dtype)));
+    }
+    let (a, b, bias, act, out) = (op.a, op.b, op.bias, op.act, op.out);
+    let (m, n, k) = (op.m, op.n, op.k);
     let (ag, bg) = (read_guard(a.buf)?, read_guard(b.buf)?);
     let biasg = bias.map(|o| read_guard(o.buf)).transpose()?;
     let mut os = write_guard(out.buf)?;
@@ -51,7 +57,7 @@ pub(super) fn matmul(a: Operand<'_>, b: Operand<'_>, bias: Option<Operand<'_>>, 
         of.par_chunks_mut(n.max(1)).for_each(|row| epilogue(row, n, bias, act));
         return Ok(());
     }
-    super::check_within("matmul", &[(a.layout, af), (b.layout, bf)])?;
+    check_within("matmul", &[(a.layout, af), (b.layout, bf)])?;
     let r = a.layout.shape.len();
     let a_strides = [a.layout.strides[r - 2] as isize, a.layout.strides[r - 1] as isize];
     let b_strides = [b.layout.strides[r - 2] as isize, b.layout.strides[r - 1] as isize];
@@ -65,7 +71,7 @@ pub(super) fn matmul(a: Operand<'_>, b: Operand<'_>, bias: Option<Operand<'_>>, 
         // SAFETY: batch `bi` of A is the [m, k] view at `ao` with A's matrix strides, which lies
         // inside A's layout, and `check_within` proved that layout inside `af` (likewise B in
         // `bf`); `c` is one m x n block of the output.
-        unsafe { super::sgemm(m, n, k, 1.0, pa.0.add(ao), a_strides, pb.0.add(bo), b_strides, c.as_mut_ptr(), n, inner_threads) };
+        unsafe { sgemm(m, n, k, 1.0, pa.0.add(ao), a_strides, pb.0.add(bo), b_strides, c.as_mut_ptr(), n, inner_threads) };
         c.par_chunks_mut(64 * n.max(1)).for_each(|rows| epilogue(rows, n, bias, act));
     });
     Ok(())

@@ -1,11 +1,22 @@
 //! Matrix multiplication: 2-D and batched, with numpy broadcasting of the batch dimensions;
 //! and the fused linear layer (matmul + bias + activation in the kernel's epilogue).
 
+mod cpu;
+#[cfg(cuda_backend)]
+mod cuda;
+#[cfg(feature = "webgpu")]
+mod webgpu;
+
+use std::sync::Arc;
+
+use super::cost::OpCost;
 use super::elementwise::check_f32;
-use super::{launch, native_f16, Lift, OpCall, UnaryOp};
+use super::{backends, launch, native_f16, Launch, Lift, Operand, UnaryOp};
+use crate::backend::BackendDevice;
+use crate::buffer::BufferInner;
 use crate::dispatch::{self, Problem};
 use crate::base::layout::{broadcast_shapes, check_rank};
-use crate::{DType, Device, Error, Queue, Result, Tensor};
+use crate::{BackendKind, DType, Device, DeviceOptions, Error, Queue, Result, Tensor};
 
 /// `a @ b` for `a: [.., m, k]` and `b: [.., k, n]`; leading (batch) dimensions broadcast.
 /// Either operand may be a strided view (e.g. a transpose) without a copy.
@@ -109,8 +120,93 @@ fn matmul_in(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Opti
     let out = Tensor::uninit(queue, &with(m, n), dtype)?;
     if out.numel() > 0 {
         let bias = bias.as_ref().map(Tensor::operand);
-        let call = OpCall::Matmul { a: a.operand(), b: b.operand(), bias, act, out: out.operand(), m, n, k, variant: Some(variant), dtype };
+        let call = Matmul { a: a.operand(), b: b.operand(), bias, act, out: out.operand(), m, n, k, variant: Some(variant), dtype };
         launch(queue, &call, Some(&decision))?;
     }
     Ok(out)
+}
+
+/// `out[b] = act(a[b] @ b[b] + bias)`; `a` is `[batch.., m, k]`, `b` is `[batch.., k, n]`,
+/// both strided and broadcast to the output's batch shape; `bias` (optional) is contiguous
+/// `[n]`; `out` is contiguous `[batch.., m, n]`. `variant` names a kernel variant of the
+/// backend (see [`variants`]); `None` lets the backend choose.
+pub(crate) struct Matmul<'a> {
+    pub a: Operand<'a>,
+    pub b: Operand<'a>,
+    pub bias: Option<Operand<'a>>,
+    pub act: Option<UnaryOp>,
+    pub out: Operand<'a>,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub variant: Option<&'static str>,
+    /// Storage dtype of every operand: f32, or f16 where the backend has native f16 storage.
+    pub dtype: DType,
+}
+
+impl Matmul<'_> {
+    fn operands(&self) -> Vec<&Operand<'_>> {
+        let mut ops = vec![&self.a, &self.b];
+        ops.extend(self.bias.as_ref());
+        ops.push(&self.out);
+        ops
+    }
+}
+
+impl Launch for Matmul<'_> {
+    fn cost(&self) -> OpCost {
+        let ops = self.operands();
+        let (m, n, k) = (self.m as u64, self.n as u64, self.k as u64);
+        let batch = (self.out.layout.numel() as u64 / (m * n).max(1)).max(1);
+        let bytes = ops.iter().map(|o| super::cost::distinct(o)).sum::<u64>() * self.dtype.size() as u64;
+        let name = if self.bias.is_some() || self.act.is_some() { "linear" } else { "matmul" };
+        OpCost { dtype: self.dtype, bytes, variant: self.variant, ..OpCost::simple(name, &ops, 2 * batch * m * n * k) }
+    }
+
+    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+        self.operands().into_iter().map(|o| o.buf).collect()
+    }
+
+    backends!(matmul);
+}
+
+/// Names of the matmul variants of a backend (policies and autotuning pick among them).
+pub(crate) fn backend_variants(kind: BackendKind) -> Vec<&'static str> {
+    match kind {
+        BackendKind::Cpu => vec!["sgemm"],
+        #[cfg(feature = "webgpu")]
+        BackendKind::WebGpu => webgpu::VARIANTS.iter().map(|v| v.name).collect(),
+        BackendKind::Cuda => vec!["cublas", "kernel"],
+        #[allow(unreachable_patterns)]
+        _ => Vec::new(),
+    }
+}
+
+/// The matmul variant a device runs for an `m x n` output unless told otherwise, and why.
+pub(crate) fn default_variant(device: &BackendDevice, options: &DeviceOptions, m: usize, n: usize) -> (&'static str, String) {
+    let _ = (options, m, n);
+    match device {
+        BackendDevice::Cpu(_) => ("sgemm", "the cpu matmul (the gemm crate's SGEMM)".into()),
+        #[cfg(feature = "webgpu")]
+        BackendDevice::WebGpu(d) => {
+            let (v, why) = webgpu::default_variant(d, options, m, n);
+            (v, why.into())
+        }
+        #[cfg(cuda_backend)]
+        BackendDevice::Cuda(_) if crate::backend::cuda::blas::available() => ("cublas", "the default: cuBLAS (the kernel for layouts cuBLAS cannot take)".into()),
+        #[cfg(cuda_backend)]
+        BackendDevice::Cuda(_) => ("kernel", "the default without cuBLAS (libcublas was not found)".into()),
+    }
+}
+
+/// The matmul kernels' WGSL specialisations.
+#[cfg(all(test, feature = "webgpu"))]
+pub(crate) fn wgsl_builtins() -> Vec<crate::backend::webgpu::Builtin> {
+    webgpu::builtins()
+}
+
+/// The matmul kernels' CUDA specialisations.
+#[cfg(all(test, cuda_backend))]
+pub(crate) fn cuda_builtins() -> Vec<crate::backend::cuda::Builtin> {
+    cuda::builtins()
 }

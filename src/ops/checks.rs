@@ -1,0 +1,38 @@
+//! Every built-in kernel of the registered ops, checked without running it: each WGSL source
+//! with each prelude it is compiled with validates in naga, and each CUDA specialisation
+//! compiles with NVRTC for sm_80 and sm_90 (no GPU needed).
+
+#[cfg(feature = "webgpu")]
+#[test]
+fn every_builtin_shader_validates() {
+    // Override constants are not part of the module: each (file, prelude) once.
+    let mut seen = std::collections::HashSet::new();
+    let builtins = super::wgsl_builtins();
+    assert!(builtins.len() >= 11, "every op with WGSL kernels is registered");
+    for b in builtins.into_iter().filter(|b| seen.insert((b.source.name, b.prelude.clone()))) {
+        let source = b.source.full_source(&b.prelude);
+        let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{}: {}", b.source.name, e.emit_to_string(&source)));
+        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{}: {}", b.source.name, e.emit_to_string(&source)));
+    }
+}
+
+#[cfg(cuda_backend)]
+#[test]
+fn every_kernel_compiles_for_sm80_and_sm90() {
+    use crate::backend::cuda::compile::{compile, nvrtc_or_skip};
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let mut failures = Vec::new();
+    for arch in ["sm_80", "sm_90"] {
+        for k in super::cuda_builtins() {
+            match compile(&k.source(), k.name(), &k.options(arch)) {
+                Ok(cubin) => assert!(cubin.len() > 100, "{k:?}: empty cubin"),
+                Err(e) => failures.push(format!("{arch} {k:?}: {e:?}")),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

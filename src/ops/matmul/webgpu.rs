@@ -1,0 +1,168 @@
+//! Matmul on wgpu: matmul.wgsl in tile configurations (the variants), with vec4 or scalar
+//! tile loads, bias and activation in the epilogue.
+
+use super::Matmul;
+use crate::backend::webgpu::ops::{check_binding, split_temp, store, u32_of};
+#[cfg(test)]
+use crate::backend::webgpu::pipelines::{STORE_F16, STORE_F32};
+use crate::backend::webgpu::{split, Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
+use crate::backend::OpContext;
+use crate::base::layout::MAX_RANK;
+use crate::ops::Operand;
+use crate::{Error, Result};
+
+static SOURCE: WgslSource = WgslSource { name: "matmul.wgsl", text: include_str!("matmul.wgsl"), activation: true };
+
+/// Tile loads of matmul.wgsl: one element at a time (any strides), or vec4 loads.
+const LOADS_SCALAR: &str = include_str!("matmul_loads_scalar.wgsl");
+const LOADS_VEC4: &str = include_str!("matmul_loads_vec4.wgsl");
+
+/// A tile configuration of matmul.wgsl.
+pub(super) struct Variant {
+    /// Name users and policies select it by.
+    pub name: &'static str,
+    /// Output rows and columns per workgroup.
+    pub tile: [usize; 2],
+    /// The WGSL constants prepended to matmul.wgsl.
+    pub constants: &'static str,
+    /// Its entry point: `matmul_main` (tiles in workgroup memory) or `matmul_direct_main`
+    /// (no workgroup memory or barriers: software adapters).
+    pub entry: &'static str,
+}
+
+/// The matmul tile configurations: 256 invocations per workgroup for the default 64x64
+/// (4x4 per invocation), 32x32 (2x2) for small or skinny products, 128x64 (8x4) for large;
+/// `direct`, 64 invocations of 4x4 reading A and B from memory, for software adapters.
+pub(super) const VARIANTS: [Variant; 4] = [
+    Variant { name: "tile64", tile: [64, 64], constants: "const TM: u32 = 64u; const TN: u32 = 64u; const RM: u32 = 4u; const RN: u32 = 4u;", entry: "matmul_main" },
+    Variant { name: "tile32", tile: [32, 32], constants: "const TM: u32 = 32u; const TN: u32 = 32u; const RM: u32 = 2u; const RN: u32 = 2u;", entry: "matmul_main" },
+    Variant { name: "tile128x64", tile: [128, 64], constants: "const TM: u32 = 128u; const TN: u32 = 64u; const RM: u32 = 8u; const RN: u32 = 4u;", entry: "matmul_main" },
+    Variant { name: "direct", tile: [16, 64], constants: "const TM: u32 = 16u; const TN: u32 = 64u; const RM: u32 = 4u; const RN: u32 = 4u;", entry: "matmul_direct_main" },
+];
+
+/// The default tile configuration for an `m x n` output on `dev`, and why: `direct` on
+/// software adapters (unless [`crate::DeviceOptions::software_kernels`] is off), else 128x64
+/// tiles for large outputs (1.3x the GFLOP/s of 64x64 on lavapipe at 256 and 1024), 32x32
+/// when 64x64 tiles would leave fewer than 16 workgroups, else 64x64. (`"auto"` in a policy
+/// tunes per device.)
+pub(super) fn default_variant(dev: &GpuDevice, options: &crate::DeviceOptions, m: usize, n: usize) -> (&'static str, &'static str) {
+    if dev.software && options.software_kernels {
+        ("direct", "the default on software adapters (no workgroup memory or barriers; 512^3: 7x the speed of tile128x64 on SwiftShader, 3.4x on lavapipe)")
+    } else if m >= 256 && n >= 256 {
+        ("tile128x64", "the default for outputs of at least 256 x 256")
+    } else if m.div_ceil(64) * n.div_ceil(64) < 16 {
+        ("tile32", "the default when 64 x 64 tiles would give fewer than 16 workgroups")
+    } else {
+        ("tile64", "the default for mid-sized outputs")
+    }
+}
+
+/// The variant named `name`, or the default for an `m x n` output.
+fn variant(dev: &GpuDevice, cx: &OpContext<'_>, name: Option<&str>, m: usize, n: usize) -> Result<&'static Variant> {
+    let name = name.unwrap_or(default_variant(dev, cx.options, m, n).0);
+    VARIANTS.iter().find(|v| v.name == name).ok_or_else(|| {
+        let names: Vec<&str> = VARIANTS.iter().map(|v| v.name).collect();
+        Error::Invalid(format!("unknown webgpu matmul variant `{name}`: expected one of {names:?}"))
+    })
+}
+
+/// matmul.wgsl's parameters (see its header) for `[a, b, out]` with the batch of each
+/// dispatch, its k range and flags (`[4]`, `[31..34]`) left at 0.
+fn params([a, b, out]: [&Operand<'_>; 3], bias: Option<&Operand<'_>>, [m, n, k]: [usize; 3]) -> Result<Vec<u32>> {
+    let r = out.layout.shape.len();
+    let batch_rank = r - 2;
+    let mut params = vec![
+        u32_of("m", m)?,
+        u32_of("n", n)?,
+        u32_of("k", k)?,
+        batch_rank as u32,
+        0,
+        u32_of("offset", a.layout.offset)?,
+        u32_of("stride", a.layout.strides[r - 2])?,
+        u32_of("stride", a.layout.strides[r - 1])?,
+        u32_of("offset", b.layout.offset)?,
+        u32_of("stride", b.layout.strides[r - 2])?,
+        u32_of("stride", b.layout.strides[r - 1])?,
+        u32_of("offset", out.layout.offset)?,
+    ];
+    for source in [&out.layout.shape, &a.layout.strides, &b.layout.strides] {
+        for &v in &source[..batch_rank] {
+            params.push(u32_of("batch extent or stride", v)?);
+        }
+        params.resize(params.len() + MAX_RANK - 2 - batch_rank, 0);
+    }
+    params.push(bias.map_or(Ok(0), |o| u32_of("offset", o.layout.offset))?);
+    params.extend([0, 0, 0]);
+    Ok(params)
+}
+
+/// The tiled (or, on software adapters, direct) matmul with its bias and activation
+/// epilogue, in batches of at most a grid dimension and, where the device ends long loops
+/// early, in pieces of k.
+pub(super) fn matmul(op: &Matmul<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
+    let (a, b, bias, act, out, dtype) = (op.a, op.b, op.bias, op.act, op.out, op.dtype);
+    let (m, n, k) = (op.m, op.n, op.k);
+    let variant = variant(dev, cx, op.variant, m, n)?;
+    for o in [&a, &b, &out] {
+        check_binding(dev, o)?;
+    }
+    let r = out.layout.shape.len();
+    let mut params = params([&a, &b, &out], bias.as_ref(), [m, n, k])?;
+    let max = dev.limits.max_compute_workgroups_per_dimension as usize;
+    let [tm, tn] = variant.tile;
+    let (gx, gy) = (n.div_ceil(tn), m.div_ceil(tm));
+    if gx > max || gy > max {
+        return Err(Error::Limit {
+            what: format!("matmul output {m}x{n} in {tm}x{tn} tiles per dimension"),
+            value: gx.max(gy) as u64,
+            limit: "max_compute_workgroups_per_dimension",
+            max: max as u64,
+        });
+    }
+    let batches = out.layout.numel() / (m * n);
+    let constants = vec![("HAS_BIAS", u32::from(bias.is_some())), ("ACT", act.map_or(0, |f| f.code()))];
+    // vec4 tile loads when every vec4 lies inside one row of A (along k) and of B (along n).
+    let rows_of_vec4 = |o: &Operand<'_>, inner: usize| {
+        o.layout.strides[r - 1] == 1 && inner % 4 == 0 && o.layout.offset % 4 == 0 && o.layout.strides[..r - 1].iter().all(|s| s % 4 == 0)
+    };
+    let vec4 = rows_of_vec4(&a, k) && rows_of_vec4(&b, n);
+    let loads = if vec4 { LOADS_VEC4 } else { LOADS_SCALAR };
+    let pipeline = dev.builtin(Builtin { source: &SOURCE, entry: variant.entry, constants, prelude: vec![store(dev, dtype)?, variant.constants, loads] });
+    // Where the device ends long loops early, k in pieces with f32 sums kept in between.
+    let pieces = if variant.entry == "matmul_direct_main" {
+        split::matmul_direct_k(dev.max_loop_iterations, vec4, k)
+    } else {
+        split::matmul_k(dev.max_loop_iterations, variant.tile, vec4, k)
+    };
+    let partial = if pieces.len() > 1 { Some(split_temp(dev, cx, batches * m * n)?) } else { None };
+    let binds = [
+        (1, Bind::Mem(a.buf)),
+        (2, Bind::Mem(b.buf)),
+        (3, Bind::Mem(out.buf)),
+        (4, bias.as_ref().map_or(Bind::SpareRead, |o| Bind::Mem(o.buf))),
+        (5, partial.as_ref().map_or(Bind::SpareWrite, Bind::Mem)),
+    ];
+    let mut first = 0;
+    while first < batches {
+        let count = (batches - first).min(max);
+        params[4] = u32_of("batch", first)?;
+        for (i, range) in pieces.iter().enumerate() {
+            (params[31], params[32], params[33]) = (range[0] as u32, range[1] as u32, split::flags(i, pieces.len()));
+            q.dispatch(dev, pipeline.clone(), &params, &binds, [gx as u32, gy as u32, count as u32])?;
+        }
+        first += count;
+    }
+    Ok(())
+}
+
+/// Every tile configuration with each storage dtype and tile load.
+#[cfg(test)]
+pub(super) fn builtins() -> Vec<Builtin> {
+    let mut all = Vec::new();
+    for store in [STORE_F32, STORE_F16] {
+        for loads in [LOADS_SCALAR, LOADS_VEC4] {
+            all.extend(VARIANTS.iter().map(|v| Builtin { source: &SOURCE, entry: v.entry, constants: vec![], prelude: vec![store, v.constants, loads] }));
+        }
+    }
+    all
+}
