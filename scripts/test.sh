@@ -9,7 +9,7 @@
 #     inside the wasm);
 #   - Node and npm, to pack the npm package and use it from Node;
 #   - NVRTC from PyPI (`nvidia-cuda-nvrtc`, the CUDA version cudarc is built for) into
-#     .nvrtc/, so every kernels/*.cu is compile-checked for sm_80 and sm_90 without a GPU.
+#     .nvrtc/, so every CUDA source (src/ops/*/*.cu) is compile-checked for sm_80 and sm_90 without a GPU.
 # Set UNICOMPUTE_REQUIRE_WEBGPU=1 (CI does) to make a missing wgpu adapter a failure
 # instead of a skipped backend, UNICOMPUTE_REQUIRE_NVRTC=1 (CI does) to make a missing
 # NVRTC one, and UNICOMPUTE_REQUIRE_CUDA=1 (on GPU machines) to make a missing CUDA device one.

@@ -5,6 +5,7 @@
 pub mod concat;
 #[cfg(test)]
 mod checks;
+pub(crate) mod common;
 mod cost;
 mod launch;
 

@@ -1,13 +1,11 @@
 //! The CPU backend: memory is host memory, work runs in order as it is recorded, fences are
 //! signalled at once. It is also the reference the other backends are tested against.
 
-pub(crate) mod kernels;
 
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use rayon::prelude::*;
 
-pub(crate) use kernels::{math, out_words};
 
 use super::Memory;
 use crate::buffer::BufferInner;

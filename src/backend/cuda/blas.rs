@@ -1,15 +1,16 @@
 //! Matmul through cuBLAS: f32 SGEMM (strided-batched), with TF32 / bf16 / f16 tensor-core
 //! compute when [`MatmulPrecision`] allows it. Layouts cuBLAS cannot express (a non-unit
 //! stride on both axes of a matrix, batch strides that are not one flat stride) go to
-//! `kernels/matmul.cu` instead.
+//! the op's `matmul.cu` instead.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use cudarc::cublas::{result, sys, CudaBlas};
 
 use super::queue::{address, CudaQueue};
 use super::CudaDevice;
-use crate::ops::Operand;
+use crate::base::layout::Layout;
+use crate::buffer::BufferInner;
 use crate::base::signal::lock;
 use crate::{Error, MatmulPrecision, Result};
 
@@ -64,21 +65,21 @@ fn compute_type(precision: MatmulPrecision) -> sys::cublasComputeType_t {
 }
 
 /// `out = a @ b` on cuBLAS; `Ok(false)` if cuBLAS is missing or cannot take these layouts.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn matmul(q: &CudaQueue, dev: &CudaDevice, a: &Operand<'_>, b: &Operand<'_>, out: &Operand<'_>, m: usize, n: usize, k: usize, precision: MatmulPrecision) -> Result<bool> {
+/// Each matrix is a memory block and its strided layout.
+pub(crate) fn matmul(q: &CudaQueue, dev: &CudaDevice, [a, b, out]: [(&Arc<BufferInner>, &Layout); 3], [m, n, k]: [usize; 3], precision: MatmulPrecision) -> Result<bool> {
     if !available() || k == 0 {
         return Ok(false);
     }
-    let r = out.layout.shape.len();
-    let batch_shape = &out.layout.shape[..r - 2];
+    let r = out.1.shape.len();
+    let batch_shape = &out.1.shape[..r - 2];
     let batches: usize = batch_shape.iter().product();
-    let (Some(stride_a), Some(stride_b)) = (flat_batch_stride(batch_shape, &a.layout.strides[..r - 2]), flat_batch_stride(batch_shape, &b.layout.strides[..r - 2])) else {
+    let (Some(stride_a), Some(stride_b)) = (flat_batch_stride(batch_shape, &a.1.strides[..r - 2]), flat_batch_stride(batch_shape, &b.1.strides[..r - 2])) else {
         return Ok(false);
     };
     // cuBLAS computes C' = B' A' with C' (n x m) the column-major view of the row-major C.
     let (Some((op_b, ldb)), Some((op_a, lda))) = (
-        operand(k, n, b.layout.strides[r - 2], b.layout.strides[r - 1]),
-        operand(m, k, a.layout.strides[r - 2], a.layout.strides[r - 1]),
+        operand(k, n, b.1.strides[r - 2], b.1.strides[r - 1]),
+        operand(m, k, a.1.strides[r - 2], a.1.strides[r - 1]),
     ) else {
         return Ok(false);
     };
@@ -99,7 +100,7 @@ pub(crate) fn matmul(q: &CudaQueue, dev: &CudaDevice, a: &Operand<'_>, b: &Opera
     }
     let handle = *slot.as_ref().map(CudaBlas::handle).ok_or_else(|| Error::Device("internal: no cuBLAS handle".into()))?;
     let (alpha, beta) = (1.0f32, 0.0f32);
-    let (pa, pb, pc) = (address(a.buf, a.layout.offset)?, address(b.buf, b.layout.offset)?, address(out.buf, out.layout.offset)?);
+    let (pa, pb, pc) = (address(a.0, a.1.offset)?, address(b.0, b.1.offset)?, address(out.0, out.1.offset)?);
     // SAFETY: every matrix of every batch lies inside its block (the op validated the
     // shapes); alpha and beta are host values, as the handle's default pointer mode expects.
     unsafe {

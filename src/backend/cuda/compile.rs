@@ -14,10 +14,6 @@ use cudarc::nvrtc::{result, sys};
 /// `$XDG_CACHE_HOME/unicompute/cuda`, else `~/.cache/unicompute/cuda`).
 pub const CACHE_DIR_ENV: &str = "UNICOMPUTE_CUDA_CACHE";
 
-/// Prelude of every built-in kernel file.
-const COMMON: &str = include_str!("../../../kernels/common.cuh");
-/// Activation functions, prepended to the files that apply one.
-const ACTIVATION: &str = include_str!("../../../kernels/activation.cuh");
 
 /// One CUDA C file of built-in kernels. Programs are cached by its name (unique) and
 /// `-D` definitions.
@@ -27,8 +23,8 @@ pub(crate) struct CudaSource {
     pub name: &'static str,
     /// The CUDA C.
     pub text: &'static str,
-    /// Whether its kernels apply an activation (`activation.cuh` is prepended).
-    pub activation: bool,
+    /// CUDA C the file builds on (helpers it calls), prepended to it in this order.
+    pub preludes: &'static [&'static str],
 }
 
 impl PartialEq for CudaSource {
@@ -59,8 +55,7 @@ pub(crate) struct Builtin {
 impl Builtin {
     /// The source NVRTC compiles: the prelude, the shared parts the file needs, then the file.
     pub(crate) fn source(&self) -> String {
-        let activation = if self.source.activation { ACTIVATION } else { "" };
-        format!("{COMMON}\n{activation}\n{}\n{}", self.prelude, self.source.text)
+        format!("{}\n{}\n{}", self.source.preludes.join("\n"), self.prelude, self.source.text)
     }
 
     /// File name NVRTC reports in its log.
@@ -257,7 +252,7 @@ mod tests {
     use super::*;
 
     /// A one-kernel source for the compiler's own tests.
-    static TEST: CudaSource = CudaSource { name: "test.cu", text: "extern \"C\" __global__ void fill_main(float* x) { x[threadIdx.x] = 1.0f; }", activation: false };
+    static TEST: CudaSource = CudaSource { name: "test.cu", text: "extern \"C\" __global__ void fill_main(float* x) { x[threadIdx.x] = 1.0f; }", preludes: &[] };
 
     fn test_kernel() -> Builtin {
         Builtin { source: &TEST, entry: "fill_main", defines: vec![], prelude: "" }

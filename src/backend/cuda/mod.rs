@@ -1,12 +1,11 @@
 //! The CUDA backend (cudarc): pooled device memory, queues as streams, fences as events,
-//! built-in kernels from `kernels/*.cu` compiled by NVRTC for the device's architecture, and
+//! built-in kernels from the ops' `.cu` sources compiled by NVRTC for the device's architecture, and
 //! matmul through cuBLAS. The driver, NVRTC and cuBLAS are loaded at run time: without a
 //! driver no CUDA device is listed and opening one says what is missing.
 
 pub(crate) mod blas;
 pub(crate) mod compile;
 mod memory;
-pub(crate) mod ops;
 mod queue;
 
 use std::collections::HashMap;
@@ -91,7 +90,7 @@ fn describe(ordinal: i32) -> std::result::Result<DeviceInfo, DriverError> {
         Ok((major, minor)) => format!("NVRTC {major}.{minor}"),
         Err(_) => "no NVRTC (kernels cannot compile)".into(),
     };
-    let cublas = if blas::available() { "cuBLAS" } else { "no cuBLAS (matmul uses kernels/matmul.cu)" };
+    let cublas = if blas::available() { "cuBLAS" } else { "no cuBLAS (matmul uses matmul.cu)" };
     Ok(DeviceInfo {
         index: 0,
         name: result::device::get_name(dev)?,

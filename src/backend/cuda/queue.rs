@@ -235,7 +235,7 @@ impl CudaQueue {
             launch.arg(p);
         }
         launch.arg(params);
-        // SAFETY: the argument list matches the kernel's signature (kernels/*.cu and the
+        // SAFETY: the argument list matches the kernel's signature (the ops' `.cu` files and the
         // #[repr(C)] structs of ops.rs are kept in step) and every pointer lies in a live block.
         unsafe { launch.launch(LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: 0 }) }
             .map_err(|e| dev.fail("launching a built-in kernel", e))?;

@@ -1,9 +1,7 @@
 //! The wgpu backend: WebGPU in browsers; Vulkan, Metal, DX12 and GL natively.
 
-pub(crate) mod ops;
 pub(crate) mod pipelines;
 mod queue;
-pub(crate) mod split;
 
 use std::sync::{Arc, Mutex};
 

@@ -1,19 +1,11 @@
-//! Built-in kernels: their WGSL files and a cache of compiled pipelines, one per
-//! (file, entry point, override constants).
+//! Built-in kernels: the WGSL sources the ops declare and a cache of compiled pipelines,
+//! one per (file, entry point, override constants).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use crate::base::signal::lock;
 
-/// Prelude prepended to every built-in shader file (see `shaders/README.md`).
-const COMMON: &str = include_str!("../../../shaders/common.wgsl");
-/// Activation functions, prepended to the files that apply one.
-const ACTIVATION: &str = include_str!("../../../shaders/activation.wgsl");
-/// Storage dtype of the kernels that read and write `array<STORE>` (elementwise, matmul):
-/// f32, or f16 (adapters with `shader-f16`), loaded into f32 and stored rounded to nearest even.
-pub(crate) const STORE_F32: &str = "alias STORE = f32;\nfn to_store(v: f32) -> STORE { return v; }";
-pub(crate) const STORE_F16: &str = "enable f16;\nalias STORE = f16;\nfn to_store(v: f32) -> STORE { return f16(unpack2x16float(f32_to_f16(v)).x); }";
 
 /// One WGSL file of built-in kernels. Pipelines are cached by its name, which is unique.
 #[derive(Debug)]
@@ -22,8 +14,8 @@ pub(crate) struct WgslSource {
     pub name: &'static str,
     /// The WGSL.
     pub text: &'static str,
-    /// Whether its kernels apply an activation (`activation.wgsl` is prepended).
-    pub activation: bool,
+    /// WGSL the file builds on (helpers it calls), prepended to it in this order.
+    pub preludes: &'static [&'static str],
 }
 
 impl PartialEq for WgslSource {
@@ -41,11 +33,10 @@ impl std::hash::Hash for WgslSource {
 }
 
 impl WgslSource {
-    /// The full WGSL: the prelude declarations (`enable` directives must come first), the
-    /// common helpers, the activations if the file uses them, then the file.
+    /// The full WGSL: a launch's prelude (`enable` directives must come first), the file's
+    /// preludes, then the file.
     pub(crate) fn full_source(&self, prelude: &[&str]) -> String {
-        let activation = if self.activation { ACTIVATION } else { "" };
-        format!("{}\n{COMMON}\n{activation}\n{}", prelude.join("\n"), self.text)
+        format!("{}\n{}\n{}", prelude.join("\n"), self.preludes.join("\n"), self.text)
     }
 }
 
@@ -58,7 +49,7 @@ pub(crate) struct Builtin {
     /// Override constants (name, value); values are small integers or booleans.
     pub constants: Vec<(&'static str, u32)>,
     /// WGSL declarations prepended to the file: a storage dtype ([`STORE_F32`] /
-    /// [`STORE_F16`]), a matmul tile configuration; empty for most kernels.
+    /// `STORE_F16` of the ops' common WGSL), a matmul tile configuration; empty for most kernels.
     pub prelude: Vec<&'static str>,
 }
 

@@ -251,7 +251,7 @@ pub fn measure_ceilings(device: &Device, config: &BenchConfig, progress: &mut dy
     let copy_gbps = copy_bandwidth(device, config, copy_bytes)?;
     let (gflops, gflops_source) = match device.backend() {
         BackendKind::WebGpu => {
-            progress("ceiling: arithmetic peak (shaders/peak.wgsl)");
+            progress("ceiling: arithmetic peak (peak.wgsl)");
             peak_gflops(device, config)?
         }
         kind => {
@@ -706,7 +706,7 @@ fn gemm_gflops(device: &Device, config: &BenchConfig, edge: usize) -> Result<(f6
     Ok((flops / seconds / 1e9, format!("GEMM ceiling: the {} matmul op at {edge}^3", device.backend())))
 }
 
-/// GFLOP/s of `shaders/peak.wgsl`, its loop count calibrated so a launch takes about
+/// GFLOP/s of `peak.wgsl`, its loop count calibrated so a launch takes about
 /// [`TARGET_REP_SECONDS`].
 fn peak_gflops(device: &Device, config: &BenchConfig) -> Result<(f64, String)> {
     let kernel = Kernel::from_wgsl(device, PEAK_WGSL, "peak_main")?;
@@ -735,7 +735,7 @@ fn peak_gflops(device: &Device, config: &BenchConfig) -> Result<(f64, String)> {
         samples.push(time_launches(&queue, 1, &launch)?);
     }
     let flops = (invocations * u64::from(count) * PEAK_FLOPS_PER_ITER) as f64;
-    let source = format!("shaders/peak.wgsl: {invocations} invocations x {count} iterations x {PEAK_FLOPS_PER_ITER} FLOPs");
+    let source = format!("peak.wgsl: {invocations} invocations x {count} iterations x {PEAK_FLOPS_PER_ITER} FLOPs");
     Ok((flops / median(&mut samples) / 1e9, source))
 }
 

@@ -5,7 +5,8 @@
 use rayon::prelude::*;
 
 use super::Attention;
-use crate::backend::cpu::kernels::{check_within, math, out_words, sgemm};
+use crate::ops::common::cpu::{check_within, out_words, sgemm};
+use crate::ops::common::math;
 use crate::backend::cpu::{read_guard, write_guard};
 use crate::base::layout::Layout;
 use crate::Result;

@@ -3,7 +3,7 @@
 use cudarc::driver::DeviceRepr;
 
 use super::Attention;
-use crate::backend::cuda::ops::{extent, index_type, kernel, operand, padded};
+use crate::ops::common::cuda::{extent, index_type, kernel, operand, padded};
 #[cfg(test)]
 use crate::backend::cuda::Builtin;
 use crate::backend::cuda::{CudaDevice, CudaQueue, CudaSource};
@@ -11,7 +11,7 @@ use crate::backend::OpContext;
 use crate::ops::Operand;
 use crate::Result;
 
-static SOURCE: CudaSource = CudaSource { name: "attention.cu", text: include_str!("attention.cu"), activation: false };
+static SOURCE: CudaSource = CudaSource { name: "attention.cu", text: include_str!("attention.cu"), preludes: &[crate::ops::common::cuda::COMMON] };
 
 /// attention.cu's `View4`: a rank-4 view's strides (pointers arrive at its first element).
 #[repr(C)]

@@ -2,14 +2,15 @@
 //! launched over key ranges where the device ends long loops early.
 
 use super::Attention;
-use crate::backend::webgpu::ops::{builtin, check_binding, grid_1d, software_kernels, split_temp, u32_of};
+use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, software_kernels, split_temp, u32_of};
 #[cfg(test)]
 use crate::backend::webgpu::Builtin;
-use crate::backend::webgpu::{split, Bind, GpuDevice, GpuQueue, WgslSource};
+use crate::ops::common::split;
+use crate::backend::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::backend::OpContext;
 use crate::Result;
 
-static SOURCE: WgslSource = WgslSource { name: "attention.wgsl", text: include_str!("attention.wgsl"), activation: false };
+static SOURCE: WgslSource = WgslSource { name: "attention.wgsl", text: include_str!("attention.wgsl"), preludes: &[crate::ops::common::webgpu::COMMON] };
 
 /// Fused attention (attention_main, or attention_serial_main on software adapters).
 pub(super) fn attention(op: &Attention<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {

@@ -4,7 +4,7 @@
 use rayon::prelude::*;
 
 use super::{Conv2d, Conv2dGeometry, Pool2d, PoolKind};
-use crate::backend::cpu::kernels::{out_words, sgemm};
+use crate::ops::common::cpu::{out_words, sgemm};
 use crate::backend::cpu::{read_guard, write_guard};
 use crate::Result;
 

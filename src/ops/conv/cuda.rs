@@ -3,14 +3,14 @@
 use cudarc::driver::DeviceRepr;
 
 use super::{Conv2d, Conv2dGeometry, Pool2d};
-use crate::backend::cuda::ops::{blocks, epilogue_defines, index_type, kernel, operand, BLOCK};
+use crate::ops::common::cuda::{blocks, epilogue_defines, index_type, kernel, operand, BLOCK};
 #[cfg(test)]
 use crate::backend::cuda::Builtin;
 use crate::backend::cuda::{CudaDevice, CudaQueue, CudaSource};
 use crate::backend::OpContext;
 use crate::Result;
 
-static SOURCE: CudaSource = CudaSource { name: "conv.cu", text: include_str!("conv.cu"), activation: true };
+static SOURCE: CudaSource = CudaSource { name: "conv.cu", text: include_str!("conv.cu"), preludes: crate::ops::common::cuda::WITH_ACTIVATION };
 
 /// conv.cu's `ConvParams`.
 #[repr(C)]

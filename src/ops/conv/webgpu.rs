@@ -2,14 +2,15 @@
 //! the device ends long loops early.
 
 use super::{Conv2d, Conv2dGeometry, Pool2d};
-use crate::backend::webgpu::ops::{builtin, check_binding, grid_1d, u32_of};
+use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, u32_of};
 #[cfg(test)]
 use crate::backend::webgpu::Builtin;
-use crate::backend::webgpu::{split, Bind, GpuDevice, GpuQueue, WgslSource};
+use crate::ops::common::split;
+use crate::backend::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::backend::OpContext;
 use crate::Result;
 
-static SOURCE: WgslSource = WgslSource { name: "conv.wgsl", text: include_str!("conv.wgsl"), activation: true };
+static SOURCE: WgslSource = WgslSource { name: "conv.wgsl", text: include_str!("conv.wgsl"), preludes: crate::ops::common::webgpu::WITH_ACTIVATION };
 
 /// 2-D convolution (conv2d_main), with optional bias and activation.
 pub(super) fn conv2d(op: &Conv2d<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {

@@ -3,7 +3,7 @@
 use cudarc::driver::DeviceRepr;
 
 use super::ViewCopy;
-use crate::backend::cuda::ops::{blocks, extent, index_type, kernel, operand, padded, BLOCK};
+use crate::ops::common::cuda::{blocks, extent, index_type, kernel, operand, padded, BLOCK};
 #[cfg(test)]
 use crate::backend::cuda::Builtin;
 use crate::backend::cuda::{CudaDevice, CudaQueue, CudaSource};
@@ -11,7 +11,7 @@ use crate::base::layout::MAX_RANK;
 use crate::backend::OpContext;
 use crate::Result;
 
-static SOURCE: CudaSource = CudaSource { name: "copy.cu", text: include_str!("copy.cu"), activation: false };
+static SOURCE: CudaSource = CudaSource { name: "copy.cu", text: include_str!("copy.cu"), preludes: &[crate::ops::common::cuda::COMMON] };
 
 /// copy.cu's `CopyParams`.
 #[repr(C)]

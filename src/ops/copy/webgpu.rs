@@ -1,14 +1,14 @@
 //! Copies on wgpu: copy.wgsl, one invocation per element.
 
 use super::ViewCopy;
-use crate::backend::webgpu::ops::{builtin, check_binding, elementwise_params, grid_1d, view_words};
+use crate::ops::common::webgpu::{builtin, check_binding, elementwise_params, grid_1d, view_words};
 #[cfg(test)]
 use crate::backend::webgpu::Builtin;
 use crate::backend::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::backend::OpContext;
 use crate::Result;
 
-static SOURCE: WgslSource = WgslSource { name: "copy.wgsl", text: include_str!("copy.wgsl"), activation: false };
+static SOURCE: WgslSource = WgslSource { name: "copy.wgsl", text: include_str!("copy.wgsl"), preludes: &[crate::ops::common::webgpu::COMMON] };
 
 pub(super) fn copy(op: &ViewCopy<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, out) = (op.x, op.out);

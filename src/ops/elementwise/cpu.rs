@@ -3,8 +3,8 @@
 use rayon::prelude::*;
 
 use super::{Binary, BinaryOp, Unary, UnaryOp};
-use crate::backend::cpu::kernels::math::{self, twin};
-use crate::backend::cpu::kernels::{offsets_from, out_words, run_from, CHUNK};
+use crate::ops::common::math::{self, twin};
+use crate::ops::common::cpu::{offsets_from, out_words, run_from, CHUNK};
 use crate::backend::cpu::{read_guard, write_guard};
 use crate::{DType, Error, Result};
 

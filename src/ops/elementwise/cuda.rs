@@ -5,7 +5,7 @@ use cudarc::driver::DeviceRepr;
 use super::{Binary, Unary};
 #[cfg(test)]
 use super::{BinaryOp, UnaryOp};
-use crate::backend::cuda::ops::{blocks, extent, index_type, kernel, operand, padded, BLOCK};
+use crate::ops::common::cuda::{blocks, extent, index_type, kernel, operand, padded, BLOCK};
 #[cfg(test)]
 use crate::backend::cuda::Builtin;
 use crate::backend::cuda::{CudaDevice, CudaQueue, CudaSource};
@@ -13,7 +13,7 @@ use crate::backend::OpContext;
 use crate::base::layout::MAX_RANK;
 use crate::{DType, Error, Result};
 
-static SOURCE: CudaSource = CudaSource { name: "elementwise.cu", text: include_str!("elementwise.cu"), activation: true };
+static SOURCE: CudaSource = CudaSource { name: "elementwise.cu", text: include_str!("elementwise.cu"), preludes: crate::ops::common::cuda::WITH_ACTIVATION };
 
 /// elementwise.cu's `ElementwiseParams`.
 #[repr(C)]

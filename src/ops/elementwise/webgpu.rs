@@ -2,16 +2,16 @@
 //! layouts allow (the vec4 entry points).
 
 use super::{Binary, Unary};
-use crate::backend::webgpu::ops::{builtin, check_binding, elementwise_params, grid_1d, store, u32_of};
+use crate::ops::common::webgpu::{builtin, check_binding, elementwise_params, grid_1d, store, u32_of};
 #[cfg(test)]
-use crate::backend::webgpu::pipelines::{STORE_F16, STORE_F32};
+use crate::ops::common::webgpu::{STORE_F16, STORE_F32};
 use crate::backend::webgpu::{Builtin, Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::backend::OpContext;
 use crate::base::layout::Access;
 use crate::ops::Operand;
 use crate::Result;
 
-static SOURCE: WgslSource = WgslSource { name: "elementwise.wgsl", text: include_str!("elementwise.wgsl"), activation: true };
+static SOURCE: WgslSource = WgslSource { name: "elementwise.wgsl", text: include_str!("elementwise.wgsl"), preludes: crate::ops::common::webgpu::WITH_ACTIVATION };
 
 /// Whether an elementwise launch can take four elements per invocation (the vec4 entry
 /// points): the element count, the output offset and every operand offset multiples of 4,

@@ -3,7 +3,7 @@
 use cudarc::driver::DeviceRepr;
 
 use super::{Cast, Cumsum, Gather, Where};
-use crate::backend::cuda::ops::{blocks, extent, index_type, kernel, operand, padded, BLOCK};
+use crate::ops::common::cuda::{blocks, extent, index_type, kernel, operand, padded, BLOCK};
 #[cfg(test)]
 use crate::backend::cuda::Builtin;
 use crate::backend::cuda::{device_memory, CudaDevice, CudaQueue, CudaSource};
@@ -12,8 +12,8 @@ use crate::base::layout::MAX_RANK;
 use crate::ops::Operand;
 use crate::{Error, Result};
 
-static INDEXING: CudaSource = CudaSource { name: "indexing.cu", text: include_str!("indexing.cu"), activation: false };
-static SCAN: CudaSource = CudaSource { name: "scan.cu", text: include_str!("scan.cu"), activation: false };
+static INDEXING: CudaSource = CudaSource { name: "indexing.cu", text: include_str!("indexing.cu"), preludes: &[crate::ops::common::cuda::COMMON] };
+static SCAN: CudaSource = CudaSource { name: "scan.cu", text: include_str!("scan.cu"), preludes: &[crate::ops::common::cuda::COMMON] };
 
 /// indexing.cu's `ViewsParams`: the output's shape and up to three input views.
 #[repr(C)]

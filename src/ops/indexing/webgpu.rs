@@ -1,15 +1,15 @@
 //! Casts, `where`, gather (indexing.wgsl) and cumulative sums (scan.wgsl) on wgpu.
 
 use super::{Cast, Cumsum, Gather, Where};
-use crate::backend::webgpu::ops::{builtin, check_binding, elementwise_params, grid_1d, row_passes, u32_of, RowPasses};
+use crate::ops::common::webgpu::{builtin, check_binding, elementwise_params, grid_1d, row_passes, u32_of, RowPasses};
 #[cfg(test)]
 use crate::backend::webgpu::Builtin;
 use crate::backend::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::backend::OpContext;
 use crate::{Error, Result};
 
-static INDEXING: WgslSource = WgslSource { name: "indexing.wgsl", text: include_str!("indexing.wgsl"), activation: false };
-static SCAN: WgslSource = WgslSource { name: "scan.wgsl", text: include_str!("scan.wgsl"), activation: false };
+static INDEXING: WgslSource = WgslSource { name: "indexing.wgsl", text: include_str!("indexing.wgsl"), preludes: &[crate::ops::common::webgpu::COMMON] };
+static SCAN: WgslSource = WgslSource { name: "scan.wgsl", text: include_str!("scan.wgsl"), preludes: &[crate::ops::common::webgpu::COMMON] };
 
 /// `out = x` converted from `from` to `to`.
 pub(super) fn cast(op: &Cast<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {

@@ -3,7 +3,7 @@
 //! softmax is rounded and then logged (which loses the small probabilities).
 
 use super::softmax::{row_stats, Epilogue};
-use crate::backend::cpu::math::{exp, map, max_lanes, sum_lanes, twin};
+use crate::ops::common::math::{exp, map, max_lanes, sum_lanes, twin};
 use crate::{Queue, Result, Tensor};
 
 /// What the row kernels write for log-softmax.

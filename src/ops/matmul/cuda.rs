@@ -4,7 +4,7 @@
 use cudarc::driver::DeviceRepr;
 
 use super::Matmul;
-use crate::backend::cuda::ops::{blocks, epilogue_defines, extent, index_type, kernel, operand, padded, BLOCK};
+use crate::ops::common::cuda::{blocks, epilogue_defines, extent, index_type, kernel, operand, padded, BLOCK};
 #[cfg(test)]
 use crate::backend::cuda::Builtin;
 use crate::backend::cuda::{blas, CudaDevice, CudaQueue, CudaSource};
@@ -12,7 +12,7 @@ use crate::backend::OpContext;
 use crate::ops::{Operand, UnaryOp};
 use crate::{DType, Error, Result};
 
-static SOURCE: CudaSource = CudaSource { name: "matmul.cu", text: include_str!("matmul.cu"), activation: true };
+static SOURCE: CudaSource = CudaSource { name: "matmul.cu", text: include_str!("matmul.cu"), preludes: crate::ops::common::cuda::WITH_ACTIVATION };
 
 /// Batch dimensions matmul.cu addresses.
 const MAX_BATCH_RANK: usize = 6;
@@ -61,7 +61,7 @@ pub(super) fn matmul(op: &Matmul<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &OpCo
     if variant == Some("cublas") && !blas::available() {
         return Err(Error::Unsupported { backend: crate::BackendKind::Cuda, what: "matmul variant `cublas`: libcublas was not found".into() });
     }
-    if variant != Some("kernel") && blas::matmul(q, dev, &a, &b, &out, m, n, k, precision)? {
+    if variant != Some("kernel") && blas::matmul(q, dev, [(a.buf, a.layout), (b.buf, b.layout), (out.buf, out.layout)], [m, n, k], precision)? {
         q.retain_used(dev, &[a.buf, b.buf, out.buf])?;
         // cuBLAS has no epilogue: bias and activation in one pass over the output.
         return if bias.is_some() || act.is_some() { bias_act(q, dev, &out, bias, act, n) } else { Ok(()) };
@@ -86,11 +86,11 @@ fn matmul_kernel(q: &CudaQueue, dev: &CudaDevice, [a, b, out]: [Operand<'_>; 3],
     let r = out.layout.shape.len();
     let batch_rank = r - 2;
     if batch_rank > MAX_BATCH_RANK {
-        return Err(Error::Limit { what: "matmul batch dimensions".into(), value: batch_rank as u64, limit: "batch rank of kernels/matmul.cu", max: MAX_BATCH_RANK as u64 });
+        return Err(Error::Limit { what: "matmul batch dimensions".into(), value: batch_rank as u64, limit: "batch rank of matmul.cu", max: MAX_BATCH_RANK as u64 });
     }
     let (gx, gy) = (n.div_ceil(64), m.div_ceil(64));
     if gy > 65_535 {
-        return Err(Error::Limit { what: format!("matmul rows {m} in 64-row tiles"), value: gy as u64, limit: "grid y of kernels/matmul.cu", max: 65_535 });
+        return Err(Error::Limit { what: format!("matmul rows {m} in 64-row tiles"), value: gy as u64, limit: "grid y of matmul.cu", max: 65_535 });
     }
     let batches = out.layout.numel() / (m * n).max(1);
     let largest = out.layout.numel().max(extent(a.layout)).max(extent(b.layout));

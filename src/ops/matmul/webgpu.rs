@@ -2,16 +2,17 @@
 //! tile loads, bias and activation in the epilogue.
 
 use super::Matmul;
-use crate::backend::webgpu::ops::{check_binding, split_temp, store, u32_of};
+use crate::ops::common::webgpu::{check_binding, split_temp, store, u32_of};
 #[cfg(test)]
-use crate::backend::webgpu::pipelines::{STORE_F16, STORE_F32};
-use crate::backend::webgpu::{split, Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
+use crate::ops::common::webgpu::{STORE_F16, STORE_F32};
+use crate::ops::common::split;
+use crate::backend::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
 use crate::backend::OpContext;
 use crate::base::layout::MAX_RANK;
 use crate::ops::Operand;
 use crate::{Error, Result};
 
-static SOURCE: WgslSource = WgslSource { name: "matmul.wgsl", text: include_str!("matmul.wgsl"), activation: true };
+static SOURCE: WgslSource = WgslSource { name: "matmul.wgsl", text: include_str!("matmul.wgsl"), preludes: crate::ops::common::webgpu::WITH_ACTIVATION };
 
 /// Tile loads of matmul.wgsl: one element at a time (any strides), or vec4 loads.
 const LOADS_SCALAR: &str = include_str!("matmul_loads_scalar.wgsl");

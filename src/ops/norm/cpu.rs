@@ -3,8 +3,8 @@
 use rayon::prelude::*;
 
 use super::{Norm, NormKind};
-use crate::backend::cpu::kernels::math::{sum_lanes, x86_run, x86_twins};
-use crate::backend::cpu::kernels::out_words;
+use crate::ops::common::math::{sum_lanes, x86_run, x86_twins};
+use crate::ops::common::cpu::out_words;
 use crate::backend::cpu::{read_guard, write_guard};
 use crate::ops::Operand;
 use crate::Result;

@@ -3,7 +3,7 @@
 use cudarc::driver::DeviceRepr;
 
 use super::Norm;
-use crate::backend::cuda::ops::{index_type, kernel, operand, BLOCK};
+use crate::ops::common::cuda::{index_type, kernel, operand, BLOCK};
 #[cfg(test)]
 use crate::backend::cuda::Builtin;
 use crate::backend::cuda::{CudaDevice, CudaQueue, CudaSource};
@@ -11,7 +11,7 @@ use crate::backend::OpContext;
 use crate::ops::Operand;
 use crate::Result;
 
-static SOURCE: CudaSource = CudaSource { name: "norm.cu", text: include_str!("norm.cu"), activation: true };
+static SOURCE: CudaSource = CudaSource { name: "norm.cu", text: include_str!("norm.cu"), preludes: crate::ops::common::cuda::WITH_ACTIVATION };
 
 /// norm.cu's `NormParams`.
 #[repr(C)]

@@ -1,15 +1,17 @@
 //! Layer and RMS norms on wgpu: norm.wgsl as row passes.
 
 use super::Norm;
-use crate::backend::webgpu::ops::{check_binding, row_passes, u32_of, RowPasses};
+use crate::ops::common::webgpu::{check_binding, row_passes, u32_of, RowPasses};
 #[cfg(test)]
-use crate::backend::webgpu::{ops::builtin, Builtin};
+use crate::backend::webgpu::Builtin;
+#[cfg(test)]
+use crate::ops::common::webgpu::builtin;
 use crate::backend::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::backend::OpContext;
 use crate::ops::Operand;
 use crate::Result;
 
-static SOURCE: WgslSource = WgslSource { name: "norm.wgsl", text: include_str!("norm.wgsl"), activation: true };
+static SOURCE: WgslSource = WgslSource { name: "norm.wgsl", text: include_str!("norm.wgsl"), preludes: crate::ops::common::webgpu::WITH_ACTIVATION };
 
 /// Layer or RMS norm of each row, with optional scale, shift and activation.
 pub(super) fn norm(op: &Norm<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {

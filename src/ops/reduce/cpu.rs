@@ -3,8 +3,8 @@
 use rayon::prelude::*;
 
 use super::{Reduce, ReduceOp};
-use crate::backend::cpu::kernels::math::sum_lanes;
-use crate::backend::cpu::kernels::{out_words, CHUNK};
+use crate::ops::common::math::sum_lanes;
+use crate::ops::common::cpu::{out_words, CHUNK};
 use crate::backend::cpu::{read_guard, write_guard};
 use crate::Result;
 

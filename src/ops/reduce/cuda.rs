@@ -5,7 +5,7 @@ use std::sync::Arc;
 use cudarc::driver::DeviceRepr;
 
 use super::{Reduce, ReduceOp};
-use crate::backend::cuda::ops::{blocks, index_type, kernel, operand, temp, BLOCK};
+use crate::ops::common::cuda::{blocks, index_type, kernel, operand, temp, BLOCK};
 #[cfg(test)]
 use crate::backend::cuda::Builtin;
 use crate::backend::cuda::{address, CudaDevice, CudaQueue, CudaSource};
@@ -13,7 +13,7 @@ use crate::backend::OpContext;
 use crate::buffer::BufferInner;
 use crate::{Error, Result};
 
-static SOURCE: CudaSource = CudaSource { name: "reduce.cu", text: include_str!("reduce.cu"), activation: false };
+static SOURCE: CudaSource = CudaSource { name: "reduce.cu", text: include_str!("reduce.cu"), preludes: &[crate::ops::common::cuda::COMMON] };
 
 /// reduce.cu's `ReduceParams`.
 #[repr(C)]

@@ -5,13 +5,13 @@
 use std::sync::Arc;
 
 use super::{Reduce, ReduceOp};
-use crate::backend::webgpu::ops::{builtin, check_binding, grid_1d, temp, u32_of};
+use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, temp, u32_of};
 use crate::backend::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
 use crate::backend::OpContext;
 use crate::buffer::BufferInner;
 use crate::{Error, Result};
 
-static SOURCE: WgslSource = WgslSource { name: "reduce.wgsl", text: include_str!("reduce.wgsl"), activation: false };
+static SOURCE: WgslSource = WgslSource { name: "reduce.wgsl", text: include_str!("reduce.wgsl"), preludes: &[crate::ops::common::webgpu::COMMON] };
 
 /// The workgroup combination step of reduce.wgsl: a tree in workgroup memory, or subgroup
 /// operations (where the adapter has them) with the tree for argmax.

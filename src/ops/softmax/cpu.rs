@@ -3,7 +3,9 @@
 use rayon::prelude::*;
 
 use super::RowStats;
-use crate::backend::cpu::{math, out_words, read_guard, write_guard};
+use crate::backend::cpu::{read_guard, write_guard};
+use crate::ops::common::cpu::out_words;
+use crate::ops::common::math;
 use crate::Result;
 
 /// Every row of `op`, in parallel.

@@ -1,13 +1,13 @@
 //! The row-statistics ops on CUDA: softmax.cu with the op's epilogue prepended.
 
 use super::{Epilogue, RowStats};
-use crate::backend::cuda::ops::{index_type, operand, BLOCK};
+use crate::ops::common::cuda::{index_type, operand, BLOCK};
 use crate::backend::cuda::{Builtin, CudaDevice, CudaQueue, CudaSource};
 use crate::backend::OpContext;
 use crate::Result;
 
 /// The row kernel, which calls the epilogue's `row_factor` and `finish`.
-static SOURCE: CudaSource = CudaSource { name: "softmax.cu", text: include_str!("softmax.cu"), activation: false };
+static SOURCE: CudaSource = CudaSource { name: "softmax.cu", text: include_str!("softmax.cu"), preludes: &[crate::ops::common::cuda::COMMON] };
 
 /// Parameters of softmax.cu.
 #[repr(C)]

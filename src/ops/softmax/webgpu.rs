@@ -3,7 +3,7 @@
 use super::RowStats;
 #[cfg(test)]
 use super::Epilogue;
-use crate::backend::webgpu::ops::{check_binding, row_passes, u32_of, RowPasses};
+use crate::ops::common::webgpu::{check_binding, row_passes, u32_of, RowPasses};
 #[cfg(test)]
 use crate::backend::webgpu::Builtin;
 use crate::backend::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
@@ -11,7 +11,7 @@ use crate::backend::OpContext;
 use crate::Result;
 
 /// The row kernels, which call the epilogue's `row_factor` and `finish`.
-static SOURCE: WgslSource = WgslSource { name: "softmax.wgsl", text: include_str!("softmax.wgsl"), activation: false };
+static SOURCE: WgslSource = WgslSource { name: "softmax.wgsl", text: include_str!("softmax.wgsl"), preludes: &[crate::ops::common::webgpu::COMMON] };
 
 /// The row passes of `op` (see [`row_passes`]).
 pub(super) fn rows(op: &RowStats<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {

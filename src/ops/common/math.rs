@@ -29,7 +29,7 @@ pub(crate) struct Twin<P, F> {
 /// `twin!(F => expr)`: a [`Twin`] of `expr` built once with the const `F` false and once true.
 macro_rules! twin {
     ($fused:ident => $f:expr) => {
-        $crate::backend::cpu::kernels::math::Twin {
+        $crate::ops::common::math::Twin {
             plain: {
                 const $fused: bool = false;
                 $f
@@ -119,12 +119,12 @@ pub(crate) use x86_twins;
 macro_rules! x86_run {
     ($name:ident($($arg:expr),*)) => {
         #[cfg(target_arch = "x86_64")]
-        match $crate::backend::cpu::kernels::math::simd() {
+        match $crate::ops::common::math::simd() {
             // SAFETY: the build's features were just detected.
-            $crate::backend::cpu::kernels::math::Simd::Avx512 => return unsafe { $name::avx512($($arg),*) },
+            $crate::ops::common::math::Simd::Avx512 => return unsafe { $name::avx512($($arg),*) },
             // SAFETY: as above.
-            $crate::backend::cpu::kernels::math::Simd::Avx2 => return unsafe { $name::avx2($($arg),*) },
-            $crate::backend::cpu::kernels::math::Simd::Base => {}
+            $crate::ops::common::math::Simd::Avx2 => return unsafe { $name::avx2($($arg),*) },
+            $crate::ops::common::math::Simd::Base => {}
         }
     };
 }
@@ -223,7 +223,7 @@ pub(crate) fn sum_lanes(xs: &[f32]) -> f64 {
 }
 
 /// `erfc(z)` with fractional error below 1.2e-7 (the Chebyshev fit of Numerical Recipes,
-/// also used by shaders/activation.wgsl), built on [`exp`].
+/// also used by `activation.wgsl`), built on [`exp`].
 #[inline(always)]
 pub(crate) fn erfc<const FUSED: bool>(z: f32) -> f32 {
     // c[i] multiplies t^i.

@@ -3,14 +3,20 @@
 
 use std::sync::Arc;
 
-use super::compile::{Builtin, CudaSource};
-use super::queue::address;
-use super::CudaDevice;
+use crate::backend::cuda::{address, Builtin, CudaDevice, CudaSource};
 use crate::backend::OpContext;
 use crate::buffer::BufferInner;
 use crate::base::layout::Layout;
 use crate::ops::{Operand, UnaryOp};
 use crate::Result;
+
+/// Helpers every built-in CUDA file calls: integer types, grid-stride loops, strided offsets
+/// and float specials.
+pub(crate) const COMMON: &str = include_str!("common.cuh");
+/// The activation functions, for the files that apply one.
+pub(crate) const ACTIVATION: &str = include_str!("activation.cuh");
+/// The preludes of a file that applies activations.
+pub(crate) const WITH_ACTIVATION: &[&str] = &[COMMON, ACTIVATION];
 
 /// Threads per block of the 1-D kernels.
 pub(crate) const BLOCK: u32 = 256;

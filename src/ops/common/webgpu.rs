@@ -3,14 +3,25 @@
 
 use std::sync::Arc;
 
-use super::pipelines::{Builtin, WgslSource, STORE_F16, STORE_F32};
-use super::queue::{Bind, GpuQueue};
 use super::split;
-use super::GpuDevice;
+use crate::backend::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
 use crate::backend::OpContext;
 use crate::buffer::BufferInner;
 use crate::base::layout::{Layout, MAX_RANK};
 use crate::ops::Operand;
+
+/// Helpers every built-in WGSL file calls: the parameter words, view offsets, workgroup
+/// indexing and float specials.
+pub(crate) const COMMON: &str = include_str!("common.wgsl");
+/// The activation functions, for the files that apply one.
+pub(crate) const ACTIVATION: &str = include_str!("activation.wgsl");
+/// The preludes of a file that applies activations.
+pub(crate) const WITH_ACTIVATION: &[&str] = &[COMMON, ACTIVATION];
+
+/// Storage dtype of the kernels that read and write `array<STORE>` (elementwise, matmul):
+/// f32, or f16 (adapters with `shader-f16`), loaded into f32 and stored rounded to nearest even.
+pub(crate) const STORE_F32: &str = "alias STORE = f32;\nfn to_store(v: f32) -> STORE { return v; }";
+pub(crate) const STORE_F16: &str = "enable f16;\nalias STORE = f16;\nfn to_store(v: f32) -> STORE { return f16(unpack2x16float(f32_to_f16(v)).x); }";
 use crate::{DType, Error, Result};
 
 pub(crate) fn builtin(source: &'static WgslSource, entry: &'static str, constants: Vec<(&'static str, u32)>) -> Builtin {

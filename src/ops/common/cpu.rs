@@ -1,9 +1,8 @@
-//! CPU kernels for the op catalogue, one file per op family. Work is split into chunks that
+//! What the ops' CPU bodies share, one op family per folder. Work is split into chunks that
 //! rayon runs in parallel (sequentially where there are no threads, as in plain wasm).
 //! Elementwise math runs in f32 through the ops' own scalar definitions; reductions and
 //! softmax accumulate in f64; matmul, convolution and attention use the `gemm` crate.
 
-pub(crate) mod math;
 
 /// An error unless every view lies inside the words it reads from: checked before the
 /// unsafe GEMM calls, which rely on it (every tensor's view satisfies it, see

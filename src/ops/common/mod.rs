@@ -1,0 +1,12 @@
+//! What the ops share: the CPU bodies' chunking, view walking and vectorised math; the wgpu
+//! and CUDA helpers (launch grids, parameter words, row passes, temporaries, loop-limit
+//! splits); and the preludes every built-in WGSL and CUDA source starts with.
+
+pub(crate) mod cpu;
+#[cfg(cuda_backend)]
+pub(crate) mod cuda;
+pub(crate) mod math;
+#[cfg(feature = "webgpu")]
+pub(crate) mod split;
+#[cfg(feature = "webgpu")]
+pub(crate) mod webgpu;
