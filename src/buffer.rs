@@ -3,68 +3,21 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 
-use crate::backend::Memory;
-use crate::device::{next_id, Init};
-use crate::pool::Pool;
+use crate::backend::{Block, Recorder};
+use crate::device::Init;
 use crate::queue::QueueShared;
 use crate::{DType, Device, Element, Error, Queue, Result};
 
-/// One block of device memory. Returned to the pool when the last reference goes, and the
-/// queues hold a reference for every recorded use until the device has finished it.
-pub(crate) struct BufferInner {
-    mem: Option<Memory>,
-    class: u64,
-    /// Bytes asked for; no view reaches past them (the rest of the class is padding).
-    bytes: u64,
-    pool: Arc<Pool>,
-    id: u64,
-    /// The queue that last recorded a use of this block: its id and a handle to flush it.
-    last_queue: Mutex<Option<(u64, Weak<QueueShared>)>>,
-}
-
-impl BufferInner {
-    pub(crate) fn new(mem: Memory, class: u64, bytes: u64, pool: Arc<Pool>) -> Self {
-        BufferInner { mem: Some(mem), class, bytes, pool, id: next_id(), last_queue: Mutex::new(None) }
-    }
-
-    /// Note that `queue` records a use of this block now. Returns the other queue that
-    /// recorded the previous use, if it is another one and still exists: the caller must order
-    /// its work after that queue's.
-    pub(crate) fn note_use(&self, queue: &Arc<QueueShared>) -> Option<Arc<QueueShared>> {
-        let mut last = crate::base::signal::lock(&self.last_queue);
-        let previous = last.replace((queue.id, Arc::downgrade(queue)));
-        previous.filter(|(id, _)| *id != queue.id).and_then(|(_, q)| q.upgrade())
-    }
-
-    /// Bytes the block was allocated for (views end at or before this).
-    pub(crate) fn bytes(&self) -> u64 {
-        self.bytes
-    }
-
-    /// The backend memory.
-    pub(crate) fn memory(&self) -> &Memory {
-        self.mem.as_ref().expect("memory is present until drop")
-    }
-
-    /// Capacity in bytes (the size class).
-    pub(crate) fn capacity(&self) -> u64 {
-        self.class
-    }
-
-    /// Process-unique id, used to detect aliasing.
-    pub(crate) fn id(&self) -> u64 {
-        self.id
-    }
-}
-
-impl Drop for BufferInner {
-    fn drop(&mut self) {
-        if let Some(mem) = self.mem.take() {
-            self.pool.release(self.class, mem);
-        }
-    }
+/// Note that `queue` records a use of `block` now. Returns the other queue that recorded the
+/// previous use, if it is another one and still exists: the caller must order its work after
+/// that queue's.
+pub(crate) fn note_use(block: &Block, queue: &Arc<QueueShared>) -> Option<Arc<dyn Recorder>> {
+    let handle: Arc<dyn Recorder> = queue.clone();
+    let previous = block.swap_user(queue.id, Arc::downgrade(&handle));
+    let (_, other) = previous.filter(|(id, _)| *id != queue.id)?;
+    other.upgrade()
 }
 
 /// A typed array in device memory: `len` elements of `T` starting at an element offset.
@@ -73,7 +26,7 @@ impl Drop for BufferInner {
 /// returns to the device's pool when the last view is dropped and every queued use has
 /// finished.
 pub struct Buffer<T: Element> {
-    pub(crate) inner: Arc<BufferInner>,
+    pub(crate) inner: Arc<Block>,
     pub(crate) device: Device,
     pub(crate) offset: usize,
     pub(crate) len: usize,
@@ -93,7 +46,7 @@ impl<T: Element> fmt::Debug for Buffer<T> {
 }
 
 impl<T: Element> Buffer<T> {
-    pub(crate) fn from_inner(inner: Arc<BufferInner>, device: Device, offset: usize, len: usize) -> Self {
+    pub(crate) fn from_inner(inner: Arc<Block>, device: Device, offset: usize, len: usize) -> Self {
         Buffer { inner, device, offset, len, _elem: PhantomData }
     }
 

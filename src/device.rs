@@ -1,11 +1,11 @@
 //! Devices: listing them, opening one, and what they report about themselves.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::base::id::next_id;
 use std::sync::{Arc, Mutex};
 
 use crate::backend::{self, BackendDevice, Memory};
-use crate::buffer::BufferInner;
+use crate::backend::Block;
 use crate::pool::{size_class, MemoryStats, Pool};
 use crate::queue::{Queue, QueueShared};
 use crate::dispatch::{self, cache::TuneCache, select};
@@ -276,7 +276,7 @@ impl Device {
     /// Allocate `bytes` of device memory through the pool, initialised as `init` asks. The
     /// block has no pending use anywhere, so its initialisation is done on the device at once,
     /// ahead of any work a queue records for it later.
-    pub(crate) fn alloc(&self, bytes: u64, init: Init) -> Result<Arc<BufferInner>> {
+    pub(crate) fn alloc(&self, bytes: u64, init: Init) -> Result<Arc<Block>> {
         let limits = &self.shared.info.limits;
         if bytes > limits.max_buffer_size {
             let limit = match self.backend() {
@@ -311,15 +311,8 @@ impl Device {
         if let Some(word) = fill {
             self.shared.backend.fill_now(&mem, class, word)?;
         }
-        Ok(Arc::new(BufferInner::new(mem, class, bytes, self.shared.pool.clone())))
+        Ok(Arc::new(Block::new(mem, class, bytes, self.shared.pool.clone())))
     }
-}
-
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-/// A process-unique id for objects that need one (queues, buffers).
-pub(crate) fn next_id() -> u64 {
-    NEXT_ID.fetch_add(1, Ordering::Relaxed)
 }
 
 impl fmt::Debug for Device {

@@ -116,3 +116,9 @@ mod tests {
         }
     }
 }
+
+impl crate::backend::Recycle for Pool {
+    fn recycle(&self, class: u64, mem: Memory) {
+        self.release(class, mem);
+    }
+}

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use crate::backend::timer::Clock;
-use crate::backend::{BackendDevice, Mapped, QueueImpl};
-use crate::buffer::BufferInner;
-use crate::kernel::{Binding, Kernel};
+use crate::backend::{BackendDevice, FenceImpl, Mapped, QueueImpl, Recorder, UserArg};
+use crate::backend::Block;
+use crate::kernel::{Binding, BindingInfo, BindingValue, Kernel};
 use crate::profile::{self, LaunchRecord, Profiler, ReadRecord};
 use crate::{Buffer, DType, Device, Element, Error, Fence, Result};
 
@@ -29,7 +29,13 @@ pub(crate) struct QueueShared {
 
 impl QueueShared {
     pub(crate) fn new(backend: &BackendDevice, profiler: Option<Profiler>) -> Self {
-        QueueShared { imp: QueueImpl::new(backend), id: crate::device::next_id(), profiler }
+        QueueShared { imp: QueueImpl::new(backend), id: crate::base::id::next_id(), profiler }
+    }
+}
+
+impl Recorder for QueueShared {
+    fn flush(&self, dev: &BackendDevice) -> Result<FenceImpl> {
+        self.imp.submit(dev)
     }
 }
 
@@ -87,13 +93,13 @@ impl Queue {
     /// work is submitted and this queue waits for it (cuda: the stream waits on its event;
     /// webgpu runs submissions in order; cpu runs work as it is recorded, so there is nothing
     /// to do). An explicit [`wait_for`](Queue::wait_for) is cheaper where the user knows.
-    fn order_after_other_queues(&self, buffers: &[&Arc<BufferInner>]) -> Result<()> {
+    fn order_after_other_queues(&self, buffers: &[&Arc<Block>]) -> Result<()> {
         if matches!(self.shared.imp, QueueImpl::Cpu) {
             return Ok(());
         }
         for b in buffers {
-            if let Some(other) = b.note_use(&self.shared) {
-                let fence = other.imp.submit(self.backend())?;
+            if let Some(other) = crate::buffer::note_use(b, &self.shared) {
+                let fence = other.flush(self.backend())?;
                 self.shared.imp.wait_for(self.backend(), &fence)?;
             }
         }
@@ -113,7 +119,7 @@ impl Queue {
     /// Record one launch that reads or writes `blocks`: checked against a lost device,
     /// ordered after other queues' use of the blocks, and, while a profiler records, timed
     /// and described by `describe` (given the clock that timed it and the host start).
-    pub(crate) fn record_launch(&self, blocks: &[&Arc<BufferInner>], run: impl FnOnce() -> Result<()>, describe: impl FnOnce(Clock, f64) -> LaunchRecord) -> Result<()> {
+    pub(crate) fn record_launch(&self, blocks: &[&Arc<Block>], run: impl FnOnce() -> Result<()>, describe: impl FnOnce(Clock, f64) -> LaunchRecord) -> Result<()> {
         self.backend().check_healthy()?;
         self.order_after_other_queues(blocks)?;
         let profiler = self.profiler();
@@ -136,7 +142,9 @@ impl Queue {
         }
         kernel.check_launch(bindings, workgroups)?;
         let blocks: Vec<_> = bindings.iter().filter_map(|b| b.buffer().map(|b| b.inner)).collect();
-        let run = || self.shared.imp.launch(self.backend(), kernel, bindings, workgroups);
+        let args: Vec<UserArg<'_>> = bindings.iter().zip(&kernel.info().bindings).map(|(b, info)| user_arg(b, info)).collect();
+        let block = kernel.info().workgroup_size;
+        let run = || self.shared.imp.launch(self.backend(), &kernel.program, &args, workgroups, block);
         let describe = |clock, host_start| {
             let shapes = bindings.iter().filter_map(Binding::buffer).map(|b| vec![b.byte_len as usize / b.dtype.size()]).collect();
             let bytes = bindings.iter().filter_map(Binding::buffer).map(|b| b.byte_len).sum();
@@ -224,5 +232,13 @@ impl Queue {
     #[cfg(not(target_arch = "wasm32"))]
     pub fn finish(&self) -> Result<()> {
         self.submit()?.wait_blocking()
+    }
+}
+
+/// A checked binding as the backend takes it, at its reflected (group, binding).
+fn user_arg<'a>(b: &Binding<'a>, info: &BindingInfo) -> UserArg<'a> {
+    match b.value {
+        BindingValue::Buffer(buf) => UserArg::Buffer { block: buf.inner, group: info.group, binding: info.binding, byte_offset: buf.byte_offset, byte_len: buf.byte_len },
+        BindingValue::Scalar(value) => UserArg::Scalar { binding: info.binding, value },
     }
 }

@@ -5,7 +5,7 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::buffer::BufferInner;
+use crate::backend::Block;
 use crate::device::Init;
 use crate::base::layout::{checked_numel, Layout};
 use crate::ops::{self, BinaryOp, Operand, ReduceOp, UnaryOp};
@@ -14,7 +14,7 @@ use crate::{Buffer, DType, Device, Element, Error, Queue, Result};
 /// A strided view of device memory with a runtime dtype.
 #[derive(Clone)]
 pub struct Tensor {
-    pub(crate) inner: Arc<BufferInner>,
+    pub(crate) inner: Arc<Block>,
     pub(crate) device: Device,
     pub(crate) dtype: DType,
     pub(crate) layout: Layout,

@@ -5,6 +5,7 @@
 //! Without the `cuda` (or `webgpu`) feature compiled in, the API stays the same: no such
 //! device is listed and opening one says why.
 
+mod block;
 pub(crate) mod cpu;
 mod mapped;
 pub(crate) mod timer;
@@ -15,10 +16,10 @@ pub(crate) mod webgpu;
 
 use std::sync::Arc;
 
+pub(crate) use block::{Block, Recorder, Recycle};
 pub(crate) use mapped::Mapped;
 
-use crate::buffer::BufferInner;
-use crate::kernel::{Binding, Kernel};
+use crate::base::dtype::Scalar;
 use timer::{Clock, Span, Timing};
 use crate::{BackendKind, DeviceInfo, Error, Result};
 
@@ -95,7 +96,27 @@ pub(crate) struct OpContext<'a> {
     /// The options the device was opened with.
     pub options: &'a crate::DeviceOptions,
     /// A block of at least this many bytes, from the device's pool.
-    pub temp: &'a dyn Fn(u64) -> Result<Arc<BufferInner>>,
+    pub temp: &'a dyn Fn(u64) -> Result<Arc<Block>>,
+}
+
+/// A user kernel compiled for one device.
+pub(crate) enum UserProgram {
+    #[cfg(feature = "webgpu")]
+    WebGpu(webgpu::UserPipeline),
+    #[cfg(cuda_backend)]
+    Cuda(cuda::UserFunction),
+}
+
+/// One argument of a user program launch, already checked against its reflection.
+pub(crate) enum UserArg<'a> {
+    /// `byte_len` bytes at `byte_offset` of `block`, bound at (`group`, `binding`).
+    Buffer { block: &'a Arc<Block>, group: u32, binding: u32, byte_offset: u64, byte_len: u64 },
+    /// A by-value parameter (CUDA) at position `binding` of the reflection.
+    Scalar {
+        binding: u32,
+        #[cfg_attr(not(cuda_backend), allow(dead_code))]
+        value: Scalar,
+    },
 }
 
 /// An opened device of one backend.
@@ -199,6 +220,26 @@ impl BackendDevice {
         }
     }
 
+    /// Compile a user WGSL kernel; `None` if this backend runs no WGSL.
+    pub fn wgsl_program(&self, source: &str, entry: &str) -> Option<Result<UserProgram>> {
+        let _ = (source, entry);
+        match self {
+            #[cfg(feature = "webgpu")]
+            BackendDevice::WebGpu(d) => Some(d.create_user_pipeline(source, entry).map(UserProgram::WebGpu)),
+            _ => None,
+        }
+    }
+
+    /// Compile a user CUDA C kernel; `None` if this backend runs no CUDA C.
+    pub fn cuda_program(&self, source: &str, entry: &str) -> Option<Result<UserProgram>> {
+        let _ = (source, entry);
+        match self {
+            #[cfg(cuda_backend)]
+            BackendDevice::Cuda(d) => Some(d.compile_user(source, entry).map(UserProgram::Cuda)),
+            _ => None,
+        }
+    }
+
     /// Let finished work release its buffers (never blocks).
     pub fn maintain(&self) {
         match self {
@@ -253,7 +294,7 @@ impl QueueImpl {
         }
     }
 
-    pub fn write(&self, dev: &BackendDevice, dst: &Arc<BufferInner>, offset: u64, data: &[u8]) -> Result<()> {
+    pub fn write(&self, dev: &BackendDevice, dst: &Arc<Block>, offset: u64, data: &[u8]) -> Result<()> {
         match (self, dev) {
             (QueueImpl::Cpu, BackendDevice::Cpu(_)) => cpu::write(dst, offset, data),
             #[cfg(feature = "webgpu")]
@@ -265,7 +306,7 @@ impl QueueImpl {
         }
     }
 
-    pub fn copy(&self, dev: &BackendDevice, src: &Arc<BufferInner>, src_offset: u64, dst: &Arc<BufferInner>, dst_offset: u64, bytes: u64) -> Result<()> {
+    pub fn copy(&self, dev: &BackendDevice, src: &Arc<Block>, src_offset: u64, dst: &Arc<Block>, dst_offset: u64, bytes: u64) -> Result<()> {
         match (self, dev) {
             (QueueImpl::Cpu, BackendDevice::Cpu(_)) => cpu::copy(src, src_offset, dst, dst_offset, bytes),
             #[cfg(feature = "webgpu")]
@@ -277,19 +318,16 @@ impl QueueImpl {
         }
     }
 
-    pub fn launch(&self, dev: &BackendDevice, kernel: &Kernel, bindings: &[Binding<'_>], workgroups: [u32; 3]) -> Result<()> {
-        match (self, dev) {
-            (QueueImpl::Cpu, BackendDevice::Cpu(_)) => {
-                Err(Error::Unsupported { backend: BackendKind::Cpu, what: "user kernels need a webgpu or cuda device".into() })
-            }
+    /// Record a launch of a user program over `workgroups` workgroups (CUDA: blocks of
+    /// `block` threads).
+    pub fn launch(&self, dev: &BackendDevice, program: &UserProgram, args: &[UserArg<'_>], workgroups: [u32; 3], block: [u32; 3]) -> Result<()> {
+        let _ = block;
+        match (self, dev, program) {
+            (QueueImpl::Cpu, BackendDevice::Cpu(_), _) => Err(Error::Unsupported { backend: BackendKind::Cpu, what: "user kernels need a webgpu or cuda device".into() }),
             #[cfg(feature = "webgpu")]
-            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => q.launch_kernel(d, kernel, bindings, workgroups),
+            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d), UserProgram::WebGpu(p)) => q.launch_user(d, p, args, workgroups),
             #[cfg(cuda_backend)]
-            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => match &kernel.imp {
-                crate::kernel::KernelImpl::Cuda(f) => q.launch_user(d, &f.0, bindings, workgroups, kernel.info().workgroup_size),
-                #[allow(unreachable_patterns)]
-                _ => Err(mismatch()),
-            },
+            (QueueImpl::Cuda(q), BackendDevice::Cuda(d), UserProgram::Cuda(f)) => q.launch_user(d, &f.0, args, workgroups, block),
             #[allow(unreachable_patterns)]
             _ => Err(mismatch()),
         }
@@ -359,7 +397,7 @@ impl QueueImpl {
 
     /// Read `bytes` bytes at `offset` of `src` after all recorded work, lending them to `take`
     /// where they lie once read (see [`Mapped`]).
-    pub async fn read<R>(&self, dev: &BackendDevice, src: &Arc<BufferInner>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
+    pub async fn read<R>(&self, dev: &BackendDevice, src: &Arc<Block>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
         match (self, dev) {
             (QueueImpl::Cpu, BackendDevice::Cpu(_)) => cpu::read(src, offset, bytes, take),
             #[cfg(feature = "webgpu")]

@@ -81,3 +81,25 @@ impl Element for half::f16 {
 impl Element for half::bf16 {
     const DTYPE: DType = DType::BF16;
 }
+
+/// A scalar kernel argument.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar {
+    /// `float`
+    F32(f32),
+    /// `int`
+    I32(i32),
+    /// `unsigned int`
+    U32(u32),
+}
+
+impl Scalar {
+    /// Its element type.
+    pub fn dtype(self) -> DType {
+        match self {
+            Scalar::F32(_) => DType::F32,
+            Scalar::I32(_) => DType::I32,
+            Scalar::U32(_) => DType::U32,
+        }
+    }
+}

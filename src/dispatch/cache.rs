@@ -127,7 +127,7 @@ impl TuneCache {
                     std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
                 }
                 // Unique per process and write, so concurrent writers never share a temporary file.
-                let tmp = path.with_extension(format!("tmp{}-{}", std::process::id(), crate::device::next_id()));
+                let tmp = path.with_extension(format!("tmp{}-{}", std::process::id(), crate::base::id::next_id()));
                 std::fs::write(&tmp, text).map_err(|e| format!("writing {}: {e}", tmp.display()))?;
                 std::fs::rename(&tmp, path).map_err(|e| format!("renaming to {}: {e}", path.display()))
             }

@@ -7,7 +7,9 @@ mod wgsl;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::buffer::BufferInner;
+use crate::backend::UserProgram;
+pub use crate::base::dtype::Scalar;
+use crate::backend::Block;
 use crate::{Buffer, DType, Device, Element, Error, Result};
 
 /// How a kernel uses one of its bindings.
@@ -82,33 +84,11 @@ pub(crate) enum BindingValue<'a> {
 /// A buffer view bound at launch.
 #[derive(Clone, Copy)]
 pub(crate) struct BufferBinding<'a> {
-    pub inner: &'a Arc<BufferInner>,
+    pub inner: &'a Arc<Block>,
     pub device: &'a Device,
     pub dtype: DType,
     pub byte_offset: u64,
     pub byte_len: u64,
-}
-
-/// A scalar kernel argument.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Scalar {
-    /// `float`
-    F32(f32),
-    /// `int`
-    I32(i32),
-    /// `unsigned int`
-    U32(u32),
-}
-
-impl Scalar {
-    /// Its element type.
-    pub fn dtype(self) -> DType {
-        match self {
-            Scalar::F32(_) => DType::F32,
-            Scalar::I32(_) => DType::I32,
-            Scalar::U32(_) => DType::U32,
-        }
-    }
 }
 
 impl<'a, T: Element> From<&'a Buffer<T>> for Binding<'a> {
@@ -164,18 +144,7 @@ impl<'a> Binding<'a> {
 pub struct Kernel {
     device: Device,
     info: KernelInfo,
-    #[cfg_attr(not(feature = "webgpu"), allow(dead_code))]
-    pub(crate) imp: KernelImpl,
-}
-
-pub(crate) enum KernelImpl {
-    #[cfg(feature = "webgpu")]
-    WebGpu(crate::backend::webgpu::UserPipeline),
-    #[cfg(cuda_backend)]
-    Cuda(crate::backend::cuda::UserFunction),
-    #[cfg(not(any(feature = "webgpu", cuda_backend)))]
-    #[allow(dead_code)]
-    None,
+    pub(crate) program: UserProgram,
 }
 
 impl fmt::Debug for Kernel {
@@ -197,10 +166,9 @@ impl Kernel {
     pub fn from_wgsl(device: &Device, source: &str, entry: &str) -> Result<Kernel> {
         let info = wgsl::reflect(source, entry)?;
         check_workgroup_size(device, &info)?;
-        let imp = match &device.shared.backend {
-            #[cfg(feature = "webgpu")]
-            crate::backend::BackendDevice::WebGpu(d) => KernelImpl::WebGpu(d.create_user_pipeline(source, entry)?),
-            _ => {
+        let program = match device.shared.backend.wgsl_program(source, entry) {
+            Some(program) => program?,
+            None => {
                 return Err(Error::Unsupported {
                     backend: device.backend(),
                     what: format!(
@@ -210,7 +178,7 @@ impl Kernel {
                 })
             }
         };
-        Ok(Kernel { device: device.clone(), info, imp })
+        Ok(Kernel { device: device.clone(), info, program })
     }
 
     /// Compile the CUDA C kernel `entry` (declared `extern "C" __global__`) with NVRTC for a
@@ -222,10 +190,9 @@ impl Kernel {
     pub fn from_cuda(device: &Device, source: &str, entry: &str, block: [u32; 3]) -> Result<Kernel> {
         let info = cuda::reflect(source, entry, block)?;
         check_workgroup_size(device, &info)?;
-        let imp = match &device.shared.backend {
-            #[cfg(cuda_backend)]
-            crate::backend::BackendDevice::Cuda(d) => KernelImpl::Cuda(d.compile_user(source, entry)?),
-            _ => {
+        let program = match device.shared.backend.cuda_program(source, entry) {
+            Some(program) => program?,
+            None => {
                 return Err(Error::Unsupported {
                     backend: device.backend(),
                     what: format!(
@@ -235,7 +202,7 @@ impl Kernel {
                 })
             }
         };
-        Ok(Kernel { device: device.clone(), info, imp })
+        Ok(Kernel { device: device.clone(), info, program })
     }
 
     /// Reflected entry point, workgroup size and bindings.

@@ -10,7 +10,7 @@ use crate::backend::{BackendDevice, OpContext, QueueImpl};
 use crate::backend::cuda::{CudaDevice, CudaQueue};
 #[cfg(feature = "webgpu")]
 use crate::backend::webgpu::{GpuDevice, GpuQueue};
-use crate::buffer::BufferInner;
+use crate::backend::Block;
 use crate::device::Init;
 use crate::profile::{self, Decision};
 use crate::{Error, Queue, Result};
@@ -20,7 +20,7 @@ pub(crate) trait Launch {
     /// Name, shapes, bytes and FLOPs of the launch, for the profiler.
     fn cost(&self) -> OpCost;
     /// Every memory block the launch reads or writes (for ordering across queues).
-    fn blocks(&self) -> Vec<&Arc<BufferInner>>;
+    fn blocks(&self) -> Vec<&Arc<Block>>;
     /// Run on the CPU backend, to completion.
     fn cpu(&self) -> Result<()>;
     /// Record on a wgpu queue.

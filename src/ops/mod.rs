@@ -11,7 +11,7 @@ mod launch;
 
 use std::sync::Arc;
 
-use crate::buffer::BufferInner;
+use crate::backend::Block;
 use crate::base::layout::Layout;
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -47,7 +47,7 @@ pub(crate) use launch::{backends, launch, Launch};
 /// A tensor operand as a backend sees it: memory plus a strided layout (in elements).
 #[derive(Clone, Copy)]
 pub(crate) struct Operand<'a> {
-    pub buf: &'a Arc<BufferInner>,
+    pub buf: &'a Arc<Block>,
     pub layout: &'a Layout,
 }
 

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 
 use super::Memory;
-use crate::buffer::BufferInner;
+use crate::backend::Block;
 use crate::{BackendKind, DeviceInfo, DeviceType, Error, Features, Limits, Result};
 
 /// The CPU device: its only state is whether it was destroyed.
@@ -93,7 +93,7 @@ pub(crate) fn alloc(bytes: u64) -> Result<CpuMemory> {
     Ok(RwLock::new(v))
 }
 
-fn memory(buf: &Arc<BufferInner>) -> Result<&CpuMemory> {
+fn memory(buf: &Arc<Block>) -> Result<&CpuMemory> {
     match buf.memory() {
         Memory::Cpu(m) => Ok(m),
         #[allow(unreachable_patterns)]
@@ -101,11 +101,11 @@ fn memory(buf: &Arc<BufferInner>) -> Result<&CpuMemory> {
     }
 }
 
-pub(crate) fn read_guard(buf: &Arc<BufferInner>) -> Result<RwLockReadGuard<'_, Vec<u32>>> {
+pub(crate) fn read_guard(buf: &Arc<Block>) -> Result<RwLockReadGuard<'_, Vec<u32>>> {
     Ok(memory(buf)?.read().unwrap_or_else(|e| e.into_inner()))
 }
 
-pub(crate) fn write_guard(buf: &Arc<BufferInner>) -> Result<RwLockWriteGuard<'_, Vec<u32>>> {
+pub(crate) fn write_guard(buf: &Arc<Block>) -> Result<RwLockWriteGuard<'_, Vec<u32>>> {
     Ok(memory(buf)?.write().unwrap_or_else(|e| e.into_inner()))
 }
 
@@ -113,7 +113,7 @@ fn byte_range(offset: u64, bytes: u64) -> std::ops::Range<usize> {
     offset as usize..(offset + bytes) as usize
 }
 
-pub(crate) fn write(dst: &Arc<BufferInner>, offset: u64, data: &[u8]) -> Result<()> {
+pub(crate) fn write(dst: &Arc<Block>, offset: u64, data: &[u8]) -> Result<()> {
     let mut g = write_guard(dst)?;
     bytemuck::cast_slice_mut::<u32, u8>(&mut g)[byte_range(offset, data.len() as u64)].copy_from_slice(data);
     Ok(())
@@ -126,7 +126,7 @@ pub(crate) fn fill(mem: &CpuMemory, bytes: u64, word: u32) {
     g[..end].fill(word);
 }
 
-pub(crate) fn copy(src: &Arc<BufferInner>, src_offset: u64, dst: &Arc<BufferInner>, dst_offset: u64, bytes: u64) -> Result<()> {
+pub(crate) fn copy(src: &Arc<Block>, src_offset: u64, dst: &Arc<Block>, dst_offset: u64, bytes: u64) -> Result<()> {
     if src.id() == dst.id() {
         let mut g = write_guard(dst)?;
         let b = bytemuck::cast_slice_mut::<u32, u8>(&mut g);
@@ -143,7 +143,7 @@ pub(crate) fn copy(src: &Arc<BufferInner>, src_offset: u64, dst: &Arc<BufferInne
 }
 
 /// Lend `bytes` bytes at `offset` of `src` to `take`, in place.
-pub(crate) fn read<R>(src: &Arc<BufferInner>, offset: u64, bytes: u64, take: impl FnOnce(super::Mapped<'_>) -> R) -> Result<R> {
+pub(crate) fn read<R>(src: &Arc<Block>, offset: u64, bytes: u64, take: impl FnOnce(super::Mapped<'_>) -> R) -> Result<R> {
     let g = read_guard(src)?;
     Ok(take(super::Mapped::Host(&bytemuck::cast_slice::<u32, u8>(&g)[byte_range(offset, bytes)])))
 }

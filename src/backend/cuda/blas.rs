@@ -10,7 +10,7 @@ use cudarc::cublas::{result, sys, CudaBlas};
 use super::queue::{address, CudaQueue};
 use super::CudaDevice;
 use crate::base::layout::Layout;
-use crate::buffer::BufferInner;
+use crate::backend::Block;
 use crate::base::signal::lock;
 use crate::{Error, MatmulPrecision, Result};
 
@@ -66,7 +66,7 @@ fn compute_type(precision: MatmulPrecision) -> sys::cublasComputeType_t {
 
 /// `out = a @ b` on cuBLAS; `Ok(false)` if cuBLAS is missing or cannot take these layouts.
 /// Each matrix is a memory block and its strided layout.
-pub(crate) fn matmul(q: &CudaQueue, dev: &CudaDevice, [a, b, out]: [(&Arc<BufferInner>, &Layout); 3], [m, n, k]: [usize; 3], precision: MatmulPrecision) -> Result<bool> {
+pub(crate) fn matmul(q: &CudaQueue, dev: &CudaDevice, [a, b, out]: [(&Arc<Block>, &Layout); 3], [m, n, k]: [usize; 3], precision: MatmulPrecision) -> Result<bool> {
     if !available() || k == 0 {
         return Ok(false);
     }

@@ -9,8 +9,9 @@ use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaFunction, CudaStre
 use super::memory::{PinnedBuffer, StagingPool, STAGING_MAX};
 use super::{driver_error, CudaDevice, DeviceMemory};
 use crate::backend::{Mapped, Memory};
-use crate::buffer::BufferInner;
-use crate::kernel::{BindingValue, Binding, Scalar};
+use crate::backend::Block;
+use crate::backend::UserArg;
+use crate::base::dtype::Scalar;
 use crate::base::signal::lock;
 use crate::{Error, Result};
 
@@ -25,7 +26,7 @@ const MAX_STAGING_IN_FLIGHT: usize = 512 << 20;
 /// What recorded work holds until it has run.
 #[derive(Default)]
 pub(crate) struct Retained {
-    held: Vec<Arc<BufferInner>>,
+    held: Vec<Arc<Block>>,
     staging: Vec<PinnedBuffer>,
     staging_bytes: usize,
     commands: usize,
@@ -111,7 +112,7 @@ pub(crate) struct CudaQueue {
 }
 
 /// The device memory behind pooled memory.
-pub(crate) fn device_memory(buf: &Arc<BufferInner>) -> Result<&DeviceMemory> {
+pub(crate) fn device_memory(buf: &Arc<Block>) -> Result<&DeviceMemory> {
     match buf.memory() {
         Memory::Cuda(m) => Ok(m),
         #[allow(unreachable_patterns)]
@@ -120,7 +121,7 @@ pub(crate) fn device_memory(buf: &Arc<BufferInner>) -> Result<&DeviceMemory> {
 }
 
 /// Device address of element `offset` (4-byte elements) of a buffer.
-pub(crate) fn address(buf: &Arc<BufferInner>, offset: usize) -> Result<u64> {
+pub(crate) fn address(buf: &Arc<Block>, offset: usize) -> Result<u64> {
     Ok(device_memory(buf)?.ptr + offset as u64 * 4)
 }
 
@@ -156,7 +157,7 @@ impl CudaQueue {
     }
 
     /// Note buffers and staging memory the command just issued uses.
-    fn retain(&self, dev: &CudaDevice, held: impl IntoIterator<Item = Arc<BufferInner>>, staging: Option<PinnedBuffer>) -> Result<()> {
+    fn retain(&self, dev: &CudaDevice, held: impl IntoIterator<Item = Arc<Block>>, staging: Option<PinnedBuffer>) -> Result<()> {
         let full = {
             let mut p = lock(&self.pending);
             p.held.extend(held);
@@ -190,7 +191,7 @@ impl CudaQueue {
         self.ctx.bind_to_thread().map_err(|e| dev.fail("binding the CUDA context", e))
     }
 
-    pub(crate) fn write(&self, dev: &CudaDevice, dst: &Arc<BufferInner>, offset: u64, data: &[u8]) -> Result<()> {
+    pub(crate) fn write(&self, dev: &CudaDevice, dst: &Arc<Block>, offset: u64, data: &[u8]) -> Result<()> {
         let stream = self.stream(dev)?;
         let ptr = device_memory(dst)?.ptr + offset;
         self.bind(dev)?;
@@ -209,7 +210,7 @@ impl CudaQueue {
         self.retain(dev, [dst.clone()], staging)
     }
 
-    pub(crate) fn copy(&self, dev: &CudaDevice, src: &Arc<BufferInner>, src_offset: u64, dst: &Arc<BufferInner>, dst_offset: u64, bytes: u64) -> Result<()> {
+    pub(crate) fn copy(&self, dev: &CudaDevice, src: &Arc<Block>, src_offset: u64, dst: &Arc<Block>, dst_offset: u64, bytes: u64) -> Result<()> {
         let stream = self.stream(dev)?;
         let (s, d) = (device_memory(src)?.ptr + src_offset, device_memory(dst)?.ptr + dst_offset);
         self.bind(dev)?;
@@ -227,7 +228,7 @@ impl CudaQueue {
         block: (u32, u32, u32),
         pointers: &[u64],
         params: &P,
-        held: &[&Arc<BufferInner>],
+        held: &[&Arc<Block>],
     ) -> Result<()> {
         let stream = self.stream(dev)?;
         let mut launch = stream.launch_builder(function);
@@ -244,35 +245,35 @@ impl CudaQueue {
 
     /// Hold `buffers` until the work just issued on this queue (by a library such as cuBLAS)
     /// has run.
-    pub(crate) fn retain_used(&self, dev: &CudaDevice, buffers: &[&Arc<BufferInner>]) -> Result<()> {
+    pub(crate) fn retain_used(&self, dev: &CudaDevice, buffers: &[&Arc<Block>]) -> Result<()> {
         self.retain(dev, buffers.iter().map(|&b| b.clone()), None)
     }
 
-    /// Launch a user kernel with checked bindings (an empty grid does nothing, as on webgpu).
-    pub(crate) fn launch_user(&self, dev: &CudaDevice, function: &CudaFunction, bindings: &[Binding<'_>], grid: [u32; 3], block: [u32; 3]) -> Result<()> {
+    /// Launch a user kernel with checked arguments (an empty grid does nothing, as on webgpu).
+    pub(crate) fn launch_user(&self, dev: &CudaDevice, function: &CudaFunction, args: &[UserArg<'_>], grid: [u32; 3], block: [u32; 3]) -> Result<()> {
         if grid.contains(&0) {
             return Ok(());
         }
         let stream = self.stream(dev)?;
-        let mut pointers = Vec::with_capacity(bindings.len());
-        let mut held = Vec::with_capacity(bindings.len());
-        for b in bindings {
-            if let BindingValue::Buffer(buf) = &b.value {
-                pointers.push(device_memory(buf.inner)?.ptr + buf.byte_offset);
-                held.push(buf.inner.clone());
+        let mut pointers = Vec::with_capacity(args.len());
+        let mut held = Vec::with_capacity(args.len());
+        for arg in args {
+            if let UserArg::Buffer { block, byte_offset, .. } = arg {
+                pointers.push(device_memory(block)?.ptr + byte_offset);
+                held.push((*block).clone());
             }
         }
         let mut launch = stream.launch_builder(function);
         let mut next_pointer = pointers.iter();
-        for b in bindings {
-            match &b.value {
-                BindingValue::Buffer(_) => {
+        for arg in args {
+            match arg {
+                UserArg::Buffer { .. } => {
                     let p = next_pointer.next().ok_or_else(|| Error::Device("internal: pointer list out of step".into()))?;
                     launch.arg(p)
                 }
-                BindingValue::Scalar(Scalar::F32(v)) => launch.arg(v),
-                BindingValue::Scalar(Scalar::I32(v)) => launch.arg(v),
-                BindingValue::Scalar(Scalar::U32(v)) => launch.arg(v),
+                UserArg::Scalar { value: Scalar::F32(v), .. } => launch.arg(v),
+                UserArg::Scalar { value: Scalar::I32(v), .. } => launch.arg(v),
+                UserArg::Scalar { value: Scalar::U32(v), .. } => launch.arg(v),
             };
         }
         let cfg = LaunchConfig { grid_dim: (grid[0], grid[1], grid[2]), block_dim: (block[0], block[1], block[2]), shared_mem_bytes: 0 };
@@ -291,7 +292,7 @@ impl CudaQueue {
 
     /// Copy `bytes` bytes at `offset` of `src` to the host after the recorded work and lend
     /// them to `take` (from pinned staging memory where they fit, else from pageable memory).
-    pub(crate) fn read<R>(&self, dev: &CudaDevice, src: &Arc<BufferInner>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
+    pub(crate) fn read<R>(&self, dev: &CudaDevice, src: &Arc<Block>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
         let stream = self.stream(dev)?;
         let ptr = device_memory(src)?.ptr + offset;
         let n = bytes as usize;

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 pub(crate) use pipelines::{Builtin, WgslSource};
 pub(crate) use queue::{Bind, GpuFence, GpuQueue};
 
-use crate::buffer::BufferInner;
+use crate::backend::Block;
 use crate::base::signal::{lock, Signal};
 use crate::{BackendKind, DeviceInfo, DeviceType, Error, Features, Limits, Result};
 
@@ -130,7 +130,7 @@ fn describe(adapter: &Adapter) -> DeviceInfo {
 /// Work submitted to the device whose buffers are held until it finishes.
 struct InFlight {
     done: Signal<()>,
-    _held: Vec<Arc<BufferInner>>,
+    _held: Vec<Arc<Block>>,
 }
 
 /// An opened wgpu device.
@@ -258,7 +258,7 @@ impl GpuDevice {
     }
 
     /// Hold `buffers` until `done` is set.
-    pub(crate) fn hold_until(&self, done: Signal<()>, buffers: Vec<Arc<BufferInner>>) {
+    pub(crate) fn hold_until(&self, done: Signal<()>, buffers: Vec<Arc<Block>>) {
         lock(&self.in_flight).push(InFlight { done, _held: buffers });
     }
 

@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use super::{GpuDevice, GpuMemory};
 use crate::backend::{Mapped, Memory};
-use crate::buffer::BufferInner;
-use crate::kernel::{Binding, Kernel, KernelImpl};
+use crate::backend::Block;
+use crate::backend::UserArg;
+use super::UserPipeline;
 use crate::backend::timer::{PendingSpan, Span};
 use crate::base::signal::{lock, Signal};
 use crate::{Error, Result};
@@ -59,7 +60,7 @@ struct Batch {
     serial: u64,
     commands: Vec<Command>,
     upload: Vec<u8>,
-    held: Vec<Arc<BufferInner>>,
+    held: Vec<Arc<Block>>,
     spans: Vec<TimedSpan>,
 }
 
@@ -81,7 +82,7 @@ impl Batch {
 #[derive(Clone, Copy)]
 pub(crate) enum Bind<'a> {
     /// Pooled device memory (bound from its start, as far as a binding may reach).
-    Mem(&'a Arc<BufferInner>),
+    Mem(&'a Arc<Block>),
     /// The device's spare read-only buffer, for a binding this launch does not use.
     SpareRead,
     /// The device's spare writable buffer.
@@ -97,7 +98,7 @@ fn misaligned(what: &str, offset: u64) -> Error {
 /// Padding bytes that round a transfer of `len` bytes at `offset` of `dst` up to whole words,
 /// or an error if they would overwrite bytes of another view: the start must be aligned, and
 /// an unaligned end is only allowed at the end of the allocation.
-fn word_span(dst: &Arc<BufferInner>, offset: u64, len: u64, what: &str) -> Result<u64> {
+fn word_span(dst: &Arc<Block>, offset: u64, len: u64, what: &str) -> Result<u64> {
     if offset % 4 != 0 {
         return Err(misaligned(what, offset));
     }
@@ -111,7 +112,7 @@ fn word_span(dst: &Arc<BufferInner>, offset: u64, len: u64, what: &str) -> Resul
 }
 
 /// The wgpu buffer behind pooled memory.
-pub(crate) fn gpu(mem: &Arc<BufferInner>) -> Result<&GpuMemory> {
+pub(crate) fn gpu(mem: &Arc<Block>) -> Result<&GpuMemory> {
     match mem.memory() {
         Memory::WebGpu(b) => Ok(b),
         #[allow(unreachable_patterns)]
@@ -139,7 +140,7 @@ impl GpuQueue {
         Ok(())
     }
 
-    pub(crate) fn write(&self, dev: &GpuDevice, dst: &Arc<BufferInner>, offset: u64, data: &[u8]) -> Result<()> {
+    pub(crate) fn write(&self, dev: &GpuDevice, dst: &Arc<Block>, offset: u64, data: &[u8]) -> Result<()> {
         let padded;
         let data = match word_span(dst, offset, data.len() as u64, "write")? {
             0 => data,
@@ -163,7 +164,7 @@ impl GpuQueue {
         })
     }
 
-    pub(crate) fn copy(&self, dev: &GpuDevice, src: &Arc<BufferInner>, src_offset: u64, dst: &Arc<BufferInner>, dst_offset: u64, size: u64) -> Result<()> {
+    pub(crate) fn copy(&self, dev: &GpuDevice, src: &Arc<Block>, src_offset: u64, dst: &Arc<Block>, dst_offset: u64, size: u64) -> Result<()> {
         if src_offset % 4 != 0 {
             return Err(misaligned("copy source", src_offset));
         }
@@ -231,22 +232,16 @@ impl GpuQueue {
     }
 
     /// Record a user kernel launch (already checked against its reflection).
-    pub(crate) fn launch_kernel(&self, dev: &GpuDevice, kernel: &Kernel, bindings: &[Binding<'_>], workgroups: [u32; 3]) -> Result<()> {
-        #[allow(irrefutable_let_patterns)]
-        let KernelImpl::WebGpu(pipeline) = &kernel.imp
-        else {
-            return Err(Error::Device("internal: a kernel of another backend reached webgpu".into()));
-        };
-        let mut entries = Vec::with_capacity(bindings.len());
-        let mut held = Vec::with_capacity(bindings.len());
-        for (binding, info) in bindings.iter().zip(&kernel.info().bindings) {
-            let b = binding.buffer().ok_or_else(|| Error::Launch(format!("binding {} is a scalar: WGSL kernels take buffers only", info.binding)))?;
-            held.push(b.inner.clone());
-            entries.push(Entry {
-                group: info.group,
-                binding: info.binding,
-                resource: Resource::Buffer { buffer: gpu(b.inner)?.clone(), offset: b.byte_offset, size: b.byte_len },
-            });
+    pub(crate) fn launch_user(&self, dev: &GpuDevice, pipeline: &UserPipeline, args: &[UserArg<'_>], workgroups: [u32; 3]) -> Result<()> {
+        let mut entries = Vec::with_capacity(args.len());
+        let mut held = Vec::with_capacity(args.len());
+        for arg in args {
+            let &UserArg::Buffer { block, group, binding, byte_offset, byte_len } = arg else {
+                let binding = if let UserArg::Scalar { binding, .. } = arg { *binding } else { 0 };
+                return Err(Error::Launch(format!("binding {binding} is a scalar: WGSL kernels take buffers only")));
+            };
+            held.push(block.clone());
+            entries.push(Entry { group, binding, resource: Resource::Buffer { buffer: gpu(block)?.clone(), offset: byte_offset, size: byte_len } });
         }
         self.record(dev, |batch| {
             batch.commands.push(Command::Dispatch { pipeline: pipeline.0.clone(), entries, workgroups });
@@ -300,7 +295,7 @@ impl GpuQueue {
 
     /// Copy a range back after all recorded work, to a mappable staging buffer, and lend the
     /// mapped bytes to `take`.
-    pub(crate) async fn read<R>(&self, dev: &GpuDevice, src: &Arc<BufferInner>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
+    pub(crate) async fn read<R>(&self, dev: &GpuDevice, src: &Arc<Block>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
         // WebGPU copies whole words: read the enclosing aligned range, keep the part asked for.
         let lead = offset % 4;
         let (offset, size) = (offset - lead, (lead + bytes).next_multiple_of(4));

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::{backends, launch, Launch, Lift, Operand};
-use crate::buffer::BufferInner;
+use crate::backend::Block;
 use super::elementwise::binary;
 use super::matmul::matmul;
 use super::softmax::softmax;
@@ -155,7 +155,7 @@ impl Launch for Attention<'_> {
         OpCost::simple("attention", &self.operands(), 2 * b * h * lq * lk * (d + dv))
     }
 
-    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+    fn blocks(&self) -> Vec<&Arc<Block>> {
         self.operands().into_iter().map(|o| o.buf).collect()
     }
 

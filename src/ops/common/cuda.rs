@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::backend::cuda::{address, Builtin, CudaDevice, CudaSource};
 use crate::backend::OpContext;
-use crate::buffer::BufferInner;
+use crate::backend::Block;
 use crate::base::layout::Layout;
 use crate::ops::{Operand, UnaryOp};
 use crate::Result;
@@ -57,7 +57,7 @@ pub(crate) fn operand(o: &Operand<'_>) -> Result<u64> {
 }
 
 /// Temporary device memory for intermediate results.
-pub(crate) fn temp(cx: &OpContext<'_>, elements: usize) -> Result<Arc<BufferInner>> {
+pub(crate) fn temp(cx: &OpContext<'_>, elements: usize) -> Result<Arc<Block>> {
     (cx.temp)((elements.max(1) * 4) as u64)
 }
 

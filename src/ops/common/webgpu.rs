@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::split;
 use crate::backend::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
 use crate::backend::OpContext;
-use crate::buffer::BufferInner;
+use crate::backend::Block;
 use crate::base::layout::{Layout, MAX_RANK};
 use crate::ops::Operand;
 
@@ -144,13 +144,13 @@ pub(crate) fn row_passes(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, kern
 }
 
 /// Temporary device memory for intermediate results.
-pub(crate) fn temp(cx: &OpContext<'_>, elements: usize) -> Result<Arc<BufferInner>> {
+pub(crate) fn temp(cx: &OpContext<'_>, elements: usize) -> Result<Arc<Block>> {
     (cx.temp)((elements * 4) as u64)
 }
 
 /// [`temp`] of f32 values that one storage binding must reach, for the work a device with a
 /// loop-iteration limit splits across launches: an error past the binding limit.
-pub(crate) fn split_temp(dev: &GpuDevice, cx: &OpContext<'_>, elements: usize) -> Result<Arc<BufferInner>> {
+pub(crate) fn split_temp(dev: &GpuDevice, cx: &OpContext<'_>, elements: usize) -> Result<Arc<Block>> {
     let bytes = elements as u64 * 4;
     let max = dev.limits.max_storage_buffer_binding_size;
     if bytes > max {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::{backends, launch, Launch, Lift, Operand, UnaryOp};
-use crate::buffer::BufferInner;
+use crate::backend::Block;
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// Sizes of one convolution or pooling, all worked out and checked.
@@ -216,7 +216,7 @@ impl Launch for Conv2d<'_> {
         OpCost::simple("conv2d", &self.operands(), flops)
     }
 
-    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+    fn blocks(&self) -> Vec<&Arc<Block>> {
         self.operands().into_iter().map(|o| o.buf).collect()
     }
 
@@ -238,7 +238,7 @@ impl Launch for Pool2d<'_> {
         OpCost::simple(name, &[&self.x, &self.out], self.out.layout.numel() as u64 * window)
     }
 
-    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+    fn blocks(&self) -> Vec<&Arc<Block>> {
         vec![self.x.buf, self.out.buf]
     }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use super::cost::OpCost;
 use super::indexing::Cast;
 use super::{backends, launch, Launch, Operand};
-use crate::buffer::BufferInner;
+use crate::backend::Block;
 use crate::{Queue, Result, Tensor};
 
 /// `out = x` for 4-byte elements of any dtype, `out` contiguous or a non-overlapping view.
@@ -27,7 +27,7 @@ impl Launch for ViewCopy<'_> {
         OpCost::simple("copy", &[&self.x, &self.out], 0)
     }
 
-    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+    fn blocks(&self) -> Vec<&Arc<Block>> {
         vec![self.x.buf, self.out.buf]
     }
 

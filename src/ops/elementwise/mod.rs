@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::cost::OpCost;
 use super::{backends, launch, native_f16, Launch, Lift, Operand};
-use crate::buffer::BufferInner;
+use crate::backend::Block;
 use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -305,7 +305,7 @@ impl Launch for Unary<'_> {
         OpCost { dtype: self.dtype, bytes, ..OpCost::simple(self.op.name(), &[&self.x, &self.out], self.out.layout.numel() as u64) }
     }
 
-    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+    fn blocks(&self) -> Vec<&Arc<Block>> {
         vec![self.x.buf, self.out.buf]
     }
 
@@ -334,7 +334,7 @@ impl Launch for Binary<'_> {
         OpCost { dtype: self.dtype, bytes: distinct * self.dtype.size() as u64, ..simple }
     }
 
-    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+    fn blocks(&self) -> Vec<&Arc<Block>> {
         vec![self.a.buf, self.b.buf, self.out.buf]
     }
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::{backends, launch, Launch, Lift, Operand};
-use crate::buffer::BufferInner;
+use crate::backend::Block;
 use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -160,7 +160,7 @@ impl Launch for Cast<'_> {
         OpCost { name: format!("cast_{}", self.to), dtype: self.from, bytes, ..OpCost::simple("", &[x, out], 0) }
     }
 
-    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+    fn blocks(&self) -> Vec<&Arc<Block>> {
         vec![self.x.buf, self.out.buf]
     }
 
@@ -181,7 +181,7 @@ impl Launch for Where<'_> {
         OpCost::simple("where", &[&self.cond, &self.a, &self.b, &self.out], 0)
     }
 
-    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+    fn blocks(&self) -> Vec<&Arc<Block>> {
         vec![self.cond.buf, self.a.buf, self.b.buf, self.out.buf]
     }
 
@@ -208,7 +208,7 @@ impl Launch for Gather<'_> {
         OpCost { bytes, ..OpCost::simple("gather", &[&self.x, &self.indices, &self.out], 0) }
     }
 
-    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+    fn blocks(&self) -> Vec<&Arc<Block>> {
         vec![self.x.buf, self.indices.buf, self.out.buf]
     }
 
@@ -229,7 +229,7 @@ impl Launch for Cumsum<'_> {
         OpCost::simple("cumsum", &[&self.x, &self.out], self.x.layout.numel() as u64)
     }
 
-    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+    fn blocks(&self) -> Vec<&Arc<Block>> {
         vec![self.x.buf, self.out.buf]
     }
 

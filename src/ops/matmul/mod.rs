@@ -13,7 +13,7 @@ use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::{backends, launch, native_f16, Launch, Lift, Operand, UnaryOp};
 use crate::backend::BackendDevice;
-use crate::buffer::BufferInner;
+use crate::backend::Block;
 use crate::dispatch::{self, Problem};
 use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{BackendKind, DType, Device, DeviceOptions, Error, Queue, Result, Tensor};
@@ -163,7 +163,7 @@ impl Launch for Matmul<'_> {
         OpCost { dtype: self.dtype, bytes, variant: self.variant, ..OpCost::simple(name, &ops, 2 * batch * m * n * k) }
     }
 
-    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+    fn blocks(&self) -> Vec<&Arc<Block>> {
         self.operands().into_iter().map(|o| o.buf).collect()
     }
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::{backends, launch, Launch, Lift, Operand, UnaryOp};
-use crate::buffer::BufferInner;
+use crate::backend::Block;
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// Which normalisation.
@@ -142,7 +142,7 @@ impl Launch for Norm<'_> {
         OpCost::simple(self.kind.name(), &self.operands(), 5 * self.x.layout.numel() as u64)
     }
 
-    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+    fn blocks(&self) -> Vec<&Arc<Block>> {
         self.operands().into_iter().map(|o| o.buf).collect()
     }
 

@@ -10,7 +10,7 @@ use crate::ops::common::cuda::{blocks, index_type, kernel, operand, temp, BLOCK}
 use crate::backend::cuda::Builtin;
 use crate::backend::cuda::{address, CudaDevice, CudaQueue, CudaSource};
 use crate::backend::OpContext;
-use crate::buffer::BufferInner;
+use crate::backend::Block;
 use crate::{Error, Result};
 
 static SOURCE: CudaSource = CudaSource { name: "reduce.cu", text: include_str!("reduce.cu"), preludes: &[crate::ops::common::cuda::COMMON] };
@@ -48,8 +48,8 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &Op
         return q.launch_builtin(dev, &f, (blocks(dev, outer * inner, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, values, indices], &p, &[x.buf, out.buf]);
     }
     // Passes of one block per (row, chunk): enough chunks to fill the GPU when rows are few.
-    let mut input: (Arc<BufferInner>, usize) = (x.buf.clone(), x.layout.offset);
-    let mut input_indices: Option<Arc<BufferInner>> = None;
+    let mut input: (Arc<Block>, usize) = (x.buf.clone(), x.layout.offset);
+    let mut input_indices: Option<Arc<Block>> = None;
     let (mut outer, mut len, mut inner) = (outer, len, inner);
     loop {
         let rows = outer * inner;
@@ -58,7 +58,7 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &Op
         let last = chunks == 1;
         let first = input_indices.is_none();
         let f = dev.builtin(kernel(&SOURCE, "reduce_rows", vec![op_define.clone(), ("FIRST", u32::from(first).to_string()), idx.clone()]))?;
-        let (values, indices): (Option<Arc<BufferInner>>, Option<Arc<BufferInner>>) = match (last, argmax) {
+        let (values, indices): (Option<Arc<Block>>, Option<Arc<Block>>) = match (last, argmax) {
             (true, _) => (None, None),
             (false, true) => (Some(temp(cx, rows * chunks)?), Some(temp(cx, rows * chunks)?)),
             (false, false) => (Some(temp(cx, rows * chunks)?), None),
@@ -84,7 +84,7 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &Op
         };
         let in_ptr = address(&input.0, input.1)?;
         let in_idx = input_indices.as_ref().map_or(Ok(0), |i| address(i, 0))?;
-        let mut held: Vec<&Arc<BufferInner>> = vec![&input.0, out.buf];
+        let mut held: Vec<&Arc<Block>> = vec![&input.0, out.buf];
         held.extend(input_indices.iter().chain(values.iter()).chain(indices.iter()));
         let grid = ((rows * chunks).clamp(1, 65_535) as u32, 1, 1);
         q.launch_builtin(dev, &f, grid, (BLOCK, 1, 1), &[in_ptr, in_idx, values_ptr, indices_ptr], &p, &held)?;

@@ -12,7 +12,7 @@ use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::{backends, launch, Launch, Lift, Operand};
 use crate::backend::BackendDevice;
-use crate::buffer::BufferInner;
+use crate::backend::Block;
 use crate::dispatch::{self, Problem};
 use crate::{DType, DeviceOptions, Error, Queue, Result, Tensor};
 
@@ -161,7 +161,7 @@ impl Launch for Reduce<'_> {
         OpCost { variant: self.variant, ..OpCost::simple(self.op.name(), &[&self.x, &self.out], self.x.layout.numel() as u64) }
     }
 
-    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+    fn blocks(&self) -> Vec<&Arc<Block>> {
         vec![self.x.buf, self.out.buf]
     }
 

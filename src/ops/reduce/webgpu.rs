@@ -8,7 +8,7 @@ use super::{Reduce, ReduceOp};
 use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, temp, u32_of};
 use crate::backend::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
 use crate::backend::OpContext;
-use crate::buffer::BufferInner;
+use crate::backend::Block;
 use crate::{Error, Result};
 
 static SOURCE: WgslSource = WgslSource { name: "reduce.wgsl", text: include_str!("reduce.wgsl"), preludes: &[crate::ops::common::webgpu::COMMON] };
@@ -73,7 +73,7 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCo
     let (chunk, per_group) = if serial { (SERIAL_CHUNK, 64) } else { (CHUNK, 1) };
     // The current pass's input: values (and, after the first pass, argmax indices).
     let mut values = x.buf.clone();
-    let mut indices: Option<Arc<BufferInner>> = None;
+    let mut indices: Option<Arc<Block>> = None;
     let (mut offset, mut outer, mut len, mut inner) = (x.layout.offset, outer, len, inner);
     loop {
         let chunks = len.div_ceil(chunk);

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use super::cost::OpCost;
 use super::elementwise::check_f32;
-use crate::buffer::BufferInner;
+use crate::backend::Block;
 use super::{backends, launch, Launch, Lift, Operand};
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -58,7 +58,7 @@ impl Launch for RowStats<'_> {
         OpCost::simple(self.epilogue.name, &[&self.x, &self.out], 4 * self.x.layout.numel() as u64)
     }
 
-    fn blocks(&self) -> Vec<&Arc<BufferInner>> {
+    fn blocks(&self) -> Vec<&Arc<Block>> {
         vec![self.x.buf, self.out.buf]
     }
 
