@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
-use crate::backend::{Block, Recorder};
+use crate::hal::{Block, Recorder};
 use crate::device::Init;
 use crate::queue::QueueShared;
 use crate::{DType, Device, Element, Error, Queue, Result};

@@ -4,8 +4,8 @@ use std::fmt;
 use crate::base::id::next_id;
 use std::sync::{Arc, Mutex};
 
-use crate::backend::{self, BackendDevice, Memory};
-use crate::backend::Block;
+use crate::hal::{self, BackendDevice, Memory};
+use crate::hal::Block;
 use crate::pool::{size_class, MemoryStats, Pool};
 use crate::queue::{Queue, QueueShared};
 use crate::dispatch::{self, cache::TuneCache, select};
@@ -21,14 +21,14 @@ pub fn devices() -> Vec<DeviceInfo> {
 
 /// [`devices`] without blocking (browsers offer their one WebGPU adapter asynchronously).
 pub async fn devices_async() -> Vec<DeviceInfo> {
-    backend::enumerate().await.into_iter().map(|c| c.info).collect()
+    hal::enumerate().await.into_iter().map(|c| c.info).collect()
 }
 
 /// Why no device of `kind` is listed, or `None` when at least one is (e.g. "CUDA driver
 /// library libcuda.so not found ...").
 pub async fn unavailable_reason(kind: BackendKind) -> Option<String> {
-    let listed = backend::enumerate().await.iter().any(|c| c.info.backend == kind);
-    (!listed).then(|| backend::missing_reason(kind))
+    let listed = hal::enumerate().await.iter().any(|c| c.info.backend == kind);
+    (!listed).then(|| hal::missing_reason(kind))
 }
 
 /// An opened device. Cheap to clone; all clones share one device.
@@ -89,7 +89,7 @@ impl Device {
             },
             other => other,
         };
-        let candidates = backend::enumerate().await;
+        let candidates = hal::enumerate().await;
         let (candidate, reason) = match choice {
             BackendChoice::Auto => {
                 let (device, decision) = select::open_best(&Policy::default(), candidates, options).await?;
@@ -105,7 +105,7 @@ impl Device {
                     .into_iter()
                     .filter(|c| c.info.backend == kind)
                     .min_by_key(|c| (c.info.device_type.preference(), c.info.index));
-                (c.ok_or_else(|| Error::NoDevice(backend::missing_reason(kind)))?, format!("the best {kind} device, asked for by backend"))
+                (c.ok_or_else(|| Error::NoDevice(hal::missing_reason(kind)))?, format!("the best {kind} device, asked for by backend"))
             }
         };
         let decision = Decision { op: "backend".into(), choice: format!("{} `{}` ({})", candidate.info.backend, candidate.info.name, candidate.info.device_type), reason, times_us: Default::default() };
@@ -124,13 +124,13 @@ impl Device {
     pub async fn open_with_policy_async(policy: &Policy) -> Result<Device> {
         policy.validate()?;
         let options = DeviceOptions { pool_cache_limit: policy.pool.cache_limit_bytes, matmul_precision: policy.precision, ..DeviceOptions::default() };
-        let (device, decision) = select::open_best(policy, backend::enumerate().await, options).await?;
+        let (device, decision) = select::open_best(policy, hal::enumerate().await, options).await?;
         let fallbacks = dispatch::check_policy(policy, device.backend(), &device.shared.backend)?;
         Ok(device.with_decisions(decision, fallbacks))
     }
 
     /// Open `candidate` under `policy` (its selection decision is filled in by the caller).
-    pub(crate) async fn from_candidate(candidate: backend::Candidate, options: DeviceOptions, policy: Policy) -> Result<Device> {
+    pub(crate) async fn from_candidate(candidate: hal::Candidate, options: DeviceOptions, policy: Policy) -> Result<Device> {
         let info = candidate.info.clone();
         let backend = candidate.open().await?;
         let default_queue = Arc::new(QueueShared::new(&backend, None));

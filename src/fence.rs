@@ -1,6 +1,6 @@
 //! Fences mark a point in a queue's work and tell when the device has reached it.
 
-use crate::backend::FenceImpl;
+use crate::hal::FenceImpl;
 use crate::{Device, Result};
 
 /// Returned by [`Queue::submit`](crate::Queue::submit): signals once the device has finished

@@ -2,16 +2,17 @@
 // API, so it is documentation natively only.
 #![cfg_attr(not(target_arch = "wasm32"), doc = include_str!("../README.md"))]
 //!
-//! Layers, top down: the public objects ([`Device`], [`Buffer`], [`Tensor`], [`Queue`],
-//! [`Fence`], [`Kernel`]), the op catalogue ([`ops`]), the caching pool, the backend seam
-//! (`backend/`, the only code that knows a GPU API), and under all of them the shared
-//! vocabulary (`base/`: dtypes, layouts, errors, device descriptions, policies), which
-//! imports nothing above it.
+//! Layers, top down (ARCHITECTURE.md in the repository describes them): the public objects
+//! ([`Device`], [`Buffer`], [`Tensor`], [`Queue`], [`Fence`], [`Kernel`]) with the caching
+//! pool and the profiler; the op catalogue ([`ops`], one folder per op family with its
+//! kernels); the variant chooser ([`dispatch`]); the hardware layer (`hal/`, the only code
+//! that knows a GPU API); and under all of them the shared vocabulary (`base/`: dtypes,
+//! layouts, errors, device descriptions, policies), which imports nothing above it.
 
 // Without `webgpu` the seam's GPU paths compile to nothing and leave parameters unused.
 #![cfg_attr(not(feature = "webgpu"), allow(unused, unreachable_code))]
 
-mod backend;
+mod hal;
 mod base;
 mod buffer;
 mod device;

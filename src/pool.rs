@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::backend::Memory;
+use crate::hal::Memory;
 use crate::base::signal::lock;
 
 /// Memory usage of one device, as seen by its pool.
@@ -117,7 +117,7 @@ mod tests {
     }
 }
 
-impl crate::backend::Recycle for Pool {
+impl crate::hal::Recycle for Pool {
     fn recycle(&self, class: u64, mem: Memory) {
         self.release(class, mem);
     }

@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use crate::backend::timer::Clock;
-use crate::backend::{BackendDevice, FenceImpl, Mapped, QueueImpl, Recorder, UserArg};
-use crate::backend::Block;
+use crate::hal::timer::Clock;
+use crate::hal::{BackendDevice, FenceImpl, Mapped, QueueImpl, Recorder, UserArg};
+use crate::hal::Block;
 use crate::kernel::{Binding, BindingInfo, BindingValue, Kernel};
 use crate::profile::{self, LaunchRecord, Profiler, ReadRecord};
 use crate::{Buffer, DType, Device, Element, Error, Fence, Result};

@@ -5,7 +5,7 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::backend::Block;
+use crate::hal::Block;
 use crate::device::Init;
 use crate::base::layout::{checked_numel, Layout};
 use crate::ops::{self, BinaryOp, Operand, ReduceOp, UnaryOp};

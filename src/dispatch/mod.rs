@@ -14,7 +14,7 @@ mod tune;
 pub use cache::TUNE_CACHE_ENV;
 pub use tune::{catalogue, TuneResult};
 
-use crate::backend::BackendDevice;
+use crate::hal::BackendDevice;
 use crate::profile::Decision;
 use crate::{BackendKind, DType, Device, Error, Policy, Queue, Result};
 

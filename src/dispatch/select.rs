@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::cache::{Entry, TuneCache};
 use super::times_text;
-use crate::backend::Candidate;
+use crate::hal::Candidate;
 use crate::ops::{conv, matmul, Conv2dParams};
 use crate::base::policy::Selection;
 use crate::profile::Decision;
@@ -43,7 +43,7 @@ pub(crate) async fn open_best(policy: &Policy, candidates: Vec<Candidate>, optio
         }
     }
     if best.is_empty() {
-        let reasons: Vec<String> = policy.backends.iter().map(|&k| format!("{k}: {}", crate::backend::missing_reason(k))).collect();
+        let reasons: Vec<String> = policy.backends.iter().map(|&k| format!("{k}: {}", crate::hal::missing_reason(k))).collect();
         return Err(Error::NoDevice(format!("none of the policy's backends has a device ({})", reasons.join("; "))));
     }
     let decide = |c: &Candidate, reason: String| Decision { op: "backend".into(), choice: label(&c.info), reason, times_us: BTreeMap::new() };
@@ -56,7 +56,7 @@ pub(crate) async fn open_best(policy: &Policy, candidates: Vec<Candidate>, optio
         }
         _ if best.len() == 1 => {
             let c = best.remove(0);
-            let others: Vec<String> = policy.backends.iter().filter(|&&k| k != c.info.backend).map(|&k| format!("{k}: {}", crate::backend::missing_reason(k))).collect();
+            let others: Vec<String> = policy.backends.iter().filter(|&&k| k != c.info.backend).map(|&k| format!("{k}: {}", crate::hal::missing_reason(k))).collect();
             let why = if others.is_empty() { String::new() } else { format!(" (no device from {})", others.join("; ")) };
             let d = decide(&c, format!("the only device the policy's backends offer{why}"));
             (c, d)

@@ -7,9 +7,9 @@ mod wgsl;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::backend::UserProgram;
+use crate::hal::UserProgram;
 pub use crate::base::dtype::Scalar;
-use crate::backend::Block;
+use crate::hal::Block;
 use crate::{Buffer, DType, Device, Element, Error, Result};
 
 /// How a kernel uses one of its bindings.

@@ -21,7 +21,7 @@ fn every_builtin_shader_validates() {
 #[cfg(cuda_backend)]
 #[test]
 fn every_kernel_compiles_for_sm80_and_sm90() {
-    use crate::backend::cuda::compile::{compile, nvrtc_or_skip};
+    use crate::hal::cuda::compile::{compile, nvrtc_or_skip};
     if !nvrtc_or_skip() {
         return;
     }

@@ -5,12 +5,12 @@
 use std::sync::Arc;
 
 use super::cost::OpCost;
-use crate::backend::{BackendDevice, OpContext, QueueImpl};
+use crate::hal::{BackendDevice, OpContext, QueueImpl};
 #[cfg(cuda_backend)]
-use crate::backend::cuda::{CudaDevice, CudaQueue};
+use crate::hal::cuda::{CudaDevice, CudaQueue};
 #[cfg(feature = "webgpu")]
-use crate::backend::webgpu::{GpuDevice, GpuQueue};
-use crate::backend::Block;
+use crate::hal::webgpu::{GpuDevice, GpuQueue};
+use crate::hal::Block;
 use crate::device::Init;
 use crate::profile::{self, Decision};
 use crate::{Error, Queue, Result};
@@ -43,12 +43,12 @@ macro_rules! backends {
         }
 
         #[cfg(feature = "webgpu")]
-        fn webgpu(&self, q: &$crate::backend::webgpu::GpuQueue, dev: &$crate::backend::webgpu::GpuDevice, cx: &$crate::backend::OpContext<'_>) -> $crate::Result<()> {
+        fn webgpu(&self, q: &$crate::hal::webgpu::GpuQueue, dev: &$crate::hal::webgpu::GpuDevice, cx: &$crate::hal::OpContext<'_>) -> $crate::Result<()> {
             webgpu::$f(self, q, dev, cx)
         }
 
         #[cfg(cuda_backend)]
-        fn cuda(&self, q: &$crate::backend::cuda::CudaQueue, dev: &$crate::backend::cuda::CudaDevice, cx: &$crate::backend::OpContext<'_>) -> $crate::Result<()> {
+        fn cuda(&self, q: &$crate::hal::cuda::CudaQueue, dev: &$crate::hal::cuda::CudaDevice, cx: &$crate::hal::OpContext<'_>) -> $crate::Result<()> {
             cuda::$f(self, q, dev, cx)
         }
     };

@@ -11,7 +11,7 @@ mod launch;
 
 use std::sync::Arc;
 
-use crate::backend::Block;
+use crate::hal::Block;
 use crate::base::layout::Layout;
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -29,13 +29,13 @@ macro_rules! registry {
 
         /// Every built-in WGSL specialisation of the registered ops (the naga check).
         #[cfg(all(test, feature = "webgpu"))]
-        pub(crate) fn wgsl_builtins() -> Vec<crate::backend::webgpu::Builtin> {
+        pub(crate) fn wgsl_builtins() -> Vec<crate::hal::webgpu::Builtin> {
             [$($op::wgsl_builtins()),*].concat()
         }
 
         /// Every built-in CUDA specialisation of the registered ops (the NVRTC check).
         #[cfg(all(test, cuda_backend))]
-        pub(crate) fn cuda_builtins() -> Vec<crate::backend::cuda::Builtin> {
+        pub(crate) fn cuda_builtins() -> Vec<crate::hal::cuda::Builtin> {
             [$($op::cuda_builtins()),*].concat()
         }
     };

@@ -31,12 +31,12 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 use web_time::Instant;
 
-use crate::backend::timer::{Span, Timing};
-use crate::backend::FenceImpl;
+use crate::hal::timer::{Span, Timing};
+use crate::hal::FenceImpl;
 use crate::base::signal::lock;
 use crate::{BackendKind, DType};
 
-pub use crate::backend::timer::Clock;
+pub use crate::hal::timer::Clock;
 pub use trace::OpSummary;
 
 /// A choice the dispatcher made: which kernel variant (or backend) and why.

@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use super::Attention;
 use crate::ops::common::cpu::{check_within, out_words, sgemm};
 use crate::ops::common::math;
-use crate::backend::cpu::{read_guard, write_guard};
+use crate::hal::cpu::{read_guard, write_guard};
 use crate::base::layout::Layout;
 use crate::Result;
 

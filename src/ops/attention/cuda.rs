@@ -3,11 +3,11 @@
 use cudarc::driver::DeviceRepr;
 
 use super::Attention;
-use crate::ops::common::cuda::{extent, index_type, kernel, operand, padded};
+use crate::ops::common::cuda::{extent, index_type, builtin, operand, padded};
 #[cfg(test)]
-use crate::backend::cuda::Builtin;
-use crate::backend::cuda::{CudaDevice, CudaQueue, CudaSource};
-use crate::backend::OpContext;
+use crate::hal::cuda::Builtin;
+use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
+use crate::hal::OpContext;
 use crate::ops::Operand;
 use crate::Result;
 
@@ -52,7 +52,7 @@ pub(super) fn attention(op: &Attention<'_>, q: &CudaQueue, dev: &CudaDevice, _: 
     let [b, h, lq, lk, d, dv] = op.dims;
     let largest = [Some(&query), Some(&key), Some(&value), mask.as_ref(), Some(&out)].into_iter().flatten().map(|o| extent(o.layout).max(o.layout.numel())).max().unwrap_or(0);
     let defines = vec![("HAS_MASK", u32::from(mask.is_some()).to_string()), index_type(largest)];
-    let f = dev.builtin(kernel(&SOURCE, "attention_main", defines))?;
+    let f = dev.program(builtin(&SOURCE, "attention_main", defines))?;
     let p = Params {
         bh: (b * h) as u64,
         heads: h as u64,
@@ -71,7 +71,7 @@ pub(super) fn attention(op: &Attention<'_>, q: &CudaQueue, dev: &CudaDevice, _: 
     let pointers = [operand(&query)?, operand(&key)?, operand(&value)?, mask_ptr, operand(&out)?];
     let mut held = vec![query.buf, key.buf, value.buf, out.buf];
     held.extend(mask.iter().map(|o| o.buf));
-    q.launch_builtin(dev, &f, ((b * h * lq).clamp(1, 65_535) as u32, 1, 1), (64, 1, 1), &pointers, &p, &held)
+    q.launch(dev, &f, ((b * h * lq).clamp(1, 65_535) as u32, 1, 1), (64, 1, 1), &pointers, &p, &held)
 }
 
 /// Every specialisation.
@@ -80,7 +80,7 @@ pub(super) fn builtins() -> Vec<Builtin> {
     let mut all = Vec::new();
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
         for on in ["0", "1"] {
-            all.push(kernel(&SOURCE, "attention_main", vec![("HAS_MASK", on.into()), idx.clone()]));
+            all.push(builtin(&SOURCE, "attention_main", vec![("HAS_MASK", on.into()), idx.clone()]));
         }
     }
     all

@@ -4,10 +4,10 @@
 use super::Attention;
 use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, software_kernels, split_temp, u32_of};
 #[cfg(test)]
-use crate::backend::webgpu::Builtin;
+use crate::hal::webgpu::Builtin;
 use crate::ops::common::split;
-use crate::backend::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
-use crate::backend::OpContext;
+use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::OpContext;
 use crate::Result;
 
 static SOURCE: WgslSource = WgslSource { name: "attention.wgsl", text: include_str!("attention.wgsl"), preludes: &[crate::ops::common::webgpu::COMMON] };
@@ -35,7 +35,7 @@ pub(super) fn attention(op: &Attention<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &
     params.push(u32_of("offset", out.layout.offset)?);
     let serial = software_kernels(dev, cx);
     let entry = if serial { "attention_serial_main" } else { "attention_main" };
-    let pipeline = dev.builtin(builtin(&SOURCE, entry, vec![("HAS_MASK", u32::from(mask.is_some()))]));
+    let pipeline = dev.pipeline(builtin(&SOURCE, entry, vec![("HAS_MASK", u32::from(mask.is_some()))]));
     // The mask binding is in the layout even when HAS_MASK is off.
     let mask_bind = mask.as_ref().map_or(Bind::SpareRead, |m| Bind::Mem(m.buf));
     let binds = [(1, Bind::Mem(query.buf)), (2, Bind::Mem(key.buf)), (3, Bind::Mem(value.buf)), (4, mask_bind), (5, Bind::Mem(out.buf))];
@@ -66,7 +66,7 @@ fn launch_keys(
         params[at] = u32_of("key", range[0])?;
         params[at + 1] = u32_of("key", range[1])?;
         params[at + 2] = split::flags(i, keys.len());
-        q.dispatch(dev, pipeline.clone(), &params, &binds, grid)?;
+        q.launch(dev, pipeline.clone(), &params, &binds, grid)?;
     }
     Ok(())
 }

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use crate::backend::cuda::{address, Builtin, CudaDevice, CudaSource};
-use crate::backend::OpContext;
-use crate::backend::Block;
+use crate::hal::cuda::{address, Builtin, CudaDevice, CudaSource};
+use crate::hal::OpContext;
+use crate::hal::Block;
 use crate::base::layout::Layout;
 use crate::ops::{Operand, UnaryOp};
 use crate::Result;
@@ -42,7 +42,7 @@ pub(crate) fn extent(l: &Layout) -> usize {
     l.end().saturating_sub(l.offset)
 }
 
-pub(crate) fn kernel(source: &'static CudaSource, entry: &'static str, defines: Vec<(&'static str, String)>) -> Builtin {
+pub(crate) fn builtin(source: &'static CudaSource, entry: &'static str, defines: Vec<(&'static str, String)>) -> Builtin {
     Builtin { source, entry, defines, prelude: "" }
 }
 

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use super::split;
-use crate::backend::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
-use crate::backend::OpContext;
-use crate::backend::Block;
+use crate::hal::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::OpContext;
+use crate::hal::Block;
 use crate::base::layout::{Layout, MAX_RANK};
 use crate::ops::Operand;
 
@@ -129,18 +129,18 @@ pub(crate) fn row_passes(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, kern
     let pipeline = |pass: u32| {
         let mut constants = kernel.constants.clone();
         constants.push(("PASS", pass));
-        dev.builtin(Builtin { prelude: kernel.prelude.clone(), ..builtin(kernel.source, entry, constants) })
+        dev.pipeline(Builtin { prelude: kernel.prelude.clone(), ..builtin(kernel.source, entry, constants) })
     };
     let (stats_at, words) = kernel.stats;
     let mut binds = binds.to_vec();
     if chunks == 1 {
         binds.push((stats_at, Bind::SpareWrite));
-        return q.dispatch(dev, pipeline(0), &params, &binds, grid);
+        return q.launch(dev, pipeline(0), &params, &binds, grid);
     }
     let stats = split_temp(dev, cx, rows * chunks * words)?;
     binds.push((stats_at, Bind::Mem(&stats)));
-    q.dispatch(dev, pipeline(1), &params, &binds, grid)?;
-    q.dispatch(dev, pipeline(2), &params, &binds, grid)
+    q.launch(dev, pipeline(1), &params, &binds, grid)?;
+    q.launch(dev, pipeline(2), &params, &binds, grid)
 }
 
 /// Temporary device memory for intermediate results.

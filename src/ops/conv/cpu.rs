@@ -5,7 +5,7 @@ use rayon::prelude::*;
 
 use super::{Conv2d, Conv2dGeometry, Pool2d, PoolKind};
 use crate::ops::common::cpu::{out_words, sgemm};
-use crate::backend::cpu::{read_guard, write_guard};
+use crate::hal::cpu::{read_guard, write_guard};
 use crate::Result;
 
 /// Input row or column of output position `o`, kernel tap `k`, or `None` in the padding.

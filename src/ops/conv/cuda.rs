@@ -3,11 +3,11 @@
 use cudarc::driver::DeviceRepr;
 
 use super::{Conv2d, Conv2dGeometry, Pool2d};
-use crate::ops::common::cuda::{blocks, epilogue_defines, index_type, kernel, operand, BLOCK};
+use crate::ops::common::cuda::{blocks, epilogue_defines, index_type, builtin, operand, BLOCK};
 #[cfg(test)]
-use crate::backend::cuda::Builtin;
-use crate::backend::cuda::{CudaDevice, CudaQueue, CudaSource};
-use crate::backend::OpContext;
+use crate::hal::cuda::Builtin;
+use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
+use crate::hal::OpContext;
 use crate::Result;
 
 static SOURCE: CudaSource = CudaSource { name: "conv.cu", text: include_str!("conv.cu"), preludes: crate::ops::common::cuda::WITH_ACTIVATION };
@@ -40,12 +40,12 @@ pub(super) fn conv2d(op: &Conv2d<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
     let n = out.layout.numel();
     let mut defines = epilogue_defines(&bias, op.act).to_vec();
     defines.push(index_type(n.max(x.layout.numel()).max(weight.layout.numel())));
-    let f = dev.builtin(kernel(&SOURCE, "conv2d_main", defines))?;
+    let f = dev.program(builtin(&SOURCE, "conv2d_main", defines))?;
     let bias_ptr = bias.as_ref().map_or(Ok(0), operand)?;
     let mut held = vec![x.buf, weight.buf, out.buf];
     held.extend(bias.iter().map(|o| o.buf));
     let pointers = [operand(&x)?, operand(&weight)?, bias_ptr, operand(&out)?];
-    q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &Params::new(&op.geometry), &held)
+    q.launch(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &Params::new(&op.geometry), &held)
 }
 
 /// Max or average pooling (`pool2d_main`).
@@ -53,8 +53,8 @@ pub(super) fn pool2d(op: &Pool2d<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
     let (x, out) = (op.x, op.out);
     let n = out.layout.numel();
     let defines = vec![("POOL", (op.kind as u32).to_string()), index_type(n.max(x.layout.numel()))];
-    let f = dev.builtin(kernel(&SOURCE, "pool2d_main", defines))?;
-    q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &Params::new(&op.geometry), &[x.buf, out.buf])
+    let f = dev.program(builtin(&SOURCE, "pool2d_main", defines))?;
+    q.launch(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &Params::new(&op.geometry), &[x.buf, out.buf])
 }
 
 /// Every specialisation.
@@ -64,10 +64,10 @@ pub(super) fn builtins() -> Vec<Builtin> {
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
         for on in [false, true] {
             let act = ("ACT", if on { "12" } else { "0" }.to_string());
-            all.push(kernel(&SOURCE, "conv2d_main", vec![("HAS_BIAS", u32::from(on).to_string()), act, idx.clone()]));
+            all.push(builtin(&SOURCE, "conv2d_main", vec![("HAS_BIAS", u32::from(on).to_string()), act, idx.clone()]));
         }
         for pool in 0..2 {
-            all.push(kernel(&SOURCE, "pool2d_main", vec![("POOL", pool.to_string()), idx.clone()]));
+            all.push(builtin(&SOURCE, "pool2d_main", vec![("POOL", pool.to_string()), idx.clone()]));
         }
     }
     all

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::{backends, launch, Launch, Lift, Operand, UnaryOp};
-use crate::backend::Block;
+use crate::hal::Block;
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// Sizes of one convolution or pooling, all worked out and checked.
@@ -247,12 +247,12 @@ impl Launch for Pool2d<'_> {
 
 /// The convolution kernels' WGSL specialisations.
 #[cfg(all(test, feature = "webgpu"))]
-pub(crate) fn wgsl_builtins() -> Vec<crate::backend::webgpu::Builtin> {
+pub(crate) fn wgsl_builtins() -> Vec<crate::hal::webgpu::Builtin> {
     webgpu::builtins()
 }
 
 /// The convolution kernels' CUDA specialisations.
 #[cfg(all(test, cuda_backend))]
-pub(crate) fn cuda_builtins() -> Vec<crate::backend::cuda::Builtin> {
+pub(crate) fn cuda_builtins() -> Vec<crate::hal::cuda::Builtin> {
     cuda::builtins()
 }

@@ -4,10 +4,10 @@
 use super::{Conv2d, Conv2dGeometry, Pool2d};
 use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, u32_of};
 #[cfg(test)]
-use crate::backend::webgpu::Builtin;
+use crate::hal::webgpu::Builtin;
 use crate::ops::common::split;
-use crate::backend::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
-use crate::backend::OpContext;
+use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::OpContext;
 use crate::Result;
 
 static SOURCE: WgslSource = WgslSource { name: "conv.wgsl", text: include_str!("conv.wgsl"), preludes: crate::ops::common::webgpu::WITH_ACTIVATION };
@@ -22,7 +22,7 @@ pub(super) fn conv2d(op: &Conv2d<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
     // Four output channels per invocation where each group's come in fours.
     let ocb = if (g.o / g.groups) % 4 == 0 { 4 } else { 1 };
     let constants = vec![("HAS_BIAS", u32::from(bias.is_some())), ("ACT", op.act.map_or(0, |f| f.code())), ("OCB", ocb as u32)];
-    let pipeline = dev.builtin(builtin(&SOURCE, "conv2d_main", constants));
+    let pipeline = dev.pipeline(builtin(&SOURCE, "conv2d_main", constants));
     let bias_bind = bias.as_ref().map_or(Bind::SpareRead, |b| Bind::Mem(b.buf));
     let binds = [(1, Bind::Mem(x.buf)), (2, Bind::Mem(weight.buf)), (3, bias_bind), (4, Bind::Mem(out.buf))];
     // Invocations: blocks of `ocb` channels by rows by blocks of four columns.
@@ -37,7 +37,7 @@ pub(super) fn pool2d(op: &Pool2d<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
     let (x, out, g) = (op.x, op.out, &op.geometry);
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
-    let pipeline = dev.builtin(builtin(&SOURCE, "pool2d_main", vec![("POOL", op.kind as u32)]));
+    let pipeline = dev.pipeline(builtin(&SOURCE, "pool2d_main", vec![("POOL", op.kind as u32)]));
     let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
     let params = params(g, [x.layout.offset, 0, 0, out.layout.offset])?;
     let taps = split::conv_taps(dev.max_loop_iterations, 1, g.kh, g.kw);
@@ -61,7 +61,7 @@ fn launch_taps(q: &GpuQueue, dev: &GpuDevice, pipeline: wgpu::ComputePipeline, m
             params[at + 2 * d + 1] = u32_of("kernel tap", range[1])?;
         }
         params[at + 6] = split::flags(i, taps.len());
-        q.dispatch(dev, pipeline.clone(), &params, binds, grid)?;
+        q.launch(dev, pipeline.clone(), &params, binds, grid)?;
     }
     Ok(())
 }

@@ -4,7 +4,7 @@ use rayon::prelude::*;
 
 use super::ViewCopy;
 use crate::ops::common::cpu::{offsets_from, out_words, CHUNK};
-use crate::backend::cpu::{read_guard, write_guard};
+use crate::hal::cpu::{read_guard, write_guard};
 use crate::Result;
 
 pub(super) fn copy(op: &ViewCopy<'_>) -> Result<()> {

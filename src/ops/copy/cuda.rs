@@ -3,12 +3,12 @@
 use cudarc::driver::DeviceRepr;
 
 use super::ViewCopy;
-use crate::ops::common::cuda::{blocks, extent, index_type, kernel, operand, padded, BLOCK};
+use crate::ops::common::cuda::{blocks, extent, index_type, builtin, operand, padded, BLOCK};
 #[cfg(test)]
-use crate::backend::cuda::Builtin;
-use crate::backend::cuda::{CudaDevice, CudaQueue, CudaSource};
+use crate::hal::cuda::Builtin;
+use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
 use crate::base::layout::MAX_RANK;
-use crate::backend::OpContext;
+use crate::hal::OpContext;
 use crate::Result;
 
 static SOURCE: CudaSource = CudaSource { name: "copy.cu", text: include_str!("copy.cu"), preludes: &[crate::ops::common::cuda::COMMON] };
@@ -33,7 +33,7 @@ pub(super) fn copy(op: &ViewCopy<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
     let n = out.layout.numel();
     let contiguous = u32::from(out.layout.is_contiguous()).to_string();
     let largest = n.max(extent(x.layout)).max(extent(out.layout));
-    let f = dev.builtin(kernel(&SOURCE, "copy_main", vec![("OUT_CONTIGUOUS", contiguous), index_type(largest)]))?;
+    let f = dev.program(builtin(&SOURCE, "copy_main", vec![("OUT_CONTIGUOUS", contiguous), index_type(largest)]))?;
     let p = Params {
         n: n as u64,
         rank: out.layout.shape.len() as u32,
@@ -42,7 +42,7 @@ pub(super) fn copy(op: &ViewCopy<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
         out_strides: padded(&out.layout.strides, 0),
         ..Default::default()
     };
-    q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
+    q.launch(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
 }
 
 /// Every specialisation.
@@ -51,7 +51,7 @@ pub(super) fn builtins() -> Vec<Builtin> {
     let mut all = Vec::new();
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
         for contiguous in ["0", "1"] {
-            all.push(kernel(&SOURCE, "copy_main", vec![("OUT_CONTIGUOUS", contiguous.into()), idx.clone()]));
+            all.push(builtin(&SOURCE, "copy_main", vec![("OUT_CONTIGUOUS", contiguous.into()), idx.clone()]));
         }
     }
     all

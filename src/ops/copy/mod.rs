@@ -13,7 +13,7 @@ use std::sync::Arc;
 use super::cost::OpCost;
 use super::indexing::Cast;
 use super::{backends, launch, Launch, Operand};
-use crate::backend::Block;
+use crate::hal::Block;
 use crate::{Queue, Result, Tensor};
 
 /// `out = x` for 4-byte elements of any dtype, `out` contiguous or a non-overlapping view.
@@ -49,12 +49,12 @@ pub(crate) fn copy_into(queue: &Queue, x: &Tensor, out: &Tensor) -> Result<()> {
 
 /// The copy kernels' WGSL specialisations.
 #[cfg(all(test, feature = "webgpu"))]
-pub(crate) fn wgsl_builtins() -> Vec<crate::backend::webgpu::Builtin> {
+pub(crate) fn wgsl_builtins() -> Vec<crate::hal::webgpu::Builtin> {
     webgpu::builtins()
 }
 
 /// The copy kernels' CUDA specialisations.
 #[cfg(all(test, cuda_backend))]
-pub(crate) fn cuda_builtins() -> Vec<crate::backend::cuda::Builtin> {
+pub(crate) fn cuda_builtins() -> Vec<crate::hal::cuda::Builtin> {
     cuda::builtins()
 }

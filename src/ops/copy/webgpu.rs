@@ -3,9 +3,9 @@
 use super::ViewCopy;
 use crate::ops::common::webgpu::{builtin, check_binding, elementwise_params, grid_1d, view_words};
 #[cfg(test)]
-use crate::backend::webgpu::Builtin;
-use crate::backend::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
-use crate::backend::OpContext;
+use crate::hal::webgpu::Builtin;
+use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::OpContext;
 use crate::Result;
 
 static SOURCE: WgslSource = WgslSource { name: "copy.wgsl", text: include_str!("copy.wgsl"), preludes: &[crate::ops::common::webgpu::COMMON] };
@@ -15,11 +15,11 @@ pub(super) fn copy(op: &ViewCopy<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
     let contiguous = out.layout.is_contiguous();
-    let pipeline = dev.builtin(builtin(&SOURCE, "copy_main", vec![("OUT_CONTIGUOUS", u32::from(contiguous))]));
+    let pipeline = dev.pipeline(builtin(&SOURCE, "copy_main", vec![("OUT_CONTIGUOUS", u32::from(contiguous))]));
     let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
     let mut params = elementwise_params(&out, &[&x])?;
     params.extend(view_words(out.layout)?);
-    q.dispatch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))], grid)
+    q.launch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))], grid)
 }
 
 /// Every specialisation.

@@ -5,7 +5,7 @@ use rayon::prelude::*;
 use super::{Binary, BinaryOp, Unary, UnaryOp};
 use crate::ops::common::math::{self, twin};
 use crate::ops::common::cpu::{offsets_from, out_words, run_from, CHUNK};
-use crate::backend::cpu::{read_guard, write_guard};
+use crate::hal::cpu::{read_guard, write_guard};
 use crate::{DType, Error, Result};
 
 /// Error unless the operands are stored as f32 (the CPU has no native f16 path).

@@ -5,11 +5,11 @@ use cudarc::driver::DeviceRepr;
 use super::{Binary, Unary};
 #[cfg(test)]
 use super::{BinaryOp, UnaryOp};
-use crate::ops::common::cuda::{blocks, extent, index_type, kernel, operand, padded, BLOCK};
+use crate::ops::common::cuda::{blocks, extent, index_type, builtin, operand, padded, BLOCK};
 #[cfg(test)]
-use crate::backend::cuda::Builtin;
-use crate::backend::cuda::{CudaDevice, CudaQueue, CudaSource};
-use crate::backend::OpContext;
+use crate::hal::cuda::Builtin;
+use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
+use crate::hal::OpContext;
 use crate::base::layout::MAX_RANK;
 use crate::{DType, Error, Result};
 
@@ -47,7 +47,7 @@ pub(super) fn unary(op: &Unary<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpConte
     let access = x.layout.access();
     let n = out.layout.numel();
     let defines = vec![("OP", op.op.code().to_string()), ("A_MODE", access.code().to_string()), index_type(n.max(extent(x.layout)))];
-    let f = dev.builtin(kernel(&SOURCE, "unary_main", defines))?;
+    let f = dev.program(builtin(&SOURCE, "unary_main", defines))?;
     let p = Params {
         n: n as u64,
         rank: out.layout.shape.len() as u32,
@@ -56,7 +56,7 @@ pub(super) fn unary(op: &Unary<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpConte
         a_period: access.period() as u64,
         ..Default::default()
     };
-    q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
+    q.launch(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
 }
 
 /// `out = act(op(a, b))` with broadcasting (`binary_main`).
@@ -72,7 +72,7 @@ pub(super) fn binary(op: &Binary<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
         ("B_MODE", b_access.code().to_string()),
         index_type(n.max(extent(a.layout)).max(extent(b.layout))),
     ];
-    let f = dev.builtin(kernel(&SOURCE, "binary_main", defines))?;
+    let f = dev.program(builtin(&SOURCE, "binary_main", defines))?;
     let p = Params {
         n: n as u64,
         rank: out.layout.shape.len() as u32,
@@ -84,7 +84,7 @@ pub(super) fn binary(op: &Binary<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
         ..Default::default()
     };
     let pointers = [operand(&a)?, operand(&b)?, operand(&out)?];
-    q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &p, &[a.buf, b.buf, out.buf])
+    q.launch(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &p, &[a.buf, b.buf, out.buf])
 }
 
 /// Every specialisation: each op in each operand access mode, and fused activations.
@@ -94,13 +94,13 @@ pub(super) fn builtins() -> Vec<Builtin> {
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
         for op in UnaryOp::ALL {
             for mode in 0..3 {
-                all.push(kernel(&SOURCE, "unary_main", vec![("OP", op.code().to_string()), ("A_MODE", mode.to_string()), idx.clone()]));
+                all.push(builtin(&SOURCE, "unary_main", vec![("OP", op.code().to_string()), ("A_MODE", mode.to_string()), idx.clone()]));
             }
         }
         for op in BinaryOp::ALL {
             for (act, a_mode, b_mode) in [("0", "1", "1"), ("14", "0", "2"), ("11", "2", "0")] {
                 let defines = vec![("OP", op.code().to_string()), ("ACT", act.into()), ("A_MODE", a_mode.into()), ("B_MODE", b_mode.into()), idx.clone()];
-                all.push(kernel(&SOURCE, "binary_main", defines));
+                all.push(builtin(&SOURCE, "binary_main", defines));
             }
         }
     }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::cost::OpCost;
 use super::{backends, launch, native_f16, Launch, Lift, Operand};
-use crate::backend::Block;
+use crate::hal::Block;
 use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -343,12 +343,12 @@ impl Launch for Binary<'_> {
 
 /// The elementwise kernels' WGSL specialisations.
 #[cfg(all(test, feature = "webgpu"))]
-pub(crate) fn wgsl_builtins() -> Vec<crate::backend::webgpu::Builtin> {
+pub(crate) fn wgsl_builtins() -> Vec<crate::hal::webgpu::Builtin> {
     webgpu::builtins()
 }
 
 /// The elementwise kernels' CUDA specialisations.
 #[cfg(all(test, cuda_backend))]
-pub(crate) fn cuda_builtins() -> Vec<crate::backend::cuda::Builtin> {
+pub(crate) fn cuda_builtins() -> Vec<crate::hal::cuda::Builtin> {
     cuda::builtins()
 }

@@ -5,8 +5,8 @@ use super::{Binary, Unary};
 use crate::ops::common::webgpu::{builtin, check_binding, elementwise_params, grid_1d, store, u32_of};
 #[cfg(test)]
 use crate::ops::common::webgpu::{STORE_F16, STORE_F32};
-use crate::backend::webgpu::{Builtin, Bind, GpuDevice, GpuQueue, WgslSource};
-use crate::backend::OpContext;
+use crate::hal::webgpu::{Builtin, Bind, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::OpContext;
 use crate::base::layout::Access;
 use crate::ops::Operand;
 use crate::Result;
@@ -40,12 +40,12 @@ pub(super) fn unary(op: &Unary<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext
     let access = x.layout.access();
     let constants = vec![("OP", op.op.code()), ("A_MODE", access.code())];
     let (entry, per) = if vec4(&out, &[&x]) { ("unary_vec4_main", 4) } else { ("unary_main", 1) };
-    let pipeline = dev.builtin(Builtin { prelude: vec![store(dev, op.dtype)?], ..builtin(&SOURCE, entry, constants) });
+    let pipeline = dev.pipeline(Builtin { prelude: vec![store(dev, op.dtype)?], ..builtin(&SOURCE, entry, constants) });
     let grid = grid_1d(dev, (out.layout.numel() / per).div_ceil(256) as u64)?;
     let mut params = elementwise_params(&out, &[&x])?;
     params.resize(29, 0);
     params.extend([u32_of("period", access.period())?, 0]);
-    q.dispatch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (3, Bind::Mem(out.buf))], grid)
+    q.launch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (3, Bind::Mem(out.buf))], grid)
 }
 
 /// `out = act(op(a, b))` over broadcast operands: binary_main, or binary_vec4_main.
@@ -57,12 +57,12 @@ pub(super) fn binary(op: &Binary<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
     let (a_access, b_access) = (a.layout.access(), b.layout.access());
     let constants = vec![("OP", op.op.code()), ("ACT", op.act.map_or(0, |f| f.code())), ("A_MODE", a_access.code()), ("B_MODE", b_access.code())];
     let (entry, per) = if vec4(&out, &[&a, &b]) { ("binary_vec4_main", 4) } else { ("binary_main", 1) };
-    let pipeline = dev.builtin(Builtin { prelude: vec![store(dev, op.dtype)?], ..builtin(&SOURCE, entry, constants) });
+    let pipeline = dev.pipeline(Builtin { prelude: vec![store(dev, op.dtype)?], ..builtin(&SOURCE, entry, constants) });
     let grid = grid_1d(dev, (out.layout.numel() / per).div_ceil(256) as u64)?;
     let binds = [(1, Bind::Mem(a.buf)), (2, Bind::Mem(b.buf)), (3, Bind::Mem(out.buf))];
     let mut params = elementwise_params(&out, &[&a, &b])?;
     params.extend([u32_of("period", a_access.period())?, u32_of("period", b_access.period())?]);
-    q.dispatch(dev, pipeline, &params, &binds, grid)
+    q.launch(dev, pipeline, &params, &binds, grid)
 }
 
 /// The module in both storage dtypes.

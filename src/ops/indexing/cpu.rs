@@ -4,7 +4,7 @@ use rayon::prelude::*;
 
 use super::{cast_bits, Cast, Cumsum, Gather, Where};
 use crate::ops::common::cpu::{offsets_from, out_words, CHUNK};
-use crate::backend::cpu::{read_guard, write_guard};
+use crate::hal::cpu::{read_guard, write_guard};
 use crate::ops::Operand;
 use crate::{DType, Result};
 

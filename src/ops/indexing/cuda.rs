@@ -3,11 +3,11 @@
 use cudarc::driver::DeviceRepr;
 
 use super::{Cast, Cumsum, Gather, Where};
-use crate::ops::common::cuda::{blocks, extent, index_type, kernel, operand, padded, BLOCK};
+use crate::ops::common::cuda::{blocks, extent, index_type, builtin, operand, padded, BLOCK};
 #[cfg(test)]
-use crate::backend::cuda::Builtin;
-use crate::backend::cuda::{device_memory, CudaDevice, CudaQueue, CudaSource};
-use crate::backend::OpContext;
+use crate::hal::cuda::Builtin;
+use crate::hal::cuda::{device_memory, CudaDevice, CudaQueue, CudaSource};
+use crate::hal::OpContext;
 use crate::base::layout::MAX_RANK;
 use crate::ops::Operand;
 use crate::{Error, Result};
@@ -71,13 +71,13 @@ pub(super) fn cast(op: &Cast<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext
         return Err(Error::Device("internal: a 16-bit cast output starts inside a word".into()));
     }
     let defines = vec![("FROM", from.code().to_string()), ("TO", to.code().to_string()), index_type(n.max(x.layout.end()))];
-    let f = dev.builtin(kernel(&INDEXING, "cast_main", defines))?;
+    let f = dev.program(builtin(&INDEXING, "cast_main", defines))?;
     let mut p = views_params(&out, &[&x]);
     p.offsets[0] = x.layout.offset as u64;
     // The source as its block base (its view may start inside a word) plus the offset.
     let src = device_memory(x.buf)?.ptr;
     let dst = device_memory(out.buf)?.ptr + (out.layout.offset * to.size()) as u64;
-    q.launch_builtin(dev, &f, (blocks(dev, n.div_ceil(4 / to.size()), BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[src, dst], &p, &[x.buf, out.buf])
+    q.launch(dev, &f, (blocks(dev, n.div_ceil(4 / to.size()), BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[src, dst], &p, &[x.buf, out.buf])
 }
 
 /// `out = cond ? a : b` (`where_main`).
@@ -86,10 +86,10 @@ pub(super) fn where_(op: &Where<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCont
     let n = out.layout.numel();
     let largest = [&cond, &a, &b].iter().map(|o| extent(o.layout)).fold(n, usize::max);
     let defines = vec![("COND_F32", u32::from(op.cond_dtype == crate::DType::F32).to_string()), index_type(largest)];
-    let f = dev.builtin(kernel(&INDEXING, "where_main", defines))?;
+    let f = dev.program(builtin(&INDEXING, "where_main", defines))?;
     let p = views_params(&out, &[&cond, &a, &b]);
     let pointers = [operand(&cond)?, operand(&a)?, operand(&b)?, operand(&out)?];
-    q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &p, &[cond.buf, a.buf, b.buf, out.buf])
+    q.launch(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &p, &[cond.buf, a.buf, b.buf, out.buf])
 }
 
 /// `out = x` indexed along one axis by `indices` (`gather_main`).
@@ -97,19 +97,19 @@ pub(super) fn gather(op: &Gather<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
     let (x, indices, out) = (op.x, op.indices, op.out);
     let n = out.layout.numel();
     let defines = vec![("SIGNED", u32::from(op.signed).to_string()), index_type(n.max(op.outer * op.len * op.inner))];
-    let f = dev.builtin(kernel(&INDEXING, "gather_main", defines))?;
+    let f = dev.program(builtin(&INDEXING, "gather_main", defines))?;
     let p = GatherParams { outer: op.outer as u64, len: op.len as u64, inner: op.inner as u64, count: op.count as u64, fill: op.fill, pad: 0 };
     let pointers = [operand(&x)?, operand(&indices)?, operand(&out)?];
-    q.launch_builtin(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &p, &[x.buf, indices.buf, out.buf])
+    q.launch(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &p, &[x.buf, indices.buf, out.buf])
 }
 
 /// Cumulative sums, one block per (outer, inner) line (`cumsum_main`).
 pub(super) fn cumsum(op: &Cumsum<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, out) = (op.x, op.out);
-    let f = dev.builtin(kernel(&SCAN, "cumsum_main", vec![index_type(op.outer * op.len * op.inner)]))?;
+    let f = dev.program(builtin(&SCAN, "cumsum_main", vec![index_type(op.outer * op.len * op.inner)]))?;
     let p = ScanParams { outer: op.outer as u64, len: op.len as u64, inner: op.inner as u64 };
     let grid = ((op.outer * op.inner).clamp(1, 65_535) as u32, 1, 1);
-    q.launch_builtin(dev, &f, grid, (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
+    q.launch(dev, &f, grid, (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
 }
 
 /// Every specialisation.
@@ -120,14 +120,14 @@ pub(super) fn builtins() -> Vec<Builtin> {
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
         for from in 0..5 {
             for to in 0..5 {
-                all.push(kernel(&INDEXING, "cast_main", vec![("FROM", from.to_string()), ("TO", to.to_string()), idx.clone()]));
+                all.push(builtin(&INDEXING, "cast_main", vec![("FROM", from.to_string()), ("TO", to.to_string()), idx.clone()]));
             }
         }
         for on in [false, true] {
-            all.push(kernel(&INDEXING, "where_main", vec![flag("COND_F32", on), idx.clone()]));
-            all.push(kernel(&INDEXING, "gather_main", vec![flag("SIGNED", on), idx.clone()]));
+            all.push(builtin(&INDEXING, "where_main", vec![flag("COND_F32", on), idx.clone()]));
+            all.push(builtin(&INDEXING, "gather_main", vec![flag("SIGNED", on), idx.clone()]));
         }
-        all.push(kernel(&SCAN, "cumsum_main", vec![idx]));
+        all.push(builtin(&SCAN, "cumsum_main", vec![idx]));
     }
     all
 }

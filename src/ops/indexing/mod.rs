@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::{backends, launch, Launch, Lift, Operand};
-use crate::backend::Block;
+use crate::hal::Block;
 use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -238,12 +238,12 @@ impl Launch for Cumsum<'_> {
 
 /// The indexing and scan kernels' WGSL specialisations.
 #[cfg(all(test, feature = "webgpu"))]
-pub(crate) fn wgsl_builtins() -> Vec<crate::backend::webgpu::Builtin> {
+pub(crate) fn wgsl_builtins() -> Vec<crate::hal::webgpu::Builtin> {
     webgpu::builtins()
 }
 
 /// The indexing and scan kernels' CUDA specialisations.
 #[cfg(all(test, cuda_backend))]
-pub(crate) fn cuda_builtins() -> Vec<crate::backend::cuda::Builtin> {
+pub(crate) fn cuda_builtins() -> Vec<crate::hal::cuda::Builtin> {
     cuda::builtins()
 }

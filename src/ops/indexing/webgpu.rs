@@ -3,9 +3,9 @@
 use super::{Cast, Cumsum, Gather, Where};
 use crate::ops::common::webgpu::{builtin, check_binding, elementwise_params, grid_1d, row_passes, u32_of, RowPasses};
 #[cfg(test)]
-use crate::backend::webgpu::Builtin;
-use crate::backend::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
-use crate::backend::OpContext;
+use crate::hal::webgpu::Builtin;
+use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::OpContext;
 use crate::{Error, Result};
 
 static INDEXING: WgslSource = WgslSource { name: "indexing.wgsl", text: include_str!("indexing.wgsl"), preludes: &[crate::ops::common::webgpu::COMMON] };
@@ -19,12 +19,12 @@ pub(super) fn cast(op: &Cast<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'
     if op.to.size() == 2 && out.layout.offset % 2 != 0 {
         return Err(Error::Device("internal: a 16-bit cast output starts inside a word".into()));
     }
-    let pipeline = dev.builtin(builtin(&INDEXING, "cast_main", vec![("FROM", op.from.code()), ("TO", op.to.code())]));
+    let pipeline = dev.pipeline(builtin(&INDEXING, "cast_main", vec![("FROM", op.from.code()), ("TO", op.to.code())]));
     // A 16-bit output is written a word (two elements) per invocation.
     let grid = grid_1d(dev, out.layout.numel().div_ceil(4 / op.to.size()).div_ceil(256) as u64)?;
     // Auto layouts hold only the bindings an entry point uses.
     let binds = [(1, Bind::Mem(x.buf)), (4, Bind::Mem(out.buf))];
-    q.dispatch(dev, pipeline, &elementwise_params(&out, &[&x])?, &binds, grid)
+    q.launch(dev, pipeline, &elementwise_params(&out, &[&x])?, &binds, grid)
 }
 
 /// `out = cond ? a : b`.
@@ -34,10 +34,10 @@ pub(super) fn where_(op: &Where<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContex
         check_binding(dev, o)?;
     }
     let constants = vec![("COND_F32", u32::from(op.cond_dtype == crate::DType::F32))];
-    let pipeline = dev.builtin(builtin(&INDEXING, "where_main", constants));
+    let pipeline = dev.pipeline(builtin(&INDEXING, "where_main", constants));
     let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
     let binds = [(1, Bind::Mem(cond.buf)), (2, Bind::Mem(a.buf)), (3, Bind::Mem(b.buf)), (4, Bind::Mem(out.buf))];
-    q.dispatch(dev, pipeline, &elementwise_params(&out, &[&cond, &a, &b])?, &binds, grid)
+    q.launch(dev, pipeline, &elementwise_params(&out, &[&cond, &a, &b])?, &binds, grid)
 }
 
 /// Entries of `x` along an axis picked by `indices` (`fill` where out of range).
@@ -56,10 +56,10 @@ pub(super) fn gather(op: &Gather<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
         u32_of("offset", out.layout.offset)?,
         op.fill,
     ];
-    let pipeline = dev.builtin(builtin(&INDEXING, "gather_main", vec![("SIGNED", u32::from(op.signed))]));
+    let pipeline = dev.pipeline(builtin(&INDEXING, "gather_main", vec![("SIGNED", u32::from(op.signed))]));
     let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
     let binds = [(1, Bind::Mem(x.buf)), (2, Bind::Mem(indices.buf)), (4, Bind::Mem(out.buf))];
-    q.dispatch(dev, pipeline, &params, &binds, grid)
+    q.launch(dev, pipeline, &params, &binds, grid)
 }
 
 /// Cumulative sums along each (outer, inner) line, as row passes.

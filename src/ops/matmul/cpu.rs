@@ -5,7 +5,7 @@ use rayon::prelude::*;
 
 use super::{Matmul, UnaryOp};
 use crate::ops::common::cpu::{check_within, out_words, sgemm};
-use crate::backend::cpu::{read_guard, write_guard};
+use crate::hal::cpu::{read_guard, write_guard};
 use crate::base::layout::Layout;
 use crate::{DType, Error, Result};
 

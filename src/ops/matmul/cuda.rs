@@ -4,11 +4,11 @@
 use cudarc::driver::DeviceRepr;
 
 use super::Matmul;
-use crate::ops::common::cuda::{blocks, epilogue_defines, extent, index_type, kernel, operand, padded, BLOCK};
+use crate::ops::common::cuda::{blocks, epilogue_defines, extent, index_type, builtin, operand, padded, BLOCK};
 #[cfg(test)]
-use crate::backend::cuda::Builtin;
-use crate::backend::cuda::{blas, CudaDevice, CudaQueue, CudaSource};
-use crate::backend::OpContext;
+use crate::hal::cuda::Builtin;
+use crate::hal::cuda::{blas, CudaDevice, CudaQueue, CudaSource};
+use crate::hal::OpContext;
 use crate::ops::{Operand, UnaryOp};
 use crate::{DType, Error, Result};
 
@@ -74,12 +74,12 @@ fn bias_act(q: &CudaQueue, dev: &CudaDevice, out: &Operand<'_>, bias: Option<Ope
     let total = out.layout.numel();
     let mut defines = epilogue_defines(&bias, act).to_vec();
     defines.push(index_type(total));
-    let f = dev.builtin(kernel(&SOURCE, "bias_act_main", defines))?;
+    let f = dev.program(builtin(&SOURCE, "bias_act_main", defines))?;
     let p = BiasActParams { n_total: total as u64, cols: cols as u64 };
     let bias_ptr = bias.as_ref().map_or(Ok(0), operand)?;
     let mut held = vec![out.buf];
     held.extend(bias.iter().map(|o| o.buf));
-    q.launch_builtin(dev, &f, (blocks(dev, total, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(out)?, bias_ptr], &p, &held)
+    q.launch(dev, &f, (blocks(dev, total, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(out)?, bias_ptr], &p, &held)
 }
 
 fn matmul_kernel(q: &CudaQueue, dev: &CudaDevice, [a, b, out]: [Operand<'_>; 3], bias: Option<Operand<'_>>, act: Option<UnaryOp>, [m, n, k]: [usize; 3]) -> Result<()> {
@@ -96,7 +96,7 @@ fn matmul_kernel(q: &CudaQueue, dev: &CudaDevice, [a, b, out]: [Operand<'_>; 3],
     let largest = out.layout.numel().max(extent(a.layout)).max(extent(b.layout));
     let mut defines = epilogue_defines(&bias, act).to_vec();
     defines.push(index_type(largest));
-    let f = dev.builtin(kernel(&SOURCE, "matmul_main", defines))?;
+    let f = dev.program(builtin(&SOURCE, "matmul_main", defines))?;
     let (sa, sb) = (&a.layout.strides, &b.layout.strides);
     let p = MatmulParams {
         m: m as u64,
@@ -117,7 +117,7 @@ fn matmul_kernel(q: &CudaQueue, dev: &CudaDevice, [a, b, out]: [Operand<'_>; 3],
     let bias_ptr = bias.as_ref().map_or(Ok(0), operand)?;
     let mut held = vec![a.buf, b.buf, out.buf];
     held.extend(bias.iter().map(|o| o.buf));
-    q.launch_builtin(dev, &f, grid, (16, 16, 1), &[operand(&a)?, operand(&b)?, bias_ptr, operand(&out)?], &p, &held)
+    q.launch(dev, &f, grid, (16, 16, 1), &[operand(&a)?, operand(&b)?, bias_ptr, operand(&out)?], &p, &held)
 }
 
 /// Every specialisation.
@@ -127,8 +127,8 @@ pub(super) fn builtins() -> Vec<Builtin> {
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
         for on in [false, true] {
             let (bias, act) = (("HAS_BIAS", u32::from(on).to_string()), ("ACT", if on { "12" } else { "0" }.to_string()));
-            all.push(kernel(&SOURCE, "matmul_main", vec![bias.clone(), act, idx.clone()]));
-            all.push(kernel(&SOURCE, "bias_act_main", vec![bias, ("ACT", "11".into()), idx.clone()]));
+            all.push(builtin(&SOURCE, "matmul_main", vec![bias.clone(), act, idx.clone()]));
+            all.push(builtin(&SOURCE, "bias_act_main", vec![bias, ("ACT", "11".into()), idx.clone()]));
         }
     }
     all

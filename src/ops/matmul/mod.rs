@@ -12,8 +12,8 @@ use std::sync::Arc;
 use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::{backends, launch, native_f16, Launch, Lift, Operand, UnaryOp};
-use crate::backend::BackendDevice;
-use crate::backend::Block;
+use crate::hal::BackendDevice;
+use crate::hal::Block;
 use crate::dispatch::{self, Problem};
 use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{BackendKind, DType, Device, DeviceOptions, Error, Queue, Result, Tensor};
@@ -193,7 +193,7 @@ pub(crate) fn default_variant(device: &BackendDevice, options: &DeviceOptions, m
             (v, why.into())
         }
         #[cfg(cuda_backend)]
-        BackendDevice::Cuda(_) if crate::backend::cuda::blas::available() => ("cublas", "the default: cuBLAS (the kernel for layouts cuBLAS cannot take)".into()),
+        BackendDevice::Cuda(_) if crate::hal::cuda::blas::available() => ("cublas", "the default: cuBLAS (the kernel for layouts cuBLAS cannot take)".into()),
         #[cfg(cuda_backend)]
         BackendDevice::Cuda(_) => ("kernel", "the default without cuBLAS (libcublas was not found)".into()),
     }
@@ -201,12 +201,12 @@ pub(crate) fn default_variant(device: &BackendDevice, options: &DeviceOptions, m
 
 /// The matmul kernels' WGSL specialisations.
 #[cfg(all(test, feature = "webgpu"))]
-pub(crate) fn wgsl_builtins() -> Vec<crate::backend::webgpu::Builtin> {
+pub(crate) fn wgsl_builtins() -> Vec<crate::hal::webgpu::Builtin> {
     webgpu::builtins()
 }
 
 /// The matmul kernels' CUDA specialisations.
 #[cfg(all(test, cuda_backend))]
-pub(crate) fn cuda_builtins() -> Vec<crate::backend::cuda::Builtin> {
+pub(crate) fn cuda_builtins() -> Vec<crate::hal::cuda::Builtin> {
     cuda::builtins()
 }

@@ -6,8 +6,8 @@ use crate::ops::common::webgpu::{check_binding, split_temp, store, u32_of};
 #[cfg(test)]
 use crate::ops::common::webgpu::{STORE_F16, STORE_F32};
 use crate::ops::common::split;
-use crate::backend::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
-use crate::backend::OpContext;
+use crate::hal::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::OpContext;
 use crate::base::layout::MAX_RANK;
 use crate::ops::Operand;
 use crate::{Error, Result};
@@ -128,7 +128,7 @@ pub(super) fn matmul(op: &Matmul<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCont
     };
     let vec4 = rows_of_vec4(&a, k) && rows_of_vec4(&b, n);
     let loads = if vec4 { LOADS_VEC4 } else { LOADS_SCALAR };
-    let pipeline = dev.builtin(Builtin { source: &SOURCE, entry: variant.entry, constants, prelude: vec![store(dev, dtype)?, variant.constants, loads] });
+    let pipeline = dev.pipeline(Builtin { source: &SOURCE, entry: variant.entry, constants, prelude: vec![store(dev, dtype)?, variant.constants, loads] });
     // Where the device ends long loops early, k in pieces with f32 sums kept in between.
     let pieces = if variant.entry == "matmul_direct_main" {
         split::matmul_direct_k(dev.max_loop_iterations, vec4, k)
@@ -149,7 +149,7 @@ pub(super) fn matmul(op: &Matmul<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCont
         params[4] = u32_of("batch", first)?;
         for (i, range) in pieces.iter().enumerate() {
             (params[31], params[32], params[33]) = (range[0] as u32, range[1] as u32, split::flags(i, pieces.len()));
-            q.dispatch(dev, pipeline.clone(), &params, &binds, [gx as u32, gy as u32, count as u32])?;
+            q.launch(dev, pipeline.clone(), &params, &binds, [gx as u32, gy as u32, count as u32])?;
         }
         first += count;
     }

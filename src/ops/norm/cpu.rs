@@ -5,7 +5,7 @@ use rayon::prelude::*;
 use super::{Norm, NormKind};
 use crate::ops::common::math::{sum_lanes, x86_run, x86_twins};
 use crate::ops::common::cpu::out_words;
-use crate::backend::cpu::{read_guard, write_guard};
+use crate::hal::cpu::{read_guard, write_guard};
 use crate::ops::Operand;
 use crate::Result;
 

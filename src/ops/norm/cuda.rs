@@ -3,11 +3,11 @@
 use cudarc::driver::DeviceRepr;
 
 use super::Norm;
-use crate::ops::common::cuda::{index_type, kernel, operand, BLOCK};
+use crate::ops::common::cuda::{index_type, builtin, operand, BLOCK};
 #[cfg(test)]
-use crate::backend::cuda::Builtin;
-use crate::backend::cuda::{CudaDevice, CudaQueue, CudaSource};
-use crate::backend::OpContext;
+use crate::hal::cuda::Builtin;
+use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
+use crate::hal::OpContext;
 use crate::ops::Operand;
 use crate::Result;
 
@@ -36,13 +36,13 @@ pub(super) fn norm(op: &Norm<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext
         ("HAS_BIAS", u32::from(bias.is_some()).to_string()),
         index_type(op.rows * op.cols),
     ];
-    let f = dev.builtin(kernel(&SOURCE, "norm_main", defines))?;
+    let f = dev.program(builtin(&SOURCE, "norm_main", defines))?;
     let p = Params { rows: op.rows as u64, cols: op.cols as u64, eps: op.eps, pad: 0 };
     let optional = |o: &Option<Operand<'_>>| o.as_ref().map_or(Ok(0), operand);
     let pointers = [operand(&x)?, optional(&weight)?, optional(&bias)?, operand(&out)?];
     let mut held = vec![x.buf, out.buf];
     held.extend(weight.iter().chain(bias.iter()).map(|o| o.buf));
-    q.launch_builtin(dev, &f, (op.rows.clamp(1, 65_535) as u32, 1, 1), (BLOCK, 1, 1), &pointers, &p, &held)
+    q.launch(dev, &f, (op.rows.clamp(1, 65_535) as u32, 1, 1), (BLOCK, 1, 1), &pointers, &p, &held)
 }
 
 /// Every specialisation.
@@ -54,7 +54,7 @@ pub(super) fn builtins() -> Vec<Builtin> {
         for on in [false, true] {
             let act = ("ACT", if on { "12" } else { "0" }.to_string());
             for kind in 0..2 {
-                all.push(kernel(&SOURCE, "norm_main", vec![("KIND", kind.to_string()), act.clone(), flag("HAS_WEIGHT", on), flag("HAS_BIAS", on), idx.clone()]));
+                all.push(builtin(&SOURCE, "norm_main", vec![("KIND", kind.to_string()), act.clone(), flag("HAS_WEIGHT", on), flag("HAS_BIAS", on), idx.clone()]));
             }
         }
     }

@@ -3,11 +3,11 @@
 use super::Norm;
 use crate::ops::common::webgpu::{check_binding, row_passes, u32_of, RowPasses};
 #[cfg(test)]
-use crate::backend::webgpu::Builtin;
+use crate::hal::webgpu::Builtin;
 #[cfg(test)]
 use crate::ops::common::webgpu::builtin;
-use crate::backend::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
-use crate::backend::OpContext;
+use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::OpContext;
 use crate::ops::Operand;
 use crate::Result;
 

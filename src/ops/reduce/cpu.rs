@@ -5,7 +5,7 @@ use rayon::prelude::*;
 use super::{Reduce, ReduceOp};
 use crate::ops::common::math::sum_lanes;
 use crate::ops::common::cpu::{out_words, CHUNK};
-use crate::backend::cpu::{read_guard, write_guard};
+use crate::hal::cpu::{read_guard, write_guard};
 use crate::Result;
 
 /// Reduce the middle axis of a contiguous `[outer, len, inner]` input.

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use cudarc::driver::DeviceRepr;
 
 use super::{Reduce, ReduceOp};
-use crate::ops::common::cuda::{blocks, index_type, kernel, operand, temp, BLOCK};
+use crate::ops::common::cuda::{blocks, index_type, builtin, operand, temp, BLOCK};
 #[cfg(test)]
-use crate::backend::cuda::Builtin;
-use crate::backend::cuda::{address, CudaDevice, CudaQueue, CudaSource};
-use crate::backend::OpContext;
-use crate::backend::Block;
+use crate::hal::cuda::Builtin;
+use crate::hal::cuda::{address, CudaDevice, CudaQueue, CudaSource};
+use crate::hal::OpContext;
+use crate::hal::Block;
 use crate::{Error, Result};
 
 static SOURCE: CudaSource = CudaSource { name: "reduce.cu", text: include_str!("reduce.cu"), preludes: &[crate::ops::common::cuda::COMMON] };
@@ -42,10 +42,10 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &Op
     let op_define = ("OP", op.code().to_string());
     if inner >= 32 && outer * inner >= 64 * dev.sm_count as usize {
         // Many output columns: one thread each, coalesced reads, one pass.
-        let f = dev.builtin(kernel(&SOURCE, "reduce_cols", vec![op_define, idx]))?;
+        let f = dev.program(builtin(&SOURCE, "reduce_cols", vec![op_define, idx]))?;
         let p = Params { outer: outer as u64, len: len as u64, inner: inner as u64, chunk: len as u64, chunks: 1, scale, write_values: 1 };
         let (values, indices) = if argmax { (0, operand(&out)?) } else { (operand(&out)?, 0) };
-        return q.launch_builtin(dev, &f, (blocks(dev, outer * inner, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, values, indices], &p, &[x.buf, out.buf]);
+        return q.launch(dev, &f, (blocks(dev, outer * inner, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, values, indices], &p, &[x.buf, out.buf]);
     }
     // Passes of one block per (row, chunk): enough chunks to fill the GPU when rows are few.
     let mut input: (Arc<Block>, usize) = (x.buf.clone(), x.layout.offset);
@@ -57,7 +57,7 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &Op
         let chunk = len.div_ceil(chunks);
         let last = chunks == 1;
         let first = input_indices.is_none();
-        let f = dev.builtin(kernel(&SOURCE, "reduce_rows", vec![op_define.clone(), ("FIRST", u32::from(first).to_string()), idx.clone()]))?;
+        let f = dev.program(builtin(&SOURCE, "reduce_rows", vec![op_define.clone(), ("FIRST", u32::from(first).to_string()), idx.clone()]))?;
         let (values, indices): (Option<Arc<Block>>, Option<Arc<Block>>) = match (last, argmax) {
             (true, _) => (None, None),
             (false, true) => (Some(temp(cx, rows * chunks)?), Some(temp(cx, rows * chunks)?)),
@@ -87,7 +87,7 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &Op
         let mut held: Vec<&Arc<Block>> = vec![&input.0, out.buf];
         held.extend(input_indices.iter().chain(values.iter()).chain(indices.iter()));
         let grid = ((rows * chunks).clamp(1, 65_535) as u32, 1, 1);
-        q.launch_builtin(dev, &f, grid, (BLOCK, 1, 1), &[in_ptr, in_idx, values_ptr, indices_ptr], &p, &held)?;
+        q.launch(dev, &f, grid, (BLOCK, 1, 1), &[in_ptr, in_idx, values_ptr, indices_ptr], &p, &held)?;
         if last {
             return Ok(());
         }
@@ -104,9 +104,9 @@ pub(super) fn builtins() -> Vec<Builtin> {
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
         for op in ReduceOp::ALL {
             for first in ["0", "1"] {
-                all.push(kernel(&SOURCE, "reduce_rows", vec![("OP", op.code().to_string()), ("FIRST", first.into()), idx.clone()]));
+                all.push(builtin(&SOURCE, "reduce_rows", vec![("OP", op.code().to_string()), ("FIRST", first.into()), idx.clone()]));
             }
-            all.push(kernel(&SOURCE, "reduce_cols", vec![("OP", op.code().to_string()), idx.clone()]));
+            all.push(builtin(&SOURCE, "reduce_cols", vec![("OP", op.code().to_string()), idx.clone()]));
         }
     }
     all

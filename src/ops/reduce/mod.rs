@@ -11,8 +11,8 @@ use std::sync::Arc;
 use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::{backends, launch, Launch, Lift, Operand};
-use crate::backend::BackendDevice;
-use crate::backend::Block;
+use crate::hal::BackendDevice;
+use crate::hal::Block;
 use crate::dispatch::{self, Problem};
 use crate::{DType, DeviceOptions, Error, Queue, Result, Tensor};
 
@@ -196,12 +196,12 @@ pub(crate) fn default_variant(device: &BackendDevice, options: &DeviceOptions) -
 
 /// The reduction kernels' WGSL specialisations.
 #[cfg(all(test, feature = "webgpu"))]
-pub(crate) fn wgsl_builtins() -> Vec<crate::backend::webgpu::Builtin> {
+pub(crate) fn wgsl_builtins() -> Vec<crate::hal::webgpu::Builtin> {
     webgpu::builtins()
 }
 
 /// The reduction kernels' CUDA specialisations.
 #[cfg(all(test, cuda_backend))]
-pub(crate) fn cuda_builtins() -> Vec<crate::backend::cuda::Builtin> {
+pub(crate) fn cuda_builtins() -> Vec<crate::hal::cuda::Builtin> {
     cuda::builtins()
 }

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use super::{Reduce, ReduceOp};
 use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, temp, u32_of};
-use crate::backend::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
-use crate::backend::OpContext;
-use crate::backend::Block;
+use crate::hal::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::OpContext;
+use crate::hal::Block;
 use crate::{Error, Result};
 
 static SOURCE: WgslSource = WgslSource { name: "reduce.wgsl", text: include_str!("reduce.wgsl"), preludes: &[crate::ops::common::webgpu::COMMON] };
@@ -103,14 +103,14 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCo
         let constants = vec![("OP", op.code()), ("FIRST", first as u32)];
         let combine = if variant == "subgroup" { WITH_SUBGROUPS.to_vec() } else { WITH_TREE.to_vec() };
         let entry = if serial { "reduce_serial_main" } else { "reduce_main" };
-        let pipeline = dev.builtin(Builtin { prelude: combine, ..builtin(&SOURCE, entry, constants) });
+        let pipeline = dev.pipeline(Builtin { prelude: combine, ..builtin(&SOURCE, entry, constants) });
         let binds = [
             (1, Bind::Mem(&values)),
             (2, indices.as_ref().map_or(Bind::SpareRead, Bind::Mem)),
             (3, Bind::Mem(&out_values)),
             (4, out_indices.as_ref().map_or(Bind::SpareWrite, Bind::Mem)),
         ];
-        q.dispatch(dev, pipeline, &params, &binds, grid_1d(dev, (rows * chunks).div_ceil(per_group) as u64)?)?;
+        q.launch(dev, pipeline, &params, &binds, grid_1d(dev, (rows * chunks).div_ceil(per_group) as u64)?)?;
         if last {
             return Ok(());
         }

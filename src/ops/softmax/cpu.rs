@@ -3,7 +3,7 @@
 use rayon::prelude::*;
 
 use super::RowStats;
-use crate::backend::cpu::{read_guard, write_guard};
+use crate::hal::cpu::{read_guard, write_guard};
 use crate::ops::common::cpu::out_words;
 use crate::ops::common::math;
 use crate::Result;

@@ -2,11 +2,11 @@
 
 use super::{Epilogue, RowStats};
 use crate::ops::common::cuda::{index_type, operand, BLOCK};
-use crate::backend::cuda::{Builtin, CudaDevice, CudaQueue, CudaSource};
-use crate::backend::OpContext;
+use crate::hal::cuda::{Builtin, CudaDevice, CudaQueue, CudaSource};
+use crate::hal::OpContext;
 use crate::Result;
 
-/// The row kernel, which calls the epilogue's `row_factor` and `finish`.
+/// The row builtin, which calls the epilogue's `row_factor` and `finish`.
 static SOURCE: CudaSource = CudaSource { name: "softmax.cu", text: include_str!("softmax.cu"), preludes: &[crate::ops::common::cuda::COMMON] };
 
 /// Parameters of softmax.cu.
@@ -22,10 +22,10 @@ unsafe impl cudarc::driver::DeviceRepr for Params {}
 
 /// One block per row (grid-stride past 65,535 rows).
 pub(super) fn rows(op: &RowStats<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
-    let f = dev.builtin(builtin(op.epilogue, index_type(op.rows * op.cols)))?;
+    let f = dev.program(builtin(op.epilogue, index_type(op.rows * op.cols)))?;
     let p = Params { rows: op.rows as u64, cols: op.cols as u64 };
     let grid = (op.rows.clamp(1, 65_535) as u32, 1, 1);
-    q.launch_builtin(dev, &f, grid, (BLOCK, 1, 1), &[operand(&op.x)?, operand(&op.out)?], &p, &[op.x.buf, op.out.buf])
+    q.launch(dev, &f, grid, (BLOCK, 1, 1), &[operand(&op.x)?, operand(&op.out)?], &p, &[op.x.buf, op.out.buf])
 }
 
 fn builtin(epilogue: &'static Epilogue, idx: (&'static str, String)) -> Builtin {

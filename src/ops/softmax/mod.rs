@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use super::cost::OpCost;
 use super::elementwise::check_f32;
-use crate::backend::Block;
+use crate::hal::Block;
 use super::{backends, launch, Launch, Lift, Operand};
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -90,25 +90,25 @@ pub fn softmax(queue: &Queue, x: &Tensor) -> Result<Tensor> {
 
 /// Every WGSL specialisation of the row-statistics kernels with `epilogue` (the naga check).
 #[cfg(all(test, feature = "webgpu"))]
-pub(crate) fn wgsl_builtins_with(epilogue: &'static Epilogue) -> Vec<crate::backend::webgpu::Builtin> {
+pub(crate) fn wgsl_builtins_with(epilogue: &'static Epilogue) -> Vec<crate::hal::webgpu::Builtin> {
     webgpu::builtins(epilogue)
 }
 
 /// Every CUDA specialisation of the row-statistics kernels with `epilogue` (the NVRTC check).
 #[cfg(all(test, cuda_backend))]
-pub(crate) fn cuda_builtins_with(epilogue: &'static Epilogue) -> Vec<crate::backend::cuda::Builtin> {
+pub(crate) fn cuda_builtins_with(epilogue: &'static Epilogue) -> Vec<crate::hal::cuda::Builtin> {
     cuda::builtins(epilogue)
 }
 
 /// Softmax's WGSL specialisations.
 #[cfg(all(test, feature = "webgpu"))]
-pub(crate) fn wgsl_builtins() -> Vec<crate::backend::webgpu::Builtin> {
+pub(crate) fn wgsl_builtins() -> Vec<crate::hal::webgpu::Builtin> {
     webgpu::builtins(&SOFTMAX)
 }
 
 /// Softmax's CUDA specialisations.
 #[cfg(all(test, cuda_backend))]
-pub(crate) fn cuda_builtins() -> Vec<crate::backend::cuda::Builtin> {
+pub(crate) fn cuda_builtins() -> Vec<crate::hal::cuda::Builtin> {
     cuda::builtins(&SOFTMAX)
 }
 

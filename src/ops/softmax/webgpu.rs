@@ -5,9 +5,9 @@ use super::RowStats;
 use super::Epilogue;
 use crate::ops::common::webgpu::{check_binding, row_passes, u32_of, RowPasses};
 #[cfg(test)]
-use crate::backend::webgpu::Builtin;
-use crate::backend::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
-use crate::backend::OpContext;
+use crate::hal::webgpu::Builtin;
+use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::OpContext;
 use crate::Result;
 
 /// The row kernels, which call the epilogue's `row_factor` and `finish`.

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 
 use super::Memory;
-use crate::backend::Block;
+use crate::hal::Block;
 use crate::{BackendKind, DeviceInfo, DeviceType, Error, Features, Limits, Result};
 
 /// The CPU device: its only state is whether it was destroyed.

@@ -10,7 +10,7 @@ use cudarc::cublas::{result, sys, CudaBlas};
 use super::queue::{address, CudaQueue};
 use super::CudaDevice;
 use crate::base::layout::Layout;
-use crate::backend::Block;
+use crate::hal::Block;
 use crate::base::signal::lock;
 use crate::{Error, MatmulPrecision, Result};
 

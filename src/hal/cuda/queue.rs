@@ -8,9 +8,9 @@ use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaFunction, CudaStre
 
 use super::memory::{PinnedBuffer, StagingPool, STAGING_MAX};
 use super::{driver_error, CudaDevice, DeviceMemory};
-use crate::backend::{Mapped, Memory};
-use crate::backend::Block;
-use crate::backend::UserArg;
+use crate::hal::{Mapped, Memory};
+use crate::hal::Block;
+use crate::hal::UserArg;
 use crate::base::dtype::Scalar;
 use crate::base::signal::lock;
 use crate::{Error, Result};
@@ -220,7 +220,7 @@ impl CudaQueue {
     }
 
     /// Launch a built-in kernel: device pointers, then the parameter struct by value.
-    pub(crate) fn launch_builtin<P: DeviceRepr>(
+    pub(crate) fn launch<P: DeviceRepr>(
         &self,
         dev: &CudaDevice,
         function: &CudaFunction,

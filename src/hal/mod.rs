@@ -1,9 +1,18 @@
-//! The one seam between the API and the GPU APIs: allocation, writes, copies, fills, op and
-//! kernel launches, submission, fences and reads. Only the modules below this one know a
-//! GPU API; everything above works with these enums.
+//! The hardware layer: the only code that knows a GPU API. It allocates, writes, copies,
+//! fills and reads memory blocks, compiles and launches programs, submits work and waits on
+//! fences, for each backend (`cpu`, `webgpu`, `cuda`) behind the enums below.
 //!
-//! Without the `cuda` (or `webgpu`) feature compiled in, the API stays the same: no such
-//! device is listed and opening one says why.
+//! Rules of this layer (checked by `tests/layers.rs`):
+//! - It names only `base` and itself: never an op, a `Queue`, a `Device`, a `Tensor`, a user
+//!   `Kernel`, the pool, the dispatcher or the profiler. What it needs of them comes in as
+//!   its own types ([`Block`] and its [`Recycle`] owner, the [`Recorder`] of a block's last
+//!   use, [`UserProgram`] and [`UserArg`], [`OpContext`]).
+//! - A built-in launch is a program (a WGSL source with its preludes and override constants,
+//!   or a CUDA source with `-D` definitions), parameter words or a `#[repr(C)]` struct,
+//!   bindings and a grid. Which program and which parameters is the ops' business
+//!   (`src/ops/<op>/webgpu.rs`, `cuda.rs`); the CPU backend runs ops' own Rust bodies.
+//! - Without the `cuda` (or `webgpu`) feature compiled in, the API stays the same: no such
+//!   device is listed and opening one says why.
 
 mod block;
 pub(crate) mod cpu;

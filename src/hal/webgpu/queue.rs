@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::{GpuDevice, GpuMemory};
-use crate::backend::{Mapped, Memory};
-use crate::backend::Block;
-use crate::backend::UserArg;
+use crate::hal::{Mapped, Memory};
+use crate::hal::Block;
+use crate::hal::UserArg;
 use super::UserPipeline;
-use crate::backend::timer::{PendingSpan, Span};
+use crate::hal::timer::{PendingSpan, Span};
 use crate::base::signal::{lock, Signal};
 use crate::{Error, Result};
 
@@ -206,7 +206,7 @@ impl GpuQueue {
     }
 
     /// Record a built-in kernel launch with `params` at binding 0 and `binds` at the others.
-    pub(crate) fn dispatch(&self, dev: &GpuDevice, pipeline: wgpu::ComputePipeline, params: &[u32], binds: &[(u32, Bind<'_>)], workgroups: [u32; 3]) -> Result<()> {
+    pub(crate) fn launch(&self, dev: &GpuDevice, pipeline: wgpu::ComputePipeline, params: &[u32], binds: &[(u32, Bind<'_>)], workgroups: [u32; 3]) -> Result<()> {
         let max = dev.limits.max_storage_buffer_binding_size;
         let mut entries = Vec::with_capacity(binds.len() + 1);
         let mut held = Vec::new();

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 pub(crate) use pipelines::{Builtin, WgslSource};
 pub(crate) use queue::{Bind, GpuFence, GpuQueue};
 
-use crate::backend::Block;
+use crate::hal::Block;
 use crate::base::signal::{lock, Signal};
 use crate::{BackendKind, DeviceInfo, DeviceType, Error, Features, Limits, Result};
 
@@ -273,7 +273,7 @@ impl GpuDevice {
     }
 
     /// Pipeline of a built-in kernel.
-    pub(crate) fn builtin(&self, kernel: pipelines::Builtin) -> wgpu::ComputePipeline {
+    pub(crate) fn pipeline(&self, kernel: pipelines::Builtin) -> wgpu::ComputePipeline {
         self.pipelines.get(&self.device, kernel)
     }
 

@@ -233,7 +233,7 @@ impl CudaDevice {
     }
 
     /// The function of a built-in kernel, compiled (or read from the disk cache) on first use.
-    pub(crate) fn builtin(&self, kernel: Builtin) -> Result<CudaFunction> {
+    pub(crate) fn program(&self, kernel: Builtin) -> Result<CudaFunction> {
         if let Some(f) = lock(&self.functions).get(&kernel) {
             return Ok(f.clone());
         }
