@@ -100,6 +100,12 @@ impl PoolState {
     }
 }
 
+impl crate::hal::Recycle for Pool {
+    fn recycle(&self, class: u64, mem: Memory) {
+        self.release(class, mem);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::size_class;
@@ -114,11 +120,5 @@ mod tests {
             let c = size_class(b);
             assert!(c >= b && (c as f64) <= b as f64 * 1.25 + 64.0, "{b} -> {c}");
         }
-    }
-}
-
-impl crate::hal::Recycle for Pool {
-    fn recycle(&self, class: u64, mem: Memory) {
-        self.release(class, mem);
     }
 }
