@@ -17,6 +17,7 @@
 mod block;
 pub(crate) mod cpu;
 mod mapped;
+mod source;
 pub(crate) mod timer;
 #[cfg(cuda_backend)]
 pub(crate) mod cuda;
@@ -27,6 +28,7 @@ use std::sync::Arc;
 
 pub(crate) use block::{Block, Recorder, Recycle};
 pub(crate) use mapped::Mapped;
+pub(crate) use source::ProgramSource;
 
 use crate::base::dtype::Scalar;
 use timer::{Clock, Span, Timing};

@@ -10,7 +10,7 @@ fn every_builtin_shader_validates() {
     let builtins = super::wgsl_builtins();
     assert!(builtins.len() >= 11, "every op with WGSL kernels is registered");
     for b in builtins.into_iter().filter(|b| seen.insert((b.source.name, b.prelude.clone()))) {
-        let source = b.source.full_source(&b.prelude);
+        let source = b.full_source();
         let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{}: {}", b.source.name, e.emit_to_string(&source)));
         naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
             .validate(&module)

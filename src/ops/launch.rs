@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use super::cost::OpCost;
+use super::Operand;
 use crate::hal::{BackendDevice, OpContext, QueueImpl};
 #[cfg(cuda_backend)]
 use crate::hal::cuda::{CudaDevice, CudaQueue};
@@ -19,8 +20,9 @@ use crate::{Error, Queue, Result};
 pub(crate) trait Launch {
     /// Name, shapes, bytes and FLOPs of the launch, for the profiler.
     fn cost(&self) -> OpCost;
-    /// Every memory block the launch reads or writes (for ordering across queues).
-    fn blocks(&self) -> Vec<&Arc<Block>>;
+    /// Every operand the launch reads or writes, inputs then outputs (for ordering across
+    /// queues, and the profiler's shapes).
+    fn operands(&self) -> Vec<&Operand<'_>>;
     /// Run on the CPU backend, to completion.
     fn cpu(&self) -> Result<()>;
     /// Record on a wgpu queue.
@@ -68,7 +70,8 @@ pub(crate) fn launch(queue: &Queue, op: &impl Launch, decision: Option<&Decision
         record.reason = decision.map(|d| d.reason.clone());
         record
     };
-    queue.record_launch(&op.blocks(), || on_backend(queue, op, &cx), describe)
+    let blocks: Vec<&Arc<Block>> = op.operands().into_iter().map(|o| o.buf).collect();
+    queue.record_launch(&blocks, || on_backend(queue, op, &cx), describe)
 }
 
 /// Run `op` with the backend of `queue`.

@@ -21,6 +21,31 @@ pub use elementwise::{BinaryOp, UnaryOp};
 pub use norm::{NormKind, NormParams};
 pub use reduce::ReduceOp;
 
+/// The backend modules of an op family (`cpu`, and `webgpu` and `cuda` where those backends
+/// are built) and the hooks through which the registry finds the built-in kernels their
+/// `builtins()` list.
+macro_rules! backend_modules {
+    () => {
+        mod cpu;
+        #[cfg(cuda_backend)]
+        mod cuda;
+        #[cfg(feature = "webgpu")]
+        mod webgpu;
+
+        /// This family's WGSL specialisations (the naga check).
+        #[cfg(all(test, feature = "webgpu"))]
+        pub(crate) fn wgsl_builtins() -> Vec<crate::hal::webgpu::Builtin> {
+            webgpu::builtins()
+        }
+
+        /// This family's CUDA specialisations (the NVRTC check).
+        #[cfg(all(test, cuda_backend))]
+        pub(crate) fn cuda_builtins() -> Vec<crate::hal::cuda::Builtin> {
+            cuda::builtins()
+        }
+    };
+}
+
 /// The ops in folders of their own, each with its kernels beside it: one line per op. The
 /// macro declares the modules and gathers their built-in kernels for the compile checks.
 macro_rules! registry {

@@ -14,33 +14,8 @@ use cudarc::nvrtc::{result, sys};
 /// `$XDG_CACHE_HOME/unicompute/cuda`, else `~/.cache/unicompute/cuda`).
 pub const CACHE_DIR_ENV: &str = "UNICOMPUTE_CUDA_CACHE";
 
-
-/// One CUDA C file of built-in kernels. Programs are cached by its name (unique) and
-/// `-D` definitions.
-#[derive(Debug)]
-pub(crate) struct CudaSource {
-    /// The file's name (NVRTC reports it in its log).
-    pub name: &'static str,
-    /// The CUDA C.
-    pub text: &'static str,
-    /// CUDA C the file builds on (helpers it calls), prepended to it in this order.
-    pub preludes: &'static [&'static str],
-}
-
-impl PartialEq for CudaSource {
-    fn eq(&self, other: &Self) -> bool {
-        self.name == other.name
-    }
-}
-
-impl Eq for CudaSource {}
-
-impl std::hash::Hash for CudaSource {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.name.hash(state);
-    }
-}
-
+/// A CUDA C file of built-in kernels.
+pub(crate) type CudaSource = crate::hal::ProgramSource;
 
 /// One specialised built-in kernel: file, entry point and `-D` definitions.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -7,39 +7,8 @@ use std::sync::Mutex;
 use crate::base::signal::lock;
 
 
-/// One WGSL file of built-in kernels. Pipelines are cached by its name, which is unique.
-#[derive(Debug)]
-pub(crate) struct WgslSource {
-    /// The file's name (the cache key, and the label of its pipelines).
-    pub name: &'static str,
-    /// The WGSL.
-    pub text: &'static str,
-    /// WGSL the file builds on (helpers it calls), prepended to it in this order.
-    pub preludes: &'static [&'static str],
-}
-
-impl PartialEq for WgslSource {
-    fn eq(&self, other: &Self) -> bool {
-        self.name == other.name
-    }
-}
-
-impl Eq for WgslSource {}
-
-impl std::hash::Hash for WgslSource {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.name.hash(state);
-    }
-}
-
-impl WgslSource {
-    /// The full WGSL: a launch's prelude (`enable` directives must come first), the file's
-    /// preludes, then the file.
-    pub(crate) fn full_source(&self, prelude: &[&str]) -> String {
-        format!("{}\n{}\n{}", prelude.join("\n"), self.preludes.join("\n"), self.text)
-    }
-}
-
+/// A WGSL file of built-in kernels.
+pub(crate) type WgslSource = crate::hal::ProgramSource;
 
 /// One specialised built-in kernel.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -51,6 +20,14 @@ pub(crate) struct Builtin {
     /// WGSL declarations prepended to the file: a storage dtype ([`STORE_F32`] /
     /// `STORE_F16` of the ops' common WGSL), a matmul tile configuration; empty for most kernels.
     pub prelude: Vec<&'static str>,
+}
+
+impl Builtin {
+    /// The full WGSL: the launch's prelude (`enable` directives must come first), the file's
+    /// preludes, then the file.
+    pub(crate) fn full_source(&self) -> String {
+        format!("{}\n{}\n{}", self.prelude.join("\n"), self.source.preludes.join("\n"), self.source.text)
+    }
 }
 
 #[derive(Default)]
@@ -67,7 +44,7 @@ impl PipelineCache {
         let module = lock(&self.modules)
             .entry((kernel.source, kernel.prelude.clone()))
             .or_insert_with(|| {
-                let source = kernel.source.full_source(&kernel.prelude);
+                let source = kernel.full_source();
                 device.create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some(kernel.entry),
                     source: wgpu::ShaderSource::Wgsl(source.into()),

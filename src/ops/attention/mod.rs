@@ -3,18 +3,11 @@
 //! `[lq, lk]` score matrix is never stored, however long the sequences. Software adapters
 //! (SwiftShader, llvmpipe) run it as its parts where the scores fit (see [`by_parts`]).
 
-mod cpu;
-#[cfg(cuda_backend)]
-mod cuda;
-#[cfg(feature = "webgpu")]
-mod webgpu;
-
-use std::sync::Arc;
+backend_modules!();
 
 use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::{backends, launch, Launch, Lift, Operand};
-use crate::hal::Block;
 use super::elementwise::binary;
 use super::matmul::matmul;
 use super::softmax::softmax;
@@ -140,36 +133,19 @@ pub(crate) struct Attention<'a> {
     pub causal: bool,
 }
 
-impl Attention<'_> {
+impl Launch for Attention<'_> {
     fn operands(&self) -> Vec<&Operand<'_>> {
         let mut ops = vec![&self.q, &self.k, &self.v];
         ops.extend(self.mask.as_ref());
         ops.push(&self.out);
         ops
     }
-}
 
-impl Launch for Attention<'_> {
     fn cost(&self) -> OpCost {
         let [b, h, lq, lk, d, dv] = self.dims.map(|n| n as u64);
         OpCost::simple("attention", &self.operands(), 2 * b * h * lq * lk * (d + dv))
     }
 
-    fn blocks(&self) -> Vec<&Arc<Block>> {
-        self.operands().into_iter().map(|o| o.buf).collect()
-    }
-
     backends!(attention);
 }
 
-/// The attention kernels' WGSL specialisations.
-#[cfg(all(test, feature = "webgpu"))]
-pub(crate) fn wgsl_builtins() -> Vec<crate::hal::webgpu::Builtin> {
-    webgpu::builtins()
-}
-
-/// The attention kernels' CUDA specialisations.
-#[cfg(all(test, cuda_backend))]
-pub(crate) fn cuda_builtins() -> Vec<crate::hal::cuda::Builtin> {
-    cuda::builtins()
-}

@@ -1,18 +1,11 @@
 //! 2-D convolution (NCHW, with stride, padding, dilation and groups, and an optional fused
 //! bias and activation) and 2-D max / average pooling.
 
-mod cpu;
-#[cfg(cuda_backend)]
-mod cuda;
-#[cfg(feature = "webgpu")]
-mod webgpu;
-
-use std::sync::Arc;
+backend_modules!();
 
 use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::{backends, launch, Launch, Lift, Operand, UnaryOp};
-use crate::hal::Block;
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// Sizes of one convolution or pooling, all worked out and checked.
@@ -200,24 +193,18 @@ pub(crate) struct Conv2d<'a> {
     pub geometry: Conv2dGeometry,
 }
 
-impl Conv2d<'_> {
+impl Launch for Conv2d<'_> {
     fn operands(&self) -> Vec<&Operand<'_>> {
         let mut ops = vec![&self.x, &self.weight];
         ops.extend(self.bias.as_ref());
         ops.push(&self.out);
         ops
     }
-}
 
-impl Launch for Conv2d<'_> {
     fn cost(&self) -> OpCost {
         let g = &self.geometry;
         let flops = 2 * (g.n * g.o * g.oh * g.ow * (g.c / g.groups.max(1)) * g.kh * g.kw) as u64;
         OpCost::simple("conv2d", &self.operands(), flops)
-    }
-
-    fn blocks(&self) -> Vec<&Arc<Block>> {
-        self.operands().into_iter().map(|o| o.buf).collect()
     }
 
     backends!(conv2d);
@@ -238,21 +225,10 @@ impl Launch for Pool2d<'_> {
         OpCost::simple(name, &[&self.x, &self.out], self.out.layout.numel() as u64 * window)
     }
 
-    fn blocks(&self) -> Vec<&Arc<Block>> {
-        vec![self.x.buf, self.out.buf]
+    fn operands(&self) -> Vec<&Operand<'_>> {
+        vec![&self.x, &self.out]
     }
 
     backends!(pool2d);
 }
 
-/// The convolution kernels' WGSL specialisations.
-#[cfg(all(test, feature = "webgpu"))]
-pub(crate) fn wgsl_builtins() -> Vec<crate::hal::webgpu::Builtin> {
-    webgpu::builtins()
-}
-
-/// The convolution kernels' CUDA specialisations.
-#[cfg(all(test, cuda_backend))]
-pub(crate) fn cuda_builtins() -> Vec<crate::hal::cuda::Builtin> {
-    cuda::builtins()
-}

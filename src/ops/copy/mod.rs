@@ -2,18 +2,11 @@
 //! contiguous, or a non-overlapping strided view such as a slice of a larger tensor (what
 //! [`Tensor::contiguous`] and [`concat`](super::concat::concat) record).
 
-mod cpu;
-#[cfg(cuda_backend)]
-mod cuda;
-#[cfg(feature = "webgpu")]
-mod webgpu;
-
-use std::sync::Arc;
+backend_modules!();
 
 use super::cost::OpCost;
 use super::indexing::Cast;
 use super::{backends, launch, Launch, Operand};
-use crate::hal::Block;
 use crate::{Queue, Result, Tensor};
 
 /// `out = x` for 4-byte elements of any dtype, `out` contiguous or a non-overlapping view.
@@ -27,8 +20,8 @@ impl Launch for ViewCopy<'_> {
         OpCost::simple("copy", &[&self.x, &self.out], 0)
     }
 
-    fn blocks(&self) -> Vec<&Arc<Block>> {
-        vec![self.x.buf, self.out.buf]
+    fn operands(&self) -> Vec<&Operand<'_>> {
+        vec![&self.x, &self.out]
     }
 
     backends!(copy);
@@ -47,14 +40,3 @@ pub(crate) fn copy_into(queue: &Queue, x: &Tensor, out: &Tensor) -> Result<()> {
     }
 }
 
-/// The copy kernels' WGSL specialisations.
-#[cfg(all(test, feature = "webgpu"))]
-pub(crate) fn wgsl_builtins() -> Vec<crate::hal::webgpu::Builtin> {
-    webgpu::builtins()
-}
-
-/// The copy kernels' CUDA specialisations.
-#[cfg(all(test, cuda_backend))]
-pub(crate) fn cuda_builtins() -> Vec<crate::hal::cuda::Builtin> {
-    cuda::builtins()
-}

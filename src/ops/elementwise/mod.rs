@@ -3,17 +3,10 @@
 
 use num_traits::Float;
 
-mod cpu;
-#[cfg(cuda_backend)]
-mod cuda;
-#[cfg(feature = "webgpu")]
-mod webgpu;
-
-use std::sync::Arc;
+backend_modules!();
 
 use super::cost::OpCost;
 use super::{backends, launch, native_f16, Launch, Lift, Operand};
-use crate::hal::Block;
 use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -305,8 +298,8 @@ impl Launch for Unary<'_> {
         OpCost { dtype: self.dtype, bytes, ..OpCost::simple(self.op.name(), &[&self.x, &self.out], self.out.layout.numel() as u64) }
     }
 
-    fn blocks(&self) -> Vec<&Arc<Block>> {
-        vec![self.x.buf, self.out.buf]
+    fn operands(&self) -> Vec<&Operand<'_>> {
+        vec![&self.x, &self.out]
     }
 
     backends!(unary);
@@ -334,21 +327,10 @@ impl Launch for Binary<'_> {
         OpCost { dtype: self.dtype, bytes: distinct * self.dtype.size() as u64, ..simple }
     }
 
-    fn blocks(&self) -> Vec<&Arc<Block>> {
-        vec![self.a.buf, self.b.buf, self.out.buf]
+    fn operands(&self) -> Vec<&Operand<'_>> {
+        vec![&self.a, &self.b, &self.out]
     }
 
     backends!(binary);
 }
 
-/// The elementwise kernels' WGSL specialisations.
-#[cfg(all(test, feature = "webgpu"))]
-pub(crate) fn wgsl_builtins() -> Vec<crate::hal::webgpu::Builtin> {
-    webgpu::builtins()
-}
-
-/// The elementwise kernels' CUDA specialisations.
-#[cfg(all(test, cuda_backend))]
-pub(crate) fn cuda_builtins() -> Vec<crate::hal::cuda::Builtin> {
-    cuda::builtins()
-}

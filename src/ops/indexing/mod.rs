@@ -1,18 +1,11 @@
 //! Dtype casts, `where` selection, index selection (gather) along an axis, and cumulative
 //! sums. Casts, `where` and gather move 32-bit words of any dtype.
 
-mod cpu;
-#[cfg(cuda_backend)]
-mod cuda;
-#[cfg(feature = "webgpu")]
-mod webgpu;
-
-use std::sync::Arc;
+backend_modules!();
 
 use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::{backends, launch, Launch, Lift, Operand};
-use crate::hal::Block;
 use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -160,8 +153,8 @@ impl Launch for Cast<'_> {
         OpCost { name: format!("cast_{}", self.to), dtype: self.from, bytes, ..OpCost::simple("", &[x, out], 0) }
     }
 
-    fn blocks(&self) -> Vec<&Arc<Block>> {
-        vec![self.x.buf, self.out.buf]
+    fn operands(&self) -> Vec<&Operand<'_>> {
+        vec![&self.x, &self.out]
     }
 
     backends!(cast);
@@ -181,8 +174,8 @@ impl Launch for Where<'_> {
         OpCost::simple("where", &[&self.cond, &self.a, &self.b, &self.out], 0)
     }
 
-    fn blocks(&self) -> Vec<&Arc<Block>> {
-        vec![self.cond.buf, self.a.buf, self.b.buf, self.out.buf]
+    fn operands(&self) -> Vec<&Operand<'_>> {
+        vec![&self.cond, &self.a, &self.b, &self.out]
     }
 
     backends!(where_);
@@ -208,8 +201,8 @@ impl Launch for Gather<'_> {
         OpCost { bytes, ..OpCost::simple("gather", &[&self.x, &self.indices, &self.out], 0) }
     }
 
-    fn blocks(&self) -> Vec<&Arc<Block>> {
-        vec![self.x.buf, self.indices.buf, self.out.buf]
+    fn operands(&self) -> Vec<&Operand<'_>> {
+        vec![&self.x, &self.indices, &self.out]
     }
 
     backends!(gather);
@@ -229,21 +222,10 @@ impl Launch for Cumsum<'_> {
         OpCost::simple("cumsum", &[&self.x, &self.out], self.x.layout.numel() as u64)
     }
 
-    fn blocks(&self) -> Vec<&Arc<Block>> {
-        vec![self.x.buf, self.out.buf]
+    fn operands(&self) -> Vec<&Operand<'_>> {
+        vec![&self.x, &self.out]
     }
 
     backends!(cumsum);
 }
 
-/// The indexing and scan kernels' WGSL specialisations.
-#[cfg(all(test, feature = "webgpu"))]
-pub(crate) fn wgsl_builtins() -> Vec<crate::hal::webgpu::Builtin> {
-    webgpu::builtins()
-}
-
-/// The indexing and scan kernels' CUDA specialisations.
-#[cfg(all(test, cuda_backend))]
-pub(crate) fn cuda_builtins() -> Vec<crate::hal::cuda::Builtin> {
-    cuda::builtins()
-}

@@ -1,19 +1,12 @@
 //! Matrix multiplication: 2-D and batched, with numpy broadcasting of the batch dimensions;
 //! and the fused linear layer (matmul + bias + activation in the kernel's epilogue).
 
-mod cpu;
-#[cfg(cuda_backend)]
-mod cuda;
-#[cfg(feature = "webgpu")]
-mod webgpu;
-
-use std::sync::Arc;
+backend_modules!();
 
 use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::{backends, launch, native_f16, Launch, Lift, Operand, UnaryOp};
 use crate::hal::BackendDevice;
-use crate::hal::Block;
 use crate::dispatch::{self, Problem};
 use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{BackendKind, DType, Device, DeviceOptions, Error, Queue, Result, Tensor};
@@ -144,16 +137,14 @@ pub(crate) struct Matmul<'a> {
     pub dtype: DType,
 }
 
-impl Matmul<'_> {
+impl Launch for Matmul<'_> {
     fn operands(&self) -> Vec<&Operand<'_>> {
         let mut ops = vec![&self.a, &self.b];
         ops.extend(self.bias.as_ref());
         ops.push(&self.out);
         ops
     }
-}
 
-impl Launch for Matmul<'_> {
     fn cost(&self) -> OpCost {
         let ops = self.operands();
         let (m, n, k) = (self.m as u64, self.n as u64, self.k as u64);
@@ -161,10 +152,6 @@ impl Launch for Matmul<'_> {
         let bytes = ops.iter().map(|o| super::cost::distinct(o)).sum::<u64>() * self.dtype.size() as u64;
         let name = if self.bias.is_some() || self.act.is_some() { "linear" } else { "matmul" };
         OpCost { dtype: self.dtype, bytes, variant: self.variant, ..OpCost::simple(name, &ops, 2 * batch * m * n * k) }
-    }
-
-    fn blocks(&self) -> Vec<&Arc<Block>> {
-        self.operands().into_iter().map(|o| o.buf).collect()
     }
 
     backends!(matmul);
@@ -199,14 +186,3 @@ pub(crate) fn default_variant(device: &BackendDevice, options: &DeviceOptions, m
     }
 }
 
-/// The matmul kernels' WGSL specialisations.
-#[cfg(all(test, feature = "webgpu"))]
-pub(crate) fn wgsl_builtins() -> Vec<crate::hal::webgpu::Builtin> {
-    webgpu::builtins()
-}
-
-/// The matmul kernels' CUDA specialisations.
-#[cfg(all(test, cuda_backend))]
-pub(crate) fn cuda_builtins() -> Vec<crate::hal::cuda::Builtin> {
-    cuda::builtins()
-}

@@ -1,18 +1,11 @@
 //! Layer normalisation and RMS normalisation over the last axis, with optional affine
 //! weights and an optional fused activation.
 
-mod cpu;
-#[cfg(cuda_backend)]
-mod cuda;
-#[cfg(feature = "webgpu")]
-mod webgpu;
-
-use std::sync::Arc;
+backend_modules!();
 
 use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::{backends, launch, Launch, Lift, Operand, UnaryOp};
-use crate::hal::Block;
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// Which normalisation.
@@ -126,8 +119,8 @@ pub(crate) struct Norm<'a> {
     pub out: Operand<'a>,
 }
 
-impl Norm<'_> {
-    /// Every operand: the input, the affine operands given, the output.
+impl Launch for Norm<'_> {
+    /// The input, the affine operands given, the output.
     fn operands(&self) -> Vec<&Operand<'_>> {
         let mut ops = vec![&self.x];
         ops.extend(self.weight.as_ref());
@@ -135,28 +128,11 @@ impl Norm<'_> {
         ops.push(&self.out);
         ops
     }
-}
 
-impl Launch for Norm<'_> {
     fn cost(&self) -> OpCost {
         OpCost::simple(self.kind.name(), &self.operands(), 5 * self.x.layout.numel() as u64)
-    }
-
-    fn blocks(&self) -> Vec<&Arc<Block>> {
-        self.operands().into_iter().map(|o| o.buf).collect()
     }
 
     backends!(norm);
 }
 
-/// The norm kernels' WGSL specialisations.
-#[cfg(all(test, feature = "webgpu"))]
-pub(crate) fn wgsl_builtins() -> Vec<crate::hal::webgpu::Builtin> {
-    webgpu::builtins()
-}
-
-/// The norm kernels' CUDA specialisations.
-#[cfg(all(test, cuda_backend))]
-pub(crate) fn cuda_builtins() -> Vec<crate::hal::cuda::Builtin> {
-    cuda::builtins()
-}

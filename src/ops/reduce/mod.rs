@@ -1,18 +1,11 @@
 //! Reductions over one axis or over every element.
 
-mod cpu;
-#[cfg(cuda_backend)]
-mod cuda;
-#[cfg(feature = "webgpu")]
-mod webgpu;
-
-use std::sync::Arc;
+backend_modules!();
 
 use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::{backends, launch, Launch, Lift, Operand};
 use crate::hal::BackendDevice;
-use crate::hal::Block;
 use crate::dispatch::{self, Problem};
 use crate::{DType, DeviceOptions, Error, Queue, Result, Tensor};
 
@@ -161,8 +154,8 @@ impl Launch for Reduce<'_> {
         OpCost { variant: self.variant, ..OpCost::simple(self.op.name(), &[&self.x, &self.out], self.x.layout.numel() as u64) }
     }
 
-    fn blocks(&self) -> Vec<&Arc<Block>> {
-        vec![self.x.buf, self.out.buf]
+    fn operands(&self) -> Vec<&Operand<'_>> {
+        vec![&self.x, &self.out]
     }
 
     backends!(reduce);
@@ -194,14 +187,3 @@ pub(crate) fn default_variant(device: &BackendDevice, options: &DeviceOptions) -
     }
 }
 
-/// The reduction kernels' WGSL specialisations.
-#[cfg(all(test, feature = "webgpu"))]
-pub(crate) fn wgsl_builtins() -> Vec<crate::hal::webgpu::Builtin> {
-    webgpu::builtins()
-}
-
-/// The reduction kernels' CUDA specialisations.
-#[cfg(all(test, cuda_backend))]
-pub(crate) fn cuda_builtins() -> Vec<crate::hal::cuda::Builtin> {
-    cuda::builtins()
-}

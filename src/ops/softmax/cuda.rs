@@ -32,8 +32,14 @@ fn builtin(epilogue: &'static Epilogue, idx: (&'static str, String)) -> Builtin 
     Builtin { source: &SOURCE, entry: "softmax_main", defines: vec![idx], prelude: epilogue.cuda }
 }
 
+/// Softmax's specialisations.
+#[cfg(test)]
+pub(super) fn builtins() -> Vec<Builtin> {
+    with_epilogue(&super::SOFTMAX)
+}
+
 /// Every specialisation with `epilogue`.
 #[cfg(test)]
-pub(super) fn builtins(epilogue: &'static Epilogue) -> Vec<Builtin> {
+pub(super) fn with_epilogue(epilogue: &'static Epilogue) -> Vec<Builtin> {
     [index_type(0), index_type(usize::MAX >> 1)].into_iter().map(|idx| builtin(epilogue, idx)).collect()
 }

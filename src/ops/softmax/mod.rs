@@ -4,17 +4,10 @@
 //! sum of `exp(x - maximum)`) and then writes `finish(x, max, row_factor(max, sum))`, two
 //! functions each op supplies as its [`Epilogue`].
 
-mod cpu;
-#[cfg(cuda_backend)]
-mod cuda;
-#[cfg(feature = "webgpu")]
-mod webgpu;
-
-use std::sync::Arc;
+backend_modules!();
 
 use super::cost::OpCost;
 use super::elementwise::check_f32;
-use crate::hal::Block;
 use super::{backends, launch, Launch, Lift, Operand};
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -58,8 +51,8 @@ impl Launch for RowStats<'_> {
         OpCost::simple(self.epilogue.name, &[&self.x, &self.out], 4 * self.x.layout.numel() as u64)
     }
 
-    fn blocks(&self) -> Vec<&Arc<Block>> {
-        vec![self.x.buf, self.out.buf]
+    fn operands(&self) -> Vec<&Operand<'_>> {
+        vec![&self.x, &self.out]
     }
 
     backends!(rows);
@@ -91,25 +84,13 @@ pub fn softmax(queue: &Queue, x: &Tensor) -> Result<Tensor> {
 /// Every WGSL specialisation of the row-statistics kernels with `epilogue` (the naga check).
 #[cfg(all(test, feature = "webgpu"))]
 pub(crate) fn wgsl_builtins_with(epilogue: &'static Epilogue) -> Vec<crate::hal::webgpu::Builtin> {
-    webgpu::builtins(epilogue)
+    webgpu::with_epilogue(epilogue)
 }
 
 /// Every CUDA specialisation of the row-statistics kernels with `epilogue` (the NVRTC check).
 #[cfg(all(test, cuda_backend))]
 pub(crate) fn cuda_builtins_with(epilogue: &'static Epilogue) -> Vec<crate::hal::cuda::Builtin> {
-    cuda::builtins(epilogue)
-}
-
-/// Softmax's WGSL specialisations.
-#[cfg(all(test, feature = "webgpu"))]
-pub(crate) fn wgsl_builtins() -> Vec<crate::hal::webgpu::Builtin> {
-    webgpu::builtins(&SOFTMAX)
-}
-
-/// Softmax's CUDA specialisations.
-#[cfg(all(test, cuda_backend))]
-pub(crate) fn cuda_builtins() -> Vec<crate::hal::cuda::Builtin> {
-    cuda::builtins(&SOFTMAX)
+    cuda::with_epilogue(epilogue)
 }
 
 /// Reference softmax of one row in f64.

@@ -23,9 +23,15 @@ pub(super) fn rows(op: &RowStats<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCont
     row_passes(q, dev, cx, passes, [op.rows, op.cols], params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))])
 }
 
+/// Softmax's specialisations.
+#[cfg(test)]
+pub(super) fn builtins() -> Vec<Builtin> {
+    with_epilogue(&super::SOFTMAX)
+}
+
 /// Every specialisation with `epilogue`.
 #[cfg(test)]
-pub(super) fn builtins(epilogue: &'static Epilogue) -> Vec<Builtin> {
+pub(super) fn with_epilogue(epilogue: &'static Epilogue) -> Vec<Builtin> {
     let builtin = |entry, pass| Builtin { source: &SOURCE, entry, constants: vec![("PASS", pass)], prelude: vec![epilogue.wgsl] };
     ["softmax_main", "softmax_serial_main"].into_iter().flat_map(|e| (0..3).map(move |pass| builtin(e, pass))).collect()
 }
