@@ -8,7 +8,7 @@ use crate::hal::{self, BackendDevice, Memory};
 use crate::hal::Block;
 use crate::pool::{size_class, MemoryStats, Pool};
 use crate::queue::{Queue, QueueShared};
-use crate::dispatch::{self, cache::TuneCache, select};
+use crate::dispatch::{self, cache::TuneCache, select, Problem, TuneResult};
 use crate::profile::{Decision, Profile, Profiler};
 use crate::base::info::{BackendChoice, BackendKind, DeviceInfo, DeviceOptions, BACKEND_ENV, POISON_WORD};
 use crate::{Error, Policy, Result};
@@ -92,7 +92,7 @@ impl Device {
         let candidates = hal::enumerate().await;
         let (candidate, reason) = match choice {
             BackendChoice::Auto => {
-                let (device, decision) = select::open_best(&Policy::default(), candidates, options).await?;
+                let (device, decision) = select::open_best(&Policy::default(), candidates, options, &crate::ops::PROBE).await?;
                 return Ok(device.with_decisions(decision, Vec::new()));
             }
             BackendChoice::Index(i) => {
@@ -124,8 +124,8 @@ impl Device {
     pub async fn open_with_policy_async(policy: &Policy) -> Result<Device> {
         policy.validate()?;
         let options = DeviceOptions { pool_cache_limit: policy.pool.cache_limit_bytes, matmul_precision: policy.precision, ..DeviceOptions::default() };
-        let (device, decision) = select::open_best(policy, hal::enumerate().await, options).await?;
-        let fallbacks = dispatch::check_policy(policy, device.backend(), &device.shared.backend)?;
+        let (device, decision) = select::open_best(policy, hal::enumerate().await, options, &crate::ops::PROBE).await?;
+        let fallbacks = dispatch::check_policy(policy, &device, crate::ops::TUNABLES)?;
         Ok(device.with_decisions(decision, fallbacks))
     }
 
@@ -166,13 +166,25 @@ impl Device {
         crate::base::signal::lock(&self.shared.decisions).clone()
     }
 
+    /// Time every variant of `problem` on this device now (device timers, median of a few runs
+    /// after a warm-up), store the fastest in the tune cache for its shape class, and report.
+    /// Ops whose policy variant is `"auto"` then run the winner. In browsers this is the way
+    /// to tune (an op cannot wait for timings there).
+    pub async fn tune(&self, problem: Problem) -> Result<TuneResult> {
+        let op = problem.op().name();
+        let tunable = crate::ops::tunable(op).ok_or_else(|| Error::Device(format!("internal: no tunable op `{op}`")))?;
+        dispatch::tune(self, tunable, problem).await
+    }
+
+    /// Blocking twin of [`tune`](Device::tune) (not available in browsers).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn tune_blocking(&self, problem: Problem) -> Result<TuneResult> {
+        pollster::block_on(self.tune(problem))
+    }
+
     /// Names of the kernel variants `op` (`"matmul"`, `"reduce"`) has on this device.
     pub fn variants(&self, op: &str) -> Vec<&'static str> {
-        match op {
-            "matmul" => dispatch::variants(&self.shared.backend, self.backend(), dispatch::TunableOp::Matmul),
-            "reduce" => dispatch::variants(&self.shared.backend, self.backend(), dispatch::TunableOp::Reduce),
-            _ => Vec::new(),
-        }
+        crate::ops::tunable(op).map_or_else(Vec::new, |t| t.variants(self))
     }
 
     /// The policy the device runs under.

@@ -7,8 +7,22 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Each checked layer: its folder under `src/` and the top-level modules it may name.
-const RULES: &[(&str, &[&str])] = &[("base", &["base"]), ("hal", &["hal", "base"])];
+/// Each checked part of `src/` (a folder or a file) and the top-level modules it may name:
+/// base names nothing above it, the hal only base, the runtime's queues, buffers, fences, pool
+/// and profiler neither the ops nor the dispatcher, the dispatcher no op, and none of them the
+/// JavaScript API. (`device.rs` and `tensor.rs` still hold public methods that call ops, see
+/// ARCHITECTURE.md.)
+const RULES: &[(&str, &[&str])] = &[
+    ("base", &["base"]),
+    ("hal", &["hal", "base"]),
+    ("queue.rs", &["queue", "device", "buffer", "tensor", "fence", "pool", "profile", "kernel", "hal", "base"]),
+    ("buffer.rs", &["buffer", "device", "queue", "hal", "base"]),
+    ("fence.rs", &["fence", "device", "hal", "base"]),
+    ("pool.rs", &["pool", "hal", "base"]),
+    ("profile", &["profile", "hal", "base"]),
+    ("dispatch", &["dispatch", "device", "queue", "buffer", "tensor", "fence", "pool", "profile", "hal", "base"]),
+    ("ops", &["ops", "dispatch", "device", "queue", "buffer", "tensor", "fence", "pool", "profile", "hal", "base"]),
+];
 
 /// Every `.rs` file under `dir`.
 fn sources(dir: &Path) -> Vec<PathBuf> {
@@ -73,7 +87,8 @@ fn each_layer_names_only_the_layers_below_it() {
     let roots = root_names(&std::fs::read_to_string(src.join("lib.rs")).unwrap());
     let mut broken = Vec::new();
     for &(layer, allowed) in RULES {
-        let files = sources(&src.join(layer));
+        let path = src.join(layer);
+        let files = if path.is_dir() { sources(&path) } else { vec![path] };
         assert!(!files.is_empty(), "no sources under src/{layer}");
         for file in files {
             let text = std::fs::read_to_string(&file).unwrap();

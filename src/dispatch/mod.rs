@@ -13,10 +13,37 @@ mod tune;
 
 pub use cache::TUNE_CACHE_ENV;
 pub use tune::{catalogue, TuneResult};
+pub(crate) use tune::tune;
+pub(crate) use select::Probe;
 
-use crate::hal::BackendDevice;
 use crate::profile::Decision;
 use crate::{BackendKind, DType, Device, Error, Policy, Queue, Result};
+
+/// An op with kernel variants, as the dispatcher sees it: the op says which variants a device
+/// has, which it runs by default and how to run one on synthetic inputs; the dispatcher
+/// chooses, tunes and caches. The ops hand theirs in (`ops::TUNABLES`), so the dispatcher names
+/// no op.
+pub(crate) trait Tunable: Sync {
+    /// Which op.
+    fn op(&self) -> TunableOp;
+    /// Every variant some backend of this build has (the names a policy or a bench may give).
+    fn all_variants(&self) -> Vec<&'static str>;
+    /// The variants `device` runs.
+    fn variants(&self, device: &Device) -> Vec<&'static str>;
+    /// The variant `device` runs for `problem` unless told otherwise, and why.
+    fn default_variant(&self, device: &Device, problem: Problem) -> (&'static str, String);
+    /// Synthetic inputs for `problem` on `device`, ready to run any variant.
+    fn trial(&self, device: &Device, problem: Problem) -> Result<Trial>;
+}
+
+/// A problem's synthetic inputs and the closure that runs one variant on them (autotuning
+/// times each).
+pub(crate) struct Trial {
+    /// What runs, for the tune cache (`[512, 512] @ [512, 512] f32`).
+    pub describe: String,
+    /// Record the op with the named variant on the queue.
+    pub run: Box<dyn Fn(&Queue, &str) -> Result<()>>,
+}
 
 /// An op with kernel variants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +77,8 @@ fn bucket(n: usize) -> usize {
 }
 
 impl Problem {
-    fn op(self) -> TunableOp {
+    /// The op the problem is for.
+    pub(crate) fn op(self) -> TunableOp {
         match self {
             Problem::Matmul { .. } => TunableOp::Matmul,
             Problem::Reduce { .. } => TunableOp::Reduce,
@@ -80,64 +108,36 @@ pub fn pattern_tensor(device: &Device, shape: &[usize]) -> Result<crate::Tensor>
     crate::Tensor::from_slice(device, &data, shape)
 }
 
-/// Every variant name some backend of this build has for the tunable `op` (`"matmul"` or
-/// `"reduce"`; none for other names), whatever devices this machine has: the names a policy
-/// or a bench may give. An opened device runs those of [`crate::Device::variants`].
-pub fn variant_names(op: &str) -> Vec<&'static str> {
-    match op {
-        "matmul" => [BackendKind::Cpu, BackendKind::WebGpu, BackendKind::Cuda].into_iter().flat_map(crate::ops::matmul::backend_variants).collect(),
-        "reduce" => crate::ops::reduce::VARIANTS.to_vec(),
-        _ => Vec::new(),
-    }
-}
-
 /// Measured times of candidates, for reasons: `tile64 812.0 us, tile32 1.50 ms`.
 pub(crate) fn times_text(times: &std::collections::BTreeMap<String, f64>) -> String {
     let parts: Vec<String> = times.iter().map(|(name, us)| format!("{name} {}", crate::base::text::human_seconds(us / 1e6))).collect();
     parts.join(", ")
 }
 
-/// Names of the variants of `op` on an opened device.
-pub(crate) fn variants(backend: &BackendDevice, kind: BackendKind, op: TunableOp) -> Vec<&'static str> {
-    match op {
-        TunableOp::Matmul => crate::ops::matmul::backend_variants(kind),
-        TunableOp::Reduce => crate::ops::reduce::variants(backend),
-    }
-}
-
-/// The backend's default variant for `problem`, and why.
-pub(crate) fn default_variant(device: &Device, problem: Problem) -> (&'static str, String) {
-    let backend = &device.shared.backend;
-    match problem {
-        Problem::Matmul { m, n, .. } => crate::ops::matmul::default_variant(backend, &device.shared.options, m, n),
-        Problem::Reduce { .. } => crate::ops::reduce::default_variant(backend, &device.shared.options),
-    }
-}
-
-/// Choose the variant for `problem` on `queue`'s device; `requested` is what the call named
-/// (`Some("auto")` asks for autotuning).
-pub(crate) fn choose(queue: &Queue, problem: Problem, requested: Option<&str>) -> Result<(&'static str, Decision)> {
+/// Choose `tunable`'s variant for `problem` on `queue`'s device; `requested` is what the call
+/// named (`Some("auto")` asks for autotuning).
+pub(crate) fn choose(queue: &Queue, tunable: &dyn Tunable, problem: Problem, requested: Option<&str>) -> Result<(&'static str, Decision)> {
     let device = queue.device();
-    let op = problem.op();
-    let known = variants(&device.shared.backend, device.backend(), op);
+    let op = tunable.op();
+    let known = tunable.variants(device);
     let (request, by) = match requested {
         Some(v) => (Some(v), "the call"),
         None => (device.policy().variant(op.name()), "the policy"),
     };
     let (choice, reason) = match request {
-        Some("auto") => tune::tuned(device, problem, &known)?,
+        Some("auto") => tune::tuned(device, tunable, problem, &known)?,
         Some(name) => match known.iter().find(|&&v| v == name) {
             Some(&v) => (v, format!("named by {by}")),
             None if by == "the policy" => {
                 // Only reachable with `fallback` (opening checks the policy's names).
-                let (v, why) = default_variant(device, problem);
+                let (v, why) = tunable.default_variant(device, problem);
                 (v, format!("the policy names `{name}`, which {} lacks: {why} (fallback allowed by the policy)", device.backend()))
             }
             None => {
                 return Err(Error::Invalid(format!("unknown {} variant `{name}` on {}: expected one of {known:?} or \"auto\"", op.name(), device.backend())));
             }
         },
-        None => default_variant(device, problem),
+        None => tunable.default_variant(device, problem),
     };
     let decision = Decision { op: op.name().into(), choice: choice.into(), reason, times_us: Default::default() };
     tracing::debug!(target: "unicompute::dispatch", op = op.name(), class = %problem.class(), choice, reason = %decision.reason, "kernel variant chosen");
@@ -146,7 +146,8 @@ pub(crate) fn choose(queue: &Queue, problem: Problem, requested: Option<&str>) -
 
 /// Check what `policy` asks of the device opened for it. Returns the fallbacks taken (each
 /// logged as a warning); without `fallback` in the policy, any would be an error.
-pub(crate) fn check_policy(policy: &Policy, kind: BackendKind, backend: &BackendDevice) -> Result<Vec<Decision>> {
+pub(crate) fn check_policy(policy: &Policy, device: &Device, tunables: &[&dyn Tunable]) -> Result<Vec<Decision>> {
+    let kind = device.backend();
     let mut fallbacks = Vec::new();
     let mut refuse = |key: String, what: String, instead: &str| -> Result<()> {
         if !policy.fallback {
@@ -161,11 +162,8 @@ pub(crate) fn check_policy(policy: &Policy, kind: BackendKind, backend: &Backend
         refuse("precision".into(), format!("{kind} computes matmuls in f32 only, not {}", policy.precision.name()), "f32")?;
     }
     for (op, variant) in &policy.variants {
-        let op = match op.as_str() {
-            "matmul" => TunableOp::Matmul,
-            _ => TunableOp::Reduce,
-        };
-        let known = variants(backend, kind, op);
+        let Some(tunable) = tunables.iter().find(|t| t.op().name() == op) else { continue };
+        let (op, known) = (tunable.op(), tunable.variants(device));
         if variant != "auto" && !known.contains(&variant.as_str()) {
             refuse(format!("variants.{}", op.name()), format!("`{variant}` is not a {} variant of {kind}, which has {known:?} (or \"auto\")", op.name()), "the default variant")?;
         }

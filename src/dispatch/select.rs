@@ -8,17 +8,21 @@ use std::collections::BTreeMap;
 use super::cache::{Entry, TuneCache};
 use super::times_text;
 use crate::hal::Candidate;
-use crate::ops::{conv, matmul, Conv2dParams};
 use crate::base::policy::Selection;
 use crate::profile::Decision;
-use crate::{Device, DeviceInfo, DeviceOptions, DeviceType, Error, Policy, Result};
+use crate::{Device, DeviceInfo, DeviceOptions, DeviceType, Error, Policy, Queue, Result};
 
 /// Timed runs of the probe after one warm-up; their median counts.
 const PROBE_REPS: usize = 3;
-/// The probe: a square matmul of this edge...
-const PROBE_MATMUL: usize = 256;
-/// ...and a 3x3 conv2d (padding 1) of `[1, c, hw, hw]` with `c` output channels.
-const PROBE_CONV: [usize; 2] = [32, 32];
+
+/// The work `auto` times on each candidate device when there is no hardware GPU (the ops
+/// give it: heavy ops of the catalogue).
+pub(crate) struct Probe {
+    /// What it runs, for reasons and the cache.
+    pub describe: &'static str,
+    /// Make its inputs on a device and return what records it on a queue.
+    pub setup: fn(&Device) -> Result<Box<dyn Fn(&Queue) -> Result<()>>>,
+}
 
 /// Whether a device is a real GPU (not the CPU, not a GPU API implemented on the CPU).
 fn is_hardware_gpu(info: &DeviceInfo) -> bool {
@@ -31,7 +35,7 @@ fn label(info: &DeviceInfo) -> String {
 }
 
 /// Open the device `policy` prefers among `candidates`, with `options`, and say why.
-pub(crate) async fn open_best(policy: &Policy, candidates: Vec<Candidate>, options: DeviceOptions) -> Result<(Device, Decision)> {
+pub(crate) async fn open_best(policy: &Policy, candidates: Vec<Candidate>, options: DeviceOptions, probe: &Probe) -> Result<(Device, Decision)> {
     let rank = |c: &Candidate| policy.backends.iter().position(|&b| b == c.info.backend);
     // The best device of each backend the policy allows, in the policy's order.
     let mut best: Vec<Candidate> = Vec::new();
@@ -74,7 +78,7 @@ pub(crate) async fn open_best(policy: &Policy, candidates: Vec<Candidate>, optio
             let d = decide(&c, format!("no hardware GPU; software adapters ({}) run compute far slower than the CPU backend (selection \"ranked\")", others.join(", ")));
             (c, d)
         }
-        Selection::Auto => return measure(policy, best, options).await,
+        Selection::Auto => return measure(policy, best, options, probe).await,
     };
     Ok((Device::from_candidate(chosen, options, policy.clone()).await?, decision))
 }
@@ -84,12 +88,12 @@ fn names(policy: &Policy) -> Vec<&'static str> {
 }
 
 /// Time the probe on every candidate (or take the times from the tune cache) and open the fastest.
-async fn measure(policy: &Policy, candidates: Vec<Candidate>, options: DeviceOptions) -> Result<(Device, Decision)> {
+async fn measure(policy: &Policy, candidates: Vec<Candidate>, options: DeviceOptions, probe: &Probe) -> Result<(Device, Decision)> {
     let cache = TuneCache::for_policy(policy);
     let mut ids: Vec<String> = candidates.iter().map(|c| identity(&c.info)).collect();
     ids.sort();
     let key = format!("select | {}", ids.join(" ; "));
-    let probe_text = format!("matmul {PROBE_MATMUL}^3 + conv2d [1, {c}, {hw}, {hw}] * [{c}, {c}, 3, 3]", c = PROBE_CONV[0], hw = PROBE_CONV[1]);
+    let probe_text = probe.describe;
     if let Some(entry) = cache.get(&key) {
         if let Some(c) = candidates.iter().position(|c| identity(&c.info) == entry.choice) {
             let chosen = candidates.into_iter().nth(c).ok_or_else(|| Error::Device("internal: lost a candidate".into()))?;
@@ -104,7 +108,7 @@ async fn measure(policy: &Policy, candidates: Vec<Candidate>, options: DeviceOpt
     for c in candidates {
         let info = c.info.clone();
         let timed = match Device::from_candidate(c, options, policy.clone()).await {
-            Ok(device) => probe(&device).await.map(|t| (t, device)),
+            Ok(device) => time_probe(&device, probe).await.map(|t| (t, device)),
             Err(e) => Err(e),
         };
         match timed {
@@ -120,7 +124,7 @@ async fn measure(policy: &Policy, candidates: Vec<Candidate>, options: DeviceOpt
     let Some((_, device, info)) = best else {
         return Err(Error::NoDevice(format!("no candidate device ran the probe: {}", failures.join("; "))));
     };
-    cache.put(key, Entry { choice: identity(&info), times_us: times_us.clone(), default: String::new(), problem: probe_text.clone() });
+    cache.put(key, Entry { choice: identity(&info), times_us: times_us.clone(), default: String::new(), problem: probe_text.into() });
     let mut reason = format!("no hardware GPU; fastest on the probe ({probe_text}): {} (measured now, saved to {})", times_text(&times_us), cache.describe());
     if !failures.is_empty() {
         reason.push_str(&format!("; could not run: {}", failures.join("; ")));
@@ -134,19 +138,10 @@ fn identity(info: &DeviceInfo) -> String {
 }
 
 /// Median host time in microseconds to run the probe to completion (what a caller waits).
-async fn probe(device: &Device) -> Result<f64> {
-    let pattern = |shape: &[usize]| super::pattern_tensor(device, shape);
-    let (e, [c, hw]) = (PROBE_MATMUL, PROBE_CONV);
-    let (a, x, w) = (pattern(&[e, e])?, pattern(&[1, c, hw, hw])?, pattern(&[c, c, 3, 3])?);
+async fn time_probe(device: &Device, probe: &Probe) -> Result<f64> {
+    let record = (probe.setup)(device)?;
     let queue = device.new_queue();
-    // The backend's default variant, whatever the policy names: "auto" must not tune here.
-    let problem = super::Problem::Matmul { batch: 1, m: e, n: e, k: e, dtype: crate::DType::F32 };
-    let (variant, _) = super::default_variant(device, problem);
-    let run = || -> Result<()> {
-        matmul::matmul_variant(&queue, &a, &a, variant)?;
-        conv::conv2d(&queue, &x, &w, Conv2dParams { padding: [1, 1], ..Conv2dParams::default() })?;
-        Ok(())
-    };
+    let run = || record(&queue);
     run()?;
     queue.submit()?.wait().await?;
     let mut samples = Vec::with_capacity(PROBE_REPS);

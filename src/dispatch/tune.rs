@@ -7,10 +7,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::cache::Entry;
-use super::{default_variant, pattern_tensor as pattern, times_text, variants, Problem};
-use crate::ops::{matmul, reduce};
+use super::{times_text, Problem, Trial, Tunable};
 use crate::profile::Profiler;
-use crate::{DType, Device, Error, Queue, ReduceOp, Result, Tensor};
+use crate::{DType, Device, Error, Result};
 
 /// Timed runs of each candidate after one warm-up; their median counts.
 const TUNE_REPS: usize = 3;
@@ -55,7 +54,7 @@ fn entry_key(device: &Device, problem: Problem) -> String {
 /// The autotuned variant for `problem` among `known`, and why: from the tune cache, else (natively)
 /// timed now and cached. In browsers, which cannot block inside an op, an untuned class runs
 /// the default until [`Device::tune`] has tuned it.
-pub(super) fn tuned(device: &Device, problem: Problem, known: &[&'static str]) -> Result<(&'static str, String)> {
+pub(super) fn tuned(device: &Device, tunable: &dyn Tunable, problem: Problem, known: &[&'static str]) -> Result<(&'static str, String)> {
     let cache = &device.shared.tune_cache;
     let key = entry_key(device, problem);
     let find = |name: &str| known.iter().copied().find(|&v| v == name);
@@ -67,78 +66,44 @@ pub(super) fn tuned(device: &Device, problem: Problem, known: &[&'static str]) -
     }
     #[cfg(not(target_arch = "wasm32"))]
     {
-        let e = pollster::block_on(tune_problem(device, problem))?;
+        let e = pollster::block_on(tune_problem(device, tunable, problem))?;
         let v = find(&e.choice).ok_or_else(|| Error::Device(format!("internal: tuning chose `{}`, not a candidate", e.choice)))?;
         Ok((v, format!("autotuned now for {} ({}; saved to {})", problem.class(), times_text(&e.times_us), cache.describe())))
     }
     #[cfg(target_arch = "wasm32")]
     {
-        let (v, why) = default_variant(device, problem);
+        let (v, why) = tunable.default_variant(device, problem);
         Ok((v, format!("\"auto\": {} is not tuned yet on this device, so {why} runs (device.tune() tunes it)", problem.class())))
     }
 }
 
 /// Time every candidate of `problem` on `device`, store the winner in the tune cache and
 /// return the entry.
-async fn tune_problem(device: &Device, problem: Problem) -> Result<Entry> {
-    let candidates = variants(&device.shared.backend, device.backend(), problem.op());
-    let inputs = Inputs::new(device, problem)?;
+async fn tune_problem(device: &Device, tunable: &dyn Tunable, problem: Problem) -> Result<Entry> {
+    let candidates = tunable.variants(device);
+    let trial = tunable.trial(device, problem)?;
     let mut times_us = BTreeMap::new();
     for &variant in &candidates {
-        times_us.insert(variant.to_string(), time_variant(device, &inputs, variant).await?);
+        times_us.insert(variant.to_string(), time_variant(device, &trial, variant).await?);
     }
     let choice = times_us.iter().min_by(|a, b| a.1.total_cmp(b.1)).map(|(v, _)| v.clone()).unwrap_or_default();
-    let entry = Entry { choice, times_us, default: default_variant(device, problem).0.to_string(), problem: inputs.describe() };
+    let entry = Entry { choice, times_us, default: tunable.default_variant(device, problem).0.to_string(), problem: trial.describe };
     tracing::info!(target: "unicompute::dispatch", class = %problem.class(), choice = %entry.choice, times = %times_text(&entry.times_us), "autotuned");
     device.shared.tune_cache.put(entry_key(device, problem), entry.clone());
     Ok(entry)
 }
 
-/// Synthetic operands of a problem ([`pattern_tensor`](super::pattern_tensor)).
-enum Inputs {
-    Matmul { a: Tensor, b: Tensor },
-    Reduce { x: Tensor },
-}
-
-impl Inputs {
-    fn new(device: &Device, problem: Problem) -> Result<Inputs> {
-        match problem {
-            Problem::Matmul { batch, m, n, k, dtype } => {
-                let shape = |r: usize, c: usize| if batch > 1 { vec![batch, r, c] } else { vec![r, c] };
-                let (a, b) = (pattern(device, &shape(m, k))?, pattern(device, &shape(k, n))?);
-                let (a, b) = if dtype == DType::F32 { (a, b) } else { (a.cast(dtype)?, b.cast(dtype)?) };
-                Ok(Inputs::Matmul { a, b })
-            }
-            Problem::Reduce { outer, len, inner } => Ok(Inputs::Reduce { x: pattern(device, &[outer, len, inner])? }),
-        }
-    }
-
-    fn run(&self, queue: &Queue, variant: &str) -> Result<()> {
-        match self {
-            Inputs::Matmul { a, b } => matmul::matmul_variant(queue, a, b, variant).map(drop),
-            Inputs::Reduce { x } => reduce::reduce_variant(queue, ReduceOp::Sum, x, Some(1), variant).map(drop),
-        }
-    }
-
-    fn describe(&self) -> String {
-        match self {
-            Inputs::Matmul { a, b } => format!("{:?} @ {:?} {}", a.shape(), b.shape(), a.dtype()),
-            Inputs::Reduce { x } => format!("sum over axis 1 of {:?}", x.shape()),
-        }
-    }
-}
-
 /// Median device time of `variant` on `inputs` in microseconds, after one warm-up run (which
 /// compiles the pipeline). Falls back to the host clock where the device cannot time launches.
-async fn time_variant(device: &Device, inputs: &Inputs, variant: &str) -> Result<f64> {
+async fn time_variant(device: &Device, trial: &Trial, variant: &str) -> Result<f64> {
     let profiler = Profiler::default();
     let queue = device.new_queue_profiled(profiler.clone());
-    inputs.run(&queue, variant)?;
+    (trial.run)(&queue, variant)?;
     queue.submit()?.wait().await?;
     profiler.enable();
     let start = web_time::Instant::now();
     for _ in 0..TUNE_REPS {
-        inputs.run(&queue, variant)?;
+        (trial.run)(&queue, variant)?;
     }
     queue.submit()?.wait().await?;
     let wall_us = start.elapsed().as_secs_f64() * 1e6 / TUNE_REPS as f64;
@@ -152,23 +117,15 @@ async fn time_variant(device: &Device, inputs: &Inputs, variant: &str) -> Result
     Ok(times[times.len() / 2])
 }
 
+/// Time every variant of `tunable` for `problem` on `device` now, store the fastest in the
+/// tune cache for its shape class, and report ([`Device::tune`]).
+pub(crate) async fn tune(device: &Device, tunable: &dyn Tunable, problem: Problem) -> Result<TuneResult> {
+    check(problem)?;
+    let e = tune_problem(device, tunable, problem).await?;
+    Ok(TuneResult::from_entry(problem.op().name(), problem.class(), e))
+}
+
 impl Device {
-    /// Time every variant of `problem` on this device now (device timers, median of a few runs
-    /// after a warm-up), store the fastest in the tune cache for its shape class, and report.
-    /// Ops whose policy variant is `"auto"` then run the winner. In browsers this is the way
-    /// to tune (an op cannot wait for timings there).
-    pub async fn tune(&self, problem: Problem) -> Result<TuneResult> {
-        check(problem)?;
-        let e = tune_problem(self, problem).await?;
-        Ok(TuneResult::from_entry(problem.op().name(), problem.class(), e))
-    }
-
-    /// Blocking twin of [`tune`](Device::tune) (not available in browsers).
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn tune_blocking(&self, problem: Problem) -> Result<TuneResult> {
-        pollster::block_on(self.tune(problem))
-    }
-
     /// Where this device keeps tuning results: a file path, `localStorage[...]` or `memory`.
     pub fn tune_cache_location(&self) -> String {
         self.shared.tune_cache.describe()

@@ -6,6 +6,7 @@ pub mod concat;
 #[cfg(test)]
 mod checks;
 pub(crate) mod common;
+mod tunables;
 mod cost;
 mod launch;
 
@@ -68,6 +69,8 @@ macro_rules! registry {
 
 registry!(attention, conv, copy, elementwise, indexing, matmul, norm, reduce, softmax, log_softmax);
 pub(crate) use launch::{backends, launch, Launch};
+pub(crate) use tunables::{tunable, PROBE, TUNABLES};
+pub use tunables::variant_names;
 
 /// A tensor operand as a backend sees it: memory plus a strided layout (in elements).
 #[derive(Clone, Copy)]

@@ -319,7 +319,7 @@ fn parse_kind(name: &str) -> Result<Kind> {
             })
             .or_else(|| {
                 let (base, variant) = name.split_once('@')?;
-                let (matmuls, reductions) = (unicompute::dispatch::variant_names("matmul"), unicompute::dispatch::variant_names("reduce"));
+                let (matmuls, reductions) = (unicompute::ops::variant_names("matmul"), unicompute::ops::variant_names("reduce"));
                 match parse_kind(base).ok()? {
                     Kind::Matmul(None) => matmuls.into_iter().chain(["auto"]).find(|&v| v == variant).map(|v| Kind::Matmul(Some(v))),
                     Kind::ReduceAll(op, None) => reductions.into_iter().chain(["auto"]).find(|&v| v == variant).map(|v| Kind::ReduceAll(op, Some(v))),

@@ -7,7 +7,7 @@ use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::{backends, launch, native_f16, Launch, Lift, Operand, UnaryOp};
 use crate::hal::BackendDevice;
-use crate::dispatch::{self, Problem};
+use crate::dispatch::{self, pattern_tensor, Problem, Trial, Tunable, TunableOp};
 use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{BackendKind, DType, Device, DeviceOptions, Error, Queue, Result, Tensor};
 
@@ -109,7 +109,7 @@ fn matmul_in(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Opti
     let a = dense_matrices(queue, a.broadcast_to(&with(m, k))?)?;
     let b = dense_matrices(queue, b.broadcast_to(&with(k, n))?)?;
     let problem = Problem::Matmul { batch: batch.iter().product(), m, n, k, dtype };
-    let (variant, decision) = dispatch::choose(queue, problem, requested)?;
+    let (variant, decision) = dispatch::choose(queue, &Variants, problem, requested)?;
     let out = Tensor::uninit(queue, &with(m, n), dtype)?;
     if out.numel() > 0 {
         let bias = bias.as_ref().map(Tensor::operand);
@@ -157,8 +157,44 @@ impl Launch for Matmul<'_> {
     backends!(matmul);
 }
 
+/// Matmul's kernel variants, for the dispatcher.
+pub(crate) struct Variants;
+
+impl Tunable for Variants {
+    fn op(&self) -> TunableOp {
+        TunableOp::Matmul
+    }
+
+    fn all_variants(&self) -> Vec<&'static str> {
+        [BackendKind::Cpu, BackendKind::WebGpu, BackendKind::Cuda].into_iter().flat_map(backend_variants).collect()
+    }
+
+    fn variants(&self, device: &Device) -> Vec<&'static str> {
+        backend_variants(device.backend())
+    }
+
+    fn default_variant(&self, device: &Device, problem: Problem) -> (&'static str, String) {
+        let (m, n) = match problem {
+            Problem::Matmul { m, n, .. } => (m, n),
+            Problem::Reduce { .. } => (0, 0),
+        };
+        default_variant(&device.shared.backend, &device.shared.options, m, n)
+    }
+
+    fn trial(&self, device: &Device, problem: Problem) -> Result<Trial> {
+        let Problem::Matmul { batch, m, n, k, dtype } = problem else {
+            return Err(Error::Invalid(format!("{problem:?} is not a matmul problem")));
+        };
+        let shape = |r: usize, c: usize| if batch > 1 { vec![batch, r, c] } else { vec![r, c] };
+        let (a, b) = (pattern_tensor(device, &shape(m, k))?, pattern_tensor(device, &shape(k, n))?);
+        let (a, b) = if dtype == DType::F32 { (a, b) } else { (a.cast(dtype)?, b.cast(dtype)?) };
+        let describe = format!("{:?} @ {:?} {}", a.shape(), b.shape(), a.dtype());
+        Ok(Trial { describe, run: Box::new(move |queue: &Queue, variant: &str| matmul_variant(queue, &a, &b, variant).map(drop)) })
+    }
+}
+
 /// Names of the matmul variants of a backend (policies and autotuning pick among them).
-pub(crate) fn backend_variants(kind: BackendKind) -> Vec<&'static str> {
+fn backend_variants(kind: BackendKind) -> Vec<&'static str> {
     match kind {
         BackendKind::Cpu => vec!["sgemm"],
         #[cfg(feature = "webgpu")]
@@ -170,7 +206,7 @@ pub(crate) fn backend_variants(kind: BackendKind) -> Vec<&'static str> {
 }
 
 /// The matmul variant a device runs for an `m x n` output unless told otherwise, and why.
-pub(crate) fn default_variant(device: &BackendDevice, options: &DeviceOptions, m: usize, n: usize) -> (&'static str, String) {
+fn default_variant(device: &BackendDevice, options: &DeviceOptions, m: usize, n: usize) -> (&'static str, String) {
     let _ = (options, m, n);
     match device {
         BackendDevice::Cpu(_) => ("sgemm", "the cpu matmul (the gemm crate's SGEMM)".into()),

@@ -6,8 +6,8 @@ use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::{backends, launch, Launch, Lift, Operand};
 use crate::hal::BackendDevice;
-use crate::dispatch::{self, Problem};
-use crate::{DType, DeviceOptions, Error, Queue, Result, Tensor};
+use crate::dispatch::{self, pattern_tensor, Problem, Trial, Tunable, TunableOp};
+use crate::{DType, Device, DeviceOptions, Error, Queue, Result, Tensor};
 
 /// Reduction kinds. The numeric code is what kernels switch on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -129,7 +129,7 @@ fn reduce_f32(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>, requ
         return Err(Error::shape(op.name(), format!("cannot reduce an empty axis of {shape:?}: expected at least one element")));
     }
     let x = x.contiguous_on(queue)?;
-    let (variant, decision) = dispatch::choose(queue, Problem::Reduce { outer, len, inner }, requested)?;
+    let (variant, decision) = dispatch::choose(queue, &Variants, Problem::Reduce { outer, len, inner }, requested)?;
     let out = Tensor::uninit(queue, &out_shape, op.out_dtype())?;
     if out.numel() > 0 {
         launch(queue, &Reduce { op, x: x.operand(), outer, len, inner, out: out.operand(), variant: Some(variant) }, Some(&decision))?;
@@ -161,11 +161,38 @@ impl Launch for Reduce<'_> {
     backends!(reduce);
 }
 
-/// Every reduction variant of every backend (the names a policy or a bench may give).
-pub(crate) const VARIANTS: &[&str] = &["subgroup", "tree", "serial", "cpu", "kernel"];
+/// The reductions' kernel variants, for the dispatcher.
+pub(crate) struct Variants;
+
+impl Tunable for Variants {
+    fn op(&self) -> TunableOp {
+        TunableOp::Reduce
+    }
+
+    fn all_variants(&self) -> Vec<&'static str> {
+        vec!["subgroup", "tree", "serial", "cpu", "kernel"]
+    }
+
+    fn variants(&self, device: &Device) -> Vec<&'static str> {
+        variants(&device.shared.backend)
+    }
+
+    fn default_variant(&self, device: &Device, _: Problem) -> (&'static str, String) {
+        default_variant(&device.shared.backend, &device.shared.options)
+    }
+
+    fn trial(&self, device: &Device, problem: Problem) -> Result<Trial> {
+        let Problem::Reduce { outer, len, inner } = problem else {
+            return Err(Error::Invalid(format!("{problem:?} is not a reduction problem")));
+        };
+        let x = pattern_tensor(device, &[outer, len, inner])?;
+        let describe = format!("sum over axis 1 of {:?}", x.shape());
+        Ok(Trial { describe, run: Box::new(move |queue: &Queue, variant: &str| reduce_variant(queue, ReduceOp::Sum, &x, Some(1), variant).map(drop)) })
+    }
+}
 
 /// The reduction variants of an opened device.
-pub(crate) fn variants(device: &BackendDevice) -> Vec<&'static str> {
+fn variants(device: &BackendDevice) -> Vec<&'static str> {
     match device {
         BackendDevice::Cpu(_) => vec!["cpu"],
         #[cfg(feature = "webgpu")]
@@ -176,7 +203,7 @@ pub(crate) fn variants(device: &BackendDevice) -> Vec<&'static str> {
 }
 
 /// The reduction variant a device runs unless told otherwise, and why.
-pub(crate) fn default_variant(device: &BackendDevice, options: &DeviceOptions) -> (&'static str, String) {
+fn default_variant(device: &BackendDevice, options: &DeviceOptions) -> (&'static str, String) {
     let _ = options;
     match device {
         BackendDevice::Cpu(_) => ("cpu", "the only reduction of cpu".into()),
