@@ -7,11 +7,10 @@
 //! (`"auto"`: the fastest candidate for this device and shape class, timed once and cached,
 //! see [`tune`]), else the backend's default for the shape.
 
-pub(crate) mod cache;
 pub(crate) mod select;
 mod tune;
 
-pub use cache::TUNE_CACHE_ENV;
+pub use crate::runtime::tune_cache::TUNE_CACHE_ENV;
 pub use tune::{catalogue, TuneResult};
 pub(crate) use tune::tune;
 pub(crate) use select::Probe;

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::cache::{Entry, TuneCache};
+use crate::runtime::tune_cache::{Entry, TuneCache};
 use super::times_text;
 use crate::hal::Candidate;
 use crate::base::policy::Selection;

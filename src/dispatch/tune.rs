@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::cache::Entry;
+use crate::runtime::tune_cache::Entry;
 use super::{times_text, Problem, Trial, Tunable};
 use crate::profile::Profiler;
 use crate::{DType, Device, Error, Result};

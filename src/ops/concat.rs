@@ -51,3 +51,13 @@ fn concat_words(queue: &Queue, tensors: &[&Tensor], axis: usize) -> Result<Tenso
     }
     Ok(out)
 }
+
+
+/// The concat ops as methods, recorded on the device's default queue.
+impl Tensor {
+    /// Join `tensors` along `axis` (see [`super::concat::concat`]).
+    pub fn concat(tensors: &[&Tensor], axis: usize) -> Result<Tensor> {
+        let first = tensors.first().ok_or_else(|| Error::Invalid("concat of no tensors: expected at least one".into()))?;
+        concat(&first.device().queue(), tensors, axis)
+    }
+}

@@ -12,7 +12,7 @@ use crate::hal::cuda::{CudaDevice, CudaQueue};
 #[cfg(feature = "webgpu")]
 use crate::hal::webgpu::{GpuDevice, GpuQueue};
 use crate::hal::Block;
-use crate::device::Init;
+use crate::runtime::device::Init;
 use crate::profile::{self, Decision};
 use crate::{Error, Queue, Result};
 

@@ -10,10 +10,7 @@ mod tunables;
 mod cost;
 mod launch;
 
-use std::sync::Arc;
 
-use crate::hal::Block;
-use crate::base::layout::Layout;
 use crate::{DType, Error, Queue, Result, Tensor};
 
 pub use attention::AttentionParams;
@@ -68,16 +65,10 @@ macro_rules! registry {
 }
 
 registry!(attention, conv, copy, elementwise, indexing, matmul, norm, reduce, softmax, log_softmax);
+pub(crate) use crate::runtime::tensor::Operand;
 pub(crate) use launch::{backends, launch, Launch};
 pub(crate) use tunables::{tunable, PROBE, TUNABLES};
 pub use tunables::variant_names;
-
-/// A tensor operand as a backend sees it: memory plus a strided layout (in elements).
-#[derive(Clone, Copy)]
-pub(crate) struct Operand<'a> {
-    pub buf: &'a Arc<Block>,
-    pub layout: &'a Layout,
-}
 
 /// How an op meets 16-bit floats: f16 / bf16 inputs are widened to f32 (exactly), the f32
 /// kernel runs, and a float result is rounded back to the inputs' dtype. Every backend stores

@@ -149,3 +149,11 @@ impl Launch for Attention<'_> {
     backends!(attention);
 }
 
+
+/// The attention ops as methods, recorded on the device's default queue.
+impl Tensor {
+    /// Scaled dot-product attention with `self` as the queries (see [`super::attention::attention`]).
+    pub fn attention(&self, k: &Tensor, v: &Tensor, params: AttentionParams<'_>) -> Result<Tensor> {
+        attention(&self.device().queue(), self, k, v, params)
+    }
+}

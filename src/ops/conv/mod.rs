@@ -232,3 +232,15 @@ impl Launch for Pool2d<'_> {
     backends!(pool2d);
 }
 
+
+/// The conv ops as methods, recorded on the device's default queue.
+impl Tensor {
+    /// 2-D convolution of this `[n, c, h, w]` input (see [`super::conv::conv2d`]).
+    pub fn conv2d(&self, weight: &Tensor, params: Conv2dParams<'_>) -> Result<Tensor> {
+        conv2d(&self.device().queue(), self, weight, params)
+    }
+    /// 2-D max or average pooling (see [`super::conv::pool2d`]).
+    pub fn pool2d(&self, kind: PoolKind, params: Pool2dParams) -> Result<Tensor> {
+        pool2d(&self.device().queue(), kind, self, params)
+    }
+}

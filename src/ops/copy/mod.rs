@@ -4,6 +4,9 @@
 
 backend_modules!();
 
+use crate::Buffer;
+use crate::Element;
+use crate::Error;
 use super::cost::OpCost;
 use super::indexing::Cast;
 use super::{backends, launch, Launch, Operand};
@@ -40,3 +43,41 @@ pub(crate) fn copy_into(queue: &Queue, x: &Tensor, out: &Tensor) -> Result<()> {
     }
 }
 
+/// Reading a tensor and making it contiguous: a copy where the view is strided.
+impl Tensor {
+    /// This tensor if it is contiguous, else a contiguous copy (on the default queue).
+    pub fn contiguous(&self) -> Result<Tensor> {
+        self.contiguous_on(&self.device().queue())
+    }
+
+    /// [`contiguous`](Tensor::contiguous), recording any copy on `queue`.
+    pub fn contiguous_on(&self, queue: &Queue) -> Result<Tensor> {
+        self.device().check_same(queue.device(), "tensor")?;
+        if self.is_contiguous() {
+            return Ok(self.clone());
+        }
+        let out = Tensor::uninit(queue, self.shape(), self.dtype())?;
+        copy_into(queue, self, &out)?;
+        Ok(out)
+    }
+
+    /// The elements as a contiguous typed buffer (a view when already contiguous).
+    pub fn to_buffer<T: Element>(&self) -> Result<Buffer<T>> {
+        if self.dtype() != T::DTYPE {
+            return Err(Error::DType { op: "to_buffer", expected: self.dtype().to_string(), got: T::DTYPE.to_string() });
+        }
+        let c = self.contiguous()?;
+        Ok(Buffer::from_inner(c.inner.clone(), c.device.clone(), c.layout.offset, c.numel()))
+    }
+
+    /// Read the elements (row-major) back to the host, after the default queue's work.
+    pub async fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        self.to_buffer::<T>()?.read().await
+    }
+
+    /// Blocking twin of [`to_vec`](Tensor::to_vec) (not available in browsers).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn to_vec_blocking<T: Element>(&self) -> Result<Vec<T>> {
+        pollster::block_on(self.to_vec())
+    }
+}

@@ -334,3 +334,39 @@ impl Launch for Binary<'_> {
     backends!(binary);
 }
 
+
+/// The elementwise ops as methods, recorded on the device's default queue.
+impl Tensor {
+    /// Elementwise unary op.
+    pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
+        unary(&self.device().queue(), op, self)
+    }
+    /// Elementwise binary op with broadcasting.
+    pub fn binary(&self, op: BinaryOp, other: &Tensor) -> Result<Tensor> {
+        binary(&self.device().queue(), op, self, other)
+    }
+    /// `act(op(self, other))` in one kernel (see [`super::elementwise::binary_act`]).
+    pub fn binary_act(&self, op: BinaryOp, act: UnaryOp, other: &Tensor) -> Result<Tensor> {
+        binary_act(&self.device().queue(), op, act, self, other)
+    }
+    /// `self + other`
+    pub fn add(&self, other: &Tensor) -> Result<Tensor> {
+        self.binary(BinaryOp::Add, other)
+    }
+    /// `self - other`
+    pub fn sub(&self, other: &Tensor) -> Result<Tensor> {
+        self.binary(BinaryOp::Sub, other)
+    }
+    /// `self * other`
+    pub fn mul(&self, other: &Tensor) -> Result<Tensor> {
+        self.binary(BinaryOp::Mul, other)
+    }
+    /// `self / other`
+    pub fn div(&self, other: &Tensor) -> Result<Tensor> {
+        self.binary(BinaryOp::Div, other)
+    }
+    /// `max(self, 0)`
+    pub fn relu(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Relu)
+    }
+}

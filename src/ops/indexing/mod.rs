@@ -229,3 +229,23 @@ impl Launch for Cumsum<'_> {
     backends!(cumsum);
 }
 
+
+/// The indexing ops as methods, recorded on the device's default queue.
+impl Tensor {
+    /// This tensor converted to `dtype` (see [`super::indexing::cast`]).
+    pub fn cast(&self, dtype: DType) -> Result<Tensor> {
+        cast(&self.device().queue(), self, dtype)
+    }
+    /// `self ? a : b` elementwise with broadcasting; `self` is the condition (see [`super::indexing::where_`]).
+    pub fn select(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        where_(&self.device().queue(), self, a, b)
+    }
+    /// Entries along `axis` picked by `indices` (see [`super::indexing::gather`]).
+    pub fn gather(&self, axis: usize, indices: &Tensor) -> Result<Tensor> {
+        gather(&self.device().queue(), self, axis, indices)
+    }
+    /// Cumulative sum along `axis` (see [`super::indexing::cumsum`]).
+    pub fn cumsum(&self, axis: usize) -> Result<Tensor> {
+        cumsum(&self.device().queue(), self, axis)
+    }
+}

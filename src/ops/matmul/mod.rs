@@ -222,3 +222,15 @@ fn default_variant(device: &BackendDevice, options: &DeviceOptions, m: usize, n:
     }
 }
 
+
+/// The matmul ops as methods, recorded on the device's default queue.
+impl Tensor {
+    /// Linear layer `act(self @ weight + bias)` in one kernel (see [`super::matmul::linear`]).
+    pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>) -> Result<Tensor> {
+        linear(&self.device().queue(), self, weight, bias, act)
+    }
+    /// Matrix product (batched, broadcasting).
+    pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
+        matmul(&self.device().queue(), self, other)
+    }
+}

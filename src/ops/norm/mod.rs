@@ -136,3 +136,15 @@ impl Launch for Norm<'_> {
     backends!(norm);
 }
 
+
+/// The norm ops as methods, recorded on the device's default queue.
+impl Tensor {
+    /// Layer normalisation over the last axis (see [`super::norm::norm`]).
+    pub fn layer_norm(&self, params: NormParams<'_>) -> Result<Tensor> {
+        norm(&self.device().queue(), NormKind::Layer, self, params)
+    }
+    /// RMS normalisation over the last axis (see [`super::norm::norm`]).
+    pub fn rms_norm(&self, params: NormParams<'_>) -> Result<Tensor> {
+        norm(&self.device().queue(), NormKind::Rms, self, params)
+    }
+}

@@ -214,3 +214,15 @@ fn default_variant(device: &BackendDevice, options: &DeviceOptions) -> (&'static
     }
 }
 
+
+/// The reduce ops as methods, recorded on the device's default queue.
+impl Tensor {
+    /// Reduce over `axis` (or everything with `None`).
+    pub fn reduce(&self, op: ReduceOp, axis: Option<usize>) -> Result<Tensor> {
+        reduce(&self.device().queue(), op, self, axis)
+    }
+    /// Sum over `axis` (or everything with `None`).
+    pub fn sum(&self, axis: Option<usize>) -> Result<Tensor> {
+        self.reduce(ReduceOp::Sum, axis)
+    }
+}

@@ -100,3 +100,12 @@ pub fn reference_row(row: &[f64]) -> Vec<f64> {
     let sum: f64 = exps.iter().sum();
     exps.iter().map(|e| e / sum).collect()
 }
+
+
+/// The softmax ops as methods, recorded on the device's default queue.
+impl Tensor {
+    /// Softmax over the last axis.
+    pub fn softmax(&self) -> Result<Tensor> {
+        softmax(&self.device().queue(), self)
+    }
+}

@@ -1,4 +1,5 @@
-//! Devices: listing them, opening one, and what they report about themselves.
+//! Devices: listing them, what they report about themselves, their memory and queues.
+//! Opening one (which may time the ops on each candidate) and tuning are in `api/device.rs`.
 
 use std::fmt;
 use crate::base::id::next_id;
@@ -6,11 +7,11 @@ use std::sync::{Arc, Mutex};
 
 use crate::hal::{self, BackendDevice, Memory};
 use crate::hal::Block;
-use crate::pool::{size_class, MemoryStats, Pool};
-use crate::queue::{Queue, QueueShared};
-use crate::dispatch::{self, cache::TuneCache, select, Problem, TuneResult};
+use crate::runtime::pool::{size_class, MemoryStats, Pool};
+use crate::runtime::queue::{Queue, QueueShared};
+use crate::runtime::tune_cache::TuneCache;
 use crate::profile::{Decision, Profile, Profiler};
-use crate::base::info::{BackendChoice, BackendKind, DeviceInfo, DeviceOptions, BACKEND_ENV, POISON_WORD};
+use crate::base::info::{BackendKind, DeviceInfo, DeviceOptions, POISON_WORD};
 use crate::{Error, Policy, Result};
 
 /// Every device this build can open: the CPU first, then each CUDA device and GPU adapter.
@@ -63,72 +64,6 @@ pub(crate) enum Init {
 }
 
 impl Device {
-    /// Open a device (see [`BackendChoice`]); natively, blocking.
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn open(choice: BackendChoice) -> Result<Device> {
-        pollster::block_on(Self::open_async(choice))
-    }
-
-    /// Open a device with options; natively, blocking.
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn open_with(choice: BackendChoice, options: DeviceOptions) -> Result<Device> {
-        pollster::block_on(Self::open_with_async(choice, options))
-    }
-
-    /// [`open`](Device::open) without blocking (the way to open a device in a browser).
-    pub async fn open_async(choice: BackendChoice) -> Result<Device> {
-        Self::open_with_async(choice, DeviceOptions::default()).await
-    }
-
-    /// [`open_with`](Device::open_with) without blocking.
-    pub async fn open_with_async(choice: BackendChoice, options: DeviceOptions) -> Result<Device> {
-        let choice = match choice {
-            BackendChoice::Auto => match std::env::var(BACKEND_ENV) {
-                Ok(v) => v.parse().map_err(|e: Error| Error::Invalid(format!("{BACKEND_ENV}: {e}")))?,
-                Err(_) => BackendChoice::Auto,
-            },
-            other => other,
-        };
-        let candidates = hal::enumerate().await;
-        let (candidate, reason) = match choice {
-            BackendChoice::Auto => {
-                let (device, decision) = select::open_best(&Policy::default(), candidates, options, &crate::ops::PROBE).await?;
-                return Ok(device.with_decisions(decision, Vec::new()));
-            }
-            BackendChoice::Index(i) => {
-                let n = candidates.len();
-                let found = candidates.into_iter().nth(i);
-                (found.ok_or_else(|| Error::NoDevice(format!("device index {i} does not exist: {n} devices are listed")))?, format!("device {i} asked for by index"))
-            }
-            BackendChoice::Backend(kind) => {
-                let c = candidates
-                    .into_iter()
-                    .filter(|c| c.info.backend == kind)
-                    .min_by_key(|c| (c.info.device_type.preference(), c.info.index));
-                (c.ok_or_else(|| Error::NoDevice(hal::missing_reason(kind)))?, format!("the best {kind} device, asked for by backend"))
-            }
-        };
-        let decision = Decision { op: "backend".into(), choice: format!("{} `{}` ({})", candidate.info.backend, candidate.info.name, candidate.info.device_type), reason, times_us: Default::default() };
-        Ok(Self::from_candidate(candidate, options, Policy::default()).await?.with_decisions(decision, Vec::new()))
-    }
-
-    /// Open the device `policy` prefers among its `backends` (see [`Policy::selection`]), with
-    /// its precision, pool settings and kernel variants (blocking natively).
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn open_with_policy(policy: &Policy) -> Result<Device> {
-        pollster::block_on(Self::open_with_policy_async(policy))
-    }
-
-    /// [`open_with_policy`](Device::open_with_policy) without blocking. A precision or variant
-    /// the chosen device lacks is an error naming the key, unless the policy allows `fallback`.
-    pub async fn open_with_policy_async(policy: &Policy) -> Result<Device> {
-        policy.validate()?;
-        let options = DeviceOptions { pool_cache_limit: policy.pool.cache_limit_bytes, matmul_precision: policy.precision, ..DeviceOptions::default() };
-        let (device, decision) = select::open_best(policy, hal::enumerate().await, options, &crate::ops::PROBE).await?;
-        let fallbacks = dispatch::check_policy(policy, &device, crate::ops::TUNABLES)?;
-        Ok(device.with_decisions(decision, fallbacks))
-    }
-
     /// Open `candidate` under `policy` (its selection decision is filled in by the caller).
     pub(crate) async fn from_candidate(candidate: hal::Candidate, options: DeviceOptions, policy: Policy) -> Result<Device> {
         let info = candidate.info.clone();
@@ -151,7 +86,7 @@ impl Device {
     }
 
     /// Keep (and log) how the device was chosen and the policy fallbacks taken.
-    fn with_decisions(self, selection: Decision, fallbacks: Vec<Decision>) -> Device {
+    pub(crate) fn with_decisions(self, selection: Decision, fallbacks: Vec<Decision>) -> Device {
         tracing::info!(target: "unicompute::dispatch", choice = %selection.choice, reason = %selection.reason, "device chosen");
         let mut d = crate::base::signal::lock(&self.shared.decisions);
         d.push(selection);
@@ -164,27 +99,6 @@ impl Device {
     /// order, or the probe's measured times), then any fallbacks the policy allowed.
     pub fn decisions(&self) -> Vec<Decision> {
         crate::base::signal::lock(&self.shared.decisions).clone()
-    }
-
-    /// Time every variant of `problem` on this device now (device timers, median of a few runs
-    /// after a warm-up), store the fastest in the tune cache for its shape class, and report.
-    /// Ops whose policy variant is `"auto"` then run the winner. In browsers this is the way
-    /// to tune (an op cannot wait for timings there).
-    pub async fn tune(&self, problem: Problem) -> Result<TuneResult> {
-        let op = problem.op().name();
-        let tunable = crate::ops::tunable(op).ok_or_else(|| Error::Device(format!("internal: no tunable op `{op}`")))?;
-        dispatch::tune(self, tunable, problem).await
-    }
-
-    /// Blocking twin of [`tune`](Device::tune) (not available in browsers).
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn tune_blocking(&self, problem: Problem) -> Result<TuneResult> {
-        pollster::block_on(self.tune(problem))
-    }
-
-    /// Names of the kernel variants `op` (`"matmul"`, `"reduce"`) has on this device.
-    pub fn variants(&self, op: &str) -> Vec<&'static str> {
-        crate::ops::tunable(op).map_or_else(Vec::new, |t| t.variants(self))
     }
 
     /// The policy the device runs under.

@@ -3,11 +3,10 @@
 use std::sync::Arc;
 
 use crate::hal::timer::Clock;
-use crate::hal::{BackendDevice, FenceImpl, Mapped, QueueImpl, Recorder, UserArg};
+use crate::hal::{BackendDevice, FenceImpl, Mapped, QueueImpl, Recorder};
 use crate::hal::Block;
-use crate::kernel::{Binding, BindingInfo, BindingValue, Kernel};
-use crate::profile::{self, LaunchRecord, Profiler, ReadRecord};
-use crate::{Buffer, DType, Device, Element, Error, Fence, Result};
+use crate::profile::{LaunchRecord, Profiler, ReadRecord};
+use crate::{Buffer, Device, Element, Error, Fence, Result};
 
 /// An ordered stream of device work. Work is recorded and sent to the device in batches:
 /// at [`submit`](Queue::submit), when a read needs it, or when a batch grows large.
@@ -45,7 +44,7 @@ impl Queue {
         &self.device
     }
 
-    fn backend(&self) -> &BackendDevice {
+    pub(crate) fn backend(&self) -> &BackendDevice {
         &self.device.shared.backend
     }
 
@@ -98,7 +97,7 @@ impl Queue {
             return Ok(());
         }
         for b in buffers {
-            if let Some(other) = crate::buffer::note_use(b, &self.shared) {
+            if let Some(other) = crate::runtime::buffer::note_use(b, &self.shared) {
                 let fence = other.flush(self.backend())?;
                 self.shared.imp.wait_for(self.backend(), &fence)?;
             }
@@ -107,7 +106,7 @@ impl Queue {
     }
 
     /// The profiler that records this queue's launches.
-    fn profiler(&self) -> &Profiler {
+    pub(crate) fn profiler(&self) -> &Profiler {
         self.shared.profiler.as_ref().unwrap_or(&self.device.shared.profiler)
     }
 
@@ -130,29 +129,6 @@ impl Queue {
         let (timing, clock) = self.shared.imp.timed(self.backend(), profiler.epoch(), run)?;
         profiler.push(describe(clock, host_start), timing);
         Ok(())
-    }
-
-    /// Record a launch of a user kernel over `workgroups` workgroups, with one binding per
-    /// reflected binding, in (group, binding) order. Everything is checked against the kernel's
-    /// reflection and the device limits before anything reaches the device.
-    pub fn launch(&self, kernel: &Kernel, bindings: &[Binding<'_>], workgroups: [u32; 3]) -> Result<()> {
-        self.device.check_same(kernel.device(), "kernel")?;
-        for device in bindings.iter().filter_map(Binding::device) {
-            self.device.check_same(device, "binding")?;
-        }
-        kernel.check_launch(bindings, workgroups)?;
-        let blocks: Vec<_> = bindings.iter().filter_map(|b| b.buffer().map(|b| b.inner)).collect();
-        let args: Vec<UserArg<'_>> = bindings.iter().zip(&kernel.info().bindings).map(|(b, info)| user_arg(b, info)).collect();
-        let block = kernel.info().workgroup_size;
-        let run = || self.shared.imp.launch(self.backend(), &kernel.program, &args, workgroups, block);
-        let describe = |clock, host_start| {
-            let shapes = bindings.iter().filter_map(Binding::buffer).map(|b| vec![b.byte_len as usize / b.dtype.size()]).collect();
-            let bytes = bindings.iter().filter_map(Binding::buffer).map(|b| b.byte_len).sum();
-            let mut record = profile::record(kernel.info().entry.clone(), shapes, DType::F32, bytes, 0, self.id(), clock, host_start);
-            record.variant = Some(format!("user {:?} kernel", kernel.info().language));
-            record
-        };
-        self.record_launch(&blocks, run, describe)
     }
 
     /// Send everything recorded so far to the device. The fence signals when it has finished.
@@ -232,13 +208,5 @@ impl Queue {
     #[cfg(not(target_arch = "wasm32"))]
     pub fn finish(&self) -> Result<()> {
         self.submit()?.wait_blocking()
-    }
-}
-
-/// A checked binding as the backend takes it, at its reflected (group, binding).
-fn user_arg<'a>(b: &Binding<'a>, info: &BindingInfo) -> UserArg<'a> {
-    match b.value {
-        BindingValue::Buffer(buf) => UserArg::Buffer { block: buf.inner, group: info.group, binding: info.binding, byte_offset: buf.byte_offset, byte_len: buf.byte_len },
-        BindingValue::Scalar(value) => UserArg::Scalar { binding: info.binding, value },
     }
 }

@@ -7,10 +7,11 @@ mod wgsl;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::hal::UserProgram;
+use crate::hal::{UserArg, UserProgram};
 pub use crate::base::dtype::Scalar;
 use crate::hal::Block;
-use crate::{Buffer, DType, Device, Element, Error, Result};
+use crate::profile;
+use crate::{Buffer, DType, Device, Element, Error, Queue, Result};
 
 /// How a kernel uses one of its bindings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -326,3 +327,36 @@ pub fn validate_wgsl(source: &str, entry: &str) -> Result<KernelInfo> {
     wgsl::reflect(source, entry)
 }
 
+/// Launching user kernels.
+impl Queue {
+    /// Record a launch of a user kernel over `workgroups` workgroups, with one binding per
+    /// reflected binding, in (group, binding) order. Everything is checked against the kernel's
+    /// reflection and the device limits before anything reaches the device.
+    pub fn launch(&self, kernel: &Kernel, bindings: &[Binding<'_>], workgroups: [u32; 3]) -> Result<()> {
+        self.device.check_same(kernel.device(), "kernel")?;
+        for device in bindings.iter().filter_map(Binding::device) {
+            self.device.check_same(device, "binding")?;
+        }
+        kernel.check_launch(bindings, workgroups)?;
+        let blocks: Vec<_> = bindings.iter().filter_map(|b| b.buffer().map(|b| b.inner)).collect();
+        let args: Vec<UserArg<'_>> = bindings.iter().zip(&kernel.info().bindings).map(|(b, info)| user_arg(b, info)).collect();
+        let block = kernel.info().workgroup_size;
+        let run = || self.shared.imp.launch(self.backend(), &kernel.program, &args, workgroups, block);
+        let describe = |clock, host_start| {
+            let shapes = bindings.iter().filter_map(Binding::buffer).map(|b| vec![b.byte_len as usize / b.dtype.size()]).collect();
+            let bytes = bindings.iter().filter_map(Binding::buffer).map(|b| b.byte_len).sum();
+            let mut record = profile::record(kernel.info().entry.clone(), shapes, DType::F32, bytes, 0, self.id(), clock, host_start);
+            record.variant = Some(format!("user {:?} kernel", kernel.info().language));
+            record
+        };
+        self.record_launch(&blocks, run, describe)
+    }
+}
+
+/// A checked binding as the backend takes it, at its reflected (group, binding).
+fn user_arg<'a>(b: &Binding<'a>, info: &BindingInfo) -> UserArg<'a> {
+    match b.value {
+        BindingValue::Buffer(buf) => UserArg::Buffer { block: buf.inner, group: info.group, binding: info.binding, byte_offset: buf.byte_offset, byte_len: buf.byte_len },
+        BindingValue::Scalar(value) => UserArg::Scalar { binding: info.binding, value },
+    }
+}

@@ -6,12 +6,19 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use crate::hal::Block;
-use crate::device::Init;
+use crate::runtime::device::Init;
 use crate::base::layout::{checked_numel, Layout};
-use crate::ops::{self, BinaryOp, Operand, ReduceOp, UnaryOp};
 use crate::{Buffer, DType, Device, Element, Error, Queue, Result};
 
-/// A strided view of device memory with a runtime dtype.
+/// A tensor operand as a backend sees it: memory plus a strided layout (in elements).
+#[derive(Clone, Copy)]
+pub(crate) struct Operand<'a> {
+    pub buf: &'a Arc<Block>,
+    pub layout: &'a Layout,
+}
+
+/// A strided view of device memory with a runtime dtype. The methods that record ops live
+/// with their op (`src/ops/<op>/mod.rs`).
 #[derive(Clone)]
 pub struct Tensor {
     pub(crate) inner: Arc<Block>,
@@ -207,138 +214,6 @@ impl Tensor {
             };
         }
         Ok(self.view(Layout { shape: shape.to_vec(), strides, offset: self.layout.offset }))
-    }
-
-    /// This tensor if it is contiguous, else a contiguous copy (on the default queue).
-    pub fn contiguous(&self) -> Result<Tensor> {
-        self.contiguous_on(&self.device.queue())
-    }
-
-    /// [`contiguous`](Tensor::contiguous), recording any copy on `queue`.
-    pub fn contiguous_on(&self, queue: &Queue) -> Result<Tensor> {
-        self.device.check_same(queue.device(), "tensor")?;
-        if self.is_contiguous() {
-            return Ok(self.clone());
-        }
-        let out = Tensor::uninit(queue, self.shape(), self.dtype)?;
-        crate::ops::copy::copy_into(queue, self, &out)?;
-        Ok(out)
-    }
-
-    /// The elements as a contiguous typed buffer (a view when already contiguous).
-    pub fn to_buffer<T: Element>(&self) -> Result<Buffer<T>> {
-        if self.dtype != T::DTYPE {
-            return Err(Error::DType { op: "to_buffer", expected: self.dtype.to_string(), got: T::DTYPE.to_string() });
-        }
-        let c = self.contiguous()?;
-        Ok(Buffer::from_inner(c.inner.clone(), c.device.clone(), c.layout.offset, c.numel()))
-    }
-
-    /// Read the elements (row-major) back to the host, after the default queue's work.
-    pub async fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
-        self.to_buffer::<T>()?.read().await
-    }
-
-    /// Blocking twin of [`to_vec`](Tensor::to_vec) (not available in browsers).
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn to_vec_blocking<T: Element>(&self) -> Result<Vec<T>> {
-        pollster::block_on(self.to_vec())
-    }
-
-    // Convenience forms of the ops, recorded on the device's default queue.
-
-    /// Elementwise unary op.
-    pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
-        ops::elementwise::unary(&self.device.queue(), op, self)
-    }
-    /// Elementwise binary op with broadcasting.
-    pub fn binary(&self, op: BinaryOp, other: &Tensor) -> Result<Tensor> {
-        ops::elementwise::binary(&self.device.queue(), op, self, other)
-    }
-    /// `act(op(self, other))` in one kernel (see [`ops::elementwise::binary_act`]).
-    pub fn binary_act(&self, op: BinaryOp, act: UnaryOp, other: &Tensor) -> Result<Tensor> {
-        ops::elementwise::binary_act(&self.device.queue(), op, act, self, other)
-    }
-    /// `self + other`
-    pub fn add(&self, other: &Tensor) -> Result<Tensor> {
-        self.binary(BinaryOp::Add, other)
-    }
-    /// `self - other`
-    pub fn sub(&self, other: &Tensor) -> Result<Tensor> {
-        self.binary(BinaryOp::Sub, other)
-    }
-    /// `self * other`
-    pub fn mul(&self, other: &Tensor) -> Result<Tensor> {
-        self.binary(BinaryOp::Mul, other)
-    }
-    /// `self / other`
-    pub fn div(&self, other: &Tensor) -> Result<Tensor> {
-        self.binary(BinaryOp::Div, other)
-    }
-    /// `max(self, 0)`
-    pub fn relu(&self) -> Result<Tensor> {
-        self.unary(UnaryOp::Relu)
-    }
-    /// Reduce over `axis` (or everything with `None`).
-    pub fn reduce(&self, op: ReduceOp, axis: Option<usize>) -> Result<Tensor> {
-        ops::reduce::reduce(&self.device.queue(), op, self, axis)
-    }
-    /// Sum over `axis` (or everything with `None`).
-    pub fn sum(&self, axis: Option<usize>) -> Result<Tensor> {
-        self.reduce(ReduceOp::Sum, axis)
-    }
-    /// Softmax over the last axis.
-    pub fn softmax(&self) -> Result<Tensor> {
-        ops::softmax::softmax(&self.device.queue(), self)
-    }
-    /// Join `tensors` along `axis` (see [`ops::concat::concat`]).
-    pub fn concat(tensors: &[&Tensor], axis: usize) -> Result<Tensor> {
-        let first = tensors.first().ok_or_else(|| Error::Invalid("concat of no tensors: expected at least one".into()))?;
-        ops::concat::concat(&first.device.queue(), tensors, axis)
-    }
-    /// This tensor converted to `dtype` (see [`ops::indexing::cast`]).
-    pub fn cast(&self, dtype: DType) -> Result<Tensor> {
-        ops::indexing::cast(&self.device.queue(), self, dtype)
-    }
-    /// `self ? a : b` elementwise with broadcasting; `self` is the condition (see [`ops::indexing::where_`]).
-    pub fn select(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        ops::indexing::where_(&self.device.queue(), self, a, b)
-    }
-    /// Entries along `axis` picked by `indices` (see [`ops::indexing::gather`]).
-    pub fn gather(&self, axis: usize, indices: &Tensor) -> Result<Tensor> {
-        ops::indexing::gather(&self.device.queue(), self, axis, indices)
-    }
-    /// Cumulative sum along `axis` (see [`ops::indexing::cumsum`]).
-    pub fn cumsum(&self, axis: usize) -> Result<Tensor> {
-        ops::indexing::cumsum(&self.device.queue(), self, axis)
-    }
-    /// Scaled dot-product attention with `self` as the queries (see [`ops::attention::attention`]).
-    pub fn attention(&self, k: &Tensor, v: &Tensor, params: ops::AttentionParams<'_>) -> Result<Tensor> {
-        ops::attention::attention(&self.device.queue(), self, k, v, params)
-    }
-    /// 2-D convolution of this `[n, c, h, w]` input (see [`ops::conv::conv2d`]).
-    pub fn conv2d(&self, weight: &Tensor, params: ops::Conv2dParams<'_>) -> Result<Tensor> {
-        ops::conv::conv2d(&self.device.queue(), self, weight, params)
-    }
-    /// 2-D max or average pooling (see [`ops::conv::pool2d`]).
-    pub fn pool2d(&self, kind: ops::PoolKind, params: ops::Pool2dParams) -> Result<Tensor> {
-        ops::conv::pool2d(&self.device.queue(), kind, self, params)
-    }
-    /// Layer normalisation over the last axis (see [`ops::norm::norm`]).
-    pub fn layer_norm(&self, params: ops::NormParams<'_>) -> Result<Tensor> {
-        ops::norm::norm(&self.device.queue(), ops::NormKind::Layer, self, params)
-    }
-    /// RMS normalisation over the last axis (see [`ops::norm::norm`]).
-    pub fn rms_norm(&self, params: ops::NormParams<'_>) -> Result<Tensor> {
-        ops::norm::norm(&self.device.queue(), ops::NormKind::Rms, self, params)
-    }
-    /// Linear layer `act(self @ weight + bias)` in one kernel (see [`ops::matmul::linear`]).
-    pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>) -> Result<Tensor> {
-        ops::matmul::linear(&self.device.queue(), self, weight, bias, act)
-    }
-    /// Matrix product (batched, broadcasting).
-    pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
-        ops::matmul::matmul(&self.device.queue(), self, other)
     }
 }
 

@@ -6,8 +6,8 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use crate::hal::{Block, Recorder};
-use crate::device::Init;
-use crate::queue::QueueShared;
+use crate::runtime::device::Init;
+use crate::runtime::queue::QueueShared;
 use crate::{DType, Device, Element, Error, Queue, Result};
 
 /// Note that `queue` records a use of `block` now. Returns the other queue that recorded the
