@@ -13,7 +13,7 @@ mod tune;
 pub use crate::runtime::tune_cache::TUNE_CACHE_ENV;
 pub use tune::{catalogue, TuneResult};
 pub(crate) use tune::tune;
-pub(crate) use select::Probe;
+pub(crate) use select::{Probe, Recording};
 
 use crate::profile::Decision;
 use crate::{BackendKind, DType, Device, Error, Policy, Queue, Result};
@@ -41,8 +41,11 @@ pub(crate) struct Trial {
     /// What runs, for the tune cache (`[512, 512] @ [512, 512] f32`).
     pub describe: String,
     /// Record the op with the named variant on the queue.
-    pub run: Box<dyn Fn(&Queue, &str) -> Result<()>>,
+    pub run: RunVariant,
 }
+
+/// Records an op with the named variant on a queue.
+pub(crate) type RunVariant = Box<dyn Fn(&Queue, &str) -> Result<()>>;
 
 /// An op with kernel variants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -21,8 +21,11 @@ pub(crate) struct Probe {
     /// What it runs, for reasons and the cache.
     pub describe: &'static str,
     /// Make its inputs on a device and return what records it on a queue.
-    pub setup: fn(&Device) -> Result<Box<dyn Fn(&Queue) -> Result<()>>>,
+    pub setup: fn(&Device) -> Result<Recording>,
 }
+
+/// Records work on a queue.
+pub(crate) type Recording = Box<dyn Fn(&Queue) -> Result<()>>;
 
 /// Whether a device is a real GPU (not the CPU, not a GPU API implemented on the CPU).
 fn is_hardware_gpu(info: &DeviceInfo) -> bool {

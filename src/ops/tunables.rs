@@ -2,7 +2,7 @@
 //! the device selection times.
 
 use super::{conv, matmul, reduce, Conv2dParams};
-use crate::dispatch::{pattern_tensor, Probe, Problem, Tunable};
+use crate::dispatch::{pattern_tensor, Probe, Problem, Recording, Tunable};
 use crate::{DType, Device, Queue, Result};
 
 /// Every op with kernel variants.
@@ -30,7 +30,7 @@ pub(crate) static PROBE: Probe = Probe { describe: "matmul 256^3 + conv2d [1, 32
 
 /// The probe's inputs on `device`, and what records it (the backend's default matmul
 /// variant, whatever the policy names: "auto" must not tune here).
-fn probe_setup(device: &Device) -> Result<Box<dyn Fn(&Queue) -> Result<()>>> {
+fn probe_setup(device: &Device) -> Result<Recording> {
     let (e, [c, hw]) = (PROBE_MATMUL, PROBE_CONV);
     let pattern = |shape: &[usize]| pattern_tensor(device, shape);
     let (a, x, w) = (pattern(&[e, e])?, pattern(&[1, c, hw, hw])?, pattern(&[c, c, 3, 3])?);
