@@ -1,11 +1,7 @@
 //! What the ops' CUDA code shares: launch geometry, index types, operand addresses,
-//! parameter padding and temporaries.
-
-use std::sync::Arc;
+//! parameter padding.
 
 use crate::hal::cuda::{address, Builtin, CudaDevice, CudaSource};
-use crate::hal::OpContext;
-use crate::hal::Block;
 use crate::base::layout::Layout;
 use crate::ops::{Operand, UnaryOp};
 use crate::Result;
@@ -54,11 +50,6 @@ pub(crate) fn blocks(dev: &CudaDevice, items: usize, per_block: usize) -> u32 {
 
 pub(crate) fn operand(o: &Operand<'_>) -> Result<u64> {
     address(o.buf, o.layout.offset)
-}
-
-/// Temporary device memory for intermediate results.
-pub(crate) fn temp(cx: &OpContext<'_>, elements: usize) -> Result<Arc<Block>> {
-    (cx.temp)((elements.max(1) * 4) as u64)
 }
 
 /// Epilogue defines of matmul.cu.

@@ -1,17 +1,14 @@
 //! Reductions on CUDA: reduce.cu, over columns in one pass or over rows in passes.
 
-use std::sync::Arc;
-
 use cudarc::driver::DeviceRepr;
 
-use super::{Reduce, ReduceOp};
-use crate::ops::common::cuda::{blocks, index_type, builtin, operand, temp, BLOCK};
+use super::{passes, Reduce, ReduceOp};
+use crate::ops::common::cuda::{blocks, index_type, builtin, operand, BLOCK};
 #[cfg(test)]
 use crate::hal::cuda::Builtin;
 use crate::hal::cuda::{address, CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
-use crate::hal::Block;
-use crate::{Error, Result};
+use crate::Result;
 
 static SOURCE: CudaSource = CudaSource { name: "reduce.cu", text: include_str!("reduce.cu"), preludes: &[crate::ops::common::cuda::COMMON] };
 
@@ -48,53 +45,28 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &Op
         return q.launch(dev, &f, (blocks(dev, outer * inner, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, values, indices], &p, &[x.buf, out.buf]);
     }
     // Passes of one block per (row, chunk): enough chunks to fill the GPU when rows are few.
-    let mut input: (Arc<Block>, usize) = (x.buf.clone(), x.layout.offset);
-    let mut input_indices: Option<Arc<Block>> = None;
-    let (mut outer, mut len, mut inner) = (outer, len, inner);
-    loop {
-        let rows = outer * inner;
-        let chunks = (4 * dev.sm_count as usize).div_ceil(rows).clamp(1, len.div_ceil(2048).max(1));
-        let chunk = len.div_ceil(chunks);
-        let last = chunks == 1;
-        let first = input_indices.is_none();
-        let f = dev.program(builtin(&SOURCE, "reduce_rows", vec![op_define.clone(), ("FIRST", u32::from(first).to_string()), idx.clone()]))?;
-        let (values, indices): (Option<Arc<Block>>, Option<Arc<Block>>) = match (last, argmax) {
-            (true, _) => (None, None),
-            (false, true) => (Some(temp(cx, rows * chunks)?), Some(temp(cx, rows * chunks)?)),
-            (false, false) => (Some(temp(cx, rows * chunks)?), None),
-        };
-        let values_ptr = match (&values, last && argmax) {
-            (Some(v), _) => address(v, 0)?,
-            (None, true) => 0,
-            (None, false) => operand(&out)?,
-        };
-        let indices_ptr = match (&indices, last && argmax) {
-            (Some(i), _) => address(i, 0)?,
-            (None, true) => operand(&out)?,
-            (None, false) => 0,
-        };
+    let sms = dev.sm_count as usize;
+    let split = |rows: usize, len: usize| {
+        let chunks = (4 * sms).div_ceil(rows).clamp(1, len.div_ceil(2048).max(1));
+        (chunks, len.div_ceil(chunks))
+    };
+    passes::run(call, cx, split, |pass| {
+        let f = dev.program(builtin(&SOURCE, "reduce_rows", vec![op_define.clone(), ("FIRST", u32::from(pass.first()).to_string()), idx.clone()]))?;
+        let at = |o: &Option<passes::At>| o.as_ref().map_or(Ok(0), |(b, offset)| address(b, *offset));
         let p = Params {
-            outer: outer as u64,
-            len: len as u64,
-            inner: inner as u64,
-            chunk: chunk as u64,
-            chunks: chunks as u64,
-            scale: if last { scale } else { 1.0 },
-            write_values: u32::from(!(last && argmax)),
+            outer: pass.outer as u64,
+            len: pass.len as u64,
+            inner: pass.inner as u64,
+            chunk: pass.chunk as u64,
+            chunks: pass.chunks as u64,
+            scale: pass.scale,
+            write_values: u32::from(pass.out_values.is_some()),
         };
-        let in_ptr = address(&input.0, input.1)?;
-        let in_idx = input_indices.as_ref().map_or(Ok(0), |i| address(i, 0))?;
-        let mut held: Vec<&Arc<Block>> = vec![&input.0, out.buf];
-        held.extend(input_indices.iter().chain(values.iter()).chain(indices.iter()));
-        let grid = ((rows * chunks).clamp(1, 65_535) as u32, 1, 1);
-        q.launch(dev, &f, grid, (BLOCK, 1, 1), &[in_ptr, in_idx, values_ptr, indices_ptr], &p, &held)?;
-        if last {
-            return Ok(());
-        }
-        input = (values.ok_or_else(|| Error::Device("internal: reduction pass without output".into()))?, 0);
-        input_indices = indices;
-        (outer, len, inner) = (rows, chunks, 1);
-    }
+        let in_idx = pass.indices.as_ref().map_or(Ok(0), |i| address(i, 0))?;
+        let pointers = [address(&pass.values.0, pass.values.1)?, in_idx, at(&pass.out_values)?, at(&pass.out_indices)?];
+        let grid = ((pass.outer * pass.inner * pass.chunks).clamp(1, 65_535) as u32, 1, 1);
+        q.launch(dev, &f, grid, (BLOCK, 1, 1), &pointers, &p, &pass.blocks())
+    })
 }
 
 /// Every specialisation.

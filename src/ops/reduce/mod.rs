@@ -1,6 +1,8 @@
 //! Reductions over one axis or over every element.
 
 backend_modules!();
+#[cfg(any(feature = "webgpu", cuda_backend))]
+mod passes;
 
 use super::cost::OpCost;
 use super::elementwise::check_f32;

@@ -2,13 +2,10 @@
 //! in workgroup memory (reduce_tree.wgsl) or subgroup operations (reduce_subgroups.wgsl), or
 //! without either (`serial`, for software adapters).
 
-use std::sync::Arc;
-
-use super::{Reduce, ReduceOp};
-use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, temp, u32_of};
+use super::{passes, Reduce};
+use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, u32_of};
 use crate::hal::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
-use crate::hal::Block;
 use crate::{Error, Result};
 
 static SOURCE: WgslSource = WgslSource { name: "reduce.wgsl", text: include_str!("reduce.wgsl"), preludes: &[crate::ops::common::webgpu::COMMON] };
@@ -56,12 +53,9 @@ pub(super) fn default_variant(dev: &GpuDevice, options: &crate::DeviceOptions) -
 /// The reduction in passes of one workgroup (or, `serial`, one invocation) per (row, chunk),
 /// each pass's partial results in temporaries, until one chunk per row remains.
 pub(super) fn reduce(call: &Reduce<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
-    let (op, x, out) = (call.op, call.x, call.out);
-    let (outer, len, inner) = (call.outer, call.len, call.inner);
-    check_binding(dev, &x)?;
-    check_binding(dev, &out)?;
-    let argmax = op == ReduceOp::Argmax;
-    let scale = if op == ReduceOp::Mean { 1.0 / len as f32 } else { 1.0 };
+    let op = call.op;
+    check_binding(dev, &call.x)?;
+    check_binding(dev, &call.out)?;
     let variant = match call.variant {
         Some(v) => v,
         None => default_variant(dev, cx.options).0,
@@ -71,53 +65,33 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCo
     }
     let serial = variant == "serial";
     let (chunk, per_group) = if serial { (SERIAL_CHUNK, 64) } else { (CHUNK, 1) };
-    // The current pass's input: values (and, after the first pass, argmax indices).
-    let mut values = x.buf.clone();
-    let mut indices: Option<Arc<Block>> = None;
-    let (mut offset, mut outer, mut len, mut inner) = (x.layout.offset, outer, len, inner);
-    loop {
-        let chunks = len.div_ceil(chunk);
-        let rows = outer * inner;
-        let last = chunks == 1;
-        let (out_values, out_indices, out_offset) = if last {
-            if argmax {
-                (Some(temp(cx, rows)?), Some(out.buf.clone()), out.layout.offset)
-            } else {
-                (Some(out.buf.clone()), None, out.layout.offset)
-            }
-        } else {
-            (Some(temp(cx, rows * chunks)?), if argmax { Some(temp(cx, rows * chunks)?) } else { None }, 0)
-        };
-        let out_values = out_values.ok_or_else(|| Error::Device("internal: reduction without an output".into()))?;
+    let combine = if variant == "subgroup" { WITH_SUBGROUPS.to_vec() } else { WITH_TREE.to_vec() };
+    let entry = if serial { "reduce_serial_main" } else { "reduce_main" };
+    passes::run(call, cx, |_, len| (len.div_ceil(chunk), chunk), |pass| {
+        // The kernel writes values in every pass: an argmax's last pass gets a scratch block.
+        let out_offset = pass.out_values.as_ref().or(pass.out_indices.as_ref()).map_or(0, |(_, o)| *o);
+        let scratch = if pass.out_values.is_none() { Some((cx.temp)(((out_offset + pass.outer * pass.inner) * 4) as u64)?) } else { None };
         let params = [
-            u32_of("rows", outer)?,
-            u32_of("reduced length", len)?,
-            u32_of("inner length", inner)?,
-            chunk as u32,
-            u32_of("chunks", chunks)?,
-            u32_of("offset", offset)?,
+            u32_of("rows", pass.outer)?,
+            u32_of("reduced length", pass.len)?,
+            u32_of("inner length", pass.inner)?,
+            u32_of("chunk", pass.chunk)?,
+            u32_of("chunks", pass.chunks)?,
+            u32_of("offset", pass.values.1)?,
             u32_of("offset", out_offset)?,
-            (if last { scale } else { 1.0 }).to_bits(),
+            pass.scale.to_bits(),
         ];
-        let first = indices.is_none();
-        let constants = vec![("OP", op.code()), ("FIRST", first as u32)];
-        let combine = if variant == "subgroup" { WITH_SUBGROUPS.to_vec() } else { WITH_TREE.to_vec() };
-        let entry = if serial { "reduce_serial_main" } else { "reduce_main" };
-        let pipeline = dev.pipeline(Builtin { prelude: combine, ..builtin(&SOURCE, entry, constants) });
+        let constants = vec![("OP", op.code()), ("FIRST", u32::from(pass.first()))];
+        let pipeline = dev.pipeline(Builtin { prelude: combine.clone(), ..builtin(&SOURCE, entry, constants) });
+        let out_values = pass.out_values.as_ref().map(|(b, _)| b).or(scratch.as_ref()).ok_or_else(|| Error::Device("internal: reduction without an output".into()))?;
         let binds = [
-            (1, Bind::Mem(&values)),
-            (2, indices.as_ref().map_or(Bind::SpareRead, Bind::Mem)),
-            (3, Bind::Mem(&out_values)),
-            (4, out_indices.as_ref().map_or(Bind::SpareWrite, Bind::Mem)),
+            (1, Bind::Mem(&pass.values.0)),
+            (2, pass.indices.as_ref().map_or(Bind::SpareRead, Bind::Mem)),
+            (3, Bind::Mem(out_values)),
+            (4, pass.out_indices.as_ref().map_or(Bind::SpareWrite, |(b, _)| Bind::Mem(b))),
         ];
-        q.launch(dev, pipeline, &params, &binds, grid_1d(dev, (rows * chunks).div_ceil(per_group) as u64)?)?;
-        if last {
-            return Ok(());
-        }
-        values = out_values;
-        indices = out_indices;
-        (offset, outer, len, inner) = (0, rows, chunks, 1);
-    }
+        q.launch(dev, pipeline, &params, &binds, grid_1d(dev, (pass.outer * pass.inner * pass.chunks).div_ceil(per_group) as u64)?)
+    })
 }
 
 /// The module with each combination step.
