@@ -103,3 +103,12 @@ impl Scalar {
         }
     }
 }
+
+/// The language a user kernel is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelLanguage {
+    /// WGSL, run by `webgpu` devices.
+    Wgsl,
+    /// CUDA C, compiled by NVRTC for `cuda` devices.
+    Cuda,
+}

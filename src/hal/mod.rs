@@ -30,7 +30,7 @@ pub(crate) use block::{Block, Recorder, Recycle};
 pub(crate) use mapped::Mapped;
 pub(crate) use source::ProgramSource;
 
-use crate::base::dtype::Scalar;
+use crate::base::dtype::{KernelLanguage, Scalar};
 use timer::{Clock, Span, Timing};
 use crate::{BackendKind, DeviceInfo, Error, Result};
 
@@ -231,22 +231,14 @@ impl BackendDevice {
         }
     }
 
-    /// Compile a user WGSL kernel; `None` if this backend runs no WGSL.
-    pub fn wgsl_program(&self, source: &str, entry: &str) -> Option<Result<UserProgram>> {
+    /// Compile a user kernel; `None` if this backend does not run `language`.
+    pub fn user_program(&self, language: KernelLanguage, source: &str, entry: &str) -> Option<Result<UserProgram>> {
         let _ = (source, entry);
-        match self {
+        match (self, language) {
             #[cfg(feature = "webgpu")]
-            BackendDevice::WebGpu(d) => Some(d.create_user_pipeline(source, entry).map(UserProgram::WebGpu)),
-            _ => None,
-        }
-    }
-
-    /// Compile a user CUDA C kernel; `None` if this backend runs no CUDA C.
-    pub fn cuda_program(&self, source: &str, entry: &str) -> Option<Result<UserProgram>> {
-        let _ = (source, entry);
-        match self {
+            (BackendDevice::WebGpu(d), KernelLanguage::Wgsl) => Some(d.create_user_pipeline(source, entry).map(UserProgram::WebGpu)),
             #[cfg(cuda_backend)]
-            BackendDevice::Cuda(d) => Some(d.compile_user(source, entry).map(UserProgram::Cuda)),
+            (BackendDevice::Cuda(d), KernelLanguage::Cuda) => Some(d.compile_user(source, entry).map(UserProgram::Cuda)),
             _ => None,
         }
     }

@@ -8,7 +8,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::hal::{UserArg, UserProgram};
-pub use crate::base::dtype::Scalar;
+pub use crate::base::dtype::{KernelLanguage, Scalar};
 use crate::hal::Block;
 use crate::profile;
 use crate::{Buffer, DType, Device, Element, Error, Queue, Result};
@@ -44,15 +44,6 @@ pub struct BindingInfo {
     pub min_bytes: u64,
     /// Whether the binding is a runtime-sized array.
     pub runtime_sized: bool,
-}
-
-/// The language a user kernel is written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KernelLanguage {
-    /// WGSL, run by `webgpu` devices.
-    Wgsl,
-    /// CUDA C, compiled by NVRTC for `cuda` devices.
-    Cuda,
 }
 
 /// What reflection found in a kernel's entry point.
@@ -167,7 +158,7 @@ impl Kernel {
     pub fn from_wgsl(device: &Device, source: &str, entry: &str) -> Result<Kernel> {
         let info = wgsl::reflect(source, entry)?;
         check_workgroup_size(device, &info)?;
-        let program = match device.shared.backend.wgsl_program(source, entry) {
+        let program = match device.shared.backend.user_program(KernelLanguage::Wgsl, source, entry) {
             Some(program) => program?,
             None => {
                 return Err(Error::Unsupported {
@@ -191,7 +182,7 @@ impl Kernel {
     pub fn from_cuda(device: &Device, source: &str, entry: &str, block: [u32; 3]) -> Result<Kernel> {
         let info = cuda::reflect(source, entry, block)?;
         check_workgroup_size(device, &info)?;
-        let program = match device.shared.backend.cuda_program(source, entry) {
+        let program = match device.shared.backend.user_program(KernelLanguage::Cuda, source, entry) {
             Some(program) => program?,
             None => {
                 return Err(Error::Unsupported {
