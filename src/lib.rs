@@ -11,7 +11,7 @@
 //! methods); and the API parts that need the ops (`api/`: opening devices, tuning, user
 //! [`Kernel`]s).
 
-// Without `webgpu` the seam's GPU paths compile to nothing and leave parameters unused.
+// Without `webgpu` the hal's GPU paths compile to nothing and leave parameters unused.
 #![cfg_attr(not(feature = "webgpu"), allow(unused, unreachable_code))]
 
 mod api;

@@ -40,7 +40,7 @@ impl fmt::Display for BackendKind {
     }
 }
 
-/// Which device [`Device::open`] should open.
+/// Which device [`Device::open`](crate::Device::open) should open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackendChoice {
     /// `UNICOMPUTE_BACKEND` if set, else the best device: a hardware GPU, then a software
@@ -177,7 +177,7 @@ pub struct DeviceInfo {
     pub threads: Option<usize>,
 }
 
-/// Options for [`Device::open_with`].
+/// Options for [`Device::open_with`](crate::Device::open_with).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeviceOptions {
     /// Bytes of freed memory the pool keeps for reuse.

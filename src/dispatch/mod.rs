@@ -5,7 +5,7 @@
 //!
 //! A variant comes from, in order: the call (`matmul_variant`), the policy's `variants`
 //! (`"auto"`: the fastest candidate for this device and shape class, timed once and cached,
-//! see [`tune`]), else the backend's default for the shape.
+//! see `Device::tune`), else the backend's default for the shape.
 
 pub(crate) mod select;
 mod tune;

@@ -1,6 +1,8 @@
 //! The op catalogue. Each op is defined once: parameters, validation, shape rule and the
 //! scalar math that the CPU backend runs and the tests use (in f64) as the reference.
-//! Backends receive an [`OpCall`]: a validated request with every layout worked out.
+//! Each family lives in a folder with its kernels (see `README.md` here and ARCHITECTURE.md);
+//! its launches reach a backend through `Launch`, a validated request with every layout
+//! worked out.
 
 pub mod concat;
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Scaled dot-product attention: `softmax(q k^T * scale + mask) v` per batch and head, with
 //! an optional causal mask. Kernels use an online softmax over tiles of keys, so the
 //! `[lq, lk]` score matrix is never stored, however long the sequences. Software adapters
-//! (SwiftShader, llvmpipe) run it as its parts where the scores fit (see [`by_parts`]).
+//! (SwiftShader, llvmpipe) run it as its parts where the scores fit (see `by_parts`).
 
 backend_modules!();
 

@@ -1,5 +1,5 @@
 // Activation functions shared by the kernels that apply one (`UnaryOp::code` in
-// src/ops/elementwise.rs): prepended after common.cuh where a file needs it.
+// src/ops/elementwise/mod.rs): prepended after common.cuh where a file needs it.
 
 __device__ __forceinline__ float sigmoid_(float v) { return 1.0f / (1.0f + expf(-v)); }
 

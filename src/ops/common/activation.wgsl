@@ -1,5 +1,5 @@
 // Activation functions shared by the kernels that apply one (`UnaryOp::code` in
-// src/ops/elementwise.rs): prepended after common.wgsl where a file needs it.
+// src/ops/elementwise/mod.rs): prepended after common.wgsl where a file needs it.
 
 // sin(v + quarter * pi / 2) with its own range reduction (v - k pi/2 in three parts,
 // Cody-Waite) and polynomials on [-pi/4, pi/4]: builtin sin and cos are far less accurate on

@@ -1,7 +1,7 @@
 // Unary math / activations and binary arithmetic (optionally fused with an activation).
 //
 // OP is `UnaryOp::code` (unary_main) or `BinaryOp::code` (binary_main), ACT a `UnaryOp::code`
-// applied after a binary op (0: none); codes are in src/ops/elementwise.rs.
+// applied after a binary op (0: none); codes are in src/ops/elementwise/mod.rs.
 // A_MODE / B_MODE say how an operand is addressed: 0 strided (general), 1 contiguous,
 // 2 a contiguous block repeated with a period (a row broadcast over leading dimensions).
 

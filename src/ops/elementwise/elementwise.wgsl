@@ -3,7 +3,7 @@
 // params: [0] n elements, [1] rank, [2] output offset, [3..11] output shape,
 //         [11..20] view of x / a (offset, 8 strides), [20..29] view of b,
 //         [29] period of x / a, [30] period of b (for access mode 2).
-// Op codes are `UnaryOp::code` and `BinaryOp::code` in src/ops/elementwise.rs.
+// Op codes are `UnaryOp::code` and `BinaryOp::code` in src/ops/elementwise/mod.rs.
 // A_MODE / B_MODE say how an operand is addressed: 0 strided (general), 1 contiguous,
 // 2 a contiguous block repeated with the given period (a row broadcast over leading dims).
 // STORE (prepended: f32, or f16 on adapters with shader-f16) is the dtype in memory; the

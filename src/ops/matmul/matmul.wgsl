@@ -2,8 +2,8 @@
 // Each workgroup computes a TM x TN tile of C; each invocation an RM x RN block held in
 // registers. K advances in steps of TK through workgroup memory.
 //
-// The tile configuration is a named variant (`MATMUL_VARIANTS` in
-// src/backend/webgpu/ops.rs): its `const TM / TN / RM / RN` are prepended to this file, as
+// The tile configuration is a named variant (`VARIANTS` in
+// webgpu.rs beside this file): its `const TM / TN / RM / RN` are prepended to this file, as
 // is STORE, the dtype of A, B, C and the bias in memory (f32, or f16 on adapters with
 // shader-f16); tiles and accumulators are f32.
 //

@@ -4,7 +4,7 @@
 // combines a few elements, then the workgroup combines its 256 partials as a tree, so sums
 // are nearly pairwise (error grows with log n, not n). `workgroup_combine` comes from
 // reduce_tree.wgsl or, where the adapter has subgroup operations, reduce_subgroups.wgsl,
-// prepended by src/backend/webgpu/ops.rs. Software adapters run `reduce_serial_main` (the
+// prepended by webgpu.rs beside this file. Software adapters run `reduce_serial_main` (the
 // `serial` variant, at the end) instead.
 //
 // params: [0] outer, [1] len, [2] inner, [3] chunk length, [4] chunks per row,

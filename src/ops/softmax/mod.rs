@@ -2,7 +2,7 @@
 //! row kernels it shares with the other functions of the same row statistics
 //! ([`log_softmax`](super::log_softmax)): one launch per row pass keeps a running (maximum,
 //! sum of `exp(x - maximum)`) and then writes `finish(x, max, row_factor(max, sum))`, two
-//! functions each op supplies as its [`Epilogue`].
+//! functions each op supplies as its `Epilogue`.
 
 backend_modules!();
 
