@@ -9,18 +9,6 @@
 
 #define BLOCK 64
 
-struct View4 {
-    u64 offset;
-    u64 strides[4];
-};
-
-struct AttentionParams {
-    u64 bh, heads, lq, lk, d, dv;
-    float scale;
-    u32 causal;
-    View4 q, k, v, mask;
-};
-
 __device__ __forceinline__ IDX at(const View4& w, IDX b, IDX h, IDX i, IDX j) {
     return (IDX)w.offset + b * (IDX)w.strides[0] + h * (IDX)w.strides[1] + i * (IDX)w.strides[2] + j * (IDX)w.strides[3];
 }

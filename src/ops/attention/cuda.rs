@@ -1,9 +1,7 @@
 //! Fused attention on CUDA: attention.cu, one block per query row.
 
-use cudarc::driver::DeviceRepr;
-
 use super::Attention;
-use crate::ops::common::cuda::{extent, index_type, builtin, operand, padded};
+use crate::ops::common::cuda::{cuda_params, extent, index_type, builtin, operand, padded};
 #[cfg(test)]
 use crate::hal::cuda::Builtin;
 use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
@@ -11,36 +9,35 @@ use crate::hal::OpContext;
 use crate::ops::Operand;
 use crate::Result;
 
-static SOURCE: CudaSource = CudaSource { name: "attention.cu", text: include_str!("attention.cu"), preludes: &[crate::ops::common::cuda::COMMON] };
+static SOURCE: CudaSource = CudaSource { name: "attention.cu", text: include_str!("attention.cu"), preludes: &[crate::ops::common::cuda::COMMON, View4::DECL, AttentionParams::DECL] };
 
-/// attention.cu's `View4`: a rank-4 view's strides (pointers arrive at its first element).
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct View4 {
-    offset: u64,
-    strides: [u64; 4],
+cuda_params! {
+    /// attention.cu's view of a rank-4 operand: its strides (pointers arrive at its first
+    /// element).
+    struct View4 {
+        offset: u64,
+        strides: [u64; 4],
+    }
 }
 
-/// attention.cu's `AttentionParams`.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct Params {
-    bh: u64,
-    heads: u64,
-    lq: u64,
-    lk: u64,
-    d: u64,
-    dv: u64,
-    scale: f32,
-    causal: u32,
-    q: View4,
-    k: View4,
-    v: View4,
-    mask: View4,
+cuda_params! {
+    /// attention.cu's parameters.
+    struct AttentionParams {
+        bh: u64,
+        heads: u64,
+        lq: u64,
+        lk: u64,
+        d: u64,
+        dv: u64,
+        scale: f32,
+        causal: u32,
+        q: View4,
+        k: View4,
+        v: View4,
+        mask: View4,
+    }
 }
 
-// SAFETY: plain `#[repr(C)]` numbers, laid out as attention.cu's `AttentionParams`.
-unsafe impl DeviceRepr for Params {}
 
 fn view4(o: Option<&Operand<'_>>) -> View4 {
     o.map_or(View4::default(), |o| View4 { offset: 0, strides: padded(&o.layout.strides, 0) })
@@ -53,7 +50,7 @@ pub(super) fn attention(op: &Attention<'_>, q: &CudaQueue, dev: &CudaDevice, _: 
     let largest = [Some(&query), Some(&key), Some(&value), mask.as_ref(), Some(&out)].into_iter().flatten().map(|o| extent(o.layout).max(o.layout.numel())).max().unwrap_or(0);
     let defines = vec![("HAS_MASK", u32::from(mask.is_some()).to_string()), index_type(largest)];
     let f = dev.program(builtin(&SOURCE, "attention_main", defines))?;
-    let p = Params {
+    let p = AttentionParams {
         bh: (b * h) as u64,
         heads: h as u64,
         lq: lq as u64,

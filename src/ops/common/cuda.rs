@@ -2,7 +2,7 @@
 //! parameter padding.
 
 use crate::hal::cuda::{address, Builtin, CudaDevice, CudaSource};
-use crate::base::layout::Layout;
+use crate::base::layout::{Layout, MAX_RANK};
 use crate::ops::{Operand, UnaryOp};
 use crate::Result;
 
@@ -11,8 +11,65 @@ use crate::Result;
 pub(crate) const COMMON: &str = include_str!("common.cuh");
 /// The activation functions, for the files that apply one.
 pub(crate) const ACTIVATION: &str = include_str!("activation.cuh");
-/// The preludes of a file that applies activations.
-pub(crate) const WITH_ACTIVATION: &[&str] = &[COMMON, ACTIVATION];
+
+/// The C type of a parameter field (`u64`, `u32`, `float`, or another parameter struct).
+macro_rules! cuda_type {
+    (u64) => {
+        "u64"
+    };
+    (u32) => {
+        "u32"
+    };
+    (f32) => {
+        "float"
+    };
+    ($named:ident) => {
+        stringify!($named)
+    };
+}
+pub(crate) use cuda_type;
+
+/// The C declaration of one parameter field (scalars, arrays and arrays of arrays).
+macro_rules! cuda_field {
+    ($f:ident: [[$t:tt; $n:literal]; $m:literal]) => {
+        concat!("    ", $crate::ops::common::cuda::cuda_type!($t), " ", stringify!($f), "[", $m, "][", $n, "];\n")
+    };
+    ($f:ident: [$t:tt; $n:literal]) => {
+        concat!("    ", $crate::ops::common::cuda::cuda_type!($t), " ", stringify!($f), "[", $n, "];\n")
+    };
+    ($f:ident: $t:tt) => {
+        concat!("    ", $crate::ops::common::cuda::cuda_type!($t), " ", stringify!($f), ";\n")
+    };
+}
+pub(crate) use cuda_field;
+
+/// A `#[repr(C)]` parameter struct passed by value to CUDA kernels, and its C declaration
+/// (`DECL`) generated from the same field list, which the op prepends to its `.cu` source: the
+/// two sides cannot drift apart. Arrays take literal lengths (C needs them).
+macro_rules! cuda_params {
+    ($(#[$doc:meta])* struct $name:ident { $($(#[$fdoc:meta])* $f:ident: $t:tt),* $(,)? }) => {
+        $(#[$doc])*
+        #[repr(C)]
+        #[derive(Clone, Copy, Default)]
+        pub(super) struct $name {
+            $($(#[$fdoc])* pub $f: $t),*
+        }
+
+        // SAFETY: `#[repr(C)]` plain numbers (and other such structs), declared to the kernel
+        // by `DECL`, generated from the same fields.
+        unsafe impl cudarc::driver::DeviceRepr for $name {}
+
+        impl $name {
+            /// The struct's C declaration.
+            pub(super) const DECL: &'static str =
+                concat!("struct ", stringify!($name), " {\n", $($crate::ops::common::cuda::cuda_field!($f: $t),)* "};\n");
+        }
+    };
+}
+pub(crate) use cuda_params;
+
+// The parameter structs spell array lengths as literals for C: they must stay these.
+const _: () = assert!(MAX_RANK == 8);
 
 /// Threads per block of the 1-D kernels.
 pub(crate) const BLOCK: u32 = 256;

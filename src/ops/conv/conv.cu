@@ -12,12 +12,6 @@
 #define POOL 0
 #endif
 
-struct ConvParams {
-    u64 n, c, h, w, o, kh, kw, oh, ow;
-    u64 stride[2], pad[2], dilation[2];
-    u64 groups;
-};
-
 // Input coordinate of output position `o`, tap `k` on an axis, or -1 in the padding.
 __device__ __forceinline__ long long input_at(IDX o, IDX k, u64 stride, u64 dilation, u64 pad, u64 extent) {
     const long long i = (long long)(o * (IDX)stride + k * (IDX)dilation) - (long long)pad;

@@ -1,36 +1,41 @@
 //! Convolution and pooling on CUDA: conv.cu, a grid-stride loop over the outputs.
 
-use cudarc::driver::DeviceRepr;
-
 use super::{Conv2d, Conv2dGeometry, Pool2d};
-use crate::ops::common::cuda::{blocks, epilogue_defines, index_type, builtin, operand, BLOCK};
+use crate::ops::common::cuda::{cuda_params, blocks, epilogue_defines, index_type, builtin, operand, BLOCK};
 #[cfg(test)]
 use crate::hal::cuda::Builtin;
 use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
 use crate::Result;
 
-static SOURCE: CudaSource = CudaSource { name: "conv.cu", text: include_str!("conv.cu"), preludes: crate::ops::common::cuda::WITH_ACTIVATION };
+static SOURCE: CudaSource = CudaSource { name: "conv.cu", text: include_str!("conv.cu"), preludes: &[crate::ops::common::cuda::COMMON, crate::ops::common::cuda::ACTIVATION, ConvParams::DECL] };
 
-/// conv.cu's `ConvParams`.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct Params {
-    sizes: [u64; 9],
-    stride: [u64; 2],
-    pad: [u64; 2],
-    dilation: [u64; 2],
-    groups: u64,
+cuda_params! {
+    /// conv.cu's parameters (pool2d_main reads the same).
+    struct ConvParams {
+        n: u64,
+        c: u64,
+        h: u64,
+        w: u64,
+        o: u64,
+        kh: u64,
+        kw: u64,
+        oh: u64,
+        ow: u64,
+        stride: [u64; 2],
+        pad: [u64; 2],
+        dilation: [u64; 2],
+        groups: u64,
+    }
 }
 
-// SAFETY: plain `#[repr(C)]` integers, laid out as conv.cu's `ConvParams`.
-unsafe impl DeviceRepr for Params {}
 
-impl Params {
+impl ConvParams {
     fn new(g: &Conv2dGeometry) -> Self {
         let sizes = [g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow].map(|v| v as u64);
         let pair = |p: [usize; 2]| p.map(|v| v as u64);
-        Params { sizes, stride: pair(g.stride), pad: pair(g.padding), dilation: pair(g.dilation), groups: g.groups as u64 }
+        let [n, c, h, w, o, kh, kw, oh, ow] = sizes;
+        ConvParams { n, c, h, w, o, kh, kw, oh, ow, stride: pair(g.stride), pad: pair(g.padding), dilation: pair(g.dilation), groups: g.groups as u64 }
     }
 }
 
@@ -45,7 +50,7 @@ pub(super) fn conv2d(op: &Conv2d<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
     let mut held = vec![x.buf, weight.buf, out.buf];
     held.extend(bias.iter().map(|o| o.buf));
     let pointers = [operand(&x)?, operand(&weight)?, bias_ptr, operand(&out)?];
-    q.launch(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &Params::new(&op.geometry), &held)
+    q.launch(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &ConvParams::new(&op.geometry), &held)
 }
 
 /// Max or average pooling (`pool2d_main`).
@@ -54,7 +59,7 @@ pub(super) fn pool2d(op: &Pool2d<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
     let n = out.layout.numel();
     let defines = vec![("POOL", (op.kind as u32).to_string()), index_type(n.max(x.layout.numel()))];
     let f = dev.program(builtin(&SOURCE, "pool2d_main", defines))?;
-    q.launch(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &Params::new(&op.geometry), &[x.buf, out.buf])
+    q.launch(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &ConvParams::new(&op.geometry), &[x.buf, out.buf])
 }
 
 /// Every specialisation.

@@ -6,15 +6,6 @@
 #define OUT_CONTIGUOUS 1
 #endif
 
-struct CopyParams {
-    u64 n;
-    u32 rank;
-    u32 pad;
-    u64 shape[MAX_RANK];
-    u64 strides[MAX_RANK];
-    u64 out_strides[MAX_RANK];
-};
-
 extern "C" __global__ void copy_main(const u32* __restrict__ x, u32* __restrict__ out, CopyParams p) {
     const IDX n = (IDX)p.n;
     for (IDX i = grid_start(); i < n; i += grid_step()) {

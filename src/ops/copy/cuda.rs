@@ -1,32 +1,27 @@
 //! Copies on CUDA: copy.cu, a grid-stride loop over the elements.
 
-use cudarc::driver::DeviceRepr;
-
 use super::ViewCopy;
-use crate::ops::common::cuda::{blocks, extent, index_type, builtin, operand, padded, BLOCK};
+use crate::ops::common::cuda::{cuda_params, blocks, extent, index_type, builtin, operand, padded, BLOCK};
 #[cfg(test)]
 use crate::hal::cuda::Builtin;
 use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
-use crate::base::layout::MAX_RANK;
 use crate::hal::OpContext;
 use crate::Result;
 
-static SOURCE: CudaSource = CudaSource { name: "copy.cu", text: include_str!("copy.cu"), preludes: &[crate::ops::common::cuda::COMMON] };
+static SOURCE: CudaSource = CudaSource { name: "copy.cu", text: include_str!("copy.cu"), preludes: &[crate::ops::common::cuda::COMMON, CopyParams::DECL] };
 
-/// copy.cu's `CopyParams`.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct Params {
-    n: u64,
-    rank: u32,
-    pad: u32,
-    shape: [u64; MAX_RANK],
-    strides: [u64; MAX_RANK],
-    out_strides: [u64; MAX_RANK],
+cuda_params! {
+    /// copy.cu's parameters: the shape, and the source's and destination's strides.
+    struct CopyParams {
+        n: u64,
+        rank: u32,
+        pad: u32,
+        shape: [u64; 8],
+        strides: [u64; 8],
+        out_strides: [u64; 8],
+    }
 }
 
-// SAFETY: plain `#[repr(C)]` integers, laid out as copy.cu's `CopyParams`.
-unsafe impl DeviceRepr for Params {}
 
 pub(super) fn copy(op: &ViewCopy<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, out) = (op.x, op.out);
@@ -34,7 +29,7 @@ pub(super) fn copy(op: &ViewCopy<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
     let contiguous = u32::from(out.layout.is_contiguous()).to_string();
     let largest = n.max(extent(x.layout)).max(extent(out.layout));
     let f = dev.program(builtin(&SOURCE, "copy_main", vec![("OUT_CONTIGUOUS", contiguous), index_type(largest)]))?;
-    let p = Params {
+    let p = CopyParams {
         n: n as u64,
         rank: out.layout.shape.len() as u32,
         shape: padded(&out.layout.shape, 1),

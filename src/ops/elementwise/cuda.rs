@@ -1,36 +1,32 @@
 //! Unary and binary ops on CUDA: elementwise.cu, a grid-stride loop over the elements.
 
-use cudarc::driver::DeviceRepr;
-
 use super::{Binary, Unary};
 #[cfg(test)]
 use super::{BinaryOp, UnaryOp};
-use crate::ops::common::cuda::{blocks, extent, index_type, builtin, operand, padded, BLOCK};
+use crate::ops::common::cuda::{cuda_params, blocks, extent, index_type, builtin, operand, padded, BLOCK};
 #[cfg(test)]
 use crate::hal::cuda::Builtin;
 use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
-use crate::base::layout::MAX_RANK;
 use crate::{DType, Error, Result};
 
-static SOURCE: CudaSource = CudaSource { name: "elementwise.cu", text: include_str!("elementwise.cu"), preludes: crate::ops::common::cuda::WITH_ACTIVATION };
+static SOURCE: CudaSource = CudaSource { name: "elementwise.cu", text: include_str!("elementwise.cu"), preludes: &[crate::ops::common::cuda::COMMON, crate::ops::common::cuda::ACTIVATION, ElementwiseParams::DECL] };
 
-/// elementwise.cu's `ElementwiseParams`.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct Params {
-    n: u64,
-    rank: u32,
-    pad: u32,
-    shape: [u64; MAX_RANK],
-    a_strides: [u64; MAX_RANK],
-    b_strides: [u64; MAX_RANK],
-    a_period: u64,
-    b_period: u64,
+cuda_params! {
+    /// elementwise.cu's parameters: the output's shape, the operands' strides and the
+    /// periods of repeated operands.
+    struct ElementwiseParams {
+        n: u64,
+        rank: u32,
+        pad: u32,
+        shape: [u64; 8],
+        a_strides: [u64; 8],
+        b_strides: [u64; 8],
+        a_period: u64,
+        b_period: u64,
+    }
 }
 
-// SAFETY: plain `#[repr(C)]` integers, laid out as elementwise.cu's `ElementwiseParams`.
-unsafe impl DeviceRepr for Params {}
 
 /// Error unless the operands are stored as f32 (CUDA has no native f16 path).
 fn check_f32(dtype: DType) -> Result<()> {
@@ -48,7 +44,7 @@ pub(super) fn unary(op: &Unary<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpConte
     let n = out.layout.numel();
     let defines = vec![("OP", op.op.code().to_string()), ("A_MODE", access.code().to_string()), index_type(n.max(extent(x.layout)))];
     let f = dev.program(builtin(&SOURCE, "unary_main", defines))?;
-    let p = Params {
+    let p = ElementwiseParams {
         n: n as u64,
         rank: out.layout.shape.len() as u32,
         shape: padded(&out.layout.shape, 1),
@@ -73,7 +69,7 @@ pub(super) fn binary(op: &Binary<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
         index_type(n.max(extent(a.layout)).max(extent(b.layout))),
     ];
     let f = dev.program(builtin(&SOURCE, "binary_main", defines))?;
-    let p = Params {
+    let p = ElementwiseParams {
         n: n as u64,
         rank: out.layout.shape.len() as u32,
         shape: padded(&out.layout.shape, 1),

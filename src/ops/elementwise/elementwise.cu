@@ -18,17 +18,6 @@
 #define B_MODE 0
 #endif
 
-struct ElementwiseParams {
-    u64 n;
-    u32 rank;
-    u32 pad;
-    u64 shape[MAX_RANK];
-    u64 a_strides[MAX_RANK];
-    u64 b_strides[MAX_RANK];
-    u64 a_period;
-    u64 b_period;
-};
-
 template <int op>
 __device__ __forceinline__ float binary_op(float a, float b) {
     switch (op) {

@@ -1,59 +1,51 @@
 //! Casts, `where`, gather (indexing.cu) and cumulative sums (scan.cu) on CUDA.
 
-use cudarc::driver::DeviceRepr;
-
 use super::{Cast, Cumsum, Gather, Where};
-use crate::ops::common::cuda::{blocks, extent, index_type, builtin, operand, padded, BLOCK};
+use crate::ops::common::cuda::{cuda_params, blocks, extent, index_type, builtin, operand, padded, BLOCK};
 #[cfg(test)]
 use crate::hal::cuda::Builtin;
 use crate::hal::cuda::{device_memory, CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
-use crate::base::layout::MAX_RANK;
 use crate::ops::Operand;
 use crate::{Error, Result};
 
-static INDEXING: CudaSource = CudaSource { name: "indexing.cu", text: include_str!("indexing.cu"), preludes: &[crate::ops::common::cuda::COMMON] };
-static SCAN: CudaSource = CudaSource { name: "scan.cu", text: include_str!("scan.cu"), preludes: &[crate::ops::common::cuda::COMMON] };
+static INDEXING: CudaSource = CudaSource { name: "indexing.cu", text: include_str!("indexing.cu"), preludes: &[crate::ops::common::cuda::COMMON, ViewsParams::DECL, GatherParams::DECL] };
+static SCAN: CudaSource = CudaSource { name: "scan.cu", text: include_str!("scan.cu"), preludes: &[crate::ops::common::cuda::COMMON, ScanParams::DECL] };
 
-/// indexing.cu's `ViewsParams`: the output's shape and up to three input views.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct ViewsParams {
-    n: u64,
-    rank: u32,
-    pad: u32,
-    shape: [u64; MAX_RANK],
-    strides: [[u64; MAX_RANK]; 3],
-    offsets: [u64; 3],
+cuda_params! {
+    /// indexing.cu's parameters of the view-walking kernels: the output's shape and up to
+    /// three input views (strides; offsets for cast_main).
+    struct ViewsParams {
+        n: u64,
+        rank: u32,
+        pad: u32,
+        shape: [u64; 8],
+        strides: [[u64; 8]; 3],
+        offsets: [u64; 3],
+    }
 }
 
-/// indexing.cu's `GatherParams`.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct GatherParams {
-    outer: u64,
-    len: u64,
-    inner: u64,
-    count: u64,
-    fill: u32,
-    pad: u32,
+cuda_params! {
+    /// indexing.cu's parameters of gather_main.
+    struct GatherParams {
+        outer: u64,
+        len: u64,
+        inner: u64,
+        count: u64,
+        fill: u32,
+        pad: u32,
+    }
 }
 
-/// scan.cu's `ScanParams`.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct ScanParams {
-    outer: u64,
-    len: u64,
-    inner: u64,
+cuda_params! {
+    /// scan.cu's parameters.
+    struct ScanParams {
+        outer: u64,
+        len: u64,
+        inner: u64,
+    }
 }
 
-// SAFETY: plain `#[repr(C)]` integers, laid out as the CUDA structs of the same names.
-unsafe impl DeviceRepr for ViewsParams {}
-// SAFETY: as above.
-unsafe impl DeviceRepr for GatherParams {}
-// SAFETY: as above.
-unsafe impl DeviceRepr for ScanParams {}
 
 fn views_params(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> ViewsParams {
     let mut p = ViewsParams { n: out.layout.numel() as u64, rank: out.layout.shape.len() as u32, shape: padded(&out.layout.shape, 1), ..Default::default() };

@@ -18,15 +18,6 @@
 #define SIGNED 0
 #endif
 
-struct ViewsParams {
-    u64 n;
-    u32 rank;
-    u32 pad;
-    u64 shape[MAX_RANK];
-    u64 strides[3][MAX_RANK]; // x (or cond), a, b
-    u64 offsets[3];           // element offsets of the views (cast_main only)
-};
-
 // f16 bits -> f32, exactly (subnormals included).
 __device__ __forceinline__ float f16_to_f32(u32 h) {
     const u32 sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
@@ -118,15 +109,6 @@ extern "C" __global__ void where_main(const u32* __restrict__ cond, const u32* _
         out[i] = c != 0u ? a[strided_offset(i, p.rank, p.shape, p.strides[1])] : b[strided_offset(i, p.rank, p.shape, p.strides[2])];
     }
 }
-
-struct GatherParams {
-    u64 outer;
-    u64 len;
-    u64 inner;
-    u64 count;
-    u32 fill;
-    u32 pad;
-};
 
 extern "C" __global__ void gather_main(const u32* __restrict__ x, const u32* __restrict__ indices, u32* __restrict__ out, GatherParams p) {
     const IDX len = (IDX)p.len, inner = (IDX)p.inner, count = (IDX)p.count;

@@ -6,12 +6,6 @@
 
 #define BLOCK 256
 
-struct ScanParams {
-    u64 outer;
-    u64 len;
-    u64 inner;
-};
-
 extern "C" __global__ void __launch_bounds__(BLOCK) cumsum_main(const float* __restrict__ x, float* __restrict__ out, ScanParams p) {
     __shared__ double sums[BLOCK];
     const IDX len = (IDX)p.len, inner = (IDX)p.inner;

@@ -1,10 +1,8 @@
 //! Matmul on CUDA: cuBLAS (with a bias and activation pass after it), or matmul.cu where
 //! cuBLAS cannot take the layout or the `kernel` variant is asked for.
 
-use cudarc::driver::DeviceRepr;
-
 use super::Matmul;
-use crate::ops::common::cuda::{blocks, epilogue_defines, extent, index_type, builtin, operand, padded, BLOCK};
+use crate::ops::common::cuda::{cuda_params, blocks, epilogue_defines, extent, index_type, builtin, operand, padded, BLOCK};
 #[cfg(test)]
 use crate::hal::cuda::Builtin;
 use crate::hal::cuda::{blas, CudaDevice, CudaQueue, CudaSource};
@@ -12,42 +10,41 @@ use crate::hal::OpContext;
 use crate::ops::{Operand, UnaryOp};
 use crate::{DType, Error, Result};
 
-static SOURCE: CudaSource = CudaSource { name: "matmul.cu", text: include_str!("matmul.cu"), preludes: crate::ops::common::cuda::WITH_ACTIVATION };
+static SOURCE: CudaSource = CudaSource { name: "matmul.cu", text: include_str!("matmul.cu"), preludes: &[crate::ops::common::cuda::COMMON, crate::ops::common::cuda::ACTIVATION, MatmulParams::DECL, BiasActParams::DECL] };
+
+cuda_params! {
+    /// matmul.cu's parameters of matmul_main (element strides; batch dimensions padded to 6).
+    struct MatmulParams {
+        m: u64,
+        n: u64,
+        k: u64,
+        a_row: u64,
+        a_col: u64,
+        b_row: u64,
+        b_col: u64,
+        batches: u64,
+        batch_rank: u32,
+        pad: u32,
+        batch_shape: [u64; 6],
+        a_batch: [u64; 6],
+        b_batch: [u64; 6],
+    }
+}
+
+cuda_params! {
+    /// matmul.cu's parameters of bias_act_main.
+    struct BiasActParams {
+        n_total: u64,
+        cols: u64,
+    }
+}
+
+// The batch arrays above are MAX_BATCH_RANK long.
+const _: () = assert!(MAX_BATCH_RANK == 6);
 
 /// Batch dimensions matmul.cu addresses.
 const MAX_BATCH_RANK: usize = 6;
 
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-/// matmul.cu's `BiasActParams`.
-struct BiasActParams {
-    n_total: u64,
-    cols: u64,
-}
-
-/// matmul.cu's `MatmulParams`.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct MatmulParams {
-    m: u64,
-    n: u64,
-    k: u64,
-    a_row: u64,
-    a_col: u64,
-    b_row: u64,
-    b_col: u64,
-    batches: u64,
-    batch_rank: u32,
-    pad: u32,
-    batch_shape: [u64; MAX_BATCH_RANK],
-    a_batch: [u64; MAX_BATCH_RANK],
-    b_batch: [u64; MAX_BATCH_RANK],
-}
-
-// SAFETY: plain `#[repr(C)]` integers, laid out as matmul.cu's structs of the same names.
-unsafe impl DeviceRepr for BiasActParams {}
-// SAFETY: as above.
-unsafe impl DeviceRepr for MatmulParams {}
 
 /// matmul on cuBLAS (then bias and activation in one pass), or matmul.cu where cuBLAS cannot
 /// take the layout or the `kernel` variant was asked for.

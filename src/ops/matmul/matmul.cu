@@ -17,17 +17,6 @@
 #define KSTEP 16
 #define MAX_BATCH_RANK 6
 
-struct MatmulParams {
-    u64 m, n, k;
-    u64 a_row, a_col, b_row, b_col; // element strides of the matrices
-    u64 batches;
-    u32 batch_rank;
-    u32 pad;
-    u64 batch_shape[MAX_BATCH_RANK];
-    u64 a_batch[MAX_BATCH_RANK];
-    u64 b_batch[MAX_BATCH_RANK];
-};
-
 __device__ __forceinline__ IDX batch_offset(IDX batch, const MatmulParams& p, const u64* strides) {
     return strided_offset(batch, p.batch_rank, p.batch_shape, strides);
 }
@@ -90,11 +79,6 @@ extern "C" __global__ void __launch_bounds__(256) matmul_main(const float* __res
         }
     }
 }
-
-struct BiasActParams {
-    u64 n_total;
-    u64 cols;
-};
 
 // out[i] = act(out[i] + bias[i % cols]) over a contiguous [rows, cols] output.
 extern "C" __global__ void bias_act_main(float* out, const float* __restrict__ bias, BiasActParams p) {

@@ -1,9 +1,7 @@
 //! Layer and RMS norms on CUDA: norm.cu, one block per row.
 
-use cudarc::driver::DeviceRepr;
-
 use super::Norm;
-use crate::ops::common::cuda::{index_type, builtin, operand, BLOCK};
+use crate::ops::common::cuda::{cuda_params, index_type, builtin, operand, BLOCK};
 #[cfg(test)]
 use crate::hal::cuda::Builtin;
 use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
@@ -11,20 +9,18 @@ use crate::hal::OpContext;
 use crate::ops::Operand;
 use crate::Result;
 
-static SOURCE: CudaSource = CudaSource { name: "norm.cu", text: include_str!("norm.cu"), preludes: crate::ops::common::cuda::WITH_ACTIVATION };
+static SOURCE: CudaSource = CudaSource { name: "norm.cu", text: include_str!("norm.cu"), preludes: &[crate::ops::common::cuda::COMMON, crate::ops::common::cuda::ACTIVATION, NormParams::DECL] };
 
-/// norm.cu's `NormParams`.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct Params {
-    rows: u64,
-    cols: u64,
-    eps: f32,
-    pad: u32,
+cuda_params! {
+    /// norm.cu's parameters.
+    struct NormParams {
+        rows: u64,
+        cols: u64,
+        eps: f32,
+        pad: u32,
+    }
 }
 
-// SAFETY: plain `#[repr(C)]` numbers, laid out as norm.cu's `NormParams`.
-unsafe impl DeviceRepr for Params {}
 
 /// Layer or RMS norm of rows with optional weight, bias and activation (`norm_main`).
 pub(super) fn norm(op: &Norm<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
@@ -37,7 +33,7 @@ pub(super) fn norm(op: &Norm<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext
         index_type(op.rows * op.cols),
     ];
     let f = dev.program(builtin(&SOURCE, "norm_main", defines))?;
-    let p = Params { rows: op.rows as u64, cols: op.cols as u64, eps: op.eps, pad: 0 };
+    let p = NormParams { rows: op.rows as u64, cols: op.cols as u64, eps: op.eps, pad: 0 };
     let optional = |o: &Option<Operand<'_>>| o.as_ref().map_or(Ok(0), operand);
     let pointers = [operand(&x)?, optional(&weight)?, optional(&bias)?, operand(&out)?];
     let mut held = vec![x.buf, out.buf];

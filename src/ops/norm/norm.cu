@@ -21,13 +21,6 @@
 
 #define BLOCK 256
 
-struct NormParams {
-    u64 rows;
-    u64 cols;
-    float eps;
-    u32 pad;
-};
-
 // Sum over the block, returned to every thread.
 __device__ __forceinline__ double block_sum(double v) {
     __shared__ double partial[BLOCK / 32];

@@ -1,32 +1,28 @@
 //! Reductions on CUDA: reduce.cu, over columns in one pass or over rows in passes.
 
-use cudarc::driver::DeviceRepr;
-
 use super::{passes, Reduce, ReduceOp};
-use crate::ops::common::cuda::{blocks, index_type, builtin, operand, BLOCK};
+use crate::ops::common::cuda::{cuda_params, blocks, index_type, builtin, operand, BLOCK};
 #[cfg(test)]
 use crate::hal::cuda::Builtin;
 use crate::hal::cuda::{address, CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
 use crate::Result;
 
-static SOURCE: CudaSource = CudaSource { name: "reduce.cu", text: include_str!("reduce.cu"), preludes: &[crate::ops::common::cuda::COMMON] };
+static SOURCE: CudaSource = CudaSource { name: "reduce.cu", text: include_str!("reduce.cu"), preludes: &[crate::ops::common::cuda::COMMON, ReduceParams::DECL] };
 
-/// reduce.cu's `ReduceParams`.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct Params {
-    outer: u64,
-    len: u64,
-    inner: u64,
-    chunk: u64,
-    chunks: u64,
-    scale: f32,
-    write_values: u32,
+cuda_params! {
+    /// reduce.cu's parameters.
+    struct ReduceParams {
+        outer: u64,
+        len: u64,
+        inner: u64,
+        chunk: u64,
+        chunks: u64,
+        scale: f32,
+        write_values: u32,
+    }
 }
 
-// SAFETY: plain `#[repr(C)]` numbers, laid out as reduce.cu's `ReduceParams`.
-unsafe impl DeviceRepr for Params {}
 
 /// One pass over columns where they are many (`reduce_cols`), else passes of one block per
 /// (row, chunk) (`reduce_rows`), enough chunks to fill the GPU when rows are few.
@@ -40,7 +36,7 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &Op
     if inner >= 32 && outer * inner >= 64 * dev.sm_count as usize {
         // Many output columns: one thread each, coalesced reads, one pass.
         let f = dev.program(builtin(&SOURCE, "reduce_cols", vec![op_define, idx]))?;
-        let p = Params { outer: outer as u64, len: len as u64, inner: inner as u64, chunk: len as u64, chunks: 1, scale, write_values: 1 };
+        let p = ReduceParams { outer: outer as u64, len: len as u64, inner: inner as u64, chunk: len as u64, chunks: 1, scale, write_values: 1 };
         let (values, indices) = if argmax { (0, operand(&out)?) } else { (operand(&out)?, 0) };
         return q.launch(dev, &f, (blocks(dev, outer * inner, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, values, indices], &p, &[x.buf, out.buf]);
     }
@@ -53,7 +49,7 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &Op
     passes::run(call, cx, split, |pass| {
         let f = dev.program(builtin(&SOURCE, "reduce_rows", vec![op_define.clone(), ("FIRST", u32::from(pass.first()).to_string()), idx.clone()]))?;
         let at = |o: &Option<passes::At>| o.as_ref().map_or(Ok(0), |(b, offset)| address(b, *offset));
-        let p = Params {
+        let p = ReduceParams {
             outer: pass.outer as u64,
             len: pass.len as u64,
             inner: pass.inner as u64,

@@ -19,16 +19,6 @@
 
 #define BLOCK 256
 
-struct ReduceParams {
-    u64 outer;
-    u64 len;
-    u64 inner;
-    u64 chunk;
-    u64 chunks;
-    float scale;
-    u32 write_values;
-};
-
 __device__ __forceinline__ float identity() {
     if (OP == 2 || OP == 4) return -inf_f32();
     if (OP == 3) return inf_f32();

@@ -1,29 +1,27 @@
 //! The row-statistics ops on CUDA: softmax.cu with the op's epilogue prepended.
 
 use super::{Epilogue, RowStats};
-use crate::ops::common::cuda::{index_type, operand, BLOCK};
+use crate::ops::common::cuda::{cuda_params, index_type, operand, BLOCK};
 use crate::hal::cuda::{Builtin, CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
 use crate::Result;
 
 /// The row builtin, which calls the epilogue's `row_factor` and `finish`.
-static SOURCE: CudaSource = CudaSource { name: "softmax.cu", text: include_str!("softmax.cu"), preludes: &[crate::ops::common::cuda::COMMON] };
+static SOURCE: CudaSource = CudaSource { name: "softmax.cu", text: include_str!("softmax.cu"), preludes: &[crate::ops::common::cuda::COMMON, SoftmaxParams::DECL] };
 
-/// Parameters of softmax.cu.
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct Params {
-    rows: u64,
-    cols: u64,
+cuda_params! {
+    /// softmax.cu's parameters.
+    struct SoftmaxParams {
+        rows: u64,
+        cols: u64,
+    }
 }
 
-// SAFETY: plain `#[repr(C)]` integers, laid out as softmax.cu's `SoftmaxParams`.
-unsafe impl cudarc::driver::DeviceRepr for Params {}
 
 /// One block per row (grid-stride past 65,535 rows).
 pub(super) fn rows(op: &RowStats<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     let f = dev.program(builtin(op.epilogue, index_type(op.rows * op.cols)))?;
-    let p = Params { rows: op.rows as u64, cols: op.cols as u64 };
+    let p = SoftmaxParams { rows: op.rows as u64, cols: op.cols as u64 };
     let grid = (op.rows.clamp(1, 65_535) as u32, 1, 1);
     q.launch(dev, &f, grid, (BLOCK, 1, 1), &[operand(&op.x)?, operand(&op.out)?], &p, &[op.x.buf, op.out.buf])
 }

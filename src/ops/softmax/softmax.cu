@@ -6,11 +6,6 @@
 
 #define BLOCK 256
 
-struct SoftmaxParams {
-    u64 rows;
-    u64 cols;
-};
-
 __device__ __forceinline__ float max_nan(float a, float b) { return (isnan(a) || isnan(b)) ? nan_f32() : fmaxf(a, b); }
 
 // Merge two (max, sum) pairs.
