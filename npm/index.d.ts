@@ -3,7 +3,7 @@ import type { Buffer, Device, Kernel, Tensor } from './pkg/unicompute.js';
 export { Buffer, Device, Fence, Kernel, Queue, Tensor } from './pkg/unicompute.js';
 
 /** A unary op's name, as an activation fused into an op's kernel. */
-export type Activation = 'neg' | 'abs' | 'exp' | 'log' | 'sqrt' | 'rsqrt' | 'sin' | 'cos' | 'tanh' | 'sigmoid' | 'relu' | 'gelu' | 'gelu_tanh' | 'silu';
+export type Activation = 'neg' | 'abs' | 'exp' | 'log' | 'sqrt' | 'rsqrt' | 'sin' | 'cos' | 'tanh' | 'sigmoid' | 'relu' | 'gelu' | 'gelu_tanh' | 'silu' | 'erf';
 /** A size for both spatial axes, or `[rows, columns]`. */
 export type Pair = number | [number, number];
 

@@ -41,6 +41,20 @@ fn unary_ops_match_reference() {
 }
 
 #[test]
+fn erf_keeps_its_precision_near_zero_and_saturates() {
+    // Near zero erf(x) ~ 1.13 x, where 1 - erfc(x) would lose every digit.
+    let mut x = random(8100, 301, -1e-3, 1e-3);
+    x.extend(random(8101, 301, -0.7, 0.7));
+    x.extend(random(8102, 97, -6.0, 6.0));
+    x.extend([0.0, -0.0, 0.49999997, 0.5, -0.5, 1e-30, 20.0, -20.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN]);
+    let want: Vec<f64> = x.iter().map(|&v| libm::erf(f64::from(v))).collect();
+    for d in devices() {
+        let got = read(&tensor(d, &x, &[x.len()]).unary(UnaryOp::Erf).unwrap());
+        assert_close(&got, &want, 1e-6, 1e-30, &format!("erf on {}", name(d)));
+    }
+}
+
+#[test]
 fn unary_on_strided_views() {
     for d in devices() {
         let x = random(7, 6 * 35, -3.0, 3.0);

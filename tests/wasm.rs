@@ -156,6 +156,13 @@ async fn norms_attention_and_16_bit_storage_match_the_reference() {
         let got = h.unary(unicompute::UnaryOp::Exp).unwrap().cast(unicompute::DType::F32).unwrap().to_vec::<f32>().await.unwrap();
         let want: Vec<f64> = x.iter().map(|&v| f64::from(unicompute::f16::from_f32(unicompute::f16::from_f32(v).to_f32().exp()).to_f32())).collect();
         assert_close(&got, &want, 1e-3, &format!("f16 exp on {}", d.backend()));
+        // erf near zero (where 1 - erfc would lose every digit) and far out.
+        let e: Vec<f32> = x.iter().map(|&v| v * 1e-3).chain(x.iter().map(|&v| v * 3.0)).collect();
+        let got = Tensor::from_slice(&d, &e, &[e.len()]).unwrap().unary(unicompute::UnaryOp::Erf).unwrap().to_vec::<f32>().await.unwrap();
+        for (i, (&g, &v)) in got.iter().zip(&e).enumerate() {
+            let w = libm::erf(f64::from(v));
+            assert!((f64::from(g) - w).abs() <= 1e-6 * w.abs(), "erf({v}) = {g}, expected {w} (element {i} on {})", d.backend());
+        }
     }
 }
 

@@ -107,6 +107,6 @@ impl Options {
     pub(crate) fn activation(&self) -> Result<Option<UnaryOp>, JsValue> {
         let Some(v) = self.get("activation") else { return Ok(None) };
         let name = v.as_string().ok_or_else(|| self.wrong("activation", &v, "a unary op's name such as \"relu\" or \"gelu\""))?;
-        UnaryOp::from_name(&name).map(Some).ok_or_else(|| self.wrong("activation", &v, "a unary op's name: neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, relu, gelu, gelu_tanh or silu"))
+        UnaryOp::from_name(&name).map(Some).ok_or_else(|| self.wrong("activation", &v, &format!("a unary op's name: {}", UnaryOp::names())))
     }
 }

@@ -123,9 +123,9 @@ impl JsTensor {
     }
 
     /// A unary op or activation by name: `neg`, `abs`, `exp`, `log`, `sqrt`, `rsqrt`, `sin`,
-    /// `cos`, `tanh`, `sigmoid`, `relu`, `gelu`, `gelu_tanh`, `silu`.
+    /// `cos`, `tanh`, `sigmoid`, `relu`, `gelu`, `gelu_tanh`, `silu`, `erf`.
     pub fn unary(&self, op: &str) -> Result<JsTensor, JsValue> {
-        let op = UnaryOp::from_name(op).ok_or_else(|| invalid(format!("unknown unary op `{op}`: expected neg, abs, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, relu, gelu, gelu_tanh or silu")))?;
+        let op = UnaryOp::from_name(op).ok_or_else(|| invalid(format!("unknown unary op `{op}`: expected {}", UnaryOp::names())))?;
         wrap(self.inner.unary(op))
     }
 

@@ -25,6 +25,7 @@ __device__ __forceinline__ float unary_op(float v) {
             return v * sigmoid_(2.0f * z);
         }
         case 14: return v * sigmoid_(v);
+        case 15: return erff(v);
         default: return v;
     }
 }

@@ -49,6 +49,16 @@ fn erfc_(z: f32) -> f32 {
     return select(2.0 - r, r, z >= 0.0);
 }
 
+// erf: near zero (|v| < 0.5, where 1 - erfc would cancel) its odd Taylor series to v^11,
+// else sign(v) (1 - erfc(|v|)); as the CPU backend's `math::erf`.
+fn erf_(v: f32) -> f32 {
+    let z = v * v;
+    let series = 1.1283791670955126 * v * (1.0 + z * (-0.33333334 + z * (0.1 + z * (-0.023809524 + z * (0.0046296296 + z * -0.0007575758)))));
+    let a = abs(v);
+    let tail = select(-1.0, 1.0, v >= 0.0) * (1.0 - erfc_(a));
+    return select(tail, series, a < 0.5);
+}
+
 fn unary_op(op: u32, v: f32) -> f32 {
     if (is_nan(v)) {
         return v;
@@ -82,6 +92,7 @@ fn unary_op(op: u32, v: f32) -> f32 {
             return v * sigmoid_(2.0 * z);
         }
         case 14u: { return v * sigmoid_(v); }
+        case 15u: { return erf_(v); }
         default: { return v; }
     }
 }

@@ -46,6 +46,10 @@ macro_rules! with_unary {
                 let $f = twin!(F => |x: f32| 0.5 * x * math::erfc::<F>(-x * std::f32::consts::FRAC_1_SQRT_2));
                 $body
             }
+            UnaryOp::Erf => {
+                let $f = twin!(F => math::erf::<F>);
+                $body
+            }
             other => with_unary!(@arms other, $f, $body, [Neg, Abs, Log, Sqrt, Rsqrt, Sin, Cos, Tanh, Relu]),
         }
     };
@@ -56,7 +60,7 @@ macro_rules! with_unary {
                 $body
             })*
             // Handled by the arms above.
-            UnaryOp::Exp | UnaryOp::Sigmoid | UnaryOp::Silu | UnaryOp::GeluTanh | UnaryOp::GeluErf => unreachable!("dispatched before"),
+            UnaryOp::Exp | UnaryOp::Sigmoid | UnaryOp::Silu | UnaryOp::GeluTanh | UnaryOp::GeluErf | UnaryOp::Erf => unreachable!("dispatched before"),
         }
     };
 }

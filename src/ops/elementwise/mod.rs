@@ -41,11 +41,13 @@ pub enum UnaryOp {
     GeluTanh = 13,
     /// `x * sigmoid(x)`
     Silu = 14,
+    /// the error function, `2/sqrt(pi) * integral of e^(-t^2) from 0 to x`
+    Erf = 15,
 }
 
 impl UnaryOp {
     /// Every unary op.
-    pub const ALL: [UnaryOp; 14] = [
+    pub const ALL: [UnaryOp; 15] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Exp,
@@ -60,6 +62,7 @@ impl UnaryOp {
         UnaryOp::GeluErf,
         UnaryOp::GeluTanh,
         UnaryOp::Silu,
+        UnaryOp::Erf,
     ];
 
     /// Lower-case name.
@@ -79,7 +82,15 @@ impl UnaryOp {
             UnaryOp::GeluErf => "gelu",
             UnaryOp::GeluTanh => "gelu_tanh",
             UnaryOp::Silu => "silu",
+            UnaryOp::Erf => "erf",
         }
+    }
+
+    /// Every op's name, for messages: `neg, abs, ..., silu or erf`.
+    pub fn names() -> String {
+        let names: Vec<&str> = Self::ALL.iter().map(|op| op.name()).collect();
+        let (last, rest) = names.split_last().map_or(("", &[][..]), |(l, r)| (*l, r));
+        format!("{} or {last}", rest.join(", "))
     }
 
     /// Look an op up by [`name`](UnaryOp::name).
@@ -124,6 +135,7 @@ impl UnaryOp {
                 x * sigmoid(z + z)
             }
             UnaryOp::Silu => x * sigmoid(x),
+            UnaryOp::Erf => x.erf(),
         }
     }
 }
@@ -132,21 +144,31 @@ fn sigmoid<F: Float>(x: F) -> F {
     F::one() / (F::one() + (-x).exp())
 }
 
-/// The complementary error function, for the precisions the library computes in.
+/// The error function and its complement, for the precisions the library computes in.
 pub trait Erfc {
     /// erfc(self) = 1 - erf(self)
     fn erfc(self) -> Self;
+    /// erf(self)
+    fn erf(self) -> Self;
 }
 
 impl Erfc for f32 {
     fn erfc(self) -> f32 {
         libm::erfcf(self)
     }
+
+    fn erf(self) -> f32 {
+        libm::erff(self)
+    }
 }
 
 impl Erfc for f64 {
     fn erfc(self) -> f64 {
         libm::erfc(self)
+    }
+
+    fn erf(self) -> f64 {
+        libm::erf(self)
     }
 }
 
