@@ -40,6 +40,27 @@ fn unary_ops_match_reference() {
     }
 }
 
+/// Distance from `got` to `want` in units in the last place of `want` rounded to f32.
+fn ulps(got: f32, want: f64) -> f64 {
+    let w = want as f32;
+    let ulp = f64::from(f32::from_bits(w.abs().to_bits() + 1) - w.abs());
+    (f64::from(got) - want).abs() / ulp
+}
+
+#[test]
+fn sin_and_cos_are_within_2_ulp_far_from_zero() {
+    let mut x = random(8200, 4099, -1e4, 1e4);
+    x.extend(random(8201, 1021, -10.0, 10.0));
+    x.extend([0.0, 1e-20, 1.5707964, 3.1415927, -3.1415927, 6.2831855, 100.0, 355.0, 9999.999, -1e4]);
+    for d in devices() {
+        for op in [UnaryOp::Sin, UnaryOp::Cos] {
+            let got = read(&tensor(d, &x, &[x.len()]).unary(op).unwrap());
+            let worst = got.iter().zip(&x).map(|(&g, &v)| (ulps(g, op.eval(f64::from(v))), v)).fold((0.0, 0.0f32), |a, b| if b.0 > a.0 { b } else { a });
+            assert!(worst.0 <= 2.0, "{} on {}: {} ulp at x = {}", op.name(), name(d), worst.0, worst.1);
+        }
+    }
+}
+
 #[test]
 fn erf_keeps_its_precision_near_zero_and_saturates() {
     // Near zero erf(x) ~ 1.13 x, where 1 - erfc(x) would lose every digit.

@@ -163,6 +163,17 @@ async fn norms_attention_and_16_bit_storage_match_the_reference() {
             let w = libm::erf(f64::from(v));
             assert!((f64::from(g) - w).abs() <= 1e-6 * w.abs(), "erf({v}) = {g}, expected {w} (element {i} on {})", d.backend());
         }
+        // sin and cos far from zero, within 2 ulp of the f64 reference.
+        let far: Vec<f32> = x.iter().map(|&v| v * 2500.0).chain([355.0, 9999.999, -1e4]).collect();
+        let ft = Tensor::from_slice(&d, &far, &[far.len()]).unwrap();
+        for (op, f) in [(unicompute::UnaryOp::Sin, f64::sin as fn(f64) -> f64), (unicompute::UnaryOp::Cos, f64::cos)] {
+            let got = ft.unary(op).unwrap().to_vec::<f32>().await.unwrap();
+            for (&g, &v) in got.iter().zip(&far) {
+                let w = f(f64::from(v));
+                let ulp = f64::from(f32::from_bits((w as f32).abs().to_bits() + 1) - (w as f32).abs());
+                assert!((f64::from(g) - w).abs() <= 2.0 * ulp, "{}({v}) = {g}, expected {w} on {}", op.name(), d.backend());
+            }
+        }
     }
 }
 

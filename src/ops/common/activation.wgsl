@@ -1,12 +1,15 @@
 // Activation functions shared by the kernels that apply one (`UnaryOp::code` in
 // src/ops/elementwise/mod.rs): prepended after common.wgsl where a file needs it.
 
-// sin(v + quarter * pi / 2) with its own range reduction (v - k pi/2 in three parts,
+// sin(v + quarter * pi / 2) with its own range reduction (v - k pi/2 in four parts,
 // Cody-Waite) and polynomials on [-pi/4, pi/4]: builtin sin and cos are far less accurate on
 // some adapters (SwiftShader: 1e-4 relative).
 fn sin_(v: f32, quarter: i32) -> f32 {
     let k = round(v * 0.63661977236758134);
-    let r = fma(k, 1.7763568e-15, fma(k, 4.3711388e-8, fma(k, -1.5707964, v)));
+    // Cody-Waite: pi/2 in four parts, the first three of 11 bits, so that each k * part is
+    // exact for |k| < 2^13 (|v| < 12867) without relying on a fused fma, which WGSL does not
+    // promise (llvmpipe rounds the product).
+    let r = (((v - k * 1.5703125) - k * 4.8375129699707031e-4) - k * 7.5495336204767227e-8) - k * 2.5633440682570896e-12;
     let z = r * r;
     let s = fma(fma(fma(-1.9515296e-4, z, 8.3321609e-3), z, -1.6666655e-1) * z, r, r);
     let c = fma(z * z, fma(fma(2.4433157e-5, z, -1.3887316e-3), z, 4.1666646e-2), fma(-0.5, z, 1.0));
