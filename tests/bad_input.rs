@@ -21,7 +21,8 @@ fn shape_errors_name_the_shapes() {
         expect_err(a.slice(1, 2..5), "OUT_OF_RANGE", &["2..5", "extent 3"], d);
         expect_err(Tensor::from_slice(d, &[1.0f32; 5], &[2, 3]), "SHAPE", &["6 elements", "holds 5"], d);
         let empty = Tensor::zeros(d, &[0, 4], unicompute::DType::F32).unwrap();
-        expect_err(empty.reduce(ReduceOp::Max, Some(0)), "SHAPE", &["empty axis"], d);
+        expect_err(empty.reduce(ReduceOp::Max, Some(0)), "SHAPE", &["max of an empty axis"], d);
+        expect_err(empty.reduce(ReduceOp::Argmax, None), "SHAPE", &["argmax of an empty axis"], d);
         let ints = Tensor::from_slice(d, &[1i32, 2], &[2]).unwrap();
         expect_err(ints.relu(), "DTYPE", &["expected f32", "got i32"], d);
         expect_err(tensor(d, &[1.0], &[]).softmax(), "SHAPE", &["rank-0"], d);

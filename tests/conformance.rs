@@ -49,9 +49,10 @@ fn ulps(got: f32, want: f64) -> f64 {
 
 #[test]
 fn sin_and_cos_are_within_2_ulp_far_from_zero() {
+    use std::f32::consts::{FRAC_PI_2, PI, TAU};
     let mut x = random(8200, 4099, -1e4, 1e4);
     x.extend(random(8201, 1021, -10.0, 10.0));
-    x.extend([0.0, 1e-20, 1.5707964, 3.1415927, -3.1415927, 6.2831855, 100.0, 355.0, 9999.999, -1e4]);
+    x.extend([0.0, 1e-20, FRAC_PI_2, PI, -PI, TAU, 100.0, 355.0, 9999.999, -1e4]);
     for d in devices() {
         for op in [UnaryOp::Sin, UnaryOp::Cos] {
             let got = read(&tensor(d, &x, &[x.len()]).unary(op).unwrap());
@@ -72,6 +73,29 @@ fn erf_keeps_its_precision_near_zero_and_saturates() {
     for d in devices() {
         let got = read(&tensor(d, &x, &[x.len()]).unary(UnaryOp::Erf).unwrap());
         assert_close(&got, &want, 1e-6, 1e-30, &format!("erf on {}", name(d)));
+    }
+}
+
+#[test]
+fn nary_sum_max_and_min_broadcast_across_every_input() {
+    let shapes: [&[usize]; 3] = [&[2, 1, 3], &[4, 1], &[3]];
+    let data: Vec<Vec<f32>> = shapes.iter().enumerate().map(|(i, s)| random(8300 + i as u64, s.iter().product(), -3.0, 3.0)).collect();
+    // The broadcast result [2, 4, 3]: element (i, j, k) reads a[i, 0, k], b[j, 0], c[k].
+    let at = |i: usize, j: usize, k: usize| [f64::from(data[0][i * 3 + k]), f64::from(data[1][j]), f64::from(data[2][k])];
+    for d in devices() {
+        let q = d.queue();
+        let ts: Vec<Tensor> = shapes.iter().zip(&data).map(|(s, x)| tensor(d, x, s)).collect();
+        let refs: Vec<&Tensor> = ts.iter().collect();
+        for (op, f) in [(BinaryOp::Add, (|v: [f64; 3]| v.iter().sum()) as fn([f64; 3]) -> f64), (BinaryOp::Max, |v| v.iter().cloned().fold(f64::MIN, f64::max)), (BinaryOp::Min, |v| v.iter().cloned().fold(f64::MAX, f64::min))] {
+            let got = ops::elementwise::nary(&q, op, &refs).unwrap();
+            assert_eq!(got.shape(), [2, 4, 3]);
+            let want: Vec<f64> = (0..2).flat_map(|i| (0..4).flat_map(move |j| (0..3).map(move |k| (i, j, k)))).map(|(i, j, k)| f(at(i, j, k))).collect();
+            assert_close(&read(&got), &want, 1e-6, 1e-6, &format!("n-ary {} on {}", op.name(), name(d)));
+        }
+        assert_eq!(read(&ops::elementwise::nary(&q, BinaryOp::Max, &refs[2..]).unwrap()), data[2], "one input is itself");
+        let err = ops::elementwise::nary(&q, BinaryOp::Sub, &refs).unwrap_err().to_string();
+        assert!(err.contains("order of its inputs would matter"), "{err}");
+        assert!(ops::elementwise::nary(&q, BinaryOp::Add, &[]).unwrap_err().to_string().contains("at least one"));
     }
 }
 
@@ -294,6 +318,23 @@ fn log_softmax_is_overflow_safe_and_keeps_small_probabilities() {
         let x16 = tensor(d, &x[..3], &[1, 3]).cast(DType::F16).unwrap();
         let got = read(&x16.log_softmax().unwrap().cast(DType::F32).unwrap());
         assert_close(&got, &by_rows(&x[..3], 3, log_reference), 1e-3, 0.0, &format!("log_softmax in f16 on {}", name(d)));
+    }
+}
+
+#[test]
+fn reductions_over_an_empty_axis_follow_numpy() {
+    for d in devices() {
+        let empty = Tensor::zeros(d, &[3, 0, 2], DType::F32).unwrap();
+        let sum = empty.reduce(ReduceOp::Sum, Some(1)).unwrap();
+        assert_eq!(sum.shape(), [3, 2]);
+        assert_eq!(read(&sum), [0.0; 6], "sum of nothing on {}", name(d));
+        let mean = empty.reduce(ReduceOp::Mean, Some(1)).unwrap();
+        assert!(read(&mean).iter().all(|v| v.is_nan()), "mean of nothing on {}", name(d));
+        assert_eq!(read(&empty.reduce(ReduceOp::Sum, None).unwrap()), [0.0], "sum of an empty tensor on {}", name(d));
+        // Non-empty output rows of an empty input: the result has the other axes' shape.
+        let wide = Tensor::zeros(d, &[0, 5], DType::F32).unwrap();
+        assert_eq!(read(&wide.reduce(ReduceOp::Sum, Some(0)).unwrap()), [0.0; 5]);
+        assert_eq!(wide.reduce(ReduceOp::Sum, Some(1)).unwrap().shape(), [0]);
     }
 }
 

@@ -258,6 +258,22 @@ pub fn binary(queue: &Queue, op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Ten
     binary_fused(queue, op, None, a, b)
 }
 
+/// `op` over every tensor of `inputs` (at least one) with numpy broadcasting across all of
+/// them: ONNX's Sum, Max and Min for `Add`, `Max` and `Min` (and `Mul`), recorded as one
+/// binary launch per further input. The other binary ops are refused: their order matters.
+pub fn nary(queue: &Queue, op: BinaryOp, inputs: &[&Tensor]) -> Result<Tensor> {
+    if !matches!(op, BinaryOp::Add | BinaryOp::Mul | BinaryOp::Min | BinaryOp::Max) {
+        let what = format!("an n-ary {} (the order of its inputs would matter): expected add, mul, minimum or maximum", op.name());
+        return Err(Error::Invalid(what));
+    }
+    let (first, rest) = inputs.split_first().ok_or_else(|| Error::Invalid(format!("{} of no tensors: expected at least one", op.name())))?;
+    let mut acc = first.contiguous_on(queue)?;
+    for t in rest {
+        acc = binary(queue, op, &acc, t)?;
+    }
+    Ok(acc)
+}
+
 /// `act(op(a, b))` in one kernel: a binary op fused with an activation.
 pub fn binary_act(queue: &Queue, op: BinaryOp, act: UnaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     binary_fused(queue, op, Some(act), a, b)

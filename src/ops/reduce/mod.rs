@@ -128,7 +128,7 @@ fn reduce_f32(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>, requ
         }
     };
     if len == 0 {
-        return Err(Error::shape(op.name(), format!("cannot reduce an empty axis of {shape:?}: expected at least one element")));
+        return empty_axis(queue, op, shape, &out_shape);
     }
     let x = x.contiguous_on(queue)?;
     let (variant, decision) = dispatch::choose(queue, &Variants, Problem::Reduce { outer, len, inner }, requested)?;
@@ -161,6 +161,21 @@ impl Launch for Reduce<'_> {
     }
 
     backends!(reduce);
+}
+
+/// A reduction over an empty axis, as numpy defines it: the sum of nothing is 0 and its mean
+/// NaN; a maximum, minimum or argmax of nothing is an error.
+fn empty_axis(queue: &Queue, op: ReduceOp, shape: &[usize], out_shape: &[usize]) -> Result<Tensor> {
+    let value = match op {
+        ReduceOp::Sum => 0.0,
+        ReduceOp::Mean => f32::NAN,
+        ReduceOp::Max | ReduceOp::Min | ReduceOp::Argmax => {
+            let why = format!("cannot take the {} of an empty axis of {shape:?} (numpy raises too): expected at least one element", op.name());
+            return Err(Error::shape(op.name(), why));
+        }
+    };
+    let n: usize = out_shape.iter().product();
+    Tensor::from_slice(queue.device(), &vec![value; n], out_shape)
 }
 
 /// The reductions' kernel variants, for the dispatcher.
