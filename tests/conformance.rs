@@ -321,6 +321,55 @@ fn log_softmax_is_overflow_safe_and_keeps_small_probabilities() {
     }
 }
 
+/// The f64 reference of `op` over `axes` of a row-major `shape` (numpy's `axis=(..)`).
+fn reduce_axes_reference(x: &[f32], shape: &[usize], axes: &[usize], op: ReduceOp) -> Vec<f64> {
+    let kept: Vec<usize> = (0..shape.len()).filter(|a| !axes.contains(a)).collect();
+    let out_len: usize = kept.iter().map(|&a| shape[a]).product();
+    let mut groups = vec![Vec::new(); out_len];
+    for (i, &v) in x.iter().enumerate() {
+        let (mut rem, mut index) = (i, vec![0; shape.len()]);
+        for d in (0..shape.len()).rev() {
+            index[d] = rem % shape[d];
+            rem /= shape[d];
+        }
+        let o = kept.iter().fold(0, |acc, &a| acc * shape[a] + index[a]);
+        groups[o].push(f64::from(v));
+    }
+    let pick = |(v, i): (f64, usize)| if op == ReduceOp::Argmax { i as f64 } else { v };
+    groups.iter().map(|g| pick(op.reference(g.iter().copied()))).collect()
+}
+
+#[test]
+fn reductions_over_several_axes_match_numpy() {
+    let shape = [3, 4, 5, 2];
+    let x = random(8400, shape.iter().product(), -4.0, 4.0);
+    let cases: [&[usize]; 6] = [&[1, 3], &[3, 1], &[2, 3], &[0, 1], &[0, 1, 2, 3], &[]];
+    for d in devices() {
+        let t = tensor(d, &x, &shape);
+        for axes in cases {
+            let all: Vec<usize> = if axes.is_empty() { (0..4).collect() } else { axes.to_vec() };
+            for op in [ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min] {
+                let want = reduce_axes_reference(&x, &shape, &all, op);
+                let got = t.reduce_axes(op, axes, false).unwrap();
+                let kept: Vec<usize> = (0..4).filter(|a| !all.contains(a)).map(|a| shape[a]).collect();
+                assert_eq!(got.shape(), kept, "{} over {axes:?}", op.name());
+                assert_close(&read(&got), &want, 1e-5, 1e-5, &format!("{} over {axes:?} on {}", op.name(), name(d)));
+                let kept_dims: Vec<usize> = (0..4).map(|a| if all.contains(&a) { 1 } else { shape[a] }).collect();
+                assert_eq!(t.reduce_axes(op, axes, true).unwrap().shape(), kept_dims, "keep_dims");
+            }
+        }
+        // Argmax over one axis, through the same entry.
+        let got: Vec<u32> = t.reduce_axes(ReduceOp::Argmax, &[2], true).unwrap().to_vec_blocking().unwrap();
+        let want = reduce_axes_reference(&x, &shape, &[2], ReduceOp::Argmax);
+        assert!(got.iter().zip(&want).all(|(&g, &w)| f64::from(g) == w), "argmax over axis 2 on {}", name(d));
+        for (bad, says) in [(&[1, 1][..], "twice"), (&[4][..], "axis 4"), (&[0, 2][..], "one axis")] {
+            let op = if says == "one axis" { ReduceOp::Argmax } else { ReduceOp::Sum };
+            let err = t.reduce_axes(op, bad, false).unwrap_err().to_string();
+            assert!(err.contains(says), "{bad:?}: {err}");
+        }
+    }
+}
+
 #[test]
 fn reductions_over_an_empty_axis_follow_numpy() {
     for d in devices() {

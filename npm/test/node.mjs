@@ -29,6 +29,18 @@ await assert.rejects(init({ policy: { colour: 1 } }), (e) => e.code === 'INVALID
 const soft = await a.softmax().read();
 assert.ok(Math.abs(soft[1] - 1 / (1 + Math.exp(-1))) < 1e-6, `softmax ${soft}`);
 assert.deepEqual(Array.from(await a.reduce('sum').read()), [10]);
+// Several axes at once (keeping them as extents of 1), log-softmax and erf.
+const cube = device.tensor(Float32Array.from({ length: 24 }, (_, i) => i), [2, 3, 4]);
+const byRow = cube.reduceAxes('sum', [0, 2], true);
+assert.deepEqual(Array.from(byRow.shape), [1, 3, 1]);
+const rowSum = (j) => [0, 1].flatMap((i) => [0, 1, 2, 3].map((k) => i * 12 + j * 4 + k)).reduce((t, v) => t + v, 0);
+assert.deepEqual(Array.from(await byRow.read()), [0, 1, 2].map(rowSum));
+const logSoft = await a.logSoftmax().read();
+const lse = (x, y) => Math.max(x, y) + Math.log(Math.exp(x - Math.max(x, y)) + Math.exp(y - Math.max(x, y)));
+[1 - lse(1, 2), 2 - lse(1, 2), 3 - lse(3, 4), 4 - lse(3, 4)].forEach((w, i) => assert.ok(Math.abs(logSoft[i] - w) < 1e-6, `logSoftmax ${logSoft}`));
+// erf(1..4) from the tables.
+const erf = await a.unary('erf').read();
+[0.8427007929497149, 0.9953222650189527, 0.9999779095030014, 0.9999999845827421].forEach((w, i) => assert.ok(Math.abs(erf[i] - w) < 1e-6, `erf ${erf}`));
 assert.deepEqual(Array.from(await a.cast('f16').add(b.cast('f16')).read()), [6, 8, 10, 12]);
 assert.deepEqual(Array.from(await device.tensor(new Int32Array([3, -1]), [2]).read()), [3, -1]);
 

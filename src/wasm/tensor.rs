@@ -285,6 +285,15 @@ impl JsTensor {
         wrap(self.inner.reduce(op, axis.map(|a| usize_of("axis", a)).transpose()?))
     }
 
+    /// A reduction by name over the axes `axes` together (every axis when empty), keeping them
+    /// as extents of 1 when `keepDims`.
+    #[wasm_bindgen(js_name = reduceAxes)]
+    pub fn reduce_axes(&self, op: &str, axes: Vec<f64>, keep_dims: bool) -> Result<JsTensor, JsValue> {
+        let op = ReduceOp::from_name(op).ok_or_else(|| invalid(format!("unknown reduction `{op}`: expected sum, mean, max, min or argmax")))?;
+        let axes = axes.into_iter().map(|a| usize_of("axis", a)).collect::<Result<Vec<_>, _>>()?;
+        wrap(self.inner.reduce_axes(op, &axes, keep_dims))
+    }
+
     /// This tensor converted to `dtype` (`"f32"`, `"i32"`, `"u32"`, `"f16"`, `"bf16"`).
     pub fn cast(&self, dtype: &str) -> Result<JsTensor, JsValue> {
         let to = [DType::F32, DType::I32, DType::U32, DType::F16, DType::BF16]

@@ -100,6 +100,42 @@ pub fn reduce(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>) -> R
     lift.down(queue, reduce_f32(queue, op, &lift.up(queue, x)?, axis, None)?)
 }
 
+/// `op` over the axes `axes` of `x` together (any order, no repeats; none: every axis), as
+/// numpy's `axis=(..)` and ONNX's `axes`: one launch over the axes flattened (after a copy that
+/// brings them together when they are not adjacent). With `keep_dims` the reduced axes stay
+/// as extents of 1. Argmax takes one axis.
+pub fn reduce_axes(queue: &Queue, op: ReduceOp, x: &Tensor, axes: &[usize], keep_dims: bool) -> Result<Tensor> {
+    let shape = x.shape().to_vec();
+    let mut reduced: Vec<usize> = if axes.is_empty() { (0..shape.len()).collect() } else { axes.to_vec() };
+    reduced.sort_unstable();
+    if let Some(&a) = reduced.iter().find(|&&a| a >= shape.len()) {
+        return Err(Error::OutOfRange(format!("{}: axis {a} of a rank-{} tensor {shape:?}: expected axes below {}", op.name(), shape.len(), shape.len())));
+    }
+    if reduced.windows(2).any(|w| w[0] == w[1]) {
+        return Err(Error::Invalid(format!("{}: axes {axes:?} name an axis twice: expected each at most once", op.name())));
+    }
+    if op == ReduceOp::Argmax && reduced.len() > 1 {
+        return Err(Error::Invalid(format!("argmax over axes {reduced:?}: expected one axis (the index of the largest element along it)")));
+    }
+    let kept: Vec<usize> = (0..shape.len()).filter(|a| !reduced.contains(a)).collect();
+    let out = if reduced.is_empty() {
+        reduce(queue, op, x, None)?
+    } else {
+        // Bring the reduced axes together at the end (a view, copied only if they were apart),
+        // flatten them into one, and reduce that.
+        let order: Vec<usize> = kept.iter().chain(&reduced).copied().collect();
+        let together = x.permute(&order)?.contiguous_on(queue)?;
+        let len: usize = reduced.iter().map(|&a| shape[a]).product();
+        let flat: Vec<usize> = kept.iter().map(|&a| shape[a]).chain([len]).collect();
+        reduce(queue, op, &together.reshape(&flat)?, Some(kept.len()))?
+    };
+    if !keep_dims {
+        return Ok(out);
+    }
+    let kept_shape: Vec<usize> = (0..shape.len()).map(|a| if reduced.contains(&a) { 1 } else { shape[a] }).collect();
+    out.reshape(&kept_shape)
+}
+
 /// [`reduce`] with the reduction variant named `variant` (one of
 /// `device.variants("reduce")`: `subgroup`, `tree` or `serial` on webgpu), or `"auto"`: the fastest
 /// for this device and shape class (autotuned once, then cached).
@@ -234,6 +270,10 @@ fn default_variant(device: &BackendDevice, options: &DeviceOptions) -> (&'static
 
 /// The reduce ops as methods, recorded on the device's default queue.
 impl Tensor {
+    /// Reduce over several axes together (see [`reduce_axes`]).
+    pub fn reduce_axes(&self, op: ReduceOp, axes: &[usize], keep_dims: bool) -> Result<Tensor> {
+        reduce_axes(&self.device().queue(), op, self, axes, keep_dims)
+    }
     /// Reduce over `axis` (or everything with `None`).
     pub fn reduce(&self, op: ReduceOp, axis: Option<usize>) -> Result<Tensor> {
         reduce(&self.device().queue(), op, self, axis)
