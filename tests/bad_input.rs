@@ -13,7 +13,8 @@ fn shape_errors_name_the_shapes() {
         let b = tensor(d, &random(2, 8, -1.0, 1.0), &[2, 4]);
         expect_err(a.add(&b), "SHAPE", &["[2, 3]", "[2, 4]"], d);
         expect_err(a.matmul(&a), "SHAPE", &["k = 3 vs 2"], d);
-        expect_err(a.matmul(&tensor(d, &[1.0; 3], &[3])), "SHAPE", &["rank >= 2"], d);
+        expect_err(a.matmul(&tensor(d, &[1.0], &[])), "SHAPE", &["vectors or matrices"], d);
+        expect_err(a.matmul(&tensor(d, &[1.0; 2], &[2])), "SHAPE", &["k = 3 vs 2"], d);
         expect_err(a.reshape(&[4, 2]), "SHAPE", &["6 elements", "8 elements"], d);
         expect_err(a.broadcast_to(&[3, 3]), "SHAPE", &["[2, 3]", "[3, 3]"], d);
         expect_err(a.permute(&[0, 0]), "SHAPE", &["permutation"], d);

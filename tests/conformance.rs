@@ -388,6 +388,34 @@ fn reductions_over_an_empty_axis_follow_numpy() {
 }
 
 #[test]
+fn matmul_takes_vectors_as_numpy_does() {
+    // (a shape, b shape, result shape); a 1-D a is a row, a 1-D b a column, and that axis goes.
+    let cases: [(&[usize], &[usize], &[usize]); 5] = [(&[2, 3], &[3], &[2]), (&[3], &[3, 4], &[4]), (&[3], &[3], &[]), (&[2, 5, 3], &[3], &[2, 5]), (&[3], &[2, 3, 4], &[2, 4])];
+    for d in devices() {
+        for (c, &(sa, sb, so)) in cases.iter().enumerate() {
+            let (x, y) = (random(8500 + c as u64, sa.iter().product(), -1.0, 1.0), random(8600 + c as u64, sb.iter().product(), -1.0, 1.0));
+            let got = tensor(d, &x, sa).matmul(&tensor(d, &y, sb)).unwrap();
+            assert_eq!(got.shape(), so, "{sa:?} @ {sb:?}");
+            // The reference with the vectors as matrices, then the added axes dropped.
+            let a2: Vec<usize> = if sa.len() == 1 { vec![1, sa[0]] } else { sa.to_vec() };
+            let b2: Vec<usize> = if sb.len() == 1 { vec![sb[0], 1] } else { sb.to_vec() };
+            let (k, n) = (b2[b2.len() - 2], b2[b2.len() - 1]);
+            let m = a2[a2.len() - 2];
+            let (batches_a, batches_b) = (x.len() / (m * k), y.len() / (k * n));
+            let batches = batches_a.max(batches_b);
+            let want: Vec<f64> = (0..batches)
+                .flat_map(|bt| (0..m).flat_map(move |i| (0..n).map(move |j| (bt, i, j))))
+                .map(|(bt, i, j)| {
+                    let (ab, bb) = (bt % batches_a, bt % batches_b);
+                    (0..k).map(|t| f64::from(x[ab * m * k + i * k + t]) * f64::from(y[bb * k * n + t * n + j])).sum()
+                })
+                .collect();
+            assert_close(&read(&got), &want, 1e-5, 1e-6, &format!("{sa:?} @ {sb:?} on {}", name(d)));
+        }
+    }
+}
+
+#[test]
 fn softmax_rows_are_overflow_safe() {
     for d in &devices_and_variants() {
         for (c, &(shape, lo, hi)) in ROW_CASES.iter().enumerate() {

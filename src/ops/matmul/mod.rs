@@ -14,7 +14,25 @@ use crate::{BackendKind, DType, Device, DeviceOptions, Error, Queue, Result, Ten
 /// `a @ b` for `a: [.., m, k]` and `b: [.., k, n]`; leading (batch) dimensions broadcast.
 /// Either operand may be a strided view (e.g. a transpose) without a copy.
 pub fn matmul(queue: &Queue, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    matmul_epilogue(queue, "matmul", a, b, None, None, None)
+    // numpy's rules for vectors: a 1-D `a` is the row [1, k], a 1-D `b` the column [k, 1], and
+    // the axis that added is dropped from the result (vector @ vector is a scalar).
+    let as_matrix = |t: &Tensor, shape: [usize; 2]| -> Result<Tensor> { t.contiguous_on(queue)?.reshape(&shape) };
+    let (row, column) = (a.rank() == 1, b.rank() == 1);
+    let a = if row { as_matrix(a, [1, a.shape()[0]])? } else { a.clone() };
+    let b = if column { as_matrix(b, [b.shape()[0], 1])? } else { b.clone() };
+    let out = matmul_epilogue(queue, "matmul", &a, &b, None, None, None)?;
+    if !row && !column {
+        return Ok(out);
+    }
+    let mut shape = out.shape().to_vec();
+    let r = shape.len();
+    if column {
+        shape.remove(r - 1);
+    }
+    if row {
+        shape.remove(r - 2);
+    }
+    out.reshape(&shape)
 }
 
 /// The named matmul kernel variants of `device`'s backend: `webgpu` tile configurations
@@ -80,7 +98,7 @@ fn matmul_in(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Opti
     if ra < 2 || rb < 2 {
         return Err(Error::shape(
             op,
-            format!("got shapes {:?} and {:?}: expected both of rank >= 2 ([.., m, k] @ [.., k, n])", a.shape(), b.shape()),
+            format!("got shapes {:?} and {:?}: expected vectors or matrices ([.., m, k] @ [.., k, n]; a 1-D operand is a row or a column)", a.shape(), b.shape()),
         ));
     }
     let (m, k) = (a.shape()[ra - 2], a.shape()[ra - 1]);
