@@ -416,6 +416,36 @@ fn matmul_takes_vectors_as_numpy_does() {
 }
 
 #[test]
+fn softmax_and_log_softmax_along_any_axis() {
+    use unicompute::ops::log_softmax::reference_row as log_reference;
+    let shape = [3, 5, 4];
+    let x = random(8700, 60, -6.0, 6.0);
+    let strides = [20, 4, 1];
+    for d in devices() {
+        let t = tensor(d, &x, &shape);
+        for axis in 0..3 {
+            for (op, row) in [("softmax", reference_row as fn(&[f64]) -> Vec<f64>), ("log_softmax", log_reference)] {
+                let got = if op == "softmax" { t.softmax_axis(axis) } else { t.log_softmax_axis(axis) }.unwrap();
+                assert_eq!(got.shape(), shape);
+                let got = read(&got);
+                // Every fiber along `axis` against the reference row.
+                let others: Vec<usize> = (0..3).filter(|&a| a != axis).collect();
+                for i in 0..shape[others[0]] {
+                    for j in 0..shape[others[1]] {
+                        let base = i * strides[others[0]] + j * strides[others[1]];
+                        let at: Vec<usize> = (0..shape[axis]).map(|k| base + k * strides[axis]).collect();
+                        let want = row(&at.iter().map(|&o| f64::from(x[o])).collect::<Vec<_>>());
+                        let fiber: Vec<f32> = at.iter().map(|&o| got[o]).collect();
+                        assert_close(&fiber, &want, 1e-5, 1e-6, &format!("{op} along axis {axis} on {}", name(d)));
+                    }
+                }
+            }
+        }
+        assert!(t.softmax_axis(3).unwrap_err().to_string().contains("axis 3"));
+    }
+}
+
+#[test]
 fn softmax_rows_are_overflow_safe() {
     for d in &devices_and_variants() {
         for (c, &(shape, lo, hi)) in ROW_CASES.iter().enumerate() {

@@ -35,6 +35,11 @@ const byRow = cube.reduceAxes('sum', [0, 2], true);
 assert.deepEqual(Array.from(byRow.shape), [1, 3, 1]);
 const rowSum = (j) => [0, 1].flatMap((i) => [0, 1, 2, 3].map((k) => i * 12 + j * 4 + k)).reduce((t, v) => t + v, 0);
 assert.deepEqual(Array.from(await byRow.read()), [0, 1, 2].map(rowSum));
+// Softmax along the first axis: each column of `cube` sums to 1.
+const alongFirst = cube.softmax(0);
+assert.deepEqual(Array.from(alongFirst.shape), [2, 3, 4]);
+const cols = Array.from(await alongFirst.reduceAxes('sum', [0], false).read());
+assert.ok(cols.every((v) => Math.abs(v - 1) < 1e-6), `softmax(0) columns ${cols}`);
 const logSoft = await a.logSoftmax().read();
 const lse = (x, y) => Math.max(x, y) + Math.log(Math.exp(x - Math.max(x, y)) + Math.exp(y - Math.max(x, y)));
 [1 - lse(1, 2), 2 - lse(1, 2), 3 - lse(3, 4), 4 - lse(3, 4)].forEach((w, i) => assert.ok(Math.abs(logSoft[i] - w) < 1e-6, `logSoftmax ${logSoft}`));

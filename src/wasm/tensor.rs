@@ -263,15 +263,22 @@ impl JsTensor {
         wrap(self.inner.relu())
     }
 
-    /// Softmax over the last axis.
-    pub fn softmax(&self) -> Result<JsTensor, JsValue> {
-        wrap(self.inner.softmax())
+    /// Softmax over `axis` (the last when undefined).
+    pub fn softmax(&self, axis: Option<f64>) -> Result<JsTensor, JsValue> {
+        match axis {
+            Some(a) => wrap(self.inner.softmax_axis(usize_of("axis", a)?)),
+            None => wrap(self.inner.softmax()),
+        }
     }
 
-    /// Log-softmax over the last axis, fused (small probabilities keep their logs).
+    /// Log-softmax over `axis` (the last when undefined), fused: small probabilities keep
+    /// their logs.
     #[wasm_bindgen(js_name = logSoftmax)]
-    pub fn log_softmax(&self) -> Result<JsTensor, JsValue> {
-        wrap(self.inner.log_softmax())
+    pub fn log_softmax(&self, axis: Option<f64>) -> Result<JsTensor, JsValue> {
+        match axis {
+            Some(a) => wrap(self.inner.log_softmax_axis(usize_of("axis", a)?)),
+            None => wrap(self.inner.log_softmax()),
+        }
     }
 
     /// A reduction by name (`sum`, `mean`, `max`, `min`, `argmax`) over `axis`, or over

@@ -2,7 +2,7 @@
 //! row kernels with this op's epilogue, so each row is read in one launch per pass and no
 //! softmax is rounded and then logged (which loses the small probabilities).
 
-use super::softmax::{row_stats, Epilogue};
+use super::softmax::{along_axis, row_stats, Epilogue};
 use crate::ops::common::math::{exp, map, max_lanes, sum_lanes, twin};
 use crate::{Queue, Result, Tensor};
 
@@ -15,10 +15,19 @@ pub fn log_softmax(queue: &Queue, x: &Tensor) -> Result<Tensor> {
     row_stats(queue, x, &EPILOGUE)
 }
 
+/// [`log_softmax`] along `axis`.
+pub fn log_softmax_axis(queue: &Queue, x: &Tensor, axis: usize) -> Result<Tensor> {
+    along_axis(queue, x, axis, &EPILOGUE)
+}
+
 impl Tensor {
     /// Log-softmax over the last axis (see [`log_softmax`]).
     pub fn log_softmax(&self) -> Result<Tensor> {
         log_softmax(&self.device().queue(), self)
+    }
+    /// Log-softmax along `axis` (see [`log_softmax_axis`]).
+    pub fn log_softmax_axis(&self, axis: usize) -> Result<Tensor> {
+        log_softmax_axis(&self.device().queue(), self, axis)
     }
 }
 

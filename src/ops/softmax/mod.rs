@@ -81,6 +81,27 @@ pub fn softmax(queue: &Queue, x: &Tensor) -> Result<Tensor> {
     row_stats(queue, x, &SOFTMAX)
 }
 
+/// [`softmax`] along `axis`.
+pub fn softmax_axis(queue: &Queue, x: &Tensor, axis: usize) -> Result<Tensor> {
+    along_axis(queue, x, axis, &SOFTMAX)
+}
+
+/// `epilogue` along `axis` of `x`: the axis is moved last (the rows are then copied
+/// together: the kernels read contiguous rows), and the result is viewed back in `x`'s order.
+pub(crate) fn along_axis(queue: &Queue, x: &Tensor, axis: usize, epilogue: &'static Epilogue) -> Result<Tensor> {
+    let rank = x.rank();
+    if axis >= rank {
+        return Err(Error::OutOfRange(format!("{}: axis {axis} of a rank-{rank} tensor {:?}: expected an axis below {rank}", epilogue.name, x.shape())));
+    }
+    if axis + 1 == rank {
+        return row_stats(queue, x, epilogue);
+    }
+    // Axis `axis` last; `back` undoes the move.
+    let order: Vec<usize> = (0..rank).filter(|&a| a != axis).chain([axis]).collect();
+    let back: Vec<usize> = (0..rank).map(|a| if a < axis { a } else if a == axis { rank - 1 } else { a - 1 }).collect();
+    row_stats(queue, &x.permute(&order)?, epilogue)?.permute(&back)
+}
+
 /// Every WGSL specialisation of the row-statistics kernels with `epilogue` (the naga check).
 #[cfg(all(test, feature = "webgpu"))]
 pub(crate) fn wgsl_builtins_with(epilogue: &'static Epilogue) -> Vec<crate::hal::webgpu::Builtin> {
@@ -107,5 +128,9 @@ impl Tensor {
     /// Softmax over the last axis.
     pub fn softmax(&self) -> Result<Tensor> {
         softmax(&self.device().queue(), self)
+    }
+    /// Softmax along `axis` (see [`softmax_axis`]).
+    pub fn softmax_axis(&self, axis: usize) -> Result<Tensor> {
+        softmax_axis(&self.device().queue(), self, axis)
     }
 }
