@@ -446,6 +446,33 @@ fn softmax_and_log_softmax_along_any_axis() {
 }
 
 #[test]
+fn norms_over_trailing_axes_match_onnx() {
+    let shape = [2, 3, 4, 5];
+    let x = random(8800, 120, -3.0, 3.0);
+    let w = random(8801, 20, 0.5, 1.5);
+    let b = random(8802, 20, -1.0, 1.0);
+    for d in devices() {
+        let q = d.queue();
+        let t = tensor(d, &x, &shape);
+        let (wt, bt) = (tensor(d, &w, &[4, 5]), tensor(d, &b, &[4, 5]));
+        for kind in [NormKind::Layer, NormKind::Rms] {
+            // Over the last two axes: rows of 20.
+            let got = ops::norm::norm_trailing(&q, kind, &t, 2, NormParams { weight: Some(&wt), bias: Some(&bt), ..Default::default() }).unwrap();
+            assert_eq!(got.shape(), shape);
+            let want: Vec<f64> = x.chunks(20).flat_map(|r| kind.reference_row(&r.iter().map(|&v| f64::from(v)).collect::<Vec<_>>(), 1e-5).into_iter().enumerate().map(|(i, v)| v * f64::from(w[i]) + f64::from(b[i])).collect::<Vec<_>>()).collect();
+            assert_close(&read(&got), &want, 1e-4, 1e-5, &format!("{} over 2 axes on {}", kind.name(), name(d)));
+            // One trailing axis is the plain norm.
+            let one = ops::norm::norm_trailing(&q, kind, &t, 1, NormParams::default()).unwrap();
+            assert_eq!(read(&one), read(&ops::norm::norm(&q, kind, &t, NormParams::default()).unwrap()));
+        }
+        let err = ops::norm::norm_trailing(&q, NormKind::Layer, &t, 5, NormParams::default()).unwrap_err().to_string();
+        assert!(err.contains("5 trailing axes"), "{err}");
+        let err = ops::norm::norm_trailing(&q, NormKind::Layer, &t, 2, NormParams { weight: Some(&tensor(d, &w[..5], &[5])), ..Default::default() }).unwrap_err().to_string();
+        assert!(err.contains("expected [4, 5]"), "{err}");
+    }
+}
+
+#[test]
 fn softmax_rows_are_overflow_safe() {
     for d in &devices_and_variants() {
         for (c, &(shape, lo, hi)) in ROW_CASES.iter().enumerate() {

@@ -73,6 +73,29 @@ pub fn norm(queue: &Queue, kind: NormKind, x: &Tensor, p: NormParams<'_>) -> Res
     lift.down(queue, norm_f32(queue, kind, &lift.up(queue, x)?, params)?)
 }
 
+/// Normalise over the last `axes` axes of `x` together (ONNX's LayerNormalization with
+/// `axis = rank - axes`), then apply weight and bias, each of the shape of those axes (or
+/// flattened), and the activation.
+pub fn norm_trailing(queue: &Queue, kind: NormKind, x: &Tensor, axes: usize, p: NormParams<'_>) -> Result<Tensor> {
+    let shape = x.shape().to_vec();
+    if axes == 0 || axes > shape.len() {
+        return Err(Error::OutOfRange(format!("{}: {axes} trailing axes of a rank-{} tensor {shape:?}: expected 1 to {}", kind.name(), shape.len(), shape.len())));
+    }
+    let split = shape.len() - axes;
+    let cols: usize = shape[split..].iter().product();
+    let flat: Vec<usize> = shape[..split].iter().copied().chain([cols]).collect();
+    let as_row = |what: &str, t: Option<&Tensor>| -> Result<Option<Tensor>> {
+        let Some(t) = t else { return Ok(None) };
+        if t.shape() != &shape[split..] && t.shape() != [cols] {
+            return Err(Error::shape(kind.name(), format!("{what} has shape {:?}: expected {:?} (the normalised axes of {shape:?})", t.shape(), &shape[split..])));
+        }
+        Ok(Some(t.contiguous_on(queue)?.reshape(&[cols])?))
+    };
+    let (weight, bias) = (as_row("weight", p.weight)?, as_row("bias", p.bias)?);
+    let rows = x.contiguous_on(queue)?.reshape(&flat)?;
+    norm(queue, kind, &rows, NormParams { weight: weight.as_ref(), bias: bias.as_ref(), ..p })?.reshape(&shape)
+}
+
 fn norm_f32(queue: &Queue, kind: NormKind, x: &Tensor, p: NormParams<'_>) -> Result<Tensor> {
     let op = kind.name();
     check_f32(queue, op, x)?;
