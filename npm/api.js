@@ -43,11 +43,11 @@ function patch({ BindingList, Queue, Tensor, TensorArgs }) {
   Tensor.prototype.linear = function linear(weight, options) {
     return args(options, ['bias'], (t, o) => this.linearWith(weight, t, o));
   };
-  /** `layerNorm({ weight, bias, eps, activation })` over the last axis. */
+  /** `layerNorm({ weight, bias, eps, activation, axes })` over the last `axes` axes. */
   Tensor.prototype.layerNorm = function layerNorm(options) {
     return args(options, ['weight', 'bias'], (t, o) => this.layerNormWith(t, o));
   };
-  /** `rmsNorm({ weight, eps, activation })` over the last axis. */
+  /** `rmsNorm({ weight, eps, activation, axes })` over the last `axes` axes. */
   Tensor.prototype.rmsNorm = function rmsNorm(options) {
     return args(options, ['weight'], (t, o) => this.rmsNormWith(t, o));
   };

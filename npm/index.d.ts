@@ -17,10 +17,10 @@ declare module './pkg/unicompute.js' {
     conv2d(weight: Tensor, options?: { stride?: Pair; padding?: Pair; dilation?: Pair; groups?: number; bias?: Tensor; activation?: Activation }): Tensor;
     /** `activation(this @ weight + bias)` in one kernel. */
     linear(weight: Tensor, options?: { bias?: Tensor; activation?: Activation }): Tensor;
-    /** Layer normalisation over the last axis (eps 1e-5 by default). */
-    layerNorm(options?: { weight?: Tensor; bias?: Tensor; eps?: number; activation?: Activation }): Tensor;
-    /** RMS normalisation over the last axis (eps 1e-5 by default). */
-    rmsNorm(options?: { weight?: Tensor; eps?: number; activation?: Activation }): Tensor;
+    /** Layer normalisation over the last `axes` axes (1 and eps 1e-5 by default). */
+    layerNorm(options?: { weight?: Tensor; bias?: Tensor; eps?: number; activation?: Activation; axes?: number }): Tensor;
+    /** RMS normalisation over the last `axes` axes (1 and eps 1e-5 by default). */
+    rmsNorm(options?: { weight?: Tensor; eps?: number; activation?: Activation; axes?: number }): Tensor;
     /** Scaled dot-product attention with this tensor as the queries `[batch, heads, lq, d]`. */
     attention(k: Tensor, v: Tensor, options?: { causal?: boolean; scale?: number; mask?: Tensor }): Tensor;
   }

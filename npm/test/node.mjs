@@ -40,6 +40,15 @@ const alongFirst = cube.softmax(0);
 assert.deepEqual(Array.from(alongFirst.shape), [2, 3, 4]);
 const cols = Array.from(await alongFirst.reduceAxes('sum', [0], false).read());
 assert.ok(cols.every((v) => Math.abs(v - 1) < 1e-6), `softmax(0) columns ${cols}`);
+// Layer norm over the last two axes: each block of 12 has mean 0 and variance ~1.
+const blocks = Array.from(await cube.layerNorm({ axes: 2 }).read());
+[0, 12].forEach((at) => {
+  const blk = blocks.slice(at, at + 12);
+  const m = blk.reduce((t, v) => t + v, 0) / 12;
+  const v = blk.reduce((t, x) => t + (x - m) ** 2, 0) / 12;
+  assert.ok(Math.abs(m) < 1e-5 && Math.abs(v - 1) < 1e-3, `layerNorm axes 2: mean ${m}, variance ${v}`);
+});
+assert.throws(() => cube.layerNorm({ axes: 4 }), (e) => e.code === 'OUT_OF_RANGE' && /4 trailing axes/.test(e.message));
 const logSoft = await a.logSoftmax().read();
 const lse = (x, y) => Math.max(x, y) + Math.log(Math.exp(x - Math.max(x, y)) + Math.exp(y - Math.max(x, y)));
 [1 - lse(1, 2), 2 - lse(1, 2), 3 - lse(3, 4), 4 - lse(3, 4)].forEach((w, i) => assert.ok(Math.abs(logSoft[i] - w) < 1e-6, `logSoftmax ${logSoft}`));

@@ -4,7 +4,7 @@ use wasm_bindgen::prelude::*;
 
 use super::error::{invalid, js_error, usize_of};
 use super::options::{Options, TensorArgs};
-use crate::ops::{BinaryOp, NormParams, ReduceOp, UnaryOp};
+use crate::ops::{BinaryOp, NormKind, NormParams, ReduceOp, UnaryOp};
 use crate::{DType, Tensor};
 
 /// A tensor on a device. Call `free()` when done, or leave it to the garbage collector.
@@ -47,6 +47,14 @@ async fn array_buffer<T: crate::Element>(t: &Tensor) -> Result<JsValue, JsValue>
 
 fn wrap(r: crate::Result<Tensor>) -> Result<JsTensor, JsValue> {
     r.map(JsTensor::from).map_err(js_error)
+}
+
+impl JsTensor {
+    /// A norm over the trailing `axes` option's count of axes.
+    fn norm(&self, kind: NormKind, o: &Options, params: NormParams<'_>) -> Result<JsTensor, JsValue> {
+        let axes = o.number("axes")?.map(|a| usize_of("axes", a)).transpose()?.unwrap_or(1);
+        wrap(crate::ops::norm::norm_trailing(&self.inner.device().queue(), kind, &self.inner, axes, params))
+    }
 }
 
 #[wasm_bindgen(js_class = Tensor)]
@@ -170,20 +178,22 @@ impl JsTensor {
         wrap(self.inner.cumsum(usize_of("axis", axis)?))
     }
 
-    /// RMS normalisation over the last axis (the npm package's `rmsNorm(options)` calls this:
-    /// optional per-column `weight`, and `{ eps, activation }`; eps defaults to 1e-5).
+    /// RMS normalisation over the last `axes` axes (1 by default; the npm package's
+    /// `rmsNorm(options)` calls this: optional `weight`, and `{ eps, activation, axes }`; eps
+    /// defaults to 1e-5).
     #[wasm_bindgen(js_name = rmsNormWith)]
     pub fn rms_norm_with(&self, tensors: &TensorArgs, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
-        let o = Options::new("rmsNorm", options, &["eps", "activation", "weight"])?;
-        wrap(self.inner.rms_norm(norm_params(&o, tensors.get("weight"), None)?))
+        let o = Options::new("rmsNorm", options, &["eps", "activation", "weight", "axes"])?;
+        self.norm(NormKind::Rms, &o, norm_params(&o, tensors.get("weight"), None)?)
     }
 
-    /// Layer normalisation over the last axis (the npm package's `layerNorm(options)` calls
-    /// this: optional per-column `weight` and `bias`, and `{ eps, activation }`).
+    /// Layer normalisation over the last `axes` axes (1 by default; the npm package's
+    /// `layerNorm(options)` calls this: optional `weight` and `bias` in the shape of those
+    /// axes, and `{ eps, activation, axes }`).
     #[wasm_bindgen(js_name = layerNormWith)]
     pub fn layer_norm_with(&self, tensors: &TensorArgs, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
-        let o = Options::new("layerNorm", options, &["eps", "activation", "weight", "bias"])?;
-        wrap(self.inner.layer_norm(norm_params(&o, tensors.get("weight"), tensors.get("bias"))?))
+        let o = Options::new("layerNorm", options, &["eps", "activation", "weight", "bias", "axes"])?;
+        self.norm(NormKind::Layer, &o, norm_params(&o, tensors.get("weight"), tensors.get("bias"))?)
     }
 
     /// A linear layer `act(this @ weight + bias)` in one kernel (the npm package's
