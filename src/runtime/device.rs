@@ -2,16 +2,15 @@
 //! Opening one (which may time the ops on each candidate) and tuning are in `api/device.rs`.
 
 use std::fmt;
-use crate::base::id::next_id;
 use std::sync::{Arc, Mutex};
 
-use crate::hal::{self, BackendDevice, Memory};
-use crate::hal::Block;
+use crate::base::id::next_id;
+use crate::base::info::{BackendKind, DeviceInfo, DeviceOptions, POISON_WORD};
+use crate::hal::{self, BackendDevice, Block, Memory};
+use crate::profile::{Decision, Profile, Profiler};
 use crate::runtime::pool::{size_class, MemoryStats, Pool};
 use crate::runtime::queue::{Queue, QueueShared};
 use crate::runtime::tune_cache::TuneCache;
-use crate::profile::{Decision, Profile, Profiler};
-use crate::base::info::{BackendKind, DeviceInfo, DeviceOptions, POISON_WORD};
 use crate::{Error, Policy, Result};
 
 /// Every device this build can open: the CPU first, then each CUDA device and GPU adapter.

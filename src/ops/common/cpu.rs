@@ -3,6 +3,9 @@
 //! Elementwise math runs in f32 through the ops' own scalar definitions; reductions and
 //! softmax accumulate in f64; matmul, convolution and attention use the `gemm` crate.
 
+use crate::base::layout::{Access, Layout};
+use crate::ops::Operand;
+use crate::{Error, Result};
 
 /// An error unless every view lies inside the words it reads from: checked before the
 /// unsafe GEMM calls, which rely on it (every tensor's view satisfies it, see
@@ -29,10 +32,6 @@ pub(crate) unsafe fn sgemm(m: usize, n: usize, k: usize, scale: f32, a: *const f
     // dst := alpha * dst + beta * lhs * rhs, with dst not read.
     gemm::gemm(m, n, k, c, 1, ldc as isize, false, a, a_cs, a_rs, b, b_cs, b_rs, 0.0, scale, false, false, false, parallelism);
 }
-
-use crate::base::layout::{Access, Layout};
-use crate::ops::Operand;
-use crate::{Error, Result};
 
 /// Elements per parallel task: large enough to amortise scheduling, small enough to balance.
 pub(crate) const CHUNK: usize = 1 << 15;
