@@ -55,6 +55,25 @@ function patch({ BindingList, Queue, Tensor, TensorArgs }) {
   Tensor.prototype.attention = function attention(k, v, options) {
     return args(options, ['mask'], (t, o) => this.attentionWith(k, v, t, o));
   };
+  /**
+   * `op` ('add', 'mul', 'minimum' or 'maximum') over this tensor and every one of `others`,
+   * all broadcast together: ONNX's Sum, Max and Min. One binary launch per other tensor; the
+   * intermediate results are freed. The other binary ops are refused: their order matters.
+   */
+  Tensor.prototype.nary = function nary(op, others) {
+    if (!['add', 'mul', 'minimum', 'maximum'].includes(op)) {
+      const e = new Error(`nary: \`${op}\` (the order of its inputs would matter): expected add, mul, minimum or maximum`);
+      e.code = 'INVALID';
+      throw e;
+    }
+    let acc = this.reshape(Array.from(this.shape));
+    for (const t of others) {
+      const next = acc.binary(op, t);
+      acc.free();
+      acc = next;
+    }
+    return acc;
+  };
 }
 
 /** Whether this runs in Node (the wasm is read from the file, not fetched). */

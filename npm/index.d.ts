@@ -23,6 +23,8 @@ declare module './pkg/unicompute.js' {
     rmsNorm(options?: { weight?: Tensor; eps?: number; activation?: Activation; axes?: number }): Tensor;
     /** Scaled dot-product attention with this tensor as the queries `[batch, heads, lq, d]`. */
     attention(k: Tensor, v: Tensor, options?: { causal?: boolean; scale?: number; mask?: Tensor }): Tensor;
+    /** `op` over this tensor and every one of `others`, broadcast together (ONNX's Sum, Max, Min). */
+    nary(op: 'add' | 'mul' | 'minimum' | 'maximum', others: Tensor[]): Tensor;
   }
 }
 

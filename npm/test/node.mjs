@@ -49,6 +49,12 @@ const blocks = Array.from(await cube.layerNorm({ axes: 2 }).read());
   assert.ok(Math.abs(m) < 1e-5 && Math.abs(v - 1) < 1e-3, `layerNorm axes 2: mean ${m}, variance ${v}`);
 });
 assert.throws(() => cube.layerNorm({ axes: 4 }), (e) => e.code === 'OUT_OF_RANGE' && /4 trailing axes/.test(e.message));
+// n-ary maximum over three broadcast inputs; one input is itself; ordered ops are refused.
+const col = device.tensor(new Float32Array([2.5, -1]), [2, 1]);
+const row3 = device.tensor(new Float32Array([0, 3]), [2]);
+assert.deepEqual(Array.from(await a.nary('maximum', [col, row3]).read()), [2.5, 3, 3, 4]);
+assert.deepEqual(Array.from(await a.nary('add', []).read()), [1, 2, 3, 4]);
+assert.throws(() => a.nary('sub', [col]), (e) => e.code === 'INVALID' && /order/.test(e.message));
 const logSoft = await a.logSoftmax().read();
 const lse = (x, y) => Math.max(x, y) + Math.log(Math.exp(x - Math.max(x, y)) + Math.exp(y - Math.max(x, y)));
 [1 - lse(1, 2), 2 - lse(1, 2), 3 - lse(3, 4), 4 - lse(3, 4)].forEach((w, i) => assert.ok(Math.abs(logSoft[i] - w) < 1e-6, `logSoftmax ${logSoft}`));
