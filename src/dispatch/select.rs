@@ -19,7 +19,7 @@ const PROBE_REPS: usize = 3;
 /// give it: heavy ops of the catalogue).
 pub(crate) struct Probe {
     /// What it runs, for reasons and the cache.
-    pub describe: &'static str,
+    pub describe: fn() -> String,
     /// Make its inputs on a device and return what records it on a queue.
     pub setup: fn(&Device) -> Result<Recording>,
 }
@@ -96,7 +96,7 @@ async fn measure(policy: &Policy, candidates: Vec<Candidate>, options: DeviceOpt
     let mut ids: Vec<String> = candidates.iter().map(|c| identity(&c.info)).collect();
     ids.sort();
     let key = format!("select | {}", ids.join(" ; "));
-    let probe_text = probe.describe;
+    let probe_text = (probe.describe)();
     if let Some(entry) = cache.get(&key) {
         if let Some(c) = candidates.iter().position(|c| identity(&c.info) == entry.choice) {
             let chosen = candidates.into_iter().nth(c).ok_or_else(|| Error::Device("internal: lost a candidate".into()))?;
@@ -127,7 +127,7 @@ async fn measure(policy: &Policy, candidates: Vec<Candidate>, options: DeviceOpt
     let Some((_, device, info)) = best else {
         return Err(Error::NoDevice(format!("no candidate device ran the probe: {}", failures.join("; "))));
     };
-    cache.put(key, Entry { choice: identity(&info), times_us: times_us.clone(), default: String::new(), problem: probe_text.into() });
+    cache.put(key, Entry { choice: identity(&info), times_us: times_us.clone(), default: String::new(), problem: probe_text.clone() });
     let mut reason = format!("no hardware GPU; fastest on the probe ({probe_text}): {} (measured now, saved to {})", times_text(&times_us), cache.describe());
     if !failures.is_empty() {
         reason.push_str(&format!("; could not run: {}", failures.join("; ")));

@@ -26,7 +26,13 @@ const PROBE_MATMUL: usize = 256;
 const PROBE_CONV: [usize; 2] = [32, 32];
 
 /// What `auto` device selection times on each candidate without a hardware GPU.
-pub(crate) static PROBE: Probe = Probe { describe: "matmul 256^3 + conv2d [1, 32, 32, 32] * [32, 32, 3, 3]", setup: probe_setup };
+pub(crate) static PROBE: Probe = Probe { describe: probe_text, setup: probe_setup };
+
+/// What the probe runs, in words (reasons and the tune cache).
+fn probe_text() -> String {
+    let (e, [c, hw]) = (PROBE_MATMUL, PROBE_CONV);
+    format!("matmul {e}^3 + conv2d [1, {c}, {hw}, {hw}] * [{c}, {c}, 3, 3]")
+}
 
 /// The probe's inputs on `device`, and what records it (the backend's default matmul
 /// variant, whatever the policy names: "auto" must not tune here).

@@ -109,7 +109,8 @@ pub(crate) fn operand(o: &Operand<'_>) -> Result<u64> {
     address(o.buf, o.layout.offset)
 }
 
-/// Epilogue defines of matmul.cu.
+/// The bias and activation `-D` definitions of the kernels with an epilogue (matmul.cu,
+/// conv.cu).
 pub(crate) fn epilogue_defines(bias: &Option<Operand<'_>>, act: Option<UnaryOp>) -> [(&'static str, String); 2] {
     [("HAS_BIAS", u32::from(bias.is_some()).to_string()), ("ACT", act.map_or(0, |f| f.code()).to_string())]
 }

@@ -143,12 +143,7 @@ pub(crate) fn row_passes(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, kern
     q.launch(dev, pipeline(2), &params, &binds, grid)
 }
 
-/// Temporary device memory for intermediate results.
-pub(crate) fn temp(cx: &OpContext<'_>, elements: usize) -> Result<Arc<Block>> {
-    (cx.temp)((elements * 4) as u64)
-}
-
-/// [`temp`] of f32 values that one storage binding must reach, for the work a device with a
+/// Temporary device memory for `elements` f32 values that one storage binding must reach, for the work a device with a
 /// loop-iteration limit splits across launches: an error past the binding limit.
 pub(crate) fn split_temp(dev: &GpuDevice, cx: &OpContext<'_>, elements: usize) -> Result<Arc<Block>> {
     let bytes = elements as u64 * 4;
@@ -156,5 +151,5 @@ pub(crate) fn split_temp(dev: &GpuDevice, cx: &OpContext<'_>, elements: usize) -
     if bytes > max {
         return Err(Error::Limit { what: "temporary of a launch split for the loop-iteration limit, in bytes".into(), value: bytes, limit: "max_storage_buffer_binding_size", max });
     }
-    temp(cx, elements)
+    (cx.temp)(bytes)
 }
