@@ -14,9 +14,12 @@
 //! - Without the `cuda` (or `webgpu`) feature compiled in, the API stays the same: no such
 //!   device is listed and opening one says why.
 
+mod backend;
 mod block;
 pub(crate) mod cpu;
 mod mapped;
+#[cfg(not(all(feature = "webgpu", cuda_backend)))]
+mod none;
 mod source;
 pub(crate) mod timer;
 #[cfg(cuda_backend)]
@@ -26,53 +29,108 @@ pub(crate) mod webgpu;
 
 use std::sync::Arc;
 
+pub(crate) use backend::Backend;
 pub(crate) use block::{Block, Recorder, Recycle};
+pub(crate) use cpu::Cpu;
 pub(crate) use mapped::Mapped;
 pub(crate) use source::ProgramSource;
 
+/// The CUDA backend, or its stand-in in a build without the `cuda` feature.
+#[cfg(cuda_backend)]
+pub(crate) use cuda::backend::Cuda;
+/// The CUDA backend, or its stand-in in a build without the `cuda` feature.
+#[cfg(not(cuda_backend))]
+pub(crate) use none::Absent as Cuda;
+/// The wgpu backend, or its stand-in in a build without the `webgpu` feature.
+#[cfg(feature = "webgpu")]
+pub(crate) use webgpu::backend::WebGpu;
+/// The wgpu backend, or its stand-in in a build without the `webgpu` feature.
+#[cfg(not(feature = "webgpu"))]
+pub(crate) use none::Absent as WebGpu;
+
+/// A backend's opened device.
+pub(crate) type DeviceOf<B> = <B as Backend>::Device;
+/// A backend's queue.
+pub(crate) type QueueOf<B> = <B as Backend>::Queue;
+
 use crate::base::dtype::{KernelLanguage, Scalar};
-use timer::{Clock, Span, Timing};
+use timer::{Clock, Timing};
 use crate::{BackendKind, DeviceInfo, Error, Result};
+
+/// `$body` once per backend, with `$B` naming the backend and `$d` bound to `$dev`'s device.
+macro_rules! on_device {
+    ($dev:expr, |$B:ident, $d:ident| $body:expr) => {
+        match $dev {
+            BackendDevice::Cpu($d) => {
+                type $B = Cpu;
+                $body
+            }
+            BackendDevice::WebGpu($d) => {
+                type $B = WebGpu;
+                $body
+            }
+            BackendDevice::Cuda($d) => {
+                type $B = Cuda;
+                $body
+            }
+        }
+    };
+}
+
+/// `$body` for a pair of one backend's values (`$x` of enum `$X`, `$y` of enum `$Y`), with
+/// `$B` naming the backend; `$other` when the two belong to different backends.
+macro_rules! on_pair {
+    ($x:expr => $X:ident, $y:expr => $Y:ident, |$B:ident, $a:ident, $b:ident| $body:expr, else $other:expr) => {
+        match ($x, $y) {
+            ($X::Cpu($a), $Y::Cpu($b)) => {
+                type $B = Cpu;
+                $body
+            }
+            ($X::WebGpu($a), $Y::WebGpu($b)) => {
+                type $B = WebGpu;
+                $body
+            }
+            ($X::Cuda($a), $Y::Cuda($b)) => {
+                type $B = Cuda;
+                $body
+            }
+            _ => $other,
+        }
+    };
+}
 
 /// A device that can be opened.
 pub(crate) struct Candidate {
     pub info: DeviceInfo,
-    source: Source,
+    adapter: Adapter,
 }
 
-enum Source {
-    Cpu,
-    #[cfg(feature = "webgpu")]
-    WebGpu(webgpu::Adapter),
-    #[cfg(cuda_backend)]
-    Cuda(usize),
+/// What a backend's `enumerate` found.
+enum Adapter {
+    Cpu(<Cpu as Backend>::Adapter),
+    WebGpu(<WebGpu as Backend>::Adapter),
+    Cuda(<Cuda as Backend>::Adapter),
 }
 
 impl Candidate {
     /// Open the device.
     pub async fn open(self) -> Result<BackendDevice> {
-        match self.source {
-            Source::Cpu => Ok(BackendDevice::Cpu(cpu::CpuDevice::default())),
-            #[cfg(feature = "webgpu")]
-            Source::WebGpu(adapter) => Ok(BackendDevice::WebGpu(Box::new(webgpu::GpuDevice::open(adapter, &self.info).await?))),
-            #[cfg(cuda_backend)]
-            Source::Cuda(ordinal) => Ok(BackendDevice::Cuda(Box::new(cuda::CudaDevice::open(ordinal, &self.info)?))),
-        }
+        let info = &self.info;
+        Ok(match self.adapter {
+            Adapter::Cpu(a) => BackendDevice::Cpu(Cpu::open(a, info).await?),
+            Adapter::WebGpu(a) => BackendDevice::WebGpu(Box::new(WebGpu::open(a, info).await?)),
+            Adapter::Cuda(a) => BackendDevice::Cuda(Box::new(Cuda::open(a, info).await?)),
+        })
     }
 }
 
 /// Every device this build can open, in a stable order: the CPU, then CUDA devices, then
 /// wgpu adapters (in a browser: the one adapter WebGPU offers).
 pub(crate) async fn enumerate() -> Vec<Candidate> {
-    let mut out = vec![Candidate { info: cpu::info(), source: Source::Cpu }];
-    #[cfg(cuda_backend)]
-    for (info, ordinal) in cuda::enumerate() {
-        out.push(Candidate { info, source: Source::Cuda(ordinal) });
-    }
-    #[cfg(feature = "webgpu")]
-    for (info, adapter) in webgpu::enumerate().await {
-        out.push(Candidate { info, source: Source::WebGpu(adapter) });
-    }
+    let candidate = |(info, adapter)| Candidate { info, adapter };
+    let mut out: Vec<Candidate> = Cpu::enumerate().await.into_iter().map(|(i, a)| (i, Adapter::Cpu(a))).map(candidate).collect();
+    out.extend(Cuda::enumerate().await.into_iter().map(|(i, a)| (i, Adapter::Cuda(a))).map(candidate));
+    out.extend(WebGpu::enumerate().await.into_iter().map(|(i, a)| (i, Adapter::WebGpu(a))).map(candidate));
     for (i, c) in out.iter_mut().enumerate() {
         c.info.index = i;
     }
@@ -112,10 +170,9 @@ pub(crate) struct OpContext<'a> {
 
 /// A user kernel compiled for one device.
 pub(crate) enum UserProgram {
-    #[cfg(feature = "webgpu")]
-    WebGpu(webgpu::UserPipeline),
-    #[cfg(cuda_backend)]
-    Cuda(cuda::UserFunction),
+    Cpu(<Cpu as Backend>::Program),
+    WebGpu(<WebGpu as Backend>::Program),
+    Cuda(<Cuda as Backend>::Program),
 }
 
 /// One argument of a user program launch, already checked against its reflection.
@@ -132,40 +189,31 @@ pub(crate) enum UserArg<'a> {
 
 /// An opened device of one backend.
 pub(crate) enum BackendDevice {
-    Cpu(cpu::CpuDevice),
-    #[cfg(feature = "webgpu")]
-    WebGpu(Box<webgpu::GpuDevice>),
-    #[cfg(cuda_backend)]
-    Cuda(Box<cuda::CudaDevice>),
+    Cpu(DeviceOf<Cpu>),
+    WebGpu(Box<DeviceOf<WebGpu>>),
+    Cuda(Box<DeviceOf<Cuda>>),
 }
 
 /// One block of backend memory.
 pub(crate) enum Memory {
-    Cpu(cpu::CpuMemory),
-    #[cfg(feature = "webgpu")]
-    WebGpu(webgpu::GpuMemory),
-    #[cfg(cuda_backend)]
-    Cuda(cuda::DeviceMemory),
+    Cpu(<Cpu as Backend>::Memory),
+    WebGpu(<WebGpu as Backend>::Memory),
+    Cuda(<Cuda as Backend>::Memory),
 }
 
 /// A queue's backend state.
 pub(crate) enum QueueImpl {
-    Cpu,
-    #[cfg(feature = "webgpu")]
-    WebGpu(webgpu::GpuQueue),
-    #[cfg(cuda_backend)]
-    Cuda(cuda::CudaQueue),
+    Cpu(QueueOf<Cpu>),
+    WebGpu(QueueOf<WebGpu>),
+    Cuda(QueueOf<Cuda>),
 }
 
 /// A fence's backend state.
 #[derive(Clone)]
 pub(crate) enum FenceImpl {
-    /// Work that had finished when it was submitted (the CPU runs work as it is recorded).
-    Done,
-    #[cfg(feature = "webgpu")]
-    WebGpu(webgpu::GpuFence),
-    #[cfg(cuda_backend)]
-    Cuda(cuda::CudaFence),
+    Cpu(<Cpu as Backend>::Fence),
+    WebGpu(<WebGpu as Backend>::Fence),
+    Cuda(<Cuda as Backend>::Fence),
 }
 
 fn mismatch() -> Error {
@@ -176,162 +224,92 @@ impl BackendDevice {
     /// Allocate `bytes` of memory, zero-filled where [`allocations_are_zeroed`](Self::allocations_are_zeroed).
     pub fn alloc(&self, bytes: u64) -> Result<Memory> {
         match self {
-            BackendDevice::Cpu(_) => cpu::alloc(bytes).map(Memory::Cpu),
-            #[cfg(feature = "webgpu")]
-            BackendDevice::WebGpu(d) => d.alloc(bytes).map(Memory::WebGpu),
-            #[cfg(cuda_backend)]
-            BackendDevice::Cuda(d) => d.alloc(bytes).map(Memory::Cuda),
+            BackendDevice::Cpu(d) => Cpu::alloc(d, bytes).map(Memory::Cpu),
+            BackendDevice::WebGpu(d) => WebGpu::alloc(d, bytes).map(Memory::WebGpu),
+            BackendDevice::Cuda(d) => Cuda::alloc(d, bytes).map(Memory::Cuda),
         }
     }
 
     /// Whether f16 tensors can be read and written directly by the elementwise and matmul
     /// kernels (webgpu adapters with `shader-f16`); elsewhere ops widen them to f32 first.
     pub fn native_f16(&self) -> bool {
-        match self {
-            #[cfg(feature = "webgpu")]
-            BackendDevice::WebGpu(d) => d.device.features().contains(wgpu::Features::SHADER_F16),
-            _ => false,
-        }
+        on_device!(self, |B, d| B::native_f16(d))
     }
 
     /// Whether fresh allocations come zero-filled (CUDA's do not).
     pub fn allocations_are_zeroed(&self) -> bool {
-        match self {
-            #[cfg(cuda_backend)]
-            BackendDevice::Cuda(_) => false,
-            _ => true,
-        }
+        on_device!(self, |B, d| B::allocations_are_zeroed(d))
     }
 
     /// Bytes of device memory free now, where the backend can tell.
     pub fn memory_free(&self) -> Option<u64> {
-        match self {
-            #[cfg(cuda_backend)]
-            BackendDevice::Cuda(d) => d.memory_free(),
-            _ => None,
-        }
+        on_device!(self, |B, d| B::memory_free(d))
     }
 
     /// Fill the first `bytes` of `mem`, which no queued work uses, with `word` now.
     pub fn fill_now(&self, mem: &Memory, bytes: u64, word: u32) -> Result<()> {
-        match (self, mem) {
-            (BackendDevice::Cpu(_), Memory::Cpu(m)) => {
-                cpu::fill(m, bytes, word);
-                Ok(())
-            }
-            #[cfg(feature = "webgpu")]
-            (BackendDevice::WebGpu(d), Memory::WebGpu(b)) => {
-                d.fill_now(b, bytes, word);
-                Ok(())
-            }
-            #[cfg(cuda_backend)]
-            (BackendDevice::Cuda(d), Memory::Cuda(m)) => d.fill_now(m, bytes, word),
-            #[allow(unreachable_patterns)]
-            _ => Err(Error::Device("internal: memory of another backend".into())),
-        }
+        on_pair!(self => BackendDevice, mem => Memory, |B, d, m| B::fill_now(d, m, bytes, word), else Err(Error::Device("internal: memory of another backend".into())))
     }
 
     /// Compile a user kernel; `None` if this backend does not run `language`.
     pub fn user_program(&self, language: KernelLanguage, source: &str, entry: &str) -> Option<Result<UserProgram>> {
-        let _ = (source, entry);
-        match (self, language) {
-            #[cfg(feature = "webgpu")]
-            (BackendDevice::WebGpu(d), KernelLanguage::Wgsl) => Some(d.create_user_pipeline(source, entry).map(UserProgram::WebGpu)),
-            #[cfg(cuda_backend)]
-            (BackendDevice::Cuda(d), KernelLanguage::Cuda) => Some(d.compile_user(source, entry).map(UserProgram::Cuda)),
-            _ => None,
-        }
+        Some(match self {
+            BackendDevice::Cpu(d) => Cpu::user_program(d, language, source, entry)?.map(UserProgram::Cpu),
+            BackendDevice::WebGpu(d) => WebGpu::user_program(d, language, source, entry)?.map(UserProgram::WebGpu),
+            BackendDevice::Cuda(d) => Cuda::user_program(d, language, source, entry)?.map(UserProgram::Cuda),
+        })
     }
 
     /// Let finished work release its buffers (never blocks).
     pub fn maintain(&self) {
-        match self {
-            BackendDevice::Cpu(_) => {}
-            #[cfg(feature = "webgpu")]
-            BackendDevice::WebGpu(d) => d.maintain(),
-            #[cfg(cuda_backend)]
-            BackendDevice::Cuda(d) => d.maintain(),
-        }
+        on_device!(self, |B, d| B::maintain(d))
     }
 
     /// Block until submitted work has finished and its callbacks have run (natively; a no-op
     /// in browsers and on backends that finish work synchronously when asked).
     pub fn wait_idle(&self) {
-        #[cfg(all(feature = "webgpu", not(target_arch = "wasm32")))]
-        if let BackendDevice::WebGpu(d) = self {
-            let _ = d.device.poll(wgpu::PollType::wait_indefinitely());
-        }
+        on_device!(self, |B, d| B::wait_idle(d))
     }
 
     /// Release the device now; every later call answers `DEVICE_LOST`.
     pub fn destroy(&self) {
-        match self {
-            BackendDevice::Cpu(d) => d.destroy(),
-            #[cfg(feature = "webgpu")]
-            BackendDevice::WebGpu(d) => d.destroy(),
-            #[cfg(cuda_backend)]
-            BackendDevice::Cuda(d) => d.destroy(),
-        }
+        on_device!(self, |B, d| B::destroy(d))
     }
 
     /// An error if the device was lost or reported an error since the last check.
     pub fn check_healthy(&self) -> Result<()> {
-        match self {
-            BackendDevice::Cpu(d) => d.check_healthy(),
-            #[cfg(feature = "webgpu")]
-            BackendDevice::WebGpu(d) => d.check_healthy(),
-            #[cfg(cuda_backend)]
-            BackendDevice::Cuda(d) => d.check_healthy(),
-        }
+        on_device!(self, |B, d| B::check_healthy(d))
     }
 }
 
 impl QueueImpl {
+    /// A new queue on `backend`.
+    #[allow(unreachable_code)] // a stand-in's arm: its queue has no value to wrap
     pub fn new(backend: &BackendDevice) -> Self {
         match backend {
-            BackendDevice::Cpu(_) => QueueImpl::Cpu,
-            #[cfg(feature = "webgpu")]
-            BackendDevice::WebGpu(_) => QueueImpl::WebGpu(webgpu::GpuQueue::default()),
-            #[cfg(cuda_backend)]
-            BackendDevice::Cuda(d) => QueueImpl::Cuda(cuda::CudaQueue::new(d)),
+            BackendDevice::Cpu(d) => QueueImpl::Cpu(Cpu::queue(d)),
+            BackendDevice::WebGpu(d) => QueueImpl::WebGpu(WebGpu::queue(d)),
+            BackendDevice::Cuda(d) => QueueImpl::Cuda(Cuda::queue(d)),
         }
     }
 
+    /// Record a write of `data` at `offset` of `dst`.
     pub fn write(&self, dev: &BackendDevice, dst: &Arc<Block>, offset: u64, data: &[u8]) -> Result<()> {
-        match (self, dev) {
-            (QueueImpl::Cpu, BackendDevice::Cpu(_)) => cpu::write(dst, offset, data),
-            #[cfg(feature = "webgpu")]
-            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => q.write(d, dst, offset, data),
-            #[cfg(cuda_backend)]
-            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => q.write(d, dst, offset, data),
-            #[allow(unreachable_patterns)]
-            _ => Err(mismatch()),
-        }
+        on_pair!(self => QueueImpl, dev => BackendDevice, |B, q, d| B::write(q, d, dst, offset, data), else Err(mismatch()))
     }
 
+    /// Record a copy of `bytes` bytes between blocks (or within one).
     pub fn copy(&self, dev: &BackendDevice, src: &Arc<Block>, src_offset: u64, dst: &Arc<Block>, dst_offset: u64, bytes: u64) -> Result<()> {
-        match (self, dev) {
-            (QueueImpl::Cpu, BackendDevice::Cpu(_)) => cpu::copy(src, src_offset, dst, dst_offset, bytes),
-            #[cfg(feature = "webgpu")]
-            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => q.copy(d, src, src_offset, dst, dst_offset, bytes),
-            #[cfg(cuda_backend)]
-            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => q.copy(d, src, src_offset, dst, dst_offset, bytes),
-            #[allow(unreachable_patterns)]
-            _ => Err(mismatch()),
-        }
+        on_pair!(self => QueueImpl, dev => BackendDevice, |B, q, d| B::copy(q, d, src, src_offset, dst, dst_offset, bytes), else Err(mismatch()))
     }
 
     /// Record a launch of a user program over `workgroups` workgroups (CUDA: blocks of
     /// `block` threads).
     pub fn launch(&self, dev: &BackendDevice, program: &UserProgram, args: &[UserArg<'_>], workgroups: [u32; 3], block: [u32; 3]) -> Result<()> {
-        let _ = block;
         match (self, dev, program) {
-            (QueueImpl::Cpu, BackendDevice::Cpu(_), _) => Err(Error::Unsupported { backend: BackendKind::Cpu, what: "user kernels need a webgpu or cuda device".into() }),
-            #[cfg(feature = "webgpu")]
-            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d), UserProgram::WebGpu(p)) => q.launch_user(d, p, args, workgroups),
-            #[cfg(cuda_backend)]
-            (QueueImpl::Cuda(q), BackendDevice::Cuda(d), UserProgram::Cuda(f)) => q.launch_user(d, &f.0, args, workgroups, block),
-            #[allow(unreachable_patterns)]
+            (QueueImpl::Cpu(q), BackendDevice::Cpu(d), UserProgram::Cpu(p)) => Cpu::launch_user(q, d, p, args, workgroups, block),
+            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d), UserProgram::WebGpu(p)) => WebGpu::launch_user(q, d, p, args, workgroups, block),
+            (QueueImpl::Cuda(q), BackendDevice::Cuda(d), UserProgram::Cuda(p)) => Cuda::launch_user(q, d, p, args, workgroups, block),
             _ => Err(mismatch()),
         }
     }
@@ -339,115 +317,55 @@ impl QueueImpl {
     /// Run `record`, which records one launch, timed: say which clock times it and how its
     /// device time will be known (`epoch` is where host-clock spans start).
     pub fn timed(&self, dev: &BackendDevice, epoch: web_time::Instant, record: impl FnOnce() -> Result<()>) -> Result<(Timing, Clock)> {
-        let host_span = |t0: web_time::Instant| Span { start_ns: t0.duration_since(epoch).as_secs_f64() * 1e9, dur_ns: t0.elapsed().as_secs_f64() * 1e9 };
-        match (self, dev) {
-            (QueueImpl::Cpu, _) => {
-                let t0 = web_time::Instant::now();
-                record()?;
-                Ok((Timing::Ready(Some(host_span(t0))), Clock::Host))
-            }
-            #[cfg(feature = "webgpu")]
-            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) if d.has_timestamps() => {
-                let token = q.begin_span();
-                record()?;
-                let span = timer::PendingSpan::new();
-                q.end_span(token, span.clone());
-                Ok((Timing::Pending(span), Clock::TimestampQuery))
-            }
-            #[cfg(all(feature = "webgpu", not(target_arch = "wasm32")))]
-            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => {
-                pollster::block_on(q.submit(d)?.wait(d))?;
-                let t0 = web_time::Instant::now();
-                record()?;
-                pollster::block_on(q.submit(d)?.wait(d))?;
-                Ok((Timing::Ready(Some(host_span(t0))), Clock::HostSerialised))
-            }
-            #[cfg(cuda_backend)]
-            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => {
-                let start = FenceImpl::Cuda(q.submit(d)?);
-                record()?;
-                let end = FenceImpl::Cuda(q.submit(d)?);
-                Ok((Timing::Fences { start, end }, Clock::CudaEvent))
-            }
-            #[allow(unreachable_patterns)]
-            _ => {
-                record()?;
-                Ok((Timing::Ready(None), Clock::None))
-            }
-        }
+        on_pair!(self => QueueImpl, dev => BackendDevice, |B, q, d| B::timed(q, d, epoch, record), else Err(mismatch()))
     }
 
+    /// Submit the recorded work; the fence marks its end.
     pub fn submit(&self, dev: &BackendDevice) -> Result<FenceImpl> {
         match (self, dev) {
-            (QueueImpl::Cpu, BackendDevice::Cpu(_)) => Ok(FenceImpl::Done),
-            #[cfg(feature = "webgpu")]
-            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => q.submit(d).map(FenceImpl::WebGpu),
-            #[cfg(cuda_backend)]
-            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => q.submit(d).map(FenceImpl::Cuda),
-            #[allow(unreachable_patterns)]
+            (QueueImpl::Cpu(q), BackendDevice::Cpu(d)) => Cpu::submit(q, d).map(FenceImpl::Cpu),
+            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => WebGpu::submit(q, d).map(FenceImpl::WebGpu),
+            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => Cuda::submit(q, d).map(FenceImpl::Cuda),
             _ => Err(mismatch()),
         }
     }
 
+    /// Order this queue's later work after `fence`.
     pub fn wait_for(&self, dev: &BackendDevice, fence: &FenceImpl) -> Result<()> {
         match (self, dev, fence) {
-            #[cfg(cuda_backend)]
-            (QueueImpl::Cuda(q), BackendDevice::Cuda(d), FenceImpl::Cuda(f)) => q.wait_for(d, f),
-            // cpu and webgpu run submissions in order; see `Queue::wait_for`.
-            _ => dev.check_healthy(),
+            (QueueImpl::Cpu(q), BackendDevice::Cpu(d), FenceImpl::Cpu(f)) => Cpu::wait_for(q, d, f),
+            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d), FenceImpl::WebGpu(f)) => WebGpu::wait_for(q, d, f),
+            (QueueImpl::Cuda(q), BackendDevice::Cuda(d), FenceImpl::Cuda(f)) => Cuda::wait_for(q, d, f),
+            _ => Err(mismatch()),
         }
     }
 
     /// Read `bytes` bytes at `offset` of `src` after all recorded work, lending them to `take`
     /// where they lie once read (see [`Mapped`]).
     pub async fn read<R>(&self, dev: &BackendDevice, src: &Arc<Block>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
-        match (self, dev) {
-            (QueueImpl::Cpu, BackendDevice::Cpu(_)) => cpu::read(src, offset, bytes, take),
-            #[cfg(feature = "webgpu")]
-            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => q.read(d, src, offset, bytes, take).await,
-            #[cfg(cuda_backend)]
-            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => q.read(d, src, offset, bytes, take),
-            #[allow(unreachable_patterns)]
-            _ => Err(mismatch()),
-        }
+        on_pair!(self => QueueImpl, dev => BackendDevice, |B, q, d| B::read(q, d, src, offset, bytes, take).await, else Err(mismatch()))
     }
 }
 
 impl FenceImpl {
+    /// Whether the work before this fence has finished (never blocks).
     pub fn is_signalled(&self, dev: &BackendDevice) -> bool {
-        match self {
-            FenceImpl::Done => true,
-            #[cfg(feature = "webgpu")]
-            FenceImpl::WebGpu(f) => {
-                dev.maintain();
-                f.is_signalled()
-            }
-            #[cfg(cuda_backend)]
-            FenceImpl::Cuda(f) => f.is_signalled(),
-        }
+        on_pair!(self => FenceImpl, dev => BackendDevice, |B, f, d| B::is_signalled(f, d), else true)
     }
 
     /// Device time from `start` to this fence, where the backend has device timers.
     pub fn elapsed_since(&self, start: &FenceImpl, backend: BackendKind) -> Result<std::time::Duration> {
-        match (self, start) {
-            #[cfg(cuda_backend)]
-            (FenceImpl::Cuda(end), FenceImpl::Cuda(start)) => end.elapsed_since(start),
-            _ => Err(Error::Unsupported {
+        let elapsed = on_pair!(start => FenceImpl, self => FenceImpl, |B, s, e| B::elapsed(s, e), else None);
+        elapsed.unwrap_or_else(|| {
+            Err(Error::Unsupported {
                 backend,
                 what: "device time between fences needs device timers: cuda has them; webgpu timestamp queries come with the profiler".into(),
-            }),
-        }
+            })
+        })
     }
 
+    /// Wait until the work before this fence has finished.
     pub async fn wait(&self, dev: &BackendDevice) -> Result<()> {
-        match (self, dev) {
-            (FenceImpl::Done, _) => Ok(()),
-            #[cfg(feature = "webgpu")]
-            (FenceImpl::WebGpu(f), BackendDevice::WebGpu(d)) => f.wait(d).await,
-            #[cfg(cuda_backend)]
-            (FenceImpl::Cuda(f), BackendDevice::Cuda(d)) => f.wait(d),
-            #[allow(unreachable_patterns)]
-            _ => Err(mismatch()),
-        }
+        on_pair!(self => FenceImpl, dev => BackendDevice, |B, f, d| B::wait(f, d).await, else Err(mismatch()))
     }
 }

@@ -34,6 +34,13 @@ pub(crate) struct Span {
     pub dur_ns: f64,
 }
 
+impl Span {
+    /// From `start` until now, on the host clock whose zero is `epoch`.
+    pub(crate) fn since(epoch: web_time::Instant, start: web_time::Instant) -> Span {
+        Span { start_ns: start.duration_since(epoch).as_secs_f64() * 1e9, dur_ns: start.elapsed().as_secs_f64() * 1e9 }
+    }
+}
+
 /// A device time that arrives once the device has run the launch (webgpu timestamp queries).
 #[derive(Clone)]
 pub(crate) struct PendingSpan {

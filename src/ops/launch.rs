@@ -6,12 +6,7 @@ use std::sync::Arc;
 
 use super::cost::OpCost;
 use super::Operand;
-use crate::hal::{BackendDevice, OpContext, QueueImpl};
-#[cfg(cuda_backend)]
-use crate::hal::cuda::{CudaDevice, CudaQueue};
-#[cfg(feature = "webgpu")]
-use crate::hal::webgpu::{GpuDevice, GpuQueue};
-use crate::hal::Block;
+use crate::hal::{BackendDevice, Block, Cuda, DeviceOf, OpContext, QueueImpl, QueueOf, WebGpu};
 use crate::runtime::device::Init;
 use crate::profile::{self, Decision};
 use crate::{Error, Queue, Result};
@@ -26,32 +21,41 @@ pub(crate) trait Launch {
     /// Run on the CPU backend, to completion.
     fn cpu(&self) -> Result<()>;
     /// Record on a wgpu queue.
-    #[cfg(feature = "webgpu")]
-    fn webgpu(&self, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()>;
+    fn webgpu(&self, q: &QueueOf<WebGpu>, dev: &DeviceOf<WebGpu>, cx: &OpContext<'_>) -> Result<()>;
     /// Record on a CUDA stream.
-    #[cfg(cuda_backend)]
-    fn cuda(&self, q: &CudaQueue, dev: &CudaDevice, cx: &OpContext<'_>) -> Result<()>;
+    fn cuda(&self, q: &QueueOf<Cuda>, dev: &DeviceOf<Cuda>, cx: &OpContext<'_>) -> Result<()>;
 }
 
 /// The backend methods of a [`Launch`] impl that hand the op to its folder's `cpu`, `webgpu`
 /// and `cuda` modules: `backends!(name)` calls `cpu::name(self)`,
 /// `webgpu::name(self, q, dev, cx)` and `cuda::name(self, q, dev, cx)`, so a missing
 /// backend function is a compile error. An op without a kernel on some backend writes that
-/// method itself, returning `Error::Unsupported`.
+/// method itself, returning `Error::Unsupported`. In a build without a backend's feature its
+/// method takes the stand-in types, which have no values.
 macro_rules! backends {
     ($f:ident) => {
         fn cpu(&self) -> $crate::Result<()> {
             cpu::$f(self)
         }
 
-        #[cfg(feature = "webgpu")]
-        fn webgpu(&self, q: &$crate::hal::webgpu::GpuQueue, dev: &$crate::hal::webgpu::GpuDevice, cx: &$crate::hal::OpContext<'_>) -> $crate::Result<()> {
-            webgpu::$f(self, q, dev, cx)
+        fn webgpu(&self, q: &$crate::hal::QueueOf<$crate::hal::WebGpu>, dev: &$crate::hal::DeviceOf<$crate::hal::WebGpu>, cx: &$crate::hal::OpContext<'_>) -> $crate::Result<()> {
+            #[cfg(feature = "webgpu")]
+            return webgpu::$f(self, q, dev, cx);
+            #[cfg(not(feature = "webgpu"))]
+            {
+                let _ = (dev, cx);
+                match *q {}
+            }
         }
 
-        #[cfg(cuda_backend)]
-        fn cuda(&self, q: &$crate::hal::cuda::CudaQueue, dev: &$crate::hal::cuda::CudaDevice, cx: &$crate::hal::OpContext<'_>) -> $crate::Result<()> {
-            cuda::$f(self, q, dev, cx)
+        fn cuda(&self, q: &$crate::hal::QueueOf<$crate::hal::Cuda>, dev: &$crate::hal::DeviceOf<$crate::hal::Cuda>, cx: &$crate::hal::OpContext<'_>) -> $crate::Result<()> {
+            #[cfg(cuda_backend)]
+            return cuda::$f(self, q, dev, cx);
+            #[cfg(not(cuda_backend))]
+            {
+                let _ = (dev, cx);
+                match *q {}
+            }
         }
     };
 }
@@ -77,12 +81,9 @@ pub(crate) fn launch(queue: &Queue, op: &impl Launch, decision: Option<&Decision
 /// Run `op` with the backend of `queue`.
 fn on_backend(queue: &Queue, op: &impl Launch, cx: &OpContext<'_>) -> Result<()> {
     match (&queue.shared.imp, &queue.device().shared.backend) {
-        (QueueImpl::Cpu, BackendDevice::Cpu(_)) => op.cpu(),
-        #[cfg(feature = "webgpu")]
+        (QueueImpl::Cpu(_), BackendDevice::Cpu(_)) => op.cpu(),
         (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => op.webgpu(q, d, cx),
-        #[cfg(cuda_backend)]
         (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => op.cuda(q, d, cx),
-        #[allow(unreachable_patterns)]
         _ => Err(Error::Device("internal: a queue was used with a device of another backend".into())),
     }
 }

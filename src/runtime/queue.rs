@@ -93,7 +93,7 @@ impl Queue {
     /// webgpu runs submissions in order; cpu runs work as it is recorded, so there is nothing
     /// to do). An explicit [`wait_for`](Queue::wait_for) is cheaper where the user knows.
     fn order_after_other_queues(&self, buffers: &[&Arc<Block>]) -> Result<()> {
-        if matches!(self.shared.imp, QueueImpl::Cpu) {
+        if matches!(self.shared.imp, QueueImpl::Cpu(_)) {
             return Ok(());
         }
         for b in buffers {

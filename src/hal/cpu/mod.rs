@@ -1,14 +1,13 @@
 //! The CPU backend: memory is host memory, work runs in order as it is recorded, fences are
 //! signalled at once. It is also the reference the other backends are tested against.
 
-
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use rayon::prelude::*;
 
-
-use super::Memory;
-use crate::hal::Block;
+use super::timer::{Clock, Span, Timing};
+use super::{Backend, Block, Mapped, Memory, UserArg};
+use crate::base::dtype::KernelLanguage;
 use crate::{BackendKind, DeviceInfo, DeviceType, Error, Features, Limits, Result};
 
 /// The CPU device: its only state is whether it was destroyed.
@@ -83,28 +82,19 @@ pub(crate) fn info() -> DeviceInfo {
     }
 }
 
-/// Zero-filled host memory, or an error if the host cannot provide it.
-pub(crate) fn alloc(bytes: u64) -> Result<CpuMemory> {
-    let words = usize::try_from(bytes.div_ceil(4)).map_err(|_| Error::Invalid(format!("{bytes} bytes exceed the address space")))?;
-    let mut v = Vec::new();
-    v.try_reserve_exact(words)
-        .map_err(|e| Error::Device(format!("host allocation of {bytes} bytes failed: {e}")))?;
-    v.resize(words, 0u32);
-    Ok(RwLock::new(v))
-}
-
 fn memory(buf: &Arc<Block>) -> Result<&CpuMemory> {
     match buf.memory() {
         Memory::Cpu(m) => Ok(m),
-        #[allow(unreachable_patterns)]
         _ => Err(Error::Device("internal: a non-cpu buffer reached the cpu backend".into())),
     }
 }
 
+/// The block's words, for reading.
 pub(crate) fn read_guard(buf: &Arc<Block>) -> Result<RwLockReadGuard<'_, Vec<u32>>> {
     Ok(memory(buf)?.read().unwrap_or_else(|e| e.into_inner()))
 }
 
+/// The block's words, for writing.
 pub(crate) fn write_guard(buf: &Arc<Block>) -> Result<RwLockWriteGuard<'_, Vec<u32>>> {
     Ok(memory(buf)?.write().unwrap_or_else(|e| e.into_inner()))
 }
@@ -113,37 +103,138 @@ fn byte_range(offset: u64, bytes: u64) -> std::ops::Range<usize> {
     offset as usize..(offset + bytes) as usize
 }
 
-pub(crate) fn write(dst: &Arc<Block>, offset: u64, data: &[u8]) -> Result<()> {
-    let mut g = write_guard(dst)?;
-    bytemuck::cast_slice_mut::<u32, u8>(&mut g)[byte_range(offset, data.len() as u64)].copy_from_slice(data);
-    Ok(())
-}
+/// The CPU backend: host memory, work run as it is recorded.
+pub(crate) struct Cpu;
 
-/// Fill the first `bytes` of a block with `word`.
-pub(crate) fn fill(mem: &CpuMemory, bytes: u64, word: u32) {
-    let mut g = mem.write().unwrap_or_else(|e| e.into_inner());
-    let end = ((bytes / 4) as usize).min(g.len());
-    g[..end].fill(word);
-}
+/// A CPU queue: work runs as it is recorded, so there is no state.
+pub(crate) struct CpuQueue;
 
-pub(crate) fn copy(src: &Arc<Block>, src_offset: u64, dst: &Arc<Block>, dst_offset: u64, bytes: u64) -> Result<()> {
-    if src.id() == dst.id() {
-        let mut g = write_guard(dst)?;
-        let b = bytemuck::cast_slice_mut::<u32, u8>(&mut g);
-        b.copy_within(byte_range(src_offset, bytes), dst_offset as usize);
-        return Ok(());
+/// A CPU fence: work had finished when it was submitted.
+#[derive(Clone)]
+pub(crate) struct Done;
+
+impl Backend for Cpu {
+    type Adapter = ();
+    type Device = CpuDevice;
+    type Memory = CpuMemory;
+    type Queue = CpuQueue;
+    type Fence = Done;
+    /// The CPU runs no user kernels (yet): no value of this type exists.
+    type Program = std::convert::Infallible;
+
+    async fn enumerate() -> Vec<(DeviceInfo, ())> {
+        vec![(info(), ())]
     }
-    let s = read_guard(src)?;
-    let mut d = write_guard(dst)?;
-    let to = &mut bytemuck::cast_slice_mut::<u32, u8>(&mut d)[byte_range(dst_offset, bytes)];
-    let from = &bytemuck::cast_slice::<u32, u8>(&s)[byte_range(src_offset, bytes)];
-    // Large copies in parallel: one thread does not saturate memory bandwidth.
-    to.par_chunks_mut(1 << 20).zip(from.par_chunks(1 << 20)).for_each(|(t, f)| t.copy_from_slice(f));
-    Ok(())
-}
 
-/// Lend `bytes` bytes at `offset` of `src` to `take`, in place.
-pub(crate) fn read<R>(src: &Arc<Block>, offset: u64, bytes: u64, take: impl FnOnce(super::Mapped<'_>) -> R) -> Result<R> {
-    let g = read_guard(src)?;
-    Ok(take(super::Mapped::Host(&bytemuck::cast_slice::<u32, u8>(&g)[byte_range(offset, bytes)])))
+    async fn open(_: (), _: &DeviceInfo) -> Result<CpuDevice> {
+        Ok(CpuDevice::default())
+    }
+
+    /// Zero-filled host memory, or an error if the host cannot provide it.
+    fn alloc(_: &CpuDevice, bytes: u64) -> Result<CpuMemory> {
+        let words = usize::try_from(bytes.div_ceil(4)).map_err(|_| Error::Invalid(format!("{bytes} bytes exceed the address space")))?;
+        let mut v = Vec::new();
+        v.try_reserve_exact(words)
+            .map_err(|e| Error::Device(format!("host allocation of {bytes} bytes failed: {e}")))?;
+        v.resize(words, 0u32);
+        Ok(RwLock::new(v))
+    }
+
+    fn fill_now(_: &CpuDevice, mem: &CpuMemory, bytes: u64, word: u32) -> Result<()> {
+        let mut g = mem.write().unwrap_or_else(|e| e.into_inner());
+        let end = ((bytes / 4) as usize).min(g.len());
+        g[..end].fill(word);
+        Ok(())
+    }
+
+    fn allocations_are_zeroed(_: &CpuDevice) -> bool {
+        true
+    }
+
+    fn native_f16(_: &CpuDevice) -> bool {
+        false
+    }
+
+    fn memory_free(_: &CpuDevice) -> Option<u64> {
+        None
+    }
+
+    fn user_program(_: &CpuDevice, _: KernelLanguage, _: &str, _: &str) -> Option<Result<Self::Program>> {
+        None
+    }
+
+    fn maintain(_: &CpuDevice) {}
+
+    fn wait_idle(_: &CpuDevice) {}
+
+    fn destroy(dev: &CpuDevice) {
+        dev.destroy();
+    }
+
+    fn check_healthy(dev: &CpuDevice) -> Result<()> {
+        dev.check_healthy()
+    }
+
+    fn queue(_: &CpuDevice) -> CpuQueue {
+        CpuQueue
+    }
+
+    fn write(_: &CpuQueue, _: &CpuDevice, dst: &Arc<Block>, offset: u64, data: &[u8]) -> Result<()> {
+        let mut g = write_guard(dst)?;
+        bytemuck::cast_slice_mut::<u32, u8>(&mut g)[byte_range(offset, data.len() as u64)].copy_from_slice(data);
+        Ok(())
+    }
+
+    fn copy(_: &CpuQueue, _: &CpuDevice, src: &Arc<Block>, src_offset: u64, dst: &Arc<Block>, dst_offset: u64, bytes: u64) -> Result<()> {
+        if src.id() == dst.id() {
+            let mut g = write_guard(dst)?;
+            let b = bytemuck::cast_slice_mut::<u32, u8>(&mut g);
+            b.copy_within(byte_range(src_offset, bytes), dst_offset as usize);
+            return Ok(());
+        }
+        let s = read_guard(src)?;
+        let mut d = write_guard(dst)?;
+        let to = &mut bytemuck::cast_slice_mut::<u32, u8>(&mut d)[byte_range(dst_offset, bytes)];
+        let from = &bytemuck::cast_slice::<u32, u8>(&s)[byte_range(src_offset, bytes)];
+        // Large copies in parallel: one thread does not saturate memory bandwidth.
+        to.par_chunks_mut(1 << 20).zip(from.par_chunks(1 << 20)).for_each(|(t, f)| t.copy_from_slice(f));
+        Ok(())
+    }
+
+    fn launch_user(_: &CpuQueue, _: &CpuDevice, program: &Self::Program, _: &[UserArg<'_>], _: [u32; 3], _: [u32; 3]) -> Result<()> {
+        match *program {}
+    }
+
+    /// The host clock around the launch, which runs as it is recorded.
+    fn timed(_: &CpuQueue, _: &CpuDevice, epoch: web_time::Instant, record: impl FnOnce() -> Result<()>) -> Result<(Timing, Clock)> {
+        let t0 = web_time::Instant::now();
+        record()?;
+        Ok((Timing::Ready(Some(Span::since(epoch, t0))), Clock::Host))
+    }
+
+    fn submit(_: &CpuQueue, _: &CpuDevice) -> Result<Done> {
+        Ok(Done)
+    }
+
+    fn wait_for(_: &CpuQueue, dev: &CpuDevice, _: &Done) -> Result<()> {
+        dev.check_healthy()
+    }
+
+    /// Lend the bytes in place.
+    async fn read<R>(_: &CpuQueue, _: &CpuDevice, src: &Arc<Block>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
+        let g = read_guard(src)?;
+        Ok(take(Mapped::Host(&bytemuck::cast_slice::<u32, u8>(&g)[byte_range(offset, bytes)])))
+    }
+
+    fn is_signalled(_: &Done, _: &CpuDevice) -> bool {
+        true
+    }
+
+    async fn wait(_: &Done, _: &CpuDevice) -> Result<()> {
+        Ok(())
+    }
+
+    fn elapsed(_: &Done, _: &Done) -> Option<Result<std::time::Duration>> {
+        None
+    }
 }

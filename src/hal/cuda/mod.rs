@@ -3,6 +3,7 @@
 //! matmul through cuBLAS. The driver, NVRTC and cuBLAS are loaded at run time: without a
 //! driver no CUDA device is listed and opening one says what is missing.
 
+pub(crate) mod backend;
 pub(crate) mod blas;
 pub(crate) mod compile;
 mod memory;

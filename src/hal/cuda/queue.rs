@@ -115,7 +115,6 @@ pub(crate) struct CudaQueue {
 pub(crate) fn device_memory(buf: &Arc<Block>) -> Result<&DeviceMemory> {
     match buf.memory() {
         Memory::Cuda(m) => Ok(m),
-        #[allow(unreachable_patterns)]
         _ => Err(Error::Device("internal: a non-cuda buffer reached the cuda backend".into())),
     }
 }

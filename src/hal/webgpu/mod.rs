@@ -1,5 +1,6 @@
 //! The wgpu backend: WebGPU in browsers; Vulkan, Metal, DX12 and GL natively.
 
+pub(crate) mod backend;
 pub(crate) mod pipelines;
 mod queue;
 

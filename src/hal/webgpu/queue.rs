@@ -115,7 +115,6 @@ fn word_span(dst: &Arc<Block>, offset: u64, len: u64, what: &str) -> Result<u64>
 pub(crate) fn gpu(mem: &Arc<Block>) -> Result<&GpuMemory> {
     match mem.memory() {
         Memory::WebGpu(b) => Ok(b),
-        #[allow(unreachable_patterns)]
         _ => Err(Error::Device("internal: a non-webgpu buffer reached the webgpu backend".into())),
     }
 }

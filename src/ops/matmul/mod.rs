@@ -233,9 +233,10 @@ fn default_variant(device: &BackendDevice, options: &DeviceOptions, m: usize, n:
             let (v, why) = webgpu::default_variant(d, options, m, n);
             (v, why.into())
         }
+        #[cfg(not(feature = "webgpu"))]
+        BackendDevice::WebGpu(d) => match **d {},
         #[cfg(cuda_backend)]
         BackendDevice::Cuda(_) if crate::hal::cuda::blas::available() => ("cublas", "the default: cuBLAS (the kernel for layouts cuBLAS cannot take)".into()),
-        #[cfg(cuda_backend)]
         BackendDevice::Cuda(_) => ("kernel", "the default without cuBLAS (libcublas was not found)".into()),
     }
 }

@@ -250,7 +250,8 @@ fn variants(device: &BackendDevice) -> Vec<&'static str> {
         BackendDevice::Cpu(_) => vec!["cpu"],
         #[cfg(feature = "webgpu")]
         BackendDevice::WebGpu(d) => webgpu::variants(d),
-        #[cfg(cuda_backend)]
+        #[cfg(not(feature = "webgpu"))]
+        BackendDevice::WebGpu(d) => match **d {},
         BackendDevice::Cuda(_) => vec!["kernel"],
     }
 }
@@ -262,7 +263,8 @@ fn default_variant(device: &BackendDevice, options: &DeviceOptions) -> (&'static
         BackendDevice::Cpu(_) => ("cpu", "the only reduction of cpu".into()),
         #[cfg(feature = "webgpu")]
         BackendDevice::WebGpu(d) => webgpu::default_variant(d, options),
-        #[cfg(cuda_backend)]
+        #[cfg(not(feature = "webgpu"))]
+        BackendDevice::WebGpu(d) => match **d {},
         BackendDevice::Cuda(_) => ("kernel", "the only reduction of cuda".into()),
     }
 }

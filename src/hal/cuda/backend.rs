@@ -1,0 +1,117 @@
+//! The CUDA backend's [`Backend`] implementation.
+
+use std::sync::Arc;
+
+use super::{CudaDevice, CudaFence, CudaQueue, DeviceMemory, UserFunction};
+use crate::base::dtype::KernelLanguage;
+use crate::hal::timer::{Clock, Timing};
+use crate::hal::{Backend, Block, FenceImpl, Mapped, UserArg};
+use crate::{DeviceInfo, Result};
+
+/// The CUDA backend (cudarc): streams, events and NVRTC-compiled kernels.
+pub(crate) struct Cuda;
+
+impl Backend for Cuda {
+    /// A device ordinal.
+    type Adapter = usize;
+    type Device = CudaDevice;
+    type Memory = DeviceMemory;
+    type Queue = CudaQueue;
+    type Fence = CudaFence;
+    type Program = UserFunction;
+
+    async fn enumerate() -> Vec<(DeviceInfo, usize)> {
+        super::enumerate()
+    }
+
+    async fn open(ordinal: usize, info: &DeviceInfo) -> Result<CudaDevice> {
+        CudaDevice::open(ordinal, info)
+    }
+
+    fn alloc(dev: &CudaDevice, bytes: u64) -> Result<DeviceMemory> {
+        dev.alloc(bytes)
+    }
+
+    fn fill_now(dev: &CudaDevice, mem: &DeviceMemory, bytes: u64, word: u32) -> Result<()> {
+        dev.fill_now(mem, bytes, word)
+    }
+
+    fn allocations_are_zeroed(_: &CudaDevice) -> bool {
+        false
+    }
+
+    fn native_f16(_: &CudaDevice) -> bool {
+        false
+    }
+
+    fn memory_free(dev: &CudaDevice) -> Option<u64> {
+        dev.memory_free()
+    }
+
+    fn user_program(dev: &CudaDevice, language: KernelLanguage, source: &str, entry: &str) -> Option<Result<UserFunction>> {
+        (language == KernelLanguage::Cuda).then(|| dev.compile_user(source, entry))
+    }
+
+    fn maintain(dev: &CudaDevice) {
+        dev.maintain();
+    }
+
+    /// Reads and fence waits synchronise their own streams: nothing to wait for here.
+    fn wait_idle(_: &CudaDevice) {}
+
+    fn destroy(dev: &CudaDevice) {
+        dev.destroy();
+    }
+
+    fn check_healthy(dev: &CudaDevice) -> Result<()> {
+        dev.check_healthy()
+    }
+
+    fn queue(dev: &CudaDevice) -> CudaQueue {
+        CudaQueue::new(dev)
+    }
+
+    fn write(q: &CudaQueue, dev: &CudaDevice, dst: &Arc<Block>, offset: u64, data: &[u8]) -> Result<()> {
+        q.write(dev, dst, offset, data)
+    }
+
+    fn copy(q: &CudaQueue, dev: &CudaDevice, src: &Arc<Block>, src_offset: u64, dst: &Arc<Block>, dst_offset: u64, bytes: u64) -> Result<()> {
+        q.copy(dev, src, src_offset, dst, dst_offset, bytes)
+    }
+
+    fn launch_user(q: &CudaQueue, dev: &CudaDevice, program: &UserFunction, args: &[UserArg<'_>], workgroups: [u32; 3], block: [u32; 3]) -> Result<()> {
+        q.launch_user(dev, &program.0, args, workgroups, block)
+    }
+
+    /// Between two events on the stream.
+    fn timed(q: &CudaQueue, dev: &CudaDevice, _: web_time::Instant, record: impl FnOnce() -> Result<()>) -> Result<(Timing, Clock)> {
+        let start = FenceImpl::Cuda(q.submit(dev)?);
+        record()?;
+        let end = FenceImpl::Cuda(q.submit(dev)?);
+        Ok((Timing::Fences { start, end }, Clock::CudaEvent))
+    }
+
+    fn submit(q: &CudaQueue, dev: &CudaDevice) -> Result<CudaFence> {
+        q.submit(dev)
+    }
+
+    fn wait_for(q: &CudaQueue, dev: &CudaDevice, fence: &CudaFence) -> Result<()> {
+        q.wait_for(dev, fence)
+    }
+
+    async fn read<R>(q: &CudaQueue, dev: &CudaDevice, src: &Arc<Block>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
+        q.read(dev, src, offset, bytes, take)
+    }
+
+    fn is_signalled(fence: &CudaFence, _: &CudaDevice) -> bool {
+        fence.is_signalled()
+    }
+
+    async fn wait(fence: &CudaFence, dev: &CudaDevice) -> Result<()> {
+        fence.wait(dev)
+    }
+
+    fn elapsed(start: &CudaFence, end: &CudaFence) -> Option<Result<std::time::Duration>> {
+        Some(end.elapsed_since(start))
+    }
+}
