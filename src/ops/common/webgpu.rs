@@ -24,6 +24,62 @@ pub(crate) const STORE_F32: &str = "alias STORE = f32;\nfn to_store(v: f32) -> S
 pub(crate) const STORE_F16: &str = "enable f16;\nalias STORE = f16;\nfn to_store(v: f32) -> STORE { return f16(unpack2x16float(f32_to_f16(v)).x); }";
 use crate::{DType, Error, Result};
 
+/// Words a parameter field takes: `u32` and `f32` one, `[u32; N]` N.
+macro_rules! wgsl_words {
+    (u32) => {
+        "1"
+    };
+    (f32) => {
+        "1"
+    };
+    ([u32; $n:literal]) => {
+        stringify!($n)
+    };
+}
+pub(crate) use wgsl_words;
+
+/// A `#[repr(C)]` struct of a WGSL file's parameter words, and the WGSL constants that name
+/// each field's first word (`DECL`), generated from the same field list: `struct Words: P {
+/// rows: u32, .. }` declares `const P_rows: u32 = 0u;`, so the shader reads `params[P_rows]`
+/// and a view's strides from `P_x + 1u`. The file lists `DECL` among its preludes. The
+/// kernels read the words from `params: array<u32>` (common.wgsl's view helpers index it at
+/// run time); an `f32` field is read with `bitcast<f32>`.
+macro_rules! wgsl_params {
+    ($(#[$doc:meta])* $vis:vis struct $name:ident: $p:ident { $(#[$fdoc0:meta])* $f0:ident: $t0:tt $(, $(#[$fdoc:meta])* $f:ident: $t:tt)* $(,)? }) => {
+        $(#[$doc])*
+        #[repr(C)]
+        #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+        $vis struct $name {
+            $(#[$fdoc0])* pub $f0: $t0,
+            $($(#[$fdoc])* pub $f: $t),*
+        }
+
+        impl $name {
+            /// The WGSL constants naming each field's first word.
+            $vis const DECL: &'static str = concat!(
+                "const ", stringify!($p), "_", stringify!($f0), ": u32 = 0u;\n",
+                $crate::ops::common::webgpu::wgsl_params!(@after $p, $f0: $t0 $(, $f: $t)*)
+            );
+
+            /// The words, in field order.
+            $vis fn words(&self) -> &[u32] {
+                bytemuck::cast_slice(std::slice::from_ref(self))
+            }
+        }
+    };
+    (@after $p:ident, $prev:ident: $pt:tt, $f:ident: $t:tt $(, $rest:ident: $rt:tt)*) => {
+        concat!(
+            "const ", stringify!($p), "_", stringify!($f), ": u32 = ", stringify!($p), "_", stringify!($prev), " + ",
+            $crate::ops::common::webgpu::wgsl_words!($pt), "u;\n",
+            $crate::ops::common::webgpu::wgsl_params!(@after $p, $f: $t $(, $rest: $rt)*)
+        )
+    };
+    (@after $p:ident, $prev:ident: $pt:tt) => {
+        ""
+    };
+}
+pub(crate) use wgsl_params;
+
 pub(crate) fn builtin(source: &'static WgslSource, entry: &'static str, constants: Vec<(&'static str, u32)>) -> Builtin {
     Builtin { source, entry, constants, prelude: Vec::new() }
 }
@@ -75,26 +131,55 @@ pub(crate) fn check_binding(dev: &GpuDevice, o: &Operand<'_>) -> Result<()> {
     Ok(())
 }
 
+wgsl_params! {
+    /// The parameters of the kernels that walk strided views over one output shape
+    /// (elementwise.wgsl, copy.wgsl, indexing.wgsl's cast and where), named `S_<field>`.
+    pub(crate) struct StridedWords: S {
+        /// Elements of the output.
+        n: u32,
+        rank: u32,
+        /// Offset of the output (contiguous).
+        out: u32,
+        /// The output's shape, padded with 1s.
+        shape: [u32; 8],
+        /// Views (offset, then the strides padded with 0s) of up to three operands, in the
+        /// order the kernel names them; unused ones are zero.
+        a: [u32; 9],
+        b: [u32; 9],
+        c: [u32; 9],
+        /// Periods of `a` and `b` read as a repeated block (elementwise.wgsl's mode 2).
+        a_period: u32,
+        b_period: u32,
+    }
+}
+
+// The parameter structs spell the rank as a literal: it must stay this.
+const _: () = assert!(MAX_RANK == 8);
+
 /// `[offset, strides padded to MAX_RANK]` of a view.
-pub(crate) fn view_words(l: &Layout) -> Result<Vec<u32>> {
-    let mut w = vec![u32_of("tensor offset", l.offset)?];
-    for d in 0..MAX_RANK {
-        w.push(u32_of("tensor stride", l.strides.get(d).copied().unwrap_or(0))?);
+pub(crate) fn view_words(l: &Layout) -> Result<[u32; 9]> {
+    let mut w = [0; 9];
+    w[0] = u32_of("tensor offset", l.offset)?;
+    for (d, &s) in l.strides.iter().enumerate() {
+        w[d + 1] = u32_of("tensor stride", s)?;
     }
     Ok(w)
 }
 
-/// Parameters of elementwise.wgsl / copy.wgsl: n, rank, output offset, shape, input views.
-pub(crate) fn elementwise_params(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> Result<Vec<u32>> {
+/// The strided kernels' parameters for `out` and up to three `inputs` (periods zero).
+pub(crate) fn strided_words(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> Result<StridedWords> {
     let l = out.layout;
-    let mut p = vec![u32_of("element count", l.numel())?, l.shape.len() as u32, u32_of("output offset", l.offset)?];
-    for d in 0..MAX_RANK {
-        p.push(u32_of("tensor extent", l.shape.get(d).copied().unwrap_or(1))?);
+    let mut shape = [1; 8];
+    for (d, &n) in l.shape.iter().enumerate() {
+        shape[d] = u32_of("tensor extent", n)?;
     }
-    for x in inputs {
-        p.extend(view_words(x.layout)?);
+    let mut views = [[0; 9]; 3];
+    for (v, x) in views.iter_mut().zip(inputs) {
+        *v = view_words(x.layout)?;
     }
-    Ok(p)
+    let [a, b, c] = views;
+    let (n, out) = (u32_of("element count", l.numel())?, u32_of("output offset", l.offset)?);
+    Ok(StridedWords { n, rank: l.shape.len() as u32, out, shape, a, b, c, a_period: 0, b_period: 0 })
 }
 
 /// A kernel that takes rows whole (`PASS` 0) or, where the device ends long loops early, in
@@ -113,16 +198,16 @@ pub(crate) struct RowPasses {
 }
 
 /// Launch `kernel` over `rows` rows of `cols`: one workgroup per (row, chunk), or with the
-/// software adapters' kernels one invocation per (row, chunk), with `params` followed by the
-/// columns per chunk and the chunks per row.
-pub(crate) fn row_passes(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, kernel: RowPasses, [rows, cols]: [usize; 2], mut params: Vec<u32>, binds: &[(u32, Bind<'_>)]) -> Result<()> {
+/// software adapters' kernels one invocation per (row, chunk), with the parameter words
+/// `params` makes of the columns per chunk and the chunks per row.
+pub(crate) fn row_passes(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, kernel: RowPasses, [rows, cols]: [usize; 2], params: impl FnOnce(u32, u32) -> Vec<u32>, binds: &[(u32, Bind<'_>)]) -> Result<()> {
     let serial = kernel.serial_entry.filter(|_| software_kernels(dev, cx));
     let chunk = match serial {
         Some(_) => split::serial_row_chunk(dev.max_loop_iterations, rows, cols),
         None => split::row_chunk(dev.max_loop_iterations, cols),
     };
     let chunks = chunk.map_or(1, |c| cols.div_ceil(c));
-    params.extend([u32_of("columns", chunk.unwrap_or(cols))?, u32_of("chunks", chunks)?]);
+    let params = params(u32_of("columns", chunk.unwrap_or(cols))?, u32_of("chunks", chunks)?);
     let per_group = if serial.is_some() { 64 } else { 1 };
     let grid = grid_1d(dev, (rows * chunks).div_ceil(per_group) as u64)?;
     let entry = serial.unwrap_or(kernel.entry);

@@ -1,9 +1,9 @@
 // Bit-exact copies of 32-bit elements from a strided view into another view of the same
 // shape (contiguous, or strided: a slice of a larger tensor, as concat writes).
 //
-// params: as elementwise.wgsl ([0] n, [1] rank, [2] output offset, [3..11] shape,
-//         [11..20] view of the source), then [20..29] view of the destination (offset,
-//         8 strides; read when OUT_CONTIGUOUS is false).
+// params: `StridedWords` (src/ops/common/webgpu.rs), each field's first word named S_<field>:
+//         S_a is the view of the source, S_b the view of the destination (read when
+//         OUT_CONTIGUOUS is false; S_out is its offset).
 
 override OUT_CONTIGUOUS: bool = true;
 
@@ -17,12 +17,12 @@ fn copy_main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let i = flat_workgroup(wid, nwg) * 256u + lid;
-    if (i >= params[0]) {
+    if (i >= params[S_n]) {
         return;
     }
-    var at = params[2] + i;
+    var at = params[S_out] + i;
     if (!OUT_CONTIGUOUS) {
-        at = strided_offset(i, params[1], 3u, 20u);
+        at = strided_offset(i, params[S_rank], S_shape, S_b);
     }
-    dst[at] = src[strided_offset(i, params[1], 3u, 11u)];
+    dst[at] = src[strided_offset(i, params[S_rank], S_shape, S_a)];
 }

@@ -1,14 +1,14 @@
 //! Copies on wgpu: copy.wgsl, one invocation per element.
 
 use super::ViewCopy;
-use crate::ops::common::webgpu::{builtin, check_binding, elementwise_params, grid_1d, view_words};
+use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, strided_words, StridedWords, COMMON};
 #[cfg(test)]
 use crate::hal::webgpu::Builtin;
 use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
 use crate::Result;
 
-static SOURCE: WgslSource = WgslSource { name: "copy.wgsl", text: include_str!("copy.wgsl"), preludes: &[crate::ops::common::webgpu::COMMON] };
+static SOURCE: WgslSource = WgslSource { name: "copy.wgsl", text: include_str!("copy.wgsl"), preludes: &[COMMON, StridedWords::DECL] };
 
 pub(super) fn copy(op: &ViewCopy<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, out) = (op.x, op.out);
@@ -17,9 +17,9 @@ pub(super) fn copy(op: &ViewCopy<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
     let contiguous = out.layout.is_contiguous();
     let pipeline = dev.pipeline(builtin(&SOURCE, "copy_main", vec![("OUT_CONTIGUOUS", u32::from(contiguous))]));
     let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
-    let mut params = elementwise_params(&out, &[&x])?;
-    params.extend(view_words(out.layout)?);
-    q.launch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))], grid)
+    // The destination's view is the second.
+    let params = strided_words(&out, &[&x, &out])?;
+    q.launch(dev, pipeline, params.words(), &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))], grid)
 }
 
 /// Every specialisation.

@@ -1,8 +1,7 @@
 // Unary math / activations and binary arithmetic (optionally fused with an activation).
 //
-// params: [0] n elements, [1] rank, [2] output offset, [3..11] output shape,
-//         [11..20] view of x / a (offset, 8 strides), [20..29] view of b,
-//         [29] period of x / a, [30] period of b (for access mode 2).
+// params: `StridedWords` (src/ops/common/webgpu.rs), each field's first word named S_<field>:
+//         the views and periods of x / a are S_a and S_a_period, of b S_b and S_b_period.
 // Op codes are `UnaryOp::code` and `BinaryOp::code` in src/ops/elementwise/mod.rs.
 // A_MODE / B_MODE say how an operand is addressed: 0 strided (general), 1 contiguous,
 // 2 a contiguous block repeated with the given period (a row broadcast over leading dims).
@@ -60,7 +59,7 @@ fn operand_offset(mode: u32, i: u32, view_at: u32, period_at: u32) -> u32 {
     switch mode {
         case 1u: { return params[view_at] + i; }
         case 2u: { return params[view_at] + i % params[period_at]; }
-        default: { return strided_offset(i, params[1], 3u, view_at); }
+        default: { return strided_offset(i, params[S_rank], S_shape, view_at); }
     }
 }
 
@@ -75,10 +74,10 @@ fn unary_main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let i = element(wid, nwg, lid);
-    if (i >= params[0]) {
+    if (i >= params[S_n]) {
         return;
     }
-    out[params[2] + i] = to_store(unary_op(OP, f32(x[operand_offset(A_MODE, i, 11u, 29u)])));
+    out[params[S_out] + i] = to_store(unary_op(OP, f32(x[operand_offset(A_MODE, i, S_a, S_a_period)])));
 }
 
 @compute @workgroup_size(256)
@@ -88,12 +87,12 @@ fn binary_main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let i = element(wid, nwg, lid);
-    if (i >= params[0]) {
+    if (i >= params[S_n]) {
         return;
     }
-    let ai = operand_offset(A_MODE, i, 11u, 29u);
-    let bi = operand_offset(B_MODE, i, 20u, 30u);
-    out[params[2] + i] = to_store(unary_op(ACT, binary_op(OP, f32(x[ai]), f32(y[bi]))));
+    let ai = operand_offset(A_MODE, i, S_a, S_a_period);
+    let bi = operand_offset(B_MODE, i, S_b, S_b_period);
+    out[params[S_out] + i] = to_store(unary_op(ACT, binary_op(OP, f32(x[ai]), f32(y[bi]))));
 }
 
 // vec4 forms of unary_main and binary_main, four elements per invocation: used where n, the
@@ -120,12 +119,12 @@ fn unary_vec4_main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let i4 = element(wid, nwg, lid);
-    if (i4 >= params[0] / 4u) {
+    if (i4 >= params[S_n] / 4u) {
         return;
     }
-    let a = vec4<f32>(x4[operand4(A_MODE, i4, 11u, 29u)]);
+    let a = vec4<f32>(x4[operand4(A_MODE, i4, S_a, S_a_period)]);
     let r = vec4<f32>(unary_op(OP, a.x), unary_op(OP, a.y), unary_op(OP, a.z), unary_op(OP, a.w));
-    out4[params[2] / 4u + i4] = store4(r);
+    out4[params[S_out] / 4u + i4] = store4(r);
 }
 
 @compute @workgroup_size(256)
@@ -135,16 +134,16 @@ fn binary_vec4_main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let i4 = element(wid, nwg, lid);
-    if (i4 >= params[0] / 4u) {
+    if (i4 >= params[S_n] / 4u) {
         return;
     }
-    let a = vec4<f32>(x4[operand4(A_MODE, i4, 11u, 29u)]);
-    let b = vec4<f32>(y4[operand4(B_MODE, i4, 20u, 30u)]);
+    let a = vec4<f32>(x4[operand4(A_MODE, i4, S_a, S_a_period)]);
+    let b = vec4<f32>(y4[operand4(B_MODE, i4, S_b, S_b_period)]);
     let r = vec4<f32>(
         unary_op(ACT, binary_op(OP, a.x, b.x)),
         unary_op(ACT, binary_op(OP, a.y, b.y)),
         unary_op(ACT, binary_op(OP, a.z, b.z)),
         unary_op(ACT, binary_op(OP, a.w, b.w)),
     );
-    out4[params[2] / 4u + i4] = store4(r);
+    out4[params[S_out] / 4u + i4] = store4(r);
 }

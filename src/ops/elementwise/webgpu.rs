@@ -2,7 +2,7 @@
 //! layouts allow (the vec4 entry points).
 
 use super::{Binary, Unary};
-use crate::ops::common::webgpu::{builtin, check_binding, elementwise_params, grid_1d, store, u32_of};
+use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, store, strided_words, u32_of, StridedWords, ACTIVATION, COMMON};
 #[cfg(test)]
 use crate::ops::common::webgpu::{STORE_F16, STORE_F32};
 use crate::hal::webgpu::{Builtin, Bind, GpuDevice, GpuQueue, WgslSource};
@@ -11,7 +11,7 @@ use crate::base::layout::Access;
 use crate::ops::Operand;
 use crate::Result;
 
-static SOURCE: WgslSource = WgslSource { name: "elementwise.wgsl", text: include_str!("elementwise.wgsl"), preludes: crate::ops::common::webgpu::WITH_ACTIVATION };
+static SOURCE: WgslSource = WgslSource { name: "elementwise.wgsl", text: include_str!("elementwise.wgsl"), preludes: &[COMMON, ACTIVATION, StridedWords::DECL] };
 
 /// Whether an elementwise launch can take four elements per invocation (the vec4 entry
 /// points): the element count, the output offset and every operand offset multiples of 4,
@@ -42,10 +42,8 @@ pub(super) fn unary(op: &Unary<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext
     let (entry, per) = if vec4(&out, &[&x]) { ("unary_vec4_main", 4) } else { ("unary_main", 1) };
     let pipeline = dev.pipeline(Builtin { prelude: vec![store(dev, op.dtype)?], ..builtin(&SOURCE, entry, constants) });
     let grid = grid_1d(dev, (out.layout.numel() / per).div_ceil(256) as u64)?;
-    let mut params = elementwise_params(&out, &[&x])?;
-    params.resize(29, 0);
-    params.extend([u32_of("period", access.period())?, 0]);
-    q.launch(dev, pipeline, &params, &[(1, Bind::Mem(x.buf)), (3, Bind::Mem(out.buf))], grid)
+    let params = StridedWords { a_period: u32_of("period", access.period())?, ..strided_words(&out, &[&x])? };
+    q.launch(dev, pipeline, params.words(), &[(1, Bind::Mem(x.buf)), (3, Bind::Mem(out.buf))], grid)
 }
 
 /// `out = act(op(a, b))` over broadcast operands: binary_main, or binary_vec4_main.
@@ -60,9 +58,8 @@ pub(super) fn binary(op: &Binary<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
     let pipeline = dev.pipeline(Builtin { prelude: vec![store(dev, op.dtype)?], ..builtin(&SOURCE, entry, constants) });
     let grid = grid_1d(dev, (out.layout.numel() / per).div_ceil(256) as u64)?;
     let binds = [(1, Bind::Mem(a.buf)), (2, Bind::Mem(b.buf)), (3, Bind::Mem(out.buf))];
-    let mut params = elementwise_params(&out, &[&a, &b])?;
-    params.extend([u32_of("period", a_access.period())?, u32_of("period", b_access.period())?]);
-    q.launch(dev, pipeline, &params, &binds, grid)
+    let params = StridedWords { a_period: u32_of("period", a_access.period())?, b_period: u32_of("period", b_access.period())?, ..strided_words(&out, &[&a, &b])? };
+    q.launch(dev, pipeline, params.words(), &binds, grid)
 }
 
 /// The module in both storage dtypes.

@@ -3,11 +3,9 @@
 // elements are packed two to a word, low half first; a cast to a 16-bit type writes whole
 // words (one invocation per pair of outputs), so no two invocations share a word.
 //
-// cast_main / where_main params: as elementwise.wgsl ([0] n, [1] rank, [2] output offset,
-//   [3..11] shape), then the operand views (offset, 8 strides): [11..20] x or cond,
-//   [20..29] a, [29..38] b.
-// gather_main params: [0] outer, [1] len, [2] inner, [3] count, [4] x offset,
-//   [5] indices offset, [6] output offset, [7] fill word for out-of-range indices.
+// cast_main / where_main params: `StridedWords` (src/ops/common/webgpu.rs), named S_<field>:
+//   the operand views are S_a (x or cond), S_b (a) and S_c (b).
+// gather_main params: `GatherWords` in webgpu.rs, named G_<field>.
 
 override FROM: u32 = 0u;
 override TO: u32 = 0u;
@@ -97,25 +95,25 @@ fn cast_main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let i = index(wid, nwg, lid);
-    let n = params[0];
+    let n = params[S_n];
     if (TO >= 3u) {
         // Invocation i writes output word i: elements 2i and 2i + 1 (the output starts at an
         // even element; past the end, the upper half is padding).
         if (2u * i >= n) {
             return;
         }
-        let lo = convert(load(strided_offset(2u * i, params[1], 3u, 11u)));
+        let lo = convert(load(strided_offset(2u * i, params[S_rank], S_shape, S_a)));
         var hi = 0u;
         if (2u * i + 1u < n) {
-            hi = convert(load(strided_offset(2u * i + 1u, params[1], 3u, 11u)));
+            hi = convert(load(strided_offset(2u * i + 1u, params[S_rank], S_shape, S_a)));
         }
-        dst[params[2] / 2u + i] = lo | (hi << 16u);
+        dst[params[S_out] / 2u + i] = lo | (hi << 16u);
         return;
     }
     if (i >= n) {
         return;
     }
-    dst[params[2] + i] = convert(load(strided_offset(i, params[1], 3u, 11u)));
+    dst[params[S_out] + i] = convert(load(strided_offset(i, params[S_rank], S_shape, S_a)));
 }
 
 @compute @workgroup_size(256)
@@ -125,20 +123,20 @@ fn where_main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let i = index(wid, nwg, lid);
-    if (i >= params[0]) {
+    if (i >= params[S_n]) {
         return;
     }
-    var c = src[strided_offset(i, params[1], 3u, 11u)];
+    var c = src[strided_offset(i, params[S_rank], S_shape, S_a)];
     if (COND_F32) {
         c = c & 0x7fffffffu; // -0.0 is false, NaN true
     }
     var v: u32;
     if (c != 0u) {
-        v = src_a[strided_offset(i, params[1], 3u, 20u)];
+        v = src_a[strided_offset(i, params[S_rank], S_shape, S_b)];
     } else {
-        v = src_b[strided_offset(i, params[1], 3u, 29u)];
+        v = src_b[strided_offset(i, params[S_rank], S_shape, S_c)];
     }
-    dst[params[2] + i] = v;
+    dst[params[S_out] + i] = v;
 }
 
 @compute @workgroup_size(256)
@@ -148,22 +146,22 @@ fn gather_main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let i = index(wid, nwg, lid);
-    let len = params[1];
-    let inner = params[2];
-    let count = params[3];
-    if (i >= params[0] * count * inner) {
+    let len = params[G_len];
+    let inner = params[G_inner];
+    let count = params[G_count];
+    if (i >= params[G_outer] * count * inner) {
         return;
     }
     let o = i / (count * inner);
     let j = (i / inner) % count;
-    let raw = src_a[params[5] + j];
+    let raw = src_a[params[G_indices] + j];
     var ok = raw < len;
     if (SIGNED) {
         ok = bitcast<i32>(raw) >= 0 && raw < len;
     }
-    var v = params[7];
+    var v = params[G_fill];
     if (ok) {
-        v = src[params[4] + (o * len + raw) * inner + i % inner];
+        v = src[params[G_x] + (o * len + raw) * inner + i % inner];
     }
-    dst[params[6] + i] = v;
+    dst[params[G_out] + i] = v;
 }

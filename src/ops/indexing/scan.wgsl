@@ -4,8 +4,7 @@
 // sums starting from the inclusive scan of the segments before it (never a difference, so
 // infinities and NaN stay exact: inf - inf would be NaN).
 //
-// params: [0] outer, [1] len, [2] inner, [3] x offset, [4] output offset,
-//         [5] elements per chunk, [6] chunks per line.
+// params: `ScanWords` in webgpu.rs, each field's first word named P_<field>.
 // PASS 0 takes whole lines (one chunk of `len`). Devices that end long loops early
 // (`Limits::max_loop_iterations`) split lines into chunks, one workgroup per (line, chunk):
 // PASS 1 stores each chunk's total in `totals` ([line][chunk]), PASS 2 starts its chunk from
@@ -26,21 +25,21 @@ fn cumsum_main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let g = flat_workgroup(wid, nwg);
-    let chunks = params[6];
+    let chunks = params[P_chunks];
     let line = g / chunks;
-    let len = params[1];
-    let inner = params[2];
-    let in_range = line < params[0] * inner;
+    let len = params[P_len];
+    let inner = params[P_inner];
+    let in_range = line < params[P_outer] * inner;
     let base = (line / inner) * len * inner + line % inner;
-    let c0 = (g % chunks) * params[5];
-    let clen = min(params[5], len - min(c0, len));
+    let c0 = (g % chunks) * params[P_chunk_len];
+    let clen = min(params[P_chunk_len], len - min(c0, len));
     let seg = (clen + 255u) / 256u;
     let j0 = c0 + min(lid * seg, clen);
     let j1 = min(j0 + seg, c0 + clen);
 
     var s = 0.0;
     if (in_range) {
-        for (var j = j0; j < j1; j++) { s += x[params[3] + base + j * inner]; }
+        for (var j = j0; j < j1; j++) { s += x[params[P_x] + base + j * inner]; }
     }
     sums[lid] = s;
     workgroupBarrier();
@@ -64,8 +63,8 @@ fn cumsum_main(
     if (in_range) {
         for (var j = j0; j < j1; j++) {
             let at = base + j * inner;
-            acc += x[params[3] + at];
-            out[params[4] + at] = acc;
+            acc += x[params[P_x] + at];
+            out[params[P_out] + at] = acc;
         }
     }
 }

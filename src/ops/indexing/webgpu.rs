@@ -1,15 +1,48 @@
 //! Casts, `where`, gather (indexing.wgsl) and cumulative sums (scan.wgsl) on wgpu.
 
 use super::{Cast, Cumsum, Gather, Where};
-use crate::ops::common::webgpu::{builtin, check_binding, elementwise_params, grid_1d, row_passes, u32_of, RowPasses};
+use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, row_passes, strided_words, u32_of, wgsl_params, RowPasses, StridedWords, COMMON};
 #[cfg(test)]
 use crate::hal::webgpu::Builtin;
 use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
 use crate::{Error, Result};
 
-static INDEXING: WgslSource = WgslSource { name: "indexing.wgsl", text: include_str!("indexing.wgsl"), preludes: &[crate::ops::common::webgpu::COMMON] };
-static SCAN: WgslSource = WgslSource { name: "scan.wgsl", text: include_str!("scan.wgsl"), preludes: &[crate::ops::common::webgpu::COMMON] };
+static INDEXING: WgslSource = WgslSource { name: "indexing.wgsl", text: include_str!("indexing.wgsl"), preludes: &[COMMON, StridedWords::DECL, GatherWords::DECL] };
+static SCAN: WgslSource = WgslSource { name: "scan.wgsl", text: include_str!("scan.wgsl"), preludes: &[COMMON, ScanWords::DECL] };
+
+wgsl_params! {
+    /// gather_main's parameters (indexing.wgsl).
+    struct GatherWords: G {
+        /// The input as [outer, len, inner], and the number of indices.
+        outer: u32,
+        len: u32,
+        inner: u32,
+        count: u32,
+        /// Offsets of the input, the indices and the output.
+        x: u32,
+        indices: u32,
+        out: u32,
+        /// The word written for an index out of range.
+        fill: u32,
+    }
+}
+
+wgsl_params! {
+    /// scan.wgsl's parameters.
+    struct ScanWords: P {
+        /// The input as [outer, len, inner].
+        outer: u32,
+        len: u32,
+        inner: u32,
+        /// Offsets of the input and output.
+        x: u32,
+        out: u32,
+        /// Elements per chunk and chunks per line.
+        chunk_len: u32,
+        chunks: u32,
+    }
+}
 
 /// `out = x` converted from `from` to `to`.
 pub(super) fn cast(op: &Cast<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
@@ -24,7 +57,7 @@ pub(super) fn cast(op: &Cast<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'
     let grid = grid_1d(dev, out.layout.numel().div_ceil(4 / op.to.size()).div_ceil(256) as u64)?;
     // Auto layouts hold only the bindings an entry point uses.
     let binds = [(1, Bind::Mem(x.buf)), (4, Bind::Mem(out.buf))];
-    q.launch(dev, pipeline, &elementwise_params(&out, &[&x])?, &binds, grid)
+    q.launch(dev, pipeline, strided_words(&out, &[&x])?.words(), &binds, grid)
 }
 
 /// `out = cond ? a : b`.
@@ -37,7 +70,7 @@ pub(super) fn where_(op: &Where<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContex
     let pipeline = dev.pipeline(builtin(&INDEXING, "where_main", constants));
     let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
     let binds = [(1, Bind::Mem(cond.buf)), (2, Bind::Mem(a.buf)), (3, Bind::Mem(b.buf)), (4, Bind::Mem(out.buf))];
-    q.launch(dev, pipeline, &elementwise_params(&out, &[&cond, &a, &b])?, &binds, grid)
+    q.launch(dev, pipeline, strided_words(&out, &[&cond, &a, &b])?.words(), &binds, grid)
 }
 
 /// Entries of `x` along an axis picked by `indices` (`fill` where out of range).
@@ -46,20 +79,20 @@ pub(super) fn gather(op: &Gather<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
     for o in [&x, &indices, &out] {
         check_binding(dev, o)?;
     }
-    let params = [
-        u32_of("outer", op.outer)?,
-        u32_of("length", op.len)?,
-        u32_of("inner", op.inner)?,
-        u32_of("count", op.count)?,
-        u32_of("offset", x.layout.offset)?,
-        u32_of("offset", indices.layout.offset)?,
-        u32_of("offset", out.layout.offset)?,
-        op.fill,
-    ];
+    let params = GatherWords {
+        outer: u32_of("outer", op.outer)?,
+        len: u32_of("length", op.len)?,
+        inner: u32_of("inner", op.inner)?,
+        count: u32_of("count", op.count)?,
+        x: u32_of("offset", x.layout.offset)?,
+        indices: u32_of("offset", indices.layout.offset)?,
+        out: u32_of("offset", out.layout.offset)?,
+        fill: op.fill,
+    };
     let pipeline = dev.pipeline(builtin(&INDEXING, "gather_main", vec![("SIGNED", u32::from(op.signed))]));
     let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
     let binds = [(1, Bind::Mem(x.buf)), (2, Bind::Mem(indices.buf)), (4, Bind::Mem(out.buf))];
-    q.launch(dev, pipeline, &params, &binds, grid)
+    q.launch(dev, pipeline, params.words(), &binds, grid)
 }
 
 /// Cumulative sums along each (outer, inner) line, as row passes.
@@ -67,7 +100,16 @@ pub(super) fn cumsum(op: &Cumsum<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCont
     let (x, out) = (op.x, op.out);
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
-    let params = vec![u32_of("outer", op.outer)?, u32_of("length", op.len)?, u32_of("inner", op.inner)?, u32_of("offset", x.layout.offset)?, u32_of("offset", out.layout.offset)?];
+    let words = ScanWords {
+        outer: u32_of("outer", op.outer)?,
+        len: u32_of("length", op.len)?,
+        inner: u32_of("inner", op.inner)?,
+        x: u32_of("offset", x.layout.offset)?,
+        out: u32_of("offset", out.layout.offset)?,
+        chunk_len: 0,
+        chunks: 0,
+    };
+    let params = |chunk_len, chunks| ScanWords { chunk_len, chunks, ..words }.words().to_vec();
     let passes = RowPasses { source: &SCAN, entry: "cumsum_main", serial_entry: None, constants: vec![], prelude: vec![], stats: (3, 1) };
     row_passes(q, dev, cx, passes, [op.outer * op.inner, op.len], params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))])
 }

@@ -4,8 +4,7 @@
 // workgroup merges them; the second writes `(x - mean) * inv_std * weight + bias` through
 // the activation.
 //
-// params: [0] rows, [1] cols, [2] x offset, [3] out offset, [4] weight offset,
-//         [5] bias offset, [6] eps as f32 bits, [7] columns per chunk, [8] chunks per row.
+// params: `NormWords` in webgpu.rs, each field's first word named P_<field>.
 // KIND is `NormKind::code` (0 layer, 1 rms); ACT a `UnaryOp::code` (0: none).
 // PASS 0 takes whole rows (one chunk of all columns). Devices that end long loops early
 // (`Limits::max_loop_iterations`) split rows into chunks, one workgroup per (row, chunk):
@@ -45,14 +44,14 @@ fn norm_main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let g = flat_workgroup(wid, nwg);
-    let chunks = params[8];
+    let chunks = params[P_chunks];
     let row = g / chunks;
-    let j0 = (g % chunks) * params[7];
-    let cols = params[1];
-    let j1 = min(j0 + params[7], cols);
-    let in_range = row < params[0];
-    let xin = params[2] + row * cols;
-    let o = params[3] + row * cols;
+    let j0 = (g % chunks) * params[P_chunk_cols];
+    let cols = params[P_cols];
+    let j1 = min(j0 + params[P_chunk_cols], cols);
+    let in_range = row < params[P_rows];
+    let xin = params[P_x] + row * cols;
+    let o = params[P_out] + row * cols;
     let n = f32(cols);
 
     // Per invocation: count, mean and sum of squared deviations (layer norm), or the sum of
@@ -103,12 +102,12 @@ fn norm_main(
         return;
     }
     mean = means[0];
-    let inv = inverseSqrt(squares[0] / n + bitcast<f32>(params[6]));
+    let inv = inverseSqrt(squares[0] / n + bitcast<f32>(params[P_eps]));
     if (in_range) {
         for (var j = j0 + lid; j < j1; j += 256u) {
             var y = (x[xin + j] - mean) * inv;
-            if (HAS_WEIGHT) { y *= weight[params[4] + j]; }
-            if (HAS_BIAS) { y += bias[params[5] + j]; }
+            if (HAS_WEIGHT) { y *= weight[params[P_weight] + j]; }
+            if (HAS_BIAS) { y += bias[params[P_bias] + j]; }
             out[o + j] = unary_op(ACT, y);
         }
     }
@@ -125,14 +124,14 @@ fn norm_serial_main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let g = flat_workgroup(wid, nwg) * 64u + lid;
-    let chunks = params[8];
+    let chunks = params[P_chunks];
     let row = g / chunks;
-    if (row >= params[0]) { return; }
-    let cols = params[1];
-    let j0 = (g % chunks) * params[7];
-    let j1 = min(j0 + params[7], cols);
-    let xin = params[2] + row * cols;
-    let o = params[3] + row * cols;
+    if (row >= params[P_rows]) { return; }
+    let cols = params[P_cols];
+    let j0 = (g % chunks) * params[P_chunk_cols];
+    let j1 = min(j0 + params[P_chunk_cols], cols);
+    let xin = params[P_x] + row * cols;
+    let o = params[P_out] + row * cols;
 
     var r = vec3<f32>(0.0);
     if (PASS == 2u) {
@@ -165,11 +164,11 @@ fn norm_serial_main(
         return;
     }
     let mean = r.y;
-    let inv = inverseSqrt(r.z / f32(cols) + bitcast<f32>(params[6]));
+    let inv = inverseSqrt(r.z / f32(cols) + bitcast<f32>(params[P_eps]));
     for (var j = j0; j < j1; j++) {
         var y = (x[xin + j] - mean) * inv;
-        if (HAS_WEIGHT) { y *= weight[params[4] + j]; }
-        if (HAS_BIAS) { y += bias[params[5] + j]; }
+        if (HAS_WEIGHT) { y *= weight[params[P_weight] + j]; }
+        if (HAS_BIAS) { y += bias[params[P_bias] + j]; }
         out[o + j] = unary_op(ACT, y);
     }
 }

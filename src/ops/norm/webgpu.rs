@@ -1,7 +1,7 @@
 //! Layer and RMS norms on wgpu: norm.wgsl as row passes.
 
 use super::Norm;
-use crate::ops::common::webgpu::{check_binding, row_passes, u32_of, RowPasses};
+use crate::ops::common::webgpu::{check_binding, row_passes, u32_of, wgsl_params, RowPasses};
 #[cfg(test)]
 use crate::hal::webgpu::Builtin;
 #[cfg(test)]
@@ -11,7 +11,24 @@ use crate::hal::OpContext;
 use crate::ops::Operand;
 use crate::Result;
 
-static SOURCE: WgslSource = WgslSource { name: "norm.wgsl", text: include_str!("norm.wgsl"), preludes: crate::ops::common::webgpu::WITH_ACTIVATION };
+static SOURCE: WgslSource = WgslSource { name: "norm.wgsl", text: include_str!("norm.wgsl"), preludes: &[crate::ops::common::webgpu::COMMON, crate::ops::common::webgpu::ACTIVATION, NormWords::DECL] };
+
+wgsl_params! {
+    /// norm.wgsl's parameters.
+    struct NormWords: P {
+        rows: u32,
+        cols: u32,
+        /// Offsets of the input, output, weight and bias (0 when absent).
+        x: u32,
+        out: u32,
+        weight: u32,
+        bias: u32,
+        eps: f32,
+        /// Columns per chunk and chunks per row.
+        chunk_cols: u32,
+        chunks: u32,
+    }
+}
 
 /// Layer or RMS norm of each row, with optional scale, shift and activation.
 pub(super) fn norm(op: &Norm<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
@@ -19,15 +36,18 @@ pub(super) fn norm(op: &Norm<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
     let offset = |o: &Option<Operand<'_>>| o.as_ref().map_or(Ok(0), |o| u32_of("offset", o.layout.offset));
-    let params = vec![
-        u32_of("rows", op.rows)?,
-        u32_of("columns", op.cols)?,
-        u32_of("offset", x.layout.offset)?,
-        u32_of("offset", out.layout.offset)?,
-        offset(&weight)?,
-        offset(&bias)?,
-        op.eps.to_bits(),
-    ];
+    let words = NormWords {
+        rows: u32_of("rows", op.rows)?,
+        cols: u32_of("columns", op.cols)?,
+        x: u32_of("offset", x.layout.offset)?,
+        out: u32_of("offset", out.layout.offset)?,
+        weight: offset(&weight)?,
+        bias: offset(&bias)?,
+        eps: op.eps,
+        chunk_cols: 0,
+        chunks: 0,
+    };
+    let params = |chunk_cols, chunks| NormWords { chunk_cols, chunks, ..words }.words().to_vec();
     let constants = vec![
         ("KIND", op.kind.code()),
         ("HAS_WEIGHT", u32::from(weight.is_some())),

@@ -5,8 +5,7 @@
 // defines those two functions: softmax writes exp(x - max) / sum, log_softmax
 // x - max - log(sum).
 //
-// params: [0] rows, [1] cols, [2] input offset, [3] output offset, [4] columns per chunk,
-//         [5] chunks per row.
+// params: `SoftmaxWords` in webgpu.rs, each field's first word named P_<field>.
 // PASS 0 takes whole rows (one chunk of all columns). Devices that end long loops early
 // (`Limits::max_loop_iterations`) split rows into chunks, one workgroup per (row, chunk):
 // PASS 1 stores each chunk's (maximum, sum) in `stats` ([row][chunk][2]), PASS 2 merges its
@@ -43,14 +42,14 @@ fn softmax_main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let g = flat_workgroup(wid, nwg);
-    let chunks = params[5];
+    let chunks = params[P_chunks];
     let row = g / chunks;
-    let cols = params[1];
-    let in_range = row < params[0];
-    let xin = params[2] + row * cols;
-    let o = params[3] + row * cols;
-    let j0 = (g % chunks) * params[4];
-    let j1 = min(j0 + params[4], cols);
+    let cols = params[P_cols];
+    let in_range = row < params[P_rows];
+    let xin = params[P_x] + row * cols;
+    let o = params[P_out] + row * cols;
+    let j0 = (g % chunks) * params[P_chunk_cols];
+    let j1 = min(j0 + params[P_chunk_cols], cols);
 
     var acc = vec2<f32>(neg_inf_f32(), 0.0);
     if (in_range && PASS == 2u) {
@@ -104,14 +103,14 @@ fn softmax_serial_main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let g = flat_workgroup(wid, nwg) * 64u + lid;
-    let chunks = params[5];
+    let chunks = params[P_chunks];
     let row = g / chunks;
-    if (row >= params[0]) { return; }
-    let cols = params[1];
-    let xin = params[2] + row * cols;
-    let o = params[3] + row * cols;
-    let j0 = (g % chunks) * params[4];
-    let j1 = min(j0 + params[4], cols);
+    if (row >= params[P_rows]) { return; }
+    let cols = params[P_cols];
+    let xin = params[P_x] + row * cols;
+    let o = params[P_out] + row * cols;
+    let j0 = (g % chunks) * params[P_chunk_cols];
+    let j1 = min(j0 + params[P_chunk_cols], cols);
 
     var m = neg_inf_f32();
     var sum = 0.0;
