@@ -4,10 +4,8 @@
 // softmax, so the [lq, lk] scores are never stored. Each invocation owns up to four output
 // columns (v head dimension <= 256); the query row sits in workgroup memory (d <= 256).
 //
-// params: [0] batch*heads, [1] heads, [2] lq, [3] lk, [4] d, [5] dv, [6] scale (f32 bits),
-//         [7] causal, views (offset, then strides of batch, head, row, column) of
-//         [8..13] q, [13..18] k, [18..23] v, [23..28] mask; [28] output offset,
-//         [29] first key and [30] end of the keys of this dispatch, [31] flags: bit 0 starts
+// params: `AttentionWords` in webgpu.rs, each field's first word named P_<field>; a view
+//         is (offset, then the strides of batch, head, row, column). P_flags: bit 0 starts
 //         from the running (maximum, sum, output) in `state`, bit 1 finishes (writes the
 //         output) instead of storing them there.
 // One dispatch over all keys has flags 2; devices that end long loops early
@@ -33,8 +31,8 @@ fn view(at: u32, b: u32, h: u32, i: u32, j: u32) -> u32 {
 
 // (batch, head, query) of query row `row`, counting rows over every batch and head.
 fn query_row(row: u32) -> vec3<u32> {
-    let bh = row / params[2];
-    return vec3<u32>(bh / params[1], bh % params[1], row % params[2]);
+    let bh = row / params[P_lq];
+    return vec3<u32>(bh / params[P_heads], bh % params[P_heads], row % params[P_lq]);
 }
 
 fn max_nan(a: f32, b: f32) -> f32 {
@@ -48,8 +46,8 @@ fn attention_main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let lq = params[2];
-    let rows = params[0] * lq;
+    let lq = params[P_lq];
+    let rows = params[P_bh] * lq;
     let g = flat_workgroup(wid, nwg);
     let in_range = g < rows;
     let row = min(g, rows - 1u);
@@ -57,17 +55,17 @@ fn attention_main(
     let b = qr.x;
     let h = qr.y;
     let i = qr.z;
-    let d = params[4];
-    let dv = params[5];
-    let scale = bitcast<f32>(params[6]);
+    let d = params[P_d];
+    let dv = params[P_dv];
+    let scale = bitcast<f32>(params[P_scale]);
     let neg_inf = neg_inf_f32();
 
-    for (var t = lid; t < d; t += 64u) { qrow[t] = q[view(8u, b, h, i, t)]; }
+    for (var t = lid; t < d; t += 64u) { qrow[t] = q[view(P_q, b, h, i, t)]; }
     workgroupBarrier();
-    var keys = params[3];
-    if (params[7] != 0u) { keys = min(keys, i + 1u); }
+    var keys = params[P_lk];
+    if (params[P_causal] != 0u) { keys = min(keys, i + 1u); }
 
-    let flags = params[31];
+    let flags = params[P_flags];
     let at = row * (dv + 2u);
     var m = neg_inf;
     var l = 0.0;
@@ -79,17 +77,17 @@ fn attention_main(
             if (lid + 64u * r < dv) { acc[r] = state[at + 2u + lid + 64u * r]; }
         }
     }
-    let end = min(keys, params[30]);
-    for (var j0 = params[29]; j0 < end; j0 += 64u) {
+    let end = min(keys, params[P_keys + 1u]);
+    for (var j0 = params[P_keys]; j0 < end; j0 += 64u) {
         let j = j0 + lid;
         var s = neg_inf;
         if (j < end) {
             var dot = 0.0;
-            let kj = view(13u, b, h, j, 0u);
-            let kt = params[17];
+            let kj = view(P_k, b, h, j, 0u);
+            let kt = params[P_k + 4u];
             for (var t = 0u; t < d; t++) { dot = fma(qrow[t], k[kj + t * kt], dot); }
             s = dot * scale;
-            if (HAS_MASK) { s += mask[view(23u, b, h, i, j)]; }
+            if (HAS_MASK) { s += mask[view(P_mask, b, h, i, j)]; }
         }
         red[lid] = s;
         workgroupBarrier();
@@ -117,8 +115,8 @@ fn attention_main(
             let c = lid + 64u * r;
             if (c < dv) {
                 var a = acc[r] * alpha;
-                let vc = view(18u, b, h, j0, c);
-                let vj = params[21];
+                let vc = view(P_v, b, h, j0, c);
+                let vj = params[P_v + 3u];
                 for (var jj = 0u; jj < tile; jj++) { a = fma(probs[jj], v[vc + jj * vj], a); }
                 acc[r] = a;
             }
@@ -137,7 +135,7 @@ fn attention_main(
     } else if (in_range) {
         for (var r = 0u; r < 4u; r++) {
             let c = lid + 64u * r;
-            if (c < dv) { out[params[28] + row * dv + c] = acc[r] / l; }
+            if (c < dv) { out[params[P_out] + row * dv + c] = acc[r] / l; }
         }
     }
 }
@@ -152,25 +150,25 @@ fn attention_serial_main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let lq = params[2];
+    let lq = params[P_lq];
     let row = flat_workgroup(wid, nwg) * 64u + lid;
-    if (row >= params[0] * lq) { return; }
+    if (row >= params[P_bh] * lq) { return; }
     let qr = query_row(row);
     let b = qr.x;
     let h = qr.y;
     let i = qr.z;
-    let d = params[4];
-    let dv = params[5];
-    let scale = bitcast<f32>(params[6]);
+    let d = params[P_d];
+    let dv = params[P_dv];
+    let scale = bitcast<f32>(params[P_scale]);
     let neg_inf = neg_inf_f32();
 
     var qv: array<f32, 256>;
     var o: array<f32, 256>;
-    let q0 = view(8u, b, h, i, 0u);
-    for (var t = 0u; t < d; t++) { qv[t] = q[q0 + t * params[12]]; }
-    var keys = params[3];
-    if (params[7] != 0u) { keys = min(keys, i + 1u); }
-    let flags = params[31];
+    let q0 = view(P_q, b, h, i, 0u);
+    for (var t = 0u; t < d; t++) { qv[t] = q[q0 + t * params[P_q + 4u]]; }
+    var keys = params[P_lk];
+    if (params[P_causal] != 0u) { keys = min(keys, i + 1u); }
+    let flags = params[P_flags];
     let at = row * (dv + 2u);
     var m = neg_inf;
     var l = 0.0;
@@ -181,15 +179,15 @@ fn attention_serial_main(
     } else {
         for (var c = 0u; c < dv; c++) { o[c] = 0.0; }
     }
-    let kt = params[17];
-    let vc = params[22];
-    let end = min(keys, params[30]);
-    for (var j = params[29]; j < end; j++) {
-        let kj = view(13u, b, h, j, 0u);
+    let kt = params[P_k + 4u];
+    let vc = params[P_v + 4u];
+    let end = min(keys, params[P_keys + 1u]);
+    for (var j = params[P_keys]; j < end; j++) {
+        let kj = view(P_k, b, h, j, 0u);
         var dot = 0.0;
         for (var t = 0u; t < d; t++) { dot = fma(qv[t], k[kj + t * kt], dot); }
         var s = dot * scale;
-        if (HAS_MASK) { s += mask[view(23u, b, h, i, j)]; }
+        if (HAS_MASK) { s += mask[view(P_mask, b, h, i, j)]; }
         let m_new = max_nan(m, s);
         // A NaN score makes the row NaN, explicitly (SwiftShader's exp(NaN) is not NaN).
         if (is_nan(m_new)) { l = nan_f32(); }
@@ -199,7 +197,7 @@ fn attention_serial_main(
         if (m != m_new) { alpha = exp(m - m_new); }
         let p = exp(s - m_new);
         l = fma(l, alpha, p);
-        let vj = view(18u, b, h, j, 0u);
+        let vj = view(P_v, b, h, j, 0u);
         for (var c = 0u; c < dv; c++) { o[c] = fma(p, v[vj + c * vc], o[c] * alpha); }
         m = m_new;
     }
@@ -208,6 +206,6 @@ fn attention_serial_main(
         state[at + 1u] = l;
         for (var c = 0u; c < dv; c++) { state[at + 2u + c] = o[c]; }
     } else {
-        for (var c = 0u; c < dv; c++) { out[params[28] + row * dv + c] = o[c] / l; }
+        for (var c = 0u; c < dv; c++) { out[params[P_out] + row * dv + c] = o[c] / l; }
     }
 }

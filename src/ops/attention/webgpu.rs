@@ -2,7 +2,7 @@
 //! launched over key ranges where the device ends long loops early.
 
 use super::Attention;
-use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, software_kernels, split_temp, u32_of};
+use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, software_kernels, split_temp, u32_of, wgsl_params, COMMON};
 #[cfg(test)]
 use crate::hal::webgpu::Builtin;
 use crate::ops::common::split;
@@ -10,7 +10,33 @@ use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
 use crate::Result;
 
-static SOURCE: WgslSource = WgslSource { name: "attention.wgsl", text: include_str!("attention.wgsl"), preludes: &[crate::ops::common::webgpu::COMMON] };
+static SOURCE: WgslSource = WgslSource { name: "attention.wgsl", text: include_str!("attention.wgsl"), preludes: &[COMMON, AttentionWords::DECL] };
+
+wgsl_params! {
+    /// attention.wgsl's parameters.
+    struct AttentionWords: P {
+        /// Batch times heads, heads, queries, keys, and the q/k and v head dimensions.
+        bh: u32,
+        heads: u32,
+        lq: u32,
+        lk: u32,
+        d: u32,
+        dv: u32,
+        scale: f32,
+        /// 1 for a causal mask.
+        causal: u32,
+        /// Views: offset, then the strides of batch, head, row and column (mask: zero without).
+        q: [u32; 5],
+        k: [u32; 5],
+        v: [u32; 5],
+        mask: [u32; 5],
+        /// Offset of the output.
+        out: u32,
+        /// The key range of this launch, and its flags (see attention.wgsl).
+        keys: [u32; 2],
+        flags: u32,
+    }
+}
 
 /// Fused attention (attention_main, or attention_serial_main on software adapters).
 pub(super) fn attention(op: &Attention<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
@@ -19,20 +45,31 @@ pub(super) fn attention(op: &Attention<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &
     for o in [&query, &key, &value, &out] {
         check_binding(dev, o)?;
     }
-    let mut params = vec![u32_of("batch x heads", b * h)?, u32_of("heads", h)?, u32_of("queries", lq)?, u32_of("keys", lk)?, d as u32, dv as u32, op.scale.to_bits(), u32::from(op.causal)];
-    for o in [Some(&query), Some(&key), Some(&value), mask.as_ref()] {
-        match o {
-            Some(o) => {
-                check_binding(dev, o)?;
-                params.push(u32_of("offset", o.layout.offset)?);
-                for &s in &o.layout.strides {
-                    params.push(u32_of("stride", s)?);
-                }
-            }
-            None => params.extend([0; 5]),
-        }
-    }
-    params.push(u32_of("offset", out.layout.offset)?);
+    let view = |o: &crate::ops::Operand<'_>| -> Result<[u32; 5]> {
+        check_binding(dev, o)?;
+        let [sb, sh, si, sj] = o.layout.strides[..] else {
+            return Err(crate::Error::Device("internal: an attention operand is not 4-D".into()));
+        };
+        let s = |s: usize| u32_of("stride", s);
+        Ok([u32_of("offset", o.layout.offset)?, s(sb)?, s(sh)?, s(si)?, s(sj)?])
+    };
+    let params = AttentionWords {
+        bh: u32_of("batch x heads", b * h)?,
+        heads: u32_of("heads", h)?,
+        lq: u32_of("queries", lq)?,
+        lk: u32_of("keys", lk)?,
+        d: d as u32,
+        dv: dv as u32,
+        scale: op.scale,
+        causal: u32::from(op.causal),
+        q: view(&query)?,
+        k: view(&key)?,
+        v: view(&value)?,
+        mask: mask.as_ref().map_or(Ok([0; 5]), view)?,
+        out: u32_of("offset", out.layout.offset)?,
+        keys: [0; 2],
+        flags: 0,
+    };
     let serial = software_kernels(dev, cx);
     let entry = if serial { "attention_serial_main" } else { "attention_main" };
     let pipeline = dev.pipeline(builtin(&SOURCE, entry, vec![("HAS_MASK", u32::from(mask.is_some()))]));
@@ -45,13 +82,13 @@ pub(super) fn attention(op: &Attention<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &
 /// attention.wgsl launches over the key ranges of [`split::attention_keys`] (or, for the
 /// software adapters' `attention_serial_main`, one invocation per row, of
 /// [`split::attention_serial_keys`]), the running softmax state kept between them in a
-/// temporary: `params` up to the key range, which this appends with the flags.
+/// temporary.
 fn launch_keys(
     q: &GpuQueue,
     dev: &GpuDevice,
     cx: &OpContext<'_>,
     (pipeline, serial): (wgpu::ComputePipeline, bool),
-    mut params: Vec<u32>,
+    mut params: AttentionWords,
     binds: &[(u32, Bind<'_>)],
     [rows, lk, d, dv]: [usize; 4],
 ) -> Result<()> {
@@ -60,13 +97,10 @@ fn launch_keys(
     let mut binds = binds.to_vec();
     binds.push((6, state.as_ref().map_or(Bind::SpareWrite, Bind::Mem)));
     let grid = grid_1d(dev, if serial { rows.div_ceil(64) } else { rows } as u64)?;
-    let at = params.len();
-    params.resize(at + 3, 0);
     for (i, range) in keys.iter().enumerate() {
-        params[at] = u32_of("key", range[0])?;
-        params[at + 1] = u32_of("key", range[1])?;
-        params[at + 2] = split::flags(i, keys.len());
-        q.launch(dev, pipeline.clone(), &params, &binds, grid)?;
+        params.keys = [u32_of("key", range[0])?, u32_of("key", range[1])?];
+        params.flags = split::flags(i, keys.len());
+        q.launch(dev, pipeline.clone(), params.words(), &binds, grid)?;
     }
     Ok(())
 }

@@ -15,8 +15,6 @@ use crate::ops::Operand;
 pub(crate) const COMMON: &str = include_str!("common.wgsl");
 /// The activation functions, for the files that apply one.
 pub(crate) const ACTIVATION: &str = include_str!("activation.wgsl");
-/// The preludes of a file that applies activations.
-pub(crate) const WITH_ACTIVATION: &[&str] = &[COMMON, ACTIVATION];
 
 /// Storage dtype of the kernels that read and write `array<STORE>` (elementwise, matmul):
 /// f32, or f16 (adapters with `shader-f16`), loaded into f32 and stored rounded to nearest even.

@@ -1,12 +1,10 @@
 // Direct 2-D convolution (NCHW) with a fused bias and activation, and 2-D max / average
 // pooling; one invocation per output element.
 //
-// params: [0] n, [1] c, [2] h, [3] w, [4] o, [5] kh, [6] kw, [7] oh, [8] ow, [9] stride y,
-//         [10] stride x, [11] pad y, [12] pad x, [13] dilation y, [14] dilation x,
-//         [15] groups, [16] x offset, [17] weight offset, [18] bias offset, [19] out offset,
-//         [20..26] the taps of this dispatch: begin and end of the input channel (of the
-//         group), of ky and of kx, [26] flags: bit 0 continues from the partial result in
-//         `out`, bit 1 finishes (bias and activation; the average of a pool).
+// params: `ConvWords` in webgpu.rs, each field's first word named P_<field>. The taps of
+//         one dispatch are the ranges P_ci (input channels of the group), P_ky and P_kx;
+//         P_flags: bit 0 continues from the partial result in `out`, bit 1 finishes (bias
+//         and activation; the average of a pool).
 // HAS_BIAS adds bias[oc]; ACT is a `UnaryOp::code` (0: none); POOL is `PoolKind::code`;
 // OCB (1 or 4) is the output channels of one conv2d_main invocation (of four output columns).
 // One dispatch over all taps has flags 2; devices that end long loops early
@@ -57,34 +55,34 @@ fn conv2d_main(
 ) {
     // i runs over (batch, block of OCB output channels, oy, block of 4 output columns).
     let i = output_index(wid, nwg, lid);
-    let c = params[1]; let h = params[2]; let w = params[3]; let o = params[4];
-    let kh = params[5]; let kw = params[6]; let oh = params[7]; let ow = params[8];
+    let c = params[P_c]; let h = params[P_h]; let w = params[P_w]; let o = params[P_o];
+    let kh = params[P_kh]; let kw = params[P_kw]; let oh = params[P_oh]; let ow = params[P_ow];
     let blocks = o / OCB;
     let xblocks = (ow + 3u) / 4u;
-    if (i >= params[0] * blocks * oh * xblocks) { return; }
+    if (i >= params[P_n] * blocks * oh * xblocks) { return; }
     let ox0 = (i % xblocks) * 4u;
     let oy = (i / xblocks) % oh;
     let oc0 = ((i / (xblocks * oh)) % blocks) * OCB;
     let nb = i / (xblocks * oh * blocks);
-    let cg = c / params[15];
-    let g = oc0 / (o / params[15]);
-    let sy = params[9]; let sx = i32(params[10]); let dy = params[13]; let dx = params[14];
-    let iy0 = i32(oy * sy) - i32(params[11]);
-    let ix0 = i32(ox0) * sx - i32(params[12]);
-    let ky0 = params[22]; let ky1 = params[23]; let kx0 = params[24]; let kx1 = params[25];
+    let cg = c / params[P_groups];
+    let g = oc0 / (o / params[P_groups]);
+    let sy = params[P_stride_y]; let sx = i32(params[P_stride_x]); let dy = params[P_dilation_y]; let dx = params[P_dilation_x];
+    let iy0 = i32(oy * sy) - i32(params[P_pad_y]);
+    let ix0 = i32(ox0) * sx - i32(params[P_pad_x]);
+    let ky0 = params[P_ky]; let ky1 = params[P_ky + 1u]; let kx0 = params[P_kx]; let kx1 = params[P_kx + 1u];
     // Weights of consecutive output channels are `ws` apart; outputs `plane` apart.
     let ws = cg * kh * kw;
     let plane = oh * ow;
-    let at = params[19] + ((nb * o + oc0) * oh + oy) * ow + ox0;
-    let flags = params[26];
+    let at = params[P_out] + ((nb * o + oc0) * oh + oy) * ow + ox0;
+    let flags = params[P_flags];
     var acc: array<vec4<f32>, 4>;
     var a0 = vec4<f32>(0.0);
     var a1 = vec4<f32>(0.0);
     var a2 = vec4<f32>(0.0);
     var a3 = vec4<f32>(0.0);
-    for (var ci = params[20]; ci < params[21]; ci++) {
-        let xp = params[16] + (nb * c + g * cg + ci) * h * w;
-        let taps = params[17] + oc0 * ws + ci * kh * kw;
+    for (var ci = params[P_ci]; ci < params[P_ci + 1u]; ci++) {
+        let xp = params[P_x] + (nb * c + g * cg + ci) * h * w;
+        let taps = params[P_weight] + oc0 * ws + ci * kh * kw;
         for (var ky = ky0; ky < ky1; ky++) {
             let iy = iy0 + i32(ky * dy);
             if (iy < 0 || iy >= i32(h)) { continue; }
@@ -111,7 +109,7 @@ fn conv2d_main(
             var v = acc[p][k];
             if ((flags & 1u) != 0u) { v += out[to]; }
             if ((flags & 2u) != 0u) {
-                if (HAS_BIAS) { v += bias[params[18] + oc0 + k]; }
+                if (HAS_BIAS) { v += bias[params[P_bias] + oc0 + k]; }
                 v = unary_op(ACT, v);
             }
             out[to] = v;
@@ -126,20 +124,20 @@ fn pool2d_main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let i = output_index(wid, nwg, lid);
-    let h = params[2]; let w = params[3];
-    let kh = params[5]; let kw = params[6]; let oh = params[7]; let ow = params[8];
-    if (i >= params[0] * params[1] * oh * ow) { return; }
+    let h = params[P_h]; let w = params[P_w];
+    let kh = params[P_kh]; let kw = params[P_kw]; let oh = params[P_oh]; let ow = params[P_ow];
+    if (i >= params[P_n] * params[P_c] * oh * ow) { return; }
     let ox = i % ow;
     let oy = (i / ow) % oh;
-    let plane = params[16] + (i / (ow * oh)) * h * w;
+    let plane = params[P_x] + (i / (ow * oh)) * h * w;
     var acc = 0.0;
     if (POOL == 0u) { acc = neg_inf_f32(); }
-    if ((params[26] & 1u) != 0u) { acc = out[params[19] + i]; }
-    for (var ky = params[22]; ky < params[23]; ky++) {
-        let iy = input_at(oy, ky, params[9], 1u, params[11], h);
+    if ((params[P_flags] & 1u) != 0u) { acc = out[params[P_out] + i]; }
+    for (var ky = params[P_ky]; ky < params[P_ky + 1u]; ky++) {
+        let iy = input_at(oy, ky, params[P_stride_y], 1u, params[P_pad_y], h);
         if (iy < 0) { continue; }
-        for (var kx = params[24]; kx < params[25]; kx++) {
-            let ix = input_at(ox, kx, params[10], 1u, params[12], w);
+        for (var kx = params[P_kx]; kx < params[P_kx + 1u]; kx++) {
+            let ix = input_at(ox, kx, params[P_stride_x], 1u, params[P_pad_x], w);
             if (ix < 0) { continue; }
             let v = x[plane + u32(iy) * w + u32(ix)];
             if (POOL == 0u) {
@@ -149,6 +147,6 @@ fn pool2d_main(
             }
         }
     }
-    if (POOL == 1u && (params[26] & 2u) != 0u) { acc = acc / f32(kh * kw); }
-    out[params[19] + i] = acc;
+    if (POOL == 1u && (params[P_flags] & 2u) != 0u) { acc = acc / f32(kh * kw); }
+    out[params[P_out] + i] = acc;
 }

@@ -2,7 +2,7 @@
 //! the device ends long loops early.
 
 use super::{Conv2d, Conv2dGeometry, Pool2d};
-use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, u32_of};
+use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, u32_of, wgsl_params, ACTIVATION, COMMON};
 #[cfg(test)]
 use crate::hal::webgpu::Builtin;
 use crate::ops::common::split;
@@ -10,7 +10,41 @@ use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
 use crate::Result;
 
-static SOURCE: WgslSource = WgslSource { name: "conv.wgsl", text: include_str!("conv.wgsl"), preludes: crate::ops::common::webgpu::WITH_ACTIVATION };
+static SOURCE: WgslSource = WgslSource { name: "conv.wgsl", text: include_str!("conv.wgsl"), preludes: &[COMMON, ACTIVATION, ConvWords::DECL] };
+
+wgsl_params! {
+    /// conv.wgsl's parameters.
+    struct ConvWords: P {
+        /// Input [n, c, h, w], output channels, kernel [kh, kw], output [oh, ow].
+        n: u32,
+        c: u32,
+        h: u32,
+        w: u32,
+        o: u32,
+        kh: u32,
+        kw: u32,
+        oh: u32,
+        ow: u32,
+        stride_y: u32,
+        stride_x: u32,
+        pad_y: u32,
+        pad_x: u32,
+        dilation_y: u32,
+        dilation_x: u32,
+        groups: u32,
+        /// Offsets of the input, weight, bias (0 without) and output.
+        x: u32,
+        weight: u32,
+        bias: u32,
+        out: u32,
+        /// The taps of one launch: ranges of input channels (within the group), ky and kx.
+        ci: [u32; 2],
+        ky: [u32; 2],
+        kx: [u32; 2],
+        /// Bit 0: continue from the partial sums in `out`; bit 1: finish.
+        flags: u32,
+    }
+}
 
 /// 2-D convolution (conv2d_main), with optional bias and activation.
 pub(super) fn conv2d(op: &Conv2d<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
@@ -44,24 +78,45 @@ pub(super) fn pool2d(op: &Pool2d<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
     launch_taps(q, dev, pipeline, params, &taps, &[(1, Bind::Mem(x.buf)), (4, Bind::Mem(out.buf))], grid)
 }
 
-/// Parameters of conv.wgsl up to the tap ranges.
-fn params(g: &Conv2dGeometry, offsets: [usize; 4]) -> Result<Vec<u32>> {
-    let sizes = [g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow, g.stride[0], g.stride[1], g.padding[0], g.padding[1], g.dilation[0], g.dilation[1], g.groups];
-    sizes.iter().chain(&offsets).map(|&v| u32_of("convolution size or offset", v)).collect()
+/// conv.wgsl's parameters without the taps, for the input, weight, bias and output `offsets`.
+fn params(g: &Conv2dGeometry, offsets: [usize; 4]) -> Result<ConvWords> {
+    let v = |v: usize| u32_of("convolution size or offset", v);
+    Ok(ConvWords {
+        n: v(g.n)?,
+        c: v(g.c)?,
+        h: v(g.h)?,
+        w: v(g.w)?,
+        o: v(g.o)?,
+        kh: v(g.kh)?,
+        kw: v(g.kw)?,
+        oh: v(g.oh)?,
+        ow: v(g.ow)?,
+        stride_y: v(g.stride[0])?,
+        stride_x: v(g.stride[1])?,
+        pad_y: v(g.padding[0])?,
+        pad_x: v(g.padding[1])?,
+        dilation_y: v(g.dilation[0])?,
+        dilation_x: v(g.dilation[1])?,
+        groups: v(g.groups)?,
+        x: v(offsets[0])?,
+        weight: v(offsets[1])?,
+        bias: v(offsets[2])?,
+        out: v(offsets[3])?,
+        ci: [0; 2],
+        ky: [0; 2],
+        kx: [0; 2],
+        flags: 0,
+    })
 }
 
 /// conv.wgsl launches over the tap boxes `taps` (see [`split::conv_taps`]), accumulating in
-/// the output: `params` up to the tap ranges, which this appends with the flags.
-fn launch_taps(q: &GpuQueue, dev: &GpuDevice, pipeline: wgpu::ComputePipeline, mut params: Vec<u32>, taps: &[[[usize; 2]; 3]], binds: &[(u32, Bind<'_>)], grid: [u32; 3]) -> Result<()> {
-    let at = params.len();
-    params.resize(at + 7, 0);
-    for (i, tap_box) in taps.iter().enumerate() {
-        for (d, range) in tap_box.iter().enumerate() {
-            params[at + 2 * d] = u32_of("kernel tap", range[0])?;
-            params[at + 2 * d + 1] = u32_of("kernel tap", range[1])?;
-        }
-        params[at + 6] = split::flags(i, taps.len());
-        q.launch(dev, pipeline.clone(), &params, binds, grid)?;
+/// the output.
+fn launch_taps(q: &GpuQueue, dev: &GpuDevice, pipeline: wgpu::ComputePipeline, mut params: ConvWords, taps: &[[[usize; 2]; 3]], binds: &[(u32, Bind<'_>)], grid: [u32; 3]) -> Result<()> {
+    let range = |[begin, end]: [usize; 2]| Ok::<_, crate::Error>([u32_of("kernel tap", begin)?, u32_of("kernel tap", end)?]);
+    for (i, &[ci, ky, kx]) in taps.iter().enumerate() {
+        (params.ci, params.ky, params.kx) = (range(ci)?, range(ky)?, range(kx)?);
+        params.flags = split::flags(i, taps.len());
+        q.launch(dev, pipeline.clone(), params.words(), binds, grid)?;
     }
     Ok(())
 }

@@ -7,13 +7,9 @@
 // is STORE, the dtype of A, B, C and the bias in memory (f32, or f16 on adapters with
 // shader-f16); tiles and accumulators are f32.
 //
-// params: [0] M, [1] N, [2] K, [3] batch rank, [4] first batch of this dispatch,
-//         [5] A offset, [6] A row stride, [7] A column stride,
-//         [8] B offset, [9] B row stride, [10] B column stride, [11] C offset,
-//         [12..18] batch shape, [18..24] A batch strides, [24..30] B batch strides,
-//         [30] bias offset, [31] first k, [32] end of k of this dispatch,
-//         [33] k-split flags: bit 0 adds the f32 sums of earlier dispatches from `partial`,
-//         bit 1 finishes (epilogue, store to C) instead of storing the sums to `partial`.
+// params: `MatmulWords` in webgpu.rs, each field's first word named P_<field>. P_flags
+//         (k-split): bit 0 adds the f32 sums of earlier dispatches from `partial`, bit 1
+//         finishes (epilogue, store to C) instead of storing the sums to `partial`.
 // Epilogue (the fused linear layer): HAS_BIAS adds bias[col], ACT applies an activation
 // (`UnaryOp::code`, 0: none) before each tile is stored. One dispatch over all of k has
 // flags 2; devices that end long loops early (`Limits::max_loop_iterations`) take k in
@@ -39,8 +35,8 @@ var<workgroup> b_tile: array<f32, TK * TN>; // [k][n]
 fn batch_offset(batch: u32, strides_at: u32) -> u32 {
     var rem = batch;
     var off = 0u;
-    for (var d = i32(params[3]) - 1; d >= 0; d--) {
-        let n = params[12u + u32(d)];
+    for (var d = i32(params[P_batch_rank]) - 1; d >= 0; d--) {
+        let n = params[P_batch_shape + u32(d)];
         off += (rem % n) * params[strides_at + u32(d)];
         rem = rem / n;
     }
@@ -51,7 +47,7 @@ fn batch_offset(batch: u32, strides_at: u32) -> u32 {
 // of earlier dispatches (flag bit 0), then keep the total in `partial` (no bit 1) or finish:
 // bias, activation, store.
 fn finish(batch: u32, m: u32, n: u32, r: u32, col: u32, sum: f32) {
-    let flags = params[33];
+    let flags = params[P_flags];
     let p = batch * m * n + r * n + col;
     var v = sum;
     if ((flags & 1u) != 0u) { v += partial[p]; }
@@ -59,8 +55,8 @@ fn finish(batch: u32, m: u32, n: u32, r: u32, col: u32, sum: f32) {
         partial[p] = v;
         return;
     }
-    if (HAS_BIAS) { v += f32(bias[params[30] + col]); }
-    c[params[11] + p] = to_store(unary_op(ACT, v));
+    if (HAS_BIAS) { v += f32(bias[params[P_bias] + col]); }
+    c[params[P_c] + p] = to_store(unary_op(ACT, v));
 }
 
 @compute @workgroup_size(WX, WY)
@@ -69,18 +65,18 @@ fn matmul_main(
     @builtin(local_invocation_id) lid3: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let m = params[0];
-    let n = params[1];
-    let batch = params[4] + wid.z;
-    let a_base = params[5] + batch_offset(batch, 18u);
-    let b_base = params[8] + batch_offset(batch, 24u);
+    let m = params[P_m];
+    let n = params[P_n];
+    let batch = params[P_first_batch] + wid.z;
+    let a_base = params[P_a] + batch_offset(batch, P_a_batch);
+    let b_base = params[P_b] + batch_offset(batch, P_b_batch);
     let row0 = wid.y * TM;
     let col0 = wid.x * TN;
     let tx = lid3.x;
     let ty = lid3.y;
 
     var acc: array<f32, RM * RN>;
-    for (var k0 = params[31]; k0 < params[32]; k0 += TK) {
+    for (var k0 = params[P_k_range]; k0 < params[P_k_range + 1u]; k0 += TK) {
         load_tiles(a_base, b_base, row0, col0, k0, lid);
         workgroupBarrier();
         for (var kk = 0u; kk < TK; kk++) {
@@ -114,11 +110,11 @@ fn matmul_direct_main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(local_invocation_id) lid3: vec3<u32>,
 ) {
-    let m = params[0];
-    let n = params[1];
-    let batch = params[4] + wid.z;
-    let a_base = params[5] + batch_offset(batch, 18u);
-    let b_base = params[8] + batch_offset(batch, 24u);
+    let m = params[P_m];
+    let n = params[P_n];
+    let batch = params[P_first_batch] + wid.z;
+    let a_base = params[P_a] + batch_offset(batch, P_a_batch);
+    let b_base = params[P_b] + batch_offset(batch, P_b_batch);
     let row0 = wid.y * TM + lid3.y * 4u;
     let col0 = wid.x * TN + lid3.x * 4u;
     // Rows past m read the last row; their results are not stored.
@@ -132,7 +128,7 @@ fn matmul_direct_main(
     var c2 = vec4<f32>(0.0);
     var c3 = vec4<f32>(0.0);
     // The k ranges of a split start and end on multiples of 16 (or at k).
-    for (var k0 = params[31]; k0 < params[32]; k0 += 4u) {
+    for (var k0 = params[P_k_range]; k0 < params[P_k_range + 1u]; k0 += 4u) {
         let b0 = b_n4(b_base, k0, col0);
         let b1 = b_n4(b_base, k0 + 1u, col0);
         let b2 = b_n4(b_base, k0 + 2u, col0);

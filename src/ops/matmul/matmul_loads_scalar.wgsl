@@ -4,16 +4,16 @@
 @group(0) @binding(2) var<storage, read> b: array<STORE>;
 
 fn load_tiles(a_base: u32, b_base: u32, row0: u32, col0: u32, k0: u32, lid: u32) {
-    let m = params[0];
-    let n = params[1];
-    let k = params[2];
+    let m = params[P_m];
+    let n = params[P_n];
+    let k = params[P_k];
     // A tile: TM rows x TK, k fastest so contiguous rows load together.
     for (var e = lid; e < TK * TM; e += THREADS) {
         let am = e / TK;
         let ak = e % TK;
         var av = 0.0;
         if (row0 + am < m && k0 + ak < k) {
-            av = f32(a[a_base + (row0 + am) * params[6] + (k0 + ak) * params[7]]);
+            av = f32(a[a_base + (row0 + am) * params[P_a_row] + (k0 + ak) * params[P_a_col]]);
         }
         a_tile[ak * TM + am] = av;
     }
@@ -23,7 +23,7 @@ fn load_tiles(a_base: u32, b_base: u32, row0: u32, col0: u32, k0: u32, lid: u32)
         let bn = e % TN;
         var bv = 0.0;
         if (k0 + bk < k && col0 + bn < n) {
-            bv = f32(b[b_base + (k0 + bk) * params[9] + (col0 + bn) * params[10]]);
+            bv = f32(b[b_base + (k0 + bk) * params[P_b_row] + (col0 + bn) * params[P_b_col]]);
         }
         b_tile[bk * TN + bn] = bv;
     }
@@ -34,7 +34,7 @@ fn load_tiles(a_base: u32, b_base: u32, row0: u32, col0: u32, k0: u32, lid: u32)
 fn a_k4(a_base: u32, row: u32, k0: u32) -> vec4<f32> {
     var v = vec4<f32>(0.0);
     for (var c = 0u; c < 4u; c++) {
-        if (k0 + c < params[2]) { v[c] = f32(a[a_base + row * params[6] + (k0 + c) * params[7]]); }
+        if (k0 + c < params[P_k]) { v[c] = f32(a[a_base + row * params[P_a_row] + (k0 + c) * params[P_a_col]]); }
     }
     return v;
 }
@@ -42,7 +42,7 @@ fn a_k4(a_base: u32, row: u32, k0: u32) -> vec4<f32> {
 fn b_n4(b_base: u32, kr: u32, col0: u32) -> vec4<f32> {
     var v = vec4<f32>(0.0);
     for (var c = 0u; c < 4u; c++) {
-        if (kr < params[2] && col0 + c < params[1]) { v[c] = f32(b[b_base + kr * params[9] + (col0 + c) * params[10]]); }
+        if (kr < params[P_k] && col0 + c < params[P_n]) { v[c] = f32(b[b_base + kr * params[P_b_row] + (col0 + c) * params[P_b_col]]); }
     }
     return v;
 }

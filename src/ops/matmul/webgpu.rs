@@ -2,7 +2,7 @@
 //! tile loads, bias and activation in the epilogue.
 
 use super::Matmul;
-use crate::ops::common::webgpu::{check_binding, split_temp, store, u32_of};
+use crate::ops::common::webgpu::{check_binding, split_temp, store, u32_of, wgsl_params, ACTIVATION, COMMON};
 #[cfg(test)]
 use crate::ops::common::webgpu::{STORE_F16, STORE_F32};
 use crate::ops::common::split;
@@ -12,7 +12,36 @@ use crate::base::layout::MAX_RANK;
 use crate::ops::Operand;
 use crate::{Error, Result};
 
-static SOURCE: WgslSource = WgslSource { name: "matmul.wgsl", text: include_str!("matmul.wgsl"), preludes: crate::ops::common::webgpu::WITH_ACTIVATION };
+static SOURCE: WgslSource = WgslSource { name: "matmul.wgsl", text: include_str!("matmul.wgsl"), preludes: &[COMMON, ACTIVATION, MatmulWords::DECL] };
+
+wgsl_params! {
+    /// matmul.wgsl's parameters.
+    struct MatmulWords: P {
+        m: u32,
+        n: u32,
+        k: u32,
+        /// Rank of the batch dimensions, and the first batch of this launch.
+        batch_rank: u32,
+        first_batch: u32,
+        /// Offsets and the row and column strides of A, B and C (C's are contiguous).
+        a: u32,
+        a_row: u32,
+        a_col: u32,
+        b: u32,
+        b_row: u32,
+        b_col: u32,
+        c: u32,
+        /// The batch shape, and A's and B's strides along it (padded with 0s).
+        batch_shape: [u32; 6],
+        a_batch: [u32; 6],
+        b_batch: [u32; 6],
+        /// Offset of the bias (0 without).
+        bias: u32,
+        /// The k range of this launch, and the k-split flags (see matmul.wgsl).
+        k_range: [u32; 2],
+        flags: u32,
+    }
+}
 
 /// Tile loads of matmul.wgsl: one element at a time (any strides), or vec4 loads.
 const LOADS_SCALAR: &str = include_str!("matmul_loads_scalar.wgsl");
@@ -67,35 +96,43 @@ fn variant(dev: &GpuDevice, cx: &OpContext<'_>, name: Option<&str>, m: usize, n:
     })
 }
 
-/// matmul.wgsl's parameters (see its header) for `[a, b, out]` with the batch of each
-/// dispatch, its k range and flags (`[4]`, `[31..34]`) left at 0.
-fn params([a, b, out]: [&Operand<'_>; 3], bias: Option<&Operand<'_>>, [m, n, k]: [usize; 3]) -> Result<Vec<u32>> {
+/// matmul.wgsl's parameters for `[a, b, out]`, with the first batch, k range and flags of
+/// each launch left at 0.
+fn params([a, b, out]: [&Operand<'_>; 3], bias: Option<&Operand<'_>>, [m, n, k]: [usize; 3]) -> Result<MatmulWords> {
     let r = out.layout.shape.len();
     let batch_rank = r - 2;
-    let mut params = vec![
-        u32_of("m", m)?,
-        u32_of("n", n)?,
-        u32_of("k", k)?,
-        batch_rank as u32,
-        0,
-        u32_of("offset", a.layout.offset)?,
-        u32_of("stride", a.layout.strides[r - 2])?,
-        u32_of("stride", a.layout.strides[r - 1])?,
-        u32_of("offset", b.layout.offset)?,
-        u32_of("stride", b.layout.strides[r - 2])?,
-        u32_of("stride", b.layout.strides[r - 1])?,
-        u32_of("offset", out.layout.offset)?,
-    ];
-    for source in [&out.layout.shape, &a.layout.strides, &b.layout.strides] {
-        for &v in &source[..batch_rank] {
-            params.push(u32_of("batch extent or stride", v)?);
+    let batch = |v: &[usize]| -> Result<[u32; 6]> {
+        let mut w = [0; 6];
+        for (w, &v) in w.iter_mut().zip(&v[..batch_rank]) {
+            *w = u32_of("batch extent or stride", v)?;
         }
-        params.resize(params.len() + MAX_RANK - 2 - batch_rank, 0);
-    }
-    params.push(bias.map_or(Ok(0), |o| u32_of("offset", o.layout.offset))?);
-    params.extend([0, 0, 0]);
-    Ok(params)
+        Ok(w)
+    };
+    let (sa, sb) = (&a.layout.strides, &b.layout.strides);
+    Ok(MatmulWords {
+        m: u32_of("m", m)?,
+        n: u32_of("n", n)?,
+        k: u32_of("k", k)?,
+        batch_rank: batch_rank as u32,
+        first_batch: 0,
+        a: u32_of("offset", a.layout.offset)?,
+        a_row: u32_of("stride", sa[r - 2])?,
+        a_col: u32_of("stride", sa[r - 1])?,
+        b: u32_of("offset", b.layout.offset)?,
+        b_row: u32_of("stride", sb[r - 2])?,
+        b_col: u32_of("stride", sb[r - 1])?,
+        c: u32_of("offset", out.layout.offset)?,
+        batch_shape: batch(&out.layout.shape)?,
+        a_batch: batch(sa)?,
+        b_batch: batch(sb)?,
+        bias: bias.map_or(Ok(0), |o| u32_of("offset", o.layout.offset))?,
+        k_range: [0; 2],
+        flags: 0,
+    })
 }
+
+// MatmulWords spells the batch rank (MAX_RANK - 2) as a literal: it must stay this.
+const _: () = assert!(MAX_RANK - 2 == 6);
 
 /// The tiled (or, on software adapters, direct) matmul with its bias and activation
 /// epilogue, in batches of at most a grid dimension and, where the device ends long loops
@@ -146,10 +183,10 @@ pub(super) fn matmul(op: &Matmul<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCont
     let mut first = 0;
     while first < batches {
         let count = (batches - first).min(max);
-        params[4] = u32_of("batch", first)?;
+        params.first_batch = u32_of("batch", first)?;
         for (i, range) in pieces.iter().enumerate() {
-            (params[31], params[32], params[33]) = (range[0] as u32, range[1] as u32, split::flags(i, pieces.len()));
-            q.launch(dev, pipeline.clone(), &params, &binds, [gx as u32, gy as u32, count as u32])?;
+            (params.k_range, params.flags) = ([range[0] as u32, range[1] as u32], split::flags(i, pieces.len()));
+            q.launch(dev, pipeline.clone(), params.words(), &binds, [gx as u32, gy as u32, count as u32])?;
         }
         first += count;
     }

@@ -7,8 +7,7 @@
 // prepended by webgpu.rs beside this file. Software adapters run `reduce_serial_main` (the
 // `serial` variant, at the end) instead.
 //
-// params: [0] outer, [1] len, [2] inner, [3] chunk length, [4] chunks per row,
-//         [5] input offset, [6] output offset, [7] scale as f32 bits (1/len for a final mean).
+// params: `ReduceWords` in webgpu.rs, each field's first word named P_<field>.
 // OP is `ReduceOp::code`; FIRST is true on the first pass (indices are positions, not read
 // from `xi`).
 
@@ -61,17 +60,17 @@ fn reduce_main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let g = flat_workgroup(wid, nwg);
-    let len = params[1];
-    let inner = params[2];
-    let chunks = params[4];
-    let in_range = g < params[0] * inner * chunks;
+    let len = params[P_len];
+    let inner = params[P_inner];
+    let chunks = params[P_chunks];
+    let in_range = g < params[P_outer] * inner * chunks;
     var acc = identity();
     var ai = 0xffffffffu;
     if (in_range) {
         let row = g / chunks;
-        let base = params[5] + (row / inner) * len * inner + row % inner;
-        let j0 = (g % chunks) * params[3];
-        let j1 = min(j0 + params[3], len);
+        let base = params[P_x] + (row / inner) * len * inner + row % inner;
+        let j0 = (g % chunks) * params[P_chunk];
+        let j1 = min(j0 + params[P_chunk], len);
         for (var j = j0 + lid; j < j1; j += 256u) {
             let at = base + j * inner;
             var vi = j;
@@ -85,21 +84,21 @@ fn reduce_main(
     // where the adapter has subgroup operations).
     let r = workgroup_combine(acc, ai, lid);
     if (in_range && lid == 0u) {
-        out[params[6] + g] = r.value * bitcast<f32>(params[7]);
+        out[params[P_out] + g] = r.value * bitcast<f32>(params[P_scale]);
         if (OP == 4u) {
-            outi[params[6] + g] = r.index;
+            outi[params[P_out] + g] = r.index;
         }
     }
 }
 
 // The `serial` variant, for software adapters (SwiftShader, llvmpipe: CPU threads running
 // the invocations of a workgroup in SIMD lanes, where a workgroup barrier switches
-// coroutines): no workgroup memory and no barriers. Each row is reduced by params[4]
-// invocations, invocation c taking elements c, c + params[4], c + 2 * params[4], ... of its
+// coroutines): no workgroup memory and no barriers. Each row is reduced by params[P_chunks]
+// invocations, invocation c taking elements c, c + params[P_chunks], c + 2 * params[P_chunks], ... of its
 // row alone and storing its partial; later passes reduce the partials the same way.
 // Invocations are numbered (outer, c, inner) with inner fastest, so neighbouring invocations
 // read neighbouring elements; partials are stored [outer * inner + i][c], as reduce_main
-// stores them. params[3] is unused.
+// stores them. params[P_chunk] is unused.
 @compute @workgroup_size(64)
 fn reduce_serial_main(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -107,14 +106,14 @@ fn reduce_serial_main(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let t = flat_workgroup(wid, nwg) * 64u + lid;
-    let len = params[1];
-    let inner = params[2];
-    let chunks = params[4];
-    if (t >= params[0] * inner * chunks) { return; }
+    let len = params[P_len];
+    let inner = params[P_inner];
+    let chunks = params[P_chunks];
+    if (t >= params[P_outer] * inner * chunks) { return; }
     let i = t % inner;
     let c = (t / inner) % chunks;
     let o = t / (inner * chunks);
-    let base = params[5] + o * len * inner + i;
+    let base = params[P_x] + o * len * inner + i;
     var acc = identity();
     var ai = 0xffffffffu;
     for (var j = c; j < len; j += chunks) {
@@ -126,8 +125,8 @@ fn reduce_serial_main(
         combine(&acc, &ai, x[at], vi);
     }
     let g = (o * inner + i) * chunks + c;
-    out[params[6] + g] = acc * bitcast<f32>(params[7]);
+    out[params[P_out] + g] = acc * bitcast<f32>(params[P_scale]);
     if (OP == 4u) {
-        outi[params[6] + g] = ai;
+        outi[params[P_out] + g] = ai;
     }
 }

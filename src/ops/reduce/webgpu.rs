@@ -3,12 +3,29 @@
 //! without either (`serial`, for software adapters).
 
 use super::{passes, Reduce};
-use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, u32_of};
+use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, u32_of, wgsl_params, COMMON};
 use crate::hal::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
 use crate::{Error, Result};
 
-static SOURCE: WgslSource = WgslSource { name: "reduce.wgsl", text: include_str!("reduce.wgsl"), preludes: &[crate::ops::common::webgpu::COMMON] };
+static SOURCE: WgslSource = WgslSource { name: "reduce.wgsl", text: include_str!("reduce.wgsl"), preludes: &[COMMON, ReduceWords::DECL] };
+
+wgsl_params! {
+    /// reduce.wgsl's parameters: one pass over an [outer, len, inner] input.
+    struct ReduceWords: P {
+        outer: u32,
+        len: u32,
+        inner: u32,
+        /// Elements per chunk (unused by the serial kernel), and chunks per row.
+        chunk: u32,
+        chunks: u32,
+        /// Offsets of the input and the output.
+        x: u32,
+        out: u32,
+        /// Factor of the final values (1/len for a mean's last pass).
+        scale: f32,
+    }
+}
 
 /// The workgroup combination step of reduce.wgsl: a tree in workgroup memory, or subgroup
 /// operations (where the adapter has them) with the tree for argmax.
@@ -71,16 +88,16 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCo
         // The kernel writes values in every pass: an argmax's last pass gets a scratch block.
         let out_offset = pass.out_values.as_ref().or(pass.out_indices.as_ref()).map_or(0, |(_, o)| *o);
         let scratch = if pass.out_values.is_none() { Some((cx.temp)(((out_offset + pass.outer * pass.inner) * 4) as u64)?) } else { None };
-        let params = [
-            u32_of("rows", pass.outer)?,
-            u32_of("reduced length", pass.len)?,
-            u32_of("inner length", pass.inner)?,
-            u32_of("chunk", pass.chunk)?,
-            u32_of("chunks", pass.chunks)?,
-            u32_of("offset", pass.values.1)?,
-            u32_of("offset", out_offset)?,
-            pass.scale.to_bits(),
-        ];
+        let params = ReduceWords {
+            outer: u32_of("rows", pass.outer)?,
+            len: u32_of("reduced length", pass.len)?,
+            inner: u32_of("inner length", pass.inner)?,
+            chunk: u32_of("chunk", pass.chunk)?,
+            chunks: u32_of("chunks", pass.chunks)?,
+            x: u32_of("offset", pass.values.1)?,
+            out: u32_of("offset", out_offset)?,
+            scale: pass.scale,
+        };
         let constants = vec![("OP", op.code()), ("FIRST", u32::from(pass.first()))];
         let pipeline = dev.pipeline(Builtin { prelude: combine.clone(), ..builtin(&SOURCE, entry, constants) });
         let out_values = pass.out_values.as_ref().map(|(b, _)| b).or(scratch.as_ref()).ok_or_else(|| Error::Device("internal: reduction without an output".into()))?;
@@ -90,7 +107,7 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCo
             (3, Bind::Mem(out_values)),
             (4, pass.out_indices.as_ref().map_or(Bind::SpareWrite, |(b, _)| Bind::Mem(b))),
         ];
-        q.launch(dev, pipeline, &params, &binds, grid_1d(dev, (pass.outer * pass.inner * pass.chunks).div_ceil(per_group) as u64)?)
+        q.launch(dev, pipeline, params.words(), &binds, grid_1d(dev, (pass.outer * pass.inner * pass.chunks).div_ceil(per_group) as u64)?)
     })
 }
 
