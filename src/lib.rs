@@ -11,8 +11,9 @@
 //! methods); and the API parts that need the ops (`api/`: opening devices, tuning, user
 //! [`Kernel`]s).
 
-// Without `webgpu` the hal's GPU paths compile to nothing and leave parameters unused.
-#![cfg_attr(not(feature = "webgpu"), allow(unused, unreachable_code))]
+// Without `webgpu`, what only its kernels use (view access codes, launch arguments, signals,
+// pending timers) is unused; the hal's stand-in keeps the rest in use.
+#![cfg_attr(not(feature = "webgpu"), allow(dead_code, unused_imports))]
 
 mod api;
 mod base;
