@@ -59,6 +59,11 @@ echo "== devices"
 cargo run --quiet --release --bin unicompute -- info
 echo "== cargo test"
 cargo test --release
+echo "== the examples"
+for example in examples/*.rs; do
+    echo "-- $(basename "$example" .rs)"
+    cargo run --quiet --release --example "$(basename "$example" .rs)"
+done
 echo "== the build without the cuda feature"
 cargo check --release --quiet --no-default-features --features webgpu,cli
 echo "== the browser suite (headless Chromium)"

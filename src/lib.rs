@@ -15,6 +15,8 @@
 // pending timers) is unused; the hal's stand-in keeps the rest in use.
 #![cfg_attr(not(feature = "webgpu"), allow(dead_code, unused_imports))]
 
+#![warn(missing_docs)]
+
 mod api;
 mod base;
 pub mod dispatch;

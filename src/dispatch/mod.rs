@@ -68,9 +68,27 @@ impl TunableOp {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Problem {
     /// `batch` products of `[m, k] @ [k, n]`.
-    Matmul { batch: usize, m: usize, n: usize, k: usize, dtype: DType },
+    Matmul {
+        /// Products in the batch.
+        batch: usize,
+        /// Rows of the output.
+        m: usize,
+        /// Columns of the output.
+        n: usize,
+        /// The summed dimension.
+        k: usize,
+        /// Element type of the operands.
+        dtype: DType,
+    },
     /// `outer * inner` reductions of `len` elements each.
-    Reduce { outer: usize, len: usize, inner: usize },
+    Reduce {
+        /// Extent before the reduced axis.
+        outer: usize,
+        /// Extent of the reduced axis.
+        len: usize,
+        /// Extent after the reduced axis.
+        inner: usize,
+    },
 }
 
 /// `n` rounded up to a power of two: the bucket of a size in a shape class.
