@@ -79,6 +79,29 @@ function patch({ BindingList, Queue, Tensor, TensorArgs }) {
 /** Whether this runs in Node (the wasm is read from the file, not fetched). */
 const inNode = typeof process !== 'undefined' && !!process.versions?.node;
 
+/**
+ * What wasm-bindgen's loader takes for `source`: a `WebAssembly.Module`, bytes (an
+ * `ArrayBuffer`, a typed array or a `Response`) or a promise of one go through; a URL or a
+ * string is fetched (in Node, a `file:` URL or a path is read from disk). Anything else is an
+ * `INVALID` error naming what was expected.
+ */
+async function wasmInput(source) {
+  source = await source;
+  const bytes = source instanceof ArrayBuffer || ArrayBuffer.isView(source) || (typeof Response !== 'undefined' && source instanceof Response);
+  if (source instanceof WebAssembly.Module || bytes) return source;
+  if (!(source instanceof URL || typeof source === 'string')) {
+    const what = source === null ? 'null' : typeof source;
+    throw Object.assign(new Error(`init: wasm is ${what}: expected a URL, a string URL, bytes (ArrayBuffer or typed array), a Response or a WebAssembly.Module`), { code: 'INVALID' });
+  }
+  if (!inNode) return source;
+  const url = source instanceof URL ? source : new URL(source, `file://${process.cwd()}/`);
+  if (url.protocol !== 'file:') return url;
+  // Named through a variable so bundlers leave this Node-only import alone.
+  const fsModule = 'node:fs/promises';
+  const { readFile } = await import(/* @vite-ignore */ /* webpackIgnore: true */ fsModule);
+  return readFile(url);
+}
+
 /** The pool's Web Workers, kept referenced for as long as the page lives. */
 let workers = [];
 
@@ -109,16 +132,9 @@ async function startThreads(wasm, n, { glue, worker }) {
 export function bind(wasm, wasmUrl, threads = undefined) {
   patch(wasm);
   let loading;
-  const load = (count) => {
+  const load = (count, source) => {
     loading ??= (async () => {
-      if (inNode) {
-        // Named through a variable so bundlers leave this Node-only import alone.
-        const fsModule = 'node:fs/promises';
-        const { readFile } = await import(/* @vite-ignore */ fsModule);
-        await wasm.default({ module_or_path: await readFile(wasmUrl) });
-      } else {
-        await wasm.default({ module_or_path: wasmUrl });
-      }
+      await wasm.default({ module_or_path: await wasmInput(source ?? wasmUrl) });
       if (threads) {
         try {
           await startThreads(wasm, count ?? globalThis.navigator?.hardwareConcurrency ?? 1, threads);
@@ -142,10 +158,12 @@ export function bind(wasm, wasmUrl, threads = undefined) {
    * Open a device: 'auto' (a hardware WebGPU adapter; with a software adapter such as
    * SwiftShader, whichever of WebGPU and the CPU backend inside the wasm runs the heavy ops
    * faster, timed once; without WebGPU the CPU; `device.selectionReason` says why), 'webgpu' or
-   * 'cpu'. Or an object `{ backend, policy, threads }`: a policy object or JSON (see the
+   * 'cpu'. Or an object `{ backend, policy, threads, wasm }`: a policy object or JSON (see the
    * README: backend order and selection, matmul precision, kernel variants, fallback) instead
-   * of `backend`, and, with `unicompute/threads`, the CPU backend's thread count (fixed by the
-   * first call that loads the wasm).
+   * of `backend`; with `unicompute/threads`, the CPU backend's thread count; and where the
+   * wasm lives, for bundlers that do not copy it next to the module (a URL, bytes or a
+   * compiled `WebAssembly.Module`; see `wasmInput`). Both are fixed by the first call that
+   * loads the wasm.
    */
   async function init(choice = 'auto') {
     const options = choice !== null && typeof choice === 'object' ? choice : { backend: choice };
@@ -153,7 +171,12 @@ export function bind(wasm, wasmUrl, threads = undefined) {
     if (n !== undefined && !(Number.isInteger(n) && n >= 1)) {
       throw Object.assign(new Error(`init: threads is ${n}: expected a whole number of at least 1`), { code: 'INVALID' });
     }
-    await load(n);
+    try {
+      await load(n, options.wasm);
+    } catch (e) {
+      loading = undefined; // a later call may try again (with another `wasm`)
+      throw e;
+    }
     if (options.policy !== undefined) return wasm.openDevice(undefined, options.policy);
     return wasm.openDevice(options.backend ?? 'auto');
   }

@@ -5,15 +5,27 @@
 # (npm/test/node-webgpu.mjs; with UNICOMPUTE_REQUIRE_WEBGPU=1 a missing adapter fails); and
 # in a page bundled with Vite, loaded in headless Chromium through playwright-core, which
 # checks the numbers and takes a screenshot (target/npm-page.png); and `unicompute/threads`
-# on Web Workers in a cross-origin-isolated page (npm/test/threads.test.mjs).
+# on Web Workers in a cross-origin-isolated page (npm/test/threads.test.mjs); the same app
+# built with esbuild and webpack 5 (npm/test/bundlers/); and the wasm size budget.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 "$repo/scripts/build-npm.sh"
+
+# The size budget: each wasm at most 700 kB (700,000 bytes) gzipped.
+for wasm in npm/pkg/unicompute_bg.wasm npm/pkg-threads/unicompute_bg.wasm; do
+    size=$(gzip -9 -c "$repo/$wasm" | wc -c)
+    echo "$wasm: $size bytes gzipped (budget 700000)"
+    if [ "$size" -gt 700000 ]; then
+        echo "$wasm is over the size budget" >&2
+        exit 1
+    fi
+done
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 npm init -y >/dev/null
-npm install --silent --no-audit --no-fund "$repo"/npm/unicompute-*.tgz webgpu@0.6 vite@5 playwright-core@1.49
+npm install --silent --no-audit --no-fund "$repo"/npm/unicompute-*.tgz webgpu@0.6 vite@5 playwright-core@1.49 \
+    esbuild@0.24 webpack@5 webpack-cli@5
 cp "$repo"/npm/test/*.mjs .
 node node.mjs
 icd=/usr/lib/chromium/vk_swiftshader_icd.json
@@ -40,3 +52,18 @@ trap 'kill $server 2>/dev/null; rm -rf "$tmp"' EXIT
 for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/4873) 2>/dev/null && break; sleep 0.2; done
 mkdir -p "$repo/target"
 node page.test.mjs http://localhost:4873/ "$repo/target/npm-page.png"
+
+# Other bundlers build the same app from the installed package, and it computes in headless
+# Chromium: esbuild (which does not copy the wasm: the build copies it and the app passes its
+# URL to init) and webpack 5 (which emits it as an asset by itself).
+cp -r "$repo/npm/test/bundlers" .
+(
+    cd bundlers
+    ../node_modules/.bin/esbuild esbuild.js --bundle --format=esm --platform=browser --target=es2022 \
+        --outfile=dist-esbuild/main.js --log-level=warning
+    cp ../node_modules/unicompute/pkg/unicompute_bg.wasm index.html dist-esbuild/
+    ../node_modules/.bin/webpack --config webpack.config.cjs --no-stats
+    cp index.html dist-webpack/
+)
+node bundlers/bundle.test.mjs esbuild bundlers/dist-esbuild
+node bundlers/bundle.test.mjs webpack bundlers/dist-webpack

@@ -2,9 +2,14 @@
 // wasm (Node has no WebGPU unless something provides navigator.gpu), ops give the right
 // numbers, and bad input throws Errors with a code. Run by scripts/test-npm.sh.
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { init, Tensor } from 'unicompute';
 
-const device = await init();
+// Where the wasm lives can be given (bundlers that do not copy it): a wrong kind of value is
+// refused and loads nothing; bytes (read through the package's exports) load it.
+await assert.rejects(init({ backend: 'cpu', wasm: 42 }), (e) => e.code === 'INVALID' && /wasm is number/.test(e.message));
+const bytes = await readFile(new URL(import.meta.resolve('unicompute/unicompute_bg.wasm')));
+const device = await init({ wasm: bytes });
 assert.equal(device.backend, 'cpu', 'Node runs on the CPU backend');
 assert.match(device.fallbackReason, /no WebGPU adapter/);
 
