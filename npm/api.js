@@ -60,6 +60,30 @@ function patch({ BindingList, Queue, Tensor, TensorArgs }) {
    * all broadcast together: ONNX's Sum, Max and Min. One binary launch per other tensor; the
    * intermediate results are freed. The other binary ops are refused: their order matters.
    */
+  for (const [method, op] of Object.entries(UNARY_METHODS)) {
+    Tensor.prototype[method] = function unaryMethod() {
+      return this.unary(op);
+    };
+  }
+  for (const op of ['minimum', 'maximum', 'pow']) {
+    Tensor.prototype[op] = function binaryMethod(other, options) {
+      return this.binary(op, other, options);
+    };
+  }
+  for (const op of REDUCE_METHODS) {
+    /** `op` over `{ axis, keepDims }`: every axis by default, one, or an array of them. */
+    Tensor.prototype[op] = function reduceMethod(options) {
+      if (options !== undefined && (options === null || typeof options !== 'object')) throw invalid(`${op}: options are ${options === null ? 'null' : typeof options}: expected { axis, keepDims }`);
+      return reduceBy(this, op, options);
+    };
+  }
+  /** The f16 elements as a `Float16Array`, where the runtime has that type. */
+  Tensor.prototype.readFloat16 = async function readFloat16() {
+    if (typeof globalThis.Float16Array !== 'function') throw Object.assign(new Error('readFloat16: this runtime has no Float16Array: use read16() for the bits as a Uint16Array'), { code: 'UNSUPPORTED' });
+    if (this.dtype !== 'f16') throw Object.assign(new Error(`readFloat16: the tensor is ${this.dtype}: expected f16`), { code: 'DTYPE' });
+    const bits = await this.read16();
+    return new globalThis.Float16Array(bits.buffer, bits.byteOffset, bits.length);
+  };
   Tensor.prototype.nary = function nary(op, others) {
     if (!['add', 'mul', 'minimum', 'maximum'].includes(op)) {
       const e = new Error(`nary: \`${op}\` (the order of its inputs would matter): expected add, mul, minimum or maximum`);
@@ -73,6 +97,86 @@ function patch({ BindingList, Queue, Tensor, TensorArgs }) {
       acc = next;
     }
     return acc;
+  };
+}
+
+/** The unary ops that become methods of their own (`x.exp()`), by method name. */
+const UNARY_METHODS = { neg: 'neg', abs: 'abs', exp: 'exp', log: 'log', sqrt: 'sqrt', rsqrt: 'rsqrt', sin: 'sin', cos: 'cos', tanh: 'tanh', sigmoid: 'sigmoid', gelu: 'gelu', geluTanh: 'gelu_tanh', silu: 'silu', erf: 'erf' };
+/** The reductions that become methods taking `{ axis, keepDims }`. */
+const REDUCE_METHODS = ['sum', 'mean', 'max', 'min', 'argmax'];
+
+/** An `INVALID` error saying what was wrong and what was expected. */
+const invalid = (message) => Object.assign(new Error(message), { code: 'INVALID' });
+
+/**
+ * `op` over `axis` of `t`: every axis when it is undefined, one axis (a number) or several
+ * (an array); `keepDims` keeps each reduced axis with extent 1.
+ */
+function reduceBy(t, op, { axis, keepDims = false } = {}) {
+  if (typeof keepDims !== 'boolean') throw invalid(`${op}: keepDims is ${typeof keepDims}: expected a boolean`);
+  const axes = axis === undefined ? Array.from(t.shape, (_, i) => i) : Array.isArray(axis) ? axis : [axis];
+  if (axes.length === 1 && !keepDims && axis !== undefined) return t.reduce(op, axes[0]);
+  if (axis === undefined && !keepDims) return t.reduce(op);
+  return t.reduceAxes(op, axes, keepDims);
+}
+
+/** The tensors a scope keeps: `value` itself, or those inside arrays and plain objects. */
+function keptTensors(Tensor, value, out = new Set()) {
+  if (value instanceof Tensor) out.add(value);
+  else if (Array.isArray(value)) value.forEach((v) => keptTensors(Tensor, v, out));
+  else if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) Object.values(value).forEach((v) => keptTensors(Tensor, v, out));
+  return out;
+}
+
+/**
+ * Ownership over the generated classes: `dispose()` (idempotent `free()`) on each, and
+ * `device.scope(fn)`, which frees every tensor made while `fn` runs except those it returns.
+ * Every tensor-making method is wrapped to register its result with the innermost scope.
+ */
+function patchOwnership({ Buffer, Device, Fence, Kernel, Profile, Queue, Tensor }) {
+  for (const C of [Buffer, Device, Fence, Kernel, Profile, Queue, Tensor]) {
+    /** Free the wasm memory now (again: nothing). */
+    C.prototype.dispose = function dispose() {
+      if (this.__wbg_ptr !== 0) this.free();
+    };
+    if (typeof Symbol.dispose === 'symbol') C.prototype[Symbol.dispose] = C.prototype.dispose;
+  }
+  const scopes = [];
+  const track = (value) => {
+    if (scopes.length > 0 && value instanceof Tensor) scopes[scopes.length - 1].add(value);
+    return value;
+  };
+  const wrap = (proto, name) => {
+    const f = proto[name];
+    proto[name] = function tracked(...args) {
+      return track(f.apply(this, args));
+    };
+  };
+  for (const name of Object.getOwnPropertyNames(Tensor.prototype)) {
+    const d = Object.getOwnPropertyDescriptor(Tensor.prototype, name);
+    if (typeof d.value === 'function' && !['constructor', 'free', 'dispose', 'read', 'readInto', 'read16'].includes(name)) wrap(Tensor.prototype, name);
+  }
+  wrap(Device.prototype, 'tensor');
+  /**
+   * Run `fn` (synchronous: as TF.js's `tidy`, a scope cannot span an await) and free every
+   * tensor it made except the ones it returns (a tensor, or tensors in arrays and plain
+   * objects), which pass to the enclosing scope if there is one.
+   */
+  Device.prototype.scope = function scope(fn) {
+    if (typeof fn !== 'function') throw invalid(`scope: got ${typeof fn}: expected a function`);
+    const made = new Set();
+    scopes.push(made);
+    let result;
+    try {
+      result = fn();
+    } finally {
+      scopes.pop();
+      const keep = result instanceof Promise ? new Set() : keptTensors(Tensor, result);
+      for (const t of made) if (!keep.has(t)) t.dispose();
+      for (const t of keep) track(t);
+    }
+    if (result instanceof Promise) throw invalid('scope: the function returned a Promise: a scope frees its tensors when the function returns, so it must be synchronous (read results after the scope)');
+    return result;
   };
 }
 
@@ -131,6 +235,7 @@ async function startThreads(wasm, n, { glue, worker }) {
  */
 export function bind(wasm, wasmUrl, threads = undefined) {
   patch(wasm);
+  patchOwnership(wasm);
   let loading;
   const load = (count, source) => {
     loading ??= (async () => {

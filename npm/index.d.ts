@@ -1,14 +1,133 @@
-import type { Buffer, Device, Kernel, Tensor } from './pkg/unicompute.js';
+import type { BackendName, BinaryName, BinaryOptions, Buffer, Device, DeviceInfo, DType, ElementArray, Kernel, Policy, Tensor, UnaryName } from './pkg/unicompute.js';
 
-export { Buffer, Device, Fence, Kernel, Queue, Tensor } from './pkg/unicompute.js';
+export { Buffer, Device, Fence, Kernel, Profile, Queue, Tensor } from './pkg/unicompute.js';
+export type {
+  BackendName,
+  BinaryName,
+  BinaryOptions,
+  Decision,
+  DeviceInfo,
+  DType,
+  ElementArray,
+  ErrorCode,
+  LaunchRecord,
+  MemoryStats,
+  OpSummary,
+  Policy,
+  ReadRecord,
+  ReduceName,
+  TuneResult,
+  UnaryName,
+  UnicomputeError,
+} from './pkg/unicompute.js';
 
 /** A unary op's name, as an activation fused into an op's kernel. */
-export type Activation = 'neg' | 'abs' | 'exp' | 'log' | 'sqrt' | 'rsqrt' | 'sin' | 'cos' | 'tanh' | 'sigmoid' | 'relu' | 'gelu' | 'gelu_tanh' | 'silu' | 'erf';
+export type Activation = UnaryName;
+/** Where the wasm is, for `init({ wasm })`: its URL, its bytes, or the compiled module. */
+export type WasmSource = URL | string | ArrayBuffer | ArrayBufferView | Response | WebAssembly.Module | Promise<URL | string | ArrayBuffer | ArrayBufferView | Response | WebAssembly.Module>;
+/** Which axes a reduction takes (every axis by default), and whether to keep them as extents of 1. */
+export interface ReduceOptions {
+  axis?: number | number[];
+  keepDims?: boolean;
+}
 /** A size for both spatial axes, or `[rows, columns]`. */
 export type Pair = number | [number, number];
 
 declare module './pkg/unicompute.js' {
+  interface Tensor {
+    /** `this + other`, broadcasting, with an optional activation in the same kernel. */
+    add(other: Tensor, options?: BinaryOptions): Tensor;
+    /** `this - other`, broadcasting. */
+    sub(other: Tensor, options?: BinaryOptions): Tensor;
+    /** `this * other`, broadcasting. */
+    mul(other: Tensor, options?: BinaryOptions): Tensor;
+    /** `this / other`, broadcasting. */
+    div(other: Tensor, options?: BinaryOptions): Tensor;
+    /** A binary op by name, broadcasting. */
+    binary(op: BinaryName, other: Tensor, options?: BinaryOptions): Tensor;
+    /** The elementwise minimum, broadcasting. */
+    minimum(other: Tensor, options?: BinaryOptions): Tensor;
+    /** The elementwise maximum, broadcasting. */
+    maximum(other: Tensor, options?: BinaryOptions): Tensor;
+    /** `this ** other`, broadcasting. */
+    pow(other: Tensor, options?: BinaryOptions): Tensor;
+    /** `-x`. */
+    neg(): Tensor;
+    /** `|x|`. */
+    abs(): Tensor;
+    /** `e^x`. */
+    exp(): Tensor;
+    /** The natural logarithm. */
+    log(): Tensor;
+    /** The square root. */
+    sqrt(): Tensor;
+    /** `1 / sqrt(x)`. */
+    rsqrt(): Tensor;
+    /** The sine. */
+    sin(): Tensor;
+    /** The cosine. */
+    cos(): Tensor;
+    /** The hyperbolic tangent. */
+    tanh(): Tensor;
+    /** `1 / (1 + e^-x)`. */
+    sigmoid(): Tensor;
+    /** GELU with erf. */
+    gelu(): Tensor;
+    /** GELU with the tanh approximation. */
+    geluTanh(): Tensor;
+    /** `x * sigmoid(x)`. */
+    silu(): Tensor;
+    /** The error function. */
+    erf(): Tensor;
+    /** The sum over `axis` (every axis by default; a number or an array), keeping reduced axes as extents of 1 with `keepDims`. */
+    sum(options?: ReduceOptions): Tensor;
+    /** The mean (as `sum`). */
+    mean(options?: ReduceOptions): Tensor;
+    /** The maximum (as `sum`). */
+    max(options?: ReduceOptions): Tensor;
+    /** The minimum (as `sum`). */
+    min(options?: ReduceOptions): Tensor;
+    /** The position of the first maximum (as `sum`; u32). */
+    argmax(options?: ReduceOptions): Tensor;
+    /** An f16 tensor's elements as a `Float16Array` (runtimes that have the type; else `UNSUPPORTED`: use `read16()`). */
+    readFloat16(): Promise<{ readonly length: number; readonly BYTES_PER_ELEMENT: 2; [index: number]: number }>;
+    /** Free the wasm memory now (again: nothing); `using` does it at the end of the block. */
+    dispose(): void;
+  }
+  interface Device {
+    /**
+     * A tensor holding a copy of `data` with `shape`; a `Uint16Array` holds the bits of
+     * `dtype` ('f16' or 'bf16'), a `Float16Array` f16; another `dtype` than the data's
+     * converts on the device.
+     */
+    tensor(data: ElementArray | Uint16Array | { readonly BYTES_PER_ELEMENT: 2; readonly length: number }, shape: number[] | Float64Array, dtype?: DType): Tensor;
+    /**
+     * Run `fn` (synchronous) and free every tensor it made except those it returns (a tensor,
+     * or tensors in arrays and plain objects), which pass to the enclosing scope.
+     */
+    scope<T>(fn: () => T): T;
+    /** Free the wasm memory now (again: nothing). */
+    dispose(): void;
+  }
+  interface Buffer {
+    /** Free the wasm memory now (again: nothing). */
+    dispose(): void;
+  }
+  interface Fence {
+    /** Free the wasm memory now (again: nothing). */
+    dispose(): void;
+  }
+  interface Kernel {
+    /** Free the wasm memory now (again: nothing). */
+    dispose(): void;
+  }
+  interface Profile {
+    /** Free the wasm memory now (again: nothing). */
+    dispose(): void;
+  }
   interface Queue {
+    /** Free the wasm memory now (again: nothing). */
+    dispose(): void;
     /** Record a launch of `kernel` over `workgroups` with one buffer per binding. */
     launch(kernel: Kernel, buffers: Buffer[], workgroups: [number, number, number]): void;
   }
@@ -28,25 +147,25 @@ declare module './pkg/unicompute.js' {
   }
 }
 
-/** Every device this runtime offers (`{ name, backend, type, limits, features }`). */
-export function listDevices(): Promise<Array<{ name: string; backend: string; type: string; threads?: number; limits: Record<string, number>; features: Record<string, boolean> }>>;
+/** Every device this runtime offers: the CPU, then WebGPU where the runtime has it. */
+export function listDevices(): Promise<DeviceInfo[]>;
 
-/** An execution policy (all keys optional; unknown keys are an `INVALID` error naming them). */
-export interface Policy {
-  backends?: Array<'cuda' | 'webgpu' | 'cpu'>;
-  selection?: 'auto' | 'ranked' | 'order';
-  precision?: 'f32' | 'tf32' | 'bf16' | 'f16';
-  variants?: { matmul?: string; reduce?: string };
-  fallback?: boolean;
-  tune_cache?: string;
-  pool?: { cache_limit_bytes?: number };
+/** `init`'s options. */
+export interface InitOptions {
+  /** Which backend ('auto' by default); or give `policy` instead. */
+  backend?: 'auto' | BackendName;
+  /** A policy (object or JSON text) to open the device by, instead of `backend`. */
+  policy?: Policy | string;
+  /** With `unicompute/threads`: the CPU backend's thread count (fixed by the first call that loads the wasm). */
+  threads?: number;
+  /** Where the wasm is, for bundlers that do not copy it next to the module (fixed by the first call that loads it). */
+  wasm?: WasmSource;
 }
 
 /**
  * Open a device: 'auto' (a hardware WebGPU adapter; with a software one such as SwiftShader,
  * whichever of WebGPU and the CPU backend inside the wasm runs the heavy ops faster; without
- * WebGPU the CPU; `device.selectionReason` says why), 'webgpu' or 'cpu'; or an object with the
- * backend, a policy to follow instead, and (with `unicompute/threads`) the CPU backend's thread
- * count, fixed by the first call. Rejects with an `Error` whose `code` says what went wrong.
+ * WebGPU the CPU; `device.selectionReason` says why), 'webgpu' or 'cpu'; or `InitOptions`.
+ * Rejects with a `UnicomputeError` whose `code` says what went wrong.
  */
-export function init(choice?: 'auto' | 'webgpu' | 'cpu' | { backend?: 'auto' | 'webgpu' | 'cpu'; policy?: Policy | string; threads?: number }): Promise<Device>;
+export function init(choice?: 'auto' | 'webgpu' | 'cpu' | InitOptions): Promise<Device>;

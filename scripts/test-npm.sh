@@ -6,7 +6,8 @@
 # in a page bundled with Vite, loaded in headless Chromium through playwright-core, which
 # checks the numbers and takes a screenshot (target/npm-page.png); and `unicompute/threads`
 # on Web Workers in a cross-origin-isolated page (npm/test/threads.test.mjs); the same app
-# built with esbuild and webpack 5 (npm/test/bundlers/); and the wasm size budget.
+# built with esbuild and webpack 5 (npm/test/bundlers/); the typings under `tsc --strict`
+# (npm/test/types.ts); and the wasm size budget.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 "$repo/scripts/build-npm.sh"
@@ -25,9 +26,14 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 npm init -y >/dev/null
 npm install --silent --no-audit --no-fund "$repo"/npm/unicompute-*.tgz webgpu@0.6 vite@5 playwright-core@1.49 \
-    esbuild@0.24 webpack@5 webpack-cli@5
+    esbuild@0.24 webpack@5 webpack-cli@5 typescript@5
 cp "$repo"/npm/test/*.mjs .
+# The typings: a program using every export passes `tsc --strict`.
+cp "$repo"/npm/test/types.ts "$repo"/npm/test/tsconfig.json .
+./node_modules/.bin/tsc -p tsconfig.json
+echo "types: tsc --strict --noEmit passes on npm/test/types.ts"
 node node.mjs
+node api.mjs
 icd=/usr/lib/chromium/vk_swiftshader_icd.json
 if [ -f "$icd" ]; then
     VK_ICD_FILENAMES="$icd" node node-webgpu.mjs

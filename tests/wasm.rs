@@ -189,6 +189,7 @@ async fn the_js_api_runs_ops_and_reports_bad_input() {
         .tensor(
             &js_sys::Float32Array::from(&[1.0f32, -2.0, 3.0, -4.0][..]).into(),
             vec![2.0, 2.0],
+            None,
         )
         .unwrap();
     let y = x.relu().unwrap().matmul(&x).unwrap();
@@ -207,22 +208,22 @@ async fn the_js_api_runs_ops_and_reports_bad_input() {
             .unwrap()
     };
     let bad = device
-        .tensor(&js_sys::Float64Array::new_with_length(4).into(), vec![2.0, 2.0])
+        .tensor(&js_sys::Float64Array::new_with_length(4).into(), vec![2.0, 2.0], None)
         .err()
         .unwrap();
     assert_eq!(code(bad), "INVALID");
     let mismatch = device
-        .tensor(&js_sys::Float32Array::new_with_length(3).into(), vec![2.0, 2.0])
+        .tensor(&js_sys::Float32Array::new_with_length(3).into(), vec![2.0, 2.0], None)
         .err()
         .unwrap();
     assert_eq!(code(mismatch), "SHAPE");
     // Sizes JS would wrap on the way in (2^32 to 0, -1 to 2^32 - 1) are refused instead.
     for shape in [vec![4294967296.0], vec![-1.0], vec![1.5, 0.0], vec![65536.0, 65536.0, 0.0]] {
-        let e = device.tensor(&js_sys::Float32Array::new_with_length(0).into(), shape.clone()).err().unwrap();
+        let e = device.tensor(&js_sys::Float32Array::new_with_length(0).into(), shape.clone(), None).err().unwrap();
         assert!(matches!(code(e).as_str(), "INVALID" | "SHAPE"), "{shape:?}");
     }
     let wide = device
-        .tensor(&js_sys::Float32Array::new_with_length(6).into(), vec![2.0, 3.0])
+        .tensor(&js_sys::Float32Array::new_with_length(6).into(), vec![2.0, 3.0], None)
         .unwrap();
     let err = x.add(&wide, None).err().unwrap();
     assert_eq!(code(err.clone()), "SHAPE");
@@ -338,7 +339,7 @@ async fn policies_and_tuning_through_the_js_api() {
     assert!(bad.dyn_into::<js_sys::Error>().unwrap().message().as_string().unwrap().contains("colour"));
     assert_eq!(code(init(Some("cpu".into()), Some(r#"{}"#.into())).await.err().unwrap()), "INVALID");
     device.enable_profiler();
-    let x = device.tensor(&js_sys::Float32Array::from(&inputs(10, 12)[..]).into(), vec![3.0, 4.0]).unwrap();
+    let x = device.tensor(&js_sys::Float32Array::from(&inputs(10, 12)[..]).into(), vec![3.0, 4.0], None).unwrap();
     let y = x.matmul(&x.transpose().unwrap()).unwrap();
     y.read().await.unwrap();
     let profile = device.take_profile().await;

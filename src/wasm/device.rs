@@ -5,7 +5,7 @@ use wasm_bindgen::prelude::*;
 use super::error::{invalid, js_error};
 use super::gpu::{self, JsBuffer, JsKernel, JsQueue};
 use super::tensor::JsTensor;
-use crate::{BackendChoice, BackendKind, Device, Policy, Tensor};
+use crate::{BackendChoice, BackendKind, Device, Policy};
 
 /// An opened device.
 #[wasm_bindgen(js_name = Device)]
@@ -22,7 +22,10 @@ pub struct JsDevice {
 /// without WebGPU it runs on the CPU, saying so once on the console. (The npm package's
 /// `init()` loads the wasm module, then calls this.)
 #[wasm_bindgen(js_name = openDevice)]
-pub async fn init(backend: Option<String>, policy: Option<JsValue>) -> Result<JsDevice, JsValue> {
+pub async fn init(
+    #[wasm_bindgen(unchecked_param_type = "'auto' | 'webgpu' | 'cpu' | undefined")] backend: Option<String>,
+    #[wasm_bindgen(unchecked_param_type = "Policy | string | undefined")] policy: Option<JsValue>,
+) -> Result<JsDevice, JsValue> {
     let choice: BackendChoice = backend.as_deref().unwrap_or("auto").parse().map_err(js_error)?;
     let policy = match policy.filter(|p| !p.is_undefined() && !p.is_null()) {
         Some(p) if choice != BackendChoice::Auto => {
@@ -56,7 +59,7 @@ fn policy_from_js(value: &JsValue) -> Result<Policy, JsValue> {
 
 /// Every device this build can open here, as `info()` objects (the CPU first, then the
 /// browser's WebGPU adapter if it offers one).
-#[wasm_bindgen(js_name = listDevices)]
+#[wasm_bindgen(js_name = listDevices, unchecked_return_type = "DeviceInfo[]")]
 pub async fn list_devices() -> js_sys::Array {
     crate::devices_async().await.iter().map(info_object).collect()
 }
@@ -92,7 +95,7 @@ fn set(object: &js_sys::Object, key: &str, value: impl Into<JsValue>) {
 #[wasm_bindgen(js_class = Device)]
 impl JsDevice {
     /// The backend: `"webgpu"` or `"cpu"`.
-    #[wasm_bindgen(getter)]
+    #[wasm_bindgen(getter, unchecked_return_type = "BackendName")]
     pub fn backend(&self) -> String {
         self.inner.backend().to_string()
     }
@@ -116,12 +119,13 @@ impl JsDevice {
     }
 
     /// What the device reports: `{ name, backend, type, threads (cpu), limits: {...}, features: {...} }`.
+    #[wasm_bindgen(unchecked_return_type = "DeviceInfo")]
     pub fn info(&self) -> JsValue {
         info_object(self.inner.info())
     }
 
     /// Pool statistics: `{ bytesLive, bytesCached, allocations, poolHits, peakBytesLive }`.
-    #[wasm_bindgen(js_name = memoryStats)]
+    #[wasm_bindgen(js_name = memoryStats, unchecked_return_type = "MemoryStats")]
     pub fn memory_stats(&self) -> JsValue {
         let s = self.inner.memory_stats();
         let out = js_sys::Object::new();
@@ -134,7 +138,7 @@ impl JsDevice {
     }
 
     /// A buffer holding a copy of `data` (a `Float32Array`, `Int32Array` or `Uint32Array`).
-    pub fn buffer(&self, data: &JsValue) -> Result<JsBuffer, JsValue> {
+    pub fn buffer(&self, #[wasm_bindgen(unchecked_param_type = "ElementArray")] data: &JsValue) -> Result<JsBuffer, JsValue> {
         gpu::buffer_from(&self.inner, data)
     }
 
@@ -162,22 +166,24 @@ impl JsDevice {
         JsQueue { inner: self.inner.new_queue() }
     }
 
-    /// A tensor holding a copy of `data` (a `Float32Array`, `Int32Array` or `Uint32Array`)
-    /// with `shape` (whose sizes multiply to `data.length`).
-    pub fn tensor(&self, data: &JsValue, shape: Vec<f64>) -> Result<JsTensor, JsValue> {
+    /// A tensor holding a copy of `data` with `shape` (whose sizes multiply to
+    /// `data.length`): a `Float32Array`, `Int32Array` or `Uint32Array`; a `Float16Array`
+    /// (f16); or a `Uint16Array` of f16 or bf16 bits, which needs `dtype` `'f16'` or
+    /// `'bf16'`. A `dtype` other than the data's converts on the device (`cast`).
+    pub fn tensor(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ElementArray | Uint16Array | { readonly BYTES_PER_ELEMENT: 2; readonly length: number }")] data: &JsValue,
+        shape: Vec<f64>,
+        dtype: Option<String>,
+    ) -> Result<JsTensor, JsValue> {
         let shape = super::error::usizes("shape", &shape)?;
-        let t = if let Some(a) = data.dyn_ref::<js_sys::Float32Array>() {
-            Tensor::from_slice(&self.inner, &a.to_vec(), &shape)
-        } else if let Some(a) = data.dyn_ref::<js_sys::Int32Array>() {
-            Tensor::from_slice(&self.inner, &a.to_vec(), &shape)
-        } else if let Some(a) = data.dyn_ref::<js_sys::Uint32Array>() {
-            Tensor::from_slice(&self.inner, &a.to_vec(), &shape)
-        } else {
-            return Err(invalid(format!(
-                "tensor data is {}: expected a Float32Array, Int32Array or Uint32Array",
-                data.js_typeof().as_string().unwrap_or_default()
-            )));
-        };
-        t.map(JsTensor::from).map_err(js_error)
+        let want = dtype.as_deref().map(super::tensor::dtype_named).transpose()?;
+        let t = super::tensor::from_js(&self.inner, data, &shape, want)?;
+        match want {
+            Some(d) if d != t.dtype() => t.cast(d),
+            _ => Ok(t),
+        }
+        .map(JsTensor::from)
+        .map_err(js_error)
     }
 }

@@ -61,7 +61,7 @@ impl JsBuffer {
     }
 
     /// Element type: `"f32"`, `"i32"` or `"u32"`.
-    #[wasm_bindgen(getter)]
+    #[wasm_bindgen(getter, unchecked_return_type = "'f32' | 'i32' | 'u32'")]
     pub fn dtype(&self) -> String {
         match &self.inner {
             TypedBuffer::F32(b) => b.dtype(),
@@ -72,7 +72,7 @@ impl JsBuffer {
     }
 
     /// Overwrite the contents with `data` (the same typed array type and length).
-    pub fn write(&self, data: &JsValue) -> Result<(), JsValue> {
+    pub fn write(&self, #[wasm_bindgen(unchecked_param_type = "ElementArray")] data: &JsValue) -> Result<(), JsValue> {
         match &self.inner {
             TypedBuffer::F32(b) => b.write(&data.dyn_ref::<js_sys::Float32Array>().ok_or_else(|| wrong_type(data, "Float32Array"))?.to_vec()),
             TypedBuffer::I32(b) => b.write(&data.dyn_ref::<js_sys::Int32Array>().ok_or_else(|| wrong_type(data, "Int32Array"))?.to_vec()),
@@ -83,6 +83,7 @@ impl JsBuffer {
 
     /// The contents as a typed array of the buffer's type (one copy into it), once the
     /// device is done.
+    #[wasm_bindgen(unchecked_return_type = "ElementArray")]
     pub async fn read(&self) -> Result<JsValue, JsValue> {
         Ok(match &self.inner {
             TypedBuffer::F32(b) => js_sys::Float32Array::new(&b.read_array_buffer().await.map(JsValue::from).map_err(js_error)?).into(),

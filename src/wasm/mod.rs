@@ -9,6 +9,7 @@ mod gpu;
 mod options;
 mod profile;
 mod tensor;
+mod types;
 #[cfg(feature = "threads")]
 mod threads;
 

@@ -24,6 +24,7 @@ pub struct JsProfile {
 impl JsProfile {
     /// Every launch: `{ op, shapes, dtype, bytes, flops, variant, reason, queue, clock,
     /// host_start_us, device_start_us, device_us }`.
+    #[wasm_bindgen(unchecked_return_type = "LaunchRecord[]")]
     pub fn launches(&self) -> JsValue {
         to_js(&self.inner.launches)
     }
@@ -31,11 +32,13 @@ impl JsProfile {
     /// Every read back to the host: `{ queue, bytes, host_start_us, wait_us, copy_us }`
     /// (`wait_us`: submitting, the device finishing and copying to a mappable buffer, mapping;
     /// `copy_us`: the one copy into the returned typed array).
+    #[wasm_bindgen(unchecked_return_type = "ReadRecord[]")]
     pub fn reads(&self) -> JsValue {
         to_js(&self.inner.reads)
     }
 
     /// Per-op totals: `{ op, count, timed, total_s, mean_s, bytes, flops, rate, unit, variants }`.
+    #[wasm_bindgen(unchecked_return_type = "OpSummary[]")]
     pub fn summary(&self) -> JsValue {
         to_js(&self.inner.summary())
     }
@@ -61,12 +64,13 @@ impl JsProfile {
 #[wasm_bindgen(js_class = Device)]
 impl JsDevice {
     /// The policy the device runs under, as a plain object.
-    #[wasm_bindgen(getter)]
+    #[wasm_bindgen(getter, unchecked_return_type = "Required<Policy>")]
     pub fn policy(&self) -> JsValue {
         to_js(self.inner.policy())
     }
 
     /// How the device was chosen and the policy fallbacks taken: `[{ op, choice, reason, times_us? }]`.
+    #[wasm_bindgen(unchecked_return_type = "Decision[]")]
     pub fn decisions(&self) -> JsValue {
         to_js(&self.inner.decisions())
     }
@@ -94,7 +98,8 @@ impl JsDevice {
     /// `"reduce"` with `[rows, length]`) and keep the fastest for its shape class in the tune
     /// cache (`localStorage` in pages), so ops under an `"auto"` policy variant run it.
     /// Resolves to `{ op, class, problem, choice, default, times_us }`.
-    pub async fn tune(&self, op: String, sizes: Vec<f64>) -> Result<JsValue, JsValue> {
+    #[wasm_bindgen(unchecked_return_type = "TuneResult")]
+    pub async fn tune(&self, #[wasm_bindgen(unchecked_param_type = "'matmul' | 'reduce'")] op: String, sizes: Vec<f64>) -> Result<JsValue, JsValue> {
         let s = super::error::usizes("sizes", &sizes)?;
         let problem = match (op.as_str(), s.as_slice()) {
             ("matmul", &[m, n, k]) => Problem::Matmul { batch: 1, m, n, k, dtype: DType::F32 },

@@ -45,6 +45,46 @@ async fn array_buffer<T: crate::Element>(t: &Tensor) -> Result<JsValue, JsValue>
     t.to_buffer::<T>().map_err(js_error)?.read_array_buffer().await.map(JsValue::from).map_err(js_error)
 }
 
+/// The dtype called `name` (`"f32"`, `"i32"`, `"u32"`, `"f16"`, `"bf16"`).
+pub(super) fn dtype_named(name: &str) -> Result<DType, JsValue> {
+    [DType::F32, DType::I32, DType::U32, DType::F16, DType::BF16]
+        .into_iter()
+        .find(|d| d.name() == name)
+        .ok_or_else(|| invalid(format!("unknown dtype `{name}`: expected f32, i32, u32, f16 or bf16")))
+}
+
+/// A tensor of `shape` on `device` holding a copy of the typed array `data`; a `Uint16Array`
+/// holds the bits of `dtype` (f16 or bf16), a `Float16Array` f16.
+pub(super) fn from_js(device: &crate::Device, data: &JsValue, shape: &[usize], dtype: Option<DType>) -> Result<Tensor, JsValue> {
+    let name = js_sys::Reflect::get(data, &"constructor".into()).ok().and_then(|c| js_sys::Reflect::get(&c, &"name".into()).ok()).and_then(|n| n.as_string());
+    let bits16 = |data: &JsValue| -> Result<Vec<u16>, JsValue> {
+        let get = |key: &str| js_sys::Reflect::get(data, &key.into()).ok().and_then(|v| v.as_f64()).unwrap_or(0.0) as u32;
+        let buffer = js_sys::Reflect::get(data, &"buffer".into())?;
+        Ok(js_sys::Uint16Array::new_with_byte_offset_and_length(&buffer, get("byteOffset"), get("length")).to_vec())
+    };
+    let t = if let Some(a) = data.dyn_ref::<js_sys::Float32Array>() {
+        Tensor::from_slice(device, &a.to_vec(), shape)
+    } else if let Some(a) = data.dyn_ref::<js_sys::Int32Array>() {
+        Tensor::from_slice(device, &a.to_vec(), shape)
+    } else if let Some(a) = data.dyn_ref::<js_sys::Uint32Array>() {
+        Tensor::from_slice(device, &a.to_vec(), shape)
+    } else if name.as_deref() == Some("Float16Array") {
+        Tensor::from_slice(device, &bits16(data)?.into_iter().map(half::f16::from_bits).collect::<Vec<_>>(), shape)
+    } else if let Some(a) = data.dyn_ref::<js_sys::Uint16Array>() {
+        match dtype {
+            Some(DType::F16) => Tensor::from_slice(device, &a.to_vec().into_iter().map(half::f16::from_bits).collect::<Vec<_>>(), shape),
+            Some(DType::BF16) => Tensor::from_slice(device, &a.to_vec().into_iter().map(half::bf16::from_bits).collect::<Vec<_>>(), shape),
+            _ => return Err(invalid("tensor data is a Uint16Array: give the dtype its bits are, 'f16' or 'bf16'".into())),
+        }
+    } else {
+        return Err(invalid(format!(
+            "tensor data is {}: expected a Float32Array, Int32Array, Uint32Array, Float16Array, or a Uint16Array of f16 or bf16 bits",
+            describe(data)
+        )));
+    };
+    t.map_err(js_error)
+}
+
 fn wrap(r: crate::Result<Tensor>) -> Result<JsTensor, JsValue> {
     r.map(JsTensor::from).map_err(js_error)
 }
@@ -66,7 +106,7 @@ impl JsTensor {
     }
 
     /// Element type: `"f32"`, `"i32"`, `"u32"`, `"f16"` or `"bf16"`.
-    #[wasm_bindgen(getter)]
+    #[wasm_bindgen(getter, unchecked_return_type = "DType")]
     pub fn dtype(&self) -> String {
         self.inner.dtype().to_string()
     }
@@ -74,6 +114,7 @@ impl JsTensor {
     /// The elements, row-major, as a `Float32Array` (f32, and f16 / bf16 widened on the
     /// device), `Int32Array` or `Uint32Array`: one copy from where they lie (a mapped GPU
     /// buffer, or the CPU backend's memory) into the array. Resolves when the device is done.
+    #[wasm_bindgen(unchecked_return_type = "ElementArray")]
     pub async fn read(&self) -> Result<JsValue, JsValue> {
         let t = &self.inner;
         Ok(match t.dtype() {
@@ -87,13 +128,26 @@ impl JsTensor {
         })
     }
 
+    /// The bits of an f16 or bf16 tensor's elements, row-major, as a `Uint16Array` (no
+    /// widening: `read()` gives them as f32). Other dtypes reject with code `DTYPE`.
+    #[wasm_bindgen(js_name = read16)]
+    pub async fn read_16(&self) -> Result<js_sys::Uint16Array, JsValue> {
+        let t = &self.inner;
+        let bytes = match t.dtype() {
+            DType::F16 => array_buffer::<half::f16>(t).await?,
+            DType::BF16 => array_buffer::<half::bf16>(t).await?,
+            other => return Err(js_error(crate::Error::DType { op: "read16", expected: "f16 or bf16 (read() gives other dtypes)".into(), got: other.name().into() })),
+        };
+        Ok(js_sys::Uint16Array::new(&bytes))
+    }
+
     /// The elements into `dst`, which must be the typed array `read()` would give (a
     /// `Float32Array` for f32, f16 and bf16, `Int32Array`, `Uint32Array`) with exactly as many
     /// elements; resolves to `dst`. One copy, as `read()`; reusing one array across reads also
     /// spares the first touch of a new array's pages, most of a large read's host time in
     /// Chromium.
-    #[wasm_bindgen(js_name = readInto)]
-    pub async fn read_into(&self, dst: JsValue) -> Result<JsValue, JsValue> {
+    #[wasm_bindgen(js_name = readInto, unchecked_return_type = "ElementArray")]
+    pub async fn read_into(&self, #[wasm_bindgen(unchecked_param_type = "ElementArray")] dst: JsValue) -> Result<JsValue, JsValue> {
         let t = &self.inner;
         let wide = match t.dtype() {
             DType::F16 | DType::BF16 => t.cast(DType::F32).map_err(js_error)?,
@@ -132,14 +186,14 @@ impl JsTensor {
 
     /// A unary op or activation by name: `neg`, `abs`, `exp`, `log`, `sqrt`, `rsqrt`, `sin`,
     /// `cos`, `tanh`, `sigmoid`, `relu`, `gelu`, `gelu_tanh`, `silu`, `erf`.
-    pub fn unary(&self, op: &str) -> Result<JsTensor, JsValue> {
+    pub fn unary(&self, #[wasm_bindgen(unchecked_param_type = "UnaryName")] op: &str) -> Result<JsTensor, JsValue> {
         let op = UnaryOp::from_name(op).ok_or_else(|| invalid(format!("unknown unary op `{op}`: expected {}", UnaryOp::names())))?;
         wrap(self.inner.unary(op))
     }
 
     /// A binary op by name (`add`, `sub`, `mul`, `div`, `minimum`, `maximum`, `pow`),
     /// broadcasting; `{ activation }` applies a unary op in the same kernel.
-    pub fn binary(&self, op: &str, other: &JsTensor, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
+    pub fn binary(&self, #[wasm_bindgen(unchecked_param_type = "BinaryName")] op: &str, other: &JsTensor, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
         let op = BinaryOp::from_name(op).ok_or_else(|| {
             invalid(format!(
                 "unknown binary op `{op}`: expected add, sub, mul, div, minimum, maximum or pow"
@@ -293,7 +347,7 @@ impl JsTensor {
 
     /// A reduction by name (`sum`, `mean`, `max`, `min`, `argmax`) over `axis`, or over
     /// everything when `axis` is undefined.
-    pub fn reduce(&self, op: &str, axis: Option<f64>) -> Result<JsTensor, JsValue> {
+    pub fn reduce(&self, #[wasm_bindgen(unchecked_param_type = "ReduceName")] op: &str, axis: Option<f64>) -> Result<JsTensor, JsValue> {
         let op = ReduceOp::from_name(op).ok_or_else(|| {
             invalid(format!(
                 "unknown reduction `{op}`: expected sum, mean, max, min or argmax"
@@ -305,23 +359,15 @@ impl JsTensor {
     /// A reduction by name over the axes `axes` together (every axis when empty), keeping them
     /// as extents of 1 when `keepDims`.
     #[wasm_bindgen(js_name = reduceAxes)]
-    pub fn reduce_axes(&self, op: &str, axes: Vec<f64>, keep_dims: bool) -> Result<JsTensor, JsValue> {
+    pub fn reduce_axes(&self, #[wasm_bindgen(unchecked_param_type = "ReduceName")] op: &str, axes: Vec<f64>, keep_dims: bool) -> Result<JsTensor, JsValue> {
         let op = ReduceOp::from_name(op).ok_or_else(|| invalid(format!("unknown reduction `{op}`: expected sum, mean, max, min or argmax")))?;
         let axes = axes.into_iter().map(|a| usize_of("axis", a)).collect::<Result<Vec<_>, _>>()?;
         wrap(self.inner.reduce_axes(op, &axes, keep_dims))
     }
 
     /// This tensor converted to `dtype` (`"f32"`, `"i32"`, `"u32"`, `"f16"`, `"bf16"`).
-    pub fn cast(&self, dtype: &str) -> Result<JsTensor, JsValue> {
-        let to = [DType::F32, DType::I32, DType::U32, DType::F16, DType::BF16]
-            .into_iter()
-            .find(|d| d.name() == dtype)
-            .ok_or_else(|| {
-                invalid(format!(
-                    "unknown dtype `{dtype}`: expected f32, i32, u32, f16 or bf16"
-                ))
-            })?;
-        wrap(self.inner.cast(to))
+    pub fn cast(&self, #[wasm_bindgen(unchecked_param_type = "DType")] dtype: &str) -> Result<JsTensor, JsValue> {
+        wrap(self.inner.cast(dtype_named(dtype)?))
     }
 }
 

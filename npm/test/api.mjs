@@ -1,0 +1,86 @@
+// The JS API beyond the Rust one's shape: every unary and binary op as a method, reductions
+// with `{ axis, keepDims }`, f16 in and out through Uint16Array (and Float16Array where the
+// runtime has it), `dispose()`, `Symbol.dispose` (what `using` calls), and `device.scope(fn)`. Checked against values
+// computed here, on the CPU backend. Run by scripts/test-npm.sh.
+import assert from 'node:assert/strict';
+import { init } from 'unicompute';
+
+const device = await init('cpu');
+const close = (got, want, what, tol = 1e-6) => want.forEach((w, i) => assert.ok(Math.abs(got[i] - w) <= tol * (1 + Math.abs(w)), `${what}: element ${i} is ${got[i]}, expected ${w}`));
+const xs = [0.25, 0.5, 1.5, 2];
+const x = device.tensor(new Float32Array(xs), [2, 2]);
+
+// Every unary op as a method.
+const unary = { neg: (v) => -v, abs: Math.abs, exp: Math.exp, log: Math.log, sqrt: Math.sqrt, rsqrt: (v) => 1 / Math.sqrt(v), sin: Math.sin, cos: Math.cos, tanh: Math.tanh, sigmoid: (v) => 1 / (1 + Math.exp(-v)), silu: (v) => v / (1 + Math.exp(-v)), relu: (v) => Math.max(v, 0) };
+for (const [name, f] of Object.entries(unary)) close(await x[name]().read(), xs.map(f), name, 2e-6);
+close(await x.gelu().read(), [0.1497, 0.3457, 1.3998, 1.9545], 'gelu', 1e-4);
+close(await x.geluTanh().read(), [0.1497, 0.3457, 1.3996, 1.9546], 'geluTanh', 1e-4);
+close(await x.erf().read(), [0.2763264, 0.5204999, 0.9661051, 0.9953223], 'erf', 1e-6);
+// Binary ops by name as methods, with a fused activation.
+const y = device.tensor(new Float32Array([1, 0.25]), [2]);
+close(await x.minimum(y).read(), [0.25, 0.25, 1, 0.25], 'minimum');
+close(await x.maximum(y).read(), [1, 0.5, 1.5, 2], 'maximum');
+close(await x.pow(y, { activation: 'neg' }).read(), [-0.25, -(0.5 ** 0.25), -1.5, -(2 ** 0.25)], 'pow');
+
+// Reductions with { axis, keepDims }: all axes, one, several; the shapes as numpy gives them.
+const cube = device.tensor(Float32Array.from({ length: 24 }, (_, i) => i - 7), [2, 3, 4]);
+const at = (i, j, k) => i * 12 + j * 4 + k - 7;
+const shapeOf = (t) => Array.from(t.shape);
+assert.deepEqual(Array.from(await cube.sum().read()), [Array.from({ length: 24 }, (_, i) => i - 7).reduce((s, v) => s + v)]);
+assert.deepEqual(shapeOf(cube.sum({ keepDims: true })), [1, 1, 1]);
+const max1 = cube.max({ axis: 1 });
+assert.deepEqual(shapeOf(max1), [2, 4]);
+assert.deepEqual(Array.from(await max1.read()), [0, 1].flatMap((i) => [0, 1, 2, 3].map((k) => at(i, 2, k))));
+const mean02 = cube.mean({ axis: [0, 2], keepDims: true });
+assert.deepEqual(shapeOf(mean02), [1, 3, 1]);
+close(await mean02.read(), [0, 1, 2].map((j) => [0, 1].flatMap((i) => [0, 1, 2, 3].map((k) => at(i, j, k))).reduce((s, v) => s + v) / 8), 'mean over [0, 2]');
+assert.deepEqual(Array.from(await cube.min({ axis: 2, keepDims: true }).read()), [0, 1].flatMap((i) => [0, 1, 2].map((j) => at(i, j, 0))));
+assert.deepEqual(Array.from(await cube.argmax({ axis: 0 }).read()), new Array(12).fill(1));
+assert.throws(() => cube.sum({ axis: 3 }), (e) => e.code === 'OUT_OF_RANGE');
+assert.throws(() => cube.sum(2), (e) => e.code === 'INVALID' && /axis, keepDims/.test(e.message));
+assert.throws(() => cube.sum({ keepDims: 'yes' }), (e) => e.code === 'INVALID' && /keepDims/.test(e.message));
+
+// f16 in and out: Uint16Array bits (with the dtype), read back as bits or widened.
+const bits = new Uint16Array([0x3c00, 0xc000, 0x3555, 0x7bff]); // 1, -2, 0.33325195, 65504
+const h = device.tensor(bits, [4], 'f16');
+assert.equal(h.dtype, 'f16');
+assert.deepEqual(Array.from(await h.read16()), Array.from(bits));
+close(await h.read(), [1, -2, 0.33325195, 65504], 'f16 widened');
+const doubled = await h.add(h).read16(); // 65504 * 2 overflows f16 to +inf (0x7c00)
+assert.deepEqual(Array.from(doubled), [0x4000, 0xc400, 0x3955, 0x7c00]);
+const b16 = device.tensor(new Uint16Array([0x3f80, 0x4049]), [2], 'bf16'); // 1, 3.140625
+close(await b16.read(), [1, 3.140625], 'bf16 widened');
+assert.deepEqual(Array.from(await device.tensor(new Float32Array([1, 3.14159]), [2], 'bf16').read16()), [0x3f80, 0x4049]);
+assert.throws(() => device.tensor(new Uint16Array(2), [2]), (e) => e.code === 'INVALID' && /f16' or 'bf16/.test(e.message));
+await assert.rejects(x.read16(), (e) => e.code === 'DTYPE');
+if (typeof globalThis.Float16Array === 'function') {
+  const f = await device.tensor(new globalThis.Float16Array([0.5, -4]), [2]).readFloat16();
+  assert.deepEqual(Array.from(f), [0.5, -4]);
+} else {
+  await assert.rejects(h.readFloat16(), (e) => e.code === 'UNSUPPORTED' && /read16/.test(e.message));
+}
+
+// Ownership: dispose() (twice is fine), `using`, and scopes that free what they do not return.
+const before = device.memoryStats().bytesLive;
+const kept = device.scope(() => {
+  const a = device.tensor(new Float32Array(1024).fill(1), [1024]);
+  const b = a.exp().add(a).relu();
+  return { result: b.sum(), also: [a.mul(a)] };
+});
+close(await kept.result.read(), [1024 * (Math.E + 1)], 'scope result', 1e-5);
+close(await kept.also[0].read(), [1], 'scope result in an array', 0);
+assert.throws(() => device.scope(() => { throw Object.assign(new Error('inside'), { code: 'MINE' }); }), (e) => e.code === 'MINE');
+assert.throws(() => device.scope(async () => device.tensor(new Float32Array(4), [4])), (e) => e.code === 'INVALID' && /synchronous/.test(e.message));
+const nested = device.scope(() => device.scope(() => x.exp()).neg());
+close(await nested.read(), xs.map((v) => -Math.exp(v)), 'nested scopes', 2e-6);
+for (const t of [kept.result, kept.also[0], nested]) t.dispose();
+kept.result.dispose();
+// What `using t = ...` does at the end of its block (Node 20 lacks the syntax).
+const t = device.tensor(new Float32Array(4096), [4096]);
+try {
+  assert.equal(t.shape[0], 4096);
+} finally {
+  t[Symbol.dispose]();
+}
+assert.ok(device.memoryStats().bytesLive <= before, `scopes, dispose and using free what they made: ${device.memoryStats().bytesLive} bytes live, ${before} before`);
+console.log('api: op methods, reductions with options, f16 I/O and ownership ok');

@@ -1,0 +1,156 @@
+// Every export of the package in use, type-checked with `tsc --strict --noEmit` by
+// scripts/test-npm.sh against the installed tarball (npm/test/tsconfig.json). It is never
+// run: what it checks is that the typings describe the API as a program uses it.
+import {
+  type Activation,
+  type BackendName,
+  type BinaryName,
+  type BinaryOptions,
+  type Decision,
+  type DeviceInfo,
+  type DType,
+  type ElementArray,
+  type ErrorCode,
+  type InitOptions,
+  type LaunchRecord,
+  type MemoryStats,
+  type OpSummary,
+  type Policy,
+  type ReadRecord,
+  type ReduceName,
+  type ReduceOptions,
+  type TuneResult,
+  type UnaryName,
+  type UnicomputeError,
+  type WasmSource,
+  Buffer,
+  Device,
+  Fence,
+  Kernel,
+  Profile,
+  Queue,
+  Tensor,
+  init,
+  listDevices,
+} from 'unicompute';
+import * as threads from 'unicompute/threads';
+
+const SAXPY = `
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) { y[id.x] += 2.0 * x[id.x]; }
+`;
+
+async function devices(): Promise<Device> {
+  const list: DeviceInfo[] = await listDevices();
+  const backends: BackendName[] = list.map((d) => d.backend);
+  const limit: number | undefined = list[0]?.limits.maxLoopIterations;
+  console.log(backends, limit, list[0]?.features.f16);
+  const wasm: WasmSource = new URL('./unicompute_bg.wasm', import.meta.url);
+  const policy: Policy = { backends: ['webgpu', 'cpu'], selection: 'auto', variants: { matmul: 'auto' }, fallback: true };
+  const options: InitOptions = { policy, wasm };
+  const device: Device = await init(options);
+  const other: Device = await init('cpu');
+  const threaded = await threads.init({ backend: 'cpu', threads: 2 });
+  console.log(device.backend, device.name, device.selectionReason, device.fallbackReason ?? '', other.info().type, threaded.info().threads);
+  const stats: MemoryStats = device.memoryStats();
+  const decisions: Decision[] = device.decisions();
+  const chosen: Required<Policy> = device.policy;
+  console.log(stats.peakBytesLive, decisions[0]?.times_us, chosen.selection);
+  return device;
+}
+
+async function tensors(device: Device): Promise<void> {
+  const a: Tensor = device.tensor(new Float32Array([1, 2, 3, 4, 5, 6]), [2, 3]);
+  const b = device.tensor(new Float32Array([1, 0, 0, 1, 1, 1]), [3, 2]);
+  const shape: Uint32Array = a.shape;
+  const dtype: DType = a.dtype;
+  const act: Activation = 'gelu';
+  const unary: UnaryName = 'exp';
+  const binary: BinaryName = 'maximum';
+  const reduce: ReduceName = 'mean';
+  const fused: BinaryOptions = { activation: act };
+  const c = a.matmul(b).relu().add(device.tensor(new Float32Array([1, 1]), [2]), fused).unary(unary);
+  const d = c.binary(binary, c).sub(c).mul(c, { activation: 'relu' }).div(c).softmax().logSoftmax(0);
+  const e = d.reduce(reduce, 1).reduceAxes('sum', [0], true).cast('f16').cast('f32');
+  const n = a.layerNorm({ eps: 1e-5, axes: 1 }).rmsNorm({ activation: 'silu' }).linear(b, { activation: 'gelu_tanh' });
+  const img = device.tensor(new Float32Array(2 * 3 * 8 * 8), [2, 3, 8, 8]);
+  const w = device.tensor(new Float32Array(4 * 3 * 3 * 3), [4, 3, 3, 3]);
+  const conv = img.conv2d(w, { stride: 1, padding: [1, 1], dilation: 1, groups: 1, bias: device.tensor(new Float32Array(4), [4]), activation: 'relu' });
+  const pooled = conv.maxPool2d(2).avgPool2d(2);
+  const q = device.tensor(new Float32Array(2 * 4 * 8), [1, 2, 4, 8]);
+  const att = q.attention(q, q, { causal: true, scale: 0.5 });
+  const moved = a.reshape([3, 2]).transpose().permute([1, 0]).concat(a, 0).cumsum(0);
+  const picked = a.gather(1, device.tensor(new Int32Array([2, 0]), [2])).select(a, a);
+  const summed = a.nary('add', [a, a]);
+  const out: ElementArray = await e.read();
+  const into: ElementArray = await n.readInto(new Float32Array(n.shape.reduce((x, y) => x * y, 1)));
+  console.log(shape, dtype, out, into, pooled.shape, att.shape, moved.shape, picked.shape, summed.shape);
+  for (const t of [a, b, c, d, e, n, img, w, conv, pooled, q, att, moved, picked, summed]) t.free();
+}
+
+async function moreOps(device: Device): Promise<void> {
+  const x = device.tensor(new Float32Array([0.5, 1, 2, 4]), [2, 2]);
+  const all: Tensor[] = [x.neg(), x.abs(), x.exp(), x.log(), x.sqrt(), x.rsqrt(), x.sin(), x.cos(), x.tanh(), x.sigmoid(), x.gelu(), x.geluTanh(), x.silu(), x.erf()];
+  const pair: Tensor[] = [x.minimum(x), x.maximum(x, { activation: 'relu' }), x.pow(x)];
+  const options: ReduceOptions = { axis: [0, 1], keepDims: true };
+  const reduced: Tensor[] = [x.sum(), x.mean({ axis: 0 }), x.max(options), x.min({ keepDims: true }), x.argmax({ axis: 1 })];
+  const half = device.tensor(new Uint16Array([0x3c00, 0x4000]), [2], 'f16');
+  const bits: Uint16Array = await half.read16();
+  const widened: ElementArray = await device.tensor(new Float32Array([1, 2]), [2], 'bf16').read();
+  const f16 = await half.readFloat16();
+  console.log(bits[0], widened[0], f16.length, f16[0]);
+  const kept: { total: Tensor } = device.scope(() => ({ total: x.exp().add(x).sum() }));
+  {
+    using scratch = device.tensor(new Float32Array(8), [8]);
+    console.log(scratch.shape, kept.total.shape);
+  }
+  for (const t of [...all, ...pair, ...reduced, half, x, kept.total]) t.dispose();
+}
+
+async function buffersQueuesKernels(device: Device): Promise<void> {
+  const x: Buffer = device.buffer(new Float32Array(64).fill(1));
+  const y = device.buffer(new Float32Array(64));
+  y.write(new Float32Array(64).fill(3));
+  const kernel: Kernel = device.kernel(SAXPY, 'main');
+  const [wx]: Uint32Array = kernel.workgroupSize;
+  const queue: Queue = device.newQueue();
+  queue.launch(kernel, [x, y], [64 / (wx ?? 64), 1, 1]);
+  const fence: Fence = queue.submit();
+  await fence.wait();
+  const ys: ElementArray = await y.read();
+  console.log(fence.signalled, kernel.bindingCount, x.length, x.dtype, ys[0], device.queue());
+}
+
+async function profiling(device: Device): Promise<void> {
+  device.enableProfiler();
+  await device.tensor(new Float32Array(4), [2, 2]).matmul(device.tensor(new Float32Array(4), [2, 2])).read();
+  const profile: Profile = await device.takeProfile();
+  device.disableProfiler();
+  const launches: LaunchRecord[] = profile.launches();
+  const reads: ReadRecord[] = profile.reads();
+  const summary: OpSummary[] = profile.summary();
+  console.log(launches[0]?.clock, reads[0]?.copy_us, summary[0]?.rate, profile.table(), profile.chromeTrace(), profile.deviceSeconds);
+  const tuned: TuneResult = await device.tune('matmul', [64, 64, 64]);
+  device.importTuneCache(device.tuneCache());
+  console.log(tuned.choice, tuned.times_us);
+}
+
+async function errors(device: Device): Promise<void> {
+  try {
+    device.kernel('fn broken(', 'main');
+  } catch (caught) {
+    const e = caught as UnicomputeError;
+    const code: ErrorCode = e.code;
+    console.log(code, e.line, e.column, e.message);
+  }
+  device.destroy();
+}
+
+const device = await devices();
+await tensors(device);
+await moreOps(device);
+await buffersQueuesKernels(device);
+await profiling(device);
+await errors(device);
