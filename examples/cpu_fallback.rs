@@ -4,6 +4,10 @@
 //!
 //! `cargo run --release --example cpu_fallback`
 
+// Natively only: the example waits on the device with the blocking API, which browsers lack.
+#![cfg_attr(target_arch = "wasm32", no_main)]
+#![cfg(not(target_arch = "wasm32"))]
+
 use unicompute::{BackendChoice, BackendKind, Device, Tensor};
 
 fn open_gpu_or_cpu() -> unicompute::Result<Device> {

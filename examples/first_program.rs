@@ -4,6 +4,10 @@
 //! `cargo run --release --example first_program` (`UNICOMPUTE_BACKEND=cpu|webgpu|cuda`
 //! chooses the device).
 
+// Natively only: the example waits on the device with the blocking API, which browsers lack.
+#![cfg_attr(target_arch = "wasm32", no_main)]
+#![cfg(not(target_arch = "wasm32"))]
+
 use unicompute::{BackendChoice, Device, Tensor};
 
 fn main() -> unicompute::Result<()> {

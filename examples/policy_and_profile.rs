@@ -3,6 +3,10 @@
 //!
 //! `cargo run --release --example policy_and_profile [trace.json]`
 
+// Natively only: the example waits on the device with the blocking API, which browsers lack.
+#![cfg_attr(target_arch = "wasm32", no_main)]
+#![cfg(not(target_arch = "wasm32"))]
+
 use unicompute::{Device, Policy, Tensor};
 
 const POLICY: &str = r#"{

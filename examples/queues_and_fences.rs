@@ -3,6 +3,10 @@
 //!
 //! `cargo run --release --example queues_and_fences`
 
+// Natively only: the example waits on the device with the blocking API, which browsers lack.
+#![cfg_attr(target_arch = "wasm32", no_main)]
+#![cfg(not(target_arch = "wasm32"))]
+
 use unicompute::ops::elementwise::binary;
 use unicompute::ops::BinaryOp;
 use unicompute::{BackendChoice, Buffer, Device, Tensor};
