@@ -3,6 +3,7 @@ import type { BackendName, BinaryName, BinaryOptions, Buffer, Device, DeviceInfo
 export { Buffer, Device, Fence, Kernel, Profile, Queue, Tensor } from './pkg/unicompute.js';
 export type {
   BackendName,
+  BindingInfo,
   BinaryName,
   BinaryOptions,
   Decision,

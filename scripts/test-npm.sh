@@ -7,7 +7,8 @@
 # checks the numbers and takes a screenshot (target/npm-page.png); and `unicompute/threads`
 # on Web Workers in a cross-origin-isolated page (npm/test/threads.test.mjs); the same app
 # built with esbuild and webpack 5 (npm/test/bundlers/); the typings under `tsc --strict`
-# (npm/test/types.ts); and the wasm size budget.
+# (npm/test/types.ts); the demo page of web/ (npm/test/demo.test.mjs); and the wasm size
+# budget.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 "$repo/scripts/build-npm.sh"
@@ -26,7 +27,7 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 npm init -y >/dev/null
 npm install --silent --no-audit --no-fund "$repo"/npm/unicompute-*.tgz webgpu@0.6 vite@5 playwright-core@1.49 \
-    esbuild@0.24 webpack@5 webpack-cli@5 typescript@5
+    esbuild@0.24 webpack@5 webpack-cli@5 typescript@5 @tensorflow/tfjs-core@4.22.0 @tensorflow/tfjs-backend-webgpu@4.22.0
 cp "$repo"/npm/test/*.mjs .
 # The typings: a program using every export passes `tsc --strict`.
 cp "$repo"/npm/test/types.ts "$repo"/npm/test/tsconfig.json .
@@ -73,3 +74,11 @@ cp -r "$repo/npm/test/bundlers" .
 )
 node bundlers/bundle.test.mjs esbuild bundlers/dist-esbuild
 node bundlers/bundle.test.mjs webpack bundlers/dist-webpack
+
+# The demo page (web/): built with Vite from the installed package beside the benchmark files
+# it shares, then clicked through in headless Chromium (screenshots in target/demo-*.png).
+mkdir -p demo-site/bench
+cp -r "$repo/web/index.html" "$repo/web/vite.config.js" "$repo/web/demo" demo-site/
+cp "$repo"/web/bench/{workloads,ours,peers,onnx}.js demo-site/bench/
+./node_modules/.bin/vite build demo-site --logLevel warn
+node demo.test.mjs demo-site/dist "$repo/target"

@@ -4,6 +4,7 @@
 import {
   type Activation,
   type BackendName,
+  type BindingInfo,
   type BinaryName,
   type BinaryOptions,
   type Decision,
@@ -115,6 +116,8 @@ async function buffersQueuesKernels(device: Device): Promise<void> {
   y.write(new Float32Array(64).fill(3));
   const kernel: Kernel = device.kernel(SAXPY, 'main');
   const [wx]: Uint32Array = kernel.workgroupSize;
+  const reflected: BindingInfo[] = kernel.bindings;
+  console.log(reflected.map((b) => `${b.group}:${b.binding} ${b.name} ${b.kind} ${b.dtype ?? '-'} ${b.minBytes}`));
   const queue: Queue = device.newQueue();
   queue.launch(kernel, [x, y], [64 / (wx ?? 64), 1, 1]);
   const fence: Fence = queue.submit();

@@ -131,6 +131,35 @@ impl JsKernel {
     pub fn binding_count(&self) -> usize {
         self.inner.info().bindings.len()
     }
+
+    /// The bindings as reflected from the source, in launch order: `{ group, binding, name,
+    /// kind, dtype, minBytes, runtimeSized }`.
+    #[wasm_bindgen(getter, unchecked_return_type = "BindingInfo[]")]
+    pub fn bindings(&self) -> js_sys::Array {
+        self.inner.info().bindings.iter().map(binding_object).collect()
+    }
+}
+
+/// One reflected binding as a plain JS object.
+fn binding_object(b: &crate::BindingInfo) -> JsValue {
+    let kind = match b.kind {
+        crate::BindingKind::StorageRead => "storage-read",
+        crate::BindingKind::StorageReadWrite => "storage-read-write",
+        crate::BindingKind::Uniform => "uniform",
+        crate::BindingKind::Scalar => "scalar",
+    };
+    let out = js_sys::Object::new();
+    let set = |key: &str, value: JsValue| {
+        let _ = js_sys::Reflect::set(&out, &key.into(), &value);
+    };
+    set("group", b.group.into());
+    set("binding", b.binding.into());
+    set("name", b.name.clone().into());
+    set("kind", kind.into());
+    set("dtype", b.dtype.map_or(JsValue::NULL, |d| d.name().into()));
+    set("minBytes", (b.min_bytes as f64).into());
+    set("runtimeSized", b.runtime_sized.into());
+    out.into()
 }
 
 /// The buffers of one launch, in binding order (`Queue.launch` in the npm package builds it

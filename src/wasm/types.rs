@@ -108,6 +108,19 @@ export interface Policy {
   tune_cache?: string;
   pool?: { cache_limit_bytes?: number };
 }
+/** One binding of a user kernel, as reflected from its source. */
+export interface BindingInfo {
+  group: number;
+  binding: number;
+  name: string;
+  kind: 'storage-read' | 'storage-read-write' | 'uniform' | 'scalar';
+  /** The element type of an array binding, where it has one. */
+  dtype: DType | null;
+  /** The fewest bytes a buffer bound here must hold. */
+  minBytes: number;
+  /** Whether the binding ends in a runtime-sized array. */
+  runtimeSized: boolean;
+}
 /** Options of the binary ops (`add`, `sub`, `mul`, `div`, `binary`): an activation fused into the kernel. */
 export interface BinaryOptions {
   activation?: UnaryName;

@@ -3,7 +3,9 @@
 // unicompute's time goes. `?run=1` starts at once; the result is also `window.benchResult` and
 // `document.body.dataset.done` is set when it is complete.
 import { WORKLOADS, check } from './workloads.js';
-import { OURS, loadOurs, prepareOurs } from './ours.js';
+import * as one from './node_modules/unicompute/index.js';
+import * as threaded from './node_modules/unicompute/threads.js';
+import { OURS, backendOf, prepareOurs } from './ours.js';
 import { PEERS, loadPeer, preparePeer } from './peers.js';
 
 const ENGINES = [...OURS, ...PEERS];
@@ -54,6 +56,14 @@ function fromForm() {
     warmup: Number($('warmup').value),
     threads: Number($('threads').value),
   };
+}
+
+/** Open the device of our `engine`. */
+async function loadOurs(engine, { threads = 1 } = {}) {
+  const backend = backendOf(engine);
+  const device = engine === 'unicompute-cpu-threads' ? await threaded.init({ backend, threads }) : await one.init(backend);
+  if (device.backend !== backend) throw new Error(`no ${backend} device: ${device.fallbackReason ?? device.selectionReason}`);
+  return device;
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

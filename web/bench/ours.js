@@ -1,7 +1,6 @@
-// unicompute's side of the benchmark: the workloads through the npm package's JS API, on its
-// `webgpu` or `cpu` device, and where the time of one run goes.
-import * as one from './node_modules/unicompute/index.js';
-import * as threaded from './node_modules/unicompute/threads.js';
+// unicompute's side of the benchmark: the workloads through the npm package's JS API, on an
+// opened device, and where the time of one run goes. It imports nothing of the package (the
+// page, bench.js, and the demo in web/ open the devices), so either can load it.
 
 /**
  * The unicompute engines of the page: WebGPU, the CPU backend inside the wasm on one thread,
@@ -9,13 +8,8 @@ import * as threaded from './node_modules/unicompute/threads.js';
  */
 export const OURS = ['unicompute-webgpu', 'unicompute-cpu', 'unicompute-cpu-threads'];
 
-/** Open the device of `engine`. */
-export async function loadOurs(engine, { threads = 1 } = {}) {
-  const backend = engine === 'unicompute-webgpu' ? 'webgpu' : 'cpu';
-  const device = engine === 'unicompute-cpu-threads' ? await threaded.init({ backend, threads }) : await one.init(backend);
-  if (device.backend !== backend) throw new Error(`no ${backend} device: ${device.fallbackReason ?? device.selectionReason}`);
-  return device;
-}
+/** The backend each engine opens. */
+export const backendOf = (engine) => (engine === 'unicompute-webgpu' ? 'webgpu' : 'cpu');
 
 /**
  * The computation of `workload` from uploaded tensors: returns the output tensor and the

@@ -116,7 +116,7 @@ const TF_GRAPHS = {
 };
 
 /** TF.js: input tensors created and uploaded to the GPU once; each run a tidy graph and `data()`. */
-async function prepareTfjs(tf, workload, sizes, inputs) {
+export async function prepareTfjs(tf, workload, sizes, inputs) {
   const host = { ...inputs };
   if (workload === 'conv2d') {
     // TF.js convolves NHWC input with an [r, r, c, k] filter: reorder before timing.

@@ -2,25 +2,12 @@
 // Chromium through playwright-core and checks relu(A @ A) against a reference computed here.
 // Usage: node bundle.test.mjs <name> <folder>. Run by scripts/test-npm.sh for each bundler.
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import { extname, join, normalize } from 'node:path';
 import { chromium } from 'playwright-core';
+import { serve } from '../serve-static.mjs';
 
 const [name, folder] = process.argv.slice(2);
-const types = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm' };
-const server = createServer(async (req, res) => {
-  const path = join(folder, normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname)).replace(/^(\.\.[/\\])+/, ''));
-  const file = path.endsWith('/') ? join(path, 'index.html') : path;
-  try {
-    const body = await readFile(file);
-    res.writeHead(200, { 'Content-Type': types[extname(file)] ?? 'application/octet-stream' }).end(body);
-  } catch {
-    res.writeHead(404).end();
-  }
-});
-await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-const url = `http://127.0.0.1:${server.address().port}/`;
+const server = await serve(folder);
+const url = server.url;
 const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--enable-unsafe-webgpu', '--no-sandbox'] });
 try {
   const page = await browser.newPage();
