@@ -7,8 +7,8 @@
 # checks the numbers and takes a screenshot (target/npm-page.png); and `unicompute/threads`
 # on Web Workers in a cross-origin-isolated page (npm/test/threads.test.mjs); the same app
 # built with esbuild and webpack 5 (npm/test/bundlers/); the typings under `tsc --strict`
-# (npm/test/types.ts); the demo page of web/ (npm/test/demo.test.mjs); and the wasm size
-# budget.
+# (npm/test/types.ts); a page's own WebGPU code sharing the device (npm/test/interop/); the
+# demo page of web/ (npm/test/demo.test.mjs); and the wasm size budget.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 "$repo/scripts/build-npm.sh"
@@ -74,6 +74,16 @@ cp -r "$repo/npm/test/bundlers" .
 )
 node bundlers/bundle.test.mjs esbuild bundlers/dist-esbuild
 node bundlers/bundle.test.mjs webpack bundlers/dist-webpack
+
+# A page's own WebGPU code and unicompute on one GPUDevice (npm/test/interop/): bundled with
+# esbuild, the wasm where the package looks for it by default.
+cp -r "$repo/npm/test/interop" .
+mkdir -p interop-dist/pkg
+./node_modules/.bin/esbuild interop/main.js --bundle --format=esm --platform=browser --target=es2022 \
+    --outfile=interop-dist/main.js --log-level=warning
+cp interop/index.html interop-dist/
+cp node_modules/unicompute/pkg/unicompute_bg.wasm interop-dist/pkg/
+node interop.test.mjs interop-dist
 
 # The demo page (web/): built with Vite from the installed package beside the benchmark files
 # it shares, then clicked through in headless Chromium (screenshots in target/demo-*.png).

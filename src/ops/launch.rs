@@ -63,7 +63,7 @@ pub(crate) use backends;
 
 /// Record `op` on `queue`: ordered after other queues' use of its memory and, while a profiler
 /// records, timed with its cost and the dispatcher's `decision` (which variant, and why).
-pub(crate) fn launch(queue: &Queue, op: &impl Launch, decision: Option<&Decision>) -> Result<()> {
+pub(crate) fn launch(queue: &Queue, op: &dyn Launch, decision: Option<&Decision>) -> Result<()> {
     let device = queue.device();
     let temp = |bytes: u64| device.alloc(bytes, Init::Overwritten);
     let cx = OpContext { options: &device.shared.options, temp: &temp };
@@ -79,7 +79,7 @@ pub(crate) fn launch(queue: &Queue, op: &impl Launch, decision: Option<&Decision
 }
 
 /// Run `op` with the backend of `queue`.
-fn on_backend(queue: &Queue, op: &impl Launch, cx: &OpContext<'_>) -> Result<()> {
+fn on_backend(queue: &Queue, op: &dyn Launch, cx: &OpContext<'_>) -> Result<()> {
     match (&queue.shared.imp, &queue.device().shared.backend) {
         (QueueImpl::Cpu(_), BackendDevice::Cpu(_)) => op.cpu(),
         (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => op.webgpu(q, d, cx),

@@ -140,14 +140,9 @@ impl<T: Element> Buffer<T> {
     /// The contents as a new JS `ArrayBuffer` (one copy), after the default queue's work.
     #[cfg(target_arch = "wasm32")]
     pub(crate) async fn read_array_buffer(&self) -> Result<js_sys::ArrayBuffer> {
-        self.device.queue().read_array_buffer(self).await
-    }
-
-    /// The contents into `dst`, a JS view of exactly their bytes (one copy), after the default
-    /// queue's work.
-    #[cfg(target_arch = "wasm32")]
-    pub(crate) async fn read_into_js(&self, dst: &js_sys::Uint8Array) -> Result<()> {
-        self.device.queue().read_into_js(self, dst).await
+        let queue = self.device.queue();
+        let read = queue.read_js(&self.inner, self.byte_offset(), self.byte_len(), None).await?;
+        read.ok_or_else(|| Error::Device("internal: a read into a new array returned none".into()))
     }
 
     /// Blocking twin of [`read`](Buffer::read) (not available in browsers).

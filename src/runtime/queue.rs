@@ -156,33 +156,46 @@ impl Queue {
         .await
     }
 
-    /// Read `src` back after all work recorded on this queue into a new JS `ArrayBuffer`,
-    /// with one copy from where the bytes lie (the mapped GPU buffer, or the CPU backend's
-    /// memory) into it.
+    /// Read `bytes` bytes at `offset` of `block` (memory of this queue's device) after all
+    /// work recorded on this queue, with one copy from where they lie (the mapped GPU
+    /// buffer, or the CPU backend's memory): into `dst`, a JS view of exactly that many
+    /// bytes, or (`None`) into a new JS `ArrayBuffer`, returned. Every typed array of the JS
+    /// API is read through here; the future is boxed so that this path is compiled once,
+    /// not into each caller.
     #[cfg(target_arch = "wasm32")]
-    pub(crate) async fn read_array_buffer<T: Element>(&self, src: &Buffer<T>) -> Result<js_sys::ArrayBuffer> {
-        self.read_mapped(src, |bytes| bytes.to_array_buffer()).await
+    pub(crate) fn read_js<'a>(
+        &'a self,
+        block: &'a Arc<Block>,
+        offset: u64,
+        bytes: u64,
+        dst: Option<&'a js_sys::Uint8Array>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Option<js_sys::ArrayBuffer>>> + 'a>> {
+        Box::pin(self.read_extent(block, offset, bytes, move |m| match dst {
+            Some(d) => {
+                m.copy_to_js(d);
+                None
+            }
+            None => Some(m.to_array_buffer()),
+        }))
     }
 
-    /// Read `src` back after all work recorded on this queue into `dst`, a JS view of exactly
-    /// its bytes, with one copy.
-    #[cfg(target_arch = "wasm32")]
-    pub(crate) async fn read_into_js<T: Element>(&self, src: &Buffer<T>, dst: &js_sys::Uint8Array) -> Result<()> {
-        self.read_mapped(src, |bytes| bytes.copy_to_js(dst)).await
-    }
-
-    /// Lend the bytes of `src`, once read, to `take`; the profiler records the wait and the copy.
-    /// An empty buffer lends no bytes, without touching the device.
+    /// Lend the bytes of `src`, once read, to `take` (see [`read_extent`](Queue::read_extent)).
     async fn read_mapped<T: Element, R>(&self, src: &Buffer<T>, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
         self.check_buffer(src, "read source")?;
-        if src.is_empty() {
+        self.read_extent(&src.inner, src.byte_offset(), src.byte_len(), take).await
+    }
+
+    /// Lend `bytes` bytes at `offset` of `block`, once read, to `take`; the profiler records
+    /// the wait and the copy. No bytes lend an empty slice, without touching the device.
+    async fn read_extent<R>(&self, block: &Arc<Block>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
+        self.backend().check_healthy()?;
+        if bytes == 0 {
             return Ok(take(Mapped::Host(&[])));
         }
-        self.order_after_other_queues(&[&src.inner])?;
-        let (offset, bytes) = (src.byte_offset(), src.byte_len());
+        self.order_after_other_queues(&[block])?;
         let profiler = self.profiler();
         if !profiler.is_enabled() {
-            return self.shared.imp.read(self.backend(), &src.inner, offset, bytes, take).await;
+            return self.shared.imp.read(self.backend(), block, offset, bytes, take).await;
         }
         let start = profiler.now_us();
         let mut copy_us = 0.0;
@@ -192,7 +205,7 @@ impl Queue {
             copy_us = profiler.now_us() - t0;
             out
         };
-        let out = self.shared.imp.read(self.backend(), &src.inner, offset, bytes, timed).await?;
+        let out = self.shared.imp.read(self.backend(), block, offset, bytes, timed).await?;
         let wait_us = profiler.now_us() - start - copy_us;
         profiler.push_read(ReadRecord { queue: self.id(), bytes, host_start_us: start, wait_us, copy_us });
         Ok(out)

@@ -40,9 +40,9 @@ fn describe(value: &JsValue) -> String {
     }
 }
 
-/// The elements of `t` (of element type `T`), row-major, in a new `ArrayBuffer`.
-async fn array_buffer<T: crate::Element>(t: &Tensor) -> Result<JsValue, JsValue> {
-    t.to_buffer::<T>().map_err(js_error)?.read_array_buffer().await.map(JsValue::from).map_err(js_error)
+/// The elements of `t`, row-major, in a new `ArrayBuffer`.
+async fn array_buffer(t: &Tensor) -> Result<JsValue, JsValue> {
+    t.read_array_buffer().await.map(JsValue::from).map_err(js_error)
 }
 
 /// The dtype called `name` (`"f32"`, `"i32"`, `"u32"`, `"f16"`, `"bf16"`).
@@ -118,12 +118,12 @@ impl JsTensor {
     pub async fn read(&self) -> Result<JsValue, JsValue> {
         let t = &self.inner;
         Ok(match t.dtype() {
-            DType::I32 => js_sys::Int32Array::new(&array_buffer::<i32>(t).await?).into(),
-            DType::U32 => js_sys::Uint32Array::new(&array_buffer::<u32>(t).await?).into(),
-            DType::F32 => js_sys::Float32Array::new(&array_buffer::<f32>(t).await?).into(),
+            DType::I32 => js_sys::Int32Array::new(&array_buffer(t).await?).into(),
+            DType::U32 => js_sys::Uint32Array::new(&array_buffer(t).await?).into(),
+            DType::F32 => js_sys::Float32Array::new(&array_buffer(t).await?).into(),
             DType::F16 | DType::BF16 => {
                 let wide = t.cast(DType::F32).map_err(js_error)?;
-                js_sys::Float32Array::new(&array_buffer::<f32>(&wide).await?).into()
+                js_sys::Float32Array::new(&array_buffer(&wide).await?).into()
             }
         })
     }
@@ -134,8 +134,7 @@ impl JsTensor {
     pub async fn read_16(&self) -> Result<js_sys::Uint16Array, JsValue> {
         let t = &self.inner;
         let bytes = match t.dtype() {
-            DType::F16 => array_buffer::<half::f16>(t).await?,
-            DType::BF16 => array_buffer::<half::bf16>(t).await?,
+            DType::F16 | DType::BF16 => array_buffer(t).await?,
             other => return Err(js_error(crate::Error::DType { op: "read16", expected: "f16 or bf16 (read() gives other dtypes)".into(), got: other.name().into() })),
         };
         Ok(js_sys::Uint16Array::new(&bytes))
@@ -165,12 +164,7 @@ impl JsTensor {
         let len = u32::try_from(t.numel() * 4).map_err(|_| invalid(format!("readInto: {} elements are more than one typed array holds", t.numel())))?;
         let offset = js_sys::Reflect::get(&dst, &"byteOffset".into())?.as_f64().unwrap_or(0.0) as u32;
         let bytes = js_sys::Uint8Array::new_with_byte_offset_and_length(&js_sys::Reflect::get(&dst, &"buffer".into())?, offset, len);
-        let read = match wide.dtype() {
-            DType::I32 => wide.to_buffer::<i32>().map_err(js_error)?.read_into_js(&bytes).await,
-            DType::U32 => wide.to_buffer::<u32>().map_err(js_error)?.read_into_js(&bytes).await,
-            _ => wide.to_buffer::<f32>().map_err(js_error)?.read_into_js(&bytes).await,
-        };
-        read.map_err(js_error)?;
+        wide.read_into_js(&bytes).await.map_err(js_error)?;
         Ok(dst)
     }
 

@@ -10,7 +10,7 @@ use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
 use crate::Result;
 
-static SOURCE: WgslSource = WgslSource { name: "attention.wgsl", text: include_str!("attention.wgsl"), preludes: &[COMMON, AttentionWords::DECL] };
+static SOURCE: WgslSource = WgslSource { name: "attention.wgsl", text: crate::ops::common::wgsl_file!("attention/attention.wgsl"), preludes: &[COMMON, AttentionWords::DECL] };
 
 wgsl_params! {
     /// attention.wgsl's parameters.

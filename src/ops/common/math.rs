@@ -148,6 +148,24 @@ x86_twins! {
     }
 }
 
+/// `data[i] = f(data[i])` in place (see [`map`]).
+#[inline(always)]
+pub(crate) fn map_in_place(data: &mut [f32], f: Twin<impl Fn(f32) -> f32, impl Fn(f32) -> f32>) {
+    x86_run!(map_in_place_fused(data, f.fused));
+    for v in data.iter_mut() {
+        *v = (f.plain)(*v);
+    }
+}
+
+x86_twins! {
+    /// The loop of [`map_in_place`].
+    fn map_in_place_fused(data: &mut [f32], f: impl Fn(f32) -> f32) {
+        for v in data.iter_mut() {
+            *v = f(*v);
+        }
+    }
+}
+
 /// Softmax of one row, `dst = e^(src - max) / sum`, vectorised (AVX2 or AVX-512 where present).
 pub(crate) fn softmax(src: &[f32], dst: &mut [f32]) {
     x86_run!(softmax_fused(src, dst));

@@ -10,3 +10,13 @@ pub(crate) mod math;
 pub(crate) mod split;
 #[cfg(feature = "webgpu")]
 pub(crate) mod webgpu;
+
+/// A built-in WGSL file by its path below `src/ops/` (`"softmax/softmax.wgsl"`), as compiled
+/// in: without comments or indentation (build.rs strips them, keeping every line, so line
+/// numbers in errors match the source).
+macro_rules! wgsl_file {
+    ($path:literal) => {
+        include_str!(concat!(env!("OUT_DIR"), "/wgsl/", $path))
+    };
+}
+pub(crate) use wgsl_file;

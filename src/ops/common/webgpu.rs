@@ -12,9 +12,9 @@ use crate::ops::Operand;
 
 /// Helpers every built-in WGSL file calls: the parameter words, view offsets, workgroup
 /// indexing and float specials.
-pub(crate) const COMMON: &str = include_str!("common.wgsl");
+pub(crate) const COMMON: &str = crate::ops::common::wgsl_file!("common/common.wgsl");
 /// The activation functions, for the files that apply one.
-pub(crate) const ACTIVATION: &str = include_str!("activation.wgsl");
+pub(crate) const ACTIVATION: &str = crate::ops::common::wgsl_file!("common/activation.wgsl");
 
 /// Storage dtype of the kernels that read and write `array<STORE>` (elementwise, matmul):
 /// f32, or f16 (adapters with `shader-f16`), loaded into f32 and stored rounded to nearest even.

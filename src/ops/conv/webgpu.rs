@@ -10,7 +10,7 @@ use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
 use crate::Result;
 
-static SOURCE: WgslSource = WgslSource { name: "conv.wgsl", text: include_str!("conv.wgsl"), preludes: &[COMMON, ACTIVATION, ConvWords::DECL] };
+static SOURCE: WgslSource = WgslSource { name: "conv.wgsl", text: crate::ops::common::wgsl_file!("conv/conv.wgsl"), preludes: &[COMMON, ACTIVATION, ConvWords::DECL] };
 
 wgsl_params! {
     /// conv.wgsl's parameters.

@@ -70,6 +70,25 @@ impl Tensor {
         Ok(Buffer::from_inner(c.inner.clone(), c.device.clone(), c.layout.offset, c.numel()))
     }
 
+    /// The elements (row-major) in a new JS `ArrayBuffer`, after the default queue's work,
+    /// with one copy (any dtype: the bytes as stored).
+    #[cfg(target_arch = "wasm32")]
+    pub(crate) async fn read_array_buffer(&self) -> Result<js_sys::ArrayBuffer> {
+        let c = self.contiguous()?;
+        let size = c.dtype.size() as u64;
+        let read = c.device.queue().read_js(&c.inner, c.layout.offset as u64 * size, c.numel() as u64 * size, None).await?;
+        read.ok_or_else(|| Error::Device("internal: a read into a new array returned none".into()))
+    }
+
+    /// The elements (row-major) into `dst`, a JS view of exactly their bytes, after the
+    /// default queue's work, with one copy.
+    #[cfg(target_arch = "wasm32")]
+    pub(crate) async fn read_into_js(&self, dst: &js_sys::Uint8Array) -> Result<()> {
+        let c = self.contiguous()?;
+        let size = c.dtype.size() as u64;
+        c.device.queue().read_js(&c.inner, c.layout.offset as u64 * size, c.numel() as u64 * size, Some(dst)).await.map(drop)
+    }
+
     /// Read the elements (row-major) back to the host, after the default queue's work.
     pub async fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         self.to_buffer::<T>()?.read().await

@@ -8,7 +8,7 @@ use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
 use crate::Result;
 
-static SOURCE: WgslSource = WgslSource { name: "copy.wgsl", text: include_str!("copy.wgsl"), preludes: &[COMMON, StridedWords::DECL] };
+static SOURCE: WgslSource = WgslSource { name: "copy.wgsl", text: crate::ops::common::wgsl_file!("copy/copy.wgsl"), preludes: &[COMMON, StridedWords::DECL] };
 
 pub(super) fn copy(op: &ViewCopy<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, out) = (op.x, op.out);

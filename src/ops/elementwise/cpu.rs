@@ -107,9 +107,21 @@ pub(super) fn binary(call: &Binary<'_>) -> Result<()> {
     let mut os = write_guard(out.buf)?;
     let (af, bf): (&[f32], &[f32]) = (bytemuck::cast_slice(&ag), bytemuck::cast_slice(&bg));
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
-    let mut run = |f: &(dyn Fn(&mut [f32], usize) + Sync)| of.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| f(chunk, c * CHUNK));
+    // A fused activation runs over each chunk while it is in cache, after the op: one loop
+    // per activation and one per op, not one per pair of them.
+    let activate = |chunk: &mut [f32]| {
+        if let Some(act) = act {
+            with_unary!(act, |f| math::map_in_place(chunk, f));
+        }
+    };
+    let mut run = |f: &(dyn Fn(&mut [f32], usize) + Sync)| {
+        of.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
+            f(chunk, c * CHUNK);
+            activate(chunk);
+        })
+    };
     let runs = a.layout.access() != crate::base::layout::Access::Strided && b.layout.access() != crate::base::layout::Access::Strided;
-    // The op (and activation) are fixed per instantiation of `body`, so its loop inlines them.
+    // The op is fixed per instantiation of `body`, so its loop inlines it.
     macro_rules! body {
         ($g:expr) => {{
             let g = $g;
@@ -134,9 +146,6 @@ pub(super) fn binary(call: &Binary<'_>) -> Result<()> {
             })
         }};
     }
-    match act {
-        None => with_binary!(op, |g| body!(g)),
-        Some(act) => with_unary!(act, |f| with_binary!(op, |g| body!(|x, y| (f.plain)(g(x, y))))),
-    }
+    with_binary!(op, |g| body!(g));
     Ok(())
 }

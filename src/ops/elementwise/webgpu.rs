@@ -11,7 +11,7 @@ use crate::base::layout::Access;
 use crate::ops::Operand;
 use crate::Result;
 
-static SOURCE: WgslSource = WgslSource { name: "elementwise.wgsl", text: include_str!("elementwise.wgsl"), preludes: &[COMMON, ACTIVATION, StridedWords::DECL] };
+static SOURCE: WgslSource = WgslSource { name: "elementwise.wgsl", text: crate::ops::common::wgsl_file!("elementwise/elementwise.wgsl"), preludes: &[COMMON, ACTIVATION, StridedWords::DECL] };
 
 /// Whether an elementwise launch can take four elements per invocation (the vec4 entry
 /// points): the element count, the output offset and every operand offset multiples of 4,

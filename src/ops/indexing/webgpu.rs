@@ -8,8 +8,8 @@ use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
 use crate::{Error, Result};
 
-static INDEXING: WgslSource = WgslSource { name: "indexing.wgsl", text: include_str!("indexing.wgsl"), preludes: &[COMMON, StridedWords::DECL, GatherWords::DECL] };
-static SCAN: WgslSource = WgslSource { name: "scan.wgsl", text: include_str!("scan.wgsl"), preludes: &[COMMON, ScanWords::DECL] };
+static INDEXING: WgslSource = WgslSource { name: "indexing.wgsl", text: crate::ops::common::wgsl_file!("indexing/indexing.wgsl"), preludes: &[COMMON, StridedWords::DECL, GatherWords::DECL] };
+static SCAN: WgslSource = WgslSource { name: "scan.wgsl", text: crate::ops::common::wgsl_file!("indexing/scan.wgsl"), preludes: &[COMMON, ScanWords::DECL] };
 
 wgsl_params! {
     /// gather_main's parameters (indexing.wgsl).

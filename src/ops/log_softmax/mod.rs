@@ -7,7 +7,7 @@ use crate::ops::common::math::{exp, map, max_lanes, sum_lanes, twin};
 use crate::{Queue, Result, Tensor};
 
 /// What the row kernels write for log-softmax.
-static EPILOGUE: Epilogue = Epilogue { name: "log_softmax", wgsl: include_str!("log_softmax.wgsl"), cuda: include_str!("log_softmax.cu"), cpu: row };
+static EPILOGUE: Epilogue = Epilogue { name: "log_softmax", wgsl: crate::ops::common::wgsl_file!("log_softmax/log_softmax.wgsl"), cuda: include_str!("log_softmax.cu"), cpu: row };
 
 /// `log(softmax(x))` along the last axis of `x`, overflow-safe. A row holding `+inf` or NaN,
 /// or only `-inf`, gives NaN, as softmax does.

@@ -12,7 +12,7 @@ use crate::base::layout::MAX_RANK;
 use crate::ops::Operand;
 use crate::{Error, Result};
 
-static SOURCE: WgslSource = WgslSource { name: "matmul.wgsl", text: include_str!("matmul.wgsl"), preludes: &[COMMON, ACTIVATION, MatmulWords::DECL] };
+static SOURCE: WgslSource = WgslSource { name: "matmul.wgsl", text: crate::ops::common::wgsl_file!("matmul/matmul.wgsl"), preludes: &[COMMON, ACTIVATION, MatmulWords::DECL] };
 
 wgsl_params! {
     /// matmul.wgsl's parameters.
@@ -44,8 +44,8 @@ wgsl_params! {
 }
 
 /// Tile loads of matmul.wgsl: one element at a time (any strides), or vec4 loads.
-const LOADS_SCALAR: &str = include_str!("matmul_loads_scalar.wgsl");
-const LOADS_VEC4: &str = include_str!("matmul_loads_vec4.wgsl");
+const LOADS_SCALAR: &str = crate::ops::common::wgsl_file!("matmul/matmul_loads_scalar.wgsl");
+const LOADS_VEC4: &str = crate::ops::common::wgsl_file!("matmul/matmul_loads_vec4.wgsl");
 
 /// A tile configuration of matmul.wgsl.
 pub(super) struct Variant {

@@ -11,7 +11,7 @@ use crate::hal::OpContext;
 use crate::ops::Operand;
 use crate::Result;
 
-static SOURCE: WgslSource = WgslSource { name: "norm.wgsl", text: include_str!("norm.wgsl"), preludes: &[crate::ops::common::webgpu::COMMON, crate::ops::common::webgpu::ACTIVATION, NormWords::DECL] };
+static SOURCE: WgslSource = WgslSource { name: "norm.wgsl", text: crate::ops::common::wgsl_file!("norm/norm.wgsl"), preludes: &[crate::ops::common::webgpu::COMMON, crate::ops::common::webgpu::ACTIVATION, NormWords::DECL] };
 
 wgsl_params! {
     /// norm.wgsl's parameters.

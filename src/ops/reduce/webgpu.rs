@@ -8,7 +8,7 @@ use crate::hal::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
 use crate::{Error, Result};
 
-static SOURCE: WgslSource = WgslSource { name: "reduce.wgsl", text: include_str!("reduce.wgsl"), preludes: &[COMMON, ReduceWords::DECL] };
+static SOURCE: WgslSource = WgslSource { name: "reduce.wgsl", text: crate::ops::common::wgsl_file!("reduce/reduce.wgsl"), preludes: &[COMMON, ReduceWords::DECL] };
 
 wgsl_params! {
     /// reduce.wgsl's parameters: one pass over an [outer, len, inner] input.
@@ -29,12 +29,12 @@ wgsl_params! {
 
 /// The workgroup combination step of reduce.wgsl: a tree in workgroup memory, or subgroup
 /// operations (where the adapter has them) with the tree for argmax.
-const TREE: &str = include_str!("reduce_tree.wgsl");
+const TREE: &str = crate::ops::common::wgsl_file!("reduce/reduce_tree.wgsl");
 const WITH_TREE: [&str; 2] = [TREE, "fn workgroup_combine(acc: f32, ai: u32, lid: u32) -> Combined { return tree_combine(acc, ai, lid); }"];
 /// Natively naga takes subgroup builtins without an `enable subgroups;` directive (and
 /// rejects the directive); browsers require it.
 const ENABLE_SUBGROUPS: &str = if cfg!(target_arch = "wasm32") { "enable subgroups;" } else { "" };
-const WITH_SUBGROUPS: [&str; 3] = [ENABLE_SUBGROUPS, TREE, include_str!("reduce_subgroups.wgsl")];
+const WITH_SUBGROUPS: [&str; 3] = [ENABLE_SUBGROUPS, TREE, crate::ops::common::wgsl_file!("reduce/reduce_subgroups.wgsl")];
 
 /// Elements each reduction workgroup combines per pass (256 threads x 4).
 const CHUNK: usize = 1024;

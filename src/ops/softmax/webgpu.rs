@@ -11,7 +11,7 @@ use crate::hal::OpContext;
 use crate::Result;
 
 /// The row kernels, which call the epilogue's `row_factor` and `finish`.
-static SOURCE: WgslSource = WgslSource { name: "softmax.wgsl", text: include_str!("softmax.wgsl"), preludes: &[crate::ops::common::webgpu::COMMON, SoftmaxWords::DECL] };
+static SOURCE: WgslSource = WgslSource { name: "softmax.wgsl", text: crate::ops::common::wgsl_file!("softmax/softmax.wgsl"), preludes: &[crate::ops::common::webgpu::COMMON, SoftmaxWords::DECL] };
 
 wgsl_params! {
     /// softmax.wgsl's parameters.
