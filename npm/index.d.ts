@@ -1,3 +1,4 @@
+/// <reference types="@webgpu/types" />
 import type { BackendName, BinaryName, BinaryOptions, Buffer, Device, DeviceInfo, DType, ElementArray, Kernel, Policy, Tensor, UnaryName } from './pkg/unicompute.js';
 
 export { Buffer, Device, Fence, Kernel, Profile, Queue, Tensor } from './pkg/unicompute.js';
@@ -102,6 +103,12 @@ declare module './pkg/unicompute.js' {
      * converts on the device.
      */
     tensor(data: ElementArray | Uint16Array | { readonly BYTES_PER_ELEMENT: 2; readonly length: number }, shape: number[] | Float64Array, dtype?: DType): Tensor;
+    /**
+     * A tensor of `shape` and `dtype` ('f32' by default) holding a copy, made on the GPU, of
+     * `buffer`'s bytes from `byteOffset`: a `GPUBuffer` of this device's `gpuDevice` with
+     * `COPY_SRC` usage, which stays the page's.
+     */
+    tensorFromGPUBuffer(buffer: GPUBuffer, shape: number[], dtype?: DType, byteOffset?: number): Tensor;
     /**
      * Run `fn` (synchronous) and free every tensor it made except those it returns (a tensor,
      * or tensors in arrays and plain objects), which pass to the enclosing scope.

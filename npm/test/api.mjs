@@ -83,4 +83,11 @@ try {
   t[Symbol.dispose]();
 }
 assert.ok(device.memoryStats().bytesLive <= before, `scopes, dispose and using free what they made: ${device.memoryStats().bytesLive} bytes live, ${before} before`);
-console.log('api: op methods, reductions with options, f16 I/O and ownership ok');
+// WebGPU interop on the CPU backend: no GPUDevice, and GPU buffers are refused, saying why.
+assert.equal(device.gpuDevice, undefined);
+assert.throws(() => x.gpuBuffer(), (e) => e.code === 'UNSUPPORTED' && /webgpu device/.test(e.message));
+assert.throws(() => device.tensorFromGPUBuffer({ size: 16 }, [4]), (e) => e.code === 'UNSUPPORTED');
+await assert.rejects(init({ backend: 'webgpu', gpuDevice: {} }), (e) => e.code === 'UNSUPPORTED' && /gpuDevice/.test(e.message));
+assert.deepEqual(Array.from(await device.zeros([3], 'i32').read()), [0, 0, 0]);
+assert.deepEqual(Array.from(await x.transpose().contiguous().read()), [0.25, 1.5, 0.5, 2]);
+console.log('api: op methods, reductions with options, f16 I/O, ownership and interop errors ok');

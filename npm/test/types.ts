@@ -126,6 +126,18 @@ async function buffersQueuesKernels(device: Device): Promise<void> {
   console.log(fence.signalled, kernel.bindingCount, x.length, x.dtype, ys[0], device.queue());
 }
 
+function interop(device: Device): void {
+  const gpu: GPUDevice | undefined = device.gpuDevice;
+  const zeros: Tensor = device.zeros([4], 'f16').contiguous();
+  if (gpu) {
+    const theirs: GPUBuffer = gpu.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
+    const t = device.tensorFromGPUBuffer(theirs, [4], 'f32', 0);
+    const { buffer, byteOffset, byteLength }: { buffer: GPUBuffer; byteOffset: number; byteLength: number } = t.exp().gpuBuffer();
+    console.log(buffer.size, byteOffset, byteLength);
+  }
+  zeros.dispose();
+}
+
 async function profiling(device: Device): Promise<void> {
   device.enableProfiler();
   await device.tensor(new Float32Array(4), [2, 2]).matmul(device.tensor(new Float32Array(4), [2, 2])).read();
@@ -155,5 +167,6 @@ const device = await devices();
 await tensors(device);
 await moreOps(device);
 await buffersQueuesKernels(device);
+interop(device);
 await profiling(device);
 await errors(device);

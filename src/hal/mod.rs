@@ -282,6 +282,32 @@ impl BackendDevice {
     }
 }
 
+/// The browser's WebGPU objects behind a webgpu device and its memory, for pages that mix
+/// their own WebGPU code with the library's (wgpu can hand them out, not adopt foreign ones).
+#[cfg(target_arch = "wasm32")]
+impl BackendDevice {
+    /// The `GPUDevice` of a webgpu device; `None` on other backends.
+    pub fn gpu_device_js(&self) -> Option<wasm_bindgen::JsValue> {
+        match self {
+            #[cfg(feature = "webgpu")]
+            BackendDevice::WebGpu(d) => d.device.as_webgpu().map(|g| g.clone().into()),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+impl Memory {
+    /// The `GPUBuffer` of webgpu memory; `None` on other backends.
+    pub fn gpu_buffer_js(&self) -> Option<wasm_bindgen::JsValue> {
+        match self {
+            #[cfg(feature = "webgpu")]
+            Memory::WebGpu(b) => b.as_webgpu().map(|g| g.clone().into()),
+            _ => None,
+        }
+    }
+}
+
 impl QueueImpl {
     /// A new queue on `backend`.
     #[allow(unreachable_code)] // a stand-in's arm: its queue has no value to wrap

@@ -136,6 +136,13 @@ impl Device {
         self.shared.info.backend
     }
 
+    /// The browser's `GPUDevice` of a webgpu device, for pages that mix their own WebGPU code
+    /// with the library's; `None` on other backends.
+    #[cfg(target_arch = "wasm32")]
+    pub(crate) fn gpu_device_js(&self) -> Option<wasm_bindgen::JsValue> {
+        self.shared.backend.gpu_device_js()
+    }
+
     /// The device's default queue.
     pub fn queue(&self) -> Queue {
         Queue { device: self.clone(), shared: self.shared.default_queue.clone() }

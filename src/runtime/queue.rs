@@ -179,6 +179,14 @@ impl Queue {
         }))
     }
 
+    /// Submit every queue's recorded work on `blocks`, and this queue's: what the device runs
+    /// next comes after it (the page's own WebGPU submissions, for instance).
+    #[cfg(target_arch = "wasm32")]
+    pub(crate) fn submit_uses_of(&self, blocks: &[&Arc<Block>]) -> Result<()> {
+        self.order_after_other_queues(blocks)?;
+        self.submit().map(drop)
+    }
+
     /// Lend the bytes of `src`, once read, to `take` (see [`read_extent`](Queue::read_extent)).
     async fn read_mapped<T: Element, R>(&self, src: &Buffer<T>, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
         self.check_buffer(src, "read source")?;

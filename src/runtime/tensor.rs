@@ -63,6 +63,23 @@ impl Tensor {
         Self::alloc(&device.queue(), shape, dtype, Init::Zeroed)
     }
 
+    /// The browser's `GPUBuffer` holding this contiguous tensor, with the byte offset and
+    /// length of its elements in it, once the work recorded on the tensor is submitted (the
+    /// page's own submissions then come after it). The buffer is the tensor's memory, pooled:
+    /// valid while the tensor lives, and not the page's to destroy.
+    #[cfg(target_arch = "wasm32")]
+    pub(crate) fn gpu_buffer_js(&self) -> Result<(wasm_bindgen::JsValue, u64, u64)> {
+        if !self.is_contiguous() {
+            return Err(Error::Invalid("gpuBuffer: the tensor is a strided view, not one range of its buffer: call contiguous() first".into()));
+        }
+        let Some(buffer) = self.inner.memory().gpu_buffer_js() else {
+            return Err(Error::Unsupported { backend: self.device.backend(), what: "GPU buffers: they need a webgpu device".into() });
+        };
+        self.device.queue().submit_uses_of(&[&self.inner])?;
+        let size = self.dtype.size() as u64;
+        Ok((buffer, self.layout.offset as u64 * size, self.numel() as u64 * size))
+    }
+
     /// A contiguous tensor whose contents the caller will overwrite completely (op outputs).
     pub(crate) fn uninit(queue: &Queue, shape: &[usize], dtype: DType) -> Result<Tensor> {
         Self::alloc(queue, shape, dtype, Init::Overwritten)

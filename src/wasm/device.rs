@@ -100,6 +100,21 @@ impl JsDevice {
         self.inner.backend().to_string()
     }
 
+    /// The browser's `GPUDevice` behind a webgpu device (undefined on the CPU backend), for
+    /// the page's own WebGPU work beside the library's: buffers it makes there can become
+    /// tensors (`tensorFromGPUBuffer`), and `tensor.gpuBuffer()` hands out the library's.
+    #[wasm_bindgen(getter, js_name = gpuDevice, unchecked_return_type = "GPUDevice | undefined")]
+    pub fn gpu_device(&self) -> JsValue {
+        self.inner.gpu_device_js().unwrap_or(JsValue::UNDEFINED)
+    }
+
+    /// A tensor of zeros of `shape` and `dtype` (`'f32'` by default).
+    pub fn zeros(&self, shape: Vec<f64>, dtype: Option<String>) -> Result<JsTensor, JsValue> {
+        let shape = super::error::usizes("shape", &shape)?;
+        let dtype = dtype.as_deref().map(super::tensor::dtype_named).transpose()?.unwrap_or(crate::DType::F32);
+        crate::Tensor::zeros(&self.inner, &shape, dtype).map(JsTensor::from).map_err(js_error)
+    }
+
     /// Adapter or processor name.
     #[wasm_bindgen(getter)]
     pub fn name(&self) -> String {

@@ -168,6 +168,26 @@ impl JsTensor {
         Ok(dst)
     }
 
+    /// The browser's `GPUBuffer` holding this (contiguous) tensor, as `{ buffer, byteOffset,
+    /// byteLength }`, once the work recorded on it is submitted, so the page's own WebGPU
+    /// submissions come after it. It is the tensor's pooled memory: valid while the tensor
+    /// lives (not after `free()`), and not the page's to destroy. A strided view rejects with
+    /// `INVALID` (call `contiguous()`), a CPU tensor with `UNSUPPORTED`.
+    #[wasm_bindgen(js_name = gpuBuffer, unchecked_return_type = "{ buffer: GPUBuffer; byteOffset: number; byteLength: number }")]
+    pub fn gpu_buffer(&self) -> Result<JsValue, JsValue> {
+        let (buffer, offset, bytes) = self.inner.gpu_buffer_js().map_err(js_error)?;
+        let out = js_sys::Object::new();
+        for (key, value) in [("buffer", buffer), ("byteOffset", (offset as f64).into()), ("byteLength", (bytes as f64).into())] {
+            js_sys::Reflect::set(&out, &key.into(), &value)?;
+        }
+        Ok(out.into())
+    }
+
+    /// The same elements in a new contiguous tensor (this one if it already is).
+    pub fn contiguous(&self) -> Result<JsTensor, JsValue> {
+        wrap(self.inner.contiguous())
+    }
+
     /// A view with another shape of the same number of elements.
     pub fn reshape(&self, shape: Vec<f64>) -> Result<JsTensor, JsValue> {
         wrap(self.inner.reshape(&super::error::usizes("shape", &shape)?))
