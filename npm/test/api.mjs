@@ -3,9 +3,12 @@
 // runtime has it), `dispose()`, `Symbol.dispose` (what `using` calls), and `device.scope(fn)`. Checked against values
 // computed here, on the CPU backend. Run by scripts/test-npm.sh.
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { init } from 'unicompute';
 
-const device = await init('cpu');
+// The wasm as a compiled module (another way for bundlers to hand it over).
+const module = await WebAssembly.compile(await readFile(new URL(import.meta.resolve('unicompute/unicompute_bg.wasm'))));
+const device = await init({ backend: 'cpu', wasm: module });
 const close = (got, want, what, tol = 1e-6) => want.forEach((w, i) => assert.ok(Math.abs(got[i] - w) <= tol * (1 + Math.abs(w)), `${what}: element ${i} is ${got[i]}, expected ${w}`));
 const xs = [0.25, 0.5, 1.5, 2];
 const x = device.tensor(new Float32Array(xs), [2, 2]);
@@ -90,4 +93,9 @@ assert.throws(() => device.tensorFromGPUBuffer({ size: 16 }, [4]), (e) => e.code
 await assert.rejects(init({ backend: 'webgpu', gpuDevice: {} }), (e) => e.code === 'UNSUPPORTED' && /gpuDevice/.test(e.message));
 assert.deepEqual(Array.from(await device.zeros([3], 'i32').read()), [0, 0, 0]);
 assert.deepEqual(Array.from(await x.transpose().contiguous().read()), [0.25, 1.5, 0.5, 2]);
+// Views: slice and broadcastTo.
+assert.deepEqual(Array.from(await cube.slice(2, 1, 3).slice(1, 2, 3).read()), [0, 1].flatMap((i) => [1, 2].map((k) => at(i, 2, k))));
+const row = device.tensor(new Float32Array([1, 2, 3]), [3]).broadcastTo([2, 3]);
+assert.deepEqual([Array.from(row.shape), Array.from(await row.read())], [[2, 3], [1, 2, 3, 1, 2, 3]]);
+assert.throws(() => cube.slice(0, 1, 5), (e) => e.code === 'OUT_OF_RANGE' || e.code === 'SHAPE');
 console.log('api: op methods, reductions with options, f16 I/O, ownership and interop errors ok');

@@ -82,7 +82,7 @@ async function tensors(device: Device): Promise<void> {
   const pooled = conv.maxPool2d(2).avgPool2d(2);
   const q = device.tensor(new Float32Array(2 * 4 * 8), [1, 2, 4, 8]);
   const att = q.attention(q, q, { causal: true, scale: 0.5 });
-  const moved = a.reshape([3, 2]).transpose().permute([1, 0]).concat(a, 0).cumsum(0);
+  const moved = a.reshape([3, 2]).transpose().permute([1, 0]).concat(a, 0).cumsum(0).slice(1, 0, 2).broadcastTo([1, 4, 2]);
   const picked = a.gather(1, device.tensor(new Int32Array([2, 0]), [2])).select(a, a);
   const summed = a.nary('add', [a, a]);
   const out: ElementArray = await e.read();

@@ -193,6 +193,18 @@ impl JsTensor {
         wrap(self.inner.reshape(&super::error::usizes("shape", &shape)?))
     }
 
+    /// Elements `start..end` along `axis` (a view).
+    pub fn slice(&self, axis: f64, start: f64, end: f64) -> Result<JsTensor, JsValue> {
+        let (axis, start, end) = (usize_of("axis", axis)?, usize_of("start", start)?, usize_of("end", end)?);
+        wrap(self.inner.slice(axis, start..end))
+    }
+
+    /// This tensor broadcast to `shape` as numpy does (a view: no copy).
+    #[wasm_bindgen(js_name = broadcastTo)]
+    pub fn broadcast_to(&self, shape: Vec<f64>) -> Result<JsTensor, JsValue> {
+        wrap(self.inner.broadcast_to(&super::error::usizes("shape", &shape)?))
+    }
+
     /// The last two dimensions swapped (a view).
     pub fn transpose(&self) -> Result<JsTensor, JsValue> {
         wrap(self.inner.t())
