@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{devices, name, open_devices, random, webgpu};
+use common::{devices, name, open_devices, random, still_works, webgpu};
 use unicompute::{BackendChoice, BackendKind, Binding, BindingKind, Buffer, DType, Device, Kernel, Tensor};
 
 #[test]
@@ -221,11 +221,13 @@ fn loop_iteration_limit_is_reported_where_the_driver_has_one() {
 }
 
 #[test]
-fn wgsl_on_the_cpu_is_a_clear_unsupported_error() {
+fn wgsl_the_cpu_does_not_run_is_refused_at_its_line_and_column() {
     let cpu = &devices()[0];
-    let err = Kernel::from_wgsl(cpu, SAXPY, "saxpy").unwrap_err();
-    assert_eq!(err.code(), "UNSUPPORTED");
-    assert!(err.to_string().contains("webgpu"), "{err}");
+    let source = "@group(0) @binding(0) var<storage, read_write> y: array<f32>;\n\n@compute @workgroup_size(1)\nfn main() {\n    let m = mat2x2<f32>(1.0, 2.0, 3.0, 4.0);\n    y[0] = m[1][0];\n}\n";
+    let err = Kernel::from_wgsl(cpu, source, "main").unwrap_err();
+    assert_eq!(err.code(), "SHADER", "{err}");
+    assert!(err.to_string().contains("matrices") && err.to_string().contains("5:"), "{err}");
+    still_works(cpu);
 }
 
 #[test]

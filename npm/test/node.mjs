@@ -130,7 +130,7 @@ a.free();
 b.free();
 console.log(`node: ok (${device.name})`);
 
-// Buffers, queues and fences from JS (user WGSL kernels need WebGPU: the CPU says so).
+// Buffers, queues, fences and user WGSL kernels from JS.
 const buf = device.buffer(new Uint32Array([1, 2, 3]));
 buf.write(new Uint32Array([4, 5, 6]));
 assert.deepEqual(Array.from(await buf.read()), [4, 5, 6]);
@@ -138,7 +138,11 @@ assert.equal(code(() => buf.write(new Float32Array(3))), 'INVALID');
 const fence = device.queue().submit();
 await fence.wait();
 assert.ok(fence.signalled);
-assert.equal(code(() => device.kernel('@compute @workgroup_size(1) fn main() {}', 'main')), 'UNSUPPORTED');
+// A WGSL kernel on the CPU backend (its executor of naga's IR): two workgroups of four.
+const squares = device.kernel('@group(0) @binding(0) var<storage, read_write> y: array<u32>;\n@compute @workgroup_size(4)\nfn main(@builtin(global_invocation_id) g: vec3<u32>) { y[g.x] = g.x * g.x; }', 'main');
+const ys = device.buffer(new Uint32Array(8).fill(7));
+device.queue().launch(squares, [ys], [2, 1, 1]);
+assert.deepEqual(Array.from(await ys.read()), [0, 1, 4, 9, 16, 25, 36, 49]);
 const bad = (() => { try { device.kernel('fn main( {', 'main'); } catch (e) { return e; } })();
 assert.equal(bad.code, 'SHADER');
 assert.equal(bad.line, 1);

@@ -170,7 +170,7 @@ pub(crate) struct OpContext<'a> {
 
 /// A user kernel compiled for one device.
 pub(crate) enum UserProgram {
-    Cpu(<Cpu as Backend>::Program),
+    Cpu(Box<<Cpu as Backend>::Program>),
     WebGpu(<WebGpu as Backend>::Program),
     Cuda(<Cuda as Backend>::Program),
 }
@@ -254,7 +254,7 @@ impl BackendDevice {
     /// Compile a user kernel; `None` if this backend does not run `language`.
     pub fn user_program(&self, language: KernelLanguage, source: &str, entry: &str) -> Option<Result<UserProgram>> {
         Some(match self {
-            BackendDevice::Cpu(d) => Cpu::user_program(d, language, source, entry)?.map(UserProgram::Cpu),
+            BackendDevice::Cpu(d) => Cpu::user_program(d, language, source, entry)?.map(|p| UserProgram::Cpu(Box::new(p))),
             BackendDevice::WebGpu(d) => WebGpu::user_program(d, language, source, entry)?.map(UserProgram::WebGpu),
             BackendDevice::Cuda(d) => Cuda::user_program(d, language, source, entry)?.map(UserProgram::Cuda),
         })

@@ -1,4 +1,5 @@
-// The WGSL playground: compile the editor's kernel on the WebGPU device, bind generated inputs
+// The WGSL playground: compile the editor's kernel on the device `auto` opens (WebGPU, or the
+// CPU backend's WGSL executor), bind generated inputs
 // (from the kernel's reflected bindings), run it, show the read-write buffers, and put compile
 // errors at their line and column in the editor.
 import { init } from 'unicompute';
@@ -46,8 +47,8 @@ function buffersFor(device, kernel, n) {
 
 /** Compile and run the editor's kernel; show the outputs or the error. */
 async function run() {
-  const device = await (devicePromise ??= init('webgpu'));
-  if (device.backend !== 'webgpu') throw Object.assign(new Error(`WGSL kernels run on WebGPU, and this browser offers none (${device.fallbackReason})`), { code: 'UNSUPPORTED' });
+  // The device `auto` opens: WebGPU, or the CPU backend, whose executor runs WGSL too.
+  const device = await (devicePromise ??= init('auto'));
   const n = Number($('elements').value);
   const kernel = device.kernel($('source').value, $('entry').value);
   const buffers = buffersFor(device, kernel, n);
@@ -84,7 +85,7 @@ export function setupPlayground() {
       const outputs = await run();
       gutter();
       $('kernel-output').textContent = outputs.map((o) => `${o.name}[0..12] = ${o.values.map((v) => +v.toFixed(4)).join(', ')}`).join('\n');
-      status(`ran over ${$('elements').value} elements`, 'ok');
+      status(`ran over ${$('elements').value} elements on ${(await devicePromise).backend}`, 'ok');
       Object.assign(document.body.dataset, { kernel: 'ok', kernelResult: JSON.stringify(outputs) });
     } catch (e) {
       $('kernel-output').textContent = '';

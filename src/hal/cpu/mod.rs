@@ -1,9 +1,11 @@
 //! The CPU backend: memory is host memory, work runs in order as it is recorded, fences are
 //! signalled at once. It is also the reference the other backends are tested against.
 
+mod wgsl;
+
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use rayon::prelude::*;
+use crate::base::par::*;
 
 use super::timer::{Clock, Span, Timing};
 use super::{Backend, Block, Mapped, Memory, UserArg};
@@ -52,7 +54,7 @@ fn cpu_name() -> String {
 /// What the CPU device reports.
 pub(crate) fn info() -> DeviceInfo {
     let memory = host_memory();
-    let threads = rayon::current_num_threads();
+    let threads = crate::base::par::current_num_threads();
     // One allocation may take 3/4 of physical memory: more would only end in swapping or the
     // out-of-memory killer, not in an error the caller can handle.
     let max_buffer = memory.map_or(if cfg!(target_pointer_width = "32") { 1 << 31 } else { 1 << 34 }, |m| m / 4 * 3);
@@ -119,8 +121,8 @@ impl Backend for Cpu {
     type Memory = CpuMemory;
     type Queue = CpuQueue;
     type Fence = Done;
-    /// The CPU runs no user kernels (yet): no value of this type exists.
-    type Program = std::convert::Infallible;
+    /// A WGSL kernel for the executor of naga's IR (`wgsl/`).
+    type Program = wgsl::WgslProgram;
 
     async fn enumerate() -> Vec<(DeviceInfo, ())> {
         vec![(info(), ())]
@@ -159,8 +161,9 @@ impl Backend for Cpu {
         None
     }
 
-    fn user_program(_: &CpuDevice, _: KernelLanguage, _: &str, _: &str) -> Option<Result<Self::Program>> {
-        None
+    /// WGSL kernels, run by the executor; CUDA C is for CUDA devices.
+    fn user_program(_: &CpuDevice, language: KernelLanguage, source: &str, entry: &str) -> Option<Result<Self::Program>> {
+        (language == KernelLanguage::Wgsl).then(|| wgsl::compile(source, entry))
     }
 
     fn maintain(_: &CpuDevice) {}
@@ -201,8 +204,9 @@ impl Backend for Cpu {
         Ok(())
     }
 
-    fn launch_user(_: &CpuQueue, _: &CpuDevice, program: &Self::Program, _: &[UserArg<'_>], _: [u32; 3], _: [u32; 3]) -> Result<()> {
-        match *program {}
+    /// Runs the kernel to completion, as every CPU launch does.
+    fn launch_user(_: &CpuQueue, _: &CpuDevice, program: &Self::Program, args: &[UserArg<'_>], workgroups: [u32; 3], _: [u32; 3]) -> Result<()> {
+        wgsl::run(program, args, workgroups)
     }
 
     /// The host clock around the launch, which runs as it is recorded.

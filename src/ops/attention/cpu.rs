@@ -2,7 +2,7 @@
 //! a softmax per row in between (sums in f64). Only a `[block, lk]` slice of the scores
 //! exists at a time; blocks of every (batch, head) run in parallel.
 
-use rayon::prelude::*;
+use crate::base::par::*;
 
 use super::Attention;
 use crate::ops::common::cpu::{check_within, out_words, sgemm};

@@ -28,7 +28,14 @@ pub(crate) fn check_within(op: &str, views: &[(&Layout, &[f32])]) -> Result<()> 
 /// `(m - 1) * ldc + n` elements.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn sgemm(m: usize, n: usize, k: usize, scale: f32, a: *const f32, [a_rs, a_cs]: [isize; 2], b: *const f32, [b_rs, b_cs]: [isize; 2], c: *mut f32, ldc: usize, threads: usize) {
+    #[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
     let parallelism = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+    // The one-thread wasm build has no threads, and gemm there no rayon.
+    #[cfg(all(target_arch = "wasm32", not(feature = "threads")))]
+    let parallelism = {
+        let _ = threads;
+        gemm::Parallelism::None
+    };
     // dst := alpha * dst + beta * lhs * rhs, with dst not read.
     gemm::gemm(m, n, k, c, 1, ldc as isize, false, a, a_cs, a_rs, b, b_cs, b_rs, 0.0, scale, false, false, false, parallelism);
 }

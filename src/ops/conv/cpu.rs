@@ -1,7 +1,7 @@
 //! 2-D convolution as im2col + GEMM per image and group (images in parallel, or the GEMM
 //! split across threads when images are few), and 2-D pooling (channel planes in parallel).
 
-use rayon::prelude::*;
+use crate::base::par::*;
 
 use super::{Conv2d, Conv2dGeometry, Pool2d, PoolKind};
 use crate::ops::common::cpu::{out_words, sgemm};
@@ -76,7 +76,7 @@ impl Columns {
 /// than threads, small enough to give each thread about four tiles (each task builds its
 /// im2col block in its own cache and runs a single-thread GEMM on it).
 fn column_tile(k: usize, cols: usize, images: usize) -> usize {
-    let threads = rayon::current_num_threads();
+    let threads = crate::base::par::current_num_threads();
     let tasks = if images >= threads { 1 } else { 4 * threads };
     cols.div_ceil(tasks).next_multiple_of(16).min(COL_BLOCK / k.max(1)).clamp(1, cols.max(1))
 }

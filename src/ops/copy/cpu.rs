@@ -1,6 +1,6 @@
 //! Copies on the CPU: contiguous outputs in parallel chunks, strided ones in order.
 
-use rayon::prelude::*;
+use crate::base::par::*;
 
 use super::ViewCopy;
 use crate::ops::common::cpu::{offsets_from, out_words, CHUNK};

@@ -1,6 +1,6 @@
 //! Unary and binary ops (with an optional fused activation) on the CPU, chunks in parallel.
 
-use rayon::prelude::*;
+use crate::base::par::*;
 
 use super::{Binary, BinaryOp, Unary, UnaryOp};
 use crate::ops::common::math::{self, twin};

@@ -1,6 +1,6 @@
 //! Casts, `where`, gather and cumulative sums on the CPU, chunks in parallel.
 
-use rayon::prelude::*;
+use crate::base::par::*;
 
 use super::{cast_bits, Cast, Cumsum, Gather, Where};
 use crate::ops::common::cpu::{offsets_from, out_words, CHUNK};

@@ -1,7 +1,7 @@
 //! Matmul: the `gemm` crate per batch, batches in parallel (or one product split across the
 //! threads when batches are few), with the bias / activation epilogue per block of rows.
 
-use rayon::prelude::*;
+use crate::base::par::*;
 
 use super::{Matmul, UnaryOp};
 use crate::ops::common::cpu::{check_within, out_words, sgemm};
@@ -61,7 +61,7 @@ pub(super) fn matmul(op: &Matmul<'_>) -> Result<()> {
     let r = a.layout.shape.len();
     let a_strides = [a.layout.strides[r - 2] as isize, a.layout.strides[r - 1] as isize];
     let b_strides = [b.layout.strides[r - 2] as isize, b.layout.strides[r - 1] as isize];
-    let threads = rayon::current_num_threads();
+    let threads = crate::base::par::current_num_threads();
     let batches = of.len() / (m * n).max(1);
     let inner_threads = if batches >= threads { 1 } else { threads };
     let (pa, pb) = (SendPtr(af.as_ptr()), SendPtr(bf.as_ptr()));

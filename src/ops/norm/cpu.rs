@@ -1,6 +1,6 @@
 //! Layer / RMS normalisation of rows, statistics in f64, rows in parallel.
 
-use rayon::prelude::*;
+use crate::base::par::*;
 
 use super::{Norm, NormKind};
 use crate::ops::common::math::{sum_lanes, x86_run, x86_twins};

@@ -1,6 +1,6 @@
 //! Reductions on the CPU, accumulated in f64, rows (or long rows' chunks) in parallel.
 
-use rayon::prelude::*;
+use crate::base::par::*;
 
 use super::{Reduce, ReduceOp};
 use crate::ops::common::math::sum_lanes;
@@ -21,7 +21,7 @@ pub(super) fn reduce(call: &Reduce<'_>) -> Result<()> {
         // Contiguous rows: vectorised f64 sums, long rows split into parallel chunks.
         let scale = if op == ReduceOp::Mean { 1.0 / len as f64 } else { 1.0 };
         let rows = &xf[..outer * len];
-        if outer >= rayon::current_num_threads() {
+        if outer >= crate::base::par::current_num_threads() {
             outputs.par_iter_mut().zip(rows.par_chunks(len)).for_each(|(o, row)| *o = encode((sum_lanes(row) * scale, 0)));
         } else {
             for (o, row) in outputs.iter_mut().zip(rows.chunks(len)) {
@@ -31,7 +31,7 @@ pub(super) fn reduce(call: &Reduce<'_>) -> Result<()> {
         }
         return Ok(());
     }
-    if outer * inner >= rayon::current_num_threads() || len <= CHUNK {
+    if outer * inner >= crate::base::par::current_num_threads() || len <= CHUNK {
         outputs.par_iter_mut().enumerate().for_each(|(g, o)| {
             let base = (g / inner) * len * inner + g % inner;
             *o = encode(op.reference((0..len).map(|j| f64::from(xf[base + j * inner]))));

@@ -1,6 +1,6 @@
 //! The row-statistics ops on the CPU: rows in parallel, each by its epilogue's row function.
 
-use rayon::prelude::*;
+use crate::base::par::*;
 
 use super::RowStats;
 use crate::hal::cpu::{read_guard, write_guard};

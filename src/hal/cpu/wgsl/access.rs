@@ -1,0 +1,114 @@
+//! `Access` and `AccessIndex`: into the array, vector or struct a pointer points to (a new
+//! pointer), or into a value (its words). Indices are clamped into fixed-size arrays and
+//! vectors, and runtime-sized arrays end where their memory ends.
+
+use naga::{ArraySize, Expression as E, Handle, TypeInner};
+
+use super::eval::Index;
+use super::exec::{Exec, Frame, Value};
+use super::lanes::Lanes;
+use super::memory::Ptr;
+use crate::{Error, Result};
+
+/// Where the element at an index starts, in words, and how many words it takes; the
+/// number of elements (`None`: runtime-sized).
+struct Step {
+    stride: usize,
+    width: usize,
+    count: Option<usize>,
+    /// A struct member's fixed offset (constant indices into structs).
+    member_offset: Option<usize>,
+}
+
+impl Exec<'_, '_, '_> {
+    /// The step into the composite `inner` at constant index `i` (or any index).
+    fn step(&self, inner: &TypeInner, i: Option<u32>) -> Result<Step> {
+        let prog = self.prog;
+        Ok(match *inner {
+            TypeInner::Vector { size, .. } => Step { stride: 1, width: 1, count: Some(size as usize), member_offset: None },
+            TypeInner::Array { base, size, stride } => {
+                let count = match size {
+                    ArraySize::Constant(n) => Some(n.get() as usize),
+                    _ => None,
+                };
+                Step { stride: prog.stride(base, stride), width: prog.words(base), count, member_offset: None }
+            }
+            TypeInner::Struct { ref members, .. } => {
+                let m = i.and_then(|i| members.get(i as usize)).ok_or_else(|| Error::Device("internal: a struct indexed at run time".into()))?;
+                let width = match prog.module.types[m.ty].inner {
+                    TypeInner::Array { size: ArraySize::Dynamic, .. } => 0,
+                    ref t => prog.words_of(t),
+                };
+                Step { stride: 0, width, count: None, member_offset: Some(m.offset as usize / 4) }
+            }
+            _ => return Err(Error::Device(format!("internal: the cpu WGSL executor cannot index {inner:?}"))),
+        })
+    }
+
+    /// The pointee (for a pointer) or the type (for a value) of expression `base`.
+    fn composite<'f>(&'f self, frame: &'f Frame<'_>, base: Handle<E>) -> &'f TypeInner {
+        match *self.ty(frame, base) {
+            TypeInner::Pointer { base, .. } => &self.prog.module.types[base].inner,
+            ref t => t,
+        }
+    }
+
+    /// `base[index]` for expression `h`.
+    pub(super) fn access(&mut self, frame: &mut Frame<'_>, base: Handle<E>, index: Index) -> Result<Value> {
+        let constant = match index {
+            Index::Constant(i) => Some(i),
+            Index::Dynamic(_) => None,
+        };
+        let step = match *self.ty(frame, base) {
+            TypeInner::ValuePointer { size: Some(size), .. } => Step { stride: 1, width: 1, count: Some(size as usize), member_offset: None },
+            _ => self.step(self.composite(frame, base), constant)?,
+        };
+        let indices: Vec<u32> = match index {
+            Index::Constant(i) => vec![i; self.lanes],
+            Index::Dynamic(e) => frame.lanes(e)?.column(0).collect(),
+        };
+        match frame.get(base)?.clone() {
+            Value::Ptr(p) => {
+                let memories = self.memories(frame);
+                let offsets = p
+                    .offsets
+                    .iter()
+                    .zip(&indices)
+                    .map(|(&off, &i)| match step.member_offset {
+                        Some(m) => off + m as u32,
+                        None => {
+                            let count = step.count.unwrap_or_else(|| memories.room(p.space, off) / step.stride.max(1));
+                            off + (i as usize).min(count.saturating_sub(1)) as u32 * step.stride as u32
+                        }
+                    })
+                    .collect();
+                Ok(Value::Ptr(Ptr { space: p.space, offsets }))
+            }
+            Value::Lanes(v) => {
+                let mut out = Lanes::zeros(self.lanes, step.width);
+                for (l, &i) in indices.iter().enumerate() {
+                    let start = match step.member_offset {
+                        Some(m) => m,
+                        None => (i as usize).min(step.count.unwrap_or(1).saturating_sub(1)) * step.stride,
+                    };
+                    let src = v.lane(l);
+                    let n = step.width.min(src.len().saturating_sub(start));
+                    out.lane_mut(l)[..n].copy_from_slice(&src[start..start + n]);
+                }
+                Ok(Value::Lanes(out))
+            }
+        }
+    }
+
+    /// `arrayLength(pointer)`: the elements of a runtime-sized array that its buffer holds.
+    pub(super) fn array_length(&mut self, frame: &mut Frame<'_>, pointer: Handle<E>) -> Result<Lanes> {
+        let stride = match *self.composite(frame, pointer) {
+            TypeInner::Array { base, stride, .. } => self.prog.stride(base, stride),
+            _ => return Err(Error::Device("internal: arrayLength of something other than an array".into())),
+        };
+        let p = frame.ptr(pointer)?.clone();
+        let memories = self.memories(frame);
+        let words = p.offsets.iter().map(|&off| (memories.room(p.space, off) / stride.max(1)) as u32).collect();
+        Ok(Lanes { width: 1, words })
+    }
+}

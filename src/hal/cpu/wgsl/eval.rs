@@ -1,0 +1,211 @@
+//! Expressions: each evaluated once for every invocation of the workgroup (inactive lanes
+//! compute too, harmlessly: nothing here writes memory or can fail on a value).
+
+use naga::{Expression as E, Handle, Literal, TypeInner};
+
+use super::exec::{Exec, Frame, Value};
+use super::lanes::{self, Kind, Lanes};
+use super::memory::Ptr;
+use crate::{Error, Result};
+
+/// The words of a literal.
+fn literal(l: &Literal) -> Vec<u32> {
+    vec![match *l {
+        Literal::F32(v) => v.to_bits(),
+        Literal::I32(v) => v as u32,
+        Literal::U32(v) => v,
+        Literal::Bool(v) => u32::from(v),
+        Literal::AbstractInt(v) => v as u32,
+        Literal::AbstractFloat(v) => (v as f32).to_bits(),
+        // Other widths are refused before a kernel runs (support.rs).
+        _ => 0,
+    }]
+}
+
+fn internal(what: &str) -> Error {
+    Error::Device(format!("internal: the cpu WGSL executor {what}"))
+}
+
+impl Exec<'_, '_, '_> {
+    /// The type of expression `h` of `frame`.
+    pub(super) fn ty<'f>(&'f self, frame: &'f Frame<'_>, h: Handle<E>) -> &'f TypeInner {
+        frame.info[h].ty.inner_with(&self.prog.module.types)
+    }
+
+    /// The kind of expression `h`'s scalar components.
+    pub(super) fn kind(&self, frame: &Frame<'_>, h: Handle<E>) -> Kind {
+        Kind::of(self.ty(frame, h)).unwrap_or(Kind::U32)
+    }
+
+    /// Evaluate `h` (and, first, any operand that is not emitted by a statement: constants,
+    /// arguments, variables) into the frame.
+    pub(super) fn ensure(&mut self, frame: &mut Frame<'_>, h: Handle<E>) -> Result<()> {
+        if frame.values[h.index()].is_some() {
+            return Ok(());
+        }
+        for o in operands(&frame.function.expressions[h]) {
+            self.ensure(frame, o)?;
+        }
+        let value = self.compute(frame, h)?;
+        frame.values[h.index()] = Some(value);
+        Ok(())
+    }
+
+    /// Evaluate `h` anew (an `Emit`: its operands are in the frame already).
+    pub(super) fn emit(&mut self, frame: &mut Frame<'_>, h: Handle<E>) -> Result<()> {
+        frame.values[h.index()] = None;
+        self.ensure(frame, h)
+    }
+
+    fn compute(&mut self, frame: &mut Frame<'_>, h: Handle<E>) -> Result<Value> {
+        let n = self.lanes;
+        Ok(Value::Lanes(match frame.function.expressions[h] {
+            E::Literal(ref l) => Lanes::splat(n, &literal(l)),
+            E::Constant(c) => Lanes::splat(n, &self.constant(self.prog.module.constants[c].init)?),
+            E::Override(o) => Lanes::splat(n, &self.override_value(o)?),
+            E::ZeroValue(ty) => Lanes::zeros(n, self.prog.words(ty)),
+            E::Compose { ty, ref components } => self.compose(frame, ty, components)?,
+            E::Splat { size, value } => {
+                let v = frame.lanes(value)?;
+                Lanes { width: size as usize, words: v.words.iter().flat_map(|&w| std::iter::repeat_n(w, size as usize)).collect() }
+            }
+            E::Swizzle { size, vector, pattern } => {
+                let v = frame.lanes(vector)?;
+                let picks: Vec<usize> = pattern[..size as usize].iter().map(|&c| c as usize).collect();
+                Lanes { width: picks.len(), words: v.words.chunks(v.width).flat_map(|w| picks.iter().map(|&c| w[c])).collect() }
+            }
+            E::FunctionArgument(i) => return frame.args.get(i as usize).cloned().ok_or_else(|| internal("lost a function argument")),
+            E::GlobalVariable(g) => return Ok(Value::Ptr(Ptr { space: self.space_of(g)?, offsets: vec![0; n] })),
+            E::LocalVariable(l) => return Ok(Value::Ptr(Ptr { space: super::memory::Space::Local(l.index()), offsets: vec![0; n] })),
+            E::Load { pointer } => {
+                let width = self.prog.words_of(self.ty(frame, h));
+                let ptr = frame.ptr(pointer)?.clone();
+                self.memories(frame).load(&ptr, width)
+            }
+            E::Access { base, index } => return self.access(frame, base, Index::Dynamic(index)),
+            E::AccessIndex { base, index } => return self.access(frame, base, Index::Constant(index)),
+            _ => self.arithmetic(frame, h)?,
+        }))
+    }
+
+    /// Unary, binary, select, relational, math and conversion expressions.
+    fn arithmetic(&mut self, frame: &mut Frame<'_>, h: Handle<E>) -> Result<Lanes> {
+        Ok(match frame.function.expressions[h] {
+            E::Unary { op, expr } => lanes::unary(op, self.kind(frame, expr), frame.lanes(expr)?),
+            E::Binary { op, left, right } => lanes::binary(op, self.kind(frame, left), frame.lanes(left)?, frame.lanes(right)?),
+            E::Select { condition, accept, reject } => {
+                let (c, a, r) = (frame.lanes(condition)?, frame.lanes(accept)?, frame.lanes(reject)?);
+                let picked = lanes::zip(c, a, |c, a| if c != 0 { a } else { 0 });
+                let inverse = lanes::zip(c, r, |c, r| if c == 0 { r } else { 0 });
+                lanes::zip(&picked, &inverse, |x, y| x | y)
+            }
+            E::Relational { fun, argument } => super::math::relational(fun, frame.lanes(argument)?),
+            E::Math { fun, arg, arg1, arg2, arg3: _ } => {
+                let kind = self.kind(frame, arg);
+                let args = [Some(arg), arg1, arg2].map(|a| a.map(|a| frame.lanes(a)).transpose());
+                let [a, b, c] = args;
+                super::math::math(fun, kind, a?.ok_or_else(|| internal("lost a math argument"))?, b?, c?)?
+            }
+            E::As { expr, kind, convert } => {
+                let from = self.kind(frame, expr);
+                let to = Kind::of(self.ty(frame, h)).unwrap_or(Kind::U32);
+                let v = frame.lanes(expr)?;
+                match (convert, kind) {
+                    (None, _) => v.clone(),
+                    _ => lanes::convert(v, from, to),
+                }
+            }
+            E::ArrayLength(pointer) => self.array_length(frame, pointer)?,
+            // Statement results are stored by their statements; anything else is refused
+            // before a kernel runs.
+            _ => return Err(internal(&format!("met an expression it does not run: {:?}", frame.function.expressions[h]))),
+        })
+    }
+
+    /// Components assembled into a vector, struct or array.
+    fn compose(&self, frame: &Frame<'_>, ty: Handle<naga::Type>, components: &[Handle<E>]) -> Result<Lanes> {
+        let width = self.prog.words(ty);
+        let mut out = Lanes::zeros(self.lanes, width);
+        let module = &self.prog.module;
+        let mut at = 0;
+        for (i, &c) in components.iter().enumerate() {
+            let v = frame.lanes(c)?;
+            let offset = match module.types[ty].inner {
+                TypeInner::Struct { ref members, .. } => members[i].offset as usize / 4,
+                TypeInner::Array { base, stride, .. } => i * self.prog.stride(base, stride),
+                _ => at,
+            };
+            for l in 0..self.lanes {
+                let dst = &mut out.lane_mut(l)[offset..];
+                let n = v.width.min(dst.len());
+                dst[..n].copy_from_slice(&v.lane(l)[..n]);
+            }
+            at += v.width;
+        }
+        Ok(out)
+    }
+
+    /// The words of a constant expression of the module.
+    pub(super) fn constant(&self, h: Handle<E>) -> Result<Vec<u32>> {
+        let module = &self.prog.module;
+        Ok(match module.global_expressions[h] {
+            E::Literal(ref l) => literal(l),
+            E::Constant(c) => self.constant(module.constants[c].init)?,
+            E::Override(o) => self.override_value(o)?,
+            E::ZeroValue(ty) => vec![0; self.prog.words(ty)],
+            E::Splat { size, value } => self.constant(value)?.repeat(size as usize),
+            E::Compose { ty, ref components } => {
+                let mut out = vec![0; self.prog.words(ty)];
+                let mut at = 0;
+                for (i, &c) in components.iter().enumerate() {
+                    let words = self.constant(c)?;
+                    let offset = match module.types[ty].inner {
+                        TypeInner::Struct { ref members, .. } => members[i].offset as usize / 4,
+                        TypeInner::Array { base, stride, .. } => i * self.prog.stride(base, stride),
+                        _ => at,
+                    };
+                    let n = words.len().min(out.len().saturating_sub(offset));
+                    out[offset..offset + n].copy_from_slice(&words[..n]);
+                    at += words.len();
+                }
+                out
+            }
+            ref other => return Err(internal(&format!("met a constant it does not evaluate: {other:?}"))),
+        })
+    }
+}
+
+impl Exec<'_, '_, '_> {
+    /// An `override` constant's value: its default (pipeline constants are not taken).
+    fn override_value(&self, o: Handle<naga::Override>) -> Result<Vec<u32>> {
+        let ov = &self.prog.module.overrides[o];
+        let init = ov.init.ok_or_else(|| Error::Invalid(format!("override `{}` has no default value: give it one in the source", ov.name.as_deref().unwrap_or("?"))))?;
+        self.constant(init)
+    }
+}
+
+/// The expressions `e` reads (of the kinds the executor runs).
+fn operands(e: &E) -> Vec<Handle<E>> {
+    match *e {
+        E::Compose { ref components, .. } => components.clone(),
+        E::Access { base, index } => vec![base, index],
+        E::AccessIndex { base, .. } => vec![base],
+        E::Splat { value, .. } => vec![value],
+        E::Swizzle { vector, .. } => vec![vector],
+        E::Load { pointer } => vec![pointer],
+        E::Unary { expr, .. } | E::As { expr, .. } => vec![expr],
+        E::Binary { left, right, .. } => vec![left, right],
+        E::Select { condition, accept, reject } => vec![condition, accept, reject],
+        E::Relational { argument, .. } => vec![argument],
+        E::Math { arg, arg1, arg2, arg3, .. } => [Some(arg), arg1, arg2, arg3].into_iter().flatten().collect(),
+        E::ArrayLength(a) => vec![a],
+        _ => Vec::new(),
+    }
+}
+
+/// An index into an array, a vector or a struct.
+#[derive(Clone, Copy)]
+pub(super) enum Index {
+    Dynamic(Handle<E>),
+    Constant(u32),
+}

@@ -1,0 +1,285 @@
+//! Statements, run for every invocation of a workgroup at once under a mask of the lanes
+//! still active: an `if` runs each branch for the lanes that take it, a loop runs until every
+//! lane has left it, and `break`, `continue` and `return` take lanes out of the mask until
+//! the construct they leave is done. Barriers need nothing more: the lanes run in lockstep.
+
+use naga::{AddressSpace, BuiltIn, Expression as E, Handle, Statement as S};
+
+use super::lanes::Lanes;
+use super::memory::{Memories, PerLane, Ptr, Space, Words};
+use super::WgslProgram;
+use crate::{Error, Result};
+
+/// A value: numbers (or a composite) per lane, or a pointer per lane.
+#[derive(Clone, Debug)]
+pub(super) enum Value {
+    Lanes(Lanes),
+    Ptr(Ptr),
+}
+
+/// One call of a function: its expressions' values, arguments and variables.
+pub(super) struct Frame<'f> {
+    pub function: &'f naga::Function,
+    pub info: &'f naga::valid::FunctionInfo,
+    pub values: Vec<Option<Value>>,
+    pub args: Vec<Value>,
+    pub locals: Vec<PerLane>,
+    /// The value each lane returned.
+    pub ret: Option<Lanes>,
+    /// The innermost loop or switch last: lanes that left it by `break` (and, for loops,
+    /// lanes waiting at `continue`).
+    pub exits: Vec<Exit>,
+}
+
+/// Lanes leaving a loop or switch.
+pub(super) struct Exit {
+    pub is_loop: bool,
+    pub broke: Vec<bool>,
+    pub continued: Vec<bool>,
+}
+
+fn internal(what: &str) -> Error {
+    Error::Device(format!("internal: the cpu WGSL executor {what}"))
+}
+
+impl Frame<'_> {
+    /// The value of expression `h`, evaluated already.
+    pub fn get(&self, h: Handle<E>) -> Result<&Value> {
+        self.values[h.index()].as_ref().ok_or_else(|| internal("read an expression before evaluating it"))
+    }
+
+    /// The numbers of expression `h`.
+    pub fn lanes(&self, h: Handle<E>) -> Result<&Lanes> {
+        match self.get(h)? {
+            Value::Lanes(l) => Ok(l),
+            Value::Ptr(_) => Err(internal("took a pointer for a value")),
+        }
+    }
+
+    /// The pointer of expression `h`.
+    pub fn ptr(&self, h: Handle<E>) -> Result<&Ptr> {
+        match self.get(h)? {
+            Value::Ptr(p) => Ok(p),
+            Value::Lanes(_) => Err(internal("took a value for a pointer")),
+        }
+    }
+}
+
+/// One workgroup's run of a program.
+pub(super) struct Exec<'p, 'a, 'b> {
+    pub prog: &'p WgslProgram,
+    pub lanes: usize,
+    bound: &'b [(Handle<naga::GlobalVariable>, Words<'a>)],
+    workgroup: Vec<Vec<u32>>,
+    private: Vec<PerLane>,
+    /// Index of each global variable in `bound`, `workgroup` or `private`.
+    slots: Vec<Option<Space>>,
+    /// `local_invocation_id`, `global_invocation_id`, `workgroup_id`, `num_workgroups` and
+    /// `local_invocation_index` of every lane.
+    builtins: [Lanes; 5],
+}
+
+/// Run workgroup number `index` of a launch of `workgroups`.
+pub(super) fn workgroup(prog: &WgslProgram, bound: &[(Handle<naga::GlobalVariable>, Words<'_>)], index: usize, workgroups: [u32; 3]) -> Result<()> {
+    let mut exec = Exec::new(prog, bound, index, workgroups)?;
+    let entry = &prog.module.entry_points[prog.entry];
+    let args = entry.function.arguments.iter().map(|a| exec.argument(a)).collect::<Result<Vec<_>>>()?;
+    let mut mask = vec![true; exec.lanes];
+    exec.call(&entry.function, prog.info.get_entry_point(prog.entry), args, &mut mask).map(drop)
+}
+
+impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
+    fn new(prog: &'p WgslProgram, bound: &'b [(Handle<naga::GlobalVariable>, Words<'a>)], index: usize, workgroups: [u32; 3]) -> Result<Self> {
+        let [sx, sy, sz] = prog.size.map(|n| n as usize);
+        let lanes = sx * sy * sz;
+        let [nx, ny, _] = workgroups.map(|n| n as usize);
+        let wg = [index % nx, index / nx % ny, index / (nx * ny)].map(|n| n as u32);
+        let local = |l: usize| [l % sx, l / sx % sy, l / (sx * sy)].map(|n| n as u32);
+        let per_lane = |f: &dyn Fn(usize) -> Vec<u32>| {
+            let words: Vec<u32> = (0..lanes).flat_map(f).collect();
+            Lanes { width: words.len() / lanes.max(1), words }
+        };
+        let builtins = [
+            per_lane(&|l| local(l).to_vec()),
+            per_lane(&|l| (0..3).map(|d| wg[d] * prog.size[d] + local(l)[d]).collect()),
+            per_lane(&|_| wg.to_vec()),
+            per_lane(&|_| workgroups.to_vec()),
+            per_lane(&|l| vec![l as u32]),
+        ];
+        let mut exec = Exec { prog, lanes, bound, workgroup: Vec::new(), private: Vec::new(), slots: Vec::new(), builtins };
+        exec.allocate()?;
+        Ok(exec)
+    }
+
+    /// Give each global variable its memory: a bound buffer, zeroed workgroup memory, or a
+    /// private copy per lane holding its initial value.
+    fn allocate(&mut self) -> Result<()> {
+        for (h, var) in self.prog.module.global_variables.iter() {
+            let words = self.prog.words(var.ty);
+            let slot = match var.space {
+                AddressSpace::Uniform | AddressSpace::Storage { .. } => self.bound.iter().position(|(v, _)| *v == h).map(Space::Binding),
+                AddressSpace::WorkGroup => {
+                    self.workgroup.push(vec![0; words]);
+                    Some(Space::Workgroup(self.workgroup.len() - 1))
+                }
+                AddressSpace::Private => {
+                    let mut copy = PerLane::new(self.lanes, words);
+                    if let Some(init) = var.init {
+                        let value = self.constant(init)?;
+                        for lane in copy.words.chunks_mut(words.max(1)) {
+                            lane[..value.len().min(words)].copy_from_slice(&value[..value.len().min(words)]);
+                        }
+                    }
+                    self.private.push(copy);
+                    Some(Space::Private(self.private.len() - 1))
+                }
+                _ => None,
+            };
+            self.slots.push(slot);
+        }
+        Ok(())
+    }
+
+    /// The memory of global variable `g`.
+    pub(super) fn space_of(&self, g: Handle<naga::GlobalVariable>) -> Result<Space> {
+        self.slots[g.index()].ok_or_else(|| internal("used a variable that is not bound"))
+    }
+
+    /// The memories as `frame` sees them.
+    pub(super) fn memories<'m>(&'m mut self, frame: &'m mut Frame<'_>) -> Memories<'a, 'm> {
+        Memories { bound: self.bound, workgroup: &mut self.workgroup, private: &mut self.private, locals: &mut frame.locals }
+    }
+
+    /// The entry point's argument `a`: a built-in, or a struct of built-ins.
+    fn argument(&self, a: &naga::FunctionArgument) -> Result<Value> {
+        if let Some(naga::Binding::BuiltIn(b)) = a.binding {
+            return self.builtin(b).map(Value::Lanes);
+        }
+        let naga::TypeInner::Struct { ref members, span } = self.prog.module.types[a.ty].inner else {
+            return Err(internal("met an entry-point argument without a built-in"));
+        };
+        let mut out = Lanes::zeros(self.lanes, span as usize / 4);
+        for m in members {
+            let Some(naga::Binding::BuiltIn(b)) = m.binding else { return Err(internal("met a struct member without a built-in")) };
+            let v = self.builtin(b)?;
+            for l in 0..self.lanes {
+                let at = m.offset as usize / 4;
+                out.lane_mut(l)[at..at + v.width].copy_from_slice(v.lane(l));
+            }
+        }
+        Ok(Value::Lanes(out))
+    }
+
+    fn builtin(&self, b: BuiltIn) -> Result<Lanes> {
+        let i = match b {
+            BuiltIn::LocalInvocationId => 0,
+            BuiltIn::GlobalInvocationId => 1,
+            BuiltIn::WorkGroupId => 2,
+            BuiltIn::NumWorkGroups => 3,
+            BuiltIn::LocalInvocationIndex => 4,
+            other => return Err(internal(&format!("met built-in {other:?}"))),
+        };
+        Ok(self.builtins[i].clone())
+    }
+
+    /// Run `function` for the lanes in `mask` with `args`; each lane's return value.
+    pub(super) fn call(&mut self, function: &naga::Function, info: &naga::valid::FunctionInfo, args: Vec<Value>, mask: &mut [bool]) -> Result<Option<Lanes>> {
+        let mut frame = Frame { function, info, values: vec![None; function.expressions.len()], args, locals: Vec::new(), ret: None, exits: Vec::new() };
+        for (_, local) in function.local_variables.iter() {
+            let words = self.prog.words(local.ty);
+            let mut copy = PerLane::new(self.lanes, words);
+            if let Some(init) = local.init {
+                self.ensure(&mut frame, init)?;
+                let v = frame.lanes(init)?;
+                for l in 0..self.lanes {
+                    let n = v.width.min(words);
+                    copy.words[l * words..l * words + n].copy_from_slice(&v.lane(l)[..n]);
+                }
+            }
+            frame.locals.push(copy);
+        }
+        let mut active = mask.to_vec();
+        self.block(&mut frame, &function.body, &mut active)?;
+        Ok(frame.ret)
+    }
+
+    /// Run `block` for the lanes in `mask`, which loses the lanes that break, continue or return.
+    pub(super) fn block(&mut self, frame: &mut Frame<'_>, block: &naga::Block, mask: &mut [bool]) -> Result<()> {
+        for statement in block.iter() {
+            if !mask.iter().any(|&m| m) {
+                break;
+            }
+            self.statement(frame, statement, mask)?;
+        }
+        Ok(())
+    }
+
+    fn statement(&mut self, frame: &mut Frame<'_>, statement: &S, mask: &mut [bool]) -> Result<()> {
+        for h in reads(statement) {
+            self.ensure(frame, h)?;
+        }
+        match *statement {
+            S::Emit(ref range) => {
+                for h in range.clone() {
+                    self.emit(frame, h)?;
+                }
+            }
+            S::Block(ref b) => self.block(frame, b, mask)?,
+            S::If { condition, ref accept, ref reject } => self.branch(frame, condition, accept, reject, mask)?,
+            S::Switch { selector, ref cases } => self.switch(frame, selector, cases, mask)?,
+            S::Loop { ref body, ref continuing, break_if } => self.repeat(frame, body, continuing, break_if, mask)?,
+            S::Break => leave(frame, mask, false)?,
+            S::Continue => leave(frame, mask, true)?,
+            S::Return { value } => self.ret(frame, value, mask)?,
+            S::ControlBarrier(_) | S::MemoryBarrier(_) => {}
+            S::Store { pointer, value } => {
+                let (ptr, v) = (frame.ptr(pointer)?.clone(), frame.lanes(value)?.clone());
+                self.memories(frame).store(&ptr, &v, mask);
+            }
+            S::Call { function, ref arguments, result } => self.call_statement(frame, function, arguments, result, mask)?,
+            S::Atomic { pointer, ref fun, value, result } => self.atomic(frame, pointer, fun, value, result, mask)?,
+            S::WorkGroupUniformLoad { pointer, result } => {
+                let width = self.prog.words_of(self.ty(frame, result));
+                let ptr = frame.ptr(pointer)?.clone();
+                let v = self.memories(frame).load(&ptr, width);
+                frame.values[result.index()] = Some(Value::Lanes(v));
+            }
+            _ => return Err(internal(&format!("met a statement it does not run: {statement:?}"))),
+        }
+        Ok(())
+    }
+}
+
+/// The expressions `statement` reads directly (the ones not emitted, such as variables, are
+/// evaluated before it runs).
+fn reads(statement: &S) -> Vec<Handle<E>> {
+    match *statement {
+        S::If { condition, .. } => vec![condition],
+        S::Switch { selector, .. } => vec![selector],
+        S::Return { value } => value.into_iter().collect(),
+        S::Store { pointer, value } => vec![pointer, value],
+        S::Call { ref arguments, .. } => arguments.clone(),
+        S::Atomic { pointer, ref fun, value, .. } => {
+            let compare = match *fun {
+                naga::AtomicFunction::Exchange { compare } => compare,
+                _ => None,
+            };
+            [Some(pointer), Some(value), compare].into_iter().flatten().collect()
+        }
+        S::WorkGroupUniformLoad { pointer, .. } => vec![pointer],
+        _ => Vec::new(),
+    }
+}
+
+/// `break` (or `continue`) for the lanes in `mask`: they wait at the innermost loop or switch
+/// (`continue`: the innermost loop) until it is done.
+fn leave(frame: &mut Frame<'_>, mask: &mut [bool], to_continuing: bool) -> Result<()> {
+    let exit = if to_continuing { frame.exits.iter_mut().rev().find(|e| e.is_loop) } else { frame.exits.last_mut() };
+    let exit = exit.ok_or_else(|| internal("met a break outside a loop or switch"))?;
+    let set = if to_continuing { &mut exit.continued } else { &mut exit.broke };
+    for (s, m) in set.iter_mut().zip(mask.iter_mut()) {
+        *s |= *m;
+        *m = false;
+    }
+    Ok(())
+}

@@ -1,0 +1,130 @@
+//! WGSL compute kernels on the CPU backend, native and in wasm: an executor of naga's
+//! validated IR. The invocations of one workgroup run together, one value per invocation
+//! for each expression ([`lanes::Lanes`]), so `workgroupBarrier` and `var<workgroup>`
+//! memory behave as on a GPU; divergent control flow runs under a mask of the invocations
+//! still active (exec.rs). Workgroups run in parallel (rayon). Memory access is clamped into
+//! its buffer (WebGPU's robust access). What the executor does not cover is refused when the
+//! kernel is compiled, with its line and column (support.rs).
+
+mod access;
+mod control;
+mod eval;
+mod exec;
+mod lanes;
+mod math;
+mod memory;
+mod support;
+
+use std::sync::atomic::AtomicU32;
+use std::sync::Arc;
+
+use naga::valid::{Capabilities, ModuleInfo, ValidationFlags, Validator};
+use naga::{AddressSpace, ArraySize, Handle, Module, TypeInner};
+use crate::base::par::*;
+
+use crate::hal::{Block, UserArg};
+use crate::{Error, Result};
+use memory::Words;
+
+/// A WGSL compute entry point ready to run on the CPU.
+pub(crate) struct WgslProgram {
+    module: Module,
+    info: ModuleInfo,
+    entry: usize,
+    /// The entry point's `@workgroup_size`.
+    size: [u32; 3],
+}
+
+/// Parse, validate and check `source`'s entry point `entry` against what the executor runs.
+pub(crate) fn compile(source: &str, entry: &str) -> Result<WgslProgram> {
+    let located = |what: String, span: naga::Span| {
+        let at = span.location(source);
+        Error::Shader { line: at.line_number, column: at.line_position, message: what, source_line: source.lines().nth(at.line_number.saturating_sub(1) as usize).unwrap_or("").to_string() }
+    };
+    let module = naga::front::wgsl::parse_str(source).map_err(|e| {
+        let at = e.location(source).map_or((0, 0), |l| (l.line_number, l.line_position));
+        Error::Shader { line: at.0, column: at.1, message: e.message().to_string(), source_line: source.lines().nth(at.0.saturating_sub(1) as usize).unwrap_or("").to_string() }
+    })?;
+    let info = Validator::new(ValidationFlags::all(), Capabilities::all())
+        .validate(&module)
+        .map_err(|e| located(e.as_inner().to_string(), e.spans().next().map_or(naga::Span::default(), |(s, _)| *s)))?;
+    let entry_index = module.entry_points.iter().position(|e| e.name == entry).ok_or_else(|| Error::Invalid(format!("entry point `{entry}` not found")))?;
+    support::check(&module, &info, entry_index).map_err(|(what, span)| located(format!("the cpu backend does not run {what}"), span))?;
+    let size = module.entry_points[entry_index].workgroup_size;
+    Ok(WgslProgram { module, info, entry: entry_index, size })
+}
+
+impl WgslProgram {
+    /// Words a value of `ty` takes (its memory layout; a bool one word).
+    fn words(&self, ty: Handle<naga::Type>) -> usize {
+        self.words_of(&self.module.types[ty].inner)
+    }
+
+    fn words_of(&self, inner: &TypeInner) -> usize {
+        match *inner {
+            TypeInner::Scalar(_) | TypeInner::Atomic(_) => 1,
+            TypeInner::Vector { size, .. } => size as usize,
+            TypeInner::Array { base, size: ArraySize::Constant(n), stride } => n.get() as usize * self.stride(base, stride),
+            TypeInner::Array { .. } => 0,
+            TypeInner::Struct { span, .. } => span.div_ceil(4) as usize,
+            _ => 0,
+        }
+    }
+
+    /// Words from one array element to the next.
+    fn stride(&self, base: Handle<naga::Type>, stride: u32) -> usize {
+        (stride as usize / 4).max(self.words(base))
+    }
+}
+
+/// The words of each bound buffer, in the order of the module's resource bindings.
+fn bind<'a>(program: &WgslProgram, args: &[UserArg<'_>], guards: &'a mut [Guard<'_>]) -> Result<Vec<(Handle<naga::GlobalVariable>, Words<'a>)>> {
+    let mut out = Vec::new();
+    for (arg, guard) in args.iter().zip(guards.iter_mut()) {
+        let UserArg::Buffer { group, binding, byte_offset, byte_len, .. } = *arg else {
+            return Err(Error::Invalid("a WGSL kernel takes buffers only".into()));
+        };
+        let var = program.module.global_variables.iter().find(|(_, v)| v.binding.as_ref().is_some_and(|b| b.group == group && b.binding == binding)).map(|(h, _)| h);
+        let var = var.ok_or_else(|| Error::Device(format!("internal: no variable at @group({group}) @binding({binding})")))?;
+        let range = (byte_offset / 4) as usize..((byte_offset + byte_len) / 4) as usize;
+        let words = match guard {
+            Guard::Read(g) => Words::Read(&g[range]),
+            // SAFETY: `AtomicU32` has the size and alignment of `u32`, and the guard lends
+            // these words exclusively for the launch: viewing them as atomics is sound.
+            Guard::Write(g) => Words::Write(unsafe { &*(&mut g[range] as *mut [u32] as *const [AtomicU32]) }),
+        };
+        out.push((var, words));
+    }
+    Ok(out)
+}
+
+/// A bound buffer's lock: read-only bindings share, read-write ones are exclusive (the launch
+/// checks refuse a read-write buffer bound twice).
+enum Guard<'a> {
+    Read(std::sync::RwLockReadGuard<'a, Vec<u32>>),
+    Write(std::sync::RwLockWriteGuard<'a, Vec<u32>>),
+}
+
+/// Run `program` over `workgroups` workgroups with `args` bound.
+pub(crate) fn run(program: &WgslProgram, args: &[UserArg<'_>], workgroups: [u32; 3]) -> Result<()> {
+    let count = workgroups.iter().map(|&n| n as usize).product::<usize>();
+    if count == 0 {
+        return Ok(());
+    }
+    let mut guards = Vec::with_capacity(args.len());
+    for arg in args {
+        if let UserArg::Buffer { block, group, binding, .. } = *arg {
+            guards.push(guard(program, (group, binding), block)?);
+        }
+    }
+    let bound = bind(program, args, &mut guards)?;
+    (0..count).into_par_iter().try_for_each(|wg| exec::workgroup(program, &bound, wg, workgroups))
+}
+
+/// The lock of `block` as the binding at (`group`, `binding`) needs it.
+fn guard<'a>(program: &WgslProgram, (group, binding): (u32, u32), block: &'a Arc<Block>) -> Result<Guard<'a>> {
+    let writable = program.module.global_variables.iter().any(|(_, v)| {
+        v.binding.as_ref().is_some_and(|b| b.group == group && b.binding == binding) && matches!(v.space, AddressSpace::Storage { access } if access.contains(naga::StorageAccess::STORE))
+    });
+    Ok(if writable { Guard::Write(crate::hal::cpu::write_guard(block)?) } else { Guard::Read(crate::hal::cpu::read_guard(block)?) })
+}

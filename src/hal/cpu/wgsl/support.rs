@@ -1,0 +1,140 @@
+//! What the executor runs, checked before a kernel does: every expression and statement of
+//! the entry point and the functions it calls, and every type they use. Anything else is
+//! refused with its place in the source.
+
+use naga::{Expression as E, MathFunction as M, Module, Scalar, ScalarKind, Span, Statement as S, TypeInner};
+
+/// What is not supported, and where.
+type Refusal = (String, Span);
+
+/// Check entry point `entry` of `module` and the functions it calls.
+pub(super) fn check(module: &Module, info: &naga::valid::ModuleInfo, entry: usize) -> Result<(), Refusal> {
+    let ep = &module.entry_points[entry];
+    for arg in &ep.function.arguments {
+        check_argument(module, arg)?;
+    }
+    check_function(module, info.get_entry_point(entry), &ep.function)?;
+    for (h, f) in module.functions.iter() {
+        check_function(module, &info[h], f)?;
+    }
+    for (h, var) in module.global_variables.iter() {
+        check_type(module, &module.types[var.ty].inner).map_err(|what| (format!("{what} (variable `{}`)", var.name.as_deref().unwrap_or("?")), module.global_variables.get_span(h)))?;
+    }
+    Ok(())
+}
+
+fn check_argument(module: &Module, arg: &naga::FunctionArgument) -> Result<(), Refusal> {
+    use naga::BuiltIn as B;
+    let ok = |b: &Option<naga::Binding>| matches!(b, Some(naga::Binding::BuiltIn(B::LocalInvocationId | B::GlobalInvocationId | B::WorkGroupId | B::NumWorkGroups | B::LocalInvocationIndex)));
+    let fine = match module.types[arg.ty].inner {
+        TypeInner::Struct { ref members, .. } => members.iter().all(|m| ok(&m.binding)),
+        _ => ok(&arg.binding),
+    };
+    if fine {
+        Ok(())
+    } else {
+        Err((format!("the entry-point argument `{}` (of the built-ins it takes local_invocation_id, global_invocation_id, workgroup_id, num_workgroups and local_invocation_index)", arg.name.as_deref().unwrap_or("?")), Span::default()))
+    }
+}
+
+/// Only 32-bit numbers and bools, vectors, arrays, structs and atomics of them.
+fn check_type(module: &Module, inner: &TypeInner) -> Result<(), String> {
+    let scalar_ok = |s: Scalar| s.kind == ScalarKind::Bool || (s.width == 4 && matches!(s.kind, ScalarKind::Float | ScalarKind::Sint | ScalarKind::Uint));
+    match *inner {
+        TypeInner::Scalar(s) | TypeInner::Vector { scalar: s, .. } | TypeInner::Atomic(s) if scalar_ok(s) => Ok(()),
+        TypeInner::Scalar(s) | TypeInner::Vector { scalar: s, .. } | TypeInner::Atomic(s) => Err(format!("{:?} values of {} bits", s.kind, s.width * 8)),
+        TypeInner::Array { base, size, .. } => match size {
+            naga::ArraySize::Pending(_) => Err("arrays sized by an override".into()),
+            _ => check_type(module, &module.types[base].inner),
+        },
+        TypeInner::Struct { ref members, .. } => {
+            for m in members {
+                if m.offset % 4 != 0 {
+                    return Err("struct members that do not start on a 4-byte boundary".into());
+                }
+                check_type(module, &module.types[m.ty].inner)?;
+            }
+            Ok(())
+        }
+        TypeInner::Pointer { base, .. } => check_type(module, &module.types[base].inner),
+        TypeInner::ValuePointer { scalar, .. } if scalar_ok(scalar) => Ok(()),
+        TypeInner::Matrix { .. } => Err("matrices".into()),
+        _ => Err(format!("values of type {inner:?}")),
+    }
+}
+
+fn check_function(module: &Module, info: &naga::valid::FunctionInfo, f: &naga::Function) -> Result<(), Refusal> {
+    for (h, e) in f.expressions.iter() {
+        let span = f.expressions.get_span(h);
+        check_expression(e).map_err(|what| (what, span))?;
+        check_type(module, info[h].ty.inner_with(&module.types)).map_err(|what| (what, span))?;
+    }
+    for (h, local) in f.local_variables.iter() {
+        check_type(module, &module.types[local.ty].inner).map_err(|what| (what, f.local_variables.get_span(h)))?;
+    }
+    check_block(&f.body)
+}
+
+fn check_expression(e: &E) -> Result<(), String> {
+    match *e {
+        E::Literal(l) => match l {
+            naga::Literal::F32(_) | naga::Literal::I32(_) | naga::Literal::U32(_) | naga::Literal::Bool(_) | naga::Literal::AbstractInt(_) | naga::Literal::AbstractFloat(_) => Ok(()),
+            other => Err(format!("the literal {other:?}")),
+        },
+        E::Math { fun, .. } if !MATH.contains(&fun) => Err(format!("the built-in function {fun:?}")),
+        E::As { convert: Some(w), .. } if w != 4 && w != 1 => Err(format!("conversions to {}-bit values", w * 8)),
+        E::Constant(_)
+        | E::Override(_)
+        | E::ZeroValue(_)
+        | E::Compose { .. }
+        | E::Access { .. }
+        | E::AccessIndex { .. }
+        | E::Splat { .. }
+        | E::Swizzle { .. }
+        | E::FunctionArgument(_)
+        | E::GlobalVariable(_)
+        | E::LocalVariable(_)
+        | E::Load { .. }
+        | E::Unary { .. }
+        | E::Binary { .. }
+        | E::Select { .. }
+        | E::Relational { .. }
+        | E::Math { .. }
+        | E::As { .. }
+        | E::CallResult(_)
+        | E::AtomicResult { .. }
+        | E::WorkGroupUniformLoadResult { .. }
+        | E::ArrayLength(_) => Ok(()),
+        ref other => Err(format!("the expression {}", name_of(other))),
+    }
+}
+
+fn check_block(block: &naga::Block) -> Result<(), Refusal> {
+    for (s, span) in block.span_iter() {
+        let nested: Vec<&naga::Block> = match *s {
+            S::Block(ref b) => vec![b],
+            S::If { ref accept, ref reject, .. } => vec![accept, reject],
+            S::Switch { ref cases, .. } => cases.iter().map(|c| &c.body).collect(),
+            S::Loop { ref body, ref continuing, .. } => vec![body, continuing],
+            S::Emit(_) | S::Break | S::Continue | S::Return { .. } | S::ControlBarrier(_) | S::MemoryBarrier(_) | S::Store { .. } | S::Call { .. } | S::Atomic { .. } | S::WorkGroupUniformLoad { .. } => vec![],
+            ref other => return Err((format!("the statement {}", name_of(other)), *span)),
+        };
+        for b in nested {
+            check_block(b)?;
+        }
+    }
+    Ok(())
+}
+
+/// The variant name of an IR node, as its debug text begins.
+fn name_of(node: &impl std::fmt::Debug) -> String {
+    let text = format!("{node:?}");
+    text.split([' ', '(', '{']).next().unwrap_or("").to_string()
+}
+
+/// The built-in math functions the executor has.
+const MATH: [M; 45] = [
+    M::Abs, M::Min, M::Max, M::Clamp, M::Saturate, M::Cos, M::Cosh, M::Sin, M::Sinh, M::Tan, M::Tanh, M::Acos, M::Asin, M::Atan, M::Atan2, M::Asinh, M::Acosh, M::Atanh,
+    M::Radians, M::Degrees, M::Ceil, M::Floor, M::Round, M::Fract, M::Trunc, M::Exp, M::Exp2, M::Log, M::Log2, M::Pow, M::Dot, M::Length, M::Sign, M::Fma, M::Mix, M::Step,
+    M::Sqrt, M::InverseSqrt, M::CountTrailingZeros, M::CountLeadingZeros, M::CountOneBits, M::ReverseBits, M::Pack2x16float, M::Unpack2x16float, M::Saturate,
+];

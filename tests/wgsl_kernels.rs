@@ -1,0 +1,393 @@
+//! A corpus of WGSL kernels written as a user would, each run on every available device
+//! (the CPU backend through its WGSL executor, and webgpu) with seeded inputs, outputs
+//! poisoned before the launch, and checked against a reference computed here in f64.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod common;
+
+use common::{devices, name, random};
+use unicompute::{Binding, Buffer, Device, Element, Kernel};
+
+/// Run `source`'s `main` on `d` with `buffers` over `groups` workgroups; the read-write
+/// buffer at `out` afterwards.
+fn run<T: Element>(d: &Device, source: &str, bindings: &[Binding<'_>], groups: [u32; 3], out: &Buffer<T>) -> Vec<T> {
+    let k = Kernel::from_wgsl(d, source, "main").unwrap_or_else(|e| panic!("{} on {}: {e}", first_line(source), name(d)));
+    d.queue().launch(&k, bindings, groups).unwrap_or_else(|e| panic!("{} on {}: {e}", first_line(source), name(d)));
+    out.read_blocking().unwrap()
+}
+
+fn first_line(source: &str) -> &str {
+    source.trim_start().lines().next().unwrap_or("")
+}
+
+/// A buffer of `n` words poisoned with a pattern no kernel writes by chance.
+fn poisoned<T: Element + bytemuck::Pod>(d: &Device, n: usize) -> Buffer<T> {
+    let words = vec![0x7fa5_a5a5u32; n];
+    Buffer::from_slice(d, bytemuck::cast_slice::<u32, T>(&words)).unwrap()
+}
+
+fn assert_close(got: &[f32], want: &[f64], tol: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        assert!((f64::from(g) - w).abs() <= tol * (1.0 + w.abs()), "{what}: element {i} is {g}, expected {w}");
+    }
+}
+
+const SAXPY: &str = r#"
+// saxpy with a uniform struct of parameters
+struct Params { a: f32, n: u32 }
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+@group(0) @binding(2) var<uniform> p: Params;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    if (id.x >= p.n) { return; }
+    y[id.x] = p.a * x[id.x] + y[id.x];
+}
+"#;
+
+#[test]
+fn saxpy_with_a_uniform_struct() {
+    for d in devices() {
+        for n in [1usize, 63, 64, 1000, 4099] {
+            let (x, y0) = (random(1, n, -2.0, 2.0), random(2, n, -2.0, 2.0));
+            let (bx, by) = (Buffer::from_slice(d, &x).unwrap(), Buffer::from_slice(d, &y0).unwrap());
+            let p = Buffer::from_slice(d, &[1.5f32.to_bits(), n as u32]).unwrap();
+            let got = run(d, SAXPY, &[Binding::from(&bx), Binding::from(&by), Binding::from(&p)], [(n as u32).div_ceil(64), 1, 1], &by);
+            let want: Vec<f64> = x.iter().zip(&y0).map(|(&x, &y)| 1.5 * f64::from(x) + f64::from(y)).collect();
+            assert_close(&got, &want, 1e-6, &format!("saxpy n={n} on {}", name(d)));
+        }
+    }
+}
+
+const REDUCE: &str = r#"
+// a workgroup tree reduction through workgroup memory and barriers
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> sums: array<f32>;
+var<workgroup> part: array<f32, 128>;
+
+@compute @workgroup_size(128)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+    let i = wid.x * 128u + lid.x;
+    var v = 0.0;
+    if (i < arrayLength(&x)) { v = x[i]; }
+    part[lid.x] = v;
+    workgroupBarrier();
+    for (var s = 64u; s > 0u; s = s / 2u) {
+        if (lid.x < s) { part[lid.x] += part[lid.x + s]; }
+        workgroupBarrier();
+    }
+    if (lid.x == 0u) { sums[wid.x] = part[0]; }
+}
+"#;
+
+#[test]
+fn reduction_in_workgroup_memory() {
+    for d in devices() {
+        let n = 1000;
+        let x = random(3, n, -1.0, 1.0);
+        let bx = Buffer::from_slice(d, &x).unwrap();
+        let groups = n.div_ceil(128);
+        let out = poisoned::<f32>(d, groups);
+        let got = run(d, REDUCE, &[Binding::from(&bx), Binding::from(&out)], [groups as u32, 1, 1], &out);
+        let want: Vec<f64> = x.chunks(128).map(|c| c.iter().map(|&v| f64::from(v)).sum()).collect();
+        assert_close(&got, &want, 1e-5, &format!("reduction on {}", name(d)));
+    }
+}
+
+const HISTOGRAM: &str = r#"
+// a histogram with atomics, in workgroup memory and then in storage
+@group(0) @binding(0) var<storage, read> values: array<u32>;
+@group(0) @binding(1) var<storage, read_write> bins: array<atomic<u32>, 16>;
+var<workgroup> local_bins: array<atomic<u32>, 16>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    if (gid.x < arrayLength(&values)) {
+        atomicAdd(&local_bins[values[gid.x] % 16u], 1u);
+    }
+    workgroupBarrier();
+    if (li < 16u) {
+        let c = atomicLoad(&local_bins[li]);
+        if (c > 0u) { atomicAdd(&bins[li], c); }
+    }
+}
+"#;
+
+#[test]
+fn histogram_with_atomics() {
+    for d in devices() {
+        let n = 5003;
+        let values: Vec<u32> = (0..n).map(|i| (i * 2_654_435_761u64 as usize % 977) as u32).collect();
+        let bv = Buffer::from_slice(d, &values).unwrap();
+        let bins = Buffer::from_slice(d, &[0u32; 16]).unwrap();
+        let got = run(d, HISTOGRAM, &[Binding::from(&bv), Binding::from(&bins)], [(n as u32).div_ceil(64), 1, 1], &bins);
+        let mut want = [0u32; 16];
+        for v in &values {
+            want[(*v % 16) as usize] += 1;
+        }
+        assert_eq!(got, want.to_vec(), "histogram on {}", name(d));
+    }
+}
+
+const DIVERGE: &str = r#"
+// divergent branches, a switch, a loop with continue and break, and an early return
+@group(0) @binding(0) var<storage, read> x: array<i32>;
+@group(0) @binding(1) var<storage, read_write> y: array<i32>;
+
+fn collatz_steps(start: i32) -> i32 {
+    var v = start;
+    var steps = 0;
+    loop {
+        if (v <= 1 || steps >= 200) { break; }
+        steps += 1;
+        if ((v & 1) == 0) { v = v / 2; continue; }
+        v = 3 * v + 1;
+    }
+    return steps;
+}
+
+@compute @workgroup_size(32)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i >= arrayLength(&x)) { return; }
+    let v = x[i];
+    if (v < 0) { y[i] = -1; return; }
+    switch (v % 4) {
+        case 0: { y[i] = collatz_steps(v); }
+        case 1, 2: { y[i] = v * 10; }
+        default: { y[i] = select(7, 8, v > 50); }
+    }
+}
+"#;
+
+fn collatz(start: i32) -> i32 {
+    let (mut v, mut steps) = (start, 0);
+    while v > 1 && steps < 200 {
+        steps += 1;
+        v = if v % 2 == 0 { v / 2 } else { 3 * v + 1 };
+    }
+    steps
+}
+
+#[test]
+fn divergent_branches_switch_loops_and_early_returns() {
+    for d in devices() {
+        let x: Vec<i32> = (0..300).map(|i| (i * 37 % 101) - 20).collect();
+        let bx = Buffer::from_slice(d, &x).unwrap();
+        let out = poisoned::<i32>(d, x.len());
+        let got = run(d, DIVERGE, &[Binding::from(&bx), Binding::from(&out)], [10, 1, 1], &out);
+        let want: Vec<i32> = x
+            .iter()
+            .map(|&v| match v {
+                v if v < 0 => -1,
+                v if v % 4 == 0 => collatz(v),
+                v if v % 4 == 1 || v % 4 == 2 => v * 10,
+                v => if v > 50 { 8 } else { 7 },
+            })
+            .collect();
+        assert_eq!(got, want, "divergence on {}", name(d));
+    }
+}
+
+const INTEGERS: &str = r#"
+// integer edge cases: division and remainder by zero, the most negative number, shifts past
+// the width, wrapping arithmetic, and conversions from float
+@group(0) @binding(0) var<storage, read> a: array<i32>;
+@group(0) @binding(1) var<storage, read> b: array<i32>;
+@group(0) @binding(2) var<storage, read_write> out: array<i32>;
+
+@compute @workgroup_size(8)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i >= arrayLength(&a)) { return; }
+    let x = a[i];
+    let y = b[i];
+    out[i * 6u + 0u] = x / y;
+    out[i * 6u + 1u] = x % y;
+    out[i * 6u + 2u] = x * y + 2147483647;
+    out[i * 6u + 3u] = i32(u32(x) >> u32(y));
+    out[i * 6u + 4u] = x << u32(y);
+    out[i * 6u + 5u] = i32(f32(x) * 1e9);
+}
+"#;
+
+#[test]
+fn integer_edge_cases_follow_wgsl() {
+    for d in devices() {
+        let a = vec![7, -7, i32::MIN, i32::MIN, 5, 123_456, -1, 0];
+        let b = vec![0, 2, -1, 0, 33, 3, 31, 40];
+        let (ba, bb) = (Buffer::from_slice(d, &a).unwrap(), Buffer::from_slice(d, &b).unwrap());
+        let out = poisoned::<i32>(d, a.len() * 6);
+        let got = run(d, INTEGERS, &[Binding::from(&ba), Binding::from(&bb), Binding::from(&out)], [1, 1, 1], &out);
+        let mut want = Vec::new();
+        for (&x, &y) in a.iter().zip(&b) {
+            let div = if y == 0 || (x == i32::MIN && y == -1) { x } else { x / y };
+            let rem = if y == 0 || (x == i32::MIN && y == -1) { 0 } else { x % y };
+            // WGSL clamps a float to [-2^31, 2^31 - 128] (the largest f32 below 2^31) first.
+            let conv = f64::from((f64::from(x as f32) * 1e9) as f32).clamp(-2_147_483_648.0, 2_147_483_520.0) as i32;
+            want.extend([div, rem, x.wrapping_mul(y).wrapping_add(i32::MAX), ((x as u32) >> (y as u32 & 31)) as i32, x << (y as u32 & 31), conv]);
+        }
+        assert_eq!(got, want, "integers on {}", name(d));
+    }
+}
+
+const MATMUL: &str = r#"
+// a tiled matmul: 8x8 tiles of A and B staged in workgroup memory between barriers
+struct Dims { m: u32, n: u32, k: u32 }
+@group(0) @binding(0) var<storage, read> a: array<f32>;
+@group(0) @binding(1) var<storage, read> b: array<f32>;
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;
+@group(0) @binding(3) var<uniform> dims: Dims;
+const T: u32 = 8u;
+var<workgroup> ta: array<array<f32, 8>, 8>;
+var<workgroup> tb: array<array<f32, 8>, 8>;
+
+@compute @workgroup_size(8, 8)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+    let row = wid.y * T + lid.y;
+    let col = wid.x * T + lid.x;
+    var acc = 0.0;
+    for (var t = 0u; t < (dims.k + T - 1u) / T; t++) {
+        let ka = t * T + lid.x;
+        let kb = t * T + lid.y;
+        ta[lid.y][lid.x] = select(0.0, a[row * dims.k + ka], row < dims.m && ka < dims.k);
+        tb[lid.y][lid.x] = select(0.0, b[kb * dims.n + col], kb < dims.k && col < dims.n);
+        workgroupBarrier();
+        for (var i = 0u; i < T; i++) {
+            acc = fma(ta[lid.y][i], tb[i][lid.x], acc);
+        }
+        workgroupBarrier();
+    }
+    if (row < dims.m && col < dims.n) { c[row * dims.n + col] = acc; }
+}
+"#;
+
+#[test]
+fn tiled_matmul_with_workgroup_memory() {
+    for d in devices() {
+        let (m, k, n) = (19, 23, 13);
+        let (a, b) = (random(4, m * k, -1.0, 1.0), random(5, k * n, -1.0, 1.0));
+        let (ba, bb) = (Buffer::from_slice(d, &a).unwrap(), Buffer::from_slice(d, &b).unwrap());
+        let out = poisoned::<f32>(d, m * n);
+        let dims = Buffer::from_slice(d, &[m as u32, n as u32, k as u32, 0]).unwrap();
+        let groups = [(n as u32).div_ceil(8), (m as u32).div_ceil(8), 1];
+        let got = run(d, MATMUL, &[Binding::from(&ba), Binding::from(&bb), Binding::from(&out), Binding::from(&dims)], groups, &out);
+        let want = common::matmul_reference(&a, &b, m, k, n);
+        assert_close(&got, &want, 1e-5, &format!("matmul on {}", name(d)));
+    }
+}
+
+const SCAN: &str = r#"
+// an inclusive prefix sum of each block of 64 (Hillis-Steele, double-buffered in workgroup memory)
+@group(0) @binding(0) var<storage, read> x: array<u32>;
+@group(0) @binding(1) var<storage, read_write> y: array<u32>;
+var<workgroup> buf: array<array<u32, 64>, 2>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let i = wid.x * 64u + li;
+    buf[0][li] = select(0u, x[i], i < arrayLength(&x));
+    workgroupBarrier();
+    var src = 0u;
+    var offset = 1u;
+    while (offset < 64u) {
+        var v = buf[src][li];
+        if (li >= offset) { v += buf[src][li - offset]; }
+        buf[1u - src][li] = v;
+        workgroupBarrier();
+        src = 1u - src;
+        offset *= 2u;
+    }
+    if (i < arrayLength(&y)) { y[i] = buf[src][li]; }
+}
+"#;
+
+#[test]
+fn prefix_scan_per_workgroup() {
+    for d in devices() {
+        let n = 300;
+        let x: Vec<u32> = (0..n).map(|i| (i * 7 % 13) as u32).collect();
+        let bx = Buffer::from_slice(d, &x).unwrap();
+        let out = poisoned::<u32>(d, n);
+        let got = run(d, SCAN, &[Binding::from(&bx), Binding::from(&out)], [(n as u32).div_ceil(64), 1, 1], &out);
+        let want: Vec<u32> = x.chunks(64).flat_map(|c| c.iter().scan(0, |s, &v| { *s += v; Some(*s) }).collect::<Vec<_>>()).collect();
+        assert_eq!(got, want, "scan on {}", name(d));
+    }
+}
+
+const VEC4: &str = r#"
+// vec4 loads and stores, swizzles, dot, length, clamp and mix
+@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> y: array<vec4<f32>>;
+
+fn shade(v: vec4<f32>) -> vec4<f32> {
+    let w = v.wzyx * 2.0 - vec4<f32>(1.0);
+    let s = dot(v.xyz, vec3<f32>(0.5, -0.25, 1.0)) + length(v.xy);
+    return mix(clamp(w, vec4(-1.0), vec4(1.0)), vec4<f32>(s), 0.25);
+}
+
+@compute @workgroup_size(16)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x < arrayLength(&x)) { y[gid.x] = shade(x[gid.x]); }
+}
+"#;
+
+#[test]
+fn vec4_loads_swizzles_and_vector_math() {
+    for d in devices() {
+        let n = 37;
+        let x = random(6, n * 4, -1.5, 1.5);
+        let bx = Buffer::from_slice(d, &x).unwrap();
+        let out = poisoned::<f32>(d, n * 4);
+        let got = run(d, VEC4, &[Binding::from(&bx), Binding::from(&out)], [(n as u32).div_ceil(16), 1, 1], &out);
+        let mut want = Vec::new();
+        for v in x.chunks(4) {
+            let v: Vec<f64> = v.iter().map(|&c| f64::from(c)).collect();
+            let s = v[0] * 0.5 - v[1] * 0.25 + v[2] + (v[0] * v[0] + v[1] * v[1]).sqrt();
+            for c in [v[3], v[2], v[1], v[0]] {
+                let w = (c * 2.0 - 1.0).clamp(-1.0, 1.0);
+                want.push(w + (s - w) * 0.25);
+            }
+        }
+        assert_close(&got, &want, 1e-5, &format!("vec4 on {}", name(d)));
+    }
+}
+
+const ATOMICS: &str = r#"
+// atomicMax, atomicMin and a compare-exchange loop that adds floats through their bits
+@group(0) @binding(0) var<storage, read> x: array<i32>;
+@group(0) @binding(1) var<storage, read_write> out: array<atomic<i32>, 2>;
+@group(0) @binding(2) var<storage, read_write> total: atomic<u32>;
+
+@compute @workgroup_size(32)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x >= arrayLength(&x)) { return; }
+    let v = x[gid.x];
+    atomicMax(&out[0], v);
+    atomicMin(&out[1], v);
+    var old = atomicLoad(&total);
+    loop {
+        let next = bitcast<u32>(bitcast<f32>(old) + f32(v));
+        let r = atomicCompareExchangeWeak(&total, old, next);
+        if (r.exchanged) { break; }
+        old = r.old_value;
+    }
+}
+"#;
+
+#[test]
+fn atomic_min_max_and_compare_exchange() {
+    for d in devices() {
+        let x: Vec<i32> = (0..200).map(|i| (i * 7919 % 1009) - 500).collect();
+        let bx = Buffer::from_slice(d, &x).unwrap();
+        let out = Buffer::from_slice(d, &[i32::MIN, i32::MAX]).unwrap();
+        let total = Buffer::from_slice(d, &[0f32.to_bits()]).unwrap();
+        let got = run(d, ATOMICS, &[Binding::from(&bx), Binding::from(&out), Binding::from(&total)], [7, 1, 1], &out);
+        assert_eq!(got, vec![*x.iter().max().unwrap(), *x.iter().min().unwrap()], "min and max on {}", name(d));
+        let sum = f32::from_bits(total.read_blocking().unwrap()[0]);
+        let want: i32 = x.iter().sum();
+        assert_eq!(sum, want as f32, "the float sum through compare-exchange on {} (small integers add exactly)", name(d));
+    }
+}
