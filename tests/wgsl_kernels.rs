@@ -391,3 +391,342 @@ fn atomic_min_max_and_compare_exchange() {
         assert_eq!(sum, want as f32, "the float sum through compare-exchange on {} (small integers add exactly)", name(d));
     }
 }
+
+const STRUCTS: &str = r#"
+// a storage array of structs with a vec3 member (16-byte alignment), private variables, and a
+// helper function taking and returning a struct
+struct Particle { pos: vec3<f32>, mass: f32 }
+struct Moment { m: f32, mx: f32 }
+@group(0) @binding(0) var<storage, read> ps: array<Particle>;
+@group(0) @binding(1) var<storage, read_write> out: array<vec2<f32>>;
+var<private> scale: f32 = 2.0;
+
+fn moment(p: Particle) -> Moment {
+    return Moment(p.mass, p.mass * p.pos.x * scale);
+}
+
+@compute @workgroup_size(8)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x >= arrayLength(&ps)) { return; }
+    scale = scale + f32(gid.x % 2u);
+    let m = moment(ps[gid.x]);
+    out[gid.x] = vec2<f32>(m.m, m.mx + ps[gid.x].pos.z);
+}
+"#;
+
+#[test]
+fn structs_with_vec3_members_private_variables_and_helpers() {
+    for d in devices() {
+        let n = 11;
+        let raw = random(7, n * 4, -2.0, 2.0);
+        let bp = Buffer::from_slice(d, &raw).unwrap();
+        let out = poisoned::<f32>(d, n * 2);
+        let got = run(d, STRUCTS, &[Binding::from(&bp), Binding::from(&out)], [2, 1, 1], &out);
+        let mut want = Vec::new();
+        for (i, p) in raw.chunks(4).enumerate() {
+            let scale = 2.0 + (i % 2) as f64;
+            let (x, z, mass) = (f64::from(p[0]), f64::from(p[2]), f64::from(p[3]));
+            want.extend([mass, mass * x * scale + z]);
+        }
+        assert_close(&got, &want, 1e-6, &format!("structs on {}", name(d)));
+    }
+}
+
+const IDS: &str = r#"
+// every compute built-in, in a 3-D workgroup over a 3-D grid; a loop ending in `break if`
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+
+@compute @workgroup_size(4, 2, 2)
+fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(local_invocation_id) l: vec3<u32>,
+        @builtin(workgroup_id) w: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+    let flat = (g.z * nw.y * 2u + g.y) * nw.x * 4u + g.x;
+    var digits = 0u;
+    var v = flat + 1u;
+    loop {
+        digits += 1u;
+        v /= 10u;
+        continuing { break if v == 0u; }
+    }
+    out[flat * 4u + 0u] = li;
+    out[flat * 4u + 1u] = (w.z * nw.y + w.y) * nw.x + w.x;
+    out[flat * 4u + 2u] = l.x + 10u * l.y + 100u * l.z;
+    out[flat * 4u + 3u] = digits;
+}
+"#;
+
+#[test]
+fn compute_builtins_in_three_dimensions() {
+    for d in devices() {
+        let grid = [3u32, 2, 2];
+        let total = (grid[0] * 4 * grid[1] * 2 * grid[2] * 2) as usize;
+        let out = poisoned::<u32>(d, total * 4);
+        let got = run(d, IDS, &[Binding::from(&out)], grid, &out);
+        let mut want = vec![0u32; total * 4];
+        for gz in 0..grid[2] * 2 {
+            for gy in 0..grid[1] * 2 {
+                for gx in 0..grid[0] * 4 {
+                    let flat = ((gz * grid[1] * 2 + gy) * grid[0] * 4 + gx) as usize;
+                    let (l, w) = ([gx % 4, gy % 2, gz % 2], [gx / 4, gy / 2, gz / 2]);
+                    want[flat * 4..flat * 4 + 4].copy_from_slice(&[l[0] + 4 * l[1] + 8 * l[2], (w[2] * grid[1] + w[1]) * grid[0] + w[0], l[0] + 10 * l[1] + 100 * l[2], (flat + 1).to_string().len() as u32]);
+                }
+            }
+        }
+        assert_eq!(got, want, "built-ins on {}", name(d));
+    }
+}
+
+const MATH: &str = r#"
+// the math built-ins, each applied to one input
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+
+@compute @workgroup_size(16)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i >= arrayLength(&x)) { return; }
+    let v = x[i];
+    let a = abs(v) + 0.25;
+    let r = array<f32, 14>(exp(v), log(a), sin(v), cos(v), tanh(v), pow(a, 1.5), sqrt(a), inverseSqrt(a),
+                           floor(v), ceil(v), round(v * 3.0), fract(v), sign(v) * step(0.0, v), atan2(v, a));
+    for (var k = 0u; k < 14u; k++) { y[i * 14u + k] = r[k]; }
+}
+"#;
+
+#[test]
+fn math_builtins_match_f64() {
+    for d in devices() {
+        let x = random(8, 40, -3.0, 3.0);
+        let bx = Buffer::from_slice(d, &x).unwrap();
+        let out = poisoned::<f32>(d, x.len() * 14);
+        let got = run(d, MATH, &[Binding::from(&bx), Binding::from(&out)], [3, 1, 1], &out);
+        let mut want = Vec::new();
+        for &v in &x {
+            let v = f64::from(v);
+            let a = v.abs() + 0.25;
+            let round = { let t = (v as f32 * 3.0) as f64; let r = t.round(); if (t - t.trunc()).abs() == 0.5 { 2.0 * (t / 2.0).round() } else { r } };
+            let sign = if v > 0.0 { 1.0 } else if v < 0.0 { -1.0 } else { 0.0 };
+            let step = if v >= 0.0 { 1.0 } else { 0.0 };
+            want.extend([v.exp(), a.ln(), v.sin(), v.cos(), v.tanh(), a.powf(1.5), a.sqrt(), 1.0 / a.sqrt(), v.floor(), v.ceil(), round, v - v.floor(), sign * step, v.atan2(a)]);
+        }
+        assert_close(&got, &want, 2e-5, &format!("math on {}", name(d)));
+    }
+}
+
+const BITS: &str = r#"
+// bit operations on u32 and vector bools: counts, reversal, shifts, select, all and any
+@group(0) @binding(0) var<storage, read> x: array<u32>;
+@group(0) @binding(1) var<storage, read_write> y: array<u32>;
+
+@compute @workgroup_size(8)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i >= arrayLength(&x)) { return; }
+    let v = x[i];
+    let flags = vec4<bool>(v > 100u, (v & 1u) == 1u, v == 0u, v >= 0u);
+    y[i * 7u + 0u] = countOneBits(v);
+    y[i * 7u + 1u] = reverseBits(v);
+    y[i * 7u + 2u] = countLeadingZeros(v);
+    y[i * 7u + 3u] = countTrailingZeros(v);
+    y[i * 7u + 4u] = (v << 3u) ^ (v >> 5u) | (v & 0xffu);
+    y[i * 7u + 5u] = dot(select(vec4<u32>(0u), vec4<u32>(1u, 2u, 4u, 8u), flags), vec4<u32>(1u));
+    y[i * 7u + 6u] = u32(all(flags.xw)) * 2u + u32(any(flags.xyz));
+}
+"#;
+
+#[test]
+fn bit_operations_and_vector_bools() {
+    for d in devices() {
+        let x: Vec<u32> = vec![0, 1, 2, 7, 100, 101, 0x8000_0000, 0xffff_ffff, 12_345_678, 255, 256];
+        let bx = Buffer::from_slice(d, &x).unwrap();
+        let out = poisoned::<u32>(d, x.len() * 7);
+        let got = run(d, BITS, &[Binding::from(&bx), Binding::from(&out)], [2, 1, 1], &out);
+        let mut want = Vec::new();
+        for &v in &x {
+            let flags = [v > 100, v & 1 == 1, v == 0, true];
+            let mask: u32 = flags.iter().zip([1, 2, 4, 8]).map(|(&f, b)| if f { b } else { 0 }).sum();
+            want.extend([v.count_ones(), v.reverse_bits(), v.leading_zeros(), v.trailing_zeros(), (v << 3) ^ (v >> 5) | (v & 0xff), mask, u32::from(flags[0] && flags[3]) * 2 + u32::from(flags[..3].iter().any(|&f| f))]);
+        }
+        assert_eq!(got, want, "bits on {}", name(d));
+    }
+}
+
+const UNIFORM_LOAD: &str = r#"
+// workgroupUniformLoad of a value one invocation computed, and an override with a default
+override FACTOR: u32 = 3u;
+@group(0) @binding(0) var<storage, read> x: array<u32>;
+@group(0) @binding(1) var<storage, read_write> y: array<u32>;
+var<workgroup> biggest: u32;
+
+@compute @workgroup_size(32)
+fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let i = wid.x * 32u + li;
+    if (li == 0u) {
+        var m = 0u;
+        for (var k = 0u; k < 32u; k++) { m = max(m, x[wid.x * 32u + k]); }
+        biggest = m;
+    }
+    let b = workgroupUniformLoad(&biggest);
+    y[i] = b * FACTOR - x[i];
+}
+"#;
+
+#[test]
+fn workgroup_uniform_load_and_override_defaults() {
+    for d in devices() {
+        let x: Vec<u32> = (0..96).map(|i| (i * 37 % 53) as u32).collect();
+        let bx = Buffer::from_slice(d, &x).unwrap();
+        let out = poisoned::<u32>(d, x.len());
+        let got = run(d, UNIFORM_LOAD, &[Binding::from(&bx), Binding::from(&out)], [3, 1, 1], &out);
+        let want: Vec<u32> = x.chunks(32).flat_map(|c| { let m = *c.iter().max().unwrap(); c.iter().map(move |&v| m * 3 - v) }).collect();
+        assert_eq!(got, want, "uniform load on {}", name(d));
+    }
+}
+
+const LOCAL_ARRAY: &str = r#"
+// an array in function memory indexed at run time (a per-invocation insertion sort), nested
+// loops with continue, and a switch inside a loop
+@group(0) @binding(0) var<storage, read> x: array<i32>;
+@group(0) @binding(1) var<storage, read_write> y: array<i32>;
+
+@compute @workgroup_size(4)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let base = gid.x * 8u;
+    if (base >= arrayLength(&x)) { return; }
+    var v: array<i32, 8>;
+    for (var k = 0u; k < 8u; k++) { v[k] = x[base + k]; }
+    for (var k = 1u; k < 8u; k++) {
+        var j = k;
+        loop {
+            if (j == 0u || v[j - 1u] <= v[j]) { break; }
+            let t = v[j]; v[j] = v[j - 1u]; v[j - 1u] = t;
+            j -= 1u;
+        }
+    }
+    var evens = 0;
+    for (var k = 0u; k < 8u; k++) {
+        switch (v[k] & 1) {
+            case 0: { evens += 1; continue; }
+            default: {}
+        }
+        v[k] = v[k] * 10;
+    }
+    for (var k = 0u; k < 8u; k++) { y[base + k] = v[k]; }
+    y[arrayLength(&x) + gid.x] = evens;
+}
+"#;
+
+#[test]
+fn function_arrays_nested_loops_and_switch_in_loops() {
+    for d in devices() {
+        let groups = 5;
+        let x: Vec<i32> = (0..groups * 8).map(|i| ((i * 7919) % 97) as i32 - 48).collect();
+        let bx = Buffer::from_slice(d, &x).unwrap();
+        let out = poisoned::<i32>(d, x.len() + groups);
+        let got = run(d, LOCAL_ARRAY, &[Binding::from(&bx), Binding::from(&out)], [2, 1, 1], &out);
+        let mut want = Vec::new();
+        let mut evens = Vec::new();
+        for c in x.chunks(8) {
+            let mut v = c.to_vec();
+            v.sort();
+            evens.push(v.iter().filter(|&&e| e & 1 == 0).count() as i32);
+            want.extend(v.iter().map(|&e| if e & 1 == 0 { e } else { e * 10 }));
+        }
+        want.extend(evens);
+        assert_eq!(got, want, "local arrays on {}", name(d));
+    }
+}
+
+const HALVES: &str = r#"
+// pack2x16float and unpack2x16float
+@group(0) @binding(0) var<storage, read> x: array<vec2<f32>>;
+@group(0) @binding(1) var<storage, read_write> packed: array<u32>;
+@group(0) @binding(2) var<storage, read_write> back: array<vec2<f32>>;
+
+@compute @workgroup_size(8)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x >= arrayLength(&x)) { return; }
+    let p = pack2x16float(x[gid.x]);
+    packed[gid.x] = p;
+    back[gid.x] = unpack2x16float(p);
+}
+"#;
+
+#[test]
+fn halves_pack_and_unpack_like_f16() {
+    use unicompute::f16;
+    for d in devices() {
+        let x = random(9, 26, -70_000.0, 70_000.0);
+        let bx = Buffer::from_slice(d, &x).unwrap();
+        let (packed, back) = (poisoned::<u32>(d, 13), poisoned::<f32>(d, 26));
+        let got = run(d, HALVES, &[Binding::from(&bx), Binding::from(&packed), Binding::from(&back)], [2, 1, 1], &packed);
+        // In range, rounding is to nearest even; past f16's range WebGPU leaves the result
+        // unspecified, so only the in-range halves are compared.
+        for (i, pair) in x.chunks(2).enumerate() {
+            for (h, &v) in pair.iter().enumerate() {
+                if v.abs() < 65_504.0 {
+                    let bits = (got[i] >> (16 * h)) as u16;
+                    assert_eq!(bits, f16::from_f32(v).to_bits(), "pack of {v} on {}", name(d));
+                }
+            }
+        }
+        let unpacked = back.read_blocking().unwrap();
+        for (i, &v) in x.iter().enumerate() {
+            if v.abs() < 65_504.0 {
+                assert_eq!(unpacked[i], f16::from_f32(v).to_f32(), "unpack of {v} on {}", name(d));
+            }
+        }
+    }
+}
+
+const OUT_OF_BOUNDS: &str = r#"
+// out-of-bounds reads and writes: WebGPU clamps them or drops them, never outside the buffer
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+@group(0) @binding(2) var<storage, read_write> z: array<f32>;
+
+@compute @workgroup_size(4)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    y[i] = x[i] + x[i + 1000000u] * 0.0;
+    y[i + 77777u] = 5.0;
+    z[i] = f32(arrayLength(&y));
+}
+"#;
+
+#[test]
+fn out_of_bounds_accesses_stay_inside_their_buffers() {
+    for d in devices() {
+        let x = random(10, 8, 1.0, 2.0);
+        let bx = Buffer::from_slice(d, &x).unwrap();
+        let (y, z) = (poisoned::<f32>(d, 8), poisoned::<f32>(d, 8));
+        let got = run(d, OUT_OF_BOUNDS, &[Binding::from(&bx), Binding::from(&y), Binding::from(&z)], [2, 1, 1], &y);
+        // Element 7 may take a clamped write of 5.0; the others hold x.
+        assert_eq!(&got[..7], &x[..7], "in-range results on {}", name(d));
+        assert!(got[7] == x[7] || got[7] == 5.0, "the last element on {}: {}", name(d), got[7]);
+        assert_eq!(z.read_blocking().unwrap(), vec![8.0; 8], "arrayLength on {}", name(d));
+    }
+}
+
+#[test]
+fn f16_kernels_run_where_the_device_has_f16_and_are_refused_with_their_line_elsewhere() {
+    let source = "enable f16;\n@group(0) @binding(0) var<storage, read_write> y: array<f32>;\n\n@compute @workgroup_size(1)\nfn main() {\n    let h = f16(1.5);\n    y[0] = f32(h * h);\n}\n";
+    for d in devices() {
+        match Kernel::from_wgsl(d, source, "main") {
+            Ok(k) => {
+                let y = poisoned::<f32>(d, 1);
+                d.queue().launch(&k, &[Binding::from(&y)], [1, 1, 1]).unwrap();
+                assert_eq!(y.read_blocking().unwrap(), vec![2.25], "f16 on {}", name(d));
+            }
+            Err(e) => {
+                assert!(!d.info().features.f16, "{} has f16 but refused the kernel: {e}", name(d));
+                if d.backend() == unicompute::BackendKind::Cpu {
+                    // The executor names the construct and where it is.
+                    assert!(e.code() == "SHADER" && e.to_string().contains("at 6:") && e.to_string().contains("F16"), "{e}");
+                } else {
+                    assert!(matches!(e.code(), "SHADER" | "UNSUPPORTED" | "DEVICE"), "{e}");
+                }
+            }
+        }
+    }
+}

@@ -43,9 +43,8 @@ impl Exec<'_, '_, '_> {
         if frame.values[h.index()].is_some() {
             return Ok(());
         }
-        for o in operands(&frame.function.expressions[h]) {
-            self.ensure(frame, o)?;
-        }
+        let function = frame.function;
+        for_operands(&function.expressions[h], |o| self.ensure(frame, o))?;
         let value = self.compute(frame, h)?;
         frame.values[h.index()] = Some(value);
         Ok(())
@@ -184,22 +183,27 @@ impl Exec<'_, '_, '_> {
     }
 }
 
-/// The expressions `e` reads (of the kinds the executor runs).
-fn operands(e: &E) -> Vec<Handle<E>> {
+/// `f` on each expression `e` reads (of the kinds the executor runs).
+fn for_operands(e: &E, mut f: impl FnMut(Handle<E>) -> Result<()>) -> Result<()> {
+    let mut two = |a: Handle<E>, b: Option<Handle<E>>| -> Result<()> {
+        f(a)?;
+        b.map_or(Ok(()), &mut f)
+    };
     match *e {
-        E::Compose { ref components, .. } => components.clone(),
-        E::Access { base, index } => vec![base, index],
-        E::AccessIndex { base, .. } => vec![base],
-        E::Splat { value, .. } => vec![value],
-        E::Swizzle { vector, .. } => vec![vector],
-        E::Load { pointer } => vec![pointer],
-        E::Unary { expr, .. } | E::As { expr, .. } => vec![expr],
-        E::Binary { left, right, .. } => vec![left, right],
-        E::Select { condition, accept, reject } => vec![condition, accept, reject],
-        E::Relational { argument, .. } => vec![argument],
-        E::Math { arg, arg1, arg2, arg3, .. } => [Some(arg), arg1, arg2, arg3].into_iter().flatten().collect(),
-        E::ArrayLength(a) => vec![a],
-        _ => Vec::new(),
+        E::Compose { ref components, .. } => components.iter().try_for_each(|&c| two(c, None)),
+        E::Access { base, index } => two(base, Some(index)),
+        E::AccessIndex { base: x, .. } | E::Splat { value: x, .. } | E::Swizzle { vector: x, .. } | E::Load { pointer: x } => two(x, None),
+        E::Unary { expr: x, .. } | E::As { expr: x, .. } | E::Relational { argument: x, .. } | E::ArrayLength(x) => two(x, None),
+        E::Binary { left, right, .. } => two(left, Some(right)),
+        E::Select { condition, accept, reject } => {
+            two(condition, Some(accept))?;
+            two(reject, None)
+        }
+        E::Math { arg, arg1, arg2, arg3, .. } => {
+            two(arg, arg1)?;
+            arg2.map_or(Ok(()), |a| two(a, arg3))
+        }
+        _ => Ok(()),
     }
 }
 

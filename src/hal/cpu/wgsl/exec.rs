@@ -94,17 +94,18 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
         let lanes = sx * sy * sz;
         let [nx, ny, _] = workgroups.map(|n| n as usize);
         let wg = [index % nx, index / nx % ny, index / (nx * ny)].map(|n| n as u32);
-        let local = |l: usize| [l % sx, l / sx % sy, l / (sx * sy)].map(|n| n as u32);
-        let per_lane = |f: &dyn Fn(usize) -> Vec<u32>| {
-            let words: Vec<u32> = (0..lanes).flat_map(f).collect();
-            Lanes { width: words.len() / lanes.max(1), words }
-        };
+        let (mut local, mut global) = (Vec::with_capacity(lanes * 3), Vec::with_capacity(lanes * 3));
+        for l in 0..lanes {
+            let id = [l % sx, l / sx % sy, l / (sx * sy)].map(|n| n as u32);
+            local.extend(id);
+            global.extend((0..3).map(|d| wg[d] * prog.size[d] + id[d]));
+        }
         let builtins = [
-            per_lane(&|l| local(l).to_vec()),
-            per_lane(&|l| (0..3).map(|d| wg[d] * prog.size[d] + local(l)[d]).collect()),
-            per_lane(&|_| wg.to_vec()),
-            per_lane(&|_| workgroups.to_vec()),
-            per_lane(&|l| vec![l as u32]),
+            Lanes { width: 3, words: local },
+            Lanes { width: 3, words: global },
+            Lanes::splat(lanes, &wg),
+            Lanes::splat(lanes, &workgroups),
+            Lanes { width: 1, words: (0..lanes as u32).collect() },
         ];
         let mut exec = Exec { prog, lanes, bound, workgroup: Vec::new(), private: Vec::new(), slots: Vec::new(), builtins };
         exec.allocate()?;
@@ -233,8 +234,13 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
             S::Return { value } => self.ret(frame, value, mask)?,
             S::ControlBarrier(_) | S::MemoryBarrier(_) => {}
             S::Store { pointer, value } => {
-                let (ptr, v) = (frame.ptr(pointer)?.clone(), frame.lanes(value)?.clone());
-                self.memories(frame).store(&ptr, &v, mask);
+                // The value is taken out of the frame for the store (no copy), then put back.
+                let v = frame.values[value.index()].take().ok_or_else(|| internal("stored an expression before evaluating it"))?;
+                let ptr = frame.ptr(pointer)?.clone();
+                if let Value::Lanes(ref lanes) = v {
+                    self.memories(frame).store(&ptr, lanes, mask);
+                }
+                frame.values[value.index()] = Some(v);
             }
             S::Call { function, ref arguments, result } => self.call_statement(frame, function, arguments, result, mask)?,
             S::Atomic { pointer, ref fun, value, result } => self.atomic(frame, pointer, fun, value, result, mask)?,

@@ -94,6 +94,17 @@ impl Memories<'_, '_> {
     /// `width` words at `ptr` for every lane.
     pub fn load(&self, ptr: &Ptr, width: usize) -> Lanes {
         let mut out = Lanes::zeros(ptr.offsets.len(), width);
+        if let Space::Binding(b) = ptr.space {
+            // The common case, one match for all lanes.
+            let words = &self.bound[b].1;
+            let last = words.len().saturating_sub(1);
+            for (o, &off) in out.words.chunks_mut(width.max(1)).zip(&ptr.offsets) {
+                for (c, o) in o.iter_mut().enumerate() {
+                    *o = if words.len() == 0 { 0 } else { words.get((off as usize + c).min(last)) };
+                }
+            }
+            return out;
+        }
         for (l, &off) in ptr.offsets.iter().enumerate() {
             for (c, o) in out.lane_mut(l).iter_mut().enumerate() {
                 *o = self.word(ptr.space, l, off + c as u32);
