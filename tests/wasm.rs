@@ -409,3 +409,32 @@ async fn reads_copy_once_from_where_the_bytes_lie() {
         assert_eq!(fine.to_vec(), [7, -8, 9]);
     }
 }
+
+/// A WGSL kernel with workgroup memory and a barrier: each workgroup of 8 reverses its block.
+const REVERSE: &str = r#"
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+var<workgroup> block: array<f32, 8>;
+
+@compute @workgroup_size(8)
+fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) w: vec3<u32>) {
+    block[li] = x[w.x * 8u + li] * 2.0;
+    workgroupBarrier();
+    y[w.x * 8u + li] = block[7u - li];
+}
+"#;
+
+/// A user kernel runs on every device of the page, the CPU backend inside the wasm too (its
+/// WGSL executor: what a browser without WebGPU falls back to).
+#[wasm_bindgen_test]
+async fn a_wgsl_kernel_runs_on_every_device_in_the_page() {
+    use unicompute::{Binding, Buffer, Kernel};
+    let x = inputs(7, 24);
+    let want: Vec<f32> = x.chunks(8).flat_map(|c| c.iter().rev().map(|v| v * 2.0).collect::<Vec<_>>()).collect();
+    for d in devices().await {
+        let k = Kernel::from_wgsl(&d, REVERSE, "main").expect("compiles");
+        let (bx, by) = (Buffer::from_slice(&d, &x).unwrap(), Buffer::from_slice(&d, &[-7.0f32; 24]).unwrap());
+        d.queue().launch(&k, &[Binding::from(&bx), Binding::from(&by)], [3, 1, 1]).unwrap();
+        assert_eq!(by.read().await.unwrap(), want, "on {}", d.info().name);
+    }
+}
