@@ -730,3 +730,107 @@ fn f16_kernels_run_where_the_device_has_f16_and_are_refused_with_their_line_else
         }
     }
 }
+
+const SOFTMAX: &str = r#"
+// a row softmax: one workgroup per row, maximum and sum reduced through workgroup memory
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+@group(0) @binding(2) var<uniform> cols: vec4<u32>;
+var<workgroup> red: array<f32, 32>;
+
+fn reduce(v: f32, li: u32, is_max: bool) -> f32 {
+    red[li] = v;
+    workgroupBarrier();
+    for (var s = 16u; s > 0u; s >>= 1u) {
+        if (li < s) {
+            if (is_max) { red[li] = max(red[li], red[li + s]); } else { red[li] = red[li] + red[li + s]; }
+        }
+        workgroupBarrier();
+    }
+    let r = red[0];
+    workgroupBarrier();
+    return r;
+}
+
+@compute @workgroup_size(32)
+fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) w: vec3<u32>) {
+    let n = cols.x;
+    let row = w.x * n;
+    var m = -3.4e38;
+    for (var j = li; j < n; j += 32u) { m = max(m, x[row + j]); }
+    m = reduce(m, li, true);
+    var s = 0.0;
+    for (var j = li; j < n; j += 32u) { s += exp(x[row + j] - m); }
+    s = reduce(s, li, false);
+    for (var j = li; j < n; j += 32u) { y[row + j] = exp(x[row + j] - m) / s; }
+}
+"#;
+
+#[test]
+fn row_softmax_with_helper_reductions() {
+    for d in devices() {
+        let (rows, cols) = (5, 77);
+        let x = random(11, rows * cols, -8.0, 8.0);
+        let bx = Buffer::from_slice(d, &x).unwrap();
+        let out = poisoned::<f32>(d, rows * cols);
+        let c = Buffer::from_slice(d, &[cols as u32, 0, 0, 0]).unwrap();
+        let got = run(d, SOFTMAX, &[Binding::from(&bx), Binding::from(&out), Binding::from(&c)], [rows as u32, 1, 1], &out);
+        let mut want = Vec::new();
+        for row in x.chunks(cols) {
+            let m = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(f64::from(v)));
+            let s: f64 = row.iter().map(|&v| (f64::from(v) - m).exp()).sum();
+            want.extend(row.iter().map(|&v| (f64::from(v) - m).exp() / s));
+        }
+        assert_close(&got, &want, 1e-5, &format!("softmax on {}", name(d)));
+    }
+}
+
+const STENCIL: &str = r#"
+// a 3x3 box blur of an image with clamped borders, 2-D workgroups over a 2-D grid
+struct Size { w: i32, h: i32 }
+@group(0) @binding(0) var<storage, read> img: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<uniform> size: Size;
+
+@compute @workgroup_size(8, 4)
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    let x = i32(g.x);
+    let y = i32(g.y);
+    if (x >= size.w || y >= size.h) { return; }
+    var acc = 0.0;
+    for (var dy = -1; dy <= 1; dy++) {
+        for (var dx = -1; dx <= 1; dx++) {
+            let sx = clamp(x + dx, 0, size.w - 1);
+            let sy = clamp(y + dy, 0, size.h - 1);
+            acc += img[sy * size.w + sx];
+        }
+    }
+    out[y * size.w + x] = acc / 9.0;
+}
+"#;
+
+#[test]
+fn stencil_with_clamped_borders_on_a_2d_grid() {
+    for d in devices() {
+        let (w, h) = (13usize, 7usize);
+        let img = random(12, w * h, 0.0, 1.0);
+        let bi = Buffer::from_slice(d, &img).unwrap();
+        let out = poisoned::<f32>(d, w * h);
+        let size = Buffer::from_slice(d, &[w as i32, h as i32]).unwrap();
+        let got = run(d, STENCIL, &[Binding::from(&bi), Binding::from(&out), Binding::from(&size)], [(w as u32).div_ceil(8), (h as u32).div_ceil(4), 1], &out);
+        let mut want = Vec::new();
+        for y in 0..h as i64 {
+            for x in 0..w as i64 {
+                let mut acc = 0.0;
+                for dy in -1..=1 {
+                    for dx in -1..=1 {
+                        let (sx, sy) = ((x + dx).clamp(0, w as i64 - 1) as usize, (y + dy).clamp(0, h as i64 - 1) as usize);
+                        acc += f64::from(img[sy * w + sx]);
+                    }
+                }
+                want.push(acc / 9.0);
+            }
+        }
+        assert_close(&got, &want, 1e-6, &format!("stencil on {}", name(d)));
+    }
+}
