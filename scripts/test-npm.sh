@@ -13,12 +13,15 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 "$repo/scripts/build-npm.sh"
 
-# The size budget: each wasm at most 700 kB (700,000 bytes) gzipped.
-for wasm in npm/pkg/unicompute_bg.wasm npm/pkg-threads/unicompute_bg.wasm; do
-    size=$(gzip -9 -c "$repo/$wasm" | wc -c)
-    echo "$wasm: $size bytes gzipped (budget 700000)"
-    if [ "$size" -gt 700000 ]; then
-        echo "$wasm is over the size budget" >&2
+# The size budget: the package's wasm at most 700 kB (700,000 bytes) gzipped; the threads
+# build, which only cross-origin-isolated pages load, also carries rayon's thread pool and a
+# std built for threads, and is held to 740 kB.
+for budget in "npm/pkg/unicompute_bg.wasm 700000" "npm/pkg-threads/unicompute_bg.wasm 740000"; do
+    set -- $budget
+    size=$(gzip -9 -c "$repo/$1" | wc -c)
+    echo "$1: $size bytes gzipped (budget $2)"
+    if [ "$size" -gt "$2" ]; then
+        echo "$1 is over its size budget" >&2
         exit 1
     fi
 done
