@@ -18,7 +18,8 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
 }
 "#;
 
-const MATMUL: &str = include_str!("wgsl_matmul.wgsl");
+/// The tiled matmul of the WGSL corpus (tests/wgsl_kernels.rs).
+const MATMUL: &str = include_str!("../tests/wgsl/tiled_matmul.wgsl");
 
 /// Median seconds of `f` over 9 runs after 2 warm-ups.
 fn median(mut f: impl FnMut() -> unicompute::Result<()>) -> unicompute::Result<f64> {
