@@ -124,6 +124,7 @@ pub fn still_works(d: &Device) {
 }
 
 /// `r` is an error with `code` whose message mentions every needle, and the device still works.
+#[track_caller]
 pub fn expect_err<T: std::fmt::Debug>(r: unicompute::Result<T>, code: &str, needles: &[&str], d: &Device) {
     let e = r.expect_err("expected an error");
     assert_eq!(e.code(), code, "{e}");

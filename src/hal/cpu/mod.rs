@@ -69,9 +69,11 @@ pub(crate) fn info() -> DeviceInfo {
             max_buffer_size: max_buffer,
             max_storage_binding_size: max_buffer,
             max_uniform_binding_size: max_buffer,
-            max_workgroup_size: [u32::MAX; 3],
-            max_invocations_per_workgroup: u32::MAX,
-            max_workgroups: [u32::MAX; 3],
+            // WGSL kernels run a workgroup's invocations together, one value per invocation
+            // for each expression: the limits of a large GPU keep that memory bounded.
+            max_workgroup_size: [1024, 1024, 64],
+            max_invocations_per_workgroup: 1024,
+            max_workgroups: [65_535; 3],
             max_workgroup_storage_size: u32::MAX,
             max_storage_buffers_per_kernel: u32::MAX,
             storage_offset_alignment: 4,
