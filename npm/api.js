@@ -77,6 +77,13 @@ function patch({ BindingList, Device, Queue, Tensor, TensorArgs }) {
       return reduceBy(this, op, options);
     };
   }
+  for (const [name, min] of [['argmax', false], ['argmin', true]]) {
+    /** The index of the extreme along `{ axis, keepDims, last }`. */
+    Tensor.prototype[name] = function argMethod(options) {
+      if (options !== undefined && (options === null || typeof options !== 'object')) throw invalid(`${name}: options are ${options === null ? 'null' : typeof options}: expected { axis, keepDims, last }`);
+      return argBy(this, min, options);
+    };
+  }
   /** The f16 elements as a `Float16Array`, where the runtime has that type. */
   Tensor.prototype.readFloat16 = async function readFloat16() {
     if (typeof globalThis.Float16Array !== 'function') throw Object.assign(new Error('readFloat16: this runtime has no Float16Array: use read16() for the bits as a Uint16Array'), { code: 'UNSUPPORTED' });
@@ -128,7 +135,7 @@ function patch({ BindingList, Device, Queue, Tensor, TensorArgs }) {
 /** The unary ops that become methods of their own (`x.exp()`), by method name. */
 const UNARY_METHODS = { neg: 'neg', abs: 'abs', exp: 'exp', log: 'log', sqrt: 'sqrt', rsqrt: 'rsqrt', sin: 'sin', cos: 'cos', tanh: 'tanh', sigmoid: 'sigmoid', gelu: 'gelu', geluTanh: 'gelu_tanh', silu: 'silu', erf: 'erf' };
 /** The reductions that become methods taking `{ axis, keepDims }`. */
-const REDUCE_METHODS = ['sum', 'mean', 'max', 'min', 'argmax'];
+const REDUCE_METHODS = ['sum', 'mean', 'max', 'min'];
 
 /** An `INVALID` error saying what was wrong and what was expected. */
 const invalid = (message) => Object.assign(new Error(message), { code: 'INVALID' });
@@ -143,6 +150,28 @@ function reduceBy(t, op, { axis, keepDims = false } = {}) {
   if (axes.length === 1 && !keepDims && axis !== undefined) return t.reduce(op, axes[0]);
   if (axis === undefined && !keepDims) return t.reduce(op);
   return t.reduceAxes(op, axes, keepDims);
+}
+
+/**
+ * `argmax` (or, `min`, `argmin`) of `t` along `axis` (one axis; by default every axis, the
+ * tensor flattened first, as numpy does), the first of equal elements or with `last` the last;
+ * `keepDims` keeps the axis with extent 1.
+ */
+function argBy(t, min, { axis, keepDims = false, last = false } = {}) {
+  const name = min ? 'argmin' : 'argmax';
+  if (Array.isArray(axis)) throw invalid(`${name}: axis is an array: expected one axis (a number), or none for every axis`);
+  if (typeof keepDims !== 'boolean' || typeof last !== 'boolean') throw invalid(`${name}: keepDims and last must be booleans`);
+  if (axis === undefined) {
+    const flat = t.reshape([t.shape.reduce((a, b) => a * b, 1)]);
+    const index = flat.argReduce(0, min, last);
+    flat.free();
+    return keepDims ? index.reshape(Array.from(t.shape, () => 1)) : index;
+  }
+  const index = t.argReduce(axis, min, last);
+  if (!keepDims) return index;
+  const shape = Array.from(t.shape);
+  shape[axis] = 1;
+  return index.reshape(shape);
 }
 
 /** The tensors a scope keeps: `value` itself, or those inside arrays and plain objects. */

@@ -32,6 +32,12 @@ export interface ReduceOptions {
   axis?: number | number[];
   keepDims?: boolean;
 }
+/** Where `argmax` and `argmin` look (one axis; every axis, flattened, by default), and which of equal elements they name. */
+export interface ArgOptions {
+  axis?: number;
+  keepDims?: boolean;
+  last?: boolean;
+}
 /** A size for both spatial axes, or `[rows, columns]`. */
 export type Pair = number | [number, number];
 
@@ -89,8 +95,12 @@ declare module './pkg/unicompute.js' {
     max(options?: ReduceOptions): Tensor;
     /** The minimum (as `sum`). */
     min(options?: ReduceOptions): Tensor;
-    /** The position of the first maximum (as `sum`; u32). */
-    argmax(options?: ReduceOptions): Tensor;
+    /** The position (u32) of the first maximum along `axis` (every axis, flattened, by default); `last` takes the last of equal ones. */
+    argmax(options?: ArgOptions): Tensor;
+    /** The position (u32) of the first minimum (as `argmax`). */
+    argmin(options?: ArgOptions): Tensor;
+    /** The cumulative sum along `axis`; `exclusive` leaves each element out of its own sum, `reverse` sums from the end (ONNX's CumSum). */
+    cumsum(axis: number, options?: { exclusive?: boolean; reverse?: boolean }): Tensor;
     /** An f16 tensor's elements as a `Float16Array` (runtimes that have the type; else `UNSUPPORTED`: use `read16()`). */
     readFloat16(): Promise<{ readonly length: number; readonly BYTES_PER_ELEMENT: 2; [index: number]: number }>;
     /** Free the wasm memory now (again: nothing); `using` does it at the end of the block. */

@@ -799,6 +799,74 @@ fn cumsum_along_each_axis() {
     }
 }
 
+#[test]
+fn cumsum_exclusive_and_reverse_follow_onnx() {
+    use unicompute::ops::CumsumOptions;
+    let cases: &[(&[usize], usize)] = &[(&[1], 0), (&[7], 0), (&[3, 257], 1), (&[4, 5, 6], 0), (&[2, 3, 4], 2)];
+    for d in devices() {
+        for (c, &(shape, axis)) in cases.iter().enumerate() {
+            let n: usize = shape.iter().product();
+            let x = random(90 + c as u64, n, -1.0, 1.0);
+            let (outer, len, inner): (usize, usize, usize) = (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product());
+            for (exclusive, reverse) in [(false, true), (true, false), (true, true)] {
+                let got = read(&tensor(d, &x, shape).cumsum_with(axis, CumsumOptions { exclusive, reverse }).unwrap());
+                let mut want = vec![0.0f64; n];
+                for o in 0..outer {
+                    for i in 0..inner {
+                        let at = |j: usize| (o * len + j) * inner + i;
+                        let order: Vec<usize> = if reverse { (0..len).rev().collect() } else { (0..len).collect() };
+                        let mut acc = 0.0;
+                        for &j in &order {
+                            if exclusive {
+                                want[at(j)] = acc;
+                                acc += f64::from(x[at(j)]);
+                            } else {
+                                acc += f64::from(x[at(j)]);
+                                want[at(j)] = acc;
+                            }
+                        }
+                    }
+                }
+                assert_close(&got, &want, 1e-5, 1e-6 * len as f64, &format!("cumsum {shape:?} axis {axis} exclusive {exclusive} reverse {reverse} on {}", name(d)));
+            }
+        }
+        // Exclusive sums start at exactly 0, and infinities stay exact (no differences taken).
+        let x = tensor(d, &[f32::INFINITY, 1.0, f32::NEG_INFINITY, 2.0], &[4]);
+        let got = read(&x.cumsum_with(0, CumsumOptions { exclusive: true, reverse: false }).unwrap());
+        assert_eq!(got[..2], [0.0, f32::INFINITY], "exclusive with infinities on {}", name(d));
+        assert!(got[3].is_nan(), "inf + -inf is NaN on {}", name(d));
+        let got = read(&x.cumsum_with(0, CumsumOptions { exclusive: true, reverse: true }).unwrap());
+        assert_eq!(got[2..], [2.0, 0.0], "reverse exclusive on {}", name(d));
+    }
+}
+
+#[test]
+fn argmin_and_last_ties_pick_the_right_index() {
+    use unicompute::ops::ArgOptions;
+    for d in devices() {
+        // Ties everywhere: rows of values from a small set.
+        let (rows, cols) = (6, 41);
+        let x: Vec<f32> = (0..rows * cols).map(|i| ((i * 7919) % 5) as f32 - 2.0).collect();
+        let t = tensor(d, &x, &[rows, cols]);
+        for (min, last) in [(true, false), (false, true), (true, true), (false, false)] {
+            let got = t.arg_reduce(1, ArgOptions { min, last }).unwrap().to_vec_blocking::<u32>().unwrap();
+            let want: Vec<u32> = x
+                .chunks(cols)
+                .map(|row| {
+                    let best = row.iter().cloned().fold(if min { f32::INFINITY } else { f32::NEG_INFINITY }, |b, v| if min { b.min(v) } else { b.max(v) });
+                    let mut hits = row.iter().enumerate().filter(|(_, &v)| v == best).map(|(i, _)| i as u32);
+                    if last { hits.last().unwrap() } else { hits.next().unwrap() }
+                })
+                .collect();
+            assert_eq!(got, want, "min {min} last {last} on {}", name(d));
+        }
+        // Along the first axis of a 3-D tensor, and a NaN counts as the extreme.
+        let y = tensor(d, &[1.0, 5.0, f32::NAN, 0.0, -3.0, 5.0, 2.0, 2.0], &[2, 2, 2]);
+        let got = y.arg_reduce(0, ArgOptions { min: true, last: true }).unwrap().to_vec_blocking::<u32>().unwrap();
+        assert_eq!(got, vec![1, 1, 0, 0], "3-D argmin with the last tie on {}", name(d));
+    }
+}
+
 /// Naive attention in f64 with the full score matrix: `[b, h, lq, dv]`.
 #[allow(clippy::too_many_arguments)]
 fn attention_reference(q: &[f32], k: &[f32], v: &[f32], mask: Option<&[f32]>, [b, h, lq, lk, d, dv]: [usize; 6], scale: f64, causal: bool) -> Vec<f64> {

@@ -40,6 +40,20 @@ close(await mean02.read(), [0, 1, 2].map((j) => [0, 1].flatMap((i) => [0, 1, 2, 
 assert.deepEqual(Array.from(await cube.min({ axis: 2, keepDims: true }).read()), [0, 1].flatMap((i) => [0, 1, 2].map((j) => at(i, j, 0))));
 assert.deepEqual(Array.from(await cube.argmax({ axis: 0 }).read()), new Array(12).fill(1));
 assert.throws(() => cube.sum({ axis: 3 }), (e) => e.code === 'OUT_OF_RANGE');
+// argmin and the last of equal elements; argmax over every axis flattens, as numpy does.
+const ties = device.tensor(new Float32Array([3, 1, 1, 3, 2, 3]), [2, 3]);
+assert.deepEqual(Array.from(await ties.argmin({ axis: 1 }).read()), [1, 1]);
+assert.deepEqual(Array.from(await ties.argmin({ axis: 1, last: true }).read()), [2, 1]);
+const lastMax = ties.argmax({ axis: 1, last: true, keepDims: true });
+assert.deepEqual([Array.from(lastMax.shape), Array.from(await lastMax.read())], [[2, 1], [0, 2]]);
+assert.deepEqual(Array.from(await ties.argmax({ last: true }).read()), [5]);
+assert.throws(() => ties.argmax({ axis: [0, 1] }), (e) => e.code === 'INVALID');
+// cumsum as ONNX's CumSum.
+const line = device.tensor(new Float32Array([1, 2, 3, 4]), [4]);
+assert.deepEqual(Array.from(await line.cumsum(0, { exclusive: true }).read()), [0, 1, 3, 6]);
+assert.deepEqual(Array.from(await line.cumsum(0, { reverse: true }).read()), [10, 9, 7, 4]);
+assert.deepEqual(Array.from(await line.cumsum(0, { exclusive: true, reverse: true }).read()), [9, 7, 4, 0]);
+assert.throws(() => line.cumsum(0, { backwards: true }), (e) => e.code === 'INVALID' && /backwards/.test(e.message));
 assert.throws(() => cube.sum(2), (e) => e.code === 'INVALID' && /axis, keepDims/.test(e.message));
 assert.throws(() => cube.sum({ keepDims: 'yes' }), (e) => e.code === 'INVALID' && /keepDims/.test(e.message));
 

@@ -19,7 +19,8 @@ pub use attention::AttentionParams;
 pub use conv::{Conv2dGeometry, Conv2dParams, Pool2dParams, PoolKind};
 pub use elementwise::{BinaryOp, UnaryOp};
 pub use norm::{NormKind, NormParams};
-pub use reduce::ReduceOp;
+pub use indexing::CumsumOptions;
+pub use reduce::{ArgOptions, ReduceOp};
 
 /// The backend modules of an op family (`cpu`, and `webgpu` and `cuda` where those backends
 /// are built) and the hooks through which the registry finds the built-in kernels their

@@ -253,9 +253,20 @@ impl JsTensor {
         wrap(self.inner.permute(&super::error::usizes("dims", &dims)?))
     }
 
-    /// Cumulative sum along `axis`.
-    pub fn cumsum(&self, axis: f64) -> Result<JsTensor, JsValue> {
-        wrap(self.inner.cumsum(usize_of("axis", axis)?))
+    /// Cumulative sum along `axis`; `{ exclusive, reverse }` as ONNX's CumSum (each element
+    /// left out of its own sum; sums from the end).
+    pub fn cumsum(&self, axis: f64, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
+        let o = Options::new("cumsum", options, &["exclusive", "reverse"])?;
+        let options = crate::ops::CumsumOptions { exclusive: o.flag("exclusive")?.unwrap_or(false), reverse: o.flag("reverse")?.unwrap_or(false) };
+        wrap(self.inner.cumsum_with(usize_of("axis", axis)?, options))
+    }
+
+    /// The index (u32) along `axis` of the largest element, or with `min` the smallest; among
+    /// equal ones the first, or with `last` the last (the npm package's `argmax` and `argmin`
+    /// call this).
+    #[wasm_bindgen(js_name = argReduce)]
+    pub fn arg_reduce(&self, axis: f64, min: bool, last: bool) -> Result<JsTensor, JsValue> {
+        wrap(self.inner.arg_reduce(usize_of("axis", axis)?, crate::ops::ArgOptions { min, last }))
     }
 
     /// RMS normalisation over the last `axes` axes (1 by default; the npm package's

@@ -122,6 +122,49 @@ pub fn cumsum(queue: &Queue, x: &Tensor, axis: usize) -> Result<Tensor> {
     lift.down(queue, cumsum_f32(queue, &lift.up(queue, x)?, axis)?)
 }
 
+/// The extent of `axis` of `x`, or an error naming `op`.
+fn extent(op: &str, x: &Tensor, axis: usize) -> Result<usize> {
+    x.shape().get(axis).copied().ok_or_else(|| Error::OutOfRange(format!("{op} axis {axis} of a rank-{} tensor: expected an axis below {}", x.rank(), x.rank())))
+}
+
+/// `x` with its elements along `axis` in reverse order (numpy's `flip`): a gather.
+pub fn flip(queue: &Queue, x: &Tensor, axis: usize) -> Result<Tensor> {
+    let n = extent("flip", x, axis)?;
+    let last = u32::try_from(n).map_err(|_| Error::Limit { what: "elements along a flipped axis".into(), value: n as u64, limit: "u32 indices", max: u32::MAX.into() })?;
+    let order: Vec<u32> = (0..last).rev().collect();
+    gather(queue, x, axis, &Tensor::from_slice(queue.device(), &order, &[n])?)
+}
+
+/// Options of [`cumsum_with`]: ONNX CumSum's attributes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CumsumOptions {
+    /// Leave each element out of its own sum: the first sum is 0.
+    pub exclusive: bool,
+    /// Sum from the end of the axis towards its start.
+    pub reverse: bool,
+}
+
+/// Cumulative sum along `axis` as ONNX's CumSum: with `exclusive` each element's sum leaves
+/// it out (the first is 0), with `reverse` the sums run from the end. Exact: the inclusive
+/// scan of [`cumsum`] on `x` flipped along the axis (for `reverse`), shifted by one element
+/// behind a zero (for `exclusive`), never a difference (which would turn inf - inf into NaN).
+pub fn cumsum_with(queue: &Queue, x: &Tensor, axis: usize, options: CumsumOptions) -> Result<Tensor> {
+    let n = extent("cumsum", x, axis)?;
+    let x = if options.reverse { flip(queue, x, axis)? } else { x.clone() };
+    let mut y = cumsum(queue, &x, axis)?;
+    if options.exclusive && n > 0 {
+        let mut one = y.shape().to_vec();
+        one[axis] = 1;
+        let zeros = Tensor::zeros(queue.device(), &one, y.dtype())?;
+        y = super::concat::concat(queue, &[&zeros, &y.slice(axis, 0..n - 1)?], axis)?;
+    }
+    if options.reverse {
+        flip(queue, &y, axis)
+    } else {
+        Ok(y)
+    }
+}
+
 fn cumsum_f32(queue: &Queue, x: &Tensor, axis: usize) -> Result<Tensor> {
     check_f32(queue, "cumsum", x)?;
     let shape = x.shape();
@@ -247,5 +290,13 @@ impl Tensor {
     /// Cumulative sum along `axis` (see [`super::indexing::cumsum`]).
     pub fn cumsum(&self, axis: usize) -> Result<Tensor> {
         cumsum(&self.device().queue(), self, axis)
+    }
+    /// Cumulative sum with ONNX's options (see [`super::indexing::cumsum_with`]).
+    pub fn cumsum_with(&self, axis: usize, options: CumsumOptions) -> Result<Tensor> {
+        cumsum_with(&self.device().queue(), self, axis, options)
+    }
+    /// The elements along `axis` in reverse order (see [`super::indexing::flip`]).
+    pub fn flip(&self, axis: usize) -> Result<Tensor> {
+        flip(&self.device().queue(), self, axis)
     }
 }

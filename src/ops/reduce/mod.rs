@@ -100,6 +100,35 @@ pub fn reduce(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>) -> R
     lift.down(queue, reduce_f32(queue, op, &lift.up(queue, x)?, axis, None)?)
 }
 
+/// Which extreme [`arg_reduce`] looks for, and which of equal elements it names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ArgOptions {
+    /// The smallest element (argmin) instead of the largest.
+    pub min: bool,
+    /// Among equal elements the last (ONNX's `select_last_index`) instead of the first.
+    pub last: bool,
+}
+
+/// The index (u32) along `axis` of the largest (with `min`, the smallest) element; among equal
+/// ones the first, or with `last` the last. A NaN counts as the extreme, as for argmax. Runs as
+/// the argmax of `-x` (for `min`) over `x` flipped along the axis (for `last`), the index then
+/// mapped back: exact, on every backend.
+pub fn arg_reduce(queue: &Queue, x: &Tensor, axis: usize, options: ArgOptions) -> Result<Tensor> {
+    use super::indexing::{flip, gather};
+    let n = *x.shape().get(axis).ok_or_else(|| Error::OutOfRange(format!("argmax axis {axis} of a rank-{} tensor: expected an axis below {}", x.rank(), x.rank())))?;
+    let v = if options.min { super::elementwise::unary(queue, super::UnaryOp::Neg, x)? } else { x.clone() };
+    let v = if options.last { flip(queue, &v, axis)? } else { v };
+    let index = reduce(queue, ReduceOp::Argmax, &v, Some(axis))?;
+    if !options.last {
+        return Ok(index);
+    }
+    // Position i of the flipped axis is n - 1 - i of the original: a lookup.
+    let back: Vec<u32> = (0..n as u32).rev().collect();
+    let shape = index.shape().to_vec();
+    let flat = index.reshape(&[index.numel()])?;
+    gather(queue, &Tensor::from_slice(queue.device(), &back, &[n])?, 0, &flat)?.reshape(&shape)
+}
+
 /// `op` over the axes `axes` of `x` together (any order, no repeats; none: every axis), as
 /// numpy's `axis=(..)` and ONNX's `axes`: one launch over the axes flattened (after a copy that
 /// brings them together when they are not adjacent). With `keep_dims` the reduced axes stay
@@ -283,5 +312,9 @@ impl Tensor {
     /// Sum over `axis` (or everything with `None`).
     pub fn sum(&self, axis: Option<usize>) -> Result<Tensor> {
         self.reduce(ReduceOp::Sum, axis)
+    }
+    /// Index of the largest or smallest element along `axis` (see [`super::reduce::arg_reduce`]).
+    pub fn arg_reduce(&self, axis: usize, options: ArgOptions) -> Result<Tensor> {
+        arg_reduce(&self.device().queue(), self, axis, options)
     }
 }
