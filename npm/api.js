@@ -197,7 +197,9 @@ function patchOwnership({ Buffer, Device, Fence, Kernel, Profile, Queue, Tensor 
   }
   const scopes = [];
   const track = (value) => {
-    if (scopes.length > 0 && value instanceof Tensor) scopes[scopes.length - 1].add(value);
+    if (scopes.length > 0) {
+      for (const t of Array.isArray(value) ? value : [value]) if (t instanceof Tensor) scopes[scopes.length - 1].add(t);
+    }
     return value;
   };
   const wrap = (proto, name) => {

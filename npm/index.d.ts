@@ -99,6 +99,8 @@ declare module './pkg/unicompute.js' {
     argmax(options?: ArgOptions): Tensor;
     /** The position (u32) of the first minimum (as `argmax`). */
     argmin(options?: ArgOptions): Tensor;
+    /** Layer norm's `[mean, invStdDev]` over the last `axes` axes (ONNX's LayerNormalization outputs), each with those axes kept as 1. */
+    layerNormStats(options?: { axes?: number; eps?: number }): [Tensor, Tensor];
     /** The cumulative sum along `axis`; `exclusive` leaves each element out of its own sum, `reverse` sums from the end (ONNX's CumSum). */
     cumsum(axis: number, options?: { exclusive?: boolean; reverse?: boolean }): Tensor;
     /** An f16 tensor's elements as a `Float16Array` (runtimes that have the type; else `UNSUPPORTED`: use `read16()`). */

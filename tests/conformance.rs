@@ -841,6 +841,32 @@ fn cumsum_exclusive_and_reverse_follow_onnx() {
 }
 
 #[test]
+fn layer_norm_statistics_match_onnx() {
+    for d in devices() {
+        for (c, (shape, axes)) in [(vec![3usize, 5, 7], 1usize), (vec![2, 3, 129], 2), (vec![1, 1000], 1), (vec![4, 2, 3, 5], 3)].into_iter().enumerate() {
+            let n: usize = shape.iter().product();
+            // A large common offset: the two-pass variance keeps its precision.
+            let x: Vec<f32> = random(95 + c as u64, n, -1.0, 1.0).iter().map(|v| v + 1000.0).collect();
+            let (mean, inv_std) = tensor(d, &x, &shape).layer_norm_stats(axes, 1e-5).unwrap();
+            let group: usize = shape[shape.len() - axes..].iter().product();
+            let kept: Vec<usize> = shape.iter().enumerate().map(|(i, &s)| if i >= shape.len() - axes { 1 } else { s }).collect();
+            assert_eq!((mean.shape(), inv_std.shape()), (&kept[..], &kept[..]), "shapes on {}", name(d));
+            let (mut want_mean, mut want_inv) = (Vec::new(), Vec::new());
+            for g in x.chunks(group) {
+                let m = g.iter().map(|&v| f64::from(v)).sum::<f64>() / group as f64;
+                let var = g.iter().map(|&v| (f64::from(v) - m).powi(2)).sum::<f64>() / group as f64;
+                want_mean.push(m);
+                want_inv.push(1.0 / (var + 1e-5).sqrt());
+            }
+            assert_close(&read(&mean), &want_mean, 1e-6, 0.0, &format!("mean of {shape:?} over {axes} axes on {}", name(d)));
+            assert_close(&read(&inv_std), &want_inv, 1e-4, 0.0, &format!("inverse std of {shape:?} over {axes} axes on {}", name(d)));
+        }
+        let x = tensor(d, &[1.0, 2.0], &[2]);
+        assert!(x.layer_norm_stats(2, 1e-5).is_err() && x.layer_norm_stats(1, 0.0).is_err(), "bad axes and eps are errors on {}", name(d));
+    }
+}
+
+#[test]
 fn argmin_and_last_ties_pick_the_right_index() {
     use unicompute::ops::ArgOptions;
     for d in devices() {

@@ -48,6 +48,11 @@ const lastMax = ties.argmax({ axis: 1, last: true, keepDims: true });
 assert.deepEqual([Array.from(lastMax.shape), Array.from(await lastMax.read())], [[2, 1], [0, 2]]);
 assert.deepEqual(Array.from(await ties.argmax({ last: true }).read()), [5]);
 assert.throws(() => ties.argmax({ axis: [0, 1] }), (e) => e.code === 'INVALID');
+// Layer norm's statistics (ONNX's Mean and InvStdDev outputs).
+const [mean, invStd] = device.tensor(new Float32Array([1, 2, 3, 4, 10, 10, 10, 14]), [2, 4]).layerNormStats({ eps: 1e-5 });
+assert.deepEqual(Array.from(mean.shape), [2, 1]);
+close(await mean.read(), [2.5, 11], 'mean');
+close(await invStd.read(), [1 / Math.sqrt(1.25 + 1e-5), 1 / Math.sqrt(3 + 1e-5)], 'inverse std', 1e-5);
 // cumsum as ONNX's CumSum.
 const line = device.tensor(new Float32Array([1, 2, 3, 4]), [4]);
 assert.deepEqual(Array.from(await line.cumsum(0, { exclusive: true }).read()), [0, 1, 3, 6]);

@@ -97,7 +97,7 @@ async function moreOps(device: Device): Promise<void> {
   const all: Tensor[] = [x.neg(), x.abs(), x.exp(), x.log(), x.sqrt(), x.rsqrt(), x.sin(), x.cos(), x.tanh(), x.sigmoid(), x.gelu(), x.geluTanh(), x.silu(), x.erf()];
   const pair: Tensor[] = [x.minimum(x), x.maximum(x, { activation: 'relu' }), x.pow(x)];
   const options: ReduceOptions = { axis: [0, 1], keepDims: true };
-  const reduced: Tensor[] = [x.sum(), x.mean({ axis: 0 }), x.max(options), x.min({ keepDims: true }), x.argmax({ axis: 1 }), x.argmin({ last: true } satisfies ArgOptions), x.cumsum(1, { exclusive: true, reverse: true })];
+  const reduced: Tensor[] = [x.sum(), x.mean({ axis: 0 }), x.max(options), x.min({ keepDims: true }), x.argmax({ axis: 1 }), x.argmin({ last: true } satisfies ArgOptions), x.cumsum(1, { exclusive: true, reverse: true }), ...x.layerNormStats({ axes: 1 })];
   const half = device.tensor(new Uint16Array([0x3c00, 0x4000]), [2], 'f16');
   const bits: Uint16Array = await half.read16();
   const widened: ElementArray = await device.tensor(new Float32Array([1, 2]), [2], 'bf16').read();

@@ -261,6 +261,18 @@ impl JsTensor {
         wrap(self.inner.cumsum_with(usize_of("axis", axis)?, options))
     }
 
+    /// Layer norm's statistics over the last `axes` axes (`{ axes, eps }`: 1 and 1e-5 by
+    /// default): `[mean, invStdDev]`, each shaped as this tensor with those axes kept as 1
+    /// (ONNX's LayerNormalization outputs, for training).
+    #[wasm_bindgen(js_name = layerNormStats, unchecked_return_type = "[Tensor, Tensor]")]
+    pub fn layer_norm_stats(&self, options: Option<JsValue>) -> Result<js_sys::Array, JsValue> {
+        let o = Options::new("layerNormStats", options, &["axes", "eps"])?;
+        let axes = o.number("axes")?.map(|a| usize_of("axes", a)).transpose()?.unwrap_or(1);
+        let eps = o.number("eps")?.map_or(1e-5, |e| e as f32);
+        let (mean, inv_std) = self.inner.layer_norm_stats(axes, eps).map_err(js_error)?;
+        Ok([JsTensor::from(mean), JsTensor::from(inv_std)].into_iter().map(JsValue::from).collect())
+    }
+
     /// The index (u32) along `axis` of the largest element, or with `min` the smallest; among
     /// equal ones the first, or with `last` the last (the npm package's `argmax` and `argmin`
     /// call this).

@@ -96,6 +96,32 @@ pub fn norm_trailing(queue: &Queue, kind: NormKind, x: &Tensor, axes: usize, p: 
     norm(queue, kind, &rows, NormParams { weight: weight.as_ref(), bias: bias.as_ref(), ..p })?.reshape(&shape)
 }
 
+/// The statistics layer norm over the last `axes` axes of `x` divides by, as ONNX's
+/// LayerNormalization gives them (its `Mean` and `InvStdDev` outputs, for training): the mean
+/// and `1 / sqrt(variance + eps)` of each group of normalised elements, shaped as `x` with the
+/// normalised axes kept as extents of 1. Two passes (mean, then the mean square of the
+/// deviations), so a large mean costs no precision.
+pub fn layer_norm_stats(queue: &Queue, x: &Tensor, axes: usize, eps: f32) -> Result<(Tensor, Tensor)> {
+    use super::elementwise::{binary, unary};
+    use super::reduce::reduce_axes;
+    use super::{BinaryOp, ReduceOp, UnaryOp};
+    let rank = x.rank();
+    if axes == 0 || axes > rank {
+        return Err(Error::OutOfRange(format!("layer_norm_stats: {axes} trailing axes of a rank-{rank} tensor: expected 1 to {rank}")));
+    }
+    if !(eps > 0.0 && eps.is_finite()) {
+        return Err(Error::Invalid(format!("layer_norm_stats: eps is {eps}: expected a finite value > 0")));
+    }
+    let trailing: Vec<usize> = (rank - axes..rank).collect();
+    let mean = reduce_axes(queue, ReduceOp::Mean, x, &trailing, true)?;
+    let centered = binary(queue, BinaryOp::Sub, x, &mean)?;
+    let square = binary(queue, BinaryOp::Mul, &centered, &centered)?;
+    let variance = reduce_axes(queue, ReduceOp::Mean, &square, &trailing, true)?;
+    let eps = Tensor::from_slice(queue.device(), &[eps], &[1])?.cast(variance.dtype())?;
+    let inv_std = unary(queue, UnaryOp::Rsqrt, &binary(queue, BinaryOp::Add, &variance, &eps)?)?;
+    Ok((mean, inv_std))
+}
+
 fn norm_f32(queue: &Queue, kind: NormKind, x: &Tensor, p: NormParams<'_>) -> Result<Tensor> {
     let op = kind.name();
     check_f32(queue, op, x)?;
@@ -165,6 +191,11 @@ impl Tensor {
     /// Layer normalisation over the last axis (see [`super::norm::norm`]).
     pub fn layer_norm(&self, params: NormParams<'_>) -> Result<Tensor> {
         norm(&self.device().queue(), NormKind::Layer, self, params)
+    }
+    /// Layer norm's mean and inverse standard deviation over the last `axes` axes (see
+    /// [`super::norm::layer_norm_stats`]).
+    pub fn layer_norm_stats(&self, axes: usize, eps: f32) -> Result<(Tensor, Tensor)> {
+        layer_norm_stats(&self.device().queue(), self, axes, eps)
     }
     /// RMS normalisation over the last axis (see [`super::norm::norm`]).
     pub fn rms_norm(&self, params: NormParams<'_>) -> Result<Tensor> {
