@@ -142,11 +142,14 @@ const invalid = (message) => Object.assign(new Error(message), { code: 'INVALID'
 
 /**
  * `op` over `axis` of `t`: every axis when it is undefined, one axis (a number) or several
- * (an array); `keepDims` keeps each reduced axis with extent 1.
+ * (an array); `keepDims` keeps each reduced axis with extent 1; `emptyIdentity` makes the max
+ * and min of nothing −inf and +inf (ONNX) instead of an error (numpy).
  */
-function reduceBy(t, op, { axis, keepDims = false } = {}) {
+function reduceBy(t, op, { axis, keepDims = false, emptyIdentity = false } = {}) {
   if (typeof keepDims !== 'boolean') throw invalid(`${op}: keepDims is ${typeof keepDims}: expected a boolean`);
+  if (typeof emptyIdentity !== 'boolean') throw invalid(`${op}: emptyIdentity is ${typeof emptyIdentity}: expected a boolean`);
   const axes = axis === undefined ? Array.from(t.shape, (_, i) => i) : Array.isArray(axis) ? axis : [axis];
+  if (emptyIdentity) return t.reduceAxes(op, axes, keepDims, true);
   if (axes.length === 1 && !keepDims && axis !== undefined) return t.reduce(op, axes[0]);
   if (axis === undefined && !keepDims) return t.reduce(op);
   return t.reduceAxes(op, axes, keepDims);

@@ -31,6 +31,8 @@ export type WasmSource = URL | string | ArrayBuffer | ArrayBufferView | Response
 export interface ReduceOptions {
   axis?: number | number[];
   keepDims?: boolean;
+  /** The max and min of nothing are −inf and +inf (ONNX) instead of an error (numpy). */
+  emptyIdentity?: boolean;
 }
 /** Where `argmax` and `argmin` look (one axis; every axis, flattened, by default), and which of equal elements they name. */
 export interface ArgOptions {

@@ -384,6 +384,16 @@ fn reductions_over_an_empty_axis_follow_numpy() {
         let wide = Tensor::zeros(d, &[0, 5], DType::F32).unwrap();
         assert_eq!(read(&wide.reduce(ReduceOp::Sum, Some(0)).unwrap()), [0.0; 5]);
         assert_eq!(wide.reduce(ReduceOp::Sum, Some(1)).unwrap().shape(), [0]);
+        // numpy refuses the maximum of nothing; ONNX's identities are an explicit choice.
+        assert!(empty.reduce(ReduceOp::Max, Some(1)).is_err());
+        let q = d.queue();
+        let max = ops::reduce::reduce_axes_with_identity(&q, ReduceOp::Max, &empty, &[1], true).unwrap();
+        assert_eq!((max.shape(), read(&max)), (&[3, 1, 2][..], vec![f32::NEG_INFINITY; 6]), "ONNX max of nothing on {}", name(d));
+        let min = ops::reduce::reduce_axes_with_identity(&q, ReduceOp::Min, &empty, &[0, 1], false).unwrap();
+        assert_eq!((min.shape(), read(&min)), (&[2][..], vec![f32::INFINITY; 2]), "ONNX min of nothing on {}", name(d));
+        let full = tensor(d, &[3.0, -1.0, 2.0], &[3]);
+        assert_eq!(read(&ops::reduce::reduce_axes_with_identity(&q, ReduceOp::Min, &full, &[0], false).unwrap()), [-1.0], "non-empty on {}", name(d));
+        assert!(ops::reduce::reduce_axes_with_identity(&q, ReduceOp::Max, &empty, &[5], false).is_err(), "a bad axis stays an error");
     }
 }
 

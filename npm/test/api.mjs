@@ -53,6 +53,11 @@ const [mean, invStd] = device.tensor(new Float32Array([1, 2, 3, 4, 10, 10, 10, 1
 assert.deepEqual(Array.from(mean.shape), [2, 1]);
 close(await mean.read(), [2.5, 11], 'mean');
 close(await invStd.read(), [1 / Math.sqrt(1.25 + 1e-5), 1 / Math.sqrt(3 + 1e-5)], 'inverse std', 1e-5);
+// The max of nothing: an error as numpy has it, -inf as ONNX has it.
+const nothing = device.zeros([2, 0]);
+assert.throws(() => nothing.max({ axis: 1 }), (e) => e.code === 'SHAPE');
+assert.deepEqual(Array.from(await nothing.max({ axis: 1, emptyIdentity: true }).read()), [-Infinity, -Infinity]);
+assert.deepEqual(Array.from(await nothing.min({ emptyIdentity: true, keepDims: true }).read()), [Infinity]);
 // cumsum as ONNX's CumSum.
 const line = device.tensor(new Float32Array([1, 2, 3, 4]), [4]);
 assert.deepEqual(Array.from(await line.cumsum(0, { exclusive: true }).read()), [0, 1, 3, 6]);

@@ -406,11 +406,15 @@ impl JsTensor {
     }
 
     /// A reduction by name over the axes `axes` together (every axis when empty), keeping them
-    /// as extents of 1 when `keepDims`.
+    /// as extents of 1 when `keepDims`; with `emptyIdentity` the max and min of nothing are
+    /// −inf and +inf (ONNX) instead of an error (numpy).
     #[wasm_bindgen(js_name = reduceAxes)]
-    pub fn reduce_axes(&self, #[wasm_bindgen(unchecked_param_type = "ReduceName")] op: &str, axes: Vec<f64>, keep_dims: bool) -> Result<JsTensor, JsValue> {
+    pub fn reduce_axes(&self, #[wasm_bindgen(unchecked_param_type = "ReduceName")] op: &str, axes: Vec<f64>, keep_dims: bool, empty_identity: Option<bool>) -> Result<JsTensor, JsValue> {
         let op = ReduceOp::from_name(op).ok_or_else(|| invalid(format!("unknown reduction `{op}`: expected sum, mean, max, min or argmax")))?;
         let axes = axes.into_iter().map(|a| usize_of("axis", a)).collect::<Result<Vec<_>, _>>()?;
+        if empty_identity == Some(true) {
+            return wrap(crate::ops::reduce::reduce_axes_with_identity(&self.inner.device().queue(), op, &self.inner, &axes, keep_dims));
+        }
         wrap(self.inner.reduce_axes(op, &axes, keep_dims))
     }
 

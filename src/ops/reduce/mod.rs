@@ -165,6 +165,30 @@ pub fn reduce_axes(queue: &Queue, op: ReduceOp, x: &Tensor, axes: &[usize], keep
     out.reshape(&kept_shape)
 }
 
+/// [`reduce_axes`] with an empty reduction as ONNX's ReduceMax and ReduceMin define it: the
+/// maximum of nothing is −inf and the minimum +inf, each the identity of its operation (numpy,
+/// and `reduce_axes`, refuse them). Sum (0) and mean (NaN) are as `reduce_axes` gives them;
+/// argmax of nothing stays an error.
+pub fn reduce_axes_with_identity(queue: &Queue, op: ReduceOp, x: &Tensor, axes: &[usize], keep_dims: bool) -> Result<Tensor> {
+    let identity = match op {
+        ReduceOp::Max => f32::NEG_INFINITY,
+        ReduceOp::Min => f32::INFINITY,
+        _ => return reduce_axes(queue, op, x, axes, keep_dims),
+    };
+    if x.numel() > 0 {
+        return reduce_axes(queue, op, x, axes, keep_dims);
+    }
+    // The shape (and the axes' checks) of the same reduction summed, filled with the identity.
+    let shape = reduce_axes(queue, ReduceOp::Sum, x, axes, keep_dims)?.shape().to_vec();
+    let n: usize = shape.iter().product();
+    let out = Tensor::from_slice(queue.device(), &vec![identity; n], &shape)?;
+    if x.dtype() == DType::F32 {
+        Ok(out)
+    } else {
+        out.cast(x.dtype())
+    }
+}
+
 /// [`reduce`] with the reduction variant named `variant` (one of
 /// `device.variants("reduce")`: `subgroup`, `tree` or `serial` on webgpu), or `"auto"`: the fastest
 /// for this device and shape class (autotuned once, then cached).
