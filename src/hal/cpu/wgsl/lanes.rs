@@ -71,7 +71,16 @@ impl Kind {
 }
 
 /// `f` on each component, a scalar operand repeated for a vector one.
+#[inline(always)]
 pub(super) fn zip(a: &Lanes, b: &Lanes, f: impl Fn(u32, u32) -> u32) -> Lanes {
+    if a.width == b.width {
+        return Lanes { width: a.width, words: a.words.iter().zip(&b.words).map(|(&x, &y)| f(x, y)).collect() };
+    }
+    zip_broadcast(a, b, f)
+}
+
+/// [`zip`] of operands of different widths (a scalar and a vector).
+fn zip_broadcast(a: &Lanes, b: &Lanes, f: impl Fn(u32, u32) -> u32) -> Lanes {
     let width = a.width.max(b.width);
     let lanes = a.count().max(b.count());
     let mut out = Lanes::zeros(lanes, width);
@@ -109,11 +118,18 @@ pub(super) fn unary(op: UnaryOperator, kind: Kind, a: &Lanes) -> Lanes {
 
 /// A binary operator on operands of `kind` with WGSL's rules: wrapping integer arithmetic, an
 /// integer divided by zero is its dividend and its remainder 0, shifts take the amount modulo 32.
+/// The common float operators get loops of their own (no dispatch per element).
 pub(super) fn binary(op: B, kind: Kind, l: &Lanes, r: &Lanes) -> Lanes {
-    match kind {
-        Kind::F32 => zip(l, r, |x, y| float_op(op, f(x), f(y))),
-        Kind::I32 => zip(l, r, |x, y| int_op(op, x as i32, y)),
-        Kind::U32 | Kind::Bool => zip(l, r, |x, y| uint_op(op, x, y)),
+    match (kind, op) {
+        (Kind::F32, B::Add) => zip(l, r, |x, y| (f(x) + f(y)).to_bits()),
+        (Kind::F32, B::Subtract) => zip(l, r, |x, y| (f(x) - f(y)).to_bits()),
+        (Kind::F32, B::Multiply) => zip(l, r, |x, y| (f(x) * f(y)).to_bits()),
+        (Kind::F32, _) => zip(l, r, |x, y| float_op(op, f(x), f(y))),
+        (Kind::I32, _) => zip(l, r, |x, y| int_op(op, x as i32, y)),
+        (Kind::U32 | Kind::Bool, B::Add) => zip(l, r, u32::wrapping_add),
+        (Kind::U32 | Kind::Bool, B::Multiply) => zip(l, r, u32::wrapping_mul),
+        (Kind::U32 | Kind::Bool, B::Less) => zip(l, r, |x, y| b(x < y)),
+        (Kind::U32 | Kind::Bool, _) => zip(l, r, |x, y| uint_op(op, x, y)),
     }
 }
 

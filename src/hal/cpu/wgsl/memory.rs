@@ -96,11 +96,23 @@ impl Memories<'_, '_> {
         let mut out = Lanes::zeros(ptr.offsets.len(), width);
         if let Space::Binding(b) = ptr.space {
             // The common case, one match for all lanes.
-            let words = &self.bound[b].1;
-            let last = words.len().saturating_sub(1);
-            for (o, &off) in out.words.chunks_mut(width.max(1)).zip(&ptr.offsets) {
+            match &self.bound[b].1 {
+                Words::Read(words) => gather(&mut out, &ptr.offsets, width, words.len(), |i| words[i]),
+                Words::Write(words) => gather(&mut out, &ptr.offsets, width, words.len(), |i| words[i].load(Relaxed)),
+            }
+            return out;
+        }
+        if let Space::Workgroup(v) = ptr.space {
+            let words = &self.workgroup[v];
+            gather(&mut out, &ptr.offsets, width, words.len(), |i| words[i]);
+            return out;
+        }
+        if let Space::Local(v) | Space::Private(v) = ptr.space {
+            let copy = if matches!(ptr.space, Space::Local(_)) { &self.locals[v] } else { &self.private[v] };
+            let last = copy.width.saturating_sub(1);
+            for (l, (o, &off)) in out.words.chunks_mut(width.max(1)).zip(&ptr.offsets).enumerate() {
                 for (c, o) in o.iter_mut().enumerate() {
-                    *o = if words.len() == 0 { 0 } else { words.get((off as usize + c).min(last)) };
+                    *o = copy.words.get(l * copy.width + (off as usize + c).min(last)).copied().unwrap_or(0);
                 }
             }
             return out;
@@ -206,6 +218,21 @@ impl Memories<'_, '_> {
             },
             // WGSL has atomics only in storage and workgroup memory.
             Space::Private(_) | Space::Local(_) => (0, false),
+        }
+    }
+}
+
+/// `width` words from each lane's offset into `out`, each index clamped below `len` (nothing
+/// read from an empty memory).
+#[inline(always)]
+fn gather(out: &mut Lanes, offsets: &[u32], width: usize, len: usize, word: impl Fn(usize) -> u32) {
+    if len == 0 {
+        return;
+    }
+    let last = len - 1;
+    for (o, &off) in out.words.chunks_mut(width.max(1)).zip(offsets) {
+        for (c, o) in o.iter_mut().enumerate() {
+            *o = word((off as usize + c).min(last));
         }
     }
 }
