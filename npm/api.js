@@ -2,6 +2,8 @@
 // `unicompute` (index.js: one thread) and `unicompute/threads` (threads.js: the CPU backend on
 // Web Workers). `bind` loads the wasm on first use and adds what the generated classes lack.
 
+import { adopt, checkAdoptable } from './adopt.js';
+
 /**
  * Call `call(tensors, rest)` with the tensor-valued keys `names` of `options` moved into a
  * TensorArgs (the wasm cannot read tensors out of a plain object) and the rest left as options.
@@ -90,31 +92,6 @@ function patch({ BindingList, Device, Queue, Tensor, TensorArgs }) {
     if (this.dtype !== 'f16') throw Object.assign(new Error(`readFloat16: the tensor is ${this.dtype}: expected f16`), { code: 'DTYPE' });
     const bits = await this.read16();
     return new globalThis.Float16Array(bits.buffer, bits.byteOffset, bits.length);
-  };
-  /**
-   * A tensor of `shape` and `dtype` holding a copy of `byteLength` bytes of `buffer` from
-   * `byteOffset`: a `GPUBuffer` of this device's `gpuDevice` with `COPY_SRC` usage. The copy
-   * runs on the GPU, after the work recorded so far and before what comes next, and the
-   * buffer stays the app's (wgpu cannot wrap a foreign buffer, so this copies once on the
-   * device instead of aliasing).
-   */
-  Device.prototype.tensorFromGPUBuffer = function tensorFromGPUBuffer(buffer, shape, dtype = 'f32', byteOffset = 0) {
-    const gpu = this.gpuDevice;
-    if (!gpu) throw Object.assign(new Error(`tensorFromGPUBuffer: this is a ${this.backend} device: GPU buffers need a webgpu device`), { code: 'UNSUPPORTED' });
-    const t = this.zeros(shape, dtype);
-    const view = t.gpuBuffer(); // submits the recorded work first
-    if (view.byteLength % 4 !== 0 || byteOffset % 4 !== 0) {
-      t.free();
-      throw invalid(`tensorFromGPUBuffer: ${view.byteLength} bytes from byte ${byteOffset}: WebGPU copies whole 4-byte words (give an even number of 16-bit elements and an offset that is a multiple of 4)`);
-    }
-    if (byteOffset + view.byteLength > buffer.size) {
-      t.free();
-      throw Object.assign(new Error(`tensorFromGPUBuffer: the buffer holds ${buffer.size} bytes: expected at least ${byteOffset + view.byteLength} (${view.byteLength} from byte ${byteOffset})`), { code: 'SHAPE' });
-    }
-    const encoder = gpu.createCommandEncoder({ label: 'unicompute tensorFromGPUBuffer' });
-    encoder.copyBufferToBuffer(buffer, byteOffset, view.buffer, view.byteOffset, view.byteLength);
-    gpu.queue.submit([encoder.finish()]);
-    return t;
   };
   Tensor.prototype.nary = function nary(op, others) {
     if (!['add', 'mul', 'minimum', 'maximum'].includes(op)) {
@@ -335,15 +312,14 @@ export function bind(wasm, wasmUrl, threads = undefined) {
     if (n !== undefined && !(Number.isInteger(n) && n >= 1)) {
       throw Object.assign(new Error(`init: threads is ${n}: expected a whole number of at least 1`), { code: 'INVALID' });
     }
-    if (options.gpuDevice !== undefined) {
-      throw Object.assign(new Error("init: gpuDevice: adopting the app's GPUDevice is not possible (wgpu cannot wrap a device it did not create): open a webgpu device and use its `gpuDevice` for the app's own WebGPU work instead"), { code: 'UNSUPPORTED' });
-    }
+    if (options.gpuDevice !== undefined) checkAdoptable(options);
     try {
       await load(n, options.wasm);
     } catch (e) {
       loading = undefined; // a later call may try again (with another `wasm`)
       throw e;
     }
+    if (options.gpuDevice !== undefined) return adopt(options.gpuDevice, () => wasm.openDevice('webgpu'));
     if (options.policy !== undefined) return wasm.openDevice(undefined, options.policy);
     return wasm.openDevice(options.backend ?? 'auto');
   }

@@ -118,12 +118,6 @@ declare module './pkg/unicompute.js' {
      */
     tensor(data: ElementArray | Uint16Array | { readonly BYTES_PER_ELEMENT: 2; readonly length: number }, shape: number[] | Float64Array, dtype?: DType): Tensor;
     /**
-     * A tensor of `shape` and `dtype` ('f32' by default) holding a copy, made on the GPU, of
-     * `buffer`'s bytes from `byteOffset`: a `GPUBuffer` of this device's `gpuDevice` with
-     * `COPY_SRC` usage, which stays the page's.
-     */
-    tensorFromGPUBuffer(buffer: GPUBuffer, shape: number[], dtype?: DType, byteOffset?: number): Tensor;
-    /**
      * Run `fn` (synchronous) and free every tensor it made except those it returns (a tensor,
      * or tensors in arrays and plain objects), which pass to the enclosing scope.
      */
@@ -182,6 +176,12 @@ export interface InitOptions {
   threads?: number;
   /** Where the wasm is, for bundlers that do not copy it next to the module (fixed by the first call that loads it). */
   wasm?: WasmSource;
+  /**
+   * The page's own `GPUDevice` to open on (a webgpu device; leave out `policy`): its buffers
+   * then become tensors without a copy (`device.tensorFromGPUBuffer`). The page keeps its
+   * `onuncapturederror`; `device.destroy()` destroys this `GPUDevice` too.
+   */
+  gpuDevice?: GPUDevice;
 }
 
 /**

@@ -114,7 +114,8 @@ assert.ok(device.memoryStats().bytesLive <= before, `scopes, dispose and using f
 assert.equal(device.gpuDevice, undefined);
 assert.throws(() => x.gpuBuffer(), (e) => e.code === 'UNSUPPORTED' && /webgpu device/.test(e.message));
 assert.throws(() => device.tensorFromGPUBuffer({ size: 16 }, [4]), (e) => e.code === 'UNSUPPORTED');
-await assert.rejects(init({ backend: 'webgpu', gpuDevice: {} }), (e) => e.code === 'UNSUPPORTED' && /gpuDevice/.test(e.message));
+await assert.rejects(init({ gpuDevice: {} }), (e) => e.code === 'INVALID' && /gpuDevice: object: expected a GPUDevice/.test(e.message));
+await assert.rejects(init({ backend: 'cpu', gpuDevice: { createBuffer() {}, queue: {} } }), (e) => e.code === 'INVALID' && /leave out backend "cpu"/.test(e.message));
 assert.deepEqual(Array.from(await device.zeros([3], 'i32').read()), [0, 0, 0]);
 assert.deepEqual(Array.from(await x.transpose().contiguous().read()), [0.25, 1.5, 0.5, 2]);
 // Views: slice and broadcastTo.

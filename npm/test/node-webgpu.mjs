@@ -42,5 +42,15 @@ await queue.submit().wait();
 assert.deepEqual(Array.from(await yb.read()), Array.from(xs, (v) => 2 * v));
 const wrongCount = (() => { try { queue.launch(kernel, [xb], [1, 1, 1]); } catch (e) { return e.code; } })();
 assert.equal(wrongCount, 'LAUNCH');
-console.log(`node + webgpu: ok (${device.name})`);
+// Opened on the program's own GPUDevice, computing on its buffer without a copy.
+const gpu = await (await navigator.gpu.requestAdapter()).requestDevice();
+const adopted = await init({ gpuDevice: gpu });
+assert.equal(adopted.gpuDevice, gpu);
+const theirs = gpu.createBuffer({ size: 400, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+gpu.queue.writeBuffer(theirs, 0, xs);
+const alias = adopted.tensorFromGPUBuffer(theirs, [100]);
+assert.deepEqual(Array.from(await alias.neg().read()), Array.from(xs, (v) => -v));
+gpu.queue.writeBuffer(theirs, 0, new Float32Array(100).fill(0.5));
+assert.equal((await alias.sum().read())[0], 50, 'the tensor aliases the buffer: a rewrite shows');
+console.log(`node + webgpu: ok (${device.name}; adopted the program's GPUDevice)`);
 process.exit(0);

@@ -139,6 +139,11 @@ function interop(device: Device): void {
   zeros.dispose();
 }
 
+async function adopting(gpu: GPUDevice): Promise<Tensor> {
+  const device: Device = await init({ gpuDevice: gpu });
+  return device.tensorFromGPUBuffer(gpu.createBuffer({ size: 8, usage: GPUBufferUsage.STORAGE }), [4], 'f16');
+}
+
 async function profiling(device: Device): Promise<void> {
   device.enableProfiler();
   await device.tensor(new Float32Array(4), [2, 2]).matmul(device.tensor(new Float32Array(4), [2, 2])).read();
@@ -169,5 +174,6 @@ await tensors(device);
 await moreOps(device);
 await buffersQueuesKernels(device);
 interop(device);
+if (device.gpuDevice) console.log((await adopting(device.gpuDevice)).shape);
 await profiling(device);
 await errors(device);

@@ -283,7 +283,7 @@ impl BackendDevice {
 }
 
 /// The browser's WebGPU objects behind a webgpu device and its memory, for pages that mix
-/// their own WebGPU code with the library's (wgpu can hand them out, not adopt foreign ones).
+/// their own WebGPU code with the library's.
 #[cfg(target_arch = "wasm32")]
 impl BackendDevice {
     /// The `GPUDevice` of a webgpu device; `None` on other backends.
@@ -292,6 +292,15 @@ impl BackendDevice {
             #[cfg(feature = "webgpu")]
             BackendDevice::WebGpu(d) => d.device.as_webgpu().map(|g| g.clone().into()),
             _ => None,
+        }
+    }
+
+    /// A page's `GPUBuffer` of this device as memory (no copy), and its size in bytes.
+    pub fn adopt_gpu_buffer_js(&self, buffer: &wasm_bindgen::JsValue) -> Result<(Memory, u64)> {
+        match self {
+            #[cfg(feature = "webgpu")]
+            BackendDevice::WebGpu(d) => webgpu::adopt_buffer(d, buffer).map(|(m, bytes)| (Memory::WebGpu(m), bytes)),
+            _ => Err(Error::Unsupported { backend: BackendKind::Cpu, what: "GPU buffers: they need a webgpu device".into() }), // the one other backend in wasm
         }
     }
 }

@@ -245,6 +245,15 @@ impl Device {
         }
         Ok(Arc::new(Block::new(mem, class, bytes, self.shared.pool.clone())))
     }
+
+    /// A page's `GPUBuffer` of this device as a block that aliases it (no copy); dropping the
+    /// block lets the buffer go without pooling or destroying it.
+    #[cfg(target_arch = "wasm32")]
+    pub(crate) fn adopt_gpu_buffer_js(&self, buffer: &wasm_bindgen::JsValue) -> Result<Arc<Block>> {
+        self.shared.backend.check_healthy()?;
+        let (mem, bytes) = self.shared.backend.adopt_gpu_buffer_js(buffer)?;
+        Ok(Arc::new(Block::new(mem, bytes, bytes, Arc::new(crate::runtime::pool::Borrowed))))
+    }
 }
 
 impl fmt::Debug for Device {

@@ -106,6 +106,18 @@ impl crate::hal::Recycle for Pool {
     }
 }
 
+/// The owner of memory the library wraps but does not own (a page's `GPUBuffer`): on drop
+/// the memory is let go, neither pooled nor destroyed.
+#[cfg(target_arch = "wasm32")]
+pub(crate) struct Borrowed;
+
+#[cfg(target_arch = "wasm32")]
+impl crate::hal::Recycle for Borrowed {
+    fn recycle(&self, _class: u64, mem: Memory) {
+        drop(mem);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::size_class;

@@ -80,6 +80,29 @@ impl Tensor {
         Ok((buffer, self.layout.offset as u64 * size, self.numel() as u64 * size))
     }
 
+    /// A contiguous tensor of `shape` and `dtype` over `buffer` (a page's `GPUBuffer` of this
+    /// webgpu device) from `byte_offset`: it aliases the buffer, no copy. The page keeps
+    /// owning the buffer and must not destroy it while the tensor or a result pending on it
+    /// lives.
+    #[cfg(target_arch = "wasm32")]
+    pub(crate) fn from_gpu_buffer_js(device: &Device, buffer: &wasm_bindgen::JsValue, shape: &[usize], dtype: DType, byte_offset: u64) -> Result<Tensor> {
+        let numel = checked_numel("tensorFromGPUBuffer", shape)?;
+        let size = dtype.size() as u64;
+        if byte_offset % size != 0 {
+            return Err(Error::Invalid(format!("tensorFromGPUBuffer: byteOffset {byte_offset}: expected a multiple of {size} (the size of a {dtype} element)")));
+        }
+        let inner = device.adopt_gpu_buffer_js(buffer)?;
+        let need = byte_offset.saturating_add(numel as u64 * size);
+        if need > inner.bytes() {
+            return Err(Error::shape(
+                "tensorFromGPUBuffer",
+                format!("the buffer holds {} bytes: expected at least {need} ({numel} {dtype} elements from byte {byte_offset})", inner.bytes()),
+            ));
+        }
+        let layout = Layout::contiguous(shape, (byte_offset / size) as usize);
+        Ok(Tensor { inner, device: device.clone(), dtype, layout })
+    }
+
     /// A contiguous tensor whose contents the caller will overwrite completely (op outputs).
     pub(crate) fn uninit(queue: &Queue, shape: &[usize], dtype: DType) -> Result<Tensor> {
         Self::alloc(queue, shape, dtype, Init::Overwritten)

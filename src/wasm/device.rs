@@ -108,6 +108,26 @@ impl JsDevice {
         self.inner.gpu_device_js().unwrap_or(JsValue::UNDEFINED)
     }
 
+    /// A tensor of `shape` and `dtype` (`'f32'` by default) over `buffer`, a `GPUBuffer` of
+    /// this device's `gpuDevice` (or of the device given to `init({ gpuDevice })`) with
+    /// `STORAGE` usage (and `COPY_SRC` to `read()` it), from `byteOffset`. No copy: the tensor
+    /// aliases the buffer, so ops read what the page's own work wrote to it before the op's
+    /// work is submitted (`gpuBuffer()` or `read()` on a result submits it). The buffer stays
+    /// the page's: dispose of the tensor and its pending results before destroying it.
+    #[wasm_bindgen(js_name = tensorFromGPUBuffer)]
+    pub fn tensor_from_gpu_buffer(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "GPUBuffer")] buffer: &JsValue,
+        shape: Vec<f64>,
+        dtype: Option<String>,
+        #[wasm_bindgen(js_name = byteOffset)] byte_offset: Option<f64>,
+    ) -> Result<JsTensor, JsValue> {
+        let shape = super::error::usizes("shape", &shape)?;
+        let dtype = dtype.as_deref().map(super::tensor::dtype_named).transpose()?.unwrap_or(crate::DType::F32);
+        let offset = super::error::usize_of("byteOffset", byte_offset.unwrap_or(0.0))?;
+        crate::Tensor::from_gpu_buffer_js(&self.inner, buffer, &shape, dtype, offset as u64).map(JsTensor::from).map_err(js_error)
+    }
+
     /// A tensor of zeros of `shape` and `dtype` (`'f32'` by default).
     pub fn zeros(&self, shape: Vec<f64>, dtype: Option<String>) -> Result<JsTensor, JsValue> {
         let shape = super::error::usizes("shape", &shape)?;

@@ -1,7 +1,9 @@
-// A page with its own WebGPU code working on unicompute's device: it fills a GPUBuffer with
-// its own compute pipeline, unicompute turns that into a tensor and computes on it, and the
-// page reads the result back through the tensor's GPUBuffer with its own copy and map.
-// The numbers land in `document.body.dataset` for interop.test.mjs.
+// A page that owns its GPUDevice and opens unicompute on it: it fills a GPUBuffer with its own
+// compute pipeline, unicompute wraps that buffer as a tensor (no copy) and computes on it, the
+// page rewrites the buffer and the tensor sees the new contents, and the page reads results
+// back through the tensor's GPUBuffer with its own copy and map. A second device, unicompute's
+// own, is used the other way round (`device.gpuDevice`). The numbers land in
+// `document.body.dataset` for interop.test.mjs.
 import { init } from 'unicompute';
 
 /** The page's own kernel: `out[i] = f32(i) * 0.5`. */
@@ -14,7 +16,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
 
 /** Fill a new buffer of `n` floats with the page's kernel. */
 function fill(gpu, n) {
-  const buffer = gpu.createBuffer({ size: n * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
+  const buffer = gpu.createBuffer({ size: n * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
   const pipeline = gpu.createComputePipeline({ layout: 'auto', compute: { module: gpu.createShaderModule({ code: FILL }), entryPoint: 'main' } });
   const bind = gpu.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer } }] });
   const encoder = gpu.createCommandEncoder();
@@ -39,26 +41,57 @@ async function readBack(gpu, { buffer, byteOffset, byteLength }) {
   return out;
 }
 
+/** What `fn` throws: its code, or 'none'. */
+function refusal(fn) {
+  try {
+    fn();
+  } catch (e) {
+    return e.code;
+  }
+  return 'none';
+}
+
 const status = document.getElementById('status');
 try {
-  const device = await init('webgpu');
-  const gpu = device.gpuDevice;
-  if (!(gpu instanceof GPUDevice)) throw new Error(`device.gpuDevice is ${gpu}: expected the GPUDevice`);
+  const adapter = await navigator.gpu.requestAdapter();
+  const gpu = await adapter.requestDevice();
+  let pageErrors = 0;
+  gpu.onuncapturederror = () => { pageErrors += 1; };
+  const device = await init({ gpuDevice: gpu });
+  if (device.gpuDevice !== gpu) throw new Error('device.gpuDevice is not the page\'s GPUDevice');
   const n = 1000;
   const theirs = fill(gpu, n);
   const x = device.tensorFromGPUBuffer(theirs, [n]);
-  const y = x.add(x, { activation: 'relu' }).sub(device.tensor(new Float32Array([1]), [1])); // i - 1, then max(., -1)
+  const one = device.tensor(new Float32Array([1]), [1]);
+  const y = x.add(x, { activation: 'relu' }).sub(one); // i - 1
   const viaTheirs = await readBack(gpu, y.gpuBuffer());
   const viaOurs = await y.read();
-  const refused = (() => {
-    try {
-      device.tensorFromGPUBuffer(theirs, [n + 1]);
-    } catch (e) {
-      return e.code;
-    }
-    return 'none';
-  })();
-  Object.assign(document.body.dataset, { viaTheirs: JSON.stringify(Array.from(viaTheirs)), viaOurs: JSON.stringify(Array.from(viaOurs)), refused, done: 'yes' });
+  // The page overwrites its buffer: the tensor aliases it, so a new op sees the new values.
+  gpu.queue.writeBuffer(theirs, 0, new Float32Array(n).fill(3));
+  const rewritten = await x.mul(x).read(); // 9 everywhere
+  // The last 900 elements, from byte 400: no copy either.
+  const tail = await device.tensorFromGPUBuffer(theirs, [n - 100], 'f32', 400).sum().read();
+  const refused = refusal(() => device.tensorFromGPUBuffer(theirs, [n + 1]));
+  const misaligned = refusal(() => device.tensorFromGPUBuffer(theirs, [4], 'f32', 2));
+  const noStorage = refusal(() => device.tensorFromGPUBuffer(gpu.createBuffer({ size: 16, usage: GPUBufferUsage.COPY_SRC }), [4]));
+  x.free();
+  theirs.destroy();
+  // unicompute's own device, lent to the page.
+  const own = await init('webgpu');
+  const ownGpu = own.gpuDevice;
+  if (!(ownGpu instanceof GPUDevice) || ownGpu === gpu) throw new Error(`device.gpuDevice is ${ownGpu}: expected the library's own GPUDevice`);
+  const lent = own.tensorFromGPUBuffer(fill(ownGpu, n), [n]).mul(own.tensor(new Float32Array([2]), [1]));
+  const lentBack = await readBack(ownGpu, lent.gpuBuffer());
+  Object.assign(document.body.dataset, {
+    viaTheirs: JSON.stringify(Array.from(viaTheirs)),
+    viaOurs: JSON.stringify(Array.from(viaOurs)),
+    rewritten: JSON.stringify(Array.from(rewritten)),
+    tail: String(tail[0]),
+    lentBack: JSON.stringify(Array.from(lentBack)),
+    refused: [refused, misaligned, noStorage].join(','),
+    pageErrors: String(pageErrors),
+    done: 'yes',
+  });
   status.textContent = 'done';
 } catch (e) {
   status.textContent = `failed: ${e.message}`;

@@ -2,10 +2,14 @@
 
 pub(crate) mod backend;
 pub(crate) mod pipelines;
+#[cfg(target_arch = "wasm32")]
+mod adopt;
 mod queue;
 
 use std::sync::{Arc, Mutex};
 
+#[cfg(target_arch = "wasm32")]
+pub(crate) use adopt::adopt_buffer;
 pub(crate) use pipelines::{Builtin, WgslSource};
 pub(crate) use queue::{Bind, GpuFence, GpuQueue};
 
