@@ -78,6 +78,24 @@ macro_rules! wgsl_params {
 }
 pub(crate) use wgsl_params;
 
+/// The value type `VAL` of the kernels that reduce, scan or do integer arithmetic, with what
+/// they need of it: whether a value is NaN, the NaN itself, the lowest and highest values
+/// (identities of max and min), and a value scaled by an f32 (a mean's last step; integers
+/// are never scaled).
+pub(crate) const VAL_F32: &str = "alias VAL = f32;\nfn val_nan(v: VAL) -> bool { return is_nan(v); }\nfn val_nan_value() -> VAL { return nan_f32(); }\nfn val_lowest() -> VAL { return neg_inf_f32(); }\nfn val_highest() -> VAL { return inf_f32(); }\nfn val_scaled(v: VAL, s: f32) -> VAL { return v * s; }";
+pub(crate) const VAL_I32: &str = "alias VAL = i32;\nfn val_nan(v: VAL) -> bool { return false; }\nfn val_nan_value() -> VAL { return 0i; }\nfn val_lowest() -> VAL { return i32(-2147483648); }\nfn val_highest() -> VAL { return 2147483647i; }\nfn val_scaled(v: VAL, s: f32) -> VAL { return v; }";
+pub(crate) const VAL_U32: &str = "alias VAL = u32;\nfn val_nan(v: VAL) -> bool { return false; }\nfn val_nan_value() -> VAL { return 0u; }\nfn val_lowest() -> VAL { return 0u; }\nfn val_highest() -> VAL { return 0xffffffffu; }\nfn val_scaled(v: VAL, s: f32) -> VAL { return v; }";
+
+/// The `VAL` declarations for `dtype` (f32, i32 or u32).
+pub(crate) fn val(dtype: DType) -> Result<&'static str> {
+    match dtype {
+        DType::F32 => Ok(VAL_F32),
+        DType::I32 => Ok(VAL_I32),
+        DType::U32 => Ok(VAL_U32),
+        other => Err(Error::Device(format!("internal: no {other} values in the reduction, scan and integer kernels"))),
+    }
+}
+
 pub(crate) fn builtin(source: &'static WgslSource, entry: &'static str, constants: Vec<(&'static str, u32)>) -> Builtin {
     Builtin { source, entry, constants, prelude: Vec::new() }
 }

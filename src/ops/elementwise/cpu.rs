@@ -2,7 +2,7 @@
 
 use crate::base::par::*;
 
-use super::{Binary, BinaryOp, Unary, UnaryOp};
+use super::{Binary, BinaryOp, Integer, Unary, UnaryOp};
 use crate::ops::common::math::{self, twin};
 use crate::ops::common::cpu::{offsets_from, out_words, run_from, CHUNK};
 use crate::hal::cpu::{read_guard, write_guard};
@@ -65,15 +65,15 @@ macro_rules! with_unary {
     };
 }
 
-/// The binary twin of `with_unary!`.
+/// The binary twin of `with_unary!`: `$f` is `BinaryOp::$eval` on `$t`, the op fixed per arm.
 macro_rules! with_binary {
-    ($op:expr, |$f:ident| $body:expr) => {
-        with_binary!(@arms $op, $f, $body, [Add, Sub, Mul, Div, Min, Max, Pow])
+    ($op:expr, $eval:ident::<$t:ty>, |$f:ident| $body:expr) => {
+        with_binary!(@arms $op, $eval, $t, $f, $body, [Add, Sub, Mul, Div, Min, Max, Pow])
     };
-    (@arms $op:expr, $f:ident, $body:expr, [$($v:ident),*]) => {
+    (@arms $op:expr, $eval:ident, $t:ty, $f:ident, $body:expr, [$($v:ident),*]) => {
         match $op {
             $(BinaryOp::$v => {
-                let $f = |x: f32, y: f32| BinaryOp::$v.eval(x, y);
+                let $f = |x: $t, y: $t| BinaryOp::$v.$eval(x, y);
                 $body
             })*
         }
@@ -101,7 +101,11 @@ pub(super) fn unary(call: &Unary<'_>) -> Result<()> {
 }
 
 pub(super) fn binary(call: &Binary<'_>) -> Result<()> {
-    check_f32(call.dtype)?;
+    match call.dtype {
+        DType::I32 => return integer_binary::<i32>(call),
+        DType::U32 => return integer_binary::<u32>(call),
+        _ => check_f32(call.dtype)?,
+    }
     let (op, act, a, b, out) = (call.op, call.act, call.a, call.b, call.out);
     let (ag, bg) = (read_guard(a.buf)?, read_guard(b.buf)?);
     let mut os = write_guard(out.buf)?;
@@ -146,6 +150,22 @@ pub(super) fn binary(call: &Binary<'_>) -> Result<()> {
             })
         }};
     }
-    with_binary!(op, |g| body!(g));
+    with_binary!(op, eval::<f32>, |g| body!(g));
+    Ok(())
+}
+
+/// `op(a, b)` on integers ([`BinaryOp::eval_int`]), chunks of the output in parallel.
+fn integer_binary<I: Integer>(call: &Binary<'_>) -> Result<()> {
+    let (a, b, out) = (call.a, call.b, call.out);
+    let (ag, bg) = (read_guard(a.buf)?, read_guard(b.buf)?);
+    let mut os = write_guard(out.buf)?;
+    let (ai, bi): (&[I], &[I]) = (bytemuck::cast_slice(&ag), bytemuck::cast_slice(&bg));
+    let oi: &mut [I] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
+    with_binary!(call.op, eval_int::<I>, |g| oi.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
+        let start = c * CHUNK;
+        for ((o, x), y) in chunk.iter_mut().zip(offsets_from(a.layout, start)).zip(offsets_from(b.layout, start)) {
+            *o = g(ai[x], bi[y]);
+        }
+    }));
     Ok(())
 }

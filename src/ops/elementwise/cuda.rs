@@ -1,4 +1,5 @@
-//! Unary and binary ops on CUDA: elementwise.cu, a grid-stride loop over the elements.
+//! Unary and binary ops on CUDA: elementwise.cu, a grid-stride loop over the elements (integer
+//! arithmetic in its own entry point).
 
 use super::{Binary, Unary};
 #[cfg(test)]
@@ -57,7 +58,11 @@ pub(super) fn unary(op: &Unary<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpConte
 
 /// `out = act(op(a, b))` with broadcasting (`binary_main`).
 pub(super) fn binary(op: &Binary<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
-    check_f32(op.dtype)?;
+    let (entry, val) = match op.dtype {
+        DType::I32 => ("int_binary_main", Some("int")),
+        DType::U32 => ("int_binary_main", Some("unsigned")),
+        other => (check_f32(other).map(|()| "binary_main")?, None),
+    };
     let (a, b, out) = (op.a, op.b, op.out);
     let (a_access, b_access) = (a.layout.access(), b.layout.access());
     let n = out.layout.numel();
@@ -68,7 +73,8 @@ pub(super) fn binary(op: &Binary<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
         ("B_MODE", b_access.code().to_string()),
         index_type(n.max(extent(a.layout)).max(extent(b.layout))),
     ];
-    let f = dev.program(builtin(&SOURCE, "binary_main", defines))?;
+    let defines = defines.into_iter().chain(val.map(|v| ("VAL", v.to_string()))).collect();
+    let f = dev.program(builtin(&SOURCE, entry, defines))?;
     let p = ElementwiseParams {
         n: n as u64,
         rank: out.layout.shape.len() as u32,
@@ -97,6 +103,10 @@ pub(super) fn builtins() -> Vec<Builtin> {
             for (act, a_mode, b_mode) in [("0", "1", "1"), ("14", "0", "2"), ("11", "2", "0")] {
                 let defines = vec![("OP", op.code().to_string()), ("ACT", act.into()), ("A_MODE", a_mode.into()), ("B_MODE", b_mode.into()), idx.clone()];
                 all.push(builtin(&SOURCE, "binary_main", defines));
+            }
+            for val in ["int", "unsigned"] {
+                let defines = vec![("OP", op.code().to_string()), ("A_MODE", "1".into()), ("B_MODE", "2".into()), ("VAL", val.into()), idx.clone()];
+                all.push(builtin(&SOURCE, "int_binary_main", defines));
             }
         }
     }

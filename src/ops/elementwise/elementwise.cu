@@ -4,6 +4,9 @@
 // applied after a binary op (0: none); codes are in src/ops/elementwise/mod.rs.
 // A_MODE / B_MODE say how an operand is addressed: 0 strided (general), 1 contiguous,
 // 2 a contiguous block repeated with a period (a row broadcast over leading dimensions).
+// int_binary_main is integer arithmetic on VAL with the rules of `BinaryOp::eval_int` (WGSL's):
+// + - * wrap (computed unsigned, as signed overflow is undefined in C++); / truncates, with
+// x / 0 = x and MIN / -1 = MIN; pow by repeated squaring, 1 / a^|b| truncated for b < 0.
 
 #ifndef OP
 #define OP 0
@@ -16,6 +19,10 @@
 #endif
 #ifndef B_MODE
 #define B_MODE 0
+#endif
+// int_binary_main's element type: int or unsigned.
+#ifndef VAL
+#define VAL int
 #endif
 
 template <int op>
@@ -52,5 +59,44 @@ extern "C" __global__ void binary_main(const float* __restrict__ a, const float*
         float va = a[operand_index<A_MODE>(i, p, p.a_strides, p.a_period)];
         float vb = b[operand_index<B_MODE>(i, p, p.b_strides, p.b_period)];
         out[i] = unary_op<ACT>(binary_op<OP>(va, vb));
+    }
+}
+
+__device__ __forceinline__ VAL int_pow(VAL a, VAL b) {
+    if (b < (VAL)0) {
+        if (a == (VAL)1) return (VAL)1;
+        if ((VAL)((unsigned)a + 1u) == (VAL)0) return (b & (VAL)1) ? a : (VAL)1;
+        return (VAL)0;
+    }
+    unsigned result = 1u, base = (unsigned)a, e = (unsigned)b;
+    while (e != 0u) {
+        if (e & 1u) result *= base;
+        base *= base;
+        e >>= 1;
+    }
+    return (VAL)result;
+}
+
+template <int op>
+__device__ __forceinline__ VAL int_op(VAL a, VAL b) {
+    switch (op) {
+        case 0: return (VAL)((unsigned)a + (unsigned)b);
+        case 1: return (VAL)((unsigned)a - (unsigned)b);
+        case 2: return (VAL)((unsigned)a * (unsigned)b);
+        case 3:
+            if (b == (VAL)0) return a;
+            if ((VAL)-1 < (VAL)0 && b == (VAL)-1) return (VAL)(0u - (unsigned)a);
+            return a / b;
+        case 4: return a < b ? a : b;
+        case 5: return a < b ? b : a;
+        default: return int_pow(a, b);
+    }
+}
+
+extern "C" __global__ void int_binary_main(const VAL* __restrict__ a, const VAL* __restrict__ b, VAL* __restrict__ out,
+                                           ElementwiseParams p) {
+    const IDX n = (IDX)p.n;
+    for (IDX i = grid_start(); i < n; i += grid_step()) {
+        out[i] = int_op<OP>(a[operand_index<A_MODE>(i, p, p.a_strides, p.a_period)], b[operand_index<B_MODE>(i, p, p.b_strides, p.b_period)]);
     }
 }

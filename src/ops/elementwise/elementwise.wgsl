@@ -6,7 +6,7 @@
 // A_MODE / B_MODE say how an operand is addressed: 0 strided (general), 1 contiguous,
 // 2 a contiguous block repeated with the given period (a row broadcast over leading dims).
 // STORE (prepended: f32, or f16 on adapters with shader-f16) is the dtype in memory; the
-// math runs in f32.
+// math runs in f32. int_binary_main computes on VAL (prepended: i32 or u32) instead.
 
 override OP: u32 = 0u;
 override ACT: u32 = 0u;
@@ -146,4 +146,56 @@ fn binary_vec4_main(
         unary_op(ACT, binary_op(OP, a.w, b.w)),
     );
     out4[params[S_out] / 4u + i4] = store4(r);
+}
+
+// Integer arithmetic on VAL (i32 or u32) with WGSL's rules, which `BinaryOp::eval_int`
+// states for every backend: + - * wrap; / truncates toward zero, x / 0 = x and
+// MIN / -1 = MIN; pow by repeated squaring, a negative exponent giving 1 / a^|b| truncated.
+@group(0) @binding(1) var<storage, read> xv: array<VAL>;
+@group(0) @binding(2) var<storage, read> yv: array<VAL>;
+@group(0) @binding(3) var<storage, read_write> outv: array<VAL>;
+
+fn int_pow(a: VAL, b: VAL) -> VAL {
+    if (b < VAL(0)) {
+        if (a == VAL(1)) { return VAL(1); }
+        if (a + VAL(1) == VAL(0)) { return select(VAL(1), a, (b & VAL(1)) != VAL(0)); }
+        return VAL(0);
+    }
+    var result = VAL(1);
+    var base = a;
+    var e = b;
+    loop {
+        if (e == VAL(0)) { break; }
+        if ((e & VAL(1)) != VAL(0)) { result *= base; }
+        base *= base;
+        e = e >> 1u;
+    }
+    return result;
+}
+
+fn int_op(op: u32, a: VAL, b: VAL) -> VAL {
+    switch op {
+        case 0u: { return a + b; }
+        case 1u: { return a - b; }
+        case 2u: { return a * b; }
+        case 3u: { return a / b; }
+        case 4u: { return min(a, b); }
+        case 5u: { return max(a, b); }
+        default: { return int_pow(a, b); }
+    }
+}
+
+@compute @workgroup_size(256)
+fn int_binary_main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let i = element(wid, nwg, lid);
+    if (i >= params[S_n]) {
+        return;
+    }
+    let ai = operand_offset(A_MODE, i, S_a, S_a_period);
+    let bi = operand_offset(B_MODE, i, S_b, S_b_period);
+    outv[params[S_out] + i] = int_op(OP, xv[ai], yv[bi]);
 }

@@ -233,6 +233,50 @@ impl BinaryOp {
             BinaryOp::Pow => a.powf(b),
         }
     }
+
+    /// The function on integers (i32 or u32), as every backend computes it, with WGSL's rules:
+    /// add, sub and mul wrap; div truncates toward zero, with `x / 0 = x` and `MIN / -1 = MIN`;
+    /// pow multiplies by repeated squaring (wrapping), and a negative exponent gives the
+    /// quotient `1 / a^|b|` truncated toward zero: 1 for `a = 1`, ±1 for `a = -1`, else 0
+    /// (numpy refuses negative integer powers; a kernel cannot refuse one element).
+    pub fn eval_int<I: Integer>(self, a: I, b: I) -> I {
+        match self {
+            BinaryOp::Add => a.wrapping_add(&b),
+            BinaryOp::Sub => a.wrapping_sub(&b),
+            BinaryOp::Mul => a.wrapping_mul(&b),
+            BinaryOp::Div => a.checked_div(&b).unwrap_or(a),
+            BinaryOp::Min => a.min(b),
+            BinaryOp::Max => a.max(b),
+            BinaryOp::Pow => int_pow(a, b),
+        }
+    }
+}
+
+/// The integer element types of integer arithmetic: i32 and u32.
+pub trait Integer: num_traits::PrimInt + num_traits::WrappingAdd + num_traits::WrappingSub + num_traits::WrappingMul + bytemuck::Pod + Send + Sync {}
+impl Integer for i32 {}
+impl Integer for u32 {}
+
+/// `a^b` on integers, as [`BinaryOp::eval_int`] defines it.
+fn int_pow<I: Integer>(a: I, b: I) -> I {
+    let (zero, one) = (I::zero(), I::one());
+    if b < zero {
+        let odd = b & one == one;
+        return match a {
+            a if a == one => one,
+            a if a.wrapping_add(&one) == zero => if odd { a } else { one },
+            _ => zero,
+        };
+    }
+    let (mut result, mut base, mut e) = (one, a, b);
+    while e != zero {
+        if e & one == one {
+            result = result.wrapping_mul(&base);
+        }
+        base = base.wrapping_mul(&base);
+        e = e >> 1;
+    }
+    result
 }
 
 /// `op(x)` elementwise, recorded on `queue`. `x` may be any strided view; the result is
@@ -280,6 +324,9 @@ pub fn binary_act(queue: &Queue, op: BinaryOp, act: UnaryOp, a: &Tensor, b: &Ten
 }
 
 fn binary_fused(queue: &Queue, op: BinaryOp, act: Option<UnaryOp>, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if let Some(dtype) = integer_operands(op, act, a, b)? {
+        return binary_in(queue, op, None, a, b, dtype);
+    }
     if native_f16(queue, &[a, b]) {
         return binary_in(queue, op, act, a, b, DType::F16);
     }
@@ -287,7 +334,26 @@ fn binary_fused(queue: &Queue, op: BinaryOp, act: Option<UnaryOp>, a: &Tensor, b
     lift.down(queue, binary_in(queue, op, act, &lift.up(queue, a)?, &lift.up(queue, b)?, DType::F32)?)
 }
 
-/// `act(op(a, b))` with the operands and the result stored as `dtype` (f32, or native f16).
+/// The integer dtype (i32 or u32) of integer arithmetic, when an operand is an integer:
+/// both must be of it, and no activation follows (activations are float functions).
+fn integer_operands(op: BinaryOp, act: Option<UnaryOp>, a: &Tensor, b: &Tensor) -> Result<Option<DType>> {
+    let integer = |d: DType| matches!(d, DType::I32 | DType::U32);
+    let (da, db) = (a.dtype(), b.dtype());
+    if !integer(da) && !integer(db) {
+        return Ok(None);
+    }
+    if da != db {
+        let expected = format!("operands of one dtype (integer arithmetic does not promote): the first is {da}");
+        return Err(Error::DType { op: op.name(), expected, got: db.to_string() });
+    }
+    if let Some(f) = act {
+        return Err(Error::DType { op: f.name(), expected: "f32 (activations are float functions; apply none to integers)".into(), got: da.to_string() });
+    }
+    Ok(Some(da))
+}
+
+/// `act(op(a, b))` with the operands and the result stored as `dtype` (f32, native f16, or
+/// an integer type for integer arithmetic).
 fn binary_in(queue: &Queue, op: BinaryOp, act: Option<UnaryOp>, a: &Tensor, b: &Tensor, dtype: DType) -> Result<Tensor> {
     check_dtype(queue, op.name(), a, dtype)?;
     check_dtype(queue, op.name(), b, dtype)?;

@@ -1,0 +1,141 @@
+//! Integer arithmetic on i32 and u32 on every available backend, against a reference computed
+//! here in wide integers and wrapped (independent of the library's `BinaryOp::eval_int`):
+//! seeded values over the whole range with the edge cases (MIN, MAX, 0, ±1) in every input,
+//! numpy broadcasting, strided views, and outputs poisoned before the launch.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod common;
+
+use common::{devices, expect_err, name};
+use unicompute::layout::Layout;
+use unicompute::{BinaryOp, DType, Device, Element, Tensor, UnaryOp};
+
+/// One integer type under test: its values as i64, wrapping back into its range.
+trait Int: Element + Copy + PartialEq + std::fmt::Debug {
+    const EDGES: &'static [i64];
+    const MIN: i64;
+    const MAX: i64;
+    fn wrap(v: i64) -> Self;
+    fn wide(self) -> i64;
+}
+
+impl Int for i32 {
+    const EDGES: &'static [i64] = &[i32::MIN as i64, i32::MIN as i64 + 1, -2, -1, 0, 1, 2, i32::MAX as i64];
+    const MIN: i64 = i32::MIN as i64;
+    const MAX: i64 = i32::MAX as i64;
+    fn wrap(v: i64) -> i32 {
+        v as i32
+    }
+    fn wide(self) -> i64 {
+        i64::from(self)
+    }
+}
+
+impl Int for u32 {
+    const EDGES: &'static [i64] = &[0, 1, 2, 3, u32::MAX as i64 - 1, u32::MAX as i64];
+    const MIN: i64 = 0;
+    const MAX: i64 = u32::MAX as i64;
+    fn wrap(v: i64) -> u32 {
+        v as u32
+    }
+    fn wide(self) -> i64 {
+        i64::from(self)
+    }
+}
+
+/// `n` seeded values: the edge cases first, then uniform over `[lo, hi]`.
+fn values<I: Int>(seed: u64, n: usize, lo: i64, hi: i64) -> Vec<I> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let edges = I::EDGES.iter().copied().filter(|v| (lo..=hi).contains(v));
+    edges.chain(std::iter::repeat_with(|| rng.i64(lo..=hi))).take(n).map(I::wrap).collect()
+}
+
+/// `op(a, b)` as numpy's int32 / uint32 and WGSL compute it, in i128 and wrapped.
+fn reference<I: Int>(op: BinaryOp, a: I, b: I) -> I {
+    let (a, b) = (a.wide(), b.wide());
+    let wrap = |v: i128| I::wrap(v as i64);
+    match op {
+        BinaryOp::Add => wrap(i128::from(a) + i128::from(b)),
+        BinaryOp::Sub => wrap(i128::from(a) - i128::from(b)),
+        BinaryOp::Mul => wrap(i128::from(a) * i128::from(b)),
+        BinaryOp::Div if b == 0 => I::wrap(a),
+        BinaryOp::Div => wrap(i128::from(a) / i128::from(b)),
+        BinaryOp::Min => I::wrap(a.min(b)),
+        BinaryOp::Max => I::wrap(a.max(b)),
+        BinaryOp::Pow if b < 0 => I::wrap(match a {
+            1 => 1,
+            -1 if b % 2 != 0 => -1,
+            -1 => 1,
+            _ => 0,
+        }),
+        BinaryOp::Pow => (0..b).fold(I::wrap(1), |r, _| wrap(i128::from(r.wide()) * i128::from(a))),
+    }
+}
+
+/// The elements of a view of `data`.
+fn view<I: Int>(data: &[I], t: &Tensor) -> Vec<I> {
+    let layout = Layout { shape: t.shape().to_vec(), strides: t.strides().to_vec(), offset: t.offset() };
+    layout.offsets().map(|o| data[o]).collect()
+}
+
+/// Every binary op on `I` over broadcast shapes and a transposed view, on `d`.
+fn check_binary<I: Int>(d: &Device) {
+    let cases: &[(&[usize], &[usize])] = &[(&[1], &[13]), (&[257], &[257]), (&[5, 1, 7], &[1, 3, 1]), (&[2, 3, 4], &[4]), (&[3, 5, 11], &[3, 5, 11])];
+    for (k, op) in BinaryOp::ALL.into_iter().enumerate() {
+        for (c, &(sa, sb)) in cases.iter().enumerate() {
+            let seed = (k * 10 + c) as u64;
+            let (na, nb): (usize, usize) = (sa.iter().product(), sb.iter().product());
+            let a: Vec<I> = values(seed, na, I::MIN, I::MAX);
+            let b: Vec<I> = match op {
+                BinaryOp::Pow => values(seed + 1000, nb, I::MIN.max(-3), 40),
+                _ => values(seed + 1000, nb, I::MIN, I::MAX),
+            };
+            let (ta, tb) = (Tensor::from_slice(d, &a, sa).unwrap(), Tensor::from_slice(d, &b, sb).unwrap());
+            // The last case reads `a` through a transposed view (strided addressing).
+            let ta = if c == 4 { ta.permute(&[2, 1, 0]).unwrap().contiguous().unwrap().permute(&[2, 1, 0]).unwrap() } else { ta };
+            let out = ta.binary(op, &tb).unwrap();
+            assert_eq!(out.dtype(), I::DTYPE);
+            let got = out.to_vec_blocking::<I>().unwrap();
+            let shape = out.shape().to_vec();
+            let av = view(&a, &Tensor::from_slice(d, &a, sa).unwrap().broadcast_to(&shape).unwrap());
+            let bv = view(&b, &Tensor::from_slice(d, &b, sb).unwrap().broadcast_to(&shape).unwrap());
+            for (i, ((&g, &x), &y)) in got.iter().zip(&av).zip(&bv).enumerate() {
+                let want = reference(op, x, y);
+                assert_eq!(g, want, "{} {} of {x:?} and {y:?} (element {i}, {sa:?} with {sb:?}, seed {seed}) on {}", I::DTYPE, op.name(), name(d));
+            }
+        }
+    }
+}
+
+#[test]
+fn integer_arithmetic_wraps_truncates_and_defines_division_by_zero() {
+    for d in devices() {
+        check_binary::<i32>(d);
+        check_binary::<u32>(d);
+    }
+}
+
+#[test]
+fn integer_edge_cases_by_name() {
+    for d in devices() {
+        let t = |v: &[i32]| Tensor::from_slice(d, v, &[v.len()]).unwrap();
+        let div = t(&[7, -7, 7, -7, i32::MIN, 5, 0]).div(&t(&[2, 2, -2, -2, -1, 0, 0])).unwrap();
+        assert_eq!(div.to_vec_blocking::<i32>().unwrap(), [3, -3, -3, 3, i32::MIN, 5, 0], "truncation, MIN / -1, x / 0 on {}", name(d));
+        let add = t(&[i32::MAX, i32::MIN]).add(&t(&[1, -1])).unwrap();
+        assert_eq!(add.to_vec_blocking::<i32>().unwrap(), [i32::MIN, i32::MAX], "add wraps on {}", name(d));
+        let pow = t(&[3, -2, 2, 1, -1, -1, 2, 0]).binary(BinaryOp::Pow, &t(&[4, 3, 31, -5, -3, -4, -1, 0])).unwrap();
+        assert_eq!(pow.to_vec_blocking::<i32>().unwrap(), [81, -8, i32::MIN, 1, -1, 1, 0, 1], "pow on {}", name(d));
+    }
+}
+
+#[test]
+fn integer_arithmetic_refuses_mixed_dtypes_and_activations() {
+    for d in devices() {
+        let (i, f) = (Tensor::from_slice(d, &[1i32, 2], &[2]).unwrap(), Tensor::from_slice(d, &[1.0f32, 2.0], &[2]).unwrap());
+        expect_err(i.add(&f), "DTYPE", &["add", "one dtype", "i32", "f32"], d);
+        expect_err(f.mul(&i), "DTYPE", &["mul", "f32", "i32"], d);
+        let u = i.cast(DType::U32).unwrap();
+        expect_err(i.sub(&u), "DTYPE", &["sub", "i32", "u32"], d);
+        expect_err(i.binary_act(BinaryOp::Add, UnaryOp::Relu, &i), "DTYPE", &["relu", "activations"], d);
+    }
+}
