@@ -8,7 +8,7 @@ mod common;
 
 use common::{devices, expect_err, name};
 use unicompute::layout::Layout;
-use unicompute::{BinaryOp, DType, Device, Element, Tensor, UnaryOp};
+use unicompute::{BinaryOp, DType, Device, Element, ReduceOp, Tensor, UnaryOp};
 
 /// One integer type under test: its values as i64, wrapping back into its range.
 trait Int: Element + Copy + PartialEq + std::fmt::Debug {
@@ -137,5 +137,90 @@ fn integer_arithmetic_refuses_mixed_dtypes_and_activations() {
         let u = i.cast(DType::U32).unwrap();
         expect_err(i.sub(&u), "DTYPE", &["sub", "i32", "u32"], d);
         expect_err(i.binary_act(BinaryOp::Add, UnaryOp::Relu, &i), "DTYPE", &["relu", "activations"], d);
+    }
+}
+
+/// `op` over `values` in wide integers: `(value, index)`; a sum wrapped into `I`'s range.
+fn reduce_reference<I: Int>(op: ReduceOp, values: &[I]) -> (I, usize) {
+    let wide: Vec<i64> = values.iter().map(|v| v.wide()).collect();
+    let first_of = |best: i64| wide.iter().position(|&v| v == best).unwrap_or(0);
+    match op {
+        ReduceOp::Sum => (I::wrap(wide.iter().fold(0i64, |s, &v| I::wrap(s + v).wide())), 0),
+        ReduceOp::Max | ReduceOp::Argmax => {
+            let best = wide.iter().copied().max().unwrap_or(I::MIN);
+            (I::wrap(best), first_of(best))
+        }
+        ReduceOp::Min => (I::wrap(wide.iter().copied().min().unwrap_or(I::MAX)), 0),
+        ReduceOp::Mean => unreachable!("the mean is checked in f64"),
+    }
+}
+
+/// Every reduction of `I` over each axis and over everything, on `d`.
+fn check_reductions<I: Int>(d: &Device) {
+    // A prime-length middle axis, long rows past one workgroup's chunk, and one long row.
+    let cases: &[&[usize]] = &[&[7], &[3, 131, 5], &[2, 5000], &[70_001]];
+    for (c, &shape) in cases.iter().enumerate() {
+        let n: usize = shape.iter().product();
+        // Small values too, so that sums both stay in range and wrap.
+        let x: Vec<I> = if c % 2 == 0 { values(c as u64, n, I::MIN, I::MAX) } else { values(c as u64, n, I::MIN.max(-50), 50) };
+        let t = Tensor::from_slice(d, &x, shape).unwrap();
+        let axes = (0..shape.len()).map(Some).chain([None]);
+        for axis in axes {
+            let (outer, len): (usize, usize) = match axis {
+                Some(a) => (shape[..a].iter().product(), shape[a]),
+                None => (1, n),
+            };
+            let inner = n / outer / len;
+            let row = |g: usize| -> Vec<I> { (0..len).map(|j| x[(g / inner) * len * inner + g % inner + j * inner]).collect() };
+            let ops = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Argmax];
+            for (op, variant) in ops.into_iter().flat_map(|op| d.variants("reduce").into_iter().map(move |v| (op, v))) {
+                let what = format!("{} {} ({variant}) over {axis:?} of {shape:?} on {}", I::DTYPE, op.name(), name(d));
+                let out = unicompute::ops::reduce::reduce_variant(&d.queue(), op, &t, axis, variant).unwrap();
+                if op == ReduceOp::Argmax {
+                    let got = out.to_vec_blocking::<u32>().unwrap();
+                    let want: Vec<u32> = (0..outer * inner).map(|g| reduce_reference(op, &row(g)).1 as u32).collect();
+                    assert_eq!(got, want, "{what}");
+                } else {
+                    assert_eq!(out.dtype(), I::DTYPE, "{what}");
+                    let want: Vec<I> = (0..outer * inner).map(|g| reduce_reference(op, &row(g)).0).collect();
+                    assert_eq!(out.to_vec_blocking::<I>().unwrap(), want, "{what}");
+                }
+            }
+            let mean = t.reduce(ReduceOp::Mean, axis).unwrap();
+            assert_eq!(mean.dtype(), DType::F32, "the mean of integers is a float");
+            let want: Vec<f64> = (0..outer * inner).map(|g| row(g).iter().map(|v| v.wide() as f64).sum::<f64>() / len as f64).collect();
+            // Each value is rounded to f32 first: an error of up to an f32 ulp of the largest.
+            let atol = x.iter().map(|v| v.wide().unsigned_abs()).max().unwrap_or(0) as f64 * 2f64.powi(-23);
+            common::assert_close(&mean.to_vec_blocking::<f32>().unwrap(), &want, 1e-5, atol.max(1e-3), &format!("{} mean over {axis:?} of {shape:?} on {}", I::DTYPE, name(d)));
+        }
+    }
+}
+
+#[test]
+fn integer_reductions_wrap_and_keep_their_dtype() {
+    for d in devices() {
+        check_reductions::<i32>(d);
+        check_reductions::<u32>(d);
+    }
+}
+
+#[test]
+fn integer_reductions_over_several_axes_and_empty_ones() {
+    for d in devices() {
+        let x: Vec<i32> = (0..60).map(|i| i * 7 - 200).collect();
+        let t = Tensor::from_slice(d, &x, &[3, 4, 5]).unwrap();
+        let sum = t.reduce_axes(ReduceOp::Sum, &[0, 2], true).unwrap();
+        assert_eq!(sum.shape(), [1, 4, 1]);
+        let want: Vec<i32> = (0..4).map(|j| (0..3).flat_map(|o| (0..5).map(move |i| o * 20 + j * 5 + i)).map(|at| x[at]).sum()).collect();
+        assert_eq!(sum.to_vec_blocking::<i32>().unwrap(), want, "sum over axes 0 and 2 on {}", name(d));
+        // A boolean mask stored as u32: any (max) and all (min) per row.
+        let mask = Tensor::from_slice(d, &[0u32, 1, 0, 0, 0, 0, 1, 1, 1], &[3, 3]).unwrap();
+        assert_eq!(mask.reduce(ReduceOp::Max, Some(1)).unwrap().to_vec_blocking::<u32>().unwrap(), [1, 0, 1], "any on {}", name(d));
+        assert_eq!(mask.reduce(ReduceOp::Min, Some(1)).unwrap().to_vec_blocking::<u32>().unwrap(), [0, 0, 1], "all on {}", name(d));
+        let empty = Tensor::from_slice(d, &[] as &[i32], &[2, 0]).unwrap();
+        assert_eq!(empty.reduce(ReduceOp::Sum, Some(1)).unwrap().to_vec_blocking::<i32>().unwrap(), [0, 0], "the sum of nothing on {}", name(d));
+        let onnx = unicompute::ops::reduce::reduce_axes_with_identity(&d.queue(), ReduceOp::Max, &empty, &[1], false).unwrap();
+        assert_eq!(onnx.to_vec_blocking::<i32>().unwrap(), [i32::MIN, i32::MIN], "ONNX's max of nothing, in i32, on {}", name(d));
+        expect_err(empty.reduce(ReduceOp::Max, Some(1)), "SHAPE", &["empty axis"], d);
     }
 }

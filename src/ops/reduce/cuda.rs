@@ -6,7 +6,7 @@ use crate::ops::common::cuda::{cuda_params, blocks, index_type, builtin, operand
 use crate::hal::cuda::Builtin;
 use crate::hal::cuda::{address, CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
-use crate::Result;
+use crate::{DType, Error, Result};
 
 static SOURCE: CudaSource = CudaSource { name: "reduce.cu", text: include_str!("reduce.cu"), preludes: &[crate::ops::common::cuda::COMMON, ReduceParams::DECL] };
 
@@ -33,9 +33,10 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &Op
     let scale = if op == ReduceOp::Mean { 1.0 / len as f32 } else { 1.0 };
     let idx = index_type(outer * len * inner);
     let op_define = ("OP", op.code().to_string());
+    let val = ("VAL", val_type(call.dtype)?.to_string());
     if inner >= 32 && outer * inner >= 64 * dev.sm_count as usize {
         // Many output columns: one thread each, coalesced reads, one pass.
-        let f = dev.program(builtin(&SOURCE, "reduce_cols", vec![op_define, idx]))?;
+        let f = dev.program(builtin(&SOURCE, "reduce_cols", vec![op_define, val, idx]))?;
         let p = ReduceParams { outer: outer as u64, len: len as u64, inner: inner as u64, chunk: len as u64, chunks: 1, scale, write_values: 1 };
         let (values, indices) = if argmax { (0, operand(&out)?) } else { (operand(&out)?, 0) };
         return q.launch(dev, &f, (blocks(dev, outer * inner, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, values, indices], &p, &[x.buf, out.buf]);
@@ -47,7 +48,7 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &Op
         (chunks, len.div_ceil(chunks))
     };
     passes::run(call, cx, split, |pass| {
-        let f = dev.program(builtin(&SOURCE, "reduce_rows", vec![op_define.clone(), ("FIRST", u32::from(pass.first()).to_string()), idx.clone()]))?;
+        let f = dev.program(builtin(&SOURCE, "reduce_rows", vec![op_define.clone(), ("FIRST", u32::from(pass.first()).to_string()), val.clone(), idx.clone()]))?;
         let at = |o: &Option<passes::At>| o.as_ref().map_or(Ok(0), |(b, offset)| address(b, *offset));
         let p = ReduceParams {
             outer: pass.outer as u64,
@@ -65,16 +66,31 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &Op
     })
 }
 
+/// reduce.cu's `VAL` for values of `dtype`.
+fn val_type(dtype: DType) -> Result<&'static str> {
+    match dtype {
+        DType::F32 => Ok("float"),
+        DType::I32 => Ok("int"),
+        DType::U32 => Ok("unsigned"),
+        other => Err(Error::Device(format!("internal: no {other} reduction on cuda"))),
+    }
+}
+
 /// Every specialisation.
 #[cfg(test)]
 pub(super) fn builtins() -> Vec<Builtin> {
     let mut all = Vec::new();
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
         for op in ReduceOp::ALL {
-            for first in ["0", "1"] {
-                all.push(builtin(&SOURCE, "reduce_rows", vec![("OP", op.code().to_string()), ("FIRST", first.into()), idx.clone()]));
+            for val in ["float", "int", "unsigned"] {
+                let defines = |first: Option<&str>| {
+                    let first = first.map(|f| ("FIRST", f.to_string()));
+                    [("OP", op.code().to_string()), ("VAL", val.to_string()), idx.clone()].into_iter().chain(first).collect()
+                };
+                all.push(builtin(&SOURCE, "reduce_rows", defines(Some("0"))));
+                all.push(builtin(&SOURCE, "reduce_rows", defines(Some("1"))));
+                all.push(builtin(&SOURCE, "reduce_cols", defines(None)));
             }
-            all.push(builtin(&SOURCE, "reduce_cols", vec![("OP", op.code().to_string()), idx.clone()]));
         }
     }
     all

@@ -51,12 +51,13 @@ impl ReduceOp {
         self as u32
     }
 
-    /// Dtype of the result.
-    pub fn out_dtype(self) -> DType {
-        if self == ReduceOp::Argmax {
-            DType::U32
-        } else {
-            DType::F32
+    /// Dtype of the result on `input`: argmax's u32 indices; the mean of integers in f32;
+    /// else the input's.
+    pub fn out_dtype(self, input: DType) -> DType {
+        match (self, input) {
+            (ReduceOp::Argmax, _) => DType::U32,
+            (ReduceOp::Mean, DType::I32 | DType::U32) => DType::F32,
+            (_, d) => d,
         }
     }
 
@@ -95,9 +96,24 @@ impl ReduceOp {
 
 /// Reduce `x` over `axis`, or over every element when `axis` is `None` (giving a rank-0
 /// tensor). The reduced axis is removed from the shape. `Argmax` gives u32 indices.
+///
+/// On i32 and u32 the sum, max and min are of that dtype, and a sum wraps as numpy's int32
+/// and uint32 sums do; the mean is f32, as numpy's mean of integers is a float.
 pub fn reduce(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>) -> Result<Tensor> {
-    let lift = Lift::of(op.name(), &[x])?;
-    lift.down(queue, reduce_f32(queue, op, &lift.up(queue, x)?, axis, None)?)
+    reduce_any(queue, op, x, axis, None)
+}
+
+/// [`reduce`] of any dtype with a requested variant: 16-bit floats lifted to f32, integers
+/// reduced as they are (their mean in f32).
+fn reduce_any(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>, requested: Option<&str>) -> Result<Tensor> {
+    match x.dtype() {
+        DType::I32 | DType::U32 if op == ReduceOp::Mean => reduce_values(queue, op, &x.cast(DType::F32)?, axis, requested),
+        DType::I32 | DType::U32 => reduce_values(queue, op, x, axis, requested),
+        _ => {
+            let lift = Lift::of(op.name(), &[x])?;
+            lift.down(queue, reduce_values(queue, op, &lift.up(queue, x)?, axis, requested)?)
+        }
+    }
 }
 
 /// Which extreme [`arg_reduce`] looks for, and which of equal elements it names.
@@ -193,12 +209,16 @@ pub fn reduce_axes_with_identity(queue: &Queue, op: ReduceOp, x: &Tensor, axes: 
 /// `device.variants("reduce")`: `subgroup`, `tree` or `serial` on webgpu), or `"auto"`: the fastest
 /// for this device and shape class (autotuned once, then cached).
 pub fn reduce_variant(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>, variant: &str) -> Result<Tensor> {
-    let lift = Lift::of(op.name(), &[x])?;
-    lift.down(queue, reduce_f32(queue, op, &lift.up(queue, x)?, axis, Some(variant))?)
+    reduce_any(queue, op, x, axis, Some(variant))
 }
 
-fn reduce_f32(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>, requested: Option<&str>) -> Result<Tensor> {
-    check_f32(queue, op.name(), x)?;
+/// The reduction of f32, i32 or u32 values.
+fn reduce_values(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>, requested: Option<&str>) -> Result<Tensor> {
+    let dtype = x.dtype();
+    if !matches!(dtype, DType::I32 | DType::U32) {
+        check_f32(queue, op.name(), x)?;
+    }
+    queue.device().check_same(x.device(), op.name())?;
     let shape = x.shape();
     let (outer, len, inner, out_shape) = match axis {
         None => (1, x.numel(), 1, vec![]),
@@ -217,13 +237,13 @@ fn reduce_f32(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>, requ
         }
     };
     if len == 0 {
-        return empty_axis(queue, op, shape, &out_shape);
+        return empty_axis(queue, op, shape, &out_shape, dtype);
     }
     let x = x.contiguous_on(queue)?;
     let (variant, decision) = dispatch::choose(queue, &Variants, Problem::Reduce { outer, len, inner }, requested)?;
-    let out = Tensor::uninit(queue, &out_shape, op.out_dtype())?;
+    let out = Tensor::uninit(queue, &out_shape, op.out_dtype(dtype))?;
     if out.numel() > 0 {
-        launch(queue, &Reduce { op, x: x.operand(), outer, len, inner, out: out.operand(), variant: Some(variant) }, Some(&decision))?;
+        launch(queue, &Reduce { op, dtype, x: x.operand(), outer, len, inner, out: out.operand(), variant: Some(variant) }, Some(&decision))?;
     }
     Ok(out)
 }
@@ -232,6 +252,8 @@ fn reduce_f32(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>, requ
 /// `variant` names a reduction variant of the backend (`None`: its default).
 pub(crate) struct Reduce<'a> {
     pub op: ReduceOp,
+    /// The dtype of the values: f32, i32 or u32 (the result's too, except argmax's u32).
+    pub dtype: DType,
     pub x: Operand<'a>,
     pub outer: usize,
     pub len: usize,
@@ -242,7 +264,7 @@ pub(crate) struct Reduce<'a> {
 
 impl Launch for Reduce<'_> {
     fn cost(&self) -> OpCost {
-        OpCost { variant: self.variant, ..OpCost::simple(self.op.name(), &[&self.x, &self.out], self.x.layout.numel() as u64) }
+        OpCost { variant: self.variant, dtype: self.dtype, ..OpCost::simple(self.op.name(), &[&self.x, &self.out], self.x.layout.numel() as u64) }
     }
 
     fn operands(&self) -> Vec<&Operand<'_>> {
@@ -252,9 +274,9 @@ impl Launch for Reduce<'_> {
     backends!(reduce);
 }
 
-/// A reduction over an empty axis, as numpy defines it: the sum of nothing is 0 and its mean
-/// NaN; a maximum, minimum or argmax of nothing is an error.
-fn empty_axis(queue: &Queue, op: ReduceOp, shape: &[usize], out_shape: &[usize]) -> Result<Tensor> {
+/// A reduction over an empty axis, as numpy defines it: the sum of nothing is 0 (of `dtype`)
+/// and its mean NaN; a maximum, minimum or argmax of nothing is an error.
+fn empty_axis(queue: &Queue, op: ReduceOp, shape: &[usize], out_shape: &[usize], dtype: DType) -> Result<Tensor> {
     let value = match op {
         ReduceOp::Sum => 0.0,
         ReduceOp::Mean => f32::NAN,
@@ -264,7 +286,11 @@ fn empty_axis(queue: &Queue, op: ReduceOp, shape: &[usize], out_shape: &[usize])
         }
     };
     let n: usize = out_shape.iter().product();
-    Tensor::from_slice(queue.device(), &vec![value; n], out_shape)
+    let out = Tensor::from_slice(queue.device(), &vec![value; n], out_shape)?;
+    if op == ReduceOp::Sum && dtype != DType::F32 {
+        return out.cast(dtype);
+    }
+    Ok(out)
 }
 
 /// The reductions' kernel variants, for the dispatcher.

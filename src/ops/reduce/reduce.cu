@@ -5,10 +5,11 @@
 // value per row is left. Each thread combines a strided run, then the block combines its
 // threads with warp shuffles, so sums are close to pairwise.
 // reduce_cols (for inner >= 32) gives each thread one output column, so consecutive threads
-// read consecutive addresses; sums are accumulated in double.
+// read consecutive addresses; float sums are accumulated in double.
 //
 // OP is `ReduceOp::code`: 0 sum, 1 mean, 2 max, 3 min, 4 argmax. FIRST is 1 on the first
-// pass (indices are positions, not read from `xi`).
+// pass (indices are positions, not read from `xi`). VAL is the values' type: float, int or
+// unsigned; integer sums wrap (added as unsigned: signed overflow is undefined in C++).
 
 #ifndef OP
 #define OP 0
@@ -17,25 +18,53 @@
 #define FIRST 1
 #endif
 
+#ifndef VAL
+#define VAL float
+#endif
+
 #define BLOCK 256
 
-__device__ __forceinline__ float identity() {
-    if (OP == 2 || OP == 4) return -inf_f32();
-    if (OP == 3) return inf_f32();
-    return 0.0f;
+// What the kernels need of each value type.
+__device__ __forceinline__ bool val_nan(float v) { return isnan(v); }
+__device__ __forceinline__ bool val_nan(int) { return false; }
+__device__ __forceinline__ bool val_nan(unsigned) { return false; }
+__device__ __forceinline__ float lowest(float) { return -inf_f32(); }
+__device__ __forceinline__ int lowest(int) { return (int)0x80000000u; }
+__device__ __forceinline__ unsigned lowest(unsigned) { return 0u; }
+__device__ __forceinline__ float highest(float) { return inf_f32(); }
+__device__ __forceinline__ int highest(int) { return 0x7fffffff; }
+__device__ __forceinline__ unsigned highest(unsigned) { return 0xffffffffu; }
+__device__ __forceinline__ double add(double a, double b) { return a + b; }
+__device__ __forceinline__ float add(float a, float b) { return a + b; }
+__device__ __forceinline__ int add(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
+__device__ __forceinline__ unsigned add(unsigned a, unsigned b) { return a + b; }
+// Column sums accumulate floats in double, integers in their own (wrapping) type.
+__device__ __forceinline__ double widen(float v) { return v; }
+__device__ __forceinline__ int widen(int v) { return v; }
+__device__ __forceinline__ unsigned widen(unsigned v) { return v; }
+// A result times the scale (a mean's 1 / len); integers are never scaled.
+__device__ __forceinline__ float scaled(float v, float s) { return v * s; }
+__device__ __forceinline__ float scaled(double v, float s) { return (float)(v * (double)s); }
+__device__ __forceinline__ int scaled(int v, float) { return v; }
+__device__ __forceinline__ unsigned scaled(unsigned v, float) { return v; }
+
+__device__ __forceinline__ VAL identity() {
+    if (OP == 2 || OP == 4) return lowest(VAL());
+    if (OP == 3) return highest(VAL());
+    return (VAL)0;
 }
 
 // Whether (v, vi) replaces the accumulator (acc, ai); NaN wins, ties go to the lower index.
-__device__ __forceinline__ bool better(float v, u32 vi, float acc, u32 ai) {
-    if (isnan(acc)) return isnan(v) && vi < ai;
-    if (isnan(v)) return true;
+__device__ __forceinline__ bool better(VAL v, u32 vi, VAL acc, u32 ai) {
+    if (val_nan(acc)) return val_nan(v) && vi < ai;
+    if (val_nan(v)) return true;
     if (OP == 3) return v < acc || (v == acc && vi < ai);
     return v > acc || (v == acc && vi < ai);
 }
 
-__device__ __forceinline__ void combine(float& acc, u32& ai, float v, u32 vi) {
+__device__ __forceinline__ void combine(VAL& acc, u32& ai, VAL v, u32 vi) {
     if (OP == 0 || OP == 1) {
-        acc += v;
+        acc = add(acc, v);
     } else if (better(v, vi, acc, ai)) {
         acc = v;
         ai = vi;
@@ -43,11 +72,11 @@ __device__ __forceinline__ void combine(float& acc, u32& ai, float v, u32 vi) {
 }
 
 // Combine the values of all threads of the block; thread 0 gets the result.
-__device__ __forceinline__ void block_combine(float& acc, u32& ai) {
-    __shared__ float sv[BLOCK / 32];
+__device__ __forceinline__ void block_combine(VAL& acc, u32& ai) {
+    __shared__ VAL sv[BLOCK / 32];
     __shared__ u32 si[BLOCK / 32];
     for (int s = 16; s > 0; s >>= 1) {
-        float v = __shfl_down_sync(0xffffffffu, acc, s);
+        VAL v = __shfl_down_sync(0xffffffffu, acc, s);
         u32 vi = __shfl_down_sync(0xffffffffu, ai, s);
         combine(acc, ai, v, vi);
     }
@@ -61,7 +90,7 @@ __device__ __forceinline__ void block_combine(float& acc, u32& ai) {
         acc = lane < BLOCK / 32 ? sv[lane] : identity();
         ai = lane < BLOCK / 32 ? si[lane] : 0xffffffffu;
         for (int s = 16; s > 0; s >>= 1) {
-            float v = __shfl_down_sync(0xffffffffu, acc, s);
+            VAL v = __shfl_down_sync(0xffffffffu, acc, s);
             u32 vi = __shfl_down_sync(0xffffffffu, ai, s);
             combine(acc, ai, v, vi);
         }
@@ -69,8 +98,8 @@ __device__ __forceinline__ void block_combine(float& acc, u32& ai) {
     __syncthreads();
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK) reduce_rows(const float* __restrict__ x, const u32* __restrict__ xi,
-                                                                float* __restrict__ out, u32* __restrict__ outi, ReduceParams p) {
+extern "C" __global__ void __launch_bounds__(BLOCK) reduce_rows(const VAL* __restrict__ x, const u32* __restrict__ xi,
+                                                                VAL* __restrict__ out, u32* __restrict__ outi, ReduceParams p) {
     const IDX len = (IDX)p.len, inner = (IDX)p.inner, chunks = (IDX)p.chunks, chunk = (IDX)p.chunk;
     const IDX groups = (IDX)p.outer * inner * chunks;
     for (IDX g = blockIdx.x; g < groups; g += gridDim.x) {
@@ -78,7 +107,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) reduce_rows(const float* __r
         const IDX base = (row / inner) * len * inner + row % inner;
         const IDX j0 = (g % chunks) * chunk;
         const IDX j1 = min(j0 + chunk, len);
-        float acc = identity();
+        VAL acc = identity();
         u32 ai = 0xffffffffu;
         for (IDX j = j0 + threadIdx.x; j < j1; j += BLOCK) {
             const IDX at = base + j * inner;
@@ -87,24 +116,24 @@ extern "C" __global__ void __launch_bounds__(BLOCK) reduce_rows(const float* __r
         }
         block_combine(acc, ai);
         if (threadIdx.x == 0) {
-            if (p.write_values) out[g] = acc * p.scale;
+            if (p.write_values) out[g] = scaled(acc, p.scale);
             if (OP == 4) outi[g] = ai;
         }
     }
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK) reduce_cols(const float* __restrict__ x, float* __restrict__ out,
+extern "C" __global__ void __launch_bounds__(BLOCK) reduce_cols(const VAL* __restrict__ x, VAL* __restrict__ out,
                                                                 u32* __restrict__ outi, ReduceParams p) {
     const IDX len = (IDX)p.len, inner = (IDX)p.inner;
     const IDX outputs = (IDX)p.outer * inner;
     for (IDX g = grid_start(); g < outputs; g += grid_step()) {
         const IDX base = (g / inner) * len * inner + g % inner;
         if (OP == 0 || OP == 1) {
-            double acc = 0.0;
-            for (IDX j = 0; j < len; ++j) acc += (double)x[base + j * inner];
-            out[g] = (float)(acc * (double)p.scale);
+            auto acc = widen((VAL)0);
+            for (IDX j = 0; j < len; ++j) acc = add(acc, widen(x[base + j * inner]));
+            out[g] = scaled(acc, p.scale);
         } else {
-            float acc = identity();
+            VAL acc = identity();
             u32 ai = 0xffffffffu;
             for (IDX j = 0; j < len; ++j) combine(acc, ai, x[base + j * inner], (u32)j);
             if (OP == 4) outi[g] = ai;

@@ -9,39 +9,39 @@
 //
 // params: `ReduceWords` in webgpu.rs, each field's first word named P_<field>.
 // OP is `ReduceOp::code`; FIRST is true on the first pass (indices are positions, not read
-// from `xi`).
+// from `xi`). VAL (prepended: f32, i32 or u32) is the values' type; integer sums wrap.
 
 override OP: u32 = 0u;
 override FIRST: bool = true;
 
-@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<VAL>;
 @group(0) @binding(2) var<storage, read> xi: array<u32>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<VAL>;
 @group(0) @binding(4) var<storage, read_write> outi: array<u32>;
 
-fn identity() -> f32 {
+fn identity() -> VAL {
     switch OP {
-        case 2u, 4u: { return neg_inf_f32(); }
-        case 3u: { return inf_f32(); }
-        default: { return 0.0; }
+        case 2u, 4u: { return val_lowest(); }
+        case 3u: { return val_highest(); }
+        default: { return VAL(0); }
     }
 }
 
 // Whether (v, vi) replaces the accumulator (acc, ai) for max-like ops; NaN wins, ties go to
 // the lower index.
-fn better_max(v: f32, vi: u32, acc: f32, ai: u32) -> bool {
-    if (is_nan(acc)) { return is_nan(v) && vi < ai; }
-    if (is_nan(v)) { return true; }
+fn better_max(v: VAL, vi: u32, acc: VAL, ai: u32) -> bool {
+    if (val_nan(acc)) { return val_nan(v) && vi < ai; }
+    if (val_nan(v)) { return true; }
     return v > acc || (v == acc && vi < ai);
 }
 
-fn better_min(v: f32, vi: u32, acc: f32, ai: u32) -> bool {
-    if (is_nan(acc)) { return is_nan(v) && vi < ai; }
-    if (is_nan(v)) { return true; }
+fn better_min(v: VAL, vi: u32, acc: VAL, ai: u32) -> bool {
+    if (val_nan(acc)) { return val_nan(v) && vi < ai; }
+    if (val_nan(v)) { return true; }
     return v < acc || (v == acc && vi < ai);
 }
 
-fn combine(acc: ptr<function, f32>, ai: ptr<function, u32>, v: f32, vi: u32) {
+fn combine(acc: ptr<function, VAL>, ai: ptr<function, u32>, v: VAL, vi: u32) {
     switch OP {
         case 0u, 1u: { *acc = *acc + v; }
         case 3u: {
@@ -84,7 +84,7 @@ fn reduce_main(
     // where the adapter has subgroup operations).
     let r = workgroup_combine(acc, ai, lid);
     if (in_range && lid == 0u) {
-        out[params[P_out] + g] = r.value * bitcast<f32>(params[P_scale]);
+        out[params[P_out] + g] = val_scaled(r.value, bitcast<f32>(params[P_scale]));
         if (OP == 4u) {
             outi[params[P_out] + g] = r.index;
         }
@@ -125,7 +125,7 @@ fn reduce_serial_main(
         combine(&acc, &ai, x[at], vi);
     }
     let g = (o * inner + i) * chunks + c;
-    out[params[P_out] + g] = acc * bitcast<f32>(params[P_scale]);
+    out[params[P_out] + g] = val_scaled(acc, bitcast<f32>(params[P_scale]));
     if (OP == 4u) {
         outi[params[P_out] + g] = ai;
     }

@@ -4,22 +4,22 @@
 // subgroupMax / subgroupMin leave NaN handling to the implementation, so NaN is tracked
 // with subgroupAny.
 
-var<workgroup> partials: array<f32, 256>;
+var<workgroup> partials: array<VAL, 256>;
 var<workgroup> slots: atomic<u32>;
 
-fn workgroup_combine(acc: f32, ai: u32, lid: u32) -> Combined {
+fn workgroup_combine(acc: VAL, ai: u32, lid: u32) -> Combined {
     if (OP == 4u) {
         return tree_combine(acc, ai, lid);
     }
     if (lid == 0u) { atomicStore(&slots, 0u); }
     workgroupBarrier();
-    var v: f32;
+    var v: VAL;
     switch OP {
         case 0u, 1u: { v = subgroupAdd(acc); }
         case 2u: { v = subgroupMax(acc); }
         default: { v = subgroupMin(acc); }
     }
-    if (subgroupAny(is_nan(acc))) { v = nan_f32(); }
+    if (subgroupAny(val_nan(acc))) { v = val_nan_value(); }
     // The first active invocation of each subgroup (exclusive prefix count 0) stores.
     if (subgroupExclusiveAdd(1u) == 0u) { partials[atomicAdd(&slots, 1u)] = v; }
     workgroupBarrier();

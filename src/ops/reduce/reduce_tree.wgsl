@@ -1,15 +1,15 @@
 // Workgroup combination for reduce.wgsl through workgroup memory: a tree of 8 halvings.
 
 struct Combined {
-    value: f32,
+    value: VAL,
     index: u32,
 }
 
-var<workgroup> sv: array<f32, 256>;
+var<workgroup> sv: array<VAL, 256>;
 var<workgroup> si: array<u32, 256>;
 
 // The combination of every invocation's (acc, ai); meaningful in invocation 0.
-fn tree_combine(acc: f32, ai: u32, lid: u32) -> Combined {
+fn tree_combine(acc: VAL, ai: u32, lid: u32) -> Combined {
     sv[lid] = acc;
     si[lid] = ai;
     workgroupBarrier();

@@ -3,7 +3,7 @@
 //! without either (`serial`, for software adapters).
 
 use super::{passes, Reduce};
-use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, u32_of, wgsl_params, COMMON};
+use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, u32_of, val, wgsl_params, COMMON};
 use crate::hal::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
 use crate::{Error, Result};
@@ -30,7 +30,7 @@ wgsl_params! {
 /// The workgroup combination step of reduce.wgsl: a tree in workgroup memory, or subgroup
 /// operations (where the adapter has them) with the tree for argmax.
 const TREE: &str = crate::ops::common::wgsl_file!("reduce/reduce_tree.wgsl");
-const WITH_TREE: [&str; 2] = [TREE, "fn workgroup_combine(acc: f32, ai: u32, lid: u32) -> Combined { return tree_combine(acc, ai, lid); }"];
+const WITH_TREE: [&str; 2] = [TREE, "fn workgroup_combine(acc: VAL, ai: u32, lid: u32) -> Combined { return tree_combine(acc, ai, lid); }"];
 /// Natively naga takes subgroup builtins without an `enable subgroups;` directive (and
 /// rejects the directive); browsers require it.
 const ENABLE_SUBGROUPS: &str = if cfg!(target_arch = "wasm32") { "enable subgroups;" } else { "" };
@@ -82,7 +82,8 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCo
     }
     let serial = variant == "serial";
     let (chunk, per_group) = if serial { (SERIAL_CHUNK, 64) } else { (CHUNK, 1) };
-    let combine = if variant == "subgroup" { WITH_SUBGROUPS.to_vec() } else { WITH_TREE.to_vec() };
+    let mut combine = if variant == "subgroup" { WITH_SUBGROUPS.to_vec() } else { WITH_TREE.to_vec() };
+    combine.push(val(call.dtype)?);
     let entry = if serial { "reduce_serial_main" } else { "reduce_main" };
     passes::run(call, cx, |_, len| (len.div_ceil(chunk), chunk), |pass| {
         // The kernel writes values in every pass: an argmax's last pass gets a scratch block.
@@ -111,8 +112,11 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCo
     })
 }
 
-/// The module with each combination step.
+/// The module with each combination step, on each value type.
 #[cfg(test)]
 pub(super) fn builtins() -> Vec<Builtin> {
-    [WITH_TREE.to_vec(), WITH_SUBGROUPS.to_vec()].into_iter().map(|prelude| Builtin { prelude, ..builtin(&SOURCE, "reduce_main", vec![]) }).collect()
+    use crate::ops::common::webgpu::{VAL_F32, VAL_I32, VAL_U32};
+    let steps = [WITH_TREE.to_vec(), WITH_SUBGROUPS.to_vec()];
+    let preludes = steps.into_iter().flat_map(|step| [VAL_F32, VAL_I32, VAL_U32].map(|v| [step.clone(), vec![v]].concat()));
+    preludes.map(|prelude| Builtin { prelude, ..builtin(&SOURCE, "reduce_main", vec![]) }).collect()
 }
