@@ -224,3 +224,42 @@ fn integer_reductions_over_several_axes_and_empty_ones() {
         expect_err(empty.reduce(ReduceOp::Max, Some(1)), "SHAPE", &["empty axis"], d);
     }
 }
+
+/// Inclusive cumulative sums of `I` along `axis` of `shape`, wrapping, in wide integers.
+fn cumsum_reference<I: Int>(x: &[I], shape: &[usize], axis: usize) -> Vec<I> {
+    let (len, inner) = (shape[axis], shape[axis + 1..].iter().product::<usize>());
+    let mut out = x.to_vec();
+    for at in 0..x.len() {
+        if (at / inner) % len > 0 {
+            out[at] = I::wrap(out[at - inner].wide() + x[at].wide());
+        }
+    }
+    out
+}
+
+fn check_cumsum<I: Int>(d: &Device) {
+    let cases: &[&[usize]] = &[&[1], &[257], &[3, 131, 5], &[2, 70_001]];
+    for (c, &shape) in cases.iter().enumerate() {
+        let n: usize = shape.iter().product();
+        let x: Vec<I> = values(100 + c as u64, n, I::MIN, I::MAX);
+        let t = Tensor::from_slice(d, &x, shape).unwrap();
+        for axis in 0..shape.len() {
+            let got = t.cumsum(axis).unwrap();
+            assert_eq!(got.dtype(), I::DTYPE);
+            let want = cumsum_reference(&x, shape, axis);
+            assert_eq!(got.to_vec_blocking::<I>().unwrap(), want, "{} cumsum along {axis} of {shape:?} on {}", I::DTYPE, name(d));
+        }
+    }
+    // ONNX's exclusive and reverse sums of [1, 2, 3, 4]: [9, 7, 4, 0].
+    let t = Tensor::from_slice(d, &[1, 2, 3, 4].map(|v| I::wrap(v)), &[4]).unwrap();
+    let options = unicompute::ops::indexing::CumsumOptions { exclusive: true, reverse: true };
+    assert_eq!(t.cumsum_with(0, options).unwrap().to_vec_blocking::<I>().unwrap(), [9, 7, 4, 0].map(|v| I::wrap(v)), "exclusive reverse on {}", name(d));
+}
+
+#[test]
+fn integer_cumsum_wraps_along_every_axis() {
+    for d in devices() {
+        check_cumsum::<i32>(d);
+        check_cumsum::<u32>(d);
+    }
+}

@@ -118,6 +118,11 @@ pub(super) fn gather(op: &Gather<'_>) -> Result<()> {
 }
 
 pub(super) fn cumsum(op: &Cumsum<'_>) -> Result<()> {
+    match op.dtype {
+        DType::I32 => return cumsum_integers::<i32>(op),
+        DType::U32 => return cumsum_integers::<u32>(op),
+        _ => {}
+    }
     let (x, out, outer, len, inner) = (op.x, op.out, op.outer, op.len, op.inner);
     let xs = read_guard(x.buf)?;
     let mut os = write_guard(out.buf)?;
@@ -130,6 +135,25 @@ pub(super) fn cumsum(op: &Cumsum<'_>) -> Result<()> {
             for ((o, &v), a) in orow.iter_mut().zip(xrow).zip(acc.iter_mut()) {
                 *a += f64::from(v);
                 *o = *a as f32;
+            }
+        }
+    });
+    Ok(())
+}
+
+/// [`cumsum`] of i32 or u32 values in their own type: the sums wrap.
+fn cumsum_integers<I: crate::ops::elementwise::Integer>(op: &Cumsum<'_>) -> Result<()> {
+    let (x, out, outer, len, inner) = (op.x, op.out, op.outer, op.len, op.inner);
+    let xs = read_guard(x.buf)?;
+    let mut os = write_guard(out.buf)?;
+    let xi: &[I] = &bytemuck::cast_slice(&xs)[x.layout.offset..x.layout.offset + outer * len * inner];
+    let oi: &mut [I] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
+    oi.par_chunks_mut((len * inner).max(1)).zip(xi.par_chunks((len * inner).max(1))).for_each(|(o, x)| {
+        let mut acc = vec![I::zero(); inner];
+        for (orow, xrow) in o.chunks_mut(inner.max(1)).zip(x.chunks(inner.max(1))) {
+            for ((o, &v), a) in orow.iter_mut().zip(xrow).zip(acc.iter_mut()) {
+                *a = a.wrapping_add(&v);
+                *o = *a;
             }
         }
     });

@@ -7,7 +7,7 @@ use crate::hal::cuda::Builtin;
 use crate::hal::cuda::{device_memory, CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
 use crate::ops::Operand;
-use crate::{Error, Result};
+use crate::{DType, Error, Result};
 
 static INDEXING: CudaSource = CudaSource { name: "indexing.cu", text: include_str!("indexing.cu"), preludes: &[crate::ops::common::cuda::COMMON, ViewsParams::DECL, GatherParams::DECL] };
 static SCAN: CudaSource = CudaSource { name: "scan.cu", text: include_str!("scan.cu"), preludes: &[crate::ops::common::cuda::COMMON, ScanParams::DECL] };
@@ -98,7 +98,12 @@ pub(super) fn gather(op: &Gather<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
 /// Cumulative sums, one block per (outer, inner) line (`cumsum_main`).
 pub(super) fn cumsum(op: &Cumsum<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, out) = (op.x, op.out);
-    let f = dev.program(builtin(&SCAN, "cumsum_main", vec![index_type(op.outer * op.len * op.inner)]))?;
+    let val = match op.dtype {
+        DType::I32 => "int",
+        DType::U32 => "unsigned",
+        _ => "float",
+    };
+    let f = dev.program(builtin(&SCAN, "cumsum_main", vec![("VAL", val.to_string()), index_type(op.outer * op.len * op.inner)]))?;
     let p = ScanParams { outer: op.outer as u64, len: op.len as u64, inner: op.inner as u64 };
     let grid = ((op.outer * op.inner).clamp(1, 65_535) as u32, 1, 1);
     q.launch(dev, &f, grid, (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
@@ -119,7 +124,9 @@ pub(super) fn builtins() -> Vec<Builtin> {
             all.push(builtin(&INDEXING, "where_main", vec![flag("COND_F32", on), idx.clone()]));
             all.push(builtin(&INDEXING, "gather_main", vec![flag("SIGNED", on), idx.clone()]));
         }
-        all.push(builtin(&SCAN, "cumsum_main", vec![idx]));
+        for val in ["float", "int", "unsigned"] {
+            all.push(builtin(&SCAN, "cumsum_main", vec![("VAL", val.to_string()), idx.clone()]));
+        }
     }
     all
 }

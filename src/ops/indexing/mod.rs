@@ -116,10 +116,14 @@ fn gather_words(queue: &Queue, x: &Tensor, axis: usize, indices: &Tensor) -> Res
     Ok(out)
 }
 
-/// Cumulative sum of f32 `x` along `axis`: `out[.., j, ..] = sum of x[.., 0..=j, ..]`.
+/// Cumulative sum of `x` along `axis`: `out[.., j, ..] = sum of x[.., 0..=j, ..]`. Floats
+/// sum in f32 (f16 / bf16 lifted); i32 and u32 in their own type, wrapping as numpy's do.
 pub fn cumsum(queue: &Queue, x: &Tensor, axis: usize) -> Result<Tensor> {
+    if matches!(x.dtype(), DType::I32 | DType::U32) {
+        return cumsum_values(queue, x, axis);
+    }
     let lift = Lift::of("cumsum", &[x])?;
-    lift.down(queue, cumsum_f32(queue, &lift.up(queue, x)?, axis)?)
+    lift.down(queue, cumsum_values(queue, &lift.up(queue, x)?, axis)?)
 }
 
 /// The extent of `axis` of `x`, or an error naming `op`.
@@ -165,17 +169,22 @@ pub fn cumsum_with(queue: &Queue, x: &Tensor, axis: usize, options: CumsumOption
     }
 }
 
-fn cumsum_f32(queue: &Queue, x: &Tensor, axis: usize) -> Result<Tensor> {
-    check_f32(queue, "cumsum", x)?;
+/// The cumulative sum of f32, i32 or u32 values.
+fn cumsum_values(queue: &Queue, x: &Tensor, axis: usize) -> Result<Tensor> {
+    let dtype = x.dtype();
+    if !matches!(dtype, DType::I32 | DType::U32) {
+        check_f32(queue, "cumsum", x)?;
+    }
+    queue.device().check_same(x.device(), "cumsum")?;
     let shape = x.shape();
     if axis >= shape.len() {
         return Err(Error::OutOfRange(format!("cumsum axis {axis} of a rank-{} tensor: expected an axis below {}", shape.len(), shape.len())));
     }
     let x = x.contiguous_on(queue)?;
-    let out = Tensor::uninit(queue, shape, DType::F32)?;
+    let out = Tensor::uninit(queue, shape, dtype)?;
     if out.numel() > 0 {
         let (outer, len, inner) = (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product());
-        launch(queue, &Cumsum { x: x.operand(), outer, len, inner, out: out.operand() }, None)?;
+        launch(queue, &Cumsum { x: x.operand(), dtype, outer, len, inner, out: out.operand() }, None)?;
     }
     Ok(out)
 }
@@ -254,6 +263,8 @@ impl Launch for Gather<'_> {
 /// `out[o, j, i] = sum over t <= j of x[o, t, i]` for a contiguous `[outer, len, inner]` input.
 pub(crate) struct Cumsum<'a> {
     pub x: Operand<'a>,
+    /// The values' dtype: f32, i32 or u32 (integer sums wrap).
+    pub dtype: DType,
     pub outer: usize,
     pub len: usize,
     pub inner: usize,
@@ -262,7 +273,7 @@ pub(crate) struct Cumsum<'a> {
 
 impl Launch for Cumsum<'_> {
     fn cost(&self) -> OpCost {
-        OpCost::simple("cumsum", &[&self.x, &self.out], self.x.layout.numel() as u64)
+        OpCost { dtype: self.dtype, ..OpCost::simple("cumsum", &[&self.x, &self.out], self.x.layout.numel() as u64) }
     }
 
     fn operands(&self) -> Vec<&Operand<'_>> {

@@ -8,15 +8,16 @@
 // PASS 0 takes whole lines (one chunk of `len`). Devices that end long loops early
 // (`Limits::max_loop_iterations`) split lines into chunks, one workgroup per (line, chunk):
 // PASS 1 stores each chunk's total in `totals` ([line][chunk]), PASS 2 starts its chunk from
-// the sum of the totals of the chunks before it.
+// the sum of the totals of the chunks before it. VAL (prepended) is f32, i32 or u32; integer
+// sums wrap.
 
 override PASS: u32 = 0u;
 
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-@group(0) @binding(3) var<storage, read_write> totals: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<VAL>;
+@group(0) @binding(2) var<storage, read_write> out: array<VAL>;
+@group(0) @binding(3) var<storage, read_write> totals: array<VAL>;
 
-var<workgroup> sums: array<f32, 256>;
+var<workgroup> sums: array<VAL, 256>;
 
 @compute @workgroup_size(256)
 fn cumsum_main(
@@ -37,7 +38,7 @@ fn cumsum_main(
     let j0 = c0 + min(lid * seg, clen);
     let j1 = min(j0 + seg, c0 + clen);
 
-    var s = 0.0;
+    var s = VAL(0);
     if (in_range) {
         for (var j = j0; j < j1; j++) { s += x[params[P_x] + base + j * inner]; }
     }
@@ -45,7 +46,7 @@ fn cumsum_main(
     workgroupBarrier();
     // Inclusive scan of the segment sums (Hillis-Steele).
     for (var d = 1u; d < 256u; d <<= 1u) {
-        var add = 0.0;
+        var add = VAL(0);
         if (lid >= d) { add = sums[lid - d]; }
         workgroupBarrier();
         sums[lid] += add;
@@ -55,7 +56,7 @@ fn cumsum_main(
         if (in_range && lid == 0u) { totals[g] = sums[255]; }
         return;
     }
-    var acc = 0.0;
+    var acc = VAL(0);
     if (PASS == 2u && in_range) {
         for (var c = line * chunks; c < g; c++) { acc += totals[c]; }
     }

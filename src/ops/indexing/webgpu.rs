@@ -1,7 +1,9 @@
 //! Casts, `where`, gather (indexing.wgsl) and cumulative sums (scan.wgsl) on wgpu.
 
 use super::{Cast, Cumsum, Gather, Where};
-use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, row_passes, strided_words, u32_of, wgsl_params, RowPasses, StridedWords, COMMON};
+use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, row_passes, strided_words, u32_of, val, wgsl_params, RowPasses, StridedWords, COMMON};
+#[cfg(test)]
+use crate::ops::common::webgpu::{VAL_F32, VAL_I32, VAL_U32};
 #[cfg(test)]
 use crate::hal::webgpu::Builtin;
 use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
@@ -110,7 +112,7 @@ pub(super) fn cumsum(op: &Cumsum<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCont
         chunks: 0,
     };
     let params = |chunk_len, chunks| ScanWords { chunk_len, chunks, ..words }.words().to_vec();
-    let passes = RowPasses { source: &SCAN, entry: "cumsum_main", serial_entry: None, constants: vec![], prelude: vec![], stats: (3, 1) };
+    let passes = RowPasses { source: &SCAN, entry: "cumsum_main", serial_entry: None, constants: vec![], prelude: vec![val(op.dtype)?], stats: (3, 1) };
     row_passes(q, dev, cx, passes, [op.outer * op.inner, op.len], params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))])
 }
 
@@ -127,6 +129,8 @@ pub(super) fn builtins() -> Vec<Builtin> {
         all.push(builtin(&INDEXING, "where_main", vec![("COND_F32", on)]));
         all.push(builtin(&INDEXING, "gather_main", vec![("SIGNED", on)]));
     }
-    all.extend((0..3).map(|pass| builtin(&SCAN, "cumsum_main", vec![("PASS", pass)])));
+    for prelude in [VAL_F32, VAL_I32, VAL_U32] {
+        all.extend((0..3).map(|pass| Builtin { prelude: vec![prelude], ..builtin(&SCAN, "cumsum_main", vec![("PASS", pass)]) }));
+    }
     all
 }
