@@ -123,4 +123,16 @@ assert.deepEqual(Array.from(await cube.slice(2, 1, 3).slice(1, 2, 3).read()), [0
 const row = device.tensor(new Float32Array([1, 2, 3]), [3]).broadcastTo([2, 3]);
 assert.deepEqual([Array.from(row.shape), Array.from(await row.read())], [[2, 3], [1, 2, 3, 1, 2, 3]]);
 assert.throws(() => cube.slice(0, 1, 5), (e) => e.code === 'OUT_OF_RANGE' || e.code === 'SHAPE');
-console.log('api: op methods, reductions with options, f16 I/O, ownership and interop errors ok');
+// Integer arithmetic and reductions with numpy's int32 / uint32 rules.
+const ia = device.tensor(new Int32Array([2147483647, -7, 7, 0]), [4]);
+const ib = device.tensor(new Int32Array([1, 2, 0, 5]), [4]);
+assert.equal(ia.add(ib).dtype, 'i32');
+assert.deepEqual(Array.from(await ia.add(ib).read()), [-2147483648, -5, 7, 5], 'add wraps');
+assert.deepEqual(Array.from(await ia.div(ib).read()), [2147483647, -3, 7, 0], 'div truncates; x / 0 = x');
+assert.deepEqual(Array.from(await ib.pow(ib).read()), [1, 4, 1, 3125]);
+assert.deepEqual(Array.from(await ia.sum().read()), [2147483647]);
+assert.deepEqual(Array.from(await ib.cumsum(0).read()), [1, 3, 3, 8]);
+const mask = device.tensor(new Uint32Array([0, 1, 0, 0]), [2, 2]);
+assert.deepEqual(Array.from(await mask.max({ axis: 1 }).read()), [1, 0], 'any of a u32 mask');
+assert.throws(() => ia.add(x), (e) => e.code === 'DTYPE' && /one dtype/.test(e.message));
+console.log('api: op methods, reductions with options, f16 I/O, ownership, interop errors and integer arithmetic ok');
