@@ -6,14 +6,34 @@
 mod common;
 
 use common::{devices, name, random};
+use std::sync::Mutex;
+
 use unicompute::{Binding, Buffer, Device, Element, Kernel};
 
 /// Run `source`'s `main` on `d` with `buffers` over `groups` workgroups; the read-write
-/// buffer at `out` afterwards.
+/// buffer at `out` afterwards. The first time a source comes by, its CUDA translation is also
+/// compiled with NVRTC (where NVRTC is; required with `UNICOMPUTE_REQUIRE_NVRTC=1`), so every
+/// kernel here builds for CUDA even on machines without a GPU; with one it runs there too.
 fn run<T: Element>(d: &Device, source: &str, bindings: &[Binding<'_>], groups: [u32; 3], out: &Buffer<T>) -> Vec<T> {
+    compiles_for_cuda(source);
     let k = Kernel::from_wgsl(d, source, "main").unwrap_or_else(|e| panic!("{} on {}: {e}", first_line(source), name(d)));
     d.queue().launch(&k, bindings, groups).unwrap_or_else(|e| panic!("{} on {}: {e}", first_line(source), name(d)));
     out.read_blocking().unwrap()
+}
+
+/// The check of [`run`]: `source`'s translation to CUDA compiles, once per source.
+fn compiles_for_cuda(source: &str) {
+    static SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if seen.iter().any(|s| s == source) {
+        return;
+    }
+    seen.push(source.to_string());
+    match Kernel::cuda_from_wgsl(source, "main") {
+        Ok(cuda) => assert!(cuda.contains("wgsl_entry"), "{}: no kernel in the translation", first_line(source)),
+        Err(e) if e.code() == "UNSUPPORTED" && !common::required("UNICOMPUTE_REQUIRE_NVRTC") => eprintln!("SKIPPING the CUDA compile check: {e}"),
+        Err(e) => panic!("{}: the CUDA translation: {e}", first_line(source)),
+    }
 }
 
 fn first_line(source: &str) -> &str {

@@ -22,6 +22,7 @@ mod mapped;
 mod none;
 mod source;
 pub(crate) mod timer;
+pub(crate) mod wgsl_subset;
 #[cfg(cuda_backend)]
 pub(crate) mod cuda;
 #[cfg(feature = "webgpu")]

@@ -164,7 +164,7 @@ impl Kernel {
                 return Err(Error::Unsupported {
                     backend: device.backend(),
                     what: format!(
-                        "WGSL kernel `{entry}`: WGSL runs on webgpu devices only (this device is {}); the shader itself is valid",
+                        "WGSL kernel `{entry}`: this device ({}) runs no WGSL; the shader itself is valid",
                         device.backend()
                     ),
                 })
@@ -195,6 +195,19 @@ impl Kernel {
             }
         };
         Ok(Kernel { device: device.clone(), info, program })
+    }
+
+    /// The CUDA C that the WGSL kernel `entry` becomes on cuda devices, compiled by NVRTC for
+    /// sm_80 and sm_90 to check it, with no GPU needed: a way to know on any machine with
+    /// NVRTC that a kernel will build for CUDA. Constructs outside the subset are
+    /// [`Error::Shader`] at their line:column; a build without the cuda backend, or a machine
+    /// without NVRTC, gives `Unsupported`.
+    #[cfg_attr(not(cuda_backend), allow(unused_variables))]
+    pub fn cuda_from_wgsl(source: &str, entry: &str) -> Result<String> {
+        #[cfg(cuda_backend)]
+        return crate::hal::cuda::wgsl::check(source, entry);
+        #[cfg(not(cuda_backend))]
+        Err(Error::Unsupported { backend: crate::BackendKind::Cuda, what: format!("{}: translating WGSL to CUDA", crate::hal::missing_reason(crate::BackendKind::Cuda)) })
     }
 
     /// Reflected entry point, workgroup size and bindings.

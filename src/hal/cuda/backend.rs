@@ -49,7 +49,10 @@ impl Backend for Cuda {
     }
 
     fn user_program(dev: &CudaDevice, language: KernelLanguage, source: &str, entry: &str) -> Option<Result<UserFunction>> {
-        (language == KernelLanguage::Cuda).then(|| dev.compile_user(source, entry))
+        Some(match language {
+            KernelLanguage::Cuda => dev.compile_user(source, entry),
+            KernelLanguage::Wgsl => dev.compile_wgsl(source, entry),
+        })
     }
 
     fn maintain(dev: &CudaDevice) {
@@ -80,7 +83,7 @@ impl Backend for Cuda {
     }
 
     fn launch_user(q: &CudaQueue, dev: &CudaDevice, program: &UserFunction, args: &[UserArg<'_>], workgroups: [u32; 3], block: [u32; 3]) -> Result<()> {
-        q.launch_user(dev, &program.0, args, workgroups, block)
+        q.launch_user(dev, program, args, workgroups, block)
     }
 
     /// Between two events on the stream.

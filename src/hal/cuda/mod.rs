@@ -8,6 +8,7 @@ pub(crate) mod blas;
 pub(crate) mod compile;
 mod memory;
 mod queue;
+pub(crate) mod wgsl;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -161,7 +162,12 @@ fn is_bad_image(e: DriverError) -> bool {
 }
 
 /// A compiled user kernel.
-pub(crate) struct UserFunction(pub CudaFunction);
+pub(crate) struct UserFunction {
+    pub function: CudaFunction,
+    /// Whether each buffer's pointer is followed by its length in bytes (a kernel translated
+    /// from WGSL, which clamps its accesses and has `arrayLength`).
+    pub lengths: bool,
+}
 
 impl CudaDevice {
     pub(crate) fn open(ordinal: usize, info: &DeviceInfo) -> Result<CudaDevice> {
@@ -285,6 +291,17 @@ impl CudaDevice {
             }
             other => other,
         };
-        loaded.map(UserFunction).map_err(|e| Error::Invalid(format!("loading CUDA kernel `{entry}` failed: {}", driver_error(e))))
+        loaded.map(|function| UserFunction { function, lengths: false }).map_err(|e| Error::Invalid(format!("loading CUDA kernel `{entry}` failed: {}", driver_error(e))))
+    }
+
+    /// Translate the WGSL kernel `entry` of `source` to CUDA C and compile it.
+    pub(crate) fn compile_wgsl(&self, source: &str, entry: &str) -> Result<UserFunction> {
+        let translated = wgsl::translate(source, entry)?;
+        let compiled = self.compile_user(&translated, wgsl::ENTRY).map_err(|e| match e {
+            // The translation's own line means nothing to the author of the WGSL.
+            Error::Shader { message, .. } => Error::Device(format!("internal: the CUDA translation of WGSL kernel `{entry}` does not compile: {message}")),
+            other => other,
+        })?;
+        Ok(UserFunction { lengths: true, ..compiled })
     }
 }

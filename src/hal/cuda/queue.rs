@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaFunction, CudaStream, DeviceRepr, DriverError, LaunchConfig, PushKernelArg};
 
 use super::memory::{PinnedBuffer, StagingPool, STAGING_MAX};
-use super::{driver_error, CudaDevice, DeviceMemory};
+use super::{driver_error, CudaDevice, DeviceMemory, UserFunction};
 use crate::hal::{Mapped, Memory};
 use crate::hal::Block;
 use crate::hal::UserArg;
@@ -249,7 +249,7 @@ impl CudaQueue {
     }
 
     /// Launch a user kernel with checked arguments (an empty grid does nothing, as on webgpu).
-    pub(crate) fn launch_user(&self, dev: &CudaDevice, function: &CudaFunction, args: &[UserArg<'_>], grid: [u32; 3], block: [u32; 3]) -> Result<()> {
+    pub(crate) fn launch_user(&self, dev: &CudaDevice, program: &UserFunction, args: &[UserArg<'_>], grid: [u32; 3], block: [u32; 3]) -> Result<()> {
         if grid.contains(&0) {
             return Ok(());
         }
@@ -257,18 +257,22 @@ impl CudaQueue {
         let mut pointers = Vec::with_capacity(args.len());
         let mut held = Vec::with_capacity(args.len());
         for arg in args {
-            if let UserArg::Buffer { block, byte_offset, .. } = arg {
-                pointers.push(device_memory(block)?.ptr + byte_offset);
+            if let UserArg::Buffer { block, byte_offset, byte_len, .. } = arg {
+                pointers.push((device_memory(block)?.ptr + byte_offset, *byte_len));
                 held.push((*block).clone());
             }
         }
-        let mut launch = stream.launch_builder(function);
+        let mut launch = stream.launch_builder(&program.function);
         let mut next_pointer = pointers.iter();
         for arg in args {
             match arg {
                 UserArg::Buffer { .. } => {
-                    let p = next_pointer.next().ok_or_else(|| Error::Device("internal: pointer list out of step".into()))?;
-                    launch.arg(p)
+                    let (p, bytes) = next_pointer.next().ok_or_else(|| Error::Device("internal: pointer list out of step".into()))?;
+                    launch.arg(p);
+                    if program.lengths {
+                        launch.arg(bytes);
+                    }
+                    &mut launch
                 }
                 UserArg::Scalar { value: Scalar::F32(v), .. } => launch.arg(v),
                 UserArg::Scalar { value: Scalar::I32(v), .. } => launch.arg(v),

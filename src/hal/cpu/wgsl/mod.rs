@@ -4,7 +4,7 @@
 //! memory behave as on a GPU; divergent control flow runs under a mask of the invocations
 //! still active (exec.rs). Workgroups run in parallel (rayon). Memory access is clamped into
 //! its buffer (WebGPU's robust access). What the executor does not cover is refused when the
-//! kernel is compiled, with its line and column (support.rs).
+//! kernel is compiled, with its line and column (`hal::wgsl_subset`).
 
 mod access;
 mod control;
@@ -13,12 +13,11 @@ mod exec;
 mod lanes;
 mod math;
 mod memory;
-mod support;
 
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
-use naga::valid::{Capabilities, ModuleInfo, ValidationFlags, Validator};
+use naga::valid::ModuleInfo;
 use naga::{AddressSpace, ArraySize, Handle, Module, TypeInner};
 use crate::base::par::*;
 
@@ -37,21 +36,9 @@ pub(crate) struct WgslProgram {
 
 /// Parse, validate and check `source`'s entry point `entry` against what the executor runs.
 pub(crate) fn compile(source: &str, entry: &str) -> Result<WgslProgram> {
-    let located = |what: String, span: naga::Span| {
-        let at = span.location(source);
-        Error::Shader { line: at.line_number, column: at.line_position, message: what, source_line: source.lines().nth(at.line_number.saturating_sub(1) as usize).unwrap_or("").to_string() }
-    };
-    let module = naga::front::wgsl::parse_str(source).map_err(|e| {
-        let at = e.location(source).map_or((0, 0), |l| (l.line_number, l.line_position));
-        Error::Shader { line: at.0, column: at.1, message: e.message().to_string(), source_line: source.lines().nth(at.0.saturating_sub(1) as usize).unwrap_or("").to_string() }
-    })?;
-    let info = Validator::new(ValidationFlags::all(), Capabilities::all())
-        .validate(&module)
-        .map_err(|e| located(e.as_inner().to_string(), e.spans().next().map_or(naga::Span::default(), |(s, _)| *s)))?;
-    let entry_index = module.entry_points.iter().position(|e| e.name == entry).ok_or_else(|| Error::Invalid(format!("entry point `{entry}` not found")))?;
-    support::check(&module, &info, entry_index).map_err(|(what, span)| located(format!("the cpu backend does not run {what}"), span))?;
-    let size = module.entry_points[entry_index].workgroup_size;
-    Ok(WgslProgram { module, info, entry: entry_index, size })
+    let (module, info, entry) = crate::hal::wgsl_subset::parse(source, entry, "cpu")?;
+    let size = module.entry_points[entry].workgroup_size;
+    Ok(WgslProgram { module, info, entry, size })
 }
 
 impl WgslProgram {

@@ -1,14 +1,37 @@
-//! What the executor runs, checked before a kernel does: every expression and statement of
-//! the entry point and the functions it calls, and every type they use. Anything else is
-//! refused with its place in the source.
+//! The WGSL subset that runs where WebGPU does not (the CPU backend's executor, and CUDA
+//! through translation), checked before a kernel does: every expression and statement of the
+//! entry point and the functions it calls, and every type they use. Anything else is refused
+//! with its place in the source.
 
+use naga::valid::{Capabilities, ModuleInfo, ValidationFlags, Validator};
 use naga::{Expression as E, MathFunction as M, Module, Scalar, ScalarKind, Span, Statement as S, TypeInner};
+
+use crate::{Error, Result};
 
 /// What is not supported, and where.
 type Refusal = (String, Span);
 
+/// `source` parsed, validated and checked against the subset for the entry point `entry`
+/// (which `backend` then runs): the module, its validation info and the entry's index.
+pub(crate) fn parse(source: &str, entry: &str, backend: &str) -> Result<(Module, ModuleInfo, usize)> {
+    let located = |what: String, span: naga::Span| {
+        let at = span.location(source);
+        Error::Shader { line: at.line_number, column: at.line_position, message: what, source_line: source.lines().nth(at.line_number.saturating_sub(1) as usize).unwrap_or("").to_string() }
+    };
+    let module = naga::front::wgsl::parse_str(source).map_err(|e| {
+        let at = e.location(source).map_or((0, 0), |l| (l.line_number, l.line_position));
+        Error::Shader { line: at.0, column: at.1, message: e.message().to_string(), source_line: source.lines().nth(at.0.saturating_sub(1) as usize).unwrap_or("").to_string() }
+    })?;
+    let info = Validator::new(ValidationFlags::all(), Capabilities::all())
+        .validate(&module)
+        .map_err(|e| located(e.as_inner().to_string(), e.spans().next().map_or(naga::Span::default(), |(s, _)| *s)))?;
+    let entry_index = module.entry_points.iter().position(|e| e.name == entry).ok_or_else(|| Error::Invalid(format!("entry point `{entry}` not found")))?;
+    check(&module, &info, entry_index).map_err(|(what, span)| located(format!("the {backend} backend does not run {what}"), span))?;
+    Ok((module, info, entry_index))
+}
+
 /// Check entry point `entry` of `module` and the functions it calls.
-pub(super) fn check(module: &Module, info: &naga::valid::ModuleInfo, entry: usize) -> Result<(), Refusal> {
+fn check(module: &Module, info: &naga::valid::ModuleInfo, entry: usize) -> Result<(), Refusal> {
     let ep = &module.entry_points[entry];
     for arg in &ep.function.arguments {
         check_argument(module, arg)?;

@@ -1,0 +1,217 @@
+//! naga expressions as C++ expressions. A pointer-valued WGSL expression is a C++ pointer
+//! (into a buffer, `__shared__` memory or a local); an expression a statement emits is the
+//! constant `e<index>` from then on, the others are written where they are used.
+
+use naga::{ArraySize, BinaryOperator as B, Expression as E, Handle, MathFunction as M, TypeInner, UnaryOperator as U};
+
+use super::types;
+use super::Function;
+
+impl Function<'_> {
+    /// The C++ expression for `h`: its name once emitted, else its definition.
+    pub(super) fn expr(&self, h: Handle<E>) -> Result<String, String> {
+        if self.emitted.contains(&h) {
+            return Ok(format!("e{}", h.index()));
+        }
+        self.define(h)
+    }
+
+    /// The pointee of pointer expression `h`, or `None` for a value.
+    fn pointee(&self, h: Handle<E>) -> Option<&TypeInner> {
+        match self.info[h].ty.inner_with(&self.module.types) {
+            TypeInner::Pointer { base, .. } => Some(&self.module.types[*base].inner),
+            TypeInner::ValuePointer { .. } => Some(&TypeInner::Scalar(naga::Scalar::F32)),
+            _ => None,
+        }
+    }
+
+    /// Whether `h` points at an atomic.
+    pub(super) fn points_at_atomic(&self, h: Handle<E>) -> bool {
+        matches!(self.pointee(h), Some(TypeInner::Atomic(_)))
+    }
+
+    /// The definition of expression `h` as C++.
+    pub(super) fn define(&self, h: Handle<E>) -> Result<String, String> {
+        let m = self.module;
+        Ok(match self.function.expressions[h] {
+            E::Literal(l) => types::literal(l)?,
+            E::Constant(c) => types::constant(m, m.constants[c].init)?,
+            E::Override(o) => types::constant(m, m.overrides[o].init.ok_or("an override without a default")?)?,
+            E::ZeroValue(ty) => format!("{}{{}}", types::name(m, ty)?),
+            E::Compose { ty, ref components } => {
+                let parts = components.iter().map(|&c| self.expr(c)).collect::<Result<Vec<_>, _>>()?;
+                types::compose(m, ty, &parts)?
+            }
+            E::Access { base, index } => self.access(base, &self.expr(index)?, true)?,
+            E::AccessIndex { base, index } => self.access_index(base, index)?,
+            E::Splat { size, value } => format!("splat<{}>({})", size as u8, self.expr(value)?),
+            E::Swizzle { size, vector, pattern } => {
+                let picks: Vec<String> = pattern[..size as usize].iter().map(|c| (*c as u8).to_string()).collect();
+                format!("swizzle<{}>({}, {})", size as u8, self.expr(vector)?, picks.join(", "))
+            }
+            E::FunctionArgument(i) => format!("a{i}"),
+            E::GlobalVariable(g) => self.global(g),
+            E::LocalVariable(l) => format!("(&l{})", l.index()),
+            E::Load { pointer } if self.points_at_atomic(pointer) => format!("atomic_load({})", self.expr(pointer)?),
+            E::Load { pointer } => format!("(*{})", self.expr(pointer)?),
+            E::Unary { op, expr } => format!("{}({})", unary(op), self.expr(expr)?),
+            E::Binary { op, left, right } => format!("{}({}, {})", binary(op), self.expr(left)?, self.expr(right)?),
+            E::Select { condition, accept, reject } => format!("wsel({}, {}, {})", self.expr(condition)?, self.expr(accept)?, self.expr(reject)?),
+            E::Relational { fun: naga::RelationalFunction::All, argument } => format!("rel_all({})", self.expr(argument)?),
+            E::Relational { fun: naga::RelationalFunction::Any, argument } => format!("rel_any({})", self.expr(argument)?),
+            E::Math { fun, arg, arg1, arg2, .. } => {
+                let args = [Some(arg), arg1, arg2].into_iter().flatten().map(|a| self.expr(a)).collect::<Result<Vec<_>, _>>()?;
+                format!("{}({})", math(fun)?, args.join(", "))
+            }
+            E::As { expr, kind, convert } => {
+                let to = types::scalar(naga::Scalar { kind, width: convert.unwrap_or(4) })?;
+                let how = if convert.is_some() { "convert" } else { "bitcast" };
+                format!("{how}<{to}>({})", self.expr(expr)?)
+            }
+            E::ArrayLength(array) => format!("((u32)({}))", self.length(array)?),
+            E::CallResult(_) | E::AtomicResult { .. } | E::WorkGroupUniformLoadResult { .. } => return Err("a result used before its statement".into()),
+            ref other => return Err(format!("the expression {other:?}")),
+        })
+    }
+
+    /// A global variable as a pointer: a bound buffer's pointer, a `__shared__` variable's
+    /// address, or the address of this invocation's private copy.
+    fn global(&self, g: Handle<naga::GlobalVariable>) -> String {
+        match self.module.global_variables[g].space {
+            naga::AddressSpace::WorkGroup => format!("(&w{})", g.index()),
+            naga::AddressSpace::Private => format!("(&p{})", g.index()),
+            _ => format!("g{}", g.index()),
+        }
+    }
+
+    /// Element `index` of `base` (a pointer gives a pointer), clamped into its array or
+    /// vector (`clamp`; a constant index into a fixed size needs none).
+    fn access(&self, base: Handle<E>, index: &str, clamp: bool) -> Result<String, String> {
+        let bounded = |n: String| if clamp { format!("clamp_index({index}, {n})") } else { index.to_string() };
+        match self.pointee(base) {
+            Some(TypeInner::Array { size: ArraySize::Dynamic, .. }) => Ok(format!("({} + clamp_index({index}, {}))", self.expr(base)?, self.length(base)?)),
+            Some(TypeInner::Array { size: ArraySize::Constant(n), .. }) => Ok(format!("(&({})->v[{}])", self.expr(base)?, bounded(format!("{n}u")))),
+            Some(TypeInner::Vector { size, .. }) => Ok(format!("(&({})->v[{}])", self.expr(base)?, bounded(format!("{}u", *size as u8)))),
+            Some(other) => Err(format!("indexing into {other:?}")),
+            None => {
+                let n = match self.info[base].ty.inner_with(&self.module.types) {
+                    TypeInner::Array { size: ArraySize::Constant(n), .. } => n.get(),
+                    TypeInner::Vector { size, .. } => *size as u32,
+                    other => return Err(format!("indexing into {other:?}")),
+                };
+                Ok(format!("(({}).v[{}])", self.expr(base)?, bounded(format!("{n}u"))))
+            }
+        }
+    }
+
+    /// Member or element `index` of `base`.
+    fn access_index(&self, base: Handle<E>, index: u32) -> Result<String, String> {
+        let is_struct = |t: &TypeInner| matches!(t, TypeInner::Struct { .. });
+        match self.pointee(base) {
+            Some(t) if is_struct(t) => Ok(format!("(&({})->m{index})", self.expr(base)?)),
+            Some(_) => self.access(base, &format!("{index}u"), false),
+            None if is_struct(self.info[base].ty.inner_with(&self.module.types)) => Ok(format!("(({}).m{index})", self.expr(base)?)),
+            None => self.access(base, &format!("{index}u"), false),
+        }
+    }
+
+    /// The element count of runtime-sized array `array` (a pointer to a bound buffer's array,
+    /// or to the last member of a bound struct), from the bound byte length.
+    fn length(&self, array: Handle<E>) -> Result<String, String> {
+        let stride = |t: &TypeInner| match *t {
+            TypeInner::Array { stride, .. } => Ok(stride),
+            _ => Err("arrayLength of a value that is not an array".to_string()),
+        };
+        match self.function.expressions[array] {
+            E::GlobalVariable(g) => Ok(format!("(g{}_bytes / {})", g.index(), stride(self.pointee(array).ok_or("a length of a value")?)?)),
+            E::AccessIndex { base, index } => {
+                let E::GlobalVariable(g) = self.function.expressions[base] else { return Err("a runtime-sized array that is not in a bound buffer".into()) };
+                let Some(TypeInner::Struct { members, .. }) = self.pointee(base) else { return Err("a runtime-sized array outside a struct".into()) };
+                let offset = members.get(index as usize).map_or(0, |m| m.offset);
+                Ok(format!("((g{}_bytes - {offset}) / {})", g.index(), stride(self.pointee(array).ok_or("a length of a value")?)?))
+            }
+            _ => Err("a runtime-sized array reached through another pointer".into()),
+        }
+    }
+}
+
+fn unary(op: U) -> &'static str {
+    match op {
+        U::Negate => "op_neg",
+        U::LogicalNot => "op_not",
+        U::BitwiseNot => "op_bnot",
+    }
+}
+
+fn binary(op: B) -> &'static str {
+    match op {
+        B::Add => "op_add",
+        B::Subtract => "op_sub",
+        B::Multiply => "op_mul",
+        B::Divide => "op_div",
+        B::Modulo => "op_rem",
+        B::Equal => "op_eq",
+        B::NotEqual => "op_ne",
+        B::Less => "op_lt",
+        B::LessEqual => "op_le",
+        B::Greater => "op_gt",
+        B::GreaterEqual => "op_ge",
+        B::And => "op_and",
+        B::ExclusiveOr => "op_xor",
+        B::InclusiveOr => "op_or",
+        B::LogicalAnd => "op_land",
+        B::LogicalOr => "op_lor",
+        B::ShiftLeft => "op_shl",
+        B::ShiftRight => "op_shr",
+    }
+}
+
+fn math(fun: M) -> Result<&'static str, String> {
+    Ok(match fun {
+        M::Abs => "m_abs",
+        M::Min => "m_min",
+        M::Max => "m_max",
+        M::Clamp => "m_clamp",
+        M::Saturate => "m_saturate",
+        M::Cos => "m_cos",
+        M::Cosh => "m_cosh",
+        M::Sin => "m_sin",
+        M::Sinh => "m_sinh",
+        M::Tan => "m_tan",
+        M::Tanh => "m_tanh",
+        M::Acos => "m_acos",
+        M::Asin => "m_asin",
+        M::Atan => "m_atan",
+        M::Atan2 => "m_atan2",
+        M::Asinh => "m_asinh",
+        M::Acosh => "m_acosh",
+        M::Atanh => "m_atanh",
+        M::Radians => "m_radians",
+        M::Degrees => "m_degrees",
+        M::Ceil => "m_ceil",
+        M::Floor => "m_floor",
+        M::Round => "m_round",
+        M::Fract => "m_fract",
+        M::Trunc => "m_trunc",
+        M::Exp => "m_exp",
+        M::Exp2 => "m_exp2",
+        M::Log => "m_log",
+        M::Log2 => "m_log2",
+        M::Pow => "m_pow",
+        M::Dot => "m_dot",
+        M::Length => "m_length",
+        M::Sign => "m_sign",
+        M::Fma => "m_fma",
+        M::Mix => "m_mix",
+        M::Step => "m_step",
+        M::Sqrt => "m_sqrt",
+        M::InverseSqrt => "m_inverse_sqrt",
+        M::CountTrailingZeros => "m_count_trailing_zeros",
+        M::CountLeadingZeros => "m_count_leading_zeros",
+        M::CountOneBits => "m_count_one_bits",
+        M::ReverseBits => "m_reverse_bits",
+        M::Pack2x16float => "m_pack2x16float",
+        M::Unpack2x16float => "m_unpack2x16float",
+        other => return Err(format!("the built-in function {other:?}")),
+    })
+}

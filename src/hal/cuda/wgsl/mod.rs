@@ -1,0 +1,166 @@
+//! WGSL compute kernels on CUDA: naga's validated IR translated to CUDA C, which NVRTC then
+//! compiles like any user kernel. The subset is the CPU executor's (`hal::wgsl_subset`).
+//!
+//! The translation is one C++ source: prelude.cuh (WGSL's vectors, and its arithmetic rules
+//! where C++'s differ), a struct per WGSL array and struct type with WGSL's layout, the
+//! `var<workgroup>` variables as `__shared__` ones (zeroed at the start, as WGSL's are), and a
+//! struct `Invocation` holding the bound buffers and the `var<private>` variables, whose
+//! member functions are the module's functions. The kernel `wgsl_entry` takes each binding
+//! the entry point uses, in (group, binding) order, as a pointer and its length in bytes,
+//! fills an `Invocation` and calls the entry point with the compute built-ins.
+
+mod expr;
+mod stmt;
+mod types;
+
+use std::collections::HashSet;
+use std::fmt::Write;
+
+use naga::valid::{FunctionInfo, ModuleInfo};
+use naga::{AddressSpace, Handle, Module};
+
+use crate::{Error, Result};
+
+/// The name of the translated kernel.
+pub(crate) const ENTRY: &str = "wgsl_entry";
+
+const PRELUDE: &str = include_str!("prelude.cuh");
+
+/// One function being written: its IR, what has been named so far, and the loops around.
+pub(super) struct Function<'a> {
+    module: &'a Module,
+    info: &'a FunctionInfo,
+    function: &'a naga::Function,
+    emitted: HashSet<Handle<naga::Expression>>,
+    out: String,
+    loops: Vec<usize>,
+    next_loop: usize,
+}
+
+/// Translate `source`'s entry point `entry` and compile the result with NVRTC for sm_80 and
+/// sm_90, with no device: the CUDA C, or why not (NVRTC missing: `Unsupported`).
+pub(crate) fn check(source: &str, entry: &str) -> Result<String> {
+    let translated = translate(source, entry)?;
+    for arch in ["sm_80", "sm_90"] {
+        super::compile::compile(&translated, "wgsl.cu", &super::compile::base_options(arch)).map_err(|e| match e {
+            super::compile::CompileFailure::Nvrtc(why) => Error::Unsupported { backend: crate::BackendKind::Cuda, what: format!("compiling the CUDA translation: {why}") },
+            super::compile::CompileFailure::Source(log) => Error::Device(format!("internal: the CUDA translation of `{entry}` does not compile for {arch}: {log}")),
+        })?;
+    }
+    Ok(translated)
+}
+
+/// `source`'s compute entry point `entry` as CUDA C (its kernel is [`ENTRY`]). Constructs
+/// outside the subset are refused at their line:column.
+pub(crate) fn translate(source: &str, entry: &str) -> Result<String> {
+    let (module, info, ep) = crate::hal::wgsl_subset::parse(source, entry, "cuda")?;
+    let refuse = |what: String| Error::Shader { line: 1, column: 1, message: format!("the cuda backend does not run {what}"), source_line: source.lines().next().unwrap_or("").to_string() };
+    let mut out = String::from(PRELUDE);
+    out.push_str(&types::declarations(&module).map_err(refuse)?);
+    // Every workgroup variable: functions the entry point never calls may name one (the
+    // compiler drops what no kernel reaches).
+    for (h, var) in module.global_variables.iter().filter(|(_, v)| v.space == AddressSpace::WorkGroup) {
+        let _ = writeln!(out, "__shared__ {} w{};", types::name(&module, var.ty).map_err(refuse)?, h.index());
+    }
+    out.push_str(&invocation(&module, &info, ep).map_err(refuse)?);
+    out.push_str(&kernel(&module, &info, ep).map_err(refuse)?);
+    Ok(out)
+}
+
+/// `struct Invocation`: the bound buffers, the private variables and the functions.
+fn invocation(module: &Module, info: &ModuleInfo, ep: usize) -> Result<String, String> {
+    let mut out = String::from("struct Invocation {\n");
+    for (h, var) in module.global_variables.iter() {
+        let name = types::name(module, var.ty)?;
+        match var.space {
+            AddressSpace::Storage { .. } | AddressSpace::Uniform => {
+                let _ = writeln!(out, "    {name}* g{0} = nullptr;\n    u64 g{0}_bytes = 0;", h.index());
+            }
+            AddressSpace::Private => {
+                let init = var.init.map_or(Ok(format!("{name}{{}}")), |e| types::constant(module, e))?;
+                let _ = writeln!(out, "    {name} p{} = {init};", h.index());
+            }
+            _ => {}
+        }
+    }
+    for (h, f) in module.functions.iter() {
+        out.push_str(&function(module, &info[h], f, &format!("f{}", h.index()))?);
+    }
+    out.push_str(&function(module, info.get_entry_point(ep), &module.entry_points[ep].function, "entry")?);
+    out.push_str("};\n");
+    Ok(out)
+}
+
+/// One member function: its signature, its local variables, then its body.
+fn function(module: &Module, info: &FunctionInfo, f: &naga::Function, name: &str) -> Result<String, String> {
+    let result = f.result.as_ref().map_or(Ok("void".to_string()), |r| types::name(module, r.ty))?;
+    let args = f.arguments.iter().enumerate().map(|(i, a)| Ok(format!("{} a{i}", types::name(module, a.ty)?))).collect::<Result<Vec<_>, String>>()?;
+    let mut w = Function { module, info, function: f, emitted: HashSet::new(), out: String::new(), loops: Vec::new(), next_loop: 0 };
+    let _ = writeln!(w.out, "    __device__ {result} {name}({}) {{", args.join(", "));
+    for (h, local) in f.local_variables.iter() {
+        let ty = types::name(module, local.ty)?;
+        let init = match local.init {
+            Some(e) => w.expr(e)?,
+            None => format!("{ty}{{}}"),
+        };
+        let _ = writeln!(w.out, "        {ty} l{} = {init};", h.index());
+    }
+    w.block(&f.body, 2)?;
+    w.out.push_str("    }\n");
+    Ok(w.out)
+}
+
+/// The `extern "C"` kernel: zero the workgroup memory, bind the buffers, call the entry.
+fn kernel(module: &Module, info: &ModuleInfo, ep: usize) -> Result<String, String> {
+    let used = info.get_entry_point(ep);
+    let mut bound: Vec<_> = module.global_variables.iter().filter(|(h, v)| v.binding.is_some() && !used[*h].is_empty()).collect();
+    bound.sort_by_key(|(_, v)| v.binding.as_ref().map(|b| (b.group, b.binding)));
+    let mut params = Vec::new();
+    let mut binds = String::new();
+    for (h, var) in &bound {
+        let name = types::name(module, var.ty)?;
+        params.push(format!("{name}* b{0}, u64 b{0}_bytes", h.index()));
+        let _ = writeln!(binds, "    inv.g{0} = b{0};\n    inv.g{0}_bytes = b{0}_bytes;", h.index());
+    }
+    let [x, y, z] = module.entry_points[ep].workgroup_size;
+    let mut out = format!("extern \"C\" __global__ void __launch_bounds__({}) {ENTRY}({}) {{\n", x * y * z, params.join(", "));
+    out.push_str("    const u32 flat = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);\n");
+    out.push_str("    const u32 threads = blockDim.x * blockDim.y * blockDim.z;\n");
+    for (h, var) in module.global_variables.iter() {
+        if var.space == AddressSpace::WorkGroup && !used[h].is_empty() {
+            let _ = writeln!(out, "    for (u32 i = flat; i < sizeof(w{0}); i += threads) ((unsigned char*)&w{0})[i] = 0;", h.index());
+        }
+    }
+    out.push_str("    __syncthreads();\n    Invocation inv;\n");
+    out.push_str(&binds);
+    let args = module.entry_points[ep].function.arguments.iter().map(|a| builtin_argument(module, a)).collect::<Result<Vec<_>, String>>()?;
+    let _ = writeln!(out, "    inv.entry({});\n}}", args.join(", "));
+    Ok(out)
+}
+
+/// The value of an entry-point argument: a compute built-in, or a struct of them.
+fn builtin_argument(module: &Module, arg: &naga::FunctionArgument) -> Result<String, String> {
+    match &module.types[arg.ty].inner {
+        naga::TypeInner::Struct { members, .. } => {
+            let name = types::name(module, arg.ty)?;
+            let sets = members.iter().enumerate().map(|(i, m)| Ok(format!(" s.m{i} = {};", builtin(&m.binding)?))).collect::<Result<String, String>>()?;
+            Ok(format!("([&] {{ {name} s{{}};{sets} return s; }}())"))
+        }
+        _ => builtin(&arg.binding),
+    }
+}
+
+fn builtin(binding: &Option<naga::Binding>) -> Result<String, String> {
+    use naga::BuiltIn as B;
+    let v3 = |x: &str, y: &str, z: &str| format!("vec<u32, 3>{{{{{x}, {y}, {z}}}}}");
+    Ok(match binding {
+        Some(naga::Binding::BuiltIn(B::GlobalInvocationId)) => {
+            v3("blockIdx.x * blockDim.x + threadIdx.x", "blockIdx.y * blockDim.y + threadIdx.y", "blockIdx.z * blockDim.z + threadIdx.z")
+        }
+        Some(naga::Binding::BuiltIn(B::LocalInvocationId)) => v3("threadIdx.x", "threadIdx.y", "threadIdx.z"),
+        Some(naga::Binding::BuiltIn(B::WorkGroupId)) => v3("blockIdx.x", "blockIdx.y", "blockIdx.z"),
+        Some(naga::Binding::BuiltIn(B::NumWorkGroups)) => v3("gridDim.x", "gridDim.y", "gridDim.z"),
+        Some(naga::Binding::BuiltIn(B::LocalInvocationIndex)) => "flat".into(),
+        other => return Err(format!("the entry-point input {other:?}")),
+    })
+}

@@ -1,0 +1,132 @@
+//! WGSL types as C++ types: scalars, `vec<T, N>` (prelude.cuh), and a struct per array and
+//! struct type whose layout is WGSL's (members at naga's offsets, padding between them).
+
+use std::fmt::Write;
+
+use naga::{ArraySize, Handle, Literal, Module, Scalar, ScalarKind, Type, TypeInner};
+
+/// The C++ name of a scalar type.
+pub(super) fn scalar(s: Scalar) -> Result<&'static str, String> {
+    match (s.kind, s.width) {
+        (ScalarKind::Float, 4) => Ok("float"),
+        (ScalarKind::Sint, 4) => Ok("int"),
+        (ScalarKind::Uint, 4) => Ok("u32"),
+        (ScalarKind::Bool, _) => Ok("bool"),
+        (kind, width) => Err(format!("{kind:?} values of {} bits", width * 8)),
+    }
+}
+
+/// The C++ name of `ty`. A runtime-sized array is named by its element type (it only lives
+/// behind pointers, which point at its first element).
+pub(super) fn name(module: &Module, ty: Handle<Type>) -> Result<String, String> {
+    name_of(module, ty, &module.types[ty].inner)
+}
+
+fn name_of(module: &Module, ty: Handle<Type>, inner: &TypeInner) -> Result<String, String> {
+    Ok(match *inner {
+        TypeInner::Scalar(s) | TypeInner::Atomic(s) => scalar(s)?.to_string(),
+        TypeInner::Vector { size, scalar: s } => format!("vec<{}, {}>", scalar(s)?, size as u8),
+        TypeInner::Array { base, size: ArraySize::Dynamic, .. } => name(module, base)?,
+        TypeInner::Array { .. } | TypeInner::Struct { .. } => format!("t{}", ty.index()),
+        TypeInner::Pointer { base, .. } => format!("{}*", name(module, base)?),
+        TypeInner::ValuePointer { size: None, scalar: s, .. } => format!("{}*", scalar(s)?),
+        TypeInner::ValuePointer { size: Some(n), scalar: s, .. } => format!("vec<{}, {}>*", scalar(s)?, n as u8),
+        ref other => return Err(format!("values of type {other:?}")),
+    })
+}
+
+/// Bytes a value of `ty` takes in C++ (bool one byte, vectors unpadded, structs their span).
+fn c_size(module: &Module, ty: Handle<Type>) -> u32 {
+    match module.types[ty].inner {
+        TypeInner::Scalar(s) | TypeInner::Atomic(s) if s.kind == ScalarKind::Bool => 1,
+        TypeInner::Scalar(_) | TypeInner::Atomic(_) => 4,
+        TypeInner::Vector { size, scalar } => size as u32 * if scalar.kind == ScalarKind::Bool { 1 } else { 4 },
+        TypeInner::Array { base, size: ArraySize::Constant(n), .. } => n.get() * c_size(module, base),
+        TypeInner::Struct { span, .. } => span,
+        _ => 0,
+    }
+}
+
+/// The declarations of every array and struct type, in the module's order (each after the
+/// types it holds). An array whose stride is not its element's C++ size (e.g. of `vec3`,
+/// stride 16) cannot be laid out as a C++ array and is refused.
+pub(super) fn declarations(module: &Module) -> Result<String, String> {
+    let mut out = String::new();
+    for (h, ty) in module.types.iter() {
+        match ty.inner {
+            TypeInner::Array { base, size: ArraySize::Constant(n), stride } => {
+                let element = c_size(module, base);
+                if stride != element && !matches!(module.types[base].inner, TypeInner::Scalar(Scalar { kind: ScalarKind::Bool, .. })) {
+                    return Err(format!("arrays whose stride ({stride} bytes) is not their element's size ({element} bytes), such as arrays of vec3"));
+                }
+                let _ = writeln!(out, "struct t{} {{ {} v[{n}]; }};", h.index(), name(module, base)?);
+            }
+            TypeInner::Struct { ref members, span } => out.push_str(&structure(module, h, members, span)?),
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// A struct with its members at their WGSL offsets: `m0`, `m1`, ... and padding between.
+fn structure(module: &Module, h: Handle<Type>, members: &[naga::StructMember], span: u32) -> Result<String, String> {
+    let mut out = format!("struct t{} {{", h.index());
+    let mut at = 0;
+    for (i, m) in members.iter().enumerate() {
+        if m.offset > at {
+            let _ = write!(out, " char pad{i}[{}];", m.offset - at);
+        }
+        let _ = write!(out, " {} m{i};", name(module, m.ty)?);
+        at = m.offset + c_size(module, m.ty);
+    }
+    if span > at {
+        let _ = write!(out, " char pad_end[{}];", span - at);
+    }
+    out.push_str(" };\n");
+    Ok(out)
+}
+
+/// A literal as C++ source (non-finite floats by their bits).
+pub(super) fn literal(l: Literal) -> Result<String, String> {
+    Ok(match l {
+        Literal::F32(v) if v.is_finite() => format!("{v:?}f"),
+        Literal::F32(v) => format!("__int_as_float({:#x})", v.to_bits()),
+        Literal::I32(i32::MIN) => "(-2147483647 - 1)".into(),
+        Literal::I32(v) => format!("{v}"),
+        Literal::U32(v) => format!("{v}u"),
+        Literal::Bool(v) => format!("{v}"),
+        Literal::AbstractInt(v) => format!("{v}ll"),
+        Literal::AbstractFloat(v) => format!("{v:?}"),
+        other => return Err(format!("the literal {other:?}")),
+    })
+}
+
+/// A value of `ty` made from `parts` (already C++ expressions).
+pub(super) fn compose(module: &Module, ty: Handle<Type>, parts: &[String]) -> Result<String, String> {
+    let name = name(module, ty)?;
+    Ok(match module.types[ty].inner {
+        TypeInner::Vector { size, scalar: s } => format!("compose<{}, {}>({})", scalar(s)?, size as u8, parts.join(", ")),
+        TypeInner::Array { .. } => format!("{name}{{{{{}}}}}", parts.join(", ")),
+        TypeInner::Struct { .. } => {
+            let sets: String = parts.iter().enumerate().map(|(i, p)| format!(" s.m{i} = {p};")).collect();
+            format!("([&] {{ {name} s{{}};{sets} return s; }}())")
+        }
+        _ => return Err(format!("composing a value of type {name}")),
+    })
+}
+
+/// A module-scope constant expression (a constant's or override's value) as C++ source.
+pub(super) fn constant(module: &Module, h: Handle<naga::Expression>) -> Result<String, String> {
+    use naga::Expression as E;
+    Ok(match module.global_expressions[h] {
+        E::Literal(l) => literal(l)?,
+        E::Constant(c) => constant(module, module.constants[c].init)?,
+        E::ZeroValue(ty) => format!("{}{{}}", name(module, ty)?),
+        E::Splat { size, value } => format!("splat<{}>({})", size as u8, constant(module, value)?),
+        E::Compose { ty, ref components } => {
+            let parts = components.iter().map(|&c| constant(module, c)).collect::<Result<Vec<_>, _>>()?;
+            compose(module, ty, &parts)?
+        }
+        ref other => return Err(format!("the constant expression {other:?}")),
+    })
+}
