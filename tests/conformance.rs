@@ -456,6 +456,37 @@ fn softmax_and_log_softmax_along_any_axis() {
 }
 
 #[test]
+fn softmax_of_strided_views_matches_reference() {
+    // Views whose rows the kernels read in place: a transpose, a slice with a step between
+    // rows, and a broadcast (stride 0); and one whose outer axes do not flatten (a copy).
+    let x = random(8800, 4 * 6 * 9, -6.0, 6.0);
+    for d in &devices_and_variants() {
+        let t = tensor(d, &x, &[4, 6, 9]);
+        let views = [
+            t.permute(&[2, 0, 1]).unwrap(),
+            t.slice(2, 1..8).unwrap(),
+            t.slice(0, 1..2).unwrap().broadcast_to(&[3, 6, 9]).unwrap(),
+            t.permute(&[1, 0, 2]).unwrap().slice(2, 2..5).unwrap(),
+        ];
+        for (v, view) in views.iter().enumerate() {
+            let dense = read(&view.contiguous().unwrap());
+            let shape = view.shape().to_vec();
+            for axis in 0..3 {
+                let got = read(&view.softmax_axis(axis).unwrap());
+                let inner: usize = shape[axis + 1..].iter().product();
+                let (len, outer) = (shape[axis], dense.len() / shape[axis] / inner);
+                for r in 0..outer * inner {
+                    let at: Vec<usize> = (0..len).map(|j| (r / inner) * len * inner + j * inner + r % inner).collect();
+                    let want = reference_row(&at.iter().map(|&o| f64::from(dense[o])).collect::<Vec<_>>());
+                    let fiber: Vec<f32> = at.iter().map(|&o| got[o]).collect();
+                    assert_close(&fiber, &want, 1e-5, 1e-6, &format!("softmax of view {v} {shape:?} along {axis} on {}", name(d)));
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn norms_over_trailing_axes_match_onnx() {
     let shape = [2, 3, 4, 5];
     let x = random(8800, 120, -3.0, 3.0);

@@ -38,6 +38,21 @@ fn log_softmax_is_one_launch() {
 }
 
 #[test]
+fn softmax_of_a_strided_view_or_another_axis_reads_in_place() {
+    for d in fresh_devices() {
+        let x = tensor(&d, &random(4, 6 * 7 * 5, -4.0, 4.0), &[6, 7, 5]);
+        let transposed = x.permute(&[2, 1, 0]).unwrap();
+        d.profiler().enable();
+        x.softmax_axis(0).unwrap().to_vec_blocking::<f32>().unwrap();
+        transposed.softmax().unwrap().to_vec_blocking::<f32>().unwrap();
+        x.log_softmax_axis(1).unwrap().to_vec_blocking::<f32>().unwrap();
+        let profile = d.take_profile_blocking();
+        let ops: Vec<&str> = profile.launches.iter().map(|l| l.op.as_str()).collect();
+        assert_eq!(ops, ["softmax", "softmax", "log_softmax"], "no copy first, on {}", common::name(&d));
+    }
+}
+
+#[test]
 fn a_disabled_profiler_records_nothing() {
     for d in fresh_devices() {
         assert!(!d.profiler().is_enabled());

@@ -1,7 +1,7 @@
 //! The row-statistics ops on CUDA: softmax.cu with the op's epilogue prepended.
 
 use super::{Epilogue, RowStats};
-use crate::ops::common::cuda::{cuda_params, index_type, operand, BLOCK};
+use crate::ops::common::cuda::{cuda_params, extent, index_type, operand, BLOCK};
 use crate::hal::cuda::{Builtin, CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
 use crate::Result;
@@ -14,14 +14,34 @@ cuda_params! {
     struct SoftmaxParams {
         rows: u64,
         cols: u64,
+        /// Rows per first index, and each operand's `Steps`.
+        nb: u64,
+        x_a: u64,
+        x_b: u64,
+        x_col: u64,
+        out_a: u64,
+        out_b: u64,
+        out_col: u64,
     }
 }
 
 
 /// One block per row (grid-stride past 65,535 rows).
 pub(super) fn rows(op: &RowStats<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
-    let f = dev.program(builtin(op.epilogue, index_type(op.rows * op.cols)))?;
-    let p = SoftmaxParams { rows: op.rows as u64, cols: op.cols as u64 };
+    let (xs, os) = (op.x_steps, op.out_steps);
+    let reach = extent(op.x.layout).max(op.rows * op.cols);
+    let f = dev.program(builtin(op.epilogue, index_type(reach)))?;
+    let p = SoftmaxParams {
+        rows: op.rows as u64,
+        cols: op.cols as u64,
+        nb: op.nb as u64,
+        x_a: xs.a as u64,
+        x_b: xs.b as u64,
+        x_col: xs.col as u64,
+        out_a: os.a as u64,
+        out_b: os.b as u64,
+        out_col: os.col as u64,
+    };
     let grid = (op.rows.clamp(1, 65_535) as u32, 1, 1);
     q.launch(dev, &f, grid, (BLOCK, 1, 1), &[operand(&op.x)?, operand(&op.out)?], &p, &[op.x.buf, op.out.buf])
 }

@@ -37,12 +37,49 @@ static SOFTMAX: Epilogue = Epilogue {
     cpu: cpu::softmax_row,
 };
 
-/// One launch of a row-statistics op over the rows of a contiguous `[rows, cols]` input.
+/// Where the rows lie in one operand: row `r` is `(a, b) = (r / nb, r % nb)` for the launch's
+/// `nb`, and starts `a * self.a + b * self.b` elements past the view's offset; its element
+/// `j` a further `j * col` on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Steps {
+    pub a: usize,
+    pub b: usize,
+    pub col: usize,
+}
+
+/// The rows along `axis` of a view with `shape` and `strides` and of a contiguous output of
+/// that shape: `nb` and each one's [`Steps`]. The axes other than `axis` are merged where
+/// both operands nest them; more than two groups left (`None`) means the input must be
+/// copied first.
+fn row_steps(shape: &[usize], strides: &[usize], axis: usize) -> Option<(usize, Steps, Steps)> {
+    let contiguous = crate::base::layout::contiguous_strides(shape);
+    let mut groups: Vec<(usize, usize, usize)> = Vec::new();
+    for d in (0..shape.len()).filter(|&d| d != axis && shape[d] > 1) {
+        let (n, xs, os) = (shape[d], strides[d], contiguous[d]);
+        match groups.last_mut() {
+            Some(g) if g.1 == xs * n && g.2 == os * n => *g = (g.0 * n, xs, os),
+            _ => groups.push((n, xs, os)),
+        }
+    }
+    let (x_col, out_col) = (strides[axis], contiguous[axis]);
+    match groups[..] {
+        [] => Some((1, Steps { col: x_col, ..Steps::default() }, Steps { col: out_col, ..Steps::default() })),
+        [(n, xs, os)] => Some((n, Steps { a: 0, b: xs, col: x_col }, Steps { a: 0, b: os, col: out_col })),
+        [(_, xa, oa), (n, xb, ob)] => Some((n, Steps { a: xa, b: xb, col: x_col }, Steps { a: oa, b: ob, col: out_col })),
+        _ => None,
+    }
+}
+
+/// One launch of a row-statistics op over `rows` rows of `cols` elements, each operand's
+/// rows where its [`Steps`] say (`nb` rows per first index).
 pub(crate) struct RowStats<'a> {
     pub x: Operand<'a>,
     pub out: Operand<'a>,
     pub rows: usize,
     pub cols: usize,
+    pub nb: usize,
+    pub x_steps: Steps,
+    pub out_steps: Steps,
     pub epilogue: &'static Epilogue,
 }
 
@@ -60,18 +97,37 @@ impl Launch for RowStats<'_> {
 
 /// `epilogue` over the rows of the last axis of `x` (f32, f16 and bf16 lifted to f32).
 pub(crate) fn row_stats(queue: &Queue, x: &Tensor, epilogue: &'static Epilogue) -> Result<Tensor> {
+    if x.rank() == 0 {
+        return Err(Error::shape(epilogue.name, "got a rank-0 tensor: expected at least one dimension"));
+    }
+    along_axis(queue, x, x.rank() - 1, epilogue)
+}
+
+/// `epilogue` along `axis` of `x`. The kernels read `x`'s rows where they lie, strided or
+/// not (a copy only where the axes before or after `axis` do not flatten into one stride),
+/// and write a contiguous result in `x`'s shape.
+pub(crate) fn along_axis(queue: &Queue, x: &Tensor, axis: usize, epilogue: &'static Epilogue) -> Result<Tensor> {
     let op = epilogue.name;
+    let rank = x.rank();
+    if axis >= rank {
+        return Err(Error::OutOfRange(format!("{op}: axis {axis} of a rank-{rank} tensor {:?}: expected an axis below {rank}", x.shape())));
+    }
     let lift = Lift::of(op, &[x])?;
     let x = lift.up(queue, x)?;
     check_f32(queue, op, &x)?;
-    let Some(&cols) = x.shape().last() else {
-        return Err(Error::shape(op, "got a rank-0 tensor: expected at least one dimension"));
+    let (x, (nb, x_steps, out_steps)) = match row_steps(x.shape(), x.strides(), axis) {
+        Some(steps) => (x, steps),
+        None => {
+            let x = x.contiguous_on(queue)?;
+            let steps = row_steps(x.shape(), x.strides(), axis).ok_or_else(|| Error::Device("internal: a contiguous tensor's rows do not merge".into()))?;
+            (x, steps)
+        }
     };
-    let x = x.contiguous_on(queue)?;
+    let cols = x.shape()[axis];
     let out = Tensor::uninit(queue, x.shape(), DType::F32)?;
     if out.numel() > 0 {
-        let rows = x.numel() / cols;
-        launch(queue, &RowStats { x: x.operand(), out: out.operand(), rows, cols, epilogue }, None)?;
+        let rows = out.numel() / cols;
+        launch(queue, &RowStats { x: x.operand(), out: out.operand(), rows, cols, nb, x_steps, out_steps, epilogue }, None)?;
     }
     lift.down(queue, out)
 }
@@ -84,22 +140,6 @@ pub fn softmax(queue: &Queue, x: &Tensor) -> Result<Tensor> {
 /// [`softmax`] along `axis`.
 pub fn softmax_axis(queue: &Queue, x: &Tensor, axis: usize) -> Result<Tensor> {
     along_axis(queue, x, axis, &SOFTMAX)
-}
-
-/// `epilogue` along `axis` of `x`: the axis is moved last (the rows are then copied
-/// together: the kernels read contiguous rows), and the result is viewed back in `x`'s order.
-pub(crate) fn along_axis(queue: &Queue, x: &Tensor, axis: usize, epilogue: &'static Epilogue) -> Result<Tensor> {
-    let rank = x.rank();
-    if axis >= rank {
-        return Err(Error::OutOfRange(format!("{}: axis {axis} of a rank-{rank} tensor {:?}: expected an axis below {rank}", epilogue.name, x.shape())));
-    }
-    if axis + 1 == rank {
-        return row_stats(queue, x, epilogue);
-    }
-    // Axis `axis` last; `back` undoes the move.
-    let order: Vec<usize> = (0..rank).filter(|&a| a != axis).chain([axis]).collect();
-    let back: Vec<usize> = (0..rank).map(|a| if a < axis { a } else if a == axis { rank - 1 } else { a - 1 }).collect();
-    row_stats(queue, &x.permute(&order)?, epilogue)?.permute(&back)
 }
 
 /// Every WGSL specialisation of the row-statistics kernels with `epilogue` (the naga check).

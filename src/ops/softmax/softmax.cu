@@ -1,5 +1,6 @@
-// A function of each row's softmax statistics over the rows of a contiguous [rows, cols]
-// input, one block per row. One pass keeps a running (maximum, sum of exp(x - maximum)) per
+// A function of each row's softmax statistics over rows of `cols` elements, one block per row:
+// row r = (a, b) = (r / nb, r % nb) starts at a * x_a + b * x_b in x and steps x_col (strided
+// views are read in place), and likewise in out (`Steps` in mod.rs). One pass keeps a running (maximum, sum of exp(x - maximum)) per
 // thread ("online softmax"); the block merges them with warp shuffles; a second pass writes
 // finish(x, max, row_factor(max, sum)). The op's epilogue, prepended, defines those two
 // functions: softmax writes exp(x - max) / sum, log_softmax x - max - log(sum).
@@ -24,9 +25,12 @@ extern "C" __global__ void __launch_bounds__(BLOCK) softmax_main(const float* __
     const IDX cols = (IDX)p.cols;
     const u32 lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     for (IDX row = blockIdx.x; row < (IDX)p.rows; row += gridDim.x) {
-        const float* xr = x + row * cols;
+        const IDX a = row / (IDX)p.nb, b = row % (IDX)p.nb;
+        const float* xr = x + a * (IDX)p.x_a + b * (IDX)p.x_b;
+        float* orow = out + a * (IDX)p.out_a + b * (IDX)p.out_b;
+        const IDX xs = (IDX)p.x_col, os = (IDX)p.out_col;
         float m = -inf_f32(), s = 0.0f;
-        for (IDX j = threadIdx.x; j < cols; j += BLOCK) merge(m, s, xr[j], 1.0f);
+        for (IDX j = threadIdx.x; j < cols; j += BLOCK) merge(m, s, xr[j * xs], 1.0f);
         for (int o = 16; o > 0; o >>= 1) merge(m, s, __shfl_down_sync(0xffffffffu, m, o), __shfl_down_sync(0xffffffffu, s, o));
         if (lane == 0) {
             sm[warp] = m;
@@ -46,7 +50,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) softmax_main(const float* __
         m = sm[0];
         // A +inf maximum makes exp(x - max) NaN for that element, as in the reference.
         const float factor = m == inf_f32() ? nan_f32() : row_factor(m, ss[0]);
-        for (IDX j = threadIdx.x; j < cols; j += BLOCK) out[row * cols + j] = finish(xr[j], m, factor);
+        for (IDX j = threadIdx.x; j < cols; j += BLOCK) orow[j * os] = finish(xr[j * xs], m, factor);
         __syncthreads();
     }
 }

@@ -1,5 +1,7 @@
-// A function of each row's softmax statistics over the rows of a contiguous [rows, cols]
-// input, one workgroup per row, reading the row twice: one pass keeps a running (maximum,
+// A function of each row's softmax statistics over rows of `cols` elements, one workgroup per
+// row: row r = (a, b) = (r / nb, r % nb) starts at a * x_a + b * x_b in x and steps x_col
+// (strided views are read in place), and likewise in out (`Steps` in mod.rs). Each workgroup
+// reads its row reading the row twice: one pass keeps a running (maximum,
 // sum of exp(x - maximum)) per invocation ("online softmax"), the workgroup merges them, and
 // a second pass writes finish(x, max, row_factor(max, sum)). The op's epilogue, prepended,
 // defines those two functions: softmax writes exp(x - max) / sum, log_softmax
@@ -19,6 +21,13 @@ override PASS: u32 = 0u;
 
 var<workgroup> maxima: array<f32, 256>;
 var<workgroup> sums: array<f32, 256>;
+
+// Where row `row` starts in x and in out.
+fn row_at(row: u32) -> vec2<u32> {
+    let a = row / params[P_nb];
+    let b = row % params[P_nb];
+    return vec2<u32>(params[P_x] + a * params[P_x_a] + b * params[P_x_b], params[P_out] + a * params[P_out_a] + b * params[P_out_b]);
+}
 
 fn max_nan(a: f32, b: f32) -> f32 {
     if (is_nan(a) || is_nan(b)) { return nan_f32(); }
@@ -46,8 +55,11 @@ fn softmax_main(
     let row = g / chunks;
     let cols = params[P_cols];
     let in_range = row < params[P_rows];
-    let xin = params[P_x] + row * cols;
-    let o = params[P_out] + row * cols;
+    let at = row_at(row);
+    let xin = at.x;
+    let xs = params[P_x_col];
+    let o = at.y;
+    let os = params[P_out_col];
     let j0 = (g % chunks) * params[P_chunk_cols];
     let j1 = min(j0 + params[P_chunk_cols], cols);
 
@@ -58,7 +70,7 @@ fn softmax_main(
         }
     } else if (in_range) {
         for (var j = j0 + lid; j < j1; j += 256u) {
-            acc = merge(acc.x, acc.y, x[xin + j], 1.0);
+            acc = merge(acc.x, acc.y, x[xin + j * xs], 1.0);
         }
     }
     maxima[lid] = acc.x;
@@ -87,7 +99,7 @@ fn softmax_main(
     if (m == inf_f32() || m == neg_inf_f32() || is_nan(m)) { factor = nan_f32(); }
     if (in_range) {
         for (var j = j0 + lid; j < j1; j += 256u) {
-            out[o + j] = finish(x[xin + j], m, factor);
+            out[o + j * os] = finish(x[xin + j * xs], m, factor);
         }
     }
 }
@@ -107,8 +119,11 @@ fn softmax_serial_main(
     let row = g / chunks;
     if (row >= params[P_rows]) { return; }
     let cols = params[P_cols];
-    let xin = params[P_x] + row * cols;
-    let o = params[P_out] + row * cols;
+    let at = row_at(row);
+    let xin = at.x;
+    let xs = params[P_x_col];
+    let o = at.y;
+    let os = params[P_out_col];
     let j0 = (g % chunks) * params[P_chunk_cols];
     let j1 = min(j0 + params[P_chunk_cols], cols);
 
@@ -121,10 +136,10 @@ fn softmax_serial_main(
             sum = r.y;
         }
     } else {
-        for (var j = j0; j < j1; j++) { m = max_nan(m, x[xin + j]); }
+        for (var j = j0; j < j1; j++) { m = max_nan(m, x[xin + j * xs]); }
         // An empty chunk keeps (-inf, 0), which merging ignores.
         if (m != neg_inf_f32()) {
-            for (var j = j0; j < j1; j++) { sum += exp(x[xin + j] - m); }
+            for (var j = j0; j < j1; j++) { sum += exp(x[xin + j * xs] - m); }
         }
     }
     if (PASS == 1u) {
@@ -138,6 +153,6 @@ fn softmax_serial_main(
     var factor = row_factor(m, sum);
     if (m == inf_f32() || m == neg_inf_f32() || is_nan(m)) { factor = nan_f32(); }
     for (var j = j0; j < j1; j++) {
-        out[o + j] = finish(x[xin + j], m, factor);
+        out[o + j * os] = finish(x[xin + j * xs], m, factor);
     }
 }

@@ -21,6 +21,14 @@ wgsl_params! {
         /// Offsets of the input and output.
         x: u32,
         out: u32,
+        /// Rows per first index, and each operand's `Steps`.
+        nb: u32,
+        x_a: u32,
+        x_b: u32,
+        x_col: u32,
+        out_a: u32,
+        out_b: u32,
+        out_col: u32,
         /// Columns per chunk and chunks per row.
         chunk_cols: u32,
         chunks: u32,
@@ -32,8 +40,23 @@ pub(super) fn rows(op: &RowStats<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCont
     let (x, out) = (op.x, op.out);
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
-    let (rows, cols, x_at, out_at) = (u32_of("rows", op.rows)?, u32_of("columns", op.cols)?, u32_of("offset", x.layout.offset)?, u32_of("offset", out.layout.offset)?);
-    let params = |chunk_cols, chunks| SoftmaxWords { rows, cols, x: x_at, out: out_at, chunk_cols, chunks }.words().to_vec();
+    let (xs, os) = (op.x_steps, op.out_steps);
+    let words = SoftmaxWords {
+        rows: u32_of("rows", op.rows)?,
+        cols: u32_of("columns", op.cols)?,
+        x: u32_of("offset", x.layout.offset)?,
+        out: u32_of("offset", out.layout.offset)?,
+        nb: u32_of("rows", op.nb)?,
+        x_a: u32_of("stride", xs.a)?,
+        x_b: u32_of("stride", xs.b)?,
+        x_col: u32_of("stride", xs.col)?,
+        out_a: u32_of("stride", os.a)?,
+        out_b: u32_of("stride", os.b)?,
+        out_col: u32_of("stride", os.col)?,
+        chunk_cols: 0,
+        chunks: 0,
+    };
+    let params = |chunk_cols, chunks| SoftmaxWords { chunk_cols, chunks, ..words }.words().to_vec();
     let passes = RowPasses { source: &SOURCE, entry: "softmax_main", serial_entry: Some("softmax_serial_main"), constants: vec![], prelude: vec![op.epilogue.wgsl], stats: (3, 2) };
     row_passes(q, dev, cx, passes, [op.rows, op.cols], params, &[(1, Bind::Mem(x.buf)), (2, Bind::Mem(out.buf))])
 }
