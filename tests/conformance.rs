@@ -487,6 +487,35 @@ fn softmax_of_strided_views_matches_reference() {
 }
 
 #[test]
+fn norms_of_strided_views_match_reference() {
+    // Rows read in place: the last axis of a transpose, two trailing axes of a slice, a
+    // broadcast; and trailing axes that do not merge into one stride (a copy first).
+    let x = random(8810, 4 * 6 * 9, -3.0, 3.0);
+    for d in &devices_and_variants() {
+        let q = d.queue();
+        let t = tensor(d, &x, &[4, 6, 9]);
+        let views = [
+            (t.permute(&[2, 0, 1]).unwrap(), 1),
+            (t.slice(0, 1..3).unwrap(), 2),
+            (t.slice(0, 1..2).unwrap().broadcast_to(&[3, 6, 9]).unwrap(), 1),
+            (t.permute(&[0, 2, 1]).unwrap(), 2),
+        ];
+        for (v, (view, axes)) in views.iter().enumerate() {
+            let dense = read(&view.contiguous().unwrap());
+            let cols: usize = view.shape()[view.rank() - axes..].iter().product();
+            let w = random(8811 + v as u64, cols, 0.5, 1.5);
+            let wt = tensor(d, &w, &view.shape()[view.rank() - axes..]);
+            for kind in [NormKind::Layer, NormKind::Rms] {
+                let got = ops::norm::norm_trailing(&q, kind, view, *axes, NormParams { weight: Some(&wt), ..Default::default() }).unwrap();
+                assert_eq!(got.shape(), view.shape());
+                let want: Vec<f64> = dense.chunks(cols).flat_map(|r| kind.reference_row(&r.iter().map(|&v| f64::from(v)).collect::<Vec<_>>(), 1e-5).into_iter().zip(&w).map(|(v, &w)| v * f64::from(w)).collect::<Vec<_>>()).collect();
+                assert_close(&read(&got), &want, 1e-4, 1e-5, &format!("{} of view {v} over {axes} axes on {}", kind.name(), name(d)));
+            }
+        }
+    }
+}
+
+#[test]
 fn norms_over_trailing_axes_match_onnx() {
     let shape = [2, 3, 4, 5];
     let x = random(8800, 120, -3.0, 3.0);

@@ -38,7 +38,7 @@ fn log_softmax_is_one_launch() {
 }
 
 #[test]
-fn softmax_of_a_strided_view_or_another_axis_reads_in_place() {
+fn row_ops_of_a_strided_view_or_another_axis_read_in_place() {
     for d in fresh_devices() {
         let x = tensor(&d, &random(4, 6 * 7 * 5, -4.0, 4.0), &[6, 7, 5]);
         let transposed = x.permute(&[2, 1, 0]).unwrap();
@@ -49,6 +49,11 @@ fn softmax_of_a_strided_view_or_another_axis_reads_in_place() {
         let profile = d.take_profile_blocking();
         let ops: Vec<&str> = profile.launches.iter().map(|l| l.op.as_str()).collect();
         assert_eq!(ops, ["softmax", "softmax", "log_softmax"], "no copy first, on {}", common::name(&d));
+        d.profiler().enable();
+        transposed.layer_norm(Default::default()).unwrap().to_vec_blocking::<f32>().unwrap();
+        let profile = d.take_profile_blocking();
+        let ops: Vec<&str> = profile.launches.iter().map(|l| l.op.as_str()).collect();
+        assert_eq!(ops, ["layer_norm"], "no copy first, on {}", common::name(&d));
     }
 }
 

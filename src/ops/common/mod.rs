@@ -6,6 +6,7 @@ pub(crate) mod cpu;
 #[cfg(cuda_backend)]
 pub(crate) mod cuda;
 pub(crate) mod math;
+pub(crate) mod rows;
 #[cfg(feature = "webgpu")]
 pub(crate) mod split;
 #[cfg(feature = "webgpu")]

@@ -1,4 +1,5 @@
-//! Layer / RMS normalisation of rows, statistics in f64, rows in parallel.
+//! Layer / RMS normalisation of rows, statistics in f64, rows in parallel (strided rows
+//! gathered one at a time).
 
 use crate::base::par::*;
 
@@ -21,10 +22,21 @@ pub(super) fn norm(op: &Norm<'_>) -> Result<()> {
     let xs = read_guard(x.buf)?;
     let (wg, bg) = (weight.map(|w| read_guard(w.buf)).transpose()?, bias.map(|b| read_guard(b.buf)).transpose()?);
     let mut os = write_guard(out.buf)?;
-    let xf: &[f32] = &bytemuck::cast_slice(&xs)[x.layout.offset..x.layout.offset + rows * cols];
+    let xf: &[f32] = &bytemuck::cast_slice(&xs)[x.layout.offset..];
     let (w, b) = (row_of(&wg, weight, cols), row_of(&bg, bias, cols));
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
-    of.par_chunks_mut(cols).zip(xf.par_chunks(cols)).for_each(|(o, row)| {
+    let (nb, steps) = (op.nb, op.x_steps);
+    // Rows in place where they are the contiguous [rows, cols]; else each gathered.
+    let contiguous = steps.col == 1 && (rows == 1 || (steps.b == cols && (steps.a == nb * cols || rows == nb)));
+    of.par_chunks_mut(cols).enumerate().for_each_init(Vec::new, |src: &mut Vec<f32>, (r, o)| {
+        let base = (r / nb) * steps.a + (r % nb) * steps.b;
+        let row = if contiguous {
+            &xf[r * cols..(r + 1) * cols]
+        } else {
+            src.clear();
+            src.extend((0..cols).map(|j| xf[base + j * steps.col]));
+            &src[..]
+        };
         norm_row(kind, row, eps, o);
         if let Some(w) = w {
             o.iter_mut().zip(w).for_each(|(o, w)| *o *= w);

@@ -1,7 +1,7 @@
 //! Layer and RMS norms on CUDA: norm.cu, one block per row.
 
 use super::Norm;
-use crate::ops::common::cuda::{cuda_params, index_type, builtin, operand, BLOCK};
+use crate::ops::common::cuda::{cuda_params, extent, index_type, builtin, operand, BLOCK};
 #[cfg(test)]
 use crate::hal::cuda::Builtin;
 use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
@@ -16,6 +16,11 @@ cuda_params! {
     struct NormParams {
         rows: u64,
         cols: u64,
+        /// Rows per first index and the input's `Steps`.
+        nb: u64,
+        x_a: u64,
+        x_b: u64,
+        x_col: u64,
         eps: f32,
         pad: u32,
     }
@@ -30,10 +35,11 @@ pub(super) fn norm(op: &Norm<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext
         ("ACT", op.act.map_or(0, |f| f.code()).to_string()),
         ("HAS_WEIGHT", u32::from(weight.is_some()).to_string()),
         ("HAS_BIAS", u32::from(bias.is_some()).to_string()),
-        index_type(op.rows * op.cols),
+        index_type((op.rows * op.cols).max(extent(x.layout))),
     ];
     let f = dev.program(builtin(&SOURCE, "norm_main", defines))?;
-    let p = NormParams { rows: op.rows as u64, cols: op.cols as u64, eps: op.eps, pad: 0 };
+    let s = op.x_steps;
+    let p = NormParams { rows: op.rows as u64, cols: op.cols as u64, nb: op.nb as u64, x_a: s.a as u64, x_b: s.b as u64, x_col: s.col as u64, eps: op.eps, pad: 0 };
     let optional = |o: &Option<Operand<'_>>| o.as_ref().map_or(Ok(0), operand);
     let pointers = [operand(&x)?, optional(&weight)?, optional(&bias)?, operand(&out)?];
     let mut held = vec![x.buf, out.buf];

@@ -5,6 +5,7 @@ backend_modules!();
 
 use super::cost::OpCost;
 use super::elementwise::check_f32;
+use super::common::rows::{merged, row_steps, Steps};
 use super::{backends, launch, Launch, Lift, Operand, UnaryOp};
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -67,10 +68,15 @@ impl Default for NormParams<'_> {
 
 /// Normalise each row (the last axis) of `x`, then apply weight, bias and activation.
 pub fn norm(queue: &Queue, kind: NormKind, x: &Tensor, p: NormParams<'_>) -> Result<Tensor> {
+    norm_axes(queue, kind, x, 1, p)
+}
+
+/// [`norm`] over the last `axes` axes together, weight and bias `[cols]`.
+fn norm_axes(queue: &Queue, kind: NormKind, x: &Tensor, axes: usize, p: NormParams<'_>) -> Result<Tensor> {
     let lift = Lift::of(kind.name(), &[Some(x), p.weight, p.bias].into_iter().flatten().collect::<Vec<_>>())?;
     let (weight, bias) = (p.weight.map(|t| lift.up(queue, t)).transpose()?, p.bias.map(|t| lift.up(queue, t)).transpose()?);
     let params = NormParams { weight: weight.as_ref(), bias: bias.as_ref(), ..p };
-    lift.down(queue, norm_f32(queue, kind, &lift.up(queue, x)?, params)?)
+    lift.down(queue, norm_f32(queue, kind, &lift.up(queue, x)?, axes, params)?)
 }
 
 /// Normalise over the last `axes` axes of `x` together (ONNX's LayerNormalization with
@@ -83,7 +89,6 @@ pub fn norm_trailing(queue: &Queue, kind: NormKind, x: &Tensor, axes: usize, p: 
     }
     let split = shape.len() - axes;
     let cols: usize = shape[split..].iter().product();
-    let flat: Vec<usize> = shape[..split].iter().copied().chain([cols]).collect();
     let as_row = |what: &str, t: Option<&Tensor>| -> Result<Option<Tensor>> {
         let Some(t) = t else { return Ok(None) };
         if t.shape() != &shape[split..] && t.shape() != [cols] {
@@ -92,8 +97,7 @@ pub fn norm_trailing(queue: &Queue, kind: NormKind, x: &Tensor, axes: usize, p: 
         Ok(Some(t.contiguous_on(queue)?.reshape(&[cols])?))
     };
     let (weight, bias) = (as_row("weight", p.weight)?, as_row("bias", p.bias)?);
-    let rows = x.contiguous_on(queue)?.reshape(&flat)?;
-    norm(queue, kind, &rows, NormParams { weight: weight.as_ref(), bias: bias.as_ref(), ..p })?.reshape(&shape)
+    norm_axes(queue, kind, x, axes, NormParams { weight: weight.as_ref(), bias: bias.as_ref(), ..p })
 }
 
 /// The statistics layer norm over the last `axes` axes of `x` divides by, as ONNX's
@@ -122,12 +126,33 @@ pub fn layer_norm_stats(queue: &Queue, x: &Tensor, axes: usize, eps: f32) -> Res
     Ok((mean, inv_std))
 }
 
-fn norm_f32(queue: &Queue, kind: NormKind, x: &Tensor, p: NormParams<'_>) -> Result<Tensor> {
+/// Where `x`'s rows over its last `axes` axes lie, read in place where the axes merge into
+/// one stride and the others into at most two groups; else from a contiguous copy.
+fn rows_of(queue: &Queue, x: &Tensor, axes: usize) -> Result<(Tensor, usize, Steps)> {
+    let split = x.rank() - axes;
+    let geometry = |x: &Tensor| {
+        let (shape, strides) = (x.shape(), x.strides());
+        let step = merged(&shape[split..], &strides[split..])?;
+        let cols = shape[split..].iter().product();
+        let shape: Vec<usize> = shape[..split].iter().copied().chain([cols]).collect();
+        let strides: Vec<usize> = strides[..split].iter().copied().chain([step]).collect();
+        row_steps(&shape, &strides, split).map(|(nb, steps, _)| (nb, steps))
+    };
+    if let Some((nb, steps)) = geometry(x) {
+        return Ok((x.clone(), nb, steps));
+    }
+    let x = x.contiguous_on(queue)?;
+    let (nb, steps) = geometry(&x).ok_or_else(|| Error::Device("internal: a contiguous tensor's rows do not merge".into()))?;
+    Ok((x, nb, steps))
+}
+
+fn norm_f32(queue: &Queue, kind: NormKind, x: &Tensor, axes: usize, p: NormParams<'_>) -> Result<Tensor> {
     let op = kind.name();
     check_f32(queue, op, x)?;
-    let Some(&cols) = x.shape().last() else {
+    if x.rank() == 0 {
         return Err(Error::shape(op, "got a rank-0 tensor: expected at least one dimension"));
-    };
+    }
+    let cols: usize = x.shape()[x.rank() - axes..].iter().product();
     if !(p.eps > 0.0 && p.eps.is_finite()) {
         return Err(Error::Invalid(format!("{op}: eps is {}: expected a finite value > 0", p.eps)));
     }
@@ -141,7 +166,7 @@ fn norm_f32(queue: &Queue, kind: NormKind, x: &Tensor, p: NormParams<'_>) -> Res
             affine.push(t.contiguous_on(queue)?);
         }
     }
-    let x = x.contiguous_on(queue)?;
+    let (x, nb, x_steps) = rows_of(queue, x, axes)?;
     let out = Tensor::uninit(queue, x.shape(), DType::F32)?;
     if out.numel() == 0 {
         return Ok(out);
@@ -150,15 +175,18 @@ fn norm_f32(queue: &Queue, kind: NormKind, x: &Tensor, p: NormParams<'_>) -> Res
     let weight = p.weight.and_then(|_| it.next()).map(Tensor::operand);
     let bias = p.bias.and_then(|_| it.next()).map(Tensor::operand);
     let rows = x.numel() / cols;
-    launch(queue, &Norm { kind, x: x.operand(), weight, bias, rows, cols, eps: p.eps, act: p.act, out: out.operand() }, None)?;
+    launch(queue, &Norm { kind, x: x.operand(), nb, x_steps, weight, bias, rows, cols, eps: p.eps, act: p.act, out: out.operand() }, None)?;
     Ok(out)
 }
 
-/// Layer / RMS normalisation of the rows of a contiguous `[rows, cols]` input, then
+/// Layer / RMS normalisation of `rows` rows of `cols` elements of `x`, where its [`Steps`]
+/// say (`nb` rows per first index), into a contiguous `[rows, cols]` output, then
 /// `* weight + bias` (contiguous `[cols]`, each optional) and an optional activation.
 pub(crate) struct Norm<'a> {
     pub kind: NormKind,
     pub x: Operand<'a>,
+    pub nb: usize,
+    pub x_steps: Steps,
     pub weight: Option<Operand<'a>>,
     pub bias: Option<Operand<'a>>,
     pub rows: usize,

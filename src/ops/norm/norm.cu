@@ -1,4 +1,6 @@
-// Layer / RMS normalisation of the rows of a contiguous [rows, cols] input, one block per
+// Layer / RMS normalisation of rows of `cols` elements of x (row r starts at
+// (r / nb) * x_a + (r % nb) * x_b and steps x_col: strided views are read in place) into a
+// contiguous [rows, cols] output, one block per
 // row: the row mean (layer norm), then the mean of squared deviations (or of squares for
 // RMS norm), then `(x - mean) * rsqrt(var + eps) * weight + bias`, then the activation.
 // Sums are accumulated in double.
@@ -39,21 +41,22 @@ extern "C" __global__ void __launch_bounds__(BLOCK) norm_main(const float* __res
     const IDX cols = (IDX)p.cols;
     const double n = (double)p.cols;
     for (IDX row = blockIdx.x; row < (IDX)p.rows; row += gridDim.x) {
-        const float* xr = x + row * cols;
+        const float* xr = x + (row / (IDX)p.nb) * (IDX)p.x_a + (row % (IDX)p.nb) * (IDX)p.x_b;
+        const IDX xs = (IDX)p.x_col;
         double mean = 0.0;
         if (KIND == 0) {
             double s = 0.0;
-            for (IDX j = threadIdx.x; j < cols; j += BLOCK) s += (double)xr[j];
+            for (IDX j = threadIdx.x; j < cols; j += BLOCK) s += (double)xr[j * xs];
             mean = block_sum(s) / n;
         }
         double ss = 0.0;
         for (IDX j = threadIdx.x; j < cols; j += BLOCK) {
-            const double d = (double)xr[j] - mean;
+            const double d = (double)xr[j * xs] - mean;
             ss += d * d;
         }
         const double inv = 1.0 / sqrt(block_sum(ss) / n + (double)p.eps);
         for (IDX j = threadIdx.x; j < cols; j += BLOCK) {
-            float y = (float)(((double)xr[j] - mean) * inv);
+            float y = (float)(((double)xr[j * xs] - mean) * inv);
             if (HAS_WEIGHT) y *= weight[j];
             if (HAS_BIAS) y += bias[j];
             out[row * cols + j] = unary_op<ACT>(y);

@@ -1,5 +1,6 @@
-// Layer / RMS normalisation of the rows of a contiguous [rows, cols] input, one workgroup
-// per row, reading the row twice: one pass gathers the statistics (Welford's running count,
+// Layer / RMS normalisation of rows of `cols` elements of x (row r starts at
+// (r / nb) * x_a + (r % nb) * x_b and steps x_col: strided views are read in place) into a
+// contiguous [rows, cols] output, one workgroup per row, reading the row twice: one pass gathers the statistics (Welford's running count,
 // mean and sum of squared deviations for layer norm, the sum of squares for RMS norm) and the
 // workgroup merges them; the second writes `(x - mean) * inv_std * weight + bias` through
 // the activation.
@@ -50,7 +51,8 @@ fn norm_main(
     let cols = params[P_cols];
     let j1 = min(j0 + params[P_chunk_cols], cols);
     let in_range = row < params[P_rows];
-    let xin = params[P_x] + row * cols;
+    let xin = params[P_x] + (row / params[P_nb]) * params[P_x_a] + (row % params[P_nb]) * params[P_x_b];
+    let xs = params[P_x_col];
     let o = params[P_out] + row * cols;
     let n = f32(cols);
 
@@ -69,7 +71,7 @@ fn norm_main(
         m2 = r.z;
     } else if (in_range) {
         for (var j = j0 + lid; j < j1; j += 256u) {
-            let v = x[xin + j];
+            let v = x[xin + j * xs];
             if (KIND == 0u) {
                 cnt += 1.0;
                 let d = v - mean;
@@ -105,7 +107,7 @@ fn norm_main(
     let inv = inverseSqrt(squares[0] / n + bitcast<f32>(params[P_eps]));
     if (in_range) {
         for (var j = j0 + lid; j < j1; j += 256u) {
-            var y = (x[xin + j] - mean) * inv;
+            var y = (x[xin + j * xs] - mean) * inv;
             if (HAS_WEIGHT) { y *= weight[params[P_weight] + j]; }
             if (HAS_BIAS) { y += bias[params[P_bias] + j]; }
             out[o + j] = unary_op(ACT, y);
@@ -130,7 +132,8 @@ fn norm_serial_main(
     let cols = params[P_cols];
     let j0 = (g % chunks) * params[P_chunk_cols];
     let j1 = min(j0 + params[P_chunk_cols], cols);
-    let xin = params[P_x] + row * cols;
+    let xin = params[P_x] + (row / params[P_nb]) * params[P_x_a] + (row % params[P_nb]) * params[P_x_b];
+    let xs = params[P_x_col];
     let o = params[P_out] + row * cols;
 
     var r = vec3<f32>(0.0);
@@ -140,19 +143,19 @@ fn norm_serial_main(
         }
     } else if (KIND == 0u) {
         var s = 0.0;
-        for (var j = j0; j < j1; j++) { s += x[xin + j]; }
+        for (var j = j0; j < j1; j++) { s += x[xin + j * xs]; }
         let cnt = f32(j1 - j0);
         let mean = s / max(cnt, 1.0);
         var m2 = 0.0;
         for (var j = j0; j < j1; j++) {
-            let d = x[xin + j] - mean;
+            let d = x[xin + j * xs] - mean;
             m2 = fma(d, d, m2);
         }
         r = vec3<f32>(cnt, mean, m2);
     } else {
         var m2 = 0.0;
         for (var j = j0; j < j1; j++) {
-            let v = x[xin + j];
+            let v = x[xin + j * xs];
             m2 = fma(v, v, m2);
         }
         r = vec3<f32>(0.0, 0.0, m2);
@@ -166,7 +169,7 @@ fn norm_serial_main(
     let mean = r.y;
     let inv = inverseSqrt(r.z / f32(cols) + bitcast<f32>(params[P_eps]));
     for (var j = j0; j < j1; j++) {
-        var y = (x[xin + j] - mean) * inv;
+        var y = (x[xin + j * xs] - mean) * inv;
         if (HAS_WEIGHT) { y *= weight[params[P_weight] + j]; }
         if (HAS_BIAS) { y += bias[params[P_bias] + j]; }
         out[o + j] = unary_op(ACT, y);

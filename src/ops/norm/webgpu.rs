@@ -23,6 +23,11 @@ wgsl_params! {
         out: u32,
         weight: u32,
         bias: u32,
+        /// Rows per first index and the input's `Steps` (strided views read in place).
+        nb: u32,
+        x_a: u32,
+        x_b: u32,
+        x_col: u32,
         eps: f32,
         /// Columns per chunk and chunks per row.
         chunk_cols: u32,
@@ -43,6 +48,10 @@ pub(super) fn norm(op: &Norm<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<
         out: u32_of("offset", out.layout.offset)?,
         weight: offset(&weight)?,
         bias: offset(&bias)?,
+        nb: u32_of("rows", op.nb)?,
+        x_a: u32_of("stride", op.x_steps.a)?,
+        x_b: u32_of("stride", op.x_steps.b)?,
+        x_col: u32_of("stride", op.x_steps.col)?,
         eps: op.eps,
         chunk_cols: 0,
         chunks: 0,

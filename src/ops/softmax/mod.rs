@@ -8,6 +8,7 @@ backend_modules!();
 
 use super::cost::OpCost;
 use super::elementwise::check_f32;
+use super::common::rows::{row_steps, Steps};
 use super::{backends, launch, Launch, Lift, Operand};
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -36,39 +37,6 @@ static SOFTMAX: Epilogue = Epilogue {
            __device__ __forceinline__ float finish(float v, float m, float factor) { return expf(v - m) * factor; }",
     cpu: cpu::softmax_row,
 };
-
-/// Where the rows lie in one operand: row `r` is `(a, b) = (r / nb, r % nb)` for the launch's
-/// `nb`, and starts `a * self.a + b * self.b` elements past the view's offset; its element
-/// `j` a further `j * col` on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct Steps {
-    pub a: usize,
-    pub b: usize,
-    pub col: usize,
-}
-
-/// The rows along `axis` of a view with `shape` and `strides` and of a contiguous output of
-/// that shape: `nb` and each one's [`Steps`]. The axes other than `axis` are merged where
-/// both operands nest them; more than two groups left (`None`) means the input must be
-/// copied first.
-fn row_steps(shape: &[usize], strides: &[usize], axis: usize) -> Option<(usize, Steps, Steps)> {
-    let contiguous = crate::base::layout::contiguous_strides(shape);
-    let mut groups: Vec<(usize, usize, usize)> = Vec::new();
-    for d in (0..shape.len()).filter(|&d| d != axis && shape[d] > 1) {
-        let (n, xs, os) = (shape[d], strides[d], contiguous[d]);
-        match groups.last_mut() {
-            Some(g) if g.1 == xs * n && g.2 == os * n => *g = (g.0 * n, xs, os),
-            _ => groups.push((n, xs, os)),
-        }
-    }
-    let (x_col, out_col) = (strides[axis], contiguous[axis]);
-    match groups[..] {
-        [] => Some((1, Steps { col: x_col, ..Steps::default() }, Steps { col: out_col, ..Steps::default() })),
-        [(n, xs, os)] => Some((n, Steps { a: 0, b: xs, col: x_col }, Steps { a: 0, b: os, col: out_col })),
-        [(_, xa, oa), (n, xb, ob)] => Some((n, Steps { a: xa, b: xb, col: x_col }, Steps { a: oa, b: ob, col: out_col })),
-        _ => None,
-    }
-}
 
 /// One launch of a row-statistics op over `rows` rows of `cols` elements, each operand's
 /// rows where its [`Steps`] say (`nb` rows per first index).
