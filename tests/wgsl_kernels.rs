@@ -827,3 +827,42 @@ fn stencil_with_clamped_borders_on_a_2d_grid() {
         assert_close(&got, &want, 1e-6, &format!("stencil on {}", name(d)));
     }
 }
+
+const VEC3_ARRAYS: &str = r#"
+// arrays of vec3 (16 bytes apart, 12 used) in a buffer and in function memory
+@group(0) @binding(0) var<storage, read> points: array<vec3<f32>>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    let i = g.x;
+    if (i >= arrayLength(&out)) { return; }
+    var picks = array<vec3<f32>, 3>(points[i], points[i] * 2.0, vec3<f32>(1.0, 2.0, 3.0));
+    picks[1].y += 0.5;
+    out[i] = dot(picks[i % 3u], vec3<f32>(1.0, 10.0, 100.0)) + f32(arrayLength(&points));
+}
+"#;
+
+#[test]
+fn arrays_of_vec3_keep_their_16_byte_stride() {
+    for d in devices() {
+        let n = 131;
+        // Each vec3 takes four floats: x, y, z and padding the kernel must skip.
+        let words = random(13, 4 * n, -2.0, 2.0);
+        let points = Buffer::from_slice(d, &words).unwrap();
+        let out = poisoned::<f32>(d, n);
+        let got = run(d, VEC3_ARRAYS, &[Binding::from(&points), Binding::from(&out)], [(n as u32).div_ceil(64), 1, 1], &out);
+        let want: Vec<f64> = (0..n)
+            .map(|i| {
+                let p: Vec<f64> = words[4 * i..4 * i + 3].iter().map(|&v| f64::from(v)).collect();
+                let pick = match i % 3 {
+                    0 => p,
+                    1 => vec![2.0 * p[0], 2.0 * p[1] + 0.5, 2.0 * p[2]],
+                    _ => vec![1.0, 2.0, 3.0],
+                };
+                pick[0] + 10.0 * pick[1] + 100.0 * pick[2] + n as f64
+            })
+            .collect();
+        assert_close(&got, &want, 1e-5, &format!("vec3 arrays on {}", name(d)));
+    }
+}

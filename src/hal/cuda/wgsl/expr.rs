@@ -85,21 +85,27 @@ impl Function<'_> {
     }
 
     /// Element `index` of `base` (a pointer gives a pointer), clamped into its array or
-    /// vector (`clamp`; a constant index into a fixed size needs none).
+    /// vector (`clamp`; a constant index into a fixed size needs none). A padded array
+    /// element is its wrapper's `v`.
     fn access(&self, base: Handle<E>, index: &str, clamp: bool) -> Result<String, String> {
         let bounded = |n: String| if clamp { format!("clamp_index({index}, {n})") } else { index.to_string() };
+        let unwrap = |t: &TypeInner| match *t {
+            TypeInner::Array { base, stride, .. } if types::padded(self.module, base, stride) => ".v",
+            _ => "",
+        };
         match self.pointee(base) {
-            Some(TypeInner::Array { size: ArraySize::Dynamic, .. }) => Ok(format!("({} + clamp_index({index}, {}))", self.expr(base)?, self.length(base)?)),
-            Some(TypeInner::Array { size: ArraySize::Constant(n), .. }) => Ok(format!("(&({})->v[{}])", self.expr(base)?, bounded(format!("{n}u")))),
+            Some(t @ TypeInner::Array { size: ArraySize::Dynamic, .. }) => Ok(format!("(&({} + clamp_index({index}, {}))[0]{})", self.expr(base)?, self.length(base)?, unwrap(t))),
+            Some(t @ TypeInner::Array { size: ArraySize::Constant(n), .. }) => Ok(format!("(&({})->v[{}]{})", self.expr(base)?, bounded(format!("{n}u")), unwrap(t))),
             Some(TypeInner::Vector { size, .. }) => Ok(format!("(&({})->v[{}])", self.expr(base)?, bounded(format!("{}u", *size as u8)))),
             Some(other) => Err(format!("indexing into {other:?}")),
             None => {
-                let n = match self.info[base].ty.inner_with(&self.module.types) {
+                let t = self.info[base].ty.inner_with(&self.module.types);
+                let n = match *t {
                     TypeInner::Array { size: ArraySize::Constant(n), .. } => n.get(),
-                    TypeInner::Vector { size, .. } => *size as u32,
-                    other => return Err(format!("indexing into {other:?}")),
+                    TypeInner::Vector { size, .. } => size as u32,
+                    ref other => return Err(format!("indexing into {other:?}")),
                 };
-                Ok(format!("(({}).v[{}])", self.expr(base)?, bounded(format!("{n}u"))))
+                Ok(format!("(({}).v[{}]{})", self.expr(base)?, bounded(format!("{n}u")), unwrap(t)))
             }
         }
     }

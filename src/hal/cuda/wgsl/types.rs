@@ -26,6 +26,7 @@ fn name_of(module: &Module, ty: Handle<Type>, inner: &TypeInner) -> Result<Strin
     Ok(match *inner {
         TypeInner::Scalar(s) | TypeInner::Atomic(s) => scalar(s)?.to_string(),
         TypeInner::Vector { size, scalar: s } => format!("vec<{}, {}>", scalar(s)?, size as u8),
+        TypeInner::Array { base, size: ArraySize::Dynamic, stride } if padded(module, base, stride) => format!("e{}", ty.index()),
         TypeInner::Array { base, size: ArraySize::Dynamic, .. } => name(module, base)?,
         TypeInner::Array { .. } | TypeInner::Struct { .. } => format!("t{}", ty.index()),
         TypeInner::Pointer { base, .. } => format!("{}*", name(module, base)?),
@@ -35,31 +36,41 @@ fn name_of(module: &Module, ty: Handle<Type>, inner: &TypeInner) -> Result<Strin
     })
 }
 
+/// Whether an array of `base` elements `stride` bytes apart needs its elements padded (a
+/// `vec3` is 12 bytes and 16 apart): they are then wrapped, `struct e<array> { T v; pad }`.
+pub(super) fn padded(module: &Module, base: Handle<Type>, stride: u32) -> bool {
+    stride != c_size(module, base)
+}
+
 /// Bytes a value of `ty` takes in C++ (bool one byte, vectors unpadded, structs their span).
 fn c_size(module: &Module, ty: Handle<Type>) -> u32 {
     match module.types[ty].inner {
         TypeInner::Scalar(s) | TypeInner::Atomic(s) if s.kind == ScalarKind::Bool => 1,
         TypeInner::Scalar(_) | TypeInner::Atomic(_) => 4,
         TypeInner::Vector { size, scalar } => size as u32 * if scalar.kind == ScalarKind::Bool { 1 } else { 4 },
-        TypeInner::Array { base, size: ArraySize::Constant(n), .. } => n.get() * c_size(module, base),
+        TypeInner::Array { base, size: ArraySize::Constant(n), stride } => n.get() * stride.max(c_size(module, base)),
         TypeInner::Struct { span, .. } => span,
         _ => 0,
     }
 }
 
 /// The declarations of every array and struct type, in the module's order (each after the
-/// types it holds). An array whose stride is not its element's C++ size (e.g. of `vec3`,
-/// stride 16) cannot be laid out as a C++ array and is refused.
+/// types it holds); an array whose elements are padded first declares their wrapper.
 pub(super) fn declarations(module: &Module) -> Result<String, String> {
     let mut out = String::new();
     for (h, ty) in module.types.iter() {
         match ty.inner {
-            TypeInner::Array { base, size: ArraySize::Constant(n), stride } => {
+            TypeInner::Array { base, size, stride } => {
                 let element = c_size(module, base);
-                if stride != element && !matches!(module.types[base].inner, TypeInner::Scalar(Scalar { kind: ScalarKind::Bool, .. })) {
-                    return Err(format!("arrays whose stride ({stride} bytes) is not their element's size ({element} bytes), such as arrays of vec3"));
+                let mut element_name = name(module, base)?;
+                if padded(module, base, stride) {
+                    let pad = stride.checked_sub(element).filter(|&p| p > 0).ok_or_else(|| format!("arrays whose stride ({stride} bytes) is below their element's size ({element} bytes)"))?;
+                    let _ = writeln!(out, "struct e{0} {{ {element_name} v; char pad[{pad}]; }};", h.index());
+                    element_name = format!("e{}", h.index());
                 }
-                let _ = writeln!(out, "struct t{} {{ {} v[{n}]; }};", h.index(), name(module, base)?);
+                if let ArraySize::Constant(n) = size {
+                    let _ = writeln!(out, "struct t{} {{ {element_name} v[{n}]; }};", h.index());
+                }
             }
             TypeInner::Struct { ref members, span } => out.push_str(&structure(module, h, members, span)?),
             _ => {}
@@ -106,6 +117,10 @@ pub(super) fn compose(module: &Module, ty: Handle<Type>, parts: &[String]) -> Re
     let name = name(module, ty)?;
     Ok(match module.types[ty].inner {
         TypeInner::Vector { size, scalar: s } => format!("compose<{}, {}>({})", scalar(s)?, size as u8, parts.join(", ")),
+        TypeInner::Array { base, stride, .. } if padded(module, base, stride) => {
+            let wrapped: Vec<String> = parts.iter().map(|p| format!("e{}{{{p}}}", ty.index())).collect();
+            format!("{name}{{{{{}}}}}", wrapped.join(", "))
+        }
         TypeInner::Array { .. } => format!("{name}{{{{{}}}}}", parts.join(", ")),
         TypeInner::Struct { .. } => {
             let sets: String = parts.iter().enumerate().map(|(i, p)| format!(" s.m{i} = {p};")).collect();
