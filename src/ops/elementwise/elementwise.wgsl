@@ -63,6 +63,11 @@ fn operand_offset(mode: u32, i: u32, view_at: u32, period_at: u32) -> u32 {
     }
 }
 
+// Where the operands of output element i are (a's, b's).
+fn binary_offsets(i: u32) -> vec2<u32> {
+    return vec2<u32>(operand_offset(A_MODE, i, S_a, S_a_period), operand_offset(B_MODE, i, S_b, S_b_period));
+}
+
 fn element(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
     return flat_workgroup(wid, nwg) * 256u + lid;
 }
@@ -90,9 +95,8 @@ fn binary_main(
     if (i >= params[S_n]) {
         return;
     }
-    let ai = operand_offset(A_MODE, i, S_a, S_a_period);
-    let bi = operand_offset(B_MODE, i, S_b, S_b_period);
-    out[params[S_out] + i] = to_store(unary_op(ACT, binary_op(OP, f32(x[ai]), f32(y[bi]))));
+    let at = binary_offsets(i);
+    out[params[S_out] + i] = to_store(unary_op(ACT, binary_op(OP, f32(x[at.x]), f32(y[at.y]))));
 }
 
 // vec4 forms of unary_main and binary_main, four elements per invocation: used where n, the
@@ -195,7 +199,6 @@ fn int_binary_main(
     if (i >= params[S_n]) {
         return;
     }
-    let ai = operand_offset(A_MODE, i, S_a, S_a_period);
-    let bi = operand_offset(B_MODE, i, S_b, S_b_period);
-    outv[params[S_out] + i] = int_op(OP, xv[ai], yv[bi]);
+    let at = binary_offsets(i);
+    outv[params[S_out] + i] = int_op(OP, xv[at.x], yv[at.y]);
 }

@@ -117,43 +117,30 @@ pub(super) fn gather(op: &Gather<'_>) -> Result<()> {
     Ok(())
 }
 
+/// Cumulative sums along the middle axis of a contiguous `[outer, len, inner]` input.
 pub(super) fn cumsum(op: &Cumsum<'_>) -> Result<()> {
     match op.dtype {
-        DType::I32 => return cumsum_integers::<i32>(op),
-        DType::U32 => return cumsum_integers::<u32>(op),
-        _ => {}
+        // Floats sum in f64, integers in their own type (the sums wrap).
+        DType::I32 => scan::<i32, i32>(op, 0, |a, v| a.wrapping_add(v), |a| a),
+        DType::U32 => scan::<u32, u32>(op, 0, |a, v| a.wrapping_add(v), |a| a),
+        _ => scan::<f32, f64>(op, 0.0, |a, v| a + f64::from(v), |a| a as f32),
     }
-    let (x, out, outer, len, inner) = (op.x, op.out, op.outer, op.len, op.inner);
-    let xs = read_guard(x.buf)?;
-    let mut os = write_guard(out.buf)?;
-    let xf: &[f32] = &bytemuck::cast_slice(&xs)[x.layout.offset..x.layout.offset + outer * len * inner];
-    let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
-    // Each task scans one [len, inner] block, inner columns side by side, in f64.
-    of.par_chunks_mut((len * inner).max(1)).zip(xf.par_chunks((len * inner).max(1))).for_each(|(o, x)| {
-        let mut acc = vec![0.0f64; inner];
-        for (orow, xrow) in o.chunks_mut(inner.max(1)).zip(x.chunks(inner.max(1))) {
-            for ((o, &v), a) in orow.iter_mut().zip(xrow).zip(acc.iter_mut()) {
-                *a += f64::from(v);
-                *o = *a as f32;
-            }
-        }
-    });
-    Ok(())
 }
 
-/// [`cumsum`] of i32 or u32 values in their own type: the sums wrap.
-fn cumsum_integers<I: crate::ops::elementwise::Integer>(op: &Cumsum<'_>) -> Result<()> {
+/// Each task scans one `[len, inner]` block, inner columns side by side: the running value
+/// starts at `zero`, takes each element with `add`, and each output is its `finish`.
+fn scan<T: bytemuck::Pod + Send + Sync, A: Copy + Send + Sync>(op: &Cumsum<'_>, zero: A, add: impl Fn(A, T) -> A + Sync, finish: impl Fn(A) -> T + Sync) -> Result<()> {
     let (x, out, outer, len, inner) = (op.x, op.out, op.outer, op.len, op.inner);
     let xs = read_guard(x.buf)?;
     let mut os = write_guard(out.buf)?;
-    let xi: &[I] = &bytemuck::cast_slice(&xs)[x.layout.offset..x.layout.offset + outer * len * inner];
-    let oi: &mut [I] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
-    oi.par_chunks_mut((len * inner).max(1)).zip(xi.par_chunks((len * inner).max(1))).for_each(|(o, x)| {
-        let mut acc = vec![I::zero(); inner];
+    let xv: &[T] = &bytemuck::cast_slice(&xs)[x.layout.offset..x.layout.offset + outer * len * inner];
+    let ov: &mut [T] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
+    ov.par_chunks_mut((len * inner).max(1)).zip(xv.par_chunks((len * inner).max(1))).for_each(|(o, x)| {
+        let mut acc = vec![zero; inner];
         for (orow, xrow) in o.chunks_mut(inner.max(1)).zip(x.chunks(inner.max(1))) {
             for ((o, &v), a) in orow.iter_mut().zip(xrow).zip(acc.iter_mut()) {
-                *a = a.wrapping_add(&v);
-                *o = *a;
+                *a = add(*a, v);
+                *o = finish(*a);
             }
         }
     });
