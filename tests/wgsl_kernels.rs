@@ -722,6 +722,9 @@ fn f16_kernels_run_where_the_device_has_f16_and_are_refused_with_their_line_else
             }
         }
     }
+    // The CUDA translation refuses it at the same place (a build with the cuda backend).
+    let e = Kernel::cuda_from_wgsl(source, "main").unwrap_err();
+    assert!(e.code() == "UNSUPPORTED" || (e.code() == "SHADER" && e.to_string().contains("at 6:") && e.to_string().contains("cuda")), "{e}");
 }
 
 const SOFTMAX: &str = r#"

@@ -14,10 +14,7 @@ type Refusal = (String, Span);
 /// `source` parsed, validated and checked against the subset for the entry point `entry`
 /// (which `backend` then runs): the module, its validation info and the entry's index.
 pub(crate) fn parse(source: &str, entry: &str, backend: &str) -> Result<(Module, ModuleInfo, usize)> {
-    let located = |what: String, span: naga::Span| {
-        let at = span.location(source);
-        Error::Shader { line: at.line_number, column: at.line_position, message: what, source_line: source.lines().nth(at.line_number.saturating_sub(1) as usize).unwrap_or("").to_string() }
-    };
+    let located = |what: String, span: naga::Span| located(source, what, span);
     let module = naga::front::wgsl::parse_str(source).map_err(|e| {
         let at = e.location(source).map_or((0, 0), |l| (l.line_number, l.line_position));
         Error::Shader { line: at.0, column: at.1, message: e.message().to_string(), source_line: source.lines().nth(at.0.saturating_sub(1) as usize).unwrap_or("").to_string() }
@@ -28,6 +25,13 @@ pub(crate) fn parse(source: &str, entry: &str, backend: &str) -> Result<(Module,
     let entry_index = module.entry_points.iter().position(|e| e.name == entry).ok_or_else(|| Error::Invalid(format!("entry point `{entry}` not found")))?;
     check(&module, &info, entry_index).map_err(|(what, span)| located(format!("the {backend} backend does not run {what}"), span))?;
     Ok((module, info, entry_index))
+}
+
+/// An error about `source` at `span` (line 1, column 1 for an unknown span).
+pub(crate) fn located(source: &str, what: String, span: Span) -> Error {
+    let at = span.location(source);
+    let (line, column) = if at.line_number == 0 { (1, 1) } else { (at.line_number, at.line_position) };
+    Error::Shader { line, column, message: what, source_line: source.lines().nth(line.saturating_sub(1) as usize).unwrap_or("").to_string() }
 }
 
 /// Check entry point `entry` of `module` and the functions it calls.

@@ -26,7 +26,11 @@ pub(crate) const ENTRY: &str = "wgsl_entry";
 
 const PRELUDE: &str = include_str!("prelude.cuh");
 
-/// One function being written: its IR, what has been named so far, and the loops around.
+/// What the translation does not cover, and where.
+type Refusal = (String, naga::Span);
+
+/// One function being written: its IR, what has been named so far, the loops around, and
+/// the place being written (for errors).
 pub(super) struct Function<'a> {
     module: &'a Module,
     info: &'a FunctionInfo,
@@ -35,6 +39,7 @@ pub(super) struct Function<'a> {
     out: String,
     loops: Vec<usize>,
     next_loop: usize,
+    at: naga::Span,
 }
 
 /// Translate `source`'s entry point `entry` and compile the result with NVRTC for sm_80 and
@@ -54,13 +59,14 @@ pub(crate) fn check(source: &str, entry: &str) -> Result<String> {
 /// outside the subset are refused at their line:column.
 pub(crate) fn translate(source: &str, entry: &str) -> Result<String> {
     let (module, info, ep) = crate::hal::wgsl_subset::parse(source, entry, "cuda")?;
-    let refuse = |what: String| Error::Shader { line: 1, column: 1, message: format!("the cuda backend does not run {what}"), source_line: source.lines().next().unwrap_or("").to_string() };
+    let refuse = |(what, span): Refusal| crate::hal::wgsl_subset::located(source, format!("the cuda backend does not run {what}"), span);
     let mut out = String::from(PRELUDE);
     out.push_str(&types::declarations(&module).map_err(refuse)?);
     // Every workgroup variable: functions the entry point never calls may name one (the
     // compiler drops what no kernel reaches).
     for (h, var) in module.global_variables.iter().filter(|(_, v)| v.space == AddressSpace::WorkGroup) {
-        let _ = writeln!(out, "__shared__ {} w{};", types::name(&module, var.ty).map_err(refuse)?, h.index());
+        let name = types::name(&module, var.ty).map_err(|what| refuse((what, module.global_variables.get_span(h))))?;
+        let _ = writeln!(out, "__shared__ {name} w{};", h.index());
     }
     out.push_str(&invocation(&module, &info, ep).map_err(refuse)?);
     out.push_str(&kernel(&module, &info, ep).map_err(refuse)?);
@@ -68,16 +74,17 @@ pub(crate) fn translate(source: &str, entry: &str) -> Result<String> {
 }
 
 /// `struct Invocation`: the bound buffers, the private variables and the functions.
-fn invocation(module: &Module, info: &ModuleInfo, ep: usize) -> Result<String, String> {
+fn invocation(module: &Module, info: &ModuleInfo, ep: usize) -> Result<String, Refusal> {
     let mut out = String::from("struct Invocation {\n");
     for (h, var) in module.global_variables.iter() {
-        let name = types::name(module, var.ty)?;
+        let at = |what: String| (what, module.global_variables.get_span(h));
+        let name = types::name(module, var.ty).map_err(at)?;
         match var.space {
             AddressSpace::Storage { .. } | AddressSpace::Uniform => {
                 let _ = writeln!(out, "    {name}* g{0} = nullptr;\n    u64 g{0}_bytes = 0;", h.index());
             }
             AddressSpace::Private => {
-                let init = var.init.map_or(Ok(format!("{name}{{}}")), |e| types::constant(module, e))?;
+                let init = var.init.map_or(Ok(format!("{name}{{}}")), |e| types::constant(module, e)).map_err(at)?;
                 let _ = writeln!(out, "    {name} p{} = {init};", h.index());
             }
             _ => {}
@@ -92,26 +99,32 @@ fn invocation(module: &Module, info: &ModuleInfo, ep: usize) -> Result<String, S
 }
 
 /// One member function: its signature, its local variables, then its body.
-fn function(module: &Module, info: &FunctionInfo, f: &naga::Function, name: &str) -> Result<String, String> {
-    let result = f.result.as_ref().map_or(Ok("void".to_string()), |r| types::name(module, r.ty))?;
-    let args = f.arguments.iter().enumerate().map(|(i, a)| Ok(format!("{} a{i}", types::name(module, a.ty)?))).collect::<Result<Vec<_>, String>>()?;
-    let mut w = Function { module, info, function: f, emitted: HashSet::new(), out: String::new(), loops: Vec::new(), next_loop: 0 };
+fn function(module: &Module, info: &FunctionInfo, f: &naga::Function, name: &str) -> Result<String, Refusal> {
+    let whole = |what: String| (what, naga::Span::default());
+    let result = f.result.as_ref().map_or(Ok("void".to_string()), |r| types::name(module, r.ty)).map_err(whole)?;
+    let args = f.arguments.iter().enumerate().map(|(i, a)| Ok(format!("{} a{i}", types::name(module, a.ty)?))).collect::<Result<Vec<_>, String>>().map_err(whole)?;
+    let mut w = Function { module, info, function: f, emitted: HashSet::new(), out: String::new(), loops: Vec::new(), next_loop: 0, at: naga::Span::default() };
     let _ = writeln!(w.out, "    __device__ {result} {name}({}) {{", args.join(", "));
     for (h, local) in f.local_variables.iter() {
-        let ty = types::name(module, local.ty)?;
+        let at = |what: String| (what, f.local_variables.get_span(h));
+        let ty = types::name(module, local.ty).map_err(at)?;
         let init = match local.init {
-            Some(e) => w.expr(e)?,
+            Some(e) => w.expr(e).map_err(at)?,
             None => format!("{ty}{{}}"),
         };
         let _ = writeln!(w.out, "        {ty} l{} = {init};", h.index());
     }
-    w.block(&f.body, 2)?;
+    w.block(&f.body, 2).map_err(|what| (what, w.at))?;
     w.out.push_str("    }\n");
     Ok(w.out)
 }
 
 /// The `extern "C"` kernel: zero the workgroup memory, bind the buffers, call the entry.
-fn kernel(module: &Module, info: &ModuleInfo, ep: usize) -> Result<String, String> {
+fn kernel(module: &Module, info: &ModuleInfo, ep: usize) -> Result<String, Refusal> {
+    kernel_text(module, info, ep).map_err(|what| (what, naga::Span::default()))
+}
+
+fn kernel_text(module: &Module, info: &ModuleInfo, ep: usize) -> Result<String, String> {
     let used = info.get_entry_point(ep);
     let mut bound: Vec<_> = module.global_variables.iter().filter(|(h, v)| v.binding.is_some() && !used[*h].is_empty()).collect();
     bound.sort_by_key(|(_, v)| v.binding.as_ref().map(|b| (b.group, b.binding)));

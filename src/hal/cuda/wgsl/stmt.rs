@@ -8,9 +8,11 @@ use naga::{AtomicFunction as A, Block, Statement as S, SwitchValue};
 use super::Function;
 
 impl Function<'_> {
-    /// Append `block` to the body, indented by `depth`.
+    /// Append `block` to the body, indented by `depth`; `at` follows the statement being
+    /// written, so that an error can say where.
     pub(super) fn block(&mut self, block: &Block, depth: usize) -> Result<(), String> {
-        for statement in block {
+        for (statement, span) in block.span_iter() {
+            self.at = *span;
             self.statement(statement, depth)?;
         }
         Ok(())
@@ -24,6 +26,7 @@ impl Function<'_> {
         match *s {
             S::Emit(ref range) => {
                 for h in range.clone() {
+                    self.at = self.function.expressions.get_span(h);
                     let definition = self.define(h)?;
                     self.line(depth, &format!("const auto e{} = {definition};", h.index()));
                     self.emitted.insert(h);

@@ -56,25 +56,32 @@ fn c_size(module: &Module, ty: Handle<Type>) -> u32 {
 
 /// The declarations of every array and struct type, in the module's order (each after the
 /// types it holds); an array whose elements are padded first declares their wrapper.
-pub(super) fn declarations(module: &Module) -> Result<String, String> {
+pub(super) fn declarations(module: &Module) -> Result<String, (String, naga::Span)> {
     let mut out = String::new();
     for (h, ty) in module.types.iter() {
-        match ty.inner {
-            TypeInner::Array { base, size, stride } => {
-                let element = c_size(module, base);
-                let mut element_name = name(module, base)?;
-                if padded(module, base, stride) {
-                    let pad = stride.checked_sub(element).filter(|&p| p > 0).ok_or_else(|| format!("arrays whose stride ({stride} bytes) is below their element's size ({element} bytes)"))?;
-                    let _ = writeln!(out, "struct e{0} {{ {element_name} v; char pad[{pad}]; }};", h.index());
-                    element_name = format!("e{}", h.index());
-                }
-                if let ArraySize::Constant(n) = size {
-                    let _ = writeln!(out, "struct t{} {{ {element_name} v[{n}]; }};", h.index());
-                }
+        out.push_str(&declaration(module, h, ty).map_err(|what| (what, module.types.get_span(h)))?);
+    }
+    Ok(out)
+}
+
+/// The declaration of one array or struct type (nothing for the others).
+fn declaration(module: &Module, h: Handle<Type>, ty: &Type) -> Result<String, String> {
+    let mut out = String::new();
+    match ty.inner {
+        TypeInner::Array { base, size, stride } => {
+            let element = c_size(module, base);
+            let mut element_name = name(module, base)?;
+            if padded(module, base, stride) {
+                let pad = stride.checked_sub(element).filter(|&p| p > 0).ok_or_else(|| format!("arrays whose stride ({stride} bytes) is below their element's size ({element} bytes)"))?;
+                let _ = writeln!(out, "struct e{0} {{ {element_name} v; char pad[{pad}]; }};", h.index());
+                element_name = format!("e{}", h.index());
             }
-            TypeInner::Struct { ref members, span } => out.push_str(&structure(module, h, members, span)?),
-            _ => {}
+            if let ArraySize::Constant(n) = size {
+                let _ = writeln!(out, "struct t{} {{ {element_name} v[{n}]; }};", h.index());
+            }
         }
+        TypeInner::Struct { ref members, span } => out.push_str(&structure(module, h, members, span)?),
+        _ => {}
     }
     Ok(out)
 }
