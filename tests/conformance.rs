@@ -951,7 +951,7 @@ fn argmin_and_last_ties_pick_the_right_index() {
                 .map(|row| {
                     let best = row.iter().cloned().fold(if min { f32::INFINITY } else { f32::NEG_INFINITY }, |b, v| if min { b.min(v) } else { b.max(v) });
                     let mut hits = row.iter().enumerate().filter(|(_, &v)| v == best).map(|(i, _)| i as u32);
-                    if last { hits.last().unwrap() } else { hits.next().unwrap() }
+                    if last { hits.next_back().unwrap() } else { hits.next().unwrap() }
                 })
                 .collect();
             assert_eq!(got, want, "min {min} last {last} on {}", name(d));
