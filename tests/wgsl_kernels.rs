@@ -869,3 +869,60 @@ fn arrays_of_vec3_keep_their_16_byte_stride() {
         assert_close(&got, &want, 1e-5, &format!("vec3 arrays on {}", name(d)));
     }
 }
+
+const SUBGROUPS: &str = r#"
+// subgroup reductions, scans, shuffles and ballots, also under divergence
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(subgroup_invocation_id) sid: u32, @builtin(subgroup_size) size: u32) {
+    let i = g.x;
+    let v = x[i];
+    let o = 8u * i;
+    out[o] = f32(size);
+    out[o + 1u] = f32(sid);
+    out[o + 2u] = subgroupAdd(v);
+    out[o + 3u] = subgroupInclusiveAdd(v);
+    out[o + 4u] = subgroupMax(v);
+    out[o + 5u] = subgroupShuffleXor(v, 1u);
+    out[o + 7u] = f32(countOneBits(subgroupBallot(v > 0.0).x));
+    if (sid % 2u == 0u) {
+        out[o + 6u] = subgroupAdd(v);
+    } else {
+        out[o + 6u] = -1.0;
+    }
+}
+"#;
+
+#[test]
+fn subgroup_operations_over_each_subgroup_of_active_lanes() {
+    for d in devices() {
+        if d.backend() == unicompute::BackendKind::WebGpu && !d.info().features.subgroups {
+            eprintln!("SKIPPING subgroups on {}: the adapter has none", name(d));
+            continue;
+        }
+        let n = 128;
+        let xs = random(14, n, -1.0, 1.0);
+        let bx = Buffer::from_slice(d, &xs).unwrap();
+        let out = poisoned::<f32>(d, 8 * n);
+        let got = run(d, SUBGROUPS, &[Binding::from(&bx), Binding::from(&out)], [2, 1, 1], &out);
+        for i in 0..n {
+            let (size, sid) = (got[8 * i] as usize, got[8 * i + 1] as usize);
+            assert!(size.is_power_of_two() && sid < size && size <= 128, "subgroup size {size}, id {sid} on {}", name(d));
+            // The subgroup: consecutive invocations of one workgroup.
+            let start = i - sid;
+            let members: Vec<usize> = (start..(start + size).min(i / 64 * 64 + 64)).collect();
+            let sum: f64 = members.iter().map(|&k| f64::from(xs[k])).sum();
+            let prefix: f64 = (start..=i).map(|k| f64::from(xs[k])).sum();
+            let max = members.iter().map(|&k| f64::from(xs[k])).fold(f64::NEG_INFINITY, f64::max);
+            let even: f64 = members.iter().filter(|&&k| (k - start) % 2 == 0).map(|&k| f64::from(xs[k])).sum();
+            let positive = members.iter().filter(|&&k| xs[k] > 0.0).count() as f64;
+            let want = [sum, prefix, max, f64::from(xs[start + (sid ^ 1)]), if sid % 2 == 0 { even } else { -1.0 }, positive];
+            let at = [2, 3, 4, 5, 6, 7];
+            for (w, &k) in want.iter().zip(&at) {
+                assert!((f64::from(got[8 * i + k]) - w).abs() <= 1e-5 * (1.0 + w.abs()), "invocation {i} output {k}: {} vs {w} on {}", got[8 * i + k], name(d));
+            }
+        }
+    }
+}

@@ -52,7 +52,14 @@ fn check(module: &Module, info: &naga::valid::ModuleInfo, entry: usize) -> Resul
 
 fn check_argument(module: &Module, arg: &naga::FunctionArgument) -> Result<(), Refusal> {
     use naga::BuiltIn as B;
-    let ok = |b: &Option<naga::Binding>| matches!(b, Some(naga::Binding::BuiltIn(B::LocalInvocationId | B::GlobalInvocationId | B::WorkGroupId | B::NumWorkGroups | B::LocalInvocationIndex)));
+    let ok = |b: &Option<naga::Binding>| {
+        matches!(
+            b,
+            Some(naga::Binding::BuiltIn(
+                B::LocalInvocationId | B::GlobalInvocationId | B::WorkGroupId | B::NumWorkGroups | B::LocalInvocationIndex | B::SubgroupSize | B::SubgroupInvocationId | B::SubgroupId | B::NumSubgroups
+            ))
+        )
+    };
     let fine = match module.types[arg.ty].inner {
         TypeInner::Struct { ref members, .. } => members.iter().all(|m| ok(&m.binding)),
         _ => ok(&arg.binding),
@@ -60,7 +67,7 @@ fn check_argument(module: &Module, arg: &naga::FunctionArgument) -> Result<(), R
     if fine {
         Ok(())
     } else {
-        Err((format!("the entry-point argument `{}` (of the built-ins it takes local_invocation_id, global_invocation_id, workgroup_id, num_workgroups and local_invocation_index)", arg.name.as_deref().unwrap_or("?")), Span::default()))
+        Err((format!("the entry-point argument `{}` (of the built-ins it takes the compute and subgroup ones: local_invocation_id, global_invocation_id, workgroup_id, num_workgroups, local_invocation_index, subgroup_size, subgroup_invocation_id, subgroup_id, num_subgroups)", arg.name.as_deref().unwrap_or("?")), Span::default()))
     }
 }
 
@@ -131,6 +138,8 @@ fn check_expression(e: &E) -> Result<(), String> {
         | E::CallResult(_)
         | E::AtomicResult { .. }
         | E::WorkGroupUniformLoadResult { .. }
+        | E::SubgroupBallotResult
+        | E::SubgroupOperationResult { .. }
         | E::ArrayLength(_) => Ok(()),
         ref other => Err(format!("the expression {}", name_of(other))),
     }
@@ -144,6 +153,7 @@ fn check_block(block: &naga::Block) -> Result<(), Refusal> {
             S::Switch { ref cases, .. } => cases.iter().map(|c| &c.body).collect(),
             S::Loop { ref body, ref continuing, .. } => vec![body, continuing],
             S::Emit(_) | S::Break | S::Continue | S::Return { .. } | S::ControlBarrier(_) | S::MemoryBarrier(_) | S::Store { .. } | S::Call { .. } | S::Atomic { .. } | S::WorkGroupUniformLoad { .. } => vec![],
+            S::SubgroupBallot { .. } | S::SubgroupCollectiveOperation { .. } | S::SubgroupGather { .. } => vec![],
             ref other => return Err((format!("the statement {}", name_of(other)), *span)),
         };
         for b in nested {

@@ -178,7 +178,7 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
             BuiltIn::WorkGroupId => 2,
             BuiltIn::NumWorkGroups => 3,
             BuiltIn::LocalInvocationIndex => 4,
-            other => return Err(internal(&format!("met built-in {other:?}"))),
+            other => return self.subgroup_builtin(other).ok_or_else(|| internal(&format!("met built-in {other:?}"))),
         };
         Ok(self.builtins[i].clone())
     }
@@ -250,6 +250,9 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
                 let v = self.memories(frame).load(&ptr, width);
                 frame.values[result.index()] = Some(Value::Lanes(v));
             }
+            S::SubgroupCollectiveOperation { op, collective_op, argument, result } => self.collective(frame, op, collective_op, argument, result, mask)?,
+            S::SubgroupBallot { result, predicate } => self.ballot(frame, predicate, result, mask)?,
+            S::SubgroupGather { ref mode, argument, result } => self.gather(frame, mode, argument, result, mask)?,
             _ => return Err(internal(&format!("met a statement it does not run: {statement:?}"))),
         }
         Ok(())
@@ -273,6 +276,16 @@ fn reads(statement: &S) -> Vec<Handle<E>> {
             [Some(pointer), Some(value), compare].into_iter().flatten().collect()
         }
         S::WorkGroupUniformLoad { pointer, .. } => vec![pointer],
+        S::SubgroupCollectiveOperation { argument, .. } => vec![argument],
+        S::SubgroupBallot { predicate, .. } => predicate.into_iter().collect(),
+        S::SubgroupGather { ref mode, argument, .. } => {
+            let index = match *mode {
+                naga::GatherMode::Broadcast(i) | naga::GatherMode::Shuffle(i) | naga::GatherMode::ShuffleDown(i) => Some(i),
+                naga::GatherMode::ShuffleUp(i) | naga::GatherMode::ShuffleXor(i) | naga::GatherMode::QuadBroadcast(i) => Some(i),
+                naga::GatherMode::BroadcastFirst | naga::GatherMode::QuadSwap(_) => None,
+            };
+            [Some(argument), index].into_iter().flatten().collect()
+        }
         _ => Vec::new(),
     }
 }

@@ -13,6 +13,7 @@ mod exec;
 mod lanes;
 mod math;
 mod memory;
+mod subgroup;
 
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;

@@ -174,6 +174,10 @@ fn builtin(binding: &Option<naga::Binding>) -> Result<String, String> {
         Some(naga::Binding::BuiltIn(B::WorkGroupId)) => v3("blockIdx.x", "blockIdx.y", "blockIdx.z"),
         Some(naga::Binding::BuiltIn(B::NumWorkGroups)) => v3("gridDim.x", "gridDim.y", "gridDim.z"),
         Some(naga::Binding::BuiltIn(B::LocalInvocationIndex)) => "flat".into(),
+        Some(naga::Binding::BuiltIn(B::SubgroupSize)) => "32u".into(),
+        Some(naga::Binding::BuiltIn(B::SubgroupInvocationId)) => "(flat % 32u)".into(),
+        Some(naga::Binding::BuiltIn(B::SubgroupId)) => "(flat / 32u)".into(),
+        Some(naga::Binding::BuiltIn(B::NumSubgroups)) => "((threads + 31u) / 32u)".into(),
         other => return Err(format!("the entry-point input {other:?}")),
     })
 }

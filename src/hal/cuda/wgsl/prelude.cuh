@@ -288,3 +288,53 @@ __device__ __forceinline__ vec<float, 2> m_unpack2x16float(u32 a) { return vec<f
 // accesses and atomicExch.
 template <class T> __device__ __forceinline__ T atomic_load(T* p) { return *(volatile T*)p; }
 template <class T> __device__ __forceinline__ void atomic_store(T* p, T v) { atomicExch(p, v); }
+
+// Subgroups are warps: a value from lane `src` of the active lanes `m` (a bool as an int; a
+// vector component by component), collective operations over the active lanes in lane order,
+// and the lane's own index.
+__device__ __forceinline__ u32 lane_id() {
+    u32 l;
+    asm("mov.u32 %0, %%laneid;" : "=r"(l));
+    return l;
+}
+template <class T> __device__ __forceinline__ T shfl(u32 m, T v, u32 src) { return __shfl_sync(m, v, (int)src); }
+__device__ __forceinline__ bool shfl(u32 m, bool v, u32 src) { return __shfl_sync(m, (int)v, (int)src) != 0; }
+template <class T, int N>
+__device__ __forceinline__ vec<T, N> shfl(u32 m, const vec<T, N>& v, u32 src) {
+    vec<T, N> out;
+    for (int i = 0; i < N; ++i) out.v[i] = shfl(m, v.v[i], src);
+    return out;
+}
+// `combine` over the active lanes up to `last` (all of them: 31), starting from `first`'s value
+// or, for an exclusive scan of the first lane, `identity`.
+template <class T, class F>
+__device__ __forceinline__ T sg_fold(T v, F combine, u32 upto, bool exclusive, T identity) {
+    const u32 m = __activemask();
+    const u32 me = lane_id();
+    T acc = identity;
+    bool any = false;
+    for (u32 l = 0; l < 32u; ++l) {
+        if (!((m >> l) & 1u)) continue;
+        const T x = shfl(m, v, l);
+        if (l > upto || (exclusive && l == me)) continue;
+        acc = any ? combine(acc, x) : x;
+        any = true;
+    }
+    return any ? acc : identity;
+}
+// The operations of subgroup folds, as function objects.
+#define WGSL_FOLD(name, f) \
+    struct name { template <class T> __device__ __forceinline__ T operator()(const T& a, const T& b) const { return f(a, b); } };
+WGSL_FOLD(fold_add, op_add) WGSL_FOLD(fold_mul, op_mul) WGSL_FOLD(fold_min, m_min) WGSL_FOLD(fold_max, m_max)
+WGSL_FOLD(fold_and, op_and) WGSL_FOLD(fold_or, op_or) WGSL_FOLD(fold_xor, op_xor)
+template <class T> __device__ __forceinline__ T sg_one(T) { return (T)1; }
+template <class T, int N> __device__ __forceinline__ vec<T, N> sg_one(const vec<T, N>&) { return splat<N>((T)1); }
+__device__ __forceinline__ vec<u32, 4> sg_ballot(bool p) { return vec<u32, 4>{{__ballot_sync(__activemask(), p), 0u, 0u, 0u}}; }
+template <class T> __device__ __forceinline__ T sg_gather(T v, u32 src) {
+    const u32 m = __activemask();
+    return shfl(m, v, src & 31u);
+}
+template <class T> __device__ __forceinline__ T sg_broadcast_first(T v) {
+    const u32 m = __activemask();
+    return shfl(m, v, (u32)(__ffs(m) - 1));
+}

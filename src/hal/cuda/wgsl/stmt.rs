@@ -70,9 +70,59 @@ impl Function<'_> {
                 self.result(depth, Some(result), &format!("*{p}"));
                 self.line(depth, "__syncthreads();");
             }
+            S::SubgroupBallot { result, predicate } => {
+                let p = predicate.map_or(Ok("true".to_string()), |p| self.expr(p))?;
+                self.result(depth, Some(result), &format!("sg_ballot({p})"));
+            }
+            S::SubgroupCollectiveOperation { op, collective_op, argument, result } => {
+                let call = self.collective(op, collective_op, argument)?;
+                self.result(depth, Some(result), &call);
+            }
+            S::SubgroupGather { ref mode, argument, result } => {
+                let call = self.gathered(mode, argument)?;
+                self.result(depth, Some(result), &call);
+            }
             ref other => return Err(format!("the statement {other:?}")),
         }
         Ok(())
+    }
+
+    /// A subgroup reduction or scan of `argument` as a warp fold.
+    fn collective(&self, op: naga::SubgroupOperation, collective: naga::CollectiveOperation, argument: naga::Handle<naga::Expression>) -> Result<String, String> {
+        use naga::SubgroupOperation as O;
+        let v = self.expr(argument)?;
+        let f = match op {
+            O::Add => "fold_add",
+            O::Mul => "fold_mul",
+            O::Min => "fold_min",
+            O::Max => "fold_max",
+            O::And | O::All => "fold_and",
+            O::Or | O::Any => "fold_or",
+            O::Xor => "fold_xor",
+        };
+        let identity = if op == O::Mul { format!("sg_one({v})") } else { format!("decltype({v}){{}}") };
+        let (upto, exclusive) = match collective {
+            naga::CollectiveOperation::Reduce => ("31u", false),
+            naga::CollectiveOperation::InclusiveScan => ("lane_id()", false),
+            naga::CollectiveOperation::ExclusiveScan => ("lane_id()", true),
+        };
+        Ok(format!("sg_fold({v}, {f}{{}}, {upto}, {exclusive}, {identity})"))
+    }
+
+    /// A subgroup gather of `argument` from the lane `mode` names.
+    fn gathered(&self, mode: &naga::GatherMode, argument: naga::Handle<naga::Expression>) -> Result<String, String> {
+        use naga::GatherMode as G;
+        let v = self.expr(argument)?;
+        let src = match *mode {
+            G::BroadcastFirst => return Ok(format!("sg_broadcast_first({v})")),
+            G::Broadcast(i) | G::Shuffle(i) => format!("(u32)({})", self.expr(i)?),
+            G::ShuffleDown(d) => format!("(lane_id() + (u32)({}))", self.expr(d)?),
+            G::ShuffleUp(d) => format!("(lane_id() - (u32)({}))", self.expr(d)?),
+            G::ShuffleXor(m) => format!("(lane_id() ^ (u32)({}))", self.expr(m)?),
+            G::QuadBroadcast(i) => format!("((lane_id() & ~3u) + ((u32)({}) & 3u))", self.expr(i)?),
+            G::QuadSwap(dir) => format!("(lane_id() ^ {}u)", dir as u32 + 1),
+        };
+        Ok(format!("sg_gather({v}, {src})"))
     }
 
     /// `call;`, or its result named for the expressions that use it.
