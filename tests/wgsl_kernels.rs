@@ -898,7 +898,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(subgroup_invocatio
 #[test]
 fn subgroup_operations_over_each_subgroup_of_active_lanes() {
     for d in devices() {
-        if d.backend() == unicompute::BackendKind::WebGpu && !d.info().features.subgroups {
+        if !d.info().features.subgroups {
             eprintln!("SKIPPING subgroups on {}: the adapter has none", name(d));
             continue;
         }
