@@ -65,15 +65,15 @@ macro_rules! with_unary {
     };
 }
 
-/// The binary twin of `with_unary!`: `$f` is `BinaryOp::$eval` on `$t`, the op fixed per arm.
+/// The binary twin of `with_unary!`.
 macro_rules! with_binary {
-    ($op:expr, $eval:ident::<$t:ty>, |$f:ident| $body:expr) => {
-        with_binary!(@arms $op, $eval, $t, $f, $body, [Add, Sub, Mul, Div, Min, Max, Pow])
+    ($op:expr, |$f:ident| $body:expr) => {
+        with_binary!(@arms $op, $f, $body, [Add, Sub, Mul, Div, Min, Max, Pow])
     };
-    (@arms $op:expr, $eval:ident, $t:ty, $f:ident, $body:expr, [$($v:ident),*]) => {
+    (@arms $op:expr, $f:ident, $body:expr, [$($v:ident),*]) => {
         match $op {
             $(BinaryOp::$v => {
-                let $f = |x: $t, y: $t| BinaryOp::$v.$eval(x, y);
+                let $f = |x: f32, y: f32| BinaryOp::$v.eval(x, y);
                 $body
             })*
         }
@@ -150,22 +150,24 @@ pub(super) fn binary(call: &Binary<'_>) -> Result<()> {
             })
         }};
     }
-    with_binary!(op, eval::<f32>, |g| body!(g));
+    with_binary!(op, |g| body!(g));
     Ok(())
 }
 
-/// `op(a, b)` on integers ([`BinaryOp::eval_int`]), chunks of the output in parallel.
+/// `op(a, b)` on integers ([`BinaryOp::eval_int`]), chunks of the output in parallel. One
+/// loop for every op (the op is matched per element): integer arithmetic is rare enough
+/// that the package's wasm keeps the size of one loop rather than seven.
 fn integer_binary<I: Integer>(call: &Binary<'_>) -> Result<()> {
-    let (a, b, out) = (call.a, call.b, call.out);
+    let (op, a, b, out) = (call.op, call.a, call.b, call.out);
     let (ag, bg) = (read_guard(a.buf)?, read_guard(b.buf)?);
     let mut os = write_guard(out.buf)?;
     let (ai, bi): (&[I], &[I]) = (bytemuck::cast_slice(&ag), bytemuck::cast_slice(&bg));
     let oi: &mut [I] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
-    with_binary!(call.op, eval_int::<I>, |g| oi.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
+    oi.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
         let start = c * CHUNK;
         for ((o, x), y) in chunk.iter_mut().zip(offsets_from(a.layout, start)).zip(offsets_from(b.layout, start)) {
-            *o = g(ai[x], bi[y]);
+            *o = op.eval_int(ai[x], bi[y]);
         }
-    }));
+    });
     Ok(())
 }

@@ -120,9 +120,8 @@ pub(super) fn gather(op: &Gather<'_>) -> Result<()> {
 /// Cumulative sums along the middle axis of a contiguous `[outer, len, inner]` input.
 pub(super) fn cumsum(op: &Cumsum<'_>) -> Result<()> {
     match op.dtype {
-        // Floats sum in f64, integers in their own type (the sums wrap).
-        DType::I32 => scan::<i32, i32>(op, 0, |a, v| a.wrapping_add(v), |a| a),
-        DType::U32 => scan::<u32, u32>(op, 0, |a, v| a.wrapping_add(v), |a| a),
+        // Floats sum in f64, integers in 32 bits (the sums wrap, the same bits for i32 and u32).
+        DType::I32 | DType::U32 => scan::<u32, u32>(op, 0, |a, v| a.wrapping_add(v), |a| a),
         _ => scan::<f32, f64>(op, 0.0, |a, v| a + f64::from(v), |a| a as f32),
     }
 }
