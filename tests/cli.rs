@@ -102,3 +102,21 @@ fn tune_and_info_follow_the_policy() {
     let _ = std::fs::remove_file(&policy);
     let _ = std::fs::remove_file(&cache);
 }
+
+#[test]
+fn wgsl_to_cuda_prints_the_translation_or_says_why_not() {
+    let (ok, stdout, stderr) = unicompute(&["wgsl-to-cuda", concat!(env!("CARGO_MANIFEST_DIR"), "/tests/wgsl/tiled_matmul.wgsl")]);
+    if ok {
+        assert!(stdout.contains("extern \"C\" __global__") && stdout.contains("wgsl_entry") && stdout.contains("__shared__"), "{stdout}");
+    } else {
+        // Without NVRTC (or the cuda backend) it says so; CI requires NVRTC.
+        assert!(!std::env::var("UNICOMPUTE_REQUIRE_NVRTC").is_ok_and(|v| v == "1") && stderr.contains("unsupported"), "{stderr}");
+    }
+    let (ok, _, stderr) = unicompute(&["wgsl-to-cuda", "no-such-kernel.wgsl"]);
+    assert!(!ok && stderr.contains("no-such-kernel.wgsl"), "{stderr}");
+    let bad = std::env::temp_dir().join(format!("unicompute-cli-bad-{}.wgsl", std::process::id()));
+    std::fs::write(&bad, "@compute @workgroup_size(1)\nfn main() {\n    let x: mat2x2<f32> = mat2x2<f32>();\n}\n").unwrap();
+    let (ok, _, stderr) = unicompute(&["wgsl-to-cuda", bad.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&bad);
+    assert!(!ok && stderr.contains("3:"), "a construct outside the subset at its line: {stderr}");
+}

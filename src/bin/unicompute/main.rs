@@ -52,6 +52,16 @@ enum Command {
     /// Autotune the kernel variants of the catalogue (matmul, reduce) on the bench's shapes
     /// for this device and write the winners to the tune cache.
     Tune(TuneArgs),
+    /// Print the CUDA C a WGSL compute kernel becomes on cuda devices, after NVRTC has
+    /// compiled it for sm_80 and sm_90 (no GPU needed): a check that the kernel builds for
+    /// CUDA. Constructs outside the subset are reported at their line:column.
+    WgslToCuda {
+        /// The WGSL source file.
+        file: std::path::PathBuf,
+        /// Its compute entry point.
+        #[arg(long, default_value = "main")]
+        entry: String,
+    },
 }
 
 #[derive(Args)]
@@ -120,6 +130,7 @@ pub fn main() -> ExitCode {
         Command::Info { json, policy } => info(json, policy.as_deref()),
         Command::Bench(args) => run_bench(&args),
         Command::Tune(args) => tune(&args),
+        Command::WgslToCuda { file, entry } => wgsl_to_cuda(&file, &entry),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -128,6 +139,13 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `unicompute wgsl-to-cuda`
+fn wgsl_to_cuda(file: &std::path::Path, entry: &str) -> Result<()> {
+    let source = std::fs::read_to_string(file).map_err(|e| unicompute::Error::Invalid(format!("reading the WGSL file {}: {e}", file.display())))?;
+    print!("{}", unicompute::Kernel::cuda_from_wgsl(&source, entry)?);
+    Ok(())
 }
 
 /// `unicompute info`
