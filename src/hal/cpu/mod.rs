@@ -1,7 +1,7 @@
 //! The CPU backend: memory is host memory, work runs in order as it is recorded, fences are
 //! signalled at once. It is also the reference the other backends are tested against.
 
-mod wgsl;
+pub(crate) mod wgsl;
 
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
