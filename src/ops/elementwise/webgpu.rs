@@ -74,3 +74,75 @@ pub(super) fn builtins() -> Vec<Builtin> {
     let preludes = [[STORE_F32, VAL_U32], [STORE_F16, VAL_U32], [STORE_F32, VAL_I32]];
     preludes.into_iter().map(|p| Builtin { prelude: p.to_vec(), ..builtin(&SOURCE, "unary_main", vec![]) }).collect()
 }
+
+/// elementwise.wgsl's binary and unary kernels run by the CPU backend's WGSL executor, with
+/// the parameter words this file writes, give the CPU kernels' results: the built-in shader
+/// checked against the CPU's own kernels, in every operand addressing mode.
+#[cfg(test)]
+mod on_the_cpu_executor {
+    use super::*;
+    use crate::ops::{BinaryOp, UnaryOp};
+    use crate::{BackendChoice, BackendKind, Binding, Buffer, Device, Kernel, Tensor};
+
+    /// elementwise.wgsl with f32 storage and the override constants set to `constants` (the
+    /// executor takes overrides at their defaults).
+    fn specialised(constants: &[(&str, u32)]) -> String {
+        let mut text = Builtin { prelude: vec![STORE_F32, VAL_U32], ..builtin(&SOURCE, "binary_main", vec![]) }.full_source();
+        for (name, value) in constants {
+            text = text.replace(&format!("override {name}: u32 = 0u;"), &format!("override {name}: u32 = {value}u;"));
+        }
+        text
+    }
+
+    /// `entry` over `inputs` (broadcast views of contiguous tensors) on the executor.
+    fn run(d: &Device, entry: &str, constants: &[(&str, u32)], inputs: &[(&Tensor, &[f32])], out: &Tensor) -> Vec<f32> {
+        let operands: Vec<_> = inputs.iter().map(|(t, _)| t.operand()).collect();
+        let mut words = strided_words(&out.operand(), &operands.iter().collect::<Vec<_>>()).unwrap();
+        words.a_period = u32_of("period", operands[0].layout.access().period()).unwrap();
+        if let Some(b) = operands.get(1) {
+            words.b_period = u32_of("period", b.layout.access().period()).unwrap();
+        }
+        let kernel = Kernel::from_wgsl(d, &specialised(constants), entry).unwrap();
+        let params = Buffer::from_slice(d, words.words()).unwrap();
+        let buffers: Vec<Buffer<f32>> = inputs.iter().map(|(_, data)| Buffer::from_slice(d, data).unwrap()).collect();
+        let result = Buffer::from_slice(d, &vec![-1.1e36f32; out.numel()]).unwrap();
+        let mut bindings = vec![Binding::from(&params)];
+        bindings.extend(buffers.iter().map(Binding::from));
+        bindings.push(Binding::from(&result));
+        d.queue().launch(&kernel, &bindings, [(out.numel() as u32).div_ceil(256), 1, 1]).unwrap();
+        result.read_blocking().unwrap()
+    }
+
+    fn assert_near(got: &[f32], want: &[f32], what: &str) {
+        for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+            let ok = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= 2e-6 * (1.0 + w.abs());
+            assert!(ok, "{what}: element {i} is {g} on the executor, {w} from the CPU kernel");
+        }
+    }
+
+    #[test]
+    fn binary_and_unary_kernels_match_the_cpu_kernels() {
+        let d = Device::open(BackendChoice::Backend(BackendKind::Cpu)).unwrap();
+        let data = |n: usize, seed: usize| -> Vec<f32> { (0..n).map(|i| ((i * 7919 + seed * 104_729) % 1999) as f32 / 500.0 - 2.0).collect() };
+        // Strided (mode 0), contiguous (1) and a repeated row (2) operands.
+        let cases: [(&[usize], &[usize]); 3] = [(&[5, 1, 7], &[1, 3, 1]), (&[4, 9], &[4, 9]), (&[6, 8], &[8])];
+        for (sa, sb) in cases {
+            let (xa, xb) = (data(sa.iter().product(), 1), data(sb.iter().product(), 2));
+            let (a, b) = (Tensor::from_slice(&d, &xa, sa).unwrap(), Tensor::from_slice(&d, &xb, sb).unwrap());
+            let shape = crate::base::layout::broadcast_shapes("test", sa, sb).unwrap();
+            let (va, vb) = (a.broadcast_to(&shape).unwrap(), b.broadcast_to(&shape).unwrap());
+            let out = Tensor::zeros(&d, &shape, crate::DType::F32).unwrap();
+            let modes = [("A_MODE", va.operand().layout.access().code()), ("B_MODE", vb.operand().layout.access().code())];
+            for op in BinaryOp::ALL {
+                let got = run(&d, "binary_main", &[("OP", op.code()), modes[0], modes[1]], &[(&va, &xa), (&vb, &xb)], &out);
+                let want = a.binary(op, &b).unwrap().to_vec_blocking::<f32>().unwrap();
+                assert_near(&got, &want, &format!("{} of {sa:?} and {sb:?}", op.name()));
+            }
+            for op in UnaryOp::ALL {
+                let got = run(&d, "unary_main", &[("OP", op.code()), modes[0]], &[(&va, &xa)], &out);
+                let want = va.unary(op).unwrap().to_vec_blocking::<f32>().unwrap();
+                assert_near(&got, &want, &format!("{} of {sa:?} as {shape:?}", op.name()));
+            }
+        }
+    }
+}
