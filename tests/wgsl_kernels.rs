@@ -926,3 +926,44 @@ fn subgroup_operations_over_each_subgroup_of_active_lanes() {
         }
     }
 }
+
+const POINTER_ARGUMENTS: &str = r#"
+// helpers that take pointers to the caller's function variables, two calls deep
+fn bump(p: ptr<function, f32>, v: f32) {
+    *p = *p + v;
+}
+fn bump_twice(p: ptr<function, f32>, q: ptr<function, u32>, v: f32) {
+    bump(p, v);
+    bump(p, v);
+    *q = *q + 1u;
+}
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    let i = g.x;
+    if (i >= arrayLength(&out)) { return; }
+    var acc = x[i];
+    var calls = 0u;
+    var other = 2.0;
+    bump_twice(&acc, &calls, 0.25);
+    bump(&other, acc);
+    out[i] = acc * 10.0 + f32(calls) + other * 1000.0;
+}
+"#;
+
+#[test]
+fn functions_take_pointers_to_their_callers_variables() {
+    for d in devices() {
+        let n = 100;
+        let xs = random(15, n, -1.0, 1.0);
+        let bx = Buffer::from_slice(d, &xs).unwrap();
+        let out = poisoned::<f32>(d, n);
+        let got = run(d, POINTER_ARGUMENTS, &[Binding::from(&bx), Binding::from(&out)], [(n as u32).div_ceil(64), 1, 1], &out);
+        let want: Vec<f64> = xs.iter().map(|&v| {
+            let acc = f64::from(v) + 0.5;
+            acc * 10.0 + 1.0 + (2.0 + acc) * 1000.0
+        }).collect();
+        assert_close(&got, &want, 1e-5, &format!("pointer arguments on {}", name(d)));
+    }
+}

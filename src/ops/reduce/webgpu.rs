@@ -120,3 +120,75 @@ pub(super) fn builtins() -> Vec<Builtin> {
     let preludes = steps.into_iter().flat_map(|step| [VAL_F32, VAL_I32, VAL_U32].map(|v| [step.clone(), vec![v]].concat()));
     preludes.map(|prelude| Builtin { prelude, ..builtin(&SOURCE, "reduce_main", vec![]) }).collect()
 }
+
+/// reduce.wgsl (each combination step, each value type) run in one pass by the CPU backend's
+/// WGSL executor, with the parameter words this file writes, gives the CPU kernels' results.
+#[cfg(test)]
+mod on_the_cpu_executor {
+    use super::*;
+    use crate::ops::common::webgpu::{VAL_F32, VAL_I32, VAL_U32};
+    use crate::ops::reduce::ReduceOp;
+    use crate::{BackendChoice, BackendKind, Binding, Buffer, DType, Device, Kernel, Tensor};
+
+    /// One pass of `entry` over `[outer, len, inner]` values `x`, as `op`: the result's words.
+    fn run<T: crate::Element>(d: &Device, prelude: Vec<&'static str>, entry: &'static str, op: ReduceOp, x: &[T], [outer, len, inner]: [usize; 3]) -> Vec<u32> {
+        let mut source = Builtin { prelude, ..builtin(&SOURCE, entry, vec![]) }.full_source();
+        source = source.replace("override OP: u32 = 0u;", &format!("override OP: u32 = {}u;", op.code()));
+        let kernel = Kernel::from_wgsl(d, &source, entry).unwrap();
+        let words = ReduceWords { outer: outer as u32, len: len as u32, inner: inner as u32, chunk: len as u32, chunks: 1, x: 0, out: 0, scale: 1.0 };
+        let params = Buffer::from_slice(d, words.words()).unwrap();
+        let xs = Buffer::from_slice(d, x).unwrap();
+        let spare = Buffer::from_slice(d, &[0u32; 4]).unwrap();
+        let poison = vec![0xdead_beefu32; outer * inner];
+        let values = Buffer::from_slice(d, bytemuck::cast_slice::<u32, T>(&poison)).unwrap();
+        let indices = Buffer::from_slice(d, &poison).unwrap();
+        let bindings = [Binding::from(&params), Binding::from(&xs), Binding::from(&spare), Binding::from(&values), Binding::from(&indices)];
+        let groups = if entry == "reduce_main" { outer * inner } else { (outer * inner).div_ceil(64) };
+        d.queue().launch(&kernel, &bindings, [groups as u32, 1, 1]).unwrap();
+        if op == ReduceOp::Argmax {
+            indices.read_blocking().unwrap()
+        } else {
+            bytemuck::cast_slice(&values.read_blocking().unwrap()).to_vec()
+        }
+    }
+
+    /// The CPU kernel's result of `op` over axis 1 of `t`, as words.
+    fn cpu_words(t: &Tensor, op: ReduceOp) -> Vec<u32> {
+        let r = t.reduce(op, Some(1)).unwrap();
+        match r.dtype() {
+            DType::F32 => r.to_vec_blocking::<f32>().unwrap().iter().map(|v| v.to_bits()).collect(),
+            DType::I32 => r.to_vec_blocking::<i32>().unwrap().iter().map(|&v| v as u32).collect(),
+            _ => r.to_vec_blocking::<u32>().unwrap(),
+        }
+    }
+
+    #[test]
+    fn reductions_match_the_cpu_kernels() {
+        let d = Device::open(BackendChoice::Backend(BackendKind::Cpu)).unwrap();
+        let shape = [3usize, 37, 5];
+        let n: usize = shape.iter().product();
+        let ints: Vec<i32> = (0..n).map(|i| ((i * 7919) % 2001) as i32 - 1000).collect();
+        let floats: Vec<f32> = ints.iter().map(|&v| v as f32 / 64.0).collect();
+        let unsigned: Vec<u32> = ints.iter().map(|&v| v as u32).collect();
+        let steps = [("tree", WITH_TREE.to_vec()), ("subgroups", WITH_SUBGROUPS.to_vec())];
+        for (name, step) in steps {
+            for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Argmax] {
+                for entry in ["reduce_main", "reduce_serial_main"] {
+                    let prelude = |v| [step.clone(), vec![v]].concat();
+                    let cases = [
+                        (Tensor::from_slice(&d, &floats, &shape).unwrap(), run(&d, prelude(VAL_F32), entry, op, &floats, shape)),
+                        (Tensor::from_slice(&d, &ints, &shape).unwrap(), run(&d, prelude(VAL_I32), entry, op, &ints, shape)),
+                        (Tensor::from_slice(&d, &unsigned, &shape).unwrap(), run(&d, prelude(VAL_U32), entry, op, &unsigned, shape)),
+                    ];
+                    for (t, got) in cases {
+                        for (i, (&g, &w)) in got.iter().zip(&cpu_words(&t, op)).enumerate() {
+                            let (gf, wf) = (f32::from_bits(g), f32::from_bits(w));
+                            let close = t.dtype() == DType::F32 && op == ReduceOp::Sum && (gf - wf).abs() <= 1e-4 * (1.0 + wf.abs());
+                            assert!(g == w || close, "{entry} with {name}, {} {}: output {i} is {g:#x}, the CPU kernel's {w:#x}", t.dtype(), op.name());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

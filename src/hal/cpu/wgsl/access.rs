@@ -84,7 +84,7 @@ impl Exec<'_, '_, '_> {
         }
         match frame.get(base)?.clone() {
             Value::Ptr(p) => {
-                let memories = self.memories(frame);
+                let memories = self.memories();
                 let offsets = p
                     .offsets
                     .iter()
@@ -122,7 +122,7 @@ impl Exec<'_, '_, '_> {
             _ => return Err(Error::Device("internal: arrayLength of something other than an array".into())),
         };
         let p = frame.ptr(pointer)?.clone();
-        let memories = self.memories(frame);
+        let memories = self.memories();
         let words = p.offsets.iter().map(|&off| (memories.room(p.space, off) / stride.max(1)) as u32).collect();
         Ok(Lanes { width: 1, words })
     }

@@ -124,7 +124,7 @@ impl Exec<'_, '_, '_> {
             AtomicFunction::Exchange { compare: Some(c) } => Some(frame.lanes(*c)?.clone()),
             _ => None,
         };
-        let (old, exchanged) = self.memories(frame).atomic(&ptr, fun, kind, &v, compare.as_ref(), mask);
+        let (old, exchanged) = self.memories().atomic(&ptr, fun, kind, &v, compare.as_ref(), mask);
         if let Some(r) = result {
             let out = match compare {
                 // `atomicCompareExchangeWeak` gives { old_value, exchanged }.

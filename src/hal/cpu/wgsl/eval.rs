@@ -75,11 +75,11 @@ impl Exec<'_, '_, '_> {
             }
             E::FunctionArgument(i) => return frame.args.get(i as usize).cloned().ok_or_else(|| internal("lost a function argument")),
             E::GlobalVariable(g) => return Ok(Value::Ptr(Ptr { space: self.space_of(g)?, offsets: vec![0; n] })),
-            E::LocalVariable(l) => return Ok(Value::Ptr(Ptr { space: super::memory::Space::Local(l.index()), offsets: vec![0; n] })),
+            E::LocalVariable(l) => return Ok(Value::Ptr(Ptr { space: super::memory::Space::Local(frame.local_base + l.index()), offsets: vec![0; n] })),
             E::Load { pointer } => {
                 let width = self.prog.words_of(self.ty(frame, h));
                 let ptr = frame.ptr(pointer)?.clone();
-                self.memories(frame).load(&ptr, width)
+                self.memories().load(&ptr, width)
             }
             E::Access { base, index } => return self.access(frame, base, Index::Dynamic(index)),
             E::AccessIndex { base, index } => return self.access(frame, base, Index::Constant(index)),

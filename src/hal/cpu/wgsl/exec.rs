@@ -23,7 +23,8 @@ pub(super) struct Frame<'f> {
     pub info: &'f naga::valid::FunctionInfo,
     pub values: Vec<Option<Value>>,
     pub args: Vec<Value>,
-    pub locals: Vec<PerLane>,
+    /// Where this call's function variables start on the executor's stack of them.
+    pub local_base: usize,
     /// The value each lane returned.
     pub ret: Option<Lanes>,
     /// The innermost loop or switch last: lanes that left it by `break` (and, for loops,
@@ -72,6 +73,9 @@ pub(super) struct Exec<'p, 'a, 'b> {
     bound: &'b [(Handle<naga::GlobalVariable>, Words<'a>)],
     workgroup: Vec<Vec<u32>>,
     private: Vec<PerLane>,
+    /// The function variables of every call in progress, innermost last: a pointer to one
+    /// (`Space::Local`) stays valid in the calls it is passed to.
+    locals: Vec<PerLane>,
     /// Index of each global variable in `bound`, `workgroup` or `private`.
     slots: Vec<Option<Space>>,
     /// `local_invocation_id`, `global_invocation_id`, `workgroup_id`, `num_workgroups` and
@@ -107,7 +111,7 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
             Lanes::splat(lanes, &workgroups),
             Lanes { width: 1, words: (0..lanes as u32).collect() },
         ];
-        let mut exec = Exec { prog, lanes, bound, workgroup: Vec::new(), private: Vec::new(), slots: Vec::new(), builtins };
+        let mut exec = Exec { prog, lanes, bound, workgroup: Vec::new(), private: Vec::new(), locals: Vec::new(), slots: Vec::new(), builtins };
         exec.allocate()?;
         Ok(exec)
     }
@@ -146,9 +150,9 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
         self.slots[g.index()].ok_or_else(|| internal("used a variable that is not bound"))
     }
 
-    /// The memories as `frame` sees them.
-    pub(super) fn memories<'m>(&'m mut self, frame: &'m mut Frame<'_>) -> Memories<'a, 'm> {
-        Memories { bound: self.bound, workgroup: &mut self.workgroup, private: &mut self.private, locals: &mut frame.locals }
+    /// The memories the running calls see.
+    pub(super) fn memories(&mut self) -> Memories<'a, '_> {
+        Memories { bound: self.bound, workgroup: &mut self.workgroup, private: &mut self.private, locals: &mut self.locals }
     }
 
     /// The entry point's argument `a`: a built-in, or a struct of built-ins.
@@ -185,7 +189,8 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
 
     /// Run `function` for the lanes in `mask` with `args`; each lane's return value.
     pub(super) fn call(&mut self, function: &naga::Function, info: &naga::valid::FunctionInfo, args: Vec<Value>, mask: &mut [bool]) -> Result<Option<Lanes>> {
-        let mut frame = Frame { function, info, values: vec![None; function.expressions.len()], args, locals: Vec::new(), ret: None, exits: Vec::new() };
+        let local_base = self.locals.len();
+        let mut frame = Frame { function, info, values: vec![None; function.expressions.len()], args, local_base, ret: None, exits: Vec::new() };
         for (_, local) in function.local_variables.iter() {
             let words = self.prog.words(local.ty);
             let mut copy = PerLane::new(self.lanes, words);
@@ -197,11 +202,12 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
                     copy.words[l * words..l * words + n].copy_from_slice(&v.lane(l)[..n]);
                 }
             }
-            frame.locals.push(copy);
+            self.locals.push(copy);
         }
         let mut active = mask.to_vec();
-        self.block(&mut frame, &function.body, &mut active)?;
-        Ok(frame.ret)
+        let ran = self.block(&mut frame, &function.body, &mut active);
+        self.locals.truncate(local_base);
+        ran.map(|()| frame.ret)
     }
 
     /// Run `block` for the lanes in `mask`, which loses the lanes that break, continue or return.
@@ -238,7 +244,7 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
                 let v = frame.values[value.index()].take().ok_or_else(|| internal("stored an expression before evaluating it"))?;
                 let ptr = frame.ptr(pointer)?.clone();
                 if let Value::Lanes(ref lanes) = v {
-                    self.memories(frame).store(&ptr, lanes, mask);
+                    self.memories().store(&ptr, lanes, mask);
                 }
                 frame.values[value.index()] = Some(v);
             }
@@ -247,7 +253,7 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
             S::WorkGroupUniformLoad { pointer, result } => {
                 let width = self.prog.words_of(self.ty(frame, result));
                 let ptr = frame.ptr(pointer)?.clone();
-                let v = self.memories(frame).load(&ptr, width);
+                let v = self.memories().load(&ptr, width);
                 frame.values[result.index()] = Some(Value::Lanes(v));
             }
             S::SubgroupCollectiveOperation { op, collective_op, argument, result } => self.collective(frame, op, collective_op, argument, result, mask)?,

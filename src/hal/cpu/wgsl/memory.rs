@@ -42,7 +42,8 @@ pub(super) enum Space {
     Workgroup(usize),
     /// The private variable `n` (one copy per invocation).
     Private(usize),
-    /// The function variable `n` of the current call (one copy per invocation).
+    /// The function variable `n` of the calls in progress, counted from the outermost call's
+    /// first (one copy per invocation).
     Local(usize),
 }
 
