@@ -96,6 +96,33 @@ pub(crate) fn val(dtype: DType) -> Result<&'static str> {
     }
 }
 
+/// `source` with each override named in `constants` set to its value, as a test runs a
+/// built-in on the CPU's WGSL executor (which takes overrides at their defaults): `bool`
+/// overrides from 0 / 1, the others as `u32` literals.
+#[cfg(test)]
+pub(crate) fn with_overrides(mut source: String, constants: &[(&str, u32)]) -> String {
+    for &(name, value) in constants {
+        let head = format!("override {name}: ");
+        let Some(at) = source.find(&head) else { continue };
+        let end = at + source[at..].find(';').unwrap_or(0);
+        let ty = source[at + head.len()..].split_whitespace().next().unwrap_or("u32").to_string();
+        let literal = if ty == "bool" { (value != 0).to_string() } else { format!("{value}u") };
+        source.replace_range(at..end, &format!("{head}{ty} = {literal}"));
+    }
+    source
+}
+
+/// A run of a built-in WGSL entry point on the CPU's WGSL executor, for the tests that check
+/// the built-in shaders against the CPU kernels: `bindings` in (group, binding) order after
+/// the parameter words, over `groups` workgroups.
+#[cfg(test)]
+pub(crate) fn run_on_cpu(d: &crate::Device, source: &str, entry: &str, words: &[u32], bindings: &[crate::Binding<'_>], groups: u32) -> crate::Result<()> {
+    let kernel = crate::Kernel::from_wgsl(d, source, entry)?;
+    let params = crate::Buffer::from_slice(d, words)?;
+    let all: Vec<crate::Binding<'_>> = std::iter::once(crate::Binding::from(&params)).chain(bindings.iter().copied()).collect();
+    d.queue().launch(&kernel, &all, [groups, 1, 1])
+}
+
 pub(crate) fn builtin(source: &'static WgslSource, entry: &'static str, constants: Vec<(&'static str, u32)>) -> Builtin {
     Builtin { source, entry, constants, prelude: Vec::new() }
 }

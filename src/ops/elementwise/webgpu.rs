@@ -84,14 +84,9 @@ mod on_the_cpu_executor {
     use crate::ops::{BinaryOp, UnaryOp};
     use crate::{BackendChoice, BackendKind, Binding, Buffer, Device, Kernel, Tensor};
 
-    /// elementwise.wgsl with f32 storage and the override constants set to `constants` (the
-    /// executor takes overrides at their defaults).
+    /// elementwise.wgsl with f32 storage and the override constants set to `constants`.
     fn specialised(constants: &[(&str, u32)]) -> String {
-        let mut text = Builtin { prelude: vec![STORE_F32, VAL_U32], ..builtin(&SOURCE, "binary_main", vec![]) }.full_source();
-        for (name, value) in constants {
-            text = text.replace(&format!("override {name}: u32 = 0u;"), &format!("override {name}: u32 = {value}u;"));
-        }
-        text
+        crate::ops::common::webgpu::with_overrides(Builtin { prelude: vec![STORE_F32, VAL_U32], ..builtin(&SOURCE, "binary_main", vec![]) }.full_source(), constants)
     }
 
     /// `entry` over `inputs` (broadcast views of contiguous tensors) on the executor.

@@ -78,3 +78,41 @@ pub(super) fn norm(op: &Norm<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<
 pub(super) fn builtins() -> Vec<Builtin> {
     ["norm_main", "norm_serial_main"].into_iter().map(|e| builtin(&SOURCE, e, vec![])).collect()
 }
+
+/// norm.wgsl (both entries, layer and RMS, with weight, bias and an activation) run by the
+/// CPU's WGSL executor, with the parameter words this file writes, gives the CPU kernel's.
+#[cfg(test)]
+mod on_the_cpu_executor {
+    use super::*;
+    use crate::ops::common::webgpu::{run_on_cpu, with_overrides};
+    use crate::ops::norm::{NormKind, NormParams};
+    use crate::ops::UnaryOp;
+    use crate::{BackendChoice, BackendKind, Binding, Buffer, Device, Tensor};
+
+    #[test]
+    fn norms_match_the_cpu_kernel() {
+        let d = Device::open(BackendChoice::Backend(BackendKind::Cpu)).unwrap();
+        let (rows, cols) = (6usize, 41usize);
+        let x: Vec<f32> = (0..rows * cols).map(|i| ((i * 7919) % 1999) as f32 / 300.0 - 3.0).collect();
+        let (w, b): (Vec<f32>, Vec<f32>) = ((0..cols).map(|i| 0.5 + i as f32 / 40.0).collect(), (0..cols).map(|i| i as f32 / 80.0 - 0.25).collect());
+        let t = Tensor::from_slice(&d, &x, &[rows, cols]).unwrap();
+        let (wt, bt) = (Tensor::from_slice(&d, &w, &[cols]).unwrap(), Tensor::from_slice(&d, &b, &[cols]).unwrap());
+        let (r, c) = (rows as u32, cols as u32);
+        let words = NormWords { rows: r, cols: c, x: 0, out: 0, weight: 0, bias: 0, nb: r, x_a: 0, x_b: c, x_col: 1, eps: 1e-5, chunk_cols: c, chunks: 1 };
+        for kind in [NormKind::Layer, NormKind::Rms] {
+            let params = NormParams { weight: Some(&wt), bias: Some(&bt), eps: 1e-5, act: Some(UnaryOp::Silu) };
+            let want = crate::ops::norm::norm(&d.queue(), kind, &t, params).unwrap().to_vec_blocking::<f32>().unwrap();
+            let constants = [("KIND", kind.code()), ("HAS_WEIGHT", 1), ("HAS_BIAS", 1), ("ACT", UnaryOp::Silu.code())];
+            let source = with_overrides(builtin(&SOURCE, "norm_main", vec![]).full_source(), &constants);
+            for (entry, groups) in [("norm_main", r), ("norm_serial_main", r.div_ceil(64))] {
+                let (xs, ws, bs) = (Buffer::from_slice(&d, &x).unwrap(), Buffer::from_slice(&d, &w).unwrap(), Buffer::from_slice(&d, &b).unwrap());
+                let (out, stats) = (Buffer::from_slice(&d, &vec![-1.0f32; rows * cols]).unwrap(), Buffer::<f32>::zeros(&d, 4).unwrap());
+                let bindings = [Binding::from(&xs), Binding::from(&ws), Binding::from(&bs), Binding::from(&out), Binding::from(&stats)];
+                run_on_cpu(&d, &source, entry, words.words(), &bindings, groups).unwrap();
+                for (i, (g, w)) in out.read_blocking().unwrap().iter().zip(&want).enumerate() {
+                    assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "{entry} {}: element {i} is {g} on the executor, {w} from the CPU kernel", kind.name());
+                }
+            }
+        }
+    }
+}

@@ -132,8 +132,7 @@ mod on_the_cpu_executor {
 
     /// One pass of `entry` over `[outer, len, inner]` values `x`, as `op`: the result's words.
     fn run<T: crate::Element>(d: &Device, prelude: Vec<&'static str>, entry: &'static str, op: ReduceOp, x: &[T], [outer, len, inner]: [usize; 3]) -> Vec<u32> {
-        let mut source = Builtin { prelude, ..builtin(&SOURCE, entry, vec![]) }.full_source();
-        source = source.replace("override OP: u32 = 0u;", &format!("override OP: u32 = {}u;", op.code()));
+        let source = crate::ops::common::webgpu::with_overrides(Builtin { prelude, ..builtin(&SOURCE, entry, vec![]) }.full_source(), &[("OP", op.code())]);
         let kernel = Kernel::from_wgsl(d, &source, entry).unwrap();
         let words = ReduceWords { outer: outer as u32, len: len as u32, inner: inner as u32, chunk: len as u32, chunks: 1, x: 0, out: 0, scale: 1.0 };
         let params = Buffer::from_slice(d, words.words()).unwrap();

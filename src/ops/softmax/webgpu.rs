@@ -73,3 +73,30 @@ pub(super) fn with_epilogue(epilogue: &'static Epilogue) -> Vec<Builtin> {
     let builtin = |entry, pass| Builtin { source: &SOURCE, entry, constants: vec![("PASS", pass)], prelude: vec![epilogue.wgsl] };
     ["softmax_main", "softmax_serial_main"].into_iter().flat_map(|e| (0..3).map(move |pass| builtin(e, pass))).collect()
 }
+
+/// softmax.wgsl (both entries) run by the CPU's WGSL executor, with the parameter words this
+/// file writes for contiguous rows, gives the CPU kernel's softmax.
+#[cfg(test)]
+mod on_the_cpu_executor {
+    use super::*;
+    use crate::ops::common::webgpu::run_on_cpu;
+    use crate::{BackendChoice, BackendKind, Binding, Buffer, Device, Tensor};
+
+    #[test]
+    fn softmax_matches_the_cpu_kernel() {
+        let d = Device::open(BackendChoice::Backend(BackendKind::Cpu)).unwrap();
+        let (rows, cols) = (5usize, 37usize);
+        let x: Vec<f32> = (0..rows * cols).map(|i| ((i * 7919) % 1999) as f32 / 100.0 - 10.0).collect();
+        let want = Tensor::from_slice(&d, &x, &[rows, cols]).unwrap().softmax().unwrap().to_vec_blocking::<f32>().unwrap();
+        let (r, c) = (rows as u32, cols as u32);
+        let words = SoftmaxWords { rows: r, cols: c, x: 0, out: 0, nb: r, x_a: 0, x_b: c, x_col: 1, out_a: 0, out_b: c, out_col: 1, chunk_cols: c, chunks: 1 };
+        let source = Builtin { source: &SOURCE, entry: "softmax_main", constants: vec![], prelude: vec![super::super::SOFTMAX.wgsl] }.full_source();
+        for (entry, groups) in [("softmax_main", r), ("softmax_serial_main", r.div_ceil(64))] {
+            let (xs, out, stats) = (Buffer::from_slice(&d, &x).unwrap(), Buffer::from_slice(&d, &vec![-1.0f32; rows * cols]).unwrap(), Buffer::<f32>::zeros(&d, 4).unwrap());
+            run_on_cpu(&d, &source, entry, words.words(), &[Binding::from(&xs), Binding::from(&out), Binding::from(&stats)], groups).unwrap();
+            for (i, (g, w)) in out.read_blocking().unwrap().iter().zip(&want).enumerate() {
+                assert!((g - w).abs() <= 2e-6 * (1.0 + w.abs()), "{entry}: element {i} is {g} on the executor, {w} from the CPU kernel");
+            }
+        }
+    }
+}
