@@ -967,3 +967,36 @@ fn functions_take_pointers_to_their_callers_variables() {
         assert_close(&got, &want, 1e-5, &format!("pointer arguments on {}", name(d)));
     }
 }
+
+const SHARED_BINDING: &str = r#"
+// one buffer seen as floats by one entry point and as vec4s by another, at one binding
+@group(0) @binding(0) var<storage, read> xs: array<f32>;
+@group(0) @binding(0) var<storage, read> x4: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    let i = g.x;
+    if (i >= arrayLength(&out)) { return; }
+    let v = x4[i];
+    out[i] = v.x + 10.0 * v.y + 100.0 * v.z + 1000.0 * v.w;
+}
+
+@compute @workgroup_size(64)
+fn scalar(@builtin(global_invocation_id) g: vec3<u32>) {
+    out[g.x] = xs[g.x];
+}
+"#;
+
+#[test]
+fn variables_sharing_a_binding_bind_the_one_the_entry_point_uses() {
+    for d in devices() {
+        let n = 70;
+        let xs = random(16, 4 * n, -1.0, 1.0);
+        let bx = Buffer::from_slice(d, &xs).unwrap();
+        let out = poisoned::<f32>(d, n);
+        let got = run(d, SHARED_BINDING, &[Binding::from(&bx), Binding::from(&out)], [(n as u32).div_ceil(64), 1, 1], &out);
+        let want: Vec<f64> = xs.chunks(4).map(|v| f64::from(v[0]) + 10.0 * f64::from(v[1]) + 100.0 * f64::from(v[2]) + 1000.0 * f64::from(v[3])).collect();
+        assert_close(&got, &want, 1e-5, &format!("vec4 view of a shared binding on {}", name(d)));
+    }
+}

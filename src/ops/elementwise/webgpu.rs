@@ -82,29 +82,29 @@ pub(super) fn builtins() -> Vec<Builtin> {
 mod on_the_cpu_executor {
     use super::*;
     use crate::ops::{BinaryOp, UnaryOp};
+    use crate::ops::common::webgpu::VAL_I32;
     use crate::{BackendChoice, BackendKind, Binding, Buffer, Device, Kernel, Tensor};
 
-    /// elementwise.wgsl with f32 storage and the override constants set to `constants`.
-    fn specialised(constants: &[(&str, u32)]) -> String {
-        crate::ops::common::webgpu::with_overrides(Builtin { prelude: vec![STORE_F32, VAL_U32], ..builtin(&SOURCE, "binary_main", vec![]) }.full_source(), constants)
-    }
-
-    /// `entry` over `inputs` (broadcast views of contiguous tensors) on the executor.
-    fn run(d: &Device, entry: &str, constants: &[(&str, u32)], inputs: &[(&Tensor, &[f32])], out: &Tensor) -> Vec<f32> {
+    /// `entry` (taking `per` elements an invocation) over `inputs` (broadcast views of
+    /// contiguous tensors) on the executor, elementwise.wgsl with f32 storage, `val` as its
+    /// integer type, and the override constants set to `constants`.
+    fn run<T: crate::Element>(d: &Device, (entry, per, val): (&str, usize, &'static str), constants: &[(&str, u32)], inputs: &[(&Tensor, &[T])], out: &Tensor) -> Vec<T> {
         let operands: Vec<_> = inputs.iter().map(|(t, _)| t.operand()).collect();
         let mut words = strided_words(&out.operand(), &operands.iter().collect::<Vec<_>>()).unwrap();
         words.a_period = u32_of("period", operands[0].layout.access().period()).unwrap();
         if let Some(b) = operands.get(1) {
             words.b_period = u32_of("period", b.layout.access().period()).unwrap();
         }
-        let kernel = Kernel::from_wgsl(d, &specialised(constants), entry).unwrap();
+        let source = crate::ops::common::webgpu::with_overrides(Builtin { prelude: vec![STORE_F32, val], ..builtin(&SOURCE, "binary_main", vec![]) }.full_source(), constants);
+        let kernel = Kernel::from_wgsl(d, &source, entry).unwrap();
         let params = Buffer::from_slice(d, words.words()).unwrap();
-        let buffers: Vec<Buffer<f32>> = inputs.iter().map(|(_, data)| Buffer::from_slice(d, data).unwrap()).collect();
-        let result = Buffer::from_slice(d, &vec![-1.1e36f32; out.numel()]).unwrap();
+        let buffers: Vec<Buffer<T>> = inputs.iter().map(|(_, data)| Buffer::from_slice(d, data).unwrap()).collect();
+        let poison = vec![0x7fa5_a5a5u32; out.numel()];
+        let result = Buffer::from_slice(d, bytemuck::cast_slice::<u32, T>(&poison)).unwrap();
         let mut bindings = vec![Binding::from(&params)];
         bindings.extend(buffers.iter().map(Binding::from));
         bindings.push(Binding::from(&result));
-        d.queue().launch(&kernel, &bindings, [(out.numel() as u32).div_ceil(256), 1, 1]).unwrap();
+        d.queue().launch(&kernel, &bindings, [(out.numel() / per).div_ceil(256) as u32, 1, 1]).unwrap();
         result.read_blocking().unwrap()
     }
 
@@ -128,15 +128,30 @@ mod on_the_cpu_executor {
             let (va, vb) = (a.broadcast_to(&shape).unwrap(), b.broadcast_to(&shape).unwrap());
             let out = Tensor::zeros(&d, &shape, crate::DType::F32).unwrap();
             let modes = [("A_MODE", va.operand().layout.access().code()), ("B_MODE", vb.operand().layout.access().code())];
-            for op in BinaryOp::ALL {
-                let got = run(&d, "binary_main", &[("OP", op.code()), modes[0], modes[1]], &[(&va, &xa), (&vb, &xb)], &out);
-                let want = a.binary(op, &b).unwrap().to_vec_blocking::<f32>().unwrap();
-                assert_near(&got, &want, &format!("{} of {sa:?} and {sb:?}", op.name()));
+            // The vec4 entries where the launch would take them.
+            let mut entries = vec![("binary_main", "unary_main", 1)];
+            if vec4(&out.operand(), &[&va.operand(), &vb.operand()]) {
+                entries.push(("binary_vec4_main", "unary_vec4_main", 4));
             }
-            for op in UnaryOp::ALL {
-                let got = run(&d, "unary_main", &[("OP", op.code()), modes[0]], &[(&va, &xa)], &out);
-                let want = va.unary(op).unwrap().to_vec_blocking::<f32>().unwrap();
-                assert_near(&got, &want, &format!("{} of {sa:?} as {shape:?}", op.name()));
+            for (binary, unary, per) in entries {
+                for op in BinaryOp::ALL {
+                    let got = run(&d, (binary, per, VAL_U32), &[("OP", op.code()), modes[0], modes[1]], &[(&va, &xa[..]), (&vb, &xb[..])], &out);
+                    let want = a.binary(op, &b).unwrap().to_vec_blocking::<f32>().unwrap();
+                    assert_near(&got, &want, &format!("{binary} {} of {sa:?} and {sb:?}", op.name()));
+                }
+                for op in UnaryOp::ALL {
+                    let got = run(&d, (unary, per, VAL_U32), &[("OP", op.code()), modes[0]], &[(&va, &xa[..])], &out);
+                    let want = va.unary(op).unwrap().to_vec_blocking::<f32>().unwrap();
+                    assert_near(&got, &want, &format!("{unary} {} of {sa:?} as {shape:?}", op.name()));
+                }
+            }
+            // Integer arithmetic on i32.
+            let (ia, ib): (Vec<i32>, Vec<i32>) = (xa.iter().map(|v| (v * 1e3) as i32).collect(), xb.iter().map(|v| (v * 7.0) as i32).collect());
+            let (ta, tb) = (Tensor::from_slice(&d, &ia, sa).unwrap(), Tensor::from_slice(&d, &ib, sb).unwrap());
+            let (tva, tvb) = (ta.broadcast_to(&shape).unwrap(), tb.broadcast_to(&shape).unwrap());
+            for op in BinaryOp::ALL {
+                let got = run(&d, ("int_binary_main", 1, VAL_I32), &[("OP", op.code()), modes[0], modes[1]], &[(&tva, &ia[..]), (&tvb, &ib[..])], &out);
+                assert_eq!(got, ta.binary(op, &tb).unwrap().to_vec_blocking::<i32>().unwrap(), "int_binary_main {} of {sa:?} and {sb:?}", op.name());
             }
         }
     }

@@ -43,6 +43,14 @@ pub(crate) fn compile(source: &str, entry: &str) -> Result<WgslProgram> {
 }
 
 impl WgslProgram {
+    /// The variable at (`group`, `binding`) that the entry point uses: WGSL lets variables
+    /// share a binding (a buffer seen as `array<f32>` and as `array<vec4<f32>>`) as long as
+    /// one entry point uses only one of them.
+    fn bound_at(&self, group: u32, binding: u32) -> Option<(Handle<naga::GlobalVariable>, &naga::GlobalVariable)> {
+        let used = self.info.get_entry_point(self.entry);
+        self.module.global_variables.iter().find(|(h, v)| !used[*h].is_empty() && v.binding.as_ref().is_some_and(|b| b.group == group && b.binding == binding))
+    }
+
     /// Words a value of `ty` takes (its memory layout; a bool one word).
     fn words(&self, ty: Handle<naga::Type>) -> usize {
         self.words_of(&self.module.types[ty].inner)
@@ -72,7 +80,7 @@ fn bind<'a>(program: &WgslProgram, args: &[UserArg<'_>], guards: &'a mut [Guard<
         let UserArg::Buffer { group, binding, byte_offset, byte_len, .. } = *arg else {
             return Err(Error::Invalid("a WGSL kernel takes buffers only".into()));
         };
-        let var = program.module.global_variables.iter().find(|(_, v)| v.binding.as_ref().is_some_and(|b| b.group == group && b.binding == binding)).map(|(h, _)| h);
+        let var = program.bound_at(group, binding).map(|(h, _)| h);
         let var = var.ok_or_else(|| Error::Device(format!("internal: no variable at @group({group}) @binding({binding})")))?;
         let range = (byte_offset / 4) as usize..((byte_offset + byte_len) / 4) as usize;
         let words = match guard {
@@ -111,8 +119,6 @@ pub(crate) fn run(program: &WgslProgram, args: &[UserArg<'_>], workgroups: [u32;
 
 /// The lock of `block` as the binding at (`group`, `binding`) needs it.
 fn guard<'a>(program: &WgslProgram, (group, binding): (u32, u32), block: &'a Arc<Block>) -> Result<Guard<'a>> {
-    let writable = program.module.global_variables.iter().any(|(_, v)| {
-        v.binding.as_ref().is_some_and(|b| b.group == group && b.binding == binding) && matches!(v.space, AddressSpace::Storage { access } if access.contains(naga::StorageAccess::STORE))
-    });
+    let writable = program.bound_at(group, binding).is_some_and(|(_, v)| matches!(v.space, AddressSpace::Storage { access } if access.contains(naga::StorageAccess::STORE)));
     Ok(if writable { Guard::Write(crate::hal::cpu::write_guard(block)?) } else { Guard::Read(crate::hal::cpu::read_guard(block)?) })
 }
