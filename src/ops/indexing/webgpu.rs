@@ -134,3 +134,104 @@ pub(super) fn builtins() -> Vec<Builtin> {
     }
     all
 }
+
+/// indexing.wgsl's cast, where and gather and scan.wgsl's cumsum run by the CPU's WGSL
+/// executor, with the parameter words this file writes, give the CPU kernels' results.
+#[cfg(test)]
+mod on_the_cpu_executor {
+    use super::*;
+    use crate::ops::common::webgpu::{run_on_cpu, with_overrides};
+    use crate::{BackendChoice, BackendKind, Binding, Buffer, DType, Device, Tensor};
+
+    /// A contiguous tensor's elements as the words they are stored in (16-bit ones two a word).
+    fn words(t: &Tensor) -> Vec<u32> {
+        match t.dtype() {
+            DType::F32 => t.to_vec_blocking::<f32>().unwrap().iter().map(|v| v.to_bits()).collect(),
+            DType::I32 => t.to_vec_blocking::<i32>().unwrap().iter().map(|&v| v as u32).collect(),
+            DType::U32 => t.to_vec_blocking::<u32>().unwrap(),
+            DType::F16 => pack(t.to_vec_blocking::<half::f16>().unwrap().iter().map(|v| v.to_bits())),
+            DType::BF16 => pack(t.to_vec_blocking::<half::bf16>().unwrap().iter().map(|v| v.to_bits())),
+        }
+    }
+
+    fn pack(halves: impl Iterator<Item = u16>) -> Vec<u32> {
+        let halves: Vec<u16> = halves.collect();
+        halves.chunks(2).map(|c| u32::from(c[0]) | c.get(1).map_or(0, |&h| u32::from(h) << 16)).collect()
+    }
+
+    /// `entry` of `source` on the executor over `inputs` (at bindings 1, 2, ...), the output
+    /// `out_words` long at the next binding.
+    fn run(d: &Device, source: &str, entry: &str, params: &[u32], inputs: &[Vec<u32>], out_words: usize, groups: u32) -> Vec<u32> {
+        let buffers: Vec<Buffer<u32>> = inputs.iter().map(|w| Buffer::from_slice(d, w).unwrap()).collect();
+        let out = Buffer::from_slice(d, &vec![0x7fa5_a5a5u32; out_words]).unwrap();
+        let mut bindings: Vec<Binding<'_>> = buffers.iter().map(Binding::from).collect();
+        bindings.push(Binding::from(&out));
+        run_on_cpu(d, source, entry, params, &bindings, groups).unwrap();
+        out.read_blocking().unwrap()
+    }
+
+    /// scan.wgsl's cumsum along axis 1 of `x` as `[3, 11, 4]`, whole lines, on the executor.
+    fn scan<T: crate::Element>(d: &Device, val: &'static str, x: &[T]) -> Vec<T> {
+        let params = ScanWords { outer: 3, len: 11, inner: 4, x: 0, out: 0, chunk_len: 11, chunks: 1 };
+        let source = crate::hal::webgpu::Builtin { prelude: vec![val], ..builtin(&SCAN, "cumsum_main", vec![]) }.full_source();
+        let (xs, totals) = (Buffer::from_slice(d, x).unwrap(), Buffer::from_slice(d, &x[..4]).unwrap());
+        let out = Buffer::from_slice(d, bytemuck::cast_slice::<u32, T>(&vec![0x7fa5_a5a5u32; x.len()])).unwrap();
+        run_on_cpu(d, &source, "cumsum_main", params.words(), &[Binding::from(&xs), Binding::from(&out), Binding::from(&totals)], 12).unwrap();
+        out.read_blocking().unwrap()
+    }
+
+    #[test]
+    fn casts_match_the_cpu_kernels() {
+        let d = Device::open(BackendChoice::Backend(BackendKind::Cpu)).unwrap();
+        let values: Vec<f32> = (0..35).map(|i| (i as f32 - 17.0) * 3.7).collect();
+        let base = Tensor::from_slice(&d, &values, &[7, 5]).unwrap();
+        let all = [DType::F32, DType::I32, DType::U32, DType::F16, DType::BF16];
+        for from in all {
+            let x = base.cast(from).unwrap();
+            for to in all {
+                let out = Tensor::zeros(&d, &[7, 5], to).unwrap();
+                let params = strided_words(&out.operand(), &[&x.operand()]).unwrap();
+                let source = with_overrides(builtin(&INDEXING, "cast_main", vec![]).full_source(), &[("FROM", from.code()), ("TO", to.code())]);
+                let want = words(&x.cast(to).unwrap());
+                let groups = (35usize.div_ceil(4 / to.size()) as u32).div_ceil(256);
+                let got = run(&d, &source, "cast_main", params.words(), &[words(&x)], want.len(), groups);
+                // A lone 16-bit element's word: only its own half counts.
+                let mask = |i: usize| if to.size() == 2 && 35 % 2 == 1 && i + 1 == want.len() { 0xffff } else { u32::MAX };
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert_eq!(g & mask(i), w & mask(i), "cast {from} -> {to}: word {i}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn where_gather_and_cumsum_match_the_cpu_kernels() {
+        let d = Device::open(BackendChoice::Backend(BackendKind::Cpu)).unwrap();
+        let x: Vec<f32> = (0..3 * 11 * 4).map(|i| ((i * 7919) % 997) as f32 / 50.0 - 9.0).collect();
+        let t = Tensor::from_slice(&d, &x, &[3, 11, 4]).unwrap();
+        // where: a u32 condition broadcast over rows, f32 operands.
+        let cond = Tensor::from_slice(&d, &[1u32, 0, 0, 1], &[4]).unwrap();
+        let other = Tensor::from_slice(&d, &[-1.0f32], &[1]).unwrap();
+        let out = Tensor::zeros(&d, &[3, 11, 4], DType::F32).unwrap();
+        let views = [cond.broadcast_to(&[3, 11, 4]).unwrap(), t.clone(), other.broadcast_to(&[3, 11, 4]).unwrap()];
+        let params = strided_words(&out.operand(), &views.iter().map(|v| v.operand()).collect::<Vec<_>>().iter().collect::<Vec<_>>()).unwrap();
+        let source = builtin(&INDEXING, "where_main", vec![]).full_source();
+        let got = run(&d, &source, "where_main", params.words(), &[words(&cond), words(&t), words(&other)], 132, 1);
+        assert_eq!(got, words(&cond.select(&t, &other).unwrap()), "where");
+        // gather along axis 1 with i32 indices, one out of range.
+        let idx = Tensor::from_slice(&d, &[3i32, 0, 10, 11, 5], &[5]).unwrap();
+        let params = GatherWords { outer: 3, len: 11, inner: 4, count: 5, x: 0, indices: 0, out: 0, fill: crate::ops::indexing::gather_fill(DType::F32) };
+        let source = with_overrides(builtin(&INDEXING, "gather_main", vec![]).full_source(), &[("SIGNED", 1)]);
+        let got = run(&d, &source, "gather_main", params.words(), &[words(&t), words(&idx)], 60, 1);
+        assert_eq!(got, words(&t.gather(1, &idx).unwrap()), "gather");
+        // cumsum along axis 1 (f32 and i32), whole lines.
+        let ints: Vec<i32> = x.iter().map(|&v| (v * 1e6) as i32).collect();
+        let f32s = scan(&d, crate::ops::common::webgpu::VAL_F32, &x);
+        let want = t.cumsum(1).unwrap().to_vec_blocking::<f32>().unwrap();
+        for (i, (g, w)) in f32s.iter().zip(&want).enumerate() {
+            assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "f32 cumsum: element {i} is {g}, the CPU's {w}");
+        }
+        let i32s = scan(&d, crate::ops::common::webgpu::VAL_I32, &ints);
+        assert_eq!(i32s, Tensor::from_slice(&d, &ints, &[3, 11, 4]).unwrap().cumsum(1).unwrap().to_vec_blocking::<i32>().unwrap(), "i32 cumsum");
+    }
+}
