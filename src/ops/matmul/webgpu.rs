@@ -204,3 +204,45 @@ pub(super) fn builtins() -> Vec<Builtin> {
     }
     all
 }
+
+/// matmul.wgsl (each tile configuration, scalar and vec4 loads, with a bias and an activation)
+/// run by the CPU's WGSL executor, with the parameter words this file writes, gives the CPU
+/// kernel's product.
+#[cfg(test)]
+mod on_the_cpu_executor {
+    use super::*;
+    use crate::ops::common::webgpu::with_overrides;
+    use crate::ops::UnaryOp;
+    use crate::{BackendChoice, BackendKind, Binding, Buffer, Device, Tensor};
+
+    #[test]
+    fn matmul_matches_the_cpu_kernel() {
+        let d = Device::open(BackendChoice::Backend(BackendKind::Cpu)).unwrap();
+        let (m, n, k) = (13usize, 20usize, 12usize);
+        let av: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 101) as f32 / 50.0 - 1.0).collect();
+        let bv: Vec<f32> = (0..k * n).map(|i| ((i * 104_729) % 97) as f32 / 48.0 - 1.0).collect();
+        let biasv: Vec<f32> = (0..n).map(|i| i as f32 / 10.0 - 1.0).collect();
+        let (a, b, bias) = (Tensor::from_slice(&d, &av, &[m, k]).unwrap(), Tensor::from_slice(&d, &bv, &[k, n]).unwrap(), Tensor::from_slice(&d, &biasv, &[n]).unwrap());
+        let want = a.linear(&b, Some(&bias), Some(UnaryOp::Relu)).unwrap().to_vec_blocking::<f32>().unwrap();
+        let out = Tensor::zeros(&d, &[m, n], crate::DType::F32).unwrap();
+        let mut words = params([&a.operand(), &b.operand(), &out.operand()], Some(&bias.operand()), [m, n, k]).unwrap();
+        (words.k_range, words.flags) = ([0, k as u32], split::flags(0, 1));
+        for variant in &VARIANTS {
+            for loads in [LOADS_SCALAR, LOADS_VEC4] {
+                let source = Builtin { source: &SOURCE, entry: variant.entry, constants: vec![], prelude: vec![STORE_F32, variant.constants, loads] }.full_source();
+                let source = with_overrides(source, &[("HAS_BIAS", 1), ("ACT", UnaryOp::Relu.code())]);
+                let (ab, bb, biasb) = (Buffer::from_slice(&d, &av).unwrap(), Buffer::from_slice(&d, &bv).unwrap(), Buffer::from_slice(&d, &biasv).unwrap());
+                let (c, partial) = (Buffer::from_slice(&d, &vec![-1.1e36f32; m * n]).unwrap(), Buffer::<f32>::zeros(&d, 4).unwrap());
+                let bindings = [Binding::from(&ab), Binding::from(&bb), Binding::from(&c), Binding::from(&biasb), Binding::from(&partial)];
+                let [tm, tn] = variant.tile;
+                let kernel = crate::Kernel::from_wgsl(&d, &source, variant.entry).unwrap();
+                let params = Buffer::from_slice(&d, words.words()).unwrap();
+                let all: Vec<Binding<'_>> = std::iter::once(Binding::from(&params)).chain(bindings).collect();
+                d.queue().launch(&kernel, &all, [n.div_ceil(tn) as u32, m.div_ceil(tm) as u32, 1]).unwrap();
+                for (i, (g, w)) in c.read_blocking().unwrap().iter().zip(&want).enumerate() {
+                    assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "{} with {} loads: element {i} is {g}, the CPU's {w}", variant.name, if loads == LOADS_VEC4 { "vec4" } else { "scalar" });
+                }
+            }
+        }
+    }
+}
