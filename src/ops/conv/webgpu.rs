@@ -126,3 +126,60 @@ fn launch_taps(q: &GpuQueue, dev: &GpuDevice, pipeline: wgpu::ComputePipeline, m
 pub(super) fn builtins() -> Vec<Builtin> {
     ["conv2d_main", "pool2d_main"].into_iter().map(|e| builtin(&SOURCE, e, vec![])).collect()
 }
+
+/// conv.wgsl's convolution (one and four output channels an invocation, groups, bias and
+/// activation) and pooling (max and average) run by the CPU's WGSL executor, with the
+/// parameter words this file writes, give the CPU kernels' results.
+#[cfg(test)]
+mod on_the_cpu_executor {
+    use super::*;
+    use crate::ops::common::webgpu::{run_on_cpu, with_overrides};
+    use crate::ops::conv::{Conv2dParams, Pool2dParams, PoolKind};
+    use crate::ops::UnaryOp;
+    use crate::{BackendChoice, BackendKind, Binding, Buffer, Device, Tensor};
+
+    fn values(n: usize, seed: usize) -> Vec<f32> {
+        (0..n).map(|i| ((i * 7919 + seed * 104_729) % 1999) as f32 / 1000.0 - 1.0).collect()
+    }
+
+    fn assert_near(got: &[f32], want: &[f32], what: &str) {
+        assert_eq!(got.len(), want.len());
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "{what}: element {i} is {g}, the CPU's {w}");
+        }
+    }
+
+    #[test]
+    fn convolutions_and_pooling_match_the_cpu_kernels() {
+        let d = Device::open(BackendChoice::Backend(BackendKind::Cpu)).unwrap();
+        let (c, h, w) = (4usize, 7usize, 9usize);
+        let xv = values(c * h * w, 1);
+        let x = Tensor::from_slice(&d, &xv, &[1, c, h, w]).unwrap();
+        for (o, groups) in [(8usize, 1usize), (6, 2)] {
+            let (wv, bv) = (values(o * (c / groups) * 9, 2), values(o, 3));
+            let (weight, bias) = (Tensor::from_slice(&d, &wv, &[o, c / groups, 3, 3]).unwrap(), Tensor::from_slice(&d, &bv, &[o]).unwrap());
+            let p = Conv2dParams { bias: Some(&bias), stride: [1, 1], padding: [1, 1], dilation: [1, 1], groups, act: Some(UnaryOp::Relu) };
+            let want = x.conv2d(&weight, p).unwrap().to_vec_blocking::<f32>().unwrap();
+            let g = Conv2dGeometry { n: 1, c, h, w, o, kh: 3, kw: 3, oh: h, ow: w, stride: [1, 1], padding: [1, 1], dilation: [1, 1], groups };
+            let mut words = params(&g, [0; 4]).unwrap();
+            (words.ci, words.ky, words.kx, words.flags) = ([0, (c / groups) as u32], [0, 3], [0, 3], split::flags(0, 1));
+            let ocb = if (o / groups) % 4 == 0 { 4 } else { 1 };
+            let source = with_overrides(builtin(&SOURCE, "conv2d_main", vec![]).full_source(), &[("HAS_BIAS", 1), ("ACT", UnaryOp::Relu.code()), ("OCB", ocb as u32)]);
+            let (xb, wb, bb) = (Buffer::from_slice(&d, &xv).unwrap(), Buffer::from_slice(&d, &wv).unwrap(), Buffer::from_slice(&d, &bv).unwrap());
+            let out = Buffer::from_slice(&d, &vec![-1.1e36f32; want.len()]).unwrap();
+            let groups_launched = ((o / ocb) * h * w.div_ceil(4)).div_ceil(256) as u32;
+            run_on_cpu(&d, &source, "conv2d_main", words.words(), &[Binding::from(&xb), Binding::from(&wb), Binding::from(&bb), Binding::from(&out)], groups_launched).unwrap();
+            assert_near(&out.read_blocking().unwrap(), &want, &format!("conv2d to {o} channels in {groups} groups"));
+        }
+        for kind in [PoolKind::Max, PoolKind::Avg] {
+            let want = x.pool2d(kind, Pool2dParams { kernel: [2, 2], stride: None, padding: [0, 0] }).unwrap().to_vec_blocking::<f32>().unwrap();
+            let g = Conv2dGeometry { n: 1, c, h, w, o: c, kh: 2, kw: 2, oh: h / 2, ow: w / 2, stride: [2, 2], padding: [0, 0], dilation: [1, 1], groups: c };
+            let mut words = params(&g, [0; 4]).unwrap();
+            (words.ci, words.ky, words.kx, words.flags) = ([0, 1], [0, 2], [0, 2], split::flags(0, 1));
+            let source = with_overrides(builtin(&SOURCE, "pool2d_main", vec![]).full_source(), &[("POOL", kind as u32)]);
+            let (xb, out) = (Buffer::from_slice(&d, &xv).unwrap(), Buffer::from_slice(&d, &vec![-1.1e36f32; want.len()]).unwrap());
+            run_on_cpu(&d, &source, "pool2d_main", words.words(), &[Binding::from(&xb), Binding::from(&out)], (want.len() as u32).div_ceil(256)).unwrap();
+            assert_near(&out.read_blocking().unwrap(), &want, &format!("{kind:?} pooling"));
+        }
+    }
+}
