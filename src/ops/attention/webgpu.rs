@@ -110,3 +110,63 @@ fn launch_keys(
 pub(super) fn builtins() -> Vec<Builtin> {
     ["attention_main", "attention_serial_main"].into_iter().map(|e| builtin(&SOURCE, e, vec![])).collect()
 }
+
+/// attention.wgsl (both entries, with an additive mask and the causal rule) run by the CPU's
+/// WGSL executor, with the parameter words this file writes, gives the CPU kernel's result.
+#[cfg(test)]
+mod on_the_cpu_executor {
+    use super::*;
+    use crate::ops::attention::AttentionParams;
+    use crate::ops::common::webgpu::{run_on_cpu, with_overrides};
+    use crate::{BackendChoice, BackendKind, Binding, Buffer, Device, Tensor};
+
+    fn values(n: usize, seed: usize) -> Vec<f32> {
+        (0..n).map(|i| ((i * 7919 + seed * 104_729) % 1999) as f32 / 500.0 - 2.0).collect()
+    }
+
+    /// A 4-D view's offset and strides as attention.wgsl reads them.
+    fn view(t: &Tensor) -> [u32; 5] {
+        let s = t.strides();
+        [t.offset() as u32, s[0] as u32, s[1] as u32, s[2] as u32, s[3] as u32]
+    }
+
+    #[test]
+    fn attention_matches_the_cpu_kernel() {
+        let d = Device::open(BackendChoice::Backend(BackendKind::Cpu)).unwrap();
+        let (h, lq, lk, dk, dv) = (2usize, 5usize, 7usize, 8usize, 6usize);
+        let (qv, kv, vv, mv) = (values(h * lq * dk, 1), values(h * lk * dk, 2), values(h * lk * dv, 3), values(lq * lk, 4));
+        let q = Tensor::from_slice(&d, &qv, &[1, h, lq, dk]).unwrap();
+        let k = Tensor::from_slice(&d, &kv, &[1, h, lk, dk]).unwrap();
+        let v = Tensor::from_slice(&d, &vv, &[1, h, lk, dv]).unwrap();
+        let mask = Tensor::from_slice(&d, &mv, &[lq, lk]).unwrap();
+        let want = q.attention(&k, &v, AttentionParams { mask: Some(&mask), causal: true, scale: None }).unwrap().to_vec_blocking::<f32>().unwrap();
+        let mask4 = mask.broadcast_to(&[1, h, lq, lk]).unwrap();
+        let words = AttentionWords {
+            bh: h as u32,
+            heads: h as u32,
+            lq: lq as u32,
+            lk: lk as u32,
+            d: dk as u32,
+            dv: dv as u32,
+            scale: 1.0 / (dk as f32).sqrt(),
+            causal: 1,
+            q: view(&q),
+            k: view(&k),
+            v: view(&v),
+            mask: view(&mask4),
+            out: 0,
+            keys: [0, lk as u32],
+            flags: split::flags(0, 1),
+        };
+        let source = with_overrides(builtin(&SOURCE, "attention_main", vec![]).full_source(), &[("HAS_MASK", 1)]);
+        for (entry, groups) in [("attention_main", h * lq), ("attention_serial_main", (h * lq).div_ceil(64))] {
+            let (qb, kb, vb, mb) = (Buffer::from_slice(&d, &qv).unwrap(), Buffer::from_slice(&d, &kv).unwrap(), Buffer::from_slice(&d, &vv).unwrap(), Buffer::from_slice(&d, &mv).unwrap());
+            let (out, state) = (Buffer::from_slice(&d, &vec![-1.1e36f32; want.len()]).unwrap(), Buffer::<f32>::zeros(&d, 4).unwrap());
+            let bindings = [Binding::from(&qb), Binding::from(&kb), Binding::from(&vb), Binding::from(&mb), Binding::from(&out), Binding::from(&state)];
+            run_on_cpu(&d, &source, entry, words.words(), &bindings, groups as u32).unwrap();
+            for (i, (g, w)) in out.read_blocking().unwrap().iter().zip(&want).enumerate() {
+                assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "{entry}: element {i} is {g}, the CPU's {w}");
+            }
+        }
+    }
+}
