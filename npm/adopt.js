@@ -49,12 +49,15 @@ export async function adopt(gpuDevice, open) {
   if (!gpu) throw Object.assign(new Error('init: gpuDevice: this runtime has no navigator.gpu, which the library opens WebGPU through'), { code: 'UNSUPPORTED' });
   const pagesHandler = gpuDevice.onuncapturederror;
   const adapter = standIn(gpuDevice);
+  // The page's own property of that name, if it set one, comes back afterwards.
+  const pagesOwn = Object.getOwnPropertyDescriptor(gpu, 'requestAdapter');
   Object.defineProperty(gpu, 'requestAdapter', { value: async () => adapter, configurable: true, writable: true });
   let device;
   try {
     device = await open();
   } finally {
-    delete gpu.requestAdapter;
+    if (pagesOwn) Object.defineProperty(gpu, 'requestAdapter', pagesOwn);
+    else delete gpu.requestAdapter;
     const ours = gpuDevice.onuncapturederror;
     if (ours !== pagesHandler) {
       gpuDevice.onuncapturederror = pagesHandler;
