@@ -117,8 +117,8 @@ pub(super) fn builtins() -> Vec<Builtin> {
 mod on_the_cpu_executor {
     use super::*;
     use crate::ops::attention::AttentionParams;
-    use crate::ops::common::webgpu::{run_on_cpu, with_overrides};
-    use crate::{BackendChoice, BackendKind, Binding, Buffer, Device, Tensor};
+    use crate::ops::common::webgpu::{bound, run_on_cpu, with_overrides};
+    use crate::{BackendChoice, BackendKind, Buffer, Device, Tensor};
 
     fn values(n: usize, seed: usize) -> Vec<f32> {
         (0..n).map(|i| ((i * 7919 + seed * 104_729) % 1999) as f32 / 500.0 - 2.0).collect()
@@ -162,8 +162,8 @@ mod on_the_cpu_executor {
         for (entry, groups) in [("attention_main", h * lq), ("attention_serial_main", (h * lq).div_ceil(64))] {
             let (qb, kb, vb, mb) = (Buffer::from_slice(&d, &qv).unwrap(), Buffer::from_slice(&d, &kv).unwrap(), Buffer::from_slice(&d, &vv).unwrap(), Buffer::from_slice(&d, &mv).unwrap());
             let (out, state) = (Buffer::from_slice(&d, &vec![-1.1e36f32; want.len()]).unwrap(), Buffer::<f32>::zeros(&d, 4).unwrap());
-            let bindings = [Binding::from(&qb), Binding::from(&kb), Binding::from(&vb), Binding::from(&mb), Binding::from(&out), Binding::from(&state)];
-            run_on_cpu(&d, &source, entry, words.words(), &bindings, groups as u32).unwrap();
+            let bindings = [bound(&qb), bound(&kb), bound(&vb), bound(&mb), bound(&out), bound(&state)];
+            run_on_cpu(&d, &source, entry, words.words(), &bindings, [groups as u32, 1, 1]).unwrap();
             for (i, (g, w)) in out.read_blocking().unwrap().iter().zip(&want).enumerate() {
                 assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "{entry}: element {i} is {g}, the CPU's {w}");
             }

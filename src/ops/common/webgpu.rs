@@ -112,15 +112,29 @@ pub(crate) fn with_overrides(mut source: String, constants: &[(&str, u32)]) -> S
     source
 }
 
-/// A run of a built-in WGSL entry point on the CPU's WGSL executor, for the tests that check
-/// the built-in shaders against the CPU kernels: `bindings` in (group, binding) order after
-/// the parameter words, over `groups` workgroups.
+/// A buffer as [`run_on_cpu`] binds it: its block and length in bytes.
 #[cfg(test)]
-pub(crate) fn run_on_cpu(d: &crate::Device, source: &str, entry: &str, words: &[u32], bindings: &[crate::Binding<'_>], groups: u32) -> crate::Result<()> {
-    let kernel = crate::Kernel::from_wgsl(d, source, entry)?;
+pub(crate) fn bound<T: crate::Element>(b: &crate::Buffer<T>) -> (&Arc<Block>, u64) {
+    (&b.inner, b.byte_len())
+}
+
+/// A run of a built-in WGSL entry point on the CPU's WGSL executor (the hal's, as the ops may
+/// not name the public kernel API), for the tests that check the built-in shaders against the
+/// CPU kernels: `buffers` bound in (group, binding) order after the parameter words, over
+/// the `groups` grid, once the device's queue has finished.
+#[cfg(test)]
+pub(crate) fn run_on_cpu(d: &crate::Device, source: &str, entry: &str, words: &[u32], buffers: &[(&Arc<Block>, u64)], groups: [u32; 3]) -> Result<()> {
+    let program = crate::hal::cpu::wgsl::compile(source, entry)?;
     let params = crate::Buffer::from_slice(d, words)?;
-    let all: Vec<crate::Binding<'_>> = std::iter::once(crate::Binding::from(&params)).chain(bindings.iter().copied()).collect();
-    d.queue().launch(&kernel, &all, [groups, 1, 1])
+    d.queue().finish()?;
+    let all: Vec<(&Arc<Block>, u64)> = std::iter::once(bound(&params)).chain(buffers.iter().copied()).collect();
+    let places = program.bindings();
+    if places.len() != all.len() {
+        return Err(Error::Invalid(format!("{entry} binds {} buffers: {} given", places.len(), all.len())));
+    }
+    let args: Vec<crate::hal::UserArg<'_>> =
+        all.iter().zip(&places).map(|(&(block, byte_len), &(group, binding))| crate::hal::UserArg::Buffer { block, group, binding, byte_offset: 0, byte_len }).collect();
+    crate::hal::cpu::wgsl::run(&program, &args, groups)
 }
 
 pub(crate) fn builtin(source: &'static WgslSource, entry: &'static str, constants: Vec<(&'static str, u32)>) -> Builtin {

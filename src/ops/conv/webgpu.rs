@@ -133,10 +133,10 @@ pub(super) fn builtins() -> Vec<Builtin> {
 #[cfg(test)]
 mod on_the_cpu_executor {
     use super::*;
-    use crate::ops::common::webgpu::{run_on_cpu, with_overrides};
+    use crate::ops::common::webgpu::{bound, run_on_cpu, with_overrides};
     use crate::ops::conv::{Conv2dParams, Pool2dParams, PoolKind};
     use crate::ops::UnaryOp;
-    use crate::{BackendChoice, BackendKind, Binding, Buffer, Device, Tensor};
+    use crate::{BackendChoice, BackendKind, Buffer, Device, Tensor};
 
     fn values(n: usize, seed: usize) -> Vec<f32> {
         (0..n).map(|i| ((i * 7919 + seed * 104_729) % 1999) as f32 / 1000.0 - 1.0).collect()
@@ -168,7 +168,7 @@ mod on_the_cpu_executor {
             let (xb, wb, bb) = (Buffer::from_slice(&d, &xv).unwrap(), Buffer::from_slice(&d, &wv).unwrap(), Buffer::from_slice(&d, &bv).unwrap());
             let out = Buffer::from_slice(&d, &vec![-1.1e36f32; want.len()]).unwrap();
             let groups_launched = ((o / ocb) * h * w.div_ceil(4)).div_ceil(256) as u32;
-            run_on_cpu(&d, &source, "conv2d_main", words.words(), &[Binding::from(&xb), Binding::from(&wb), Binding::from(&bb), Binding::from(&out)], groups_launched).unwrap();
+            run_on_cpu(&d, &source, "conv2d_main", words.words(), &[bound(&xb), bound(&wb), bound(&bb), bound(&out)], [groups_launched, 1, 1]).unwrap();
             assert_near(&out.read_blocking().unwrap(), &want, &format!("conv2d to {o} channels in {groups} groups"));
         }
         for kind in [PoolKind::Max, PoolKind::Avg] {
@@ -178,7 +178,7 @@ mod on_the_cpu_executor {
             (words.ci, words.ky, words.kx, words.flags) = ([0, 1], [0, 2], [0, 2], split::flags(0, 1));
             let source = with_overrides(builtin(&SOURCE, "pool2d_main", vec![]).full_source(), &[("POOL", kind as u32)]);
             let (xb, out) = (Buffer::from_slice(&d, &xv).unwrap(), Buffer::from_slice(&d, &vec![-1.1e36f32; want.len()]).unwrap());
-            run_on_cpu(&d, &source, "pool2d_main", words.words(), &[Binding::from(&xb), Binding::from(&out)], (want.len() as u32).div_ceil(256)).unwrap();
+            run_on_cpu(&d, &source, "pool2d_main", words.words(), &[bound(&xb), bound(&out)], [(want.len() as u32).div_ceil(256), 1, 1]).unwrap();
             assert_near(&out.read_blocking().unwrap(), &want, &format!("{kind:?} pooling"));
         }
     }

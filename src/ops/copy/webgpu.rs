@@ -33,8 +33,8 @@ pub(super) fn builtins() -> Vec<Builtin> {
 #[cfg(test)]
 mod on_the_cpu_executor {
     use super::*;
-    use crate::ops::common::webgpu::{run_on_cpu, with_overrides};
-    use crate::{BackendChoice, BackendKind, Binding, Buffer, Device, Tensor};
+    use crate::ops::common::webgpu::{bound, run_on_cpu, with_overrides};
+    use crate::{BackendChoice, BackendKind, Buffer, Device, Tensor};
 
     #[test]
     fn copies_match_the_cpu_kernel() {
@@ -53,7 +53,7 @@ mod on_the_cpu_executor {
             let src = Buffer::from_slice(&d, &from.contiguous().unwrap().to_vec_blocking::<u32>().unwrap()).unwrap();
             let src = if contiguous == 1 { Buffer::from_slice(&d, &x).unwrap() } else { src };
             let dst = Buffer::from_slice(&d, &[0u32; 35]).unwrap();
-            run_on_cpu(&d, &source, "copy_main", params.words(), &[Binding::from(&src), Binding::from(&dst)], 1).unwrap();
+            run_on_cpu(&d, &source, "copy_main", params.words(), &[bound(&src), bound(&dst)], [1, 1, 1]).unwrap();
             assert_eq!(dst.read_blocking().unwrap(), want, "copy with OUT_CONTIGUOUS {contiguous}");
         }
     }

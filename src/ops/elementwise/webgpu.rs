@@ -81,9 +81,10 @@ pub(super) fn builtins() -> Vec<Builtin> {
 #[cfg(test)]
 mod on_the_cpu_executor {
     use super::*;
+    use crate::ops::common::webgpu::{bound, run_on_cpu};
     use crate::ops::{BinaryOp, UnaryOp};
     use crate::ops::common::webgpu::VAL_I32;
-    use crate::{BackendChoice, BackendKind, Binding, Buffer, Device, Kernel, Tensor};
+    use crate::{BackendChoice, BackendKind, Buffer, Device, Tensor};
 
     /// `entry` (taking `per` elements an invocation) over `inputs` (broadcast views of
     /// contiguous tensors) on the executor, elementwise.wgsl with f32 storage, `val` as its
@@ -96,15 +97,11 @@ mod on_the_cpu_executor {
             words.b_period = u32_of("period", b.layout.access().period()).unwrap();
         }
         let source = crate::ops::common::webgpu::with_overrides(Builtin { prelude: vec![STORE_F32, val], ..builtin(&SOURCE, "binary_main", vec![]) }.full_source(), constants);
-        let kernel = Kernel::from_wgsl(d, &source, entry).unwrap();
-        let params = Buffer::from_slice(d, words.words()).unwrap();
         let buffers: Vec<Buffer<T>> = inputs.iter().map(|(_, data)| Buffer::from_slice(d, data).unwrap()).collect();
         let poison = vec![0x7fa5_a5a5u32; out.numel()];
         let result = Buffer::from_slice(d, bytemuck::cast_slice::<u32, T>(&poison)).unwrap();
-        let mut bindings = vec![Binding::from(&params)];
-        bindings.extend(buffers.iter().map(Binding::from));
-        bindings.push(Binding::from(&result));
-        d.queue().launch(&kernel, &bindings, [(out.numel() / per).div_ceil(256) as u32, 1, 1]).unwrap();
+        let bindings: Vec<_> = buffers.iter().map(bound).chain([bound(&result)]).collect();
+        run_on_cpu(d, &source, entry, words.words(), &bindings, [(out.numel() / per).div_ceil(256) as u32, 1, 1]).unwrap();
         result.read_blocking().unwrap()
     }
 

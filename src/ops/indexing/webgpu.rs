@@ -140,8 +140,8 @@ pub(super) fn builtins() -> Vec<Builtin> {
 #[cfg(test)]
 mod on_the_cpu_executor {
     use super::*;
-    use crate::ops::common::webgpu::{run_on_cpu, with_overrides};
-    use crate::{BackendChoice, BackendKind, Binding, Buffer, DType, Device, Tensor};
+    use crate::ops::common::webgpu::{bound, run_on_cpu, with_overrides};
+    use crate::{BackendChoice, BackendKind, Buffer, DType, Device, Tensor};
 
     /// A contiguous tensor's elements as the words they are stored in (16-bit ones two a word).
     fn words(t: &Tensor) -> Vec<u32> {
@@ -164,9 +164,8 @@ mod on_the_cpu_executor {
     fn run(d: &Device, source: &str, entry: &str, params: &[u32], inputs: &[Vec<u32>], out_words: usize, groups: u32) -> Vec<u32> {
         let buffers: Vec<Buffer<u32>> = inputs.iter().map(|w| Buffer::from_slice(d, w).unwrap()).collect();
         let out = Buffer::from_slice(d, &vec![0x7fa5_a5a5u32; out_words]).unwrap();
-        let mut bindings: Vec<Binding<'_>> = buffers.iter().map(Binding::from).collect();
-        bindings.push(Binding::from(&out));
-        run_on_cpu(d, source, entry, params, &bindings, groups).unwrap();
+        let bindings: Vec<_> = buffers.iter().map(bound).chain([bound(&out)]).collect();
+        run_on_cpu(d, source, entry, params, &bindings, [groups, 1, 1]).unwrap();
         out.read_blocking().unwrap()
     }
 
@@ -176,7 +175,7 @@ mod on_the_cpu_executor {
         let source = crate::hal::webgpu::Builtin { prelude: vec![val], ..builtin(&SCAN, "cumsum_main", vec![]) }.full_source();
         let (xs, totals) = (Buffer::from_slice(d, x).unwrap(), Buffer::from_slice(d, &x[..4]).unwrap());
         let out = Buffer::from_slice(d, bytemuck::cast_slice::<u32, T>(&vec![0x7fa5_a5a5u32; x.len()])).unwrap();
-        run_on_cpu(d, &source, "cumsum_main", params.words(), &[Binding::from(&xs), Binding::from(&out), Binding::from(&totals)], 12).unwrap();
+        run_on_cpu(d, &source, "cumsum_main", params.words(), &[bound(&xs), bound(&out), bound(&totals)], [12, 1, 1]).unwrap();
         out.read_blocking().unwrap()
     }
 

@@ -211,9 +211,9 @@ pub(super) fn builtins() -> Vec<Builtin> {
 #[cfg(test)]
 mod on_the_cpu_executor {
     use super::*;
-    use crate::ops::common::webgpu::with_overrides;
+    use crate::ops::common::webgpu::{bound, run_on_cpu, with_overrides};
     use crate::ops::UnaryOp;
-    use crate::{BackendChoice, BackendKind, Binding, Buffer, Device, Tensor};
+    use crate::{BackendChoice, BackendKind, Buffer, Device, Tensor};
 
     #[test]
     fn matmul_matches_the_cpu_kernel() {
@@ -233,12 +233,9 @@ mod on_the_cpu_executor {
                 let source = with_overrides(source, &[("HAS_BIAS", 1), ("ACT", UnaryOp::Relu.code())]);
                 let (ab, bb, biasb) = (Buffer::from_slice(&d, &av).unwrap(), Buffer::from_slice(&d, &bv).unwrap(), Buffer::from_slice(&d, &biasv).unwrap());
                 let (c, partial) = (Buffer::from_slice(&d, &vec![-1.1e36f32; m * n]).unwrap(), Buffer::<f32>::zeros(&d, 4).unwrap());
-                let bindings = [Binding::from(&ab), Binding::from(&bb), Binding::from(&c), Binding::from(&biasb), Binding::from(&partial)];
+                let bindings = [bound(&ab), bound(&bb), bound(&c), bound(&biasb), bound(&partial)];
                 let [tm, tn] = variant.tile;
-                let kernel = crate::Kernel::from_wgsl(&d, &source, variant.entry).unwrap();
-                let params = Buffer::from_slice(&d, words.words()).unwrap();
-                let all: Vec<Binding<'_>> = std::iter::once(Binding::from(&params)).chain(bindings).collect();
-                d.queue().launch(&kernel, &all, [n.div_ceil(tn) as u32, m.div_ceil(tm) as u32, 1]).unwrap();
+                run_on_cpu(&d, &source, variant.entry, words.words(), &bindings, [n.div_ceil(tn) as u32, m.div_ceil(tm) as u32, 1]).unwrap();
                 for (i, (g, w)) in c.read_blocking().unwrap().iter().zip(&want).enumerate() {
                     assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "{} with {} loads: element {i} is {g}, the CPU's {w}", variant.name, if loads == LOADS_VEC4 { "vec4" } else { "scalar" });
                 }

@@ -84,10 +84,10 @@ pub(super) fn builtins() -> Vec<Builtin> {
 #[cfg(test)]
 mod on_the_cpu_executor {
     use super::*;
-    use crate::ops::common::webgpu::{run_on_cpu, with_overrides};
+    use crate::ops::common::webgpu::{bound, run_on_cpu, with_overrides};
     use crate::ops::norm::{NormKind, NormParams};
     use crate::ops::UnaryOp;
-    use crate::{BackendChoice, BackendKind, Binding, Buffer, Device, Tensor};
+    use crate::{BackendChoice, BackendKind, Buffer, Device, Tensor};
 
     #[test]
     fn norms_match_the_cpu_kernel() {
@@ -107,8 +107,8 @@ mod on_the_cpu_executor {
             for (entry, groups) in [("norm_main", r), ("norm_serial_main", r.div_ceil(64))] {
                 let (xs, ws, bs) = (Buffer::from_slice(&d, &x).unwrap(), Buffer::from_slice(&d, &w).unwrap(), Buffer::from_slice(&d, &b).unwrap());
                 let (out, stats) = (Buffer::from_slice(&d, &vec![-1.0f32; rows * cols]).unwrap(), Buffer::<f32>::zeros(&d, 4).unwrap());
-                let bindings = [Binding::from(&xs), Binding::from(&ws), Binding::from(&bs), Binding::from(&out), Binding::from(&stats)];
-                run_on_cpu(&d, &source, entry, words.words(), &bindings, groups).unwrap();
+                let bindings = [bound(&xs), bound(&ws), bound(&bs), bound(&out), bound(&stats)];
+                run_on_cpu(&d, &source, entry, words.words(), &bindings, [groups, 1, 1]).unwrap();
                 for (i, (g, w)) in out.read_blocking().unwrap().iter().zip(&want).enumerate() {
                     assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "{entry} {}: element {i} is {g} on the executor, {w} from the CPU kernel", kind.name());
                 }

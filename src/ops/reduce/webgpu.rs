@@ -126,24 +126,23 @@ pub(super) fn builtins() -> Vec<Builtin> {
 #[cfg(test)]
 mod on_the_cpu_executor {
     use super::*;
+    use crate::ops::common::webgpu::{bound, run_on_cpu};
     use crate::ops::common::webgpu::{VAL_F32, VAL_I32, VAL_U32};
     use crate::ops::reduce::ReduceOp;
-    use crate::{BackendChoice, BackendKind, Binding, Buffer, DType, Device, Kernel, Tensor};
+    use crate::{BackendChoice, BackendKind, Buffer, DType, Device, Tensor};
 
     /// One pass of `entry` over `[outer, len, inner]` values `x`, as `op`: the result's words.
     fn run<T: crate::Element>(d: &Device, prelude: Vec<&'static str>, entry: &'static str, op: ReduceOp, x: &[T], [outer, len, inner]: [usize; 3]) -> Vec<u32> {
         let source = crate::ops::common::webgpu::with_overrides(Builtin { prelude, ..builtin(&SOURCE, entry, vec![]) }.full_source(), &[("OP", op.code())]);
-        let kernel = Kernel::from_wgsl(d, &source, entry).unwrap();
         let words = ReduceWords { outer: outer as u32, len: len as u32, inner: inner as u32, chunk: len as u32, chunks: 1, x: 0, out: 0, scale: 1.0 };
-        let params = Buffer::from_slice(d, words.words()).unwrap();
         let xs = Buffer::from_slice(d, x).unwrap();
         let spare = Buffer::from_slice(d, &[0u32; 4]).unwrap();
         let poison = vec![0xdead_beefu32; outer * inner];
         let values = Buffer::from_slice(d, bytemuck::cast_slice::<u32, T>(&poison)).unwrap();
         let indices = Buffer::from_slice(d, &poison).unwrap();
-        let bindings = [Binding::from(&params), Binding::from(&xs), Binding::from(&spare), Binding::from(&values), Binding::from(&indices)];
+        let bindings = [bound(&xs), bound(&spare), bound(&values), bound(&indices)];
         let groups = if entry == "reduce_main" { outer * inner } else { (outer * inner).div_ceil(64) };
-        d.queue().launch(&kernel, &bindings, [groups as u32, 1, 1]).unwrap();
+        run_on_cpu(d, &source, entry, words.words(), &bindings, [groups as u32, 1, 1]).unwrap();
         if op == ReduceOp::Argmax {
             indices.read_blocking().unwrap()
         } else {

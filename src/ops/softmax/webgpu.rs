@@ -79,8 +79,8 @@ pub(super) fn with_epilogue(epilogue: &'static Epilogue) -> Vec<Builtin> {
 #[cfg(test)]
 mod on_the_cpu_executor {
     use super::*;
-    use crate::ops::common::webgpu::run_on_cpu;
-    use crate::{BackendChoice, BackendKind, Binding, Buffer, Device, Tensor};
+    use crate::ops::common::webgpu::{bound, run_on_cpu};
+    use crate::{BackendChoice, BackendKind, Buffer, Device, Tensor};
 
     #[test]
     fn softmax_matches_the_cpu_kernel() {
@@ -93,7 +93,7 @@ mod on_the_cpu_executor {
         let source = Builtin { source: &SOURCE, entry: "softmax_main", constants: vec![], prelude: vec![super::super::SOFTMAX.wgsl] }.full_source();
         for (entry, groups) in [("softmax_main", r), ("softmax_serial_main", r.div_ceil(64))] {
             let (xs, out, stats) = (Buffer::from_slice(&d, &x).unwrap(), Buffer::from_slice(&d, &vec![-1.0f32; rows * cols]).unwrap(), Buffer::<f32>::zeros(&d, 4).unwrap());
-            run_on_cpu(&d, &source, entry, words.words(), &[Binding::from(&xs), Binding::from(&out), Binding::from(&stats)], groups).unwrap();
+            run_on_cpu(&d, &source, entry, words.words(), &[bound(&xs), bound(&out), bound(&stats)], [groups, 1, 1]).unwrap();
             for (i, (g, w)) in out.read_blocking().unwrap().iter().zip(&want).enumerate() {
                 assert!((g - w).abs() <= 2e-6 * (1.0 + w.abs()), "{entry}: element {i} is {g} on the executor, {w} from the CPU kernel");
             }

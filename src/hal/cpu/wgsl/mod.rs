@@ -43,6 +43,15 @@ pub(crate) fn compile(source: &str, entry: &str) -> Result<WgslProgram> {
 }
 
 impl WgslProgram {
+    /// The (group, binding) of each variable the entry point uses, in order.
+    #[cfg(test)]
+    pub(crate) fn bindings(&self) -> Vec<(u32, u32)> {
+        let used = self.info.get_entry_point(self.entry);
+        let mut all: Vec<(u32, u32)> = self.module.global_variables.iter().filter(|(h, _)| !used[*h].is_empty()).filter_map(|(_, v)| v.binding.as_ref().map(|b| (b.group, b.binding))).collect();
+        all.sort_unstable();
+        all
+    }
+
     /// The variable at (`group`, `binding`) that the entry point uses: WGSL lets variables
     /// share a binding (a buffer seen as `array<f32>` and as `array<vec4<f32>>`) as long as
     /// one entry point uses only one of them.
