@@ -113,7 +113,7 @@ pub(super) fn builtins() -> Vec<Builtin> {
 
 /// attention.wgsl (both entries, with an additive mask and the causal rule) run by the CPU's
 /// WGSL executor, with the parameter words this file writes, gives the CPU kernel's result.
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod on_the_cpu_executor {
     use super::*;
     use crate::ops::attention::AttentionParams;

@@ -99,7 +99,7 @@ pub(crate) fn val(dtype: DType) -> Result<&'static str> {
 /// `source` with each override named in `constants` set to its value, as a test runs a
 /// built-in on the CPU's WGSL executor (which takes overrides at their defaults): `bool`
 /// overrides from 0 / 1, the others as `u32` literals.
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 pub(crate) fn with_overrides(mut source: String, constants: &[(&str, u32)]) -> String {
     for &(name, value) in constants {
         let head = format!("override {name}: ");
@@ -113,7 +113,7 @@ pub(crate) fn with_overrides(mut source: String, constants: &[(&str, u32)]) -> S
 }
 
 /// A buffer as [`run_on_cpu`] binds it: its block and length in bytes.
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 pub(crate) fn bound<T: crate::Element>(b: &crate::Buffer<T>) -> (&Arc<Block>, u64) {
     (&b.inner, b.byte_len())
 }
@@ -122,7 +122,7 @@ pub(crate) fn bound<T: crate::Element>(b: &crate::Buffer<T>) -> (&Arc<Block>, u6
 /// not name the public kernel API), for the tests that check the built-in shaders against the
 /// CPU kernels: `buffers` bound in (group, binding) order after the parameter words, over
 /// the `groups` grid, once the device's queue has finished.
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 pub(crate) fn run_on_cpu(d: &crate::Device, source: &str, entry: &str, words: &[u32], buffers: &[(&Arc<Block>, u64)], groups: [u32; 3]) -> Result<()> {
     let program = crate::hal::cpu::wgsl::compile(source, entry)?;
     let params = crate::Buffer::from_slice(d, words)?;

@@ -30,7 +30,7 @@ pub(super) fn builtins() -> Vec<Builtin> {
 
 /// copy.wgsl run by the CPU's WGSL executor, with the parameter words this file writes, copies
 /// as the CPU kernel does: a strided view into a contiguous output, and into a strided one.
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod on_the_cpu_executor {
     use super::*;
     use crate::ops::common::webgpu::{bound, run_on_cpu, with_overrides};

@@ -78,7 +78,7 @@ pub(super) fn builtins() -> Vec<Builtin> {
 /// elementwise.wgsl's binary and unary kernels run by the CPU backend's WGSL executor, with
 /// the parameter words this file writes, give the CPU kernels' results: the built-in shader
 /// checked against the CPU's own kernels, in every operand addressing mode.
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod on_the_cpu_executor {
     use super::*;
     use crate::ops::common::webgpu::{bound, run_on_cpu};

@@ -137,7 +137,7 @@ pub(super) fn builtins() -> Vec<Builtin> {
 
 /// indexing.wgsl's cast, where and gather and scan.wgsl's cumsum run by the CPU's WGSL
 /// executor, with the parameter words this file writes, give the CPU kernels' results.
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod on_the_cpu_executor {
     use super::*;
     use crate::ops::common::webgpu::{bound, run_on_cpu, with_overrides};

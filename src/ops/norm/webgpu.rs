@@ -81,7 +81,7 @@ pub(super) fn builtins() -> Vec<Builtin> {
 
 /// norm.wgsl (both entries, layer and RMS, with weight, bias and an activation) run by the
 /// CPU's WGSL executor, with the parameter words this file writes, gives the CPU kernel's.
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod on_the_cpu_executor {
     use super::*;
     use crate::ops::common::webgpu::{bound, run_on_cpu, with_overrides};

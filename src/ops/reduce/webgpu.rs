@@ -123,7 +123,7 @@ pub(super) fn builtins() -> Vec<Builtin> {
 
 /// reduce.wgsl (each combination step, each value type) run in one pass by the CPU backend's
 /// WGSL executor, with the parameter words this file writes, gives the CPU kernels' results.
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod on_the_cpu_executor {
     use super::*;
     use crate::ops::common::webgpu::{bound, run_on_cpu};

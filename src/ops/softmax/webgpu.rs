@@ -76,7 +76,7 @@ pub(super) fn with_epilogue(epilogue: &'static Epilogue) -> Vec<Builtin> {
 
 /// softmax.wgsl (both entries) run by the CPU's WGSL executor, with the parameter words this
 /// file writes for contiguous rows, gives the CPU kernel's softmax.
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod on_the_cpu_executor {
     use super::*;
     use crate::ops::common::webgpu::{bound, run_on_cpu};

@@ -44,7 +44,7 @@ pub(crate) fn compile(source: &str, entry: &str) -> Result<WgslProgram> {
 
 impl WgslProgram {
     /// The (group, binding) of each variable the entry point uses, in order.
-    #[cfg(test)]
+    #[cfg(all(test, not(target_arch = "wasm32")))]
     pub(crate) fn bindings(&self) -> Vec<(u32, u32)> {
         let used = self.info.get_entry_point(self.entry);
         let mut all: Vec<(u32, u32)> = self.module.global_variables.iter().filter(|(h, _)| !used[*h].is_empty()).filter_map(|(_, v)| v.binding.as_ref().map(|b| (b.group, b.binding))).collect();
