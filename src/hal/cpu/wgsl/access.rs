@@ -67,22 +67,8 @@ impl Exec<'_, '_, '_> {
             Index::Constant(i) => vec![i; self.lanes],
             Index::Dynamic(e) => frame.lanes(e)?.column(0).collect(),
         };
-        // Fixed-size steps need no memory: the base pointer is read in place.
-        if let Value::Ptr(p) = frame.get(base)? {
-            if step.count.is_some() || step.member_offset.is_some() {
-                let offsets = p
-                    .offsets
-                    .iter()
-                    .zip(&indices)
-                    .map(|(&off, &i)| match step.member_offset {
-                        Some(m) => off + m as u32,
-                        None => off + (i as usize).min(step.count.unwrap_or(1).saturating_sub(1)) as u32 * step.stride as u32,
-                    })
-                    .collect();
-                return Ok(Value::Ptr(Ptr { space: p.space, offsets }));
-            }
-        }
-        match frame.get(base)?.clone() {
+        match frame.get(base)? {
+            // A pointer steps in place; a runtime-sized array ends where its memory ends.
             Value::Ptr(p) => {
                 let memories = self.memories();
                 let offsets = p
