@@ -29,6 +29,18 @@ macro_rules! cuda_type {
 }
 pub(crate) use cuda_type;
 
+/// The `-D VAL=` definition of the kernels written over a value type (reductions, scans,
+/// integer arithmetic) for `dtype`: the CUDA twin of `common::webgpu::val`.
+pub(crate) fn val(dtype: crate::DType) -> crate::Result<(&'static str, String)> {
+    let name = match dtype {
+        crate::DType::F32 => "float",
+        crate::DType::I32 => "int",
+        crate::DType::U32 => "unsigned",
+        other => return Err(crate::Error::Device(format!("internal: no {other} values in the reduction, scan and integer kernels"))),
+    };
+    Ok(("VAL", name.to_string()))
+}
+
 /// The C declaration of one parameter field (scalars, arrays and arrays of arrays).
 macro_rules! cuda_field {
     ($f:ident: [[$t:tt; $n:literal]; $m:literal]) => {

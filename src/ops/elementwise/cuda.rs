@@ -4,7 +4,7 @@
 use super::{Binary, Unary};
 #[cfg(test)]
 use super::{BinaryOp, UnaryOp};
-use crate::ops::common::cuda::{cuda_params, blocks, extent, index_type, builtin, operand, padded, BLOCK};
+use crate::ops::common::cuda::{cuda_params, blocks, extent, index_type, builtin, operand, padded, val, BLOCK};
 #[cfg(test)]
 use crate::hal::cuda::Builtin;
 use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
@@ -59,8 +59,7 @@ pub(super) fn unary(op: &Unary<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpConte
 /// `out = act(op(a, b))` with broadcasting (`binary_main`).
 pub(super) fn binary(op: &Binary<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     let (entry, val) = match op.dtype {
-        DType::I32 => ("int_binary_main", Some("int")),
-        DType::U32 => ("int_binary_main", Some("unsigned")),
+        DType::I32 | DType::U32 => ("int_binary_main", Some(val(op.dtype)?)),
         other => (check_f32(other).map(|()| "binary_main")?, None),
     };
     let (a, b, out) = (op.a, op.b, op.out);
@@ -73,7 +72,7 @@ pub(super) fn binary(op: &Binary<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
         ("B_MODE", b_access.code().to_string()),
         index_type(n.max(extent(a.layout)).max(extent(b.layout))),
     ];
-    let defines = defines.into_iter().chain(val.map(|v| ("VAL", v.to_string()))).collect();
+    let defines = defines.into_iter().chain(val).collect();
     let f = dev.program(builtin(&SOURCE, entry, defines))?;
     let p = ElementwiseParams {
         n: n as u64,

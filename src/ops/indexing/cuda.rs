@@ -1,13 +1,13 @@
 //! Casts, `where`, gather (indexing.cu) and cumulative sums (scan.cu) on CUDA.
 
 use super::{Cast, Cumsum, Gather, Where};
-use crate::ops::common::cuda::{cuda_params, blocks, extent, index_type, builtin, operand, padded, BLOCK};
+use crate::ops::common::cuda::{cuda_params, blocks, extent, index_type, builtin, operand, padded, val, BLOCK};
 #[cfg(test)]
 use crate::hal::cuda::Builtin;
 use crate::hal::cuda::{device_memory, CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
 use crate::ops::Operand;
-use crate::{DType, Error, Result};
+use crate::{Error, Result};
 
 static INDEXING: CudaSource = CudaSource { name: "indexing.cu", text: include_str!("indexing.cu"), preludes: &[crate::ops::common::cuda::COMMON, ViewsParams::DECL, GatherParams::DECL] };
 static SCAN: CudaSource = CudaSource { name: "scan.cu", text: include_str!("scan.cu"), preludes: &[crate::ops::common::cuda::COMMON, ScanParams::DECL] };
@@ -98,12 +98,7 @@ pub(super) fn gather(op: &Gather<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
 /// Cumulative sums, one block per (outer, inner) line (`cumsum_main`).
 pub(super) fn cumsum(op: &Cumsum<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, out) = (op.x, op.out);
-    let val = match op.dtype {
-        DType::I32 => "int",
-        DType::U32 => "unsigned",
-        _ => "float",
-    };
-    let f = dev.program(builtin(&SCAN, "cumsum_main", vec![("VAL", val.to_string()), index_type(op.outer * op.len * op.inner)]))?;
+    let f = dev.program(builtin(&SCAN, "cumsum_main", vec![val(op.dtype)?, index_type(op.outer * op.len * op.inner)]))?;
     let p = ScanParams { outer: op.outer as u64, len: op.len as u64, inner: op.inner as u64 };
     let grid = ((op.outer * op.inner).clamp(1, 65_535) as u32, 1, 1);
     q.launch(dev, &f, grid, (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])

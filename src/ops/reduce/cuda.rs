@@ -1,12 +1,12 @@
 //! Reductions on CUDA: reduce.cu, over columns in one pass or over rows in passes.
 
 use super::{passes, Reduce, ReduceOp};
-use crate::ops::common::cuda::{cuda_params, blocks, index_type, builtin, operand, BLOCK};
+use crate::ops::common::cuda::{cuda_params, blocks, index_type, builtin, operand, val, BLOCK};
 #[cfg(test)]
 use crate::hal::cuda::Builtin;
 use crate::hal::cuda::{address, CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
-use crate::{DType, Error, Result};
+use crate::Result;
 
 static SOURCE: CudaSource = CudaSource { name: "reduce.cu", text: include_str!("reduce.cu"), preludes: &[crate::ops::common::cuda::COMMON, ReduceParams::DECL] };
 
@@ -33,7 +33,7 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &Op
     let scale = if op == ReduceOp::Mean { 1.0 / len as f32 } else { 1.0 };
     let idx = index_type(outer * len * inner);
     let op_define = ("OP", op.code().to_string());
-    let val = ("VAL", val_type(call.dtype)?.to_string());
+    let val = val(call.dtype)?;
     if inner >= 32 && outer * inner >= 64 * dev.sm_count as usize {
         // Many output columns: one thread each, coalesced reads, one pass.
         let f = dev.program(builtin(&SOURCE, "reduce_cols", vec![op_define, val, idx]))?;
@@ -64,16 +64,6 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &Op
         let grid = ((pass.outer * pass.inner * pass.chunks).clamp(1, 65_535) as u32, 1, 1);
         q.launch(dev, &f, grid, (BLOCK, 1, 1), &pointers, &p, &pass.blocks())
     })
-}
-
-/// reduce.cu's `VAL` for values of `dtype`.
-fn val_type(dtype: DType) -> Result<&'static str> {
-    match dtype {
-        DType::F32 => Ok("float"),
-        DType::I32 => Ok("int"),
-        DType::U32 => Ok("unsigned"),
-        other => Err(Error::Device(format!("internal: no {other} reduction on cuda"))),
-    }
 }
 
 /// Every specialisation.
