@@ -2,6 +2,8 @@
 //! pointer), or into a value (its words). Indices are clamped into fixed-size arrays and
 //! vectors, and runtime-sized arrays end where their memory ends.
 
+use std::borrow::Cow;
+
 use naga::{ArraySize, Expression as E, Handle, TypeInner};
 
 use super::eval::Index;
@@ -63,34 +65,37 @@ impl Exec<'_, '_, '_> {
             TypeInner::ValuePointer { size: Some(size), .. } => Step { stride: 1, width: 1, count: Some(size as usize), member_offset: None },
             _ => self.step(self.composite(frame, base), constant)?,
         };
-        let indices: Vec<u32> = match index {
-            Index::Constant(i) => vec![i; self.lanes],
-            Index::Dynamic(e) => frame.lanes(e)?.column(0).collect(),
+        let indices: Cow<'_, [u32]> = match index {
+            Index::Constant(_) => Cow::Borrowed(&[]),
+            Index::Dynamic(e) => match frame.lanes(e)? {
+                v if v.width == 1 => Cow::Borrowed(&v.words),
+                v => Cow::Owned(v.column(0).collect()),
+            },
+        };
+        let at = |l: usize| match index {
+            Index::Constant(i) => i,
+            Index::Dynamic(_) => indices[l],
         };
         match frame.get(base)? {
-            // A pointer steps in place; a runtime-sized array ends where its memory ends.
             Value::Ptr(p) => {
-                let memories = self.memories();
-                let offsets = p
-                    .offsets
-                    .iter()
-                    .zip(&indices)
-                    .map(|(&off, &i)| match step.member_offset {
-                        Some(m) => off + m as u32,
-                        None => {
-                            let count = step.count.unwrap_or_else(|| memories.room(p.space, off) / step.stride.max(1));
-                            off + (i as usize).min(count.saturating_sub(1)) as u32 * step.stride as u32
-                        }
-                    })
-                    .collect();
+                let offsets = match step.member_offset {
+                    Some(m) => p.offsets.iter().map(|&off| off + m as u32).collect(),
+                    None => step_pointer(&p.offsets, &step, self.memories().len(p.space), &indices, index),
+                };
                 Ok(Value::Ptr(Ptr { space: p.space, offsets }))
+            }
+            Value::Lanes(v) if step.width == 1 && !matches!(index, Index::Dynamic(_)) => {
+                // One component of each lane (`g.x`, a struct's scalar member).
+                let start = step.member_offset.unwrap_or_else(|| (at(0) as usize).min(step.count.unwrap_or(1).saturating_sub(1)) * step.stride);
+                let words = if start < v.width { v.words.chunks_exact(v.width).map(|w| w[start]).collect() } else { vec![0; self.lanes] };
+                Ok(Value::Lanes(Lanes { width: 1, words }))
             }
             Value::Lanes(v) => {
                 let mut out = Lanes::zeros(self.lanes, step.width);
-                for (l, &i) in indices.iter().enumerate() {
+                for l in 0..self.lanes {
                     let start = match step.member_offset {
                         Some(m) => m,
-                        None => (i as usize).min(step.count.unwrap_or(1).saturating_sub(1)) * step.stride,
+                        None => (at(l) as usize).min(step.count.unwrap_or(1).saturating_sub(1)) * step.stride,
                     };
                     let src = v.lane(l);
                     let n = step.width.min(src.len().saturating_sub(start));
@@ -107,9 +112,31 @@ impl Exec<'_, '_, '_> {
             TypeInner::Array { base, stride, .. } => self.prog.stride(base, stride),
             _ => return Err(Error::Device("internal: arrayLength of something other than an array".into())),
         };
-        let p = frame.ptr(pointer)?.clone();
-        let memories = self.memories();
-        let words = p.offsets.iter().map(|&off| (memories.room(p.space, off) / stride.max(1)) as u32).collect();
+        let p = frame.ptr(pointer)?;
+        let len = self.memories().len(p.space);
+        let words = p.offsets.iter().map(|&off| (len.saturating_sub(off as usize) / stride.max(1)) as u32).collect();
         Ok(Lanes { width: 1, words })
+    }
+}
+
+/// Each lane's pointer `offsets` moved to the element at its index (the constant one, or
+/// `indices`), clamped into the array; a runtime-sized array ends where its memory of `len`
+/// words ends.
+fn step_pointer(offsets: &[u32], step: &Step, len: usize, indices: &[u32], index: Index) -> Vec<u32> {
+    let stride = step.stride as u32;
+    let len = len as u32;
+    // One loop per case, so that each is a plain loop over the lanes.
+    match (step.count, index) {
+        (Some(n), Index::Constant(i)) => {
+            let d = i.min(n.saturating_sub(1) as u32) * stride;
+            offsets.iter().map(|&off| off + d).collect()
+        }
+        (Some(n), Index::Dynamic(_)) => {
+            let last = n.saturating_sub(1) as u32;
+            offsets.iter().zip(indices).map(|(&off, &i)| off + i.min(last) * stride).collect()
+        }
+        (None, Index::Constant(i)) => offsets.iter().map(|&off| off + i.min((len.saturating_sub(off) / stride.max(1)).saturating_sub(1)) * stride).collect(),
+        (None, Index::Dynamic(_)) if stride <= 1 => offsets.iter().zip(indices).map(|(&off, &i)| off + i.min(len.saturating_sub(off).saturating_sub(1)) * stride).collect(),
+        (None, Index::Dynamic(_)) => offsets.iter().zip(indices).map(|(&off, &i)| off + i.min((len.saturating_sub(off) / stride).saturating_sub(1)) * stride).collect(),
     }
 }

@@ -105,9 +105,8 @@ impl Exec<'_, '_, '_> {
     /// A call of one of the module's functions for the lanes in `mask`.
     pub(super) fn call_statement(&mut self, frame: &mut Frame<'_>, function: Handle<naga::Function>, arguments: &[Handle<E>], result: Option<Handle<E>>, mask: &mut [bool]) -> Result<()> {
         let args = arguments.iter().map(|&a| frame.get(a).cloned()).collect::<Result<Vec<Value>>>()?;
-        let (f, info) = (&self.prog.module.functions[function], &self.prog.info[function]);
         let mut lanes = mask.to_vec();
-        let value = self.call(f, info, args, &mut lanes)?;
+        let value = self.call(Some(function), args, &mut lanes)?;
         if let Some(r) = result {
             let v = value.ok_or_else(|| Error::Device("internal: a function returned no value".into()))?;
             frame.values[r.index()] = Some(Value::Lanes(v));

@@ -50,8 +50,12 @@ impl Exec<'_, '_, '_> {
         Ok(())
     }
 
-    /// Evaluate `h` anew (an `Emit`: its operands are in the frame already).
+    /// Evaluate `h` anew (an `Emit`: its operands are in the frame already), unless its value
+    /// cannot have changed since it was last evaluated in this call.
     pub(super) fn emit(&mut self, frame: &mut Frame<'_>, h: Handle<E>) -> Result<()> {
+        if frame.invariant[h.index()] {
+            return self.ensure(frame, h);
+        }
         frame.values[h.index()] = None;
         self.ensure(frame, h)
     }
@@ -78,8 +82,7 @@ impl Exec<'_, '_, '_> {
             E::LocalVariable(l) => return Ok(Value::Ptr(Ptr { space: super::memory::Space::Local(frame.local_base + l.index()), offsets: vec![0; n] })),
             E::Load { pointer } => {
                 let width = self.prog.words_of(self.ty(frame, h));
-                let ptr = frame.ptr(pointer)?.clone();
-                self.memories().load(&ptr, width)
+                self.memories().load(frame.ptr(pointer)?, width)
             }
             E::Access { base, index } => return self.access(frame, base, Index::Dynamic(index)),
             E::AccessIndex { base, index } => return self.access(frame, base, Index::Constant(index)),
@@ -181,6 +184,24 @@ impl Exec<'_, '_, '_> {
         let init = ov.init.ok_or_else(|| Error::Invalid(format!("override `{}` has no default value: give it one in the source", ov.name.as_deref().unwrap_or("?"))))?;
         self.constant(init)
     }
+}
+
+/// Which expressions of `function` keep their value through a call: those that read no memory
+/// and no statement's result, only arguments, constants, pointers and other such expressions.
+pub(super) fn invariant(function: &naga::Function) -> Vec<bool> {
+    let mut out: Vec<bool> = Vec::with_capacity(function.expressions.len());
+    for (_, e) in function.expressions.iter() {
+        let reads_state = !matches!(*e, E::Literal(_) | E::Constant(_) | E::Override(_) | E::ZeroValue(_) | E::FunctionArgument(_) | E::GlobalVariable(_) | E::LocalVariable(_))
+            && !matches!(*e, E::Compose { .. } | E::Splat { .. } | E::Swizzle { .. } | E::Access { .. } | E::AccessIndex { .. } | E::ArrayLength(_))
+            && !matches!(*e, E::Unary { .. } | E::Binary { .. } | E::Select { .. } | E::Relational { .. } | E::Math { .. } | E::As { .. });
+        let mut operands_fixed = true;
+        let _ = for_operands(e, |o| {
+            operands_fixed &= out.get(o.index()).copied().unwrap_or(false);
+            Ok(())
+        });
+        out.push(!reads_state && operands_fixed);
+    }
+    out
 }
 
 /// `f` on each expression `e` reads (of the kinds the executor runs).

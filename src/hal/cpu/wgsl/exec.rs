@@ -3,6 +3,8 @@
 //! lane has left it, and `break`, `continue` and `return` take lanes out of the mask until
 //! the construct they leave is done. Barriers need nothing more: the lanes run in lockstep.
 
+use std::ops::Range;
+
 use naga::{AddressSpace, BuiltIn, Expression as E, Handle, Statement as S};
 
 use super::lanes::Lanes;
@@ -21,6 +23,8 @@ pub(super) enum Value {
 pub(super) struct Frame<'f> {
     pub function: &'f naga::Function,
     pub info: &'f naga::valid::FunctionInfo,
+    /// Which expressions keep their value through the call ([`super::eval::invariant`]).
+    pub invariant: &'f [bool],
     pub values: Vec<Option<Value>>,
     pub args: Vec<Value>,
     /// Where this call's function variables start on the executor's stack of them.
@@ -78,40 +82,26 @@ pub(super) struct Exec<'p, 'a, 'b> {
     locals: Vec<PerLane>,
     /// Index of each global variable in `bound`, `workgroup` or `private`.
     slots: Vec<Option<Space>>,
-    /// `local_invocation_id`, `global_invocation_id`, `workgroup_id`, `num_workgroups` and
-    /// `local_invocation_index` of every lane.
-    builtins: [Lanes; 5],
+    /// The workgroups running, numbered in x, then y, then z.
+    range: Range<usize>,
+    /// The launch's workgroup count.
+    workgroups: [u32; 3],
 }
 
-/// Run workgroup number `index` of a launch of `workgroups`.
-pub(super) fn workgroup(prog: &WgslProgram, bound: &[(Handle<naga::GlobalVariable>, Words<'_>)], index: usize, workgroups: [u32; 3]) -> Result<()> {
-    let mut exec = Exec::new(prog, bound, index, workgroups)?;
+/// Run workgroups `range` (numbered in x, then y, then z) of a launch of `workgroups`
+/// together, their invocations side by side as one set of lanes.
+pub(super) fn workgroups(prog: &WgslProgram, bound: &[(Handle<naga::GlobalVariable>, Words<'_>)], range: Range<usize>, workgroups: [u32; 3]) -> Result<()> {
+    let mut exec = Exec::new(prog, bound, range, workgroups)?;
     let entry = &prog.module.entry_points[prog.entry];
     let args = entry.function.arguments.iter().map(|a| exec.argument(a)).collect::<Result<Vec<_>>>()?;
     let mut mask = vec![true; exec.lanes];
-    exec.call(&entry.function, prog.info.get_entry_point(prog.entry), args, &mut mask).map(drop)
+    exec.call(None, args, &mut mask).map(drop)
 }
 
 impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
-    fn new(prog: &'p WgslProgram, bound: &'b [(Handle<naga::GlobalVariable>, Words<'a>)], index: usize, workgroups: [u32; 3]) -> Result<Self> {
-        let [sx, sy, sz] = prog.size.map(|n| n as usize);
-        let lanes = sx * sy * sz;
-        let [nx, ny, _] = workgroups.map(|n| n as usize);
-        let wg = [index % nx, index / nx % ny, index / (nx * ny)].map(|n| n as u32);
-        let (mut local, mut global) = (Vec::with_capacity(lanes * 3), Vec::with_capacity(lanes * 3));
-        for l in 0..lanes {
-            let id = [l % sx, l / sx % sy, l / (sx * sy)].map(|n| n as u32);
-            local.extend(id);
-            global.extend((0..3).map(|d| wg[d] * prog.size[d] + id[d]));
-        }
-        let builtins = [
-            Lanes { width: 3, words: local },
-            Lanes { width: 3, words: global },
-            Lanes::splat(lanes, &wg),
-            Lanes::splat(lanes, &workgroups),
-            Lanes { width: 1, words: (0..lanes as u32).collect() },
-        ];
-        let mut exec = Exec { prog, lanes, bound, workgroup: Vec::new(), private: Vec::new(), locals: Vec::new(), slots: Vec::new(), builtins };
+    fn new(prog: &'p WgslProgram, bound: &'b [(Handle<naga::GlobalVariable>, Words<'a>)], range: Range<usize>, workgroups: [u32; 3]) -> Result<Self> {
+        let lanes = prog.size.iter().map(|&n| n as usize).product::<usize>() * range.len();
+        let mut exec = Exec { prog, lanes, bound, workgroup: Vec::new(), private: Vec::new(), locals: Vec::new(), slots: Vec::new(), range, workgroups };
         exec.allocate()?;
         Ok(exec)
     }
@@ -175,22 +165,48 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
         Ok(Value::Lanes(out))
     }
 
+    /// Built-in `b` of every lane.
     fn builtin(&self, b: BuiltIn) -> Result<Lanes> {
-        let i = match b {
-            BuiltIn::LocalInvocationId => 0,
-            BuiltIn::GlobalInvocationId => 1,
-            BuiltIn::WorkGroupId => 2,
-            BuiltIn::NumWorkGroups => 3,
-            BuiltIn::LocalInvocationIndex => 4,
+        let size = self.prog.size;
+        Ok(match b {
+            BuiltIn::LocalInvocationId => self.per_lane(3, |_, id, out| out.extend(id)),
+            BuiltIn::GlobalInvocationId => self.per_lane(3, |g, id, out| out.extend([0, 1, 2].map(|d| g[d] * size[d] + id[d]))),
+            BuiltIn::WorkGroupId => self.per_lane(3, |g, _, out| out.extend(g)),
+            BuiltIn::NumWorkGroups => Lanes::splat(self.lanes, &self.workgroups),
+            BuiltIn::LocalInvocationIndex => self.per_lane(1, |_, [x, y, z], out| out.push(x + size[0] * (y + size[1] * z))),
             other => return self.subgroup_builtin(other).ok_or_else(|| internal(&format!("met built-in {other:?}"))),
-        };
-        Ok(self.builtins[i].clone())
+        })
     }
 
-    /// Run `function` for the lanes in `mask` with `args`; each lane's return value.
-    pub(super) fn call(&mut self, function: &naga::Function, info: &naga::valid::FunctionInfo, args: Vec<Value>, mask: &mut [bool]) -> Result<Option<Lanes>> {
+    /// `width` words for every lane, which `f` appends given the lane's workgroup id and
+    /// local invocation id.
+    fn per_lane(&self, width: usize, mut f: impl FnMut([u32; 3], [u32; 3], &mut Vec<u32>)) -> Lanes {
+        let [sx, sy, sz] = self.prog.size;
+        let [nx, ny, _] = self.workgroups.map(|n| n as usize);
+        let mut words = Vec::with_capacity(self.lanes * width);
+        for w in self.range.clone() {
+            let group = [w % nx, w / nx % ny, w / (nx * ny)].map(|n| n as u32);
+            for z in 0..sz {
+                for y in 0..sy {
+                    for x in 0..sx {
+                        f(group, [x, y, z], &mut words);
+                    }
+                }
+            }
+        }
+        Lanes { width, words }
+    }
+
+    /// Run the module's function `which` (`None`: the entry point) for the lanes in `mask`
+    /// with `args`; each lane's return value.
+    pub(super) fn call(&mut self, which: Option<Handle<naga::Function>>, args: Vec<Value>, mask: &mut [bool]) -> Result<Option<Lanes>> {
+        let prog = self.prog;
+        let (function, info, invariant) = match which {
+            None => (&prog.module.entry_points[prog.entry].function, prog.info.get_entry_point(prog.entry), &prog.entry_invariant),
+            Some(f) => (&prog.module.functions[f], &prog.info[f], &prog.invariant[f.index()]),
+        };
         let local_base = self.locals.len();
-        let mut frame = Frame { function, info, values: vec![None; function.expressions.len()], args, local_base, ret: None, exits: Vec::new() };
+        let mut frame = Frame { function, info, invariant, values: vec![None; function.expressions.len()], args, local_base, ret: None, exits: Vec::new() };
         for (_, local) in function.local_variables.iter() {
             let words = self.prog.words(local.ty);
             let mut copy = PerLane::new(self.lanes, words);
@@ -242,9 +258,8 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
             S::Store { pointer, value } => {
                 // The value is taken out of the frame for the store (no copy), then put back.
                 let v = frame.values[value.index()].take().ok_or_else(|| internal("stored an expression before evaluating it"))?;
-                let ptr = frame.ptr(pointer)?.clone();
                 if let Value::Lanes(ref lanes) = v {
-                    self.memories().store(&ptr, lanes, mask);
+                    self.memories().store(frame.ptr(pointer)?, lanes, mask);
                 }
                 frame.values[value.index()] = Some(v);
             }

@@ -39,7 +39,7 @@ impl Lanes {
 
     /// Word `c` of each lane as a whole number (an index, a selector).
     pub fn column(&self, c: usize) -> impl Iterator<Item = u32> + '_ {
-        self.words.chunks(self.width).map(move |w| w[c])
+        self.words.chunks_exact(self.width.max(1)).map(move |w| w[c])
     }
 }
 

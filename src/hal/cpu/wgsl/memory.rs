@@ -81,15 +81,14 @@ pub(super) struct Memories<'a, 'b> {
 }
 
 impl Memories<'_, '_> {
-    /// Words available from `offset` of `space` for lane `l` (a runtime-sized array's length).
-    pub fn room(&self, space: Space, offset: u32) -> usize {
-        let len = match space {
+    /// Words of `space` (of each lane's copy, for per-lane memories).
+    pub fn len(&self, space: Space) -> usize {
+        match space {
             Space::Binding(b) => self.bound[b].1.len(),
             Space::Workgroup(v) => self.workgroup[v].len(),
             Space::Private(v) => self.private[v].width,
             Space::Local(v) => self.locals[v].width,
-        };
-        len.saturating_sub(offset as usize)
+        }
     }
 
     /// `width` words at `ptr` for every lane.
@@ -139,6 +138,17 @@ impl Memories<'_, '_> {
 
     /// Store `value` at `ptr` for the lanes in `mask`; writes outside the memory are dropped.
     pub fn store(&mut self, ptr: &Ptr, value: &Lanes, mask: &[bool]) {
+        if let (Space::Binding(b), 1) = (ptr.space, value.width) {
+            // The common case, one match for all lanes.
+            if let Words::Write(words) = &self.bound[b].1 {
+                for ((&off, &w), _) in ptr.offsets.iter().zip(&value.words).zip(mask).filter(|(_, &m)| m) {
+                    if let Some(cell) = words.get(off as usize) {
+                        cell.store(w, Relaxed);
+                    }
+                }
+            }
+            return;
+        }
         for (l, &off) in ptr.offsets.iter().enumerate() {
             if !mask[l] {
                 continue;
@@ -231,6 +241,12 @@ fn gather(out: &mut Lanes, offsets: &[u32], width: usize, len: usize, word: impl
         return;
     }
     let last = len - 1;
+    if width == 1 {
+        for (o, &off) in out.words.iter_mut().zip(offsets) {
+            *o = word((off as usize).min(last));
+        }
+        return;
+    }
     for (o, &off) in out.words.chunks_mut(width.max(1)).zip(offsets) {
         for (c, o) in o.iter_mut().enumerate() {
             *o = word((off as usize + c).min(last));

@@ -13,6 +13,7 @@ mod exec;
 mod lanes;
 mod math;
 mod memory;
+mod schedule;
 mod subgroup;
 
 use std::sync::atomic::AtomicU32;
@@ -33,13 +34,23 @@ pub(crate) struct WgslProgram {
     entry: usize,
     /// The entry point's `@workgroup_size`.
     size: [u32; 3],
+    /// The most workgroups that may run together as one set of lanes ([`schedule`]).
+    batch: usize,
+    /// The entry point's expressions that keep their value through a call ([`eval::invariant`]).
+    entry_invariant: Vec<bool>,
+    /// The same of each of the module's functions, by handle.
+    invariant: Vec<Vec<bool>>,
 }
 
 /// Parse, validate and check `source`'s entry point `entry` against what the executor runs.
 pub(crate) fn compile(source: &str, entry: &str) -> Result<WgslProgram> {
     let (module, info, entry) = crate::hal::wgsl_subset::parse(source, entry, "cpu")?;
     let size = module.entry_points[entry].workgroup_size;
-    Ok(WgslProgram { module, info, entry, size })
+    let entry_invariant = eval::invariant(&module.entry_points[entry].function);
+    let invariant = module.functions.iter().map(|(_, f)| eval::invariant(f)).collect();
+    let mut program = WgslProgram { module, info, entry, size, batch: 1, entry_invariant, invariant };
+    program.batch = schedule::batch(&program.module, &program.info, entry, program.words_per_lane());
+    Ok(program)
 }
 
 impl WgslProgram {
@@ -74,6 +85,15 @@ impl WgslProgram {
             TypeInner::Struct { span, .. } => span.div_ceil(4) as usize,
             _ => 0,
         }
+    }
+
+    /// Words of private and function memory one invocation may hold at once, at most (every
+    /// function's variables, as if all were called at once).
+    fn words_per_lane(&self) -> usize {
+        let m = &self.module;
+        let private: usize = m.global_variables.iter().filter(|(_, v)| v.space == AddressSpace::Private).map(|(_, v)| self.words(v.ty)).sum();
+        let functions = std::iter::once(&m.entry_points[self.entry].function).chain(m.functions.iter().map(|(_, f)| f));
+        private + functions.flat_map(|f| f.local_variables.iter()).map(|(_, l)| self.words(l.ty)).sum::<usize>()
     }
 
     /// Words from one array element to the next.
@@ -123,7 +143,8 @@ pub(crate) fn run(program: &WgslProgram, args: &[UserArg<'_>], workgroups: [u32;
         }
     }
     let bound = bind(program, args, &mut guards)?;
-    (0..count).into_par_iter().try_for_each(|wg| exec::workgroup(program, &bound, wg, workgroups))
+    let per = schedule::per_run(program.batch, count, current_num_threads());
+    (0..count.div_ceil(per)).into_par_iter().try_for_each(|run| exec::workgroups(program, &bound, run * per..((run + 1) * per).min(count), workgroups))
 }
 
 /// The lock of `block` as the binding at (`group`, `binding`) needs it.
