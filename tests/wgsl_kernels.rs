@@ -193,11 +193,13 @@ fn collatz(start: i32) -> i32 {
 
 #[test]
 fn divergent_branches_switch_loops_and_early_returns() {
-    for d in devices() {
-        let x: Vec<i32> = (0..300).map(|i| (i * 37 % 101) - 20).collect();
+    // 300 elements: one workgroup at a time on the CPU; 30011 (a prime): workgroups in
+    // batches, the last one partial.
+    for (d, n) in devices().iter().flat_map(|d| [(d, 300), (d, 30011)]) {
+        let x: Vec<i32> = (0..n).map(|i| (i * 37 % 101) - 20).collect();
         let bx = Buffer::from_slice(d, &x).unwrap();
         let out = poisoned::<i32>(d, x.len());
-        let got = run(d, DIVERGE, &[Binding::from(&bx), Binding::from(&out)], [10, 1, 1], &out);
+        let got = run(d, DIVERGE, &[Binding::from(&bx), Binding::from(&out)], [(n as u32).div_ceil(32), 1, 1], &out);
         let want: Vec<i32> = x
             .iter()
             .map(|&v| match v {
@@ -207,7 +209,7 @@ fn divergent_branches_switch_loops_and_early_returns() {
                 v => if v > 50 { 8 } else { 7 },
             })
             .collect();
-        assert_eq!(got, want, "divergence on {}", name(d));
+        assert_eq!(got, want, "divergence of {n} on {}", name(d));
     }
 }
 
@@ -450,8 +452,8 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(local_invocation_i
 
 #[test]
 fn compute_builtins_in_three_dimensions() {
-    for d in devices() {
-        let grid = [3u32, 2, 2];
+    // A small grid, and one of 555 workgroups that the CPU runs in batches (the last partial).
+    for (d, grid) in devices().iter().flat_map(|d| [(d, [3u32, 2, 2]), (d, [37, 5, 3])]) {
         let total = (grid[0] * 4 * grid[1] * 2 * grid[2] * 2) as usize;
         let out = poisoned::<u32>(d, total * 4);
         let got = run(d, IDS, &[Binding::from(&out)], grid, &out);
@@ -465,7 +467,7 @@ fn compute_builtins_in_three_dimensions() {
                 }
             }
         }
-        assert_eq!(got, want, "built-ins on {}", name(d));
+        assert_eq!(got, want, "built-ins over {grid:?} on {}", name(d));
     }
 }
 
