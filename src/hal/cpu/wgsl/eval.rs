@@ -40,6 +40,7 @@ impl Exec<'_, '_, '_> {
     /// Evaluate `h` (and, first, any operand that is not emitted by a statement: constants,
     /// arguments, variables) into the frame.
     pub(super) fn ensure(&mut self, frame: &mut Frame<'_>, h: Handle<E>) -> Result<()> {
+        let h = frame.reuse.slot[h.index()];
         if frame.values[h.index()].is_some() {
             return Ok(());
         }
@@ -53,7 +54,8 @@ impl Exec<'_, '_, '_> {
     /// Evaluate `h` anew (an `Emit`: its operands are in the frame already), unless its value
     /// cannot have changed since it was last evaluated in this call.
     pub(super) fn emit(&mut self, frame: &mut Frame<'_>, h: Handle<E>) -> Result<()> {
-        if frame.invariant[h.index()] {
+        let h = frame.reuse.slot[h.index()];
+        if frame.reuse.invariant[h.index()] {
             return self.ensure(frame, h);
         }
         frame.values[h.index()] = None;
@@ -186,26 +188,8 @@ impl Exec<'_, '_, '_> {
     }
 }
 
-/// Which expressions of `function` keep their value through a call: those that read no memory
-/// and no statement's result, only arguments, constants, pointers and other such expressions.
-pub(super) fn invariant(function: &naga::Function) -> Vec<bool> {
-    let mut out: Vec<bool> = Vec::with_capacity(function.expressions.len());
-    for (_, e) in function.expressions.iter() {
-        let reads_state = !matches!(*e, E::Literal(_) | E::Constant(_) | E::Override(_) | E::ZeroValue(_) | E::FunctionArgument(_) | E::GlobalVariable(_) | E::LocalVariable(_))
-            && !matches!(*e, E::Compose { .. } | E::Splat { .. } | E::Swizzle { .. } | E::Access { .. } | E::AccessIndex { .. } | E::ArrayLength(_))
-            && !matches!(*e, E::Unary { .. } | E::Binary { .. } | E::Select { .. } | E::Relational { .. } | E::Math { .. } | E::As { .. });
-        let mut operands_fixed = true;
-        let _ = for_operands(e, |o| {
-            operands_fixed &= out.get(o.index()).copied().unwrap_or(false);
-            Ok(())
-        });
-        out.push(!reads_state && operands_fixed);
-    }
-    out
-}
-
 /// `f` on each expression `e` reads (of the kinds the executor runs).
-fn for_operands(e: &E, mut f: impl FnMut(Handle<E>) -> Result<()>) -> Result<()> {
+pub(super) fn for_operands(e: &E, mut f: impl FnMut(Handle<E>) -> Result<()>) -> Result<()> {
     let mut two = |a: Handle<E>, b: Option<Handle<E>>| -> Result<()> {
         f(a)?;
         b.map_or(Ok(()), &mut f)

@@ -9,6 +9,7 @@ use naga::{AddressSpace, BuiltIn, Expression as E, Handle, Statement as S};
 
 use super::lanes::Lanes;
 use super::memory::{Memories, PerLane, Ptr, Space, Words};
+use super::reuse::Reuse;
 use super::WgslProgram;
 use crate::{Error, Result};
 
@@ -23,8 +24,8 @@ pub(super) enum Value {
 pub(super) struct Frame<'f> {
     pub function: &'f naga::Function,
     pub info: &'f naga::valid::FunctionInfo,
-    /// Which expressions keep their value through the call ([`super::eval::invariant`]).
-    pub invariant: &'f [bool],
+    /// Which expressions keep their value through the call, and which share another's.
+    pub reuse: &'f Reuse,
     pub values: Vec<Option<Value>>,
     pub args: Vec<Value>,
     /// Where this call's function variables start on the executor's stack of them.
@@ -50,7 +51,7 @@ fn internal(what: &str) -> Error {
 impl Frame<'_> {
     /// The value of expression `h`, evaluated already.
     pub fn get(&self, h: Handle<E>) -> Result<&Value> {
-        self.values[h.index()].as_ref().ok_or_else(|| internal("read an expression before evaluating it"))
+        self.values[self.reuse.slot[h.index()].index()].as_ref().ok_or_else(|| internal("read an expression before evaluating it"))
     }
 
     /// The numbers of expression `h`.
@@ -201,12 +202,12 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
     /// with `args`; each lane's return value.
     pub(super) fn call(&mut self, which: Option<Handle<naga::Function>>, args: Vec<Value>, mask: &mut [bool]) -> Result<Option<Lanes>> {
         let prog = self.prog;
-        let (function, info, invariant) = match which {
-            None => (&prog.module.entry_points[prog.entry].function, prog.info.get_entry_point(prog.entry), &prog.entry_invariant),
-            Some(f) => (&prog.module.functions[f], &prog.info[f], &prog.invariant[f.index()]),
+        let (function, info, reuse) = match which {
+            None => (&prog.module.entry_points[prog.entry].function, prog.info.get_entry_point(prog.entry), &prog.entry_reuse),
+            Some(f) => (&prog.module.functions[f], &prog.info[f], &prog.reuse[f.index()]),
         };
         let local_base = self.locals.len();
-        let mut frame = Frame { function, info, invariant, values: vec![None; function.expressions.len()], args, local_base, ret: None, exits: Vec::new() };
+        let mut frame = Frame { function, info, reuse, values: vec![None; function.expressions.len()], args, local_base, ret: None, exits: Vec::new() };
         for (_, local) in function.local_variables.iter() {
             let words = self.prog.words(local.ty);
             let mut copy = PerLane::new(self.lanes, words);
@@ -257,6 +258,7 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
             S::ControlBarrier(_) | S::MemoryBarrier(_) => {}
             S::Store { pointer, value } => {
                 // The value is taken out of the frame for the store (no copy), then put back.
+                let value = frame.reuse.slot[value.index()];
                 let v = frame.values[value.index()].take().ok_or_else(|| internal("stored an expression before evaluating it"))?;
                 if let Value::Lanes(ref lanes) = v {
                     self.memories().store(frame.ptr(pointer)?, lanes, mask);

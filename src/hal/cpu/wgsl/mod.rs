@@ -13,6 +13,7 @@ mod exec;
 mod lanes;
 mod math;
 mod memory;
+mod reuse;
 mod schedule;
 mod subgroup;
 
@@ -36,19 +37,19 @@ pub(crate) struct WgslProgram {
     size: [u32; 3],
     /// The most workgroups that may run together as one set of lanes ([`schedule`]).
     batch: usize,
-    /// The entry point's expressions that keep their value through a call ([`eval::invariant`]).
-    entry_invariant: Vec<bool>,
-    /// The same of each of the module's functions, by handle.
-    invariant: Vec<Vec<bool>>,
+    /// The values that the entry point's expressions may reuse ([`reuse`]).
+    entry_reuse: reuse::Reuse,
+    /// The same for each of the module's functions, by handle.
+    reuse: Vec<reuse::Reuse>,
 }
 
 /// Parse, validate and check `source`'s entry point `entry` against what the executor runs.
 pub(crate) fn compile(source: &str, entry: &str) -> Result<WgslProgram> {
     let (module, info, entry) = crate::hal::wgsl_subset::parse(source, entry, "cpu")?;
     let size = module.entry_points[entry].workgroup_size;
-    let entry_invariant = eval::invariant(&module.entry_points[entry].function);
-    let invariant = module.functions.iter().map(|(_, f)| eval::invariant(f)).collect();
-    let mut program = WgslProgram { module, info, entry, size, batch: 1, entry_invariant, invariant };
+    let entry_reuse = reuse::reuse(&module.entry_points[entry].function);
+    let reuse = module.functions.iter().map(|(_, f)| reuse::reuse(f)).collect();
+    let mut program = WgslProgram { module, info, entry, size, batch: 1, entry_reuse, reuse };
     program.batch = schedule::batch(&program.module, &program.info, entry, program.words_per_lane());
     Ok(program)
 }

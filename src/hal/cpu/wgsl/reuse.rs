@@ -1,0 +1,97 @@
+//! Values the executor need not compute again, found once when a kernel is compiled: an
+//! expression that reads no memory and no statement's result keeps its value through a call
+//! (in a loop it is computed on the first pass only), and such an expression that repeats an
+//! earlier one (`g.x` written four times) shares the earlier one's value.
+
+use naga::{Expression as E, Handle};
+
+use super::eval::for_operands;
+
+/// What can be reused among the expressions of one function.
+pub(super) struct Reuse {
+    /// Whether each expression keeps its value through a call.
+    pub invariant: Vec<bool>,
+    /// The expression whose value each expression takes: itself, or an earlier equal one.
+    pub slot: Vec<Handle<E>>,
+}
+
+/// An invariant expression with its operands replaced by their slots, to find repeats.
+#[derive(PartialEq)]
+enum Key {
+    /// Literals compare by their exact text (`-0.0` is not `0.0`, a NaN is itself).
+    Literal(String),
+    Constant(Handle<naga::Constant>),
+    Argument(u32),
+    Global(Handle<naga::GlobalVariable>),
+    Local(Handle<naga::LocalVariable>),
+    AccessIndex(Handle<E>, u32),
+    Access(Handle<E>, Handle<E>),
+    Unary(naga::UnaryOperator, Handle<E>),
+    Binary(naga::BinaryOperator, Handle<E>, Handle<E>),
+    As(Handle<E>, naga::ScalarKind, Option<u8>),
+    Splat(naga::VectorSize, Handle<E>),
+    Swizzle(naga::VectorSize, Handle<E>, [naga::SwizzleComponent; 4]),
+    Length(Handle<E>),
+}
+
+/// What can be reused among `function`'s expressions.
+pub(super) fn reuse(function: &naga::Function) -> Reuse {
+    let n = function.expressions.len();
+    let mut out = Reuse { invariant: Vec::with_capacity(n), slot: Vec::with_capacity(n) };
+    let mut seen: Vec<(Key, Handle<E>)> = Vec::new();
+    for (h, e) in function.expressions.iter() {
+        let invariant = keeps_value(e) && operands(e).iter().all(|o| out.invariant.get(o.index()).copied().unwrap_or(false));
+        out.invariant.push(invariant);
+        let key = if invariant { key(e, &out.slot) } else { None };
+        let slot = match key {
+            Some(k) => match seen.iter().find(|(s, _)| *s == k) {
+                Some(&(_, earlier)) => earlier,
+                None => {
+                    seen.push((k, h));
+                    h
+                }
+            },
+            None => h,
+        };
+        out.slot.push(slot);
+    }
+    out
+}
+
+/// Whether `e` can keep its value through a call, given operands that do: it reads no memory
+/// and is no statement's result.
+fn keeps_value(e: &E) -> bool {
+    matches!(*e, E::Literal(_) | E::Constant(_) | E::Override(_) | E::ZeroValue(_) | E::FunctionArgument(_) | E::GlobalVariable(_) | E::LocalVariable(_))
+        || matches!(*e, E::Compose { .. } | E::Splat { .. } | E::Swizzle { .. } | E::Access { .. } | E::AccessIndex { .. } | E::ArrayLength(_))
+        || matches!(*e, E::Unary { .. } | E::Binary { .. } | E::Select { .. } | E::Relational { .. } | E::Math { .. } | E::As { .. })
+}
+
+fn operands(e: &E) -> Vec<Handle<E>> {
+    let mut all = Vec::new();
+    let _ = for_operands(e, |o| {
+        all.push(o);
+        Ok(())
+    });
+    all
+}
+
+/// The key of invariant expression `e` (of the kinds worth sharing), its operands by slot.
+fn key(e: &E, slot: &[Handle<E>]) -> Option<Key> {
+    let s = |h: Handle<E>| slot[h.index()];
+    Some(match *e {
+        E::Literal(ref l) => Key::Literal(format!("{l:?}")),
+        E::Constant(c) => Key::Constant(c),
+        E::FunctionArgument(i) => Key::Argument(i),
+        E::GlobalVariable(g) => Key::Global(g),
+        E::LocalVariable(l) => Key::Local(l),
+        E::AccessIndex { base, index } => Key::AccessIndex(s(base), index),
+        E::Access { base, index } => Key::Access(s(base), s(index)),
+        E::Unary { op, expr } => Key::Unary(op, s(expr)),
+        E::Binary { op, left, right } => Key::Binary(op, s(left), s(right)),
+        E::As { expr, kind, convert } => Key::As(s(expr), kind, convert),
+        E::Splat { size, value } => Key::Splat(size, s(value)),
+        E::Swizzle { size, vector, pattern } => Key::Swizzle(size, s(vector), pattern),
+        E::ArrayLength(p) => Key::Length(s(p)),
+        _ => return None,
+    })
+}
