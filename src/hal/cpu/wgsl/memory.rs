@@ -109,7 +109,18 @@ impl Memories<'_, '_> {
         }
         if let Space::Local(v) | Space::Private(v) = ptr.space {
             let copy = if matches!(ptr.space, Space::Local(_)) { &self.locals[v] } else { &self.private[v] };
+            if copy.width == width && ptr.offsets.iter().all(|&o| o == 0) {
+                // A whole variable (a scalar counter, an accumulator): its words as they are.
+                out.words.copy_from_slice(&copy.words);
+                return out;
+            }
             let last = copy.width.saturating_sub(1);
+            if width == 1 && copy.width > 0 {
+                for ((o, &off), lane) in out.words.iter_mut().zip(&ptr.offsets).zip(copy.words.chunks_exact(copy.width)) {
+                    *o = lane[(off as usize).min(last)];
+                }
+                return out;
+            }
             for (l, (o, &off)) in out.words.chunks_mut(width.max(1)).zip(&ptr.offsets).enumerate() {
                 for (c, o) in o.iter_mut().enumerate() {
                     *o = copy.words.get(l * copy.width + (off as usize + c).min(last)).copied().unwrap_or(0);
@@ -145,6 +156,25 @@ impl Memories<'_, '_> {
                     if let Some(cell) = words.get(off as usize) {
                         cell.store(w, Relaxed);
                     }
+                }
+            }
+            return;
+        }
+        if let (Space::Local(v) | Space::Private(v), 1) = (ptr.space, value.width) {
+            let copy = if matches!(ptr.space, Space::Local(_)) { &mut self.locals[v] } else { &mut self.private[v] };
+            let width = copy.width;
+            for ((lane, (&off, &w)), _) in copy.words.chunks_exact_mut(width.max(1)).zip(ptr.offsets.iter().zip(&value.words)).zip(mask).filter(|(_, &m)| m) {
+                if let Some(cell) = lane.get_mut(off as usize) {
+                    *cell = w;
+                }
+            }
+            return;
+        }
+        if let (Space::Workgroup(v), 1) = (ptr.space, value.width) {
+            let words = &mut self.workgroup[v];
+            for ((&off, &w), _) in ptr.offsets.iter().zip(&value.words).zip(mask).filter(|(_, &m)| m) {
+                if let Some(cell) = words.get_mut(off as usize) {
+                    *cell = w;
                 }
             }
             return;
