@@ -184,15 +184,12 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
     fn per_lane(&self, width: usize, mut f: impl FnMut([u32; 3], [u32; 3], &mut Vec<u32>)) -> Lanes {
         let [sx, sy, sz] = self.prog.size;
         let [nx, ny, _] = self.workgroups.map(|n| n as usize);
+        let local: Vec<[u32; 3]> = (0..sz).flat_map(|z| (0..sy).flat_map(move |y| (0..sx).map(move |x| [x, y, z]))).collect();
         let mut words = Vec::with_capacity(self.lanes * width);
         for w in self.range.clone() {
             let group = [w % nx, w / nx % ny, w / (nx * ny)].map(|n| n as u32);
-            for z in 0..sz {
-                for y in 0..sy {
-                    for x in 0..sx {
-                        f(group, [x, y, z], &mut words);
-                    }
-                }
+            for &id in &local {
+                f(group, id, &mut words);
             }
         }
         Lanes { width, words }

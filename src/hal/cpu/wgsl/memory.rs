@@ -93,6 +93,16 @@ impl Memories<'_, '_> {
 
     /// `width` words at `ptr` for every lane.
     pub fn load(&self, ptr: &Ptr, width: usize) -> Lanes {
+        if let (Space::Binding(b), 1) = (ptr.space, width) {
+            // The commonest case: a scalar from a buffer, each index clamped into it.
+            let last = self.bound[b].1.len().checked_sub(1);
+            let words = match (&self.bound[b].1, last) {
+                (_, None) => vec![0; ptr.offsets.len()],
+                (Words::Read(w), Some(last)) => ptr.offsets.iter().map(|&o| w[(o as usize).min(last)]).collect(),
+                (Words::Write(w), Some(last)) => ptr.offsets.iter().map(|&o| w[(o as usize).min(last)].load(Relaxed)).collect(),
+            };
+            return Lanes { width: 1, words };
+        }
         let mut out = Lanes::zeros(ptr.offsets.len(), width);
         if let Space::Binding(b) = ptr.space {
             // The common case, one match for all lanes.
