@@ -168,31 +168,26 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
 
     /// Built-in `b` of every lane.
     fn builtin(&self, b: BuiltIn) -> Result<Lanes> {
-        let size = self.prog.size;
-        Ok(match b {
-            BuiltIn::LocalInvocationId => self.per_lane(3, |_, id, out| out.extend(id)),
-            BuiltIn::GlobalInvocationId => self.per_lane(3, |g, id, out| out.extend([0, 1, 2].map(|d| g[d] * size[d] + id[d]))),
-            BuiltIn::WorkGroupId => self.per_lane(3, |g, _, out| out.extend(g)),
-            BuiltIn::NumWorkGroups => Lanes::splat(self.lanes, &self.workgroups),
-            BuiltIn::LocalInvocationIndex => self.per_lane(1, |_, [x, y, z], out| out.push(x + size[0] * (y + size[1] * z))),
+        let width = match b {
+            BuiltIn::LocalInvocationId | BuiltIn::GlobalInvocationId | BuiltIn::WorkGroupId => 3,
+            BuiltIn::LocalInvocationIndex => 1,
+            BuiltIn::NumWorkGroups => return Ok(Lanes::splat(self.lanes, &self.workgroups)),
             other => return self.subgroup_builtin(other).ok_or_else(|| internal(&format!("met built-in {other:?}"))),
-        })
-    }
-
-    /// `width` words for every lane, which `f` appends given the lane's workgroup id and
-    /// local invocation id.
-    fn per_lane(&self, width: usize, mut f: impl FnMut([u32; 3], [u32; 3], &mut Vec<u32>)) -> Lanes {
+        };
         let [sx, sy, sz] = self.prog.size;
         let [nx, ny, _] = self.workgroups.map(|n| n as usize);
         let local: Vec<[u32; 3]> = (0..sz).flat_map(|z| (0..sy).flat_map(move |y| (0..sx).map(move |x| [x, y, z]))).collect();
         let mut words = Vec::with_capacity(self.lanes * width);
         for w in self.range.clone() {
-            let group = [w % nx, w / nx % ny, w / (nx * ny)].map(|n| n as u32);
-            for &id in &local {
-                f(group, id, &mut words);
+            let g = [w % nx, w / nx % ny, w / (nx * ny)].map(|n| n as u32);
+            match b {
+                BuiltIn::LocalInvocationId => local.iter().for_each(|id| words.extend(id)),
+                BuiltIn::GlobalInvocationId => local.iter().for_each(|&[x, y, z]| words.extend([g[0] * sx + x, g[1] * sy + y, g[2] * sz + z])),
+                BuiltIn::WorkGroupId => local.iter().for_each(|_| words.extend(g)),
+                _ => words.extend(0..local.len() as u32),
             }
         }
-        Lanes { width, words }
+        Ok(Lanes { width, words })
     }
 
     /// Run the module's function `which` (`None`: the entry point) for the lanes in `mask`

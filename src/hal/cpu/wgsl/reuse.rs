@@ -18,8 +18,8 @@ pub(super) struct Reuse {
 /// An invariant expression with its operands replaced by their slots, to find repeats.
 #[derive(PartialEq)]
 enum Key {
-    /// Literals compare by their exact text (`-0.0` is not `0.0`, a NaN is itself).
-    Literal(String),
+    /// A literal's type and exact bits (`-0.0` is not `0.0`, a NaN is itself).
+    Literal(std::mem::Discriminant<naga::Literal>, u64),
     Constant(Handle<naga::Constant>),
     Argument(u32),
     Global(Handle<naga::GlobalVariable>),
@@ -75,11 +75,25 @@ fn operands(e: &E) -> Vec<Handle<E>> {
     all
 }
 
+/// The bits of a literal (of the types the executor runs).
+fn bits(l: naga::Literal) -> Option<u64> {
+    use naga::Literal as L;
+    Some(match l {
+        L::F32(v) => u64::from(v.to_bits()),
+        L::I32(v) => v as u32 as u64,
+        L::U32(v) => u64::from(v),
+        L::Bool(v) => u64::from(v),
+        L::AbstractInt(v) => v as u64,
+        L::AbstractFloat(v) => v.to_bits(),
+        _ => return None,
+    })
+}
+
 /// The key of invariant expression `e` (of the kinds worth sharing), its operands by slot.
 fn key(e: &E, slot: &[Handle<E>]) -> Option<Key> {
     let s = |h: Handle<E>| slot[h.index()];
     Some(match *e {
-        E::Literal(ref l) => Key::Literal(format!("{l:?}")),
+        E::Literal(l) => Key::Literal(std::mem::discriminant(&l), bits(l)?),
         E::Constant(c) => Key::Constant(c),
         E::FunctionArgument(i) => Key::Argument(i),
         E::GlobalVariable(g) => Key::Global(g),
