@@ -205,6 +205,22 @@ fn geometry_value(small: std::ops::Range<usize>, huge: Vec<usize>) -> impl Strat
     prop_oneof![6 => small, 1 => prop::sample::select(huge)]
 }
 
+/// The case proptest found: an empty view whose other extent is past u32 (`[1]` broadcast to
+/// `[2^32, 0]`) reads back empty and its ops give empty results on every device, where the
+/// webgpu kernels, whose indices are u32, once refused it.
+#[test]
+fn empty_views_with_extents_past_u32_run_as_nothing() {
+    let shape = [1usize << 32, 0];
+    for d in devices() {
+        let t = Tensor::from_slice(d, &[1.5f32], &[1]).unwrap().broadcast_to(&shape).unwrap();
+        assert_eq!(t.to_vec_blocking::<f32>().unwrap(), Vec::<f32>::new(), "read on {}", name(d));
+        let sum = t.add(&t).unwrap();
+        assert_eq!((sum.shape(), sum.to_vec_blocking::<f32>().unwrap()), (&shape[..], vec![]), "add on {}", name(d));
+        let relu = t.relu().unwrap();
+        assert_eq!((relu.shape(), relu.to_vec_blocking::<f32>().unwrap().len()), (&shape[..], 0), "relu on {}", name(d));
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
 

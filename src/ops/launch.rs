@@ -64,6 +64,11 @@ pub(crate) use backends;
 /// Record `op` on `queue`: ordered after other queues' use of its memory and, while a profiler
 /// records, timed with its cost and the dispatcher's `decision` (which variant, and why).
 pub(crate) fn launch(queue: &Queue, op: &dyn Launch, decision: Option<&Decision>) -> Result<()> {
+    if op.operands().iter().all(|o| o.layout.numel() == 0) {
+        // Nothing to read or write: no launch, whatever the empty views' other extents (an
+        // extent past a kernel's u32 indexing is no reason to refuse zero elements).
+        return Ok(());
+    }
     let device = queue.device();
     let temp = |bytes: u64| device.alloc(bytes, Init::Overwritten);
     let cx = OpContext { options: &device.shared.options, temp: &temp };
