@@ -8,15 +8,8 @@ use std::time::Instant;
 
 use unicompute::{BackendChoice, BackendKind, Binding, Buffer, Device, Kernel, Tensor};
 
-const ADD: &str = r#"
-@group(0) @binding(0) var<storage, read> a: array<f32>;
-@group(0) @binding(1) var<storage, read> b: array<f32>;
-@group(0) @binding(2) var<storage, read_write> c: array<f32>;
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    if (g.x < arrayLength(&c)) { c[g.x] = a[g.x] + b[g.x]; }
-}
-"#;
+/// `c = a + b`, one invocation per element.
+const ADD: &str = include_str!("wgsl/add.wgsl");
 
 /// The tiled matmul of the WGSL corpus (tests/wgsl_kernels.rs).
 const MATMUL: &str = include_str!("../tests/wgsl/tiled_matmul.wgsl");

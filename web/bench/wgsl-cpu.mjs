@@ -5,14 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { init } from '../../npm/index.js';
 
-const ADD = `
-@group(0) @binding(0) var<storage, read> a: array<f32>;
-@group(0) @binding(1) var<storage, read> b: array<f32>;
-@group(0) @binding(2) var<storage, read_write> c: array<f32>;
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    if (g.x < arrayLength(&c)) { c[g.x] = a[g.x] + b[g.x]; }
-}`;
+const ADD = await readFile(new URL('../../benches/wgsl/add.wgsl', import.meta.url), 'utf8');
 const MATMUL = await readFile(new URL('../../tests/wgsl/tiled_matmul.wgsl', import.meta.url), 'utf8');
 
 /** Median milliseconds of `f` over 9 runs after 2 warm-ups. */
