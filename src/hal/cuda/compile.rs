@@ -165,6 +165,8 @@ pub(crate) fn forget(source: &str, options: &[String], dir: Option<&PathBuf>) {
 /// Run NVRTC.
 pub(crate) fn compile(source: &str, name: &str, options: &[String]) -> Result<Vec<u8>, CompileFailure> {
     let nvrtc = |what: &str, e: result::NvrtcError| CompileFailure::Nvrtc(format!("{what} failed: {e:?}"));
+    // cudarc panics on a call into a library it cannot load: say why instead.
+    nvrtc_version().map_err(CompileFailure::Nvrtc)?;
     let src = CString::new(source).map_err(|_| CompileFailure::Source(format!("{name}: the source contains a NUL byte")))?;
     let cname = CString::new(name).map_err(|_| CompileFailure::Nvrtc("kernel name contains a NUL byte".into()))?;
     let prog = result::create_program(&src, Some(&cname)).map_err(|e| nvrtc("nvrtcCreateProgram", e))?;
