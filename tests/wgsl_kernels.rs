@@ -104,15 +104,16 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
 
 #[test]
 fn reduction_in_workgroup_memory() {
-    for d in devices() {
-        let n = 1000;
+    // 1000 elements: one workgroup at a time on the CPU; 40009 (a prime): workgroups in
+    // batches, each with its own copy of the workgroup memory, the last batch partial.
+    for (d, n) in devices().iter().flat_map(|d| [(d, 1000), (d, 40009)]) {
         let x = random(3, n, -1.0, 1.0);
         let bx = Buffer::from_slice(d, &x).unwrap();
         let groups = n.div_ceil(128);
         let out = poisoned::<f32>(d, groups);
         let got = run(d, REDUCE, &[Binding::from(&bx), Binding::from(&out)], [groups as u32, 1, 1], &out);
         let want: Vec<f64> = x.chunks(128).map(|c| c.iter().map(|&v| f64::from(v)).sum()).collect();
-        assert_close(&got, &want, 1e-5, &format!("reduction on {}", name(d)));
+        assert_close(&got, &want, 1e-5, &format!("reduction of {n} on {}", name(d)));
     }
 }
 
@@ -261,8 +262,8 @@ const MATMUL: &str = include_str!("wgsl/tiled_matmul.wgsl");
 
 #[test]
 fn tiled_matmul_with_workgroup_memory() {
-    for d in devices() {
-        let (m, k, n) = (19, 23, 13);
+    // 3 x 2 workgroups, and 16 x 13 that the CPU runs in batches (the last partial).
+    for (d, (m, k, n)) in devices().iter().flat_map(|d| [(d, (19, 23, 13)), (d, (101, 37, 127))]) {
         let (a, b) = (random(4, m * k, -1.0, 1.0), random(5, k * n, -1.0, 1.0));
         let (ba, bb) = (Buffer::from_slice(d, &a).unwrap(), Buffer::from_slice(d, &b).unwrap());
         let out = poisoned::<f32>(d, m * n);
@@ -270,7 +271,7 @@ fn tiled_matmul_with_workgroup_memory() {
         let groups = [(n as u32).div_ceil(8), (m as u32).div_ceil(8), 1];
         let got = run(d, MATMUL, &[Binding::from(&ba), Binding::from(&bb), Binding::from(&out), Binding::from(&dims)], groups, &out);
         let want = common::matmul_reference(&a, &b, m, k, n);
-        assert_close(&got, &want, 1e-5, &format!("matmul on {}", name(d)));
+        assert_close(&got, &want, 1e-5, &format!("matmul {m}x{k}x{n} on {}", name(d)));
     }
 }
 
@@ -301,14 +302,14 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 
 #[test]
 fn prefix_scan_per_workgroup() {
-    for d in devices() {
-        let n = 300;
+    // 300 elements, and 20011 (a prime) that the CPU runs in batches of workgroups.
+    for (d, n) in devices().iter().flat_map(|d| [(d, 300), (d, 20011)]) {
         let x: Vec<u32> = (0..n).map(|i| (i * 7 % 13) as u32).collect();
         let bx = Buffer::from_slice(d, &x).unwrap();
         let out = poisoned::<u32>(d, n);
         let got = run(d, SCAN, &[Binding::from(&bx), Binding::from(&out)], [(n as u32).div_ceil(64), 1, 1], &out);
         let want: Vec<u32> = x.chunks(64).flat_map(|c| c.iter().scan(0, |s, &v| { *s += v; Some(*s) }).collect::<Vec<_>>()).collect();
-        assert_eq!(got, want, "scan on {}", name(d));
+        assert_eq!(got, want, "scan of {n} on {}", name(d));
     }
 }
 

@@ -80,7 +80,10 @@ impl Exec<'_, '_, '_> {
                 Lanes { width: picks.len(), words: v.words.chunks(v.width).flat_map(|w| picks.iter().map(|&c| w[c])).collect() }
             }
             E::FunctionArgument(i) => return frame.args.get(i as usize).cloned().ok_or_else(|| internal("lost a function argument")),
-            E::GlobalVariable(g) => return Ok(Value::Ptr(Ptr { space: self.space_of(g)?, offsets: vec![0; n] })),
+            E::GlobalVariable(g) => {
+                let space = self.space_of(g)?;
+                return Ok(Value::Ptr(Ptr { space, offsets: self.origin(space) }));
+            }
             E::LocalVariable(l) => return Ok(Value::Ptr(Ptr { space: super::memory::Space::Local(frame.local_base + l.index()), offsets: vec![0; n] })),
             E::Load { pointer } => {
                 let width = self.prog.words_of(self.ty(frame, h));

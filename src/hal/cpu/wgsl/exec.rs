@@ -76,7 +76,10 @@ pub(super) struct Exec<'p, 'a, 'b> {
     pub prog: &'p WgslProgram,
     pub lanes: usize,
     bound: &'b [(Handle<naga::GlobalVariable>, Words<'a>)],
+    /// Each `var<workgroup>` variable: one copy per running workgroup, one after another.
     workgroup: Vec<Vec<u32>>,
+    /// Words of one copy of each `var<workgroup>` variable.
+    workgroup_width: Vec<usize>,
     private: Vec<PerLane>,
     /// The function variables of every call in progress, innermost last: a pointer to one
     /// (`Space::Local`) stays valid in the calls it is passed to.
@@ -102,7 +105,7 @@ pub(super) fn workgroups(prog: &WgslProgram, bound: &[(Handle<naga::GlobalVariab
 impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
     fn new(prog: &'p WgslProgram, bound: &'b [(Handle<naga::GlobalVariable>, Words<'a>)], range: Range<usize>, workgroups: [u32; 3]) -> Result<Self> {
         let lanes = prog.size.iter().map(|&n| n as usize).product::<usize>() * range.len();
-        let mut exec = Exec { prog, lanes, bound, workgroup: Vec::new(), private: Vec::new(), locals: Vec::new(), slots: Vec::new(), range, workgroups };
+        let mut exec = Exec { prog, lanes, bound, workgroup: Vec::new(), workgroup_width: Vec::new(), private: Vec::new(), locals: Vec::new(), slots: Vec::new(), range, workgroups };
         exec.allocate()?;
         Ok(exec)
     }
@@ -115,7 +118,8 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
             let slot = match var.space {
                 AddressSpace::Uniform | AddressSpace::Storage { .. } => self.bound.iter().position(|(v, _)| *v == h).map(Space::Binding),
                 AddressSpace::WorkGroup => {
-                    self.workgroup.push(vec![0; words]);
+                    self.workgroup.push(vec![0; words * self.range.len()]);
+                    self.workgroup_width.push(words);
                     Some(Space::Workgroup(self.workgroup.len() - 1))
                 }
                 AddressSpace::Private => {
@@ -139,6 +143,14 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
     /// The memory of global variable `g`.
     pub(super) fn space_of(&self, g: Handle<naga::GlobalVariable>) -> Result<Space> {
         self.slots[g.index()].ok_or_else(|| internal("used a variable that is not bound"))
+    }
+
+    /// Where each lane's pointer to the start of `space` points: its workgroup's copy of a
+    /// `var<workgroup>` variable, word 0 of anything else.
+    pub(super) fn origin(&self, space: Space) -> Vec<u32> {
+        let Space::Workgroup(v) = space else { return vec![0; self.lanes] };
+        let size = self.prog.size.iter().map(|&n| n as usize).product::<usize>().max(1);
+        (0..self.lanes).map(|l| (l / size * self.workgroup_width[v]) as u32).collect()
     }
 
     /// The memories the running calls see.

@@ -50,7 +50,7 @@ pub(crate) fn compile(source: &str, entry: &str) -> Result<WgslProgram> {
     let entry_reuse = reuse::reuse(&module.entry_points[entry].function);
     let reuse = module.functions.iter().map(|(_, f)| reuse::reuse(f)).collect();
     let mut program = WgslProgram { module, info, entry, size, batch: 1, entry_reuse, reuse };
-    program.batch = schedule::batch(&program.module, &program.info, entry, program.words_per_lane());
+    program.batch = schedule::batch(&program.module, entry, program.words_per_lane(), program.workgroup_words());
     Ok(program)
 }
 
@@ -95,6 +95,12 @@ impl WgslProgram {
         let private: usize = m.global_variables.iter().filter(|(_, v)| v.space == AddressSpace::Private).map(|(_, v)| self.words(v.ty)).sum();
         let functions = std::iter::once(&m.entry_points[self.entry].function).chain(m.functions.iter().map(|(_, f)| f));
         private + functions.flat_map(|f| f.local_variables.iter()).map(|(_, l)| self.words(l.ty)).sum::<usize>()
+    }
+
+    /// Words of `var<workgroup>` memory one workgroup of the entry point uses.
+    fn workgroup_words(&self) -> usize {
+        let used = self.info.get_entry_point(self.entry);
+        self.module.global_variables.iter().filter(|(h, v)| v.space == AddressSpace::WorkGroup && !used[*h].is_empty()).map(|(_, v)| self.words(v.ty)).sum()
     }
 
     /// Words from one array element to the next.

@@ -1,26 +1,26 @@
 //! How the workgroups of a launch are run: how many of them advance together as one set of
-//! lanes. Workgroups that share nothing (no `var<workgroup>` memory, no subgroup operations)
-//! may run side by side in lockstep, which spreads the executor's cost per expression over
-//! many more invocations; the others run one workgroup at a time.
+//! lanes. Workgroups without subgroup operations may run side by side in lockstep, which
+//! spreads the executor's cost per expression over many more invocations; each has its own
+//! copy of the `var<workgroup>` memory, and its pointers into it start at that copy
+//! (exec.rs). Workgroups with subgroup operations run one at a time.
 
-use naga::{AddressSpace, Block, Module, Statement as S};
+use naga::{Block, Module, Statement as S};
 
 /// Lanes a run of batched workgroups aims at.
 const TARGET_LANES: usize = 2048;
-/// Words of private and function memory all lanes of a run may take together.
+/// Words of private, function and workgroup memory all lanes of a run may take together.
 const MEMORY_WORDS: usize = 1 << 20;
 
 /// The most workgroups of entry point `entry` that may run as one set of lanes.
-pub(super) fn batch(module: &Module, info: &naga::valid::ModuleInfo, entry: usize, words_per_lane: usize) -> usize {
+/// `words_per_lane` of private and function memory, `workgroup_words` of workgroup memory.
+pub(super) fn batch(module: &Module, entry: usize, words_per_lane: usize, workgroup_words: usize) -> usize {
     let ep = &module.entry_points[entry];
     let size = ep.workgroup_size.iter().map(|&n| n as usize).product::<usize>().max(1);
-    let used = info.get_entry_point(entry);
-    let shares = module.global_variables.iter().any(|(h, v)| v.space == AddressSpace::WorkGroup && !used[h].is_empty());
     let mut functions = std::iter::once(&ep.function).chain(module.functions.iter().map(|(_, f)| f));
-    if shares || functions.any(|f| has_subgroup_op(&f.body)) || has_subgroup_builtin(module, &ep.function) {
+    if functions.any(|f| has_subgroup_op(&f.body)) || has_subgroup_builtin(module, &ep.function) {
         return 1;
     }
-    let by_memory = MEMORY_WORDS / words_per_lane.max(1) / size;
+    let by_memory = MEMORY_WORDS / (words_per_lane * size + workgroup_words).max(1);
     (TARGET_LANES / size).min(by_memory).max(1)
 }
 
