@@ -8,7 +8,7 @@ use naga::{ArraySize, Expression as E, Handle, TypeInner};
 
 use super::eval::Index;
 use super::exec::{Exec, Frame, Value};
-use super::lanes::Lanes;
+use super::lanes::{collect, zeroed, Lanes};
 use super::memory::Ptr;
 use crate::{Error, Result};
 
@@ -48,7 +48,7 @@ impl Exec<'_, '_, '_> {
     }
 
     /// The pointee (for a pointer) or the type (for a value) of expression `base`.
-    fn composite<'f>(&'f self, frame: &'f Frame<'_>, base: Handle<E>) -> &'f TypeInner {
+    pub(super) fn composite<'f>(&'f self, frame: &'f Frame<'_>, base: Handle<E>) -> &'f TypeInner {
         match *self.ty(frame, base) {
             TypeInner::Pointer { base, .. } => &self.prog.module.types[base].inner,
             ref t => t,
@@ -79,15 +79,15 @@ impl Exec<'_, '_, '_> {
         match frame.get(base)? {
             Value::Ptr(p) => {
                 let offsets = match step.member_offset {
-                    Some(m) => p.offsets.iter().map(|&off| off + m as u32).collect(),
+                    Some(m) => collect(p.offsets.iter().map(|&off| off + m as u32)),
                     None => step_pointer(&p.offsets, &step, self.memories().len(p.space), &indices, index),
                 };
-                Ok(Value::Ptr(Ptr { space: p.space, offsets }))
+                Ok(Value::Ptr(Ptr { space: p.space, offsets, whole: false }))
             }
             Value::Lanes(v) if step.width == 1 && !matches!(index, Index::Dynamic(_)) => {
                 // One component of each lane (`g.x`, a struct's scalar member).
                 let start = step.member_offset.unwrap_or_else(|| (at(0) as usize).min(step.count.unwrap_or(1).saturating_sub(1)) * step.stride);
-                let words = if start < v.width { v.words.chunks_exact(v.width).map(|w| w[start]).collect() } else { vec![0; self.lanes] };
+                let words = if start < v.width { collect(v.words.chunks_exact(v.width).map(|w| w[start])) } else { zeroed(self.lanes) };
                 Ok(Value::Lanes(Lanes { width: 1, words }))
             }
             Value::Lanes(v) => {
@@ -129,14 +129,14 @@ fn step_pointer(offsets: &[u32], step: &Step, len: usize, indices: &[u32], index
     match (step.count, index) {
         (Some(n), Index::Constant(i)) => {
             let d = i.min(n.saturating_sub(1) as u32) * stride;
-            offsets.iter().map(|&off| off + d).collect()
+            collect(offsets.iter().map(|&off| off + d))
         }
         (Some(n), Index::Dynamic(_)) => {
             let last = n.saturating_sub(1) as u32;
-            offsets.iter().zip(indices).map(|(&off, &i)| off + i.min(last) * stride).collect()
+            collect(offsets.iter().zip(indices).map(|(&off, &i)| off + i.min(last) * stride))
         }
-        (None, Index::Constant(i)) => offsets.iter().map(|&off| off + i.min((len.saturating_sub(off) / stride.max(1)).saturating_sub(1)) * stride).collect(),
-        (None, Index::Dynamic(_)) if stride <= 1 => offsets.iter().zip(indices).map(|(&off, &i)| off + i.min(len.saturating_sub(off).saturating_sub(1)) * stride).collect(),
-        (None, Index::Dynamic(_)) => offsets.iter().zip(indices).map(|(&off, &i)| off + i.min((len.saturating_sub(off) / stride).saturating_sub(1)) * stride).collect(),
+        (None, Index::Constant(i)) => collect(offsets.iter().map(|&off| off + i.min((len.saturating_sub(off) / stride.max(1)).saturating_sub(1)) * stride)),
+        (None, Index::Dynamic(_)) if stride <= 1 => collect(offsets.iter().zip(indices).map(|(&off, &i)| off + i.min(len.saturating_sub(off).saturating_sub(1)) * stride)),
+        (None, Index::Dynamic(_)) => collect(offsets.iter().zip(indices).map(|(&off, &i)| off + i.min((len.saturating_sub(off) / stride).saturating_sub(1)) * stride)),
     }
 }

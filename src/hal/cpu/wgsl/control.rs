@@ -16,13 +16,13 @@ fn or(into: &mut [bool], from: &[bool]) {
 impl Exec<'_, '_, '_> {
     /// `if`: each branch for the lanes that take it; afterwards the lanes still active in either.
     pub(super) fn branch(&mut self, frame: &mut Frame<'_>, condition: Handle<E>, accept: &naga::Block, reject: &naga::Block, mask: &mut [bool]) -> Result<()> {
-        let c: Vec<bool> = frame.lanes(condition)?.column(0).map(|w| w != 0).collect();
-        if mask.iter().zip(&c).all(|(&m, &c)| !m || c) {
+        let c = &frame.lanes(condition)?.words;
+        if mask.iter().zip(c).all(|(&m, &c)| !m || c != 0) {
             // Every active lane takes the accept branch (a bounds check that all pass).
             return self.block(frame, accept, mask);
         }
-        let mut yes: Vec<bool> = mask.iter().zip(&c).map(|(&m, &c)| m && c).collect();
-        let mut no: Vec<bool> = mask.iter().zip(&c).map(|(&m, &c)| m && !c).collect();
+        let mut yes: Vec<bool> = mask.iter().zip(c).map(|(&m, &c)| m && c != 0).collect();
+        let mut no: Vec<bool> = mask.iter().zip(c).map(|(&m, &c)| m && c == 0).collect();
         self.block(frame, accept, &mut yes)?;
         self.block(frame, reject, &mut no)?;
         for (m, (y, n)) in mask.iter_mut().zip(yes.iter().zip(&no)) {

@@ -45,7 +45,7 @@ impl Exec<'_, '_, '_> {
             return Ok(());
         }
         let function = frame.function;
-        for_operands(&function.expressions[h], |o| self.ensure(frame, o))?;
+        for_operands(&function.expressions[h], |o| if frame.reuse.direct[o.index()] { Ok(()) } else { self.ensure(frame, o) })?;
         let value = self.compute(frame, h)?;
         frame.values[h.index()] = Some(value);
         Ok(())
@@ -54,6 +54,10 @@ impl Exec<'_, '_, '_> {
     /// Evaluate `h` anew (an `Emit`: its operands are in the frame already), unless its value
     /// cannot have changed since it was last evaluated in this call.
     pub(super) fn emit(&mut self, frame: &mut Frame<'_>, h: Handle<E>) -> Result<()> {
+        if frame.reuse.direct[h.index()] {
+            // Its loads and stores compute it (direct.rs).
+            return Ok(());
+        }
         let h = frame.reuse.slot[h.index()];
         if frame.reuse.invariant[h.index()] {
             return self.ensure(frame, h);
@@ -82,9 +86,10 @@ impl Exec<'_, '_, '_> {
             E::FunctionArgument(i) => return frame.args.get(i as usize).cloned().ok_or_else(|| internal("lost a function argument")),
             E::GlobalVariable(g) => {
                 let space = self.space_of(g)?;
-                return Ok(Value::Ptr(Ptr { space, offsets: self.origin(space) }));
+                return Ok(Value::Ptr(Ptr { space, offsets: self.origin(space), whole: !matches!(space, super::memory::Space::Workgroup(_)) }));
             }
-            E::LocalVariable(l) => return Ok(Value::Ptr(Ptr { space: super::memory::Space::Local(frame.local_base + l.index()), offsets: vec![0; n] })),
+            E::LocalVariable(l) => return Ok(Value::Ptr(Ptr { space: super::memory::Space::Local(frame.local_base + l.index()), offsets: super::lanes::zeroed(n), whole: true })),
+            E::Load { pointer } if frame.reuse.direct[pointer.index()] => self.load_direct(frame, pointer)?,
             E::Load { pointer } => {
                 let width = self.prog.words_of(self.ty(frame, h));
                 self.memories().load(frame.ptr(pointer)?, width)

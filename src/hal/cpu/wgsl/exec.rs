@@ -75,7 +75,7 @@ impl Frame<'_> {
 pub(super) struct Exec<'p, 'a, 'b> {
     pub prog: &'p WgslProgram,
     pub lanes: usize,
-    bound: &'b [(Handle<naga::GlobalVariable>, Words<'a>)],
+    pub bound: &'b [(Handle<naga::GlobalVariable>, Words<'a>)],
     /// Each `var<workgroup>` variable: one copy per running workgroup, one after another.
     workgroup: Vec<Vec<u32>>,
     /// Words of one copy of each `var<workgroup>` variable.
@@ -148,9 +148,9 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
     /// Where each lane's pointer to the start of `space` points: its workgroup's copy of a
     /// `var<workgroup>` variable, word 0 of anything else.
     pub(super) fn origin(&self, space: Space) -> Vec<u32> {
-        let Space::Workgroup(v) = space else { return vec![0; self.lanes] };
+        let Space::Workgroup(v) = space else { return super::lanes::zeroed(self.lanes) };
         let size = self.prog.size.iter().map(|&n| n as usize).product::<usize>().max(1);
-        (0..self.lanes).map(|l| (l / size * self.workgroup_width[v]) as u32).collect()
+        super::lanes::collect((0..self.lanes).map(|l| (l / size * self.workgroup_width[v]) as u32))
     }
 
     /// The memories the running calls see.
@@ -187,16 +187,28 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
             other => return self.subgroup_builtin(other).ok_or_else(|| internal(&format!("met built-in {other:?}"))),
         };
         let [sx, sy, sz] = self.prog.size;
+        let size = (sx * sy * sz) as usize;
         let [nx, ny, _] = self.workgroups.map(|n| n as usize);
-        let local: Vec<[u32; 3]> = (0..sz).flat_map(|z| (0..sy).flat_map(move |y| (0..sx).map(move |x| [x, y, z]))).collect();
-        let mut words = Vec::with_capacity(self.lanes * width);
-        for w in self.range.clone() {
+        let mut words = super::lanes::zeroed(self.lanes * width);
+        for (group, w) in words.chunks_exact_mut(size * width).zip(self.range.clone()) {
             let g = [w % nx, w / nx % ny, w / (nx * ny)].map(|n| n as u32);
-            match b {
-                BuiltIn::LocalInvocationId => local.iter().for_each(|id| words.extend(id)),
-                BuiltIn::GlobalInvocationId => local.iter().for_each(|&[x, y, z]| words.extend([g[0] * sx + x, g[1] * sy + y, g[2] * sz + z])),
-                BuiltIn::WorkGroupId => local.iter().for_each(|_| words.extend(g)),
-                _ => words.extend(0..local.len() as u32),
+            if width == 1 {
+                group.iter_mut().zip(0..).for_each(|(o, i)| *o = i);
+                continue;
+            }
+            // Each lane's id: `origin` plus `step` times its local id.
+            let (origin, step) = match b {
+                BuiltIn::GlobalInvocationId => ([g[0] * sx, g[1] * sy, g[2] * sz], 1),
+                BuiltIn::WorkGroupId => (g, 0),
+                _ => ([0; 3], 1),
+            };
+            let mut lanes = group.chunks_exact_mut(3);
+            for z in 0..sz {
+                for y in 0..sy {
+                    for (x, o) in (0..sx).zip(&mut lanes) {
+                        o.copy_from_slice(&[origin[0] + x * step, origin[1] + y * step, origin[2] + z * step]);
+                    }
+                }
             }
         }
         Ok(Lanes { width, words })
@@ -244,7 +256,9 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
 
     fn statement(&mut self, frame: &mut Frame<'_>, statement: &S, mask: &mut [bool]) -> Result<()> {
         for h in reads(statement) {
-            self.ensure(frame, h)?;
+            if !frame.reuse.direct[h.index()] {
+                self.ensure(frame, h)?;
+            }
         }
         match *statement {
             S::Emit(ref range) => {
@@ -265,7 +279,11 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
                 let value = frame.reuse.slot[value.index()];
                 let v = frame.values[value.index()].take().ok_or_else(|| internal("stored an expression before evaluating it"))?;
                 if let Value::Lanes(ref lanes) = v {
-                    self.memories().store(frame.ptr(pointer)?, lanes, mask);
+                    if frame.reuse.direct[pointer.index()] {
+                        self.store_direct(frame, pointer, lanes, mask)?;
+                    } else {
+                        self.memories().store(frame.ptr(pointer)?, lanes, mask);
+                    }
                 }
                 frame.values[value.index()] = Some(v);
             }
@@ -288,7 +306,7 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
 
 /// The expressions `statement` reads directly (the ones not emitted, such as variables, are
 /// evaluated before it runs).
-fn reads(statement: &S) -> Vec<Handle<E>> {
+pub(super) fn reads(statement: &S) -> Vec<Handle<E>> {
     match *statement {
         S::If { condition, .. } => vec![condition],
         S::Switch { selector, .. } => vec![selector],

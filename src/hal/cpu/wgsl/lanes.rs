@@ -1,7 +1,48 @@
 //! Values of one expression for every invocation of a workgroup, and the WGSL arithmetic on
 //! them, component by component, on 32-bit words (f32 bits, i32, u32, bool as 0 or 1).
 
+use std::cell::RefCell;
+
 use naga::{BinaryOperator as B, ScalarKind, TypeInner, UnaryOperator};
+
+thread_local! {
+    /// The word vectors of dropped values and pointers, for the next ones: no trip through
+    /// the allocator, and memory still in the cache.
+    static SPARE: RefCell<Vec<Vec<u32>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The most spare vectors a thread keeps.
+const SPARE_MAX: usize = 64;
+
+/// `iter`'s words, in a spare vector where there is one.
+#[inline(always)]
+pub(super) fn collect(iter: impl Iterator<Item = u32>) -> Vec<u32> {
+    let mut words = SPARE.with_borrow_mut(Vec::pop).unwrap_or_default();
+    words.clear();
+    words.extend(iter);
+    words
+}
+
+/// `n` zero words, in a spare vector where there is one.
+pub(super) fn zeroed(n: usize) -> Vec<u32> {
+    let mut words = SPARE.with_borrow_mut(Vec::pop).unwrap_or_default();
+    words.clear();
+    words.resize(n, 0);
+    words
+}
+
+/// Keep `words` for [`collect`] and [`zeroed`].
+pub(super) fn spare(words: Vec<u32>) {
+    if words.capacity() > 0 {
+        // A thread that is exiting has no spares left to keep them in: the words are freed.
+        let _ = SPARE.try_with(|s| {
+            let mut s = s.borrow_mut();
+            if s.len() < SPARE_MAX {
+                s.push(words);
+            }
+        });
+    }
+}
 
 /// One value per invocation: `width` words per lane (a scalar 1, a vector its size, a struct
 /// or array its memory layout in words), lane after lane.
@@ -11,10 +52,16 @@ pub(super) struct Lanes {
     pub words: Vec<u32>,
 }
 
+impl Drop for Lanes {
+    fn drop(&mut self) {
+        spare(std::mem::take(&mut self.words));
+    }
+}
+
 impl Lanes {
     /// `width` zero words in each of `lanes` lanes.
     pub fn zeros(lanes: usize, width: usize) -> Lanes {
-        Lanes { width, words: vec![0; lanes * width] }
+        Lanes { width, words: zeroed(lanes * width) }
     }
 
     /// The same `words` in each of `lanes` lanes.
@@ -74,7 +121,7 @@ impl Kind {
 #[inline(always)]
 pub(super) fn zip(a: &Lanes, b: &Lanes, f: impl Fn(u32, u32) -> u32) -> Lanes {
     if a.width == b.width {
-        return Lanes { width: a.width, words: a.words.iter().zip(&b.words).map(|(&x, &y)| f(x, y)).collect() };
+        return Lanes { width: a.width, words: collect(a.words.iter().zip(&b.words).map(|(&x, &y)| f(x, y))) };
     }
     zip_broadcast(a, b, f)
 }
@@ -95,7 +142,7 @@ fn zip_broadcast(a: &Lanes, b: &Lanes, f: impl Fn(u32, u32) -> u32) -> Lanes {
 
 /// `f` on each component.
 pub(super) fn map(a: &Lanes, f: impl Fn(u32) -> u32) -> Lanes {
-    Lanes { width: a.width, words: a.words.iter().map(|&w| f(w)).collect() }
+    Lanes { width: a.width, words: collect(a.words.iter().map(|&w| f(w))) }
 }
 
 fn f(w: u32) -> f32 {

@@ -53,6 +53,15 @@ pub(super) enum Space {
 pub(super) struct Ptr {
     pub space: Space,
     pub offsets: Vec<u32>,
+    /// Whether every lane points to the start of its own copy of a whole variable (every
+    /// offset 0 for per-invocation memories).
+    pub whole: bool,
+}
+
+impl Drop for Ptr {
+    fn drop(&mut self) {
+        super::lanes::spare(std::mem::take(&mut self.offsets));
+    }
 }
 
 /// Memory with one copy per invocation: `width` words for each lane.
@@ -97,9 +106,9 @@ impl Memories<'_, '_> {
             // The commonest case: a scalar from a buffer, each index clamped into it.
             let last = self.bound[b].1.len().checked_sub(1);
             let words = match (&self.bound[b].1, last) {
-                (_, None) => vec![0; ptr.offsets.len()],
-                (Words::Read(w), Some(last)) => ptr.offsets.iter().map(|&o| w[(o as usize).min(last)]).collect(),
-                (Words::Write(w), Some(last)) => ptr.offsets.iter().map(|&o| w[(o as usize).min(last)].load(Relaxed)).collect(),
+                (_, None) => super::lanes::zeroed(ptr.offsets.len()),
+                (Words::Read(w), Some(last)) => super::lanes::collect(ptr.offsets.iter().map(|&o| w[(o as usize).min(last)])),
+                (Words::Write(w), Some(last)) => super::lanes::collect(ptr.offsets.iter().map(|&o| w[(o as usize).min(last)].load(Relaxed))),
             };
             return Lanes { width: 1, words };
         }
@@ -119,7 +128,7 @@ impl Memories<'_, '_> {
         }
         if let Space::Local(v) | Space::Private(v) = ptr.space {
             let copy = if matches!(ptr.space, Space::Local(_)) { &self.locals[v] } else { &self.private[v] };
-            if copy.width == width && ptr.offsets.iter().all(|&o| o == 0) {
+            if copy.width == width && ptr.whole {
                 // A whole variable (a scalar counter, an accumulator): its words as they are.
                 out.words.copy_from_slice(&copy.words);
                 return out;
@@ -173,6 +182,13 @@ impl Memories<'_, '_> {
         if let (Space::Local(v) | Space::Private(v), 1) = (ptr.space, value.width) {
             let copy = if matches!(ptr.space, Space::Local(_)) { &mut self.locals[v] } else { &mut self.private[v] };
             let width = copy.width;
+            if width == 1 && ptr.whole {
+                // A scalar variable: one select per lane, no offsets.
+                for ((cell, &w), &m) in copy.words.iter_mut().zip(&value.words).zip(mask) {
+                    *cell = if m { w } else { *cell };
+                }
+                return;
+            }
             for ((lane, (&off, &w)), _) in copy.words.chunks_exact_mut(width.max(1)).zip(ptr.offsets.iter().zip(&value.words)).zip(mask).filter(|(_, &m)| m) {
                 if let Some(cell) = lane.get_mut(off as usize) {
                     *cell = w;

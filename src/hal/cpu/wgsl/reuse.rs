@@ -1,7 +1,8 @@
 //! Values the executor need not compute again, found once when a kernel is compiled: an
 //! expression that reads no memory and no statement's result keeps its value through a call
 //! (in a loop it is computed on the first pass only), and such an expression that repeats an
-//! earlier one (`g.x` written four times) shares the earlier one's value.
+//! earlier one (`g.x` written four times) shares the earlier one's value. Pointers that loads
+//! and stores take directly are not computed at all ([`super::direct`]).
 
 use naga::{Expression as E, Handle};
 
@@ -13,6 +14,8 @@ pub(super) struct Reuse {
     pub invariant: Vec<bool>,
     /// The expression whose value each expression takes: itself, or an earlier equal one.
     pub slot: Vec<Handle<E>>,
+    /// Whether each expression is a pointer that only loads and stores use, directly.
+    pub direct: Vec<bool>,
 }
 
 /// An invariant expression with its operands replaced by their slots, to find repeats.
@@ -34,10 +37,11 @@ enum Key {
     Length(Handle<E>),
 }
 
-/// What can be reused among `function`'s expressions.
-pub(super) fn reuse(function: &naga::Function) -> Reuse {
+/// What can be reused among `function`'s expressions (of `module`, validated as `info`).
+pub(super) fn reuse(module: &naga::Module, info: &naga::valid::FunctionInfo, function: &naga::Function) -> Reuse {
     let n = function.expressions.len();
-    let mut out = Reuse { invariant: Vec::with_capacity(n), slot: Vec::with_capacity(n) };
+    let direct = super::direct::direct(module, info, function);
+    let mut out = Reuse { invariant: Vec::with_capacity(n), slot: Vec::with_capacity(n), direct };
     let mut seen: Vec<(Key, Handle<E>)> = Vec::new();
     for (h, e) in function.expressions.iter() {
         let invariant = keeps_value(e) && operands(e).iter().all(|o| out.invariant.get(o.index()).copied().unwrap_or(false));
