@@ -1003,3 +1003,34 @@ fn variables_sharing_a_binding_bind_the_one_the_entry_point_uses() {
         assert_close(&got, &want, 1e-5, &format!("vec4 view of a shared binding on {}", name(d)));
     }
 }
+
+const DYNAMIC_INDICES: &str = r#"
+// dynamic indices into a uniform vector, a storage array of vectors and a read-write buffer read back
+@group(0) @binding(0) var<storage, read> v: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<uniform> sel: vec4<u32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    let i = g.x;
+    if (i >= arrayLength(&out)) { return; }
+    out[i] = v[i][sel[i % 4u]] * 2.0;
+    out[i] = out[i] + f32(sel[(i + 1u) % 4u]);
+}
+"#;
+
+/// The loads and stores the CPU executor takes straight from an index (`buffer[i]`) beside
+/// the ones it does not (a uniform vector, an array of vectors, a buffer it also writes).
+#[test]
+fn dynamic_indices_into_vectors_and_arrays() {
+    for (d, n) in devices().iter().flat_map(|d| [(d, 61), (d, 20011)]) {
+        let v = random(13, n * 4, -4.0, 4.0);
+        let sel = [3u32, 0, 2, 1];
+        let bv = Buffer::from_slice(d, &v).unwrap();
+        let out = poisoned::<f32>(d, n);
+        let bs = Buffer::from_slice(d, &sel).unwrap();
+        let got = run(d, DYNAMIC_INDICES, &[Binding::from(&bv), Binding::from(&out), Binding::from(&bs)], [(n as u32).div_ceil(64), 1, 1], &out);
+        let want: Vec<f64> = (0..n).map(|i| f64::from(v[i * 4 + sel[i % 4] as usize]) * 2.0 + f64::from(sel[(i + 1) % 4])).collect();
+        assert_close(&got, &want, 1e-6, &format!("dynamic indices over {n} on {}", name(d)));
+    }
+}

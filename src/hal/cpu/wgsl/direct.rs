@@ -53,11 +53,13 @@ fn mark_statement_uses(block: &naga::Block, other_use: &mut [bool]) {
     }
 }
 
-/// Whether `e` is `buffer[index]` into a bound buffer whose elements are one word each.
+/// Whether `e` is `buffer[index]` into a bound buffer that is an array of one-word elements
+/// (not a vector: `v[i]` of a `var<uniform> v: vec4<u32>` takes the general path).
 fn is_buffer_scalar(module: &Module, info: &naga::valid::FunctionInfo, function: &naga::Function, h: Handle<E>, e: &E) -> bool {
     let E::Access { base, .. } = *e else { return false };
     let E::GlobalVariable(g) = function.expressions[base] else { return false };
-    let bound = matches!(module.global_variables[g].space, AddressSpace::Storage { .. } | AddressSpace::Uniform);
+    let var = &module.global_variables[g];
+    let bound = matches!(var.space, AddressSpace::Storage { .. } | AddressSpace::Uniform) && matches!(module.types[var.ty].inner, TypeInner::Array { .. });
     let scalar = match *info[h].ty.inner_with(&module.types) {
         TypeInner::Pointer { base, .. } => matches!(module.types[base].inner, TypeInner::Scalar(s) | TypeInner::Atomic(s) if s.width == 4),
         TypeInner::ValuePointer { size: None, scalar, .. } => scalar.width == 4,
