@@ -112,6 +112,19 @@ impl Memories<'_, '_> {
             };
             return Lanes { width: 1, words };
         }
+        if let (Space::Workgroup(v), 1) = (ptr.space, width) {
+            // A scalar of workgroup memory (a tile's element), each offset clamped into it.
+            let words = &self.workgroup[v];
+            let Some(last) = words.len().checked_sub(1) else { return Lanes::zeros(ptr.offsets.len(), 1) };
+            return Lanes { width: 1, words: super::lanes::collect(ptr.offsets.iter().map(|&o| words[(o as usize).min(last)])) };
+        }
+        if let (Space::Local(v) | Space::Private(v), true) = (ptr.space, ptr.whole) {
+            let copy = if matches!(ptr.space, Space::Local(_)) { &self.locals[v] } else { &self.private[v] };
+            if copy.width == width {
+                // A whole variable (a scalar counter, an accumulator): its words as they are.
+                return Lanes { width, words: super::lanes::collect(copy.words.iter().copied()) };
+            }
+        }
         let mut out = Lanes::zeros(ptr.offsets.len(), width);
         if let Space::Binding(b) = ptr.space {
             // The common case, one match for all lanes.
@@ -128,11 +141,6 @@ impl Memories<'_, '_> {
         }
         if let Space::Local(v) | Space::Private(v) = ptr.space {
             let copy = if matches!(ptr.space, Space::Local(_)) { &self.locals[v] } else { &self.private[v] };
-            if copy.width == width && ptr.whole {
-                // A whole variable (a scalar counter, an accumulator): its words as they are.
-                out.words.copy_from_slice(&copy.words);
-                return out;
-            }
             let last = copy.width.saturating_sub(1);
             if width == 1 && copy.width > 0 {
                 for ((o, &off), lane) in out.words.iter_mut().zip(&ptr.offsets).zip(copy.words.chunks_exact(copy.width)) {
@@ -182,6 +190,10 @@ impl Memories<'_, '_> {
         if let (Space::Local(v) | Space::Private(v), 1) = (ptr.space, value.width) {
             let copy = if matches!(ptr.space, Space::Local(_)) { &mut self.locals[v] } else { &mut self.private[v] };
             let width = copy.width;
+            if width == 1 && ptr.whole && mask.iter().all(|&m| m) {
+                copy.words.copy_from_slice(&value.words);
+                return;
+            }
             if width == 1 && ptr.whole {
                 // A scalar variable: one select per lane, no offsets.
                 for ((cell, &w), &m) in copy.words.iter_mut().zip(&value.words).zip(mask) {
