@@ -114,6 +114,9 @@ impl Exec<'_, '_, '_> {
         };
         let p = frame.ptr(pointer)?;
         let len = self.memories().len(p.space);
+        if p.whole {
+            return Ok(Lanes::splat(self.lanes, &[(len / stride.max(1)) as u32]));
+        }
         let words = p.offsets.iter().map(|&off| (len.saturating_sub(off as usize) / stride.max(1)) as u32).collect();
         Ok(Lanes { width: 1, words })
     }

@@ -100,7 +100,10 @@ impl Exec<'_, '_, '_> {
         let E::Access { base, index } = frame.function.expressions[pointer] else {
             return Err(Error::Device("internal: the cpu WGSL executor took a direct access for another expression".into()));
         };
-        self.ensure(frame, base)?;
+        // The buffer, by its variable: its pointer is never built.
+        let E::GlobalVariable(g) = frame.function.expressions[base] else {
+            return Err(Error::Device("internal: the cpu WGSL executor took a direct access not into a variable".into()));
+        };
         self.ensure(frame, index)?;
         let (count, stride) = match *self.composite(frame, base) {
             TypeInner::Array { base, size, stride } => (match size {
@@ -109,9 +112,8 @@ impl Exec<'_, '_, '_> {
             }, self.prog.stride(base, stride)),
             _ => return Err(Error::Device("internal: the cpu WGSL executor took a direct access into something other than an array".into())),
         };
-        let Value::Ptr(p) = frame.get(base)? else { return Err(Error::Device("internal: a direct access without a pointer".into())) };
-        let Space::Binding(space) = p.space else { return Err(Error::Device("internal: a direct access outside a bound buffer".into())) };
-        let len = self.memories().len(p.space);
+        let Space::Binding(space) = self.space_of(g)? else { return Err(Error::Device("internal: a direct access outside a bound buffer".into())) };
+        let len = self.bound[space].1.len();
         let last = count.unwrap_or(len / stride.max(1)).saturating_sub(1);
         let Value::Lanes(i) = frame.get(index)? else { return Err(Error::Device("internal: an index that is a pointer".into())) };
         Ok(Element { space, indices: &i.words, stride, last })

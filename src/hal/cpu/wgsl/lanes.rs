@@ -14,19 +14,25 @@ thread_local! {
 /// The most spare vectors a thread keeps.
 const SPARE_MAX: usize = 64;
 
+/// An empty vector: a spare one where there is one.
+#[inline(never)]
+fn empty() -> Vec<u32> {
+    let mut words = SPARE.with_borrow_mut(Vec::pop).unwrap_or_default();
+    words.clear();
+    words
+}
+
 /// `iter`'s words, in a spare vector where there is one.
 #[inline(always)]
 pub(super) fn collect(iter: impl Iterator<Item = u32>) -> Vec<u32> {
-    let mut words = SPARE.with_borrow_mut(Vec::pop).unwrap_or_default();
-    words.clear();
+    let mut words = empty();
     words.extend(iter);
     words
 }
 
 /// `n` zero words, in a spare vector where there is one.
 pub(super) fn zeroed(n: usize) -> Vec<u32> {
-    let mut words = SPARE.with_borrow_mut(Vec::pop).unwrap_or_default();
-    words.clear();
+    let mut words = empty();
     words.resize(n, 0);
     words
 }
