@@ -17,7 +17,7 @@ impl Exec<'_, '_, '_> {
     /// `if`: each branch for the lanes that take it; afterwards the lanes still active in either.
     pub(super) fn branch(&mut self, frame: &mut Frame<'_>, condition: Handle<E>, accept: &naga::Block, reject: &naga::Block, mask: &mut [bool]) -> Result<()> {
         let c = &frame.lanes(condition)?.words;
-        if mask.iter().zip(c).all(|(&m, &c)| !m || c != 0) {
+        if super::lanes::all(mask.iter().zip(c).map(|(&m, &c)| !m || c != 0)) {
             // Every active lane takes the accept branch (a bounds check that all pass).
             return self.block(frame, accept, mask);
         }

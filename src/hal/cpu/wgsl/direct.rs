@@ -89,7 +89,7 @@ impl Element<'_> {
     fn run(&self, len: usize) -> Option<std::ops::Range<usize>> {
         let first = *self.indices.first()? as usize;
         let end = first + self.indices.len();
-        let consecutive = self.indices.iter().zip(first as u32..).all(|(&i, j)| i == j);
+        let consecutive = super::lanes::all(self.indices.iter().zip(first as u32..).map(|(&i, j)| i == j));
         (self.stride == 1 && end - 1 <= self.last && end <= len && consecutive).then_some(first..end)
     }
 }
@@ -126,7 +126,7 @@ impl Exec<'_, '_, '_> {
         let at = self.element(frame, pointer)?;
         let words = match &bound[at.space].1 {
             Words::Read(w) => match at.run(w.len()) {
-                Some(run) => super::lanes::collect(w[run].iter().copied()),
+                Some(run) => super::lanes::copied(&w[run]),
                 None if w.is_empty() => super::lanes::zeroed(lanes),
                 None => super::lanes::collect((0..lanes).map(|l| w[at.word(l).min(w.len() - 1)])),
             },
@@ -141,7 +141,7 @@ impl Exec<'_, '_, '_> {
         let bound = self.bound;
         let at = self.element(frame, pointer)?;
         if let Words::Write(w) = &bound[at.space].1 {
-            if let (Some(run), true) = (at.run(w.len()), mask.iter().all(|&m| m)) {
+            if let (Some(run), true) = (at.run(w.len()), super::lanes::all(mask.iter().copied())) {
                 w[run].iter().zip(&value.words).for_each(|(cell, &v)| cell.store(v, std::sync::atomic::Ordering::Relaxed));
                 return Ok(());
             }

@@ -189,11 +189,12 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
         let [sx, sy, sz] = self.prog.size;
         let size = (sx * sy * sz) as usize;
         let [nx, ny, _] = self.workgroups.map(|n| n as usize);
-        let mut words = super::lanes::zeroed(self.lanes * width);
-        for (group, w) in words.chunks_exact_mut(size * width).zip(self.range.clone()) {
+        let mut words = super::lanes::empty();
+        words.reserve(self.lanes * width);
+        for w in self.range.clone() {
             let g = [w % nx, w / nx % ny, w / (nx * ny)].map(|n| n as u32);
             if width == 1 {
-                group.iter_mut().zip(0..).for_each(|(o, i)| *o = i);
+                words.extend(0..size as u32);
                 continue;
             }
             // Each lane's id: `origin` plus `step` times its local id.
@@ -202,11 +203,10 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
                 BuiltIn::WorkGroupId => (g, 0),
                 _ => ([0; 3], 1),
             };
-            let mut lanes = group.chunks_exact_mut(3);
             for z in 0..sz {
                 for y in 0..sy {
-                    for (x, o) in (0..sx).zip(&mut lanes) {
-                        o.copy_from_slice(&[origin[0] + x * step, origin[1] + y * step, origin[2] + z * step]);
+                    for x in 0..sx {
+                        words.extend_from_slice(&[origin[0] + x * step, origin[1] + y * step, origin[2] + z * step]);
                     }
                 }
             }

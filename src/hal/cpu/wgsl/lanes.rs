@@ -16,7 +16,7 @@ const SPARE_MAX: usize = 64;
 
 /// An empty vector: a spare one where there is one.
 #[inline(never)]
-fn empty() -> Vec<u32> {
+pub(super) fn empty() -> Vec<u32> {
     let mut words = SPARE.with_borrow_mut(Vec::pop).unwrap_or_default();
     words.clear();
     words
@@ -28,6 +28,18 @@ pub(super) fn collect(iter: impl Iterator<Item = u32>) -> Vec<u32> {
     let mut words = empty();
     words.extend(iter);
     words
+}
+
+/// A copy of `words`, in a spare vector where there is one.
+pub(super) fn copied(words: &[u32]) -> Vec<u32> {
+    let mut out = empty();
+    out.extend_from_slice(words);
+    out
+}
+
+/// Whether every one of `flags` is set (no early exit: a loop the compiler vectorises).
+pub(super) fn all(flags: impl Iterator<Item = bool>) -> bool {
+    flags.fold(true, |all, f| all & f)
 }
 
 /// `n` zero words, in a spare vector where there is one.
