@@ -44,6 +44,10 @@ impl Exec<'_, '_, '_> {
         if frame.values[h.index()].is_some() {
             return Ok(());
         }
+        if let Some((b, c)) = frame.reuse.component[h.index()] {
+            frame.values[h.index()] = Some(Value::Lanes(self.builtin_component(b, c)));
+            return Ok(());
+        }
         let function = frame.function;
         for_operands(&function.expressions[h], |o| if frame.reuse.direct[o.index()] { Ok(()) } else { self.ensure(frame, o) })?;
         let value = self.compute(frame, h)?;
@@ -82,6 +86,11 @@ impl Exec<'_, '_, '_> {
                 let v = frame.lanes(vector)?;
                 let picks: Vec<usize> = pattern[..size as usize].iter().map(|&c| c as usize).collect();
                 Lanes { width: picks.len(), words: v.words.chunks(v.width).flat_map(|w| picks.iter().map(|&c| w[c])).collect() }
+            }
+            E::FunctionArgument(i) if frame.args.is_empty() => {
+                // The entry point's built-ins, made where they are read (exec.rs).
+                let entry = &self.prog.module.entry_points[self.prog.entry].function;
+                return self.argument(entry.arguments.get(i as usize).ok_or_else(|| internal("lost an entry-point argument"))?);
             }
             E::FunctionArgument(i) => return frame.args.get(i as usize).cloned().ok_or_else(|| internal("lost a function argument")),
             E::GlobalVariable(g) => {

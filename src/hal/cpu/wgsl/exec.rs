@@ -96,10 +96,9 @@ pub(super) struct Exec<'p, 'a, 'b> {
 /// together, their invocations side by side as one set of lanes.
 pub(super) fn workgroups(prog: &WgslProgram, bound: &[(Handle<naga::GlobalVariable>, Words<'_>)], range: Range<usize>, workgroups: [u32; 3]) -> Result<()> {
     let mut exec = Exec::new(prog, bound, range, workgroups)?;
-    let entry = &prog.module.entry_points[prog.entry];
-    let args = entry.function.arguments.iter().map(|a| exec.argument(a)).collect::<Result<Vec<_>>>()?;
     let mut mask = vec![true; exec.lanes];
-    exec.call(None, args, &mut mask).map(drop)
+    // The entry point's arguments (built-ins) are made when its expressions first read them.
+    exec.call(None, Vec::new(), &mut mask).map(drop)
 }
 
 impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
@@ -159,7 +158,7 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
     }
 
     /// The entry point's argument `a`: a built-in, or a struct of built-ins.
-    fn argument(&self, a: &naga::FunctionArgument) -> Result<Value> {
+    pub(super) fn argument(&self, a: &naga::FunctionArgument) -> Result<Value> {
         if let Some(naga::Binding::BuiltIn(b)) = a.binding {
             return self.builtin(b).map(Value::Lanes);
         }
@@ -186,32 +185,42 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
             BuiltIn::NumWorkGroups => return Ok(Lanes::splat(self.lanes, &self.workgroups)),
             other => return self.subgroup_builtin(other).ok_or_else(|| internal(&format!("met built-in {other:?}"))),
         };
+        if width == 1 {
+            let size = self.prog.size.iter().product::<u32>();
+            let words = super::lanes::collect(self.range.clone().flat_map(|_| 0..size));
+            return Ok(Lanes { width: 1, words });
+        }
+        let columns = [0, 1, 2].map(|c| self.builtin_component(b, c));
+        let words = super::lanes::collect((0..self.lanes).flat_map(|l| columns.iter().map(move |c| c.words[l])));
+        Ok(Lanes { width: 3, words })
+    }
+
+    /// Component `c` (x, y or z) of the vector built-in `b` (`local_invocation_id`,
+    /// `global_invocation_id` or `workgroup_id`) in every lane: `gid.x` without the rest of `gid`.
+    pub(super) fn builtin_component(&self, b: BuiltIn, c: usize) -> Lanes {
         let [sx, sy, sz] = self.prog.size;
-        let size = (sx * sy * sz) as usize;
         let [nx, ny, _] = self.workgroups.map(|n| n as usize);
         let mut words = super::lanes::empty();
-        words.reserve(self.lanes * width);
+        words.reserve(self.lanes);
         for w in self.range.clone() {
             let g = [w % nx, w / nx % ny, w / (nx * ny)].map(|n| n as u32);
-            if width == 1 {
-                words.extend(0..size as u32);
-                continue;
-            }
             // Each lane's id: `origin` plus `step` times its local id.
             let (origin, step) = match b {
-                BuiltIn::GlobalInvocationId => ([g[0] * sx, g[1] * sy, g[2] * sz], 1),
-                BuiltIn::WorkGroupId => (g, 0),
-                _ => ([0; 3], 1),
+                BuiltIn::GlobalInvocationId => ([g[0] * sx, g[1] * sy, g[2] * sz][c], 1),
+                BuiltIn::WorkGroupId => (g[c], 0),
+                _ => (0, 1),
             };
             for z in 0..sz {
                 for y in 0..sy {
-                    for x in 0..sx {
-                        words.extend_from_slice(&[origin[0] + x * step, origin[1] + y * step, origin[2] + z * step]);
+                    match c {
+                        0 => words.extend((0..sx).map(|x| origin + x * step)),
+                        1 => words.extend(std::iter::repeat_n(origin + y * step, sx as usize)),
+                        _ => words.extend(std::iter::repeat_n(origin + z * step, sx as usize)),
                     }
                 }
             }
         }
-        Ok(Lanes { width, words })
+        Lanes { width: 1, words }
     }
 
     /// Run the module's function `which` (`None`: the entry point) for the lanes in `mask`

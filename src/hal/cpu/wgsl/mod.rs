@@ -48,8 +48,8 @@ pub(crate) struct WgslProgram {
 pub(crate) fn compile(source: &str, entry: &str) -> Result<WgslProgram> {
     let (module, info, entry) = crate::hal::wgsl_subset::parse(source, entry, "cpu")?;
     let size = module.entry_points[entry].workgroup_size;
-    let entry_reuse = reuse::reuse(&module, info.get_entry_point(entry), &module.entry_points[entry].function);
-    let reuse = module.functions.iter().map(|(h, f)| reuse::reuse(&module, &info[h], f)).collect();
+    let entry_reuse = reuse::reuse(&module, info.get_entry_point(entry), &module.entry_points[entry].function, true);
+    let reuse = module.functions.iter().map(|(h, f)| reuse::reuse(&module, &info[h], f, false)).collect();
     let mut program = WgslProgram { module, info, entry, size, batch: 1, entry_reuse, reuse };
     program.batch = schedule::batch(&program.module, entry, program.words_per_lane(), program.workgroup_words());
     Ok(program)

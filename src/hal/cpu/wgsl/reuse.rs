@@ -16,6 +16,9 @@ pub(super) struct Reuse {
     pub slot: Vec<Handle<E>>,
     /// Whether each expression is a pointer that only loads and stores use, directly.
     pub direct: Vec<bool>,
+    /// The expressions that are one component of an entry point's vector built-in (`gid.x`):
+    /// the built-in and the component, made without the rest of the vector.
+    pub component: Vec<Option<(naga::BuiltIn, usize)>>,
 }
 
 /// An invariant expression with its operands replaced by their slots, to find repeats.
@@ -37,11 +40,13 @@ enum Key {
     Length(Handle<E>),
 }
 
-/// What can be reused among `function`'s expressions (of `module`, validated as `info`).
-pub(super) fn reuse(module: &naga::Module, info: &naga::valid::FunctionInfo, function: &naga::Function) -> Reuse {
+/// What can be reused among `function`'s expressions (of `module`, validated as `info`);
+/// `entry` when it is the entry point.
+pub(super) fn reuse(module: &naga::Module, info: &naga::valid::FunctionInfo, function: &naga::Function, entry: bool) -> Reuse {
     let n = function.expressions.len();
     let direct = super::direct::direct(module, info, function);
-    let mut out = Reuse { invariant: Vec::with_capacity(n), slot: Vec::with_capacity(n), direct };
+    let component = function.expressions.iter().map(|(_, e)| if entry { component(function, e) } else { None }).collect();
+    let mut out = Reuse { invariant: Vec::with_capacity(n), slot: Vec::with_capacity(n), direct, component };
     let mut seen: Vec<(Key, Handle<E>)> = Vec::new();
     for (h, e) in function.expressions.iter() {
         let invariant = keeps_value(e) && operands(e).iter().all(|o| out.invariant.get(o.index()).copied().unwrap_or(false));
@@ -68,6 +73,18 @@ fn keeps_value(e: &E) -> bool {
     matches!(*e, E::Literal(_) | E::Constant(_) | E::Override(_) | E::ZeroValue(_) | E::FunctionArgument(_) | E::GlobalVariable(_) | E::LocalVariable(_))
         || matches!(*e, E::Compose { .. } | E::Splat { .. } | E::Swizzle { .. } | E::Access { .. } | E::AccessIndex { .. } | E::ArrayLength(_))
         || matches!(*e, E::Unary { .. } | E::Binary { .. } | E::Select { .. } | E::Relational { .. } | E::Math { .. } | E::As { .. })
+}
+
+/// The built-in and component that `e` reads when it is `id.x`, `id.y` or `id.z` of an entry
+/// point's vector built-in argument `id`.
+fn component(function: &naga::Function, e: &E) -> Option<(naga::BuiltIn, usize)> {
+    use naga::BuiltIn as B;
+    let E::AccessIndex { base, index } = *e else { return None };
+    let E::FunctionArgument(i) = function.expressions[base] else { return None };
+    match function.arguments.get(i as usize)?.binding {
+        Some(naga::Binding::BuiltIn(b @ (B::GlobalInvocationId | B::LocalInvocationId | B::WorkGroupId))) if index < 3 => Some((b, index as usize)),
+        _ => None,
+    }
 }
 
 fn operands(e: &E) -> Vec<Handle<E>> {
