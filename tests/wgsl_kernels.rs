@@ -1034,3 +1034,46 @@ fn dynamic_indices_into_vectors_and_arrays() {
         assert_close(&got, &want, 1e-6, &format!("dynamic indices over {n} on {}", name(d)));
     }
 }
+
+const TRANSPOSE: &str = r#"
+// a transpose through a 16x16 tile of workgroup memory, the loads in a helper function, and
+// the output scaled in place by a second statement that reads back what the first wrote
+struct Dims { rows: u32, cols: u32 }
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+@group(0) @binding(2) var<uniform> dims: Dims;
+var<workgroup> tile: array<array<f32, 17>, 16>;
+
+fn at(r: u32, c: u32) -> f32 {
+    if (r >= dims.rows || c >= dims.cols) { return 0.0; }
+    return x[r * dims.cols + c];
+}
+
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) w: vec3<u32>, @builtin(local_invocation_id) l: vec3<u32>) {
+    tile[l.y][l.x] = at(w.y * 16u + l.y, w.x * 16u + l.x);
+    workgroupBarrier();
+    let r = w.x * 16u + l.y; // a row of the output: a column of the input
+    let c = w.y * 16u + l.x;
+    if (r < dims.cols && c < dims.rows) {
+        y[r * dims.rows + c] = tile[l.x][l.y];
+        y[r * dims.rows + c] = y[r * dims.rows + c] * 2.0 + 1.0;
+    }
+}
+"#;
+
+/// Kernels as a new user writes them: 2-D workgroups with workgroup memory, in batches on
+/// the CPU (the last partial), loads in a helper, a store read back by the next statement.
+#[test]
+fn transpose_through_workgroup_memory() {
+    for (d, (rows, cols)) in devices().iter().flat_map(|d| [(d, (5, 3)), (d, (131, 97))]) {
+        let x = random(17, rows * cols, -2.0, 2.0);
+        let bx = Buffer::from_slice(d, &x).unwrap();
+        let out = poisoned::<f32>(d, rows * cols);
+        let dims = Buffer::from_slice(d, &[rows as u32, cols as u32]).unwrap();
+        let groups = [(cols as u32).div_ceil(16), (rows as u32).div_ceil(16), 1];
+        let got = run(d, TRANSPOSE, &[Binding::from(&bx), Binding::from(&out), Binding::from(&dims)], groups, &out);
+        let want: Vec<f64> = (0..cols).flat_map(|r| (0..rows).map(move |c| (r, c))).map(|(r, c)| f64::from(x[c * cols + r]) * 2.0 + 1.0).collect();
+        assert_close(&got, &want, 1e-6, &format!("transpose of {rows}x{cols} on {}", name(d)));
+    }
+}
