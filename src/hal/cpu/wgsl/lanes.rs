@@ -50,6 +50,7 @@ pub(super) fn zeroed(n: usize) -> Vec<u32> {
 }
 
 /// Keep `words` for [`collect`] and [`zeroed`].
+#[inline(never)]
 pub(super) fn spare(words: Vec<u32>) {
     if words.capacity() > 0 {
         // A thread that is exiting has no spares left to keep them in: the words are freed.
