@@ -76,6 +76,7 @@ fn info_object(info: &crate::DeviceInfo) -> JsValue {
     set(&features, "f16", info.features.f16);
     set(&features, "timestamps", info.features.timestamps);
     set(&features, "subgroups", info.features.subgroups);
+    set(&features, "int64", info.features.int64);
     set(&out, "name", info.name.clone());
     set(&out, "backend", info.backend.to_string());
     set(&out, "type", info.device_type.to_string());

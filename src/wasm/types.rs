@@ -35,7 +35,7 @@ export interface DeviceInfo {
   /** Threads of the CPU backend. */
   threads?: number;
   limits: { maxBufferSize: number; maxStorageBindingSize: number; maxInvocationsPerWorkgroup: number; maxLoopIterations?: number };
-  features: { f16: boolean; timestamps: boolean; subgroups: boolean };
+  features: { f16: boolean; timestamps: boolean; subgroups: boolean; int64: boolean };
 }
 /** The memory pool's statistics. */
 export interface MemoryStats {

@@ -1,4 +1,4 @@
-//! Bit-exact copies of 4-byte elements from a strided view into a view of the same shape:
+//! Bit-exact copies of 4-byte elements (8-byte ones as pairs of them) from a strided view into a view of the same shape:
 //! contiguous, or a non-overlapping strided view such as a slice of a larger tensor (what
 //! [`Tensor::contiguous`] and [`concat`](super::concat::concat) record).
 
@@ -31,10 +31,15 @@ impl Launch for ViewCopy<'_> {
 }
 
 /// Record `out = x` (same shape and dtype; `out` fresh, or a view no other operand overlaps):
-/// 4-byte elements by the copy kernels, 16-bit ones (two to a word) by the cast kernels.
+/// 4-byte elements by the copy kernels, 8-byte ones as pairs of words by the same kernels,
+/// 16-bit ones (two to a word) by the cast kernels.
 pub(crate) fn copy_into(queue: &Queue, x: &Tensor, out: &Tensor) -> Result<()> {
     if out.numel() == 0 {
         return Ok(());
+    }
+    if x.dtype().size() == 8 {
+        let words = super::common::words::pair_views("copy", &[(x, true), (out, true)])?;
+        return launch(queue, &ViewCopy { x: words[0].operand(), out: words[1].operand() }, None);
     }
     if x.dtype().size() == 4 {
         launch(queue, &ViewCopy { x: x.operand(), out: out.operand() }, None)

@@ -4,7 +4,7 @@ use crate::base::par::*;
 
 use super::{Binary, BinaryOp, Integer, Unary, UnaryOp};
 use crate::ops::common::math::{self, twin};
-use crate::ops::common::cpu::{offsets_from, out_words, run_from, CHUNK};
+use crate::ops::common::cpu::{elements, offsets_from, out_elements, out_words, run_from, Stored, CHUNK};
 use crate::hal::cpu::{read_guard, write_guard};
 use crate::{DType, Error, Result};
 
@@ -104,6 +104,7 @@ pub(super) fn binary(call: &Binary<'_>) -> Result<()> {
     match call.dtype {
         DType::I32 => return integer_binary::<i32>(call),
         DType::U32 => return integer_binary::<u32>(call),
+        DType::I64 => return integer_binary::<[u32; 2]>(call),
         _ => check_f32(call.dtype)?,
     }
     let (op, act, a, b, out) = (call.op, call.act, call.a, call.b, call.out);
@@ -157,16 +158,16 @@ pub(super) fn binary(call: &Binary<'_>) -> Result<()> {
 /// `op(a, b)` on integers ([`BinaryOp::eval_int`]), chunks of the output in parallel. One
 /// loop for every op (the op is matched per element): integer arithmetic is rare enough
 /// that the package's wasm keeps the size of one loop rather than seven.
-fn integer_binary<I: Integer>(call: &Binary<'_>) -> Result<()> {
+fn integer_binary<S: Stored<Value: Integer>>(call: &Binary<'_>) -> Result<()> {
     let (op, a, b, out) = (call.op, call.a, call.b, call.out);
     let (ag, bg) = (read_guard(a.buf)?, read_guard(b.buf)?);
     let mut os = write_guard(out.buf)?;
-    let (ai, bi): (&[I], &[I]) = (bytemuck::cast_slice(&ag), bytemuck::cast_slice(&bg));
-    let oi: &mut [I] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
+    let (ai, bi): (&[S], &[S]) = (elements(&ag), elements(&bg));
+    let oi: &mut [S] = out_elements(&mut os, &out);
     oi.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
         let start = c * CHUNK;
         for ((o, x), y) in chunk.iter_mut().zip(offsets_from(a.layout, start)).zip(offsets_from(b.layout, start)) {
-            *o = op.eval_int(ai[x], bi[y]);
+            *o = S::put(op.eval_int(ai[x].get(), bi[y].get()));
         }
     });
     Ok(())

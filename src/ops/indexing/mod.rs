@@ -13,25 +13,40 @@ use crate::{DType, Error, Queue, Result, Tensor};
 /// as Rust's `as` does: floats to integers truncate toward zero and saturate, NaN becomes 0;
 /// i32 <-> u32 keep the bits (two's complement). Everything else goes through f32: integers
 /// round to the nearest f32, f32 rounds to nearest-even f16 / bf16 (overflow gives inf), and
-/// f16 / bf16 widen exactly.
+/// f16 / bf16 widen exactly. For i64 see [`cast_bits64`].
 pub fn cast_bits(bits: u32, from: DType, to: DType) -> u32 {
+    cast_bits64(u64::from(bits), from, to) as u32
+}
+
+/// [`cast_bits`] for elements of up to 64 bits (i64 whole, others in the low bits): between
+/// integer types as Rust's `as` (i64 -> i32 / u32 keeps the low 32 bits, i32 sign-extends
+/// and u32 zero-extends to i64); i64 -> float rounds to the nearest f32 (then f16 / bf16);
+/// float -> i64 truncates toward zero and saturates, NaN becomes 0.
+pub fn cast_bits64(bits: u64, from: DType, to: DType) -> u64 {
     use half::{bf16, f16};
-    if from == to || matches!((from, to), (DType::I32, DType::U32) | (DType::U32, DType::I32)) {
+    if from == to {
         return bits;
     }
-    let f = match from {
-        DType::F32 => f32::from_bits(bits),
-        DType::I32 => bits as i32 as f32,
-        DType::U32 => bits as f32,
-        DType::F16 => f16::from_bits(bits as u16).to_f32(),
-        DType::BF16 => bf16::from_bits(bits as u16).to_f32(),
+    let int = match from {
+        DType::I32 => Some(i64::from(bits as u32 as i32)),
+        DType::U32 => Some(i64::from(bits as u32)),
+        DType::I64 => Some(bits as i64),
+        _ => None,
+    };
+    let f = match (from, int) {
+        (DType::F32, _) => f32::from_bits(bits as u32),
+        (DType::F16, _) => f16::from_bits(bits as u16).to_f32(),
+        (DType::BF16, _) => bf16::from_bits(bits as u16).to_f32(),
+        (_, Some(i)) if to.is_integer() => return if to == DType::I64 { i as u64 } else { u64::from(i as u32) },
+        (_, i) => i.unwrap_or(0) as f32,
     };
     match to {
-        DType::F32 => f.to_bits(),
-        DType::I32 => (f as i32) as u32,
-        DType::U32 => f as u32,
-        DType::F16 => u32::from(f16::from_f32(f).to_bits()),
-        DType::BF16 => u32::from(bf16::from_f32(f).to_bits()),
+        DType::F32 => f.to_bits().into(),
+        DType::I32 => u64::from((f as i32) as u32),
+        DType::U32 => u64::from(f as u32),
+        DType::I64 => (f as i64) as u64,
+        DType::F16 => f16::from_f32(f).to_bits().into(),
+        DType::BF16 => bf16::from_f32(f).to_bits().into(),
     }
 }
 
@@ -50,8 +65,10 @@ pub fn cast(queue: &Queue, x: &Tensor, dtype: DType) -> Result<Tensor> {
 /// (true where non-zero; NaN counts as true); `a` and `b` share any dtype.
 pub fn where_(queue: &Queue, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     // The kernels move 32-bit words: 16-bit values travel widened to f32 (exactly).
+    // An i64 condition is read as f32, non-zero exactly where the integer is.
+    let cond = if cond.dtype() == DType::I64 { cast(queue, cond, DType::F32)? } else { super::widen(queue, cond)? };
     let lift = Lift::of("where", &[a, b])?;
-    lift.down(queue, where_words(queue, &super::widen(queue, cond)?, &lift.up(queue, a)?, &lift.up(queue, b)?)?)
+    lift.down(queue, where_words(queue, &cond, &lift.up(queue, a)?, &lift.up(queue, b)?)?)
 }
 
 fn where_words(queue: &Queue, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -65,7 +82,14 @@ fn where_words(queue: &Queue, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<T
     check_rank("where", &shape)?;
     let (c, a, b) = (cond.broadcast_to(&shape)?, a.broadcast_to(&shape)?, b.broadcast_to(&shape)?);
     let out = Tensor::uninit(queue, &shape, a.dtype())?;
-    if out.numel() > 0 {
+    if out.numel() == 0 {
+        return Ok(out);
+    }
+    if a.dtype().size() == 8 {
+        // Both words of each element by the word kernels, the condition read for both.
+        let w = super::common::words::pair_views("where", &[(&c, false), (&a, true), (&b, true), (&out, true)])?;
+        launch(queue, &Where { cond: w[0].operand(), cond_dtype: c.dtype(), a: w[1].operand(), b: w[2].operand(), out: w[3].operand() }, None)?;
+    } else {
         launch(queue, &Where { cond: c.operand(), cond_dtype: c.dtype(), a: a.operand(), b: b.operand(), out: out.operand() }, None)?;
     }
     Ok(out)
@@ -109,17 +133,25 @@ fn gather_words(queue: &Queue, x: &Tensor, axis: usize, indices: &Tensor) -> Res
     let (x, indices) = (x.contiguous_on(queue)?, indices.contiguous_on(queue)?);
     let out = Tensor::uninit(queue, &out_shape, x.dtype())?;
     if out.numel() > 0 {
-        let (outer, len, inner) = (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product());
+        // 8-byte elements move as two words each: the inner extent counts words.
+        let words = x.dtype().size() / 4;
+        let (outer, len, inner) = (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product::<usize>() * words);
         let fill = gather_fill(x.dtype());
-        launch(queue, &Gather { x: x.operand(), indices: indices.operand(), signed: indices.dtype() == DType::I32, outer, len, inner, count, fill, out: out.operand() }, None)?;
+        let (x, o) = if words == 2 {
+            use super::common::words::pair_views;
+            (pair_views("gather", &[(&x, true)])?.remove(0), pair_views("gather", &[(&out, true)])?.remove(0))
+        } else {
+            (x, out.clone())
+        };
+        launch(queue, &Gather { x: x.operand(), indices: indices.operand(), signed: indices.dtype() == DType::I32, outer, len, inner, count, fill, out: o.operand() }, None)?;
     }
     Ok(out)
 }
 
 /// Cumulative sum of `x` along `axis`: `out[.., j, ..] = sum of x[.., 0..=j, ..]`. Floats
-/// sum in f32 (f16 / bf16 lifted); i32 and u32 in their own type, wrapping as numpy's do.
+/// sum in f32 (f16 / bf16 lifted); i32, u32 and i64 in their own type, wrapping as numpy's do.
 pub fn cumsum(queue: &Queue, x: &Tensor, axis: usize) -> Result<Tensor> {
-    if matches!(x.dtype(), DType::I32 | DType::U32) {
+    if x.dtype().is_integer() {
         return cumsum_values(queue, x, axis);
     }
     let lift = Lift::of("cumsum", &[x])?;
@@ -169,10 +201,10 @@ pub fn cumsum_with(queue: &Queue, x: &Tensor, axis: usize, options: CumsumOption
     }
 }
 
-/// The cumulative sum of f32, i32 or u32 values.
+/// The cumulative sum of f32, i32, u32 or i64 values.
 fn cumsum_values(queue: &Queue, x: &Tensor, axis: usize) -> Result<Tensor> {
     let dtype = x.dtype();
-    if !matches!(dtype, DType::I32 | DType::U32) {
+    if !dtype.is_integer() {
         check_f32(queue, "cumsum", x)?;
     }
     queue.device().check_same(x.device(), "cumsum")?;

@@ -1,7 +1,7 @@
 //! Casts, `where`, gather (indexing.wgsl) and cumulative sums (scan.wgsl) on wgpu.
 
 use super::{Cast, Cumsum, Gather, Where};
-use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, row_passes, strided_words, u32_of, val, wgsl_params, RowPasses, StridedWords, COMMON};
+use crate::ops::common::webgpu::{builtin, check_binding, check_int64, grid_1d, row_passes, strided_words, u32_of, val, wgsl_params, RowPasses, StridedWords, COMMON};
 #[cfg(test)]
 use crate::ops::common::webgpu::{VAL_F32, VAL_I32, VAL_U32};
 #[cfg(test)]
@@ -49,6 +49,7 @@ wgsl_params! {
 /// `out = x` converted from `from` to `to`.
 pub(super) fn cast(op: &Cast<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, out) = (op.x, op.out);
+    check_int64(dev, "cast", &[op.from, op.to])?;
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
     if op.to.size() == 2 && out.layout.offset % 2 != 0 {
@@ -56,7 +57,7 @@ pub(super) fn cast(op: &Cast<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'
     }
     let pipeline = dev.pipeline(builtin(&INDEXING, "cast_main", vec![("FROM", op.from.code()), ("TO", op.to.code())]));
     // A 16-bit output is written a word (two elements) per invocation.
-    let grid = grid_1d(dev, out.layout.numel().div_ceil(4 / op.to.size()).div_ceil(256) as u64)?;
+    let grid = grid_1d(dev, out.layout.numel().div_ceil((4 / op.to.size()).max(1)).div_ceil(256) as u64)?;
     // Auto layouts hold only the bindings an entry point uses.
     let binds = [(1, Bind::Mem(x.buf)), (4, Bind::Mem(out.buf))];
     q.launch(dev, pipeline, strided_words(&out, &[&x])?.words(), &binds, grid)
@@ -100,6 +101,7 @@ pub(super) fn gather(op: &Gather<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
 /// Cumulative sums along each (outer, inner) line, as row passes.
 pub(super) fn cumsum(op: &Cumsum<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
     let (x, out) = (op.x, op.out);
+    check_int64(dev, "cumsum", &[op.dtype])?;
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
     let words = ScanWords {

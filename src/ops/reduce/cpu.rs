@@ -5,14 +5,17 @@ use crate::base::par::*;
 
 use super::{Reduce, ReduceOp};
 use crate::ops::common::math::sum_lanes;
-use crate::ops::common::cpu::{out_words, CHUNK};
+use crate::ops::common::cpu::{elements, out_elements, out_words, Stored, CHUNK};
 use crate::hal::cpu::{read_guard, write_guard};
 use crate::{DType, Result};
 
 /// Reduce the middle axis of a contiguous `[outer, len, inner]` input.
 pub(super) fn reduce(call: &Reduce<'_>) -> Result<()> {
-    if matches!(call.dtype, DType::I32 | DType::U32) {
-        return reduce_integers(call);
+    match call.dtype {
+        DType::I32 => return reduce_integers::<u32>(call, 0x8000_0000),
+        DType::U32 => return reduce_integers::<u32>(call, 0),
+        DType::I64 => return reduce_integers::<[u32; 2]>(call, 1 << 63),
+        _ => {}
     }
     let (op, x, out) = (call.op, call.x, call.out);
     let (outer, len, inner) = (call.outer, call.len, call.inner);
@@ -61,20 +64,48 @@ pub(super) fn reduce(call: &Reduce<'_>) -> Result<()> {
     Ok(())
 }
 
-/// `op` over 32-bit integers given as order keys (see [`reduce_integers`]): `(value, index)`,
-/// the index meaningful for argmax (the first largest). A sum wraps; a mean never comes here
+/// An integer type as the CPU stores it, read as unsigned bits: an i32 or i64 with its sign
+/// bit flipped orders as its value does, so max, min and argmax compare keys, and a sum adds
+/// the plain bits (wrapping, the same bits for signed and unsigned types).
+trait Keyed: Stored {
+    /// The unsigned type of the bits.
+    type Key: num_traits::PrimInt + num_traits::WrappingAdd + Send + Sync;
+    /// The bits of a stored element.
+    fn key(self) -> Self::Key;
+    /// The stored element of bits.
+    fn from_key(k: Self::Key) -> Self;
+}
+
+impl Keyed for u32 {
+    type Key = u32;
+    fn key(self) -> u32 {
+        self
+    }
+    fn from_key(k: u32) -> u32 {
+        k
+    }
+}
+
+impl Keyed for [u32; 2] {
+    type Key = u64;
+    fn key(self) -> u64 {
+        self.get() as u64
+    }
+    fn from_key(k: u64) -> [u32; 2] {
+        Self::put(k as i64)
+    }
+}
+
+/// `op` over integers given as order keys (see [`Keyed`]): `(value, index)`, the index
+/// meaningful for argmax (the first largest). A sum wraps; a mean never comes here
 /// (integers are cast first).
-fn fold_integers(op: ReduceOp, values: impl Iterator<Item = u32>, flip: u32) -> (u32, usize) {
-    let mut acc = match op {
-        ReduceOp::Sum | ReduceOp::Mean => 0,
-        ReduceOp::Max | ReduceOp::Argmax => 0,
-        ReduceOp::Min => u32::MAX,
-    };
+fn fold_integers<K: num_traits::PrimInt + num_traits::WrappingAdd>(op: ReduceOp, values: impl Iterator<Item = K>, flip: K) -> (K, usize) {
+    let mut acc = if op == ReduceOp::Min { K::max_value() } else { K::zero() };
     let mut best = 0;
     for (i, v) in values.enumerate() {
         match op {
             // The sum of the values themselves: undo the key's flip.
-            ReduceOp::Sum | ReduceOp::Mean => acc = acc.wrapping_add(v ^ flip),
+            ReduceOp::Sum | ReduceOp::Mean => acc = acc.wrapping_add(&(v ^ flip)),
             ReduceOp::Max => acc = acc.max(v),
             ReduceOp::Min => acc = acc.min(v),
             ReduceOp::Argmax if v > acc || i == 0 => (acc, best) = (v, i),
@@ -84,26 +115,37 @@ fn fold_integers(op: ReduceOp, values: impl Iterator<Item = u32>, flip: u32) -> 
     (if matches!(op, ReduceOp::Sum | ReduceOp::Mean) { acc } else { acc ^ flip }, best)
 }
 
-/// [`reduce`] of i32 or u32 values, one loop for both: each value is read as an unsigned key
-/// (an i32 with its sign bit flipped orders as its value does), so max, min and argmax
-/// compare keys, and a sum adds the plain bits (wrapping, the same bits for either type).
-/// One output per task, or a few long rows in chunks whose partial results combine in order.
-fn reduce_integers(call: &Reduce<'_>) -> Result<()> {
-    let (op, x, out) = (call.op, call.x, call.out);
-    let (len, inner) = (call.len, call.inner);
-    let flip = if call.dtype == DType::I32 { 0x8000_0000 } else { 0 };
+/// [`reduce`] of i32, u32 or i64 values, one loop for all: each value is read as a key
+/// ([`Keyed`]; i32 as u32 words with `flip` the sign bit). Argmax writes u32 indices, the
+/// other ops values of the input's type.
+fn reduce_integers<S: Keyed>(call: &Reduce<'_>, flip: S::Key) -> Result<()> {
+    let (x, out) = (call.x, call.out);
     let xs = read_guard(x.buf)?;
     let mut os = write_guard(out.buf)?;
-    let xw: &[u32] = &xs[x.layout.offset..];
-    let outputs = out_words(&mut os, &out);
-    let encode = |(v, idx): (u32, usize)| if op == ReduceOp::Argmax { idx as u32 } else { v };
-    let at = |g: usize, j: usize| xw[(g / inner) * len * inner + g % inner + j * inner] ^ flip;
-    if call.outer * inner >= crate::base::par::current_num_threads() || len <= CHUNK {
+    let xw: &[S] = &elements::<S>(&xs)[x.layout.offset..];
+    let at = |g: usize, j: usize| xw[(g / call.inner) * call.len * call.inner + g % call.inner + j * call.inner].key() ^ flip;
+    if call.op == ReduceOp::Argmax {
+        fill_integers(call, out_elements::<u32>(&mut os, &out), at, flip, |(_, idx)| idx as u32);
+    } else {
+        fill_integers(call, out_elements::<S>(&mut os, &out), at, flip, |(v, _)| S::from_key(v));
+    }
+    Ok(())
+}
+
+/// Each output of [`reduce_integers`], `encode`d from its `(value, index)`: one output per
+/// task, or a few long rows in chunks whose partial results combine in order.
+fn fill_integers<K, O>(call: &Reduce<'_>, outputs: &mut [O], at: impl Fn(usize, usize) -> K + Sync, flip: K, encode: impl Fn((K, usize)) -> O + Sync)
+where
+    K: num_traits::PrimInt + num_traits::WrappingAdd + Send + Sync,
+    O: Send,
+{
+    let (op, len) = (call.op, call.len);
+    if call.outer * call.inner >= crate::base::par::current_num_threads() || len <= CHUNK {
         outputs.par_iter_mut().enumerate().for_each(|(g, o)| *o = encode(fold_integers(op, (0..len).map(|j| at(g, j)), flip)));
-        return Ok(());
+        return;
     }
     for (g, o) in outputs.iter_mut().enumerate() {
-        let partials: Vec<(u32, usize)> = (0..len.div_ceil(CHUNK))
+        let partials: Vec<(K, usize)> = (0..len.div_ceil(CHUNK))
             .into_par_iter()
             .map(|c| {
                 let (j0, j1) = (c * CHUNK, ((c + 1) * CHUNK).min(len));
@@ -116,5 +158,4 @@ fn reduce_integers(call: &Reduce<'_>) -> Result<()> {
         let (v, best) = fold_integers(op, keys, flip);
         *o = encode((v, partials[best].1));
     }
-    Ok(())
 }

@@ -3,10 +3,10 @@
 //! without either (`serial`, for software adapters).
 
 use super::{passes, Reduce};
-use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, u32_of, val, wgsl_params, COMMON};
+use crate::ops::common::webgpu::{builtin, check_binding, check_int64, grid_1d, u32_of, val, wgsl_params, COMMON};
 use crate::hal::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
-use crate::{Error, Result};
+use crate::{DType, Error, Result};
 
 static SOURCE: WgslSource = WgslSource { name: "reduce.wgsl", text: crate::ops::common::wgsl_file!("reduce/reduce.wgsl"), preludes: &[COMMON, ReduceWords::DECL] };
 
@@ -71,6 +71,7 @@ pub(super) fn default_variant(dev: &GpuDevice, options: &crate::DeviceOptions) -
 /// each pass's partial results in temporaries, until one chunk per row remains.
 pub(super) fn reduce(call: &Reduce<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
     let op = call.op;
+    check_int64(dev, op.name(), &[call.dtype])?;
     check_binding(dev, &call.x)?;
     check_binding(dev, &call.out)?;
     let variant = match call.variant {
@@ -82,7 +83,10 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCo
     }
     let serial = variant == "serial";
     let (chunk, per_group) = if serial { (SERIAL_CHUNK, 64) } else { (CHUNK, 1) };
-    let mut combine = if variant == "subgroup" { WITH_SUBGROUPS.to_vec() } else { WITH_TREE.to_vec() };
+    // i64 values combine through workgroup memory: subgroup operations on 64-bit integers
+    // need more than `shader-int64` of the adapter.
+    let subgroups = variant == "subgroup" && call.dtype != DType::I64;
+    let mut combine = if subgroups { WITH_SUBGROUPS.to_vec() } else { WITH_TREE.to_vec() };
     combine.push(val(call.dtype)?);
     let entry = if serial { "reduce_serial_main" } else { "reduce_main" };
     passes::run(call, cx, |_, len| (len.div_ceil(chunk), chunk), |pass| {
