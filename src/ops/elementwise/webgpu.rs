@@ -4,7 +4,7 @@
 use super::{Binary, Unary};
 use crate::ops::common::webgpu::{builtin, check_binding, check_int64, grid_1d, store, strided_words, u32_of, val, StridedWords, ACTIVATION, COMMON, STORE_F32, VAL_U32};
 #[cfg(test)]
-use crate::ops::common::webgpu::{STORE_F16, VAL_I32};
+use crate::ops::common::webgpu::{STORE_F16, VAL_I32, VAL_I64};
 use crate::hal::webgpu::{Builtin, Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
 use crate::base::layout::Access;
@@ -72,7 +72,7 @@ pub(super) fn binary(op: &Binary<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
 /// The module in both storage dtypes and both integer types.
 #[cfg(test)]
 pub(super) fn builtins() -> Vec<Builtin> {
-    let preludes = [[STORE_F32, VAL_U32], [STORE_F16, VAL_U32], [STORE_F32, VAL_I32]];
+    let preludes = [[STORE_F32, VAL_U32], [STORE_F16, VAL_U32], [STORE_F32, VAL_I32], [STORE_F32, VAL_I64]];
     preludes.into_iter().map(|p| Builtin { prelude: p.to_vec(), ..builtin(&SOURCE, "unary_main", vec![]) }).collect()
 }
 

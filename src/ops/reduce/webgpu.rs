@@ -92,7 +92,7 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCo
     passes::run(call, cx, |_, len| (len.div_ceil(chunk), chunk), |pass| {
         // The kernel writes values in every pass: an argmax's last pass gets a scratch block.
         let out_offset = pass.out_values.as_ref().or(pass.out_indices.as_ref()).map_or(0, |(_, o)| *o);
-        let scratch = if pass.out_values.is_none() { Some((cx.temp)(((out_offset + pass.outer * pass.inner) * 4) as u64)?) } else { None };
+        let scratch = if pass.out_values.is_none() { Some((cx.temp)(((out_offset + pass.outer * pass.inner) * call.dtype.size().max(4)) as u64)?) } else { None };
         let params = ReduceWords {
             outer: u32_of("rows", pass.outer)?,
             len: u32_of("reduced length", pass.len)?,
@@ -119,9 +119,11 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCo
 /// The module with each combination step, on each value type.
 #[cfg(test)]
 pub(super) fn builtins() -> Vec<Builtin> {
-    use crate::ops::common::webgpu::{VAL_F32, VAL_I32, VAL_U32};
+    use crate::ops::common::webgpu::{VAL_F32, VAL_I32, VAL_I64, VAL_U32};
     let steps = [WITH_TREE.to_vec(), WITH_SUBGROUPS.to_vec()];
     let preludes = steps.into_iter().flat_map(|step| [VAL_F32, VAL_I32, VAL_U32].map(|v| [step.clone(), vec![v]].concat()));
+    // i64 combines through the tree only (see `reduce`).
+    let preludes = preludes.chain([[WITH_TREE.to_vec(), vec![VAL_I64]].concat()]);
     preludes.map(|prelude| Builtin { prelude, ..builtin(&SOURCE, "reduce_main", vec![]) }).collect()
 }
 
