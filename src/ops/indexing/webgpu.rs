@@ -163,6 +163,7 @@ mod on_the_cpu_executor {
             DType::U32 => t.to_vec_blocking::<u32>().unwrap(),
             DType::F16 => pack(t.to_vec_blocking::<half::f16>().unwrap().iter().map(|v| v.to_bits())),
             DType::BF16 => pack(t.to_vec_blocking::<half::bf16>().unwrap().iter().map(|v| v.to_bits())),
+            DType::I64 => t.to_vec_blocking::<i64>().unwrap().iter().flat_map(|&v| [v as u32, (v >> 32) as u32]).collect(),
         }
     }
 
