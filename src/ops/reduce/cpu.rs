@@ -123,7 +123,8 @@ fn reduce_integers<S: Keyed>(call: &Reduce<'_>, flip: S::Key) -> Result<()> {
     let xs = read_guard(x.buf)?;
     let mut os = write_guard(out.buf)?;
     let xw: &[S] = &elements::<S>(&xs)[x.layout.offset..];
-    let at = |g: usize, j: usize| xw[(g / call.inner) * call.len * call.inner + g % call.inner + j * call.inner].key() ^ flip;
+    let (len, inner) = (call.len, call.inner);
+    let at = |g: usize, j: usize| xw[(g / inner) * len * inner + g % inner + j * inner].key() ^ flip;
     if call.op == ReduceOp::Argmax {
         fill_integers(call, out_elements::<u32>(&mut os, &out), at, flip, |(_, idx)| idx as u32);
     } else {
