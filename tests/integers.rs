@@ -428,3 +428,27 @@ fn i64_reductions_over_several_axes_and_empty_ones() {
         assert_eq!(mean.dtype(), DType::F32, "the mean of i64 is f32");
     }
 }
+
+/// argmin of integers (as the argmax of `!x`, exact at MIN and MAX) and gather by i64
+/// indices, out-of-range ones (past i32 too) giving 0.
+#[test]
+fn integer_argmin_and_i64_indices() {
+    for d in int64_devices() {
+        let x: Vec<i64> = vec![5, i64::MIN, 7, i64::MIN, i64::MAX, -1, 0, i64::MAX];
+        let t = Tensor::from_slice(d, &x, &[2, 4]).unwrap();
+        let first = unicompute::ops::reduce::arg_reduce(&d.queue(), &t, 1, unicompute::ops::reduce::ArgOptions { min: true, last: false }).unwrap();
+        assert_eq!(first.to_vec_blocking::<u32>().unwrap(), [1, 1], "argmin of i64 on {}", name(d));
+        let last = unicompute::ops::reduce::arg_reduce(&d.queue(), &t, 1, unicompute::ops::reduce::ArgOptions { min: true, last: true }).unwrap();
+        assert_eq!(last.to_vec_blocking::<u32>().unwrap(), [3, 1], "last argmin of i64 on {}", name(d));
+        let u = Tensor::from_slice(d, &[3u32, 0, u32::MAX, 0], &[4]).unwrap();
+        let got = unicompute::ops::reduce::arg_reduce(&d.queue(), &u, 0, unicompute::ops::reduce::ArgOptions { min: true, last: true }).unwrap();
+        assert_eq!(got.to_vec_blocking::<u32>().unwrap(), [3], "last argmin of u32 on {}", name(d));
+        let i = Tensor::from_slice(d, &[3i32, i32::MIN, i32::MAX, i32::MIN], &[4]).unwrap();
+        let got = unicompute::ops::reduce::arg_reduce(&d.queue(), &i, 0, unicompute::ops::reduce::ArgOptions { min: true, last: false }).unwrap();
+        assert_eq!(got.to_vec_blocking::<u32>().unwrap(), [1], "argmin of i32 on {}", name(d));
+        let idx = Tensor::from_slice(d, &[3i64, 0, -1, 4, 1 << 32, i64::MIN, i64::MAX, 2], &[8]).unwrap();
+        let got = t.gather(1, &idx).unwrap().to_vec_blocking::<i64>().unwrap();
+        let want: Vec<i64> = (0..2).flat_map(|r| [3i64, 0, -1, 4, 1 << 32, i64::MIN, i64::MAX, 2].map(|c| if (0..4).contains(&c) { x[r * 4 + c as usize] } else { 0 })).collect();
+        assert_eq!(got, want, "gather by i64 indices on {}", name(d));
+    }
+}

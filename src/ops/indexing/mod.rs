@@ -108,7 +108,7 @@ pub fn gather_fill(dtype: DType) -> u32 {
     }
 }
 
-/// Select entries of `x` along `axis` by `indices` (a rank-1 i32 or u32 tensor), like
+/// Select entries of `x` along `axis` by `indices` (a rank-1 i32, u32 or i64 tensor), like
 /// `index_select`: the result has `x`'s shape with `axis` replaced by `indices.len()`.
 /// An index outside `0..x.shape()[axis]` yields [`gather_fill`].
 pub fn gather(queue: &Queue, x: &Tensor, axis: usize, indices: &Tensor) -> Result<Tensor> {
@@ -120,8 +120,16 @@ pub fn gather(queue: &Queue, x: &Tensor, axis: usize, indices: &Tensor) -> Resul
 fn gather_words(queue: &Queue, x: &Tensor, axis: usize, indices: &Tensor) -> Result<Tensor> {
     queue.device().check_same(x.device(), "gather input")?;
     queue.device().check_same(indices.device(), "gather indices")?;
+    if indices.dtype() == DType::I64 {
+        // Clamped to -1..=len (out of range stays out of range), then exactly i32.
+        let len = i64::try_from(*x.shape().get(axis).unwrap_or(&0)).unwrap_or(i64::MAX);
+        let (low, high) = (Tensor::from_slice(queue.device(), &[-1i64], &[1])?, Tensor::from_slice(queue.device(), &[len], &[1])?);
+        use super::elementwise::binary;
+        let clamped = binary(queue, super::BinaryOp::Max, &binary(queue, super::BinaryOp::Min, indices, &high)?, &low)?;
+        return gather_words(queue, x, axis, &cast(queue, &clamped, DType::I32)?);
+    }
     if !matches!(indices.dtype(), DType::I32 | DType::U32) {
-        return Err(Error::DType { op: "gather", expected: "i32 or u32 indices".into(), got: indices.dtype().to_string() });
+        return Err(Error::DType { op: "gather", expected: "i32, u32 or i64 indices".into(), got: indices.dtype().to_string() });
     }
     if indices.rank() != 1 {
         return Err(Error::shape("gather", format!("indices have shape {:?}: expected rank 1", indices.shape())));

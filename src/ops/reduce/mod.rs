@@ -128,12 +128,20 @@ pub struct ArgOptions {
 
 /// The index (u32) along `axis` of the largest (with `min`, the smallest) element; among equal
 /// ones the first, or with `last` the last. A NaN counts as the extreme, as for argmax. Runs as
-/// the argmax of `-x` (for `min`) over `x` flipped along the axis (for `last`), the index then
-/// mapped back: exact, on every backend.
+/// the argmax of `-x` (for `min`; of integers `!x`) over `x` flipped along the axis (for
+/// `last`), the index then mapped back: exact, on every backend.
 pub fn arg_reduce(queue: &Queue, x: &Tensor, axis: usize, options: ArgOptions) -> Result<Tensor> {
     use super::indexing::{flip, gather};
     let n = *x.shape().get(axis).ok_or_else(|| Error::OutOfRange(format!("argmax axis {axis} of a rank-{} tensor: expected an axis below {}", x.rank(), x.rank())))?;
-    let v = if options.min { super::elementwise::unary(queue, super::UnaryOp::Neg, x)? } else { x.clone() };
+    // `!x` (all ones minus x, never overflowing) orders integers in reverse.
+    let not = |ones: Tensor| super::elementwise::binary(queue, super::BinaryOp::Sub, &ones, x);
+    let v = match (options.min, x.dtype()) {
+        (false, _) => x.clone(),
+        (true, DType::I32) => not(Tensor::from_slice(queue.device(), &[-1i32], &[1])?)?,
+        (true, DType::U32) => not(Tensor::from_slice(queue.device(), &[u32::MAX], &[1])?)?,
+        (true, DType::I64) => not(Tensor::from_slice(queue.device(), &[-1i64], &[1])?)?,
+        (true, _) => super::elementwise::unary(queue, super::UnaryOp::Neg, x)?,
+    };
     let v = if options.last { flip(queue, &v, axis)? } else { v };
     let index = reduce(queue, ReduceOp::Argmax, &v, Some(axis))?;
     if !options.last {
