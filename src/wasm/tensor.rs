@@ -360,7 +360,7 @@ impl JsTensor {
         wrap(Tensor::concat(&[&self.inner, &other.inner], usize_of("axis", axis)?))
     }
 
-    /// Entries along `axis` picked by `indices` (an i32 or u32 tensor).
+    /// Entries along `axis` picked by `indices` (an i32, u32 or i64 tensor).
     pub fn gather(&self, axis: f64, indices: &JsTensor) -> Result<JsTensor, JsValue> {
         wrap(self.inner.gather(usize_of("axis", axis)?, &indices.inner))
     }

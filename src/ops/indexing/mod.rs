@@ -1,5 +1,6 @@
 //! Dtype casts, `where` selection, index selection (gather) along an axis, and cumulative
-//! sums. Casts, `where` and gather move 32-bit words of any dtype.
+//! sums. Casts, `where` and gather move 32-bit words of any dtype (i64 as pairs of them, casts
+//! of i64 through their own kernels).
 
 backend_modules!();
 
@@ -306,7 +307,7 @@ impl Launch for Gather<'_> {
 /// `out[o, j, i] = sum over t <= j of x[o, t, i]` for a contiguous `[outer, len, inner]` input.
 pub(crate) struct Cumsum<'a> {
     pub x: Operand<'a>,
-    /// The values' dtype: f32, i32 or u32 (integer sums wrap).
+    /// The values' dtype: f32, i32, u32 or i64 (integer sums wrap).
     pub dtype: DType,
     pub outer: usize,
     pub len: usize,
