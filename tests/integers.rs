@@ -388,6 +388,10 @@ fn i64_data_moves_whole_on_every_device() {
         let ty = Tensor::from_slice(d, &y, &[13]).unwrap();
         let want: Vec<i64> = (0..7 * 13).map(|i| if cond[i] != 0 { x[i] } else { y[i % 13] }).collect();
         assert_eq!(tc.select(&tx, &ty).unwrap().to_vec_blocking::<i64>().unwrap(), want, "where on {}", name(d));
+        // An i64 condition: true wherever the value is non-zero (also past the low word).
+        let c64 = Tensor::from_slice(d, &[0i64, 1 << 32, -1, 0, i64::MIN, 2], &[6]).unwrap();
+        let (ones, zeros) = (Tensor::from_slice(d, &[1u32], &[1]).unwrap(), Tensor::from_slice(d, &[0u32], &[1]).unwrap());
+        assert_eq!(c64.select(&ones, &zeros).unwrap().to_vec_blocking::<u32>().unwrap(), [0, 1, 1, 0, 1, 1], "an i64 condition on {}", name(d));
         // gather along each axis, out-of-range indices giving 0.
         let idx = Tensor::from_slice(d, &[6i32, 0, -1, 3, 7], &[5]).unwrap();
         let g0 = tx.gather(0, &idx).unwrap().to_vec_blocking::<i64>().unwrap();
@@ -396,6 +400,10 @@ fn i64_data_moves_whole_on_every_device() {
         let g1 = tx.gather(1, &idx).unwrap().to_vec_blocking::<i64>().unwrap();
         let want: Vec<i64> = (0..7).flat_map(|r| [6i64, 0, -1, 3, 7].into_iter().map(move |c| if (0..13).contains(&c) { x[r * 13 + c as usize] } else { 0 })).collect();
         assert_eq!(g1, want, "gather along 1 on {}", name(d));
+        // i64 indices, past u32 and negative ones out of range, without 64-bit arithmetic.
+        let idx64 = Tensor::from_slice(d, &[12i64, 1 << 32, -1, 0, (1 << 32) + 3], &[5]).unwrap();
+        let want: Vec<i64> = (0..7).flat_map(|r| [Some(12), None, None, Some(0), None].map(|c| c.map_or(0, |c| x[r * 13 + c]))).collect();
+        assert_eq!(tx.gather(1, &idx64).unwrap().to_vec_blocking::<i64>().unwrap(), want, "gather by i64 indices on {}", name(d));
         let flipped = tx.flip(1).unwrap().to_vec_blocking::<i64>().unwrap();
         let want: Vec<i64> = (0..7).flat_map(|r| (0..13).rev().map(move |c| x[r * 13 + c])).collect();
         assert_eq!(flipped, want, "flip on {}", name(d));

@@ -69,7 +69,10 @@ pub(super) fn from_js(device: &crate::Device, data: &JsValue, shape: &[usize], d
     } else if let Some(a) = data.dyn_ref::<js_sys::Uint32Array>() {
         Tensor::from_slice(device, &a.to_vec(), shape)
     } else if let Some(a) = data.dyn_ref::<js_sys::BigInt64Array>() {
-        Tensor::from_slice(device, &a.to_vec(), shape)
+        // The values' words (low first), uploaded as u32 and viewed as i64.
+        let length = a.length().checked_mul(2).ok_or_else(|| invalid(format!("tensor data is {}: too many elements for wasm memory", describe(data))))?;
+        let words = js_sys::Uint32Array::new_with_byte_offset_and_length(&a.buffer(), a.byte_offset(), length).to_vec();
+        Tensor::from_slice(device, &words, &[words.len()]).and_then(|w| crate::ops::common::words::words_as_i64(&w, shape))
     } else if name.as_deref() == Some("Float16Array") {
         Tensor::from_slice(device, &bits16(data)?.into_iter().map(half::f16::from_bits).collect::<Vec<_>>(), shape)
     } else if let Some(a) = data.dyn_ref::<js_sys::Uint16Array>() {

@@ -43,54 +43,24 @@ pub(crate) unsafe fn sgemm(m: usize, n: usize, k: usize, scale: f32, a: *const f
 /// Elements per parallel task: large enough to amortise scheduling, small enough to balance.
 pub(crate) const CHUNK: usize = 1 << 15;
 
-/// How a value type lies in the CPU's 32-bit words: 4-byte types as themselves, i64 as a
-/// pair of words (low first; the words are only 4-byte aligned, so no `&[i64]` is made).
-pub(crate) trait Stored: bytemuck::Pod + Send + Sync {
-    /// The value the element holds.
-    type Value: Copy;
-    /// The value of a stored element.
-    fn get(self) -> Self::Value;
-    /// The stored form of a value.
-    fn put(v: Self::Value) -> Self;
-}
-
-macro_rules! stored_as_itself {
-    ($($t:ty),*) => {$(
-        impl Stored for $t {
-            type Value = $t;
-            fn get(self) -> $t {
-                self
-            }
-            fn put(v: $t) -> $t {
-                v
-            }
-        }
-    )*};
-}
-stored_as_itself!(f32, i32, u32);
-
-impl Stored for [u32; 2] {
-    type Value = i64;
-    fn get(self) -> i64 {
-        (u64::from(self[0]) | u64::from(self[1]) << 32) as i64
-    }
-    fn put(v: i64) -> [u32; 2] {
-        [v as u32, (v as u64 >> 32) as u32]
+/// Integer element `i` of `words` as its bits: an i64 (`wide`) from its two words, a 32-bit
+/// one zero-extended.
+#[inline]
+pub(crate) fn integer_bits(words: &[u32], i: usize, wide: bool) -> u64 {
+    if wide {
+        u64::from(words[2 * i]) | u64::from(words[2 * i + 1]) << 32
+    } else {
+        u64::from(words[i])
     }
 }
 
-/// The whole elements of type `S` in `words` (a trailing part element dropped).
-pub(crate) fn elements<S: Stored>(words: &[u32]) -> &[S] {
-    let per = std::mem::size_of::<S>() / 4;
-    bytemuck::cast_slice(&words[..words.len() / per * per])
-}
-
-/// The output's elements of type `S` (outputs are contiguous): [`out_words`] for any width.
-pub(crate) fn out_elements<'g, S: Stored>(words: &'g mut [u32], out: &Operand<'_>) -> &'g mut [S] {
-    let per = std::mem::size_of::<S>() / 4;
-    let whole = words.len() / per * per;
-    let start = out.layout.offset;
-    &mut bytemuck::cast_slice_mut(&mut words[..whole])[start..start + out.layout.numel()]
+/// Store `bits` as one integer element in `dst` (its one or two words, low first).
+#[inline]
+pub(crate) fn put_integer(dst: &mut [u32], bits: u64) {
+    dst[0] = bits as u32;
+    if let Some(high) = dst.get_mut(1) {
+        *high = (bits >> 32) as u32;
+    }
 }
 
 /// The output's words (outputs are contiguous).

@@ -94,7 +94,9 @@ pub(crate) fn val(dtype: DType) -> Result<&'static str> {
         DType::F32 => Ok(VAL_F32),
         DType::I32 => Ok(VAL_I32),
         DType::U32 => Ok(VAL_U32),
-        DType::I64 => Ok(VAL_I64),
+        // Browsers have no `shader-int64` (`check_int64` refuses i64 first): the wasm build
+        // leaves the i64 kernels out.
+        DType::I64 if cfg!(not(target_arch = "wasm32")) => Ok(VAL_I64),
         other => Err(Error::Device(format!("internal: no {other} values in the reduction, scan and integer kernels"))),
     }
 }
@@ -104,7 +106,7 @@ pub(crate) fn val(dtype: DType) -> Result<&'static str> {
 /// concat run on pairs of 32-bit words), but its arithmetic needs 64-bit integers in WGSL.
 pub(crate) fn check_int64(dev: &GpuDevice, op: &str, dtypes: &[DType]) -> Result<()> {
     if dtypes.contains(&DType::I64) && !dev.device.features().contains(wgpu::Features::SHADER_INT64) {
-        let what = format!("{op} on i64 tensors: this adapter lacks the `shader-int64` feature (64-bit integers in WGSL); i64 data can still be created, copied, selected and read back, and the cpu backend computes on it");
+        let what = format!("{op} on i64 tensors: the adapter lacks `shader-int64` (i64 data still moves; the cpu backend computes on it)");
         return Err(Error::Unsupported { backend: crate::BackendKind::WebGpu, what });
     }
     Ok(())

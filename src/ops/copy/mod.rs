@@ -37,15 +37,11 @@ pub(crate) fn copy_into(queue: &Queue, x: &Tensor, out: &Tensor) -> Result<()> {
     if out.numel() == 0 {
         return Ok(());
     }
-    if x.dtype().size() == 8 {
-        let words = super::common::words::pair_views("copy", &[(x, true), (out, true)])?;
-        return launch(queue, &ViewCopy { x: words[0].operand(), out: words[1].operand() }, None);
+    if x.dtype().size() == 2 {
+        return launch(queue, &Cast { x: x.operand(), from: x.dtype(), to: x.dtype(), out: out.operand() }, None);
     }
-    if x.dtype().size() == 4 {
-        launch(queue, &ViewCopy { x: x.operand(), out: out.operand() }, None)
-    } else {
-        launch(queue, &Cast { x: x.operand(), from: x.dtype(), to: x.dtype(), out: out.operand() }, None)
-    }
+    let words = super::common::words::as_words("copy", &[x, out])?;
+    launch(queue, &ViewCopy { x: words[0].operand(), out: words[1].operand() }, None)
 }
 
 /// Reading a tensor and making it contiguous: a copy where the view is strided.

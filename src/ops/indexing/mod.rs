@@ -69,8 +69,8 @@ pub fn cast(queue: &Queue, x: &Tensor, dtype: DType) -> Result<Tensor> {
 /// (true where non-zero; NaN counts as true); `a` and `b` share any dtype.
 pub fn where_(queue: &Queue, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     // The kernels move 32-bit words: 16-bit values travel widened to f32 (exactly).
-    // An i64 condition is read as f32, non-zero exactly where the integer is.
-    let cond = if cond.dtype() == DType::I64 { cast(queue, cond, DType::F32)? } else { super::widen(queue, cond)? };
+    // An i64 condition as u32 words, non-zero exactly where the integer is.
+    let cond = if cond.dtype() == DType::I64 { low_or_max(queue, cond)? } else { super::widen(queue, cond)? };
     let lift = Lift::of("where", &[a, b])?;
     lift.down(queue, where_words(queue, &cond, &lift.up(queue, a)?, &lift.up(queue, b)?)?)
 }
@@ -89,13 +89,9 @@ fn where_words(queue: &Queue, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<T
     if out.numel() == 0 {
         return Ok(out);
     }
-    if a.dtype().size() == 8 {
-        // Both words of each element by the word kernels, the condition read for both.
-        let w = super::common::words::pair_views("where", &[(&c, false), (&a, true), (&b, true), (&out, true)])?;
-        launch(queue, &Where { cond: w[0].operand(), cond_dtype: c.dtype(), a: w[1].operand(), b: w[2].operand(), out: w[3].operand() }, None)?;
-    } else {
-        launch(queue, &Where { cond: c.operand(), cond_dtype: c.dtype(), a: a.operand(), b: b.operand(), out: out.operand() }, None)?;
-    }
+    // i64 values move as both their words, the condition read for each.
+    let w = super::common::words::as_words("where", &[&c, &a, &b, &out])?;
+    launch(queue, &Where { cond: w[0].operand(), cond_dtype: c.dtype(), a: w[1].operand(), b: w[2].operand(), out: w[3].operand() }, None)?;
     Ok(out)
 }
 
@@ -115,20 +111,22 @@ pub fn gather_fill(dtype: DType) -> u32 {
 pub fn gather(queue: &Queue, x: &Tensor, axis: usize, indices: &Tensor) -> Result<Tensor> {
     // The kernels move 32-bit words: 16-bit values travel widened to f32 (exactly).
     let lift = Lift::of("gather", &[x])?;
-    lift.down(queue, gather_words(queue, &lift.up(queue, x)?, axis, indices)?)
+    // i64 indices as u32 ones selecting the same entries (an index past u32 is out of range).
+    let indices = if indices.dtype() == DType::I64 { low_or_max(queue, indices)? } else { indices.clone() };
+    lift.down(queue, gather_words(queue, &lift.up(queue, x)?, axis, &indices)?)
+}
+
+/// Each element of the i64 view `t` as a u32: its low word where its high word is 0, else
+/// `u32::MAX` (non-zero exactly where `t` is, and equal to it wherever it fits in u32). Words
+/// moved by `where`, no 64-bit arithmetic.
+fn low_or_max(queue: &Queue, t: &Tensor) -> Result<Tensor> {
+    use super::common::words::word_of;
+    where_words(queue, &word_of(t, 1), &Tensor::from_slice(queue.device(), &[u32::MAX], &[1])?, &word_of(t, 0))
 }
 
 fn gather_words(queue: &Queue, x: &Tensor, axis: usize, indices: &Tensor) -> Result<Tensor> {
     queue.device().check_same(x.device(), "gather input")?;
     queue.device().check_same(indices.device(), "gather indices")?;
-    if indices.dtype() == DType::I64 {
-        // Clamped to -1..=len (out of range stays out of range), then exactly i32.
-        let len = i64::try_from(*x.shape().get(axis).unwrap_or(&0)).unwrap_or(i64::MAX);
-        let (low, high) = (Tensor::from_slice(queue.device(), &[-1i64], &[1])?, Tensor::from_slice(queue.device(), &[len], &[1])?);
-        use super::elementwise::binary;
-        let clamped = binary(queue, super::BinaryOp::Max, &binary(queue, super::BinaryOp::Min, indices, &high)?, &low)?;
-        return gather_words(queue, x, axis, &cast(queue, &clamped, DType::I32)?);
-    }
     if !matches!(indices.dtype(), DType::I32 | DType::U32) {
         return Err(Error::DType { op: "gather", expected: "i32, u32 or i64 indices".into(), got: indices.dtype().to_string() });
     }
@@ -150,8 +148,8 @@ fn gather_words(queue: &Queue, x: &Tensor, axis: usize, indices: &Tensor) -> Res
         let (outer, len, inner) = (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product::<usize>() * words);
         let fill = gather_fill(x.dtype());
         let (x, o) = if words == 2 {
-            use super::common::words::pair_views;
-            (pair_views("gather", &[(&x, true)])?.remove(0), pair_views("gather", &[(&out, true)])?.remove(0))
+            use super::common::words::flat_words;
+            (flat_words(&x), flat_words(&out))
         } else {
             (x, out.clone())
         };

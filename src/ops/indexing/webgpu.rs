@@ -60,9 +60,11 @@ pub(super) fn cast(op: &Cast<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'
         return Err(Error::Device("internal: a 16-bit cast output starts inside a word".into()));
     }
     let constants = vec![("FROM", op.from.code()), ("TO", op.to.code())];
-    let pipeline = match (op.from, op.to) {
-        (DType::I64, _) | (_, DType::I64) => dev.pipeline(builtin(&CAST64, "cast64_main", constants)),
-        _ => dev.pipeline(builtin(&INDEXING, "cast_main", constants)),
+    // Browsers have no `shader-int64` (refused above): the wasm build leaves cast64.wgsl out.
+    let int64 = cfg!(not(target_arch = "wasm32")) && (op.from == DType::I64 || op.to == DType::I64);
+    let pipeline = match int64 {
+        true => dev.pipeline(builtin(&CAST64, "cast64_main", constants)),
+        false => dev.pipeline(builtin(&INDEXING, "cast_main", constants)),
     };
     // A 16-bit output is written a word (two elements) per invocation.
     let grid = grid_1d(dev, out.layout.numel().div_ceil((4 / op.to.size()).max(1)).div_ceil(256) as u64)?;

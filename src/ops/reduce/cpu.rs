@@ -5,17 +5,14 @@ use crate::base::par::*;
 
 use super::{Reduce, ReduceOp};
 use crate::ops::common::math::sum_lanes;
-use crate::ops::common::cpu::{elements, out_elements, out_words, Stored, CHUNK};
+use crate::ops::common::cpu::{integer_bits, out_words, put_integer, CHUNK};
 use crate::hal::cpu::{read_guard, write_guard};
 use crate::{DType, Result};
 
 /// Reduce the middle axis of a contiguous `[outer, len, inner]` input.
 pub(super) fn reduce(call: &Reduce<'_>) -> Result<()> {
-    match call.dtype {
-        DType::I32 => return reduce_integers::<u32>(call, 0x8000_0000),
-        DType::U32 => return reduce_integers::<u32>(call, 0),
-        DType::I64 => return reduce_integers::<[u32; 2]>(call, 1 << 63),
-        _ => {}
+    if call.dtype.is_integer() {
+        return reduce_integers(call);
     }
     let (op, x, out) = (call.op, call.x, call.out);
     let (outer, len, inner) = (call.outer, call.len, call.inner);
@@ -64,48 +61,16 @@ pub(super) fn reduce(call: &Reduce<'_>) -> Result<()> {
     Ok(())
 }
 
-/// An integer type as the CPU stores it, read as unsigned bits: an i32 or i64 with its sign
-/// bit flipped orders as its value does, so max, min and argmax compare keys, and a sum adds
-/// the plain bits (wrapping, the same bits for signed and unsigned types).
-trait Keyed: Stored {
-    /// The unsigned type of the bits.
-    type Key: num_traits::PrimInt + num_traits::WrappingAdd + Send + Sync;
-    /// The bits of a stored element.
-    fn key(self) -> Self::Key;
-    /// The stored element of bits.
-    fn from_key(k: Self::Key) -> Self;
-}
-
-impl Keyed for u32 {
-    type Key = u32;
-    fn key(self) -> u32 {
-        self
-    }
-    fn from_key(k: u32) -> u32 {
-        k
-    }
-}
-
-impl Keyed for [u32; 2] {
-    type Key = u64;
-    fn key(self) -> u64 {
-        self.get() as u64
-    }
-    fn from_key(k: u64) -> [u32; 2] {
-        Self::put(k as i64)
-    }
-}
-
-/// `op` over integers given as order keys (see [`Keyed`]): `(value, index)`, the index
-/// meaningful for argmax (the first largest). A sum wraps; a mean never comes here
+/// `op` over integers given as order keys (see [`reduce_integers`]): `(value, index)`, the
+/// index meaningful for argmax (the first largest). A sum wraps; a mean never comes here
 /// (integers are cast first).
-fn fold_integers<K: num_traits::PrimInt + num_traits::WrappingAdd>(op: ReduceOp, values: impl Iterator<Item = K>, flip: K) -> (K, usize) {
-    let mut acc = if op == ReduceOp::Min { K::max_value() } else { K::zero() };
+fn fold_integers(op: ReduceOp, values: impl Iterator<Item = u64>, flip: u64) -> (u64, usize) {
+    let mut acc = if op == ReduceOp::Min { u64::MAX } else { 0 };
     let mut best = 0;
     for (i, v) in values.enumerate() {
         match op {
             // The sum of the values themselves: undo the key's flip.
-            ReduceOp::Sum | ReduceOp::Mean => acc = acc.wrapping_add(&(v ^ flip)),
+            ReduceOp::Sum | ReduceOp::Mean => acc = acc.wrapping_add(v ^ flip),
             ReduceOp::Max => acc = acc.max(v),
             ReduceOp::Min => acc = acc.min(v),
             ReduceOp::Argmax if v > acc || i == 0 => (acc, best) = (v, i),
@@ -115,38 +80,42 @@ fn fold_integers<K: num_traits::PrimInt + num_traits::WrappingAdd>(op: ReduceOp,
     (if matches!(op, ReduceOp::Sum | ReduceOp::Mean) { acc } else { acc ^ flip }, best)
 }
 
-/// [`reduce`] of i32, u32 or i64 values, one loop for all: each value is read as a key
-/// ([`Keyed`]; i32 as u32 words with `flip` the sign bit). Argmax writes u32 indices, the
-/// other ops values of the input's type.
-fn reduce_integers<S: Keyed>(call: &Reduce<'_>, flip: S::Key) -> Result<()> {
-    let (x, out) = (call.x, call.out);
+/// [`reduce`] of i32, u32 or i64 values, one loop for all: each value is read as an unsigned
+/// 64-bit key (an i32 or i64 with its sign bit flipped orders as its value does), so max,
+/// min and argmax compare keys, and a sum adds the plain bits (wrapping; the low 32 bits of a
+/// 32-bit type's sum are its wrapping sum). Argmax writes u32 indices, the other ops values
+/// of the input's dtype.
+fn reduce_integers(call: &Reduce<'_>) -> Result<()> {
+    let (x, out, wide) = (call.x, call.out, call.dtype == DType::I64);
+    let flip: u64 = match call.dtype {
+        DType::I32 => 1 << 31,
+        DType::I64 => 1 << 63,
+        _ => 0,
+    };
+    let per = if wide { 2 } else { 1 };
     let xs = read_guard(x.buf)?;
     let mut os = write_guard(out.buf)?;
-    let xw: &[S] = &elements::<S>(&xs)[x.layout.offset..];
+    let xw: &[u32] = &xs[x.layout.offset * per..];
     let (len, inner) = (call.len, call.inner);
-    let at = |g: usize, j: usize| xw[(g / inner) * len * inner + g % inner + j * inner].key() ^ flip;
-    if call.op == ReduceOp::Argmax {
-        fill_integers(call, out_elements::<u32>(&mut os, &out), at, flip, |(_, idx)| idx as u32);
-    } else {
-        fill_integers(call, out_elements::<S>(&mut os, &out), at, flip, |(v, _)| S::from_key(v));
+    let at = |g: usize, j: usize| integer_bits(xw, (g / inner) * len * inner + g % inner + j * inner, wide) ^ flip;
+    let results = fold_outputs(call, at, flip);
+    let width = if call.op == ReduceOp::Argmax { 1 } else { per };
+    let words = &mut os[out.layout.offset * width..][..results.len() * width];
+    for (o, (v, idx)) in words.chunks_mut(width).zip(results) {
+        put_integer(o, if call.op == ReduceOp::Argmax { idx as u64 } else { v });
     }
     Ok(())
 }
 
-/// Each output of [`reduce_integers`], `encode`d from its `(value, index)`: one output per
-/// task, or a few long rows in chunks whose partial results combine in order.
-fn fill_integers<K, O>(call: &Reduce<'_>, outputs: &mut [O], at: impl Fn(usize, usize) -> K + Sync, flip: K, encode: impl Fn((K, usize)) -> O + Sync)
-where
-    K: num_traits::PrimInt + num_traits::WrappingAdd + Send + Sync,
-    O: Send,
-{
-    let (op, len) = (call.op, call.len);
-    if call.outer * call.inner >= crate::base::par::current_num_threads() || len <= CHUNK {
-        outputs.par_iter_mut().enumerate().for_each(|(g, o)| *o = encode(fold_integers(op, (0..len).map(|j| at(g, j)), flip)));
-        return;
+/// Each output's `(value, index)` of [`reduce_integers`]: one output per task, or a few long
+/// rows in chunks whose partial results combine in order.
+fn fold_outputs(call: &Reduce<'_>, at: impl Fn(usize, usize) -> u64 + Sync, flip: u64) -> Vec<(u64, usize)> {
+    let (op, len, outputs) = (call.op, call.len, call.outer * call.inner);
+    if outputs >= crate::base::par::current_num_threads() || len <= CHUNK {
+        return (0..outputs).into_par_iter().map(|g| fold_integers(op, (0..len).map(|j| at(g, j)), flip)).collect();
     }
-    for (g, o) in outputs.iter_mut().enumerate() {
-        let partials: Vec<(K, usize)> = (0..len.div_ceil(CHUNK))
+    let combine = |g: usize| {
+        let partials: Vec<(u64, usize)> = (0..len.div_ceil(CHUNK))
             .into_par_iter()
             .map(|c| {
                 let (j0, j1) = (c * CHUNK, ((c + 1) * CHUNK).min(len));
@@ -155,8 +124,8 @@ where
             })
             .collect();
         // Back to keys: extremes to be compared again, sums to be added as their bits.
-        let keys = partials.iter().map(|p| p.0 ^ flip);
-        let (v, best) = fold_integers(op, keys, flip);
-        *o = encode((v, partials[best].1));
-    }
+        let (v, best) = fold_integers(op, partials.iter().map(|p| p.0 ^ flip), flip);
+        (v, partials[best].1)
+    };
+    (0..outputs).map(combine).collect()
 }

@@ -133,13 +133,13 @@ pub struct ArgOptions {
 pub fn arg_reduce(queue: &Queue, x: &Tensor, axis: usize, options: ArgOptions) -> Result<Tensor> {
     use super::indexing::{flip, gather};
     let n = *x.shape().get(axis).ok_or_else(|| Error::OutOfRange(format!("argmax axis {axis} of a rank-{} tensor: expected an axis below {}", x.rank(), x.rank())))?;
-    // `!x` (all ones minus x, never overflowing) orders integers in reverse.
-    let not = |ones: Tensor| super::elementwise::binary(queue, super::BinaryOp::Sub, &ones, x);
     let v = match (options.min, x.dtype()) {
         (false, _) => x.clone(),
-        (true, DType::I32) => not(Tensor::from_slice(queue.device(), &[-1i32], &[1])?)?,
-        (true, DType::U32) => not(Tensor::from_slice(queue.device(), &[u32::MAX], &[1])?)?,
-        (true, DType::I64) => not(Tensor::from_slice(queue.device(), &[-1i64], &[1])?)?,
+        (true, d) if d.is_integer() => {
+            // `!x` (all ones minus x, never overflowing) orders integers in reverse.
+            let ones = Tensor::from_slice(queue.device(), &[-1i32], &[1])?.cast(d)?;
+            super::elementwise::binary(queue, super::BinaryOp::Sub, &ones, x)?
+        }
         (true, _) => super::elementwise::unary(queue, super::UnaryOp::Neg, x)?,
     };
     let v = if options.last { flip(queue, &v, axis)? } else { v };
