@@ -65,8 +65,8 @@ pub fn cast(queue: &Queue, x: &Tensor, dtype: DType) -> Result<Tensor> {
     Ok(out)
 }
 
-/// `cond ? a : b` elementwise with numpy broadcasting of all three. `cond` is u32, i32 or f32
-/// (true where non-zero; NaN counts as true); `a` and `b` share any dtype.
+/// `cond ? a : b` elementwise with numpy broadcasting of all three. `cond` is u32, i32, i64 or
+/// f32 (true where non-zero; NaN counts as true); `a` and `b` share any dtype.
 pub fn where_(queue: &Queue, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     // The kernels move 32-bit words: 16-bit values travel widened to f32 (exactly).
     // An i64 condition as u32 words, non-zero exactly where the integer is.
