@@ -67,16 +67,41 @@ fn int64_devices() -> Vec<&'static Device> {
     for d in devices() {
         if d.info().features.int64 {
             with.push(d);
-            continue;
+        } else {
+            check_refused(d);
         }
-        let t = Tensor::from_slice(d, &[1i64, -2, i64::MAX], &[3]).unwrap();
-        assert_eq!(t.to_vec_blocking::<i64>().unwrap(), [1, -2, i64::MAX], "i64 data moves without shader-int64 on {}", name(d));
-        expect_err(t.add(&t), "UNSUPPORTED", &["shader-int64", "add", "i64"], d);
-        expect_err(t.reduce(ReduceOp::Sum, None), "UNSUPPORTED", &["shader-int64"], d);
-        expect_err(t.cumsum(0), "UNSUPPORTED", &["shader-int64"], d);
-        expect_err(t.cast(DType::F32), "UNSUPPORTED", &["shader-int64", "cast"], d);
     }
     with
+}
+
+/// i64 arithmetic, reductions, cumsum and casts refused with `UNSUPPORTED` naming
+/// `shader-int64` on `d`, a webgpu device without the feature.
+fn check_refused(d: &Device) {
+    let t = Tensor::from_slice(d, &[1i64, -2, i64::MAX], &[3]).unwrap();
+    assert_eq!(t.to_vec_blocking::<i64>().unwrap(), [1, -2, i64::MAX], "i64 data moves without shader-int64 on {}", name(d));
+    expect_err(t.add(&t), "UNSUPPORTED", &["shader-int64", "add", "i64"], d);
+    expect_err(t.reduce(ReduceOp::Sum, None), "UNSUPPORTED", &["shader-int64"], d);
+    expect_err(t.reduce(ReduceOp::Mean, None), "UNSUPPORTED", &["shader-int64", "cast"], d);
+    expect_err(t.cumsum(0), "UNSUPPORTED", &["shader-int64"], d);
+    expect_err(t.cast(DType::F32), "UNSUPPORTED", &["shader-int64", "cast"], d);
+    expect_err(Tensor::from_slice(d, &[1i32], &[1]).unwrap().cast(DType::I64), "UNSUPPORTED", &["shader-int64", "cast"], d);
+}
+
+/// The webgpu adapters of this machine without `shader-int64` (here: llvmpipe through GL),
+/// each opened with output poisoning.
+fn adapters_without_int64() -> Vec<Device> {
+    let options = unicompute::DeviceOptions { poison_uninitialized: true, ..unicompute::DeviceOptions::default() };
+    let lacking = unicompute::devices().into_iter().filter(|i| i.backend == unicompute::BackendKind::WebGpu && !i.features.int64);
+    lacking.map(|i| Device::open_with(unicompute::BackendChoice::Index(i.index), options).unwrap()).collect()
+}
+
+/// On adapters without `shader-int64`: the arithmetic refused, the data moving whole.
+#[test]
+fn i64_without_shader_int64_moves_and_refuses_arithmetic() {
+    for d in adapters_without_int64() {
+        check_refused(&d);
+        check_moves(&d);
+    }
 }
 
 /// `n` seeded values: the edge cases first, then uniform over `[lo, hi]`.
@@ -370,49 +395,54 @@ fn i64_casts_follow_rust_as() {
 /// of words, with or without `shader-int64`), from transposed, sliced and broadcast views.
 #[test]
 fn i64_data_moves_whole_on_every_device() {
+    for d in devices() {
+        check_moves(d);
+    }
+}
+
+/// Copies, `where`, gather, flip and concat of i64 on `d`, against the elements picked here.
+fn check_moves(d: &Device) {
     let (x, y): (Vec<i64>, Vec<i64>) = (values(11, 7 * 13, i64::MIN, i64::MAX), values(12, 13, i64::MIN, i64::MAX));
     let x = &x[..];
-    for d in devices() {
-        let tx = Tensor::from_slice(d, x, &[7, 13]).unwrap();
-        assert_eq!(tx.to_vec_blocking::<i64>().unwrap(), x, "round trip on {}", name(d));
-        // Transposed then copied: element (c, r) is x[r * 13 + c].
-        let tt = tx.t().unwrap().contiguous().unwrap();
-        let want: Vec<i64> = (0..13).flat_map(|c| (0..7).map(move |r| r * 13 + c)).map(|at| x[at]).collect();
-        assert_eq!(tt.to_vec_blocking::<i64>().unwrap(), want, "transposed copy on {}", name(d));
-        let sliced = tx.slice(1, 3..10).unwrap().contiguous().unwrap();
-        let want: Vec<i64> = (0..7).flat_map(|r| (3..10).map(move |c| r * 13 + c)).map(|at| x[at]).collect();
-        assert_eq!(sliced.to_vec_blocking::<i64>().unwrap(), want, "sliced copy on {}", name(d));
-        // where: a broadcast row of y against x, by a u32 and an i64 condition.
-        let cond: Vec<u32> = (0..7 * 13).map(|i| (i % 3 == 0) as u32).collect();
-        let tc = Tensor::from_slice(d, &cond, &[7, 13]).unwrap();
-        let ty = Tensor::from_slice(d, &y, &[13]).unwrap();
-        let want: Vec<i64> = (0..7 * 13).map(|i| if cond[i] != 0 { x[i] } else { y[i % 13] }).collect();
-        assert_eq!(tc.select(&tx, &ty).unwrap().to_vec_blocking::<i64>().unwrap(), want, "where on {}", name(d));
-        // An i64 condition: true wherever the value is non-zero (also past the low word).
-        let c64 = Tensor::from_slice(d, &[0i64, 1 << 32, -1, 0, i64::MIN, 2], &[6]).unwrap();
-        let (ones, zeros) = (Tensor::from_slice(d, &[1u32], &[1]).unwrap(), Tensor::from_slice(d, &[0u32], &[1]).unwrap());
-        assert_eq!(c64.select(&ones, &zeros).unwrap().to_vec_blocking::<u32>().unwrap(), [0, 1, 1, 0, 1, 1], "an i64 condition on {}", name(d));
-        // gather along each axis, out-of-range indices giving 0.
-        let idx = Tensor::from_slice(d, &[6i32, 0, -1, 3, 7], &[5]).unwrap();
-        let g0 = tx.gather(0, &idx).unwrap().to_vec_blocking::<i64>().unwrap();
-        let want: Vec<i64> = [6i64, 0, -1, 3, 7].iter().flat_map(|&r| (0..13).map(move |c| if (0..7).contains(&r) { x[r as usize * 13 + c] } else { 0 })).collect();
-        assert_eq!(g0, want, "gather along 0 on {}", name(d));
-        let g1 = tx.gather(1, &idx).unwrap().to_vec_blocking::<i64>().unwrap();
-        let want: Vec<i64> = (0..7).flat_map(|r| [6i64, 0, -1, 3, 7].into_iter().map(move |c| if (0..13).contains(&c) { x[r * 13 + c as usize] } else { 0 })).collect();
-        assert_eq!(g1, want, "gather along 1 on {}", name(d));
-        // i64 indices, past u32 and negative ones out of range, without 64-bit arithmetic.
-        let idx64 = Tensor::from_slice(d, &[12i64, 1 << 32, -1, 0, (1 << 32) + 3], &[5]).unwrap();
-        let want: Vec<i64> = (0..7).flat_map(|r| [Some(12), None, None, Some(0), None].map(|c| c.map_or(0, |c| x[r * 13 + c]))).collect();
-        assert_eq!(tx.gather(1, &idx64).unwrap().to_vec_blocking::<i64>().unwrap(), want, "gather by i64 indices on {}", name(d));
-        let flipped = tx.flip(1).unwrap().to_vec_blocking::<i64>().unwrap();
-        let want: Vec<i64> = (0..7).flat_map(|r| (0..13).rev().map(move |c| x[r * 13 + c])).collect();
-        assert_eq!(flipped, want, "flip on {}", name(d));
-        let joined = Tensor::concat(&[&tx, &ty.reshape(&[1, 13]).unwrap()], 0).unwrap();
-        assert_eq!(joined.to_vec_blocking::<i64>().unwrap(), x.iter().chain(&y).copied().collect::<Vec<_>>(), "concat along 0 on {}", name(d));
-        let joined = Tensor::concat(&[&tx, &tx.slice(1, 0..2).unwrap()], 1).unwrap();
-        let want: Vec<i64> = (0..7).flat_map(|r| (0..15).map(move |c| x[r * 13 + c % 13])).collect();
-        assert_eq!(joined.to_vec_blocking::<i64>().unwrap(), want, "concat along 1 on {}", name(d));
-    }
+    let tx = Tensor::from_slice(d, x, &[7, 13]).unwrap();
+    assert_eq!(tx.to_vec_blocking::<i64>().unwrap(), x, "round trip on {}", name(d));
+    // Transposed then copied: element (c, r) is x[r * 13 + c].
+    let tt = tx.t().unwrap().contiguous().unwrap();
+    let want: Vec<i64> = (0..13).flat_map(|c| (0..7).map(move |r| r * 13 + c)).map(|at| x[at]).collect();
+    assert_eq!(tt.to_vec_blocking::<i64>().unwrap(), want, "transposed copy on {}", name(d));
+    let sliced = tx.slice(1, 3..10).unwrap().contiguous().unwrap();
+    let want: Vec<i64> = (0..7).flat_map(|r| (3..10).map(move |c| r * 13 + c)).map(|at| x[at]).collect();
+    assert_eq!(sliced.to_vec_blocking::<i64>().unwrap(), want, "sliced copy on {}", name(d));
+    // where: a broadcast row of y against x, by a u32 and an i64 condition.
+    let cond: Vec<u32> = (0..7 * 13).map(|i| (i % 3 == 0) as u32).collect();
+    let tc = Tensor::from_slice(d, &cond, &[7, 13]).unwrap();
+    let ty = Tensor::from_slice(d, &y, &[13]).unwrap();
+    let want: Vec<i64> = (0..7 * 13).map(|i| if cond[i] != 0 { x[i] } else { y[i % 13] }).collect();
+    assert_eq!(tc.select(&tx, &ty).unwrap().to_vec_blocking::<i64>().unwrap(), want, "where on {}", name(d));
+    // An i64 condition: true wherever the value is non-zero (also past the low word).
+    let c64 = Tensor::from_slice(d, &[0i64, 1 << 32, -1, 0, i64::MIN, 2], &[6]).unwrap();
+    let (ones, zeros) = (Tensor::from_slice(d, &[1u32], &[1]).unwrap(), Tensor::from_slice(d, &[0u32], &[1]).unwrap());
+    assert_eq!(c64.select(&ones, &zeros).unwrap().to_vec_blocking::<u32>().unwrap(), [0, 1, 1, 0, 1, 1], "an i64 condition on {}", name(d));
+    // gather along each axis, out-of-range indices giving 0.
+    let idx = Tensor::from_slice(d, &[6i32, 0, -1, 3, 7], &[5]).unwrap();
+    let g0 = tx.gather(0, &idx).unwrap().to_vec_blocking::<i64>().unwrap();
+    let want: Vec<i64> = [6i64, 0, -1, 3, 7].iter().flat_map(|&r| (0..13).map(move |c| if (0..7).contains(&r) { x[r as usize * 13 + c] } else { 0 })).collect();
+    assert_eq!(g0, want, "gather along 0 on {}", name(d));
+    let g1 = tx.gather(1, &idx).unwrap().to_vec_blocking::<i64>().unwrap();
+    let want: Vec<i64> = (0..7).flat_map(|r| [6i64, 0, -1, 3, 7].into_iter().map(move |c| if (0..13).contains(&c) { x[r * 13 + c as usize] } else { 0 })).collect();
+    assert_eq!(g1, want, "gather along 1 on {}", name(d));
+    // i64 indices, past u32 and negative ones out of range, without 64-bit arithmetic.
+    let idx64 = Tensor::from_slice(d, &[12i64, 1 << 32, -1, 0, (1 << 32) + 3], &[5]).unwrap();
+    let want: Vec<i64> = (0..7).flat_map(|r| [Some(12), None, None, Some(0), None].map(|c| c.map_or(0, |c| x[r * 13 + c]))).collect();
+    assert_eq!(tx.gather(1, &idx64).unwrap().to_vec_blocking::<i64>().unwrap(), want, "gather by i64 indices on {}", name(d));
+    let flipped = tx.flip(1).unwrap().to_vec_blocking::<i64>().unwrap();
+    let want: Vec<i64> = (0..7).flat_map(|r| (0..13).rev().map(move |c| x[r * 13 + c])).collect();
+    assert_eq!(flipped, want, "flip on {}", name(d));
+    let joined = Tensor::concat(&[&tx, &ty.reshape(&[1, 13]).unwrap()], 0).unwrap();
+    assert_eq!(joined.to_vec_blocking::<i64>().unwrap(), x.iter().chain(&y).copied().collect::<Vec<_>>(), "concat along 0 on {}", name(d));
+    let joined = Tensor::concat(&[&tx, &tx.slice(1, 0..2).unwrap()], 1).unwrap();
+    let want: Vec<i64> = (0..7).flat_map(|r| (0..15).map(move |c| x[r * 13 + c % 13])).collect();
+    assert_eq!(joined.to_vec_blocking::<i64>().unwrap(), want, "concat along 1 on {}", name(d));
 }
 
 #[test]
