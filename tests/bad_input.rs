@@ -182,7 +182,7 @@ fn indexing_errors_say_what_was_expected() {
         let x = tensor(d, &random(43, 6, -1.0, 1.0), &[2, 3]);
         let fidx = tensor(d, &[0.0, 1.0], &[2]);
         let idx = Tensor::from_slice(d, &[0u32, 1], &[2]).unwrap();
-        expect_err(x.gather(0, &fidx), "DTYPE", &["i32 or u32", "f32"], d);
+        expect_err(x.gather(0, &fidx), "DTYPE", &["i32, u32 or i64", "f32"], d);
         expect_err(x.gather(2, &idx), "OUT_OF_RANGE", &["axis 2"], d);
         expect_err(x.gather(0, &idx.reshape(&[1, 2]).unwrap()), "SHAPE", &["rank 1"], d);
         expect_err(x.cumsum(5), "OUT_OF_RANGE", &["axis 5"], d);

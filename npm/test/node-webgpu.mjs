@@ -42,6 +42,19 @@ await queue.submit().wait();
 assert.deepEqual(Array.from(await yb.read()), Array.from(xs, (v) => 2 * v));
 const wrongCount = (() => { try { queue.launch(kernel, [xb], [1, 1, 1]); } catch (e) { return e.code; } })();
 assert.equal(wrongCount, 'LAUNCH');
+// i64 without shader-int64 (WebGPU in JS never has it): the data moves as words; arithmetic,
+// reductions, cumsum and casts reject with UNSUPPORTED naming the feature.
+assert.equal(device.info().features.int64, false);
+const MIN = -(2n ** 63n);
+const longs = device.tensor(new BigInt64Array([1n, MIN, 2n ** 62n + 3n]), [3]);
+assert.deepEqual(Array.from(await longs.read()), [1n, MIN, 2n ** 62n + 3n]);
+assert.deepEqual(Array.from(await longs.concat(longs.slice(0, 1, 3), 0).read()), [1n, MIN, 2n ** 62n + 3n, MIN, 2n ** 62n + 3n]);
+assert.deepEqual(Array.from(await longs.gather(0, device.tensor(new Int32Array([2, 0, 5]), [3])).read()), [2n ** 62n + 3n, 1n, 0n]);
+assert.deepEqual(Array.from(await device.tensor(new Uint32Array([0, 1, 0]), [3]).select(longs, longs.gather(0, device.tensor(new Int32Array([2, 2, 2]), [3]))).read()), [2n ** 62n + 3n, MIN, 2n ** 62n + 3n]);
+assert.deepEqual(Array.from(await longs.gather(0, device.tensor(new BigInt64Array([2n, 2n ** 32n, -1n, 1n]), [4])).read()), [2n ** 62n + 3n, 0n, 0n, MIN], 'i64 indices');
+for (const op of [() => longs.add(longs), () => longs.sum(), () => longs.cumsum(0), () => longs.cast('f32')]) {
+  assert.throws(op, (e) => e.code === 'UNSUPPORTED' && /shader-int64/.test(e.message), String(op));
+}
 // Opened on the program's own GPUDevice, computing on its buffer without a copy.
 const gpu = await (await navigator.gpu.requestAdapter()).requestDevice();
 const adopted = await init({ gpuDevice: gpu });

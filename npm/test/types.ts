@@ -103,6 +103,9 @@ async function moreOps(device: Device): Promise<void> {
   const widened: ElementArray = await device.tensor(new Float32Array([1, 2]), [2], 'bf16').read();
   const f16 = await half.readFloat16();
   console.log(bits[0], widened[0], f16.length, f16[0]);
+  const longs: ElementArray = await device.tensor(new BigInt64Array([1n, -2n]), [2], 'i64').sum().read();
+  const int64: boolean = device.info().features.int64;
+  console.log(longs[0], int64);
   const kept: { total: Tensor } = device.scope(() => ({ total: x.exp().add(x).sum() }));
   {
     using scratch = device.tensor(new Float32Array(8), [8]);

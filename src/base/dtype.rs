@@ -15,6 +15,9 @@ pub enum DType {
     F16,
     /// bfloat16 (`half::bf16`): stored in 16 bits, computed in f32 by the ops.
     BF16,
+    /// 64-bit signed integer: on cpu and cuda; on webgpu only where the adapter has
+    /// `shader-int64` (elsewhere its data moves, but arithmetic is `UNSUPPORTED`).
+    I64,
 }
 
 impl DType {
@@ -23,7 +26,13 @@ impl DType {
         match self {
             DType::F32 | DType::I32 | DType::U32 => 4,
             DType::F16 | DType::BF16 => 2,
+            DType::I64 => 8,
         }
+    }
+
+    /// Whether this is an integer type (i32, u32, i64): the dtypes of integer arithmetic.
+    pub fn is_integer(self) -> bool {
+        matches!(self, DType::I32 | DType::U32 | DType::I64)
     }
 
     /// Whether this is a floating-point type.
@@ -31,7 +40,7 @@ impl DType {
         matches!(self, DType::F32 | DType::F16 | DType::BF16)
     }
 
-    /// Code that kernels switch on: 0 f32, 1 i32, 2 u32, 3 f16, 4 bf16.
+    /// Code that kernels switch on: 0 f32, 1 i32, 2 u32, 3 f16, 4 bf16, 5 i64.
     pub fn code(self) -> u32 {
         match self {
             DType::F32 => 0,
@@ -39,6 +48,7 @@ impl DType {
             DType::U32 => 2,
             DType::F16 => 3,
             DType::BF16 => 4,
+            DType::I64 => 5,
         }
     }
 
@@ -50,6 +60,7 @@ impl DType {
             DType::U32 => "u32",
             DType::F16 => "f16",
             DType::BF16 => "bf16",
+            DType::I64 => "i64",
         }
     }
 }
@@ -74,6 +85,9 @@ impl Element for i32 {
 }
 impl Element for u32 {
     const DTYPE: DType = DType::U32;
+}
+impl Element for i64 {
+    const DTYPE: DType = DType::I64;
 }
 impl Element for half::f16 {
     const DTYPE: DType = DType::F16;

@@ -146,6 +146,10 @@ pub struct Features {
     pub timestamps: bool,
     /// Subgroup (warp / wave) operations.
     pub subgroups: bool,
+    /// i64 arithmetic, reductions, cumulative sums and casts in the built-in ops: always on
+    /// cpu and cuda; on webgpu where the adapter has `shader-int64` (native Vulkan, Metal,
+    /// DX12; never in browsers), elsewhere those ops on i64 are `UNSUPPORTED`.
+    pub int64: bool,
 }
 
 /// What a device reports about itself.

@@ -76,6 +76,7 @@ fn info_object(info: &crate::DeviceInfo) -> JsValue {
     set(&features, "f16", info.features.f16);
     set(&features, "timestamps", info.features.timestamps);
     set(&features, "subgroups", info.features.subgroups);
+    set(&features, "int64", info.features.int64);
     set(&out, "name", info.name.clone());
     set(&out, "backend", info.backend.to_string());
     set(&out, "type", info.device_type.to_string());
@@ -173,7 +174,7 @@ impl JsDevice {
     }
 
     /// A buffer holding a copy of `data` (a `Float32Array`, `Int32Array` or `Uint32Array`).
-    pub fn buffer(&self, #[wasm_bindgen(unchecked_param_type = "ElementArray")] data: &JsValue) -> Result<JsBuffer, JsValue> {
+    pub fn buffer(&self, #[wasm_bindgen(unchecked_param_type = "Float32Array | Int32Array | Uint32Array")] data: &JsValue) -> Result<JsBuffer, JsValue> {
         gpu::buffer_from(&self.inner, data)
     }
 
@@ -202,7 +203,7 @@ impl JsDevice {
     }
 
     /// A tensor holding a copy of `data` with `shape` (whose sizes multiply to
-    /// `data.length`): a `Float32Array`, `Int32Array` or `Uint32Array`; a `Float16Array`
+    /// `data.length`): a `Float32Array`, `Int32Array`, `Uint32Array` or `BigInt64Array` (i64); a `Float16Array`
     /// (f16); or a `Uint16Array` of f16 or bf16 bits, which needs `dtype` `'f16'` or
     /// `'bf16'`. A `dtype` other than the data's converts on the device (`cast`).
     pub fn tensor(

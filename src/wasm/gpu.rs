@@ -72,7 +72,7 @@ impl JsBuffer {
     }
 
     /// Overwrite the contents with `data` (the same typed array type and length).
-    pub fn write(&self, #[wasm_bindgen(unchecked_param_type = "ElementArray")] data: &JsValue) -> Result<(), JsValue> {
+    pub fn write(&self, #[wasm_bindgen(unchecked_param_type = "Float32Array | Int32Array | Uint32Array")] data: &JsValue) -> Result<(), JsValue> {
         match &self.inner {
             TypedBuffer::F32(b) => b.write(&data.dyn_ref::<js_sys::Float32Array>().ok_or_else(|| wrong_type(data, "Float32Array"))?.to_vec()),
             TypedBuffer::I32(b) => b.write(&data.dyn_ref::<js_sys::Int32Array>().ok_or_else(|| wrong_type(data, "Int32Array"))?.to_vec()),
@@ -83,7 +83,7 @@ impl JsBuffer {
 
     /// The contents as a typed array of the buffer's type (one copy into it), once the
     /// device is done.
-    #[wasm_bindgen(unchecked_return_type = "ElementArray")]
+    #[wasm_bindgen(unchecked_return_type = "Float32Array | Int32Array | Uint32Array")]
     pub async fn read(&self) -> Result<JsValue, JsValue> {
         Ok(match &self.inner {
             TypedBuffer::F32(b) => js_sys::Float32Array::new(&b.read_array_buffer().await.map(JsValue::from).map_err(js_error)?).into(),

@@ -45,12 +45,12 @@ async fn array_buffer(t: &Tensor) -> Result<JsValue, JsValue> {
     t.read_array_buffer().await.map(JsValue::from).map_err(js_error)
 }
 
-/// The dtype called `name` (`"f32"`, `"i32"`, `"u32"`, `"f16"`, `"bf16"`).
+/// The dtype called `name` (`"f32"`, `"i32"`, `"u32"`, `"f16"`, `"bf16"`, `"i64"`).
 pub(super) fn dtype_named(name: &str) -> Result<DType, JsValue> {
-    [DType::F32, DType::I32, DType::U32, DType::F16, DType::BF16]
+    [DType::F32, DType::I32, DType::U32, DType::F16, DType::BF16, DType::I64]
         .into_iter()
         .find(|d| d.name() == name)
-        .ok_or_else(|| invalid(format!("unknown dtype `{name}`: expected f32, i32, u32, f16 or bf16")))
+        .ok_or_else(|| invalid(format!("unknown dtype `{name}`: expected f32, i32, u32, f16, bf16 or i64")))
 }
 
 /// A tensor of `shape` on `device` holding a copy of the typed array `data`; a `Uint16Array`
@@ -68,6 +68,11 @@ pub(super) fn from_js(device: &crate::Device, data: &JsValue, shape: &[usize], d
         Tensor::from_slice(device, &a.to_vec(), shape)
     } else if let Some(a) = data.dyn_ref::<js_sys::Uint32Array>() {
         Tensor::from_slice(device, &a.to_vec(), shape)
+    } else if let Some(a) = data.dyn_ref::<js_sys::BigInt64Array>() {
+        // The values' words (low first), uploaded as u32 and viewed as i64.
+        let length = a.length().checked_mul(2).ok_or_else(|| invalid(format!("tensor data is {}: too many elements for wasm memory", describe(data))))?;
+        let words = js_sys::Uint32Array::new_with_byte_offset_and_length(&a.buffer(), a.byte_offset(), length).to_vec();
+        Tensor::from_slice(device, &words, &[words.len()]).and_then(|w| crate::ops::common::words::words_as_i64(&w, shape))
     } else if name.as_deref() == Some("Float16Array") {
         Tensor::from_slice(device, &bits16(data)?.into_iter().map(half::f16::from_bits).collect::<Vec<_>>(), shape)
     } else if let Some(a) = data.dyn_ref::<js_sys::Uint16Array>() {
@@ -78,7 +83,7 @@ pub(super) fn from_js(device: &crate::Device, data: &JsValue, shape: &[usize], d
         }
     } else {
         return Err(invalid(format!(
-            "tensor data is {}: expected a Float32Array, Int32Array, Uint32Array, Float16Array, or a Uint16Array of f16 or bf16 bits",
+            "tensor data is {}: expected a Float32Array, Int32Array, Uint32Array, BigInt64Array (i64), Float16Array, or a Uint16Array of f16 or bf16 bits",
             describe(data)
         )));
     };
@@ -105,14 +110,14 @@ impl JsTensor {
         self.inner.shape().iter().map(|&n| n as u32).collect()
     }
 
-    /// Element type: `"f32"`, `"i32"`, `"u32"`, `"f16"` or `"bf16"`.
+    /// Element type: `"f32"`, `"i32"`, `"u32"`, `"f16"`, `"bf16"` or `"i64"`.
     #[wasm_bindgen(getter, unchecked_return_type = "DType")]
     pub fn dtype(&self) -> String {
         self.inner.dtype().to_string()
     }
 
     /// The elements, row-major, as a `Float32Array` (f32, and f16 / bf16 widened on the
-    /// device), `Int32Array` or `Uint32Array`: one copy from where they lie (a mapped GPU
+    /// device), `Int32Array`, `Uint32Array` or `BigInt64Array` (i64): one copy from where they lie (a mapped GPU
     /// buffer, or the CPU backend's memory) into the array. Resolves when the device is done.
     #[wasm_bindgen(unchecked_return_type = "ElementArray")]
     pub async fn read(&self) -> Result<JsValue, JsValue> {
@@ -120,6 +125,7 @@ impl JsTensor {
         Ok(match t.dtype() {
             DType::I32 => js_sys::Int32Array::new(&array_buffer(t).await?).into(),
             DType::U32 => js_sys::Uint32Array::new(&array_buffer(t).await?).into(),
+            DType::I64 => js_sys::BigInt64Array::new(&array_buffer(t).await?).into(),
             DType::F32 => js_sys::Float32Array::new(&array_buffer(t).await?).into(),
             DType::F16 | DType::BF16 => {
                 let wide = t.cast(DType::F32).map_err(js_error)?;
@@ -141,7 +147,7 @@ impl JsTensor {
     }
 
     /// The elements into `dst`, which must be the typed array `read()` would give (a
-    /// `Float32Array` for f32, f16 and bf16, `Int32Array`, `Uint32Array`) with exactly as many
+    /// `Float32Array` for f32, f16 and bf16, `Int32Array`, `Uint32Array`, `BigInt64Array`) with exactly as many
     /// elements; resolves to `dst`. One copy, as `read()`; reusing one array across reads also
     /// spares the first touch of a new array's pages, most of a large read's host time in
     /// Chromium.
@@ -155,13 +161,14 @@ impl JsTensor {
         let (kind, fits) = match wide.dtype() {
             DType::I32 => ("Int32Array", dst.is_instance_of::<js_sys::Int32Array>()),
             DType::U32 => ("Uint32Array", dst.is_instance_of::<js_sys::Uint32Array>()),
+            DType::I64 => ("BigInt64Array", dst.is_instance_of::<js_sys::BigInt64Array>()),
             _ => ("Float32Array", dst.is_instance_of::<js_sys::Float32Array>()),
         };
         let length = js_sys::Reflect::get(&dst, &"length".into()).ok().and_then(|l| l.as_f64());
         if !fits || length != Some(t.numel() as f64) {
             return Err(invalid(format!("readInto: got {}: expected a {kind} of {} elements (the tensor's)", describe(&dst), t.numel())));
         }
-        let len = u32::try_from(t.numel() * 4).map_err(|_| invalid(format!("readInto: {} elements are more than one typed array holds", t.numel())))?;
+        let len = u32::try_from(t.numel() * wide.dtype().size()).map_err(|_| invalid(format!("readInto: {} elements are more than one typed array holds", t.numel())))?;
         let offset = js_sys::Reflect::get(&dst, &"byteOffset".into())?.as_f64().unwrap_or(0.0) as u32;
         let bytes = js_sys::Uint8Array::new_with_byte_offset_and_length(&js_sys::Reflect::get(&dst, &"buffer".into())?, offset, len);
         wide.read_into_js(&bytes).await.map_err(js_error)?;
@@ -356,7 +363,7 @@ impl JsTensor {
         wrap(Tensor::concat(&[&self.inner, &other.inner], usize_of("axis", axis)?))
     }
 
-    /// Entries along `axis` picked by `indices` (an i32 or u32 tensor).
+    /// Entries along `axis` picked by `indices` (an i32, u32 or i64 tensor).
     pub fn gather(&self, axis: f64, indices: &JsTensor) -> Result<JsTensor, JsValue> {
         wrap(self.inner.gather(usize_of("axis", axis)?, &indices.inner))
     }

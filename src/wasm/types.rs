@@ -16,11 +16,11 @@ export interface UnicomputeError extends Error {
   column?: number;
 }
 /** An element type. */
-export type DType = 'f32' | 'i32' | 'u32' | 'f16' | 'bf16';
+export type DType = 'f32' | 'i32' | 'u32' | 'f16' | 'bf16' | 'i64';
 /** A backend's name. */
 export type BackendName = 'cpu' | 'webgpu' | 'cuda';
-/** Elements as JS holds them: f32 (and f16 / bf16 read back widened), i32, u32. */
-export type ElementArray = Float32Array | Int32Array | Uint32Array;
+/** Elements as JS holds them: f32 (and f16 / bf16 read back widened), i32, u32, i64. */
+export type ElementArray = Float32Array | Int32Array | Uint32Array | BigInt64Array;
 /** A unary op's name (also an activation fused into an op). */
 export type UnaryName = 'neg' | 'abs' | 'exp' | 'log' | 'sqrt' | 'rsqrt' | 'sin' | 'cos' | 'tanh' | 'sigmoid' | 'relu' | 'gelu' | 'gelu_tanh' | 'silu' | 'erf';
 /** A binary op's name. */
@@ -35,7 +35,7 @@ export interface DeviceInfo {
   /** Threads of the CPU backend. */
   threads?: number;
   limits: { maxBufferSize: number; maxStorageBindingSize: number; maxInvocationsPerWorkgroup: number; maxLoopIterations?: number };
-  features: { f16: boolean; timestamps: boolean; subgroups: boolean };
+  features: { f16: boolean; timestamps: boolean; subgroups: boolean; int64: boolean };
 }
 /** The memory pool's statistics. */
 export interface MemoryStats {

@@ -335,9 +335,9 @@ fn workgroup(l: &Limits) -> String {
     format!("{x}x{y}x{z}, {} inv, grid {gx}x{gy}x{gz}{loops}", l.max_invocations_per_workgroup)
 }
 
-/// `f16 timestamps subgroups`, the ones present, or `-`.
+/// `f16 timestamps subgroups int64`, the ones present, or `-`.
 fn features(f: &Features) -> String {
-    let present: Vec<&str> = [(f.f16, "f16"), (f.timestamps, "timestamps"), (f.subgroups, "subgroups")]
+    let present: Vec<&str> = [(f.f16, "f16"), (f.timestamps, "timestamps"), (f.subgroups, "subgroups"), (f.int64, "int64")]
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))
         .collect();

@@ -120,7 +120,7 @@ fn describe(ordinal: i32) -> std::result::Result<DeviceInfo, DriverError> {
             storage_offset_alignment: 4,
             max_loop_iterations: None,
         },
-        features: Features { f16: cc >= [5, 3], timestamps: true, subgroups: true },
+        features: Features { f16: cc >= [5, 3], timestamps: true, subgroups: true, int64: true },
         memory_total: Some(total),
         compute_capability: Some(cc),
         threads: None,

@@ -30,7 +30,7 @@ const POOL_USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
 
 /// Features requested when the adapter has them.
 fn wanted_features() -> wgpu::Features {
-    wgpu::Features::SHADER_F16 | wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::SUBGROUP
+    wgpu::Features::SHADER_F16 | wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::SUBGROUP | wgpu::Features::SHADER_INT64
 }
 
 fn instance() -> wgpu::Instance {
@@ -125,6 +125,7 @@ fn describe(adapter: &Adapter) -> DeviceInfo {
             f16: f.contains(wgpu::Features::SHADER_F16),
             timestamps: f.contains(wgpu::Features::TIMESTAMP_QUERY),
             subgroups: f.contains(wgpu::Features::SUBGROUP),
+            int64: f.contains(wgpu::Features::SHADER_INT64),
         },
         memory_total: None,
         compute_capability: None,

@@ -2,6 +2,7 @@
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
+typedef long long i64;
 
 #ifndef IDX
 #define IDX unsigned int

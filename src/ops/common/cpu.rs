@@ -43,6 +43,26 @@ pub(crate) unsafe fn sgemm(m: usize, n: usize, k: usize, scale: f32, a: *const f
 /// Elements per parallel task: large enough to amortise scheduling, small enough to balance.
 pub(crate) const CHUNK: usize = 1 << 15;
 
+/// Integer element `i` of `words` as its bits: an i64 (`wide`) from its two words, a 32-bit
+/// one zero-extended.
+#[inline]
+pub(crate) fn integer_bits(words: &[u32], i: usize, wide: bool) -> u64 {
+    if wide {
+        u64::from(words[2 * i]) | u64::from(words[2 * i + 1]) << 32
+    } else {
+        u64::from(words[i])
+    }
+}
+
+/// Store `bits` as one integer element in `dst` (its one or two words, low first).
+#[inline]
+pub(crate) fn put_integer(dst: &mut [u32], bits: u64) {
+    dst[0] = bits as u32;
+    if let Some(high) = dst.get_mut(1) {
+        *high = (bits >> 32) as u32;
+    }
+}
+
 /// The output's words (outputs are contiguous).
 pub(crate) fn out_words<'g>(words: &'g mut [u32], out: &Operand<'_>) -> &'g mut [u32] {
     let start = out.layout.offset;

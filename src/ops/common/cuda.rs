@@ -36,6 +36,7 @@ pub(crate) fn val(dtype: crate::DType) -> crate::Result<(&'static str, String)> 
         crate::DType::F32 => "float",
         crate::DType::I32 => "int",
         crate::DType::U32 => "unsigned",
+        crate::DType::I64 => "i64",
         other => return Err(crate::Error::Device(format!("internal: no {other} values in the reduction, scan and integer kernels"))),
     };
     Ok(("VAL", name.to_string()))
@@ -119,6 +120,17 @@ pub(crate) fn blocks(dev: &CudaDevice, items: usize, per_block: usize) -> u32 {
 
 pub(crate) fn operand(o: &Operand<'_>) -> Result<u64> {
     address(o.buf, o.layout.offset)
+}
+
+/// Device address of element `offset` of a buffer of `dtype` elements (8-byte i64 included;
+/// [`address`] counts 4-byte elements).
+pub(crate) fn address_of(buf: &std::sync::Arc<crate::hal::Block>, offset: usize, dtype: crate::DType) -> Result<u64> {
+    Ok(crate::hal::cuda::device_memory(buf)?.ptr + (offset * dtype.size()) as u64)
+}
+
+/// [`operand`] for a view of `dtype` elements.
+pub(crate) fn typed_operand(o: &Operand<'_>, dtype: crate::DType) -> Result<u64> {
+    address_of(o.buf, o.layout.offset, dtype)
 }
 
 /// The bias and activation `-D` definitions of the kernels with an epilogue (matmul.cu,

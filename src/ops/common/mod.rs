@@ -11,6 +11,7 @@ pub(crate) mod rows;
 pub(crate) mod split;
 #[cfg(feature = "webgpu")]
 pub(crate) mod webgpu;
+pub(crate) mod words;
 
 /// A built-in WGSL file by its path below `src/ops/` (`"softmax/softmax.wgsl"`), as compiled
 /// in: without comments or indentation (build.rs strips them, keeping every line, so line

@@ -86,14 +86,30 @@ pub(crate) const VAL_F32: &str = "alias VAL = f32;\nfn val_nan(v: VAL) -> bool {
 pub(crate) const VAL_I32: &str = "alias VAL = i32;\nfn val_nan(v: VAL) -> bool { return false; }\nfn val_nan_value() -> VAL { return 0i; }\nfn val_lowest() -> VAL { return i32(-2147483648); }\nfn val_highest() -> VAL { return 2147483647i; }\nfn val_scaled(v: VAL, s: f32) -> VAL { return v; }";
 pub(crate) const VAL_U32: &str = "alias VAL = u32;\nfn val_nan(v: VAL) -> bool { return false; }\nfn val_nan_value() -> VAL { return 0u; }\nfn val_lowest() -> VAL { return 0u; }\nfn val_highest() -> VAL { return 0xffffffffu; }\nfn val_scaled(v: VAL, s: f32) -> VAL { return v; }";
 
-/// The `VAL` declarations for `dtype` (f32, i32 or u32).
+pub(crate) const VAL_I64: &str = "alias VAL = i64;\nfn val_nan(v: VAL) -> bool { return false; }\nfn val_nan_value() -> VAL { return 0li; }\nfn val_lowest() -> VAL { return -9223372036854775807li - 1li; }\nfn val_highest() -> VAL { return 9223372036854775807li; }\nfn val_scaled(v: VAL, s: f32) -> VAL { return v; }";
+
+/// The `VAL` declarations for `dtype` (f32, i32, u32 or i64: see [`check_int64`]).
 pub(crate) fn val(dtype: DType) -> Result<&'static str> {
     match dtype {
         DType::F32 => Ok(VAL_F32),
         DType::I32 => Ok(VAL_I32),
         DType::U32 => Ok(VAL_U32),
+        // Browsers have no `shader-int64` (`check_int64` refuses i64 first): the wasm build
+        // leaves the i64 kernels out.
+        DType::I64 if cfg!(not(target_arch = "wasm32")) => Ok(VAL_I64),
         other => Err(Error::Device(format!("internal: no {other} values in the reduction, scan and integer kernels"))),
     }
+}
+
+/// An `UNSUPPORTED` error for `op` when one of `dtypes` is i64 and the adapter lacks
+/// `shader-int64` (browsers, SwiftShader): i64 data still moves (copies, `where`, gather,
+/// concat run on pairs of 32-bit words), but its arithmetic needs 64-bit integers in WGSL.
+pub(crate) fn check_int64(dev: &GpuDevice, op: &str, dtypes: &[DType]) -> Result<()> {
+    if dtypes.contains(&DType::I64) && !dev.device.features().contains(wgpu::Features::SHADER_INT64) {
+        let what = format!("{op} on i64 tensors: the adapter lacks `shader-int64` (i64 data still moves; the cpu backend computes on it)");
+        return Err(Error::Unsupported { backend: crate::BackendKind::WebGpu, what });
+    }
+    Ok(())
 }
 
 /// `source` with each override named in `constants` set to its value, as a test runs a

@@ -1,4 +1,4 @@
-//! Bit-exact copies of 4-byte elements from a strided view into a view of the same shape:
+//! Bit-exact copies of 4-byte elements (8-byte ones as pairs of them) from a strided view into a view of the same shape:
 //! contiguous, or a non-overlapping strided view such as a slice of a larger tensor (what
 //! [`Tensor::contiguous`] and [`concat`](super::concat::concat) record).
 
@@ -31,16 +31,17 @@ impl Launch for ViewCopy<'_> {
 }
 
 /// Record `out = x` (same shape and dtype; `out` fresh, or a view no other operand overlaps):
-/// 4-byte elements by the copy kernels, 16-bit ones (two to a word) by the cast kernels.
+/// 4-byte elements by the copy kernels, 8-byte ones as pairs of words by the same kernels,
+/// 16-bit ones (two to a word) by the cast kernels.
 pub(crate) fn copy_into(queue: &Queue, x: &Tensor, out: &Tensor) -> Result<()> {
     if out.numel() == 0 {
         return Ok(());
     }
-    if x.dtype().size() == 4 {
-        launch(queue, &ViewCopy { x: x.operand(), out: out.operand() }, None)
-    } else {
-        launch(queue, &Cast { x: x.operand(), from: x.dtype(), to: x.dtype(), out: out.operand() }, None)
+    if x.dtype().size() == 2 {
+        return launch(queue, &Cast { x: x.operand(), from: x.dtype(), to: x.dtype(), out: out.operand() }, None);
     }
+    let words = super::common::words::as_words("copy", &[x, out])?;
+    launch(queue, &ViewCopy { x: words[0].operand(), out: words[1].operand() }, None)
 }
 
 /// Reading a tensor and making it contiguous: a copy where the view is strided.

@@ -2,9 +2,9 @@
 
 use crate::base::par::*;
 
-use super::{Binary, BinaryOp, Integer, Unary, UnaryOp};
+use super::{Binary, BinaryOp, Unary, UnaryOp};
 use crate::ops::common::math::{self, twin};
-use crate::ops::common::cpu::{offsets_from, out_words, run_from, CHUNK};
+use crate::ops::common::cpu::{integer_bits, offsets_from, out_words, put_integer, run_from, CHUNK};
 use crate::hal::cpu::{read_guard, write_guard};
 use crate::{DType, Error, Result};
 
@@ -102,8 +102,7 @@ pub(super) fn unary(call: &Unary<'_>) -> Result<()> {
 
 pub(super) fn binary(call: &Binary<'_>) -> Result<()> {
     match call.dtype {
-        DType::I32 => return integer_binary::<i32>(call),
-        DType::U32 => return integer_binary::<u32>(call),
+        d if d.is_integer() => return integer_binary(call),
         _ => check_f32(call.dtype)?,
     }
     let (op, act, a, b, out) = (call.op, call.act, call.a, call.b, call.out);
@@ -155,18 +154,25 @@ pub(super) fn binary(call: &Binary<'_>) -> Result<()> {
 }
 
 /// `op(a, b)` on integers ([`BinaryOp::eval_int`]), chunks of the output in parallel. One
-/// loop for every op (the op is matched per element): integer arithmetic is rare enough
-/// that the package's wasm keeps the size of one loop rather than seven.
-fn integer_binary<I: Integer>(call: &Binary<'_>) -> Result<()> {
+/// loop for every op and integer dtype (matched per element): integer arithmetic is rare
+/// enough that the package's wasm keeps the size of one loop. i32 and u32 values compute
+/// widened to i64 (sign- and zero-extended): the low 32 bits of each result are the 32-bit
+/// op's (wrapping products and sums, truncated quotients, `MIN / -1`, powers mod 2^32).
+fn integer_binary(call: &Binary<'_>) -> Result<()> {
     let (op, a, b, out) = (call.op, call.a, call.b, call.out);
+    let (wide, signed) = (call.dtype == DType::I64, call.dtype == DType::I32);
+    let per = if wide { 2 } else { 1 };
     let (ag, bg) = (read_guard(a.buf)?, read_guard(b.buf)?);
     let mut os = write_guard(out.buf)?;
-    let (ai, bi): (&[I], &[I]) = (bytemuck::cast_slice(&ag), bytemuck::cast_slice(&bg));
-    let oi: &mut [I] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
-    oi.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
+    let load = |words: &[u32], i: usize| -> i64 {
+        let bits = integer_bits(words, i, wide);
+        if signed { i64::from(bits as u32 as i32) } else { bits as i64 }
+    };
+    let words = &mut os[out.layout.offset * per..][..out.layout.numel() * per];
+    words.par_chunks_mut(CHUNK * per).enumerate().for_each(|(c, chunk)| {
         let start = c * CHUNK;
-        for ((o, x), y) in chunk.iter_mut().zip(offsets_from(a.layout, start)).zip(offsets_from(b.layout, start)) {
-            *o = op.eval_int(ai[x], bi[y]);
+        for ((o, x), y) in chunk.chunks_mut(per).zip(offsets_from(a.layout, start)).zip(offsets_from(b.layout, start)) {
+            put_integer(o, op.eval_int(load(&ag, x), load(&bg, y)) as u64);
         }
     });
     Ok(())

@@ -4,7 +4,7 @@
 use super::{Binary, Unary};
 #[cfg(test)]
 use super::{BinaryOp, UnaryOp};
-use crate::ops::common::cuda::{cuda_params, blocks, extent, index_type, builtin, operand, padded, val, BLOCK};
+use crate::ops::common::cuda::{cuda_params, blocks, extent, index_type, builtin, operand, padded, typed_operand, val, BLOCK};
 #[cfg(test)]
 use crate::hal::cuda::Builtin;
 use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
@@ -59,7 +59,7 @@ pub(super) fn unary(op: &Unary<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpConte
 /// `out = act(op(a, b))` with broadcasting (`binary_main`).
 pub(super) fn binary(op: &Binary<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     let (entry, val) = match op.dtype {
-        DType::I32 | DType::U32 => ("int_binary_main", Some(val(op.dtype)?)),
+        DType::I32 | DType::U32 | DType::I64 => ("int_binary_main", Some(val(op.dtype)?)),
         other => (check_f32(other).map(|()| "binary_main")?, None),
     };
     let (a, b, out) = (op.a, op.b, op.out);
@@ -84,7 +84,7 @@ pub(super) fn binary(op: &Binary<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
         b_period: b_access.period() as u64,
         ..Default::default()
     };
-    let pointers = [operand(&a)?, operand(&b)?, operand(&out)?];
+    let pointers = [typed_operand(&a, op.dtype)?, typed_operand(&b, op.dtype)?, typed_operand(&out, op.dtype)?];
     q.launch(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &p, &[a.buf, b.buf, out.buf])
 }
 
@@ -103,7 +103,7 @@ pub(super) fn builtins() -> Vec<Builtin> {
                 let defines = vec![("OP", op.code().to_string()), ("ACT", act.into()), ("A_MODE", a_mode.into()), ("B_MODE", b_mode.into()), idx.clone()];
                 all.push(builtin(&SOURCE, "binary_main", defines));
             }
-            for val in ["int", "unsigned"] {
+            for val in ["int", "unsigned", "i64"] {
                 let defines = vec![("OP", op.code().to_string()), ("A_MODE", "1".into()), ("B_MODE", "2".into()), ("VAL", val.into()), idx.clone()];
                 all.push(builtin(&SOURCE, "int_binary_main", defines));
             }

@@ -20,10 +20,14 @@
 #ifndef B_MODE
 #define B_MODE 0
 #endif
-// int_binary_main's element type: int or unsigned.
+// int_binary_main's element type: int, unsigned or i64; UVAL its unsigned twin.
 #ifndef VAL
 #define VAL int
 #endif
+__device__ __forceinline__ unsigned as_unsigned(int v) { return (unsigned)v; }
+__device__ __forceinline__ unsigned as_unsigned(unsigned v) { return v; }
+__device__ __forceinline__ u64 as_unsigned(i64 v) { return (u64)v; }
+typedef decltype(as_unsigned((VAL)0)) UVAL;
 
 template <int op>
 __device__ __forceinline__ float binary_op(float a, float b) {
@@ -65,12 +69,12 @@ extern "C" __global__ void binary_main(const float* __restrict__ a, const float*
 __device__ __forceinline__ VAL int_pow(VAL a, VAL b) {
     if (b < (VAL)0) {
         if (a == (VAL)1) return (VAL)1;
-        if ((VAL)((unsigned)a + 1u) == (VAL)0) return (b & (VAL)1) ? a : (VAL)1;
+        if ((VAL)((UVAL)a + (UVAL)1) == (VAL)0) return (b & (VAL)1) ? a : (VAL)1;
         return (VAL)0;
     }
-    unsigned result = 1u, base = (unsigned)a, e = (unsigned)b;
-    while (e != 0u) {
-        if (e & 1u) result *= base;
+    UVAL result = 1, base = (UVAL)a, e = (UVAL)b;
+    while (e != 0) {
+        if (e & 1) result *= base;
         base *= base;
         e >>= 1;
     }
@@ -80,12 +84,12 @@ __device__ __forceinline__ VAL int_pow(VAL a, VAL b) {
 template <int op>
 __device__ __forceinline__ VAL int_op(VAL a, VAL b) {
     switch (op) {
-        case 0: return (VAL)((unsigned)a + (unsigned)b);
-        case 1: return (VAL)((unsigned)a - (unsigned)b);
-        case 2: return (VAL)((unsigned)a * (unsigned)b);
+        case 0: return (VAL)((UVAL)a + (UVAL)b);
+        case 1: return (VAL)((UVAL)a - (UVAL)b);
+        case 2: return (VAL)((UVAL)a * (UVAL)b);
         case 3:
             if (b == (VAL)0) return a;
-            if ((VAL)-1 < (VAL)0 && b == (VAL)-1) return (VAL)(0u - (unsigned)a);
+            if ((VAL)-1 < (VAL)0 && b == (VAL)-1) return (VAL)((UVAL)0 - (UVAL)a);
             return a / b;
         case 4: return a < b ? a : b;
         case 5: return a < b ? b : a;

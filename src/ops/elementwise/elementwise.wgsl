@@ -6,7 +6,7 @@
 // A_MODE / B_MODE say how an operand is addressed: 0 strided (general), 1 contiguous,
 // 2 a contiguous block repeated with the given period (a row broadcast over leading dims).
 // STORE (prepended: f32, or f16 on adapters with shader-f16) is the dtype in memory; the
-// math runs in f32. int_binary_main computes on VAL (prepended: i32 or u32) instead.
+// math runs in f32. int_binary_main computes on VAL (prepended: i32, u32 or i64) instead.
 
 override OP: u32 = 0u;
 override ACT: u32 = 0u;
@@ -152,7 +152,7 @@ fn binary_vec4_main(
     out4[params[S_out] / 4u + i4] = store4(r);
 }
 
-// Integer arithmetic on VAL (i32 or u32) with WGSL's rules, which `BinaryOp::eval_int`
+// Integer arithmetic on VAL (i32, u32 or i64) with WGSL's rules, which `BinaryOp::eval_int`
 // states for every backend: + - * wrap; / truncates toward zero, x / 0 = x and
 // MIN / -1 = MIN; pow by repeated squaring, a negative exponent giving 1 / a^|b| truncated.
 @group(0) @binding(1) var<storage, read> xv: array<VAL>;

@@ -234,7 +234,7 @@ impl BinaryOp {
         }
     }
 
-    /// The function on integers (i32 or u32), as every backend computes it, with WGSL's rules:
+    /// The function on integers (i32, u32 or i64), as every backend computes it, with WGSL's rules:
     /// add, sub and mul wrap; div truncates toward zero, with `x / 0 = x` and `MIN / -1 = MIN`;
     /// pow multiplies by repeated squaring (wrapping), and a negative exponent gives the
     /// quotient `1 / a^|b|` truncated toward zero: 1 for `a = 1`, ±1 for `a = -1`, else 0
@@ -252,10 +252,11 @@ impl BinaryOp {
     }
 }
 
-/// The integer element types of integer arithmetic: i32 and u32.
+/// The integer element types of integer arithmetic: i32, u32 and i64.
 pub trait Integer: num_traits::PrimInt + num_traits::WrappingAdd + num_traits::WrappingSub + num_traits::WrappingMul + bytemuck::Pod + Send + Sync {}
 impl Integer for i32 {}
 impl Integer for u32 {}
+impl Integer for i64 {}
 
 /// `a^b` on integers, as [`BinaryOp::eval_int`] defines it.
 fn int_pow<I: Integer>(a: I, b: I) -> I {
@@ -334,10 +335,10 @@ fn binary_fused(queue: &Queue, op: BinaryOp, act: Option<UnaryOp>, a: &Tensor, b
     lift.down(queue, binary_in(queue, op, act, &lift.up(queue, a)?, &lift.up(queue, b)?, DType::F32)?)
 }
 
-/// The integer dtype (i32 or u32) of integer arithmetic, when an operand is an integer:
+/// The integer dtype (i32, u32 or i64) of integer arithmetic, when an operand is an integer:
 /// both must be of it, and no activation follows (activations are float functions).
 fn integer_operands(op: BinaryOp, act: Option<UnaryOp>, a: &Tensor, b: &Tensor) -> Result<Option<DType>> {
-    let integer = |d: DType| matches!(d, DType::I32 | DType::U32);
+    let integer = |d: DType| d.is_integer();
     let (da, db) = (a.dtype(), b.dtype());
     if !integer(da) && !integer(db) {
         return Ok(None);

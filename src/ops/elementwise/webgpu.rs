@@ -2,14 +2,14 @@
 //! layouts allow (the vec4 entry points); integer arithmetic in its own entry point.
 
 use super::{Binary, Unary};
-use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, store, strided_words, u32_of, val, StridedWords, ACTIVATION, COMMON, STORE_F32, VAL_U32};
+use crate::ops::common::webgpu::{builtin, check_binding, check_int64, grid_1d, store, strided_words, u32_of, val, StridedWords, ACTIVATION, COMMON, STORE_F32, VAL_U32};
 #[cfg(test)]
-use crate::ops::common::webgpu::{STORE_F16, VAL_I32};
+use crate::ops::common::webgpu::{STORE_F16, VAL_I32, VAL_I64};
 use crate::hal::webgpu::{Builtin, Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
 use crate::base::layout::Access;
 use crate::ops::Operand;
-use crate::{DType, Result};
+use crate::Result;
 
 static SOURCE: WgslSource = WgslSource { name: "elementwise.wgsl", text: crate::ops::common::wgsl_file!("elementwise/elementwise.wgsl"), preludes: &[COMMON, ACTIVATION, StridedWords::DECL] };
 
@@ -54,7 +54,8 @@ pub(super) fn binary(op: &Binary<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
     }
     let (a_access, b_access) = (a.layout.access(), b.layout.access());
     let constants = vec![("OP", op.op.code()), ("ACT", op.act.map_or(0, |f| f.code())), ("A_MODE", a_access.code()), ("B_MODE", b_access.code())];
-    let integer = matches!(op.dtype, DType::I32 | DType::U32);
+    check_int64(dev, op.op.name(), &[op.dtype])?;
+    let integer = op.dtype.is_integer();
     let (entry, per) = match (integer, vec4(&out, &[&a, &b])) {
         (true, _) => ("int_binary_main", 1),
         (false, true) => ("binary_vec4_main", 4),
@@ -71,7 +72,7 @@ pub(super) fn binary(op: &Binary<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
 /// The module in both storage dtypes and both integer types.
 #[cfg(test)]
 pub(super) fn builtins() -> Vec<Builtin> {
-    let preludes = [[STORE_F32, VAL_U32], [STORE_F16, VAL_U32], [STORE_F32, VAL_I32]];
+    let preludes = [[STORE_F32, VAL_U32], [STORE_F16, VAL_U32], [STORE_F32, VAL_I32], [STORE_F32, VAL_I64]];
     preludes.into_iter().map(|p| Builtin { prelude: p.to_vec(), ..builtin(&SOURCE, "unary_main", vec![]) }).collect()
 }
 

@@ -2,19 +2,17 @@
 
 use crate::base::par::*;
 
-use super::{cast_bits, Cast, Cumsum, Gather, Where};
-use crate::ops::common::cpu::{offsets_from, out_words, CHUNK};
+use super::{cast_bits64, Cast, Cumsum, Gather, Where};
+use crate::ops::common::cpu::{integer_bits, offsets_from, out_words, put_integer, CHUNK};
 use crate::hal::cpu::{read_guard, write_guard};
 use crate::ops::Operand;
 use crate::{DType, Result};
 
-/// Element `i` (of `size` bytes) of `bytes`, zero-extended.
-fn load(bytes: &[u8], i: usize, size: usize) -> u32 {
-    let at = i * size;
-    match size {
-        2 => u32::from(u16::from_le_bytes([bytes[at], bytes[at + 1]])),
-        _ => u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]),
-    }
+/// Element `i` (of `size` bytes: 2, 4 or 8) of `bytes`, zero-extended.
+fn load(bytes: &[u8], i: usize, size: usize) -> u64 {
+    let mut word = [0u8; 8];
+    word[..size].copy_from_slice(&bytes[i * size..(i + 1) * size]);
+    u64::from_le_bytes(word)
 }
 
 /// Contiguous conversions between f32 and f16 / bf16 through `half`'s slice conversions
@@ -65,7 +63,7 @@ pub(super) fn cast(op: &Cast<'_>) -> Result<()> {
     let dst = &mut bytemuck::cast_slice_mut::<u32, u8>(&mut os)[start..start + n * out_size];
     dst.par_chunks_mut(CHUNK * out_size).enumerate().for_each(|(c, chunk)| {
         for (o, xi) in chunk.chunks_exact_mut(out_size).zip(offsets_from(x.layout, c * CHUNK)) {
-            let bits = cast_bits(load(src, xi, in_size), from, to);
+            let bits = cast_bits64(load(src, xi, in_size), from, to);
             o.copy_from_slice(&bits.to_le_bytes()[..out_size]);
         }
     });
@@ -120,27 +118,32 @@ pub(super) fn gather(op: &Gather<'_>) -> Result<()> {
 /// Cumulative sums along the middle axis of a contiguous `[outer, len, inner]` input.
 pub(super) fn cumsum(op: &Cumsum<'_>) -> Result<()> {
     match op.dtype {
-        // Floats sum in f64, integers in 32 bits (the sums wrap, the same bits for i32 and u32).
-        DType::I32 | DType::U32 => scan::<u32, u32>(op, 0, |a, v| a.wrapping_add(v), |a| a),
-        _ => scan::<f32, f64>(op, 0.0, |a, v| a + f64::from(v), |a| a as f32),
+        // Floats sum in f64; integers as their bits in a u64, wrapping (the low 32 bits of a
+        // 32-bit type's sum are its wrapping sum, the same bits for i32 and u32).
+        DType::F32 => scan(op, 1, 0.0, |a, x, e| a + f64::from(f32::from_bits(x[e])), |o, a| o[0] = (a as f32).to_bits()),
+        d => {
+            let wide = d == DType::I64;
+            scan(op, if wide { 2 } else { 1 }, 0u64, |a, x, e| a.wrapping_add(integer_bits(x, e, wide)), put_integer)
+        }
     }
 }
 
-/// Each task scans one `[len, inner]` block, inner columns side by side: the running value
-/// starts at `zero`, takes each element with `add`, and each output is its `finish`.
-fn scan<T: bytemuck::Pod + Send + Sync, A: Copy + Send + Sync>(op: &Cumsum<'_>, zero: A, add: impl Fn(A, T) -> A + Sync, finish: impl Fn(A) -> T + Sync) -> Result<()> {
-    let (x, out, outer, len, inner) = (op.x, op.out, op.outer, op.len, op.inner);
+/// Each task scans one `[len, inner]` block of elements of `per` words, inner columns side
+/// by side: the running value starts at `zero`, takes element `e` of the block's words with
+/// `add`, and `finish` writes each output's words from it.
+fn scan<A: Copy + Send + Sync>(op: &Cumsum<'_>, per: usize, zero: A, add: impl Fn(A, &[u32], usize) -> A + Sync, finish: impl Fn(&mut [u32], A) + Sync) -> Result<()> {
+    let (x, out, n, inner) = (op.x, op.out, op.outer * op.len * op.inner, op.inner.max(1));
     let xs = read_guard(x.buf)?;
     let mut os = write_guard(out.buf)?;
-    let xv: &[T] = &bytemuck::cast_slice(&xs)[x.layout.offset..x.layout.offset + outer * len * inner];
-    let ov: &mut [T] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
-    ov.par_chunks_mut((len * inner).max(1)).zip(xv.par_chunks((len * inner).max(1))).for_each(|(o, x)| {
-        let mut acc = vec![zero; inner];
-        for (orow, xrow) in o.chunks_mut(inner.max(1)).zip(x.chunks(inner.max(1))) {
-            for ((o, &v), a) in orow.iter_mut().zip(xrow).zip(acc.iter_mut()) {
-                *a = add(*a, v);
-                *o = finish(*a);
-            }
+    let xv = &xs[x.layout.offset * per..][..n * per];
+    let ov = &mut os[out.layout.offset * per..][..n * per];
+    let block = (op.len * inner).max(1) * per;
+    ov.par_chunks_mut(block).zip(xv.par_chunks(block)).for_each(|(o, x)| {
+        let (mut acc, mut column) = (vec![zero; inner], 0);
+        for (e, dst) in o.chunks_mut(per).enumerate() {
+            acc[column] = add(acc[column], x, e);
+            finish(dst, acc[column]);
+            column = if column + 1 == inner { 0 } else { column + 1 };
         }
     });
     Ok(())

@@ -1,7 +1,7 @@
 //! Casts, `where`, gather (indexing.cu) and cumulative sums (scan.cu) on CUDA.
 
 use super::{Cast, Cumsum, Gather, Where};
-use crate::ops::common::cuda::{cuda_params, blocks, extent, index_type, builtin, operand, padded, val, BLOCK};
+use crate::ops::common::cuda::{cuda_params, blocks, extent, index_type, builtin, operand, padded, typed_operand, val, BLOCK};
 #[cfg(test)]
 use crate::hal::cuda::Builtin;
 use crate::hal::cuda::{device_memory, CudaDevice, CudaQueue, CudaSource};
@@ -69,7 +69,7 @@ pub(super) fn cast(op: &Cast<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext
     // The source as its block base (its view may start inside a word) plus the offset.
     let src = device_memory(x.buf)?.ptr;
     let dst = device_memory(out.buf)?.ptr + (out.layout.offset * to.size()) as u64;
-    q.launch(dev, &f, (blocks(dev, n.div_ceil(4 / to.size()), BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[src, dst], &p, &[x.buf, out.buf])
+    q.launch(dev, &f, (blocks(dev, n.div_ceil((4 / to.size()).max(1)), BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[src, dst], &p, &[x.buf, out.buf])
 }
 
 /// `out = cond ? a : b` (`where_main`).
@@ -101,7 +101,7 @@ pub(super) fn cumsum(op: &Cumsum<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
     let f = dev.program(builtin(&SCAN, "cumsum_main", vec![val(op.dtype)?, index_type(op.outer * op.len * op.inner)]))?;
     let p = ScanParams { outer: op.outer as u64, len: op.len as u64, inner: op.inner as u64 };
     let grid = ((op.outer * op.inner).clamp(1, 65_535) as u32, 1, 1);
-    q.launch(dev, &f, grid, (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &p, &[x.buf, out.buf])
+    q.launch(dev, &f, grid, (BLOCK, 1, 1), &[typed_operand(&x, op.dtype)?, typed_operand(&out, op.dtype)?], &p, &[x.buf, out.buf])
 }
 
 /// Every specialisation.
@@ -110,8 +110,8 @@ pub(super) fn builtins() -> Vec<Builtin> {
     let mut all = Vec::new();
     let flag = |name: &'static str, on: bool| (name, u32::from(on).to_string());
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
-        for from in 0..5 {
-            for to in 0..5 {
+        for from in 0..6 {
+            for to in 0..6 {
                 all.push(builtin(&INDEXING, "cast_main", vec![("FROM", from.to_string()), ("TO", to.to_string()), idx.clone()]));
             }
         }
@@ -119,7 +119,7 @@ pub(super) fn builtins() -> Vec<Builtin> {
             all.push(builtin(&INDEXING, "where_main", vec![flag("COND_F32", on), idx.clone()]));
             all.push(builtin(&INDEXING, "gather_main", vec![flag("SIGNED", on), idx.clone()]));
         }
-        for val in ["float", "int", "unsigned"] {
+        for val in ["float", "int", "unsigned", "i64"] {
             all.push(builtin(&SCAN, "cumsum_main", vec![("VAL", val.to_string()), idx.clone()]));
         }
     }

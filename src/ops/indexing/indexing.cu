@@ -1,5 +1,6 @@
 // Dtype casts, `where` selection and gather (index_select): they move 32-bit words of any
-// dtype. Dtype codes are `DType::code` (0 f32, 1 i32, 2 u32, 3 f16, 4 bf16): FROM / TO for
+// dtype (i64 as pairs of words, except in casts). Dtype codes are `DType::code` (0 f32, 1 i32,
+// 2 u32, 3 f16, 4 bf16, 5 i64): FROM / TO for
 // cast_main, COND_F32 for where_main's condition, SIGNED for gather_main's indices. 16-bit
 // elements are packed two to a word, low half first; a cast to a 16-bit type writes whole
 // words (one thread per pair of outputs). cast_main gets the source's block base and the
@@ -74,14 +75,31 @@ __device__ __forceinline__ u32 from_f32(float v) {
     }
 }
 
-// One element: i32 <-> u32 keep their bits, everything else goes through f32.
-__device__ __forceinline__ u32 convert(u32 bits) {
-    if (FROM == TO || (FROM == 1 && TO == 2) || (FROM == 2 && TO == 1)) return bits;
-    return from_f32(to_f32(bits));
+// Rust's `as` from f32 to i64: truncate and saturate, NaN -> 0.
+__device__ __forceinline__ u64 f32_to_i64(float v) {
+    if (isnan(v)) return 0ull;
+    if (v >= 9223372036854775808.0f) return 0x7fffffffffffffffull;
+    if (v <= -9223372036854775808.0f) return 0x8000000000000000ull;
+    return (u64)(i64)v;
+}
+
+// One element (i64 whole, others in the low bits): between integer types Rust's `as` on the
+// bits (truncating or extending), i64 to floats rounded to the nearest f32 first, everything
+// else through f32.
+__device__ __forceinline__ u64 convert(u64 bits) {
+    const bool int_from = FROM == 1 || FROM == 2 || FROM == 5, int_to = TO == 1 || TO == 2 || TO == 5;
+    if (FROM == TO) return bits;
+    if (int_from && int_to) {
+        const i64 v = FROM == 1 ? (i64)(int)(u32)bits : (i64)bits;
+        return TO == 5 ? (u64)v : (u64)(u32)v;
+    }
+    const float f = FROM == 5 ? (float)(i64)bits : to_f32((u32)bits);
+    return TO == 5 ? f32_to_i64(f) : (u64)from_f32(f);
 }
 
 // The bits of source element `e` of a block (16-bit elements zero-extended).
-__device__ __forceinline__ u32 load(const u32* x, IDX e) {
+__device__ __forceinline__ u64 load(const u32* x, IDX e) {
+    if (FROM == 5) return ((const u64*)x)[e];
     if (FROM >= 3) return (x[e / 2] >> ((e & 1) * 16)) & 0xffffu;
     return x[e];
 }
@@ -91,13 +109,17 @@ extern "C" __global__ void cast_main(const u32* __restrict__ x, u32* __restrict_
     if (TO >= 3) {
         // Thread i writes output word i: elements 2i and 2i + 1 (past the end, padding).
         for (IDX i = grid_start(); 2 * i < n; i += grid_step()) {
-            const u32 lo = convert(load(x, off + strided_offset(2 * i, p.rank, p.shape, p.strides[0])));
-            const u32 hi = 2 * i + 1 < n ? convert(load(x, off + strided_offset(2 * i + 1, p.rank, p.shape, p.strides[0]))) : 0u;
+            const u32 lo = (u32)convert(load(x, off + strided_offset(2 * i, p.rank, p.shape, p.strides[0])));
+            const u32 hi = 2 * i + 1 < n ? (u32)convert(load(x, off + strided_offset(2 * i + 1, p.rank, p.shape, p.strides[0]))) : 0u;
             out[i] = lo | (hi << 16);
         }
         return;
     }
-    for (IDX i = grid_start(); i < n; i += grid_step()) out[i] = convert(load(x, off + strided_offset(i, p.rank, p.shape, p.strides[0])));
+    if (TO == 5) {
+        for (IDX i = grid_start(); i < n; i += grid_step()) ((u64*)out)[i] = convert(load(x, off + strided_offset(i, p.rank, p.shape, p.strides[0])));
+        return;
+    }
+    for (IDX i = grid_start(); i < n; i += grid_step()) out[i] = (u32)convert(load(x, off + strided_offset(i, p.rank, p.shape, p.strides[0])));
 }
 
 extern "C" __global__ void where_main(const u32* __restrict__ cond, const u32* __restrict__ a, const u32* __restrict__ b,

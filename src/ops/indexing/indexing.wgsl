@@ -1,5 +1,6 @@
 // Dtype casts, `where` selection and gather (index_select): they move 32-bit words of any
-// dtype. Dtype codes are `DType::code` (0 f32, 1 i32, 2 u32, 3 f16, 4 bf16). 16-bit
+// dtype (i64 as pairs of words; its casts are cast64.wgsl's). Dtype codes are `DType::code`
+// (0 f32, 1 i32, 2 u32, 3 f16, 4 bf16, 5 i64). 16-bit
 // elements are packed two to a word, low half first; a cast to a 16-bit type writes whole
 // words (one invocation per pair of outputs), so no two invocations share a word.
 //

@@ -1,5 +1,6 @@
 //! Dtype casts, `where` selection, index selection (gather) along an axis, and cumulative
-//! sums. Casts, `where` and gather move 32-bit words of any dtype.
+//! sums. Casts, `where` and gather move 32-bit words of any dtype (i64 as pairs of them, casts
+//! of i64 through their own kernels).
 
 backend_modules!();
 
@@ -13,25 +14,40 @@ use crate::{DType, Error, Queue, Result, Tensor};
 /// as Rust's `as` does: floats to integers truncate toward zero and saturate, NaN becomes 0;
 /// i32 <-> u32 keep the bits (two's complement). Everything else goes through f32: integers
 /// round to the nearest f32, f32 rounds to nearest-even f16 / bf16 (overflow gives inf), and
-/// f16 / bf16 widen exactly.
+/// f16 / bf16 widen exactly. For i64 see [`cast_bits64`].
 pub fn cast_bits(bits: u32, from: DType, to: DType) -> u32 {
+    cast_bits64(u64::from(bits), from, to) as u32
+}
+
+/// [`cast_bits`] for elements of up to 64 bits (i64 whole, others in the low bits): between
+/// integer types as Rust's `as` (i64 -> i32 / u32 keeps the low 32 bits, i32 sign-extends
+/// and u32 zero-extends to i64); i64 -> float rounds to the nearest f32 (then f16 / bf16);
+/// float -> i64 truncates toward zero and saturates, NaN becomes 0.
+pub fn cast_bits64(bits: u64, from: DType, to: DType) -> u64 {
     use half::{bf16, f16};
-    if from == to || matches!((from, to), (DType::I32, DType::U32) | (DType::U32, DType::I32)) {
+    if from == to {
         return bits;
     }
-    let f = match from {
-        DType::F32 => f32::from_bits(bits),
-        DType::I32 => bits as i32 as f32,
-        DType::U32 => bits as f32,
-        DType::F16 => f16::from_bits(bits as u16).to_f32(),
-        DType::BF16 => bf16::from_bits(bits as u16).to_f32(),
+    let int = match from {
+        DType::I32 => Some(i64::from(bits as u32 as i32)),
+        DType::U32 => Some(i64::from(bits as u32)),
+        DType::I64 => Some(bits as i64),
+        _ => None,
+    };
+    let f = match (from, int) {
+        (DType::F32, _) => f32::from_bits(bits as u32),
+        (DType::F16, _) => f16::from_bits(bits as u16).to_f32(),
+        (DType::BF16, _) => bf16::from_bits(bits as u16).to_f32(),
+        (_, Some(i)) if to.is_integer() => return if to == DType::I64 { i as u64 } else { u64::from(i as u32) },
+        (_, i) => i.unwrap_or(0) as f32,
     };
     match to {
-        DType::F32 => f.to_bits(),
-        DType::I32 => (f as i32) as u32,
-        DType::U32 => f as u32,
-        DType::F16 => u32::from(f16::from_f32(f).to_bits()),
-        DType::BF16 => u32::from(bf16::from_f32(f).to_bits()),
+        DType::F32 => f.to_bits().into(),
+        DType::I32 => u64::from((f as i32) as u32),
+        DType::U32 => u64::from(f as u32),
+        DType::I64 => (f as i64) as u64,
+        DType::F16 => f16::from_f32(f).to_bits().into(),
+        DType::BF16 => bf16::from_f32(f).to_bits().into(),
     }
 }
 
@@ -40,18 +56,23 @@ pub fn cast_bits(bits: u32, from: DType, to: DType) -> u32 {
 pub fn cast(queue: &Queue, x: &Tensor, dtype: DType) -> Result<Tensor> {
     queue.device().check_same(x.device(), "cast")?;
     let out = Tensor::uninit(queue, x.shape(), dtype)?;
-    if out.numel() > 0 {
+    if x.dtype() == dtype && dtype.size() == 8 {
+        // Moved as words: no 64-bit arithmetic needed.
+        super::copy::copy_into(queue, x, &out)?;
+    } else if out.numel() > 0 {
         launch(queue, &Cast { x: x.operand(), from: x.dtype(), to: dtype, out: out.operand() }, None)?;
     }
     Ok(out)
 }
 
-/// `cond ? a : b` elementwise with numpy broadcasting of all three. `cond` is u32, i32 or f32
-/// (true where non-zero; NaN counts as true); `a` and `b` share any dtype.
+/// `cond ? a : b` elementwise with numpy broadcasting of all three. `cond` is u32, i32, i64 or
+/// f32 (true where non-zero; NaN counts as true); `a` and `b` share any dtype.
 pub fn where_(queue: &Queue, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     // The kernels move 32-bit words: 16-bit values travel widened to f32 (exactly).
+    // An i64 condition as u32 words, non-zero exactly where the integer is.
+    let cond = if cond.dtype() == DType::I64 { low_or_max(queue, cond)? } else { super::widen(queue, cond)? };
     let lift = Lift::of("where", &[a, b])?;
-    lift.down(queue, where_words(queue, &super::widen(queue, cond)?, &lift.up(queue, a)?, &lift.up(queue, b)?)?)
+    lift.down(queue, where_words(queue, &cond, &lift.up(queue, a)?, &lift.up(queue, b)?)?)
 }
 
 fn where_words(queue: &Queue, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -65,9 +86,12 @@ fn where_words(queue: &Queue, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<T
     check_rank("where", &shape)?;
     let (c, a, b) = (cond.broadcast_to(&shape)?, a.broadcast_to(&shape)?, b.broadcast_to(&shape)?);
     let out = Tensor::uninit(queue, &shape, a.dtype())?;
-    if out.numel() > 0 {
-        launch(queue, &Where { cond: c.operand(), cond_dtype: c.dtype(), a: a.operand(), b: b.operand(), out: out.operand() }, None)?;
+    if out.numel() == 0 {
+        return Ok(out);
     }
+    // i64 values move as both their words, the condition read for each.
+    let w = super::common::words::as_words("where", &[&c, &a, &b, &out])?;
+    launch(queue, &Where { cond: w[0].operand(), cond_dtype: c.dtype(), a: w[1].operand(), b: w[2].operand(), out: w[3].operand() }, None)?;
     Ok(out)
 }
 
@@ -81,20 +105,30 @@ pub fn gather_fill(dtype: DType) -> u32 {
     }
 }
 
-/// Select entries of `x` along `axis` by `indices` (a rank-1 i32 or u32 tensor), like
+/// Select entries of `x` along `axis` by `indices` (a rank-1 i32, u32 or i64 tensor), like
 /// `index_select`: the result has `x`'s shape with `axis` replaced by `indices.len()`.
 /// An index outside `0..x.shape()[axis]` yields [`gather_fill`].
 pub fn gather(queue: &Queue, x: &Tensor, axis: usize, indices: &Tensor) -> Result<Tensor> {
     // The kernels move 32-bit words: 16-bit values travel widened to f32 (exactly).
     let lift = Lift::of("gather", &[x])?;
-    lift.down(queue, gather_words(queue, &lift.up(queue, x)?, axis, indices)?)
+    // i64 indices as u32 ones selecting the same entries (an index past u32 is out of range).
+    let indices = if indices.dtype() == DType::I64 { low_or_max(queue, indices)? } else { indices.clone() };
+    lift.down(queue, gather_words(queue, &lift.up(queue, x)?, axis, &indices)?)
+}
+
+/// Each element of the i64 view `t` as a u32: its low word where its high word is 0, else
+/// `u32::MAX` (non-zero exactly where `t` is, and equal to it wherever it fits in u32). Words
+/// moved by `where`, no 64-bit arithmetic.
+fn low_or_max(queue: &Queue, t: &Tensor) -> Result<Tensor> {
+    use super::common::words::word_of;
+    where_words(queue, &word_of(t, 1), &Tensor::from_slice(queue.device(), &[u32::MAX], &[1])?, &word_of(t, 0))
 }
 
 fn gather_words(queue: &Queue, x: &Tensor, axis: usize, indices: &Tensor) -> Result<Tensor> {
     queue.device().check_same(x.device(), "gather input")?;
     queue.device().check_same(indices.device(), "gather indices")?;
     if !matches!(indices.dtype(), DType::I32 | DType::U32) {
-        return Err(Error::DType { op: "gather", expected: "i32 or u32 indices".into(), got: indices.dtype().to_string() });
+        return Err(Error::DType { op: "gather", expected: "i32, u32 or i64 indices".into(), got: indices.dtype().to_string() });
     }
     if indices.rank() != 1 {
         return Err(Error::shape("gather", format!("indices have shape {:?}: expected rank 1", indices.shape())));
@@ -109,17 +143,25 @@ fn gather_words(queue: &Queue, x: &Tensor, axis: usize, indices: &Tensor) -> Res
     let (x, indices) = (x.contiguous_on(queue)?, indices.contiguous_on(queue)?);
     let out = Tensor::uninit(queue, &out_shape, x.dtype())?;
     if out.numel() > 0 {
-        let (outer, len, inner) = (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product());
+        // 8-byte elements move as two words each: the inner extent counts words.
+        let words = x.dtype().size() / 4;
+        let (outer, len, inner) = (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product::<usize>() * words);
         let fill = gather_fill(x.dtype());
-        launch(queue, &Gather { x: x.operand(), indices: indices.operand(), signed: indices.dtype() == DType::I32, outer, len, inner, count, fill, out: out.operand() }, None)?;
+        let (x, o) = if words == 2 {
+            use super::common::words::flat_words;
+            (flat_words(&x), flat_words(&out))
+        } else {
+            (x, out.clone())
+        };
+        launch(queue, &Gather { x: x.operand(), indices: indices.operand(), signed: indices.dtype() == DType::I32, outer, len, inner, count, fill, out: o.operand() }, None)?;
     }
     Ok(out)
 }
 
 /// Cumulative sum of `x` along `axis`: `out[.., j, ..] = sum of x[.., 0..=j, ..]`. Floats
-/// sum in f32 (f16 / bf16 lifted); i32 and u32 in their own type, wrapping as numpy's do.
+/// sum in f32 (f16 / bf16 lifted); i32, u32 and i64 in their own type, wrapping as numpy's do.
 pub fn cumsum(queue: &Queue, x: &Tensor, axis: usize) -> Result<Tensor> {
-    if matches!(x.dtype(), DType::I32 | DType::U32) {
+    if x.dtype().is_integer() {
         return cumsum_values(queue, x, axis);
     }
     let lift = Lift::of("cumsum", &[x])?;
@@ -169,10 +211,10 @@ pub fn cumsum_with(queue: &Queue, x: &Tensor, axis: usize, options: CumsumOption
     }
 }
 
-/// The cumulative sum of f32, i32 or u32 values.
+/// The cumulative sum of f32, i32, u32 or i64 values.
 fn cumsum_values(queue: &Queue, x: &Tensor, axis: usize) -> Result<Tensor> {
     let dtype = x.dtype();
-    if !matches!(dtype, DType::I32 | DType::U32) {
+    if !dtype.is_integer() {
         check_f32(queue, "cumsum", x)?;
     }
     queue.device().check_same(x.device(), "cumsum")?;
@@ -263,7 +305,7 @@ impl Launch for Gather<'_> {
 /// `out[o, j, i] = sum over t <= j of x[o, t, i]` for a contiguous `[outer, len, inner]` input.
 pub(crate) struct Cumsum<'a> {
     pub x: Operand<'a>,
-    /// The values' dtype: f32, i32 or u32 (integer sums wrap).
+    /// The values' dtype: f32, i32, u32 or i64 (integer sums wrap).
     pub dtype: DType,
     pub outer: usize,
     pub len: usize,

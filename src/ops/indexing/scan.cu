@@ -3,7 +3,7 @@
 // the block scans the 256 segment sums, then each thread writes its segment's prefix sums
 // starting from the inclusive scan of the segments before it (never a difference, so
 // infinities and NaN stay exact: inf - inf would be NaN). VAL is float (summed in double)
-// or int / unsigned (summed as unsigned, wrapping: signed overflow is undefined in C++).
+// or int / unsigned / i64 (summed unsigned, wrapping: signed overflow is undefined in C++).
 
 #define BLOCK 256
 #ifndef VAL
@@ -13,6 +13,7 @@
 __device__ __forceinline__ double widen(float v) { return v; }
 __device__ __forceinline__ unsigned widen(int v) { return (unsigned)v; }
 __device__ __forceinline__ unsigned widen(unsigned v) { return v; }
+__device__ __forceinline__ u64 widen(i64 v) { return (u64)v; }
 typedef decltype(widen((VAL)0)) ACC;
 
 extern "C" __global__ void __launch_bounds__(BLOCK) cumsum_main(const VAL* __restrict__ x, VAL* __restrict__ out, ScanParams p) {

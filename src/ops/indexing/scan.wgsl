@@ -8,7 +8,7 @@
 // PASS 0 takes whole lines (one chunk of `len`). Devices that end long loops early
 // (`Limits::max_loop_iterations`) split lines into chunks, one workgroup per (line, chunk):
 // PASS 1 stores each chunk's total in `totals` ([line][chunk]), PASS 2 starts its chunk from
-// the sum of the totals of the chunks before it. VAL (prepended) is f32, i32 or u32; integer
+// the sum of the totals of the chunks before it. VAL (prepended) is f32, i32, u32 or i64; integer
 // sums wrap.
 
 override PASS: u32 = 0u;

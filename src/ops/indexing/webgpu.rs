@@ -1,16 +1,20 @@
 //! Casts, `where`, gather (indexing.wgsl) and cumulative sums (scan.wgsl) on wgpu.
 
 use super::{Cast, Cumsum, Gather, Where};
-use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, row_passes, strided_words, u32_of, val, wgsl_params, RowPasses, StridedWords, COMMON};
+use crate::ops::common::webgpu::{builtin, check_binding, check_int64, grid_1d, row_passes, strided_words, u32_of, val, wgsl_params, RowPasses, StridedWords, COMMON};
 #[cfg(test)]
-use crate::ops::common::webgpu::{VAL_F32, VAL_I32, VAL_U32};
+use crate::ops::common::webgpu::{VAL_F32, VAL_I32, VAL_I64, VAL_U32};
 #[cfg(test)]
 use crate::hal::webgpu::Builtin;
 use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
-use crate::{Error, Result};
+use crate::{DType, Error, Result};
 
-static INDEXING: WgslSource = WgslSource { name: "indexing.wgsl", text: crate::ops::common::wgsl_file!("indexing/indexing.wgsl"), preludes: &[COMMON, StridedWords::DECL, GatherWords::DECL] };
+const INDEXING_TEXT: &str = crate::ops::common::wgsl_file!("indexing/indexing.wgsl");
+static INDEXING: WgslSource = WgslSource { name: "indexing.wgsl", text: INDEXING_TEXT, preludes: &[COMMON, StridedWords::DECL, GatherWords::DECL] };
+/// Casts to and from i64: indexing.wgsl with the i64 entry point after it (a module of its
+/// own, since a module with i64 in it validates only where the adapter has `shader-int64`).
+static CAST64: WgslSource = WgslSource { name: "cast64.wgsl", text: crate::ops::common::wgsl_file!("indexing/cast64.wgsl"), preludes: &[COMMON, StridedWords::DECL, GatherWords::DECL, INDEXING_TEXT] };
 static SCAN: WgslSource = WgslSource { name: "scan.wgsl", text: crate::ops::common::wgsl_file!("indexing/scan.wgsl"), preludes: &[COMMON, ScanWords::DECL] };
 
 wgsl_params! {
@@ -49,14 +53,21 @@ wgsl_params! {
 /// `out = x` converted from `from` to `to`.
 pub(super) fn cast(op: &Cast<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, out) = (op.x, op.out);
+    check_int64(dev, "cast", &[op.from, op.to])?;
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
     if op.to.size() == 2 && out.layout.offset % 2 != 0 {
         return Err(Error::Device("internal: a 16-bit cast output starts inside a word".into()));
     }
-    let pipeline = dev.pipeline(builtin(&INDEXING, "cast_main", vec![("FROM", op.from.code()), ("TO", op.to.code())]));
+    let constants = vec![("FROM", op.from.code()), ("TO", op.to.code())];
+    // Browsers have no `shader-int64` (refused above): the wasm build leaves cast64.wgsl out.
+    let int64 = cfg!(not(target_arch = "wasm32")) && (op.from == DType::I64 || op.to == DType::I64);
+    let pipeline = match int64 {
+        true => dev.pipeline(builtin(&CAST64, "cast64_main", constants)),
+        false => dev.pipeline(builtin(&INDEXING, "cast_main", constants)),
+    };
     // A 16-bit output is written a word (two elements) per invocation.
-    let grid = grid_1d(dev, out.layout.numel().div_ceil(4 / op.to.size()).div_ceil(256) as u64)?;
+    let grid = grid_1d(dev, out.layout.numel().div_ceil((4 / op.to.size()).max(1)).div_ceil(256) as u64)?;
     // Auto layouts hold only the bindings an entry point uses.
     let binds = [(1, Bind::Mem(x.buf)), (4, Bind::Mem(out.buf))];
     q.launch(dev, pipeline, strided_words(&out, &[&x])?.words(), &binds, grid)
@@ -100,6 +111,7 @@ pub(super) fn gather(op: &Gather<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
 /// Cumulative sums along each (outer, inner) line, as row passes.
 pub(super) fn cumsum(op: &Cumsum<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
     let (x, out) = (op.x, op.out);
+    check_int64(dev, "cumsum", &[op.dtype])?;
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
     let words = ScanWords {
@@ -124,12 +136,14 @@ pub(super) fn builtins() -> Vec<Builtin> {
         for to in 0..5 {
             all.push(builtin(&INDEXING, "cast_main", vec![("FROM", from), ("TO", to)]));
         }
+        all.push(builtin(&CAST64, "cast64_main", vec![("FROM", from), ("TO", 5)]));
+        all.push(builtin(&CAST64, "cast64_main", vec![("FROM", 5), ("TO", from)]));
     }
     for on in [0, 1] {
         all.push(builtin(&INDEXING, "where_main", vec![("COND_F32", on)]));
         all.push(builtin(&INDEXING, "gather_main", vec![("SIGNED", on)]));
     }
-    for prelude in [VAL_F32, VAL_I32, VAL_U32] {
+    for prelude in [VAL_F32, VAL_I32, VAL_U32, VAL_I64] {
         all.extend((0..3).map(|pass| Builtin { prelude: vec![prelude], ..builtin(&SCAN, "cumsum_main", vec![("PASS", pass)]) }));
     }
     all
@@ -151,6 +165,7 @@ mod on_the_cpu_executor {
             DType::U32 => t.to_vec_blocking::<u32>().unwrap(),
             DType::F16 => pack(t.to_vec_blocking::<half::f16>().unwrap().iter().map(|v| v.to_bits())),
             DType::BF16 => pack(t.to_vec_blocking::<half::bf16>().unwrap().iter().map(|v| v.to_bits())),
+            DType::I64 => t.to_vec_blocking::<i64>().unwrap().iter().flat_map(|&v| [v as u32, (v >> 32) as u32]).collect(),
         }
     }
 

@@ -5,13 +5,13 @@ use crate::base::par::*;
 
 use super::{Reduce, ReduceOp};
 use crate::ops::common::math::sum_lanes;
-use crate::ops::common::cpu::{out_words, CHUNK};
+use crate::ops::common::cpu::{integer_bits, out_words, put_integer, CHUNK};
 use crate::hal::cpu::{read_guard, write_guard};
 use crate::{DType, Result};
 
 /// Reduce the middle axis of a contiguous `[outer, len, inner]` input.
 pub(super) fn reduce(call: &Reduce<'_>) -> Result<()> {
-    if matches!(call.dtype, DType::I32 | DType::U32) {
+    if call.dtype.is_integer() {
         return reduce_integers(call);
     }
     let (op, x, out) = (call.op, call.x, call.out);
@@ -61,15 +61,11 @@ pub(super) fn reduce(call: &Reduce<'_>) -> Result<()> {
     Ok(())
 }
 
-/// `op` over 32-bit integers given as order keys (see [`reduce_integers`]): `(value, index)`,
-/// the index meaningful for argmax (the first largest). A sum wraps; a mean never comes here
+/// `op` over integers given as order keys (see [`reduce_integers`]): `(value, index)`, the
+/// index meaningful for argmax (the first largest). A sum wraps; a mean never comes here
 /// (integers are cast first).
-fn fold_integers(op: ReduceOp, values: impl Iterator<Item = u32>, flip: u32) -> (u32, usize) {
-    let mut acc = match op {
-        ReduceOp::Sum | ReduceOp::Mean => 0,
-        ReduceOp::Max | ReduceOp::Argmax => 0,
-        ReduceOp::Min => u32::MAX,
-    };
+fn fold_integers(op: ReduceOp, values: impl Iterator<Item = u64>, flip: u64) -> (u64, usize) {
+    let mut acc = if op == ReduceOp::Min { u64::MAX } else { 0 };
     let mut best = 0;
     for (i, v) in values.enumerate() {
         match op {
@@ -84,26 +80,42 @@ fn fold_integers(op: ReduceOp, values: impl Iterator<Item = u32>, flip: u32) -> 
     (if matches!(op, ReduceOp::Sum | ReduceOp::Mean) { acc } else { acc ^ flip }, best)
 }
 
-/// [`reduce`] of i32 or u32 values, one loop for both: each value is read as an unsigned key
-/// (an i32 with its sign bit flipped orders as its value does), so max, min and argmax
-/// compare keys, and a sum adds the plain bits (wrapping, the same bits for either type).
-/// One output per task, or a few long rows in chunks whose partial results combine in order.
+/// [`reduce`] of i32, u32 or i64 values, one loop for all: each value is read as an unsigned
+/// 64-bit key (an i32 or i64 with its sign bit flipped orders as its value does), so max,
+/// min and argmax compare keys, and a sum adds the plain bits (wrapping; the low 32 bits of a
+/// 32-bit type's sum are its wrapping sum). Argmax writes u32 indices, the other ops values
+/// of the input's dtype.
 fn reduce_integers(call: &Reduce<'_>) -> Result<()> {
-    let (op, x, out) = (call.op, call.x, call.out);
-    let (len, inner) = (call.len, call.inner);
-    let flip = if call.dtype == DType::I32 { 0x8000_0000 } else { 0 };
+    let (x, out, wide) = (call.x, call.out, call.dtype == DType::I64);
+    let flip: u64 = match call.dtype {
+        DType::I32 => 1 << 31,
+        DType::I64 => 1 << 63,
+        _ => 0,
+    };
+    let per = if wide { 2 } else { 1 };
     let xs = read_guard(x.buf)?;
     let mut os = write_guard(out.buf)?;
-    let xw: &[u32] = &xs[x.layout.offset..];
-    let outputs = out_words(&mut os, &out);
-    let encode = |(v, idx): (u32, usize)| if op == ReduceOp::Argmax { idx as u32 } else { v };
-    let at = |g: usize, j: usize| xw[(g / inner) * len * inner + g % inner + j * inner] ^ flip;
-    if call.outer * inner >= crate::base::par::current_num_threads() || len <= CHUNK {
-        outputs.par_iter_mut().enumerate().for_each(|(g, o)| *o = encode(fold_integers(op, (0..len).map(|j| at(g, j)), flip)));
-        return Ok(());
+    let xw: &[u32] = &xs[x.layout.offset * per..];
+    let (len, inner) = (call.len, call.inner);
+    let at = |g: usize, j: usize| integer_bits(xw, (g / inner) * len * inner + g % inner + j * inner, wide) ^ flip;
+    let results = fold_outputs(call, at, flip);
+    let width = if call.op == ReduceOp::Argmax { 1 } else { per };
+    let words = &mut os[out.layout.offset * width..][..results.len() * width];
+    for (o, (v, idx)) in words.chunks_mut(width).zip(results) {
+        put_integer(o, if call.op == ReduceOp::Argmax { idx as u64 } else { v });
     }
-    for (g, o) in outputs.iter_mut().enumerate() {
-        let partials: Vec<(u32, usize)> = (0..len.div_ceil(CHUNK))
+    Ok(())
+}
+
+/// Each output's `(value, index)` of [`reduce_integers`]: one output per task, or a few long
+/// rows in chunks whose partial results combine in order.
+fn fold_outputs(call: &Reduce<'_>, at: impl Fn(usize, usize) -> u64 + Sync, flip: u64) -> Vec<(u64, usize)> {
+    let (op, len, outputs) = (call.op, call.len, call.outer * call.inner);
+    if outputs >= crate::base::par::current_num_threads() || len <= CHUNK {
+        return (0..outputs).into_par_iter().map(|g| fold_integers(op, (0..len).map(|j| at(g, j)), flip)).collect();
+    }
+    let combine = |g: usize| {
+        let partials: Vec<(u64, usize)> = (0..len.div_ceil(CHUNK))
             .into_par_iter()
             .map(|c| {
                 let (j0, j1) = (c * CHUNK, ((c + 1) * CHUNK).min(len));
@@ -112,9 +124,8 @@ fn reduce_integers(call: &Reduce<'_>) -> Result<()> {
             })
             .collect();
         // Back to keys: extremes to be compared again, sums to be added as their bits.
-        let keys = partials.iter().map(|p| p.0 ^ flip);
-        let (v, best) = fold_integers(op, keys, flip);
-        *o = encode((v, partials[best].1));
-    }
-    Ok(())
+        let (v, best) = fold_integers(op, partials.iter().map(|p| p.0 ^ flip), flip);
+        (v, partials[best].1)
+    };
+    (0..outputs).map(combine).collect()
 }

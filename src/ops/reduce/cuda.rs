@@ -1,7 +1,7 @@
 //! Reductions on CUDA: reduce.cu, over columns in one pass or over rows in passes.
 
 use super::{passes, Reduce, ReduceOp};
-use crate::ops::common::cuda::{cuda_params, blocks, index_type, builtin, operand, val, BLOCK};
+use crate::ops::common::cuda::{cuda_params, blocks, index_type, builtin, address_of, operand, typed_operand, val, BLOCK};
 #[cfg(test)]
 use crate::hal::cuda::Builtin;
 use crate::hal::cuda::{address, CudaDevice, CudaQueue, CudaSource};
@@ -38,8 +38,9 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &Op
         // Many output columns: one thread each, coalesced reads, one pass.
         let f = dev.program(builtin(&SOURCE, "reduce_cols", vec![op_define, val, idx]))?;
         let p = ReduceParams { outer: outer as u64, len: len as u64, inner: inner as u64, chunk: len as u64, chunks: 1, scale, write_values: 1 };
-        let (values, indices) = if argmax { (0, operand(&out)?) } else { (operand(&out)?, 0) };
-        return q.launch(dev, &f, (blocks(dev, outer * inner, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, values, indices], &p, &[x.buf, out.buf]);
+        let (values, indices) = if argmax { (0, operand(&out)?) } else { (typed_operand(&out, call.dtype)?, 0) };
+        let pointers = [typed_operand(&x, call.dtype)?, values, indices];
+        return q.launch(dev, &f, (blocks(dev, outer * inner, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &p, &[x.buf, out.buf]);
     }
     // Passes of one block per (row, chunk): enough chunks to fill the GPU when rows are few.
     let sms = dev.sm_count as usize;
@@ -60,7 +61,8 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &Op
             write_values: u32::from(pass.out_values.is_some()),
         };
         let in_idx = pass.indices.as_ref().map_or(Ok(0), |i| address(i, 0))?;
-        let pointers = [address(&pass.values.0, pass.values.1)?, in_idx, at(&pass.out_values)?, at(&pass.out_indices)?];
+        let values_at = |o: &Option<passes::At>| o.as_ref().map_or(Ok(0), |(b, offset)| address_of(b, *offset, call.dtype));
+        let pointers = [address_of(&pass.values.0, pass.values.1, call.dtype)?, in_idx, values_at(&pass.out_values)?, at(&pass.out_indices)?];
         let grid = ((pass.outer * pass.inner * pass.chunks).clamp(1, 65_535) as u32, 1, 1);
         q.launch(dev, &f, grid, (BLOCK, 1, 1), &pointers, &p, &pass.blocks())
     })
@@ -72,7 +74,7 @@ pub(super) fn builtins() -> Vec<Builtin> {
     let mut all = Vec::new();
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
         for op in ReduceOp::ALL {
-            for val in ["float", "int", "unsigned"] {
+            for val in ["float", "int", "unsigned", "i64"] {
                 let defines = |first: Option<&str>| {
                     let first = first.map(|f| ("FIRST", f.to_string()));
                     [("OP", op.code().to_string()), ("VAL", val.to_string()), idx.clone()].into_iter().chain(first).collect()

@@ -56,7 +56,7 @@ impl ReduceOp {
     pub fn out_dtype(self, input: DType) -> DType {
         match (self, input) {
             (ReduceOp::Argmax, _) => DType::U32,
-            (ReduceOp::Mean, DType::I32 | DType::U32) => DType::F32,
+            (ReduceOp::Mean, DType::I32 | DType::U32 | DType::I64) => DType::F32,
             (_, d) => d,
         }
     }
@@ -97,8 +97,9 @@ impl ReduceOp {
 /// Reduce `x` over `axis`, or over every element when `axis` is `None` (giving a rank-0
 /// tensor). The reduced axis is removed from the shape. `Argmax` gives u32 indices.
 ///
-/// On i32 and u32 the sum, max and min are of that dtype, and a sum wraps as numpy's int32
-/// and uint32 sums do; the mean is f32, as numpy's mean of integers is a float.
+/// On i32, u32 and i64 the sum, max and min are of that dtype, and a sum wraps as numpy's
+/// int32, uint32 and int64 sums do; the mean is f32 (each integer rounded to f32 first, then
+/// averaged as f32 tensors are), as numpy's mean of integers is a float.
 pub fn reduce(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>) -> Result<Tensor> {
     reduce_any(queue, op, x, axis, None)
 }
@@ -107,8 +108,8 @@ pub fn reduce(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>) -> R
 /// reduced as they are (their mean in f32).
 fn reduce_any(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>, requested: Option<&str>) -> Result<Tensor> {
     match x.dtype() {
-        DType::I32 | DType::U32 if op == ReduceOp::Mean => reduce_values(queue, op, &x.cast(DType::F32)?, axis, requested),
-        DType::I32 | DType::U32 => reduce_values(queue, op, x, axis, requested),
+        d if d.is_integer() && op == ReduceOp::Mean => reduce_values(queue, op, &x.cast(DType::F32)?, axis, requested),
+        d if d.is_integer() => reduce_values(queue, op, x, axis, requested),
         _ => {
             let lift = Lift::of(op.name(), &[x])?;
             lift.down(queue, reduce_values(queue, op, &lift.up(queue, x)?, axis, requested)?)
@@ -127,12 +128,20 @@ pub struct ArgOptions {
 
 /// The index (u32) along `axis` of the largest (with `min`, the smallest) element; among equal
 /// ones the first, or with `last` the last. A NaN counts as the extreme, as for argmax. Runs as
-/// the argmax of `-x` (for `min`) over `x` flipped along the axis (for `last`), the index then
-/// mapped back: exact, on every backend.
+/// the argmax of `-x` (for `min`; of integers `!x`) over `x` flipped along the axis (for
+/// `last`), the index then mapped back: exact, on every backend.
 pub fn arg_reduce(queue: &Queue, x: &Tensor, axis: usize, options: ArgOptions) -> Result<Tensor> {
     use super::indexing::{flip, gather};
     let n = *x.shape().get(axis).ok_or_else(|| Error::OutOfRange(format!("argmax axis {axis} of a rank-{} tensor: expected an axis below {}", x.rank(), x.rank())))?;
-    let v = if options.min { super::elementwise::unary(queue, super::UnaryOp::Neg, x)? } else { x.clone() };
+    let v = match (options.min, x.dtype()) {
+        (false, _) => x.clone(),
+        (true, d) if d.is_integer() => {
+            // `!x` (all ones minus x, never overflowing) orders integers in reverse.
+            let ones = Tensor::from_slice(queue.device(), &[-1i32], &[1])?.cast(d)?;
+            super::elementwise::binary(queue, super::BinaryOp::Sub, &ones, x)?
+        }
+        (true, _) => super::elementwise::unary(queue, super::UnaryOp::Neg, x)?,
+    };
     let v = if options.last { flip(queue, &v, axis)? } else { v };
     let index = reduce(queue, ReduceOp::Argmax, &v, Some(axis))?;
     if !options.last {
@@ -212,10 +221,10 @@ pub fn reduce_variant(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usiz
     reduce_any(queue, op, x, axis, Some(variant))
 }
 
-/// The reduction of f32, i32 or u32 values.
+/// The reduction of f32, i32, u32 or i64 values.
 fn reduce_values(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>, requested: Option<&str>) -> Result<Tensor> {
     let dtype = x.dtype();
-    if !matches!(dtype, DType::I32 | DType::U32) {
+    if !dtype.is_integer() {
         check_f32(queue, op.name(), x)?;
     }
     queue.device().check_same(x.device(), op.name())?;
@@ -252,7 +261,7 @@ fn reduce_values(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>, r
 /// `variant` names a reduction variant of the backend (`None`: its default).
 pub(crate) struct Reduce<'a> {
     pub op: ReduceOp,
-    /// The dtype of the values: f32, i32 or u32 (the result's too, except argmax's u32).
+    /// The dtype of the values: f32, i32, u32 or i64 (the result's too, except argmax's u32).
     pub dtype: DType,
     pub x: Operand<'a>,
     pub outer: usize,
@@ -285,12 +294,11 @@ fn empty_axis(queue: &Queue, op: ReduceOp, shape: &[usize], out_shape: &[usize],
             return Err(Error::shape(op.name(), why));
         }
     };
-    let n: usize = out_shape.iter().product();
-    let out = Tensor::from_slice(queue.device(), &vec![value; n], out_shape)?;
-    if op == ReduceOp::Sum && dtype != DType::F32 {
-        return out.cast(dtype);
+    if op == ReduceOp::Sum {
+        return Tensor::zeros(queue.device(), out_shape, dtype);
     }
-    Ok(out)
+    let n: usize = out_shape.iter().product();
+    Tensor::from_slice(queue.device(), &vec![value; n], out_shape)
 }
 
 /// The reductions' kernel variants, for the dispatcher.

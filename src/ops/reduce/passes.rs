@@ -54,7 +54,7 @@ impl Pass {
 /// Run `launch` for each pass of `call`; `split(rows, len)` gives a row's `(chunks, chunk)`.
 pub(super) fn run(call: &Reduce<'_>, cx: &OpContext<'_>, split: impl Fn(usize, usize) -> (usize, usize), mut launch: impl FnMut(&Pass) -> Result<()>) -> Result<()> {
     let argmax = call.op == ReduceOp::Argmax;
-    let temp = |elements: usize| -> Result<At> { Ok(((cx.temp)((elements.max(1) * 4) as u64)?, 0)) };
+    let temp = |elements: usize| -> Result<At> { Ok(((cx.temp)((elements.max(1) * call.dtype.size().max(4)) as u64)?, 0)) };
     let (mut values, mut indices) = ((call.x.buf.clone(), call.x.layout.offset), None);
     let (mut outer, mut len, mut inner) = (call.outer, call.len, call.inner);
     loop {

@@ -8,8 +8,8 @@
 // read consecutive addresses; float sums are accumulated in double.
 //
 // OP is `ReduceOp::code`: 0 sum, 1 mean, 2 max, 3 min, 4 argmax. FIRST is 1 on the first
-// pass (indices are positions, not read from `xi`). VAL is the values' type: float, int or
-// unsigned; integer sums wrap (added as unsigned: signed overflow is undefined in C++).
+// pass (indices are positions, not read from `xi`). VAL is the values' type: float, int,
+// unsigned or i64; integer sums wrap (added as unsigned: signed overflow is undefined in C++).
 
 #ifndef OP
 #define OP 0
@@ -28,25 +28,31 @@
 __device__ __forceinline__ bool val_nan(float v) { return isnan(v); }
 __device__ __forceinline__ bool val_nan(int) { return false; }
 __device__ __forceinline__ bool val_nan(unsigned) { return false; }
+__device__ __forceinline__ bool val_nan(i64) { return false; }
 __device__ __forceinline__ float lowest(float) { return -inf_f32(); }
 __device__ __forceinline__ int lowest(int) { return (int)0x80000000u; }
 __device__ __forceinline__ unsigned lowest(unsigned) { return 0u; }
+__device__ __forceinline__ i64 lowest(i64) { return (i64)0x8000000000000000ull; }
 __device__ __forceinline__ float highest(float) { return inf_f32(); }
 __device__ __forceinline__ int highest(int) { return 0x7fffffff; }
 __device__ __forceinline__ unsigned highest(unsigned) { return 0xffffffffu; }
+__device__ __forceinline__ i64 highest(i64) { return 0x7fffffffffffffffll; }
 __device__ __forceinline__ double add(double a, double b) { return a + b; }
 __device__ __forceinline__ float add(float a, float b) { return a + b; }
 __device__ __forceinline__ int add(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
 __device__ __forceinline__ unsigned add(unsigned a, unsigned b) { return a + b; }
+__device__ __forceinline__ i64 add(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }
 // Column sums accumulate floats in double, integers in their own (wrapping) type.
 __device__ __forceinline__ double widen(float v) { return v; }
 __device__ __forceinline__ int widen(int v) { return v; }
 __device__ __forceinline__ unsigned widen(unsigned v) { return v; }
+__device__ __forceinline__ i64 widen(i64 v) { return v; }
 // A result times the scale (a mean's 1 / len); integers are never scaled.
 __device__ __forceinline__ float scaled(float v, float s) { return v * s; }
 __device__ __forceinline__ float scaled(double v, float s) { return (float)(v * (double)s); }
 __device__ __forceinline__ int scaled(int v, float) { return v; }
 __device__ __forceinline__ unsigned scaled(unsigned v, float) { return v; }
+__device__ __forceinline__ i64 scaled(i64 v, float) { return v; }
 
 __device__ __forceinline__ VAL identity() {
     if (OP == 2 || OP == 4) return lowest(VAL());

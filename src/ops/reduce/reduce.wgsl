@@ -9,7 +9,7 @@
 //
 // params: `ReduceWords` in webgpu.rs, each field's first word named P_<field>.
 // OP is `ReduceOp::code`; FIRST is true on the first pass (indices are positions, not read
-// from `xi`). VAL (prepended: f32, i32 or u32) is the values' type; integer sums wrap.
+// from `xi`). VAL (prepended: f32, i32, u32 or i64) is the values' type; integer sums wrap.
 
 override OP: u32 = 0u;
 override FIRST: bool = true;

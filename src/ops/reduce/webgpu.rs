@@ -3,10 +3,10 @@
 //! without either (`serial`, for software adapters).
 
 use super::{passes, Reduce};
-use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, u32_of, val, wgsl_params, COMMON};
+use crate::ops::common::webgpu::{builtin, check_binding, check_int64, grid_1d, u32_of, val, wgsl_params, COMMON};
 use crate::hal::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
-use crate::{Error, Result};
+use crate::{DType, Error, Result};
 
 static SOURCE: WgslSource = WgslSource { name: "reduce.wgsl", text: crate::ops::common::wgsl_file!("reduce/reduce.wgsl"), preludes: &[COMMON, ReduceWords::DECL] };
 
@@ -71,6 +71,7 @@ pub(super) fn default_variant(dev: &GpuDevice, options: &crate::DeviceOptions) -
 /// each pass's partial results in temporaries, until one chunk per row remains.
 pub(super) fn reduce(call: &Reduce<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
     let op = call.op;
+    check_int64(dev, op.name(), &[call.dtype])?;
     check_binding(dev, &call.x)?;
     check_binding(dev, &call.out)?;
     let variant = match call.variant {
@@ -82,13 +83,16 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCo
     }
     let serial = variant == "serial";
     let (chunk, per_group) = if serial { (SERIAL_CHUNK, 64) } else { (CHUNK, 1) };
-    let mut combine = if variant == "subgroup" { WITH_SUBGROUPS.to_vec() } else { WITH_TREE.to_vec() };
+    // i64 values combine through workgroup memory: subgroup operations on 64-bit integers
+    // need more than `shader-int64` of the adapter.
+    let subgroups = variant == "subgroup" && call.dtype != DType::I64;
+    let mut combine = if subgroups { WITH_SUBGROUPS.to_vec() } else { WITH_TREE.to_vec() };
     combine.push(val(call.dtype)?);
     let entry = if serial { "reduce_serial_main" } else { "reduce_main" };
     passes::run(call, cx, |_, len| (len.div_ceil(chunk), chunk), |pass| {
         // The kernel writes values in every pass: an argmax's last pass gets a scratch block.
         let out_offset = pass.out_values.as_ref().or(pass.out_indices.as_ref()).map_or(0, |(_, o)| *o);
-        let scratch = if pass.out_values.is_none() { Some((cx.temp)(((out_offset + pass.outer * pass.inner) * 4) as u64)?) } else { None };
+        let scratch = if pass.out_values.is_none() { Some((cx.temp)(((out_offset + pass.outer * pass.inner) * call.dtype.size().max(4)) as u64)?) } else { None };
         let params = ReduceWords {
             outer: u32_of("rows", pass.outer)?,
             len: u32_of("reduced length", pass.len)?,
@@ -115,9 +119,11 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCo
 /// The module with each combination step, on each value type.
 #[cfg(test)]
 pub(super) fn builtins() -> Vec<Builtin> {
-    use crate::ops::common::webgpu::{VAL_F32, VAL_I32, VAL_U32};
+    use crate::ops::common::webgpu::{VAL_F32, VAL_I32, VAL_I64, VAL_U32};
     let steps = [WITH_TREE.to_vec(), WITH_SUBGROUPS.to_vec()];
     let preludes = steps.into_iter().flat_map(|step| [VAL_F32, VAL_I32, VAL_U32].map(|v| [step.clone(), vec![v]].concat()));
+    // i64 combines through the tree only (see `reduce`).
+    let preludes = preludes.chain([[WITH_TREE.to_vec(), vec![VAL_I64]].concat()]);
     preludes.map(|prelude| Builtin { prelude, ..builtin(&SOURCE, "reduce_main", vec![]) }).collect()
 }
 
