@@ -13,9 +13,9 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 "$repo/scripts/build-npm.sh"
 
-# The size budget: the package's wasm at most 720 kB (720,000 bytes) gzipped; the threads
+# The size budget: the package's wasm at most 730 kB (730,000 bytes) gzipped; the threads
 # build, which only cross-origin-isolated pages load, also carries rayon's thread pool and a
-# std built for threads, and is held to 760 kB. Each raise is deliberate and says what it
+# std built for threads, and is held to 770 kB. Each raise is deliberate and says what it
 # bought: 700/740 kB held everything up to the CPU executor of WGSL kernels (naga's parser
 # and validator, the largest crate in it, at 425 of 1,950 kB before gzip); 720/760 kB adds
 # the page-device adoption and integer arithmetic; 730/770 kB adds the i64 dtype (2.3 kB)
