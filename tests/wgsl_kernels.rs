@@ -569,13 +569,14 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 
 #[test]
 fn workgroup_uniform_load_and_override_defaults() {
-    for d in devices() {
-        let x: Vec<u32> = (0..96).map(|i| (i * 37 % 53) as u32).collect();
+    // 3 workgroups, and 331 that the CPU runs in batches, each with its own `biggest`.
+    for (d, groups) in devices().iter().flat_map(|d| [(d, 3), (d, 331)]) {
+        let x: Vec<u32> = (0..groups * 32).map(|i| (i * 37 % 53) as u32).collect();
         let bx = Buffer::from_slice(d, &x).unwrap();
         let out = poisoned::<u32>(d, x.len());
-        let got = run(d, UNIFORM_LOAD, &[Binding::from(&bx), Binding::from(&out)], [3, 1, 1], &out);
+        let got = run(d, UNIFORM_LOAD, &[Binding::from(&bx), Binding::from(&out)], [groups as u32, 1, 1], &out);
         let want: Vec<u32> = x.chunks(32).flat_map(|c| { let m = *c.iter().max().unwrap(); c.iter().map(move |&v| m * 3 - v) }).collect();
-        assert_eq!(got, want, "uniform load on {}", name(d));
+        assert_eq!(got, want, "uniform load over {groups} workgroups on {}", name(d));
     }
 }
 
