@@ -13,6 +13,9 @@ thread_local! {
 
 /// The most spare vectors a thread keeps.
 const SPARE_MAX: usize = 64;
+/// The largest spare vector kept, in words (a scalar or vec4 over a batch of 2,048 lanes):
+/// a thread holds at most 4 MiB of spares between launches.
+const SPARE_WORDS: usize = 1 << 14;
 
 /// An empty vector: a spare one where there is one.
 #[inline(never)]
@@ -52,7 +55,7 @@ pub(super) fn zeroed(n: usize) -> Vec<u32> {
 /// Keep `words` for [`collect`] and [`zeroed`].
 #[inline(never)]
 pub(super) fn spare(words: Vec<u32>) {
-    if words.capacity() > 0 {
+    if words.capacity() > 0 && words.capacity() <= SPARE_WORDS {
         // A thread that is exiting has no spares left to keep them in: the words are freed.
         let _ = SPARE.try_with(|s| {
             let mut s = s.borrow_mut();
