@@ -1078,3 +1078,110 @@ fn transpose_through_workgroup_memory() {
         assert_close(&got, &want, 1e-6, &format!("transpose of {rows}x{cols} on {}", name(d)));
     }
 }
+
+const GEOMETRY_AND_BITS: &str = r#"
+// geometric built-ins (normalize, distance, cross, smoothstep, reflect, faceForward, ldexp)
+// and bit fields (extractBits, insertBits, firstLeadingBit, firstTrailingBit), offsets and
+// counts past 32 included
+@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> u: array<u32>;
+@group(0) @binding(2) var<storage, read_write> fo: array<f32>;
+@group(0) @binding(3) var<storage, read_write> uo: array<u32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    let i = g.x;
+    if (i >= arrayLength(&u)) { return; }
+    let v = x[i].xyz;
+    let w = x[i].wzy + vec3<f32>(0.5, -0.25, 0.125);
+    let o = i * 16u;
+    let n = normalize(v);
+    fo[o] = n.x; fo[o + 1u] = n.y; fo[o + 2u] = n.z;
+    fo[o + 3u] = distance(v, w);
+    let c = cross(v, w);
+    fo[o + 4u] = c.x; fo[o + 5u] = c.y; fo[o + 6u] = c.z;
+    fo[o + 7u] = smoothstep(-1.0, 2.0, v.x);
+    fo[o + 8u] = smoothstep(vec2<f32>(-1.0), vec2<f32>(2.0), v.xy).y;
+    let r = reflect(v, normalize(w));
+    fo[o + 9u] = r.x; fo[o + 10u] = r.y; fo[o + 11u] = r.z;
+    let f = faceForward(v, w, c + v);
+    fo[o + 12u] = f.x; fo[o + 13u] = f.y; fo[o + 14u] = f.z;
+    fo[o + 15u] = ldexp(v.x, i32(i % 40u) - 20);
+    let b = u[i];
+    let k = i * 6u;
+    uo[k] = extractBits(b, i % 37u, (i * 7u) % 37u);
+    uo[k + 1u] = bitcast<u32>(extractBits(bitcast<i32>(b), i % 35u, (i * 3u) % 36u));
+    uo[k + 2u] = insertBits(b, ~b, i % 33u, (i * 5u) % 34u);
+    uo[k + 3u] = firstLeadingBit(b >> (i % 32u));
+    uo[k + 4u] = bitcast<u32>(firstLeadingBit(bitcast<i32>(b) >> (i % 32u)));
+    uo[k + 5u] = firstTrailingBit(b << (i % 32u));
+}
+"#;
+
+/// The reference of [`GEOMETRY_AND_BITS`]'s float outputs for invocation `i`.
+fn geometry_reference(x: &[f32], i: usize) -> [f64; 16] {
+    let q = |k: usize| f64::from(x[i * 4 + k]);
+    let (v, w) = ([q(0), q(1), q(2)], [q(3) + 0.5, q(2) - 0.25, q(1) + 0.125]);
+    let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+    let len = |a: [f64; 3]| dot(a, a).sqrt();
+    let n = v.map(|c| c / len(v));
+    let c = [v[1] * w[2] - v[2] * w[1], v[2] * w[0] - v[0] * w[2], v[0] * w[1] - v[1] * w[0]];
+    let smooth = |e: f64| {
+        let t = ((e + 1.0) / 3.0).clamp(0.0, 1.0);
+        t * t * (3.0 - 2.0 * t)
+    };
+    let nw = w.map(|e| e / len(w));
+    let r: Vec<f64> = (0..3).map(|k| v[k] - 2.0 * dot(nw, v) * nw[k]).collect();
+    let cv = [c[0] + v[0], c[1] + v[1], c[2] + v[2]];
+    let f = if dot(w, cv) < 0.0 { v } else { v.map(|e| -e) };
+    let d = [v[0] - w[0], v[1] - w[1], v[2] - w[2]];
+    [n[0], n[1], n[2], len(d), c[0], c[1], c[2], smooth(v[0]), smooth(v[1]), r[0], r[1], r[2], f[0], f[1], f[2], v[0] * 2f64.powi(i as i32 % 40 - 20)]
+}
+
+/// The reference of [`GEOMETRY_AND_BITS`]'s integer outputs for invocation `i`, from WGSL's
+/// definitions with wide integers.
+fn bits_reference(b: u32, i: u32) -> [u32; 6] {
+    let field = |offset: u32, count: u32| {
+        let o = offset.min(32);
+        (o, count.min(32 - o))
+    };
+    let extract = |x: u32, (o, c): (u32, u32), signed: bool| -> u32 {
+        if c == 0 {
+            return 0;
+        }
+        let v = (u64::from(x) >> o) & ((1u64 << c) - 1);
+        if signed && (v >> (c - 1)) & 1 == 1 { (v as i64 - (1i64 << c)) as u32 } else { v as u32 }
+    };
+    let (o, c) = field(i % 33, (i * 5) % 34);
+    let mask = (((1u64 << c) - 1) << o) as u32;
+    let insert = (b & !mask) | (((u64::from(!b) << o) as u32) & mask);
+    let leading = |x: u32| if x == 0 { u32::MAX } else { 31 - x.leading_zeros() };
+    let s = (b as i32) >> (i % 32);
+    [
+        extract(b, field(i % 37, (i * 7) % 37), false),
+        extract(b, field(i % 35, (i * 3) % 36), true),
+        insert,
+        leading(b >> (i % 32)),
+        leading(if s < 0 { !(s as u32) } else { s as u32 }),
+        { let y = b << (i % 32); if y == 0 { u32::MAX } else { y.trailing_zeros() } },
+    ]
+}
+
+#[test]
+fn geometry_and_bit_field_builtins_follow_wgsl() {
+    for (d, n) in devices().iter().flat_map(|d| [(d, 61), (d, 4099)]) {
+        let x = random(19, n * 4, -3.0, 3.0);
+        let mut rng = fastrand::Rng::with_seed(23);
+        let u: Vec<u32> = (0..n).map(|i| if i % 13 == 0 { [0, u32::MAX, 1 << 31, 1][i / 13 % 4] } else { rng.u32(..) }).collect();
+        let (bx, bu) = (Buffer::from_slice(d, &x).unwrap(), Buffer::from_slice(d, &u).unwrap());
+        let (of, ou) = (poisoned::<f32>(d, n * 16), poisoned::<u32>(d, n * 6));
+        let got_u = run(d, GEOMETRY_AND_BITS, &[Binding::from(&bx), Binding::from(&bu), Binding::from(&of), Binding::from(&ou)], [(n as u32).div_ceil(64), 1, 1], &ou);
+        let got_f = of.read_blocking().unwrap();
+        let want_f: Vec<f64> = (0..n).flat_map(|i| geometry_reference(&x, i)).collect();
+        assert_close(&got_f, &want_f, 2e-5, &format!("geometry over {n} on {}", name(d)));
+        let want_u: Vec<u32> = (0..n).flat_map(|i| bits_reference(u[i], i as u32)).collect();
+        for (k, (g, w)) in got_u.iter().zip(&want_u).enumerate() {
+            assert_eq!(g, w, "bit fields over {n} on {}: output {} of invocation {} (input {:#x})", name(d), k % 6, k / 6, u[k / 6]);
+        }
+    }
+}

@@ -121,11 +121,10 @@ impl Exec<'_, '_, '_> {
                 lanes::zip(&picked, &inverse, |x, y| x | y)
             }
             E::Relational { fun, argument } => super::math::relational(fun, frame.lanes(argument)?),
-            E::Math { fun, arg, arg1, arg2, arg3: _ } => {
+            E::Math { fun, arg, arg1, arg2, arg3 } => {
                 let kind = self.kind(frame, arg);
-                let args = [Some(arg), arg1, arg2].map(|a| a.map(|a| frame.lanes(a)).transpose());
-                let [a, b, c] = args;
-                super::math::math(fun, kind, a?.ok_or_else(|| internal("lost a math argument"))?, b?, c?)?
+                let [a, b, c, d] = [Some(arg), arg1, arg2, arg3].map(|a| a.map(|a| frame.lanes(a)).transpose());
+                super::math::math(fun, kind, a?.ok_or_else(|| internal("lost a math argument"))?, [b?, c?, d?])?
             }
             E::As { expr, kind, convert } => {
                 let from = self.kind(frame, expr);

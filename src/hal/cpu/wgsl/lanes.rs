@@ -162,6 +162,19 @@ fn zip_broadcast(a: &Lanes, b: &Lanes, f: impl Fn(u32, u32) -> u32) -> Lanes {
     out
 }
 
+/// [`zip`] through a function it calls per component: one copy of the loop for every caller
+/// (the rarer built-ins, kept small in the wasm).
+#[inline(never)]
+pub(super) fn zip_each(a: &Lanes, b: &Lanes, f: &dyn Fn(u32, u32) -> u32) -> Lanes {
+    zip(a, b, f)
+}
+
+/// [`map`] through a function it calls per component, as [`zip_each`].
+#[inline(never)]
+pub(super) fn map_each(a: &Lanes, f: &dyn Fn(u32) -> u32) -> Lanes {
+    map(a, f)
+}
+
 /// `f` on each component.
 pub(super) fn map(a: &Lanes, f: impl Fn(u32) -> u32) -> Lanes {
     Lanes { width: a.width, words: collect(a.words.iter().map(|&w| f(w))) }

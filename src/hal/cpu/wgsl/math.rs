@@ -2,7 +2,7 @@
 
 use naga::{MathFunction as M, RelationalFunction};
 
-use super::lanes::{map, zip, Kind, Lanes};
+use super::lanes::{map, map_each, zip, zip_each, Kind, Lanes};
 use crate::{Error, Result};
 
 fn f(w: u32) -> f32 {
@@ -53,13 +53,17 @@ fn unary_float(fun: M) -> Option<fn(f32) -> f32> {
     })
 }
 
-/// Math function `fun` on arguments of `kind`.
-pub(super) fn math(fun: M, kind: Kind, a: &Lanes, b: Option<&Lanes>, c: Option<&Lanes>) -> Result<Lanes> {
+fn need(x: Option<&Lanes>) -> Result<&Lanes> {
+    x.ok_or_else(|| Error::Device("internal: a math function lost an argument".into()))
+}
+
+/// Math function `fun` on arguments of `kind`: `a`, then the others in order.
+pub(super) fn math(fun: M, kind: Kind, a: &Lanes, [b, c, d]: [Option<&Lanes>; 3]) -> Result<Lanes> {
     if let (Some(g), Kind::F32) = (unary_float(fun), kind) {
         return Ok(map(a, |w| g(f(w)).to_bits()));
     }
-    fn need(x: Option<&Lanes>) -> Result<&Lanes> {
-        x.ok_or_else(|| Error::Device("internal: a math function lost an argument".into()))
+    if let Some(out) = super::geometry::geometry(fun, a, [b, c])? {
+        return Ok(out);
     }
     Ok(match (fun, kind) {
         (M::Abs, Kind::F32) => map(a, |w| f(w).abs().to_bits()),
@@ -84,10 +88,66 @@ pub(super) fn math(fun: M, kind: Kind, a: &Lanes, b: Option<&Lanes>, c: Option<&
         (M::ReverseBits, _) => map(a, u32::reverse_bits),
         (M::CountLeadingZeros, _) => map(a, u32::leading_zeros),
         (M::CountTrailingZeros, _) => map(a, u32::trailing_zeros),
+        (M::FirstTrailingBit, _) => map_each(a, &|x| if x == 0 { u32::MAX } else { x.trailing_zeros() }),
+        (M::FirstLeadingBit, Kind::I32) => map_each(a, &|x| first_leading_bit(if (x as i32) < 0 { !x } else { x })),
+        (M::FirstLeadingBit, _) => map_each(a, &first_leading_bit),
+        (M::ExtractBits, _) => {
+            let field = zip_each(need(b)?, need(c)?, &bit_field);
+            zip_each(a, &field, &|x, field| extract_bits(x, field, kind == Kind::I32))
+        }
+        (M::InsertBits, _) => {
+            let field = zip_each(need(c)?, need(d)?, &bit_field);
+            let kept = zip_each(a, &field, &|x, field| x & !field_mask(field));
+            let put = zip_each(need(b)?, &field, &|y, field| (y << (field & 0xff).min(31)) & field_mask(field));
+            zip_each(&kept, &put, &|x, y| x | y)
+        }
+        (M::Ldexp, _) => zip_each(a, need(b)?, &|x, e| libm::ldexpf(f(x), (e as i32).clamp(-300, 300)).to_bits()),
         (M::Pack2x16float, _) => pack_halves(a),
         (M::Unpack2x16float, _) => unpack_halves(a),
         _ => return Err(Error::Device(format!("internal: the cpu WGSL executor has no {fun:?} (the support check should have refused it)"))),
     })
+}
+
+/// `firstLeadingBit` of an unsigned word (of a signed one, its sign bits flipped): the index
+/// of the highest set bit, or all ones for 0.
+fn first_leading_bit(x: u32) -> u32 {
+    if x == 0 {
+        u32::MAX
+    } else {
+        31 - x.leading_zeros()
+    }
+}
+
+/// `extractBits`/`insertBits`' offset and count clamped as WGSL clamps them (offset at most
+/// 32, count at most 32 - offset), in one word: the offset in the low byte, the count above.
+fn bit_field(offset: u32, count: u32) -> u32 {
+    let o = offset.min(32);
+    o | (count.min(32 - o) << 8)
+}
+
+/// The bits a [`bit_field`] covers, in place.
+fn field_mask(field: u32) -> u32 {
+    let (o, c) = (field & 0xff, field >> 8);
+    if c == 0 {
+        0
+    } else {
+        (u32::MAX >> (32 - c)) << o
+    }
+}
+
+/// `extractBits(x, offset, count)`: the field at the low end, sign-extended from its top bit
+/// for signed `x`; 0 for an empty field.
+fn extract_bits(x: u32, field: u32, signed: bool) -> u32 {
+    let (o, c) = (field & 0xff, field >> 8);
+    if c == 0 {
+        return 0;
+    }
+    let top = x << (32 - o - c); // the field's top bit at bit 31
+    if signed {
+        ((top as i32) >> (32 - c)) as u32
+    } else {
+        top >> (32 - c)
+    }
 }
 
 /// The smaller (`min`) or larger of two words of `kind`; a float NaN gives the other operand.

@@ -11,6 +11,7 @@ mod control;
 mod direct;
 mod eval;
 mod exec;
+mod geometry;
 mod lanes;
 mod math;
 mod memory;

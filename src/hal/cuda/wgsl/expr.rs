@@ -59,8 +59,8 @@ impl Function<'_> {
             E::Select { condition, accept, reject } => format!("wsel({}, {}, {})", self.expr(condition)?, self.expr(accept)?, self.expr(reject)?),
             E::Relational { fun: naga::RelationalFunction::All, argument } => format!("rel_all({})", self.expr(argument)?),
             E::Relational { fun: naga::RelationalFunction::Any, argument } => format!("rel_any({})", self.expr(argument)?),
-            E::Math { fun, arg, arg1, arg2, .. } => {
-                let args = [Some(arg), arg1, arg2].into_iter().flatten().map(|a| self.expr(a)).collect::<Result<Vec<_>, _>>()?;
+            E::Math { fun, arg, arg1, arg2, arg3 } => {
+                let args = [Some(arg), arg1, arg2, arg3].into_iter().flatten().map(|a| self.expr(a)).collect::<Result<Vec<_>, _>>()?;
                 format!("{}({})", math(fun)?, args.join(", "))
             }
             E::As { expr, kind, convert } => {
@@ -217,6 +217,17 @@ fn math(fun: M) -> Result<&'static str, String> {
         M::CountOneBits => "m_count_one_bits",
         M::ReverseBits => "m_reverse_bits",
         M::Pack2x16float => "m_pack2x16float",
+        M::Normalize => "m_normalize",
+        M::Distance => "m_distance",
+        M::Cross => "m_cross",
+        M::SmoothStep => "m_smoothstep",
+        M::Reflect => "m_reflect",
+        M::FaceForward => "m_face_forward",
+        M::Ldexp => "m_ldexp",
+        M::ExtractBits => "m_extract_bits",
+        M::InsertBits => "m_insert_bits",
+        M::FirstLeadingBit => "m_first_leading_bit",
+        M::FirstTrailingBit => "m_first_trailing_bit",
         M::Unpack2x16float => "m_unpack2x16float",
         other => return Err(format!("the built-in function {other:?}")),
     })

@@ -270,6 +270,85 @@ __device__ __forceinline__ T m_dot(const vec<T, N>& a, const vec<T, N>& b) {
 }
 __device__ __forceinline__ float m_length(float a) { return fabsf(a); }
 template <int N> __device__ __forceinline__ float m_length(const vec<float, N>& a) { return sqrtf(m_dot(a, a)); }
+// Geometry on float vectors, as WGSL defines it.
+template <int N> __device__ __forceinline__ vec<float, N> m_normalize(const vec<float, N>& a) {
+    const float l = m_length(a);
+    vec<float, N> out;
+    for (int i = 0; i < N; ++i) out.v[i] = a.v[i] / l;
+    return out;
+}
+__device__ __forceinline__ float m_distance(float a, float b) { return fabsf(a - b); }
+template <int N> __device__ __forceinline__ float m_distance(const vec<float, N>& a, const vec<float, N>& b) {
+    float s = 0.0f;
+    for (int i = 0; i < N; ++i) s += (a.v[i] - b.v[i]) * (a.v[i] - b.v[i]);
+    return sqrtf(s);
+}
+__device__ __forceinline__ vec<float, 3> m_cross(const vec<float, 3>& a, const vec<float, 3>& b) {
+    return vec<float, 3>{{a.v[1] * b.v[2] - a.v[2] * b.v[1], a.v[2] * b.v[0] - a.v[0] * b.v[2], a.v[0] * b.v[1] - a.v[1] * b.v[0]}};
+}
+__device__ __forceinline__ float m_smoothstep(float lo, float hi, float x) {
+    const float t = m_saturate((x - lo) / (hi - lo));
+    return t * t * (3.0f - 2.0f * t);
+}
+template <int N>
+__device__ __forceinline__ vec<float, N> m_smoothstep(const vec<float, N>& lo, const vec<float, N>& hi, const vec<float, N>& x) {
+    vec<float, N> out;
+    for (int i = 0; i < N; ++i) out.v[i] = m_smoothstep(lo.v[i], hi.v[i], x.v[i]);
+    return out;
+}
+template <int N> __device__ __forceinline__ vec<float, N> m_reflect(const vec<float, N>& e, const vec<float, N>& n) {
+    const float d = m_dot(n, e);
+    vec<float, N> out;
+    for (int i = 0; i < N; ++i) out.v[i] = e.v[i] - 2.0f * d * n.v[i];
+    return out;
+}
+template <int N>
+__device__ __forceinline__ vec<float, N> m_face_forward(const vec<float, N>& e1, const vec<float, N>& e2, const vec<float, N>& e3) {
+    if (m_dot(e2, e3) < 0.0f) return e1;
+    vec<float, N> out;
+    for (int i = 0; i < N; ++i) out.v[i] = -e1.v[i];
+    return out;
+}
+__device__ __forceinline__ float m_ldexp(float x, int e) { return ldexpf(x, e < -300 ? -300 : (e > 300 ? 300 : e)); }
+template <int N> __device__ __forceinline__ vec<float, N> m_ldexp(const vec<float, N>& x, const vec<int, N>& e) {
+    vec<float, N> out;
+    for (int i = 0; i < N; ++i) out.v[i] = m_ldexp(x.v[i], e.v[i]);
+    return out;
+}
+
+// Bit fields: offset at most 32 and count at most 32 - offset, as WGSL clamps them.
+__device__ __forceinline__ u32 field_mask(u32 o, u32 c) { return c == 0u ? 0u : (0xffffffffu >> (32u - c)) << o; }
+__device__ __forceinline__ u32 m_extract_bits(u32 x, u32 offset, u32 count) {
+    const u32 o = offset < 32u ? offset : 32u, c = count < 32u - o ? count : 32u - o;
+    return c == 0u ? 0u : (x << (32u - o - c)) >> (32u - c);
+}
+__device__ __forceinline__ int m_extract_bits(int x, u32 offset, u32 count) {
+    const u32 o = offset < 32u ? offset : 32u, c = count < 32u - o ? count : 32u - o;
+    return c == 0u ? 0 : ((int)((u32)x << (32u - o - c))) >> (32u - c);
+}
+__device__ __forceinline__ u32 m_insert_bits(u32 x, u32 y, u32 offset, u32 count) {
+    const u32 o = offset < 32u ? offset : 32u, c = count < 32u - o ? count : 32u - o;
+    const u32 m = field_mask(o, c);
+    return (x & ~m) | ((o < 32u ? y << o : 0u) & m);
+}
+__device__ __forceinline__ int m_insert_bits(int x, int y, u32 offset, u32 count) { return (int)m_insert_bits((u32)x, (u32)y, offset, count); }
+template <class T, int N> __device__ __forceinline__ vec<T, N> m_extract_bits(const vec<T, N>& x, u32 offset, u32 count) {
+    vec<T, N> out;
+    for (int i = 0; i < N; ++i) out.v[i] = m_extract_bits(x.v[i], offset, count);
+    return out;
+}
+template <class T, int N>
+__device__ __forceinline__ vec<T, N> m_insert_bits(const vec<T, N>& x, const vec<T, N>& y, u32 offset, u32 count) {
+    vec<T, N> out;
+    for (int i = 0; i < N; ++i) out.v[i] = m_insert_bits(x.v[i], y.v[i], offset, count);
+    return out;
+}
+__device__ __forceinline__ u32 m_first_leading_bit(u32 x) { return x == 0u ? 0xffffffffu : 31u - (u32)__clz(x); }
+__device__ __forceinline__ int m_first_leading_bit(int x) { return (int)m_first_leading_bit(x < 0 ? ~(u32)x : (u32)x); }
+__device__ __forceinline__ u32 m_first_trailing_bit(u32 x) { return x == 0u ? 0xffffffffu : (u32)(__ffs(x) - 1); }
+__device__ __forceinline__ int m_first_trailing_bit(int x) { return (int)m_first_trailing_bit((u32)x); }
+WGSL_VECTOR_UNARY(m_first_leading_bit) WGSL_VECTOR_UNARY(m_first_trailing_bit)
+
 // f32 <-> f16 bits with the hardware's conversions (round to nearest even).
 __device__ __forceinline__ u32 f16_bits(float f) {
     unsigned short h;
