@@ -1094,7 +1094,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     if (i >= arrayLength(&u)) { return; }
     let v = x[i].xyz;
     let w = x[i].wzy + vec3<f32>(0.5, -0.25, 0.125);
-    let o = i * 16u;
+    let o = i * 17u;
     let n = normalize(v);
     fo[o] = n.x; fo[o + 1u] = n.y; fo[o + 2u] = n.z;
     fo[o + 3u] = distance(v, w);
@@ -1107,6 +1107,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     let f = faceForward(v, w, c + v);
     fo[o + 12u] = f.x; fo[o + 13u] = f.y; fo[o + 14u] = f.z;
     fo[o + 15u] = ldexp(v.x, i32(i % 40u) - 20);
+    fo[o + 16u] = select(0.0, 1.0, any(v > w)) + select(0.0, 2.0, all(vec2<i32>(i32(i % 9u), -1) < vec2<i32>(5, 0)));
     let b = u[i];
     let k = i * 6u;
     uo[k] = extractBits(b, i % 37u, (i * 7u) % 37u);
@@ -1119,7 +1120,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
 "#;
 
 /// The reference of [`GEOMETRY_AND_BITS`]'s float outputs for invocation `i`.
-fn geometry_reference(x: &[f32], i: usize) -> [f64; 16] {
+fn geometry_reference(x: &[f32], i: usize) -> [f64; 17] {
     let q = |k: usize| f64::from(x[i * 4 + k]);
     let (v, w) = ([q(0), q(1), q(2)], [q(3) + 0.5, q(2) - 0.25, q(1) + 0.125]);
     let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
@@ -1135,7 +1136,10 @@ fn geometry_reference(x: &[f32], i: usize) -> [f64; 16] {
     let cv = [c[0] + v[0], c[1] + v[1], c[2] + v[2]];
     let f = if dot(w, cv) < 0.0 { v } else { v.map(|e| -e) };
     let d = [v[0] - w[0], v[1] - w[1], v[2] - w[2]];
-    [n[0], n[1], n[2], len(d), c[0], c[1], c[2], smooth(v[0]), smooth(v[1]), r[0], r[1], r[2], f[0], f[1], f[2], v[0] * 2f64.powi(i as i32 % 40 - 20)]
+    // The comparisons are of the f32 values the kernel holds.
+    let wf = [x[i * 4 + 3] + 0.5, x[i * 4 + 2] - 0.25, x[i * 4 + 1] + 0.125];
+    let compared = f64::from(u8::from((0..3).any(|k| x[i * 4 + k] > wf[k]))) + if i % 9 < 5 { 2.0 } else { 0.0 };
+    [n[0], n[1], n[2], len(d), c[0], c[1], c[2], smooth(v[0]), smooth(v[1]), r[0], r[1], r[2], f[0], f[1], f[2], v[0] * 2f64.powi(i as i32 % 40 - 20), compared]
 }
 
 /// The reference of [`GEOMETRY_AND_BITS`]'s integer outputs for invocation `i`, from WGSL's
@@ -1174,7 +1178,7 @@ fn geometry_and_bit_field_builtins_follow_wgsl() {
         let mut rng = fastrand::Rng::with_seed(23);
         let u: Vec<u32> = (0..n).map(|i| if i % 13 == 0 { [0, u32::MAX, 1 << 31, 1][i / 13 % 4] } else { rng.u32(..) }).collect();
         let (bx, bu) = (Buffer::from_slice(d, &x).unwrap(), Buffer::from_slice(d, &u).unwrap());
-        let (of, ou) = (poisoned::<f32>(d, n * 16), poisoned::<u32>(d, n * 6));
+        let (of, ou) = (poisoned::<f32>(d, n * 17), poisoned::<u32>(d, n * 6));
         let got_u = run(d, GEOMETRY_AND_BITS, &[Binding::from(&bx), Binding::from(&bu), Binding::from(&of), Binding::from(&ou)], [(n as u32).div_ceil(64), 1, 1], &ou);
         let got_f = of.read_blocking().unwrap();
         let want_f: Vec<f64> = (0..n).flat_map(|i| geometry_reference(&x, i)).collect();

@@ -83,12 +83,15 @@ __device__ __forceinline__ int op_shr(int a, u32 b) { return a >> (b & 31u); }
 __device__ __forceinline__ u32 op_shr(u32 a, u32 b) { return a >> (b & 31u); }
 __device__ __forceinline__ bool op_land(bool a, bool b) { return a && b; }
 __device__ __forceinline__ bool op_lor(bool a, bool b) { return a || b; }
-template <class T> __device__ __forceinline__ bool op_eq(T a, T b) { return a == b; }
-template <class T> __device__ __forceinline__ bool op_ne(T a, T b) { return a != b; }
-template <class T> __device__ __forceinline__ bool op_lt(T a, T b) { return a < b; }
-template <class T> __device__ __forceinline__ bool op_le(T a, T b) { return a <= b; }
-template <class T> __device__ __forceinline__ bool op_gt(T a, T b) { return a > b; }
-template <class T> __device__ __forceinline__ bool op_ge(T a, T b) { return a >= b; }
+// Comparisons of scalars (overloads, not a template: a template would also match vectors and
+// make their comparison below ambiguous).
+#define WGSL_COMPARE(name, op)                                                                         \
+    __device__ __forceinline__ bool name(float a, float b) { return a op b; }                          \
+    __device__ __forceinline__ bool name(int a, int b) { return a op b; }                              \
+    __device__ __forceinline__ bool name(u32 a, u32 b) { return a op b; }                              \
+    __device__ __forceinline__ bool name(bool a, bool b) { return a op b; }
+WGSL_COMPARE(op_eq, ==) WGSL_COMPARE(op_ne, !=) WGSL_COMPARE(op_lt, <) WGSL_COMPARE(op_le, <=)
+WGSL_COMPARE(op_gt, >) WGSL_COMPARE(op_ge, >=)
 __device__ __forceinline__ float op_neg(float a) { return -a; }
 __device__ __forceinline__ int op_neg(int a) { return (int)(0u - (u32)a); }
 __device__ __forceinline__ bool op_not(bool a) { return !a; }
