@@ -22,7 +22,7 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 # and the WGSL executor's speed work (6 kB: loads and stores straight from an index, batches
 # of workgroups with workgroup memory, built-in components, reused lane vectors), which made
 # a WGSL elementwise kernel in the wasm 2.2x and the tiled WGSL matmul 5x faster; and the
-# geometric and bit-field built-ins of WGSL in user kernels on the CPU (2.6 kB).
+# geometric, bit-field and packing built-ins of WGSL in user kernels on the CPU (3.9 kB).
 for budget in "npm/pkg/unicompute_bg.wasm 730000" "npm/pkg-threads/unicompute_bg.wasm 770000"; do
     set -- $budget
     size=$(gzip -9 -c "$repo/$1" | wc -c)

@@ -1189,3 +1189,117 @@ fn geometry_and_bit_field_builtins_follow_wgsl() {
         }
     }
 }
+
+const PACKING: &str = r#"
+// packing built-ins (normalized floats and small integers into a word and back),
+// quantizeToF16 and refract (total internal reflection included)
+@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> u: array<u32>;
+@group(0) @binding(2) var<storage, read_write> fo: array<f32>;
+@group(0) @binding(3) var<storage, read_write> uo: array<u32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    let i = g.x;
+    if (i >= arrayLength(&u)) { return; }
+    let v = x[i];
+    let b = u[i];
+    let k = i * 8u;
+    uo[k] = pack4x8snorm(v);
+    uo[k + 1u] = pack4x8unorm(v);
+    uo[k + 2u] = pack2x16snorm(v.xy);
+    uo[k + 3u] = pack2x16unorm(v.zw);
+    let iv = vec4<i32>(bitcast<i32>(b) >> 20u, i32(b & 0x1ffu) - 256, -1, 300);
+    uo[k + 4u] = pack4xI8(iv);
+    uo[k + 5u] = pack4xI8Clamp(iv);
+    uo[k + 6u] = pack4xU8(vec4<u32>(b, b >> 8u, 7u, 1000u));
+    uo[k + 7u] = pack4xU8Clamp(vec4<u32>(b >> 24u, b, 255u, 256u));
+    let o = i * 27u;
+    let s8 = unpack4x8snorm(b);
+    let u8 = unpack4x8unorm(b);
+    let s16 = unpack2x16snorm(b);
+    let u16 = unpack2x16unorm(b);
+    let i8 = unpack4xI8(b);
+    let w8 = unpack4xU8(b);
+    for (var c = 0u; c < 4u; c++) {
+        fo[o + c] = s8[c];
+        fo[o + 4u + c] = u8[c];
+        fo[o + 8u + c] = f32(i8[c]);
+        fo[o + 12u + c] = f32(w8[c]);
+    }
+    fo[o + 16u] = s16.x; fo[o + 17u] = s16.y; fo[o + 18u] = u16.x; fo[o + 19u] = u16.y;
+    let r = refract(normalize(v.xyz), normalize(vec3<f32>(0.0, 1.0, 0.2)), 0.3 + f32(i % 2u) * 0.4);
+    fo[o + 20u] = r.x; fo[o + 21u] = r.y; fo[o + 22u] = r.z;
+    // eta 3 at a right angle: k = 1 - 9 < 0, the zero vector
+    fo[o + 23u] = length(refract(normalize(vec3<f32>(1.0, 0.0, f32(i % 3u) * 0.01)), vec3<f32>(0.0, 1.0, 0.0), 3.0));
+    fo[o + 24u] = quantizeToF16(v.x);
+    fo[o + 25u] = quantizeToF16(v.w * 1000.0);
+    fo[o + 26u] = 0.0;
+}
+"#;
+
+/// The reference of [`PACKING`]'s word outputs for invocation `i`, from WGSL's definitions.
+fn packing_words(v: [f32; 4], b: u32) -> [u32; 8] {
+    let norm = |x: f32, lo: f64, scale: f64, bits: u32| ((0.5 + scale * f64::from(x).clamp(lo, 1.0)).floor() as i64 as u32) & (u32::MAX >> (32 - bits));
+    let join = |parts: &[u32], bits: u32| parts.iter().zip(0..).fold(0u32, |w, (&p, i)| w | (p << (i * bits)));
+    let iv = [(b as i32) >> 20, (b & 0x1ff) as i32 - 256, -1, 300];
+    let uv = [b, b >> 8, 7, 1000];
+    let uc = [b >> 24, b, 255, 256];
+    [
+        join(&v.map(|x| norm(x, -1.0, 127.0, 8)), 8),
+        join(&v.map(|x| norm(x, 0.0, 255.0, 8)), 8),
+        join(&[norm(v[0], -1.0, 32767.0, 16), norm(v[1], -1.0, 32767.0, 16)], 16),
+        join(&[norm(v[2], 0.0, 65535.0, 16), norm(v[3], 0.0, 65535.0, 16)], 16),
+        join(&iv.map(|x| x as u32 & 0xff), 8),
+        join(&iv.map(|x| x.clamp(-128, 127) as u32 & 0xff), 8),
+        join(&uv.map(|x| x & 0xff), 8),
+        join(&uc.map(|x| x.min(255)), 8),
+    ]
+}
+
+/// The reference of [`PACKING`]'s float outputs for invocation `i`.
+fn packing_floats(v: [f32; 4], b: u32, i: usize) -> Vec<f64> {
+    let byte = |c: u32| (b >> (8 * c)) & 0xff;
+    let half = |c: u32| (b >> (16 * c)) & 0xffff;
+    let mut out: Vec<f64> = (0..4).map(|c| (f64::from(byte(c) as u8 as i8) / 127.0).max(-1.0)).collect();
+    out.extend((0..4).map(|c| f64::from(byte(c)) / 255.0));
+    out.extend((0..4).map(|c| f64::from(byte(c) as u8 as i8)));
+    out.extend((0..4).map(|c| f64::from(byte(c))));
+    out.extend((0..2).map(|c| (f64::from(half(c) as u16 as i16) / 32767.0).max(-1.0)));
+    out.extend((0..2).map(|c| f64::from(half(c)) / 65535.0));
+    let unit = |a: [f64; 3]| {
+        let l = (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]).sqrt();
+        a.map(|c| c / l)
+    };
+    let (e, n, eta) = (unit([v[0], v[1], v[2]].map(f64::from)), unit([0.0, 1.0, 0.2]), 0.3 + (i % 2) as f64 * 0.4);
+    let d = e[0] * n[0] + e[1] * n[1] + e[2] * n[2];
+    let k = 1.0 - eta * eta * (1.0 - d * d);
+    out.extend((0..3).map(|c| eta * e[c] - (eta * d + k.sqrt()) * n[c]));
+    out.push(0.0);
+    out.extend([v[0], v[3] * 1000.0].map(|x| f64::from(half::f16::from_f32(x).to_f32())));
+    out.push(0.0);
+    out
+}
+
+#[test]
+fn packing_builtins_follow_wgsl() {
+    for (d, n) in devices().iter().flat_map(|d| [(d, 61), (d, 4099)]) {
+        // Inputs away from the rounding boundaries of packing (x · scale ending in .5), where
+        // f32, f64 and a fused multiply-add may round apart.
+        let near_half = |x: f32| [127.0, 255.0, 32767.0, 65535.0].iter().any(|s| ((f64::from(x.clamp(-1.0, 1.0)) * s).rem_euclid(1.0) - 0.5).abs() < 0.01);
+        let x: Vec<f32> = random(29, n * 4, -1.5, 1.5).into_iter().map(|mut v| { while near_half(v) { v += 1e-4; } v }).collect();
+        let mut rng = fastrand::Rng::with_seed(31);
+        let u: Vec<u32> = (0..n).map(|i| if i % 11 == 0 { [0, u32::MAX, 0x8080_8080, 0x7f01_80ff][i / 11 % 4] } else { rng.u32(..) }).collect();
+        let (bx, bu) = (Buffer::from_slice(d, &x).unwrap(), Buffer::from_slice(d, &u).unwrap());
+        let (fo, uo) = (poisoned::<f32>(d, n * 27), poisoned::<u32>(d, n * 8));
+        let got_u = run(d, PACKING, &[Binding::from(&bx), Binding::from(&bu), Binding::from(&fo), Binding::from(&uo)], [(n as u32).div_ceil(64), 1, 1], &uo);
+        let got_f = fo.read_blocking().unwrap();
+        let v = |i: usize| [x[i * 4], x[i * 4 + 1], x[i * 4 + 2], x[i * 4 + 3]];
+        let want_f: Vec<f64> = (0..n).flat_map(|i| packing_floats(v(i), u[i], i)).collect();
+        assert_close(&got_f, &want_f, 1e-5, &format!("unpacking, refract and quantizeToF16 over {n} on {}", name(d)));
+        let want_u: Vec<u32> = (0..n).flat_map(|i| packing_words(v(i), u[i])).collect();
+        for (k, (g, w)) in got_u.iter().zip(&want_u).enumerate() {
+            assert_eq!(g, w, "packing over {n} on {}: output {} of invocation {} (input {:?}, {:#x})", name(d), k % 8, k / 8, v(k / 8), u[k / 8]);
+        }
+    }
+}

@@ -170,9 +170,11 @@ fn name_of(node: &impl std::fmt::Debug) -> String {
 }
 
 /// The built-in math functions the executor has.
-const MATH: [M; 56] = [
+const MATH: [M; 72] = [
     M::Abs, M::Min, M::Max, M::Clamp, M::Saturate, M::Cos, M::Cosh, M::Sin, M::Sinh, M::Tan, M::Tanh, M::Acos, M::Asin, M::Atan, M::Atan2, M::Asinh, M::Acosh, M::Atanh,
     M::Radians, M::Degrees, M::Ceil, M::Floor, M::Round, M::Fract, M::Trunc, M::Exp, M::Exp2, M::Log, M::Log2, M::Pow, M::Dot, M::Length, M::Sign, M::Fma, M::Mix, M::Step,
     M::Sqrt, M::InverseSqrt, M::CountTrailingZeros, M::CountLeadingZeros, M::CountOneBits, M::ReverseBits, M::Pack2x16float, M::Unpack2x16float, M::Saturate,
     M::Normalize, M::Distance, M::Cross, M::SmoothStep, M::Reflect, M::FaceForward, M::Ldexp, M::ExtractBits, M::InsertBits, M::FirstLeadingBit, M::FirstTrailingBit,
+    M::Refract, M::QuantizeToF16, M::Pack4x8snorm, M::Pack4x8unorm, M::Pack2x16snorm, M::Pack2x16unorm, M::Pack4xI8, M::Pack4xU8, M::Pack4xI8Clamp, M::Pack4xU8Clamp,
+    M::Unpack4x8snorm, M::Unpack4x8unorm, M::Unpack2x16snorm, M::Unpack2x16unorm, M::Unpack4xI8, M::Unpack4xU8,
 ];

@@ -1,5 +1,6 @@
 //! WGSL's geometric built-ins on float lanes: `normalize`, `distance`, `cross`, `smoothstep`,
-//! `reflect` and `faceForward`, composed from the componentwise operations of `lanes.rs`.
+//! `reflect`, `refract` and `faceForward`, mostly composed from the componentwise operations
+//! of `lanes.rs`.
 
 use naga::MathFunction as M;
 
@@ -43,12 +44,25 @@ pub(super) fn geometry(fun: M, a: &Lanes, [b, c]: [Option<&Lanes>; 2]) -> Result
             let n = need(b)?;
             zip(a, &zip(n, &dot(n, a), &|n, d| (2.0 * f(d) * f(n)).to_bits()), &sub)
         }
+        M::Refract => refract(a, need(b)?, need(c)?),
         M::FaceForward => {
             // faceForward(e1, e2, e3) = e1 if dot(e2, e3) < 0, else -e1.
             zip(a, &dot(need(b)?, need(c)?), &|x, d| if f(d) < 0.0 { x } else { (-f(x)).to_bits() })
         }
         _ => return Ok(None),
     }))
+}
+
+/// `refract(e, n, eta)` of each lane: with `k = 1 - eta²(1 - dot(n, e)²)`, 0 where `k < 0`,
+/// else `eta e - (eta dot(n, e) + √k) n`.
+fn refract(e: &Lanes, n: &Lanes, eta: &Lanes) -> Lanes {
+    let w = e.width.max(1);
+    let words = e.words.chunks(w).zip(n.words.chunks(w)).zip(&eta.words).flat_map(|((e, n), &eta)| {
+        let (eta, d) = (f(eta), e.iter().zip(n).map(|(&x, &y)| f(x) * f(y)).sum::<f32>());
+        let k = 1.0 - eta * eta * (1.0 - d * d);
+        e.iter().zip(n).map(move |(&x, &y)| if k < 0.0 { 0 } else { (eta * f(x) - (eta * d + k.sqrt()) * f(y)).to_bits() })
+    });
+    Lanes { width: w, words: super::lanes::collect(words) }
 }
 
 /// `cross(a, b)` of each lane's 3-vectors.

@@ -65,6 +65,9 @@ pub(super) fn math(fun: M, kind: Kind, a: &Lanes, [b, c, d]: [Option<&Lanes>; 3]
     if let Some(out) = super::geometry::geometry(fun, a, [b, c])? {
         return Ok(out);
     }
+    if let Some(out) = super::pack::pack(fun, a) {
+        return Ok(out);
+    }
     Ok(match (fun, kind) {
         (M::Abs, Kind::F32) => map(a, |w| f(w).abs().to_bits()),
         (M::Abs, Kind::I32) => map(a, |w| (w as i32).wrapping_abs() as u32),
@@ -103,6 +106,7 @@ pub(super) fn math(fun: M, kind: Kind, a: &Lanes, [b, c, d]: [Option<&Lanes>; 3]
         }
         (M::Ldexp, _) => zip_each(a, need(b)?, &|x, e| libm::ldexpf(f(x), (e as i32).clamp(-300, 300)).to_bits()),
         (M::Pack2x16float, _) => pack_halves(a),
+        (M::QuantizeToF16, _) => map_each(a, &|w| half::f16::from_f32(f(w)).to_f32().to_bits()),
         (M::Unpack2x16float, _) => unpack_halves(a),
         _ => return Err(Error::Device(format!("internal: the cpu WGSL executor has no {fun:?} (the support check should have refused it)"))),
     })

@@ -15,6 +15,7 @@ mod geometry;
 mod lanes;
 mod math;
 mod memory;
+mod pack;
 mod reuse;
 mod schedule;
 mod subgroup;

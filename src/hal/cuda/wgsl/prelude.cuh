@@ -365,6 +365,69 @@ __device__ __forceinline__ float f16_value(u32 bits) {
 }
 __device__ __forceinline__ u32 m_pack2x16float(const vec<float, 2>& a) { return f16_bits(a.v[0]) | (f16_bits(a.v[1]) << 16); }
 __device__ __forceinline__ vec<float, 2> m_unpack2x16float(u32 a) { return vec<float, 2>{{f16_value(a & 0xffffu), f16_value(a >> 16)}}; }
+__device__ __forceinline__ float m_quantize_to_f16(float a) { return f16_value(f16_bits(a)); }
+WGSL_VECTOR_UNARY(m_quantize_to_f16)
+template <int N>
+__device__ __forceinline__ vec<float, N> m_refract(const vec<float, N>& e, const vec<float, N>& n, float eta) {
+    const float d = m_dot(n, e), k = 1.0f - eta * eta * (1.0f - d * d);
+    vec<float, N> out;
+    for (int i = 0; i < N; ++i) out.v[i] = k < 0.0f ? 0.0f : eta * e.v[i] - (eta * d + sqrtf(k)) * n.v[i];
+    return out;
+}
+
+// Packing: component i at bits i * size; normalized floats as WGSL's floor(0.5 + scale x).
+__device__ __forceinline__ u32 norm_bits(float x, float lo, float scale) { return (u32)(int)floorf(0.5f + scale * fminf(1.0f, fmaxf(lo, x))); }
+__device__ __forceinline__ u32 m_pack4x8snorm(const vec<float, 4>& e) {
+    u32 r = 0u;
+    for (int i = 0; i < 4; ++i) r |= (norm_bits(e.v[i], -1.0f, 127.0f) & 0xffu) << (8 * i);
+    return r;
+}
+__device__ __forceinline__ u32 m_pack4x8unorm(const vec<float, 4>& e) {
+    u32 r = 0u;
+    for (int i = 0; i < 4; ++i) r |= (norm_bits(e.v[i], 0.0f, 255.0f) & 0xffu) << (8 * i);
+    return r;
+}
+__device__ __forceinline__ u32 m_pack2x16snorm(const vec<float, 2>& e) { return (norm_bits(e.v[0], -1.0f, 32767.0f) & 0xffffu) | (norm_bits(e.v[1], -1.0f, 32767.0f) << 16); }
+__device__ __forceinline__ u32 m_pack2x16unorm(const vec<float, 2>& e) { return (norm_bits(e.v[0], 0.0f, 65535.0f) & 0xffffu) | (norm_bits(e.v[1], 0.0f, 65535.0f) << 16); }
+template <class T> __device__ __forceinline__ u32 m_pack4x8(const vec<T, 4>& e) {
+    u32 r = 0u;
+    for (int i = 0; i < 4; ++i) r |= ((u32)e.v[i] & 0xffu) << (8 * i);
+    return r;
+}
+__device__ __forceinline__ u32 m_pack4xi8_clamp(const vec<int, 4>& e) {
+    u32 r = 0u;
+    for (int i = 0; i < 4; ++i) r |= ((u32)(e.v[i] < -128 ? -128 : (e.v[i] > 127 ? 127 : e.v[i])) & 0xffu) << (8 * i);
+    return r;
+}
+__device__ __forceinline__ u32 m_pack4xu8_clamp(const vec<u32, 4>& e) {
+    u32 r = 0u;
+    for (int i = 0; i < 4; ++i) r |= (e.v[i] > 255u ? 255u : e.v[i]) << (8 * i);
+    return r;
+}
+__device__ __forceinline__ vec<float, 4> m_unpack4x8snorm(u32 a) {
+    vec<float, 4> out;
+    for (int i = 0; i < 4; ++i) out.v[i] = fmaxf((float)(signed char)(a >> (8 * i)) / 127.0f, -1.0f);
+    return out;
+}
+__device__ __forceinline__ vec<float, 4> m_unpack4x8unorm(u32 a) {
+    vec<float, 4> out;
+    for (int i = 0; i < 4; ++i) out.v[i] = (float)((a >> (8 * i)) & 0xffu) / 255.0f;
+    return out;
+}
+__device__ __forceinline__ vec<float, 2> m_unpack2x16snorm(u32 a) {
+    return vec<float, 2>{{fmaxf((float)(short)(a & 0xffffu) / 32767.0f, -1.0f), fmaxf((float)(short)(a >> 16) / 32767.0f, -1.0f)}};
+}
+__device__ __forceinline__ vec<float, 2> m_unpack2x16unorm(u32 a) { return vec<float, 2>{{(float)(a & 0xffffu) / 65535.0f, (float)(a >> 16) / 65535.0f}}; }
+__device__ __forceinline__ vec<int, 4> m_unpack4xi8(u32 a) {
+    vec<int, 4> out;
+    for (int i = 0; i < 4; ++i) out.v[i] = (int)(signed char)(a >> (8 * i));
+    return out;
+}
+__device__ __forceinline__ vec<u32, 4> m_unpack4xu8(u32 a) {
+    vec<u32, 4> out;
+    for (int i = 0; i < 4; ++i) out.v[i] = (a >> (8 * i)) & 0xffu;
+    return out;
+}
 
 // Atomics: a WGSL atomic is a plain int or unsigned; loads and stores go through volatile
 // accesses and atomicExch.
