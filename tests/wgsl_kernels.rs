@@ -1079,11 +1079,13 @@ fn transpose_through_workgroup_memory() {
     }
 }
 
-const GEOMETRY_AND_BITS: &str = r#"
-// geometric built-ins (normalize, distance, cross, smoothstep, reflect, faceForward, ldexp)
-// and bit fields (extractBits, insertBits, firstLeadingBit, firstTrailingBit), offsets and
-// counts past 32 included
-@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+/// A kernel of `vec4<f32>` and `u32` inputs with float and word outputs (see
+/// [`run_floats_and_words`]): its first-line comment, then its body after the bounds check.
+macro_rules! floats_and_words_kernel {
+    ($comment:literal, $body:literal) => {
+        concat!(
+            $comment,
+            r#"@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> u: array<u32>;
 @group(0) @binding(2) var<storage, read_write> fo: array<f32>;
 @group(0) @binding(3) var<storage, read_write> uo: array<u32>;
@@ -1092,7 +1094,35 @@ const GEOMETRY_AND_BITS: &str = r#"
 fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     let i = g.x;
     if (i >= arrayLength(&u)) { return; }
-    let v = x[i].xyz;
+"#,
+            $body
+        )
+    };
+}
+
+/// Seeded words over the whole range, with the `edges` among them (every `every`th word).
+fn words_with_edges(seed: u64, n: usize, edges: [u32; 4], every: usize) -> Vec<u32> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    (0..n).map(|i| if i % every == 0 { edges[i / every % 4] } else { rng.u32(..) }).collect()
+}
+
+/// Run a kernel of the shape of [`GEOMETRY_AND_BITS`] and [`PACKING`]: a `vec4<f32>` and a
+/// `u32` in, `per_float` floats and `per_word` words out per invocation (poisoned first);
+/// both outputs.
+fn run_floats_and_words(d: &Device, source: &str, x: &[f32], u: &[u32], per_float: usize, per_word: usize) -> (Vec<f32>, Vec<u32>) {
+    let n = u.len();
+    let (bx, bu) = (Buffer::from_slice(d, x).unwrap(), Buffer::from_slice(d, u).unwrap());
+    let (fo, uo) = (poisoned::<f32>(d, n * per_float), poisoned::<u32>(d, n * per_word));
+    let words = run(d, source, &[Binding::from(&bx), Binding::from(&bu), Binding::from(&fo), Binding::from(&uo)], [(n as u32).div_ceil(64), 1, 1], &uo);
+    (fo.read_blocking().unwrap(), words)
+}
+
+const GEOMETRY_AND_BITS: &str = floats_and_words_kernel!(
+    r#"// geometric built-ins (normalize, distance, cross, smoothstep, reflect, faceForward, ldexp)
+// and bit fields (extractBits, insertBits, firstLeadingBit, firstTrailingBit), offsets and
+// counts past 32 included
+"#,
+    r#"    let v = x[i].xyz;
     let w = x[i].wzy + vec3<f32>(0.5, -0.25, 0.125);
     let o = i * 17u;
     let n = normalize(v);
@@ -1117,7 +1147,8 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     uo[k + 4u] = bitcast<u32>(firstLeadingBit(bitcast<i32>(b) >> (i % 32u)));
     uo[k + 5u] = firstTrailingBit(b << (i % 32u));
 }
-"#;
+"#
+);
 
 /// The reference of [`GEOMETRY_AND_BITS`]'s float outputs for invocation `i`.
 fn geometry_reference(x: &[f32], i: usize) -> [f64; 17] {
@@ -1175,12 +1206,8 @@ fn bits_reference(b: u32, i: u32) -> [u32; 6] {
 fn geometry_and_bit_field_builtins_follow_wgsl() {
     for (d, n) in devices().iter().flat_map(|d| [(d, 61), (d, 4099)]) {
         let x = random(19, n * 4, -3.0, 3.0);
-        let mut rng = fastrand::Rng::with_seed(23);
-        let u: Vec<u32> = (0..n).map(|i| if i % 13 == 0 { [0, u32::MAX, 1 << 31, 1][i / 13 % 4] } else { rng.u32(..) }).collect();
-        let (bx, bu) = (Buffer::from_slice(d, &x).unwrap(), Buffer::from_slice(d, &u).unwrap());
-        let (of, ou) = (poisoned::<f32>(d, n * 17), poisoned::<u32>(d, n * 6));
-        let got_u = run(d, GEOMETRY_AND_BITS, &[Binding::from(&bx), Binding::from(&bu), Binding::from(&of), Binding::from(&ou)], [(n as u32).div_ceil(64), 1, 1], &ou);
-        let got_f = of.read_blocking().unwrap();
+        let u = words_with_edges(23, n, [0, u32::MAX, 1 << 31, 1], 13);
+        let (got_f, got_u) = run_floats_and_words(d, GEOMETRY_AND_BITS, &x, &u, 17, 6);
         let want_f: Vec<f64> = (0..n).flat_map(|i| geometry_reference(&x, i)).collect();
         assert_close(&got_f, &want_f, 2e-5, &format!("geometry over {n} on {}", name(d)));
         let want_u: Vec<u32> = (0..n).flat_map(|i| bits_reference(u[i], i as u32)).collect();
@@ -1190,19 +1217,11 @@ fn geometry_and_bit_field_builtins_follow_wgsl() {
     }
 }
 
-const PACKING: &str = r#"
-// packing built-ins (normalized floats and small integers into a word and back),
+const PACKING: &str = floats_and_words_kernel!(
+    r#"// packing built-ins (normalized floats and small integers into a word and back),
 // quantizeToF16 and refract (total internal reflection included)
-@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> u: array<u32>;
-@group(0) @binding(2) var<storage, read_write> fo: array<f32>;
-@group(0) @binding(3) var<storage, read_write> uo: array<u32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x;
-    if (i >= arrayLength(&u)) { return; }
-    let v = x[i];
+"#,
+    r#"    let v = x[i];
     let b = u[i];
     let k = i * 8u;
     uo[k] = pack4x8snorm(v);
@@ -1236,7 +1255,8 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
     fo[o + 25u] = quantizeToF16(v.w * 1000.0);
     fo[o + 26u] = 0.0;
 }
-"#;
+"#
+);
 
 /// The reference of [`PACKING`]'s word outputs for invocation `i`, from WGSL's definitions.
 fn packing_words(v: [f32; 4], b: u32) -> [u32; 8] {
@@ -1288,12 +1308,8 @@ fn packing_builtins_follow_wgsl() {
         // f32, f64 and a fused multiply-add may round apart.
         let near_half = |x: f32| [127.0, 255.0, 32767.0, 65535.0].iter().any(|s| ((f64::from(x.clamp(-1.0, 1.0)) * s).rem_euclid(1.0) - 0.5).abs() < 0.01);
         let x: Vec<f32> = random(29, n * 4, -1.5, 1.5).into_iter().map(|mut v| { while near_half(v) { v += 1e-4; } v }).collect();
-        let mut rng = fastrand::Rng::with_seed(31);
-        let u: Vec<u32> = (0..n).map(|i| if i % 11 == 0 { [0, u32::MAX, 0x8080_8080, 0x7f01_80ff][i / 11 % 4] } else { rng.u32(..) }).collect();
-        let (bx, bu) = (Buffer::from_slice(d, &x).unwrap(), Buffer::from_slice(d, &u).unwrap());
-        let (fo, uo) = (poisoned::<f32>(d, n * 27), poisoned::<u32>(d, n * 8));
-        let got_u = run(d, PACKING, &[Binding::from(&bx), Binding::from(&bu), Binding::from(&fo), Binding::from(&uo)], [(n as u32).div_ceil(64), 1, 1], &uo);
-        let got_f = fo.read_blocking().unwrap();
+        let u = words_with_edges(31, n, [0, u32::MAX, 0x8080_8080, 0x7f01_80ff], 11);
+        let (got_f, got_u) = run_floats_and_words(d, PACKING, &x, &u, 27, 8);
         let v = |i: usize| [x[i * 4], x[i * 4 + 1], x[i * 4 + 2], x[i * 4 + 3]];
         let want_f: Vec<f64> = (0..n).flat_map(|i| packing_floats(v(i), u[i], i)).collect();
         assert_close(&got_f, &want_f, 1e-5, &format!("unpacking, refract and quantizeToF16 over {n} on {}", name(d)));
