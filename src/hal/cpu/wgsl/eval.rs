@@ -87,7 +87,7 @@ impl Exec<'_, '_, '_> {
                 let picks: Vec<usize> = pattern[..size as usize].iter().map(|&c| c as usize).collect();
                 Lanes { width: picks.len(), words: v.words.chunks(v.width).flat_map(|w| picks.iter().map(|&c| w[c])).collect() }
             }
-            E::FunctionArgument(i) if frame.args.is_empty() => {
+            E::FunctionArgument(i) if frame.entry => {
                 // The entry point's built-ins, made where they are read (exec.rs).
                 let entry = &self.prog.module.entry_points[self.prog.entry].function;
                 return self.argument(entry.arguments.get(i as usize).ok_or_else(|| internal("lost an entry-point argument"))?);

@@ -28,6 +28,9 @@ pub(super) struct Frame<'f> {
     pub reuse: &'f Reuse,
     pub values: Vec<Option<Value>>,
     pub args: Vec<Value>,
+    /// Whether this is the entry point's call, whose arguments (built-ins) are made where its
+    /// expressions read them rather than passed in `args`.
+    pub entry: bool,
     /// Where this call's function variables start on the executor's stack of them.
     pub local_base: usize,
     /// The value each lane returned.
@@ -103,7 +106,7 @@ pub(super) fn workgroups(prog: &WgslProgram, bound: &[(Handle<naga::GlobalVariab
 
 impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
     fn new(prog: &'p WgslProgram, bound: &'b [(Handle<naga::GlobalVariable>, Words<'a>)], range: Range<usize>, workgroups: [u32; 3]) -> Result<Self> {
-        let lanes = prog.size.iter().map(|&n| n as usize).product::<usize>() * range.len();
+        let lanes = prog.invocations() * range.len();
         let mut exec = Exec { prog, lanes, bound, workgroup: Vec::new(), workgroup_width: Vec::new(), private: Vec::new(), locals: Vec::new(), slots: Vec::new(), range, workgroups };
         exec.allocate()?;
         Ok(exec)
@@ -148,7 +151,7 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
     /// `var<workgroup>` variable, word 0 of anything else.
     pub(super) fn origin(&self, space: Space) -> Vec<u32> {
         let Space::Workgroup(v) = space else { return super::lanes::zeroed(self.lanes) };
-        let size = self.prog.size.iter().map(|&n| n as usize).product::<usize>().max(1);
+        let size = self.prog.invocations().max(1);
         super::lanes::collect((0..self.lanes).map(|l| (l / size * self.workgroup_width[v]) as u32))
     }
 
@@ -186,7 +189,7 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
             other => return self.subgroup_builtin(other).ok_or_else(|| internal(&format!("met built-in {other:?}"))),
         };
         if width == 1 {
-            let size = self.prog.size.iter().product::<u32>();
+            let size = self.prog.invocations() as u32;
             let words = super::lanes::collect(self.range.clone().flat_map(|_| 0..size));
             return Ok(Lanes { width: 1, words });
         }
@@ -232,7 +235,7 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
             Some(f) => (&prog.module.functions[f], &prog.info[f], &prog.reuse[f.index()]),
         };
         let local_base = self.locals.len();
-        let mut frame = Frame { function, info, reuse, values: vec![None; function.expressions.len()], args, local_base, ret: None, exits: Vec::new() };
+        let mut frame = Frame { function, info, reuse, values: vec![None; function.expressions.len()], args, entry: which.is_none(), local_base, ret: None, exits: Vec::new() };
         for (_, local) in function.local_variables.iter() {
             let words = self.prog.words(local.ty);
             let mut copy = PerLane::new(self.lanes, words);

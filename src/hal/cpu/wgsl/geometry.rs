@@ -4,16 +4,9 @@
 
 use naga::MathFunction as M;
 
-use super::lanes::{map_each as map, zip_each as zip, Lanes};
-use crate::{Error, Result};
-
-fn f(w: u32) -> f32 {
-    f32::from_bits(w)
-}
-
-fn need(x: Option<&Lanes>) -> Result<&Lanes> {
-    x.ok_or_else(|| Error::Device("internal: a geometric function lost an argument".into()))
-}
+use super::lanes::{f, map_each as map, zip_each as zip, Lanes};
+use super::math::need;
+use crate::Result;
 
 /// The dot product of each lane's vectors.
 fn dot(a: &Lanes, b: &Lanes) -> Lanes {

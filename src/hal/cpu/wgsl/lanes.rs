@@ -180,7 +180,8 @@ pub(super) fn map(a: &Lanes, f: impl Fn(u32) -> u32) -> Lanes {
     Lanes { width: a.width, words: collect(a.words.iter().map(|&w| f(w))) }
 }
 
-fn f(w: u32) -> f32 {
+/// The f32 whose bits `w` holds.
+pub(super) fn f(w: u32) -> f32 {
     f32::from_bits(w)
 }
 

@@ -2,12 +2,8 @@
 
 use naga::{MathFunction as M, RelationalFunction};
 
-use super::lanes::{map, map_each, zip, zip_each, Kind, Lanes};
+use super::lanes::{f, map, map_each, zip, zip_each, Kind, Lanes};
 use crate::{Error, Result};
-
-fn f(w: u32) -> f32 {
-    f32::from_bits(w)
-}
 
 /// `all`, `any`, `isNan`, `isInf` of each lane.
 pub(super) fn relational(fun: RelationalFunction, a: &Lanes) -> Lanes {
@@ -53,7 +49,8 @@ fn unary_float(fun: M) -> Option<fn(f32) -> f32> {
     })
 }
 
-fn need(x: Option<&Lanes>) -> Result<&Lanes> {
+/// A math function's argument after the first, present by validation.
+pub(super) fn need(x: Option<&Lanes>) -> Result<&Lanes> {
     x.ok_or_else(|| Error::Device("internal: a math function lost an argument".into()))
 }
 

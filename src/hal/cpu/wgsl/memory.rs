@@ -102,27 +102,24 @@ impl Memories<'_, '_> {
 
     /// `width` words at `ptr` for every lane.
     pub fn load(&self, ptr: &Ptr, width: usize) -> Lanes {
-        if let (Space::Binding(b), 1) = (ptr.space, width) {
-            // The commonest case: a scalar from a buffer, each index clamped into it.
-            let last = self.bound[b].1.len().checked_sub(1);
-            let words = match (&self.bound[b].1, last) {
-                (_, None) => super::lanes::zeroed(ptr.offsets.len()),
-                (Words::Read(w), Some(last)) => super::lanes::collect(ptr.offsets.iter().map(|&o| w[(o as usize).min(last)])),
-                (Words::Write(w), Some(last)) => super::lanes::collect(ptr.offsets.iter().map(|&o| w[(o as usize).min(last)].load(Relaxed))),
-            };
+        // The commonest cases: a scalar from a buffer or from workgroup memory (a tile's
+        // element), each offset clamped into it, straight into the lanes.
+        let words = match (ptr.space, width) {
+            (Space::Binding(b), 1) => match &self.bound[b].1 {
+                Words::Read(w) => Some(scalars(&ptr.offsets, w.len(), |i| w[i])),
+                Words::Write(w) => Some(scalars(&ptr.offsets, w.len(), |i| w[i].load(Relaxed))),
+            },
+            (Space::Workgroup(v), 1) => Some(scalars(&ptr.offsets, self.workgroup[v].len(), |i| self.workgroup[v][i])),
+            _ => None,
+        };
+        if let Some(words) = words {
             return Lanes { width: 1, words };
-        }
-        if let (Space::Workgroup(v), 1) = (ptr.space, width) {
-            // A scalar of workgroup memory (a tile's element), each offset clamped into it.
-            let words = &self.workgroup[v];
-            let Some(last) = words.len().checked_sub(1) else { return Lanes::zeros(ptr.offsets.len(), 1) };
-            return Lanes { width: 1, words: super::lanes::collect(ptr.offsets.iter().map(|&o| words[(o as usize).min(last)])) };
         }
         if let (Space::Local(v) | Space::Private(v), true) = (ptr.space, ptr.whole) {
             let copy = if matches!(ptr.space, Space::Local(_)) { &self.locals[v] } else { &self.private[v] };
             if copy.width == width {
                 // A whole variable (a scalar counter, an accumulator): its words as they are.
-                return Lanes { width, words: super::lanes::collect(copy.words.iter().copied()) };
+                return Lanes { width, words: super::lanes::copied(&copy.words) };
             }
         }
         let mut out = Lanes::zeros(ptr.offsets.len(), width);
@@ -298,6 +295,15 @@ impl Memories<'_, '_> {
             // WGSL has atomics only in storage and workgroup memory.
             Space::Private(_) | Space::Local(_) => (0, false),
         }
+    }
+}
+
+/// The word at each lane's offset, clamped below `len` (zeros from an empty memory).
+#[inline(always)]
+fn scalars(offsets: &[u32], len: usize, word: impl Fn(usize) -> u32) -> Vec<u32> {
+    match len.checked_sub(1) {
+        Some(last) => super::lanes::collect(offsets.iter().map(|&o| word((o as usize).min(last)))),
+        None => super::lanes::zeroed(offsets.len()),
     }
 }
 

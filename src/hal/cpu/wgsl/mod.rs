@@ -75,6 +75,11 @@ impl WgslProgram {
         self.module.global_variables.iter().find(|(h, v)| !used[*h].is_empty() && v.binding.as_ref().is_some_and(|b| b.group == group && b.binding == binding))
     }
 
+    /// Invocations in one workgroup.
+    fn invocations(&self) -> usize {
+        self.size.iter().map(|&n| n as usize).product()
+    }
+
     /// Words a value of `ty` takes (its memory layout; a bool one word).
     fn words(&self, ty: Handle<naga::Type>) -> usize {
         self.words_of(&self.module.types[ty].inner)

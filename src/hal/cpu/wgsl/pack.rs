@@ -3,10 +3,16 @@
 
 use naga::MathFunction as M;
 
-use super::lanes::{collect, Lanes};
+use super::lanes::{collect, f, Lanes};
 
-fn f(w: u32) -> f32 {
-    f32::from_bits(w)
+/// The float of bits `w` clamped into `[low, 1]`, a NaN to `low` (as WGSL's `max` and `min`
+/// may take it, and as CUDA's `fmaxf` does).
+fn unit(w: u32, low: f32) -> f32 {
+    if f(w).is_nan() {
+        low
+    } else {
+        f(w).clamp(low, 1.0)
+    }
 }
 
 /// `fun` of `a`, if it is a packing or unpacking function (but the f16 ones of math.rs).
@@ -14,10 +20,10 @@ pub(super) fn pack(fun: M, a: &Lanes) -> Option<Lanes> {
     // Each component to `bits` bits: WGSL's ⌊0.5 + scale × clamped value⌋ for the normalized
     // floats (a NaN clamps to the low end), the low bits of the integers.
     let (bits, to): (u32, fn(u32) -> u32) = match fun {
-        M::Pack4x8snorm => (8, |w| (0.5 + 127.0 * f(w).max(-1.0).min(1.0)).floor() as i32 as u32),
-        M::Pack4x8unorm => (8, |w| (0.5 + 255.0 * f(w).max(0.0).min(1.0)).floor() as u32),
-        M::Pack2x16snorm => (16, |w| (0.5 + 32767.0 * f(w).max(-1.0).min(1.0)).floor() as i32 as u32),
-        M::Pack2x16unorm => (16, |w| (0.5 + 65535.0 * f(w).max(0.0).min(1.0)).floor() as u32),
+        M::Pack4x8snorm => (8, |w| (0.5 + 127.0 * unit(w, -1.0)).floor() as i32 as u32),
+        M::Pack4x8unorm => (8, |w| (0.5 + 255.0 * unit(w, 0.0)).floor() as u32),
+        M::Pack2x16snorm => (16, |w| (0.5 + 32767.0 * unit(w, -1.0)).floor() as i32 as u32),
+        M::Pack2x16unorm => (16, |w| (0.5 + 65535.0 * unit(w, 0.0)).floor() as u32),
         M::Pack4xI8 | M::Pack4xU8 => (8, |w| w),
         M::Pack4xI8Clamp => (8, |w| (w as i32).clamp(-128, 127) as u32),
         M::Pack4xU8Clamp => (8, |w| w.min(255)),
