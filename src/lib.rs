@@ -40,6 +40,7 @@ pub use base::dtype::{DType, Element};
 pub use half::{bf16, f16};
 pub use base::error::{Error, Result};
 pub use runtime::fence::Fence;
+pub use runtime::graph::Graph;
 pub use kernel::{Binding, BindingInfo, BindingKind, Kernel, KernelInfo, KernelLanguage, Scalar};
 pub use ops::{BinaryOp, ReduceOp, UnaryOp};
 pub use base::policy::{Policy, PoolPolicy, Selection, TUNABLE_OPS};

@@ -28,6 +28,8 @@ pub(crate) trait Backend {
     type Fence: Clone;
     /// A user kernel compiled for one device.
     type Program;
+    /// Work captured on a queue, to be replayed (see [`begin_capture`](Self::begin_capture)).
+    type Graph;
 
     /// The devices of this backend the system offers.
     fn enumerate() -> impl Future<Output = Vec<(DeviceInfo, Self::Adapter)>>;
@@ -66,6 +68,14 @@ pub(crate) trait Backend {
     /// Run `record`, which records one launch, timed: which clock times it and how its device
     /// time will be known (`epoch` is where host-clock spans start).
     fn timed(q: &Self::Queue, dev: &Self::Device, epoch: web_time::Instant, record: impl FnOnce() -> Result<()>) -> Result<(Timing, Clock)>;
+    /// Keep what `q` records from now on for replay instead of sending it to the device; `q`
+    /// has nothing recorded and unsent (its earlier work was submitted).
+    fn begin_capture(q: &Self::Queue, dev: &Self::Device) -> Result<()>;
+    /// Stop capturing on `q`: the work recorded since [`begin_capture`](Self::begin_capture),
+    /// or `None` where it was abandoned (`keep` false, after an error).
+    fn end_capture(q: &Self::Queue, dev: &Self::Device, keep: bool) -> Result<Option<Self::Graph>>;
+    /// Record one run of `graph` (captured on any queue of `dev`) on `q`.
+    fn replay(q: &Self::Queue, dev: &Self::Device, graph: &Arc<Self::Graph>) -> Result<()>;
     /// Submit the recorded work; the fence marks its end.
     fn submit(q: &Self::Queue, dev: &Self::Device) -> Result<Self::Fence>;
     /// Order this queue's later work after `fence` (of any queue of `dev`).

@@ -217,6 +217,13 @@ pub(crate) enum FenceImpl {
     Cuda(<Cuda as Backend>::Fence),
 }
 
+/// Work captured on a queue, for replay.
+pub(crate) enum GraphImpl {
+    Cpu(Arc<<Cpu as Backend>::Graph>),
+    WebGpu(Arc<<WebGpu as Backend>::Graph>),
+    Cuda(Arc<<Cuda as Backend>::Graph>),
+}
+
 fn mismatch() -> Error {
     Error::Device("internal: a queue was used with a device of another backend".into())
 }
@@ -354,6 +361,31 @@ impl QueueImpl {
     /// device time will be known (`epoch` is where host-clock spans start).
     pub fn timed(&self, dev: &BackendDevice, epoch: web_time::Instant, record: impl FnOnce() -> Result<()>) -> Result<(Timing, Clock)> {
         on_pair!(self => QueueImpl, dev => BackendDevice, |B, q, d| B::timed(q, d, epoch, record), else Err(mismatch()))
+    }
+
+    /// Keep what this queue records from now on for replay (its earlier work is submitted).
+    pub fn begin_capture(&self, dev: &BackendDevice) -> Result<()> {
+        on_pair!(self => QueueImpl, dev => BackendDevice, |B, q, d| B::begin_capture(q, d), else Err(mismatch()))
+    }
+
+    /// Stop capturing: the captured work (`keep`), or `None` where it is dropped.
+    pub fn end_capture(&self, dev: &BackendDevice, keep: bool) -> Result<Option<GraphImpl>> {
+        match (self, dev) {
+            (QueueImpl::Cpu(q), BackendDevice::Cpu(d)) => Ok(Cpu::end_capture(q, d, keep)?.map(|g| GraphImpl::Cpu(Arc::new(g)))),
+            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => Ok(WebGpu::end_capture(q, d, keep)?.map(|g| GraphImpl::WebGpu(Arc::new(g)))),
+            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => Ok(Cuda::end_capture(q, d, keep)?.map(|g| GraphImpl::Cuda(Arc::new(g)))),
+            _ => Err(mismatch()),
+        }
+    }
+
+    /// Record one run of `graph` (captured on a queue of `dev`).
+    pub fn replay(&self, dev: &BackendDevice, graph: &GraphImpl) -> Result<()> {
+        match (self, dev, graph) {
+            (QueueImpl::Cpu(q), BackendDevice::Cpu(d), GraphImpl::Cpu(g)) => Cpu::replay(q, d, g),
+            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d), GraphImpl::WebGpu(g)) => WebGpu::replay(q, d, g),
+            (QueueImpl::Cuda(q), BackendDevice::Cuda(d), GraphImpl::Cuda(g)) => Cuda::replay(q, d, g),
+            _ => Err(mismatch()),
+        }
     }
 
     /// Submit the recorded work; the fence marks its end.

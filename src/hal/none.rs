@@ -24,6 +24,7 @@ impl Backend for Absent {
     type Queue = Off;
     type Fence = Off;
     type Program = Off;
+    type Graph = Off;
 
     async fn enumerate() -> Vec<(DeviceInfo, Off)> {
         Vec::new()
@@ -90,6 +91,18 @@ impl Backend for Absent {
     }
 
     fn timed(q: &Off, _: &Off, _: web_time::Instant, _: impl FnOnce() -> Result<()>) -> Result<(Timing, Clock)> {
+        match *q {}
+    }
+
+    fn begin_capture(q: &Off, _: &Off) -> Result<()> {
+        match *q {}
+    }
+
+    fn end_capture(q: &Off, _: &Off, _: bool) -> Result<Option<Off>> {
+        match *q {}
+    }
+
+    fn replay(q: &Off, _: &Off, _: &Arc<Off>) -> Result<()> {
         match *q {}
     }
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use crate::hal::timer::Clock;
 use crate::hal::{BackendDevice, FenceImpl, Mapped, QueueImpl, Recorder};
 use crate::hal::Block;
+use crate::runtime::graph::Recording;
 use crate::profile::{LaunchRecord, Profiler, ReadRecord};
 use crate::{Buffer, Device, Element, Error, Fence, Result};
 
@@ -24,16 +25,23 @@ pub(crate) struct QueueShared {
     pub id: u64,
     /// Records this queue's launches instead of the device's profiler (autotuning's timer).
     pub profiler: Option<Profiler>,
+    /// Who may record now, and what the queue captures for a [`Graph`](crate::Graph).
+    pub recording: Recording,
 }
 
 impl QueueShared {
     pub(crate) fn new(backend: &BackendDevice, profiler: Option<Profiler>) -> Self {
-        QueueShared { imp: QueueImpl::new(backend), id: crate::base::id::next_id(), profiler }
+        QueueShared { imp: QueueImpl::new(backend), id: crate::base::id::next_id(), profiler, recording: Recording::default() }
     }
 }
 
 impl Recorder for QueueShared {
+    /// While the queue captures, its captured work has not run: the fence of the work before
+    /// the capture.
     fn flush(&self, dev: &BackendDevice) -> Result<FenceImpl> {
+        if let Some(before) = self.recording.before_capture() {
+            return Ok(before);
+        }
         self.imp.submit(dev)
     }
 }
@@ -57,6 +65,7 @@ impl Queue {
     /// Record a write of `data` into `dst` (lengths must match).
     pub fn write<T: Element>(&self, dst: &Buffer<T>, data: &[T]) -> Result<()> {
         self.check_buffer(dst, "write destination")?;
+        let _turn = self.shared.recording.turn();
         if data.len() != dst.len() {
             return Err(Error::shape("write", format!("{} elements for a buffer view of {}: expected equal lengths", data.len(), dst.len())));
         }
@@ -72,6 +81,7 @@ impl Queue {
     pub fn copy<T: Element>(&self, src: &Buffer<T>, dst: &Buffer<T>) -> Result<()> {
         self.check_buffer(src, "copy source")?;
         self.check_buffer(dst, "copy destination")?;
+        let _turn = self.shared.recording.turn();
         if src.len() != dst.len() {
             return Err(Error::shape("copy", format!("source has {} elements, destination {}: expected equal lengths", src.len(), dst.len())));
         }
@@ -92,8 +102,12 @@ impl Queue {
     /// work is submitted and this queue waits for it (cuda: the stream waits on its event;
     /// webgpu runs submissions in order; cpu runs work as it is recorded, so there is nothing
     /// to do). An explicit [`wait_for`](Queue::wait_for) is cheaper where the user knows.
+    /// While the queue captures, the blocks are noted for the replays, which order themselves.
     fn order_after_other_queues(&self, buffers: &[&Arc<Block>]) -> Result<()> {
         if matches!(self.shared.imp, QueueImpl::Cpu(_)) {
+            return Ok(());
+        }
+        if self.shared.recording.captured(|c| c.note_blocks(buffers)).is_some() {
             return Ok(());
         }
         for b in buffers {
@@ -118,8 +132,15 @@ impl Queue {
     /// Record one launch that reads or writes `blocks`: checked against a lost device,
     /// ordered after other queues' use of the blocks, and, while a profiler records, timed
     /// and described by `describe` (given the clock that timed it and the host start).
+    /// While the queue captures, the launch is noted for the graph and not timed.
     pub(crate) fn record_launch(&self, blocks: &[&Arc<Block>], run: impl FnOnce() -> Result<()>, describe: impl FnOnce(Clock, f64) -> LaunchRecord) -> Result<()> {
         self.backend().check_healthy()?;
+        let _turn = self.shared.recording.turn();
+        if self.shared.recording.captured(|_| ()).is_some() {
+            let record = describe(Clock::None, 0.0);
+            self.shared.recording.captured(|c| c.note_launch(blocks, record));
+            return run();
+        }
         self.order_after_other_queues(blocks)?;
         let profiler = self.profiler();
         if !profiler.is_enabled() {
@@ -134,6 +155,8 @@ impl Queue {
     /// Send everything recorded so far to the device. The fence signals when it has finished.
     pub fn submit(&self) -> Result<Fence> {
         self.backend().check_healthy()?;
+        let _turn = self.shared.recording.turn();
+        self.check_not_capturing("submitting")?;
         let imp = self.shared.imp.submit(self.backend())?;
         Ok(Fence { device: self.device.clone(), imp })
     }
@@ -143,6 +166,8 @@ impl Queue {
     /// as it is recorded, so there this only checks that the fence is from the same device.)
     pub fn wait_for(&self, fence: &Fence) -> Result<()> {
         self.device.check_same(&fence.device, "fence")?;
+        let _turn = self.shared.recording.turn();
+        self.check_not_capturing("waiting for a fence")?;
         self.shared.imp.wait_for(self.backend(), &fence.imp)
     }
 
@@ -197,6 +222,9 @@ impl Queue {
     /// the wait and the copy. No bytes lend an empty slice, without touching the device.
     async fn read_extent<R>(&self, block: &Arc<Block>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
         self.backend().check_healthy()?;
+        // Wait for another thread's capture to end (the turn is not held across the read).
+        drop(self.shared.recording.turn());
+        self.check_not_capturing("reading")?;
         if bytes == 0 {
             return Ok(take(Mapped::Host(&[])));
         }

@@ -113,6 +113,10 @@ pub(crate) struct Cpu;
 /// A CPU queue: work runs as it is recorded, so there is no state.
 pub(crate) struct CpuQueue;
 
+/// Captured CPU work: none exists, since the CPU backend runs work as it is recorded and has
+/// nothing to keep for a replay.
+pub(crate) enum NoGraph {}
+
 /// A CPU fence: work had finished when it was submitted.
 #[derive(Clone)]
 pub(crate) struct Done;
@@ -125,6 +129,7 @@ impl Backend for Cpu {
     type Fence = Done;
     /// A WGSL kernel for the executor of naga's IR (`wgsl/`).
     type Program = wgsl::WgslProgram;
+    type Graph = NoGraph;
 
     async fn enumerate() -> Vec<(DeviceInfo, ())> {
         vec![(info(), ())]
@@ -216,6 +221,21 @@ impl Backend for Cpu {
         let t0 = web_time::Instant::now();
         record()?;
         Ok((Timing::Ready(Some(Span::since(epoch, t0))), Clock::Host))
+    }
+
+    fn begin_capture(_: &CpuQueue, _: &CpuDevice) -> Result<()> {
+        Err(Error::Unsupported {
+            backend: crate::BackendKind::Cpu,
+            what: "capturing work for replay: the cpu backend runs each op as it is called, so there is no recorded work to keep (call the ops again, or capture on a webgpu or cuda device)".into(),
+        })
+    }
+
+    fn end_capture(_: &CpuQueue, _: &CpuDevice, _: bool) -> Result<Option<NoGraph>> {
+        Ok(None)
+    }
+
+    fn replay(_: &CpuQueue, _: &CpuDevice, graph: &Arc<NoGraph>) -> Result<()> {
+        match **graph {}
     }
 
     fn submit(_: &CpuQueue, _: &CpuDevice) -> Result<Done> {

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::graph::CudaWork;
 use super::{CudaDevice, CudaFence, CudaQueue, DeviceMemory, UserFunction};
 use crate::base::dtype::KernelLanguage;
 use crate::hal::timer::{Clock, Timing};
@@ -19,6 +20,7 @@ impl Backend for Cuda {
     type Queue = CudaQueue;
     type Fence = CudaFence;
     type Program = UserFunction;
+    type Graph = CudaWork;
 
     async fn enumerate() -> Vec<(DeviceInfo, usize)> {
         super::enumerate()
@@ -92,6 +94,18 @@ impl Backend for Cuda {
         record()?;
         let end = FenceImpl::Cuda(q.submit(dev)?);
         Ok((Timing::Fences { start, end }, Clock::CudaEvent))
+    }
+
+    fn begin_capture(q: &CudaQueue, dev: &CudaDevice) -> Result<()> {
+        q.begin_capture(dev)
+    }
+
+    fn end_capture(q: &CudaQueue, dev: &CudaDevice, keep: bool) -> Result<Option<CudaWork>> {
+        q.end_capture(dev, keep)
+    }
+
+    fn replay(q: &CudaQueue, dev: &CudaDevice, graph: &Arc<CudaWork>) -> Result<()> {
+        q.replay(dev, graph)
     }
 
     fn submit(q: &CudaQueue, dev: &CudaDevice) -> Result<CudaFence> {

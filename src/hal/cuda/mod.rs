@@ -6,6 +6,7 @@
 pub(crate) mod backend;
 pub(crate) mod blas;
 pub(crate) mod compile;
+pub(crate) mod graph;
 mod memory;
 mod queue;
 pub(crate) mod wgsl;

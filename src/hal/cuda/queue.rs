@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaFunction, CudaStream, DeviceRepr, DriverError, LaunchConfig, PushKernelArg};
 
+use super::graph::CudaWork;
 use super::memory::{PinnedBuffer, StagingPool, STAGING_MAX};
 use super::{driver_error, CudaDevice, DeviceMemory, UserFunction};
 use crate::hal::{Mapped, Memory};
@@ -30,7 +31,10 @@ pub(crate) struct Retained {
     staging: Vec<PinnedBuffer>,
     staging_bytes: usize,
     commands: usize,
+    /// Captured work replayed.
+    graphs: Vec<Arc<CudaWork>>,
 }
+
 
 struct InFlight {
     event: Arc<CudaEvent>,
@@ -107,6 +111,8 @@ pub(crate) struct CudaQueue {
     /// Created on first use.
     stream: Mutex<Option<Arc<CudaStream>>>,
     pending: Mutex<Retained>,
+    /// The stream is capturing: what is recorded is kept for a graph, never marked by events.
+    capturing: std::sync::atomic::AtomicBool,
     /// cuBLAS handle bound to this stream, created on the first matmul.
     pub blas: Mutex<Option<cudarc::cublas::CudaBlas>>,
 }
@@ -140,6 +146,7 @@ impl CudaQueue {
             retirement: dev.retirement.clone(),
             stream: Mutex::new(None),
             pending: Mutex::new(Retained::default()),
+            capturing: std::sync::atomic::AtomicBool::new(false),
             blas: Mutex::new(None),
         }
     }
@@ -163,7 +170,7 @@ impl CudaQueue {
             p.staging_bytes += staging.as_ref().map_or(0, PinnedBuffer::len);
             p.staging.extend(staging);
             p.commands += 1;
-            p.commands >= MAX_PENDING || p.staging_bytes >= MAX_PENDING_STAGING
+            (p.commands >= MAX_PENDING || p.staging_bytes >= MAX_PENDING_STAGING) && !self.is_capturing()
         };
         if full {
             self.mark(dev, false)?;
@@ -186,6 +193,53 @@ impl CudaQueue {
         Ok(event)
     }
 
+    fn is_capturing(&self) -> bool {
+        self.capturing.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Hand what earlier work holds to the device, then capture the stream's work from now on
+    /// (relaxed mode: ops may still allocate memory and compile kernels while it captures).
+    pub(crate) fn begin_capture(&self, dev: &CudaDevice) -> Result<()> {
+        let stream = self.stream(dev)?;
+        self.mark(dev, false)?;
+        stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED).map_err(|e| dev.fail("beginning a CUDA graph capture", e))?;
+        self.capturing.store(true, std::sync::atomic::Ordering::Release);
+        Ok(())
+    }
+
+    /// End the capture: the instantiated graph with what it uses (`keep`), or nothing.
+    pub(crate) fn end_capture(&self, dev: &CudaDevice, keep: bool) -> Result<Option<CudaWork>> {
+        let stream = self.stream(dev)?;
+        let graph = stream.end_capture(sys::CUgraphInstantiate_flags(0));
+        self.capturing.store(false, std::sync::atomic::Ordering::Release);
+        let retained = std::mem::take(&mut *lock(&self.pending));
+        let graph = graph.map_err(|e| dev.fail("ending a CUDA graph capture", e))?;
+        if !keep {
+            // Nothing captured has run: the pinned bytes go back to the pool at once.
+            for buffer in retained.staging {
+                self.retirement.staging.give_back(buffer);
+            }
+            return Ok(None);
+        }
+        Ok(Some(CudaWork::new(graph, retained)))
+    }
+
+    /// Launch one run of `graph`, held until it has run.
+    pub(crate) fn replay(&self, dev: &CudaDevice, graph: &Arc<CudaWork>) -> Result<()> {
+        let stream = self.stream(dev)?;
+        graph.launch(dev, &stream)?;
+        let full = {
+            let mut p = lock(&self.pending);
+            p.graphs.push(graph.clone());
+            p.commands += 1;
+            p.commands >= MAX_PENDING && !self.is_capturing()
+        };
+        if full {
+            self.mark(dev, false)?;
+        }
+        Ok(())
+    }
+
     fn bind(&self, dev: &CudaDevice) -> Result<()> {
         self.ctx.bind_to_thread().map_err(|e| dev.fail("binding the CUDA context", e))
     }
@@ -194,6 +248,12 @@ impl CudaQueue {
         let stream = self.stream(dev)?;
         let ptr = device_memory(dst)?.ptr + offset;
         self.bind(dev)?;
+        if self.is_capturing() && data.len() > STAGING_MAX {
+            return Err(Error::Invalid(format!(
+                "a write of {} bytes while the queue captures work for replay: a captured write keeps its bytes in pinned memory, at most {STAGING_MAX} bytes; write before the capture instead",
+                data.len()
+            )));
+        }
         let staging = if data.len() <= STAGING_MAX {
             let mut pinned = self.retirement.take_staging(&self.ctx, data.len()).map_err(|e| dev.fail("taking pinned staging memory", e))?;
             pinned.bytes_mut(data.len()).copy_from_slice(data);
@@ -286,6 +346,9 @@ impl CudaQueue {
     }
 
     pub(crate) fn submit(&self, dev: &CudaDevice) -> Result<CudaFence> {
+        if self.is_capturing() {
+            return Err(capturing("submitting"));
+        }
         Ok(CudaFence { event: self.mark(dev, true)? })
     }
 
@@ -296,6 +359,9 @@ impl CudaQueue {
     /// Copy `bytes` bytes at `offset` of `src` to the host after the recorded work and lend
     /// them to `take` (from pinned staging memory where they fit, else from pageable memory).
     pub(crate) fn read<R>(&self, dev: &CudaDevice, src: &Arc<Block>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
+        if self.is_capturing() {
+            return Err(capturing("reading"));
+        }
         let stream = self.stream(dev)?;
         let ptr = device_memory(src)?.ptr + offset;
         let n = bytes as usize;
@@ -333,6 +399,11 @@ impl CudaQueue {
         dev.check_healthy()?;
         Ok(taken)
     }
+}
+
+/// The error of an operation a capture cannot hold.
+fn capturing(what: &str) -> Error {
+    Error::Invalid(format!("{what} while the queue captures work for replay: the captured work has not run; end the capture first"))
 }
 
 impl Drop for CudaQueue {

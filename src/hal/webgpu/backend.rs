@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::graph::GpuGraph;
 use super::{Adapter, GpuDevice, GpuFence, GpuMemory, GpuQueue, UserPipeline};
 use crate::base::dtype::KernelLanguage;
 use crate::hal::timer::{Clock, PendingSpan, Timing};
@@ -18,6 +19,7 @@ impl Backend for WebGpu {
     type Queue = GpuQueue;
     type Fence = GpuFence;
     type Program = UserPipeline;
+    type Graph = GpuGraph;
 
     async fn enumerate() -> Vec<(DeviceInfo, Adapter)> {
         super::enumerate().await
@@ -111,6 +113,18 @@ impl Backend for WebGpu {
             record()?;
             Ok((Timing::Ready(None), Clock::None))
         }
+    }
+
+    fn begin_capture(q: &GpuQueue, dev: &GpuDevice) -> Result<()> {
+        q.begin_capture(dev)
+    }
+
+    fn end_capture(q: &GpuQueue, dev: &GpuDevice, keep: bool) -> Result<Option<GpuGraph>> {
+        q.end_capture(dev, keep)
+    }
+
+    fn replay(q: &GpuQueue, dev: &GpuDevice, graph: &Arc<GpuGraph>) -> Result<()> {
+        q.replay(dev, graph)
     }
 
     fn submit(q: &GpuQueue, dev: &GpuDevice) -> Result<GpuFence> {

@@ -4,6 +4,7 @@ pub(crate) mod backend;
 pub(crate) mod pipelines;
 #[cfg(target_arch = "wasm32")]
 mod adopt;
+pub(crate) mod graph;
 mod queue;
 
 use std::sync::{Arc, Mutex};

@@ -9,6 +9,7 @@ use super::{GpuDevice, GpuMemory};
 use crate::hal::{Mapped, Memory};
 use crate::hal::Block;
 use crate::hal::UserArg;
+use super::graph::GpuGraph;
 use super::UserPipeline;
 use crate::hal::timer::{PendingSpan, Span};
 use crate::base::signal::{lock, Signal};
@@ -22,6 +23,7 @@ const MAX_BATCH_UPLOAD: usize = 64 << 20;
 const MAX_BATCH_SPANS: usize = 1024;
 
 /// What a binding points at.
+#[derive(Clone)]
 pub(crate) enum Resource {
     /// A range of the batch's upload buffer.
     Upload { offset: u64, size: u64 },
@@ -29,16 +31,20 @@ pub(crate) enum Resource {
     Buffer { buffer: wgpu::Buffer, offset: u64, size: u64 },
 }
 
-struct Entry {
-    group: u32,
-    binding: u32,
-    resource: Resource,
+/// One binding of a dispatch.
+pub(super) struct Entry {
+    pub group: u32,
+    pub binding: u32,
+    pub resource: Resource,
 }
 
-enum Command {
+/// One recorded command of a batch.
+pub(super) enum Command {
     Dispatch { pipeline: wgpu::ComputePipeline, entries: Vec<Entry>, workgroups: [u32; 3] },
     Upload { offset: u64, dst: wgpu::Buffer, dst_offset: u64, size: u64 },
     Copy { src: wgpu::Buffer, src_offset: u64, dst: wgpu::Buffer, dst_offset: u64, size: u64 },
+    /// One run of captured work.
+    Graph(Arc<GpuGraph>),
 }
 
 /// The commands of one profiled launch, `begin..end` of its batch.
@@ -55,13 +61,15 @@ pub(crate) struct SpanStart {
 }
 
 #[derive(Default)]
-struct Batch {
+pub(super) struct Batch {
     /// Counts the queue's batches, so a launch split by an automatic submit is noticed.
     serial: u64,
-    commands: Vec<Command>,
-    upload: Vec<u8>,
-    held: Vec<Arc<Block>>,
+    pub commands: Vec<Command>,
+    pub upload: Vec<u8>,
+    pub held: Vec<Arc<Block>>,
     spans: Vec<TimedSpan>,
+    /// The batch is being captured: it is kept whole for a [`GpuGraph`], never submitted.
+    capturing: bool,
 }
 
 impl Batch {
@@ -126,12 +134,13 @@ pub(crate) struct GpuQueue {
 }
 
 impl GpuQueue {
-    /// Record with `f`, then submit on its own if the batch has grown large.
+    /// Record with `f`, then submit on its own if the batch has grown large (unless it is
+    /// being captured).
     fn record(&self, dev: &GpuDevice, f: impl FnOnce(&mut Batch) -> Result<()>) -> Result<()> {
         let full = {
             let mut batch = lock(&self.batch);
             f(&mut batch)?;
-            batch.is_full()
+            batch.is_full() && !batch.capturing
         };
         if full {
             self.submit(dev)?;
@@ -150,7 +159,7 @@ impl GpuQueue {
         };
         let target = gpu(dst)?.clone();
         self.record(dev, |b| {
-            if b.commands.is_empty() {
+            if b.commands.is_empty() && !b.capturing {
                 // Nothing recorded before it on this queue: wgpu orders the write before the
                 // next submission.
                 dev.queue.write_buffer(&target, offset, data);
@@ -249,32 +258,46 @@ impl GpuQueue {
         })
     }
 
+    /// Submit what was recorded before, then keep what is recorded from now on for a graph.
+    pub(crate) fn begin_capture(&self, dev: &GpuDevice) -> Result<()> {
+        self.submit(dev)?;
+        lock(&self.batch).capturing = true;
+        Ok(())
+    }
+
+    /// Stop capturing: the captured batch as a graph (`keep`), or dropped.
+    pub(crate) fn end_capture(&self, dev: &GpuDevice, keep: bool) -> Result<Option<GpuGraph>> {
+        let batch = {
+            let mut guard = lock(&self.batch);
+            let next = Batch { serial: guard.serial + 1, ..Batch::default() };
+            std::mem::replace(&mut *guard, next)
+        };
+        if !keep {
+            return Ok(None);
+        }
+        GpuGraph::new(dev, batch).map(Some)
+    }
+
+    /// Record one run of `graph`.
+    pub(crate) fn replay(&self, dev: &GpuDevice, graph: &Arc<GpuGraph>) -> Result<()> {
+        self.record(dev, |b| {
+            b.commands.push(Command::Graph(graph.clone()));
+            b.held.extend(graph.held().iter().cloned());
+            Ok(())
+        })
+    }
+
     /// Encode and submit everything recorded so far. The batch stays locked until wgpu has
     /// the submission, so that batches of one queue reach the device in recording order even
     /// when several threads submit.
     pub(crate) fn submit(&self, dev: &GpuDevice) -> Result<GpuFence> {
         let mut guard = lock(&self.batch);
+        if guard.capturing {
+            return Err(capturing("submitting"));
+        }
         let next = Batch { serial: guard.serial + 1, ..Batch::default() };
         let batch = std::mem::replace(&mut *guard, next);
-        let upload = if batch.upload.is_empty() {
-            None
-        } else {
-            let mut data = batch.upload;
-            data.resize(data.len().next_multiple_of(4), 0);
-            let size = data.len() as u64;
-            let buf = dev.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("upload"),
-                size,
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: true,
-            });
-            buf.slice(..)
-                .get_mapped_range_mut()
-                .map_err(|e| Error::Device(format!("mapping the upload buffer: {e}")))?
-                .copy_from_slice(&data);
-            buf.unmap();
-            Some(buf)
-        };
+        let upload = upload_buffer(dev, batch.upload)?;
         let mut encoder = dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("unicompute batch") });
         let stamps = (!batch.spans.is_empty()).then(|| Stamps::new(dev, &batch.spans, &batch.commands));
         encode(dev, &mut encoder, &batch.commands, upload.as_ref(), stamps.as_ref())?;
@@ -307,6 +330,9 @@ impl GpuQueue {
         let source = gpu(src)?.clone();
         {
             let mut b = lock(&self.batch);
+            if b.capturing {
+                return Err(capturing("reading"));
+            }
             b.commands.push(Command::Copy { src: source, src_offset: offset, dst: staging.clone(), dst_offset: 0, size });
             b.held.push(src.clone());
         }
@@ -325,6 +351,32 @@ impl GpuQueue {
         dev.maintain();
         taken
     }
+}
+
+/// The error of an operation a capture cannot hold.
+fn capturing(what: &str) -> Error {
+    Error::Invalid(format!("{what} while the queue captures work for replay: the captured work has not run; end the capture first"))
+}
+
+/// A device buffer holding a batch's upload bytes (`None` for none), which dispatches bind
+/// and copies read from.
+pub(super) fn upload_buffer(dev: &GpuDevice, mut data: Vec<u8>) -> Result<Option<wgpu::Buffer>> {
+    if data.is_empty() {
+        return Ok(None);
+    }
+    data.resize(data.len().next_multiple_of(4), 0);
+    let buf = dev.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("upload"),
+        size: data.len() as u64,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: true,
+    });
+    buf.slice(..)
+        .get_mapped_range_mut()
+        .map_err(|e| Error::Device(format!("mapping the upload buffer: {e}")))?
+        .copy_from_slice(&data);
+    buf.unmap();
+    Ok(Some(buf))
 }
 
 /// Lend `bytes` bytes from `lead` of the mapped `staging` buffer to `take`: in a browser the
@@ -361,7 +413,12 @@ impl Stamps {
         }
         let (mut first, mut last) = (vec![None; spans.len()], vec![None; spans.len()]);
         for (i, c) in commands.iter().enumerate() {
-            if let (Command::Dispatch { .. }, Some(s)) = (c, owner[i]) {
+            let dispatches = match c {
+                Command::Dispatch { .. } => true,
+                Command::Graph(g) => g.passes() > 0,
+                _ => false,
+            };
+            if let (true, Some(s)) = (dispatches, owner[i]) {
                 first[s].get_or_insert(i);
                 last[s] = Some(i);
             }
@@ -375,6 +432,15 @@ impl Stamps {
         let s = self.owner[i]?;
         let begin = (self.first[s] == Some(i)).then_some(2 * s as u32);
         let end = (self.last[s] == Some(j - 1)).then_some(2 * s as u32 + 1);
+        (begin.is_some() || end.is_some()).then_some(wgpu::ComputePassTimestampWrites { query_set: &self.set, beginning_of_pass_write_index: begin, end_of_pass_write_index: end })
+    }
+
+    /// The timestamp writes of pass `pass` of the `passes` of graph command `i`: a graph is
+    /// timed from the start of its first pass to the end of its last.
+    fn graph_writes(&self, i: usize, pass: usize, passes: usize) -> Option<wgpu::ComputePassTimestampWrites<'_>> {
+        let s = self.owner[i]?;
+        let begin = (pass == 0 && self.first[s] == Some(i)).then_some(2 * s as u32);
+        let end = (pass + 1 == passes && self.last[s] == Some(i)).then_some(2 * s as u32 + 1);
         (begin.is_some() || end.is_some()).then_some(wgpu::ComputePassTimestampWrites { query_set: &self.set, beginning_of_pass_write_index: begin, end_of_pass_write_index: end })
     }
 
@@ -450,13 +516,17 @@ fn encode(dev: &GpuDevice, encoder: &mut wgpu::CommandEncoder, commands: &[Comma
                 encoder.copy_buffer_to_buffer(src, *src_offset, dst, *dst_offset, *size);
                 i += 1;
             }
+            Command::Graph(graph) => {
+                graph.encode(encoder, |pass, passes| stamps.and_then(|s| s.graph_writes(i, pass, passes)));
+                i += 1;
+            }
         }
     }
     Ok(())
 }
 
 /// The bind groups of one dispatch, by group index.
-fn bind_groups(dev: &GpuDevice, pipeline: &wgpu::ComputePipeline, entries: &[Entry], upload: Option<&wgpu::Buffer>) -> Result<Vec<(u32, wgpu::BindGroup)>> {
+pub(super) fn bind_groups(dev: &GpuDevice, pipeline: &wgpu::ComputePipeline, entries: &[Entry], upload: Option<&wgpu::Buffer>) -> Result<Vec<(u32, wgpu::BindGroup)>> {
     let no_upload = || Error::Device("internal: a command refers to an empty upload area".into());
     let mut groups: BTreeMap<u32, Vec<wgpu::BindGroupEntry<'_>>> = BTreeMap::new();
     for e in entries {

@@ -88,8 +88,9 @@ impl Element<'_> {
     /// words, all within it (`buffer[g.x]` in a 1-D launch): one slice, no clamping.
     fn run(&self, len: usize) -> Option<std::ops::Range<usize>> {
         let first = *self.indices.first()? as usize;
-        let end = first + self.indices.len();
-        let consecutive = super::lanes::all(self.indices.iter().zip(first as u32..).map(|(&i, j)| i == j));
+        let end = first.checked_add(self.indices.len())?;
+        // In u64: indices near u32::MAX must not wrap around to look consecutive.
+        let consecutive = super::lanes::all(self.indices.iter().enumerate().map(|(k, &i)| u64::from(i) == first as u64 + k as u64));
         (self.stride == 1 && end - 1 <= self.last && end <= len && consecutive).then_some(first..end)
     }
 }

@@ -1,0 +1,278 @@
+//! Capture and replay: [`Queue::capture`] keeps the work a closure records on a queue as a
+//! [`Graph`], and [`Graph::replay`] sends all of it to the device again for the cost of one
+//! launch. On cuda a graph is a CUDA graph (stream capture); on webgpu it is the captured
+//! batch with its bind groups made once, encoded again at each replay. The cpu backend runs
+//! each op as it is called and has nothing to capture.
+
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::ThreadId;
+
+use crate::base::signal::lock;
+use crate::hal::timer::Clock;
+use crate::hal::{Block, FenceImpl, GraphImpl};
+use crate::profile::LaunchRecord;
+use crate::{Error, Queue, Result};
+
+/// What a queue has captured so far.
+pub(crate) struct Capture {
+    /// The thread that captures: the only one that records on the queue until it ends.
+    thread: ThreadId,
+    /// Marks the end of the work recorded before the capture began: what another queue
+    /// waits for when it uses a block this queue used last.
+    before: FenceImpl,
+    blocks: Vec<Arc<Block>>,
+    launches: usize,
+    bytes: u64,
+    flops: u64,
+    dtype: Option<String>,
+}
+
+impl Capture {
+    /// Note one captured launch (as the profiler would describe it) on `blocks`.
+    pub(crate) fn note_launch(&mut self, blocks: &[&Arc<Block>], record: LaunchRecord) {
+        self.note_blocks(blocks);
+        self.launches += 1;
+        self.bytes += record.bytes;
+        self.flops += record.flops;
+        match &self.dtype {
+            None => self.dtype = Some(record.dtype),
+            Some(d) if *d != record.dtype => self.dtype = Some("mixed".into()),
+            Some(_) => {}
+        }
+    }
+
+    /// Note blocks the captured work reads or writes.
+    pub(crate) fn note_blocks(&mut self, blocks: &[&Arc<Block>]) {
+        self.blocks.extend(blocks.iter().map(|&b| b.clone()));
+    }
+}
+
+/// Work captured on a queue by [`Queue::capture`], run again as a whole by
+/// [`replay`](Graph::replay). A replay runs the same kernels on the same memory with the same
+/// parameters: the tensors the capture returned hold each replay's results, and new inputs
+/// go into the captured inputs' memory (`Queue::write`, or ops outside the graph) before the
+/// replay. The graph keeps the memory it uses for as long as it lives.
+pub struct Graph {
+    queue: Queue,
+    imp: GraphImpl,
+    blocks: Vec<Arc<Block>>,
+    launches: usize,
+    bytes: u64,
+    flops: u64,
+    dtype: String,
+}
+
+impl Graph {
+    /// Record one run of the captured work on the queue it was captured on, after the work
+    /// recorded there before (and after other queues' recorded use of its memory). While a
+    /// profiler records, a replay is one launch named `graph`.
+    pub fn replay(&self) -> Result<()> {
+        let q = &self.queue;
+        let blocks: Vec<&Arc<Block>> = self.blocks.iter().collect();
+        q.record_launch(&blocks, || q.shared.imp.replay(q.backend(), &self.imp), |clock, start| self.record(clock, start))
+    }
+
+    /// How many launches (ops' kernels, user kernels and replays of other graphs) the capture
+    /// recorded.
+    pub fn launches(&self) -> usize {
+        self.launches
+    }
+
+    /// The queue the graph was captured on, which its replays run on.
+    pub fn queue(&self) -> &Queue {
+        &self.queue
+    }
+
+    /// The profiler's record of one replay.
+    fn record(&self, clock: Clock, host_start_us: f64) -> LaunchRecord {
+        let mut r = crate::profile::record("graph".into(), Vec::new(), crate::DType::F32, self.bytes, self.flops, self.queue.id(), clock, host_start_us);
+        r.dtype = self.dtype.clone();
+        r.variant = Some(format!("{} launches", self.launches));
+        r
+    }
+}
+
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Graph").field("queue", &self.queue.id()).field("launches", &self.launches).field("blocks", &self.blocks.len()).finish()
+    }
+}
+
+/// Who records on a queue: any number of threads at once or, while the queue captures, only
+/// the capturing thread. Other threads wait until the capture ends, so none of their work
+/// lands in the graph, and a capture begins only once the operations under way have ended.
+#[derive(Default)]
+pub(crate) struct Recording {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    capture: Option<Capture>,
+    /// Operations recording now (outside a capture).
+    active: usize,
+}
+
+/// A thread's turn to record one operation on a queue.
+pub(crate) struct Turn<'a> {
+    recording: &'a Recording,
+    /// Counted in `active` (false for the capturing thread).
+    counted: bool,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        if self.counted {
+            self.recording.lock().active -= 1;
+            self.recording.changed.notify_all();
+        }
+    }
+}
+
+impl Recording {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    fn wait<'a>(&self, guard: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        self.changed.wait(guard).unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Wait until this thread may record, and hold the turn for one operation.
+    pub(crate) fn turn(&self) -> Turn<'_> {
+        let me = std::thread::current().id();
+        let mut s = self.lock();
+        loop {
+            match &s.capture {
+                Some(c) if c.thread == me => return Turn { recording: self, counted: false },
+                Some(_) => s = self.wait(s),
+                None => {
+                    s.active += 1;
+                    return Turn { recording: self, counted: true };
+                }
+            }
+        }
+    }
+
+    /// `f` of the capture of this thread, if it captures on this queue.
+    pub(crate) fn captured<R>(&self, f: impl FnOnce(&mut Capture) -> R) -> Option<R> {
+        let me = std::thread::current().id();
+        self.lock().capture.as_mut().filter(|c| c.thread == me).map(f)
+    }
+
+    /// While the queue captures: the fence of the work before the capture.
+    pub(crate) fn before_capture(&self) -> Option<FenceImpl> {
+        self.lock().capture.as_ref().map(|c| c.before.clone())
+    }
+
+    /// Begin capturing once no other operation records: `start` submits the work before and
+    /// puts the backend queue in capture mode.
+    fn begin(&self, start: impl FnOnce() -> Result<FenceImpl>) -> Result<()> {
+        let me = std::thread::current().id();
+        let mut s = self.lock();
+        loop {
+            match &s.capture {
+                Some(c) if c.thread == me => return Err(Error::Invalid("a capture inside a capture of the same queue: end the first one, or capture on another queue".into())),
+                Some(_) => s = self.wait(s),
+                None if s.active > 0 => s = self.wait(s),
+                None => break,
+            }
+        }
+        let before = start()?;
+        s.capture = Some(Capture { thread: me, before, blocks: Vec::new(), launches: 0, bytes: 0, flops: 0, dtype: None });
+        Ok(())
+    }
+
+    /// End the capture; other threads may record again.
+    fn end(&self) -> Option<Capture> {
+        let capture = self.lock().capture.take();
+        self.changed.notify_all();
+        capture
+    }
+}
+
+/// A capture in progress; dropping it before [`finish`](Ending::finish) (an error or a panic
+/// in the recording closure) drops the captured work and leaves the queue as it was.
+struct Ending<'a> {
+    queue: &'a Queue,
+    done: bool,
+}
+
+impl Ending<'_> {
+    /// Stop capturing: the captured work and what it uses.
+    fn finish(mut self, keep: bool) -> Result<Option<(GraphImpl, Capture)>> {
+        self.done = true;
+        end(self.queue, keep)
+    }
+}
+
+impl Drop for Ending<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = end(self.queue, false);
+        }
+    }
+}
+
+/// Take the queue out of capture mode; the hal's graph (`keep`) with the capture's notes.
+fn end(queue: &Queue, keep: bool) -> Result<Option<(GraphImpl, Capture)>> {
+    let imp = queue.shared.imp.end_capture(queue.backend(), keep);
+    let capture = queue.shared.recording.end();
+    Ok(imp?.zip(capture))
+}
+
+impl Queue {
+    /// Capture the work `record` records on this queue instead of running it, and return it
+    /// as a [`Graph`] with what `record` returned. Nothing runs until
+    /// [`Graph::replay`]; the tensors made inside hold the results of each replay.
+    ///
+    /// Inside `record`, the queue records ops, user kernels, writes, copies and replays as
+    /// usual, but cannot read, submit or wait for fences (the work has not run): those return
+    /// `INVALID`. While it captures, other threads' work on this queue waits until the capture
+    /// ends. An error in `record` ends the capture and drops what it recorded; the queue stays
+    /// usable. The cpu backend answers `UNSUPPORTED`: it runs each op as it is called, so there
+    /// is no recorded work to keep.
+    ///
+    /// ```no_run
+    /// # use unicompute::{BackendChoice, Buffer, Device, Tensor};
+    /// # fn main() -> unicompute::Result<()> {
+    /// let device = Device::open(BackendChoice::Auto)?;
+    /// let input = Buffer::<f32>::zeros(&device, 1024)?;
+    /// let x = Tensor::from_buffer(&input, &[1024])?;
+    /// let (graph, y) = device.queue().capture(|_| x.relu()?.sqrt())?;
+    /// for step in 0..100 {
+    ///     input.write(&vec![step as f32; 1024])?;
+    ///     graph.replay()?;
+    ///     let _values: Vec<f32> = y.to_vec_blocking()?;
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn capture<R>(&self, record: impl FnOnce(&Queue) -> Result<R>) -> Result<(Graph, R)> {
+        self.backend().check_healthy()?;
+        self.shared.recording.begin(|| {
+            let before = self.shared.imp.submit(self.backend())?;
+            self.shared.imp.begin_capture(self.backend())?;
+            Ok(before)
+        })?;
+        let ending = Ending { queue: self, done: false };
+        let value = record(self);
+        let ended = ending.finish(value.is_ok());
+        let value = value?;
+        let (imp, capture) = ended?.ok_or_else(|| Error::Device("internal: a capture ended without its graph".into()))?;
+        let mut blocks = capture.blocks;
+        blocks.sort_by_key(|b| b.id());
+        blocks.dedup_by_key(|b| b.id());
+        let dtype = capture.dtype.unwrap_or_else(|| "-".into());
+        Ok((Graph { queue: self.clone(), imp, blocks, launches: capture.launches, bytes: capture.bytes, flops: capture.flops, dtype }, value))
+    }
+
+    /// The error of an operation a capture cannot hold, if this thread captures on this queue.
+    pub(crate) fn check_not_capturing(&self, what: &str) -> Result<()> {
+        match self.shared.recording.captured(|_| ()) {
+            Some(()) => Err(Error::Invalid(format!("{what} while the queue captures work for replay: the captured work has not run; end the capture (return from the closure given to capture) first"))),
+            None => Ok(()),
+        }
+    }
+}
