@@ -53,7 +53,14 @@ pub const DEFAULT_OPS: &[&str] =
     &[
         "relu", "exp", "gelu", "add", "mul", "add_bcast", "mul_bcast", "add_relu", "sum", "sum@auto", "sum_last", "sum_last@auto", "softmax", "layer_norm",
         "cast_f16", "add_f16", "matmul", "matmul@auto", "linear", "attention", "conv2d", "chain", "chain_done",
+        "chain_replay", "chain_replay_done",
     ];
+
+/// Default ops a device cannot run and the bench leaves out there: the cpu backend has no
+/// capture to replay.
+fn default_op_runs_on(device: &Device, name: &str) -> bool {
+    device.backend() != unicompute::BackendKind::Cpu || !name.starts_with("chain_replay")
+}
 
 /// Attention case: batch, heads, sequence length, head dimension.
 const ATTENTION: [usize; 4] = [1, 8, 512, 64];
@@ -197,7 +204,11 @@ impl BenchResult {
 /// Measure the ceilings, then every configured op, on `device`. `progress` receives a line
 /// before each measurement.
 pub fn run(device: &Device, config: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Report> {
-    let names: Vec<String> = if config.ops.is_empty() { DEFAULT_OPS.iter().map(ToString::to_string).collect() } else { config.ops.clone() };
+    let names: Vec<String> = if config.ops.is_empty() {
+        DEFAULT_OPS.iter().filter(|n| default_op_runs_on(device, n)).map(ToString::to_string).collect()
+    } else {
+        config.ops.clone()
+    };
     let kinds = names.iter().map(|n| parse_kind(n).map(|k| (n.clone(), k))).collect::<Result<Vec<_>>>()?;
     check_config(config)?;
     for (name, kind) in &kinds {
@@ -293,6 +304,10 @@ enum Kind {
     Chain,
     /// The chain to completion on the device.
     ChainDone,
+    /// One replay of the chain captured as a graph: recording and submission, host time only.
+    ChainReplay,
+    /// One replay of the captured chain to completion.
+    ChainReplayDone,
 }
 
 fn parse_kind(name: &str) -> Result<Kind> {
@@ -307,6 +322,8 @@ fn parse_kind(name: &str) -> Result<Kind> {
         "matmul" => Some(Kind::Matmul(None)),
         "chain" => Some(Kind::Chain),
         "chain_done" => Some(Kind::ChainDone),
+        "chain_replay" => Some(Kind::ChainReplay),
+        "chain_replay_done" => Some(Kind::ChainReplayDone),
         _ => UnaryOp::from_name(name)
             .map(Kind::Unary)
             .or_else(|| BinaryOp::from_name(name).map(Kind::Binary))
@@ -331,7 +348,7 @@ fn parse_kind(name: &str) -> Result<Kind> {
     kind.ok_or_else(|| {
         Error::Invalid(format!(
             "unknown bench op `{name}`: expected a unary, binary or reduction op name, <binary>_bcast, <binary>_<unary>, \
-             <reduction>_last, softmax, layer_norm, cast_f16, add_f16, matmul, linear, attention, conv2d, chain or chain_done; matmul and reductions also as <op>@<variant> or <op>@auto \
+             <reduction>_last, softmax, layer_norm, cast_f16, add_f16, matmul, linear, attention, conv2d, chain, chain_done, chain_replay or chain_replay_done; matmul and reductions also as <op>@<variant> or <op>@auto \
              (defaults: {})",
             DEFAULT_OPS.join(", ")
         ))
@@ -346,7 +363,7 @@ impl Kind {
             Kind::Attention => ATTENTION.iter().product(),
             Kind::Conv2d => CONV[..4].iter().product(),
             Kind::LayerNorm => rows_cols(config.elements).0 * ROW_COLS.min(config.elements),
-            Kind::Chain | Kind::ChainDone => CHAIN_ELEMENTS,
+            Kind::Chain | Kind::ChainDone | Kind::ChainReplay | Kind::ChainReplayDone => CHAIN_ELEMENTS,
             Kind::Broadcast(_) | Kind::ReduceLast(..) | Kind::Softmax => rows_cols(config.elements).0 * ROW_COLS.min(config.elements),
             _ => config.elements,
         };
@@ -423,9 +440,11 @@ fn build_case(device: &Device, config: &BenchConfig, name: &str, kind: Kind) -> 
         Kind::Linear | Kind::Attention | Kind::Conv2d => model_case(device, config.matmul_edge, kind)?,
         Kind::Matmul(variant) => matmul_case(device, config.matmul_edge, variant)?,
         Kind::Chain | Kind::ChainDone => chain_case(device, config.chain_len)?,
+        Kind::ChainReplay | Kind::ChainReplayDone => chain_replay_case(device, config.chain_len)?,
     };
-    let chain = matches!(kind, Kind::Chain | Kind::ChainDone);
-    Ok(Case { shape, work, out_bytes, batched: !chain, recording_only: kind == Kind::Chain, launch, name: name.to_string() })
+    let chain = matches!(kind, Kind::Chain | Kind::ChainDone | Kind::ChainReplay | Kind::ChainReplayDone);
+    let recording_only = matches!(kind, Kind::Chain | Kind::ChainReplay);
+    Ok(Case { shape, work, out_bytes, batched: !chain, recording_only, launch, name: name.to_string() })
 }
 
 /// 4 bytes per f32 element.
@@ -570,6 +589,25 @@ fn chain_case(device: &Device, len: usize) -> Result<CaseParts> {
         Work::Ops(len as u64),
         (4 * CHAIN_ELEMENTS as u64).saturating_mul(len as u64),
         Box::new(launch),
+    ))
+}
+
+/// The chain of [`chain_case`] captured once on the device's default queue; a launch is one
+/// replay (the queue a launch gets is that queue: the bench times the default queue).
+fn chain_replay_case(device: &Device, len: usize) -> Result<CaseParts> {
+    let (x0, y) = (input(device, &[CHAIN_ELEMENTS])?, input(device, &[CHAIN_ELEMENTS])?);
+    let (graph, _out) = device.queue().capture(|q| {
+        let mut x = x0.clone();
+        for _ in 0..len {
+            x = elementwise::binary(q, BinaryOp::Add, &x, &y)?;
+        }
+        Ok(x)
+    })?;
+    Ok((
+        format!("{len} x [{CHAIN_ELEMENTS}] add, replayed"),
+        Work::Ops(len as u64),
+        (4 * CHAIN_ELEMENTS as u64).saturating_mul(len as u64),
+        Box::new(move |_: &Queue| graph.replay()),
     ))
 }
 
