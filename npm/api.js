@@ -167,8 +167,8 @@ function keptTensors(Tensor, value, out = new Set()) {
  * `device.scope(fn)`, which frees every tensor made while `fn` runs except those it returns.
  * Every tensor-making method is wrapped to register its result with the innermost scope.
  */
-function patchOwnership({ Buffer, Device, Fence, Kernel, Profile, Queue, Tensor }) {
-  for (const C of [Buffer, Device, Fence, Kernel, Profile, Queue, Tensor]) {
+function patchOwnership({ Buffer, Device, Fence, Graph, Kernel, Profile, Queue, Tensor }) {
+  for (const C of [Buffer, Device, Fence, Graph, Kernel, Profile, Queue, Tensor]) {
     /** Free the wasm memory now (again: nothing). */
     C.prototype.dispose = function dispose() {
       if (this.__wbg_ptr !== 0) this.free();

@@ -1,7 +1,7 @@
 /// <reference types="@webgpu/types" />
 import type { BackendName, BinaryName, BinaryOptions, Buffer, Device, DeviceInfo, DType, ElementArray, Kernel, Policy, Tensor, UnaryName } from './pkg/unicompute.js';
 
-export { Buffer, Device, Fence, Kernel, Profile, Queue, Tensor } from './pkg/unicompute.js';
+export { Buffer, Device, Fence, Graph, Kernel, Profile, Queue, Tensor } from './pkg/unicompute.js';
 export type {
   BackendName,
   BindingInfo,
@@ -130,6 +130,10 @@ declare module './pkg/unicompute.js' {
     dispose(): void;
   }
   interface Fence {
+    /** Free the wasm memory now (again: nothing). */
+    dispose(): void;
+  }
+  interface Graph {
     /** Free the wasm memory now (again: nothing). */
     dispose(): void;
   }

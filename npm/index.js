@@ -4,6 +4,6 @@
 import * as wasm from './pkg/unicompute.js';
 import { bind } from './api.js';
 
-export { Buffer, Device, Fence, Kernel, Profile, Queue, Tensor } from './pkg/unicompute.js';
+export { Buffer, Device, Fence, Graph, Kernel, Profile, Queue, Tensor } from './pkg/unicompute.js';
 
 export const { init, listDevices } = bind(wasm, new URL('./pkg/unicompute_bg.wasm', import.meta.url));

@@ -9,6 +9,6 @@ const threaded = globalThis.crossOriginIsolated === true;
 const wasm = threaded ? await import('./pkg-threads/unicompute.js') : await import('./pkg/unicompute.js');
 const url = threaded ? new URL('./pkg-threads/unicompute_bg.wasm', import.meta.url) : new URL('./pkg/unicompute_bg.wasm', import.meta.url);
 
-export const { Buffer, Device, Fence, Kernel, Profile, Queue, Tensor } = wasm;
+export const { Buffer, Device, Fence, Graph, Kernel, Profile, Queue, Tensor } = wasm;
 const pool = { glue: new URL('./pkg-threads/unicompute.js', import.meta.url).href, worker: new URL('./worker.js', import.meta.url) };
 export const { init, listDevices } = bind(wasm, url, threaded ? pool : undefined);

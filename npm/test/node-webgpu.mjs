@@ -42,6 +42,30 @@ await queue.submit().wait();
 assert.deepEqual(Array.from(await yb.read()), Array.from(xs, (v) => 2 * v));
 const wrongCount = (() => { try { queue.launch(kernel, [xb], [1, 1, 1]); } catch (e) { return e.code; } })();
 assert.equal(wrongCount, 'LAUNCH');
+// Capture and replay: a chain recorded once over a buffer's tensor, replayed on new data.
+{
+  const inputs = device.buffer(new Float32Array(n));
+  const x = inputs.tensor([n]);
+  let y;
+  const graph = queue.capture(() => { y = x.relu().mul(x).add(x); });
+  assert.equal(graph.launches, 3);
+  for (const round of [1, 2]) {
+    const data = Float32Array.from({ length: n }, (_, i) => (((i + round * 7) * 29) % 61) / 10 - 3);
+    inputs.write(data);
+    graph.replay();
+    const got = await y.read();
+    for (let i = 0; i < n; i++) {
+      const want = Math.fround(Math.fround(Math.max(data[i], 0) * data[i]) + data[i]);
+      assert.equal(got[i], want, `replay ${round}: element ${i}`);
+    }
+  }
+  const thrown = new Error('from the capture');
+  assert.throws(() => queue.capture(() => { x.relu(); throw thrown; }), (e) => e === thrown);
+  assert.throws(() => queue.capture(() => { queue.submit(); }), (e) => e.code === 'INVALID' && /captures work/.test(e.message));
+  // The queue records as usual after those.
+  assert.deepEqual(Array.from(await x.add(x).read()), Array.from(await inputs.read(), (v) => 2 * v));
+  graph.dispose();
+}
 // i64 without shader-int64 (WebGPU in JS never has it): the data moves as words; arithmetic,
 // reductions, cumsum and casts reject with UNSUPPORTED naming the feature.
 assert.equal(device.info().features.int64, false);

@@ -146,6 +146,10 @@ assert.deepEqual(Array.from(await ys.read()), [0, 1, 4, 9, 16, 25, 36, 49]);
 const bad = (() => { try { device.kernel('fn main( {', 'main'); } catch (e) { return e; } })();
 assert.equal(bad.code, 'SHADER');
 assert.equal(bad.line, 1);
+// The CPU backend runs each op as it is called: there is nothing to capture.
+const captured = (() => { try { device.queue().capture(() => a.add(a)); } catch (e) { return e; } })();
+assert.equal(captured.code, 'UNSUPPORTED');
+assert.match(captured.message, /runs each op as it is called/);
 console.log('node: buffers, queues, fences and kernel errors ok');
 const { listDevices } = await import('unicompute');
 const list = await listDevices();

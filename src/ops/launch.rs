@@ -80,7 +80,7 @@ pub(crate) fn launch(queue: &Queue, op: &dyn Launch, decision: Option<&Decision>
         record
     };
     let blocks: Vec<&Arc<Block>> = op.operands().into_iter().map(|o| o.buf).collect();
-    queue.record_launch(&blocks, || on_backend(queue, op, &cx), describe)
+    queue.record_launch(&blocks, &mut || on_backend(queue, op, &cx), &describe)
 }
 
 /// Run `op` with the backend of `queue`.

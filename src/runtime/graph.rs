@@ -4,6 +4,7 @@
 //! batch with its bind groups made once, encoded again at each replay. The cpu backend runs
 //! each op as it is called and has nothing to capture.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::ThreadId;
 
@@ -20,7 +21,9 @@ pub(crate) struct Capture {
     /// Marks the end of the work recorded before the capture began: what another queue
     /// waits for when it uses a block this queue used last.
     before: FenceImpl,
+    /// The blocks the captured work uses, each once (`seen`: their ids).
     blocks: Vec<Arc<Block>>,
+    seen: HashSet<u64>,
     launches: usize,
     bytes: u64,
     flops: u64,
@@ -43,7 +46,11 @@ impl Capture {
 
     /// Note blocks the captured work reads or writes.
     pub(crate) fn note_blocks(&mut self, blocks: &[&Arc<Block>]) {
-        self.blocks.extend(blocks.iter().map(|&b| b.clone()));
+        for &b in blocks {
+            if self.seen.insert(b.id()) {
+                self.blocks.push(b.clone());
+            }
+        }
     }
 }
 
@@ -69,7 +76,7 @@ impl Graph {
     pub fn replay(&self) -> Result<()> {
         let q = &self.queue;
         let blocks: Vec<&Arc<Block>> = self.blocks.iter().collect();
-        q.record_launch(&blocks, || q.shared.imp.replay(q.backend(), &self.imp), |clock, start| self.record(clock, start))
+        q.record_launch(&blocks, &mut || q.shared.imp.replay(q.backend(), &self.imp), &|clock, start| self.record(clock, start))
     }
 
     /// How many launches (ops' kernels, user kernels and replays of other graphs) the capture
@@ -180,7 +187,7 @@ impl Recording {
             }
         }
         let before = start()?;
-        s.capture = Some(Capture { thread: me, before, blocks: Vec::new(), launches: 0, bytes: 0, flops: 0, dtype: None });
+        s.capture = Some(Capture { thread: me, before, blocks: Vec::new(), seen: HashSet::new(), launches: 0, bytes: 0, flops: 0, dtype: None });
         Ok(())
     }
 
@@ -261,9 +268,7 @@ impl Queue {
         let ended = ending.finish(value.is_ok());
         let value = value?;
         let (imp, capture) = ended?.ok_or_else(|| Error::Device("internal: a capture ended without its graph".into()))?;
-        let mut blocks = capture.blocks;
-        blocks.sort_by_key(|b| b.id());
-        blocks.dedup_by_key(|b| b.id());
+        let blocks = capture.blocks;
         let dtype = capture.dtype.unwrap_or_else(|| "-".into());
         Ok((Graph { queue: self.clone(), imp, blocks, launches: capture.launches, bytes: capture.bytes, flops: capture.flops, dtype }, value))
     }

@@ -133,7 +133,8 @@ impl Queue {
     /// ordered after other queues' use of the blocks, and, while a profiler records, timed
     /// and described by `describe` (given the clock that timed it and the host start).
     /// While the queue captures, the launch is noted for the graph and not timed.
-    pub(crate) fn record_launch(&self, blocks: &[&Arc<Block>], run: impl FnOnce() -> Result<()>, describe: impl FnOnce(Clock, f64) -> LaunchRecord) -> Result<()> {
+    /// (Trait objects: one copy of this path and of the backends' timing serves every caller.)
+    pub(crate) fn record_launch(&self, blocks: &[&Arc<Block>], run: &mut dyn FnMut() -> Result<()>, describe: &dyn Fn(Clock, f64) -> LaunchRecord) -> Result<()> {
         self.backend().check_healthy()?;
         let _turn = self.shared.recording.turn();
         if self.shared.recording.captured(|_| ()).is_some() {

@@ -1,10 +1,11 @@
-//! The JS `Buffer`, `Kernel`, `Queue` and `Fence`: typed device memory, user WGSL kernels
-//! (errors carry `line` and `column`), ordered streams of work and their completion.
+//! The JS `Buffer`, `Kernel`, `Queue`, `Graph` and `Fence`: typed device memory, user WGSL
+//! kernels (errors carry `line` and `column`), ordered streams of work, captured work replayed,
+//! and completion.
 
 use wasm_bindgen::prelude::*;
 
 use super::error::{invalid, js_error};
-use crate::{Binding, Buffer, Fence, Kernel, Queue};
+use crate::{Binding, Buffer, Error, Fence, Graph, Kernel, Queue};
 
 /// Device memory of one element type, made from and read back to a typed array.
 #[wasm_bindgen(js_name = Buffer)]
@@ -69,6 +70,19 @@ impl JsBuffer {
             TypedBuffer::U32(b) => b.dtype(),
         }
         .to_string()
+    }
+
+    /// A tensor of `shape` over this buffer's memory, without a copy: what `write` puts in
+    /// the buffer, the tensor holds (the way to give a captured `Graph` new inputs).
+    pub fn tensor(&self, shape: Vec<f64>) -> Result<super::tensor::JsTensor, JsValue> {
+        let shape = super::error::usizes("shape", &shape)?;
+        match &self.inner {
+            TypedBuffer::F32(b) => crate::Tensor::from_buffer(b, &shape),
+            TypedBuffer::I32(b) => crate::Tensor::from_buffer(b, &shape),
+            TypedBuffer::U32(b) => crate::Tensor::from_buffer(b, &shape),
+        }
+        .map(Into::into)
+        .map_err(js_error)
     }
 
     /// Overwrite the contents with `data` (the same typed array type and length).
@@ -207,6 +221,46 @@ impl JsQueue {
     /// Send what was recorded to the device; the fence signals when it is done.
     pub fn submit(&self) -> Result<JsFence, JsValue> {
         self.inner.submit().map(|inner| JsFence { inner }).map_err(js_error)
+    }
+
+    /// Capture the work `record()` records on this queue as a `Graph` instead of running it
+    /// (tensor methods record on the device's default queue, `device.queue()`). Keep the
+    /// tensors made inside: each `graph.replay()` writes their results. Reads, `submit` and
+    /// fence waits inside throw `INVALID`; an exception thrown by `record` ends the capture,
+    /// drops what it recorded and is thrown again. The cpu backend throws `UNSUPPORTED`.
+    pub fn capture(&self, record: &js_sys::Function) -> Result<JsGraph, JsValue> {
+        let mut thrown = None;
+        let captured = self.inner.capture(|_| {
+            record.call0(&JsValue::UNDEFINED).map(drop).map_err(|e| {
+                thrown = Some(e);
+                Error::Invalid("the capture's function threw".into())
+            })
+        });
+        match (captured, thrown) {
+            (_, Some(e)) => Err(e),
+            (Ok((inner, ())), None) => Ok(JsGraph { inner }),
+            (Err(e), None) => Err(js_error(e)),
+        }
+    }
+}
+
+/// Work captured by `queue.capture`, run again by `replay()` for the host cost of one launch.
+#[wasm_bindgen(js_name = Graph)]
+pub struct JsGraph {
+    inner: Graph,
+}
+
+#[wasm_bindgen(js_class = Graph)]
+impl JsGraph {
+    /// Record one run of the captured work on its queue (sent with the queue's next batch).
+    pub fn replay(&self) -> Result<(), JsValue> {
+        self.inner.replay().map_err(js_error)
+    }
+
+    /// How many launches the capture recorded.
+    #[wasm_bindgen(getter)]
+    pub fn launches(&self) -> usize {
+        self.inner.launches()
     }
 }
 

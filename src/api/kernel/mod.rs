@@ -353,7 +353,7 @@ impl Queue {
             record.variant = Some(format!("user {:?} kernel", kernel.info().language));
             record
         };
-        self.record_launch(&blocks, run, describe)
+        self.record_launch(&blocks, &mut { run }, &describe)
     }
 }
 
