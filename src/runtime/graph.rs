@@ -247,7 +247,7 @@ impl Queue {
     /// let device = Device::open(BackendChoice::Auto)?;
     /// let input = Buffer::<f32>::zeros(&device, 1024)?;
     /// let x = Tensor::from_buffer(&input, &[1024])?;
-    /// let (graph, y) = device.queue().capture(|_| x.relu()?.sqrt())?;
+    /// let (graph, y) = device.queue().capture(|_| x.relu()?.mul(&x))?;
     /// for step in 0..100 {
     ///     input.write(&vec![step as f32; 1024])?;
     ///     graph.replay()?;
