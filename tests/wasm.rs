@@ -325,6 +325,31 @@ async fn the_profiler_records_launches_in_the_browser() {
     }
 }
 
+/// Capture and replay on the browser's WebGPU: a chain captured once, replayed on new inputs
+/// written into the memory the capture read; the CPU backend in the wasm says it cannot.
+#[wasm_bindgen_test]
+async fn a_captured_chain_replays_on_new_inputs_in_the_browser() {
+    for d in devices().await {
+        let n = 1031;
+        let input = unicompute::Buffer::<f32>::zeros(&d, n).unwrap();
+        let x = Tensor::from_buffer(&input, &[n]).unwrap();
+        let captured = d.queue().capture(|_| x.relu()?.mul(&x)?.add(&x));
+        if d.backend() == BackendKind::Cpu {
+            assert_eq!(captured.unwrap_err().code(), "UNSUPPORTED");
+            continue;
+        }
+        let (graph, y) = captured.unwrap();
+        assert_eq!(graph.launches(), 3);
+        for seed in [21, 22] {
+            let data = inputs(seed, n);
+            input.write(&data).unwrap();
+            graph.replay().unwrap();
+            let want: Vec<f64> = data.iter().map(|&v| f64::from(v.max(0.0) * v + v)).collect();
+            assert_close(&y.to_vec::<f32>().await.unwrap(), &want, 1e-6, &format!("replay {seed}"));
+        }
+    }
+}
+
 /// Policies and tuning through the JS API: a policy object opens the device it names, a bad
 /// one is an `INVALID` error naming the key, `tune` reports every candidate.
 #[wasm_bindgen_test]

@@ -62,6 +62,7 @@ assert.equal(wrongCount, 'LAUNCH');
   const thrown = new Error('from the capture');
   assert.throws(() => queue.capture(() => { x.relu(); throw thrown; }), (e) => e === thrown);
   assert.throws(() => queue.capture(() => { queue.submit(); }), (e) => e.code === 'INVALID' && /captures work/.test(e.message));
+  assert.throws(() => queue.capture(async () => { x.relu(); }), (e) => e.code === 'INVALID' && /returned a promise/.test(e.message));
   // The queue records as usual after those.
   assert.deepEqual(Array.from(await x.add(x).read()), Array.from(await inputs.read(), (v) => 2 * v));
   graph.dispose();

@@ -117,8 +117,13 @@ pub(crate) struct Recording {
 #[derive(Default)]
 struct State {
     capture: Option<Capture>,
-    /// Operations recording now (outside a capture).
-    active: usize,
+    /// The threads of the operations recording now (outside a capture), one entry each.
+    active: Vec<ThreadId>,
+}
+
+thread_local! {
+    /// The queues this thread captures on: (device id, queue id).
+    static CAPTURING: std::cell::RefCell<Vec<(u64, u64)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// A thread's turn to record one operation on a queue.
@@ -131,7 +136,12 @@ pub(crate) struct Turn<'a> {
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
         if self.counted {
-            self.recording.lock().active -= 1;
+            let me = std::thread::current().id();
+            let mut s = self.recording.lock();
+            if let Some(i) = s.active.iter().position(|&t| t == me) {
+                s.active.swap_remove(i);
+            }
+            drop(s);
             self.recording.changed.notify_all();
         }
     }
@@ -155,7 +165,7 @@ impl Recording {
                 Some(c) if c.thread == me => return Turn { recording: self, counted: false },
                 Some(_) => s = self.wait(s),
                 None => {
-                    s.active += 1;
+                    s.active.push(me);
                     return Turn { recording: self, counted: true };
                 }
             }
@@ -182,7 +192,11 @@ impl Recording {
             match &s.capture {
                 Some(c) if c.thread == me => return Err(Error::Invalid("a capture inside a capture of the same queue: end the first one, or capture on another queue".into())),
                 Some(_) => s = self.wait(s),
-                None if s.active > 0 => s = self.wait(s),
+                // Waiting for this thread's own operation (a read not yet awaited) would never end.
+                None if s.active.contains(&me) => {
+                    return Err(Error::Invalid("a capture begun while this thread has an operation under way on the queue (a read not yet awaited): finish it first".into()))
+                }
+                None if !s.active.is_empty() => s = self.wait(s),
                 None => break,
             }
         }
@@ -224,6 +238,8 @@ impl Drop for Ending<'_> {
 
 /// Take the queue out of capture mode; the hal's graph (`keep`) with the capture's notes.
 fn end(queue: &Queue, keep: bool) -> Result<Option<(GraphImpl, Capture)>> {
+    let key = queue.capture_key();
+    CAPTURING.with(|c| c.borrow_mut().retain(|&k| k != key));
     let imp = queue.shared.imp.end_capture(queue.backend(), keep);
     let capture = queue.shared.recording.end();
     Ok(imp?.zip(capture))
@@ -236,8 +252,12 @@ impl Queue {
     ///
     /// Inside `record`, the queue records ops, user kernels, writes, copies and replays as
     /// usual, but cannot read, submit or wait for fences (the work has not run): those return
-    /// `INVALID`. While it captures, other threads' work on this queue waits until the capture
-    /// ends. An error in `record` ends the capture and drops what it recorded; the queue stays
+    /// `INVALID`, as does work on another queue of the same device from this thread (it would
+    /// run at once, outside the graph; tensor methods record on the default queue, so capture
+    /// that one). While it captures, other threads' work on this queue waits until the capture
+    /// ends. What is not a recorded command happens once, at capture: memory made inside is
+    /// zeroed (`Tensor::zeros`) or poisoned then, not at each replay, so a zeroed tensor that
+    /// the graph accumulates into keeps growing; zero it inside with a write instead. An error in `record` ends the capture and drops what it recorded; the queue stays
     /// usable. The cpu backend answers `UNSUPPORTED`: it runs each op as it is called, so there
     /// is no recorded work to keep.
     ///
@@ -263,6 +283,7 @@ impl Queue {
             self.shared.imp.begin_capture(self.backend())?;
             Ok(before)
         })?;
+        CAPTURING.with(|c| c.borrow_mut().push(self.capture_key()));
         let ending = Ending { queue: self, done: false };
         let value = record(self);
         let ended = ending.finish(value.is_ok());
@@ -271,6 +292,27 @@ impl Queue {
         let blocks = capture.blocks;
         let dtype = capture.dtype.unwrap_or_else(|| "-".into());
         Ok((Graph { queue: self.clone(), imp, blocks, launches: capture.launches, bytes: capture.bytes, flops: capture.flops, dtype }, value))
+    }
+
+    /// What [`CAPTURING`] holds for this queue.
+    fn capture_key(&self) -> (u64, u64) {
+        (self.device.shared.id, self.id())
+    }
+
+    /// Wait until this thread may record on this queue, and hold the turn for one operation.
+    /// Refused while this thread captures another queue of the same device: the work would
+    /// run at once, outside the graph, on memory the graph has not written yet. (Autotuning's
+    /// timing queues, which work on their own memory, are exempt.)
+    pub(crate) fn turn(&self) -> Result<Turn<'_>> {
+        let (device, queue) = self.capture_key();
+        let own_timing = self.shared.profiler.is_some();
+        let other = CAPTURING.with(|c| c.borrow().iter().find(|&&(d, q)| d == device && q != queue).map(|&(_, q)| q));
+        match other {
+            Some(q) if !own_timing => Err(Error::Invalid(format!(
+                "work on queue {queue} while this thread captures queue {q} of the same device: it would run now, outside the graph; record it on the capturing queue (tensor methods record on the device's default queue, `device.queue()`)"
+            ))),
+            _ => Ok(self.shared.recording.turn()),
+        }
     }
 
     /// The error of an operation a capture cannot hold, if this thread captures on this queue.

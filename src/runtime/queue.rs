@@ -65,7 +65,7 @@ impl Queue {
     /// Record a write of `data` into `dst` (lengths must match).
     pub fn write<T: Element>(&self, dst: &Buffer<T>, data: &[T]) -> Result<()> {
         self.check_buffer(dst, "write destination")?;
-        let _turn = self.shared.recording.turn();
+        let _turn = self.turn()?;
         if data.len() != dst.len() {
             return Err(Error::shape("write", format!("{} elements for a buffer view of {}: expected equal lengths", data.len(), dst.len())));
         }
@@ -81,7 +81,7 @@ impl Queue {
     pub fn copy<T: Element>(&self, src: &Buffer<T>, dst: &Buffer<T>) -> Result<()> {
         self.check_buffer(src, "copy source")?;
         self.check_buffer(dst, "copy destination")?;
-        let _turn = self.shared.recording.turn();
+        let _turn = self.turn()?;
         if src.len() != dst.len() {
             return Err(Error::shape("copy", format!("source has {} elements, destination {}: expected equal lengths", src.len(), dst.len())));
         }
@@ -136,7 +136,7 @@ impl Queue {
     /// (Trait objects: one copy of this path and of the backends' timing serves every caller.)
     pub(crate) fn record_launch(&self, blocks: &[&Arc<Block>], run: &mut dyn FnMut() -> Result<()>, describe: &dyn Fn(Clock, f64) -> LaunchRecord) -> Result<()> {
         self.backend().check_healthy()?;
-        let _turn = self.shared.recording.turn();
+        let _turn = self.turn()?;
         if self.shared.recording.captured(|_| ()).is_some() {
             let record = describe(Clock::None, 0.0);
             self.shared.recording.captured(|c| c.note_launch(blocks, record));
@@ -156,7 +156,7 @@ impl Queue {
     /// Send everything recorded so far to the device. The fence signals when it has finished.
     pub fn submit(&self) -> Result<Fence> {
         self.backend().check_healthy()?;
-        let _turn = self.shared.recording.turn();
+        let _turn = self.turn()?;
         self.check_not_capturing("submitting")?;
         let imp = self.shared.imp.submit(self.backend())?;
         Ok(Fence { device: self.device.clone(), imp })
@@ -167,7 +167,7 @@ impl Queue {
     /// as it is recorded, so there this only checks that the fence is from the same device.)
     pub fn wait_for(&self, fence: &Fence) -> Result<()> {
         self.device.check_same(&fence.device, "fence")?;
-        let _turn = self.shared.recording.turn();
+        let _turn = self.turn()?;
         self.check_not_capturing("waiting for a fence")?;
         self.shared.imp.wait_for(self.backend(), &fence.imp)
     }
@@ -223,9 +223,14 @@ impl Queue {
     /// the wait and the copy. No bytes lend an empty slice, without touching the device.
     async fn read_extent<R>(&self, block: &Arc<Block>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
         self.backend().check_healthy()?;
-        // Wait for another thread's capture to end (the turn is not held across the read).
-        drop(self.shared.recording.turn());
+        // Natively the turn is held through the read, so that no capture begins between its
+        // checks and its copy; a browser's one thread cannot interleave them.
+        let turn = self.turn()?;
         self.check_not_capturing("reading")?;
+        #[cfg(target_arch = "wasm32")]
+        drop(turn);
+        #[cfg(not(target_arch = "wasm32"))]
+        let _turn = turn;
         if bytes == 0 {
             return Ok(take(Mapped::Host(&[])));
         }

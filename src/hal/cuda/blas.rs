@@ -7,12 +7,35 @@ use std::sync::{Arc, OnceLock};
 
 use cudarc::cublas::{result, sys, CudaBlas};
 
+use super::memory::DeviceMemory;
 use super::queue::{address, CudaQueue};
 use super::CudaDevice;
 use crate::base::layout::Layout;
 use crate::hal::Block;
 use crate::base::signal::lock;
 use crate::{Error, MatmulPrecision, Result};
+
+/// cuBLAS's workspace per handle: what it recommends for Hopper (32 MiB; 4 MiB elsewhere).
+/// Given up front, cuBLAS allocates none itself, not even inside a stream capture.
+const WORKSPACE_BYTES: u64 = 32 << 20;
+
+/// A queue's cuBLAS handle, bound to its stream, with the workspace it owns (dropped after
+/// the handle: fields drop in order).
+pub(crate) struct BlasHandle {
+    handle: CudaBlas,
+    _workspace: DeviceMemory,
+}
+
+impl BlasHandle {
+    /// A handle on `stream` with its own workspace; `None` where cuBLAS cannot make one.
+    fn new(dev: &CudaDevice, stream: Arc<cudarc::driver::CudaStream>) -> Option<BlasHandle> {
+        let handle = CudaBlas::new(stream).ok()?;
+        let workspace = DeviceMemory::new(&dev.ctx, WORKSPACE_BYTES).ok()?;
+        // SAFETY: the workspace lives as long as the handle (dropped after it).
+        let status = unsafe { sys::cublasSetWorkspace_v2(*handle.handle(), workspace.ptr as *mut std::ffi::c_void, WORKSPACE_BYTES as usize) };
+        (status == sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS).then_some(BlasHandle { handle, _workspace: workspace })
+    }
+}
 
 /// Whether libcublas can be loaded.
 pub(crate) fn available() -> bool {
@@ -92,13 +115,13 @@ pub(crate) fn matmul(q: &CudaQueue, dev: &CudaDevice, [a, b, out]: [(&Arc<Block>
     dev.ctx.bind_to_thread().map_err(|e| dev.fail("binding the CUDA context", e))?;
     let mut slot = lock(&q.blas);
     if slot.is_none() {
-        match CudaBlas::new(stream) {
-            Ok(handle) => *slot = Some(handle),
+        match BlasHandle::new(dev, stream) {
+            Some(handle) => *slot = Some(handle),
             // cuBLAS is present but unusable: the kernel path still works.
-            Err(_) => return Ok(false),
+            None => return Ok(false),
         }
     }
-    let handle = *slot.as_ref().map(CudaBlas::handle).ok_or_else(|| Error::Device("internal: no cuBLAS handle".into()))?;
+    let handle = *slot.as_ref().map(|h| h.handle.handle()).ok_or_else(|| Error::Device("internal: no cuBLAS handle".into()))?;
     let (alpha, beta) = (1.0f32, 0.0f32);
     let (pa, pb, pc) = (address(a.0, a.1.offset)?, address(b.0, b.1.offset)?, address(out.0, out.1.offset)?);
     // SAFETY: every matrix of every batch lies inside its block (the op validated the

@@ -29,12 +29,10 @@ impl DeviceMemory {
 }
 
 impl Drop for DeviceMemory {
+    /// The pool drops a block only once no queued work uses it; the free waits while a
+    /// stream captures.
     fn drop(&mut self) {
-        // The pool drops a block only once no queued work uses it.
-        if self.ctx.bind_to_thread().is_ok() {
-            // SAFETY: `ptr` came from cuMemAlloc and is freed once.
-            let _ = unsafe { result::free_sync(self.ptr) };
-        }
+        super::graph::release(super::graph::Release::Device { ptr: self.ptr, ctx: self.ctx.clone() });
     }
 }
 
@@ -79,12 +77,10 @@ impl PinnedBuffer {
 }
 
 impl Drop for PinnedBuffer {
+    /// No copy is in flight (the staging pool gets buffers back only after their copies
+    /// finished); the free waits while a stream captures.
     fn drop(&mut self) {
-        if self.ctx.bind_to_thread().is_ok() {
-            // SAFETY: allocated by cuMemHostAlloc, freed once; no copy is in flight (the
-            // staging pool gets buffers back only after their copies finished).
-            let _ = unsafe { result::free_host(self.ptr.cast()) };
-        }
+        super::graph::release(super::graph::Release::Host { ptr: self.ptr as usize, ctx: self.ctx.clone() });
     }
 }
 

@@ -33,6 +33,8 @@ pub(crate) struct Retained {
     commands: usize,
     /// Captured work replayed.
     graphs: Vec<Arc<CudaWork>>,
+    /// User kernels launched: their modules stay loaded while the work (or a graph) runs.
+    functions: Vec<CudaFunction>,
 }
 
 
@@ -114,7 +116,7 @@ pub(crate) struct CudaQueue {
     /// The stream is capturing: what is recorded is kept for a graph, never marked by events.
     capturing: std::sync::atomic::AtomicBool,
     /// cuBLAS handle bound to this stream, created on the first matmul.
-    pub blas: Mutex<Option<cudarc::cublas::CudaBlas>>,
+    pub blas: Mutex<Option<super::blas::BlasHandle>>,
 }
 
 /// The device memory behind pooled memory.
@@ -202,7 +204,11 @@ impl CudaQueue {
     pub(crate) fn begin_capture(&self, dev: &CudaDevice) -> Result<()> {
         let stream = self.stream(dev)?;
         self.mark(dev, false)?;
-        stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED).map_err(|e| dev.fail("beginning a CUDA graph capture", e))?;
+        super::graph::capture_begins();
+        if let Err(e) = stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED) {
+            super::graph::capture_ends();
+            return Err(dev.fail("beginning a CUDA graph capture", e));
+        }
         self.capturing.store(true, std::sync::atomic::Ordering::Release);
         Ok(())
     }
@@ -212,6 +218,7 @@ impl CudaQueue {
         let stream = self.stream(dev)?;
         let graph = stream.end_capture(sys::CUgraphInstantiate_flags(0));
         self.capturing.store(false, std::sync::atomic::Ordering::Release);
+        super::graph::capture_ends();
         let retained = std::mem::take(&mut *lock(&self.pending));
         let graph = graph.map_err(|e| dev.fail("ending a CUDA graph capture", e))?;
         if !keep {
@@ -227,6 +234,7 @@ impl CudaQueue {
     /// Launch one run of `graph`, held until it has run.
     pub(crate) fn replay(&self, dev: &CudaDevice, graph: &Arc<CudaWork>) -> Result<()> {
         let stream = self.stream(dev)?;
+        self.bind(dev)?;
         graph.launch(dev, &stream)?;
         let full = {
             let mut p = lock(&self.pending);
@@ -342,6 +350,7 @@ impl CudaQueue {
         let cfg = LaunchConfig { grid_dim: (grid[0], grid[1], grid[2]), block_dim: (block[0], block[1], block[2]), shared_mem_bytes: 0 };
         // SAFETY: the arguments were checked against the kernel's parameter list.
         unsafe { launch.launch(cfg) }.map_err(|e| dev.fail("launching the kernel", e))?;
+        lock(&self.pending).functions.push(program.function.clone());
         self.retain(dev, held, None)
     }
 
@@ -408,8 +417,10 @@ fn capturing(what: &str) -> Error {
 
 impl Drop for CudaQueue {
     fn drop(&mut self) {
-        // cuBLAS's handle (dropped with this queue) must find its context current.
-        let _ = self.ctx.bind_to_thread();
+        // Destroying a cuBLAS handle synchronises the device: not while a stream captures.
+        if let Some(handle) = lock(&self.blas).take() {
+            super::graph::release(super::graph::Release::Blas { handle, ctx: self.ctx.clone() });
+        }
         // Work already issued keeps running: keep its buffers until it has.
         let pending = std::mem::take(&mut *lock(&self.pending));
         if pending.commands == 0 {
