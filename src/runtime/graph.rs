@@ -262,8 +262,10 @@ impl Queue {
     /// is no recorded work to keep.
     ///
     /// ```no_run
-    /// # use unicompute::{BackendChoice, Buffer, Device, Tensor};
+    /// # #[cfg(target_arch = "wasm32")] fn main() {}
+    /// # #[cfg(not(target_arch = "wasm32"))]
     /// # fn main() -> unicompute::Result<()> {
+    /// use unicompute::{BackendChoice, Buffer, Device, Tensor};
     /// let device = Device::open(BackendChoice::Auto)?;
     /// let input = Buffer::<f32>::zeros(&device, 1024)?;
     /// let x = Tensor::from_buffer(&input, &[1024])?;
