@@ -13,9 +13,9 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 "$repo/scripts/build-npm.sh"
 
-# The size budget: the package's wasm at most 740 kB (740,000 bytes) gzipped; the threads
+# The size budget: the package's wasm at most 745 kB (745,000 bytes) gzipped; the threads
 # build, which only cross-origin-isolated pages load, also carries rayon's thread pool and a
-# std built for threads, and is held to 780 kB. Each raise is deliberate and says what it
+# std built for threads, and is held to 785 kB. Each raise is deliberate and says what it
 # bought: 700/740 kB held everything up to the CPU executor of WGSL kernels (naga's parser
 # and validator, the largest crate in it, at 425 of 1,950 kB before gzip); 720/760 kB adds
 # the page-device adoption and integer arithmetic; 730/770 kB adds the i64 dtype (2.3 kB)
@@ -23,10 +23,11 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 # of workgroups with workgroup memory, built-in components, reused lane vectors), which made
 # a WGSL elementwise kernel in the wasm 2.2x and the tiled WGSL matmul 5x faster; and the
 # geometric, bit-field and packing built-ins of WGSL in user kernels on the CPU (3.9 kB);
-# 740/780 kB adds capture and replay (9.4 kB: graphs of the captured batch with their bind
-# groups, the queue's turns while a capture lasts, `queue.capture`, `graph.replay` and
-# `buffer.tensor` in JS), which cuts the host cost of a chain of small ops on webgpu 5x.
-for budget in "npm/pkg/unicompute_bg.wasm 740000" "npm/pkg-threads/unicompute_bg.wasm 780000"; do
+# 745/785 kB adds capture and replay (10.4 kB; 9.2 kB in the threads build: graphs of the
+# captured batch with their bind groups, the queue's turns while a capture lasts and its
+# refusals, `queue.capture`, `graph.replay` and `buffer.tensor` in JS), which cuts the host
+# cost of a chain of small ops on webgpu 5x, and leaves 5 kB for what comes next.
+for budget in "npm/pkg/unicompute_bg.wasm 745000" "npm/pkg-threads/unicompute_bg.wasm 785000"; do
     set -- $budget
     size=$(gzip -9 -c "$repo/$1" | wc -c)
     echo "$1: $size bytes gzipped (budget $2)"
