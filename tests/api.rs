@@ -21,6 +21,17 @@ fn devices_list_the_cpu_first_and_every_adapter() {
     }
 }
 
+/// wgpu's GL backend returned wrong integer, cast and local-array results as `Ok` on Mesa's
+/// llvmpipe: its adapters are listed only when `WGPU_BACKEND` names GL.
+#[test]
+fn gl_adapters_are_listed_only_when_asked_for() {
+    if std::env::var_os("WGPU_BACKEND").is_some() {
+        return; // the user's own choice of APIs
+    }
+    let gl: Vec<_> = unicompute::devices().into_iter().filter(|i| i.api == "Gl").collect();
+    assert!(gl.is_empty(), "GL adapters listed without WGPU_BACKEND: {gl:?}");
+}
+
 #[test]
 fn open_by_index_kind_and_parsed_choice() {
     let cpu = Device::open(BackendChoice::Index(0)).unwrap();

@@ -147,7 +147,8 @@ pub(crate) fn missing_reason(kind: BackendKind) -> String {
         }
         BackendKind::WebGpu if cfg!(feature = "webgpu") => {
             "no wgpu adapter with compute shaders was found (natively install a Vulkan, Metal or DX12 driver, e.g. \
-             Mesa's lavapipe: `apt-get install mesa-vulkan-drivers`; in a browser enable WebGPU)"
+             Mesa's lavapipe: `apt-get install mesa-vulkan-drivers`; GL adapters are used only with WGPU_BACKEND=gl, \
+             as their compute returned wrong integer results on Mesa; in a browser enable WebGPU)"
                 .into()
         }
         BackendKind::WebGpu => "this build has no webgpu backend: enable the cargo feature `webgpu`".into(),

@@ -34,9 +34,17 @@ fn wanted_features() -> wgpu::Features {
     wgpu::Features::SHADER_F16 | wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::SUBGROUP | wgpu::Features::SHADER_INT64
 }
 
+/// The APIs wgpu looks at unless `WGPU_BACKEND` names others: Vulkan, Metal, DX12 and a
+/// browser's WebGPU. Not GL: on Mesa's llvmpipe its compute returned wrong results as `Ok`
+/// (integer division by zero and `MIN / -1`, float-to-int casts, function-local arrays;
+/// `WGPU_BACKEND=gl cargo test --test integers --test wgsl_kernels` shows them).
+fn backends() -> wgpu::Backends {
+    wgpu::Backends::from_env().unwrap_or(wgpu::Backends::PRIMARY)
+}
+
 fn instance() -> wgpu::Instance {
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
-    desc.backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::all());
+    desc.backends = backends();
     wgpu::Instance::new(desc)
 }
 
@@ -44,7 +52,7 @@ fn instance() -> wgpu::Instance {
 /// a browser, which cannot list adapters, the high-performance one if there is one.
 pub(crate) async fn enumerate() -> Vec<(DeviceInfo, Adapter)> {
     #[cfg(not(target_arch = "wasm32"))]
-    let adapters = instance().enumerate_adapters(wgpu::Backends::all()).await;
+    let adapters = instance().enumerate_adapters(backends()).await;
     #[cfg(target_arch = "wasm32")]
     if !has_navigator_gpu() {
         return Vec::new();
@@ -60,7 +68,7 @@ pub(crate) async fn enumerate() -> Vec<(DeviceInfo, Adapter)> {
         .filter(|a| a.get_downlevel_capabilities().flags.contains(wgpu::DownlevelFlags::COMPUTE_SHADERS))
         .map(|a| (describe(&a), a))
         .collect();
-    // Native APIs before GL, which lacks parts of compute.
+    // Native APIs before GL (listed only when `WGPU_BACKEND` names it), which lacks parts of compute.
     found.sort_by_key(|(info, _)| (info.device_type.preference(), info.api == "Gl"));
     found
 }
