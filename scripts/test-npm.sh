@@ -26,7 +26,7 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 # 745/785 kB adds capture and replay (10.4 kB; 9.2 kB in the threads build: graphs of the
 # captured batch with their bind groups, the queue's turns while a capture lasts and its
 # refusals, `queue.capture`, `graph.replay` and `buffer.tensor` in JS), which cuts the host
-# cost of a chain of small ops on webgpu 5x, and leaves 5 kB for what comes next.
+# cost of a chain of small ops on webgpu 3-5x, and leaves 5 kB for what comes next.
 for budget in "npm/pkg/unicompute_bg.wasm 745000" "npm/pkg-threads/unicompute_bg.wasm 785000"; do
     set -- $budget
     size=$(gzip -9 -c "$repo/$1" | wc -c)
