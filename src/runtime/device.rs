@@ -131,6 +131,11 @@ impl Device {
         &self.shared.info
     }
 
+    /// The options the device was opened with (a policy's, or `DeviceOptions::default()`).
+    pub fn options(&self) -> &DeviceOptions {
+        &self.shared.options
+    }
+
     /// The backend this device runs on.
     pub fn backend(&self) -> BackendKind {
         self.shared.info.backend

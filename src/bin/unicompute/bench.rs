@@ -36,8 +36,6 @@ const COPY_BYTES: u64 = 128 << 20;
 const GEMM_CEILING_EDGE: usize = 1024;
 /// Matrix edge of the GEMM ceiling on CUDA GPUs, large enough to reach cuBLAS's peak.
 const GPU_GEMM_CEILING_EDGE: usize = 4096;
-/// Columns of the row-structured cases (broadcast, last-axis reduction, softmax).
-const ROW_COLS: usize = 1024;
 /// Elements of each op in the `chain` case.
 const CHAIN_ELEMENTS: usize = 1024;
 
@@ -62,10 +60,6 @@ fn default_op_runs_on(device: &Device, name: &str) -> bool {
     device.backend() != unicompute::BackendKind::Cpu || !name.starts_with("chain_replay")
 }
 
-/// Attention case: batch, heads, sequence length, head dimension.
-const ATTENTION: [usize; 4] = [1, 8, 512, 64];
-/// conv2d case: input [n, c, h, w] and output channels, 3x3 kernel, padding 1.
-const CONV: [usize; 5] = [1, 32, 56, 56, 32];
 
 /// What to measure and how large.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,6 +78,18 @@ pub struct BenchConfig {
     pub matmul_edge: usize,
     /// Ops in the `chain` case.
     pub chain_len: usize,
+    /// Row length of the row-structured cases (softmax, layer_norm, `<reduction>_last`,
+    /// `<binary>_bcast`).
+    pub row_len: usize,
+    /// The attention case: batch, heads, sequence length, head dimension.
+    pub attention: [usize; 4],
+    /// Whether the attention case is causal.
+    pub causal: bool,
+    /// Storage dtype of the attention case's q, k and v (`f32`, `f16` or `bf16`).
+    #[serde(serialize_with = "dtype_name")]
+    pub attention_dtype: DType,
+    /// The conv2d case: input [n, c, h, w] and output channels; 3x3 kernel, padding 1.
+    pub conv: [usize; 5],
     /// Untimed runs of each case before measuring.
     pub warmup: usize,
     /// Timed repetitions whose median is reported.
@@ -93,9 +99,27 @@ pub struct BenchConfig {
     pub profile: bool,
 }
 
+/// A dtype as its name (`"bf16"`) in the report's JSON.
+fn dtype_name<S: serde::Serializer>(dtype: &DType, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&dtype.to_string())
+}
+
 impl Default for BenchConfig {
     fn default() -> Self {
-        BenchConfig { ops: Vec::new(), elements: 1 << 24, matmul_edge: 1024, chain_len: 1000, warmup: 1, reps: 5, profile: false }
+        BenchConfig {
+            ops: Vec::new(),
+            elements: 1 << 24,
+            matmul_edge: 1024,
+            chain_len: 1000,
+            row_len: 1024,
+            attention: [1, 8, 512, 64],
+            causal: false,
+            attention_dtype: DType::F32,
+            conv: [1, 32, 56, 56, 32],
+            warmup: 1,
+            reps: 5,
+            profile: false,
+        }
     }
 }
 
@@ -152,6 +176,8 @@ pub struct Report {
     pub backend: String,
     /// The configuration that was run.
     pub config: BenchConfig,
+    /// The precision the device's f32 matmuls may use (from the policy it was opened with).
+    pub matmul_precision: unicompute::MatmulPrecision,
     /// Measured ceilings.
     pub ceilings: Ceilings,
     /// The clock behind the medians: `device` (fence timers) or `host`.
@@ -228,7 +254,8 @@ pub fn run(device: &Device, config: &BenchConfig, progress: &mut dyn FnMut(&str)
     }
     let profile = config.profile.then(|| device.take_profile_blocking());
     let info = device.info();
-    Ok(Report { device: info.name.clone(), backend: info.backend.to_string(), config: config.clone(), ceilings, timer, results, measured_s: meter.total.get(), profile })
+    let matmul_precision = device.options().matmul_precision;
+    Ok(Report { device: info.name.clone(), backend: info.backend.to_string(), config: config.clone(), matmul_precision, ceilings, timer, results, measured_s: meter.total.get(), profile })
 }
 
 /// Adds up the timed repetitions of the op cases, and profiles them (only them: not the
@@ -360,11 +387,11 @@ impl Kind {
     fn largest_tensor_bytes(self, config: &BenchConfig) -> u64 {
         let elements = match self {
             Kind::Matmul(_) | Kind::Linear => config.matmul_edge.saturating_mul(config.matmul_edge),
-            Kind::Attention => ATTENTION.iter().product(),
-            Kind::Conv2d => CONV[..4].iter().product(),
-            Kind::LayerNorm => rows_cols(config.elements).0 * ROW_COLS.min(config.elements),
+            Kind::Attention => config.attention.iter().product(),
+            Kind::Conv2d => config.conv[..4].iter().product(),
+            Kind::LayerNorm => rows_cols(config.elements, config.row_len).0 * config.row_len.min(config.elements),
             Kind::Chain | Kind::ChainDone | Kind::ChainReplay | Kind::ChainReplayDone => CHAIN_ELEMENTS,
-            Kind::Broadcast(_) | Kind::ReduceLast(..) | Kind::Softmax => rows_cols(config.elements).0 * ROW_COLS.min(config.elements),
+            Kind::Broadcast(_) | Kind::ReduceLast(..) | Kind::Softmax => rows_cols(config.elements, config.row_len).0 * config.row_len.min(config.elements),
             _ => config.elements,
         };
         (elements as u64).saturating_mul(4)
@@ -372,12 +399,14 @@ impl Kind {
 }
 
 fn check_config(config: &BenchConfig) -> Result<()> {
-    for (what, v) in
-        [("elements", config.elements), ("matmul_edge", config.matmul_edge), ("chain_len", config.chain_len), ("reps", config.reps)]
-    {
+    let sizes = [("elements", config.elements), ("matmul_edge", config.matmul_edge), ("chain_len", config.chain_len), ("row_len", config.row_len), ("reps", config.reps)];
+    for (what, v) in sizes.into_iter().chain(config.attention.map(|v| ("an attention extent", v))).chain(config.conv.map(|v| ("a conv2d extent", v))) {
         if v == 0 {
             return Err(Error::Invalid(format!("bench {what} is 0: expected at least 1")));
         }
+    }
+    if !matches!(config.attention_dtype, DType::F32 | DType::F16 | DType::BF16) {
+        return Err(Error::Invalid(format!("bench attention dtype {}: expected f32, f16 or bf16", config.attention_dtype)));
     }
     Ok(())
 }
@@ -397,8 +426,8 @@ fn check_fits(device: &Device, name: &str, bytes: u64) -> Result<()> {
 }
 
 /// `[rows, cols]` for a row-structured case of about `elements` elements.
-fn rows_cols(elements: usize) -> (usize, usize) {
-    let cols = ROW_COLS.min(elements);
+fn rows_cols(elements: usize, row_len: usize) -> (usize, usize) {
+    let cols = row_len.min(elements);
     ((elements / cols).max(1), cols)
 }
 
@@ -435,9 +464,9 @@ type Parts = (String, Work, u64, Launch);
 
 fn build_case(device: &Device, config: &BenchConfig, name: &str, kind: Kind) -> Result<Case> {
     let (shape, work, out_bytes, launch) = match kind {
-        Kind::Unary(_) | Kind::Binary(_) | Kind::Broadcast(_) | Kind::Fused(..) | Kind::CastF16 | Kind::AddF16 => elementwise_case(device, config.elements, kind)?,
-        Kind::ReduceAll(..) | Kind::ReduceLast(..) | Kind::Softmax | Kind::LayerNorm => row_case(device, config.elements, kind)?,
-        Kind::Linear | Kind::Attention | Kind::Conv2d => model_case(device, config.matmul_edge, kind)?,
+        Kind::Unary(_) | Kind::Binary(_) | Kind::Broadcast(_) | Kind::Fused(..) | Kind::CastF16 | Kind::AddF16 => elementwise_case(device, config, kind)?,
+        Kind::ReduceAll(..) | Kind::ReduceLast(..) | Kind::Softmax | Kind::LayerNorm => row_case(device, config, kind)?,
+        Kind::Linear | Kind::Attention | Kind::Conv2d => model_case(device, config, kind)?,
         Kind::Matmul(variant) => matmul_case(device, config.matmul_edge, variant)?,
         Kind::Chain | Kind::ChainDone => chain_case(device, config.chain_len)?,
         Kind::ChainReplay | Kind::ChainReplayDone => chain_replay_case(device, config.chain_len)?,
@@ -453,8 +482,9 @@ fn bytes(elements: usize) -> u64 {
 }
 
 /// Elementwise ops and casts over `n` elements (or `rows x cols` plus a broadcast row).
-fn elementwise_case(device: &Device, n: usize, kind: Kind) -> Result<Parts> {
-    let (rows, cols) = rows_cols(n);
+fn elementwise_case(device: &Device, config: &BenchConfig, kind: Kind) -> Result<Parts> {
+    let n = config.elements;
+    let (rows, cols) = rows_cols(n, config.row_len);
     Ok(match kind {
             Kind::Unary(op) => {
                 let x = input(device, &[n])?;
@@ -497,8 +527,9 @@ fn elementwise_case(device: &Device, n: usize, kind: Kind) -> Result<Parts> {
 }
 
 /// Reductions, softmax and layer norm over `n` elements (as `rows x cols` where per row).
-fn row_case(device: &Device, n: usize, kind: Kind) -> Result<Parts> {
-    let (rows, cols) = rows_cols(n);
+fn row_case(device: &Device, config: &BenchConfig, kind: Kind) -> Result<Parts> {
+    let n = config.elements;
+    let (rows, cols) = rows_cols(n, config.row_len);
     Ok(match kind {
             Kind::ReduceAll(op, variant) => {
                 let x = input(device, &[n])?;
@@ -527,7 +558,8 @@ fn row_case(device: &Device, n: usize, kind: Kind) -> Result<Parts> {
 }
 
 /// linear at `e x e x e`, attention and conv2d at their fixed model shapes.
-fn model_case(device: &Device, e: usize, kind: Kind) -> Result<Parts> {
+fn model_case(device: &Device, config: &BenchConfig, kind: Kind) -> Result<Parts> {
+    let e = config.matmul_edge;
     Ok(match kind {
             Kind::Linear => {
                     let (x, w, b) = (input(device, &[e, e])?, input(device, &[e, e])?, input(device, &[e])?);
@@ -535,14 +567,19 @@ fn model_case(device: &Device, e: usize, kind: Kind) -> Result<Parts> {
                 (format!("relu([{e}, {e}] @ [{e}, {e}] + b)"), Work::Flops(2 * (e as u64).pow(3)), bytes(e * e), launch)
             }
             Kind::Attention => {
-                let [b, h, l, d] = ATTENTION;
-                let (q_, k, v) = (input(device, &ATTENTION)?, input(device, &ATTENTION)?, input(device, &ATTENTION)?);
-                let launch: Launch = Box::new(move |q| attention::attention(q, &q_, &k, &v, AttentionParams::default()).map(drop));
-                // q k^T and p v: 2 * l * l * d multiply-adds each, per head.
-                (format!("[{b}, {h}, {l}, {d}] x3"), Work::Flops(4 * (b * h * l * l * d) as u64), bytes(b * h * l * d), launch)
+                let shape = config.attention;
+                let [b, h, l, d] = shape;
+                let typed = |t: Tensor| if config.attention_dtype == DType::F32 { Ok(t) } else { t.cast(config.attention_dtype) };
+                let (q_, k, v) = (typed(input(device, &shape)?)?, typed(input(device, &shape)?)?, typed(input(device, &shape)?)?);
+                let causal = config.causal;
+                let launch: Launch = Box::new(move |q| attention::attention(q, &q_, &k, &v, AttentionParams { causal, ..AttentionParams::default() }).map(drop));
+                // q k^T and p v: 2 * l * l * d multiply-adds each, per head; half of them when causal.
+                let flops = 4 * (b * h * l * l * d) as u64 / if causal { 2 } else { 1 };
+                let shape_text = format!("[{b}, {h}, {l}, {d}] x3 {}{}", config.attention_dtype, if causal { " causal" } else { "" });
+                (shape_text, Work::Flops(flops), (config.attention_dtype.size() * b * h * l * d) as u64, launch)
             }
             Kind::Conv2d => {
-                let [n_, c, hh, ww, o] = CONV;
+                let [n_, c, hh, ww, o] = config.conv;
                 let (x, w) = (input(device, &[n_, c, hh, ww])?, input(device, &[o, c, 3, 3])?);
                 let params = Conv2dParams { padding: [1, 1], ..Conv2dParams::default() };
                 let launch: Launch = Box::new(move |q| conv::conv2d(q, &x, &w, params).map(drop));

@@ -25,7 +25,7 @@ use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 use crate::bench::{self, BenchConfig, Report};
 use unicompute::text::{human_bytes, render_table};
-use unicompute::{BackendChoice, BackendKind, Device, DeviceInfo, Features, Limits, Result};
+use unicompute::{BackendChoice, BackendKind, DType, Device, DeviceInfo, Features, Limits, Result};
 
 
 /// One compute API for WebGPU, CUDA and the CPU.
@@ -104,6 +104,24 @@ struct BenchArgs {
     /// Timed repetitions per op (the median is reported).
     #[arg(long, value_name = "N")]
     reps: Option<usize>,
+    /// Row length of softmax, layer_norm, `<reduction>_last` and `<binary>_bcast` (default
+    /// 1024); `--size` stays the element count.
+    #[arg(long, value_name = "N")]
+    row_len: Option<usize>,
+    /// The attention case's batch, heads, sequence length and head dimension (default
+    /// 1,8,512,64).
+    #[arg(long, value_name = "B,H,S,D", value_delimiter = ',')]
+    attention: Option<Vec<usize>>,
+    /// Make the attention case causal.
+    #[arg(long)]
+    causal: bool,
+    /// Storage dtype of the attention case's q, k and v: f32 (default), f16 or bf16.
+    #[arg(long, value_name = "DTYPE")]
+    attention_dtype: Option<String>,
+    /// The conv2d case's input [n, c, h, w] and output channels (default 1,32,56,56,32; 3x3
+    /// kernel, padding 1).
+    #[arg(long, value_name = "N,C,H,W,O", value_delimiter = ',')]
+    conv: Option<Vec<usize>>,
     /// Print one JSON document on stdout (progress still goes to stderr).
     #[arg(long)]
     json: bool,
@@ -227,7 +245,7 @@ fn devices_table(devices: &[DeviceInfo]) -> String {
 
 /// `unicompute bench`
 fn run_bench(args: &BenchArgs) -> Result<()> {
-    let config = bench_config(args);
+    let config = bench_config(args)?;
     let device = open_device(&args.backend, args.policy.as_deref())?;
     let info = device.info().clone();
     if !args.json {
@@ -267,16 +285,35 @@ fn run_bench(args: &BenchArgs) -> Result<()> {
     Ok(())
 }
 
-fn bench_config(args: &BenchArgs) -> BenchConfig {
+fn bench_config(args: &BenchArgs) -> Result<BenchConfig> {
     let defaults = BenchConfig::default();
-    BenchConfig {
+    let attention_dtype = match args.attention_dtype.as_deref() {
+        None => defaults.attention_dtype,
+        Some(name) => [DType::F32, DType::F16, DType::BF16]
+            .into_iter()
+            .find(|d| d.name() == name)
+            .ok_or_else(|| unicompute::Error::Invalid(format!("--attention-dtype {name}: expected f32, f16 or bf16")))?,
+    };
+    Ok(BenchConfig {
         ops: args.ops.clone(),
         elements: args.size.unwrap_or(defaults.elements),
         matmul_edge: args.matmul_size.or(args.size).unwrap_or(defaults.matmul_edge),
+        row_len: args.row_len.unwrap_or(defaults.row_len),
+        attention: extents("--attention", args.attention.as_deref())?.unwrap_or(defaults.attention),
+        causal: args.causal,
+        attention_dtype,
+        conv: extents("--conv", args.conv.as_deref())?.unwrap_or(defaults.conv),
         reps: args.reps.unwrap_or(defaults.reps),
         profile: args.profile.is_some(),
         ..defaults
-    }
+    })
+}
+
+/// `N` comma-separated extents given to `flag`, if it was given.
+fn extents<const N: usize>(flag: &str, values: Option<&[usize]>) -> Result<Option<[usize; N]>> {
+    values
+        .map(|v| v.try_into().map_err(|_| unicompute::Error::Invalid(format!("{flag} has {} values: expected {N}, separated by commas", v.len()))))
+        .transpose()
 }
 
 fn print_json<T: Serialize>(value: &T) -> Result<()> {
