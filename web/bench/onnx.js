@@ -91,7 +91,12 @@ const INPUT_SHAPES = {
   sum: ({ rows, cols }) => ({ x: [rows, cols] }),
   conv2d: ({ n, c, h, w, k, r }) => ({ x: [n, c, h, w], w: [k, c, r, r] }),
   attention: ({ b, h, s, d }) => ({ q: [b, h, s, d], k: [b, h, s, d], v: [b, h, s, d] }),
+  chain: ({ n }) => ({ a: [n], b: [n] }),
+  chain_replay: ({ n }) => ({ a: [n], b: [n] }),
 };
+
+/** `len` Adds of `b` in a row, from `a` to the output. */
+const chainGraph = ({ len }) => ({ nodes: Array.from({ length: len }, (_, i) => node('Add', [i === 0 ? 'a' : `t${i}`, 'b'], [i === len - 1 ? 'y' : `t${i + 1}`])) });
 
 /** Nodes and initializers per workload; graph inputs are named as in workloads.js, the output is 'y'. */
 const GRAPHS = {
@@ -122,6 +127,8 @@ const GRAPHS = {
     ],
     inits: [tensor('scale', [], new Float32Array([1 / Math.sqrt(d)]))],
   }),
+  chain: chainGraph,
+  chain_replay: chainGraph,
 };
 
 /** The serialized ONNX model (ModelProto bytes) of workload `name` (a key of WORKLOADS) at `sizes`. */

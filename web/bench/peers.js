@@ -113,6 +113,14 @@ const TF_GRAPHS = {
   /** NHWC convolution, then an NCHW output transposed on the GPU (what a user wanting NCHW would do). */
   conv2d: (tf, { x, w }, { pad, stride }) => tf.transpose(tf.conv2d(x, w, stride, pad, 'NHWC'), [0, 3, 1, 2]),
   attention: (tf, { q, k, v }, { d }) => tf.matMul(tf.softmax(tf.mul(tf.matMul(q, k, false, true), 1 / Math.sqrt(d))), v),
+  chain: (tf, { a, b }, { len }) => {
+    let t = a;
+    for (let i = 0; i < len; i++) t = tf.add(t, b);
+    return t;
+  },
+  chain_replay: () => {
+    throw new Error('TF.js has no capture and replay of recorded ops (see the chain workload)');
+  },
 };
 
 /** TF.js: input tensors created and uploaded to the GPU once; each run a tidy graph and `data()`. */

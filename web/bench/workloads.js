@@ -140,6 +140,14 @@ export const WORKLOADS = {
       return acc;
     },
   },
+  /** `len` adds of a small vector in a row: what each op costs the host, beyond its kernel. */
+  chain: {
+    sizes: { n: 1024, len: 200 },
+    inputs: ({ n }) => ({ a: { shape: [n], data: floats(n, 13) }, b: { shape: [n], data: floats(n, 14) } }),
+    outShape: ({ n }) => [n],
+    work: ({ n, len }) => ({ flops: n * len, bytes: 12 * n * len }),
+    reference: ({ len }, { a, b }, i) => a.data[i] + len * b.data[i],
+  },
   attention: {
     sizes: { b: 1, h: 8, s: 256, d: 64 },
     inputs: ({ b, h, s, d }) => ({
@@ -171,6 +179,13 @@ export const WORKLOADS = {
     },
   },
 };
+
+/**
+ * The chain again, run the way each engine runs a fixed sequence of ops fastest: unicompute
+ * captures it once and replays it (`queue.capture`, `graph.replay`), ONNX Runtime runs its
+ * model (one call for the whole graph, as for every workload); TF.js has no such path.
+ */
+WORKLOADS.chain_replay = { ...WORKLOADS.chain };
 
 /** Output extent of a convolution along an input extent `len`. */
 function convOut({ r, pad, stride }, len) {
