@@ -37,6 +37,22 @@ impl BlasHandle {
     }
 }
 
+/// Make `q`'s cuBLAS handle if it has none (a queue about to capture makes it first, so that
+/// creating it happens outside the capture); whether it has one now.
+pub(crate) fn prepare(q: &CudaQueue, dev: &CudaDevice) -> Result<bool> {
+    if !available() {
+        return Ok(false);
+    }
+    let stream = q.stream(dev)?;
+    // cuBLAS works on the thread's current context.
+    dev.ctx.bind_to_thread().map_err(|e| dev.fail("binding the CUDA context", e))?;
+    let mut slot = lock(&q.blas);
+    if slot.is_none() {
+        *slot = BlasHandle::new(dev, stream);
+    }
+    Ok(slot.is_some())
+}
+
 /// Whether libcublas can be loaded.
 pub(crate) fn available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
@@ -110,17 +126,11 @@ pub(crate) fn matmul(q: &CudaQueue, dev: &CudaDevice, [a, b, out]: [(&Arc<Block>
     let (Some(mi), Some(ni), Some(ki), Some(lda), Some(ldb), Some(batch_count)) = (int(m), int(n), int(k), int(lda), int(ldb), int(batches)) else {
         return Ok(false);
     };
-    let stream = q.stream(dev)?;
-    // cuBLAS works on the thread's current context.
-    dev.ctx.bind_to_thread().map_err(|e| dev.fail("binding the CUDA context", e))?;
-    let mut slot = lock(&q.blas);
-    if slot.is_none() {
-        match BlasHandle::new(dev, stream) {
-            Some(handle) => *slot = Some(handle),
-            // cuBLAS is present but unusable: the kernel path still works.
-            None => return Ok(false),
-        }
+    // cuBLAS is present but unusable without a handle: the kernel path still works.
+    if !prepare(q, dev)? {
+        return Ok(false);
     }
+    let slot = lock(&q.blas);
     let handle = *slot.as_ref().map(|h| h.handle.handle()).ok_or_else(|| Error::Device("internal: no cuBLAS handle".into()))?;
     let (alpha, beta) = (1.0f32, 0.0f32);
     let (pa, pb, pc) = (address(a.0, a.1.offset)?, address(b.0, b.1.offset)?, address(out.0, out.1.offset)?);

@@ -201,8 +201,10 @@ impl CudaQueue {
 
     /// Hand what earlier work holds to the device, then capture the stream's work from now on
     /// (relaxed mode: ops may still allocate memory and compile kernels while it captures).
+    /// The queue's cuBLAS handle is made first, outside the capture.
     pub(crate) fn begin_capture(&self, dev: &CudaDevice) -> Result<()> {
         let stream = self.stream(dev)?;
+        super::blas::prepare(self, dev)?;
         self.mark(dev, false)?;
         super::graph::capture_begins();
         if let Err(e) = stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED) {
