@@ -225,6 +225,11 @@ pub(crate) enum GraphImpl {
     Cuda(Arc<<Cuda as Backend>::Graph>),
 }
 
+/// The error of an operation a queue cannot hold while it captures (a read, a submit).
+pub(crate) fn capture_refusal(what: &str) -> Error {
+    Error::Invalid(format!("{what} while the queue captures work for replay: the captured work has not run; end the capture first"))
+}
+
 fn mismatch() -> Error {
     Error::Device("internal: a queue was used with a device of another backend".into())
 }

@@ -137,9 +137,7 @@ impl Queue {
     pub(crate) fn record_launch(&self, blocks: &[&Arc<Block>], run: &mut dyn FnMut() -> Result<()>, describe: &dyn Fn(Clock, f64) -> LaunchRecord) -> Result<()> {
         self.backend().check_healthy()?;
         let _turn = self.turn()?;
-        if self.shared.recording.captured(|_| ()).is_some() {
-            let record = describe(Clock::None, 0.0);
-            self.shared.recording.captured(|c| c.note_launch(blocks, record));
+        if self.shared.recording.captured(|c| c.note_launch(blocks, describe(Clock::None, 0.0))).is_some() {
             return run();
         }
         self.order_after_other_queues(blocks)?;

@@ -614,13 +614,7 @@ fn matmul_case(device: &Device, e: usize, variant: Option<&'static str>) -> Resu
 /// `len` dependent 1024-element adds recorded on one queue: `x = x + y`, `len` times.
 fn chain_case(device: &Device, len: usize) -> Result<CaseParts> {
     let (x0, y) = (input(device, &[CHAIN_ELEMENTS])?, input(device, &[CHAIN_ELEMENTS])?);
-    let launch = move |q: &Queue| -> Result<()> {
-        let mut x = x0.clone();
-        for _ in 0..len {
-            x = elementwise::binary(q, BinaryOp::Add, &x, &y)?;
-        }
-        Ok(())
-    };
+    let launch = move |q: &Queue| add_chain(q, &x0, &y, len).map(drop);
     Ok((
         format!("{len} x [{CHAIN_ELEMENTS}] add"),
         Work::Ops(len as u64),
@@ -629,17 +623,20 @@ fn chain_case(device: &Device, len: usize) -> Result<CaseParts> {
     ))
 }
 
+/// `x0 + y + y + ...`: `len` adds recorded on `q`, one op each.
+fn add_chain(q: &Queue, x0: &Tensor, y: &Tensor, len: usize) -> Result<Tensor> {
+    let mut x = x0.clone();
+    for _ in 0..len {
+        x = elementwise::binary(q, BinaryOp::Add, &x, y)?;
+    }
+    Ok(x)
+}
+
 /// The chain of [`chain_case`] captured once on the device's default queue; a launch is one
 /// replay (the queue a launch gets is that queue: the bench times the default queue).
 fn chain_replay_case(device: &Device, len: usize) -> Result<CaseParts> {
     let (x0, y) = (input(device, &[CHAIN_ELEMENTS])?, input(device, &[CHAIN_ELEMENTS])?);
-    let (graph, _out) = device.queue().capture(|q| {
-        let mut x = x0.clone();
-        for _ in 0..len {
-            x = elementwise::binary(q, BinaryOp::Add, &x, &y)?;
-        }
-        Ok(x)
-    })?;
+    let (graph, _out) = device.queue().capture(|q| add_chain(q, &x0, &y, len))?;
     Ok((
         format!("{len} x [{CHAIN_ELEMENTS}] add, replayed"),
         Work::Ops(len as u64),

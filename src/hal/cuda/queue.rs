@@ -358,7 +358,7 @@ impl CudaQueue {
 
     pub(crate) fn submit(&self, dev: &CudaDevice) -> Result<CudaFence> {
         if self.is_capturing() {
-            return Err(capturing("submitting"));
+            return Err(crate::hal::capture_refusal("submitting"));
         }
         Ok(CudaFence { event: self.mark(dev, true)? })
     }
@@ -371,7 +371,7 @@ impl CudaQueue {
     /// them to `take` (from pinned staging memory where they fit, else from pageable memory).
     pub(crate) fn read<R>(&self, dev: &CudaDevice, src: &Arc<Block>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
         if self.is_capturing() {
-            return Err(capturing("reading"));
+            return Err(crate::hal::capture_refusal("reading"));
         }
         let stream = self.stream(dev)?;
         let ptr = device_memory(src)?.ptr + offset;
@@ -410,11 +410,6 @@ impl CudaQueue {
         dev.check_healthy()?;
         Ok(taken)
     }
-}
-
-/// The error of an operation a capture cannot hold.
-fn capturing(what: &str) -> Error {
-    Error::Invalid(format!("{what} while the queue captures work for replay: the captured work has not run; end the capture first"))
 }
 
 impl Drop for CudaQueue {

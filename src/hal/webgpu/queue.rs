@@ -293,7 +293,7 @@ impl GpuQueue {
     pub(crate) fn submit(&self, dev: &GpuDevice) -> Result<GpuFence> {
         let mut guard = lock(&self.batch);
         if guard.capturing {
-            return Err(capturing("submitting"));
+            return Err(crate::hal::capture_refusal("submitting"));
         }
         let next = Batch { serial: guard.serial + 1, ..Batch::default() };
         let batch = std::mem::replace(&mut *guard, next);
@@ -331,7 +331,7 @@ impl GpuQueue {
         {
             let mut b = lock(&self.batch);
             if b.capturing {
-                return Err(capturing("reading"));
+                return Err(crate::hal::capture_refusal("reading"));
             }
             b.commands.push(Command::Copy { src: source, src_offset: offset, dst: staging.clone(), dst_offset: 0, size });
             b.held.push(src.clone());
@@ -351,11 +351,6 @@ impl GpuQueue {
         dev.maintain();
         taken
     }
-}
-
-/// The error of an operation a capture cannot hold.
-fn capturing(what: &str) -> Error {
-    Error::Invalid(format!("{what} while the queue captures work for replay: the captured work has not run; end the capture first"))
 }
 
 /// A device buffer holding a batch's upload bytes (`None` for none), which dispatches bind
