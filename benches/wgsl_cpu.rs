@@ -11,8 +11,8 @@ use unicompute::{BackendChoice, BackendKind, Binding, Buffer, Device, Kernel, Te
 /// `c = a + b`, one invocation per element.
 const ADD: &str = include_str!("wgsl/add.wgsl");
 
-/// The tiled matmul of the WGSL corpus (tests/wgsl_kernels.rs).
-const MATMUL: &str = include_str!("../tests/wgsl/tiled_matmul.wgsl");
+/// The tiled matmul of the WGSL corpus (tests/suite/wgsl_kernels.rs).
+const MATMUL: &str = include_str!("../tests/suite/wgsl/tiled_matmul.wgsl");
 
 /// Median seconds of `f` over 9 runs after 2 warm-ups.
 fn median(mut f: impl FnMut() -> unicompute::Result<()>) -> unicompute::Result<f64> {

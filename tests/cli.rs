@@ -105,7 +105,7 @@ fn tune_and_info_follow_the_policy() {
 
 #[test]
 fn wgsl_to_cuda_prints_the_translation_or_says_why_not() {
-    let (ok, stdout, stderr) = unicompute(&["wgsl-to-cuda", concat!(env!("CARGO_MANIFEST_DIR"), "/tests/wgsl/tiled_matmul.wgsl")]);
+    let (ok, stdout, stderr) = unicompute(&["wgsl-to-cuda", concat!(env!("CARGO_MANIFEST_DIR"), "/tests/suite/wgsl/tiled_matmul.wgsl")]);
     if ok {
         assert!(stdout.contains("extern \"C\" __global__") && stdout.contains("wgsl_entry") && stdout.contains("__shared__"), "{stdout}");
     } else {

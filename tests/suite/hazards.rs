@@ -1,10 +1,7 @@
 //! Work recorded on one queue and used from another is ordered automatically: no stale data
 //! from the pool, no reads before the writes they follow, without an explicit `wait_for`.
-#![cfg(not(target_arch = "wasm32"))]
 
-mod common;
-
-use common::{devices, name, random};
+use crate::common::{devices, name, random};
 use unicompute::ops::elementwise::binary;
 use unicompute::ops::BinaryOp;
 use unicompute::{Buffer, Tensor};

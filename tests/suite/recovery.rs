@@ -1,10 +1,7 @@
 //! A lost device says so on every later call (`DEVICE_LOST`), never panics or hangs, and a
 //! device opened afterwards works.
-#![cfg(not(target_arch = "wasm32"))]
 
-mod common;
-
-use common::{name, open_devices, random, tensor};
+use crate::common::{name, open_devices, random, tensor};
 use unicompute::{BackendChoice, Buffer, Device, Tensor};
 
 fn lost<T: std::fmt::Debug>(r: unicompute::Result<T>, what: &str, d: &Device) {

@@ -1,9 +1,6 @@
 //! Bad input gives descriptive errors, never panics, and leaves the device working.
-#![cfg(not(target_arch = "wasm32"))]
 
-mod common;
-
-use common::{devices, expect_err, name, random, tensor, webgpu};
+use crate::common::{devices, expect_err, name, random, tensor, webgpu};
 use unicompute::{BackendChoice, BackendKind, Binding, Buffer, Device, Error, Kernel, ReduceOp, Tensor};
 
 #[test]

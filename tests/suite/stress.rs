@@ -1,10 +1,7 @@
 //! Long runs and many threads: memory stays flat over 100,000 launches, and eight threads
 //! sharing one device (each on its own queue and on the default one) get exact results.
-#![cfg(not(target_arch = "wasm32"))]
 
-mod common;
-
-use common::{name, open_devices, random};
+use crate::common::{name, open_devices, random};
 use unicompute::ops::elementwise::binary;
 use unicompute::ops::BinaryOp;
 use unicompute::{Buffer, Tensor};

@@ -1,11 +1,8 @@
 //! Conformance table: every op on every available backend against an f64 reference, on
 //! seeded random inputs, odd shapes and poisoned outputs (devices open with
 //! `poison_uninitialized`, so an element a kernel misses reads as -1.1e36).
-#![cfg(not(target_arch = "wasm32"))]
 
-mod common;
-
-use common::{assert_close, devices, devices_and_variants, gather, name, random, read, tensor};
+use crate::common::{assert_close, devices, devices_and_variants, gather, name, random, read, tensor};
 use unicompute::ops::{self, softmax::reference_row};
 use unicompute::ops::{AttentionParams, Conv2dParams, NormKind, NormParams, Pool2dParams, PoolKind};
 use unicompute::{BinaryOp, DType, Device, ReduceOp, Tensor, UnaryOp};

@@ -1,10 +1,7 @@
 //! Sizes from the user never wrap: every product, offset and geometry that would overflow is a
 //! clean error, no view reaches past its buffer, and the device keeps working afterwards.
-#![cfg(not(target_arch = "wasm32"))]
 
-mod common;
-
-use common::{devices, expect_err, name, random, still_works, tensor, webgpu};
+use crate::common::{devices, expect_err, name, random, still_works, tensor, webgpu};
 use unicompute::ops::Conv2dParams;
 use unicompute::{BackendChoice, BackendKind, Binding, Buffer, DType, Device, Kernel, Tensor};
 

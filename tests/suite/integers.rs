@@ -2,11 +2,8 @@
 //! computed here in wide integers (i128) and wrapped (independent of the library's `BinaryOp::eval_int`):
 //! seeded values over the whole range with the edge cases (MIN, MAX, 0, ±1) in every input,
 //! numpy broadcasting, strided views, and outputs poisoned before the launch.
-#![cfg(not(target_arch = "wasm32"))]
 
-mod common;
-
-use common::{devices, expect_err, name};
+use crate::common::{self, devices, expect_err, name};
 use unicompute::layout::Layout;
 use unicompute::{BinaryOp, DType, Device, Element, ReduceOp, Tensor, UnaryOp};
 

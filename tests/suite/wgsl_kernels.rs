@@ -1,11 +1,8 @@
 //! A corpus of WGSL kernels written as a user would, each run on every available device
 //! (the CPU backend through its WGSL executor, and webgpu) with seeded inputs, outputs
 //! poisoned before the launch, and checked against a reference computed here in f64.
-#![cfg(not(target_arch = "wasm32"))]
 
-mod common;
-
-use common::{devices, name, random};
+use crate::common::{self, devices, name, random};
 use std::sync::Mutex;
 
 use unicompute::{Binding, Buffer, Device, Element, Kernel};
@@ -635,17 +632,28 @@ fn function_arrays_nested_loops_and_switch_in_loops() {
 }
 
 const HALVES: &str = r#"
-// pack2x16float and unpack2x16float
+// pack2x16float
 @group(0) @binding(0) var<storage, read> x: array<vec2<f32>>;
 @group(0) @binding(1) var<storage, read_write> packed: array<u32>;
-@group(0) @binding(2) var<storage, read_write> back: array<vec2<f32>>;
 
 @compute @workgroup_size(8)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (gid.x >= arrayLength(&x)) { return; }
-    let p = pack2x16float(x[gid.x]);
-    packed[gid.x] = p;
-    back[gid.x] = unpack2x16float(p);
+    packed[gid.x] = pack2x16float(x[gid.x]);
+}
+"#;
+
+/// unpack2x16float, in a launch of its own: NVIDIA's Vulkan driver (580.159) folds
+/// `unpack2x16float(pack2x16float(v))` in one kernel into `v`, skipping the rounding.
+const UNPACK_HALVES: &str = r#"
+// unpack2x16float
+@group(0) @binding(0) var<storage, read> packed: array<u32>;
+@group(0) @binding(1) var<storage, read_write> back: array<vec2<f32>>;
+
+@compute @workgroup_size(8)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x >= arrayLength(&packed)) { return; }
+    back[gid.x] = unpack2x16float(packed[gid.x]);
 }
 "#;
 
@@ -656,7 +664,8 @@ fn halves_pack_and_unpack_like_f16() {
         let x = random(9, 26, -70_000.0, 70_000.0);
         let bx = Buffer::from_slice(d, &x).unwrap();
         let (packed, back) = (poisoned::<u32>(d, 13), poisoned::<f32>(d, 26));
-        let got = run(d, HALVES, &[Binding::from(&bx), Binding::from(&packed), Binding::from(&back)], [2, 1, 1], &packed);
+        let got = run(d, HALVES, &[Binding::from(&bx), Binding::from(&packed)], [2, 1, 1], &packed);
+        run(d, UNPACK_HALVES, &[Binding::from(&packed), Binding::from(&back)], [2, 1, 1], &back);
         // In range, rounding is to nearest even; past f16's range WebGPU leaves the result
         // unspecified, so only the in-range halves are compared.
         for (i, pair) in x.chunks(2).enumerate() {

@@ -2,11 +2,8 @@
 //! timing between fences, and the opt-in tensor-core matmul precisions. The op catalogue runs
 //! on cuda through the shared conformance suite. Tests that need a GPU skip with a printed
 //! reason unless UNICOMPUTE_REQUIRE_CUDA=1.
-#![cfg(not(target_arch = "wasm32"))]
 
-mod common;
-
-use common::{cuda, devices, random, required, tensor, REQUIRE_CUDA_ENV};
+use crate::common::{cuda, devices, random, required, tensor, REQUIRE_CUDA_ENV};
 use unicompute::{BackendChoice, BackendKind, Binding, Buffer, Device, DeviceOptions, Error, Kernel, MatmulPrecision};
 
 const SAXPY: &str = r#"

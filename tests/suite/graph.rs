@@ -3,11 +3,8 @@
 //! references, run in order with each other and with other queues, replay captured writes
 //! and user kernels, and a capture that cannot hold an operation says so and leaves the queue
 //! usable.
-#![cfg(not(target_arch = "wasm32"))]
 
-mod common;
-
-use common::{assert_close, expect_err, name, random, read, still_works, tensor};
+use crate::common::{self, assert_close, expect_err, name, random, read, still_works, tensor};
 use unicompute::{BackendKind, BinaryOp, Binding, Buffer, Device, Kernel, Tensor, POISON_WORD};
 
 /// The devices that capture (all but the cpu backend).

@@ -1,11 +1,8 @@
 //! Policies: JSON round trips, errors that name the key, devices opened under a policy
 //! (selection, precision, pool settings, fallback), and named variants the dispatcher runs,
 //! seen through the profiler.
-#![cfg(not(target_arch = "wasm32"))]
 
-mod common;
-
-use common::{assert_close, random, read, tensor};
+use crate::common::{self, assert_close, random, read, tensor};
 use unicompute::{BackendKind, Device, DeviceType, MatmulPrecision, Policy, Selection, Tensor};
 
 /// A policy from JSON; its tune cache goes to a fresh temporary file.

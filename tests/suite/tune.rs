@@ -1,11 +1,8 @@
 //! Autotuning: `"auto"` variants are timed once per device and shape class, written to the
 //! tune cache, reloaded by the next device and honoured (also when the cache says otherwise
 //! than a fresh timing would).
-#![cfg(not(target_arch = "wasm32"))]
 
-mod common;
-
-use common::{assert_close, random, read, tensor};
+use crate::common::{self, assert_close, random, read, tensor};
 use serde_json::Value;
 use unicompute::dispatch::Problem;
 use unicompute::{BackendKind, DType, Device, Policy};

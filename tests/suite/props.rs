@@ -3,11 +3,8 @@
 //! clean error where an independent model (written here, with u128 arithmetic) says the
 //! request is impossible, and otherwise in exactly the model's shape and the f64 reference's
 //! values.
-#![cfg(not(target_arch = "wasm32"))]
 
-mod common;
-
-use common::{assert_close, devices, name, random};
+use crate::common::{self, assert_close, devices, name, random};
 use proptest::prelude::*;
 use unicompute::layout::MAX_ELEMENTS;
 use unicompute::ops::Conv2dParams;

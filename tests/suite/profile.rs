@@ -1,10 +1,7 @@
 //! The profiler on every device: one record per launch with op, shapes, bytes, FLOPs and a
 //! device time from the backend's clock; the summary; the Chrome trace; nothing while disabled.
-#![cfg(not(target_arch = "wasm32"))]
 
-mod common;
-
-use common::{random, tensor};
+use crate::common::{self, random, tensor};
 use serde_json::Value;
 use unicompute::profile::Clock;
 use unicompute::{BackendKind, Device};

@@ -3,11 +3,10 @@
 //! in `Ok` with a consistent shape or in a clean error: no panic, no wrapped size.
 //!
 //! Under `cargo test` bolero runs it for a bounded number of random inputs (CI does this);
-//! `cargo bolero test fuzz_validation --engine libfuzzer` fuzzes it for as long as wanted.
-#![cfg(not(target_arch = "wasm32"))]
+//! `cargo bolero test --test suite fuzz_validation::validation_never_panics_or_wraps --engine
+//! libfuzzer` fuzzes it for as long as wanted.
 
-mod common;
-
+use crate::common;
 use unicompute::ops::{AttentionParams, Conv2dParams, Pool2dParams, PoolKind};
 use unicompute::{DType, Device, Result, Tensor};
 

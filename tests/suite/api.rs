@@ -1,9 +1,6 @@
 //! Behaviour of the core objects: devices, buffers, pool, queues, fences, user kernels.
-#![cfg(not(target_arch = "wasm32"))]
 
-mod common;
-
-use common::{devices, name, open_devices, random, still_works, webgpu};
+use crate::common::{devices, name, open_devices, random, still_works, webgpu};
 use unicompute::{BackendChoice, BackendKind, Binding, BindingKind, Buffer, DType, Device, Kernel, Tensor};
 
 #[test]
@@ -15,8 +12,9 @@ fn devices_list_the_cpu_first_and_every_adapter() {
         assert!(info.limits.max_buffer_size > 0 && info.limits.max_storage_binding_size > 0, "{info:?}");
     }
     if let Some(gpu) = webgpu() {
-        let listed = list.iter().find(|i| i.name == gpu.info().name).expect("the open adapter is listed");
-        assert_eq!(listed.backend, BackendKind::WebGpu);
+        // By backend too: CUDA lists the same GPU under the same name.
+        let listed = list.iter().find(|i| i.name == gpu.info().name && i.backend == BackendKind::WebGpu);
+        let listed = listed.expect("the open adapter is listed");
         assert!(listed.limits.max_workgroup_size[0] >= 256);
     }
 }
@@ -41,15 +39,19 @@ fn open_by_index_kind_and_parsed_choice() {
     assert!("tpu".parse::<BackendChoice>().is_err());
     let err = Device::open(BackendChoice::Index(999)).unwrap_err();
     assert!(err.to_string().contains("999"), "{err}");
-    let err = Device::open(BackendChoice::Backend(BackendKind::Cuda)).unwrap_err();
-    assert!(err.to_string().contains("cuda"), "{err}");
-    // auto: a hardware GPU first; with only software adapters, the fastest on its probe
-    // (env override aside).
+    match (Device::open(BackendChoice::Backend(BackendKind::Cuda)), crate::common::cuda()) {
+        (Ok(d), Some(_)) => assert_eq!(d.backend(), BackendKind::Cuda),
+        (Err(err), None) => assert!(err.to_string().contains("cuda"), "{err}"),
+        (got, cuda) => panic!("opening cuda gave {got:?} where the devices hold {cuda:?}"),
+    }
+    // auto: a hardware GPU first (CUDA before WebGPU); with only software adapters, the
+    // fastest on its probe (env override aside).
     if std::env::var(unicompute::BACKEND_ENV).is_err() {
         let auto = Device::open(BackendChoice::Auto).unwrap();
         let chosen = &auto.decisions()[0];
         assert_eq!(chosen.op, "backend");
         match webgpu() {
+            _ if crate::common::cuda().is_some() => assert_eq!(auto.backend(), BackendKind::Cuda, "{chosen:?}"),
             Some(gpu) if gpu.info().device_type != unicompute::DeviceType::SoftwareGpu => assert_eq!(auto.backend(), BackendKind::WebGpu, "{chosen:?}"),
             Some(_) => {
                 assert_eq!(chosen.times_us.len(), 2, "cpu and the software adapter are both timed: {chosen:?}");

@@ -1,0 +1,25 @@
+//! The native integration tests, one module a subject, linked into one binary: one link in
+//! CI, and one file to carry to a GPU machine (`scripts/gpu-bundle.sh`). Every module opens
+//! the devices it tests through `common`; tests that need a device of their own say so there.
+//!
+//! `cargo test --test suite` runs them all; `cargo test --test suite graph::` one subject.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod common;
+
+mod api;
+mod bad_input;
+mod conformance;
+mod cuda;
+mod fuzz_validation;
+mod graph;
+mod hazards;
+mod integers;
+mod overflow;
+mod policy;
+mod profile;
+mod props;
+mod recovery;
+mod stress;
+mod tune;
+mod wgsl_kernels;
