@@ -140,7 +140,7 @@ pub struct Limits {
 #[derive(serde::Serialize)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Features {
-    /// f16 arithmetic in kernels.
+    /// f16 values and arithmetic in WGSL kernels (`enable f16;`, WebGPU's `shader-f16`).
     pub f16: bool,
     /// Device timestamps for timing.
     pub timestamps: bool,

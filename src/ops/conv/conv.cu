@@ -14,7 +14,9 @@
 
 // Input coordinate of output position `o`, tap `k` on an axis, or -1 in the padding.
 __device__ __forceinline__ long long input_at(IDX o, IDX k, u64 stride, u64 dilation, u64 pad, u64 extent) {
-    const long long i = (long long)(o * (IDX)stride + k * (IDX)dilation) - (long long)pad;
+    // In 64 bits: a stride or dilation past 32 bits must not wrap. The op's geometry keeps
+    // (out - 1) * stride + (k - 1) * dilation within the padded extent, so this cannot overflow.
+    const long long i = (long long)((u64)o * stride + (u64)k * dilation) - (long long)pad;
     return (i < 0 || i >= (long long)extent) ? -1 : i;
 }
 

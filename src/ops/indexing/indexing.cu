@@ -106,7 +106,7 @@ __device__ __forceinline__ u64 load(const u32* x, IDX e) {
 
 extern "C" __global__ void cast_main(const u32* __restrict__ x, u32* __restrict__ out, ViewsParams p) {
     const IDX n = (IDX)p.n, off = (IDX)p.offsets[0];
-    if (TO >= 3) {
+    if (TO == 3 || TO == 4) {
         // Thread i writes output word i: elements 2i and 2i + 1 (past the end, padding).
         for (IDX i = grid_start(); 2 * i < n; i += grid_step()) {
             const u32 lo = (u32)convert(load(x, off + strided_offset(2 * i, p.rank, p.shape, p.strides[0])));

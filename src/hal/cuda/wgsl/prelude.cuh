@@ -156,8 +156,13 @@ template <int N> __device__ __forceinline__ bool rel_any(const vec<bool, N>& a) 
 // Conversions (value-preserving, float to integer saturating) and bitcasts.
 template <class To> __device__ __forceinline__ To convert(float a);
 template <> __device__ __forceinline__ float convert<float>(float a) { return a; }
-template <> __device__ __forceinline__ int convert<int>(float a) { return __float2int_rz(a); }
-template <> __device__ __forceinline__ u32 convert<u32>(float a) { return __float2uint_rz(a); }
+// WGSL clamps to the integers that f32 holds exactly: at most 2^31 - 128 and 2^32 - 256.
+template <> __device__ __forceinline__ int convert<int>(float a) {
+    return a != a ? 0 : __float2int_rz(fminf(a, 2147483520.0f));
+}
+template <> __device__ __forceinline__ u32 convert<u32>(float a) {
+    return a != a ? 0u : __float2uint_rz(fminf(a, 4294967040.0f));
+}
 template <> __device__ __forceinline__ bool convert<bool>(float a) { return a != 0.0f; }
 template <class To> __device__ __forceinline__ To convert(int a) { return (To)a; }
 template <class To> __device__ __forceinline__ To convert(u32 a) { return (To)a; }
