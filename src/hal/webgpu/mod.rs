@@ -42,7 +42,24 @@ fn backends() -> wgpu::Backends {
     wgpu::Backends::from_env().unwrap_or(wgpu::Backends::PRIMARY)
 }
 
+/// The process's one wgpu instance, natively: listing and opening no longer create and
+/// destroy Vulkan instances, which also spares the driver's start-up each time. On an H200
+/// (NVIDIA driver 580, Debian's loader 1.3.239) the test suite on 8 threads crashed with heap
+/// corruption whenever Vulkan was in use, never on one thread or without Vulkan; instances
+/// made and destroyed on several threads at once are the suspect (not yet confirmed there).
+#[cfg(not(target_arch = "wasm32"))]
 fn instance() -> wgpu::Instance {
+    static INSTANCE: std::sync::OnceLock<wgpu::Instance> = std::sync::OnceLock::new();
+    INSTANCE.get_or_init(new_instance).clone()
+}
+
+/// In a browser, an instance per call: wgpu's instance there may not cross threads.
+#[cfg(target_arch = "wasm32")]
+fn instance() -> wgpu::Instance {
+    new_instance()
+}
+
+fn new_instance() -> wgpu::Instance {
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
     desc.backends = backends();
     wgpu::Instance::new(desc)
