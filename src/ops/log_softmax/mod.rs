@@ -1,4 +1,4 @@
-//! Log-softmax over the last axis, `x - max - log(sum(exp(x - max)))`, fused: the softmax
+//! Log-softmax over the last axis, `(x - max) - log(sum(exp(x - max)))`, fused: the softmax
 //! row kernels with this op's epilogue, so each row is read in one launch per pass and no
 //! softmax is rounded and then logged (which loses the small probabilities).
 
@@ -31,13 +31,14 @@ impl Tensor {
     }
 }
 
-/// One row on the CPU: the maximum, the exponentials summed in f64, then `x - (max + ln sum)`.
+/// One row on the CPU: the maximum, the exponentials summed in f64, then
+/// `(x - max) - ln sum` (the max first: `max + ln sum` would round at the max's magnitude).
 fn row(src: &[f32], dst: &mut [f32]) {
     let max = max_lanes(src);
     map(src, dst, twin!(F => move |v: f32| exp::<F>(v - max)));
-    let factor = if max.is_finite() { max + sum_lanes(dst).ln() as f32 } else { f32::NAN };
+    let lse = if max.is_finite() { sum_lanes(dst).ln() as f32 } else { f32::NAN };
     for (o, &v) in dst.iter_mut().zip(src) {
-        *o = v - factor;
+        *o = (v - max) - lse;
     }
 }
 
