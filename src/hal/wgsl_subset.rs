@@ -1,8 +1,9 @@
 //! The WGSL subset that runs where WebGPU does not (the CPU backend's executor, and CUDA
 //! through translation), checked before a kernel does: every expression and statement of the
-//! entry point and the functions it calls, and every type they use. Anything else is refused
-//! with its place in the source.
+//! entry point and the functions it calls, and every type they use; what the entry point
+//! never reaches is dropped first. Anything else is refused with its place in the source.
 
+use naga::common::wgsl::TryToWgsl;
 use naga::valid::{Capabilities, ModuleInfo, ValidationFlags, Validator};
 use naga::{Expression as E, MathFunction as M, Module, Scalar, ScalarKind, Span, Statement as S, TypeInner};
 
@@ -19,12 +20,34 @@ pub(crate) fn parse(source: &str, entry: &str, backend: &str) -> Result<(Module,
         let at = e.location(source).map_or((0, 0), |l| (l.line_number, l.line_position));
         Error::Shader { line: at.0, column: at.1, message: e.message().to_string(), source_line: source.lines().nth(at.0.saturating_sub(1) as usize).unwrap_or("").to_string() }
     })?;
-    let info = Validator::new(ValidationFlags::all(), Capabilities::all())
-        .validate(&module)
-        .map_err(|e| located(e.as_inner().to_string(), e.spans().next().map_or(naga::Span::default(), |(s, _)| *s)))?;
-    let entry_index = module.entry_points.iter().position(|e| e.name == entry).ok_or_else(|| Error::Invalid(format!("entry point `{entry}` not found")))?;
-    check(&module, &info, entry_index).map_err(|(what, span)| located(format!("the {backend} backend does not run {what}"), span))?;
-    Ok((module, info, entry_index))
+    let validate = |module: &Module| {
+        Validator::new(ValidationFlags::all(), Capabilities::all())
+            .validate(module)
+            .map_err(|e| {
+                let span = e.spans().next().map_or(naga::Span::default(), |(s, _)| *s);
+                located(e.as_inner().to_string(), span)
+            })
+    };
+    validate(&module)?;
+    let module = reachable(module, entry)?;
+    let info = validate(&module)?;
+    let refusal = |(what, span)| located(format!("the {backend} backend does not run {what}"), span);
+    check(&module, &info, 0).map_err(refusal)?;
+    Ok((module, info, 0))
+}
+
+/// `module` (valid) with entry point `entry` alone, and only what it reaches: code the
+/// entry point never uses (helpers, other entry points, their globals and types) is neither
+/// checked nor run.
+fn reachable(mut module: Module, entry: &str) -> Result<Module> {
+    let index = module.entry_points.iter().position(|e| e.name == entry).ok_or_else(|| {
+        let names: Vec<_> = module.entry_points.iter().map(|e| e.name.as_str()).collect();
+        Error::Invalid(format!("entry point `{entry}` not found: the shader has {names:?}"))
+    })?;
+    let kept = module.entry_points.swap_remove(index);
+    module.entry_points = vec![kept];
+    naga::compact::compact(&mut module, naga::compact::KeepUnused::No);
+    Ok(module)
 }
 
 /// An error about `source` at `span` (line 1, column 1 for an unknown span).
@@ -76,7 +99,9 @@ fn check_type(module: &Module, inner: &TypeInner) -> Result<(), String> {
     let scalar_ok = |s: Scalar| s.kind == ScalarKind::Bool || (s.width == 4 && matches!(s.kind, ScalarKind::Float | ScalarKind::Sint | ScalarKind::Uint));
     match *inner {
         TypeInner::Scalar(s) | TypeInner::Vector { scalar: s, .. } | TypeInner::Atomic(s) if scalar_ok(s) => Ok(()),
-        TypeInner::Scalar(s) | TypeInner::Vector { scalar: s, .. } | TypeInner::Atomic(s) => Err(format!("{:?} values of {} bits", s.kind, s.width * 8)),
+        TypeInner::Scalar(s) | TypeInner::Vector { scalar: s, .. } | TypeInner::Atomic(s) => {
+            Err(format!("{} values", s.to_wgsl_for_diagnostics()))
+        }
         TypeInner::Array { base, size, .. } => match size {
             naga::ArraySize::Pending(_) => Err("arrays sized by an override".into()),
             _ => check_type(module, &module.types[base].inner),
@@ -92,9 +117,40 @@ fn check_type(module: &Module, inner: &TypeInner) -> Result<(), String> {
         }
         TypeInner::Pointer { base, .. } => check_type(module, &module.types[base].inner),
         TypeInner::ValuePointer { scalar, .. } if scalar_ok(scalar) => Ok(()),
-        TypeInner::Matrix { .. } => Err("matrices".into()),
-        _ => Err(format!("values of type {inner:?}")),
+        TypeInner::Matrix { .. } => Err(format!("matrices ({})", wgsl_type(module, inner))),
+        _ => Err(format!("values of type {}", wgsl_type(module, inner))),
     }
+}
+
+/// `inner` as WGSL spells it (`texture_2d<f32>`, `mat3x3<f32>`), not naga's IR.
+pub(crate) fn wgsl_type(module: &Module, inner: &TypeInner) -> String {
+    use naga::common::wgsl::TypeContext;
+    module.to_ctx().type_resolution_to_string(&naga::proc::TypeResolution::Value(inner.clone()))
+}
+
+/// A literal as WGSL writes it (`1.5h`), for messages.
+pub(crate) fn wgsl_literal(l: naga::Literal) -> String {
+    use naga::Literal as L;
+    match l {
+        L::F16(v) => format!("{v}h"),
+        L::F32(v) => format!("{v}f"),
+        L::F64(v) => format!("{v} (f64)"),
+        L::I32(v) => format!("{v}i"),
+        L::U32(v) => format!("{v}u"),
+        L::I64(v) => format!("{v}li"),
+        L::U64(v) => format!("{v}lu"),
+        L::I16(v) => format!("{v} (i16)"),
+        L::U16(v) => format!("{v} (u16)"),
+        L::Bool(v) => v.to_string(),
+        L::AbstractInt(v) => v.to_string(),
+        L::AbstractFloat(v) => format!("{v:?}"),
+    }
+}
+
+/// A built-in function as WGSL names it (`modf`).
+pub(crate) fn wgsl_function(fun: naga::MathFunction) -> String {
+    use naga::common::wgsl::TryToWgsl;
+    fun.to_wgsl_for_diagnostics()
 }
 
 fn check_function(module: &Module, info: &naga::valid::FunctionInfo, f: &naga::Function) -> Result<(), Refusal> {
@@ -113,9 +169,11 @@ fn check_expression(e: &E) -> Result<(), String> {
     match *e {
         E::Literal(l) => match l {
             naga::Literal::F32(_) | naga::Literal::I32(_) | naga::Literal::U32(_) | naga::Literal::Bool(_) | naga::Literal::AbstractInt(_) | naga::Literal::AbstractFloat(_) => Ok(()),
-            other => Err(format!("the literal {other:?}")),
+            other => Err(format!("the literal {}", wgsl_literal(other))),
         },
-        E::Math { fun, .. } if !MATH.contains(&fun) => Err(format!("the built-in function {fun:?}")),
+        E::Math { fun, .. } if !MATH.contains(&fun) => {
+            Err(format!("the built-in function {}", wgsl_function(fun)))
+        }
         E::As { convert: Some(w), .. } if w != 4 && w != 1 => Err(format!("conversions to {}-bit values", w * 8)),
         E::Constant(_)
         | E::Override(_)
@@ -141,7 +199,19 @@ fn check_expression(e: &E) -> Result<(), String> {
         | E::SubgroupBallotResult
         | E::SubgroupOperationResult { .. }
         | E::ArrayLength(_) => Ok(()),
-        ref other => Err(format!("the expression {}", name_of(other))),
+        ref other => Err(expression_name(other)),
+    }
+}
+
+/// An expression outside the subset as WGSL writes it, for messages.
+fn expression_name(e: &E) -> String {
+    match *e {
+        E::ImageSample { .. } => "textureSample".into(),
+        E::ImageLoad { .. } => "textureLoad".into(),
+        E::ImageQuery { .. } => "texture queries (textureDimensions and the like)".into(),
+        E::Derivative { .. } => "derivatives (dpdx, dpdy, fwidth)".into(),
+        E::RayQueryGetIntersection { .. } | E::RayQueryProceedResult => "ray queries".into(),
+        ref other => format!("the expression {}", name_of(other)),
     }
 }
 
@@ -154,6 +224,9 @@ fn check_block(block: &naga::Block) -> Result<(), Refusal> {
             S::Loop { ref body, ref continuing, .. } => vec![body, continuing],
             S::Emit(_) | S::Break | S::Continue | S::Return { .. } | S::ControlBarrier(_) | S::MemoryBarrier(_) | S::Store { .. } | S::Call { .. } | S::Atomic { .. } | S::WorkGroupUniformLoad { .. } => vec![],
             S::SubgroupBallot { .. } | S::SubgroupCollectiveOperation { .. } | S::SubgroupGather { .. } => vec![],
+            S::ImageStore { .. } => return Err(("textureStore".into(), *span)),
+            S::ImageAtomic { .. } => return Err(("texture atomics".into(), *span)),
+            S::Kill => return Err(("discard".into(), *span)),
             ref other => return Err((format!("the statement {}", name_of(other)), *span)),
         };
         for b in nested {

@@ -577,6 +577,89 @@ fn workgroup_uniform_load_and_override_defaults() {
     }
 }
 
+const CONTINUING: &str = r#"
+// A loop whose continuing block uses a let and a pointer made in its body
+@group(0) @binding(0) var<storage, read> x: array<u32>;
+@group(0) @binding(1) var<storage, read_write> out: array<u32>;
+
+@compute @workgroup_size(8)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x >= arrayLength(&x)) { return; }
+    var i = 0u;
+    var acc = 0u;
+    loop {
+        let next = i + 1u;
+        let slot = &out[gid.x];
+        if (x[gid.x] % next == 0u) {
+            acc += next;
+            continue;
+        }
+        acc ^= next;
+        continuing {
+            *slot = acc;
+            i = next;
+            break if i >= 7u;
+        }
+    }
+}
+"#;
+
+/// The CUDA translation put the loop body in a block of its own, out of `continuing`'s
+/// sight: NVRTC refused `continuing` naming the body's `let`s (`run` compiles each kernel's
+/// translation).
+#[test]
+fn continuing_blocks_use_the_bodys_lets() {
+    let x: Vec<u32> = (0..13).map(|i| i * 7 + 1).collect();
+    let want: Vec<u32> = x
+        .iter()
+        .map(|&v| (1..=7u32).fold(0, |acc, next| if v % next == 0 { acc + next } else { acc ^ next }))
+        .collect();
+    for d in devices() {
+        let bx = Buffer::from_slice(d, &x).unwrap();
+        let out = poisoned::<u32>(d, x.len());
+        let got = run(d, CONTINUING, &[Binding::from(&bx), Binding::from(&out)], [2, 1, 1], &out);
+        assert_eq!(got, want, "loop with continuing on {}", name(d));
+    }
+}
+
+const UNREACHED: &str = r#"
+// An entry point beside a helper with a matrix and an entry point that loads a texture
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@group(0) @binding(1) var tex: texture_2d<f32>;
+
+fn turned(v: vec3<f32>) -> vec3<f32> {
+    let m = mat3x3<f32>(0.0, 1.0, 0.0, -1.0, 0.0, 0.0, 0.0, 0.0, 1.0);
+    return m * v;
+}
+
+@compute @workgroup_size(1)
+fn texel() {
+    out[0] = u32(textureLoad(tex, vec2<i32>(0, 0), 0).x + turned(vec3<f32>(1.0)).x);
+}
+
+@compute @workgroup_size(8)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x < arrayLength(&out)) { out[gid.x] = gid.x * 3u + 1u; }
+}
+"#;
+
+/// Code the entry point never reaches (a helper with a matrix, an entry point with a
+/// texture) was checked all the same, and refused on cpu and cuda; and the refusal of what
+/// it does reach speaks WGSL (`texture_2d<f32>`, not naga's `Image { dim: D2, .. }`).
+#[test]
+fn code_the_entry_point_never_reaches_is_not_checked() {
+    for d in devices() {
+        let out = poisoned::<u32>(d, 11);
+        let got = run(d, UNREACHED, &[Binding::from(&out)], [2, 1, 1], &out);
+        assert_eq!(got, (0..11).map(|i| i * 3 + 1).collect::<Vec<u32>>(), "{}", name(d));
+    }
+    let e = Kernel::from_wgsl(&devices()[0], UNREACHED, "texel").unwrap_err();
+    let text = e.to_string();
+    assert_eq!(e.code(), "SHADER", "{e}");
+    assert!(text.contains("texture") || text.contains("mat3x3<f32>"), "{e}");
+    assert!(!text.contains("Image") && !text.contains("Matrix") && !text.contains("Float"), "{e}");
+}
+
 const LOCAL_ARRAY: &str = r#"
 // an array in function memory indexed at run time (a per-invocation insertion sort), nested
 // loops with continue, and a switch inside a loop
@@ -728,7 +811,9 @@ fn f16_kernels_run_where_the_device_has_f16_and_are_refused_with_their_line_else
                 assert!(!d.info().features.f16, "{} has f16 but refused the kernel: {e}", name(d));
                 if d.backend() == unicompute::BackendKind::Cpu {
                     // The executor names the construct and where it is.
-                    assert!(e.code() == "SHADER" && e.to_string().contains("at 6:") && e.to_string().contains("F16"), "{e}");
+                    // In WGSL's words, not naga's (`F16(1.5)`).
+                    let text = e.to_string();
+                    assert!(e.code() == "SHADER" && text.contains("at 6:") && text.contains("1.5h") && !text.contains("F16"), "{e}");
                 } else {
                     assert!(matches!(e.code(), "SHADER" | "UNSUPPORTED" | "DEVICE"), "{e}");
                 }

@@ -244,6 +244,9 @@ fn math(fun: M) -> Result<&'static str, String> {
         M::Unpack4xI8 => "m_unpack4xi8",
         M::Unpack4xU8 => "m_unpack4xu8",
         M::Unpack2x16float => "m_unpack2x16float",
-        other => return Err(format!("the built-in function {other:?}")),
+        other => {
+            let name = crate::hal::wgsl_subset::wgsl_function(other);
+            return Err(format!("the built-in function {name}"));
+        }
     })
 }

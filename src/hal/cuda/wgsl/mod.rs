@@ -10,6 +10,7 @@
 //! fills an `Invocation` and calls the entry point with the compute built-ins.
 
 mod expr;
+mod hoist;
 mod stmt;
 mod types;
 

@@ -1,5 +1,6 @@
 //! naga statements as C++ statements. A WGSL `loop` is `for (;;)` with its `continuing`
-//! block after a label that `continue` jumps to (so `continue` runs it, as in WGSL).
+//! block after a label that `continue` jumps to (so `continue` runs it, as in WGSL); the
+//! body's values that `continuing` uses are declared before the body (`hoist.rs`).
 
 use std::fmt::Write;
 
@@ -166,18 +167,22 @@ impl Function<'_> {
         self.next_loop += 1;
         self.loops.push(label);
         self.line(depth, "for (;;) {");
+        let body_start = self.out.len();
         self.nested(depth + 1, "", body)?;
+        let body_end = self.out.len();
         self.line(depth + 1, &format!("continuing{label}:;"));
         self.line(depth + 1, "{");
+        let continuing_start = self.out.len();
         self.block(continuing, depth + 2)?;
         if let Some(b) = break_if {
             let b = self.expr(b)?;
             self.line(depth + 2, &format!("if ({b}) break;"));
         }
+        let continuing_end = self.out.len();
         self.line(depth + 1, "}");
         self.line(depth, "}");
         self.loops.pop();
-        Ok(())
+        self.hoist(body, body_start..body_end, continuing_start..continuing_end, depth + 1)
     }
 
     fn atomic(&mut self, pointer: naga::Handle<naga::Expression>, fun: &A, value: naga::Handle<naga::Expression>, result: Option<naga::Handle<naga::Expression>>, depth: usize) -> Result<(), String> {

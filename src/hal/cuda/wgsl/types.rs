@@ -5,6 +5,8 @@ use std::fmt::Write;
 
 use naga::{ArraySize, Handle, Literal, Module, Scalar, ScalarKind, Type, TypeInner};
 
+use crate::hal::wgsl_subset;
+
 /// The C++ name of a scalar type.
 pub(super) fn scalar(s: Scalar) -> Result<&'static str, String> {
     match (s.kind, s.width) {
@@ -12,27 +14,38 @@ pub(super) fn scalar(s: Scalar) -> Result<&'static str, String> {
         (ScalarKind::Sint, 4) => Ok("int"),
         (ScalarKind::Uint, 4) => Ok("u32"),
         (ScalarKind::Bool, _) => Ok("bool"),
-        (kind, width) => Err(format!("{kind:?} values of {} bits", width * 8)),
+        _ => Err(format!("{} values", naga::common::wgsl::TryToWgsl::to_wgsl_for_diagnostics(s))),
     }
 }
 
 /// The C++ name of `ty`. A runtime-sized array is named by its element type (it only lives
 /// behind pointers, which point at its first element).
 pub(super) fn name(module: &Module, ty: Handle<Type>) -> Result<String, String> {
-    name_of(module, ty, &module.types[ty].inner)
-}
-
-fn name_of(module: &Module, ty: Handle<Type>, inner: &TypeInner) -> Result<String, String> {
-    Ok(match *inner {
-        TypeInner::Scalar(s) | TypeInner::Atomic(s) => scalar(s)?.to_string(),
-        TypeInner::Vector { size, scalar: s } => format!("vec<{}, {}>", scalar(s)?, size as u8),
+    Ok(match module.types[ty].inner {
         TypeInner::Array { base, size: ArraySize::Dynamic, stride } if padded(module, base, stride) => format!("e{}", ty.index()),
         TypeInner::Array { base, size: ArraySize::Dynamic, .. } => name(module, base)?,
         TypeInner::Array { .. } | TypeInner::Struct { .. } => format!("t{}", ty.index()),
+        ref inner => inner_name(module, inner)?,
+    })
+}
+
+/// The C++ name of an expression's type as naga resolved it.
+pub(super) fn resolved(module: &Module, ty: &naga::proc::TypeResolution) -> Result<String, String> {
+    match *ty {
+        naga::proc::TypeResolution::Handle(h) => name(module, h),
+        naga::proc::TypeResolution::Value(ref inner) => inner_name(module, inner),
+    }
+}
+
+/// The C++ name of a type that is neither an array nor a struct.
+fn inner_name(module: &Module, inner: &TypeInner) -> Result<String, String> {
+    Ok(match *inner {
+        TypeInner::Scalar(s) | TypeInner::Atomic(s) => scalar(s)?.to_string(),
+        TypeInner::Vector { size, scalar: s } => format!("vec<{}, {}>", scalar(s)?, size as u8),
         TypeInner::Pointer { base, .. } => format!("{}*", name(module, base)?),
         TypeInner::ValuePointer { size: None, scalar: s, .. } => format!("{}*", scalar(s)?),
         TypeInner::ValuePointer { size: Some(n), scalar: s, .. } => format!("vec<{}, {}>*", scalar(s)?, n as u8),
-        ref other => return Err(format!("values of type {other:?}")),
+        ref other => return Err(format!("values of type {}", wgsl_subset::wgsl_type(module, other))),
     })
 }
 
@@ -115,7 +128,7 @@ pub(super) fn literal(l: Literal) -> Result<String, String> {
         Literal::Bool(v) => format!("{v}"),
         Literal::AbstractInt(v) => format!("{v}ll"),
         Literal::AbstractFloat(v) => format!("{v:?}"),
-        other => return Err(format!("the literal {other:?}")),
+        other => return Err(format!("the literal {}", wgsl_subset::wgsl_literal(other))),
     })
 }
 
