@@ -117,12 +117,31 @@ const REDUCE_METHODS = ['sum', 'mean', 'max', 'min'];
 /** An `INVALID` error saying what was wrong and what was expected. */
 const invalid = (message) => Object.assign(new Error(message), { code: 'INVALID' });
 
+/** Refuse keys of `options` outside `allowed` (a misspelt key would change the answer). */
+function onlyKeys(method, options, allowed) {
+  for (const key of Object.keys(options)) {
+    if (!allowed.includes(key)) throw invalid(`${method}: unknown option \`${key}\`: expected one of ${allowed.join(', ')}`);
+  }
+}
+
+/** Refuse an axis that is not a whole number (`'1'`, 1.5), or with `many` an array of them. */
+function checkAxis(method, axis, many) {
+  const whole = (a) => typeof a === 'number' && Number.isInteger(a);
+  if (axis === undefined || whole(axis) || (many && Array.isArray(axis) && axis.every(whole))) return;
+  const say = (a) => (typeof a === 'number' ? String(a) : typeof a);
+  const got = Array.isArray(axis) ? `[${axis.map(say).join(', ')}]` : say(axis);
+  throw invalid(`${method}: axis is ${got}: expected a whole number${many ? ' or an array of them' : ''}`);
+}
+
 /**
  * `op` over `axis` of `t`: every axis when it is undefined, one axis (a number) or several
  * (an array); `keepDims` keeps each reduced axis with extent 1; `emptyIdentity` makes the max
  * and min of nothing −inf and +inf (ONNX) instead of an error (numpy).
  */
-function reduceBy(t, op, { axis, keepDims = false, emptyIdentity = false } = {}) {
+function reduceBy(t, op, options = {}) {
+  onlyKeys(op, options, ['axis', 'keepDims', 'emptyIdentity']);
+  const { axis, keepDims = false, emptyIdentity = false } = options;
+  checkAxis(op, axis, true);
   if (typeof keepDims !== 'boolean') throw invalid(`${op}: keepDims is ${typeof keepDims}: expected a boolean`);
   if (typeof emptyIdentity !== 'boolean') throw invalid(`${op}: emptyIdentity is ${typeof emptyIdentity}: expected a boolean`);
   const axes = axis === undefined ? Array.from(t.shape, (_, i) => i) : Array.isArray(axis) ? axis : [axis];
@@ -137,9 +156,12 @@ function reduceBy(t, op, { axis, keepDims = false, emptyIdentity = false } = {})
  * tensor flattened first, as numpy does), the first of equal elements or with `last` the last;
  * `keepDims` keeps the axis with extent 1.
  */
-function argBy(t, min, { axis, keepDims = false, last = false } = {}) {
+function argBy(t, min, options = {}) {
   const name = min ? 'argmin' : 'argmax';
+  onlyKeys(name, options, ['axis', 'keepDims', 'last']);
+  const { axis, keepDims = false, last = false } = options;
   if (Array.isArray(axis)) throw invalid(`${name}: axis is an array: expected one axis (a number), or none for every axis`);
+  checkAxis(name, axis, false);
   if (typeof keepDims !== 'boolean' || typeof last !== 'boolean') throw invalid(`${name}: keepDims and last must be booleans`);
   if (axis === undefined) {
     const flat = t.reshape([t.shape.reduce((a, b) => a * b, 1)]);

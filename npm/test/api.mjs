@@ -66,6 +66,20 @@ assert.deepEqual(Array.from(await line.cumsum(0, { exclusive: true, reverse: tru
 assert.throws(() => line.cumsum(0, { backwards: true }), (e) => e.code === 'INVALID' && /backwards/.test(e.message));
 assert.throws(() => cube.sum(2), (e) => e.code === 'INVALID' && /axis, keepDims/.test(e.message));
 assert.throws(() => cube.sum({ keepDims: 'yes' }), (e) => e.code === 'INVALID' && /keepDims/.test(e.message));
+// Misspelt keys and axes that are not numbers are refused, not ignored.
+for (const [call, key] of [
+  [() => cube.sum({ axis: 1, keepdims: true }), 'keepdims'],
+  [() => cube.max({ dim: 0 }), 'dim'],
+  [() => cube.sum({ axes: 1 }), 'axes'],
+  [() => cube.mean({ axis: 0, keep_dims: true }), 'keep_dims'],
+  [() => cube.argmax({ axis: 0, keepdims: true }), 'keepdims'],
+  [() => cube.argmin({ dim: 1 }), 'dim'],
+]) {
+  assert.throws(call, (e) => e.code === 'INVALID' && e.message.includes(`\`${key}\``) && /expected one of axis, keepDims/.test(e.message));
+}
+assert.throws(() => cube.sum({ axis: '1' }), (e) => e.code === 'INVALID' && /axis is string/.test(e.message));
+assert.throws(() => cube.min({ axis: [0, '2'] }), (e) => e.code === 'INVALID' && /axis is \[0, string\]/.test(e.message));
+assert.throws(() => cube.argmax({ axis: 1.5 }), (e) => e.code === 'INVALID' && /axis is 1.5: expected a whole number/.test(e.message));
 
 // f16 in and out: Uint16Array bits (with the dtype), read back as bits or widened.
 const bits = new Uint16Array([0x3c00, 0xc000, 0x3555, 0x7bff]); // 1, -2, 0.33325195, 65504
