@@ -54,7 +54,13 @@ fn reachable(mut module: Module, entry: &str) -> Result<Module> {
 pub(crate) fn located(source: &str, what: String, span: Span) -> Error {
     let at = span.location(source);
     let (line, column) = if at.line_number == 0 { (1, 1) } else { (at.line_number, at.line_position) };
-    Error::Shader { line, column, message: what, source_line: source.lines().nth(line.saturating_sub(1) as usize).unwrap_or("").to_string() }
+    located_at(source, line, column, what)
+}
+
+/// An error about `source` at `line`:`column` (counted from 1), quoting that line.
+pub(crate) fn located_at(source: &str, line: u32, column: u32, what: String) -> Error {
+    let source_line = source.lines().nth(line.saturating_sub(1) as usize).unwrap_or("").to_string();
+    Error::Shader { line, column, message: what, source_line }
 }
 
 /// Check entry point `entry` of `module` and the functions it calls.

@@ -301,8 +301,8 @@ impl CudaDevice {
     pub(crate) fn compile_wgsl(&self, source: &str, entry: &str) -> Result<UserFunction> {
         let translated = wgsl::translate(source, entry)?;
         let compiled = self.compile_user(&translated, wgsl::ENTRY).map_err(|e| match e {
-            // The translation's own line means nothing to the author of the WGSL.
-            Error::Shader { message, .. } => Error::Device(format!("internal: the CUDA translation of WGSL kernel `{entry}` does not compile: {message}")),
+            // At the WGSL statement whose translation failed, where `#line` names one.
+            Error::Shader { message, .. } => wgsl::compile_failure(source, entry, &self.arch, &message),
             other => other,
         })?;
         Ok(UserFunction { lengths: true, ..compiled })

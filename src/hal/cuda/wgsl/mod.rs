@@ -41,7 +41,15 @@ pub(super) struct Function<'a> {
     loops: Vec<usize>,
     next_loop: usize,
     at: naga::Span,
+    /// The WGSL source, for the `#line` directive before each statement's lines.
+    source: &'a str,
 }
+
+/// Where a function's statements end: the lines after it are the translation's own again
+/// (`translate` numbers them).
+const OWN_LINES: &str = "#line OWN\n";
+/// The file name `#line` gives the translation's own lines.
+const OWN_FILE: &str = "translation.cu";
 
 /// Translate `source`'s entry point `entry` and compile the result with NVRTC for sm_80 and
 /// sm_90, with no device: the CUDA C, or why not (NVRTC missing: `Unsupported`).
@@ -50,7 +58,7 @@ pub(crate) fn check(source: &str, entry: &str) -> Result<String> {
     for arch in ["sm_80", "sm_90"] {
         super::compile::compile(&translated, "wgsl.cu", &super::compile::base_options(arch)).map_err(|e| match e {
             super::compile::CompileFailure::Nvrtc(why) => Error::Unsupported { backend: crate::BackendKind::Cuda, what: format!("compiling the CUDA translation: {why}") },
-            super::compile::CompileFailure::Source(log) => Error::Device(format!("internal: the CUDA translation of `{entry}` does not compile for {arch}: {log}")),
+            super::compile::CompileFailure::Source(log) => compile_failure(source, entry, arch, &log),
         })?;
     }
     Ok(translated)
@@ -69,13 +77,52 @@ pub(crate) fn translate(source: &str, entry: &str) -> Result<String> {
         let name = types::name(&module, var.ty).map_err(|what| refuse((what, module.global_variables.get_span(h))))?;
         let _ = writeln!(out, "__shared__ {name} w{};", h.index());
     }
-    out.push_str(&invocation(&module, &info, ep).map_err(refuse)?);
+    out.push_str(&invocation(&module, &info, ep, source).map_err(refuse)?);
     out.push_str(&kernel(&module, &info, ep).map_err(refuse)?);
-    Ok(out)
+    Ok(own_lines_numbered(&out))
+}
+
+/// `text` with each [`OWN_LINES`] marker made a `#line` directive that gives the lines after
+/// it their true numbers, so that NVRTC reports the translation's own lines where they are.
+fn own_lines_numbered(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (i, line) in text.lines().enumerate() {
+        if line == OWN_LINES.trim_end() {
+            let _ = writeln!(out, "#line {} \"{OWN_FILE}\"", i + 2);
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The error for NVRTC's `log` on the translation of `source`'s kernel `entry`: at the WGSL
+/// line and column of the statement whose translation failed (`#line` directives name them
+/// `wgsl@<column>`), else an internal error with the log.
+pub(crate) fn compile_failure(source: &str, entry: &str, arch: &str, log: &str) -> Error {
+    let at = log.lines().find_map(|l| {
+        let (head, message) = l.split_once("): error")?;
+        let (file, line) = head.rsplit_once('(')?;
+        let column = file.rsplit_once("wgsl@")?.1.parse().ok()?;
+        Some((line.parse().ok()?, column, message.trim_start_matches(':').trim()))
+    });
+    match at {
+        Some((line, column, message)) => {
+            let message = format!(
+                "the CUDA translation of this line does not compile for {arch}, a bug of \
+                 unicompute's (please report it with the kernel): {message}"
+            );
+            crate::hal::wgsl_subset::located_at(source, line, column, message)
+        }
+        None => Error::Device(format!(
+            "internal: the CUDA translation of `{entry}` does not compile for {arch}: {log}"
+        )),
+    }
 }
 
 /// `struct Invocation`: the bound buffers, the private variables and the functions.
-fn invocation(module: &Module, info: &ModuleInfo, ep: usize) -> Result<String, Refusal> {
+fn invocation(module: &Module, info: &ModuleInfo, ep: usize, source: &str) -> Result<String, Refusal> {
     let mut out = String::from("struct Invocation {\n");
     for (h, var) in module.global_variables.iter() {
         let at = |what: String| (what, module.global_variables.get_span(h));
@@ -92,19 +139,36 @@ fn invocation(module: &Module, info: &ModuleInfo, ep: usize) -> Result<String, R
         }
     }
     for (h, f) in module.functions.iter() {
-        out.push_str(&function(module, &info[h], f, &format!("f{}", h.index()))?);
+        out.push_str(&function(module, &info[h], f, &format!("f{}", h.index()), source)?);
     }
-    out.push_str(&function(module, info.get_entry_point(ep), &module.entry_points[ep].function, "entry")?);
+    let entry = &module.entry_points[ep].function;
+    out.push_str(&function(module, info.get_entry_point(ep), entry, "entry", source)?);
     out.push_str("};\n");
     Ok(out)
 }
 
 /// One member function: its signature, its local variables, then its body.
-fn function(module: &Module, info: &FunctionInfo, f: &naga::Function, name: &str) -> Result<String, Refusal> {
+fn function(
+    module: &Module,
+    info: &FunctionInfo,
+    f: &naga::Function,
+    name: &str,
+    source: &str,
+) -> Result<String, Refusal> {
     let whole = |what: String| (what, naga::Span::default());
     let result = f.result.as_ref().map_or(Ok("void".to_string()), |r| types::name(module, r.ty)).map_err(whole)?;
     let args = f.arguments.iter().enumerate().map(|(i, a)| Ok(format!("{} a{i}", types::name(module, a.ty)?))).collect::<Result<Vec<_>, String>>().map_err(whole)?;
-    let mut w = Function { module, info, function: f, emitted: HashSet::new(), out: String::new(), loops: Vec::new(), next_loop: 0, at: naga::Span::default() };
+    let mut w = Function {
+        module,
+        info,
+        function: f,
+        emitted: HashSet::new(),
+        out: String::new(),
+        loops: Vec::new(),
+        next_loop: 0,
+        at: naga::Span::default(),
+        source,
+    };
     let _ = writeln!(w.out, "    __device__ {result} {name}({}) {{", args.join(", "));
     for (h, local) in f.local_variables.iter() {
         let at = |what: String| (what, f.local_variables.get_span(h));
@@ -116,6 +180,7 @@ fn function(module: &Module, info: &FunctionInfo, f: &naga::Function, name: &str
         let _ = writeln!(w.out, "        {ty} l{} = {init};", h.index());
     }
     w.block(&f.body, 2).map_err(|what| (what, w.at))?;
+    w.out.push_str(OWN_LINES);
     w.out.push_str("    }\n");
     Ok(w.out)
 }
@@ -181,4 +246,36 @@ fn builtin(binding: &Option<naga::Binding>) -> Result<String, String> {
         Some(naga::Binding::BuiltIn(B::NumSubgroups)) => "((threads + 31u) / 32u)".into(),
         other => return Err(format!("the entry-point input {other:?}")),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    const SOURCE: &str = "@group(0) @binding(0) var<storage, read_write> y: array<u32>;\n\n\
+        @compute @workgroup_size(4)\nfn main(@builtin(global_invocation_id) id: vec3<u32>) {\n    \
+        y[id.x] = id.x + 1u;\n}\n";
+
+    /// Each statement's C++ comes after a `#line` naming its WGSL line and column; the
+    /// translation's own lines keep their true numbers.
+    #[test]
+    fn lines_name_the_wgsl_they_come_from() {
+        let text = super::translate(SOURCE, "main").unwrap();
+        assert!(text.contains("#line 5 \"wgsl@"), "{text}");
+        assert!(!text.contains("#line OWN"), "{text}");
+        let own = format!("\"{}\"", super::OWN_FILE);
+        for (i, line) in text.lines().enumerate().filter(|(_, l)| l.ends_with(&own)) {
+            assert_eq!(line, format!("#line {} {own}", i + 2), "line {}", i + 1);
+        }
+    }
+
+    /// NVRTC's error on a translated statement points at the user's WGSL, not at the C++.
+    #[test]
+    fn compile_failures_point_at_the_wgsl() {
+        let log = "wgsl@5(5): error: identifier \"e4\" is undefined\n1 error detected";
+        let e = super::compile_failure(SOURCE, "main", "sm_90", log);
+        let text = e.to_string();
+        assert_eq!(e.code(), "SHADER", "{e}");
+        assert!(text.contains("5:5") && text.contains("y[id.x]") && text.contains("e4"), "{e}");
+        let e = super::compile_failure(SOURCE, "main", "sm_90", "translation.cu(40): error: x");
+        assert_eq!(e.code(), "DEVICE", "{e}");
+    }
 }

@@ -19,7 +19,12 @@ impl Function<'_> {
         Ok(())
     }
 
+    /// One line of C++, after a `#line` directive naming the WGSL statement it comes from.
     fn line(&mut self, depth: usize, text: &str) {
+        if self.at != naga::Span::default() {
+            let at = self.at.location(self.source);
+            let _ = writeln!(self.out, "#line {} \"wgsl@{}\"", at.line_number, at.line_position);
+        }
         let _ = writeln!(self.out, "{:width$}{text}", "", width = 4 * depth);
     }
 
