@@ -31,7 +31,9 @@ pub(crate) fn parse(source: &str, entry: &str, backend: &str) -> Result<(Module,
     validate(&module)?;
     let module = reachable(module, entry)?;
     let info = validate(&module)?;
-    let refusal = |(what, span)| located(format!("the {backend} backend does not run {what}"), span);
+    let refusal = |(what, span)| {
+        located(format!("the {backend} backend does not run {what}"), span)
+    };
     check(&module, &info, 0).map_err(refusal)?;
     Ok((module, info, 0))
 }

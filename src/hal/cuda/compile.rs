@@ -201,13 +201,21 @@ pub(crate) fn compile(source: &str, name: &str, options: &[String]) -> Result<Ve
     out
 }
 
-/// The first `(line, message)` of an NVRTC log such as `k.cu(12): error: ...`.
-pub(crate) fn first_error(log: &str) -> Option<(u32, String)> {
+/// The first error of an NVRTC log such as `k.cu(12): error: ...`.
+pub(crate) fn first_error(log: &str) -> Option<LogError<'_>> {
     log.lines().find_map(|l| {
         let (head, message) = l.split_once("): error")?;
-        let line = head.rsplit_once('(')?.1.parse().ok()?;
-        Some((line, message.trim_start_matches(':').trim().to_string()))
+        let (file, line) = head.rsplit_once('(')?;
+        let message = message.trim_start_matches(':').trim();
+        Some(LogError { file, line: line.parse().ok()?, message })
     })
+}
+
+/// One error of an NVRTC log: the file (as `#line` last named it), the line, the message.
+pub(crate) struct LogError<'a> {
+    pub file: &'a str,
+    pub line: u32,
+    pub message: &'a str,
 }
 
 /// NVRTC must be present when `UNICOMPUTE_REQUIRE_NVRTC=1` (CI installs it from PyPI);
@@ -278,8 +286,8 @@ mod tests {
         }
         let src = "extern \"C\" __global__ void k(float* x) {\n    x[0] = y;\n}\n";
         let Err(CompileFailure::Source(log)) = compile(src, "user.cu", &base_options("sm_80")) else { panic!("expected a compile error") };
-        let (line, message) = first_error(&log).unwrap_or_else(|| panic!("no error line in {log:?}"));
-        assert_eq!(line, 2, "{log}");
-        assert!(message.contains("\"y\""), "{message}");
+        let error = first_error(&log).unwrap_or_else(|| panic!("no error line in {log:?}"));
+        assert_eq!((error.file, error.line), ("user.cu", 2), "{log}");
+        assert!(error.message.contains("\"y\""), "{}", error.message);
     }
 }

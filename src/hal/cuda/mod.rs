@@ -280,7 +280,7 @@ impl CudaDevice {
         let cubin = compile::cubin(source, "kernel.cu", &options, dir.as_ref()).map_err(|e| match e {
             CompileFailure::Nvrtc(why) => Error::Unsupported { backend: BackendKind::Cuda, what: format!("CUDA kernel `{entry}`: {why}") },
             CompileFailure::Source(log) => {
-                let (line, _) = compile::first_error(&log).unwrap_or((1, String::new()));
+                let line = compile::first_error(&log).map_or(1, |e| e.line);
                 let source_line = source.lines().nth(line.saturating_sub(1) as usize).unwrap_or("").trim_end().to_string();
                 Error::Shader { line, column: 0, message: log, source_line }
             }
@@ -302,7 +302,9 @@ impl CudaDevice {
         let translated = wgsl::translate(source, entry)?;
         let compiled = self.compile_user(&translated, wgsl::ENTRY).map_err(|e| match e {
             // At the WGSL statement whose translation failed, where `#line` names one.
-            Error::Shader { message, .. } => wgsl::compile_failure(source, entry, &self.arch, &message),
+            Error::Shader { message, .. } => {
+                wgsl::compile_failure(source, entry, &self.arch, &message)
+            }
             other => other,
         })?;
         Ok(UserFunction { lengths: true, ..compiled })

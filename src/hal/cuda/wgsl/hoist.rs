@@ -30,8 +30,8 @@ impl Function<'_> {
             }
             let ty = types::resolved(self.module, &self.info[h].ty)?;
             declarations.push_str(&format!("{}{ty} {name};\n", " ".repeat(4 * depth)));
-            let (defined, assigned) = (format!("{indent}const auto {name} = "), format!("{indent}{name} = "));
-            text = text.replace(&defined, &assigned);
+            let defined = format!("{indent}const auto {name} = ");
+            text = text.replace(&defined, &format!("{indent}{name} = "));
         }
         if !declarations.is_empty() {
             self.out.replace_range(body, &(declarations + &text));

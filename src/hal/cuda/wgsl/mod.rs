@@ -58,7 +58,9 @@ pub(crate) fn check(source: &str, entry: &str) -> Result<String> {
     for arch in ["sm_80", "sm_90"] {
         super::compile::compile(&translated, "wgsl.cu", &super::compile::base_options(arch)).map_err(|e| match e {
             super::compile::CompileFailure::Nvrtc(why) => Error::Unsupported { backend: crate::BackendKind::Cuda, what: format!("compiling the CUDA translation: {why}") },
-            super::compile::CompileFailure::Source(log) => compile_failure(source, entry, arch, &log),
+            super::compile::CompileFailure::Source(log) => {
+                compile_failure(source, entry, arch, &log)
+            }
         })?;
     }
     Ok(translated)
@@ -101,11 +103,10 @@ fn own_lines_numbered(text: &str) -> String {
 /// line and column of the statement whose translation failed (`#line` directives name them
 /// `wgsl@<column>`), else an internal error with the log.
 pub(crate) fn compile_failure(source: &str, entry: &str, arch: &str, log: &str) -> Error {
-    let at = log.lines().find_map(|l| {
-        let (head, message) = l.split_once("): error")?;
-        let (file, line) = head.rsplit_once('(')?;
-        let column = file.rsplit_once("wgsl@")?.1.parse().ok()?;
-        Some((line.parse().ok()?, column, message.trim_start_matches(':').trim()))
+    let error = super::compile::first_error(log);
+    let at = error.and_then(|e| {
+        let column = e.file.rsplit_once("wgsl@")?.1.parse().ok()?;
+        Some((e.line, column, e.message))
     });
     match at {
         Some((line, column, message)) => {
@@ -122,7 +123,12 @@ pub(crate) fn compile_failure(source: &str, entry: &str, arch: &str, log: &str) 
 }
 
 /// `struct Invocation`: the bound buffers, the private variables and the functions.
-fn invocation(module: &Module, info: &ModuleInfo, ep: usize, source: &str) -> Result<String, Refusal> {
+fn invocation(
+    module: &Module,
+    info: &ModuleInfo,
+    ep: usize,
+    source: &str,
+) -> Result<String, Refusal> {
     let mut out = String::from("struct Invocation {\n");
     for (h, var) in module.global_variables.iter() {
         let at = |what: String| (what, module.global_variables.get_span(h));

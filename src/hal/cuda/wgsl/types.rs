@@ -22,7 +22,11 @@ pub(super) fn scalar(s: Scalar) -> Result<&'static str, String> {
 /// behind pointers, which point at its first element).
 pub(super) fn name(module: &Module, ty: Handle<Type>) -> Result<String, String> {
     Ok(match module.types[ty].inner {
-        TypeInner::Array { base, size: ArraySize::Dynamic, stride } if padded(module, base, stride) => format!("e{}", ty.index()),
+        TypeInner::Array { base, size: ArraySize::Dynamic, stride }
+            if padded(module, base, stride) =>
+        {
+            format!("e{}", ty.index())
+        }
         TypeInner::Array { base, size: ArraySize::Dynamic, .. } => name(module, base)?,
         TypeInner::Array { .. } | TypeInner::Struct { .. } => format!("t{}", ty.index()),
         ref inner => inner_name(module, inner)?,
@@ -45,7 +49,9 @@ fn inner_name(module: &Module, inner: &TypeInner) -> Result<String, String> {
         TypeInner::Pointer { base, .. } => format!("{}*", name(module, base)?),
         TypeInner::ValuePointer { size: None, scalar: s, .. } => format!("{}*", scalar(s)?),
         TypeInner::ValuePointer { size: Some(n), scalar: s, .. } => format!("vec<{}, {}>*", scalar(s)?, n as u8),
-        ref other => return Err(format!("values of type {}", wgsl_subset::wgsl_type(module, other))),
+        ref other => {
+            return Err(format!("values of type {}", wgsl_subset::wgsl_type(module, other)));
+        }
     })
 }
 
