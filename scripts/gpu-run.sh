@@ -86,7 +86,9 @@ print(" ".join(os.path.join(p, s, "lib") for p in nvidia.__path__ for s in os.li
 # The library's unit tests, each in a process of its own, 8 at a time (NVRTC's compile of
 # every kernel is CI's check and slow here: skipped), then each module of tests/suite/ in a
 # process of its own (a crash or hang costs one module), within TEST_BUDGET seconds (default
-# 180). Without a webgpu device the tests still run on the others, and the step fails.
+# 180); then the whole suite in one process, up to three times within AGAIN_BUDGET more
+# seconds (default 90). Without a webgpu device the tests still run on the others, and the
+# step fails.
 tests() {
     local deadline=$((SECONDS + ${TEST_BUDGET:-180})) module left
     if [ -z "${DRY:-}" ] && ! bin-unpacked/unicompute info | grep -q '^[0-9]  *webgpu'; then
@@ -106,22 +108,50 @@ tests() {
         [ "$left" -lt 120 ] || left=120
         step "tests: $module" tests.log "$left" module_tests "$module"
     done
+    # Threads sharing the devices once crashed or hung (docs/gpu-runs.md): the whole suite
+    # again in one process, a few times, while the budget lasts.
+    for run in 1 2 3; do
+        left=$((deadline + ${AGAIN_BUDGET:-90} - SECONDS))
+        [ "$left" -gt 30 ] || break
+        step "tests: whole suite on 8 threads, run $run" tests.log "$left" \
+            watched bin-unpacked/suite --test-threads=8
+    done
 }
 
-# One module of tests/suite/. If its process crashes or hangs, each of its tests runs alone,
+# A command given HANG_S seconds (default 50): if it is still running then, cuda-gdb prints
+# every thread's stack and the command is killed (rc 137).
+watched() {
+    local pid waited=0
+    "$@" &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt "${HANG_S:-50}" ]; do
+        sleep 1
+        waited=$((waited + 1))
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        echo "== hung after ${waited}s: $*; every thread's stack"
+        command -v cuda-gdb >/dev/null &&
+            timeout 60 cuda-gdb -q -batch -p "$pid" -ex 'thread apply all bt 12' 2>&1 |
+            grep -E '^(Thread|#)' | head -150
+        kill -9 "$pid"
+    fi
+    wait "$pid"
+}
+
+# One module of tests/suite/, watched. If it crashes or hangs, each of its tests runs alone,
 # and one that crashes alone again under cuda-gdb, for a backtrace.
 module_tests() {
     local name rc
-    bin-unpacked/suite "$1::" --test-threads=8
+    watched bin-unpacked/suite "$1::" --test-threads=8
     rc=$?
     [ "$rc" -ge 124 ] || return "$rc"
     echo "== $1: crashed or hung (rc=$rc); each test alone"
     for name in $(bin-unpacked/suite --list "$1::" | sed -n 's/: test$//p'); do
-        timeout 60 bin-unpacked/suite --exact "$name" --test-threads=1 >/dev/null 2>&1
+        timeout 30 bin-unpacked/suite --exact "$name" --test-threads=1 >/dev/null 2>&1
         rc=$?
         echo "$name: rc=$rc"
         [ "$rc" -ge 128 ] && [ "$rc" -ne 137 ] && command -v cuda-gdb >/dev/null &&
-            timeout 90 cuda-gdb -q -batch -ex run -ex bt -ex 'info threads' \
+            timeout 60 cuda-gdb -q -batch -ex run -ex bt -ex 'info threads' \
                 --args bin-unpacked/suite --exact "$name" --test-threads=1 2>&1 | tail -80
     done
     return 1
@@ -187,14 +217,14 @@ bench_json() {
     cat "bench-$what.json"
 }
 
-export -f bench_json lib_tests lib_test module_tests
+export -f bench_json lib_tests lib_test module_tests watched
 export OUT
 status=0
 unpack
 vulkan
 cuda_libraries
 if [ -z "${DRY:-}" ]; then
-    export UNICOMPUTE_REQUIRE_CUDA=1 UNICOMPUTE_REQUIRE_WEBGPU=1
+    export UNICOMPUTE_REQUIRE_CUDA=1 UNICOMPUTE_REQUIRE_WEBGPU=1 UNICOMPUTE_CRASH_BACKTRACE=1
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv \
         >> "$OUT/info.log" 2>&1
 fi

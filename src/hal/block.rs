@@ -3,6 +3,7 @@
 //! reference goes; queues hold a reference for every recorded use until the device has
 //! finished it.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use super::{BackendDevice, FenceImpl, Memory};
@@ -45,17 +46,26 @@ pub(crate) struct Block {
     owner: Arc<dyn Recycle>,
     id: u64,
     last_user: Mutex<LastUser>,
+    /// The id in `last_user` (0: none), read without the lock: a queue that records use
+    /// after use of the same block (a graph's replay notes each of its blocks) skips the lock.
+    last_user_id: AtomicU64,
 }
 
 impl Block {
     /// A block of `bytes` in memory `mem` of size class `class`, returned to `owner` on drop.
     pub(crate) fn new(mem: Memory, class: u64, bytes: u64, owner: Arc<dyn Recycle>) -> Self {
-        Block { mem: Some(mem), class, bytes, owner, id: next_id(), last_user: Mutex::new(None) }
+        Block { mem: Some(mem), class, bytes, owner, id: next_id(), last_user: Mutex::new(None), last_user_id: AtomicU64::new(0) }
     }
 
-    /// Record `user` (id and handle) as the last recorder of a use; returns the previous one.
-    pub(crate) fn swap_user(&self, id: u64, user: Weak<dyn Recorder>) -> LastUser {
-        lock(&self.last_user).replace((id, user))
+    /// Record the recorder `id` as the last user of the block, its handle made by `handle`
+    /// only when the user changes; returns the previous user if it was another.
+    pub(crate) fn swap_user(&self, id: u64, handle: impl FnOnce() -> Weak<dyn Recorder>) -> LastUser {
+        if self.last_user_id.load(Ordering::Acquire) == id {
+            return None;
+        }
+        let mut last = lock(&self.last_user);
+        self.last_user_id.store(id, Ordering::Release);
+        last.replace((id, handle())).filter(|(previous, _)| *previous != id)
     }
 
     /// Bytes the block was allocated for (views end at or before this).

@@ -14,9 +14,11 @@ use crate::{DType, Device, Element, Error, Queue, Result};
 /// previous use, if it is another one and still exists: the caller must order its work after
 /// that queue's.
 pub(crate) fn note_use(block: &Block, queue: &Arc<QueueShared>) -> Option<Arc<dyn Recorder>> {
-    let handle: Arc<dyn Recorder> = queue.clone();
-    let previous = block.swap_user(queue.id, Arc::downgrade(&handle));
-    let (_, other) = previous.filter(|(id, _)| *id != queue.id)?;
+    let handle = || {
+        let recorder: Arc<dyn Recorder> = queue.clone();
+        Arc::downgrade(&recorder)
+    };
+    let (_, other) = block.swap_user(queue.id, handle)?;
     other.upgrade()
 }
 

@@ -185,6 +185,47 @@ fn a_dropped_graph_releases_its_memory_after_its_replays() {
     }
 }
 
+/// Opening a device of the same backend on another thread and computing there, while a
+/// capture is under way, neither fails nor breaks the capture (on cuda, opening once
+/// synchronized the shared context: `STREAM_CAPTURE_UNSUPPORTED`, then `INVALIDATED`).
+#[test]
+fn a_device_opened_during_a_capture_leaves_it_intact() {
+    for d in capturing_devices() {
+        let data = random(12, 131, -1.0, 1.0);
+        let input = Buffer::<f32>::zeros(d, 131).unwrap();
+        input.write(&data).unwrap();
+        let x = Tensor::from_buffer(&input, &[131]).unwrap();
+        let (graph, y) = d
+            .queue()
+            .capture(|_| {
+                let y = x.relu()?;
+                let opened = std::thread::scope(|s| {
+                    s.spawn(|| {
+                        let other = Device::open_with(
+                            unicompute::BackendChoice::Backend(d.backend()),
+                            unicompute::DeviceOptions::default(),
+                        )?;
+                        let z = tensor(&other, &data, &[131]);
+                        let z = z.add(&z)?;
+                        Ok::<_, unicompute::Error>(read(&z))
+                    })
+                    .join()
+                    .expect("the opening thread does not panic")
+                });
+                let sums = opened.expect("a device opens and computes during a capture");
+                let want: Vec<f64> = data.iter().map(|&v| f64::from(v + v)).collect();
+                assert_close(&sums, &want, 0.0, 0.0, &name(d));
+                Ok(y)
+            })
+            .unwrap_or_else(|e| panic!("{}: the capture broke: {e}", name(d)));
+        input.write(&data.iter().map(|v| -v).collect::<Vec<_>>()).unwrap();
+        graph.replay().unwrap();
+        let want: Vec<f64> = data.iter().map(|&v| f64::from((-v).max(0.0))).collect();
+        assert_close(&read(&y), &want, 0.0, 0.0, &name(d));
+        still_works(d);
+    }
+}
+
 #[test]
 fn other_threads_wait_for_a_capture_and_stay_out_of_it() {
     for d in capturing_devices() {

@@ -176,6 +176,11 @@ impl CudaDevice {
     pub(crate) fn open(ordinal: usize, info: &DeviceInfo) -> Result<CudaDevice> {
         let opened = std::panic::catch_unwind(|| -> std::result::Result<_, DriverError> {
             let ctx = CudaContext::new(ordinal)?;
+            // SAFETY: the backend makes no `CudaSlice`, whose uses the events would track; it
+            // orders its streams itself. With tracking on, the first stream of each opening
+            // synchronizes the whole (primary, shared) context, which fails, and breaks the
+            // capture, while another thread captures a stream (seen on an H200).
+            unsafe { ctx.disable_event_tracking() };
             let fill_stream = ctx.new_stream()?;
             let sms = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
             Ok((ctx, fill_stream, sms))

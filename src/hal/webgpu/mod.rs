@@ -42,11 +42,9 @@ fn backends() -> wgpu::Backends {
     wgpu::Backends::from_env().unwrap_or(wgpu::Backends::PRIMARY)
 }
 
-/// The process's one wgpu instance, natively: listing and opening no longer create and
-/// destroy Vulkan instances, which also spares the driver's start-up each time. On an H200
-/// (NVIDIA driver 580, Debian's loader 1.3.239) the test suite on 8 threads crashed with heap
-/// corruption whenever Vulkan was in use, never on one thread or without Vulkan; instances
-/// made and destroyed on several threads at once are the suspect (not yet confirmed there).
+/// The process's one wgpu instance, natively: listing and opening do not create and destroy
+/// Vulkan instances, which spares the driver's start-up each time. (Devices are made and
+/// destroyed one at a time: [`lifecycle`].)
 #[cfg(not(target_arch = "wasm32"))]
 fn instance() -> wgpu::Instance {
     static INSTANCE: std::sync::OnceLock<wgpu::Instance> = std::sync::OnceLock::new();
@@ -165,6 +163,9 @@ struct InFlight {
     _held: Vec<Arc<Block>>,
 }
 
+#[cfg(not(target_arch = "wasm32"))]
+mod lifecycle;
+
 /// An opened wgpu device.
 pub(crate) struct GpuDevice {
     pub device: wgpu::Device,
@@ -188,6 +189,15 @@ pub(crate) struct GpuDevice {
     pub spare_write: wgpu::Buffer,
 }
 
+/// Natively, the device's wgpu handles are parked, to be released under the process's
+/// device lock (see [`lifecycle`]).
+#[cfg(not(target_arch = "wasm32"))]
+impl Drop for GpuDevice {
+    fn drop(&mut self) {
+        lifecycle::park(self.device.clone(), self.queue.clone());
+    }
+}
+
 impl GpuDevice {
     pub(crate) async fn open(adapter: Adapter, info: &DeviceInfo) -> Result<GpuDevice> {
         let desc = wgpu::DeviceDescriptor {
@@ -196,10 +206,14 @@ impl GpuDevice {
             required_limits: adapter.limits(),
             ..Default::default()
         };
+        #[cfg(not(target_arch = "wasm32"))]
+        let parked = lifecycle::release_parked();
         let (device, queue) = adapter
             .request_device(&desc)
             .await
             .map_err(|e| Error::NoDevice(format!("opening `{}` failed: {e}", info.name)))?;
+        #[cfg(not(target_arch = "wasm32"))]
+        drop(parked);
         let error = Arc::new(Mutex::new(None));
         let lost = Arc::new(Mutex::new(None));
         {

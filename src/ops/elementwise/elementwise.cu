@@ -4,6 +4,9 @@
 // applied after a binary op (0: none); codes are in src/ops/elementwise/mod.rs.
 // A_MODE / B_MODE say how an operand is addressed: 0 strided (general), 1 contiguous,
 // 2 a contiguous block repeated with a period (a row broadcast over leading dimensions).
+// VEC4 (f32 only): every operand contiguous and 16-byte aligned, so each thread loads and
+// stores four elements at a time (float4), VEC4_UNROLL of them in flight before their stores,
+// and the last n % 4 elements go one by one.
 // int_binary_main is integer arithmetic on VAL with the rules of `BinaryOp::eval_int` (WGSL's):
 // + - * wrap (computed unsigned, as signed overflow is undefined in C++); / truncates, with
 // x / 0 = x and MIN / -1 = MIN; pow by repeated squaring, 1 / a^|b| truncated for b < 0.
@@ -21,6 +24,9 @@
 #define B_MODE 0
 #endif
 // int_binary_main's element type: int, unsigned or i64; UVAL its unsigned twin.
+#ifndef VEC4
+#define VEC4 0
+#endif
 #ifndef VAL
 #define VAL int
 #endif
@@ -49,9 +55,48 @@ __device__ __forceinline__ IDX operand_index(IDX i, const ElementwiseParams& p, 
     return strided_offset(i, p.rank, p.shape, strides);
 }
 
+#define VEC4_UNROLL 4
+
+// First element the scalar loop handles: past the float4 part when VEC4.
+__device__ __forceinline__ IDX vec4_end(IDX n) { return VEC4 ? n / 4 * 4 : 0; }
+
+// out4[i] = compute(i) for the n4 float4s: each thread computes VEC4_UNROLL of them, a block
+// apart, before it stores them (the loads of all in flight at once), in grid-stride steps.
+template <typename F>
+__device__ __forceinline__ void vec4_loop(IDX n4, float4* __restrict__ out4, F compute) {
+    const IDX step = grid_step() * VEC4_UNROLL;
+    for (IDX base = (IDX)blockIdx.x * blockDim.x * VEC4_UNROLL + threadIdx.x; base < n4; base += step) {
+        float4 v[VEC4_UNROLL];
+#pragma unroll
+        for (int k = 0; k < VEC4_UNROLL; ++k) {
+            const IDX i = base + (IDX)k * blockDim.x;
+            if (i < n4) v[k] = compute(i);
+        }
+#pragma unroll
+        for (int k = 0; k < VEC4_UNROLL; ++k) {
+            const IDX i = base + (IDX)k * blockDim.x;
+            if (i < n4) out4[i] = v[k];
+        }
+    }
+}
+
+template <int op>
+__device__ __forceinline__ float4 unary4(float4 v) {
+    return make_float4(unary_op<op>(v.x), unary_op<op>(v.y), unary_op<op>(v.z), unary_op<op>(v.w));
+}
+
+__device__ __forceinline__ float4 binary4(float4 a, float4 b) {
+    return make_float4(unary_op<ACT>(binary_op<OP>(a.x, b.x)), unary_op<ACT>(binary_op<OP>(a.y, b.y)),
+                       unary_op<ACT>(binary_op<OP>(a.z, b.z)), unary_op<ACT>(binary_op<OP>(a.w, b.w)));
+}
+
 extern "C" __global__ void unary_main(const float* __restrict__ x, float* __restrict__ out, ElementwiseParams p) {
     const IDX n = (IDX)p.n;
-    for (IDX i = grid_start(); i < n; i += grid_step()) {
+    if (VEC4) {
+        const float4* __restrict__ x4 = (const float4*)x;
+        vec4_loop(n / 4, (float4*)out, [&](IDX i) { return unary4<OP>(x4[i]); });
+    }
+    for (IDX i = vec4_end(n) + grid_start(); i < n; i += grid_step()) {
         out[i] = unary_op<OP>(x[operand_index<A_MODE>(i, p, p.a_strides, p.a_period)]);
     }
 }
@@ -59,7 +104,12 @@ extern "C" __global__ void unary_main(const float* __restrict__ x, float* __rest
 extern "C" __global__ void binary_main(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ out,
                                        ElementwiseParams p) {
     const IDX n = (IDX)p.n;
-    for (IDX i = grid_start(); i < n; i += grid_step()) {
+    if (VEC4) {
+        const float4* __restrict__ a4 = (const float4*)a;
+        const float4* __restrict__ b4 = (const float4*)b;
+        vec4_loop(n / 4, (float4*)out, [&](IDX i) { return binary4(a4[i], b4[i]); });
+    }
+    for (IDX i = vec4_end(n) + grid_start(); i < n; i += grid_step()) {
         float va = a[operand_index<A_MODE>(i, p, p.a_strides, p.a_period)];
         float vb = b[operand_index<B_MODE>(i, p, p.b_strides, p.b_period)];
         out[i] = unary_op<ACT>(binary_op<OP>(va, vb));

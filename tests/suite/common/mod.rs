@@ -2,6 +2,8 @@
 //! comparison against f64 references.
 #![allow(dead_code)]
 
+pub mod crash;
+
 use std::sync::OnceLock;
 
 use unicompute::{BackendChoice, BackendKind, Device, DeviceOptions, DeviceType, Tensor};
