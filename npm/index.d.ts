@@ -160,7 +160,7 @@ declare module './pkg/unicompute.js' {
     layerNorm(options?: { weight?: Tensor; bias?: Tensor; eps?: number; activation?: Activation; axes?: number }): Tensor;
     /** RMS normalisation over the last `axes` axes (1 and eps 1e-5 by default). */
     rmsNorm(options?: { weight?: Tensor; eps?: number; activation?: Activation; axes?: number }): Tensor;
-    /** Scaled dot-product attention with this tensor as the queries `[batch, heads, lq, d]`. */
+    /** Scaled dot-product attention with this tensor as the queries `[batch, heads, lq, d]`; a row whose keys are all masked out is 0 (ONNX). */
     attention(k: Tensor, v: Tensor, options?: { causal?: boolean; scale?: number; mask?: Tensor }): Tensor;
     /** `op` over this tensor and every one of `others`, broadcast together (ONNX's Sum, Max, Min). */
     nary(op: 'add' | 'mul' | 'minimum' | 'maximum', others: Tensor[]): Tensor;

@@ -979,6 +979,11 @@ fn attention_reference(q: &[f32], k: &[f32], v: &[f32], mask: Option<&[f32]>, [b
                     dot * scale + mask.map_or(0.0, |m| f64::from(m[i * lk + j]))
                 })
                 .collect();
+            // Every key masked out (or none at all): 0, as ONNX defines it.
+            if scores.iter().all(|&x| x == f64::NEG_INFINITY) {
+                out.extend(std::iter::repeat_n(0.0, dv));
+                continue;
+            }
             let p = reference_row(&scores);
             for c in 0..dv {
                 out.push((0..lk).map(|j| if p[j] == 0.0 { 0.0 } else { p[j] * f64::from(v[(bh * lk + j) * dv + c]) }).sum());
@@ -1028,6 +1033,39 @@ fn attention_matches_naive_reference() {
         let packed = gather(&x, &[b, h, s, hd], &[s * h * hd, hd, h * hd, 1], 0);
         let want = attention_reference(&packed, &packed, &packed, None, [b, h, s, s, hd, hd], 1.0 / (hd as f64).sqrt(), true);
         assert_close(&got, &want, 1e-4, 1e-5, &format!("strided attention on {}", name(d)));
+    }
+}
+
+/// Query rows whose keys are all masked out, by the mask alone or by the mask and causal
+/// masking together, and attention over no keys at all, give 0 (ONNX), on every device and
+/// variant; the other rows still match the reference.
+#[test]
+fn attention_rows_with_every_key_masked_are_zero() {
+    // [b, h, lq, lk, d, dv]: keys past one tile of 64; no keys.
+    let cases: &[[usize; 6]] = &[[2, 3, 6, 70, 8, 5], [1, 2, 3, 0, 4, 5]];
+    for d in &devices_and_variants() {
+        for (c, &dims) in cases.iter().enumerate() {
+            let [b, h, lq, lk, hd, dv] = dims;
+            let seed = 1150 + 10 * c as u64;
+            let (q, k, v) = attention_inputs(seed, dims);
+            // Rows 0 and 3: every key masked. Row 2: keys 0..=2 masked, so that causal masking
+            // hides the rest. Row 5: one key masked.
+            let mut mask = random(seed + 3, lq * lk, -2.0, 2.0);
+            for (n, m) in mask.iter_mut().enumerate() {
+                let (i, j) = (n / lk.max(1), n % lk.max(1));
+                if i == 0 || i == 3 || (i == 2 && j <= 2) || (i == 5 && j == 1) {
+                    *m = f32::NEG_INFINITY;
+                }
+            }
+            let (qt, kt, vt) = (tensor(d, &q, &[b, h, lq, hd]), tensor(d, &k, &[b, h, lk, hd]), tensor(d, &v, &[b, h, lk, dv]));
+            let mt = tensor(d, &mask, &[lq, lk]);
+            for causal in [false, true] {
+                let params = AttentionParams { mask: Some(&mt), causal, scale: None };
+                let got = read(&ops::attention::attention(&d.queue(), &qt, &kt, &vt, params).unwrap());
+                let want = attention_reference(&q, &k, &v, Some(&mask), dims, 1.0 / (hd as f64).sqrt(), causal);
+                assert_close(&got, &want, 1e-4, 1e-5, &format!("attention {dims:?} causal {causal}, masked rows, on {}", name(d)));
+            }
+        }
     }
 }
 

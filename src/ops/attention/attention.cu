@@ -74,7 +74,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK) attention_main(const float* 
 #pragma unroll
         for (u32 r = 0; r < 4; ++r) {
             const IDX c = lid + BLOCK * r;
-            if (c < dv) out[row * dv + c] = acc[r] / l;
+            // l is 0 only when every key is masked out: the output is 0 (ONNX).
+            if (c < dv) out[row * dv + c] = l == 0.0f ? 0.0f : acc[r] / l;
         }
         __syncthreads();
     }

@@ -135,7 +135,8 @@ fn attention_main(
     } else if (in_range) {
         for (var r = 0u; r < 4u; r++) {
             let c = lid + 64u * r;
-            if (c < dv) { out[params[P_out] + row * dv + c] = acc[r] / l; }
+            // l is 0 only when every key is masked out: the output is 0 (ONNX).
+            if (c < dv) { out[params[P_out] + row * dv + c] = select(acc[r] / l, 0.0, l == 0.0); }
         }
     }
 }
@@ -206,6 +207,6 @@ fn attention_serial_main(
         state[at + 1u] = l;
         for (var c = 0u; c < dv; c++) { state[at + 2u + c] = o[c]; }
     } else {
-        for (var c = 0u; c < dv; c++) { out[params[P_out] + row * dv + c] = o[c] / l; }
+        for (var c = 0u; c < dv; c++) { out[params[P_out] + row * dv + c] = select(o[c] / l, 0.0, l == 0.0); }
     }
 }

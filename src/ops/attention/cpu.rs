@@ -60,11 +60,16 @@ pub(super) fn attention(op: &Attention<'_>) -> Result<()> {
                 }
             }
             let visible = if causal { keys.min(i + 1) } else { keys };
+            // Every key masked out: the row's output is 0 (ONNX).
+            if row[..visible].iter().all(|&x| x == f32::NEG_INFINITY) {
+                prob.fill(0.0);
+                continue;
+            }
             math::softmax(&row[..visible], &mut prob[..visible]);
             prob[visible..].fill(0.0);
         }
         if keys == 0 || dv == 0 {
-            o.fill(f32::NAN);
+            o.fill(0.0);
             return;
         }
         let v_strides = [vl.strides[2] as isize, vl.strides[3] as isize];

@@ -31,8 +31,9 @@ pub struct AttentionParams<'a> {
 
 /// Attention of `q: [batch, heads, lq, d]` over `k: [batch, heads, lk, d]` and
 /// `v: [batch, heads, lk, dv]`, giving `[batch, heads, lq, dv]`. Inputs may be strided views
-/// (e.g. heads split out of a `[batch, seq, heads, d]` projection by a permute). A row whose
-/// keys are all masked out is NaN, as the softmax of nothing is.
+/// (e.g. heads split out of a `[batch, seq, heads, d]` projection by a permute). A query row
+/// whose keys are all masked out (every score `-inf`, or no keys at all) is 0, as in ONNX's
+/// Attention; a NaN score makes its row NaN.
 pub fn attention(queue: &Queue, q: &Tensor, k: &Tensor, v: &Tensor, p: AttentionParams<'_>) -> Result<Tensor> {
     let lift = Lift::of("attention", &[Some(q), Some(k), Some(v), p.mask].into_iter().flatten().collect::<Vec<_>>())?;
     let mask = p.mask.map(|t| lift.up(queue, t)).transpose()?;
@@ -78,7 +79,7 @@ fn attention_f32(queue: &Queue, q: &Tensor, k: &Tensor, v: &Tensor, p: Attention
         None => None,
     };
     if by_parts(queue, [b, h, lq, lk, d], &p) {
-        return attention_by_parts(queue, [q, k, v], mask.as_ref(), scale);
+        return attention_by_parts(queue, [q, k, v], scale);
     }
     let out = Tensor::uninit(queue, &[b, h, lq, dv], DType::F32)?;
     if out.numel() > 0 {
@@ -95,27 +96,24 @@ const PARTS_MAX_SCORES: usize = 1 << 24;
 /// [`crate::DeviceOptions::software_kernels`] is off), whose barrier-free matmul and softmax
 /// kernels beat the fused kernel's walk over the keys one at a time per query row
 /// (attention [1, 8, 256, 64] on SwiftShader in Chromium: 344 ms fused), when the
-/// `[batch, heads, lq, lk]` scores fit in [`PARTS_MAX_SCORES`] and the mask is not causal.
+/// `[batch, heads, lq, lk]` scores fit in [`PARTS_MAX_SCORES`] and there is no mask and no
+/// causal masking (the softmax op makes a row of `-inf` NaN; attention makes it 0).
 fn by_parts(queue: &Queue, [b, h, lq, lk, d]: [usize; 5], p: &AttentionParams<'_>) -> bool {
     let device = queue.device();
     let scores = b.checked_mul(h).and_then(|n| n.checked_mul(lq)).and_then(|n| n.checked_mul(lk));
     device.info().device_type == DeviceType::SoftwareGpu
         && device.shared.options.software_kernels
         && !p.causal
+        && p.mask.is_none()
         && lk > 0
         && d > 0
         && scores.is_some_and(|n| n <= PARTS_MAX_SCORES)
 }
 
-/// `softmax((q * scale) k^T + mask) v` by the matmul, elementwise and softmax ops (`mask`
-/// already broadcast to the scores' shape).
-fn attention_by_parts(queue: &Queue, [q, k, v]: [&Tensor; 3], mask: Option<&Tensor>, scale: f32) -> Result<Tensor> {
+/// `softmax((q * scale) k^T) v` by the matmul, elementwise and softmax ops.
+fn attention_by_parts(queue: &Queue, [q, k, v]: [&Tensor; 3], scale: f32) -> Result<Tensor> {
     let scale = Tensor::from_slice(queue.device(), &[scale], &[1])?;
     let scores = matmul(queue, &binary(queue, BinaryOp::Mul, q, &scale)?, &k.t()?)?;
-    let scores = match mask {
-        Some(m) => binary(queue, BinaryOp::Add, &scores, m)?,
-        None => scores,
-    };
     matmul(queue, &softmax(queue, &scores)?, v)
 }
 
