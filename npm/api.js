@@ -7,15 +7,20 @@ import { adopt, checkAdoptable } from './adopt.js';
 /**
  * Call `call(tensors, rest)` with the tensor-valued keys `names` of `options` moved into a
  * TensorArgs (the wasm cannot read tensors out of a plain object) and the rest left as options.
- * Options that are not an object go through unchanged, for the wasm to reject with `INVALID`.
+ * Options that are not an object go through unchanged, for the wasm to reject with `INVALID`;
+ * a tensor-valued key that holds no tensor is `INVALID` here, naming `method` and the key.
  */
-function withTensors(TensorArgs, options, names, call) {
+function withTensors({ Tensor, TensorArgs }, method, options, names, call) {
   const tensors = new TensorArgs();
   try {
     if (options === null || typeof options !== 'object') return call(tensors, options);
     const rest = { ...options };
     for (const name of names) {
-      if (rest[name] !== undefined) tensors.set(name, rest[name]);
+      const value = rest[name];
+      if (value !== undefined && !(value instanceof Tensor)) {
+        throw invalid(`${method}: option \`${name}\` is ${value === null ? 'null' : typeof value}: expected a Tensor`);
+      }
+      if (value !== undefined) tensors.set(name, value);
       delete rest[name];
     }
     return call(tensors, rest);
@@ -26,7 +31,7 @@ function withTensors(TensorArgs, options, names, call) {
 
 /** The methods that take options objects (and lists of buffers), on the generated classes. */
 function patch({ BindingList, Device, Queue, Tensor, TensorArgs }) {
-  const args = (options, names, call) => withTensors(TensorArgs, options, names, call);
+  const args = (method, options, names, call) => withTensors({ Tensor, TensorArgs }, method, options, names, call);
   /** Record a launch of `kernel` over `workgroups` ([x, y, z]) with one buffer per binding. */
   Queue.prototype.launch = function launch(kernel, buffers, workgroups) {
     const list = new BindingList();
@@ -39,23 +44,23 @@ function patch({ BindingList, Device, Queue, Tensor, TensorArgs }) {
   };
   /** `conv2d(weight, { stride, padding, dilation, groups, bias, activation })`. */
   Tensor.prototype.conv2d = function conv2d(weight, options) {
-    return args(options, ['bias'], (t, o) => this.conv2dWith(weight, t, o));
+    return args('conv2d', options, ['bias'], (t, o) => this.conv2dWith(weight, t, o));
   };
   /** `linear(weight, { bias, activation })`: `activation(this @ weight + bias)` in one kernel. */
   Tensor.prototype.linear = function linear(weight, options) {
-    return args(options, ['bias'], (t, o) => this.linearWith(weight, t, o));
+    return args('linear', options, ['bias'], (t, o) => this.linearWith(weight, t, o));
   };
   /** `layerNorm({ weight, bias, eps, activation, axes })` over the last `axes` axes. */
   Tensor.prototype.layerNorm = function layerNorm(options) {
-    return args(options, ['weight', 'bias'], (t, o) => this.layerNormWith(t, o));
+    return args('layerNorm', options, ['weight', 'bias'], (t, o) => this.layerNormWith(t, o));
   };
   /** `rmsNorm({ weight, eps, activation, axes })` over the last `axes` axes. */
   Tensor.prototype.rmsNorm = function rmsNorm(options) {
-    return args(options, ['weight'], (t, o) => this.rmsNormWith(t, o));
+    return args('rmsNorm', options, ['weight'], (t, o) => this.rmsNormWith(t, o));
   };
   /** `attention(k, v, { causal, scale, mask })` with this tensor as the queries. */
   Tensor.prototype.attention = function attention(k, v, options) {
-    return args(options, ['mask'], (t, o) => this.attentionWith(k, v, t, o));
+    return args('attention', options, ['mask'], (t, o) => this.attentionWith(k, v, t, o));
   };
   /**
    * `op` ('add', 'mul', 'minimum' or 'maximum') over this tensor and every one of `others`,
@@ -330,6 +335,11 @@ export function bind(wasm, wasmUrl, threads = undefined) {
    */
   async function init(choice = 'auto') {
     const options = choice !== null && typeof choice === 'object' ? choice : { backend: choice };
+    onlyKeys('init', options, ['backend', 'policy', 'threads', 'wasm', 'gpuDevice']);
+    const backend = options.backend;
+    if (backend !== undefined && typeof backend !== 'string') {
+      throw invalid(`init: backend is ${backend === null ? 'null' : typeof backend}: expected 'auto', 'webgpu' or 'cpu'`);
+    }
     const n = options.threads;
     if (n !== undefined && !(Number.isInteger(n) && n >= 1)) {
       throw Object.assign(new Error(`init: threads is ${n}: expected a whole number of at least 1`), { code: 'INVALID' });

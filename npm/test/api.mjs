@@ -188,4 +188,41 @@ assert.deepEqual(Array.from(into), lmv, 'readInto a BigInt64Array');
 await assert.rejects(lm.readInto(new Int32Array(6)), (e) => e.code === 'INVALID' && /BigInt64Array of 6/.test(e.message));
 assert.throws(() => la.add(ia), (e) => e.code === 'DTYPE' && /i64/.test(e.message));
 assert.throws(() => device.tensor([1n, 2n], [2]), (e) => e.code === 'INVALID' && /BigInt64Array/.test(e.message));
-console.log('api: op methods, reductions with options, f16 I/O, ownership, interop errors, integer arithmetic and i64 ok');
+// Every method that takes an options object refuses an unknown key, naming it and the keys it
+// accepts, and a known key of the wrong type, naming the key: none is ignored.
+const q4 = device.tensor(Float32Array.from({ length: 8 }, (_, i) => i / 8), [1, 1, 2, 4]);
+const w1 = device.tensor(new Float32Array([2]), [1, 1, 1, 1]);
+const optionsMethods = {
+  add: [(o) => x.add(x, o), 'activation', { activation: 5 }],
+  sub: [(o) => x.sub(x, o), 'activation', { activation: 'nope' }],
+  mul: [(o) => x.mul(x, o), 'activation', { activation: true }],
+  div: [(o) => x.div(x, o), 'activation', { activation: 1 }],
+  binary: [(o) => x.binary('add', x, o), 'activation', { activation: [] }],
+  minimum: [(o) => x.minimum(x, o), 'activation', { activation: 2 }],
+  maximum: [(o) => x.maximum(x, o), 'activation', { activation: 2 }],
+  pow: [(o) => x.pow(x, o), 'activation', { activation: 2 }],
+  sum: [(o) => cube.sum(o), 'axis', { axis: '0' }],
+  mean: [(o) => cube.mean(o), 'axis', { keepDims: 1 }],
+  max: [(o) => cube.max(o), 'axis', { emptyIdentity: 'yes' }],
+  min: [(o) => cube.min(o), 'axis', { axis: 0.5 }],
+  argmax: [(o) => cube.argmax(o), 'axis', { last: 'yes' }],
+  argmin: [(o) => cube.argmin(o), 'axis', { keepDims: 0 }],
+  layerNormStats: [(o) => x.layerNormStats(o), 'axes', { eps: 'small' }],
+  cumsum: [(o) => line.cumsum(0, o), 'exclusive', { reverse: 1 }],
+  conv2d: [(o) => w1.conv2d(w1, o), 'stride', { stride: 'two' }],
+  linear: [(o) => x.linear(x, o), 'bias', { bias: [1, 2] }],
+  layerNorm: [(o) => x.layerNorm(o), 'eps', { weight: 3 }],
+  rmsNorm: [(o) => x.rmsNorm(o), 'eps', { axes: 'last' }],
+  attention: [(o) => q4.attention(q4, q4, o), 'causal', { causal: 'yes' }],
+};
+for (const [method, [call, accepted, wrong]] of Object.entries(optionsMethods)) {
+  // Each is fine without options (the table's calls are valid).
+  call(undefined).free?.();
+  assert.throws(() => call({ bogus: 1 }), (e) => e.code === 'INVALID' && e.message.includes('`bogus`') && e.message.includes(accepted), `${method}: an unknown key`);
+  const [key] = Object.keys(wrong);
+  assert.throws(() => call(wrong), (e) => e.code === 'INVALID' && e.message.includes(key), `${method}: ${key} of the wrong type`);
+}
+await assert.rejects(init({ backnd: 'cpu' }), (e) => e.code === 'INVALID' && /`backnd`/.test(e.message) && /backend, policy/.test(e.message));
+await assert.rejects(init({ backend: 1 }), (e) => e.code === 'INVALID' && /backend is number/.test(e.message));
+await assert.rejects(init({ threads: 'many' }), (e) => e.code === 'INVALID' && /threads/.test(e.message));
+console.log('api: op methods, reductions with options, options checked on every method, f16 I/O, ownership, interop errors, integer arithmetic and i64 ok');
