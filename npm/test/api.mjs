@@ -180,7 +180,9 @@ const lmv = await big(lm);
 assert.deepEqual(await big(lm.transpose().contiguous()), [0, 3, 1, 4, 2, 5].map((i) => lmv[i]));
 assert.deepEqual(await big(lm.concat(lm.slice(1, 0, 1), 1)), [0, 1, 2, 0, 3, 4, 5, 3].map((i) => lmv[i]));
 assert.deepEqual(await big(device.tensor(new Uint32Array([1, 0, 1]), [3]).select(lm, device.tensor(new BigInt64Array([-1n]), [1]))), [lmv[0], -1n, lmv[2], lmv[3], -1n, lmv[5]]);
-assert.deepEqual(await big(lm.gather(1, device.tensor(new BigInt64Array([2n, 5n, 0n]), [3]))), [lmv[2], 0n, lmv[0], lmv[5], 0n, lmv[3]], 'gather by i64 indices');
+assert.deepEqual(await big(lm.gather(1, device.tensor(new BigInt64Array([2n, 5n, -3n]), [3]), { mode: 'fill' })), [lmv[2], 0n, lmv[0], lmv[5], 0n, lmv[3]], 'gather by i64 indices');
+assert.deepEqual(await big(lm.gather(1, device.tensor(new Int32Array([-1, 7]), [1, 2]), { mode: 'clip' })), [lmv[2], lmv[2], lmv[5], lmv[5]], 'gather, clipped');
+await assert.rejects(lm.gather(1, device.tensor(new Int32Array([0, 3]), [2])).read(), (e) => e.code === 'INVALID' && /\[1\]/.test(e.message) && /\[-3, 3\)/.test(e.message));
 assert.deepEqual(await big(lm.reduceAxes('sum', [0], true)), [lmv[0] + lmv[3], lmv[1] + lmv[4], BigInt.asIntN(64, lmv[2] + lmv[5])]);
 const into = new BigInt64Array(6);
 assert.equal(await lm.readInto(into), into);
@@ -214,6 +216,7 @@ const optionsMethods = {
   layerNorm: [(o) => x.layerNorm(o), 'eps', { weight: 3 }],
   rmsNorm: [(o) => x.rmsNorm(o), 'eps', { axes: 'last' }],
   attention: [(o) => q4.attention(q4, q4, o), 'causal', { causal: 'yes' }],
+  gather: [(o) => x.gather(0, device.tensor(new Int32Array([1, -2]), [2]), o), 'mode', { mode: 'wrap' }],
 };
 for (const [method, [call, accepted, wrong]] of Object.entries(optionsMethods)) {
   // Each is fine without options (the table's calls are valid).

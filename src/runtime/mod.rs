@@ -4,6 +4,7 @@
 //! on it, and the methods that need the ops live above it (`ops/<op>/`, `api/`).
 
 pub(crate) mod buffer;
+pub(crate) mod checks;
 pub(crate) mod device;
 pub(crate) mod fence;
 pub(crate) mod graph;

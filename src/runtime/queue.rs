@@ -5,6 +5,7 @@ use std::sync::Arc;
 use crate::hal::timer::Clock;
 use crate::hal::{BackendDevice, FenceImpl, Mapped, QueueImpl, Recorder};
 use crate::hal::Block;
+use crate::runtime::checks::{finding, Check, Checks, Describe};
 use crate::runtime::graph::Recording;
 use crate::profile::{LaunchRecord, Profiler, ReadRecord};
 use crate::{Buffer, Device, Element, Error, Fence, Result};
@@ -27,11 +28,13 @@ pub(crate) struct QueueShared {
     pub profiler: Option<Profiler>,
     /// Who may record now, and what the queue captures for a [`Graph`](crate::Graph).
     pub recording: Recording,
+    /// Device-side checks of launches, reported by the next read.
+    pub checks: Checks,
 }
 
 impl QueueShared {
     pub(crate) fn new(backend: &BackendDevice, profiler: Option<Profiler>) -> Self {
-        QueueShared { imp: QueueImpl::new(backend), id: crate::base::id::next_id(), profiler, recording: Recording::default() }
+        QueueShared { imp: QueueImpl::new(backend), id: crate::base::id::next_id(), profiler, recording: Recording::default(), checks: Checks::default() }
     }
 }
 
@@ -235,7 +238,9 @@ impl Queue {
         self.order_after_other_queues(&[block])?;
         let profiler = self.profiler();
         if !profiler.is_enabled() {
-            return self.shared.imp.read(self.backend(), block, offset, bytes, take).await;
+            let out = self.shared.imp.read(self.backend(), block, offset, bytes, take).await?;
+            self.report_checks().await?;
+            return Ok(out);
         }
         let start = profiler.now_us();
         let mut copy_us = 0.0;
@@ -248,7 +253,36 @@ impl Queue {
         let out = self.shared.imp.read(self.backend(), block, offset, bytes, timed).await?;
         let wait_us = profiler.now_us() - start - copy_us;
         profiler.push_read(ReadRecord { queue: self.id(), bytes, host_start_us: start, wait_us, copy_us });
+        self.report_checks().await?;
         Ok(out)
+    }
+
+    /// Make the launch recorded next check something on the device: a status word, set to
+    /// "nothing found", for the kernel to write the first offending position into; the next
+    /// read on this queue by this thread fails with `describe`'s message if it did. Refused while the queue
+    /// captures (a replay makes no read): `what` names the operation.
+    pub(crate) fn check_word(&self, what: &str, describe: Describe) -> Result<crate::Tensor> {
+        self.check_not_capturing(what)?;
+        let status = Buffer::from_slice_on(self, &[crate::runtime::checks::NOTHING_FOUND])?;
+        let thread = std::thread::current().id();
+        let check = Check { thread, block: status.inner.clone(), offset: status.byte_offset(), describe };
+        self.shared.checks.push(check);
+        crate::Tensor::from_buffer(&status, &[1])
+    }
+
+    /// Read the status words of this thread's launches recorded before (their work has run:
+    /// a read of this queue waited for it) and fail with the first finding.
+    async fn report_checks(&self) -> Result<()> {
+        let mut found = None;
+        for check in self.shared.checks.take() {
+            let word = self.shared.imp.read(self.backend(), &check.block, check.offset, 4, |m| {
+                let mut bytes = [0u8; 4];
+                m.copy_to(&mut bytes);
+                u32::from_le_bytes(bytes)
+            });
+            found = found.or(finding(&check, word.await?));
+        }
+        found.map_or(Ok(()), Err)
     }
 
     /// Blocking twin of [`read`](Queue::read) (not available in browsers).

@@ -98,6 +98,11 @@ impl Options {
         self.number(key)?.map(|n| usize_of(&format!("{}: option `{key}`", self.method), n)).transpose()
     }
 
+    /// A string option; `expected` says which strings it takes.
+    pub(crate) fn text(&self, key: &str, expected: &str) -> Result<Option<String>, JsValue> {
+        self.get(key).map(|v| v.as_string().ok_or_else(|| self.wrong(key, &v, expected))).transpose()
+    }
+
     /// A boolean option.
     pub(crate) fn flag(&self, key: &str) -> Result<Option<bool>, JsValue> {
         self.get(key).map(|v| v.as_bool().ok_or_else(|| self.wrong(key, &v, "true or false"))).transpose()

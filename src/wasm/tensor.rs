@@ -5,6 +5,7 @@ use wasm_bindgen::prelude::*;
 use super::error::{invalid, js_error, usize_of};
 use super::options::{Options, TensorArgs};
 use crate::ops::{BinaryOp, NormKind, NormParams, ReduceOp, UnaryOp};
+use crate::ops::indexing::IndexMode;
 use crate::{DType, Tensor};
 
 /// A tensor on a device. Call `free()` when done, or leave it to the garbage collector.
@@ -363,9 +364,21 @@ impl JsTensor {
         wrap(Tensor::concat(&[&self.inner, &other.inner], usize_of("axis", axis)?))
     }
 
-    /// Entries along `axis` picked by `indices` (an i32, u32 or i64 tensor).
-    pub fn gather(&self, axis: f64, indices: &JsTensor) -> Result<JsTensor, JsValue> {
-        wrap(self.inner.gather(usize_of("axis", axis)?, &indices.inner))
+    /// Entries along `axis` picked by `indices` (i32, u32 or i64, any rank; negative ones
+    /// count from the end). `{ mode }` for indices outside the axis: `'error'` (the default:
+    /// the next read rejects with `INVALID`), `'clip'` or `'fill'` (0).
+    pub fn gather(
+        &self,
+        axis: f64,
+        indices: &JsTensor,
+        #[wasm_bindgen(unchecked_param_type = "{ mode?: 'error' | 'clip' | 'fill' }")] options: Option<JsValue>,
+    ) -> Result<JsTensor, JsValue> {
+        let o = Options::new("gather", options, &["mode"])?;
+        let mode = match o.text("mode", "'error', 'clip' or 'fill'")? {
+            None => IndexMode::Error,
+            Some(name) => IndexMode::from_name(&name).ok_or_else(|| invalid(format!("gather: option `mode` is {name:?}: expected 'error', 'clip' or 'fill'")))?,
+        };
+        wrap(self.inner.gather_with(usize_of("axis", axis)?, &indices.inner, mode))
     }
 
     /// `this ? a : b` elementwise (this is the condition), broadcasting.

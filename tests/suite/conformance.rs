@@ -2,7 +2,8 @@
 //! seeded random inputs, odd shapes and poisoned outputs (devices open with
 //! `poison_uninitialized`, so an element a kernel misses reads as -1.1e36).
 
-use crate::common::{assert_close, devices, devices_and_variants, gather, name, random, read, tensor};
+use crate::common::{assert_close, devices, devices_and_variants, expect_err, gather, name, random, read, still_works, tensor};
+use unicompute::ops::indexing::IndexMode;
 use unicompute::ops::{self, softmax::reference_row};
 use unicompute::ops::{AttentionParams, Conv2dParams, NormKind, NormParams, Pool2dParams, PoolKind};
 use unicompute::{BinaryOp, DType, Device, ReduceOp, Tensor, UnaryOp};
@@ -813,34 +814,84 @@ fn where_selects_with_broadcasting() {
     }
 }
 
+/// numpy's `take` with `mode` for what lies outside `[-len, len)` (`None`: the entry is
+/// unset): `x` of `shape` along `axis` by `idx` of `idx_shape`.
+fn take(x: &[f32], shape: &[usize], axis: usize, idx: &[i64], mode: IndexMode) -> Vec<f64> {
+    let (outer, len, inner): (usize, usize, usize) = (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product());
+    let mut want = Vec::new();
+    for o in 0..outer {
+        for &j in idx {
+            let t = unicompute::ops::indexing::resolve_index(j, len, mode);
+            want.extend((0..inner).map(|i| t.map_or(0.0, |t| f64::from(x[(o * len + t) * inner + i]))));
+        }
+    }
+    want
+}
+
 #[test]
-fn gather_selects_along_any_axis() {
+fn gather_counts_negative_indices_from_the_end_and_takes_any_rank() {
     for d in devices() {
         let shape = [3usize, 4, 5];
         let x = random(70, 60, -5.0, 5.0);
         let xt = tensor(d, &x, &shape);
         for axis in 0..3 {
-            let len = shape[axis];
-            // In range, repeated, and out of range (len, and -1 as i32) indices.
-            let idx: Vec<i32> = vec![len as i32 - 1, 0, 0, len as i32, -1, 1];
-            let it = Tensor::from_slice(d, &idx, &[idx.len()]).unwrap();
-            let got = read(&xt.gather(axis, &it).unwrap());
-            let mut out_shape = shape.to_vec();
-            out_shape[axis] = idx.len();
-            let (outer, inner): (usize, usize) = (shape[..axis].iter().product(), shape[axis + 1..].iter().product());
-            let mut want = Vec::new();
-            for o in 0..outer {
-                for &j in &idx {
-                    for i in 0..inner {
-                        want.push(if j >= 0 && (j as usize) < len { f64::from(x[(o * len + j as usize) * inner + i]) } else { f64::NAN });
-                    }
-                }
+            let len = shape[axis] as i64;
+            // In range from either end, repeated, as a [2, 3] tensor: the axis becomes [2, 3].
+            let idx = [len - 1, 0, -1, -len, 1, 0];
+            let it = Tensor::from_slice(d, &idx.map(|v| v as i32), &[2, 3]).unwrap();
+            let got = xt.gather(axis, &it).unwrap();
+            let want_shape = [&shape[..axis], &[2, 3], &shape[axis + 1..]].concat();
+            assert_eq!(got.shape(), &want_shape[..], "gather axis {axis} on {}", name(d));
+            let want = take(&x, &shape, axis, &idx, IndexMode::Error);
+            assert_close(&read(&got), &want, 0.0, 0.0, &format!("gather axis {axis} on {}", name(d)));
+            // Outside [-len, len) either way: clipped to the nearest end, or 0.
+            let far = [len, -len - 1, i32::MAX as i64, i32::MIN as i64, 2];
+            for mode in [IndexMode::Clip, IndexMode::Fill] {
+                let ft = Tensor::from_slice(d, &far.map(|v| v as i32), &[5]).unwrap();
+                let got = read(&xt.gather_with(axis, &ft, mode).unwrap());
+                let want = take(&x, &shape, axis, &far, mode);
+                assert_close(&got, &want, 0.0, 0.0, &format!("gather axis {axis} {mode:?} on {}", name(d)));
             }
-            assert_close(&got, &want, 0.0, 0.0, &format!("gather axis {axis} on {}", name(d)));
         }
+        // A scalar index drops the axis; u32 indices.
+        let one = Tensor::from_slice(d, &[-2i64], &[]).unwrap();
+        assert_eq!(xt.gather(1, &one).unwrap().shape(), &[3, 5], "scalar index on {}", name(d));
         let table = Tensor::from_slice(d, &[10u32, 11, 12, 13], &[4]).unwrap();
         let picks = Tensor::from_slice(d, &[3u32, 9, 0], &[3]).unwrap();
-        assert_eq!(table.gather(0, &picks).unwrap().to_vec_blocking::<u32>().unwrap(), vec![13, 0, 10], "u32 gather on {}", name(d));
+        let got = table.gather_with(0, &picks, IndexMode::Clip).unwrap().to_vec_blocking::<u32>().unwrap();
+        assert_eq!(got, vec![13, 13, 10], "u32 gather on {}", name(d));
+    }
+}
+
+/// In IndexMode::Error (the default) an index outside its axis is never a silent value: the
+/// next read on the queue fails with INVALID, naming the first offending position; that
+/// read's data is not returned, the queue keeps working, and the finding is reported once.
+/// In a capture, which makes no read, the mode is refused.
+#[test]
+fn gather_out_of_range_indices_fail_the_next_read() {
+    for d in devices() {
+        let x = tensor(d, &random(71, 2 * 70_001, -1.0, 1.0), &[2, 70_001]);
+        for (idx, at) in [(vec![0i64, 70_000, -70_001, 70_001, 5], "[3]"), (vec![-70_002, 1], "[0]")] {
+            let it = Tensor::from_slice(d, &idx, &[idx.len()]).unwrap();
+            let y = x.gather(1, &it).unwrap();
+            let e = y.to_vec_blocking::<f32>().unwrap_err();
+            assert_eq!(e.code(), "INVALID", "{e} on {}", name(d));
+            for needle in [at, "[-70001, 70001)", "axis 1"] {
+                assert!(e.to_string().contains(needle), "{e}: expected {needle:?} on {}", name(d));
+            }
+            // Reported once: the data reads now, with 0 where the index was outside.
+            let want = take(&read(&x), &[2, 70_001], 1, &idx, IndexMode::Fill);
+            assert_close(&read(&y), &want, 0.0, 0.0, &format!("gather after its error on {}", name(d)));
+            still_works(d);
+        }
+        if d.backend() != unicompute::BackendKind::Cpu {
+            let it = Tensor::from_slice(d, &[0u32], &[1]).unwrap();
+            let r = d.queue().capture(|_| x.gather(1, &it));
+            expect_err(r.map(drop), "INVALID", &["gather in mode Error", "Clip or Fill"], d);
+            let (graph, y) = d.queue().capture(|_| x.gather_with(1, &it, IndexMode::Clip)).unwrap();
+            graph.replay().unwrap();
+            assert_eq!(read(&y), vec![read(&x)[0], read(&x)[70_001]], "a captured gather on {}", name(d));
+        }
     }
 }
 

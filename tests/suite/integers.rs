@@ -420,18 +420,21 @@ fn check_moves(d: &Device) {
     let c64 = Tensor::from_slice(d, &[0i64, 1 << 32, -1, 0, i64::MIN, 2], &[6]).unwrap();
     let (ones, zeros) = (Tensor::from_slice(d, &[1u32], &[1]).unwrap(), Tensor::from_slice(d, &[0u32], &[1]).unwrap());
     assert_eq!(c64.select(&ones, &zeros).unwrap().to_vec_blocking::<u32>().unwrap(), [0, 1, 1, 0, 1, 1], "an i64 condition on {}", name(d));
-    // gather along each axis, out-of-range indices giving 0.
+    // gather along each axis: negative indices from the end, out-of-range ones giving 0
+    // (IndexMode::Fill).
+    let fill = unicompute::ops::indexing::IndexMode::Fill;
     let idx = Tensor::from_slice(d, &[6i32, 0, -1, 3, 7], &[5]).unwrap();
-    let g0 = tx.gather(0, &idx).unwrap().to_vec_blocking::<i64>().unwrap();
-    let want: Vec<i64> = [6i64, 0, -1, 3, 7].iter().flat_map(|&r| (0..13).map(move |c| if (0..7).contains(&r) { x[r as usize * 13 + c] } else { 0 })).collect();
+    let g0 = tx.gather_with(0, &idx, fill).unwrap().to_vec_blocking::<i64>().unwrap();
+    let want: Vec<i64> = [Some(6), Some(0), Some(6), Some(3), None].iter().flat_map(|&r| (0..13).map(move |c| r.map_or(0, |r: usize| x[r * 13 + c]))).collect();
     assert_eq!(g0, want, "gather along 0 on {}", name(d));
-    let g1 = tx.gather(1, &idx).unwrap().to_vec_blocking::<i64>().unwrap();
-    let want: Vec<i64> = (0..7).flat_map(|r| [6i64, 0, -1, 3, 7].into_iter().map(move |c| if (0..13).contains(&c) { x[r * 13 + c as usize] } else { 0 })).collect();
+    let g1 = tx.gather_with(1, &idx, fill).unwrap().to_vec_blocking::<i64>().unwrap();
+    let want: Vec<i64> = (0..7).flat_map(|r| [6, 0, 12, 3, 7].into_iter().map(move |c| x[r * 13 + c])).collect();
     assert_eq!(g1, want, "gather along 1 on {}", name(d));
-    // i64 indices, past u32 and negative ones out of range, without 64-bit arithmetic.
-    let idx64 = Tensor::from_slice(d, &[12i64, 1 << 32, -1, 0, (1 << 32) + 3], &[5]).unwrap();
-    let want: Vec<i64> = (0..7).flat_map(|r| [Some(12), None, None, Some(0), None].map(|c| c.map_or(0, |c| x[r * 13 + c]))).collect();
-    assert_eq!(tx.gather(1, &idx64).unwrap().to_vec_blocking::<i64>().unwrap(), want, "gather by i64 indices on {}", name(d));
+    // i64 indices past u32 (out of range) and negative, without 64-bit arithmetic.
+    let idx64 = Tensor::from_slice(d, &[12i64, 1 << 32, -1, 0, (1 << 32) + 3, -13, -14], &[7]).unwrap();
+    let picks = [Some(12), None, Some(12), Some(0), None, Some(0), None];
+    let want: Vec<i64> = (0..7).flat_map(|r| picks.map(|c| c.map_or(0, |c| x[r * 13 + c]))).collect();
+    assert_eq!(tx.gather_with(1, &idx64, fill).unwrap().to_vec_blocking::<i64>().unwrap(), want, "gather by i64 indices on {}", name(d));
     let flipped = tx.flip(1).unwrap().to_vec_blocking::<i64>().unwrap();
     let want: Vec<i64> = (0..7).flat_map(|r| (0..13).rev().map(move |c| x[r * 13 + c])).collect();
     assert_eq!(flipped, want, "flip on {}", name(d));
@@ -481,9 +484,10 @@ fn integer_argmin_and_i64_indices() {
         let i = Tensor::from_slice(d, &[3i32, i32::MIN, i32::MAX, i32::MIN], &[4]).unwrap();
         let got = unicompute::ops::reduce::arg_reduce(&d.queue(), &i, 0, unicompute::ops::reduce::ArgOptions { min: true, last: false }).unwrap();
         assert_eq!(got.to_vec_blocking::<u32>().unwrap(), [1], "argmin of i32 on {}", name(d));
-        let idx = Tensor::from_slice(d, &[3i64, 0, -1, 4, 1 << 32, i64::MIN, i64::MAX, 2], &[8]).unwrap();
-        let got = t.gather(1, &idx).unwrap().to_vec_blocking::<i64>().unwrap();
-        let want: Vec<i64> = (0..2).flat_map(|r| [3i64, 0, -1, 4, 1 << 32, i64::MIN, i64::MAX, 2].map(|c| if (0..4).contains(&c) { x[r * 4 + c as usize] } else { 0 })).collect();
+        let idx = Tensor::from_slice(d, &[3i64, 0, -1, 4, 1 << 32, i64::MIN, i64::MAX, 2, -4, -5], &[10]).unwrap();
+        let got = t.gather_with(1, &idx, unicompute::ops::indexing::IndexMode::Fill).unwrap().to_vec_blocking::<i64>().unwrap();
+        let picks = [Some(3), Some(0), Some(3), None, None, None, None, Some(2), Some(0), None];
+        let want: Vec<i64> = (0..2).flat_map(|r| picks.map(|c| c.map_or(0, |c| x[r * 4 + c]))).collect();
         assert_eq!(got, want, "gather by i64 indices on {}", name(d));
     }
 }

@@ -32,7 +32,8 @@ cuda_params! {
         len: u64,
         inner: u64,
         count: u64,
-        fill: u32,
+        /// `IndexMode`'s code: 0 error, 1 clip, 2 fill.
+        mode: u32,
         pad: u32,
     }
 }
@@ -88,11 +89,15 @@ pub(super) fn where_(op: &Where<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCont
 pub(super) fn gather(op: &Gather<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, indices, out) = (op.x, op.indices, op.out);
     let n = out.layout.numel();
-    let defines = vec![("SIGNED", u32::from(op.signed).to_string()), index_type(n.max(op.outer * op.len * op.inner))];
+    let defines = vec![("INDEX_KIND", op.kind.to_string()), index_type(n.max(op.outer * op.len * op.inner))];
     let f = dev.program(builtin(&INDEXING, "gather_main", defines))?;
-    let p = GatherParams { outer: op.outer as u64, len: op.len as u64, inner: op.inner as u64, count: op.count as u64, fill: op.fill, pad: 0 };
-    let pointers = [operand(&x)?, operand(&indices)?, operand(&out)?];
-    q.launch(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &p, &[x.buf, indices.buf, out.buf])
+    let p = GatherParams { outer: op.outer as u64, len: op.len as u64, inner: op.inner as u64, count: op.count as u64, mode: op.mode.code(), pad: 0 };
+    // No status word but in mode 0 (error), which alone writes it: a null pointer.
+    let status = op.status.as_ref().map(operand).transpose()?.unwrap_or(0);
+    let pointers = [operand(&x)?, operand(&indices)?, operand(&out)?, status];
+    let mut held = vec![x.buf, indices.buf, out.buf];
+    held.extend(op.status.as_ref().map(|s| s.buf));
+    q.launch(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &p, &held)
 }
 
 /// Cumulative sums, one block per (outer, inner) line (`cumsum_main`).
@@ -117,7 +122,9 @@ pub(super) fn builtins() -> Vec<Builtin> {
         }
         for on in [false, true] {
             all.push(builtin(&INDEXING, "where_main", vec![flag("COND_F32", on), idx.clone()]));
-            all.push(builtin(&INDEXING, "gather_main", vec![flag("SIGNED", on), idx.clone()]));
+        }
+        for kind in 0..3 {
+            all.push(builtin(&INDEXING, "gather_main", vec![("INDEX_KIND", kind.to_string()), idx.clone()]));
         }
         for val in ["float", "int", "unsigned", "i64"] {
             all.push(builtin(&SCAN, "cumsum_main", vec![("VAL", val.to_string()), idx.clone()]));

@@ -1,7 +1,8 @@
 // Dtype casts, `where` selection and gather (index_select): they move 32-bit words of any
 // dtype (i64 as pairs of words, except in casts). Dtype codes are `DType::code` (0 f32, 1 i32,
 // 2 u32, 3 f16, 4 bf16, 5 i64): FROM / TO for
-// cast_main, COND_F32 for where_main's condition, SIGNED for gather_main's indices. 16-bit
+// cast_main, COND_F32 for where_main's condition, INDEX_KIND for gather_main's indices (0 u32,
+// 1 i32, 2 i64 as word pairs, low first; `resolve_index` in mod.rs states the rule). 16-bit
 // elements are packed two to a word, low half first; a cast to a 16-bit type writes whole
 // words (one thread per pair of outputs). cast_main gets the source's block base and the
 // view's element offset, since a 16-bit view may start inside a word.
@@ -15,8 +16,8 @@
 #ifndef COND_F32
 #define COND_F32 0
 #endif
-#ifndef SIGNED
-#define SIGNED 0
+#ifndef INDEX_KIND
+#define INDEX_KIND 0
 #endif
 
 // f16 bits -> f32, exactly (subnormals included).
@@ -132,13 +133,37 @@ extern "C" __global__ void where_main(const u32* __restrict__ cond, const u32* _
     }
 }
 
-extern "C" __global__ void gather_main(const u32* __restrict__ x, const u32* __restrict__ indices, u32* __restrict__ out, GatherParams p) {
+// The entry of an axis of `len` that index `j` picks, or ~0 for none (mode 1 clips).
+__device__ __forceinline__ IDX gather_entry(const u32* __restrict__ indices, IDX j, IDX len, u32 mode) {
+    bool negative, fits = true;
+    u32 magnitude;
+    if (INDEX_KIND == 2) {
+        const u32 lo = indices[2 * j], hi = indices[2 * j + 1];
+        negative = (hi >> 31) == 1u;
+        magnitude = negative ? 0u - lo : lo;
+        fits = hi == 0u || (hi == 0xffffffffu && lo != 0u);
+    } else {
+        const u32 raw = indices[j];
+        negative = INDEX_KIND == 1 && (raw >> 31) == 1u;
+        magnitude = negative ? 0u - raw : raw;
+    }
+    if (fits && !negative && (IDX)magnitude < len) return (IDX)magnitude;
+    if (fits && negative && (IDX)magnitude <= len) return len - (IDX)magnitude;
+    if (mode == 1 && len > 0) return negative ? 0 : len - 1;
+    return ~(IDX)0;
+}
+
+// out[o, j, i] = x[o, entry(j), i]; 0 where there is none, and in mode 0 the least such j
+// goes to status[0].
+extern "C" __global__ void gather_main(const u32* __restrict__ x, const u32* __restrict__ indices, u32* __restrict__ out,
+                                       u32* __restrict__ status, GatherParams p) {
     const IDX len = (IDX)p.len, inner = (IDX)p.inner, count = (IDX)p.count;
     const IDX n = (IDX)p.outer * count * inner;
     for (IDX i = grid_start(); i < n; i += grid_step()) {
         const IDX o = i / (count * inner), j = (i / inner) % count;
-        const u32 raw = indices[j];
-        const bool ok = SIGNED ? ((int)raw >= 0 && (IDX)raw < len) : (IDX)raw < len;
-        out[i] = ok ? x[(o * len + raw) * inner + i % inner] : p.fill;
+        const IDX t = gather_entry(indices, j, len, p.mode);
+        const bool ok = t != ~(IDX)0;
+        if (!ok && p.mode == 0) atomicMin(status, (u32)j);
+        out[i] = ok ? x[(o * len + t) * inner + i % inner] : 0u;
     }
 }

@@ -29,8 +29,8 @@ wgsl_params! {
         x: u32,
         indices: u32,
         out: u32,
-        /// The word written for an index out of range.
-        fill: u32,
+        /// `IndexMode`'s code: 0 error, 1 clip, 2 fill.
+        mode: u32,
     }
 }
 
@@ -100,11 +100,13 @@ pub(super) fn gather(op: &Gather<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
         x: u32_of("offset", x.layout.offset)?,
         indices: u32_of("offset", indices.layout.offset)?,
         out: u32_of("offset", out.layout.offset)?,
-        fill: op.fill,
+        mode: op.mode.code(),
     };
-    let pipeline = dev.pipeline(builtin(&INDEXING, "gather_main", vec![("SIGNED", u32::from(op.signed))]));
+    let pipeline = dev.pipeline(builtin(&INDEXING, "gather_main", vec![("INDEX_KIND", op.kind)]));
     let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
-    let binds = [(1, Bind::Mem(x.buf)), (2, Bind::Mem(indices.buf)), (4, Bind::Mem(out.buf))];
+    // The status word sits at the start of its own block (Queue::check_word).
+    let status = op.status.as_ref().map_or(Bind::SpareWrite, |s| Bind::Mem(s.buf));
+    let binds = [(1, Bind::Mem(x.buf)), (2, Bind::Mem(indices.buf)), (4, Bind::Mem(out.buf)), (5, status)];
     q.launch(dev, pipeline, params.words(), &binds, grid)
 }
 
@@ -141,7 +143,9 @@ pub(super) fn builtins() -> Vec<Builtin> {
     }
     for on in [0, 1] {
         all.push(builtin(&INDEXING, "where_main", vec![("COND_F32", on)]));
-        all.push(builtin(&INDEXING, "gather_main", vec![("SIGNED", on)]));
+    }
+    for kind in 0..3 {
+        all.push(builtin(&INDEXING, "gather_main", vec![("INDEX_KIND", kind)]));
     }
     for prelude in [VAL_F32, VAL_I32, VAL_U32, VAL_I64] {
         all.extend((0..3).map(|pass| Builtin { prelude: vec![prelude], ..builtin(&SCAN, "cumsum_main", vec![("PASS", pass)]) }));
@@ -155,6 +159,7 @@ pub(super) fn builtins() -> Vec<Builtin> {
 mod on_the_cpu_executor {
     use super::*;
     use crate::ops::common::webgpu::{bound, run_on_cpu, with_overrides};
+    use crate::ops::indexing::IndexMode;
     use crate::{BackendChoice, BackendKind, Buffer, DType, Device, Tensor};
 
     /// A contiguous tensor's elements as the words they are stored in (16-bit ones two a word).
@@ -232,12 +237,23 @@ mod on_the_cpu_executor {
         let source = builtin(&INDEXING, "where_main", vec![]).full_source();
         let got = run(&d, &source, "where_main", params.words(), &[words(&cond), words(&t), words(&other)], 132, 1);
         assert_eq!(got, words(&cond.select(&t, &other).unwrap()), "where");
-        // gather along axis 1 with i32 indices, one out of range.
-        let idx = Tensor::from_slice(&d, &[3i32, 0, 10, 11, 5], &[5]).unwrap();
-        let params = GatherWords { outer: 3, len: 11, inner: 4, count: 5, x: 0, indices: 0, out: 0, fill: crate::ops::indexing::gather_fill(DType::F32) };
-        let source = with_overrides(builtin(&INDEXING, "gather_main", vec![]).full_source(), &[("SIGNED", 1)]);
-        let got = run(&d, &source, "gather_main", params.words(), &[words(&t), words(&idx)], 60, 1);
-        assert_eq!(got, words(&t.gather(1, &idx).unwrap()), "gather");
+        // gather along axis 1 with i32 and i64 indices: negative, and out of range either way.
+        let i32s = Tensor::from_slice(&d, &[3i32, 0, -1, 11, -12, 5, -11], &[7]).unwrap();
+        let i64s = Tensor::from_slice(&d, &[3i64, 1 << 40, -1, -(1 << 33), 10, -11, 0], &[7]).unwrap();
+        for (idx, kind, first) in [(i32s, 1, 3), (i64s, 2, 1)] {
+            for mode in [IndexMode::Error, IndexMode::Clip, IndexMode::Fill] {
+                let params = GatherWords { outer: 3, len: 11, inner: 4, count: 7, x: 0, indices: 0, out: 0, mode: mode.code() };
+                let source = with_overrides(builtin(&INDEXING, "gather_main", vec![]).full_source(), &[("INDEX_KIND", kind)]);
+                let (xs, is) = (Buffer::from_slice(&d, &words(&t)).unwrap(), Buffer::from_slice(&d, &words(&idx)).unwrap());
+                let out = Buffer::from_slice(&d, &[0x7fa5_a5a5u32; 84]).unwrap();
+                let status = Buffer::from_slice(&d, &[u32::MAX]).unwrap();
+                run_on_cpu(&d, &source, "gather_main", params.words(), &[bound(&xs), bound(&is), bound(&out), bound(&status)], [1, 1, 1]).unwrap();
+                let want = if mode == IndexMode::Error { IndexMode::Fill } else { mode };
+                assert_eq!(out.read_blocking().unwrap(), words(&t.gather_with(1, &idx, want).unwrap()), "gather {kind} {mode:?}");
+                let found = if mode == IndexMode::Error { first } else { u32::MAX };
+                assert_eq!(status.read_blocking().unwrap(), [found], "gather's status, {kind} {mode:?}");
+            }
+        }
         // cumsum along axis 1 (f32 and i32), whole lines.
         let ints: Vec<i32> = x.iter().map(|&v| (v * 1e6) as i32).collect();
         let f32s = scan(&d, crate::ops::common::webgpu::VAL_F32, &x);
