@@ -13,9 +13,9 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 "$repo/scripts/build-npm.sh"
 
-# The size budget: the package's wasm at most 745 kB (745,000 bytes) gzipped; the threads
+# The size budget: the package's wasm at most 748 kB (748,000 bytes) gzipped; the threads
 # build, which only cross-origin-isolated pages load, also carries rayon's thread pool and a
-# std built for threads, and is held to 785 kB. Each raise is deliberate and says what it
+# std built for threads, and is held to 788 kB. Each raise is deliberate and says what it
 # bought: 700/740 kB held everything up to the CPU executor of WGSL kernels (naga's parser
 # and validator, the largest crate in it, at 425 of 1,950 kB before gzip); 720/760 kB adds
 # the page-device adoption and integer arithmetic; 730/770 kB adds the i64 dtype (2.3 kB)
@@ -26,8 +26,11 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 # 745/785 kB adds capture and replay (10.4 kB; 9.2 kB in the threads build: graphs of the
 # captured batch with their bind groups, the queue's turns while a capture lasts and its
 # refusals, `queue.capture`, `graph.replay` and `buffer.tensor` in JS), which cuts the host
-# cost of a chain of small ops on webgpu 3-5x, and leaves 5 kB for what comes next.
-for budget in "npm/pkg/unicompute_bg.wasm 745000" "npm/pkg-threads/unicompute_bg.wasm 785000"; do
+# cost of a chain of small ops on webgpu 3-5x, and leaves 5 kB for what comes next;
+# 748/788 kB adds gather without silent values (3.5 kB: negative and any-rank indices, i64
+# indices in the kernels, `{ mode }`, the status words that a read reports, runtime/checks.rs;
+# every read now shares one copy of the backends' read path, which paid for 2.5 kB of it).
+for budget in "npm/pkg/unicompute_bg.wasm 748000" "npm/pkg-threads/unicompute_bg.wasm 788000"; do
     set -- $budget
     size=$(gzip -9 -c "$repo/$1" | wc -c)
     echo "$1: $size bytes gzipped (budget $2)"

@@ -223,6 +223,15 @@ impl Queue {
     /// Lend `bytes` bytes at `offset` of `block`, once read, to `take`; the profiler records
     /// the wait and the copy. No bytes lend an empty slice, without touching the device.
     async fn read_extent<R>(&self, block: &Arc<Block>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
+        let (mut take, mut out) = (Some(take), None);
+        self.read_lent(block, offset, bytes, &mut |m| out = take.take().map(|f| f(m))).await?;
+        out.ok_or_else(|| Error::Device("internal: a read lent its bytes to no one".into()))
+    }
+
+    /// [`read_extent`](Queue::read_extent) through one `dyn` function: every read of every
+    /// type, and of the checks' status words, shares one copy of the backends' read path
+    /// (the wasm's size).
+    async fn read_lent(&self, block: &Arc<Block>, offset: u64, bytes: u64, take: &mut dyn FnMut(Mapped<'_>)) -> Result<()> {
         self.backend().check_healthy()?;
         // Natively the turn is held through the read, so that no capture begins between its
         // checks and its copy; a browser's one thread cannot interleave them.
@@ -233,28 +242,29 @@ impl Queue {
         #[cfg(not(target_arch = "wasm32"))]
         let _turn = turn;
         if bytes == 0 {
-            return Ok(take(Mapped::Host(&[])));
+            take(Mapped::Host(&[]));
+            return Ok(());
         }
         self.order_after_other_queues(&[block])?;
         let profiler = self.profiler();
-        if !profiler.is_enabled() {
-            let out = self.shared.imp.read(self.backend(), block, offset, bytes, take).await?;
-            self.report_checks().await?;
-            return Ok(out);
-        }
         let start = profiler.now_us();
         let mut copy_us = 0.0;
-        let timed = |m: Mapped<'_>| {
+        self.read_now(block, offset, bytes, &mut |m| {
             let t0 = profiler.now_us();
-            let out = take(m);
+            take(m);
             copy_us = profiler.now_us() - t0;
-            out
-        };
-        let out = self.shared.imp.read(self.backend(), block, offset, bytes, timed).await?;
-        let wait_us = profiler.now_us() - start - copy_us;
-        profiler.push_read(ReadRecord { queue: self.id(), bytes, host_start_us: start, wait_us, copy_us });
-        self.report_checks().await?;
-        Ok(out)
+        })
+        .await?;
+        if profiler.is_enabled() {
+            let wait_us = profiler.now_us() - start - copy_us;
+            profiler.push_read(ReadRecord { queue: self.id(), bytes, host_start_us: start, wait_us, copy_us });
+        }
+        self.report_checks().await
+    }
+
+    /// The backend's read of `bytes` at `offset` of `block`, after this queue's work.
+    async fn read_now(&self, block: &Arc<Block>, offset: u64, bytes: u64, take: &mut dyn FnMut(Mapped<'_>)) -> Result<()> {
+        self.shared.imp.read(self.backend(), block, offset, bytes, |m| take(m)).await
     }
 
     /// Make the launch recorded next check something on the device: a status word, set to
@@ -275,12 +285,9 @@ impl Queue {
     async fn report_checks(&self) -> Result<()> {
         let mut found = None;
         for check in self.shared.checks.take() {
-            let word = self.shared.imp.read(self.backend(), &check.block, check.offset, 4, |m| {
-                let mut bytes = [0u8; 4];
-                m.copy_to(&mut bytes);
-                u32::from_le_bytes(bytes)
-            });
-            found = found.or(finding(&check, word.await?));
+            let mut bytes = [0u8; 4];
+            self.read_now(&check.block, check.offset, 4, &mut |m| m.copy_to(&mut bytes)).await?;
+            found = found.or(finding(&check, u32::from_le_bytes(bytes)));
         }
         found.map_or(Ok(()), Err)
     }
