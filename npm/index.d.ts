@@ -103,6 +103,8 @@ declare module './pkg/unicompute.js' {
     argmin(options?: ArgOptions): Tensor;
     /** Layer norm's `[mean, invStdDev]` over the last `axes` axes (ONNX's LayerNormalization outputs), each with those axes kept as 1. */
     layerNormStats(options?: { axes?: number; eps?: number }): [Tensor, Tensor];
+    /** Entries along `axis` picked by `indices` (i32, u32 or i64, any rank; negative ones count from the end); `mode` for indices outside the axis: 'error' (the default: the next read rejects with `INVALID`), 'clip' or 'fill' (0). */
+    gather(axis: number, indices: Tensor, options?: { mode?: 'error' | 'clip' | 'fill' }): Tensor;
     /** The cumulative sum along `axis`; `exclusive` leaves each element out of its own sum, `reverse` sums from the end (ONNX's CumSum). */
     cumsum(axis: number, options?: { exclusive?: boolean; reverse?: boolean }): Tensor;
     /** An f16 tensor's elements as a `Float16Array` (runtimes that have the type; else `UNSUPPORTED`: use `read16()`). */

@@ -85,11 +85,12 @@ async function tensors(device: Device): Promise<void> {
   const att = q.attention(q, q, { causal: true, scale: 0.5 });
   const moved = a.reshape([3, 2]).transpose().permute([1, 0]).concat(a, 0).cumsum(0).slice(1, 0, 2).broadcastTo([1, 4, 2]);
   const picked = a.gather(1, device.tensor(new Int32Array([2, 0]), [2])).select(a, a);
+  const clipped = a.gather(0, device.tensor(new Int32Array([-1, 9]), [2]), { mode: 'clip' });
   const summed = a.nary('add', [a, a]);
   const out: ElementArray = await e.read();
   const into: ElementArray = await n.readInto(new Float32Array(n.shape.reduce((x, y) => x * y, 1)));
-  console.log(shape, dtype, out, into, pooled.shape, att.shape, moved.shape, picked.shape, summed.shape);
-  for (const t of [a, b, c, d, e, n, img, w, conv, pooled, q, att, moved, picked, summed]) t.free();
+  console.log(shape, dtype, out, into, pooled.shape, att.shape, moved.shape, picked.shape, clipped.shape, summed.shape);
+  for (const t of [a, b, c, d, e, n, img, w, conv, pooled, q, att, moved, picked, clipped, summed]) t.free();
 }
 
 async function moreOps(device: Device): Promise<void> {

@@ -367,12 +367,7 @@ impl JsTensor {
     /// Entries along `axis` picked by `indices` (i32, u32 or i64, any rank; negative ones
     /// count from the end). `{ mode }` for indices outside the axis: `'error'` (the default:
     /// the next read rejects with `INVALID`), `'clip'` or `'fill'` (0).
-    pub fn gather(
-        &self,
-        axis: f64,
-        indices: &JsTensor,
-        #[wasm_bindgen(unchecked_param_type = "{ mode?: 'error' | 'clip' | 'fill' }")] options: Option<JsValue>,
-    ) -> Result<JsTensor, JsValue> {
+    pub fn gather(&self, axis: f64, indices: &JsTensor, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
         let o = Options::new("gather", options, &["mode"])?;
         let mode = match o.text("mode", "'error', 'clip' or 'fill'")? {
             None => IndexMode::Error,
