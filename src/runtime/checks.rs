@@ -2,8 +2,9 @@
 //! finds a problem (an index outside its axis in gather's `IndexMode::Error`) writes the
 //! first offending position into a status word; the next read on the queue by the thread
 //! that recorded the launch, once the work has run, reads the status words of that thread's
-//! launches before it and fails with the first finding (other threads' reads are theirs). Kernels cannot raise errors, and waiting for each launch would serialize the
-//! device, so this is where such a result stops being silent.
+//! launches before it and fails with the first finding (other threads' reads are theirs).
+//! Kernels cannot raise errors, and waiting for each launch would serialize the device, so
+//! this is where such a result stops being silent.
 
 use std::sync::{Arc, Mutex};
 
