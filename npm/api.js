@@ -191,8 +191,10 @@ function keptTensors(Tensor, value, out = new Set()) {
 
 /**
  * Ownership over the generated classes: `dispose()` (idempotent `free()`) on each, and
- * `device.scope(fn)`, which frees every tensor made while `fn` runs except those it returns.
- * Every tensor-making method is wrapped to register its result with the innermost scope.
+ * `device.scope(fn)`, which frees every tensor of that device made while `fn` runs except
+ * those it returns. Every method that makes tensors or buffers (of tensors, devices and
+ * buffers) is wrapped to note the device on its result and to register a tensor with the
+ * innermost scope of its device.
  */
 function patchOwnership({ Buffer, Device, Fence, Graph, Kernel, Profile, Queue, Tensor }) {
   for (const C of [Buffer, Device, Fence, Graph, Kernel, Profile, Queue, Tensor]) {
@@ -202,38 +204,46 @@ function patchOwnership({ Buffer, Device, Fence, Graph, Kernel, Profile, Queue, 
     };
     if (typeof Symbol.dispose === 'symbol') C.prototype[Symbol.dispose] = C.prototype.dispose;
   }
+  // Open scopes, innermost last: { device, made }.
   const scopes = [];
-  const track = (value) => {
-    if (scopes.length > 0) {
-      for (const t of Array.isArray(value) ? value : [value]) if (t instanceof Tensor) scopes[scopes.length - 1].add(t);
+  const DEVICE = Symbol('unicompute device');
+  // The innermost scope of `t`'s device (of any device for a tensor of unknown device).
+  const scopeOf = (t) => scopes.findLast((s) => t[DEVICE] === undefined || s.device === t[DEVICE]);
+  const track = (value, device) => {
+    for (const t of Array.isArray(value) ? value : [value]) {
+      if (!(t instanceof Tensor || t instanceof Buffer)) continue;
+      if (device !== undefined && t[DEVICE] === undefined) t[DEVICE] = device;
+      if (t instanceof Tensor) scopeOf(t)?.made.add(t);
     }
     return value;
   };
-  const wrap = (proto, name) => {
+  const wrap = (proto, name, deviceOf) => {
     const f = proto[name];
     proto[name] = function tracked(...args) {
-      return track(f.apply(this, args));
+      return track(f.apply(this, args), deviceOf(this));
     };
   };
-  for (const name of Object.getOwnPropertyNames(Tensor.prototype)) {
-    const d = Object.getOwnPropertyDescriptor(Tensor.prototype, name);
-    if (typeof d.value === 'function' && !['constructor', 'free', 'dispose', 'read', 'readInto', 'read16'].includes(name)) wrap(Tensor.prototype, name);
+  const skip = ['constructor', 'free', 'dispose', 'read', 'readInto', 'read16', 'scope'];
+  for (const [C, deviceOf] of [[Tensor, (t) => t[DEVICE]], [Buffer, (b) => b[DEVICE]], [Device, (d) => d]]) {
+    for (const name of Object.getOwnPropertyNames(C.prototype)) {
+      const d = Object.getOwnPropertyDescriptor(C.prototype, name);
+      if (typeof d.value === 'function' && !skip.includes(name)) wrap(C.prototype, name, deviceOf);
+    }
   }
-  wrap(Device.prototype, 'tensor');
   /**
    * Run `fn` (synchronous: as TF.js's `tidy`, a scope cannot span an await) and free every
-   * tensor it made except the ones it returns (a tensor, or tensors in arrays and plain
-   * objects), which pass to the enclosing scope if there is one.
+   * tensor of this device it made except the ones it returns (a tensor, or tensors in arrays
+   * and plain objects), which pass to the enclosing scope of the device if there is one.
    */
   Device.prototype.scope = function scope(fn) {
     if (typeof fn !== 'function') throw invalid(`scope: got ${typeof fn}: expected a function`);
     const made = new Set();
-    scopes.push(made);
+    scopes.push({ device: this, made });
     let result;
     try {
       result = fn();
     } finally {
-      scopes.pop();
+      scopes.splice(scopes.findLastIndex((s) => s.made === made), 1);
       const keep = result instanceof Promise ? new Set() : keptTensors(Tensor, result);
       for (const t of made) if (!keep.has(t)) t.dispose();
       for (const t of keep) track(t);
@@ -352,7 +362,8 @@ export function bind(wasm, wasmUrl, threads = undefined) {
       throw e;
     }
     if (options.gpuDevice !== undefined) return adopt(options.gpuDevice, () => wasm.openDevice('webgpu'));
-    if (options.policy !== undefined) return wasm.openDevice(undefined, options.policy);
+    // Both given: the wasm refuses with INVALID, rather than one being ignored.
+    if (options.policy !== undefined) return wasm.openDevice(options.backend, options.policy);
     return wasm.openDevice(options.backend ?? 'auto');
   }
 

@@ -115,6 +115,20 @@ assert.throws(() => device.scope(async () => device.tensor(new Float32Array(4), 
 const nested = device.scope(() => device.scope(() => x.exp()).neg());
 close(await nested.read(), xs.map((v) => -Math.exp(v)), 'nested scopes', 2e-6);
 for (const t of [kept.result, kept.also[0], nested]) t.dispose();
+// Every maker's tensors (zeros, buffer.tensor) are freed by the scope of their own device;
+// another device's tensors made inside it are not.
+const other = await init({ backend: 'cpu' });
+const shared = device.buffer(new Float32Array(16));
+let made;
+device.scope(() => {
+  made = { zeros: device.zeros([4]), view: shared.tensor([4, 4]), mine: x.exp(), theirs: other.zeros([4]) };
+});
+for (const key of ['zeros', 'view', 'mine']) assert.equal(made[key].__wbg_ptr, 0, `scope frees ${key}`);
+assert.deepEqual(Array.from(await made.theirs.read()), [0, 0, 0, 0], 'another device keeps its tensor');
+const inner = other.scope(() => device.scope(() => other.zeros([2])));
+assert.deepEqual(Array.from(await inner.read()), [0, 0], "a device's scope leaves the other device's");
+for (const o of [made.theirs, inner, shared, other]) o.dispose();
+await assert.rejects(init({ backend: 'cpu', policy: { backends: ['cpu'] } }), (e) => e.code === 'INVALID' && /not both/.test(e.message));
 kept.result.dispose();
 // What `using t = ...` does at the end of its block (Node 20 lacks the syntax).
 const t = device.tensor(new Float32Array(4096), [4096]);
