@@ -177,7 +177,7 @@ function argBy(t, min, options = {}) {
   const index = t.argReduce(axis, min, last);
   if (!keepDims) return index;
   const shape = Array.from(t.shape);
-  shape[axis] = 1;
+  shape[axis < 0 ? axis + shape.length : axis] = 1;
   return index.reshape(shape);
 }
 

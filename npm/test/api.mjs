@@ -77,6 +77,17 @@ for (const [call, key] of [
 ]) {
   assert.throws(call, (e) => e.code === 'INVALID' && e.message.includes(`\`${key}\``) && /expected one of axis, keepDims/.test(e.message));
 }
+// Negative axes count from the end, as in numpy, TF.js and ONNX.
+const same = async (a, b, what) => assert.deepEqual([Array.from(a.shape), Array.from(await a.read())], [Array.from(b.shape), Array.from(await b.read())], what);
+await same(cube.sum({ axis: -1 }), cube.sum({ axis: 2 }), 'sum over -1');
+await same(cube.mean({ axis: [-1, 0], keepDims: true }), cube.mean({ axis: [2, 0], keepDims: true }), 'mean over [-1, 0]');
+await same(cube.argmax({ axis: -2, keepDims: true }), cube.argmax({ axis: 1, keepDims: true }), 'argmax over -2');
+await same(cube.softmax(-1), cube.softmax(2), 'softmax over -1');
+await same(cube.cumsum(-3), cube.cumsum(0), 'cumsum over -3');
+await same(cube.concat(cube, -1), cube.concat(cube, 2), 'concat along -1');
+await same(cube.slice(-1, 1, 3), cube.slice(2, 1, 3), 'slice of -1');
+await same(cube.gather(-2, device.tensor(new Int32Array([2, -3]), [2])), cube.gather(1, device.tensor(new Int32Array([2, 0]), [2])), 'gather along -2');
+assert.throws(() => cube.sum({ axis: -4 }), (e) => e.code === 'OUT_OF_RANGE' && /\[-3, 3\)/.test(e.message));
 assert.throws(() => cube.sum({ axis: '1' }), (e) => e.code === 'INVALID' && /axis is string/.test(e.message));
 assert.throws(() => cube.min({ axis: [0, '2'] }), (e) => e.code === 'INVALID' && /axis is \[0, string\]/.test(e.message));
 assert.throws(() => cube.argmax({ axis: 1.5 }), (e) => e.code === 'INVALID' && /axis is 1.5: expected a whole number/.test(e.message));

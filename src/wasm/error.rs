@@ -41,3 +41,18 @@ pub(crate) fn usizes(what: &str, values: &[f64]) -> Result<Vec<usize>, JsValue> 
 pub(crate) fn usize_of(what: &str, value: f64) -> Result<usize, JsValue> {
     Ok(usizes(what, &[value])?[0])
 }
+
+/// An axis of a rank-`rank` tensor from JS: a whole number, negative ones counting from the
+/// end (`-1` is the last axis), as in numpy, TF.js and ONNX. One past either end is an
+/// `OUT_OF_RANGE` error here or in the op.
+pub(crate) fn axis_of(rank: usize, value: f64) -> Result<usize, JsValue> {
+    if value < 0.0 && value.fract() == 0.0 {
+        let from_end = rank as f64 + value;
+        return if from_end >= 0.0 {
+            Ok(from_end as usize)
+        } else {
+            Err(js_error(crate::Error::OutOfRange(format!("axis {value} of a rank-{rank} tensor: expected an axis in [-{rank}, {rank})"))))
+        };
+    }
+    usize_of("axis", value)
+}

@@ -2,7 +2,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::error::{invalid, js_error, usize_of};
+use super::error::{axis_of, invalid, js_error, usize_of};
 use super::options::{Options, TensorArgs};
 use crate::ops::{BinaryOp, NormKind, NormParams, ReduceOp, UnaryOp};
 use crate::ops::indexing::IndexMode;
@@ -203,7 +203,7 @@ impl JsTensor {
 
     /// Elements `start..end` along `axis` (a view).
     pub fn slice(&self, axis: f64, start: f64, end: f64) -> Result<JsTensor, JsValue> {
-        let (axis, start, end) = (usize_of("axis", axis)?, usize_of("start", start)?, usize_of("end", end)?);
+        let (axis, start, end) = (axis_of(self.inner.rank(), axis)?, usize_of("start", start)?, usize_of("end", end)?);
         wrap(self.inner.slice(axis, start..end))
     }
 
@@ -266,7 +266,7 @@ impl JsTensor {
     pub fn cumsum(&self, axis: f64, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
         let o = Options::new("cumsum", options, &["exclusive", "reverse"])?;
         let options = crate::ops::CumsumOptions { exclusive: o.flag("exclusive")?.unwrap_or(false), reverse: o.flag("reverse")?.unwrap_or(false) };
-        wrap(self.inner.cumsum_with(usize_of("axis", axis)?, options))
+        wrap(self.inner.cumsum_with(axis_of(self.inner.rank(), axis)?, options))
     }
 
     /// Layer norm's statistics over the last `axes` axes (`{ axes, eps }`: 1 and 1e-5 by
@@ -286,7 +286,7 @@ impl JsTensor {
     /// call this).
     #[wasm_bindgen(js_name = argReduce)]
     pub fn arg_reduce(&self, axis: f64, min: bool, last: bool) -> Result<JsTensor, JsValue> {
-        wrap(self.inner.arg_reduce(usize_of("axis", axis)?, crate::ops::ArgOptions { min, last }))
+        wrap(self.inner.arg_reduce(axis_of(self.inner.rank(), axis)?, crate::ops::ArgOptions { min, last }))
     }
 
     /// RMS normalisation over the last `axes` axes (1 by default; the npm package's
@@ -361,7 +361,7 @@ impl JsTensor {
 
     /// `this` and `other` joined along `axis`.
     pub fn concat(&self, other: &JsTensor, axis: f64) -> Result<JsTensor, JsValue> {
-        wrap(Tensor::concat(&[&self.inner, &other.inner], usize_of("axis", axis)?))
+        wrap(Tensor::concat(&[&self.inner, &other.inner], axis_of(self.inner.rank(), axis)?))
     }
 
     /// Entries along `axis` picked by `indices` (i32, u32 or i64, any rank; negative ones
@@ -373,7 +373,7 @@ impl JsTensor {
             None => IndexMode::Error,
             Some(name) => IndexMode::from_name(&name).ok_or_else(|| invalid(format!("gather: option `mode` is {name:?}: expected 'error', 'clip' or 'fill'")))?,
         };
-        wrap(self.inner.gather_with(usize_of("axis", axis)?, &indices.inner, mode))
+        wrap(self.inner.gather_with(axis_of(self.inner.rank(), axis)?, &indices.inner, mode))
     }
 
     /// `this ? a : b` elementwise (this is the condition), broadcasting.
@@ -394,7 +394,7 @@ impl JsTensor {
     /// Softmax over `axis` (the last when undefined).
     pub fn softmax(&self, axis: Option<f64>) -> Result<JsTensor, JsValue> {
         match axis {
-            Some(a) => wrap(self.inner.softmax_axis(usize_of("axis", a)?)),
+            Some(a) => wrap(self.inner.softmax_axis(axis_of(self.inner.rank(), a)?)),
             None => wrap(self.inner.softmax()),
         }
     }
@@ -404,7 +404,7 @@ impl JsTensor {
     #[wasm_bindgen(js_name = logSoftmax)]
     pub fn log_softmax(&self, axis: Option<f64>) -> Result<JsTensor, JsValue> {
         match axis {
-            Some(a) => wrap(self.inner.log_softmax_axis(usize_of("axis", a)?)),
+            Some(a) => wrap(self.inner.log_softmax_axis(axis_of(self.inner.rank(), a)?)),
             None => wrap(self.inner.log_softmax()),
         }
     }
@@ -417,7 +417,7 @@ impl JsTensor {
                 "unknown reduction `{op}`: expected sum, mean, max, min or argmax"
             ))
         })?;
-        wrap(self.inner.reduce(op, axis.map(|a| usize_of("axis", a)).transpose()?))
+        wrap(self.inner.reduce(op, axis.map(|a| axis_of(self.inner.rank(), a)).transpose()?))
     }
 
     /// A reduction by name over the axes `axes` together (every axis when empty), keeping them
@@ -426,7 +426,7 @@ impl JsTensor {
     #[wasm_bindgen(js_name = reduceAxes)]
     pub fn reduce_axes(&self, #[wasm_bindgen(unchecked_param_type = "ReduceName")] op: &str, axes: Vec<f64>, keep_dims: bool, empty_identity: Option<bool>) -> Result<JsTensor, JsValue> {
         let op = ReduceOp::from_name(op).ok_or_else(|| invalid(format!("unknown reduction `{op}`: expected sum, mean, max, min or argmax")))?;
-        let axes = axes.into_iter().map(|a| usize_of("axis", a)).collect::<Result<Vec<_>, _>>()?;
+        let axes = axes.into_iter().map(|a| axis_of(self.inner.rank(), a)).collect::<Result<Vec<_>, _>>()?;
         if empty_identity == Some(true) {
             return wrap(crate::ops::reduce::reduce_axes_with_identity(&self.inner.device().queue(), op, &self.inner, &axes, keep_dims));
         }
