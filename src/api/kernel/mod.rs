@@ -7,7 +7,7 @@ mod wgsl;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::hal::{UserArg, UserProgram};
+use crate::hal::{UserArg, UserProgram, UserSource};
 pub use crate::base::dtype::{KernelLanguage, Scalar};
 use crate::hal::Block;
 use crate::profile;
@@ -155,10 +155,22 @@ impl Kernel {
     /// goes on with wrong values. `device.info().limits.max_loop_iterations` tells
     /// (`Some(65535)` there, `None` where there is no such limit); on such a device split
     /// long work across invocations or launches. The built-in ops do so themselves.
+    ///
+    /// `override` constants take their defaults; [`Kernel::from_wgsl_with`] sets them.
     pub fn from_wgsl(device: &Device, source: &str, entry: &str) -> Result<Kernel> {
-        let info = wgsl::reflect(source, entry)?;
+        Kernel::from_wgsl_with(device, source, entry, &[])
+    }
+
+    /// [`Kernel::from_wgsl`] with values for the shader's `override` constants, by name or
+    /// `@id` (as WebGPU's pipeline `constants`): `&[("wg", 128.0)]`. Each value must fit its
+    /// override's type; overrides not given take their defaults, and one without a default
+    /// must be given. The resolved `@workgroup_size` is checked against the device's limits
+    /// and reported by [`Kernel::info`].
+    pub fn from_wgsl_with(device: &Device, source: &str, entry: &str, constants: &[(&str, f64)]) -> Result<Kernel> {
+        let info = wgsl::reflect(source, entry, constants)?;
         check_workgroup_size(device, &info)?;
-        let program = match device.shared.backend.user_program(KernelLanguage::Wgsl, source, entry) {
+        let kernel = UserSource { language: KernelLanguage::Wgsl, source, entry, constants };
+        let program = match device.shared.backend.user_program(&kernel) {
             Some(program) => program?,
             None => {
                 return Err(Error::Unsupported {
@@ -182,7 +194,8 @@ impl Kernel {
     pub fn from_cuda(device: &Device, source: &str, entry: &str, block: [u32; 3]) -> Result<Kernel> {
         let info = cuda::reflect(source, entry, block)?;
         check_workgroup_size(device, &info)?;
-        let program = match device.shared.backend.user_program(KernelLanguage::Cuda, source, entry) {
+        let kernel = UserSource { language: KernelLanguage::Cuda, source, entry, constants: &[] };
+        let program = match device.shared.backend.user_program(&kernel) {
             Some(program) => program?,
             None => {
                 return Err(Error::Unsupported {
@@ -202,10 +215,18 @@ impl Kernel {
     /// NVRTC that a kernel will build for CUDA. Constructs outside the subset are
     /// [`Error::Shader`] at their line:column; a build without the cuda backend, or a machine
     /// without NVRTC, gives `Unsupported`.
-    #[cfg_attr(not(cuda_backend), allow(unused_variables))]
+    ///
+    /// `override` constants take their defaults; [`Kernel::cuda_from_wgsl_with`] sets them.
     pub fn cuda_from_wgsl(source: &str, entry: &str) -> Result<String> {
+        Kernel::cuda_from_wgsl_with(source, entry, &[])
+    }
+
+    /// [`Kernel::cuda_from_wgsl`] with values for the shader's `override` constants, as
+    /// [`Kernel::from_wgsl_with`] takes them.
+    #[cfg_attr(not(cuda_backend), allow(unused_variables))]
+    pub fn cuda_from_wgsl_with(source: &str, entry: &str, constants: &[(&str, f64)]) -> Result<String> {
         #[cfg(cuda_backend)]
-        return crate::hal::cuda::wgsl::check(source, entry);
+        return crate::hal::cuda::wgsl::check(source, entry, constants);
         #[cfg(not(cuda_backend))]
         Err(Error::Unsupported { backend: crate::BackendKind::Cuda, what: format!("{}: translating WGSL to CUDA", crate::hal::missing_reason(crate::BackendKind::Cuda)) })
     }
@@ -328,7 +349,7 @@ fn describe(language: KernelLanguage, b: &BindingInfo) -> String {
 
 /// Validate WGSL without a device: the reflection of `entry`, or a located error.
 pub fn validate_wgsl(source: &str, entry: &str) -> Result<KernelInfo> {
-    wgsl::reflect(source, entry)
+    wgsl::reflect(source, entry, &[])
 }
 
 /// Launching user kernels.

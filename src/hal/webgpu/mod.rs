@@ -326,7 +326,7 @@ impl GpuDevice {
     /// Compile a user kernel (already validated by naga), reporting any wgpu error (natively
     /// at once; in browsers, which report asynchronously, on the next call, as other device
     /// errors are).
-    pub(crate) fn create_user_pipeline(&self, source: &str, entry: &str) -> Result<UserPipeline> {
+    pub(crate) fn create_user_pipeline(&self, source: &str, entry: &str, constants: &[(&str, f64)]) -> Result<UserPipeline> {
         #[cfg(not(target_arch = "wasm32"))]
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -338,7 +338,7 @@ impl GpuDevice {
             layout: None,
             module: &module,
             entry_point: Some(entry),
-            compilation_options: Default::default(),
+            compilation_options: wgpu::PipelineCompilationOptions { constants, ..Default::default() },
             cache: None,
         });
         #[cfg(not(target_arch = "wasm32"))]
