@@ -10,7 +10,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use super::timer::{Clock, Timing};
-use super::{Block, Mapped, UserArg, UserSource};
+use super::{Block, LoopCheck, Mapped, UserArg, UserSource};
 use crate::{DeviceInfo, Result};
 
 /// The primitives of one backend: memory, queues, fences, user programs and timers.
@@ -47,6 +47,10 @@ pub(crate) trait Backend {
     fn memory_free(dev: &Self::Device) -> Option<u64>;
     /// Compile a user kernel; `None` if this backend does not run `language`.
     fn user_program(dev: &Self::Device, kernel: &UserSource<'_>) -> Option<Result<Self::Program>>;
+    /// Where a user program's loop-count status word binds, if its loops are counted.
+    fn loop_check(_program: &Self::Program) -> Option<LoopCheck> {
+        None
+    }
     /// Let finished work release its buffers (never blocks).
     fn maintain(dev: &Self::Device);
     /// Block until submitted work and its callbacks have run, where the backend can block.

@@ -190,6 +190,25 @@ pub(crate) struct UserSource<'a> {
     pub constants: &'a [(&'a str, f64)],
 }
 
+/// Where the hidden status word of a user kernel whose loops are counted binds, and the
+/// loop limit it watches (`webgpu/loop_check.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LoopCheck {
+    pub group: u32,
+    pub binding: u32,
+    pub limit: u64,
+}
+
+impl UserProgram {
+    /// Where the program's loop-count status word binds, if its loops are counted.
+    pub(crate) fn loop_check(&self) -> Option<LoopCheck> {
+        match self {
+            UserProgram::WebGpu(p) => WebGpu::loop_check(p),
+            UserProgram::Cpu(_) | UserProgram::Cuda(_) => None,
+        }
+    }
+}
+
 /// One argument of a user program launch, already checked against its reflection.
 pub(crate) enum UserArg<'a> {
     /// `byte_len` bytes at `byte_offset` of `block`, bound at (`group`, `binding`).

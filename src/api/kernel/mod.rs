@@ -7,7 +7,7 @@ mod wgsl;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::hal::{UserArg, UserProgram, UserSource};
+use crate::hal::{LoopCheck, UserArg, UserProgram, UserSource};
 pub use crate::base::dtype::{KernelLanguage, Scalar};
 use crate::hal::Block;
 use crate::profile;
@@ -363,8 +363,15 @@ impl Queue {
             self.device.check_same(device, "binding")?;
         }
         kernel.check_launch(bindings, workgroups)?;
-        let blocks: Vec<_> = bindings.iter().filter_map(|b| b.buffer().map(|b| b.inner)).collect();
-        let args: Vec<UserArg<'_>> = bindings.iter().zip(&kernel.info().bindings).map(|(b, info)| user_arg(b, info)).collect();
+        let status = self.loop_status(kernel)?;
+        let mut blocks: Vec<_> = bindings.iter().filter_map(|b| b.buffer().map(|b| b.inner)).collect();
+        let mut args: Vec<UserArg<'_>> = bindings.iter().zip(&kernel.info().bindings).map(|(b, info)| user_arg(b, info)).collect();
+        if let Some((check, word)) = &status {
+            blocks.push(&word.inner);
+            let (group, binding) = (check.group, check.binding);
+            let byte_offset = 4 * word.offset() as u64;
+            args.push(UserArg::Buffer { block: &word.inner, group, binding, byte_offset, byte_len: 4 });
+        }
         let block = kernel.info().workgroup_size;
         let run = || self.shared.imp.launch(self.backend(), &kernel.program, &args, workgroups, block);
         let describe = |clock, host_start| {
@@ -375,6 +382,26 @@ impl Queue {
             record
         };
         self.record_launch(&blocks, &mut { run }, &describe)
+    }
+}
+
+impl Queue {
+    /// On a device that ends long loops early, the status word that counts `kernel`'s loops
+    /// (`hal/webgpu/loop_check.rs`); the next read reports an invocation that reached the
+    /// limit. Refused while the queue captures (a replay makes no read).
+    fn loop_status(&self, kernel: &Kernel) -> Result<Option<(LoopCheck, crate::Tensor)>> {
+        let Some(check) = kernel.program.loop_check() else { return Ok(None) };
+        let entry = kernel.info().entry.clone();
+        let device = self.device.info().name.clone();
+        let describe = Box::new(move |count: u32| {
+            format!(
+                "kernel `{entry}`: an invocation's loops went round {count} times, where this \
+                 device ({device}) ends loops early without an error (limits.max_loop_iterations): \
+                 its results may be cut short; split the work across more invocations or launches"
+            )
+        });
+        let what = format!("launching `{}`, whose loops this device counts (it ends long loops early)", kernel.info().entry);
+        Ok(Some((check, self.check_word(&what, describe)?)))
     }
 }
 
