@@ -22,6 +22,7 @@ mod mapped;
 mod none;
 mod source;
 pub(crate) mod timer;
+pub(crate) mod wgsl_enables;
 pub(crate) mod wgsl_overrides;
 pub(crate) mod wgsl_subset;
 #[cfg(cuda_backend)]

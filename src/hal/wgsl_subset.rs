@@ -22,7 +22,7 @@ pub(crate) fn parse(
     backend: &str,
 ) -> Result<(Module, ModuleInfo, usize)> {
     let located = |what: String, span: naga::Span| located(source, what, span);
-    let module = naga::front::wgsl::parse_str(source).map_err(|e| {
+    let module = naga::front::wgsl::parse_str(&super::wgsl_enables::for_naga(source)).map_err(|e| {
         let at = e.location(source).map_or((0, 0), |l| (l.line_number, l.line_position));
         Error::Shader { line: at.0, column: at.1, message: e.message().to_string(), source_line: source.lines().nth(at.0.saturating_sub(1) as usize).unwrap_or("").to_string() }
     })?;

@@ -1000,27 +1000,36 @@ fn subgroup_operations_over_each_subgroup_of_active_lanes() {
             eprintln!("SKIPPING subgroups on {}: the adapter has none", name(d));
             continue;
         }
-        let n = 128;
-        let xs = random(14, n, -1.0, 1.0);
-        let bx = Buffer::from_slice(d, &xs).unwrap();
-        let out = poisoned::<f32>(d, 8 * n);
-        let got = run(d, SUBGROUPS, &[Binding::from(&bx), Binding::from(&out)], [2, 1, 1], &out);
-        for i in 0..n {
-            let (size, sid) = (got[8 * i] as usize, got[8 * i + 1] as usize);
-            assert!(size.is_power_of_two() && sid < size && size <= 128, "subgroup size {size}, id {sid} on {}", name(d));
-            // The subgroup: consecutive invocations of one workgroup.
-            let start = i - sid;
-            let members: Vec<usize> = (start..(start + size).min(i / 64 * 64 + 64)).collect();
-            let sum: f64 = members.iter().map(|&k| f64::from(xs[k])).sum();
-            let prefix: f64 = (start..=i).map(|k| f64::from(xs[k])).sum();
-            let max = members.iter().map(|&k| f64::from(xs[k])).fold(f64::NEG_INFINITY, f64::max);
-            let even: f64 = members.iter().filter(|&&k| (k - start) % 2 == 0).map(|&k| f64::from(xs[k])).sum();
-            let positive = members.iter().filter(|&&k| xs[k] > 0.0).count() as f64;
-            let want = [sum, prefix, max, f64::from(xs[start + (sid ^ 1)]), if sid % 2 == 0 { even } else { -1.0 }, positive];
-            let at = [2, 3, 4, 5, 6, 7];
-            for (w, &k) in want.iter().zip(&at) {
-                assert!((f64::from(got[8 * i + k]) - w).abs() <= 1e-5 * (1.0 + w.abs()), "invocation {i} output {k}: {} vs {w} on {}", got[8 * i + k], name(d));
-            }
+        // As written for browsers too, which want the extension enabled (naga 30 refuses the
+        // directive and is given the source without it).
+        for source in [SUBGROUPS.to_string(), format!("enable subgroups;{SUBGROUPS}")] {
+            check_subgroups(d, &source);
+        }
+    }
+}
+
+/// [`SUBGROUPS`] (or `source`, a variant of it) on `d`, against f64 references.
+fn check_subgroups(d: &Device, source: &str) {
+    let n = 128;
+    let xs = random(14, n, -1.0, 1.0);
+    let bx = Buffer::from_slice(d, &xs).unwrap();
+    let out = poisoned::<f32>(d, 8 * n);
+    let got = run(d, source, &[Binding::from(&bx), Binding::from(&out)], [2, 1, 1], &out);
+    for i in 0..n {
+        let (size, sid) = (got[8 * i] as usize, got[8 * i + 1] as usize);
+        assert!(size.is_power_of_two() && sid < size && size <= 128, "subgroup size {size}, id {sid} on {}", name(d));
+        // The subgroup: consecutive invocations of one workgroup.
+        let start = i - sid;
+        let members: Vec<usize> = (start..(start + size).min(i / 64 * 64 + 64)).collect();
+        let sum: f64 = members.iter().map(|&k| f64::from(xs[k])).sum();
+        let prefix: f64 = (start..=i).map(|k| f64::from(xs[k])).sum();
+        let max = members.iter().map(|&k| f64::from(xs[k])).fold(f64::NEG_INFINITY, f64::max);
+        let even: f64 = members.iter().filter(|&&k| (k - start) % 2 == 0).map(|&k| f64::from(xs[k])).sum();
+        let positive = members.iter().filter(|&&k| xs[k] > 0.0).count() as f64;
+        let want = [sum, prefix, max, f64::from(xs[start + (sid ^ 1)]), if sid % 2 == 0 { even } else { -1.0 }, positive];
+        let at = [2, 3, 4, 5, 6, 7];
+        for (w, &k) in want.iter().zip(&at) {
+            assert!((f64::from(got[8 * i + k]) - w).abs() <= 1e-5 * (1.0 + w.abs()), "invocation {i} output {k}: {} vs {w} on {}", got[8 * i + k], name(d));
         }
     }
 }

@@ -21,7 +21,7 @@ pub(crate) fn reflect(source: &str, entry: &str, constants: &[(&str, f64)]) -> R
 
 /// `source` parsed and validated, or its first error at its line:column.
 fn parse(source: &str) -> Result<(naga::Module, naga::valid::ModuleInfo)> {
-    let module = naga::front::wgsl::parse_str(source).map_err(|e| {
+    let module = naga::front::wgsl::parse_str(&crate::hal::wgsl_enables::for_naga(source)).map_err(|e| {
         let loc = e.location(source);
         shader_error(source, loc.map(|l| (l.line_number, l.line_position)), e.message().to_string())
     })?;

@@ -18,7 +18,8 @@ use crate::{Error, Result};
 /// status word binds; `None` if the entry point reaches no loop.
 pub(crate) fn instrument(source: &str, entry: &str, limit: u64) -> Result<Option<(String, LoopCheck)>> {
     let internal = |e: String| Error::Device(format!("internal: counting the loops of `{entry}`: {e}"));
-    let mut module = naga::front::wgsl::parse_str(source).map_err(|e| internal(e.message().to_string()))?;
+    let text = crate::hal::wgsl_enables::for_naga(source);
+    let mut module = naga::front::wgsl::parse_str(&text).map_err(|e| internal(e.message().to_string()))?;
     let (group, binding) = free_binding(&module);
     module.entry_points.retain(|ep| ep.name == entry);
     naga::compact::compact(&mut module, naga::compact::KeepUnused::No);

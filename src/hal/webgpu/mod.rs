@@ -337,6 +337,9 @@ impl GpuDevice {
             Some((text, check)) => (text.as_str(), Some(*check)),
             None => (source, None),
         };
+        // Natively wgpu's naga reads it; browsers want the directives naga refuses.
+        #[cfg(not(target_arch = "wasm32"))]
+        let source = crate::hal::wgsl_enables::for_naga(source);
         #[cfg(not(target_arch = "wasm32"))]
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
