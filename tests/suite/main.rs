@@ -23,3 +23,4 @@ mod recovery;
 mod stress;
 mod tune;
 mod wgsl_kernels;
+mod wgsl_types;
