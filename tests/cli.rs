@@ -115,8 +115,8 @@ fn wgsl_to_cuda_prints_the_translation_or_says_why_not() {
     let (ok, _, stderr) = unicompute(&["wgsl-to-cuda", "no-such-kernel.wgsl"]);
     assert!(!ok && stderr.contains("no-such-kernel.wgsl"), "{stderr}");
     let bad = std::env::temp_dir().join(format!("unicompute-cli-bad-{}.wgsl", std::process::id()));
-    std::fs::write(&bad, "@compute @workgroup_size(1)\nfn main() {\n    let x: mat2x2<f32> = mat2x2<f32>();\n}\n").unwrap();
+    std::fs::write(&bad, "enable f16;\n@compute @workgroup_size(1)\nfn main() {\n    let x: mat2x2<f16> = mat2x2<f16>();\n}\n").unwrap();
     let (ok, _, stderr) = unicompute(&["wgsl-to-cuda", bad.to_str().unwrap()]);
     let _ = std::fs::remove_file(&bad);
-    assert!(!ok && stderr.contains("3:"), "a construct outside the subset at its line: {stderr}");
+    assert!(!ok && stderr.contains("4:"), "a construct outside the subset at its line: {stderr}");
 }

@@ -115,14 +115,21 @@ fn check_argument(module: &Module, arg: &naga::FunctionArgument) -> Result<(), R
     }
 }
 
-/// Only 32-bit numbers and bools, vectors, arrays, structs and atomics of them.
+/// 32-bit numbers, f16 and bools, vectors and f32 matrices, arrays, structs and atomics of
+/// them.
 fn check_type(module: &Module, inner: &TypeInner) -> Result<(), String> {
-    let scalar_ok = |s: Scalar| s.kind == ScalarKind::Bool || (s.width == 4 && matches!(s.kind, ScalarKind::Float | ScalarKind::Sint | ScalarKind::Uint));
+    let scalar_ok = |s: Scalar| {
+        s.kind == ScalarKind::Bool
+            || (s.width == 4 && matches!(s.kind, ScalarKind::Float | ScalarKind::Sint | ScalarKind::Uint))
+            || s == Scalar::F16
+    };
     match *inner {
+        TypeInner::Atomic(s) if s == Scalar::F16 => Err("atomic f16 values".into()),
         TypeInner::Scalar(s) | TypeInner::Vector { scalar: s, .. } | TypeInner::Atomic(s) if scalar_ok(s) => Ok(()),
         TypeInner::Scalar(s) | TypeInner::Vector { scalar: s, .. } | TypeInner::Atomic(s) => {
             Err(format!("{} values", s.to_wgsl_for_diagnostics()))
         }
+        TypeInner::Matrix { scalar, .. } if scalar == Scalar::F32 => Ok(()),
         TypeInner::Array { base, size, .. } => match size {
             naga::ArraySize::Pending(_) if super::wgsl_overrides::array_length(module, size).is_none() => {
                 Err("arrays sized by an override that has no value".into())
@@ -131,7 +138,8 @@ fn check_type(module: &Module, inner: &TypeInner) -> Result<(), String> {
         },
         TypeInner::Struct { ref members, .. } => {
             for m in members {
-                if m.offset % 4 != 0 {
+                let half = module.types[m.ty].inner == TypeInner::Scalar(Scalar::F16);
+                if m.offset % 4 != 0 && !half {
                     return Err("struct members that do not start on a 4-byte boundary".into());
                 }
                 check_type(module, &module.types[m.ty].inner)?;
@@ -140,9 +148,37 @@ fn check_type(module: &Module, inner: &TypeInner) -> Result<(), String> {
         }
         TypeInner::Pointer { base, .. } => check_type(module, &module.types[base].inner),
         TypeInner::ValuePointer { scalar, .. } if scalar_ok(scalar) => Ok(()),
-        TypeInner::Matrix { .. } => Err(format!("matrices ({})", wgsl_type(module, inner))),
         _ => Err(format!("values of type {}", wgsl_type(module, inner))),
     }
+}
+
+/// Whether `inner`, an array or a struct, holds f16 values: the executor keeps those in
+/// memory only, reached through pointers (`a[i]`, `s.h`), never as a whole value.
+fn holds_f16(module: &Module, inner: &TypeInner) -> bool {
+    match *inner {
+        TypeInner::Array { base, .. } => {
+            let element = &module.types[base].inner;
+            element.scalar() == Some(Scalar::F16) || holds_f16(module, element)
+        }
+        TypeInner::Struct { ref members, .. } => members.iter().any(|m| {
+            let member = &module.types[m.ty].inner;
+            member.scalar() == Some(Scalar::F16) || holds_f16(module, member)
+        }),
+        _ => false,
+    }
+}
+
+/// [`check_type`] of an expression's value: arrays and structs holding f16 are refused as
+/// values (a whole array loaded, a struct passed by value, `modf` and `frexp` of f16).
+fn check_value_type(module: &Module, inner: &TypeInner) -> Result<(), String> {
+    if holds_f16(module, inner) {
+        let what = wgsl_type(module, inner);
+        return Err(format!(
+            "values of type {what} (arrays and structs holding f16 are only read and written \
+             through their elements and members)"
+        ));
+    }
+    check_type(module, inner)
 }
 
 /// `inner` as WGSL spells it (`texture_2d<f32>`, `mat3x3<f32>`), not naga's IR.
@@ -180,7 +216,7 @@ fn check_function(module: &Module, info: &naga::valid::FunctionInfo, f: &naga::F
     for (h, e) in f.expressions.iter() {
         let span = f.expressions.get_span(h);
         check_expression(e).map_err(|what| (what, span))?;
-        check_type(module, info[h].ty.inner_with(&module.types)).map_err(|what| (what, span))?;
+        check_value_type(module, info[h].ty.inner_with(&module.types)).map_err(|what| (what, span))?;
     }
     for (h, local) in f.local_variables.iter() {
         check_type(module, &module.types[local.ty].inner).map_err(|what| (what, f.local_variables.get_span(h)))?;
@@ -191,12 +227,13 @@ fn check_function(module: &Module, info: &naga::valid::FunctionInfo, f: &naga::F
 fn check_expression(e: &E) -> Result<(), String> {
     match *e {
         E::Literal(l) => match l {
-            naga::Literal::F32(_) | naga::Literal::I32(_) | naga::Literal::U32(_) | naga::Literal::Bool(_) | naga::Literal::AbstractInt(_) | naga::Literal::AbstractFloat(_) => Ok(()),
+            naga::Literal::F32(_) | naga::Literal::F16(_) | naga::Literal::I32(_) | naga::Literal::U32(_) | naga::Literal::Bool(_) | naga::Literal::AbstractInt(_) | naga::Literal::AbstractFloat(_) => Ok(()),
             other => Err(format!("the literal {}", wgsl_literal(other))),
         },
         E::Math { fun, .. } if !MATH.contains(&fun) => {
             Err(format!("the built-in function {}", wgsl_function(fun)))
         }
+        E::As { convert: Some(2), kind: ScalarKind::Float, .. } => Ok(()),
         E::As { convert: Some(w), .. } if w != 4 && w != 1 => Err(format!("conversions to {}-bit values", w * 8)),
         E::Constant(_)
         | E::Override(_)
@@ -266,7 +303,8 @@ fn name_of(node: &impl std::fmt::Debug) -> String {
 }
 
 /// The built-in math functions the executor has.
-const MATH: [M; 72] = [
+const MATH: [M; 76] = [
+    M::Modf, M::Frexp, M::Transpose, M::Determinant,
     M::Abs, M::Min, M::Max, M::Clamp, M::Saturate, M::Cos, M::Cosh, M::Sin, M::Sinh, M::Tan, M::Tanh, M::Acos, M::Asin, M::Atan, M::Atan2, M::Asinh, M::Acosh, M::Atanh,
     M::Radians, M::Degrees, M::Ceil, M::Floor, M::Round, M::Fract, M::Trunc, M::Exp, M::Exp2, M::Log, M::Log2, M::Pow, M::Dot, M::Length, M::Sign, M::Fma, M::Mix, M::Step,
     M::Sqrt, M::InverseSqrt, M::CountTrailingZeros, M::CountLeadingZeros, M::CountOneBits, M::ReverseBits, M::Pack2x16float, M::Unpack2x16float, M::Saturate,

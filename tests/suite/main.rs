@@ -25,3 +25,4 @@ mod tune;
 mod wgsl_kernels;
 mod wgsl_loops;
 mod wgsl_overrides;
+mod wgsl_types;

@@ -79,7 +79,7 @@ pub(crate) fn info() -> DeviceInfo {
             storage_offset_alignment: 4,
             max_loop_iterations: None,
         },
-        features: Features { f16: false, timestamps: false, subgroups: true, int64: true }, // in user WGSL kernels (the executor)
+        features: Features { f16: true, timestamps: false, subgroups: true, int64: true }, // in user WGSL kernels (the executor)
         memory_total: memory,
         compute_capability: None,
         threads: Some(threads),

@@ -121,9 +121,8 @@ fn describe(ordinal: i32) -> std::result::Result<DeviceInfo, DriverError> {
             storage_offset_alignment: 4,
             max_loop_iterations: None,
         },
-        // f16: false, as the WGSL translation refuses `enable f16;` (CUDA C kernels may use
-        // `__half` from compute capability 5.3).
-        features: Features { f16: false, timestamps: true, subgroups: true, int64: true },
+        // f16: the WGSL translation computes f16 in f32 and stores it in 16 bits.
+        features: Features { f16: true, timestamps: true, subgroups: true, int64: true },
         memory_total: Some(total),
         compute_capability: Some(cc),
         threads: None,

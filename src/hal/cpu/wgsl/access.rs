@@ -5,10 +5,11 @@
 use std::borrow::Cow;
 
 use crate::hal::wgsl_overrides::array_length;
-use naga::{ArraySize, Expression as E, Handle, TypeInner};
+use naga::{ArraySize, Expression as E, Handle, Scalar, TypeInner};
 
 use super::eval::Index;
 use super::exec::{Exec, Frame, Value};
+use super::half::is_half;
 use super::lanes::{collect, zeroed, Lanes};
 use super::memory::Ptr;
 use crate::{Error, Result};
@@ -21,6 +22,9 @@ struct Step {
     count: Option<usize>,
     /// A struct member's fixed offset (constant indices into structs).
     member_offset: Option<usize>,
+    /// Whether the element is a lone f16, which a pointer reaches by its offset in halves
+    /// (half.rs): `stride` and `member_offset` then count halves.
+    half: bool,
 }
 
 impl Exec<'_, '_, '_> {
@@ -28,10 +32,17 @@ impl Exec<'_, '_, '_> {
     fn step(&self, inner: &TypeInner, i: Option<u32>) -> Result<Step> {
         let prog = self.prog;
         Ok(match *inner {
-            TypeInner::Vector { size, .. } => Step { stride: 1, width: 1, count: Some(size as usize), member_offset: None },
+            TypeInner::Vector { size, scalar } => Step { stride: 1, width: 1, count: Some(size as usize), member_offset: None, half: scalar == Scalar::F16 },
+            TypeInner::Matrix { columns, rows, .. } => {
+                let stride = super::matrix::column_words(rows);
+                Step { stride, width: rows as usize, count: Some(columns as usize), member_offset: None, half: false }
+            }
             TypeInner::Array { base, size, stride } => {
                 let count = array_length(&prog.module, size).map(|n| n as usize);
-                Step { stride: prog.stride(base, stride), width: prog.words(base), count, member_offset: None }
+                if is_half(&prog.module.types[base].inner) {
+                    return Ok(Step { stride: 1, width: 1, count, member_offset: None, half: true });
+                }
+                Step { stride: prog.stride(base, stride), width: prog.words(base), count, member_offset: None, half: false }
             }
             TypeInner::Struct { ref members, .. } => {
                 let m = i.and_then(|i| members.get(i as usize)).ok_or_else(|| Error::Device("internal: a struct indexed at run time".into()))?;
@@ -39,7 +50,9 @@ impl Exec<'_, '_, '_> {
                     TypeInner::Array { size: ArraySize::Dynamic, .. } => 0,
                     ref t => prog.words_of(t),
                 };
-                Step { stride: 0, width, count: None, member_offset: Some(m.offset as usize / 4) }
+                let half = is_half(&prog.module.types[m.ty].inner);
+                let offset = m.offset as usize / if half { 2 } else { 4 };
+                Step { stride: 0, width, count: None, member_offset: Some(offset), half }
             }
             _ => return Err(Error::Device(format!("internal: the cpu WGSL executor cannot index {inner:?}"))),
         })
@@ -60,7 +73,7 @@ impl Exec<'_, '_, '_> {
             Index::Dynamic(_) => None,
         };
         let step = match *self.ty(frame, base) {
-            TypeInner::ValuePointer { size: Some(size), .. } => Step { stride: 1, width: 1, count: Some(size as usize), member_offset: None },
+            TypeInner::ValuePointer { size: Some(size), scalar, .. } => Step { stride: 1, width: 1, count: Some(size as usize), member_offset: None, half: scalar == Scalar::F16 },
             _ => self.step(self.composite(frame, base), constant)?,
         };
         let indices: Cow<'_, [u32]> = match index {
@@ -76,9 +89,18 @@ impl Exec<'_, '_, '_> {
         };
         match frame.get(base)? {
             Value::Ptr(p) => {
+                // A lone f16 is reached in halves: the composite's offset, in words, doubled.
+                let scale = if step.half { 2 } else { 1 };
+                let len = self.memories().len(p.space) * scale as usize;
                 let offsets = match step.member_offset {
-                    Some(m) => collect(p.offsets.iter().map(|&off| off + m as u32)),
-                    None => step_pointer(&p.offsets, &step, self.memories().len(p.space), &indices, index),
+                    Some(m) => collect(p.offsets.iter().map(|&off| off.saturating_mul(scale) + m as u32)),
+                    None if step.half => {
+                        let halves = collect(p.offsets.iter().map(|&off| off.saturating_mul(2)));
+                        let offsets = step_pointer(&halves, &step, len, &indices, index);
+                        super::lanes::spare(halves);
+                        offsets
+                    }
+                    None => step_pointer(&p.offsets, &step, len, &indices, index),
                 };
                 Ok(Value::Ptr(Ptr { space: p.space, offsets, whole: false }))
             }

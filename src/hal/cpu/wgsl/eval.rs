@@ -12,6 +12,7 @@ use crate::{Error, Result};
 fn literal(l: &Literal) -> Vec<u32> {
     vec![match *l {
         Literal::F32(v) => v.to_bits(),
+        Literal::F16(v) => v.to_f32().to_bits(),
         Literal::I32(v) => v as u32,
         Literal::U32(v) => v,
         Literal::Bool(v) => u32::from(v),
@@ -76,7 +77,7 @@ impl Exec<'_, '_, '_> {
             E::Literal(ref l) => Lanes::splat(n, &literal(l)),
             E::Constant(c) => Lanes::splat(n, &self.constant(self.prog.module.constants[c].init)?),
             E::Override(o) => Lanes::splat(n, &self.override_value(o)?),
-            E::ZeroValue(ty) => Lanes::zeros(n, self.prog.words(ty)),
+            E::ZeroValue(ty) => Lanes::zeros(n, self.prog.value_words(&self.prog.module.types[ty].inner)),
             E::Compose { ty, ref components } => self.compose(frame, ty, components)?,
             E::Splat { size, value } => {
                 let v = frame.lanes(value)?;
@@ -99,21 +100,36 @@ impl Exec<'_, '_, '_> {
             }
             E::LocalVariable(l) => return Ok(Value::Ptr(Ptr { space: super::memory::Space::Local(frame.local_base + l.index()), offsets: super::lanes::zeroed(n), whole: true })),
             E::Load { pointer } if frame.reuse.direct[pointer.index()] => self.load_direct(frame, pointer)?,
-            E::Load { pointer } => {
-                let width = self.prog.words_of(self.ty(frame, h));
-                self.memories().load(frame.ptr(pointer)?, width)
-            }
+            E::Load { pointer } => self.load(frame, pointer, h)?,
             E::Access { base, index } => return self.access(frame, base, Index::Dynamic(index)),
             E::AccessIndex { base, index } => return self.access(frame, base, Index::Constant(index)),
             _ => self.arithmetic(frame, h)?,
         }))
     }
 
-    /// Unary, binary, select, relational, math and conversion expressions.
+    /// Unary, binary, select, relational, math and conversion expressions; an f16 result
+    /// computed in f32 and rounded to f16 (half.rs).
     fn arithmetic(&mut self, frame: &mut Frame<'_>, h: Handle<E>) -> Result<Lanes> {
+        let out = self.arithmetic_f32(frame, h)?;
+        let rounds = matches!(frame.function.expressions[h], E::Unary { .. } | E::Binary { .. } | E::Math { .. } | E::As { .. });
+        Ok(match self.ty(frame, h).scalar() {
+            Some(naga::Scalar::F16) if rounds => super::half::round(&out),
+            _ => out,
+        })
+    }
+
+    /// [`Self::arithmetic`] before f16 rounding.
+    fn arithmetic_f32(&mut self, frame: &mut Frame<'_>, h: Handle<E>) -> Result<Lanes> {
         Ok(match frame.function.expressions[h] {
             E::Unary { op, expr } => lanes::unary(op, self.kind(frame, expr), frame.lanes(expr)?),
-            E::Binary { op, left, right } => lanes::binary(op, self.kind(frame, left), frame.lanes(left)?, frame.lanes(right)?),
+            E::Binary { op, left, right } => {
+                let (l, r) = (frame.lanes(left)?, frame.lanes(right)?);
+                let typed = ((self.ty(frame, left), l), (self.ty(frame, right), r));
+                match super::matrix::binary(op, typed.0, typed.1) {
+                    Some(out) => out,
+                    None => lanes::binary(op, self.kind(frame, left), l, r),
+                }
+            }
             E::Select { condition, accept, reject } => {
                 let (c, a, r) = (frame.lanes(condition)?, frame.lanes(accept)?, frame.lanes(reject)?);
                 let picked = lanes::zip(c, a, |c, a| if c != 0 { a } else { 0 });
@@ -123,16 +139,23 @@ impl Exec<'_, '_, '_> {
             E::Relational { fun, argument } => super::math::relational(fun, frame.lanes(argument)?),
             E::Math { fun, arg, arg1, arg2, arg3 } => {
                 let kind = self.kind(frame, arg);
-                let [a, b, c, d] = [Some(arg), arg1, arg2, arg3].map(|a| a.map(|a| frame.lanes(a)).transpose());
-                super::math::math(fun, kind, a?.ok_or_else(|| internal("lost a math argument"))?, [b?, c?, d?])?
+                let a = frame.lanes(arg)?;
+                if let Some(out) = self.structured(frame, h, fun, arg, a) {
+                    return Ok(out);
+                }
+                let [b, c, d] = [arg1, arg2, arg3].map(|a| a.map(|a| frame.lanes(a)).transpose());
+                super::math::math(fun, kind, a, [b?, c?, d?])?
             }
             E::As { expr, kind, convert } => {
-                let from = self.kind(frame, expr);
-                let to = Kind::of(self.ty(frame, h)).unwrap_or(Kind::U32);
+                let from = self.ty(frame, expr).scalar();
+                let to = self.ty(frame, h).scalar();
                 let v = frame.lanes(expr)?;
+                let half = Some(naga::Scalar::F16);
                 match (convert, kind) {
+                    (None, _) if from == half && to != half => super::half::pack(v),
+                    (None, _) if to == half && from != half => super::half::unpack(v),
                     (None, _) => v.clone(),
-                    _ => lanes::convert(v, from, to),
+                    _ => lanes::convert(v, self.kind(frame, expr), Kind::of(self.ty(frame, h)).unwrap_or(Kind::U32)),
                 }
             }
             E::ArrayLength(pointer) => self.array_length(frame, pointer)?,
@@ -142,19 +165,30 @@ impl Exec<'_, '_, '_> {
         })
     }
 
+    /// The built-ins whose argument or result is a matrix or a struct (`transpose`,
+    /// `determinant`, `modf`, `frexp`) of `a`, the argument `arg` of expression `h`; `None`
+    /// for the others.
+    fn structured(&self, frame: &Frame<'_>, h: Handle<E>, fun: naga::MathFunction, arg: Handle<E>, a: &Lanes) -> Option<Lanes> {
+        use naga::MathFunction as M;
+        match fun {
+            M::Transpose | M::Determinant => super::matrix::function(a, self.ty(frame, arg), fun == M::Determinant),
+            M::Modf | M::Frexp => {
+                let TypeInner::Struct { ref members, span } = *self.ty(frame, h) else { return None };
+                let at = [members.first()?.offset, members.get(1)?.offset].map(|o| o as usize / 4);
+                Some(super::math::split(a, fun == M::Frexp, at, span as usize / 4))
+            }
+            _ => None,
+        }
+    }
+
     /// Components assembled into a vector, struct or array.
     fn compose(&self, frame: &Frame<'_>, ty: Handle<naga::Type>, components: &[Handle<E>]) -> Result<Lanes> {
-        let width = self.prog.words(ty);
+        let width = self.prog.value_words(&self.prog.module.types[ty].inner);
         let mut out = Lanes::zeros(self.lanes, width);
-        let module = &self.prog.module;
         let mut at = 0;
         for (i, &c) in components.iter().enumerate() {
             let v = frame.lanes(c)?;
-            let offset = match module.types[ty].inner {
-                TypeInner::Struct { ref members, .. } => members[i].offset as usize / 4,
-                TypeInner::Array { base, stride, .. } => i * self.prog.stride(base, stride),
-                _ => at,
-            };
+            let offset = self.component_offset(ty, i, at);
             for l in 0..self.lanes {
                 let dst = &mut out.lane_mut(l)[offset..];
                 let n = v.width.min(dst.len());
@@ -172,18 +206,14 @@ impl Exec<'_, '_, '_> {
             E::Literal(ref l) => literal(l),
             E::Constant(c) => self.constant(module.constants[c].init)?,
             E::Override(o) => self.override_value(o)?,
-            E::ZeroValue(ty) => vec![0; self.prog.words(ty)],
+            E::ZeroValue(ty) => vec![0; self.prog.value_words(&module.types[ty].inner)],
             E::Splat { size, value } => self.constant(value)?.repeat(size as usize),
             E::Compose { ty, ref components } => {
-                let mut out = vec![0; self.prog.words(ty)];
+                let mut out = vec![0; self.prog.value_words(&module.types[ty].inner)];
                 let mut at = 0;
                 for (i, &c) in components.iter().enumerate() {
                     let words = self.constant(c)?;
-                    let offset = match module.types[ty].inner {
-                        TypeInner::Struct { ref members, .. } => members[i].offset as usize / 4,
-                        TypeInner::Array { base, stride, .. } => i * self.prog.stride(base, stride),
-                        _ => at,
-                    };
+                    let offset = self.component_offset(ty, i, at);
                     let n = words.len().min(out.len().saturating_sub(offset));
                     out[offset..offset + n].copy_from_slice(&words[..n]);
                     at += words.len();
@@ -196,6 +226,29 @@ impl Exec<'_, '_, '_> {
 }
 
 impl Exec<'_, '_, '_> {
+    /// The value that `pointer` points at, of the type of expression `h` (f16 values widened
+    /// to f32, half.rs).
+    pub(super) fn load(&mut self, frame: &Frame<'_>, pointer: Handle<E>, h: Handle<E>) -> Result<Lanes> {
+        let halves = super::half::pointee(&self.prog.module, self.ty(frame, pointer));
+        let width = self.prog.words_of(self.ty(frame, h));
+        let ptr = frame.ptr(pointer)?;
+        Ok(match halves {
+            Some((n, lone)) => self.memories().load_halves(ptr, n, lone),
+            None => self.memories().load(ptr, width),
+        })
+    }
+
+    /// Where component `i` of a value of type `ty` starts, in words, `at` words of
+    /// components coming before it (a vector's components follow one another).
+    fn component_offset(&self, ty: Handle<naga::Type>, i: usize, at: usize) -> usize {
+        match self.prog.module.types[ty].inner {
+            TypeInner::Struct { ref members, .. } => members[i].offset as usize / 4,
+            TypeInner::Array { base, stride, .. } => i * self.prog.stride(base, stride),
+            TypeInner::Matrix { rows, .. } => i * super::matrix::column_words(rows),
+            _ => at,
+        }
+    }
+
     /// An `override` constant's value: its default (pipeline constants are not taken).
     fn override_value(&self, o: Handle<naga::Override>) -> Result<Vec<u32>> {
         let ov = &self.prog.module.overrides[o];

@@ -128,6 +128,7 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
                     let mut copy = PerLane::new(self.lanes, words);
                     if let Some(init) = var.init {
                         let value = self.constant(init)?;
+                        let value = super::half::in_memory(&self.prog.module.types[var.ty].inner, value);
                         for lane in copy.words.chunks_mut(words.max(1)) {
                             lane[..value.len().min(words)].copy_from_slice(&value[..value.len().min(words)]);
                         }
@@ -242,9 +243,11 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
             if let Some(init) = local.init {
                 self.ensure(&mut frame, init)?;
                 let v = frame.lanes(init)?;
+                let inner = &self.prog.module.types[local.ty].inner;
                 for l in 0..self.lanes {
-                    let n = v.width.min(words);
-                    copy.words[l * words..l * words + n].copy_from_slice(&v.lane(l)[..n]);
+                    let lane = super::half::in_memory(inner, v.lane(l).to_vec());
+                    let n = lane.len().min(words);
+                    copy.words[l * words..l * words + n].copy_from_slice(&lane[..n]);
                 }
             }
             self.locals.push(copy);
@@ -291,7 +294,9 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
                 let value = frame.reuse.slot[value.index()];
                 let v = frame.values[value.index()].take().ok_or_else(|| internal("stored an expression before evaluating it"))?;
                 if let Value::Lanes(ref lanes) = v {
-                    if frame.reuse.direct[pointer.index()] {
+                    if let Some((_, lone)) = super::half::pointee(&self.prog.module, self.ty(frame, pointer)) {
+                        self.memories().store_halves(frame.ptr(pointer)?, lanes, lone, mask);
+                    } else if frame.reuse.direct[pointer.index()] {
                         self.store_direct(frame, pointer, lanes, mask)?;
                     } else {
                         self.memories().store(frame.ptr(pointer)?, lanes, mask);
@@ -302,9 +307,7 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
             S::Call { function, ref arguments, result } => self.call_statement(frame, function, arguments, result, mask)?,
             S::Atomic { pointer, ref fun, value, result } => self.atomic(frame, pointer, fun, value, result, mask)?,
             S::WorkGroupUniformLoad { pointer, result } => {
-                let width = self.prog.words_of(self.ty(frame, result));
-                let ptr = frame.ptr(pointer)?.clone();
-                let v = self.memories().load(&ptr, width);
+                let v = self.load(frame, pointer, result)?;
                 frame.values[result.index()] = Some(Value::Lanes(v));
             }
             S::SubgroupCollectiveOperation { op, collective_op, argument, result } => self.collective(frame, op, collective_op, argument, result, mask)?,

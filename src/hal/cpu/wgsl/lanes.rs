@@ -122,15 +122,16 @@ pub(super) enum Kind {
 }
 
 impl Kind {
-    /// The kind of a scalar or vector type; `None` for other types (f16 and 64-bit types are
-    /// refused before a kernel runs).
+    /// The kind of a scalar, vector or matrix type (an f16 one computes as f32, half.rs);
+    /// `None` for other types (64-bit types are refused before a kernel runs).
     pub fn of(inner: &TypeInner) -> Option<Kind> {
         let scalar = match *inner {
             TypeInner::Scalar(s) | TypeInner::Vector { scalar: s, .. } | TypeInner::Atomic(s) => s,
+            TypeInner::Matrix { scalar: s, .. } => s,
             _ => return None,
         };
         match (scalar.kind, scalar.width) {
-            (ScalarKind::Float, 4) => Some(Kind::F32),
+            (ScalarKind::Float, 4 | 2) => Some(Kind::F32),
             (ScalarKind::Sint, 4) => Some(Kind::I32),
             (ScalarKind::Uint, 4) => Some(Kind::U32),
             (ScalarKind::Bool, _) => Some(Kind::Bool),

@@ -189,3 +189,24 @@ fn unpack_halves(a: &Lanes) -> Lanes {
     let words = a.words.iter().flat_map(|&w| [half::f16::from_bits(w as u16).to_f32().to_bits(), half::f16::from_bits((w >> 16) as u16).to_f32().to_bits()]).collect();
     Lanes { width: 2, words }
 }
+
+/// `modf` (`frexp: false`) or `frexp` of each lane's scalar or vector `a`: a struct of
+/// `width` words, the fraction at word `at[0]` and the whole part (or exponent) at `at[1]`.
+pub(super) fn split(a: &Lanes, frexp: bool, at: [usize; 2], width: usize) -> Lanes {
+    let mut out = Lanes::zeros(a.count(), width);
+    for l in 0..a.count() {
+        let (x, o) = (a.lane(l), out.lane_mut(l));
+        for (c, &w) in x.iter().enumerate() {
+            let (fract, other) = if frexp {
+                let (m, e) = libm::frexpf(f(w));
+                (m.to_bits(), e as u32)
+            } else {
+                let whole = f(w).trunc();
+                ((f(w) - whole).to_bits(), whole.to_bits())
+            };
+            o[at[0] + c] = fract;
+            o[at[1] + c] = other;
+        }
+    }
+    out
+}

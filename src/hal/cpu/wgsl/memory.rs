@@ -160,7 +160,7 @@ impl Memories<'_, '_> {
         out
     }
 
-    fn word(&self, space: Space, l: usize, offset: u32) -> u32 {
+    pub(super) fn word(&self, space: Space, l: usize, offset: u32) -> u32 {
         let clamp = |len: usize| (offset as usize).min(len.saturating_sub(1));
         match space {
             Space::Binding(b) if self.bound[b].1.len() == 0 => 0,
@@ -224,7 +224,7 @@ impl Memories<'_, '_> {
         }
     }
 
-    fn set(&mut self, space: Space, l: usize, offset: u32, w: u32) {
+    pub(super) fn set(&mut self, space: Space, l: usize, offset: u32, w: u32) {
         let i = offset as usize;
         match space {
             Space::Binding(b) => {
@@ -270,7 +270,7 @@ impl Memories<'_, '_> {
 
     /// Replace the word at `offset` of shared memory by `f(old)` (if it gives one) atomically;
     /// the old word, and whether it was replaced.
-    fn update(&mut self, space: Space, offset: u32, f: impl Fn(u32) -> Option<u32>) -> (u32, bool) {
+    pub(super) fn update(&mut self, space: Space, offset: u32, f: impl Fn(u32) -> Option<u32>) -> (u32, bool) {
         let i = offset as usize;
         match space {
             Space::Binding(b) => match &self.bound[b].1 {

@@ -12,8 +12,10 @@ mod direct;
 mod eval;
 mod exec;
 mod geometry;
+mod half;
 mod lanes;
 mod math;
+mod matrix;
 mod memory;
 mod pack;
 mod reuse;
@@ -81,7 +83,8 @@ impl WgslProgram {
         self.size.iter().map(|&n| n as usize).product()
     }
 
-    /// Words a value of `ty` takes (its memory layout; a bool one word).
+    /// Words a value of `ty` takes in memory (its WGSL layout; a bool one word, an f16 half
+    /// of one).
     fn words(&self, ty: Handle<naga::Type>) -> usize {
         self.words_of(&self.module.types[ty].inner)
     }
@@ -89,12 +92,25 @@ impl WgslProgram {
     fn words_of(&self, inner: &TypeInner) -> usize {
         match *inner {
             TypeInner::Scalar(_) | TypeInner::Atomic(_) => 1,
+            TypeInner::Vector { size, scalar } if scalar.width == 2 => (size as usize).div_ceil(2),
             TypeInner::Vector { size, .. } => size as usize,
-            TypeInner::Array { base, size, stride } => {
-                array_length(&self.module, size).map_or(0, |n| n as usize * self.stride(base, stride))
-            }
+            TypeInner::Matrix { columns, rows, .. } => columns as usize * matrix::column_words(rows),
+            TypeInner::Array { base, size, stride } => match array_length(&self.module, size) {
+                Some(n) if half::is_half(&self.module.types[base].inner) => (n as usize).div_ceil(2),
+                Some(n) => n as usize * self.stride(base, stride),
+                None => 0,
+            },
             TypeInner::Struct { span, .. } => span.div_ceil(4) as usize,
             _ => 0,
+        }
+    }
+
+    /// Words a value of type `inner` takes in the executor's lanes: its memory layout, but
+    /// for f16 scalars and vectors, one word (the f32 bits) per component.
+    fn value_words(&self, inner: &TypeInner) -> usize {
+        match *inner {
+            TypeInner::Vector { size, scalar } if scalar.width == 2 => size as usize,
+            ref other => self.words_of(other),
         }
     }
 

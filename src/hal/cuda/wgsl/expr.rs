@@ -26,6 +26,15 @@ impl Function<'_> {
         }
     }
 
+    /// The size of the vector that `h` points at when it is a pointer to a matrix's column
+    /// (naga's `ValuePointer`).
+    fn column(&self, h: Handle<E>) -> Option<u32> {
+        match *self.info[h].ty.inner_with(&self.module.types) {
+            TypeInner::ValuePointer { size: Some(n), .. } => Some(n as u32),
+            _ => None,
+        }
+    }
+
     /// Whether `h` points at an atomic.
     pub(super) fn points_at_atomic(&self, h: Handle<E>) -> bool {
         matches!(self.pointee(h), Some(TypeInner::Atomic(_)))
@@ -60,9 +69,21 @@ impl Function<'_> {
             E::Select { condition, accept, reject } => format!("wsel({}, {}, {})", self.expr(condition)?, self.expr(accept)?, self.expr(reject)?),
             E::Relational { fun: naga::RelationalFunction::All, argument } => format!("rel_all({})", self.expr(argument)?),
             E::Relational { fun: naga::RelationalFunction::Any, argument } => format!("rel_any({})", self.expr(argument)?),
+            E::Math { fun: fun @ (M::Modf | M::Frexp), arg, .. } => {
+                let naga::proc::TypeResolution::Handle(ty) = self.info[h].ty else { return Err("a modf or frexp without its struct".into()) };
+                let x = self.expr(arg)?;
+                let parts = match fun {
+                    M::Modf => [format!("m_modf_fract({x})"), format!("m_trunc({x})")],
+                    _ => [format!("m_frexp_fract({x})"), format!("m_frexp_exp({x})")],
+                };
+                types::compose(m, ty, &parts)?
+            }
             E::Math { fun, arg, arg1, arg2, arg3 } => {
                 let args = [Some(arg), arg1, arg2, arg3].into_iter().flatten().map(|a| self.expr(a)).collect::<Result<Vec<_>, _>>()?;
                 format!("{}({})", math(fun)?, args.join(", "))
+            }
+            E::As { expr, convert: None, .. } if self.bitcasts_f16(h, expr) => {
+                format!("bits_as<{}>({})", types::resolved(m, &self.info[h].ty)?, self.expr(expr)?)
             }
             E::As { expr, kind, convert } => {
                 let to = types::scalar(naga::Scalar { kind, width: convert.unwrap_or(4) })?;
@@ -73,6 +94,12 @@ impl Function<'_> {
             E::CallResult(_) | E::AtomicResult { .. } | E::WorkGroupUniformLoadResult { .. } => return Err("a result used before its statement".into()),
             ref other => return Err(format!("the expression {other:?}")),
         })
+    }
+
+    /// Whether `As` expression `h` of `expr` is a bitcast to or from f16 values.
+    fn bitcasts_f16(&self, h: Handle<E>, expr: Handle<E>) -> bool {
+        let half = |e: Handle<E>| self.info[e].ty.inner_with(&self.module.types).scalar() == Some(naga::Scalar::F16);
+        half(h) || half(expr)
     }
 
     /// A global variable as a pointer: a bound buffer's pointer, a `__shared__` variable's
@@ -101,6 +128,11 @@ impl Function<'_> {
                 Ok(format!("(&({})->v[{}]{})", self.expr(base)?, bounded(format!("{n}u")), unwrap(t)))
             }
             Some(TypeInner::Vector { size, .. }) => Ok(format!("(&({})->v[{}])", self.expr(base)?, bounded(format!("{}u", *size as u8)))),
+            Some(TypeInner::Matrix { columns, .. }) => Ok(format!("(&({})->c[{}].v)", self.expr(base)?, bounded(format!("{}u", *columns as u8)))),
+            Some(TypeInner::Scalar(_)) if self.column(base).is_some() => {
+                let n = self.column(base).unwrap_or(1);
+                Ok(format!("(&({})->v[{}])", self.expr(base)?, bounded(format!("{n}u"))))
+            }
             Some(other) => Err(format!("indexing into {other:?}")),
             None => {
                 let t = self.info[base].ty.inner_with(&self.module.types);
@@ -109,6 +141,10 @@ impl Function<'_> {
                         array_length(self.module, size).ok_or("an array of unknown length")?
                     }
                     TypeInner::Vector { size, .. } => size as u32,
+                    TypeInner::Matrix { columns, .. } => {
+                        let i = bounded(format!("{}u", columns as u8));
+                        return Ok(format!("(({}).c[{i}].v)", self.expr(base)?));
+                    }
                     ref other => return Err(format!("indexing into {other:?}")),
                 };
                 Ok(format!("(({}).v[{}]{})", self.expr(base)?, bounded(format!("{n}u")), unwrap(t)))
@@ -250,6 +286,8 @@ fn math(fun: M) -> Result<&'static str, String> {
         M::Unpack4xI8 => "m_unpack4xi8",
         M::Unpack4xU8 => "m_unpack4xu8",
         M::Unpack2x16float => "m_unpack2x16float",
+        M::Transpose => "m_transpose",
+        M::Determinant => "m_determinant",
         other => {
             let name = crate::hal::wgsl_subset::wgsl_function(other);
             return Err(format!("the built-in function {name}"));

@@ -26,6 +26,8 @@ use crate::{Error, Result};
 pub(crate) const ENTRY: &str = "wgsl_entry";
 
 const PRELUDE: &str = include_str!("prelude.cuh");
+/// Matrices and f16, after the prelude.
+const TYPES: &str = include_str!("types.cuh");
 
 /// What the translation does not cover, and where.
 type Refusal = (String, naga::Span);
@@ -72,6 +74,7 @@ pub(crate) fn translate(source: &str, entry: &str, constants: &[(&str, f64)]) ->
     let (module, info, ep) = crate::hal::wgsl_subset::parse(source, entry, constants, "cuda")?;
     let refuse = |(what, span): Refusal| crate::hal::wgsl_subset::located(source, format!("the cuda backend does not run {what}"), span);
     let mut out = String::from(PRELUDE);
+    out.push_str(TYPES);
     out.push_str(&types::declarations(&module).map_err(refuse)?);
     // Every workgroup variable: functions the entry point never calls may name one (the
     // compiler drops what no kernel reaches).

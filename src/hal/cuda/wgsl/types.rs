@@ -12,6 +12,7 @@ use crate::hal::wgsl_subset;
 pub(super) fn scalar(s: Scalar) -> Result<&'static str, String> {
     match (s.kind, s.width) {
         (ScalarKind::Float, 4) => Ok("float"),
+        (ScalarKind::Float, 2) => Ok("h16"),
         (ScalarKind::Sint, 4) => Ok("int"),
         (ScalarKind::Uint, 4) => Ok("u32"),
         (ScalarKind::Bool, _) => Ok("bool"),
@@ -47,6 +48,7 @@ fn inner_name(module: &Module, inner: &TypeInner) -> Result<String, String> {
     Ok(match *inner {
         TypeInner::Scalar(s) | TypeInner::Atomic(s) => scalar(s)?.to_string(),
         TypeInner::Vector { size, scalar: s } => format!("vec<{}, {}>", scalar(s)?, size as u8),
+        TypeInner::Matrix { columns, rows, scalar: naga::Scalar::F32 } => format!("mat<{}, {}>", columns as u8, rows as u8),
         TypeInner::Pointer { base, .. } => format!("{}*", name(module, base)?),
         TypeInner::ValuePointer { size: None, scalar: s, .. } => format!("{}*", scalar(s)?),
         TypeInner::ValuePointer { size: Some(n), scalar: s, .. } => format!("vec<{}, {}>*", scalar(s)?, n as u8),
@@ -66,8 +68,9 @@ pub(super) fn padded(module: &Module, base: Handle<Type>, stride: u32) -> bool {
 fn c_size(module: &Module, ty: Handle<Type>) -> u32 {
     match module.types[ty].inner {
         TypeInner::Scalar(s) | TypeInner::Atomic(s) if s.kind == ScalarKind::Bool => 1,
-        TypeInner::Scalar(_) | TypeInner::Atomic(_) => 4,
-        TypeInner::Vector { size, scalar } => size as u32 * if scalar.kind == ScalarKind::Bool { 1 } else { 4 },
+        TypeInner::Scalar(s) | TypeInner::Atomic(s) => u32::from(s.width),
+        TypeInner::Vector { size, scalar } => size as u32 * u32::from(scalar.width),
+        TypeInner::Matrix { columns, rows, .. } => columns as u32 * if rows == naga::VectorSize::Bi { 8 } else { 16 },
         TypeInner::Array { base, size, stride } => {
             array_length(module, size).map_or(0, |n| n * stride.max(c_size(module, base)))
         }
@@ -131,6 +134,7 @@ pub(super) fn literal(l: Literal) -> Result<String, String> {
     Ok(match l {
         Literal::F32(v) if v.is_finite() => format!("{v:?}f"),
         Literal::F32(v) => format!("__int_as_float({:#x})", v.to_bits()),
+        Literal::F16(v) => format!("h16{{{:#x}}}", v.to_bits()),
         Literal::I32(i32::MIN) => "(-2147483647 - 1)".into(),
         Literal::I32(v) => format!("{v}"),
         Literal::U32(v) => format!("{v}u"),
@@ -146,6 +150,7 @@ pub(super) fn compose(module: &Module, ty: Handle<Type>, parts: &[String]) -> Re
     let name = name(module, ty)?;
     Ok(match module.types[ty].inner {
         TypeInner::Vector { size, scalar: s } => format!("compose<{}, {}>({})", scalar(s)?, size as u8, parts.join(", ")),
+        TypeInner::Matrix { columns, rows, .. } => format!("mcompose<{}, {}>({})", columns as u8, rows as u8, parts.join(", ")),
         TypeInner::Array { base, stride, .. } if padded(module, base, stride) => {
             let wrapped: Vec<String> = parts.iter().map(|p| format!("e{}{{{p}}}", ty.index())).collect();
             format!("{name}{{{{{}}}}}", wrapped.join(", "))
