@@ -62,7 +62,8 @@ fn an_override_sizes_the_workgroup_and_its_memory() {
             let bx = Buffer::from_slice(d, &x).unwrap();
             let out = poisoned::<f32>(d, n);
             let groups = [n.div_ceil(16) as u32, 1, 1];
-            let got = run(d, OVERRIDE_TILE, &[Binding::from(&bx), Binding::from(&out)], groups, &out);
+            let bindings = [Binding::from(&bx), Binding::from(&out)];
+            let got = run(d, OVERRIDE_TILE, &bindings, groups, &out);
             let what = format!("override tile n={n} on {}", name(d));
             assert_near(&got, &override_tile_reference(&x), 1e-6, &what);
         }
@@ -78,7 +79,8 @@ fn rows_of_fixed_arrays_fold_in_passes() {
             let b = Buffer::from_slice(d, &data).unwrap();
             for (stride, groups) in chunk_rows_passes(rows) {
                 let p = Buffer::from_slice(d, &[stride, rows]).unwrap();
-                launch(d, CHUNK_ROWS, "main", &[Binding::from(&b), Binding::from(&p)], [groups, 1, 1]);
+                let bindings = [Binding::from(&b), Binding::from(&p)];
+                launch(d, CHUNK_ROWS, "main", &bindings, [groups, 1, 1]);
             }
             let got = b.read_blocking().unwrap();
             let what = format!("{rows} rows on {}", name(d));
@@ -102,7 +104,8 @@ fn kernels_that_enable_subgroups_run_where_the_device_has_them() {
         let x = corpus_words(9, n, 1 << 20);
         let bx = Buffer::from_slice(d, &x).unwrap();
         let out = poisoned::<u32>(d, 4 * n);
-        let got = run(d, ENABLE_SUBGROUPS, &[Binding::from(&bx), Binding::from(&out)], [3, 1, 1], &out);
+        let bindings = [Binding::from(&bx), Binding::from(&out)];
+        let got = run(d, ENABLE_SUBGROUPS, &bindings, [3, 1, 1], &out);
         for i in 0..n {
             let (sid, size) = (got[4 * i + 2] as usize, got[4 * i + 3] as usize);
             let what = format!("invocation {i} (lane {sid} of {size}) on {}", name(d));

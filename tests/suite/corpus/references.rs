@@ -3,10 +3,12 @@
 
 /// `n` seeded words below `hi` (a 64-bit LCG, the same natively and in wasm).
 fn corpus_words(seed: u64, n: usize, hi: u32) -> Vec<u32> {
-    let mut s = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+    let step =
+        |s: u64| s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+    let mut s = step(seed);
     (0..n)
         .map(|_| {
-            s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            s = step(s);
             ((s >> 33) as u32) % hi
         })
         .collect()
