@@ -124,6 +124,11 @@ declare module './pkg/unicompute.js' {
      * or tensors in arrays and plain objects), which pass to the enclosing scope.
      */
     scope<T>(fn: () => T): T;
+    /**
+     * Compile the WGSL compute entry point `entry`; `constants` sets the shader's `override`s
+     * by name or `@id` (as WebGPU's pipeline constants), the others take their defaults.
+     */
+    kernel(source: string, entry: string, options?: { constants?: Record<string, number | boolean> }): Kernel;
     /** Free the wasm memory now (again: nothing). */
     dispose(): void;
   }

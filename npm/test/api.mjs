@@ -215,6 +215,21 @@ assert.deepEqual(Array.from(into), lmv, 'readInto a BigInt64Array');
 await assert.rejects(lm.readInto(new Int32Array(6)), (e) => e.code === 'INVALID' && /BigInt64Array of 6/.test(e.message));
 assert.throws(() => la.add(ia), (e) => e.code === 'DTYPE' && /i64/.test(e.message));
 assert.throws(() => device.tensor([1n, 2n], [2]), (e) => e.code === 'INVALID' && /BigInt64Array/.test(e.message));
+// A kernel's overrides set as WebGPU's pipeline constants: a workgroup size of 37 (a prime),
+// over 3 workgroups, every invocation run; names the shader lacks and values that do not fit.
+const IOTA = `override wg = 64;
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(wg)
+fn main(@builtin(global_invocation_id) id: vec3u) { if (id.x < arrayLength(&out)) { out[id.x] = id.x + 1u; } }`;
+const iota = device.kernel(IOTA, 'main', { constants: { wg: 37 } });
+assert.deepEqual(Array.from(iota.workgroupSize), [37, 1, 1]);
+assert.deepEqual(Array.from(device.kernel(IOTA, 'main').workgroupSize), [64, 1, 1]);
+const counted = device.buffer(new Uint32Array(100).fill(7));
+device.queue().launch(iota, [counted], [3, 1, 1]);
+assert.deepEqual(Array.from(await counted.read()), Array.from({ length: 100 }, (_, i) => i + 1));
+assert.throws(() => device.kernel(IOTA, 'main', { constants: { wgg: 8 } }), (e) => e.code === 'INVALID' && /`wgg`/.test(e.message) && /`wg`/.test(e.message));
+assert.throws(() => device.kernel(IOTA, 'main', { constants: { wg: Infinity } }), (e) => e.code === 'INVALID' && /cannot hold/.test(e.message));
+assert.throws(() => device.kernel(IOTA, 'main', { constants: { wg: '8' } }), (e) => e.code === 'INVALID' && /constants\.wg/.test(e.message));
 // Every method that takes an options object refuses an unknown key, naming it and the keys it
 // accepts, and a known key of the wrong type, naming the key: none is ignored.
 const q4 = device.tensor(Float32Array.from({ length: 8 }, (_, i) => i / 8), [1, 1, 2, 4]);
@@ -242,6 +257,7 @@ const optionsMethods = {
   rmsNorm: [(o) => x.rmsNorm(o), 'eps', { axes: 'last' }],
   attention: [(o) => q4.attention(q4, q4, o), 'causal', { causal: 'yes' }],
   gather: [(o) => x.gather(0, device.tensor(new Int32Array([1, -2]), [2]), o), 'mode', { mode: 'wrap' }],
+  kernel: [(o) => device.kernel(IOTA, 'main', o), 'constants', { constants: [8] }],
 };
 for (const [method, [call, accepted, wrong]] of Object.entries(optionsMethods)) {
   // Each is fine without options (the table's calls are valid).
@@ -253,4 +269,4 @@ for (const [method, [call, accepted, wrong]] of Object.entries(optionsMethods)) 
 await assert.rejects(init({ backnd: 'cpu' }), (e) => e.code === 'INVALID' && /`backnd`/.test(e.message) && /backend, policy/.test(e.message));
 await assert.rejects(init({ backend: 1 }), (e) => e.code === 'INVALID' && /backend is number/.test(e.message));
 await assert.rejects(init({ threads: 'many' }), (e) => e.code === 'INVALID' && /threads/.test(e.message));
-console.log('api: op methods, reductions with options, options checked on every method, f16 I/O, ownership, interop errors, integer arithmetic and i64 ok');
+console.log('api: op methods, reductions with options, options checked on every method, kernel constants, f16 I/O, ownership, interop errors, integer arithmetic and i64 ok');

@@ -38,9 +38,10 @@ import {
 import * as threads from 'unicompute/threads';
 
 const SAXPY = `
+override wg = 64;
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> y: array<f32>;
-@compute @workgroup_size(64)
+@compute @workgroup_size(wg)
 fn main(@builtin(global_invocation_id) id: vec3<u32>) { y[id.x] += 2.0 * x[id.x]; }
 `;
 
@@ -120,6 +121,8 @@ async function buffersQueuesKernels(device: Device): Promise<void> {
   const y = device.buffer(new Float32Array(64));
   y.write(new Float32Array(64).fill(3));
   const kernel: Kernel = device.kernel(SAXPY, 'main');
+  const tuned: Kernel = device.kernel(SAXPY, 'main', { constants: { wg: 32 } });
+  tuned.free();
   const [wx]: Uint32Array = kernel.workgroupSize;
   const reflected: BindingInfo[] = kernel.bindings;
   console.log(reflected.map((b) => `${b.group}:${b.binding} ${b.name} ${b.kind} ${b.dtype ?? '-'} ${b.minBytes}`));

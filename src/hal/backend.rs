@@ -10,8 +10,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use super::timer::{Clock, Timing};
-use super::{Block, Mapped, UserArg};
-use crate::base::dtype::KernelLanguage;
+use super::{Block, LoopCheck, Mapped, UserArg, UserSource};
 use crate::{DeviceInfo, Result};
 
 /// The primitives of one backend: memory, queues, fences, user programs and timers.
@@ -47,7 +46,11 @@ pub(crate) trait Backend {
     /// Bytes of device memory free now, where the backend can tell.
     fn memory_free(dev: &Self::Device) -> Option<u64>;
     /// Compile a user kernel; `None` if this backend does not run `language`.
-    fn user_program(dev: &Self::Device, language: KernelLanguage, source: &str, entry: &str) -> Option<Result<Self::Program>>;
+    fn user_program(dev: &Self::Device, kernel: &UserSource<'_>) -> Option<Result<Self::Program>>;
+    /// Where a user program's loop-count status word binds, if its loops are counted.
+    fn loop_check(_program: &Self::Program) -> Option<LoopCheck> {
+        None
+    }
     /// Let finished work release its buffers (never blocks).
     fn maintain(dev: &Self::Device);
     /// Block until submitted work and its callbacks have run, where the backend can block.

@@ -22,6 +22,7 @@ mod mapped;
 mod none;
 mod source;
 pub(crate) mod timer;
+pub(crate) mod wgsl_overrides;
 pub(crate) mod wgsl_subset;
 #[cfg(cuda_backend)]
 pub(crate) mod cuda;
@@ -177,6 +178,37 @@ pub(crate) enum UserProgram {
     Cuda(<Cuda as Backend>::Program),
 }
 
+/// A user kernel as it is given to a backend to compile.
+pub(crate) struct UserSource<'a> {
+    /// WGSL or CUDA C.
+    pub language: KernelLanguage,
+    /// The source text.
+    pub source: &'a str,
+    /// The entry point's name.
+    pub entry: &'a str,
+    /// Values of WGSL overrides by name or `@id` (already checked against the source).
+    pub constants: &'a [(&'a str, f64)],
+}
+
+/// Where the hidden status word of a user kernel whose loops are counted binds, and the
+/// loop limit it watches (`webgpu/loop_check.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LoopCheck {
+    pub group: u32,
+    pub binding: u32,
+    pub limit: u64,
+}
+
+impl UserProgram {
+    /// Where the program's loop-count status word binds, if its loops are counted.
+    pub(crate) fn loop_check(&self) -> Option<LoopCheck> {
+        match self {
+            UserProgram::WebGpu(p) => WebGpu::loop_check(p),
+            UserProgram::Cpu(_) | UserProgram::Cuda(_) => None,
+        }
+    }
+}
+
 /// One argument of a user program launch, already checked against its reflection.
 pub(crate) enum UserArg<'a> {
     /// `byte_len` bytes at `byte_offset` of `block`, bound at (`group`, `binding`).
@@ -266,11 +298,11 @@ impl BackendDevice {
     }
 
     /// Compile a user kernel; `None` if this backend does not run `language`.
-    pub fn user_program(&self, language: KernelLanguage, source: &str, entry: &str) -> Option<Result<UserProgram>> {
+    pub fn user_program(&self, kernel: &UserSource<'_>) -> Option<Result<UserProgram>> {
         Some(match self {
-            BackendDevice::Cpu(d) => Cpu::user_program(d, language, source, entry)?.map(|p| UserProgram::Cpu(Box::new(p))),
-            BackendDevice::WebGpu(d) => WebGpu::user_program(d, language, source, entry)?.map(UserProgram::WebGpu),
-            BackendDevice::Cuda(d) => Cuda::user_program(d, language, source, entry)?.map(UserProgram::Cuda),
+            BackendDevice::Cpu(d) => Cpu::user_program(d, kernel)?.map(|p| UserProgram::Cpu(Box::new(p))),
+            BackendDevice::WebGpu(d) => WebGpu::user_program(d, kernel)?.map(UserProgram::WebGpu),
+            BackendDevice::Cuda(d) => Cuda::user_program(d, kernel)?.map(UserProgram::Cuda),
         })
     }
 

@@ -6,8 +6,7 @@
 use std::sync::Arc;
 
 use super::timer::{Clock, Timing};
-use super::{Backend, Block, Mapped, UserArg};
-use crate::base::dtype::KernelLanguage;
+use super::{Backend, Block, Mapped, UserArg, UserSource};
 use crate::{DeviceInfo, Result};
 
 /// A value of a backend that is not compiled in; none exists.
@@ -54,7 +53,7 @@ impl Backend for Absent {
         match *dev {}
     }
 
-    fn user_program(dev: &Off, _: KernelLanguage, _: &str, _: &str) -> Option<Result<Off>> {
+    fn user_program(dev: &Off, _: &UserSource<'_>) -> Option<Result<Off>> {
         match *dev {}
     }
 

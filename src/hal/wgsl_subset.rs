@@ -13,8 +13,14 @@ use crate::{Error, Result};
 type Refusal = (String, Span);
 
 /// `source` parsed, validated and checked against the subset for the entry point `entry`
-/// (which `backend` then runs): the module, its validation info and the entry's index.
-pub(crate) fn parse(source: &str, entry: &str, backend: &str) -> Result<(Module, ModuleInfo, usize)> {
+/// (which `backend` then runs) with its overrides resolved from `constants`
+/// ([`super::wgsl_overrides`]): the module, its validation info and the entry's index.
+pub(crate) fn parse(
+    source: &str,
+    entry: &str,
+    constants: &[(&str, f64)],
+    backend: &str,
+) -> Result<(Module, ModuleInfo, usize)> {
     let located = |what: String, span: naga::Span| located(source, what, span);
     let module = naga::front::wgsl::parse_str(source).map_err(|e| {
         let at = e.location(source).map_or((0, 0), |l| (l.line_number, l.line_position));
@@ -28,7 +34,9 @@ pub(crate) fn parse(source: &str, entry: &str, backend: &str) -> Result<(Module,
                 located(e.as_inner().to_string(), span)
             })
     };
-    validate(&module)?;
+    let info = validate(&module)?;
+    find_entry(&module, entry)?;
+    let (module, _) = super::wgsl_overrides::resolve(source, &module, &info, entry, constants)?;
     let module = reachable(module, entry)?;
     let info = validate(&module)?;
     let refusal = |(what, span)| {
@@ -42,14 +50,19 @@ pub(crate) fn parse(source: &str, entry: &str, backend: &str) -> Result<(Module,
 /// entry point never uses (helpers, other entry points, their globals and types) is neither
 /// checked nor run.
 fn reachable(mut module: Module, entry: &str) -> Result<Module> {
-    let index = module.entry_points.iter().position(|e| e.name == entry).ok_or_else(|| {
-        let names: Vec<_> = module.entry_points.iter().map(|e| e.name.as_str()).collect();
-        Error::Invalid(format!("entry point `{entry}` not found: the shader has {names:?}"))
-    })?;
+    let index = find_entry(&module, entry)?;
     let kept = module.entry_points.swap_remove(index);
     module.entry_points = vec![kept];
     naga::compact::compact(&mut module, naga::compact::KeepUnused::No);
     Ok(module)
+}
+
+/// The index of the entry point `entry` of `module`, or an error naming those it has.
+fn find_entry(module: &Module, entry: &str) -> Result<usize> {
+    module.entry_points.iter().position(|e| e.name == entry).ok_or_else(|| {
+        let names: Vec<_> = module.entry_points.iter().map(|e| e.name.as_str()).collect();
+        Error::Invalid(format!("entry point `{entry}` not found: the shader has {names:?}"))
+    })
 }
 
 /// An error about `source` at `span` (line 1, column 1 for an unknown span).
@@ -111,7 +124,9 @@ fn check_type(module: &Module, inner: &TypeInner) -> Result<(), String> {
             Err(format!("{} values", s.to_wgsl_for_diagnostics()))
         }
         TypeInner::Array { base, size, .. } => match size {
-            naga::ArraySize::Pending(_) => Err("arrays sized by an override".into()),
+            naga::ArraySize::Pending(_) if super::wgsl_overrides::array_length(module, size).is_none() => {
+                Err("arrays sized by an override that has no value".into())
+            }
             _ => check_type(module, &module.types[base].inner),
         },
         TypeInner::Struct { ref members, .. } => {

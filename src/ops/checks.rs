@@ -53,7 +53,7 @@ fn every_builtin_shader_translates_to_cuda() {
         let source = b.full_source();
         let module = naga::front::wgsl::parse_str(&source).expect("validated above");
         for ep in &module.entry_points {
-            match crate::hal::cuda::wgsl::check(&source, &ep.name) {
+            match crate::hal::cuda::wgsl::check(&source, &ep.name, &[]) {
                 Ok(_) => compiled += 1,
                 Err(crate::Error::Shader { message, .. }) => outside.push(format!("{} {}: {message}", b.source.name, ep.name)),
                 Err(e) => failures.push(format!("{} {}: {e}", b.source.name, ep.name)),
@@ -75,7 +75,7 @@ fn every_builtin_shader_compiles_for_the_cpu_executor() {
         let source = b.full_source();
         let module = naga::front::wgsl::parse_str(&source).expect("validated above");
         for ep in &module.entry_points {
-            match crate::hal::cpu::wgsl::compile(&source, &ep.name) {
+            match crate::hal::cpu::wgsl::compile(&source, &ep.name, &[]) {
                 Ok(_) => compiled += 1,
                 Err(e) if is_16_or_64_bit(&e.to_string()) => {}
                 Err(e) => failures.push(format!("{} {}: {e}", b.source.name, ep.name)),

@@ -178,11 +178,20 @@ impl JsDevice {
         gpu::buffer_from(&self.inner, data)
     }
 
-    /// Compile the WGSL compute entry point `entry` (webgpu devices; the CPU backend rejects
-    /// with code `UNSUPPORTED`). Invalid WGSL rejects with code `SHADER` plus `line` and
-    /// `column`.
-    pub fn kernel(&self, source: &str, entry: &str) -> Result<JsKernel, JsValue> {
-        gpu::kernel_from(&self.inner, source, entry)
+    /// Compile the WGSL compute entry point `entry` for this device (webgpu runs it on the
+    /// GPU, the CPU backend through its WGSL executor). `options.constants` sets the shader's
+    /// `override`s by name or `@id` (`{ constants: { wg: 128 } }`, as WebGPU's pipeline
+    /// `constants`); the others take their defaults. Invalid WGSL throws with code `SHADER`
+    /// plus `line` and `column`.
+    pub fn kernel(
+        &self,
+        source: &str,
+        entry: &str,
+        options: Option<JsValue>,
+    ) -> Result<JsKernel, JsValue> {
+        let options = super::options::Options::new("kernel", options, &["constants"])?;
+        let constants = options.numbers("constants")?.unwrap_or_default();
+        gpu::kernel_from(&self.inner, source, entry, &constants)
     }
 
     /// The device's default queue.

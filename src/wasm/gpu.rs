@@ -117,10 +117,12 @@ pub struct JsKernel {
     pub(crate) inner: Kernel,
 }
 
-/// Compile `source`'s compute entry point `entry`. Invalid WGSL rejects with an `Error` whose
-/// `code` is `SHADER` and whose `line` and `column` locate the problem.
-pub(crate) fn kernel_from(device: &crate::Device, source: &str, entry: &str) -> Result<JsKernel, JsValue> {
-    match Kernel::from_wgsl(device, source, entry) {
+/// Compile `source`'s compute entry point `entry` with its overrides set from `constants`.
+/// Invalid WGSL rejects with an `Error` whose `code` is `SHADER` and whose `line` and
+/// `column` locate the problem.
+pub(crate) fn kernel_from(device: &crate::Device, source: &str, entry: &str, constants: &[(String, f64)]) -> Result<JsKernel, JsValue> {
+    let constants: Vec<(&str, f64)> = constants.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    match Kernel::from_wgsl_with(device, source, entry, &constants) {
         Ok(inner) => Ok(JsKernel { inner }),
         Err(e @ crate::Error::Shader { line, column, .. }) => {
             let error = js_error(e);

@@ -108,6 +108,24 @@ impl Options {
         self.get(key).map(|v| v.as_bool().ok_or_else(|| self.wrong(key, &v, "true or false"))).transpose()
     }
 
+    /// A record of numbers (`{ wg: 128, scale: 0.5 }`), as (key, value) pairs; booleans are
+    /// 1 and 0, as WebGPU's pipeline constants take them.
+    pub(crate) fn numbers(&self, key: &str) -> Result<Option<Vec<(String, f64)>>, JsValue> {
+        let Some(v) = self.get(key) else { return Ok(None) };
+        let expected = "an object of numbers by name, such as { wg: 128 }";
+        let record = v.dyn_ref::<js_sys::Object>().filter(|_| !js_sys::Array::is_array(&v)).ok_or_else(|| self.wrong(key, &v, expected))?;
+        let mut out = Vec::new();
+        for entry in js_sys::Object::entries(record).iter() {
+            let pair = js_sys::Array::from(&entry);
+            let name = pair.get(0).as_string().unwrap_or_default();
+            let value = pair.get(1);
+            let number = value.as_f64().or_else(|| value.as_bool().map(|b| f64::from(u8::from(b))));
+            let number = number.ok_or_else(|| self.wrong(&format!("{key}.{name}"), &value, "a number or a boolean"))?;
+            out.push((name, number));
+        }
+        Ok(Some(out))
+    }
+
     /// The `activation` option: a unary op's name.
     pub(crate) fn activation(&self) -> Result<Option<UnaryOp>, JsValue> {
         let Some(v) = self.get("activation") else { return Ok(None) };

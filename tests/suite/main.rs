@@ -24,3 +24,5 @@ mod recovery;
 mod stress;
 mod tune;
 mod wgsl_kernels;
+mod wgsl_loops;
+mod wgsl_overrides;

@@ -7,7 +7,7 @@ mod wgsl;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::hal::{UserArg, UserProgram};
+use crate::hal::{LoopCheck, UserArg, UserProgram, UserSource};
 pub use crate::base::dtype::{KernelLanguage, Scalar};
 use crate::hal::Block;
 use crate::profile;
@@ -155,10 +155,22 @@ impl Kernel {
     /// goes on with wrong values. `device.info().limits.max_loop_iterations` tells
     /// (`Some(65535)` there, `None` where there is no such limit); on such a device split
     /// long work across invocations or launches. The built-in ops do so themselves.
+    ///
+    /// `override` constants take their defaults; [`Kernel::from_wgsl_with`] sets them.
     pub fn from_wgsl(device: &Device, source: &str, entry: &str) -> Result<Kernel> {
-        let info = wgsl::reflect(source, entry)?;
+        Kernel::from_wgsl_with(device, source, entry, &[])
+    }
+
+    /// [`Kernel::from_wgsl`] with values for the shader's `override` constants, by name or
+    /// `@id` (as WebGPU's pipeline `constants`): `&[("wg", 128.0)]`. Each value must fit its
+    /// override's type; overrides not given take their defaults, and one without a default
+    /// must be given. The resolved `@workgroup_size` is checked against the device's limits
+    /// and reported by [`Kernel::info`].
+    pub fn from_wgsl_with(device: &Device, source: &str, entry: &str, constants: &[(&str, f64)]) -> Result<Kernel> {
+        let info = wgsl::reflect(source, entry, constants)?;
         check_workgroup_size(device, &info)?;
-        let program = match device.shared.backend.user_program(KernelLanguage::Wgsl, source, entry) {
+        let kernel = UserSource { language: KernelLanguage::Wgsl, source, entry, constants };
+        let program = match device.shared.backend.user_program(&kernel) {
             Some(program) => program?,
             None => {
                 return Err(Error::Unsupported {
@@ -182,7 +194,8 @@ impl Kernel {
     pub fn from_cuda(device: &Device, source: &str, entry: &str, block: [u32; 3]) -> Result<Kernel> {
         let info = cuda::reflect(source, entry, block)?;
         check_workgroup_size(device, &info)?;
-        let program = match device.shared.backend.user_program(KernelLanguage::Cuda, source, entry) {
+        let kernel = UserSource { language: KernelLanguage::Cuda, source, entry, constants: &[] };
+        let program = match device.shared.backend.user_program(&kernel) {
             Some(program) => program?,
             None => {
                 return Err(Error::Unsupported {
@@ -202,10 +215,18 @@ impl Kernel {
     /// NVRTC that a kernel will build for CUDA. Constructs outside the subset are
     /// [`Error::Shader`] at their line:column; a build without the cuda backend, or a machine
     /// without NVRTC, gives `Unsupported`.
-    #[cfg_attr(not(cuda_backend), allow(unused_variables))]
+    ///
+    /// `override` constants take their defaults; [`Kernel::cuda_from_wgsl_with`] sets them.
     pub fn cuda_from_wgsl(source: &str, entry: &str) -> Result<String> {
+        Kernel::cuda_from_wgsl_with(source, entry, &[])
+    }
+
+    /// [`Kernel::cuda_from_wgsl`] with values for the shader's `override` constants, as
+    /// [`Kernel::from_wgsl_with`] takes them.
+    #[cfg_attr(not(cuda_backend), allow(unused_variables))]
+    pub fn cuda_from_wgsl_with(source: &str, entry: &str, constants: &[(&str, f64)]) -> Result<String> {
         #[cfg(cuda_backend)]
-        return crate::hal::cuda::wgsl::check(source, entry);
+        return crate::hal::cuda::wgsl::check(source, entry, constants);
         #[cfg(not(cuda_backend))]
         Err(Error::Unsupported { backend: crate::BackendKind::Cuda, what: format!("{}: translating WGSL to CUDA", crate::hal::missing_reason(crate::BackendKind::Cuda)) })
     }
@@ -328,7 +349,7 @@ fn describe(language: KernelLanguage, b: &BindingInfo) -> String {
 
 /// Validate WGSL without a device: the reflection of `entry`, or a located error.
 pub fn validate_wgsl(source: &str, entry: &str) -> Result<KernelInfo> {
-    wgsl::reflect(source, entry)
+    wgsl::reflect(source, entry, &[])
 }
 
 /// Launching user kernels.
@@ -342,8 +363,15 @@ impl Queue {
             self.device.check_same(device, "binding")?;
         }
         kernel.check_launch(bindings, workgroups)?;
-        let blocks: Vec<_> = bindings.iter().filter_map(|b| b.buffer().map(|b| b.inner)).collect();
-        let args: Vec<UserArg<'_>> = bindings.iter().zip(&kernel.info().bindings).map(|(b, info)| user_arg(b, info)).collect();
+        let status = self.loop_status(kernel)?;
+        let mut blocks: Vec<_> = bindings.iter().filter_map(|b| b.buffer().map(|b| b.inner)).collect();
+        let mut args: Vec<UserArg<'_>> = bindings.iter().zip(&kernel.info().bindings).map(|(b, info)| user_arg(b, info)).collect();
+        if let Some((check, word)) = &status {
+            blocks.push(&word.inner);
+            let (group, binding) = (check.group, check.binding);
+            let byte_offset = 4 * word.offset() as u64;
+            args.push(UserArg::Buffer { block: &word.inner, group, binding, byte_offset, byte_len: 4 });
+        }
         let block = kernel.info().workgroup_size;
         let run = || self.shared.imp.launch(self.backend(), &kernel.program, &args, workgroups, block);
         let describe = |clock, host_start| {
@@ -354,6 +382,26 @@ impl Queue {
             record
         };
         self.record_launch(&blocks, &mut { run }, &describe)
+    }
+}
+
+impl Queue {
+    /// On a device that ends long loops early, the status word that counts `kernel`'s loops
+    /// (`hal/webgpu/loop_check.rs`); the next read reports an invocation that reached the
+    /// limit. Refused while the queue captures (a replay makes no read).
+    fn loop_status(&self, kernel: &Kernel) -> Result<Option<(LoopCheck, crate::Tensor)>> {
+        let Some(check) = kernel.program.loop_check() else { return Ok(None) };
+        let entry = kernel.info().entry.clone();
+        let device = self.device.info().name.clone();
+        let describe = Box::new(move |count: u32| {
+            format!(
+                "kernel `{entry}`: an invocation's loops went round {count} times, where this \
+                 device ({device}) ends loops early without an error (limits.max_loop_iterations): \
+                 its results may be cut short; split the work across more invocations or launches"
+            )
+        });
+        let what = format!("launching `{}`, whose loops this device counts (it ends long loops early)", kernel.info().entry);
+        Ok(Some((check, self.check_word(&what, describe)?)))
     }
 }
 

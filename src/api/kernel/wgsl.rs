@@ -1,5 +1,5 @@
-//! WGSL front end: parse and validate with naga, turn errors into line:column, reflect the
-//! bindings and workgroup size of one entry point.
+//! WGSL front end: parse and validate with naga, turn errors into line:column, resolve the
+//! overrides, reflect the bindings and workgroup size of one entry point.
 
 use naga::valid::{Capabilities, ValidationFlags, Validator};
 use naga::{AddressSpace, Scalar, ScalarKind, ShaderStage, StorageAccess, TypeInner};
@@ -7,8 +7,20 @@ use naga::{AddressSpace, Scalar, ScalarKind, ShaderStage, StorageAccess, TypeInn
 use super::{BindingInfo, BindingKind, KernelInfo, KernelLanguage};
 use crate::{DType, Error, Result};
 
-/// Parse, validate and reflect `source`, for the compute entry point `entry`.
-pub(crate) fn reflect(source: &str, entry: &str) -> Result<KernelInfo> {
+/// Parse, validate and reflect `source`, for the compute entry point `entry` with its
+/// overrides set from `constants` (name or `@id` → value) or their defaults.
+pub(crate) fn reflect(source: &str, entry: &str, constants: &[(&str, f64)]) -> Result<KernelInfo> {
+    let (module, info) = parse(source)?;
+    compute_entry(&module, entry)?;
+    let (module, info) = crate::hal::wgsl_overrides::resolve(source, &module, &info, entry, constants)?;
+    let index = compute_entry(&module, entry)?;
+    let bindings = bindings(source, &module, info.get_entry_point(index))?;
+    let workgroup_size = module.entry_points[index].workgroup_size;
+    Ok(KernelInfo { language: KernelLanguage::Wgsl, entry: entry.to_string(), workgroup_size, bindings })
+}
+
+/// `source` parsed and validated, or its first error at its line:column.
+fn parse(source: &str) -> Result<(naga::Module, naga::valid::ModuleInfo)> {
     let module = naga::front::wgsl::parse_str(source).map_err(|e| {
         let loc = e.location(source);
         shader_error(source, loc.map(|l| (l.line_number, l.line_position)), e.message().to_string())
@@ -24,15 +36,23 @@ pub(crate) fn reflect(source: &str, entry: &str) -> Result<KernelInfo> {
         }
         shader_error(source, loc.map(|l| (l.line_number, l.line_position)), message)
     })?;
-    let (ep_index, ep) = module.entry_points.iter().enumerate().find(|(_, ep)| ep.name == entry).ok_or_else(|| {
+    Ok((module, info))
+}
+
+/// The index of `entry` among `module`'s entry points; an error unless it is a compute one.
+fn compute_entry(module: &naga::Module, entry: &str) -> Result<usize> {
+    let (index, ep) = module.entry_points.iter().enumerate().find(|(_, ep)| ep.name == entry).ok_or_else(|| {
         let names: Vec<_> = module.entry_points.iter().map(|e| e.name.as_str()).collect();
         Error::Invalid(format!("entry point `{entry}` not found: the shader has {names:?}"))
     })?;
     if ep.stage != ShaderStage::Compute {
         return Err(Error::Invalid(format!("entry point `{entry}` is a {:?} shader: expected @compute", ep.stage)));
     }
-    check_overrides(&module, source)?;
-    let used = info.get_entry_point(ep_index);
+    Ok(index)
+}
+
+/// The buffers the entry point (whose globals `used` tells) binds, sorted by (group, binding).
+fn bindings(source: &str, module: &naga::Module, used: &naga::valid::FunctionInfo) -> Result<Vec<BindingInfo>> {
     let mut layouter = naga::proc::Layouter::default();
     layouter.update(module.to_ctx()).map_err(|e| Error::Invalid(format!("cannot lay out the shader's types: {e}")))?;
     let mut bindings = Vec::new();
@@ -58,32 +78,12 @@ pub(crate) fn reflect(source: &str, entry: &str) -> Result<KernelInfo> {
                 return Err(shader_error(source, module.global_variables.get_span(handle).location(source), message));
             }
         };
-        let (dtype, min_bytes, runtime_sized) = element_of(&module, var.ty, &layouter);
-        bindings.push(BindingInfo {
-            group: rb.group,
-            binding: rb.binding,
-            name: var.name.clone().unwrap_or_default(),
-            kind,
-            dtype,
-            min_bytes,
-            runtime_sized,
-        });
+        let (dtype, min_bytes, runtime_sized) = element_of(module, var.ty, &layouter);
+        let name = var.name.clone().unwrap_or_default();
+        bindings.push(BindingInfo { group: rb.group, binding: rb.binding, name, kind, dtype, min_bytes, runtime_sized });
     }
     bindings.sort_by_key(|b| (b.group, b.binding));
-    Ok(KernelInfo { language: KernelLanguage::Wgsl, entry: entry.to_string(), workgroup_size: ep.workgroup_size, bindings })
-}
-
-/// An error for the first `override` without a default: a launch cannot set overrides, so
-/// each needs one.
-fn check_overrides(module: &naga::Module, source: &str) -> Result<()> {
-    match module.overrides.iter().find(|(_, o)| o.init.is_none()) {
-        None => Ok(()),
-        Some((handle, o)) => {
-            let name = o.name.as_deref().unwrap_or("?");
-            let message = format!("override `{name}` has no default value: kernel launches cannot set overrides, so give it one (`override {name}: u32 = 64u;`)");
-            Err(shader_error(source, module.overrides.get_span(handle).location(source), message))
-        }
-    }
+    Ok(bindings)
 }
 
 /// The element dtype of an array binding (if it is an array of a 4-byte scalar or atomic),

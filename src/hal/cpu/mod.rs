@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use crate::base::par::*;
 
 use super::timer::{Clock, Span, Timing};
-use super::{Backend, Block, Mapped, Memory, UserArg};
+use super::{Backend, Block, Mapped, Memory, UserArg, UserSource};
 use crate::base::dtype::KernelLanguage;
 use crate::{BackendKind, DeviceInfo, DeviceType, Error, Features, Limits, Result};
 
@@ -169,8 +169,8 @@ impl Backend for Cpu {
     }
 
     /// WGSL kernels, run by the executor; CUDA C is for CUDA devices.
-    fn user_program(_: &CpuDevice, language: KernelLanguage, source: &str, entry: &str) -> Option<Result<Self::Program>> {
-        (language == KernelLanguage::Wgsl).then(|| wgsl::compile(source, entry))
+    fn user_program(_: &CpuDevice, k: &UserSource<'_>) -> Option<Result<Self::Program>> {
+        (k.language == KernelLanguage::Wgsl).then(|| wgsl::compile(k.source, k.entry, k.constants))
     }
 
     fn maintain(_: &CpuDevice) {}

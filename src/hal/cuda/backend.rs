@@ -6,7 +6,7 @@ use super::graph::CudaWork;
 use super::{CudaDevice, CudaFence, CudaQueue, DeviceMemory, UserFunction};
 use crate::base::dtype::KernelLanguage;
 use crate::hal::timer::{Clock, Timing};
-use crate::hal::{Backend, Block, FenceImpl, Mapped, UserArg};
+use crate::hal::{Backend, Block, FenceImpl, Mapped, UserArg, UserSource};
 use crate::{DeviceInfo, Result};
 
 /// The CUDA backend (cudarc): streams, events and NVRTC-compiled kernels.
@@ -50,10 +50,10 @@ impl Backend for Cuda {
         dev.memory_free()
     }
 
-    fn user_program(dev: &CudaDevice, language: KernelLanguage, source: &str, entry: &str) -> Option<Result<UserFunction>> {
-        Some(match language {
-            KernelLanguage::Cuda => dev.compile_user(source, entry),
-            KernelLanguage::Wgsl => dev.compile_wgsl(source, entry),
+    fn user_program(dev: &CudaDevice, k: &UserSource<'_>) -> Option<Result<UserFunction>> {
+        Some(match k.language {
+            KernelLanguage::Cuda => dev.compile_user(k.source, k.entry),
+            KernelLanguage::Wgsl => dev.compile_wgsl(k.source, k.entry, k.constants),
         })
     }
 

@@ -303,8 +303,8 @@ impl CudaDevice {
     }
 
     /// Translate the WGSL kernel `entry` of `source` to CUDA C and compile it.
-    pub(crate) fn compile_wgsl(&self, source: &str, entry: &str) -> Result<UserFunction> {
-        let translated = wgsl::translate(source, entry)?;
+    pub(crate) fn compile_wgsl(&self, source: &str, entry: &str, constants: &[(&str, f64)]) -> Result<UserFunction> {
+        let translated = wgsl::translate(source, entry, constants)?;
         let compiled = self.compile_user(&translated, wgsl::ENTRY).map_err(|e| match e {
             // At the WGSL statement whose translation failed, where `#line` names one.
             Error::Shader { message, .. } => {

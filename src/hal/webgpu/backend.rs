@@ -6,7 +6,7 @@ use super::graph::GpuGraph;
 use super::{Adapter, GpuDevice, GpuFence, GpuMemory, GpuQueue, UserPipeline};
 use crate::base::dtype::KernelLanguage;
 use crate::hal::timer::{Clock, PendingSpan, Timing};
-use crate::hal::{Backend, Block, Mapped, UserArg};
+use crate::hal::{Backend, Block, LoopCheck, Mapped, UserArg, UserSource};
 use crate::{DeviceInfo, Result};
 
 /// The wgpu backend: WebGPU in browsers, Vulkan, Metal, DX12 or GL natively.
@@ -50,8 +50,12 @@ impl Backend for WebGpu {
         None
     }
 
-    fn user_program(dev: &GpuDevice, language: KernelLanguage, source: &str, entry: &str) -> Option<Result<UserPipeline>> {
-        (language == KernelLanguage::Wgsl).then(|| dev.create_user_pipeline(source, entry))
+    fn user_program(dev: &GpuDevice, k: &UserSource<'_>) -> Option<Result<UserPipeline>> {
+        (k.language == KernelLanguage::Wgsl).then(|| dev.create_user_pipeline(k.source, k.entry, k.constants))
+    }
+
+    fn loop_check(program: &UserPipeline) -> Option<LoopCheck> {
+        program.loop_check
     }
 
     fn maintain(dev: &GpuDevice) {

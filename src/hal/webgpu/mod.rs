@@ -6,6 +6,7 @@ pub(crate) mod pipelines;
 mod adopt;
 pub(crate) mod graph;
 mod queue;
+pub(crate) mod loop_check;
 
 use std::sync::{Arc, Mutex};
 
@@ -14,7 +15,7 @@ pub(crate) use adopt::adopt_buffer;
 pub(crate) use pipelines::{Builtin, WgslSource};
 pub(crate) use queue::{Bind, GpuFence, GpuQueue};
 
-use crate::hal::Block;
+use crate::hal::{Block, LoopCheck};
 use crate::base::signal::{lock, Signal};
 use crate::{BackendKind, DeviceInfo, DeviceType, Error, Features, Limits, Result};
 
@@ -325,8 +326,17 @@ impl GpuDevice {
 
     /// Compile a user kernel (already validated by naga), reporting any wgpu error (natively
     /// at once; in browsers, which report asynchronously, on the next call, as other device
-    /// errors are).
-    pub(crate) fn create_user_pipeline(&self, source: &str, entry: &str) -> Result<UserPipeline> {
+    /// errors are). On a device that ends long loops early, the loops are counted
+    /// ([`loop_check`]).
+    pub(crate) fn create_user_pipeline(&self, source: &str, entry: &str, constants: &[(&str, f64)]) -> Result<UserPipeline> {
+        let counted = match self.max_loop_iterations {
+            Some(limit) => loop_check::instrument(source, entry, limit)?,
+            None => None,
+        };
+        let (source, loop_check) = match &counted {
+            Some((text, check)) => (text.as_str(), Some(*check)),
+            None => (source, None),
+        };
         #[cfg(not(target_arch = "wasm32"))]
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -338,16 +348,20 @@ impl GpuDevice {
             layout: None,
             module: &module,
             entry_point: Some(entry),
-            compilation_options: Default::default(),
+            compilation_options: wgpu::PipelineCompilationOptions { constants, ..Default::default() },
             cache: None,
         });
         #[cfg(not(target_arch = "wasm32"))]
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(Error::Invalid(format!("the device rejected kernel `{entry}`: {e}")));
         }
-        Ok(UserPipeline(pipeline))
+        Ok(UserPipeline { pipeline, loop_check })
     }
 }
 
 /// A compiled user kernel.
-pub(crate) struct UserPipeline(pub wgpu::ComputePipeline);
+pub(crate) struct UserPipeline {
+    pub pipeline: wgpu::ComputePipeline,
+    /// Where its loop count's status word binds, if its loops are counted.
+    pub loop_check: Option<LoopCheck>,
+}

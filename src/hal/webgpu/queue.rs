@@ -252,7 +252,7 @@ impl GpuQueue {
             entries.push(Entry { group, binding, resource: Resource::Buffer { buffer: gpu(block)?.clone(), offset: byte_offset, size: byte_len } });
         }
         self.record(dev, |batch| {
-            batch.commands.push(Command::Dispatch { pipeline: pipeline.0.clone(), entries, workgroups });
+            batch.commands.push(Command::Dispatch { pipeline: pipeline.pipeline.clone(), entries, workgroups });
             batch.held.extend(held);
             Ok(())
         })

@@ -140,7 +140,7 @@ pub(crate) fn bound<T: crate::Element>(b: &crate::Buffer<T>) -> (&Arc<Block>, u6
 /// the `groups` grid, once the device's queue has finished.
 #[cfg(all(test, not(target_arch = "wasm32")))]
 pub(crate) fn run_on_cpu(d: &crate::Device, source: &str, entry: &str, words: &[u32], buffers: &[(&Arc<Block>, u64)], groups: [u32; 3]) -> Result<()> {
-    let program = crate::hal::cpu::wgsl::compile(source, entry)?;
+    let program = crate::hal::cpu::wgsl::compile(source, entry, &[])?;
     let params = crate::Buffer::from_slice(d, words)?;
     d.queue().finish()?;
     let all: Vec<(&Arc<Block>, u64)> = std::iter::once(bound(&params)).chain(buffers.iter().copied()).collect();

@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 
+use crate::hal::wgsl_overrides::array_length;
 use naga::{ArraySize, Expression as E, Handle, TypeInner};
 
 use super::eval::Index;
@@ -29,10 +30,7 @@ impl Exec<'_, '_, '_> {
         Ok(match *inner {
             TypeInner::Vector { size, .. } => Step { stride: 1, width: 1, count: Some(size as usize), member_offset: None },
             TypeInner::Array { base, size, stride } => {
-                let count = match size {
-                    ArraySize::Constant(n) => Some(n.get() as usize),
-                    _ => None,
-                };
+                let count = array_length(&prog.module, size).map(|n| n as usize);
                 Step { stride: prog.stride(base, stride), width: prog.words(base), count, member_offset: None }
             }
             TypeInner::Struct { ref members, .. } => {

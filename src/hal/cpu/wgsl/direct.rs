@@ -3,7 +3,8 @@
 //! at compile time); each load or store computes its element's word from the index and
 //! gathers or scatters in one pass over the lanes, with the clamping of `access.rs`.
 
-use naga::{AddressSpace, ArraySize, Expression as E, Handle, Module, Statement as S, TypeInner};
+use crate::hal::wgsl_overrides::array_length;
+use naga::{AddressSpace, Expression as E, Handle, Module, Statement as S, TypeInner};
 
 use super::exec::{Exec, Frame, Value};
 use super::lanes::Lanes;
@@ -107,10 +108,10 @@ impl Exec<'_, '_, '_> {
         };
         self.ensure(frame, index)?;
         let (count, stride) = match *self.composite(frame, base) {
-            TypeInner::Array { base, size, stride } => (match size {
-                ArraySize::Constant(n) => Some(n.get() as usize),
-                _ => None,
-            }, self.prog.stride(base, stride)),
+            TypeInner::Array { base, size, stride } => {
+                let count = array_length(&self.prog.module, size).map(|n| n as usize);
+                (count, self.prog.stride(base, stride))
+            }
             _ => return Err(Error::Device("internal: the cpu WGSL executor took a direct access into something other than an array".into())),
         };
         let Space::Binding(space) = self.space_of(g)? else { return Err(Error::Device("internal: a direct access outside a bound buffer".into())) };

@@ -24,7 +24,8 @@ use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
 use naga::valid::ModuleInfo;
-use naga::{AddressSpace, ArraySize, Handle, Module, TypeInner};
+use crate::hal::wgsl_overrides::array_length;
+use naga::{AddressSpace, Handle, Module, TypeInner};
 use crate::base::par::*;
 
 use crate::hal::{Block, UserArg};
@@ -47,8 +48,8 @@ pub(crate) struct WgslProgram {
 }
 
 /// Parse, validate and check `source`'s entry point `entry` against what the executor runs.
-pub(crate) fn compile(source: &str, entry: &str) -> Result<WgslProgram> {
-    let (module, info, entry) = crate::hal::wgsl_subset::parse(source, entry, "cpu")?;
+pub(crate) fn compile(source: &str, entry: &str, constants: &[(&str, f64)]) -> Result<WgslProgram> {
+    let (module, info, entry) = crate::hal::wgsl_subset::parse(source, entry, constants, "cpu")?;
     let size = module.entry_points[entry].workgroup_size;
     let entry_reuse = reuse::reuse(&module, info.get_entry_point(entry), &module.entry_points[entry].function, true);
     let reuse = module.functions.iter().map(|(h, f)| reuse::reuse(&module, &info[h], f, false)).collect();
@@ -89,8 +90,9 @@ impl WgslProgram {
         match *inner {
             TypeInner::Scalar(_) | TypeInner::Atomic(_) => 1,
             TypeInner::Vector { size, .. } => size as usize,
-            TypeInner::Array { base, size: ArraySize::Constant(n), stride } => n.get() as usize * self.stride(base, stride),
-            TypeInner::Array { .. } => 0,
+            TypeInner::Array { base, size, stride } => {
+                array_length(&self.module, size).map_or(0, |n| n as usize * self.stride(base, stride))
+            }
             TypeInner::Struct { span, .. } => span.div_ceil(4) as usize,
             _ => 0,
         }

@@ -2,6 +2,7 @@
 //! (into a buffer, `__shared__` memory or a local); an expression a statement emits is the
 //! constant `e<index>` from then on, the others are written where they are used.
 
+use crate::hal::wgsl_overrides::array_length;
 use naga::{ArraySize, BinaryOperator as B, Expression as E, Handle, MathFunction as M, TypeInner, UnaryOperator as U};
 
 use super::types;
@@ -95,13 +96,18 @@ impl Function<'_> {
         };
         match self.pointee(base) {
             Some(t @ TypeInner::Array { size: ArraySize::Dynamic, .. }) => Ok(format!("(&({} + clamp_index({index}, {}))[0]{})", self.expr(base)?, self.length(base)?, unwrap(t))),
-            Some(t @ TypeInner::Array { size: ArraySize::Constant(n), .. }) => Ok(format!("(&({})->v[{}]{})", self.expr(base)?, bounded(format!("{n}u")), unwrap(t))),
+            Some(t @ &TypeInner::Array { size, .. }) => {
+                let n = array_length(self.module, size).ok_or("an array of unknown length")?;
+                Ok(format!("(&({})->v[{}]{})", self.expr(base)?, bounded(format!("{n}u")), unwrap(t)))
+            }
             Some(TypeInner::Vector { size, .. }) => Ok(format!("(&({})->v[{}])", self.expr(base)?, bounded(format!("{}u", *size as u8)))),
             Some(other) => Err(format!("indexing into {other:?}")),
             None => {
                 let t = self.info[base].ty.inner_with(&self.module.types);
                 let n = match *t {
-                    TypeInner::Array { size: ArraySize::Constant(n), .. } => n.get(),
+                    TypeInner::Array { size, .. } => {
+                        array_length(self.module, size).ok_or("an array of unknown length")?
+                    }
                     TypeInner::Vector { size, .. } => size as u32,
                     ref other => return Err(format!("indexing into {other:?}")),
                 };

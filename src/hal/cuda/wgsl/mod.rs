@@ -53,8 +53,8 @@ const OWN_FILE: &str = "translation.cu";
 
 /// Translate `source`'s entry point `entry` and compile the result with NVRTC for sm_80 and
 /// sm_90, with no device: the CUDA C, or why not (NVRTC missing: `Unsupported`).
-pub(crate) fn check(source: &str, entry: &str) -> Result<String> {
-    let translated = translate(source, entry)?;
+pub(crate) fn check(source: &str, entry: &str, constants: &[(&str, f64)]) -> Result<String> {
+    let translated = translate(source, entry, constants)?;
     for arch in ["sm_80", "sm_90"] {
         super::compile::compile(&translated, "wgsl.cu", &super::compile::base_options(arch)).map_err(|e| match e {
             super::compile::CompileFailure::Nvrtc(why) => Error::Unsupported { backend: crate::BackendKind::Cuda, what: format!("compiling the CUDA translation: {why}") },
@@ -68,8 +68,8 @@ pub(crate) fn check(source: &str, entry: &str) -> Result<String> {
 
 /// `source`'s compute entry point `entry` as CUDA C (its kernel is [`ENTRY`]). Constructs
 /// outside the subset are refused at their line:column.
-pub(crate) fn translate(source: &str, entry: &str) -> Result<String> {
-    let (module, info, ep) = crate::hal::wgsl_subset::parse(source, entry, "cuda")?;
+pub(crate) fn translate(source: &str, entry: &str, constants: &[(&str, f64)]) -> Result<String> {
+    let (module, info, ep) = crate::hal::wgsl_subset::parse(source, entry, constants, "cuda")?;
     let refuse = |(what, span): Refusal| crate::hal::wgsl_subset::located(source, format!("the cuda backend does not run {what}"), span);
     let mut out = String::from(PRELUDE);
     out.push_str(&types::declarations(&module).map_err(refuse)?);
@@ -264,7 +264,7 @@ mod tests {
     /// translation's own lines keep their true numbers.
     #[test]
     fn lines_name_the_wgsl_they_come_from() {
-        let text = super::translate(SOURCE, "main").unwrap();
+        let text = super::translate(SOURCE, "main", &[]).unwrap();
         assert!(text.contains("#line 5 \"wgsl@"), "{text}");
         assert!(!text.contains("#line OWN"), "{text}");
         let own = format!("\"{}\"", super::OWN_FILE);

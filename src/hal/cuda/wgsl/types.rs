@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use crate::hal::wgsl_overrides::array_length;
 use naga::{ArraySize, Handle, Literal, Module, Scalar, ScalarKind, Type, TypeInner};
 
 use crate::hal::wgsl_subset;
@@ -67,7 +68,9 @@ fn c_size(module: &Module, ty: Handle<Type>) -> u32 {
         TypeInner::Scalar(s) | TypeInner::Atomic(s) if s.kind == ScalarKind::Bool => 1,
         TypeInner::Scalar(_) | TypeInner::Atomic(_) => 4,
         TypeInner::Vector { size, scalar } => size as u32 * if scalar.kind == ScalarKind::Bool { 1 } else { 4 },
-        TypeInner::Array { base, size: ArraySize::Constant(n), stride } => n.get() * stride.max(c_size(module, base)),
+        TypeInner::Array { base, size, stride } => {
+            array_length(module, size).map_or(0, |n| n * stride.max(c_size(module, base)))
+        }
         TypeInner::Struct { span, .. } => span,
         _ => 0,
     }
@@ -95,7 +98,7 @@ fn declaration(module: &Module, h: Handle<Type>, ty: &Type) -> Result<String, St
                 let _ = writeln!(out, "struct e{0} {{ {element_name} v; char pad[{pad}]; }};", h.index());
                 element_name = format!("e{}", h.index());
             }
-            if let ArraySize::Constant(n) = size {
+            if let (false, Some(n)) = (size == ArraySize::Dynamic, array_length(module, size)) {
                 let _ = writeln!(out, "struct t{} {{ {element_name} v[{n}]; }};", h.index());
             }
         }
