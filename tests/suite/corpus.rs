@@ -4,11 +4,21 @@
 //! workgroups, `enable subgroups;`, rows of fixed arrays folded in passes. Each runs on every
 //! device with seeded inputs and poisoned outputs against `corpus/references.rs` (which the
 //! browser suite shares), and each one's CUDA translation is compiled.
+//!
+//! Beside them, real kernels of published packages (`corpus/packages.tsv`, `corpus/kernels.tsv`):
+//! `scripts/corpus.sh` downloads the pinned packages into `.corpus/` and checks their sha256;
+//! the tests read each kernel from there (nothing of them is committed), apply only the
+//! adaptation the manifest records, and compare every device with a Rust reference.
 
 use crate::common::kernels::{assert_near, launch, poisoned, run};
 use crate::common::{devices, name, random};
 
-use unicompute::{Binding, Buffer, Kernel};
+use unicompute::{Binding, Buffer, Device, Kernel};
+
+mod published;
+mod radix_sort;
+mod vello;
+mod wgcore;
 
 include!("corpus/references.rs");
 
@@ -115,6 +125,38 @@ fn kernels_that_enable_subgroups_run_where_the_device_has_them() {
             let before = x[start..i].iter().fold(0u32, |s, &v| s.wrapping_add(v));
             assert_eq!(got[4 * i], before, "exclusive sum, {what}");
             assert_eq!(got[4 * i + 1], *x[start..end].iter().max().unwrap(), "max, {what}");
+        }
+    }
+}
+
+/// `n` seeded words below `hi`, for the published kernels' inputs.
+fn words(seed: u64, n: usize, hi: u32) -> Vec<u32> {
+    corpus_words(seed, n, hi)
+}
+
+/// Compile the published kernel `k` on `d` and launch it, panicking with its id, the device
+/// and the error; its CUDA translation is compiled first.
+fn launch_published(d: &Device, k: &published::Published, b: &[Binding<'_>], groups: [u32; 3]) {
+    crate::common::kernels::compiles_for_cuda(&k.source, &k.entry);
+    let what = || format!("{} ({}) on {}", k.id, k.entry, name(d));
+    let kernel =
+        Kernel::from_wgsl(d, &k.source, &k.entry).unwrap_or_else(|e| panic!("{}: {e}", what()));
+    d.queue().launch(&kernel, b, groups).unwrap_or_else(|e| panic!("{}: {e}", what()));
+}
+
+/// Every kernel of `corpus/kernels.tsv` is in the downloaded packages, compiles on every
+/// device and translates to CUDA that NVRTC compiles; at least 20 entry points.
+#[test]
+fn every_published_kernel_compiles_on_every_device_and_for_cuda() {
+    let ids = published::ids();
+    assert!(ids.len() >= 20, "{} published kernels", ids.len());
+    for id in ids {
+        let k = published::kernel(&id);
+        crate::common::kernels::compiles_for_cuda(&k.source, &k.entry);
+        for d in devices() {
+            if let Err(e) = Kernel::from_wgsl(d, &k.source, &k.entry) {
+                panic!("{id} ({}) on {}: {e}", k.entry, name(d));
+            }
         }
     }
 }
