@@ -11,7 +11,7 @@
 #   - NVRTC from PyPI (`nvidia-cuda-nvrtc`, the CUDA version cudarc is built for) into
 #     .nvrtc/, so every CUDA source (src/ops/*/*.cu) is compile-checked for sm_80 and sm_90 without a GPU;
 #   - the published packages whose compute kernels the corpus tests run (scripts/corpus.sh:
-#     pinned crates, about 160 KB, checked by sha256 into .corpus/; the tests fail without them).
+#     pinned crates, about 550 KB, checked by sha256 into .corpus/; the tests fail without them).
 # Set UNICOMPUTE_REQUIRE_WEBGPU=1 (CI does) to make a missing wgpu adapter a failure
 # instead of a skipped backend, UNICOMPUTE_REQUIRE_NVRTC=1 (CI does) to make a missing
 # NVRTC one, and UNICOMPUTE_REQUIRE_CUDA=1 (on GPU machines) to make a missing CUDA device one.

@@ -68,6 +68,12 @@ pub fn kernel(id: &str) -> Published {
     let source = match row[4] {
         "none" => text,
         "wgpu_sort" => wgpu_sort_constants(&text),
+        "wgpu_core_common" => {
+            let common = file.with_file_name("common.wgsl");
+            let common = std::fs::read_to_string(&common)
+                .unwrap_or_else(|e| panic!("{id}: reading {}: {e}", common.display()));
+            format!("{common}\n{text}")
+        }
         vello if vello.starts_with("vello") => {
             let defines = vello
                 .split(':')
