@@ -9,7 +9,9 @@
 #     inside the wasm);
 #   - Node and npm, to pack the npm package and use it from Node;
 #   - NVRTC from PyPI (`nvidia-cuda-nvrtc`, the CUDA version cudarc is built for) into
-#     .nvrtc/, so every CUDA source (src/ops/*/*.cu) is compile-checked for sm_80 and sm_90 without a GPU.
+#     .nvrtc/, so every CUDA source (src/ops/*/*.cu) is compile-checked for sm_80 and sm_90 without a GPU;
+#   - the published packages whose compute kernels the corpus tests run (scripts/corpus.sh:
+#     pinned crates, about 550 KB, checked by sha256 into .corpus/; the tests fail without them).
 # Set UNICOMPUTE_REQUIRE_WEBGPU=1 (CI does) to make a missing wgpu adapter a failure
 # instead of a skipped backend, UNICOMPUTE_REQUIRE_NVRTC=1 (CI does) to make a missing
 # NVRTC one, and UNICOMPUTE_REQUIRE_CUDA=1 (on GPU machines) to make a missing CUDA device one.
@@ -54,6 +56,9 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so' && [ ! -e "$NVRTC_DIR/nvid
     fi
 fi
 export LD_LIBRARY_PATH="$NVRTC_DIR/nvidia/cu13/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+echo "== the corpus's published kernels (.corpus/)"
+scripts/corpus.sh
 
 echo "== devices"
 cargo run --quiet --release --bin unicompute -- info

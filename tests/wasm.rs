@@ -463,3 +463,107 @@ async fn a_wgsl_kernel_runs_on_every_device_in_the_page() {
         assert_eq!(by.read().await.unwrap(), want, "on {}", d.info().name);
     }
 }
+
+include!("suite/corpus/references.rs");
+
+/// Launch `source`'s `main` on `d`, panicking with the device and the error.
+fn launch_corpus(d: &Device, source: &str, bindings: &[unicompute::Binding<'_>], groups: [u32; 3]) {
+    let what = source.lines().next().unwrap_or("");
+    let k = unicompute::Kernel::from_wgsl(d, source, "main")
+        .unwrap_or_else(|e| panic!("{what} on {}: {e}", d.info().name));
+    d.queue()
+        .launch(&k, bindings, groups)
+        .unwrap_or_else(|e| panic!("{what} on {}: {e}", d.info().name));
+}
+
+/// Kernels of the native suite's corpus (`tests/suite/corpus/`) on every device of the page,
+/// the CPU backend inside the wasm too, against the same references.
+#[wasm_bindgen_test]
+async fn the_corpus_kernels_run_on_every_device_in_the_page() {
+    use unicompute::{Binding, Buffer};
+    for d in devices().await {
+        let on = d.info().name.clone();
+        let cells: Vec<f32> = corpus_words(3, 29, 5000)
+            .iter()
+            .map(|&w| w as f32)
+            .collect();
+        let b = Buffer::from_slice(&d, bytemuck::cast_slice::<f32, u32>(&cells)).unwrap();
+        launch_corpus(
+            &d,
+            include_str!("suite/corpus/cas_float_add.wgsl"),
+            &[Binding::from(&b)],
+            [5, 1, 1],
+        );
+        let got = b.read().await.unwrap();
+        let want = cas_float_add_reference(&cells, 20);
+        assert_eq!(
+            bytemuck::cast_slice::<u32, f32>(&got),
+            &want[..],
+            "cas_float_add on {on}"
+        );
+
+        let keys = corpus_words(4, 16 * 70, 1000);
+        let bk = Buffer::from_slice(&d, &keys).unwrap();
+        let (seen, counts) = (
+            Buffer::from_slice(&d, &[7u32; 64 * 70]).unwrap(),
+            Buffer::from_slice(&d, &[7u32; 16 * 70]).unwrap(),
+        );
+        let bindings = [
+            Binding::from(&bk),
+            Binding::from(&seen),
+            Binding::from(&counts),
+        ];
+        launch_corpus(
+            &d,
+            include_str!("suite/corpus/zeroed_workgroup_struct.wgsl"),
+            &bindings,
+            [70, 1, 1],
+        );
+        let (want_seen, want_counts) = zeroed_workgroup_struct_reference(&keys);
+        assert_eq!(
+            seen.read().await.unwrap(),
+            want_seen,
+            "zeroed_workgroup_struct on {on}"
+        );
+        assert_eq!(
+            counts.read().await.unwrap(),
+            want_counts,
+            "zeroed_workgroup_struct on {on}"
+        );
+
+        let rows = corpus_words(5, 48 * 13, u32::MAX);
+        let br = Buffer::from_slice(&d, &rows).unwrap();
+        for (stride, groups) in chunk_rows_passes(13) {
+            let p = Buffer::from_slice(&d, &[stride, 13]).unwrap();
+            launch_corpus(
+                &d,
+                include_str!("suite/corpus/chunk_rows.wgsl"),
+                &[Binding::from(&br), Binding::from(&p)],
+                [groups, 1, 1],
+            );
+        }
+        assert_eq!(
+            br.read().await.unwrap()[..48],
+            chunk_rows_reference(&rows)[..],
+            "chunk_rows on {on}"
+        );
+
+        let x = inputs(6, 37);
+        let (bx, by) = (
+            Buffer::from_slice(&d, &x).unwrap(),
+            Buffer::from_slice(&d, &[-7.0f32; 37]).unwrap(),
+        );
+        launch_corpus(
+            &d,
+            include_str!("suite/corpus/override_tile.wgsl"),
+            &[Binding::from(&bx), Binding::from(&by)],
+            [3, 1, 1],
+        );
+        assert_close(
+            &by.read().await.unwrap(),
+            &override_tile_reference(&x),
+            1e-6,
+            &format!("override_tile on {on}"),
+        );
+    }
+}

@@ -131,8 +131,9 @@ pub struct Limits {
     /// Most loop iterations one kernel invocation may run, all its loops together, before the
     /// driver silently ends every loop of that invocation; `None`: no such limit. Mesa's
     /// llvmpipe (lavapipe) counts every back-edge of every loop against one counter of 65,535
-    /// per invocation. The built-in ops split their work to stay under it; user kernels
-    /// ([`crate::Kernel::from_wgsl`]) must do so themselves.
+    /// per SIMD group of invocations (a subgroup). The built-in ops split their work to stay
+    /// under it; user kernels' loops are counted there, and one that reaches it fails the
+    /// next read ([`crate::Kernel::from_wgsl`]).
     pub max_loop_iterations: Option<u64>,
 }
 

@@ -89,9 +89,21 @@ fn check(module: &Module, info: &naga::valid::ModuleInfo, entry: usize) -> Resul
         check_function(module, &info[h], f)?;
     }
     for (h, var) in module.global_variables.iter() {
+        check_space(var.space).map_err(|what| (what, module.global_variables.get_span(h)))?;
         check_type(module, &module.types[var.ty].inner).map_err(|what| (format!("{what} (variable `{}`)", var.name.as_deref().unwrap_or("?")), module.global_variables.get_span(h)))?;
     }
     Ok(())
+}
+
+/// Memory that kernels here cannot be given: WebGPU's immediate data and the ray-tracing
+/// and mesh-shading spaces.
+fn check_space(space: naga::AddressSpace) -> Result<(), String> {
+    use naga::AddressSpace as A;
+    match space {
+        A::Function | A::Private | A::WorkGroup | A::Uniform | A::Storage { .. } | A::Handle => Ok(()),
+        A::Immediate => Err("immediate data (`var<immediate>`: launches here bind storage and uniform buffers; pass such values in a uniform buffer)".into()),
+        _ => Err("variables in that address space (compute kernels use function, private, workgroup, uniform and storage memory)".into()),
+    }
 }
 
 fn check_argument(module: &Module, arg: &naga::FunctionArgument) -> Result<(), Refusal> {

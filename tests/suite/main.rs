@@ -10,6 +10,7 @@ mod common;
 mod api;
 mod bad_input;
 mod conformance;
+mod corpus;
 mod cuda;
 mod fuzz_validation;
 mod graph;

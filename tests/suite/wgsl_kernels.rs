@@ -2,53 +2,10 @@
 //! (the CPU backend through its WGSL executor, and webgpu) with seeded inputs, outputs
 //! poisoned before the launch, and checked against a reference computed here in f64.
 
+use crate::common::kernels::{assert_near as assert_close, poisoned, run};
 use crate::common::{self, devices, name, random};
-use std::sync::Mutex;
 
-use unicompute::{Binding, Buffer, Device, Element, Kernel};
-
-/// Run `source`'s `main` on `d` with `buffers` over `groups` workgroups; the read-write
-/// buffer at `out` afterwards. The first time a source comes by, its CUDA translation is also
-/// compiled with NVRTC (where NVRTC is; required with `UNICOMPUTE_REQUIRE_NVRTC=1`), so every
-/// kernel here builds for CUDA even on machines without a GPU; with one it runs there too.
-pub(crate) fn run<T: Element>(d: &Device, source: &str, bindings: &[Binding<'_>], groups: [u32; 3], out: &Buffer<T>) -> Vec<T> {
-    compiles_for_cuda(source);
-    let k = Kernel::from_wgsl(d, source, "main").unwrap_or_else(|e| panic!("{} on {}: {e}", first_line(source), name(d)));
-    d.queue().launch(&k, bindings, groups).unwrap_or_else(|e| panic!("{} on {}: {e}", first_line(source), name(d)));
-    out.read_blocking().unwrap()
-}
-
-/// The check of [`run`]: `source`'s translation to CUDA compiles, once per source.
-pub(crate) fn compiles_for_cuda(source: &str) {
-    static SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
-    if seen.iter().any(|s| s == source) {
-        return;
-    }
-    seen.push(source.to_string());
-    match Kernel::cuda_from_wgsl(source, "main") {
-        Ok(cuda) => assert!(cuda.contains("wgsl_entry"), "{}: no kernel in the translation", first_line(source)),
-        Err(e) if e.code() == "UNSUPPORTED" && !common::required("UNICOMPUTE_REQUIRE_NVRTC") => eprintln!("SKIPPING the CUDA compile check: {e}"),
-        Err(e) => panic!("{}: the CUDA translation: {e}", first_line(source)),
-    }
-}
-
-fn first_line(source: &str) -> &str {
-    source.trim_start().lines().next().unwrap_or("")
-}
-
-/// A buffer of `n` words poisoned with a pattern no kernel writes by chance.
-pub(crate) fn poisoned<T: Element + bytemuck::Pod>(d: &Device, n: usize) -> Buffer<T> {
-    let words = vec![0x7fa5_a5a5u32; n];
-    Buffer::from_slice(d, bytemuck::cast_slice::<u32, T>(&words)).unwrap()
-}
-
-fn assert_close(got: &[f32], want: &[f64], tol: f64, what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: lengths");
-    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        assert!((f64::from(g) - w).abs() <= tol * (1.0 + w.abs()), "{what}: element {i} is {g}, expected {w}");
-    }
-}
+use unicompute::{Binding, Buffer, Device, Kernel};
 
 const SAXPY: &str = r#"
 // saxpy with a uniform struct of parameters
@@ -821,7 +778,7 @@ fn f16_kernels_run_where_the_device_has_f16_and_are_refused_with_their_line_else
         }
     }
     // The CUDA translation takes it too (computed in f32, stored in 16 bits).
-    compiles_for_cuda(source);
+    crate::common::kernels::compiles_for_cuda(source, "main");
 }
 
 const SOFTMAX: &str = r#"

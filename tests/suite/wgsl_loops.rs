@@ -106,3 +106,33 @@ fn kernels_with_loops_are_refused_in_captures_where_loops_are_counted() {
         assert!(e.to_string().contains("whose loops this device counts"), "{e}");
     }
 }
+
+/// Two invocations of one subgroup take turns in an inner loop of 40,000 iterations: each
+/// counts under the limit, but llvmpipe ends the loops of the lanes that run together after
+/// 65,535 of theirs, so there the read must fail rather than return a cut-short count.
+const TAKING_TURNS: &str = r#"
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(2)
+fn main(@builtin(local_invocation_index) li: u32) {
+    var c = 0u;
+    for (var round = 0u; round < 2u; round++) {
+        let n = select(0u, 40000u, round == li);
+        for (var i = 0u; i < n; i++) { c += 1u; }
+    }
+    out[li] = c;
+}
+"#;
+
+#[test]
+fn loops_count_as_the_lanes_that_run_together() {
+    for d in devices() {
+        let k = Kernel::from_wgsl(d, TAKING_TURNS, "main").unwrap();
+        let out = Buffer::from_slice(d, &[0x7fa5_a5a5u32; 2]).unwrap();
+        d.queue().launch(&k, &[Binding::from(&out)], [1, 1, 1]).unwrap();
+        match (out.read_blocking(), d.info().limits.max_loop_iterations) {
+            (Ok(got), None) => assert_eq!(got, [40_000, 40_000], "on {}", name(d)),
+            (Err(e), Some(_)) => assert!(e.to_string().contains("max_loop_iterations"), "{e}"),
+            (got, limit) => panic!("{}: {got:?} with loop limit {limit:?}", name(d)),
+        }
+    }
+}

@@ -3,10 +3,10 @@
 //! f16;`, in storage arrays and vectors) and the struct-valued built-ins `modf` and `frexp`.
 //! Each runs on every device that has what it needs (one that lacks f16 must refuse the
 //! kernel clearly), with seeded inputs and poisoned outputs, against an f64 reference here;
-//! each kernel's CUDA translation also compiles (`wgsl_kernels::compiles_for_cuda`, which `run` calls).
+//! each kernel's CUDA translation also compiles (`common::kernels::compiles_for_cuda`, which `run` calls).
 
 use crate::common::{devices, name, random};
-use crate::wgsl_kernels::{poisoned, run};
+use crate::common::kernels::{poisoned, run};
 
 use unicompute::{Binding, Buffer, Kernel};
 

@@ -150,11 +150,13 @@ impl Kernel {
     /// back as [`Error::Shader`] with line:column and the offending line.
     ///
     /// Some drivers end long loops early without an error: on Mesa's llvmpipe (lavapipe) all
-    /// the loops of one invocation together stop after 65,535 iterations (every iteration of
-    /// every loop, nested or not, counts; loops the compiler unrolls do not), and the kernel
-    /// goes on with wrong values. `device.info().limits.max_loop_iterations` tells
-    /// (`Some(65535)` there, `None` where there is no such limit); on such a device split
-    /// long work across invocations or launches. The built-in ops do so themselves.
+    /// the loops of the invocations that run together (a subgroup) stop after 65,535
+    /// iterations, and the kernel goes on with wrong values.
+    /// `device.info().limits.max_loop_iterations` tells (`Some(65535)` there, `None` where
+    /// there is no such limit). There the kernel's loops are counted, and a launch that
+    /// reaches the limit makes the next read fail with `INVALID` naming it (such kernels
+    /// cannot be captured there); split long work across invocations or launches. The
+    /// built-in ops do so themselves.
     ///
     /// `override` constants take their defaults; [`Kernel::from_wgsl_with`] sets them.
     pub fn from_wgsl(device: &Device, source: &str, entry: &str) -> Result<Kernel> {
@@ -393,11 +395,13 @@ impl Queue {
         let Some(check) = kernel.program.loop_check() else { return Ok(None) };
         let entry = kernel.info().entry.clone();
         let device = self.device.info().name.clone();
+        let limit = check.limit;
         let describe = Box::new(move |count: u32| {
             format!(
-                "kernel `{entry}`: an invocation's loops went round {count} times, where this \
-                 device ({device}) ends loops early without an error (limits.max_loop_iterations): \
-                 its results may be cut short; split the work across more invocations or launches"
+                "kernel `{entry}`: an invocation's loops went round {count} times, and this \
+                 device ({device}) ends loops after {limit} without an error \
+                 (limits.max_loop_iterations): its results may be cut short; split the work \
+                 across more invocations or launches"
             )
         });
         let what = format!("launching `{}`, whose loops this device counts (it ends long loops early)", kernel.info().entry);

@@ -57,6 +57,11 @@ fn bindings(source: &str, module: &naga::Module, used: &naga::valid::FunctionInf
     layouter.update(module.to_ctx()).map_err(|e| Error::Invalid(format!("cannot lay out the shader's types: {e}")))?;
     let mut bindings = Vec::new();
     for (handle, var) in module.global_variables.iter() {
+        if var.space == AddressSpace::Immediate && !used[handle].is_empty() {
+            let name = var.name.as_deref().unwrap_or("?");
+            let message = format!("`{name}` is immediate data (`var<immediate>`), which launches cannot set: kernels bind storage and uniform buffers; pass such values in a uniform buffer");
+            return Err(shader_error(source, module.global_variables.get_span(handle).location(source), message));
+        }
         let Some(rb) = &var.binding else { continue };
         if used[handle].is_empty() {
             continue; // not used by this entry point: not part of its layout

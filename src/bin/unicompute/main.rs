@@ -360,7 +360,7 @@ fn device_cells(d: &DeviceInfo) -> Vec<String> {
     ]
 }
 
-/// `256x256x64, 256 inv, grid 65535x65535x65535`, then `, loops <= 65535 per invocation`
+/// `256x256x64, 256 inv, grid 65535x65535x65535`, then `, loops <= 65535 per subgroup`
 /// where the driver has a loop-iteration limit, or `unlimited` for the CPU.
 fn workgroup(l: &Limits) -> String {
     if l.max_invocations_per_workgroup == u32::MAX {
@@ -368,7 +368,7 @@ fn workgroup(l: &Limits) -> String {
     }
     let [x, y, z] = l.max_workgroup_size;
     let [gx, gy, gz] = l.max_workgroups;
-    let loops = l.max_loop_iterations.map_or(String::new(), |n| format!(", loops <= {n} per invocation"));
+    let loops = l.max_loop_iterations.map_or(String::new(), |n| format!(", loops <= {n} per subgroup"));
     format!("{x}x{y}x{z}, {} inv, grid {gx}x{gy}x{gz}{loops}", l.max_invocations_per_workgroup)
 }
 

@@ -1,13 +1,20 @@
 //! User kernels on devices that end long loops early ([`crate::Limits::max_loop_iterations`]:
-//! Mesa's llvmpipe ends every loop of an invocation once its loops together have gone round
-//! 65,535 times, and the kernel goes on with wrong values). Each loop body that the entry
+//! Mesa's llvmpipe runs the invocations of a subgroup in the lanes of one SIMD loop, and
+//! ends every loop once its loops together have gone round 65,535 times, whichever lanes
+//! were active, and the kernel goes on with wrong values). Each loop body that the entry
 //! point reaches counts into a per-invocation counter; an invocation whose count reaches the
 //! limit sets a hidden status word, which the next read of the launching thread reports
-//! (`runtime/checks.rs`), so a loop cut short never passes as a result.
+//! (`runtime/checks.rs`), so a loop cut short does not pass as a result.
 //!
-//! The count is added to the source text: a call at the start of each loop body, and the
-//! counter, the status binding and the counting function appended at the end, so that the
-//! lines and columns of the user's code stay where they were.
+//! Where the device has subgroups, the count follows the subgroup's rather than each
+//! invocation's own: each body start takes the largest count of the active invocations plus
+//! one, and so does the statement after each loop, when its invocations meet again. (A
+//! subgroup whose invocations split between loops in two branches of an `if` counts only the
+//! larger of the two; without subgroups each invocation counts its own iterations.)
+//!
+//! The count is added to the source text: a call at the start of each loop body and after
+//! each loop, and the counter, the status binding and the counting functions appended at the
+//! end, so that the lines and columns of the user's code stay where they were.
 
 use naga::{Block, Span, Statement as S};
 
@@ -16,7 +23,7 @@ use crate::{Error, Result};
 
 /// `source` with the loops that `entry` reaches counted against `limit`, and where its
 /// status word binds; `None` if the entry point reaches no loop.
-pub(crate) fn instrument(source: &str, entry: &str, limit: u64) -> Result<Option<(String, LoopCheck)>> {
+pub(crate) fn instrument(source: &str, entry: &str, limit: u64, subgroups: bool) -> Result<Option<(String, LoopCheck)>> {
     let internal = |e: String| Error::Device(format!("internal: counting the loops of `{entry}`: {e}"));
     let text = crate::hal::wgsl_enables::for_naga(source);
     let mut module = naga::front::wgsl::parse_str(&text).map_err(|e| internal(e.message().to_string()))?;
@@ -34,30 +41,57 @@ pub(crate) fn instrument(source: &str, entry: &str, limit: u64) -> Result<Option
         return Ok(None);
     }
     let code = without_comments(source);
-    let mut at: Vec<usize> = Vec::new();
+    let mut at: Vec<(usize, &str)> = Vec::new();
     for span in spans {
         let start = span.to_range().ok_or_else(|| internal("a loop without a place in the source".into()))?.start;
-        let open = code[start..].find('{').ok_or_else(|| internal(format!("no body after byte {start}")))?;
-        at.push(start + open + 1);
+        let open = start + code[start..].find('{').ok_or_else(|| internal(format!("no body after byte {start}")))?;
+        let close = matching_brace(&code, open).ok_or_else(|| internal(format!("no end of the body at byte {open}")))?;
+        at.push((open + 1, "tick"));
+        at.push((close + 1, "meet"));
     }
     at.sort_unstable();
     at.dedup();
     let tag = (0..).map(|i| format!("unicompute_loops{i}")).find(|t| !source.contains(t.as_str())).unwrap_or_default();
-    let mut out = String::with_capacity(source.len() + 32 * at.len() + 400);
+    let mut out = String::with_capacity(source.len() + 32 * at.len() + 600);
     let mut from = 0;
-    for &i in &at {
+    for &(i, call) in &at {
         out.push_str(&source[from..i]);
-        out.push_str(&format!(" {tag}_tick();"));
+        out.push_str(&format!(" {tag}_{call}();"));
         from = i;
     }
     out.push_str(&source[from..]);
-    out.push_str(&format!(
+    out.push_str(&counting(&tag, group, binding, limit, subgroups));
+    Ok(Some((out, LoopCheck { group, binding, limit })))
+}
+
+/// The counter, the status binding and the counting functions, named after `tag`.
+fn counting(tag: &str, group: u32, binding: u32, limit: u64, subgroups: bool) -> String {
+    let shared = if subgroups { format!("subgroupMax({tag}_count)") } else { format!("{tag}_count") };
+    format!(
         "\nvar<private> {tag}_count: u32;\n\
          @group({group}) @binding({binding}) var<storage, read_write> {tag}_status: atomic<u32>;\n\
-         fn {tag}_tick() {{ {tag}_count += 1u; \
-         if ({tag}_count == {limit}u) {{ atomicStore(&{tag}_status, {tag}_count); }} }}\n"
-    ));
-    Ok(Some((out, LoopCheck { group, binding, limit })))
+         fn {tag}_tick() {{ {tag}_count = {shared} + 1u; \
+         if ({tag}_count >= {limit}u) {{ atomicMin(&{tag}_status, {tag}_count); }} }}\n\
+         fn {tag}_meet() {{ {tag}_count = {shared}; }}\n"
+    )
+}
+
+/// The index of the `}` that closes the `{` at `open` in `code` (comments blanked).
+fn matching_brace(code: &str, open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, b) in code.bytes().enumerate().skip(open) {
+        match b {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The spans of the loops in `block`, nested ones included.

@@ -330,7 +330,10 @@ impl GpuDevice {
     /// ([`loop_check`]).
     pub(crate) fn create_user_pipeline(&self, source: &str, entry: &str, constants: &[(&str, f64)]) -> Result<UserPipeline> {
         let counted = match self.max_loop_iterations {
-            Some(limit) => loop_check::instrument(source, entry, limit)?,
+            Some(limit) => {
+                let subgroups = self.device.features().contains(wgpu::Features::SUBGROUP);
+                loop_check::instrument(source, entry, limit, subgroups)?
+            }
             None => None,
         };
         let (source, loop_check) = match &counted {

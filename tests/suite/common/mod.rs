@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod crash;
+pub mod kernels;
 
 use std::sync::OnceLock;
 
