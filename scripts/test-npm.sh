@@ -8,7 +8,9 @@
 # on Web Workers in a cross-origin-isolated page (npm/test/threads.test.mjs); the same app
 # built with esbuild and webpack 5 (npm/test/bundlers/); the typings under `tsc --strict`
 # (npm/test/types.ts); a page's own WebGPU code sharing the device (npm/test/interop/); the
-# demo page of web/ (npm/test/demo.test.mjs); and the wasm size budget.
+# demo page of web/ (npm/test/demo.test.mjs); the wasm size budget; and ONNX's own backend node
+# tests for Gather, LogSoftmax and Attention, on the CPU backend and on WebGPU
+# (npm/test/onnx-node.mjs, with the data of the onnx 1.22.0 wheel, cached in .onnx/).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 "$repo/scripts/build-npm.sh"
@@ -44,7 +46,8 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 npm init -y >/dev/null
 npm install --silent --no-audit --no-fund "$repo"/npm/unicompute-*.tgz webgpu@0.6 vite@5 playwright-core@1.49 \
-    esbuild@0.24 webpack@5 webpack-cli@5 typescript@5 @tensorflow/tfjs-core@4.22.0 @tensorflow/tfjs-backend-webgpu@4.22.0
+    esbuild@0.24 webpack@5 webpack-cli@5 typescript@5 @tensorflow/tfjs-core@4.22.0 @tensorflow/tfjs-backend-webgpu@4.22.0 \
+    onnx-proto@8.0.1
 cp "$repo"/npm/test/*.mjs .
 # The typings: a program using every export passes `tsc --strict`.
 cp "$repo"/npm/test/types.ts "$repo"/npm/test/tsconfig.json .
@@ -52,9 +55,36 @@ cp "$repo"/npm/test/types.ts "$repo"/npm/test/tsconfig.json .
 echo "types: tsc --strict --noEmit passes on npm/test/types.ts"
 node node.mjs
 node api.mjs
+
+# ONNX's backend node tests (npm/test/onnx-node.mjs): the onnx 1.22.0 wheel from PyPI (the 1.23
+# wheels dropped the test data), this one file of it pinned by its sha256 and kept in .onnx/;
+# only the Gather, LogSoftmax and Attention tests' folders are unpacked.
+onnx_wheel=onnx-1.22.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl
+onnx_sha256=1d0a2bdb15eb2b3cb65c438f3423d9620d14fdce32f92380e6bb1b2e09568ef5
+if [ ! -f "$repo/.onnx/$onnx_wheel" ]; then
+    python3 -m pip download -q --no-deps --only-binary=:all: --dest "$repo/.onnx" \
+        --python-version 3.11 --implementation cp --abi cp311 --platform manylinux_2_28_x86_64 \
+        onnx==1.22.0
+fi
+if ! echo "$onnx_sha256  $repo/.onnx/$onnx_wheel" | sha256sum --check --quiet; then
+    echo ".onnx/$onnx_wheel is not the pinned file (sha256 $onnx_sha256): delete it" >&2
+    exit 1
+fi
+python3 - "$repo/.onnx/$onnx_wheel" onnx-data <<'EOF'
+import re, sys, zipfile
+wheel, dest = sys.argv[1:]
+tests = r"test_(gather_(0|1|2d_indices|negative_indices)|logsoftmax_\w+|attention_\w+)"
+keep = re.compile(rf"onnx/backend/test/data/node/{tests}/")
+with zipfile.ZipFile(wheel) as z:
+    z.extractall(dest, [n for n in z.namelist() if keep.match(n)])
+EOF
+onnx_tests="$PWD/onnx-data/onnx/backend/test/data/node"
+node onnx-node.mjs "$onnx_tests" cpu
+
 icd=/usr/lib/chromium/vk_swiftshader_icd.json
 if [ -f "$icd" ]; then
     VK_ICD_FILENAMES="$icd" node node-webgpu.mjs
+    VK_ICD_FILENAMES="$icd" node onnx-node.mjs "$onnx_tests" webgpu
 elif [ "${UNICOMPUTE_REQUIRE_WEBGPU:-}" = 1 ]; then
     echo "UNICOMPUTE_REQUIRE_WEBGPU=1 but $icd (Debian's chromium) is missing" >&2
     exit 1
