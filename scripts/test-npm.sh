@@ -15,9 +15,9 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 "$repo/scripts/build-npm.sh"
 
-# The size budget: the package's wasm at most 748 kB (748,000 bytes) gzipped; the threads
+# The size budget: the package's wasm at most 790 kB (790,000 bytes) gzipped; the threads
 # build, which only cross-origin-isolated pages load, also carries rayon's thread pool and a
-# std built for threads, and is held to 788 kB. Each raise is deliberate and says what it
+# std built for threads, and is held to 830 kB. Each raise is deliberate and says what it
 # bought: 700/740 kB held everything up to the CPU executor of WGSL kernels (naga's parser
 # and validator, the largest crate in it, at 425 of 1,950 kB before gzip); 720/760 kB adds
 # the page-device adoption and integer arithmetic; 730/770 kB adds the i64 dtype (2.3 kB)
@@ -32,7 +32,13 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 # 748/788 kB adds gather without silent values (3.5 kB: negative and any-rank indices, i64
 # indices in the kernels, `{ mode }`, the status words that a read reports, runtime/checks.rs;
 # every read now shares one copy of the backends' read path, which paid for 2.5 kB of it).
-for budget in "npm/pkg/unicompute_bg.wasm 748000" "npm/pkg-threads/unicompute_bg.wasm 788000"; do
+# 790/830 kB adds user kernels as real ones are written (42 kB): override constants set at
+# creation and resolved by naga's process_overrides (23.5 kB, nearly all of it naga's
+# constant evaluation and revalidation: WebGPU's pipeline constants, and without them the CPU
+# ran one invocation per workgroup of `@workgroup_size(wg)` and returned Ok), then f32
+# matrices, f16, modf and frexp in the CPU executor, `enable subgroups;`, the refusal of
+# immediates and the loop count on drivers that end long loops (18.5 kB).
+for budget in "npm/pkg/unicompute_bg.wasm 790000" "npm/pkg-threads/unicompute_bg.wasm 830000"; do
     set -- $budget
     size=$(gzip -9 -c "$repo/$1" | wc -c)
     echo "$1: $size bytes gzipped (budget $2)"
