@@ -106,7 +106,10 @@ async fn matmul_softmax_and_broadcast_add_match_the_reference() {
         let log_soft = at.log_softmax().unwrap().to_vec::<f32>().await.unwrap();
         for (r, row) in log_soft.chunks(k).enumerate() {
             let want = unicompute::ops::log_softmax::reference_row(
-                &a[r * k..(r + 1) * k].iter().map(|&v| f64::from(v)).collect::<Vec<_>>(),
+                &a[r * k..(r + 1) * k]
+                    .iter()
+                    .map(|&v| f64::from(v))
+                    .collect::<Vec<_>>(),
             );
             assert_close(
                 row,
@@ -132,46 +135,134 @@ async fn norms_attention_and_16_bit_storage_match_the_reference() {
         let (rows, cols) = (5, 33);
         let x = inputs(4, rows * cols);
         let t = Tensor::from_slice(&d, &x, &[rows, cols]).unwrap();
-        let got = t.layer_norm(NormParams::default()).unwrap().to_vec::<f32>().await.unwrap();
+        let got = t
+            .layer_norm(NormParams::default())
+            .unwrap()
+            .to_vec::<f32>()
+            .await
+            .unwrap();
         for (r, row) in x.chunks(cols).enumerate() {
             let mean = row.iter().map(|&v| f64::from(v)).sum::<f64>() / cols as f64;
-            let var = row.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>() / cols as f64;
-            let want: Vec<f64> = row.iter().map(|&v| (f64::from(v) - mean) / (var + 1e-5).sqrt()).collect();
-            assert_close(&got[r * cols..(r + 1) * cols], &want, 1e-4, &format!("layer norm row {r} on {}", d.backend()));
+            let var = row
+                .iter()
+                .map(|&v| (f64::from(v) - mean).powi(2))
+                .sum::<f64>()
+                / cols as f64;
+            let want: Vec<f64> = row
+                .iter()
+                .map(|&v| (f64::from(v) - mean) / (var + 1e-5).sqrt())
+                .collect();
+            assert_close(
+                &got[r * cols..(r + 1) * cols],
+                &want,
+                1e-4,
+                &format!("layer norm row {r} on {}", d.backend()),
+            );
         }
         // Causal attention over one head of 7 positions.
         let (l, hd) = (7, 8);
         let q = inputs(5, l * hd);
         let qt = Tensor::from_slice(&d, &q, &[1, 1, l, hd]).unwrap();
-        let got = qt.attention(&qt, &qt, AttentionParams { causal: true, ..Default::default() }).unwrap().to_vec::<f32>().await.unwrap();
+        let got = qt
+            .attention(
+                &qt,
+                &qt,
+                AttentionParams {
+                    causal: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap()
+            .to_vec::<f32>()
+            .await
+            .unwrap();
         for i in 0..l {
-            let scores: Vec<f64> = (0..=i).map(|j| (0..hd).map(|t| f64::from(q[i * hd + t]) * f64::from(q[j * hd + t])).sum::<f64>() / (hd as f64).sqrt()).collect();
+            let scores: Vec<f64> = (0..=i)
+                .map(|j| {
+                    (0..hd)
+                        .map(|t| f64::from(q[i * hd + t]) * f64::from(q[j * hd + t]))
+                        .sum::<f64>()
+                        / (hd as f64).sqrt()
+                })
+                .collect();
             let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
             let total: f64 = scores.iter().map(|s| (s - max).exp()).sum();
-            let want: Vec<f64> = (0..hd).map(|c| (0..=i).map(|j| (scores[j] - max).exp() / total * f64::from(q[j * hd + c])).sum()).collect();
-            assert_close(&got[i * hd..(i + 1) * hd], &want, 1e-4, &format!("attention row {i} on {}", d.backend()));
+            let want: Vec<f64> = (0..hd)
+                .map(|c| {
+                    (0..=i)
+                        .map(|j| (scores[j] - max).exp() / total * f64::from(q[j * hd + c]))
+                        .sum()
+                })
+                .collect();
+            assert_close(
+                &got[i * hd..(i + 1) * hd],
+                &want,
+                1e-4,
+                &format!("attention row {i} on {}", d.backend()),
+            );
         }
         // f16 storage: exp of f16 values rounds once, like the `half` crate.
         let h = t.cast(unicompute::DType::F16).unwrap();
-        let got = h.unary(unicompute::UnaryOp::Exp).unwrap().cast(unicompute::DType::F32).unwrap().to_vec::<f32>().await.unwrap();
-        let want: Vec<f64> = x.iter().map(|&v| f64::from(unicompute::f16::from_f32(unicompute::f16::from_f32(v).to_f32().exp()).to_f32())).collect();
+        let got = h
+            .unary(unicompute::UnaryOp::Exp)
+            .unwrap()
+            .cast(unicompute::DType::F32)
+            .unwrap()
+            .to_vec::<f32>()
+            .await
+            .unwrap();
+        let want: Vec<f64> = x
+            .iter()
+            .map(|&v| {
+                f64::from(
+                    unicompute::f16::from_f32(unicompute::f16::from_f32(v).to_f32().exp()).to_f32(),
+                )
+            })
+            .collect();
         assert_close(&got, &want, 1e-3, &format!("f16 exp on {}", d.backend()));
         // erf near zero (where 1 - erfc would lose every digit) and far out.
-        let e: Vec<f32> = x.iter().map(|&v| v * 1e-3).chain(x.iter().map(|&v| v * 3.0)).collect();
-        let got = Tensor::from_slice(&d, &e, &[e.len()]).unwrap().unary(unicompute::UnaryOp::Erf).unwrap().to_vec::<f32>().await.unwrap();
+        let e: Vec<f32> = x
+            .iter()
+            .map(|&v| v * 1e-3)
+            .chain(x.iter().map(|&v| v * 3.0))
+            .collect();
+        let got = Tensor::from_slice(&d, &e, &[e.len()])
+            .unwrap()
+            .unary(unicompute::UnaryOp::Erf)
+            .unwrap()
+            .to_vec::<f32>()
+            .await
+            .unwrap();
         for (i, (&g, &v)) in got.iter().zip(&e).enumerate() {
             let w = libm::erf(f64::from(v));
-            assert!((f64::from(g) - w).abs() <= 1e-6 * w.abs(), "erf({v}) = {g}, expected {w} (element {i} on {})", d.backend());
+            assert!(
+                (f64::from(g) - w).abs() <= 1e-6 * w.abs(),
+                "erf({v}) = {g}, expected {w} (element {i} on {})",
+                d.backend()
+            );
         }
         // sin and cos far from zero, within 2 ulp of the f64 reference.
-        let far: Vec<f32> = x.iter().map(|&v| v * 2500.0).chain([355.0, 9999.999, -1e4]).collect();
+        let far: Vec<f32> = x
+            .iter()
+            .map(|&v| v * 2500.0)
+            .chain([355.0, 9999.999, -1e4])
+            .collect();
         let ft = Tensor::from_slice(&d, &far, &[far.len()]).unwrap();
-        for (op, f) in [(unicompute::UnaryOp::Sin, f64::sin as fn(f64) -> f64), (unicompute::UnaryOp::Cos, f64::cos)] {
+        for (op, f) in [
+            (unicompute::UnaryOp::Sin, f64::sin as fn(f64) -> f64),
+            (unicompute::UnaryOp::Cos, f64::cos),
+        ] {
             let got = ft.unary(op).unwrap().to_vec::<f32>().await.unwrap();
             for (&g, &v) in got.iter().zip(&far) {
                 let w = f(f64::from(v));
-                let ulp = f64::from(f32::from_bits((w as f32).abs().to_bits() + 1) - (w as f32).abs());
-                assert!((f64::from(g) - w).abs() <= 2.0 * ulp, "{}({v}) = {g}, expected {w} on {}", op.name(), d.backend());
+                let ulp =
+                    f64::from(f32::from_bits((w as f32).abs().to_bits() + 1) - (w as f32).abs());
+                assert!(
+                    (f64::from(g) - w).abs() <= 2.0 * ulp,
+                    "{}({v}) = {g}, expected {w} on {}",
+                    op.name(),
+                    d.backend()
+                );
             }
         }
     }
@@ -208,22 +299,46 @@ async fn the_js_api_runs_ops_and_reports_bad_input() {
             .unwrap()
     };
     let bad = device
-        .tensor(&js_sys::Float64Array::new_with_length(4).into(), vec![2.0, 2.0], None)
+        .tensor(
+            &js_sys::Float64Array::new_with_length(4).into(),
+            vec![2.0, 2.0],
+            None,
+        )
         .err()
         .unwrap();
     assert_eq!(code(bad), "INVALID");
     let mismatch = device
-        .tensor(&js_sys::Float32Array::new_with_length(3).into(), vec![2.0, 2.0], None)
+        .tensor(
+            &js_sys::Float32Array::new_with_length(3).into(),
+            vec![2.0, 2.0],
+            None,
+        )
         .err()
         .unwrap();
     assert_eq!(code(mismatch), "SHAPE");
     // Sizes JS would wrap on the way in (2^32 to 0, -1 to 2^32 - 1) are refused instead.
-    for shape in [vec![4294967296.0], vec![-1.0], vec![1.5, 0.0], vec![65536.0, 65536.0, 0.0]] {
-        let e = device.tensor(&js_sys::Float32Array::new_with_length(0).into(), shape.clone(), None).err().unwrap();
+    for shape in [
+        vec![4294967296.0],
+        vec![-1.0],
+        vec![1.5, 0.0],
+        vec![65536.0, 65536.0, 0.0],
+    ] {
+        let e = device
+            .tensor(
+                &js_sys::Float32Array::new_with_length(0).into(),
+                shape.clone(),
+                None,
+            )
+            .err()
+            .unwrap();
         assert!(matches!(code(e).as_str(), "INVALID" | "SHAPE"), "{shape:?}");
     }
     let wide = device
-        .tensor(&js_sys::Float32Array::new_with_length(6).into(), vec![2.0, 3.0], None)
+        .tensor(
+            &js_sys::Float32Array::new_with_length(6).into(),
+            vec![2.0, 3.0],
+            None,
+        )
         .unwrap();
     let err = x.add(&wide, None).err().unwrap();
     assert_eq!(code(err.clone()), "SHAPE");
@@ -241,7 +356,6 @@ async fn the_js_api_runs_ops_and_reports_bad_input() {
     );
 }
 
-
 /// Milliseconds since an arbitrary origin (the page's clock).
 fn now_ms() -> f64 {
     js_sys::Date::now()
@@ -253,7 +367,10 @@ async fn heavy_ops_ms(d: &Device) -> f64 {
     let a = Tensor::from_slice(d, &inputs(5, 256 * 256), &[256, 256]).unwrap();
     let x = Tensor::from_slice(d, &inputs(6, 32 * 32 * 32), &[1, 32, 32, 32]).unwrap();
     let w = Tensor::from_slice(d, &inputs(7, 32 * 32 * 9), &[32, 32, 3, 3]).unwrap();
-    let params = unicompute::ops::Conv2dParams { padding: [1, 1], ..Default::default() };
+    let params = unicompute::ops::Conv2dParams {
+        padding: [1, 1],
+        ..Default::default()
+    };
     let mut times = Vec::new();
     for rep in 0..4 {
         let start = now_ms();
@@ -283,20 +400,37 @@ async fn auto_picks_the_faster_of_webgpu_and_the_wasm_cpu() {
         return;
     };
     if gpu.info().device_type != unicompute::DeviceType::SoftwareGpu {
-        assert_eq!(device.backend(), "webgpu", "a hardware adapter is taken: {reason}");
+        assert_eq!(
+            device.backend(),
+            "webgpu",
+            "a hardware adapter is taken: {reason}"
+        );
         return;
     }
-    assert!(reason.contains("no hardware GPU") && reason.contains("webgpu") && reason.contains("cpu"), "{reason}");
-    let cpu = Device::open_async(BackendChoice::Backend(BackendKind::Cpu)).await.unwrap();
+    assert!(
+        reason.contains("no hardware GPU") && reason.contains("webgpu") && reason.contains("cpu"),
+        "{reason}"
+    );
+    let cpu = Device::open_async(BackendChoice::Backend(BackendKind::Cpu))
+        .await
+        .unwrap();
     let (gpu_ms, cpu_ms) = (heavy_ops_ms(&gpu).await, heavy_ops_ms(&cpu).await);
-    web_sys_log(&format!("heavy ops: webgpu {gpu_ms:.1} ms, wasm cpu {cpu_ms:.1} ms"));
+    web_sys_log(&format!(
+        "heavy ops: webgpu {gpu_ms:.1} ms, wasm cpu {cpu_ms:.1} ms"
+    ));
     let faster = if cpu_ms < gpu_ms { "cpu" } else { "webgpu" };
     // A near tie could go either way; a clear difference must not.
     if (cpu_ms - gpu_ms).abs() > 0.25 * cpu_ms.max(gpu_ms) {
-        assert_eq!(device.backend(), faster, "webgpu {gpu_ms} ms vs cpu {cpu_ms} ms; auto said: {reason}");
+        assert_eq!(
+            device.backend(),
+            faster,
+            "webgpu {gpu_ms} ms vs cpu {cpu_ms} ms; auto said: {reason}"
+        );
     }
     if device.backend() == "cpu" {
-        assert!(device.fallback_reason().is_some_and(|r| r.contains("no hardware GPU")));
+        assert!(device
+            .fallback_reason()
+            .is_some_and(|r| r.contains("no hardware GPU")));
     }
 }
 
@@ -316,9 +450,21 @@ async fn the_profiler_records_launches_in_the_browser() {
         assert_eq!(ops, ["matmul", "softmax"], "{}", d.backend());
         assert_eq!(profile.launches[0].flops, (2 * m * n * k) as u64);
         if d.backend() == BackendKind::Cpu || d.info().features.timestamps {
-            assert!(profile.launches.iter().all(|l| l.device_us.is_some_and(|t| t >= 0.0)), "{:?}", profile.launches);
+            assert!(
+                profile
+                    .launches
+                    .iter()
+                    .all(|l| l.device_us.is_some_and(|t| t >= 0.0)),
+                "{:?}",
+                profile.launches
+            );
             let trace: serde_json::Value = serde_json::from_str(&profile.chrome_trace()).unwrap();
-            let events = trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").count();
+            let events = trace["traceEvents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["ph"] == "X")
+                .count();
             assert_eq!(events, 2);
         }
         assert!(profile.table().contains("softmax"));
@@ -344,8 +490,16 @@ async fn a_captured_chain_replays_on_new_inputs_in_the_browser() {
             let data = inputs(seed, n);
             input.write(&data).unwrap();
             graph.replay().unwrap();
-            let want: Vec<f64> = data.iter().map(|&v| f64::from(v.max(0.0) * v + v)).collect();
-            assert_close(&y.to_vec::<f32>().await.unwrap(), &want, 1e-6, &format!("replay {seed}"));
+            let want: Vec<f64> = data
+                .iter()
+                .map(|&v| f64::from(v.max(0.0) * v + v))
+                .collect();
+            assert_close(
+                &y.to_vec::<f32>().await.unwrap(),
+                &want,
+                1e-6,
+                &format!("replay {seed}"),
+            );
         }
     }
 }
@@ -354,35 +508,94 @@ async fn a_captured_chain_replays_on_new_inputs_in_the_browser() {
 /// one is an `INVALID` error naming the key, `tune` reports every candidate.
 #[wasm_bindgen_test]
 async fn policies_and_tuning_through_the_js_api() {
-    let code = |e: JsValue| js_sys::Reflect::get(&e, &"code".into()).unwrap().as_string().unwrap();
-    let policy = js_sys::JSON::parse(r#"{"backends": ["cpu"], "variants": {"matmul": "auto"}}"#).unwrap();
+    let code = |e: JsValue| {
+        js_sys::Reflect::get(&e, &"code".into())
+            .unwrap()
+            .as_string()
+            .unwrap()
+    };
+    let policy =
+        js_sys::JSON::parse(r#"{"backends": ["cpu"], "variants": {"matmul": "auto"}}"#).unwrap();
     let device = init(None, Some(policy)).await.unwrap();
     assert_eq!(device.backend(), "cpu");
-    assert!(device.selection_reason().contains("only device"), "{}", device.selection_reason());
-    let bad = init(None, Some(r#"{"backends": ["cpu"], "colour": 1}"#.into())).await.err().unwrap();
+    assert!(
+        device.selection_reason().contains("only device"),
+        "{}",
+        device.selection_reason()
+    );
+    let bad = init(None, Some(r#"{"backends": ["cpu"], "colour": 1}"#.into()))
+        .await
+        .err()
+        .unwrap();
     assert_eq!(code(bad.clone()), "INVALID");
-    assert!(bad.dyn_into::<js_sys::Error>().unwrap().message().as_string().unwrap().contains("colour"));
-    assert_eq!(code(init(Some("cpu".into()), Some(r#"{}"#.into())).await.err().unwrap()), "INVALID");
+    assert!(bad
+        .dyn_into::<js_sys::Error>()
+        .unwrap()
+        .message()
+        .as_string()
+        .unwrap()
+        .contains("colour"));
+    assert_eq!(
+        code(
+            init(Some("cpu".into()), Some(r#"{}"#.into()))
+                .await
+                .err()
+                .unwrap()
+        ),
+        "INVALID"
+    );
     device.enable_profiler();
-    let x = device.tensor(&js_sys::Float32Array::from(&inputs(10, 12)[..]).into(), vec![3.0, 4.0], None).unwrap();
+    let x = device
+        .tensor(
+            &js_sys::Float32Array::from(&inputs(10, 12)[..]).into(),
+            vec![3.0, 4.0],
+            None,
+        )
+        .unwrap();
     let y = x.matmul(&x.transpose().unwrap()).unwrap();
     y.read().await.unwrap();
     let profile = device.take_profile().await;
     let launches = profile.launches();
     let first = js_sys::Array::from(&launches).get(0);
-    let variant = js_sys::Reflect::get(&first, &"variant".into()).unwrap().as_string().unwrap();
+    let variant = js_sys::Reflect::get(&first, &"variant".into())
+        .unwrap()
+        .as_string()
+        .unwrap();
     assert_eq!(variant, "sgemm");
-    let result = device.tune("matmul".into(), vec![16.0, 16.0, 16.0]).await.unwrap();
+    let result = device
+        .tune("matmul".into(), vec![16.0, 16.0, 16.0])
+        .await
+        .unwrap();
     let times = js_sys::Reflect::get(&result, &"times_us".into()).unwrap();
     assert_eq!(js_sys::Object::keys(&times.into()).length(), 1);
-    assert!(device.tune_cache().contains("matmul f32 batch1 m16 n16 k16"));
-    assert_eq!(code(device.tune("conv".into(), vec![1.0]).await.err().unwrap()), "INVALID");
+    assert!(device
+        .tune_cache()
+        .contains("matmul f32 batch1 m16 n16 k16"));
+    assert_eq!(
+        code(device.tune("conv".into(), vec![1.0]).await.err().unwrap()),
+        "INVALID"
+    );
     if let Ok(gpu) = init(Some("webgpu".into()), None).await {
-        let result = gpu.tune("matmul".into(), vec![64.0, 64.0, 64.0]).await.unwrap();
+        let result = gpu
+            .tune("matmul".into(), vec![64.0, 64.0, 64.0])
+            .await
+            .unwrap();
         let times = js_sys::Reflect::get(&result, &"times_us".into()).unwrap();
-        let timed: Vec<String> = js_sys::Object::keys(&times.into()).iter().filter_map(|k| k.as_string()).collect();
-        assert_eq!(timed.len(), 4, "every webgpu matmul variant timed: {timed:?}");
-        assert!(["tile64", "tile32", "tile128x64", "direct"].iter().all(|v| timed.iter().any(|t| t == v)), "{timed:?}");
+        let timed: Vec<String> = js_sys::Object::keys(&times.into())
+            .iter()
+            .filter_map(|k| k.as_string())
+            .collect();
+        assert_eq!(
+            timed.len(),
+            4,
+            "every webgpu matmul variant timed: {timed:?}"
+        );
+        assert!(
+            ["tile64", "tile32", "tile128x64", "direct"]
+                .iter()
+                .all(|v| timed.iter().any(|t| t == v)),
+            "{timed:?}"
+        );
     }
 }
 
@@ -398,35 +611,90 @@ async fn reads_copy_once_from_where_the_bytes_lie() {
         let t = Tensor::from_slice(&d, &data, &[1031]).unwrap();
         let view = t.slice(0, 3..1030).unwrap();
         d.profiler().enable();
-        assert_eq!(view.to_vec::<f32>().await.unwrap(), data[3..1030], "{}", d.backend());
-        let js = JsTensor::from(view.clone()).read().await.unwrap().dyn_into::<js_sys::Float32Array>().unwrap();
+        assert_eq!(
+            view.to_vec::<f32>().await.unwrap(),
+            data[3..1030],
+            "{}",
+            d.backend()
+        );
+        let js = JsTensor::from(view.clone())
+            .read()
+            .await
+            .unwrap()
+            .dyn_into::<js_sys::Float32Array>()
+            .unwrap();
         assert_eq!(js.length(), 1027);
         assert_eq!(js.to_vec(), data[3..1030], "{} through JS", d.backend());
         // readInto: the caller's array, at an offset into its buffer, filled in place.
         let backing = js_sys::Float32Array::new_with_length(1030);
         let dst = backing.subarray(3, 1030);
-        let back = JsTensor::from(view.clone()).read_into(dst.clone().into()).await.unwrap();
-        assert!(back == JsValue::from(dst.clone()), "readInto resolves to its argument");
+        let back = JsTensor::from(view.clone())
+            .read_into(dst.clone().into())
+            .await
+            .unwrap();
+        assert!(
+            back == JsValue::from(dst.clone()),
+            "readInto resolves to its argument"
+        );
         assert_eq!(dst.to_vec(), data[3..1030], "{} readInto", d.backend());
         assert_eq!(backing.get_index(0), 0.0, "nothing written before the view");
         let profile = d.take_profile().await;
         assert_eq!(profile.reads.len(), 3, "{:?}", profile.reads);
-        assert!(profile.reads.iter().all(|r| r.bytes == 1027 * 4 && r.wait_us >= 0.0 && r.copy_us >= 0.0), "{:?}", profile.reads);
+        assert!(
+            profile
+                .reads
+                .iter()
+                .all(|r| r.bytes == 1027 * 4 && r.wait_us >= 0.0 && r.copy_us >= 0.0),
+            "{:?}",
+            profile.reads
+        );
         d.profiler().disable();
         if d.info().features.f16 || d.backend() == BackendKind::Cpu {
-            let half = t.cast(unicompute::DType::F16).unwrap().slice(0, 1..1030).unwrap();
-            let want: Vec<f32> = data[1..1030].iter().map(|&v| half::f16::from_f32(v).to_f32()).collect();
-            let got: Vec<f32> = half.to_vec::<half::f16>().await.unwrap().iter().map(|v| v.to_f32()).collect();
+            let half = t
+                .cast(unicompute::DType::F16)
+                .unwrap()
+                .slice(0, 1..1030)
+                .unwrap();
+            let want: Vec<f32> = data[1..1030]
+                .iter()
+                .map(|&v| half::f16::from_f32(v).to_f32())
+                .collect();
+            let got: Vec<f32> = half
+                .to_vec::<half::f16>()
+                .await
+                .unwrap()
+                .iter()
+                .map(|v| v.to_f32())
+                .collect();
             assert_eq!(got, want, "{} f16 from an odd offset", d.backend());
-            let js = JsTensor::from(half).read().await.unwrap().dyn_into::<js_sys::Float32Array>().unwrap();
+            let js = JsTensor::from(half)
+                .read()
+                .await
+                .unwrap()
+                .dyn_into::<js_sys::Float32Array>()
+                .unwrap();
             assert_eq!(js.to_vec(), want, "{} f16 through JS", d.backend());
         }
         let ints = JsTensor::from(Tensor::from_slice(&d, &[7i32, -8, 9], &[3]).unwrap());
-        let js = ints.read().await.unwrap().dyn_into::<js_sys::Int32Array>().unwrap();
+        let js = ints
+            .read()
+            .await
+            .unwrap()
+            .dyn_into::<js_sys::Int32Array>()
+            .unwrap();
         assert_eq!(js.to_vec(), [7, -8, 9]);
         // readInto refuses an array of another type or length, and writes nothing.
-        let code = |e: JsValue| js_sys::Reflect::get(&e, &"code".into()).unwrap().as_string().unwrap();
-        for wrong in [js_sys::Float32Array::new_with_length(3).into(), js_sys::Int32Array::new_with_length(4).into(), JsValue::NULL] {
+        let code = |e: JsValue| {
+            js_sys::Reflect::get(&e, &"code".into())
+                .unwrap()
+                .as_string()
+                .unwrap()
+        };
+        for wrong in [
+            js_sys::Float32Array::new_with_length(3).into(),
+            js_sys::Int32Array::new_with_length(4).into(),
+            JsValue::NULL,
+        ] {
             assert_eq!(code(ints.read_into(wrong).await.err().unwrap()), "INVALID");
         }
         let fine = js_sys::Int32Array::new_with_length(3);
@@ -455,11 +723,19 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) w: vec3
 async fn a_wgsl_kernel_runs_on_every_device_in_the_page() {
     use unicompute::{Binding, Buffer, Kernel};
     let x = inputs(7, 24);
-    let want: Vec<f32> = x.chunks(8).flat_map(|c| c.iter().rev().map(|v| v * 2.0).collect::<Vec<_>>()).collect();
+    let want: Vec<f32> = x
+        .chunks(8)
+        .flat_map(|c| c.iter().rev().map(|v| v * 2.0).collect::<Vec<_>>())
+        .collect();
     for d in devices().await {
         let k = Kernel::from_wgsl(&d, REVERSE, "main").expect("compiles");
-        let (bx, by) = (Buffer::from_slice(&d, &x).unwrap(), Buffer::from_slice(&d, &[-7.0f32; 24]).unwrap());
-        d.queue().launch(&k, &[Binding::from(&bx), Binding::from(&by)], [3, 1, 1]).unwrap();
+        let (bx, by) = (
+            Buffer::from_slice(&d, &x).unwrap(),
+            Buffer::from_slice(&d, &[-7.0f32; 24]).unwrap(),
+        );
+        d.queue()
+            .launch(&k, &[Binding::from(&bx), Binding::from(&by)], [3, 1, 1])
+            .unwrap();
         assert_eq!(by.read().await.unwrap(), want, "on {}", d.info().name);
     }
 }
@@ -565,5 +841,112 @@ async fn the_corpus_kernels_run_on_every_device_in_the_page() {
             1e-6,
             &format!("override_tile on {on}"),
         );
+    }
+}
+
+/// Matrices, `modf` and override constants in a user kernel, on every device of the page (the
+/// CPU backend's executor inside the wasm too): `transpose(m) * v * scale` and the fraction
+/// of `determinant(m)`, over a workgroup size set at creation.
+const MATRICES: &str = r#"
+override wg: u32 = 64u;
+override scale: f32 = 1.0;
+@group(0) @binding(0) var<storage, read> m: array<mat3x3<f32>>;
+@group(0) @binding(1) var<storage, read> v: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> out: array<vec4<f32>>;
+@compute @workgroup_size(wg)
+fn main(@builtin(global_invocation_id) g: vec3u) {
+    let i = g.x;
+    if (i >= arrayLength(&out)) { return; }
+    let r = transpose(m[i]) * v[i].xyz * scale;
+    out[i] = vec4(r, modf(determinant(m[i])).fract);
+}
+"#;
+
+/// `enable f16;`: halves read, computed and written, where the device has f16.
+const HALVES: &str = r#"
+enable f16;
+@group(0) @binding(0) var<storage, read> x: array<f16>;
+@group(0) @binding(1) var<storage, read_write> y: array<f16>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) g: vec3u) {
+    if (g.x < arrayLength(&y)) { y[g.x] = x[g.x] * 2.0h + 1.0h; }
+}
+"#;
+
+/// The f64 reference of [`MATRICES`] for the matrices `m` (12 words each: three columns
+/// padded to 4) and vectors `v` (4 words each).
+fn matrices_reference(m: &[f32], v: &[f32], scale: f64) -> Vec<f64> {
+    let mut out = Vec::new();
+    for (c, x) in m.chunks(12).zip(v.chunks(4)) {
+        let col = |j: usize| [0, 1, 2].map(|r| f64::from(c[4 * j + r]));
+        let (c0, c1, c2) = (col(0), col(1), col(2));
+        let dot = |a: [f64; 3]| (0..3).map(|r| a[r] * f64::from(x[r])).sum::<f64>() * scale;
+        let cross = [
+            c1[1] * c2[2] - c1[2] * c2[1],
+            c1[2] * c2[0] - c1[0] * c2[2],
+            c1[0] * c2[1] - c1[1] * c2[0],
+        ];
+        let det: f64 = (0..3).map(|r| c0[r] * cross[r]).sum();
+        out.extend([dot(c0), dot(c1), dot(c2), det - det.trunc()]);
+    }
+    out
+}
+
+#[wasm_bindgen_test]
+async fn matrices_f16_and_constants_in_user_kernels_in_the_page() {
+    use unicompute::{Binding, Buffer, Kernel};
+    let n = 101;
+    // Multiples of 1/2 up to 2: the determinants are exact in f32, so their fractions are too.
+    let m: Vec<f32> = (0..12 * n)
+        .map(|i| ((i * 7919) % 9) as f32 * 0.5 - 2.0)
+        .collect();
+    let v = inputs(22, 4 * n);
+    let want = matrices_reference(&m, &v, 0.5);
+    let halves: Vec<half::f16> = (0..74)
+        .map(|i| half::f16::from_f32(i as f32 * 0.5 - 9.0))
+        .collect();
+    let words: Vec<u32> = bytemuck::cast_slice(&halves).to_vec();
+    for d in devices().await {
+        let on = d.info().name.clone();
+        let k =
+            Kernel::from_wgsl_with(&d, MATRICES, "main", &[("wg", 32.0), ("scale", 0.5)]).unwrap();
+        assert_eq!(k.info().workgroup_size, [32, 1, 1], "on {on}");
+        let (bm, bv) = (
+            Buffer::from_slice(&d, &m).unwrap(),
+            Buffer::from_slice(&d, &v).unwrap(),
+        );
+        let out = Buffer::from_slice(&d, &vec![f32::NAN; 4 * n]).unwrap();
+        d.queue()
+            .launch(
+                &k,
+                &[Binding::from(&bm), Binding::from(&bv), Binding::from(&out)],
+                [4, 1, 1],
+            )
+            .unwrap();
+        assert_close(
+            &out.read().await.unwrap(),
+            &want,
+            1e-4,
+            &format!("matrices on {on}"),
+        );
+        match (Kernel::from_wgsl(&d, HALVES, "main"), d.info().features.f16) {
+            (Ok(k), true) => {
+                let x = Buffer::from_slice(&d, &words).unwrap();
+                let y = Buffer::from_slice(&d, &vec![0x7fa5_a5a5u32; words.len()]).unwrap();
+                d.queue()
+                    .launch(&k, &[Binding::from(&x), Binding::from(&y)], [2, 1, 1])
+                    .unwrap();
+                let got = y.read().await.unwrap();
+                let got: &[half::f16] = bytemuck::cast_slice(&got);
+                let want: Vec<f32> = halves.iter().map(|h| h.to_f32() * 2.0 + 1.0).collect();
+                assert_eq!(
+                    got.iter().map(|h| h.to_f32()).collect::<Vec<_>>(),
+                    want,
+                    "f16 on {on}"
+                );
+            }
+            (Err(e), false) => assert!(e.to_string().contains("f16"), "{on}: {e}"),
+            (got, f16) => panic!("{on} (f16 {f16}): {:?}", got.map(|_| ())),
+        }
     }
 }
