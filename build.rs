@@ -39,5 +39,8 @@ fn copy_stripped(dir: &Path, out: &Path) {
 
 /// `text` without `//` comments and leading or trailing blanks, line for line.
 fn strip(text: &str) -> String {
-    text.lines().map(|line| line.split("//").next().unwrap_or("").trim()).collect::<Vec<_>>().join("\n")
+    text.lines()
+        .map(|line| line.split("//").next().unwrap_or("").trim())
+        .collect::<Vec<_>>()
+        .join("\n")
 }

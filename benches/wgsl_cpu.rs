@@ -46,12 +46,23 @@ fn main() -> unicompute::Result<()> {
 fn add(d: &Device) -> unicompute::Result<()> {
     let n = 1 << 22;
     let data: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 1e-3).collect();
-    let (ta, tb) = (Tensor::from_slice(d, &data, &[n])?, Tensor::from_slice(d, &data, &[n])?);
+    let (ta, tb) = (
+        Tensor::from_slice(d, &data, &[n])?,
+        Tensor::from_slice(d, &data, &[n])?,
+    );
     let builtin = median(|| ta.add(&tb)?.to_vec_blocking::<f32>().map(drop))?;
-    let (ba, bb, bc) = (Buffer::from_slice(d, &data)?, Buffer::from_slice(d, &data)?, Buffer::<f32>::zeros(d, n)?);
+    let (ba, bb, bc) = (
+        Buffer::from_slice(d, &data)?,
+        Buffer::from_slice(d, &data)?,
+        Buffer::<f32>::zeros(d, n)?,
+    );
     let k = Kernel::from_wgsl(d, ADD, "main")?;
     let wgsl = median(|| {
-        d.queue().launch(&k, &[Binding::from(&ba), Binding::from(&bb), Binding::from(&bc)], [(n as u32).div_ceil(256), 1, 1])?;
+        d.queue().launch(
+            &k,
+            &[Binding::from(&ba), Binding::from(&bb), Binding::from(&bc)],
+            [(n as u32).div_ceil(256), 1, 1],
+        )?;
         bc.read_blocking().map(drop)
     })?;
     let gbs = |s: f64| 12.0 * n as f64 / s / 1e9;
@@ -63,13 +74,25 @@ fn add(d: &Device) -> unicompute::Result<()> {
 fn matmul(d: &Device) -> unicompute::Result<()> {
     let m = 256;
     let a: Vec<f32> = (0..m * m).map(|i| (i % 17) as f32 * 0.1).collect();
-    let (x, y) = (Tensor::from_slice(d, &a, &[m, m])?, Tensor::from_slice(d, &a, &[m, m])?);
+    let (x, y) = (
+        Tensor::from_slice(d, &a, &[m, m])?,
+        Tensor::from_slice(d, &a, &[m, m])?,
+    );
     let builtin = median(|| x.matmul(&y)?.to_vec_blocking::<f32>().map(drop))?;
     let (ba, bc) = (Buffer::from_slice(d, &a)?, Buffer::<f32>::zeros(d, m * m)?);
     let dims = Buffer::from_slice(d, &[m as u32, m as u32, m as u32, 0])?;
     let k = Kernel::from_wgsl(d, MATMUL, "main")?;
     let wgsl = median(|| {
-        d.queue().launch(&k, &[Binding::from(&ba), Binding::from(&ba), Binding::from(&bc), Binding::from(&dims)], [(m as u32) / 8, (m as u32) / 8, 1])?;
+        d.queue().launch(
+            &k,
+            &[
+                Binding::from(&ba),
+                Binding::from(&ba),
+                Binding::from(&bc),
+                Binding::from(&dims),
+            ],
+            [(m as u32) / 8, (m as u32) / 8, 1],
+        )?;
         bc.read_blocking().map(drop)
     })?;
     let gflops = |s: f64| 2.0 * (m * m * m) as f64 / s / 1e9;

@@ -23,17 +23,33 @@ fn open_gpu_or_cpu() -> unicompute::Result<Device> {
 
 fn main() -> unicompute::Result<()> {
     let device = open_gpu_or_cpu()?;
-    println!("device: {} ({:?})", device.info().name, device.info().device_type);
+    println!(
+        "device: {} ({:?})",
+        device.info().name,
+        device.info().device_type
+    );
     let cpu = Device::open(BackendChoice::Backend(BackendKind::Cpu))?;
 
     // The same layer norm on the chosen device and on the CPU.
     let (rows, cols) = (31, 257);
-    let x: Vec<f32> = (0..rows * cols).map(|i| ((i * 37) % 101) as f32 / 10.0 - 5.0).collect();
-    let on = |d: &Device| -> unicompute::Result<Vec<f32>> { Tensor::from_slice(d, &x, &[rows, cols])?.layer_norm(Default::default())?.to_vec_blocking::<f32>() };
+    let x: Vec<f32> = (0..rows * cols)
+        .map(|i| ((i * 37) % 101) as f32 / 10.0 - 5.0)
+        .collect();
+    let on = |d: &Device| -> unicompute::Result<Vec<f32>> {
+        Tensor::from_slice(d, &x, &[rows, cols])?
+            .layer_norm(Default::default())?
+            .to_vec_blocking::<f32>()
+    };
     let (got, reference) = (on(&device)?, on(&cpu)?);
-    let worst = got.iter().zip(&reference).map(|(g, r)| (g - r).abs()).fold(0.0f32, f32::max);
+    let worst = got
+        .iter()
+        .zip(&reference)
+        .map(|(g, r)| (g - r).abs())
+        .fold(0.0f32, f32::max);
     if worst > 1e-4 {
-        return Err(unicompute::Error::Invalid(format!("the device differs from the CPU reference by {worst}")));
+        return Err(unicompute::Error::Invalid(format!(
+            "the device differs from the CPU reference by {worst}"
+        )));
     }
     println!("layer norm of [{rows}, {cols}]: largest difference from the CPU reference {worst:e}");
     Ok(())

@@ -13,7 +13,11 @@ use unicompute::{BackendChoice, Device, Tensor};
 fn main() -> unicompute::Result<()> {
     // auto: a hardware GPU; else the faster of the CPU and any software adapter.
     let device = Device::open(BackendChoice::Auto)?;
-    println!("device: {} ({:?})", device.info().name, device.info().backend);
+    println!(
+        "device: {} ({:?})",
+        device.info().name,
+        device.info().backend
+    );
 
     let x = [1.0f32, -2.0, 3.0, -4.0, 5.0, -6.0];
     let bias = [0.5f32, -0.5, 1.0];
@@ -28,7 +32,9 @@ fn main() -> unicompute::Result<()> {
     let want = reference(&x, &bias, &w);
     for (i, (g, r)) in got.iter().zip(&want).enumerate() {
         if (f64::from(*g) - r).abs() > 1e-5 {
-            return Err(unicompute::Error::Invalid(format!("element {i}: got {g}, expected {r}")));
+            return Err(unicompute::Error::Invalid(format!(
+                "element {i}: got {g}, expected {r}"
+            )));
         }
     }
     println!("softmax(relu(x + bias) @ w) = {got:?} (matches the host within 1e-5)");
@@ -39,8 +45,14 @@ fn main() -> unicompute::Result<()> {
 fn reference(x: &[f32], bias: &[f32], w: &[f32]) -> Vec<f64> {
     let mut out = Vec::new();
     for row in x.chunks(3) {
-        let h: Vec<f64> = row.iter().zip(bias).map(|(a, b)| f64::from(a + b).max(0.0)).collect();
-        let logits: Vec<f64> = (0..2).map(|j| (0..3).map(|k| h[k] * f64::from(w[k * 2 + j])).sum()).collect();
+        let h: Vec<f64> = row
+            .iter()
+            .zip(bias)
+            .map(|(a, b)| f64::from(a + b).max(0.0))
+            .collect();
+        let logits: Vec<f64> = (0..2)
+            .map(|j| (0..3).map(|k| h[k] * f64::from(w[k * 2 + j])).sum())
+            .collect();
         let max = logits.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         let sum: f64 = logits.iter().map(|l| (l - max).exp()).sum();
         out.extend(logits.iter().map(|l| (l - max).exp() / sum));

@@ -30,13 +30,21 @@ fn main() -> unicompute::Result<()> {
     let squared = binary(&consumer, BinaryOp::Mul, &sum, &sum)?;
     let done = consumer.submit()?;
     done.wait_blocking()?; // natively; `fence.wait().await` in browsers
-    println!("producer fence signalled: {}, consumer fence signalled: {}", produced.is_signalled(), done.is_signalled());
+    println!(
+        "producer fence signalled: {}, consumer fence signalled: {}",
+        produced.is_signalled(),
+        done.is_signalled()
+    );
 
     let got = squared.to_vec_blocking::<f32>()?;
     for i in 0..n {
         let s = a[i] + b[i];
         if got[i] != s * s {
-            return Err(unicompute::Error::Invalid(format!("element {i}: got {}, expected {}", got[i], s * s)));
+            return Err(unicompute::Error::Invalid(format!(
+                "element {i}: got {}, expected {}",
+                got[i],
+                s * s
+            )));
         }
     }
     println!("(a + b)^2 over {n} elements on two queues matches the host");

@@ -27,7 +27,11 @@ fn saxpy(@builtin(global_invocation_id) id: vec3<u32>) {
 fn main() -> unicompute::Result<()> {
     // What naga reads from the source, on any machine.
     let info = unicompute::kernel::validate_wgsl(SAXPY, "saxpy")?;
-    println!("saxpy: workgroup {:?}, {} bindings", info.workgroup_size, info.bindings.len());
+    println!(
+        "saxpy: workgroup {:?}, {} bindings",
+        info.workgroup_size,
+        info.bindings.len()
+    );
 
     let device = match Device::open(BackendChoice::Backend(BackendKind::WebGpu)) {
         Ok(d) => d,
@@ -42,17 +46,35 @@ fn main() -> unicompute::Result<()> {
     let n = 1000u32;
     let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
     let y: Vec<f32> = (0..n).map(|i| 1.0 - i as f32 * 0.25).collect();
-    let (bx, by) = (Buffer::from_slice(&device, &x)?, Buffer::from_slice(&device, &y)?);
+    let (bx, by) = (
+        Buffer::from_slice(&device, &x)?,
+        Buffer::from_slice(&device, &y)?,
+    );
     let params = Buffer::from_slice(&device, &[2.0f32.to_bits(), n])?; // the uniform's a and n
     let groups = n.div_ceil(64);
-    device.queue().launch(&kernel, &[Binding::from(&bx), Binding::from(&by), Binding::from(&params)], [groups, 1, 1])?;
+    device.queue().launch(
+        &kernel,
+        &[
+            Binding::from(&bx),
+            Binding::from(&by),
+            Binding::from(&params),
+        ],
+        [groups, 1, 1],
+    )?;
 
     let got = by.read_blocking()?;
     let bad = (0..n as usize).find(|&i| got[i] != 2.0 * x[i] + y[i]);
     match bad {
-        Some(i) => Err(unicompute::Error::Invalid(format!("element {i}: got {}, expected {}", got[i], 2.0 * x[i] + y[i]))),
+        Some(i) => Err(unicompute::Error::Invalid(format!(
+            "element {i}: got {}, expected {}",
+            got[i],
+            2.0 * x[i] + y[i]
+        ))),
         None => {
-            println!("y = 2 x + y over {n} elements: {:?} ... (matches the host)", &got[..4]);
+            println!(
+                "y = 2 x + y over {n} elements: {:?} ... (matches the host)",
+                &got[..4]
+            );
             Ok(())
         }
     }

@@ -14,7 +14,6 @@
 // Without `webgpu`, what only its kernels use (view access codes, launch arguments, signals,
 // pending timers) is unused; the hal's stand-in keeps the rest in use.
 #![cfg_attr(not(feature = "webgpu"), allow(dead_code, unused_imports))]
-
 #![warn(missing_docs)]
 
 mod api;
@@ -29,22 +28,25 @@ pub mod wasm;
 pub use api::kernel;
 pub use runtime::profile;
 
+pub use base::dtype::{DType, Element};
+pub use base::error::{Error, Result};
+pub use base::info::{
+    BackendChoice, BackendKind, DeviceInfo, DeviceOptions, DeviceType, Features, Limits,
+    MatmulPrecision, BACKEND_ENV, POISON_WORD,
+};
+pub use base::policy::{Policy, PoolPolicy, Selection, TUNABLE_OPS};
+pub use base::{layout, text};
+/// The 16-bit float types buffers and tensors hold (`DType::F16`, `DType::BF16`).
+pub use half::{bf16, f16};
+pub use kernel::{Binding, BindingInfo, BindingKind, Kernel, KernelInfo, KernelLanguage, Scalar};
+pub use ops::{BinaryOp, ReduceOp, UnaryOp};
+pub use profile::{Decision, Profile, Profiler, ReadRecord};
 pub use runtime::buffer::Buffer;
 #[cfg(not(target_arch = "wasm32"))]
 pub use runtime::device::devices;
-pub use base::info::{BackendChoice, BackendKind, DeviceInfo, DeviceOptions, DeviceType, Features, Limits, MatmulPrecision, BACKEND_ENV, POISON_WORD};
-pub use base::{layout, text};
 pub use runtime::device::{devices_async, unavailable_reason, Device};
-pub use base::dtype::{DType, Element};
-/// The 16-bit float types buffers and tensors hold (`DType::F16`, `DType::BF16`).
-pub use half::{bf16, f16};
-pub use base::error::{Error, Result};
 pub use runtime::fence::Fence;
 pub use runtime::graph::Graph;
-pub use kernel::{Binding, BindingInfo, BindingKind, Kernel, KernelInfo, KernelLanguage, Scalar};
-pub use ops::{BinaryOp, ReduceOp, UnaryOp};
-pub use base::policy::{Policy, PoolPolicy, Selection, TUNABLE_OPS};
 pub use runtime::pool::MemoryStats;
-pub use profile::{Decision, Profile, Profiler, ReadRecord};
 pub use runtime::queue::Queue;
 pub use runtime::tensor::Tensor;

@@ -4,8 +4,15 @@
 use std::process::Command;
 
 fn unicompute(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_unicompute")).args(args).output().expect("the CLI starts");
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    let out = Command::new(env!("CARGO_BIN_EXE_unicompute"))
+        .args(args)
+        .output()
+        .expect("the CLI starts");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -14,13 +21,28 @@ fn info_lists_the_cpu_and_every_adapter() {
     assert!(ok, "{stderr}");
     assert!(stdout.contains("cpu"), "{stdout}");
     for d in unicompute::devices() {
-        assert!(stdout.contains(&d.name), "`{}` missing from:\n{stdout}", d.name);
+        assert!(
+            stdout.contains(&d.name),
+            "`{}` missing from:\n{stdout}",
+            d.name
+        );
     }
 }
 
 #[test]
 fn bench_reports_rates_and_ceilings_as_json() {
-    let (ok, stdout, stderr) = unicompute(&["bench", "--backend", "cpu", "--op", "add", "--size", "65536", "--reps", "3", "--json"]);
+    let (ok, stdout, stderr) = unicompute(&[
+        "bench",
+        "--backend",
+        "cpu",
+        "--op",
+        "add",
+        "--size",
+        "65536",
+        "--reps",
+        "3",
+        "--json",
+    ]);
     assert!(ok, "{stderr}");
     let doc: serde_json::Value = serde_json::from_str(&stdout).expect("bench --json prints JSON");
     let text = doc.to_string();
@@ -36,10 +58,13 @@ fn bad_arguments_fail_with_a_message() {
 
 #[test]
 fn bench_opens_the_device_a_policy_prefers() {
-    let path = std::env::temp_dir().join(format!("unicompute-cli-policy-{}.json", std::process::id()));
+    let path =
+        std::env::temp_dir().join(format!("unicompute-cli-policy-{}.json", std::process::id()));
     std::fs::write(&path, r#"{"backends": ["cpu"]}"#).unwrap();
     let p = path.to_str().unwrap();
-    let (ok, stdout, stderr) = unicompute(&["bench", "--policy", p, "--op", "add", "--size", "4096", "--reps", "2", "--json"]);
+    let (ok, stdout, stderr) = unicompute(&[
+        "bench", "--policy", p, "--op", "add", "--size", "4096", "--reps", "2", "--json",
+    ]);
     assert!(ok, "{stderr}");
     assert!(stdout.contains("\"backend\": \"cpu\""), "{stdout}");
     std::fs::write(&path, r#"{"backends": ["cpu"], "colour": "red"}"#).unwrap();
@@ -53,27 +78,72 @@ fn bench_opens_the_device_a_policy_prefers() {
 #[test]
 fn bench_profile_writes_a_chrome_trace_that_adds_up() {
     let mut backends = vec!["cpu"];
-    if unicompute::devices().iter().any(|d| d.backend == unicompute::BackendKind::WebGpu) {
+    if unicompute::devices()
+        .iter()
+        .any(|d| d.backend == unicompute::BackendKind::WebGpu)
+    {
         backends.push("webgpu");
     }
     for backend in backends {
-        let path = std::env::temp_dir().join(format!("unicompute-trace-{backend}-{}.json", std::process::id()));
+        let path = std::env::temp_dir().join(format!(
+            "unicompute-trace-{backend}-{}.json",
+            std::process::id()
+        ));
         let p = path.to_str().unwrap();
-        let args = ["bench", "--backend", backend, "--op", "add", "--op", "matmul", "--op", "sum_last", "--size", "1048576", "--matmul-size", "256", "--reps", "3", "--profile", p];
+        let args = [
+            "bench",
+            "--backend",
+            backend,
+            "--op",
+            "add",
+            "--op",
+            "matmul",
+            "--op",
+            "sum_last",
+            "--size",
+            "1048576",
+            "--matmul-size",
+            "256",
+            "--reps",
+            "3",
+            "--profile",
+            p,
+        ];
         let (ok, stdout, stderr) = unicompute(&args);
         assert!(ok, "{stderr}");
         assert!(stdout.contains("profiled device time"), "{stdout}");
-        let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).expect("the trace is JSON");
-        let events: Vec<&serde_json::Value> = trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").collect();
+        let trace: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
+                .expect("the trace is JSON");
+        let events: Vec<&serde_json::Value> = trace["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X")
+            .collect();
         let other = &trace["otherData"];
-        assert_eq!(events.len() as u64, other["launches"].as_u64().unwrap(), "one event per launch ({backend})");
+        assert_eq!(
+            events.len() as u64,
+            other["launches"].as_u64().unwrap(),
+            "one event per launch ({backend})"
+        );
         assert_eq!(other["untimed_launches"], 0);
         for op in ["add", "matmul", "sum"] {
-            assert!(events.iter().any(|e| e["name"] == op), "{op} in the trace ({backend})");
+            assert!(
+                events.iter().any(|e| e["name"] == op),
+                "{op} in the trace ({backend})"
+            );
         }
-        let sum_s: f64 = events.iter().map(|e| e["dur"].as_f64().unwrap()).sum::<f64>() / 1e6;
+        let sum_s: f64 = events
+            .iter()
+            .map(|e| e["dur"].as_f64().unwrap())
+            .sum::<f64>()
+            / 1e6;
         let measured = other["bench_measured_s"].as_f64().unwrap();
-        assert!((sum_s - measured).abs() <= 0.1 * measured, "{backend}: launches add up to {sum_s} s, the bench measured {measured} s");
+        assert!(
+            (sum_s - measured).abs() <= 0.1 * measured,
+            "{backend}: launches add up to {sum_s} s, the bench measured {measured} s"
+        );
         let _ = std::fs::remove_file(&path);
     }
 }
@@ -83,20 +153,56 @@ fn bench_profile_writes_a_chrome_trace_that_adds_up() {
 #[test]
 fn tune_and_info_follow_the_policy() {
     let dir = std::env::temp_dir();
-    let (policy, cache) = (dir.join(format!("unicompute-tune-policy-{}.json", std::process::id())), dir.join(format!("unicompute-tune-cache-{}.json", std::process::id())));
-    std::fs::write(&policy, format!(r#"{{"backends": ["cpu"], "tune_cache": "{}"}}"#, cache.display())).unwrap();
+    let (policy, cache) = (
+        dir.join(format!(
+            "unicompute-tune-policy-{}.json",
+            std::process::id()
+        )),
+        dir.join(format!("unicompute-tune-cache-{}.json", std::process::id())),
+    );
+    std::fs::write(
+        &policy,
+        format!(
+            r#"{{"backends": ["cpu"], "tune_cache": "{}"}}"#,
+            cache.display()
+        ),
+    )
+    .unwrap();
     let p = policy.to_str().unwrap();
-    let (ok, stdout, stderr) = unicompute(&["tune", "--policy", p, "--matmul-size", "128", "--size", "65536", "--json"]);
+    let (ok, stdout, stderr) = unicompute(&[
+        "tune",
+        "--policy",
+        p,
+        "--matmul-size",
+        "128",
+        "--size",
+        "65536",
+        "--json",
+    ]);
     assert!(ok, "{stderr}");
     let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let results = doc["results"].as_array().unwrap();
-    assert!(results.iter().any(|r| r["op"] == "matmul") && results.iter().any(|r| r["op"] == "reduce"), "{doc}");
-    assert!(results.iter().all(|r| r["times_us"].as_object().is_some_and(|t| !t.is_empty())), "{doc}");
+    assert!(
+        results.iter().any(|r| r["op"] == "matmul") && results.iter().any(|r| r["op"] == "reduce"),
+        "{doc}"
+    );
+    assert!(
+        results
+            .iter()
+            .all(|r| r["times_us"].as_object().is_some_and(|t| !t.is_empty())),
+        "{doc}"
+    );
     let written = std::fs::read_to_string(&cache).expect("tune writes the cache");
-    assert!(written.contains("matmul f32 batch1 m128 n128 k128"), "{written}");
+    assert!(
+        written.contains("matmul f32 batch1 m128 n128 k128"),
+        "{written}"
+    );
     let (ok, stdout, stderr) = unicompute(&["info", "--policy", p]);
     assert!(ok, "{stderr}");
-    assert!(stdout.contains("the policy picks device 0") && stdout.contains("backend: cpu"), "{stdout}");
+    assert!(
+        stdout.contains("the policy picks device 0") && stdout.contains("backend: cpu"),
+        "{stdout}"
+    );
     let (ok, _, stderr) = unicompute(&["tune", "--policy", p, "--backend", "cpu"]);
     assert!(!ok && stderr.contains("not both"), "{stderr}");
     let _ = std::fs::remove_file(&policy);
@@ -105,12 +211,27 @@ fn tune_and_info_follow_the_policy() {
 
 #[test]
 fn wgsl_to_cuda_prints_the_translation_or_says_why_not() {
-    let (ok, stdout, stderr) = unicompute(&["wgsl-to-cuda", concat!(env!("CARGO_MANIFEST_DIR"), "/tests/suite/wgsl/tiled_matmul.wgsl")]);
+    let (ok, stdout, stderr) = unicompute(&[
+        "wgsl-to-cuda",
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/suite/wgsl/tiled_matmul.wgsl"
+        ),
+    ]);
     if ok {
-        assert!(stdout.contains("extern \"C\" __global__") && stdout.contains("wgsl_entry") && stdout.contains("__shared__"), "{stdout}");
+        assert!(
+            stdout.contains("extern \"C\" __global__")
+                && stdout.contains("wgsl_entry")
+                && stdout.contains("__shared__"),
+            "{stdout}"
+        );
     } else {
         // Without NVRTC (or the cuda backend) it says so; CI requires NVRTC.
-        assert!(!std::env::var("UNICOMPUTE_REQUIRE_NVRTC").is_ok_and(|v| v == "1") && stderr.contains("unsupported"), "{stderr}");
+        assert!(
+            !std::env::var("UNICOMPUTE_REQUIRE_NVRTC").is_ok_and(|v| v == "1")
+                && stderr.contains("unsupported"),
+            "{stderr}"
+        );
     }
     let (ok, _, stderr) = unicompute(&["wgsl-to-cuda", "no-such-kernel.wgsl"]);
     assert!(!ok && stderr.contains("no-such-kernel.wgsl"), "{stderr}");
@@ -118,5 +239,8 @@ fn wgsl_to_cuda_prints_the_translation_or_says_why_not() {
     std::fs::write(&bad, "enable f16;\n@compute @workgroup_size(1)\nfn main() {\n    let x: mat2x2<f16> = mat2x2<f16>();\n}\n").unwrap();
     let (ok, _, stderr) = unicompute(&["wgsl-to-cuda", bad.to_str().unwrap()]);
     let _ = std::fs::remove_file(&bad);
-    assert!(!ok && stderr.contains("4:"), "a construct outside the subset at its line: {stderr}");
+    assert!(
+        !ok && stderr.contains("4:"),
+        "a construct outside the subset at its line: {stderr}"
+    );
 }

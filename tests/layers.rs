@@ -37,7 +37,19 @@ fn sources(dir: &Path) -> Vec<PathBuf> {
 fn root_names(lib: &str) -> BTreeMap<String, String> {
     let mut names = direct_root_names(lib);
     for _ in 0..4 {
-        let resolved: BTreeMap<String, String> = names.iter().map(|(n, m)| (n.clone(), if m != n { names.get(m).cloned().unwrap_or(m.clone()) } else { m.clone() })).collect();
+        let resolved: BTreeMap<String, String> = names
+            .iter()
+            .map(|(n, m)| {
+                (
+                    n.clone(),
+                    if m != n {
+                        names.get(m).cloned().unwrap_or(m.clone())
+                    } else {
+                        m.clone()
+                    },
+                )
+            })
+            .collect();
         names = resolved;
     }
     names
@@ -46,8 +58,22 @@ fn root_names(lib: &str) -> BTreeMap<String, String> {
 /// The crate root's re-exports, one step: name -> the first segment of its path.
 fn direct_root_names(lib: &str) -> BTreeMap<String, String> {
     let mut names = BTreeMap::new();
-    for line in lib.lines().map(str::trim).filter(|l| l.starts_with("pub use ")) {
-        let path = line.trim_start_matches("pub use ").trim_end_matches(';');
+    // Whole statements, which rustfmt may spread over several lines.
+    let code: String = lib
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    for statement in code
+        .split(';')
+        .map(str::trim)
+        .filter(|l| l.starts_with("pub use "))
+    {
+        let path: String = statement
+            .trim_start_matches("pub use ")
+            .split_whitespace()
+            .collect();
+        let path = path.as_str();
         let module = path.split("::").next().unwrap().to_string();
         let tail = path.rsplit("::").next().unwrap();
         for name in tail.trim_matches(|c| c == '{' || c == '}').split(',') {
@@ -66,18 +92,31 @@ fn direct_root_names(lib: &str) -> BTreeMap<String, String> {
 /// The top-level modules the code of `source` names through `crate::` (comments, where doc
 /// links may point anywhere, are skipped).
 fn named_modules(source: &str, roots: &BTreeMap<String, String>) -> Vec<String> {
-    let code: String = source.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
+    let code: String = source
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
     let mut out = Vec::new();
     for (i, _) in code.match_indices("crate::") {
         let source = &code;
         let rest = &source[i + "crate::".len()..];
-        let first: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        let first: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
         if !first.is_empty() {
             out.push(roots.get(&first).cloned().unwrap_or(first));
             continue;
         }
         // `crate::{A, b::C}`: each item.
-        let Some(list) = rest.strip_prefix('{').and_then(|r| r.split_once('}')).map(|(l, _)| l) else { continue };
+        let Some(list) = rest
+            .strip_prefix('{')
+            .and_then(|r| r.split_once('}'))
+            .map(|(l, _)| l)
+        else {
+            continue;
+        };
         for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let head = item.split("::").next().unwrap().trim();
             out.push(roots.get(head).cloned().unwrap_or(head.to_string()));
@@ -93,13 +132,20 @@ fn each_layer_names_only_the_layers_below_it() {
     let mut broken = Vec::new();
     for &(layer, allowed) in RULES {
         let path = src.join(layer);
-        let files = if path.is_dir() { sources(&path) } else { vec![path] };
+        let files = if path.is_dir() {
+            sources(&path)
+        } else {
+            vec![path]
+        };
         assert!(!files.is_empty(), "no sources under src/{layer}");
         for file in files {
             let text = std::fs::read_to_string(&file).unwrap();
             for module in named_modules(&text, &roots) {
                 if !allowed.contains(&module.as_str()) {
-                    broken.push(format!("{} names crate::{module}; {layer} may name only {allowed:?}", file.display()));
+                    broken.push(format!(
+                        "{} names crate::{module}; {layer} may name only {allowed:?}",
+                        file.display()
+                    ));
                 }
             }
         }

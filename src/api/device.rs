@@ -29,7 +29,9 @@ impl Device {
     pub async fn open_with_async(choice: BackendChoice, options: DeviceOptions) -> Result<Device> {
         let choice = match choice {
             BackendChoice::Auto => match std::env::var(BACKEND_ENV) {
-                Ok(v) => v.parse().map_err(|e: Error| Error::Invalid(format!("{BACKEND_ENV}: {e}")))?,
+                Ok(v) => v
+                    .parse()
+                    .map_err(|e: Error| Error::Invalid(format!("{BACKEND_ENV}: {e}")))?,
                 Err(_) => BackendChoice::Auto,
             },
             other => other,
@@ -37,24 +39,46 @@ impl Device {
         let candidates = hal::enumerate().await;
         let (candidate, reason) = match choice {
             BackendChoice::Auto => {
-                let (device, decision) = select::open_best(&Policy::default(), candidates, options, &crate::ops::PROBE).await?;
+                let (device, decision) =
+                    select::open_best(&Policy::default(), candidates, options, &crate::ops::PROBE)
+                        .await?;
                 return Ok(device.with_decisions(decision, Vec::new()));
             }
             BackendChoice::Index(i) => {
                 let n = candidates.len();
                 let found = candidates.into_iter().nth(i);
-                (found.ok_or_else(|| Error::NoDevice(format!("device index {i} does not exist: {n} devices are listed")))?, format!("device {i} asked for by index"))
+                (
+                    found.ok_or_else(|| {
+                        Error::NoDevice(format!(
+                            "device index {i} does not exist: {n} devices are listed"
+                        ))
+                    })?,
+                    format!("device {i} asked for by index"),
+                )
             }
             BackendChoice::Backend(kind) => {
                 let c = candidates
                     .into_iter()
                     .filter(|c| c.info.backend == kind)
                     .min_by_key(|c| (c.info.device_type.preference(), c.info.index));
-                (c.ok_or_else(|| Error::NoDevice(hal::missing_reason(kind)))?, format!("the best {kind} device, asked for by backend"))
+                (
+                    c.ok_or_else(|| Error::NoDevice(hal::missing_reason(kind)))?,
+                    format!("the best {kind} device, asked for by backend"),
+                )
             }
         };
-        let decision = Decision { op: "backend".into(), choice: format!("{} `{}` ({})", candidate.info.backend, candidate.info.name, candidate.info.device_type), reason, times_us: Default::default() };
-        Ok(Self::from_candidate(candidate, options, Policy::default()).await?.with_decisions(decision, Vec::new()))
+        let decision = Decision {
+            op: "backend".into(),
+            choice: format!(
+                "{} `{}` ({})",
+                candidate.info.backend, candidate.info.name, candidate.info.device_type
+            ),
+            reason,
+            times_us: Default::default(),
+        };
+        Ok(Self::from_candidate(candidate, options, Policy::default())
+            .await?
+            .with_decisions(decision, Vec::new()))
     }
 
     /// Open the device `policy` prefers among its `backends` (see [`Policy::selection`]), with
@@ -68,8 +92,13 @@ impl Device {
     /// the chosen device lacks is an error naming the key, unless the policy allows `fallback`.
     pub async fn open_with_policy_async(policy: &Policy) -> Result<Device> {
         policy.validate()?;
-        let options = DeviceOptions { pool_cache_limit: policy.pool.cache_limit_bytes, matmul_precision: policy.precision, ..DeviceOptions::default() };
-        let (device, decision) = select::open_best(policy, hal::enumerate().await, options, &crate::ops::PROBE).await?;
+        let options = DeviceOptions {
+            pool_cache_limit: policy.pool.cache_limit_bytes,
+            matmul_precision: policy.precision,
+            ..DeviceOptions::default()
+        };
+        let (device, decision) =
+            select::open_best(policy, hal::enumerate().await, options, &crate::ops::PROBE).await?;
         let fallbacks = dispatch::check_policy(policy, &device, crate::ops::TUNABLES)?;
         Ok(device.with_decisions(decision, fallbacks))
     }
@@ -80,7 +109,8 @@ impl Device {
     /// to tune (an op cannot wait for timings there).
     pub async fn tune(&self, problem: Problem) -> Result<TuneResult> {
         let op = problem.op().name();
-        let tunable = crate::ops::tunable(op).ok_or_else(|| Error::Device(format!("internal: no tunable op `{op}`")))?;
+        let tunable = crate::ops::tunable(op)
+            .ok_or_else(|| Error::Device(format!("internal: no tunable op `{op}`")))?;
         dispatch::tune(self, tunable, problem).await
     }
 

@@ -106,6 +106,9 @@ impl Error {
     }
 
     pub(crate) fn shape(op: &'static str, detail: impl Into<String>) -> Self {
-        Error::Shape { op, detail: detail.into() }
+        Error::Shape {
+            op,
+            detail: detail.into(),
+        }
     }
 }

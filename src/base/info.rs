@@ -70,8 +70,7 @@ impl FromStr for BackendChoice {
 }
 
 /// Kind of hardware behind a device.
-#[derive(serde::Serialize)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DeviceType {
     /// A discrete GPU.
     DiscreteGpu,
@@ -107,8 +106,7 @@ impl DeviceType {
 }
 
 /// Hard limits of a device.
-#[derive(serde::Serialize)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(serde::Serialize, Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Largest single buffer in bytes.
     pub max_buffer_size: u64,
@@ -138,8 +136,7 @@ pub struct Limits {
 }
 
 /// Optional capabilities of a device.
-#[derive(serde::Serialize)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(serde::Serialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Features {
     /// f16 values and arithmetic in WGSL kernels (`enable f16;`, WebGPU's `shader-f16`).
     pub f16: bool,
@@ -154,8 +151,7 @@ pub struct Features {
 }
 
 /// What a device reports about itself.
-#[derive(serde::Serialize)]
-#[derive(Debug, Clone, PartialEq)]
+#[derive(serde::Serialize, Debug, Clone, PartialEq)]
 pub struct DeviceInfo {
     /// Position in [`crate::devices_async`].
     pub index: usize,
@@ -204,7 +200,13 @@ pub struct DeviceOptions {
 
 impl Default for DeviceOptions {
     fn default() -> Self {
-        DeviceOptions { pool_cache_limit: 1 << 30, poison_uninitialized: false, matmul_precision: MatmulPrecision::F32, use_subgroups: true, software_kernels: true }
+        DeviceOptions {
+            pool_cache_limit: 1 << 30,
+            poison_uninitialized: false,
+            matmul_precision: MatmulPrecision::F32,
+            use_subgroups: true,
+            software_kernels: true,
+        }
     }
 }
 
@@ -212,7 +214,9 @@ impl Default for DeviceOptions {
 /// a backend without the faster path computes in full f32. On `cuda` they select cuBLAS's
 /// tensor-core paths (TF32, or inputs rounded to bf16 / f16, always accumulating in f32);
 /// `cpu` and `webgpu` compute in f32 whatever the setting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum MatmulPrecision {
     /// Full f32 (the default).
@@ -241,10 +245,19 @@ impl MatmulPrecision {
 impl FromStr for MatmulPrecision {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        [MatmulPrecision::F32, MatmulPrecision::Tf32, MatmulPrecision::Bf16, MatmulPrecision::F16]
-            .into_iter()
-            .find(|p| p.name() == s.trim().to_ascii_lowercase())
-            .ok_or_else(|| Error::Invalid(format!("unknown matmul precision `{s}`: expected f32, tf32, bf16 or f16")))
+        [
+            MatmulPrecision::F32,
+            MatmulPrecision::Tf32,
+            MatmulPrecision::Bf16,
+            MatmulPrecision::F16,
+        ]
+        .into_iter()
+        .find(|p| p.name() == s.trim().to_ascii_lowercase())
+        .ok_or_else(|| {
+            Error::Invalid(format!(
+                "unknown matmul precision `{s}`: expected f32, tf32, bf16 or f16"
+            ))
+        })
     }
 }
 

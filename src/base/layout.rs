@@ -24,7 +24,11 @@ pub struct Layout {
 impl Layout {
     /// Row-major contiguous layout of `shape`, starting at `offset`.
     pub fn contiguous(shape: &[usize], offset: usize) -> Self {
-        Layout { shape: shape.to_vec(), strides: contiguous_strides(shape), offset }
+        Layout {
+            shape: shape.to_vec(),
+            strides: contiguous_strides(shape),
+            offset,
+        }
     }
 
     /// Number of elements (saturating at `usize::MAX` for a shape no tensor can have).
@@ -32,7 +36,9 @@ impl Layout {
         if self.shape.contains(&0) {
             return 0;
         }
-        self.shape.iter().fold(1usize, |acc, &n| acc.saturating_mul(n))
+        self.shape
+            .iter()
+            .fold(1usize, |acc, &n| acc.saturating_mul(n))
     }
 
     /// Whether elements are packed row-major with no gaps (dimensions of extent 1 ignored).
@@ -79,10 +85,21 @@ impl Layout {
         if self.is_contiguous() {
             return Access::Contiguous;
         }
-        let lead = self.shape.iter().zip(&self.strides).take_while(|&(&n, &s)| s == 0 || n == 1).count();
-        let block = Layout { shape: self.shape[lead..].to_vec(), strides: self.strides[lead..].to_vec(), offset: 0 };
+        let lead = self
+            .shape
+            .iter()
+            .zip(&self.strides)
+            .take_while(|&(&n, &s)| s == 0 || n == 1)
+            .count();
+        let block = Layout {
+            shape: self.shape[lead..].to_vec(),
+            strides: self.strides[lead..].to_vec(),
+            offset: 0,
+        };
         if block.is_contiguous() {
-            return Access::Repeated { period: block.numel().max(1) };
+            return Access::Repeated {
+                period: block.numel().max(1),
+            };
         }
         Access::Strided
     }
@@ -101,7 +118,12 @@ impl Layout {
             index[d] = rem % self.shape[d].max(1);
             rem /= self.shape[d].max(1);
         }
-        let mut current = self.offset + index.iter().zip(&self.strides).map(|(&i, &s)| i * s).sum::<usize>();
+        let mut current = self.offset
+            + index
+                .iter()
+                .zip(&self.strides)
+                .map(|(&i, &s)| i * s)
+                .sum::<usize>();
         (start.min(numel)..numel).map(move |i| {
             if i > start {
                 for d in (0..index.len()).rev() {
@@ -166,8 +188,16 @@ pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Ve
     let rank = a.len().max(b.len());
     let mut out = vec![0; rank];
     for i in 0..rank {
-        let da = if i + a.len() >= rank { a[i + a.len() - rank] } else { 1 };
-        let db = if i + b.len() >= rank { b[i + b.len() - rank] } else { 1 };
+        let da = if i + a.len() >= rank {
+            a[i + a.len() - rank]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= rank {
+            b[i + b.len() - rank]
+        } else {
+            1
+        };
         out[i] = match (da, db) {
             (x, y) if x == y => x,
             (1, y) => y,
@@ -203,7 +233,13 @@ pub fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> {
 /// Check that a shape has at most [`MAX_RANK`] dimensions.
 pub fn check_rank(op: &'static str, shape: &[usize]) -> Result<()> {
     if shape.len() > MAX_RANK {
-        return Err(Error::shape(op, format!("rank {} of {shape:?} exceeds the maximum rank {MAX_RANK}", shape.len())));
+        return Err(Error::shape(
+            op,
+            format!(
+                "rank {} of {shape:?} exceeds the maximum rank {MAX_RANK}",
+                shape.len()
+            ),
+        ));
     }
     Ok(())
 }
@@ -214,12 +250,20 @@ mod tests {
 
     #[test]
     fn offsets_walk_a_permuted_view() {
-        let l = Layout { shape: vec![2, 3], strides: vec![1, 2], offset: 1 };
+        let l = Layout {
+            shape: vec![2, 3],
+            strides: vec![1, 2],
+            offset: 1,
+        };
         assert_eq!(l.offsets().collect::<Vec<_>>(), vec![1, 3, 5, 2, 4, 6]);
         assert!(!l.is_contiguous());
         assert_eq!(l.end(), 7);
         for start in 0..=6 {
-            assert_eq!(l.offsets_from(start).collect::<Vec<_>>(), l.offsets().skip(start).collect::<Vec<_>>(), "from {start}");
+            assert_eq!(
+                l.offsets_from(start).collect::<Vec<_>>(),
+                l.offsets().skip(start).collect::<Vec<_>>(),
+                "from {start}"
+            );
         }
     }
 
@@ -228,12 +272,21 @@ mod tests {
         assert_eq!(checked_numel("t", &[3, 0, 5]).unwrap(), 0);
         assert_eq!(checked_numel("t", &[]).unwrap(), 1);
         let half = 1usize << (usize::BITS / 2);
-        for shape in [vec![half, half], vec![usize::MAX, 2], vec![0, usize::MAX, 2], vec![MAX_ELEMENTS + 1]] {
+        for shape in [
+            vec![half, half],
+            vec![usize::MAX, 2],
+            vec![0, usize::MAX, 2],
+            vec![MAX_ELEMENTS + 1],
+        ] {
             let err = checked_numel("t", &shape).unwrap_err();
             assert_eq!(err.code(), "SHAPE", "{shape:?}: {err}");
         }
         assert_eq!(checked_numel("t", &[MAX_ELEMENTS]).unwrap(), MAX_ELEMENTS);
-        let huge = Layout { shape: vec![usize::MAX / 2, 3], strides: vec![4, 1], offset: 7 };
+        let huge = Layout {
+            shape: vec![usize::MAX / 2, 3],
+            strides: vec![4, 1],
+            offset: 7,
+        };
         assert_eq!(huge.checked_end(), None);
         assert_eq!(huge.end(), usize::MAX);
         assert!(!huge.lies_within(usize::MAX));
@@ -243,7 +296,10 @@ mod tests {
 
     #[test]
     fn broadcasting_follows_numpy() {
-        assert_eq!(broadcast_shapes("t", &[3, 1, 5], &[4, 1]).unwrap(), vec![3, 4, 5]);
+        assert_eq!(
+            broadcast_shapes("t", &[3, 1, 5], &[4, 1]).unwrap(),
+            vec![3, 4, 5]
+        );
         assert!(broadcast_shapes("t", &[3], &[4]).is_err());
     }
 }

@@ -71,7 +71,9 @@ pub struct PoolPolicy {
 
 impl Default for PoolPolicy {
     fn default() -> Self {
-        PoolPolicy { cache_limit_bytes: 1 << 30 }
+        PoolPolicy {
+            cache_limit_bytes: 1 << 30,
+        }
     }
 }
 
@@ -92,15 +94,19 @@ impl Default for Policy {
 impl Policy {
     /// Parse a JSON policy. Errors name the offending key and what was expected.
     pub fn from_json(text: &str) -> Result<Policy> {
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| Error::Invalid(format!("policy: {e}")))?;
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| Error::Invalid(format!("policy: {e}")))?;
         // Each key alone first, so that an error names the key it is about.
         if let serde_json::Value::Object(keys) = &value {
             for (key, v) in keys {
-                let alone = serde_json::Value::Object([(key.clone(), v.clone())].into_iter().collect());
-                serde_json::from_value::<Policy>(alone).map_err(|e| Error::Invalid(format!("policy: `{key}`: {e}")))?;
+                let alone =
+                    serde_json::Value::Object([(key.clone(), v.clone())].into_iter().collect());
+                serde_json::from_value::<Policy>(alone)
+                    .map_err(|e| Error::Invalid(format!("policy: `{key}`: {e}")))?;
             }
         }
-        let policy: Policy = serde_json::from_value(value).map_err(|e| Error::Invalid(format!("policy: {e}")))?;
+        let policy: Policy =
+            serde_json::from_value(value).map_err(|e| Error::Invalid(format!("policy: {e}")))?;
         policy.validate()?;
         Ok(policy)
     }
@@ -114,7 +120,8 @@ impl Policy {
     /// Read a JSON policy file.
     pub fn load(path: impl AsRef<Path>) -> Result<Policy> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Invalid(format!("reading policy {}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::Invalid(format!("reading policy {}: {e}", path.display())))?;
         Self::from_json(&text).map_err(|e| match e {
             Error::Invalid(m) => Error::Invalid(format!("{m} (in {})", path.display())),
             other => other,
@@ -124,17 +131,22 @@ impl Policy {
     /// Write the policy as JSON.
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
-        std::fs::write(path, self.to_json()).map_err(|e| Error::Invalid(format!("writing policy {}: {e}", path.display())))
+        std::fs::write(path, self.to_json())
+            .map_err(|e| Error::Invalid(format!("writing policy {}: {e}", path.display())))
     }
 
     /// Error unless every key and value makes sense without a device.
     pub fn validate(&self) -> Result<()> {
         if self.backends.is_empty() {
-            return Err(Error::Invalid("policy: `backends` is empty: expected at least one of cuda, webgpu, cpu".into()));
+            return Err(Error::Invalid(
+                "policy: `backends` is empty: expected at least one of cuda, webgpu, cpu".into(),
+            ));
         }
         for (i, b) in self.backends.iter().enumerate() {
             if self.backends[..i].contains(b) {
-                return Err(Error::Invalid(format!("policy: `backends` names {b} twice: expected each backend at most once")));
+                return Err(Error::Invalid(format!(
+                    "policy: `backends` names {b} twice: expected each backend at most once"
+                )));
             }
         }
         for (op, variant) in &self.variants {
@@ -142,11 +154,19 @@ impl Policy {
                 return Err(Error::Invalid(format!("policy: `variants.{op}` is not an op with kernel variants: expected one of {TUNABLE_OPS:?}")));
             }
             if variant.trim().is_empty() {
-                return Err(Error::Invalid(format!("policy: `variants.{op}` is empty: expected a variant name or \"auto\"")));
+                return Err(Error::Invalid(format!(
+                    "policy: `variants.{op}` is empty: expected a variant name or \"auto\""
+                )));
             }
         }
-        if self.tune_cache.as_deref().is_some_and(|p| p.trim().is_empty()) {
-            return Err(Error::Invalid("policy: `tune_cache` is empty: expected a file path (or leave the key out)".into()));
+        if self
+            .tune_cache
+            .as_deref()
+            .is_some_and(|p| p.trim().is_empty())
+        {
+            return Err(Error::Invalid(
+                "policy: `tune_cache` is empty: expected a file path (or leave the key out)".into(),
+            ));
         }
         Ok(())
     }

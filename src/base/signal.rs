@@ -17,14 +17,21 @@ pub(crate) struct Signal<T> {
 
 impl<T> Clone for Signal<T> {
     fn clone(&self) -> Self {
-        Signal { slot: self.slot.clone() }
+        Signal {
+            slot: self.slot.clone(),
+        }
     }
 }
 
 impl<T: Clone> Signal<T> {
     /// An unset signal.
     pub fn new() -> Self {
-        Signal { slot: Arc::new(Mutex::new(Slot { value: None, waker: None })) }
+        Signal {
+            slot: Arc::new(Mutex::new(Slot {
+                value: None,
+                waker: None,
+            })),
+        }
     }
 
     /// Store the value (the first call wins) and wake the waiter.

@@ -37,7 +37,11 @@ pub fn render_table(header: &[String], rows: &[Vec<String>]) -> String {
         }
     }
     let line = |cells: &[String]| {
-        let padded: Vec<String> = cells.iter().zip(&widths).map(|(c, &w)| format!("{c:<w$}")).collect();
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, &w)| format!("{c:<w$}"))
+            .collect();
         padded.join("  ").trim_end().to_string()
     };
     let rule: Vec<String> = widths.iter().map(|&w| "-".repeat(w)).collect();

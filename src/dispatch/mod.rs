@@ -11,9 +11,9 @@ pub(crate) mod select;
 mod tune;
 
 pub use crate::runtime::tune_cache::TUNE_CACHE_ENV;
-pub use tune::{catalogue, TuneResult};
-pub(crate) use tune::tune;
 pub(crate) use select::{Probe, Recording};
+pub(crate) use tune::tune;
+pub use tune::{catalogue, TuneResult};
 
 use crate::profile::Decision;
 use crate::{BackendKind, DType, Device, Error, Policy, Queue, Result};
@@ -109,12 +109,28 @@ impl Problem {
     /// serves every shape of the class.
     pub fn class(self) -> String {
         match self {
-            Problem::Matmul { batch, m, n, k, dtype } => {
-                format!("matmul {dtype} batch{} m{} n{} k{}", bucket(batch), bucket(m), bucket(n), bucket(k))
+            Problem::Matmul {
+                batch,
+                m,
+                n,
+                k,
+                dtype,
+            } => {
+                format!(
+                    "matmul {dtype} batch{} m{} n{} k{}",
+                    bucket(batch),
+                    bucket(m),
+                    bucket(n),
+                    bucket(k)
+                )
             }
             Problem::Reduce { outer, len, inner } => {
                 let axis = if inner == 1 { "last" } else { "inner" };
-                format!("reduce {axis} rows{} len{}", bucket(outer * inner), bucket(len))
+                format!(
+                    "reduce {axis} rows{} len{}",
+                    bucket(outer * inner),
+                    bucket(len)
+                )
             }
         }
     }
@@ -124,19 +140,29 @@ impl Problem {
 /// synthetic operands of tuning, the selection probe and the bench.
 pub fn pattern_tensor(device: &Device, shape: &[usize]) -> Result<crate::Tensor> {
     let n: usize = shape.iter().product();
-    let data: Vec<f32> = (0..n).map(|i| (i.wrapping_mul(2_654_435_761) % 4096) as f32 / 1024.0 - 2.0).collect();
+    let data: Vec<f32> = (0..n)
+        .map(|i| (i.wrapping_mul(2_654_435_761) % 4096) as f32 / 1024.0 - 2.0)
+        .collect();
     crate::Tensor::from_slice(device, &data, shape)
 }
 
 /// Measured times of candidates, for reasons: `tile64 812.0 us, tile32 1.50 ms`.
 pub(crate) fn times_text(times: &std::collections::BTreeMap<String, f64>) -> String {
-    let parts: Vec<String> = times.iter().map(|(name, us)| format!("{name} {}", crate::base::text::human_seconds(us / 1e6))).collect();
+    let parts: Vec<String> = times
+        .iter()
+        .map(|(name, us)| format!("{name} {}", crate::base::text::human_seconds(us / 1e6)))
+        .collect();
     parts.join(", ")
 }
 
 /// Choose `tunable`'s variant for `problem` on `queue`'s device; `requested` is what the call
 /// named (`Some("auto")` asks for autotuning).
-pub(crate) fn choose(queue: &Queue, tunable: &dyn Tunable, problem: Problem, requested: Option<&str>) -> Result<(&'static str, Decision)> {
+pub(crate) fn choose(
+    queue: &Queue,
+    tunable: &dyn Tunable,
+    problem: Problem,
+    requested: Option<&str>,
+) -> Result<(&'static str, Decision)> {
     let device = queue.device();
     let op = tunable.op();
     let known = tunable.variants(device);
@@ -154,38 +180,74 @@ pub(crate) fn choose(queue: &Queue, tunable: &dyn Tunable, problem: Problem, req
                 (v, format!("the policy names `{name}`, which {} lacks: {why} (fallback allowed by the policy)", device.backend()))
             }
             None => {
-                return Err(Error::Invalid(format!("unknown {} variant `{name}` on {}: expected one of {known:?} or \"auto\"", op.name(), device.backend())));
+                return Err(Error::Invalid(format!(
+                    "unknown {} variant `{name}` on {}: expected one of {known:?} or \"auto\"",
+                    op.name(),
+                    device.backend()
+                )));
             }
         },
         None => tunable.default_variant(device, problem),
     };
-    let decision = Decision { op: op.name().into(), choice: choice.into(), reason, times_us: Default::default() };
+    let decision = Decision {
+        op: op.name().into(),
+        choice: choice.into(),
+        reason,
+        times_us: Default::default(),
+    };
     tracing::debug!(target: "unicompute::dispatch", op = op.name(), class = %problem.class(), choice, reason = %decision.reason, "kernel variant chosen");
     Ok((choice, decision))
 }
 
 /// Check what `policy` asks of the device opened for it. Returns the fallbacks taken (each
 /// logged as a warning); without `fallback` in the policy, any would be an error.
-pub(crate) fn check_policy(policy: &Policy, device: &Device, tunables: &[&dyn Tunable]) -> Result<Vec<Decision>> {
+pub(crate) fn check_policy(
+    policy: &Policy,
+    device: &Device,
+    tunables: &[&dyn Tunable],
+) -> Result<Vec<Decision>> {
     let kind = device.backend();
     let mut fallbacks = Vec::new();
     let mut refuse = |key: String, what: String, instead: &str| -> Result<()> {
         if !policy.fallback {
             return Err(Error::Unsupported { backend: kind, what: format!("policy `{key}`: {what}; change it, or set \"fallback\": true to run {instead} instead") });
         }
-        let reason = format!("policy `{key}`: {what}; {instead} runs instead (fallback allowed by the policy)");
+        let reason = format!(
+            "policy `{key}`: {what}; {instead} runs instead (fallback allowed by the policy)"
+        );
         tracing::warn!(target: "unicompute::dispatch", %reason, "policy fallback");
-        fallbacks.push(Decision { op: key, choice: instead.into(), reason, times_us: Default::default() });
+        fallbacks.push(Decision {
+            op: key,
+            choice: instead.into(),
+            reason,
+            times_us: Default::default(),
+        });
         Ok(())
     };
     if policy.precision != crate::MatmulPrecision::F32 && kind != BackendKind::Cuda {
-        refuse("precision".into(), format!("{kind} computes matmuls in f32 only, not {}", policy.precision.name()), "f32")?;
+        refuse(
+            "precision".into(),
+            format!(
+                "{kind} computes matmuls in f32 only, not {}",
+                policy.precision.name()
+            ),
+            "f32",
+        )?;
     }
     for (op, variant) in &policy.variants {
-        let Some(tunable) = tunables.iter().find(|t| t.op().name() == op) else { continue };
+        let Some(tunable) = tunables.iter().find(|t| t.op().name() == op) else {
+            continue;
+        };
         let (op, known) = (tunable.op(), tunable.variants(device));
         if variant != "auto" && !known.contains(&variant.as_str()) {
-            refuse(format!("variants.{}", op.name()), format!("`{variant}` is not a {} variant of {kind}, which has {known:?} (or \"auto\")", op.name()), "the default variant")?;
+            refuse(
+                format!("variants.{}", op.name()),
+                format!(
+                    "`{variant}` is not a {} variant of {kind}, which has {known:?} (or \"auto\")",
+                    op.name()
+                ),
+                "the default variant",
+            )?;
         }
     }
     Ok(fallbacks)

@@ -5,11 +5,11 @@
 
 use std::collections::BTreeMap;
 
-use crate::runtime::tune_cache::{Entry, TuneCache};
 use super::times_text;
-use crate::hal::Candidate;
 use crate::base::policy::Selection;
+use crate::hal::Candidate;
 use crate::profile::Decision;
+use crate::runtime::tune_cache::{Entry, TuneCache};
 use crate::{Device, DeviceInfo, DeviceOptions, DeviceType, Error, Policy, Queue, Result};
 
 /// Timed runs of the probe after one warm-up; their median counts.
@@ -38,11 +38,19 @@ fn label(info: &DeviceInfo) -> String {
 }
 
 /// Open the device `policy` prefers among `candidates`, with `options`, and say why.
-pub(crate) async fn open_best(policy: &Policy, candidates: Vec<Candidate>, options: DeviceOptions, probe: &Probe) -> Result<(Device, Decision)> {
+pub(crate) async fn open_best(
+    policy: &Policy,
+    candidates: Vec<Candidate>,
+    options: DeviceOptions,
+    probe: &Probe,
+) -> Result<(Device, Decision)> {
     let rank = |c: &Candidate| policy.backends.iter().position(|&b| b == c.info.backend);
     // The best device of each backend the policy allows, in the policy's order.
     let mut best: Vec<Candidate> = Vec::new();
-    let mut sorted: Vec<(usize, Candidate)> = candidates.into_iter().filter_map(|c| rank(&c).map(|r| (r, c))).collect();
+    let mut sorted: Vec<(usize, Candidate)> = candidates
+        .into_iter()
+        .filter_map(|c| rank(&c).map(|r| (r, c)))
+        .collect();
     sorted.sort_by_key(|(r, c)| (*r, c.info.device_type.preference(), c.info.index));
     for (_, c) in sorted {
         if !best.iter().any(|b| b.info.backend == c.info.backend) {
@@ -50,40 +58,86 @@ pub(crate) async fn open_best(policy: &Policy, candidates: Vec<Candidate>, optio
         }
     }
     if best.is_empty() {
-        let reasons: Vec<String> = policy.backends.iter().map(|&k| format!("{k}: {}", crate::hal::missing_reason(k))).collect();
-        return Err(Error::NoDevice(format!("none of the policy's backends has a device ({})", reasons.join("; "))));
+        let reasons: Vec<String> = policy
+            .backends
+            .iter()
+            .map(|&k| format!("{k}: {}", crate::hal::missing_reason(k)))
+            .collect();
+        return Err(Error::NoDevice(format!(
+            "none of the policy's backends has a device ({})",
+            reasons.join("; ")
+        )));
     }
-    let decide = |c: &Candidate, reason: String| Decision { op: "backend".into(), choice: label(&c.info), reason, times_us: BTreeMap::new() };
+    let decide = |c: &Candidate, reason: String| Decision {
+        op: "backend".into(),
+        choice: label(&c.info),
+        reason,
+        times_us: BTreeMap::new(),
+    };
     let hardware = best.iter().position(|c| is_hardware_gpu(&c.info));
     let (chosen, decision) = match policy.selection {
         Selection::Order => {
             let c = best.remove(0);
-            let d = decide(&c, format!("first of the policy's backends {:?} with a device (selection \"order\")", names(policy)));
+            let d = decide(
+                &c,
+                format!(
+                    "first of the policy's backends {:?} with a device (selection \"order\")",
+                    names(policy)
+                ),
+            );
             (c, d)
         }
         _ if best.len() == 1 => {
             let c = best.remove(0);
-            let others: Vec<String> = policy.backends.iter().filter(|&&k| k != c.info.backend).map(|&k| format!("{k}: {}", crate::hal::missing_reason(k))).collect();
-            let why = if others.is_empty() { String::new() } else { format!(" (no device from {})", others.join("; ")) };
-            let d = decide(&c, format!("the only device the policy's backends offer{why}"));
+            let others: Vec<String> = policy
+                .backends
+                .iter()
+                .filter(|&&k| k != c.info.backend)
+                .map(|&k| format!("{k}: {}", crate::hal::missing_reason(k)))
+                .collect();
+            let why = if others.is_empty() {
+                String::new()
+            } else {
+                format!(" (no device from {})", others.join("; "))
+            };
+            let d = decide(
+                &c,
+                format!("the only device the policy's backends offer{why}"),
+            );
             (c, d)
         }
         _ if hardware.is_some() => {
             let c = best.remove(hardware.unwrap_or(0));
-            let d = decide(&c, format!("a hardware GPU, first in the policy's order {:?}", names(policy)));
+            let d = decide(
+                &c,
+                format!(
+                    "a hardware GPU, first in the policy's order {:?}",
+                    names(policy)
+                ),
+            );
             (c, d)
         }
         Selection::Ranked => {
             // No hardware GPU: the CPU ranks above software adapters.
-            let i = best.iter().position(|c| c.info.device_type == DeviceType::Cpu).unwrap_or(0);
-            let others: Vec<String> = best.iter().filter(|c| c.info.device_type == DeviceType::SoftwareGpu).map(|c| label(&c.info)).collect();
+            let i = best
+                .iter()
+                .position(|c| c.info.device_type == DeviceType::Cpu)
+                .unwrap_or(0);
+            let others: Vec<String> = best
+                .iter()
+                .filter(|c| c.info.device_type == DeviceType::SoftwareGpu)
+                .map(|c| label(&c.info))
+                .collect();
             let c = best.remove(i);
             let d = decide(&c, format!("no hardware GPU; software adapters ({}) run compute far slower than the CPU backend (selection \"ranked\")", others.join(", ")));
             (c, d)
         }
         Selection::Auto => return measure(policy, best, options, probe).await,
     };
-    Ok((Device::from_candidate(chosen, options, policy.clone()).await?, decision))
+    Ok((
+        Device::from_candidate(chosen, options, policy.clone()).await?,
+        decision,
+    ))
 }
 
 fn names(policy: &Policy) -> Vec<&'static str> {
@@ -91,18 +145,37 @@ fn names(policy: &Policy) -> Vec<&'static str> {
 }
 
 /// Time the probe on every candidate (or take the times from the tune cache) and open the fastest.
-async fn measure(policy: &Policy, candidates: Vec<Candidate>, options: DeviceOptions, probe: &Probe) -> Result<(Device, Decision)> {
+async fn measure(
+    policy: &Policy,
+    candidates: Vec<Candidate>,
+    options: DeviceOptions,
+    probe: &Probe,
+) -> Result<(Device, Decision)> {
     let cache = TuneCache::for_policy(policy);
     let mut ids: Vec<String> = candidates.iter().map(|c| identity(&c.info)).collect();
     ids.sort();
     let key = format!("select | {}", ids.join(" ; "));
     let probe_text = (probe.describe)();
     if let Some(entry) = cache.get(&key) {
-        if let Some(c) = candidates.iter().position(|c| identity(&c.info) == entry.choice) {
-            let chosen = candidates.into_iter().nth(c).ok_or_else(|| Error::Device("internal: lost a candidate".into()))?;
+        if let Some(c) = candidates
+            .iter()
+            .position(|c| identity(&c.info) == entry.choice)
+        {
+            let chosen = candidates
+                .into_iter()
+                .nth(c)
+                .ok_or_else(|| Error::Device("internal: lost a candidate".into()))?;
             let reason = format!("no hardware GPU; fastest on the probe ({probe_text}): {} (measured earlier, from the tune cache {})", times_text(&entry.times_us), cache.describe());
-            let decision = Decision { op: "backend".into(), choice: label(&chosen.info), reason, times_us: entry.times_us };
-            return Ok((Device::from_candidate(chosen, options, policy.clone()).await?, decision));
+            let decision = Decision {
+                op: "backend".into(),
+                choice: label(&chosen.info),
+                reason,
+                times_us: entry.times_us,
+            };
+            return Ok((
+                Device::from_candidate(chosen, options, policy.clone()).await?,
+                decision,
+            ));
         }
     }
     let mut best: Option<(f64, Device, DeviceInfo)> = None;
@@ -125,19 +198,45 @@ async fn measure(policy: &Policy, candidates: Vec<Candidate>, options: DeviceOpt
         }
     }
     let Some((_, device, info)) = best else {
-        return Err(Error::NoDevice(format!("no candidate device ran the probe: {}", failures.join("; "))));
+        return Err(Error::NoDevice(format!(
+            "no candidate device ran the probe: {}",
+            failures.join("; ")
+        )));
     };
-    cache.put(key, Entry { choice: identity(&info), times_us: times_us.clone(), default: String::new(), problem: probe_text.clone() });
-    let mut reason = format!("no hardware GPU; fastest on the probe ({probe_text}): {} (measured now, saved to {})", times_text(&times_us), cache.describe());
+    cache.put(
+        key,
+        Entry {
+            choice: identity(&info),
+            times_us: times_us.clone(),
+            default: String::new(),
+            problem: probe_text.clone(),
+        },
+    );
+    let mut reason = format!(
+        "no hardware GPU; fastest on the probe ({probe_text}): {} (measured now, saved to {})",
+        times_text(&times_us),
+        cache.describe()
+    );
     if !failures.is_empty() {
         reason.push_str(&format!("; could not run: {}", failures.join("; ")));
     }
-    Ok((device, Decision { op: "backend".into(), choice: label(&info), reason, times_us }))
+    Ok((
+        device,
+        Decision {
+            op: "backend".into(),
+            choice: label(&info),
+            reason,
+            times_us,
+        },
+    ))
 }
 
 /// A device's identity in the cache: backend, name, type and driver.
 fn identity(info: &DeviceInfo) -> String {
-    format!("{} {} ({}, {})", info.backend, info.name, info.device_type, info.driver)
+    format!(
+        "{} {} ({}, {})",
+        info.backend, info.name, info.device_type, info.driver
+    )
 }
 
 /// Median host time in microseconds to run the probe to completion (what a caller waits).

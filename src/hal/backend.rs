@@ -33,7 +33,10 @@ pub(crate) trait Backend {
     /// The devices of this backend the system offers.
     fn enumerate() -> impl Future<Output = Vec<(DeviceInfo, Self::Adapter)>>;
     /// Open one of them (`info` is what [`enumerate`](Self::enumerate) said of it).
-    fn open(adapter: Self::Adapter, info: &DeviceInfo) -> impl Future<Output = Result<Self::Device>>;
+    fn open(
+        adapter: Self::Adapter,
+        info: &DeviceInfo,
+    ) -> impl Future<Output = Result<Self::Device>>;
 
     /// `bytes` of memory, zero-filled where [`allocations_are_zeroed`](Self::allocations_are_zeroed).
     fn alloc(dev: &Self::Device, bytes: u64) -> Result<Self::Memory>;
@@ -63,14 +66,40 @@ pub(crate) trait Backend {
     /// A new queue on `dev`.
     fn queue(dev: &Self::Device) -> Self::Queue;
     /// Record a write of `data` at `offset` of `dst`.
-    fn write(q: &Self::Queue, dev: &Self::Device, dst: &Arc<Block>, offset: u64, data: &[u8]) -> Result<()>;
+    fn write(
+        q: &Self::Queue,
+        dev: &Self::Device,
+        dst: &Arc<Block>,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<()>;
     /// Record a copy of `bytes` bytes between blocks (or within one).
-    fn copy(q: &Self::Queue, dev: &Self::Device, src: &Arc<Block>, src_offset: u64, dst: &Arc<Block>, dst_offset: u64, bytes: u64) -> Result<()>;
+    fn copy(
+        q: &Self::Queue,
+        dev: &Self::Device,
+        src: &Arc<Block>,
+        src_offset: u64,
+        dst: &Arc<Block>,
+        dst_offset: u64,
+        bytes: u64,
+    ) -> Result<()>;
     /// Record a launch of a user program over `workgroups` (CUDA: blocks of `block` threads).
-    fn launch_user(q: &Self::Queue, dev: &Self::Device, program: &Self::Program, args: &[UserArg<'_>], workgroups: [u32; 3], block: [u32; 3]) -> Result<()>;
+    fn launch_user(
+        q: &Self::Queue,
+        dev: &Self::Device,
+        program: &Self::Program,
+        args: &[UserArg<'_>],
+        workgroups: [u32; 3],
+        block: [u32; 3],
+    ) -> Result<()>;
     /// Run `record`, which records one launch, timed: which clock times it and how its device
     /// time will be known (`epoch` is where host-clock spans start).
-    fn timed(q: &Self::Queue, dev: &Self::Device, epoch: web_time::Instant, record: impl FnOnce() -> Result<()>) -> Result<(Timing, Clock)>;
+    fn timed(
+        q: &Self::Queue,
+        dev: &Self::Device,
+        epoch: web_time::Instant,
+        record: impl FnOnce() -> Result<()>,
+    ) -> Result<(Timing, Clock)>;
     /// Keep what `q` records from now on for replay instead of sending it to the device; `q`
     /// has nothing recorded and unsent (its earlier work was submitted).
     fn begin_capture(q: &Self::Queue, dev: &Self::Device) -> Result<()>;
@@ -85,7 +114,14 @@ pub(crate) trait Backend {
     fn wait_for(q: &Self::Queue, dev: &Self::Device, fence: &Self::Fence) -> Result<()>;
     /// Read `bytes` bytes at `offset` of `src` after all recorded work, lending them to `take`
     /// where they lie once read.
-    fn read<R>(q: &Self::Queue, dev: &Self::Device, src: &Arc<Block>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> impl Future<Output = Result<R>>;
+    fn read<R>(
+        q: &Self::Queue,
+        dev: &Self::Device,
+        src: &Arc<Block>,
+        offset: u64,
+        bytes: u64,
+        take: impl FnOnce(Mapped<'_>) -> R,
+    ) -> impl Future<Output = Result<R>>;
 
     /// Whether the work before `fence` has finished (never blocks).
     fn is_signalled(fence: &Self::Fence, dev: &Self::Device) -> bool;

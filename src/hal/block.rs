@@ -54,18 +54,31 @@ pub(crate) struct Block {
 impl Block {
     /// A block of `bytes` in memory `mem` of size class `class`, returned to `owner` on drop.
     pub(crate) fn new(mem: Memory, class: u64, bytes: u64, owner: Arc<dyn Recycle>) -> Self {
-        Block { mem: Some(mem), class, bytes, owner, id: next_id(), last_user: Mutex::new(None), last_user_id: AtomicU64::new(0) }
+        Block {
+            mem: Some(mem),
+            class,
+            bytes,
+            owner,
+            id: next_id(),
+            last_user: Mutex::new(None),
+            last_user_id: AtomicU64::new(0),
+        }
     }
 
     /// Record the recorder `id` as the last user of the block, its handle made by `handle`
     /// only when the user changes; returns the previous user if it was another.
-    pub(crate) fn swap_user(&self, id: u64, handle: impl FnOnce() -> Weak<dyn Recorder>) -> LastUser {
+    pub(crate) fn swap_user(
+        &self,
+        id: u64,
+        handle: impl FnOnce() -> Weak<dyn Recorder>,
+    ) -> LastUser {
         if self.last_user_id.load(Ordering::Acquire) == id {
             return None;
         }
         let mut last = lock(&self.last_user);
         self.last_user_id.store(id, Ordering::Release);
-        last.replace((id, handle())).filter(|(previous, _)| *previous != id)
+        last.replace((id, handle()))
+            .filter(|(previous, _)| *previous != id)
     }
 
     /// Bytes the block was allocated for (views end at or before this).

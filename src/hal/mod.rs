@@ -17,18 +17,18 @@
 mod backend;
 mod block;
 pub(crate) mod cpu;
+#[cfg(cuda_backend)]
+pub(crate) mod cuda;
 mod mapped;
 #[cfg(not(all(feature = "webgpu", cuda_backend)))]
 mod none;
 mod source;
 pub(crate) mod timer;
+#[cfg(feature = "webgpu")]
+pub(crate) mod webgpu;
 pub(crate) mod wgsl_enables;
 pub(crate) mod wgsl_overrides;
 pub(crate) mod wgsl_subset;
-#[cfg(cuda_backend)]
-pub(crate) mod cuda;
-#[cfg(feature = "webgpu")]
-pub(crate) mod webgpu;
 
 use std::sync::Arc;
 
@@ -45,11 +45,11 @@ pub(crate) use cuda::backend::Cuda;
 #[cfg(not(cuda_backend))]
 pub(crate) use none::Absent as Cuda;
 /// The wgpu backend, or its stand-in in a build without the `webgpu` feature.
-#[cfg(feature = "webgpu")]
-pub(crate) use webgpu::backend::WebGpu;
-/// The wgpu backend, or its stand-in in a build without the `webgpu` feature.
 #[cfg(not(feature = "webgpu"))]
 pub(crate) use none::Absent as WebGpu;
+/// The wgpu backend, or its stand-in in a build without the `webgpu` feature.
+#[cfg(feature = "webgpu")]
+pub(crate) use webgpu::backend::WebGpu;
 
 /// A backend's opened device.
 pub(crate) type DeviceOf<B> = <B as Backend>::Device;
@@ -57,8 +57,8 @@ pub(crate) type DeviceOf<B> = <B as Backend>::Device;
 pub(crate) type QueueOf<B> = <B as Backend>::Queue;
 
 use crate::base::dtype::{KernelLanguage, Scalar};
-use timer::{Clock, Timing};
 use crate::{BackendKind, DeviceInfo, Error, Result};
+use timer::{Clock, Timing};
 
 /// `$body` once per backend, with `$B` naming the backend and `$d` bound to `$dev`'s device.
 macro_rules! on_device {
@@ -131,9 +131,26 @@ impl Candidate {
 /// wgpu adapters (in a browser: the one adapter WebGPU offers).
 pub(crate) async fn enumerate() -> Vec<Candidate> {
     let candidate = |(info, adapter)| Candidate { info, adapter };
-    let mut out: Vec<Candidate> = Cpu::enumerate().await.into_iter().map(|(i, a)| (i, Adapter::Cpu(a))).map(candidate).collect();
-    out.extend(Cuda::enumerate().await.into_iter().map(|(i, a)| (i, Adapter::Cuda(a))).map(candidate));
-    out.extend(WebGpu::enumerate().await.into_iter().map(|(i, a)| (i, Adapter::WebGpu(a))).map(candidate));
+    let mut out: Vec<Candidate> = Cpu::enumerate()
+        .await
+        .into_iter()
+        .map(|(i, a)| (i, Adapter::Cpu(a)))
+        .map(candidate)
+        .collect();
+    out.extend(
+        Cuda::enumerate()
+            .await
+            .into_iter()
+            .map(|(i, a)| (i, Adapter::Cuda(a)))
+            .map(candidate),
+    );
+    out.extend(
+        WebGpu::enumerate()
+            .await
+            .into_iter()
+            .map(|(i, a)| (i, Adapter::WebGpu(a)))
+            .map(candidate),
+    );
     for (i, c) in out.iter_mut().enumerate() {
         c.info.index = i;
     }
@@ -213,7 +230,13 @@ impl UserProgram {
 /// One argument of a user program launch, already checked against its reflection.
 pub(crate) enum UserArg<'a> {
     /// `byte_len` bytes at `byte_offset` of `block`, bound at (`group`, `binding`).
-    Buffer { block: &'a Arc<Block>, group: u32, binding: u32, byte_offset: u64, byte_len: u64 },
+    Buffer {
+        block: &'a Arc<Block>,
+        group: u32,
+        binding: u32,
+        byte_offset: u64,
+        byte_len: u64,
+    },
     /// A by-value parameter (CUDA) at position `binding` of the reflection.
     Scalar {
         binding: u32,
@@ -301,7 +324,9 @@ impl BackendDevice {
     /// Compile a user kernel; `None` if this backend does not run `language`.
     pub fn user_program(&self, kernel: &UserSource<'_>) -> Option<Result<UserProgram>> {
         Some(match self {
-            BackendDevice::Cpu(d) => Cpu::user_program(d, kernel)?.map(|p| UserProgram::Cpu(Box::new(p))),
+            BackendDevice::Cpu(d) => {
+                Cpu::user_program(d, kernel)?.map(|p| UserProgram::Cpu(Box::new(p)))
+            }
             BackendDevice::WebGpu(d) => WebGpu::user_program(d, kernel)?.map(UserProgram::WebGpu),
             BackendDevice::Cuda(d) => Cuda::user_program(d, kernel)?.map(UserProgram::Cuda),
         })
@@ -346,8 +371,13 @@ impl BackendDevice {
     pub fn adopt_gpu_buffer_js(&self, buffer: &wasm_bindgen::JsValue) -> Result<(Memory, u64)> {
         match self {
             #[cfg(feature = "webgpu")]
-            BackendDevice::WebGpu(d) => webgpu::adopt_buffer(d, buffer).map(|(m, bytes)| (Memory::WebGpu(m), bytes)),
-            _ => Err(Error::Unsupported { backend: BackendKind::Cpu, what: "GPU buffers: they need a webgpu device".into() }), // the one other backend in wasm
+            BackendDevice::WebGpu(d) => {
+                webgpu::adopt_buffer(d, buffer).map(|(m, bytes)| (Memory::WebGpu(m), bytes))
+            }
+            _ => Err(Error::Unsupported {
+                backend: BackendKind::Cpu,
+                what: "GPU buffers: they need a webgpu device".into(),
+            }), // the one other backend in wasm
         }
     }
 }
@@ -376,29 +406,61 @@ impl QueueImpl {
     }
 
     /// Record a write of `data` at `offset` of `dst`.
-    pub fn write(&self, dev: &BackendDevice, dst: &Arc<Block>, offset: u64, data: &[u8]) -> Result<()> {
+    pub fn write(
+        &self,
+        dev: &BackendDevice,
+        dst: &Arc<Block>,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<()> {
         on_pair!(self => QueueImpl, dev => BackendDevice, |B, q, d| B::write(q, d, dst, offset, data), else Err(mismatch()))
     }
 
     /// Record a copy of `bytes` bytes between blocks (or within one).
-    pub fn copy(&self, dev: &BackendDevice, src: &Arc<Block>, src_offset: u64, dst: &Arc<Block>, dst_offset: u64, bytes: u64) -> Result<()> {
+    pub fn copy(
+        &self,
+        dev: &BackendDevice,
+        src: &Arc<Block>,
+        src_offset: u64,
+        dst: &Arc<Block>,
+        dst_offset: u64,
+        bytes: u64,
+    ) -> Result<()> {
         on_pair!(self => QueueImpl, dev => BackendDevice, |B, q, d| B::copy(q, d, src, src_offset, dst, dst_offset, bytes), else Err(mismatch()))
     }
 
     /// Record a launch of a user program over `workgroups` workgroups (CUDA: blocks of
     /// `block` threads).
-    pub fn launch(&self, dev: &BackendDevice, program: &UserProgram, args: &[UserArg<'_>], workgroups: [u32; 3], block: [u32; 3]) -> Result<()> {
+    pub fn launch(
+        &self,
+        dev: &BackendDevice,
+        program: &UserProgram,
+        args: &[UserArg<'_>],
+        workgroups: [u32; 3],
+        block: [u32; 3],
+    ) -> Result<()> {
         match (self, dev, program) {
-            (QueueImpl::Cpu(q), BackendDevice::Cpu(d), UserProgram::Cpu(p)) => Cpu::launch_user(q, d, p, args, workgroups, block),
-            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d), UserProgram::WebGpu(p)) => WebGpu::launch_user(q, d, p, args, workgroups, block),
-            (QueueImpl::Cuda(q), BackendDevice::Cuda(d), UserProgram::Cuda(p)) => Cuda::launch_user(q, d, p, args, workgroups, block),
+            (QueueImpl::Cpu(q), BackendDevice::Cpu(d), UserProgram::Cpu(p)) => {
+                Cpu::launch_user(q, d, p, args, workgroups, block)
+            }
+            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d), UserProgram::WebGpu(p)) => {
+                WebGpu::launch_user(q, d, p, args, workgroups, block)
+            }
+            (QueueImpl::Cuda(q), BackendDevice::Cuda(d), UserProgram::Cuda(p)) => {
+                Cuda::launch_user(q, d, p, args, workgroups, block)
+            }
             _ => Err(mismatch()),
         }
     }
 
     /// Run `record`, which records one launch, timed: say which clock times it and how its
     /// device time will be known (`epoch` is where host-clock spans start).
-    pub fn timed(&self, dev: &BackendDevice, epoch: web_time::Instant, record: impl FnOnce() -> Result<()>) -> Result<(Timing, Clock)> {
+    pub fn timed(
+        &self,
+        dev: &BackendDevice,
+        epoch: web_time::Instant,
+        record: impl FnOnce() -> Result<()>,
+    ) -> Result<(Timing, Clock)> {
         on_pair!(self => QueueImpl, dev => BackendDevice, |B, q, d| B::timed(q, d, epoch, record), else Err(mismatch()))
     }
 
@@ -410,9 +472,15 @@ impl QueueImpl {
     /// Stop capturing: the captured work (`keep`), or `None` where it is dropped.
     pub fn end_capture(&self, dev: &BackendDevice, keep: bool) -> Result<Option<GraphImpl>> {
         match (self, dev) {
-            (QueueImpl::Cpu(q), BackendDevice::Cpu(d)) => Ok(Cpu::end_capture(q, d, keep)?.map(|g| GraphImpl::Cpu(Arc::new(g)))),
-            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => Ok(WebGpu::end_capture(q, d, keep)?.map(|g| GraphImpl::WebGpu(Arc::new(g)))),
-            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => Ok(Cuda::end_capture(q, d, keep)?.map(|g| GraphImpl::Cuda(Arc::new(g)))),
+            (QueueImpl::Cpu(q), BackendDevice::Cpu(d)) => {
+                Ok(Cpu::end_capture(q, d, keep)?.map(|g| GraphImpl::Cpu(Arc::new(g))))
+            }
+            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => {
+                Ok(WebGpu::end_capture(q, d, keep)?.map(|g| GraphImpl::WebGpu(Arc::new(g))))
+            }
+            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => {
+                Ok(Cuda::end_capture(q, d, keep)?.map(|g| GraphImpl::Cuda(Arc::new(g))))
+            }
             _ => Err(mismatch()),
         }
     }
@@ -421,8 +489,12 @@ impl QueueImpl {
     pub fn replay(&self, dev: &BackendDevice, graph: &GraphImpl) -> Result<()> {
         match (self, dev, graph) {
             (QueueImpl::Cpu(q), BackendDevice::Cpu(d), GraphImpl::Cpu(g)) => Cpu::replay(q, d, g),
-            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d), GraphImpl::WebGpu(g)) => WebGpu::replay(q, d, g),
-            (QueueImpl::Cuda(q), BackendDevice::Cuda(d), GraphImpl::Cuda(g)) => Cuda::replay(q, d, g),
+            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d), GraphImpl::WebGpu(g)) => {
+                WebGpu::replay(q, d, g)
+            }
+            (QueueImpl::Cuda(q), BackendDevice::Cuda(d), GraphImpl::Cuda(g)) => {
+                Cuda::replay(q, d, g)
+            }
             _ => Err(mismatch()),
         }
     }
@@ -431,7 +503,9 @@ impl QueueImpl {
     pub fn submit(&self, dev: &BackendDevice) -> Result<FenceImpl> {
         match (self, dev) {
             (QueueImpl::Cpu(q), BackendDevice::Cpu(d)) => Cpu::submit(q, d).map(FenceImpl::Cpu),
-            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => WebGpu::submit(q, d).map(FenceImpl::WebGpu),
+            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => {
+                WebGpu::submit(q, d).map(FenceImpl::WebGpu)
+            }
             (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => Cuda::submit(q, d).map(FenceImpl::Cuda),
             _ => Err(mismatch()),
         }
@@ -441,15 +515,26 @@ impl QueueImpl {
     pub fn wait_for(&self, dev: &BackendDevice, fence: &FenceImpl) -> Result<()> {
         match (self, dev, fence) {
             (QueueImpl::Cpu(q), BackendDevice::Cpu(d), FenceImpl::Cpu(f)) => Cpu::wait_for(q, d, f),
-            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d), FenceImpl::WebGpu(f)) => WebGpu::wait_for(q, d, f),
-            (QueueImpl::Cuda(q), BackendDevice::Cuda(d), FenceImpl::Cuda(f)) => Cuda::wait_for(q, d, f),
+            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d), FenceImpl::WebGpu(f)) => {
+                WebGpu::wait_for(q, d, f)
+            }
+            (QueueImpl::Cuda(q), BackendDevice::Cuda(d), FenceImpl::Cuda(f)) => {
+                Cuda::wait_for(q, d, f)
+            }
             _ => Err(mismatch()),
         }
     }
 
     /// Read `bytes` bytes at `offset` of `src` after all recorded work, lending them to `take`
     /// where they lie once read (see [`Mapped`]).
-    pub async fn read<R>(&self, dev: &BackendDevice, src: &Arc<Block>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
+    pub async fn read<R>(
+        &self,
+        dev: &BackendDevice,
+        src: &Arc<Block>,
+        offset: u64,
+        bytes: u64,
+        take: impl FnOnce(Mapped<'_>) -> R,
+    ) -> Result<R> {
         on_pair!(self => QueueImpl, dev => BackendDevice, |B, q, d| B::read(q, d, src, offset, bytes, take).await, else Err(mismatch()))
     }
 }
@@ -461,8 +546,13 @@ impl FenceImpl {
     }
 
     /// Device time from `start` to this fence, where the backend has device timers.
-    pub fn elapsed_since(&self, start: &FenceImpl, backend: BackendKind) -> Result<std::time::Duration> {
-        let elapsed = on_pair!(start => FenceImpl, self => FenceImpl, |B, s, e| B::elapsed(s, e), else None);
+    pub fn elapsed_since(
+        &self,
+        start: &FenceImpl,
+        backend: BackendKind,
+    ) -> Result<std::time::Duration> {
+        let elapsed =
+            on_pair!(start => FenceImpl, self => FenceImpl, |B, s, e| B::elapsed(s, e), else None);
         elapsed.unwrap_or_else(|| {
             Err(Error::Unsupported {
                 backend,

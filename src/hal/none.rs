@@ -81,15 +81,35 @@ impl Backend for Absent {
         match *q {}
     }
 
-    fn copy(q: &Off, _: &Off, _: &Arc<Block>, _: u64, _: &Arc<Block>, _: u64, _: u64) -> Result<()> {
+    fn copy(
+        q: &Off,
+        _: &Off,
+        _: &Arc<Block>,
+        _: u64,
+        _: &Arc<Block>,
+        _: u64,
+        _: u64,
+    ) -> Result<()> {
         match *q {}
     }
 
-    fn launch_user(q: &Off, _: &Off, _: &Off, _: &[UserArg<'_>], _: [u32; 3], _: [u32; 3]) -> Result<()> {
+    fn launch_user(
+        q: &Off,
+        _: &Off,
+        _: &Off,
+        _: &[UserArg<'_>],
+        _: [u32; 3],
+        _: [u32; 3],
+    ) -> Result<()> {
         match *q {}
     }
 
-    fn timed(q: &Off, _: &Off, _: web_time::Instant, _: impl FnOnce() -> Result<()>) -> Result<(Timing, Clock)> {
+    fn timed(
+        q: &Off,
+        _: &Off,
+        _: web_time::Instant,
+        _: impl FnOnce() -> Result<()>,
+    ) -> Result<(Timing, Clock)> {
         match *q {}
     }
 
@@ -113,7 +133,14 @@ impl Backend for Absent {
         match *q {}
     }
 
-    async fn read<R>(q: &Off, _: &Off, _: &Arc<Block>, _: u64, _: u64, _: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
+    async fn read<R>(
+        q: &Off,
+        _: &Off,
+        _: &Arc<Block>,
+        _: u64,
+        _: u64,
+        _: impl FnOnce(Mapped<'_>) -> R,
+    ) -> Result<R> {
         match *q {}
     }
 

@@ -37,7 +37,10 @@ pub(crate) struct Span {
 impl Span {
     /// From `start` until now, on the host clock whose zero is `epoch`.
     pub(crate) fn since(epoch: web_time::Instant, start: web_time::Instant) -> Span {
-        Span { start_ns: start.duration_since(epoch).as_secs_f64() * 1e9, dur_ns: start.elapsed().as_secs_f64() * 1e9 }
+        Span {
+            start_ns: start.duration_since(epoch).as_secs_f64() * 1e9,
+            dur_ns: start.elapsed().as_secs_f64() * 1e9,
+        }
     }
 }
 
@@ -52,7 +55,10 @@ pub(crate) struct PendingSpan {
 
 impl PendingSpan {
     pub(crate) fn new() -> Self {
-        PendingSpan { value: Signal::new(), submitted: Arc::new(AtomicBool::new(false)) }
+        PendingSpan {
+            value: Signal::new(),
+            submitted: Arc::new(AtomicBool::new(false)),
+        }
     }
 }
 

@@ -16,8 +16,12 @@ pub(crate) fn for_naga(source: &str) -> Cow<'_, str> {
     let mut at = 0;
     while let Some(start) = next_token(source, at) {
         let rest = &source[start..];
-        let Some(end) = rest.find(';').map(|e| start + e + 1) else { break };
-        let is_directive = ["enable", "requires", "diagnostic"].iter().any(|d| word_at(rest, d));
+        let Some(end) = rest.find(';').map(|e| start + e + 1) else {
+            break;
+        };
+        let is_directive = ["enable", "requires", "diagnostic"]
+            .iter()
+            .any(|d| word_at(rest, d));
         if !is_directive {
             break;
         }
@@ -40,7 +44,8 @@ pub(crate) fn for_naga(source: &str) -> Cow<'_, str> {
 
 /// Whether `text` starts with the word `word`.
 fn word_at(text: &str, word: &str) -> bool {
-    text.starts_with(word) && !text[word.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+    text.starts_with(word)
+        && !text[word.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
 }
 
 /// The byte ranges of `directive` (`enable a, b;`) to blank: each implied name with the
@@ -70,7 +75,11 @@ fn blanked(directive: &str) -> Vec<(usize, usize)> {
         if IMPLIED.contains(&name) {
             let last = i + 1 == names.len();
             // Up to and with its comma; the last takes the comma before it instead.
-            out.push(if last { (names[i - 1].2, to) } else { (from, (comma + 1).min(directive.len() - 1)) });
+            out.push(if last {
+                (names[i - 1].2, to)
+            } else {
+                (from, (comma + 1).min(directive.len() - 1))
+            });
         }
     }
     out
@@ -100,8 +109,14 @@ mod tests {
     #[test]
     fn implied_extensions_are_blanked_in_place() {
         let cases = [
-            ("enable subgroups;\nfn f() {}", "                 \nfn f() {}"),
-            ("// x\nenable f16, subgroups;\n", "// x\nenable f16           ;\n"),
+            (
+                "enable subgroups;\nfn f() {}",
+                "                 \nfn f() {}",
+            ),
+            (
+                "// x\nenable f16, subgroups;\n",
+                "// x\nenable f16           ;\n",
+            ),
             ("enable subgroups, f16;", "enable            f16;"),
             ("enable f16;requires a;", "enable f16;requires a;"),
             ("fn f() {} enable subgroups;", "fn f() {} enable subgroups;"),

@@ -47,17 +47,25 @@ pub(crate) fn array_length(module: &Module, size: ArraySize) -> Option<u32> {
 /// The override that `key` names: by `@id` where it has one, else by name.
 fn find<'m>(module: &'m Module, key: &str) -> Option<&'m naga::Override> {
     let id = key.parse::<u16>().ok();
-    module.overrides.iter().map(|(_, o)| o).find(|o| match o.id {
-        Some(_) => o.id == id,
-        None => o.name.as_deref() == Some(key),
-    })
+    module
+        .overrides
+        .iter()
+        .map(|(_, o)| o)
+        .find(|o| match o.id {
+            Some(_) => o.id == id,
+            None => o.name.as_deref() == Some(key),
+        })
 }
 
 /// Error unless `key` names an override of `module` whose type holds `value`.
 fn check_value(module: &Module, key: &str, value: f64) -> Result<()> {
     let Some(o) = find(module, key) else {
         let names: Vec<String> = module.overrides.iter().map(|(_, o)| describe(o)).collect();
-        let has = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+        let has = if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        };
         return Err(Error::Invalid(format!(
             "kernel constant `{key}`: the shader has no override of that name or @id \
              (its overrides: {has})"
@@ -66,7 +74,10 @@ fn check_value(module: &Module, key: &str, value: f64) -> Result<()> {
     let ty = &module.types[o.ty].inner;
     let t = value.trunc();
     let fits = match ty.scalar() {
-        Some(Scalar { kind: ScalarKind::Bool, .. }) => true,
+        Some(Scalar {
+            kind: ScalarKind::Bool,
+            ..
+        }) => true,
         _ if !value.is_finite() => false,
         Some(Scalar::I32) => t >= f64::from(i32::MIN) && t <= f64::from(i32::MAX),
         Some(Scalar::U32) => t >= 0.0 && t <= f64::from(u32::MAX),
@@ -95,13 +106,26 @@ fn describe(o: &naga::Override) -> String {
 }
 
 /// naga's failure to resolve the overrides, as the user can act on it.
-fn explain(source: &str, module: &Module, constants: &[(&str, f64)], e: PipelineConstantError) -> Error {
-    let given: Vec<String> = constants.iter().map(|(k, v)| format!("{k} = {v}")).collect();
-    let with = if given.is_empty() { "their defaults".to_string() } else { given.join(", ") };
+fn explain(
+    source: &str,
+    module: &Module,
+    constants: &[(&str, f64)],
+    e: PipelineConstantError,
+) -> Error {
+    let given: Vec<String> = constants
+        .iter()
+        .map(|(k, v)| format!("{k} = {v}"))
+        .collect();
+    let with = if given.is_empty() {
+        "their defaults".to_string()
+    } else {
+        given.join(", ")
+    };
     match e {
         PipelineConstantError::MissingValue(key) => {
             let found = module.overrides.iter().find(|(_, o)| {
-                o.name.as_deref() == Some(key.as_str()) || o.id.map(|i| i.to_string()) == Some(key.clone())
+                o.name.as_deref() == Some(key.as_str())
+                    || o.id.map(|i| i.to_string()) == Some(key.clone())
             });
             let span = found.map_or(naga::Span::default(), |(h, _)| module.overrides.get_span(h));
             let what = format!(
@@ -114,6 +138,8 @@ fn explain(source: &str, module: &Module, constants: &[(&str, f64)], e: Pipeline
         PipelineConstantError::NegativeWorkgroupSize => Error::Invalid(format!(
             "the shader's @workgroup_size with {with} is not positive in every dimension"
         )),
-        other => Error::Invalid(format!("resolving the shader's overrides with {with}: {other}")),
+        other => Error::Invalid(format!(
+            "resolving the shader's overrides with {with}: {other}"
+        )),
     }
 }

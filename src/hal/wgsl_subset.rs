@@ -5,7 +5,9 @@
 
 use naga::common::wgsl::TryToWgsl;
 use naga::valid::{Capabilities, ModuleInfo, ValidationFlags, Validator};
-use naga::{Expression as E, MathFunction as M, Module, Scalar, ScalarKind, Span, Statement as S, TypeInner};
+use naga::{
+    Expression as E, MathFunction as M, Module, Scalar, ScalarKind, Span, Statement as S, TypeInner,
+};
 
 use crate::{Error, Result};
 
@@ -22,10 +24,22 @@ pub(crate) fn parse(
     backend: &str,
 ) -> Result<(Module, ModuleInfo, usize)> {
     let located = |what: String, span: naga::Span| located(source, what, span);
-    let module = naga::front::wgsl::parse_str(&super::wgsl_enables::for_naga(source)).map_err(|e| {
-        let at = e.location(source).map_or((0, 0), |l| (l.line_number, l.line_position));
-        Error::Shader { line: at.0, column: at.1, message: e.message().to_string(), source_line: source.lines().nth(at.0.saturating_sub(1) as usize).unwrap_or("").to_string() }
-    })?;
+    let module =
+        naga::front::wgsl::parse_str(&super::wgsl_enables::for_naga(source)).map_err(|e| {
+            let at = e
+                .location(source)
+                .map_or((0, 0), |l| (l.line_number, l.line_position));
+            Error::Shader {
+                line: at.0,
+                column: at.1,
+                message: e.message().to_string(),
+                source_line: source
+                    .lines()
+                    .nth(at.0.saturating_sub(1) as usize)
+                    .unwrap_or("")
+                    .to_string(),
+            }
+        })?;
     let validate = |module: &Module| {
         Validator::new(ValidationFlags::all(), Capabilities::all())
             .validate(module)
@@ -39,9 +53,8 @@ pub(crate) fn parse(
     let (module, _) = super::wgsl_overrides::resolve(source, &module, &info, entry, constants)?;
     let module = reachable(module, entry)?;
     let info = validate(&module)?;
-    let refusal = |(what, span)| {
-        located(format!("the {backend} backend does not run {what}"), span)
-    };
+    let refusal =
+        |(what, span)| located(format!("the {backend} backend does not run {what}"), span);
     check(&module, &info, 0).map_err(refusal)?;
     Ok((module, info, 0))
 }
@@ -59,23 +72,46 @@ fn reachable(mut module: Module, entry: &str) -> Result<Module> {
 
 /// The index of the entry point `entry` of `module`, or an error naming those it has.
 fn find_entry(module: &Module, entry: &str) -> Result<usize> {
-    module.entry_points.iter().position(|e| e.name == entry).ok_or_else(|| {
-        let names: Vec<_> = module.entry_points.iter().map(|e| e.name.as_str()).collect();
-        Error::Invalid(format!("entry point `{entry}` not found: the shader has {names:?}"))
-    })
+    module
+        .entry_points
+        .iter()
+        .position(|e| e.name == entry)
+        .ok_or_else(|| {
+            let names: Vec<_> = module
+                .entry_points
+                .iter()
+                .map(|e| e.name.as_str())
+                .collect();
+            Error::Invalid(format!(
+                "entry point `{entry}` not found: the shader has {names:?}"
+            ))
+        })
 }
 
 /// An error about `source` at `span` (line 1, column 1 for an unknown span).
 pub(crate) fn located(source: &str, what: String, span: Span) -> Error {
     let at = span.location(source);
-    let (line, column) = if at.line_number == 0 { (1, 1) } else { (at.line_number, at.line_position) };
+    let (line, column) = if at.line_number == 0 {
+        (1, 1)
+    } else {
+        (at.line_number, at.line_position)
+    };
     located_at(source, line, column, what)
 }
 
 /// An error about `source` at `line`:`column` (counted from 1), quoting that line.
 pub(crate) fn located_at(source: &str, line: u32, column: u32, what: String) -> Error {
-    let source_line = source.lines().nth(line.saturating_sub(1) as usize).unwrap_or("").to_string();
-    Error::Shader { line, column, message: what, source_line }
+    let source_line = source
+        .lines()
+        .nth(line.saturating_sub(1) as usize)
+        .unwrap_or("")
+        .to_string();
+    Error::Shader {
+        line,
+        column,
+        message: what,
+        source_line,
+    }
 }
 
 /// Check entry point `entry` of `module` and the functions it calls.
@@ -90,7 +126,12 @@ fn check(module: &Module, info: &naga::valid::ModuleInfo, entry: usize) -> Resul
     }
     for (h, var) in module.global_variables.iter() {
         check_space(var.space).map_err(|what| (what, module.global_variables.get_span(h)))?;
-        check_type(module, &module.types[var.ty].inner).map_err(|what| (format!("{what} (variable `{}`)", var.name.as_deref().unwrap_or("?")), module.global_variables.get_span(h)))?;
+        check_type(module, &module.types[var.ty].inner).map_err(|what| {
+            (
+                format!("{what} (variable `{}`)", var.name.as_deref().unwrap_or("?")),
+                module.global_variables.get_span(h),
+            )
+        })?;
     }
     Ok(())
 }
@@ -112,7 +153,15 @@ fn check_argument(module: &Module, arg: &naga::FunctionArgument) -> Result<(), R
         matches!(
             b,
             Some(naga::Binding::BuiltIn(
-                B::LocalInvocationId | B::GlobalInvocationId | B::WorkGroupId | B::NumWorkGroups | B::LocalInvocationIndex | B::SubgroupSize | B::SubgroupInvocationId | B::SubgroupId | B::NumSubgroups
+                B::LocalInvocationId
+                    | B::GlobalInvocationId
+                    | B::WorkGroupId
+                    | B::NumWorkGroups
+                    | B::LocalInvocationIndex
+                    | B::SubgroupSize
+                    | B::SubgroupInvocationId
+                    | B::SubgroupId
+                    | B::NumSubgroups
             ))
         )
     };
@@ -132,18 +181,28 @@ fn check_argument(module: &Module, arg: &naga::FunctionArgument) -> Result<(), R
 fn check_type(module: &Module, inner: &TypeInner) -> Result<(), String> {
     let scalar_ok = |s: Scalar| {
         s.kind == ScalarKind::Bool
-            || (s.width == 4 && matches!(s.kind, ScalarKind::Float | ScalarKind::Sint | ScalarKind::Uint))
+            || (s.width == 4
+                && matches!(
+                    s.kind,
+                    ScalarKind::Float | ScalarKind::Sint | ScalarKind::Uint
+                ))
             || s == Scalar::F16
     };
     match *inner {
         TypeInner::Atomic(s) if s == Scalar::F16 => Err("atomic f16 values".into()),
-        TypeInner::Scalar(s) | TypeInner::Vector { scalar: s, .. } | TypeInner::Atomic(s) if scalar_ok(s) => Ok(()),
+        TypeInner::Scalar(s) | TypeInner::Vector { scalar: s, .. } | TypeInner::Atomic(s)
+            if scalar_ok(s) =>
+        {
+            Ok(())
+        }
         TypeInner::Scalar(s) | TypeInner::Vector { scalar: s, .. } | TypeInner::Atomic(s) => {
             Err(format!("{} values", s.to_wgsl_for_diagnostics()))
         }
         TypeInner::Matrix { scalar, .. } if scalar == Scalar::F32 => Ok(()),
         TypeInner::Array { base, size, .. } => match size {
-            naga::ArraySize::Pending(_) if super::wgsl_overrides::array_length(module, size).is_none() => {
+            naga::ArraySize::Pending(_)
+                if super::wgsl_overrides::array_length(module, size).is_none() =>
+            {
                 Err("arrays sized by an override that has no value".into())
             }
             _ => check_type(module, &module.types[base].inner),
@@ -196,7 +255,9 @@ fn check_value_type(module: &Module, inner: &TypeInner) -> Result<(), String> {
 /// `inner` as WGSL spells it (`texture_2d<f32>`, `mat3x3<f32>`), not naga's IR.
 pub(crate) fn wgsl_type(module: &Module, inner: &TypeInner) -> String {
     use naga::common::wgsl::TypeContext;
-    module.to_ctx().type_resolution_to_string(&naga::proc::TypeResolution::Value(inner.clone()))
+    module
+        .to_ctx()
+        .type_resolution_to_string(&naga::proc::TypeResolution::Value(inner.clone()))
 }
 
 /// A literal as WGSL writes it (`1.5h`), for messages.
@@ -224,14 +285,20 @@ pub(crate) fn wgsl_function(fun: naga::MathFunction) -> String {
     fun.to_wgsl_for_diagnostics()
 }
 
-fn check_function(module: &Module, info: &naga::valid::FunctionInfo, f: &naga::Function) -> Result<(), Refusal> {
+fn check_function(
+    module: &Module,
+    info: &naga::valid::FunctionInfo,
+    f: &naga::Function,
+) -> Result<(), Refusal> {
     for (h, e) in f.expressions.iter() {
         let span = f.expressions.get_span(h);
         check_expression(e).map_err(|what| (what, span))?;
-        check_value_type(module, info[h].ty.inner_with(&module.types)).map_err(|what| (what, span))?;
+        check_value_type(module, info[h].ty.inner_with(&module.types))
+            .map_err(|what| (what, span))?;
     }
     for (h, local) in f.local_variables.iter() {
-        check_type(module, &module.types[local.ty].inner).map_err(|what| (what, f.local_variables.get_span(h)))?;
+        check_type(module, &module.types[local.ty].inner)
+            .map_err(|what| (what, f.local_variables.get_span(h)))?;
     }
     check_block(&f.body)
 }
@@ -239,14 +306,26 @@ fn check_function(module: &Module, info: &naga::valid::FunctionInfo, f: &naga::F
 fn check_expression(e: &E) -> Result<(), String> {
     match *e {
         E::Literal(l) => match l {
-            naga::Literal::F32(_) | naga::Literal::F16(_) | naga::Literal::I32(_) | naga::Literal::U32(_) | naga::Literal::Bool(_) | naga::Literal::AbstractInt(_) | naga::Literal::AbstractFloat(_) => Ok(()),
+            naga::Literal::F32(_)
+            | naga::Literal::F16(_)
+            | naga::Literal::I32(_)
+            | naga::Literal::U32(_)
+            | naga::Literal::Bool(_)
+            | naga::Literal::AbstractInt(_)
+            | naga::Literal::AbstractFloat(_) => Ok(()),
             other => Err(format!("the literal {}", wgsl_literal(other))),
         },
         E::Math { fun, .. } if !MATH.contains(&fun) => {
             Err(format!("the built-in function {}", wgsl_function(fun)))
         }
-        E::As { convert: Some(2), kind: ScalarKind::Float, .. } => Ok(()),
-        E::As { convert: Some(w), .. } if w != 4 && w != 1 => Err(format!("conversions to {}-bit values", w * 8)),
+        E::As {
+            convert: Some(2),
+            kind: ScalarKind::Float,
+            ..
+        } => Ok(()),
+        E::As {
+            convert: Some(w), ..
+        } if w != 4 && w != 1 => Err(format!("conversions to {}-bit values", w * 8)),
         E::Constant(_)
         | E::Override(_)
         | E::ZeroValue(_)
@@ -291,11 +370,30 @@ fn check_block(block: &naga::Block) -> Result<(), Refusal> {
     for (s, span) in block.span_iter() {
         let nested: Vec<&naga::Block> = match *s {
             S::Block(ref b) => vec![b],
-            S::If { ref accept, ref reject, .. } => vec![accept, reject],
+            S::If {
+                ref accept,
+                ref reject,
+                ..
+            } => vec![accept, reject],
             S::Switch { ref cases, .. } => cases.iter().map(|c| &c.body).collect(),
-            S::Loop { ref body, ref continuing, .. } => vec![body, continuing],
-            S::Emit(_) | S::Break | S::Continue | S::Return { .. } | S::ControlBarrier(_) | S::MemoryBarrier(_) | S::Store { .. } | S::Call { .. } | S::Atomic { .. } | S::WorkGroupUniformLoad { .. } => vec![],
-            S::SubgroupBallot { .. } | S::SubgroupCollectiveOperation { .. } | S::SubgroupGather { .. } => vec![],
+            S::Loop {
+                ref body,
+                ref continuing,
+                ..
+            } => vec![body, continuing],
+            S::Emit(_)
+            | S::Break
+            | S::Continue
+            | S::Return { .. }
+            | S::ControlBarrier(_)
+            | S::MemoryBarrier(_)
+            | S::Store { .. }
+            | S::Call { .. }
+            | S::Atomic { .. }
+            | S::WorkGroupUniformLoad { .. } => vec![],
+            S::SubgroupBallot { .. }
+            | S::SubgroupCollectiveOperation { .. }
+            | S::SubgroupGather { .. } => vec![],
             S::ImageStore { .. } => return Err(("textureStore".into(), *span)),
             S::ImageAtomic { .. } => return Err(("texture atomics".into(), *span)),
             S::Kill => return Err(("discard".into(), *span)),
@@ -316,11 +414,80 @@ fn name_of(node: &impl std::fmt::Debug) -> String {
 
 /// The built-in math functions the executor has.
 const MATH: [M; 76] = [
-    M::Modf, M::Frexp, M::Transpose, M::Determinant,
-    M::Abs, M::Min, M::Max, M::Clamp, M::Saturate, M::Cos, M::Cosh, M::Sin, M::Sinh, M::Tan, M::Tanh, M::Acos, M::Asin, M::Atan, M::Atan2, M::Asinh, M::Acosh, M::Atanh,
-    M::Radians, M::Degrees, M::Ceil, M::Floor, M::Round, M::Fract, M::Trunc, M::Exp, M::Exp2, M::Log, M::Log2, M::Pow, M::Dot, M::Length, M::Sign, M::Fma, M::Mix, M::Step,
-    M::Sqrt, M::InverseSqrt, M::CountTrailingZeros, M::CountLeadingZeros, M::CountOneBits, M::ReverseBits, M::Pack2x16float, M::Unpack2x16float, M::Saturate,
-    M::Normalize, M::Distance, M::Cross, M::SmoothStep, M::Reflect, M::FaceForward, M::Ldexp, M::ExtractBits, M::InsertBits, M::FirstLeadingBit, M::FirstTrailingBit,
-    M::Refract, M::QuantizeToF16, M::Pack4x8snorm, M::Pack4x8unorm, M::Pack2x16snorm, M::Pack2x16unorm, M::Pack4xI8, M::Pack4xU8, M::Pack4xI8Clamp, M::Pack4xU8Clamp,
-    M::Unpack4x8snorm, M::Unpack4x8unorm, M::Unpack2x16snorm, M::Unpack2x16unorm, M::Unpack4xI8, M::Unpack4xU8,
+    M::Modf,
+    M::Frexp,
+    M::Transpose,
+    M::Determinant,
+    M::Abs,
+    M::Min,
+    M::Max,
+    M::Clamp,
+    M::Saturate,
+    M::Cos,
+    M::Cosh,
+    M::Sin,
+    M::Sinh,
+    M::Tan,
+    M::Tanh,
+    M::Acos,
+    M::Asin,
+    M::Atan,
+    M::Atan2,
+    M::Asinh,
+    M::Acosh,
+    M::Atanh,
+    M::Radians,
+    M::Degrees,
+    M::Ceil,
+    M::Floor,
+    M::Round,
+    M::Fract,
+    M::Trunc,
+    M::Exp,
+    M::Exp2,
+    M::Log,
+    M::Log2,
+    M::Pow,
+    M::Dot,
+    M::Length,
+    M::Sign,
+    M::Fma,
+    M::Mix,
+    M::Step,
+    M::Sqrt,
+    M::InverseSqrt,
+    M::CountTrailingZeros,
+    M::CountLeadingZeros,
+    M::CountOneBits,
+    M::ReverseBits,
+    M::Pack2x16float,
+    M::Unpack2x16float,
+    M::Saturate,
+    M::Normalize,
+    M::Distance,
+    M::Cross,
+    M::SmoothStep,
+    M::Reflect,
+    M::FaceForward,
+    M::Ldexp,
+    M::ExtractBits,
+    M::InsertBits,
+    M::FirstLeadingBit,
+    M::FirstTrailingBit,
+    M::Refract,
+    M::QuantizeToF16,
+    M::Pack4x8snorm,
+    M::Pack4x8unorm,
+    M::Pack2x16snorm,
+    M::Pack2x16unorm,
+    M::Pack4xI8,
+    M::Pack4xU8,
+    M::Pack4xI8Clamp,
+    M::Pack4xU8Clamp,
+    M::Unpack4x8snorm,
+    M::Unpack4x8unorm,
+    M::Unpack2x16snorm,
+    M::Unpack2x16unorm,
+    M::Unpack4xI8,
+    M::Unpack4xU8,
 ];

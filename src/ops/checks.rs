@@ -8,13 +8,23 @@ fn every_builtin_shader_validates() {
     // Override constants are not part of the module: each (file, prelude) once.
     let mut seen = std::collections::HashSet::new();
     let builtins = super::wgsl_builtins();
-    assert!(builtins.len() >= 11, "every op with WGSL kernels is registered");
-    for b in builtins.into_iter().filter(|b| seen.insert((b.source.name, b.prelude.clone()))) {
+    assert!(
+        builtins.len() >= 11,
+        "every op with WGSL kernels is registered"
+    );
+    for b in builtins
+        .into_iter()
+        .filter(|b| seen.insert((b.source.name, b.prelude.clone())))
+    {
         let source = b.full_source();
-        let module = naga::front::wgsl::parse_str(&source).unwrap_or_else(|e| panic!("{}: {}", b.source.name, e.emit_to_string(&source)));
-        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
-            .validate(&module)
+        let module = naga::front::wgsl::parse_str(&source)
             .unwrap_or_else(|e| panic!("{}: {}", b.source.name, e.emit_to_string(&source)));
+        naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::all(),
+        )
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{}: {}", b.source.name, e.emit_to_string(&source)));
     }
 }
 
@@ -49,18 +59,26 @@ fn every_builtin_shader_translates_to_cuda() {
     }
     let mut seen = std::collections::HashSet::new();
     let (mut failures, mut outside, mut compiled) = (Vec::new(), Vec::new(), 0);
-    for b in super::wgsl_builtins().into_iter().filter(|b| seen.insert((b.source.name, b.prelude.clone()))) {
+    for b in super::wgsl_builtins()
+        .into_iter()
+        .filter(|b| seen.insert((b.source.name, b.prelude.clone())))
+    {
         let source = b.full_source();
         let module = naga::front::wgsl::parse_str(&source).expect("validated above");
         for ep in &module.entry_points {
             match crate::hal::cuda::wgsl::check(&source, &ep.name, &[]) {
                 Ok(_) => compiled += 1,
-                Err(crate::Error::Shader { message, .. }) => outside.push(format!("{} {}: {message}", b.source.name, ep.name)),
+                Err(crate::Error::Shader { message, .. }) => {
+                    outside.push(format!("{} {}: {message}", b.source.name, ep.name))
+                }
                 Err(e) => failures.push(format!("{} {}: {e}", b.source.name, ep.name)),
             }
         }
     }
-    eprintln!("{compiled} built-in entry points translated and compiled; outside the subset:\n{}", outside.join("\n"));
+    eprintln!(
+        "{compiled} built-in entry points translated and compiled; outside the subset:\n{}",
+        outside.join("\n")
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
@@ -71,7 +89,10 @@ fn every_builtin_shader_translates_to_cuda() {
 fn every_builtin_shader_compiles_for_the_cpu_executor() {
     let mut seen = std::collections::HashSet::new();
     let (mut failures, mut compiled) = (Vec::new(), 0);
-    for b in super::wgsl_builtins().into_iter().filter(|b| seen.insert((b.source.name, b.prelude.clone()))) {
+    for b in super::wgsl_builtins()
+        .into_iter()
+        .filter(|b| seen.insert((b.source.name, b.prelude.clone())))
+    {
         let source = b.full_source();
         let module = naga::front::wgsl::parse_str(&source).expect("validated above");
         for ep in &module.entry_points {
@@ -91,7 +112,10 @@ fn every_builtin_shader_compiles_for_the_cpu_executor() {
 #[cfg(feature = "webgpu")]
 fn is_16_or_64_bit(message: &str) -> bool {
     let words = ["f16 ", "i64 ", "u64 ", "f64 ", "16-bit", "64-bit"];
-    let literal = message.split("the literal ").nth(1).and_then(|r| r.split_whitespace().next());
+    let literal = message
+        .split("the literal ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next());
     let wide = |l: &str| l.ends_with('h') || l.ends_with("li") || l.ends_with("lu");
     words.iter().any(|w| message.contains(w)) || literal.is_some_and(wide)
 }

@@ -9,26 +9,45 @@ use crate::{Error, Queue, Result, Tensor};
 pub fn concat(queue: &Queue, tensors: &[&Tensor], axis: usize) -> Result<Tensor> {
     // The copies move 32-bit words: 16-bit values travel widened to f32 (exactly).
     let lift = Lift::of("concat", tensors)?;
-    let wide = tensors.iter().map(|t| lift.up(queue, t)).collect::<Result<Vec<_>>>()?;
-    lift.down(queue, concat_words(queue, &wide.iter().collect::<Vec<_>>(), axis)?)
+    let wide = tensors
+        .iter()
+        .map(|t| lift.up(queue, t))
+        .collect::<Result<Vec<_>>>()?;
+    lift.down(
+        queue,
+        concat_words(queue, &wide.iter().collect::<Vec<_>>(), axis)?,
+    )
 }
 
 fn concat_words(queue: &Queue, tensors: &[&Tensor], axis: usize) -> Result<Tensor> {
     let Some(first) = tensors.first() else {
-        return Err(Error::Invalid("concat of no tensors: expected at least one".into()));
+        return Err(Error::Invalid(
+            "concat of no tensors: expected at least one".into(),
+        ));
     };
     let rank = first.rank();
     if axis >= rank {
-        return Err(Error::OutOfRange(format!("concat axis {axis} of rank-{rank} tensors: expected an axis below {rank}")));
+        return Err(Error::OutOfRange(format!(
+            "concat axis {axis} of rank-{rank} tensors: expected an axis below {rank}"
+        )));
     }
     let mut shape = first.shape().to_vec();
     shape[axis] = 0;
     for (i, t) in tensors.iter().enumerate() {
         queue.device().check_same(t.device(), "concat input")?;
         if t.dtype() != first.dtype() {
-            return Err(Error::DType { op: "concat", expected: format!("{} (the dtype of input 0)", first.dtype()), got: format!("{} for input {i}", t.dtype()) });
+            return Err(Error::DType {
+                op: "concat",
+                expected: format!("{} (the dtype of input 0)", first.dtype()),
+                got: format!("{} for input {i}", t.dtype()),
+            });
         }
-        let agrees = t.rank() == rank && t.shape().iter().zip(first.shape()).enumerate().all(|(d, (a, b))| d == axis || a == b);
+        let agrees = t.rank() == rank
+            && t.shape()
+                .iter()
+                .zip(first.shape())
+                .enumerate()
+                .all(|(d, (a, b))| d == axis || a == b);
         if !agrees {
             return Err(Error::shape(
                 "concat",
@@ -52,12 +71,13 @@ fn concat_words(queue: &Queue, tensors: &[&Tensor], axis: usize) -> Result<Tenso
     Ok(out)
 }
 
-
 /// The concat ops as methods, recorded on the device's default queue.
 impl Tensor {
     /// Join `tensors` along `axis` (see [`super::concat::concat`]).
     pub fn concat(tensors: &[&Tensor], axis: usize) -> Result<Tensor> {
-        let first = tensors.first().ok_or_else(|| Error::Invalid("concat of no tensors: expected at least one".into()))?;
+        let first = tensors
+            .first()
+            .ok_or_else(|| Error::Invalid("concat of no tensors: expected at least one".into()))?;
         concat(&first.device().queue(), tensors, axis)
     }
 }

@@ -24,11 +24,24 @@ impl OpCost {
     /// The cost of an f32 launch over `ops` (inputs, then the output) without a variant.
     pub(crate) fn simple(name: &str, ops: &[&Operand<'_>], flops: u64) -> OpCost {
         let bytes = ops.iter().map(|o| distinct(o) * 4).sum();
-        OpCost { name: name.into(), shapes: ops.iter().map(|o| o.layout.shape.clone()).collect(), dtype: DType::F32, bytes, flops, variant: None }
+        OpCost {
+            name: name.into(),
+            shapes: ops.iter().map(|o| o.layout.shape.clone()).collect(),
+            dtype: DType::F32,
+            bytes,
+            flops,
+            variant: None,
+        }
     }
 }
 
 /// Distinct elements of a view: broadcast (stride 0) dimensions count once.
 pub(crate) fn distinct(o: &Operand<'_>) -> u64 {
-    o.layout.shape.iter().zip(&o.layout.strides).filter(|(_, &s)| s != 0).map(|(&n, _)| n as u64).product()
+    o.layout
+        .shape
+        .iter()
+        .zip(&o.layout.strides)
+        .filter(|(_, &s)| s != 0)
+        .map(|(&n, _)| n as u64)
+        .product()
 }

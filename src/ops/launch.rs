@@ -7,8 +7,8 @@ use std::sync::Arc;
 use super::cost::OpCost;
 use super::Operand;
 use crate::hal::{BackendDevice, Block, Cuda, DeviceOf, OpContext, QueueImpl, QueueOf, WebGpu};
-use crate::runtime::device::Init;
 use crate::profile::{self, Decision};
+use crate::runtime::device::Init;
 use crate::{Error, Queue, Result};
 
 /// A validated op, ready to run on any backend.
@@ -21,7 +21,8 @@ pub(crate) trait Launch {
     /// Run on the CPU backend, to completion.
     fn cpu(&self) -> Result<()>;
     /// Record on a wgpu queue.
-    fn webgpu(&self, q: &QueueOf<WebGpu>, dev: &DeviceOf<WebGpu>, cx: &OpContext<'_>) -> Result<()>;
+    fn webgpu(&self, q: &QueueOf<WebGpu>, dev: &DeviceOf<WebGpu>, cx: &OpContext<'_>)
+        -> Result<()>;
     /// Record on a CUDA stream.
     fn cuda(&self, q: &QueueOf<Cuda>, dev: &DeviceOf<Cuda>, cx: &OpContext<'_>) -> Result<()>;
 }
@@ -38,7 +39,12 @@ macro_rules! backends {
             cpu::$f(self)
         }
 
-        fn webgpu(&self, q: &$crate::hal::QueueOf<$crate::hal::WebGpu>, dev: &$crate::hal::DeviceOf<$crate::hal::WebGpu>, cx: &$crate::hal::OpContext<'_>) -> $crate::Result<()> {
+        fn webgpu(
+            &self,
+            q: &$crate::hal::QueueOf<$crate::hal::WebGpu>,
+            dev: &$crate::hal::DeviceOf<$crate::hal::WebGpu>,
+            cx: &$crate::hal::OpContext<'_>,
+        ) -> $crate::Result<()> {
             #[cfg(feature = "webgpu")]
             return webgpu::$f(self, q, dev, cx);
             #[cfg(not(feature = "webgpu"))]
@@ -48,7 +54,12 @@ macro_rules! backends {
             }
         }
 
-        fn cuda(&self, q: &$crate::hal::QueueOf<$crate::hal::Cuda>, dev: &$crate::hal::DeviceOf<$crate::hal::Cuda>, cx: &$crate::hal::OpContext<'_>) -> $crate::Result<()> {
+        fn cuda(
+            &self,
+            q: &$crate::hal::QueueOf<$crate::hal::Cuda>,
+            dev: &$crate::hal::DeviceOf<$crate::hal::Cuda>,
+            cx: &$crate::hal::OpContext<'_>,
+        ) -> $crate::Result<()> {
             #[cfg(cuda_backend)]
             return cuda::$f(self, q, dev, cx);
             #[cfg(not(cuda_backend))]
@@ -71,11 +82,25 @@ pub(crate) fn launch(queue: &Queue, op: &dyn Launch, decision: Option<&Decision>
     }
     let device = queue.device();
     let temp = |bytes: u64| device.alloc(bytes, Init::Overwritten);
-    let cx = OpContext { options: &device.shared.options, temp: &temp };
+    let cx = OpContext {
+        options: &device.shared.options,
+        temp: &temp,
+    };
     let describe = |clock, host_start| {
         let cost = op.cost();
-        let mut record = profile::record(cost.name, cost.shapes, cost.dtype, cost.bytes, cost.flops, queue.id(), clock, host_start);
-        record.variant = decision.map(|d| d.choice.clone()).or(cost.variant.map(String::from));
+        let mut record = profile::record(
+            cost.name,
+            cost.shapes,
+            cost.dtype,
+            cost.bytes,
+            cost.flops,
+            queue.id(),
+            clock,
+            host_start,
+        );
+        record.variant = decision
+            .map(|d| d.choice.clone())
+            .or(cost.variant.map(String::from));
         record.reason = decision.map(|d| d.reason.clone());
         record
     };
@@ -89,6 +114,8 @@ fn on_backend(queue: &Queue, op: &dyn Launch, cx: &OpContext<'_>) -> Result<()> 
         (QueueImpl::Cpu(_), BackendDevice::Cpu(_)) => op.cpu(),
         (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => op.webgpu(q, d, cx),
         (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => op.cuda(q, d, cx),
-        _ => Err(Error::Device("internal: a queue was used with a device of another backend".into())),
+        _ => Err(Error::Device(
+            "internal: a queue was used with a device of another backend".into(),
+        )),
     }
 }

@@ -4,22 +4,21 @@
 //! its launches reach a backend through `Launch`, a validated request with every layout
 //! worked out.
 
-pub mod concat;
 #[cfg(test)]
 mod checks;
 pub(crate) mod common;
-mod tunables;
+pub mod concat;
 mod cost;
 mod launch;
-
+mod tunables;
 
 use crate::{DType, Error, Queue, Result, Tensor};
 
 pub use attention::AttentionParams;
 pub use conv::{Conv2dGeometry, Conv2dParams, Pool2dParams, PoolKind};
 pub use elementwise::{BinaryOp, UnaryOp};
-pub use norm::{NormKind, NormParams};
 pub use indexing::CumsumOptions;
+pub use norm::{NormKind, NormParams};
 pub use reduce::{ArgOptions, ReduceOp};
 
 /// The backend modules of an op family (`cpu`, and `webgpu` and `cuda` where those backends
@@ -67,11 +66,22 @@ macro_rules! registry {
     };
 }
 
-registry!(attention, conv, copy, elementwise, indexing, matmul, norm, reduce, softmax, log_softmax);
+registry!(
+    attention,
+    conv,
+    copy,
+    elementwise,
+    indexing,
+    matmul,
+    norm,
+    reduce,
+    softmax,
+    log_softmax
+);
 pub(crate) use crate::runtime::tensor::Operand;
 pub(crate) use launch::{backends, launch, Launch};
-pub(crate) use tunables::{tunable, PROBE, TUNABLES};
 pub use tunables::variant_names;
+pub(crate) use tunables::{tunable, PROBE, TUNABLES};
 
 /// How an op meets 16-bit floats: f16 / bf16 inputs are widened to f32 (exactly), the f32
 /// kernel runs, and a float result is rounded back to the inputs' dtype. Every backend stores
@@ -89,12 +99,18 @@ impl Lift {
         for t in inputs.iter().filter(|t| t.dtype().is_float()) {
             match found {
                 Some(d) if d != t.dtype() => {
-                    return Err(Error::DType { op, expected: format!("every float input in one dtype ({d})"), got: t.dtype().to_string() });
+                    return Err(Error::DType {
+                        op,
+                        expected: format!("every float input in one dtype ({d})"),
+                        got: t.dtype().to_string(),
+                    });
                 }
                 _ => found = Some(t.dtype()),
             }
         }
-        Ok(Lift { narrow: found.filter(|&d| d != DType::F32) })
+        Ok(Lift {
+            narrow: found.filter(|&d| d != DType::F32),
+        })
     }
 
     /// `t` widened to f32 if it is a 16-bit float, else `t` itself.

@@ -26,7 +26,10 @@ const PROBE_MATMUL: usize = 256;
 const PROBE_CONV: [usize; 2] = [32, 32];
 
 /// What `auto` device selection times on each candidate without a hardware GPU.
-pub(crate) static PROBE: Probe = Probe { describe: probe_text, setup: probe_setup };
+pub(crate) static PROBE: Probe = Probe {
+    describe: probe_text,
+    setup: probe_setup,
+};
 
 /// What the probe runs, in words (reasons and the tune cache).
 fn probe_text() -> String {
@@ -39,12 +42,30 @@ fn probe_text() -> String {
 fn probe_setup(device: &Device) -> Result<Recording> {
     let (e, [c, hw]) = (PROBE_MATMUL, PROBE_CONV);
     let pattern = |shape: &[usize]| pattern_tensor(device, shape);
-    let (a, x, w) = (pattern(&[e, e])?, pattern(&[1, c, hw, hw])?, pattern(&[c, c, 3, 3])?);
-    let problem = Problem::Matmul { batch: 1, m: e, n: e, k: e, dtype: DType::F32 };
+    let (a, x, w) = (
+        pattern(&[e, e])?,
+        pattern(&[1, c, hw, hw])?,
+        pattern(&[c, c, 3, 3])?,
+    );
+    let problem = Problem::Matmul {
+        batch: 1,
+        m: e,
+        n: e,
+        k: e,
+        dtype: DType::F32,
+    };
     let (variant, _) = matmul::Variants.default_variant(device, problem);
     Ok(Box::new(move |queue: &Queue| {
         matmul::matmul_variant(queue, &a, &a, variant)?;
-        conv::conv2d(queue, &x, &w, Conv2dParams { padding: [1, 1], ..Conv2dParams::default() })?;
+        conv::conv2d(
+            queue,
+            &x,
+            &w,
+            Conv2dParams {
+                padding: [1, 1],
+                ..Conv2dParams::default()
+            },
+        )?;
         Ok(())
     }))
 }

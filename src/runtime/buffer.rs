@@ -37,19 +37,38 @@ pub struct Buffer<T: Element> {
 
 impl<T: Element> Clone for Buffer<T> {
     fn clone(&self) -> Self {
-        Buffer { inner: self.inner.clone(), device: self.device.clone(), offset: self.offset, len: self.len, _elem: PhantomData }
+        Buffer {
+            inner: self.inner.clone(),
+            device: self.device.clone(),
+            offset: self.offset,
+            len: self.len,
+            _elem: PhantomData,
+        }
     }
 }
 
 impl<T: Element> fmt::Debug for Buffer<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Buffer<{}>(len {}, offset {}, {:?})", T::DTYPE, self.len, self.offset, self.device)
+        write!(
+            f,
+            "Buffer<{}>(len {}, offset {}, {:?})",
+            T::DTYPE,
+            self.len,
+            self.offset,
+            self.device
+        )
     }
 }
 
 impl<T: Element> Buffer<T> {
     pub(crate) fn from_inner(inner: Arc<Block>, device: Device, offset: usize, len: usize) -> Self {
-        Buffer { inner, device, offset, len, _elem: PhantomData }
+        Buffer {
+            inner,
+            device,
+            offset,
+            len,
+            _elem: PhantomData,
+        }
     }
 
     /// A zero-filled buffer of `len` elements. The zeroing is done on the device before any
@@ -121,7 +140,12 @@ impl<T: Element> Buffer<T> {
                 self.len, self.len
             )));
         }
-        Ok(Self::from_inner(self.inner.clone(), self.device.clone(), self.offset + start, end - start))
+        Ok(Self::from_inner(
+            self.inner.clone(),
+            self.device.clone(),
+            self.offset + start,
+            end - start,
+        ))
     }
 
     /// Overwrite the whole view with `data` (recorded on the default queue).
@@ -143,7 +167,9 @@ impl<T: Element> Buffer<T> {
     #[cfg(target_arch = "wasm32")]
     pub(crate) async fn read_array_buffer(&self) -> Result<js_sys::ArrayBuffer> {
         let queue = self.device.queue();
-        let read = queue.read_js(&self.inner, self.byte_offset(), self.byte_len(), None).await?;
+        let read = queue
+            .read_js(&self.inner, self.byte_offset(), self.byte_len(), None)
+            .await?;
         read.ok_or_else(|| Error::Device("internal: a read into a new array returned none".into()))
     }
 
@@ -163,5 +189,10 @@ impl<T: Element> Buffer<T> {
 pub(crate) fn byte_len<T: Element>(len: usize) -> Result<u64> {
     (len as u64)
         .checked_mul(std::mem::size_of::<T>() as u64)
-        .ok_or_else(|| Error::Invalid(format!("{len} elements of {} overflow the address space", T::DTYPE)))
+        .ok_or_else(|| {
+            Error::Invalid(format!(
+                "{len} elements of {} overflow the address space",
+                T::DTYPE
+            ))
+        })
 }

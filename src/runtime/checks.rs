@@ -41,7 +41,9 @@ impl Checks {
     pub(crate) fn take(&self) -> Vec<Check> {
         let me = std::thread::current().id();
         let mut all = lock(&self.0);
-        let (mine, others) = std::mem::take(&mut *all).into_iter().partition(|c| c.thread == me);
+        let (mine, others) = std::mem::take(&mut *all)
+            .into_iter()
+            .partition(|c| c.thread == me);
         *all = others;
         mine
     }

@@ -27,7 +27,10 @@ pub async fn devices_async() -> Vec<DeviceInfo> {
 /// Why no device of `kind` is listed, or `None` when at least one is (e.g. "CUDA driver
 /// library libcuda.so not found ...").
 pub async fn unavailable_reason(kind: BackendKind) -> Option<String> {
-    let listed = hal::enumerate().await.iter().any(|c| c.info.backend == kind);
+    let listed = hal::enumerate()
+        .await
+        .iter()
+        .any(|c| c.info.backend == kind);
     (!listed).then(|| hal::missing_reason(kind))
 }
 
@@ -64,7 +67,11 @@ pub(crate) enum Init {
 
 impl Device {
     /// Open `candidate` under `policy` (its selection decision is filled in by the caller).
-    pub(crate) async fn from_candidate(candidate: hal::Candidate, options: DeviceOptions, policy: Policy) -> Result<Device> {
+    pub(crate) async fn from_candidate(
+        candidate: hal::Candidate,
+        options: DeviceOptions,
+        policy: Policy,
+    ) -> Result<Device> {
         let info = candidate.info.clone();
         let backend = candidate.open().await?;
         let default_queue = Arc::new(QueueShared::new(&backend, None));
@@ -115,7 +122,13 @@ impl Device {
     /// yet submitted stay untimed.
     pub async fn take_profile(&self) -> Profile {
         let backend = &self.shared.backend;
-        let mut profile = self.shared.profiler.take(self.backend(), self.info().name.clone(), &|| backend.wait_idle()).await;
+        let mut profile = self
+            .shared
+            .profiler
+            .take(self.backend(), self.info().name.clone(), &|| {
+                backend.wait_idle()
+            })
+            .await;
         profile.decisions.splice(0..0, self.decisions());
         profile
     }
@@ -150,18 +163,27 @@ impl Device {
 
     /// The device's default queue.
     pub fn queue(&self) -> Queue {
-        Queue { device: self.clone(), shared: self.shared.default_queue.clone() }
+        Queue {
+            device: self.clone(),
+            shared: self.shared.default_queue.clone(),
+        }
     }
 
     /// A new queue. On `webgpu` all queues feed the one hardware queue in submission order;
     /// on `cuda` each is a stream.
     pub fn new_queue(&self) -> Queue {
-        Queue { device: self.clone(), shared: Arc::new(QueueShared::new(&self.shared.backend, None)) }
+        Queue {
+            device: self.clone(),
+            shared: Arc::new(QueueShared::new(&self.shared.backend, None)),
+        }
     }
 
     /// A new queue whose launches `profiler` records (instead of the device's profiler).
     pub(crate) fn new_queue_profiled(&self, profiler: Profiler) -> Queue {
-        Queue { device: self.clone(), shared: Arc::new(QueueShared::new(&self.shared.backend, Some(profiler))) }
+        Queue {
+            device: self.clone(),
+            shared: Arc::new(QueueShared::new(&self.shared.backend, Some(profiler))),
+        }
     }
 
     /// Pool statistics: live and cached bytes, allocations, pool hits, peak.
@@ -188,7 +210,12 @@ impl Device {
     /// `device 2 (name), opened as #7`: the index in [`devices()`] and which opening, so two
     /// openings of one adapter can be told apart in messages.
     fn describe(&self) -> String {
-        format!("device {} (`{}`, opened as #{})", self.info().index, self.info().name, self.shared.id)
+        format!(
+            "device {} (`{}`, opened as #{})",
+            self.info().index,
+            self.info().name,
+            self.shared.id
+        )
     }
 
     /// Give the device's resources back now (WebGPU's `GPUDevice.destroy()`), as a lost
@@ -220,7 +247,12 @@ impl Device {
                 BackendKind::Cpu => "max_buffer_size (on cpu: 3/4 of the host's physical memory)",
                 _ => "max_buffer_size",
             };
-            return Err(Error::Limit { what: "buffer size in bytes".into(), value: bytes, limit, max: limits.max_buffer_size });
+            return Err(Error::Limit {
+                what: "buffer size in bytes".into(),
+                value: bytes,
+                limit,
+                max: limits.max_buffer_size,
+            });
         }
         self.shared.backend.check_healthy()?;
         self.shared.backend.maintain();
@@ -248,7 +280,12 @@ impl Device {
         if let Some(word) = fill {
             self.shared.backend.fill_now(&mem, class, word)?;
         }
-        Ok(Arc::new(Block::new(mem, class, bytes, self.shared.pool.clone())))
+        Ok(Arc::new(Block::new(
+            mem,
+            class,
+            bytes,
+            self.shared.pool.clone(),
+        )))
     }
 
     /// A page's `GPUBuffer` of this device as a block that aliases it (no copy); dropping the
@@ -257,7 +294,12 @@ impl Device {
     pub(crate) fn adopt_gpu_buffer_js(&self, buffer: &wasm_bindgen::JsValue) -> Result<Arc<Block>> {
         self.shared.backend.check_healthy()?;
         let (mem, bytes) = self.shared.backend.adopt_gpu_buffer_js(buffer)?;
-        Ok(Arc::new(Block::new(mem, bytes, bytes, Arc::new(crate::runtime::pool::Borrowed))))
+        Ok(Arc::new(Block::new(
+            mem,
+            bytes,
+            bytes,
+            Arc::new(crate::runtime::pool::Borrowed),
+        )))
     }
 }
 

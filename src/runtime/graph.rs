@@ -76,7 +76,11 @@ impl Graph {
     pub fn replay(&self) -> Result<()> {
         let q = &self.queue;
         let blocks: Vec<&Arc<Block>> = self.blocks.iter().collect();
-        q.record_launch(&blocks, &mut || q.shared.imp.replay(q.backend(), &self.imp), &|clock, start| self.record(clock, start))
+        q.record_launch(
+            &blocks,
+            &mut || q.shared.imp.replay(q.backend(), &self.imp),
+            &|clock, start| self.record(clock, start),
+        )
     }
 
     /// How many launches (ops' kernels, user kernels and replays of other graphs) the capture
@@ -92,7 +96,16 @@ impl Graph {
 
     /// The profiler's record of one replay.
     fn record(&self, clock: Clock, host_start_us: f64) -> LaunchRecord {
-        let mut r = crate::profile::record("graph".into(), Vec::new(), crate::DType::F32, self.bytes, self.flops, self.queue.id(), clock, host_start_us);
+        let mut r = crate::profile::record(
+            "graph".into(),
+            Vec::new(),
+            crate::DType::F32,
+            self.bytes,
+            self.flops,
+            self.queue.id(),
+            clock,
+            host_start_us,
+        );
         r.dtype = self.dtype.clone();
         r.variant = Some(format!("{} launches", self.launches));
         r
@@ -101,7 +114,11 @@ impl Graph {
 
 impl std::fmt::Debug for Graph {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Graph").field("queue", &self.queue.id()).field("launches", &self.launches).field("blocks", &self.blocks.len()).finish()
+        f.debug_struct("Graph")
+            .field("queue", &self.queue.id())
+            .field("launches", &self.launches)
+            .field("blocks", &self.blocks.len())
+            .finish()
     }
 }
 
@@ -162,11 +179,19 @@ impl Recording {
         let mut s = self.lock();
         loop {
             match &s.capture {
-                Some(c) if c.thread == me => return Turn { recording: self, counted: false },
+                Some(c) if c.thread == me => {
+                    return Turn {
+                        recording: self,
+                        counted: false,
+                    }
+                }
                 Some(_) => s = self.wait(s),
                 None => {
                     s.active.push(me);
-                    return Turn { recording: self, counted: true };
+                    return Turn {
+                        recording: self,
+                        counted: true,
+                    };
                 }
             }
         }
@@ -175,7 +200,11 @@ impl Recording {
     /// `f` of the capture of this thread, if it captures on this queue.
     pub(crate) fn captured<R>(&self, f: impl FnOnce(&mut Capture) -> R) -> Option<R> {
         let me = std::thread::current().id();
-        self.lock().capture.as_mut().filter(|c| c.thread == me).map(f)
+        self.lock()
+            .capture
+            .as_mut()
+            .filter(|c| c.thread == me)
+            .map(f)
     }
 
     /// While the queue captures: the fence of the work before the capture.
@@ -201,7 +230,16 @@ impl Recording {
             }
         }
         let before = start()?;
-        s.capture = Some(Capture { thread: me, before, blocks: Vec::new(), seen: HashSet::new(), launches: 0, bytes: 0, flops: 0, dtype: None });
+        s.capture = Some(Capture {
+            thread: me,
+            before,
+            blocks: Vec::new(),
+            seen: HashSet::new(),
+            launches: 0,
+            bytes: 0,
+            flops: 0,
+            dtype: None,
+        });
         Ok(())
     }
 
@@ -286,14 +324,29 @@ impl Queue {
             Ok(before)
         })?;
         CAPTURING.with(|c| c.borrow_mut().push(self.capture_key()));
-        let ending = Ending { queue: self, done: false };
+        let ending = Ending {
+            queue: self,
+            done: false,
+        };
         let value = record(self);
         let ended = ending.finish(value.is_ok());
         let value = value?;
-        let (imp, capture) = ended?.ok_or_else(|| Error::Device("internal: a capture ended without its graph".into()))?;
+        let (imp, capture) = ended?
+            .ok_or_else(|| Error::Device("internal: a capture ended without its graph".into()))?;
         let blocks = capture.blocks;
         let dtype = capture.dtype.unwrap_or_else(|| "-".into());
-        Ok((Graph { queue: self.clone(), imp, blocks, launches: capture.launches, bytes: capture.bytes, flops: capture.flops, dtype }, value))
+        Ok((
+            Graph {
+                queue: self.clone(),
+                imp,
+                blocks,
+                launches: capture.launches,
+                bytes: capture.bytes,
+                flops: capture.flops,
+                dtype,
+            },
+            value,
+        ))
     }
 
     /// What [`CAPTURING`] holds for this queue.
@@ -308,7 +361,12 @@ impl Queue {
     pub(crate) fn turn(&self) -> Result<Turn<'_>> {
         let (device, queue) = self.capture_key();
         let own_timing = self.shared.profiler.is_some();
-        let other = CAPTURING.with(|c| c.borrow().iter().find(|&&(d, q)| d == device && q != queue).map(|&(_, q)| q));
+        let other = CAPTURING.with(|c| {
+            c.borrow()
+                .iter()
+                .find(|&&(d, q)| d == device && q != queue)
+                .map(|&(_, q)| q)
+        });
         match other {
             Some(q) if !own_timing => Err(Error::Invalid(format!(
                 "work on queue {queue} while this thread captures queue {q} of the same device: it would run now, outside the graph; record it on the capturing queue (tensor methods record on the device's default queue, `device.queue()`)"

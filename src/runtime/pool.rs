@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::hal::Memory;
 use crate::base::signal::lock;
+use crate::hal::Memory;
 
 /// Memory usage of one device, as seen by its pool.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -49,7 +49,13 @@ struct PoolState {
 impl Pool {
     /// A pool that keeps at most `cache_limit` bytes of freed blocks.
     pub fn new(cache_limit: u64) -> Self {
-        Pool { state: Mutex::new(PoolState { free: HashMap::new(), stats: MemoryStats::default() }), cache_limit }
+        Pool {
+            state: Mutex::new(PoolState {
+                free: HashMap::new(),
+                stats: MemoryStats::default(),
+            }),
+            cache_limit,
+        }
     }
 
     /// Take a cached block of exactly `class` bytes, if one is free.

@@ -3,11 +3,11 @@
 use std::sync::Arc;
 
 use crate::hal::timer::Clock;
-use crate::hal::{BackendDevice, FenceImpl, Mapped, QueueImpl, Recorder};
 use crate::hal::Block;
+use crate::hal::{BackendDevice, FenceImpl, Mapped, QueueImpl, Recorder};
+use crate::profile::{LaunchRecord, Profiler, ReadRecord};
 use crate::runtime::checks::{finding, Check, Checks, Describe};
 use crate::runtime::graph::Recording;
-use crate::profile::{LaunchRecord, Profiler, ReadRecord};
 use crate::{Buffer, Device, Element, Error, Fence, Result};
 
 /// An ordered stream of device work. Work is recorded and sent to the device in batches:
@@ -34,7 +34,13 @@ pub(crate) struct QueueShared {
 
 impl QueueShared {
     pub(crate) fn new(backend: &BackendDevice, profiler: Option<Profiler>) -> Self {
-        QueueShared { imp: QueueImpl::new(backend), id: crate::base::id::next_id(), profiler, recording: Recording::default(), checks: Checks::default() }
+        QueueShared {
+            imp: QueueImpl::new(backend),
+            id: crate::base::id::next_id(),
+            profiler,
+            recording: Recording::default(),
+            checks: Checks::default(),
+        }
     }
 }
 
@@ -70,13 +76,25 @@ impl Queue {
         self.check_buffer(dst, "write destination")?;
         let _turn = self.turn()?;
         if data.len() != dst.len() {
-            return Err(Error::shape("write", format!("{} elements for a buffer view of {}: expected equal lengths", data.len(), dst.len())));
+            return Err(Error::shape(
+                "write",
+                format!(
+                    "{} elements for a buffer view of {}: expected equal lengths",
+                    data.len(),
+                    dst.len()
+                ),
+            ));
         }
         if data.is_empty() {
             return Ok(());
         }
         self.order_after_other_queues(&[&dst.inner])?;
-        self.shared.imp.write(self.backend(), &dst.inner, dst.byte_offset(), bytemuck::cast_slice(data))
+        self.shared.imp.write(
+            self.backend(),
+            &dst.inner,
+            dst.byte_offset(),
+            bytemuck::cast_slice(data),
+        )
     }
 
     /// Record a device-to-device copy of `src` into `dst` (lengths must match; the views may
@@ -86,7 +104,14 @@ impl Queue {
         self.check_buffer(dst, "copy destination")?;
         let _turn = self.turn()?;
         if src.len() != dst.len() {
-            return Err(Error::shape("copy", format!("source has {} elements, destination {}: expected equal lengths", src.len(), dst.len())));
+            return Err(Error::shape(
+                "copy",
+                format!(
+                    "source has {} elements, destination {}: expected equal lengths",
+                    src.len(),
+                    dst.len()
+                ),
+            ));
         }
         let (s, d) = (src.byte_offset(), dst.byte_offset());
         let n = src.byte_len();
@@ -97,7 +122,9 @@ impl Queue {
             return Ok(());
         }
         self.order_after_other_queues(&[&src.inner, &dst.inner])?;
-        self.shared.imp.copy(self.backend(), &src.inner, s, &dst.inner, d, n)
+        self.shared
+            .imp
+            .copy(self.backend(), &src.inner, s, &dst.inner, d, n)
     }
 
     /// Order this queue's next work after every other queue's recorded use of `buffers`
@@ -110,7 +137,12 @@ impl Queue {
         if matches!(self.shared.imp, QueueImpl::Cpu(_)) {
             return Ok(());
         }
-        if self.shared.recording.captured(|c| c.note_blocks(buffers)).is_some() {
+        if self
+            .shared
+            .recording
+            .captured(|c| c.note_blocks(buffers))
+            .is_some()
+        {
             return Ok(());
         }
         for b in buffers {
@@ -124,7 +156,10 @@ impl Queue {
 
     /// The profiler that records this queue's launches.
     pub(crate) fn profiler(&self) -> &Profiler {
-        self.shared.profiler.as_ref().unwrap_or(&self.device.shared.profiler)
+        self.shared
+            .profiler
+            .as_ref()
+            .unwrap_or(&self.device.shared.profiler)
     }
 
     /// Process-unique id of the queue (the track it gets in a profiler trace).
@@ -137,10 +172,20 @@ impl Queue {
     /// and described by `describe` (given the clock that timed it and the host start).
     /// While the queue captures, the launch is noted for the graph and not timed.
     /// (Trait objects: one copy of this path and of the backends' timing serves every caller.)
-    pub(crate) fn record_launch(&self, blocks: &[&Arc<Block>], run: &mut dyn FnMut() -> Result<()>, describe: &dyn Fn(Clock, f64) -> LaunchRecord) -> Result<()> {
+    pub(crate) fn record_launch(
+        &self,
+        blocks: &[&Arc<Block>],
+        run: &mut dyn FnMut() -> Result<()>,
+        describe: &dyn Fn(Clock, f64) -> LaunchRecord,
+    ) -> Result<()> {
         self.backend().check_healthy()?;
         let _turn = self.turn()?;
-        if self.shared.recording.captured(|c| c.note_launch(blocks, describe(Clock::None, 0.0))).is_some() {
+        if self
+            .shared
+            .recording
+            .captured(|c| c.note_launch(blocks, describe(Clock::None, 0.0)))
+            .is_some()
+        {
             return run();
         }
         self.order_after_other_queues(blocks)?;
@@ -149,7 +194,10 @@ impl Queue {
             return run();
         }
         let host_start = profiler.now_us();
-        let (timing, clock) = self.shared.imp.timed(self.backend(), profiler.epoch(), run)?;
+        let (timing, clock) = self
+            .shared
+            .imp
+            .timed(self.backend(), profiler.epoch(), run)?;
         profiler.push(describe(clock, host_start), timing);
         Ok(())
     }
@@ -160,7 +208,10 @@ impl Queue {
         let _turn = self.turn()?;
         self.check_not_capturing("submitting")?;
         let imp = self.shared.imp.submit(self.backend())?;
-        Ok(Fence { device: self.device.clone(), imp })
+        Ok(Fence {
+            device: self.device.clone(),
+            imp,
+        })
     }
 
     /// Make work recorded on this queue from now on start only after `fence` has signalled.
@@ -196,7 +247,9 @@ impl Queue {
         offset: u64,
         bytes: u64,
         dst: Option<&'a js_sys::Uint8Array>,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Option<js_sys::ArrayBuffer>>> + 'a>> {
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Option<js_sys::ArrayBuffer>>> + 'a>,
+    > {
         Box::pin(self.read_extent(block, offset, bytes, move |m| match dst {
             Some(d) => {
                 m.copy_to_js(d);
@@ -215,23 +268,43 @@ impl Queue {
     }
 
     /// Lend the bytes of `src`, once read, to `take` (see [`read_extent`](Queue::read_extent)).
-    async fn read_mapped<T: Element, R>(&self, src: &Buffer<T>, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
+    async fn read_mapped<T: Element, R>(
+        &self,
+        src: &Buffer<T>,
+        take: impl FnOnce(Mapped<'_>) -> R,
+    ) -> Result<R> {
         self.check_buffer(src, "read source")?;
-        self.read_extent(&src.inner, src.byte_offset(), src.byte_len(), take).await
+        self.read_extent(&src.inner, src.byte_offset(), src.byte_len(), take)
+            .await
     }
 
     /// Lend `bytes` bytes at `offset` of `block`, once read, to `take`; the profiler records
     /// the wait and the copy. No bytes lend an empty slice, without touching the device.
-    async fn read_extent<R>(&self, block: &Arc<Block>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
+    async fn read_extent<R>(
+        &self,
+        block: &Arc<Block>,
+        offset: u64,
+        bytes: u64,
+        take: impl FnOnce(Mapped<'_>) -> R,
+    ) -> Result<R> {
         let (mut take, mut out) = (Some(take), None);
-        self.read_lent(block, offset, bytes, &mut |m| out = take.take().map(|f| f(m))).await?;
+        self.read_lent(block, offset, bytes, &mut |m| {
+            out = take.take().map(|f| f(m))
+        })
+        .await?;
         out.ok_or_else(|| Error::Device("internal: a read lent its bytes to no one".into()))
     }
 
     /// [`read_extent`](Queue::read_extent) through one `dyn` function: every read of every
     /// type, and of the checks' status words, shares one copy of the backends' read path
     /// (the wasm's size).
-    async fn read_lent(&self, block: &Arc<Block>, offset: u64, bytes: u64, take: &mut dyn FnMut(Mapped<'_>)) -> Result<()> {
+    async fn read_lent(
+        &self,
+        block: &Arc<Block>,
+        offset: u64,
+        bytes: u64,
+        take: &mut dyn FnMut(Mapped<'_>),
+    ) -> Result<()> {
         self.backend().check_healthy()?;
         // Natively the turn is held through the read, so that no capture begins between its
         // checks and its copy; a browser's one thread cannot interleave them.
@@ -257,14 +330,29 @@ impl Queue {
         .await?;
         if profiler.is_enabled() {
             let wait_us = profiler.now_us() - start - copy_us;
-            profiler.push_read(ReadRecord { queue: self.id(), bytes, host_start_us: start, wait_us, copy_us });
+            profiler.push_read(ReadRecord {
+                queue: self.id(),
+                bytes,
+                host_start_us: start,
+                wait_us,
+                copy_us,
+            });
         }
         self.report_checks().await
     }
 
     /// The backend's read of `bytes` at `offset` of `block`, after this queue's work.
-    async fn read_now(&self, block: &Arc<Block>, offset: u64, bytes: u64, take: &mut dyn FnMut(Mapped<'_>)) -> Result<()> {
-        self.shared.imp.read(self.backend(), block, offset, bytes, |m| take(m)).await
+    async fn read_now(
+        &self,
+        block: &Arc<Block>,
+        offset: u64,
+        bytes: u64,
+        take: &mut dyn FnMut(Mapped<'_>),
+    ) -> Result<()> {
+        self.shared
+            .imp
+            .read(self.backend(), block, offset, bytes, |m| take(m))
+            .await
     }
 
     /// Make the launch recorded next check something on the device: a status word, set to
@@ -275,7 +363,12 @@ impl Queue {
         self.check_not_capturing(what)?;
         let status = Buffer::from_slice_on(self, &[crate::runtime::checks::NOTHING_FOUND])?;
         let thread = std::thread::current().id();
-        let check = Check { thread, block: status.inner.clone(), offset: status.byte_offset(), describe };
+        let check = Check {
+            thread,
+            block: status.inner.clone(),
+            offset: status.byte_offset(),
+            describe,
+        };
         self.shared.checks.push(check);
         crate::Tensor::from_buffer(&status, &[1])
     }
@@ -286,7 +379,10 @@ impl Queue {
         let mut found = None;
         for check in self.shared.checks.take() {
             let mut bytes = [0u8; 4];
-            self.read_now(&check.block, check.offset, 4, &mut |m| m.copy_to(&mut bytes)).await?;
+            self.read_now(&check.block, check.offset, 4, &mut |m| {
+                m.copy_to(&mut bytes)
+            })
+            .await?;
             found = found.or(finding(&check, u32::from_le_bytes(bytes)));
         }
         found.map_or(Ok(()), Err)

@@ -5,9 +5,9 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
+use crate::base::layout::{checked_numel, Layout};
 use crate::hal::Block;
 use crate::runtime::device::Init;
-use crate::base::layout::{checked_numel, Layout};
 use crate::{Buffer, DType, Device, Element, Error, Queue, Result};
 
 /// A tensor operand as a backend sees it: memory plus a strided layout (in elements).
@@ -29,7 +29,11 @@ pub struct Tensor {
 
 impl fmt::Debug for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Tensor({}, shape {:?}, strides {:?}, {:?})", self.dtype, self.layout.shape, self.layout.strides, self.device)
+        write!(
+            f,
+            "Tensor({}, shape {:?}, strides {:?}, {:?})",
+            self.dtype, self.layout.shape, self.layout.strides, self.device
+        )
     }
 }
 
@@ -54,7 +58,10 @@ impl Tensor {
             dtype: T::DTYPE,
             layout: Layout::contiguous(shape, buffer.offset),
         };
-        debug_assert!(tensor.lies_in_buffer(), "{tensor:?} reaches past its buffer");
+        debug_assert!(
+            tensor.lies_in_buffer(),
+            "{tensor:?} reaches past its buffer"
+        );
         Ok(tensor)
     }
 
@@ -73,11 +80,18 @@ impl Tensor {
             return Err(Error::Invalid("gpuBuffer: the tensor is a strided view, not one range of its buffer: call contiguous() first".into()));
         }
         let Some(buffer) = self.inner.memory().gpu_buffer_js() else {
-            return Err(Error::Unsupported { backend: self.device.backend(), what: "GPU buffers: they need a webgpu device".into() });
+            return Err(Error::Unsupported {
+                backend: self.device.backend(),
+                what: "GPU buffers: they need a webgpu device".into(),
+            });
         };
         self.device.queue().submit_uses_of(&[&self.inner])?;
         let size = self.dtype.size() as u64;
-        Ok((buffer, self.layout.offset as u64 * size, self.numel() as u64 * size))
+        Ok((
+            buffer,
+            self.layout.offset as u64 * size,
+            self.numel() as u64 * size,
+        ))
     }
 
     /// A contiguous tensor of `shape` and `dtype` over `buffer` (a page's `GPUBuffer` of this
@@ -85,7 +99,13 @@ impl Tensor {
     /// owning the buffer and must not destroy it while the tensor or a result pending on it
     /// lives.
     #[cfg(target_arch = "wasm32")]
-    pub(crate) fn from_gpu_buffer_js(device: &Device, buffer: &wasm_bindgen::JsValue, shape: &[usize], dtype: DType, byte_offset: u64) -> Result<Tensor> {
+    pub(crate) fn from_gpu_buffer_js(
+        device: &Device,
+        buffer: &wasm_bindgen::JsValue,
+        shape: &[usize],
+        dtype: DType,
+        byte_offset: u64,
+    ) -> Result<Tensor> {
         let numel = checked_numel("tensorFromGPUBuffer", shape)?;
         let size = dtype.size() as u64;
         if byte_offset % size != 0 {
@@ -100,7 +120,12 @@ impl Tensor {
             ));
         }
         let layout = Layout::contiguous(shape, (byte_offset / size) as usize);
-        Ok(Tensor { inner, device: device.clone(), dtype, layout })
+        Ok(Tensor {
+            inner,
+            device: device.clone(),
+            dtype,
+            layout,
+        })
     }
 
     /// A contiguous tensor whose contents the caller will overwrite completely (op outputs).
@@ -113,7 +138,12 @@ impl Tensor {
         // At most MAX_ELEMENTS (isize::MAX / 8) elements of at most 8 bytes: no overflow.
         let bytes = numel as u64 * dtype.size() as u64;
         let inner = queue.device().alloc(bytes, init)?;
-        Ok(Tensor { inner, device: queue.device().clone(), dtype, layout: Layout::contiguous(shape, 0) })
+        Ok(Tensor {
+            inner,
+            device: queue.device().clone(),
+            dtype,
+            layout: Layout::contiguous(shape, 0),
+        })
     }
 
     /// Extent of each dimension.
@@ -161,20 +191,29 @@ impl Tensor {
     /// unsafe code relies on.
     pub(crate) fn operand(&self) -> Operand<'_> {
         debug_assert!(self.lies_in_buffer(), "{self:?} reaches past its buffer");
-        Operand { buf: &self.inner, layout: &self.layout }
+        Operand {
+            buf: &self.inner,
+            layout: &self.layout,
+        }
     }
 
     /// Whether every element of the view lies inside the memory block (the invariant of
     /// every tensor: [`Layout::lies_within`]).
     pub(crate) fn lies_in_buffer(&self) -> bool {
-        let elements = usize::try_from(self.inner.bytes() / self.dtype.size() as u64).unwrap_or(usize::MAX);
+        let elements =
+            usize::try_from(self.inner.bytes() / self.dtype.size() as u64).unwrap_or(usize::MAX);
         self.layout.lies_within(elements)
     }
 
     /// Another view of the same memory; `layout` comes from this tensor's by a rule that
     /// keeps it inside the buffer (a sub-range, a permutation or stride-0 broadcast).
     fn view(&self, layout: Layout) -> Tensor {
-        let view = Tensor { inner: self.inner.clone(), device: self.device.clone(), dtype: self.dtype, layout };
+        let view = Tensor {
+            inner: self.inner.clone(),
+            device: self.device.clone(),
+            dtype: self.dtype,
+            layout,
+        };
         debug_assert!(view.lies_in_buffer(), "{view:?} reaches past its buffer");
         view
     }
@@ -196,19 +235,36 @@ impl Tensor {
     pub fn permute(&self, dims: &[usize]) -> Result<Tensor> {
         let rank = self.rank();
         let mut seen = vec![false; rank];
-        if dims.len() != rank || dims.iter().any(|&d| d >= rank || std::mem::replace(&mut seen[d], true)) {
-            return Err(Error::shape("permute", format!("{dims:?} is not a permutation of 0..{rank} for shape {:?}", self.shape())));
+        if dims.len() != rank
+            || dims
+                .iter()
+                .any(|&d| d >= rank || std::mem::replace(&mut seen[d], true))
+        {
+            return Err(Error::shape(
+                "permute",
+                format!(
+                    "{dims:?} is not a permutation of 0..{rank} for shape {:?}",
+                    self.shape()
+                ),
+            ));
         }
         let shape = dims.iter().map(|&d| self.layout.shape[d]).collect();
         let strides = dims.iter().map(|&d| self.layout.strides[d]).collect();
-        Ok(self.view(Layout { shape, strides, offset: self.layout.offset }))
+        Ok(self.view(Layout {
+            shape,
+            strides,
+            offset: self.layout.offset,
+        }))
     }
 
     /// Swap the last two dimensions (a view).
     pub fn t(&self) -> Result<Tensor> {
         let r = self.rank();
         if r < 2 {
-            return Err(Error::shape("t", format!("shape {:?}: expected rank >= 2", self.shape())));
+            return Err(Error::shape(
+                "t",
+                format!("shape {:?}: expected rank >= 2", self.shape()),
+            ));
         }
         let mut dims: Vec<usize> = (0..r).collect();
         dims.swap(r - 2, r - 1);
@@ -218,7 +274,11 @@ impl Tensor {
     /// Keep `range` of dimension `axis` (a view).
     pub fn slice(&self, axis: usize, range: Range<usize>) -> Result<Tensor> {
         let Some(&n) = self.layout.shape.get(axis) else {
-            return Err(Error::OutOfRange(format!("slice axis {axis} of a rank-{} tensor: expected an axis below {}", self.rank(), self.rank())));
+            return Err(Error::OutOfRange(format!(
+                "slice axis {axis} of a rank-{} tensor: expected an axis below {}",
+                self.rank(),
+                self.rank()
+            )));
         };
         if range.start > range.end || range.end > n {
             return Err(Error::OutOfRange(format!(
@@ -237,7 +297,13 @@ impl Tensor {
         checked_numel("broadcast_to", shape)?;
         let (rank, own) = (shape.len(), self.rank());
         if own > rank {
-            return Err(Error::shape("broadcast_to", format!("cannot broadcast {:?} to the lower-rank {shape:?}", self.shape())));
+            return Err(Error::shape(
+                "broadcast_to",
+                format!(
+                    "cannot broadcast {:?} to the lower-rank {shape:?}",
+                    self.shape()
+                ),
+            ));
         }
         let mut strides = vec![0; rank];
         for i in 0..own {
@@ -253,7 +319,10 @@ impl Tensor {
                 ));
             };
         }
-        Ok(self.view(Layout { shape: shape.to_vec(), strides, offset: self.layout.offset }))
+        Ok(self.view(Layout {
+            shape: shape.to_vec(),
+            strides,
+            offset: self.layout.offset,
+        }))
     }
 }
-

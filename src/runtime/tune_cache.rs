@@ -58,7 +58,10 @@ pub(crate) struct TuneCache {
 impl TuneCache {
     /// The cache `policy` names, else `$UNICOMPUTE_TUNE_CACHE`, else the per-user default.
     pub(crate) fn for_policy(policy: &Policy) -> TuneCache {
-        TuneCache { location: location(policy), entries: Mutex::new(None) }
+        TuneCache {
+            location: location(policy),
+            entries: Mutex::new(None),
+        }
     }
 
     /// Where the cache lives, in words (`/home/u/.cache/unicompute/tune.json`, `localStorage`).
@@ -94,14 +97,22 @@ impl TuneCache {
     pub(crate) fn to_json(&self) -> String {
         let mut entries = lock(&self.entries);
         let entries = entries.get_or_insert_with(|| self.read()).clone();
-        serde_json::to_string_pretty(&CacheFile { version: VERSION, entries }).unwrap_or_default()
+        serde_json::to_string_pretty(&CacheFile {
+            version: VERSION,
+            entries,
+        })
+        .unwrap_or_default()
     }
 
     /// Add the entries of a JSON document made by [`to_json`](TuneCache::to_json).
     pub(crate) fn import_json(&self, text: &str) -> crate::Result<()> {
-        let file: CacheFile = serde_json::from_str(text).map_err(|e| crate::Error::Invalid(format!("tune cache: {e}")))?;
+        let file: CacheFile = serde_json::from_str(text)
+            .map_err(|e| crate::Error::Invalid(format!("tune cache: {e}")))?;
         if file.version != VERSION {
-            return Err(crate::Error::Invalid(format!("tune cache: version {} is not {VERSION}, the version this build reads", file.version)));
+            return Err(crate::Error::Invalid(format!(
+                "tune cache: version {} is not {VERSION}, the version this build reads",
+                file.version
+            )));
         }
         for (k, v) in file.entries {
             self.put(k, v);
@@ -113,26 +124,45 @@ impl TuneCache {
         let text = match &self.location {
             Location::File(p) => std::fs::read_to_string(p).ok(),
             #[cfg(target_arch = "wasm32")]
-            Location::BrowserStorage => browser_storage().and_then(|s| s.get_item(STORAGE_KEY).ok().flatten()),
+            Location::BrowserStorage => {
+                browser_storage().and_then(|s| s.get_item(STORAGE_KEY).ok().flatten())
+            }
             Location::Memory => None,
         };
-        text.and_then(|t| serde_json::from_str::<CacheFile>(&t).ok()).filter(|f| f.version == VERSION).map(|f| f.entries).unwrap_or_default()
+        text.and_then(|t| serde_json::from_str::<CacheFile>(&t).ok())
+            .filter(|f| f.version == VERSION)
+            .map(|f| f.entries)
+            .unwrap_or_default()
     }
 
     fn write(&self, entries: &BTreeMap<String, Entry>) -> std::result::Result<(), String> {
-        let text = serde_json::to_string_pretty(&CacheFile { version: VERSION, entries: entries.clone() }).map_err(|e| e.to_string())?;
+        let text = serde_json::to_string_pretty(&CacheFile {
+            version: VERSION,
+            entries: entries.clone(),
+        })
+        .map_err(|e| e.to_string())?;
         match &self.location {
             Location::File(path) => {
                 if let Some(dir) = path.parent() {
-                    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+                    std::fs::create_dir_all(dir)
+                        .map_err(|e| format!("creating {}: {e}", dir.display()))?;
                 }
                 // Unique per process and write, so concurrent writers never share a temporary file.
-                let tmp = path.with_extension(format!("tmp{}-{}", std::process::id(), crate::base::id::next_id()));
-                std::fs::write(&tmp, text).map_err(|e| format!("writing {}: {e}", tmp.display()))?;
-                std::fs::rename(&tmp, path).map_err(|e| format!("renaming to {}: {e}", path.display()))
+                let tmp = path.with_extension(format!(
+                    "tmp{}-{}",
+                    std::process::id(),
+                    crate::base::id::next_id()
+                ));
+                std::fs::write(&tmp, text)
+                    .map_err(|e| format!("writing {}: {e}", tmp.display()))?;
+                std::fs::rename(&tmp, path)
+                    .map_err(|e| format!("renaming to {}: {e}", path.display()))
             }
             #[cfg(target_arch = "wasm32")]
-            Location::BrowserStorage => browser_storage().ok_or("no localStorage")?.set_item(STORAGE_KEY, &text).map_err(|e| format!("{e:?}")),
+            Location::BrowserStorage => browser_storage()
+                .ok_or("no localStorage")?
+                .set_item(STORAGE_KEY, &text)
+                .map_err(|e| format!("{e:?}")),
             Location::Memory => Ok(()),
         }
     }
@@ -140,11 +170,17 @@ impl TuneCache {
 
 #[cfg(not(target_arch = "wasm32"))]
 fn location(policy: &Policy) -> Location {
-    let named = policy.tune_cache.clone().or_else(|| std::env::var(TUNE_CACHE_ENV).ok().filter(|v| !v.trim().is_empty()));
+    let named = policy.tune_cache.clone().or_else(|| {
+        std::env::var(TUNE_CACHE_ENV)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+    });
     match named {
         Some(path) => Location::File(path.into()),
         None => match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-            Some(home) => Location::File(std::path::Path::new(&home).join(".cache/unicompute/tune.json")),
+            Some(home) => {
+                Location::File(std::path::Path::new(&home).join(".cache/unicompute/tune.json"))
+            }
             None => Location::Memory,
         },
     }

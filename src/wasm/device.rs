@@ -23,14 +23,23 @@ pub struct JsDevice {
 /// `init()` loads the wasm module, then calls this.)
 #[wasm_bindgen(js_name = openDevice)]
 pub async fn init(
-    #[wasm_bindgen(unchecked_param_type = "'auto' | 'webgpu' | 'cpu' | undefined")] backend: Option<String>,
+    #[wasm_bindgen(unchecked_param_type = "'auto' | 'webgpu' | 'cpu' | undefined")] backend: Option<
+        String,
+    >,
     #[wasm_bindgen(unchecked_param_type = "Policy | string | undefined")] policy: Option<JsValue>,
 ) -> Result<JsDevice, JsValue> {
-    let choice: BackendChoice = backend.as_deref().unwrap_or("auto").parse().map_err(js_error)?;
+    let choice: BackendChoice = backend
+        .as_deref()
+        .unwrap_or("auto")
+        .parse()
+        .map_err(js_error)?;
     let policy = match policy.filter(|p| !p.is_undefined() && !p.is_null()) {
         Some(p) if choice != BackendChoice::Auto => {
             let _ = p;
-            return Err(invalid(format!("openDevice: give either a backend (`{}`) or a policy, not both", backend.unwrap_or_default())));
+            return Err(invalid(format!(
+                "openDevice: give either a backend (`{}`) or a policy, not both",
+                backend.unwrap_or_default()
+            )));
         }
         Some(p) => Some(policy_from_js(&p)?),
         None => None,
@@ -40,11 +49,19 @@ pub async fn init(
         None => Device::open_async(choice).await,
     }
     .map_err(js_error)?;
-    let fallback = (choice == BackendChoice::Auto && inner.backend() == BackendKind::Cpu).then(|| {
-        let why = format!("unicompute: running on the CPU backend: {}", inner.decisions().first().map(|d| d.reason.clone()).unwrap_or_default());
-        web_sys::console::info_1(&why.clone().into());
-        why
-    });
+    let fallback =
+        (choice == BackendChoice::Auto && inner.backend() == BackendKind::Cpu).then(|| {
+            let why = format!(
+                "unicompute: running on the CPU backend: {}",
+                inner
+                    .decisions()
+                    .first()
+                    .map(|d| d.reason.clone())
+                    .unwrap_or_default()
+            );
+            web_sys::console::info_1(&why.clone().into());
+            why
+        });
     Ok(JsDevice { inner, fallback })
 }
 
@@ -52,7 +69,10 @@ pub async fn init(
 fn policy_from_js(value: &JsValue) -> Result<Policy, JsValue> {
     let text = match value.as_string() {
         Some(text) => text,
-        None => js_sys::JSON::stringify(value).ok().and_then(|s| s.as_string()).ok_or_else(|| invalid("policy: expected a JSON string or a plain object".into()))?,
+        None => js_sys::JSON::stringify(value)
+            .ok()
+            .and_then(|s| s.as_string())
+            .ok_or_else(|| invalid("policy: expected a JSON string or a plain object".into()))?,
     };
     Policy::from_json(&text).map_err(js_error)
 }
@@ -61,15 +81,31 @@ fn policy_from_js(value: &JsValue) -> Result<Policy, JsValue> {
 /// browser's WebGPU adapter if it offers one).
 #[wasm_bindgen(js_name = listDevices, unchecked_return_type = "DeviceInfo[]")]
 pub async fn list_devices() -> js_sys::Array {
-    crate::devices_async().await.iter().map(info_object).collect()
+    crate::devices_async()
+        .await
+        .iter()
+        .map(info_object)
+        .collect()
 }
 
 /// A device's [`crate::DeviceInfo`] as a plain JS object.
 fn info_object(info: &crate::DeviceInfo) -> JsValue {
-    let (limits, features, out) = (js_sys::Object::new(), js_sys::Object::new(), js_sys::Object::new());
+    let (limits, features, out) = (
+        js_sys::Object::new(),
+        js_sys::Object::new(),
+        js_sys::Object::new(),
+    );
     set(&limits, "maxBufferSize", info.limits.max_buffer_size as f64);
-    set(&limits, "maxStorageBindingSize", info.limits.max_storage_binding_size as f64);
-    set(&limits, "maxInvocationsPerWorkgroup", info.limits.max_invocations_per_workgroup);
+    set(
+        &limits,
+        "maxStorageBindingSize",
+        info.limits.max_storage_binding_size as f64,
+    );
+    set(
+        &limits,
+        "maxInvocationsPerWorkgroup",
+        info.limits.max_invocations_per_workgroup,
+    );
     if let Some(n) = info.limits.max_loop_iterations {
         set(&limits, "maxLoopIterations", n as f64);
     }
@@ -124,16 +160,28 @@ impl JsDevice {
         #[wasm_bindgen(js_name = byteOffset)] byte_offset: Option<f64>,
     ) -> Result<JsTensor, JsValue> {
         let shape = super::error::usizes("shape", &shape)?;
-        let dtype = dtype.as_deref().map(super::tensor::dtype_named).transpose()?.unwrap_or(crate::DType::F32);
+        let dtype = dtype
+            .as_deref()
+            .map(super::tensor::dtype_named)
+            .transpose()?
+            .unwrap_or(crate::DType::F32);
         let offset = super::error::usize_of("byteOffset", byte_offset.unwrap_or(0.0))?;
-        crate::Tensor::from_gpu_buffer_js(&self.inner, buffer, &shape, dtype, offset as u64).map(JsTensor::from).map_err(js_error)
+        crate::Tensor::from_gpu_buffer_js(&self.inner, buffer, &shape, dtype, offset as u64)
+            .map(JsTensor::from)
+            .map_err(js_error)
     }
 
     /// A tensor of zeros of `shape` and `dtype` (`'f32'` by default).
     pub fn zeros(&self, shape: Vec<f64>, dtype: Option<String>) -> Result<JsTensor, JsValue> {
         let shape = super::error::usizes("shape", &shape)?;
-        let dtype = dtype.as_deref().map(super::tensor::dtype_named).transpose()?.unwrap_or(crate::DType::F32);
-        crate::Tensor::zeros(&self.inner, &shape, dtype).map(JsTensor::from).map_err(js_error)
+        let dtype = dtype
+            .as_deref()
+            .map(super::tensor::dtype_named)
+            .transpose()?
+            .unwrap_or(crate::DType::F32);
+        crate::Tensor::zeros(&self.inner, &shape, dtype)
+            .map(JsTensor::from)
+            .map_err(js_error)
     }
 
     /// Adapter or processor name.
@@ -151,7 +199,11 @@ impl JsDevice {
     /// Why this device was opened: asked for, the policy's order, or the measured times.
     #[wasm_bindgen(getter, js_name = selectionReason)]
     pub fn selection_reason(&self) -> String {
-        self.inner.decisions().first().map(|d| d.reason.clone()).unwrap_or_default()
+        self.inner
+            .decisions()
+            .first()
+            .map(|d| d.reason.clone())
+            .unwrap_or_default()
     }
 
     /// What the device reports: `{ name, backend, type, threads (cpu), limits: {...}, features: {...} }`.
@@ -174,7 +226,11 @@ impl JsDevice {
     }
 
     /// A buffer holding a copy of `data` (a `Float32Array`, `Int32Array` or `Uint32Array`).
-    pub fn buffer(&self, #[wasm_bindgen(unchecked_param_type = "Float32Array | Int32Array | Uint32Array")] data: &JsValue) -> Result<JsBuffer, JsValue> {
+    pub fn buffer(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Float32Array | Int32Array | Uint32Array")]
+        data: &JsValue,
+    ) -> Result<JsBuffer, JsValue> {
         gpu::buffer_from(&self.inner, data)
     }
 
@@ -196,7 +252,9 @@ impl JsDevice {
 
     /// The device's default queue.
     pub fn queue(&self) -> JsQueue {
-        JsQueue { inner: self.inner.queue() }
+        JsQueue {
+            inner: self.inner.queue(),
+        }
     }
 
     /// Give the device's resources back now (WebGPU's `GPUDevice.destroy()`): every later
@@ -208,7 +266,9 @@ impl JsDevice {
     /// Another queue (ordered after the others' submissions on webgpu).
     #[wasm_bindgen(js_name = newQueue)]
     pub fn new_queue(&self) -> JsQueue {
-        JsQueue { inner: self.inner.new_queue() }
+        JsQueue {
+            inner: self.inner.new_queue(),
+        }
     }
 
     /// A tensor holding a copy of `data` with `shape` (whose sizes multiply to
@@ -217,12 +277,18 @@ impl JsDevice {
     /// `'bf16'`. A `dtype` other than the data's converts on the device (`cast`).
     pub fn tensor(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "ElementArray | Uint16Array | { readonly BYTES_PER_ELEMENT: 2; readonly length: number }")] data: &JsValue,
+        #[wasm_bindgen(
+            unchecked_param_type = "ElementArray | Uint16Array | { readonly BYTES_PER_ELEMENT: 2; readonly length: number }"
+        )]
+        data: &JsValue,
         shape: Vec<f64>,
         dtype: Option<String>,
     ) -> Result<JsTensor, JsValue> {
         let shape = super::error::usizes("shape", &shape)?;
-        let want = dtype.as_deref().map(super::tensor::dtype_named).transpose()?;
+        let want = dtype
+            .as_deref()
+            .map(super::tensor::dtype_named)
+            .transpose()?;
         let t = super::tensor::from_js(&self.inner, data, &shape, want)?;
         match want {
             Some(d) if d != t.dtype() => t.cast(d),

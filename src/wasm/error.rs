@@ -26,7 +26,10 @@ pub(crate) fn sizes(what: &str, values: &[f64]) -> Result<Vec<u32>, JsValue> {
             if v.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&v) {
                 Ok(v as u32)
             } else {
-                Err(js_error(crate::Error::Invalid(format!("{what} {values:?} holds {v}: expected whole numbers from 0 to {}", u32::MAX))))
+                Err(js_error(crate::Error::Invalid(format!(
+                    "{what} {values:?} holds {v}: expected whole numbers from 0 to {}",
+                    u32::MAX
+                ))))
             }
         })
         .collect()
@@ -34,7 +37,10 @@ pub(crate) fn sizes(what: &str, values: &[f64]) -> Result<Vec<u32>, JsValue> {
 
 /// [`sizes`] as `usize`.
 pub(crate) fn usizes(what: &str, values: &[f64]) -> Result<Vec<usize>, JsValue> {
-    Ok(sizes(what, values)?.into_iter().map(|n| n as usize).collect())
+    Ok(sizes(what, values)?
+        .into_iter()
+        .map(|n| n as usize)
+        .collect())
 }
 
 /// One JS number as a size or axis ([`sizes`]' rules).
@@ -51,7 +57,9 @@ pub(crate) fn axis_of(rank: usize, value: f64) -> Result<usize, JsValue> {
         return if from_end >= 0.0 {
             Ok(from_end as usize)
         } else {
-            Err(js_error(crate::Error::OutOfRange(format!("axis {value} of a rank-{rank} tensor: expected an axis in [-{rank}, {rank})"))))
+            Err(js_error(crate::Error::OutOfRange(format!(
+                "axis {value} of a rank-{rank} tensor: expected an axis in [-{rank}, {rank})"
+            ))))
         };
     }
     usize_of("axis", value)

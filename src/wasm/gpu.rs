@@ -32,7 +32,10 @@ impl TypedBuffer {
 }
 
 fn wrong_array(data: &JsValue) -> JsValue {
-    invalid(format!("buffer data is {}: expected a Float32Array, Int32Array or Uint32Array", data.js_typeof().as_string().unwrap_or_default()))
+    invalid(format!(
+        "buffer data is {}: expected a Float32Array, Int32Array or Uint32Array",
+        data.js_typeof().as_string().unwrap_or_default()
+    ))
 }
 
 /// A buffer holding a copy of `data`.
@@ -86,11 +89,30 @@ impl JsBuffer {
     }
 
     /// Overwrite the contents with `data` (the same typed array type and length).
-    pub fn write(&self, #[wasm_bindgen(unchecked_param_type = "Float32Array | Int32Array | Uint32Array")] data: &JsValue) -> Result<(), JsValue> {
+    pub fn write(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Float32Array | Int32Array | Uint32Array")]
+        data: &JsValue,
+    ) -> Result<(), JsValue> {
         match &self.inner {
-            TypedBuffer::F32(b) => b.write(&data.dyn_ref::<js_sys::Float32Array>().ok_or_else(|| wrong_type(data, "Float32Array"))?.to_vec()),
-            TypedBuffer::I32(b) => b.write(&data.dyn_ref::<js_sys::Int32Array>().ok_or_else(|| wrong_type(data, "Int32Array"))?.to_vec()),
-            TypedBuffer::U32(b) => b.write(&data.dyn_ref::<js_sys::Uint32Array>().ok_or_else(|| wrong_type(data, "Uint32Array"))?.to_vec()),
+            TypedBuffer::F32(b) => b.write(
+                &data
+                    .dyn_ref::<js_sys::Float32Array>()
+                    .ok_or_else(|| wrong_type(data, "Float32Array"))?
+                    .to_vec(),
+            ),
+            TypedBuffer::I32(b) => b.write(
+                &data
+                    .dyn_ref::<js_sys::Int32Array>()
+                    .ok_or_else(|| wrong_type(data, "Int32Array"))?
+                    .to_vec(),
+            ),
+            TypedBuffer::U32(b) => b.write(
+                &data
+                    .dyn_ref::<js_sys::Uint32Array>()
+                    .ok_or_else(|| wrong_type(data, "Uint32Array"))?
+                    .to_vec(),
+            ),
         }
         .map_err(js_error)
     }
@@ -100,15 +122,36 @@ impl JsBuffer {
     #[wasm_bindgen(unchecked_return_type = "Float32Array | Int32Array | Uint32Array")]
     pub async fn read(&self) -> Result<JsValue, JsValue> {
         Ok(match &self.inner {
-            TypedBuffer::F32(b) => js_sys::Float32Array::new(&b.read_array_buffer().await.map(JsValue::from).map_err(js_error)?).into(),
-            TypedBuffer::I32(b) => js_sys::Int32Array::new(&b.read_array_buffer().await.map(JsValue::from).map_err(js_error)?).into(),
-            TypedBuffer::U32(b) => js_sys::Uint32Array::new(&b.read_array_buffer().await.map(JsValue::from).map_err(js_error)?).into(),
+            TypedBuffer::F32(b) => js_sys::Float32Array::new(
+                &b.read_array_buffer()
+                    .await
+                    .map(JsValue::from)
+                    .map_err(js_error)?,
+            )
+            .into(),
+            TypedBuffer::I32(b) => js_sys::Int32Array::new(
+                &b.read_array_buffer()
+                    .await
+                    .map(JsValue::from)
+                    .map_err(js_error)?,
+            )
+            .into(),
+            TypedBuffer::U32(b) => js_sys::Uint32Array::new(
+                &b.read_array_buffer()
+                    .await
+                    .map(JsValue::from)
+                    .map_err(js_error)?,
+            )
+            .into(),
         })
     }
 }
 
 fn wrong_type(data: &JsValue, expected: &str) -> JsValue {
-    invalid(format!("write data is {}: expected a {expected} (the buffer's element type)", data.js_typeof().as_string().unwrap_or_default()))
+    invalid(format!(
+        "write data is {}: expected a {expected} (the buffer's element type)",
+        data.js_typeof().as_string().unwrap_or_default()
+    ))
 }
 
 /// A user WGSL kernel compiled for a device.
@@ -120,7 +163,12 @@ pub struct JsKernel {
 /// Compile `source`'s compute entry point `entry` with its overrides set from `constants`.
 /// Invalid WGSL rejects with an `Error` whose `code` is `SHADER` and whose `line` and
 /// `column` locate the problem.
-pub(crate) fn kernel_from(device: &crate::Device, source: &str, entry: &str, constants: &[(String, f64)]) -> Result<JsKernel, JsValue> {
+pub(crate) fn kernel_from(
+    device: &crate::Device,
+    source: &str,
+    entry: &str,
+    constants: &[(String, f64)],
+) -> Result<JsKernel, JsValue> {
     let constants: Vec<(&str, f64)> = constants.iter().map(|(k, v)| (k.as_str(), *v)).collect();
     match Kernel::from_wgsl_with(device, source, entry, &constants) {
         Ok(inner) => Ok(JsKernel { inner }),
@@ -152,7 +200,12 @@ impl JsKernel {
     /// kind, dtype, minBytes, runtimeSized }`.
     #[wasm_bindgen(getter, unchecked_return_type = "BindingInfo[]")]
     pub fn bindings(&self) -> js_sys::Array {
-        self.inner.info().bindings.iter().map(binding_object).collect()
+        self.inner
+            .info()
+            .bindings
+            .iter()
+            .map(binding_object)
+            .collect()
     }
 }
 
@@ -211,18 +264,31 @@ impl JsQueue {
     /// Record a launch of `kernel` over `workgroups` (`[x, y, z]`) with one buffer per binding;
     /// checked against the kernel's bindings and the device limits first.
     #[wasm_bindgen(js_name = launchWith)]
-    pub fn launch_with(&self, kernel: &JsKernel, buffers: &JsBindingList, workgroups: Vec<f64>) -> Result<(), JsValue> {
+    pub fn launch_with(
+        &self,
+        kernel: &JsKernel,
+        buffers: &JsBindingList,
+        workgroups: Vec<f64>,
+    ) -> Result<(), JsValue> {
         let workgroups = super::error::sizes("workgroups", &workgroups)?;
         let &[x, y, z] = workgroups.as_slice() else {
-            return Err(invalid(format!("workgroups has {} entries: expected [x, y, z]", workgroups.len())));
+            return Err(invalid(format!(
+                "workgroups has {} entries: expected [x, y, z]",
+                workgroups.len()
+            )));
         };
         let bindings: Vec<Binding<'_>> = buffers.buffers.iter().map(TypedBuffer::binding).collect();
-        self.inner.launch(&kernel.inner, &bindings, [x, y, z]).map_err(js_error)
+        self.inner
+            .launch(&kernel.inner, &bindings, [x, y, z])
+            .map_err(js_error)
     }
 
     /// Send what was recorded to the device; the fence signals when it is done.
     pub fn submit(&self) -> Result<JsFence, JsValue> {
-        self.inner.submit().map(|inner| JsFence { inner }).map_err(js_error)
+        self.inner
+            .submit()
+            .map(|inner| JsFence { inner })
+            .map_err(js_error)
     }
 
     /// Capture the work `record()` records on this queue as a `Graph` instead of running it

@@ -9,9 +9,9 @@ mod gpu;
 mod options;
 mod profile;
 mod tensor;
-mod types;
 #[cfg(feature = "threads")]
 mod threads;
+mod types;
 
 pub use device::{init, list_devices, JsDevice};
 pub use gpu::{JsBindingList, JsBuffer, JsFence, JsKernel, JsQueue};

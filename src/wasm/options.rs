@@ -46,39 +46,64 @@ pub(crate) struct Options {
 
 impl Options {
     /// `value` (an object, or undefined / null for no options) as `method`'s options.
-    pub(crate) fn new(method: &'static str, value: Option<JsValue>, allowed: &[&str]) -> Result<Options, JsValue> {
+    pub(crate) fn new(
+        method: &'static str,
+        value: Option<JsValue>,
+        allowed: &[&str],
+    ) -> Result<Options, JsValue> {
         let Some(value) = value.filter(|v| !v.is_undefined() && !v.is_null()) else {
-            return Ok(Options { method, object: None });
+            return Ok(Options {
+                method,
+                object: None,
+            });
         };
-        let object = value.dyn_into::<js_sys::Object>().map_err(|v| invalid(format!("{method}: the options are {v:?}: expected an object with keys from {allowed:?}")))?;
+        let object = value.dyn_into::<js_sys::Object>().map_err(|v| {
+            invalid(format!(
+                "{method}: the options are {v:?}: expected an object with keys from {allowed:?}"
+            ))
+        })?;
         for key in js_sys::Object::keys(&object).iter() {
             let key = key.as_string().unwrap_or_default();
             if !allowed.contains(&key.as_str()) {
-                return Err(invalid(format!("{method}: unknown option `{key}`: expected one of {allowed:?}")));
+                return Err(invalid(format!(
+                    "{method}: unknown option `{key}`: expected one of {allowed:?}"
+                )));
             }
         }
-        Ok(Options { method, object: Some(object) })
+        Ok(Options {
+            method,
+            object: Some(object),
+        })
     }
 
     /// The value under `key`, unless absent or undefined.
     fn get(&self, key: &str) -> Option<JsValue> {
         let object = self.object.as_ref()?;
-        js_sys::Reflect::get(object, &key.into()).ok().filter(|v| !v.is_undefined())
+        js_sys::Reflect::get(object, &key.into())
+            .ok()
+            .filter(|v| !v.is_undefined())
     }
 
     /// An error saying that `key` holds `value` where `expected` belongs.
     fn wrong(&self, key: &str, value: &JsValue, expected: &str) -> JsValue {
-        invalid(format!("{}: option `{key}` is {value:?}: expected {expected}", self.method))
+        invalid(format!(
+            "{}: option `{key}` is {value:?}: expected {expected}",
+            self.method
+        ))
     }
 
     /// A number option.
     pub(crate) fn number(&self, key: &str) -> Result<Option<f64>, JsValue> {
-        self.get(key).map(|v| v.as_f64().ok_or_else(|| self.wrong(key, &v, "a number"))).transpose()
+        self.get(key)
+            .map(|v| v.as_f64().ok_or_else(|| self.wrong(key, &v, "a number")))
+            .transpose()
     }
 
     /// A size per spatial axis (rows, columns): one number for both, or `[rows, columns]`.
     pub(crate) fn pair(&self, key: &str) -> Result<Option<[usize; 2]>, JsValue> {
-        let Some(v) = self.get(key) else { return Ok(None) };
+        let Some(v) = self.get(key) else {
+            return Ok(None);
+        };
         let what = format!("{}: option `{key}`", self.method);
         if let Some(n) = v.as_f64() {
             let n = usize_of(&what, n)?;
@@ -86,7 +111,9 @@ impl Options {
         }
         if js_sys::Array::is_array(&v) {
             let items = js_sys::Array::from(&v);
-            if let (2, Some(a), Some(b)) = (items.length(), items.get(0).as_f64(), items.get(1).as_f64()) {
+            if let (2, Some(a), Some(b)) =
+                (items.length(), items.get(0).as_f64(), items.get(1).as_f64())
+            {
                 return Ok(Some([usize_of(&what, a)?, usize_of(&what, b)?]));
             }
         }
@@ -95,32 +122,50 @@ impl Options {
 
     /// A whole-number option.
     pub(crate) fn size(&self, key: &str) -> Result<Option<usize>, JsValue> {
-        self.number(key)?.map(|n| usize_of(&format!("{}: option `{key}`", self.method), n)).transpose()
+        self.number(key)?
+            .map(|n| usize_of(&format!("{}: option `{key}`", self.method), n))
+            .transpose()
     }
 
     /// A string option; `expected` says which strings it takes.
     pub(crate) fn text(&self, key: &str, expected: &str) -> Result<Option<String>, JsValue> {
-        self.get(key).map(|v| v.as_string().ok_or_else(|| self.wrong(key, &v, expected))).transpose()
+        self.get(key)
+            .map(|v| v.as_string().ok_or_else(|| self.wrong(key, &v, expected)))
+            .transpose()
     }
 
     /// A boolean option.
     pub(crate) fn flag(&self, key: &str) -> Result<Option<bool>, JsValue> {
-        self.get(key).map(|v| v.as_bool().ok_or_else(|| self.wrong(key, &v, "true or false"))).transpose()
+        self.get(key)
+            .map(|v| {
+                v.as_bool()
+                    .ok_or_else(|| self.wrong(key, &v, "true or false"))
+            })
+            .transpose()
     }
 
     /// A record of numbers (`{ wg: 128, scale: 0.5 }`), as (key, value) pairs; booleans are
     /// 1 and 0, as WebGPU's pipeline constants take them.
     pub(crate) fn numbers(&self, key: &str) -> Result<Option<Vec<(String, f64)>>, JsValue> {
-        let Some(v) = self.get(key) else { return Ok(None) };
+        let Some(v) = self.get(key) else {
+            return Ok(None);
+        };
         let expected = "an object of numbers by name, such as { wg: 128 }";
-        let record = v.dyn_ref::<js_sys::Object>().filter(|_| !js_sys::Array::is_array(&v)).ok_or_else(|| self.wrong(key, &v, expected))?;
+        let record = v
+            .dyn_ref::<js_sys::Object>()
+            .filter(|_| !js_sys::Array::is_array(&v))
+            .ok_or_else(|| self.wrong(key, &v, expected))?;
         let mut out = Vec::new();
         for entry in js_sys::Object::entries(record).iter() {
             let pair = js_sys::Array::from(&entry);
             let name = pair.get(0).as_string().unwrap_or_default();
             let value = pair.get(1);
-            let number = value.as_f64().or_else(|| value.as_bool().map(|b| f64::from(u8::from(b))));
-            let number = number.ok_or_else(|| self.wrong(&format!("{key}.{name}"), &value, "a number or a boolean"))?;
+            let number = value
+                .as_f64()
+                .or_else(|| value.as_bool().map(|b| f64::from(u8::from(b))));
+            let number = number.ok_or_else(|| {
+                self.wrong(&format!("{key}.{name}"), &value, "a number or a boolean")
+            })?;
             out.push((name, number));
         }
         Ok(Some(out))
@@ -128,8 +173,22 @@ impl Options {
 
     /// The `activation` option: a unary op's name.
     pub(crate) fn activation(&self) -> Result<Option<UnaryOp>, JsValue> {
-        let Some(v) = self.get("activation") else { return Ok(None) };
-        let name = v.as_string().ok_or_else(|| self.wrong("activation", &v, "a unary op's name such as \"relu\" or \"gelu\""))?;
-        UnaryOp::from_name(&name).map(Some).ok_or_else(|| self.wrong("activation", &v, &format!("a unary op's name: {}", UnaryOp::names())))
+        let Some(v) = self.get("activation") else {
+            return Ok(None);
+        };
+        let name = v.as_string().ok_or_else(|| {
+            self.wrong(
+                "activation",
+                &v,
+                "a unary op's name such as \"relu\" or \"gelu\"",
+            )
+        })?;
+        UnaryOp::from_name(&name).map(Some).ok_or_else(|| {
+            self.wrong(
+                "activation",
+                &v,
+                &format!("a unary op's name: {}", UnaryOp::names()),
+            )
+        })
     }
 }

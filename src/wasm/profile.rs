@@ -11,7 +11,10 @@ use crate::{DType, Profile};
 
 /// `value` as a plain JS object (through JSON: numbers, strings, arrays, objects).
 fn to_js<T: Serialize>(value: &T) -> JsValue {
-    serde_json::to_string(value).ok().and_then(|t| js_sys::JSON::parse(&t).ok()).unwrap_or(JsValue::NULL)
+    serde_json::to_string(value)
+        .ok()
+        .and_then(|t| js_sys::JSON::parse(&t).ok())
+        .unwrap_or(JsValue::NULL)
 }
 
 /// What the profiler recorded (see [`crate::Profile`]).
@@ -91,7 +94,9 @@ impl JsDevice {
     /// Take what the profiler recorded, once the device has timed the submitted launches.
     #[wasm_bindgen(js_name = takeProfile)]
     pub async fn take_profile(&self) -> JsProfile {
-        JsProfile { inner: self.inner.take_profile().await }
+        JsProfile {
+            inner: self.inner.take_profile().await,
+        }
     }
 
     /// Time every variant of `op` (`"matmul"` with sizes `[m, n, k]` or `[batch, m, n, k]`;
@@ -99,7 +104,11 @@ impl JsDevice {
     /// cache (`localStorage` in pages), so ops under an `"auto"` policy variant run it.
     /// Resolves to `{ op, class, problem, choice, default, times_us }`.
     #[wasm_bindgen(unchecked_return_type = "TuneResult")]
-    pub async fn tune(&self, #[wasm_bindgen(unchecked_param_type = "'matmul' | 'reduce'")] op: String, sizes: Vec<f64>) -> Result<JsValue, JsValue> {
+    pub async fn tune(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "'matmul' | 'reduce'")] op: String,
+        sizes: Vec<f64>,
+    ) -> Result<JsValue, JsValue> {
         let s = super::error::usizes("sizes", &sizes)?;
         let problem = match (op.as_str(), s.as_slice()) {
             ("matmul", &[m, n, k]) => Problem::Matmul { batch: 1, m, n, k, dtype: DType::F32 },
@@ -107,7 +116,11 @@ impl JsDevice {
             ("reduce", &[rows, len]) => Problem::Reduce { outer: rows, len, inner: 1 },
             _ => return Err(invalid(format!("tune: `{op}` with sizes {sizes:?}: expected \"matmul\" with [m, n, k] or [batch, m, n, k], or \"reduce\" with [rows, length]"))),
         };
-        self.inner.tune(problem).await.map(|r| to_js(&r)).map_err(js_error)
+        self.inner
+            .tune(problem)
+            .await
+            .map(|r| to_js(&r))
+            .map_err(js_error)
     }
 
     /// Every tuning and selection result the cache holds, as JSON text.

@@ -4,8 +4,8 @@ use wasm_bindgen::prelude::*;
 
 use super::error::{axis_of, invalid, js_error, usize_of};
 use super::options::{Options, TensorArgs};
-use crate::ops::{BinaryOp, NormKind, NormParams, ReduceOp, UnaryOp};
 use crate::ops::indexing::IndexMode;
+use crate::ops::{BinaryOp, NormKind, NormParams, ReduceOp, UnaryOp};
 use crate::{DType, Tensor};
 
 /// A tensor on a device. Call `free()` when done, or leave it to the garbage collector.
@@ -21,7 +21,11 @@ impl From<Tensor> for JsTensor {
 }
 
 /// Norm parameters from `{ eps, activation }` and the scale and shift tensors.
-fn norm_params<'a>(o: &Options, weight: Option<&'a Tensor>, bias: Option<&'a Tensor>) -> Result<NormParams<'a>, JsValue> {
+fn norm_params<'a>(
+    o: &Options,
+    weight: Option<&'a Tensor>,
+    bias: Option<&'a Tensor>,
+) -> Result<NormParams<'a>, JsValue> {
     Ok(NormParams {
         weight,
         bias,
@@ -32,8 +36,13 @@ fn norm_params<'a>(o: &Options, weight: Option<&'a Tensor>, bias: Option<&'a Ten
 
 /// What `value` is, for an error message: its constructor's name and length.
 fn describe(value: &JsValue) -> String {
-    let name = js_sys::Reflect::get(value, &"constructor".into()).ok().and_then(|c| js_sys::Reflect::get(&c, &"name".into()).ok()).and_then(|n| n.as_string());
-    let length = js_sys::Reflect::get(value, &"length".into()).ok().and_then(|l| l.as_f64());
+    let name = js_sys::Reflect::get(value, &"constructor".into())
+        .ok()
+        .and_then(|c| js_sys::Reflect::get(&c, &"name".into()).ok())
+        .and_then(|n| n.as_string());
+    let length = js_sys::Reflect::get(value, &"length".into())
+        .ok()
+        .and_then(|l| l.as_f64());
     match (name, length) {
         (Some(n), Some(l)) => format!("a {n} of {l} elements"),
         (Some(n), None) => format!("a {n}"),
@@ -43,25 +52,57 @@ fn describe(value: &JsValue) -> String {
 
 /// The elements of `t`, row-major, in a new `ArrayBuffer`.
 async fn array_buffer(t: &Tensor) -> Result<JsValue, JsValue> {
-    t.read_array_buffer().await.map(JsValue::from).map_err(js_error)
+    t.read_array_buffer()
+        .await
+        .map(JsValue::from)
+        .map_err(js_error)
 }
 
 /// The dtype called `name` (`"f32"`, `"i32"`, `"u32"`, `"f16"`, `"bf16"`, `"i64"`).
 pub(super) fn dtype_named(name: &str) -> Result<DType, JsValue> {
-    [DType::F32, DType::I32, DType::U32, DType::F16, DType::BF16, DType::I64]
-        .into_iter()
-        .find(|d| d.name() == name)
-        .ok_or_else(|| invalid(format!("unknown dtype `{name}`: expected f32, i32, u32, f16, bf16 or i64")))
+    [
+        DType::F32,
+        DType::I32,
+        DType::U32,
+        DType::F16,
+        DType::BF16,
+        DType::I64,
+    ]
+    .into_iter()
+    .find(|d| d.name() == name)
+    .ok_or_else(|| {
+        invalid(format!(
+            "unknown dtype `{name}`: expected f32, i32, u32, f16, bf16 or i64"
+        ))
+    })
 }
 
 /// A tensor of `shape` on `device` holding a copy of the typed array `data`; a `Uint16Array`
 /// holds the bits of `dtype` (f16 or bf16), a `Float16Array` f16.
-pub(super) fn from_js(device: &crate::Device, data: &JsValue, shape: &[usize], dtype: Option<DType>) -> Result<Tensor, JsValue> {
-    let name = js_sys::Reflect::get(data, &"constructor".into()).ok().and_then(|c| js_sys::Reflect::get(&c, &"name".into()).ok()).and_then(|n| n.as_string());
+pub(super) fn from_js(
+    device: &crate::Device,
+    data: &JsValue,
+    shape: &[usize],
+    dtype: Option<DType>,
+) -> Result<Tensor, JsValue> {
+    let name = js_sys::Reflect::get(data, &"constructor".into())
+        .ok()
+        .and_then(|c| js_sys::Reflect::get(&c, &"name".into()).ok())
+        .and_then(|n| n.as_string());
     let bits16 = |data: &JsValue| -> Result<Vec<u16>, JsValue> {
-        let get = |key: &str| js_sys::Reflect::get(data, &key.into()).ok().and_then(|v| v.as_f64()).unwrap_or(0.0) as u32;
+        let get = |key: &str| {
+            js_sys::Reflect::get(data, &key.into())
+                .ok()
+                .and_then(|v| v.as_f64())
+                .unwrap_or(0.0) as u32
+        };
         let buffer = js_sys::Reflect::get(data, &"buffer".into())?;
-        Ok(js_sys::Uint16Array::new_with_byte_offset_and_length(&buffer, get("byteOffset"), get("length")).to_vec())
+        Ok(js_sys::Uint16Array::new_with_byte_offset_and_length(
+            &buffer,
+            get("byteOffset"),
+            get("length"),
+        )
+        .to_vec())
     };
     let t = if let Some(a) = data.dyn_ref::<js_sys::Float32Array>() {
         Tensor::from_slice(device, &a.to_vec(), shape)
@@ -71,16 +112,53 @@ pub(super) fn from_js(device: &crate::Device, data: &JsValue, shape: &[usize], d
         Tensor::from_slice(device, &a.to_vec(), shape)
     } else if let Some(a) = data.dyn_ref::<js_sys::BigInt64Array>() {
         // The values' words (low first), uploaded as u32 and viewed as i64.
-        let length = a.length().checked_mul(2).ok_or_else(|| invalid(format!("tensor data is {}: too many elements for wasm memory", describe(data))))?;
-        let words = js_sys::Uint32Array::new_with_byte_offset_and_length(&a.buffer(), a.byte_offset(), length).to_vec();
-        Tensor::from_slice(device, &words, &[words.len()]).and_then(|w| crate::ops::common::words::words_as_i64(&w, shape))
+        let length = a.length().checked_mul(2).ok_or_else(|| {
+            invalid(format!(
+                "tensor data is {}: too many elements for wasm memory",
+                describe(data)
+            ))
+        })?;
+        let words = js_sys::Uint32Array::new_with_byte_offset_and_length(
+            &a.buffer(),
+            a.byte_offset(),
+            length,
+        )
+        .to_vec();
+        Tensor::from_slice(device, &words, &[words.len()])
+            .and_then(|w| crate::ops::common::words::words_as_i64(&w, shape))
     } else if name.as_deref() == Some("Float16Array") {
-        Tensor::from_slice(device, &bits16(data)?.into_iter().map(half::f16::from_bits).collect::<Vec<_>>(), shape)
+        Tensor::from_slice(
+            device,
+            &bits16(data)?
+                .into_iter()
+                .map(half::f16::from_bits)
+                .collect::<Vec<_>>(),
+            shape,
+        )
     } else if let Some(a) = data.dyn_ref::<js_sys::Uint16Array>() {
         match dtype {
-            Some(DType::F16) => Tensor::from_slice(device, &a.to_vec().into_iter().map(half::f16::from_bits).collect::<Vec<_>>(), shape),
-            Some(DType::BF16) => Tensor::from_slice(device, &a.to_vec().into_iter().map(half::bf16::from_bits).collect::<Vec<_>>(), shape),
-            _ => return Err(invalid("tensor data is a Uint16Array: give the dtype its bits are, 'f16' or 'bf16'".into())),
+            Some(DType::F16) => Tensor::from_slice(
+                device,
+                &a.to_vec()
+                    .into_iter()
+                    .map(half::f16::from_bits)
+                    .collect::<Vec<_>>(),
+                shape,
+            ),
+            Some(DType::BF16) => Tensor::from_slice(
+                device,
+                &a.to_vec()
+                    .into_iter()
+                    .map(half::bf16::from_bits)
+                    .collect::<Vec<_>>(),
+                shape,
+            ),
+            _ => {
+                return Err(invalid(
+                    "tensor data is a Uint16Array: give the dtype its bits are, 'f16' or 'bf16'"
+                        .into(),
+                ))
+            }
         }
     } else {
         return Err(invalid(format!(
@@ -97,9 +175,24 @@ fn wrap(r: crate::Result<Tensor>) -> Result<JsTensor, JsValue> {
 
 impl JsTensor {
     /// A norm over the trailing `axes` option's count of axes.
-    fn norm(&self, kind: NormKind, o: &Options, params: NormParams<'_>) -> Result<JsTensor, JsValue> {
-        let axes = o.number("axes")?.map(|a| usize_of("axes", a)).transpose()?.unwrap_or(1);
-        wrap(crate::ops::norm::norm_trailing(&self.inner.device().queue(), kind, &self.inner, axes, params))
+    fn norm(
+        &self,
+        kind: NormKind,
+        o: &Options,
+        params: NormParams<'_>,
+    ) -> Result<JsTensor, JsValue> {
+        let axes = o
+            .number("axes")?
+            .map(|a| usize_of("axes", a))
+            .transpose()?
+            .unwrap_or(1);
+        wrap(crate::ops::norm::norm_trailing(
+            &self.inner.device().queue(),
+            kind,
+            &self.inner,
+            axes,
+            params,
+        ))
     }
 }
 
@@ -142,7 +235,13 @@ impl JsTensor {
         let t = &self.inner;
         let bytes = match t.dtype() {
             DType::F16 | DType::BF16 => array_buffer(t).await?,
-            other => return Err(js_error(crate::Error::DType { op: "read16", expected: "f16 or bf16 (read() gives other dtypes)".into(), got: other.name().into() })),
+            other => {
+                return Err(js_error(crate::Error::DType {
+                    op: "read16",
+                    expected: "f16 or bf16 (read() gives other dtypes)".into(),
+                    got: other.name().into(),
+                }))
+            }
         };
         Ok(js_sys::Uint16Array::new(&bytes))
     }
@@ -153,7 +252,10 @@ impl JsTensor {
     /// spares the first touch of a new array's pages, most of a large read's host time in
     /// Chromium.
     #[wasm_bindgen(js_name = readInto, unchecked_return_type = "ElementArray")]
-    pub async fn read_into(&self, #[wasm_bindgen(unchecked_param_type = "ElementArray")] dst: JsValue) -> Result<JsValue, JsValue> {
+    pub async fn read_into(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ElementArray")] dst: JsValue,
+    ) -> Result<JsValue, JsValue> {
         let t = &self.inner;
         let wide = match t.dtype() {
             DType::F16 | DType::BF16 => t.cast(DType::F32).map_err(js_error)?,
@@ -162,16 +264,36 @@ impl JsTensor {
         let (kind, fits) = match wide.dtype() {
             DType::I32 => ("Int32Array", dst.is_instance_of::<js_sys::Int32Array>()),
             DType::U32 => ("Uint32Array", dst.is_instance_of::<js_sys::Uint32Array>()),
-            DType::I64 => ("BigInt64Array", dst.is_instance_of::<js_sys::BigInt64Array>()),
+            DType::I64 => (
+                "BigInt64Array",
+                dst.is_instance_of::<js_sys::BigInt64Array>(),
+            ),
             _ => ("Float32Array", dst.is_instance_of::<js_sys::Float32Array>()),
         };
-        let length = js_sys::Reflect::get(&dst, &"length".into()).ok().and_then(|l| l.as_f64());
+        let length = js_sys::Reflect::get(&dst, &"length".into())
+            .ok()
+            .and_then(|l| l.as_f64());
         if !fits || length != Some(t.numel() as f64) {
-            return Err(invalid(format!("readInto: got {}: expected a {kind} of {} elements (the tensor's)", describe(&dst), t.numel())));
+            return Err(invalid(format!(
+                "readInto: got {}: expected a {kind} of {} elements (the tensor's)",
+                describe(&dst),
+                t.numel()
+            )));
         }
-        let len = u32::try_from(t.numel() * wide.dtype().size()).map_err(|_| invalid(format!("readInto: {} elements are more than one typed array holds", t.numel())))?;
-        let offset = js_sys::Reflect::get(&dst, &"byteOffset".into())?.as_f64().unwrap_or(0.0) as u32;
-        let bytes = js_sys::Uint8Array::new_with_byte_offset_and_length(&js_sys::Reflect::get(&dst, &"buffer".into())?, offset, len);
+        let len = u32::try_from(t.numel() * wide.dtype().size()).map_err(|_| {
+            invalid(format!(
+                "readInto: {} elements are more than one typed array holds",
+                t.numel()
+            ))
+        })?;
+        let offset = js_sys::Reflect::get(&dst, &"byteOffset".into())?
+            .as_f64()
+            .unwrap_or(0.0) as u32;
+        let bytes = js_sys::Uint8Array::new_with_byte_offset_and_length(
+            &js_sys::Reflect::get(&dst, &"buffer".into())?,
+            offset,
+            len,
+        );
         wide.read_into_js(&bytes).await.map_err(js_error)?;
         Ok(dst)
     }
@@ -185,7 +307,11 @@ impl JsTensor {
     pub fn gpu_buffer(&self) -> Result<JsValue, JsValue> {
         let (buffer, offset, bytes) = self.inner.gpu_buffer_js().map_err(js_error)?;
         let out = js_sys::Object::new();
-        for (key, value) in [("buffer", buffer), ("byteOffset", (offset as f64).into()), ("byteLength", (bytes as f64).into())] {
+        for (key, value) in [
+            ("buffer", buffer),
+            ("byteOffset", (offset as f64).into()),
+            ("byteLength", (bytes as f64).into()),
+        ] {
             js_sys::Reflect::set(&out, &key.into(), &value)?;
         }
         Ok(out.into())
@@ -203,14 +329,21 @@ impl JsTensor {
 
     /// Elements `start..end` along `axis` (a view).
     pub fn slice(&self, axis: f64, start: f64, end: f64) -> Result<JsTensor, JsValue> {
-        let (axis, start, end) = (axis_of(self.inner.rank(), axis)?, usize_of("start", start)?, usize_of("end", end)?);
+        let (axis, start, end) = (
+            axis_of(self.inner.rank(), axis)?,
+            usize_of("start", start)?,
+            usize_of("end", end)?,
+        );
         wrap(self.inner.slice(axis, start..end))
     }
 
     /// This tensor broadcast to `shape` as numpy does (a view: no copy).
     #[wasm_bindgen(js_name = broadcastTo)]
     pub fn broadcast_to(&self, shape: Vec<f64>) -> Result<JsTensor, JsValue> {
-        wrap(self.inner.broadcast_to(&super::error::usizes("shape", &shape)?))
+        wrap(
+            self.inner
+                .broadcast_to(&super::error::usizes("shape", &shape)?),
+        )
     }
 
     /// The last two dimensions swapped (a view).
@@ -220,14 +353,27 @@ impl JsTensor {
 
     /// A unary op or activation by name: `neg`, `abs`, `exp`, `log`, `sqrt`, `rsqrt`, `sin`,
     /// `cos`, `tanh`, `sigmoid`, `relu`, `gelu`, `gelu_tanh`, `silu`, `erf`.
-    pub fn unary(&self, #[wasm_bindgen(unchecked_param_type = "UnaryName")] op: &str) -> Result<JsTensor, JsValue> {
-        let op = UnaryOp::from_name(op).ok_or_else(|| invalid(format!("unknown unary op `{op}`: expected {}", UnaryOp::names())))?;
+    pub fn unary(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "UnaryName")] op: &str,
+    ) -> Result<JsTensor, JsValue> {
+        let op = UnaryOp::from_name(op).ok_or_else(|| {
+            invalid(format!(
+                "unknown unary op `{op}`: expected {}",
+                UnaryOp::names()
+            ))
+        })?;
         wrap(self.inner.unary(op))
     }
 
     /// A binary op by name (`add`, `sub`, `mul`, `div`, `minimum`, `maximum`, `pow`),
     /// broadcasting; `{ activation }` applies a unary op in the same kernel.
-    pub fn binary(&self, #[wasm_bindgen(unchecked_param_type = "BinaryName")] op: &str, other: &JsTensor, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
+    pub fn binary(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "BinaryName")] op: &str,
+        other: &JsTensor,
+        options: Option<JsValue>,
+    ) -> Result<JsTensor, JsValue> {
         let op = BinaryOp::from_name(op).ok_or_else(|| {
             invalid(format!(
                 "unknown binary op `{op}`: expected add, sub, mul, div, minimum, maximum or pow"
@@ -265,8 +411,14 @@ impl JsTensor {
     /// left out of its own sum; sums from the end).
     pub fn cumsum(&self, axis: f64, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
         let o = Options::new("cumsum", options, &["exclusive", "reverse"])?;
-        let options = crate::ops::CumsumOptions { exclusive: o.flag("exclusive")?.unwrap_or(false), reverse: o.flag("reverse")?.unwrap_or(false) };
-        wrap(self.inner.cumsum_with(axis_of(self.inner.rank(), axis)?, options))
+        let options = crate::ops::CumsumOptions {
+            exclusive: o.flag("exclusive")?.unwrap_or(false),
+            reverse: o.flag("reverse")?.unwrap_or(false),
+        };
+        wrap(
+            self.inner
+                .cumsum_with(axis_of(self.inner.rank(), axis)?, options),
+        )
     }
 
     /// Layer norm's statistics over the last `axes` axes (`{ axes, eps }`: 1 and 1e-5 by
@@ -275,10 +427,17 @@ impl JsTensor {
     #[wasm_bindgen(js_name = layerNormStats, unchecked_return_type = "[Tensor, Tensor]")]
     pub fn layer_norm_stats(&self, options: Option<JsValue>) -> Result<js_sys::Array, JsValue> {
         let o = Options::new("layerNormStats", options, &["axes", "eps"])?;
-        let axes = o.number("axes")?.map(|a| usize_of("axes", a)).transpose()?.unwrap_or(1);
+        let axes = o
+            .number("axes")?
+            .map(|a| usize_of("axes", a))
+            .transpose()?
+            .unwrap_or(1);
         let eps = o.number("eps")?.map_or(1e-5, |e| e as f32);
         let (mean, inv_std) = self.inner.layer_norm_stats(axes, eps).map_err(js_error)?;
-        Ok([JsTensor::from(mean), JsTensor::from(inv_std)].into_iter().map(JsValue::from).collect())
+        Ok([JsTensor::from(mean), JsTensor::from(inv_std)]
+            .into_iter()
+            .map(JsValue::from)
+            .collect())
     }
 
     /// The index (u32) along `axis` of the largest element, or with `min` the smallest; among
@@ -286,39 +445,76 @@ impl JsTensor {
     /// call this).
     #[wasm_bindgen(js_name = argReduce)]
     pub fn arg_reduce(&self, axis: f64, min: bool, last: bool) -> Result<JsTensor, JsValue> {
-        wrap(self.inner.arg_reduce(axis_of(self.inner.rank(), axis)?, crate::ops::ArgOptions { min, last }))
+        wrap(self.inner.arg_reduce(
+            axis_of(self.inner.rank(), axis)?,
+            crate::ops::ArgOptions { min, last },
+        ))
     }
 
     /// RMS normalisation over the last `axes` axes (1 by default; the npm package's
     /// `rmsNorm(options)` calls this: optional `weight`, and `{ eps, activation, axes }`; eps
     /// defaults to 1e-5).
     #[wasm_bindgen(js_name = rmsNormWith)]
-    pub fn rms_norm_with(&self, tensors: &TensorArgs, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
+    pub fn rms_norm_with(
+        &self,
+        tensors: &TensorArgs,
+        options: Option<JsValue>,
+    ) -> Result<JsTensor, JsValue> {
         let o = Options::new("rmsNorm", options, &["eps", "activation", "weight", "axes"])?;
-        self.norm(NormKind::Rms, &o, norm_params(&o, tensors.get("weight"), None)?)
+        self.norm(
+            NormKind::Rms,
+            &o,
+            norm_params(&o, tensors.get("weight"), None)?,
+        )
     }
 
     /// Layer normalisation over the last `axes` axes (1 by default; the npm package's
     /// `layerNorm(options)` calls this: optional `weight` and `bias` in the shape of those
     /// axes, and `{ eps, activation, axes }`).
     #[wasm_bindgen(js_name = layerNormWith)]
-    pub fn layer_norm_with(&self, tensors: &TensorArgs, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
-        let o = Options::new("layerNorm", options, &["eps", "activation", "weight", "bias", "axes"])?;
-        self.norm(NormKind::Layer, &o, norm_params(&o, tensors.get("weight"), tensors.get("bias"))?)
+    pub fn layer_norm_with(
+        &self,
+        tensors: &TensorArgs,
+        options: Option<JsValue>,
+    ) -> Result<JsTensor, JsValue> {
+        let o = Options::new(
+            "layerNorm",
+            options,
+            &["eps", "activation", "weight", "bias", "axes"],
+        )?;
+        self.norm(
+            NormKind::Layer,
+            &o,
+            norm_params(&o, tensors.get("weight"), tensors.get("bias"))?,
+        )
     }
 
     /// A linear layer `act(this @ weight + bias)` in one kernel (the npm package's
     /// `linear(weight, { bias, activation })` calls this).
     #[wasm_bindgen(js_name = linearWith)]
-    pub fn linear_with(&self, weight: &JsTensor, tensors: &TensorArgs, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
+    pub fn linear_with(
+        &self,
+        weight: &JsTensor,
+        tensors: &TensorArgs,
+        options: Option<JsValue>,
+    ) -> Result<JsTensor, JsValue> {
         let o = Options::new("linear", options, &["bias", "activation"])?;
-        wrap(self.inner.linear(&weight.inner, tensors.get("bias"), o.activation()?))
+        wrap(
+            self.inner
+                .linear(&weight.inner, tensors.get("bias"), o.activation()?),
+        )
     }
 
     /// Scaled dot-product attention with `this` as the queries `[batch, heads, lq, d]` (the
     /// npm package's `attention(k, v, { causal, scale, mask })` calls this).
     #[wasm_bindgen(js_name = attentionWith)]
-    pub fn attention_with(&self, k: &JsTensor, v: &JsTensor, tensors: &TensorArgs, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
+    pub fn attention_with(
+        &self,
+        k: &JsTensor,
+        v: &JsTensor,
+        tensors: &TensorArgs,
+        options: Option<JsValue>,
+    ) -> Result<JsTensor, JsValue> {
         let o = Options::new("attention", options, &["causal", "scale", "mask"])?;
         let params = crate::ops::AttentionParams {
             mask: tensors.get("mask"),
@@ -332,8 +528,24 @@ impl JsTensor {
     /// `conv2d(weight, { stride, padding, dilation, groups, bias, activation })` calls this).
     /// Stride, padding and dilation are a number or `[rows, columns]` (defaults 1, 0, 1).
     #[wasm_bindgen(js_name = conv2dWith)]
-    pub fn conv2d_with(&self, weight: &JsTensor, tensors: &TensorArgs, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
-        let o = Options::new("conv2d", options, &["stride", "padding", "dilation", "groups", "bias", "activation"])?;
+    pub fn conv2d_with(
+        &self,
+        weight: &JsTensor,
+        tensors: &TensorArgs,
+        options: Option<JsValue>,
+    ) -> Result<JsTensor, JsValue> {
+        let o = Options::new(
+            "conv2d",
+            options,
+            &[
+                "stride",
+                "padding",
+                "dilation",
+                "groups",
+                "bias",
+                "activation",
+            ],
+        )?;
         let params = crate::ops::Conv2dParams {
             bias: tensors.get("bias"),
             stride: o.pair("stride")?.unwrap_or([1, 1]),
@@ -349,31 +561,60 @@ impl JsTensor {
     #[wasm_bindgen(js_name = maxPool2d)]
     pub fn max_pool2d(&self, size: f64) -> Result<JsTensor, JsValue> {
         let k = usize_of("size", size)?;
-        wrap(self.inner.pool2d(crate::ops::PoolKind::Max, crate::ops::Pool2dParams { kernel: [k, k], stride: None, padding: [0, 0] }))
+        wrap(self.inner.pool2d(
+            crate::ops::PoolKind::Max,
+            crate::ops::Pool2dParams {
+                kernel: [k, k],
+                stride: None,
+                padding: [0, 0],
+            },
+        ))
     }
 
     /// Average pooling over `size x size` windows (stride = size).
     #[wasm_bindgen(js_name = avgPool2d)]
     pub fn avg_pool2d(&self, size: f64) -> Result<JsTensor, JsValue> {
         let k = usize_of("size", size)?;
-        wrap(self.inner.pool2d(crate::ops::PoolKind::Avg, crate::ops::Pool2dParams { kernel: [k, k], stride: None, padding: [0, 0] }))
+        wrap(self.inner.pool2d(
+            crate::ops::PoolKind::Avg,
+            crate::ops::Pool2dParams {
+                kernel: [k, k],
+                stride: None,
+                padding: [0, 0],
+            },
+        ))
     }
 
     /// `this` and `other` joined along `axis`.
     pub fn concat(&self, other: &JsTensor, axis: f64) -> Result<JsTensor, JsValue> {
-        wrap(Tensor::concat(&[&self.inner, &other.inner], axis_of(self.inner.rank(), axis)?))
+        wrap(Tensor::concat(
+            &[&self.inner, &other.inner],
+            axis_of(self.inner.rank(), axis)?,
+        ))
     }
 
     /// Entries along `axis` picked by `indices` (i32, u32 or i64, any rank; negative ones
     /// count from the end). `{ mode }` for indices outside the axis: `'error'` (the default:
     /// the next read rejects with `INVALID`), `'clip'` or `'fill'` (0).
-    pub fn gather(&self, axis: f64, indices: &JsTensor, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
+    pub fn gather(
+        &self,
+        axis: f64,
+        indices: &JsTensor,
+        options: Option<JsValue>,
+    ) -> Result<JsTensor, JsValue> {
         let o = Options::new("gather", options, &["mode"])?;
         let mode = match o.text("mode", "'error', 'clip' or 'fill'")? {
             None => IndexMode::Error,
-            Some(name) => IndexMode::from_name(&name).ok_or_else(|| invalid(format!("gather: option `mode` is {name:?}: expected 'error', 'clip' or 'fill'")))?,
+            Some(name) => IndexMode::from_name(&name).ok_or_else(|| {
+                invalid(format!(
+                    "gather: option `mode` is {name:?}: expected 'error', 'clip' or 'fill'"
+                ))
+            })?,
         };
-        wrap(self.inner.gather_with(axis_of(self.inner.rank(), axis)?, &indices.inner, mode))
+        wrap(
+            self.inner
+                .gather_with(axis_of(self.inner.rank(), axis)?, &indices.inner, mode),
+        )
     }
 
     /// `this ? a : b` elementwise (this is the condition), broadcasting.
@@ -411,30 +652,59 @@ impl JsTensor {
 
     /// A reduction by name (`sum`, `mean`, `max`, `min`, `argmax`) over `axis`, or over
     /// everything when `axis` is undefined.
-    pub fn reduce(&self, #[wasm_bindgen(unchecked_param_type = "ReduceName")] op: &str, axis: Option<f64>) -> Result<JsTensor, JsValue> {
+    pub fn reduce(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ReduceName")] op: &str,
+        axis: Option<f64>,
+    ) -> Result<JsTensor, JsValue> {
         let op = ReduceOp::from_name(op).ok_or_else(|| {
             invalid(format!(
                 "unknown reduction `{op}`: expected sum, mean, max, min or argmax"
             ))
         })?;
-        wrap(self.inner.reduce(op, axis.map(|a| axis_of(self.inner.rank(), a)).transpose()?))
+        wrap(
+            self.inner
+                .reduce(op, axis.map(|a| axis_of(self.inner.rank(), a)).transpose()?),
+        )
     }
 
     /// A reduction by name over the axes `axes` together (every axis when empty), keeping them
     /// as extents of 1 when `keepDims`; with `emptyIdentity` the max and min of nothing are
     /// −inf and +inf (ONNX) instead of an error (numpy).
     #[wasm_bindgen(js_name = reduceAxes)]
-    pub fn reduce_axes(&self, #[wasm_bindgen(unchecked_param_type = "ReduceName")] op: &str, axes: Vec<f64>, keep_dims: bool, empty_identity: Option<bool>) -> Result<JsTensor, JsValue> {
-        let op = ReduceOp::from_name(op).ok_or_else(|| invalid(format!("unknown reduction `{op}`: expected sum, mean, max, min or argmax")))?;
-        let axes = axes.into_iter().map(|a| axis_of(self.inner.rank(), a)).collect::<Result<Vec<_>, _>>()?;
+    pub fn reduce_axes(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ReduceName")] op: &str,
+        axes: Vec<f64>,
+        keep_dims: bool,
+        empty_identity: Option<bool>,
+    ) -> Result<JsTensor, JsValue> {
+        let op = ReduceOp::from_name(op).ok_or_else(|| {
+            invalid(format!(
+                "unknown reduction `{op}`: expected sum, mean, max, min or argmax"
+            ))
+        })?;
+        let axes = axes
+            .into_iter()
+            .map(|a| axis_of(self.inner.rank(), a))
+            .collect::<Result<Vec<_>, _>>()?;
         if empty_identity == Some(true) {
-            return wrap(crate::ops::reduce::reduce_axes_with_identity(&self.inner.device().queue(), op, &self.inner, &axes, keep_dims));
+            return wrap(crate::ops::reduce::reduce_axes_with_identity(
+                &self.inner.device().queue(),
+                op,
+                &self.inner,
+                &axes,
+                keep_dims,
+            ));
         }
         wrap(self.inner.reduce_axes(op, &axes, keep_dims))
     }
 
     /// This tensor converted to `dtype` (`"f32"`, `"i32"`, `"u32"`, `"f16"`, `"bf16"`).
-    pub fn cast(&self, #[wasm_bindgen(unchecked_param_type = "DType")] dtype: &str) -> Result<JsTensor, JsValue> {
+    pub fn cast(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "DType")] dtype: &str,
+    ) -> Result<JsTensor, JsValue> {
         wrap(self.inner.cast(dtype_named(dtype)?))
     }
 }
@@ -446,7 +716,12 @@ impl JsTensor {
     }
 
     /// `op(this, other)`, with the `{ activation }` of `options` fused into the kernel.
-    fn binary_op(&self, op: BinaryOp, other: &JsTensor, options: Option<JsValue>) -> Result<JsTensor, JsValue> {
+    fn binary_op(
+        &self,
+        op: BinaryOp,
+        other: &JsTensor,
+        options: Option<JsValue>,
+    ) -> Result<JsTensor, JsValue> {
         let o = Options::new(op.name(), options, &["activation"])?;
         wrap(match o.activation()? {
             Some(act) => self.inner.binary_act(op, act, &other.inner),

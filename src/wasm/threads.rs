@@ -35,7 +35,10 @@ pub fn build_thread_pool(threads: usize) -> Result<(), JsValue> {
         .num_threads(threads)
         .use_current_thread()
         .spawn_handler(|thread| {
-            WAITING.lock().unwrap_or_else(|e| e.into_inner()).push(thread);
+            WAITING
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(thread);
             HANDED.notify_all();
             Ok(())
         })

@@ -1,7 +1,9 @@
 //! Behaviour of the core objects: devices, buffers, pool, queues, fences, user kernels.
 
 use crate::common::{devices, name, open_devices, random, still_works, webgpu};
-use unicompute::{BackendChoice, BackendKind, Binding, BindingKind, Buffer, DType, Device, Kernel, Tensor};
+use unicompute::{
+    BackendChoice, BackendKind, Binding, BindingKind, Buffer, DType, Device, Kernel, Tensor,
+};
 
 #[test]
 fn devices_list_the_cpu_first_and_every_adapter() {
@@ -9,11 +11,16 @@ fn devices_list_the_cpu_first_and_every_adapter() {
     assert_eq!(list[0].backend, BackendKind::Cpu);
     for (i, info) in list.iter().enumerate() {
         assert_eq!(info.index, i);
-        assert!(info.limits.max_buffer_size > 0 && info.limits.max_storage_binding_size > 0, "{info:?}");
+        assert!(
+            info.limits.max_buffer_size > 0 && info.limits.max_storage_binding_size > 0,
+            "{info:?}"
+        );
     }
     if let Some(gpu) = webgpu() {
         // By backend too: CUDA lists the same GPU under the same name.
-        let listed = list.iter().find(|i| i.name == gpu.info().name && i.backend == BackendKind::WebGpu);
+        let listed = list
+            .iter()
+            .find(|i| i.name == gpu.info().name && i.backend == BackendKind::WebGpu);
         let listed = listed.expect("the open adapter is listed");
         assert!(listed.limits.max_workgroup_size[0] >= 256);
     }
@@ -26,20 +33,35 @@ fn gl_adapters_are_listed_only_when_asked_for() {
     if std::env::var_os("WGPU_BACKEND").is_some() {
         return; // the user's own choice of APIs
     }
-    let gl: Vec<_> = unicompute::devices().into_iter().filter(|i| i.api == "Gl").collect();
-    assert!(gl.is_empty(), "GL adapters listed without WGPU_BACKEND: {gl:?}");
+    let gl: Vec<_> = unicompute::devices()
+        .into_iter()
+        .filter(|i| i.api == "Gl")
+        .collect();
+    assert!(
+        gl.is_empty(),
+        "GL adapters listed without WGPU_BACKEND: {gl:?}"
+    );
 }
 
 #[test]
 fn open_by_index_kind_and_parsed_choice() {
     let cpu = Device::open(BackendChoice::Index(0)).unwrap();
     assert_eq!(cpu.backend(), BackendKind::Cpu);
-    assert_eq!("cpu".parse::<BackendChoice>().unwrap(), BackendChoice::Backend(BackendKind::Cpu));
-    assert_eq!("2".parse::<BackendChoice>().unwrap(), BackendChoice::Index(2));
+    assert_eq!(
+        "cpu".parse::<BackendChoice>().unwrap(),
+        BackendChoice::Backend(BackendKind::Cpu)
+    );
+    assert_eq!(
+        "2".parse::<BackendChoice>().unwrap(),
+        BackendChoice::Index(2)
+    );
     assert!("tpu".parse::<BackendChoice>().is_err());
     let err = Device::open(BackendChoice::Index(999)).unwrap_err();
     assert!(err.to_string().contains("999"), "{err}");
-    match (Device::open(BackendChoice::Backend(BackendKind::Cuda)), crate::common::cuda()) {
+    match (
+        Device::open(BackendChoice::Backend(BackendKind::Cuda)),
+        crate::common::cuda(),
+    ) {
         (Ok(d), Some(_)) => assert_eq!(d.backend(), BackendKind::Cuda),
         (Err(err), None) => assert!(err.to_string().contains("cuda"), "{err}"),
         (got, cuda) => panic!("opening cuda gave {got:?} where the devices hold {cuda:?}"),
@@ -51,13 +73,34 @@ fn open_by_index_kind_and_parsed_choice() {
         let chosen = &auto.decisions()[0];
         assert_eq!(chosen.op, "backend");
         match webgpu() {
-            _ if crate::common::cuda().is_some() => assert_eq!(auto.backend(), BackendKind::Cuda, "{chosen:?}"),
-            Some(gpu) if gpu.info().device_type != unicompute::DeviceType::SoftwareGpu => assert_eq!(auto.backend(), BackendKind::WebGpu, "{chosen:?}"),
+            _ if crate::common::cuda().is_some() => {
+                assert_eq!(auto.backend(), BackendKind::Cuda, "{chosen:?}")
+            }
+            Some(gpu) if gpu.info().device_type != unicompute::DeviceType::SoftwareGpu => {
+                assert_eq!(auto.backend(), BackendKind::WebGpu, "{chosen:?}")
+            }
             Some(_) => {
-                assert_eq!(chosen.times_us.len(), 2, "cpu and the software adapter are both timed: {chosen:?}");
-                let fastest = chosen.times_us.iter().min_by(|a, b| a.1.total_cmp(b.1)).unwrap().0;
-                assert!(fastest.starts_with(auto.backend().name()), "auto opened {} but {fastest} was faster: {chosen:?}", auto.backend());
-                assert!(chosen.reason.contains("no hardware GPU"), "{}", chosen.reason);
+                assert_eq!(
+                    chosen.times_us.len(),
+                    2,
+                    "cpu and the software adapter are both timed: {chosen:?}"
+                );
+                let fastest = chosen
+                    .times_us
+                    .iter()
+                    .min_by(|a, b| a.1.total_cmp(b.1))
+                    .unwrap()
+                    .0;
+                assert!(
+                    fastest.starts_with(auto.backend().name()),
+                    "auto opened {} but {fastest} was faster: {chosen:?}",
+                    auto.backend()
+                );
+                assert!(
+                    chosen.reason.contains("no hardware GPU"),
+                    "{}",
+                    chosen.reason
+                );
             }
             None => assert_eq!(auto.backend(), BackendKind::Cpu),
         }
@@ -69,13 +112,28 @@ fn buffers_write_read_slice_and_copy() {
     for d in devices() {
         let data: Vec<u32> = (0..1000).map(|i| i * 7 + 1).collect();
         let buf = Buffer::from_slice(d, &data).unwrap();
-        assert_eq!(buf.read_blocking().unwrap(), data, "round trip on {}", name(d));
+        assert_eq!(
+            buf.read_blocking().unwrap(),
+            data,
+            "round trip on {}",
+            name(d)
+        );
         let view = buf.slice(100..164).unwrap();
         assert_eq!(view.len(), 64);
-        assert_eq!(view.read_blocking().unwrap(), data[100..164], "slice view on {}", name(d));
+        assert_eq!(
+            view.read_blocking().unwrap(),
+            data[100..164],
+            "slice view on {}",
+            name(d)
+        );
         let dst = Buffer::<u32>::zeros(d, 64).unwrap();
         view.copy_to(&dst).unwrap();
-        assert_eq!(dst.read_blocking().unwrap(), data[100..164], "device copy on {}", name(d));
+        assert_eq!(
+            dst.read_blocking().unwrap(),
+            data[100..164],
+            "device copy on {}",
+            name(d)
+        );
         // write into a view changes only that range of the block
         view.slice(0..4).unwrap().write(&[9, 9, 9, 9]).unwrap();
         let all = buf.read_blocking().unwrap();
@@ -83,8 +141,16 @@ fn buffers_write_read_slice_and_copy() {
         assert_eq!(all[99], data[99]);
         assert_eq!(all[104], data[104]);
         // copy within one block, between disjoint views
-        buf.slice(0..10).unwrap().copy_to(&buf.slice(500..510).unwrap()).unwrap();
-        assert_eq!(buf.read_blocking().unwrap()[500..510], data[0..10], "in-block copy on {}", name(d));
+        buf.slice(0..10)
+            .unwrap()
+            .copy_to(&buf.slice(500..510).unwrap())
+            .unwrap();
+        assert_eq!(
+            buf.read_blocking().unwrap()[500..510],
+            data[0..10],
+            "in-block copy on {}",
+            name(d)
+        );
         let f = Buffer::from_slice(d, &[1.5f32, -2.0]).unwrap();
         assert_eq!(f.read_blocking().unwrap(), vec![1.5, -2.0]);
         assert_eq!(f.dtype(), DType::F32);
@@ -103,11 +169,23 @@ fn pool_reuses_memory_and_never_leaks_old_contents() {
         }
         d.queue().finish().unwrap();
         let after_free = d.memory_stats();
-        assert!(after_free.bytes_cached >= 4096 * 4, "freed block is cached on {}: {after_free:?}", name(d));
+        assert!(
+            after_free.bytes_cached >= 4096 * 4,
+            "freed block is cached on {}: {after_free:?}",
+            name(d)
+        );
         let z = Buffer::<f32>::zeros(d, 4096).unwrap();
         let stats = d.memory_stats();
-        assert!(stats.pool_hits > after_free.pool_hits, "second allocation is a pool hit on {}: {stats:?}", name(d));
-        assert!(z.read_blocking().unwrap().iter().all(|&v| v == 0.0), "reused memory is zeroed on {}", name(d));
+        assert!(
+            stats.pool_hits > after_free.pool_hits,
+            "second allocation is a pool hit on {}: {stats:?}",
+            name(d)
+        );
+        assert!(
+            z.read_blocking().unwrap().iter().all(|&v| v == 0.0),
+            "reused memory is zeroed on {}",
+            name(d)
+        );
         assert!(stats.peak_bytes_live >= stats.bytes_live);
     }
 }
@@ -123,13 +201,25 @@ fn memory_returns_to_the_pool_only_after_queued_use() {
         let live = d.memory_stats().bytes_live;
         if d.backend() != BackendKind::Cpu {
             // The CPU runs work as it is recorded, so only a GPU still holds the input here.
-            assert!(live >= 2 * (1 << 16) * 4, "input stays live while queued on {}", name(d));
+            assert!(
+                live >= 2 * (1 << 16) * 4,
+                "input stays live while queued on {}",
+                name(d)
+            );
         }
         q.finish().unwrap();
         let cached = d.memory_stats().bytes_cached;
-        assert!(cached >= (1 << 16) * 4, "input returned to the pool once finished on {}", name(d));
+        assert!(
+            cached >= (1 << 16) * 4,
+            "input returned to the pool once finished on {}",
+            name(d)
+        );
         let got = y.to_vec_blocking::<f32>().unwrap();
-        assert!(got.iter().all(|v| v.is_finite() && *v > 0.0), "result intact on {}", name(d));
+        assert!(
+            got.iter().all(|v| v.is_finite() && *v > 0.0),
+            "result intact on {}",
+            name(d)
+        );
     }
 }
 
@@ -143,11 +233,20 @@ fn queues_and_fences_order_work() {
         let fence = q1.submit().unwrap();
         q2.wait_for(&fence).unwrap();
         let t = Tensor::from_buffer(&buf, &[513]).unwrap();
-        let doubled = unicompute::ops::elementwise::binary(&q2, unicompute::BinaryOp::Add, &t, &t).unwrap();
+        let doubled =
+            unicompute::ops::elementwise::binary(&q2, unicompute::BinaryOp::Add, &t, &t).unwrap();
         let f2 = q2.submit().unwrap();
         f2.wait_blocking().unwrap();
-        assert!(f2.is_signalled() && fence.is_signalled(), "fences signalled on {}", name(d));
-        assert_eq!(q2.read_blocking(&doubled.to_buffer::<f32>().unwrap()).unwrap(), vec![6.0; 513]);
+        assert!(
+            f2.is_signalled() && fence.is_signalled(),
+            "fences signalled on {}",
+            name(d)
+        );
+        assert_eq!(
+            q2.read_blocking(&doubled.to_buffer::<f32>().unwrap())
+                .unwrap(),
+            vec![6.0; 513]
+        );
         pollster::block_on(fence.wait()).unwrap();
     }
 }
@@ -159,9 +258,15 @@ fn many_launches_batch_into_few_submissions() {
         let mut t = Tensor::from_slice(d, &[1.0f32; 1024], &[1024]).unwrap();
         let one = Tensor::from_slice(d, &[1.0f32], &[1]).unwrap();
         for _ in 0..300 {
-            t = unicompute::ops::elementwise::binary(&q, unicompute::BinaryOp::Add, &t, &one).unwrap();
+            t = unicompute::ops::elementwise::binary(&q, unicompute::BinaryOp::Add, &t, &one)
+                .unwrap();
         }
-        assert_eq!(t.to_vec_blocking::<f32>().unwrap(), vec![301.0; 1024], "chain of 300 adds on {}", name(d));
+        assert_eq!(
+            t.to_vec_blocking::<f32>().unwrap(),
+            vec![301.0; 1024],
+            "chain of 300 adds on {}",
+            name(d)
+        );
     }
 }
 
@@ -194,14 +299,30 @@ fn user_wgsl_kernels_are_reflected_and_run() {
     let n = 1000;
     let x = random(11, n, -1.0, 1.0);
     let y0 = random(12, n, -1.0, 1.0);
-    let (bx, by) = (Buffer::from_slice(d, &x).unwrap(), Buffer::from_slice(d, &y0).unwrap());
+    let (bx, by) = (
+        Buffer::from_slice(d, &x).unwrap(),
+        Buffer::from_slice(d, &y0).unwrap(),
+    );
     let params = Buffer::from_slice(d, &[2.5f32.to_bits(), n as u32]).unwrap();
     let q = d.queue();
-    q.launch(&k, &[Binding::from(&bx), Binding::from(&by), Binding::from(&params)], [(n as u32).div_ceil(64), 1, 1]).unwrap();
+    q.launch(
+        &k,
+        &[
+            Binding::from(&bx),
+            Binding::from(&by),
+            Binding::from(&params),
+        ],
+        [(n as u32).div_ceil(64), 1, 1],
+    )
+    .unwrap();
     let got = by.read_blocking().unwrap();
     for i in 0..n {
         let want = 2.5 * f64::from(x[i]) + f64::from(y0[i]);
-        assert!((f64::from(got[i]) - want).abs() < 1e-5, "saxpy element {i}: {} vs {want}", got[i]);
+        assert!(
+            (f64::from(got[i]) - want).abs() < 1e-5,
+            "saxpy element {i}: {} vs {want}",
+            got[i]
+        );
     }
 }
 
@@ -220,21 +341,44 @@ fn count(@builtin(global_invocation_id) id: vec3<u32>) {
 
 #[test]
 fn loop_iteration_limit_is_reported_where_the_driver_has_one() {
-    assert_eq!(devices()[0].info().limits.max_loop_iterations, None, "the cpu has no loop limit");
+    assert_eq!(
+        devices()[0].info().limits.max_loop_iterations,
+        None,
+        "the cpu has no loop limit"
+    );
     let Some(d) = webgpu() else { return };
     let info = d.info();
-    let lavapipe = format!("{} {}", info.name, info.driver).to_lowercase().contains("llvmpipe");
-    assert_eq!(info.limits.max_loop_iterations, lavapipe.then_some(65_535), "{info:?}");
+    let lavapipe = format!("{} {}", info.name, info.driver)
+        .to_lowercase()
+        .contains("llvmpipe");
+    assert_eq!(
+        info.limits.max_loop_iterations,
+        lavapipe.then_some(65_535),
+        "{info:?}"
+    );
     // A user kernel's loop of 100,000 steps: where the driver ends it at the limit, the read
     // says so instead of returning the cut-short count (tests/suite/wgsl_loops.rs has more).
     let k = Kernel::from_wgsl(d, COUNT_LOOP, "count").unwrap();
-    let (p, y) = (Buffer::from_slice(d, &[100_000u32]).unwrap(), Buffer::from_slice(d, &[0u32]).unwrap());
-    d.queue().launch(&k, &[Binding::from(&p), Binding::from(&y)], [1, 1, 1]).unwrap();
+    let (p, y) = (
+        Buffer::from_slice(d, &[100_000u32]).unwrap(),
+        Buffer::from_slice(d, &[0u32]).unwrap(),
+    );
+    d.queue()
+        .launch(&k, &[Binding::from(&p), Binding::from(&y)], [1, 1, 1])
+        .unwrap();
     match info.limits.max_loop_iterations {
-        None => assert_eq!(y.read_blocking().unwrap(), [100_000], "a loop of 100,000 on {}", name(d)),
+        None => assert_eq!(
+            y.read_blocking().unwrap(),
+            [100_000],
+            "a loop of 100,000 on {}",
+            name(d)
+        ),
         Some(n) => {
             let e = y.read_blocking().unwrap_err();
-            assert!(e.code() == "INVALID" && e.to_string().contains(&format!("after {n}")), "{e}");
+            assert!(
+                e.code() == "INVALID" && e.to_string().contains(&format!("after {n}")),
+                "{e}"
+            );
         }
     }
 }
@@ -246,7 +390,10 @@ fn wgsl_the_cpu_does_not_run_is_refused_at_its_line_and_column() {
     let source = "enable f16;\n@group(0) @binding(0) var<storage, read_write> y: array<f32>;\n\n@compute @workgroup_size(1)\nfn main() {\n    let m = mat2x2<f16>(1.0h, 2.0h, 3.0h, 4.0h);\n    y[0] = f32(m[1][0]);\n}\n";
     let err = Kernel::from_wgsl(cpu, source, "main").unwrap_err();
     assert_eq!(err.code(), "SHADER", "{err}");
-    assert!(err.to_string().contains("mat2x2<f16>") && err.to_string().contains("6:"), "{err}");
+    assert!(
+        err.to_string().contains("mat2x2<f16>") && err.to_string().contains("6:"),
+        "{err}"
+    );
     still_works(cpu);
 }
 
@@ -255,11 +402,16 @@ fn buffers_of_16_bit_elements_round_trip() {
     use unicompute::f16;
     for d in devices() {
         // An odd number of elements: the last word is half padding.
-        let data: Vec<f16> = (0..7).map(|i| f16::from_f32(i as f32 * 0.5 - 1.0)).collect();
+        let data: Vec<f16> = (0..7)
+            .map(|i| f16::from_f32(i as f32 * 0.5 - 1.0))
+            .collect();
         let buf = Buffer::from_slice(d, &data).unwrap();
         assert_eq!(buf.read_blocking().unwrap(), data, "on {}", d.info().name);
         // Reads of views that start inside a word work everywhere.
-        assert_eq!(buf.slice(1..4).unwrap().read_blocking().unwrap(), data[1..4].to_vec());
+        assert_eq!(
+            buf.slice(1..4).unwrap().read_blocking().unwrap(),
+            data[1..4].to_vec()
+        );
         // Writes: whole words always; a view that starts inside a word only off webgpu.
         buf.slice(2..6).unwrap().write(&data[..4]).unwrap();
         let odd = buf.slice(1..3).unwrap().write(&data[..2]);
@@ -279,8 +431,21 @@ fn empty_reads_give_empty_arrays_and_leave_the_queue_working() {
         let q = d.queue();
         let b = Buffer::<f32>::from_slice(&d, &[1.5, -2.0, 3.25]).unwrap();
         let empty = Buffer::<f32>::zeros(&d, 0).unwrap();
-        assert!(q.read_blocking(&empty).unwrap().is_empty(), "empty buffer on {}", name(&d));
-        assert!(q.read_blocking(&b.slice(2..2).unwrap()).unwrap().is_empty(), "empty view on {}", name(&d));
-        assert_eq!(q.read_blocking(&b).unwrap(), vec![1.5, -2.0, 3.25], "a read after them on {}", name(&d));
+        assert!(
+            q.read_blocking(&empty).unwrap().is_empty(),
+            "empty buffer on {}",
+            name(&d)
+        );
+        assert!(
+            q.read_blocking(&b.slice(2..2).unwrap()).unwrap().is_empty(),
+            "empty view on {}",
+            name(&d)
+        );
+        assert_eq!(
+            q.read_blocking(&b).unwrap(),
+            vec![1.5, -2.0, 3.25],
+            "a read after them on {}",
+            name(&d)
+        );
     }
 }

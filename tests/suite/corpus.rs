@@ -33,8 +33,10 @@ const CHUNK_ROWS: &str = include_str!("corpus/chunk_rows.wgsl");
 fn compare_exchange_loops_under_contention() {
     for d in devices() {
         for (n, groups) in [(1usize, 1u32), (7, 3), (97, 17)] {
-            let cells: Vec<f32> =
-                corpus_words(n as u64, n, 5000).iter().map(|&w| w as f32 - 2500.0).collect();
+            let cells: Vec<f32> = corpus_words(n as u64, n, 5000)
+                .iter()
+                .map(|&w| w as f32 - 2500.0)
+                .collect();
             let b = Buffer::from_slice(d, bytemuck::cast_slice::<f32, u32>(&cells)).unwrap();
             let got = run(d, CAS_FLOAT_ADD, &[Binding::from(&b)], [groups, 1, 1], &b);
             let want = cas_float_add_reference(&cells, 4 * groups);
@@ -51,13 +53,34 @@ fn workgroup_structs_with_atomic_arrays_start_zeroed() {
         for groups in [1usize, 5, 70] {
             let keys = corpus_words(groups as u64, 16 * groups, 1000);
             let bk = Buffer::from_slice(d, &keys).unwrap();
-            let (seen, counts) = (poisoned::<u32>(d, 64 * groups), poisoned::<u32>(d, 16 * groups));
-            let bindings = [Binding::from(&bk), Binding::from(&seen), Binding::from(&counts)];
-            launch(d, ZEROED_WORKGROUP_STRUCT, "main", &bindings, [groups as u32, 1, 1]);
+            let (seen, counts) = (
+                poisoned::<u32>(d, 64 * groups),
+                poisoned::<u32>(d, 16 * groups),
+            );
+            let bindings = [
+                Binding::from(&bk),
+                Binding::from(&seen),
+                Binding::from(&counts),
+            ];
+            launch(
+                d,
+                ZEROED_WORKGROUP_STRUCT,
+                "main",
+                &bindings,
+                [groups as u32, 1, 1],
+            );
             let (want_seen, want_counts) = zeroed_workgroup_struct_reference(&keys);
             let what = format!("{groups} workgroups on {}", name(d));
-            assert_eq!(seen.read_blocking().unwrap(), want_seen, "seen rows, {what}");
-            assert_eq!(counts.read_blocking().unwrap(), want_counts, "counts, {what}");
+            assert_eq!(
+                seen.read_blocking().unwrap(),
+                want_seen,
+                "seen rows, {what}"
+            );
+            assert_eq!(
+                counts.read_blocking().unwrap(),
+                want_counts,
+                "counts, {what}"
+            );
         }
     }
 }
@@ -107,7 +130,11 @@ fn kernels_that_enable_subgroups_run_where_the_device_has_them() {
     for d in devices() {
         if !d.info().features.subgroups {
             let e = Kernel::from_wgsl(d, ENABLE_SUBGROUPS, "main").unwrap_err();
-            assert!(e.to_string().contains("subgroup"), "{} refused it with: {e}", name(d));
+            assert!(
+                e.to_string().contains("subgroup"),
+                "{} refused it with: {e}",
+                name(d)
+            );
             continue;
         }
         let n = 192;
@@ -124,7 +151,11 @@ fn kernels_that_enable_subgroups_run_where_the_device_has_them() {
             let end = (start + size).min(i / 64 * 64 + 64);
             let before = x[start..i].iter().fold(0u32, |s, &v| s.wrapping_add(v));
             assert_eq!(got[4 * i], before, "exclusive sum, {what}");
-            assert_eq!(got[4 * i + 1], *x[start..end].iter().max().unwrap(), "max, {what}");
+            assert_eq!(
+                got[4 * i + 1],
+                *x[start..end].iter().max().unwrap(),
+                "max, {what}"
+            );
         }
     }
 }
@@ -141,7 +172,9 @@ fn launch_published(d: &Device, k: &published::Published, b: &[Binding<'_>], gro
     let what = || format!("{} ({}) on {}", k.id, k.entry, name(d));
     let kernel =
         Kernel::from_wgsl(d, &k.source, &k.entry).unwrap_or_else(|e| panic!("{}: {e}", what()));
-    d.queue().launch(&kernel, b, groups).unwrap_or_else(|e| panic!("{}: {e}", what()));
+    d.queue()
+        .launch(&kernel, b, groups)
+        .unwrap_or_else(|e| panic!("{}: {e}", what()));
 }
 
 /// The published kernels that read `var<immediate>` data, which no launch can set:
@@ -152,8 +185,10 @@ const IMMEDIATES: &[&str] = &["wgpu_core_timestamp_normalization"];
 /// device and translates to CUDA that NVRTC compiles; at least 20 entry points.
 #[test]
 fn every_published_kernel_compiles_on_every_device_and_for_cuda() {
-    let ids: Vec<String> =
-        published::ids().into_iter().filter(|id| !IMMEDIATES.contains(&id.as_str())).collect();
+    let ids: Vec<String> = published::ids()
+        .into_iter()
+        .filter(|id| !IMMEDIATES.contains(&id.as_str()))
+        .collect();
     assert!(ids.len() >= 20, "{} published kernels", ids.len());
     for id in ids {
         let k = published::kernel(&id);
@@ -172,7 +207,10 @@ fn every_published_kernel_compiles_on_every_device_and_for_cuda() {
 /// immediates, not run it with zeros nor emit CUDA that does not compile.
 #[test]
 fn kernels_with_immediates_are_refused_everywhere() {
-    let constants = [("TIMESTAMP_PERIOD_MULTIPLY", 3.0), ("TIMESTAMP_PERIOD_SHIFT", 1.0)];
+    let constants = [
+        ("TIMESTAMP_PERIOD_MULTIPLY", 3.0),
+        ("TIMESTAMP_PERIOD_SHIFT", 1.0),
+    ];
     for id in IMMEDIATES {
         let k = published::kernel(id);
         let mut outcomes = Vec::new();
@@ -184,9 +222,15 @@ fn kernels_with_immediates_are_refused_everywhere() {
         outcomes.push(("the CUDA translation".to_string(), cuda));
         let wrong: Vec<String> = outcomes
             .iter()
-            .filter(|(_, r)| !r.as_ref().is_err_and(|e| e.to_string().contains("mmediate")))
+            .filter(|(_, r)| {
+                !r.as_ref()
+                    .is_err_and(|e| e.to_string().contains("mmediate"))
+            })
             .map(|(what, r)| format!("{what}: {r:?}"))
             .collect();
-        assert!(wrong.is_empty(), "{id} not refused as reading immediates: {wrong:#?}");
+        assert!(
+            wrong.is_empty(),
+            "{id} not refused as reading immediates: {wrong:#?}"
+        );
     }
 }

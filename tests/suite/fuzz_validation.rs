@@ -26,7 +26,11 @@ fn sizes(words: &[u64], max: usize) -> Vec<usize> {
 }
 
 fn small(d: &Device, shape: &[usize]) -> Result<Tensor> {
-    if shape.iter().try_fold(1usize, |a, &n| a.checked_mul(n)).is_none_or(|n| n > 4096) {
+    if shape
+        .iter()
+        .try_fold(1usize, |a, &n| a.checked_mul(n))
+        .is_none_or(|n| n > 4096)
+    {
         return Tensor::zeros(d, &[2, 3], DType::F32); // keep the data small; sizes fuzz elsewhere
     }
     Tensor::zeros(d, shape, DType::F32)
@@ -44,15 +48,34 @@ fn call(d: &Device, op: u8, a: &[u64], b: &[u64]) -> Result<Vec<usize>> {
         3 => x.slice(at(0), at(1)..at(2))?,
         4 => x.permute(&s)?,
         5 => {
-            let params = Conv2dParams { stride: [at(0), at(1)], padding: [at(2), at(3)], dilation: [at(4), at(5)], ..Default::default() };
+            let params = Conv2dParams {
+                stride: [at(0), at(1)],
+                padding: [at(2), at(3)],
+                dilation: [at(4), at(5)],
+                ..Default::default()
+            };
             x.conv2d(&small(d, &sizes(&b[b.len().min(6)..], 4))?, params)?
         }
-        6 => x.pool2d(PoolKind::Max, Pool2dParams { kernel: [at(0), at(1)], stride: Some([at(2), at(3)]), padding: [at(4), at(5)] })?,
+        6 => x.pool2d(
+            PoolKind::Max,
+            Pool2dParams {
+                kernel: [at(0), at(1)],
+                stride: Some([at(2), at(3)]),
+                padding: [at(4), at(5)],
+            },
+        )?,
         7 => x.matmul(&small(d, &s)?)?,
         8 => Tensor::concat(&[&x, &small(d, &s)?], at(0))?,
         _ => {
             let k = small(d, &s)?;
-            x.attention(&k, &k, AttentionParams { causal: at(0) % 2 == 1, ..Default::default() })?
+            x.attention(
+                &k,
+                &k,
+                AttentionParams {
+                    causal: at(0) % 2 == 1,
+                    ..Default::default()
+                },
+            )?
         }
     };
     Ok(t.shape().to_vec())
@@ -62,13 +85,19 @@ fn call(d: &Device, op: u8, a: &[u64], b: &[u64]) -> Result<Vec<usize>> {
 fn validation_never_panics_or_wraps() {
     // A panic is a failure either way; the device is only read through its public API.
     let d = std::panic::AssertUnwindSafe(&common::devices()[0]);
-    bolero::check!().with_type::<(u8, Vec<u64>, Vec<u64>)>().with_iterations(3000).for_each(|(op, a, b)| {
-        match call(*d, *op, a, b) {
+    bolero::check!()
+        .with_type::<(u8, Vec<u64>, Vec<u64>)>()
+        .with_iterations(3000)
+        .for_each(|(op, a, b)| match call(*d, *op, a, b) {
             Ok(shape) => {
-                let n = shape.iter().try_fold(1usize, |acc, &e| acc.checked_mul(e.max(1)));
-                assert!(n.is_some_and(|n| n <= unicompute::layout::MAX_ELEMENTS), "op {op}: shape {shape:?} was accepted");
+                let n = shape
+                    .iter()
+                    .try_fold(1usize, |acc, &e| acc.checked_mul(e.max(1)));
+                assert!(
+                    n.is_some_and(|n| n <= unicompute::layout::MAX_ELEMENTS),
+                    "op {op}: shape {shape:?} was accepted"
+                );
             }
             Err(e) => assert!(CLEAN.contains(&e.code()), "op {op}: {e}"),
-        }
-    });
+        });
 }

@@ -9,7 +9,10 @@ use unicompute::{BackendKind, BinaryOp, Binding, Buffer, Device, Kernel, Tensor,
 
 /// The devices that capture (all but the cpu backend).
 fn capturing_devices() -> Vec<&'static Device> {
-    common::devices().iter().filter(|d| d.backend() != BackendKind::Cpu).collect()
+    common::devices()
+        .iter()
+        .filter(|d| d.backend() != BackendKind::Cpu)
+        .collect()
 }
 
 const SAXPY: &str = r#"
@@ -26,17 +29,30 @@ fn saxpy(@builtin(global_invocation_id) gid: vec3<u32>) {
 "#;
 
 /// `softmax(relu(x + bias)) @ w`, then its row sums, in f64.
-fn chain_reference(x: &[f32], bias: &[f32], w: &[f32], rows: usize, cols: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
+fn chain_reference(
+    x: &[f32],
+    bias: &[f32],
+    w: &[f32],
+    rows: usize,
+    cols: usize,
+    n: usize,
+) -> (Vec<f64>, Vec<f64>) {
     let mut m = vec![0.0; rows * n];
     for r in 0..rows {
-        let h: Vec<f64> = (0..cols).map(|c| (f64::from(x[r * cols + c]) + f64::from(bias[c])).max(0.0)).collect();
+        let h: Vec<f64> = (0..cols)
+            .map(|c| (f64::from(x[r * cols + c]) + f64::from(bias[c])).max(0.0))
+            .collect();
         let max = h.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         let sum: f64 = h.iter().map(|v| (v - max).exp()).sum();
         for j in 0..n {
-            m[r * n + j] = (0..cols).map(|c| (h[c] - max).exp() / sum * f64::from(w[c * n + j])).sum();
+            m[r * n + j] = (0..cols)
+                .map(|c| (h[c] - max).exp() / sum * f64::from(w[c * n + j]))
+                .sum();
         }
     }
-    let sums = (0..rows).map(|r| m[r * n..(r + 1) * n].iter().sum()).collect();
+    let sums = (0..rows)
+        .map(|r| m[r * n..(r + 1) * n].iter().sum())
+        .collect();
     (m, sums)
 }
 
@@ -48,7 +64,10 @@ fn replays_recompute_a_chain_of_ops_from_new_inputs() {
         let x = Tensor::from_buffer(&input, &[rows, cols]).unwrap();
         let bias_data = random(2, cols, -1.0, 1.0);
         let w_data = random(3, cols * n, -1.0, 1.0);
-        let (bias, w) = (tensor(d, &bias_data, &[cols]), tensor(d, &w_data, &[cols, n]));
+        let (bias, w) = (
+            tensor(d, &bias_data, &[cols]),
+            tensor(d, &w_data, &[cols, n]),
+        );
         let (graph, (m, sums)) = d
             .queue()
             .capture(|_| {
@@ -59,7 +78,11 @@ fn replays_recompute_a_chain_of_ops_from_new_inputs() {
             .unwrap();
         assert!(graph.launches() >= 4, "{}: {graph:?}", name(d));
         // Nothing ran yet: the outputs still hold the poison of fresh memory.
-        assert!(read(&m).iter().all(|v| v.to_bits() == POISON_WORD), "{}: the capture ran its work", name(d));
+        assert!(
+            read(&m).iter().all(|v| v.to_bits() == POISON_WORD),
+            "{}: the capture ran its work",
+            name(d)
+        );
         for round in 0..3u64 {
             let x_data = random(10 + round, rows * cols, -3.0, 3.0);
             input.write(&x_data).unwrap();
@@ -67,7 +90,13 @@ fn replays_recompute_a_chain_of_ops_from_new_inputs() {
             let (want_m, want_sums) = chain_reference(&x_data, &bias_data, &w_data, rows, cols, n);
             let what = format!("{} round {round}", name(d));
             assert_close(&read(&m), &want_m, 1e-4, 1e-5, &format!("{what}: matmul"));
-            assert_close(&read(&sums), &want_sums, 1e-4, 1e-5, &format!("{what}: row sums"));
+            assert_close(
+                &read(&sums),
+                &want_sums,
+                1e-4,
+                1e-5,
+                &format!("{what}: row sums"),
+            );
         }
     }
 }
@@ -87,8 +116,19 @@ fn replays_run_in_order_and_repeat_captured_writes_and_user_kernels() {
             .capture(|q| {
                 // A captured write: each replay sets `scale` to 3 again.
                 q.write(&scale, &vec![3.0f32; len])?;
-                q.launch(&kernel, &[Binding::from(&inc), Binding::from(&acc), Binding::from(&params)], [(len as u32).div_ceil(64), 1, 1])?;
-                let (a, s) = (Tensor::from_buffer(&acc, &[len])?, Tensor::from_buffer(&scale, &[len])?);
+                q.launch(
+                    &kernel,
+                    &[
+                        Binding::from(&inc),
+                        Binding::from(&acc),
+                        Binding::from(&params),
+                    ],
+                    [(len as u32).div_ceil(64), 1, 1],
+                )?;
+                let (a, s) = (
+                    Tensor::from_buffer(&acc, &[len])?,
+                    Tensor::from_buffer(&scale, &[len])?,
+                );
                 a.mul(&s)
             })
             .unwrap();
@@ -97,10 +137,25 @@ fn replays_run_in_order_and_repeat_captured_writes_and_user_kernels() {
             scale.write(&vec![-1.0; len]).unwrap();
             graph.replay().unwrap();
         }
-        let want_acc: Vec<f64> = inc_data.iter().map(|&v| replays as f64 * f64::from(v)).collect();
-        assert_close(&acc.read_blocking().unwrap(), &want_acc, 1e-6, 1e-6, &format!("{}: accumulated", name(d)));
+        let want_acc: Vec<f64> = inc_data
+            .iter()
+            .map(|&v| replays as f64 * f64::from(v))
+            .collect();
+        assert_close(
+            &acc.read_blocking().unwrap(),
+            &want_acc,
+            1e-6,
+            1e-6,
+            &format!("{}: accumulated", name(d)),
+        );
         let want: Vec<f64> = want_acc.iter().map(|v| 3.0 * v).collect();
-        assert_close(&read(&scaled), &want, 1e-6, 1e-6, &format!("{}: scaled by the captured write", name(d)));
+        assert_close(
+            &read(&scaled),
+            &want,
+            1e-6,
+            1e-6,
+            &format!("{}: scaled by the captured write", name(d)),
+        );
     }
 }
 
@@ -110,7 +165,9 @@ fn a_replay_on_one_queue_is_seen_by_work_on_another() {
         let q = d.new_queue();
         let data = random(7, 257, -1.0, 1.0);
         let x = tensor(d, &data, &[257]);
-        let (graph, y) = q.capture(|q| unicompute::ops::elementwise::binary(q, BinaryOp::Add, &x, &x)).unwrap_or_else(|e| panic!("{}: {e}", name(d)));
+        let (graph, y) = q
+            .capture(|q| unicompute::ops::elementwise::binary(q, BinaryOp::Add, &x, &x))
+            .unwrap_or_else(|e| panic!("{}: {e}", name(d)));
         graph.replay().unwrap();
         // Read on the default queue: it orders itself after the other queue's replay.
         let want: Vec<f64> = data.iter().map(|&v| 2.0 * f64::from(v)).collect();
@@ -121,7 +178,10 @@ fn a_replay_on_one_queue_is_seen_by_work_on_another() {
 #[test]
 fn a_replay_is_one_profiled_launch() {
     // Devices of this test's own, so that no other test's launches land in their profiles.
-    for d in common::open_devices().iter().filter(|d| d.backend() != BackendKind::Cpu) {
+    for d in common::open_devices()
+        .iter()
+        .filter(|d| d.backend() != BackendKind::Cpu)
+    {
         let x = tensor(d, &random(8, 300, -1.0, 1.0), &[3, 100]);
         let (graph, _y) = d.queue().capture(|_| x.softmax()?.relu()).unwrap();
         d.profiler().enable();
@@ -131,7 +191,12 @@ fn a_replay_is_one_profiled_launch() {
         let ops: Vec<&str> = profile.launches.iter().map(|l| l.op.as_str()).collect();
         assert_eq!(ops, ["graph"], "{}", name(d));
         let launch = &profile.launches[0];
-        assert_eq!(launch.variant.as_deref(), Some(format!("{} launches", graph.launches()).as_str()), "{}", name(d));
+        assert_eq!(
+            launch.variant.as_deref(),
+            Some(format!("{} launches", graph.launches()).as_str()),
+            "{}",
+            name(d)
+        );
         assert!(launch.bytes >= 2 * 300 * 4, "{}: {launch:?}", name(d));
     }
 }
@@ -141,20 +206,52 @@ fn what_a_capture_cannot_hold_is_refused_and_the_queue_stays_usable() {
     for d in capturing_devices() {
         let x = tensor(d, &[1.0, 2.0, 3.0], &[3]);
         let q = d.queue();
-        expect_err(q.capture(|_| x.add(&x)?.to_vec_blocking::<f32>()), "INVALID", &["reading", "captures work"], d);
-        expect_err(q.capture(|q| q.submit().map(drop)), "INVALID", &["submitting", "captures work"], d);
+        expect_err(
+            q.capture(|_| x.add(&x)?.to_vec_blocking::<f32>()),
+            "INVALID",
+            &["reading", "captures work"],
+            d,
+        );
+        expect_err(
+            q.capture(|q| q.submit().map(drop)),
+            "INVALID",
+            &["submitting", "captures work"],
+            d,
+        );
         let fence = q.submit().unwrap();
-        expect_err(q.capture(|q| q.wait_for(&fence)), "INVALID", &["waiting for a fence"], d);
-        expect_err(q.capture(|q| q.capture(|_| Ok(()))), "INVALID", &["capture inside a capture"], d);
+        expect_err(
+            q.capture(|q| q.wait_for(&fence)),
+            "INVALID",
+            &["waiting for a fence"],
+            d,
+        );
+        expect_err(
+            q.capture(|q| q.capture(|_| Ok(()))),
+            "INVALID",
+            &["capture inside a capture"],
+            d,
+        );
         // Tensor methods record on the default queue: capturing another queue, they would run
         // at once, outside the graph.
         let other = d.new_queue();
-        expect_err(other.capture(|_| x.relu()), "INVALID", &["while this thread captures queue", "default queue"], d);
-        expect_err(other.capture(|_| x.to_vec_blocking::<f32>()), "INVALID", &["while this thread captures queue"], d);
+        expect_err(
+            other.capture(|_| x.relu()),
+            "INVALID",
+            &["while this thread captures queue", "default queue"],
+            d,
+        );
+        expect_err(
+            other.capture(|_| x.to_vec_blocking::<f32>()),
+            "INVALID",
+            &["while this thread captures queue"],
+            d,
+        );
         // An error of the closure's own ends the capture and drops what it recorded.
         let y = tensor(d, &[1.0, 2.0], &[2]);
         expect_err(q.capture(|_| x.add(&y)), "SHAPE", &[], d);
-        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| q.capture(|_| -> unicompute::Result<()> { panic!("in the closure") })));
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            q.capture(|_| -> unicompute::Result<()> { panic!("in the closure") })
+        }));
         assert!(panicked.is_err());
         still_works(d);
         // And a capture after all that works.
@@ -169,7 +266,12 @@ fn the_cpu_backend_says_it_cannot_capture() {
     let cpu = &common::devices()[0];
     assert_eq!(cpu.backend(), BackendKind::Cpu);
     let x = tensor(cpu, &[1.0, 2.0], &[2]);
-    expect_err(cpu.queue().capture(|_| x.relu()), "UNSUPPORTED", &["cpu", "runs each op as it is called"], cpu);
+    expect_err(
+        cpu.queue().capture(|_| x.relu()),
+        "UNSUPPORTED",
+        &["cpu", "runs each op as it is called"],
+        cpu,
+    );
 }
 
 #[test]
@@ -218,7 +320,9 @@ fn a_device_opened_during_a_capture_leaves_it_intact() {
                 Ok(y)
             })
             .unwrap_or_else(|e| panic!("{}: the capture broke: {e}", name(d)));
-        input.write(&data.iter().map(|v| -v).collect::<Vec<_>>()).unwrap();
+        input
+            .write(&data.iter().map(|v| -v).collect::<Vec<_>>())
+            .unwrap();
         graph.replay().unwrap();
         let want: Vec<f64> = data.iter().map(|&v| f64::from((-v).max(0.0))).collect();
         assert_close(&read(&y), &want, 0.0, 0.0, &name(d));
@@ -249,10 +353,25 @@ fn other_threads_wait_for_a_capture_and_stay_out_of_it() {
             });
             (capture.join().unwrap(), other.join().unwrap())
         });
-        assert_eq!(graph.0.launches(), 1, "{}: another thread's op landed in the capture", name(d));
+        assert_eq!(
+            graph.0.launches(),
+            1,
+            "{}: another thread's op landed in the capture",
+            name(d)
+        );
         let data = read(&x);
-        assert_eq!(other, data.iter().map(|v| v + v).collect::<Vec<_>>(), "{}", name(d));
+        assert_eq!(
+            other,
+            data.iter().map(|v| v + v).collect::<Vec<_>>(),
+            "{}",
+            name(d)
+        );
         graph.0.replay().unwrap();
-        assert_eq!(read(&graph.1), data.iter().map(|v| v.max(0.0)).collect::<Vec<_>>(), "{}", name(d));
+        assert_eq!(
+            read(&graph.1),
+            data.iter().map(|v| v.max(0.0)).collect::<Vec<_>>(),
+            "{}",
+            name(d)
+        );
     }
 }

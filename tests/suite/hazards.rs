@@ -32,7 +32,10 @@ fn an_op_on_one_queue_feeds_an_op_on_another() {
         let sum = binary(&q1, BinaryOp::Add, &ta, &tb).unwrap();
         let twice = binary(&q2, BinaryOp::Mul, &sum, &sum).unwrap();
         // Written on q1 after a read on q2: the write must not overtake the read.
-        Buffer::from_slice_on(&q1, &vec![0.0f32; n]).unwrap().copy_to(&ta.to_buffer::<f32>().unwrap()).unwrap();
+        Buffer::from_slice_on(&q1, &vec![0.0f32; n])
+            .unwrap()
+            .copy_to(&ta.to_buffer::<f32>().unwrap())
+            .unwrap();
         let got = twice.to_vec_blocking::<f32>().unwrap();
         for i in 0..n {
             let s = a[i] + b[i];

@@ -21,7 +21,13 @@ fn extent() -> impl Strategy<Value = usize> {
 /// Whether the model accepts `shape`: its extents, zeros counted as 1, multiply to at most
 /// MAX_ELEMENTS.
 fn fits(shape: &[usize]) -> bool {
-    shape.len() <= 8 && shape.iter().try_fold(1u128, |acc, &n| Some(acc * n.max(1) as u128).filter(|&p| p <= MAX_ELEMENTS as u128)).is_some()
+    shape.len() <= 8
+        && shape
+            .iter()
+            .try_fold(1u128, |acc, &n| {
+                Some(acc * n.max(1) as u128).filter(|&p| p <= MAX_ELEMENTS as u128)
+            })
+            .is_some()
 }
 
 /// A dense row-major f64 array: the model the views are checked against.
@@ -59,7 +65,11 @@ impl Dense {
     }
 
     fn at(&self, index: &[usize]) -> f64 {
-        self.data[index.iter().zip(self.strides()).map(|(i, s)| i * s).sum::<usize>()]
+        self.data[index
+            .iter()
+            .zip(self.strides())
+            .map(|(i, s)| i * s)
+            .sum::<usize>()]
     }
 }
 
@@ -99,26 +109,41 @@ fn model(x: &Dense, op: &View) -> Option<Dense> {
             let mut sorted = perm.clone();
             sorted.sort_unstable();
             (sorted == (0..rank).collect::<Vec<_>>()).then_some(())?;
-            Some(Dense::build(perm.iter().map(|&d| x.shape[d]).collect(), |i| {
-                let mut j = vec![0; rank];
-                for (k, &d) in perm.iter().enumerate() {
-                    j[d] = i[k];
-                }
-                x.at(&j)
-            }))
+            Some(Dense::build(
+                perm.iter().map(|&d| x.shape[d]).collect(),
+                |i| {
+                    let mut j = vec![0; rank];
+                    for (k, &d) in perm.iter().enumerate() {
+                        j[d] = i[k];
+                    }
+                    x.at(&j)
+                },
+            ))
         }
         View::Broadcast(shape) => {
             let r = shape.len();
             (r >= rank && fits(shape)).then_some(())?;
-            (0..rank).all(|d| x.shape[d] == shape[r - rank + d] || x.shape[d] == 1).then_some(())?;
+            (0..rank)
+                .all(|d| x.shape[d] == shape[r - rank + d] || x.shape[d] == 1)
+                .then_some(())?;
             if shape.iter().product::<usize>() > 1 << 16 {
-                return Some(Dense { data: Vec::new(), shape: shape.clone() }); // valid, too big to model
+                return Some(Dense {
+                    data: Vec::new(),
+                    shape: shape.clone(),
+                }); // valid, too big to model
             }
-            Some(Dense::build(shape.clone(), |i| x.at(&(0..rank).map(|d| if x.shape[d] == 1 { 0 } else { i[r - rank + d] }).collect::<Vec<_>>())))
+            Some(Dense::build(shape.clone(), |i| {
+                x.at(&(0..rank)
+                    .map(|d| if x.shape[d] == 1 { 0 } else { i[r - rank + d] })
+                    .collect::<Vec<_>>())
+            }))
         }
         View::Reshape(shape) => {
             (fits(shape) && shape.iter().product::<usize>() == x.data.len()).then_some(())?;
-            Some(Dense { data: x.data.clone(), shape: shape.clone() })
+            Some(Dense {
+                data: x.data.clone(),
+                shape: shape.clone(),
+            })
         }
     }
 }
@@ -137,7 +162,10 @@ fn apply(t: &Tensor, op: &View) -> unicompute::Result<Tensor> {
 fn check_views(d: &Device, shape: &[usize], seed: u64, ops: &[View]) -> Result<(), TestCaseError> {
     let n: usize = shape.iter().product();
     let data = random(seed, n, -2.0, 2.0);
-    let mut want = Dense { data: data.iter().map(|&v| f64::from(v)).collect(), shape: shape.to_vec() };
+    let mut want = Dense {
+        data: data.iter().map(|&v| f64::from(v)).collect(),
+        shape: shape.to_vec(),
+    };
     let mut t = Tensor::from_slice(d, &data, shape).unwrap();
     for op in ops {
         if want.data.len() != want.shape.iter().product::<usize>() {
@@ -149,24 +177,54 @@ fn check_views(d: &Device, shape: &[usize], seed: u64, ops: &[View]) -> Result<(
                 (t, want) = (got, next);
             }
             (Err(e), None) => {
-                prop_assert!(matches!(e.code(), "SHAPE" | "OUT_OF_RANGE"), "{:?}: {}", op, e);
+                prop_assert!(
+                    matches!(e.code(), "SHAPE" | "OUT_OF_RANGE"),
+                    "{:?}: {}",
+                    op,
+                    e
+                );
                 return Ok(());
             }
-            (got, expected) => prop_assert!(false, "{:?} on {}: got {:?}, the model says {:?}", op, name(d), got.map(|t| t.shape().to_vec()), expected.map(|x| x.shape)),
+            (got, expected) => prop_assert!(
+                false,
+                "{:?} on {}: got {:?}, the model says {:?}",
+                op,
+                name(d),
+                got.map(|t| t.shape().to_vec()),
+                expected.map(|x| x.shape)
+            ),
         }
     }
     if want.data.len() != want.shape.iter().product::<usize>() {
         return Ok(());
     }
     let what = format!("{ops:?} from {shape:?} on {}", name(d));
-    assert_close(&t.to_vec_blocking::<f32>().unwrap(), &want.data, 0.0, 0.0, &what);
+    assert_close(
+        &t.to_vec_blocking::<f32>().unwrap(),
+        &want.data,
+        0.0,
+        0.0,
+        &what,
+    );
     let doubled: Vec<f64> = want.data.iter().map(|v| v + v).collect();
-    assert_close(&t.add(&t).unwrap().to_vec_blocking::<f32>().unwrap(), &doubled, 0.0, 0.0, &what);
+    assert_close(
+        &t.add(&t).unwrap().to_vec_blocking::<f32>().unwrap(),
+        &doubled,
+        0.0,
+        0.0,
+        &what,
+    );
     if want.data.is_empty() {
         return Ok(()); // reductions over nothing follow numpy in another issue's work
     }
     let total: f64 = want.data.iter().sum();
-    assert_close(&t.sum(None).unwrap().to_vec_blocking::<f32>().unwrap(), &[total], 1e-5, 1e-5, &what);
+    assert_close(
+        &t.sum(None).unwrap().to_vec_blocking::<f32>().unwrap(),
+        &[total],
+        1e-5,
+        1e-5,
+        &what,
+    );
     Ok(())
 }
 
@@ -174,12 +232,22 @@ fn check_views(d: &Device, shape: &[usize], seed: u64, ops: &[View]) -> Result<(
 fn conv_extent(input: usize, k: usize, stride: usize, pad: usize, dil: usize) -> Option<usize> {
     let span = dil as u128 * (k as u128 - 1) + 1;
     let padded = input as u128 + 2 * pad as u128;
-    (span <= padded && span <= usize::MAX as u128 && padded <= usize::MAX as u128).then(|| ((padded - span) / stride as u128 + 1) as usize)
+    (span <= padded && span <= usize::MAX as u128 && padded <= usize::MAX as u128)
+        .then(|| ((padded - span) / stride as u128 + 1) as usize)
 }
 
 /// A direct f64 convolution (one group), for small geometries.
 #[allow(clippy::too_many_arguments)]
-fn conv_reference(x: &[f32], w: &[f32], [c, h, wd]: [usize; 3], [o, kh, kw]: [usize; 3], [oh, ow]: [usize; 2], stride: [usize; 2], pad: [usize; 2], dil: [usize; 2]) -> Vec<f64> {
+fn conv_reference(
+    x: &[f32],
+    w: &[f32],
+    [c, h, wd]: [usize; 3],
+    [o, kh, kw]: [usize; 3],
+    [oh, ow]: [usize; 2],
+    stride: [usize; 2],
+    pad: [usize; 2],
+    dil: [usize; 2],
+) -> Vec<f64> {
     let mut out = vec![0.0; o * oh * ow];
     for (i, v) in out.iter_mut().enumerate() {
         let (oc, oy, ox) = (i / (oh * ow), i / ow % oh, i % ow);
@@ -189,7 +257,8 @@ fn conv_reference(x: &[f32], w: &[f32], [c, h, wd]: [usize; 3], [o, kh, kw]: [us
                     let iy = (oy * stride[0] + ky * dil[0]) as i128 - pad[0] as i128;
                     let ix = (ox * stride[1] + kx * dil[1]) as i128 - pad[1] as i128;
                     if (0..h as i128).contains(&iy) && (0..wd as i128).contains(&ix) {
-                        *v += f64::from(x[(ci * h + iy as usize) * wd + ix as usize]) * f64::from(w[((oc * c + ci) * kh + ky) * kw + kx]);
+                        *v += f64::from(x[(ci * h + iy as usize) * wd + ix as usize])
+                            * f64::from(w[((oc * c + ci) * kh + ky) * kw + kx]);
                     }
                 }
             }
@@ -209,12 +278,30 @@ fn geometry_value(small: std::ops::Range<usize>, huge: Vec<usize>) -> impl Strat
 fn empty_views_with_extents_past_u32_run_as_nothing() {
     let shape = [1usize << 32, 0];
     for d in devices() {
-        let t = Tensor::from_slice(d, &[1.5f32], &[1]).unwrap().broadcast_to(&shape).unwrap();
-        assert_eq!(t.to_vec_blocking::<f32>().unwrap(), Vec::<f32>::new(), "read on {}", name(d));
+        let t = Tensor::from_slice(d, &[1.5f32], &[1])
+            .unwrap()
+            .broadcast_to(&shape)
+            .unwrap();
+        assert_eq!(
+            t.to_vec_blocking::<f32>().unwrap(),
+            Vec::<f32>::new(),
+            "read on {}",
+            name(d)
+        );
         let sum = t.add(&t).unwrap();
-        assert_eq!((sum.shape(), sum.to_vec_blocking::<f32>().unwrap()), (&shape[..], vec![]), "add on {}", name(d));
+        assert_eq!(
+            (sum.shape(), sum.to_vec_blocking::<f32>().unwrap()),
+            (&shape[..], vec![]),
+            "add on {}",
+            name(d)
+        );
         let relu = t.relu().unwrap();
-        assert_eq!((relu.shape(), relu.to_vec_blocking::<f32>().unwrap().len()), (&shape[..], 0), "relu on {}", name(d));
+        assert_eq!(
+            (relu.shape(), relu.to_vec_blocking::<f32>().unwrap().len()),
+            (&shape[..], 0),
+            "relu on {}",
+            name(d)
+        );
     }
 }
 

@@ -7,7 +7,10 @@ use unicompute::{BackendChoice, Buffer, Device, Tensor};
 fn lost<T: std::fmt::Debug>(r: unicompute::Result<T>, what: &str, d: &Device) {
     let e = r.expect_err(what);
     assert_eq!(e.code(), "DEVICE_LOST", "{what} on {}: {e}", name(d));
-    assert!(e.to_string().contains("open"), "the message says how to continue: {e}");
+    assert!(
+        e.to_string().contains("open"),
+        "the message says how to continue: {e}"
+    );
 }
 
 #[test]
@@ -26,9 +29,17 @@ fn a_destroyed_device_answers_device_lost_and_a_new_one_works() {
         lost(d.queue().submit().map(|_| ()), "a submit", &d);
         let again = Device::open(BackendChoice::Backend(d.backend())).unwrap();
         let y = tensor(&again, &[1.0, 2.0], &[2]);
-        assert_eq!(y.add(&y).unwrap().to_vec_blocking::<f32>().unwrap(), vec![2.0, 4.0], "a new {} device works", name(&again));
+        assert_eq!(
+            y.add(&y).unwrap().to_vec_blocking::<f32>().unwrap(),
+            vec![2.0, 4.0],
+            "a new {} device works",
+            name(&again)
+        );
     }
     let auto = Device::open(BackendChoice::Auto).unwrap();
     let y = tensor(&auto, &[3.0], &[1]);
-    assert_eq!(y.mul(&y).unwrap().to_vec_blocking::<f32>().unwrap(), vec![9.0]);
+    assert_eq!(
+        y.mul(&y).unwrap().to_vec_blocking::<f32>().unwrap(),
+        vec![9.0]
+    );
 }

@@ -26,10 +26,23 @@ fn saxpy_with_a_uniform_struct() {
     for d in devices() {
         for n in [1usize, 63, 64, 1000, 4099] {
             let (x, y0) = (random(1, n, -2.0, 2.0), random(2, n, -2.0, 2.0));
-            let (bx, by) = (Buffer::from_slice(d, &x).unwrap(), Buffer::from_slice(d, &y0).unwrap());
+            let (bx, by) = (
+                Buffer::from_slice(d, &x).unwrap(),
+                Buffer::from_slice(d, &y0).unwrap(),
+            );
             let p = Buffer::from_slice(d, &[1.5f32.to_bits(), n as u32]).unwrap();
-            let got = run(d, SAXPY, &[Binding::from(&bx), Binding::from(&by), Binding::from(&p)], [(n as u32).div_ceil(64), 1, 1], &by);
-            let want: Vec<f64> = x.iter().zip(&y0).map(|(&x, &y)| 1.5 * f64::from(x) + f64::from(y)).collect();
+            let got = run(
+                d,
+                SAXPY,
+                &[Binding::from(&bx), Binding::from(&by), Binding::from(&p)],
+                [(n as u32).div_ceil(64), 1, 1],
+                &by,
+            );
+            let want: Vec<f64> = x
+                .iter()
+                .zip(&y0)
+                .map(|(&x, &y)| 1.5 * f64::from(x) + f64::from(y))
+                .collect();
             assert_close(&got, &want, 1e-6, &format!("saxpy n={n} on {}", name(d)));
         }
     }
@@ -65,9 +78,23 @@ fn reduction_in_workgroup_memory() {
         let bx = Buffer::from_slice(d, &x).unwrap();
         let groups = n.div_ceil(128);
         let out = poisoned::<f32>(d, groups);
-        let got = run(d, REDUCE, &[Binding::from(&bx), Binding::from(&out)], [groups as u32, 1, 1], &out);
-        let want: Vec<f64> = x.chunks(128).map(|c| c.iter().map(|&v| f64::from(v)).sum()).collect();
-        assert_close(&got, &want, 1e-5, &format!("reduction of {n} on {}", name(d)));
+        let got = run(
+            d,
+            REDUCE,
+            &[Binding::from(&bx), Binding::from(&out)],
+            [groups as u32, 1, 1],
+            &out,
+        );
+        let want: Vec<f64> = x
+            .chunks(128)
+            .map(|c| c.iter().map(|&v| f64::from(v)).sum())
+            .collect();
+        assert_close(
+            &got,
+            &want,
+            1e-5,
+            &format!("reduction of {n} on {}", name(d)),
+        );
     }
 }
 
@@ -94,10 +121,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
 fn histogram_with_atomics() {
     for d in devices() {
         let n = 5003;
-        let values: Vec<u32> = (0..n).map(|i| (i * 2_654_435_761u64 as usize % 977) as u32).collect();
+        let values: Vec<u32> = (0..n)
+            .map(|i| (i * 2_654_435_761u64 as usize % 977) as u32)
+            .collect();
         let bv = Buffer::from_slice(d, &values).unwrap();
         let bins = Buffer::from_slice(d, &[0u32; 16]).unwrap();
-        let got = run(d, HISTOGRAM, &[Binding::from(&bv), Binding::from(&bins)], [(n as u32).div_ceil(64), 1, 1], &bins);
+        let got = run(
+            d,
+            HISTOGRAM,
+            &[Binding::from(&bv), Binding::from(&bins)],
+            [(n as u32).div_ceil(64), 1, 1],
+            &bins,
+        );
         let mut want = [0u32; 16];
         for v in &values {
             want[(*v % 16) as usize] += 1;
@@ -154,14 +189,26 @@ fn divergent_branches_switch_loops_and_early_returns() {
         let x: Vec<i32> = (0..n).map(|i| (i * 37 % 101) - 20).collect();
         let bx = Buffer::from_slice(d, &x).unwrap();
         let out = poisoned::<i32>(d, x.len());
-        let got = run(d, DIVERGE, &[Binding::from(&bx), Binding::from(&out)], [(n as u32).div_ceil(32), 1, 1], &out);
+        let got = run(
+            d,
+            DIVERGE,
+            &[Binding::from(&bx), Binding::from(&out)],
+            [(n as u32).div_ceil(32), 1, 1],
+            &out,
+        );
         let want: Vec<i32> = x
             .iter()
             .map(|&v| match v {
                 v if v < 0 => -1,
                 v if v % 4 == 0 => collatz(v),
                 v if v % 4 == 1 || v % 4 == 2 => v * 10,
-                v => if v > 50 { 8 } else { 7 },
+                v => {
+                    if v > 50 {
+                        8
+                    } else {
+                        7
+                    }
+                }
             })
             .collect();
         assert_eq!(got, want, "divergence of {n} on {}", name(d));
@@ -195,16 +242,41 @@ fn integer_edge_cases_follow_wgsl() {
     for d in devices() {
         let a = vec![7, -7, i32::MIN, i32::MIN, 5, 123_456, -1, 0];
         let b = vec![0, 2, -1, 0, 33, 3, 31, 40];
-        let (ba, bb) = (Buffer::from_slice(d, &a).unwrap(), Buffer::from_slice(d, &b).unwrap());
+        let (ba, bb) = (
+            Buffer::from_slice(d, &a).unwrap(),
+            Buffer::from_slice(d, &b).unwrap(),
+        );
         let out = poisoned::<i32>(d, a.len() * 6);
-        let got = run(d, INTEGERS, &[Binding::from(&ba), Binding::from(&bb), Binding::from(&out)], [1, 1, 1], &out);
+        let got = run(
+            d,
+            INTEGERS,
+            &[Binding::from(&ba), Binding::from(&bb), Binding::from(&out)],
+            [1, 1, 1],
+            &out,
+        );
         let mut want = Vec::new();
         for (&x, &y) in a.iter().zip(&b) {
-            let div = if y == 0 || (x == i32::MIN && y == -1) { x } else { x / y };
-            let rem = if y == 0 || (x == i32::MIN && y == -1) { 0 } else { x % y };
+            let div = if y == 0 || (x == i32::MIN && y == -1) {
+                x
+            } else {
+                x / y
+            };
+            let rem = if y == 0 || (x == i32::MIN && y == -1) {
+                0
+            } else {
+                x % y
+            };
             // WGSL clamps a float to [-2^31, 2^31 - 128] (the largest f32 below 2^31) first.
-            let conv = f64::from((f64::from(x as f32) * 1e9) as f32).clamp(-2_147_483_648.0, 2_147_483_520.0) as i32;
-            want.extend([div, rem, x.wrapping_mul(y).wrapping_add(i32::MAX), ((x as u32) >> (y as u32 & 31)) as i32, x << (y as u32 & 31), conv]);
+            let conv = f64::from((f64::from(x as f32) * 1e9) as f32)
+                .clamp(-2_147_483_648.0, 2_147_483_520.0) as i32;
+            want.extend([
+                div,
+                rem,
+                x.wrapping_mul(y).wrapping_add(i32::MAX),
+                ((x as u32) >> (y as u32 & 31)) as i32,
+                x << (y as u32 & 31),
+                conv,
+            ]);
         }
         assert_eq!(got, want, "integers on {}", name(d));
     }
@@ -217,15 +289,37 @@ const MATMUL: &str = include_str!("wgsl/tiled_matmul.wgsl");
 #[test]
 fn tiled_matmul_with_workgroup_memory() {
     // 3 x 2 workgroups, and 16 x 13 that the CPU runs in batches (the last partial).
-    for (d, (m, k, n)) in devices().iter().flat_map(|d| [(d, (19, 23, 13)), (d, (101, 37, 127))]) {
+    for (d, (m, k, n)) in devices()
+        .iter()
+        .flat_map(|d| [(d, (19, 23, 13)), (d, (101, 37, 127))])
+    {
         let (a, b) = (random(4, m * k, -1.0, 1.0), random(5, k * n, -1.0, 1.0));
-        let (ba, bb) = (Buffer::from_slice(d, &a).unwrap(), Buffer::from_slice(d, &b).unwrap());
+        let (ba, bb) = (
+            Buffer::from_slice(d, &a).unwrap(),
+            Buffer::from_slice(d, &b).unwrap(),
+        );
         let out = poisoned::<f32>(d, m * n);
         let dims = Buffer::from_slice(d, &[m as u32, n as u32, k as u32, 0]).unwrap();
         let groups = [(n as u32).div_ceil(8), (m as u32).div_ceil(8), 1];
-        let got = run(d, MATMUL, &[Binding::from(&ba), Binding::from(&bb), Binding::from(&out), Binding::from(&dims)], groups, &out);
+        let got = run(
+            d,
+            MATMUL,
+            &[
+                Binding::from(&ba),
+                Binding::from(&bb),
+                Binding::from(&out),
+                Binding::from(&dims),
+            ],
+            groups,
+            &out,
+        );
         let want = common::matmul_reference(&a, &b, m, k, n);
-        assert_close(&got, &want, 1e-5, &format!("matmul {m}x{k}x{n} on {}", name(d)));
+        assert_close(
+            &got,
+            &want,
+            1e-5,
+            &format!("matmul {m}x{k}x{n} on {}", name(d)),
+        );
     }
 }
 
@@ -261,8 +355,24 @@ fn prefix_scan_per_workgroup() {
         let x: Vec<u32> = (0..n).map(|i| (i * 7 % 13) as u32).collect();
         let bx = Buffer::from_slice(d, &x).unwrap();
         let out = poisoned::<u32>(d, n);
-        let got = run(d, SCAN, &[Binding::from(&bx), Binding::from(&out)], [(n as u32).div_ceil(64), 1, 1], &out);
-        let want: Vec<u32> = x.chunks(64).flat_map(|c| c.iter().scan(0, |s, &v| { *s += v; Some(*s) }).collect::<Vec<_>>()).collect();
+        let got = run(
+            d,
+            SCAN,
+            &[Binding::from(&bx), Binding::from(&out)],
+            [(n as u32).div_ceil(64), 1, 1],
+            &out,
+        );
+        let want: Vec<u32> = x
+            .chunks(64)
+            .flat_map(|c| {
+                c.iter()
+                    .scan(0, |s, &v| {
+                        *s += v;
+                        Some(*s)
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
         assert_eq!(got, want, "scan of {n} on {}", name(d));
     }
 }
@@ -291,7 +401,13 @@ fn vec4_loads_swizzles_and_vector_math() {
         let x = random(6, n * 4, -1.5, 1.5);
         let bx = Buffer::from_slice(d, &x).unwrap();
         let out = poisoned::<f32>(d, n * 4);
-        let got = run(d, VEC4, &[Binding::from(&bx), Binding::from(&out)], [(n as u32).div_ceil(16), 1, 1], &out);
+        let got = run(
+            d,
+            VEC4,
+            &[Binding::from(&bx), Binding::from(&out)],
+            [(n as u32).div_ceil(16), 1, 1],
+            &out,
+        );
         let mut want = Vec::new();
         for v in x.chunks(4) {
             let v: Vec<f64> = v.iter().map(|&c| f64::from(c)).collect();
@@ -334,11 +450,31 @@ fn atomic_min_max_and_compare_exchange() {
         let bx = Buffer::from_slice(d, &x).unwrap();
         let out = Buffer::from_slice(d, &[i32::MIN, i32::MAX]).unwrap();
         let total = Buffer::from_slice(d, &[0f32.to_bits()]).unwrap();
-        let got = run(d, ATOMICS, &[Binding::from(&bx), Binding::from(&out), Binding::from(&total)], [7, 1, 1], &out);
-        assert_eq!(got, vec![*x.iter().max().unwrap(), *x.iter().min().unwrap()], "min and max on {}", name(d));
+        let got = run(
+            d,
+            ATOMICS,
+            &[
+                Binding::from(&bx),
+                Binding::from(&out),
+                Binding::from(&total),
+            ],
+            [7, 1, 1],
+            &out,
+        );
+        assert_eq!(
+            got,
+            vec![*x.iter().max().unwrap(), *x.iter().min().unwrap()],
+            "min and max on {}",
+            name(d)
+        );
         let sum = f32::from_bits(total.read_blocking().unwrap()[0]);
         let want: i32 = x.iter().sum();
-        assert_eq!(sum, want as f32, "the float sum through compare-exchange on {} (small integers add exactly)", name(d));
+        assert_eq!(
+            sum,
+            want as f32,
+            "the float sum through compare-exchange on {} (small integers add exactly)",
+            name(d)
+        );
     }
 }
 
@@ -371,7 +507,13 @@ fn structs_with_vec3_members_private_variables_and_helpers() {
         let raw = random(7, n * 4, -2.0, 2.0);
         let bp = Buffer::from_slice(d, &raw).unwrap();
         let out = poisoned::<f32>(d, n * 2);
-        let got = run(d, STRUCTS, &[Binding::from(&bp), Binding::from(&out)], [2, 1, 1], &out);
+        let got = run(
+            d,
+            STRUCTS,
+            &[Binding::from(&bp), Binding::from(&out)],
+            [2, 1, 1],
+            &out,
+        );
         let mut want = Vec::new();
         for (i, p) in raw.chunks(4).enumerate() {
             let scale = 2.0 + (i % 2) as f64;
@@ -408,7 +550,10 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(local_invocation_i
 #[test]
 fn compute_builtins_in_three_dimensions() {
     // A small grid, and one of 555 workgroups that the CPU runs in batches (the last partial).
-    for (d, grid) in devices().iter().flat_map(|d| [(d, [3u32, 2, 2]), (d, [37, 5, 3])]) {
+    for (d, grid) in devices()
+        .iter()
+        .flat_map(|d| [(d, [3u32, 2, 2]), (d, [37, 5, 3])])
+    {
         let total = (grid[0] * 4 * grid[1] * 2 * grid[2] * 2) as usize;
         let out = poisoned::<u32>(d, total * 4);
         let got = run(d, IDS, &[Binding::from(&out)], grid, &out);
@@ -418,7 +563,12 @@ fn compute_builtins_in_three_dimensions() {
                 for gx in 0..grid[0] * 4 {
                     let flat = ((gz * grid[1] * 2 + gy) * grid[0] * 4 + gx) as usize;
                     let (l, w) = ([gx % 4, gy % 2, gz % 2], [gx / 4, gy / 2, gz / 2]);
-                    want[flat * 4..flat * 4 + 4].copy_from_slice(&[l[0] + 4 * l[1] + 8 * l[2], (w[2] * grid[1] + w[1]) * grid[0] + w[0], l[0] + 10 * l[1] + 100 * l[2], (flat + 1).to_string().len() as u32]);
+                    want[flat * 4..flat * 4 + 4].copy_from_slice(&[
+                        l[0] + 4 * l[1] + 8 * l[2],
+                        (w[2] * grid[1] + w[1]) * grid[0] + w[0],
+                        l[0] + 10 * l[1] + 100 * l[2],
+                        (flat + 1).to_string().len() as u32,
+                    ]);
                 }
             }
         }
@@ -449,15 +599,50 @@ fn math_builtins_match_f64() {
         let x = random(8, 40, -3.0, 3.0);
         let bx = Buffer::from_slice(d, &x).unwrap();
         let out = poisoned::<f32>(d, x.len() * 14);
-        let got = run(d, MATH, &[Binding::from(&bx), Binding::from(&out)], [3, 1, 1], &out);
+        let got = run(
+            d,
+            MATH,
+            &[Binding::from(&bx), Binding::from(&out)],
+            [3, 1, 1],
+            &out,
+        );
         let mut want = Vec::new();
         for &v in &x {
             let v = f64::from(v);
             let a = v.abs() + 0.25;
-            let round = { let t = (v as f32 * 3.0) as f64; let r = t.round(); if (t - t.trunc()).abs() == 0.5 { 2.0 * (t / 2.0).round() } else { r } };
-            let sign = if v > 0.0 { 1.0 } else if v < 0.0 { -1.0 } else { 0.0 };
+            let round = {
+                let t = (v as f32 * 3.0) as f64;
+                let r = t.round();
+                if (t - t.trunc()).abs() == 0.5 {
+                    2.0 * (t / 2.0).round()
+                } else {
+                    r
+                }
+            };
+            let sign = if v > 0.0 {
+                1.0
+            } else if v < 0.0 {
+                -1.0
+            } else {
+                0.0
+            };
             let step = if v >= 0.0 { 1.0 } else { 0.0 };
-            want.extend([v.exp(), a.ln(), v.sin(), v.cos(), v.tanh(), a.powf(1.5), a.sqrt(), 1.0 / a.sqrt(), v.floor(), v.ceil(), round, v - v.floor(), sign * step, v.atan2(a)]);
+            want.extend([
+                v.exp(),
+                a.ln(),
+                v.sin(),
+                v.cos(),
+                v.tanh(),
+                a.powf(1.5),
+                a.sqrt(),
+                1.0 / a.sqrt(),
+                v.floor(),
+                v.ceil(),
+                round,
+                v - v.floor(),
+                sign * step,
+                v.atan2(a),
+            ]);
         }
         assert_close(&got, &want, 2e-5, &format!("math on {}", name(d)));
     }
@@ -487,15 +672,45 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 #[test]
 fn bit_operations_and_vector_bools() {
     for d in devices() {
-        let x: Vec<u32> = vec![0, 1, 2, 7, 100, 101, 0x8000_0000, 0xffff_ffff, 12_345_678, 255, 256];
+        let x: Vec<u32> = vec![
+            0,
+            1,
+            2,
+            7,
+            100,
+            101,
+            0x8000_0000,
+            0xffff_ffff,
+            12_345_678,
+            255,
+            256,
+        ];
         let bx = Buffer::from_slice(d, &x).unwrap();
         let out = poisoned::<u32>(d, x.len() * 7);
-        let got = run(d, BITS, &[Binding::from(&bx), Binding::from(&out)], [2, 1, 1], &out);
+        let got = run(
+            d,
+            BITS,
+            &[Binding::from(&bx), Binding::from(&out)],
+            [2, 1, 1],
+            &out,
+        );
         let mut want = Vec::new();
         for &v in &x {
             let flags = [v > 100, v & 1 == 1, v == 0, true];
-            let mask: u32 = flags.iter().zip([1, 2, 4, 8]).map(|(&f, b)| if f { b } else { 0 }).sum();
-            want.extend([v.count_ones(), v.reverse_bits(), v.leading_zeros(), v.trailing_zeros(), (v << 3) ^ (v >> 5) | (v & 0xff), mask, u32::from(flags[0] && flags[3]) * 2 + u32::from(flags[..3].iter().any(|&f| f))]);
+            let mask: u32 = flags
+                .iter()
+                .zip([1, 2, 4, 8])
+                .map(|(&f, b)| if f { b } else { 0 })
+                .sum();
+            want.extend([
+                v.count_ones(),
+                v.reverse_bits(),
+                v.leading_zeros(),
+                v.trailing_zeros(),
+                (v << 3) ^ (v >> 5) | (v & 0xff),
+                mask,
+                u32::from(flags[0] && flags[3]) * 2 + u32::from(flags[..3].iter().any(|&f| f)),
+            ]);
         }
         assert_eq!(got, want, "bits on {}", name(d));
     }
@@ -528,9 +743,26 @@ fn workgroup_uniform_load_and_override_defaults() {
         let x: Vec<u32> = (0..groups * 32).map(|i| (i * 37 % 53) as u32).collect();
         let bx = Buffer::from_slice(d, &x).unwrap();
         let out = poisoned::<u32>(d, x.len());
-        let got = run(d, UNIFORM_LOAD, &[Binding::from(&bx), Binding::from(&out)], [groups as u32, 1, 1], &out);
-        let want: Vec<u32> = x.chunks(32).flat_map(|c| { let m = *c.iter().max().unwrap(); c.iter().map(move |&v| m * 3 - v) }).collect();
-        assert_eq!(got, want, "uniform load over {groups} workgroups on {}", name(d));
+        let got = run(
+            d,
+            UNIFORM_LOAD,
+            &[Binding::from(&bx), Binding::from(&out)],
+            [groups as u32, 1, 1],
+            &out,
+        );
+        let want: Vec<u32> = x
+            .chunks(32)
+            .flat_map(|c| {
+                let m = *c.iter().max().unwrap();
+                c.iter().map(move |&v| m * 3 - v)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            want,
+            "uniform load over {groups} workgroups on {}",
+            name(d)
+        );
     }
 }
 
@@ -569,12 +801,26 @@ fn continuing_blocks_use_the_bodys_lets() {
     let x: Vec<u32> = (0..13).map(|i| i * 7 + 1).collect();
     let want: Vec<u32> = x
         .iter()
-        .map(|&v| (1..=7u32).fold(0, |acc, next| if v % next == 0 { acc + next } else { acc ^ next }))
+        .map(|&v| {
+            (1..=7u32).fold(0, |acc, next| {
+                if v % next == 0 {
+                    acc + next
+                } else {
+                    acc ^ next
+                }
+            })
+        })
         .collect();
     for d in devices() {
         let bx = Buffer::from_slice(d, &x).unwrap();
         let out = poisoned::<u32>(d, x.len());
-        let got = run(d, CONTINUING, &[Binding::from(&bx), Binding::from(&out)], [2, 1, 1], &out);
+        let got = run(
+            d,
+            CONTINUING,
+            &[Binding::from(&bx), Binding::from(&out)],
+            [2, 1, 1],
+            &out,
+        );
         assert_eq!(got, want, "loop with continuing on {}", name(d));
     }
 }
@@ -608,13 +854,24 @@ fn code_the_entry_point_never_reaches_is_not_checked() {
     for d in devices() {
         let out = poisoned::<u32>(d, 11);
         let got = run(d, UNREACHED, &[Binding::from(&out)], [2, 1, 1], &out);
-        assert_eq!(got, (0..11).map(|i| i * 3 + 1).collect::<Vec<u32>>(), "{}", name(d));
+        assert_eq!(
+            got,
+            (0..11).map(|i| i * 3 + 1).collect::<Vec<u32>>(),
+            "{}",
+            name(d)
+        );
     }
     let e = Kernel::from_wgsl(&devices()[0], UNREACHED, "texel").unwrap_err();
     let text = e.to_string();
     assert_eq!(e.code(), "SHADER", "{e}");
-    assert!(text.contains("texture") || text.contains("mat3x3<f32>"), "{e}");
-    assert!(!text.contains("Image") && !text.contains("Matrix") && !text.contains("Float"), "{e}");
+    assert!(
+        text.contains("texture") || text.contains("mat3x3<f32>"),
+        "{e}"
+    );
+    assert!(
+        !text.contains("Image") && !text.contains("Matrix") && !text.contains("Float"),
+        "{e}"
+    );
 }
 
 const LOCAL_ARRAY: &str = r#"
@@ -654,10 +911,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 fn function_arrays_nested_loops_and_switch_in_loops() {
     for d in devices() {
         let groups = 5;
-        let x: Vec<i32> = (0..groups * 8).map(|i| ((i * 7919) % 97) as i32 - 48).collect();
+        let x: Vec<i32> = (0..groups * 8)
+            .map(|i| ((i * 7919) % 97) as i32 - 48)
+            .collect();
         let bx = Buffer::from_slice(d, &x).unwrap();
         let out = poisoned::<i32>(d, x.len() + groups);
-        let got = run(d, LOCAL_ARRAY, &[Binding::from(&bx), Binding::from(&out)], [2, 1, 1], &out);
+        let got = run(
+            d,
+            LOCAL_ARRAY,
+            &[Binding::from(&bx), Binding::from(&out)],
+            [2, 1, 1],
+            &out,
+        );
         let mut want = Vec::new();
         let mut evens = Vec::new();
         for c in x.chunks(8) {
@@ -704,22 +969,44 @@ fn halves_pack_and_unpack_like_f16() {
         let x = random(9, 26, -70_000.0, 70_000.0);
         let bx = Buffer::from_slice(d, &x).unwrap();
         let (packed, back) = (poisoned::<u32>(d, 13), poisoned::<f32>(d, 26));
-        let got = run(d, HALVES, &[Binding::from(&bx), Binding::from(&packed)], [2, 1, 1], &packed);
-        run(d, UNPACK_HALVES, &[Binding::from(&packed), Binding::from(&back)], [2, 1, 1], &back);
+        let got = run(
+            d,
+            HALVES,
+            &[Binding::from(&bx), Binding::from(&packed)],
+            [2, 1, 1],
+            &packed,
+        );
+        run(
+            d,
+            UNPACK_HALVES,
+            &[Binding::from(&packed), Binding::from(&back)],
+            [2, 1, 1],
+            &back,
+        );
         // In range, rounding is to nearest even; past f16's range WebGPU leaves the result
         // unspecified, so only the in-range halves are compared.
         for (i, pair) in x.chunks(2).enumerate() {
             for (h, &v) in pair.iter().enumerate() {
                 if v.abs() < 65_504.0 {
                     let bits = (got[i] >> (16 * h)) as u16;
-                    assert_eq!(bits, f16::from_f32(v).to_bits(), "pack of {v} on {}", name(d));
+                    assert_eq!(
+                        bits,
+                        f16::from_f32(v).to_bits(),
+                        "pack of {v} on {}",
+                        name(d)
+                    );
                 }
             }
         }
         let unpacked = back.read_blocking().unwrap();
         for (i, &v) in x.iter().enumerate() {
             if v.abs() < 65_504.0 {
-                assert_eq!(unpacked[i], f16::from_f32(v).to_f32(), "unpack of {v} on {}", name(d));
+                assert_eq!(
+                    unpacked[i],
+                    f16::from_f32(v).to_f32(),
+                    "unpack of {v} on {}",
+                    name(d)
+                );
             }
         }
     }
@@ -746,11 +1033,27 @@ fn out_of_bounds_accesses_stay_inside_their_buffers() {
         let x = random(10, 8, 1.0, 2.0);
         let bx = Buffer::from_slice(d, &x).unwrap();
         let (y, z) = (poisoned::<f32>(d, 8), poisoned::<f32>(d, 8));
-        let got = run(d, OUT_OF_BOUNDS, &[Binding::from(&bx), Binding::from(&y), Binding::from(&z)], [2, 1, 1], &y);
+        let got = run(
+            d,
+            OUT_OF_BOUNDS,
+            &[Binding::from(&bx), Binding::from(&y), Binding::from(&z)],
+            [2, 1, 1],
+            &y,
+        );
         // Element 7 may take a clamped write of 5.0; the others hold x.
         assert_eq!(&got[..7], &x[..7], "in-range results on {}", name(d));
-        assert!(got[7] == x[7] || got[7] == 5.0, "the last element on {}: {}", name(d), got[7]);
-        assert_eq!(z.read_blocking().unwrap(), vec![8.0; 8], "arrayLength on {}", name(d));
+        assert!(
+            got[7] == x[7] || got[7] == 5.0,
+            "the last element on {}: {}",
+            name(d),
+            got[7]
+        );
+        assert_eq!(
+            z.read_blocking().unwrap(),
+            vec![8.0; 8],
+            "arrayLength on {}",
+            name(d)
+        );
     }
 }
 
@@ -761,18 +1064,33 @@ fn f16_kernels_run_where_the_device_has_f16_and_are_refused_with_their_line_else
         match Kernel::from_wgsl(d, source, "main") {
             Ok(k) => {
                 let y = poisoned::<f32>(d, 1);
-                d.queue().launch(&k, &[Binding::from(&y)], [1, 1, 1]).unwrap();
+                d.queue()
+                    .launch(&k, &[Binding::from(&y)], [1, 1, 1])
+                    .unwrap();
                 assert_eq!(y.read_blocking().unwrap(), vec![2.25], "f16 on {}", name(d));
             }
             Err(e) => {
-                assert!(!d.info().features.f16, "{} has f16 but refused the kernel: {e}", name(d));
+                assert!(
+                    !d.info().features.f16,
+                    "{} has f16 but refused the kernel: {e}",
+                    name(d)
+                );
                 if d.backend() == unicompute::BackendKind::Cpu {
                     // The executor names the construct and where it is.
                     // In WGSL's words, not naga's (`F16(1.5)`).
                     let text = e.to_string();
-                    assert!(e.code() == "SHADER" && text.contains("at 6:") && text.contains("1.5h") && !text.contains("F16"), "{e}");
+                    assert!(
+                        e.code() == "SHADER"
+                            && text.contains("at 6:")
+                            && text.contains("1.5h")
+                            && !text.contains("F16"),
+                        "{e}"
+                    );
                 } else {
-                    assert!(matches!(e.code(), "SHADER" | "UNSUPPORTED" | "DEVICE"), "{e}");
+                    assert!(
+                        matches!(e.code(), "SHADER" | "UNSUPPORTED" | "DEVICE"),
+                        "{e}"
+                    );
                 }
             }
         }
@@ -824,10 +1142,18 @@ fn row_softmax_with_helper_reductions() {
         let bx = Buffer::from_slice(d, &x).unwrap();
         let out = poisoned::<f32>(d, rows * cols);
         let c = Buffer::from_slice(d, &[cols as u32, 0, 0, 0]).unwrap();
-        let got = run(d, SOFTMAX, &[Binding::from(&bx), Binding::from(&out), Binding::from(&c)], [rows as u32, 1, 1], &out);
+        let got = run(
+            d,
+            SOFTMAX,
+            &[Binding::from(&bx), Binding::from(&out), Binding::from(&c)],
+            [rows as u32, 1, 1],
+            &out,
+        );
         let mut want = Vec::new();
         for row in x.chunks(cols) {
-            let m = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(f64::from(v)));
+            let m = row
+                .iter()
+                .fold(f64::NEG_INFINITY, |m, &v| m.max(f64::from(v)));
             let s: f64 = row.iter().map(|&v| (f64::from(v) - m).exp()).sum();
             want.extend(row.iter().map(|&v| (f64::from(v) - m).exp() / s));
         }
@@ -867,14 +1193,27 @@ fn stencil_with_clamped_borders_on_a_2d_grid() {
         let bi = Buffer::from_slice(d, &img).unwrap();
         let out = poisoned::<f32>(d, w * h);
         let size = Buffer::from_slice(d, &[w as i32, h as i32]).unwrap();
-        let got = run(d, STENCIL, &[Binding::from(&bi), Binding::from(&out), Binding::from(&size)], [(w as u32).div_ceil(8), (h as u32).div_ceil(4), 1], &out);
+        let got = run(
+            d,
+            STENCIL,
+            &[
+                Binding::from(&bi),
+                Binding::from(&out),
+                Binding::from(&size),
+            ],
+            [(w as u32).div_ceil(8), (h as u32).div_ceil(4), 1],
+            &out,
+        );
         let mut want = Vec::new();
         for y in 0..h as i64 {
             for x in 0..w as i64 {
                 let mut acc = 0.0;
                 for dy in -1..=1 {
                     for dx in -1..=1 {
-                        let (sx, sy) = ((x + dx).clamp(0, w as i64 - 1) as usize, (y + dy).clamp(0, h as i64 - 1) as usize);
+                        let (sx, sy) = (
+                            (x + dx).clamp(0, w as i64 - 1) as usize,
+                            (y + dy).clamp(0, h as i64 - 1) as usize,
+                        );
                         acc += f64::from(img[sy * w + sx]);
                     }
                 }
@@ -908,10 +1247,19 @@ fn arrays_of_vec3_keep_their_16_byte_stride() {
         let words = random(13, 4 * n, -2.0, 2.0);
         let points = Buffer::from_slice(d, &words).unwrap();
         let out = poisoned::<f32>(d, n);
-        let got = run(d, VEC3_ARRAYS, &[Binding::from(&points), Binding::from(&out)], [(n as u32).div_ceil(64), 1, 1], &out);
+        let got = run(
+            d,
+            VEC3_ARRAYS,
+            &[Binding::from(&points), Binding::from(&out)],
+            [(n as u32).div_ceil(64), 1, 1],
+            &out,
+        );
         let want: Vec<f64> = (0..n)
             .map(|i| {
-                let p: Vec<f64> = words[4 * i..4 * i + 3].iter().map(|&v| f64::from(v)).collect();
+                let p: Vec<f64> = words[4 * i..4 * i + 3]
+                    .iter()
+                    .map(|&v| f64::from(v))
+                    .collect();
                 let pick = match i % 3 {
                     0 => p,
                     1 => vec![2.0 * p[0], 2.0 * p[1] + 0.5, 2.0 * p[2]],
@@ -958,7 +1306,10 @@ fn subgroup_operations_over_each_subgroup_of_active_lanes() {
         }
         // As written for browsers too, which want the extension enabled (naga 30 refuses the
         // directive and is given the source without it).
-        for source in [SUBGROUPS.to_string(), format!("enable subgroups;{SUBGROUPS}")] {
+        for source in [
+            SUBGROUPS.to_string(),
+            format!("enable subgroups;{SUBGROUPS}"),
+        ] {
             check_subgroups(d, &source);
         }
     }
@@ -970,22 +1321,51 @@ fn check_subgroups(d: &Device, source: &str) {
     let xs = random(14, n, -1.0, 1.0);
     let bx = Buffer::from_slice(d, &xs).unwrap();
     let out = poisoned::<f32>(d, 8 * n);
-    let got = run(d, source, &[Binding::from(&bx), Binding::from(&out)], [2, 1, 1], &out);
+    let got = run(
+        d,
+        source,
+        &[Binding::from(&bx), Binding::from(&out)],
+        [2, 1, 1],
+        &out,
+    );
     for i in 0..n {
         let (size, sid) = (got[8 * i] as usize, got[8 * i + 1] as usize);
-        assert!(size.is_power_of_two() && sid < size && size <= 128, "subgroup size {size}, id {sid} on {}", name(d));
+        assert!(
+            size.is_power_of_two() && sid < size && size <= 128,
+            "subgroup size {size}, id {sid} on {}",
+            name(d)
+        );
         // The subgroup: consecutive invocations of one workgroup.
         let start = i - sid;
         let members: Vec<usize> = (start..(start + size).min(i / 64 * 64 + 64)).collect();
         let sum: f64 = members.iter().map(|&k| f64::from(xs[k])).sum();
         let prefix: f64 = (start..=i).map(|k| f64::from(xs[k])).sum();
-        let max = members.iter().map(|&k| f64::from(xs[k])).fold(f64::NEG_INFINITY, f64::max);
-        let even: f64 = members.iter().filter(|&&k| (k - start) % 2 == 0).map(|&k| f64::from(xs[k])).sum();
+        let max = members
+            .iter()
+            .map(|&k| f64::from(xs[k]))
+            .fold(f64::NEG_INFINITY, f64::max);
+        let even: f64 = members
+            .iter()
+            .filter(|&&k| (k - start) % 2 == 0)
+            .map(|&k| f64::from(xs[k]))
+            .sum();
         let positive = members.iter().filter(|&&k| xs[k] > 0.0).count() as f64;
-        let want = [sum, prefix, max, f64::from(xs[start + (sid ^ 1)]), if sid % 2 == 0 { even } else { -1.0 }, positive];
+        let want = [
+            sum,
+            prefix,
+            max,
+            f64::from(xs[start + (sid ^ 1)]),
+            if sid % 2 == 0 { even } else { -1.0 },
+            positive,
+        ];
         let at = [2, 3, 4, 5, 6, 7];
         for (w, &k) in want.iter().zip(&at) {
-            assert!((f64::from(got[8 * i + k]) - w).abs() <= 1e-5 * (1.0 + w.abs()), "invocation {i} output {k}: {} vs {w} on {}", got[8 * i + k], name(d));
+            assert!(
+                (f64::from(got[8 * i + k]) - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                "invocation {i} output {k}: {} vs {w} on {}",
+                got[8 * i + k],
+                name(d)
+            );
         }
     }
 }
@@ -1022,12 +1402,26 @@ fn functions_take_pointers_to_their_callers_variables() {
         let xs = random(15, n, -1.0, 1.0);
         let bx = Buffer::from_slice(d, &xs).unwrap();
         let out = poisoned::<f32>(d, n);
-        let got = run(d, POINTER_ARGUMENTS, &[Binding::from(&bx), Binding::from(&out)], [(n as u32).div_ceil(64), 1, 1], &out);
-        let want: Vec<f64> = xs.iter().map(|&v| {
-            let acc = f64::from(v) + 0.5;
-            acc * 10.0 + 1.0 + (2.0 + acc) * 1000.0
-        }).collect();
-        assert_close(&got, &want, 1e-5, &format!("pointer arguments on {}", name(d)));
+        let got = run(
+            d,
+            POINTER_ARGUMENTS,
+            &[Binding::from(&bx), Binding::from(&out)],
+            [(n as u32).div_ceil(64), 1, 1],
+            &out,
+        );
+        let want: Vec<f64> = xs
+            .iter()
+            .map(|&v| {
+                let acc = f64::from(v) + 0.5;
+                acc * 10.0 + 1.0 + (2.0 + acc) * 1000.0
+            })
+            .collect();
+        assert_close(
+            &got,
+            &want,
+            1e-5,
+            &format!("pointer arguments on {}", name(d)),
+        );
     }
 }
 
@@ -1058,9 +1452,28 @@ fn variables_sharing_a_binding_bind_the_one_the_entry_point_uses() {
         let xs = random(16, 4 * n, -1.0, 1.0);
         let bx = Buffer::from_slice(d, &xs).unwrap();
         let out = poisoned::<f32>(d, n);
-        let got = run(d, SHARED_BINDING, &[Binding::from(&bx), Binding::from(&out)], [(n as u32).div_ceil(64), 1, 1], &out);
-        let want: Vec<f64> = xs.chunks(4).map(|v| f64::from(v[0]) + 10.0 * f64::from(v[1]) + 100.0 * f64::from(v[2]) + 1000.0 * f64::from(v[3])).collect();
-        assert_close(&got, &want, 1e-5, &format!("vec4 view of a shared binding on {}", name(d)));
+        let got = run(
+            d,
+            SHARED_BINDING,
+            &[Binding::from(&bx), Binding::from(&out)],
+            [(n as u32).div_ceil(64), 1, 1],
+            &out,
+        );
+        let want: Vec<f64> = xs
+            .chunks(4)
+            .map(|v| {
+                f64::from(v[0])
+                    + 10.0 * f64::from(v[1])
+                    + 100.0 * f64::from(v[2])
+                    + 1000.0 * f64::from(v[3])
+            })
+            .collect();
+        assert_close(
+            &got,
+            &want,
+            1e-5,
+            &format!("vec4 view of a shared binding on {}", name(d)),
+        );
     }
 }
 
@@ -1089,9 +1502,22 @@ fn dynamic_indices_into_vectors_and_arrays() {
         let bv = Buffer::from_slice(d, &v).unwrap();
         let out = poisoned::<f32>(d, n);
         let bs = Buffer::from_slice(d, &sel).unwrap();
-        let got = run(d, DYNAMIC_INDICES, &[Binding::from(&bv), Binding::from(&out), Binding::from(&bs)], [(n as u32).div_ceil(64), 1, 1], &out);
-        let want: Vec<f64> = (0..n).map(|i| f64::from(v[i * 4 + sel[i % 4] as usize]) * 2.0 + f64::from(sel[(i + 1) % 4])).collect();
-        assert_close(&got, &want, 1e-6, &format!("dynamic indices over {n} on {}", name(d)));
+        let got = run(
+            d,
+            DYNAMIC_INDICES,
+            &[Binding::from(&bv), Binding::from(&out), Binding::from(&bs)],
+            [(n as u32).div_ceil(64), 1, 1],
+            &out,
+        );
+        let want: Vec<f64> = (0..n)
+            .map(|i| f64::from(v[i * 4 + sel[i % 4] as usize]) * 2.0 + f64::from(sel[(i + 1) % 4]))
+            .collect();
+        assert_close(
+            &got,
+            &want,
+            1e-6,
+            &format!("dynamic indices over {n} on {}", name(d)),
+        );
     }
 }
 
@@ -1132,9 +1558,27 @@ fn transpose_through_workgroup_memory() {
         let out = poisoned::<f32>(d, rows * cols);
         let dims = Buffer::from_slice(d, &[rows as u32, cols as u32]).unwrap();
         let groups = [(cols as u32).div_ceil(16), (rows as u32).div_ceil(16), 1];
-        let got = run(d, TRANSPOSE, &[Binding::from(&bx), Binding::from(&out), Binding::from(&dims)], groups, &out);
-        let want: Vec<f64> = (0..cols).flat_map(|r| (0..rows).map(move |c| (r, c))).map(|(r, c)| f64::from(x[c * cols + r]) * 2.0 + 1.0).collect();
-        assert_close(&got, &want, 1e-6, &format!("transpose of {rows}x{cols} on {}", name(d)));
+        let got = run(
+            d,
+            TRANSPOSE,
+            &[
+                Binding::from(&bx),
+                Binding::from(&out),
+                Binding::from(&dims),
+            ],
+            groups,
+            &out,
+        );
+        let want: Vec<f64> = (0..cols)
+            .flat_map(|r| (0..rows).map(move |c| (r, c)))
+            .map(|(r, c)| f64::from(x[c * cols + r]) * 2.0 + 1.0)
+            .collect();
+        assert_close(
+            &got,
+            &want,
+            1e-6,
+            &format!("transpose of {rows}x{cols} on {}", name(d)),
+        );
     }
 }
 
@@ -1162,17 +1606,49 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
 /// Seeded words over the whole range, with the `edges` among them (every `every`th word).
 fn words_with_edges(seed: u64, n: usize, edges: [u32; 4], every: usize) -> Vec<u32> {
     let mut rng = fastrand::Rng::with_seed(seed);
-    (0..n).map(|i| if i % every == 0 { edges[i / every % 4] } else { rng.u32(..) }).collect()
+    (0..n)
+        .map(|i| {
+            if i % every == 0 {
+                edges[i / every % 4]
+            } else {
+                rng.u32(..)
+            }
+        })
+        .collect()
 }
 
 /// Run a kernel of the shape of [`GEOMETRY_AND_BITS`] and [`PACKING`]: a `vec4<f32>` and a
 /// `u32` in, `per_float` floats and `per_word` words out per invocation (poisoned first);
 /// both outputs.
-fn run_floats_and_words(d: &Device, source: &str, x: &[f32], u: &[u32], per_float: usize, per_word: usize) -> (Vec<f32>, Vec<u32>) {
+fn run_floats_and_words(
+    d: &Device,
+    source: &str,
+    x: &[f32],
+    u: &[u32],
+    per_float: usize,
+    per_word: usize,
+) -> (Vec<f32>, Vec<u32>) {
     let n = u.len();
-    let (bx, bu) = (Buffer::from_slice(d, x).unwrap(), Buffer::from_slice(d, u).unwrap());
-    let (fo, uo) = (poisoned::<f32>(d, n * per_float), poisoned::<u32>(d, n * per_word));
-    let words = run(d, source, &[Binding::from(&bx), Binding::from(&bu), Binding::from(&fo), Binding::from(&uo)], [(n as u32).div_ceil(64), 1, 1], &uo);
+    let (bx, bu) = (
+        Buffer::from_slice(d, x).unwrap(),
+        Buffer::from_slice(d, u).unwrap(),
+    );
+    let (fo, uo) = (
+        poisoned::<f32>(d, n * per_float),
+        poisoned::<u32>(d, n * per_word),
+    );
+    let words = run(
+        d,
+        source,
+        &[
+            Binding::from(&bx),
+            Binding::from(&bu),
+            Binding::from(&fo),
+            Binding::from(&uo),
+        ],
+        [(n as u32).div_ceil(64), 1, 1],
+        &uo,
+    );
     (fo.read_blocking().unwrap(), words)
 }
 
@@ -1216,7 +1692,11 @@ fn geometry_reference(x: &[f32], i: usize) -> [f64; 17] {
     let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
     let len = |a: [f64; 3]| dot(a, a).sqrt();
     let n = v.map(|c| c / len(v));
-    let c = [v[1] * w[2] - v[2] * w[1], v[2] * w[0] - v[0] * w[2], v[0] * w[1] - v[1] * w[0]];
+    let c = [
+        v[1] * w[2] - v[2] * w[1],
+        v[2] * w[0] - v[0] * w[2],
+        v[0] * w[1] - v[1] * w[0],
+    ];
     let smooth = |e: f64| {
         let t = ((e + 1.0) / 3.0).clamp(0.0, 1.0);
         t * t * (3.0 - 2.0 * t)
@@ -1227,9 +1707,32 @@ fn geometry_reference(x: &[f32], i: usize) -> [f64; 17] {
     let f = if dot(w, cv) < 0.0 { v } else { v.map(|e| -e) };
     let d = [v[0] - w[0], v[1] - w[1], v[2] - w[2]];
     // The comparisons are of the f32 values the kernel holds.
-    let wf = [x[i * 4 + 3] + 0.5, x[i * 4 + 2] - 0.25, x[i * 4 + 1] + 0.125];
-    let compared = f64::from(u8::from((0..3).any(|k| x[i * 4 + k] > wf[k]))) + if i % 9 < 5 { 2.0 } else { 0.0 };
-    [n[0], n[1], n[2], len(d), c[0], c[1], c[2], smooth(v[0]), smooth(v[1]), r[0], r[1], r[2], f[0], f[1], f[2], v[0] * 2f64.powi(i as i32 % 40 - 20), compared]
+    let wf = [
+        x[i * 4 + 3] + 0.5,
+        x[i * 4 + 2] - 0.25,
+        x[i * 4 + 1] + 0.125,
+    ];
+    let compared = f64::from(u8::from((0..3).any(|k| x[i * 4 + k] > wf[k])))
+        + if i % 9 < 5 { 2.0 } else { 0.0 };
+    [
+        n[0],
+        n[1],
+        n[2],
+        len(d),
+        c[0],
+        c[1],
+        c[2],
+        smooth(v[0]),
+        smooth(v[1]),
+        r[0],
+        r[1],
+        r[2],
+        f[0],
+        f[1],
+        f[2],
+        v[0] * 2f64.powi(i as i32 % 40 - 20),
+        compared,
+    ]
 }
 
 /// The reference of [`GEOMETRY_AND_BITS`]'s integer outputs for invocation `i`, from WGSL's
@@ -1244,12 +1747,22 @@ fn bits_reference(b: u32, i: u32) -> [u32; 6] {
             return 0;
         }
         let v = (u64::from(x) >> o) & ((1u64 << c) - 1);
-        if signed && (v >> (c - 1)) & 1 == 1 { (v as i64 - (1i64 << c)) as u32 } else { v as u32 }
+        if signed && (v >> (c - 1)) & 1 == 1 {
+            (v as i64 - (1i64 << c)) as u32
+        } else {
+            v as u32
+        }
     };
     let (o, c) = field(i % 33, (i * 5) % 34);
     let mask = (((1u64 << c) - 1) << o) as u32;
     let insert = (b & !mask) | (((u64::from(!b) << o) as u32) & mask);
-    let leading = |x: u32| if x == 0 { u32::MAX } else { 31 - x.leading_zeros() };
+    let leading = |x: u32| {
+        if x == 0 {
+            u32::MAX
+        } else {
+            31 - x.leading_zeros()
+        }
+    };
     let s = (b as i32) >> (i % 32);
     [
         extract(b, field(i % 37, (i * 7) % 37), false),
@@ -1257,7 +1770,14 @@ fn bits_reference(b: u32, i: u32) -> [u32; 6] {
         insert,
         leading(b >> (i % 32)),
         leading(if s < 0 { !(s as u32) } else { s as u32 }),
-        { let y = b << (i % 32); if y == 0 { u32::MAX } else { y.trailing_zeros() } },
+        {
+            let y = b << (i % 32);
+            if y == 0 {
+                u32::MAX
+            } else {
+                y.trailing_zeros()
+            }
+        },
     ]
 }
 
@@ -1268,10 +1788,25 @@ fn geometry_and_bit_field_builtins_follow_wgsl() {
         let u = words_with_edges(23, n, [0, u32::MAX, 1 << 31, 1], 13);
         let (got_f, got_u) = run_floats_and_words(d, GEOMETRY_AND_BITS, &x, &u, 17, 6);
         let want_f: Vec<f64> = (0..n).flat_map(|i| geometry_reference(&x, i)).collect();
-        assert_close(&got_f, &want_f, 2e-5, &format!("geometry over {n} on {}", name(d)));
-        let want_u: Vec<u32> = (0..n).flat_map(|i| bits_reference(u[i], i as u32)).collect();
+        assert_close(
+            &got_f,
+            &want_f,
+            2e-5,
+            &format!("geometry over {n} on {}", name(d)),
+        );
+        let want_u: Vec<u32> = (0..n)
+            .flat_map(|i| bits_reference(u[i], i as u32))
+            .collect();
         for (k, (g, w)) in got_u.iter().zip(&want_u).enumerate() {
-            assert_eq!(g, w, "bit fields over {n} on {}: output {} of invocation {} (input {:#x})", name(d), k % 6, k / 6, u[k / 6]);
+            assert_eq!(
+                g,
+                w,
+                "bit fields over {n} on {}: output {} of invocation {} (input {:#x})",
+                name(d),
+                k % 6,
+                k / 6,
+                u[k / 6]
+            );
         }
     }
 }
@@ -1319,16 +1854,30 @@ const PACKING: &str = floats_and_words_kernel!(
 
 /// The reference of [`PACKING`]'s word outputs for invocation `i`, from WGSL's definitions.
 fn packing_words(v: [f32; 4], b: u32) -> [u32; 8] {
-    let norm = |x: f32, lo: f64, scale: f64, bits: u32| ((0.5 + scale * f64::from(x).clamp(lo, 1.0)).floor() as i64 as u32) & (u32::MAX >> (32 - bits));
-    let join = |parts: &[u32], bits: u32| parts.iter().zip(0..).fold(0u32, |w, (&p, i)| w | (p << (i * bits)));
+    let norm = |x: f32, lo: f64, scale: f64, bits: u32| {
+        ((0.5 + scale * f64::from(x).clamp(lo, 1.0)).floor() as i64 as u32)
+            & (u32::MAX >> (32 - bits))
+    };
+    let join = |parts: &[u32], bits: u32| {
+        parts
+            .iter()
+            .zip(0..)
+            .fold(0u32, |w, (&p, i)| w | (p << (i * bits)))
+    };
     let iv = [(b as i32) >> 20, (b & 0x1ff) as i32 - 256, -1, 300];
     let uv = [b, b >> 8, 7, 1000];
     let uc = [b >> 24, b, 255, 256];
     [
         join(&v.map(|x| norm(x, -1.0, 127.0, 8)), 8),
         join(&v.map(|x| norm(x, 0.0, 255.0, 8)), 8),
-        join(&[norm(v[0], -1.0, 32767.0, 16), norm(v[1], -1.0, 32767.0, 16)], 16),
-        join(&[norm(v[2], 0.0, 65535.0, 16), norm(v[3], 0.0, 65535.0, 16)], 16),
+        join(
+            &[norm(v[0], -1.0, 32767.0, 16), norm(v[1], -1.0, 32767.0, 16)],
+            16,
+        ),
+        join(
+            &[norm(v[2], 0.0, 65535.0, 16), norm(v[3], 0.0, 65535.0, 16)],
+            16,
+        ),
         join(&iv.map(|x| x as u32 & 0xff), 8),
         join(&iv.map(|x| x.clamp(-128, 127) as u32 & 0xff), 8),
         join(&uv.map(|x| x & 0xff), 8),
@@ -1340,7 +1889,9 @@ fn packing_words(v: [f32; 4], b: u32) -> [u32; 8] {
 fn packing_floats(v: [f32; 4], b: u32, i: usize) -> Vec<f64> {
     let byte = |c: u32| (b >> (8 * c)) & 0xff;
     let half = |c: u32| (b >> (16 * c)) & 0xffff;
-    let mut out: Vec<f64> = (0..4).map(|c| (f64::from(byte(c) as u8 as i8) / 127.0).max(-1.0)).collect();
+    let mut out: Vec<f64> = (0..4)
+        .map(|c| (f64::from(byte(c) as u8 as i8) / 127.0).max(-1.0))
+        .collect();
     out.extend((0..4).map(|c| f64::from(byte(c)) / 255.0));
     out.extend((0..4).map(|c| f64::from(byte(c) as u8 as i8)));
     out.extend((0..4).map(|c| f64::from(byte(c))));
@@ -1350,7 +1901,11 @@ fn packing_floats(v: [f32; 4], b: u32, i: usize) -> Vec<f64> {
         let l = (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]).sqrt();
         a.map(|c| c / l)
     };
-    let (e, n, eta) = (unit([v[0], v[1], v[2]].map(f64::from)), unit([0.0, 1.0, 0.2]), 0.3 + (i % 2) as f64 * 0.4);
+    let (e, n, eta) = (
+        unit([v[0], v[1], v[2]].map(f64::from)),
+        unit([0.0, 1.0, 0.2]),
+        0.3 + (i % 2) as f64 * 0.4,
+    );
     let d = e[0] * n[0] + e[1] * n[1] + e[2] * n[2];
     let k = 1.0 - eta * eta * (1.0 - d * d);
     out.extend((0..3).map(|c| eta * e[c] - (eta * d + k.sqrt()) * n[c]));
@@ -1365,16 +1920,45 @@ fn packing_builtins_follow_wgsl() {
     for (d, n) in devices().iter().flat_map(|d| [(d, 61), (d, 4099)]) {
         // Inputs away from the rounding boundaries of packing (x · scale ending in .5), where
         // f32, f64 and a fused multiply-add may round apart.
-        let near_half = |x: f32| [127.0, 255.0, 32767.0, 65535.0].iter().any(|s| ((f64::from(x.clamp(-1.0, 1.0)) * s).rem_euclid(1.0) - 0.5).abs() < 0.01);
-        let x: Vec<f32> = random(29, n * 4, -1.5, 1.5).into_iter().map(|mut v| { while near_half(v) { v += 1e-4; } v }).collect();
+        let near_half = |x: f32| {
+            [127.0, 255.0, 32767.0, 65535.0]
+                .iter()
+                .any(|s| ((f64::from(x.clamp(-1.0, 1.0)) * s).rem_euclid(1.0) - 0.5).abs() < 0.01)
+        };
+        let x: Vec<f32> = random(29, n * 4, -1.5, 1.5)
+            .into_iter()
+            .map(|mut v| {
+                while near_half(v) {
+                    v += 1e-4;
+                }
+                v
+            })
+            .collect();
         let u = words_with_edges(31, n, [0, u32::MAX, 0x8080_8080, 0x7f01_80ff], 11);
         let (got_f, got_u) = run_floats_and_words(d, PACKING, &x, &u, 27, 8);
         let v = |i: usize| [x[i * 4], x[i * 4 + 1], x[i * 4 + 2], x[i * 4 + 3]];
         let want_f: Vec<f64> = (0..n).flat_map(|i| packing_floats(v(i), u[i], i)).collect();
-        assert_close(&got_f, &want_f, 1e-5, &format!("unpacking, refract and quantizeToF16 over {n} on {}", name(d)));
+        assert_close(
+            &got_f,
+            &want_f,
+            1e-5,
+            &format!(
+                "unpacking, refract and quantizeToF16 over {n} on {}",
+                name(d)
+            ),
+        );
         let want_u: Vec<u32> = (0..n).flat_map(|i| packing_words(v(i), u[i])).collect();
         for (k, (g, w)) in got_u.iter().zip(&want_u).enumerate() {
-            assert_eq!(g, w, "packing over {n} on {}: output {} of invocation {} (input {:?}, {:#x})", name(d), k % 8, k / 8, v(k / 8), u[k / 8]);
+            assert_eq!(
+                g,
+                w,
+                "packing over {n} on {}: output {} of invocation {} (input {:?}, {:#x})",
+                name(d),
+                k % 8,
+                k / 8,
+                v(k / 8),
+                u[k / 8]
+            );
         }
     }
 }

@@ -43,7 +43,13 @@ fn main(@builtin(global_invocation_id) g: vec3u) {
 fn count(d: &Device, kernel: &Kernel, counts: &[u32]) -> unicompute::Result<Vec<u32>> {
     let n = Buffer::from_slice(d, counts).unwrap();
     let out = Buffer::from_slice(d, &vec![0x7fa5_a5a5u32; counts.len()]).unwrap();
-    d.queue().launch(kernel, &[Binding::from(&n), Binding::from(&out)], [counts.len() as u32, 1, 1]).unwrap();
+    d.queue()
+        .launch(
+            kernel,
+            &[Binding::from(&n), Binding::from(&out)],
+            [counts.len() as u32, 1, 1],
+        )
+        .unwrap();
     out.read_blocking()
 }
 
@@ -61,9 +67,17 @@ fn loops_that_reach_the_device_limit_fail_the_next_read() {
                 let e = count(d, &k, &long).unwrap_err();
                 assert_eq!(e.code(), "INVALID", "{e}");
                 let msg = e.to_string();
-                assert!(msg.contains("max_loop_iterations") && msg.contains(&limit.to_string()), "{msg}");
+                assert!(
+                    msg.contains("max_loop_iterations") && msg.contains(&limit.to_string()),
+                    "{msg}"
+                );
                 // The device goes on: the next launch within the limit reads fine.
-                assert_eq!(count(d, &k, &short).unwrap(), short, "after the error on {}", name(d));
+                assert_eq!(
+                    count(d, &k, &short).unwrap(),
+                    short,
+                    "after the error on {}",
+                    name(d)
+                );
             }
         }
     }
@@ -86,7 +100,11 @@ fn loops_at_the_edge_of_the_limit_are_right_or_refused() {
             match count(d, &k, &[n]) {
                 Ok(got) => assert_eq!(got, [n], "n = {n} on {}", name(d)),
                 Err(e) => {
-                    assert!(d.info().limits.max_loop_iterations.is_some(), "n = {n} on {}: {e}", name(d));
+                    assert!(
+                        d.info().limits.max_loop_iterations.is_some(),
+                        "n = {n} on {}: {e}",
+                        name(d)
+                    );
                     assert!(n >= 65_534, "n = {n} refused on {}: {e}", name(d));
                 }
             }
@@ -96,14 +114,24 @@ fn loops_at_the_edge_of_the_limit_are_right_or_refused() {
 
 #[test]
 fn kernels_with_loops_are_refused_in_captures_where_loops_are_counted() {
-    for d in devices().iter().filter(|d| d.info().limits.max_loop_iterations.is_some()) {
+    for d in devices()
+        .iter()
+        .filter(|d| d.info().limits.max_loop_iterations.is_some())
+    {
         let k = Kernel::from_wgsl(d, COUNT, "main").unwrap();
         let n = Buffer::from_slice(d, &[3u32]).unwrap();
         let out = Buffer::from_slice(d, &[0u32]).unwrap();
-        let e = d.queue().capture(|q| q.launch(&k, &[Binding::from(&n), Binding::from(&out)], [1, 1, 1]));
-        let e = e.err().expect("a capture of a kernel with loops is refused");
+        let e = d
+            .queue()
+            .capture(|q| q.launch(&k, &[Binding::from(&n), Binding::from(&out)], [1, 1, 1]));
+        let e = e
+            .err()
+            .expect("a capture of a kernel with loops is refused");
         assert_eq!(e.code(), "INVALID", "{e}");
-        assert!(e.to_string().contains("whose loops this device counts"), "{e}");
+        assert!(
+            e.to_string().contains("whose loops this device counts"),
+            "{e}"
+        );
     }
 }
 
@@ -128,7 +156,9 @@ fn loops_count_as_the_lanes_that_run_together() {
     for d in devices() {
         let k = Kernel::from_wgsl(d, TAKING_TURNS, "main").unwrap();
         let out = Buffer::from_slice(d, &[0x7fa5_a5a5u32; 2]).unwrap();
-        d.queue().launch(&k, &[Binding::from(&out)], [1, 1, 1]).unwrap();
+        d.queue()
+            .launch(&k, &[Binding::from(&out)], [1, 1, 1])
+            .unwrap();
         match (out.read_blocking(), d.info().limits.max_loop_iterations) {
             (Ok(got), None) => assert_eq!(got, [40_000, 40_000], "on {}", name(d)),
             (Err(e), Some(_)) => assert!(e.to_string().contains("max_loop_iterations"), "{e}"),

@@ -40,15 +40,26 @@ fn compiles_for_cuda(source: &str, constants: &[(&str, f64)], bounds: u32) {
 #[test]
 fn an_override_workgroup_size_runs_every_invocation() {
     // The default (64), a prime, one invocation, and past one workgroup of the CPU's batch.
-    for (constants, size) in [(&[][..], 64u32), (&[("wg", 37.0)][..], 37), (&[("wg", 1.0)][..], 1)] {
+    for (constants, size) in [
+        (&[][..], 64u32),
+        (&[("wg", 37.0)][..], 37),
+        (&[("wg", 1.0)][..], 1),
+    ] {
         compiles_for_cuda(IOTA, constants, size);
         for d in devices() {
             let k = Kernel::from_wgsl_with(d, IOTA, "main", constants).unwrap();
-            assert_eq!(k.info().workgroup_size, [size, 1, 1], "{constants:?} on {}", name(d));
+            assert_eq!(
+                k.info().workgroup_size,
+                [size, 1, 1],
+                "{constants:?} on {}",
+                name(d)
+            );
             for n in [1usize, 130, 1001] {
                 let out = poisoned(d, n);
                 let groups = (n as u32).div_ceil(size);
-                d.queue().launch(&k, &[Binding::from(&out)], [groups, 1, 1]).unwrap();
+                d.queue()
+                    .launch(&k, &[Binding::from(&out)], [groups, 1, 1])
+                    .unwrap();
                 let want: Vec<u32> = (1..=n as u32).collect();
                 let got = out.read_blocking().unwrap();
                 assert_eq!(got, want, "wg {size}, n {n} on {}", name(d));
@@ -78,22 +89,54 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) w: vec3
 
 #[test]
 fn override_sized_workgroup_arrays_and_override_expressions() {
-    let cases: [&[(&str, f64)]; 3] = [&[], &[("1", 5.0), ("2", 3.0), ("scale", -2.5)], &[("2", 1.0)]];
+    let cases: [&[(&str, f64)]; 3] = [
+        &[],
+        &[("1", 5.0), ("2", 3.0), ("scale", -2.5)],
+        &[("2", 1.0)],
+    ];
     for constants in cases {
-        let get = |key: &str, default: f64| constants.iter().find(|c| c.0 == key).map_or(default, |c| c.1);
-        let (tx, ty, scale) = (get("1", 8.0) as u32, get("2", 8.0) as u32, get("scale", 1.0) as f32);
+        let get = |key: &str, default: f64| {
+            constants
+                .iter()
+                .find(|c| c.0 == key)
+                .map_or(default, |c| c.1)
+        };
+        let (tx, ty, scale) = (
+            get("1", 8.0) as u32,
+            get("2", 8.0) as u32,
+            get("scale", 1.0) as f32,
+        );
         let tile = (tx * ty) as usize;
         compiles_for_cuda(TILE, constants, tx * ty);
         for d in devices() {
             let k = Kernel::from_wgsl_with(d, TILE, "main", constants).unwrap();
-            assert_eq!(k.info().workgroup_size, [tx, ty, 1], "{constants:?} on {}", name(d));
+            assert_eq!(
+                k.info().workgroup_size,
+                [tx, ty, 1],
+                "{constants:?} on {}",
+                name(d)
+            );
             let groups = 7usize;
             let x = common::random(11, tile * groups, -3.0, 3.0);
             let bx = Buffer::from_slice(d, &x).unwrap();
             let by = Buffer::from_slice(d, &vec![f32::NAN; x.len()]).unwrap();
-            d.queue().launch(&k, &[Binding::from(&bx), Binding::from(&by)], [groups as u32, 1, 1]).unwrap();
-            let want: Vec<f32> = x.chunks(tile).flat_map(|c| c.iter().rev().map(|v| v * scale)).collect();
-            assert_eq!(by.read_blocking().unwrap(), want, "{constants:?} on {}", name(d));
+            d.queue()
+                .launch(
+                    &k,
+                    &[Binding::from(&bx), Binding::from(&by)],
+                    [groups as u32, 1, 1],
+                )
+                .unwrap();
+            let want: Vec<f32> = x
+                .chunks(tile)
+                .flat_map(|c| c.iter().rev().map(|v| v * scale))
+                .collect();
+            assert_eq!(
+                by.read_blocking().unwrap(),
+                want,
+                "{constants:?} on {}",
+                name(d)
+            );
         }
     }
 }
@@ -102,15 +145,21 @@ fn override_sized_workgroup_arrays_and_override_expressions() {
 /// was wrong; sizes past the device's limits are `LIMIT` errors.
 #[test]
 fn bad_constants_are_refused_with_what_was_expected() {
-    let no_default = "override n: u32;\n@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n\
+    let no_default =
+        "override n: u32;\n@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n\
                       @compute @workgroup_size(1)\nfn main() { o[0] = n; }\n";
     for d in devices() {
         let refused = |source: &str, constants: &[(&str, f64)]| {
-            Kernel::from_wgsl_with(d, source, "main", constants).map(|_| ()).unwrap_err()
+            Kernel::from_wgsl_with(d, source, "main", constants)
+                .map(|_| ())
+                .unwrap_err()
         };
         let e = refused(IOTA, &[("wgg", 8.0)]);
         assert_eq!(e.code(), "INVALID", "{e}");
-        assert!(e.to_string().contains("`wgg`") && e.to_string().contains("`wg`"), "{e}");
+        assert!(
+            e.to_string().contains("`wgg`") && e.to_string().contains("`wg`"),
+            "{e}"
+        );
         for bad in [f64::NAN, f64::INFINITY, 5e9] {
             let e = refused(IOTA, &[("wg", bad)]);
             assert_eq!(e.code(), "INVALID", "{e}");
@@ -125,10 +174,15 @@ fn bad_constants_are_refused_with_what_was_expected() {
         assert!(e.to_string().contains("@id(1)"), "{e}");
         let e = refused(no_default, &[]);
         assert_eq!(e.code(), "SHADER", "{e}");
-        assert!(e.to_string().contains("override `n` has no default value"), "{e}");
+        assert!(
+            e.to_string().contains("override `n` has no default value"),
+            "{e}"
+        );
         let k = Kernel::from_wgsl_with(d, no_default, "main", &[("n", 9.0)]).unwrap();
         let out = poisoned(d, 1);
-        d.queue().launch(&k, &[Binding::from(&out)], [1, 1, 1]).unwrap();
+        d.queue()
+            .launch(&k, &[Binding::from(&out)], [1, 1, 1])
+            .unwrap();
         assert_eq!(out.read_blocking().unwrap(), [9], "on {}", name(d));
         let limit = d.info().limits.max_invocations_per_workgroup;
         let e = refused(IOTA, &[("wg", f64::from(limit) + 1.0)]);

@@ -7,11 +7,19 @@ use crate::{DType, Error, Result};
 /// Reflect `entry` of `source`, launched with `block` threads per block.
 pub(crate) fn reflect(source: &str, entry: &str, block: [u32; 3]) -> Result<KernelInfo> {
     let mut chars = entry.chars();
-    if !chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err(Error::Invalid(format!("entry point name `{entry}`: expected a C identifier")));
+    if !chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return Err(Error::Invalid(format!(
+            "entry point name `{entry}`: expected a C identifier"
+        )));
     }
     if block.contains(&0) {
-        return Err(Error::Invalid(format!("block size {block:?} of `{entry}`: expected every dimension >= 1")));
+        return Err(Error::Invalid(format!(
+            "block size {block:?} of `{entry}`: expected every dimension >= 1"
+        )));
     }
     let code = strip_comments(source);
     let (prefix, params) = find_entry(&code, entry)?;
@@ -26,11 +34,18 @@ pub(crate) fn reflect(source: &str, entry: &str, block: [u32; 3]) -> Result<Kern
             if params.trim().is_empty() || params.trim() == "void" {
                 break;
             }
-            return Err(Error::Invalid(format!("parameter {i} of `{entry}` is empty")));
+            return Err(Error::Invalid(format!(
+                "parameter {i} of `{entry}` is empty"
+            )));
         }
         bindings.push(parameter(entry, i as u32, param)?);
     }
-    Ok(KernelInfo { language: KernelLanguage::Cuda, entry: entry.to_string(), workgroup_size: block, bindings })
+    Ok(KernelInfo {
+        language: KernelLanguage::Cuda,
+        entry: entry.to_string(),
+        workgroup_size: block,
+        bindings,
+    })
 }
 
 /// `source` with comments replaced by spaces (newlines kept, so positions stay put).
@@ -82,12 +97,14 @@ fn find_entry<'a>(code: &'a str, entry: &str) -> Result<(&'a str, &'a str)> {
             continue;
         }
         let open = code.len() - rest.len();
-        let close = code[open..]
-            .find(')')
-            .ok_or_else(|| Error::Invalid(format!("the parameter list of `{entry}` is not closed")))?;
+        let close = code[open..].find(')').ok_or_else(|| {
+            Error::Invalid(format!("the parameter list of `{entry}` is not closed"))
+        })?;
         return Ok((prefix, &code[open + 1..open + close]));
     }
-    Err(Error::Invalid(format!("no `__global__` function `{entry}` found in the CUDA source")))
+    Err(Error::Invalid(format!(
+        "no `__global__` function `{entry}` found in the CUDA source"
+    )))
 }
 
 /// One parameter: a pointer (buffer) or a by-value scalar.
@@ -95,14 +112,24 @@ fn parameter(entry: &str, index: u32, text: &str) -> Result<BindingInfo> {
     let spaced = text.replace('*', " * ");
     let words: Vec<&str> = spaced.split_whitespace().collect();
     let pointers = words.iter().filter(|&&w| w == "*").count();
-    let is_const = words.iter().position(|&w| w == "const").is_some_and(|c| words.iter().position(|&w| w == "*").is_none_or(|p| c < p));
+    let is_const = words
+        .iter()
+        .position(|&w| w == "const")
+        .is_some_and(|c| words.iter().position(|&w| w == "*").is_none_or(|p| c < p));
     let Some((&name, rest)) = words.split_last() else {
-        return Err(Error::Invalid(format!("parameter {index} of `{entry}` is empty")));
+        return Err(Error::Invalid(format!(
+            "parameter {index} of `{entry}` is empty"
+        )));
     };
     let ty: Vec<&str> = rest
         .iter()
         .copied()
-        .filter(|w| !matches!(*w, "*" | "const" | "__restrict__" | "__restrict" | "restrict" | "volatile"))
+        .filter(|w| {
+            !matches!(
+                *w,
+                "*" | "const" | "__restrict__" | "__restrict" | "restrict" | "volatile"
+            )
+        })
         .collect();
     let ty = ty.join(" ");
     let dtype = match ty.as_str() {
@@ -124,7 +151,15 @@ fn parameter(entry: &str, index: u32, text: &str) -> Result<BindingInfo> {
         1 => BindingKind::StorageReadWrite,
         _ => return Err(unsupported()),
     };
-    Ok(BindingInfo { group: 0, binding: index, name: name.to_string(), kind, dtype: Some(dtype), min_bytes: 0, runtime_sized: kind != BindingKind::Scalar })
+    Ok(BindingInfo {
+        group: 0,
+        binding: index,
+        name: name.to_string(),
+        kind,
+        dtype: Some(dtype),
+        min_bytes: 0,
+        runtime_sized: kind != BindingKind::Scalar,
+    })
 }
 
 #[cfg(test)]
@@ -138,7 +173,11 @@ mod tests {
             extern "C" __global__ void saxpy(float a, const float* __restrict__ x, /* out */ float *y, unsigned n) { }
         "#;
         let info = reflect(src, "saxpy", [128, 1, 1]).unwrap();
-        let kinds: Vec<_> = info.bindings.iter().map(|b| (b.name.as_str(), b.kind, b.dtype)).collect();
+        let kinds: Vec<_> = info
+            .bindings
+            .iter()
+            .map(|b| (b.name.as_str(), b.kind, b.dtype))
+            .collect();
         assert_eq!(
             kinds,
             [
@@ -156,11 +195,20 @@ mod tests {
         let err = |src: &str| reflect(src, "k", [1, 1, 1]).unwrap_err().to_string();
         assert!(err("__global__ void k(float* x) {}").contains("extern \"C\""));
         assert!(err("extern \"C\" __global__ void k(double* x) {}").contains("`double* x`"));
-        assert!(err("extern \"C\" __global__ void other(float* x) {}").contains("no `__global__` function `k`"));
+        assert!(err("extern \"C\" __global__ void other(float* x) {}")
+            .contains("no `__global__` function `k`"));
         assert!(err("extern \"C\" __device__ void k(float* x) {}").contains("no `__global__`"));
         assert!(reflect("extern \"C\" __global__ void k() {}", "k", [0, 1, 1]).is_err());
-        assert!(reflect("extern \"C\" __global__ void k() {}", "", [1, 1, 1]).is_err(), "empty name");
+        assert!(
+            reflect("extern \"C\" __global__ void k() {}", "", [1, 1, 1]).is_err(),
+            "empty name"
+        );
         assert!(reflect("extern \"C\" __global__ void k() {}", "k k", [1, 1, 1]).is_err());
-        assert!(reflect("extern \"C\" __global__ void k(void) {}", "k", [1, 1, 1]).unwrap().bindings.is_empty());
+        assert!(
+            reflect("extern \"C\" __global__ void k(void) {}", "k", [1, 1, 1])
+                .unwrap()
+                .bindings
+                .is_empty()
+        );
     }
 }

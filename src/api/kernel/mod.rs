@@ -7,9 +7,9 @@ mod wgsl;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::hal::{LoopCheck, UserArg, UserProgram, UserSource};
 pub use crate::base::dtype::{KernelLanguage, Scalar};
 use crate::hal::Block;
+use crate::hal::{LoopCheck, UserArg, UserProgram, UserSource};
 use crate::profile;
 use crate::{Buffer, DType, Device, Element, Error, Queue, Result};
 
@@ -85,14 +85,24 @@ pub(crate) struct BufferBinding<'a> {
 
 impl<'a, T: Element> From<&'a Buffer<T>> for Binding<'a> {
     fn from(b: &'a Buffer<T>) -> Self {
-        let buffer = BufferBinding { inner: &b.inner, device: &b.device, dtype: T::DTYPE, byte_offset: b.byte_offset(), byte_len: b.byte_len() };
-        Binding { value: BindingValue::Buffer(buffer) }
+        let buffer = BufferBinding {
+            inner: &b.inner,
+            device: &b.device,
+            dtype: T::DTYPE,
+            byte_offset: b.byte_offset(),
+            byte_len: b.byte_len(),
+        };
+        Binding {
+            value: BindingValue::Buffer(buffer),
+        }
     }
 }
 
 impl From<Scalar> for Binding<'static> {
     fn from(s: Scalar) -> Self {
-        Binding { value: BindingValue::Scalar(s) }
+        Binding {
+            value: BindingValue::Scalar(s),
+        }
     }
 }
 
@@ -168,10 +178,20 @@ impl Kernel {
     /// override's type; overrides not given take their defaults, and one without a default
     /// must be given. The resolved `@workgroup_size` is checked against the device's limits
     /// and reported by [`Kernel::info`].
-    pub fn from_wgsl_with(device: &Device, source: &str, entry: &str, constants: &[(&str, f64)]) -> Result<Kernel> {
+    pub fn from_wgsl_with(
+        device: &Device,
+        source: &str,
+        entry: &str,
+        constants: &[(&str, f64)],
+    ) -> Result<Kernel> {
         let info = wgsl::reflect(source, entry, constants)?;
         check_workgroup_size(device, &info)?;
-        let kernel = UserSource { language: KernelLanguage::Wgsl, source, entry, constants };
+        let kernel = UserSource {
+            language: KernelLanguage::Wgsl,
+            source,
+            entry,
+            constants,
+        };
         let program = match device.shared.backend.user_program(&kernel) {
             Some(program) => program?,
             None => {
@@ -184,7 +204,11 @@ impl Kernel {
                 })
             }
         };
-        Ok(Kernel { device: device.clone(), info, program })
+        Ok(Kernel {
+            device: device.clone(),
+            info,
+            program,
+        })
     }
 
     /// Compile the CUDA C kernel `entry` (declared `extern "C" __global__`) with NVRTC for a
@@ -193,10 +217,20 @@ impl Kernel {
     /// parameters take scalars. Compile errors come back as [`Error::Shader`] with the line
     /// and the NVRTC log (column 0: NVRTC reports none).
     #[cfg_attr(not(cuda_backend), allow(unreachable_code, unused_variables))]
-    pub fn from_cuda(device: &Device, source: &str, entry: &str, block: [u32; 3]) -> Result<Kernel> {
+    pub fn from_cuda(
+        device: &Device,
+        source: &str,
+        entry: &str,
+        block: [u32; 3],
+    ) -> Result<Kernel> {
         let info = cuda::reflect(source, entry, block)?;
         check_workgroup_size(device, &info)?;
-        let kernel = UserSource { language: KernelLanguage::Cuda, source, entry, constants: &[] };
+        let kernel = UserSource {
+            language: KernelLanguage::Cuda,
+            source,
+            entry,
+            constants: &[],
+        };
         let program = match device.shared.backend.user_program(&kernel) {
             Some(program) => program?,
             None => {
@@ -209,7 +243,11 @@ impl Kernel {
                 })
             }
         };
-        Ok(Kernel { device: device.clone(), info, program })
+        Ok(Kernel {
+            device: device.clone(),
+            info,
+            program,
+        })
     }
 
     /// The CUDA C that the WGSL kernel `entry` becomes on cuda devices, compiled by NVRTC for
@@ -226,11 +264,21 @@ impl Kernel {
     /// [`Kernel::cuda_from_wgsl`] with values for the shader's `override` constants, as
     /// [`Kernel::from_wgsl_with`] takes them.
     #[cfg_attr(not(cuda_backend), allow(unused_variables))]
-    pub fn cuda_from_wgsl_with(source: &str, entry: &str, constants: &[(&str, f64)]) -> Result<String> {
+    pub fn cuda_from_wgsl_with(
+        source: &str,
+        entry: &str,
+        constants: &[(&str, f64)],
+    ) -> Result<String> {
         #[cfg(cuda_backend)]
         return crate::hal::cuda::wgsl::check(source, entry, constants);
         #[cfg(not(cuda_backend))]
-        Err(Error::Unsupported { backend: crate::BackendKind::Cuda, what: format!("{}: translating WGSL to CUDA", crate::hal::missing_reason(crate::BackendKind::Cuda)) })
+        Err(Error::Unsupported {
+            backend: crate::BackendKind::Cuda,
+            what: format!(
+                "{}: translating WGSL to CUDA",
+                crate::hal::missing_reason(crate::BackendKind::Cuda)
+            ),
+        })
     }
 
     /// Reflected entry point, workgroup size and bindings.
@@ -244,11 +292,18 @@ impl Kernel {
     }
 
     /// Check a launch against the reflection and the device limits.
-    pub(crate) fn check_launch(&self, bindings: &[Binding<'_>], workgroups: [u32; 3]) -> Result<()> {
+    pub(crate) fn check_launch(
+        &self,
+        bindings: &[Binding<'_>],
+        workgroups: [u32; 3],
+    ) -> Result<()> {
         let expected = &self.info.bindings;
         let entry = &self.info.entry;
         if bindings.len() != expected.len() {
-            let list: Vec<String> = expected.iter().map(|b| describe(self.info.language, b)).collect();
+            let list: Vec<String> = expected
+                .iter()
+                .map(|b| describe(self.info.language, b))
+                .collect();
             return Err(Error::Launch(format!(
                 "`{entry}` expects {} bindings ({}), got {}",
                 expected.len(),
@@ -262,32 +317,57 @@ impl Kernel {
             let b = match (&binding.value, info.kind) {
                 (BindingValue::Scalar(s), BindingKind::Scalar) => {
                     if info.dtype.is_some_and(|dt| dt != s.dtype()) {
-                        return Err(Error::Launch(format!("{what} got a {} scalar: expected {}", s.dtype(), info.dtype.map_or("?".into(), |d| d.to_string()))));
+                        return Err(Error::Launch(format!(
+                            "{what} got a {} scalar: expected {}",
+                            s.dtype(),
+                            info.dtype.map_or("?".into(), |d| d.to_string())
+                        )));
                     }
                     continue;
                 }
-                (BindingValue::Scalar(s), _) => return Err(Error::Launch(format!("{what} got a {} scalar: expected a buffer", s.dtype()))),
+                (BindingValue::Scalar(s), _) => {
+                    return Err(Error::Launch(format!(
+                        "{what} got a {} scalar: expected a buffer",
+                        s.dtype()
+                    )))
+                }
                 (BindingValue::Buffer(b), BindingKind::Scalar) => {
-                    return Err(Error::Launch(format!("{what} got a buffer of {}: expected a scalar value", b.dtype)))
+                    return Err(Error::Launch(format!(
+                        "{what} got a buffer of {}: expected a scalar value",
+                        b.dtype
+                    )))
                 }
                 (BindingValue::Buffer(b), _) => b,
             };
             if info.kind != BindingKind::Uniform {
                 if let Some(dt) = info.dtype {
                     if dt != b.dtype {
-                        return Err(Error::Launch(format!("{what} got a buffer of {}: expected {dt}", b.dtype)));
+                        return Err(Error::Launch(format!(
+                            "{what} got a buffer of {}: expected {dt}",
+                            b.dtype
+                        )));
                     }
                 }
             }
             if b.byte_len < info.min_bytes {
-                return Err(Error::Launch(format!("{what} got {} bytes: expected at least {}", b.byte_len, info.min_bytes)));
+                return Err(Error::Launch(format!(
+                    "{what} got {} bytes: expected at least {}",
+                    b.byte_len, info.min_bytes
+                )));
             }
             let (max, limit) = match info.kind {
-                BindingKind::Uniform => (limits.max_uniform_binding_size, "max_uniform_binding_size"),
+                BindingKind::Uniform => {
+                    (limits.max_uniform_binding_size, "max_uniform_binding_size")
+                }
                 _ => (limits.max_storage_binding_size, "max_storage_binding_size"),
             };
             if b.byte_len > max {
-                return Err(Error::Limit { what: format!("{what} size in bytes"), value: b.byte_len, limit, max });
+                return Err(Error::Limit {
+                    what: format!("{what} size in bytes"),
+                    value: b.byte_len,
+                    limit,
+                    max,
+                });
             }
             let align = u64::from(limits.storage_offset_alignment);
             if b.byte_offset % align != 0 {
@@ -297,14 +377,21 @@ impl Kernel {
                 )));
             }
             if info.kind == BindingKind::StorageReadWrite {
-                if let Some(j) = bindings.iter().enumerate().position(|(j, o)| j != i && o.buffer().is_some_and(|o| o.inner.id() == b.inner.id())) {
+                if let Some(j) = bindings.iter().enumerate().position(|(j, o)| {
+                    j != i && o.buffer().is_some_and(|o| o.inner.id() == b.inner.id())
+                }) {
                     return Err(Error::Launch(format!("{what} is read-write but binding {j} views the same buffer: expected distinct buffers")));
                 }
             }
         }
         for (d, (&n, &max)) in workgroups.iter().zip(&limits.max_workgroups).enumerate() {
             if n > max {
-                return Err(Error::Limit { what: format!("workgroup count in dimension {d}"), value: n.into(), limit: "max_workgroups", max: max.into() });
+                return Err(Error::Limit {
+                    what: format!("workgroup count in dimension {d}"),
+                    value: n.into(),
+                    limit: "max_workgroups",
+                    max: max.into(),
+                });
             }
         }
         Ok(())
@@ -325,9 +412,19 @@ fn check_workgroup_size(device: &Device, info: &KernelInfo) -> Result<()> {
             max: limits.max_invocations_per_workgroup.into(),
         });
     }
-    for (d, (&n, &max)) in info.workgroup_size.iter().zip(&limits.max_workgroup_size).enumerate() {
+    for (d, (&n, &max)) in info
+        .workgroup_size
+        .iter()
+        .zip(&limits.max_workgroup_size)
+        .enumerate()
+    {
         if n > max {
-            return Err(Error::Limit { what: format!("workgroup size dimension {d} of `{entry}`"), value: n.into(), limit: "max_workgroup_size", max: max.into() });
+            return Err(Error::Limit {
+                what: format!("workgroup size dimension {d} of `{entry}`"),
+                value: n.into(),
+                limit: "max_workgroup_size",
+                max: max.into(),
+            });
         }
     }
     Ok(())
@@ -344,7 +441,10 @@ fn describe(language: KernelLanguage, b: &BindingInfo) -> String {
     };
     let dt = b.dtype.map_or(String::new(), |d| format!(" {d}"));
     match language {
-        KernelLanguage::Wgsl => format!("@group({}) @binding({}) `{}`: {kind}{dt}", b.group, b.binding, b.name),
+        KernelLanguage::Wgsl => format!(
+            "@group({}) @binding({}) `{}`: {kind}{dt}",
+            b.group, b.binding, b.name
+        ),
         KernelLanguage::Cuda => format!("parameter {} `{}`: {kind}{dt}", b.binding, b.name),
     }
 }
@@ -359,27 +459,66 @@ impl Queue {
     /// Record a launch of a user kernel over `workgroups` workgroups, with one binding per
     /// reflected binding, in (group, binding) order. Everything is checked against the kernel's
     /// reflection and the device limits before anything reaches the device.
-    pub fn launch(&self, kernel: &Kernel, bindings: &[Binding<'_>], workgroups: [u32; 3]) -> Result<()> {
+    pub fn launch(
+        &self,
+        kernel: &Kernel,
+        bindings: &[Binding<'_>],
+        workgroups: [u32; 3],
+    ) -> Result<()> {
         self.device.check_same(kernel.device(), "kernel")?;
         for device in bindings.iter().filter_map(Binding::device) {
             self.device.check_same(device, "binding")?;
         }
         kernel.check_launch(bindings, workgroups)?;
         let status = self.loop_status(kernel)?;
-        let mut blocks: Vec<_> = bindings.iter().filter_map(|b| b.buffer().map(|b| b.inner)).collect();
-        let mut args: Vec<UserArg<'_>> = bindings.iter().zip(&kernel.info().bindings).map(|(b, info)| user_arg(b, info)).collect();
+        let mut blocks: Vec<_> = bindings
+            .iter()
+            .filter_map(|b| b.buffer().map(|b| b.inner))
+            .collect();
+        let mut args: Vec<UserArg<'_>> = bindings
+            .iter()
+            .zip(&kernel.info().bindings)
+            .map(|(b, info)| user_arg(b, info))
+            .collect();
         if let Some((check, word)) = &status {
             blocks.push(&word.inner);
             let (group, binding) = (check.group, check.binding);
             let byte_offset = 4 * word.offset() as u64;
-            args.push(UserArg::Buffer { block: &word.inner, group, binding, byte_offset, byte_len: 4 });
+            args.push(UserArg::Buffer {
+                block: &word.inner,
+                group,
+                binding,
+                byte_offset,
+                byte_len: 4,
+            });
         }
         let block = kernel.info().workgroup_size;
-        let run = || self.shared.imp.launch(self.backend(), &kernel.program, &args, workgroups, block);
+        let run = || {
+            self.shared
+                .imp
+                .launch(self.backend(), &kernel.program, &args, workgroups, block)
+        };
         let describe = |clock, host_start| {
-            let shapes = bindings.iter().filter_map(Binding::buffer).map(|b| vec![b.byte_len as usize / b.dtype.size()]).collect();
-            let bytes = bindings.iter().filter_map(Binding::buffer).map(|b| b.byte_len).sum();
-            let mut record = profile::record(kernel.info().entry.clone(), shapes, DType::F32, bytes, 0, self.id(), clock, host_start);
+            let shapes = bindings
+                .iter()
+                .filter_map(Binding::buffer)
+                .map(|b| vec![b.byte_len as usize / b.dtype.size()])
+                .collect();
+            let bytes = bindings
+                .iter()
+                .filter_map(Binding::buffer)
+                .map(|b| b.byte_len)
+                .sum();
+            let mut record = profile::record(
+                kernel.info().entry.clone(),
+                shapes,
+                DType::F32,
+                bytes,
+                0,
+                self.id(),
+                clock,
+                host_start,
+            );
             record.variant = Some(format!("user {:?} kernel", kernel.info().language));
             record
         };
@@ -392,7 +531,9 @@ impl Queue {
     /// (`hal/webgpu/loop_check.rs`); the next read reports an invocation that reached the
     /// limit. Refused while the queue captures (a replay makes no read).
     fn loop_status(&self, kernel: &Kernel) -> Result<Option<(LoopCheck, crate::Tensor)>> {
-        let Some(check) = kernel.program.loop_check() else { return Ok(None) };
+        let Some(check) = kernel.program.loop_check() else {
+            return Ok(None);
+        };
         let entry = kernel.info().entry.clone();
         let device = self.device.info().name.clone();
         let limit = check.limit;
@@ -404,7 +545,10 @@ impl Queue {
                  across more invocations or launches"
             )
         });
-        let what = format!("launching `{}`, whose loops this device counts (it ends long loops early)", kernel.info().entry);
+        let what = format!(
+            "launching `{}`, whose loops this device counts (it ends long loops early)",
+            kernel.info().entry
+        );
         Ok(Some((check, self.check_word(&what, describe)?)))
     }
 }
@@ -412,7 +556,16 @@ impl Queue {
 /// A checked binding as the backend takes it, at its reflected (group, binding).
 fn user_arg<'a>(b: &Binding<'a>, info: &BindingInfo) -> UserArg<'a> {
     match b.value {
-        BindingValue::Buffer(buf) => UserArg::Buffer { block: buf.inner, group: info.group, binding: info.binding, byte_offset: buf.byte_offset, byte_len: buf.byte_len },
-        BindingValue::Scalar(value) => UserArg::Scalar { binding: info.binding, value },
+        BindingValue::Buffer(buf) => UserArg::Buffer {
+            block: buf.inner,
+            group: info.group,
+            binding: info.binding,
+            byte_offset: buf.byte_offset,
+            byte_len: buf.byte_len,
+        },
+        BindingValue::Scalar(value) => UserArg::Scalar {
+            binding: info.binding,
+            value,
+        },
     }
 }

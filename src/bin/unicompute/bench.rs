@@ -13,9 +13,15 @@ use std::cell::Cell;
 use std::fmt;
 use std::time::Instant;
 
-use unicompute::ops::{attention, conv, elementwise, indexing, matmul, norm, reduce, softmax, AttentionParams, Conv2dParams, NormKind, NormParams};
+use unicompute::ops::{
+    attention, conv, elementwise, indexing, matmul, norm, reduce, softmax, AttentionParams,
+    Conv2dParams, NormKind, NormParams,
+};
 pub use unicompute::text::{human_bytes, human_seconds, render_table};
-use unicompute::{BackendKind, BinaryOp, Profile, Buffer, DType, Device, Error, Kernel, Queue, ReduceOp, Result, Tensor, UnaryOp};
+use unicompute::{
+    BackendKind, BinaryOp, Buffer, DType, Device, Error, Kernel, Profile, Queue, ReduceOp, Result,
+    Tensor, UnaryOp,
+};
 
 /// The self-contained arithmetic-peak kernel run on `webgpu` devices.
 const PEAK_WGSL: &str = include_str!("peak.wgsl");
@@ -47,12 +53,33 @@ const MAX_LAUNCHES_PER_REP: usize = 64;
 const MAX_INFLIGHT_BYTES: u64 = 512 << 20;
 
 /// Ops run when [`BenchConfig::ops`] is empty.
-pub const DEFAULT_OPS: &[&str] =
-    &[
-        "relu", "exp", "gelu", "add", "mul", "add_bcast", "mul_bcast", "add_relu", "sum", "sum@auto", "sum_last", "sum_last@auto", "softmax", "layer_norm",
-        "cast_f16", "add_f16", "matmul", "matmul@auto", "linear", "attention", "conv2d", "chain", "chain_done",
-        "chain_replay", "chain_replay_done",
-    ];
+pub const DEFAULT_OPS: &[&str] = &[
+    "relu",
+    "exp",
+    "gelu",
+    "add",
+    "mul",
+    "add_bcast",
+    "mul_bcast",
+    "add_relu",
+    "sum",
+    "sum@auto",
+    "sum_last",
+    "sum_last@auto",
+    "softmax",
+    "layer_norm",
+    "cast_f16",
+    "add_f16",
+    "matmul",
+    "matmul@auto",
+    "linear",
+    "attention",
+    "conv2d",
+    "chain",
+    "chain_done",
+    "chain_replay",
+    "chain_replay_done",
+];
 
 /// Default ops a device cannot run and the bench leaves out there: the cpu backend has no
 /// capture to replay.
@@ -60,10 +87,8 @@ fn default_op_runs_on(device: &Device, name: &str) -> bool {
     device.backend() != unicompute::BackendKind::Cpu || !name.starts_with("chain_replay")
 }
 
-
 /// What to measure and how large.
-#[derive(Debug, Clone, PartialEq)]
-#[derive(serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct BenchConfig {
     /// Op names, run in this order; empty means [`DEFAULT_OPS`]. Accepted: any unary op
     /// (`relu`, `gelu`, ...), binary op (`add`, ...), `<binary>_bcast` (a `[rows, 1024]`
@@ -124,8 +149,7 @@ impl Default for BenchConfig {
 }
 
 /// The device's measured ceilings, the denominators of the roofline percentages.
-#[derive(Debug, Clone, PartialEq)]
-#[derive(serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Ceilings {
     /// Device-to-device copy bandwidth in GB/s, counting bytes read plus bytes written.
     pub copy_gbps: f64,
@@ -139,14 +163,22 @@ pub struct Ceilings {
 
 impl fmt::Display for Ceilings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "copy bandwidth: {:.1} GB/s ({} device-to-device copy, read + write)", self.copy_gbps, human_bytes(self.copy_bytes))?;
-        write!(f, "FLOP ceiling:   {:.1} GFLOP/s ({})", self.gflops, self.gflops_source)
+        writeln!(
+            f,
+            "copy bandwidth: {:.1} GB/s ({} device-to-device copy, read + write)",
+            self.copy_gbps,
+            human_bytes(self.copy_bytes)
+        )?;
+        write!(
+            f,
+            "FLOP ceiling:   {:.1} GFLOP/s ({})",
+            self.gflops, self.gflops_source
+        )
     }
 }
 
 /// One measured case.
-#[derive(Debug, Clone, PartialEq)]
-#[derive(serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct BenchResult {
     /// Op name as given in [`BenchConfig::ops`].
     pub name: String,
@@ -167,8 +199,7 @@ pub struct BenchResult {
 }
 
 /// Everything one benchmark run measured.
-#[derive(Debug, Clone, PartialEq)]
-#[derive(serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Report {
     /// Name of the device.
     pub device: String,
@@ -208,7 +239,9 @@ impl Report {
 
     /// The results as an aligned text table.
     pub fn table(&self) -> String {
-        let header = ["op", "shape", "median", "rate", "ceiling", "% of ceiling"].map(String::from).to_vec();
+        let header = ["op", "shape", "median", "rate", "ceiling", "% of ceiling"]
+            .map(String::from)
+            .to_vec();
         let rows: Vec<Vec<String>> = self.results.iter().map(BenchResult::cells).collect();
         render_table(&header, &rows)
     }
@@ -221,7 +254,8 @@ impl BenchResult {
             self.shape.clone(),
             human_seconds(self.median_s),
             format!("{:.2} {}", self.rate, self.unit),
-            self.ceiling.map_or("-".into(), |c| format!("{c:.1} {}", self.unit)),
+            self.ceiling
+                .map_or("-".into(), |c| format!("{c:.1} {}", self.unit)),
             self.percent.map_or("-".into(), |p| format!("{p:.1} %")),
         ]
     }
@@ -229,20 +263,34 @@ impl BenchResult {
 
 /// Measure the ceilings, then every configured op, on `device`. `progress` receives a line
 /// before each measurement.
-pub fn run(device: &Device, config: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Report> {
+pub fn run(
+    device: &Device,
+    config: &BenchConfig,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Report> {
     let names: Vec<String> = if config.ops.is_empty() {
-        DEFAULT_OPS.iter().filter(|n| default_op_runs_on(device, n)).map(ToString::to_string).collect()
+        DEFAULT_OPS
+            .iter()
+            .filter(|n| default_op_runs_on(device, n))
+            .map(ToString::to_string)
+            .collect()
     } else {
         config.ops.clone()
     };
-    let kinds = names.iter().map(|n| parse_kind(n).map(|k| (n.clone(), k))).collect::<Result<Vec<_>>>()?;
+    let kinds = names
+        .iter()
+        .map(|n| parse_kind(n).map(|k| (n.clone(), k)))
+        .collect::<Result<Vec<_>>>()?;
     check_config(config)?;
     for (name, kind) in &kinds {
         check_fits(device, name, kind.largest_tensor_bytes(config))?;
     }
     let ceilings = measure_ceilings(device, config, progress)?;
     let timer = timer(device)?;
-    let meter = Meter { total: Cell::new(0.0), profiler: config.profile.then(|| device.profiler().clone()) };
+    let meter = Meter {
+        total: Cell::new(0.0),
+        profiler: config.profile.then(|| device.profiler().clone()),
+    };
     if config.profile {
         device.profiler().clear();
     }
@@ -255,7 +303,17 @@ pub fn run(device: &Device, config: &BenchConfig, progress: &mut dyn FnMut(&str)
     let profile = config.profile.then(|| device.take_profile_blocking());
     let info = device.info();
     let matmul_precision = device.options().matmul_precision;
-    Ok(Report { device: info.name.clone(), backend: info.backend.to_string(), config: config.clone(), matmul_precision, ceilings, timer, results, measured_s: meter.total.get(), profile })
+    Ok(Report {
+        device: info.name.clone(),
+        backend: info.backend.to_string(),
+        config: config.clone(),
+        matmul_precision,
+        ceilings,
+        timer,
+        results,
+        measured_s: meter.total.get(),
+        profile,
+    })
 }
 
 /// Adds up the timed repetitions of the op cases, and profiles them (only them: not the
@@ -283,9 +341,16 @@ impl Meter {
 }
 
 /// Measure the copy bandwidth and the arithmetic ceiling of `device`.
-pub fn measure_ceilings(device: &Device, config: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Ceilings> {
+pub fn measure_ceilings(
+    device: &Device,
+    config: &BenchConfig,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Ceilings> {
     let copy_bytes = COPY_BYTES.min(device.info().limits.max_buffer_size) / 4 * 4;
-    progress(&format!("ceiling: {} device-to-device copy", human_bytes(copy_bytes)));
+    progress(&format!(
+        "ceiling: {} device-to-device copy",
+        human_bytes(copy_bytes)
+    ));
     let copy_gbps = copy_bandwidth(device, config, copy_bytes)?;
     let (gflops, gflops_source) = match device.backend() {
         BackendKind::WebGpu => {
@@ -293,12 +358,21 @@ pub fn measure_ceilings(device: &Device, config: &BenchConfig, progress: &mut dy
             peak_gflops(device, config)?
         }
         kind => {
-            let edge = if kind == BackendKind::Cuda { GPU_GEMM_CEILING_EDGE } else { GEMM_CEILING_EDGE };
+            let edge = if kind == BackendKind::Cuda {
+                GPU_GEMM_CEILING_EDGE
+            } else {
+                GEMM_CEILING_EDGE
+            };
             progress(&format!("ceiling: GEMM {edge}^3"));
             gemm_gflops(device, config, edge)?
         }
     };
-    Ok(Ceilings { copy_gbps, copy_bytes, gflops, gflops_source })
+    Ok(Ceilings {
+        copy_gbps,
+        copy_bytes,
+        gflops,
+        gflops_source,
+    })
 }
 
 /// The kinds of case the benchmark knows.
@@ -355,19 +429,45 @@ fn parse_kind(name: &str) -> Result<Kind> {
             .map(Kind::Unary)
             .or_else(|| BinaryOp::from_name(name).map(Kind::Binary))
             .or_else(|| ReduceOp::from_name(name).map(|op| Kind::ReduceAll(op, None)))
-            .or_else(|| name.strip_suffix("_last").and_then(ReduceOp::from_name).map(|op| Kind::ReduceLast(op, None)))
-            .or_else(|| name.strip_suffix("_bcast").and_then(BinaryOp::from_name).map(Kind::Broadcast))
+            .or_else(|| {
+                name.strip_suffix("_last")
+                    .and_then(ReduceOp::from_name)
+                    .map(|op| Kind::ReduceLast(op, None))
+            })
+            .or_else(|| {
+                name.strip_suffix("_bcast")
+                    .and_then(BinaryOp::from_name)
+                    .map(Kind::Broadcast)
+            })
             .or_else(|| {
                 let (op, act) = name.split_once('_')?;
-                Some(Kind::Fused(BinaryOp::from_name(op)?, UnaryOp::from_name(act)?))
+                Some(Kind::Fused(
+                    BinaryOp::from_name(op)?,
+                    UnaryOp::from_name(act)?,
+                ))
             })
             .or_else(|| {
                 let (base, variant) = name.split_once('@')?;
-                let (matmuls, reductions) = (unicompute::ops::variant_names("matmul"), unicompute::ops::variant_names("reduce"));
+                let (matmuls, reductions) = (
+                    unicompute::ops::variant_names("matmul"),
+                    unicompute::ops::variant_names("reduce"),
+                );
                 match parse_kind(base).ok()? {
-                    Kind::Matmul(None) => matmuls.into_iter().chain(["auto"]).find(|&v| v == variant).map(|v| Kind::Matmul(Some(v))),
-                    Kind::ReduceAll(op, None) => reductions.into_iter().chain(["auto"]).find(|&v| v == variant).map(|v| Kind::ReduceAll(op, Some(v))),
-                    Kind::ReduceLast(op, None) => reductions.into_iter().chain(["auto"]).find(|&v| v == variant).map(|v| Kind::ReduceLast(op, Some(v))),
+                    Kind::Matmul(None) => matmuls
+                        .into_iter()
+                        .chain(["auto"])
+                        .find(|&v| v == variant)
+                        .map(|v| Kind::Matmul(Some(v))),
+                    Kind::ReduceAll(op, None) => reductions
+                        .into_iter()
+                        .chain(["auto"])
+                        .find(|&v| v == variant)
+                        .map(|v| Kind::ReduceAll(op, Some(v))),
+                    Kind::ReduceLast(op, None) => reductions
+                        .into_iter()
+                        .chain(["auto"])
+                        .find(|&v| v == variant)
+                        .map(|v| Kind::ReduceLast(op, Some(v))),
                     _ => None,
                 }
             }),
@@ -389,9 +489,15 @@ impl Kind {
             Kind::Matmul(_) | Kind::Linear => config.matmul_edge.saturating_mul(config.matmul_edge),
             Kind::Attention => config.attention.iter().product(),
             Kind::Conv2d => config.conv[..4].iter().product(),
-            Kind::LayerNorm => rows_cols(config.elements, config.row_len).0 * config.row_len.min(config.elements),
-            Kind::Chain | Kind::ChainDone | Kind::ChainReplay | Kind::ChainReplayDone => CHAIN_ELEMENTS,
-            Kind::Broadcast(_) | Kind::ReduceLast(..) | Kind::Softmax => rows_cols(config.elements, config.row_len).0 * config.row_len.min(config.elements),
+            Kind::LayerNorm => {
+                rows_cols(config.elements, config.row_len).0 * config.row_len.min(config.elements)
+            }
+            Kind::Chain | Kind::ChainDone | Kind::ChainReplay | Kind::ChainReplayDone => {
+                CHAIN_ELEMENTS
+            }
+            Kind::Broadcast(_) | Kind::ReduceLast(..) | Kind::Softmax => {
+                rows_cols(config.elements, config.row_len).0 * config.row_len.min(config.elements)
+            }
             _ => config.elements,
         };
         (elements as u64).saturating_mul(4)
@@ -399,14 +505,32 @@ impl Kind {
 }
 
 fn check_config(config: &BenchConfig) -> Result<()> {
-    let sizes = [("elements", config.elements), ("matmul_edge", config.matmul_edge), ("chain_len", config.chain_len), ("row_len", config.row_len), ("reps", config.reps)];
-    for (what, v) in sizes.into_iter().chain(config.attention.map(|v| ("an attention extent", v))).chain(config.conv.map(|v| ("a conv2d extent", v))) {
+    let sizes = [
+        ("elements", config.elements),
+        ("matmul_edge", config.matmul_edge),
+        ("chain_len", config.chain_len),
+        ("row_len", config.row_len),
+        ("reps", config.reps),
+    ];
+    for (what, v) in sizes
+        .into_iter()
+        .chain(config.attention.map(|v| ("an attention extent", v)))
+        .chain(config.conv.map(|v| ("a conv2d extent", v)))
+    {
         if v == 0 {
-            return Err(Error::Invalid(format!("bench {what} is 0: expected at least 1")));
+            return Err(Error::Invalid(format!(
+                "bench {what} is 0: expected at least 1"
+            )));
         }
     }
-    if !matches!(config.attention_dtype, DType::F32 | DType::F16 | DType::BF16) {
-        return Err(Error::Invalid(format!("bench attention dtype {}: expected f32, f16 or bf16", config.attention_dtype)));
+    if !matches!(
+        config.attention_dtype,
+        DType::F32 | DType::F16 | DType::BF16
+    ) {
+        return Err(Error::Invalid(format!(
+            "bench attention dtype {}: expected f32, f16 or bf16",
+            config.attention_dtype
+        )));
     }
     Ok(())
 }
@@ -420,7 +544,12 @@ fn check_fits(device: &Device, name: &str, bytes: u64) -> Result<()> {
         (limits.max_buffer_size, "max_buffer_size")
     };
     if bytes > max {
-        return Err(Error::Limit { what: format!("the largest tensor of bench op `{name}` in bytes"), value: bytes, limit, max });
+        return Err(Error::Limit {
+            what: format!("the largest tensor of bench op `{name}` in bytes"),
+            value: bytes,
+            limit,
+            max,
+        });
     }
     Ok(())
 }
@@ -464,16 +593,34 @@ type Parts = (String, Work, u64, Launch);
 
 fn build_case(device: &Device, config: &BenchConfig, name: &str, kind: Kind) -> Result<Case> {
     let (shape, work, out_bytes, launch) = match kind {
-        Kind::Unary(_) | Kind::Binary(_) | Kind::Broadcast(_) | Kind::Fused(..) | Kind::CastF16 | Kind::AddF16 => elementwise_case(device, config, kind)?,
-        Kind::ReduceAll(..) | Kind::ReduceLast(..) | Kind::Softmax | Kind::LayerNorm => row_case(device, config, kind)?,
+        Kind::Unary(_)
+        | Kind::Binary(_)
+        | Kind::Broadcast(_)
+        | Kind::Fused(..)
+        | Kind::CastF16
+        | Kind::AddF16 => elementwise_case(device, config, kind)?,
+        Kind::ReduceAll(..) | Kind::ReduceLast(..) | Kind::Softmax | Kind::LayerNorm => {
+            row_case(device, config, kind)?
+        }
         Kind::Linear | Kind::Attention | Kind::Conv2d => model_case(device, config, kind)?,
         Kind::Matmul(variant) => matmul_case(device, config.matmul_edge, variant)?,
         Kind::Chain | Kind::ChainDone => chain_case(device, config.chain_len)?,
         Kind::ChainReplay | Kind::ChainReplayDone => chain_replay_case(device, config.chain_len)?,
     };
-    let chain = matches!(kind, Kind::Chain | Kind::ChainDone | Kind::ChainReplay | Kind::ChainReplayDone);
+    let chain = matches!(
+        kind,
+        Kind::Chain | Kind::ChainDone | Kind::ChainReplay | Kind::ChainReplayDone
+    );
     let recording_only = matches!(kind, Kind::Chain | Kind::ChainReplay);
-    Ok(Case { shape, work, out_bytes, batched: !chain, recording_only, launch, name: name.to_string() })
+    Ok(Case {
+        shape,
+        work,
+        out_bytes,
+        batched: !chain,
+        recording_only,
+        launch,
+        name: name.to_string(),
+    })
 }
 
 /// 4 bytes per f32 element.
@@ -486,42 +633,65 @@ fn elementwise_case(device: &Device, config: &BenchConfig, kind: Kind) -> Result
     let n = config.elements;
     let (rows, cols) = rows_cols(n, config.row_len);
     Ok(match kind {
-            Kind::Unary(op) => {
-                let x = input(device, &[n])?;
-                (format!("[{n}]"), Work::Bytes(bytes(2 * n)), bytes(n), Box::new(move |q| elementwise::unary(q, op, &x).map(drop)))
-            }
-            Kind::Binary(op) => {
-                let (a, b) = (input(device, &[n])?, input(device, &[n])?);
-                (
-                    format!("[{n}] {} [{n}]", symbol(op)),
-                    Work::Bytes(bytes(3 * n)),
-                    bytes(n),
-                    Box::new(move |q| elementwise::binary(q, op, &a, &b).map(drop)),
-                )
-            }
-            Kind::Broadcast(op) => {
-                let (a, b) = (input(device, &[rows, cols])?, input(device, &[cols])?);
-                let work = Work::Bytes(bytes(2 * rows * cols + cols));
-                (
-                    format!("[{rows}, {cols}] {} [{cols}]", symbol(op)),
-                    work,
-                    bytes(rows * cols),
-                    Box::new(move |q| elementwise::binary(q, op, &a, &b).map(drop)),
-                )
-            }
-            Kind::Fused(op, act) => {
-                let (a, b) = (input(device, &[n])?, input(device, &[n])?);
-                let shape = format!("{}([{n}] {} [{n}])", act.name(), symbol(op));
-                (shape, Work::Bytes(bytes(3 * n)), bytes(n), Box::new(move |q| elementwise::binary_act(q, op, act, &a, &b).map(drop)))
-            }
-            Kind::CastF16 => {
-                let x = input(device, &[n])?;
-                (format!("[{n}] f32 -> f16"), Work::Bytes(6 * n as u64), 2 * n as u64, Box::new(move |q| indexing::cast(q, &x, DType::F16).map(drop)))
-            }
-            Kind::AddF16 => {
-                let (a, b) = (input(device, &[n])?.cast(DType::F16)?, input(device, &[n])?.cast(DType::F16)?);
-                (format!("[{n}] + [{n}] f16"), Work::Bytes(6 * n as u64), 2 * n as u64, Box::new(move |q| elementwise::binary(q, BinaryOp::Add, &a, &b).map(drop)))
-            }
+        Kind::Unary(op) => {
+            let x = input(device, &[n])?;
+            (
+                format!("[{n}]"),
+                Work::Bytes(bytes(2 * n)),
+                bytes(n),
+                Box::new(move |q| elementwise::unary(q, op, &x).map(drop)),
+            )
+        }
+        Kind::Binary(op) => {
+            let (a, b) = (input(device, &[n])?, input(device, &[n])?);
+            (
+                format!("[{n}] {} [{n}]", symbol(op)),
+                Work::Bytes(bytes(3 * n)),
+                bytes(n),
+                Box::new(move |q| elementwise::binary(q, op, &a, &b).map(drop)),
+            )
+        }
+        Kind::Broadcast(op) => {
+            let (a, b) = (input(device, &[rows, cols])?, input(device, &[cols])?);
+            let work = Work::Bytes(bytes(2 * rows * cols + cols));
+            (
+                format!("[{rows}, {cols}] {} [{cols}]", symbol(op)),
+                work,
+                bytes(rows * cols),
+                Box::new(move |q| elementwise::binary(q, op, &a, &b).map(drop)),
+            )
+        }
+        Kind::Fused(op, act) => {
+            let (a, b) = (input(device, &[n])?, input(device, &[n])?);
+            let shape = format!("{}([{n}] {} [{n}])", act.name(), symbol(op));
+            (
+                shape,
+                Work::Bytes(bytes(3 * n)),
+                bytes(n),
+                Box::new(move |q| elementwise::binary_act(q, op, act, &a, &b).map(drop)),
+            )
+        }
+        Kind::CastF16 => {
+            let x = input(device, &[n])?;
+            (
+                format!("[{n}] f32 -> f16"),
+                Work::Bytes(6 * n as u64),
+                2 * n as u64,
+                Box::new(move |q| indexing::cast(q, &x, DType::F16).map(drop)),
+            )
+        }
+        Kind::AddF16 => {
+            let (a, b) = (
+                input(device, &[n])?.cast(DType::F16)?,
+                input(device, &[n])?.cast(DType::F16)?,
+            );
+            (
+                format!("[{n}] + [{n}] f16"),
+                Work::Bytes(6 * n as u64),
+                2 * n as u64,
+                Box::new(move |q| elementwise::binary(q, BinaryOp::Add, &a, &b).map(drop)),
+            )
+        }
         _ => unreachable!("build_case sends only elementwise kinds here"),
     })
 }
@@ -531,28 +701,45 @@ fn row_case(device: &Device, config: &BenchConfig, kind: Kind) -> Result<Parts> 
     let n = config.elements;
     let (rows, cols) = rows_cols(n, config.row_len);
     Ok(match kind {
-            Kind::ReduceAll(op, variant) => {
-                let x = input(device, &[n])?;
-                (format!("[{n}] -> []"), Work::Bytes(bytes(n + 1)), bytes(n / 256 + 1), reduce_launch(op, x, None, variant))
-            }
-            Kind::ReduceLast(op, variant) => {
-                let x = input(device, &[rows, cols])?;
-                (format!("[{rows}, {cols}] -> [{rows}]"), Work::Bytes(bytes(rows * cols + rows)), bytes(rows), reduce_launch(op, x, Some(1), variant))
-            }
-            Kind::Softmax => {
-                let x = input(device, &[rows, cols])?;
-                (
-                    format!("[{rows}, {cols}]"),
-                    Work::Bytes(bytes(2 * rows * cols)),
-                    bytes(rows * cols),
-                    Box::new(move |q| softmax::softmax(q, &x).map(drop)),
-                )
-            }
-            Kind::LayerNorm => {
-                let x = input(device, &[rows, cols])?;
-                let launch: Launch = Box::new(move |q| norm::norm(q, NormKind::Layer, &x, NormParams::default()).map(drop));
-                (format!("[{rows}, {cols}]"), Work::Bytes(bytes(2 * rows * cols)), bytes(rows * cols), launch)
-            }
+        Kind::ReduceAll(op, variant) => {
+            let x = input(device, &[n])?;
+            (
+                format!("[{n}] -> []"),
+                Work::Bytes(bytes(n + 1)),
+                bytes(n / 256 + 1),
+                reduce_launch(op, x, None, variant),
+            )
+        }
+        Kind::ReduceLast(op, variant) => {
+            let x = input(device, &[rows, cols])?;
+            (
+                format!("[{rows}, {cols}] -> [{rows}]"),
+                Work::Bytes(bytes(rows * cols + rows)),
+                bytes(rows),
+                reduce_launch(op, x, Some(1), variant),
+            )
+        }
+        Kind::Softmax => {
+            let x = input(device, &[rows, cols])?;
+            (
+                format!("[{rows}, {cols}]"),
+                Work::Bytes(bytes(2 * rows * cols)),
+                bytes(rows * cols),
+                Box::new(move |q| softmax::softmax(q, &x).map(drop)),
+            )
+        }
+        Kind::LayerNorm => {
+            let x = input(device, &[rows, cols])?;
+            let launch: Launch = Box::new(move |q| {
+                norm::norm(q, NormKind::Layer, &x, NormParams::default()).map(drop)
+            });
+            (
+                format!("[{rows}, {cols}]"),
+                Work::Bytes(bytes(2 * rows * cols)),
+                bytes(rows * cols),
+                launch,
+            )
+        }
         _ => unreachable!("build_case sends only row kinds here"),
     })
 }
@@ -561,37 +748,95 @@ fn row_case(device: &Device, config: &BenchConfig, kind: Kind) -> Result<Parts> 
 fn model_case(device: &Device, config: &BenchConfig, kind: Kind) -> Result<Parts> {
     let e = config.matmul_edge;
     Ok(match kind {
-            Kind::Linear => {
-                    let (x, w, b) = (input(device, &[e, e])?, input(device, &[e, e])?, input(device, &[e])?);
-                let launch: Launch = Box::new(move |q| matmul::linear(q, &x, &w, Some(&b), Some(UnaryOp::Relu)).map(drop));
-                (format!("relu([{e}, {e}] @ [{e}, {e}] + b)"), Work::Flops(2 * (e as u64).pow(3)), bytes(e * e), launch)
-            }
-            Kind::Attention => {
-                let shape = config.attention;
-                let [b, h, l, d] = shape;
-                let typed = |t: Tensor| if config.attention_dtype == DType::F32 { Ok(t) } else { t.cast(config.attention_dtype) };
-                let (q_, k, v) = (typed(input(device, &shape)?)?, typed(input(device, &shape)?)?, typed(input(device, &shape)?)?);
-                let causal = config.causal;
-                let launch: Launch = Box::new(move |q| attention::attention(q, &q_, &k, &v, AttentionParams { causal, ..AttentionParams::default() }).map(drop));
-                // q k^T and p v: 2 * l * l * d multiply-adds each, per head; half of them when causal.
-                let flops = 4 * (b * h * l * l * d) as u64 / if causal { 2 } else { 1 };
-                let shape_text = format!("[{b}, {h}, {l}, {d}] x3 {}{}", config.attention_dtype, if causal { " causal" } else { "" });
-                (shape_text, Work::Flops(flops), (config.attention_dtype.size() * b * h * l * d) as u64, launch)
-            }
-            Kind::Conv2d => {
-                let [n_, c, hh, ww, o] = config.conv;
-                let (x, w) = (input(device, &[n_, c, hh, ww])?, input(device, &[o, c, 3, 3])?);
-                let params = Conv2dParams { padding: [1, 1], ..Conv2dParams::default() };
-                let launch: Launch = Box::new(move |q| conv::conv2d(q, &x, &w, params).map(drop));
-                let flops = 2 * (n_ * o * hh * ww * c * 9) as u64;
-                (format!("[{n_}, {c}, {hh}, {ww}] * [{o}, {c}, 3, 3]"), Work::Flops(flops), bytes(n_ * o * hh * ww), launch)
-            }
+        Kind::Linear => {
+            let (x, w, b) = (
+                input(device, &[e, e])?,
+                input(device, &[e, e])?,
+                input(device, &[e])?,
+            );
+            let launch: Launch = Box::new(move |q| {
+                matmul::linear(q, &x, &w, Some(&b), Some(UnaryOp::Relu)).map(drop)
+            });
+            (
+                format!("relu([{e}, {e}] @ [{e}, {e}] + b)"),
+                Work::Flops(2 * (e as u64).pow(3)),
+                bytes(e * e),
+                launch,
+            )
+        }
+        Kind::Attention => {
+            let shape = config.attention;
+            let [b, h, l, d] = shape;
+            let typed = |t: Tensor| {
+                if config.attention_dtype == DType::F32 {
+                    Ok(t)
+                } else {
+                    t.cast(config.attention_dtype)
+                }
+            };
+            let (q_, k, v) = (
+                typed(input(device, &shape)?)?,
+                typed(input(device, &shape)?)?,
+                typed(input(device, &shape)?)?,
+            );
+            let causal = config.causal;
+            let launch: Launch = Box::new(move |q| {
+                attention::attention(
+                    q,
+                    &q_,
+                    &k,
+                    &v,
+                    AttentionParams {
+                        causal,
+                        ..AttentionParams::default()
+                    },
+                )
+                .map(drop)
+            });
+            // q k^T and p v: 2 * l * l * d multiply-adds each, per head; half of them when causal.
+            let flops = 4 * (b * h * l * l * d) as u64 / if causal { 2 } else { 1 };
+            let shape_text = format!(
+                "[{b}, {h}, {l}, {d}] x3 {}{}",
+                config.attention_dtype,
+                if causal { " causal" } else { "" }
+            );
+            (
+                shape_text,
+                Work::Flops(flops),
+                (config.attention_dtype.size() * b * h * l * d) as u64,
+                launch,
+            )
+        }
+        Kind::Conv2d => {
+            let [n_, c, hh, ww, o] = config.conv;
+            let (x, w) = (
+                input(device, &[n_, c, hh, ww])?,
+                input(device, &[o, c, 3, 3])?,
+            );
+            let params = Conv2dParams {
+                padding: [1, 1],
+                ..Conv2dParams::default()
+            };
+            let launch: Launch = Box::new(move |q| conv::conv2d(q, &x, &w, params).map(drop));
+            let flops = 2 * (n_ * o * hh * ww * c * 9) as u64;
+            (
+                format!("[{n_}, {c}, {hh}, {ww}] * [{o}, {c}, 3, 3]"),
+                Work::Flops(flops),
+                bytes(n_ * o * hh * ww),
+                launch,
+            )
+        }
         _ => unreachable!("build_case sends only model kinds here"),
     })
 }
 
 /// A reduction of `x` over `axis` with the backend's default variant or a named one.
-fn reduce_launch(op: ReduceOp, x: Tensor, axis: Option<usize>, variant: Option<&'static str>) -> Launch {
+fn reduce_launch(
+    op: ReduceOp,
+    x: Tensor,
+    axis: Option<usize>,
+    variant: Option<&'static str>,
+) -> Launch {
     match variant {
         Some(v) => Box::new(move |q| reduce::reduce_variant(q, op, &x, axis, v).map(drop)),
         None => Box::new(move |q| reduce::reduce(q, op, &x, axis).map(drop)),
@@ -608,12 +853,20 @@ fn matmul_case(device: &Device, e: usize, variant: Option<&'static str>) -> Resu
         Some(v) => Box::new(move |q| matmul::matmul_variant(q, &a, &b, v).map(drop)),
         None => Box::new(move |q| matmul::matmul(q, &a, &b).map(drop)),
     };
-    Ok((format!("[{e}, {e}] @ [{e}, {e}]"), Work::Flops(flops), 4 * (e * e) as u64, launch))
+    Ok((
+        format!("[{e}, {e}] @ [{e}, {e}]"),
+        Work::Flops(flops),
+        4 * (e * e) as u64,
+        launch,
+    ))
 }
 
 /// `len` dependent 1024-element adds recorded on one queue: `x = x + y`, `len` times.
 fn chain_case(device: &Device, len: usize) -> Result<CaseParts> {
-    let (x0, y) = (input(device, &[CHAIN_ELEMENTS])?, input(device, &[CHAIN_ELEMENTS])?);
+    let (x0, y) = (
+        input(device, &[CHAIN_ELEMENTS])?,
+        input(device, &[CHAIN_ELEMENTS])?,
+    );
     let launch = move |q: &Queue| add_chain(q, &x0, &y, len).map(drop);
     Ok((
         format!("{len} x [{CHAIN_ELEMENTS}] add"),
@@ -635,7 +888,10 @@ fn add_chain(q: &Queue, x0: &Tensor, y: &Tensor, len: usize) -> Result<Tensor> {
 /// The chain of [`chain_case`] captured once on the device's default queue; a launch is one
 /// replay (the queue a launch gets is that queue: the bench times the default queue).
 fn chain_replay_case(device: &Device, len: usize) -> Result<CaseParts> {
-    let (x0, y) = (input(device, &[CHAIN_ELEMENTS])?, input(device, &[CHAIN_ELEMENTS])?);
+    let (x0, y) = (
+        input(device, &[CHAIN_ELEMENTS])?,
+        input(device, &[CHAIN_ELEMENTS])?,
+    );
     let (graph, _out) = device.queue().capture(|q| add_chain(q, &x0, &y, len))?;
     Ok((
         format!("{len} x [{CHAIN_ELEMENTS}] add, replayed"),
@@ -660,19 +916,42 @@ fn input(device: &Device, shape: &[usize]) -> Result<Tensor> {
     unicompute::dispatch::pattern_tensor(device, shape)
 }
 
-fn measure_case(meter: &Meter, device: &Device, config: &BenchConfig, case: &Case, ceilings: &Ceilings) -> Result<BenchResult> {
-    let median_s = if case.recording_only { median_recording_seconds(meter, &device.queue(), config, case)? } else { median_seconds(meter, &device.queue(), config, case)? };
+fn measure_case(
+    meter: &Meter,
+    device: &Device,
+    config: &BenchConfig,
+    case: &Case,
+    ceilings: &Ceilings,
+) -> Result<BenchResult> {
+    let median_s = if case.recording_only {
+        median_recording_seconds(meter, &device.queue(), config, case)?
+    } else {
+        median_seconds(meter, &device.queue(), config, case)?
+    };
     let (rate, unit, ceiling) = match case.work {
         Work::Bytes(b) => (b as f64 / median_s / 1e9, "GB/s", Some(ceilings.copy_gbps)),
         Work::Flops(f) => (f as f64 / median_s / 1e9, "GFLOP/s", Some(ceilings.gflops)),
         Work::Ops(n) => (median_s / n as f64 * 1e6, "us/op", None),
     };
     let percent = ceiling.map(|c| 100.0 * rate / c);
-    Ok(BenchResult { name: case.name.clone(), shape: case.shape.clone(), median_s, rate, unit, ceiling, percent })
+    Ok(BenchResult {
+        name: case.name.clone(),
+        shape: case.shape.clone(),
+        median_s,
+        rate,
+        unit,
+        ceiling,
+        percent,
+    })
 }
 
 /// Median host seconds to record and submit one launch of `case`, after warm-up.
-fn median_recording_seconds(meter: &Meter, queue: &Queue, config: &BenchConfig, case: &Case) -> Result<f64> {
+fn median_recording_seconds(
+    meter: &Meter,
+    queue: &Queue,
+    config: &BenchConfig,
+    case: &Case,
+) -> Result<f64> {
     queue.finish()?;
     for _ in 0..config.warmup {
         time_recording(queue, &case.launch)?;
@@ -694,7 +973,8 @@ fn median_seconds(meter: &Meter, queue: &Queue, config: &BenchConfig, case: &Cas
     let launches = if case.batched {
         let single = time_launches(queue, 1, &case.launch)?;
         let by_memory = (MAX_INFLIGHT_BYTES / case.out_bytes.max(1)).max(1) as usize;
-        ((TARGET_REP_SECONDS / single).ceil() as usize).clamp(1, MAX_LAUNCHES_PER_REP.min(by_memory))
+        ((TARGET_REP_SECONDS / single).ceil() as usize)
+            .clamp(1, MAX_LAUNCHES_PER_REP.min(by_memory))
     } else {
         1
     };
@@ -704,7 +984,9 @@ fn median_seconds(meter: &Meter, queue: &Queue, config: &BenchConfig, case: &Cas
     }
     let mut samples = Vec::with_capacity(config.reps);
     for _ in 0..config.reps {
-        samples.push(meter.rep(|| time_launches(queue, launches, &case.launch).map(|t| (t / launches as f64, t)))?);
+        samples.push(meter.rep(|| {
+            time_launches(queue, launches, &case.launch).map(|t| (t / launches as f64, t))
+        })?);
     }
     Ok(median(&mut samples))
 }
@@ -720,7 +1002,9 @@ fn time_launches(queue: &Queue, n: usize, launch: &dyn Fn(&Queue) -> Result<()>)
     let after = queue.submit()?;
     after.wait_blocking()?;
     let host = start.elapsed().as_secs_f64();
-    Ok(after.elapsed_since(&before).map_or(host, |d| d.as_secs_f64()))
+    Ok(after
+        .elapsed_since(&before)
+        .map_or(host, |d| d.as_secs_f64()))
 }
 
 /// Which clock [`time_launches`] uses on `device`.
@@ -728,7 +1012,11 @@ fn timer(device: &Device) -> Result<&'static str> {
     let q = device.queue();
     let (a, b) = (q.submit()?, q.submit()?);
     b.wait_blocking()?;
-    Ok(if b.elapsed_since(&a).is_ok() { "device" } else { "host" })
+    Ok(if b.elapsed_since(&a).is_ok() {
+        "device"
+    } else {
+        "host"
+    })
 }
 
 /// Host seconds to record one launch and submit it, not counting the wait for the device
@@ -754,8 +1042,12 @@ fn median(samples: &mut [f64]) -> f64 {
 
 /// GB/s (read + write) of a device-to-device copy of `bytes`.
 fn copy_bandwidth(device: &Device, config: &BenchConfig, bytes: u64) -> Result<f64> {
-    let len = usize::try_from(bytes / 4).map_err(|_| Error::Invalid(format!("{bytes} bytes exceed the address space")))?;
-    let (src, dst) = (Buffer::<f32>::zeros(device, len)?, Buffer::<f32>::zeros(device, len)?);
+    let len = usize::try_from(bytes / 4)
+        .map_err(|_| Error::Invalid(format!("{bytes} bytes exceed the address space")))?;
+    let (src, dst) = (
+        Buffer::<f32>::zeros(device, len)?,
+        Buffer::<f32>::zeros(device, len)?,
+    );
     let case = Case {
         shape: human_bytes(bytes),
         work: Work::Bytes(2 * bytes),
@@ -772,10 +1064,24 @@ fn copy_bandwidth(device: &Device, config: &BenchConfig, bytes: u64) -> Result<f
 /// GFLOP/s of the matmul op at the GEMM ceiling size, with a description.
 fn gemm_gflops(device: &Device, config: &BenchConfig, edge: usize) -> Result<(f64, String)> {
     let (shape, work, out_bytes, launch) = matmul_case(device, edge, None)?;
-    let case = Case { shape, work, out_bytes, batched: true, recording_only: false, launch, name: "gemm".into() };
+    let case = Case {
+        shape,
+        work,
+        out_bytes,
+        batched: true,
+        recording_only: false,
+        launch,
+        name: "gemm".into(),
+    };
     let seconds = median_seconds(&Meter::default(), &device.queue(), config, &case)?;
     let flops = 2.0 * (edge as f64).powi(3);
-    Ok((flops / seconds / 1e9, format!("GEMM ceiling: the {} matmul op at {edge}^3", device.backend())))
+    Ok((
+        flops / seconds / 1e9,
+        format!(
+            "GEMM ceiling: the {} matmul op at {edge}^3",
+            device.backend()
+        ),
+    ))
 }
 
 /// GFLOP/s of `peak.wgsl`, its loop count calibrated so a launch takes about
@@ -789,7 +1095,11 @@ fn peak_gflops(device: &Device, config: &BenchConfig) -> Result<(f64, String)> {
     let grid = grid_2d(PEAK_WORKGROUPS, device.info().limits.max_workgroups[0]);
     let launch = |q: &Queue| q.launch(&kernel, &[(&iters).into(), (&sink).into()], grid);
     // Below a driver's loop-iteration limit, where loops past it would end early uncounted.
-    let max_iters = device.info().limits.max_loop_iterations.map_or(PEAK_MAX_ITERS, |n| PEAK_MAX_ITERS.min((n / 2) as u32));
+    let max_iters = device
+        .info()
+        .limits
+        .max_loop_iterations
+        .map_or(PEAK_MAX_ITERS, |n| PEAK_MAX_ITERS.min((n / 2) as u32));
     let mut count: u32 = 64;
     queue.write(&iters, &[count])?;
     time_launches(&queue, 1, &launch)?; // pipeline warm-up
@@ -807,7 +1117,9 @@ fn peak_gflops(device: &Device, config: &BenchConfig) -> Result<(f64, String)> {
         samples.push(time_launches(&queue, 1, &launch)?);
     }
     let flops = (invocations * u64::from(count) * PEAK_FLOPS_PER_ITER) as f64;
-    let source = format!("peak.wgsl: {invocations} invocations x {count} iterations x {PEAK_FLOPS_PER_ITER} FLOPs");
+    let source = format!(
+        "peak.wgsl: {invocations} invocations x {count} iterations x {PEAK_FLOPS_PER_ITER} FLOPs"
+    );
     Ok((flops / median(&mut samples) / 1e9, source))
 }
 
@@ -823,12 +1135,30 @@ mod tests {
 
     #[test]
     fn parses_op_names() {
-        assert_eq!(parse_kind("gelu_tanh").ok(), Some(Kind::Unary(UnaryOp::GeluTanh)));
-        assert_eq!(parse_kind("add_gelu_tanh").ok(), Some(Kind::Fused(BinaryOp::Add, UnaryOp::GeluTanh)));
-        assert_eq!(parse_kind("mul_bcast").ok(), Some(Kind::Broadcast(BinaryOp::Mul)));
-        assert_eq!(parse_kind("max_last").ok(), Some(Kind::ReduceLast(ReduceOp::Max, None)));
-        assert_eq!(parse_kind("sum_last@tree").ok(), Some(Kind::ReduceLast(ReduceOp::Sum, Some("tree"))));
-        assert_eq!(parse_kind("matmul@auto").ok(), Some(Kind::Matmul(Some("auto"))));
+        assert_eq!(
+            parse_kind("gelu_tanh").ok(),
+            Some(Kind::Unary(UnaryOp::GeluTanh))
+        );
+        assert_eq!(
+            parse_kind("add_gelu_tanh").ok(),
+            Some(Kind::Fused(BinaryOp::Add, UnaryOp::GeluTanh))
+        );
+        assert_eq!(
+            parse_kind("mul_bcast").ok(),
+            Some(Kind::Broadcast(BinaryOp::Mul))
+        );
+        assert_eq!(
+            parse_kind("max_last").ok(),
+            Some(Kind::ReduceLast(ReduceOp::Max, None))
+        );
+        assert_eq!(
+            parse_kind("sum_last@tree").ok(),
+            Some(Kind::ReduceLast(ReduceOp::Sum, Some("tree")))
+        );
+        assert_eq!(
+            parse_kind("matmul@auto").ok(),
+            Some(Kind::Matmul(Some("auto")))
+        );
         assert!(parse_kind("softmax@auto").is_err());
         assert!(parse_kind("nope").is_err());
         assert!(DEFAULT_OPS.iter().all(|n| parse_kind(n).is_ok()));

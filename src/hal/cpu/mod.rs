@@ -21,13 +21,17 @@ pub(crate) struct CpuDevice {
 impl CpuDevice {
     /// Refuse every later call (`Device::destroy`).
     pub(crate) fn destroy(&self) {
-        self.destroyed.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.destroyed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// `DEVICE_LOST` once destroyed.
     pub(crate) fn check_healthy(&self) -> Result<()> {
         if self.destroyed.load(std::sync::atomic::Ordering::Relaxed) {
-            return Err(Error::DeviceLost("the cpu device was destroyed (`Device::destroy`): open a device again to continue".into()));
+            return Err(Error::DeviceLost(
+                "the cpu device was destroyed (`Device::destroy`): open a device again to continue"
+                    .into(),
+            ));
         }
         Ok(())
     }
@@ -47,7 +51,12 @@ fn host_memory() -> Option<u64> {
 fn cpu_name() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).map(|n| n.trim().to_string()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|n| n.trim().to_string())
+        })
         .unwrap_or_else(|| std::env::consts::ARCH.to_string())
 }
 
@@ -57,10 +66,21 @@ pub(crate) fn info() -> DeviceInfo {
     let threads = crate::base::par::current_num_threads();
     // One allocation may take 3/4 of physical memory: more would only end in swapping or the
     // out-of-memory killer, not in an error the caller can handle.
-    let max_buffer = memory.map_or(if cfg!(target_pointer_width = "32") { 1 << 31 } else { 1 << 34 }, |m| m / 4 * 3);
+    let max_buffer = memory.map_or(
+        if cfg!(target_pointer_width = "32") {
+            1 << 31
+        } else {
+            1 << 34
+        },
+        |m| m / 4 * 3,
+    );
     DeviceInfo {
         index: 0,
-        name: format!("{} ({threads} thread{})", cpu_name(), if threads == 1 { "" } else { "s" }),
+        name: format!(
+            "{} ({threads} thread{})",
+            cpu_name(),
+            if threads == 1 { "" } else { "s" }
+        ),
         backend: BackendKind::Cpu,
         device_type: DeviceType::Cpu,
         api: "host".into(),
@@ -79,7 +99,12 @@ pub(crate) fn info() -> DeviceInfo {
             storage_offset_alignment: 4,
             max_loop_iterations: None,
         },
-        features: Features { f16: true, timestamps: false, subgroups: true, int64: true }, // in user WGSL kernels (the executor)
+        features: Features {
+            f16: true,
+            timestamps: false,
+            subgroups: true,
+            int64: true,
+        }, // in user WGSL kernels (the executor)
         memory_total: memory,
         compute_capability: None,
         threads: Some(threads),
@@ -89,7 +114,9 @@ pub(crate) fn info() -> DeviceInfo {
 fn memory(buf: &Arc<Block>) -> Result<&CpuMemory> {
     match buf.memory() {
         Memory::Cpu(m) => Ok(m),
-        _ => Err(Error::Device("internal: a non-cpu buffer reached the cpu backend".into())),
+        _ => Err(Error::Device(
+            "internal: a non-cpu buffer reached the cpu backend".into(),
+        )),
     }
 }
 
@@ -141,7 +168,8 @@ impl Backend for Cpu {
 
     /// Zero-filled host memory, or an error if the host cannot provide it.
     fn alloc(_: &CpuDevice, bytes: u64) -> Result<CpuMemory> {
-        let words = usize::try_from(bytes.div_ceil(4)).map_err(|_| Error::Invalid(format!("{bytes} bytes exceed the address space")))?;
+        let words = usize::try_from(bytes.div_ceil(4))
+            .map_err(|_| Error::Invalid(format!("{bytes} bytes exceed the address space")))?;
         let mut v = Vec::new();
         v.try_reserve_exact(words)
             .map_err(|e| Error::Device(format!("host allocation of {bytes} bytes failed: {e}")))?;
@@ -189,13 +217,28 @@ impl Backend for Cpu {
         CpuQueue
     }
 
-    fn write(_: &CpuQueue, _: &CpuDevice, dst: &Arc<Block>, offset: u64, data: &[u8]) -> Result<()> {
+    fn write(
+        _: &CpuQueue,
+        _: &CpuDevice,
+        dst: &Arc<Block>,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<()> {
         let mut g = write_guard(dst)?;
-        bytemuck::cast_slice_mut::<u32, u8>(&mut g)[byte_range(offset, data.len() as u64)].copy_from_slice(data);
+        bytemuck::cast_slice_mut::<u32, u8>(&mut g)[byte_range(offset, data.len() as u64)]
+            .copy_from_slice(data);
         Ok(())
     }
 
-    fn copy(_: &CpuQueue, _: &CpuDevice, src: &Arc<Block>, src_offset: u64, dst: &Arc<Block>, dst_offset: u64, bytes: u64) -> Result<()> {
+    fn copy(
+        _: &CpuQueue,
+        _: &CpuDevice,
+        src: &Arc<Block>,
+        src_offset: u64,
+        dst: &Arc<Block>,
+        dst_offset: u64,
+        bytes: u64,
+    ) -> Result<()> {
         if src.id() == dst.id() {
             let mut g = write_guard(dst)?;
             let b = bytemuck::cast_slice_mut::<u32, u8>(&mut g);
@@ -207,17 +250,31 @@ impl Backend for Cpu {
         let to = &mut bytemuck::cast_slice_mut::<u32, u8>(&mut d)[byte_range(dst_offset, bytes)];
         let from = &bytemuck::cast_slice::<u32, u8>(&s)[byte_range(src_offset, bytes)];
         // Large copies in parallel: one thread does not saturate memory bandwidth.
-        to.par_chunks_mut(1 << 20).zip(from.par_chunks(1 << 20)).for_each(|(t, f)| t.copy_from_slice(f));
+        to.par_chunks_mut(1 << 20)
+            .zip(from.par_chunks(1 << 20))
+            .for_each(|(t, f)| t.copy_from_slice(f));
         Ok(())
     }
 
     /// Runs the kernel to completion, as every CPU launch does.
-    fn launch_user(_: &CpuQueue, _: &CpuDevice, program: &Self::Program, args: &[UserArg<'_>], workgroups: [u32; 3], _: [u32; 3]) -> Result<()> {
+    fn launch_user(
+        _: &CpuQueue,
+        _: &CpuDevice,
+        program: &Self::Program,
+        args: &[UserArg<'_>],
+        workgroups: [u32; 3],
+        _: [u32; 3],
+    ) -> Result<()> {
         wgsl::run(program, args, workgroups)
     }
 
     /// The host clock around the launch, which runs as it is recorded.
-    fn timed(_: &CpuQueue, _: &CpuDevice, epoch: web_time::Instant, record: impl FnOnce() -> Result<()>) -> Result<(Timing, Clock)> {
+    fn timed(
+        _: &CpuQueue,
+        _: &CpuDevice,
+        epoch: web_time::Instant,
+        record: impl FnOnce() -> Result<()>,
+    ) -> Result<(Timing, Clock)> {
         let t0 = web_time::Instant::now();
         record()?;
         Ok((Timing::Ready(Some(Span::since(epoch, t0))), Clock::Host))
@@ -247,9 +304,18 @@ impl Backend for Cpu {
     }
 
     /// Lend the bytes in place.
-    async fn read<R>(_: &CpuQueue, _: &CpuDevice, src: &Arc<Block>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
+    async fn read<R>(
+        _: &CpuQueue,
+        _: &CpuDevice,
+        src: &Arc<Block>,
+        offset: u64,
+        bytes: u64,
+        take: impl FnOnce(Mapped<'_>) -> R,
+    ) -> Result<R> {
         let g = read_guard(src)?;
-        Ok(take(Mapped::Host(&bytemuck::cast_slice::<u32, u8>(&g)[byte_range(offset, bytes)])))
+        Ok(take(Mapped::Host(
+            &bytemuck::cast_slice::<u32, u8>(&g)[byte_range(offset, bytes)],
+        )))
     }
 
     fn is_signalled(_: &Done, _: &CpuDevice) -> bool {

@@ -76,20 +76,46 @@ impl Backend for Cuda {
         CudaQueue::new(dev)
     }
 
-    fn write(q: &CudaQueue, dev: &CudaDevice, dst: &Arc<Block>, offset: u64, data: &[u8]) -> Result<()> {
+    fn write(
+        q: &CudaQueue,
+        dev: &CudaDevice,
+        dst: &Arc<Block>,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<()> {
         q.write(dev, dst, offset, data)
     }
 
-    fn copy(q: &CudaQueue, dev: &CudaDevice, src: &Arc<Block>, src_offset: u64, dst: &Arc<Block>, dst_offset: u64, bytes: u64) -> Result<()> {
+    fn copy(
+        q: &CudaQueue,
+        dev: &CudaDevice,
+        src: &Arc<Block>,
+        src_offset: u64,
+        dst: &Arc<Block>,
+        dst_offset: u64,
+        bytes: u64,
+    ) -> Result<()> {
         q.copy(dev, src, src_offset, dst, dst_offset, bytes)
     }
 
-    fn launch_user(q: &CudaQueue, dev: &CudaDevice, program: &UserFunction, args: &[UserArg<'_>], workgroups: [u32; 3], block: [u32; 3]) -> Result<()> {
+    fn launch_user(
+        q: &CudaQueue,
+        dev: &CudaDevice,
+        program: &UserFunction,
+        args: &[UserArg<'_>],
+        workgroups: [u32; 3],
+        block: [u32; 3],
+    ) -> Result<()> {
         q.launch_user(dev, program, args, workgroups, block)
     }
 
     /// Between two events on the stream.
-    fn timed(q: &CudaQueue, dev: &CudaDevice, _: web_time::Instant, record: impl FnOnce() -> Result<()>) -> Result<(Timing, Clock)> {
+    fn timed(
+        q: &CudaQueue,
+        dev: &CudaDevice,
+        _: web_time::Instant,
+        record: impl FnOnce() -> Result<()>,
+    ) -> Result<(Timing, Clock)> {
         let start = FenceImpl::Cuda(q.submit(dev)?);
         record()?;
         let end = FenceImpl::Cuda(q.submit(dev)?);
@@ -116,7 +142,14 @@ impl Backend for Cuda {
         q.wait_for(dev, fence)
     }
 
-    async fn read<R>(q: &CudaQueue, dev: &CudaDevice, src: &Arc<Block>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
+    async fn read<R>(
+        q: &CudaQueue,
+        dev: &CudaDevice,
+        src: &Arc<Block>,
+        offset: u64,
+        bytes: u64,
+        take: impl FnOnce(Mapped<'_>) -> R,
+    ) -> Result<R> {
         q.read(dev, src, offset, bytes, take)
     }
 

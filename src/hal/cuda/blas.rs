@@ -11,8 +11,8 @@ use super::memory::DeviceMemory;
 use super::queue::{address, CudaQueue};
 use super::CudaDevice;
 use crate::base::layout::Layout;
-use crate::hal::Block;
 use crate::base::signal::lock;
+use crate::hal::Block;
 use crate::{Error, MatmulPrecision, Result};
 
 /// cuBLAS's workspace per handle: what it recommends for Hopper (32 MiB; 4 MiB elsewhere).
@@ -32,8 +32,17 @@ impl BlasHandle {
         let handle = CudaBlas::new(stream).ok()?;
         let workspace = DeviceMemory::new(&dev.ctx, WORKSPACE_BYTES).ok()?;
         // SAFETY: the workspace lives as long as the handle (dropped after it).
-        let status = unsafe { sys::cublasSetWorkspace_v2(*handle.handle(), workspace.ptr as *mut std::ffi::c_void, WORKSPACE_BYTES as usize) };
-        (status == sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS).then_some(BlasHandle { handle, _workspace: workspace })
+        let status = unsafe {
+            sys::cublasSetWorkspace_v2(
+                *handle.handle(),
+                workspace.ptr as *mut std::ffi::c_void,
+                WORKSPACE_BYTES as usize,
+            )
+        };
+        (status == sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS).then_some(BlasHandle {
+            handle,
+            _workspace: workspace,
+        })
     }
 }
 
@@ -45,7 +54,9 @@ pub(crate) fn prepare(q: &CudaQueue, dev: &CudaDevice) -> Result<bool> {
     }
     let stream = q.stream(dev)?;
     // cuBLAS works on the thread's current context.
-    dev.ctx.bind_to_thread().map_err(|e| dev.fail("binding the CUDA context", e))?;
+    dev.ctx
+        .bind_to_thread()
+        .map_err(|e| dev.fail("binding the CUDA context", e))?;
     let mut slot = lock(&q.blas);
     if slot.is_none() {
         *slot = BlasHandle::new(dev, stream);
@@ -57,12 +68,19 @@ pub(crate) fn prepare(q: &CudaQueue, dev: &CudaDevice) -> Result<bool> {
 pub(crate) fn available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
     // SAFETY: only checks whether the library can be loaded.
-    *AVAILABLE.get_or_init(|| std::panic::catch_unwind(|| unsafe { sys::is_culib_present() }).unwrap_or(false))
+    *AVAILABLE.get_or_init(|| {
+        std::panic::catch_unwind(|| unsafe { sys::is_culib_present() }).unwrap_or(false)
+    })
 }
 
 /// How a row-major `rows x cols` matrix with the given element strides reaches cuBLAS, which
 /// sees it transposed (column-major `cols x rows`): `(operation, leading dimension)`.
-fn operand(rows: usize, cols: usize, row_stride: usize, col_stride: usize) -> Option<(sys::cublasOperation_t, usize)> {
+fn operand(
+    rows: usize,
+    cols: usize,
+    row_stride: usize,
+    col_stride: usize,
+) -> Option<(sys::cublasOperation_t, usize)> {
     // Unit stride along the columns: column-major `cols x rows` with ld = row stride.
     if col_stride == 1 || cols == 1 {
         let ld = if rows == 1 { cols } else { row_stride };
@@ -82,8 +100,15 @@ fn operand(rows: usize, cols: usize, row_stride: usize, col_stride: usize) -> Op
 
 /// One element stride that walks the flattened batch dimensions, if there is one.
 fn flat_batch_stride(shape: &[usize], strides: &[usize]) -> Option<usize> {
-    let dims: Vec<(usize, usize)> = shape.iter().zip(strides).filter(|(&n, _)| n > 1).map(|(&n, &s)| (n, s)).collect();
-    let Some(&(_, unit)) = dims.last() else { return Some(0) };
+    let dims: Vec<(usize, usize)> = shape
+        .iter()
+        .zip(strides)
+        .filter(|(&n, _)| n > 1)
+        .map(|(&n, &s)| (n, s))
+        .collect();
+    let Some(&(_, unit)) = dims.last() else {
+        return Some(0);
+    };
     let mut expected = unit;
     for &(n, s) in dims.iter().rev() {
         if s != expected {
@@ -105,14 +130,23 @@ fn compute_type(precision: MatmulPrecision) -> sys::cublasComputeType_t {
 
 /// `out = a @ b` on cuBLAS; `Ok(false)` if cuBLAS is missing or cannot take these layouts.
 /// Each matrix is a memory block and its strided layout.
-pub(crate) fn matmul(q: &CudaQueue, dev: &CudaDevice, [a, b, out]: [(&Arc<Block>, &Layout); 3], [m, n, k]: [usize; 3], precision: MatmulPrecision) -> Result<bool> {
+pub(crate) fn matmul(
+    q: &CudaQueue,
+    dev: &CudaDevice,
+    [a, b, out]: [(&Arc<Block>, &Layout); 3],
+    [m, n, k]: [usize; 3],
+    precision: MatmulPrecision,
+) -> Result<bool> {
     if !available() || k == 0 {
         return Ok(false);
     }
     let r = out.1.shape.len();
     let batch_shape = &out.1.shape[..r - 2];
     let batches: usize = batch_shape.iter().product();
-    let (Some(stride_a), Some(stride_b)) = (flat_batch_stride(batch_shape, &a.1.strides[..r - 2]), flat_batch_stride(batch_shape, &b.1.strides[..r - 2])) else {
+    let (Some(stride_a), Some(stride_b)) = (
+        flat_batch_stride(batch_shape, &a.1.strides[..r - 2]),
+        flat_batch_stride(batch_shape, &b.1.strides[..r - 2]),
+    ) else {
         return Ok(false);
     };
     // cuBLAS computes C' = B' A' with C' (n x m) the column-major view of the row-major C.
@@ -123,7 +157,9 @@ pub(crate) fn matmul(q: &CudaQueue, dev: &CudaDevice, [a, b, out]: [(&Arc<Block>
         return Ok(false);
     };
     let int = |v: usize| i32::try_from(v).ok();
-    let (Some(mi), Some(ni), Some(ki), Some(lda), Some(ldb), Some(batch_count)) = (int(m), int(n), int(k), int(lda), int(ldb), int(batches)) else {
+    let (Some(mi), Some(ni), Some(ki), Some(lda), Some(ldb), Some(batch_count)) =
+        (int(m), int(n), int(k), int(lda), int(ldb), int(batches))
+    else {
         return Ok(false);
     };
     // cuBLAS is present but unusable without a handle: the kernel path still works.
@@ -131,9 +167,16 @@ pub(crate) fn matmul(q: &CudaQueue, dev: &CudaDevice, [a, b, out]: [(&Arc<Block>
         return Ok(false);
     }
     let slot = lock(&q.blas);
-    let handle = *slot.as_ref().map(|h| h.handle.handle()).ok_or_else(|| Error::Device("internal: no cuBLAS handle".into()))?;
+    let handle = *slot
+        .as_ref()
+        .map(|h| h.handle.handle())
+        .ok_or_else(|| Error::Device("internal: no cuBLAS handle".into()))?;
     let (alpha, beta) = (1.0f32, 0.0f32);
-    let (pa, pb, pc) = (address(a.0, a.1.offset)?, address(b.0, b.1.offset)?, address(out.0, out.1.offset)?);
+    let (pa, pb, pc) = (
+        address(a.0, a.1.offset)?,
+        address(b.0, b.1.offset)?,
+        address(out.0, out.1.offset)?,
+    );
     // SAFETY: every matrix of every batch lies inside its block (the op validated the
     // shapes); alpha and beta are host values, as the handle's default pointer mode expects.
     unsafe {
@@ -163,7 +206,11 @@ pub(crate) fn matmul(q: &CudaQueue, dev: &CudaDevice, [a, b, out]: [(&Arc<Block>
             sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
         )
     }
-    .map_err(|e| Error::Device(format!("cuBLAS GEMM {m}x{n}x{k} (batch {batches}) failed: {e:?}")))?;
+    .map_err(|e| {
+        Error::Device(format!(
+            "cuBLAS GEMM {m}x{n}x{k} (batch {batches}) failed: {e:?}"
+        ))
+    })?;
     drop(slot);
     Ok(true)
 }

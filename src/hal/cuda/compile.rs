@@ -30,7 +30,12 @@ pub(crate) struct Builtin {
 impl Builtin {
     /// The source NVRTC compiles: the prelude, the shared parts the file needs, then the file.
     pub(crate) fn source(&self) -> String {
-        format!("{}\n{}\n{}", self.source.preludes.join("\n"), self.prelude, self.source.text)
+        format!(
+            "{}\n{}\n{}",
+            self.source.preludes.join("\n"),
+            self.prelude,
+            self.source.text
+        )
     }
 
     /// File name NVRTC reports in its log.
@@ -73,7 +78,10 @@ fn supported_archs() -> Vec<i32> {
             return Vec::new();
         }
         let mut archs = vec![0; n as usize];
-        if sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()).result().is_err() {
+        if sys::nvrtcGetSupportedArchs(archs.as_mut_ptr())
+            .result()
+            .is_err()
+        {
             return Vec::new();
         }
         archs
@@ -84,7 +92,11 @@ fn supported_archs() -> Vec<i32> {
 /// multiply-adds, so results agree with the other backends (kernels call `fmaf` where they
 /// want one).
 pub(crate) fn base_options(arch: &str) -> Vec<String> {
-    vec![format!("--gpu-architecture={arch}"), "--std=c++17".into(), "--fmad=false".into()]
+    vec![
+        format!("--gpu-architecture={arch}"),
+        "--std=c++17".into(),
+        "--fmad=false".into(),
+    ]
 }
 
 /// Why a compilation produced no cubin.
@@ -112,7 +124,9 @@ pub(crate) fn nvrtc_version() -> Result<(i32, i32), String> {
         }
         let (mut major, mut minor) = (0, 0);
         // SAFETY: plain out-parameters.
-        unsafe { sys::nvrtcVersion(&mut major, &mut minor) }.result().map_err(|e| format!("nvrtcVersion failed: {e:?}"))?;
+        unsafe { sys::nvrtcVersion(&mut major, &mut minor) }
+            .result()
+            .map_err(|e| format!("nvrtcVersion failed: {e:?}"))?;
         Ok((major, minor))
     });
     probe.unwrap_or_else(|_| Err("loading NVRTC failed (a symbol is missing from libnvrtc)".into()))
@@ -131,12 +145,21 @@ pub(crate) fn cache_dir() -> Option<PathBuf> {
 
 /// A cubin (or PTX, for a `compute_XY` target) of `source` compiled with `options`, from the
 /// disk cache in `dir` when present.
-pub(crate) fn cubin(source: &str, name: &str, options: &[String], dir: Option<&PathBuf>) -> Result<Vec<u8>, CompileFailure> {
+pub(crate) fn cubin(
+    source: &str,
+    name: &str,
+    options: &[String],
+    dir: Option<&PathBuf>,
+) -> Result<Vec<u8>, CompileFailure> {
     let version = nvrtc_version().map_err(CompileFailure::Nvrtc)?;
     let mut hasher = DefaultHasher::new();
     (source, options, version, env!("CARGO_PKG_VERSION")).hash(&mut hasher);
     let file = dir.map(|d| d.join(format!("{:016x}.cubin", hasher.finish())));
-    if let Some(bytes) = file.as_ref().and_then(|f| std::fs::read(f).ok()).filter(|b| !b.is_empty()) {
+    if let Some(bytes) = file
+        .as_ref()
+        .and_then(|f| std::fs::read(f).ok())
+        .filter(|b| !b.is_empty())
+    {
         DISK_HITS.fetch_add(1, Ordering::Relaxed);
         return Ok(bytes);
     }
@@ -145,7 +168,11 @@ pub(crate) fn cubin(source: &str, name: &str, options: &[String], dir: Option<&P
         // The cache only saves time: failing to write it is not an error. Write then
         // rename, so a concurrent process never reads half a file.
         static WRITES: AtomicUsize = AtomicUsize::new(0);
-        let tmp = file.with_extension(format!("tmp{}-{}", std::process::id(), WRITES.fetch_add(1, Ordering::Relaxed)));
+        let tmp = file.with_extension(format!(
+            "tmp{}-{}",
+            std::process::id(),
+            WRITES.fetch_add(1, Ordering::Relaxed)
+        ));
         if std::fs::create_dir_all(dir).is_ok() && std::fs::write(&tmp, &bytes).is_ok() {
             let _ = std::fs::rename(&tmp, file);
         }
@@ -163,26 +190,45 @@ pub(crate) fn forget(source: &str, options: &[String], dir: Option<&PathBuf>) {
 }
 
 /// Run NVRTC.
-pub(crate) fn compile(source: &str, name: &str, options: &[String]) -> Result<Vec<u8>, CompileFailure> {
-    let nvrtc = |what: &str, e: result::NvrtcError| CompileFailure::Nvrtc(format!("{what} failed: {e:?}"));
+pub(crate) fn compile(
+    source: &str,
+    name: &str,
+    options: &[String],
+) -> Result<Vec<u8>, CompileFailure> {
+    let nvrtc =
+        |what: &str, e: result::NvrtcError| CompileFailure::Nvrtc(format!("{what} failed: {e:?}"));
     // cudarc panics on a call into a library it cannot load: say why instead.
     nvrtc_version().map_err(CompileFailure::Nvrtc)?;
-    let src = CString::new(source).map_err(|_| CompileFailure::Source(format!("{name}: the source contains a NUL byte")))?;
-    let cname = CString::new(name).map_err(|_| CompileFailure::Nvrtc("kernel name contains a NUL byte".into()))?;
-    let prog = result::create_program(&src, Some(&cname)).map_err(|e| nvrtc("nvrtcCreateProgram", e))?;
+    let src = CString::new(source)
+        .map_err(|_| CompileFailure::Source(format!("{name}: the source contains a NUL byte")))?;
+    let cname = CString::new(name)
+        .map_err(|_| CompileFailure::Nvrtc("kernel name contains a NUL byte".into()))?;
+    let prog =
+        result::create_program(&src, Some(&cname)).map_err(|e| nvrtc("nvrtcCreateProgram", e))?;
     COMPILED.fetch_add(1, Ordering::Relaxed);
     // SAFETY: `prog` is a live program; it is destroyed once below, whatever happens.
     let out = unsafe {
         match result::compile_program(prog, options) {
             Err(e) => {
                 let log = result::get_program_log(prog)
-                    .map(|l| l.iter().take_while(|&&c| c != 0).map(|&c| c as u8 as char).collect::<String>())
+                    .map(|l| {
+                        l.iter()
+                            .take_while(|&&c| c != 0)
+                            .map(|&c| c as u8 as char)
+                            .collect::<String>()
+                    })
                     .unwrap_or_else(|_| format!("{e:?} (no log)"));
                 Err(CompileFailure::Source(log.trim().to_string()))
             }
-            Ok(()) if options.iter().any(|o| o.starts_with("--gpu-architecture=compute_")) => {
+            Ok(())
+                if options
+                    .iter()
+                    .any(|o| o.starts_with("--gpu-architecture=compute_")) =>
+            {
                 // PTX (NUL-terminated, as the driver's loader expects).
-                result::get_ptx(prog).map(|p| p.into_iter().map(|c| c as u8).collect()).map_err(|e| nvrtc("nvrtcGetPTX", e))
+                result::get_ptx(prog)
+                    .map(|p| p.into_iter().map(|c| c as u8).collect())
+                    .map_err(|e| nvrtc("nvrtcGetPTX", e))
             }
             Ok(()) => {
                 let mut size = 0usize;
@@ -190,7 +236,10 @@ pub(crate) fn compile(source: &str, name: &str, options: &[String]) -> Result<Ve
                     Err(e) => Err(nvrtc("nvrtcGetCUBINSize", e)),
                     Ok(()) => {
                         let mut bytes = vec![0u8; size];
-                        sys::nvrtcGetCUBIN(prog, bytes.as_mut_ptr().cast()).result().map(|()| bytes).map_err(|e| nvrtc("nvrtcGetCUBIN", e))
+                        sys::nvrtcGetCUBIN(prog, bytes.as_mut_ptr().cast())
+                            .result()
+                            .map(|()| bytes)
+                            .map_err(|e| nvrtc("nvrtcGetCUBIN", e))
                     }
                 }
             }
@@ -207,7 +256,11 @@ pub(crate) fn first_error(log: &str) -> Option<LogError<'_>> {
         let (head, message) = l.split_once("): error")?;
         let (file, line) = head.rsplit_once('(')?;
         let message = message.trim_start_matches(':').trim();
-        Some(LogError { file, line: line.parse().ok()?, message })
+        Some(LogError {
+            file,
+            line: line.parse().ok()?,
+            message,
+        })
     })
 }
 
@@ -224,7 +277,9 @@ pub(crate) struct LogError<'a> {
 pub(crate) fn nvrtc_or_skip() -> bool {
     match nvrtc_version() {
         Ok(_) => true,
-        Err(why) if std::env::var("UNICOMPUTE_REQUIRE_NVRTC").is_ok_and(|v| v == "1") => panic!("UNICOMPUTE_REQUIRE_NVRTC=1 but {why}"),
+        Err(why) if std::env::var("UNICOMPUTE_REQUIRE_NVRTC").is_ok_and(|v| v == "1") => {
+            panic!("UNICOMPUTE_REQUIRE_NVRTC=1 but {why}")
+        }
         Err(why) => {
             eprintln!("skipping the CUDA compile check: {why}");
             false
@@ -237,10 +292,19 @@ mod tests {
     use super::*;
 
     /// A one-kernel source for the compiler's own tests.
-    static TEST: CudaSource = CudaSource { name: "test.cu", text: "extern \"C\" __global__ void fill_main(float* x) { x[threadIdx.x] = 1.0f; }", preludes: &[] };
+    static TEST: CudaSource = CudaSource {
+        name: "test.cu",
+        text: "extern \"C\" __global__ void fill_main(float* x) { x[threadIdx.x] = 1.0f; }",
+        preludes: &[],
+    };
 
     fn test_kernel() -> Builtin {
-        Builtin { source: &TEST, entry: "fill_main", defines: vec![], prelude: "" }
+        Builtin {
+            source: &TEST,
+            entry: "fill_main",
+            defines: vec![],
+            prelude: "",
+        }
     }
 
     #[test]
@@ -254,7 +318,10 @@ mod tests {
         assert!(fallback.starts_with("compute_"), "{fallback}");
         let k = test_kernel();
         let ptx = compile(&k.source(), k.name(), &k.options(&fallback)).unwrap();
-        assert!(String::from_utf8_lossy(&ptx).contains(&format!(".entry {}", k.entry)), "PTX text");
+        assert!(
+            String::from_utf8_lossy(&ptx).contains(&format!(".entry {}", k.entry)),
+            "PTX text"
+        );
         assert_eq!(ptx.last(), Some(&0), "NUL-terminated");
     }
 
@@ -263,16 +330,24 @@ mod tests {
         if !nvrtc_or_skip() {
             return;
         }
-        let dir = std::env::temp_dir().join(format!("unicompute-cuda-cache-test-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("unicompute-cuda-cache-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let k = test_kernel();
         let (source, options) = (k.source(), k.options("sm_80"));
         let hits = DISK_HITS.load(Ordering::Relaxed);
         let first = cubin(&source, k.name(), &options, Some(&dir)).unwrap();
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "one cubin written");
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            1,
+            "one cubin written"
+        );
         let second = cubin(&source, k.name(), &options, Some(&dir)).unwrap();
         assert_eq!(first, second);
-        assert!(DISK_HITS.load(Ordering::Relaxed) > hits, "the second lookup came from disk");
+        assert!(
+            DISK_HITS.load(Ordering::Relaxed) > hits,
+            "the second lookup came from disk"
+        );
         // Other options are another entry.
         cubin(&source, k.name(), &k.options("sm_90"), Some(&dir)).unwrap();
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
@@ -285,7 +360,10 @@ mod tests {
             return;
         }
         let src = "extern \"C\" __global__ void k(float* x) {\n    x[0] = y;\n}\n";
-        let Err(CompileFailure::Source(log)) = compile(src, "user.cu", &base_options("sm_80")) else { panic!("expected a compile error") };
+        let Err(CompileFailure::Source(log)) = compile(src, "user.cu", &base_options("sm_80"))
+        else {
+            panic!("expected a compile error")
+        };
         let error = first_error(&log).unwrap_or_else(|| panic!("no error line in {log:?}"));
         assert_eq!((error.file, error.line), ("user.cu", 2), "{log}");
         assert!(error.message.contains("\"y\""), "{}", error.message);

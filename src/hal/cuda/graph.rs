@@ -34,7 +34,10 @@ pub(crate) struct CudaWork {
 
 impl CudaWork {
     pub(super) fn new(graph: Option<CudaGraph>, retained: Retained) -> CudaWork {
-        CudaWork { exec: graph.map(|g| Mutex::new(Exec(g))), _retained: retained }
+        CudaWork {
+            exec: graph.map(|g| Mutex::new(Exec(g))),
+            _retained: retained,
+        }
     }
 
     /// Launch one run on `stream` (its context bound to this thread).
@@ -45,7 +48,8 @@ impl CudaWork {
         let exec = lock(exec);
         // SAFETY: the graph's nodes use only blocks and pinned bytes this value holds, and the
         // replaying queue holds this value until the run has finished.
-        unsafe { result::graph::launch(exec.0.cu_graph_exec(), stream.cu_stream()) }.map_err(|e| dev.fail("launching a CUDA graph", e))
+        unsafe { result::graph::launch(exec.0.cu_graph_exec(), stream.cu_stream()) }
+            .map_err(|e| dev.fail("launching a CUDA graph", e))
     }
 }
 
@@ -61,7 +65,10 @@ pub(crate) enum Release {
     /// Pinned host memory from `cuMemHostAlloc`.
     Host { ptr: usize, ctx: Arc<CudaContext> },
     /// A queue's cuBLAS handle (destroyed on drop, on its context).
-    Blas { handle: super::blas::BlasHandle, ctx: Arc<CudaContext> },
+    Blas {
+        handle: super::blas::BlasHandle,
+        ctx: Arc<CudaContext>,
+    },
 }
 
 impl Release {

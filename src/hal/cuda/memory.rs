@@ -17,14 +17,25 @@ pub(crate) struct DeviceMemory {
 
 impl DeviceMemory {
     pub(crate) fn new(ctx: &Arc<CudaContext>, bytes: u64) -> Result<Self> {
-        ctx.bind_to_thread().map_err(|e| Error::Device(format!("binding the CUDA context: {}", driver_error(e))))?;
-        let size = usize::try_from(bytes).map_err(|_| Error::Invalid(format!("{bytes} bytes exceed the address space")))?;
+        ctx.bind_to_thread()
+            .map_err(|e| Error::Device(format!("binding the CUDA context: {}", driver_error(e))))?;
+        let size = usize::try_from(bytes)
+            .map_err(|_| Error::Invalid(format!("{bytes} bytes exceed the address space")))?;
         // SAFETY: the context is current on this thread; the block is freed exactly once, on drop.
         let ptr = unsafe { result::malloc_sync(size) }.map_err(|e| {
-            let free = ctx.mem_get_info().map(|(free, total)| format!(" ({free} of {total} bytes free)")).unwrap_or_default();
-            Error::Device(format!("allocating {bytes} bytes of device memory failed: {}{free}", driver_error(e)))
+            let free = ctx
+                .mem_get_info()
+                .map(|(free, total)| format!(" ({free} of {total} bytes free)"))
+                .unwrap_or_default();
+            Error::Device(format!(
+                "allocating {bytes} bytes of device memory failed: {}{free}",
+                driver_error(e)
+            ))
         })?;
-        Ok(DeviceMemory { ptr, ctx: ctx.clone() })
+        Ok(DeviceMemory {
+            ptr,
+            ctx: ctx.clone(),
+        })
     }
 }
 
@@ -32,7 +43,10 @@ impl Drop for DeviceMemory {
     /// The pool drops a block only once no queued work uses it; the free waits while a
     /// stream captures.
     fn drop(&mut self) {
-        super::graph::release(super::graph::Release::Device { ptr: self.ptr, ctx: self.ctx.clone() });
+        super::graph::release(super::graph::Release::Device {
+            ptr: self.ptr,
+            ctx: self.ctx.clone(),
+        });
     }
 }
 
@@ -51,11 +65,20 @@ unsafe impl Sync for PinnedBuffer {}
 
 impl PinnedBuffer {
     fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<Self> {
-        ctx.bind_to_thread().map_err(|e| Error::Device(format!("binding the CUDA context: {}", driver_error(e))))?;
+        ctx.bind_to_thread()
+            .map_err(|e| Error::Device(format!("binding the CUDA context: {}", driver_error(e))))?;
         // SAFETY: the context is current; the memory is freed once, on drop.
-        let ptr = unsafe { result::malloc_host(len, 0) }
-            .map_err(|e| Error::Device(format!("allocating {len} bytes of pinned host memory failed: {}", driver_error(e))))?;
-        Ok(PinnedBuffer { ptr: ptr.cast(), len, ctx: ctx.clone() })
+        let ptr = unsafe { result::malloc_host(len, 0) }.map_err(|e| {
+            Error::Device(format!(
+                "allocating {len} bytes of pinned host memory failed: {}",
+                driver_error(e)
+            ))
+        })?;
+        Ok(PinnedBuffer {
+            ptr: ptr.cast(),
+            len,
+            ctx: ctx.clone(),
+        })
     }
 
     /// Capacity in bytes.
@@ -66,13 +89,17 @@ impl PinnedBuffer {
     /// The first `n` bytes. The caller makes sure no copy into them is in flight.
     pub(crate) fn bytes(&self, n: usize) -> &[u8] {
         // SAFETY: `ptr` points to `len` bytes owned by self; `n <= len` is checked by slicing.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }.get(..n).unwrap_or(&[])
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+            .get(..n)
+            .unwrap_or(&[])
     }
 
     /// The first `n` bytes, writable. The caller makes sure no copy from them is in flight.
     pub(crate) fn bytes_mut(&mut self, n: usize) -> &mut [u8] {
         // SAFETY: as in `bytes`, and `&mut self` makes the access exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }.get_mut(..n).unwrap_or(&mut [])
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+            .get_mut(..n)
+            .unwrap_or(&mut [])
     }
 }
 
@@ -80,7 +107,10 @@ impl Drop for PinnedBuffer {
     /// No copy is in flight (the staging pool gets buffers back only after their copies
     /// finished); the free waits while a stream captures.
     fn drop(&mut self) {
-        super::graph::release(super::graph::Release::Host { ptr: self.ptr as usize, ctx: self.ctx.clone() });
+        super::graph::release(super::graph::Release::Host {
+            ptr: self.ptr as usize,
+            ctx: self.ctx.clone(),
+        });
     }
 }
 
@@ -97,14 +127,19 @@ const STAGING_CACHE: usize = 256 << 20;
 
 impl StagingPool {
     pub(crate) fn new() -> Self {
-        StagingPool { free: Mutex::new(Vec::new()) }
+        StagingPool {
+            free: Mutex::new(Vec::new()),
+        }
     }
 
     /// A buffer of at least `len` bytes.
     pub(crate) fn take(&self, ctx: &Arc<CudaContext>, len: usize) -> Result<PinnedBuffer> {
         {
             let mut free = lock(&self.free);
-            if let Some(i) = (0..free.len()).filter(|&i| free[i].len() >= len).min_by_key(|&i| free[i].len()) {
+            if let Some(i) = (0..free.len())
+                .filter(|&i| free[i].len() >= len)
+                .min_by_key(|&i| free[i].len())
+            {
                 return Ok(free.swap_remove(i));
             }
         }

@@ -20,8 +20,8 @@ use cudarc::nvrtc::Ptx;
 pub(crate) use memory::DeviceMemory;
 pub(crate) use queue::{address, device_memory, CudaFence, CudaQueue};
 
-pub(crate) use compile::{Builtin, CudaSource};
 use compile::CompileFailure;
+pub(crate) use compile::{Builtin, CudaSource};
 use queue::Retirement;
 
 use crate::base::signal::lock;
@@ -29,7 +29,10 @@ use crate::{BackendKind, DeviceInfo, DeviceType, Error, Features, Limits, Result
 
 /// A driver error as text: its name and description.
 pub(crate) fn driver_error(e: DriverError) -> String {
-    let name = e.error_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|_| format!("CUresult {}", e.0 as i32));
+    let name = e
+        .error_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| format!("CUresult {}", e.0 as i32));
     match e.error_string() {
         Ok(text) => format!("{name} ({})", text.to_string_lossy()),
         Err(_) => name,
@@ -42,7 +45,10 @@ const MIN_DRIVER_API: i32 = 13000;
 /// The file names searched for a CUDA library, without repeats.
 pub(crate) fn library_names(lib: &str) -> String {
     let mut seen = std::collections::HashSet::new();
-    let names: Vec<String> = cudarc::get_lib_name_candidates(lib).into_iter().filter(|n| seen.insert(n.clone())).collect();
+    let names: Vec<String> = cudarc::get_lib_name_candidates(lib)
+        .into_iter()
+        .filter(|n| seen.insert(n.clone()))
+        .collect();
     names.join(", ")
 }
 
@@ -64,7 +70,9 @@ fn probe_driver() -> std::result::Result<Vec<DeviceInfo>, String> {
     result::init().map_err(|e| format!("cuInit failed: {}", driver_error(e)))?;
     let mut version = 0;
     // SAFETY: plain out-parameter.
-    unsafe { sys::cuDriverGetVersion(&mut version) }.result().map_err(|e| format!("cuDriverGetVersion failed: {}", driver_error(e)))?;
+    unsafe { sys::cuDriverGetVersion(&mut version) }
+        .result()
+        .map_err(|e| format!("cuDriverGetVersion failed: {}", driver_error(e)))?;
     if version < MIN_DRIVER_API {
         return Err(format!(
             "the CUDA driver supports CUDA {}.{}, but the cuda backend is built against CUDA 13.0 (driver API functions it calls are missing): update the NVIDIA driver to 580 or newer",
@@ -72,11 +80,17 @@ fn probe_driver() -> std::result::Result<Vec<DeviceInfo>, String> {
             version % 1000 / 10
         ));
     }
-    let count = result::device::get_count().map_err(|e| format!("cuDeviceGetCount failed: {}", driver_error(e)))?;
+    let count = result::device::get_count()
+        .map_err(|e| format!("cuDeviceGetCount failed: {}", driver_error(e)))?;
     if count <= 0 {
         return Err("the CUDA driver lists no GPU".into());
     }
-    (0..count).map(|ordinal| describe(ordinal).map_err(|e| format!("querying CUDA device {ordinal}: {}", driver_error(e)))).collect()
+    (0..count)
+        .map(|ordinal| {
+            describe(ordinal)
+                .map_err(|e| format!("querying CUDA device {ordinal}: {}", driver_error(e)))
+        })
+        .collect()
 }
 
 fn describe(ordinal: i32) -> std::result::Result<DeviceInfo, DriverError> {
@@ -88,19 +102,34 @@ fn describe(ordinal: i32) -> std::result::Result<DeviceInfo, DriverError> {
     let mut version = 0;
     // SAFETY: plain out-parameter.
     unsafe { sys::cuDriverGetVersion(&mut version) }.result()?;
-    let cc = [attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?, attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?];
+    let cc = [
+        attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+        attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+    ];
     let nvrtc = match compile::nvrtc_version() {
         Ok((major, minor)) => format!("NVRTC {major}.{minor}"),
         Err(_) => "no NVRTC (kernels cannot compile)".into(),
     };
-    let cublas = if blas::available() { "cuBLAS" } else { "no cuBLAS (matmul uses matmul.cu)" };
+    let cublas = if blas::available() {
+        "cuBLAS"
+    } else {
+        "no cuBLAS (matmul uses matmul.cu)"
+    };
     Ok(DeviceInfo {
         index: 0,
         name: result::device::get_name(dev)?,
         backend: BackendKind::Cuda,
-        device_type: if attr(A::CU_DEVICE_ATTRIBUTE_INTEGRATED)? != 0 { DeviceType::IntegratedGpu } else { DeviceType::DiscreteGpu },
+        device_type: if attr(A::CU_DEVICE_ATTRIBUTE_INTEGRATED)? != 0 {
+            DeviceType::IntegratedGpu
+        } else {
+            DeviceType::DiscreteGpu
+        },
         api: format!("CUDA sm_{}{}", cc[0], cc[1]),
-        driver: format!("driver API {}.{}, {nvrtc}, {cublas}", version / 1000, version % 1000 / 10),
+        driver: format!(
+            "driver API {}.{}, {nvrtc}, {cublas}",
+            version / 1000,
+            version % 1000 / 10
+        ),
         limits: Limits {
             max_buffer_size: total,
             max_storage_binding_size: total,
@@ -122,7 +151,12 @@ fn describe(ordinal: i32) -> std::result::Result<DeviceInfo, DriverError> {
             max_loop_iterations: None,
         },
         // f16: the WGSL translation computes f16 in f32 and stores it in 16 bits.
-        features: Features { f16: true, timestamps: true, subgroups: true, int64: true },
+        features: Features {
+            f16: true,
+            timestamps: true,
+            subgroups: true,
+            int64: true,
+        },
         memory_total: Some(total),
         compute_capability: Some(cc),
         threads: None,
@@ -131,7 +165,16 @@ fn describe(ordinal: i32) -> std::result::Result<DeviceInfo, DriverError> {
 
 /// CUDA devices with their ordinals.
 pub(crate) fn enumerate() -> Vec<(DeviceInfo, usize)> {
-    probe().as_ref().map(|list| list.iter().cloned().enumerate().map(|(i, d)| (d, i)).collect()).unwrap_or_default()
+    probe()
+        .as_ref()
+        .map(|list| {
+            list.iter()
+                .cloned()
+                .enumerate()
+                .map(|(i, d)| (d, i))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Why no CUDA device can be opened.
@@ -160,7 +203,13 @@ pub(crate) struct CudaDevice {
 /// Whether loading failed because of the image itself (a stale or damaged cache entry).
 fn is_bad_image(e: DriverError) -> bool {
     use sys::cudaError_enum as E;
-    matches!(e.0, E::CUDA_ERROR_INVALID_IMAGE | E::CUDA_ERROR_NO_BINARY_FOR_GPU | E::CUDA_ERROR_INVALID_PTX | E::CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
+    matches!(
+        e.0,
+        E::CUDA_ERROR_INVALID_IMAGE
+            | E::CUDA_ERROR_NO_BINARY_FOR_GPU
+            | E::CUDA_ERROR_INVALID_PTX
+            | E::CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+    )
 }
 
 /// A compiled user kernel.
@@ -181,12 +230,24 @@ impl CudaDevice {
             // capture, while another thread captures a stream (seen on an H200).
             unsafe { ctx.disable_event_tracking() };
             let fill_stream = ctx.new_stream()?;
-            let sms = ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+            let sms =
+                ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
             Ok((ctx, fill_stream, sms))
         });
         let (ctx, fill_stream, sms) = opened
-            .map_err(|_| Error::NoDevice(format!("opening `{}` panicked inside the CUDA driver bindings", info.name)))?
-            .map_err(|e| Error::NoDevice(format!("opening `{}` failed: {}", info.name, driver_error(e))))?;
+            .map_err(|_| {
+                Error::NoDevice(format!(
+                    "opening `{}` panicked inside the CUDA driver bindings",
+                    info.name
+                ))
+            })?
+            .map_err(|e| {
+                Error::NoDevice(format!(
+                    "opening `{}` failed: {}",
+                    info.name,
+                    driver_error(e)
+                ))
+            })?;
         Ok(CudaDevice {
             arch: compile::target_arch(info.compute_capability.unwrap_or([8, 0])),
             sm_count: sms.max(1) as u32,
@@ -204,12 +265,23 @@ impl CudaDevice {
 
     /// Fill the first `bytes` of `mem`, which no queued work uses, with `word`, and wait.
     pub(crate) fn fill_now(&self, mem: &DeviceMemory, bytes: u64, word: u32) -> Result<()> {
-        self.ctx.bind_to_thread().map_err(|e| self.fail("binding the context", e))?;
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| self.fail("binding the context", e))?;
         // SAFETY: the block holds at least `bytes`; the stream is this context's.
-        unsafe { sys::cuMemsetD32Async(mem.ptr, word, (bytes / 4) as usize, self.fill_stream.cu_stream()) }
-            .result()
-            .map_err(|e| self.fail("filling device memory", e))?;
-        self.fill_stream.synchronize().map_err(|e| self.fail("filling device memory", e))
+        unsafe {
+            sys::cuMemsetD32Async(
+                mem.ptr,
+                word,
+                (bytes / 4) as usize,
+                self.fill_stream.cu_stream(),
+            )
+        }
+        .result()
+        .map_err(|e| self.fail("filling device memory", e))?;
+        self.fill_stream
+            .synchronize()
+            .map_err(|e| self.fail("filling device memory", e))
     }
 
     /// Release what finished work held.
@@ -221,12 +293,15 @@ impl CudaDevice {
 
     /// Refuse every later call (`Device::destroy`); the context goes with the last reference.
     pub(crate) fn destroy(&self) {
-        lock(&self.failed).get_or_insert_with(|| "the device was destroyed (`Device::destroy`)".into());
+        lock(&self.failed)
+            .get_or_insert_with(|| "the device was destroyed (`Device::destroy`)".into());
     }
 
     pub(crate) fn check_healthy(&self) -> Result<()> {
         match lock(&self.failed).clone() {
-            Some(msg) => Err(Error::DeviceLost(format!("{msg}; the CUDA context is unusable: open the device again to continue"))),
+            Some(msg) => Err(Error::DeviceLost(format!(
+                "{msg}; the CUDA context is unusable: open the device again to continue"
+            ))),
             None => Ok(()),
         }
     }
@@ -236,7 +311,18 @@ impl CudaDevice {
         let msg = format!("{what}: {}", driver_error(e));
         use sys::cudaError_enum as E;
         // Errors of a kernel that ran make the context unusable; argument errors do not.
-        if matches!(e.0, E::CUDA_ERROR_ILLEGAL_ADDRESS | E::CUDA_ERROR_LAUNCH_FAILED | E::CUDA_ERROR_ILLEGAL_INSTRUCTION | E::CUDA_ERROR_MISALIGNED_ADDRESS | E::CUDA_ERROR_HARDWARE_STACK_ERROR | E::CUDA_ERROR_ASSERT | E::CUDA_ERROR_ECC_UNCORRECTABLE | E::CUDA_ERROR_LAUNCH_TIMEOUT | E::CUDA_ERROR_ILLEGAL_STATE) {
+        if matches!(
+            e.0,
+            E::CUDA_ERROR_ILLEGAL_ADDRESS
+                | E::CUDA_ERROR_LAUNCH_FAILED
+                | E::CUDA_ERROR_ILLEGAL_INSTRUCTION
+                | E::CUDA_ERROR_MISALIGNED_ADDRESS
+                | E::CUDA_ERROR_HARDWARE_STACK_ERROR
+                | E::CUDA_ERROR_ASSERT
+                | E::CUDA_ERROR_ECC_UNCORRECTABLE
+                | E::CUDA_ERROR_LAUNCH_TIMEOUT
+                | E::CUDA_ERROR_ILLEGAL_STATE
+        ) {
             lock(&self.failed).get_or_insert_with(|| msg.clone());
         }
         Error::Device(msg)
@@ -254,19 +340,35 @@ impl CudaDevice {
         let (source, options) = (kernel.source(), kernel.options(&self.arch));
         let dir = compile::cache_dir();
         let internal = |e: CompileFailure| match e {
-            CompileFailure::Nvrtc(why) => Error::Unsupported { backend: BackendKind::Cuda, what: format!("built-in kernel `{}`: {why}", kernel.entry) },
-            CompileFailure::Source(log) => Error::Device(format!("internal: built-in kernel {} `{}` does not compile for {}: {log}", kernel.name(), kernel.entry, self.arch)),
+            CompileFailure::Nvrtc(why) => Error::Unsupported {
+                backend: BackendKind::Cuda,
+                what: format!("built-in kernel `{}`: {why}", kernel.entry),
+            },
+            CompileFailure::Source(log) => Error::Device(format!(
+                "internal: built-in kernel {} `{}` does not compile for {}: {log}",
+                kernel.name(),
+                kernel.entry,
+                self.arch
+            )),
         };
-        let loaded = self.load(&compile::cubin(&source, kernel.name(), &options, dir.as_ref()).map_err(internal)?, kernel.entry);
+        let loaded = self.load(
+            &compile::cubin(&source, kernel.name(), &options, dir.as_ref()).map_err(internal)?,
+            kernel.entry,
+        );
         let function = match loaded {
             Ok(f) => f,
             Err(e) if is_bad_image(e) => {
                 // A stale or damaged cache entry: compile afresh.
                 compile::forget(&source, &options, dir.as_ref());
-                let fresh = compile::cubin(&source, kernel.name(), &options, None).map_err(internal)?;
-                self.load(&fresh, kernel.entry).map_err(|e| self.fail(&format!("loading built-in kernel `{}`", kernel.entry), e))?
+                let fresh =
+                    compile::cubin(&source, kernel.name(), &options, None).map_err(internal)?;
+                self.load(&fresh, kernel.entry).map_err(|e| {
+                    self.fail(&format!("loading built-in kernel `{}`", kernel.entry), e)
+                })?
             }
-            Err(e) => return Err(self.fail(&format!("loading built-in kernel `{}`", kernel.entry), e)),
+            Err(e) => {
+                return Err(self.fail(&format!("loading built-in kernel `{}`", kernel.entry), e))
+            }
         };
         lock(&self.functions).insert(kernel, function.clone());
         Ok(function)
@@ -281,36 +383,71 @@ impl CudaDevice {
     pub(crate) fn compile_user(&self, source: &str, entry: &str) -> Result<UserFunction> {
         let options = compile::base_options(&self.arch);
         let dir = compile::cache_dir();
-        let cubin = compile::cubin(source, "kernel.cu", &options, dir.as_ref()).map_err(|e| match e {
-            CompileFailure::Nvrtc(why) => Error::Unsupported { backend: BackendKind::Cuda, what: format!("CUDA kernel `{entry}`: {why}") },
-            CompileFailure::Source(log) => {
-                let line = compile::first_error(&log).map_or(1, |e| e.line);
-                let source_line = source.lines().nth(line.saturating_sub(1) as usize).unwrap_or("").trim_end().to_string();
-                Error::Shader { line, column: 0, message: log, source_line }
-            }
-        })?;
+        let cubin =
+            compile::cubin(source, "kernel.cu", &options, dir.as_ref()).map_err(|e| match e {
+                CompileFailure::Nvrtc(why) => Error::Unsupported {
+                    backend: BackendKind::Cuda,
+                    what: format!("CUDA kernel `{entry}`: {why}"),
+                },
+                CompileFailure::Source(log) => {
+                    let line = compile::first_error(&log).map_or(1, |e| e.line);
+                    let source_line = source
+                        .lines()
+                        .nth(line.saturating_sub(1) as usize)
+                        .unwrap_or("")
+                        .trim_end()
+                        .to_string();
+                    Error::Shader {
+                        line,
+                        column: 0,
+                        message: log,
+                        source_line,
+                    }
+                }
+            })?;
         let loaded = match self.load(&cubin, entry) {
             Err(e) if is_bad_image(e) => {
                 compile::forget(source, &options, dir.as_ref());
-                let fresh = compile::cubin(source, "kernel.cu", &options, None)
-                    .map_err(|_| Error::Device(format!("recompiling CUDA kernel `{entry}` failed")))?;
+                let fresh = compile::cubin(source, "kernel.cu", &options, None).map_err(|_| {
+                    Error::Device(format!("recompiling CUDA kernel `{entry}` failed"))
+                })?;
                 self.load(&fresh, entry)
             }
             other => other,
         };
-        loaded.map(|function| UserFunction { function, lengths: false }).map_err(|e| Error::Invalid(format!("loading CUDA kernel `{entry}` failed: {}", driver_error(e))))
+        loaded
+            .map(|function| UserFunction {
+                function,
+                lengths: false,
+            })
+            .map_err(|e| {
+                Error::Invalid(format!(
+                    "loading CUDA kernel `{entry}` failed: {}",
+                    driver_error(e)
+                ))
+            })
     }
 
     /// Translate the WGSL kernel `entry` of `source` to CUDA C and compile it.
-    pub(crate) fn compile_wgsl(&self, source: &str, entry: &str, constants: &[(&str, f64)]) -> Result<UserFunction> {
+    pub(crate) fn compile_wgsl(
+        &self,
+        source: &str,
+        entry: &str,
+        constants: &[(&str, f64)],
+    ) -> Result<UserFunction> {
         let translated = wgsl::translate(source, entry, constants)?;
-        let compiled = self.compile_user(&translated, wgsl::ENTRY).map_err(|e| match e {
-            // At the WGSL statement whose translation failed, where `#line` names one.
-            Error::Shader { message, .. } => {
-                wgsl::compile_failure(source, entry, &self.arch, &message)
-            }
-            other => other,
-        })?;
-        Ok(UserFunction { lengths: true, ..compiled })
+        let compiled = self
+            .compile_user(&translated, wgsl::ENTRY)
+            .map_err(|e| match e {
+                // At the WGSL statement whose translation failed, where `#line` names one.
+                Error::Shader { message, .. } => {
+                    wgsl::compile_failure(source, entry, &self.arch, &message)
+                }
+                other => other,
+            })?;
+        Ok(UserFunction {
+            lengths: true,
+            ..compiled
+        })
     }
 }

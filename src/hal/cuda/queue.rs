@@ -4,16 +4,19 @@
 
 use std::sync::{Arc, Mutex};
 
-use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaFunction, CudaStream, DeviceRepr, DriverError, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    result, sys, CudaContext, CudaEvent, CudaFunction, CudaStream, DeviceRepr, DriverError,
+    LaunchConfig, PushKernelArg,
+};
 
 use super::graph::CudaWork;
 use super::memory::{PinnedBuffer, StagingPool, STAGING_MAX};
 use super::{driver_error, CudaDevice, DeviceMemory, UserFunction};
-use crate::hal::{Mapped, Memory};
-use crate::hal::Block;
-use crate::hal::UserArg;
 use crate::base::dtype::Scalar;
 use crate::base::signal::lock;
+use crate::hal::Block;
+use crate::hal::UserArg;
+use crate::hal::{Mapped, Memory};
 use crate::{Error, Result};
 
 /// Recorded commands after which a queue records an event on its own and hands what they
@@ -37,7 +40,6 @@ pub(crate) struct Retained {
     functions: Vec<CudaFunction>,
 }
 
-
 struct InFlight {
     event: Arc<CudaEvent>,
     retained: Retained,
@@ -52,12 +54,19 @@ pub(crate) struct Retirement {
 
 impl Retirement {
     pub(crate) fn new() -> Self {
-        Retirement { in_flight: Mutex::new(Vec::new()), staging: StagingPool::new() }
+        Retirement {
+            in_flight: Mutex::new(Vec::new()),
+            staging: StagingPool::new(),
+        }
     }
 
     /// A pinned staging buffer of at least `len` bytes. Finished work returns its buffers
     /// first; past [`MAX_STAGING_IN_FLIGHT`] this waits for the oldest transfers.
-    fn take_staging(&self, ctx: &Arc<CudaContext>, len: usize) -> std::result::Result<PinnedBuffer, DriverError> {
+    fn take_staging(
+        &self,
+        ctx: &Arc<CudaContext>,
+        len: usize,
+    ) -> std::result::Result<PinnedBuffer, DriverError> {
         self.poll()?;
         loop {
             let oldest = {
@@ -66,7 +75,9 @@ impl Retirement {
                 if in_flight <= MAX_STAGING_IN_FLIGHT {
                     break;
                 }
-                list.iter().find(|f| f.retained.staging_bytes > 0).map(|f| f.event.clone())
+                list.iter()
+                    .find(|f| f.retained.staging_bytes > 0)
+                    .map(|f| f.event.clone())
             };
             match oldest {
                 Some(event) => event.synchronize()?,
@@ -74,7 +85,9 @@ impl Retirement {
             }
             self.poll()?;
         }
-        self.staging.take(ctx, len).map_err(|_| DriverError(sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY))
+        self.staging
+            .take(ctx, len)
+            .map_err(|_| DriverError(sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY))
     }
 
     fn push(&self, event: Arc<CudaEvent>, retained: Retained) {
@@ -86,13 +99,15 @@ impl Retirement {
         let mut error = None;
         let finished: Vec<InFlight> = {
             let mut list = lock(&self.in_flight);
-            let (done, pending): (Vec<_>, Vec<_>) = list.drain(..).partition(|f| match f.event.try_is_complete() {
-                Ok(done) => done,
-                Err(e) => {
-                    error = Some(e);
-                    false
-                }
-            });
+            let (done, pending): (Vec<_>, Vec<_>) =
+                list.drain(..)
+                    .partition(|f| match f.event.try_is_complete() {
+                        Ok(done) => done,
+                        Err(e) => {
+                            error = Some(e);
+                            false
+                        }
+                    });
             *list = pending;
             done
         };
@@ -123,7 +138,9 @@ pub(crate) struct CudaQueue {
 pub(crate) fn device_memory(buf: &Arc<Block>) -> Result<&DeviceMemory> {
     match buf.memory() {
         Memory::Cuda(m) => Ok(m),
-        _ => Err(Error::Device("internal: a non-cuda buffer reached the cuda backend".into())),
+        _ => Err(Error::Device(
+            "internal: a non-cuda buffer reached the cuda backend".into(),
+        )),
     }
 }
 
@@ -159,20 +176,29 @@ impl CudaQueue {
         if let Some(s) = slot.as_ref() {
             return Ok(s.clone());
         }
-        let stream = self.ctx.new_stream().map_err(|e| dev.fail("creating a CUDA stream", e))?;
+        let stream = self
+            .ctx
+            .new_stream()
+            .map_err(|e| dev.fail("creating a CUDA stream", e))?;
         *slot = Some(stream.clone());
         Ok(stream)
     }
 
     /// Note buffers and staging memory the command just issued uses.
-    fn retain(&self, dev: &CudaDevice, held: impl IntoIterator<Item = Arc<Block>>, staging: Option<PinnedBuffer>) -> Result<()> {
+    fn retain(
+        &self,
+        dev: &CudaDevice,
+        held: impl IntoIterator<Item = Arc<Block>>,
+        staging: Option<PinnedBuffer>,
+    ) -> Result<()> {
         let full = {
             let mut p = lock(&self.pending);
             p.held.extend(held);
             p.staging_bytes += staging.as_ref().map_or(0, PinnedBuffer::len);
             p.staging.extend(staging);
             p.commands += 1;
-            (p.commands >= MAX_PENDING || p.staging_bytes >= MAX_PENDING_STAGING) && !self.is_capturing()
+            (p.commands >= MAX_PENDING || p.staging_bytes >= MAX_PENDING_STAGING)
+                && !self.is_capturing()
         };
         if full {
             self.mark(dev, false)?;
@@ -184,14 +210,24 @@ impl CudaQueue {
     /// the device until it completes. `timing` events can measure elapsed time (fences).
     fn mark(&self, dev: &CudaDevice, timing: bool) -> Result<Arc<CudaEvent>> {
         let stream = self.stream(dev)?;
-        let flags = if timing { sys::CUevent_flags::CU_EVENT_DEFAULT } else { sys::CUevent_flags::CU_EVENT_DISABLE_TIMING };
-        let event = self.ctx.new_event(Some(flags)).map_err(|e| dev.fail("creating a CUDA event", e))?;
+        let flags = if timing {
+            sys::CUevent_flags::CU_EVENT_DEFAULT
+        } else {
+            sys::CUevent_flags::CU_EVENT_DISABLE_TIMING
+        };
+        let event = self
+            .ctx
+            .new_event(Some(flags))
+            .map_err(|e| dev.fail("creating a CUDA event", e))?;
         // Hold the pending list while recording, so nothing issued after the event (by
         // another thread) is tied to it.
         let mut pending = lock(&self.pending);
-        event.record(&stream).map_err(|e| dev.fail("recording a CUDA event", e))?;
+        event
+            .record(&stream)
+            .map_err(|e| dev.fail("recording a CUDA event", e))?;
         let event = Arc::new(event);
-        self.retirement.push(event.clone(), std::mem::take(&mut *pending));
+        self.retirement
+            .push(event.clone(), std::mem::take(&mut *pending));
         Ok(event)
     }
 
@@ -207,11 +243,14 @@ impl CudaQueue {
         super::blas::prepare(self, dev)?;
         self.mark(dev, false)?;
         super::graph::capture_begins();
-        if let Err(e) = stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED) {
+        if let Err(e) =
+            stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
+        {
             super::graph::capture_ends();
             return Err(dev.fail("beginning a CUDA graph capture", e));
         }
-        self.capturing.store(true, std::sync::atomic::Ordering::Release);
+        self.capturing
+            .store(true, std::sync::atomic::Ordering::Release);
         Ok(())
     }
 
@@ -219,7 +258,8 @@ impl CudaQueue {
     pub(crate) fn end_capture(&self, dev: &CudaDevice, keep: bool) -> Result<Option<CudaWork>> {
         let stream = self.stream(dev)?;
         let graph = stream.end_capture(sys::CUgraphInstantiate_flags(0));
-        self.capturing.store(false, std::sync::atomic::Ordering::Release);
+        self.capturing
+            .store(false, std::sync::atomic::Ordering::Release);
         super::graph::capture_ends();
         let retained = std::mem::take(&mut *lock(&self.pending));
         let graph = graph.map_err(|e| dev.fail("ending a CUDA graph capture", e))?;
@@ -251,10 +291,18 @@ impl CudaQueue {
     }
 
     fn bind(&self, dev: &CudaDevice) -> Result<()> {
-        self.ctx.bind_to_thread().map_err(|e| dev.fail("binding the CUDA context", e))
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| dev.fail("binding the CUDA context", e))
     }
 
-    pub(crate) fn write(&self, dev: &CudaDevice, dst: &Arc<Block>, offset: u64, data: &[u8]) -> Result<()> {
+    pub(crate) fn write(
+        &self,
+        dev: &CudaDevice,
+        dst: &Arc<Block>,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<()> {
         let stream = self.stream(dev)?;
         let ptr = device_memory(dst)?.ptr + offset;
         self.bind(dev)?;
@@ -265,26 +313,43 @@ impl CudaQueue {
             )));
         }
         let staging = if data.len() <= STAGING_MAX {
-            let mut pinned = self.retirement.take_staging(&self.ctx, data.len()).map_err(|e| dev.fail("taking pinned staging memory", e))?;
+            let mut pinned = self
+                .retirement
+                .take_staging(&self.ctx, data.len())
+                .map_err(|e| dev.fail("taking pinned staging memory", e))?;
             pinned.bytes_mut(data.len()).copy_from_slice(data);
             // SAFETY: the destination range lies in the block; the pinned source stays alive
             // (retained) until the copy has run.
-            unsafe { result::memcpy_htod_async(ptr, pinned.bytes(data.len()), stream.cu_stream()) }.map_err(|e| dev.fail("copying to the device", e))?;
+            unsafe { result::memcpy_htod_async(ptr, pinned.bytes(data.len()), stream.cu_stream()) }
+                .map_err(|e| dev.fail("copying to the device", e))?;
             Some(pinned)
         } else {
             // SAFETY: from pageable memory the driver stages the data before returning.
-            unsafe { result::memcpy_htod_async(ptr, data, stream.cu_stream()) }.map_err(|e| dev.fail("copying to the device", e))?;
+            unsafe { result::memcpy_htod_async(ptr, data, stream.cu_stream()) }
+                .map_err(|e| dev.fail("copying to the device", e))?;
             None
         };
         self.retain(dev, [dst.clone()], staging)
     }
 
-    pub(crate) fn copy(&self, dev: &CudaDevice, src: &Arc<Block>, src_offset: u64, dst: &Arc<Block>, dst_offset: u64, bytes: u64) -> Result<()> {
+    pub(crate) fn copy(
+        &self,
+        dev: &CudaDevice,
+        src: &Arc<Block>,
+        src_offset: u64,
+        dst: &Arc<Block>,
+        dst_offset: u64,
+        bytes: u64,
+    ) -> Result<()> {
         let stream = self.stream(dev)?;
-        let (s, d) = (device_memory(src)?.ptr + src_offset, device_memory(dst)?.ptr + dst_offset);
+        let (s, d) = (
+            device_memory(src)?.ptr + src_offset,
+            device_memory(dst)?.ptr + dst_offset,
+        );
         self.bind(dev)?;
         // SAFETY: both ranges lie in their blocks (checked by the caller) and do not overlap.
-        unsafe { result::memcpy_dtod_async(d, s, bytes as usize, stream.cu_stream()) }.map_err(|e| dev.fail("copying on the device", e))?;
+        unsafe { result::memcpy_dtod_async(d, s, bytes as usize, stream.cu_stream()) }
+            .map_err(|e| dev.fail("copying on the device", e))?;
         self.retain(dev, [src.clone(), dst.clone()], None)
     }
 
@@ -307,8 +372,14 @@ impl CudaQueue {
         launch.arg(params);
         // SAFETY: the argument list matches the kernel's signature (the ops' `.cu` files and the
         // #[repr(C)] structs of ops.rs are kept in step) and every pointer lies in a live block.
-        unsafe { launch.launch(LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: 0 }) }
-            .map_err(|e| dev.fail("launching a built-in kernel", e))?;
+        unsafe {
+            launch.launch(LaunchConfig {
+                grid_dim: grid,
+                block_dim: block,
+                shared_mem_bytes: 0,
+            })
+        }
+        .map_err(|e| dev.fail("launching a built-in kernel", e))?;
         self.retain(dev, held.iter().map(|&b| b.clone()), None)
     }
 
@@ -319,7 +390,14 @@ impl CudaQueue {
     }
 
     /// Launch a user kernel with checked arguments (an empty grid does nothing, as on webgpu).
-    pub(crate) fn launch_user(&self, dev: &CudaDevice, program: &UserFunction, args: &[UserArg<'_>], grid: [u32; 3], block: [u32; 3]) -> Result<()> {
+    pub(crate) fn launch_user(
+        &self,
+        dev: &CudaDevice,
+        program: &UserFunction,
+        args: &[UserArg<'_>],
+        grid: [u32; 3],
+        block: [u32; 3],
+    ) -> Result<()> {
         if grid.contains(&0) {
             return Ok(());
         }
@@ -327,7 +405,13 @@ impl CudaQueue {
         let mut pointers = Vec::with_capacity(args.len());
         let mut held = Vec::with_capacity(args.len());
         for arg in args {
-            if let UserArg::Buffer { block, byte_offset, byte_len, .. } = arg {
+            if let UserArg::Buffer {
+                block,
+                byte_offset,
+                byte_len,
+                ..
+            } = arg
+            {
                 pointers.push((device_memory(block)?.ptr + byte_offset, *byte_len));
                 held.push((*block).clone());
             }
@@ -337,19 +421,34 @@ impl CudaQueue {
         for arg in args {
             match arg {
                 UserArg::Buffer { .. } => {
-                    let (p, bytes) = next_pointer.next().ok_or_else(|| Error::Device("internal: pointer list out of step".into()))?;
+                    let (p, bytes) = next_pointer.next().ok_or_else(|| {
+                        Error::Device("internal: pointer list out of step".into())
+                    })?;
                     launch.arg(p);
                     if program.lengths {
                         launch.arg(bytes);
                     }
                     &mut launch
                 }
-                UserArg::Scalar { value: Scalar::F32(v), .. } => launch.arg(v),
-                UserArg::Scalar { value: Scalar::I32(v), .. } => launch.arg(v),
-                UserArg::Scalar { value: Scalar::U32(v), .. } => launch.arg(v),
+                UserArg::Scalar {
+                    value: Scalar::F32(v),
+                    ..
+                } => launch.arg(v),
+                UserArg::Scalar {
+                    value: Scalar::I32(v),
+                    ..
+                } => launch.arg(v),
+                UserArg::Scalar {
+                    value: Scalar::U32(v),
+                    ..
+                } => launch.arg(v),
             };
         }
-        let cfg = LaunchConfig { grid_dim: (grid[0], grid[1], grid[2]), block_dim: (block[0], block[1], block[2]), shared_mem_bytes: 0 };
+        let cfg = LaunchConfig {
+            grid_dim: (grid[0], grid[1], grid[2]),
+            block_dim: (block[0], block[1], block[2]),
+            shared_mem_bytes: 0,
+        };
         // SAFETY: the arguments were checked against the kernel's parameter list.
         unsafe { launch.launch(cfg) }.map_err(|e| dev.fail("launching the kernel", e))?;
         lock(&self.pending).functions.push(program.function.clone());
@@ -360,16 +459,27 @@ impl CudaQueue {
         if self.is_capturing() {
             return Err(crate::hal::capture_refusal("submitting"));
         }
-        Ok(CudaFence { event: self.mark(dev, true)? })
+        Ok(CudaFence {
+            event: self.mark(dev, true)?,
+        })
     }
 
     pub(crate) fn wait_for(&self, dev: &CudaDevice, fence: &CudaFence) -> Result<()> {
-        self.stream(dev)?.wait(&fence.event).map_err(|e| dev.fail("ordering a stream after an event", e))
+        self.stream(dev)?
+            .wait(&fence.event)
+            .map_err(|e| dev.fail("ordering a stream after an event", e))
     }
 
     /// Copy `bytes` bytes at `offset` of `src` to the host after the recorded work and lend
     /// them to `take` (from pinned staging memory where they fit, else from pageable memory).
-    pub(crate) fn read<R>(&self, dev: &CudaDevice, src: &Arc<Block>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
+    pub(crate) fn read<R>(
+        &self,
+        dev: &CudaDevice,
+        src: &Arc<Block>,
+        offset: u64,
+        bytes: u64,
+        take: impl FnOnce(Mapped<'_>) -> R,
+    ) -> Result<R> {
         if self.is_capturing() {
             return Err(crate::hal::capture_refusal("reading"));
         }
@@ -378,21 +488,36 @@ impl CudaQueue {
         let n = bytes as usize;
         self.bind(dev)?;
         let mut pinned = if n <= STAGING_MAX {
-            Some(self.retirement.take_staging(&self.ctx, n).map_err(|e| dev.fail("taking pinned staging memory", e))?)
+            Some(
+                self.retirement
+                    .take_staging(&self.ctx, n)
+                    .map_err(|e| dev.fail("taking pinned staging memory", e))?,
+            )
         } else {
             None
         };
-        let mut out = if pinned.is_some() { Vec::new() } else { vec![0u8; n] };
+        let mut out = if pinned.is_some() {
+            Vec::new()
+        } else {
+            vec![0u8; n]
+        };
         match pinned.as_mut() {
             // SAFETY: the pinned buffer is not read (or freed) before the copy has completed.
-            Some(p) => unsafe { result::memcpy_dtoh_async(p.bytes_mut(n), ptr, stream.cu_stream()) },
+            Some(p) => unsafe {
+                result::memcpy_dtoh_async(p.bytes_mut(n), ptr, stream.cu_stream())
+            },
             // SAFETY: `out` is not read (or freed) before the copy has completed.
             None => unsafe { result::memcpy_dtoh_async(&mut out, ptr, stream.cu_stream()) },
         }
         .map_err(|e| dev.fail("copying from the device", e))?;
-        let finished = self.retain(dev, [src.clone()], None).and_then(|()| self.mark(dev, false)).and_then(|event| {
-            event.synchronize().map_err(|e| dev.fail("waiting for the device", e))
-        });
+        let finished = self
+            .retain(dev, [src.clone()], None)
+            .and_then(|()| self.mark(dev, false))
+            .and_then(|event| {
+                event
+                    .synchronize()
+                    .map_err(|e| dev.fail("waiting for the device", e))
+            });
         if let Err(e) = finished {
             // Never free the destination under a running copy.
             let _ = stream.synchronize();
@@ -416,7 +541,10 @@ impl Drop for CudaQueue {
     fn drop(&mut self) {
         // Destroying a cuBLAS handle synchronises the device: not while a stream captures.
         if let Some(handle) = lock(&self.blas).take() {
-            super::graph::release(super::graph::Release::Blas { handle, ctx: self.ctx.clone() });
+            super::graph::release(super::graph::Release::Blas {
+                handle,
+                ctx: self.ctx.clone(),
+            });
         }
         // Work already issued keeps running: keep its buffers until it has.
         let pending = std::mem::take(&mut *lock(&self.pending));
@@ -449,14 +577,21 @@ impl CudaFence {
     }
 
     pub(crate) fn wait(&self, dev: &CudaDevice) -> Result<()> {
-        self.event.synchronize().map_err(|e| dev.fail("waiting for the device", e))?;
+        self.event
+            .synchronize()
+            .map_err(|e| dev.fail("waiting for the device", e))?;
         dev.maintain();
         dev.check_healthy()
     }
 
     /// Device time from `start` to this fence.
     pub(crate) fn elapsed_since(&self, start: &CudaFence) -> Result<std::time::Duration> {
-        let ms = start.event.elapsed_ms(&self.event).map_err(|e| Error::Device(format!("timing between events: {}", driver_error(e))))?;
-        Ok(std::time::Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
+        let ms = start
+            .event
+            .elapsed_ms(&self.event)
+            .map_err(|e| Error::Device(format!("timing between events: {}", driver_error(e))))?;
+        Ok(std::time::Duration::from_secs_f64(
+            f64::from(ms.max(0.0)) / 1e3,
+        ))
     }
 }

@@ -33,13 +33,20 @@ pub(crate) fn adopt_buffer(dev: &GpuDevice, buffer: &JsValue) -> Result<(GpuMemo
         )));
     }
     let Some(device) = dev.device.as_webgpu() else {
-        return Err(Error::Unsupported { backend: crate::BackendKind::WebGpu, what: "page GPU buffers on a native adapter: they need the browser's WebGPU".into() });
+        return Err(Error::Unsupported {
+            backend: crate::BackendKind::WebGpu,
+            what: "page GPU buffers on a native adapter: they need the browser's WebGPU".into(),
+        });
     };
     let device: JsValue = device.clone().into();
     let key: JsValue = "createBuffer".into();
     let theirs = buffer.clone();
     let answer = Closure::once_into_js(move |_descriptor: JsValue| theirs);
-    js_sys::Reflect::set(&device, &key, &answer).map_err(|e| Error::Device(format!("tensorFromGPUBuffer: cannot wrap the buffer: {e:?}")))?;
+    js_sys::Reflect::set(&device, &key, &answer).map_err(|e| {
+        Error::Device(format!(
+            "tensorFromGPUBuffer: cannot wrap the buffer: {e:?}"
+        ))
+    })?;
     let wrapped = dev.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("page's GPUBuffer"),
         size: size as u64,
@@ -47,7 +54,9 @@ pub(crate) fn adopt_buffer(dev: &GpuDevice, buffer: &JsValue) -> Result<(GpuMemo
         mapped_at_creation: false,
     });
     let _ = js_sys::Reflect::delete_property(device.unchecked_ref::<js_sys::Object>(), &key);
-    let same = wrapped.as_webgpu().is_some_and(|b| JsValue::from(b.clone()) == *buffer);
+    let same = wrapped
+        .as_webgpu()
+        .is_some_and(|b| JsValue::from(b.clone()) == *buffer);
     if !same {
         wrapped.destroy(); // a buffer of wgpu's own, made instead
         return Err(Error::Device("tensorFromGPUBuffer: wgpu did not take the page's buffer (its WebGPU backend changed): nothing was wrapped".into()));

@@ -51,7 +51,8 @@ impl Backend for WebGpu {
     }
 
     fn user_program(dev: &GpuDevice, k: &UserSource<'_>) -> Option<Result<UserPipeline>> {
-        (k.language == KernelLanguage::Wgsl).then(|| dev.create_user_pipeline(k.source, k.entry, k.constants))
+        (k.language == KernelLanguage::Wgsl)
+            .then(|| dev.create_user_pipeline(k.source, k.entry, k.constants))
     }
 
     fn loop_check(program: &UserPipeline) -> Option<LoopCheck> {
@@ -81,21 +82,47 @@ impl Backend for WebGpu {
         GpuQueue::default()
     }
 
-    fn write(q: &GpuQueue, dev: &GpuDevice, dst: &Arc<Block>, offset: u64, data: &[u8]) -> Result<()> {
+    fn write(
+        q: &GpuQueue,
+        dev: &GpuDevice,
+        dst: &Arc<Block>,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<()> {
         q.write(dev, dst, offset, data)
     }
 
-    fn copy(q: &GpuQueue, dev: &GpuDevice, src: &Arc<Block>, src_offset: u64, dst: &Arc<Block>, dst_offset: u64, bytes: u64) -> Result<()> {
+    fn copy(
+        q: &GpuQueue,
+        dev: &GpuDevice,
+        src: &Arc<Block>,
+        src_offset: u64,
+        dst: &Arc<Block>,
+        dst_offset: u64,
+        bytes: u64,
+    ) -> Result<()> {
         q.copy(dev, src, src_offset, dst, dst_offset, bytes)
     }
 
-    fn launch_user(q: &GpuQueue, dev: &GpuDevice, program: &UserPipeline, args: &[UserArg<'_>], workgroups: [u32; 3], _: [u32; 3]) -> Result<()> {
+    fn launch_user(
+        q: &GpuQueue,
+        dev: &GpuDevice,
+        program: &UserPipeline,
+        args: &[UserArg<'_>],
+        workgroups: [u32; 3],
+        _: [u32; 3],
+    ) -> Result<()> {
         q.launch_user(dev, program, args, workgroups)
     }
 
     /// Timestamp queries where the adapter has them; natively otherwise the host clock around
     /// a submit-and-wait of the launch alone; in a browser without them, no clock.
-    fn timed(q: &GpuQueue, dev: &GpuDevice, epoch: web_time::Instant, record: impl FnOnce() -> Result<()>) -> Result<(Timing, Clock)> {
+    fn timed(
+        q: &GpuQueue,
+        dev: &GpuDevice,
+        epoch: web_time::Instant,
+        record: impl FnOnce() -> Result<()>,
+    ) -> Result<(Timing, Clock)> {
         if dev.has_timestamps() {
             let token = q.begin_span();
             record()?;
@@ -109,7 +136,10 @@ impl Backend for WebGpu {
             let t0 = web_time::Instant::now();
             record()?;
             pollster::block_on(q.submit(dev)?.wait(dev))?;
-            Ok((Timing::Ready(Some(crate::hal::timer::Span::since(epoch, t0))), Clock::HostSerialised))
+            Ok((
+                Timing::Ready(Some(crate::hal::timer::Span::since(epoch, t0))),
+                Clock::HostSerialised,
+            ))
         }
         #[cfg(target_arch = "wasm32")]
         {
@@ -140,7 +170,14 @@ impl Backend for WebGpu {
         dev.check_healthy()
     }
 
-    async fn read<R>(q: &GpuQueue, dev: &GpuDevice, src: &Arc<Block>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
+    async fn read<R>(
+        q: &GpuQueue,
+        dev: &GpuDevice,
+        src: &Arc<Block>,
+        offset: u64,
+        bytes: u64,
+        take: impl FnOnce(Mapped<'_>) -> R,
+    ) -> Result<R> {
         q.read(dev, src, offset, bytes, take).await
     }
 

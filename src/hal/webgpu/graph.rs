@@ -23,7 +23,13 @@ struct Dispatch {
 #[derive(Clone)]
 enum Step {
     Pass(Vec<Dispatch>),
-    Copy { src: wgpu::Buffer, src_offset: u64, dst: wgpu::Buffer, dst_offset: u64, size: u64 },
+    Copy {
+        src: wgpu::Buffer,
+        src_offset: u64,
+        dst: wgpu::Buffer,
+        dst_offset: u64,
+        size: u64,
+    },
 }
 
 /// A queue's captured work.
@@ -44,19 +50,52 @@ impl GpuGraph {
         let mut held = batch.held;
         for command in batch.commands {
             match command {
-                Command::Dispatch { pipeline, entries, workgroups } => {
+                Command::Dispatch {
+                    pipeline,
+                    entries,
+                    workgroups,
+                } => {
                     let groups = bind_groups(dev, &pipeline, &entries, upload.as_ref())?;
-                    let dispatch = Dispatch { pipeline, groups, workgroups };
+                    let dispatch = Dispatch {
+                        pipeline,
+                        groups,
+                        workgroups,
+                    };
                     match steps.last_mut() {
                         Some(Step::Pass(pass)) => pass.push(dispatch),
                         _ => steps.push(Step::Pass(vec![dispatch])),
                     }
                 }
-                Command::Upload { offset, dst, dst_offset, size } => {
-                    let src = upload.clone().ok_or_else(|| Error::Device("internal: a captured write without upload bytes".into()))?;
-                    steps.push(Step::Copy { src, src_offset: offset, dst, dst_offset, size });
+                Command::Upload {
+                    offset,
+                    dst,
+                    dst_offset,
+                    size,
+                } => {
+                    let src = upload.clone().ok_or_else(|| {
+                        Error::Device("internal: a captured write without upload bytes".into())
+                    })?;
+                    steps.push(Step::Copy {
+                        src,
+                        src_offset: offset,
+                        dst,
+                        dst_offset,
+                        size,
+                    });
                 }
-                Command::Copy { src, src_offset, dst, dst_offset, size } => steps.push(Step::Copy { src, src_offset, dst, dst_offset, size }),
+                Command::Copy {
+                    src,
+                    src_offset,
+                    dst,
+                    dst_offset,
+                    size,
+                } => steps.push(Step::Copy {
+                    src,
+                    src_offset,
+                    dst,
+                    dst_offset,
+                    size,
+                }),
                 // A replay inside a capture: its steps become this graph's.
                 Command::Graph(inner) => {
                     steps.extend(inner.steps.iter().cloned());
@@ -64,7 +103,11 @@ impl GpuGraph {
                 }
             }
         }
-        Ok(GpuGraph { steps, held, _upload: upload })
+        Ok(GpuGraph {
+            steps,
+            held,
+            _upload: upload,
+        })
     }
 
     /// The blocks the graph reads and writes.
@@ -74,11 +117,18 @@ impl GpuGraph {
 
     /// How many compute passes a run encodes.
     pub(super) fn passes(&self) -> usize {
-        self.steps.iter().filter(|s| matches!(s, Step::Pass(_))).count()
+        self.steps
+            .iter()
+            .filter(|s| matches!(s, Step::Pass(_)))
+            .count()
     }
 
     /// Encode one run; `timestamps(pass, passes)` gives the timestamp writes of each pass.
-    pub(super) fn encode<'a>(&self, encoder: &mut wgpu::CommandEncoder, timestamps: impl Fn(usize, usize) -> Option<wgpu::ComputePassTimestampWrites<'a>>) {
+    pub(super) fn encode<'a>(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        timestamps: impl Fn(usize, usize) -> Option<wgpu::ComputePassTimestampWrites<'a>>,
+    ) {
         let passes = self.passes();
         let mut pass_index = 0;
         for step in &self.steps {
@@ -86,7 +136,10 @@ impl GpuGraph {
                 Step::Pass(dispatches) => {
                     let timestamp_writes = timestamps(pass_index, passes);
                     pass_index += 1;
-                    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("graph"), timestamp_writes });
+                    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some("graph"),
+                        timestamp_writes,
+                    });
                     for d in dispatches {
                         pass.set_pipeline(&d.pipeline);
                         for (g, bg) in &d.groups {
@@ -95,7 +148,13 @@ impl GpuGraph {
                         pass.dispatch_workgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
                     }
                 }
-                Step::Copy { src, src_offset, dst, dst_offset, size } => encoder.copy_buffer_to_buffer(src, *src_offset, dst, *dst_offset, *size),
+                Step::Copy {
+                    src,
+                    src_offset,
+                    dst,
+                    dst_offset,
+                    size,
+                } => encoder.copy_buffer_to_buffer(src, *src_offset, dst, *dst_offset, *size),
             }
         }
     }

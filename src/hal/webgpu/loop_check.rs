@@ -23,10 +23,17 @@ use crate::{Error, Result};
 
 /// `source` with the loops that `entry` reaches counted against `limit`, and where its
 /// status word binds; `None` if the entry point reaches no loop.
-pub(crate) fn instrument(source: &str, entry: &str, limit: u64, subgroups: bool) -> Result<Option<(String, LoopCheck)>> {
-    let internal = |e: String| Error::Device(format!("internal: counting the loops of `{entry}`: {e}"));
+pub(crate) fn instrument(
+    source: &str,
+    entry: &str,
+    limit: u64,
+    subgroups: bool,
+) -> Result<Option<(String, LoopCheck)>> {
+    let internal =
+        |e: String| Error::Device(format!("internal: counting the loops of `{entry}`: {e}"));
     let text = crate::hal::wgsl_enables::for_naga(source);
-    let mut module = naga::front::wgsl::parse_str(&text).map_err(|e| internal(e.message().to_string()))?;
+    let mut module =
+        naga::front::wgsl::parse_str(&text).map_err(|e| internal(e.message().to_string()))?;
     let (group, binding) = free_binding(&module);
     module.entry_points.retain(|ep| ep.name == entry);
     naga::compact::compact(&mut module, naga::compact::KeepUnused::No);
@@ -43,15 +50,25 @@ pub(crate) fn instrument(source: &str, entry: &str, limit: u64, subgroups: bool)
     let code = without_comments(source);
     let mut at: Vec<(usize, &str)> = Vec::new();
     for span in spans {
-        let start = span.to_range().ok_or_else(|| internal("a loop without a place in the source".into()))?.start;
-        let open = start + code[start..].find('{').ok_or_else(|| internal(format!("no body after byte {start}")))?;
-        let close = matching_brace(&code, open).ok_or_else(|| internal(format!("no end of the body at byte {open}")))?;
+        let start = span
+            .to_range()
+            .ok_or_else(|| internal("a loop without a place in the source".into()))?
+            .start;
+        let open = start
+            + code[start..]
+                .find('{')
+                .ok_or_else(|| internal(format!("no body after byte {start}")))?;
+        let close = matching_brace(&code, open)
+            .ok_or_else(|| internal(format!("no end of the body at byte {open}")))?;
         at.push((open + 1, "tick"));
         at.push((close + 1, "meet"));
     }
     at.sort_unstable();
     at.dedup();
-    let tag = (0..).map(|i| format!("unicompute_loops{i}")).find(|t| !source.contains(t.as_str())).unwrap_or_default();
+    let tag = (0..)
+        .map(|i| format!("unicompute_loops{i}"))
+        .find(|t| !source.contains(t.as_str()))
+        .unwrap_or_default();
     let mut out = String::with_capacity(source.len() + 32 * at.len() + 600);
     let mut from = 0;
     for &(i, call) in &at {
@@ -61,12 +78,23 @@ pub(crate) fn instrument(source: &str, entry: &str, limit: u64, subgroups: bool)
     }
     out.push_str(&source[from..]);
     out.push_str(&counting(&tag, group, binding, limit, subgroups));
-    Ok(Some((out, LoopCheck { group, binding, limit })))
+    Ok(Some((
+        out,
+        LoopCheck {
+            group,
+            binding,
+            limit,
+        },
+    )))
 }
 
 /// The counter, the status binding and the counting functions, named after `tag`.
 fn counting(tag: &str, group: u32, binding: u32, limit: u64, subgroups: bool) -> String {
-    let shared = if subgroups { format!("subgroupMax({tag}_count)") } else { format!("{tag}_count") };
+    let shared = if subgroups {
+        format!("subgroupMax({tag}_count)")
+    } else {
+        format!("{tag}_count")
+    };
     format!(
         "\nvar<private> {tag}_count: u32;\n\
          @group({group}) @binding({binding}) var<storage, read_write> {tag}_status: atomic<u32>;\n\
@@ -98,7 +126,9 @@ fn matching_brace(code: &str, open: usize) -> Option<usize> {
 fn loops(block: &Block, out: &mut Vec<Span>) {
     for (statement, span) in block.span_iter() {
         match statement {
-            S::Loop { body, continuing, .. } => {
+            S::Loop {
+                body, continuing, ..
+            } => {
                 out.push(*span);
                 loops(body, out);
                 loops(continuing, out);
@@ -116,9 +146,18 @@ fn loops(block: &Block, out: &mut Vec<Span>) {
 
 /// A binding no variable of `module` takes: after the last of the lowest group in use.
 fn free_binding(module: &naga::Module) -> (u32, u32) {
-    let bound: Vec<_> = module.global_variables.iter().filter_map(|(_, v)| v.binding.clone()).collect();
+    let bound: Vec<_> = module
+        .global_variables
+        .iter()
+        .filter_map(|(_, v)| v.binding.clone())
+        .collect();
     let group = bound.iter().map(|b| b.group).min().unwrap_or(0);
-    let last = bound.iter().filter(|b| b.group == group).map(|b| b.binding + 1).max().unwrap_or(0);
+    let last = bound
+        .iter()
+        .filter(|b| b.group == group)
+        .map(|b| b.binding + 1)
+        .max()
+        .unwrap_or(0);
     (group, last)
 }
 

@@ -1,12 +1,12 @@
 //! The wgpu backend: WebGPU in browsers; Vulkan, Metal, DX12 and GL natively.
 
-pub(crate) mod backend;
-pub(crate) mod pipelines;
 #[cfg(target_arch = "wasm32")]
 mod adopt;
+pub(crate) mod backend;
 pub(crate) mod graph;
-mod queue;
 pub(crate) mod loop_check;
+pub(crate) mod pipelines;
+mod queue;
 
 use std::sync::{Arc, Mutex};
 
@@ -15,8 +15,8 @@ pub(crate) use adopt::adopt_buffer;
 pub(crate) use pipelines::{Builtin, WgslSource};
 pub(crate) use queue::{Bind, GpuFence, GpuQueue};
 
-use crate::hal::{Block, LoopCheck};
 use crate::base::signal::{lock, Signal};
+use crate::hal::{Block, LoopCheck};
 use crate::{BackendKind, DeviceInfo, DeviceType, Error, Features, Limits, Result};
 
 /// An adapter that can be opened.
@@ -32,7 +32,10 @@ const POOL_USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
 
 /// Features requested when the adapter has them.
 fn wanted_features() -> wgpu::Features {
-    wgpu::Features::SHADER_F16 | wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::SUBGROUP | wgpu::Features::SHADER_INT64
+    wgpu::Features::SHADER_F16
+        | wgpu::Features::TIMESTAMP_QUERY
+        | wgpu::Features::SUBGROUP
+        | wgpu::Features::SHADER_INT64
 }
 
 /// The APIs wgpu looks at unless `WGPU_BACKEND` names others: Vulkan, Metal, DX12 and a
@@ -75,13 +78,20 @@ pub(crate) async fn enumerate() -> Vec<(DeviceInfo, Adapter)> {
     }
     #[cfg(target_arch = "wasm32")]
     let adapters: Vec<Adapter> = instance()
-        .request_adapter(&wgpu::RequestAdapterOptions { power_preference: wgpu::PowerPreference::HighPerformance, ..Default::default() })
+        .request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            ..Default::default()
+        })
         .await
         .into_iter()
         .collect();
     let mut found: Vec<(DeviceInfo, Adapter)> = adapters
         .into_iter()
-        .filter(|a| a.get_downlevel_capabilities().flags.contains(wgpu::DownlevelFlags::COMPUTE_SHADERS))
+        .filter(|a| {
+            a.get_downlevel_capabilities()
+                .flags
+                .contains(wgpu::DownlevelFlags::COMPUTE_SHADERS)
+        })
         .map(|a| (describe(&a), a))
         .collect();
     // Native APIs before GL (listed only when `WGPU_BACKEND` names it), which lacks parts of compute.
@@ -96,7 +106,9 @@ pub(crate) async fn enumerate() -> Vec<(DeviceInfo, Adapter)> {
 fn has_navigator_gpu() -> bool {
     let global = js_sys::global();
     let defined = |v: &wasm_bindgen::JsValue| !v.is_undefined() && !v.is_null();
-    let get = |target: &wasm_bindgen::JsValue, key: &str| js_sys::Reflect::get(target, &key.into()).unwrap_or_default();
+    let get = |target: &wasm_bindgen::JsValue, key: &str| {
+        js_sys::Reflect::get(target, &key.into()).unwrap_or_default()
+    };
     let scope = defined(&get(&global, "Window")) || defined(&get(&global, "WorkerGlobalScope"));
     scope && defined(&get(&get(&global, "navigator"), "gpu"))
 }
@@ -113,7 +125,14 @@ fn loop_limit(ai: &wgpu::AdapterInfo) -> Option<u64> {
 /// type it reports (browsers report only `isFallbackAdapter`, which older ones lack).
 fn software_by_name(ai: &wgpu::AdapterInfo) -> bool {
     let text = format!("{} {} {}", ai.name, ai.driver, ai.driver_info).to_lowercase();
-    ["swiftshader", "llvmpipe", "lavapipe", "microsoft basic render"].iter().any(|n| text.contains(n))
+    [
+        "swiftshader",
+        "llvmpipe",
+        "lavapipe",
+        "microsoft basic render",
+    ]
+    .iter()
+    .any(|n| text.contains(n))
 }
 
 fn describe(adapter: &Adapter) -> DeviceInfo {
@@ -133,17 +152,25 @@ fn describe(adapter: &Adapter) -> DeviceInfo {
             wgpu::DeviceType::Other => DeviceType::Other,
         },
         api: format!("{:?}", ai.backend),
-        driver: format!("{} {}", ai.driver, ai.driver_info).trim().to_string(),
+        driver: format!("{} {}", ai.driver, ai.driver_info)
+            .trim()
+            .to_string(),
         limits: Limits {
             max_buffer_size: l.max_buffer_size,
             max_storage_binding_size: l.max_storage_buffer_binding_size,
             max_uniform_binding_size: l.max_uniform_buffer_binding_size,
-            max_workgroup_size: [l.max_compute_workgroup_size_x, l.max_compute_workgroup_size_y, l.max_compute_workgroup_size_z],
+            max_workgroup_size: [
+                l.max_compute_workgroup_size_x,
+                l.max_compute_workgroup_size_y,
+                l.max_compute_workgroup_size_z,
+            ],
             max_invocations_per_workgroup: l.max_compute_invocations_per_workgroup,
             max_workgroups: [l.max_compute_workgroups_per_dimension; 3],
             max_workgroup_storage_size: l.max_compute_workgroup_storage_size,
             max_storage_buffers_per_kernel: l.max_storage_buffers_per_shader_stage,
-            storage_offset_alignment: l.min_storage_buffer_offset_alignment.max(l.min_uniform_buffer_offset_alignment),
+            storage_offset_alignment: l
+                .min_storage_buffer_offset_alignment
+                .max(l.min_uniform_buffer_offset_alignment),
             max_loop_iterations: loop_limit(&ai),
         },
         features: Features {
@@ -231,7 +258,12 @@ impl GpuDevice {
             });
         }
         let spare = |label| {
-            device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: 256, usage: POOL_USAGE, mapped_at_creation: false })
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: 256,
+                usage: POOL_USAGE,
+                mapped_at_creation: false,
+            })
         };
         Ok(GpuDevice {
             limits: device.limits(),
@@ -250,7 +282,9 @@ impl GpuDevice {
 
     /// Whether the device can write timestamp queries at compute pass boundaries.
     pub(crate) fn has_timestamps(&self) -> bool {
-        self.device.features().contains(wgpu::Features::TIMESTAMP_QUERY)
+        self.device
+            .features()
+            .contains(wgpu::Features::TIMESTAMP_QUERY)
     }
 
     /// A new zero-filled buffer (wgpu zero-initialises). Natively an out-of-memory or
@@ -258,15 +292,28 @@ impl GpuDevice {
     /// op; browsers report such errors asynchronously, on the next call.
     pub(crate) fn alloc(&self, bytes: u64) -> Result<GpuMemory> {
         #[cfg(not(target_arch = "wasm32"))]
-        let scopes = (self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory), self.device.push_error_scope(wgpu::ErrorFilter::Validation));
-        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor { label: Some("unicompute"), size: bytes, usage: POOL_USAGE, mapped_at_creation: false });
+        let scopes = (
+            self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory),
+            self.device.push_error_scope(wgpu::ErrorFilter::Validation),
+        );
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("unicompute"),
+            size: bytes,
+            usage: POOL_USAGE,
+            mapped_at_creation: false,
+        });
         #[cfg(not(target_arch = "wasm32"))]
         {
             let (oom, validation) = scopes;
-            let errors = [pollster::block_on(validation.pop()), pollster::block_on(oom.pop())];
+            let errors = [
+                pollster::block_on(validation.pop()),
+                pollster::block_on(oom.pop()),
+            ];
             if let Some(e) = errors.into_iter().flatten().next() {
                 buffer.destroy();
-                return Err(Error::Device(format!("allocating {bytes} bytes of device memory failed: {e}")));
+                return Err(Error::Device(format!(
+                    "allocating {bytes} bytes of device memory failed: {e}"
+                )));
             }
         }
         Ok(buffer)
@@ -274,7 +321,8 @@ impl GpuDevice {
 
     /// Give the device's resources back now: every later call answers `DEVICE_LOST`.
     pub(crate) fn destroy(&self) {
-        lock(&self.lost).get_or_insert_with(|| "device lost (destroyed): `Device::destroy` was called".into());
+        lock(&self.lost)
+            .get_or_insert_with(|| "device lost (destroyed): `Device::destroy` was called".into());
         self.device.destroy();
     }
 
@@ -282,12 +330,17 @@ impl GpuDevice {
     /// once, other words (test poison) by a queue write, which precedes every later submission.
     pub(crate) fn fill_now(&self, buffer: &GpuMemory, bytes: u64, word: u32) {
         if word == 0 {
-            let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("zero") });
+            let mut encoder = self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("zero"),
+                });
             encoder.clear_buffer(buffer, 0, Some(bytes));
             self.queue.submit([encoder.finish()]);
         } else {
             let words = vec![word; (bytes / 4) as usize];
-            self.queue.write_buffer(buffer, 0, bytemuck::cast_slice(&words));
+            self.queue
+                .write_buffer(buffer, 0, bytemuck::cast_slice(&words));
         }
     }
 
@@ -306,12 +359,17 @@ impl GpuDevice {
 
     /// Hold `buffers` until `done` is set.
     pub(crate) fn hold_until(&self, done: Signal<()>, buffers: Vec<Arc<Block>>) {
-        lock(&self.in_flight).push(InFlight { done, _held: buffers });
+        lock(&self.in_flight).push(InFlight {
+            done,
+            _held: buffers,
+        });
     }
 
     pub(crate) fn check_healthy(&self) -> Result<()> {
         if let Some(msg) = lock(&self.lost).clone() {
-            return Err(Error::DeviceLost(format!("{msg}; open the device again (or another one) to continue")));
+            return Err(Error::DeviceLost(format!(
+                "{msg}; open the device again (or another one) to continue"
+            )));
         }
         if let Some(msg) = lock(&self.error).take() {
             return Err(Error::Device(msg));
@@ -328,7 +386,12 @@ impl GpuDevice {
     /// at once; in browsers, which report asynchronously, on the next call, as other device
     /// errors are). On a device that ends long loops early, the loops are counted
     /// ([`loop_check`]).
-    pub(crate) fn create_user_pipeline(&self, source: &str, entry: &str, constants: &[(&str, f64)]) -> Result<UserPipeline> {
+    pub(crate) fn create_user_pipeline(
+        &self,
+        source: &str,
+        entry: &str,
+        constants: &[(&str, f64)],
+    ) -> Result<UserPipeline> {
         let counted = match self.max_loop_iterations {
             Some(limit) => {
                 let subgroups = self.device.features().contains(wgpu::Features::SUBGROUP);
@@ -345,23 +408,35 @@ impl GpuDevice {
         let source = crate::hal::wgsl_enables::for_naga(source);
         #[cfg(not(target_arch = "wasm32"))]
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some(entry),
-            source: wgpu::ShaderSource::Wgsl(source.into()),
-        });
-        let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(entry),
-            layout: None,
-            module: &module,
-            entry_point: Some(entry),
-            compilation_options: wgpu::PipelineCompilationOptions { constants, ..Default::default() },
-            cache: None,
-        });
+        let module = self
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(entry),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            });
+        let pipeline = self
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry),
+                layout: None,
+                module: &module,
+                entry_point: Some(entry),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants,
+                    ..Default::default()
+                },
+                cache: None,
+            });
         #[cfg(not(target_arch = "wasm32"))]
         if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(Error::Invalid(format!("the device rejected kernel `{entry}`: {e}")));
+            return Err(Error::Invalid(format!(
+                "the device rejected kernel `{entry}`: {e}"
+            )));
         }
-        Ok(UserPipeline { pipeline, loop_check })
+        Ok(UserPipeline {
+            pipeline,
+            loop_check,
+        })
     }
 }
 

@@ -6,7 +6,6 @@ use std::sync::Mutex;
 
 use crate::base::signal::lock;
 
-
 /// A WGSL file of built-in kernels.
 pub(crate) type WgslSource = crate::hal::ProgramSource;
 
@@ -26,7 +25,12 @@ impl Builtin {
     /// The full WGSL: the launch's prelude (`enable` directives must come first), the file's
     /// preludes, then the file.
     pub(crate) fn full_source(&self) -> String {
-        format!("{}\n{}\n{}", self.prelude.join("\n"), self.source.preludes.join("\n"), self.source.text)
+        format!(
+            "{}\n{}\n{}",
+            self.prelude.join("\n"),
+            self.source.preludes.join("\n"),
+            self.source.text
+        )
     }
 }
 
@@ -51,13 +55,20 @@ impl PipelineCache {
                 })
             })
             .clone();
-        let constants: Vec<(&str, f64)> = kernel.constants.iter().map(|&(k, v)| (k, f64::from(v))).collect();
+        let constants: Vec<(&str, f64)> = kernel
+            .constants
+            .iter()
+            .map(|&(k, v)| (k, f64::from(v)))
+            .collect();
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(kernel.entry),
             layout: None,
             module: &module,
             entry_point: Some(kernel.entry),
-            compilation_options: wgpu::PipelineCompilationOptions { constants: &constants, zero_initialize_workgroup_memory: false },
+            compilation_options: wgpu::PipelineCompilationOptions {
+                constants: &constants,
+                zero_initialize_workgroup_memory: false,
+            },
             cache: None,
         });
         lock(&self.pipelines).insert(kernel, pipeline.clone());

@@ -5,14 +5,14 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{GpuDevice, GpuMemory};
-use crate::hal::{Mapped, Memory};
-use crate::hal::Block;
-use crate::hal::UserArg;
 use super::graph::GpuGraph;
 use super::UserPipeline;
-use crate::hal::timer::{PendingSpan, Span};
+use super::{GpuDevice, GpuMemory};
 use crate::base::signal::{lock, Signal};
+use crate::hal::timer::{PendingSpan, Span};
+use crate::hal::Block;
+use crate::hal::UserArg;
+use crate::hal::{Mapped, Memory};
 use crate::{Error, Result};
 
 /// A batch is submitted on its own once it holds this many commands...
@@ -28,7 +28,11 @@ pub(crate) enum Resource {
     /// A range of the batch's upload buffer.
     Upload { offset: u64, size: u64 },
     /// A range of a device buffer.
-    Buffer { buffer: wgpu::Buffer, offset: u64, size: u64 },
+    Buffer {
+        buffer: wgpu::Buffer,
+        offset: u64,
+        size: u64,
+    },
 }
 
 /// One binding of a dispatch.
@@ -40,9 +44,24 @@ pub(super) struct Entry {
 
 /// One recorded command of a batch.
 pub(super) enum Command {
-    Dispatch { pipeline: wgpu::ComputePipeline, entries: Vec<Entry>, workgroups: [u32; 3] },
-    Upload { offset: u64, dst: wgpu::Buffer, dst_offset: u64, size: u64 },
-    Copy { src: wgpu::Buffer, src_offset: u64, dst: wgpu::Buffer, dst_offset: u64, size: u64 },
+    Dispatch {
+        pipeline: wgpu::ComputePipeline,
+        entries: Vec<Entry>,
+        workgroups: [u32; 3],
+    },
+    Upload {
+        offset: u64,
+        dst: wgpu::Buffer,
+        dst_offset: u64,
+        size: u64,
+    },
+    Copy {
+        src: wgpu::Buffer,
+        src_offset: u64,
+        dst: wgpu::Buffer,
+        dst_offset: u64,
+        size: u64,
+    },
     /// One run of captured work.
     Graph(Arc<GpuGraph>),
 }
@@ -82,7 +101,9 @@ impl Batch {
     }
 
     fn is_full(&self) -> bool {
-        self.commands.len() >= MAX_BATCH_COMMANDS || self.upload.len() >= MAX_BATCH_UPLOAD || self.spans.len() >= MAX_BATCH_SPANS
+        self.commands.len() >= MAX_BATCH_COMMANDS
+            || self.upload.len() >= MAX_BATCH_UPLOAD
+            || self.spans.len() >= MAX_BATCH_SPANS
     }
 }
 
@@ -123,7 +144,9 @@ fn word_span(dst: &Arc<Block>, offset: u64, len: u64, what: &str) -> Result<u64>
 pub(crate) fn gpu(mem: &Arc<Block>) -> Result<&GpuMemory> {
     match mem.memory() {
         Memory::WebGpu(b) => Ok(b),
-        _ => Err(Error::Device("internal: a non-webgpu buffer reached the webgpu backend".into())),
+        _ => Err(Error::Device(
+            "internal: a non-webgpu buffer reached the webgpu backend".into(),
+        )),
     }
 }
 
@@ -148,7 +171,13 @@ impl GpuQueue {
         Ok(())
     }
 
-    pub(crate) fn write(&self, dev: &GpuDevice, dst: &Arc<Block>, offset: u64, data: &[u8]) -> Result<()> {
+    pub(crate) fn write(
+        &self,
+        dev: &GpuDevice,
+        dst: &Arc<Block>,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<()> {
         let padded;
         let data = match word_span(dst, offset, data.len() as u64, "write")? {
             0 => data,
@@ -166,13 +195,26 @@ impl GpuQueue {
                 return Ok(());
             }
             let at = b.push_upload(data, 4);
-            b.commands.push(Command::Upload { offset: at, dst: target, dst_offset: offset, size: data.len() as u64 });
+            b.commands.push(Command::Upload {
+                offset: at,
+                dst: target,
+                dst_offset: offset,
+                size: data.len() as u64,
+            });
             b.held.push(dst.clone());
             Ok(())
         })
     }
 
-    pub(crate) fn copy(&self, dev: &GpuDevice, src: &Arc<Block>, src_offset: u64, dst: &Arc<Block>, dst_offset: u64, size: u64) -> Result<()> {
+    pub(crate) fn copy(
+        &self,
+        dev: &GpuDevice,
+        src: &Arc<Block>,
+        src_offset: u64,
+        dst: &Arc<Block>,
+        dst_offset: u64,
+        size: u64,
+    ) -> Result<()> {
         if src_offset % 4 != 0 {
             return Err(misaligned("copy source", src_offset));
         }
@@ -181,15 +223,38 @@ impl GpuQueue {
         // WebGPU forbids a copy within one buffer: go through a temporary one.
         let bounce = (src.id() == dst.id()).then(|| {
             let usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
-            dev.device.create_buffer(&wgpu::BufferDescriptor { label: Some("bounce"), size, usage, mapped_at_creation: false })
+            dev.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("bounce"),
+                size,
+                usage,
+                mapped_at_creation: false,
+            })
         });
         self.record(dev, |b| {
             match bounce {
                 Some(t) => {
-                    b.commands.push(Command::Copy { src: s, src_offset, dst: t.clone(), dst_offset: 0, size });
-                    b.commands.push(Command::Copy { src: t, src_offset: 0, dst: d, dst_offset, size });
+                    b.commands.push(Command::Copy {
+                        src: s,
+                        src_offset,
+                        dst: t.clone(),
+                        dst_offset: 0,
+                        size,
+                    });
+                    b.commands.push(Command::Copy {
+                        src: t,
+                        src_offset: 0,
+                        dst: d,
+                        dst_offset,
+                        size,
+                    });
                 }
-                None => b.commands.push(Command::Copy { src: s, src_offset, dst: d, dst_offset, size }),
+                None => b.commands.push(Command::Copy {
+                    src: s,
+                    src_offset,
+                    dst: d,
+                    dst_offset,
+                    size,
+                }),
             }
             b.held.push(src.clone());
             b.held.push(dst.clone());
@@ -200,7 +265,10 @@ impl GpuQueue {
     /// Mark the start of a profiled launch.
     pub(crate) fn begin_span(&self) -> SpanStart {
         let b = lock(&self.batch);
-        SpanStart { serial: b.serial, begin: b.commands.len() }
+        SpanStart {
+            serial: b.serial,
+            begin: b.commands.len(),
+        }
     }
 
     /// Mark the end of the profiled launch begun at `start`: timestamp queries around its
@@ -208,13 +276,24 @@ impl GpuQueue {
     /// submit split is timed from the start of the later batch.)
     pub(crate) fn end_span(&self, start: SpanStart, time: PendingSpan) {
         let mut b = lock(&self.batch);
-        let begin = if start.serial == b.serial { start.begin } else { 0 };
+        let begin = if start.serial == b.serial {
+            start.begin
+        } else {
+            0
+        };
         let end = b.commands.len();
         b.spans.push(TimedSpan { begin, end, time });
     }
 
     /// Record a built-in kernel launch with `params` at binding 0 and `binds` at the others.
-    pub(crate) fn launch(&self, dev: &GpuDevice, pipeline: wgpu::ComputePipeline, params: &[u32], binds: &[(u32, Bind<'_>)], workgroups: [u32; 3]) -> Result<()> {
+    pub(crate) fn launch(
+        &self,
+        dev: &GpuDevice,
+        pipeline: wgpu::ComputePipeline,
+        params: &[u32],
+        binds: &[(u32, Bind<'_>)],
+        workgroups: [u32; 3],
+    ) -> Result<()> {
         let max = dev.limits.max_storage_buffer_binding_size;
         let mut entries = Vec::with_capacity(binds.len() + 1);
         let mut held = Vec::new();
@@ -227,32 +306,82 @@ impl GpuQueue {
                 Bind::SpareRead => (dev.spare_read.clone(), 256),
                 Bind::SpareWrite => (dev.spare_write.clone(), 256),
             };
-            entries.push(Entry { group: 0, binding: *binding, resource: Resource::Buffer { buffer, offset: 0, size } });
+            entries.push(Entry {
+                group: 0,
+                binding: *binding,
+                resource: Resource::Buffer {
+                    buffer,
+                    offset: 0,
+                    size,
+                },
+            });
         }
         let align = dev.limits.min_storage_buffer_offset_alignment as usize;
         self.record(dev, |b| {
             let offset = b.push_upload(bytemuck::cast_slice(params), align);
-            entries.push(Entry { group: 0, binding: 0, resource: Resource::Upload { offset, size: (params.len() * 4) as u64 } });
-            b.commands.push(Command::Dispatch { pipeline, entries, workgroups });
+            entries.push(Entry {
+                group: 0,
+                binding: 0,
+                resource: Resource::Upload {
+                    offset,
+                    size: (params.len() * 4) as u64,
+                },
+            });
+            b.commands.push(Command::Dispatch {
+                pipeline,
+                entries,
+                workgroups,
+            });
             b.held.extend(held);
             Ok(())
         })
     }
 
     /// Record a user kernel launch (already checked against its reflection).
-    pub(crate) fn launch_user(&self, dev: &GpuDevice, pipeline: &UserPipeline, args: &[UserArg<'_>], workgroups: [u32; 3]) -> Result<()> {
+    pub(crate) fn launch_user(
+        &self,
+        dev: &GpuDevice,
+        pipeline: &UserPipeline,
+        args: &[UserArg<'_>],
+        workgroups: [u32; 3],
+    ) -> Result<()> {
         let mut entries = Vec::with_capacity(args.len());
         let mut held = Vec::with_capacity(args.len());
         for arg in args {
-            let &UserArg::Buffer { block, group, binding, byte_offset, byte_len } = arg else {
-                let binding = if let UserArg::Scalar { binding, .. } = arg { *binding } else { 0 };
-                return Err(Error::Launch(format!("binding {binding} is a scalar: WGSL kernels take buffers only")));
+            let &UserArg::Buffer {
+                block,
+                group,
+                binding,
+                byte_offset,
+                byte_len,
+            } = arg
+            else {
+                let binding = if let UserArg::Scalar { binding, .. } = arg {
+                    *binding
+                } else {
+                    0
+                };
+                return Err(Error::Launch(format!(
+                    "binding {binding} is a scalar: WGSL kernels take buffers only"
+                )));
             };
             held.push(block.clone());
-            entries.push(Entry { group, binding, resource: Resource::Buffer { buffer: gpu(block)?.clone(), offset: byte_offset, size: byte_len } });
+            entries.push(Entry {
+                group,
+                binding,
+                resource: Resource::Buffer {
+                    buffer: gpu(block)?.clone(),
+                    offset: byte_offset,
+                    size: byte_len,
+                },
+            });
         }
         self.record(dev, |batch| {
-            batch.commands.push(Command::Dispatch { pipeline: pipeline.pipeline.clone(), entries, workgroups });
+            batch.commands.push(Command::Dispatch {
+                pipeline: pipeline.pipeline.clone(),
+                entries,
+                workgroups,
+            });
             batch.held.extend(held);
             Ok(())
         })
@@ -269,7 +398,10 @@ impl GpuQueue {
     pub(crate) fn end_capture(&self, dev: &GpuDevice, keep: bool) -> Result<Option<GpuGraph>> {
         let batch = {
             let mut guard = lock(&self.batch);
-            let next = Batch { serial: guard.serial + 1, ..Batch::default() };
+            let next = Batch {
+                serial: guard.serial + 1,
+                ..Batch::default()
+            };
             std::mem::replace(&mut *guard, next)
         };
         if !keep {
@@ -295,12 +427,26 @@ impl GpuQueue {
         if guard.capturing {
             return Err(crate::hal::capture_refusal("submitting"));
         }
-        let next = Batch { serial: guard.serial + 1, ..Batch::default() };
+        let next = Batch {
+            serial: guard.serial + 1,
+            ..Batch::default()
+        };
         let batch = std::mem::replace(&mut *guard, next);
         let upload = upload_buffer(dev, batch.upload)?;
-        let mut encoder = dev.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("unicompute batch") });
-        let stamps = (!batch.spans.is_empty()).then(|| Stamps::new(dev, &batch.spans, &batch.commands));
-        encode(dev, &mut encoder, &batch.commands, upload.as_ref(), stamps.as_ref())?;
+        let mut encoder = dev
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("unicompute batch"),
+            });
+        let stamps =
+            (!batch.spans.is_empty()).then(|| Stamps::new(dev, &batch.spans, &batch.commands));
+        encode(
+            dev,
+            &mut encoder,
+            &batch.commands,
+            upload.as_ref(),
+            stamps.as_ref(),
+        )?;
         let readback = stamps.as_ref().map(|s| s.resolve(dev, &mut encoder));
         let index = dev.queue.submit([encoder.finish()]);
         if let (Some(stamps), Some(readback)) = (stamps, readback) {
@@ -317,7 +463,14 @@ impl GpuQueue {
 
     /// Copy a range back after all recorded work, to a mappable staging buffer, and lend the
     /// mapped bytes to `take`.
-    pub(crate) async fn read<R>(&self, dev: &GpuDevice, src: &Arc<Block>, offset: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
+    pub(crate) async fn read<R>(
+        &self,
+        dev: &GpuDevice,
+        src: &Arc<Block>,
+        offset: u64,
+        bytes: u64,
+        take: impl FnOnce(Mapped<'_>) -> R,
+    ) -> Result<R> {
         // WebGPU copies whole words: read the enclosing aligned range, keep the part asked for.
         let lead = offset % 4;
         let (offset, size) = (offset - lead, (lead + bytes).next_multiple_of(4));
@@ -333,16 +486,28 @@ impl GpuQueue {
             if b.capturing {
                 return Err(crate::hal::capture_refusal("reading"));
             }
-            b.commands.push(Command::Copy { src: source, src_offset: offset, dst: staging.clone(), dst_offset: 0, size });
+            b.commands.push(Command::Copy {
+                src: source,
+                src_offset: offset,
+                dst: staging.clone(),
+                dst_offset: 0,
+                size,
+            });
             b.held.push(src.clone());
         }
         self.submit(dev)?;
         let mapped: Signal<Result<(), String>> = Signal::new();
         let m = mapped.clone();
-        staging.slice(..).map_async(wgpu::MapMode::Read, move |r| m.set(r.map_err(|e| e.to_string())));
+        staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+            m.set(r.map_err(|e| e.to_string()))
+        });
         #[cfg(not(target_arch = "wasm32"))]
-        dev.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| Error::Device(format!("waiting for the device: {e}")))?;
-        mapped.await.map_err(|e| Error::Device(format!("reading back {bytes} bytes failed: {e}")))?;
+        dev.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| Error::Device(format!("waiting for the device: {e}")))?;
+        mapped
+            .await
+            .map_err(|e| Error::Device(format!("reading back {bytes} bytes failed: {e}")))?;
         // Browsers report device errors asynchronously: one raised by the work just read
         // (a rejected shader, say) has arrived by now and must not pass as a result.
         dev.check_healthy()?;
@@ -376,14 +541,28 @@ pub(super) fn upload_buffer(dev: &GpuDevice, mut data: Vec<u8>) -> Result<Option
 
 /// Lend `bytes` bytes from `lead` of the mapped `staging` buffer to `take`: in a browser the
 /// `ArrayBuffer` of the mapping itself (wgpu's own view would first copy it into the wasm).
-fn lend_mapped<R>(staging: &wgpu::Buffer, lead: u64, bytes: u64, take: impl FnOnce(Mapped<'_>) -> R) -> Result<R> {
+fn lend_mapped<R>(
+    staging: &wgpu::Buffer,
+    lead: u64,
+    bytes: u64,
+    take: impl FnOnce(Mapped<'_>) -> R,
+) -> Result<R> {
     #[cfg(target_arch = "wasm32")]
     if let Some(js) = staging.as_webgpu() {
-        let range = js.get_mapped_range().map_err(|e| Error::Device(format!("mapping the readback buffer: {e:?}")))?;
-        return Ok(take(Mapped::Js(js_sys::Uint8Array::new_with_byte_offset_and_length(&range, lead as u32, bytes as u32))));
+        let range = js
+            .get_mapped_range()
+            .map_err(|e| Error::Device(format!("mapping the readback buffer: {e:?}")))?;
+        return Ok(take(Mapped::Js(
+            js_sys::Uint8Array::new_with_byte_offset_and_length(&range, lead as u32, bytes as u32),
+        )));
     }
-    let view = staging.slice(..).get_mapped_range().map_err(|e| Error::Device(format!("mapping the readback buffer: {e}")))?;
-    Ok(take(Mapped::Host(&view[lead as usize..(lead + bytes) as usize])))
+    let view = staging
+        .slice(..)
+        .get_mapped_range()
+        .map_err(|e| Error::Device(format!("mapping the readback buffer: {e}")))?;
+    Ok(take(Mapped::Host(
+        &view[lead as usize..(lead + bytes) as usize],
+    )))
 }
 
 /// Timestamp queries of a batch with profiled launches: launch `s` gets query `2s` at the
@@ -418,8 +597,17 @@ impl Stamps {
                 last[s] = Some(i);
             }
         }
-        let set = dev.device.create_query_set(&wgpu::QuerySetDescriptor { label: Some("profiler"), ty: wgpu::QueryType::Timestamp, count: 2 * spans.len() as u32 });
-        Stamps { set, owner, first, last }
+        let set = dev.device.create_query_set(&wgpu::QuerySetDescriptor {
+            label: Some("profiler"),
+            ty: wgpu::QueryType::Timestamp,
+            count: 2 * spans.len() as u32,
+        });
+        Stamps {
+            set,
+            owner,
+            first,
+            last,
+        }
     }
 
     /// The timestamp writes of a compute pass holding dispatches `i..j`, all of one owner.
@@ -427,24 +615,50 @@ impl Stamps {
         let s = self.owner[i]?;
         let begin = (self.first[s] == Some(i)).then_some(2 * s as u32);
         let end = (self.last[s] == Some(j - 1)).then_some(2 * s as u32 + 1);
-        (begin.is_some() || end.is_some()).then_some(wgpu::ComputePassTimestampWrites { query_set: &self.set, beginning_of_pass_write_index: begin, end_of_pass_write_index: end })
+        (begin.is_some() || end.is_some()).then_some(wgpu::ComputePassTimestampWrites {
+            query_set: &self.set,
+            beginning_of_pass_write_index: begin,
+            end_of_pass_write_index: end,
+        })
     }
 
     /// The timestamp writes of pass `pass` of the `passes` of graph command `i`: a graph is
     /// timed from the start of its first pass to the end of its last.
-    fn graph_writes(&self, i: usize, pass: usize, passes: usize) -> Option<wgpu::ComputePassTimestampWrites<'_>> {
+    fn graph_writes(
+        &self,
+        i: usize,
+        pass: usize,
+        passes: usize,
+    ) -> Option<wgpu::ComputePassTimestampWrites<'_>> {
         let s = self.owner[i]?;
         let begin = (pass == 0 && self.first[s] == Some(i)).then_some(2 * s as u32);
         let end = (pass + 1 == passes && self.last[s] == Some(i)).then_some(2 * s as u32 + 1);
-        (begin.is_some() || end.is_some()).then_some(wgpu::ComputePassTimestampWrites { query_set: &self.set, beginning_of_pass_write_index: begin, end_of_pass_write_index: end })
+        (begin.is_some() || end.is_some()).then_some(wgpu::ComputePassTimestampWrites {
+            query_set: &self.set,
+            beginning_of_pass_write_index: begin,
+            end_of_pass_write_index: end,
+        })
     }
 
     /// Resolve the queries into a buffer the host can map.
     fn resolve(&self, dev: &GpuDevice, encoder: &mut wgpu::CommandEncoder) -> wgpu::Buffer {
         let size = 8 * u64::from(self.set.count());
-        let buffer = |label, usage| dev.device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage, mapped_at_creation: false });
-        let resolved = buffer("timestamps", wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC);
-        let readback = buffer("timestamps readback", wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
+        let buffer = |label, usage| {
+            dev.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        let resolved = buffer(
+            "timestamps",
+            wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+        );
+        let readback = buffer(
+            "timestamps readback",
+            wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        );
         encoder.resolve_query_set(&self.set, 0..self.set.count(), &resolved, 0);
         encoder.copy_buffer_to_buffer(&resolved, 0, &readback, 0, size);
         readback
@@ -454,46 +668,83 @@ impl Stamps {
     /// hand each profiled launch its span.
     fn deliver(self, dev: &GpuDevice, readback: wgpu::Buffer, spans: Vec<TimedSpan>) {
         for span in &spans {
-            span.time.submitted.store(true, std::sync::atomic::Ordering::Release);
+            span.time
+                .submitted
+                .store(true, std::sync::atomic::Ordering::Release);
         }
         let period = f64::from(dev.queue.get_timestamp_period());
         let mapped = readback.clone();
         let first = self.first;
-        readback.slice(..).map_async(wgpu::MapMode::Read, move |result| {
-            let ticks: Option<Vec<u64>> = result.ok().and_then(|()| mapped.slice(..).get_mapped_range().ok().map(|v| bytemuck::pod_collect_to_vec(&v)));
-            for (s, span) in spans.iter().enumerate() {
-                let value = match (&ticks, first[s]) {
-                    (Some(t), Some(_)) => Some(Span { start_ns: t[2 * s] as f64 * period, dur_ns: t[2 * s + 1].saturating_sub(t[2 * s]) as f64 * period }),
-                    _ => None,
-                };
-                span.time.value.set(value);
-            }
-            if ticks.is_some() {
-                mapped.unmap();
-            }
-        });
+        readback
+            .slice(..)
+            .map_async(wgpu::MapMode::Read, move |result| {
+                let ticks: Option<Vec<u64>> = result.ok().and_then(|()| {
+                    mapped
+                        .slice(..)
+                        .get_mapped_range()
+                        .ok()
+                        .map(|v| bytemuck::pod_collect_to_vec(&v))
+                });
+                for (s, span) in spans.iter().enumerate() {
+                    let value = match (&ticks, first[s]) {
+                        (Some(t), Some(_)) => Some(Span {
+                            start_ns: t[2 * s] as f64 * period,
+                            dur_ns: t[2 * s + 1].saturating_sub(t[2 * s]) as f64 * period,
+                        }),
+                        _ => None,
+                    };
+                    span.time.value.set(value);
+                }
+                if ticks.is_some() {
+                    mapped.unmap();
+                }
+            });
     }
 }
 
 /// Encode a batch: each run of consecutive dispatches shares one compute pass (wgpu still
 /// orders the dispatches), copies go between passes. With `stamps`, a pass holds the
 /// dispatches of one profiled launch only, and carries its timestamp writes.
-fn encode(dev: &GpuDevice, encoder: &mut wgpu::CommandEncoder, commands: &[Command], upload: Option<&wgpu::Buffer>, stamps: Option<&Stamps>) -> Result<()> {
+fn encode(
+    dev: &GpuDevice,
+    encoder: &mut wgpu::CommandEncoder,
+    commands: &[Command],
+    upload: Option<&wgpu::Buffer>,
+    stamps: Option<&Stamps>,
+) -> Result<()> {
     let no_upload = || Error::Device("internal: a command refers to an empty upload area".into());
     let owner = |i: usize| stamps.and_then(|s| s.owner[i]);
     let mut i = 0;
     while i < commands.len() {
         match &commands[i] {
             Command::Dispatch { .. } => {
-                let run = commands[i..].iter().enumerate().take_while(|(d, c)| matches!(c, Command::Dispatch { .. }) && owner(i + d) == owner(i)).count();
+                let run = commands[i..]
+                    .iter()
+                    .enumerate()
+                    .take_while(|(d, c)| {
+                        matches!(c, Command::Dispatch { .. }) && owner(i + d) == owner(i)
+                    })
+                    .count();
                 let mut prepared = Vec::with_capacity(run);
                 for cmd in &commands[i..i + run] {
-                    if let Command::Dispatch { pipeline, entries, workgroups } = cmd {
-                        prepared.push((pipeline, bind_groups(dev, pipeline, entries, upload)?, workgroups));
+                    if let Command::Dispatch {
+                        pipeline,
+                        entries,
+                        workgroups,
+                    } = cmd
+                    {
+                        prepared.push((
+                            pipeline,
+                            bind_groups(dev, pipeline, entries, upload)?,
+                            workgroups,
+                        ));
                     }
                 }
                 let timestamp_writes = stamps.and_then(|s| s.writes(i, i + run));
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes });
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: None,
+                    timestamp_writes,
+                });
                 for (pipeline, groups, workgroups) in &prepared {
                     pass.set_pipeline(pipeline);
                     for (g, bg) in groups {
@@ -503,16 +754,35 @@ fn encode(dev: &GpuDevice, encoder: &mut wgpu::CommandEncoder, commands: &[Comma
                 }
                 i += run;
             }
-            Command::Upload { offset, dst, dst_offset, size } => {
-                encoder.copy_buffer_to_buffer(upload.ok_or_else(no_upload)?, *offset, dst, *dst_offset, *size);
+            Command::Upload {
+                offset,
+                dst,
+                dst_offset,
+                size,
+            } => {
+                encoder.copy_buffer_to_buffer(
+                    upload.ok_or_else(no_upload)?,
+                    *offset,
+                    dst,
+                    *dst_offset,
+                    *size,
+                );
                 i += 1;
             }
-            Command::Copy { src, src_offset, dst, dst_offset, size } => {
+            Command::Copy {
+                src,
+                src_offset,
+                dst,
+                dst_offset,
+                size,
+            } => {
                 encoder.copy_buffer_to_buffer(src, *src_offset, dst, *dst_offset, *size);
                 i += 1;
             }
             Command::Graph(graph) => {
-                graph.encode(encoder, |pass, passes| stamps.and_then(|s| s.graph_writes(i, pass, passes)));
+                graph.encode(encoder, |pass, passes| {
+                    stamps.and_then(|s| s.graph_writes(i, pass, passes))
+                });
                 i += 1;
             }
         }
@@ -521,24 +791,47 @@ fn encode(dev: &GpuDevice, encoder: &mut wgpu::CommandEncoder, commands: &[Comma
 }
 
 /// The bind groups of one dispatch, by group index.
-pub(super) fn bind_groups(dev: &GpuDevice, pipeline: &wgpu::ComputePipeline, entries: &[Entry], upload: Option<&wgpu::Buffer>) -> Result<Vec<(u32, wgpu::BindGroup)>> {
+pub(super) fn bind_groups(
+    dev: &GpuDevice,
+    pipeline: &wgpu::ComputePipeline,
+    entries: &[Entry],
+    upload: Option<&wgpu::Buffer>,
+) -> Result<Vec<(u32, wgpu::BindGroup)>> {
     let no_upload = || Error::Device("internal: a command refers to an empty upload area".into());
     let mut groups: BTreeMap<u32, Vec<wgpu::BindGroupEntry<'_>>> = BTreeMap::new();
     for e in entries {
         let (buffer, offset, size) = match &e.resource {
             Resource::Upload { offset, size } => (upload.ok_or_else(no_upload)?, *offset, *size),
-            Resource::Buffer { buffer, offset, size } => (buffer, *offset, *size),
+            Resource::Buffer {
+                buffer,
+                offset,
+                size,
+            } => (buffer, *offset, *size),
         };
-        groups.entry(e.group).or_default().push(wgpu::BindGroupEntry {
-            binding: e.binding,
-            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer, offset, size: wgpu::BufferSize::new(size) }),
-        });
+        groups
+            .entry(e.group)
+            .or_default()
+            .push(wgpu::BindGroupEntry {
+                binding: e.binding,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer,
+                    offset,
+                    size: wgpu::BufferSize::new(size),
+                }),
+            });
     }
     Ok(groups
         .into_iter()
         .map(|(g, entries)| {
             let layout = pipeline.get_bind_group_layout(g);
-            (g, dev.device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &layout, entries: &entries }))
+            (
+                g,
+                dev.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: None,
+                    layout: &layout,
+                    entries: &entries,
+                }),
+            )
         })
         .collect())
 }
@@ -559,7 +852,10 @@ impl GpuFence {
     pub(crate) async fn wait(&self, dev: &GpuDevice) -> Result<()> {
         #[cfg(not(target_arch = "wasm32"))]
         dev.device
-            .poll(wgpu::PollType::Wait { submission_index: Some(self.index.clone()), timeout: None })
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(self.index.clone()),
+                timeout: None,
+            })
             .map_err(|e| Error::Device(format!("waiting for the device: {e}")))?;
         self.done.clone().await;
         dev.maintain();

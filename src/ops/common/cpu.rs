@@ -13,7 +13,10 @@ use crate::{Error, Result};
 pub(crate) fn check_within(op: &str, views: &[(&Layout, &[f32])]) -> Result<()> {
     for (i, (layout, memory)) in views.iter().enumerate() {
         if !layout.lies_within(memory.len()) {
-            return Err(Error::Device(format!("internal: {op} operand {i} ({layout:?}) reaches past its {} elements", memory.len())));
+            return Err(Error::Device(format!(
+                "internal: {op} operand {i} ({layout:?}) reaches past its {} elements",
+                memory.len()
+            )));
         }
     }
     Ok(())
@@ -27,9 +30,25 @@ pub(crate) fn check_within(op: &str, views: &[(&Layout, &[f32])]) -> Result<()> 
 /// Every element the strides reach must lie inside the pointed-to memory, and `c` must reach
 /// `(m - 1) * ldc + n` elements.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn sgemm(m: usize, n: usize, k: usize, scale: f32, a: *const f32, [a_rs, a_cs]: [isize; 2], b: *const f32, [b_rs, b_cs]: [isize; 2], c: *mut f32, ldc: usize, threads: usize) {
+pub(crate) unsafe fn sgemm(
+    m: usize,
+    n: usize,
+    k: usize,
+    scale: f32,
+    a: *const f32,
+    [a_rs, a_cs]: [isize; 2],
+    b: *const f32,
+    [b_rs, b_cs]: [isize; 2],
+    c: *mut f32,
+    ldc: usize,
+    threads: usize,
+) {
     #[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
-    let parallelism = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+    let parallelism = if threads > 1 {
+        gemm::Parallelism::Rayon(threads)
+    } else {
+        gemm::Parallelism::None
+    };
     // The one-thread wasm build has no threads, and gemm there no rayon.
     #[cfg(all(target_arch = "wasm32", not(feature = "threads")))]
     let parallelism = {
@@ -37,7 +56,27 @@ pub(crate) unsafe fn sgemm(m: usize, n: usize, k: usize, scale: f32, a: *const f
         gemm::Parallelism::None
     };
     // dst := alpha * dst + beta * lhs * rhs, with dst not read.
-    gemm::gemm(m, n, k, c, 1, ldc as isize, false, a, a_cs, a_rs, b, b_cs, b_rs, 0.0, scale, false, false, false, parallelism);
+    gemm::gemm(
+        m,
+        n,
+        k,
+        c,
+        1,
+        ldc as isize,
+        false,
+        a,
+        a_cs,
+        a_rs,
+        b,
+        b_cs,
+        b_rs,
+        0.0,
+        scale,
+        false,
+        false,
+        false,
+        parallelism,
+    );
 }
 
 /// Elements per parallel task: large enough to amortise scheduling, small enough to balance.
@@ -72,7 +111,11 @@ pub(crate) fn out_words<'g>(words: &'g mut [u32], out: &Operand<'_>) -> &'g mut 
 /// Offsets of a view's elements from row-major element `start` on, by the cheapest route.
 pub(crate) enum Offsets<I> {
     Contiguous(std::ops::Range<usize>),
-    Repeated { base: usize, period: usize, at: usize },
+    Repeated {
+        base: usize,
+        period: usize,
+        at: usize,
+    },
     Strided(I),
 }
 
@@ -110,7 +153,11 @@ pub(crate) fn run_from<'a>(data: &'a [f32], l: &Layout, i: usize, max: usize) ->
 pub(crate) fn offsets_from(l: &Layout, start: usize) -> Offsets<impl Iterator<Item = usize> + '_> {
     match l.access() {
         Access::Contiguous => Offsets::Contiguous(l.offset + start..l.offset + l.numel()),
-        Access::Repeated { period } => Offsets::Repeated { base: l.offset, period, at: start % period },
+        Access::Repeated { period } => Offsets::Repeated {
+            base: l.offset,
+            period,
+            at: start % period,
+        },
         Access::Strided => Offsets::Strided(l.offsets_from(start)),
     }
 }

@@ -1,8 +1,8 @@
 //! What the ops' CUDA code shares: launch geometry, index types, operand addresses,
 //! parameter padding.
 
-use crate::hal::cuda::{address, Builtin, CudaDevice, CudaSource};
 use crate::base::layout::{Layout, MAX_RANK};
+use crate::hal::cuda::{address, Builtin, CudaDevice, CudaSource};
 use crate::ops::{Operand, UnaryOp};
 use crate::Result;
 
@@ -37,7 +37,11 @@ pub(crate) fn val(dtype: crate::DType) -> crate::Result<(&'static str, String)> 
         crate::DType::I32 => "int",
         crate::DType::U32 => "unsigned",
         crate::DType::I64 => "i64",
-        other => return Err(crate::Error::Device(format!("internal: no {other} values in the reduction, scan and integer kernels"))),
+        other => {
+            return Err(crate::Error::Device(format!(
+                "internal: no {other} values in the reduction, scan and integer kernels"
+            )))
+        }
     };
     Ok(("VAL", name.to_string()))
 }
@@ -45,13 +49,37 @@ pub(crate) fn val(dtype: crate::DType) -> crate::Result<(&'static str, String)> 
 /// The C declaration of one parameter field (scalars, arrays and arrays of arrays).
 macro_rules! cuda_field {
     ($f:ident: [[$t:tt; $n:literal]; $m:literal]) => {
-        concat!("    ", $crate::ops::common::cuda::cuda_type!($t), " ", stringify!($f), "[", $m, "][", $n, "];\n")
+        concat!(
+            "    ",
+            $crate::ops::common::cuda::cuda_type!($t),
+            " ",
+            stringify!($f),
+            "[",
+            $m,
+            "][",
+            $n,
+            "];\n"
+        )
     };
     ($f:ident: [$t:tt; $n:literal]) => {
-        concat!("    ", $crate::ops::common::cuda::cuda_type!($t), " ", stringify!($f), "[", $n, "];\n")
+        concat!(
+            "    ",
+            $crate::ops::common::cuda::cuda_type!($t),
+            " ",
+            stringify!($f),
+            "[",
+            $n,
+            "];\n"
+        )
     };
     ($f:ident: $t:tt) => {
-        concat!("    ", $crate::ops::common::cuda::cuda_type!($t), " ", stringify!($f), ";\n")
+        concat!(
+            "    ",
+            $crate::ops::common::cuda::cuda_type!($t),
+            " ",
+            stringify!($f),
+            ";\n"
+        )
     };
 }
 pub(crate) use cuda_field;
@@ -99,7 +127,11 @@ pub(crate) fn padded<const N: usize>(values: &[usize], fill: u64) -> [u64; N] {
 /// The `IDX` definition: 32-bit indexing when every index of the launch fits, with room for
 /// one grid-stride step past the end (at most 65,535 blocks of 256 threads, under 2^25).
 pub(crate) fn index_type(largest: usize) -> (&'static str, String) {
-    let ty = if (largest as u64) + (1 << 25) < u64::from(u32::MAX) { "unsigned int" } else { "unsigned long long" };
+    let ty = if (largest as u64) + (1 << 25) < u64::from(u32::MAX) {
+        "unsigned int"
+    } else {
+        "unsigned long long"
+    };
     ("IDX", ty.to_string())
 }
 
@@ -108,8 +140,17 @@ pub(crate) fn extent(l: &Layout) -> usize {
     l.end().saturating_sub(l.offset)
 }
 
-pub(crate) fn builtin(source: &'static CudaSource, entry: &'static str, defines: Vec<(&'static str, String)>) -> Builtin {
-    Builtin { source, entry, defines, prelude: "" }
+pub(crate) fn builtin(
+    source: &'static CudaSource,
+    entry: &'static str,
+    defines: Vec<(&'static str, String)>,
+) -> Builtin {
+    Builtin {
+        source,
+        entry,
+        defines,
+        prelude: "",
+    }
 }
 
 /// Blocks for a grid-stride loop over `items`.
@@ -124,7 +165,11 @@ pub(crate) fn operand(o: &Operand<'_>) -> Result<u64> {
 
 /// Device address of element `offset` of a buffer of `dtype` elements (8-byte i64 included;
 /// [`address`] counts 4-byte elements).
-pub(crate) fn address_of(buf: &std::sync::Arc<crate::hal::Block>, offset: usize, dtype: crate::DType) -> Result<u64> {
+pub(crate) fn address_of(
+    buf: &std::sync::Arc<crate::hal::Block>,
+    offset: usize,
+    dtype: crate::DType,
+) -> Result<u64> {
     Ok(crate::hal::cuda::device_memory(buf)?.ptr + (offset * dtype.size()) as u64)
 }
 
@@ -135,6 +180,12 @@ pub(crate) fn typed_operand(o: &Operand<'_>, dtype: crate::DType) -> Result<u64>
 
 /// The bias and activation `-D` definitions of the kernels with an epilogue (matmul.cu,
 /// conv.cu).
-pub(crate) fn epilogue_defines(bias: &Option<Operand<'_>>, act: Option<UnaryOp>) -> [(&'static str, String); 2] {
-    [("HAS_BIAS", u32::from(bias.is_some()).to_string()), ("ACT", act.map_or(0, |f| f.code()).to_string())]
+pub(crate) fn epilogue_defines(
+    bias: &Option<Operand<'_>>,
+    act: Option<UnaryOp>,
+) -> [(&'static str, String); 2] {
+    [
+        ("HAS_BIAS", u32::from(bias.is_some()).to_string()),
+        ("ACT", act.map_or(0, |f| f.code()).to_string()),
+    ]
 }

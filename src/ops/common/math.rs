@@ -58,7 +58,19 @@ pub(crate) fn exp<const FUSED: bool>(x: f32) -> f32 {
     let t = m(x, LOG2E, ROUND);
     let n = t - ROUND;
     let r = m(-n, LN2_LO, m(-n, LN2_HI, x));
-    let p = m(m(m(m(m(1.987_569_2e-4, r, 1.398_199_9e-3), r, 8.333_452e-3), r, 4.166_579_6e-2), r, 0.166_666_65), r, 0.5);
+    let p = m(
+        m(
+            m(
+                m(m(1.987_569_2e-4, r, 1.398_199_9e-3), r, 8.333_452e-3),
+                r,
+                4.166_579_6e-2,
+            ),
+            r,
+            0.166_666_65,
+        ),
+        r,
+        0.5,
+    );
     let p = m(p, r * r, r) + 1.0;
     // n as an integer, read from t's mantissa bits: x was clamped, so n lies in [-151, 129]
     // (a float-to-int conversion would keep the loop from vectorising, on wasm32 always).
@@ -194,7 +206,9 @@ fn softmax_any<const FUSED: bool>(src: &[f32], dst: &mut [f32]) {
         let mut lanes = [0.0f32; 16];
         let (mut sc, mut dc) = (s.chunks_exact(16), d.chunks_exact_mut(16));
         for (x, o) in (&mut sc).zip(&mut dc) {
-            let (Ok(x), Ok(o)) = (<&[f32; 16]>::try_from(x), <&mut [f32; 16]>::try_from(o)) else { continue };
+            let (Ok(x), Ok(o)) = (<&[f32; 16]>::try_from(x), <&mut [f32; 16]>::try_from(o)) else {
+                continue;
+            };
             for i in 0..16 {
                 o[i] = exp::<FUSED>(x[i] - max);
                 lanes[i] += o[i];
@@ -218,12 +232,17 @@ pub(crate) fn max_lanes(xs: &[f32]) -> f32 {
     let mut lanes = [f32::NEG_INFINITY; 16];
     let mut chunks = xs.chunks_exact(16);
     for c in &mut chunks {
-        let Ok(c) = <&[f32; 16]>::try_from(c) else { continue };
+        let Ok(c) = <&[f32; 16]>::try_from(c) else {
+            continue;
+        };
         for i in 0..16 {
             lanes[i] = if c[i] > lanes[i] { c[i] } else { lanes[i] };
         }
     }
-    lanes.iter().chain(chunks.remainder()).fold(f32::NEG_INFINITY, |m, &v| m.max(v))
+    lanes
+        .iter()
+        .chain(chunks.remainder())
+        .fold(f32::NEG_INFINITY, |m, &v| m.max(v))
 }
 
 /// The sum in f64, from eight f64 lanes so it vectorises.
@@ -237,7 +256,12 @@ pub(crate) fn sum_lanes(xs: &[f32]) -> f64 {
             lanes[i] += f64::from(c[i]);
         }
     }
-    lanes.iter().sum::<f64>() + chunks.remainder().iter().map(|&v| f64::from(v)).sum::<f64>()
+    lanes.iter().sum::<f64>()
+        + chunks
+            .remainder()
+            .iter()
+            .map(|&v| f64::from(v))
+            .sum::<f64>()
 }
 
 /// `erfc(z)` with fractional error below 1.2e-7 (the Chebyshev fit of Numerical Recipes,
@@ -245,7 +269,17 @@ pub(crate) fn sum_lanes(xs: &[f32]) -> f64 {
 #[inline(always)]
 pub(crate) fn erfc<const FUSED: bool>(z: f32) -> f32 {
     // c[i] multiplies t^i.
-    const C: [f32; 9] = [1.000_023_7, 0.374_091_96, 0.096_784_18, -0.186_288_06, 0.278_868_07, -1.135_204, 1.488_515_9, -0.822_152_2, 0.170_872_77];
+    const C: [f32; 9] = [
+        1.000_023_7,
+        0.374_091_96,
+        0.096_784_18,
+        -0.186_288_06,
+        0.278_868_07,
+        -1.135_204,
+        1.488_515_9,
+        -0.822_152_2,
+        0.170_872_77,
+    ];
     let m = madd::<FUSED>;
     let t = 1.0 / (1.0 + 0.5 * z.abs());
     // Estrin's scheme: half the dependent steps of Horner's (the loops are latency-bound).
@@ -268,10 +302,23 @@ pub(crate) fn erfc<const FUSED: bool>(z: f32) -> f32 {
 #[inline(always)]
 pub(crate) fn erf<const FUSED: bool>(x: f32) -> f32 {
     // 2/sqrt(pi) (1 - z/3 + z^2/10 - z^3/42 + z^4/216 - z^5/1320) x, with z = x^2.
-    const C: [f32; 6] = [1.0, -1.0 / 3.0, 0.1, -1.0 / 42.0, 1.0 / 216.0, -1.0 / 1320.0];
+    const C: [f32; 6] = [
+        1.0,
+        -1.0 / 3.0,
+        0.1,
+        -1.0 / 42.0,
+        1.0 / 216.0,
+        -1.0 / 1320.0,
+    ];
     let m = madd::<FUSED>;
     let z = x * x;
-    let series = std::f32::consts::FRAC_2_SQRT_PI * x * m(m(m(m(m(C[5], z, C[4]), z, C[3]), z, C[2]), z, C[1]), z, C[0]);
+    let series = std::f32::consts::FRAC_2_SQRT_PI
+        * x
+        * m(
+            m(m(m(m(C[5], z, C[4]), z, C[3]), z, C[2]), z, C[1]),
+            z,
+            C[0],
+        );
     let a = x.abs();
     let tail = (1.0 - erfc::<FUSED>(a)).copysign(x);
     if a < 0.5 {
@@ -317,12 +364,18 @@ mod tests {
         assert_eq!(exp(f32::NEG_INFINITY), 0.0);
         assert_eq!(exp(89.0), f32::INFINITY);
         assert_eq!(exp(0.0), 1.0);
-        assert!(exp(-100.0) > 0.0 && exp(-100.0) < 1e-43, "subnormal results");
+        assert!(
+            exp(-100.0) > 0.0 && exp(-100.0) < 1e-43,
+            "subnormal results"
+        );
         let mut z = -6.0f32;
         while z < 6.0 {
             let want = libm::erfc(f64::from(z));
             // f32 rounding of the exponent argument leaves a few e-6 relative in the tail.
-            assert!((f64::from(erfc(z)) - want).abs() <= 1e-5 * want, "erfc({z}) (fused {FUSED})");
+            assert!(
+                (f64::from(erfc(z)) - want).abs() <= 1e-5 * want,
+                "erfc({z}) (fused {FUSED})"
+            );
             z += 0.013;
         }
         assert_eq!(sigmoid(-200.0), 0.0);

@@ -21,7 +21,9 @@ pub(crate) fn pieces(total: usize, per: usize) -> Vec<[usize; 2]> {
     if total == 0 {
         return vec![[0, 0]];
     }
-    (0..total.div_ceil(per)).map(|i| [i * per, ((i + 1) * per).min(total)]).collect()
+    (0..total.div_ceil(per))
+        .map(|i| [i * per, ((i + 1) * per).min(total)])
+        .collect()
 }
 
 /// Flags of dispatch `i` of `count` that accumulate across dispatches: bit 0 continues from
@@ -32,12 +34,25 @@ pub(crate) fn flags(i: usize, count: usize) -> u32 {
 
 /// The k ranges of matmul.wgsl for a `tm x tn` tile (16 x 16 invocations, each `tm / 16 x
 /// tn / 16` outputs) with vec4 or scalar tile loads: whole steps of TK = 16.
-pub(crate) fn matmul_k(limit: Option<u64>, [tm, tn]: [usize; 2], vec4: bool, k: usize) -> Vec<[usize; 2]> {
+pub(crate) fn matmul_k(
+    limit: Option<u64>,
+    [tm, tn]: [usize; 2],
+    vec4: bool,
+    k: usize,
+) -> Vec<[usize; 2]> {
     const TK: usize = 16;
-    let Some(budget) = budget(limit) else { return vec![[0, k]] };
+    let Some(budget) = budget(limit) else {
+        return vec![[0, k]];
+    };
     let (rm, rn) = (tm / 16, tn / 16);
     // One pass of a tile-load loop over `t` rows or columns: 16 x t values by 256 invocations.
-    let load = |t: usize| if vec4 { (4 * t).div_ceil(256) * 5 + 1 } else { (TK * t).div_ceil(256) + 1 };
+    let load = |t: usize| {
+        if vec4 {
+            (4 * t).div_ceil(256) * 5 + 1
+        } else {
+            (TK * t).div_ceil(256) + 1
+        }
+    };
     let per_kk = 1 + (rm + 1) + (rn + 1) + (rm + 1) + rm * (rn + 1);
     let per_step = 1 + load(tm) + load(tn) + 1 + TK * per_kk;
     // The batch offsets (two loops over the batch rank) and the epilogue.
@@ -48,7 +63,9 @@ pub(crate) fn matmul_k(limit: Option<u64>, [tm, tn]: [usize; 2], vec4: bool, k: 
 /// The k ranges of matmul_direct_main (4 k per step; with scalar loads each step also runs
 /// the 4-element loops of eight `a_k4` / `b_n4` calls): whole multiples of 16.
 pub(crate) fn matmul_direct_k(limit: Option<u64>, vec4: bool, k: usize) -> Vec<[usize; 2]> {
-    let Some(budget) = budget(limit) else { return vec![[0, k]] };
+    let Some(budget) = budget(limit) else {
+        return vec![[0, k]];
+    };
     let per_16 = 4 * (1 + if vec4 { 0 } else { 8 * 5 });
     // The batch offsets (two loops over the batch rank) and the 4 x 4 epilogue.
     let fixed = 2 * (MAX_RANK + 1) + 5 + 4 * 5;
@@ -64,8 +81,15 @@ fn conv_cost(nc: usize, ny: usize, nx: usize) -> usize {
 /// (`cg` channels of a group, a `kh x kw` kernel; pool2d_main with `cg` = 1): whole
 /// channels where one channel fits the budget, else whole rows of one channel, else pieces
 /// of one row.
-pub(crate) fn conv_taps(limit: Option<u64>, cg: usize, kh: usize, kw: usize) -> Vec<[[usize; 2]; 3]> {
-    let Some(budget) = budget(limit) else { return vec![[[0, cg], [0, kh], [0, kw]]] };
+pub(crate) fn conv_taps(
+    limit: Option<u64>,
+    cg: usize,
+    kh: usize,
+    kw: usize,
+) -> Vec<[[usize; 2]; 3]> {
+    let Some(budget) = budget(limit) else {
+        return vec![[[0, cg], [0, kh], [0, kw]]];
+    };
     let nx = kw.min(budget / 2 - 3);
     let ny = kh.min(((budget - 3) / (nx + 2)).max(1));
     let nc = cg.min((budget - 1) / (2 + ny * (nx + 2)).max(1)).max(1);
@@ -85,7 +109,9 @@ pub(crate) fn conv_taps(limit: Option<u64>, cg: usize, kh: usize, kw: usize) -> 
 /// dimension, at most 256, only changes how many of the four output columns are live):
 /// whole tiles of 64 keys.
 pub(crate) fn attention_keys(limit: Option<u64>, lk: usize, d: usize) -> Vec<[usize; 2]> {
-    let Some(budget) = budget(limit) else { return vec![[0, lk]] };
+    let Some(budget) = budget(limit) else {
+        return vec![[0, lk]];
+    };
     // Per tile of 64 keys: the tile loop, the dot product over d, two 6-step tree loops, and
     // four output columns of up to 64 keys each.
     let per_tile = 1 + (d + 1) + 2 * 7 + 5 + 4 * 65;
@@ -96,8 +122,15 @@ pub(crate) fn attention_keys(limit: Option<u64>, lk: usize, d: usize) -> Vec<[us
 
 /// The key ranges of attention_serial_main (one invocation per query row, one key at a
 /// time: the dot product over `d`, the output row of `dv`).
-pub(crate) fn attention_serial_keys(limit: Option<u64>, lk: usize, d: usize, dv: usize) -> Vec<[usize; 2]> {
-    let Some(budget) = budget(limit) else { return vec![[0, lk]] };
+pub(crate) fn attention_serial_keys(
+    limit: Option<u64>,
+    lk: usize,
+    d: usize,
+    dv: usize,
+) -> Vec<[usize; 2]> {
+    let Some(budget) = budget(limit) else {
+        return vec![[0, lk]];
+    };
     let per_key = 1 + (d + 1) + (dv + 1);
     // Loading the query row, the running state in or the zeroed output, the state or output out.
     let fixed = (d + 1) + 2 * (dv + 1) + 5;
@@ -120,7 +153,10 @@ pub(crate) fn row_chunk(limit: Option<u64>, cols: usize) -> Option<usize> {
 /// at most 64 per row, and further where the device ends long loops early.
 pub(crate) fn serial_row_chunk(limit: Option<u64>, rows: usize, cols: usize) -> Option<usize> {
     const INVOCATIONS: usize = 1024;
-    let chunks = INVOCATIONS.div_ceil(rows.max(1)).min(cols.div_ceil(256)).clamp(1, 64);
+    let chunks = INVOCATIONS
+        .div_ceil(rows.max(1))
+        .min(cols.div_ceil(256))
+        .clamp(1, 64);
     let mut chunk = cols.div_ceil(chunks).max(1);
     if let Some(b) = budget(limit) {
         chunk = chunk.min(b.saturating_sub(2048) / 3);
@@ -137,7 +173,10 @@ mod tests {
     #[test]
     fn no_limit_is_one_piece() {
         assert_eq!(matmul_k(None, [64, 64], false, 1 << 30), vec![[0, 1 << 30]]);
-        assert_eq!(conv_taps(None, 9, 300, 300), vec![[[0, 9], [0, 300], [0, 300]]]);
+        assert_eq!(
+            conv_taps(None, 9, 300, 300),
+            vec![[[0, 9], [0, 300], [0, 300]]]
+        );
         assert_eq!(attention_keys(None, 1 << 20, 64), vec![[0, 1 << 20]]);
         assert_eq!(row_chunk(None, 1 << 30), None);
     }
@@ -158,7 +197,10 @@ mod tests {
             assert_eq!(per % 16, 0);
             // Per k step of the shader: the k0 loop, both scalar tile loads (and their exits),
             // 16 kk steps of the ar, br, i and j loops (and their exits).
-            let step = 1 + (16 * tile[0] / 256 + 1) + (16 * tile[1] / 256 + 1) + 16 * ((rm + 1) + (rn + 1) + (rm + 1) + rm * (rn + 1));
+            let step = 1
+                + (16 * tile[0] / 256 + 1)
+                + (16 * tile[1] / 256 + 1)
+                + 16 * ((rm + 1) + (rn + 1) + (rm + 1) + rm * (rn + 1));
             assert!(per / 16 * step < 32_767, "{tile:?}: {per}");
             assert_eq!(p.last().unwrap()[1], 100_003);
         }
@@ -166,12 +208,24 @@ mod tests {
 
     #[test]
     fn conv_boxes_cover_every_tap_within_budget() {
-        for (cg, kh, kw) in [(7_800, 3, 3), (1, 1, 70_000), (3, 400, 300), (100_000, 1, 1), (2, 2, 2)] {
+        for (cg, kh, kw) in [
+            (7_800, 3, 3),
+            (1, 1, 70_000),
+            (3, 400, 300),
+            (100_000, 1, 1),
+            (2, 2, 2),
+        ] {
             let boxes = conv_taps(LAVAPIPE, cg, kh, kw);
-            let taps: usize = boxes.iter().map(|b| b.iter().map(|r| r[1] - r[0]).product::<usize>()).sum();
+            let taps: usize = boxes
+                .iter()
+                .map(|b| b.iter().map(|r| r[1] - r[0]).product::<usize>())
+                .sum();
             assert_eq!(taps, cg * kh * kw, "{cg} {kh} {kw}");
             for b in &boxes {
-                assert!(conv_cost(b[0][1] - b[0][0], b[1][1] - b[1][0], b[2][1] - b[2][0]) <= 32_767, "{b:?}");
+                assert!(
+                    conv_cost(b[0][1] - b[0][0], b[1][1] - b[1][0], b[2][1] - b[2][0]) <= 32_767,
+                    "{b:?}"
+                );
             }
         }
         assert_eq!(conv_taps(LAVAPIPE, 2, 2, 2).len(), 1);
@@ -193,6 +247,9 @@ mod tests {
         assert_eq!(serial_row_chunk(None, 1, 100), None);
         assert_eq!(serial_row_chunk(None, 1, 1 << 20), Some(1 << 14));
         let chunk = serial_row_chunk(LAVAPIPE, 4096, 1 << 20).unwrap();
-        assert!(3 * chunk + 2048 <= 32_767 && (1usize << 20).div_ceil(chunk) < 2048, "{chunk}");
+        assert!(
+            3 * chunk + 2048 <= 32_767 && (1usize << 20).div_ceil(chunk) < 2048,
+            "{chunk}"
+        );
     }
 }

@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use super::split;
-use crate::hal::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
-use crate::hal::OpContext;
-use crate::hal::Block;
 use crate::base::layout::{Layout, MAX_RANK};
+use crate::hal::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::Block;
+use crate::hal::OpContext;
 use crate::ops::Operand;
 
 /// Helpers every built-in WGSL file calls: the parameter words, view offsets, workgroup
@@ -97,7 +97,9 @@ pub(crate) fn val(dtype: DType) -> Result<&'static str> {
         // Browsers have no `shader-int64` (`check_int64` refuses i64 first): the wasm build
         // leaves the i64 kernels out.
         DType::I64 if cfg!(not(target_arch = "wasm32")) => Ok(VAL_I64),
-        other => Err(Error::Device(format!("internal: no {other} values in the reduction, scan and integer kernels"))),
+        other => Err(Error::Device(format!(
+            "internal: no {other} values in the reduction, scan and integer kernels"
+        ))),
     }
 }
 
@@ -105,9 +107,13 @@ pub(crate) fn val(dtype: DType) -> Result<&'static str> {
 /// `shader-int64` (browsers, SwiftShader): i64 data still moves (copies, `where`, gather,
 /// concat run on pairs of 32-bit words), but its arithmetic needs 64-bit integers in WGSL.
 pub(crate) fn check_int64(dev: &GpuDevice, op: &str, dtypes: &[DType]) -> Result<()> {
-    if dtypes.contains(&DType::I64) && !dev.device.features().contains(wgpu::Features::SHADER_INT64) {
+    if dtypes.contains(&DType::I64) && !dev.device.features().contains(wgpu::Features::SHADER_INT64)
+    {
         let what = format!("{op} on i64 tensors: the adapter lacks `shader-int64` (i64 data still moves; the cpu backend computes on it)");
-        return Err(Error::Unsupported { backend: crate::BackendKind::WebGpu, what });
+        return Err(Error::Unsupported {
+            backend: crate::BackendKind::WebGpu,
+            what,
+        });
     }
     Ok(())
 }
@@ -119,10 +125,20 @@ pub(crate) fn check_int64(dev: &GpuDevice, op: &str, dtypes: &[DType]) -> Result
 pub(crate) fn with_overrides(mut source: String, constants: &[(&str, u32)]) -> String {
     for &(name, value) in constants {
         let head = format!("override {name}: ");
-        let Some(at) = source.find(&head) else { continue };
+        let Some(at) = source.find(&head) else {
+            continue;
+        };
         let end = at + source[at..].find(';').unwrap_or(0);
-        let ty = source[at + head.len()..].split_whitespace().next().unwrap_or("u32").to_string();
-        let literal = if ty == "bool" { (value != 0).to_string() } else { format!("{value}u") };
+        let ty = source[at + head.len()..]
+            .split_whitespace()
+            .next()
+            .unwrap_or("u32")
+            .to_string();
+        let literal = if ty == "bool" {
+            (value != 0).to_string()
+        } else {
+            format!("{value}u")
+        };
         source.replace_range(at..end, &format!("{head}{ty} = {literal}"));
     }
     source
@@ -139,22 +155,55 @@ pub(crate) fn bound<T: crate::Element>(b: &crate::Buffer<T>) -> (&Arc<Block>, u6
 /// CPU kernels: `buffers` bound in (group, binding) order after the parameter words, over
 /// the `groups` grid, once the device's queue has finished.
 #[cfg(all(test, not(target_arch = "wasm32")))]
-pub(crate) fn run_on_cpu(d: &crate::Device, source: &str, entry: &str, words: &[u32], buffers: &[(&Arc<Block>, u64)], groups: [u32; 3]) -> Result<()> {
+pub(crate) fn run_on_cpu(
+    d: &crate::Device,
+    source: &str,
+    entry: &str,
+    words: &[u32],
+    buffers: &[(&Arc<Block>, u64)],
+    groups: [u32; 3],
+) -> Result<()> {
     let program = crate::hal::cpu::wgsl::compile(source, entry, &[])?;
     let params = crate::Buffer::from_slice(d, words)?;
     d.queue().finish()?;
-    let all: Vec<(&Arc<Block>, u64)> = std::iter::once(bound(&params)).chain(buffers.iter().copied()).collect();
+    let all: Vec<(&Arc<Block>, u64)> = std::iter::once(bound(&params))
+        .chain(buffers.iter().copied())
+        .collect();
     let places = program.bindings();
     if places.len() != all.len() {
-        return Err(Error::Invalid(format!("{entry} binds {} buffers: {} given", places.len(), all.len())));
+        return Err(Error::Invalid(format!(
+            "{entry} binds {} buffers: {} given",
+            places.len(),
+            all.len()
+        )));
     }
-    let args: Vec<crate::hal::UserArg<'_>> =
-        all.iter().zip(&places).map(|(&(block, byte_len), &(group, binding))| crate::hal::UserArg::Buffer { block, group, binding, byte_offset: 0, byte_len }).collect();
+    let args: Vec<crate::hal::UserArg<'_>> = all
+        .iter()
+        .zip(&places)
+        .map(
+            |(&(block, byte_len), &(group, binding))| crate::hal::UserArg::Buffer {
+                block,
+                group,
+                binding,
+                byte_offset: 0,
+                byte_len,
+            },
+        )
+        .collect();
     crate::hal::cpu::wgsl::run(&program, &args, groups)
 }
 
-pub(crate) fn builtin(source: &'static WgslSource, entry: &'static str, constants: Vec<(&'static str, u32)>) -> Builtin {
-    Builtin { source, entry, constants, prelude: Vec::new() }
+pub(crate) fn builtin(
+    source: &'static WgslSource,
+    entry: &'static str,
+    constants: Vec<(&'static str, u32)>,
+) -> Builtin {
+    Builtin {
+        source,
+        entry,
+        constants,
+        prelude: Vec::new(),
+    }
 }
 
 /// The storage-dtype declarations of elementwise.wgsl / matmul.wgsl for `dtype`.
@@ -162,7 +211,9 @@ pub(crate) fn store(dev: &GpuDevice, dtype: DType) -> Result<&'static str> {
     match dtype {
         DType::F32 => Ok(STORE_F32),
         DType::F16 if dev.device.features().contains(wgpu::Features::SHADER_F16) => Ok(STORE_F16),
-        other => Err(Error::Device(format!("internal: no {other} storage for the elementwise and matmul kernels on this adapter"))),
+        other => Err(Error::Device(format!(
+            "internal: no {other} storage for the elementwise and matmul kernels on this adapter"
+        ))),
     }
 }
 
@@ -181,13 +232,23 @@ pub(crate) fn grid_1d(dev: &GpuDevice, groups: u64) -> Result<[u32; 3]> {
     }
     let y = groups.div_ceil(max);
     if y > max {
-        return Err(Error::Limit { what: "workgroups of one launch".into(), value: groups, limit: "max_compute_workgroups_per_dimension squared", max: max * max });
+        return Err(Error::Limit {
+            what: "workgroups of one launch".into(),
+            value: groups,
+            limit: "max_compute_workgroups_per_dimension squared",
+            max: max * max,
+        });
     }
     Ok([max as u32, y as u32, 1])
 }
 
 pub(crate) fn u32_of(what: &str, v: usize) -> Result<u32> {
-    u32::try_from(v).map_err(|_| Error::Limit { what: what.into(), value: v as u64, limit: "u32 indexing of the webgpu kernels", max: u32::MAX.into() })
+    u32::try_from(v).map_err(|_| Error::Limit {
+        what: what.into(),
+        value: v as u64,
+        limit: "u32 indexing of the webgpu kernels",
+        max: u32::MAX.into(),
+    })
 }
 
 /// Error unless every element of `o` is reachable through one storage binding.
@@ -199,7 +260,12 @@ pub(crate) fn check_binding(dev: &GpuDevice, o: &Operand<'_>) -> Result<()> {
             "the end of a {}-element view within its buffer, in bytes (webgpu kernels bind a buffer from its start, so a view far into a large buffer reaches this far)",
             o.layout.numel()
         );
-        return Err(Error::Limit { what, value: bytes, limit: "max_storage_binding_size", max });
+        return Err(Error::Limit {
+            what,
+            value: bytes,
+            limit: "max_storage_binding_size",
+            max,
+        });
     }
     Ok(())
 }
@@ -251,8 +317,21 @@ pub(crate) fn strided_words(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> Resul
         *v = view_words(x.layout)?;
     }
     let [a, b, c] = views;
-    let (n, out) = (u32_of("element count", l.numel())?, u32_of("output offset", l.offset)?);
-    Ok(StridedWords { n, rank: l.shape.len() as u32, out, shape, a, b, c, a_period: 0, b_period: 0 })
+    let (n, out) = (
+        u32_of("element count", l.numel())?,
+        u32_of("output offset", l.offset)?,
+    );
+    Ok(StridedWords {
+        n,
+        rank: l.shape.len() as u32,
+        out,
+        shape,
+        a,
+        b,
+        c,
+        a_period: 0,
+        b_period: 0,
+    })
 }
 
 /// A kernel that takes rows whole (`PASS` 0) or, where the device ends long loops early, in
@@ -273,21 +352,35 @@ pub(crate) struct RowPasses {
 /// Launch `kernel` over `rows` rows of `cols`: one workgroup per (row, chunk), or with the
 /// software adapters' kernels one invocation per (row, chunk), with the parameter words
 /// `params` makes of the columns per chunk and the chunks per row.
-pub(crate) fn row_passes(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, kernel: RowPasses, [rows, cols]: [usize; 2], params: impl FnOnce(u32, u32) -> Vec<u32>, binds: &[(u32, Bind<'_>)]) -> Result<()> {
+pub(crate) fn row_passes(
+    q: &GpuQueue,
+    dev: &GpuDevice,
+    cx: &OpContext<'_>,
+    kernel: RowPasses,
+    [rows, cols]: [usize; 2],
+    params: impl FnOnce(u32, u32) -> Vec<u32>,
+    binds: &[(u32, Bind<'_>)],
+) -> Result<()> {
     let serial = kernel.serial_entry.filter(|_| software_kernels(dev, cx));
     let chunk = match serial {
         Some(_) => split::serial_row_chunk(dev.max_loop_iterations, rows, cols),
         None => split::row_chunk(dev.max_loop_iterations, cols),
     };
     let chunks = chunk.map_or(1, |c| cols.div_ceil(c));
-    let params = params(u32_of("columns", chunk.unwrap_or(cols))?, u32_of("chunks", chunks)?);
+    let params = params(
+        u32_of("columns", chunk.unwrap_or(cols))?,
+        u32_of("chunks", chunks)?,
+    );
     let per_group = if serial.is_some() { 64 } else { 1 };
     let grid = grid_1d(dev, (rows * chunks).div_ceil(per_group) as u64)?;
     let entry = serial.unwrap_or(kernel.entry);
     let pipeline = |pass: u32| {
         let mut constants = kernel.constants.clone();
         constants.push(("PASS", pass));
-        dev.pipeline(Builtin { prelude: kernel.prelude.clone(), ..builtin(kernel.source, entry, constants) })
+        dev.pipeline(Builtin {
+            prelude: kernel.prelude.clone(),
+            ..builtin(kernel.source, entry, constants)
+        })
     };
     let (stats_at, words) = kernel.stats;
     let mut binds = binds.to_vec();
@@ -303,11 +396,20 @@ pub(crate) fn row_passes(q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>, kern
 
 /// Temporary device memory for `elements` f32 values that one storage binding must reach, for the work a device with a
 /// loop-iteration limit splits across launches: an error past the binding limit.
-pub(crate) fn split_temp(dev: &GpuDevice, cx: &OpContext<'_>, elements: usize) -> Result<Arc<Block>> {
+pub(crate) fn split_temp(
+    dev: &GpuDevice,
+    cx: &OpContext<'_>,
+    elements: usize,
+) -> Result<Arc<Block>> {
     let bytes = elements as u64 * 4;
     let max = dev.limits.max_storage_buffer_binding_size;
     if bytes > max {
-        return Err(Error::Limit { what: "temporary of a launch split for the loop-iteration limit, in bytes".into(), value: bytes, limit: "max_storage_buffer_binding_size", max });
+        return Err(Error::Limit {
+            what: "temporary of a launch split for the loop-iteration limit, in bytes".into(),
+            value: bytes,
+            limit: "max_storage_buffer_binding_size",
+            max,
+        });
     }
     (cx.temp)(bytes)
 }

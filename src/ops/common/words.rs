@@ -20,25 +20,48 @@ pub(crate) fn as_words(op: &'static str, views: &[&Tensor]) -> Result<Vec<Tensor
         }
         let pair = t.dtype.size() == 8;
         let k = if pair { 2 } else { 1 };
-        let mut layout = Layout { shape: t.layout.shape.clone(), strides: t.layout.strides.iter().map(|s| s * k).collect(), offset: t.layout.offset * k };
+        let mut layout = Layout {
+            shape: t.layout.shape.clone(),
+            strides: t.layout.strides.iter().map(|s| s * k).collect(),
+            offset: t.layout.offset * k,
+        };
         layout.shape.push(2);
         layout.strides.push(usize::from(pair));
         let dtype = if pair { DType::U32 } else { t.dtype };
-        out.push(Tensor { inner: t.inner.clone(), device: t.device.clone(), dtype, layout });
+        out.push(Tensor {
+            inner: t.inner.clone(),
+            device: t.device.clone(),
+            dtype,
+            layout,
+        });
     }
     Ok(out)
 }
 
 /// Word `k` (0 low, 1 high) of each element of an 8-byte view, as a u32 view.
 pub(crate) fn word_of(t: &Tensor, k: usize) -> Tensor {
-    let layout = Layout { shape: t.layout.shape.clone(), strides: t.layout.strides.iter().map(|s| s * 2).collect(), offset: t.layout.offset * 2 + k };
-    Tensor { inner: t.inner.clone(), device: t.device.clone(), dtype: DType::U32, layout }
+    let layout = Layout {
+        shape: t.layout.shape.clone(),
+        strides: t.layout.strides.iter().map(|s| s * 2).collect(),
+        offset: t.layout.offset * 2 + k,
+    };
+    Tensor {
+        inner: t.inner.clone(),
+        device: t.device.clone(),
+        dtype: DType::U32,
+        layout,
+    }
 }
 
 /// A contiguous tensor of 8-byte elements as its words, in one dimension.
 pub(crate) fn flat_words(t: &Tensor) -> Tensor {
     let layout = Layout::contiguous(&[t.numel() * 2], t.layout.offset * 2);
-    Tensor { inner: t.inner.clone(), device: t.device.clone(), dtype: DType::U32, layout }
+    Tensor {
+        inner: t.inner.clone(),
+        device: t.device.clone(),
+        dtype: DType::U32,
+        layout,
+    }
 }
 
 /// A contiguous u32 tensor of words as the i64 values they pair into (low word first), in
@@ -47,7 +70,18 @@ pub(crate) fn flat_words(t: &Tensor) -> Tensor {
 pub(crate) fn words_as_i64(words: &Tensor, shape: &[usize]) -> Result<Tensor> {
     let numel = crate::base::layout::checked_numel("tensor", shape)?;
     if numel.checked_mul(2) != Some(words.numel()) || !words.is_contiguous() {
-        return Err(Error::shape("tensor", format!("shape {shape:?} has {numel} elements but the data holds {}: expected equal counts", words.numel() / 2)));
+        return Err(Error::shape(
+            "tensor",
+            format!(
+                "shape {shape:?} has {numel} elements but the data holds {}: expected equal counts",
+                words.numel() / 2
+            ),
+        ));
     }
-    Ok(Tensor { inner: words.inner.clone(), device: words.device.clone(), dtype: DType::I64, layout: Layout::contiguous(shape, words.layout.offset / 2) })
+    Ok(Tensor {
+        inner: words.inner.clone(),
+        device: words.device.clone(),
+        dtype: DType::I64,
+        layout: Layout::contiguous(shape, words.layout.offset / 2),
+    })
 }

@@ -31,9 +31,9 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 use web_time::Instant;
 
+use crate::base::signal::lock;
 use crate::hal::timer::{Span, Timing};
 use crate::hal::FenceImpl;
-use crate::base::signal::lock;
 use crate::{BackendKind, DType};
 
 pub use crate::hal::timer::Clock;
@@ -183,7 +183,12 @@ impl Profiler {
 
     /// Take every record so far, resolving device times: `wait_device` lets the device finish
     /// submitted work (natively; browsers deliver timings through the event loop).
-    pub(crate) async fn take(&self, backend: BackendKind, device: String, wait_device: &dyn Fn()) -> Profile {
+    pub(crate) async fn take(
+        &self,
+        backend: BackendKind,
+        device: String,
+        wait_device: &dyn Fn(),
+    ) -> Profile {
         let pending = std::mem::take(&mut *lock(&self.inner.pending));
         let epoch = lock(&self.inner.cuda_epoch).clone();
         let mut launches = Vec::with_capacity(pending.len());
@@ -205,8 +210,14 @@ impl Profiler {
                 }
                 Timing::Fences { start, end } => {
                     let dur = end.elapsed_since(&start, backend).ok();
-                    let at = epoch.as_ref().and_then(|e| start.elapsed_since(e, backend).ok()).unwrap_or_default();
-                    dur.map(|d| Span { start_ns: at.as_secs_f64() * 1e9, dur_ns: d.as_secs_f64() * 1e9 })
+                    let at = epoch
+                        .as_ref()
+                        .and_then(|e| start.elapsed_since(e, backend).ok())
+                        .unwrap_or_default();
+                    dur.map(|d| Span {
+                        start_ns: at.as_secs_f64() * 1e9,
+                        dur_ns: d.as_secs_f64() * 1e9,
+                    })
                 }
             };
             record.device_start_us = span.map(|s| s.start_ns / 1e3);
@@ -214,7 +225,13 @@ impl Profiler {
             launches.push(record);
         }
         let reads = std::mem::take(&mut *lock(&self.inner.reads));
-        Profile { backend, device, launches, reads, decisions: Vec::new() }
+        Profile {
+            backend,
+            device,
+            launches,
+            reads,
+            decisions: Vec::new(),
+        }
     }
 }
 
@@ -236,12 +253,25 @@ pub struct Profile {
 impl Profile {
     /// Sum of the launches' device times, in seconds.
     pub fn device_seconds(&self) -> f64 {
-        self.launches.iter().filter_map(|l| l.device_us).sum::<f64>() / 1e6
+        self.launches
+            .iter()
+            .filter_map(|l| l.device_us)
+            .sum::<f64>()
+            / 1e6
     }
 }
 
 /// A launch record's fields that do not depend on its timing.
-pub(crate) fn record(op: String, shapes: Vec<Vec<usize>>, dtype: DType, bytes: u64, flops: u64, queue: u64, clock: Clock, host_start_us: f64) -> LaunchRecord {
+pub(crate) fn record(
+    op: String,
+    shapes: Vec<Vec<usize>>,
+    dtype: DType,
+    bytes: u64,
+    flops: u64,
+    queue: u64,
+    clock: Clock,
+    host_start_us: f64,
+) -> LaunchRecord {
     LaunchRecord {
         op,
         shapes,

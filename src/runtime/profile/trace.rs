@@ -46,13 +46,18 @@ impl Profile {
         let mut out: Vec<OpSummary> = by_op
             .into_iter()
             .map(|(op, launches)| {
-                let timed: Vec<&&LaunchRecord> = launches.iter().filter(|l| l.device_us.is_some()).collect();
+                let timed: Vec<&&LaunchRecord> =
+                    launches.iter().filter(|l| l.device_us.is_some()).collect();
                 let total_s = timed.iter().filter_map(|l| l.device_us).sum::<f64>() / 1e6;
                 let bytes = timed.iter().map(|l| l.bytes).sum::<u64>();
                 let flops = timed.iter().map(|l| l.flops).sum::<u64>();
                 let compute = COMPUTE_BOUND.contains(&op);
                 let work = if compute { flops } else { bytes } as f64;
-                let rate = if total_s > 0.0 { work / total_s / 1e9 } else { 0.0 };
+                let rate = if total_s > 0.0 {
+                    work / total_s / 1e9
+                } else {
+                    0.0
+                };
                 let mut variants = BTreeMap::new();
                 for v in launches.iter().filter_map(|l| l.variant.as_ref()) {
                     *variants.entry(v.clone()).or_insert(0) += 1;
@@ -62,7 +67,11 @@ impl Profile {
                     count: launches.len(),
                     timed: timed.len(),
                     total_s,
-                    mean_s: if timed.is_empty() { 0.0 } else { total_s / timed.len() as f64 },
+                    mean_s: if timed.is_empty() {
+                        0.0
+                    } else {
+                        total_s / timed.len() as f64
+                    },
                     bytes,
                     flops,
                     rate,
@@ -82,14 +91,26 @@ impl Profile {
             .summary()
             .iter()
             .map(|s| {
-                let variants: Vec<String> = s.variants.iter().map(|(v, n)| format!("{v} x{n}")).collect();
+                let variants: Vec<String> = s
+                    .variants
+                    .iter()
+                    .map(|(v, n)| format!("{v} x{n}"))
+                    .collect();
                 vec![
                     s.op.clone(),
-                    if s.timed == s.count { s.count.to_string() } else { format!("{} ({} untimed)", s.count, s.count - s.timed) },
+                    if s.timed == s.count {
+                        s.count.to_string()
+                    } else {
+                        format!("{} ({} untimed)", s.count, s.count - s.timed)
+                    },
                     human_seconds(s.total_s),
                     human_seconds(s.mean_s),
                     format!("{:.2} {}", s.rate, s.unit),
-                    if variants.is_empty() { "-".into() } else { variants.join(", ") },
+                    if variants.is_empty() {
+                        "-".into()
+                    } else {
+                        variants.join(", ")
+                    },
                 ]
             })
             .collect();
@@ -114,8 +135,14 @@ impl Profile {
     /// [`chrome_trace`](Profile::chrome_trace) with `extra` (a JSON object, e.g. what the
     /// caller measured) merged into `otherData`.
     pub fn chrome_trace_with(&self, extra: Value) -> String {
-        let origin = self.launches.iter().filter_map(|l| l.device_start_us).fold(f64::INFINITY, f64::min);
-        let mut events: Vec<Value> = vec![json!({"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": format!("{} ({})", self.device, self.backend)}})];
+        let origin = self
+            .launches
+            .iter()
+            .filter_map(|l| l.device_start_us)
+            .fold(f64::INFINITY, f64::min);
+        let mut events: Vec<Value> = vec![
+            json!({"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": format!("{} ({})", self.device, self.backend)}}),
+        ];
         let mut queues: Vec<u64> = self.launches.iter().map(|l| l.queue).collect();
         queues.sort_unstable();
         queues.dedup();
@@ -123,7 +150,9 @@ impl Profile {
             events.push(json!({"ph": "M", "name": "thread_name", "pid": 1, "tid": q, "args": {"name": format!("queue {q}")}}));
         }
         for l in &self.launches {
-            let (Some(start), Some(dur)) = (l.device_start_us, l.device_us) else { continue };
+            let (Some(start), Some(dur)) = (l.device_start_us, l.device_us) else {
+                continue;
+            };
             events.push(json!({
                 "name": l.op,
                 "cat": self.backend.name(),
@@ -162,6 +191,8 @@ impl Profile {
     #[cfg(not(target_arch = "wasm32"))]
     pub fn save_chrome_trace(&self, path: impl AsRef<std::path::Path>) -> crate::Result<()> {
         let path = path.as_ref();
-        std::fs::write(path, self.chrome_trace()).map_err(|e| crate::Error::Invalid(format!("writing the trace {}: {e}", path.display())))
+        std::fs::write(path, self.chrome_trace()).map_err(|e| {
+            crate::Error::Invalid(format!("writing the trace {}: {e}", path.display()))
+        })
     }
 }

@@ -52,7 +52,11 @@ extern "C" fn on_crash(signal: c_int) {
     // not allocate once loaded; then the default action of the signal.
     unsafe {
         libc::write(2, note.as_ptr().cast(), note.len());
-        let digits = [b'0' + (signal / 10) as u8, b'0' + (signal % 10) as u8, b'\n'];
+        let digits = [
+            b'0' + (signal / 10) as u8,
+            b'0' + (signal % 10) as u8,
+            b'\n',
+        ];
         libc::write(2, digits.as_ptr().cast(), digits.len());
         let n = backtrace(frames.as_mut_ptr(), frames.len() as c_int);
         backtrace_symbols_fd(frames.as_ptr(), n, 2);

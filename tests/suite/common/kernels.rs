@@ -44,7 +44,9 @@ pub fn launch(d: &Device, source: &str, entry: &str, bindings: &[Binding<'_>], g
     compiles_for_cuda(source, entry);
     let what = || format!("{} ({entry}) on {}", first_line(source), name(d));
     let k = Kernel::from_wgsl(d, source, entry).unwrap_or_else(|e| panic!("{}: {e}", what()));
-    d.queue().launch(&k, bindings, groups).unwrap_or_else(|e| panic!("{}: {e}", what()));
+    d.queue()
+        .launch(&k, bindings, groups)
+        .unwrap_or_else(|e| panic!("{}: {e}", what()));
 }
 
 /// The check of [`run`]: the translation of `source`'s `entry` to CUDA compiles, once per
@@ -58,7 +60,10 @@ pub fn compiles_for_cuda(source: &str, entry: &str) {
     seen.push((source.to_string(), entry.to_string()));
     let what = first_line(source);
     match Kernel::cuda_from_wgsl(source, entry) {
-        Ok(cuda) => assert!(cuda.contains("wgsl_entry"), "{what}: no kernel in the translation"),
+        Ok(cuda) => assert!(
+            cuda.contains("wgsl_entry"),
+            "{what}: no kernel in the translation"
+        ),
         Err(e) if e.code() == "UNSUPPORTED" && !super::required(REQUIRE_NVRTC_ENV) => {
             eprintln!("SKIPPING the CUDA compile check: {e}")
         }

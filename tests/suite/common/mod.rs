@@ -29,9 +29,18 @@ pub fn devices() -> &'static [Device] {
 /// Newly opened devices of every backend, for tests that read pool statistics undisturbed.
 pub fn open_devices() -> Vec<Device> {
     {
-        let options = DeviceOptions { poison_uninitialized: true, ..DeviceOptions::default() };
-        let mut out = vec![Device::open_with(BackendChoice::Backend(BackendKind::Cpu), options).expect("the cpu backend always opens")];
-        for (kind, env) in [(BackendKind::WebGpu, REQUIRE_WEBGPU_ENV), (BackendKind::Cuda, REQUIRE_CUDA_ENV)] {
+        let options = DeviceOptions {
+            poison_uninitialized: true,
+            ..DeviceOptions::default()
+        };
+        let mut out = vec![
+            Device::open_with(BackendChoice::Backend(BackendKind::Cpu), options)
+                .expect("the cpu backend always opens"),
+        ];
+        for (kind, env) in [
+            (BackendKind::WebGpu, REQUIRE_WEBGPU_ENV),
+            (BackendKind::Cuda, REQUIRE_CUDA_ENV),
+        ] {
             match Device::open_with(BackendChoice::Backend(kind), options) {
                 Ok(d) => out.push(d),
                 Err(e) if required(env) => panic!("{env}=1 but no {kind} device opened: {e}"),
@@ -44,7 +53,9 @@ pub fn open_devices() -> Vec<Device> {
 
 /// The webgpu device, if there is one.
 pub fn webgpu() -> Option<&'static Device> {
-    devices().iter().find(|d| d.backend() == BackendKind::WebGpu)
+    devices()
+        .iter()
+        .find(|d| d.backend() == BackendKind::WebGpu)
 }
 
 /// [`devices`], plus the webgpu device opened again with the GPU kernels only (no subgroup
@@ -52,8 +63,15 @@ pub fn webgpu() -> Option<&'static Device> {
 /// where the adapter has subgroups or is a software adapter.
 pub fn devices_and_variants() -> Vec<Device> {
     let mut all = devices().to_vec();
-    if webgpu().is_some_and(|d| d.info().features.subgroups || d.info().device_type == DeviceType::SoftwareGpu) {
-        let options = DeviceOptions { poison_uninitialized: true, use_subgroups: false, software_kernels: false, ..DeviceOptions::default() };
+    if webgpu().is_some_and(|d| {
+        d.info().features.subgroups || d.info().device_type == DeviceType::SoftwareGpu
+    }) {
+        let options = DeviceOptions {
+            poison_uninitialized: true,
+            use_subgroups: false,
+            software_kernels: false,
+            ..DeviceOptions::default()
+        };
         all.extend(Device::open_with(BackendChoice::Backend(BackendKind::WebGpu), options).ok());
     }
     all
@@ -100,13 +118,20 @@ pub fn assert_close(got: &[f32], want: &[f64], rtol: f64, atol: f64, what: &str)
         } else {
             (g - w).abs() <= atol + rtol * w.abs()
         };
-        assert!(ok, "{what}: element {i} is {g}, expected {w} (rtol {rtol}, atol {atol})");
+        assert!(
+            ok,
+            "{what}: element {i} is {g}, expected {w} (rtol {rtol}, atol {atol})"
+        );
     }
 }
 
 /// Host reference of a strided view of `data`: the elements of `shape`/`strides`/`offset`.
 pub fn gather(data: &[f32], shape: &[usize], strides: &[usize], offset: usize) -> Vec<f32> {
-    let layout = unicompute::layout::Layout { shape: shape.to_vec(), strides: strides.to_vec(), offset };
+    let layout = unicompute::layout::Layout {
+        shape: shape.to_vec(),
+        strides: strides.to_vec(),
+        offset,
+    };
     layout.offsets().map(|o| data[o]).collect()
 }
 
@@ -117,18 +142,34 @@ pub fn name(d: &Device) -> String {
 
 /// `a [m, k] @ b [k, n]` (row-major) in f64.
 pub fn matmul_reference(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f64> {
-    (0..m * n).map(|i| (0..k).map(|t| f64::from(a[i / n * k + t]) * f64::from(b[t * n + i % n])).sum()).collect()
+    (0..m * n)
+        .map(|i| {
+            (0..k)
+                .map(|t| f64::from(a[i / n * k + t]) * f64::from(b[t * n + i % n]))
+                .sum()
+        })
+        .collect()
 }
 
 /// The device still computes correctly after an error.
 pub fn still_works(d: &Device) {
     let t = tensor(d, &[1.0, 2.0, 3.0], &[3]);
-    assert_eq!(t.add(&t).unwrap().to_vec_blocking::<f32>().unwrap(), vec![2.0, 4.0, 6.0], "device works after an error on {}", name(d));
+    assert_eq!(
+        t.add(&t).unwrap().to_vec_blocking::<f32>().unwrap(),
+        vec![2.0, 4.0, 6.0],
+        "device works after an error on {}",
+        name(d)
+    );
 }
 
 /// `r` is an error with `code` whose message mentions every needle, and the device still works.
 #[track_caller]
-pub fn expect_err<T: std::fmt::Debug>(r: unicompute::Result<T>, code: &str, needles: &[&str], d: &Device) {
+pub fn expect_err<T: std::fmt::Debug>(
+    r: unicompute::Result<T>,
+    code: &str,
+    needles: &[&str],
+    d: &Device,
+) {
     let e = r.expect_err("expected an error");
     assert_eq!(e.code(), code, "{e}");
     let msg = e.to_string();

@@ -32,29 +32,68 @@ impl Exec<'_, '_, '_> {
     fn step(&self, inner: &TypeInner, i: Option<u32>) -> Result<Step> {
         let prog = self.prog;
         Ok(match *inner {
-            TypeInner::Vector { size, scalar } => Step { stride: 1, width: 1, count: Some(size as usize), member_offset: None, half: scalar == Scalar::F16 },
+            TypeInner::Vector { size, scalar } => Step {
+                stride: 1,
+                width: 1,
+                count: Some(size as usize),
+                member_offset: None,
+                half: scalar == Scalar::F16,
+            },
             TypeInner::Matrix { columns, rows, .. } => {
                 let stride = super::matrix::column_words(rows);
-                Step { stride, width: rows as usize, count: Some(columns as usize), member_offset: None, half: false }
+                Step {
+                    stride,
+                    width: rows as usize,
+                    count: Some(columns as usize),
+                    member_offset: None,
+                    half: false,
+                }
             }
             TypeInner::Array { base, size, stride } => {
                 let count = array_length(&prog.module, size).map(|n| n as usize);
                 if is_half(&prog.module.types[base].inner) {
-                    return Ok(Step { stride: 1, width: 1, count, member_offset: None, half: true });
+                    return Ok(Step {
+                        stride: 1,
+                        width: 1,
+                        count,
+                        member_offset: None,
+                        half: true,
+                    });
                 }
-                Step { stride: prog.stride(base, stride), width: prog.words(base), count, member_offset: None, half: false }
+                Step {
+                    stride: prog.stride(base, stride),
+                    width: prog.words(base),
+                    count,
+                    member_offset: None,
+                    half: false,
+                }
             }
             TypeInner::Struct { ref members, .. } => {
-                let m = i.and_then(|i| members.get(i as usize)).ok_or_else(|| Error::Device("internal: a struct indexed at run time".into()))?;
+                let m = i.and_then(|i| members.get(i as usize)).ok_or_else(|| {
+                    Error::Device("internal: a struct indexed at run time".into())
+                })?;
                 let width = match prog.module.types[m.ty].inner {
-                    TypeInner::Array { size: ArraySize::Dynamic, .. } => 0,
+                    TypeInner::Array {
+                        size: ArraySize::Dynamic,
+                        ..
+                    } => 0,
                     ref t => prog.words_of(t),
                 };
                 let half = is_half(&prog.module.types[m.ty].inner);
                 let offset = m.offset as usize / if half { 2 } else { 4 };
-                Step { stride: 0, width, count: None, member_offset: Some(offset), half }
+                Step {
+                    stride: 0,
+                    width,
+                    count: None,
+                    member_offset: Some(offset),
+                    half,
+                }
             }
-            _ => return Err(Error::Device(format!("internal: the cpu WGSL executor cannot index {inner:?}"))),
+            _ => {
+                return Err(Error::Device(format!(
+                    "internal: the cpu WGSL executor cannot index {inner:?}"
+                )))
+            }
         })
     }
 
@@ -67,13 +106,28 @@ impl Exec<'_, '_, '_> {
     }
 
     /// `base[index]` for expression `h`.
-    pub(super) fn access(&mut self, frame: &mut Frame<'_>, base: Handle<E>, index: Index) -> Result<Value> {
+    pub(super) fn access(
+        &mut self,
+        frame: &mut Frame<'_>,
+        base: Handle<E>,
+        index: Index,
+    ) -> Result<Value> {
         let constant = match index {
             Index::Constant(i) => Some(i),
             Index::Dynamic(_) => None,
         };
         let step = match *self.ty(frame, base) {
-            TypeInner::ValuePointer { size: Some(size), scalar, .. } => Step { stride: 1, width: 1, count: Some(size as usize), member_offset: None, half: scalar == Scalar::F16 },
+            TypeInner::ValuePointer {
+                size: Some(size),
+                scalar,
+                ..
+            } => Step {
+                stride: 1,
+                width: 1,
+                count: Some(size as usize),
+                member_offset: None,
+                half: scalar == Scalar::F16,
+            },
             _ => self.step(self.composite(frame, base), constant)?,
         };
         let indices: Cow<'_, [u32]> = match index {
@@ -93,7 +147,11 @@ impl Exec<'_, '_, '_> {
                 let scale = if step.half { 2 } else { 1 };
                 let len = self.memories().len(p.space) * scale as usize;
                 let offsets = match step.member_offset {
-                    Some(m) => collect(p.offsets.iter().map(|&off| off.saturating_mul(scale) + m as u32)),
+                    Some(m) => collect(
+                        p.offsets
+                            .iter()
+                            .map(|&off| off.saturating_mul(scale) + m as u32),
+                    ),
                     None if step.half => {
                         let halves = collect(p.offsets.iter().map(|&off| off.saturating_mul(2)));
                         let offsets = step_pointer(&halves, &step, len, &indices, index);
@@ -102,12 +160,22 @@ impl Exec<'_, '_, '_> {
                     }
                     None => step_pointer(&p.offsets, &step, len, &indices, index),
                 };
-                Ok(Value::Ptr(Ptr { space: p.space, offsets, whole: false }))
+                Ok(Value::Ptr(Ptr {
+                    space: p.space,
+                    offsets,
+                    whole: false,
+                }))
             }
             Value::Lanes(v) if step.width == 1 && !matches!(index, Index::Dynamic(_)) => {
                 // One component of each lane (`g.x`, a struct's scalar member).
-                let start = step.member_offset.unwrap_or_else(|| (at(0) as usize).min(step.count.unwrap_or(1).saturating_sub(1)) * step.stride);
-                let words = if start < v.width { collect(v.words.chunks_exact(v.width).map(|w| w[start])) } else { zeroed(self.lanes) };
+                let start = step.member_offset.unwrap_or_else(|| {
+                    (at(0) as usize).min(step.count.unwrap_or(1).saturating_sub(1)) * step.stride
+                });
+                let words = if start < v.width {
+                    collect(v.words.chunks_exact(v.width).map(|w| w[start]))
+                } else {
+                    zeroed(self.lanes)
+                };
                 Ok(Value::Lanes(Lanes { width: 1, words }))
             }
             Value::Lanes(v) => {
@@ -115,7 +183,10 @@ impl Exec<'_, '_, '_> {
                 for l in 0..self.lanes {
                     let start = match step.member_offset {
                         Some(m) => m,
-                        None => (at(l) as usize).min(step.count.unwrap_or(1).saturating_sub(1)) * step.stride,
+                        None => {
+                            (at(l) as usize).min(step.count.unwrap_or(1).saturating_sub(1))
+                                * step.stride
+                        }
                     };
                     let src = v.lane(l);
                     let n = step.width.min(src.len().saturating_sub(start));
@@ -127,17 +198,29 @@ impl Exec<'_, '_, '_> {
     }
 
     /// `arrayLength(pointer)`: the elements of a runtime-sized array that its buffer holds.
-    pub(super) fn array_length(&mut self, frame: &mut Frame<'_>, pointer: Handle<E>) -> Result<Lanes> {
+    pub(super) fn array_length(
+        &mut self,
+        frame: &mut Frame<'_>,
+        pointer: Handle<E>,
+    ) -> Result<Lanes> {
         let stride = match *self.composite(frame, pointer) {
             TypeInner::Array { base, stride, .. } => self.prog.stride(base, stride),
-            _ => return Err(Error::Device("internal: arrayLength of something other than an array".into())),
+            _ => {
+                return Err(Error::Device(
+                    "internal: arrayLength of something other than an array".into(),
+                ))
+            }
         };
         let p = frame.ptr(pointer)?;
         let len = self.memories().len(p.space);
         if p.whole {
             return Ok(Lanes::splat(self.lanes, &[(len / stride.max(1)) as u32]));
         }
-        let words = p.offsets.iter().map(|&off| (len.saturating_sub(off as usize) / stride.max(1)) as u32).collect();
+        let words = p
+            .offsets
+            .iter()
+            .map(|&off| (len.saturating_sub(off as usize) / stride.max(1)) as u32)
+            .collect();
         Ok(Lanes { width: 1, words })
     }
 }
@@ -145,7 +228,13 @@ impl Exec<'_, '_, '_> {
 /// Each lane's pointer `offsets` moved to the element at its index (the constant one, or
 /// `indices`), clamped into the array; a runtime-sized array ends where its memory of `len`
 /// words ends.
-fn step_pointer(offsets: &[u32], step: &Step, len: usize, indices: &[u32], index: Index) -> Vec<u32> {
+fn step_pointer(
+    offsets: &[u32],
+    step: &Step,
+    len: usize,
+    indices: &[u32],
+    index: Index,
+) -> Vec<u32> {
     let stride = step.stride as u32;
     let len = len as u32;
     // One loop per case, so that each is a plain loop over the lanes.
@@ -156,10 +245,24 @@ fn step_pointer(offsets: &[u32], step: &Step, len: usize, indices: &[u32], index
         }
         (Some(n), Index::Dynamic(_)) => {
             let last = n.saturating_sub(1) as u32;
-            collect(offsets.iter().zip(indices).map(|(&off, &i)| off + i.min(last) * stride))
+            collect(
+                offsets
+                    .iter()
+                    .zip(indices)
+                    .map(|(&off, &i)| off + i.min(last) * stride),
+            )
         }
-        (None, Index::Constant(i)) => collect(offsets.iter().map(|&off| off + i.min((len.saturating_sub(off) / stride.max(1)).saturating_sub(1)) * stride)),
-        (None, Index::Dynamic(_)) if stride <= 1 => collect(offsets.iter().zip(indices).map(|(&off, &i)| off + i.min(len.saturating_sub(off).saturating_sub(1)) * stride)),
-        (None, Index::Dynamic(_)) => collect(offsets.iter().zip(indices).map(|(&off, &i)| off + i.min((len.saturating_sub(off) / stride).saturating_sub(1)) * stride)),
+        (None, Index::Constant(i)) => collect(offsets.iter().map(|&off| {
+            off + i.min((len.saturating_sub(off) / stride.max(1)).saturating_sub(1)) * stride
+        })),
+        (None, Index::Dynamic(_)) if stride <= 1 => collect(
+            offsets
+                .iter()
+                .zip(indices)
+                .map(|(&off, &i)| off + i.min(len.saturating_sub(off).saturating_sub(1)) * stride),
+        ),
+        (None, Index::Dynamic(_)) => collect(offsets.iter().zip(indices).map(|(&off, &i)| {
+            off + i.min((len.saturating_sub(off) / stride).saturating_sub(1)) * stride
+        })),
     }
 }

@@ -13,7 +13,11 @@ use crate::{Error, Result};
 
 /// Which of `function`'s expressions are pointers to a bound buffer's scalar element that
 /// only loads and stores use.
-pub(super) fn direct(module: &Module, info: &naga::valid::FunctionInfo, function: &naga::Function) -> Vec<bool> {
+pub(super) fn direct(
+    module: &Module,
+    info: &naga::valid::FunctionInfo,
+    function: &naga::Function,
+) -> Vec<bool> {
     let n = function.expressions.len();
     let mut other_use = vec![false; n];
     for (_, e) in function.expressions.iter() {
@@ -25,7 +29,11 @@ pub(super) fn direct(module: &Module, info: &naga::valid::FunctionInfo, function
         });
     }
     mark_statement_uses(&function.body, &mut other_use);
-    function.expressions.iter().map(|(h, e)| !other_use[h.index()] && is_buffer_scalar(module, info, function, h, e)).collect()
+    function
+        .expressions
+        .iter()
+        .map(|(h, e)| !other_use[h.index()] && is_buffer_scalar(module, info, function, h, e))
+        .collect()
 }
 
 /// Every expression a statement of `block` reads, but the pointer of a store.
@@ -35,16 +43,29 @@ fn mark_statement_uses(block: &naga::Block, other_use: &mut [bool]) {
         match *statement {
             S::Store { value, .. } => mark(value),
             S::Block(ref b) => mark_statement_uses(b, other_use),
-            S::If { condition, ref accept, ref reject } => {
+            S::If {
+                condition,
+                ref accept,
+                ref reject,
+            } => {
                 mark(condition);
                 mark_statement_uses(accept, other_use);
                 mark_statement_uses(reject, other_use);
             }
-            S::Switch { selector, ref cases } => {
+            S::Switch {
+                selector,
+                ref cases,
+            } => {
                 mark(selector);
-                cases.iter().for_each(|c| mark_statement_uses(&c.body, other_use));
+                cases
+                    .iter()
+                    .for_each(|c| mark_statement_uses(&c.body, other_use));
             }
-            S::Loop { ref body, ref continuing, break_if } => {
+            S::Loop {
+                ref body,
+                ref continuing,
+                break_if,
+            } => {
                 break_if.into_iter().for_each(&mut mark);
                 mark_statement_uses(body, other_use);
                 mark_statement_uses(continuing, other_use);
@@ -56,14 +77,31 @@ fn mark_statement_uses(block: &naga::Block, other_use: &mut [bool]) {
 
 /// Whether `e` is `buffer[index]` into a bound buffer that is an array of one-word elements
 /// (not a vector: `v[i]` of a `var<uniform> v: vec4<u32>` takes the general path).
-fn is_buffer_scalar(module: &Module, info: &naga::valid::FunctionInfo, function: &naga::Function, h: Handle<E>, e: &E) -> bool {
-    let E::Access { base, .. } = *e else { return false };
-    let E::GlobalVariable(g) = function.expressions[base] else { return false };
+fn is_buffer_scalar(
+    module: &Module,
+    info: &naga::valid::FunctionInfo,
+    function: &naga::Function,
+    h: Handle<E>,
+    e: &E,
+) -> bool {
+    let E::Access { base, .. } = *e else {
+        return false;
+    };
+    let E::GlobalVariable(g) = function.expressions[base] else {
+        return false;
+    };
     let var = &module.global_variables[g];
-    let bound = matches!(var.space, AddressSpace::Storage { .. } | AddressSpace::Uniform) && matches!(module.types[var.ty].inner, TypeInner::Array { .. });
+    let bound = matches!(
+        var.space,
+        AddressSpace::Storage { .. } | AddressSpace::Uniform
+    ) && matches!(module.types[var.ty].inner, TypeInner::Array { .. });
     let scalar = match *info[h].ty.inner_with(&module.types) {
-        TypeInner::Pointer { base, .. } => matches!(module.types[base].inner, TypeInner::Scalar(s) | TypeInner::Atomic(s) if s.width == 4),
-        TypeInner::ValuePointer { size: None, scalar, .. } => scalar.width == 4,
+        TypeInner::Pointer { base, .. } => {
+            matches!(module.types[base].inner, TypeInner::Scalar(s) | TypeInner::Atomic(s) if s.width == 4)
+        }
+        TypeInner::ValuePointer {
+            size: None, scalar, ..
+        } => scalar.width == 4,
         _ => false,
     };
     bound && scalar
@@ -91,8 +129,14 @@ impl Element<'_> {
         let first = *self.indices.first()? as usize;
         let end = first.checked_add(self.indices.len())?;
         // In u64: indices near u32::MAX must not wrap around to look consecutive.
-        let consecutive = super::lanes::all(self.indices.iter().enumerate().map(|(k, &i)| u64::from(i) == first as u64 + k as u64));
-        (self.stride == 1 && end - 1 <= self.last && end <= len && consecutive).then_some(first..end)
+        let consecutive = super::lanes::all(
+            self.indices
+                .iter()
+                .enumerate()
+                .map(|(k, &i)| u64::from(i) == first as u64 + k as u64),
+        );
+        (self.stride == 1 && end - 1 <= self.last && end <= len && consecutive)
+            .then_some(first..end)
     }
 }
 
@@ -100,11 +144,16 @@ impl Exec<'_, '_, '_> {
     /// The element that direct access `pointer` reaches in each lane.
     fn element<'v>(&mut self, frame: &'v mut Frame<'_>, pointer: Handle<E>) -> Result<Element<'v>> {
         let E::Access { base, index } = frame.function.expressions[pointer] else {
-            return Err(Error::Device("internal: the cpu WGSL executor took a direct access for another expression".into()));
+            return Err(Error::Device(
+                "internal: the cpu WGSL executor took a direct access for another expression"
+                    .into(),
+            ));
         };
         // The buffer, by its variable: its pointer is never built.
         let E::GlobalVariable(g) = frame.function.expressions[base] else {
-            return Err(Error::Device("internal: the cpu WGSL executor took a direct access not into a variable".into()));
+            return Err(Error::Device(
+                "internal: the cpu WGSL executor took a direct access not into a variable".into(),
+            ));
         };
         self.ensure(frame, index)?;
         let (count, stride) = match *self.composite(frame, base) {
@@ -114,15 +163,30 @@ impl Exec<'_, '_, '_> {
             }
             _ => return Err(Error::Device("internal: the cpu WGSL executor took a direct access into something other than an array".into())),
         };
-        let Space::Binding(space) = self.space_of(g)? else { return Err(Error::Device("internal: a direct access outside a bound buffer".into())) };
+        let Space::Binding(space) = self.space_of(g)? else {
+            return Err(Error::Device(
+                "internal: a direct access outside a bound buffer".into(),
+            ));
+        };
         let len = self.bound[space].1.len();
         let last = count.unwrap_or(len / stride.max(1)).saturating_sub(1);
-        let Value::Lanes(i) = frame.get(index)? else { return Err(Error::Device("internal: an index that is a pointer".into())) };
-        Ok(Element { space, indices: &i.words, stride, last })
+        let Value::Lanes(i) = frame.get(index)? else {
+            return Err(Error::Device("internal: an index that is a pointer".into()));
+        };
+        Ok(Element {
+            space,
+            indices: &i.words,
+            stride,
+            last,
+        })
     }
 
     /// A load through direct access `pointer`.
-    pub(super) fn load_direct(&mut self, frame: &mut Frame<'_>, pointer: Handle<E>) -> Result<Lanes> {
+    pub(super) fn load_direct(
+        &mut self,
+        frame: &mut Frame<'_>,
+        pointer: Handle<E>,
+    ) -> Result<Lanes> {
         let lanes = self.lanes;
         let bound = self.bound;
         let at = self.element(frame, pointer)?;
@@ -132,22 +196,39 @@ impl Exec<'_, '_, '_> {
                 None if w.is_empty() => super::lanes::zeroed(lanes),
                 None => super::lanes::collect((0..lanes).map(|l| w[at.word(l).min(w.len() - 1)])),
             },
-            Words::Write(w) if !w.is_empty() => super::lanes::collect((0..lanes).map(|l| w[at.word(l).min(w.len() - 1)].load(std::sync::atomic::Ordering::Relaxed))),
+            Words::Write(w) if !w.is_empty() => super::lanes::collect((0..lanes).map(|l| {
+                w[at.word(l).min(w.len() - 1)].load(std::sync::atomic::Ordering::Relaxed)
+            })),
             _ => super::lanes::zeroed(lanes),
         };
         Ok(Lanes { width: 1, words })
     }
 
     /// A store of `value` through direct access `pointer` for the lanes in `mask`.
-    pub(super) fn store_direct(&mut self, frame: &mut Frame<'_>, pointer: Handle<E>, value: &Lanes, mask: &[bool]) -> Result<()> {
+    pub(super) fn store_direct(
+        &mut self,
+        frame: &mut Frame<'_>,
+        pointer: Handle<E>,
+        value: &Lanes,
+        mask: &[bool],
+    ) -> Result<()> {
         let bound = self.bound;
         let at = self.element(frame, pointer)?;
         if let Words::Write(w) = &bound[at.space].1 {
             if let (Some(run), true) = (at.run(w.len()), super::lanes::all(mask.iter().copied())) {
-                w[run].iter().zip(&value.words).for_each(|(cell, &v)| cell.store(v, std::sync::atomic::Ordering::Relaxed));
+                w[run]
+                    .iter()
+                    .zip(&value.words)
+                    .for_each(|(cell, &v)| cell.store(v, std::sync::atomic::Ordering::Relaxed));
                 return Ok(());
             }
-            for (l, (&v, _)) in value.words.iter().zip(mask).enumerate().filter(|(_, (_, &m))| m) {
+            for (l, (&v, _)) in value
+                .words
+                .iter()
+                .zip(mask)
+                .enumerate()
+                .filter(|(_, (_, &m))| m)
+            {
                 if let Some(cell) = w.get(at.word(l)) {
                     cell.store(v, std::sync::atomic::Ordering::Relaxed);
                 }

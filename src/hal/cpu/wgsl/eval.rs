@@ -50,7 +50,13 @@ impl Exec<'_, '_, '_> {
             return Ok(());
         }
         let function = frame.function;
-        for_operands(&function.expressions[h], |o| if frame.reuse.direct[o.index()] { Ok(()) } else { self.ensure(frame, o) })?;
+        for_operands(&function.expressions[h], |o| {
+            if frame.reuse.direct[o.index()] {
+                Ok(())
+            } else {
+                self.ensure(frame, o)
+            }
+        })?;
         let value = self.compute(frame, h)?;
         frame.values[h.index()] = Some(value);
         Ok(())
@@ -77,32 +83,80 @@ impl Exec<'_, '_, '_> {
             E::Literal(ref l) => Lanes::splat(n, &literal(l)),
             E::Constant(c) => Lanes::splat(n, &self.constant(self.prog.module.constants[c].init)?),
             E::Override(o) => Lanes::splat(n, &self.override_value(o)?),
-            E::ZeroValue(ty) => Lanes::zeros(n, self.prog.value_words(&self.prog.module.types[ty].inner)),
+            E::ZeroValue(ty) => {
+                Lanes::zeros(n, self.prog.value_words(&self.prog.module.types[ty].inner))
+            }
             E::Compose { ty, ref components } => self.compose(frame, ty, components)?,
             E::Splat { size, value } => {
                 let v = frame.lanes(value)?;
-                Lanes { width: size as usize, words: v.words.iter().flat_map(|&w| std::iter::repeat_n(w, size as usize)).collect() }
+                Lanes {
+                    width: size as usize,
+                    words: v
+                        .words
+                        .iter()
+                        .flat_map(|&w| std::iter::repeat_n(w, size as usize))
+                        .collect(),
+                }
             }
-            E::Swizzle { size, vector, pattern } => {
+            E::Swizzle {
+                size,
+                vector,
+                pattern,
+            } => {
                 let v = frame.lanes(vector)?;
-                let picks: Vec<usize> = pattern[..size as usize].iter().map(|&c| c as usize).collect();
-                Lanes { width: picks.len(), words: v.words.chunks(v.width).flat_map(|w| picks.iter().map(|&c| w[c])).collect() }
+                let picks: Vec<usize> = pattern[..size as usize]
+                    .iter()
+                    .map(|&c| c as usize)
+                    .collect();
+                Lanes {
+                    width: picks.len(),
+                    words: v
+                        .words
+                        .chunks(v.width)
+                        .flat_map(|w| picks.iter().map(|&c| w[c]))
+                        .collect(),
+                }
             }
             E::FunctionArgument(i) if frame.entry => {
                 // The entry point's built-ins, made where they are read (exec.rs).
                 let entry = &self.prog.module.entry_points[self.prog.entry].function;
-                return self.argument(entry.arguments.get(i as usize).ok_or_else(|| internal("lost an entry-point argument"))?);
+                return self.argument(
+                    entry
+                        .arguments
+                        .get(i as usize)
+                        .ok_or_else(|| internal("lost an entry-point argument"))?,
+                );
             }
-            E::FunctionArgument(i) => return frame.args.get(i as usize).cloned().ok_or_else(|| internal("lost a function argument")),
+            E::FunctionArgument(i) => {
+                return frame
+                    .args
+                    .get(i as usize)
+                    .cloned()
+                    .ok_or_else(|| internal("lost a function argument"))
+            }
             E::GlobalVariable(g) => {
                 let space = self.space_of(g)?;
-                return Ok(Value::Ptr(Ptr { space, offsets: self.origin(space), whole: !matches!(space, super::memory::Space::Workgroup(_)) }));
+                return Ok(Value::Ptr(Ptr {
+                    space,
+                    offsets: self.origin(space),
+                    whole: !matches!(space, super::memory::Space::Workgroup(_)),
+                }));
             }
-            E::LocalVariable(l) => return Ok(Value::Ptr(Ptr { space: super::memory::Space::Local(frame.local_base + l.index()), offsets: super::lanes::zeroed(n), whole: true })),
-            E::Load { pointer } if frame.reuse.direct[pointer.index()] => self.load_direct(frame, pointer)?,
+            E::LocalVariable(l) => {
+                return Ok(Value::Ptr(Ptr {
+                    space: super::memory::Space::Local(frame.local_base + l.index()),
+                    offsets: super::lanes::zeroed(n),
+                    whole: true,
+                }))
+            }
+            E::Load { pointer } if frame.reuse.direct[pointer.index()] => {
+                self.load_direct(frame, pointer)?
+            }
             E::Load { pointer } => self.load(frame, pointer, h)?,
             E::Access { base, index } => return self.access(frame, base, Index::Dynamic(index)),
-            E::AccessIndex { base, index } => return self.access(frame, base, Index::Constant(index)),
+            E::AccessIndex { base, index } => {
+                return self.access(frame, base, Index::Constant(index))
+            }
             _ => self.arithmetic(frame, h)?,
         }))
     }
@@ -111,7 +165,10 @@ impl Exec<'_, '_, '_> {
     /// computed in f32 and rounded to f16 (half.rs).
     fn arithmetic(&mut self, frame: &mut Frame<'_>, h: Handle<E>) -> Result<Lanes> {
         let out = self.arithmetic_f32(frame, h)?;
-        let rounds = matches!(frame.function.expressions[h], E::Unary { .. } | E::Binary { .. } | E::Math { .. } | E::As { .. });
+        let rounds = matches!(
+            frame.function.expressions[h],
+            E::Unary { .. } | E::Binary { .. } | E::Math { .. } | E::As { .. }
+        );
         Ok(match self.ty(frame, h).scalar() {
             Some(naga::Scalar::F16) if rounds => super::half::round(&out),
             _ => out,
@@ -130,14 +187,28 @@ impl Exec<'_, '_, '_> {
                     None => lanes::binary(op, self.kind(frame, left), l, r),
                 }
             }
-            E::Select { condition, accept, reject } => {
-                let (c, a, r) = (frame.lanes(condition)?, frame.lanes(accept)?, frame.lanes(reject)?);
+            E::Select {
+                condition,
+                accept,
+                reject,
+            } => {
+                let (c, a, r) = (
+                    frame.lanes(condition)?,
+                    frame.lanes(accept)?,
+                    frame.lanes(reject)?,
+                );
                 let picked = lanes::zip(c, a, |c, a| if c != 0 { a } else { 0 });
                 let inverse = lanes::zip(c, r, |c, r| if c == 0 { r } else { 0 });
                 lanes::zip(&picked, &inverse, |x, y| x | y)
             }
             E::Relational { fun, argument } => super::math::relational(fun, frame.lanes(argument)?),
-            E::Math { fun, arg, arg1, arg2, arg3 } => {
+            E::Math {
+                fun,
+                arg,
+                arg1,
+                arg2,
+                arg3,
+            } => {
                 let kind = self.kind(frame, arg);
                 let a = frame.lanes(arg)?;
                 if let Some(out) = self.structured(frame, h, fun, arg, a) {
@@ -146,7 +217,11 @@ impl Exec<'_, '_, '_> {
                 let [b, c, d] = [arg1, arg2, arg3].map(|a| a.map(|a| frame.lanes(a)).transpose());
                 super::math::math(fun, kind, a, [b?, c?, d?])?
             }
-            E::As { expr, kind, convert } => {
+            E::As {
+                expr,
+                kind,
+                convert,
+            } => {
                 let from = self.ty(frame, expr).scalar();
                 let to = self.ty(frame, h).scalar();
                 let v = frame.lanes(expr)?;
@@ -155,34 +230,64 @@ impl Exec<'_, '_, '_> {
                     (None, _) if from == half && to != half => super::half::pack(v),
                     (None, _) if to == half && from != half => super::half::unpack(v),
                     (None, _) => v.clone(),
-                    _ => lanes::convert(v, self.kind(frame, expr), Kind::of(self.ty(frame, h)).unwrap_or(Kind::U32)),
+                    _ => lanes::convert(
+                        v,
+                        self.kind(frame, expr),
+                        Kind::of(self.ty(frame, h)).unwrap_or(Kind::U32),
+                    ),
                 }
             }
             E::ArrayLength(pointer) => self.array_length(frame, pointer)?,
             // Statement results are stored by their statements; anything else is refused
             // before a kernel runs.
-            _ => return Err(internal(&format!("met an expression it does not run: {:?}", frame.function.expressions[h]))),
+            _ => {
+                return Err(internal(&format!(
+                    "met an expression it does not run: {:?}",
+                    frame.function.expressions[h]
+                )))
+            }
         })
     }
 
     /// The built-ins whose argument or result is a matrix or a struct (`transpose`,
     /// `determinant`, `modf`, `frexp`) of `a`, the argument `arg` of expression `h`; `None`
     /// for the others.
-    fn structured(&self, frame: &Frame<'_>, h: Handle<E>, fun: naga::MathFunction, arg: Handle<E>, a: &Lanes) -> Option<Lanes> {
+    fn structured(
+        &self,
+        frame: &Frame<'_>,
+        h: Handle<E>,
+        fun: naga::MathFunction,
+        arg: Handle<E>,
+        a: &Lanes,
+    ) -> Option<Lanes> {
         use naga::MathFunction as M;
         match fun {
-            M::Transpose | M::Determinant => super::matrix::function(a, self.ty(frame, arg), fun == M::Determinant),
+            M::Transpose | M::Determinant => {
+                super::matrix::function(a, self.ty(frame, arg), fun == M::Determinant)
+            }
             M::Modf | M::Frexp => {
-                let TypeInner::Struct { ref members, span } = *self.ty(frame, h) else { return None };
+                let TypeInner::Struct { ref members, span } = *self.ty(frame, h) else {
+                    return None;
+                };
                 let at = [members.first()?.offset, members.get(1)?.offset].map(|o| o as usize / 4);
-                Some(super::math::split(a, fun == M::Frexp, at, span as usize / 4))
+                Some(super::math::split(
+                    a,
+                    fun == M::Frexp,
+                    at,
+                    span as usize / 4,
+                ))
             }
             _ => None,
         }
     }
 
     /// Components assembled into a vector, struct or array.
-    fn compose(&self, frame: &Frame<'_>, ty: Handle<naga::Type>, components: &[Handle<E>]) -> Result<Lanes> {
+    fn compose(
+        &self,
+        frame: &Frame<'_>,
+        ty: Handle<naga::Type>,
+        components: &[Handle<E>],
+    ) -> Result<Lanes> {
         let width = self.prog.value_words(&self.prog.module.types[ty].inner);
         let mut out = Lanes::zeros(self.lanes, width);
         let mut at = 0;
@@ -220,7 +325,11 @@ impl Exec<'_, '_, '_> {
                 }
                 out
             }
-            ref other => return Err(internal(&format!("met a constant it does not evaluate: {other:?}"))),
+            ref other => {
+                return Err(internal(&format!(
+                    "met a constant it does not evaluate: {other:?}"
+                )))
+            }
         })
     }
 }
@@ -228,7 +337,12 @@ impl Exec<'_, '_, '_> {
 impl Exec<'_, '_, '_> {
     /// The value that `pointer` points at, of the type of expression `h` (f16 values widened
     /// to f32, half.rs).
-    pub(super) fn load(&mut self, frame: &Frame<'_>, pointer: Handle<E>, h: Handle<E>) -> Result<Lanes> {
+    pub(super) fn load(
+        &mut self,
+        frame: &Frame<'_>,
+        pointer: Handle<E>,
+        h: Handle<E>,
+    ) -> Result<Lanes> {
         let halves = super::half::pointee(&self.prog.module, self.ty(frame, pointer));
         let width = self.prog.words_of(self.ty(frame, h));
         let ptr = frame.ptr(pointer)?;
@@ -252,7 +366,12 @@ impl Exec<'_, '_, '_> {
     /// An `override` constant's value: its default (pipeline constants are not taken).
     fn override_value(&self, o: Handle<naga::Override>) -> Result<Vec<u32>> {
         let ov = &self.prog.module.overrides[o];
-        let init = ov.init.ok_or_else(|| Error::Invalid(format!("override `{}` has no default value: give it one in the source", ov.name.as_deref().unwrap_or("?"))))?;
+        let init = ov.init.ok_or_else(|| {
+            Error::Invalid(format!(
+                "override `{}` has no default value: give it one in the source",
+                ov.name.as_deref().unwrap_or("?")
+            ))
+        })?;
         self.constant(init)
     }
 }
@@ -266,14 +385,30 @@ pub(super) fn for_operands(e: &E, mut f: impl FnMut(Handle<E>) -> Result<()>) ->
     match *e {
         E::Compose { ref components, .. } => components.iter().try_for_each(|&c| two(c, None)),
         E::Access { base, index } => two(base, Some(index)),
-        E::AccessIndex { base: x, .. } | E::Splat { value: x, .. } | E::Swizzle { vector: x, .. } | E::Load { pointer: x } => two(x, None),
-        E::Unary { expr: x, .. } | E::As { expr: x, .. } | E::Relational { argument: x, .. } | E::ArrayLength(x) => two(x, None),
+        E::AccessIndex { base: x, .. }
+        | E::Splat { value: x, .. }
+        | E::Swizzle { vector: x, .. }
+        | E::Load { pointer: x } => two(x, None),
+        E::Unary { expr: x, .. }
+        | E::As { expr: x, .. }
+        | E::Relational { argument: x, .. }
+        | E::ArrayLength(x) => two(x, None),
         E::Binary { left, right, .. } => two(left, Some(right)),
-        E::Select { condition, accept, reject } => {
+        E::Select {
+            condition,
+            accept,
+            reject,
+        } => {
             two(condition, Some(accept))?;
             two(reject, None)
         }
-        E::Math { arg, arg1, arg2, arg3, .. } => {
+        E::Math {
+            arg,
+            arg1,
+            arg2,
+            arg3,
+            ..
+        } => {
             two(arg, arg1)?;
             arg2.map_or(Ok(()), |a| two(a, arg3))
         }

@@ -54,7 +54,9 @@ fn internal(what: &str) -> Error {
 impl Frame<'_> {
     /// The value of expression `h`, evaluated already.
     pub fn get(&self, h: Handle<E>) -> Result<&Value> {
-        self.values[self.reuse.slot[h.index()].index()].as_ref().ok_or_else(|| internal("read an expression before evaluating it"))
+        self.values[self.reuse.slot[h.index()].index()]
+            .as_ref()
+            .ok_or_else(|| internal("read an expression before evaluating it"))
     }
 
     /// The numbers of expression `h`.
@@ -97,7 +99,12 @@ pub(super) struct Exec<'p, 'a, 'b> {
 
 /// Run workgroups `range` (numbered in x, then y, then z) of a launch of `workgroups`
 /// together, their invocations side by side as one set of lanes.
-pub(super) fn workgroups(prog: &WgslProgram, bound: &[(Handle<naga::GlobalVariable>, Words<'_>)], range: Range<usize>, workgroups: [u32; 3]) -> Result<()> {
+pub(super) fn workgroups(
+    prog: &WgslProgram,
+    bound: &[(Handle<naga::GlobalVariable>, Words<'_>)],
+    range: Range<usize>,
+    workgroups: [u32; 3],
+) -> Result<()> {
     let mut exec = Exec::new(prog, bound, range, workgroups)?;
     let mut mask = vec![true; exec.lanes];
     // The entry point's arguments (built-ins) are made when its expressions first read them.
@@ -105,9 +112,25 @@ pub(super) fn workgroups(prog: &WgslProgram, bound: &[(Handle<naga::GlobalVariab
 }
 
 impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
-    fn new(prog: &'p WgslProgram, bound: &'b [(Handle<naga::GlobalVariable>, Words<'a>)], range: Range<usize>, workgroups: [u32; 3]) -> Result<Self> {
+    fn new(
+        prog: &'p WgslProgram,
+        bound: &'b [(Handle<naga::GlobalVariable>, Words<'a>)],
+        range: Range<usize>,
+        workgroups: [u32; 3],
+    ) -> Result<Self> {
         let lanes = prog.invocations() * range.len();
-        let mut exec = Exec { prog, lanes, bound, workgroup: Vec::new(), workgroup_width: Vec::new(), private: Vec::new(), locals: Vec::new(), slots: Vec::new(), range, workgroups };
+        let mut exec = Exec {
+            prog,
+            lanes,
+            bound,
+            workgroup: Vec::new(),
+            workgroup_width: Vec::new(),
+            private: Vec::new(),
+            locals: Vec::new(),
+            slots: Vec::new(),
+            range,
+            workgroups,
+        };
         exec.allocate()?;
         Ok(exec)
     }
@@ -118,7 +141,11 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
         for (h, var) in self.prog.module.global_variables.iter() {
             let words = self.prog.words(var.ty);
             let slot = match var.space {
-                AddressSpace::Uniform | AddressSpace::Storage { .. } => self.bound.iter().position(|(v, _)| *v == h).map(Space::Binding),
+                AddressSpace::Uniform | AddressSpace::Storage { .. } => self
+                    .bound
+                    .iter()
+                    .position(|(v, _)| *v == h)
+                    .map(Space::Binding),
                 AddressSpace::WorkGroup => {
                     self.workgroup.push(vec![0; words * self.range.len()]);
                     self.workgroup_width.push(words);
@@ -128,9 +155,11 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
                     let mut copy = PerLane::new(self.lanes, words);
                     if let Some(init) = var.init {
                         let value = self.constant(init)?;
-                        let value = super::half::in_memory(&self.prog.module.types[var.ty].inner, value);
+                        let value =
+                            super::half::in_memory(&self.prog.module.types[var.ty].inner, value);
                         for lane in copy.words.chunks_mut(words.max(1)) {
-                            lane[..value.len().min(words)].copy_from_slice(&value[..value.len().min(words)]);
+                            lane[..value.len().min(words)]
+                                .copy_from_slice(&value[..value.len().min(words)]);
                         }
                     }
                     self.private.push(copy);
@@ -151,14 +180,21 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
     /// Where each lane's pointer to the start of `space` points: its workgroup's copy of a
     /// `var<workgroup>` variable, word 0 of anything else.
     pub(super) fn origin(&self, space: Space) -> Vec<u32> {
-        let Space::Workgroup(v) = space else { return super::lanes::zeroed(self.lanes) };
+        let Space::Workgroup(v) = space else {
+            return super::lanes::zeroed(self.lanes);
+        };
         let size = self.prog.invocations().max(1);
         super::lanes::collect((0..self.lanes).map(|l| (l / size * self.workgroup_width[v]) as u32))
     }
 
     /// The memories the running calls see.
     pub(super) fn memories(&mut self) -> Memories<'a, '_> {
-        Memories { bound: self.bound, workgroup: &mut self.workgroup, private: &mut self.private, locals: &mut self.locals }
+        Memories {
+            bound: self.bound,
+            workgroup: &mut self.workgroup,
+            private: &mut self.private,
+            locals: &mut self.locals,
+        }
     }
 
     /// The entry point's argument `a`: a built-in, or a struct of built-ins.
@@ -166,12 +202,15 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
         if let Some(naga::Binding::BuiltIn(b)) = a.binding {
             return self.builtin(b).map(Value::Lanes);
         }
-        let naga::TypeInner::Struct { ref members, span } = self.prog.module.types[a.ty].inner else {
+        let naga::TypeInner::Struct { ref members, span } = self.prog.module.types[a.ty].inner
+        else {
             return Err(internal("met an entry-point argument without a built-in"));
         };
         let mut out = Lanes::zeros(self.lanes, span as usize / 4);
         for m in members {
-            let Some(naga::Binding::BuiltIn(b)) = m.binding else { return Err(internal("met a struct member without a built-in")) };
+            let Some(naga::Binding::BuiltIn(b)) = m.binding else {
+                return Err(internal("met a struct member without a built-in"));
+            };
             let v = self.builtin(b)?;
             for l in 0..self.lanes {
                 let at = m.offset as usize / 4;
@@ -187,7 +226,11 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
             BuiltIn::LocalInvocationId | BuiltIn::GlobalInvocationId | BuiltIn::WorkGroupId => 3,
             BuiltIn::LocalInvocationIndex => 1,
             BuiltIn::NumWorkGroups => return Ok(Lanes::splat(self.lanes, &self.workgroups)),
-            other => return self.subgroup_builtin(other).ok_or_else(|| internal(&format!("met built-in {other:?}"))),
+            other => {
+                return self
+                    .subgroup_builtin(other)
+                    .ok_or_else(|| internal(&format!("met built-in {other:?}")))
+            }
         };
         if width == 1 {
             let size = self.prog.invocations() as u32;
@@ -195,7 +238,9 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
             return Ok(Lanes { width: 1, words });
         }
         let columns = [0, 1, 2].map(|c| self.builtin_component(b, c));
-        let words = super::lanes::collect((0..self.lanes).flat_map(|l| columns.iter().map(move |c| c.words[l])));
+        let words = super::lanes::collect(
+            (0..self.lanes).flat_map(|l| columns.iter().map(move |c| c.words[l])),
+        );
         Ok(Lanes { width: 3, words })
     }
 
@@ -229,14 +274,37 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
 
     /// Run the module's function `which` (`None`: the entry point) for the lanes in `mask`
     /// with `args`; each lane's return value.
-    pub(super) fn call(&mut self, which: Option<Handle<naga::Function>>, args: Vec<Value>, mask: &mut [bool]) -> Result<Option<Lanes>> {
+    pub(super) fn call(
+        &mut self,
+        which: Option<Handle<naga::Function>>,
+        args: Vec<Value>,
+        mask: &mut [bool],
+    ) -> Result<Option<Lanes>> {
         let prog = self.prog;
         let (function, info, reuse) = match which {
-            None => (&prog.module.entry_points[prog.entry].function, prog.info.get_entry_point(prog.entry), &prog.entry_reuse),
-            Some(f) => (&prog.module.functions[f], &prog.info[f], &prog.reuse[f.index()]),
+            None => (
+                &prog.module.entry_points[prog.entry].function,
+                prog.info.get_entry_point(prog.entry),
+                &prog.entry_reuse,
+            ),
+            Some(f) => (
+                &prog.module.functions[f],
+                &prog.info[f],
+                &prog.reuse[f.index()],
+            ),
         };
         let local_base = self.locals.len();
-        let mut frame = Frame { function, info, reuse, values: vec![None; function.expressions.len()], args, entry: which.is_none(), local_base, ret: None, exits: Vec::new() };
+        let mut frame = Frame {
+            function,
+            info,
+            reuse,
+            values: vec![None; function.expressions.len()],
+            args,
+            entry: which.is_none(),
+            local_base,
+            ret: None,
+            exits: Vec::new(),
+        };
         for (_, local) in function.local_variables.iter() {
             let words = self.prog.words(local.ty);
             let mut copy = PerLane::new(self.lanes, words);
@@ -259,7 +327,12 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
     }
 
     /// Run `block` for the lanes in `mask`, which loses the lanes that break, continue or return.
-    pub(super) fn block(&mut self, frame: &mut Frame<'_>, block: &naga::Block, mask: &mut [bool]) -> Result<()> {
+    pub(super) fn block(
+        &mut self,
+        frame: &mut Frame<'_>,
+        block: &naga::Block,
+        mask: &mut [bool],
+    ) -> Result<()> {
         for statement in block.iter() {
             if !mask.iter().any(|&m| m) {
                 break;
@@ -282,9 +355,20 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
                 }
             }
             S::Block(ref b) => self.block(frame, b, mask)?,
-            S::If { condition, ref accept, ref reject } => self.branch(frame, condition, accept, reject, mask)?,
-            S::Switch { selector, ref cases } => self.switch(frame, selector, cases, mask)?,
-            S::Loop { ref body, ref continuing, break_if } => self.repeat(frame, body, continuing, break_if, mask)?,
+            S::If {
+                condition,
+                ref accept,
+                ref reject,
+            } => self.branch(frame, condition, accept, reject, mask)?,
+            S::Switch {
+                selector,
+                ref cases,
+            } => self.switch(frame, selector, cases, mask)?,
+            S::Loop {
+                ref body,
+                ref continuing,
+                break_if,
+            } => self.repeat(frame, body, continuing, break_if, mask)?,
             S::Break => leave(frame, mask, false)?,
             S::Continue => leave(frame, mask, true)?,
             S::Return { value } => self.ret(frame, value, mask)?,
@@ -292,10 +376,15 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
             S::Store { pointer, value } => {
                 // The value is taken out of the frame for the store (no copy), then put back.
                 let value = frame.reuse.slot[value.index()];
-                let v = frame.values[value.index()].take().ok_or_else(|| internal("stored an expression before evaluating it"))?;
+                let v = frame.values[value.index()]
+                    .take()
+                    .ok_or_else(|| internal("stored an expression before evaluating it"))?;
                 if let Value::Lanes(ref lanes) = v {
-                    if let Some((_, lone)) = super::half::pointee(&self.prog.module, self.ty(frame, pointer)) {
-                        self.memories().store_halves(frame.ptr(pointer)?, lanes, lone, mask);
+                    if let Some((_, lone)) =
+                        super::half::pointee(&self.prog.module, self.ty(frame, pointer))
+                    {
+                        self.memories()
+                            .store_halves(frame.ptr(pointer)?, lanes, lone, mask);
                     } else if frame.reuse.direct[pointer.index()] {
                         self.store_direct(frame, pointer, lanes, mask)?;
                     } else {
@@ -304,16 +393,40 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
                 }
                 frame.values[value.index()] = Some(v);
             }
-            S::Call { function, ref arguments, result } => self.call_statement(frame, function, arguments, result, mask)?,
-            S::Atomic { pointer, ref fun, value, result } => self.atomic(frame, pointer, fun, value, result, mask)?,
+            S::Call {
+                function,
+                ref arguments,
+                result,
+            } => self.call_statement(frame, function, arguments, result, mask)?,
+            S::Atomic {
+                pointer,
+                ref fun,
+                value,
+                result,
+            } => self.atomic(frame, pointer, fun, value, result, mask)?,
             S::WorkGroupUniformLoad { pointer, result } => {
                 let v = self.load(frame, pointer, result)?;
                 frame.values[result.index()] = Some(Value::Lanes(v));
             }
-            S::SubgroupCollectiveOperation { op, collective_op, argument, result } => self.collective(frame, op, collective_op, argument, result, mask)?,
-            S::SubgroupBallot { result, predicate } => self.ballot(frame, predicate, result, mask)?,
-            S::SubgroupGather { ref mode, argument, result } => self.gather(frame, mode, argument, result, mask)?,
-            _ => return Err(internal(&format!("met a statement it does not run: {statement:?}"))),
+            S::SubgroupCollectiveOperation {
+                op,
+                collective_op,
+                argument,
+                result,
+            } => self.collective(frame, op, collective_op, argument, result, mask)?,
+            S::SubgroupBallot { result, predicate } => {
+                self.ballot(frame, predicate, result, mask)?
+            }
+            S::SubgroupGather {
+                ref mode,
+                argument,
+                result,
+            } => self.gather(frame, mode, argument, result, mask)?,
+            _ => {
+                return Err(internal(&format!(
+                    "met a statement it does not run: {statement:?}"
+                )))
+            }
         }
         Ok(())
     }
@@ -328,20 +441,34 @@ pub(super) fn reads(statement: &S) -> Vec<Handle<E>> {
         S::Return { value } => value.into_iter().collect(),
         S::Store { pointer, value } => vec![pointer, value],
         S::Call { ref arguments, .. } => arguments.clone(),
-        S::Atomic { pointer, ref fun, value, .. } => {
+        S::Atomic {
+            pointer,
+            ref fun,
+            value,
+            ..
+        } => {
             let compare = match *fun {
                 naga::AtomicFunction::Exchange { compare } => compare,
                 _ => None,
             };
-            [Some(pointer), Some(value), compare].into_iter().flatten().collect()
+            [Some(pointer), Some(value), compare]
+                .into_iter()
+                .flatten()
+                .collect()
         }
         S::WorkGroupUniformLoad { pointer, .. } => vec![pointer],
         S::SubgroupCollectiveOperation { argument, .. } => vec![argument],
         S::SubgroupBallot { predicate, .. } => predicate.into_iter().collect(),
-        S::SubgroupGather { ref mode, argument, .. } => {
+        S::SubgroupGather {
+            ref mode, argument, ..
+        } => {
             let index = match *mode {
-                naga::GatherMode::Broadcast(i) | naga::GatherMode::Shuffle(i) | naga::GatherMode::ShuffleDown(i) => Some(i),
-                naga::GatherMode::ShuffleUp(i) | naga::GatherMode::ShuffleXor(i) | naga::GatherMode::QuadBroadcast(i) => Some(i),
+                naga::GatherMode::Broadcast(i)
+                | naga::GatherMode::Shuffle(i)
+                | naga::GatherMode::ShuffleDown(i) => Some(i),
+                naga::GatherMode::ShuffleUp(i)
+                | naga::GatherMode::ShuffleXor(i)
+                | naga::GatherMode::QuadBroadcast(i) => Some(i),
                 naga::GatherMode::BroadcastFirst | naga::GatherMode::QuadSwap(_) => None,
             };
             [Some(argument), index].into_iter().flatten().collect()
@@ -353,9 +480,17 @@ pub(super) fn reads(statement: &S) -> Vec<Handle<E>> {
 /// `break` (or `continue`) for the lanes in `mask`: they wait at the innermost loop or switch
 /// (`continue`: the innermost loop) until it is done.
 fn leave(frame: &mut Frame<'_>, mask: &mut [bool], to_continuing: bool) -> Result<()> {
-    let exit = if to_continuing { frame.exits.iter_mut().rev().find(|e| e.is_loop) } else { frame.exits.last_mut() };
+    let exit = if to_continuing {
+        frame.exits.iter_mut().rev().find(|e| e.is_loop)
+    } else {
+        frame.exits.last_mut()
+    };
     let exit = exit.ok_or_else(|| internal("met a break outside a loop or switch"))?;
-    let set = if to_continuing { &mut exit.continued } else { &mut exit.broke };
+    let set = if to_continuing {
+        &mut exit.continued
+    } else {
+        &mut exit.broke
+    };
     for (s, m) in set.iter_mut().zip(mask.iter_mut()) {
         *s |= *m;
         *m = false;

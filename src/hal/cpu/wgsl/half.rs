@@ -32,7 +32,9 @@ pub(super) fn pointee(module: &Module, ptr: &TypeInner) -> Option<(usize, bool)>
 
 /// Each component of `a` rounded to the nearest f16 (ties to even), as f32 bits.
 pub(super) fn round(a: &Lanes) -> Lanes {
-    map(a, |w| half::f16::from_f32(f32::from_bits(w)).to_f32().to_bits())
+    map(a, |w| {
+        half::f16::from_f32(f32::from_bits(w)).to_f32().to_bits()
+    })
 }
 
 /// The f32 bits of the f16 whose bits are `bits`.
@@ -47,14 +49,28 @@ fn narrow(w: u32) -> u32 {
 
 /// `bitcast` from an f16 vector: each pair of components as one word, the first low.
 pub(super) fn pack(a: &Lanes) -> Lanes {
-    let words = collect(a.words.chunks(2).map(|p| narrow(p[0]) | (narrow(p[p.len() - 1]) << 16)));
-    Lanes { width: a.width / 2, words }
+    let words = collect(
+        a.words
+            .chunks(2)
+            .map(|p| narrow(p[0]) | (narrow(p[p.len() - 1]) << 16)),
+    );
+    Lanes {
+        width: a.width / 2,
+        words,
+    }
 }
 
 /// `bitcast` to an f16 vector: each word as two components, its low half first.
 pub(super) fn unpack(a: &Lanes) -> Lanes {
-    let words = collect(a.words.iter().flat_map(|&w| [widen(w & 0xffff), widen(w >> 16)]));
-    Lanes { width: a.width * 2, words }
+    let words = collect(
+        a.words
+            .iter()
+            .flat_map(|&w| [widen(w & 0xffff), widen(w >> 16)]),
+    );
+    Lanes {
+        width: a.width * 2,
+        words,
+    }
 }
 
 /// Where lane `l`'s first f16 lies, in halves: `offset` itself for a lone f16, twice it
@@ -115,5 +131,8 @@ pub(super) fn in_memory(inner: &TypeInner, value: Vec<u32>) -> Vec<u32> {
     if inner.scalar() != Some(Scalar::F16) {
         return value;
     }
-    value.chunks(2).map(|p| narrow(p[0]) | p.get(1).map_or(0, |&w| narrow(w) << 16)).collect()
+    value
+        .chunks(2)
+        .map(|p| narrow(p[0]) | p.get(1).map_or(0, |&w| narrow(w) << 16))
+        .collect()
 }

@@ -83,12 +83,18 @@ impl Drop for Lanes {
 impl Lanes {
     /// `width` zero words in each of `lanes` lanes.
     pub fn zeros(lanes: usize, width: usize) -> Lanes {
-        Lanes { width, words: zeroed(lanes * width) }
+        Lanes {
+            width,
+            words: zeroed(lanes * width),
+        }
     }
 
     /// The same `words` in each of `lanes` lanes.
     pub fn splat(lanes: usize, words: &[u32]) -> Lanes {
-        Lanes { width: words.len(), words: words.repeat(lanes) }
+        Lanes {
+            width: words.len(),
+            words: words.repeat(lanes),
+        }
     }
 
     /// The words of lane `l`.
@@ -108,7 +114,9 @@ impl Lanes {
 
     /// Word `c` of each lane as a whole number (an index, a selector).
     pub fn column(&self, c: usize) -> impl Iterator<Item = u32> + '_ {
-        self.words.chunks_exact(self.width.max(1)).map(move |w| w[c])
+        self.words
+            .chunks_exact(self.width.max(1))
+            .map(move |w| w[c])
     }
 }
 
@@ -144,7 +152,10 @@ impl Kind {
 #[inline(always)]
 pub(super) fn zip(a: &Lanes, b: &Lanes, f: impl Fn(u32, u32) -> u32) -> Lanes {
     if a.width == b.width {
-        return Lanes { width: a.width, words: collect(a.words.iter().zip(&b.words).map(|(&x, &y)| f(x, y))) };
+        return Lanes {
+            width: a.width,
+            words: collect(a.words.iter().zip(&b.words).map(|(&x, &y)| f(x, y))),
+        };
     }
     zip_broadcast(a, b, f)
 }
@@ -178,7 +189,10 @@ pub(super) fn map_each(a: &Lanes, f: &dyn Fn(u32) -> u32) -> Lanes {
 
 /// `f` on each component.
 pub(super) fn map(a: &Lanes, f: impl Fn(u32) -> u32) -> Lanes {
-    Lanes { width: a.width, words: collect(a.words.iter().map(|&w| f(w))) }
+    Lanes {
+        width: a.width,
+        words: collect(a.words.iter().map(|&w| f(w))),
+    }
 }
 
 /// The f32 whose bits `w` holds.

@@ -8,8 +8,22 @@ use crate::{Error, Result};
 /// `all`, `any`, `isNan`, `isInf` of each lane.
 pub(super) fn relational(fun: RelationalFunction, a: &Lanes) -> Lanes {
     match fun {
-        RelationalFunction::All => Lanes { width: 1, words: a.words.chunks(a.width).map(|w| u32::from(w.iter().all(|&x| x != 0))).collect() },
-        RelationalFunction::Any => Lanes { width: 1, words: a.words.chunks(a.width).map(|w| u32::from(w.iter().any(|&x| x != 0))).collect() },
+        RelationalFunction::All => Lanes {
+            width: 1,
+            words: a
+                .words
+                .chunks(a.width)
+                .map(|w| u32::from(w.iter().all(|&x| x != 0)))
+                .collect(),
+        },
+        RelationalFunction::Any => Lanes {
+            width: 1,
+            words: a
+                .words
+                .chunks(a.width)
+                .map(|w| u32::from(w.iter().any(|&x| x != 0)))
+                .collect(),
+        },
         RelationalFunction::IsNan => map(a, |w| u32::from(f(w).is_nan())),
         RelationalFunction::IsInf => map(a, |w| u32::from(f(w).is_infinite())),
     }
@@ -44,7 +58,15 @@ fn unary_float(fun: M) -> Option<fn(f32) -> f32> {
         M::Sqrt => f32::sqrt,
         M::InverseSqrt => |x| 1.0 / x.sqrt(),
         M::Saturate => |x| x.clamp(0.0, 1.0),
-        M::Sign => |x| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 },
+        M::Sign => |x| {
+            if x > 0.0 {
+                1.0
+            } else if x < 0.0 {
+                -1.0
+            } else {
+                0.0
+            }
+        },
         _ => return None,
     })
 }
@@ -154,7 +176,13 @@ fn extract_bits(x: u32, field: u32, signed: bool) -> u32 {
 /// The smaller (`min`) or larger of two words of `kind`; a float NaN gives the other operand.
 fn pick(kind: Kind, x: u32, y: u32, min: bool) -> u32 {
     let less = match kind {
-        Kind::F32 => return if min { f(x).min(f(y)).to_bits() } else { f(x).max(f(y)).to_bits() },
+        Kind::F32 => {
+            return if min {
+                f(x).min(f(y)).to_bits()
+            } else {
+                f(x).max(f(y)).to_bits()
+            }
+        }
         Kind::I32 => (x as i32) < (y as i32),
         _ => x < y,
     };
@@ -171,8 +199,16 @@ fn dot(kind: Kind, a: &Lanes, b: &Lanes) -> Lanes {
         .chunks(a.width)
         .zip(b.words.chunks(b.width))
         .map(|(x, y)| match kind {
-            Kind::F32 => x.iter().zip(y).map(|(&p, &q)| f(p) * f(q)).sum::<f32>().to_bits(),
-            _ => x.iter().zip(y).fold(0u32, |acc, (&p, &q)| acc.wrapping_add(p.wrapping_mul(q))),
+            Kind::F32 => x
+                .iter()
+                .zip(y)
+                .map(|(&p, &q)| f(p) * f(q))
+                .sum::<f32>()
+                .to_bits(),
+            _ => x
+                .iter()
+                .zip(y)
+                .fold(0u32, |acc, (&p, &q)| acc.wrapping_add(p.wrapping_mul(q))),
         })
         .collect();
     Lanes { width: 1, words }
@@ -180,13 +216,29 @@ fn dot(kind: Kind, a: &Lanes, b: &Lanes) -> Lanes {
 
 /// `pack2x16float`: two f32 rounded to f16 bits, the first in the low half.
 fn pack_halves(a: &Lanes) -> Lanes {
-    let words = a.words.chunks(2).map(|v| u32::from(half::f16::from_f32(f(v[0])).to_bits()) | (u32::from(half::f16::from_f32(f(v[1])).to_bits()) << 16)).collect();
+    let words = a
+        .words
+        .chunks(2)
+        .map(|v| {
+            u32::from(half::f16::from_f32(f(v[0])).to_bits())
+                | (u32::from(half::f16::from_f32(f(v[1])).to_bits()) << 16)
+        })
+        .collect();
     Lanes { width: 1, words }
 }
 
 /// `unpack2x16float`: the two f16 halves of a word as f32, low half first.
 fn unpack_halves(a: &Lanes) -> Lanes {
-    let words = a.words.iter().flat_map(|&w| [half::f16::from_bits(w as u16).to_f32().to_bits(), half::f16::from_bits((w >> 16) as u16).to_f32().to_bits()]).collect();
+    let words = a
+        .words
+        .iter()
+        .flat_map(|&w| {
+            [
+                half::f16::from_bits(w as u16).to_f32().to_bits(),
+                half::f16::from_bits((w >> 16) as u16).to_f32().to_bits(),
+            ]
+        })
+        .collect();
     Lanes { width: 2, words }
 }
 

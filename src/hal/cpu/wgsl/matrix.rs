@@ -27,16 +27,22 @@ struct Shape {
 impl Shape {
     fn of(inner: &TypeInner) -> Option<Shape> {
         match *inner {
-            TypeInner::Matrix { columns, rows, .. } => {
-                Some(Shape { columns: columns as usize, rows: rows as usize, stride: column_words(rows) })
-            }
+            TypeInner::Matrix { columns, rows, .. } => Some(Shape {
+                columns: columns as usize,
+                rows: rows as usize,
+                stride: column_words(rows),
+            }),
             _ => None,
         }
     }
 
     /// A matrix of `columns` columns of `rows` rows.
     fn new(columns: usize, rows: usize) -> Shape {
-        Shape { columns, rows, stride: if rows == 2 { 2 } else { 4 } }
+        Shape {
+            columns,
+            rows,
+            stride: if rows == 2 { 2 } else { 4 },
+        }
     }
 
     fn words(&self) -> usize {
@@ -46,7 +52,11 @@ impl Shape {
 
 /// `left op right` where either is a matrix (`None` when neither is): the componentwise
 /// operators word by word, and the linear-algebra products.
-pub(super) fn binary(op: B, (lt, l): (&TypeInner, &Lanes), (rt, r): (&TypeInner, &Lanes)) -> Option<Lanes> {
+pub(super) fn binary(
+    op: B,
+    (lt, l): (&TypeInner, &Lanes),
+    (rt, r): (&TypeInner, &Lanes),
+) -> Option<Lanes> {
     let (ls, rs) = (Shape::of(lt), Shape::of(rt));
     let vector = |t: &TypeInner| match *t {
         TypeInner::Vector { size, .. } => Some(size as usize),
@@ -72,14 +82,24 @@ pub(super) fn binary(op: B, (lt, l): (&TypeInner, &Lanes), (rt, r): (&TypeInner,
 /// `b.rows` columns. The result has `b.columns` columns of `a.rows` rows (one column: a vector,
 /// unpadded).
 fn product(l: &Lanes, a: Shape, r: &Lanes, b: Shape) -> Lanes {
-    let out = if b.columns == 1 { Shape { columns: 1, rows: a.rows, stride: a.rows } } else { Shape::new(b.columns, a.rows) };
+    let out = if b.columns == 1 {
+        Shape {
+            columns: 1,
+            rows: a.rows,
+            stride: a.rows,
+        }
+    } else {
+        Shape::new(b.columns, a.rows)
+    };
     let lanes = l.count().max(r.count());
     let mut result = Lanes::zeros(lanes, out.words());
     for lane in 0..lanes {
         let (x, y, o) = (l.lane(lane), r.lane(lane), result.lane_mut(lane));
         for j in 0..out.columns {
             for i in 0..out.rows {
-                let sum = (0..a.columns).map(|k| f(x[k * a.stride + i]) * f(y[j * b.stride + k])).sum::<f32>();
+                let sum = (0..a.columns)
+                    .map(|k| f(x[k * a.stride + i]) * f(y[j * b.stride + k]))
+                    .sum::<f32>();
                 o[j * out.stride + i] = sum.to_bits();
             }
         }
@@ -116,7 +136,10 @@ pub(super) fn function(m: &Lanes, inner: &TypeInner, determinant: bool) -> Optio
         let at = |c: usize, r: usize| f64::from(f(x[c * s.stride + r]));
         (det(s.columns, &at) as f32).to_bits()
     });
-    Some(Lanes { width: 1, words: super::lanes::collect(words) })
+    Some(Lanes {
+        width: 1,
+        words: super::lanes::collect(words),
+    })
 }
 
 /// The determinant of the `n`×`n` matrix whose element in column `c`, row `r` is `at(c, r)`,

@@ -72,7 +72,10 @@ pub(super) struct PerLane {
 
 impl PerLane {
     pub fn new(lanes: usize, width: usize) -> PerLane {
-        PerLane { width, words: vec![0; lanes * width] }
+        PerLane {
+            width,
+            words: vec![0; lanes * width],
+        }
     }
 
     /// Index of word `offset` of lane `l`, clamped into the lane's copy.
@@ -109,25 +112,38 @@ impl Memories<'_, '_> {
                 Words::Read(w) => Some(scalars(&ptr.offsets, w.len(), |i| w[i])),
                 Words::Write(w) => Some(scalars(&ptr.offsets, w.len(), |i| w[i].load(Relaxed))),
             },
-            (Space::Workgroup(v), 1) => Some(scalars(&ptr.offsets, self.workgroup[v].len(), |i| self.workgroup[v][i])),
+            (Space::Workgroup(v), 1) => Some(scalars(&ptr.offsets, self.workgroup[v].len(), |i| {
+                self.workgroup[v][i]
+            })),
             _ => None,
         };
         if let Some(words) = words {
             return Lanes { width: 1, words };
         }
         if let (Space::Local(v) | Space::Private(v), true) = (ptr.space, ptr.whole) {
-            let copy = if matches!(ptr.space, Space::Local(_)) { &self.locals[v] } else { &self.private[v] };
+            let copy = if matches!(ptr.space, Space::Local(_)) {
+                &self.locals[v]
+            } else {
+                &self.private[v]
+            };
             if copy.width == width {
                 // A whole variable (a scalar counter, an accumulator): its words as they are.
-                return Lanes { width, words: super::lanes::copied(&copy.words) };
+                return Lanes {
+                    width,
+                    words: super::lanes::copied(&copy.words),
+                };
             }
         }
         let mut out = Lanes::zeros(ptr.offsets.len(), width);
         if let Space::Binding(b) = ptr.space {
             // The common case, one match for all lanes.
             match &self.bound[b].1 {
-                Words::Read(words) => gather(&mut out, &ptr.offsets, width, words.len(), |i| words[i]),
-                Words::Write(words) => gather(&mut out, &ptr.offsets, width, words.len(), |i| words[i].load(Relaxed)),
+                Words::Read(words) => {
+                    gather(&mut out, &ptr.offsets, width, words.len(), |i| words[i])
+                }
+                Words::Write(words) => gather(&mut out, &ptr.offsets, width, words.len(), |i| {
+                    words[i].load(Relaxed)
+                }),
             }
             return out;
         }
@@ -137,17 +153,35 @@ impl Memories<'_, '_> {
             return out;
         }
         if let Space::Local(v) | Space::Private(v) = ptr.space {
-            let copy = if matches!(ptr.space, Space::Local(_)) { &self.locals[v] } else { &self.private[v] };
+            let copy = if matches!(ptr.space, Space::Local(_)) {
+                &self.locals[v]
+            } else {
+                &self.private[v]
+            };
             let last = copy.width.saturating_sub(1);
             if width == 1 && copy.width > 0 {
-                for ((o, &off), lane) in out.words.iter_mut().zip(&ptr.offsets).zip(copy.words.chunks_exact(copy.width)) {
+                for ((o, &off), lane) in out
+                    .words
+                    .iter_mut()
+                    .zip(&ptr.offsets)
+                    .zip(copy.words.chunks_exact(copy.width))
+                {
                     *o = lane[(off as usize).min(last)];
                 }
                 return out;
             }
-            for (l, (o, &off)) in out.words.chunks_mut(width.max(1)).zip(&ptr.offsets).enumerate() {
+            for (l, (o, &off)) in out
+                .words
+                .chunks_mut(width.max(1))
+                .zip(&ptr.offsets)
+                .enumerate()
+            {
                 for (c, o) in o.iter_mut().enumerate() {
-                    *o = copy.words.get(l * copy.width + (off as usize + c).min(last)).copied().unwrap_or(0);
+                    *o = copy
+                        .words
+                        .get(l * copy.width + (off as usize + c).min(last))
+                        .copied()
+                        .unwrap_or(0);
                 }
             }
             return out;
@@ -165,9 +199,20 @@ impl Memories<'_, '_> {
         match space {
             Space::Binding(b) if self.bound[b].1.len() == 0 => 0,
             Space::Binding(b) => self.bound[b].1.get(clamp(self.bound[b].1.len())),
-            Space::Workgroup(v) => self.workgroup[v].get(clamp(self.workgroup[v].len())).copied().unwrap_or(0),
-            Space::Private(v) => self.private[v].words.get(self.private[v].at(l, offset)).copied().unwrap_or(0),
-            Space::Local(v) => self.locals[v].words.get(self.locals[v].at(l, offset)).copied().unwrap_or(0),
+            Space::Workgroup(v) => self.workgroup[v]
+                .get(clamp(self.workgroup[v].len()))
+                .copied()
+                .unwrap_or(0),
+            Space::Private(v) => self.private[v]
+                .words
+                .get(self.private[v].at(l, offset))
+                .copied()
+                .unwrap_or(0),
+            Space::Local(v) => self.locals[v]
+                .words
+                .get(self.locals[v].at(l, offset))
+                .copied()
+                .unwrap_or(0),
         }
     }
 
@@ -176,7 +221,13 @@ impl Memories<'_, '_> {
         if let (Space::Binding(b), 1) = (ptr.space, value.width) {
             // The common case, one match for all lanes.
             if let Words::Write(words) = &self.bound[b].1 {
-                for ((&off, &w), _) in ptr.offsets.iter().zip(&value.words).zip(mask).filter(|(_, &m)| m) {
+                for ((&off, &w), _) in ptr
+                    .offsets
+                    .iter()
+                    .zip(&value.words)
+                    .zip(mask)
+                    .filter(|(_, &m)| m)
+                {
                     if let Some(cell) = words.get(off as usize) {
                         cell.store(w, Relaxed);
                     }
@@ -185,7 +236,11 @@ impl Memories<'_, '_> {
             return;
         }
         if let (Space::Local(v) | Space::Private(v), 1) = (ptr.space, value.width) {
-            let copy = if matches!(ptr.space, Space::Local(_)) { &mut self.locals[v] } else { &mut self.private[v] };
+            let copy = if matches!(ptr.space, Space::Local(_)) {
+                &mut self.locals[v]
+            } else {
+                &mut self.private[v]
+            };
             let width = copy.width;
             if width == 1 && ptr.whole && mask.iter().all(|&m| m) {
                 copy.words.copy_from_slice(&value.words);
@@ -198,7 +253,13 @@ impl Memories<'_, '_> {
                 }
                 return;
             }
-            for ((lane, (&off, &w)), _) in copy.words.chunks_exact_mut(width.max(1)).zip(ptr.offsets.iter().zip(&value.words)).zip(mask).filter(|(_, &m)| m) {
+            for ((lane, (&off, &w)), _) in copy
+                .words
+                .chunks_exact_mut(width.max(1))
+                .zip(ptr.offsets.iter().zip(&value.words))
+                .zip(mask)
+                .filter(|(_, &m)| m)
+            {
                 if let Some(cell) = lane.get_mut(off as usize) {
                     *cell = w;
                 }
@@ -207,7 +268,13 @@ impl Memories<'_, '_> {
         }
         if let (Space::Workgroup(v), 1) = (ptr.space, value.width) {
             let words = &mut self.workgroup[v];
-            for ((&off, &w), _) in ptr.offsets.iter().zip(&value.words).zip(mask).filter(|(_, &m)| m) {
+            for ((&off, &w), _) in ptr
+                .offsets
+                .iter()
+                .zip(&value.words)
+                .zip(mask)
+                .filter(|(_, &m)| m)
+            {
                 if let Some(cell) = words.get_mut(off as usize) {
                     *cell = w;
                 }
@@ -253,7 +320,15 @@ impl Memories<'_, '_> {
 
     /// Apply `fun` with `value` at `ptr` for each lane in `mask`, in lane order, returning the
     /// old values (and, for a compare-exchange, whether it exchanged).
-    pub fn atomic(&mut self, ptr: &Ptr, fun: &AtomicFunction, kind: Kind, value: &Lanes, compare: Option<&Lanes>, mask: &[bool]) -> (Lanes, Lanes) {
+    pub fn atomic(
+        &mut self,
+        ptr: &Ptr,
+        fun: &AtomicFunction,
+        kind: Kind,
+        value: &Lanes,
+        compare: Option<&Lanes>,
+        mask: &[bool],
+    ) -> (Lanes, Lanes) {
         let lanes = ptr.offsets.len();
         let (mut old, mut exchanged) = (Lanes::zeros(lanes, 1), Lanes::zeros(lanes, 1));
         for (l, &off) in ptr.offsets.iter().enumerate() {
@@ -270,7 +345,12 @@ impl Memories<'_, '_> {
 
     /// Replace the word at `offset` of shared memory by `f(old)` (if it gives one) atomically;
     /// the old word, and whether it was replaced.
-    pub(super) fn update(&mut self, space: Space, offset: u32, f: impl Fn(u32) -> Option<u32>) -> (u32, bool) {
+    pub(super) fn update(
+        &mut self,
+        space: Space,
+        offset: u32,
+        f: impl Fn(u32) -> Option<u32>,
+    ) -> (u32, bool) {
         let i = offset as usize;
         match space {
             Space::Binding(b) => match &self.bound[b].1 {

@@ -25,10 +25,10 @@ mod subgroup;
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
-use naga::valid::ModuleInfo;
-use crate::hal::wgsl_overrides::array_length;
-use naga::{AddressSpace, Handle, Module, TypeInner};
 use crate::base::par::*;
+use crate::hal::wgsl_overrides::array_length;
+use naga::valid::ModuleInfo;
+use naga::{AddressSpace, Handle, Module, TypeInner};
 
 use crate::hal::{Block, UserArg};
 use crate::{Error, Result};
@@ -53,10 +53,32 @@ pub(crate) struct WgslProgram {
 pub(crate) fn compile(source: &str, entry: &str, constants: &[(&str, f64)]) -> Result<WgslProgram> {
     let (module, info, entry) = crate::hal::wgsl_subset::parse(source, entry, constants, "cpu")?;
     let size = module.entry_points[entry].workgroup_size;
-    let entry_reuse = reuse::reuse(&module, info.get_entry_point(entry), &module.entry_points[entry].function, true);
-    let reuse = module.functions.iter().map(|(h, f)| reuse::reuse(&module, &info[h], f, false)).collect();
-    let mut program = WgslProgram { module, info, entry, size, batch: 1, entry_reuse, reuse };
-    program.batch = schedule::batch(&program.module, entry, program.words_per_lane(), program.workgroup_words());
+    let entry_reuse = reuse::reuse(
+        &module,
+        info.get_entry_point(entry),
+        &module.entry_points[entry].function,
+        true,
+    );
+    let reuse = module
+        .functions
+        .iter()
+        .map(|(h, f)| reuse::reuse(&module, &info[h], f, false))
+        .collect();
+    let mut program = WgslProgram {
+        module,
+        info,
+        entry,
+        size,
+        batch: 1,
+        entry_reuse,
+        reuse,
+    };
+    program.batch = schedule::batch(
+        &program.module,
+        entry,
+        program.words_per_lane(),
+        program.workgroup_words(),
+    );
     Ok(program)
 }
 
@@ -65,7 +87,13 @@ impl WgslProgram {
     #[cfg(all(test, not(target_arch = "wasm32")))]
     pub(crate) fn bindings(&self) -> Vec<(u32, u32)> {
         let used = self.info.get_entry_point(self.entry);
-        let mut all: Vec<(u32, u32)> = self.module.global_variables.iter().filter(|(h, _)| !used[*h].is_empty()).filter_map(|(_, v)| v.binding.as_ref().map(|b| (b.group, b.binding))).collect();
+        let mut all: Vec<(u32, u32)> = self
+            .module
+            .global_variables
+            .iter()
+            .filter(|(h, _)| !used[*h].is_empty())
+            .filter_map(|(_, v)| v.binding.as_ref().map(|b| (b.group, b.binding)))
+            .collect();
         all.sort_unstable();
         all
     }
@@ -73,9 +101,18 @@ impl WgslProgram {
     /// The variable at (`group`, `binding`) that the entry point uses: WGSL lets variables
     /// share a binding (a buffer seen as `array<f32>` and as `array<vec4<f32>>`) as long as
     /// one entry point uses only one of them.
-    fn bound_at(&self, group: u32, binding: u32) -> Option<(Handle<naga::GlobalVariable>, &naga::GlobalVariable)> {
+    fn bound_at(
+        &self,
+        group: u32,
+        binding: u32,
+    ) -> Option<(Handle<naga::GlobalVariable>, &naga::GlobalVariable)> {
         let used = self.info.get_entry_point(self.entry);
-        self.module.global_variables.iter().find(|(h, v)| !used[*h].is_empty() && v.binding.as_ref().is_some_and(|b| b.group == group && b.binding == binding))
+        self.module.global_variables.iter().find(|(h, v)| {
+            !used[*h].is_empty()
+                && v.binding
+                    .as_ref()
+                    .is_some_and(|b| b.group == group && b.binding == binding)
+        })
     }
 
     /// Invocations in one workgroup.
@@ -94,9 +131,13 @@ impl WgslProgram {
             TypeInner::Scalar(_) | TypeInner::Atomic(_) => 1,
             TypeInner::Vector { size, scalar } if scalar.width == 2 => (size as usize).div_ceil(2),
             TypeInner::Vector { size, .. } => size as usize,
-            TypeInner::Matrix { columns, rows, .. } => columns as usize * matrix::column_words(rows),
+            TypeInner::Matrix { columns, rows, .. } => {
+                columns as usize * matrix::column_words(rows)
+            }
             TypeInner::Array { base, size, stride } => match array_length(&self.module, size) {
-                Some(n) if half::is_half(&self.module.types[base].inner) => (n as usize).div_ceil(2),
+                Some(n) if half::is_half(&self.module.types[base].inner) => {
+                    (n as usize).div_ceil(2)
+                }
                 Some(n) => n as usize * self.stride(base, stride),
                 None => 0,
             },
@@ -118,15 +159,30 @@ impl WgslProgram {
     /// function's variables, as if all were called at once).
     fn words_per_lane(&self) -> usize {
         let m = &self.module;
-        let private: usize = m.global_variables.iter().filter(|(_, v)| v.space == AddressSpace::Private).map(|(_, v)| self.words(v.ty)).sum();
-        let functions = std::iter::once(&m.entry_points[self.entry].function).chain(m.functions.iter().map(|(_, f)| f));
-        private + functions.flat_map(|f| f.local_variables.iter()).map(|(_, l)| self.words(l.ty)).sum::<usize>()
+        let private: usize = m
+            .global_variables
+            .iter()
+            .filter(|(_, v)| v.space == AddressSpace::Private)
+            .map(|(_, v)| self.words(v.ty))
+            .sum();
+        let functions = std::iter::once(&m.entry_points[self.entry].function)
+            .chain(m.functions.iter().map(|(_, f)| f));
+        private
+            + functions
+                .flat_map(|f| f.local_variables.iter())
+                .map(|(_, l)| self.words(l.ty))
+                .sum::<usize>()
     }
 
     /// Words of `var<workgroup>` memory one workgroup of the entry point uses.
     fn workgroup_words(&self) -> usize {
         let used = self.info.get_entry_point(self.entry);
-        self.module.global_variables.iter().filter(|(h, v)| v.space == AddressSpace::WorkGroup && !used[*h].is_empty()).map(|(_, v)| self.words(v.ty)).sum()
+        self.module
+            .global_variables
+            .iter()
+            .filter(|(h, v)| v.space == AddressSpace::WorkGroup && !used[*h].is_empty())
+            .map(|(_, v)| self.words(v.ty))
+            .sum()
     }
 
     /// Words from one array element to the next.
@@ -136,20 +192,37 @@ impl WgslProgram {
 }
 
 /// The words of each bound buffer, in the order of the module's resource bindings.
-fn bind<'a>(program: &WgslProgram, args: &[UserArg<'_>], guards: &'a mut [Guard<'_>]) -> Result<Vec<(Handle<naga::GlobalVariable>, Words<'a>)>> {
+fn bind<'a>(
+    program: &WgslProgram,
+    args: &[UserArg<'_>],
+    guards: &'a mut [Guard<'_>],
+) -> Result<Vec<(Handle<naga::GlobalVariable>, Words<'a>)>> {
     let mut out = Vec::new();
     for (arg, guard) in args.iter().zip(guards.iter_mut()) {
-        let UserArg::Buffer { group, binding, byte_offset, byte_len, .. } = *arg else {
+        let UserArg::Buffer {
+            group,
+            binding,
+            byte_offset,
+            byte_len,
+            ..
+        } = *arg
+        else {
             return Err(Error::Invalid("a WGSL kernel takes buffers only".into()));
         };
         let var = program.bound_at(group, binding).map(|(h, _)| h);
-        let var = var.ok_or_else(|| Error::Device(format!("internal: no variable at @group({group}) @binding({binding})")))?;
+        let var = var.ok_or_else(|| {
+            Error::Device(format!(
+                "internal: no variable at @group({group}) @binding({binding})"
+            ))
+        })?;
         let range = (byte_offset / 4) as usize..((byte_offset + byte_len) / 4) as usize;
         let words = match guard {
             Guard::Read(g) => Words::Read(&g[range]),
             // SAFETY: `AtomicU32` has the size and alignment of `u32`, and the guard lends
             // these words exclusively for the launch: viewing them as atomics is sound.
-            Guard::Write(g) => Words::Write(unsafe { &*(&mut g[range] as *mut [u32] as *const [AtomicU32]) }),
+            Guard::Write(g) => {
+                Words::Write(unsafe { &*(&mut g[range] as *mut [u32] as *const [AtomicU32]) })
+            }
         };
         out.push((var, words));
     }
@@ -171,17 +244,40 @@ pub(crate) fn run(program: &WgslProgram, args: &[UserArg<'_>], workgroups: [u32;
     }
     let mut guards = Vec::with_capacity(args.len());
     for arg in args {
-        if let UserArg::Buffer { block, group, binding, .. } = *arg {
+        if let UserArg::Buffer {
+            block,
+            group,
+            binding,
+            ..
+        } = *arg
+        {
             guards.push(guard(program, (group, binding), block)?);
         }
     }
     let bound = bind(program, args, &mut guards)?;
     let per = schedule::per_run(program.batch, count, current_num_threads());
-    (0..count.div_ceil(per)).into_par_iter().try_for_each(|run| exec::workgroups(program, &bound, run * per..((run + 1) * per).min(count), workgroups))
+    (0..count.div_ceil(per))
+        .into_par_iter()
+        .try_for_each(|run| {
+            exec::workgroups(
+                program,
+                &bound,
+                run * per..((run + 1) * per).min(count),
+                workgroups,
+            )
+        })
 }
 
 /// The lock of `block` as the binding at (`group`, `binding`) needs it.
-fn guard<'a>(program: &WgslProgram, (group, binding): (u32, u32), block: &'a Arc<Block>) -> Result<Guard<'a>> {
+fn guard<'a>(
+    program: &WgslProgram,
+    (group, binding): (u32, u32),
+    block: &'a Arc<Block>,
+) -> Result<Guard<'a>> {
     let writable = program.bound_at(group, binding).is_some_and(|(_, v)| matches!(v.space, AddressSpace::Storage { access } if access.contains(naga::StorageAccess::STORE)));
-    Ok(if writable { Guard::Write(crate::hal::cpu::write_guard(block)?) } else { Guard::Read(crate::hal::cpu::read_guard(block)?) })
+    Ok(if writable {
+        Guard::Write(crate::hal::cpu::write_guard(block)?)
+    } else {
+        Guard::Read(crate::hal::cpu::read_guard(block)?)
+    })
 }

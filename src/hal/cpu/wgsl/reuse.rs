@@ -42,14 +42,31 @@ enum Key {
 
 /// What can be reused among `function`'s expressions (of `module`, validated as `info`);
 /// `entry` when it is the entry point.
-pub(super) fn reuse(module: &naga::Module, info: &naga::valid::FunctionInfo, function: &naga::Function, entry: bool) -> Reuse {
+pub(super) fn reuse(
+    module: &naga::Module,
+    info: &naga::valid::FunctionInfo,
+    function: &naga::Function,
+    entry: bool,
+) -> Reuse {
     let n = function.expressions.len();
     let direct = super::direct::direct(module, info, function);
-    let component = function.expressions.iter().map(|(_, e)| if entry { component(function, e) } else { None }).collect();
-    let mut out = Reuse { invariant: Vec::with_capacity(n), slot: Vec::with_capacity(n), direct, component };
+    let component = function
+        .expressions
+        .iter()
+        .map(|(_, e)| if entry { component(function, e) } else { None })
+        .collect();
+    let mut out = Reuse {
+        invariant: Vec::with_capacity(n),
+        slot: Vec::with_capacity(n),
+        direct,
+        component,
+    };
     let mut seen: Vec<(Key, Handle<E>)> = Vec::new();
     for (h, e) in function.expressions.iter() {
-        let invariant = keeps_value(e) && operands(e).iter().all(|o| out.invariant.get(o.index()).copied().unwrap_or(false));
+        let invariant = keeps_value(e)
+            && operands(e)
+                .iter()
+                .all(|o| out.invariant.get(o.index()).copied().unwrap_or(false));
         out.invariant.push(invariant);
         let key = if invariant { key(e, &out.slot) } else { None };
         let slot = match key {
@@ -70,19 +87,48 @@ pub(super) fn reuse(module: &naga::Module, info: &naga::valid::FunctionInfo, fun
 /// Whether `e` can keep its value through a call, given operands that do: it reads no memory
 /// and is no statement's result.
 fn keeps_value(e: &E) -> bool {
-    matches!(*e, E::Literal(_) | E::Constant(_) | E::Override(_) | E::ZeroValue(_) | E::FunctionArgument(_) | E::GlobalVariable(_) | E::LocalVariable(_))
-        || matches!(*e, E::Compose { .. } | E::Splat { .. } | E::Swizzle { .. } | E::Access { .. } | E::AccessIndex { .. } | E::ArrayLength(_))
-        || matches!(*e, E::Unary { .. } | E::Binary { .. } | E::Select { .. } | E::Relational { .. } | E::Math { .. } | E::As { .. })
+    matches!(
+        *e,
+        E::Literal(_)
+            | E::Constant(_)
+            | E::Override(_)
+            | E::ZeroValue(_)
+            | E::FunctionArgument(_)
+            | E::GlobalVariable(_)
+            | E::LocalVariable(_)
+    ) || matches!(
+        *e,
+        E::Compose { .. }
+            | E::Splat { .. }
+            | E::Swizzle { .. }
+            | E::Access { .. }
+            | E::AccessIndex { .. }
+            | E::ArrayLength(_)
+    ) || matches!(
+        *e,
+        E::Unary { .. }
+            | E::Binary { .. }
+            | E::Select { .. }
+            | E::Relational { .. }
+            | E::Math { .. }
+            | E::As { .. }
+    )
 }
 
 /// The built-in and component that `e` reads when it is `id.x`, `id.y` or `id.z` of an entry
 /// point's vector built-in argument `id`.
 fn component(function: &naga::Function, e: &E) -> Option<(naga::BuiltIn, usize)> {
     use naga::BuiltIn as B;
-    let E::AccessIndex { base, index } = *e else { return None };
-    let E::FunctionArgument(i) = function.expressions[base] else { return None };
+    let E::AccessIndex { base, index } = *e else {
+        return None;
+    };
+    let E::FunctionArgument(i) = function.expressions[base] else {
+        return None;
+    };
     match function.arguments.get(i as usize)?.binding {
-        Some(naga::Binding::BuiltIn(b @ (B::GlobalInvocationId | B::LocalInvocationId | B::WorkGroupId))) if index < 3 => Some((b, index as usize)),
+        Some(naga::Binding::BuiltIn(
+            b @ (B::GlobalInvocationId | B::LocalInvocationId | B::WorkGroupId),
+        )) if index < 3 => Some((b, index as usize)),
         _ => None,
     }
 }
@@ -123,9 +169,17 @@ fn key(e: &E, slot: &[Handle<E>]) -> Option<Key> {
         E::Access { base, index } => Key::Access(s(base), s(index)),
         E::Unary { op, expr } => Key::Unary(op, s(expr)),
         E::Binary { op, left, right } => Key::Binary(op, s(left), s(right)),
-        E::As { expr, kind, convert } => Key::As(s(expr), kind, convert),
+        E::As {
+            expr,
+            kind,
+            convert,
+        } => Key::As(s(expr), kind, convert),
         E::Splat { size, value } => Key::Splat(size, s(value)),
-        E::Swizzle { size, vector, pattern } => Key::Swizzle(size, s(vector), pattern),
+        E::Swizzle {
+            size,
+            vector,
+            pattern,
+        } => Key::Swizzle(size, s(vector), pattern),
         E::ArrayLength(p) => Key::Length(s(p)),
         _ => return None,
     })

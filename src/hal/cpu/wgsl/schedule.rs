@@ -13,10 +13,21 @@ const MEMORY_WORDS: usize = 1 << 20;
 
 /// The most workgroups of entry point `entry` that may run as one set of lanes.
 /// `words_per_lane` of private and function memory, `workgroup_words` of workgroup memory.
-pub(super) fn batch(module: &Module, entry: usize, words_per_lane: usize, workgroup_words: usize) -> usize {
+pub(super) fn batch(
+    module: &Module,
+    entry: usize,
+    words_per_lane: usize,
+    workgroup_words: usize,
+) -> usize {
     let ep = &module.entry_points[entry];
-    let size = ep.workgroup_size.iter().map(|&n| n as usize).product::<usize>().max(1);
-    let mut functions = std::iter::once(&ep.function).chain(module.functions.iter().map(|(_, f)| f));
+    let size = ep
+        .workgroup_size
+        .iter()
+        .map(|&n| n as usize)
+        .product::<usize>()
+        .max(1);
+    let mut functions =
+        std::iter::once(&ep.function).chain(module.functions.iter().map(|(_, f)| f));
     if functions.any(|f| has_subgroup_op(&f.body)) || has_subgroup_builtin(module, &ep.function) {
         return 1;
     }
@@ -32,11 +43,21 @@ pub(super) fn per_run(batch: usize, count: usize, threads: usize) -> usize {
 
 fn has_subgroup_op(block: &Block) -> bool {
     block.iter().any(|s| match *s {
-        S::SubgroupBallot { .. } | S::SubgroupCollectiveOperation { .. } | S::SubgroupGather { .. } => true,
+        S::SubgroupBallot { .. }
+        | S::SubgroupCollectiveOperation { .. }
+        | S::SubgroupGather { .. } => true,
         S::Block(ref b) => has_subgroup_op(b),
-        S::If { ref accept, ref reject, .. } => has_subgroup_op(accept) || has_subgroup_op(reject),
+        S::If {
+            ref accept,
+            ref reject,
+            ..
+        } => has_subgroup_op(accept) || has_subgroup_op(reject),
         S::Switch { ref cases, .. } => cases.iter().any(|c| has_subgroup_op(&c.body)),
-        S::Loop { ref body, ref continuing, .. } => has_subgroup_op(body) || has_subgroup_op(continuing),
+        S::Loop {
+            ref body,
+            ref continuing,
+            ..
+        } => has_subgroup_op(body) || has_subgroup_op(continuing),
         _ => false,
     })
 }
@@ -44,11 +65,20 @@ fn has_subgroup_op(block: &Block) -> bool {
 /// Whether the entry point takes a subgroup built-in (alone or in a struct).
 fn has_subgroup_builtin(module: &Module, entry: &naga::Function) -> bool {
     use naga::{Binding::BuiltIn, BuiltIn as B};
-    let subgroup = |b: Option<&naga::Binding>| matches!(b, Some(BuiltIn(B::SubgroupSize | B::SubgroupInvocationId | B::SubgroupId | B::NumSubgroups)));
+    let subgroup = |b: Option<&naga::Binding>| {
+        matches!(
+            b,
+            Some(BuiltIn(
+                B::SubgroupSize | B::SubgroupInvocationId | B::SubgroupId | B::NumSubgroups
+            ))
+        )
+    };
     entry.arguments.iter().any(|a| {
         subgroup(a.binding.as_ref())
             || match module.types[a.ty].inner {
-                naga::TypeInner::Struct { ref members, .. } => members.iter().any(|m| subgroup(m.binding.as_ref())),
+                naga::TypeInner::Struct { ref members, .. } => {
+                    members.iter().any(|m| subgroup(m.binding.as_ref()))
+                }
                 _ => false,
             }
     })

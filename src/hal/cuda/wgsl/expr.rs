@@ -3,7 +3,10 @@
 //! constant `e<index>` from then on, the others are written where they are used.
 
 use crate::hal::wgsl_overrides::array_length;
-use naga::{ArraySize, BinaryOperator as B, Expression as E, Handle, MathFunction as M, TypeInner, UnaryOperator as U};
+use naga::{
+    ArraySize, BinaryOperator as B, Expression as E, Handle, MathFunction as M, TypeInner,
+    UnaryOperator as U,
+};
 
 use super::types;
 use super::Function;
@@ -46,31 +49,77 @@ impl Function<'_> {
         Ok(match self.function.expressions[h] {
             E::Literal(l) => types::literal(l)?,
             E::Constant(c) => types::constant(m, m.constants[c].init)?,
-            E::Override(o) => types::constant(m, m.overrides[o].init.ok_or("an override without a default")?)?,
+            E::Override(o) => types::constant(
+                m,
+                m.overrides[o].init.ok_or("an override without a default")?,
+            )?,
             E::ZeroValue(ty) => format!("{}{{}}", types::name(m, ty)?),
             E::Compose { ty, ref components } => {
-                let parts = components.iter().map(|&c| self.expr(c)).collect::<Result<Vec<_>, _>>()?;
+                let parts = components
+                    .iter()
+                    .map(|&c| self.expr(c))
+                    .collect::<Result<Vec<_>, _>>()?;
                 types::compose(m, ty, &parts)?
             }
             E::Access { base, index } => self.access(base, &self.expr(index)?, true)?,
             E::AccessIndex { base, index } => self.access_index(base, index)?,
             E::Splat { size, value } => format!("splat<{}>({})", size as u8, self.expr(value)?),
-            E::Swizzle { size, vector, pattern } => {
-                let picks: Vec<String> = pattern[..size as usize].iter().map(|c| (*c as u8).to_string()).collect();
-                format!("swizzle<{}>({}, {})", size as u8, self.expr(vector)?, picks.join(", "))
+            E::Swizzle {
+                size,
+                vector,
+                pattern,
+            } => {
+                let picks: Vec<String> = pattern[..size as usize]
+                    .iter()
+                    .map(|c| (*c as u8).to_string())
+                    .collect();
+                format!(
+                    "swizzle<{}>({}, {})",
+                    size as u8,
+                    self.expr(vector)?,
+                    picks.join(", ")
+                )
             }
             E::FunctionArgument(i) => format!("a{i}"),
             E::GlobalVariable(g) => self.global(g),
             E::LocalVariable(l) => format!("(&l{})", l.index()),
-            E::Load { pointer } if self.points_at_atomic(pointer) => format!("atomic_load({})", self.expr(pointer)?),
+            E::Load { pointer } if self.points_at_atomic(pointer) => {
+                format!("atomic_load({})", self.expr(pointer)?)
+            }
             E::Load { pointer } => format!("(*{})", self.expr(pointer)?),
             E::Unary { op, expr } => format!("{}({})", unary(op), self.expr(expr)?),
-            E::Binary { op, left, right } => format!("{}({}, {})", binary(op), self.expr(left)?, self.expr(right)?),
-            E::Select { condition, accept, reject } => format!("wsel({}, {}, {})", self.expr(condition)?, self.expr(accept)?, self.expr(reject)?),
-            E::Relational { fun: naga::RelationalFunction::All, argument } => format!("rel_all({})", self.expr(argument)?),
-            E::Relational { fun: naga::RelationalFunction::Any, argument } => format!("rel_any({})", self.expr(argument)?),
-            E::Math { fun: fun @ (M::Modf | M::Frexp), arg, .. } => {
-                let naga::proc::TypeResolution::Handle(ty) = self.info[h].ty else { return Err("a modf or frexp without its struct".into()) };
+            E::Binary { op, left, right } => format!(
+                "{}({}, {})",
+                binary(op),
+                self.expr(left)?,
+                self.expr(right)?
+            ),
+            E::Select {
+                condition,
+                accept,
+                reject,
+            } => format!(
+                "wsel({}, {}, {})",
+                self.expr(condition)?,
+                self.expr(accept)?,
+                self.expr(reject)?
+            ),
+            E::Relational {
+                fun: naga::RelationalFunction::All,
+                argument,
+            } => format!("rel_all({})", self.expr(argument)?),
+            E::Relational {
+                fun: naga::RelationalFunction::Any,
+                argument,
+            } => format!("rel_any({})", self.expr(argument)?),
+            E::Math {
+                fun: fun @ (M::Modf | M::Frexp),
+                arg,
+                ..
+            } => {
+                let naga::proc::TypeResolution::Handle(ty) = self.info[h].ty else {
+                    return Err("a modf or frexp without its struct".into());
+                };
                 let x = self.expr(arg)?;
                 let parts = match fun {
                     M::Modf => [format!("m_modf_fract({x})"), format!("m_trunc({x})")],
@@ -78,27 +127,60 @@ impl Function<'_> {
                 };
                 types::compose(m, ty, &parts)?
             }
-            E::Math { fun, arg, arg1, arg2, arg3 } => {
-                let args = [Some(arg), arg1, arg2, arg3].into_iter().flatten().map(|a| self.expr(a)).collect::<Result<Vec<_>, _>>()?;
+            E::Math {
+                fun,
+                arg,
+                arg1,
+                arg2,
+                arg3,
+            } => {
+                let args = [Some(arg), arg1, arg2, arg3]
+                    .into_iter()
+                    .flatten()
+                    .map(|a| self.expr(a))
+                    .collect::<Result<Vec<_>, _>>()?;
                 format!("{}({})", math(fun)?, args.join(", "))
             }
-            E::As { expr, convert: None, .. } if self.bitcasts_f16(h, expr) => {
-                format!("bits_as<{}>({})", types::resolved(m, &self.info[h].ty)?, self.expr(expr)?)
+            E::As {
+                expr,
+                convert: None,
+                ..
+            } if self.bitcasts_f16(h, expr) => {
+                format!(
+                    "bits_as<{}>({})",
+                    types::resolved(m, &self.info[h].ty)?,
+                    self.expr(expr)?
+                )
             }
-            E::As { expr, kind, convert } => {
-                let to = types::scalar(naga::Scalar { kind, width: convert.unwrap_or(4) })?;
-                let how = if convert.is_some() { "convert" } else { "bitcast" };
+            E::As {
+                expr,
+                kind,
+                convert,
+            } => {
+                let to = types::scalar(naga::Scalar {
+                    kind,
+                    width: convert.unwrap_or(4),
+                })?;
+                let how = if convert.is_some() {
+                    "convert"
+                } else {
+                    "bitcast"
+                };
                 format!("{how}<{to}>({})", self.expr(expr)?)
             }
             E::ArrayLength(array) => format!("((u32)({}))", self.length(array)?),
-            E::CallResult(_) | E::AtomicResult { .. } | E::WorkGroupUniformLoadResult { .. } => return Err("a result used before its statement".into()),
+            E::CallResult(_) | E::AtomicResult { .. } | E::WorkGroupUniformLoadResult { .. } => {
+                return Err("a result used before its statement".into())
+            }
             ref other => return Err(format!("the expression {other:?}")),
         })
     }
 
     /// Whether `As` expression `h` of `expr` is a bitcast to or from f16 values.
     fn bitcasts_f16(&self, h: Handle<E>, expr: Handle<E>) -> bool {
-        let half = |e: Handle<E>| self.info[e].ty.inner_with(&self.module.types).scalar() == Some(naga::Scalar::F16);
+        let half = |e: Handle<E>| {
+            self.info[e].ty.inner_with(&self.module.types).scalar() == Some(naga::Scalar::F16)
+        };
         half(h) || half(expr)
     }
 
@@ -116,22 +198,57 @@ impl Function<'_> {
     /// vector (`clamp`; a constant index into a fixed size needs none). A padded array
     /// element is its wrapper's `v`.
     fn access(&self, base: Handle<E>, index: &str, clamp: bool) -> Result<String, String> {
-        let bounded = |n: String| if clamp { format!("clamp_index({index}, {n})") } else { index.to_string() };
+        let bounded = |n: String| {
+            if clamp {
+                format!("clamp_index({index}, {n})")
+            } else {
+                index.to_string()
+            }
+        };
         let unwrap = |t: &TypeInner| match *t {
-            TypeInner::Array { base, stride, .. } if types::padded(self.module, base, stride) => ".v",
+            TypeInner::Array { base, stride, .. } if types::padded(self.module, base, stride) => {
+                ".v"
+            }
             _ => "",
         };
         match self.pointee(base) {
-            Some(t @ TypeInner::Array { size: ArraySize::Dynamic, .. }) => Ok(format!("(&({} + clamp_index({index}, {}))[0]{})", self.expr(base)?, self.length(base)?, unwrap(t))),
+            Some(
+                t @ TypeInner::Array {
+                    size: ArraySize::Dynamic,
+                    ..
+                },
+            ) => Ok(format!(
+                "(&({} + clamp_index({index}, {}))[0]{})",
+                self.expr(base)?,
+                self.length(base)?,
+                unwrap(t)
+            )),
             Some(t @ &TypeInner::Array { size, .. }) => {
                 let n = array_length(self.module, size).ok_or("an array of unknown length")?;
-                Ok(format!("(&({})->v[{}]{})", self.expr(base)?, bounded(format!("{n}u")), unwrap(t)))
+                Ok(format!(
+                    "(&({})->v[{}]{})",
+                    self.expr(base)?,
+                    bounded(format!("{n}u")),
+                    unwrap(t)
+                ))
             }
-            Some(TypeInner::Vector { size, .. }) => Ok(format!("(&({})->v[{}])", self.expr(base)?, bounded(format!("{}u", *size as u8)))),
-            Some(TypeInner::Matrix { columns, .. }) => Ok(format!("(&({})->c[{}].v)", self.expr(base)?, bounded(format!("{}u", *columns as u8)))),
+            Some(TypeInner::Vector { size, .. }) => Ok(format!(
+                "(&({})->v[{}])",
+                self.expr(base)?,
+                bounded(format!("{}u", *size as u8))
+            )),
+            Some(TypeInner::Matrix { columns, .. }) => Ok(format!(
+                "(&({})->c[{}].v)",
+                self.expr(base)?,
+                bounded(format!("{}u", *columns as u8))
+            )),
             Some(TypeInner::Scalar(_)) if self.column(base).is_some() => {
                 let n = self.column(base).unwrap_or(1);
-                Ok(format!("(&({})->v[{}])", self.expr(base)?, bounded(format!("{n}u"))))
+                Ok(format!(
+                    "(&({})->v[{}])",
+                    self.expr(base)?,
+                    bounded(format!("{n}u"))
+                ))
             }
             Some(other) => Err(format!("indexing into {other:?}")),
             None => {
@@ -147,7 +264,12 @@ impl Function<'_> {
                     }
                     ref other => return Err(format!("indexing into {other:?}")),
                 };
-                Ok(format!("(({}).v[{}]{})", self.expr(base)?, bounded(format!("{n}u")), unwrap(t)))
+                Ok(format!(
+                    "(({}).v[{}]{})",
+                    self.expr(base)?,
+                    bounded(format!("{n}u")),
+                    unwrap(t)
+                ))
             }
         }
     }
@@ -158,7 +280,9 @@ impl Function<'_> {
         match self.pointee(base) {
             Some(t) if is_struct(t) => Ok(format!("(&({})->m{index})", self.expr(base)?)),
             Some(_) => self.access(base, &format!("{index}u"), false),
-            None if is_struct(self.info[base].ty.inner_with(&self.module.types)) => Ok(format!("(({}).m{index})", self.expr(base)?)),
+            None if is_struct(self.info[base].ty.inner_with(&self.module.types)) => {
+                Ok(format!("(({}).m{index})", self.expr(base)?))
+            }
             None => self.access(base, &format!("{index}u"), false),
         }
     }
@@ -171,12 +295,24 @@ impl Function<'_> {
             _ => Err("arrayLength of a value that is not an array".to_string()),
         };
         match self.function.expressions[array] {
-            E::GlobalVariable(g) => Ok(format!("(g{}_bytes / {})", g.index(), stride(self.pointee(array).ok_or("a length of a value")?)?)),
+            E::GlobalVariable(g) => Ok(format!(
+                "(g{}_bytes / {})",
+                g.index(),
+                stride(self.pointee(array).ok_or("a length of a value")?)?
+            )),
             E::AccessIndex { base, index } => {
-                let E::GlobalVariable(g) = self.function.expressions[base] else { return Err("a runtime-sized array that is not in a bound buffer".into()) };
-                let Some(TypeInner::Struct { members, .. }) = self.pointee(base) else { return Err("a runtime-sized array outside a struct".into()) };
+                let E::GlobalVariable(g) = self.function.expressions[base] else {
+                    return Err("a runtime-sized array that is not in a bound buffer".into());
+                };
+                let Some(TypeInner::Struct { members, .. }) = self.pointee(base) else {
+                    return Err("a runtime-sized array outside a struct".into());
+                };
                 let offset = members.get(index as usize).map_or(0, |m| m.offset);
-                Ok(format!("((g{}_bytes - {offset}) / {})", g.index(), stride(self.pointee(array).ok_or("a length of a value")?)?))
+                Ok(format!(
+                    "((g{}_bytes - {offset}) / {})",
+                    g.index(),
+                    stride(self.pointee(array).ok_or("a length of a value")?)?
+                ))
             }
             _ => Err("a runtime-sized array reached through another pointer".into()),
         }

@@ -46,8 +46,12 @@ fn top_level_values(block: &Block) -> Vec<Handle<Expression>> {
     for statement in block.iter() {
         match *statement {
             S::Emit(ref range) => out.extend(range.clone()),
-            S::Call { result: Some(r), .. }
-            | S::Atomic { result: Some(r), .. }
+            S::Call {
+                result: Some(r), ..
+            }
+            | S::Atomic {
+                result: Some(r), ..
+            }
             | S::WorkGroupUniformLoad { result: r, .. }
             | S::SubgroupBallot { result: r, .. }
             | S::SubgroupCollectiveOperation { result: r, .. }
@@ -63,7 +67,10 @@ fn names(text: &str, name: &str) -> bool {
     let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
     text.match_indices(name).any(|(at, _)| {
         let before = text[..at].chars().next_back().is_none_or(|c| !word(c));
-        let after = text[at + name.len()..].chars().next().is_none_or(|c| !word(c));
+        let after = text[at + name.len()..]
+            .chars()
+            .next()
+            .is_none_or(|c| !word(c));
         before && after
     })
 }

@@ -58,12 +58,16 @@ const OWN_FILE: &str = "translation.cu";
 pub(crate) fn check(source: &str, entry: &str, constants: &[(&str, f64)]) -> Result<String> {
     let translated = translate(source, entry, constants)?;
     for arch in ["sm_80", "sm_90"] {
-        super::compile::compile(&translated, "wgsl.cu", &super::compile::base_options(arch)).map_err(|e| match e {
-            super::compile::CompileFailure::Nvrtc(why) => Error::Unsupported { backend: crate::BackendKind::Cuda, what: format!("compiling the CUDA translation: {why}") },
-            super::compile::CompileFailure::Source(log) => {
-                compile_failure(source, entry, arch, &log)
-            }
-        })?;
+        super::compile::compile(&translated, "wgsl.cu", &super::compile::base_options(arch))
+            .map_err(|e| match e {
+                super::compile::CompileFailure::Nvrtc(why) => Error::Unsupported {
+                    backend: crate::BackendKind::Cuda,
+                    what: format!("compiling the CUDA translation: {why}"),
+                },
+                super::compile::CompileFailure::Source(log) => {
+                    compile_failure(source, entry, arch, &log)
+                }
+            })?;
     }
     Ok(translated)
 }
@@ -72,14 +76,25 @@ pub(crate) fn check(source: &str, entry: &str, constants: &[(&str, f64)]) -> Res
 /// outside the subset are refused at their line:column.
 pub(crate) fn translate(source: &str, entry: &str, constants: &[(&str, f64)]) -> Result<String> {
     let (module, info, ep) = crate::hal::wgsl_subset::parse(source, entry, constants, "cuda")?;
-    let refuse = |(what, span): Refusal| crate::hal::wgsl_subset::located(source, format!("the cuda backend does not run {what}"), span);
+    let refuse = |(what, span): Refusal| {
+        crate::hal::wgsl_subset::located(
+            source,
+            format!("the cuda backend does not run {what}"),
+            span,
+        )
+    };
     let mut out = String::from(PRELUDE);
     out.push_str(TYPES);
     out.push_str(&types::declarations(&module).map_err(refuse)?);
     // Every workgroup variable: functions the entry point never calls may name one (the
     // compiler drops what no kernel reaches).
-    for (h, var) in module.global_variables.iter().filter(|(_, v)| v.space == AddressSpace::WorkGroup) {
-        let name = types::name(&module, var.ty).map_err(|what| refuse((what, module.global_variables.get_span(h))))?;
+    for (h, var) in module
+        .global_variables
+        .iter()
+        .filter(|(_, v)| v.space == AddressSpace::WorkGroup)
+    {
+        let name = types::name(&module, var.ty)
+            .map_err(|what| refuse((what, module.global_variables.get_span(h))))?;
         let _ = writeln!(out, "__shared__ {name} w{};", h.index());
     }
     out.push_str(&invocation(&module, &info, ep, source).map_err(refuse)?);
@@ -138,20 +153,39 @@ fn invocation(
         let name = types::name(module, var.ty).map_err(at)?;
         match var.space {
             AddressSpace::Storage { .. } | AddressSpace::Uniform => {
-                let _ = writeln!(out, "    {name}* g{0} = nullptr;\n    u64 g{0}_bytes = 0;", h.index());
+                let _ = writeln!(
+                    out,
+                    "    {name}* g{0} = nullptr;\n    u64 g{0}_bytes = 0;",
+                    h.index()
+                );
             }
             AddressSpace::Private => {
-                let init = var.init.map_or(Ok(format!("{name}{{}}")), |e| types::constant(module, e)).map_err(at)?;
+                let init = var
+                    .init
+                    .map_or(Ok(format!("{name}{{}}")), |e| types::constant(module, e))
+                    .map_err(at)?;
                 let _ = writeln!(out, "    {name} p{} = {init};", h.index());
             }
             _ => {}
         }
     }
     for (h, f) in module.functions.iter() {
-        out.push_str(&function(module, &info[h], f, &format!("f{}", h.index()), source)?);
+        out.push_str(&function(
+            module,
+            &info[h],
+            f,
+            &format!("f{}", h.index()),
+            source,
+        )?);
     }
     let entry = &module.entry_points[ep].function;
-    out.push_str(&function(module, info.get_entry_point(ep), entry, "entry", source)?);
+    out.push_str(&function(
+        module,
+        info.get_entry_point(ep),
+        entry,
+        "entry",
+        source,
+    )?);
     out.push_str("};\n");
     Ok(out)
 }
@@ -165,8 +199,18 @@ fn function(
     source: &str,
 ) -> Result<String, Refusal> {
     let whole = |what: String| (what, naga::Span::default());
-    let result = f.result.as_ref().map_or(Ok("void".to_string()), |r| types::name(module, r.ty)).map_err(whole)?;
-    let args = f.arguments.iter().enumerate().map(|(i, a)| Ok(format!("{} a{i}", types::name(module, a.ty)?))).collect::<Result<Vec<_>, String>>().map_err(whole)?;
+    let result = f
+        .result
+        .as_ref()
+        .map_or(Ok("void".to_string()), |r| types::name(module, r.ty))
+        .map_err(whole)?;
+    let args = f
+        .arguments
+        .iter()
+        .enumerate()
+        .map(|(i, a)| Ok(format!("{} a{i}", types::name(module, a.ty)?)))
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(whole)?;
     let mut w = Function {
         module,
         info,
@@ -178,7 +222,11 @@ fn function(
         at: naga::Span::default(),
         source,
     };
-    let _ = writeln!(w.out, "    __device__ {result} {name}({}) {{", args.join(", "));
+    let _ = writeln!(
+        w.out,
+        "    __device__ {result} {name}({}) {{",
+        args.join(", ")
+    );
     for (h, local) in f.local_variables.iter() {
         let at = |what: String| (what, f.local_variables.get_span(h));
         let ty = types::name(module, local.ty).map_err(at)?;
@@ -201,17 +249,29 @@ fn kernel(module: &Module, info: &ModuleInfo, ep: usize) -> Result<String, Refus
 
 fn kernel_text(module: &Module, info: &ModuleInfo, ep: usize) -> Result<String, String> {
     let used = info.get_entry_point(ep);
-    let mut bound: Vec<_> = module.global_variables.iter().filter(|(h, v)| v.binding.is_some() && !used[*h].is_empty()).collect();
+    let mut bound: Vec<_> = module
+        .global_variables
+        .iter()
+        .filter(|(h, v)| v.binding.is_some() && !used[*h].is_empty())
+        .collect();
     bound.sort_by_key(|(_, v)| v.binding.as_ref().map(|b| (b.group, b.binding)));
     let mut params = Vec::new();
     let mut binds = String::new();
     for (h, var) in &bound {
         let name = types::name(module, var.ty)?;
         params.push(format!("{name}* b{0}, u64 b{0}_bytes", h.index()));
-        let _ = writeln!(binds, "    inv.g{0} = b{0};\n    inv.g{0}_bytes = b{0}_bytes;", h.index());
+        let _ = writeln!(
+            binds,
+            "    inv.g{0} = b{0};\n    inv.g{0}_bytes = b{0}_bytes;",
+            h.index()
+        );
     }
     let [x, y, z] = module.entry_points[ep].workgroup_size;
-    let mut out = format!("extern \"C\" __global__ void __launch_bounds__({}) {ENTRY}({}) {{\n", x * y * z, params.join(", "));
+    let mut out = format!(
+        "extern \"C\" __global__ void __launch_bounds__({}) {ENTRY}({}) {{\n",
+        x * y * z,
+        params.join(", ")
+    );
     out.push_str("    const u32 flat = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);\n");
     out.push_str("    const u32 threads = blockDim.x * blockDim.y * blockDim.z;\n");
     for (h, var) in module.global_variables.iter() {
@@ -221,7 +281,12 @@ fn kernel_text(module: &Module, info: &ModuleInfo, ep: usize) -> Result<String, 
     }
     out.push_str("    __syncthreads();\n    Invocation inv;\n");
     out.push_str(&binds);
-    let args = module.entry_points[ep].function.arguments.iter().map(|a| builtin_argument(module, a)).collect::<Result<Vec<_>, String>>()?;
+    let args = module.entry_points[ep]
+        .function
+        .arguments
+        .iter()
+        .map(|a| builtin_argument(module, a))
+        .collect::<Result<Vec<_>, String>>()?;
     let _ = writeln!(out, "    inv.entry({});\n}}", args.join(", "));
     Ok(out)
 }
@@ -231,7 +296,11 @@ fn builtin_argument(module: &Module, arg: &naga::FunctionArgument) -> Result<Str
     match &module.types[arg.ty].inner {
         naga::TypeInner::Struct { members, .. } => {
             let name = types::name(module, arg.ty)?;
-            let sets = members.iter().enumerate().map(|(i, m)| Ok(format!(" s.m{i} = {};", builtin(&m.binding)?))).collect::<Result<String, String>>()?;
+            let sets = members
+                .iter()
+                .enumerate()
+                .map(|(i, m)| Ok(format!(" s.m{i} = {};", builtin(&m.binding)?)))
+                .collect::<Result<String, String>>()?;
             Ok(format!("([&] {{ {name} s{{}};{sets} return s; }}())"))
         }
         _ => builtin(&arg.binding),
@@ -242,11 +311,17 @@ fn builtin(binding: &Option<naga::Binding>) -> Result<String, String> {
     use naga::BuiltIn as B;
     let v3 = |x: &str, y: &str, z: &str| format!("vec<u32, 3>{{{{{x}, {y}, {z}}}}}");
     Ok(match binding {
-        Some(naga::Binding::BuiltIn(B::GlobalInvocationId)) => {
-            v3("blockIdx.x * blockDim.x + threadIdx.x", "blockIdx.y * blockDim.y + threadIdx.y", "blockIdx.z * blockDim.z + threadIdx.z")
+        Some(naga::Binding::BuiltIn(B::GlobalInvocationId)) => v3(
+            "blockIdx.x * blockDim.x + threadIdx.x",
+            "blockIdx.y * blockDim.y + threadIdx.y",
+            "blockIdx.z * blockDim.z + threadIdx.z",
+        ),
+        Some(naga::Binding::BuiltIn(B::LocalInvocationId)) => {
+            v3("threadIdx.x", "threadIdx.y", "threadIdx.z")
         }
-        Some(naga::Binding::BuiltIn(B::LocalInvocationId)) => v3("threadIdx.x", "threadIdx.y", "threadIdx.z"),
-        Some(naga::Binding::BuiltIn(B::WorkGroupId)) => v3("blockIdx.x", "blockIdx.y", "blockIdx.z"),
+        Some(naga::Binding::BuiltIn(B::WorkGroupId)) => {
+            v3("blockIdx.x", "blockIdx.y", "blockIdx.z")
+        }
         Some(naga::Binding::BuiltIn(B::NumWorkGroups)) => v3("gridDim.x", "gridDim.y", "gridDim.z"),
         Some(naga::Binding::BuiltIn(B::LocalInvocationIndex)) => "flat".into(),
         Some(naga::Binding::BuiltIn(B::SubgroupSize)) => "32u".into(),
@@ -283,7 +358,10 @@ mod tests {
         let e = super::compile_failure(SOURCE, "main", "sm_90", log);
         let text = e.to_string();
         assert_eq!(e.code(), "SHADER", "{e}");
-        assert!(text.contains("5:5") && text.contains("y[id.x]") && text.contains("e4"), "{e}");
+        assert!(
+            text.contains("5:5") && text.contains("y[id.x]") && text.contains("e4"),
+            "{e}"
+        );
         let e = super::compile_failure(SOURCE, "main", "sm_90", "translation.cu(40): error: x");
         assert_eq!(e.code(), "DEVICE", "{e}");
     }

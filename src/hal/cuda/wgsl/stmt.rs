@@ -23,7 +23,11 @@ impl Function<'_> {
     fn line(&mut self, depth: usize, text: &str) {
         if self.at != naga::Span::default() {
             let at = self.at.location(self.source);
-            let _ = writeln!(self.out, "#line {} \"wgsl@{}\"", at.line_number, at.line_position);
+            let _ = writeln!(
+                self.out,
+                "#line {} \"wgsl@{}\"",
+                at.line_number, at.line_position
+            );
         }
         let _ = writeln!(self.out, "{:width$}{text}", "", width = 4 * depth);
     }
@@ -39,13 +43,24 @@ impl Function<'_> {
                 }
             }
             S::Block(ref b) => self.nested(depth, "", b)?,
-            S::If { condition, ref accept, ref reject } => {
+            S::If {
+                condition,
+                ref accept,
+                ref reject,
+            } => {
                 let condition = self.expr(condition)?;
                 self.nested(depth, &format!("if ({condition}) "), accept)?;
                 self.nested(depth, "else ", reject)?;
             }
-            S::Switch { selector, ref cases } => self.switch(selector, cases, depth)?,
-            S::Loop { ref body, ref continuing, break_if } => self.looped(body, continuing, break_if, depth)?,
+            S::Switch {
+                selector,
+                ref cases,
+            } => self.switch(selector, cases, depth)?,
+            S::Loop {
+                ref body,
+                ref continuing,
+                break_if,
+            } => self.looped(body, continuing, break_if, depth)?,
             S::Break => self.line(depth, "break;"),
             S::Continue => {
                 let label = *self.loops.last().ok_or("continue outside a loop")?;
@@ -57,19 +72,37 @@ impl Function<'_> {
             }
             S::Return { value: None } => self.line(depth, "return;"),
             S::ControlBarrier(_) => self.line(depth, "__syncthreads();"),
-            S::MemoryBarrier(b) if b.contains(naga::Barrier::STORAGE) => self.line(depth, "__threadfence();"),
+            S::MemoryBarrier(b) if b.contains(naga::Barrier::STORAGE) => {
+                self.line(depth, "__threadfence();")
+            }
             S::MemoryBarrier(_) => self.line(depth, "__threadfence_block();"),
             S::Store { pointer, value } => {
                 let (p, v) = (self.expr(pointer)?, self.expr(value)?);
-                let text = if self.points_at_atomic(pointer) { format!("atomic_store({p}, {v});") } else { format!("*{p} = {v};") };
+                let text = if self.points_at_atomic(pointer) {
+                    format!("atomic_store({p}, {v});")
+                } else {
+                    format!("*{p} = {v};")
+                };
                 self.line(depth, &text);
             }
-            S::Call { function, ref arguments, result } => {
-                let args = arguments.iter().map(|&a| self.expr(a)).collect::<Result<Vec<_>, _>>()?;
+            S::Call {
+                function,
+                ref arguments,
+                result,
+            } => {
+                let args = arguments
+                    .iter()
+                    .map(|&a| self.expr(a))
+                    .collect::<Result<Vec<_>, _>>()?;
                 let call = format!("f{}({})", function.index(), args.join(", "));
                 self.result(depth, result, &call);
             }
-            S::Atomic { pointer, ref fun, value, result } => self.atomic(pointer, fun, value, result, depth)?,
+            S::Atomic {
+                pointer,
+                ref fun,
+                value,
+                result,
+            } => self.atomic(pointer, fun, value, result, depth)?,
             S::WorkGroupUniformLoad { pointer, result } => {
                 let p = self.expr(pointer)?;
                 self.line(depth, "__syncthreads();");
@@ -80,11 +113,20 @@ impl Function<'_> {
                 let p = predicate.map_or(Ok("true".to_string()), |p| self.expr(p))?;
                 self.result(depth, Some(result), &format!("sg_ballot({p})"));
             }
-            S::SubgroupCollectiveOperation { op, collective_op, argument, result } => {
+            S::SubgroupCollectiveOperation {
+                op,
+                collective_op,
+                argument,
+                result,
+            } => {
                 let call = self.collective(op, collective_op, argument)?;
                 self.result(depth, Some(result), &call);
             }
-            S::SubgroupGather { ref mode, argument, result } => {
+            S::SubgroupGather {
+                ref mode,
+                argument,
+                result,
+            } => {
                 let call = self.gathered(mode, argument)?;
                 self.result(depth, Some(result), &call);
             }
@@ -94,7 +136,12 @@ impl Function<'_> {
     }
 
     /// A subgroup reduction or scan of `argument` as a warp fold.
-    fn collective(&self, op: naga::SubgroupOperation, collective: naga::CollectiveOperation, argument: naga::Handle<naga::Expression>) -> Result<String, String> {
+    fn collective(
+        &self,
+        op: naga::SubgroupOperation,
+        collective: naga::CollectiveOperation,
+        argument: naga::Handle<naga::Expression>,
+    ) -> Result<String, String> {
         use naga::SubgroupOperation as O;
         let v = self.expr(argument)?;
         let f = match op {
@@ -106,17 +153,27 @@ impl Function<'_> {
             O::Or | O::Any => "fold_or",
             O::Xor => "fold_xor",
         };
-        let identity = if op == O::Mul { format!("sg_one({v})") } else { format!("decltype({v}){{}}") };
+        let identity = if op == O::Mul {
+            format!("sg_one({v})")
+        } else {
+            format!("decltype({v}){{}}")
+        };
         let (upto, exclusive) = match collective {
             naga::CollectiveOperation::Reduce => ("31u", false),
             naga::CollectiveOperation::InclusiveScan => ("lane_id()", false),
             naga::CollectiveOperation::ExclusiveScan => ("lane_id()", true),
         };
-        Ok(format!("sg_fold({v}, {f}{{}}, {upto}, {exclusive}, {identity})"))
+        Ok(format!(
+            "sg_fold({v}, {f}{{}}, {upto}, {exclusive}, {identity})"
+        ))
     }
 
     /// A subgroup gather of `argument` from the lane `mode` names.
-    fn gathered(&self, mode: &naga::GatherMode, argument: naga::Handle<naga::Expression>) -> Result<String, String> {
+    fn gathered(
+        &self,
+        mode: &naga::GatherMode,
+        argument: naga::Handle<naga::Expression>,
+    ) -> Result<String, String> {
         use naga::GatherMode as G;
         let v = self.expr(argument)?;
         let src = match *mode {
@@ -149,7 +206,12 @@ impl Function<'_> {
         Ok(())
     }
 
-    fn switch(&mut self, selector: naga::Handle<naga::Expression>, cases: &[naga::SwitchCase], depth: usize) -> Result<(), String> {
+    fn switch(
+        &mut self,
+        selector: naga::Handle<naga::Expression>,
+        cases: &[naga::SwitchCase],
+        depth: usize,
+    ) -> Result<(), String> {
         let selector = self.expr(selector)?;
         self.line(depth, &format!("switch ({selector}) {{"));
         for case in cases {
@@ -167,7 +229,13 @@ impl Function<'_> {
         Ok(())
     }
 
-    fn looped(&mut self, body: &Block, continuing: &Block, break_if: Option<naga::Handle<naga::Expression>>, depth: usize) -> Result<(), String> {
+    fn looped(
+        &mut self,
+        body: &Block,
+        continuing: &Block,
+        break_if: Option<naga::Handle<naga::Expression>>,
+        depth: usize,
+    ) -> Result<(), String> {
         let label = self.next_loop;
         self.next_loop += 1;
         self.loops.push(label);
@@ -187,10 +255,22 @@ impl Function<'_> {
         self.line(depth + 1, "}");
         self.line(depth, "}");
         self.loops.pop();
-        self.hoist(body, body_start..body_end, continuing_start..continuing_end, depth + 1)
+        self.hoist(
+            body,
+            body_start..body_end,
+            continuing_start..continuing_end,
+            depth + 1,
+        )
     }
 
-    fn atomic(&mut self, pointer: naga::Handle<naga::Expression>, fun: &A, value: naga::Handle<naga::Expression>, result: Option<naga::Handle<naga::Expression>>, depth: usize) -> Result<(), String> {
+    fn atomic(
+        &mut self,
+        pointer: naga::Handle<naga::Expression>,
+        fun: &A,
+        value: naga::Handle<naga::Expression>,
+        result: Option<naga::Handle<naga::Expression>>,
+        depth: usize,
+    ) -> Result<(), String> {
         let (p, v) = (self.expr(pointer)?, self.expr(value)?);
         let call = match *fun {
             A::Add => format!("atomicAdd({p}, {v})"),
@@ -203,7 +283,9 @@ impl Function<'_> {
             A::Exchange { compare: None } => format!("atomicExch({p}, {v})"),
             A::Exchange { compare: Some(c) } => {
                 let c = self.expr(c)?;
-                let ty = result.and_then(|r| self.info[r].ty.handle()).ok_or("a compare-exchange without its result type")?;
+                let ty = result
+                    .and_then(|r| self.info[r].ty.handle())
+                    .ok_or("a compare-exchange without its result type")?;
                 let ty = super::types::name(self.module, ty)?;
                 format!("([&] {{ const auto old = atomicCAS({p}, {c}, {v}); {ty} r{{}}; r.m0 = old; r.m1 = old == {c}; return r; }}())")
             }

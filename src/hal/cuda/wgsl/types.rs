@@ -16,7 +16,10 @@ pub(super) fn scalar(s: Scalar) -> Result<&'static str, String> {
         (ScalarKind::Sint, 4) => Ok("int"),
         (ScalarKind::Uint, 4) => Ok("u32"),
         (ScalarKind::Bool, _) => Ok("bool"),
-        _ => Err(format!("{} values", naga::common::wgsl::TryToWgsl::to_wgsl_for_diagnostics(s))),
+        _ => Err(format!(
+            "{} values",
+            naga::common::wgsl::TryToWgsl::to_wgsl_for_diagnostics(s)
+        )),
     }
 }
 
@@ -24,12 +27,18 @@ pub(super) fn scalar(s: Scalar) -> Result<&'static str, String> {
 /// behind pointers, which point at its first element).
 pub(super) fn name(module: &Module, ty: Handle<Type>) -> Result<String, String> {
     Ok(match module.types[ty].inner {
-        TypeInner::Array { base, size: ArraySize::Dynamic, stride }
-            if padded(module, base, stride) =>
-        {
+        TypeInner::Array {
+            base,
+            size: ArraySize::Dynamic,
+            stride,
+        } if padded(module, base, stride) => {
             format!("e{}", ty.index())
         }
-        TypeInner::Array { base, size: ArraySize::Dynamic, .. } => name(module, base)?,
+        TypeInner::Array {
+            base,
+            size: ArraySize::Dynamic,
+            ..
+        } => name(module, base)?,
         TypeInner::Array { .. } | TypeInner::Struct { .. } => format!("t{}", ty.index()),
         ref inner => inner_name(module, inner)?,
     })
@@ -48,12 +57,27 @@ fn inner_name(module: &Module, inner: &TypeInner) -> Result<String, String> {
     Ok(match *inner {
         TypeInner::Scalar(s) | TypeInner::Atomic(s) => scalar(s)?.to_string(),
         TypeInner::Vector { size, scalar: s } => format!("vec<{}, {}>", scalar(s)?, size as u8),
-        TypeInner::Matrix { columns, rows, scalar: naga::Scalar::F32 } => format!("mat<{}, {}>", columns as u8, rows as u8),
+        TypeInner::Matrix {
+            columns,
+            rows,
+            scalar: naga::Scalar::F32,
+        } => format!("mat<{}, {}>", columns as u8, rows as u8),
         TypeInner::Pointer { base, .. } => format!("{}*", name(module, base)?),
-        TypeInner::ValuePointer { size: None, scalar: s, .. } => format!("{}*", scalar(s)?),
-        TypeInner::ValuePointer { size: Some(n), scalar: s, .. } => format!("vec<{}, {}>*", scalar(s)?, n as u8),
+        TypeInner::ValuePointer {
+            size: None,
+            scalar: s,
+            ..
+        } => format!("{}*", scalar(s)?),
+        TypeInner::ValuePointer {
+            size: Some(n),
+            scalar: s,
+            ..
+        } => format!("vec<{}, {}>*", scalar(s)?, n as u8),
         ref other => {
-            return Err(format!("values of type {}", wgsl_subset::wgsl_type(module, other)));
+            return Err(format!(
+                "values of type {}",
+                wgsl_subset::wgsl_type(module, other)
+            ));
         }
     })
 }
@@ -70,7 +94,9 @@ fn c_size(module: &Module, ty: Handle<Type>) -> u32 {
         TypeInner::Scalar(s) | TypeInner::Atomic(s) if s.kind == ScalarKind::Bool => 1,
         TypeInner::Scalar(s) | TypeInner::Atomic(s) => u32::from(s.width),
         TypeInner::Vector { size, scalar } => size as u32 * u32::from(scalar.width),
-        TypeInner::Matrix { columns, rows, .. } => columns as u32 * if rows == naga::VectorSize::Bi { 8 } else { 16 },
+        TypeInner::Matrix { columns, rows, .. } => {
+            columns as u32 * if rows == naga::VectorSize::Bi { 8 } else { 16 }
+        }
         TypeInner::Array { base, size, stride } => {
             array_length(module, size).map_or(0, |n| n * stride.max(c_size(module, base)))
         }
@@ -98,21 +124,32 @@ fn declaration(module: &Module, h: Handle<Type>, ty: &Type) -> Result<String, St
             let mut element_name = name(module, base)?;
             if padded(module, base, stride) {
                 let pad = stride.checked_sub(element).filter(|&p| p > 0).ok_or_else(|| format!("arrays whose stride ({stride} bytes) is below their element's size ({element} bytes)"))?;
-                let _ = writeln!(out, "struct e{0} {{ {element_name} v; char pad[{pad}]; }};", h.index());
+                let _ = writeln!(
+                    out,
+                    "struct e{0} {{ {element_name} v; char pad[{pad}]; }};",
+                    h.index()
+                );
                 element_name = format!("e{}", h.index());
             }
             if let (false, Some(n)) = (size == ArraySize::Dynamic, array_length(module, size)) {
                 let _ = writeln!(out, "struct t{} {{ {element_name} v[{n}]; }};", h.index());
             }
         }
-        TypeInner::Struct { ref members, span } => out.push_str(&structure(module, h, members, span)?),
+        TypeInner::Struct { ref members, span } => {
+            out.push_str(&structure(module, h, members, span)?)
+        }
         _ => {}
     }
     Ok(out)
 }
 
 /// A struct with its members at their WGSL offsets: `m0`, `m1`, ... and padding between.
-fn structure(module: &Module, h: Handle<Type>, members: &[naga::StructMember], span: u32) -> Result<String, String> {
+fn structure(
+    module: &Module,
+    h: Handle<Type>,
+    members: &[naga::StructMember],
+    span: u32,
+) -> Result<String, String> {
     let mut out = format!("struct t{} {{", h.index());
     let mut at = 0;
     for (i, m) in members.iter().enumerate() {
@@ -146,18 +183,39 @@ pub(super) fn literal(l: Literal) -> Result<String, String> {
 }
 
 /// A value of `ty` made from `parts` (already C++ expressions).
-pub(super) fn compose(module: &Module, ty: Handle<Type>, parts: &[String]) -> Result<String, String> {
+pub(super) fn compose(
+    module: &Module,
+    ty: Handle<Type>,
+    parts: &[String],
+) -> Result<String, String> {
     let name = name(module, ty)?;
     Ok(match module.types[ty].inner {
-        TypeInner::Vector { size, scalar: s } => format!("compose<{}, {}>({})", scalar(s)?, size as u8, parts.join(", ")),
-        TypeInner::Matrix { columns, rows, .. } => format!("mcompose<{}, {}>({})", columns as u8, rows as u8, parts.join(", ")),
+        TypeInner::Vector { size, scalar: s } => format!(
+            "compose<{}, {}>({})",
+            scalar(s)?,
+            size as u8,
+            parts.join(", ")
+        ),
+        TypeInner::Matrix { columns, rows, .. } => format!(
+            "mcompose<{}, {}>({})",
+            columns as u8,
+            rows as u8,
+            parts.join(", ")
+        ),
         TypeInner::Array { base, stride, .. } if padded(module, base, stride) => {
-            let wrapped: Vec<String> = parts.iter().map(|p| format!("e{}{{{p}}}", ty.index())).collect();
+            let wrapped: Vec<String> = parts
+                .iter()
+                .map(|p| format!("e{}{{{p}}}", ty.index()))
+                .collect();
             format!("{name}{{{{{}}}}}", wrapped.join(", "))
         }
         TypeInner::Array { .. } => format!("{name}{{{{{}}}}}", parts.join(", ")),
         TypeInner::Struct { .. } => {
-            let sets: String = parts.iter().enumerate().map(|(i, p)| format!(" s.m{i} = {p};")).collect();
+            let sets: String = parts
+                .iter()
+                .enumerate()
+                .map(|(i, p)| format!(" s.m{i} = {p};"))
+                .collect();
             format!("([&] {{ {name} s{{}};{sets} return s; }}())")
         }
         _ => return Err(format!("composing a value of type {name}")),
@@ -173,7 +231,10 @@ pub(super) fn constant(module: &Module, h: Handle<naga::Expression>) -> Result<S
         E::ZeroValue(ty) => format!("{}{{}}", name(module, ty)?),
         E::Splat { size, value } => format!("splat<{}>({})", size as u8, constant(module, value)?),
         E::Compose { ty, ref components } => {
-            let parts = components.iter().map(|&c| constant(module, c)).collect::<Result<Vec<_>, _>>()?;
+            let parts = components
+                .iter()
+                .map(|&c| constant(module, c))
+                .collect::<Result<Vec<_>, _>>()?;
             compose(module, ty, &parts)?
         }
         ref other => return Err(format!("the constant expression {other:?}")),
