@@ -71,7 +71,7 @@ fn reachable(mut module: Module, entry: &str) -> Result<Module> {
 }
 
 /// The index of the entry point `entry` of `module`, or an error naming those it has.
-fn find_entry(module: &Module, entry: &str) -> Result<usize> {
+pub(crate) fn find_entry(module: &Module, entry: &str) -> Result<usize> {
     module
         .entry_points
         .iter()

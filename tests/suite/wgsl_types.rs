@@ -521,3 +521,43 @@ fn compiles_for_cuda_refused(source: &str) {
         "{e}"
     );
 }
+
+/// `arrayLength` of an `array<f16>` counts halves (two to a word), as the guard of a
+/// kernel over every element needs: 76 halves over two workgroups of 64.
+const HALF_LENGTH: &str = r#"
+enable f16;
+@group(0) @binding(0) var<storage, read> x: array<f16>;
+@group(0) @binding(1) var<storage, read_write> y: array<f16>;
+@group(0) @binding(2) var<storage, read_write> n: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) g: vec3u) {
+    if (g.x == 0u) { n[0] = arrayLength(&x); n[1] = arrayLength(&y); }
+    if (g.x < arrayLength(&y)) { y[g.x] = x[g.x] * 2.0h + 1.0h; }
+}
+"#;
+
+#[test]
+fn f16_array_lengths_count_halves() {
+    // 38 words: 76 halves, of which the kernel sees all (a buffer of halves is whole words).
+    let halves: Vec<half::f16> = (0..76)
+        .map(|i| half::f16::from_f32(i as f32 * 0.5 - 9.0))
+        .collect();
+    let words: Vec<u32> = bytemuck::cast_slice(&halves).to_vec();
+    for d in devices().iter().filter(|d| d.info().features.f16) {
+        let x = Buffer::from_slice(d, &words).unwrap();
+        let y = poisoned::<u32>(d, words.len());
+        let n = poisoned::<u32>(d, 2);
+        let bindings = [Binding::from(&x), Binding::from(&y), Binding::from(&n)];
+        let got = run(d, HALF_LENGTH, &bindings, [2, 1, 1], &y);
+        assert_eq!(
+            n.read_blocking().unwrap(),
+            [76, 76],
+            "arrayLength on {}",
+            name(d)
+        );
+        let got: &[half::f16] = bytemuck::cast_slice(&got);
+        let want: Vec<f32> = halves.iter().map(|h| h.to_f32() * 2.0 + 1.0).collect();
+        let got: Vec<f32> = got.iter().map(|h| h.to_f32()).collect();
+        assert_eq!(got, want, "on {}", name(d));
+    }
+}

@@ -184,7 +184,17 @@ impl Kernel {
         entry: &str,
         constants: &[(&str, f64)],
     ) -> Result<Kernel> {
-        let info = wgsl::reflect(source, entry, constants)?;
+        let wgsl::Reflected { info, f16 } = wgsl::reflect(source, entry, constants)?;
+        if f16 && !device.info().features.f16 {
+            return Err(Error::Unsupported {
+                backend: device.backend(),
+                what: format!(
+                    "WGSL kernel `{entry}` computes with f16, which this device ({}) lacks \
+                     (its features.f16 is false)",
+                    device.info().name
+                ),
+            });
+        }
         check_workgroup_size(device, &info)?;
         let kernel = UserSource {
             language: KernelLanguage::Wgsl,
@@ -451,7 +461,7 @@ fn describe(language: KernelLanguage, b: &BindingInfo) -> String {
 
 /// Validate WGSL without a device: the reflection of `entry`, or a located error.
 pub fn validate_wgsl(source: &str, entry: &str) -> Result<KernelInfo> {
-    wgsl::reflect(source, entry, &[])
+    wgsl::reflect(source, entry, &[]).map(|r| r.info)
 }
 
 /// Launching user kernels.

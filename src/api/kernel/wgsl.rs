@@ -7,9 +7,16 @@ use naga::{AddressSpace, Scalar, ScalarKind, ShaderStage, StorageAccess, TypeInn
 use super::{BindingInfo, BindingKind, KernelInfo, KernelLanguage};
 use crate::{DType, Error, Result};
 
+/// What reflection found, with what the kernel needs of its device beyond the basics.
+pub(crate) struct Reflected {
+    pub info: KernelInfo,
+    /// Whether the kernel computes with f16 (`enable f16;` and f16 values).
+    pub f16: bool,
+}
+
 /// Parse, validate and reflect `source`, for the compute entry point `entry` with its
 /// overrides set from `constants` (name or `@id` → value) or their defaults.
-pub(crate) fn reflect(source: &str, entry: &str, constants: &[(&str, f64)]) -> Result<KernelInfo> {
+pub(crate) fn reflect(source: &str, entry: &str, constants: &[(&str, f64)]) -> Result<Reflected> {
     let (module, info) = parse(source)?;
     compute_entry(&module, entry)?;
     let (module, info) =
@@ -17,12 +24,17 @@ pub(crate) fn reflect(source: &str, entry: &str, constants: &[(&str, f64)]) -> R
     let index = compute_entry(&module, entry)?;
     let bindings = bindings(source, &module, info.get_entry_point(index))?;
     let workgroup_size = module.entry_points[index].workgroup_size;
-    Ok(KernelInfo {
+    let f16 = module
+        .types
+        .iter()
+        .any(|(_, t)| t.inner.scalar() == Some(Scalar::F16));
+    let info = KernelInfo {
         language: KernelLanguage::Wgsl,
         entry: entry.to_string(),
         workgroup_size,
         bindings,
-    })
+    };
+    Ok(Reflected { info, f16 })
 }
 
 /// `source` parsed and validated, or its first error at its line:column.
@@ -58,25 +70,11 @@ fn parse(source: &str) -> Result<(naga::Module, naga::valid::ModuleInfo)> {
 
 /// The index of `entry` among `module`'s entry points; an error unless it is a compute one.
 fn compute_entry(module: &naga::Module, entry: &str) -> Result<usize> {
-    let (index, ep) = module
-        .entry_points
-        .iter()
-        .enumerate()
-        .find(|(_, ep)| ep.name == entry)
-        .ok_or_else(|| {
-            let names: Vec<_> = module
-                .entry_points
-                .iter()
-                .map(|e| e.name.as_str())
-                .collect();
-            Error::Invalid(format!(
-                "entry point `{entry}` not found: the shader has {names:?}"
-            ))
-        })?;
-    if ep.stage != ShaderStage::Compute {
+    let index = crate::hal::wgsl_subset::find_entry(module, entry)?;
+    let stage = module.entry_points[index].stage;
+    if stage != ShaderStage::Compute {
         return Err(Error::Invalid(format!(
-            "entry point `{entry}` is a {:?} shader: expected @compute",
-            ep.stage
+            "entry point `{entry}` is a {stage:?} shader: expected @compute"
         )));
     }
     Ok(index)

@@ -203,8 +203,10 @@ impl Exec<'_, '_, '_> {
         frame: &mut Frame<'_>,
         pointer: Handle<E>,
     ) -> Result<Lanes> {
-        let stride = match *self.composite(frame, pointer) {
-            TypeInner::Array { base, stride, .. } => self.prog.stride(base, stride),
+        // Elements per word: two for an array of f16 (2-byte stride), else one per stride.
+        let (stride, per_word) = match *self.composite(frame, pointer) {
+            TypeInner::Array { base, .. } if is_half(&self.prog.module.types[base].inner) => (1, 2),
+            TypeInner::Array { base, stride, .. } => (self.prog.stride(base, stride), 1),
             _ => {
                 return Err(Error::Device(
                     "internal: arrayLength of something other than an array".into(),
@@ -214,12 +216,15 @@ impl Exec<'_, '_, '_> {
         let p = frame.ptr(pointer)?;
         let len = self.memories().len(p.space);
         if p.whole {
-            return Ok(Lanes::splat(self.lanes, &[(len / stride.max(1)) as u32]));
+            return Ok(Lanes::splat(
+                self.lanes,
+                &[(per_word * len / stride.max(1)) as u32],
+            ));
         }
         let words = p
             .offsets
             .iter()
-            .map(|&off| (len.saturating_sub(off as usize) / stride.max(1)) as u32)
+            .map(|&off| (per_word * len.saturating_sub(off as usize) / stride.max(1)) as u32)
             .collect();
         Ok(Lanes { width: 1, words })
     }
