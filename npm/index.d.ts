@@ -1,5 +1,5 @@
 /// <reference types="@webgpu/types" />
-import type { BackendName, BinaryName, BinaryOptions, Buffer, Device, DeviceInfo, DType, ElementArray, Kernel, Policy, Tensor, UnaryName } from './pkg/unicompute.js';
+import type { BackendName, BinaryName, BinaryOptions, Buffer, Device, DeviceInfo, DType, DTypeName, ElementArray, Kernel, Policy, Tensor, UnaryName } from './pkg/unicompute.js';
 
 export { Buffer, Device, Fence, Graph, Kernel, Profile, Queue, Tensor } from './pkg/unicompute.js';
 export type {
@@ -10,6 +10,7 @@ export type {
   Decision,
   DeviceInfo,
   DType,
+  DTypeName,
   ElementArray,
   ErrorCode,
   LaunchRecord,
@@ -118,7 +119,7 @@ declare module './pkg/unicompute.js' {
      * `dtype` ('f16' or 'bf16'), a `Float16Array` f16; another `dtype` than the data's
      * converts on the device.
      */
-    tensor(data: ElementArray | Uint16Array | { readonly BYTES_PER_ELEMENT: 2; readonly length: number }, shape: number[] | Float64Array, dtype?: DType): Tensor;
+    tensor(data: ElementArray | Uint16Array | { readonly BYTES_PER_ELEMENT: 2; readonly length: number }, shape: number[] | Float64Array, dtype?: DTypeName): Tensor;
     /**
      * Run `fn` (synchronous) and free every tensor it made except those it returns (a tensor,
      * or tensors in arrays and plain objects), which pass to the enclosing scope.

@@ -215,6 +215,13 @@ assert.deepEqual(Array.from(into), lmv, 'readInto a BigInt64Array');
 await assert.rejects(lm.readInto(new Int32Array(6)), (e) => e.code === 'INVALID' && /BigInt64Array of 6/.test(e.message));
 assert.throws(() => la.add(ia), (e) => e.code === 'DTYPE' && /i64/.test(e.message));
 assert.throws(() => device.tensor([1n, 2n], [2]), (e) => e.code === 'INVALID' && /BigInt64Array/.test(e.message));
+// dtypes by the names TF.js and onnxruntime-web use, too; an unknown one lists both spellings.
+assert.equal(device.tensor(new Float32Array([1.5, -2]), [2], 'float32').dtype, 'f32');
+assert.deepEqual(Array.from(await device.tensor(new Float32Array([1.5, -2]), [2]).cast('int32').read()), [1, -2]);
+assert.equal(device.tensor(new Float32Array([1, 2]), [2], 'float16').dtype, 'f16');
+assert.equal(device.zeros([3], 'bfloat16').dtype, 'bf16');
+assert.equal(device.tensor(new Float32Array([7]), [1]).cast('int64').dtype, 'i64');
+assert.throws(() => device.zeros([2], 'float64'), (e) => e.code === 'INVALID' && /f32, i32/.test(e.message) && /float32/.test(e.message));
 // A kernel's overrides set as WebGPU's pipeline constants: a workgroup size of 37 (a prime),
 // over 3 workgroups, every invocation run; names the shader lacks and values that do not fit.
 const IOTA = `override wg = 64;

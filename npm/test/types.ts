@@ -10,6 +10,7 @@ import {
   type Decision,
   type DeviceInfo,
   type DType,
+  type DTypeName,
   type ElementArray,
   type ErrorCode,
   type InitOptions,
@@ -69,6 +70,8 @@ async function tensors(device: Device): Promise<void> {
   const b = device.tensor(new Float32Array([1, 0, 0, 1, 1, 1]), [3, 2]);
   const shape: Uint32Array = a.shape;
   const dtype: DType = a.dtype;
+  const asTfjs: DTypeName = 'float32';
+  const halved: Tensor = device.tensor(new Float32Array([1]), [1], asTfjs).cast('float16');
   const act: Activation = 'gelu';
   const unary: UnaryName = 'exp';
   const binary: BinaryName = 'maximum';
@@ -90,7 +93,7 @@ async function tensors(device: Device): Promise<void> {
   const summed = a.nary('add', [a, a]);
   const out: ElementArray = await e.read();
   const into: ElementArray = await n.readInto(new Float32Array(n.shape.reduce((x, y) => x * y, 1)));
-  console.log(shape, dtype, out, into, pooled.shape, att.shape, moved.shape, picked.shape, clipped.shape, summed.shape);
+  console.log(shape, dtype, halved.dtype, out, into, pooled.shape, att.shape, moved.shape, picked.shape, clipped.shape, summed.shape);
   for (const t of [a, b, c, d, e, n, img, w, conv, pooled, q, att, moved, picked, clipped, summed]) t.free();
 }
 

@@ -52,6 +52,19 @@ impl DType {
         }
     }
 
+    /// The name TensorFlow.js and ONNX Runtime Web give it (`"float32"`, `"bfloat16"`),
+    /// which the JS API takes too.
+    pub fn long_name(self) -> &'static str {
+        match self {
+            DType::F32 => "float32",
+            DType::I32 => "int32",
+            DType::U32 => "uint32",
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
+            DType::I64 => "int64",
+        }
+    }
+
     /// Lower-case name, as WGSL spells the scalar type.
     pub fn name(self) -> &'static str {
         match self {

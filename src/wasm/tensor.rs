@@ -58,7 +58,9 @@ async fn array_buffer(t: &Tensor) -> Result<JsValue, JsValue> {
         .map_err(js_error)
 }
 
-/// The dtype called `name` (`"f32"`, `"i32"`, `"u32"`, `"f16"`, `"bf16"`, `"i64"`).
+/// The dtype called `name` (`"f32"`, `"i32"`, `"u32"`, `"f16"`, `"bf16"`, `"i64"`), or by
+/// the name TF.js and onnxruntime-web use (`"float32"`, `"int32"`, `"uint32"`, `"float16"`,
+/// `"bfloat16"`, `"int64"`).
 pub(super) fn dtype_named(name: &str) -> Result<DType, JsValue> {
     [
         DType::F32,
@@ -69,10 +71,11 @@ pub(super) fn dtype_named(name: &str) -> Result<DType, JsValue> {
         DType::I64,
     ]
     .into_iter()
-    .find(|d| d.name() == name)
+    .find(|d| d.name() == name || d.long_name() == name)
     .ok_or_else(|| {
         invalid(format!(
-            "unknown dtype `{name}`: expected f32, i32, u32, f16, bf16 or i64"
+            "unknown dtype `{name}`: expected f32, i32, u32, f16, bf16 or i64 (or float32, \
+             int32, uint32, float16, bfloat16, int64)"
         ))
     })
 }
@@ -703,7 +706,7 @@ impl JsTensor {
     /// This tensor converted to `dtype` (`"f32"`, `"i32"`, `"u32"`, `"f16"`, `"bf16"`).
     pub fn cast(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "DType")] dtype: &str,
+        #[wasm_bindgen(unchecked_param_type = "DTypeName")] dtype: &str,
     ) -> Result<JsTensor, JsValue> {
         wrap(self.inner.cast(dtype_named(dtype)?))
     }

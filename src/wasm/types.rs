@@ -17,6 +17,8 @@ export interface UnicomputeError extends Error {
 }
 /** An element type. */
 export type DType = 'f32' | 'i32' | 'u32' | 'f16' | 'bf16' | 'i64';
+/** An element type as an argument: also by the names TF.js and onnxruntime-web use. */
+export type DTypeName = DType | 'float32' | 'int32' | 'uint32' | 'float16' | 'bfloat16' | 'int64';
 /** A backend's name. */
 export type BackendName = 'cpu' | 'webgpu' | 'cuda';
 /** Elements as JS holds them: f32 (and f16 / bf16 read back widened), i32, u32, i64. */
