@@ -141,9 +141,19 @@ fn check(module: &Module, info: &naga::valid::ModuleInfo, entry: usize) -> Resul
 fn check_space(space: naga::AddressSpace) -> Result<(), String> {
     use naga::AddressSpace as A;
     match space {
-        A::Function | A::Private | A::WorkGroup | A::Uniform | A::Storage { .. } | A::Handle => Ok(()),
-        A::Immediate => Err("immediate data (`var<immediate>`: launches here bind storage and uniform buffers; pass such values in a uniform buffer)".into()),
-        _ => Err("variables in that address space (compute kernels use function, private, workgroup, uniform and storage memory)".into()),
+        A::Function | A::Private | A::WorkGroup | A::Uniform | A::Storage { .. } | A::Handle => {
+            Ok(())
+        }
+        A::Immediate => Err(
+            "immediate data (`var<immediate>`: launches here bind storage and \
+             uniform buffers; pass such values in a uniform buffer)"
+                .into(),
+        ),
+        _ => Err(
+            "variables in that address space (compute kernels use function, private, \
+             workgroup, uniform and storage memory)"
+                .into(),
+        ),
     }
 }
 

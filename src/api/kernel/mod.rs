@@ -323,76 +323,7 @@ impl Kernel {
         }
         let limits = &self.device.info().limits;
         for (i, (binding, info)) in bindings.iter().zip(expected).enumerate() {
-            let what = format!("binding {i} ({})", describe(self.info.language, info));
-            let b = match (&binding.value, info.kind) {
-                (BindingValue::Scalar(s), BindingKind::Scalar) => {
-                    if info.dtype.is_some_and(|dt| dt != s.dtype()) {
-                        return Err(Error::Launch(format!(
-                            "{what} got a {} scalar: expected {}",
-                            s.dtype(),
-                            info.dtype.map_or("?".into(), |d| d.to_string())
-                        )));
-                    }
-                    continue;
-                }
-                (BindingValue::Scalar(s), _) => {
-                    return Err(Error::Launch(format!(
-                        "{what} got a {} scalar: expected a buffer",
-                        s.dtype()
-                    )))
-                }
-                (BindingValue::Buffer(b), BindingKind::Scalar) => {
-                    return Err(Error::Launch(format!(
-                        "{what} got a buffer of {}: expected a scalar value",
-                        b.dtype
-                    )))
-                }
-                (BindingValue::Buffer(b), _) => b,
-            };
-            if info.kind != BindingKind::Uniform {
-                if let Some(dt) = info.dtype {
-                    if dt != b.dtype {
-                        return Err(Error::Launch(format!(
-                            "{what} got a buffer of {}: expected {dt}",
-                            b.dtype
-                        )));
-                    }
-                }
-            }
-            if b.byte_len < info.min_bytes {
-                return Err(Error::Launch(format!(
-                    "{what} got {} bytes: expected at least {}",
-                    b.byte_len, info.min_bytes
-                )));
-            }
-            let (max, limit) = match info.kind {
-                BindingKind::Uniform => {
-                    (limits.max_uniform_binding_size, "max_uniform_binding_size")
-                }
-                _ => (limits.max_storage_binding_size, "max_storage_binding_size"),
-            };
-            if b.byte_len > max {
-                return Err(Error::Limit {
-                    what: format!("{what} size in bytes"),
-                    value: b.byte_len,
-                    limit,
-                    max,
-                });
-            }
-            let align = u64::from(limits.storage_offset_alignment);
-            if b.byte_offset % align != 0 {
-                return Err(Error::Launch(format!(
-                    "{what} starts at byte {} of its buffer: expected a multiple of {align} (storage_offset_alignment); slice at an aligned element",
-                    b.byte_offset
-                )));
-            }
-            if info.kind == BindingKind::StorageReadWrite {
-                if let Some(j) = bindings.iter().enumerate().position(|(j, o)| {
-                    j != i && o.buffer().is_some_and(|o| o.inner.id() == b.inner.id())
-                }) {
-                    return Err(Error::Launch(format!("{what} is read-write but binding {j} views the same buffer: expected distinct buffers")));
-                }
-            }
+            self.check_binding(bindings, i, binding, info)?;
         }
         for (d, (&n, &max)) in workgroups.iter().zip(&limits.max_workgroups).enumerate() {
             if n > max {
@@ -402,6 +333,91 @@ impl Kernel {
                     limit: "max_workgroups",
                     max: max.into(),
                 });
+            }
+        }
+        Ok(())
+    }
+
+    /// Check binding `i` of a launch (`binding`, reflected as `info`) against its
+    /// reflection, the device limits and the other `bindings`.
+    fn check_binding(
+        &self,
+        bindings: &[Binding<'_>],
+        i: usize,
+        binding: &Binding<'_>,
+        info: &BindingInfo,
+    ) -> Result<()> {
+        let limits = &self.device.info().limits;
+        let what = format!("binding {i} ({})", describe(self.info.language, info));
+        let b = match (&binding.value, info.kind) {
+            (BindingValue::Scalar(s), BindingKind::Scalar) => {
+                if info.dtype.is_some_and(|dt| dt != s.dtype()) {
+                    return Err(Error::Launch(format!(
+                        "{what} got a {} scalar: expected {}",
+                        s.dtype(),
+                        info.dtype.map_or("?".into(), |d| d.to_string())
+                    )));
+                }
+                return Ok(());
+            }
+            (BindingValue::Scalar(s), _) => {
+                return Err(Error::Launch(format!(
+                    "{what} got a {} scalar: expected a buffer",
+                    s.dtype()
+                )))
+            }
+            (BindingValue::Buffer(b), BindingKind::Scalar) => {
+                return Err(Error::Launch(format!(
+                    "{what} got a buffer of {}: expected a scalar value",
+                    b.dtype
+                )))
+            }
+            (BindingValue::Buffer(b), _) => b,
+        };
+        if info.kind != BindingKind::Uniform {
+            if let Some(dt) = info.dtype {
+                if dt != b.dtype {
+                    return Err(Error::Launch(format!(
+                        "{what} got a buffer of {}: expected {dt}",
+                        b.dtype
+                    )));
+                }
+            }
+        }
+        if b.byte_len < info.min_bytes {
+            return Err(Error::Launch(format!(
+                "{what} got {} bytes: expected at least {}",
+                b.byte_len, info.min_bytes
+            )));
+        }
+        let (max, limit) = match info.kind {
+            BindingKind::Uniform => (limits.max_uniform_binding_size, "max_uniform_binding_size"),
+            _ => (limits.max_storage_binding_size, "max_storage_binding_size"),
+        };
+        if b.byte_len > max {
+            return Err(Error::Limit {
+                what: format!("{what} size in bytes"),
+                value: b.byte_len,
+                limit,
+                max,
+            });
+        }
+        let align = u64::from(limits.storage_offset_alignment);
+        if b.byte_offset % align != 0 {
+            return Err(Error::Launch(format!(
+                "{what} starts at byte {} of its buffer: expected a multiple of {align} \
+                 (storage_offset_alignment); slice at an aligned element",
+                b.byte_offset
+            )));
+        }
+        if info.kind == BindingKind::StorageReadWrite {
+            if let Some(j) = bindings.iter().enumerate().position(|(j, o)| {
+                j != i && o.buffer().is_some_and(|o| o.inner.id() == b.inner.id())
+            }) {
+                return Err(Error::Launch(format!(
+                    "{what} is read-write but binding {j} views the same buffer: expected \
+                     distinct buffers"
+                )));
             }
         }
         Ok(())

@@ -94,7 +94,10 @@ fn bindings(
     for (handle, var) in module.global_variables.iter() {
         if var.space == AddressSpace::Immediate && !used[handle].is_empty() {
             let name = var.name.as_deref().unwrap_or("?");
-            let message = format!("`{name}` is immediate data (`var<immediate>`), which launches cannot set: kernels bind storage and uniform buffers; pass such values in a uniform buffer");
+            let message = format!(
+                "`{name}` is immediate data (`var<immediate>`), which launches cannot set: \
+                 kernels bind storage and uniform buffers; pass such values in a uniform buffer"
+            );
             return Err(shader_error(
                 source,
                 module.global_variables.get_span(handle).location(source),

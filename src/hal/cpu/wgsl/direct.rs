@@ -97,7 +97,8 @@ fn is_buffer_scalar(
     ) && matches!(module.types[var.ty].inner, TypeInner::Array { .. });
     let scalar = match *info[h].ty.inner_with(&module.types) {
         TypeInner::Pointer { base, .. } => {
-            matches!(module.types[base].inner, TypeInner::Scalar(s) | TypeInner::Atomic(s) if s.width == 4)
+            let inner = &module.types[base].inner;
+            matches!(*inner, TypeInner::Scalar(s) | TypeInner::Atomic(s) if s.width == 4)
         }
         TypeInner::ValuePointer {
             size: None, scalar, ..
