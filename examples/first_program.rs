@@ -1,5 +1,5 @@
 //! A first program: open the best device, build tensors, run a few ops, read the result back
-//! and check it. The README shows this file from its `use` line on; `tests/suite/docs.rs`
+//! and check it. The README shows this file from its `use` line on; `tests/docs.rs`
 //! checks that the two agree.
 //!
 //! `cargo run --release --example first_program` (`UNICOMPUTE_BACKEND=cpu|webgpu|cuda`

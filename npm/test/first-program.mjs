@@ -9,7 +9,7 @@ const values = await c.read(); // a Float32Array; reads never block
 console.log(device.backend, values); // cpu Float32Array(4) [ 0, 0, 43, 50 ]
 for (const t of [a, b, c]) t.dispose(); // device memory goes back to the pool now
 
-// The README's first JS program is the code above, verbatim (tests/suite/docs.rs checks it);
+// The README's first JS program is the code above, verbatim (tests/docs.rs checks it);
 // scripts/test-npm.sh runs this file against the packed package.
 import assert from 'node:assert/strict';
 assert.deepEqual(Array.from(values), [0, 0, 43, 50]);
