@@ -70,8 +70,9 @@ if [ "$readme_words" -gt 1200 ]; then
     echo "README.md has $readme_words words: at most 1,200 (move the detail into docs/src/)" >&2
     exit 1
 fi
-# mdBook without its server and search (--no-default-features: about 2 minutes on 2 cores),
-# built in a target directory of its own so that it never waits for the project's build.
+# mdBook without its server, watcher and search (--no-default-features): about 4 CPU-minutes
+# (2 to 8 minutes on 2 shared cores), once; built in a target directory of its own so that it
+# never waits for the project's build.
 MDBOOK=0.5.4
 if ! mdbook --version 2>/dev/null | grep -qF "v$MDBOOK"; then
     echo "== installing mdbook $MDBOOK"
