@@ -1,6 +1,7 @@
 //! A user WGSL kernel: `y = a * x + y` (saxpy) with its bindings reflected and checked before
-//! the launch. WGSL kernels run on webgpu devices; without one (no wgpu adapter) the example
-//! says so and exits cleanly.
+//! the launch. WGSL kernels run on every backend: on webgpu as they are, on the CPU backend
+//! through its executor of the kernel's IR, and on cuda translated to CUDA C. The example runs
+//! on the device `auto` opens (`UNICOMPUTE_BACKEND=cpu|webgpu|cuda` chooses).
 //!
 //! `cargo run --release --example user_kernel`
 
@@ -8,7 +9,7 @@
 #![cfg_attr(target_arch = "wasm32", no_main)]
 #![cfg(not(target_arch = "wasm32"))]
 
-use unicompute::{BackendChoice, BackendKind, Binding, Buffer, Device, Kernel};
+use unicompute::{BackendChoice, Binding, Buffer, Device, Kernel};
 
 const SAXPY: &str = r#"
 struct Params { a: f32, n: u32 }
@@ -33,13 +34,7 @@ fn main() -> unicompute::Result<()> {
         info.bindings.len()
     );
 
-    let device = match Device::open(BackendChoice::Backend(BackendKind::WebGpu)) {
-        Ok(d) => d,
-        Err(e) => {
-            println!("no webgpu device, so the kernel is not run: {e}");
-            return Ok(());
-        }
-    };
+    let device = Device::open(BackendChoice::Auto)?;
     println!("device: {}", device.info().name);
     let kernel = Kernel::from_wgsl(&device, SAXPY, "saxpy")?;
 

@@ -337,11 +337,11 @@ export function bind(wasm, wasmUrl, threads = undefined) {
    * SwiftShader, whichever of WebGPU and the CPU backend inside the wasm runs the heavy ops
    * faster, timed once; without WebGPU the CPU; `device.selectionReason` says why), 'webgpu' or
    * 'cpu'. Or an object `{ backend, policy, threads, wasm }`: a policy object or JSON (see the
-   * README: backend order and selection, matmul precision, kernel variants, fallback) instead
-   * of `backend`; with `unicompute/threads`, the CPU backend's thread count; and where the
-   * wasm lives, for bundlers that do not copy it next to the module (a URL, bytes or a
-   * compiled `WebAssembly.Module`; see `wasmInput`). Both are fixed by the first call that
-   * loads the wasm.
+   * book's docs/src/policy.md: backend order and selection, matmul precision, kernel
+   * variants, fallback) instead of `backend`; with `unicompute/threads`, the CPU backend's
+   * thread count; and where the wasm lives, for bundlers that do not copy it next to the
+   * module (a URL, bytes or a compiled `WebAssembly.Module`; see `wasmInput`). Both are fixed
+   * by the first call that loads the wasm.
    */
   async function init(choice = 'auto') {
     const options = choice !== null && typeof choice === 'object' ? choice : { backend: choice };

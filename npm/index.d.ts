@@ -127,7 +127,8 @@ declare module './pkg/unicompute.js' {
     scope<T>(fn: () => T): T;
     /**
      * Compile the WGSL compute entry point `entry`; `constants` sets the shader's `override`s
-     * by name or `@id` (as WebGPU's pipeline constants), the others take their defaults.
+     * by name or `@id` (as WebGPU's pipeline constants), the others take their defaults. It
+     * runs on WebGPU and on the CPU backend (an executor of the kernel's IR in the wasm).
      */
     kernel(source: string, entry: string, options?: { constants?: Record<string, number | boolean> }): Kernel;
     /** Free the wasm memory now (again: nothing). */

@@ -108,8 +108,9 @@ tests() {
         [ "$left" -lt 120 ] || left=120
         step "tests: $module" tests.log "$left" module_tests "$module"
     done
-    # Threads sharing the devices once crashed or hung (docs/gpu-runs.md): the whole suite
-    # again in one process, a few times, while the budget lasts.
+    # Threads sharing the devices once crashed or hung
+    # (docs/src/performance/2026-11-26-gpu-sessions.md): the whole suite again in one
+    # process, a few times, while the budget lasts.
     for run in 1 2 3; do
         left=$((deadline + ${AGAIN_BUDGET:-90} - SECONDS))
         [ "$left" -gt 30 ] || break
@@ -173,9 +174,10 @@ lib_test() {
     [ "$rc" -eq 0 ] || { echo "$log"; return 1; }
 }
 
-# The README's GPU table: 256 MiB elementwise operands, [8192, 8192] row ops, 8192^3 matmuls in
-# each precision, causal bf16 attention [8, 16, 4096, 128], ResNet-50's 3x3 conv (conv2_x,
-# batch 32), the chain of 1,000 small ops eager and replayed; wgpu on Vulkan at 4096^3.
+# The GPU table (docs/src/performance/2026-11-26-h200.md): 256 MiB elementwise operands,
+# [8192, 8192] row ops, 8192^3 matmuls in each precision, causal bf16 attention
+# [8, 16, 4096, 128], ResNet-50's 3x3 conv (conv2_x, batch 32), the chain of 1,000 small
+# ops eager and replayed; wgpu on Vulkan at 4096^3.
 bench() {
     local sizes=(--size 67108864 --row-len 8192 --attention 8,16,4096,128 --causal
         --attention-dtype bf16 --conv 32,64,56,56,64)

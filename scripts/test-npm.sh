@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Packs the npm package (scripts/build-npm.sh), installs the tarball into a fresh temporary
-# project and uses it from Node: on the CPU fallback (npm/test/node.mjs) and on WebGPU
+# project and uses it from Node: on the CPU fallback (npm/test/node.mjs; the README's first
+# program, npm/test/first-program.mjs) and on WebGPU
 # through the `webgpu` package with Chromium's SwiftShader Vulkan driver
 # (npm/test/node-webgpu.mjs; with UNICOMPUTE_REQUIRE_WEBGPU=1 a missing adapter fails); and
 # in a page bundled with Vite, loaded in headless Chromium through playwright-core, which
@@ -61,6 +62,7 @@ cp "$repo"/npm/test/types.ts "$repo"/npm/test/tsconfig.json .
 echo "types: tsc --strict --noEmit passes on npm/test/types.ts"
 node node.mjs
 node api.mjs
+node first-program.mjs   # the README's first JS program
 
 # ONNX's backend node tests (npm/test/onnx-node.mjs): the onnx 1.22.0 wheel from PyPI (the 1.23
 # wheels dropped the test data), this one file of it pinned by its sha256 and kept in .onnx/;

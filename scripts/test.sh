@@ -10,6 +10,7 @@
 #   - Node and npm, to pack the npm package and use it from Node;
 #   - NVRTC from PyPI (`nvidia-cuda-nvrtc`, the CUDA version cudarc is built for) into
 #     .nvrtc/, so every CUDA source (src/ops/*/*.cu) is compile-checked for sm_80 and sm_90 without a GPU;
+#   - mdBook (cargo install, pinned), to build the book in docs/ (docs/book/, git-ignored);
 #   - the published packages whose compute kernels the corpus tests run (scripts/corpus.sh:
 #     pinned crates, about 550 KB, checked by sha256 into .corpus/; the tests fail without them).
 # Set UNICOMPUTE_REQUIRE_WEBGPU=1 (CI does) to make a missing wgpu adapter a failure
@@ -63,6 +64,28 @@ scripts/corpus.sh
 echo "== formatting (rustfmt.toml: lines of at most 100 columns)"
 cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 cargo fmt --check
+echo "== the docs: the README's word budget and the book (docs/)"
+readme_words=$(wc -w <README.md)
+if [ "$readme_words" -gt 1200 ]; then
+    echo "README.md has $readme_words words: at most 1,200 (move the detail into docs/src/)" >&2
+    exit 1
+fi
+# mdBook without its server, watcher and search (--no-default-features): about 4 CPU-minutes
+# (2 to 8 minutes on 2 shared cores), once; built in a target directory of its own so that it
+# never waits for the project's build.
+MDBOOK=0.5.4
+if ! mdbook --version 2>/dev/null | grep -qF "v$MDBOOK"; then
+    echo "== installing mdbook $MDBOOK"
+    cargo install --quiet --locked mdbook --version "$MDBOOK" --no-default-features \
+        --target-dir "${MDBOOK_TARGET_DIR:-$PWD/target/mdbook}"
+fi
+# mdBook logs a missing include or bad HTML and still succeeds: any warning fails here.
+# (tests/docs.rs checks the includes' files and anchors, the links and the summary.)
+book_log=$(mdbook build docs 2>&1) || { echo "$book_log" >&2; exit 1; }
+if grep -E "(ERROR|WARN)" <<<"$book_log"; then
+    echo "mdbook build docs warned (above)" >&2
+    exit 1
+fi
 echo "== devices"
 cargo run --quiet --release --bin unicompute -- info
 echo "== cargo test"

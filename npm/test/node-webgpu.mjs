@@ -3,6 +3,7 @@
 // vk_swiftshader_icd.json). wgpu looks for navigator.gpu on a Window, so a stand-in Window
 // global is installed too. Run by scripts/test-npm.sh.
 import assert from 'node:assert/strict';
+// ANCHOR: setup (included by docs/src/js/interop.md)
 import { create, globals } from 'webgpu';
 
 Object.assign(globalThis, globals);
@@ -10,6 +11,7 @@ globalThis.navigator = { gpu: create([]) };
 globalThis.Window ??= class Window {};
 
 const { init } = await import('unicompute');
+// ANCHOR_END: setup
 // SwiftShader is a fallback adapter: 'auto' times it against the CPU backend and says why.
 const auto = await init();
 assert.match(auto.selectionReason, /no hardware GPU.*webgpu.*cpu|no hardware GPU.*cpu.*webgpu/, auto.selectionReason);

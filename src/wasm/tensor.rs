@@ -8,7 +8,8 @@ use crate::ops::indexing::IndexMode;
 use crate::ops::{BinaryOp, NormKind, NormParams, ReduceOp, UnaryOp};
 use crate::{DType, Tensor};
 
-/// A tensor on a device. Call `free()` when done, or leave it to the garbage collector.
+/// A tensor on a device. Call `free()` (or `dispose()`) when done: the garbage collector may
+/// free it late or never, since it does not see the device memory behind the small JS object.
 #[wasm_bindgen(js_name = Tensor)]
 pub struct JsTensor {
     inner: Tensor,

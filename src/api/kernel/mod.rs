@@ -159,6 +159,10 @@ impl Kernel {
     /// Compile the WGSL compute entry point `entry` for `device`. Syntax and type errors come
     /// back as [`Error::Shader`] with line:column and the offending line.
     ///
+    /// It runs on every backend: on webgpu as it is, on the CPU backend through its executor
+    /// of the kernel's IR, and on cuda translated to CUDA C. The CPU and cuda take a subset of
+    /// WGSL (no textures, no f16 matrices) and refuse what is outside it at its line:column.
+    ///
     /// Some drivers end long loops early without an error: on Mesa's llvmpipe (lavapipe) all
     /// the loops of the invocations that run together (a subgroup) stop after 65,535
     /// iterations, and the kernel goes on with wrong values.
