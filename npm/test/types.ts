@@ -178,7 +178,7 @@ async function profiling(device: Device): Promise<void> {
   const launches: LaunchRecord[] = profile.launches();
   const reads: ReadRecord[] = profile.reads();
   const summary: OpSummary[] = profile.summary();
-  console.log(launches[0]?.clock, reads[0]?.copyUs, launches[0]?.hostStartUs, launches[0]?.deviceUs, summary[0]?.totalS, summary[0]?.rate, profile.table(), profile.chromeTrace(), profile.deviceSeconds);
+  console.log(launches[0]?.clock, reads[0]?.copyUs, reads[0]?.waitUs, launches[0]?.hostStartUs, launches[0]?.deviceStartUs, launches[0]?.deviceUs, summary[0]?.totalS, summary[0]?.meanS, summary[0]?.rate, profile.table(), profile.chromeTrace(), profile.deviceSeconds);
   const tuned: TuneResult = await device.tune('matmul', [64, 64, 64]);
   device.importTuneCache(device.tuneCache());
   console.log(tuned.choice, tuned.timesUs);
@@ -216,11 +216,11 @@ async function idioms(device: Device): Promise<void> {
   // @ts-expect-error: an f32 tensor reads as a Float32Array, never an Int32Array
   const notInts: Int32Array = await f.read();
   console.log(floats, ints, words, longs, halves, averaged, unsigned, viewed, into, any, notInts);
-  const byName: Tensor = f.reduce('max', { axis: [0, 1], keepDims: true }).reduce('sum', 0);
+  const byName: Tensor = f.reduce('max', { axis: [0, 1], keepDims: true, emptyIdentity: true }).reduce('sum', 0);
   // Memory: live tensors, trimming the pool; printing.
   const memory: MemoryInfo = device.memory();
   device.trim();
-  console.log(memory.numTensors, memory.bytesCached, String(f), f.toString(), device.toString(), byName.shape);
+  console.log(memory.numTensors, memory.bytesCached, memory.bytesLive, memory.poolHits, memory.allocations, String(f), f.toString(), device.toString(), byName.shape);
   // A tensor as a user kernel's binding, directly or as a Buffer sharing its memory.
   const kernel = device.kernel(SAXPY, 'main');
   const y: Buffer = f.toBuffer();
