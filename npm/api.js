@@ -94,7 +94,7 @@ function guarded(name, f, after) {
     if (disposed(this)) throw invalid(`${method}: the ${className(this)} was disposed: expected one that is not (dispose() after the last use)`);
     const i = args.findIndex(disposed);
     if (i >= 0) throw invalid(`${method}: argument ${i + 1} (${what(args[i])}) was disposed: expected a live one`);
-    const theirs = new Set();
+    let theirs; // errors the callbacks passed in threw
     const passed = !args.some((a) => typeof a === 'function')
       ? args
       : args.map((a) =>
@@ -104,7 +104,7 @@ function guarded(name, f, after) {
                 try {
                   return a.apply(this, inner);
                 } catch (e) {
-                  theirs.add(e);
+                  (theirs ??= new Set()).add(e);
                   throw e;
                 }
               },
@@ -113,7 +113,7 @@ function guarded(name, f, after) {
     try {
       result = f.apply(this, passed);
     } catch (e) {
-      throw theirs.has(e) ? e : toError(e, method, args);
+      throw theirs?.has(e) ? e : toError(e, method, args);
     }
     if (result instanceof Promise) {
       return result.then(
