@@ -1,8 +1,146 @@
 // The JS layer over one wasm-bindgen build of unicompute, shared by the package's entries:
 // `unicompute` (index.js: one thread) and `unicompute/threads` (threads.js: the CPU backend on
-// Web Workers). `bind` loads the wasm on first use and adds what the generated classes lack.
+// Web Workers). `bind` loads the wasm on first use and adds what the generated classes lack:
+// options objects, ownership (dispose, scopes, a live-tensor count), `UnicomputeError` for
+// every failure, camelCase records, frozen shapes, and printing.
 
 import { adopt, checkAdoptable } from './adopt.js';
+
+/**
+ * What every throw and rejection of the package is: `code` (an `ErrorCode`: 'SHAPE', 'DTYPE',
+ * 'INVALID', ...) says what kind of failure, the message what was wrong and what was expected.
+ */
+export class UnicomputeError extends Error {
+  /** An error of kind `code` saying `message`; `options.cause` as `Error`'s. */
+  constructor(message, code, options) {
+    super(message, options);
+    this.code = code;
+  }
+}
+Object.defineProperty(UnicomputeError.prototype, 'name', { value: 'UnicomputeError', configurable: true, writable: true });
+
+/** An `INVALID` error saying what was wrong and what was expected. */
+const invalid = (message) => new UnicomputeError(message, 'INVALID');
+
+/** A value as a message names it: `number 2`, `string "f32"`, `null`, `a Tensor`. */
+function what(value) {
+  if (value === null || value === undefined) return String(value);
+  const name = value.constructor?.name;
+  if (typeof value === 'object' || typeof value === 'function') return name && name !== 'Object' ? `a ${name}` : typeof value;
+  return `${typeof value} ${JSON.stringify(String(value))}`.replace(/^(number|boolean|bigint) "(.*)"$/, '$1 $2');
+}
+
+/** Hidden internals on the generated prototypes: the raw wasm calls the public methods wrap. */
+const RAW = Symbol('unicompute raw methods');
+/** The device a tensor or buffer belongs to. */
+const DEVICE = Symbol('unicompute device');
+/** A device's open scopes (innermost last) and its live-tensor counter; a tensor's counter. */
+const SCOPES = Symbol('unicompute scopes');
+const COUNTER = Symbol('unicompute live tensors');
+const COUNTED = Symbol('unicompute counted');
+/** Reads in flight of a tensor or buffer, and whether it was disposed meanwhile. */
+const READS = Symbol('unicompute reads in flight');
+const DISPOSED = Symbol('unicompute disposed');
+/** Whether `o` is a disposed object of the package (freed, or to be freed after its reads). */
+const disposed = (o) => o?.__wbg_ptr === 0 || o?.[DISPOSED] === true;
+/** A tensor's shape as a frozen array, made once. */
+const SHAPE = Symbol('unicompute shape');
+
+/** Tensors the garbage collector took: each lowers its device's live count. */
+const collected = typeof FinalizationRegistry === 'function' ? new FinalizationRegistry((counter) => counter.n--) : { register() {}, unregister() {} };
+
+/**
+ * `e` (thrown or rejected by `method`, called with `args`) as a `UnicomputeError`: the
+ * library's errors carry a `code` already; wasm-bindgen's own ("null pointer passed to rust",
+ * "expected instance of Tensor", a borrowed value) become `INVALID` ones that say what to do,
+ * and a trap of the wasm (a bug of the library) `INTERNAL`.
+ */
+function toError(e, method, args = []) {
+  if (e instanceof UnicomputeError) return e;
+  if (e instanceof Error && typeof e.code === 'string') {
+    e.message = e.message.replace(RUST_NAME, (_, head, name) => head + toCamel(name));
+    return Object.setPrototypeOf(e, UnicomputeError.prototype);
+  }
+  const message = String(e?.message ?? e);
+  const cause = { cause: e };
+  if (/null pointer passed to rust/.test(message)) return new UnicomputeError(`${method}: an argument was disposed: expected live objects (dispose() them after their last use)`, 'INVALID', cause);
+  const klass = /^expected instance of (\w+)$/.exec(message)?.[1];
+  if (klass) {
+    const got = args.find((a) => a !== undefined && typeof a !== 'string' && !(typeof a === 'object' && a?.__wbg_ptr !== undefined));
+    return new UnicomputeError(`${method}: got ${what(got)}: expected a ${klass}`, 'INVALID', cause);
+  }
+  if (/borrowed|recursive use of an object/.test(message)) return new UnicomputeError(`${method}: the object is in use by a call still running: expected it free (wait for that call)`, 'INVALID', cause);
+  if (e instanceof WebAssembly.RuntimeError) return new UnicomputeError(`${method}: internal error (a bug of unicompute, please report it): ${message}`, 'INTERNAL', cause);
+  return new UnicomputeError(`${method}: ${message}`, 'INVALID', cause);
+}
+
+/** A Rust name in the library's messages (`shape mismatch in broadcast_to`, `the device limit max_buffer_size`). */
+const RUST_NAME = /^((?:shape|dtype) mismatch in |.* the device limit )([a-z0-9]+(?:_[a-z0-9]+)+)/;
+/** `broadcast_to` as JS spells it: `broadcastTo`. */
+const toCamel = (name) => name.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
+
+/** `C.name` as a message starts: `Tensor`, `Device`. */
+const className = (self) => self?.constructor?.name ?? 'object';
+
+/**
+ * `f` (the method `name` of a generated class) with every failure a `UnicomputeError`: a call
+ * on a disposed object or with one is refused first, and `after(result, self)` runs on a
+ * success (for a promise, on what it resolves to). Errors thrown by callbacks passed in (a
+ * scope's or a capture's function) go through unchanged.
+ */
+function guarded(name, f, after) {
+  return function guardedMethod(...args) {
+    const method = `${className(this)}.${name}`;
+    if (disposed(this)) throw invalid(`${method}: the ${className(this)} was disposed: expected one that is not (dispose() after the last use)`);
+    const i = args.findIndex(disposed);
+    if (i >= 0) throw invalid(`${method}: argument ${i + 1} (${what(args[i])}) was disposed: expected a live one`);
+    let theirs; // errors the callbacks passed in threw
+    const passed = !args.some((a) => typeof a === 'function')
+      ? args
+      : args.map((a) =>
+          typeof a !== 'function'
+            ? a
+            : function callback(...inner) {
+                try {
+                  return a.apply(this, inner);
+                } catch (e) {
+                  (theirs ??= new Set()).add(e);
+                  throw e;
+                }
+              },
+        );
+    let result;
+    try {
+      result = f.apply(this, passed);
+    } catch (e) {
+      throw theirs?.has(e) ? e : toError(e, method, args);
+    }
+    if (result instanceof Promise) {
+      return result.then(
+        (value) => (after ? after(value, this) : value),
+        (e) => {
+          throw toError(e, method, args);
+        },
+      );
+    }
+    return after ? after(result, this) : result;
+  };
+}
+
+/** `value` with the Rust field names (`times_us`) as JS names (`timesUs`); records by name (`timesUs`, `variants`) keep their keys. */
+function camel(value) {
+  if (Array.isArray(value)) return value.map(camel);
+  if (value === null || typeof value !== 'object') return value;
+  const entries = Object.entries(value).map(([k, v]) => [toCamel(k), k === 'times_us' || k === 'variants' ? v : camel(v)]);
+  return Object.fromEntries(entries);
+}
+
+/** A policy object's JS names (`tuneCache`, `cacheLimitBytes`) as the Rust ones; snake_case keys stay. */
+function snake(value) {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  const entries = Object.entries(value).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), k === 'variants' ? v : snake(v)]);
+  return Object.fromEntries(entries);
+}
 
 /**
  * Call `call(tensors, rest)` with the tensor-valued keys `names` of `options` moved into a
@@ -29,44 +167,98 @@ function withTensors({ Tensor, TensorArgs }, method, options, names, call) {
   }
 }
 
+/** Move the generated methods `names` of `proto` under `proto[RAW]`, off the public class. */
+function hide(proto, names) {
+  const raw = proto[RAW] ?? {};
+  for (const name of names) {
+    raw[name] = proto[name];
+    delete proto[name];
+  }
+  Object.defineProperty(proto, RAW, { value: raw, configurable: true });
+  return raw;
+}
+
+/** A dtype given as a name or as `{ dtype, ...more }` (the keys `more` returned too). */
+function dtypeOption(method, options, more = []) {
+  if (options === undefined || options === null) return {};
+  if (typeof options === 'string') return { dtype: options };
+  if (typeof options !== 'object') throw invalid(`${method}: options are ${what(options)}: expected a dtype name or { ${['dtype', ...more].join(', ')} }`);
+  onlyKeys(method, options, ['dtype', ...more]);
+  if (options.dtype !== undefined && typeof options.dtype !== 'string') throw invalid(`${method}: dtype is ${what(options.dtype)}: expected a dtype name such as 'float32'`);
+  return options;
+}
+
 /** The methods that take options objects (and lists of buffers), on the generated classes. */
-function patch({ BindingList, Device, Queue, Tensor, TensorArgs }) {
+function patch({ BindingList, Buffer, Device, Kernel, Queue, Tensor, TensorArgs }) {
   const args = (method, options, names, call) => withTensors({ Tensor, TensorArgs }, method, options, names, call);
-  /** Record a launch of `kernel` over `workgroups` ([x, y, z]) with one buffer per binding. */
-  Queue.prototype.launch = function launch(kernel, buffers, workgroups) {
+  const tensorRaw = hide(Tensor.prototype, ['__conv2d', '__linear', '__layerNorm', '__rmsNorm', '__attention', '__reduce', '__argReduce', 'softmax', 'logSoftmax']);
+  const queueRaw = hide(Queue.prototype, ['__launch']);
+  const deviceRaw = hide(Device.prototype, ['tensor', 'zeros', 'tensorFromGPUBuffer']);
+  /**
+   * Record a launch of `kernel` over `workgroups` ([x, y, z]) with one binding per entry of
+   * `bindings`: a Buffer, or a Tensor (f32, i32, u32), bound in place when contiguous.
+   */
+  Queue.prototype.launch = function launch(kernel, bindings, workgroups) {
+    if (!Array.isArray(bindings)) throw invalid(`launch: bindings are ${what(bindings)}: expected an array of Buffers and Tensors`);
     const list = new BindingList();
+    const views = [];
     try {
-      for (const b of buffers) list.push(b);
-      this.launchWith(kernel, list, workgroups);
+      bindings.forEach((b, i) => {
+        if (b instanceof Tensor) views.push((b = b.toBuffer()));
+        else if (!(b instanceof Buffer)) throw invalid(`launch: binding ${i} is ${what(b)}: expected a Buffer or a Tensor`);
+        if (disposed(b)) throw invalid(`launch: binding ${i} was disposed: expected a live Buffer or Tensor`);
+        list.push(b);
+      });
+      queueRaw.__launch.call(this, kernel, list, workgroups);
     } finally {
       list.free();
+      views.forEach((v) => v.free());
     }
   };
   /** `conv2d(weight, { stride, padding, dilation, groups, bias, activation })`. */
   Tensor.prototype.conv2d = function conv2d(weight, options) {
-    return args('conv2d', options, ['bias'], (t, o) => this.conv2dWith(weight, t, o));
+    return args('conv2d', options, ['bias'], (t, o) => tensorRaw.__conv2d.call(this, weight, t, o));
   };
   /** `linear(weight, { bias, activation })`: `activation(this @ weight + bias)` in one kernel. */
   Tensor.prototype.linear = function linear(weight, options) {
-    return args('linear', options, ['bias'], (t, o) => this.linearWith(weight, t, o));
+    return args('linear', options, ['bias'], (t, o) => tensorRaw.__linear.call(this, weight, t, o));
   };
   /** `layerNorm({ weight, bias, eps, activation, axes })` over the last `axes` axes. */
   Tensor.prototype.layerNorm = function layerNorm(options) {
-    return args('layerNorm', options, ['weight', 'bias'], (t, o) => this.layerNormWith(t, o));
+    return args('layerNorm', options, ['weight', 'bias'], (t, o) => tensorRaw.__layerNorm.call(this, t, o));
   };
   /** `rmsNorm({ weight, eps, activation, axes })` over the last `axes` axes. */
   Tensor.prototype.rmsNorm = function rmsNorm(options) {
-    return args('rmsNorm', options, ['weight'], (t, o) => this.rmsNormWith(t, o));
+    return args('rmsNorm', options, ['weight'], (t, o) => tensorRaw.__rmsNorm.call(this, t, o));
   };
   /** `attention(k, v, { causal, scale, mask })` with this tensor as the queries. */
   Tensor.prototype.attention = function attention(k, v, options) {
-    return args('attention', options, ['mask'], (t, o) => this.attentionWith(k, v, t, o));
+    return args('attention', options, ['mask'], (t, o) => tensorRaw.__attention.call(this, k, v, t, o));
   };
-  /**
-   * `op` ('add', 'mul', 'minimum' or 'maximum') over this tensor and every one of `others`,
-   * all broadcast together: ONNX's Sum, Max and Min. One binary launch per other tensor; the
-   * intermediate results are freed. The other binary ops are refused: their order matters.
-   */
+  for (const name of ['softmax', 'logSoftmax']) {
+    /** Softmax (or its log) over `{ axis }` (the last by default); a number is the axis. */
+    Tensor.prototype[name] = function softmaxMethod(options) {
+      if (options !== null && typeof options === 'object') {
+        onlyKeys(name, options, ['axis']);
+        options = options.axis;
+      }
+      if (options !== undefined) checkAxis(name, options, false);
+      return tensorRaw[name].call(this, options);
+    };
+  }
+  /** `device.tensor(data, shape, dtype | { dtype })`. */
+  Device.prototype.tensor = function tensor(data, shape, options) {
+    return deviceRaw.tensor.call(this, data, shape, dtypeOption('tensor', options).dtype);
+  };
+  /** `device.zeros(shape, dtype | { dtype })`. */
+  Device.prototype.zeros = function zeros(shape, options) {
+    return deviceRaw.zeros.call(this, shape, dtypeOption('zeros', options).dtype);
+  };
+  /** `device.tensorFromGPUBuffer(buffer, shape, { dtype, byteOffset })` (or `dtype, byteOffset`). */
+  Device.prototype.tensorFromGPUBuffer = function tensorFromGPUBuffer(buffer, shape, options, byteOffset) {
+    const o = dtypeOption('tensorFromGPUBuffer', options, ['byteOffset']);
+    return deviceRaw.tensorFromGPUBuffer.call(this, buffer, shape, o.dtype, o.byteOffset ?? byteOffset);
+  };
   for (const [method, op] of Object.entries(UNARY_METHODS)) {
     Tensor.prototype[method] = function unaryMethod() {
       return this.unary(op);
@@ -84,6 +276,10 @@ function patch({ BindingList, Device, Queue, Tensor, TensorArgs }) {
       return reduceBy(this, op, options);
     };
   }
+  /** A reduction by name over `{ axis, keepDims, emptyIdentity }` (or a number: the axis). */
+  Tensor.prototype.reduce = function reduce(op, options) {
+    return reduceBy(this, op, typeof options === 'number' ? { axis: options } : options);
+  };
   for (const [name, min] of [['argmax', false], ['argmin', true]]) {
     /** The index of the extreme along `{ axis, keepDims, last }`. */
     Tensor.prototype[name] = function argMethod(options) {
@@ -93,16 +289,19 @@ function patch({ BindingList, Device, Queue, Tensor, TensorArgs }) {
   }
   /** The f16 elements as a `Float16Array`, where the runtime has that type. */
   Tensor.prototype.readFloat16 = async function readFloat16() {
-    if (typeof globalThis.Float16Array !== 'function') throw Object.assign(new Error('readFloat16: this runtime has no Float16Array: use read16() for the bits as a Uint16Array'), { code: 'UNSUPPORTED' });
-    if (this.dtype !== 'f16') throw Object.assign(new Error(`readFloat16: the tensor is ${this.dtype}: expected f16`), { code: 'DTYPE' });
+    if (typeof globalThis.Float16Array !== 'function') throw new UnicomputeError('readFloat16: this runtime has no Float16Array: use read16() for the bits as a Uint16Array', 'UNSUPPORTED');
+    if (this.dtype !== 'f16') throw new UnicomputeError(`readFloat16: the tensor is ${this.dtype}: expected f16`, 'DTYPE');
     const bits = await this.read16();
     return new globalThis.Float16Array(bits.buffer, bits.byteOffset, bits.length);
   };
+  /**
+   * `op` ('add', 'mul', 'minimum' or 'maximum') over this tensor and every one of `others`,
+   * all broadcast together: ONNX's Sum, Max and Min. One binary launch per other tensor; the
+   * intermediate results are freed. The other binary ops are refused: their order matters.
+   */
   Tensor.prototype.nary = function nary(op, others) {
     if (!['add', 'mul', 'minimum', 'maximum'].includes(op)) {
-      const e = new Error(`nary: \`${op}\` (the order of its inputs would matter): expected add, mul, minimum or maximum`);
-      e.code = 'INVALID';
-      throw e;
+      throw invalid(`nary: \`${op}\` (the order of its inputs would matter): expected add, mul, minimum or maximum`);
     }
     let acc = this.reshape(Array.from(this.shape));
     for (const t of others) {
@@ -112,15 +311,24 @@ function patch({ BindingList, Device, Queue, Tensor, TensorArgs }) {
     }
     return acc;
   };
+  frozenArray(Tensor.prototype, 'shape', SHAPE);
+  frozenArray(Kernel.prototype, 'workgroupSize');
+}
+
+/** The getter `name` of `proto` returning a frozen `number[]` (kept under `cache`, if given). */
+function frozenArray(proto, name, cache) {
+  const get = Object.getOwnPropertyDescriptor(proto, name).get;
+  const make = (self) => Object.freeze(Array.from(get.call(self)));
+  Object.defineProperty(proto, name, {
+    configurable: true,
+    get: cache ? function cached() { return (this[cache] ??= make(this)); } : function fresh() { return make(this); },
+  });
 }
 
 /** The unary ops that become methods of their own (`x.exp()`), by method name. */
 const UNARY_METHODS = { neg: 'neg', abs: 'abs', exp: 'exp', log: 'log', sqrt: 'sqrt', rsqrt: 'rsqrt', sin: 'sin', cos: 'cos', tanh: 'tanh', sigmoid: 'sigmoid', gelu: 'gelu', geluTanh: 'gelu_tanh', silu: 'silu', erf: 'erf' };
 /** The reductions that become methods taking `{ axis, keepDims }`. */
 const REDUCE_METHODS = ['sum', 'mean', 'max', 'min'];
-
-/** An `INVALID` error saying what was wrong and what was expected. */
-const invalid = (message) => Object.assign(new Error(message), { code: 'INVALID' });
 
 /** Refuse keys of `options` outside `allowed` (a misspelt key would change the answer). */
 function onlyKeys(method, options, allowed) {
@@ -149,10 +357,11 @@ function reduceBy(t, op, options = {}) {
   checkAxis(op, axis, true);
   if (typeof keepDims !== 'boolean') throw invalid(`${op}: keepDims is ${typeof keepDims}: expected a boolean`);
   if (typeof emptyIdentity !== 'boolean') throw invalid(`${op}: emptyIdentity is ${typeof emptyIdentity}: expected a boolean`);
+  const raw = t[RAW];
   const axes = axis === undefined ? Array.from(t.shape, (_, i) => i) : Array.isArray(axis) ? axis : [axis];
   if (emptyIdentity) return t.reduceAxes(op, axes, keepDims, true);
-  if (axes.length === 1 && !keepDims && axis !== undefined) return t.reduce(op, axes[0]);
-  if (axis === undefined && !keepDims) return t.reduce(op);
+  if (axes.length === 1 && !keepDims && axis !== undefined) return raw.__reduce.call(t, op, axes[0]);
+  if (axis === undefined && !keepDims) return raw.__reduce.call(t, op);
   return t.reduceAxes(op, axes, keepDims);
 }
 
@@ -168,17 +377,22 @@ function argBy(t, min, options = {}) {
   if (Array.isArray(axis)) throw invalid(`${name}: axis is an array: expected one axis (a number), or none for every axis`);
   checkAxis(name, axis, false);
   if (typeof keepDims !== 'boolean' || typeof last !== 'boolean') throw invalid(`${name}: keepDims and last must be booleans`);
-  if (axis === undefined) {
-    const flat = t.reshape([t.shape.reduce((a, b) => a * b, 1)]);
-    const index = flat.argReduce(0, min, last);
-    flat.free();
-    return keepDims ? index.reshape(Array.from(t.shape, () => 1)) : index;
-  }
-  const index = t.argReduce(axis, min, last);
-  if (!keepDims) return index;
+  const argReduce = (x, a) => t[RAW].__argReduce.call(x, a, min, last);
   const shape = Array.from(t.shape);
-  shape[axis < 0 ? axis + shape.length : axis] = 1;
-  return index.reshape(shape);
+  let index;
+  if (axis === undefined) {
+    const flat = t.reshape([shape.reduce((a, b) => a * b, 1)]);
+    index = argReduce(flat, 0);
+    flat.free();
+    shape.fill(1);
+  } else {
+    index = argReduce(t, axis);
+    shape[axis < 0 ? axis + shape.length : axis] = 1;
+  }
+  if (!keepDims) return index;
+  const kept = index.reshape(shape);
+  index.free();
+  return kept;
 }
 
 /** The tensors a scope keeps: `value` itself, or those inside arrays and plain objects. */
@@ -189,67 +403,144 @@ function keptTensors(Tensor, value, out = new Set()) {
   return out;
 }
 
+/** What some methods' results become in JS: records with camelCase keys. */
+const RESULTS = {
+  Device: { decisions: camel, tune: camel, policy: camel },
+  Profile: { launches: camel, reads: camel, summary: camel },
+};
+
 /**
- * Ownership over the generated classes: `dispose()` (idempotent `free()`) on each, and
- * `device.scope(fn)`, which frees every tensor of that device made while `fn` runs except
- * those it returns. Every method that makes tensors or buffers (of tensors, devices and
- * buffers) is wrapped to note the device on its result and to register a tensor with the
- * innermost scope of its device.
+ * Ownership and errors over the generated classes: `dispose()` (idempotent `free()`) on each;
+ * every method and getter guarded (`guarded`); every result that is a tensor or buffer noted
+ * with its device, counted live until freed or collected (`device.memory().numTensors`), and
+ * registered with the innermost open scope of its device (`device.scope(fn)`).
  */
-function patchOwnership({ Buffer, Device, Fence, Graph, Kernel, Profile, Queue, Tensor }) {
-  for (const C of [Buffer, Device, Fence, Graph, Kernel, Profile, Queue, Tensor]) {
-    /** Free the wasm memory now (again: nothing). */
-    C.prototype.dispose = function dispose() {
-      if (this.__wbg_ptr !== 0) this.free();
-    };
-    if (typeof Symbol.dispose === 'symbol') C.prototype[Symbol.dispose] = C.prototype.dispose;
-  }
-  // Open scopes, innermost last: { device, made }.
-  const scopes = [];
-  const DEVICE = Symbol('unicompute device');
-  // The innermost scope of `t`'s device (of any device for a tensor of unknown device).
-  const scopeOf = (t) => scopes.findLast((s) => t[DEVICE] === undefined || s.device === t[DEVICE]);
+function patchOwnership(wasm) {
+  const { Tensor } = wasm;
+  const classes = ['Buffer', 'Device', 'Fence', 'Graph', 'Kernel', 'Profile', 'Queue', 'Tensor'];
   const track = (value, device) => {
     for (const t of Array.isArray(value) ? value : [value]) {
-      if (!(t instanceof Tensor || t instanceof Buffer)) continue;
+      if (!(t instanceof Tensor || t instanceof wasm.Buffer)) continue;
       if (device !== undefined && t[DEVICE] === undefined) t[DEVICE] = device;
-      if (t instanceof Tensor) scopeOf(t)?.made.add(t);
+      const d = t[DEVICE];
+      if (!(t instanceof Tensor) || d === undefined) continue;
+      if (!t[COUNTED]) {
+        t[COUNTED] = d[COUNTER] ??= { n: 0 };
+        t[COUNTED].n++;
+        collected.register(t, t[COUNTED], t);
+      }
+      d[SCOPES]?.at(-1)?.add(t);
     }
     return value;
   };
-  const wrap = (proto, name, deviceOf) => {
-    const f = proto[name];
-    proto[name] = function tracked(...args) {
-      return track(f.apply(this, args), deviceOf(this));
+  const skip = ['constructor', 'free', 'dispose', '__destroy_into_raw', 'scope'];
+  deferFrees(wasm);
+  for (const name of classes) {
+    const C = wasm[name];
+    const deviceOf = name === 'Device' ? (d) => d : (o) => o[DEVICE];
+    for (const key of Object.getOwnPropertyNames(C.prototype)) {
+      if (skip.includes(key)) continue;
+      const d = Object.getOwnPropertyDescriptor(C.prototype, key);
+      const convert = RESULTS[name]?.[key];
+      const after = (result, self) => track(convert ? convert(result) : result, deviceOf(self));
+      if (typeof d.value === 'function') d.value = guarded(key, d.value, after);
+      else if (d.get) d.get = guarded(key, d.get, after);
+      Object.defineProperty(C.prototype, key, d);
+    }
+    const free = C.prototype.free;
+    /**
+     * Free the wasm memory now, or once the reads in flight are done (TF.js's order: a read
+     * started before `dispose()` finishes); the tensor no longer counts as live.
+     */
+    C.prototype.free = function freeNow() {
+      if (this[COUNTED]) {
+        this[COUNTED].n--;
+        this[COUNTED] = undefined;
+        collected.unregister(this);
+      }
+      if (this[READS] > 0) {
+        this[DISPOSED] = true;
+        return;
+      }
+      try {
+        free.call(this);
+      } catch (e) {
+        throw toError(e, `${name}.free`);
+      }
     };
+    /** Free the wasm memory now (again: nothing). */
+    C.prototype.dispose = function dispose() {
+      if (!disposed(this)) this.free();
+    };
+    if (typeof Symbol.dispose === 'symbol') C.prototype[Symbol.dispose] = C.prototype.dispose;
+  }
+  patchDevice(wasm);
+  /** `Tensor(f32, [2, 3])`: the dtype and shape (`String(t)`, `console.log(t)` in Node). */
+  Tensor.prototype.toString = function toString() {
+    return disposed(this) ? 'Tensor(disposed)' : `Tensor(${this.dtype}, [${this.shape.join(', ')}])`;
   };
-  const skip = ['constructor', 'free', 'dispose', 'read', 'readInto', 'read16', 'scope'];
-  for (const [C, deviceOf] of [[Tensor, (t) => t[DEVICE]], [Buffer, (b) => b[DEVICE]], [Device, (d) => d]]) {
-    for (const name of Object.getOwnPropertyNames(C.prototype)) {
-      const d = Object.getOwnPropertyDescriptor(C.prototype, name);
-      if (typeof d.value === 'function' && !skip.includes(name)) wrap(C.prototype, name, deviceOf);
+  /** `Device(cpu, "wasm32 (1 thread)")`: the backend and name. */
+  wasm.Device.prototype.toString = function toString() {
+    return disposed(this) ? 'Device(disposed)' : `Device(${this.backend}, ${JSON.stringify(this.name)})`;
+  };
+  for (const C of [Tensor, wasm.Device]) C.prototype[Symbol.for('nodejs.util.inspect.custom')] = C.prototype.toString;
+}
+
+/**
+ * The reads of tensors and buffers counted while in flight, so that `free()` meanwhile waits
+ * for them (wasm-bindgen holds the object borrowed until an async method ends).
+ */
+function deferFrees({ Buffer, Tensor }) {
+  for (const [C, names] of [[Tensor, ['read', 'read16', 'readInto']], [Buffer, ['read']]]) {
+    for (const name of names) {
+      const read = C.prototype[name];
+      C.prototype[name] = function counted(...args) {
+        const promise = read.apply(this, args);
+        this[READS] = (this[READS] ?? 0) + 1;
+        const done = () => {
+          if (--this[READS] === 0 && this[DISPOSED]) C.prototype.free.call(this);
+        };
+        promise.then(done, done);
+        return promise;
+      };
     }
   }
+}
+
+/** `device.scope(fn)` and `device.memory()`. */
+function patchDevice({ Device, Tensor }) {
   /**
    * Run `fn` (synchronous: as TF.js's `tidy`, a scope cannot span an await) and free every
-   * tensor of this device it made except the ones it returns (a tensor, or tensors in arrays
-   * and plain objects), which pass to the enclosing scope of the device if there is one.
+   * tensor of this device it made, by any method, except the ones it returns (a tensor, or
+   * tensors in arrays and plain objects), which pass to the enclosing scope of the device if
+   * there is one. Each device has its own stack of scopes.
    */
   Device.prototype.scope = function scope(fn) {
-    if (typeof fn !== 'function') throw invalid(`scope: got ${typeof fn}: expected a function`);
+    if (typeof fn !== 'function') throw invalid(`scope: got ${what(fn)}: expected a function`);
     const made = new Set();
-    scopes.push({ device: this, made });
+    const scopes = (this[SCOPES] ??= []);
+    scopes.push(made);
     let result;
     try {
       result = fn();
     } finally {
-      scopes.splice(scopes.findLastIndex((s) => s.made === made), 1);
+      scopes.splice(scopes.lastIndexOf(made), 1);
       const keep = result instanceof Promise ? new Set() : keptTensors(Tensor, result);
       for (const t of made) if (!keep.has(t)) t.dispose();
-      for (const t of keep) track(t);
+      for (const t of keep) scopes.at(-1)?.add(t);
     }
-    if (result instanceof Promise) throw invalid('scope: the function returned a Promise: a scope frees its tensors when the function returns, so it must be synchronous (read results after the scope)');
+    if (result instanceof Promise) {
+      result.catch(() => {}); // refused below: its own failure is not left unhandled
+      throw invalid('scope: the function returned a Promise: a scope frees its tensors when the function returns, so it must be synchronous (read results after the scope)');
+    }
     return result;
+  };
+  /**
+   * The pool's statistics and `numTensors`, this device's tensors not yet disposed, freed by a
+   * scope or collected (a leak shows as a count that grows), as `tf.memory()`.
+   */
+  Device.prototype.memory = function memory() {
+    return { ...this.memoryStats(), numTensors: this[COUNTER]?.n ?? 0 };
   };
 }
 
@@ -267,8 +558,8 @@ async function wasmInput(source) {
   const bytes = source instanceof ArrayBuffer || ArrayBuffer.isView(source) || (typeof Response !== 'undefined' && source instanceof Response);
   if (source instanceof WebAssembly.Module || bytes) return source;
   if (!(source instanceof URL || typeof source === 'string')) {
-    const what = source === null ? 'null' : typeof source;
-    throw Object.assign(new Error(`init: wasm is ${what}: expected a URL, a string URL, bytes (ArrayBuffer or typed array), a Response or a WebAssembly.Module`), { code: 'INVALID' });
+    const got = source === null ? 'null' : typeof source;
+    throw invalid(`init: wasm is ${got}: expected a URL, a string URL, bytes (ArrayBuffer or typed array), a Response or a WebAssembly.Module`);
   }
   if (!inNode) return source;
   const url = source instanceof URL ? source : new URL(source, `file://${process.cwd()}/`);
@@ -300,27 +591,55 @@ async function startThreads(wasm, n, { glue, worker }) {
   wasm.buildThreadPool(n);
 }
 
+/** The generated modules already patched (both entries may load the one-thread build). */
+const patched = new WeakSet();
+
+/** `init`'s options, checked: contradictions are refused, naming both. */
+function initOptions(choice) {
+  const options = choice !== null && typeof choice === 'object' ? choice : { backend: choice };
+  onlyKeys('init', options, ['backend', 'policy', 'threads', 'wasm', 'gpuDevice']);
+  const { backend, policy, threads: n } = options;
+  if (backend !== undefined && typeof backend !== 'string') {
+    throw invalid(`init: backend is ${backend === null ? 'null' : typeof backend}: expected 'auto', 'webgpu' or 'cpu'`);
+  }
+  if (n !== undefined && !(Number.isInteger(n) && n >= 1)) throw invalid(`init: threads is ${n}: expected a whole number of at least 1`);
+  if (options.gpuDevice !== undefined) checkAdoptable(options);
+  if (backend !== undefined && policy !== undefined) {
+    throw invalid(`init: backend ${JSON.stringify(backend)} and a policy given: give either a backend or a policy (whose \`backends\` list picks one), not both`);
+  }
+  return options;
+}
+
 /**
  * The API over `wasm`, the wasm-bindgen module whose binary is at `wasmUrl`: `{ init,
- * listDevices }`. With `threads` (`{ glue, worker }`: the URLs of the threads build's JS and
- * of worker.js), loading also starts the CPU backend's thread pool (of `init`'s `threads`, by
- * default one per logical core).
+ * listDevices }`. `threads` is `{ glue, worker }` (the URLs of the threads build's JS and of
+ * worker.js) where the CPU backend's pool can start, so loading starts it (of `init`'s
+ * `threads`, by default one per logical core); otherwise a string saying why it cannot, which
+ * a `threads` above 1 prints as a warning.
  */
-export function bind(wasm, wasmUrl, threads = undefined) {
-  patch(wasm);
-  patchOwnership(wasm);
+export function bind(wasm, wasmUrl, threads) {
+  if (!patched.has(wasm.Tensor)) {
+    patched.add(wasm.Tensor);
+    patch(wasm);
+    patchOwnership(wasm);
+  }
   let loading;
+  let running = 1;
   const load = (count, source) => {
     loading ??= (async () => {
       await wasm.default({ module_or_path: await wasmInput(source ?? wasmUrl) });
-      if (threads) {
-        try {
-          await startThreads(wasm, count ?? globalThis.navigator?.hardwareConcurrency ?? 1, threads);
-        } catch (e) {
-          // Without its pool the threads build runs every kernel on this thread (rayon's
-          // fallback), as the one-thread build does; `device.info().threads` says 1.
-          console.warn(`unicompute: the CPU backend runs on one thread: ${e.message}`);
-        }
+      if (typeof threads === 'string') {
+        if (count > 1) console.warn(`unicompute: init asked for ${count} threads, but ${threads}: the CPU backend runs on one thread`);
+        return;
+      }
+      try {
+        running = count ?? globalThis.navigator?.hardwareConcurrency ?? 1;
+        await startThreads(wasm, running, threads);
+      } catch (e) {
+        // Without its pool the threads build runs every kernel on this thread (rayon's
+        // fallback), as the one-thread build does; `device.info().threads` says 1.
+        running = 1;
+        console.warn(`unicompute: the CPU backend runs on one thread: ${e.message}`);
       }
     })();
     return loading;
@@ -328,43 +647,46 @@ export function bind(wasm, wasmUrl, threads = undefined) {
 
   /** Every device this runtime offers, as info objects: the CPU, then WebGPU if available. */
   async function listDevices() {
-    await load();
-    return wasm.listDevices();
+    try {
+      await load();
+      return await wasm.listDevices();
+    } catch (e) {
+      throw toError(e, 'listDevices');
+    }
   }
 
   /**
    * Open a device: 'auto' (a hardware WebGPU adapter; with a software adapter such as
    * SwiftShader, whichever of WebGPU and the CPU backend inside the wasm runs the heavy ops
    * faster, timed once; without WebGPU the CPU; `device.selectionReason` says why), 'webgpu' or
-   * 'cpu'. Or an object `{ backend, policy, threads, wasm }`: a policy object or JSON (see the
-   * book's docs/src/policy.md: backend order and selection, matmul precision, kernel
-   * variants, fallback) instead of `backend`; with `unicompute/threads`, the CPU backend's
-   * thread count; and where the wasm lives, for bundlers that do not copy it next to the
-   * module (a URL, bytes or a compiled `WebAssembly.Module`; see `wasmInput`). Both are fixed
-   * by the first call that loads the wasm.
+   * 'cpu'. Or an object `{ backend, policy, threads, wasm, gpuDevice }`: a policy (object or
+   * JSON; see the book's docs/src/policy.md) instead of `backend`; with `unicompute/threads`, the CPU backend's thread count; and
+   * where the wasm lives, for bundlers that do not copy it next to the module (a URL, bytes or
+   * a compiled `WebAssembly.Module`; see `wasmInput`). Both are fixed by the first call that
+   * loads the wasm: a later `threads` other than the running count is refused. Quiet: it
+   * prints nothing, except a warning when `threads` above 1 cannot be honoured.
    */
   async function init(choice = 'auto') {
-    const options = choice !== null && typeof choice === 'object' ? choice : { backend: choice };
-    onlyKeys('init', options, ['backend', 'policy', 'threads', 'wasm', 'gpuDevice']);
-    const backend = options.backend;
-    if (backend !== undefined && typeof backend !== 'string') {
-      throw invalid(`init: backend is ${backend === null ? 'null' : typeof backend}: expected 'auto', 'webgpu' or 'cpu'`);
-    }
-    const n = options.threads;
-    if (n !== undefined && !(Number.isInteger(n) && n >= 1)) {
-      throw Object.assign(new Error(`init: threads is ${n}: expected a whole number of at least 1`), { code: 'INVALID' });
-    }
-    if (options.gpuDevice !== undefined) checkAdoptable(options);
     try {
-      await load(n, options.wasm);
+      const options = initOptions(choice);
+      const n = options.threads;
+      const started = loading !== undefined;
+      try {
+        await load(n, options.wasm);
+      } catch (e) {
+        loading = undefined; // a later call may try again (with another `wasm`)
+        throw e;
+      }
+      if (started && n !== undefined && typeof threads !== 'string' && n !== running) {
+        throw invalid(`init: threads is ${n}, but the CPU backend already runs ${running} (fixed by the first init): leave out threads or give ${running}`);
+      }
+      if (options.gpuDevice !== undefined) return await adopt(options.gpuDevice, () => wasm.openDevice('webgpu'));
+      const policy = options.policy !== null && typeof options.policy === 'object' ? snake(options.policy) : options.policy;
+      if (policy !== undefined) return await wasm.openDevice(undefined, policy);
+      return await wasm.openDevice(options.backend ?? 'auto');
     } catch (e) {
-      loading = undefined; // a later call may try again (with another `wasm`)
-      throw e;
+      throw toError(e, 'init');
     }
-    if (options.gpuDevice !== undefined) return adopt(options.gpuDevice, () => wasm.openDevice('webgpu'));
-    // Both given: the wasm refuses with INVALID, rather than one being ignored.
-    if (options.policy !== undefined) return wasm.openDevice(options.backend, options.policy);
-    return wasm.openDevice(options.backend ?? 'auto');
   }
 
   return { init, listDevices };

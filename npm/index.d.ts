@@ -1,5 +1,8 @@
-/// <reference types="@webgpu/types" />
-import type { BackendName, BinaryName, BinaryOptions, Buffer, Device, DeviceInfo, DType, DTypeName, ElementArray, Kernel, Policy, Tensor, UnaryName } from './pkg/unicompute.js';
+// The package's typings: the generated classes (pkg/unicompute.d.ts) with what npm/api.js
+// adds to them, and the dtype carried in a tensor's type so `read()` gives the right array.
+// No WebGPU declarations of its own: `GPUDeviceLike` and `GPUBufferLike` take lib.dom's
+// (TypeScript 7's has WebGPU, 5.x's has not) or @webgpu/types' where the program has them.
+import type { BackendName, BinaryName, BinaryOptions, Buffer, DeviceInfo, DType, DTypeName, ElementArray, ErrorCode, GPUDeviceLike, Kernel, MemoryInfo, Policy, ReduceName, Tensor, UnaryName } from './pkg/unicompute.js';
 
 export { Buffer, Device, Fence, Graph, Kernel, Profile, Queue, Tensor } from './pkg/unicompute.js';
 export type {
@@ -13,7 +16,11 @@ export type {
   DTypeName,
   ElementArray,
   ErrorCode,
+  GPUBufferLike,
+  GPUDeviceLike,
+  GPUTensorOptions,
   LaunchRecord,
+  MemoryInfo,
   MemoryStats,
   OpSummary,
   Policy,
@@ -21,9 +28,28 @@ export type {
   ReduceName,
   TuneResult,
   UnaryName,
-  UnicomputeError,
 } from './pkg/unicompute.js';
 
+/** What every throw and rejection of the package is; `code` says what kind of failure. */
+export declare class UnicomputeError extends Error {
+  constructor(message: string, code: ErrorCode, options?: { cause?: unknown });
+  readonly name: 'UnicomputeError';
+  code: ErrorCode;
+  /** Where a `SHADER` error is (1-based), for kernels. */
+  line?: number;
+  column?: number;
+}
+
+/** A tensor whose dtype is known to the type checker (what factories and most ops return). */
+export type TensorOf<D extends DType> = Tensor & { readonly dtype: D };
+/** The typed array `read()` gives for dtype `D` (f16 and bf16 are read widened to f32). */
+export type ArrayOf<D extends DType> = D extends 'f32' | 'f16' | 'bf16' ? Float32Array : D extends 'i32' ? Int32Array : D extends 'u32' ? Uint32Array : BigInt64Array;
+/** The canonical dtype of a name (`'float32'` is `'f32'`). */
+export type Canonical<N extends DTypeName> = N extends 'float32' ? 'f32' : N extends 'float16' ? 'f16' : N extends 'bfloat16' ? 'bf16' : N extends 'int32' ? 'i32' : N extends 'uint32' ? 'u32' : N extends 'int64' ? 'i64' : N;
+/** The dtype a mean gives: integers average to f32. */
+type MeanOf<D extends DType> = D extends 'i32' | 'u32' | 'i64' ? 'f32' : D;
+/** A shape: `t.shape` (frozen) or any array of whole numbers. */
+export type Shape = readonly number[];
 /** A unary op's name, as an activation fused into an op's kernel. */
 export type Activation = UnaryName;
 /** Where the wasm is, for `init({ wasm })`: its URL, its bytes, or the compiled module. */
@@ -43,86 +69,143 @@ export interface ArgOptions {
 }
 /** A size for both spatial axes, or `[rows, columns]`. */
 export type Pair = number | [number, number];
+/** A `Float16Array` (where the runtime has one). */
+type Float16Like = { readonly BYTES_PER_ELEMENT: 2; readonly length: number };
 
 declare module './pkg/unicompute.js' {
   interface Tensor {
+    /** The elements, row-major, as the typed array of the dtype (f16 and bf16 widened to f32). The tensor may be disposed while the read is in flight. */
+    read<D extends DType>(this: TensorOf<D>): Promise<ArrayOf<D>>;
+    /** The elements into `dst` (the array `read()` would give, of as many elements); resolves to `dst`. */
+    readInto<D extends DType>(this: TensorOf<D>, dst: ArrayOf<D>): Promise<ArrayOf<D>>;
+    /** `Tensor(f32, [2, 3])`; also what `console.log` shows in Node. */
+    toString(): string;
     /** `this + other`, broadcasting, with an optional activation in the same kernel. */
-    add(other: Tensor, options?: BinaryOptions): Tensor;
+    add<D extends DType>(this: TensorOf<D>, other: Tensor, options?: BinaryOptions): TensorOf<D>;
     /** `this - other`, broadcasting. */
-    sub(other: Tensor, options?: BinaryOptions): Tensor;
+    sub<D extends DType>(this: TensorOf<D>, other: Tensor, options?: BinaryOptions): TensorOf<D>;
     /** `this * other`, broadcasting. */
-    mul(other: Tensor, options?: BinaryOptions): Tensor;
+    mul<D extends DType>(this: TensorOf<D>, other: Tensor, options?: BinaryOptions): TensorOf<D>;
     /** `this / other`, broadcasting. */
-    div(other: Tensor, options?: BinaryOptions): Tensor;
+    div<D extends DType>(this: TensorOf<D>, other: Tensor, options?: BinaryOptions): TensorOf<D>;
     /** A binary op by name, broadcasting. */
-    binary(op: BinaryName, other: Tensor, options?: BinaryOptions): Tensor;
+    binary<D extends DType>(this: TensorOf<D>, op: BinaryName, other: Tensor, options?: BinaryOptions): TensorOf<D>;
     /** The elementwise minimum, broadcasting. */
-    minimum(other: Tensor, options?: BinaryOptions): Tensor;
+    minimum<D extends DType>(this: TensorOf<D>, other: Tensor, options?: BinaryOptions): TensorOf<D>;
     /** The elementwise maximum, broadcasting. */
-    maximum(other: Tensor, options?: BinaryOptions): Tensor;
+    maximum<D extends DType>(this: TensorOf<D>, other: Tensor, options?: BinaryOptions): TensorOf<D>;
     /** `this ** other`, broadcasting. */
-    pow(other: Tensor, options?: BinaryOptions): Tensor;
+    pow<D extends DType>(this: TensorOf<D>, other: Tensor, options?: BinaryOptions): TensorOf<D>;
+    /** A unary op by name. */
+    unary<D extends DType>(this: TensorOf<D>, op: UnaryName): TensorOf<D>;
     /** `-x`. */
-    neg(): Tensor;
+    neg<D extends DType>(this: TensorOf<D>): TensorOf<D>;
     /** `|x|`. */
-    abs(): Tensor;
+    abs<D extends DType>(this: TensorOf<D>): TensorOf<D>;
     /** `e^x`. */
-    exp(): Tensor;
+    exp<D extends DType>(this: TensorOf<D>): TensorOf<D>;
     /** The natural logarithm. */
-    log(): Tensor;
+    log<D extends DType>(this: TensorOf<D>): TensorOf<D>;
     /** The square root. */
-    sqrt(): Tensor;
+    sqrt<D extends DType>(this: TensorOf<D>): TensorOf<D>;
     /** `1 / sqrt(x)`. */
-    rsqrt(): Tensor;
+    rsqrt<D extends DType>(this: TensorOf<D>): TensorOf<D>;
     /** The sine. */
-    sin(): Tensor;
+    sin<D extends DType>(this: TensorOf<D>): TensorOf<D>;
     /** The cosine. */
-    cos(): Tensor;
+    cos<D extends DType>(this: TensorOf<D>): TensorOf<D>;
     /** The hyperbolic tangent. */
-    tanh(): Tensor;
+    tanh<D extends DType>(this: TensorOf<D>): TensorOf<D>;
     /** `1 / (1 + e^-x)`. */
-    sigmoid(): Tensor;
+    sigmoid<D extends DType>(this: TensorOf<D>): TensorOf<D>;
+    /** `max(x, 0)`. */
+    relu<D extends DType>(this: TensorOf<D>): TensorOf<D>;
     /** GELU with erf. */
-    gelu(): Tensor;
+    gelu<D extends DType>(this: TensorOf<D>): TensorOf<D>;
     /** GELU with the tanh approximation. */
-    geluTanh(): Tensor;
+    geluTanh<D extends DType>(this: TensorOf<D>): TensorOf<D>;
     /** `x * sigmoid(x)`. */
-    silu(): Tensor;
+    silu<D extends DType>(this: TensorOf<D>): TensorOf<D>;
     /** The error function. */
-    erf(): Tensor;
+    erf<D extends DType>(this: TensorOf<D>): TensorOf<D>;
+    /** A reduction by name over `{ axis, keepDims, emptyIdentity }` (a number: the axis). */
+    reduce(op: ReduceName, options?: number | ReduceOptions): Tensor;
     /** The sum over `axis` (every axis by default; a number or an array), keeping reduced axes as extents of 1 with `keepDims`. */
-    sum(options?: ReduceOptions): Tensor;
-    /** The mean (as `sum`). */
-    mean(options?: ReduceOptions): Tensor;
+    sum<D extends DType>(this: TensorOf<D>, options?: ReduceOptions): TensorOf<D>;
+    /** The mean (as `sum`); integers average to f32. */
+    mean<D extends DType>(this: TensorOf<D>, options?: ReduceOptions): TensorOf<MeanOf<D>>;
     /** The maximum (as `sum`). */
-    max(options?: ReduceOptions): Tensor;
+    max<D extends DType>(this: TensorOf<D>, options?: ReduceOptions): TensorOf<D>;
     /** The minimum (as `sum`). */
-    min(options?: ReduceOptions): Tensor;
+    min<D extends DType>(this: TensorOf<D>, options?: ReduceOptions): TensorOf<D>;
     /** The position (u32) of the first maximum along `axis` (every axis, flattened, by default); `last` takes the last of equal ones. */
-    argmax(options?: ArgOptions): Tensor;
+    argmax(options?: ArgOptions): TensorOf<'u32'>;
     /** The position (u32) of the first minimum (as `argmax`). */
-    argmin(options?: ArgOptions): Tensor;
+    argmin(options?: ArgOptions): TensorOf<'u32'>;
+    /** Softmax over `{ axis }` (the last by default; a number is the axis). */
+    softmax<D extends DType>(this: TensorOf<D>, options?: number | { axis?: number }): TensorOf<D>;
+    /** Log-softmax over `{ axis }` (the last by default; a number is the axis). */
+    logSoftmax<D extends DType>(this: TensorOf<D>, options?: number | { axis?: number }): TensorOf<D>;
+    /** A view with another shape of the same number of elements. */
+    reshape<D extends DType>(this: TensorOf<D>, shape: Shape): TensorOf<D>;
+    /** Elements `start..end` along `axis` (a view). */
+    slice<D extends DType>(this: TensorOf<D>, axis: number, start: number, end: number): TensorOf<D>;
+    /** This tensor broadcast to `shape` (a view). */
+    broadcastTo<D extends DType>(this: TensorOf<D>, shape: Shape): TensorOf<D>;
+    /** The last two dimensions swapped (a view). */
+    transpose<D extends DType>(this: TensorOf<D>): TensorOf<D>;
+    /** A view with the dimensions reordered. */
+    permute<D extends DType>(this: TensorOf<D>, dims: Shape): TensorOf<D>;
+    /** The same elements in a contiguous tensor. */
+    contiguous<D extends DType>(this: TensorOf<D>): TensorOf<D>;
+    /** Matrix product (batched, broadcasting). */
+    matmul<D extends DType>(this: TensorOf<D>, other: Tensor): TensorOf<D>;
+    /** This tensor converted to `dtype`. */
+    cast<N extends DTypeName>(dtype: N): TensorOf<Canonical<N>>;
+    /** `this ? a : b` elementwise (this is the condition), broadcasting. */
+    select<D extends DType>(a: TensorOf<D>, b: Tensor): TensorOf<D>;
     /** Layer norm's `[mean, invStdDev]` over the last `axes` axes (ONNX's LayerNormalization outputs), each with those axes kept as 1. */
     layerNormStats(options?: { axes?: number; eps?: number }): [Tensor, Tensor];
     /** Entries along `axis` picked by `indices` (i32, u32 or i64, any rank; negative ones count from the end); `mode` for indices outside the axis: 'error' (the default: the next read rejects with `INVALID`), 'clip' or 'fill' (0). */
-    gather(axis: number, indices: Tensor, options?: { mode?: 'error' | 'clip' | 'fill' }): Tensor;
+    gather<D extends DType>(this: TensorOf<D>, axis: number, indices: Tensor, options?: { mode?: 'error' | 'clip' | 'fill' }): TensorOf<D>;
     /** The cumulative sum along `axis`; `exclusive` leaves each element out of its own sum, `reverse` sums from the end (ONNX's CumSum). */
-    cumsum(axis: number, options?: { exclusive?: boolean; reverse?: boolean }): Tensor;
+    cumsum<D extends DType>(this: TensorOf<D>, axis: number, options?: { exclusive?: boolean; reverse?: boolean }): TensorOf<D>;
     /** An f16 tensor's elements as a `Float16Array` (runtimes that have the type; else `UNSUPPORTED`: use `read16()`). */
     readFloat16(): Promise<{ readonly length: number; readonly BYTES_PER_ELEMENT: 2; [index: number]: number }>;
+    /** 2-D convolution of `[n, c, h, w]` by `[o, c / groups, kh, kw]` (stride 1, padding 0, dilation 1, groups 1 by default). */
+    conv2d<D extends DType>(this: TensorOf<D>, weight: Tensor, options?: { stride?: Pair; padding?: Pair; dilation?: Pair; groups?: number; bias?: Tensor; activation?: Activation }): TensorOf<D>;
+    /** `activation(this @ weight + bias)` in one kernel. */
+    linear<D extends DType>(this: TensorOf<D>, weight: Tensor, options?: { bias?: Tensor; activation?: Activation }): TensorOf<D>;
+    /** Layer normalisation over the last `axes` axes (1 and eps 1e-5 by default). */
+    layerNorm<D extends DType>(this: TensorOf<D>, options?: { weight?: Tensor; bias?: Tensor; eps?: number; activation?: Activation; axes?: number }): TensorOf<D>;
+    /** RMS normalisation over the last `axes` axes (1 and eps 1e-5 by default). */
+    rmsNorm<D extends DType>(this: TensorOf<D>, options?: { weight?: Tensor; eps?: number; activation?: Activation; axes?: number }): TensorOf<D>;
+    /** Scaled dot-product attention with this tensor as the queries `[batch, heads, lq, d]`; a row whose keys are all masked out is 0 (ONNX). */
+    attention<D extends DType>(this: TensorOf<D>, k: Tensor, v: Tensor, options?: { causal?: boolean; scale?: number; mask?: Tensor }): TensorOf<D>;
+    /** `op` over this tensor and every one of `others`, broadcast together (ONNX's Sum, Max, Min). */
+    nary<D extends DType>(this: TensorOf<D>, op: 'add' | 'mul' | 'minimum' | 'maximum', others: Tensor[]): TensorOf<D>;
     /** Free the wasm memory now (again: nothing); `using` does it at the end of the block. */
     dispose(): void;
   }
   interface Device {
+    /** A tensor holding a copy of `data` with `shape`, converted to `dtype` (on the device). */
+    tensor<N extends DTypeName>(data: ElementArray | Uint16Array | Float16Like, shape: Shape, options: N | { dtype: N }): TensorOf<Canonical<N>>;
+    /** A tensor holding a copy of `data` with `shape`, of the data's dtype. */
+    tensor(data: Float32Array, shape: Shape, options?: { dtype?: undefined }): TensorOf<'f32'>;
+    tensor(data: Int32Array, shape: Shape, options?: { dtype?: undefined }): TensorOf<'i32'>;
+    tensor(data: Uint32Array, shape: Shape, options?: { dtype?: undefined }): TensorOf<'u32'>;
+    tensor(data: BigInt64Array, shape: Shape, options?: { dtype?: undefined }): TensorOf<'i64'>;
+    tensor(data: Float16Like, shape: Shape, options?: { dtype?: undefined }): TensorOf<'f16'>;
+    /** A tensor of zeros of `shape` and `dtype` (f32 by default). */
+    zeros<N extends DTypeName = 'f32'>(shape: Shape, options?: N | { dtype?: N }): TensorOf<Canonical<N>>;
+    /** `Device(cpu, "wasm32 (1 thread)")`; also what `console.log` shows in Node. */
+    toString(): string;
+    /** The pool's statistics and the count of this device's live tensors (`numTensors`), as `tf.memory()`. */
+    memory(): MemoryInfo;
     /**
-     * A tensor holding a copy of `data` with `shape`; a `Uint16Array` holds the bits of
-     * `dtype` ('f16' or 'bf16'), a `Float16Array` f16; another `dtype` than the data's
-     * converts on the device.
-     */
-    tensor(data: ElementArray | Uint16Array | { readonly BYTES_PER_ELEMENT: 2; readonly length: number }, shape: number[] | Float64Array, dtype?: DTypeName): Tensor;
-    /**
-     * Run `fn` (synchronous) and free every tensor it made except those it returns (a tensor,
-     * or tensors in arrays and plain objects), which pass to the enclosing scope.
+     * Run `fn` (synchronous) and free every tensor of this device it made, by any method,
+     * except those it returns (a tensor, or tensors in arrays and plain objects), which pass to
+     * the enclosing scope of the device.
      */
     scope<T>(fn: () => T): T;
     /**
@@ -157,22 +240,11 @@ declare module './pkg/unicompute.js' {
   interface Queue {
     /** Free the wasm memory now (again: nothing). */
     dispose(): void;
-    /** Record a launch of `kernel` over `workgroups` with one buffer per binding. */
-    launch(kernel: Kernel, buffers: Buffer[], workgroups: [number, number, number]): void;
-  }
-  interface Tensor {
-    /** 2-D convolution of `[n, c, h, w]` by `[o, c / groups, kh, kw]` (stride 1, padding 0, dilation 1, groups 1 by default). */
-    conv2d(weight: Tensor, options?: { stride?: Pair; padding?: Pair; dilation?: Pair; groups?: number; bias?: Tensor; activation?: Activation }): Tensor;
-    /** `activation(this @ weight + bias)` in one kernel. */
-    linear(weight: Tensor, options?: { bias?: Tensor; activation?: Activation }): Tensor;
-    /** Layer normalisation over the last `axes` axes (1 and eps 1e-5 by default). */
-    layerNorm(options?: { weight?: Tensor; bias?: Tensor; eps?: number; activation?: Activation; axes?: number }): Tensor;
-    /** RMS normalisation over the last `axes` axes (1 and eps 1e-5 by default). */
-    rmsNorm(options?: { weight?: Tensor; eps?: number; activation?: Activation; axes?: number }): Tensor;
-    /** Scaled dot-product attention with this tensor as the queries `[batch, heads, lq, d]`; a row whose keys are all masked out is 0 (ONNX). */
-    attention(k: Tensor, v: Tensor, options?: { causal?: boolean; scale?: number; mask?: Tensor }): Tensor;
-    /** `op` over this tensor and every one of `others`, broadcast together (ONNX's Sum, Max, Min). */
-    nary(op: 'add' | 'mul' | 'minimum' | 'maximum', others: Tensor[]): Tensor;
+    /**
+     * Record a launch of `kernel` over `workgroups` with one binding per entry: a Buffer, or a
+     * Tensor (f32, i32, u32; bound in place when contiguous, so the kernel's writes land in it).
+     */
+    launch(kernel: Kernel, bindings: (Buffer | Tensor)[], workgroups: readonly [number, number, number]): void;
   }
 }
 
@@ -181,11 +253,11 @@ export function listDevices(): Promise<DeviceInfo[]>;
 
 /** `init`'s options. */
 export interface InitOptions {
-  /** Which backend ('auto' by default); or give `policy` instead. */
+  /** Which backend ('auto' by default); or give `policy` instead (both are refused). */
   backend?: 'auto' | BackendName;
   /** A policy (object or JSON text) to open the device by, instead of `backend`. */
   policy?: Policy | string;
-  /** With `unicompute/threads`: the CPU backend's thread count (fixed by the first call that loads the wasm). */
+  /** With `unicompute/threads` in a cross-origin-isolated context: the CPU backend's thread count (fixed by the first call that loads the wasm; elsewhere above 1 warns). */
   threads?: number;
   /** Where the wasm is, for bundlers that do not copy it next to the module (fixed by the first call that loads it). */
   wasm?: WasmSource;
@@ -194,7 +266,7 @@ export interface InitOptions {
    * then become tensors without a copy (`device.tensorFromGPUBuffer`). The page keeps its
    * `onuncapturederror`; `device.destroy()` destroys this `GPUDevice` too.
    */
-  gpuDevice?: GPUDevice;
+  gpuDevice?: GPUDeviceLike;
 }
 
 /**
@@ -203,4 +275,4 @@ export interface InitOptions {
  * WebGPU the CPU; `device.selectionReason` says why), 'webgpu' or 'cpu'; or `InitOptions`.
  * Rejects with a `UnicomputeError` whose `code` says what went wrong.
  */
-export function init(choice?: 'auto' | 'webgpu' | 'cpu' | InitOptions): Promise<Device>;
+export function init(choice?: 'auto' | 'webgpu' | 'cpu' | InitOptions): Promise<import('./pkg/unicompute.js').Device>;

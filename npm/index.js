@@ -5,5 +5,7 @@ import * as wasm from './pkg/unicompute.js';
 import { bind } from './api.js';
 
 export { Buffer, Device, Fence, Graph, Kernel, Profile, Queue, Tensor } from './pkg/unicompute.js';
+export { UnicomputeError } from './api.js';
 
-export const { init, listDevices } = bind(wasm, new URL('./pkg/unicompute_bg.wasm', import.meta.url));
+const oneThread = 'the `unicompute` entry is the one-thread build (import `unicompute/threads` in a cross-origin-isolated page for more)';
+export const { init, listDevices } = bind(wasm, new URL('./pkg/unicompute_bg.wasm', import.meta.url), oneThread);

@@ -16,7 +16,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 "$repo/scripts/build-npm.sh"
 
-# The size budget: the package's wasm at most 790 kB (790,000 bytes) gzipped; the threads
+# The size budget: the package's wasm at most 791 kB (791,000 bytes) gzipped; the threads
 # build, which only cross-origin-isolated pages load, also carries rayon's thread pool and a
 # std built for threads, and is held to 830 kB. Each raise is deliberate and says what it
 # bought: 700/740 kB held everything up to the CPU executor of WGSL kernels (naga's parser
@@ -39,7 +39,12 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 # ran one invocation per workgroup of `@workgroup_size(wg)` and returned Ok), then f32
 # matrices, f16, modf and frexp in the CPU executor, `enable subgroups;`, the refusal of
 # immediates and the loop count on drivers that end long loops (18.5 kB).
-for budget in "npm/pkg/unicompute_bg.wasm 790000" "npm/pkg-threads/unicompute_bg.wasm 830000"; do
+# 791/830 kB adds the JS idioms' wasm side (1.1 kB; 0.9 kB in the threads build, which still
+# fits): `tensor.toBuffer()`, which lets an op -> user kernel -> op pipeline stay on the
+# device, `device.trim()`, which gives the pool's cached blocks back, and messages that show
+# JS values as JS writes them; the rest of the idioms (options objects, UnicomputeError,
+# scopes, camelCase records, frozen shapes) live in npm/api.js, outside the wasm.
+for budget in "npm/pkg/unicompute_bg.wasm 791000" "npm/pkg-threads/unicompute_bg.wasm 830000"; do
     set -- $budget
     size=$(gzip -9 -c "$repo/$1" | wc -c)
     echo "$1: $size bytes gzipped (budget $2)"
@@ -53,16 +58,21 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 npm init -y >/dev/null
 npm install --silent --no-audit --no-fund "$repo"/npm/unicompute-*.tgz webgpu@0.6 vite@5 playwright-core@1.49 \
-    esbuild@0.24 webpack@5 webpack-cli@5 typescript@5 @tensorflow/tfjs-core@4.22.0 @tensorflow/tfjs-backend-webgpu@4.22.0 \
-    onnx-proto@8.0.1
+    esbuild@0.24 webpack@5 webpack-cli@5 typescript@5 typescript7@npm:typescript@7 @webgpu/types@0.1 \
+    @tensorflow/tfjs-core@4.22.0 @tensorflow/tfjs-backend-webgpu@4.22.0 onnx-proto@8.0.1
 cp "$repo"/npm/test/*.mjs .
-# The typings: a program using every export passes `tsc --strict`.
+# The typings: a program using every export passes `tsc --strict` with lib.dom, under
+# TypeScript 5 (whose lib.dom has no WebGPU: the program brings @webgpu/types) and 7 (whose
+# lib.dom has it: the package must not declare it again).
 cp "$repo"/npm/test/types.ts "$repo"/npm/test/tsconfig.json .
-./node_modules/.bin/tsc -p tsconfig.json
-echo "types: tsc --strict --noEmit passes on npm/test/types.ts"
+./node_modules/typescript/bin/tsc -p tsconfig.json --types @webgpu/types
+./node_modules/typescript7/bin/tsc -p tsconfig.json
+echo "types: tsc --strict --noEmit passes on npm/test/types.ts with TypeScript 5 and 7"
 node node.mjs
 node api.mjs
 node first-program.mjs   # the README's first JS program
+# Tensors left to the garbage collector are freed (gc() called by the test).
+node --expose-gc gc.mjs
 
 # ONNX's backend node tests (npm/test/onnx-node.mjs): the onnx 1.22.0 wheel from PyPI (the 1.23
 # wheels dropped the test data), this one file of it pinned by its sha256 and kept in .onnx/;

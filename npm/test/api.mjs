@@ -4,7 +4,8 @@
 // computed here, on the CPU backend. Run by scripts/test-npm.sh.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { init } from 'unicompute';
+import { inspect } from 'node:util';
+import { init, Device, Queue, Tensor, UnicomputeError } from 'unicompute';
 
 // The wasm as a compiled module (another way for bundlers to hand it over).
 const module = await WebAssembly.compile(await readFile(new URL(import.meta.resolve('unicompute/unicompute_bg.wasm'))));
@@ -191,7 +192,7 @@ assert.deepEqual(await big(la.minimum(lb)), [1n, MIN, -7n, 0n, 1n << 40n, MIN]);
 assert.deepEqual(await big(la.sum()), [(MAX + MIN - 7n + 7n + (1n << 40n) + MIN) & (2n ** 64n - 1n)].map((v) => BigInt.asIntN(64, v)), 'sum wraps in i64');
 assert.deepEqual(await big(la.max()), [MAX]);
 assert.deepEqual(Array.from(await la.argmax().read()), [0]);
-assert.deepEqual(Array.from(await la.argReduce(0, true, false).read()), [1], 'argmin, the first MIN');
+assert.deepEqual(Array.from(await la.argmin().read()), [1], 'argmin, the first MIN');
 assert.deepEqual(await big(lb.cumsum(0)), [1n, 0n, 2n, 2n, 2n + (1n << 40n), 1n + (1n << 40n)]);
 assert.deepEqual(await big(lb.cumsum(0, { exclusive: true, reverse: true })), [1n << 40n, (1n << 40n) + 1n, (1n << 40n) - 1n, (1n << 40n) - 1n, -1n, 0n]);
 assert.equal(la.mean().dtype, 'f32');
@@ -276,4 +277,139 @@ for (const [method, [call, accepted, wrong]] of Object.entries(optionsMethods)) 
 await assert.rejects(init({ backnd: 'cpu' }), (e) => e.code === 'INVALID' && /`backnd`/.test(e.message) && /backend, policy/.test(e.message));
 await assert.rejects(init({ backend: 1 }), (e) => e.code === 'INVALID' && /backend is number/.test(e.message));
 await assert.rejects(init({ threads: 'many' }), (e) => e.code === 'INVALID' && /threads/.test(e.message));
-console.log('api: op methods, reductions with options, options checked on every method, kernel constants, f16 I/O, ownership, interop errors, integer arithmetic and i64 ok');
+
+// JS idioms as TF.js and onnxruntime-web users write them.
+// `shape` is a frozen number[] (JSON gives an array); the same array on every read.
+const sh = device.tensor(new Float32Array(6), [2, 3]);
+assert.ok(Array.isArray(sh.shape) && Object.isFrozen(sh.shape) && sh.shape === sh.shape);
+assert.equal(JSON.stringify({ shape: sh.shape }), '{"shape":[2,3]}');
+assert.deepEqual(sh.reshape(sh.shape.toReversed()).shape, [3, 2]);
+assert.deepEqual(iota.workgroupSize, [37, 1, 1]);
+assert.ok(Object.isFrozen(iota.workgroupSize));
+// Tensors print their dtype and shape.
+assert.equal(String(sh), 'Tensor(f32, [2, 3])');
+assert.equal(inspect(device.zeros([4], 'int32')), 'Tensor(i32, [4])');
+assert.match(inspect(device), /^Device\(cpu, ".+"\)$/);
+// Optional arguments as one options object; the positional forms still work.
+assert.equal(device.tensor(new Float32Array([1, 2]), [2], { dtype: 'float16' }).dtype, 'f16');
+assert.equal(device.zeros([2], { dtype: 'uint32' }).dtype, 'u32');
+assert.equal(device.zeros([2], {}).dtype, 'f32');
+await same(cube.softmax({ axis: 1 }), cube.softmax(1), 'softmax({ axis })');
+await same(cube.logSoftmax({ axis: -1 }), cube.logSoftmax(), 'logSoftmax({ axis })');
+await same(cube.reduce('max', { axis: [0, 2], keepDims: true }), cube.reduceAxes('max', [0, 2], true), 'reduce by name');
+await same(cube.reduce('sum', 1), cube.sum({ axis: 1 }), 'reduce with an axis number');
+assert.throws(() => device.zeros([2], { dtyp: 'f32' }), (e) => e.code === 'INVALID' && /`dtyp`/.test(e.message) && /dtype/.test(e.message));
+assert.throws(() => cube.softmax({ dim: 1 }), (e) => e.code === 'INVALID' && /`dim`/.test(e.message));
+assert.throws(() => device.tensor(new Float32Array(2), [2], 5), (e) => e.code === 'INVALID' && /number 5/.test(e.message));
+assert.throws(() => device.tensorFromGPUBuffer({ size: 16 }, [4], { dtype: 'f32', byteOffset: 0 }), (e) => e.code === 'UNSUPPORTED');
+// The internal helpers are not on the public classes.
+for (const C of [Device, Queue, Tensor]) {
+  const names = Object.getOwnPropertyNames(C.prototype);
+  assert.deepEqual(names.filter((n) => /With$|^__(?!destroy_into_raw$)|^argReduce$/.test(n)), [], `${C.name}'s methods: ${names}`);
+}
+// Every error is a UnicomputeError with a code, including wasm-bindgen's own.
+const codes = ['NO_DEVICE', 'UNSUPPORTED', 'SHAPE', 'DTYPE', 'OUT_OF_RANGE', 'LIMIT', 'SHADER', 'LAUNCH', 'DEVICE_MISMATCH', 'DEVICE', 'DEVICE_LOST', 'INVALID', 'INTERNAL'];
+const isError = (code, pattern) => (e) => e instanceof UnicomputeError && e instanceof Error && e.name === 'UnicomputeError' && codes.includes(e.code) && e.code === code && pattern.test(e.message);
+assert.throws(() => x.mul(2), isError('INVALID', /number 2: expected a Tensor/));
+assert.throws(() => x.add(x, { activation: 'nope' }), isError('INVALID', /activation/));
+assert.throws(() => device.zeros([2]).broadcastTo([3, 3]), isError('SHAPE', /broadcastTo/));
+assert.throws(() => device.zeros([-1]), isError('INVALID', /shape\[0\] is -1: expected a whole number/));
+assert.throws(() => x.add(device.tensor(new Float32Array(3), [3])), isError('SHAPE', /./));
+assert.throws(() => device.kernel('fn main( {', 'main'), isError('SHADER', /./));
+await assert.rejects(x.read16(), isError('DTYPE', /read16/));
+await assert.rejects(init({ backend: 'tpu' }), (e) => e instanceof UnicomputeError && e.code === 'INVALID');
+const gone = device.tensor(new Float32Array([1, 2]), [2]);
+gone.dispose();
+assert.throws(() => gone.exp(), isError('INVALID', /Tensor\.exp: the Tensor was disposed/));
+assert.throws(() => gone.shape, isError('INVALID', /disposed/));
+assert.throws(() => x.add(gone), isError('INVALID', /argument 1 \(a Tensor\) was disposed/));
+await assert.rejects(async () => gone.read(), isError('INVALID', /disposed/));
+assert.equal(String(gone), 'Tensor(disposed)');
+gone.dispose(); // twice: nothing
+// A Tensor as a kernel binding: bound in place, so an op -> kernel -> op pipeline stays on
+// the device; a strided view is bound as a copy; other values are refused, naming the binding.
+const SCALE = `@group(0) @binding(0) var<storage, read_write> v: array<f32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3u) { if (id.x < arrayLength(&v)) { v[id.x] = v[id.x] * 3.0 + 1.0; } }`;
+const scale = device.kernel(SCALE, 'main');
+const pre = device.tensor(Float32Array.from({ length: 100 }, (_, i) => i - 50), [10, 10]).abs();
+device.queue().launch(scale, [pre], [2, 1, 1]);
+assert.deepEqual(Array.from(await pre.neg().read()), Array.from({ length: 100 }, (_, i) => -(Math.abs(i - 50) * 3 + 1)));
+const asBuffer = pre.toBuffer();
+assert.equal(asBuffer.length, 100);
+assert.equal(asBuffer.dtype, 'f32');
+device.queue().launch(scale, [asBuffer], [2, 1, 1]);
+assert.equal((await pre.read())[0], (50 * 3 + 1) * 3 + 1, 'toBuffer shares a contiguous tensor');
+asBuffer.dispose();
+const strided = pre.transpose();
+device.queue().launch(scale, [strided], [2, 1, 1]);
+assert.equal((await strided.read())[1], (40 * 3 + 1) * 3 + 1, 'a strided view is bound as a copy');
+assert.throws(() => device.queue().launch(scale, [new Float32Array(4)], [1, 1, 1]), isError('INVALID', /binding 0 is a Float32Array: expected a Buffer or a Tensor/));
+assert.throws(() => device.queue().launch(scale, [gone], [1, 1, 1]), isError('INVALID', /disposed/));
+assert.throws(() => h.toBuffer(), isError('DTYPE', /toBuffer/));
+// `read()` then `dispose()`: the read finishes, then the tensor is freed (as in TF.js).
+const early = device.tensor(new Float32Array([4, 5, 6]), [3]).exp();
+const pending = early.read();
+early.dispose();
+close(await pending, [4, 5, 6].map(Math.exp), 'read, then dispose', 2e-6);
+const pending16 = h.reshape([2, 2]);
+const bitsRead = pending16.read16();
+pending16.dispose();
+assert.deepEqual(Array.from(await bitsRead), Array.from(bits));
+// An async scope is refused, and its read in flight still finishes.
+let inFlight;
+assert.throws(() => device.scope(() => { const t = device.tensor(new Float32Array([7]), [1]); inFlight = t.read(); return Promise.resolve(); }), isError('INVALID', /synchronous/));
+assert.deepEqual(Array.from(await inFlight), [7]);
+// Scopes free what every factory made, per device; numTensors counts live tensors.
+const counted0 = device.memory().numTensors;
+const buf = device.buffer(new Float32Array(8));
+device.scope(() => {
+  const a = device.tensor(new Float32Array(8), [8]);
+  device.zeros([3]);
+  buf.tensor([2, 4]).exp();
+  a.toBuffer().tensor([8]);
+  assert.equal(device.memory().numTensors, counted0 + 5);
+});
+assert.equal(device.memory().numTensors, counted0, 'the scope freed every tensor it made');
+const leaked = [device.zeros([1]), device.zeros([1])];
+assert.equal(device.memory().numTensors, counted0 + 2);
+leaked.forEach((t) => t.dispose());
+assert.equal(device.memory().numTensors, counted0);
+buf.dispose();
+const m = device.memory();
+for (const key of ['bytesLive', 'bytesCached', 'allocations', 'poolHits', 'peakBytesLive', 'numTensors']) assert.equal(typeof m[key], 'number', key);
+device.trim();
+assert.equal(device.memory().bytesCached, 0, 'trim gives the cached blocks back');
+// camelCase keys in every record returned to JS.
+const keysOf = (v, out = new Set()) => {
+  if (Array.isArray(v)) v.forEach((x) => keysOf(x, out));
+  else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) out.add(k) && k !== 'timesUs' && k !== 'variants' && keysOf(x, out);
+  return out;
+};
+device.enableProfiler();
+await x.exp().add(x).read();
+const profile = await device.takeProfile();
+const records = [profile.launches(), profile.reads(), profile.summary(), device.decisions(), device.policy, device.memory(), device.info()];
+assert.ok(profile.launches().length > 0 && 'hostStartUs' in profile.launches()[0] && 'waitUs' in profile.reads()[0] && 'totalS' in profile.summary()[0]);
+assert.deepEqual([...keysOf(records)].filter((k) => k.includes('_')), [], 'no snake_case key');
+const tuned = await device.tune('reduce', [4, 64]);
+assert.ok(tuned.timesUs && !('times_us' in tuned));
+assert.equal((await init({ policy: { backends: ['cpu'], pool: { cacheLimitBytes: 4096 } } })).policy.pool.cacheLimitBytes, 4096, 'policy keys in camelCase');
+assert.equal((await init({ policy: { backends: ['cpu'], tune_cache: 'off' } })).policy.tuneCache, 'off', 'and in snake_case');
+// init is quiet, refuses contradictions naming them, and says when threads cannot be had.
+const printed = [];
+const saved = { info: console.info, log: console.log, warn: console.warn };
+Object.assign(console, { info: (...a) => printed.push(a), log: (...a) => printed.push(a), warn: (...a) => printed.push(a) });
+try {
+  (await init()).dispose();
+  (await init('auto')).dispose();
+  assert.deepEqual(printed, [], 'init prints nothing');
+  await assert.rejects(init({ backend: 'webgpu', policy: { backends: ['cpu'] } }), isError('INVALID', /backend "webgpu" and a policy/));
+  const threads = await import('unicompute/threads');
+  (await threads.init({ backend: 'cpu', threads: 2 })).dispose();
+  assert.equal(printed.length, 1, 'one warning');
+  assert.match(String(printed[0]), /2 threads, but this context is not cross-origin isolated/);
+} finally {
+  Object.assign(console, saved);
+}
+console.log('api: op methods, reductions with options, options checked on every method, kernel constants, f16 I/O, ownership, interop errors, integer arithmetic and i64, JS idioms (frozen shapes, options objects, UnicomputeError, tensors as bindings, read then dispose, scopes and numTensors, camelCase, quiet init) ok');

@@ -28,7 +28,7 @@ const profile = await tuned.takeProfile();
 const [launch] = profile.launches();
 assert.equal(launch.op, 'matmul');
 assert.equal(launch.flops, 2 * 5 * 5 * 7);
-assert.ok(launch.device_us >= 0 && launch.reason.length > 0, JSON.stringify(launch));
+assert.ok(launch.deviceUs >= 0 && launch.reason.length > 0, JSON.stringify(launch));
 assert.equal(JSON.parse(profile.chromeTrace()).traceEvents.filter((e) => e.ph === 'X').length, 1);
 await assert.rejects(init({ policy: { colour: 1 } }), (e) => e.code === 'INVALID' && /colour/.test(e.message));
 const soft = await a.softmax().read();
@@ -36,7 +36,7 @@ assert.ok(Math.abs(soft[1] - 1 / (1 + Math.exp(-1))) < 1e-6, `softmax ${soft}`);
 assert.deepEqual(Array.from(await a.reduce('sum').read()), [10]);
 // Several axes at once (keeping them as extents of 1), log-softmax and erf.
 const cube = device.tensor(Float32Array.from({ length: 24 }, (_, i) => i), [2, 3, 4]);
-const byRow = cube.reduceAxes('sum', [0, 2], true);
+const byRow = cube.sum({ axis: [0, 2], keepDims: true });
 assert.deepEqual(Array.from(byRow.shape), [1, 3, 1]);
 const rowSum = (j) => [0, 1].flatMap((i) => [0, 1, 2, 3].map((k) => i * 12 + j * 4 + k)).reduce((t, v) => t + v, 0);
 assert.deepEqual(Array.from(await byRow.read()), [0, 1, 2].map(rowSum));

@@ -13,8 +13,10 @@ import {
   type DTypeName,
   type ElementArray,
   type ErrorCode,
+  type GPUTensorOptions,
   type InitOptions,
   type LaunchRecord,
+  type MemoryInfo,
   type MemoryStats,
   type OpSummary,
   type Policy,
@@ -22,9 +24,10 @@ import {
   type ReduceName,
   type ArgOptions,
   type ReduceOptions,
+  type Shape,
+  type TensorOf,
   type TuneResult,
   type UnaryName,
-  type UnicomputeError,
   type WasmSource,
   Buffer,
   Device,
@@ -33,6 +36,7 @@ import {
   Profile,
   Queue,
   Tensor,
+  UnicomputeError,
   init,
   listDevices,
 } from 'unicompute';
@@ -52,7 +56,7 @@ async function devices(): Promise<Device> {
   const limit: number | undefined = list[0]?.limits.maxLoopIterations;
   console.log(backends, limit, list[0]?.features.f16);
   const wasm: WasmSource = new URL('./unicompute_bg.wasm', import.meta.url);
-  const policy: Policy = { backends: ['webgpu', 'cpu'], selection: 'auto', variants: { matmul: 'auto' }, fallback: true };
+  const policy: Policy = { backends: ['webgpu', 'cpu'], selection: 'auto', variants: { matmul: 'auto' }, fallback: true, pool: { cacheLimitBytes: 1 << 28 } };
   const options: InitOptions = { policy, wasm };
   const device: Device = await init(options);
   const other: Device = await init('cpu');
@@ -61,14 +65,15 @@ async function devices(): Promise<Device> {
   const stats: MemoryStats = device.memoryStats();
   const decisions: Decision[] = device.decisions();
   const chosen: Required<Policy> = device.policy;
-  console.log(stats.peakBytesLive, decisions[0]?.times_us, chosen.selection);
+  console.log(stats.peakBytesLive, decisions[0]?.timesUs, chosen.selection, chosen.tuneCache, chosen.pool.cacheLimitBytes);
   return device;
 }
 
 async function tensors(device: Device): Promise<void> {
   const a: Tensor = device.tensor(new Float32Array([1, 2, 3, 4, 5, 6]), [2, 3]);
   const b = device.tensor(new Float32Array([1, 0, 0, 1, 1, 1]), [3, 2]);
-  const shape: Uint32Array = a.shape;
+  const shape: Shape = a.shape;
+  const dims: readonly number[] = b.shape;
   const dtype: DType = a.dtype;
   const asTfjs: DTypeName = 'float32';
   const halved: Tensor = device.tensor(new Float32Array([1]), [1], asTfjs).cast('float16');
@@ -126,7 +131,7 @@ async function buffersQueuesKernels(device: Device): Promise<void> {
   const kernel: Kernel = device.kernel(SAXPY, 'main');
   const tuned: Kernel = device.kernel(SAXPY, 'main', { constants: { wg: 32 } });
   tuned.free();
-  const [wx]: Uint32Array = kernel.workgroupSize;
+  const [wx]: readonly number[] = kernel.workgroupSize;
   const reflected: BindingInfo[] = kernel.bindings;
   console.log(reflected.map((b) => `${b.group}:${b.binding} ${b.name} ${b.kind} ${b.dtype ?? '-'} ${b.minBytes}`));
   const queue: Queue = device.newQueue();
@@ -137,21 +142,32 @@ async function buffersQueuesKernels(device: Device): Promise<void> {
   console.log(fence.signalled, kernel.bindingCount, x.length, x.dtype, ys[0], device.queue());
 }
 
+// GPUBufferUsage's flags by value: TypeScript 7's lib.dom declares WebGPU's interfaces but not
+// that constant (@webgpu/types does).
+const [STORAGE, COPY_SRC] = [0x80, 0x04];
+
 function interop(device: Device): void {
   const gpu: GPUDevice | undefined = device.gpuDevice;
   const zeros: Tensor = device.zeros([4], 'f16').contiguous();
   if (gpu) {
-    const theirs: GPUBuffer = gpu.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
+    const theirs: GPUBuffer = gpu.createBuffer({ size: 16, usage: STORAGE | COPY_SRC });
     const t = device.tensorFromGPUBuffer(theirs, [4], 'f32', 0);
+    const options: GPUTensorOptions = { dtype: 'float16', byteOffset: 8 };
+    const half = device.tensorFromGPUBuffer(theirs, dims(t), options);
+    half.dispose();
     const { buffer, byteOffset, byteLength }: { buffer: GPUBuffer; byteOffset: number; byteLength: number } = t.exp().gpuBuffer();
     console.log(buffer.size, byteOffset, byteLength);
   }
   zeros.dispose();
 }
 
+function dims(t: Tensor): number[] {
+  return [...t.shape];
+}
+
 async function adopting(gpu: GPUDevice): Promise<Tensor> {
   const device: Device = await init({ gpuDevice: gpu });
-  return device.tensorFromGPUBuffer(gpu.createBuffer({ size: 8, usage: GPUBufferUsage.STORAGE }), [4], 'f16');
+  return device.tensorFromGPUBuffer(gpu.createBuffer({ size: 8, usage: STORAGE }), [4], 'f16');
 }
 
 async function profiling(device: Device): Promise<void> {
@@ -162,21 +178,57 @@ async function profiling(device: Device): Promise<void> {
   const launches: LaunchRecord[] = profile.launches();
   const reads: ReadRecord[] = profile.reads();
   const summary: OpSummary[] = profile.summary();
-  console.log(launches[0]?.clock, reads[0]?.copy_us, summary[0]?.rate, profile.table(), profile.chromeTrace(), profile.deviceSeconds);
+  console.log(launches[0]?.clock, reads[0]?.copyUs, reads[0]?.waitUs, launches[0]?.hostStartUs, launches[0]?.deviceStartUs, launches[0]?.deviceUs, summary[0]?.totalS, summary[0]?.meanS, summary[0]?.rate, profile.table(), profile.chromeTrace(), profile.deviceSeconds);
   const tuned: TuneResult = await device.tune('matmul', [64, 64, 64]);
   device.importTuneCache(device.tuneCache());
-  console.log(tuned.choice, tuned.times_us);
+  console.log(tuned.choice, tuned.timesUs);
 }
 
 async function errors(device: Device): Promise<void> {
   try {
     device.kernel('fn broken(', 'main');
-  } catch (caught) {
-    const e = caught as UnicomputeError;
+  } catch (e) {
+    if (!(e instanceof UnicomputeError)) throw e;
     const code: ErrorCode = e.code;
-    console.log(code, e.line, e.column, e.message);
+    const name: 'UnicomputeError' = e.name;
+    console.log(code, name, e.line, e.column, e.message);
   }
+  const made = new UnicomputeError('mine', 'INVALID', { cause: 1 });
+  console.log(made.code, made instanceof Error);
   device.destroy();
+}
+
+
+async function idioms(device: Device): Promise<void> {
+  // read() typed by dtype, with no cast: by the data, by a dtype name (TF.js spellings too),
+  // through ops, casts, reductions and views.
+  const f: TensorOf<'f32'> = device.tensor(new Float32Array([1, 2, 3, 4]), [2, 2]);
+  const floats: Float32Array = await f.exp().add(f, { activation: 'relu' }).softmax({ axis: -1 }).read();
+  const ints: Int32Array = await device.tensor(new Int32Array([1, 2]), [2]).mul(f.cast('int32')).read();
+  const words: Uint32Array = await f.argmax({ axis: 1 }).read();
+  const longs: BigInt64Array = await device.zeros([2], { dtype: 'int64' }).sum().read();
+  const halves: Float32Array = await device.tensor(new Float32Array([1]), [1], { dtype: 'float16' }).neg().read();
+  const averaged: Float32Array = await device.tensor(new Uint32Array([1, 2]), [2]).mean().read();
+  const unsigned: Uint32Array = await device.zeros([3], 'uint32').reshape([1, 3]).transpose().contiguous().read();
+  const viewed: Float32Array = await f.slice(0, 0, 1).broadcastTo([2, 2]).permute([1, 0]).logSoftmax(0).read();
+  const into: Float32Array = await f.readInto(new Float32Array(4));
+  const any: ElementArray = await (f as Tensor).read();
+  // @ts-expect-error: an f32 tensor reads as a Float32Array, never an Int32Array
+  const notInts: Int32Array = await f.read();
+  console.log(floats, ints, words, longs, halves, averaged, unsigned, viewed, into, any, notInts);
+  const byName: Tensor = f.reduce('max', { axis: [0, 1], keepDims: true, emptyIdentity: true }).reduce('sum', 0);
+  // Memory: live tensors, trimming the pool; printing.
+  const memory: MemoryInfo = device.memory();
+  device.trim();
+  console.log(memory.numTensors, memory.bytesCached, memory.bytesLive, memory.poolHits, memory.allocations, String(f), f.toString(), device.toString(), byName.shape);
+  // A tensor as a user kernel's binding, directly or as a Buffer sharing its memory.
+  const kernel = device.kernel(SAXPY, 'main');
+  const y: Buffer = f.toBuffer();
+  device.queue().launch(kernel, [f, y], [1, 1, 1]);
+  const graph = device.queue().capture(() => device.queue().launch(kernel, [f.toBuffer(), f], [1, 1, 1]));
+  graph.replay();
+  console.log(graph.launches, await y.read());
+  for (const t of [f, byName, y, kernel, graph]) t.dispose();
 }
 
 const device = await devices();
@@ -186,4 +238,5 @@ await buffersQueuesKernels(device);
 interop(device);
 if (device.gpuDevice) console.log((await adopting(device.gpuDevice)).shape);
 await profiling(device);
+await idioms(device);
 await errors(device);

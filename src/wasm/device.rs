@@ -19,7 +19,7 @@ pub struct JsDevice {
 /// `"auto"` takes a hardware GPU when the browser offers one; with a software adapter
 /// (SwiftShader: `isFallbackAdapter`) it times the heavy ops on WebGPU and on the CPU backend
 /// inside the wasm and takes the faster (`device.selectionReason` says why, with the times);
-/// without WebGPU it runs on the CPU, saying so once on the console. (The npm package's
+/// without WebGPU it runs on the CPU (`device.fallbackReason` says why). (The npm package's
 /// `init()` loads the wasm module, then calls this.)
 #[wasm_bindgen(js_name = openDevice)]
 pub async fn init(
@@ -49,18 +49,15 @@ pub async fn init(
         None => Device::open_async(choice).await,
     }
     .map_err(js_error)?;
+    // Said by `device.fallbackReason`, not on the console: `init()` is quiet.
     let fallback =
         (choice == BackendChoice::Auto && inner.backend() == BackendKind::Cpu).then(|| {
-            let why = format!(
-                "unicompute: running on the CPU backend: {}",
-                inner
-                    .decisions()
-                    .first()
-                    .map(|d| d.reason.clone())
-                    .unwrap_or_default()
-            );
-            web_sys::console::info_1(&why.clone().into());
-            why
+            let why = inner
+                .decisions()
+                .first()
+                .map(|d| d.reason.clone())
+                .unwrap_or_default();
+            format!("unicompute: running on the CPU backend: {why}")
         });
     Ok(JsDevice { inner, fallback })
 }
@@ -140,7 +137,7 @@ impl JsDevice {
     /// The browser's `GPUDevice` behind a webgpu device (undefined on the CPU backend), for
     /// the page's own WebGPU work beside the library's: buffers it makes there can become
     /// tensors (`tensorFromGPUBuffer`), and `tensor.gpuBuffer()` hands out the library's.
-    #[wasm_bindgen(getter, js_name = gpuDevice, unchecked_return_type = "GPUDevice | undefined")]
+    #[wasm_bindgen(getter, js_name = gpuDevice, unchecked_return_type = "GPUDeviceLike | undefined")]
     pub fn gpu_device(&self) -> JsValue {
         self.inner.gpu_device_js().unwrap_or(JsValue::UNDEFINED)
     }
@@ -154,9 +151,11 @@ impl JsDevice {
     #[wasm_bindgen(js_name = tensorFromGPUBuffer)]
     pub fn tensor_from_gpu_buffer(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "GPUBuffer")] buffer: &JsValue,
+        #[wasm_bindgen(unchecked_param_type = "GPUBufferLike")] buffer: &JsValue,
         shape: Vec<f64>,
-        dtype: Option<String>,
+        #[wasm_bindgen(unchecked_param_type = "DTypeName | GPUTensorOptions")] dtype: Option<
+            String,
+        >,
         #[wasm_bindgen(js_name = byteOffset)] byte_offset: Option<f64>,
     ) -> Result<JsTensor, JsValue> {
         let shape = super::error::usizes("shape", &shape)?;
@@ -171,8 +170,15 @@ impl JsDevice {
             .map_err(js_error)
     }
 
-    /// A tensor of zeros of `shape` and `dtype` (`'f32'` by default).
-    pub fn zeros(&self, shape: Vec<f64>, dtype: Option<String>) -> Result<JsTensor, JsValue> {
+    /// A tensor of zeros of `shape` and `dtype` (`'f32'` by default; the npm package also takes
+    /// `{ dtype }`).
+    pub fn zeros(
+        &self,
+        shape: Vec<f64>,
+        #[wasm_bindgen(unchecked_param_type = "DTypeName | { dtype?: DTypeName }")] dtype: Option<
+            String,
+        >,
+    ) -> Result<JsTensor, JsValue> {
         let shape = super::error::usizes("shape", &shape)?;
         let dtype = dtype
             .as_deref()
@@ -225,6 +231,12 @@ impl JsDevice {
         out.into()
     }
 
+    /// Give the pool's cached blocks back to the backend now (GPU buffers are destroyed; on
+    /// the CPU backend the wasm allocator reuses the memory, but wasm memory never shrinks).
+    pub fn trim(&self) {
+        self.inner.trim_pool();
+    }
+
     /// A buffer holding a copy of `data` (a `Float32Array`, `Int32Array` or `Uint32Array`).
     pub fn buffer(
         &self,
@@ -274,7 +286,8 @@ impl JsDevice {
     /// A tensor holding a copy of `data` with `shape` (whose sizes multiply to
     /// `data.length`): a `Float32Array`, `Int32Array`, `Uint32Array` or `BigInt64Array` (i64); a `Float16Array`
     /// (f16); or a `Uint16Array` of f16 or bf16 bits, which needs `dtype` `'f16'` or
-    /// `'bf16'`. A `dtype` other than the data's converts on the device (`cast`).
+    /// `'bf16'`. A `dtype` other than the data's converts on the device (`cast`); the npm
+    /// package also takes `{ dtype }`.
     pub fn tensor(
         &self,
         #[wasm_bindgen(
@@ -282,7 +295,9 @@ impl JsDevice {
         )]
         data: &JsValue,
         shape: Vec<f64>,
-        dtype: Option<String>,
+        #[wasm_bindgen(unchecked_param_type = "DTypeName | { dtype?: DTypeName }")] dtype: Option<
+            String,
+        >,
     ) -> Result<JsTensor, JsValue> {
         let shape = super::error::usizes("shape", &shape)?;
         let want = dtype

@@ -184,8 +184,8 @@ pub(crate) fn kernel_from(
 
 #[wasm_bindgen(js_class = Kernel)]
 impl JsKernel {
-    /// The entry point's `@workgroup_size`.
-    #[wasm_bindgen(getter, js_name = workgroupSize)]
+    /// The entry point's `@workgroup_size` (a frozen array in the npm package).
+    #[wasm_bindgen(getter, js_name = workgroupSize, unchecked_return_type = "readonly number[]")]
     pub fn workgroup_size(&self) -> Vec<u32> {
         self.inner.info().workgroup_size.to_vec()
     }
@@ -263,7 +263,7 @@ pub struct JsQueue {
 impl JsQueue {
     /// Record a launch of `kernel` over `workgroups` (`[x, y, z]`) with one buffer per binding;
     /// checked against the kernel's bindings and the device limits first.
-    #[wasm_bindgen(js_name = launchWith)]
+    #[wasm_bindgen(js_name = "__launch", skip_typescript)]
     pub fn launch_with(
         &self,
         kernel: &JsKernel,

@@ -4,7 +4,7 @@
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::error::{invalid, usize_of};
+use super::error::{invalid, js_repr, usize_of};
 use super::tensor::JsTensor;
 use crate::ops::UnaryOp;
 use crate::Tensor;
@@ -59,7 +59,8 @@ impl Options {
         };
         let object = value.dyn_into::<js_sys::Object>().map_err(|v| {
             invalid(format!(
-                "{method}: the options are {v:?}: expected an object with keys from {allowed:?}"
+                "{method}: the options are {}: expected an object with keys from {allowed:?}",
+                js_repr(&v)
             ))
         })?;
         for key in js_sys::Object::keys(&object).iter() {
@@ -87,8 +88,9 @@ impl Options {
     /// An error saying that `key` holds `value` where `expected` belongs.
     fn wrong(&self, key: &str, value: &JsValue, expected: &str) -> JsValue {
         invalid(format!(
-            "{}: option `{key}` is {value:?}: expected {expected}",
-            self.method
+            "{}: option `{key}` is {}: expected {expected}",
+            self.method,
+            js_repr(value)
         ))
     }
 

@@ -26,21 +26,22 @@ pub struct JsProfile {
 #[wasm_bindgen(js_class = Profile)]
 impl JsProfile {
     /// Every launch: `{ op, shapes, dtype, bytes, flops, variant, reason, queue, clock,
-    /// host_start_us, device_start_us, device_us }`.
+    /// hostStartUs, deviceStartUs, deviceUs }` (the npm package turns the Rust field names
+    /// into camelCase).
     #[wasm_bindgen(unchecked_return_type = "LaunchRecord[]")]
     pub fn launches(&self) -> JsValue {
         to_js(&self.inner.launches)
     }
 
-    /// Every read back to the host: `{ queue, bytes, host_start_us, wait_us, copy_us }`
-    /// (`wait_us`: submitting, the device finishing and copying to a mappable buffer, mapping;
-    /// `copy_us`: the one copy into the returned typed array).
+    /// Every read back to the host: `{ queue, bytes, hostStartUs, waitUs, copyUs }` (`waitUs`:
+    /// submitting, the device finishing and copying to a mappable buffer, mapping; `copyUs`:
+    /// the one copy into the returned typed array).
     #[wasm_bindgen(unchecked_return_type = "ReadRecord[]")]
     pub fn reads(&self) -> JsValue {
         to_js(&self.inner.reads)
     }
 
-    /// Per-op totals: `{ op, count, timed, total_s, mean_s, bytes, flops, rate, unit, variants }`.
+    /// Per-op totals: `{ op, count, timed, totalS, meanS, bytes, flops, rate, unit, variants }`.
     #[wasm_bindgen(unchecked_return_type = "OpSummary[]")]
     pub fn summary(&self) -> JsValue {
         to_js(&self.inner.summary())
@@ -72,7 +73,7 @@ impl JsDevice {
         to_js(self.inner.policy())
     }
 
-    /// How the device was chosen and the policy fallbacks taken: `[{ op, choice, reason, times_us? }]`.
+    /// How the device was chosen and the policy fallbacks taken: `[{ op, choice, reason, timesUs? }]`.
     #[wasm_bindgen(unchecked_return_type = "Decision[]")]
     pub fn decisions(&self) -> JsValue {
         to_js(&self.inner.decisions())
@@ -102,7 +103,7 @@ impl JsDevice {
     /// Time every variant of `op` (`"matmul"` with sizes `[m, n, k]` or `[batch, m, n, k]`;
     /// `"reduce"` with `[rows, length]`) and keep the fastest for its shape class in the tune
     /// cache (`localStorage` in pages), so ops under an `"auto"` policy variant run it.
-    /// Resolves to `{ op, class, problem, choice, default, times_us }`.
+    /// Resolves to `{ op, class, problem, choice, default, timesUs }`.
     #[wasm_bindgen(unchecked_return_type = "TuneResult")]
     pub async fn tune(
         &self,
@@ -114,7 +115,7 @@ impl JsDevice {
             ("matmul", &[m, n, k]) => Problem::Matmul { batch: 1, m, n, k, dtype: DType::F32 },
             ("matmul", &[batch, m, n, k]) => Problem::Matmul { batch, m, n, k, dtype: DType::F32 },
             ("reduce", &[rows, len]) => Problem::Reduce { outer: rows, len, inner: 1 },
-            _ => return Err(invalid(format!("tune: `{op}` with sizes {sizes:?}: expected \"matmul\" with [m, n, k] or [batch, m, n, k], or \"reduce\" with [rows, length]"))),
+            _ => return Err(invalid(format!("tune: `{op}` with {} sizes: expected \"matmul\" with [m, n, k] or [batch, m, n, k], or \"reduce\" with [rows, length]", sizes.len()))),
         };
         self.inner
             .tune(problem)

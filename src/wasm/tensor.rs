@@ -3,13 +3,15 @@
 use wasm_bindgen::prelude::*;
 
 use super::error::{axis_of, invalid, js_error, usize_of};
+use super::gpu::{JsBuffer, TypedBuffer};
 use super::options::{Options, TensorArgs};
 use crate::ops::indexing::IndexMode;
 use crate::ops::{BinaryOp, NormKind, NormParams, ReduceOp, UnaryOp};
-use crate::{DType, Tensor};
+use crate::{Buffer, DType, Tensor};
 
-/// A tensor on a device. Call `free()` (or `dispose()`) when done: the garbage collector may
-/// free it late or never, since it does not see the device memory behind the small JS object.
+/// A tensor on a device. Call `dispose()` when done (or free it with a scope): the garbage
+/// collector frees a forgotten one only when it runs, which may be late, since it does not see
+/// the device memory behind the small JS object.
 #[wasm_bindgen(js_name = Tensor)]
 pub struct JsTensor {
     inner: Tensor,
@@ -47,7 +49,7 @@ fn describe(value: &JsValue) -> String {
     match (name, length) {
         (Some(n), Some(l)) => format!("a {n} of {l} elements"),
         (Some(n), None) => format!("a {n}"),
-        _ => format!("{value:?}"),
+        _ => super::error::js_repr(value),
     }
 }
 
@@ -202,8 +204,8 @@ impl JsTensor {
 
 #[wasm_bindgen(js_class = Tensor)]
 impl JsTensor {
-    /// Extent of each dimension.
-    #[wasm_bindgen(getter)]
+    /// Extent of each dimension (the npm package makes it a frozen array of numbers).
+    #[wasm_bindgen(getter, unchecked_return_type = "readonly number[]")]
     pub fn shape(&self) -> Vec<u32> {
         self.inner.shape().iter().map(|&n| n as u32).collect()
     }
@@ -307,7 +309,7 @@ impl JsTensor {
     /// submissions come after it. It is the tensor's pooled memory: valid while the tensor
     /// lives (not after `free()`), and not the page's to destroy. A strided view rejects with
     /// `INVALID` (call `contiguous()`), a CPU tensor with `UNSUPPORTED`.
-    #[wasm_bindgen(js_name = gpuBuffer, unchecked_return_type = "{ buffer: GPUBuffer; byteOffset: number; byteLength: number }")]
+    #[wasm_bindgen(js_name = gpuBuffer, unchecked_return_type = "{ buffer: GPUBufferLike; byteOffset: number; byteLength: number }")]
     pub fn gpu_buffer(&self) -> Result<JsValue, JsValue> {
         let (buffer, offset, bytes) = self.inner.gpu_buffer_js().map_err(js_error)?;
         let out = js_sys::Object::new();
@@ -319,6 +321,34 @@ impl JsTensor {
             js_sys::Reflect::set(&out, &key.into(), &value)?;
         }
         Ok(out.into())
+    }
+
+    /// The elements as a `Buffer` to bind to a user kernel (f32, i32 or u32): the tensor's own
+    /// memory when it is contiguous, shared (what a kernel writes there, the tensor holds),
+    /// else a contiguous copy. Other dtypes are a `DTYPE` error (`cast()` first).
+    #[wasm_bindgen(js_name = toBuffer)]
+    pub fn to_buffer(&self) -> Result<JsBuffer, JsValue> {
+        let dtype = self.inner.dtype();
+        if !matches!(dtype, DType::F32 | DType::I32 | DType::U32) {
+            return Err(js_error(crate::Error::DType {
+                op: "toBuffer",
+                expected: "f32, i32 or u32 (cast() first)".into(),
+                got: dtype.name().into(),
+            }));
+        }
+        let c = self.inner.contiguous().map_err(js_error)?;
+        let (block, device, offset, len) = (
+            c.inner.clone(),
+            c.device.clone(),
+            c.layout.offset,
+            c.numel(),
+        );
+        let inner = match dtype {
+            DType::F32 => TypedBuffer::F32(Buffer::from_inner(block, device, offset, len)),
+            DType::I32 => TypedBuffer::I32(Buffer::from_inner(block, device, offset, len)),
+            _ => TypedBuffer::U32(Buffer::from_inner(block, device, offset, len)),
+        };
+        Ok(JsBuffer { inner })
     }
 
     /// The same elements in a new contiguous tensor (this one if it already is).
@@ -447,7 +477,7 @@ impl JsTensor {
     /// The index (u32) along `axis` of the largest element, or with `min` the smallest; among
     /// equal ones the first, or with `last` the last (the npm package's `argmax` and `argmin`
     /// call this).
-    #[wasm_bindgen(js_name = argReduce)]
+    #[wasm_bindgen(js_name = "__argReduce", skip_typescript)]
     pub fn arg_reduce(&self, axis: f64, min: bool, last: bool) -> Result<JsTensor, JsValue> {
         wrap(self.inner.arg_reduce(
             axis_of(self.inner.rank(), axis)?,
@@ -458,7 +488,7 @@ impl JsTensor {
     /// RMS normalisation over the last `axes` axes (1 by default; the npm package's
     /// `rmsNorm(options)` calls this: optional `weight`, and `{ eps, activation, axes }`; eps
     /// defaults to 1e-5).
-    #[wasm_bindgen(js_name = rmsNormWith)]
+    #[wasm_bindgen(js_name = "__rmsNorm", skip_typescript)]
     pub fn rms_norm_with(
         &self,
         tensors: &TensorArgs,
@@ -475,7 +505,7 @@ impl JsTensor {
     /// Layer normalisation over the last `axes` axes (1 by default; the npm package's
     /// `layerNorm(options)` calls this: optional `weight` and `bias` in the shape of those
     /// axes, and `{ eps, activation, axes }`).
-    #[wasm_bindgen(js_name = layerNormWith)]
+    #[wasm_bindgen(js_name = "__layerNorm", skip_typescript)]
     pub fn layer_norm_with(
         &self,
         tensors: &TensorArgs,
@@ -495,7 +525,7 @@ impl JsTensor {
 
     /// A linear layer `act(this @ weight + bias)` in one kernel (the npm package's
     /// `linear(weight, { bias, activation })` calls this).
-    #[wasm_bindgen(js_name = linearWith)]
+    #[wasm_bindgen(js_name = "__linear", skip_typescript)]
     pub fn linear_with(
         &self,
         weight: &JsTensor,
@@ -511,7 +541,7 @@ impl JsTensor {
 
     /// Scaled dot-product attention with `this` as the queries `[batch, heads, lq, d]` (the
     /// npm package's `attention(k, v, { causal, scale, mask })` calls this).
-    #[wasm_bindgen(js_name = attentionWith)]
+    #[wasm_bindgen(js_name = "__attention", skip_typescript)]
     pub fn attention_with(
         &self,
         k: &JsTensor,
@@ -531,7 +561,7 @@ impl JsTensor {
     /// 2-D convolution of `[n, c, h, w]` by `[o, c / groups, kh, kw]` (the npm package's
     /// `conv2d(weight, { stride, padding, dilation, groups, bias, activation })` calls this).
     /// Stride, padding and dilation are a number or `[rows, columns]` (defaults 1, 0, 1).
-    #[wasm_bindgen(js_name = conv2dWith)]
+    #[wasm_bindgen(js_name = "__conv2d", skip_typescript)]
     pub fn conv2d_with(
         &self,
         weight: &JsTensor,
@@ -636,18 +666,24 @@ impl JsTensor {
         wrap(self.inner.relu())
     }
 
-    /// Softmax over `axis` (the last when undefined).
-    pub fn softmax(&self, axis: Option<f64>) -> Result<JsTensor, JsValue> {
+    /// Softmax over `axis` (the last when undefined; the npm package also takes `{ axis }`).
+    pub fn softmax(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number | { axis?: number }")] axis: Option<f64>,
+    ) -> Result<JsTensor, JsValue> {
         match axis {
             Some(a) => wrap(self.inner.softmax_axis(axis_of(self.inner.rank(), a)?)),
             None => wrap(self.inner.softmax()),
         }
     }
 
-    /// Log-softmax over `axis` (the last when undefined), fused: small probabilities keep
-    /// their logs.
+    /// Log-softmax over `axis` (the last when undefined; the npm package also takes
+    /// `{ axis }`), fused: small probabilities keep their logs.
     #[wasm_bindgen(js_name = logSoftmax)]
-    pub fn log_softmax(&self, axis: Option<f64>) -> Result<JsTensor, JsValue> {
+    pub fn log_softmax(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number | { axis?: number }")] axis: Option<f64>,
+    ) -> Result<JsTensor, JsValue> {
         match axis {
             Some(a) => wrap(self.inner.log_softmax_axis(axis_of(self.inner.rank(), a)?)),
             None => wrap(self.inner.log_softmax()),
@@ -655,7 +691,9 @@ impl JsTensor {
     }
 
     /// A reduction by name (`sum`, `mean`, `max`, `min`, `argmax`) over `axis`, or over
-    /// everything when `axis` is undefined.
+    /// everything when `axis` is undefined (the npm package's `reduce(op, options)` calls
+    /// this).
+    #[wasm_bindgen(js_name = "__reduce", skip_typescript)]
     pub fn reduce(
         &self,
         #[wasm_bindgen(unchecked_param_type = "ReduceName")] op: &str,
@@ -674,7 +712,8 @@ impl JsTensor {
 
     /// A reduction by name over the axes `axes` together (every axis when empty), keeping them
     /// as extents of 1 when `keepDims`; with `emptyIdentity` the max and min of nothing are
-    /// −inf and +inf (ONNX) instead of an error (numpy).
+    /// −inf and +inf (ONNX) instead of an error (numpy). (The positional form of
+    /// `reduce(op, { axis, keepDims, emptyIdentity })`, kept for older programs.)
     #[wasm_bindgen(js_name = reduceAxes)]
     pub fn reduce_axes(
         &self,

@@ -6,14 +6,20 @@ use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &str = r#"
-/** The stable kind of an error (`error.code`). */
-export type ErrorCode = 'NO_DEVICE' | 'UNSUPPORTED' | 'SHAPE' | 'DTYPE' | 'OUT_OF_RANGE' | 'LIMIT' | 'SHADER' | 'LAUNCH' | 'DEVICE_MISMATCH' | 'DEVICE' | 'DEVICE_LOST' | 'INVALID';
-/** What every rejection and throw of the API is: a message saying what was wrong and what was expected. */
-export interface UnicomputeError extends Error {
-  code: ErrorCode;
-  /** Where a `SHADER` error is (1-based), for kernels. */
-  line?: number;
-  column?: number;
+/** The stable kind of an error (`error.code`); `INTERNAL` is a bug of unicompute (please report it). */
+export type ErrorCode = 'NO_DEVICE' | 'UNSUPPORTED' | 'SHAPE' | 'DTYPE' | 'OUT_OF_RANGE' | 'LIMIT' | 'SHADER' | 'LAUNCH' | 'DEVICE_MISMATCH' | 'DEVICE' | 'DEVICE_LOST' | 'INVALID' | 'INTERNAL';
+/**
+ * The page's `GPUDevice` where the program has WebGPU's types (lib.dom of TypeScript 7, or
+ * `@webgpu/types`), else any object: the package declares none of its own, so none clash.
+ */
+export type GPUDeviceLike = typeof globalThis extends { GPUDevice: { prototype: infer T } } ? T : object;
+/** A `GPUBuffer` where the program has WebGPU's types (see `GPUDeviceLike`). */
+export type GPUBufferLike = typeof globalThis extends { GPUBuffer: { prototype: infer T } } ? T : { readonly size: number };
+/** `tensorFromGPUBuffer`'s options. */
+export interface GPUTensorOptions {
+  dtype?: DTypeName;
+  /** Where the elements start in the buffer (0 by default). */
+  byteOffset?: number;
 }
 /** An element type. */
 export type DType = 'f32' | 'i32' | 'u32' | 'f16' | 'bf16' | 'i64';
@@ -39,7 +45,7 @@ export interface DeviceInfo {
   limits: { maxBufferSize: number; maxStorageBindingSize: number; maxInvocationsPerWorkgroup: number; maxLoopIterations?: number };
   features: { f16: boolean; timestamps: boolean; subgroups: boolean; int64: boolean };
 }
-/** The memory pool's statistics. */
+/** The memory pool's statistics (`device.memoryStats()`). */
 export interface MemoryStats {
   bytesLive: number;
   bytesCached: number;
@@ -47,13 +53,18 @@ export interface MemoryStats {
   poolHits: number;
   peakBytesLive: number;
 }
+/** `device.memory()`: the pool's statistics and the count of live tensors (as `tf.memory()`). */
+export interface MemoryInfo extends MemoryStats {
+  /** Tensors of this device made and not yet disposed, freed by a scope or collected. */
+  numTensors: number;
+}
 /** A choice the library made (a device, a variant, a fallback) and why. */
 export interface Decision {
   op: string;
   choice: string;
   reason: string;
   /** Measured times of the candidates in microseconds, where the choice was measured. */
-  times_us?: Record<string, number>;
+  timesUs?: Record<string, number>;
 }
 /** What autotuning one op's shape class found. */
 export interface TuneResult {
@@ -62,7 +73,7 @@ export interface TuneResult {
   problem: string;
   choice: string;
   default: string;
-  times_us: Record<string, number>;
+  timesUs: Record<string, number>;
 }
 /** One launch the profiler recorded. */
 export interface LaunchRecord {
@@ -75,40 +86,44 @@ export interface LaunchRecord {
   reason: string | null;
   queue: number;
   clock: 'timestamp-query' | 'cuda-event' | 'host' | 'host-serialised' | 'none';
-  host_start_us: number;
-  device_start_us: number | null;
-  device_us: number | null;
+  hostStartUs: number;
+  deviceStartUs: number | null;
+  deviceUs: number | null;
 }
 /** One read back to the host the profiler recorded. */
 export interface ReadRecord {
   queue: number;
   bytes: number;
-  host_start_us: number;
-  wait_us: number;
-  copy_us: number;
+  hostStartUs: number;
+  waitUs: number;
+  copyUs: number;
 }
 /** The profiler's totals of one op. */
 export interface OpSummary {
   op: string;
   count: number;
   timed: number;
-  total_s: number;
-  mean_s: number;
+  totalS: number;
+  meanS: number;
   bytes: number;
   flops: number;
   rate: number;
   unit: string;
   variants: Record<string, number>;
 }
-/** An execution policy (all keys optional; unknown keys are an `INVALID` error naming them). */
+/**
+ * An execution policy (all keys optional; unknown keys are an `INVALID` error naming them).
+ * The policy JSON of the Rust API spells `tuneCache` and `cacheLimitBytes` in snake_case;
+ * a JSON string passed to `init` keeps that spelling.
+ */
 export interface Policy {
   backends?: BackendName[];
   selection?: 'auto' | 'ranked' | 'order';
   precision?: 'f32' | 'tf32' | 'bf16' | 'f16';
   variants?: { matmul?: string; reduce?: string };
   fallback?: boolean;
-  tune_cache?: string;
-  pool?: { cache_limit_bytes?: number };
+  tuneCache?: string;
+  pool?: { cacheLimitBytes?: number };
 }
 /** One binding of a user kernel, as reflected from its source. */
 export interface BindingInfo {

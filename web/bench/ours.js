@@ -106,10 +106,10 @@ function prepareReplay(device, tensors, sizes) {
  * - `read_rest`: the remainder of `await read()` (promise resolution, the wasm boundary).
  */
 function breakdownOf(recordMs, readMs, profile, backend) {
-  const kernels = profile.launches().reduce((sum, l) => sum + (l.device_us ?? 0), 0) / 1e3;
+  const kernels = profile.launches().reduce((sum, l) => sum + (l.deviceUs ?? 0), 0) / 1e3;
   const reads = profile.reads();
-  const wait = reads.reduce((sum, r) => sum + r.wait_us, 0) / 1e3;
-  const copy = reads.reduce((sum, r) => sum + r.copy_us, 0) / 1e3;
+  const wait = reads.reduce((sum, r) => sum + r.waitUs, 0) / 1e3;
+  const copy = reads.reduce((sum, r) => sum + r.copyUs, 0) / 1e3;
   // webgpu runs the kernels after the read's submit, within its wait; cpu while recording.
   const inWait = backend === 'webgpu' ? kernels : 0;
   return {
