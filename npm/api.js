@@ -660,8 +660,8 @@ export function bind(wasm, wasmUrl, threads) {
    * SwiftShader, whichever of WebGPU and the CPU backend inside the wasm runs the heavy ops
    * faster, timed once; without WebGPU the CPU; `device.selectionReason` says why), 'webgpu' or
    * 'cpu'. Or an object `{ backend, policy, threads, wasm, gpuDevice }`: a policy (object or
-   * JSON; see the book's docs/src/policy.md) instead of `backend`; with `unicompute/threads`, the CPU backend's thread count; and
-   * where the wasm lives, for bundlers that do not copy it next to the module (a URL, bytes or
+   * JSON; see the book's docs/src/policy.md) instead of `backend`; with `unicompute/threads`,
+   * the CPU backend's thread count; and where the wasm lives, for bundlers that do not copy it next to the module (a URL, bytes or
    * a compiled `WebAssembly.Module`; see `wasmInput`). Both are fixed by the first call that
    * loads the wasm: a later `threads` other than the running count is refused. Quiet: it
    * prints nothing, except a warning when `threads` above 1 cannot be honoured.

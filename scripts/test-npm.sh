@@ -74,29 +74,10 @@ node first-program.mjs   # the README's first JS program
 # Tensors left to the garbage collector are freed (gc() called by the test).
 node --expose-gc gc.mjs
 
-# ONNX's backend node tests (npm/test/onnx-node.mjs): the onnx 1.22.0 wheel from PyPI (the 1.23
-# wheels dropped the test data), this one file of it pinned by its sha256 and kept in .onnx/;
-# only the Gather, LogSoftmax and Attention tests' folders are unpacked.
-onnx_wheel=onnx-1.22.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl
-onnx_sha256=1d0a2bdb15eb2b3cb65c438f3423d9620d14fdce32f92380e6bb1b2e09568ef5
-if [ ! -f "$repo/.onnx/$onnx_wheel" ]; then
-    python3 -m pip download -q --no-deps --only-binary=:all: --dest "$repo/.onnx" \
-        --python-version 3.11 --implementation cp --abi cp311 --platform manylinux_2_28_x86_64 \
-        onnx==1.22.0
-fi
-if ! echo "$onnx_sha256  $repo/.onnx/$onnx_wheel" | sha256sum --check --quiet; then
-    echo ".onnx/$onnx_wheel is not the pinned file (sha256 $onnx_sha256): delete it" >&2
-    exit 1
-fi
-python3 - "$repo/.onnx/$onnx_wheel" onnx-data <<'EOF'
-import re, sys, zipfile
-wheel, dest = sys.argv[1:]
-tests = r"test_(gather_(0|1|2d_indices|negative_indices)|logsoftmax_\w+|attention_\w+)"
-keep = re.compile(rf"onnx/backend/test/data/node/{tests}/")
-with zipfile.ZipFile(wheel) as z:
-    z.extractall(dest, [n for n in z.namelist() if keep.match(n)])
-EOF
-onnx_tests="$PWD/onnx-data/onnx/backend/test/data/node"
+# ONNX's backend node tests (npm/test/onnx-node.mjs), from the pinned onnx 1.22.0 wheel
+# (scripts/onnx-data.sh unpacks them into .onnx/node/).
+"$repo/scripts/onnx-data.sh"
+onnx_tests="$repo/.onnx/node"
 node onnx-node.mjs "$onnx_tests" cpu
 
 icd=/usr/lib/chromium/vk_swiftshader_icd.json

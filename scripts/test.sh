@@ -60,6 +60,8 @@ export LD_LIBRARY_PATH="$NVRTC_DIR/nvidia/cu13/lib${LD_LIBRARY_PATH:+:$LD_LIBRAR
 
 echo "== the corpus's published kernels (.corpus/)"
 scripts/corpus.sh
+echo "== ONNX's node tests (.onnx/node/)"
+scripts/onnx-data.sh
 
 echo "== formatting (rustfmt.toml: lines of at most 100 columns)"
 cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt

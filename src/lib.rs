@@ -57,6 +57,7 @@ mod api;
 mod base;
 pub mod dispatch;
 mod hal;
+pub mod onnx;
 pub mod ops;
 mod runtime;
 #[cfg(target_arch = "wasm32")]

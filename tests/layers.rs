@@ -16,6 +16,11 @@ const RULES: &[(&str, &[&str])] = &[
     ("dispatch", &["dispatch", "runtime", "hal", "base"]),
     ("ops", &["ops", "dispatch", "runtime", "hal", "base"]),
     ("api", &["api", "ops", "dispatch", "runtime", "hal", "base"]),
+    // The model runner: the op API, never a backend.
+    (
+        "onnx",
+        &["onnx", "api", "ops", "dispatch", "runtime", "base"],
+    ),
 ];
 
 /// Every `.rs` file under `dir`.

@@ -77,6 +77,9 @@ pub enum Error {
     /// usable.
     #[error("device error: {0}")]
     Device(String),
+    /// An ONNX model is malformed, or uses what the model runner does not support.
+    #[error("model: {0}")]
+    Model(String),
     /// The device is gone (destroyed, reset, unplugged, or a CUDA context error): every later
     /// call on it fails this way; open a device again (`Device::open(Auto)`) to continue.
     #[error("device lost: {0}")]
@@ -102,6 +105,7 @@ impl Error {
             Error::Device(_) => "DEVICE",
             Error::DeviceLost(_) => "DEVICE_LOST",
             Error::Invalid(_) => "INVALID",
+            Error::Model(_) => "MODEL",
         }
     }
 

@@ -6,8 +6,9 @@ use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &str = r#"
-/** The stable kind of an error (`error.code`); `INTERNAL` is a bug of unicompute (please report it). */
-export type ErrorCode = 'NO_DEVICE' | 'UNSUPPORTED' | 'SHAPE' | 'DTYPE' | 'OUT_OF_RANGE' | 'LIMIT' | 'SHADER' | 'LAUNCH' | 'DEVICE_MISMATCH' | 'DEVICE' | 'DEVICE_LOST' | 'INVALID' | 'INTERNAL';
+/** The stable kind of an error (`error.code`); `INTERNAL` is a bug of unicompute (please report it);
+ * `MODEL` a malformed or unsupported ONNX file. */
+export type ErrorCode = 'NO_DEVICE' | 'UNSUPPORTED' | 'SHAPE' | 'DTYPE' | 'OUT_OF_RANGE' | 'LIMIT' | 'SHADER' | 'LAUNCH' | 'DEVICE_MISMATCH' | 'DEVICE' | 'DEVICE_LOST' | 'INVALID' | 'INTERNAL' | 'MODEL';
 /**
  * The page's `GPUDevice` where the program has WebGPU's types (lib.dom of TypeScript 7, or
  * `@webgpu/types`), else any object: the package declares none of its own, so none clash.

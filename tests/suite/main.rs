@@ -16,6 +16,7 @@ mod fuzz_validation;
 mod graph;
 mod hazards;
 mod integers;
+mod onnx_load;
 mod overflow;
 mod policy;
 mod profile;
