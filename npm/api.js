@@ -62,28 +62,6 @@ function patch({ BindingList, Device, Queue, Tensor, TensorArgs }) {
   Tensor.prototype.attention = function attention(k, v, options) {
     return args('attention', options, ['mask'], (t, o) => this.attentionWith(k, v, t, o));
   };
-  /**
-   * `op` ('add', 'mul', 'minimum' or 'maximum') over this tensor and every one of `others`,
-   * all broadcast together: ONNX's Sum, Max and Min. One binary launch per other tensor; the
-   * intermediate results are freed. The other binary ops are refused: their order matters.
-   */
-  for (const [method, op] of Object.entries(UNARY_METHODS)) {
-    Tensor.prototype[method] = function unaryMethod() {
-      return this.unary(op);
-    };
-  }
-  for (const op of ['minimum', 'maximum', 'pow']) {
-    Tensor.prototype[op] = function binaryMethod(other, options) {
-      return this.binary(op, other, options);
-    };
-  }
-  for (const op of REDUCE_METHODS) {
-    /** `op` over `{ axis, keepDims }`: every axis by default, one, or an array of them. */
-    Tensor.prototype[op] = function reduceMethod(options) {
-      if (options !== undefined && (options === null || typeof options !== 'object')) throw invalid(`${op}: options are ${options === null ? 'null' : typeof options}: expected { axis, keepDims }`);
-      return reduceBy(this, op, options);
-    };
-  }
   for (const [name, min] of [['argmax', false], ['argmin', true]]) {
     /** The index of the extreme along `{ axis, keepDims, last }`. */
     Tensor.prototype[name] = function argMethod(options) {
@@ -98,6 +76,11 @@ function patch({ BindingList, Device, Queue, Tensor, TensorArgs }) {
     const bits = await this.read16();
     return new globalThis.Float16Array(bits.buffer, bits.byteOffset, bits.length);
   };
+  /**
+   * `op` ('add', 'mul', 'minimum' or 'maximum') over this tensor and every one of `others`,
+   * all broadcast together: ONNX's Sum, Max and Min. One binary launch per other tensor; the
+   * intermediate results are freed. The other binary ops are refused: their order matters.
+   */
   Tensor.prototype.nary = function nary(op, others) {
     if (!['add', 'mul', 'minimum', 'maximum'].includes(op)) {
       const e = new Error(`nary: \`${op}\` (the order of its inputs would matter): expected add, mul, minimum or maximum`);
@@ -114,10 +97,31 @@ function patch({ BindingList, Device, Queue, Tensor, TensorArgs }) {
   };
 }
 
-/** The unary ops that become methods of their own (`x.exp()`), by method name. */
-const UNARY_METHODS = { neg: 'neg', abs: 'abs', exp: 'exp', log: 'log', sqrt: 'sqrt', rsqrt: 'rsqrt', sin: 'sin', cos: 'cos', tanh: 'tanh', sigmoid: 'sigmoid', gelu: 'gelu', geluTanh: 'gelu_tanh', silu: 'silu', erf: 'erf' };
-/** The reductions that become methods taking `{ axis, keepDims }`. */
-const REDUCE_METHODS = ['sum', 'mean', 'max', 'min'];
+/**
+ * The methods of the op tables (`wasm.opMethods()`: family, method and op name in turn) that
+ * the classes lack: `x.geluTanh()`, `x.minimum(y, options)`, `x.sum({ axis, keepDims })`.
+ * Called once the wasm has loaded; each calls a wrapped method, so scopes see its result.
+ */
+function patchOps({ Tensor, opMethods }) {
+  const made = {
+    unary: (op) => function unaryMethod() {
+      return this.unary(op);
+    },
+    binary: (op) => function binaryMethod(other, options) {
+      return this.binary(op, other, options);
+    },
+    /** `op` over `{ axis, keepDims }`: every axis by default, one, or an array of them. */
+    reduce: (op) => function reduceMethod(options) {
+      if (options !== undefined && (options === null || typeof options !== 'object')) throw invalid(`${op}: options are ${options === null ? 'null' : typeof options}: expected { axis, keepDims }`);
+      return reduceBy(this, op, options);
+    },
+  };
+  const names = opMethods();
+  for (let i = 0; i < names.length; i += 3) {
+    const [family, method, op] = names.slice(i, i + 3);
+    if (!(method in Tensor.prototype)) Tensor.prototype[method] = made[family](op);
+  }
+}
 
 /** An `INVALID` error saying what was wrong and what was expected. */
 const invalid = (message) => Object.assign(new Error(message), { code: 'INVALID' });
@@ -313,6 +317,7 @@ export function bind(wasm, wasmUrl, threads = undefined) {
   const load = (count, source) => {
     loading ??= (async () => {
       await wasm.default({ module_or_path: await wasmInput(source ?? wasmUrl) });
+      patchOps(wasm);
       if (threads) {
         try {
           await startThreads(wasm, count ?? globalThis.navigator?.hardwareConcurrency ?? 1, threads);

@@ -90,6 +90,10 @@ declare module './pkg/unicompute.js' {
     silu(): Tensor;
     /** The error function. */
     erf(): Tensor;
+    /** `ln(1 + e^x)`, without overflow for large `x` (ONNX Softplus). */
+    softplus(): Tensor;
+    /** `x * relu6(x + 3) / 6` (ONNX HardSwish). */
+    hardswish(): Tensor;
     /** The sum over `axis` (every axis by default; a number or an array), keeping reduced axes as extents of 1 with `keepDims`. */
     sum(options?: ReduceOptions): Tensor;
     /** The mean (as `sum`). */

@@ -7,6 +7,7 @@
 
 mod common;
 
+mod activations;
 mod api;
 mod bad_input;
 mod conformance;
@@ -16,6 +17,7 @@ mod fuzz_validation;
 mod graph;
 mod hazards;
 mod integers;
+mod op_table;
 mod overflow;
 mod policy;
 mod profile;
