@@ -259,23 +259,6 @@ function patch({ BindingList, Buffer, Device, Kernel, Queue, Tensor, TensorArgs 
     const o = dtypeOption('tensorFromGPUBuffer', options, ['byteOffset']);
     return deviceRaw.tensorFromGPUBuffer.call(this, buffer, shape, o.dtype, o.byteOffset ?? byteOffset);
   };
-  for (const [method, op] of Object.entries(UNARY_METHODS)) {
-    Tensor.prototype[method] = function unaryMethod() {
-      return this.unary(op);
-    };
-  }
-  for (const op of ['minimum', 'maximum', 'pow']) {
-    Tensor.prototype[op] = function binaryMethod(other, options) {
-      return this.binary(op, other, options);
-    };
-  }
-  for (const op of REDUCE_METHODS) {
-    /** `op` over `{ axis, keepDims }`: every axis by default, one, or an array of them. */
-    Tensor.prototype[op] = function reduceMethod(options) {
-      if (options !== undefined && (options === null || typeof options !== 'object')) throw invalid(`${op}: options are ${options === null ? 'null' : typeof options}: expected { axis, keepDims }`);
-      return reduceBy(this, op, options);
-    };
-  }
   /** A reduction by name over `{ axis, keepDims, emptyIdentity }` (or a number: the axis). */
   Tensor.prototype.reduce = function reduce(op, options) {
     return reduceBy(this, op, typeof options === 'number' ? { axis: options } : options);
@@ -325,10 +308,31 @@ function frozenArray(proto, name, cache) {
   });
 }
 
-/** The unary ops that become methods of their own (`x.exp()`), by method name. */
-const UNARY_METHODS = { neg: 'neg', abs: 'abs', exp: 'exp', log: 'log', sqrt: 'sqrt', rsqrt: 'rsqrt', sin: 'sin', cos: 'cos', tanh: 'tanh', sigmoid: 'sigmoid', gelu: 'gelu', geluTanh: 'gelu_tanh', silu: 'silu', erf: 'erf' };
-/** The reductions that become methods taking `{ axis, keepDims }`. */
-const REDUCE_METHODS = ['sum', 'mean', 'max', 'min'];
+/**
+ * The methods of the op tables (`wasm.opMethods()`: family, method and op name in turn) that
+ * the classes lack: `x.geluTanh()`, `x.minimum(y, options)`, `x.sum({ axis, keepDims })`.
+ * Called once the wasm has loaded; each calls a wrapped method, so scopes see its result.
+ */
+function patchOps({ Tensor, opMethods }) {
+  const made = {
+    unary: (op) => function unaryMethod() {
+      return this.unary(op);
+    },
+    binary: (op) => function binaryMethod(other, options) {
+      return this.binary(op, other, options);
+    },
+    /** `op` over `{ axis, keepDims }`: every axis by default, one, or an array of them. */
+    reduce: (op) => function reduceMethod(options) {
+      if (options !== undefined && (options === null || typeof options !== 'object')) throw invalid(`${op}: options are ${options === null ? 'null' : typeof options}: expected { axis, keepDims }`);
+      return reduceBy(this, op, options);
+    },
+  };
+  const names = opMethods();
+  for (let i = 0; i < names.length; i += 3) {
+    const [family, method, op] = names.slice(i, i + 3);
+    if (!(method in Tensor.prototype)) Tensor.prototype[method] = made[family](op);
+  }
+}
 
 /** Refuse keys of `options` outside `allowed` (a misspelt key would change the answer). */
 function onlyKeys(method, options, allowed) {
@@ -628,6 +632,7 @@ export function bind(wasm, wasmUrl, threads) {
   const load = (count, source) => {
     loading ??= (async () => {
       await wasm.default({ module_or_path: await wasmInput(source ?? wasmUrl) });
+      patchOps(wasm);
       if (typeof threads === 'string') {
         if (count > 1) console.warn(`unicompute: init asked for ${count} threads, but ${threads}: the CPU backend runs on one thread`);
         return;
@@ -661,7 +666,8 @@ export function bind(wasm, wasmUrl, threads) {
    * faster, timed once; without WebGPU the CPU; `device.selectionReason` says why), 'webgpu' or
    * 'cpu'. Or an object `{ backend, policy, threads, wasm, gpuDevice }`: a policy (object or
    * JSON; see the book's docs/src/policy.md) instead of `backend`; with `unicompute/threads`,
-   * the CPU backend's thread count; and where the wasm lives, for bundlers that do not copy it next to the module (a URL, bytes or
+   * the CPU backend's thread count; and where the wasm lives, for bundlers that do not copy it
+   * next to the module (a URL, bytes or
    * a compiled `WebAssembly.Module`; see `wasmInput`). Both are fixed by the first call that
    * loads the wasm: a later `threads` other than the running count is refused. Quiet: it
    * prints nothing, except a warning when `threads` above 1 cannot be honoured.

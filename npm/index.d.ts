@@ -128,6 +128,10 @@ declare module './pkg/unicompute.js' {
     silu<D extends DType>(this: TensorOf<D>): TensorOf<D>;
     /** The error function. */
     erf<D extends DType>(this: TensorOf<D>): TensorOf<D>;
+    /** `ln(1 + e^x)`, without overflow for large `x` (ONNX Softplus). */
+    softplus<D extends DType>(this: TensorOf<D>): TensorOf<D>;
+    /** `x * relu6(x + 3) / 6` (ONNX HardSwish). */
+    hardswish<D extends DType>(this: TensorOf<D>): TensorOf<D>;
     /** A reduction by name over `{ axis, keepDims, emptyIdentity }` (a number: the axis). */
     reduce(op: ReduceName, options?: number | ReduceOptions): Tensor;
     /** The sum over `axis` (every axis by default; a number or an array), keeping reduced axes as extents of 1 with `keepDims`. */

@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 use crate::base::error::{Error, Result};
 use crate::base::info::{BackendKind, MatmulPrecision};
 
-/// Ops whose kernel variant a policy can name (see [`crate::Device::variants`]).
+/// Ops whose kernel variant a policy can name (see [`crate::Device::variants`]): the one list
+/// of them. The dispatcher's `TunableOp` names its ops from it, and tests hold the ops'
+/// `Tunable`s, the bench and the TypeScript `Policy` to it.
 pub const TUNABLE_OPS: &[&str] = &["matmul", "reduce"];
 
 /// How `auto` picks among the devices of the policy's backends.

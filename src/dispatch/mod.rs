@@ -47,19 +47,18 @@ pub(crate) struct Trial {
 /// Records an op with the named variant on a queue.
 pub(crate) type RunVariant = Box<dyn Fn(&Queue, &str) -> Result<()>>;
 
-/// An op with kernel variants.
+/// An op with kernel variants, in the order of [`TUNABLE_OPS`](crate::TUNABLE_OPS), which
+/// names them (a test in `ops/tunables.rs` holds the ops' `Tunable`s to the same order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TunableOp {
-    Matmul,
-    Reduce,
+    Matmul = 0,
+    Reduce = 1,
 }
 
 impl TunableOp {
+    /// The op's name: its entry in [`TUNABLE_OPS`](crate::TUNABLE_OPS).
     pub(crate) fn name(self) -> &'static str {
-        match self {
-            TunableOp::Matmul => "matmul",
-            TunableOp::Reduce => "reduce",
-        }
+        crate::base::policy::TUNABLE_OPS[self as usize]
     }
 }
 

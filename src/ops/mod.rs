@@ -10,6 +10,7 @@ pub(crate) mod common;
 pub mod concat;
 mod cost;
 mod launch;
+mod support;
 mod tunables;
 
 use crate::{DType, Error, Queue, Result, Tensor};
@@ -80,6 +81,7 @@ registry!(
 );
 pub(crate) use crate::runtime::tensor::Operand;
 pub(crate) use launch::{backends, launch, Launch};
+pub use support::support_matrix;
 pub use tunables::variant_names;
 pub(crate) use tunables::{tunable, PROBE, TUNABLES};
 

@@ -69,3 +69,18 @@ fn probe_setup(device: &Device) -> Result<Recording> {
         Ok(())
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The ops' `Tunable`s are the ops of `TUNABLE_OPS`, in its order, and each has variants.
+    #[test]
+    fn tunables_are_the_tunable_ops() {
+        let ops: Vec<&str> = TUNABLES.iter().map(|t| t.op().name()).collect();
+        assert_eq!(ops, crate::TUNABLE_OPS);
+        for op in crate::TUNABLE_OPS {
+            assert!(!variant_names(op).is_empty(), "{op} has no variants");
+        }
+    }
+}

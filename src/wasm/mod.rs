@@ -6,6 +6,7 @@
 mod device;
 mod error;
 mod gpu;
+mod ops;
 mod options;
 mod profile;
 mod tensor;
@@ -15,6 +16,7 @@ mod types;
 
 pub use device::{init, list_devices, JsDevice};
 pub use gpu::{JsBindingList, JsBuffer, JsFence, JsKernel, JsQueue};
+pub use ops::op_methods;
 pub use options::TensorArgs;
 pub use profile::JsProfile;
 pub use tensor::JsTensor;

@@ -385,8 +385,8 @@ impl JsTensor {
         wrap(self.inner.t())
     }
 
-    /// A unary op or activation by name: `neg`, `abs`, `exp`, `log`, `sqrt`, `rsqrt`, `sin`,
-    /// `cos`, `tanh`, `sigmoid`, `relu`, `gelu`, `gelu_tanh`, `silu`, `erf`.
+    /// A unary op or activation by name (`UnaryName`, from the op table: `exp`, `gelu_tanh`,
+    /// ...).
     pub fn unary(
         &self,
         #[wasm_bindgen(unchecked_param_type = "UnaryName")] op: &str,

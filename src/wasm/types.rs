@@ -1,6 +1,7 @@
 //! The TypeScript declarations of the plain objects and values the JS API takes and returns,
 //! added to the generated `.d.ts`. The functions that take or return them name them with
-//! `unchecked_param_type` / `unchecked_return_type`, so `tsc --strict` checks their uses.
+//! `unchecked_param_type` / `unchecked_return_type`, so `tsc --strict` checks their uses. The
+//! unions of op names are generated from the op tables (`ops.rs`).
 
 use wasm_bindgen::prelude::*;
 
@@ -30,12 +31,6 @@ export type DTypeName = DType | 'float32' | 'int32' | 'uint32' | 'float16' | 'bf
 export type BackendName = 'cpu' | 'webgpu' | 'cuda';
 /** Elements as JS holds them: f32 (and f16 / bf16 read back widened), i32, u32, i64. */
 export type ElementArray = Float32Array | Int32Array | Uint32Array | BigInt64Array;
-/** A unary op's name (also an activation fused into an op). */
-export type UnaryName = 'neg' | 'abs' | 'exp' | 'log' | 'sqrt' | 'rsqrt' | 'sin' | 'cos' | 'tanh' | 'sigmoid' | 'relu' | 'gelu' | 'gelu_tanh' | 'silu' | 'erf';
-/** A binary op's name. */
-export type BinaryName = 'add' | 'sub' | 'mul' | 'div' | 'minimum' | 'maximum' | 'pow';
-/** A reduction's name. */
-export type ReduceName = 'sum' | 'mean' | 'max' | 'min' | 'argmax';
 /** What a device reports. */
 export interface DeviceInfo {
   name: string;

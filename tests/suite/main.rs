@@ -7,6 +7,7 @@
 
 mod common;
 
+mod activations;
 mod api;
 mod bad_input;
 mod conformance;
@@ -17,6 +18,7 @@ mod graph;
 mod hazards;
 mod integers;
 mod onnx_load;
+mod op_table;
 mod overflow;
 mod policy;
 mod profile;

@@ -1162,6 +1162,28 @@ mod tests {
         assert!(parse_kind("softmax@auto").is_err());
         assert!(parse_kind("nope").is_err());
         assert!(DEFAULT_OPS.iter().all(|n| parse_kind(n).is_ok()));
+        // Every op of the op tables is a bench op, and every variant of the tunable ops.
+        let ops = UnaryOp::ALL
+            .map(UnaryOp::name)
+            .into_iter()
+            .chain(BinaryOp::ALL.map(BinaryOp::name));
+        for op in ops.chain(ReduceOp::ALL.map(ReduceOp::name)) {
+            assert!(parse_kind(op).is_ok(), "bench op {op}");
+        }
+        let kinds = ["matmul", "sum"];
+        assert_eq!(
+            unicompute::TUNABLE_OPS.len(),
+            kinds.len(),
+            "a bench op per tunable op"
+        );
+        for (op, kind) in unicompute::TUNABLE_OPS.iter().zip(kinds) {
+            for v in unicompute::ops::variant_names(op) {
+                assert!(
+                    parse_kind(&format!("{kind}@{v}")).is_ok(),
+                    "bench op {kind}@{v}"
+                );
+            }
+        }
     }
 
     #[test]

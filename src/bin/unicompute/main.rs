@@ -50,8 +50,11 @@ mod cli {
         },
         /// Measure the device's ceilings, then op throughput as a percentage of them.
         Bench(BenchArgs),
-        /// Autotune the kernel variants of the catalogue (matmul, reduce) on the bench's shapes
-        /// for this device and write the winners to the tune cache.
+        /// Print the support matrix: the op families of the op tables and the dtypes each
+        /// backend takes, as the Markdown README.md holds between its `support-matrix` markers.
+        Ops,
+        /// Autotune the kernel variants of the ops that have them (`TUNABLE_OPS`) on the
+        /// bench's shapes for this device and write the winners to the tune cache.
         Tune(TuneArgs),
         /// Print the CUDA C a WGSL compute kernel becomes on cuda devices, after NVRTC has
         /// compiled it for sm_80 and sm_90 (no GPU needed): a check that the kernel builds for
@@ -152,6 +155,10 @@ mod cli {
         let outcome = match cli.command {
             Command::Info { json, policy } => info(json, policy.as_deref()),
             Command::Bench(args) => run_bench(&args),
+            Command::Ops => {
+                print!("{}", unicompute::ops::support_matrix());
+                Ok(())
+            }
             Command::Tune(args) => tune(&args),
             Command::WgslToCuda { file, entry } => wgsl_to_cuda(&file, &entry),
         };

@@ -1,5 +1,6 @@
-// Activation functions shared by the kernels that apply one (`UnaryOp::code` in
-// src/ops/elementwise/mod.rs): prepended after common.wgsl where a file needs it.
+// Activation functions shared by the kernels that apply one, and the helpers of the unary ops'
+// expressions in src/ops/elementwise/table.rs: prepended after common.wgsl where a file needs
+// it, with the generated `unary_op` after it.
 
 // sin(v + quarter * pi / 2) with its own range reduction (v - k pi/2 in four parts,
 // Cody-Waite) and polynomials on [-pi/4, pi/4]: builtin sin and cos are far less accurate on
@@ -62,40 +63,33 @@ fn erf_(v: f32) -> f32 {
     return select(tail, series, a < 0.5);
 }
 
-fn unary_op(op: u32, v: f32) -> f32 {
-    if (is_nan(v)) {
-        return v;
-    }
-    switch op {
-        case 1u: { return -v; }
-        case 2u: { return abs(v); }
-        case 3u: { return exp(v); }
-        case 4u: {
-            if (v < 0.0) { return nan_f32(); }
-            if (v == 0.0) { return neg_inf_f32(); }
-            return log(v);
-        }
-        case 5u: {
-            if (v < 0.0) { return nan_f32(); }
-            return sqrt(v);
-        }
-        case 6u: {
-            if (v < 0.0) { return nan_f32(); }
-            if (v == 0.0) { return inf_f32(); }
-            return 1.0 / sqrt(v);
-        }
-        case 7u: { return sin_(v, 0); }
-        case 8u: { return sin_(v, 1); }
-        case 9u: { return tanh_(v); }
-        case 10u: { return sigmoid_(v); }
-        case 11u: { return select(v, 0.0, v < 0.0); }
-        case 12u: { return 0.5 * v * erfc_(-v * 0.70710678118654752); }
-        case 13u: {
-            let z = 0.7978845608028654 * (v + 0.044715 * v * v * v);
-            return v * sigmoid_(2.0 * z);
-        }
-        case 14u: { return v * sigmoid_(v); }
-        case 15u: { return erf_(v); }
-        default: { return v; }
-    }
+// log, sqrt and 1 / sqrt with their specials made explicit (negative: NaN; 0: -inf, 0, inf).
+fn log_(v: f32) -> f32 {
+    if (v < 0.0) { return nan_f32(); }
+    if (v == 0.0) { return neg_inf_f32(); }
+    return log(v);
 }
+
+fn sqrt_(v: f32) -> f32 {
+    if (v < 0.0) { return nan_f32(); }
+    return sqrt(v);
+}
+
+fn rsqrt_(v: f32) -> f32 {
+    if (v < 0.0) { return nan_f32(); }
+    if (v == 0.0) { return inf_f32(); }
+    return 1.0 / sqrt(v);
+}
+
+// ln(1 + y) without cancellation near 0 (Taylor series to y^7 for |y| < 0.1, where the
+// rounding of 1 + y would cost precision).
+fn log1p_(y: f32) -> f32 {
+    if (abs(y) < 0.1) {
+        return y * (1.0 + y * (-0.5 + y * (0.33333333 + y * (-0.25 + y * (0.2 + y * (-0.16666667
+            + y * 0.14285714))))));
+    }
+    return log(1.0 + y);
+}
+
+// unary_op(op, v), the switch over `UnaryOp::code` with each op's expression, is generated
+// from the op table (src/ops/elementwise/table.rs) and appended to this file.

@@ -9,8 +9,12 @@ use crate::Result;
 /// Helpers every built-in CUDA file calls: integer types, grid-stride loops, strided offsets
 /// and float specials.
 pub(crate) const COMMON: &str = include_str!("common.cuh");
-/// The activation functions, for the files that apply one.
-pub(crate) const ACTIVATION: &str = include_str!("activation.cuh");
+/// The activation functions, for the files that apply one: `UNARY_CASES` generated from the op
+/// table, then `activation.cuh`, which switches over them.
+pub(crate) const ACTIVATION: &str = concat!(
+    crate::ops::elementwise::unary_ops!(crate::ops::elementwise::table::unary_cuda),
+    include_str!("activation.cuh")
+);
 
 /// The C type of a parameter field (`u64`, `u32`, `float`, or another parameter struct).
 macro_rules! cuda_type {

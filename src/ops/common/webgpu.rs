@@ -13,8 +13,13 @@ use crate::ops::Operand;
 /// Helpers every built-in WGSL file calls: the parameter words, view offsets, workgroup
 /// indexing and float specials.
 pub(crate) const COMMON: &str = crate::ops::common::wgsl_file!("common/common.wgsl");
-/// The activation functions, for the files that apply one.
-pub(crate) const ACTIVATION: &str = crate::ops::common::wgsl_file!("common/activation.wgsl");
+/// The activation functions, for the files that apply one: `activation.wgsl`, then its
+/// `unary_op` generated from the op table.
+pub(crate) const ACTIVATION: &str = concat!(
+    crate::ops::common::wgsl_file!("common/activation.wgsl"),
+    "\n",
+    crate::ops::elementwise::unary_ops!(crate::ops::elementwise::table::unary_wgsl)
+);
 
 /// Storage dtype of the kernels that read and write `array<STORE>` (elementwise, matmul):
 /// f32, or f16 (adapters with `shader-f16`), loaded into f32 and stored rounded to nearest even.

@@ -18,59 +18,52 @@ fn check_f32(dtype: DType) -> Result<()> {
 
 /// Bind `$f` to the scalar function of unary op `$op` (a [`math::Twin`]: the plain and the
 /// FMA build) with the op fixed per match arm, so the loop in `$body` inlines its math instead
-/// of dispatching on the op per element. The ops built on `exp` use the vectorisable
-/// [`math::exp`]; the others the op's own definition.
+/// of dispatching on the op per element. One arm per row of the op table: the row's `cpu`
+/// expression where it has one (the ops built on the vectorisable [`math::exp`]), else its
+/// `reference` in f32.
 macro_rules! with_unary {
     ($op:expr, |$f:ident| $body:expr) => {
-        match $op {
-            UnaryOp::Exp => {
-                let $f = twin!(F => math::exp::<F>);
-                $body
-            }
-            UnaryOp::Sigmoid => {
-                let $f = twin!(F => math::sigmoid::<F>);
-                $body
-            }
-            UnaryOp::Silu => {
-                let $f = twin!(F => |x: f32| x * math::sigmoid::<F>(x));
-                $body
-            }
-            UnaryOp::GeluTanh => {
-                let $f = twin!(F => |x: f32| {
-                    let z = 0.797_884_6 * math::madd::<F>(0.044_715 * x * x, x, x);
-                    x * math::sigmoid::<F>(z + z)
-                });
-                $body
-            }
-            UnaryOp::GeluErf => {
-                let $f = twin!(F => |x: f32| 0.5 * x * math::erfc::<F>(-x * std::f32::consts::FRAC_1_SQRT_2));
-                $body
-            }
-            UnaryOp::Erf => {
-                let $f = twin!(F => math::erf::<F>);
-                $body
-            }
-            other => with_unary!(@arms other, $f, $body, [Neg, Abs, Log, Sqrt, Rsqrt, Sin, Cos, Tanh, Relu]),
-        }
+        super::unary_ops!(crate::ops::elementwise::cpu::unary_arms; $op, $f, $body)
     };
-    (@arms $op:expr, $f:ident, $body:expr, [$($v:ident),*]) => {
+}
+
+/// The arms of [`with_unary`], from the rows of the op table.
+macro_rules! unary_arms {
+    ([$op:expr, $f:ident, $body:expr] $([$($doc:literal)*] $v:ident $code:literal $name:ident
+        $js:literal [$($reference:tt)*] [$($x:ident $cpu:expr)?] $wgsl:literal $cuda:literal)*) => {
         match $op {
             $(UnaryOp::$v => {
-                let $f = twin!(_F => |x: f32| UnaryOp::$v.eval(x));
+                let $f = crate::ops::elementwise::cpu::unary_fn!($v $(, |$x| $cpu)?);
                 $body
             })*
-            // Handled by the arms above.
-            UnaryOp::Exp | UnaryOp::Sigmoid | UnaryOp::Silu | UnaryOp::GeluTanh | UnaryOp::GeluErf | UnaryOp::Erf => unreachable!("dispatched before"),
         }
     };
 }
+pub(crate) use unary_arms;
+
+/// The scalar function of one row: its `cpu` expression, else its reference in f32.
+macro_rules! unary_fn {
+    ($v:ident) => {
+        twin!(_F => |x: f32| UnaryOp::$v.eval(x))
+    };
+    ($v:ident, |$x:ident| $cpu:expr) => {
+        twin!(F => |$x: f32| $cpu)
+    };
+}
+pub(crate) use unary_fn;
 
 /// The binary twin of `with_unary!`.
 macro_rules! with_binary {
     ($op:expr, |$f:ident| $body:expr) => {
-        with_binary!(@arms $op, $f, $body, [Add, Sub, Mul, Div, Min, Max, Pow])
+        super::binary_ops!(crate::ops::elementwise::cpu::binary_arms; $op, $f, $body)
     };
-    (@arms $op:expr, $f:ident, $body:expr, [$($v:ident),*]) => {
+}
+
+/// The arms of [`with_binary`], from the rows of the op table.
+macro_rules! binary_arms {
+    ([$op:expr, $f:ident, $body:expr] $([$($doc:literal)*] $v:ident $code:literal $name:literal
+        [$($reference:tt)*] [$($integer:tt)*] $wgsl:literal $wgsl_int:literal $cuda:literal
+        $cuda_int:literal)*) => {
         match $op {
             $(BinaryOp::$v => {
                 let $f = |x: f32, y: f32| BinaryOp::$v.eval(x, y);
@@ -79,6 +72,7 @@ macro_rules! with_binary {
         }
     };
 }
+pub(crate) use binary_arms;
 
 pub(super) fn unary(call: &Unary<'_>) -> Result<()> {
     check_f32(call.dtype)?;

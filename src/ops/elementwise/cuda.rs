@@ -11,7 +11,10 @@ use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
 use crate::{DType, Error, Result};
 
-static SOURCE: CudaSource = CudaSource { name: "elementwise.cu", text: include_str!("elementwise.cu"), preludes: &[crate::ops::common::cuda::COMMON, crate::ops::common::cuda::ACTIVATION, ElementwiseParams::DECL] };
+/// `BINARY_CASES` and `INT_CASES`, generated from the op table.
+const BINARY: &str = super::binary_ops!(crate::ops::elementwise::table::binary_cuda);
+
+static SOURCE: CudaSource = CudaSource { name: "elementwise.cu", text: include_str!("elementwise.cu"), preludes: &[crate::ops::common::cuda::COMMON, crate::ops::common::cuda::ACTIVATION, ElementwiseParams::DECL, BINARY] };
 
 cuda_params! {
     /// elementwise.cu's parameters: the output's shape, the operands' strides and the

@@ -1,7 +1,8 @@
 // Unary math / activations and binary arithmetic (optionally fused with an activation).
 //
 // OP is `UnaryOp::code` (unary_main) or `BinaryOp::code` (binary_main), ACT a `UnaryOp::code`
-// applied after a binary op (0: none); codes are in src/ops/elementwise/mod.rs.
+// applied after a binary op (0: none); codes and expressions are in the op table
+// (src/ops/elementwise/table.rs).
 // A_MODE / B_MODE say how an operand is addressed: 0 strided (general), 1 contiguous,
 // 2 a contiguous block repeated with a period (a row broadcast over leading dimensions).
 // VEC4 (f32 only): every operand contiguous and 16-byte aligned, so each thread loads and
@@ -35,16 +36,14 @@ __device__ __forceinline__ unsigned as_unsigned(unsigned v) { return v; }
 __device__ __forceinline__ u64 as_unsigned(i64 v) { return (u64)v; }
 typedef decltype(as_unsigned((VAL)0)) UVAL;
 
+// BINARY_CASES and INT_CASES, the `case` arms over `BinaryOp::code` with each op's expression
+// of `a` and `b`, are generated from the op table (src/ops/elementwise/table.rs) and defined
+// before this file.
 template <int op>
 __device__ __forceinline__ float binary_op(float a, float b) {
     switch (op) {
-        case 0: return a + b;
-        case 1: return a - b;
-        case 2: return a * b;
-        case 3: return a / b;
-        case 4: return (isnan(a) || isnan(b)) ? nan_f32() : fminf(a, b);
-        case 5: return (isnan(a) || isnan(b)) ? nan_f32() : fmaxf(a, b);
-        default: return powf(a, b);
+        BINARY_CASES
+        default: return a;
     }
 }
 
@@ -131,19 +130,18 @@ __device__ __forceinline__ VAL int_pow(VAL a, VAL b) {
     return (VAL)result;
 }
 
+// Truncating division with x / 0 = x and MIN / -1 = MIN (computed unsigned: no overflow).
+__device__ __forceinline__ VAL int_div(VAL a, VAL b) {
+    if (b == (VAL)0) return a;
+    if ((VAL)-1 < (VAL)0 && b == (VAL)-1) return (VAL)((UVAL)0 - (UVAL)a);
+    return a / b;
+}
+
 template <int op>
 __device__ __forceinline__ VAL int_op(VAL a, VAL b) {
     switch (op) {
-        case 0: return (VAL)((UVAL)a + (UVAL)b);
-        case 1: return (VAL)((UVAL)a - (UVAL)b);
-        case 2: return (VAL)((UVAL)a * (UVAL)b);
-        case 3:
-            if (b == (VAL)0) return a;
-            if ((VAL)-1 < (VAL)0 && b == (VAL)-1) return (VAL)((UVAL)0 - (UVAL)a);
-            return a / b;
-        case 4: return a < b ? a : b;
-        case 5: return a < b ? b : a;
-        default: return int_pow(a, b);
+        INT_CASES
+        default: return a;
     }
 }
 

@@ -2,7 +2,9 @@
 //
 // params: `StridedWords` (src/ops/common/webgpu.rs), each field's first word named S_<field>:
 //         the views and periods of x / a are S_a and S_a_period, of b S_b and S_b_period.
-// Op codes are `UnaryOp::code` and `BinaryOp::code` in src/ops/elementwise/mod.rs.
+// OP is a `UnaryOp::code` or `BinaryOp::code`, ACT a `UnaryOp::code` (0: none): `unary_op`
+// (common/activation.wgsl), `binary_op` and `int_op` are generated from the op table
+// (src/ops/elementwise/table.rs) and prepended.
 // A_MODE / B_MODE say how an operand is addressed: 0 strided (general), 1 contiguous,
 // 2 a contiguous block repeated with the given period (a row broadcast over leading dims).
 // STORE (prepended: f32, or f16 on adapters with shader-f16) is the dtype in memory; the
@@ -37,22 +39,15 @@ fn pow_(a: f32, b: f32) -> f32 {
     return m;
 }
 
-fn binary_op(op: u32, a: f32, b: f32) -> f32 {
-    switch op {
-        case 0u: { return a + b; }
-        case 1u: { return a - b; }
-        case 2u: { return a * b; }
-        case 3u: { return a / b; }
-        case 4u: {
-            if (is_nan(a) || is_nan(b)) { return nan_f32(); }
-            return min(a, b);
-        }
-        case 5u: {
-            if (is_nan(a) || is_nan(b)) { return nan_f32(); }
-            return max(a, b);
-        }
-        default: { return pow_(a, b); }
-    }
+// min and max that give NaN when either operand is NaN.
+fn min_(a: f32, b: f32) -> f32 {
+    if (is_nan(a) || is_nan(b)) { return nan_f32(); }
+    return min(a, b);
+}
+
+fn max_(a: f32, b: f32) -> f32 {
+    if (is_nan(a) || is_nan(b)) { return nan_f32(); }
+    return max(a, b);
 }
 
 fn operand_offset(mode: u32, i: u32, view_at: u32, period_at: u32) -> u32 {
@@ -175,18 +170,6 @@ fn int_pow(a: VAL, b: VAL) -> VAL {
         e = e >> 1u;
     }
     return result;
-}
-
-fn int_op(op: u32, a: VAL, b: VAL) -> VAL {
-    switch op {
-        case 0u: { return a + b; }
-        case 1u: { return a - b; }
-        case 2u: { return a * b; }
-        case 3u: { return a / b; }
-        case 4u: { return min(a, b); }
-        case 5u: { return max(a, b); }
-        default: { return int_pow(a, b); }
-    }
 }
 
 @compute @workgroup_size(256)

@@ -10,83 +10,14 @@ use super::{backends, launch, native_f16, Launch, Lift, Operand};
 use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Error, Queue, Result, Tensor};
 
-/// Unary math functions and activations. The numeric code is what kernels switch on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum UnaryOp {
-    /// `-x`
-    Neg = 1,
-    /// `|x|`
-    Abs = 2,
-    /// `e^x`
-    Exp = 3,
-    /// natural logarithm
-    Log = 4,
-    /// square root
-    Sqrt = 5,
-    /// `1 / sqrt(x)`
-    Rsqrt = 6,
-    /// sine
-    Sin = 7,
-    /// cosine
-    Cos = 8,
-    /// hyperbolic tangent
-    Tanh = 9,
-    /// `1 / (1 + e^-x)`
-    Sigmoid = 10,
-    /// `max(x, 0)`
-    Relu = 11,
-    /// GELU with the exact erf: `x/2 (1 + erf(x/sqrt 2))`
-    GeluErf = 12,
-    /// GELU, tanh approximation: `x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`
-    GeluTanh = 13,
-    /// `x * sigmoid(x)`
-    Silu = 14,
-    /// the error function, `2/sqrt(pi) * integral of e^(-t^2) from 0 to x`
-    Erf = 15,
-}
+pub(crate) mod table;
+
+table::unary_ops!(crate::ops::elementwise::table::unary_enum);
+table::binary_ops!(crate::ops::elementwise::table::binary_enum);
+pub(crate) use table::{binary_ops, unary_ops};
 
 impl UnaryOp {
-    /// Every unary op.
-    pub const ALL: [UnaryOp; 15] = [
-        UnaryOp::Neg,
-        UnaryOp::Abs,
-        UnaryOp::Exp,
-        UnaryOp::Log,
-        UnaryOp::Sqrt,
-        UnaryOp::Rsqrt,
-        UnaryOp::Sin,
-        UnaryOp::Cos,
-        UnaryOp::Tanh,
-        UnaryOp::Sigmoid,
-        UnaryOp::Relu,
-        UnaryOp::GeluErf,
-        UnaryOp::GeluTanh,
-        UnaryOp::Silu,
-        UnaryOp::Erf,
-    ];
-
-    /// Lower-case name.
-    pub fn name(self) -> &'static str {
-        match self {
-            UnaryOp::Neg => "neg",
-            UnaryOp::Abs => "abs",
-            UnaryOp::Exp => "exp",
-            UnaryOp::Log => "log",
-            UnaryOp::Sqrt => "sqrt",
-            UnaryOp::Rsqrt => "rsqrt",
-            UnaryOp::Sin => "sin",
-            UnaryOp::Cos => "cos",
-            UnaryOp::Tanh => "tanh",
-            UnaryOp::Sigmoid => "sigmoid",
-            UnaryOp::Relu => "relu",
-            UnaryOp::GeluErf => "gelu",
-            UnaryOp::GeluTanh => "gelu_tanh",
-            UnaryOp::Silu => "silu",
-            UnaryOp::Erf => "erf",
-        }
-    }
-
-    /// Every op's name, for messages: `neg, abs, ..., silu or erf`.
+    /// Every op's name, for messages: `neg, abs, ... or hardswish`.
     pub fn names() -> String {
         let names: Vec<&str> = Self::ALL.iter().map(|op| op.name()).collect();
         let (last, rest) = names.split_last().map_or(("", &[][..]), |(l, r)| (*l, r));
@@ -102,41 +33,29 @@ impl UnaryOp {
     pub fn code(self) -> u32 {
         self as u32
     }
+}
 
-    /// The function itself, in the precision of `F` (f32 on the CPU backend, f64 for the
-    /// reference). NaN propagates; infinities follow IEEE.
-    pub fn eval<F: Float + Erfc>(self, x: F) -> F {
-        let half = F::from(0.5).unwrap_or_else(F::zero);
-        match self {
-            UnaryOp::Neg => -x,
-            UnaryOp::Abs => x.abs(),
-            UnaryOp::Exp => x.exp(),
-            UnaryOp::Log => x.ln(),
-            UnaryOp::Sqrt => x.sqrt(),
-            UnaryOp::Rsqrt => x.sqrt().recip(),
-            UnaryOp::Sin => x.sin(),
-            UnaryOp::Cos => x.cos(),
-            UnaryOp::Tanh => x.tanh(),
-            UnaryOp::Sigmoid => sigmoid(x),
-            UnaryOp::Relu => {
-                if x < F::zero() {
-                    F::zero()
-                } else {
-                    x
-                }
-            }
-            // 1 + erf(z) = erfc(-z) keeps full relative precision for negative x.
-            UnaryOp::GeluErf => half * x * (-x * F::from(std::f64::consts::FRAC_1_SQRT_2).unwrap_or_else(F::zero)).erfc(),
-            // 1 + tanh(z) = 2 sigmoid(2z), likewise free of cancellation.
-            UnaryOp::GeluTanh => {
-                let c = F::from(0.797_884_560_802_865_4).unwrap_or_else(F::zero); // sqrt(2/pi)
-                let k = F::from(0.044_715).unwrap_or_else(F::zero);
-                let z = c * (x + k * x * x * x);
-                x * sigmoid(z + z)
-            }
-            UnaryOp::Silu => x * sigmoid(x),
-            UnaryOp::Erf => x.erf(),
-        }
+/// GELU with the exact erf; 1 + erf(z) = erfc(-z) keeps full relative precision for
+/// negative `x`.
+fn gelu_erf<F: Float + Erfc>(x: F) -> F {
+    let half = F::from(0.5).unwrap_or_else(F::zero);
+    half * x * (-x * F::from(std::f64::consts::FRAC_1_SQRT_2).unwrap_or_else(F::zero)).erfc()
+}
+
+/// GELU's tanh approximation; 1 + tanh(z) = 2 sigmoid(2z), likewise free of cancellation.
+fn gelu_tanh<F: Float>(x: F) -> F {
+    let c = F::from(0.797_884_560_802_865_4).unwrap_or_else(F::zero); // sqrt(2/pi)
+    let k = F::from(0.044_715).unwrap_or_else(F::zero);
+    let z = c * (x + k * x * x * x);
+    x * sigmoid(z + z)
+}
+
+/// NaN if `a` or `b` is NaN, else `m`.
+fn nan_or<F: Float>(a: F, b: F, m: F) -> F {
+    if a.is_nan() || b.is_nan() {
+        F::nan()
+    } else {
+        m
     }
 }
 
@@ -172,43 +91,7 @@ impl Erfc for f64 {
     }
 }
 
-/// Binary arithmetic. The numeric code is what kernels switch on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BinaryOp {
-    /// `a + b`
-    Add = 0,
-    /// `a - b`
-    Sub = 1,
-    /// `a * b`
-    Mul = 2,
-    /// `a / b`
-    Div = 3,
-    /// smaller of `a` and `b`; NaN if either is NaN
-    Min = 4,
-    /// larger of `a` and `b`; NaN if either is NaN
-    Max = 5,
-    /// `a` to the power `b` (negative `a` with an integer `b` is defined)
-    Pow = 6,
-}
-
 impl BinaryOp {
-    /// Every binary op.
-    pub const ALL: [BinaryOp; 7] =
-        [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Min, BinaryOp::Max, BinaryOp::Pow];
-
-    /// Lower-case name.
-    pub fn name(self) -> &'static str {
-        match self {
-            BinaryOp::Add => "add",
-            BinaryOp::Sub => "sub",
-            BinaryOp::Mul => "mul",
-            BinaryOp::Div => "div",
-            BinaryOp::Min => "minimum",
-            BinaryOp::Max => "maximum",
-            BinaryOp::Pow => "pow",
-        }
-    }
-
     /// Look an op up by [`name`](BinaryOp::name).
     pub fn from_name(name: &str) -> Option<BinaryOp> {
         Self::ALL.into_iter().find(|op| op.name() == name)
@@ -217,38 +100,6 @@ impl BinaryOp {
     /// Code that kernels switch on.
     pub fn code(self) -> u32 {
         self as u32
-    }
-
-    /// The function itself in the precision of `F`.
-    pub fn eval<F: Float>(self, a: F, b: F) -> F {
-        match self {
-            BinaryOp::Add => a + b,
-            BinaryOp::Sub => a - b,
-            BinaryOp::Mul => a * b,
-            BinaryOp::Div => a / b,
-            BinaryOp::Min if a.is_nan() || b.is_nan() => F::nan(),
-            BinaryOp::Max if a.is_nan() || b.is_nan() => F::nan(),
-            BinaryOp::Min => a.min(b),
-            BinaryOp::Max => a.max(b),
-            BinaryOp::Pow => a.powf(b),
-        }
-    }
-
-    /// The function on integers (i32, u32 or i64), as every backend computes it, with WGSL's rules:
-    /// add, sub and mul wrap; div truncates toward zero, with `x / 0 = x` and `MIN / -1 = MIN`;
-    /// pow multiplies by repeated squaring (wrapping), and a negative exponent gives the
-    /// quotient `1 / a^|b|` truncated toward zero: 1 for `a = 1`, ±1 for `a = -1`, else 0
-    /// (numpy refuses negative integer powers; a kernel cannot refuse one element).
-    pub fn eval_int<I: Integer>(self, a: I, b: I) -> I {
-        match self {
-            BinaryOp::Add => a.wrapping_add(&b),
-            BinaryOp::Sub => a.wrapping_sub(&b),
-            BinaryOp::Mul => a.wrapping_mul(&b),
-            BinaryOp::Div => a.checked_div(&b).unwrap_or(a),
-            BinaryOp::Min => a.min(b),
-            BinaryOp::Max => a.max(b),
-            BinaryOp::Pow => int_pow(a, b),
-        }
     }
 }
 
@@ -469,9 +320,5 @@ impl Tensor {
     /// `self / other`
     pub fn div(&self, other: &Tensor) -> Result<Tensor> {
         self.binary(BinaryOp::Div, other)
-    }
-    /// `max(self, 0)`
-    pub fn relu(&self) -> Result<Tensor> {
-        self.unary(UnaryOp::Relu)
     }
 }

@@ -11,7 +11,10 @@ use crate::base::layout::Access;
 use crate::ops::Operand;
 use crate::Result;
 
-static SOURCE: WgslSource = WgslSource { name: "elementwise.wgsl", text: crate::ops::common::wgsl_file!("elementwise/elementwise.wgsl"), preludes: &[COMMON, ACTIVATION, StridedWords::DECL] };
+/// `binary_op` and `int_op`, generated from the op table.
+const BINARY: &str = super::binary_ops!(crate::ops::elementwise::table::binary_wgsl);
+
+static SOURCE: WgslSource = WgslSource { name: "elementwise.wgsl", text: crate::ops::common::wgsl_file!("elementwise/elementwise.wgsl"), preludes: &[COMMON, ACTIVATION, StridedWords::DECL, BINARY] };
 
 /// Whether an elementwise launch can take four elements per invocation (the vec4 entry
 /// points): the element count, the output offset and every operand offset multiples of 4,

@@ -8,7 +8,7 @@ use crate::hal::cuda::{address, CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
 use crate::Result;
 
-static SOURCE: CudaSource = CudaSource { name: "reduce.cu", text: include_str!("reduce.cu"), preludes: &[crate::ops::common::cuda::COMMON, ReduceParams::DECL] };
+static SOURCE: CudaSource = CudaSource { name: "reduce.cu", text: include_str!("reduce.cu"), preludes: &[crate::ops::common::cuda::COMMON, super::REDUCE_CUDA, ReduceParams::DECL] };
 
 cuda_params! {
     /// reduce.cu's parameters.

@@ -11,36 +11,61 @@ use crate::hal::BackendDevice;
 use crate::dispatch::{self, pattern_tensor, Problem, Trial, Tunable, TunableOp};
 use crate::{DType, Device, DeviceOptions, Error, Queue, Result, Tensor};
 
-/// Reduction kinds. The numeric code is what kernels switch on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ReduceOp {
+/// The reductions, one row each: the variant and its code, its name (also its JS method;
+/// argmax's method takes `ArgOptions` of its own in `npm/api.js`). The enum, the kernels'
+/// code constants (`OP_Sum`, ... in WGSL and CUDA, prepended to the sources) and the
+/// TypeScript union are generated from these rows, so each code is written once.
+macro_rules! reduce_ops {
+    ($($(#[doc = $doc:literal])* $v:ident = $code:literal, $name:literal;)*) => {
+        /// Reduction kinds. The numeric code is what kernels switch on (by the names
+        /// `OP_<variant>` that the generated constants give it).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ReduceOp {
+            $($(#[doc = $doc])* $v = $code,)*
+        }
+
+        impl ReduceOp {
+            /// Every reduction.
+            pub const ALL: [ReduceOp; [$($code),*].len()] = [$(ReduceOp::$v),*];
+
+            /// Lower-case name, also the op's method in JavaScript.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(ReduceOp::$v => $name,)*
+                }
+            }
+        }
+
+        /// The WGSL constants naming each reduction's code.
+        #[cfg(feature = "webgpu")]
+        const REDUCE_WGSL: &str =
+            concat!($("const OP_", stringify!($v), ": u32 = ", $code, "u;\n",)*);
+        /// The CUDA definitions naming each reduction's code.
+        #[cfg(cuda_backend)]
+        const REDUCE_CUDA: &str = concat!($("#define OP_", stringify!($v), " ", $code, "\n",)*);
+        /// The TypeScript union of the reductions' names.
+        #[cfg(target_arch = "wasm32")]
+        pub(crate) const REDUCE_TS: &str = concat!(
+            "/** A reduction's name. */\n",
+            "export type ReduceName =", $(" | '", $name, "'",)* ";\n"
+        );
+    };
+}
+
+reduce_ops! {
     /// Sum of the elements.
-    Sum = 0,
+    Sum = 0, "sum";
     /// Arithmetic mean.
-    Mean = 1,
+    Mean = 1, "mean";
     /// Largest element (NaN if any is NaN).
-    Max = 2,
+    Max = 2, "max";
     /// Smallest element (NaN if any is NaN).
-    Min = 3,
+    Min = 3, "min";
     /// Index (u32) of the first largest element; a NaN counts as largest.
-    Argmax = 4,
+    Argmax = 4, "argmax";
 }
 
 impl ReduceOp {
-    /// Every reduction.
-    pub const ALL: [ReduceOp; 5] = [ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min, ReduceOp::Argmax];
-
-    /// Lower-case name.
-    pub fn name(self) -> &'static str {
-        match self {
-            ReduceOp::Sum => "sum",
-            ReduceOp::Mean => "mean",
-            ReduceOp::Max => "max",
-            ReduceOp::Min => "min",
-            ReduceOp::Argmax => "argmax",
-        }
-    }
-
     /// Look an op up by [`name`](ReduceOp::name).
     pub fn from_name(name: &str) -> Option<ReduceOp> {
         Self::ALL.into_iter().find(|op| op.name() == name)

@@ -7,7 +7,8 @@
 // reduce_cols (for inner >= 32) gives each thread one output column, so consecutive threads
 // read consecutive addresses; float sums are accumulated in double.
 //
-// OP is `ReduceOp::code`: 0 sum, 1 mean, 2 max, 3 min, 4 argmax. FIRST is 1 on the first
+// OP is `ReduceOp::code`, compared with the `OP_Sum`... definitions prepended from the op
+// table (`reduce_ops!` in src/ops/reduce/mod.rs). FIRST is 1 on the first
 // pass (indices are positions, not read from `xi`). VAL is the values' type: float, int,
 // unsigned or i64; integer sums wrap (added as unsigned: signed overflow is undefined in C++).
 
@@ -55,8 +56,8 @@ __device__ __forceinline__ unsigned scaled(unsigned v, float) { return v; }
 __device__ __forceinline__ i64 scaled(i64 v, float) { return v; }
 
 __device__ __forceinline__ VAL identity() {
-    if (OP == 2 || OP == 4) return lowest(VAL());
-    if (OP == 3) return highest(VAL());
+    if (OP == OP_Max || OP == OP_Argmax) return lowest(VAL());
+    if (OP == OP_Min) return highest(VAL());
     return (VAL)0;
 }
 
@@ -64,12 +65,12 @@ __device__ __forceinline__ VAL identity() {
 __device__ __forceinline__ bool better(VAL v, u32 vi, VAL acc, u32 ai) {
     if (val_nan(acc)) return val_nan(v) && vi < ai;
     if (val_nan(v)) return true;
-    if (OP == 3) return v < acc || (v == acc && vi < ai);
+    if (OP == OP_Min) return v < acc || (v == acc && vi < ai);
     return v > acc || (v == acc && vi < ai);
 }
 
 __device__ __forceinline__ void combine(VAL& acc, u32& ai, VAL v, u32 vi) {
-    if (OP == 0 || OP == 1) {
+    if (OP == OP_Sum || OP == OP_Mean) {
         acc = add(acc, v);
     } else if (better(v, vi, acc, ai)) {
         acc = v;
@@ -117,13 +118,13 @@ extern "C" __global__ void __launch_bounds__(BLOCK) reduce_rows(const VAL* __res
         u32 ai = 0xffffffffu;
         for (IDX j = j0 + threadIdx.x; j < j1; j += BLOCK) {
             const IDX at = base + j * inner;
-            const u32 vi = (FIRST || OP != 4) ? (u32)j : xi[at];
+            const u32 vi = (FIRST || OP != OP_Argmax) ? (u32)j : xi[at];
             combine(acc, ai, x[at], vi);
         }
         block_combine(acc, ai);
         if (threadIdx.x == 0) {
             if (p.write_values) out[g] = scaled(acc, p.scale);
-            if (OP == 4) outi[g] = ai;
+            if (OP == OP_Argmax) outi[g] = ai;
         }
     }
 }
@@ -134,7 +135,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) reduce_cols(const VAL* __res
     const IDX outputs = (IDX)p.outer * inner;
     for (IDX g = grid_start(); g < outputs; g += grid_step()) {
         const IDX base = (g / inner) * len * inner + g % inner;
-        if (OP == 0 || OP == 1) {
+        if (OP == OP_Sum || OP == OP_Mean) {
             auto acc = widen((VAL)0);
             for (IDX j = 0; j < len; ++j) acc = add(acc, widen(x[base + j * inner]));
             out[g] = scaled(acc, p.scale);
@@ -142,7 +143,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) reduce_cols(const VAL* __res
             VAL acc = identity();
             u32 ai = 0xffffffffu;
             for (IDX j = 0; j < len; ++j) combine(acc, ai, x[base + j * inner], (u32)j);
-            if (OP == 4) outi[g] = ai;
+            if (OP == OP_Argmax) outi[g] = ai;
             else out[g] = acc;
         }
     }

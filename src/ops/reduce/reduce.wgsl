@@ -8,8 +8,10 @@
 // `serial` variant, at the end) instead.
 //
 // params: `ReduceWords` in webgpu.rs, each field's first word named P_<field>.
-// OP is `ReduceOp::code`; FIRST is true on the first pass (indices are positions, not read
-// from `xi`). VAL (prepended: f32, i32, u32 or i64) is the values' type; integer sums wrap.
+// OP is `ReduceOp::code`, compared with the `OP_Sum`... constants prepended from the op table
+// (`reduce_ops!` in src/ops/reduce/mod.rs); FIRST is true on the first pass (indices are
+// positions, not read from `xi`). VAL (prepended: f32, i32, u32 or i64) is the values' type;
+// integer sums wrap.
 
 override OP: u32 = 0u;
 override FIRST: bool = true;
@@ -21,8 +23,8 @@ override FIRST: bool = true;
 
 fn identity() -> VAL {
     switch OP {
-        case 2u, 4u: { return val_lowest(); }
-        case 3u: { return val_highest(); }
+        case OP_Max, OP_Argmax: { return val_lowest(); }
+        case OP_Min: { return val_highest(); }
         default: { return VAL(0); }
     }
 }
@@ -43,8 +45,8 @@ fn better_min(v: VAL, vi: u32, acc: VAL, ai: u32) -> bool {
 
 fn combine(acc: ptr<function, VAL>, ai: ptr<function, u32>, v: VAL, vi: u32) {
     switch OP {
-        case 0u, 1u: { *acc = *acc + v; }
-        case 3u: {
+        case OP_Sum, OP_Mean: { *acc = *acc + v; }
+        case OP_Min: {
             if (better_min(v, vi, *acc, *ai)) { *acc = v; *ai = vi; }
         }
         default: {
@@ -74,7 +76,7 @@ fn reduce_main(
         for (var j = j0 + lid; j < j1; j += 256u) {
             let at = base + j * inner;
             var vi = j;
-            if (!FIRST && OP == 4u) {
+            if (!FIRST && OP == OP_Argmax) {
                 vi = xi[at];
             }
             combine(&acc, &ai, x[at], vi);
@@ -85,7 +87,7 @@ fn reduce_main(
     let r = workgroup_combine(acc, ai, lid);
     if (in_range && lid == 0u) {
         out[params[P_out] + g] = val_scaled(r.value, bitcast<f32>(params[P_scale]));
-        if (OP == 4u) {
+        if (OP == OP_Argmax) {
             outi[params[P_out] + g] = r.index;
         }
     }
@@ -119,14 +121,14 @@ fn reduce_serial_main(
     for (var j = c; j < len; j += chunks) {
         let at = base + j * inner;
         var vi = j;
-        if (!FIRST && OP == 4u) {
+        if (!FIRST && OP == OP_Argmax) {
             vi = xi[at];
         }
         combine(&acc, &ai, x[at], vi);
     }
     let g = (o * inner + i) * chunks + c;
     out[params[P_out] + g] = val_scaled(acc, bitcast<f32>(params[P_scale]));
-    if (OP == 4u) {
+    if (OP == OP_Argmax) {
         outi[params[P_out] + g] = ai;
     }
 }

@@ -8,15 +8,15 @@ var<workgroup> partials: array<VAL, 256>;
 var<workgroup> slots: atomic<u32>;
 
 fn workgroup_combine(acc: VAL, ai: u32, lid: u32) -> Combined {
-    if (OP == 4u) {
+    if (OP == OP_Argmax) {
         return tree_combine(acc, ai, lid);
     }
     if (lid == 0u) { atomicStore(&slots, 0u); }
     workgroupBarrier();
     var v: VAL;
     switch OP {
-        case 0u, 1u: { v = subgroupAdd(acc); }
-        case 2u: { v = subgroupMax(acc); }
+        case OP_Sum, OP_Mean: { v = subgroupAdd(acc); }
+        case OP_Max: { v = subgroupMax(acc); }
         default: { v = subgroupMin(acc); }
     }
     if (subgroupAny(val_nan(acc))) { v = val_nan_value(); }

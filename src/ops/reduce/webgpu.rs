@@ -8,7 +8,7 @@ use crate::hal::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
 use crate::{DType, Error, Result};
 
-static SOURCE: WgslSource = WgslSource { name: "reduce.wgsl", text: crate::ops::common::wgsl_file!("reduce/reduce.wgsl"), preludes: &[COMMON, ReduceWords::DECL] };
+static SOURCE: WgslSource = WgslSource { name: "reduce.wgsl", text: crate::ops::common::wgsl_file!("reduce/reduce.wgsl"), preludes: &[COMMON, super::REDUCE_WGSL, ReduceWords::DECL] };
 
 wgsl_params! {
     /// reduce.wgsl's parameters: one pass over an [outer, len, inner] input.

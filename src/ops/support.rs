@@ -1,0 +1,86 @@
+//! The support matrix: which dtypes each op family of the op tables takes on each backend,
+//! generated from the tables (`elementwise/table.rs`, `reduce_ops!`). README.md holds it
+//! between `<!-- support-matrix:begin -->` and `<!-- support-matrix:end -->`, which a test
+//! compares with [`support_matrix`]; `unicompute ops --markdown` prints it.
+
+use super::{BinaryOp, ReduceOp, UnaryOp};
+use crate::{BackendKind, DType};
+
+/// One op family of the tables: its ops and the dtypes it takes.
+struct Family {
+    /// The family's name.
+    name: &'static str,
+    /// Its ops' names.
+    ops: Vec<&'static str>,
+    /// The dtypes every backend takes (16-bit floats computed in f32).
+    dtypes: &'static [DType],
+}
+
+/// The float dtypes: f16 and bf16 stored in 16 bits and computed in f32.
+const FLOATS: &[DType] = &[DType::F32, DType::F16, DType::BF16];
+/// Floats and the integer dtypes.
+const NUMBERS: &[DType] = &[
+    DType::F32,
+    DType::F16,
+    DType::BF16,
+    DType::I32,
+    DType::U32,
+    DType::I64,
+];
+
+/// The families of the op tables.
+fn families() -> Vec<Family> {
+    vec![
+        Family {
+            name: "unary",
+            ops: UnaryOp::ALL.map(UnaryOp::name).to_vec(),
+            dtypes: FLOATS,
+        },
+        Family {
+            name: "binary",
+            ops: BinaryOp::ALL.map(BinaryOp::name).to_vec(),
+            dtypes: NUMBERS,
+        },
+        Family {
+            name: "reduce",
+            ops: ReduceOp::ALL.map(ReduceOp::name).to_vec(),
+            dtypes: NUMBERS,
+        },
+    ]
+}
+
+/// The dtypes of `family` on `backend`, as the matrix writes them: i64 on webgpu only where
+/// the adapter has `shader-int64` (browsers have not).
+fn cell(dtypes: &[DType], backend: BackendKind) -> String {
+    let name = |d: &DType| match (d, backend) {
+        (DType::I64, BackendKind::WebGpu) => "i64¹".to_string(),
+        _ => d.to_string(),
+    };
+    dtypes.iter().map(name).collect::<Vec<_>>().join(" ")
+}
+
+/// The support matrix as a Markdown table (op family × backend × dtype), with its notes:
+/// the text README.md holds between its `support-matrix` markers.
+pub fn support_matrix() -> String {
+    let backends = [BackendKind::Cpu, BackendKind::WebGpu, BackendKind::Cuda];
+    let names: Vec<&str> = backends.iter().map(|b| b.name()).collect();
+    let mut text = format!(
+        "| family | ops | {} |\n|{}\n",
+        names.join(" | "),
+        " --- |".repeat(5)
+    );
+    for f in families() {
+        let ops: Vec<String> = f.ops.iter().map(|op| format!("`{op}`")).collect();
+        let cells: Vec<String> = backends.iter().map(|&b| cell(f.dtypes, b)).collect();
+        text += &format!(
+            "| {} | {} | {} |\n",
+            f.name,
+            ops.join(" "),
+            cells.join(" | ")
+        );
+    }
+    text += "\nf16 and bf16 are stored in 16 bits and computed in f32; integer arithmetic wraps, \
+             and the mean of integers is f32. ¹ where the adapter has `shader-int64` (browsers \
+             have not).\n";
+    text
+}
