@@ -8,6 +8,7 @@
 mod checks;
 pub(crate) mod common;
 pub mod concat;
+pub(crate) mod constructors;
 mod cost;
 mod launch;
 mod tunables;

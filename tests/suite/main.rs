@@ -10,6 +10,7 @@ mod common;
 mod api;
 mod bad_input;
 mod conformance;
+mod constructors;
 mod corpus;
 mod cuda;
 mod fuzz_validation;
