@@ -19,6 +19,7 @@ mod hazards;
 mod integers;
 mod overflow;
 mod policy;
+mod pooling;
 mod profile;
 mod props;
 mod recovery;
