@@ -1,5 +1,5 @@
 /// <reference types="@webgpu/types" />
-import type { BackendName, BinaryName, BinaryOptions, Buffer, Device, DeviceInfo, DType, DTypeName, ElementArray, Kernel, Policy, Tensor, UnaryName } from './pkg/unicompute.js';
+import type { BackendName, BinaryName, BinaryOptions, Buffer, Device, DeviceInfo, DType, DTypeName, ElementArray, Kernel, NestedNumbers, Policy, Tensor, UnaryName } from './pkg/unicompute.js';
 
 export { Buffer, Device, Fence, Graph, Kernel, Profile, Queue, Tensor } from './pkg/unicompute.js';
 export type {
@@ -15,8 +15,10 @@ export type {
   ErrorCode,
   LaunchRecord,
   MemoryStats,
+  NestedNumbers,
   OpSummary,
   Policy,
+  PoolOptions,
   ReadRecord,
   ReduceName,
   TuneResult,
@@ -46,22 +48,22 @@ export type Pair = number | [number, number];
 
 declare module './pkg/unicompute.js' {
   interface Tensor {
-    /** `this + other`, broadcasting, with an optional activation in the same kernel. */
-    add(other: Tensor, options?: BinaryOptions): Tensor;
+    /** `this + other`, broadcasting, with an optional activation in the same kernel; a number `other` is taken in this tensor's dtype (whole for integer dtypes), as for every binary op. */
+    add(other: Tensor | number, options?: BinaryOptions): Tensor;
     /** `this - other`, broadcasting. */
-    sub(other: Tensor, options?: BinaryOptions): Tensor;
+    sub(other: Tensor | number, options?: BinaryOptions): Tensor;
     /** `this * other`, broadcasting. */
-    mul(other: Tensor, options?: BinaryOptions): Tensor;
+    mul(other: Tensor | number, options?: BinaryOptions): Tensor;
     /** `this / other`, broadcasting. */
-    div(other: Tensor, options?: BinaryOptions): Tensor;
+    div(other: Tensor | number, options?: BinaryOptions): Tensor;
     /** A binary op by name, broadcasting. */
-    binary(op: BinaryName, other: Tensor, options?: BinaryOptions): Tensor;
+    binary(op: BinaryName, other: Tensor | number, options?: BinaryOptions): Tensor;
     /** The elementwise minimum, broadcasting. */
-    minimum(other: Tensor, options?: BinaryOptions): Tensor;
+    minimum(other: Tensor | number, options?: BinaryOptions): Tensor;
     /** The elementwise maximum, broadcasting. */
-    maximum(other: Tensor, options?: BinaryOptions): Tensor;
+    maximum(other: Tensor | number, options?: BinaryOptions): Tensor;
     /** `this ** other`, broadcasting. */
-    pow(other: Tensor, options?: BinaryOptions): Tensor;
+    pow(other: Tensor | number, options?: BinaryOptions): Tensor;
     /** `-x`. */
     neg(): Tensor;
     /** `|x|`. */
@@ -112,14 +114,29 @@ declare module './pkg/unicompute.js' {
     readFloat16(): Promise<{ readonly length: number; readonly BYTES_PER_ELEMENT: 2; [index: number]: number }>;
     /** Free the wasm memory now (again: nothing); `using` does it at the end of the block. */
     dispose(): void;
+    /** This tensor and `others` joined along `axis` (0 by default; negative counts from the end): one copy per input. */
+    concat(others: Tensor | Tensor[], axis?: number): Tensor;
   }
   interface Device {
+    /** `tensors` (at least one, of one dtype, equal but along `axis`) joined along `axis` (0 by default; negative counts from the end). */
+    concat(tensors: Tensor[], axis?: number): Tensor;
+    /** A tensor of ones of `shape` and `dtype` ('f32' by default). */
+    ones(shape: number[], dtype?: DTypeName): Tensor;
+    /** A tensor of `shape` and `dtype` ('f32' by default) with every element `value`. */
+    full(shape: number[], value: number, dtype?: DTypeName): Tensor;
+    /** numpy's `arange`: `start, start + step, ...` below `stop`; with one number, `0, 1, ...` below it. */
+    arange(start: number, stop?: number, step?: number, dtype?: DTypeName): Tensor;
+    /** Seeded values uniform in `[low, high)` (0 and 1 by default; SplitMix64, the same for a seed on every backend; without a seed, one from `Math.random()`). */
+    randomUniform(shape: number[], options?: { low?: number; high?: number; seed?: number; dtype?: DTypeName }): Tensor;
+    /** Seeded normal values (mean 0, std 1 by default; SplitMix64 and Box–Muller), in a float dtype. */
+    randomNormal(shape: number[], options?: { mean?: number; std?: number; seed?: number; dtype?: DTypeName }): Tensor;
     /**
-     * A tensor holding a copy of `data` with `shape`; a `Uint16Array` holds the bits of
-     * `dtype` ('f16' or 'bf16'), a `Float16Array` f16; another `dtype` than the data's
-     * converts on the device.
+     * A tensor holding a copy of `data` with `shape` (by default `[data.length]`, or a nested
+     * array's nesting); a `Uint16Array` holds the bits of `dtype` ('f16' or 'bf16'), a
+     * `Float16Array` f16; another `dtype` than a typed array's converts on the device; plain
+     * numbers are taken in `dtype` ('f32' by default; whole numbers for integer dtypes).
      */
-    tensor(data: ElementArray | Uint16Array | { readonly BYTES_PER_ELEMENT: 2; readonly length: number }, shape: number[] | Float64Array, dtype?: DTypeName): Tensor;
+    tensor(data: ElementArray | Uint16Array | { readonly BYTES_PER_ELEMENT: 2; readonly length: number } | NestedNumbers, shape?: number[] | Float64Array, dtype?: DTypeName): Tensor;
     /**
      * Run `fn` (synchronous) and free every tensor it made except those it returns (a tensor,
      * or tensors in arrays and plain objects), which pass to the enclosing scope.

@@ -6,6 +6,7 @@
 mod device;
 mod error;
 mod gpu;
+mod make;
 mod options;
 mod profile;
 mod tensor;
