@@ -82,7 +82,7 @@ fn full_and_ones_fill_every_dtype() {
 
 #[test]
 fn arange_follows_numpy() {
-    let cases = [
+    let cases: [(f64, f64, f64); 5] = [
         (0.0, 10.0, 3.0),
         (1.5, -2.0, -0.7),
         (5.0, 1.0, 1.0),
@@ -91,7 +91,7 @@ fn arange_follows_numpy() {
     ];
     for d in devices() {
         for (start, stop, step) in cases {
-            let n = ((stop - start) / step as f64).ceil().max(0.0) as usize;
+            let n = ((stop - start) / step).ceil().max(0.0) as usize;
             let want: Vec<f64> = (0..n).map(|i| start + i as f64 * step).collect();
             let t = Tensor::arange(d, start, stop, step, DType::F32).unwrap();
             assert_eq!(t.shape(), &[n]);
@@ -345,8 +345,8 @@ fn concat_joins_many_tensors_with_one_copy_each() {
         assert_eq!(got.shape(), &[5, 10, 2]);
         let v = values(&got);
         assert_eq!(
-            v[1 * 10 * 2 + 2 * 2 + 1],
-            f64::from(data[0][1 * 15 + 2 * 5 + 1]),
+            v[10 * 2 + 2 * 2 + 1],
+            f64::from(data[0][15 + 2 * 5 + 1]),
             "a strided input"
         );
         let ints = Tensor::from_slice(d, &[1i32; 10], &[2, 1, 5]).unwrap();
