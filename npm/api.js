@@ -188,6 +188,60 @@ function dtypeOption(method, options, more = []) {
   return options;
 }
 
+/**
+ * Call `call(list)` with `tensors` (an array of Tensors) in a TensorArgs, in order; an entry
+ * that is no Tensor is `INVALID`, naming `method` and its index.
+ */
+function withTensorList({ Tensor, TensorArgs }, method, tensors, call) {
+  const list = new TensorArgs();
+  try {
+    tensors.forEach((t, i) => {
+      if (!(t instanceof Tensor)) throw invalid(`${method}: tensor ${i} is ${what(t)}: expected a Tensor`);
+      list.set(String(i), t);
+    });
+    return call(list);
+  } finally {
+    list.free();
+  }
+}
+
+/**
+ * Numbers as operands of the binary ops (`x.mul(2)`: the number in the tensor's dtype, whole
+ * for integer dtypes), and `concat` of any number of tensors, on tensors and devices.
+ */
+function patchOperands({ Device, Tensor, TensorArgs }) {
+  const raw = hide(Tensor.prototype, ['binaryScalar', 'concatWith']);
+  const operand = (op, other) => {
+    if (!(other instanceof Tensor)) throw invalid(`${op}: the operand is ${what(other)}: expected a Tensor or a number`);
+  };
+  for (const op of ['add', 'sub', 'mul', 'div']) {
+    const byTensor = Tensor.prototype[op];
+    Tensor.prototype[op] = function binaryOperand(other, options) {
+      if (typeof other === 'number') return raw.binaryScalar.call(this, op, other, options);
+      operand(op, other);
+      return byTensor.call(this, other, options);
+    };
+  }
+  const binary = Tensor.prototype.binary;
+  Tensor.prototype.binary = function binaryByName(op, other, options) {
+    if (typeof other === 'number') return raw.binaryScalar.call(this, op, other, options);
+    operand(op, other);
+    return binary.call(this, op, other, options);
+  };
+  /** This tensor and `others` (a Tensor or an array of them) joined along `axis` (0 by default; negative counts from the end). */
+  Tensor.prototype.concat = function concat(others, axis = 0) {
+    const list = Array.isArray(others) ? others : [others];
+    return withTensorList({ Tensor, TensorArgs }, 'concat', list, (l) => raw.concatWith.call(this, l, axis));
+  };
+  /** `tensors` (a non-empty array) joined along `axis` (0 by default; negative counts from the end). */
+  Device.prototype.concat = function concat(tensors, axis = 0) {
+    if (!Array.isArray(tensors) || tensors.length === 0) throw invalid(`concat: got ${Array.isArray(tensors) ? 'an empty array' : what(tensors)}: expected a non-empty array of Tensors`);
+    const [first, ...rest] = tensors;
+    if (!(first instanceof Tensor)) throw invalid(`concat: tensor 0 is ${what(first)}: expected a Tensor`);
+    return first.concat(rest, axis);
+  };
+}
+
 /** The methods that take options objects (and lists of buffers), on the generated classes. */
 function patch({ BindingList, Buffer, Device, Kernel, Queue, Tensor, TensorArgs }) {
   const args = (method, options, names, call) => withTensors({ Tensor, TensorArgs }, method, options, names, call);
@@ -625,6 +679,7 @@ export function bind(wasm, wasmUrl, threads) {
   if (!patched.has(wasm.Tensor)) {
     patched.add(wasm.Tensor);
     patch(wasm);
+    patchOperands(wasm);
     patchOwnership(wasm);
   }
   let loading;

@@ -2,7 +2,7 @@
 // adds to them, and the dtype carried in a tensor's type so `read()` gives the right array.
 // No WebGPU declarations of its own: `GPUDeviceLike` and `GPUBufferLike` take lib.dom's
 // (TypeScript 7's has WebGPU, 5.x's has not) or @webgpu/types' where the program has them.
-import type { BackendName, BinaryName, BinaryOptions, Buffer, DeviceInfo, DType, DTypeName, ElementArray, ErrorCode, GPUDeviceLike, Kernel, MemoryInfo, Policy, ReduceName, Tensor, UnaryName } from './pkg/unicompute.js';
+import type { BackendName, BinaryName, BinaryOptions, Buffer, DeviceInfo, DType, DTypeName, ElementArray, ErrorCode, GPUDeviceLike, Kernel, MemoryInfo, NestedNumbers, Policy, ReduceName, Tensor, UnaryName } from './pkg/unicompute.js';
 
 export { Buffer, Device, Fence, Graph, Kernel, Profile, Queue, Tensor } from './pkg/unicompute.js';
 export type {
@@ -22,8 +22,10 @@ export type {
   LaunchRecord,
   MemoryInfo,
   MemoryStats,
+  NestedNumbers,
   OpSummary,
   Policy,
+  PoolOptions,
   ReadRecord,
   ReduceName,
   TuneResult,
@@ -80,22 +82,22 @@ declare module './pkg/unicompute.js' {
     readInto<D extends DType>(this: TensorOf<D>, dst: ArrayOf<D>): Promise<ArrayOf<D>>;
     /** `Tensor(f32, [2, 3])`; also what `console.log` shows in Node. */
     toString(): string;
-    /** `this + other`, broadcasting, with an optional activation in the same kernel. */
-    add<D extends DType>(this: TensorOf<D>, other: Tensor, options?: BinaryOptions): TensorOf<D>;
+    /** `this + other`, broadcasting, with an optional activation in the same kernel; a number `other` is taken in this tensor's dtype (whole for integer dtypes), as for every binary op. */
+    add<D extends DType>(this: TensorOf<D>, other: Tensor | number, options?: BinaryOptions): TensorOf<D>;
     /** `this - other`, broadcasting. */
-    sub<D extends DType>(this: TensorOf<D>, other: Tensor, options?: BinaryOptions): TensorOf<D>;
+    sub<D extends DType>(this: TensorOf<D>, other: Tensor | number, options?: BinaryOptions): TensorOf<D>;
     /** `this * other`, broadcasting. */
-    mul<D extends DType>(this: TensorOf<D>, other: Tensor, options?: BinaryOptions): TensorOf<D>;
+    mul<D extends DType>(this: TensorOf<D>, other: Tensor | number, options?: BinaryOptions): TensorOf<D>;
     /** `this / other`, broadcasting. */
-    div<D extends DType>(this: TensorOf<D>, other: Tensor, options?: BinaryOptions): TensorOf<D>;
+    div<D extends DType>(this: TensorOf<D>, other: Tensor | number, options?: BinaryOptions): TensorOf<D>;
     /** A binary op by name, broadcasting. */
-    binary<D extends DType>(this: TensorOf<D>, op: BinaryName, other: Tensor, options?: BinaryOptions): TensorOf<D>;
+    binary<D extends DType>(this: TensorOf<D>, op: BinaryName, other: Tensor | number, options?: BinaryOptions): TensorOf<D>;
     /** The elementwise minimum, broadcasting. */
-    minimum<D extends DType>(this: TensorOf<D>, other: Tensor, options?: BinaryOptions): TensorOf<D>;
+    minimum<D extends DType>(this: TensorOf<D>, other: Tensor | number, options?: BinaryOptions): TensorOf<D>;
     /** The elementwise maximum, broadcasting. */
-    maximum<D extends DType>(this: TensorOf<D>, other: Tensor, options?: BinaryOptions): TensorOf<D>;
+    maximum<D extends DType>(this: TensorOf<D>, other: Tensor | number, options?: BinaryOptions): TensorOf<D>;
     /** `this ** other`, broadcasting. */
-    pow<D extends DType>(this: TensorOf<D>, other: Tensor, options?: BinaryOptions): TensorOf<D>;
+    pow<D extends DType>(this: TensorOf<D>, other: Tensor | number, options?: BinaryOptions): TensorOf<D>;
     /** A unary op by name. */
     unary<D extends DType>(this: TensorOf<D>, op: UnaryName): TensorOf<D>;
     /** `-x`. */
@@ -190,6 +192,8 @@ declare module './pkg/unicompute.js' {
     nary<D extends DType>(this: TensorOf<D>, op: 'add' | 'mul' | 'minimum' | 'maximum', others: Tensor[]): TensorOf<D>;
     /** Free the wasm memory now (again: nothing); `using` does it at the end of the block. */
     dispose(): void;
+    /** This tensor and `others` joined along `axis` (0 by default; negative counts from the end): one copy per input. */
+    concat(others: Tensor | Tensor[], axis?: number): Tensor;
   }
   interface Device {
     /** A tensor holding a copy of `data` with `shape`, converted to `dtype` (on the device). */
@@ -200,6 +204,20 @@ declare module './pkg/unicompute.js' {
     tensor(data: Uint32Array, shape: Shape, options?: { dtype?: undefined }): TensorOf<'u32'>;
     tensor(data: BigInt64Array, shape: Shape, options?: { dtype?: undefined }): TensorOf<'i64'>;
     tensor(data: Float16Like, shape: Shape, options?: { dtype?: undefined }): TensorOf<'f16'>;
+    /** Plain numbers, possibly nested (the shape by default their nesting), in `dtype` ('f32' by default; whole numbers for integer dtypes). */
+    tensor<N extends DTypeName = 'f32'>(data: NestedNumbers, shape?: Shape, options?: N | { dtype?: N }): TensorOf<Canonical<N>>;
+    /** `tensors` (at least one, of one dtype, equal but along `axis`) joined along `axis` (0 by default; negative counts from the end). */
+    concat<D extends DType>(tensors: TensorOf<D>[], axis?: number): TensorOf<D>;
+    /** A tensor of ones of `shape` and `dtype` ('f32' by default). */
+    ones<N extends DTypeName = 'f32'>(shape: Shape, dtype?: N): TensorOf<Canonical<N>>;
+    /** A tensor of `shape` and `dtype` ('f32' by default) with every element `value`. */
+    full<N extends DTypeName = 'f32'>(shape: Shape, value: number, dtype?: N): TensorOf<Canonical<N>>;
+    /** numpy's `arange`: `start, start + step, ...` below `stop`; with one number, `0, 1, ...` below it. */
+    arange<N extends DTypeName = 'f32'>(start: number, stop?: number, step?: number, dtype?: N): TensorOf<Canonical<N>>;
+    /** Seeded values uniform in `[low, high)` (0 and 1 by default; SplitMix64, the same for a seed on every backend; without a seed, one from `Math.random()`). */
+    randomUniform<N extends DTypeName = 'f32'>(shape: Shape, options?: { low?: number; high?: number; seed?: number; dtype?: N }): TensorOf<Canonical<N>>;
+    /** Seeded normal values (mean 0, std 1 by default; SplitMix64 and Box–Muller), in a float dtype. */
+    randomNormal<N extends DTypeName = 'f32'>(shape: Shape, options?: { mean?: number; std?: number; seed?: number; dtype?: N }): TensorOf<Canonical<N>>;
     /** A tensor of zeros of `shape` and `dtype` (f32 by default). */
     zeros<N extends DTypeName = 'f32'>(shape: Shape, options?: N | { dtype?: N }): TensorOf<Canonical<N>>;
     /** `Device(cpu, "wasm32 (1 thread)")`; also what `console.log` shows in Node. */

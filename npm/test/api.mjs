@@ -308,9 +308,9 @@ for (const C of [Device, Queue, Tensor]) {
   assert.deepEqual(names.filter((n) => /With$|^__(?!destroy_into_raw$)|^argReduce$/.test(n)), [], `${C.name}'s methods: ${names}`);
 }
 // Every error is a UnicomputeError with a code, including wasm-bindgen's own.
-const codes = ['NO_DEVICE', 'UNSUPPORTED', 'SHAPE', 'DTYPE', 'OUT_OF_RANGE', 'LIMIT', 'SHADER', 'LAUNCH', 'DEVICE_MISMATCH', 'DEVICE', 'DEVICE_LOST', 'INVALID', 'INTERNAL'];
+const codes = ['NO_DEVICE', 'UNSUPPORTED', 'SHAPE', 'DTYPE', 'OUT_OF_RANGE', 'LIMIT', 'SHADER', 'LAUNCH', 'DEVICE_MISMATCH', 'DEVICE', 'DEVICE_LOST', 'INVALID', 'INTERNAL', 'MODEL'];
 const isError = (code, pattern) => (e) => e instanceof UnicomputeError && e instanceof Error && e.name === 'UnicomputeError' && codes.includes(e.code) && e.code === code && pattern.test(e.message);
-assert.throws(() => x.mul(2), isError('INVALID', /number 2: expected a Tensor/));
+assert.throws(() => x.mul('2'), isError('INVALID', /the operand is string: expected a Tensor or a number/));
 assert.throws(() => x.add(x, { activation: 'nope' }), isError('INVALID', /activation/));
 assert.throws(() => device.zeros([2]).broadcastTo([3, 3]), isError('SHAPE', /broadcastTo/));
 assert.throws(() => device.zeros([-1]), isError('INVALID', /shape\[0\] is -1: expected a whole number/));
@@ -413,3 +413,90 @@ try {
   Object.assign(console, saved);
 }
 console.log('api: op methods, reductions with options, options checked on every method, kernel constants, f16 I/O, ownership, interop errors, integer arithmetic and i64, JS idioms (frozen shapes, options objects, UnicomputeError, tensors as bindings, read then dispose, scopes and numTensors, camelCase, quiet init) ok');
+// Numbers as operands of every binary op, in the tensor's dtype (whole for integer dtypes).
+const sx = device.tensor([[0.5, -1.5, 2], [3, 0.25, -4]]);
+assert.deepEqual(Array.from(sx.shape), [2, 3]);
+const sv = [0.5, -1.5, 2, 3, 0.25, -4];
+close(await sx.mul(2).read(), sv.map((v) => v * 2), 'mul(2)');
+close(await sx.add(0.5).read(), sv.map((v) => v + 0.5), 'add(0.5)');
+close(await sx.sub(1.25).read(), sv.map((v) => v - 1.25), 'sub(1.25)');
+close(await sx.div(4).read(), sv.map((v) => v / 4), 'div(4)');
+close(await sx.minimum(0).read(), sv.map((v) => Math.min(v, 0)), 'minimum(0)');
+close(await sx.maximum(1).read(), sv.map((v) => Math.max(v, 1)), 'maximum(1)');
+close(await sx.abs().pow(2).read(), sv.map((v) => v * v), 'pow(2)');
+close(await sx.binary('sub', 3, { activation: 'relu' }).read(), sv.map((v) => Math.max(v - 3, 0)), 'binary sub 3 relu');
+const si = device.tensor([7, -3, 10], [3], 'int32');
+assert.equal(si.dtype, 'i32');
+assert.deepEqual(Array.from(await si.mul(3).read()), [21, -9, 30]);
+assert.deepEqual(Array.from(await si.div(2).read()), [3, -1, 5]);
+assert.throws(() => si.mul(2.5), (e) => e.code === 'INVALID' && /2\.5/.test(e.message) && /whole/.test(e.message));
+assert.throws(() => sx.mul('2'), (e) => e.code === 'INVALID' && /mul: the operand is string/.test(e.message));
+assert.throws(() => sx.add(null), (e) => e.code === 'INVALID' && /null/.test(e.message));
+// Plain arrays as data: flat with a shape, nested with the shape they give, ragged refused.
+assert.deepEqual(Array.from(await device.tensor([1, 2, 3, 4, 5, 6], [3, 2], 'i64').read()), [1n, 2n, 3n, 4n, 5n, 6n]);
+assert.deepEqual(Array.from(device.tensor([[[1], [2]], [[3], [4]], [[5], [6]]]).shape), [3, 2, 1]);
+assert.deepEqual(Array.from(device.tensor(new Float32Array(5)).shape), [5]);
+assert.throws(() => device.tensor([[1, 2], [3]]), (e) => e.code === 'INVALID' && /ragged/.test(e.message));
+assert.throws(() => device.tensor([1, 'a']), (e) => e.code === 'INVALID' && /numbers/.test(e.message));
+assert.throws(() => device.tensor([1, 2, 3], [2]), (e) => e.code === 'SHAPE');
+assert.throws(() => device.tensor([1.5], [1], 'u32'), (e) => e.code === 'INVALID' && /whole/.test(e.message));
+// Constructors: ones, full, arange (numpy's length), seeded random (SplitMix64: the same seed
+// gives the same values; checked here against the generator written out in JS).
+assert.deepEqual(Array.from(await device.ones([2, 3], 'int32').read()), [1, 1, 1, 1, 1, 1]);
+assert.deepEqual(Array.from(await device.full([3], -2.5).read()), [-2.5, -2.5, -2.5]);
+assert.equal(device.full([2], 7, 'bfloat16').dtype, 'bf16');
+assert.throws(() => device.full([2], 0.5, 'i32'), (e) => e.code === 'INVALID');
+close(await device.arange(1.5, -2, -0.7).read(), [1.5, 0.8, 0.1, -0.6, -1.3], 'arange down', 1e-6);
+assert.deepEqual(Array.from(await device.arange(5).read()), [0, 1, 2, 3, 4]);
+assert.deepEqual(Array.from(await device.arange(-3, 9, 4, 'int32').read()), [-3, 1, 5]);
+assert.deepEqual(Array.from(device.arange(3, 1).shape), [0]);
+assert.throws(() => device.arange(0, 1, 0), (e) => e.code === 'INVALID' && /step/.test(e.message));
+const mask64 = (1n << 64n) - 1n;
+const splitmix = (seed, i) => {
+  let z = (BigInt(seed) + (BigInt(i) + 1n) * 0x9e3779b97f4a7c15n) & mask64;
+  z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & mask64;
+  z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & mask64;
+  return z ^ (z >> 31n);
+};
+const unit = (seed, i) => Number(splitmix(seed, i) >> 11n) / 2 ** 53;
+const uniform = device.randomUniform([3, 5], { low: -1, high: 3, seed: 42 });
+close(await uniform.read(), Array.from({ length: 15 }, (_, i) => -1 + 4 * unit(42, i)), 'randomUniform', 1e-6);
+assert.deepEqual(Array.from(await device.randomUniform([3, 5], { low: -1, high: 3, seed: 42 }).read()), Array.from(await uniform.read()));
+assert.deepEqual(Array.from(await device.randomUniform([4], { high: 10, seed: 9, dtype: 'int32' }).read()), [0, 1, 2, 3].map((i) => Math.floor(10 * unit(9, i))));
+const gauss = (seed, i) => {
+  const p = i & ~1;
+  const r = Math.sqrt(-2 * Math.log(1 - unit(seed, p)));
+  const a = 2 * Math.PI * unit(seed, p + 1);
+  return r * (i % 2 === 0 ? Math.cos(a) : Math.sin(a));
+};
+close(await device.randomNormal([7], { mean: 1, std: 2, seed: 5 }).read(), Array.from({ length: 7 }, (_, i) => 1 + 2 * gauss(5, i)), 'randomNormal', 1e-5);
+assert.equal(device.randomNormal([2, 2]).shape.length, 2);
+assert.throws(() => device.randomNormal([2], { seed: 1, dtype: 'int32' }), (e) => e.code === 'DTYPE');
+assert.throws(() => device.randomUniform([2], { sede: 1 }), (e) => e.code === 'INVALID' && /sede/.test(e.message));
+assert.throws(() => device.randomUniform([2], { seed: -1 }), (e) => e.code === 'INVALID' && /seed/.test(e.message));
+// concat of many tensors, on a tensor and on the device, negative axes; mismatches refused.
+const c1 = device.tensor([1, 2, 3, 4], [2, 2]);
+const c2 = device.tensor([5, 6], [2, 1]);
+const c3 = device.tensor([7, 8, 9, 10, 11, 12], [2, 3]);
+assert.deepEqual(Array.from(await c1.concat([c2, c3], -1).read()), [1, 2, 5, 7, 8, 9, 3, 4, 6, 10, 11, 12]);
+assert.deepEqual(Array.from(await device.concat([c3, c2, c1], 1).read()), [7, 8, 9, 5, 1, 2, 10, 11, 12, 6, 3, 4]);
+assert.deepEqual(Array.from(device.concat([c1, c1, c1]).shape), [6, 2]);
+assert.throws(() => device.concat([]), (e) => e.code === 'INVALID' && /non-empty/.test(e.message));
+assert.throws(() => c1.concat([c2, 3], 1), (e) => e.code === 'INVALID' && /tensor 1 is number/.test(e.message));
+assert.throws(() => c1.concat([si.reshape([3, 1]).slice(0, 0, 2)], 1), (e) => e.code === 'DTYPE');
+assert.throws(() => c1.concat([c3], 0), (e) => e.code === 'SHAPE');
+// Pooling with a window, stride and padding per axis (ONNX's MaxPool and AveragePool).
+const img = device.tensor(Array.from({ length: 20 }, (_, i) => i), [1, 1, 4, 5]);
+assert.deepEqual(Array.from(await img.maxPool2d(2).read()), [6, 8, 16, 18]);
+const mp = img.maxPool2d({ kernel: [2, 3], stride: [2, 1], padding: [0, 1, 1, 0] });
+assert.deepEqual(Array.from(mp.shape), [1, 1, 2, 4]);
+assert.deepEqual(Array.from(await mp.read()), [6, 7, 8, 9, 16, 17, 18, 19]);
+const ap = img.avgPool2d({ kernel: 3, stride: 2, padding: 1 });
+close(await ap.read(), [3, 4.5, 6, 10.5, 12, 13.5], 'avgPool2d without the padding');
+close(await img.avgPool2d({ kernel: 3, stride: 2, padding: 1, countIncludePad: true }).read(), [12, 27, 24, 63, 108, 81].map((v) => v / 9), 'avgPool2d with the padding');
+assert.deepEqual(Array.from(await img.maxPool2d({ kernel: 2, ceilMode: true }).read()), [6, 8, 9, 16, 18, 19]);
+assert.throws(() => img.maxPool2d({ kernel: 2, padding: 2 }), (e) => e.code === 'INVALID' && /half/.test(e.message));
+assert.throws(() => img.avgPool2d({ stride: 2 }), (e) => e.code === 'INVALID' && /kernel/.test(e.message));
+assert.throws(() => img.avgPool2d({ kernel: 2, pad: 1 }), (e) => e.code === 'INVALID' && /`pad`/.test(e.message));
+console.log('api: numbers as operands, plain arrays, ones / full / arange / seeded random, n-ary concat and pooling options ok');
+console.log('api: op methods, reductions with options, options checked on every method, kernel constants, f16 I/O, ownership, interop errors, integer arithmetic and i64 ok');

@@ -18,8 +18,10 @@ import {
   type LaunchRecord,
   type MemoryInfo,
   type MemoryStats,
+  type NestedNumbers,
   type OpSummary,
   type Policy,
+  type PoolOptions,
   type ReadRecord,
   type ReduceName,
   type ArgOptions,
@@ -184,6 +186,20 @@ async function profiling(device: Device): Promise<void> {
   console.log(tuned.choice, tuned.timesUs);
 }
 
+async function makers(device: Device): Promise<void> {
+  const data: NestedNumbers = [[1, 2], [3, 4]];
+  const m = device.tensor(data);
+  const flat = device.tensor([1, 2, 3], [3], 'int32');
+  const scaled: Tensor[] = [m.mul(2), m.add(0.5, { activation: 'relu' }), m.sub(1), m.div(4), m.minimum(0), m.maximum(1), m.pow(2), m.binary('add', 3), flat.mul(3)];
+  const made: Tensor[] = [device.ones([2, 3], 'float16'), device.full([2], 7, 'i64'), device.arange(5), device.arange(0, 1, 0.25, 'f32')];
+  const random: Tensor[] = [device.randomUniform([3], { low: -1, high: 1, seed: 7, dtype: 'f32' }), device.randomNormal([2, 2], { mean: 0, std: 2, seed: 1 }), device.randomUniform([2])];
+  const joined: Tensor[] = [m.concat([m, m], -1), m.concat(m), device.concat([m, m, m], 0)];
+  const img = device.tensor(new Float32Array(2 * 7 * 9), [1, 2, 7, 9]);
+  const pool: PoolOptions = { kernel: [3, 2], stride: [2, 1], padding: [1, 0, 1, 1], countIncludePad: false, ceilMode: true };
+  const pooled: Tensor[] = [img.maxPool2d(pool), img.avgPool2d({ kernel: 3, padding: 1 }), img.avgPool2d(2)];
+  for (const t of [m, flat, img, ...scaled, ...made, ...random, ...joined, ...pooled]) t.dispose();
+}
+
 async function errors(device: Device): Promise<void> {
   try {
     device.kernel('fn broken(', 'main');
@@ -234,6 +250,7 @@ async function idioms(device: Device): Promise<void> {
 const device = await devices();
 await tensors(device);
 await moreOps(device);
+await makers(device);
 await buffersQueuesKernels(device);
 interop(device);
 if (device.gpuDevice) console.log((await adopting(device.gpuDevice)).shape);

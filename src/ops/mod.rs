@@ -8,6 +8,7 @@
 mod checks;
 pub(crate) mod common;
 pub mod concat;
+pub(crate) mod constructors;
 mod cost;
 mod launch;
 mod support;
@@ -16,7 +17,7 @@ mod tunables;
 use crate::{DType, Error, Queue, Result, Tensor};
 
 pub use attention::AttentionParams;
-pub use conv::{Conv2dGeometry, Conv2dParams, Pool2dParams, PoolKind};
+pub use conv::{Conv2dGeometry, Conv2dParams, Pool2dParams, PoolKind, PoolOptions};
 pub use elementwise::{BinaryOp, UnaryOp};
 pub use indexing::CumsumOptions;
 pub use norm::{NormKind, NormParams};

@@ -284,26 +284,39 @@ impl JsDevice {
     }
 
     /// A tensor holding a copy of `data` with `shape` (whose sizes multiply to
-    /// `data.length`): a `Float32Array`, `Int32Array`, `Uint32Array` or `BigInt64Array` (i64); a `Float16Array`
-    /// (f16); or a `Uint16Array` of f16 or bf16 bits, which needs `dtype` `'f16'` or
-    /// `'bf16'`. A `dtype` other than the data's converts on the device (`cast`); the npm
-    /// package also takes `{ dtype }`.
+    /// `data.length`; by default `[data.length]`, or for nested arrays their nesting): a
+    /// `Float32Array`, `Int32Array`, `Uint32Array` or `BigInt64Array` (i64); a `Float16Array`
+    /// (f16); a `Uint16Array` of f16 or bf16 bits, which needs `dtype` `'f16'` or `'bf16'`;
+    /// or a plain array of numbers, possibly nested, taken in `dtype` (`'f32'` by default;
+    /// whole numbers for integer dtypes). A `dtype` other than a typed array's converts on the
+    /// device (`cast`); the npm package also takes `{ dtype }`.
     pub fn tensor(
         &self,
         #[wasm_bindgen(
-            unchecked_param_type = "ElementArray | Uint16Array | { readonly BYTES_PER_ELEMENT: 2; readonly length: number }"
+            unchecked_param_type = "ElementArray | Uint16Array | { readonly BYTES_PER_ELEMENT: 2; readonly length: number } | NestedNumbers"
         )]
         data: &JsValue,
-        shape: Vec<f64>,
+        shape: Option<Vec<f64>>,
         #[wasm_bindgen(unchecked_param_type = "DTypeName | { dtype?: DTypeName }")] dtype: Option<
             String,
         >,
     ) -> Result<JsTensor, JsValue> {
-        let shape = super::error::usizes("shape", &shape)?;
+        let shape = shape
+            .map(|s| super::error::usizes("shape", &s))
+            .transpose()?;
         let want = dtype
             .as_deref()
             .map(super::tensor::dtype_named)
             .transpose()?;
+        if js_sys::Array::is_array(data) {
+            let t = super::make::from_array(&self.inner, data, shape.as_deref(), want)?;
+            return Ok(JsTensor::from(t));
+        }
+        let length = js_sys::Reflect::get(data, &"length".into())
+            .ok()
+            .and_then(|l| l.as_f64())
+            .unwrap_or(0.0);
+        let shape = shape.unwrap_or(vec![length as usize]);
         let t = super::tensor::from_js(&self.inner, data, &shape, want)?;
         match want {
             Some(d) if d != t.dtype() => t.cast(d),

@@ -7,6 +7,7 @@ mod device;
 mod error;
 mod gpu;
 mod ops;
+mod make;
 mod options;
 mod profile;
 mod tensor;

@@ -36,6 +36,11 @@ impl TensorArgs {
     pub(crate) fn get(&self, name: &str) -> Option<&Tensor> {
         self.named.iter().find(|(n, _)| n == name).map(|(_, t)| t)
     }
+
+    /// Every tensor passed, in the order they were set.
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Tensor> {
+        self.named.iter().map(|(_, t)| t)
+    }
 }
 
 /// The options object passed to `method`, checked to hold only keys from `allowed`.
@@ -120,6 +125,37 @@ impl Options {
             }
         }
         Err(self.wrong(key, &v, "a whole number or [rows, columns]"))
+    }
+
+    /// Padding `[top, left, bottom, right]`: one number for every side, `[rows, columns]`
+    /// for both sides of each axis, or the four sides.
+    pub(crate) fn sides(&self, key: &str) -> Result<Option<[usize; 4]>, JsValue> {
+        let Some(v) = self.get(key) else {
+            return Ok(None);
+        };
+        let what = format!("{}: option `{key}`", self.method);
+        if let Some(n) = v.as_f64() {
+            return Ok(Some([usize_of(&what, n)?; 4]));
+        }
+        let items = js_sys::Array::is_array(&v).then(|| js_sys::Array::from(&v));
+        let numbers: Option<Vec<f64>> = items.and_then(|a| a.iter().map(|x| x.as_f64()).collect());
+        match numbers.as_deref() {
+            Some(&[y, x]) => {
+                let (y, x) = (usize_of(&what, y)?, usize_of(&what, x)?);
+                Ok(Some([y, x, y, x]))
+            }
+            Some(&[t, l, b, r]) => Ok(Some([
+                usize_of(&what, t)?,
+                usize_of(&what, l)?,
+                usize_of(&what, b)?,
+                usize_of(&what, r)?,
+            ])),
+            _ => Err(self.wrong(
+                key,
+                &v,
+                "a whole number, [rows, columns] or [top, left, bottom, right]",
+            )),
+        }
     }
 
     /// A whole-number option.

@@ -180,6 +180,38 @@ fn wrap(r: crate::Result<Tensor>) -> Result<JsTensor, JsValue> {
 }
 
 impl JsTensor {
+    /// Pooling of `kind` (`method` names it in errors) by a window size or an options object.
+    fn pool(
+        &self,
+        kind: crate::ops::PoolKind,
+        method: &'static str,
+        options: JsValue,
+    ) -> Result<JsTensor, JsValue> {
+        let p = match options.as_f64() {
+            Some(size) => {
+                let k = usize_of("size", size)?;
+                crate::ops::PoolOptions::new([k, k])
+            }
+            None => {
+                let keys = ["kernel", "stride", "padding", "countIncludePad", "ceilMode"];
+                let o = Options::new(method, Some(options), &keys)?;
+                let kernel = o.pair("kernel")?.ok_or_else(|| {
+                    invalid(format!(
+                        "{method}: no `kernel`: expected a size or [rows, columns]"
+                    ))
+                })?;
+                crate::ops::PoolOptions {
+                    kernel,
+                    stride: o.pair("stride")?.unwrap_or(kernel),
+                    padding: o.sides("padding")?.unwrap_or([0; 4]),
+                    count_include_pad: o.flag("countIncludePad")?.unwrap_or(false),
+                    ceil_mode: o.flag("ceilMode")?.unwrap_or(false),
+                }
+            }
+        };
+        wrap(self.inner.pool2d_with(kind, p))
+    }
+
     /// A norm over the trailing `axes` option's count of axes.
     fn norm(
         &self,
@@ -591,40 +623,27 @@ impl JsTensor {
         wrap(self.inner.conv2d(&weight.inner, params))
     }
 
-    /// Max pooling over `size x size` windows (stride = size).
+    /// Max pooling: `size` for `size x size` windows with stride = size, or options
+    /// `{ kernel, stride, padding, ceilMode }` (kernel and stride a number or `[rows,
+    /// columns]`; stride = kernel by default; padding a number, `[rows, columns]` or `[top,
+    /// left, bottom, right]`, each at most half the window), ONNX's MaxPool.
     #[wasm_bindgen(js_name = maxPool2d)]
-    pub fn max_pool2d(&self, size: f64) -> Result<JsTensor, JsValue> {
-        let k = usize_of("size", size)?;
-        wrap(self.inner.pool2d(
-            crate::ops::PoolKind::Max,
-            crate::ops::Pool2dParams {
-                kernel: [k, k],
-                stride: None,
-                padding: [0, 0],
-            },
-        ))
+    pub fn max_pool2d(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number | PoolOptions")] options: JsValue,
+    ) -> Result<JsTensor, JsValue> {
+        self.pool(crate::ops::PoolKind::Max, "maxPool2d", options)
     }
 
-    /// Average pooling over `size x size` windows (stride = size).
+    /// Average pooling, as `maxPool2d`; `{ countIncludePad }` divides by the window within
+    /// the padded input rather than by the taps within the input (the default, as ONNX's
+    /// AveragePool).
     #[wasm_bindgen(js_name = avgPool2d)]
-    pub fn avg_pool2d(&self, size: f64) -> Result<JsTensor, JsValue> {
-        let k = usize_of("size", size)?;
-        wrap(self.inner.pool2d(
-            crate::ops::PoolKind::Avg,
-            crate::ops::Pool2dParams {
-                kernel: [k, k],
-                stride: None,
-                padding: [0, 0],
-            },
-        ))
-    }
-
-    /// `this` and `other` joined along `axis`.
-    pub fn concat(&self, other: &JsTensor, axis: f64) -> Result<JsTensor, JsValue> {
-        wrap(Tensor::concat(
-            &[&self.inner, &other.inner],
-            axis_of(self.inner.rank(), axis)?,
-        ))
+    pub fn avg_pool2d(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number | PoolOptions")] options: JsValue,
+    ) -> Result<JsTensor, JsValue> {
+        self.pool(crate::ops::PoolKind::Avg, "avgPool2d", options)
     }
 
     /// Entries along `axis` picked by `indices` (i32, u32 or i64, any rank; negative ones

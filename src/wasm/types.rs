@@ -134,6 +134,18 @@ export interface BindingInfo {
   /** Whether the binding ends in a runtime-sized array. */
   runtimeSized: boolean;
 }
+/** Plain numbers as tensor data: an array, or nested arrays of one length per level. */
+export type NestedNumbers = number[] | NestedNumbers[];
+/** Options of `maxPool2d` and `avgPool2d` (ONNX's MaxPool and AveragePool): `kernel` and `stride` a size or `[rows, columns]` (stride = kernel by default), `padding` a size, `[rows, columns]` or `[top, left, bottom, right]` (each at most half the window; 0 by default). */
+export interface PoolOptions {
+  kernel: number | [number, number];
+  stride?: number | [number, number];
+  padding?: number | [number, number] | [number, number, number, number];
+  /** Average pooling: divide by the window within the padded input, not by the taps within the input (false by default, as ONNX). */
+  countIncludePad?: boolean;
+  /** Round the output extents up, keeping a last partial window that starts within the input or its top / left padding. */
+  ceilMode?: boolean;
+}
 /** Options of the binary ops (`add`, `sub`, `mul`, `div`, `binary`): an activation fused into the kernel. */
 export interface BinaryOptions {
   activation?: UnaryName;

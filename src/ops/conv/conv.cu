@@ -1,6 +1,7 @@
 // Direct 2-D convolution (NCHW) with a fused bias and activation, and 2-D max / average
 // pooling; one thread per output element (grid-stride), the CUDA twin of shaders/conv.wgsl.
-// HAS_BIAS adds bias[oc]; ACT is a `UnaryOp::code` (0: none); POOL is `PoolKind::code`.
+// HAS_BIAS adds bias[oc]; ACT is a `UnaryOp::code` (0: none); POOL is `Pool2d::code` (0 max,
+// 1 average over the window within the padded input, 2 over the taps within the input).
 
 #ifndef HAS_BIAS
 #define HAS_BIAS 0
@@ -47,6 +48,15 @@ extern "C" __global__ void conv2d_main(const float* __restrict__ x, const float*
     }
 }
 
+// The divisor of an average along one axis at output `o`: the window's taps within the
+// padded input (POOL 1) or within the input (POOL 2).
+__device__ long long pool_count(u64 o, u64 k, u64 stride, u64 pad, u64 pad_end, u64 n) {
+    const long long start = (long long)(o * stride) - (long long)pad;
+    const long long end = start + (long long)k;
+    if (POOL == 1) return min(end, (long long)(n + pad_end)) - start;
+    return min(end, (long long)n) - max(start, 0LL);
+}
+
 extern "C" __global__ void pool2d_main(const float* __restrict__ x, float* __restrict__ out, ConvParams p) {
     const IDX h = (IDX)p.h, w = (IDX)p.w, kh = (IDX)p.kh, kw = (IDX)p.kw, oh = (IDX)p.oh, ow = (IDX)p.ow;
     const IDX total = (IDX)p.n * (IDX)p.c * oh * ow;
@@ -65,6 +75,11 @@ extern "C" __global__ void pool2d_main(const float* __restrict__ x, float* __res
                 else acc += v;
             }
         }
-        out[i] = POOL == 1 ? acc / (float)(kh * kw) : acc;
+        if (POOL != 0) {
+            const long long rows = pool_count(oy, p.kh, p.stride[0], p.pad[0], p.pad_end[0], p.h);
+            const long long cols = pool_count(ox, p.kw, p.stride[1], p.pad[1], p.pad_end[1], p.w);
+            acc = acc / (float)(rows * cols);
+        }
+        out[i] = acc;
     }
 }

@@ -5,7 +5,8 @@
 //         one dispatch are the ranges P_ci (input channels of the group), P_ky and P_kx;
 //         P_flags: bit 0 continues from the partial result in `out`, bit 1 finishes (bias
 //         and activation; the average of a pool).
-// HAS_BIAS adds bias[oc]; ACT is a `UnaryOp::code` (0: none); POOL is `PoolKind::code`;
+// HAS_BIAS adds bias[oc]; ACT is a `UnaryOp::code` (0: none); POOL is `Pool2d::code` (0 max,
+// 1 average over the window within the padded input, 2 over the taps within the input);
 // OCB (1 or 4) is the output channels of one conv2d_main invocation (of four output columns).
 // One dispatch over all taps has flags 2; devices that end long loops early
 // (`Limits::max_loop_iterations`) take the taps in boxes, flags 0, then 1, ..., then 3.
@@ -25,6 +26,15 @@ fn input_at(o: u32, k: u32, stride: u32, dilation: u32, pad: u32, extent: u32) -
     let i = i32(o * stride + k * dilation) - i32(pad);
     if (i < 0 || i >= i32(extent)) { return -1; }
     return i;
+}
+
+// The divisor of an average along one axis at output `o`: the window's taps within the
+// padded input (POOL 1) or within the input (POOL 2).
+fn pool_count(o: u32, k: u32, stride: u32, pad: u32, pad_end: u32, extent: u32) -> i32 {
+    let start = i32(o * stride) - i32(pad);
+    let end = start + i32(k);
+    if (POOL == 1u) { return min(end, i32(extent + pad_end)) - start; }
+    return min(end, i32(extent)) - max(start, 0);
 }
 
 fn output_index(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
@@ -147,6 +157,10 @@ fn pool2d_main(
             }
         }
     }
-    if (POOL == 1u && (params[P_flags] & 2u) != 0u) { acc = acc / f32(kh * kw); }
+    if (POOL != 0u && (params[P_flags] & 2u) != 0u) {
+        let rows = pool_count(oy, kh, params[P_stride_y], params[P_pad_y], params[P_pad_end_y], h);
+        let cols = pool_count(ox, kw, params[P_stride_x], params[P_pad_x], params[P_pad_end_x], w);
+        acc = acc / f32(rows * cols);
+    }
     out[params[P_out] + i] = acc;
 }

@@ -3,7 +3,7 @@
 
 use crate::base::par::*;
 
-use super::{Conv2d, Conv2dGeometry, Pool2d, PoolKind};
+use super::{Conv2d, Conv2dGeometry, Pool2d};
 use crate::ops::common::cpu::{out_words, sgemm};
 use crate::hal::cpu::{read_guard, write_guard};
 use crate::Result;
@@ -122,25 +122,40 @@ pub(super) fn conv2d(op: &Conv2d<'_>) -> Result<()> {
     Ok(())
 }
 
+/// The divisor of an average along one axis at output `o` (see `Pool2d::code`): the
+/// window's taps within the padded input (`code` 1) or within the input (`code` 2).
+fn pool_count(code: u32, o: usize, k: usize, stride: usize, pad: [usize; 2], n: usize) -> usize {
+    let start = (o * stride) as isize - pad[0] as isize;
+    let end = start + k as isize;
+    let count = if code == 1 {
+        end.min((n + pad[1]) as isize) - start
+    } else {
+        end.min(n as isize) - start.max(0)
+    };
+    count as usize
+}
+
 pub(super) fn pool2d(op: &Pool2d<'_>) -> Result<()> {
-    let (kind, x, out, g) = (op.kind, op.x, op.out, op.geometry);
+    let (code, x, out, g) = (op.code(), op.x, op.out, op.geometry);
     let xg = read_guard(x.buf)?;
     let mut os = write_guard(out.buf)?;
     let xf: &[f32] = &bytemuck::cast_slice(&xg)[x.layout.offset..];
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
-    let window = (g.kh * g.kw) as f32;
     of.par_chunks_mut((g.oh * g.ow).max(1)).enumerate().for_each(|(p, o)| {
         let plane = &xf[p * g.h * g.w..][..g.h * g.w];
         for oy in 0..g.oh {
+            let rows = pool_count(code, oy, g.kh, g.stride[0], [g.padding[0], g.pad_end[0]], g.h);
             for ox in 0..g.ow {
                 let taps = (0..g.kh).flat_map(|ky| (0..g.kw).map(move |kx| (ky, kx))).filter_map(|(ky, kx)| {
                     let iy = input_index(oy, ky, g.stride[0], 1, g.padding[0], g.h)?;
                     let ix = input_index(ox, kx, g.stride[1], 1, g.padding[1], g.w)?;
                     Some(plane[iy * g.w + ix])
                 });
-                o[oy * g.ow + ox] = match kind {
-                    PoolKind::Max => taps.fold(f32::NEG_INFINITY, |m, v| if m.is_nan() || v.is_nan() { f32::NAN } else { m.max(v) }),
-                    PoolKind::Avg => taps.sum::<f32>() / window,
+                o[oy * g.ow + ox] = if code == 0 {
+                    taps.fold(f32::NEG_INFINITY, |m, v| if m.is_nan() || v.is_nan() { f32::NAN } else { m.max(v) })
+                } else {
+                    let cols = pool_count(code, ox, g.kw, g.stride[1], [g.padding[1], g.pad_end[1]], g.w);
+                    taps.sum::<f32>() / (rows * cols) as f32
                 };
             }
         }

@@ -24,6 +24,8 @@ cuda_params! {
         ow: u64,
         stride: [u64; 2],
         pad: [u64; 2],
+        /// Padding after the last row and column (pooling; a convolution's is `pad`).
+        pad_end: [u64; 2],
         dilation: [u64; 2],
         groups: u64,
     }
@@ -35,7 +37,7 @@ impl ConvParams {
         let sizes = [g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow].map(|v| v as u64);
         let pair = |p: [usize; 2]| p.map(|v| v as u64);
         let [n, c, h, w, o, kh, kw, oh, ow] = sizes;
-        ConvParams { n, c, h, w, o, kh, kw, oh, ow, stride: pair(g.stride), pad: pair(g.padding), dilation: pair(g.dilation), groups: g.groups as u64 }
+        ConvParams { n, c, h, w, o, kh, kw, oh, ow, stride: pair(g.stride), pad: pair(g.padding), pad_end: pair(g.pad_end), dilation: pair(g.dilation), groups: g.groups as u64 }
     }
 }
 
@@ -57,7 +59,7 @@ pub(super) fn conv2d(op: &Conv2d<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
 pub(super) fn pool2d(op: &Pool2d<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, out) = (op.x, op.out);
     let n = out.layout.numel();
-    let defines = vec![("POOL", (op.kind as u32).to_string()), index_type(n.max(x.layout.numel()))];
+    let defines = vec![("POOL", op.code().to_string()), index_type(n.max(x.layout.numel()))];
     let f = dev.program(builtin(&SOURCE, "pool2d_main", defines))?;
     q.launch(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &ConvParams::new(&op.geometry), &[x.buf, out.buf])
 }
@@ -71,7 +73,7 @@ pub(super) fn builtins() -> Vec<Builtin> {
             let act = ("ACT", if on { "12" } else { "0" }.to_string());
             all.push(builtin(&SOURCE, "conv2d_main", vec![("HAS_BIAS", u32::from(on).to_string()), act, idx.clone()]));
         }
-        for pool in 0..2 {
+        for pool in 0..3 {
             all.push(builtin(&SOURCE, "pool2d_main", vec![("POOL", pool.to_string()), idx.clone()]));
         }
     }

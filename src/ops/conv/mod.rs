@@ -31,8 +31,10 @@ pub struct Conv2dGeometry {
     pub ow: usize,
     /// Stride (rows, columns).
     pub stride: [usize; 2],
-    /// Zero padding on each side (rows, columns).
+    /// Zero padding before the first row and column (top, left).
     pub padding: [usize; 2],
+    /// Padding after the last row and column (bottom, right): `padding` for convolutions.
+    pub pad_end: [usize; 2],
     /// Kernel dilation (rows, columns).
     pub dilation: [usize; 2],
     /// Channel groups (pooling: `c`, each channel on its own).
@@ -118,7 +120,22 @@ fn conv2d_f32(queue: &Queue, x: &Tensor, weight: &Tensor, p: Conv2dParams<'_>) -
         None => None,
     };
     crate::base::layout::checked_numel("conv2d", &[n, o, oh, ow])?;
-    let geometry = Conv2dGeometry { n, c, h, w, o, kh, kw, oh, ow, stride: p.stride, padding: p.padding, dilation: p.dilation, groups };
+    let geometry = Conv2dGeometry {
+        n,
+        c,
+        h,
+        w,
+        o,
+        kh,
+        kw,
+        oh,
+        ow,
+        stride: p.stride,
+        padding: p.padding,
+        pad_end: p.padding,
+        dilation: p.dilation,
+        groups,
+    };
     let (x, weight) = (x.contiguous_on(queue)?, weight.contiguous_on(queue)?);
     let out = Tensor::uninit(queue, &[n, o, oh, ow], DType::F32)?;
     if out.numel() > 0 {
@@ -133,11 +150,13 @@ fn conv2d_f32(queue: &Queue, x: &Tensor, weight: &Tensor, p: Conv2dParams<'_>) -
 pub enum PoolKind {
     /// Largest value of the window (padding never wins; NaN propagates).
     Max = 0,
-    /// Mean of the window, padding counted as zeros (PyTorch's default `count_include_pad`).
+    /// Mean of the window: over the taps within the input, or with
+    /// [`PoolOptions::count_include_pad`] over the window within the padded input.
     Avg = 1,
 }
 
-/// Options of [`pool2d`].
+/// Options of [`pool2d`]: a symmetric padding, and an average that counts the padding
+/// (PyTorch's default). [`PoolOptions`] has every ONNX option.
 #[derive(Debug, Clone, Copy)]
 pub struct Pool2dParams {
     /// Window (rows, columns).
@@ -148,13 +167,111 @@ pub struct Pool2dParams {
     pub padding: [usize; 2],
 }
 
-/// Max or average pooling of `x: [n, c, h, w]`, giving `[n, c, oh, ow]`.
+/// Options of [`pool2d_with`], as ONNX's MaxPool and AveragePool attributes for two spatial
+/// axes. [`PoolOptions::new`] gives stride = window, no padding, floor rounding, and an
+/// average over the taps within the input (ONNX's defaults).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolOptions {
+    /// Window (rows, columns), each >= 1.
+    pub kernel: [usize; 2],
+    /// Stride (rows, columns), each >= 1.
+    pub stride: [usize; 2],
+    /// Padding `[top, left, bottom, right]` (ONNX's `pads` order), each at most half the
+    /// window along its axis.
+    pub padding: [usize; 4],
+    /// Average pooling: divide by the window's taps within the padded input (ONNX's
+    /// `count_include_pad = 1`, PyTorch's default) instead of those within the input alone.
+    pub count_include_pad: bool,
+    /// Round the output extents up (ONNX's and PyTorch's `ceil_mode`): a last, partial window
+    /// is kept when it starts within the input or its top / left padding.
+    pub ceil_mode: bool,
+}
+
+impl PoolOptions {
+    /// Windows of `kernel`, stride = window, no padding, floor rounding.
+    pub fn new(kernel: [usize; 2]) -> Self {
+        PoolOptions {
+            kernel,
+            stride: kernel,
+            padding: [0; 4],
+            count_include_pad: false,
+            ceil_mode: false,
+        }
+    }
+}
+
+impl From<Pool2dParams> for PoolOptions {
+    fn from(p: Pool2dParams) -> Self {
+        let [y, x] = p.padding;
+        PoolOptions {
+            kernel: p.kernel,
+            stride: p.stride.unwrap_or(p.kernel),
+            padding: [y, x, y, x],
+            count_include_pad: true,
+            ceil_mode: false,
+        }
+    }
+}
+
+/// Max or average pooling of `x: [n, c, h, w]`, giving `[n, c, oh, ow]`, with a symmetric
+/// padding counted in averages (see [`pool2d_with`] for every option).
 pub fn pool2d(queue: &Queue, kind: PoolKind, x: &Tensor, p: Pool2dParams) -> Result<Tensor> {
+    pool2d_with(queue, kind, x, p.into())
+}
+
+/// Max or average pooling of `x: [n, c, h, w]` with ONNX's options, giving `[n, c, oh, ow]`:
+/// along each axis `(h + top + bottom - kh) / stride + 1` windows, rounded down, or up with
+/// `ceil_mode` (then a window that would start past the input and its top padding is
+/// dropped).
+pub fn pool2d_with(queue: &Queue, kind: PoolKind, x: &Tensor, p: PoolOptions) -> Result<Tensor> {
     let lift = Lift::of("pool2d", &[x])?;
     lift.down(queue, pool2d_f32(queue, kind, &lift.up(queue, x)?, p)?)
 }
 
-fn pool2d_f32(queue: &Queue, kind: PoolKind, x: &Tensor, p: Pool2dParams) -> Result<Tensor> {
+/// The output extent of one pooled axis of `input` (see [`pool2d_with`]).
+fn pool_extent(
+    op: &'static str,
+    axis: &str,
+    input: usize,
+    [kernel, stride]: [usize; 2],
+    [before, after]: [usize; 2],
+    ceil: bool,
+) -> Result<usize> {
+    if kernel == 0 || stride == 0 {
+        return Err(Error::Invalid(format!(
+            "{op}: {axis} kernel {kernel}, stride {stride}: expected each >= 1"
+        )));
+    }
+    for (side, pad) in [("before", before), ("after", after)] {
+        if pad > kernel / 2 {
+            return Err(Error::Invalid(format!(
+                "{op}: {axis} padding {pad} {side} the input for a window of {kernel}: \
+                 expected at most half the window"
+            )));
+        }
+    }
+    // The pads are at most half the window, so this cannot overflow unless `input` does.
+    let padded = input.checked_add(before + after).ok_or_else(|| {
+        Error::shape(op, format!("{axis}: the padded input {input} overflows"))
+    })?;
+    if kernel > padded {
+        return Err(Error::shape(
+            op,
+            format!(
+                "{axis}: the kernel spans {kernel} but the padded input is {padded}: \
+                 expected a kernel that fits"
+            ),
+        ));
+    }
+    let span = padded - kernel;
+    let mut extent = if ceil { span.div_ceil(stride) } else { span / stride } + 1;
+    if ceil && (extent - 1) * stride >= input + before {
+        extent -= 1;
+    }
+    Ok(extent)
+}
+
+fn pool2d_f32(queue: &Queue, kind: PoolKind, x: &Tensor, p: PoolOptions) -> Result<Tensor> {
     let op = match kind {
         PoolKind::Max => "max_pool2d",
         PoolKind::Avg => "avg_pool2d",
@@ -164,21 +281,34 @@ fn pool2d_f32(queue: &Queue, kind: PoolKind, x: &Tensor, p: Pool2dParams) -> Res
     if xs.len() != 4 {
         return Err(Error::shape(op, format!("got x {xs:?}: expected [n, c, h, w]")));
     }
-    let stride = p.stride.unwrap_or(p.kernel);
-    for (axis, k, pad) in [("height", p.kernel[0], p.padding[0]), ("width", p.kernel[1], p.padding[1])] {
-        if pad > k / 2 {
-            return Err(Error::Invalid(format!("{op}: {axis} padding {pad} for a window of {k}: expected at most half the window")));
-        }
-    }
     let (n, c, h, w) = (xs[0], xs[1], xs[2], xs[3]);
-    let oh = out_extent(op, "height", h, p.kernel[0], stride[0], p.padding[0], 1)?;
-    let ow = out_extent(op, "width", w, p.kernel[1], stride[1], p.padding[1], 1)?;
+    let [top, left, bottom, right] = p.padding;
+    let rows = [p.kernel[0], p.stride[0]];
+    let oh = pool_extent(op, "height", h, rows, [top, bottom], p.ceil_mode)?;
+    let ow = pool_extent(op, "width", w, [p.kernel[1], p.stride[1]], [left, right], p.ceil_mode)?;
     crate::base::layout::checked_numel(op, &[n, c, oh, ow])?;
-    let geometry = Conv2dGeometry { n, c, h, w, o: c, kh: p.kernel[0], kw: p.kernel[1], oh, ow, stride, padding: p.padding, dilation: [1, 1], groups: c };
+    let geometry = Conv2dGeometry {
+        n,
+        c,
+        h,
+        w,
+        o: c,
+        kh: p.kernel[0],
+        kw: p.kernel[1],
+        oh,
+        ow,
+        stride: p.stride,
+        padding: [top, left],
+        pad_end: [bottom, right],
+        dilation: [1, 1],
+        groups: c,
+    };
     let x = x.contiguous_on(queue)?;
     let out = Tensor::uninit(queue, &[n, c, oh, ow], DType::F32)?;
     if out.numel() > 0 {
-        launch(queue, &Pool2d { kind, x: x.operand(), out: out.operand(), geometry }, None)?;
+        let count_include_pad = p.count_include_pad;
+        let pool = Pool2d { kind, count_include_pad, x: x.operand(), out: out.operand(), geometry };
+        launch(queue, &pool, None)?;
     }
     Ok(out)
 }
@@ -213,6 +343,8 @@ impl Launch for Conv2d<'_> {
 /// Max or average pooling of a contiguous `x` into a contiguous `out`.
 pub(crate) struct Pool2d<'a> {
     pub kind: PoolKind,
+    /// Average pooling: divide by the window within the padded input, not the input alone.
+    pub count_include_pad: bool,
     pub x: Operand<'a>,
     pub out: Operand<'a>,
     pub geometry: Conv2dGeometry,
@@ -232,6 +364,18 @@ impl Launch for Pool2d<'_> {
     backends!(pool2d);
 }
 
+impl Pool2d<'_> {
+    /// The kernels' `POOL`: 0 max, 1 average over the window within the padded input, 2
+    /// average over the taps within the input.
+    pub(crate) fn code(&self) -> u32 {
+        match (self.kind, self.count_include_pad) {
+            (PoolKind::Max, _) => 0,
+            (PoolKind::Avg, true) => 1,
+            (PoolKind::Avg, false) => 2,
+        }
+    }
+}
+
 
 /// The conv ops as methods, recorded on the device's default queue.
 impl Tensor {
@@ -242,5 +386,9 @@ impl Tensor {
     /// 2-D max or average pooling (see [`super::conv::pool2d`]).
     pub fn pool2d(&self, kind: PoolKind, params: Pool2dParams) -> Result<Tensor> {
         pool2d(&self.device().queue(), kind, self, params)
+    }
+    /// 2-D max or average pooling with ONNX's options (see [`super::conv::pool2d_with`]).
+    pub fn pool2d_with(&self, kind: PoolKind, options: PoolOptions) -> Result<Tensor> {
+        pool2d_with(&self.device().queue(), kind, self, options)
     }
 }

@@ -29,6 +29,9 @@ wgsl_params! {
         stride_x: u32,
         pad_y: u32,
         pad_x: u32,
+        /// Padding after the last row and column (pooling; a convolution's is `pad`).
+        pad_end_y: u32,
+        pad_end_x: u32,
         dilation_y: u32,
         dilation_x: u32,
         groups: u32,
@@ -71,7 +74,7 @@ pub(super) fn pool2d(op: &Pool2d<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
     let (x, out, g) = (op.x, op.out, &op.geometry);
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
-    let pipeline = dev.pipeline(builtin(&SOURCE, "pool2d_main", vec![("POOL", op.kind as u32)]));
+    let pipeline = dev.pipeline(builtin(&SOURCE, "pool2d_main", vec![("POOL", op.code())]));
     let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
     let params = params(g, [x.layout.offset, 0, 0, out.layout.offset])?;
     let taps = split::conv_taps(dev.max_loop_iterations, 1, g.kh, g.kw);
@@ -95,6 +98,8 @@ fn params(g: &Conv2dGeometry, offsets: [usize; 4]) -> Result<ConvWords> {
         stride_x: v(g.stride[1])?,
         pad_y: v(g.padding[0])?,
         pad_x: v(g.padding[1])?,
+        pad_end_y: v(g.pad_end[0])?,
+        pad_end_x: v(g.pad_end[1])?,
         dilation_y: v(g.dilation[0])?,
         dilation_x: v(g.dilation[1])?,
         groups: v(g.groups)?,
@@ -160,7 +165,7 @@ mod on_the_cpu_executor {
             let (weight, bias) = (Tensor::from_slice(&d, &wv, &[o, c / groups, 3, 3]).unwrap(), Tensor::from_slice(&d, &bv, &[o]).unwrap());
             let p = Conv2dParams { bias: Some(&bias), stride: [1, 1], padding: [1, 1], dilation: [1, 1], groups, act: Some(UnaryOp::Relu) };
             let want = x.conv2d(&weight, p).unwrap().to_vec_blocking::<f32>().unwrap();
-            let g = Conv2dGeometry { n: 1, c, h, w, o, kh: 3, kw: 3, oh: h, ow: w, stride: [1, 1], padding: [1, 1], dilation: [1, 1], groups };
+            let g = Conv2dGeometry { n: 1, c, h, w, o, kh: 3, kw: 3, oh: h, ow: w, stride: [1, 1], padding: [1, 1], pad_end: [1, 1], dilation: [1, 1], groups };
             let mut words = params(&g, [0; 4]).unwrap();
             (words.ci, words.ky, words.kx, words.flags) = ([0, (c / groups) as u32], [0, 3], [0, 3], split::flags(0, 1));
             let ocb = if (o / groups) % 4 == 0 { 4 } else { 1 };
@@ -173,7 +178,7 @@ mod on_the_cpu_executor {
         }
         for kind in [PoolKind::Max, PoolKind::Avg] {
             let want = x.pool2d(kind, Pool2dParams { kernel: [2, 2], stride: None, padding: [0, 0] }).unwrap().to_vec_blocking::<f32>().unwrap();
-            let g = Conv2dGeometry { n: 1, c, h, w, o: c, kh: 2, kw: 2, oh: h / 2, ow: w / 2, stride: [2, 2], padding: [0, 0], dilation: [1, 1], groups: c };
+            let g = Conv2dGeometry { n: 1, c, h, w, o: c, kh: 2, kw: 2, oh: h / 2, ow: w / 2, stride: [2, 2], padding: [0, 0], pad_end: [0, 0], dilation: [1, 1], groups: c };
             let mut words = params(&g, [0; 4]).unwrap();
             (words.ci, words.ky, words.kx, words.flags) = ([0, 1], [0, 2], [0, 2], split::flags(0, 1));
             let source = with_overrides(builtin(&SOURCE, "pool2d_main", vec![]).full_source(), &[("POOL", kind as u32)]);

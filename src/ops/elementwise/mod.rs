@@ -1,9 +1,11 @@
 //! Elementwise ops: unary math and activations, binary arithmetic with numpy broadcasting,
-//! and binary ops fused with an activation.
+//! binary ops fused with an activation, and binary ops with a number operand and the
+//! `std::ops` operators (`scalar.rs`).
 
 use num_traits::Float;
 
 backend_modules!();
+mod scalar;
 
 use super::cost::OpCost;
 use super::{backends, launch, native_f16, Launch, Lift, Operand};

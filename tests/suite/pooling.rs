@@ -1,0 +1,158 @@
+//! Max and average pooling with a window, stride and padding per axis (ONNX's MaxPool and
+//! AveragePool: `[top, left, bottom, right]` pads, `count_include_pad`, `ceil_mode`) on every
+//! device against an f64 reference, on odd shapes with poisoned outputs.
+
+use unicompute::ops::{Pool2dParams, PoolKind, PoolOptions};
+
+use crate::common::{assert_close, devices, expect_err, name, random, read, tensor};
+
+/// Output extent of one axis, as ONNX and PyTorch define it.
+fn extent(input: usize, k: usize, s: usize, before: usize, after: usize, ceil: bool) -> usize {
+    let span = input + before + after - k;
+    let e = if ceil { span.div_ceil(s) } else { span / s } + 1;
+    if ceil && (e - 1) * s >= input + before {
+        e - 1
+    } else {
+        e
+    }
+}
+
+/// Pooling of `x: [n, c, h, w]` in f64, and the output shape.
+fn reference(x: &[f32], xs: [usize; 4], kind: PoolKind, p: &PoolOptions) -> (Vec<f64>, Vec<usize>) {
+    let [n, c, h, w] = xs;
+    let [top, left, bottom, right] = p.padding;
+    let ([kh, kw], [sy, sx]) = (p.kernel, p.stride);
+    let oh = extent(h, kh, sy, top, bottom, p.ceil_mode);
+    let ow = extent(w, kw, sx, left, right, p.ceil_mode);
+    let mut out = Vec::new();
+    for plane in 0..n * c {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                let (y0, x0) = (
+                    (oy * sy) as isize - top as isize,
+                    (ox * sx) as isize - left as isize,
+                );
+                let mut taps = Vec::new();
+                for iy in y0..y0 + kh as isize {
+                    for ix in x0..x0 + kw as isize {
+                        if (0..h as isize).contains(&iy) && (0..w as isize).contains(&ix) {
+                            taps.push(f64::from(x[plane * h * w + iy as usize * w + ix as usize]));
+                        }
+                    }
+                }
+                out.push(match kind {
+                    PoolKind::Max if taps.iter().any(|v| v.is_nan()) => f64::NAN,
+                    PoolKind::Max => taps.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+                    PoolKind::Avg => {
+                        let divisor = if p.count_include_pad {
+                            let rows = (y0 + kh as isize).min((h + bottom) as isize) - y0;
+                            let cols = (x0 + kw as isize).min((w + right) as isize) - x0;
+                            (rows * cols) as f64
+                        } else {
+                            taps.len() as f64
+                        };
+                        taps.iter().sum::<f64>() / divisor
+                    }
+                });
+            }
+        }
+    }
+    (out, vec![n, c, oh, ow])
+}
+
+fn options(kernel: [usize; 2], stride: [usize; 2], padding: [usize; 4]) -> PoolOptions {
+    PoolOptions {
+        stride,
+        padding,
+        ..PoolOptions::new(kernel)
+    }
+}
+
+#[test]
+fn windows_strides_and_pads_per_axis_match_the_reference() {
+    let cases: &[([usize; 4], PoolOptions)] = &[
+        ([2, 3, 7, 9], options([3, 2], [2, 3], [1, 0, 1, 1])),
+        ([1, 5, 11, 6], options([2, 3], [1, 2], [0, 1, 1, 0])),
+        ([3, 2, 5, 5], options([5, 5], [1, 1], [2, 2, 2, 2])),
+        ([1, 1, 13, 4], options([4, 1], [3, 1], [2, 0, 1, 0])),
+        ([1, 2, 45, 50], options([31, 29], [7, 5], [15, 14, 3, 9])),
+    ];
+    for d in devices() {
+        for (c, (xs, base)) in cases.iter().enumerate() {
+            let mut x = random(2900 + c as u64, xs.iter().product(), -3.0, 3.0);
+            let at = c * 7 % x.len();
+            x[at] = f32::NAN;
+            let xt = tensor(d, &x, xs);
+            for kind in [PoolKind::Max, PoolKind::Avg] {
+                for (include, ceil) in [(false, false), (true, false), (false, true), (true, true)]
+                {
+                    let p = PoolOptions {
+                        count_include_pad: include,
+                        ceil_mode: ceil,
+                        ..*base
+                    };
+                    let (want, shape) = reference(&x, *xs, kind, &p);
+                    let got = xt.pool2d_with(kind, p).unwrap();
+                    assert_eq!(got.shape(), &shape[..], "{kind:?} {p:?} on {}", name(d));
+                    let what = format!("{kind:?} {p:?} of {xs:?} on {}", name(d));
+                    assert_close(&read(&got), &want, 1e-5, 1e-6, &what);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_old_symmetric_parameters_count_the_padding() {
+    for d in devices() {
+        let xs = [2, 3, 7, 8];
+        let x = random(2950, xs.iter().product(), -2.0, 2.0);
+        let xt = tensor(d, &x, &xs);
+        let old = Pool2dParams {
+            kernel: [3, 2],
+            stride: Some([2, 3]),
+            padding: [1, 1],
+        };
+        let p = PoolOptions {
+            count_include_pad: true,
+            ..options([3, 2], [2, 3], [1, 1, 1, 1])
+        };
+        for kind in [PoolKind::Max, PoolKind::Avg] {
+            let (want, _) = reference(&x, xs, kind, &p);
+            let got = read(&xt.pool2d(kind, old).unwrap());
+            assert_close(&got, &want, 1e-5, 1e-6, &format!("{kind:?} on {}", name(d)));
+        }
+    }
+}
+
+#[test]
+fn bad_geometries_are_errors() {
+    for d in devices() {
+        let x = tensor(d, &[1.0; 2 * 5 * 6], &[1, 2, 5, 6]);
+        let pool = |p: PoolOptions| x.pool2d_with(PoolKind::Avg, p);
+        expect_err(
+            pool(options([3, 3], [1, 1], [0, 0, 2, 0])),
+            "INVALID",
+            &["padding 2", "half"],
+            d,
+        );
+        expect_err(
+            pool(options([0, 3], [1, 1], [0; 4])),
+            "INVALID",
+            &["kernel 0"],
+            d,
+        );
+        expect_err(
+            pool(options([2, 2], [1, 0], [0; 4])),
+            "INVALID",
+            &["stride 0"],
+            d,
+        );
+        expect_err(
+            pool(options([2, 7], [1, 1], [0; 4])),
+            "SHAPE",
+            &["spans 7"],
+            d,
+        );
+    }
+}
