@@ -14,6 +14,8 @@ struct Family {
     ops: Vec<&'static str>,
     /// The dtypes every backend takes (16-bit floats computed in f32).
     dtypes: &'static [DType],
+    /// Whether i64 needs `shader-int64` on webgpu (arithmetic does; moving data does not).
+    int64_math: bool,
 }
 
 /// The float dtypes: f16 and bf16 stored in 16 bits and computed in f32.
@@ -31,32 +33,74 @@ const NUMBERS: &[DType] = &[
 /// The families of the op tables.
 fn families() -> Vec<Family> {
     vec![
-        Family {
-            name: "unary",
-            ops: UnaryOp::ALL.map(UnaryOp::name).to_vec(),
-            dtypes: FLOATS,
-        },
-        Family {
-            name: "binary",
-            ops: BinaryOp::ALL.map(BinaryOp::name).to_vec(),
-            dtypes: NUMBERS,
-        },
-        Family {
-            name: "reduce",
-            ops: ReduceOp::ALL.map(ReduceOp::name).to_vec(),
-            dtypes: NUMBERS,
-        },
+        family(
+            "unary",
+            UnaryOp::ALL.map(UnaryOp::name).to_vec(),
+            FLOATS,
+            true,
+        ),
+        family(
+            "binary",
+            BinaryOp::ALL.map(BinaryOp::name).to_vec(),
+            NUMBERS,
+            true,
+        ),
+        family(
+            "reduce",
+            ReduceOp::ALL.map(ReduceOp::name).to_vec(),
+            NUMBERS,
+            true,
+        ),
+        family("scan", vec!["argmin", "cumsum"], NUMBERS, true),
+        family("softmax", vec!["softmax", "log_softmax"], FLOATS, true),
+        family("norm", vec!["layer_norm", "rms_norm"], FLOATS, true),
+        family("matmul", vec!["matmul", "linear"], FLOATS, true),
+        family("attention", vec!["attention"], FLOATS, true),
+        family(
+            "conv",
+            vec!["conv2d", "max_pool2d", "avg_pool2d"],
+            FLOATS,
+            true,
+        ),
+        family(
+            "constructors",
+            vec!["full", "arange", "random_uniform"],
+            NUMBERS,
+            false,
+        ),
+        family(
+            "data movement",
+            vec!["contiguous", "concat", "flip", "gather", "where"],
+            NUMBERS,
+            false,
+        ),
+        family("cast", vec!["cast"], NUMBERS, true),
     ]
+}
+
+/// A row of the matrix.
+fn family(
+    name: &'static str,
+    ops: Vec<&'static str>,
+    dtypes: &'static [DType],
+    int64_math: bool,
+) -> Family {
+    Family {
+        name,
+        ops,
+        dtypes,
+        int64_math,
+    }
 }
 
 /// The dtypes of `family` on `backend`, as the matrix writes them: i64 on webgpu only where
 /// the adapter has `shader-int64` (browsers have not).
-fn cell(dtypes: &[DType], backend: BackendKind) -> String {
+fn cell(family: &Family, backend: BackendKind) -> String {
     let name = |d: &DType| match (d, backend) {
-        (DType::I64, BackendKind::WebGpu) => "i64¹".to_string(),
+        (DType::I64, BackendKind::WebGpu) if family.int64_math => "i64¹".to_string(),
         _ => d.to_string(),
     };
-    dtypes.iter().map(name).collect::<Vec<_>>().join(" ")
+    family.dtypes.iter().map(name).collect::<Vec<_>>().join(" ")
 }
 
 /// The support matrix as a Markdown table (op family × backend × dtype), with its notes:
@@ -71,7 +115,7 @@ pub fn support_matrix() -> String {
     );
     for f in families() {
         let ops: Vec<String> = f.ops.iter().map(|op| format!("`{op}`")).collect();
-        let cells: Vec<String> = backends.iter().map(|&b| cell(f.dtypes, b)).collect();
+        let cells: Vec<String> = backends.iter().map(|&b| cell(&f, b)).collect();
         text += &format!(
             "| {} | {} | {} |\n",
             f.name,

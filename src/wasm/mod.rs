@@ -6,8 +6,8 @@
 mod device;
 mod error;
 mod gpu;
-mod ops;
 mod make;
+mod ops;
 mod options;
 mod profile;
 mod tensor;

@@ -255,6 +255,9 @@ macro_rules! unary_enum {
 
         /// The TypeScript union of the unary ops' names.
         #[cfg(target_arch = "wasm32")]
+        // Read by wasm-bindgen's `typescript_custom_section` (src/wasm/ops.rs), a use rustc
+        // does not see.
+        #[allow(dead_code)]
         pub(crate) const UNARY_TS: &str = concat!(
             "/** A unary op's name (also an activation fused into an op). */\n",
             "export type UnaryName =", $(" | '", stringify!($name), "'",)* ";\n"
@@ -314,6 +317,9 @@ macro_rules! binary_enum {
 
         /// The TypeScript union of the binary ops' names.
         #[cfg(target_arch = "wasm32")]
+        // Read by wasm-bindgen's `typescript_custom_section` (src/wasm/ops.rs), a use rustc
+        // does not see.
+        #[allow(dead_code)]
         pub(crate) const BINARY_TS: &str = concat!(
             "/** A binary op's name. */\n",
             "export type BinaryName =", $(" | '", $name, "'",)* ";\n"
@@ -336,12 +342,14 @@ macro_rules! unary_wgsl {
 pub(crate) use unary_wgsl;
 
 /// The CUDA `UNARY_CASES`, the `case` arms of `unary_op<op>(v)` in `activation.cuh`.
+#[cfg(cuda_backend)]
 macro_rules! unary_cuda {
     ([] $([$($doc:literal)*] $v:ident $code:literal $name:ident $js:literal
         [$($reference:tt)*] [$($cpu:tt)*] $wgsl:literal $cuda:literal)*) => {
         concat!("#define UNARY_CASES ", $("case ", $code, ": return ", $cuda, "; ",)* "\n")
     };
 }
+#[cfg(cuda_backend)]
 pub(crate) use unary_cuda;
 
 /// The WGSL `binary_op(op, a, b)` (f32) and `int_op(op, a, b)` (`VAL`) of [`binary_ops`].
@@ -362,6 +370,7 @@ pub(crate) use binary_wgsl;
 
 /// The CUDA `BINARY_CASES` and `INT_CASES`, the `case` arms of `binary_op<op>(a, b)` and
 /// `int_op<op>(a, b)` in `elementwise.cu`.
+#[cfg(cuda_backend)]
 macro_rules! binary_cuda {
     ([] $([$($doc:literal)*] $v:ident $code:literal $name:literal [$($reference:tt)*]
         [$($integer:tt)*] $wgsl:literal $wgsl_int:literal $cuda:literal $cuda_int:literal)*) => {
@@ -371,4 +380,5 @@ macro_rules! binary_cuda {
         )
     };
 }
+#[cfg(cuda_backend)]
 pub(crate) use binary_cuda;

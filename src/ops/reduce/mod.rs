@@ -45,6 +45,9 @@ macro_rules! reduce_ops {
         const REDUCE_CUDA: &str = concat!($("#define OP_", stringify!($v), " ", $code, "\n",)*);
         /// The TypeScript union of the reductions' names.
         #[cfg(target_arch = "wasm32")]
+        // Read by wasm-bindgen's `typescript_custom_section` (src/wasm/ops.rs), a use rustc
+        // does not see.
+        #[allow(dead_code)]
         pub(crate) const REDUCE_TS: &str = concat!(
             "/** A reduction's name. */\n",
             "export type ReduceName =", $(" | '", $name, "'",)* ";\n"
