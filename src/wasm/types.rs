@@ -7,7 +7,7 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &str = r#"
 /** The stable kind of an error (`error.code`). */
-export type ErrorCode = 'NO_DEVICE' | 'UNSUPPORTED' | 'SHAPE' | 'DTYPE' | 'OUT_OF_RANGE' | 'LIMIT' | 'SHADER' | 'LAUNCH' | 'DEVICE_MISMATCH' | 'DEVICE' | 'DEVICE_LOST' | 'INVALID';
+export type ErrorCode = 'NO_DEVICE' | 'UNSUPPORTED' | 'SHAPE' | 'DTYPE' | 'OUT_OF_RANGE' | 'LIMIT' | 'SHADER' | 'LAUNCH' | 'DEVICE_MISMATCH' | 'DEVICE' | 'DEVICE_LOST' | 'INVALID' | 'INTERNAL';
 /** What every rejection and throw of the API is: a message saying what was wrong and what was expected. */
 export interface UnicomputeError extends Error {
   code: ErrorCode;
