@@ -5,7 +5,7 @@
 
 // The bench harness lives with the CLI (`unicompute bench`); this target compiles it too.
 #[allow(unused)]
-#[path = "../src/bin/unicompute/bench.rs"]
+#[path = "../cli/src/bench.rs"]
 mod bench;
 
 use bench::BenchConfig;

@@ -66,7 +66,7 @@ export async function adopt(gpuDevice, open) {
   }
   if (device.gpuDevice !== gpuDevice) {
     device.free();
-    throw Object.assign(new Error("init: gpuDevice: the library opened another device than the page's (wgpu's WebGPU backend changed how it opens)"), { code: 'DEVICE' });
+    throw Object.assign(new Error("init: gpuDevice: the library opened another device than the page's (wgpu's WebGPU backend changed how it opens)"), { code: 'INTERNAL' });
   }
   return device;
 }

@@ -7,7 +7,7 @@
 #   - benches/peers/torch_reference.py, PyTorch's side of the table;
 #   - .gpu/run.sh, which runs everything in order, each step under its own time limit, and
 #     writes logs and results under $OUT (or .gpu/out) as it goes.
-# tests/cli.rs and tests/layers.rs stay here: they read this machine's target/ and src/.
+# cli/tests/cli.rs and tests/layers.rs stay here: they read this machine's target/ and src/.
 #
 #   scripts/gpu-bundle.sh                  # build and pack (9 MiB in all)
 #   DRY=1 .gpu/run.sh                      # rehearse here: small sizes, CUDA not required

@@ -98,7 +98,7 @@ for example in examples/*.rs; do
     cargo run --quiet --release --example "$(basename "$example" .rs)"
 done
 echo "== the build without the cuda feature"
-cargo check --release --quiet --no-default-features --features webgpu,cli
+cargo check --release --quiet --no-default-features --features webgpu
 echo "== the browser suite (headless Chromium)"
 rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || true
 WASM_BINDGEN=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/^version = "\(.*\)"/\1/p')

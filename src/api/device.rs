@@ -110,7 +110,7 @@ impl Device {
     pub async fn tune(&self, problem: Problem) -> Result<TuneResult> {
         let op = problem.op().name();
         let tunable = crate::ops::tunable(op)
-            .ok_or_else(|| Error::Device(format!("internal: no tunable op `{op}`")))?;
+            .ok_or_else(|| Error::Internal(format!("no tunable op `{op}`")))?;
         dispatch::tune(self, tunable, problem).await
     }
 

@@ -87,6 +87,11 @@ pub enum Error {
     /// An invalid argument that fits none of the categories above.
     #[error("invalid argument: {0}")]
     Invalid(String),
+    /// A bug in unicompute: a state its own code should never reach (a lost loop in the CPU
+    /// WGSL executor, a built-in kernel that does not compile). Nothing the caller passed was
+    /// wrong; please report it with the message.
+    #[error("internal error (a unicompute bug, please report it): {0}")]
+    Internal(String),
 }
 
 impl Error {
@@ -106,6 +111,7 @@ impl Error {
             Error::DeviceLost(_) => "DEVICE_LOST",
             Error::Invalid(_) => "INVALID",
             Error::Model(_) => "MODEL",
+            Error::Internal(_) => "INTERNAL",
         }
     }
 
@@ -114,5 +120,78 @@ impl Error {
             op,
             detail: detail.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One error of every kind.
+    fn one_of_each() -> Vec<Error> {
+        let text = || String::from("x");
+        vec![
+            Error::NoDevice(text()),
+            Error::Unsupported {
+                backend: BackendKind::Cpu,
+                what: text(),
+            },
+            Error::shape("op", text()),
+            Error::DType {
+                op: "op",
+                expected: text(),
+                got: text(),
+            },
+            Error::OutOfRange(text()),
+            Error::Limit {
+                what: text(),
+                value: 2,
+                limit: "max",
+                max: 1,
+            },
+            Error::Shader {
+                line: 1,
+                column: 1,
+                message: text(),
+                source_line: text(),
+            },
+            Error::Launch(text()),
+            Error::DeviceMismatch(text()),
+            Error::Device(text()),
+            Error::DeviceLost(text()),
+            Error::Invalid(text()),
+            Error::Internal(text()),
+        ]
+    }
+
+    /// Library bugs have a code of their own, and their message asks for a report.
+    #[test]
+    fn internal_errors_are_not_device_errors() {
+        let e = Error::Internal("lost a loop".into());
+        assert_eq!(e.code(), "INTERNAL");
+        assert_eq!(
+            e.to_string(),
+            "internal error (a unicompute bug, please report it): lost a loop"
+        );
+    }
+
+    /// Every code is distinct and is in the TypeScript `ErrorCode` union that JS callers
+    /// match on (src/wasm/types.rs, re-exported by the npm package's typings).
+    #[test]
+    fn every_code_is_distinct_and_typed_for_js() {
+        let types = include_str!("../wasm/types.rs");
+        let union = types
+            .lines()
+            .find(|l| l.starts_with("export type ErrorCode ="))
+            .expect("src/wasm/types.rs declares ErrorCode");
+        let codes: Vec<&str> = one_of_each().iter().map(Error::code).collect();
+        for (i, code) in codes.iter().enumerate() {
+            assert!(!codes[..i].contains(code), "{code} is used twice");
+            assert!(
+                union.contains(&format!("'{code}'")),
+                "{code} is missing from {union}"
+            );
+        }
+        assert_eq!(union.matches('\'').count(), 2 * codes.len(), "{union}");
     }
 }

@@ -164,7 +164,7 @@ async fn measure(
             let chosen = candidates
                 .into_iter()
                 .nth(c)
-                .ok_or_else(|| Error::Device("internal: lost a candidate".into()))?;
+                .ok_or_else(|| Error::Internal("lost a candidate".into()))?;
             let reason = format!("no hardware GPU; fastest on the probe ({probe_text}): {} (measured earlier, from the tune cache {})", times_text(&entry.times_us), cache.describe());
             let decision = Decision {
                 op: "backend".into(),

@@ -109,10 +109,7 @@ pub(super) fn tuned(
     {
         let e = pollster::block_on(tune_problem(device, tunable, problem))?;
         let v = find(&e.choice).ok_or_else(|| {
-            Error::Device(format!(
-                "internal: tuning chose `{}`, not a candidate",
-                e.choice
-            ))
+            Error::Internal(format!("tuning chose `{}`, not a candidate", e.choice))
         })?;
         Ok((
             v,

@@ -287,7 +287,7 @@ pub(crate) fn capture_refusal(what: &str) -> Error {
 }
 
 fn mismatch() -> Error {
-    Error::Device("internal: a queue was used with a device of another backend".into())
+    Error::Internal("a queue was used with a device of another backend".into())
 }
 
 impl BackendDevice {
@@ -318,7 +318,7 @@ impl BackendDevice {
 
     /// Fill the first `bytes` of `mem`, which no queued work uses, with `word` now.
     pub fn fill_now(&self, mem: &Memory, bytes: u64, word: u32) -> Result<()> {
-        on_pair!(self => BackendDevice, mem => Memory, |B, d, m| B::fill_now(d, m, bytes, word), else Err(Error::Device("internal: memory of another backend".into())))
+        on_pair!(self => BackendDevice, mem => Memory, |B, d, m| B::fill_now(d, m, bytes, word), else Err(Error::Internal("memory of another backend".into())))
     }
 
     /// Compile a user kernel; `None` if this backend does not run `language`.

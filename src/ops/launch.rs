@@ -114,8 +114,8 @@ fn on_backend(queue: &Queue, op: &dyn Launch, cx: &OpContext<'_>) -> Result<()> 
         (QueueImpl::Cpu(_), BackendDevice::Cpu(_)) => op.cpu(),
         (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => op.webgpu(q, d, cx),
         (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => op.cuda(q, d, cx),
-        _ => Err(Error::Device(
-            "internal: a queue was used with a device of another backend".into(),
+        _ => Err(Error::Internal(
+            "a queue was used with a device of another backend".into(),
         )),
     }
 }

@@ -170,7 +170,7 @@ impl<T: Element> Buffer<T> {
         let read = queue
             .read_js(&self.inner, self.byte_offset(), self.byte_len(), None)
             .await?;
-        read.ok_or_else(|| Error::Device("internal: a read into a new array returned none".into()))
+        read.ok_or_else(|| Error::Internal("a read into a new array returned none".into()))
     }
 
     /// Blocking twin of [`read`](Buffer::read) (not available in browsers).

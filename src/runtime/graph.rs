@@ -331,8 +331,8 @@ impl Queue {
         let value = record(self);
         let ended = ending.finish(value.is_ok());
         let value = value?;
-        let (imp, capture) = ended?
-            .ok_or_else(|| Error::Device("internal: a capture ended without its graph".into()))?;
+        let (imp, capture) =
+            ended?.ok_or_else(|| Error::Internal("a capture ended without its graph".into()))?;
         let blocks = capture.blocks;
         let dtype = capture.dtype.unwrap_or_else(|| "-".into());
         Ok((

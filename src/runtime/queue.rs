@@ -292,7 +292,7 @@ impl Queue {
             out = take.take().map(|f| f(m))
         })
         .await?;
-        out.ok_or_else(|| Error::Device("internal: a read lent its bytes to no one".into()))
+        out.ok_or_else(|| Error::Internal("a read lent its bytes to no one".into()))
     }
 
     /// [`read_extent`](Queue::read_extent) through one `dyn` function: every read of every

@@ -69,6 +69,6 @@ fn readme_support_matrix_is_generated() {
         &readme[start..start + stop],
         unicompute::ops::support_matrix(),
         "README.md's support matrix differs from the op tables: replace the lines between its \
-         support-matrix markers with the output of `cargo run --features cli -- ops`"
+         support-matrix markers with the output of `cargo run --release -- ops`"
     );
 }

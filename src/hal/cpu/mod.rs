@@ -114,8 +114,8 @@ pub(crate) fn info() -> DeviceInfo {
 fn memory(buf: &Arc<Block>) -> Result<&CpuMemory> {
     match buf.memory() {
         Memory::Cpu(m) => Ok(m),
-        _ => Err(Error::Device(
-            "internal: a non-cpu buffer reached the cpu backend".into(),
+        _ => Err(Error::Internal(
+            "a non-cpu buffer reached the cpu backend".into(),
         )),
     }
 }

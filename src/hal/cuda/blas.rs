@@ -170,7 +170,7 @@ pub(crate) fn matmul(
     let handle = *slot
         .as_ref()
         .map(|h| h.handle.handle())
-        .ok_or_else(|| Error::Device("internal: no cuBLAS handle".into()))?;
+        .ok_or_else(|| Error::Internal("no cuBLAS handle".into()))?;
     let (alpha, beta) = (1.0f32, 0.0f32);
     let (pa, pb, pc) = (
         address(a.0, a.1.offset)?,

@@ -344,8 +344,8 @@ impl CudaDevice {
                 backend: BackendKind::Cuda,
                 what: format!("built-in kernel `{}`: {why}", kernel.entry),
             },
-            CompileFailure::Source(log) => Error::Device(format!(
-                "internal: built-in kernel {} `{}` does not compile for {}: {log}",
+            CompileFailure::Source(log) => Error::Internal(format!(
+                "built-in kernel {} `{}` does not compile for {}: {log}",
                 kernel.name(),
                 kernel.entry,
                 self.arch

@@ -138,8 +138,8 @@ pub(crate) struct CudaQueue {
 pub(crate) fn device_memory(buf: &Arc<Block>) -> Result<&DeviceMemory> {
     match buf.memory() {
         Memory::Cuda(m) => Ok(m),
-        _ => Err(Error::Device(
-            "internal: a non-cuda buffer reached the cuda backend".into(),
+        _ => Err(Error::Internal(
+            "a non-cuda buffer reached the cuda backend".into(),
         )),
     }
 }
@@ -421,9 +421,9 @@ impl CudaQueue {
         for arg in args {
             match arg {
                 UserArg::Buffer { .. } => {
-                    let (p, bytes) = next_pointer.next().ok_or_else(|| {
-                        Error::Device("internal: pointer list out of step".into())
-                    })?;
+                    let (p, bytes) = next_pointer
+                        .next()
+                        .ok_or_else(|| Error::Internal("pointer list out of step".into()))?;
                     launch.arg(p);
                     if program.lengths {
                         launch.arg(bytes);

@@ -73,7 +73,7 @@ impl GpuGraph {
                     size,
                 } => {
                     let src = upload.clone().ok_or_else(|| {
-                        Error::Device("internal: a captured write without upload bytes".into())
+                        Error::Internal("a captured write without upload bytes".into())
                     })?;
                     steps.push(Step::Copy {
                         src,

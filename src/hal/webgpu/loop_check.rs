@@ -29,8 +29,7 @@ pub(crate) fn instrument(
     limit: u64,
     subgroups: bool,
 ) -> Result<Option<(String, LoopCheck)>> {
-    let internal =
-        |e: String| Error::Device(format!("internal: counting the loops of `{entry}`: {e}"));
+    let internal = |e: String| Error::Internal(format!("counting the loops of `{entry}`: {e}"));
     let text = crate::hal::wgsl_enables::for_naga(source);
     let mut module =
         naga::front::wgsl::parse_str(&text).map_err(|e| internal(e.message().to_string()))?;

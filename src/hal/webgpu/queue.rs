@@ -144,8 +144,8 @@ fn word_span(dst: &Arc<Block>, offset: u64, len: u64, what: &str) -> Result<u64>
 pub(crate) fn gpu(mem: &Arc<Block>) -> Result<&GpuMemory> {
     match mem.memory() {
         Memory::WebGpu(b) => Ok(b),
-        _ => Err(Error::Device(
-            "internal: a non-webgpu buffer reached the webgpu backend".into(),
+        _ => Err(Error::Internal(
+            "a non-webgpu buffer reached the webgpu backend".into(),
         )),
     }
 }
@@ -712,7 +712,7 @@ fn encode(
     upload: Option<&wgpu::Buffer>,
     stamps: Option<&Stamps>,
 ) -> Result<()> {
-    let no_upload = || Error::Device("internal: a command refers to an empty upload area".into());
+    let no_upload = || Error::Internal("a command refers to an empty upload area".into());
     let owner = |i: usize| stamps.and_then(|s| s.owner[i]);
     let mut i = 0;
     while i < commands.len() {
@@ -797,7 +797,7 @@ pub(super) fn bind_groups(
     entries: &[Entry],
     upload: Option<&wgpu::Buffer>,
 ) -> Result<Vec<(u32, wgpu::BindGroup)>> {
-    let no_upload = || Error::Device("internal: a command refers to an empty upload area".into());
+    let no_upload = || Error::Internal("a command refers to an empty upload area".into());
     let mut groups: BTreeMap<u32, Vec<wgpu::BindGroupEntry<'_>>> = BTreeMap::new();
     for e in entries {
         let (buffer, offset, size) = match &e.resource {

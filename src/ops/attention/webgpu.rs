@@ -48,7 +48,7 @@ pub(super) fn attention(op: &Attention<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &
     let view = |o: &crate::ops::Operand<'_>| -> Result<[u32; 5]> {
         check_binding(dev, o)?;
         let [sb, sh, si, sj] = o.layout.strides[..] else {
-            return Err(crate::Error::Device("internal: an attention operand is not 4-D".into()));
+            return Err(crate::Error::Internal("an attention operand is not 4-D".into()));
         };
         let s = |s: usize| u32_of("stride", s);
         Ok([u32_of("offset", o.layout.offset)?, s(sb)?, s(sh)?, s(si)?, s(sj)?])

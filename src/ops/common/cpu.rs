@@ -13,8 +13,8 @@ use crate::{Error, Result};
 pub(crate) fn check_within(op: &str, views: &[(&Layout, &[f32])]) -> Result<()> {
     for (i, (layout, memory)) in views.iter().enumerate() {
         if !layout.lies_within(memory.len()) {
-            return Err(Error::Device(format!(
-                "internal: {op} operand {i} ({layout:?}) reaches past its {} elements",
+            return Err(Error::Internal(format!(
+                "{op} operand {i} ({layout:?}) reaches past its {} elements",
                 memory.len()
             )));
         }

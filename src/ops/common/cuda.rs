@@ -42,8 +42,8 @@ pub(crate) fn val(dtype: crate::DType) -> crate::Result<(&'static str, String)> 
         crate::DType::U32 => "unsigned",
         crate::DType::I64 => "i64",
         other => {
-            return Err(crate::Error::Device(format!(
-                "internal: no {other} values in the reduction, scan and integer kernels"
+            return Err(crate::Error::Internal(format!(
+                "no {other} values in the reduction, scan and integer kernels"
             )))
         }
     };

@@ -102,8 +102,8 @@ pub(crate) fn val(dtype: DType) -> Result<&'static str> {
         // Browsers have no `shader-int64` (`check_int64` refuses i64 first): the wasm build
         // leaves the i64 kernels out.
         DType::I64 if cfg!(not(target_arch = "wasm32")) => Ok(VAL_I64),
-        other => Err(Error::Device(format!(
-            "internal: no {other} values in the reduction, scan and integer kernels"
+        other => Err(Error::Internal(format!(
+            "no {other} values in the reduction, scan and integer kernels"
         ))),
     }
 }
@@ -216,8 +216,8 @@ pub(crate) fn store(dev: &GpuDevice, dtype: DType) -> Result<&'static str> {
     match dtype {
         DType::F32 => Ok(STORE_F32),
         DType::F16 if dev.device.features().contains(wgpu::Features::SHADER_F16) => Ok(STORE_F16),
-        other => Err(Error::Device(format!(
-            "internal: no {other} storage for the elementwise and matmul kernels on this adapter"
+        other => Err(Error::Internal(format!(
+            "no {other} storage for the elementwise and matmul kernels on this adapter"
         ))),
     }
 }

@@ -78,7 +78,7 @@ impl Tensor {
         let c = self.contiguous()?;
         let size = c.dtype.size() as u64;
         let read = c.device.queue().read_js(&c.inner, c.layout.offset as u64 * size, c.numel() as u64 * size, None).await?;
-        read.ok_or_else(|| Error::Device("internal: a read into a new array returned none".into()))
+        read.ok_or_else(|| Error::Internal("a read into a new array returned none".into()))
     }
 
     /// The elements (row-major) into `dst`, a JS view of exactly their bytes, after the

@@ -12,7 +12,7 @@ use crate::{DType, Error, Result};
 fn check_f32(dtype: DType) -> Result<()> {
     match dtype {
         DType::F32 => Ok(()),
-        other => Err(Error::Device(format!("internal: the cpu kernels compute on f32 storage, not {other}"))),
+        other => Err(Error::Internal(format!("the cpu kernels compute on f32 storage, not {other}"))),
     }
 }
 

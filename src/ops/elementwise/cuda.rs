@@ -36,7 +36,7 @@ cuda_params! {
 fn check_f32(dtype: DType) -> Result<()> {
     match dtype {
         DType::F32 => Ok(()),
-        other => Err(Error::Device(format!("internal: the cuda kernels compute on f32 storage, not {other}"))),
+        other => Err(Error::Internal(format!("the cuda kernels compute on f32 storage, not {other}"))),
     }
 }
 

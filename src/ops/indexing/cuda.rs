@@ -61,7 +61,7 @@ pub(super) fn cast(op: &Cast<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext
     let (x, from, to, out) = (op.x, op.from, op.to, op.out);
     let n = out.layout.numel();
     if to.size() == 2 && out.layout.offset % 2 != 0 {
-        return Err(Error::Device("internal: a 16-bit cast output starts inside a word".into()));
+        return Err(Error::Internal("a 16-bit cast output starts inside a word".into()));
     }
     let defines = vec![("FROM", from.code().to_string()), ("TO", to.code().to_string()), index_type(n.max(x.layout.end()))];
     let f = dev.program(builtin(&INDEXING, "cast_main", defines))?;

@@ -57,7 +57,7 @@ pub(super) fn cast(op: &Cast<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
     if op.to.size() == 2 && out.layout.offset % 2 != 0 {
-        return Err(Error::Device("internal: a 16-bit cast output starts inside a word".into()));
+        return Err(Error::Internal("a 16-bit cast output starts inside a word".into()));
     }
     let constants = vec![("FROM", op.from.code()), ("TO", op.to.code())];
     // Browsers have no `shader-int64` (refused above): the wasm build leaves cast64.wgsl out.

@@ -42,7 +42,7 @@ fn epilogue(rows: &mut [f32], n: usize, bias: Option<&[f32]>, act: Option<UnaryO
 
 pub(super) fn matmul(op: &Matmul<'_>) -> Result<()> {
     if op.dtype != DType::F32 {
-        return Err(Error::Device(format!("internal: the cpu kernels compute on f32 storage, not {}", op.dtype)));
+        return Err(Error::Internal(format!("the cpu kernels compute on f32 storage, not {}", op.dtype)));
     }
     let (a, b, bias, act, out) = (op.a, op.b, op.bias, op.act, op.out);
     let (m, n, k) = (op.m, op.n, op.k);

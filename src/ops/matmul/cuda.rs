@@ -50,7 +50,7 @@ const MAX_BATCH_RANK: usize = 6;
 /// take the layout or the `kernel` variant was asked for.
 pub(super) fn matmul(op: &Matmul<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &OpContext<'_>) -> Result<()> {
     if op.dtype != DType::F32 {
-        return Err(Error::Device(format!("internal: the cuda kernels compute on f32 storage, not {}", op.dtype)));
+        return Err(Error::Internal(format!("the cuda kernels compute on f32 storage, not {}", op.dtype)));
     }
     let (a, b, bias, act, out, variant) = (op.a, op.b, op.bias, op.act, op.out, op.variant);
     let (m, n, k) = (op.m, op.n, op.k);

@@ -142,7 +142,7 @@ fn rows_of(queue: &Queue, x: &Tensor, axes: usize) -> Result<(Tensor, usize, Ste
         return Ok((x.clone(), nb, steps));
     }
     let x = x.contiguous_on(queue)?;
-    let (nb, steps) = geometry(&x).ok_or_else(|| Error::Device("internal: a contiguous tensor's rows do not merge".into()))?;
+    let (nb, steps) = geometry(&x).ok_or_else(|| Error::Internal("a contiguous tensor's rows do not merge".into()))?;
     Ok((x, nb, steps))
 }
 

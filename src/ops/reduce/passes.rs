@@ -73,7 +73,7 @@ pub(super) fn run(call: &Reduce<'_>, cx: &OpContext<'_>, split: impl Fn(usize, u
         if pass.last() {
             return Ok(());
         }
-        values = pass.out_values.ok_or_else(|| Error::Device("internal: a reduction pass without values".into()))?;
+        values = pass.out_values.ok_or_else(|| Error::Internal("a reduction pass without values".into()))?;
         indices = pass.out_indices.map(|(b, _)| b);
         (outer, len, inner) = (rows, chunks, 1);
     }

@@ -105,7 +105,7 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCo
         };
         let constants = vec![("OP", op.code()), ("FIRST", u32::from(pass.first()))];
         let pipeline = dev.pipeline(Builtin { prelude: combine.clone(), ..builtin(&SOURCE, entry, constants) });
-        let out_values = pass.out_values.as_ref().map(|(b, _)| b).or(scratch.as_ref()).ok_or_else(|| Error::Device("internal: reduction without an output".into()))?;
+        let out_values = pass.out_values.as_ref().map(|(b, _)| b).or(scratch.as_ref()).ok_or_else(|| Error::Internal("reduction without an output".into()))?;
         let binds = [
             (1, Bind::Mem(&pass.values.0)),
             (2, pass.indices.as_ref().map_or(Bind::SpareRead, Bind::Mem)),

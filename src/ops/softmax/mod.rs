@@ -87,7 +87,7 @@ pub(crate) fn along_axis(queue: &Queue, x: &Tensor, axis: usize, epilogue: &'sta
         Some(steps) => (x, steps),
         None => {
             let x = x.contiguous_on(queue)?;
-            let steps = row_steps(x.shape(), x.strides(), axis).ok_or_else(|| Error::Device("internal: a contiguous tensor's rows do not merge".into()))?;
+            let steps = row_steps(x.shape(), x.strides(), axis).ok_or_else(|| Error::Internal("a contiguous tensor's rows do not merge".into()))?;
             (x, steps)
         }
     };

@@ -178,3 +178,63 @@ pub fn expect_err<T: std::fmt::Debug>(
     }
     still_works(d);
 }
+
+/// Which devices a [`per_backend!`] test runs on.
+#[derive(Clone, Copy)]
+pub enum DeviceSet {
+    /// [`devices`]: one device per backend.
+    Devices,
+    /// [`devices_and_variants`]: also the webgpu device with the GPU kernels only.
+    Variants,
+}
+
+/// Run `test` on each device of `kind` in `set`. Without one the test is skipped with a word
+/// on stderr; a backend required here (`UNICOMPUTE_REQUIRE_WEBGPU=1`, ...) has already failed
+/// in [`devices`].
+pub fn run_on(kind: BackendKind, set: DeviceSet, test: fn(&Device)) {
+    let all = match set {
+        DeviceSet::Variants if kind == BackendKind::WebGpu => devices_and_variants(),
+        _ => devices().to_vec(),
+    };
+    let mine: Vec<&Device> = all.iter().filter(|d| d.backend() == kind).collect();
+    if mine.is_empty() {
+        eprintln!("SKIPPING {kind}: no device");
+    }
+    for d in mine {
+        test(d);
+    }
+}
+
+/// `per_backend!(name)` makes of `fn name(d: &Device)` the tests `name::cpu`, `name::webgpu`
+/// and `name::cuda`, each on that backend's device (as candle's `test_device!`), so that one
+/// backend runs alone: `cargo test --test suite -- ::cpu`. `per_backend!(name, variants)`
+/// runs it on [`devices_and_variants`] instead.
+macro_rules! per_backend {
+    ($test:ident) => {
+        $crate::common::per_backend!($test, $crate::common::DeviceSet::Devices);
+    };
+    ($test:ident, variants) => {
+        $crate::common::per_backend!($test, $crate::common::DeviceSet::Variants);
+    };
+    ($test:ident, $set:expr) => {
+        mod $test {
+            use unicompute::BackendKind;
+
+            #[test]
+            fn cpu() {
+                $crate::common::run_on(BackendKind::Cpu, $set, super::$test);
+            }
+
+            #[test]
+            fn webgpu() {
+                $crate::common::run_on(BackendKind::WebGpu, $set, super::$test);
+            }
+
+            #[test]
+            fn cuda() {
+                $crate::common::run_on(BackendKind::Cuda, $set, super::$test);
+            }
+        }
+    };
+}
+pub(crate) use per_backend;

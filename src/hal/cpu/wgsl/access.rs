@@ -69,9 +69,9 @@ impl Exec<'_, '_, '_> {
                 }
             }
             TypeInner::Struct { ref members, .. } => {
-                let m = i.and_then(|i| members.get(i as usize)).ok_or_else(|| {
-                    Error::Device("internal: a struct indexed at run time".into())
-                })?;
+                let m = i
+                    .and_then(|i| members.get(i as usize))
+                    .ok_or_else(|| Error::Internal("a struct indexed at run time".into()))?;
                 let width = match prog.module.types[m.ty].inner {
                     TypeInner::Array {
                         size: ArraySize::Dynamic,
@@ -90,8 +90,8 @@ impl Exec<'_, '_, '_> {
                 }
             }
             _ => {
-                return Err(Error::Device(format!(
-                    "internal: the cpu WGSL executor cannot index {inner:?}"
+                return Err(Error::Internal(format!(
+                    "the cpu WGSL executor cannot index {inner:?}"
                 )))
             }
         })
@@ -208,8 +208,8 @@ impl Exec<'_, '_, '_> {
             TypeInner::Array { base, .. } if is_half(&self.prog.module.types[base].inner) => (1, 2),
             TypeInner::Array { base, stride, .. } => (self.prog.stride(base, stride), 1),
             _ => {
-                return Err(Error::Device(
-                    "internal: arrayLength of something other than an array".into(),
+                return Err(Error::Internal(
+                    "arrayLength of something other than an array".into(),
                 ))
             }
         };

@@ -80,7 +80,7 @@ impl Exec<'_, '_, '_> {
         let exit = frame
             .exits
             .pop()
-            .ok_or_else(|| Error::Device("internal: lost a switch".into()))?;
+            .ok_or_else(|| Error::Internal("lost a switch".into()))?;
         or(&mut done, &falling);
         or(&mut done, &exit.broke);
         mask.copy_from_slice(&done);
@@ -108,7 +108,7 @@ impl Exec<'_, '_, '_> {
             let exit = frame
                 .exits
                 .last_mut()
-                .ok_or_else(|| Error::Device("internal: lost a loop".into()))?;
+                .ok_or_else(|| Error::Internal("lost a loop".into()))?;
             or(&mut active, &exit.continued);
             exit.continued.fill(false);
             self.block(frame, continuing, &mut active)?;
@@ -118,7 +118,7 @@ impl Exec<'_, '_, '_> {
                 let exit = frame
                     .exits
                     .last_mut()
-                    .ok_or_else(|| Error::Device("internal: lost a loop".into()))?;
+                    .ok_or_else(|| Error::Internal("lost a loop".into()))?;
                 for l in 0..n {
                     if active[l] && stop[l] {
                         exit.broke[l] = true;
@@ -130,7 +130,7 @@ impl Exec<'_, '_, '_> {
         let exit = frame
             .exits
             .pop()
-            .ok_or_else(|| Error::Device("internal: lost a loop".into()))?;
+            .ok_or_else(|| Error::Internal("lost a loop".into()))?;
         mask.copy_from_slice(&exit.broke);
         Ok(())
     }
@@ -174,8 +174,7 @@ impl Exec<'_, '_, '_> {
         let mut lanes = mask.to_vec();
         let value = self.call(Some(function), args, &mut lanes)?;
         if let Some(r) = result {
-            let v = value
-                .ok_or_else(|| Error::Device("internal: a function returned no value".into()))?;
+            let v = value.ok_or_else(|| Error::Internal("a function returned no value".into()))?;
             frame.values[r.index()] = Some(Value::Lanes(v));
         }
         Ok(())

@@ -145,34 +145,37 @@ impl Exec<'_, '_, '_> {
     /// The element that direct access `pointer` reaches in each lane.
     fn element<'v>(&mut self, frame: &'v mut Frame<'_>, pointer: Handle<E>) -> Result<Element<'v>> {
         let E::Access { base, index } = frame.function.expressions[pointer] else {
-            return Err(Error::Device(
-                "internal: the cpu WGSL executor took a direct access for another expression"
-                    .into(),
+            return Err(Error::Internal(
+                "the cpu WGSL executor took a direct access for another expression".into(),
             ));
         };
         // The buffer, by its variable: its pointer is never built.
         let E::GlobalVariable(g) = frame.function.expressions[base] else {
-            return Err(Error::Device(
-                "internal: the cpu WGSL executor took a direct access not into a variable".into(),
+            return Err(Error::Internal(
+                "the cpu WGSL executor took a direct access not into a variable".into(),
             ));
         };
         self.ensure(frame, index)?;
-        let (count, stride) = match *self.composite(frame, base) {
-            TypeInner::Array { base, size, stride } => {
-                let count = array_length(&self.prog.module, size).map(|n| n as usize);
-                (count, self.prog.stride(base, stride))
-            }
-            _ => return Err(Error::Device("internal: the cpu WGSL executor took a direct access into something other than an array".into())),
-        };
+        let (count, stride) =
+            match *self.composite(frame, base) {
+                TypeInner::Array { base, size, stride } => {
+                    let count = array_length(&self.prog.module, size).map(|n| n as usize);
+                    (count, self.prog.stride(base, stride))
+                }
+                _ => return Err(Error::Internal(
+                    "the cpu WGSL executor took a direct access into something other than an array"
+                        .into(),
+                )),
+            };
         let Space::Binding(space) = self.space_of(g)? else {
-            return Err(Error::Device(
-                "internal: a direct access outside a bound buffer".into(),
+            return Err(Error::Internal(
+                "a direct access outside a bound buffer".into(),
             ));
         };
         let len = self.bound[space].1.len();
         let last = count.unwrap_or(len / stride.max(1)).saturating_sub(1);
         let Value::Lanes(i) = frame.get(index)? else {
-            return Err(Error::Device("internal: an index that is a pointer".into()));
+            return Err(Error::Internal("an index that is a pointer".into()));
         };
         Ok(Element {
             space,

@@ -24,7 +24,7 @@ fn literal(l: &Literal) -> Vec<u32> {
 }
 
 fn internal(what: &str) -> Error {
-    Error::Device(format!("internal: the cpu WGSL executor {what}"))
+    Error::Internal(format!("the cpu WGSL executor {what}"))
 }
 
 impl Exec<'_, '_, '_> {

@@ -48,7 +48,7 @@ pub(super) struct Exit {
 }
 
 fn internal(what: &str) -> Error {
-    Error::Device(format!("internal: the cpu WGSL executor {what}"))
+    Error::Internal(format!("the cpu WGSL executor {what}"))
 }
 
 impl Frame<'_> {

@@ -73,7 +73,7 @@ fn unary_float(fun: M) -> Option<fn(f32) -> f32> {
 
 /// A math function's argument after the first, present by validation.
 pub(super) fn need(x: Option<&Lanes>) -> Result<&Lanes> {
-    x.ok_or_else(|| Error::Device("internal: a math function lost an argument".into()))
+    x.ok_or_else(|| Error::Internal("a math function lost an argument".into()))
 }
 
 /// Math function `fun` on arguments of `kind`: `a`, then the others in order.
@@ -94,15 +94,33 @@ pub(super) fn math(fun: M, kind: Kind, a: &Lanes, [b, c, d]: [Option<&Lanes>; 3]
         (M::Sign, Kind::I32) => map(a, |w| (w as i32).signum() as u32),
         (M::Min, _) => zip(a, need(b)?, |x, y| pick(kind, x, y, true)),
         (M::Max, _) => zip(a, need(b)?, |x, y| pick(kind, x, y, false)),
-        (M::Clamp, _) => zip(&zip(a, need(b)?, |x, lo| pick(kind, x, lo, false)), need(c)?, |x, hi| pick(kind, x, hi, true)),
+        (M::Clamp, _) => zip(
+            &zip(a, need(b)?, |x, lo| pick(kind, x, lo, false)),
+            need(c)?,
+            |x, hi| pick(kind, x, hi, true),
+        ),
         (M::Pow, _) => zip(a, need(b)?, |x, y| f(x).powf(f(y)).to_bits()),
         (M::Atan2, _) => zip(a, need(b)?, |y, x| f(y).atan2(f(x)).to_bits()),
-        (M::Step, _) => zip(a, need(b)?, |edge, x| if f(x) >= f(edge) { 1f32.to_bits() } else { 0 }),
-        (M::Fma, _) => zip(&zip(a, need(b)?, |x, y| (f(x) * f(y)).to_bits()), need(c)?, |p, z| (f(p) + f(z)).to_bits()),
+        (M::Step, _) => zip(a, need(b)?, |edge, x| {
+            if f(x) >= f(edge) {
+                1f32.to_bits()
+            } else {
+                0
+            }
+        }),
+        (M::Fma, _) => zip(
+            &zip(a, need(b)?, |x, y| (f(x) * f(y)).to_bits()),
+            need(c)?,
+            |p, z| (f(p) + f(z)).to_bits(),
+        ),
         (M::Mix, _) => {
             let (b, c) = (need(b)?, need(c)?);
             let diff = zip(b, a, |y, x| (f(y) - f(x)).to_bits());
-            zip(a, &zip(&diff, c, |d, t| (f(d) * f(t)).to_bits()), |x, dt| (f(x) + f(dt)).to_bits())
+            zip(
+                a,
+                &zip(&diff, c, |d, t| (f(d) * f(t)).to_bits()),
+                |x, dt| (f(x) + f(dt)).to_bits(),
+            )
         }
         (M::Dot, _) => dot(kind, a, need(b)?),
         (M::Length, _) => map(&dot(kind, a, a), |w| f(w).sqrt().to_bits()),
@@ -110,24 +128,38 @@ pub(super) fn math(fun: M, kind: Kind, a: &Lanes, [b, c, d]: [Option<&Lanes>; 3]
         (M::ReverseBits, _) => map(a, u32::reverse_bits),
         (M::CountLeadingZeros, _) => map(a, u32::leading_zeros),
         (M::CountTrailingZeros, _) => map(a, u32::trailing_zeros),
-        (M::FirstTrailingBit, _) => map_each(a, &|x| if x == 0 { u32::MAX } else { x.trailing_zeros() }),
-        (M::FirstLeadingBit, Kind::I32) => map_each(a, &|x| first_leading_bit(if (x as i32) < 0 { !x } else { x })),
+        (M::FirstTrailingBit, _) => {
+            map_each(a, &|x| if x == 0 { u32::MAX } else { x.trailing_zeros() })
+        }
+        (M::FirstLeadingBit, Kind::I32) => map_each(a, &|x| {
+            first_leading_bit(if (x as i32) < 0 { !x } else { x })
+        }),
         (M::FirstLeadingBit, _) => map_each(a, &first_leading_bit),
         (M::ExtractBits, _) => {
             let field = zip_each(need(b)?, need(c)?, &bit_field);
-            zip_each(a, &field, &|x, field| extract_bits(x, field, kind == Kind::I32))
+            zip_each(a, &field, &|x, field| {
+                extract_bits(x, field, kind == Kind::I32)
+            })
         }
         (M::InsertBits, _) => {
             let field = zip_each(need(c)?, need(d)?, &bit_field);
             let kept = zip_each(a, &field, &|x, field| x & !field_mask(field));
-            let put = zip_each(need(b)?, &field, &|y, field| (y << (field & 0xff).min(31)) & field_mask(field));
+            let put = zip_each(need(b)?, &field, &|y, field| {
+                (y << (field & 0xff).min(31)) & field_mask(field)
+            });
             zip_each(&kept, &put, &|x, y| x | y)
         }
-        (M::Ldexp, _) => zip_each(a, need(b)?, &|x, e| libm::ldexpf(f(x), (e as i32).clamp(-300, 300)).to_bits()),
+        (M::Ldexp, _) => zip_each(a, need(b)?, &|x, e| {
+            libm::ldexpf(f(x), (e as i32).clamp(-300, 300)).to_bits()
+        }),
         (M::Pack2x16float, _) => pack_halves(a),
         (M::QuantizeToF16, _) => map_each(a, &|w| half::f16::from_f32(f(w)).to_f32().to_bits()),
         (M::Unpack2x16float, _) => unpack_halves(a),
-        _ => return Err(Error::Device(format!("internal: the cpu WGSL executor has no {fun:?} (the support check should have refused it)"))),
+        _ => {
+            return Err(Error::Internal(format!(
+                "the cpu WGSL executor has no {fun:?} (the support check should have refused it)"
+            )))
+        }
     })
 }
 

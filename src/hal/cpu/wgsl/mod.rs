@@ -211,8 +211,8 @@ fn bind<'a>(
         };
         let var = program.bound_at(group, binding).map(|(h, _)| h);
         let var = var.ok_or_else(|| {
-            Error::Device(format!(
-                "internal: no variable at @group({group}) @binding({binding})"
+            Error::Internal(format!(
+                "no variable at @group({group}) @binding({binding})"
             ))
         })?;
         let range = (byte_offset / 4) as usize..((byte_offset + byte_len) / 4) as usize;

@@ -134,8 +134,8 @@ pub(crate) fn compile_failure(source: &str, entry: &str, arch: &str, log: &str) 
             );
             crate::hal::wgsl_subset::located_at(source, line, column, message)
         }
-        None => Error::Device(format!(
-            "internal: the CUDA translation of `{entry}` does not compile for {arch}: {log}"
+        None => Error::Internal(format!(
+            "the CUDA translation of `{entry}` does not compile for {arch}: {log}"
         )),
     }
 }
@@ -363,6 +363,6 @@ mod tests {
             "{e}"
         );
         let e = super::compile_failure(SOURCE, "main", "sm_90", "translation.cu(40): error: x");
-        assert_eq!(e.code(), "DEVICE", "{e}");
+        assert_eq!(e.code(), "INTERNAL", "{e}");
     }
 }

@@ -5,7 +5,7 @@
 #[cfg(not(target_arch = "wasm32"))]
 mod bench;
 
-/// The CLI is native only; the wasm build of the package has no use for it.
+/// The CLI is native only: a wasm build of the workspace compiles it to nothing.
 #[cfg(target_arch = "wasm32")]
 fn main() {}
 

@@ -215,7 +215,7 @@ fn wgsl_to_cuda_prints_the_translation_or_says_why_not() {
         "wgsl-to-cuda",
         concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/suite/wgsl/tiled_matmul.wgsl"
+            "/../tests/suite/wgsl/tiled_matmul.wgsl"
         ),
     ]);
     if ok {

@@ -1,0 +1,264 @@
+//! Attention against a naive reference: masks, causal masking, 65,537 keys.
+
+use crate::common::{assert_close, gather, name, per_backend, random, read, tensor};
+use unicompute::ops;
+use unicompute::ops::softmax::reference_row;
+use unicompute::ops::AttentionParams;
+use unicompute::Device;
+
+/// Naive attention in f64 with the full score matrix: `[b, h, lq, dv]`.
+#[allow(clippy::too_many_arguments)]
+fn attention_reference(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    mask: Option<&[f32]>,
+    [b, h, lq, lk, d, dv]: [usize; 6],
+    scale: f64,
+    causal: bool,
+) -> Vec<f64> {
+    let mut out = Vec::with_capacity(b * h * lq * dv);
+    for bh in 0..b * h {
+        for i in 0..lq {
+            let scores: Vec<f64> = (0..lk)
+                .map(|j| {
+                    if causal && j > i {
+                        return f64::NEG_INFINITY;
+                    }
+                    let dot: f64 = (0..d)
+                        .map(|t| {
+                            f64::from(q[(bh * lq + i) * d + t])
+                                * f64::from(k[(bh * lk + j) * d + t])
+                        })
+                        .sum();
+                    dot * scale + mask.map_or(0.0, |m| f64::from(m[i * lk + j]))
+                })
+                .collect();
+            // Every key masked out (or none at all): 0, as ONNX defines it.
+            if scores.iter().all(|&x| x == f64::NEG_INFINITY) {
+                out.extend(std::iter::repeat_n(0.0, dv));
+                continue;
+            }
+            let p = reference_row(&scores);
+            for c in 0..dv {
+                out.push(
+                    (0..lk)
+                        .map(|j| {
+                            if p[j] == 0.0 {
+                                0.0
+                            } else {
+                                p[j] * f64::from(v[(bh * lk + j) * dv + c])
+                            }
+                        })
+                        .sum(),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// Seeded queries, keys and values for attention of `[b, h, lq, lk, d, dv]`.
+fn attention_inputs(
+    seed: u64,
+    [b, h, lq, lk, hd, dv]: [usize; 6],
+) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    (
+        random(seed, b * h * lq * hd, -1.0, 1.0),
+        random(seed + 1, b * h * lk * hd, -1.0, 1.0),
+        random(seed + 2, b * h * lk * dv, -1.0, 1.0),
+    )
+}
+
+fn attention_matches_naive_reference(d: &Device) {
+    // [b, h, lq, lk, d, dv]
+    let cases: &[[usize; 6]] = &[
+        [1, 1, 1, 1, 1, 1],
+        [2, 3, 7, 13, 16, 8],
+        [1, 2, 300, 1000, 64, 64],
+        [1, 1, 5, 70, 200, 256],
+    ];
+    let q_ = d.queue();
+    for (c, &dims) in cases.iter().enumerate() {
+        let [b, h, lq, lk, hd, dv] = dims;
+        let seed = 1100 + 10 * c as u64;
+        let (q, k, v) = attention_inputs(seed, dims);
+        // An additive [lq, lk] mask with some keys masked out (never a whole row).
+        let mut mask = random(seed + 3, lq * lk, -2.0, 2.0);
+        for (n, m) in mask.iter_mut().enumerate() {
+            if n % 7 == 3 && n % lk != 0 {
+                *m = f32::NEG_INFINITY;
+            }
+        }
+        let (qt, kt, vt) = (
+            tensor(d, &q, &[b, h, lq, hd]),
+            tensor(d, &k, &[b, h, lk, hd]),
+            tensor(d, &v, &[b, h, lk, dv]),
+        );
+        let mt = tensor(d, &mask, &[lq, lk]);
+        let scale = 1.0 / (hd as f64).sqrt();
+        for (causal, with_mask) in [(false, false), (true, false), (false, true), (true, true)] {
+            let params = AttentionParams {
+                mask: with_mask.then_some(&mt),
+                causal,
+                scale: None,
+            };
+            let got = read(&ops::attention::attention(&q_, &qt, &kt, &vt, params).unwrap());
+            let want = attention_reference(
+                &q,
+                &k,
+                &v,
+                with_mask.then_some(&mask[..]),
+                dims,
+                scale,
+                causal,
+            );
+            assert_close(
+                &got,
+                &want,
+                1e-4,
+                1e-5,
+                &format!(
+                    "attention {dims:?} causal {causal} mask {with_mask} on {} seed {seed}",
+                    name(d)
+                ),
+            );
+        }
+    }
+    // Heads split out of a [b, seq, h, d] projection by a permute (strided q, k, v).
+    let (b, s, h, hd) = (2, 9, 3, 8);
+    let x = random(1200, b * s * h * hd, -1.0, 1.0);
+    let xt = tensor(d, &x, &[b, s, h, hd])
+        .permute(&[0, 2, 1, 3])
+        .unwrap();
+    let got = read(
+        &xt.attention(
+            &xt,
+            &xt,
+            AttentionParams {
+                causal: true,
+                ..Default::default()
+            },
+        )
+        .unwrap(),
+    );
+    let packed = gather(&x, &[b, h, s, hd], &[s * h * hd, hd, h * hd, 1], 0);
+    let want = attention_reference(
+        &packed,
+        &packed,
+        &packed,
+        None,
+        [b, h, s, s, hd, hd],
+        1.0 / (hd as f64).sqrt(),
+        true,
+    );
+    assert_close(
+        &got,
+        &want,
+        1e-4,
+        1e-5,
+        &format!("strided attention on {}", name(d)),
+    );
+}
+per_backend!(attention_matches_naive_reference, variants);
+
+/// Query rows whose keys are all masked out, by the mask alone or by the mask and causal
+/// masking together, and attention over no keys at all, give 0 (ONNX), on every device and
+/// variant; the other rows still match the reference.
+fn attention_rows_with_every_key_masked_are_zero(d: &Device) {
+    // [b, h, lq, lk, d, dv]: keys past one tile of 64; no keys.
+    let cases: &[[usize; 6]] = &[[2, 3, 6, 70, 8, 5], [1, 2, 3, 0, 4, 5]];
+    for (c, &dims) in cases.iter().enumerate() {
+        let [b, h, lq, lk, hd, dv] = dims;
+        let seed = 1150 + 10 * c as u64;
+        let (q, k, v) = attention_inputs(seed, dims);
+        // Rows 0 and 3: every key masked. Row 2: keys 0..=2 masked, so that causal masking
+        // hides the rest. Row 5: one key masked.
+        let mut mask = random(seed + 3, lq * lk, -2.0, 2.0);
+        for (n, m) in mask.iter_mut().enumerate() {
+            let (i, j) = (n / lk.max(1), n % lk.max(1));
+            if i == 0 || i == 3 || (i == 2 && j <= 2) || (i == 5 && j == 1) {
+                *m = f32::NEG_INFINITY;
+            }
+        }
+        let (qt, kt, vt) = (
+            tensor(d, &q, &[b, h, lq, hd]),
+            tensor(d, &k, &[b, h, lk, hd]),
+            tensor(d, &v, &[b, h, lk, dv]),
+        );
+        let mt = tensor(d, &mask, &[lq, lk]);
+        for causal in [false, true] {
+            let params = AttentionParams {
+                mask: Some(&mt),
+                causal,
+                scale: None,
+            };
+            let got = read(&ops::attention::attention(&d.queue(), &qt, &kt, &vt, params).unwrap());
+            let want = attention_reference(
+                &q,
+                &k,
+                &v,
+                Some(&mask),
+                dims,
+                1.0 / (hd as f64).sqrt(),
+                causal,
+            );
+            assert_close(
+                &got,
+                &want,
+                1e-4,
+                1e-5,
+                &format!(
+                    "attention {dims:?} causal {causal}, masked rows, on {}",
+                    name(d)
+                ),
+            );
+        }
+    }
+}
+per_backend!(attention_rows_with_every_key_masked_are_zero, variants);
+
+fn attention_over_65_537_keys(d: &Device) {
+    // [b, h, lq, lk, d, dv]
+    let cases: &[[usize; 6]] = &[[1, 1, 3, 65_537, 4, 4], [1, 2, 2, 65_537, 8, 72]];
+    for (c, &dims) in cases.iter().enumerate() {
+        let [b, h, lq, lk, hd, dv] = dims;
+        let seed = 1720 + 10 * c as u64;
+        let (q, k, v) = attention_inputs(seed, dims);
+        let mask = random(seed + 3, lq * lk, -2.0, 2.0);
+        let (qt, kt, vt, mt) = (
+            tensor(d, &q, &[b, h, lq, hd]),
+            tensor(d, &k, &[b, h, lk, hd]),
+            tensor(d, &v, &[b, h, lk, dv]),
+            tensor(d, &mask, &[lq, lk]),
+        );
+        for with_mask in [false, true] {
+            let params = AttentionParams {
+                mask: with_mask.then_some(&mt),
+                causal: false,
+                scale: None,
+            };
+            let got = read(&ops::attention::attention(&d.queue(), &qt, &kt, &vt, params).unwrap());
+            let want = attention_reference(
+                &q,
+                &k,
+                &v,
+                with_mask.then_some(&mask[..]),
+                dims,
+                1.0 / (hd as f64).sqrt(),
+                false,
+            );
+            assert_close(
+                &got,
+                &want,
+                1e-3,
+                1e-5,
+                &format!(
+                    "attention {dims:?} mask {with_mask} on {} seed {seed}",
+                    name(d)
+                ),
+            );
+        }
+    }
+}
+per_backend!(attention_over_65_537_keys, variants);

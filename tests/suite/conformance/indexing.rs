@@ -1,0 +1,350 @@
+//! Views and copies, concat, casts, where and gather.
+
+use crate::common::{
+    assert_close, expect_err, gather, name, per_backend, random, read, still_works, tensor,
+};
+use unicompute::ops::indexing::IndexMode;
+use unicompute::{DType, Device, Tensor};
+
+fn views_and_contiguous_copies(d: &Device) {
+    let x = random(3, 2 * 3 * 5, -1.0, 1.0);
+    let t = tensor(d, &x, &[2, 3, 5]);
+    let p = t.permute(&[2, 0, 1]).unwrap();
+    assert_eq!(p.shape(), &[5, 2, 3]);
+    let c = p.contiguous().unwrap();
+    assert!(c.is_contiguous());
+    assert_eq!(
+        read(&c),
+        gather(&x, &[5, 2, 3], &[1, 15, 5], 0),
+        "permute+contiguous on {}",
+        name(d)
+    );
+    let s = t.slice(2, 1..4).unwrap().reshape(&[6, 3]).unwrap();
+    assert_eq!(
+        read(&s),
+        gather(&x, &[2, 3, 3], &[15, 5, 1], 1),
+        "slice+reshape on {}",
+        name(d)
+    );
+    let row = tensor(d, &x[..5], &[5]).broadcast_to(&[3, 5]).unwrap();
+    let want: Vec<f32> = (0..3).flat_map(|_| x[..5].to_vec()).collect();
+    assert_eq!(
+        read(&row.contiguous().unwrap()),
+        want,
+        "broadcast+contiguous on {}",
+        name(d)
+    );
+    let ints = Tensor::from_slice(d, &[1i32, -2, 3, -4, 5, -6], &[2, 3]).unwrap();
+    assert_eq!(
+        ints.t().unwrap().to_vec_blocking::<i32>().unwrap(),
+        vec![1, -4, -2, 5, 3, -6],
+        "i32 transpose on {}",
+        name(d)
+    );
+}
+per_backend!(views_and_contiguous_copies);
+
+fn concat_along_every_axis_and_dtype(d: &Device) {
+    for axis in 0..3 {
+        // Three parts of [2, 3, 5] with extents 1, 4 and 2 on `axis`; the middle one is a
+        // permuted (strided) view.
+        let extents = [1usize, 4, 2];
+        let mut parts = Vec::new();
+        let mut host = Vec::new();
+        for (p, &e) in extents.iter().enumerate() {
+            let mut shape = vec![2, 3, 5];
+            shape[axis] = e;
+            let n: usize = shape.iter().product();
+            let data = random(1000 + 10 * axis as u64 + p as u64, n, -5.0, 5.0);
+            let t = if p == 1 {
+                // Same values, stored transposed and viewed back.
+                let mut st = shape.clone();
+                st.swap(0, 2);
+                let stored: Vec<f32> = gather(&data, &st, &[1, shape[2], shape[1] * shape[2]], 0);
+                tensor(d, &stored, &st).permute(&[2, 1, 0]).unwrap()
+            } else {
+                tensor(d, &data, &shape)
+            };
+            host.push((data, shape));
+            parts.push(t);
+        }
+        let refs: Vec<&Tensor> = parts.iter().collect();
+        let got = read(&Tensor::concat(&refs, axis).unwrap());
+        let mut out_shape = [2, 3, 5];
+        out_shape[axis] = extents.iter().sum();
+        let mut want = Vec::new();
+        let outer: usize = out_shape[..axis].iter().product();
+        for o in 0..outer {
+            for (data, shape) in &host {
+                let block: usize = shape[axis..].iter().product();
+                want.extend(
+                    data[o * block..(o + 1) * block]
+                        .iter()
+                        .map(|&v| f64::from(v)),
+                );
+            }
+        }
+        assert_close(
+            &got,
+            &want,
+            0.0,
+            0.0,
+            &format!("concat axis {axis} on {}", name(d)),
+        );
+    }
+    let ints = [
+        Tensor::from_slice(d, &[1i32, 2], &[1, 2]).unwrap(),
+        Tensor::from_slice(d, &[3i32, 4, 5, 6], &[2, 2]).unwrap(),
+    ];
+    let got = Tensor::concat(&[&ints[0], &ints[1]], 0)
+        .unwrap()
+        .to_vec_blocking::<i32>()
+        .unwrap();
+    assert_eq!(got, vec![1, 2, 3, 4, 5, 6], "i32 concat on {}", name(d));
+}
+per_backend!(concat_along_every_axis_and_dtype);
+
+fn casts_follow_rust_as(d: &Device) {
+    let floats = [
+        0.0f32,
+        -0.0,
+        1.5,
+        -1.5,
+        2.9,
+        -2.9,
+        1e10,
+        -1e10,
+        4.2e9,
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        16_777_215.0,
+    ];
+    let ints = [0i32, 1, -1, 7, -123_456, i32::MAX, i32::MIN, 16_777_215];
+    let f = tensor(d, &floats, &[floats.len()]);
+    let i = Tensor::from_slice(d, &ints, &[ints.len()]).unwrap();
+    let u = i.cast(DType::U32).unwrap();
+    assert_eq!(
+        f.cast(DType::I32)
+            .unwrap()
+            .to_vec_blocking::<i32>()
+            .unwrap(),
+        floats.map(|v| v as i32).to_vec(),
+        "f32 -> i32 on {}",
+        name(d)
+    );
+    assert_eq!(
+        f.cast(DType::U32)
+            .unwrap()
+            .to_vec_blocking::<u32>()
+            .unwrap(),
+        floats.map(|v| v as u32).to_vec(),
+        "f32 -> u32 on {}",
+        name(d)
+    );
+    assert_eq!(
+        u.to_vec_blocking::<u32>().unwrap(),
+        ints.map(|v| v as u32).to_vec(),
+        "i32 -> u32 on {}",
+        name(d)
+    );
+    assert_eq!(
+        u.cast(DType::I32)
+            .unwrap()
+            .to_vec_blocking::<i32>()
+            .unwrap(),
+        ints.to_vec(),
+        "u32 -> i32 on {}",
+        name(d)
+    );
+    // Integers up to 2^24 are exact in f32.
+    let small = Tensor::from_slice(d, &[0i32, -5, 16_777_215, -16_777_215], &[2, 2]).unwrap();
+    let got = small
+        .t()
+        .unwrap()
+        .cast(DType::F32)
+        .unwrap()
+        .to_vec_blocking::<f32>()
+        .unwrap();
+    assert_eq!(
+        got,
+        vec![0.0, 16_777_215.0, -5.0, -16_777_215.0],
+        "strided i32 -> f32 on {}",
+        name(d)
+    );
+    let us = Tensor::from_slice(d, &[3u32, 16_777_215], &[2])
+        .unwrap()
+        .cast(DType::F32)
+        .unwrap();
+    assert_eq!(
+        us.to_vec_blocking::<f32>().unwrap(),
+        vec![3.0, 16_777_215.0],
+        "u32 -> f32 on {}",
+        name(d)
+    );
+}
+per_backend!(casts_follow_rust_as);
+
+fn where_selects_with_broadcasting(d: &Device) {
+    // cond [3, 1] (u32), a [3, 5], b [5] broadcast; and an f32 condition with -0.0 and NaN.
+    let cond = Tensor::from_slice(d, &[1u32, 0, 7], &[3, 1]).unwrap();
+    let a = random(60, 15, -1.0, 1.0);
+    let b = random(61, 5, -1.0, 1.0);
+    let got = read(
+        &cond
+            .select(&tensor(d, &a, &[3, 5]), &tensor(d, &b, &[5]))
+            .unwrap(),
+    );
+    let want: Vec<f64> = (0..15)
+        .map(|i| f64::from(if i / 5 != 1 { a[i] } else { b[i % 5] }))
+        .collect();
+    assert_close(&got, &want, 0.0, 0.0, &format!("where on {}", name(d)));
+    let fc = tensor(d, &[0.0, -0.0, f32::NAN, 2.0], &[4]);
+    let ones = Tensor::from_slice(d, &[1i32; 4], &[4]).unwrap();
+    let zeros = Tensor::from_slice(d, &[0i32; 4], &[4]).unwrap();
+    assert_eq!(
+        fc.select(&ones, &zeros)
+            .unwrap()
+            .to_vec_blocking::<i32>()
+            .unwrap(),
+        vec![0, 0, 1, 1],
+        "f32 condition on {}",
+        name(d)
+    );
+}
+per_backend!(where_selects_with_broadcasting);
+
+/// numpy's `take` with `mode` for what lies outside `[-len, len)` (`None`: the entry is
+/// unset): `x` of `shape` along `axis` by `idx` of `idx_shape`.
+fn take(x: &[f32], shape: &[usize], axis: usize, idx: &[i64], mode: IndexMode) -> Vec<f64> {
+    let (outer, len, inner): (usize, usize, usize) = (
+        shape[..axis].iter().product(),
+        shape[axis],
+        shape[axis + 1..].iter().product(),
+    );
+    let mut want = Vec::new();
+    for o in 0..outer {
+        for &j in idx {
+            let t = unicompute::ops::indexing::resolve_index(j, len, mode);
+            want.extend(
+                (0..inner).map(|i| t.map_or(0.0, |t| f64::from(x[(o * len + t) * inner + i]))),
+            );
+        }
+    }
+    want
+}
+
+fn gather_counts_negative_indices_from_the_end_and_takes_any_rank(d: &Device) {
+    let shape = [3usize, 4, 5];
+    let x = random(70, 60, -5.0, 5.0);
+    let xt = tensor(d, &x, &shape);
+    for axis in 0..3 {
+        let len = shape[axis] as i64;
+        // In range from either end, repeated, as a [2, 3] tensor: the axis becomes [2, 3].
+        let idx = [len - 1, 0, -1, -len, 1, 0];
+        let it = Tensor::from_slice(d, &idx.map(|v| v as i32), &[2, 3]).unwrap();
+        let got = xt.gather(axis, &it).unwrap();
+        let want_shape = [&shape[..axis], &[2, 3], &shape[axis + 1..]].concat();
+        assert_eq!(
+            got.shape(),
+            &want_shape[..],
+            "gather axis {axis} on {}",
+            name(d)
+        );
+        let want = take(&x, &shape, axis, &idx, IndexMode::Error);
+        assert_close(
+            &read(&got),
+            &want,
+            0.0,
+            0.0,
+            &format!("gather axis {axis} on {}", name(d)),
+        );
+        // Outside [-len, len) either way: clipped to the nearest end, or 0.
+        let far = [len, -len - 1, i32::MAX as i64, i32::MIN as i64, 2];
+        for mode in [IndexMode::Clip, IndexMode::Fill] {
+            let ft = Tensor::from_slice(d, &far.map(|v| v as i32), &[5]).unwrap();
+            let got = read(&xt.gather_with(axis, &ft, mode).unwrap());
+            let want = take(&x, &shape, axis, &far, mode);
+            assert_close(
+                &got,
+                &want,
+                0.0,
+                0.0,
+                &format!("gather axis {axis} {mode:?} on {}", name(d)),
+            );
+        }
+    }
+    // A scalar index drops the axis; u32 indices.
+    let one = Tensor::from_slice(d, &[-2i64], &[]).unwrap();
+    assert_eq!(
+        xt.gather(1, &one).unwrap().shape(),
+        &[3, 5],
+        "scalar index on {}",
+        name(d)
+    );
+    let table = Tensor::from_slice(d, &[10u32, 11, 12, 13], &[4]).unwrap();
+    let picks = Tensor::from_slice(d, &[3u32, 9, 0], &[3]).unwrap();
+    let got = table
+        .gather_with(0, &picks, IndexMode::Clip)
+        .unwrap()
+        .to_vec_blocking::<u32>()
+        .unwrap();
+    assert_eq!(got, vec![13, 13, 10], "u32 gather on {}", name(d));
+}
+per_backend!(gather_counts_negative_indices_from_the_end_and_takes_any_rank);
+
+/// In IndexMode::Error (the default) an index outside its axis is never a silent value: the
+/// next read on the queue fails with INVALID, naming the first offending position; that
+/// read's data is not returned, the queue keeps working, and the finding is reported once.
+/// In a capture, which makes no read, the mode is refused.
+fn gather_out_of_range_indices_fail_the_next_read(d: &Device) {
+    let x = tensor(d, &random(71, 2 * 70_001, -1.0, 1.0), &[2, 70_001]);
+    for (idx, at) in [
+        (vec![0i64, 70_000, -70_001, 70_001, 5], "[3]"),
+        (vec![-70_002, 1], "[0]"),
+    ] {
+        let it = Tensor::from_slice(d, &idx, &[idx.len()]).unwrap();
+        let y = x.gather(1, &it).unwrap();
+        let e = y.to_vec_blocking::<f32>().unwrap_err();
+        assert_eq!(e.code(), "INVALID", "{e} on {}", name(d));
+        for needle in [at, "[-70001, 70001)", "axis 1"] {
+            assert!(
+                e.to_string().contains(needle),
+                "{e}: expected {needle:?} on {}",
+                name(d)
+            );
+        }
+        // Reported once: the data reads now, with 0 where the index was outside.
+        let want = take(&read(&x), &[2, 70_001], 1, &idx, IndexMode::Fill);
+        assert_close(
+            &read(&y),
+            &want,
+            0.0,
+            0.0,
+            &format!("gather after its error on {}", name(d)),
+        );
+        still_works(d);
+    }
+    if d.backend() != unicompute::BackendKind::Cpu {
+        let it = Tensor::from_slice(d, &[0u32], &[1]).unwrap();
+        let r = d.queue().capture(|_| x.gather(1, &it));
+        expect_err(
+            r.map(drop),
+            "INVALID",
+            &["gather in mode Error", "Clip or Fill"],
+            d,
+        );
+        let (graph, y) = d
+            .queue()
+            .capture(|_| x.gather_with(1, &it, IndexMode::Clip))
+            .unwrap();
+        graph.replay().unwrap();
+        assert_eq!(
+            read(&y),
+            vec![read(&x)[0], read(&x)[70_001]],
+            "a captured gather on {}",
+            name(d)
+        );
+    }
+}
+per_backend!(gather_out_of_range_indices_fail_the_next_read);

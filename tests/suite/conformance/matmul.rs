@@ -1,0 +1,363 @@
+//! Matmul and linear: vectors, batches, broadcasting, transposed views, long k.
+
+use crate::common::{assert_close, gather, name, per_backend, random, read, tensor};
+use unicompute::ops;
+use unicompute::{Device, UnaryOp};
+
+fn matmul_takes_vectors_as_numpy_does(d: &Device) {
+    // (a shape, b shape, result shape); a 1-D a is a row, a 1-D b a column, and that axis goes.
+    let cases: [(&[usize], &[usize], &[usize]); 5] = [
+        (&[2, 3], &[3], &[2]),
+        (&[3], &[3, 4], &[4]),
+        (&[3], &[3], &[]),
+        (&[2, 5, 3], &[3], &[2, 5]),
+        (&[3], &[2, 3, 4], &[2, 4]),
+    ];
+    for (c, &(sa, sb, so)) in cases.iter().enumerate() {
+        let (x, y) = (
+            random(8500 + c as u64, sa.iter().product(), -1.0, 1.0),
+            random(8600 + c as u64, sb.iter().product(), -1.0, 1.0),
+        );
+        let got = tensor(d, &x, sa).matmul(&tensor(d, &y, sb)).unwrap();
+        assert_eq!(got.shape(), so, "{sa:?} @ {sb:?}");
+        // The reference with the vectors as matrices, then the added axes dropped.
+        let a2: Vec<usize> = if sa.len() == 1 {
+            vec![1, sa[0]]
+        } else {
+            sa.to_vec()
+        };
+        let b2: Vec<usize> = if sb.len() == 1 {
+            vec![sb[0], 1]
+        } else {
+            sb.to_vec()
+        };
+        let (k, n) = (b2[b2.len() - 2], b2[b2.len() - 1]);
+        let m = a2[a2.len() - 2];
+        let (batches_a, batches_b) = (x.len() / (m * k), y.len() / (k * n));
+        let batches = batches_a.max(batches_b);
+        let want: Vec<f64> = (0..batches)
+            .flat_map(|bt| (0..m).flat_map(move |i| (0..n).map(move |j| (bt, i, j))))
+            .map(|(bt, i, j)| {
+                let (ab, bb) = (bt % batches_a, bt % batches_b);
+                (0..k)
+                    .map(|t| {
+                        f64::from(x[ab * m * k + i * k + t]) * f64::from(y[bb * k * n + t * n + j])
+                    })
+                    .sum()
+            })
+            .collect();
+        assert_close(
+            &read(&got),
+            &want,
+            1e-5,
+            1e-6,
+            &format!("{sa:?} @ {sb:?} on {}", name(d)),
+        );
+    }
+}
+per_backend!(matmul_takes_vectors_as_numpy_does);
+
+/// One matmul case: batch dimensions of each operand and the matrix sizes.
+struct MatmulCase {
+    batch_a: &'static [usize],
+    batch_b: &'static [usize],
+    m: usize,
+    n: usize,
+    k: usize,
+}
+
+/// f64 reference; an operand without batch dimensions is broadcast over the batch.
+fn matmul_reference(a: &[f32], b: &[f32], c: &MatmulCase) -> Vec<f64> {
+    let (m, n, k) = (c.m, c.n, c.k);
+    let batch = c
+        .batch_a
+        .iter()
+        .product::<usize>()
+        .max(c.batch_b.iter().product());
+    let mut out = vec![0.0; batch * m * n];
+    for bi in 0..batch {
+        let ao = if c.batch_a.is_empty() { 0 } else { bi * m * k };
+        let bo = if c.batch_b.is_empty() { 0 } else { bi * k * n };
+        for i in 0..m {
+            for j in 0..n {
+                out[bi * m * n + i * n + j] = (0..k)
+                    .map(|p| f64::from(a[ao + i * k + p]) * f64::from(b[bo + p * n + j]))
+                    .sum();
+            }
+        }
+    }
+    out
+}
+
+fn matmul_2d_batched_and_broadcast(d: &Device) {
+    let cases = [
+        MatmulCase {
+            batch_a: &[],
+            batch_b: &[],
+            m: 1,
+            n: 1,
+            k: 1,
+        },
+        MatmulCase {
+            batch_a: &[],
+            batch_b: &[],
+            m: 7,
+            n: 13,
+            k: 5,
+        },
+        MatmulCase {
+            batch_a: &[],
+            batch_b: &[],
+            m: 65,
+            n: 129,
+            k: 67,
+        },
+        MatmulCase {
+            batch_a: &[],
+            batch_b: &[],
+            m: 128,
+            n: 64,
+            k: 256,
+        },
+        MatmulCase {
+            batch_a: &[3],
+            batch_b: &[3],
+            m: 33,
+            n: 19,
+            k: 17,
+        },
+        MatmulCase {
+            batch_a: &[4],
+            batch_b: &[],
+            m: 9,
+            n: 70,
+            k: 31,
+        },
+        // Rows of whole vec4s (k and n multiples of 4): the webgpu vec4 tile loads.
+        MatmulCase {
+            batch_a: &[3],
+            batch_b: &[3],
+            m: 33,
+            n: 20,
+            k: 12,
+        },
+        MatmulCase {
+            batch_a: &[2],
+            batch_b: &[],
+            m: 5,
+            n: 8,
+            k: 16,
+        },
+    ];
+    // The default choice, then every named kernel variant of the backend.
+    let variants = std::iter::once(None).chain(ops::matmul::variants(d).into_iter().map(Some));
+    for variant in variants {
+        for (i, c) in cases.iter().enumerate() {
+            let (na, nb): (usize, usize) = (c.batch_a.iter().product(), c.batch_b.iter().product());
+            let seed = 900 + i as u64;
+            let a = random(seed, na * c.m * c.k, -1.0, 1.0);
+            let b = random(seed + 1, nb * c.k * c.n, -1.0, 1.0);
+            let sa: Vec<usize> = c.batch_a.iter().copied().chain([c.m, c.k]).collect();
+            let sb: Vec<usize> = c.batch_b.iter().copied().chain([c.k, c.n]).collect();
+            let (at, bt) = (tensor(d, &a, &sa), tensor(d, &b, &sb));
+            let got = match variant {
+                Some(v) => read(&ops::matmul::matmul_variant(&d.queue(), &at, &bt, v).unwrap()),
+                None => read(&at.matmul(&bt).unwrap()),
+            };
+            let want = matmul_reference(&a, &b, c);
+            let what = format!(
+                "matmul {sa:?} @ {sb:?} variant {variant:?} on {} seed {seed}",
+                name(d)
+            );
+            assert_close(&got, &want, 1e-4, 1e-5 * c.k as f64, &what);
+        }
+    }
+}
+per_backend!(matmul_2d_batched_and_broadcast);
+
+fn matmul_of_transposed_views_needs_no_copy(d: &Device) {
+    let (m, n, k) = (37, 23, 41);
+    let a = random(1, m * k, -1.0, 1.0);
+    let bt = random(2, n * k, -1.0, 1.0); // stored as [n, k]
+    let b_view = tensor(d, &bt, &[n, k]).t().unwrap();
+    assert!(!b_view.is_contiguous());
+    let got = read(&tensor(d, &a, &[m, k]).matmul(&b_view).unwrap());
+    let b: Vec<f32> = gather(&bt, &[k, n], &[1, k], 0);
+    let want = matmul_reference(
+        &a,
+        &b,
+        &MatmulCase {
+            batch_a: &[],
+            batch_b: &[],
+            m,
+            n,
+            k,
+        },
+    );
+    assert_close(
+        &got,
+        &want,
+        1e-4,
+        1e-4,
+        &format!("matmul with a transposed view on {}", name(d)),
+    );
+}
+per_backend!(matmul_of_transposed_views_needs_no_copy);
+
+fn linear_fuses_bias_and_activation(d: &Device) {
+    // (x shape, n): rank 2 and 3 inputs, primes, sizes off the 64-wide tiles.
+    let cases: &[(&[usize], usize)] = &[
+        (&[1, 1], 1),
+        (&[7, 13], 5),
+        (&[65, 129], 67),
+        (&[2, 3, 31], 17),
+    ];
+    let q = d.queue();
+    for (c, &(xs, n)) in cases.iter().enumerate() {
+        let k = xs[xs.len() - 1];
+        let rows: usize = xs[..xs.len() - 1].iter().product();
+        let seed = 900 + c as u64 * 4;
+        let x = random(seed, rows * k, -1.0, 1.0);
+        let w = random(seed + 1, n * k, -1.0, 1.0); // stored [n, k] (PyTorch layout), used as w.t()
+        let bias = random(seed + 2, n, -1.0, 1.0);
+        let (xt, wt, bt) = (
+            tensor(d, &x, xs),
+            tensor(d, &w, &[n, k]),
+            tensor(d, &bias, &[n]),
+        );
+        for (with_bias, act) in [
+            (false, None),
+            (true, None),
+            (true, Some(UnaryOp::Relu)),
+            (false, Some(UnaryOp::GeluTanh)),
+        ] {
+            let got = read(
+                &ops::matmul::linear(&q, &xt, &wt.t().unwrap(), with_bias.then_some(&bt), act)
+                    .unwrap(),
+            );
+            let mut want = Vec::with_capacity(rows * n);
+            for r in 0..rows {
+                for j in 0..n {
+                    let mut v: f64 = (0..k)
+                        .map(|p| f64::from(x[r * k + p]) * f64::from(w[j * k + p]))
+                        .sum();
+                    if with_bias {
+                        v += f64::from(bias[j]);
+                    }
+                    want.push(act.map_or(v, |f| f.eval(v)));
+                }
+            }
+            let what = format!(
+                "linear {xs:?} x [{k}, {n}] bias {with_bias} act {act:?} on {} seed {seed}",
+                name(d)
+            );
+            assert_close(&got, &want, 1e-4, 1e-4, &what);
+        }
+    }
+}
+per_backend!(linear_fuses_bias_and_activation);
+
+fn matmul_of_ones_counts_k_past_the_loop_limit(d: &Device) {
+    // The default variant just below, at and past the limit; every variant past it.
+    let default = [65_535, 65_536, 65_537, 100_003].map(|k| (None, k));
+    let named = ops::matmul::variants(d)
+        .into_iter()
+        .map(|v| (Some(v), 65_537));
+    for (variant, k) in default.into_iter().chain(named) {
+        let ones = vec![1.0; k];
+        let (a, b) = (tensor(d, &ones, &[1, k]), tensor(d, &ones, &[k, 1]));
+        let got = match variant {
+            Some(v) => read(&ops::matmul::matmul_variant(&d.queue(), &a, &b, v).unwrap()),
+            None => read(&a.matmul(&b).unwrap()),
+        };
+        assert_eq!(
+            got,
+            vec![k as f32],
+            "ones[1, {k}] @ ones[{k}, 1] variant {variant:?} on {}",
+            name(d)
+        );
+    }
+}
+per_backend!(matmul_of_ones_counts_k_past_the_loop_limit);
+
+fn matmul_and_linear_with_k_of_70_000(d: &Device) {
+    // k odd (scalar tile loads) and k, n multiples of 4 (vec4 loads).
+    let cases = [
+        MatmulCase {
+            batch_a: &[],
+            batch_b: &[],
+            m: 3,
+            n: 5,
+            k: 70_001,
+        },
+        MatmulCase {
+            batch_a: &[2],
+            batch_b: &[],
+            m: 4,
+            n: 8,
+            k: 70_000,
+        },
+    ];
+    // The default variant on both cases, each named variant on one.
+    let default = [(None, 0), (None, 1)];
+    let named = ops::matmul::variants(d)
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| (Some(v), i % 2));
+    for (variant, i) in default.into_iter().chain(named) {
+        let c = &cases[i];
+        let seed = 1700 + i as u64;
+        let na: usize = c.batch_a.iter().product();
+        let a = random(seed, na * c.m * c.k, -1.0, 1.0);
+        let b = random(seed + 1, c.k * c.n, -1.0, 1.0);
+        let sa: Vec<usize> = c.batch_a.iter().copied().chain([c.m, c.k]).collect();
+        let (at, bt) = (tensor(d, &a, &sa), tensor(d, &b, &[c.k, c.n]));
+        let got = match variant {
+            Some(v) => read(&ops::matmul::matmul_variant(&d.queue(), &at, &bt, v).unwrap()),
+            None => read(&at.matmul(&bt).unwrap()),
+        };
+        let what = format!(
+            "matmul {sa:?} @ [{}, {}] variant {variant:?} on {} seed {seed}",
+            c.k,
+            c.n,
+            name(d)
+        );
+        assert_close(&got, &matmul_reference(&a, &b, c), 1e-4, 1e-3, &what);
+    }
+    // linear: bias and activation once, after the whole sum over k.
+    let (rows, k, n, seed) = (2, 70_001, 3, 1710);
+    let (x, w, bias) = (
+        random(seed, rows * k, -1.0, 1.0),
+        random(seed + 1, n * k, -1.0, 1.0),
+        random(seed + 2, n, -1.0, 1.0),
+    );
+    let (xt, wt, bt) = (
+        tensor(d, &x, &[rows, k]),
+        tensor(d, &w, &[n, k]),
+        tensor(d, &bias, &[n]),
+    );
+    for act in [None, Some(UnaryOp::GeluTanh)] {
+        let got =
+            read(&ops::matmul::linear(&d.queue(), &xt, &wt.t().unwrap(), Some(&bt), act).unwrap());
+        let want: Vec<f64> = (0..rows * n)
+            .map(|i| {
+                let v = (0..k)
+                    .map(|p| f64::from(x[i / n * k + p]) * f64::from(w[i % n * k + p]))
+                    .sum::<f64>()
+                    + f64::from(bias[i % n]);
+                act.map_or(v, |f| f.eval(v))
+            })
+            .collect();
+        assert_close(
+            &got,
+            &want,
+            1e-4,
+            1e-3,
+            &format!(
+                "linear [{rows}, {k}] x [{k}, {n}] act {act:?} on {} seed {seed}",
+                name(d)
+            ),
+        );
+    }
+}
+per_backend!(matmul_and_linear_with_k_of_70_000);
