@@ -107,8 +107,7 @@ pub(crate) fn val(dtype: DType) -> Result<&'static str> {
 /// `shader-int64` (browsers, SwiftShader): i64 data still moves (copies, `where`, gather,
 /// concat run on pairs of 32-bit words), but its arithmetic needs 64-bit integers in WGSL.
 pub(crate) fn check_int64(dev: &GpuDevice, op: &str, dtypes: &[DType]) -> Result<()> {
-    if dtypes.contains(&DType::I64) && !dev.device.features().contains(wgpu::Features::SHADER_INT64)
-    {
+    if dtypes.contains(&DType::I64) && !dev.has_int64() {
         let what = format!("{op} on i64 tensors: the adapter lacks `shader-int64` (i64 data still moves; the cpu backend computes on it)");
         return Err(Error::Unsupported {
             backend: crate::BackendKind::WebGpu,
@@ -210,7 +209,7 @@ pub(crate) fn builtin(
 pub(crate) fn store(dev: &GpuDevice, dtype: DType) -> Result<&'static str> {
     match dtype {
         DType::F32 => Ok(STORE_F32),
-        DType::F16 if dev.device.features().contains(wgpu::Features::SHADER_F16) => Ok(STORE_F16),
+        DType::F16 if dev.has_f16() => Ok(STORE_F16),
         other => Err(Error::Device(format!(
             "internal: no {other} storage for the elementwise and matmul kernels on this adapter"
         ))),
@@ -220,13 +219,13 @@ pub(crate) fn store(dev: &GpuDevice, dtype: DType) -> Result<&'static str> {
 /// Whether the device runs the software adapters' kernel variants (see
 /// [`crate::DeviceOptions::software_kernels`]).
 pub(crate) fn software_kernels(dev: &GpuDevice, cx: &OpContext<'_>) -> bool {
-    dev.software && cx.options.software_kernels
+    dev.is_software() && cx.options.software_kernels
 }
 
 /// Workgroup grid for `groups` workgroups of a 1-D problem: a 2-D grid past the per-dimension
 /// limit.
 pub(crate) fn grid_1d(dev: &GpuDevice, groups: u64) -> Result<[u32; 3]> {
-    let max = u64::from(dev.limits.max_compute_workgroups_per_dimension);
+    let max = u64::from(dev.max_workgroups_per_dimension());
     if groups <= max {
         return Ok([groups as u32, 1, 1]);
     }
@@ -254,7 +253,7 @@ pub(crate) fn u32_of(what: &str, v: usize) -> Result<u32> {
 /// Error unless every element of `o` is reachable through one storage binding.
 pub(crate) fn check_binding(dev: &GpuDevice, o: &Operand<'_>) -> Result<()> {
     let bytes = o.layout.end() as u64 * 4;
-    let max = dev.limits.max_storage_buffer_binding_size;
+    let max = dev.max_binding_size();
     if bytes > max {
         let what = format!(
             "the end of a {}-element view within its buffer, in bytes (webgpu kernels bind a buffer from its start, so a view far into a large buffer reaches this far)",
@@ -363,8 +362,8 @@ pub(crate) fn row_passes(
 ) -> Result<()> {
     let serial = kernel.serial_entry.filter(|_| software_kernels(dev, cx));
     let chunk = match serial {
-        Some(_) => split::serial_row_chunk(dev.max_loop_iterations, rows, cols),
-        None => split::row_chunk(dev.max_loop_iterations, cols),
+        Some(_) => split::serial_row_chunk(dev.max_loop_iterations(), rows, cols),
+        None => split::row_chunk(dev.max_loop_iterations(), cols),
     };
     let chunks = chunk.map_or(1, |c| cols.div_ceil(c));
     let params = params(
@@ -402,7 +401,7 @@ pub(crate) fn split_temp(
     elements: usize,
 ) -> Result<Arc<Block>> {
     let bytes = elements as u64 * 4;
-    let max = dev.limits.max_storage_buffer_binding_size;
+    let max = dev.max_binding_size();
     if bytes > max {
         return Err(Error::Limit {
             what: "temporary of a launch split for the loop-iteration limit, in bytes".into(),
