@@ -4,7 +4,7 @@ use wasm_bindgen::prelude::*;
 
 use super::error::{axis_of, invalid, js_error, usize_of};
 use super::options::{Options, TensorArgs};
-use crate::ops::indexing::IndexMode;
+use crate::ops::gather::IndexMode;
 use crate::ops::{BinaryOp, NormKind, NormParams, ReduceOp, UnaryOp};
 use crate::{DType, Tensor};
 

@@ -6,7 +6,7 @@ use crate::common::{
     assert_close, devices, devices_and_variants, expect_err, gather, name, random, read,
     still_works, tensor,
 };
-use unicompute::ops::indexing::IndexMode;
+use unicompute::ops::gather::IndexMode;
 use unicompute::ops::{self, softmax::reference_row};
 use unicompute::ops::{
     AttentionParams, Conv2dParams, NormKind, NormParams, Pool2dParams, PoolKind,
@@ -1609,7 +1609,7 @@ fn take(x: &[f32], shape: &[usize], axis: usize, idx: &[i64], mode: IndexMode) -
     let mut want = Vec::new();
     for o in 0..outer {
         for &j in idx {
-            let t = unicompute::ops::indexing::resolve_index(j, len, mode);
+            let t = unicompute::ops::gather::resolve_index(j, len, mode);
             want.extend(
                 (0..inner).map(|i| t.map_or(0.0, |t| f64::from(x[(o * len + t) * inner + i]))),
             );

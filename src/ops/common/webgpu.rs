@@ -271,7 +271,7 @@ pub(crate) fn check_binding(dev: &GpuDevice, o: &Operand<'_>) -> Result<()> {
 
 wgsl_params! {
     /// The parameters of the kernels that walk strided views over one output shape
-    /// (elementwise.wgsl, copy.wgsl, indexing.wgsl's cast and where), named `S_<field>`.
+    /// (elementwise.wgsl, copy.wgsl, cast.wgsl, select.wgsl), named `S_<field>`.
     pub(crate) struct StridedWords: S {
         /// Elements of the output.
         n: u32,
@@ -411,4 +411,72 @@ pub(crate) fn split_temp(
         });
     }
     (cx.temp)(bytes)
+}
+
+/// A contiguous tensor's elements as the words they are stored in (16-bit ones two a word,
+/// i64 ones as two words, low first).
+#[cfg(all(test, not(target_arch = "wasm32")))]
+pub(crate) fn stored_words(t: &crate::Tensor) -> Vec<u32> {
+    use crate::DType;
+    let pack = |halves: Vec<u16>| -> Vec<u32> {
+        let word = |c: &[u16]| u32::from(c[0]) | c.get(1).map_or(0, |&h| u32::from(h) << 16);
+        halves.chunks(2).map(word).collect()
+    };
+    match t.dtype() {
+        DType::F32 => t
+            .to_vec_blocking::<f32>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect(),
+        DType::I32 => t
+            .to_vec_blocking::<i32>()
+            .unwrap()
+            .iter()
+            .map(|&v| v as u32)
+            .collect(),
+        DType::U32 => t.to_vec_blocking::<u32>().unwrap(),
+        DType::F16 => pack(
+            t.to_vec_blocking::<half::f16>()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect(),
+        ),
+        DType::BF16 => pack(
+            t.to_vec_blocking::<half::bf16>()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect(),
+        ),
+        DType::I64 => t
+            .to_vec_blocking::<i64>()
+            .unwrap()
+            .iter()
+            .flat_map(|&v| [v as u32, (v >> 32) as u32])
+            .collect(),
+    }
+}
+
+/// `entry` of `source` on the CPU's WGSL executor over `inputs` (at bindings 1, 2, ...), the
+/// output `out_words` long (poisoned) at the next binding, over `groups` workgroups.
+#[cfg(all(test, not(target_arch = "wasm32")))]
+pub(crate) fn run_words(
+    d: &crate::Device,
+    source: &str,
+    entry: &str,
+    params: &[u32],
+    inputs: &[Vec<u32>],
+    out_words: usize,
+    groups: u32,
+) -> Vec<u32> {
+    let buffers: Vec<crate::Buffer<u32>> = inputs
+        .iter()
+        .map(|w| crate::Buffer::from_slice(d, w).unwrap())
+        .collect();
+    let out = crate::Buffer::from_slice(d, &vec![0x7fa5_a5a5u32; out_words]).unwrap();
+    let bindings: Vec<_> = buffers.iter().map(bound).chain([bound(&out)]).collect();
+    run_on_cpu(d, source, entry, params, &bindings, [groups, 1, 1]).unwrap();
+    out.read_blocking().unwrap()
 }
