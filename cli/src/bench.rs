@@ -14,7 +14,7 @@ use std::fmt;
 use std::time::Instant;
 
 use unicompute::ops::{
-    attention, conv, elementwise, indexing, matmul, norm, reduce, softmax, AttentionParams,
+    attention, cast, conv, elementwise, matmul, norm, reduce, softmax, AttentionParams,
     Conv2dParams, NormKind, NormParams,
 };
 pub use unicompute::text::{human_bytes, human_seconds, render_table};
@@ -677,7 +677,7 @@ fn elementwise_case(device: &Device, config: &BenchConfig, kind: Kind) -> Result
                 format!("[{n}] f32 -> f16"),
                 Work::Bytes(6 * n as u64),
                 2 * n as u64,
-                Box::new(move |q| indexing::cast(q, &x, DType::F16).map(drop)),
+                Box::new(move |q| cast::cast(q, &x, DType::F16).map(drop)),
             )
         }
         Kind::AddF16 => {

@@ -19,9 +19,9 @@ use crate::{DType, Error, Queue, Result, Tensor};
 pub use attention::AttentionParams;
 pub use conv::{Conv2dGeometry, Conv2dParams, Pool2dParams, PoolKind, PoolOptions};
 pub use elementwise::{BinaryOp, UnaryOp};
-pub use indexing::CumsumOptions;
 pub use norm::{NormKind, NormParams};
 pub use reduce::{ArgOptions, ReduceOp};
+pub use scan::CumsumOptions;
 
 /// The backend modules of an op family (`cpu`, and `webgpu` and `cuda` where those backends
 /// are built) and the hooks through which the registry finds the built-in kernels their
@@ -70,13 +70,16 @@ macro_rules! registry {
 
 registry!(
     attention,
+    cast,
     conv,
     copy,
     elementwise,
-    indexing,
+    gather,
     matmul,
     norm,
     reduce,
+    scan,
+    select,
     softmax,
     log_softmax
 );
@@ -124,7 +127,7 @@ impl Lift {
     /// An f32 result rounded back to the inputs' 16-bit dtype (others as they are).
     pub(crate) fn down(&self, queue: &Queue, t: Tensor) -> Result<Tensor> {
         match self.narrow {
-            Some(d) if t.dtype() == DType::F32 => indexing::cast(queue, &t, d),
+            Some(d) if t.dtype() == DType::F32 => cast::cast(queue, &t, d),
             _ => Ok(t),
         }
     }
@@ -139,7 +142,7 @@ pub(crate) fn native_f16(queue: &Queue, inputs: &[&Tensor]) -> bool {
 /// `t` widened to f32 if it is a 16-bit float, else `t` itself.
 pub(crate) fn widen(queue: &Queue, t: &Tensor) -> Result<Tensor> {
     if matches!(t.dtype(), DType::F16 | DType::BF16) {
-        indexing::cast(queue, t, DType::F32)
+        cast::cast(queue, t, DType::F32)
     } else {
         Ok(t.clone())
     }

@@ -218,8 +218,8 @@ impl Tensor {
         view
     }
 
-    /// The same elements with another shape: a view when the tensor is contiguous, else a copy.
-    pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
+    /// An error unless `shape` holds as many elements as this tensor (the rule of a reshape).
+    pub(crate) fn check_reshape(&self, shape: &[usize]) -> Result<()> {
         let numel = checked_numel("reshape", shape)?;
         if numel != self.numel() {
             return Err(Error::shape(
@@ -227,8 +227,21 @@ impl Tensor {
                 format!("cannot reshape {:?} ({} elements) to {shape:?} ({numel} elements): expected equal counts", self.shape(), self.numel()),
             ));
         }
-        let base = self.contiguous()?;
-        Ok(base.view(Layout::contiguous(shape, base.layout.offset)))
+        Ok(())
+    }
+
+    /// This contiguous tensor's elements with `shape` (a view; the count checked by
+    /// [`check_reshape`](Tensor::check_reshape)). A strided tensor is copied first, by the
+    /// ops' `Tensor::reshape`.
+    pub(crate) fn contiguous_view(&self, shape: &[usize]) -> Result<Tensor> {
+        self.check_reshape(shape)?;
+        if !self.is_contiguous() {
+            return Err(Error::Internal(format!(
+                "a contiguous view of a strided {:?} tensor: expected a contiguous one",
+                self.shape()
+            )));
+        }
+        Ok(self.view(Layout::contiguous(shape, self.layout.offset)))
     }
 
     /// Reorder the dimensions: result dimension `i` is input dimension `dims[i]` (a view).

@@ -5,7 +5,7 @@ use wasm_bindgen::prelude::*;
 use super::error::{axis_of, invalid, js_error, usize_of};
 use super::gpu::{JsBuffer, TypedBuffer};
 use super::options::{Options, TensorArgs};
-use crate::ops::indexing::IndexMode;
+use crate::ops::gather::IndexMode;
 use crate::ops::{BinaryOp, NormKind, NormParams, ReduceOp, UnaryOp};
 use crate::{Buffer, DType, Tensor};
 

@@ -546,7 +546,7 @@ fn check_cumsum<I: Int>(d: &Device) {
     }
     // ONNX's exclusive and reverse sums of [1, 2, 3, 4]: [9, 7, 4, 0].
     let t = Tensor::from_slice(d, &[1, 2, 3, 4].map(|v| I::wrap(v)), &[4]).unwrap();
-    let options = unicompute::ops::indexing::CumsumOptions {
+    let options = unicompute::ops::scan::CumsumOptions {
         exclusive: true,
         reverse: true,
     };
@@ -851,7 +851,7 @@ fn check_moves(d: &Device) {
     );
     // gather along each axis: negative indices from the end, out-of-range ones giving 0
     // (IndexMode::Fill).
-    let fill = unicompute::ops::indexing::IndexMode::Fill;
+    let fill = unicompute::ops::gather::IndexMode::Fill;
     let idx = Tensor::from_slice(d, &[6i32, 0, -1, 3, 7], &[5]).unwrap();
     let g0 = tx
         .gather_with(0, &idx, fill)
@@ -1062,7 +1062,7 @@ fn integer_argmin_and_i64_indices() {
         )
         .unwrap();
         let got = t
-            .gather_with(1, &idx, unicompute::ops::indexing::IndexMode::Fill)
+            .gather_with(1, &idx, unicompute::ops::gather::IndexMode::Fill)
             .unwrap()
             .to_vec_blocking::<i64>()
             .unwrap();

@@ -22,6 +22,9 @@ pub(crate) use queue::{address, device_memory, CudaFence, CudaQueue};
 
 use compile::CompileFailure;
 pub(crate) use compile::{Builtin, CudaSource};
+/// What a built-in kernel's parameter struct implements to be passed by value (see
+/// `ops::common::cuda::cuda_params!`).
+pub(crate) use cudarc::driver::DeviceRepr;
 use queue::Retirement;
 
 use crate::base::signal::lock;
@@ -187,15 +190,15 @@ pub(crate) fn missing_reason() -> String {
 
 /// An opened CUDA device.
 pub(crate) struct CudaDevice {
-    pub ctx: Arc<CudaContext>,
+    ctx: Arc<CudaContext>,
     /// NVRTC architecture: `sm_90` (cubin), or `compute_XY` (PTX) for a GPU newer than NVRTC.
     arch: String,
     /// Streaming multiprocessors (sizes grids).
-    pub sm_count: u32,
+    sm_count: u32,
     /// Stream of the immediate fills of fresh allocations.
     fill_stream: Arc<CudaStream>,
     functions: Mutex<HashMap<Builtin, CudaFunction>>,
-    pub retirement: Arc<Retirement>,
+    retirement: Arc<Retirement>,
     /// Set by the first asynchronous failure: the context is unusable afterwards.
     failed: Mutex<Option<String>>,
 }
@@ -330,6 +333,11 @@ impl CudaDevice {
 
     pub(crate) fn memory_free(&self) -> Option<u64> {
         self.ctx.mem_get_info().ok().map(|(free, _)| free as u64)
+    }
+
+    /// Streaming multiprocessors (sizes grids).
+    pub(crate) fn sm_count(&self) -> u32 {
+        self.sm_count
     }
 
     /// The function of a built-in kernel, compiled (or read from the disk cache) on first use.

@@ -194,18 +194,21 @@ struct InFlight {
 #[cfg(not(target_arch = "wasm32"))]
 mod lifecycle;
 
+/// A compiled built-in kernel, as [`GpuDevice::pipeline`] gives it to [`GpuQueue::launch`].
+pub(crate) type Pipeline = wgpu::ComputePipeline;
+
 /// An opened wgpu device.
 pub(crate) struct GpuDevice {
-    pub device: wgpu::Device,
-    pub queue: wgpu::Queue,
-    pub limits: wgpu::Limits,
+    pub(in crate::hal) device: wgpu::Device,
+    queue: wgpu::Queue,
+    limits: wgpu::Limits,
     /// [`crate::Limits::max_loop_iterations`] of this adapter.
-    pub max_loop_iterations: Option<u64>,
+    max_loop_iterations: Option<u64>,
     /// A GPU API implemented on the CPU (SwiftShader, llvmpipe; `isFallbackAdapter` in
     /// browsers): invocations run in SIMD lanes of CPU threads and every workgroup barrier
     /// switches coroutines, so the row kernels take barrier-free variants (see
     /// `ops::reduce::variants`).
-    pub software: bool,
+    software: bool,
     pipelines: pipelines::PipelineCache,
     /// First validation / out-of-memory error since the last check.
     error: Arc<Mutex<Option<String>>>,
@@ -213,8 +216,8 @@ pub(crate) struct GpuDevice {
     lost: Arc<Mutex<Option<String>>>,
     in_flight: Mutex<Vec<InFlight>>,
     /// Bound where a kernel declares a binding a particular launch does not need.
-    pub spare_read: wgpu::Buffer,
-    pub spare_write: wgpu::Buffer,
+    spare_read: wgpu::Buffer,
+    spare_write: wgpu::Buffer,
 }
 
 /// Natively, the device's wgpu handles are parked, to be released under the process's
@@ -378,8 +381,45 @@ impl GpuDevice {
     }
 
     /// Pipeline of a built-in kernel.
-    pub(crate) fn pipeline(&self, kernel: pipelines::Builtin) -> wgpu::ComputePipeline {
+    pub(crate) fn pipeline(&self, kernel: pipelines::Builtin) -> Pipeline {
         self.pipelines.get(&self.device, kernel)
+    }
+
+    /// Whether the device has `shader-int64` (i64 in kernels).
+    pub(crate) fn has_int64(&self) -> bool {
+        self.device
+            .features()
+            .contains(wgpu::Features::SHADER_INT64)
+    }
+
+    /// Whether the device has `shader-f16` (f16 arithmetic and storage in kernels).
+    pub(crate) fn has_f16(&self) -> bool {
+        self.device.features().contains(wgpu::Features::SHADER_F16)
+    }
+
+    /// Whether the device has subgroup operations.
+    pub(crate) fn has_subgroups(&self) -> bool {
+        self.device.features().contains(wgpu::Features::SUBGROUP)
+    }
+
+    /// [`crate::Limits::max_loop_iterations`] of this adapter.
+    pub(crate) fn max_loop_iterations(&self) -> Option<u64> {
+        self.max_loop_iterations
+    }
+
+    /// Whether the adapter implements the GPU API on the CPU (see the field `software`).
+    pub(crate) fn is_software(&self) -> bool {
+        self.software
+    }
+
+    /// The most workgroups of one grid dimension.
+    pub(crate) fn max_workgroups_per_dimension(&self) -> u32 {
+        self.limits.max_compute_workgroups_per_dimension
+    }
+
+    /// The most bytes one storage binding may span.
+    pub(crate) fn max_binding_size(&self) -> u64 {
+        self.limits.max_storage_buffer_binding_size
     }
 
     /// Compile a user kernel (already validated by naga), reporting any wgpu error (natively

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::graph::GpuGraph;
 use super::UserPipeline;
-use super::{GpuDevice, GpuMemory};
+use super::{GpuDevice, GpuMemory, Pipeline};
 use crate::base::signal::{lock, Signal};
 use crate::hal::timer::{PendingSpan, Span};
 use crate::hal::Block;
@@ -289,7 +289,7 @@ impl GpuQueue {
     pub(crate) fn launch(
         &self,
         dev: &GpuDevice,
-        pipeline: wgpu::ComputePipeline,
+        pipeline: Pipeline,
         params: &[u32],
         binds: &[(u32, Bind<'_>)],
         workgroups: [u32; 3],

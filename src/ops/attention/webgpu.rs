@@ -6,7 +6,7 @@ use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, software_kerne
 #[cfg(test)]
 use crate::hal::webgpu::Builtin;
 use crate::ops::common::split;
-use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, Pipeline, WgslSource};
 use crate::hal::OpContext;
 use crate::Result;
 
@@ -87,12 +87,12 @@ fn launch_keys(
     q: &GpuQueue,
     dev: &GpuDevice,
     cx: &OpContext<'_>,
-    (pipeline, serial): (wgpu::ComputePipeline, bool),
+    (pipeline, serial): (Pipeline, bool),
     mut params: AttentionWords,
     binds: &[(u32, Bind<'_>)],
     [rows, lk, d, dv]: [usize; 4],
 ) -> Result<()> {
-    let keys = if serial { split::attention_serial_keys(dev.max_loop_iterations, lk, d, dv) } else { split::attention_keys(dev.max_loop_iterations, lk, d) };
+    let keys = if serial { split::attention_serial_keys(dev.max_loop_iterations(), lk, d, dv) } else { split::attention_keys(dev.max_loop_iterations(), lk, d) };
     let state = if keys.len() > 1 { Some(split_temp(dev, cx, rows * (dv + 2))?) } else { None };
     let mut binds = binds.to_vec();
     binds.push((6, state.as_ref().map_or(Bind::SpareWrite, Bind::Mem)));

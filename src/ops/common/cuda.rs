@@ -102,7 +102,7 @@ macro_rules! cuda_params {
 
         // SAFETY: `#[repr(C)]` plain numbers (and other such structs), declared to the kernel
         // by `DECL`, generated from the same fields.
-        unsafe impl cudarc::driver::DeviceRepr for $name {}
+        unsafe impl $crate::hal::cuda::DeviceRepr for $name {}
 
         impl $name {
             /// The struct's C declaration.
@@ -160,7 +160,7 @@ pub(crate) fn builtin(
 /// Blocks for a grid-stride loop over `items`.
 pub(crate) fn blocks(dev: &CudaDevice, items: usize, per_block: usize) -> u32 {
     let wanted = items.div_ceil(per_block).max(1);
-    wanted.min(dev.sm_count as usize * 32).min(65_535) as u32
+    wanted.min(dev.sm_count() as usize * 32).min(65_535) as u32
 }
 
 pub(crate) fn operand(o: &Operand<'_>) -> Result<u64> {

@@ -112,8 +112,7 @@ pub(crate) fn val(dtype: DType) -> Result<&'static str> {
 /// `shader-int64` (browsers, SwiftShader): i64 data still moves (copies, `where`, gather,
 /// concat run on pairs of 32-bit words), but its arithmetic needs 64-bit integers in WGSL.
 pub(crate) fn check_int64(dev: &GpuDevice, op: &str, dtypes: &[DType]) -> Result<()> {
-    if dtypes.contains(&DType::I64) && !dev.device.features().contains(wgpu::Features::SHADER_INT64)
-    {
+    if dtypes.contains(&DType::I64) && !dev.has_int64() {
         let what = format!("{op} on i64 tensors: the adapter lacks `shader-int64` (i64 data still moves; the cpu backend computes on it)");
         return Err(Error::Unsupported {
             backend: crate::BackendKind::WebGpu,
@@ -215,7 +214,7 @@ pub(crate) fn builtin(
 pub(crate) fn store(dev: &GpuDevice, dtype: DType) -> Result<&'static str> {
     match dtype {
         DType::F32 => Ok(STORE_F32),
-        DType::F16 if dev.device.features().contains(wgpu::Features::SHADER_F16) => Ok(STORE_F16),
+        DType::F16 if dev.has_f16() => Ok(STORE_F16),
         other => Err(Error::Internal(format!(
             "no {other} storage for the elementwise and matmul kernels on this adapter"
         ))),
@@ -225,13 +224,13 @@ pub(crate) fn store(dev: &GpuDevice, dtype: DType) -> Result<&'static str> {
 /// Whether the device runs the software adapters' kernel variants (see
 /// [`crate::DeviceOptions::software_kernels`]).
 pub(crate) fn software_kernels(dev: &GpuDevice, cx: &OpContext<'_>) -> bool {
-    dev.software && cx.options.software_kernels
+    dev.is_software() && cx.options.software_kernels
 }
 
 /// Workgroup grid for `groups` workgroups of a 1-D problem: a 2-D grid past the per-dimension
 /// limit.
 pub(crate) fn grid_1d(dev: &GpuDevice, groups: u64) -> Result<[u32; 3]> {
-    let max = u64::from(dev.limits.max_compute_workgroups_per_dimension);
+    let max = u64::from(dev.max_workgroups_per_dimension());
     if groups <= max {
         return Ok([groups as u32, 1, 1]);
     }
@@ -259,7 +258,7 @@ pub(crate) fn u32_of(what: &str, v: usize) -> Result<u32> {
 /// Error unless every element of `o` is reachable through one storage binding.
 pub(crate) fn check_binding(dev: &GpuDevice, o: &Operand<'_>) -> Result<()> {
     let bytes = o.layout.end() as u64 * 4;
-    let max = dev.limits.max_storage_buffer_binding_size;
+    let max = dev.max_binding_size();
     if bytes > max {
         let what = format!(
             "the end of a {}-element view within its buffer, in bytes (webgpu kernels bind a buffer from its start, so a view far into a large buffer reaches this far)",
@@ -277,7 +276,7 @@ pub(crate) fn check_binding(dev: &GpuDevice, o: &Operand<'_>) -> Result<()> {
 
 wgsl_params! {
     /// The parameters of the kernels that walk strided views over one output shape
-    /// (elementwise.wgsl, copy.wgsl, indexing.wgsl's cast and where), named `S_<field>`.
+    /// (elementwise.wgsl, copy.wgsl, cast.wgsl, select.wgsl), named `S_<field>`.
     pub(crate) struct StridedWords: S {
         /// Elements of the output.
         n: u32,
@@ -368,8 +367,8 @@ pub(crate) fn row_passes(
 ) -> Result<()> {
     let serial = kernel.serial_entry.filter(|_| software_kernels(dev, cx));
     let chunk = match serial {
-        Some(_) => split::serial_row_chunk(dev.max_loop_iterations, rows, cols),
-        None => split::row_chunk(dev.max_loop_iterations, cols),
+        Some(_) => split::serial_row_chunk(dev.max_loop_iterations(), rows, cols),
+        None => split::row_chunk(dev.max_loop_iterations(), cols),
     };
     let chunks = chunk.map_or(1, |c| cols.div_ceil(c));
     let params = params(
@@ -407,7 +406,7 @@ pub(crate) fn split_temp(
     elements: usize,
 ) -> Result<Arc<Block>> {
     let bytes = elements as u64 * 4;
-    let max = dev.limits.max_storage_buffer_binding_size;
+    let max = dev.max_binding_size();
     if bytes > max {
         return Err(Error::Limit {
             what: "temporary of a launch split for the loop-iteration limit, in bytes".into(),
@@ -417,4 +416,72 @@ pub(crate) fn split_temp(
         });
     }
     (cx.temp)(bytes)
+}
+
+/// A contiguous tensor's elements as the words they are stored in (16-bit ones two a word,
+/// i64 ones as two words, low first).
+#[cfg(all(test, not(target_arch = "wasm32")))]
+pub(crate) fn stored_words(t: &crate::Tensor) -> Vec<u32> {
+    use crate::DType;
+    let pack = |halves: Vec<u16>| -> Vec<u32> {
+        let word = |c: &[u16]| u32::from(c[0]) | c.get(1).map_or(0, |&h| u32::from(h) << 16);
+        halves.chunks(2).map(word).collect()
+    };
+    match t.dtype() {
+        DType::F32 => t
+            .to_vec_blocking::<f32>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect(),
+        DType::I32 => t
+            .to_vec_blocking::<i32>()
+            .unwrap()
+            .iter()
+            .map(|&v| v as u32)
+            .collect(),
+        DType::U32 => t.to_vec_blocking::<u32>().unwrap(),
+        DType::F16 => pack(
+            t.to_vec_blocking::<half::f16>()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect(),
+        ),
+        DType::BF16 => pack(
+            t.to_vec_blocking::<half::bf16>()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect(),
+        ),
+        DType::I64 => t
+            .to_vec_blocking::<i64>()
+            .unwrap()
+            .iter()
+            .flat_map(|&v| [v as u32, (v >> 32) as u32])
+            .collect(),
+    }
+}
+
+/// `entry` of `source` on the CPU's WGSL executor over `inputs` (at bindings 1, 2, ...), the
+/// output `out_words` long (poisoned) at the next binding, over `groups` workgroups.
+#[cfg(all(test, not(target_arch = "wasm32")))]
+pub(crate) fn run_words(
+    d: &crate::Device,
+    source: &str,
+    entry: &str,
+    params: &[u32],
+    inputs: &[Vec<u32>],
+    out_words: usize,
+    groups: u32,
+) -> Vec<u32> {
+    let buffers: Vec<crate::Buffer<u32>> = inputs
+        .iter()
+        .map(|w| crate::Buffer::from_slice(d, w).unwrap())
+        .collect();
+    let out = crate::Buffer::from_slice(d, &vec![0x7fa5_a5a5u32; out_words]).unwrap();
+    let bindings: Vec<_> = buffers.iter().map(bound).chain([bound(&out)]).collect();
+    run_on_cpu(d, source, entry, params, &bindings, [groups, 1, 1]).unwrap();
+    out.read_blocking().unwrap()
 }

@@ -6,7 +6,7 @@ use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, u32_of, wgsl_p
 #[cfg(test)]
 use crate::hal::webgpu::Builtin;
 use crate::ops::common::split;
-use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, Pipeline, WgslSource};
 use crate::hal::OpContext;
 use crate::Result;
 
@@ -65,7 +65,7 @@ pub(super) fn conv2d(op: &Conv2d<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
     // Invocations: blocks of `ocb` channels by rows by blocks of four columns.
     let invocations = g.n * (g.o / ocb) * g.oh * g.ow.div_ceil(4);
     let grid = grid_1d(dev, invocations.div_ceil(256) as u64)?;
-    let taps = split::conv_taps(dev.max_loop_iterations, g.c / g.groups, g.kh, g.kw);
+    let taps = split::conv_taps(dev.max_loop_iterations(), g.c / g.groups, g.kh, g.kw);
     launch_taps(q, dev, pipeline, params(g, offsets)?, &taps, &binds, grid)
 }
 
@@ -77,7 +77,7 @@ pub(super) fn pool2d(op: &Pool2d<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
     let pipeline = dev.pipeline(builtin(&SOURCE, "pool2d_main", vec![("POOL", op.code())]));
     let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
     let params = params(g, [x.layout.offset, 0, 0, out.layout.offset])?;
-    let taps = split::conv_taps(dev.max_loop_iterations, 1, g.kh, g.kw);
+    let taps = split::conv_taps(dev.max_loop_iterations(), 1, g.kh, g.kw);
     launch_taps(q, dev, pipeline, params, &taps, &[(1, Bind::Mem(x.buf)), (4, Bind::Mem(out.buf))], grid)
 }
 
@@ -116,7 +116,7 @@ fn params(g: &Conv2dGeometry, offsets: [usize; 4]) -> Result<ConvWords> {
 
 /// conv.wgsl launches over the tap boxes `taps` (see [`split::conv_taps`]), accumulating in
 /// the output.
-fn launch_taps(q: &GpuQueue, dev: &GpuDevice, pipeline: wgpu::ComputePipeline, mut params: ConvWords, taps: &[[[usize; 2]; 3]], binds: &[(u32, Bind<'_>)], grid: [u32; 3]) -> Result<()> {
+fn launch_taps(q: &GpuQueue, dev: &GpuDevice, pipeline: Pipeline, mut params: ConvWords, taps: &[[[usize; 2]; 3]], binds: &[(u32, Bind<'_>)], grid: [u32; 3]) -> Result<()> {
     let range = |[begin, end]: [usize; 2]| Ok::<_, crate::Error>([u32_of("kernel tap", begin)?, u32_of("kernel tap", end)?]);
     for (i, &[ci, ky, kx]) in taps.iter().enumerate() {
         (params.ci, params.ky, params.kx) = (range(ci)?, range(ky)?, range(kx)?);

@@ -8,7 +8,7 @@ use crate::Buffer;
 use crate::Element;
 use crate::Error;
 use super::cost::OpCost;
-use super::indexing::Cast;
+use super::cast::Cast;
 use super::{backends, launch, Launch, Operand};
 use crate::{Queue, Result, Tensor};
 
@@ -49,6 +49,14 @@ impl Tensor {
     /// This tensor if it is contiguous, else a contiguous copy (on the default queue).
     pub fn contiguous(&self) -> Result<Tensor> {
         self.contiguous_on(&self.device().queue())
+    }
+
+    /// The same elements with another shape: a view when the tensor is contiguous, else a
+    /// copy (on the default queue).
+    pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
+        // The count first, so that a wrong shape costs no copy.
+        self.check_reshape(shape)?;
+        self.contiguous()?.contiguous_view(shape)
     }
 
     /// [`contiguous`](Tensor::contiguous), recording any copy on `queue`.

@@ -76,7 +76,7 @@ pub(super) const VARIANTS: [Variant; 4] = [
 /// when 64x64 tiles would leave fewer than 16 workgroups, else 64x64. (`"auto"` in a policy
 /// tunes per device.)
 pub(super) fn default_variant(dev: &GpuDevice, options: &crate::DeviceOptions, m: usize, n: usize) -> (&'static str, &'static str) {
-    if dev.software && options.software_kernels {
+    if dev.is_software() && options.software_kernels {
         ("direct", "the default on software adapters (no workgroup memory or barriers; 512^3: 7x the speed of tile128x64 on SwiftShader, 3.4x on lavapipe)")
     } else if m >= 256 && n >= 256 {
         ("tile128x64", "the default for outputs of at least 256 x 256")
@@ -146,7 +146,7 @@ pub(super) fn matmul(op: &Matmul<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCont
     }
     let r = out.layout.shape.len();
     let mut params = params([&a, &b, &out], bias.as_ref(), [m, n, k])?;
-    let max = dev.limits.max_compute_workgroups_per_dimension as usize;
+    let max = dev.max_workgroups_per_dimension() as usize;
     let [tm, tn] = variant.tile;
     let (gx, gy) = (n.div_ceil(tn), m.div_ceil(tm));
     if gx > max || gy > max {
@@ -168,9 +168,9 @@ pub(super) fn matmul(op: &Matmul<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCont
     let pipeline = dev.pipeline(Builtin { source: &SOURCE, entry: variant.entry, constants, prelude: vec![store(dev, dtype)?, variant.constants, loads] });
     // Where the device ends long loops early, k in pieces with f32 sums kept in between.
     let pieces = if variant.entry == "matmul_direct_main" {
-        split::matmul_direct_k(dev.max_loop_iterations, vec4, k)
+        split::matmul_direct_k(dev.max_loop_iterations(), vec4, k)
     } else {
-        split::matmul_k(dev.max_loop_iterations, variant.tile, vec4, k)
+        split::matmul_k(dev.max_loop_iterations(), variant.tile, vec4, k)
     };
     let partial = if pieces.len() > 1 { Some(split_temp(dev, cx, batches * m * n)?) } else { None };
     let binds = [

@@ -34,7 +34,7 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &Op
     let idx = index_type(outer * len * inner);
     let op_define = ("OP", op.code().to_string());
     let val = val(call.dtype)?;
-    if inner >= 32 && outer * inner >= 64 * dev.sm_count as usize {
+    if inner >= 32 && outer * inner >= 64 * dev.sm_count() as usize {
         // Many output columns: one thread each, coalesced reads, one pass.
         let f = dev.program(builtin(&SOURCE, "reduce_cols", vec![op_define, val, idx]))?;
         let p = ReduceParams { outer: outer as u64, len: len as u64, inner: inner as u64, chunk: len as u64, chunks: 1, scale, write_values: 1 };
@@ -43,7 +43,7 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &Op
         return q.launch(dev, &f, (blocks(dev, outer * inner, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &pointers, &p, &[x.buf, out.buf]);
     }
     // Passes of one block per (row, chunk): enough chunks to fill the GPU when rows are few.
-    let sms = dev.sm_count as usize;
+    let sms = dev.sm_count() as usize;
     let split = |rows: usize, len: usize| {
         let chunks = (4 * sms).div_ceil(rows).clamp(1, len.div_ceil(2048).max(1));
         (chunks, len.div_ceil(chunks))

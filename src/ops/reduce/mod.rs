@@ -159,7 +159,7 @@ pub struct ArgOptions {
 /// the argmax of `-x` (for `min`; of integers `!x`) over `x` flipped along the axis (for
 /// `last`), the index then mapped back: exact, on every backend.
 pub fn arg_reduce(queue: &Queue, x: &Tensor, axis: usize, options: ArgOptions) -> Result<Tensor> {
-    use super::indexing::{flip, gather};
+    use super::gather::{flip, gather};
     let n = *x.shape().get(axis).ok_or_else(|| Error::OutOfRange(format!("argmax axis {axis} of a rank-{} tensor: expected an axis below {}", x.rank(), x.rank())))?;
     let v = match (options.min, x.dtype()) {
         (false, _) => x.clone(),

@@ -45,7 +45,7 @@ const SERIAL_CHUNK: usize = 32;
 /// operations combine each workgroup's values) where the adapter has subgroups, and `serial`
 /// (each invocation reduces a chunk alone: no workgroup memory, no barriers).
 pub(super) fn variants(dev: &GpuDevice) -> Vec<&'static str> {
-    if dev.device.features().contains(wgpu::Features::SUBGROUP) {
+    if dev.has_subgroups() {
         vec!["subgroup", "tree", "serial"]
     } else {
         vec!["tree", "serial"]
@@ -56,7 +56,7 @@ pub(super) fn variants(dev: &GpuDevice) -> Vec<&'static str> {
 /// software adapters, else `subgroup` where the adapter has subgroups and `use_subgroups` is
 /// on, else `tree`.
 pub(super) fn default_variant(dev: &GpuDevice, options: &crate::DeviceOptions) -> (&'static str, String) {
-    if dev.software && options.software_kernels {
+    if dev.is_software() && options.software_kernels {
         return ("serial", "the default on software adapters, which run each workgroup's SIMD groups as coroutines on a CPU thread, switching at every barrier (DeviceOptions::software_kernels)".into());
     }
     let use_subgroups = options.use_subgroups;

@@ -3,7 +3,7 @@
 use crate::common::{
     assert_close, expect_err, gather, name, per_backend, random, read, still_works, tensor,
 };
-use unicompute::ops::indexing::IndexMode;
+use unicompute::ops::gather::IndexMode;
 use unicompute::{DType, Device, Tensor};
 
 fn views_and_contiguous_copies(d: &Device) {
@@ -225,7 +225,7 @@ fn take(x: &[f32], shape: &[usize], axis: usize, idx: &[i64], mode: IndexMode) -
     let mut want = Vec::new();
     for o in 0..outer {
         for &j in idx {
-            let t = unicompute::ops::indexing::resolve_index(j, len, mode);
+            let t = unicompute::ops::gather::resolve_index(j, len, mode);
             want.extend(
                 (0..inner).map(|i| t.map_or(0.0, |t| f64::from(x[(o * len + t) * inner + i]))),
             );

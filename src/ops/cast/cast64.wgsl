@@ -1,4 +1,4 @@
-// Casts to and from i64 (dtype code 5), which need `shader-int64`: prepended by indexing.wgsl,
+// Casts to and from i64 (dtype code 5), which need `shader-int64`: prepended by cast.wgsl,
 // whose bindings, overrides (FROM, TO: one of them 5) and helpers for the other dtype it uses.
 // i64 elements lie in the u32 words as pairs, low word first. Rust's `as`: i64 -> i32 / u32
 // keeps the low word; i32 sign-extends and u32 zero-extends; i64 -> floats rounds to the

@@ -1,23 +1,14 @@
-// Dtype casts, `where` selection and gather (index_select): they move 32-bit words of any
-// dtype (i64 as pairs of words, except in casts). Dtype codes are `DType::code` (0 f32, 1 i32,
-// 2 u32, 3 f16, 4 bf16, 5 i64): FROM / TO for
-// cast_main, COND_F32 for where_main's condition, INDEX_KIND for gather_main's indices (0 u32,
-// 1 i32, 2 i64 as word pairs, low first; `resolve_index` in mod.rs states the rule). 16-bit
-// elements are packed two to a word, low half first; a cast to a 16-bit type writes whole
-// words (one thread per pair of outputs). cast_main gets the source's block base and the
-// view's element offset, since a 16-bit view may start inside a word.
+// Dtype casts (i64 included). Dtype codes are `DType::code` (0 f32, 1 i32, 2 u32, 3 f16,
+// 4 bf16, 5 i64): FROM / TO. 16-bit elements are packed two to a word, low half first; a
+// cast to a 16-bit type writes whole words (one thread per pair of outputs). cast_main gets
+// the source's block base and the view's element offset, since a 16-bit view may start
+// inside a word. A cast between equal dtypes copies (the copy family's 16-bit copies).
 
 #ifndef FROM
 #define FROM 0
 #endif
 #ifndef TO
 #define TO 0
-#endif
-#ifndef COND_F32
-#define COND_F32 0
-#endif
-#ifndef INDEX_KIND
-#define INDEX_KIND 0
 #endif
 
 // f16 bits -> f32, exactly (subnormals included).
@@ -105,65 +96,20 @@ __device__ __forceinline__ u64 load(const u32* x, IDX e) {
     return x[e];
 }
 
-extern "C" __global__ void cast_main(const u32* __restrict__ x, u32* __restrict__ out, ViewsParams p) {
-    const IDX n = (IDX)p.n, off = (IDX)p.offsets[0];
+extern "C" __global__ void cast_main(const u32* __restrict__ x, u32* __restrict__ out, CastParams p) {
+    const IDX n = (IDX)p.n, off = (IDX)p.offset;
     if (TO == 3 || TO == 4) {
         // Thread i writes output word i: elements 2i and 2i + 1 (past the end, padding).
         for (IDX i = grid_start(); 2 * i < n; i += grid_step()) {
-            const u32 lo = (u32)convert(load(x, off + strided_offset(2 * i, p.rank, p.shape, p.strides[0])));
-            const u32 hi = 2 * i + 1 < n ? (u32)convert(load(x, off + strided_offset(2 * i + 1, p.rank, p.shape, p.strides[0]))) : 0u;
+            const u32 lo = (u32)convert(load(x, off + strided_offset(2 * i, p.rank, p.shape, p.strides)));
+            const u32 hi = 2 * i + 1 < n ? (u32)convert(load(x, off + strided_offset(2 * i + 1, p.rank, p.shape, p.strides))) : 0u;
             out[i] = lo | (hi << 16);
         }
         return;
     }
     if (TO == 5) {
-        for (IDX i = grid_start(); i < n; i += grid_step()) ((u64*)out)[i] = convert(load(x, off + strided_offset(i, p.rank, p.shape, p.strides[0])));
+        for (IDX i = grid_start(); i < n; i += grid_step()) ((u64*)out)[i] = convert(load(x, off + strided_offset(i, p.rank, p.shape, p.strides)));
         return;
     }
-    for (IDX i = grid_start(); i < n; i += grid_step()) out[i] = (u32)convert(load(x, off + strided_offset(i, p.rank, p.shape, p.strides[0])));
-}
-
-extern "C" __global__ void where_main(const u32* __restrict__ cond, const u32* __restrict__ a, const u32* __restrict__ b,
-                                      u32* __restrict__ out, ViewsParams p) {
-    const IDX n = (IDX)p.n;
-    for (IDX i = grid_start(); i < n; i += grid_step()) {
-        u32 c = cond[strided_offset(i, p.rank, p.shape, p.strides[0])];
-        if (COND_F32) c &= 0x7fffffffu; // -0.0 is false, NaN true
-        out[i] = c != 0u ? a[strided_offset(i, p.rank, p.shape, p.strides[1])] : b[strided_offset(i, p.rank, p.shape, p.strides[2])];
-    }
-}
-
-// The entry of an axis of `len` that index `j` picks, or ~0 for none (mode 1 clips).
-__device__ __forceinline__ IDX gather_entry(const u32* __restrict__ indices, IDX j, IDX len, u32 mode) {
-    bool negative, fits = true;
-    u32 magnitude;
-    if (INDEX_KIND == 2) {
-        const u32 lo = indices[2 * j], hi = indices[2 * j + 1];
-        negative = (hi >> 31) == 1u;
-        magnitude = negative ? 0u - lo : lo;
-        fits = hi == 0u || (hi == 0xffffffffu && lo != 0u);
-    } else {
-        const u32 raw = indices[j];
-        negative = INDEX_KIND == 1 && (raw >> 31) == 1u;
-        magnitude = negative ? 0u - raw : raw;
-    }
-    if (fits && !negative && (IDX)magnitude < len) return (IDX)magnitude;
-    if (fits && negative && (IDX)magnitude <= len) return len - (IDX)magnitude;
-    if (mode == 1 && len > 0) return negative ? 0 : len - 1;
-    return ~(IDX)0;
-}
-
-// out[o, j, i] = x[o, entry(j), i]; 0 where there is none, and in mode 0 the least such j
-// goes to status[0].
-extern "C" __global__ void gather_main(const u32* __restrict__ x, const u32* __restrict__ indices, u32* __restrict__ out,
-                                       u32* __restrict__ status, GatherParams p) {
-    const IDX len = (IDX)p.len, inner = (IDX)p.inner, count = (IDX)p.count;
-    const IDX n = (IDX)p.outer * count * inner;
-    for (IDX i = grid_start(); i < n; i += grid_step()) {
-        const IDX o = i / (count * inner), j = (i / inner) % count;
-        const IDX t = gather_entry(indices, j, len, p.mode);
-        const bool ok = t != ~(IDX)0;
-        if (!ok && p.mode == 0) atomicMin(status, (u32)j);
-        out[i] = ok ? x[(o * len + t) * inner + i % inner] : 0u;
-    }
+    for (IDX i = grid_start(); i < n; i += grid_step()) out[i] = (u32)convert(load(x, off + strided_offset(i, p.rank, p.shape, p.strides)));
 }

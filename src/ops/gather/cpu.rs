@@ -1,0 +1,44 @@
+//! Gather on the CPU, one outer index per task.
+
+use crate::base::par::*;
+
+use super::{resolve_index, Gather};
+use crate::hal::cpu::{read_guard, write_guard};
+use crate::ops::common::cpu::out_words;
+use crate::Result;
+
+pub(super) fn gather(op: &Gather<'_>) -> Result<()> {
+    let (x, indices, out) = (op.x, op.indices, op.out);
+    let (len, inner, count) = (op.len, op.inner, op.count);
+    let (xs, is) = (read_guard(x.buf)?, read_guard(indices.buf)?);
+    let per = if op.kind == 2 { 2 } else { 1 };
+    let words = &is[indices.layout.offset..indices.layout.offset + count * per];
+    let at: Vec<Option<usize>> = (0..count).map(|j| resolve_index(index_value(words, op.kind, j), len, op.mode)).collect();
+    if let (Some(status), Some(first)) = (op.status, at.iter().position(Option::is_none)) {
+        let mut ss = write_guard(status.buf)?;
+        let word = &mut out_words(&mut ss, &status)[0];
+        *word = (*word).min(first as u32);
+    }
+    let mut os = write_guard(out.buf)?;
+    let xw = &xs[x.layout.offset..];
+    let rows = out_words(&mut os, &out);
+    // Each task fills one [count, inner] block of an outer index.
+    rows.par_chunks_mut((count * inner).max(1)).enumerate().for_each(|(o, block)| {
+        for (&t, dst) in at.iter().zip(block.chunks_mut(inner.max(1))) {
+            match t {
+                Some(t) => dst.copy_from_slice(&xw[(o * len + t) * inner..(o * len + t + 1) * inner]),
+                None => dst.fill(0),
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Index `j` of `words` (`kind` 0 u32, 1 i32, 2 i64 as word pairs, low first).
+fn index_value(words: &[u32], kind: u32, j: usize) -> i64 {
+    match kind {
+        0 => i64::from(words[j]),
+        1 => i64::from(words[j] as i32),
+        _ => (u64::from(words[2 * j]) | u64::from(words[2 * j + 1]) << 32) as i64,
+    }
+}
