@@ -20,7 +20,7 @@
 //!
 //! From the bottom up, each naming only those below it (`tests/layers.rs` checks it):
 //! `base` (vocabulary), `hal` (GPU APIs), `runtime` (devices, queues, buffers, tensors),
-//! [`dispatch`] (variant choice), [`ops`] (one folder per op family), `api` (opening devices,
+//! [`choice`] (variant choice), [`ops`] (one folder per op family), `api` (opening devices,
 //! user kernels). `ARCHITECTURE.md` in the repository describes them.
 
 // The example waits with the blocking API, which browsers lack: it is documentation (and a
@@ -55,7 +55,7 @@ More in the repository's `examples/`; each runs with
 
 mod api;
 mod base;
-pub mod dispatch;
+pub mod choice;
 mod hal;
 pub mod onnx;
 pub mod ops;

@@ -15,14 +15,11 @@ const RULES: &[(&str, &[&str])] = &[
     ("base", &["base"]),
     ("hal", &["hal", "base"]),
     ("runtime", &["runtime", "hal", "base"]),
-    ("dispatch", &["dispatch", "runtime", "hal", "base"]),
-    ("ops", &["ops", "dispatch", "runtime", "hal", "base"]),
-    ("api", &["api", "ops", "dispatch", "runtime", "hal", "base"]),
+    ("choice", &["choice", "runtime", "hal", "base"]),
+    ("ops", &["ops", "choice", "runtime", "hal", "base"]),
+    ("api", &["api", "ops", "choice", "runtime", "hal", "base"]),
     // The model runner: the op API, never a backend.
-    (
-        "onnx",
-        &["onnx", "api", "ops", "dispatch", "runtime", "base"],
-    ),
+    ("onnx", &["onnx", "api", "ops", "choice", "runtime", "base"]),
 ];
 
 /// Every `.rs` file under `dir`.

@@ -913,7 +913,7 @@ fn symbol(op: BinaryOp) -> &'static str {
 
 /// A tensor of `shape` filled with a deterministic pattern in [-2, 2).
 fn input(device: &Device, shape: &[usize]) -> Result<Tensor> {
-    unicompute::dispatch::pattern_tensor(device, shape)
+    unicompute::choice::pattern_tensor(device, shape)
 }
 
 fn measure_case(

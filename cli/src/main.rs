@@ -251,7 +251,7 @@ mod cli {
         let device = open_device(&args.backend, args.policy.as_deref())?;
         let info = device.info().clone();
         let mut results = Vec::new();
-        for problem in unicompute::dispatch::catalogue(args.matmul_size, args.size) {
+        for problem in unicompute::choice::catalogue(args.matmul_size, args.size) {
             eprintln!("[tune] {}", problem.class());
             results.push(device.tune_blocking(problem)?);
         }

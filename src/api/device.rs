@@ -2,7 +2,7 @@
 //! need the ops (the selection probe, the ops' variants), above the runtime's `Device`.
 
 use crate::base::info::{BackendChoice, DeviceOptions, BACKEND_ENV};
-use crate::dispatch::{self, select, Problem, TuneResult};
+use crate::choice::{self, select, Problem, TuneResult};
 use crate::hal;
 use crate::profile::Decision;
 use crate::{Device, Error, Policy, Result};
@@ -99,7 +99,7 @@ impl Device {
         };
         let (device, decision) =
             select::open_best(policy, hal::enumerate().await, options, &crate::ops::PROBE).await?;
-        let fallbacks = dispatch::check_policy(policy, &device, crate::ops::TUNABLES)?;
+        let fallbacks = choice::check_policy(policy, &device, crate::ops::TUNABLES)?;
         Ok(device.with_decisions(decision, fallbacks))
     }
 
@@ -111,7 +111,7 @@ impl Device {
         let op = problem.op().name();
         let tunable = crate::ops::tunable(op)
             .ok_or_else(|| Error::Internal(format!("no tunable op `{op}`")))?;
-        dispatch::tune(self, tunable, problem).await
+        choice::tune(self, tunable, problem).await
     }
 
     /// Blocking twin of [`tune`](Device::tune) (not available in browsers).

@@ -13,7 +13,7 @@ use crate::base::error::{Error, Result};
 use crate::base::info::{BackendKind, MatmulPrecision};
 
 /// Ops whose kernel variant a policy can name (see [`crate::Device::variants`]): the one list
-/// of them. The dispatcher's `TunableOp` names its ops from it, and tests hold the ops'
+/// of them. The chooser's `TunableOp` names its ops from it, and tests hold the ops'
 /// `Tunable`s, the bench and the TypeScript `Policy` to it.
 pub const TUNABLE_OPS: &[&str] = &["matmul", "reduce"];
 

@@ -4,7 +4,7 @@
 //!
 //! Rules of this layer (checked by `tests/layers.rs`):
 //! - It names only `base` and itself: never an op, a `Queue`, a `Device`, a `Tensor`, a user
-//!   `Kernel`, the pool, the dispatcher or the profiler. What it needs of them comes in as
+//!   `Kernel`, the pool, the chooser or the profiler. What it needs of them comes in as
 //!   its own types ([`Block`] and its [`Recycle`] owner, the [`Recorder`] of a block's last
 //!   use, [`UserProgram`] and [`UserArg`], [`OpContext`]).
 //! - A built-in launch is a program (a WGSL source with its preludes and override constants,

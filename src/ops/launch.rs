@@ -73,7 +73,7 @@ macro_rules! backends {
 pub(crate) use backends;
 
 /// Record `op` on `queue`: ordered after other queues' use of its memory and, while a profiler
-/// records, timed with its cost and the dispatcher's `decision` (which variant, and why).
+/// records, timed with its cost and the chooser's `decision` (which variant, and why).
 pub(crate) fn launch(queue: &Queue, op: &dyn Launch, decision: Option<&Decision>) -> Result<()> {
     if op.operands().iter().all(|o| o.layout.numel() == 0) {
         // Nothing to read or write: no launch, whatever the empty views' other extents (an

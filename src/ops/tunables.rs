@@ -1,8 +1,8 @@
-//! What the ops hand the dispatcher: the ops with kernel variants ([`Tunable`]s), and the work
+//! What the ops hand the chooser: the ops with kernel variants ([`Tunable`]s), and the work
 //! the device selection times.
 
 use super::{conv, matmul, reduce, Conv2dParams};
-use crate::dispatch::{pattern_tensor, Probe, Problem, Recording, Tunable};
+use crate::choice::{pattern_tensor, Probe, Problem, Recording, Tunable};
 use crate::{DType, Device, Queue, Result};
 
 /// Every op with kernel variants.

@@ -6,7 +6,7 @@ use wasm_bindgen::prelude::*;
 
 use super::device::JsDevice;
 use super::error::{invalid, js_error};
-use crate::dispatch::Problem;
+use crate::choice::Problem;
 use crate::{DType, Profile};
 
 /// `value` as a plain JS object (through JSON: numbers, strings, arrays, objects).

@@ -1,5 +1,5 @@
 //! Policies: JSON round trips, errors that name the key, devices opened under a policy
-//! (selection, precision, pool settings, fallback), and named variants the dispatcher runs,
+//! (selection, precision, pool settings, fallback), and named variants the chooser runs,
 //! seen through the profiler.
 
 use crate::common::{self, assert_close, random, read, tensor};

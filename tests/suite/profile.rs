@@ -113,7 +113,7 @@ fn every_launch_is_recorded_with_its_device_time() {
         assert_eq!(sum.shapes, vec![vec![33, 17], vec![33]], "{what}");
         assert!(
             matmul.variant.is_some() && matmul.reason.is_some(),
-            "the dispatcher's choice is kept: {matmul:?}"
+            "the chooser's choice is kept: {matmul:?}"
         );
         let expected_clock = match d.backend() {
             BackendKind::Cpu => Clock::Host,

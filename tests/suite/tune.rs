@@ -4,7 +4,7 @@
 
 use crate::common::{self, assert_close, random, read, tensor};
 use serde_json::Value;
-use unicompute::dispatch::Problem;
+use unicompute::choice::Problem;
 use unicompute::{BackendKind, DType, Device, Policy};
 
 fn cache_path(tag: &str) -> String {

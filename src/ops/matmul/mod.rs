@@ -7,7 +7,7 @@ use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::{backends, launch, native_f16, Launch, Lift, Operand, UnaryOp};
 use crate::hal::BackendDevice;
-use crate::dispatch::{self, pattern_tensor, Problem, Trial, Tunable, TunableOp};
+use crate::choice::{self, pattern_tensor, Problem, Trial, Tunable, TunableOp};
 use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{BackendKind, DType, Device, DeviceOptions, Error, Queue, Result, Tensor};
 
@@ -82,7 +82,7 @@ fn dense_matrices(queue: &Queue, t: Tensor) -> Result<Tensor> {
 }
 
 /// The product with every operand and the result stored as `dtype` (f32, or native f16); the
-/// dispatcher picks the variant (`requested` is what the call named).
+/// chooser picks the variant (`requested` is what the call named).
 #[allow(clippy::too_many_arguments)]
 fn matmul_in(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>, requested: Option<&str>, dtype: DType) -> Result<Tensor> {
     for t in [Some(a), Some(b), bias].into_iter().flatten() {
@@ -127,7 +127,7 @@ fn matmul_in(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Opti
     let a = dense_matrices(queue, a.broadcast_to(&with(m, k))?)?;
     let b = dense_matrices(queue, b.broadcast_to(&with(k, n))?)?;
     let problem = Problem::Matmul { batch: batch.iter().product(), m, n, k, dtype };
-    let (variant, decision) = dispatch::choose(queue, &Variants, problem, requested)?;
+    let (variant, decision) = choice::choose(queue, &Variants, problem, requested)?;
     let out = Tensor::uninit(queue, &with(m, n), dtype)?;
     if out.numel() > 0 {
         let bias = bias.as_ref().map(Tensor::operand);
@@ -175,7 +175,7 @@ impl Launch for Matmul<'_> {
     backends!(matmul);
 }
 
-/// Matmul's kernel variants, for the dispatcher.
+/// Matmul's kernel variants, for the chooser.
 pub(crate) struct Variants;
 
 impl Tunable for Variants {

@@ -8,7 +8,7 @@ use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::{backends, launch, Launch, Lift, Operand};
 use crate::hal::BackendDevice;
-use crate::dispatch::{self, pattern_tensor, Problem, Trial, Tunable, TunableOp};
+use crate::choice::{self, pattern_tensor, Problem, Trial, Tunable, TunableOp};
 use crate::{DType, Device, DeviceOptions, Error, Queue, Result, Tensor};
 
 /// The reductions, one row each: the variant and its code, its name (also its JS method;
@@ -277,7 +277,7 @@ fn reduce_values(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>, r
         return empty_axis(queue, op, shape, &out_shape, dtype);
     }
     let x = x.contiguous_on(queue)?;
-    let (variant, decision) = dispatch::choose(queue, &Variants, Problem::Reduce { outer, len, inner }, requested)?;
+    let (variant, decision) = choice::choose(queue, &Variants, Problem::Reduce { outer, len, inner }, requested)?;
     let out = Tensor::uninit(queue, &out_shape, op.out_dtype(dtype))?;
     if out.numel() > 0 {
         launch(queue, &Reduce { op, dtype, x: x.operand(), outer, len, inner, out: out.operand(), variant: Some(variant) }, Some(&decision))?;
@@ -329,7 +329,7 @@ fn empty_axis(queue: &Queue, op: ReduceOp, shape: &[usize], out_shape: &[usize],
     Tensor::from_slice(queue.device(), &vec![value; n], out_shape)
 }
 
-/// The reductions' kernel variants, for the dispatcher.
+/// The reductions' kernel variants, for the chooser.
 pub(crate) struct Variants;
 
 impl Tunable for Variants {

@@ -1,6 +1,6 @@
 //! The profiler: for every launch of a built-in op or a user kernel while it is enabled, the
 //! device time (wgpu timestamp queries, CUDA events, the host clock on `cpu`), the op name,
-//! operand shapes, bytes and FLOPs, and the kernel variant the dispatcher chose and why.
+//! operand shapes, bytes and FLOPs, and the kernel variant the chooser chose and why.
 //! [`Device::take_profile`](crate::Device::take_profile) collects them into a [`Profile`]:
 //! a per-op summary table and a Chrome trace (opens in Perfetto or `chrome://tracing`).
 //!
@@ -39,7 +39,7 @@ use crate::{BackendKind, DType};
 pub use crate::hal::timer::Clock;
 pub use trace::OpSummary;
 
-/// A choice the dispatcher made: which kernel variant (or backend) and why.
+/// A choice the chooser made: which kernel variant (or backend) and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Decision {
     /// The op (`matmul`, `reduce`) or `backend` for the device choice.
@@ -68,7 +68,7 @@ pub struct LaunchRecord {
     pub flops: u64,
     /// The kernel variant that ran, where the op has variants.
     pub variant: Option<String>,
-    /// Why that variant (the dispatcher's reason).
+    /// Why that variant (the chooser's reason).
     pub reason: Option<String>,
     /// Id of the queue the launch was recorded on.
     pub queue: u64,

@@ -1,6 +1,6 @@
-//! The dispatcher: which kernel variant an op runs, from the call, the device's [`Policy`],
+//! The chooser: which kernel variant an op runs, from the call, the device's [`Policy`],
 //! the op's dtype and shape, and the device's capabilities. Every choice is a [`Decision`]
-//! with a reason; it is logged through `tracing` (target `unicompute::dispatch`) and kept by
+//! with a reason; it is logged through `tracing` (target `unicompute::choice`) and kept by
 //! the profiler with the launch it chose for.
 //!
 //! A variant comes from, in order: the call (`matmul_variant`), the policy's `variants`
@@ -18,9 +18,9 @@ pub use tune::{catalogue, TuneResult};
 use crate::profile::Decision;
 use crate::{BackendKind, DType, Device, Error, Policy, Queue, Result};
 
-/// An op with kernel variants, as the dispatcher sees it: the op says which variants a device
-/// has, which it runs by default and how to run one on synthetic inputs; the dispatcher
-/// chooses, tunes and caches. The ops hand theirs in (`ops::TUNABLES`), so the dispatcher names
+/// An op with kernel variants, as the chooser sees it: the op says which variants a device
+/// has, which it runs by default and how to run one on synthetic inputs; the chooser
+/// chooses, tunes and caches. The ops hand theirs in (`ops::TUNABLES`), so the chooser names
 /// no op.
 pub(crate) trait Tunable: Sync {
     /// Which op.
@@ -194,7 +194,7 @@ pub(crate) fn choose(
         reason,
         times_us: Default::default(),
     };
-    tracing::debug!(target: "unicompute::dispatch", op = op.name(), class = %problem.class(), choice, reason = %decision.reason, "kernel variant chosen");
+    tracing::debug!(target: "unicompute::choice", op = op.name(), class = %problem.class(), choice, reason = %decision.reason, "kernel variant chosen");
     Ok((choice, decision))
 }
 
@@ -214,7 +214,7 @@ pub(crate) fn check_policy(
         let reason = format!(
             "policy `{key}`: {what}; {instead} runs instead (fallback allowed by the policy)"
         );
-        tracing::warn!(target: "unicompute::dispatch", %reason, "policy fallback");
+        tracing::warn!(target: "unicompute::choice", %reason, "policy fallback");
         fallbacks.push(Decision {
             op: key,
             choice: instead.into(),
