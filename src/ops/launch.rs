@@ -1,4 +1,4 @@
-//! How an op reaches a backend. Every op implements [`Launch`]: one method per backend and no
+//! How an op reaches a backend. Every op implements [`OpRequest`]: one method per backend and no
 //! default methods, so the compiler asks each op for each backend's kernel (or an explicit
 //! "unsupported" answer). [`launch`] is the one place that matches on the backend.
 
@@ -12,7 +12,7 @@ use crate::runtime::device::Init;
 use crate::{Error, Queue, Result};
 
 /// A validated op, ready to run on any backend.
-pub(crate) trait Launch {
+pub(crate) trait OpRequest {
     /// Name, shapes, bytes and FLOPs of the launch, for the profiler.
     fn cost(&self) -> OpCost;
     /// Every operand the launch reads or writes, inputs then outputs (for ordering across
@@ -27,7 +27,7 @@ pub(crate) trait Launch {
     fn cuda(&self, q: &QueueOf<Cuda>, dev: &DeviceOf<Cuda>, cx: &OpContext<'_>) -> Result<()>;
 }
 
-/// The backend methods of a [`Launch`] impl that hand the op to its folder's `cpu`, `webgpu`
+/// The backend methods of a [`OpRequest`] impl that hand the op to its folder's `cpu`, `webgpu`
 /// and `cuda` modules: `backends!(name)` calls `cpu::name(self)`,
 /// `webgpu::name(self, q, dev, cx)` and `cuda::name(self, q, dev, cx)`, so a missing
 /// backend function is a compile error. An op without a kernel on some backend writes that
@@ -74,7 +74,7 @@ pub(crate) use backends;
 
 /// Record `op` on `queue`: ordered after other queues' use of its memory and, while a profiler
 /// records, timed with its cost and the chooser's `decision` (which variant, and why).
-pub(crate) fn launch(queue: &Queue, op: &dyn Launch, decision: Option<&Decision>) -> Result<()> {
+pub(crate) fn launch(queue: &Queue, op: &dyn OpRequest, decision: Option<&Decision>) -> Result<()> {
     if op.operands().iter().all(|o| o.layout.numel() == 0) {
         // Nothing to read or write: no launch, whatever the empty views' other extents (an
         // extent past a kernel's u32 indexing is no reason to refuse zero elements).
@@ -109,7 +109,7 @@ pub(crate) fn launch(queue: &Queue, op: &dyn Launch, decision: Option<&Decision>
 }
 
 /// Run `op` with the backend of `queue`.
-fn on_backend(queue: &Queue, op: &dyn Launch, cx: &OpContext<'_>) -> Result<()> {
+fn on_backend(queue: &Queue, op: &dyn OpRequest, cx: &OpContext<'_>) -> Result<()> {
     match (&queue.shared.imp, &queue.device().shared.backend) {
         (QueueImpl::Cpu(_), BackendDevice::Cpu(_)) => op.cpu(),
         (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => op.webgpu(q, d, cx),

@@ -1,7 +1,7 @@
 //! The op catalogue. Each op is defined once: parameters, validation, shape rule and the
 //! scalar math that the CPU backend runs and the tests use (in f64) as the reference.
 //! Each family lives in a folder with its kernels (see `README.md` here and ARCHITECTURE.md);
-//! its launches reach a backend through `Launch`, a validated request with every layout
+//! its launches reach a backend through `OpRequest`, a validated request with every layout
 //! worked out.
 
 #[cfg(test)]
@@ -84,7 +84,7 @@ registry!(
     log_softmax
 );
 pub(crate) use crate::runtime::tensor::Operand;
-pub(crate) use launch::{backends, launch, Launch};
+pub(crate) use launch::{backends, launch, OpRequest};
 pub use support::support_matrix;
 pub use tunables::variant_names;
 pub(crate) use tunables::{tunable, PROBE, TUNABLES};

@@ -7,7 +7,7 @@ backend_modules!();
 
 use super::cost::OpCost;
 use super::elementwise::check_f32;
-use super::{backends, launch, Launch, Lift, Operand};
+use super::{backends, launch, OpRequest, Lift, Operand};
 use super::elementwise::binary;
 use super::matmul::matmul;
 use super::softmax::softmax;
@@ -131,7 +131,7 @@ pub(crate) struct Attention<'a> {
     pub causal: bool,
 }
 
-impl Launch for Attention<'_> {
+impl OpRequest for Attention<'_> {
     fn operands(&self) -> Vec<&Operand<'_>> {
         let mut ops = vec![&self.q, &self.k, &self.v];
         ops.extend(self.mask.as_ref());

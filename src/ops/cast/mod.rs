@@ -4,7 +4,7 @@
 backend_modules!();
 
 use super::cost::OpCost;
-use super::{backends, launch, Launch, Operand};
+use super::{backends, launch, OpRequest, Operand};
 use crate::{DType, Queue, Result, Tensor};
 
 /// Convert `bits` (one element of dtype `from`, 16-bit types in the low half) to dtype `to`,
@@ -73,7 +73,7 @@ pub(crate) struct Cast<'a> {
     pub out: Operand<'a>,
 }
 
-impl Launch for Cast<'_> {
+impl OpRequest for Cast<'_> {
     fn cost(&self) -> OpCost {
         let (x, out) = (&self.x, &self.out);
         let bytes = super::cost::distinct(x) * self.from.size() as u64 + out.layout.numel() as u64 * self.to.size() as u64;

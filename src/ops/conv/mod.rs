@@ -5,7 +5,7 @@ backend_modules!();
 
 use super::cost::OpCost;
 use super::elementwise::check_f32;
-use super::{backends, launch, Launch, Lift, Operand, UnaryOp};
+use super::{backends, launch, OpRequest, Lift, Operand, UnaryOp};
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// Sizes of one convolution or pooling, all worked out and checked.
@@ -323,7 +323,7 @@ pub(crate) struct Conv2d<'a> {
     pub geometry: Conv2dGeometry,
 }
 
-impl Launch for Conv2d<'_> {
+impl OpRequest for Conv2d<'_> {
     fn operands(&self) -> Vec<&Operand<'_>> {
         let mut ops = vec![&self.x, &self.weight];
         ops.extend(self.bias.as_ref());
@@ -350,7 +350,7 @@ pub(crate) struct Pool2d<'a> {
     pub geometry: Conv2dGeometry,
 }
 
-impl Launch for Pool2d<'_> {
+impl OpRequest for Pool2d<'_> {
     fn cost(&self) -> OpCost {
         let name = if self.kind == PoolKind::Max { "max_pool2d" } else { "avg_pool2d" };
         let window = (self.geometry.kh * self.geometry.kw) as u64;

@@ -9,7 +9,7 @@ use crate::Element;
 use crate::Error;
 use super::cost::OpCost;
 use super::cast::Cast;
-use super::{backends, launch, Launch, Operand};
+use super::{backends, launch, OpRequest, Operand};
 use crate::{Queue, Result, Tensor};
 
 /// `out = x` for 4-byte elements of any dtype, `out` contiguous or a non-overlapping view.
@@ -18,7 +18,7 @@ pub(crate) struct ViewCopy<'a> {
     pub out: Operand<'a>,
 }
 
-impl Launch for ViewCopy<'_> {
+impl OpRequest for ViewCopy<'_> {
     fn cost(&self) -> OpCost {
         OpCost::simple("copy", &[&self.x, &self.out], 0)
     }

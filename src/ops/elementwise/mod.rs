@@ -8,7 +8,7 @@ backend_modules!();
 mod scalar;
 
 use super::cost::OpCost;
-use super::{backends, launch, native_f16, Launch, Lift, Operand};
+use super::{backends, launch, native_f16, OpRequest, Lift, Operand};
 use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -250,7 +250,7 @@ pub(crate) struct Unary<'a> {
     pub dtype: DType,
 }
 
-impl Launch for Unary<'_> {
+impl OpRequest for Unary<'_> {
     fn cost(&self) -> OpCost {
         let bytes = (super::cost::distinct(&self.x) + self.out.layout.numel() as u64) * self.dtype.size() as u64;
         OpCost { dtype: self.dtype, bytes, ..OpCost::simple(self.op.name(), &[&self.x, &self.out], self.out.layout.numel() as u64) }
@@ -274,7 +274,7 @@ pub(crate) struct Binary<'a> {
     pub dtype: DType,
 }
 
-impl Launch for Binary<'_> {
+impl OpRequest for Binary<'_> {
     fn cost(&self) -> OpCost {
         let name = match self.act {
             Some(f) => format!("{}_{}", self.op.name(), f.name()),

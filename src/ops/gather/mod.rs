@@ -4,7 +4,7 @@
 backend_modules!();
 
 use super::cost::OpCost;
-use super::{backends, launch, Launch, Lift, Operand};
+use super::{backends, launch, OpRequest, Lift, Operand};
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// What gather does with an index outside `[-len, len)` of its axis (indices in `[-len, 0)`
@@ -153,7 +153,7 @@ pub(crate) struct Gather<'a> {
     pub out: Operand<'a>,
 }
 
-impl Launch for Gather<'_> {
+impl OpRequest for Gather<'_> {
     fn cost(&self) -> OpCost {
         let bytes = self.out.layout.numel() as u64 * 8 + self.indices.layout.numel() as u64 * 4;
         OpCost { bytes, ..OpCost::simple("gather", &[&self.x, &self.indices, &self.out], 0) }

@@ -5,7 +5,7 @@ backend_modules!();
 
 use super::cost::OpCost;
 use super::elementwise::check_f32;
-use super::{backends, launch, native_f16, Launch, Lift, Operand, UnaryOp};
+use super::{backends, launch, native_f16, OpRequest, Lift, Operand, UnaryOp};
 use crate::hal::BackendDevice;
 use crate::choice::{self, pattern_tensor, Problem, Trial, Tunable, TunableOp};
 use crate::base::layout::{broadcast_shapes, check_rank};
@@ -155,7 +155,7 @@ pub(crate) struct Matmul<'a> {
     pub dtype: DType,
 }
 
-impl Launch for Matmul<'_> {
+impl OpRequest for Matmul<'_> {
     fn operands(&self) -> Vec<&Operand<'_>> {
         let mut ops = vec![&self.a, &self.b];
         ops.extend(self.bias.as_ref());

@@ -6,7 +6,7 @@ backend_modules!();
 use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::common::rows::{merged, row_steps, Steps};
-use super::{backends, launch, Launch, Lift, Operand, UnaryOp};
+use super::{backends, launch, OpRequest, Lift, Operand, UnaryOp};
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// Which normalisation.
@@ -196,7 +196,7 @@ pub(crate) struct Norm<'a> {
     pub out: Operand<'a>,
 }
 
-impl Launch for Norm<'_> {
+impl OpRequest for Norm<'_> {
     /// The input, the affine operands given, the output.
     fn operands(&self) -> Vec<&Operand<'_>> {
         let mut ops = vec![&self.x];

@@ -6,7 +6,7 @@ mod passes;
 
 use super::cost::OpCost;
 use super::elementwise::check_f32;
-use super::{backends, launch, Launch, Lift, Operand};
+use super::{backends, launch, OpRequest, Lift, Operand};
 use crate::hal::BackendDevice;
 use crate::choice::{self, pattern_tensor, Problem, Trial, Tunable, TunableOp};
 use crate::{DType, Device, DeviceOptions, Error, Queue, Result, Tensor};
@@ -299,7 +299,7 @@ pub(crate) struct Reduce<'a> {
     pub variant: Option<&'static str>,
 }
 
-impl Launch for Reduce<'_> {
+impl OpRequest for Reduce<'_> {
     fn cost(&self) -> OpCost {
         OpCost { variant: self.variant, dtype: self.dtype, ..OpCost::simple(self.op.name(), &[&self.x, &self.out], self.x.layout.numel() as u64) }
     }

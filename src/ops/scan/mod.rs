@@ -6,7 +6,7 @@ backend_modules!();
 use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::gather::{extent, flip};
-use super::{backends, launch, Launch, Lift, Operand};
+use super::{backends, launch, OpRequest, Lift, Operand};
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// Cumulative sum of `x` along `axis`: `out[.., j, ..] = sum of x[.., 0..=j, ..]`. Floats
@@ -80,7 +80,7 @@ pub(crate) struct Cumsum<'a> {
     pub out: Operand<'a>,
 }
 
-impl Launch for Cumsum<'_> {
+impl OpRequest for Cumsum<'_> {
     fn cost(&self) -> OpCost {
         OpCost { dtype: self.dtype, ..OpCost::simple("cumsum", &[&self.x, &self.out], self.x.layout.numel() as u64) }
     }

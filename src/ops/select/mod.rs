@@ -4,7 +4,7 @@
 backend_modules!();
 
 use super::cost::OpCost;
-use super::{backends, launch, Launch, Lift, Operand};
+use super::{backends, launch, OpRequest, Lift, Operand};
 use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -54,7 +54,7 @@ pub(crate) struct Where<'a> {
     pub out: Operand<'a>,
 }
 
-impl Launch for Where<'_> {
+impl OpRequest for Where<'_> {
     fn cost(&self) -> OpCost {
         OpCost::simple("where", &[&self.cond, &self.a, &self.b, &self.out], 0)
     }

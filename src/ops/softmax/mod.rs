@@ -9,7 +9,7 @@ backend_modules!();
 use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::common::rows::{row_steps, Steps};
-use super::{backends, launch, Launch, Lift, Operand};
+use super::{backends, launch, OpRequest, Lift, Operand};
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// What an op of the row statistics writes: `finish(x, max, row_factor(max, sum))` per
@@ -51,7 +51,7 @@ pub(crate) struct RowStats<'a> {
     pub epilogue: &'static Epilogue,
 }
 
-impl Launch for RowStats<'_> {
+impl OpRequest for RowStats<'_> {
     fn cost(&self) -> OpCost {
         OpCost::simple(self.epilogue.name, &[&self.x, &self.out], 4 * self.x.layout.numel() as u64)
     }
