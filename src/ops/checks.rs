@@ -7,12 +7,12 @@
 fn every_builtin_shader_validates() {
     // Override constants are not part of the module: each (file, prelude) once.
     let mut seen = std::collections::HashSet::new();
-    let builtins = super::wgsl_builtins();
+    let specialisations = super::wgsl_specialisations();
     assert!(
-        builtins.len() >= 11,
+        specialisations.len() >= 11,
         "every op with WGSL kernels is registered"
     );
-    for b in builtins
+    for b in specialisations
         .into_iter()
         .filter(|b| seen.insert((b.source.name, b.prelude.clone())))
     {
@@ -37,7 +37,7 @@ fn every_kernel_compiles_for_sm80_and_sm90() {
     }
     let mut failures = Vec::new();
     for arch in ["sm_80", "sm_90"] {
-        for k in super::cuda_builtins() {
+        for k in super::cuda_specialisations() {
             match compile(&k.source(), k.name(), &k.options(arch)) {
                 Ok(cubin) => assert!(cubin.len() > 100, "{k:?}: empty cubin"),
                 Err(e) => failures.push(format!("{arch} {k:?}: {e:?}")),
@@ -59,7 +59,7 @@ fn every_builtin_shader_translates_to_cuda() {
     }
     let mut seen = std::collections::HashSet::new();
     let (mut failures, mut outside, mut compiled) = (Vec::new(), Vec::new(), 0);
-    for b in super::wgsl_builtins()
+    for b in super::wgsl_specialisations()
         .into_iter()
         .filter(|b| seen.insert((b.source.name, b.prelude.clone())))
     {
@@ -89,7 +89,7 @@ fn every_builtin_shader_translates_to_cuda() {
 fn every_builtin_shader_compiles_for_the_cpu_executor() {
     let mut seen = std::collections::HashSet::new();
     let (mut failures, mut compiled) = (Vec::new(), 0);
-    for b in super::wgsl_builtins()
+    for b in super::wgsl_specialisations()
         .into_iter()
         .filter(|b| seen.insert((b.source.name, b.prelude.clone())))
     {

@@ -25,7 +25,7 @@ pub use scan::CumsumOptions;
 
 /// The backend modules of an op family (`cpu`, and `webgpu` and `cuda` where those backends
 /// are built) and the hooks through which the registry finds the built-in kernels their
-/// `builtins()` list.
+/// `specialisations()` list.
 macro_rules! backend_modules {
     () => {
         mod cpu;
@@ -36,14 +36,14 @@ macro_rules! backend_modules {
 
         /// This family's WGSL specialisations (the naga check).
         #[cfg(all(test, feature = "webgpu"))]
-        pub(crate) fn wgsl_builtins() -> Vec<crate::hal::webgpu::Builtin> {
-            webgpu::builtins()
+        pub(crate) fn wgsl_specialisations() -> Vec<crate::hal::webgpu::Specialisation> {
+            webgpu::specialisations()
         }
 
         /// This family's CUDA specialisations (the NVRTC check).
         #[cfg(all(test, cuda_backend))]
-        pub(crate) fn cuda_builtins() -> Vec<crate::hal::cuda::Builtin> {
-            cuda::builtins()
+        pub(crate) fn cuda_specialisations() -> Vec<crate::hal::cuda::Specialisation> {
+            cuda::specialisations()
         }
     };
 }
@@ -56,14 +56,14 @@ macro_rules! registry {
 
         /// Every built-in WGSL specialisation of the registered ops (the naga check).
         #[cfg(all(test, feature = "webgpu"))]
-        pub(crate) fn wgsl_builtins() -> Vec<crate::hal::webgpu::Builtin> {
-            [$($op::wgsl_builtins()),*].concat()
+        pub(crate) fn wgsl_specialisations() -> Vec<crate::hal::webgpu::Specialisation> {
+            [$($op::wgsl_specialisations()),*].concat()
         }
 
         /// Every built-in CUDA specialisation of the registered ops (the NVRTC check).
         #[cfg(all(test, cuda_backend))]
-        pub(crate) fn cuda_builtins() -> Vec<crate::hal::cuda::Builtin> {
-            [$($op::cuda_builtins()),*].concat()
+        pub(crate) fn cuda_specialisations() -> Vec<crate::hal::cuda::Specialisation> {
+            [$($op::cuda_specialisations()),*].concat()
         }
     };
 }

@@ -19,7 +19,7 @@ pub(crate) type CudaSource = crate::hal::ProgramSource;
 
 /// One specialised built-in kernel: file, entry point and `-D` definitions.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct Builtin {
+pub(crate) struct Specialisation {
     pub source: &'static CudaSource,
     pub entry: &'static str,
     pub defines: Vec<(&'static str, String)>,
@@ -27,7 +27,7 @@ pub(crate) struct Builtin {
     pub prelude: &'static str,
 }
 
-impl Builtin {
+impl Specialisation {
     /// The source NVRTC compiles: the prelude, the shared parts the file needs, then the file.
     pub(crate) fn source(&self) -> String {
         format!(
@@ -298,8 +298,8 @@ mod tests {
         preludes: &[],
     };
 
-    fn test_kernel() -> Builtin {
-        Builtin {
+    fn test_kernel() -> Specialisation {
+        Specialisation {
             source: &TEST,
             entry: "fill_main",
             defines: vec![],

@@ -21,7 +21,7 @@ pub(crate) use memory::DeviceMemory;
 pub(crate) use queue::{address, device_memory, CudaFence, CudaQueue};
 
 use compile::CompileFailure;
-pub(crate) use compile::{Builtin, CudaSource};
+pub(crate) use compile::{CudaSource, Specialisation};
 /// What a built-in kernel's parameter struct implements to be passed by value (see
 /// `ops::common::cuda::cuda_params!`).
 pub(crate) use cudarc::driver::DeviceRepr;
@@ -197,7 +197,7 @@ pub(crate) struct CudaDevice {
     sm_count: u32,
     /// Stream of the immediate fills of fresh allocations.
     fill_stream: Arc<CudaStream>,
-    functions: Mutex<HashMap<Builtin, CudaFunction>>,
+    functions: Mutex<HashMap<Specialisation, CudaFunction>>,
     retirement: Arc<Retirement>,
     /// Set by the first asynchronous failure: the context is unusable afterwards.
     failed: Mutex<Option<String>>,
@@ -341,7 +341,7 @@ impl CudaDevice {
     }
 
     /// The function of a built-in kernel, compiled (or read from the disk cache) on first use.
-    pub(crate) fn program(&self, kernel: Builtin) -> Result<CudaFunction> {
+    pub(crate) fn program(&self, kernel: Specialisation) -> Result<CudaFunction> {
         if let Some(f) = lock(&self.functions).get(&kernel) {
             return Ok(f.clone());
         }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 #[cfg(target_arch = "wasm32")]
 pub(crate) use adopt::adopt_buffer;
-pub(crate) use pipelines::{Builtin, WgslSource};
+pub(crate) use pipelines::{Specialisation, WgslSource};
 pub(crate) use queue::{Bind, GpuFence, GpuQueue};
 
 use crate::base::signal::{lock, Signal};
@@ -381,7 +381,7 @@ impl GpuDevice {
     }
 
     /// Pipeline of a built-in kernel.
-    pub(crate) fn pipeline(&self, kernel: pipelines::Builtin) -> Pipeline {
+    pub(crate) fn pipeline(&self, kernel: pipelines::Specialisation) -> Pipeline {
         self.pipelines.get(&self.device, kernel)
     }
 

@@ -11,7 +11,7 @@ pub(crate) type WgslSource = crate::hal::ProgramSource;
 
 /// One specialised built-in kernel.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct Builtin {
+pub(crate) struct Specialisation {
     pub source: &'static WgslSource,
     pub entry: &'static str,
     /// Override constants (name, value); values are small integers or booleans.
@@ -21,7 +21,7 @@ pub(crate) struct Builtin {
     pub prelude: Vec<&'static str>,
 }
 
-impl Builtin {
+impl Specialisation {
     /// The full WGSL: the launch's prelude (`enable` directives must come first), the file's
     /// preludes, then the file.
     pub(crate) fn full_source(&self) -> String {
@@ -37,11 +37,11 @@ impl Builtin {
 #[derive(Default)]
 pub(crate) struct PipelineCache {
     modules: Mutex<HashMap<(&'static WgslSource, Vec<&'static str>), wgpu::ShaderModule>>,
-    pipelines: Mutex<HashMap<Builtin, wgpu::ComputePipeline>>,
+    pipelines: Mutex<HashMap<Specialisation, wgpu::ComputePipeline>>,
 }
 
 impl PipelineCache {
-    pub fn get(&self, device: &wgpu::Device, kernel: Builtin) -> wgpu::ComputePipeline {
+    pub fn get(&self, device: &wgpu::Device, kernel: Specialisation) -> wgpu::ComputePipeline {
         if let Some(p) = lock(&self.pipelines).get(&kernel) {
             return p.clone();
         }

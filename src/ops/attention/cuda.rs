@@ -1,9 +1,9 @@
 //! Fused attention on CUDA: attention.cu, one block per query row.
 
 use super::Attention;
-use crate::ops::common::cuda::{cuda_params, extent, index_type, builtin, operand, padded};
+use crate::ops::common::cuda::{cuda_params, extent, index_type, specialise, operand, padded};
 #[cfg(test)]
-use crate::hal::cuda::Builtin;
+use crate::hal::cuda::Specialisation;
 use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
 use crate::ops::Operand;
@@ -49,7 +49,7 @@ pub(super) fn attention(op: &Attention<'_>, q: &CudaQueue, dev: &CudaDevice, _: 
     let [b, h, lq, lk, d, dv] = op.dims;
     let largest = [Some(&query), Some(&key), Some(&value), mask.as_ref(), Some(&out)].into_iter().flatten().map(|o| extent(o.layout).max(o.layout.numel())).max().unwrap_or(0);
     let defines = vec![("HAS_MASK", u32::from(mask.is_some()).to_string()), index_type(largest)];
-    let f = dev.program(builtin(&SOURCE, "attention_main", defines))?;
+    let f = dev.program(specialise(&SOURCE, "attention_main", defines))?;
     let p = AttentionParams {
         bh: (b * h) as u64,
         heads: h as u64,
@@ -73,11 +73,11 @@ pub(super) fn attention(op: &Attention<'_>, q: &CudaQueue, dev: &CudaDevice, _: 
 
 /// Every specialisation.
 #[cfg(test)]
-pub(super) fn builtins() -> Vec<Builtin> {
+pub(super) fn specialisations() -> Vec<Specialisation> {
     let mut all = Vec::new();
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
         for on in ["0", "1"] {
-            all.push(builtin(&SOURCE, "attention_main", vec![("HAS_MASK", on.into()), idx.clone()]));
+            all.push(specialise(&SOURCE, "attention_main", vec![("HAS_MASK", on.into()), idx.clone()]));
         }
     }
     all

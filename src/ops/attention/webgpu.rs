@@ -2,9 +2,9 @@
 //! launched over key ranges where the device ends long loops early.
 
 use super::Attention;
-use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, software_kernels, split_temp, u32_of, wgsl_params, COMMON};
+use crate::ops::common::webgpu::{specialise, check_binding, grid_1d, software_kernels, split_temp, u32_of, wgsl_params, COMMON};
 #[cfg(test)]
-use crate::hal::webgpu::Builtin;
+use crate::hal::webgpu::Specialisation;
 use crate::ops::common::split;
 use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, Pipeline, WgslSource};
 use crate::hal::OpContext;
@@ -72,7 +72,7 @@ pub(super) fn attention(op: &Attention<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &
     };
     let serial = software_kernels(dev, cx);
     let entry = if serial { "attention_serial_main" } else { "attention_main" };
-    let pipeline = dev.pipeline(builtin(&SOURCE, entry, vec![("HAS_MASK", u32::from(mask.is_some()))]));
+    let pipeline = dev.pipeline(specialise(&SOURCE, entry, vec![("HAS_MASK", u32::from(mask.is_some()))]));
     // The mask binding is in the layout even when HAS_MASK is off.
     let mask_bind = mask.as_ref().map_or(Bind::SpareRead, |m| Bind::Mem(m.buf));
     let binds = [(1, Bind::Mem(query.buf)), (2, Bind::Mem(key.buf)), (3, Bind::Mem(value.buf)), (4, mask_bind), (5, Bind::Mem(out.buf))];
@@ -107,8 +107,8 @@ fn launch_keys(
 
 /// Every entry point (the module is the same for every override).
 #[cfg(test)]
-pub(super) fn builtins() -> Vec<Builtin> {
-    ["attention_main", "attention_serial_main"].into_iter().map(|e| builtin(&SOURCE, e, vec![])).collect()
+pub(super) fn specialisations() -> Vec<Specialisation> {
+    ["attention_main", "attention_serial_main"].into_iter().map(|e| specialise(&SOURCE, e, vec![])).collect()
 }
 
 /// attention.wgsl (both entries, with an additive mask and the causal rule) run by the CPU's
@@ -158,7 +158,7 @@ mod on_the_cpu_executor {
             keys: [0, lk as u32],
             flags: split::flags(0, 1),
         };
-        let source = with_overrides(builtin(&SOURCE, "attention_main", vec![]).full_source(), &[("HAS_MASK", 1)]);
+        let source = with_overrides(specialise(&SOURCE, "attention_main", vec![]).full_source(), &[("HAS_MASK", 1)]);
         for (entry, groups) in [("attention_main", h * lq), ("attention_serial_main", (h * lq).div_ceil(64))] {
             let (qb, kb, vb, mb) = (Buffer::from_slice(&d, &qv).unwrap(), Buffer::from_slice(&d, &kv).unwrap(), Buffer::from_slice(&d, &vv).unwrap(), Buffer::from_slice(&d, &mv).unwrap());
             let (out, state) = (Buffer::from_slice(&d, &vec![-1.1e36f32; want.len()]).unwrap(), Buffer::<f32>::zeros(&d, 4).unwrap());

@@ -2,10 +2,10 @@
 
 use super::Cast;
 #[cfg(test)]
-use crate::hal::cuda::Builtin;
+use crate::hal::cuda::Specialisation;
 use crate::hal::cuda::{device_memory, CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
-use crate::ops::common::cuda::{blocks, builtin, cuda_params, index_type, padded, BLOCK};
+use crate::ops::common::cuda::{blocks, specialise, cuda_params, index_type, padded, BLOCK};
 use crate::{Error, Result};
 
 static SOURCE: CudaSource = CudaSource { name: "cast.cu", text: include_str!("cast.cu"), preludes: &[crate::ops::common::cuda::COMMON, CastParams::DECL] };
@@ -30,7 +30,7 @@ pub(super) fn cast(op: &Cast<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext
         return Err(Error::Internal("a 16-bit cast output starts inside a word".into()));
     }
     let defines = vec![("FROM", from.code().to_string()), ("TO", to.code().to_string()), index_type(n.max(x.layout.end()))];
-    let f = dev.program(builtin(&SOURCE, "cast_main", defines))?;
+    let f = dev.program(specialise(&SOURCE, "cast_main", defines))?;
     let p = CastParams {
         n: n as u64,
         rank: out.layout.shape.len() as u32,
@@ -47,12 +47,12 @@ pub(super) fn cast(op: &Cast<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext
 
 /// Every specialisation.
 #[cfg(test)]
-pub(super) fn builtins() -> Vec<Builtin> {
+pub(super) fn specialisations() -> Vec<Specialisation> {
     let mut all = Vec::new();
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
         for from in 0..6 {
             for to in 0..6 {
-                all.push(builtin(&SOURCE, "cast_main", vec![("FROM", from.to_string()), ("TO", to.to_string()), idx.clone()]));
+                all.push(specialise(&SOURCE, "cast_main", vec![("FROM", from.to_string()), ("TO", to.to_string()), idx.clone()]));
             }
         }
     }

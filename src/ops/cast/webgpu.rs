@@ -2,10 +2,10 @@
 
 use super::Cast;
 #[cfg(test)]
-use crate::hal::webgpu::Builtin;
+use crate::hal::webgpu::Specialisation;
 use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
-use crate::ops::common::webgpu::{builtin, check_binding, check_int64, grid_1d, strided_words, StridedWords, COMMON};
+use crate::ops::common::webgpu::{specialise, check_binding, check_int64, grid_1d, strided_words, StridedWords, COMMON};
 use crate::{DType, Error, Result};
 
 const TEXT: &str = crate::ops::common::wgsl_file!("cast/cast.wgsl");
@@ -27,8 +27,8 @@ pub(super) fn cast(op: &Cast<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'
     // Browsers have no `shader-int64` (refused above): the wasm build leaves cast64.wgsl out.
     let int64 = cfg!(not(target_arch = "wasm32")) && (op.from == DType::I64 || op.to == DType::I64);
     let pipeline = match int64 {
-        true => dev.pipeline(builtin(&CAST64, "cast64_main", constants)),
-        false => dev.pipeline(builtin(&SOURCE, "cast_main", constants)),
+        true => dev.pipeline(specialise(&CAST64, "cast64_main", constants)),
+        false => dev.pipeline(specialise(&SOURCE, "cast_main", constants)),
     };
     // A 16-bit output is written a word (two elements) per invocation.
     let grid = grid_1d(dev, out.layout.numel().div_ceil((4 / op.to.size()).max(1)).div_ceil(256) as u64)?;
@@ -39,14 +39,14 @@ pub(super) fn cast(op: &Cast<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'
 
 /// Every specialisation.
 #[cfg(test)]
-pub(super) fn builtins() -> Vec<Builtin> {
+pub(super) fn specialisations() -> Vec<Specialisation> {
     let mut all = Vec::new();
     for from in 0..5 {
         for to in 0..5 {
-            all.push(builtin(&SOURCE, "cast_main", vec![("FROM", from), ("TO", to)]));
+            all.push(specialise(&SOURCE, "cast_main", vec![("FROM", from), ("TO", to)]));
         }
-        all.push(builtin(&CAST64, "cast64_main", vec![("FROM", from), ("TO", 5)]));
-        all.push(builtin(&CAST64, "cast64_main", vec![("FROM", 5), ("TO", from)]));
+        all.push(specialise(&CAST64, "cast64_main", vec![("FROM", from), ("TO", 5)]));
+        all.push(specialise(&CAST64, "cast64_main", vec![("FROM", 5), ("TO", from)]));
     }
     all
 }
@@ -70,7 +70,7 @@ mod on_the_cpu_executor {
             for to in all {
                 let out = Tensor::zeros(&d, &[7, 5], to).unwrap();
                 let params = strided_words(&out.operand(), &[&x.operand()]).unwrap();
-                let source = with_overrides(builtin(&SOURCE, "cast_main", vec![]).full_source(), &[("FROM", from.code()), ("TO", to.code())]);
+                let source = with_overrides(specialise(&SOURCE, "cast_main", vec![]).full_source(), &[("FROM", from.code()), ("TO", to.code())]);
                 let want = stored_words(&x.cast(to).unwrap());
                 let groups = (35usize.div_ceil(4 / to.size()) as u32).div_ceil(256);
                 let got = run_words(&d, &source, "cast_main", params.words(), &[stored_words(&x)], want.len(), groups);

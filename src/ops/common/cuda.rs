@@ -2,7 +2,7 @@
 //! parameter padding.
 
 use crate::base::layout::{Layout, MAX_RANK};
-use crate::hal::cuda::{address, Builtin, CudaDevice, CudaSource};
+use crate::hal::cuda::{address, CudaDevice, CudaSource, Specialisation};
 use crate::ops::{Operand, UnaryOp};
 use crate::Result;
 
@@ -144,12 +144,12 @@ pub(crate) fn extent(l: &Layout) -> usize {
     l.end().saturating_sub(l.offset)
 }
 
-pub(crate) fn builtin(
+pub(crate) fn specialise(
     source: &'static CudaSource,
     entry: &'static str,
     defines: Vec<(&'static str, String)>,
-) -> Builtin {
-    Builtin {
+) -> Specialisation {
+    Specialisation {
         source,
         entry,
         defines,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::split;
 use crate::base::layout::{Layout, MAX_RANK};
-use crate::hal::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, Specialisation, WgslSource};
 use crate::hal::Block;
 use crate::hal::OpContext;
 use crate::ops::Operand;
@@ -197,12 +197,12 @@ pub(crate) fn run_on_cpu(
     crate::hal::cpu::wgsl::run(&program, &args, groups)
 }
 
-pub(crate) fn builtin(
+pub(crate) fn specialise(
     source: &'static WgslSource,
     entry: &'static str,
     constants: Vec<(&'static str, u32)>,
-) -> Builtin {
-    Builtin {
+) -> Specialisation {
+    Specialisation {
         source,
         entry,
         constants,
@@ -347,7 +347,7 @@ pub(crate) struct RowPasses {
     /// the file has one.
     pub serial_entry: Option<&'static str>,
     pub constants: Vec<(&'static str, u32)>,
-    /// WGSL prepended to the file (see [`Builtin::prelude`]).
+    /// WGSL prepended to the file (see [`Specialisation::prelude`]).
     pub prelude: Vec<&'static str>,
     /// The binding of the statistics and their f32 words per (row, chunk).
     pub stats: (u32, usize),
@@ -381,9 +381,9 @@ pub(crate) fn row_passes(
     let pipeline = |pass: u32| {
         let mut constants = kernel.constants.clone();
         constants.push(("PASS", pass));
-        dev.pipeline(Builtin {
+        dev.pipeline(Specialisation {
             prelude: kernel.prelude.clone(),
-            ..builtin(kernel.source, entry, constants)
+            ..specialise(kernel.source, entry, constants)
         })
     };
     let (stats_at, words) = kernel.stats;

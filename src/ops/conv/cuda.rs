@@ -1,9 +1,9 @@
 //! Convolution and pooling on CUDA: conv.cu, a grid-stride loop over the outputs.
 
 use super::{Conv2d, Conv2dGeometry, Pool2d};
-use crate::ops::common::cuda::{cuda_params, blocks, epilogue_defines, index_type, builtin, operand, BLOCK};
+use crate::ops::common::cuda::{cuda_params, blocks, epilogue_defines, index_type, specialise, operand, BLOCK};
 #[cfg(test)]
-use crate::hal::cuda::Builtin;
+use crate::hal::cuda::Specialisation;
 use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
 use crate::Result;
@@ -47,7 +47,7 @@ pub(super) fn conv2d(op: &Conv2d<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
     let n = out.layout.numel();
     let mut defines = epilogue_defines(&bias, op.act).to_vec();
     defines.push(index_type(n.max(x.layout.numel()).max(weight.layout.numel())));
-    let f = dev.program(builtin(&SOURCE, "conv2d_main", defines))?;
+    let f = dev.program(specialise(&SOURCE, "conv2d_main", defines))?;
     let bias_ptr = bias.as_ref().map_or(Ok(0), operand)?;
     let mut held = vec![x.buf, weight.buf, out.buf];
     held.extend(bias.iter().map(|o| o.buf));
@@ -60,21 +60,21 @@ pub(super) fn pool2d(op: &Pool2d<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
     let (x, out) = (op.x, op.out);
     let n = out.layout.numel();
     let defines = vec![("POOL", op.code().to_string()), index_type(n.max(x.layout.numel()))];
-    let f = dev.program(builtin(&SOURCE, "pool2d_main", defines))?;
+    let f = dev.program(specialise(&SOURCE, "pool2d_main", defines))?;
     q.launch(dev, &f, (blocks(dev, n, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(&x)?, operand(&out)?], &ConvParams::new(&op.geometry), &[x.buf, out.buf])
 }
 
 /// Every specialisation.
 #[cfg(test)]
-pub(super) fn builtins() -> Vec<Builtin> {
+pub(super) fn specialisations() -> Vec<Specialisation> {
     let mut all = Vec::new();
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
         for on in [false, true] {
             let act = ("ACT", if on { "12" } else { "0" }.to_string());
-            all.push(builtin(&SOURCE, "conv2d_main", vec![("HAS_BIAS", u32::from(on).to_string()), act, idx.clone()]));
+            all.push(specialise(&SOURCE, "conv2d_main", vec![("HAS_BIAS", u32::from(on).to_string()), act, idx.clone()]));
         }
         for pool in 0..3 {
-            all.push(builtin(&SOURCE, "pool2d_main", vec![("POOL", pool.to_string()), idx.clone()]));
+            all.push(specialise(&SOURCE, "pool2d_main", vec![("POOL", pool.to_string()), idx.clone()]));
         }
     }
     all

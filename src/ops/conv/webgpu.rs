@@ -2,9 +2,9 @@
 //! the device ends long loops early.
 
 use super::{Conv2d, Conv2dGeometry, Pool2d};
-use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, u32_of, wgsl_params, ACTIVATION, COMMON};
+use crate::ops::common::webgpu::{specialise, check_binding, grid_1d, u32_of, wgsl_params, ACTIVATION, COMMON};
 #[cfg(test)]
-use crate::hal::webgpu::Builtin;
+use crate::hal::webgpu::Specialisation;
 use crate::ops::common::split;
 use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, Pipeline, WgslSource};
 use crate::hal::OpContext;
@@ -59,7 +59,7 @@ pub(super) fn conv2d(op: &Conv2d<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
     // Four output channels per invocation where each group's come in fours.
     let ocb = if (g.o / g.groups) % 4 == 0 { 4 } else { 1 };
     let constants = vec![("HAS_BIAS", u32::from(bias.is_some())), ("ACT", op.act.map_or(0, |f| f.code())), ("OCB", ocb as u32)];
-    let pipeline = dev.pipeline(builtin(&SOURCE, "conv2d_main", constants));
+    let pipeline = dev.pipeline(specialise(&SOURCE, "conv2d_main", constants));
     let bias_bind = bias.as_ref().map_or(Bind::SpareRead, |b| Bind::Mem(b.buf));
     let binds = [(1, Bind::Mem(x.buf)), (2, Bind::Mem(weight.buf)), (3, bias_bind), (4, Bind::Mem(out.buf))];
     // Invocations: blocks of `ocb` channels by rows by blocks of four columns.
@@ -74,7 +74,7 @@ pub(super) fn pool2d(op: &Pool2d<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
     let (x, out, g) = (op.x, op.out, &op.geometry);
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
-    let pipeline = dev.pipeline(builtin(&SOURCE, "pool2d_main", vec![("POOL", op.code())]));
+    let pipeline = dev.pipeline(specialise(&SOURCE, "pool2d_main", vec![("POOL", op.code())]));
     let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
     let params = params(g, [x.layout.offset, 0, 0, out.layout.offset])?;
     let taps = split::conv_taps(dev.max_loop_iterations(), 1, g.kh, g.kw);
@@ -128,8 +128,8 @@ fn launch_taps(q: &GpuQueue, dev: &GpuDevice, pipeline: Pipeline, mut params: Co
 
 /// Every entry point (the module is the same for every override).
 #[cfg(test)]
-pub(super) fn builtins() -> Vec<Builtin> {
-    ["conv2d_main", "pool2d_main"].into_iter().map(|e| builtin(&SOURCE, e, vec![])).collect()
+pub(super) fn specialisations() -> Vec<Specialisation> {
+    ["conv2d_main", "pool2d_main"].into_iter().map(|e| specialise(&SOURCE, e, vec![])).collect()
 }
 
 /// conv.wgsl's convolution (one and four output channels an invocation, groups, bias and
@@ -169,7 +169,7 @@ mod on_the_cpu_executor {
             let mut words = params(&g, [0; 4]).unwrap();
             (words.ci, words.ky, words.kx, words.flags) = ([0, (c / groups) as u32], [0, 3], [0, 3], split::flags(0, 1));
             let ocb = if (o / groups) % 4 == 0 { 4 } else { 1 };
-            let source = with_overrides(builtin(&SOURCE, "conv2d_main", vec![]).full_source(), &[("HAS_BIAS", 1), ("ACT", UnaryOp::Relu.code()), ("OCB", ocb as u32)]);
+            let source = with_overrides(specialise(&SOURCE, "conv2d_main", vec![]).full_source(), &[("HAS_BIAS", 1), ("ACT", UnaryOp::Relu.code()), ("OCB", ocb as u32)]);
             let (xb, wb, bb) = (Buffer::from_slice(&d, &xv).unwrap(), Buffer::from_slice(&d, &wv).unwrap(), Buffer::from_slice(&d, &bv).unwrap());
             let out = Buffer::from_slice(&d, &vec![-1.1e36f32; want.len()]).unwrap();
             let groups_launched = ((o / ocb) * h * w.div_ceil(4)).div_ceil(256) as u32;
@@ -181,7 +181,7 @@ mod on_the_cpu_executor {
             let g = Conv2dGeometry { n: 1, c, h, w, o: c, kh: 2, kw: 2, oh: h / 2, ow: w / 2, stride: [2, 2], padding: [0, 0], pad_end: [0, 0], dilation: [1, 1], groups: c };
             let mut words = params(&g, [0; 4]).unwrap();
             (words.ci, words.ky, words.kx, words.flags) = ([0, 1], [0, 2], [0, 2], split::flags(0, 1));
-            let source = with_overrides(builtin(&SOURCE, "pool2d_main", vec![]).full_source(), &[("POOL", kind as u32)]);
+            let source = with_overrides(specialise(&SOURCE, "pool2d_main", vec![]).full_source(), &[("POOL", kind as u32)]);
             let (xb, out) = (Buffer::from_slice(&d, &xv).unwrap(), Buffer::from_slice(&d, &vec![-1.1e36f32; want.len()]).unwrap());
             run_on_cpu(&d, &source, "pool2d_main", words.words(), &[bound(&xb), bound(&out)], [(want.len() as u32).div_ceil(256), 1, 1]).unwrap();
             assert_near(&out.read_blocking().unwrap(), &want, &format!("{kind:?} pooling"));

@@ -1,9 +1,9 @@
 //! Copies on CUDA: copy.cu, a grid-stride loop over the elements.
 
 use super::ViewCopy;
-use crate::ops::common::cuda::{cuda_params, blocks, extent, index_type, builtin, operand, padded, BLOCK};
+use crate::ops::common::cuda::{cuda_params, blocks, extent, index_type, specialise, operand, padded, BLOCK};
 #[cfg(test)]
-use crate::hal::cuda::Builtin;
+use crate::hal::cuda::Specialisation;
 use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
 use crate::Result;
@@ -28,7 +28,7 @@ pub(super) fn copy(op: &ViewCopy<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
     let n = out.layout.numel();
     let contiguous = u32::from(out.layout.is_contiguous()).to_string();
     let largest = n.max(extent(x.layout)).max(extent(out.layout));
-    let f = dev.program(builtin(&SOURCE, "copy_main", vec![("OUT_CONTIGUOUS", contiguous), index_type(largest)]))?;
+    let f = dev.program(specialise(&SOURCE, "copy_main", vec![("OUT_CONTIGUOUS", contiguous), index_type(largest)]))?;
     let p = CopyParams {
         n: n as u64,
         rank: out.layout.shape.len() as u32,
@@ -42,11 +42,11 @@ pub(super) fn copy(op: &ViewCopy<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
 
 /// Every specialisation.
 #[cfg(test)]
-pub(super) fn builtins() -> Vec<Builtin> {
+pub(super) fn specialisations() -> Vec<Specialisation> {
     let mut all = Vec::new();
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
         for contiguous in ["0", "1"] {
-            all.push(builtin(&SOURCE, "copy_main", vec![("OUT_CONTIGUOUS", contiguous.into()), idx.clone()]));
+            all.push(specialise(&SOURCE, "copy_main", vec![("OUT_CONTIGUOUS", contiguous.into()), idx.clone()]));
         }
     }
     all

@@ -1,9 +1,9 @@
 //! Copies on wgpu: copy.wgsl, one invocation per element.
 
 use super::ViewCopy;
-use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, strided_words, StridedWords, COMMON};
+use crate::ops::common::webgpu::{specialise, check_binding, grid_1d, strided_words, StridedWords, COMMON};
 #[cfg(test)]
-use crate::hal::webgpu::Builtin;
+use crate::hal::webgpu::Specialisation;
 use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
 use crate::Result;
@@ -15,7 +15,7 @@ pub(super) fn copy(op: &ViewCopy<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
     let contiguous = out.layout.is_contiguous();
-    let pipeline = dev.pipeline(builtin(&SOURCE, "copy_main", vec![("OUT_CONTIGUOUS", u32::from(contiguous))]));
+    let pipeline = dev.pipeline(specialise(&SOURCE, "copy_main", vec![("OUT_CONTIGUOUS", u32::from(contiguous))]));
     let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
     // The destination's view is the second.
     let params = strided_words(&out, &[&x, &out])?;
@@ -24,8 +24,8 @@ pub(super) fn copy(op: &ViewCopy<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
 
 /// Every specialisation.
 #[cfg(test)]
-pub(super) fn builtins() -> Vec<Builtin> {
-    [0, 1].into_iter().map(|c| builtin(&SOURCE, "copy_main", vec![("OUT_CONTIGUOUS", c)])).collect()
+pub(super) fn specialisations() -> Vec<Specialisation> {
+    [0, 1].into_iter().map(|c| specialise(&SOURCE, "copy_main", vec![("OUT_CONTIGUOUS", c)])).collect()
 }
 
 /// copy.wgsl run by the CPU's WGSL executor, with the parameter words this file writes, copies
@@ -49,7 +49,7 @@ mod on_the_cpu_executor {
         let cases = [(&view, &dense, 1, view.contiguous().unwrap().to_vec_blocking::<u32>().unwrap()), (&source_t, &target_view, 0, x.clone())];
         for (from, to, contiguous, want) in cases {
             let params = strided_words(&to.operand(), &[&from.operand(), &to.operand()]).unwrap();
-            let source = with_overrides(builtin(&SOURCE, "copy_main", vec![]).full_source(), &[("OUT_CONTIGUOUS", contiguous)]);
+            let source = with_overrides(specialise(&SOURCE, "copy_main", vec![]).full_source(), &[("OUT_CONTIGUOUS", contiguous)]);
             let src = Buffer::from_slice(&d, &from.contiguous().unwrap().to_vec_blocking::<u32>().unwrap()).unwrap();
             let src = if contiguous == 1 { Buffer::from_slice(&d, &x).unwrap() } else { src };
             let dst = Buffer::from_slice(&d, &[0u32; 35]).unwrap();

@@ -4,9 +4,9 @@
 use super::{Binary, Unary};
 #[cfg(test)]
 use super::{BinaryOp, UnaryOp};
-use crate::ops::common::cuda::{cuda_params, blocks, extent, index_type, builtin, operand, padded, typed_operand, val, BLOCK};
+use crate::ops::common::cuda::{cuda_params, blocks, extent, index_type, specialise, operand, padded, typed_operand, val, BLOCK};
 #[cfg(test)]
-use crate::hal::cuda::Builtin;
+use crate::hal::cuda::Specialisation;
 use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
 use crate::{DType, Error, Result};
@@ -66,7 +66,7 @@ pub(super) fn unary(op: &Unary<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpConte
         ("VEC4", v4.to_string()),
         index_type(n.max(extent(x.layout))),
     ];
-    let f = dev.program(builtin(&SOURCE, "unary_main", defines))?;
+    let f = dev.program(specialise(&SOURCE, "unary_main", defines))?;
     let p = ElementwiseParams {
         n: n as u64,
         rank: out.layout.shape.len() as u32,
@@ -100,7 +100,7 @@ pub(super) fn binary(op: &Binary<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
         index_type(n.max(extent(a.layout)).max(extent(b.layout))),
     ];
     let defines = defines.into_iter().chain(val).collect();
-    let f = dev.program(builtin(&SOURCE, entry, defines))?;
+    let f = dev.program(specialise(&SOURCE, entry, defines))?;
     let p = ElementwiseParams {
         n: n as u64,
         rank: out.layout.shape.len() as u32,
@@ -117,23 +117,23 @@ pub(super) fn binary(op: &Binary<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
 
 /// Every specialisation: each op in each operand access mode, and fused activations.
 #[cfg(test)]
-pub(super) fn builtins() -> Vec<Builtin> {
+pub(super) fn specialisations() -> Vec<Specialisation> {
     let mut all = Vec::new();
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
         for op in UnaryOp::ALL {
             for (mode, v4) in [(0, 0), (1, 0), (1, 1), (2, 0)] {
                 let defines = vec![("OP", op.code().to_string()), ("A_MODE", mode.to_string()), ("VEC4", v4.to_string()), idx.clone()];
-                all.push(builtin(&SOURCE, "unary_main", defines));
+                all.push(specialise(&SOURCE, "unary_main", defines));
             }
         }
         for op in BinaryOp::ALL {
             for (act, a_mode, b_mode, v4) in [("0", "1", "1", "0"), ("13", "1", "1", "1"), ("14", "0", "2", "0"), ("11", "2", "0", "0")] {
                 let defines = vec![("OP", op.code().to_string()), ("ACT", act.into()), ("A_MODE", a_mode.into()), ("B_MODE", b_mode.into()), ("VEC4", v4.into()), idx.clone()];
-                all.push(builtin(&SOURCE, "binary_main", defines));
+                all.push(specialise(&SOURCE, "binary_main", defines));
             }
             for val in ["int", "unsigned", "i64"] {
                 let defines = vec![("OP", op.code().to_string()), ("A_MODE", "1".into()), ("B_MODE", "2".into()), ("VAL", val.into()), idx.clone()];
-                all.push(builtin(&SOURCE, "int_binary_main", defines));
+                all.push(specialise(&SOURCE, "int_binary_main", defines));
             }
         }
     }

@@ -2,10 +2,10 @@
 //! layouts allow (the vec4 entry points); integer arithmetic in its own entry point.
 
 use super::{Binary, Unary};
-use crate::ops::common::webgpu::{builtin, check_binding, check_int64, grid_1d, store, strided_words, u32_of, val, StridedWords, ACTIVATION, COMMON, STORE_F32, VAL_U32};
+use crate::ops::common::webgpu::{specialise, check_binding, check_int64, grid_1d, store, strided_words, u32_of, val, StridedWords, ACTIVATION, COMMON, STORE_F32, VAL_U32};
 #[cfg(test)]
 use crate::ops::common::webgpu::{STORE_F16, VAL_I32, VAL_I64};
-use crate::hal::webgpu::{Builtin, Bind, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::webgpu::{Specialisation, Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
 use crate::base::layout::Access;
 use crate::ops::Operand;
@@ -43,7 +43,7 @@ pub(super) fn unary(op: &Unary<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext
     let access = x.layout.access();
     let constants = vec![("OP", op.op.code()), ("A_MODE", access.code())];
     let (entry, per) = if vec4(&out, &[&x]) { ("unary_vec4_main", 4) } else { ("unary_main", 1) };
-    let pipeline = dev.pipeline(Builtin { prelude: vec![store(dev, op.dtype)?, VAL_U32], ..builtin(&SOURCE, entry, constants) });
+    let pipeline = dev.pipeline(Specialisation { prelude: vec![store(dev, op.dtype)?, VAL_U32], ..specialise(&SOURCE, entry, constants) });
     let grid = grid_1d(dev, (out.layout.numel() / per).div_ceil(256) as u64)?;
     let params = StridedWords { a_period: u32_of("period", access.period())?, ..strided_words(&out, &[&x])? };
     q.launch(dev, pipeline, params.words(), &[(1, Bind::Mem(x.buf)), (3, Bind::Mem(out.buf))], grid)
@@ -65,7 +65,7 @@ pub(super) fn binary(op: &Binary<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
         (false, false) => ("binary_main", 1),
     };
     let prelude = if integer { vec![STORE_F32, val(op.dtype)?] } else { vec![store(dev, op.dtype)?, VAL_U32] };
-    let pipeline = dev.pipeline(Builtin { prelude, ..builtin(&SOURCE, entry, constants) });
+    let pipeline = dev.pipeline(Specialisation { prelude, ..specialise(&SOURCE, entry, constants) });
     let grid = grid_1d(dev, (out.layout.numel() / per).div_ceil(256) as u64)?;
     let binds = [(1, Bind::Mem(a.buf)), (2, Bind::Mem(b.buf)), (3, Bind::Mem(out.buf))];
     let params = StridedWords { a_period: u32_of("period", a_access.period())?, b_period: u32_of("period", b_access.period())?, ..strided_words(&out, &[&a, &b])? };
@@ -74,9 +74,9 @@ pub(super) fn binary(op: &Binary<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
 
 /// The module in both storage dtypes and both integer types.
 #[cfg(test)]
-pub(super) fn builtins() -> Vec<Builtin> {
+pub(super) fn specialisations() -> Vec<Specialisation> {
     let preludes = [[STORE_F32, VAL_U32], [STORE_F16, VAL_U32], [STORE_F32, VAL_I32], [STORE_F32, VAL_I64]];
-    preludes.into_iter().map(|p| Builtin { prelude: p.to_vec(), ..builtin(&SOURCE, "unary_main", vec![]) }).collect()
+    preludes.into_iter().map(|p| Specialisation { prelude: p.to_vec(), ..specialise(&SOURCE, "unary_main", vec![]) }).collect()
 }
 
 /// elementwise.wgsl's binary and unary kernels run by the CPU backend's WGSL executor, with
@@ -100,7 +100,7 @@ mod on_the_cpu_executor {
         if let Some(b) = operands.get(1) {
             words.b_period = u32_of("period", b.layout.access().period()).unwrap();
         }
-        let source = crate::ops::common::webgpu::with_overrides(Builtin { prelude: vec![STORE_F32, val], ..builtin(&SOURCE, "binary_main", vec![]) }.full_source(), constants);
+        let source = crate::ops::common::webgpu::with_overrides(Specialisation { prelude: vec![STORE_F32, val], ..specialise(&SOURCE, "binary_main", vec![]) }.full_source(), constants);
         let buffers: Vec<Buffer<T>> = inputs.iter().map(|(_, data)| Buffer::from_slice(d, data).unwrap()).collect();
         let poison = vec![0x7fa5_a5a5u32; out.numel()];
         let result = Buffer::from_slice(d, bytemuck::cast_slice::<u32, T>(&poison)).unwrap();

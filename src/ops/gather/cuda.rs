@@ -2,10 +2,10 @@
 
 use super::Gather;
 #[cfg(test)]
-use crate::hal::cuda::Builtin;
+use crate::hal::cuda::Specialisation;
 use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
-use crate::ops::common::cuda::{blocks, builtin, cuda_params, index_type, operand, BLOCK};
+use crate::ops::common::cuda::{blocks, specialise, cuda_params, index_type, operand, BLOCK};
 use crate::Result;
 
 static SOURCE: CudaSource = CudaSource { name: "gather.cu", text: include_str!("gather.cu"), preludes: &[crate::ops::common::cuda::COMMON, GatherParams::DECL] };
@@ -28,7 +28,7 @@ pub(super) fn gather(op: &Gather<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
     let (x, indices, out) = (op.x, op.indices, op.out);
     let n = out.layout.numel();
     let defines = vec![("INDEX_KIND", op.kind.to_string()), index_type(n.max(op.outer * op.len * op.inner))];
-    let f = dev.program(builtin(&SOURCE, "gather_main", defines))?;
+    let f = dev.program(specialise(&SOURCE, "gather_main", defines))?;
     let p = GatherParams { outer: op.outer as u64, len: op.len as u64, inner: op.inner as u64, count: op.count as u64, mode: op.mode.code(), pad: 0 };
     // No status word but in mode 0 (error), which alone writes it: a null pointer.
     let status = op.status.as_ref().map(operand).transpose()?.unwrap_or(0);
@@ -40,11 +40,11 @@ pub(super) fn gather(op: &Gather<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
 
 /// Every specialisation.
 #[cfg(test)]
-pub(super) fn builtins() -> Vec<Builtin> {
+pub(super) fn specialisations() -> Vec<Specialisation> {
     let mut all = Vec::new();
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
         for kind in 0..3 {
-            all.push(builtin(&SOURCE, "gather_main", vec![("INDEX_KIND", kind.to_string()), idx.clone()]));
+            all.push(specialise(&SOURCE, "gather_main", vec![("INDEX_KIND", kind.to_string()), idx.clone()]));
         }
     }
     all

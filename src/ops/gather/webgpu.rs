@@ -2,10 +2,10 @@
 
 use super::Gather;
 #[cfg(test)]
-use crate::hal::webgpu::Builtin;
+use crate::hal::webgpu::Specialisation;
 use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
-use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, u32_of, wgsl_params, COMMON};
+use crate::ops::common::webgpu::{specialise, check_binding, grid_1d, u32_of, wgsl_params, COMMON};
 use crate::Result;
 
 static SOURCE: WgslSource = WgslSource { name: "gather.wgsl", text: crate::ops::common::wgsl_file!("gather/gather.wgsl"), preludes: &[COMMON, GatherWords::DECL] };
@@ -43,7 +43,7 @@ pub(super) fn gather(op: &Gather<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
         out: u32_of("offset", out.layout.offset)?,
         mode: op.mode.code(),
     };
-    let pipeline = dev.pipeline(builtin(&SOURCE, "gather_main", vec![("INDEX_KIND", op.kind)]));
+    let pipeline = dev.pipeline(specialise(&SOURCE, "gather_main", vec![("INDEX_KIND", op.kind)]));
     let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
     // The status word sits at the start of its own block (Queue::check_word).
     let status = op.status.as_ref().map_or(Bind::SpareWrite, |s| Bind::Mem(s.buf));
@@ -53,8 +53,8 @@ pub(super) fn gather(op: &Gather<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
 
 /// Every specialisation.
 #[cfg(test)]
-pub(super) fn builtins() -> Vec<Builtin> {
-    (0..3).map(|kind| builtin(&SOURCE, "gather_main", vec![("INDEX_KIND", kind)])).collect()
+pub(super) fn specialisations() -> Vec<Specialisation> {
+    (0..3).map(|kind| specialise(&SOURCE, "gather_main", vec![("INDEX_KIND", kind)])).collect()
 }
 
 /// gather.wgsl run by the CPU's WGSL executor, with the parameter words this file writes,
@@ -77,7 +77,7 @@ mod on_the_cpu_executor {
         for (idx, kind, first) in [(i32s, 1, 3), (i64s, 2, 1)] {
             for mode in [IndexMode::Error, IndexMode::Clip, IndexMode::Fill] {
                 let params = GatherWords { outer: 3, len: 11, inner: 4, count: 7, x: 0, indices: 0, out: 0, mode: mode.code() };
-                let source = with_overrides(builtin(&SOURCE, "gather_main", vec![]).full_source(), &[("INDEX_KIND", kind)]);
+                let source = with_overrides(specialise(&SOURCE, "gather_main", vec![]).full_source(), &[("INDEX_KIND", kind)]);
                 let (xs, is) = (Buffer::from_slice(&d, &stored_words(&t)).unwrap(), Buffer::from_slice(&d, &stored_words(&idx)).unwrap());
                 let out = Buffer::from_slice(&d, &[0x7fa5_a5a5u32; 84]).unwrap();
                 let status = Buffer::from_slice(&d, &[u32::MAX]).unwrap();

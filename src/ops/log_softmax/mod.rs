@@ -51,12 +51,12 @@ pub fn reference_row(row: &[f64]) -> Vec<f64> {
 
 /// The row kernels' WGSL specialisations with this epilogue.
 #[cfg(all(test, feature = "webgpu"))]
-pub(crate) fn wgsl_builtins() -> Vec<crate::hal::webgpu::Builtin> {
-    super::softmax::wgsl_builtins_with(&EPILOGUE)
+pub(crate) fn wgsl_specialisations() -> Vec<crate::hal::webgpu::Specialisation> {
+    super::softmax::wgsl_specialisations_with(&EPILOGUE)
 }
 
 /// The row kernel's CUDA specialisations with this epilogue.
 #[cfg(all(test, cuda_backend))]
-pub(crate) fn cuda_builtins() -> Vec<crate::hal::cuda::Builtin> {
-    super::softmax::cuda_builtins_with(&EPILOGUE)
+pub(crate) fn cuda_specialisations() -> Vec<crate::hal::cuda::Specialisation> {
+    super::softmax::cuda_specialisations_with(&EPILOGUE)
 }

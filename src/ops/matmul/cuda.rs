@@ -2,9 +2,9 @@
 //! cuBLAS cannot take the layout or the `kernel` variant is asked for.
 
 use super::Matmul;
-use crate::ops::common::cuda::{cuda_params, blocks, epilogue_defines, extent, index_type, builtin, operand, padded, BLOCK};
+use crate::ops::common::cuda::{cuda_params, blocks, epilogue_defines, extent, index_type, specialise, operand, padded, BLOCK};
 #[cfg(test)]
-use crate::hal::cuda::Builtin;
+use crate::hal::cuda::Specialisation;
 use crate::hal::cuda::{blas, CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
 use crate::ops::{Operand, UnaryOp};
@@ -71,7 +71,7 @@ fn bias_act(q: &CudaQueue, dev: &CudaDevice, out: &Operand<'_>, bias: Option<Ope
     let total = out.layout.numel();
     let mut defines = epilogue_defines(&bias, act).to_vec();
     defines.push(index_type(total));
-    let f = dev.program(builtin(&SOURCE, "bias_act_main", defines))?;
+    let f = dev.program(specialise(&SOURCE, "bias_act_main", defines))?;
     let p = BiasActParams { n_total: total as u64, cols: cols as u64 };
     let bias_ptr = bias.as_ref().map_or(Ok(0), operand)?;
     let mut held = vec![out.buf];
@@ -93,7 +93,7 @@ fn matmul_kernel(q: &CudaQueue, dev: &CudaDevice, [a, b, out]: [Operand<'_>; 3],
     let largest = out.layout.numel().max(extent(a.layout)).max(extent(b.layout));
     let mut defines = epilogue_defines(&bias, act).to_vec();
     defines.push(index_type(largest));
-    let f = dev.program(builtin(&SOURCE, "matmul_main", defines))?;
+    let f = dev.program(specialise(&SOURCE, "matmul_main", defines))?;
     let (sa, sb) = (&a.layout.strides, &b.layout.strides);
     let p = MatmulParams {
         m: m as u64,
@@ -119,13 +119,13 @@ fn matmul_kernel(q: &CudaQueue, dev: &CudaDevice, [a, b, out]: [Operand<'_>; 3],
 
 /// Every specialisation.
 #[cfg(test)]
-pub(super) fn builtins() -> Vec<Builtin> {
+pub(super) fn specialisations() -> Vec<Specialisation> {
     let mut all = Vec::new();
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
         for on in [false, true] {
             let (bias, act) = (("HAS_BIAS", u32::from(on).to_string()), ("ACT", if on { "12" } else { "0" }.to_string()));
-            all.push(builtin(&SOURCE, "matmul_main", vec![bias.clone(), act, idx.clone()]));
-            all.push(builtin(&SOURCE, "bias_act_main", vec![bias, ("ACT", "11".into()), idx.clone()]));
+            all.push(specialise(&SOURCE, "matmul_main", vec![bias.clone(), act, idx.clone()]));
+            all.push(specialise(&SOURCE, "bias_act_main", vec![bias, ("ACT", "11".into()), idx.clone()]));
         }
     }
     all

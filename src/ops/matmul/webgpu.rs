@@ -6,7 +6,7 @@ use crate::ops::common::webgpu::{check_binding, split_temp, store, u32_of, wgsl_
 #[cfg(test)]
 use crate::ops::common::webgpu::{STORE_F16, STORE_F32};
 use crate::ops::common::split;
-use crate::hal::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::webgpu::{Bind, Specialisation, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
 use crate::base::layout::MAX_RANK;
 use crate::ops::Operand;
@@ -165,7 +165,7 @@ pub(super) fn matmul(op: &Matmul<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCont
     };
     let vec4 = rows_of_vec4(&a, k) && rows_of_vec4(&b, n);
     let loads = if vec4 { LOADS_VEC4 } else { LOADS_SCALAR };
-    let pipeline = dev.pipeline(Builtin { source: &SOURCE, entry: variant.entry, constants, prelude: vec![store(dev, dtype)?, variant.constants, loads] });
+    let pipeline = dev.pipeline(Specialisation { source: &SOURCE, entry: variant.entry, constants, prelude: vec![store(dev, dtype)?, variant.constants, loads] });
     // Where the device ends long loops early, k in pieces with f32 sums kept in between.
     let pieces = if variant.entry == "matmul_direct_main" {
         split::matmul_direct_k(dev.max_loop_iterations(), vec4, k)
@@ -195,11 +195,11 @@ pub(super) fn matmul(op: &Matmul<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCont
 
 /// Every tile configuration with each storage dtype and tile load.
 #[cfg(test)]
-pub(super) fn builtins() -> Vec<Builtin> {
+pub(super) fn specialisations() -> Vec<Specialisation> {
     let mut all = Vec::new();
     for store in [STORE_F32, STORE_F16] {
         for loads in [LOADS_SCALAR, LOADS_VEC4] {
-            all.extend(VARIANTS.iter().map(|v| Builtin { source: &SOURCE, entry: v.entry, constants: vec![], prelude: vec![store, v.constants, loads] }));
+            all.extend(VARIANTS.iter().map(|v| Specialisation { source: &SOURCE, entry: v.entry, constants: vec![], prelude: vec![store, v.constants, loads] }));
         }
     }
     all
@@ -229,7 +229,7 @@ mod on_the_cpu_executor {
         (words.k_range, words.flags) = ([0, k as u32], split::flags(0, 1));
         for variant in &VARIANTS {
             for loads in [LOADS_SCALAR, LOADS_VEC4] {
-                let source = Builtin { source: &SOURCE, entry: variant.entry, constants: vec![], prelude: vec![STORE_F32, variant.constants, loads] }.full_source();
+                let source = Specialisation { source: &SOURCE, entry: variant.entry, constants: vec![], prelude: vec![STORE_F32, variant.constants, loads] }.full_source();
                 let source = with_overrides(source, &[("HAS_BIAS", 1), ("ACT", UnaryOp::Relu.code())]);
                 let (ab, bb, biasb) = (Buffer::from_slice(&d, &av).unwrap(), Buffer::from_slice(&d, &bv).unwrap(), Buffer::from_slice(&d, &biasv).unwrap());
                 let (c, partial) = (Buffer::from_slice(&d, &vec![-1.1e36f32; m * n]).unwrap(), Buffer::<f32>::zeros(&d, 4).unwrap());

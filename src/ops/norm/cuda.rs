@@ -1,9 +1,9 @@
 //! Layer and RMS norms on CUDA: norm.cu, one block per row.
 
 use super::Norm;
-use crate::ops::common::cuda::{cuda_params, extent, index_type, builtin, operand, BLOCK};
+use crate::ops::common::cuda::{cuda_params, extent, index_type, specialise, operand, BLOCK};
 #[cfg(test)]
-use crate::hal::cuda::Builtin;
+use crate::hal::cuda::Specialisation;
 use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
 use crate::ops::Operand;
@@ -37,7 +37,7 @@ pub(super) fn norm(op: &Norm<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext
         ("HAS_BIAS", u32::from(bias.is_some()).to_string()),
         index_type((op.rows * op.cols).max(extent(x.layout))),
     ];
-    let f = dev.program(builtin(&SOURCE, "norm_main", defines))?;
+    let f = dev.program(specialise(&SOURCE, "norm_main", defines))?;
     let s = op.x_steps;
     let p = NormParams { rows: op.rows as u64, cols: op.cols as u64, nb: op.nb as u64, x_a: s.a as u64, x_b: s.b as u64, x_col: s.col as u64, eps: op.eps, pad: 0 };
     let optional = |o: &Option<Operand<'_>>| o.as_ref().map_or(Ok(0), operand);
@@ -49,14 +49,14 @@ pub(super) fn norm(op: &Norm<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext
 
 /// Every specialisation.
 #[cfg(test)]
-pub(super) fn builtins() -> Vec<Builtin> {
+pub(super) fn specialisations() -> Vec<Specialisation> {
     let mut all = Vec::new();
     let flag = |name: &'static str, on: bool| (name, u32::from(on).to_string());
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
         for on in [false, true] {
             let act = ("ACT", if on { "12" } else { "0" }.to_string());
             for kind in 0..2 {
-                all.push(builtin(&SOURCE, "norm_main", vec![("KIND", kind.to_string()), act.clone(), flag("HAS_WEIGHT", on), flag("HAS_BIAS", on), idx.clone()]));
+                all.push(specialise(&SOURCE, "norm_main", vec![("KIND", kind.to_string()), act.clone(), flag("HAS_WEIGHT", on), flag("HAS_BIAS", on), idx.clone()]));
             }
         }
     }

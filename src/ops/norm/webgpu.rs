@@ -3,9 +3,9 @@
 use super::Norm;
 use crate::ops::common::webgpu::{check_binding, row_passes, u32_of, wgsl_params, RowPasses};
 #[cfg(test)]
-use crate::hal::webgpu::Builtin;
+use crate::hal::webgpu::Specialisation;
 #[cfg(test)]
-use crate::ops::common::webgpu::builtin;
+use crate::ops::common::webgpu::specialise;
 use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
 use crate::ops::Operand;
@@ -75,8 +75,8 @@ pub(super) fn norm(op: &Norm<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<
 
 /// Every specialisation (the module is the same for every override, so one per entry).
 #[cfg(test)]
-pub(super) fn builtins() -> Vec<Builtin> {
-    ["norm_main", "norm_serial_main"].into_iter().map(|e| builtin(&SOURCE, e, vec![])).collect()
+pub(super) fn specialisations() -> Vec<Specialisation> {
+    ["norm_main", "norm_serial_main"].into_iter().map(|e| specialise(&SOURCE, e, vec![])).collect()
 }
 
 /// norm.wgsl (both entries, layer and RMS, with weight, bias and an activation) run by the
@@ -103,7 +103,7 @@ mod on_the_cpu_executor {
             let params = NormParams { weight: Some(&wt), bias: Some(&bt), eps: 1e-5, act: Some(UnaryOp::Silu) };
             let want = crate::ops::norm::norm(&d.queue(), kind, &t, params).unwrap().to_vec_blocking::<f32>().unwrap();
             let constants = [("KIND", kind.code()), ("HAS_WEIGHT", 1), ("HAS_BIAS", 1), ("ACT", UnaryOp::Silu.code())];
-            let source = with_overrides(builtin(&SOURCE, "norm_main", vec![]).full_source(), &constants);
+            let source = with_overrides(specialise(&SOURCE, "norm_main", vec![]).full_source(), &constants);
             for (entry, groups) in [("norm_main", r), ("norm_serial_main", r.div_ceil(64))] {
                 let (xs, ws, bs) = (Buffer::from_slice(&d, &x).unwrap(), Buffer::from_slice(&d, &w).unwrap(), Buffer::from_slice(&d, &b).unwrap());
                 let (out, stats) = (Buffer::from_slice(&d, &vec![-1.0f32; rows * cols]).unwrap(), Buffer::<f32>::zeros(&d, 4).unwrap());

@@ -1,9 +1,9 @@
 //! Reductions on CUDA: reduce.cu, over columns in one pass or over rows in passes.
 
 use super::{passes, Reduce, ReduceOp};
-use crate::ops::common::cuda::{cuda_params, blocks, index_type, builtin, address_of, operand, typed_operand, val, BLOCK};
+use crate::ops::common::cuda::{cuda_params, blocks, index_type, specialise, address_of, operand, typed_operand, val, BLOCK};
 #[cfg(test)]
-use crate::hal::cuda::Builtin;
+use crate::hal::cuda::Specialisation;
 use crate::hal::cuda::{address, CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
 use crate::Result;
@@ -36,7 +36,7 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &Op
     let val = val(call.dtype)?;
     if inner >= 32 && outer * inner >= 64 * dev.sm_count() as usize {
         // Many output columns: one thread each, coalesced reads, one pass.
-        let f = dev.program(builtin(&SOURCE, "reduce_cols", vec![op_define, val, idx]))?;
+        let f = dev.program(specialise(&SOURCE, "reduce_cols", vec![op_define, val, idx]))?;
         let p = ReduceParams { outer: outer as u64, len: len as u64, inner: inner as u64, chunk: len as u64, chunks: 1, scale, write_values: 1 };
         let (values, indices) = if argmax { (0, operand(&out)?) } else { (typed_operand(&out, call.dtype)?, 0) };
         let pointers = [typed_operand(&x, call.dtype)?, values, indices];
@@ -49,7 +49,7 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &Op
         (chunks, len.div_ceil(chunks))
     };
     passes::run(call, cx, split, |pass| {
-        let f = dev.program(builtin(&SOURCE, "reduce_rows", vec![op_define.clone(), ("FIRST", u32::from(pass.first()).to_string()), val.clone(), idx.clone()]))?;
+        let f = dev.program(specialise(&SOURCE, "reduce_rows", vec![op_define.clone(), ("FIRST", u32::from(pass.first()).to_string()), val.clone(), idx.clone()]))?;
         let at = |o: &Option<passes::At>| o.as_ref().map_or(Ok(0), |(b, offset)| address(b, *offset));
         let p = ReduceParams {
             outer: pass.outer as u64,
@@ -70,7 +70,7 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &Op
 
 /// Every specialisation.
 #[cfg(test)]
-pub(super) fn builtins() -> Vec<Builtin> {
+pub(super) fn specialisations() -> Vec<Specialisation> {
     let mut all = Vec::new();
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
         for op in ReduceOp::ALL {
@@ -79,9 +79,9 @@ pub(super) fn builtins() -> Vec<Builtin> {
                     let first = first.map(|f| ("FIRST", f.to_string()));
                     [("OP", op.code().to_string()), ("VAL", val.to_string()), idx.clone()].into_iter().chain(first).collect()
                 };
-                all.push(builtin(&SOURCE, "reduce_rows", defines(Some("0"))));
-                all.push(builtin(&SOURCE, "reduce_rows", defines(Some("1"))));
-                all.push(builtin(&SOURCE, "reduce_cols", defines(None)));
+                all.push(specialise(&SOURCE, "reduce_rows", defines(Some("0"))));
+                all.push(specialise(&SOURCE, "reduce_rows", defines(Some("1"))));
+                all.push(specialise(&SOURCE, "reduce_cols", defines(None)));
             }
         }
     }

@@ -3,8 +3,8 @@
 //! without either (`serial`, for software adapters).
 
 use super::{passes, Reduce};
-use crate::ops::common::webgpu::{builtin, check_binding, check_int64, grid_1d, u32_of, val, wgsl_params, COMMON};
-use crate::hal::webgpu::{Bind, Builtin, GpuDevice, GpuQueue, WgslSource};
+use crate::ops::common::webgpu::{specialise, check_binding, check_int64, grid_1d, u32_of, val, wgsl_params, COMMON};
+use crate::hal::webgpu::{Bind, Specialisation, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
 use crate::{DType, Error, Result};
 
@@ -31,7 +31,7 @@ wgsl_params! {
 /// operations (where the adapter has them) with the tree for argmax.
 const TREE: &str = crate::ops::common::wgsl_file!("reduce/reduce_tree.wgsl");
 const WITH_TREE: [&str; 2] = [TREE, "fn workgroup_combine(acc: VAL, ai: u32, lid: u32) -> Combined { return tree_combine(acc, ai, lid); }"];
-/// Natively naga takes subgroup builtins without an `enable subgroups;` directive (and
+/// Natively naga takes subgroup specialisations without an `enable subgroups;` directive (and
 /// rejects the directive); browsers require it.
 const ENABLE_SUBGROUPS: &str = if cfg!(target_arch = "wasm32") { "enable subgroups;" } else { "" };
 const WITH_SUBGROUPS: [&str; 3] = [ENABLE_SUBGROUPS, TREE, crate::ops::common::wgsl_file!("reduce/reduce_subgroups.wgsl")];
@@ -104,7 +104,7 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCo
             scale: pass.scale,
         };
         let constants = vec![("OP", op.code()), ("FIRST", u32::from(pass.first()))];
-        let pipeline = dev.pipeline(Builtin { prelude: combine.clone(), ..builtin(&SOURCE, entry, constants) });
+        let pipeline = dev.pipeline(Specialisation { prelude: combine.clone(), ..specialise(&SOURCE, entry, constants) });
         let out_values = pass.out_values.as_ref().map(|(b, _)| b).or(scratch.as_ref()).ok_or_else(|| Error::Internal("reduction without an output".into()))?;
         let binds = [
             (1, Bind::Mem(&pass.values.0)),
@@ -118,13 +118,13 @@ pub(super) fn reduce(call: &Reduce<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCo
 
 /// The module with each combination step, on each value type.
 #[cfg(test)]
-pub(super) fn builtins() -> Vec<Builtin> {
+pub(super) fn specialisations() -> Vec<Specialisation> {
     use crate::ops::common::webgpu::{VAL_F32, VAL_I32, VAL_I64, VAL_U32};
     let steps = [WITH_TREE.to_vec(), WITH_SUBGROUPS.to_vec()];
     let preludes = steps.into_iter().flat_map(|step| [VAL_F32, VAL_I32, VAL_U32].map(|v| [step.clone(), vec![v]].concat()));
     // i64 combines through the tree only (see `reduce`).
     let preludes = preludes.chain([[WITH_TREE.to_vec(), vec![VAL_I64]].concat()]);
-    preludes.map(|prelude| Builtin { prelude, ..builtin(&SOURCE, "reduce_main", vec![]) }).collect()
+    preludes.map(|prelude| Specialisation { prelude, ..specialise(&SOURCE, "reduce_main", vec![]) }).collect()
 }
 
 /// reduce.wgsl (each combination step, each value type) run in one pass by the CPU backend's
@@ -139,7 +139,7 @@ mod on_the_cpu_executor {
 
     /// One pass of `entry` over `[outer, len, inner]` values `x`, as `op`: the result's words.
     fn run<T: crate::Element>(d: &Device, prelude: Vec<&'static str>, entry: &'static str, op: ReduceOp, x: &[T], [outer, len, inner]: [usize; 3]) -> Vec<u32> {
-        let source = crate::ops::common::webgpu::with_overrides(Builtin { prelude, ..builtin(&SOURCE, entry, vec![]) }.full_source(), &[("OP", op.code())]);
+        let source = crate::ops::common::webgpu::with_overrides(Specialisation { prelude, ..specialise(&SOURCE, entry, vec![]) }.full_source(), &[("OP", op.code())]);
         let words = ReduceWords { outer: outer as u32, len: len as u32, inner: inner as u32, chunk: len as u32, chunks: 1, x: 0, out: 0, scale: 1.0 };
         let xs = Buffer::from_slice(d, x).unwrap();
         let spare = Buffer::from_slice(d, &[0u32; 4]).unwrap();

@@ -2,12 +2,12 @@
 
 use super::Cumsum;
 #[cfg(test)]
-use crate::hal::webgpu::Builtin;
+use crate::hal::webgpu::Specialisation;
 use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
 use crate::ops::common::webgpu::{check_binding, check_int64, row_passes, u32_of, val, wgsl_params, RowPasses, COMMON};
 #[cfg(test)]
-use crate::ops::common::webgpu::{builtin, VAL_F32, VAL_I32, VAL_I64, VAL_U32};
+use crate::ops::common::webgpu::{specialise, VAL_F32, VAL_I32, VAL_I64, VAL_U32};
 use crate::Result;
 
 static SOURCE: WgslSource = WgslSource { name: "scan.wgsl", text: crate::ops::common::wgsl_file!("scan/scan.wgsl"), preludes: &[COMMON, ScanWords::DECL] };
@@ -50,10 +50,10 @@ pub(super) fn cumsum(op: &Cumsum<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCont
 
 /// Every specialisation.
 #[cfg(test)]
-pub(super) fn builtins() -> Vec<Builtin> {
+pub(super) fn specialisations() -> Vec<Specialisation> {
     let mut all = Vec::new();
     for prelude in [VAL_F32, VAL_I32, VAL_I64, VAL_U32] {
-        all.extend((0..3).map(|pass| Builtin { prelude: vec![prelude], ..builtin(&SOURCE, "cumsum_main", vec![("PASS", pass)]) }));
+        all.extend((0..3).map(|pass| Specialisation { prelude: vec![prelude], ..specialise(&SOURCE, "cumsum_main", vec![("PASS", pass)]) }));
     }
     all
 }
@@ -69,7 +69,7 @@ mod on_the_cpu_executor {
     /// scan.wgsl's cumsum along axis 1 of `x` as `[3, 11, 4]`, whole lines, on the executor.
     fn scan<T: crate::Element>(d: &Device, val: &'static str, x: &[T]) -> Vec<T> {
         let params = ScanWords { outer: 3, len: 11, inner: 4, x: 0, out: 0, chunk_len: 11, chunks: 1 };
-        let source = crate::hal::webgpu::Builtin { prelude: vec![val], ..builtin(&SOURCE, "cumsum_main", vec![]) }.full_source();
+        let source = crate::hal::webgpu::Specialisation { prelude: vec![val], ..specialise(&SOURCE, "cumsum_main", vec![]) }.full_source();
         let (xs, totals) = (Buffer::from_slice(d, x).unwrap(), Buffer::from_slice(d, &x[..4]).unwrap());
         let out = Buffer::from_slice(d, bytemuck::cast_slice::<u32, T>(&vec![0x7fa5_a5a5u32; x.len()])).unwrap();
         run_on_cpu(d, &source, "cumsum_main", params.words(), &[bound(&xs), bound(&out), bound(&totals)], [12, 1, 1]).unwrap();

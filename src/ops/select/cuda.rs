@@ -2,10 +2,10 @@
 
 use super::Where;
 #[cfg(test)]
-use crate::hal::cuda::Builtin;
+use crate::hal::cuda::Specialisation;
 use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
-use crate::ops::common::cuda::{blocks, builtin, cuda_params, extent, index_type, operand, padded, BLOCK};
+use crate::ops::common::cuda::{blocks, specialise, cuda_params, extent, index_type, operand, padded, BLOCK};
 use crate::Result;
 
 static SOURCE: CudaSource = CudaSource { name: "select.cu", text: include_str!("select.cu"), preludes: &[crate::ops::common::cuda::COMMON, SelectParams::DECL] };
@@ -28,7 +28,7 @@ pub(super) fn where_(op: &Where<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCont
     let n = out.layout.numel();
     let largest = [&cond, &a, &b].iter().map(|o| extent(o.layout)).fold(n, usize::max);
     let defines = vec![("COND_F32", u32::from(op.cond_dtype == crate::DType::F32).to_string()), index_type(largest)];
-    let f = dev.program(builtin(&SOURCE, "where_main", defines))?;
+    let f = dev.program(specialise(&SOURCE, "where_main", defines))?;
     let mut p = SelectParams { n: n as u64, rank: out.layout.shape.len() as u32, shape: padded(&out.layout.shape, 1), ..Default::default() };
     for (slot, v) in p.strides.iter_mut().zip([&cond, &a, &b]) {
         *slot = padded(&v.layout.strides, 0);
@@ -39,11 +39,11 @@ pub(super) fn where_(op: &Where<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCont
 
 /// Every specialisation.
 #[cfg(test)]
-pub(super) fn builtins() -> Vec<Builtin> {
+pub(super) fn specialisations() -> Vec<Specialisation> {
     let mut all = Vec::new();
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
         for on in ["0", "1"] {
-            all.push(builtin(&SOURCE, "where_main", vec![("COND_F32", on.into()), idx.clone()]));
+            all.push(specialise(&SOURCE, "where_main", vec![("COND_F32", on.into()), idx.clone()]));
         }
     }
     all

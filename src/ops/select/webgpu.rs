@@ -2,10 +2,10 @@
 
 use super::Where;
 #[cfg(test)]
-use crate::hal::webgpu::Builtin;
+use crate::hal::webgpu::Specialisation;
 use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
-use crate::ops::common::webgpu::{builtin, check_binding, grid_1d, strided_words, StridedWords, COMMON};
+use crate::ops::common::webgpu::{specialise, check_binding, grid_1d, strided_words, StridedWords, COMMON};
 use crate::Result;
 
 static SOURCE: WgslSource = WgslSource { name: "select.wgsl", text: crate::ops::common::wgsl_file!("select/select.wgsl"), preludes: &[COMMON, StridedWords::DECL] };
@@ -17,7 +17,7 @@ pub(super) fn where_(op: &Where<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContex
         check_binding(dev, o)?;
     }
     let constants = vec![("COND_F32", u32::from(op.cond_dtype == crate::DType::F32))];
-    let pipeline = dev.pipeline(builtin(&SOURCE, "where_main", constants));
+    let pipeline = dev.pipeline(specialise(&SOURCE, "where_main", constants));
     let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
     let binds = [(1, Bind::Mem(cond.buf)), (2, Bind::Mem(a.buf)), (3, Bind::Mem(b.buf)), (4, Bind::Mem(out.buf))];
     q.launch(dev, pipeline, strided_words(&out, &[&cond, &a, &b])?.words(), &binds, grid)
@@ -25,8 +25,8 @@ pub(super) fn where_(op: &Where<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContex
 
 /// Every specialisation.
 #[cfg(test)]
-pub(super) fn builtins() -> Vec<Builtin> {
-    [0, 1].into_iter().map(|on| builtin(&SOURCE, "where_main", vec![("COND_F32", on)])).collect()
+pub(super) fn specialisations() -> Vec<Specialisation> {
+    [0, 1].into_iter().map(|on| specialise(&SOURCE, "where_main", vec![("COND_F32", on)])).collect()
 }
 
 /// select.wgsl run by the CPU's WGSL executor, with the parameter words this file writes,
@@ -48,7 +48,7 @@ mod on_the_cpu_executor {
         let out = Tensor::zeros(&d, &[3, 11, 4], DType::F32).unwrap();
         let views = [cond.broadcast_to(&[3, 11, 4]).unwrap(), t.clone(), other.broadcast_to(&[3, 11, 4]).unwrap()];
         let params = strided_words(&out.operand(), &views.iter().map(|v| v.operand()).collect::<Vec<_>>().iter().collect::<Vec<_>>()).unwrap();
-        let source = builtin(&SOURCE, "where_main", vec![]).full_source();
+        let source = specialise(&SOURCE, "where_main", vec![]).full_source();
         let got = run_words(&d, &source, "where_main", params.words(), &[stored_words(&cond), stored_words(&t), stored_words(&other)], 132, 1);
         assert_eq!(got, stored_words(&cond.select(&t, &other).unwrap()), "where");
     }

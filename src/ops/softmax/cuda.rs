@@ -2,11 +2,11 @@
 
 use super::{Epilogue, RowStats};
 use crate::ops::common::cuda::{cuda_params, extent, index_type, operand, BLOCK};
-use crate::hal::cuda::{Builtin, CudaDevice, CudaQueue, CudaSource};
+use crate::hal::cuda::{Specialisation, CudaDevice, CudaQueue, CudaSource};
 use crate::hal::OpContext;
 use crate::Result;
 
-/// The row builtin, which calls the epilogue's `row_factor` and `finish`.
+/// The row specialise, which calls the epilogue's `row_factor` and `finish`.
 static SOURCE: CudaSource = CudaSource { name: "softmax.cu", text: include_str!("softmax.cu"), preludes: &[crate::ops::common::cuda::COMMON, SoftmaxParams::DECL] };
 
 cuda_params! {
@@ -30,7 +30,7 @@ cuda_params! {
 pub(super) fn rows(op: &RowStats<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     let (xs, os) = (op.x_steps, op.out_steps);
     let reach = extent(op.x.layout).max(op.rows * op.cols);
-    let f = dev.program(builtin(op.epilogue, index_type(reach)))?;
+    let f = dev.program(specialise(op.epilogue, index_type(reach)))?;
     let p = SoftmaxParams {
         rows: op.rows as u64,
         cols: op.cols as u64,
@@ -46,18 +46,18 @@ pub(super) fn rows(op: &RowStats<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
     q.launch(dev, &f, grid, (BLOCK, 1, 1), &[operand(&op.x)?, operand(&op.out)?], &p, &[op.x.buf, op.out.buf])
 }
 
-fn builtin(epilogue: &'static Epilogue, idx: (&'static str, String)) -> Builtin {
-    Builtin { source: &SOURCE, entry: "softmax_main", defines: vec![idx], prelude: epilogue.cuda }
+fn specialise(epilogue: &'static Epilogue, idx: (&'static str, String)) -> Specialisation {
+    Specialisation { source: &SOURCE, entry: "softmax_main", defines: vec![idx], prelude: epilogue.cuda }
 }
 
 /// Softmax's specialisations.
 #[cfg(test)]
-pub(super) fn builtins() -> Vec<Builtin> {
+pub(super) fn specialisations() -> Vec<Specialisation> {
     with_epilogue(&super::SOFTMAX)
 }
 
 /// Every specialisation with `epilogue`.
 #[cfg(test)]
-pub(super) fn with_epilogue(epilogue: &'static Epilogue) -> Vec<Builtin> {
-    [index_type(0), index_type(usize::MAX >> 1)].into_iter().map(|idx| builtin(epilogue, idx)).collect()
+pub(super) fn with_epilogue(epilogue: &'static Epilogue) -> Vec<Specialisation> {
+    [index_type(0), index_type(usize::MAX >> 1)].into_iter().map(|idx| specialise(epilogue, idx)).collect()
 }

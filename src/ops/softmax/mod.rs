@@ -112,13 +112,13 @@ pub fn softmax_axis(queue: &Queue, x: &Tensor, axis: usize) -> Result<Tensor> {
 
 /// Every WGSL specialisation of the row-statistics kernels with `epilogue` (the naga check).
 #[cfg(all(test, feature = "webgpu"))]
-pub(crate) fn wgsl_builtins_with(epilogue: &'static Epilogue) -> Vec<crate::hal::webgpu::Builtin> {
+pub(crate) fn wgsl_specialisations_with(epilogue: &'static Epilogue) -> Vec<crate::hal::webgpu::Specialisation> {
     webgpu::with_epilogue(epilogue)
 }
 
 /// Every CUDA specialisation of the row-statistics kernels with `epilogue` (the NVRTC check).
 #[cfg(all(test, cuda_backend))]
-pub(crate) fn cuda_builtins_with(epilogue: &'static Epilogue) -> Vec<crate::hal::cuda::Builtin> {
+pub(crate) fn cuda_specialisations_with(epilogue: &'static Epilogue) -> Vec<crate::hal::cuda::Specialisation> {
     cuda::with_epilogue(epilogue)
 }
 

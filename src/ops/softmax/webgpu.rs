@@ -5,7 +5,7 @@ use super::RowStats;
 use super::Epilogue;
 use crate::ops::common::webgpu::{check_binding, row_passes, u32_of, wgsl_params, RowPasses};
 #[cfg(test)]
-use crate::hal::webgpu::Builtin;
+use crate::hal::webgpu::Specialisation;
 use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
 use crate::hal::OpContext;
 use crate::Result;
@@ -63,15 +63,15 @@ pub(super) fn rows(op: &RowStats<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpCont
 
 /// Softmax's specialisations.
 #[cfg(test)]
-pub(super) fn builtins() -> Vec<Builtin> {
+pub(super) fn specialisations() -> Vec<Specialisation> {
     with_epilogue(&super::SOFTMAX)
 }
 
 /// Every specialisation with `epilogue`.
 #[cfg(test)]
-pub(super) fn with_epilogue(epilogue: &'static Epilogue) -> Vec<Builtin> {
-    let builtin = |entry, pass| Builtin { source: &SOURCE, entry, constants: vec![("PASS", pass)], prelude: vec![epilogue.wgsl] };
-    ["softmax_main", "softmax_serial_main"].into_iter().flat_map(|e| (0..3).map(move |pass| builtin(e, pass))).collect()
+pub(super) fn with_epilogue(epilogue: &'static Epilogue) -> Vec<Specialisation> {
+    let specialise = |entry, pass| Specialisation { source: &SOURCE, entry, constants: vec![("PASS", pass)], prelude: vec![epilogue.wgsl] };
+    ["softmax_main", "softmax_serial_main"].into_iter().flat_map(|e| (0..3).map(move |pass| specialise(e, pass))).collect()
 }
 
 /// softmax.wgsl (both entries) run by the CPU's WGSL executor, with the parameter words this
@@ -90,7 +90,7 @@ mod on_the_cpu_executor {
         let want = Tensor::from_slice(&d, &x, &[rows, cols]).unwrap().softmax().unwrap().to_vec_blocking::<f32>().unwrap();
         let (r, c) = (rows as u32, cols as u32);
         let words = SoftmaxWords { rows: r, cols: c, x: 0, out: 0, nb: r, x_a: 0, x_b: c, x_col: 1, out_a: 0, out_b: c, out_col: 1, chunk_cols: c, chunks: 1 };
-        let source = Builtin { source: &SOURCE, entry: "softmax_main", constants: vec![], prelude: vec![super::super::SOFTMAX.wgsl] }.full_source();
+        let source = Specialisation { source: &SOURCE, entry: "softmax_main", constants: vec![], prelude: vec![super::super::SOFTMAX.wgsl] }.full_source();
         for (entry, groups) in [("softmax_main", r), ("softmax_serial_main", r.div_ceil(64))] {
             let (xs, out, stats) = (Buffer::from_slice(&d, &x).unwrap(), Buffer::from_slice(&d, &vec![-1.0f32; rows * cols]).unwrap(), Buffer::<f32>::zeros(&d, 4).unwrap());
             run_on_cpu(&d, &source, entry, words.words(), &[bound(&xs), bound(&out), bound(&stats)], [groups, 1, 1]).unwrap();
