@@ -2,7 +2,7 @@
 //! - `cuda_backend` is set when the `cuda` feature is on and the target can load shared
 //!   libraries (not wasm32), so the CUDA code is compiled exactly where it can run and the
 //!   feature can stay on by default for every target;
-//! - every built-in WGSL file (`src/ops/**/*.wgsl`) is copied to `$OUT_DIR/wgsl/` without its
+//! - every op WGSL file (`src/ops/**/*.wgsl`) is copied to `$OUT_DIR/wgsl/` without its
 //!   comments and indentation, which is what `wgsl_file!` compiles in: the sources keep their
 //!   documentation, and the npm package's wasm carries none of it. Every line stays, so line
 //!   numbers in errors match the source.

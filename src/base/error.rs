@@ -88,7 +88,7 @@ pub enum Error {
     #[error("invalid argument: {0}")]
     Invalid(String),
     /// A bug in unicompute: a state its own code should never reach (a lost loop in the CPU
-    /// WGSL executor, a built-in kernel that does not compile). Nothing the caller passed was
+    /// WGSL executor, an op kernel that does not compile). Nothing the caller passed was
     /// wrong; please report it with the message.
     #[error("internal error (a unicompute bug, please report it): {0}")]
     Internal(String),

@@ -129,7 +129,7 @@ pub struct Limits {
     /// Most loop iterations one kernel invocation may run, all its loops together, before the
     /// driver silently ends every loop of that invocation; `None`: no such limit. Mesa's
     /// llvmpipe (lavapipe) counts every back-edge of every loop against one counter of 65,535
-    /// per SIMD group of invocations (a subgroup). The built-in ops split their work to stay
+    /// per SIMD group of invocations (a subgroup). The library's ops split their work to stay
     /// under it; user kernels' loops are counted there, and one that reaches it fails the
     /// next read ([`crate::Kernel::from_wgsl`]).
     pub max_loop_iterations: Option<u64>,
@@ -144,7 +144,7 @@ pub struct Features {
     pub timestamps: bool,
     /// Subgroup (warp / wave) operations.
     pub subgroups: bool,
-    /// i64 arithmetic, reductions, cumulative sums and casts in the built-in ops: always on
+    /// i64 arithmetic, reductions, cumulative sums and casts in the library's ops: always on
     /// cpu and cuda; on webgpu where the adapter has `shader-int64` (native Vulkan, Metal,
     /// DX12; never in browsers), elsewhere those ops on i64 are `UNSUPPORTED`.
     pub int64: bool,

@@ -1,6 +1,6 @@
-//! A source file of built-in kernels (WGSL or CUDA C), declared by the op that launches it.
+//! A source file of op kernels (WGSL or CUDA C), declared by the op that launches it.
 
-/// One source file of built-in kernels. Compiled modules and programs are cached by its name,
+/// One source file of op kernels. Compiled modules and programs are cached by its name,
 /// which is unique.
 #[derive(Debug)]
 pub(crate) struct ProgramSource {

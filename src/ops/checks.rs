@@ -1,4 +1,4 @@
-//! Every built-in kernel of the registered ops, checked without running it: each WGSL source
+//! Every op kernel of the registered ops, checked without running it: each WGSL source
 //! with each prelude it is compiled with validates in naga, and each CUDA specialisation
 //! compiles with NVRTC for sm_80 and sm_90 (no GPU needed).
 
@@ -47,7 +47,7 @@ fn every_kernel_compiles_for_sm80_and_sm90() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// Every built-in WGSL kernel's entry points, translated to CUDA C and compiled with NVRTC:
+/// Every WGSL op kernel's entry points, translated to CUDA C and compiled with NVRTC:
 /// the translation meets the library's own shaders, larger than any test's. Sources outside
 /// the translated subset (f16 storage, subgroup operations, i64) are listed, not failed.
 #[cfg(all(feature = "webgpu", cuda_backend))]

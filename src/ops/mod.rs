@@ -24,7 +24,7 @@ pub use reduce::{ArgOptions, ReduceOp};
 pub use scan::CumsumOptions;
 
 /// The backend modules of an op family (`cpu`, and `webgpu` and `cuda` where those backends
-/// are built) and the hooks through which the registry finds the built-in kernels their
+/// are built) and the hooks through which the registry finds the op kernels their
 /// `specialisations()` list.
 macro_rules! backend_modules {
     () => {
@@ -49,7 +49,7 @@ macro_rules! backend_modules {
 }
 
 /// The ops in folders of their own, each with its kernels beside it: one line per op. The
-/// macro declares the modules and gathers their built-in kernels for the compile checks.
+/// macro declares the modules and gathers their op kernels for the compile checks.
 macro_rules! registry {
     ($($op:ident),* $(,)?) => {
         $(pub mod $op;)*

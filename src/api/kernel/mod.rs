@@ -170,7 +170,7 @@ impl Kernel {
     /// there is no such limit). There the kernel's loops are counted, and a launch that
     /// reaches the limit makes the next read fail with `INVALID` naming it (such kernels
     /// cannot be captured there); split long work across invocations or launches. The
-    /// built-in ops do so themselves.
+    /// library ops do so themselves.
     ///
     /// `override` constants take their defaults; [`Kernel::from_wgsl_with`] sets them.
     pub fn from_wgsl(device: &Device, source: &str, entry: &str) -> Result<Kernel> {

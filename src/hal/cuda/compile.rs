@@ -14,10 +14,10 @@ use cudarc::nvrtc::{result, sys};
 /// `$XDG_CACHE_HOME/unicompute/cuda`, else `~/.cache/unicompute/cuda`).
 pub const CACHE_DIR_ENV: &str = "UNICOMPUTE_CUDA_CACHE";
 
-/// A CUDA C file of built-in kernels.
+/// A CUDA C file of op kernels.
 pub(crate) type CudaSource = crate::hal::ProgramSource;
 
-/// One specialised built-in kernel: file, entry point and `-D` definitions.
+/// One specialised op kernel: file, entry point and `-D` definitions.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Specialisation {
     pub source: &'static CudaSource,

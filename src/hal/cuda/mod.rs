@@ -1,5 +1,5 @@
 //! The CUDA backend (cudarc): pooled device memory, queues as streams, fences as events,
-//! built-in kernels from the ops' `.cu` sources compiled by NVRTC for the device's architecture, and
+//! op kernels from the ops' `.cu` sources compiled by NVRTC for the device's architecture, and
 //! matmul through cuBLAS. The driver, NVRTC and cuBLAS are loaded at run time: without a
 //! driver no CUDA device is listed and opening one says what is missing.
 
@@ -22,7 +22,7 @@ pub(crate) use queue::{address, device_memory, CudaFence, CudaQueue};
 
 use compile::CompileFailure;
 pub(crate) use compile::{CudaSource, Specialisation};
-/// What a built-in kernel's parameter struct implements to be passed by value (see
+/// What an op kernel's parameter struct implements to be passed by value (see
 /// `ops::common::cuda::cuda_params!`).
 pub(crate) use cudarc::driver::DeviceRepr;
 use queue::Retirement;
@@ -340,7 +340,7 @@ impl CudaDevice {
         self.sm_count
     }
 
-    /// The function of a built-in kernel, compiled (or read from the disk cache) on first use.
+    /// The function of an op kernel, compiled (or read from the disk cache) on first use.
     pub(crate) fn program(&self, kernel: Specialisation) -> Result<CudaFunction> {
         if let Some(f) = lock(&self.functions).get(&kernel) {
             return Ok(f.clone());
@@ -350,10 +350,10 @@ impl CudaDevice {
         let internal = |e: CompileFailure| match e {
             CompileFailure::Nvrtc(why) => Error::Unsupported {
                 backend: BackendKind::Cuda,
-                what: format!("built-in kernel `{}`: {why}", kernel.entry),
+                what: format!("op kernel `{}`: {why}", kernel.entry),
             },
             CompileFailure::Source(log) => Error::Internal(format!(
-                "built-in kernel {} `{}` does not compile for {}: {log}",
+                "op kernel {} `{}` does not compile for {}: {log}",
                 kernel.name(),
                 kernel.entry,
                 self.arch
@@ -370,13 +370,10 @@ impl CudaDevice {
                 compile::forget(&source, &options, dir.as_ref());
                 let fresh =
                     compile::cubin(&source, kernel.name(), &options, None).map_err(internal)?;
-                self.load(&fresh, kernel.entry).map_err(|e| {
-                    self.fail(&format!("loading built-in kernel `{}`", kernel.entry), e)
-                })?
+                self.load(&fresh, kernel.entry)
+                    .map_err(|e| self.fail(&format!("loading op kernel `{}`", kernel.entry), e))?
             }
-            Err(e) => {
-                return Err(self.fail(&format!("loading built-in kernel `{}`", kernel.entry), e))
-            }
+            Err(e) => return Err(self.fail(&format!("loading op kernel `{}`", kernel.entry), e)),
         };
         lock(&self.functions).insert(kernel, function.clone());
         Ok(function)

@@ -353,7 +353,7 @@ impl CudaQueue {
         self.retain(dev, [src.clone(), dst.clone()], None)
     }
 
-    /// Launch a built-in kernel: device pointers, then the parameter struct by value.
+    /// Launch an op kernel: device pointers, then the parameter struct by value.
     pub(crate) fn launch<P: DeviceRepr>(
         &self,
         dev: &CudaDevice,
@@ -379,7 +379,7 @@ impl CudaQueue {
                 shared_mem_bytes: 0,
             })
         }
-        .map_err(|e| dev.fail("launching a built-in kernel", e))?;
+        .map_err(|e| dev.fail("launching an op kernel", e))?;
         self.retain(dev, held.iter().map(|&b| b.clone()), None)
     }
 

@@ -194,7 +194,7 @@ struct InFlight {
 #[cfg(not(target_arch = "wasm32"))]
 mod lifecycle;
 
-/// A compiled built-in kernel, as [`GpuDevice::pipeline`] gives it to [`GpuQueue::launch`].
+/// A compiled op kernel, as [`GpuDevice::pipeline`] gives it to [`GpuQueue::launch`].
 pub(crate) type Pipeline = wgpu::ComputePipeline;
 
 /// An opened wgpu device.
@@ -380,7 +380,7 @@ impl GpuDevice {
         Ok(())
     }
 
-    /// Pipeline of a built-in kernel.
+    /// Pipeline of an op kernel.
     pub(crate) fn pipeline(&self, kernel: pipelines::Specialisation) -> Pipeline {
         self.pipelines.get(&self.device, kernel)
     }

@@ -1,4 +1,4 @@
-//! Built-in kernels: the WGSL sources the ops declare and a cache of compiled pipelines,
+//! Op kernels: the WGSL sources the ops declare and a cache of compiled pipelines,
 //! one per (file, entry point, override constants).
 
 use std::collections::HashMap;
@@ -6,10 +6,10 @@ use std::sync::Mutex;
 
 use crate::base::signal::lock;
 
-/// A WGSL file of built-in kernels.
+/// A WGSL file of op kernels.
 pub(crate) type WgslSource = crate::hal::ProgramSource;
 
-/// One specialised built-in kernel.
+/// One specialised op kernel.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Specialisation {
     pub source: &'static WgslSource,

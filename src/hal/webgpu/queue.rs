@@ -107,7 +107,7 @@ impl Batch {
     }
 }
 
-/// A buffer bound to a built-in kernel.
+/// A buffer bound to an op kernel.
 #[derive(Clone, Copy)]
 pub(crate) enum Bind<'a> {
     /// Pooled device memory (bound from its start, as far as a binding may reach).
@@ -285,7 +285,7 @@ impl GpuQueue {
         b.spans.push(TimedSpan { begin, end, time });
     }
 
-    /// Record a built-in kernel launch with `params` at binding 0 and `binds` at the others.
+    /// Record an op kernel launch with `params` at binding 0 and `binds` at the others.
     pub(crate) fn launch(
         &self,
         dev: &GpuDevice,

@@ -13,7 +13,7 @@ pub(crate) mod split;
 pub(crate) mod webgpu;
 pub(crate) mod words;
 
-/// A built-in WGSL file by its path below `src/ops/` (`"softmax/softmax.wgsl"`), as compiled
+/// A op WGSL file by its path below `src/ops/` (`"softmax/softmax.wgsl"`), as compiled
 /// in: without comments or indentation (build.rs strips them, keeping every line, so line
 /// numbers in errors match the source).
 macro_rules! wgsl_file {

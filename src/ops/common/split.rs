@@ -1,6 +1,6 @@
 //! Pieces of work for devices that end long loops early ([`crate::Limits::max_loop_iterations`]:
 //! Mesa's llvmpipe ends every loop of an invocation once all of them together have run
-//! 65,535 iterations). Each built-in kernel whose loops grow with the input takes a range of
+//! 65,535 iterations). Each op kernel whose loops grow with the input takes a range of
 //! its long dimension per dispatch; these functions choose the ranges from an upper bound
 //! on the kernel's loop iterations per invocation, worked out from the shader with every loop
 //! counted as run (a loop entered with `n` iterations counts `n + 1`; none assumed unrolled).

@@ -10,7 +10,7 @@ use crate::hal::Block;
 use crate::hal::OpContext;
 use crate::ops::Operand;
 
-/// Helpers every built-in WGSL file calls: the parameter words, view offsets, workgroup
+/// Helpers every op WGSL file calls: the parameter words, view offsets, workgroup
 /// indexing and float specials.
 pub(crate) const COMMON: &str = crate::ops::common::wgsl_file!("common/common.wgsl");
 /// The activation functions, for the files that apply one: `activation.wgsl`, then its
