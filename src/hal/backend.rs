@@ -22,7 +22,7 @@ pub(crate) trait Backend {
     /// One block of device memory.
     type Memory;
     /// A queue's recorded, not yet submitted work.
-    type Queue;
+    type Batch;
     /// Marks the end of one submission.
     type Fence: Clone;
     /// A user kernel compiled for one device.
@@ -64,10 +64,10 @@ pub(crate) trait Backend {
     fn check_healthy(dev: &Self::Device) -> Result<()>;
 
     /// A new queue on `dev`.
-    fn queue(dev: &Self::Device) -> Self::Queue;
+    fn batch(dev: &Self::Device) -> Self::Batch;
     /// Record a write of `data` at `offset` of `dst`.
     fn write(
-        q: &Self::Queue,
+        q: &Self::Batch,
         dev: &Self::Device,
         dst: &Arc<Block>,
         offset: u64,
@@ -75,7 +75,7 @@ pub(crate) trait Backend {
     ) -> Result<()>;
     /// Record a copy of `bytes` bytes between blocks (or within one).
     fn copy(
-        q: &Self::Queue,
+        q: &Self::Batch,
         dev: &Self::Device,
         src: &Arc<Block>,
         src_offset: u64,
@@ -85,7 +85,7 @@ pub(crate) trait Backend {
     ) -> Result<()>;
     /// Record a launch of a user program over `workgroups` (CUDA: blocks of `block` threads).
     fn launch_user(
-        q: &Self::Queue,
+        q: &Self::Batch,
         dev: &Self::Device,
         program: &Self::Program,
         args: &[UserArg<'_>],
@@ -95,27 +95,27 @@ pub(crate) trait Backend {
     /// Run `record`, which records one launch, timed: which clock times it and how its device
     /// time will be known (`epoch` is where host-clock spans start).
     fn timed(
-        q: &Self::Queue,
+        q: &Self::Batch,
         dev: &Self::Device,
         epoch: web_time::Instant,
         record: impl FnOnce() -> Result<()>,
     ) -> Result<(Timing, Clock)>;
     /// Keep what `q` records from now on for replay instead of sending it to the device; `q`
     /// has nothing recorded and unsent (its earlier work was submitted).
-    fn begin_capture(q: &Self::Queue, dev: &Self::Device) -> Result<()>;
+    fn begin_capture(q: &Self::Batch, dev: &Self::Device) -> Result<()>;
     /// Stop capturing on `q`: the work recorded since [`begin_capture`](Self::begin_capture),
     /// or `None` where it was abandoned (`keep` false, after an error).
-    fn end_capture(q: &Self::Queue, dev: &Self::Device, keep: bool) -> Result<Option<Self::Graph>>;
+    fn end_capture(q: &Self::Batch, dev: &Self::Device, keep: bool) -> Result<Option<Self::Graph>>;
     /// Record one run of `graph` (captured on any queue of `dev`) on `q`.
-    fn replay(q: &Self::Queue, dev: &Self::Device, graph: &Arc<Self::Graph>) -> Result<()>;
+    fn replay(q: &Self::Batch, dev: &Self::Device, graph: &Arc<Self::Graph>) -> Result<()>;
     /// Submit the recorded work; the fence marks its end.
-    fn submit(q: &Self::Queue, dev: &Self::Device) -> Result<Self::Fence>;
+    fn submit(q: &Self::Batch, dev: &Self::Device) -> Result<Self::Fence>;
     /// Order this queue's later work after `fence` (of any queue of `dev`).
-    fn wait_for(q: &Self::Queue, dev: &Self::Device, fence: &Self::Fence) -> Result<()>;
+    fn wait_for(q: &Self::Batch, dev: &Self::Device, fence: &Self::Fence) -> Result<()>;
     /// Read `bytes` bytes at `offset` of `src` after all recorded work, lending them to `take`
     /// where they lie once read.
     fn read<R>(
-        q: &Self::Queue,
+        q: &Self::Batch,
         dev: &Self::Device,
         src: &Arc<Block>,
         offset: u64,

@@ -54,7 +54,7 @@ pub(crate) use webgpu::backend::WebGpu;
 /// A backend's opened device.
 pub(crate) type DeviceOf<B> = <B as Backend>::Device;
 /// A backend's queue.
-pub(crate) type QueueOf<B> = <B as Backend>::Queue;
+pub(crate) type BatchOf<B> = <B as Backend>::Batch;
 
 use crate::base::dtype::{KernelLanguage, Scalar};
 use crate::{BackendKind, DeviceInfo, Error, Result};
@@ -260,10 +260,10 @@ pub(crate) enum Memory {
 }
 
 /// A queue's backend state.
-pub(crate) enum QueueImpl {
-    Cpu(QueueOf<Cpu>),
-    WebGpu(QueueOf<WebGpu>),
-    Cuda(QueueOf<Cuda>),
+pub(crate) enum BatchImpl {
+    Cpu(BatchOf<Cpu>),
+    WebGpu(BatchOf<WebGpu>),
+    Cuda(BatchOf<Cuda>),
 }
 
 /// A fence's backend state.
@@ -394,14 +394,14 @@ impl Memory {
     }
 }
 
-impl QueueImpl {
+impl BatchImpl {
     /// A new queue on `backend`.
     #[allow(unreachable_code)] // a stand-in's arm: its queue has no value to wrap
     pub fn new(backend: &BackendDevice) -> Self {
         match backend {
-            BackendDevice::Cpu(d) => QueueImpl::Cpu(Cpu::queue(d)),
-            BackendDevice::WebGpu(d) => QueueImpl::WebGpu(WebGpu::queue(d)),
-            BackendDevice::Cuda(d) => QueueImpl::Cuda(Cuda::queue(d)),
+            BackendDevice::Cpu(d) => BatchImpl::Cpu(Cpu::batch(d)),
+            BackendDevice::WebGpu(d) => BatchImpl::WebGpu(WebGpu::batch(d)),
+            BackendDevice::Cuda(d) => BatchImpl::Cuda(Cuda::batch(d)),
         }
     }
 
@@ -413,7 +413,7 @@ impl QueueImpl {
         offset: u64,
         data: &[u8],
     ) -> Result<()> {
-        on_pair!(self => QueueImpl, dev => BackendDevice, |B, q, d| B::write(q, d, dst, offset, data), else Err(mismatch()))
+        on_pair!(self => BatchImpl, dev => BackendDevice, |B, q, d| B::write(q, d, dst, offset, data), else Err(mismatch()))
     }
 
     /// Record a copy of `bytes` bytes between blocks (or within one).
@@ -426,7 +426,7 @@ impl QueueImpl {
         dst_offset: u64,
         bytes: u64,
     ) -> Result<()> {
-        on_pair!(self => QueueImpl, dev => BackendDevice, |B, q, d| B::copy(q, d, src, src_offset, dst, dst_offset, bytes), else Err(mismatch()))
+        on_pair!(self => BatchImpl, dev => BackendDevice, |B, q, d| B::copy(q, d, src, src_offset, dst, dst_offset, bytes), else Err(mismatch()))
     }
 
     /// Record a launch of a user program over `workgroups` workgroups (CUDA: blocks of
@@ -440,13 +440,13 @@ impl QueueImpl {
         block: [u32; 3],
     ) -> Result<()> {
         match (self, dev, program) {
-            (QueueImpl::Cpu(q), BackendDevice::Cpu(d), UserProgram::Cpu(p)) => {
+            (BatchImpl::Cpu(q), BackendDevice::Cpu(d), UserProgram::Cpu(p)) => {
                 Cpu::launch_user(q, d, p, args, workgroups, block)
             }
-            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d), UserProgram::WebGpu(p)) => {
+            (BatchImpl::WebGpu(q), BackendDevice::WebGpu(d), UserProgram::WebGpu(p)) => {
                 WebGpu::launch_user(q, d, p, args, workgroups, block)
             }
-            (QueueImpl::Cuda(q), BackendDevice::Cuda(d), UserProgram::Cuda(p)) => {
+            (BatchImpl::Cuda(q), BackendDevice::Cuda(d), UserProgram::Cuda(p)) => {
                 Cuda::launch_user(q, d, p, args, workgroups, block)
             }
             _ => Err(mismatch()),
@@ -461,24 +461,24 @@ impl QueueImpl {
         epoch: web_time::Instant,
         record: impl FnOnce() -> Result<()>,
     ) -> Result<(Timing, Clock)> {
-        on_pair!(self => QueueImpl, dev => BackendDevice, |B, q, d| B::timed(q, d, epoch, record), else Err(mismatch()))
+        on_pair!(self => BatchImpl, dev => BackendDevice, |B, q, d| B::timed(q, d, epoch, record), else Err(mismatch()))
     }
 
     /// Keep what this queue records from now on for replay (its earlier work is submitted).
     pub fn begin_capture(&self, dev: &BackendDevice) -> Result<()> {
-        on_pair!(self => QueueImpl, dev => BackendDevice, |B, q, d| B::begin_capture(q, d), else Err(mismatch()))
+        on_pair!(self => BatchImpl, dev => BackendDevice, |B, q, d| B::begin_capture(q, d), else Err(mismatch()))
     }
 
     /// Stop capturing: the captured work (`keep`), or `None` where it is dropped.
     pub fn end_capture(&self, dev: &BackendDevice, keep: bool) -> Result<Option<GraphImpl>> {
         match (self, dev) {
-            (QueueImpl::Cpu(q), BackendDevice::Cpu(d)) => {
+            (BatchImpl::Cpu(q), BackendDevice::Cpu(d)) => {
                 Ok(Cpu::end_capture(q, d, keep)?.map(|g| GraphImpl::Cpu(Arc::new(g))))
             }
-            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => {
+            (BatchImpl::WebGpu(q), BackendDevice::WebGpu(d)) => {
                 Ok(WebGpu::end_capture(q, d, keep)?.map(|g| GraphImpl::WebGpu(Arc::new(g))))
             }
-            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => {
+            (BatchImpl::Cuda(q), BackendDevice::Cuda(d)) => {
                 Ok(Cuda::end_capture(q, d, keep)?.map(|g| GraphImpl::Cuda(Arc::new(g))))
             }
             _ => Err(mismatch()),
@@ -488,11 +488,11 @@ impl QueueImpl {
     /// Record one run of `graph` (captured on a queue of `dev`).
     pub fn replay(&self, dev: &BackendDevice, graph: &GraphImpl) -> Result<()> {
         match (self, dev, graph) {
-            (QueueImpl::Cpu(q), BackendDevice::Cpu(d), GraphImpl::Cpu(g)) => Cpu::replay(q, d, g),
-            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d), GraphImpl::WebGpu(g)) => {
+            (BatchImpl::Cpu(q), BackendDevice::Cpu(d), GraphImpl::Cpu(g)) => Cpu::replay(q, d, g),
+            (BatchImpl::WebGpu(q), BackendDevice::WebGpu(d), GraphImpl::WebGpu(g)) => {
                 WebGpu::replay(q, d, g)
             }
-            (QueueImpl::Cuda(q), BackendDevice::Cuda(d), GraphImpl::Cuda(g)) => {
+            (BatchImpl::Cuda(q), BackendDevice::Cuda(d), GraphImpl::Cuda(g)) => {
                 Cuda::replay(q, d, g)
             }
             _ => Err(mismatch()),
@@ -502,11 +502,11 @@ impl QueueImpl {
     /// Submit the recorded work; the fence marks its end.
     pub fn submit(&self, dev: &BackendDevice) -> Result<FenceImpl> {
         match (self, dev) {
-            (QueueImpl::Cpu(q), BackendDevice::Cpu(d)) => Cpu::submit(q, d).map(FenceImpl::Cpu),
-            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => {
+            (BatchImpl::Cpu(q), BackendDevice::Cpu(d)) => Cpu::submit(q, d).map(FenceImpl::Cpu),
+            (BatchImpl::WebGpu(q), BackendDevice::WebGpu(d)) => {
                 WebGpu::submit(q, d).map(FenceImpl::WebGpu)
             }
-            (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => Cuda::submit(q, d).map(FenceImpl::Cuda),
+            (BatchImpl::Cuda(q), BackendDevice::Cuda(d)) => Cuda::submit(q, d).map(FenceImpl::Cuda),
             _ => Err(mismatch()),
         }
     }
@@ -514,11 +514,11 @@ impl QueueImpl {
     /// Order this queue's later work after `fence`.
     pub fn wait_for(&self, dev: &BackendDevice, fence: &FenceImpl) -> Result<()> {
         match (self, dev, fence) {
-            (QueueImpl::Cpu(q), BackendDevice::Cpu(d), FenceImpl::Cpu(f)) => Cpu::wait_for(q, d, f),
-            (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d), FenceImpl::WebGpu(f)) => {
+            (BatchImpl::Cpu(q), BackendDevice::Cpu(d), FenceImpl::Cpu(f)) => Cpu::wait_for(q, d, f),
+            (BatchImpl::WebGpu(q), BackendDevice::WebGpu(d), FenceImpl::WebGpu(f)) => {
                 WebGpu::wait_for(q, d, f)
             }
-            (QueueImpl::Cuda(q), BackendDevice::Cuda(d), FenceImpl::Cuda(f)) => {
+            (BatchImpl::Cuda(q), BackendDevice::Cuda(d), FenceImpl::Cuda(f)) => {
                 Cuda::wait_for(q, d, f)
             }
             _ => Err(mismatch()),
@@ -535,7 +535,7 @@ impl QueueImpl {
         bytes: u64,
         take: impl FnOnce(Mapped<'_>) -> R,
     ) -> Result<R> {
-        on_pair!(self => QueueImpl, dev => BackendDevice, |B, q, d| B::read(q, d, src, offset, bytes, take).await, else Err(mismatch()))
+        on_pair!(self => BatchImpl, dev => BackendDevice, |B, q, d| B::read(q, d, src, offset, bytes, take).await, else Err(mismatch()))
     }
 }
 

@@ -20,7 +20,7 @@ impl Backend for Absent {
     type Adapter = Off;
     type Device = Off;
     type Memory = Off;
-    type Queue = Off;
+    type Batch = Off;
     type Fence = Off;
     type Program = Off;
     type Graph = Off;
@@ -73,7 +73,7 @@ impl Backend for Absent {
         match *dev {}
     }
 
-    fn queue(dev: &Off) -> Off {
+    fn batch(dev: &Off) -> Off {
         match *dev {}
     }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::cost::OpCost;
 use super::Operand;
-use crate::hal::{BackendDevice, Block, Cuda, DeviceOf, OpContext, QueueImpl, QueueOf, WebGpu};
+use crate::hal::{BackendDevice, BatchImpl, BatchOf, Block, Cuda, DeviceOf, OpContext, WebGpu};
 use crate::profile::{self, Decision};
 use crate::runtime::device::Init;
 use crate::{Error, Queue, Result};
@@ -21,10 +21,10 @@ pub(crate) trait OpRequest {
     /// Run on the CPU backend, to completion.
     fn cpu(&self) -> Result<()>;
     /// Record on a wgpu queue.
-    fn webgpu(&self, q: &QueueOf<WebGpu>, dev: &DeviceOf<WebGpu>, cx: &OpContext<'_>)
+    fn webgpu(&self, q: &BatchOf<WebGpu>, dev: &DeviceOf<WebGpu>, cx: &OpContext<'_>)
         -> Result<()>;
     /// Record on a CUDA stream.
-    fn cuda(&self, q: &QueueOf<Cuda>, dev: &DeviceOf<Cuda>, cx: &OpContext<'_>) -> Result<()>;
+    fn cuda(&self, q: &BatchOf<Cuda>, dev: &DeviceOf<Cuda>, cx: &OpContext<'_>) -> Result<()>;
 }
 
 /// The backend methods of a [`OpRequest`] impl that hand the op to its folder's `cpu`, `webgpu`
@@ -41,7 +41,7 @@ macro_rules! backends {
 
         fn webgpu(
             &self,
-            q: &$crate::hal::QueueOf<$crate::hal::WebGpu>,
+            q: &$crate::hal::BatchOf<$crate::hal::WebGpu>,
             dev: &$crate::hal::DeviceOf<$crate::hal::WebGpu>,
             cx: &$crate::hal::OpContext<'_>,
         ) -> $crate::Result<()> {
@@ -56,7 +56,7 @@ macro_rules! backends {
 
         fn cuda(
             &self,
-            q: &$crate::hal::QueueOf<$crate::hal::Cuda>,
+            q: &$crate::hal::BatchOf<$crate::hal::Cuda>,
             dev: &$crate::hal::DeviceOf<$crate::hal::Cuda>,
             cx: &$crate::hal::OpContext<'_>,
         ) -> $crate::Result<()> {
@@ -111,9 +111,9 @@ pub(crate) fn launch(queue: &Queue, op: &dyn OpRequest, decision: Option<&Decisi
 /// Run `op` with the backend of `queue`.
 fn on_backend(queue: &Queue, op: &dyn OpRequest, cx: &OpContext<'_>) -> Result<()> {
     match (&queue.shared.imp, &queue.device().shared.backend) {
-        (QueueImpl::Cpu(_), BackendDevice::Cpu(_)) => op.cpu(),
-        (QueueImpl::WebGpu(q), BackendDevice::WebGpu(d)) => op.webgpu(q, d, cx),
-        (QueueImpl::Cuda(q), BackendDevice::Cuda(d)) => op.cuda(q, d, cx),
+        (BatchImpl::Cpu(_), BackendDevice::Cpu(_)) => op.cpu(),
+        (BatchImpl::WebGpu(q), BackendDevice::WebGpu(d)) => op.webgpu(q, d, cx),
+        (BatchImpl::Cuda(q), BackendDevice::Cuda(d)) => op.cuda(q, d, cx),
         _ => Err(Error::Internal(
             "a queue was used with a device of another backend".into(),
         )),

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use crate::hal::timer::Clock;
 use crate::hal::Block;
-use crate::hal::{BackendDevice, FenceImpl, Mapped, QueueImpl, Recorder};
+use crate::hal::{BackendDevice, BatchImpl, FenceImpl, Mapped, Recorder};
 use crate::profile::{LaunchRecord, Profiler, ReadRecord};
 use crate::runtime::checks::{finding, Check, Checks, Describe};
 use crate::runtime::graph::Recording;
@@ -21,7 +21,7 @@ pub struct Queue {
 }
 
 pub(crate) struct QueueShared {
-    pub imp: QueueImpl,
+    pub imp: BatchImpl,
     /// Process-unique id (the profiler's track per queue).
     pub id: u64,
     /// Records this queue's launches instead of the device's profiler (autotuning's timer).
@@ -35,7 +35,7 @@ pub(crate) struct QueueShared {
 impl QueueShared {
     pub(crate) fn new(backend: &BackendDevice, profiler: Option<Profiler>) -> Self {
         QueueShared {
-            imp: QueueImpl::new(backend),
+            imp: BatchImpl::new(backend),
             id: crate::base::id::next_id(),
             profiler,
             recording: Recording::default(),
@@ -134,7 +134,7 @@ impl Queue {
     /// to do). An explicit [`wait_for`](Queue::wait_for) is cheaper where the user knows.
     /// While the queue captures, the blocks are noted for the replays, which order themselves.
     fn order_after_other_queues(&self, buffers: &[&Arc<Block>]) -> Result<()> {
-        if matches!(self.shared.imp, QueueImpl::Cpu(_)) {
+        if matches!(self.shared.imp, BatchImpl::Cpu(_)) {
             return Ok(());
         }
         if self

@@ -138,7 +138,7 @@ fn byte_range(offset: u64, bytes: u64) -> std::ops::Range<usize> {
 pub(crate) struct Cpu;
 
 /// A CPU queue: work runs as it is recorded, so there is no state.
-pub(crate) struct CpuQueue;
+pub(crate) struct CpuBatch;
 
 /// Captured CPU work: none exists, since the CPU backend runs work as it is recorded and has
 /// nothing to keep for a replay.
@@ -152,7 +152,7 @@ impl Backend for Cpu {
     type Adapter = ();
     type Device = CpuDevice;
     type Memory = CpuMemory;
-    type Queue = CpuQueue;
+    type Batch = CpuBatch;
     type Fence = Done;
     /// A WGSL kernel for the executor of naga's IR (`wgsl/`).
     type Program = wgsl::WgslProgram;
@@ -213,12 +213,12 @@ impl Backend for Cpu {
         dev.check_healthy()
     }
 
-    fn queue(_: &CpuDevice) -> CpuQueue {
-        CpuQueue
+    fn batch(_: &CpuDevice) -> CpuBatch {
+        CpuBatch
     }
 
     fn write(
-        _: &CpuQueue,
+        _: &CpuBatch,
         _: &CpuDevice,
         dst: &Arc<Block>,
         offset: u64,
@@ -231,7 +231,7 @@ impl Backend for Cpu {
     }
 
     fn copy(
-        _: &CpuQueue,
+        _: &CpuBatch,
         _: &CpuDevice,
         src: &Arc<Block>,
         src_offset: u64,
@@ -258,7 +258,7 @@ impl Backend for Cpu {
 
     /// Runs the kernel to completion, as every CPU launch does.
     fn launch_user(
-        _: &CpuQueue,
+        _: &CpuBatch,
         _: &CpuDevice,
         program: &Self::Program,
         args: &[UserArg<'_>],
@@ -270,7 +270,7 @@ impl Backend for Cpu {
 
     /// The host clock around the launch, which runs as it is recorded.
     fn timed(
-        _: &CpuQueue,
+        _: &CpuBatch,
         _: &CpuDevice,
         epoch: web_time::Instant,
         record: impl FnOnce() -> Result<()>,
@@ -280,32 +280,32 @@ impl Backend for Cpu {
         Ok((Timing::Ready(Some(Span::since(epoch, t0))), Clock::Host))
     }
 
-    fn begin_capture(_: &CpuQueue, _: &CpuDevice) -> Result<()> {
+    fn begin_capture(_: &CpuBatch, _: &CpuDevice) -> Result<()> {
         Err(Error::Unsupported {
             backend: crate::BackendKind::Cpu,
             what: "capturing work for replay: the cpu backend runs each op as it is called, so there is no recorded work to keep (call the ops again, or capture on a webgpu or cuda device)".into(),
         })
     }
 
-    fn end_capture(_: &CpuQueue, _: &CpuDevice, _: bool) -> Result<Option<NoGraph>> {
+    fn end_capture(_: &CpuBatch, _: &CpuDevice, _: bool) -> Result<Option<NoGraph>> {
         Ok(None)
     }
 
-    fn replay(_: &CpuQueue, _: &CpuDevice, graph: &Arc<NoGraph>) -> Result<()> {
+    fn replay(_: &CpuBatch, _: &CpuDevice, graph: &Arc<NoGraph>) -> Result<()> {
         match **graph {}
     }
 
-    fn submit(_: &CpuQueue, _: &CpuDevice) -> Result<Done> {
+    fn submit(_: &CpuBatch, _: &CpuDevice) -> Result<Done> {
         Ok(Done)
     }
 
-    fn wait_for(_: &CpuQueue, dev: &CpuDevice, _: &Done) -> Result<()> {
+    fn wait_for(_: &CpuBatch, dev: &CpuDevice, _: &Done) -> Result<()> {
         dev.check_healthy()
     }
 
     /// Lend the bytes in place.
     async fn read<R>(
-        _: &CpuQueue,
+        _: &CpuBatch,
         _: &CpuDevice,
         src: &Arc<Block>,
         offset: u64,

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::graph::CudaWork;
-use super::{CudaDevice, CudaFence, CudaQueue, DeviceMemory, UserFunction};
+use super::{CudaBatch, CudaDevice, CudaFence, DeviceMemory, UserFunction};
 use crate::base::dtype::KernelLanguage;
 use crate::hal::timer::{Clock, Timing};
 use crate::hal::{Backend, Block, FenceImpl, Mapped, UserArg, UserSource};
@@ -17,7 +17,7 @@ impl Backend for Cuda {
     type Adapter = usize;
     type Device = CudaDevice;
     type Memory = DeviceMemory;
-    type Queue = CudaQueue;
+    type Batch = CudaBatch;
     type Fence = CudaFence;
     type Program = UserFunction;
     type Graph = CudaWork;
@@ -72,12 +72,12 @@ impl Backend for Cuda {
         dev.check_healthy()
     }
 
-    fn queue(dev: &CudaDevice) -> CudaQueue {
-        CudaQueue::new(dev)
+    fn batch(dev: &CudaDevice) -> CudaBatch {
+        CudaBatch::new(dev)
     }
 
     fn write(
-        q: &CudaQueue,
+        q: &CudaBatch,
         dev: &CudaDevice,
         dst: &Arc<Block>,
         offset: u64,
@@ -87,7 +87,7 @@ impl Backend for Cuda {
     }
 
     fn copy(
-        q: &CudaQueue,
+        q: &CudaBatch,
         dev: &CudaDevice,
         src: &Arc<Block>,
         src_offset: u64,
@@ -99,7 +99,7 @@ impl Backend for Cuda {
     }
 
     fn launch_user(
-        q: &CudaQueue,
+        q: &CudaBatch,
         dev: &CudaDevice,
         program: &UserFunction,
         args: &[UserArg<'_>],
@@ -111,7 +111,7 @@ impl Backend for Cuda {
 
     /// Between two events on the stream.
     fn timed(
-        q: &CudaQueue,
+        q: &CudaBatch,
         dev: &CudaDevice,
         _: web_time::Instant,
         record: impl FnOnce() -> Result<()>,
@@ -122,28 +122,28 @@ impl Backend for Cuda {
         Ok((Timing::Fences { start, end }, Clock::CudaEvent))
     }
 
-    fn begin_capture(q: &CudaQueue, dev: &CudaDevice) -> Result<()> {
+    fn begin_capture(q: &CudaBatch, dev: &CudaDevice) -> Result<()> {
         q.begin_capture(dev)
     }
 
-    fn end_capture(q: &CudaQueue, dev: &CudaDevice, keep: bool) -> Result<Option<CudaWork>> {
+    fn end_capture(q: &CudaBatch, dev: &CudaDevice, keep: bool) -> Result<Option<CudaWork>> {
         q.end_capture(dev, keep)
     }
 
-    fn replay(q: &CudaQueue, dev: &CudaDevice, graph: &Arc<CudaWork>) -> Result<()> {
+    fn replay(q: &CudaBatch, dev: &CudaDevice, graph: &Arc<CudaWork>) -> Result<()> {
         q.replay(dev, graph)
     }
 
-    fn submit(q: &CudaQueue, dev: &CudaDevice) -> Result<CudaFence> {
+    fn submit(q: &CudaBatch, dev: &CudaDevice) -> Result<CudaFence> {
         q.submit(dev)
     }
 
-    fn wait_for(q: &CudaQueue, dev: &CudaDevice, fence: &CudaFence) -> Result<()> {
+    fn wait_for(q: &CudaBatch, dev: &CudaDevice, fence: &CudaFence) -> Result<()> {
         q.wait_for(dev, fence)
     }
 
     async fn read<R>(
-        q: &CudaQueue,
+        q: &CudaBatch,
         dev: &CudaDevice,
         src: &Arc<Block>,
         offset: u64,

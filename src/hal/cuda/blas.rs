@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use cudarc::cublas::{result, sys, CudaBlas};
 
 use super::memory::DeviceMemory;
-use super::queue::{address, CudaQueue};
+use super::queue::{address, CudaBatch};
 use super::CudaDevice;
 use crate::base::layout::Layout;
 use crate::base::signal::lock;
@@ -48,7 +48,7 @@ impl BlasHandle {
 
 /// Make `q`'s cuBLAS handle if it has none (a queue about to capture makes it first, so that
 /// creating it happens outside the capture); whether it has one now.
-pub(crate) fn prepare(q: &CudaQueue, dev: &CudaDevice) -> Result<bool> {
+pub(crate) fn prepare(q: &CudaBatch, dev: &CudaDevice) -> Result<bool> {
     if !available() {
         return Ok(false);
     }
@@ -131,7 +131,7 @@ fn compute_type(precision: MatmulPrecision) -> sys::cublasComputeType_t {
 /// `out = a @ b` on cuBLAS; `Ok(false)` if cuBLAS is missing or cannot take these layouts.
 /// Each matrix is a memory block and its strided layout.
 pub(crate) fn matmul(
-    q: &CudaQueue,
+    q: &CudaBatch,
     dev: &CudaDevice,
     [a, b, out]: [(&Arc<Block>, &Layout); 3],
     [m, n, k]: [usize; 3],

@@ -18,7 +18,7 @@ use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaStream, DriverE
 use cudarc::nvrtc::Ptx;
 
 pub(crate) use memory::DeviceMemory;
-pub(crate) use queue::{address, device_memory, CudaFence, CudaQueue};
+pub(crate) use queue::{address, device_memory, CudaBatch, CudaFence};
 
 use compile::CompileFailure;
 pub(crate) use compile::{CudaSource, Specialisation};

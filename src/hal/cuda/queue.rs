@@ -122,7 +122,7 @@ impl Retirement {
 }
 
 /// A CUDA stream with the resources its recorded work holds.
-pub(crate) struct CudaQueue {
+pub(crate) struct CudaBatch {
     ctx: Arc<CudaContext>,
     retirement: Arc<Retirement>,
     /// Created on first use.
@@ -158,9 +158,9 @@ impl Drop for Retirement {
     }
 }
 
-impl CudaQueue {
+impl CudaBatch {
     pub(crate) fn new(dev: &CudaDevice) -> Self {
-        CudaQueue {
+        CudaBatch {
             ctx: dev.ctx.clone(),
             retirement: dev.retirement.clone(),
             stream: Mutex::new(None),
@@ -537,7 +537,7 @@ impl CudaQueue {
     }
 }
 
-impl Drop for CudaQueue {
+impl Drop for CudaBatch {
     fn drop(&mut self) {
         // Destroying a cuBLAS handle synchronises the device: not while a stream captures.
         if let Some(handle) = lock(&self.blas).take() {

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::graph::GpuGraph;
-use super::{Adapter, GpuDevice, GpuFence, GpuMemory, GpuQueue, UserPipeline};
+use super::{Adapter, GpuBatch, GpuDevice, GpuFence, GpuMemory, UserPipeline};
 use crate::base::dtype::KernelLanguage;
 use crate::hal::timer::{Clock, PendingSpan, Timing};
 use crate::hal::{Backend, Block, LoopCheck, Mapped, UserArg, UserSource};
@@ -16,7 +16,7 @@ impl Backend for WebGpu {
     type Adapter = Adapter;
     type Device = GpuDevice;
     type Memory = GpuMemory;
-    type Queue = GpuQueue;
+    type Batch = GpuBatch;
     type Fence = GpuFence;
     type Program = UserPipeline;
     type Graph = GpuGraph;
@@ -78,12 +78,12 @@ impl Backend for WebGpu {
         dev.check_healthy()
     }
 
-    fn queue(_: &GpuDevice) -> GpuQueue {
-        GpuQueue::default()
+    fn batch(_: &GpuDevice) -> GpuBatch {
+        GpuBatch::default()
     }
 
     fn write(
-        q: &GpuQueue,
+        q: &GpuBatch,
         dev: &GpuDevice,
         dst: &Arc<Block>,
         offset: u64,
@@ -93,7 +93,7 @@ impl Backend for WebGpu {
     }
 
     fn copy(
-        q: &GpuQueue,
+        q: &GpuBatch,
         dev: &GpuDevice,
         src: &Arc<Block>,
         src_offset: u64,
@@ -105,7 +105,7 @@ impl Backend for WebGpu {
     }
 
     fn launch_user(
-        q: &GpuQueue,
+        q: &GpuBatch,
         dev: &GpuDevice,
         program: &UserPipeline,
         args: &[UserArg<'_>],
@@ -118,7 +118,7 @@ impl Backend for WebGpu {
     /// Timestamp queries where the adapter has them; natively otherwise the host clock around
     /// a submit-and-wait of the launch alone; in a browser without them, no clock.
     fn timed(
-        q: &GpuQueue,
+        q: &GpuBatch,
         dev: &GpuDevice,
         epoch: web_time::Instant,
         record: impl FnOnce() -> Result<()>,
@@ -149,29 +149,29 @@ impl Backend for WebGpu {
         }
     }
 
-    fn begin_capture(q: &GpuQueue, dev: &GpuDevice) -> Result<()> {
+    fn begin_capture(q: &GpuBatch, dev: &GpuDevice) -> Result<()> {
         q.begin_capture(dev)
     }
 
-    fn end_capture(q: &GpuQueue, dev: &GpuDevice, keep: bool) -> Result<Option<GpuGraph>> {
+    fn end_capture(q: &GpuBatch, dev: &GpuDevice, keep: bool) -> Result<Option<GpuGraph>> {
         q.end_capture(dev, keep)
     }
 
-    fn replay(q: &GpuQueue, dev: &GpuDevice, graph: &Arc<GpuGraph>) -> Result<()> {
+    fn replay(q: &GpuBatch, dev: &GpuDevice, graph: &Arc<GpuGraph>) -> Result<()> {
         q.replay(dev, graph)
     }
 
-    fn submit(q: &GpuQueue, dev: &GpuDevice) -> Result<GpuFence> {
+    fn submit(q: &GpuBatch, dev: &GpuDevice) -> Result<GpuFence> {
         q.submit(dev)
     }
 
     /// wgpu runs submissions in order: only the device's health is checked.
-    fn wait_for(_: &GpuQueue, dev: &GpuDevice, _: &GpuFence) -> Result<()> {
+    fn wait_for(_: &GpuBatch, dev: &GpuDevice, _: &GpuFence) -> Result<()> {
         dev.check_healthy()
     }
 
     async fn read<R>(
-        q: &GpuQueue,
+        q: &GpuBatch,
         dev: &GpuDevice,
         src: &Arc<Block>,
         offset: u64,

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 #[cfg(target_arch = "wasm32")]
 pub(crate) use adopt::adopt_buffer;
 pub(crate) use pipelines::{Specialisation, WgslSource};
-pub(crate) use queue::{Bind, GpuFence, GpuQueue};
+pub(crate) use queue::{Bind, GpuBatch, GpuFence};
 
 use crate::base::signal::{lock, Signal};
 use crate::hal::{Block, LoopCheck};
@@ -194,7 +194,7 @@ struct InFlight {
 #[cfg(not(target_arch = "wasm32"))]
 mod lifecycle;
 
-/// A compiled op kernel, as [`GpuDevice::pipeline`] gives it to [`GpuQueue::launch`].
+/// A compiled op kernel, as [`GpuDevice::pipeline`] gives it to [`GpuBatch::launch`].
 pub(crate) type Pipeline = wgpu::ComputePipeline;
 
 /// An opened wgpu device.

@@ -152,11 +152,11 @@ pub(crate) fn gpu(mem: &Arc<Block>) -> Result<&GpuMemory> {
 
 /// A queue's recorded, not yet submitted work.
 #[derive(Default)]
-pub(crate) struct GpuQueue {
+pub(crate) struct GpuBatch {
     batch: std::sync::Mutex<Batch>,
 }
 
-impl GpuQueue {
+impl GpuBatch {
     /// Record with `f`, then submit on its own if the batch has grown large (unless it is
     /// being captured).
     fn record(&self, dev: &GpuDevice, f: impl FnOnce(&mut Batch) -> Result<()>) -> Result<()> {

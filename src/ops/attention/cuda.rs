@@ -4,7 +4,7 @@ use super::Attention;
 use crate::ops::common::cuda::{cuda_params, extent, index_type, specialise, operand, padded};
 #[cfg(test)]
 use crate::hal::cuda::Specialisation;
-use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
+use crate::hal::cuda::{CudaDevice, CudaBatch, CudaSource};
 use crate::hal::OpContext;
 use crate::ops::Operand;
 use crate::Result;
@@ -44,7 +44,7 @@ fn view4(o: Option<&Operand<'_>>) -> View4 {
 }
 
 /// Scaled dot-product attention, one block of 64 threads per query row (`attention_main`).
-pub(super) fn attention(op: &Attention<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn attention(op: &Attention<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     let (query, key, value, mask, out) = (op.q, op.k, op.v, op.mask, op.out);
     let [b, h, lq, lk, d, dv] = op.dims;
     let largest = [Some(&query), Some(&key), Some(&value), mask.as_ref(), Some(&out)].into_iter().flatten().map(|o| extent(o.layout).max(o.layout.numel())).max().unwrap_or(0);

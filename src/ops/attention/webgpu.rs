@@ -6,7 +6,7 @@ use crate::ops::common::webgpu::{specialise, check_binding, grid_1d, software_ke
 #[cfg(test)]
 use crate::hal::webgpu::Specialisation;
 use crate::ops::common::split;
-use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, Pipeline, WgslSource};
+use crate::hal::webgpu::{Bind, GpuDevice, GpuBatch, Pipeline, WgslSource};
 use crate::hal::OpContext;
 use crate::Result;
 
@@ -39,7 +39,7 @@ wgsl_params! {
 }
 
 /// Fused attention (attention_main, or attention_serial_main on software adapters).
-pub(super) fn attention(op: &Attention<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
+pub(super) fn attention(op: &Attention<'_>, q: &GpuBatch, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
     let (query, key, value, mask, out) = (op.q, op.k, op.v, op.mask, op.out);
     let [b, h, lq, lk, d, dv] = op.dims;
     for o in [&query, &key, &value, &out] {
@@ -84,7 +84,7 @@ pub(super) fn attention(op: &Attention<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &
 /// [`split::attention_serial_keys`]), the running softmax state kept between them in a
 /// temporary.
 fn launch_keys(
-    q: &GpuQueue,
+    q: &GpuBatch,
     dev: &GpuDevice,
     cx: &OpContext<'_>,
     (pipeline, serial): (Pipeline, bool),

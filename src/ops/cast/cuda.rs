@@ -3,7 +3,7 @@
 use super::Cast;
 #[cfg(test)]
 use crate::hal::cuda::Specialisation;
-use crate::hal::cuda::{device_memory, CudaDevice, CudaQueue, CudaSource};
+use crate::hal::cuda::{device_memory, CudaDevice, CudaBatch, CudaSource};
 use crate::hal::OpContext;
 use crate::ops::common::cuda::{blocks, specialise, cuda_params, index_type, padded, BLOCK};
 use crate::{Error, Result};
@@ -23,7 +23,7 @@ cuda_params! {
 }
 
 /// `out = x as to` (`cast_main`); 16-bit views may start inside a word.
-pub(super) fn cast(op: &Cast<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn cast(op: &Cast<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, from, to, out) = (op.x, op.from, op.to, op.out);
     let n = out.layout.numel();
     if to.size() == 2 && out.layout.offset % 2 != 0 {

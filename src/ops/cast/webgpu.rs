@@ -3,7 +3,7 @@
 use super::Cast;
 #[cfg(test)]
 use crate::hal::webgpu::Specialisation;
-use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::webgpu::{Bind, GpuDevice, GpuBatch, WgslSource};
 use crate::hal::OpContext;
 use crate::ops::common::webgpu::{specialise, check_binding, check_int64, grid_1d, strided_words, StridedWords, COMMON};
 use crate::{DType, Error, Result};
@@ -15,7 +15,7 @@ static SOURCE: WgslSource = WgslSource { name: "cast.wgsl", text: TEXT, preludes
 static CAST64: WgslSource = WgslSource { name: "cast64.wgsl", text: crate::ops::common::wgsl_file!("cast/cast64.wgsl"), preludes: &[COMMON, StridedWords::DECL, TEXT] };
 
 /// `out = x` converted from `from` to `to`.
-pub(super) fn cast(op: &Cast<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn cast(op: &Cast<'_>, q: &GpuBatch, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, out) = (op.x, op.out);
     check_int64(dev, "cast", &[op.from, op.to])?;
     check_binding(dev, &x)?;

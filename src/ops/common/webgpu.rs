@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::split;
 use crate::base::layout::{Layout, MAX_RANK};
-use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, Specialisation, WgslSource};
+use crate::hal::webgpu::{Bind, GpuBatch, GpuDevice, Specialisation, WgslSource};
 use crate::hal::Block;
 use crate::hal::OpContext;
 use crate::ops::Operand;
@@ -357,7 +357,7 @@ pub(crate) struct RowPasses {
 /// software adapters' kernels one invocation per (row, chunk), with the parameter words
 /// `params` makes of the columns per chunk and the chunks per row.
 pub(crate) fn row_passes(
-    q: &GpuQueue,
+    q: &GpuBatch,
     dev: &GpuDevice,
     cx: &OpContext<'_>,
     kernel: RowPasses,

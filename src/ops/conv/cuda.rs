@@ -4,7 +4,7 @@ use super::{Conv2d, Conv2dGeometry, Pool2d};
 use crate::ops::common::cuda::{cuda_params, blocks, epilogue_defines, index_type, specialise, operand, BLOCK};
 #[cfg(test)]
 use crate::hal::cuda::Specialisation;
-use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
+use crate::hal::cuda::{CudaDevice, CudaBatch, CudaSource};
 use crate::hal::OpContext;
 use crate::Result;
 
@@ -42,7 +42,7 @@ impl ConvParams {
 }
 
 /// conv2d with its bias and activation epilogue (`conv2d_main`).
-pub(super) fn conv2d(op: &Conv2d<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn conv2d(op: &Conv2d<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, weight, bias, out) = (op.x, op.weight, op.bias, op.out);
     let n = out.layout.numel();
     let mut defines = epilogue_defines(&bias, op.act).to_vec();
@@ -56,7 +56,7 @@ pub(super) fn conv2d(op: &Conv2d<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpCon
 }
 
 /// Max or average pooling (`pool2d_main`).
-pub(super) fn pool2d(op: &Pool2d<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn pool2d(op: &Pool2d<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, out) = (op.x, op.out);
     let n = out.layout.numel();
     let defines = vec![("POOL", op.code().to_string()), index_type(n.max(x.layout.numel()))];

@@ -6,7 +6,7 @@ use crate::ops::common::webgpu::{specialise, check_binding, grid_1d, u32_of, wgs
 #[cfg(test)]
 use crate::hal::webgpu::Specialisation;
 use crate::ops::common::split;
-use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, Pipeline, WgslSource};
+use crate::hal::webgpu::{Bind, GpuDevice, GpuBatch, Pipeline, WgslSource};
 use crate::hal::OpContext;
 use crate::Result;
 
@@ -50,7 +50,7 @@ wgsl_params! {
 }
 
 /// 2-D convolution (conv2d_main), with optional bias and activation.
-pub(super) fn conv2d(op: &Conv2d<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn conv2d(op: &Conv2d<'_>, q: &GpuBatch, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, weight, bias, out, g) = (op.x, op.weight, op.bias, op.out, &op.geometry);
     for o in [&x, &weight, &out] {
         check_binding(dev, o)?;
@@ -70,7 +70,7 @@ pub(super) fn conv2d(op: &Conv2d<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpConte
 }
 
 /// Max or average pooling (pool2d_main).
-pub(super) fn pool2d(op: &Pool2d<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn pool2d(op: &Pool2d<'_>, q: &GpuBatch, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, out, g) = (op.x, op.out, &op.geometry);
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
@@ -116,7 +116,7 @@ fn params(g: &Conv2dGeometry, offsets: [usize; 4]) -> Result<ConvWords> {
 
 /// conv.wgsl launches over the tap boxes `taps` (see [`split::conv_taps`]), accumulating in
 /// the output.
-fn launch_taps(q: &GpuQueue, dev: &GpuDevice, pipeline: Pipeline, mut params: ConvWords, taps: &[[[usize; 2]; 3]], binds: &[(u32, Bind<'_>)], grid: [u32; 3]) -> Result<()> {
+fn launch_taps(q: &GpuBatch, dev: &GpuDevice, pipeline: Pipeline, mut params: ConvWords, taps: &[[[usize; 2]; 3]], binds: &[(u32, Bind<'_>)], grid: [u32; 3]) -> Result<()> {
     let range = |[begin, end]: [usize; 2]| Ok::<_, crate::Error>([u32_of("kernel tap", begin)?, u32_of("kernel tap", end)?]);
     for (i, &[ci, ky, kx]) in taps.iter().enumerate() {
         (params.ci, params.ky, params.kx) = (range(ci)?, range(ky)?, range(kx)?);

@@ -4,7 +4,7 @@ use super::ViewCopy;
 use crate::ops::common::cuda::{cuda_params, blocks, extent, index_type, specialise, operand, padded, BLOCK};
 #[cfg(test)]
 use crate::hal::cuda::Specialisation;
-use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
+use crate::hal::cuda::{CudaDevice, CudaBatch, CudaSource};
 use crate::hal::OpContext;
 use crate::Result;
 
@@ -23,7 +23,7 @@ cuda_params! {
 }
 
 
-pub(super) fn copy(op: &ViewCopy<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn copy(op: &ViewCopy<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, out) = (op.x, op.out);
     let n = out.layout.numel();
     let contiguous = u32::from(out.layout.is_contiguous()).to_string();

@@ -4,13 +4,13 @@ use super::ViewCopy;
 use crate::ops::common::webgpu::{specialise, check_binding, grid_1d, strided_words, StridedWords, COMMON};
 #[cfg(test)]
 use crate::hal::webgpu::Specialisation;
-use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::webgpu::{Bind, GpuDevice, GpuBatch, WgslSource};
 use crate::hal::OpContext;
 use crate::Result;
 
 static SOURCE: WgslSource = WgslSource { name: "copy.wgsl", text: crate::ops::common::wgsl_file!("copy/copy.wgsl"), preludes: &[COMMON, StridedWords::DECL] };
 
-pub(super) fn copy(op: &ViewCopy<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn copy(op: &ViewCopy<'_>, q: &GpuBatch, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, out) = (op.x, op.out);
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;

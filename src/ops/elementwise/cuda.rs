@@ -7,7 +7,7 @@ use super::{BinaryOp, UnaryOp};
 use crate::ops::common::cuda::{cuda_params, blocks, extent, index_type, specialise, operand, padded, typed_operand, val, BLOCK};
 #[cfg(test)]
 use crate::hal::cuda::Specialisation;
-use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
+use crate::hal::cuda::{CudaDevice, CudaBatch, CudaSource};
 use crate::hal::OpContext;
 use crate::{DType, Error, Result};
 
@@ -53,7 +53,7 @@ fn elementwise_blocks(dev: &CudaDevice, n: usize, vec4: usize) -> u32 {
 }
 
 /// `out = op(x)` over any view (`unary_main`).
-pub(super) fn unary(op: &Unary<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn unary(op: &Unary<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     check_f32(op.dtype)?;
     let (x, out) = (op.x, op.out);
     let access = x.layout.access();
@@ -80,7 +80,7 @@ pub(super) fn unary(op: &Unary<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpConte
 }
 
 /// `out = act(op(a, b))` with broadcasting (`binary_main`).
-pub(super) fn binary(op: &Binary<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn binary(op: &Binary<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     let (entry, val) = match op.dtype {
         DType::I32 | DType::U32 | DType::I64 => ("int_binary_main", Some(val(op.dtype)?)),
         other => (check_f32(other).map(|()| "binary_main")?, None),

@@ -5,7 +5,7 @@ use super::{Binary, Unary};
 use crate::ops::common::webgpu::{specialise, check_binding, check_int64, grid_1d, store, strided_words, u32_of, val, StridedWords, ACTIVATION, COMMON, STORE_F32, VAL_U32};
 #[cfg(test)]
 use crate::ops::common::webgpu::{STORE_F16, VAL_I32, VAL_I64};
-use crate::hal::webgpu::{Specialisation, Bind, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::webgpu::{Specialisation, Bind, GpuDevice, GpuBatch, WgslSource};
 use crate::hal::OpContext;
 use crate::base::layout::Access;
 use crate::ops::Operand;
@@ -36,7 +36,7 @@ fn vec4(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> bool {
 }
 
 /// `out = op(x)`: unary_main, or unary_vec4_main over whole vec4s.
-pub(super) fn unary(op: &Unary<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn unary(op: &Unary<'_>, q: &GpuBatch, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, out) = (op.x, op.out);
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
@@ -50,7 +50,7 @@ pub(super) fn unary(op: &Unary<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext
 }
 
 /// `out = act(op(a, b))` over broadcast operands: binary_main, or binary_vec4_main.
-pub(super) fn binary(op: &Binary<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn binary(op: &Binary<'_>, q: &GpuBatch, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
     let (a, b, out) = (op.a, op.b, op.out);
     for o in [&a, &b, &out] {
         check_binding(dev, o)?;

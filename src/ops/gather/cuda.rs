@@ -3,7 +3,7 @@
 use super::Gather;
 #[cfg(test)]
 use crate::hal::cuda::Specialisation;
-use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
+use crate::hal::cuda::{CudaDevice, CudaBatch, CudaSource};
 use crate::hal::OpContext;
 use crate::ops::common::cuda::{blocks, specialise, cuda_params, index_type, operand, BLOCK};
 use crate::Result;
@@ -24,7 +24,7 @@ cuda_params! {
 }
 
 /// `out = x` indexed along one axis by `indices` (`gather_main`).
-pub(super) fn gather(op: &Gather<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn gather(op: &Gather<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, indices, out) = (op.x, op.indices, op.out);
     let n = out.layout.numel();
     let defines = vec![("INDEX_KIND", op.kind.to_string()), index_type(n.max(op.outer * op.len * op.inner))];

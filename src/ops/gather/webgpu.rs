@@ -3,7 +3,7 @@
 use super::Gather;
 #[cfg(test)]
 use crate::hal::webgpu::Specialisation;
-use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::webgpu::{Bind, GpuDevice, GpuBatch, WgslSource};
 use crate::hal::OpContext;
 use crate::ops::common::webgpu::{specialise, check_binding, grid_1d, u32_of, wgsl_params, COMMON};
 use crate::Result;
@@ -28,7 +28,7 @@ wgsl_params! {
 }
 
 /// Entries of `x` along an axis picked by `indices` (`fill` where out of range).
-pub(super) fn gather(op: &Gather<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn gather(op: &Gather<'_>, q: &GpuBatch, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, indices, out) = (op.x, op.indices, op.out);
     for o in [&x, &indices, &out] {
         check_binding(dev, o)?;

@@ -5,7 +5,7 @@ use super::Matmul;
 use crate::ops::common::cuda::{cuda_params, blocks, epilogue_defines, extent, index_type, specialise, operand, padded, BLOCK};
 #[cfg(test)]
 use crate::hal::cuda::Specialisation;
-use crate::hal::cuda::{blas, CudaDevice, CudaQueue, CudaSource};
+use crate::hal::cuda::{blas, CudaDevice, CudaBatch, CudaSource};
 use crate::hal::OpContext;
 use crate::ops::{Operand, UnaryOp};
 use crate::{DType, Error, Result};
@@ -48,7 +48,7 @@ const MAX_BATCH_RANK: usize = 6;
 
 /// matmul on cuBLAS (then bias and activation in one pass), or matmul.cu where cuBLAS cannot
 /// take the layout or the `kernel` variant was asked for.
-pub(super) fn matmul(op: &Matmul<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &OpContext<'_>) -> Result<()> {
+pub(super) fn matmul(op: &Matmul<'_>, q: &CudaBatch, dev: &CudaDevice, cx: &OpContext<'_>) -> Result<()> {
     if op.dtype != DType::F32 {
         return Err(Error::Internal(format!("the cuda kernels compute on f32 storage, not {}", op.dtype)));
     }
@@ -67,7 +67,7 @@ pub(super) fn matmul(op: &Matmul<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &OpCo
 }
 
 /// `out = act(out + bias)` in place over a contiguous `[rows, cols]` output.
-fn bias_act(q: &CudaQueue, dev: &CudaDevice, out: &Operand<'_>, bias: Option<Operand<'_>>, act: Option<UnaryOp>, cols: usize) -> Result<()> {
+fn bias_act(q: &CudaBatch, dev: &CudaDevice, out: &Operand<'_>, bias: Option<Operand<'_>>, act: Option<UnaryOp>, cols: usize) -> Result<()> {
     let total = out.layout.numel();
     let mut defines = epilogue_defines(&bias, act).to_vec();
     defines.push(index_type(total));
@@ -79,7 +79,7 @@ fn bias_act(q: &CudaQueue, dev: &CudaDevice, out: &Operand<'_>, bias: Option<Ope
     q.launch(dev, &f, (blocks(dev, total, BLOCK as usize), 1, 1), (BLOCK, 1, 1), &[operand(out)?, bias_ptr], &p, &held)
 }
 
-fn matmul_kernel(q: &CudaQueue, dev: &CudaDevice, [a, b, out]: [Operand<'_>; 3], bias: Option<Operand<'_>>, act: Option<UnaryOp>, [m, n, k]: [usize; 3]) -> Result<()> {
+fn matmul_kernel(q: &CudaBatch, dev: &CudaDevice, [a, b, out]: [Operand<'_>; 3], bias: Option<Operand<'_>>, act: Option<UnaryOp>, [m, n, k]: [usize; 3]) -> Result<()> {
     let r = out.layout.shape.len();
     let batch_rank = r - 2;
     if batch_rank > MAX_BATCH_RANK {

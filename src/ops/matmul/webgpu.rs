@@ -6,7 +6,7 @@ use crate::ops::common::webgpu::{check_binding, split_temp, store, u32_of, wgsl_
 #[cfg(test)]
 use crate::ops::common::webgpu::{STORE_F16, STORE_F32};
 use crate::ops::common::split;
-use crate::hal::webgpu::{Bind, Specialisation, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::webgpu::{Bind, Specialisation, GpuDevice, GpuBatch, WgslSource};
 use crate::hal::OpContext;
 use crate::base::layout::MAX_RANK;
 use crate::ops::Operand;
@@ -137,7 +137,7 @@ const _: () = assert!(MAX_RANK - 2 == 6);
 /// The tiled (or, on software adapters, direct) matmul with its bias and activation
 /// epilogue, in batches of at most a grid dimension and, where the device ends long loops
 /// early, in pieces of k.
-pub(super) fn matmul(op: &Matmul<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
+pub(super) fn matmul(op: &Matmul<'_>, q: &GpuBatch, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
     let (a, b, bias, act, out, dtype) = (op.a, op.b, op.bias, op.act, op.out, op.dtype);
     let (m, n, k) = (op.m, op.n, op.k);
     let variant = variant(dev, cx, op.variant, m, n)?;

@@ -4,7 +4,7 @@ use super::Norm;
 use crate::ops::common::cuda::{cuda_params, extent, index_type, specialise, operand, BLOCK};
 #[cfg(test)]
 use crate::hal::cuda::Specialisation;
-use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
+use crate::hal::cuda::{CudaDevice, CudaBatch, CudaSource};
 use crate::hal::OpContext;
 use crate::ops::Operand;
 use crate::Result;
@@ -28,7 +28,7 @@ cuda_params! {
 
 
 /// Layer or RMS norm of rows with optional weight, bias and activation (`norm_main`).
-pub(super) fn norm(op: &Norm<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn norm(op: &Norm<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, out, weight, bias) = (op.x, op.out, op.weight, op.bias);
     let defines = vec![
         ("KIND", op.kind.code().to_string()),

@@ -6,7 +6,7 @@ use crate::ops::common::webgpu::{check_binding, row_passes, u32_of, wgsl_params,
 use crate::hal::webgpu::Specialisation;
 #[cfg(test)]
 use crate::ops::common::webgpu::specialise;
-use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::webgpu::{Bind, GpuDevice, GpuBatch, WgslSource};
 use crate::hal::OpContext;
 use crate::ops::Operand;
 use crate::Result;
@@ -36,7 +36,7 @@ wgsl_params! {
 }
 
 /// Layer or RMS norm of each row, with optional scale, shift and activation.
-pub(super) fn norm(op: &Norm<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
+pub(super) fn norm(op: &Norm<'_>, q: &GpuBatch, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
     let (x, out, weight, bias) = (op.x, op.out, op.weight, op.bias);
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;

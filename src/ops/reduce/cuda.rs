@@ -4,7 +4,7 @@ use super::{passes, Reduce, ReduceOp};
 use crate::ops::common::cuda::{cuda_params, blocks, index_type, specialise, address_of, operand, typed_operand, val, BLOCK};
 #[cfg(test)]
 use crate::hal::cuda::Specialisation;
-use crate::hal::cuda::{address, CudaDevice, CudaQueue, CudaSource};
+use crate::hal::cuda::{address, CudaDevice, CudaBatch, CudaSource};
 use crate::hal::OpContext;
 use crate::Result;
 
@@ -26,7 +26,7 @@ cuda_params! {
 
 /// One pass over columns where they are many (`reduce_cols`), else passes of one block per
 /// (row, chunk) (`reduce_rows`), enough chunks to fill the GPU when rows are few.
-pub(super) fn reduce(call: &Reduce<'_>, q: &CudaQueue, dev: &CudaDevice, cx: &OpContext<'_>) -> Result<()> {
+pub(super) fn reduce(call: &Reduce<'_>, q: &CudaBatch, dev: &CudaDevice, cx: &OpContext<'_>) -> Result<()> {
     let (op, x, out) = (call.op, call.x, call.out);
     let (outer, len, inner) = (call.outer, call.len, call.inner);
     let argmax = op == ReduceOp::Argmax;

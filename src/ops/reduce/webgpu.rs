@@ -4,7 +4,7 @@
 
 use super::{passes, Reduce};
 use crate::ops::common::webgpu::{specialise, check_binding, check_int64, grid_1d, u32_of, val, wgsl_params, COMMON};
-use crate::hal::webgpu::{Bind, Specialisation, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::webgpu::{Bind, Specialisation, GpuDevice, GpuBatch, WgslSource};
 use crate::hal::OpContext;
 use crate::{DType, Error, Result};
 
@@ -69,7 +69,7 @@ pub(super) fn default_variant(dev: &GpuDevice, options: &crate::DeviceOptions) -
 
 /// The reduction in passes of one workgroup (or, `serial`, one invocation) per (row, chunk),
 /// each pass's partial results in temporaries, until one chunk per row remains.
-pub(super) fn reduce(call: &Reduce<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
+pub(super) fn reduce(call: &Reduce<'_>, q: &GpuBatch, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
     let op = call.op;
     check_int64(dev, op.name(), &[call.dtype])?;
     check_binding(dev, &call.x)?;

@@ -3,7 +3,7 @@
 use super::Cumsum;
 #[cfg(test)]
 use crate::hal::cuda::Specialisation;
-use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
+use crate::hal::cuda::{CudaDevice, CudaBatch, CudaSource};
 use crate::hal::OpContext;
 use crate::ops::common::cuda::{specialise, cuda_params, index_type, typed_operand, val, BLOCK};
 use crate::Result;
@@ -20,7 +20,7 @@ cuda_params! {
 }
 
 /// Cumulative sums, one block per (outer, inner) line (`cumsum_main`).
-pub(super) fn cumsum(op: &Cumsum<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn cumsum(op: &Cumsum<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, out) = (op.x, op.out);
     let f = dev.program(specialise(&SOURCE, "cumsum_main", vec![val(op.dtype)?, index_type(op.outer * op.len * op.inner)]))?;
     let p = ScanParams { outer: op.outer as u64, len: op.len as u64, inner: op.inner as u64 };

@@ -3,7 +3,7 @@
 use super::Cumsum;
 #[cfg(test)]
 use crate::hal::webgpu::Specialisation;
-use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::webgpu::{Bind, GpuDevice, GpuBatch, WgslSource};
 use crate::hal::OpContext;
 use crate::ops::common::webgpu::{check_binding, check_int64, row_passes, u32_of, val, wgsl_params, RowPasses, COMMON};
 #[cfg(test)]
@@ -29,7 +29,7 @@ wgsl_params! {
 }
 
 /// Cumulative sums along each (outer, inner) line, as row passes.
-pub(super) fn cumsum(op: &Cumsum<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
+pub(super) fn cumsum(op: &Cumsum<'_>, q: &GpuBatch, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
     let (x, out) = (op.x, op.out);
     check_int64(dev, "cumsum", &[op.dtype])?;
     check_binding(dev, &x)?;

@@ -3,7 +3,7 @@
 use super::Where;
 #[cfg(test)]
 use crate::hal::cuda::Specialisation;
-use crate::hal::cuda::{CudaDevice, CudaQueue, CudaSource};
+use crate::hal::cuda::{CudaDevice, CudaBatch, CudaSource};
 use crate::hal::OpContext;
 use crate::ops::common::cuda::{blocks, specialise, cuda_params, extent, index_type, operand, padded, BLOCK};
 use crate::Result;
@@ -23,7 +23,7 @@ cuda_params! {
 }
 
 /// `out = cond ? a : b` (`where_main`).
-pub(super) fn where_(op: &Where<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn where_(op: &Where<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     let (cond, a, b, out) = (op.cond, op.a, op.b, op.out);
     let n = out.layout.numel();
     let largest = [&cond, &a, &b].iter().map(|o| extent(o.layout)).fold(n, usize::max);

@@ -3,7 +3,7 @@
 use super::Where;
 #[cfg(test)]
 use crate::hal::webgpu::Specialisation;
-use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::webgpu::{Bind, GpuDevice, GpuBatch, WgslSource};
 use crate::hal::OpContext;
 use crate::ops::common::webgpu::{specialise, check_binding, grid_1d, strided_words, StridedWords, COMMON};
 use crate::Result;
@@ -11,7 +11,7 @@ use crate::Result;
 static SOURCE: WgslSource = WgslSource { name: "select.wgsl", text: crate::ops::common::wgsl_file!("select/select.wgsl"), preludes: &[COMMON, StridedWords::DECL] };
 
 /// `out = cond ? a : b`.
-pub(super) fn where_(op: &Where<'_>, q: &GpuQueue, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn where_(op: &Where<'_>, q: &GpuBatch, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
     let (cond, a, b, out) = (op.cond, op.a, op.b, op.out);
     for o in [&cond, &a, &b, &out] {
         check_binding(dev, o)?;

@@ -2,7 +2,7 @@
 
 use super::{Epilogue, RowStats};
 use crate::ops::common::cuda::{cuda_params, extent, index_type, operand, BLOCK};
-use crate::hal::cuda::{Specialisation, CudaDevice, CudaQueue, CudaSource};
+use crate::hal::cuda::{Specialisation, CudaDevice, CudaBatch, CudaSource};
 use crate::hal::OpContext;
 use crate::Result;
 
@@ -27,7 +27,7 @@ cuda_params! {
 
 
 /// One block per row (grid-stride past 65,535 rows).
-pub(super) fn rows(op: &RowStats<'_>, q: &CudaQueue, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn rows(op: &RowStats<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     let (xs, os) = (op.x_steps, op.out_steps);
     let reach = extent(op.x.layout).max(op.rows * op.cols);
     let f = dev.program(specialise(op.epilogue, index_type(reach)))?;

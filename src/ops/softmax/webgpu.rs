@@ -6,7 +6,7 @@ use super::Epilogue;
 use crate::ops::common::webgpu::{check_binding, row_passes, u32_of, wgsl_params, RowPasses};
 #[cfg(test)]
 use crate::hal::webgpu::Specialisation;
-use crate::hal::webgpu::{Bind, GpuDevice, GpuQueue, WgslSource};
+use crate::hal::webgpu::{Bind, GpuDevice, GpuBatch, WgslSource};
 use crate::hal::OpContext;
 use crate::Result;
 
@@ -36,7 +36,7 @@ wgsl_params! {
 }
 
 /// The row passes of `op` (see [`row_passes`]).
-pub(super) fn rows(op: &RowStats<'_>, q: &GpuQueue, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
+pub(super) fn rows(op: &RowStats<'_>, q: &GpuBatch, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
     let (x, out) = (op.x, op.out);
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
