@@ -71,23 +71,23 @@ pub fn norm(queue: &Queue, kind: NormKind, x: &Tensor, p: NormParams<'_>) -> Res
     norm_axes(queue, kind, x, 1, p)
 }
 
-/// [`norm`] over the last `axes` axes together, weight and bias `[cols]`.
-fn norm_axes(queue: &Queue, kind: NormKind, x: &Tensor, axes: usize, p: NormParams<'_>) -> Result<Tensor> {
+/// [`norm`] over the last `axis_count` axes together, weight and bias `[cols]`.
+fn norm_axes(queue: &Queue, kind: NormKind, x: &Tensor, axis_count: usize, p: NormParams<'_>) -> Result<Tensor> {
     let lift = Lift::of(kind.name(), &[Some(x), p.weight, p.bias].into_iter().flatten().collect::<Vec<_>>())?;
     let (weight, bias) = (p.weight.map(|t| lift.up(queue, t)).transpose()?, p.bias.map(|t| lift.up(queue, t)).transpose()?);
     let params = NormParams { weight: weight.as_ref(), bias: bias.as_ref(), ..p };
-    lift.down(queue, norm_f32(queue, kind, &lift.up(queue, x)?, axes, params)?)
+    lift.down(queue, norm_f32(queue, kind, &lift.up(queue, x)?, axis_count, params)?)
 }
 
-/// Normalise over the last `axes` axes of `x` together (ONNX's LayerNormalization with
-/// `axis = rank - axes`), then apply weight and bias, each of the shape of those axes (or
+/// Normalise over the last `axis_count` axes of `x` together (ONNX's LayerNormalization with
+/// `axis = rank - axis_count`), then apply weight and bias, each of the shape of those axes (or
 /// flattened), and the activation.
-pub fn norm_trailing(queue: &Queue, kind: NormKind, x: &Tensor, axes: usize, p: NormParams<'_>) -> Result<Tensor> {
+pub fn norm_trailing(queue: &Queue, kind: NormKind, x: &Tensor, axis_count: usize, p: NormParams<'_>) -> Result<Tensor> {
     let shape = x.shape().to_vec();
-    if axes == 0 || axes > shape.len() {
-        return Err(Error::OutOfRange(format!("{}: {axes} trailing axes of a rank-{} tensor {shape:?}: expected 1 to {}", kind.name(), shape.len(), shape.len())));
+    if axis_count == 0 || axis_count > shape.len() {
+        return Err(Error::OutOfRange(format!("{}: {axis_count} trailing axes of a rank-{} tensor {shape:?}: expected 1 to {}", kind.name(), shape.len(), shape.len())));
     }
-    let split = shape.len() - axes;
+    let split = shape.len() - axis_count;
     let cols: usize = shape[split..].iter().product();
     let as_row = |what: &str, t: Option<&Tensor>| -> Result<Option<Tensor>> {
         let Some(t) = t else { return Ok(None) };
@@ -97,26 +97,26 @@ pub fn norm_trailing(queue: &Queue, kind: NormKind, x: &Tensor, axes: usize, p: 
         Ok(Some(t.contiguous_on(queue)?.reshape(&[cols])?))
     };
     let (weight, bias) = (as_row("weight", p.weight)?, as_row("bias", p.bias)?);
-    norm_axes(queue, kind, x, axes, NormParams { weight: weight.as_ref(), bias: bias.as_ref(), ..p })
+    norm_axes(queue, kind, x, axis_count, NormParams { weight: weight.as_ref(), bias: bias.as_ref(), ..p })
 }
 
-/// The statistics layer norm over the last `axes` axes of `x` divides by, as ONNX's
+/// The statistics layer norm over the last `axis_count` axes of `x` divides by, as ONNX's
 /// LayerNormalization gives them (its `Mean` and `InvStdDev` outputs, for training): the mean
 /// and `1 / sqrt(variance + eps)` of each group of normalised elements, shaped as `x` with the
 /// normalised axes kept as extents of 1. Two passes (mean, then the mean square of the
 /// deviations), so a large mean costs no precision.
-pub fn layer_norm_stats(queue: &Queue, x: &Tensor, axes: usize, eps: f32) -> Result<(Tensor, Tensor)> {
+pub fn layer_norm_stats(queue: &Queue, x: &Tensor, axis_count: usize, eps: f32) -> Result<(Tensor, Tensor)> {
     use super::elementwise::{binary, unary};
     use super::reduce::reduce_axes;
     use super::{BinaryOp, ReduceOp, UnaryOp};
     let rank = x.rank();
-    if axes == 0 || axes > rank {
-        return Err(Error::OutOfRange(format!("layer_norm_stats: {axes} trailing axes of a rank-{rank} tensor: expected 1 to {rank}")));
+    if axis_count == 0 || axis_count > rank {
+        return Err(Error::OutOfRange(format!("layer_norm_stats: {axis_count} trailing axes of a rank-{rank} tensor: expected 1 to {rank}")));
     }
     if !(eps > 0.0 && eps.is_finite()) {
         return Err(Error::Invalid(format!("layer_norm_stats: eps is {eps}: expected a finite value > 0")));
     }
-    let trailing: Vec<usize> = (rank - axes..rank).collect();
+    let trailing: Vec<usize> = (rank - axis_count..rank).collect();
     let mean = reduce_axes(queue, ReduceOp::Mean, x, &trailing, true)?;
     let centered = binary(queue, BinaryOp::Sub, x, &mean)?;
     let square = binary(queue, BinaryOp::Mul, &centered, &centered)?;
@@ -126,10 +126,10 @@ pub fn layer_norm_stats(queue: &Queue, x: &Tensor, axes: usize, eps: f32) -> Res
     Ok((mean, inv_std))
 }
 
-/// Where `x`'s rows over its last `axes` axes lie, read in place where the axes merge into
+/// Where `x`'s rows over its last `axis_count` axes lie, read in place where the axes merge into
 /// one stride and the others into at most two groups; else from a contiguous copy.
-fn rows_of(queue: &Queue, x: &Tensor, axes: usize) -> Result<(Tensor, usize, Steps)> {
-    let split = x.rank() - axes;
+fn rows_of(queue: &Queue, x: &Tensor, axis_count: usize) -> Result<(Tensor, usize, Steps)> {
+    let split = x.rank() - axis_count;
     let geometry = |x: &Tensor| {
         let (shape, strides) = (x.shape(), x.strides());
         let step = merged(&shape[split..], &strides[split..])?;
@@ -146,13 +146,13 @@ fn rows_of(queue: &Queue, x: &Tensor, axes: usize) -> Result<(Tensor, usize, Ste
     Ok((x, nb, steps))
 }
 
-fn norm_f32(queue: &Queue, kind: NormKind, x: &Tensor, axes: usize, p: NormParams<'_>) -> Result<Tensor> {
+fn norm_f32(queue: &Queue, kind: NormKind, x: &Tensor, axis_count: usize, p: NormParams<'_>) -> Result<Tensor> {
     let op = kind.name();
     check_f32(queue, op, x)?;
     if x.rank() == 0 {
         return Err(Error::shape(op, "got a rank-0 tensor: expected at least one dimension"));
     }
-    let cols: usize = x.shape()[x.rank() - axes..].iter().product();
+    let cols: usize = x.shape()[x.rank() - axis_count..].iter().product();
     if !(p.eps > 0.0 && p.eps.is_finite()) {
         return Err(Error::Invalid(format!("{op}: eps is {}: expected a finite value > 0", p.eps)));
     }
@@ -166,7 +166,7 @@ fn norm_f32(queue: &Queue, kind: NormKind, x: &Tensor, axes: usize, p: NormParam
             affine.push(t.contiguous_on(queue)?);
         }
     }
-    let (x, nb, x_steps) = rows_of(queue, x, axes)?;
+    let (x, nb, x_steps) = rows_of(queue, x, axis_count)?;
     let out = Tensor::uninit(queue, x.shape(), DType::F32)?;
     if out.numel() == 0 {
         return Ok(out);
@@ -220,10 +220,10 @@ impl Tensor {
     pub fn layer_norm(&self, params: NormParams<'_>) -> Result<Tensor> {
         norm(&self.device().queue(), NormKind::Layer, self, params)
     }
-    /// Layer norm's mean and inverse standard deviation over the last `axes` axes (see
+    /// Layer norm's mean and inverse standard deviation over the last `axis_count` axes (see
     /// [`super::norm::layer_norm_stats`]).
-    pub fn layer_norm_stats(&self, axes: usize, eps: f32) -> Result<(Tensor, Tensor)> {
-        layer_norm_stats(&self.device().queue(), self, axes, eps)
+    pub fn layer_norm_stats(&self, axis_count: usize, eps: f32) -> Result<(Tensor, Tensor)> {
+        layer_norm_stats(&self.device().queue(), self, axis_count, eps)
     }
     /// RMS normalisation over the last axis (see [`super::norm::norm`]).
     pub fn rms_norm(&self, params: NormParams<'_>) -> Result<Tensor> {
