@@ -161,6 +161,7 @@ mod tests {
             Error::DeviceLost(text()),
             Error::Invalid(text()),
             Error::Internal(text()),
+            Error::Model(text()),
         ]
     }
 
