@@ -185,6 +185,7 @@ fn load_error(bytes: Vec<u8>) -> String {
     e.to_string()
 }
 
+// ANCHOR: load (included by docs/src/onnx.md)
 #[test]
 fn a_model_built_in_memory_loads() {
     let model = Model::from_bytes(relu_model(|_| {})).unwrap();
@@ -195,6 +196,7 @@ fn a_model_built_in_memory_loads() {
     assert_eq!(g.values[g.inputs[0]].elem, Some(ElemType::F32));
     assert_eq!(schedule(g).unwrap().order, vec![0]);
 }
+// ANCHOR_END: load
 
 #[test]
 fn malformed_models_are_errors_that_say_what_is_wrong() {
