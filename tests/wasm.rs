@@ -279,7 +279,7 @@ async fn the_js_api_runs_ops_and_reports_bad_input() {
     let x = device
         .tensor(
             &js_sys::Float32Array::from(&[1.0f32, -2.0, 3.0, -4.0][..]).into(),
-            vec![2.0, 2.0],
+            Some(vec![2.0, 2.0]),
             None,
         )
         .unwrap();
@@ -301,7 +301,7 @@ async fn the_js_api_runs_ops_and_reports_bad_input() {
     let bad = device
         .tensor(
             &js_sys::Float64Array::new_with_length(4).into(),
-            vec![2.0, 2.0],
+            Some(vec![2.0, 2.0]),
             None,
         )
         .err()
@@ -310,7 +310,7 @@ async fn the_js_api_runs_ops_and_reports_bad_input() {
     let mismatch = device
         .tensor(
             &js_sys::Float32Array::new_with_length(3).into(),
-            vec![2.0, 2.0],
+            Some(vec![2.0, 2.0]),
             None,
         )
         .err()
@@ -326,7 +326,7 @@ async fn the_js_api_runs_ops_and_reports_bad_input() {
         let e = device
             .tensor(
                 &js_sys::Float32Array::new_with_length(0).into(),
-                shape.clone(),
+                Some(shape.clone()),
                 None,
             )
             .err()
@@ -336,7 +336,7 @@ async fn the_js_api_runs_ops_and_reports_bad_input() {
     let wide = device
         .tensor(
             &js_sys::Float32Array::new_with_length(6).into(),
-            vec![2.0, 3.0],
+            Some(vec![2.0, 3.0]),
             None,
         )
         .unwrap();
@@ -548,7 +548,7 @@ async fn policies_and_tuning_through_the_js_api() {
     let x = device
         .tensor(
             &js_sys::Float32Array::from(&inputs(10, 12)[..]).into(),
-            vec![3.0, 4.0],
+            Some(vec![3.0, 4.0]),
             None,
         )
         .unwrap();
