@@ -351,7 +351,7 @@ impl Queue {
     ) -> Result<()> {
         self.shared
             .imp
-            .read(self.backend(), block, offset, bytes, |m| take(m))
+            .read(self.backend(), block, offset, bytes, take)
             .await
     }
 

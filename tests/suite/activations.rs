@@ -8,8 +8,11 @@ use unicompute::{bf16, f16, BinaryOp, DType, Tensor, UnaryOp};
 /// Shapes with 1, primes, and sizes that are no multiple of the 256-wide workgroups.
 const SHAPES: &[&[usize]] = &[&[1], &[7], &[257], &[3, 5, 11], &[2, 1, 131]];
 
+/// A unary op's `Tensor` method.
+type Method = fn(&Tensor) -> unicompute::Result<Tensor>;
+
 /// The new activations, each through its method and by name.
-const OPS: [(UnaryOp, fn(&Tensor) -> unicompute::Result<Tensor>); 2] = [
+const OPS: [(UnaryOp, Method); 2] = [
     (UnaryOp::Softplus, Tensor::softplus),
     (UnaryOp::Hardswish, Tensor::hardswish),
 ];

@@ -124,9 +124,7 @@ fn kernels_with_loops_are_refused_in_captures_where_loops_are_counted() {
         let e = d
             .queue()
             .capture(|q| q.launch(&k, &[Binding::from(&n), Binding::from(&out)], [1, 1, 1]));
-        let e = e
-            .err()
-            .expect("a capture of a kernel with loops is refused");
+        let e = e.expect_err("a capture of a kernel with loops is refused");
         assert_eq!(e.code(), "INVALID", "{e}");
         assert!(
             e.to_string().contains("whose loops this device counts"),

@@ -150,10 +150,7 @@ fn matrices_reference(frame: &[f32], quad: &[f32]) -> (Vec<f64>, Mat) {
             [ba[0][0], ba[0][1], 0.0, 0.0],
             [ba[1][0], ba[1][1], 0.0, 0.0],
         ][..2]
-            .to_vec()
-            .iter()
-            .map(|c| *c)
-            .collect::<Mat>()),
+            .to_vec()),
         det(&q),
     ];
     out[1] = ba[0][0] * ba[1][1] - ba[1][0] * ba[0][1];
@@ -325,12 +322,11 @@ fn f16_storage_arithmetic_and_conversions_round_like_a_gpu() {
                     "{at}: y is {}, expected {want_y}",
                     half_of(&got_y, i)
                 );
-                for c in 0..2 {
+                for (c, want) in want_v2.iter().enumerate().take(2) {
                     let g = half_of(&got_v2, i * 2 + c);
                     assert!(
-                        (g - want_v2[c]).abs() <= tol * (1.0 + want_v2[c].abs()),
-                        "{at}: v2[{c}] is {g}, expected {}",
-                        want_v2[c]
+                        (g - want).abs() <= tol * (1.0 + want.abs()),
+                        "{at}: v2[{c}] is {g}, expected {want}"
                     );
                 }
                 close(&got_f[i * 4..i * 4 + 2], &want_f[..2], 4.0 * tol, &at);
@@ -495,9 +491,7 @@ fn f16_matrices_are_refused_in_wgsl_words() {
         .iter()
         .filter(|d| d.backend() == unicompute::BackendKind::Cpu)
     {
-        let e = Kernel::from_wgsl(d, source, "main")
-            .err()
-            .expect("the cpu refuses f16 matrices");
+        let e = Kernel::from_wgsl(d, source, "main").expect_err("the cpu refuses f16 matrices");
         let text = e.to_string();
         assert!(
             e.code() == "SHADER"
@@ -512,9 +506,7 @@ fn f16_matrices_are_refused_in_wgsl_words() {
 /// The CUDA translation of `source` is refused, in WGSL's words (where the cuda backend is
 /// built).
 fn compiles_for_cuda_refused(source: &str) {
-    let e = Kernel::cuda_from_wgsl(source, "main")
-        .err()
-        .expect("the CUDA translation refuses it");
+    let e = Kernel::cuda_from_wgsl(source, "main").expect_err("the CUDA translation refuses it");
     assert!(
         e.code() == "UNSUPPORTED"
             || (e.code() == "SHADER" && e.to_string().contains("mat2x2<f16>")),

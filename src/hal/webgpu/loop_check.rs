@@ -148,7 +148,7 @@ fn free_binding(module: &naga::Module) -> (u32, u32) {
     let bound: Vec<_> = module
         .global_variables
         .iter()
-        .filter_map(|(_, v)| v.binding.clone())
+        .filter_map(|(_, v)| v.binding)
         .collect();
     let group = bound.iter().map(|b| b.group).min().unwrap_or(0);
     let last = bound

@@ -230,6 +230,9 @@ impl Drop for GpuDevice {
 }
 
 impl GpuDevice {
+    // The parked devices' lock is held on purpose while the new device opens (see
+    // `lifecycle::release_parked`), and is dropped right after.
+    #[allow(clippy::await_holding_lock)]
     pub(crate) async fn open(adapter: Adapter, info: &DeviceInfo) -> Result<GpuDevice> {
         let desc = wgpu::DeviceDescriptor {
             label: Some("unicompute"),
@@ -452,7 +455,7 @@ impl GpuDevice {
             .device
             .create_shader_module(wgpu::ShaderModuleDescriptor {
                 label: Some(entry),
-                source: wgpu::ShaderSource::Wgsl(source.into()),
+                source: wgpu::ShaderSource::Wgsl(source),
             });
         let pipeline = self
             .device

@@ -262,6 +262,8 @@ impl Profile {
 }
 
 /// A launch record's fields that do not depend on its timing.
+// One argument per field of the record: a struct for them would be the record itself.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn record(
     op: String,
     shapes: Vec<Vec<usize>>,
