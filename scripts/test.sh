@@ -92,6 +92,9 @@ echo "== devices"
 cargo run --quiet --release --bin unicompute -- info
 echo "== cargo test"
 cargo test --release
+echo "== clippy (every target, warnings are errors)"
+cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
+cargo clippy --release --quiet --all-targets -- -D warnings
 echo "== the examples"
 for example in examples/*.rs; do
     echo "-- $(basename "$example" .rs)"
