@@ -449,6 +449,8 @@ impl GpuDevice {
         // Natively wgpu's naga reads it; browsers want the directives naga refuses.
         #[cfg(not(target_arch = "wasm32"))]
         let source = crate::hal::wgsl_enables::for_naga(source);
+        #[cfg(target_arch = "wasm32")]
+        let source = std::borrow::Cow::Borrowed(source);
         #[cfg(not(target_arch = "wasm32"))]
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = self
