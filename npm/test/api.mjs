@@ -310,7 +310,7 @@ for (const C of [Device, Queue, Tensor]) {
 // Every error is a UnicomputeError with a code, including wasm-bindgen's own.
 const codes = ['NO_DEVICE', 'UNSUPPORTED', 'SHAPE', 'DTYPE', 'OUT_OF_RANGE', 'LIMIT', 'SHADER', 'LAUNCH', 'DEVICE_MISMATCH', 'DEVICE', 'DEVICE_LOST', 'INVALID', 'INTERNAL', 'MODEL'];
 const isError = (code, pattern) => (e) => e instanceof UnicomputeError && e instanceof Error && e.name === 'UnicomputeError' && codes.includes(e.code) && e.code === code && pattern.test(e.message);
-assert.throws(() => x.mul('2'), isError('INVALID', /the operand is string: expected a Tensor or a number/));
+assert.throws(() => x.mul('2'), isError('INVALID', /the operand is string "2": expected a Tensor or a number/));
 assert.throws(() => x.add(x, { activation: 'nope' }), isError('INVALID', /activation/));
 assert.throws(() => device.zeros([2]).broadcastTo([3, 3]), isError('SHAPE', /broadcastTo/));
 assert.throws(() => device.zeros([-1]), isError('INVALID', /shape\[0\] is -1: expected a whole number/));
