@@ -37,14 +37,35 @@ pub(super) fn norm(op: &Norm<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpContext
         ("HAS_BIAS", u32::from(bias.is_some()).to_string()),
         index_type((op.rows * op.cols).max(extent(x.layout))),
     ];
-    let f = dev.program(specialise(&SOURCE, "norm_main", defines))?;
     let s = op.x_steps;
     let p = NormParams { rows: op.rows as u64, cols: op.cols as u64, nb: op.nb as u64, x_a: s.a as u64, x_b: s.b as u64, x_col: s.col as u64, eps: op.eps, pad: 0 };
     let optional = |o: &Option<Operand<'_>>| o.as_ref().map_or(Ok(0), operand);
     let pointers = [operand(&x)?, optional(&weight)?, optional(&bias)?, operand(&out)?];
+    let f = dev.program(match row_vecs(op, pointers) {
+        Some(vecs) => specialise(&SOURCE, "norm_cached_main", cached(defines, vecs)),
+        None => specialise(&SOURCE, "norm_main", defines),
+    })?;
     let mut held = vec![x.buf, out.buf];
     held.extend(weight.iter().chain(bias.iter()).map(|o| o.buf));
     q.launch(dev, &f, (op.rows.clamp(1, 65_535) as u32, 1, 1), (BLOCK, 1, 1), &pointers, &p, &held)
+}
+
+/// Float4s per thread that norm_cached_main holds for `op` (a power of two), where each row
+/// is contiguous and every operand 16-byte aligned (unused pointers are 0), and the row fits
+/// in registers.
+fn row_vecs(op: &Norm<'_>, pointers: [u64; 4]) -> Option<usize> {
+    let s = op.x_steps;
+    let aligned = [op.cols, s.a, s.b].iter().all(|v| v % 4 == 0) && pointers.iter().all(|p| p % 16 == 0);
+    let vecs = op.cols.div_ceil(4 * BLOCK as usize).next_power_of_two();
+    (aligned && s.col == 1 && op.cols > 0 && vecs <= MAX_ROW_VECS).then_some(vecs)
+}
+
+/// The most float4s per thread norm_cached_main holds: rows of up to 16,384 elements.
+const MAX_ROW_VECS: usize = 16;
+
+fn cached(mut defines: Vec<(&'static str, String)>, vecs: usize) -> Vec<(&'static str, String)> {
+    defines.push(("ROW_VECS", vecs.to_string()));
+    defines
 }
 
 /// Every specialisation.
@@ -56,7 +77,9 @@ pub(super) fn specialisations() -> Vec<Specialisation> {
         for on in [false, true] {
             let act = ("ACT", if on { "12" } else { "0" }.to_string());
             for kind in 0..2 {
-                all.push(specialise(&SOURCE, "norm_main", vec![("KIND", kind.to_string()), act.clone(), flag("HAS_WEIGHT", on), flag("HAS_BIAS", on), idx.clone()]));
+                let defines = vec![("KIND", kind.to_string()), act.clone(), flag("HAS_WEIGHT", on), flag("HAS_BIAS", on), idx.clone()];
+                all.push(specialise(&SOURCE, "norm_main", defines.clone()));
+                all.extend([1, MAX_ROW_VECS].map(|vecs| specialise(&SOURCE, "norm_cached_main", cached(defines.clone(), vecs))));
             }
         }
     }

@@ -30,7 +30,6 @@ cuda_params! {
 pub(super) fn rows(op: &RowStats<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
     let (xs, os) = (op.x_steps, op.out_steps);
     let reach = extent(op.x.layout).max(op.rows * op.cols);
-    let f = dev.program(specialise(op.epilogue, index_type(reach)))?;
     let p = SoftmaxParams {
         rows: op.rows as u64,
         cols: op.cols as u64,
@@ -42,12 +41,35 @@ pub(super) fn rows(op: &RowStats<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpCon
         out_b: os.b as u64,
         out_col: os.col as u64,
     };
+    let pointers = [operand(&op.x)?, operand(&op.out)?];
+    let f = dev.program(match row_vecs(op, pointers) {
+        Some(vecs) => cached(op.epilogue, vecs, index_type(reach)),
+        None => specialise(op.epilogue, index_type(reach)),
+    })?;
     let grid = (op.rows.clamp(1, 65_535) as u32, 1, 1);
-    q.launch(dev, &f, grid, (BLOCK, 1, 1), &[operand(&op.x)?, operand(&op.out)?], &p, &[op.x.buf, op.out.buf])
+    q.launch(dev, &f, grid, (BLOCK, 1, 1), &pointers, &p, &[op.x.buf, op.out.buf])
 }
+
+/// Float4s per thread that softmax_cached_main holds for `op` (a power of two), where each
+/// row is contiguous and 16-byte aligned in both operands and fits in registers.
+fn row_vecs(op: &RowStats<'_>, pointers: [u64; 2]) -> Option<usize> {
+    let (xs, os) = (op.x_steps, op.out_steps);
+    let aligned = [op.cols, xs.a, xs.b, os.a, os.b].iter().all(|v| v % 4 == 0)
+        && pointers.iter().all(|p| p % 16 == 0);
+    let vecs = op.cols.div_ceil(4 * BLOCK as usize).next_power_of_two();
+    (aligned && xs.col == 1 && os.col == 1 && op.cols > 0 && vecs <= MAX_ROW_VECS).then_some(vecs)
+}
+
+/// The most float4s per thread softmax_cached_main holds: rows of up to 16,384 elements.
+const MAX_ROW_VECS: usize = 16;
 
 fn specialise(epilogue: &'static Epilogue, idx: (&'static str, String)) -> Specialisation {
     Specialisation { source: &SOURCE, entry: "softmax_main", defines: vec![idx], prelude: epilogue.cuda }
+}
+
+fn cached(epilogue: &'static Epilogue, vecs: usize, idx: (&'static str, String)) -> Specialisation {
+    let defines = vec![idx, ("ROW_VECS", vecs.to_string())];
+    Specialisation { source: &SOURCE, entry: "softmax_cached_main", defines, prelude: epilogue.cuda }
 }
 
 /// Softmax's specialisations.
@@ -59,5 +81,10 @@ pub(super) fn specialisations() -> Vec<Specialisation> {
 /// Every specialisation with `epilogue`.
 #[cfg(test)]
 pub(super) fn with_epilogue(epilogue: &'static Epilogue) -> Vec<Specialisation> {
-    [index_type(0), index_type(usize::MAX >> 1)].into_iter().map(|idx| specialise(epilogue, idx)).collect()
+    let mut all = Vec::new();
+    for idx in [index_type(0), index_type(usize::MAX >> 1)] {
+        all.push(specialise(epilogue, idx.clone()));
+        all.extend([1, MAX_ROW_VECS].map(|vecs| cached(epilogue, vecs, idx.clone())));
+    }
+    all
 }

@@ -139,6 +139,10 @@ fn layer_and_rms_norm_match_reference(d: &Device) {
         &[2, 3, 257],
         &[1, 4099],
         &[1100, 300],
+        // Aligned rows that CUDA holds in registers: a float4 per thread or fewer, 8 and 16.
+        &[3, 12],
+        &[7, 8192],
+        &[2, 16384],
     ];
     let eps = 1e-5;
     let q = d.queue();

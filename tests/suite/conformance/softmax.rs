@@ -16,6 +16,9 @@ const ROW_CASES: &[(&[usize], f32, f32)] = &[
     (&[2, 3, 257], -80.0, 80.0),
     (&[1, 4099], -3.0, 3.0),
     (&[1100, 300], -20.0, 20.0),
+    // Aligned rows that CUDA holds in registers: 8 and 16 float4s per thread.
+    (&[7, 8192], -30.0, 30.0),
+    (&[2, 16384], -9.0, 9.0),
 ];
 
 /// Rows of specials: a `+inf` or a NaN makes the whole row NaN (exp(inf - inf)), a row of
@@ -220,19 +223,29 @@ fn softmax_rows_are_overflow_safe(d: &Device) {
         1e-7,
         &format!("softmax with -inf on {}", name(d)),
     );
-    let got = read(&tensor(d, &SPECIAL_ROWS, &[3, 3]).softmax().unwrap());
-    let want = by_rows(&SPECIAL_ROWS, 3, reference_row);
-    assert!(
-        want.iter().all(|w| w.is_nan()),
-        "the reference makes these rows NaN"
-    );
-    assert_close(
-        &got,
-        &want,
-        0.0,
-        0.0,
-        &format!("softmax with +inf, NaN and all -inf on {}", name(d)),
-    );
+    // Rows of 3, and the same rows padded to 4 (CUDA's float4 rows) with a -inf.
+    let padded: Vec<f32> = SPECIAL_ROWS
+        .chunks(3)
+        .flat_map(|r| r.iter().copied().chain([f32::NEG_INFINITY]))
+        .collect();
+    for (x, cols) in [(&SPECIAL_ROWS[..], 3), (&padded[..], 4)] {
+        let got = read(&tensor(d, x, &[3, cols]).softmax().unwrap());
+        let want = by_rows(x, cols, reference_row);
+        assert!(
+            want.iter().all(|w| w.is_nan()),
+            "the reference makes these rows NaN"
+        );
+        assert_close(
+            &got,
+            &want,
+            0.0,
+            0.0,
+            &format!(
+                "softmax of [3, {cols}] with +inf, NaN and all -inf on {}",
+                name(d)
+            ),
+        );
+    }
 }
 per_backend!(softmax_rows_are_overflow_safe, variants);
 
