@@ -5,6 +5,7 @@
 #     tests/suite/), stripped and xz-compressed, and the CLI;
 #   - Debian's Vulkan loader and glvnd libraries, unpacked there where they are missing;
 #   - benches/peers/torch_reference.py, PyTorch's side of the table;
+#   - the tests' data (published WGSL kernels, ONNX's node tests) as data.tar.xz;
 #   - .gpu/run.sh, which runs everything in order, each step under its own time limit, and
 #     writes logs and results under $OUT (or .gpu/out) as it goes.
 # cli/tests/cli.rs and tests/layers.rs stay here: they read this machine's target/ and src/.
@@ -31,6 +32,11 @@ for line in sys.stdin:
 strip -o .gpu/bin/unicompute target/release/unicompute
 xz -T0 -6 .gpu/bin/*
 cp benches/peers/torch_reference.py .gpu/
+# The tests' data (scripts/corpus.sh, scripts/onnx-data.sh): published WGSL kernels and ONNX's
+# node tests, 2.6 MB compressed.
+scripts/corpus.sh >/dev/null
+scripts/onnx-data.sh >/dev/null
+tar -cf - .corpus -C .onnx node | xz -T0 -6 > .gpu/data.tar.xz
 lists=$(mktemp -d)
 mkdir -p "$lists/partial"
 apt_amd64=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 "-oDir::State::Lists=$lists")

@@ -11,7 +11,7 @@
 # Each step runs under its own time limit and writes its log under $OUT (the device tool's
 # folder; .gpu/out elsewhere) as it goes, so a run cut short still returns what was done.
 # $OUT gets at most 8 files: summary.txt (one line a step), info.log, tests.log, bench.log,
-# bench.jsonl (every bench run's JSON, a line each), torch.log, exec.log.
+# bench.jsonl (every bench run's JSON, a line each), ncu.log, torch.log, exec.log.
 set -uo pipefail
 cd "$(dirname "$0")"
 part=${1:-all}
@@ -38,6 +38,9 @@ with lzma.open(sys.argv[1]) as src, open(sys.argv[2], "wb") as dst: shutil.copyf
             "$f" "bin-unpacked/$(basename "$f" .xz)"
     done
     chmod +x bin-unpacked/*
+    mkdir -p data/onnx
+    tar -xJf data.tar.xz -C data --transform 's,^node,onnx/node,'
+    export UNICOMPUTE_CORPUS_DIR=$PWD/data/.corpus UNICOMPUTE_ONNX_DIR=$PWD/data/onnx
 }
 
 # Debian's Vulkan loader and glvnd libraries that the machine lacks, unpacked into sysroot/
@@ -198,11 +201,28 @@ bench() {
     step "bench: vulkan" bench.log 60 bench_json --backend webgpu --size "$vk_size" \
         --matmul-size "$vk_matmul" --op add --op relu --op add_gelu --op matmul
     [ -n "${DRY:-}" ] && return
+    step "ncu: kernel times" ncu.log 90 ncu_kernels "${sizes[@]:0:4}"
     step "torch: cuda table" torch.log 90 python3 torch_reference.py "${sizes[@]}" \
         --matmul-size "$matmul" --unicompute bench-cuda.json bench-f32.json bench-tf32.json \
         bench-bf16.json
     step "torch: vulkan table" torch.log 60 python3 torch_reference.py --size "$vk_size" \
         --matmul-size "$vk_matmul" --unicompute bench-vulkan.json
+}
+
+# The elementwise and row kernels' own durations and DRAM bytes from Nsight Compute's
+# counters (where the machine has it), to tell a kernel's time from the bench's around it.
+ncu_kernels() {
+    local ncu
+    ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null |
+        head -1)
+    [ -n "$ncu" ] || { echo "no ncu on this machine"; return 1; }
+    "$ncu" --clock-control none -k 'regex:unary_main|binary_main|softmax|norm' -c 24 \
+        --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+        bin-unpacked/unicompute bench --backend cuda "$@" --reps 1 --op relu --op add_gelu \
+        --op softmax --op layer_norm
+    # Each launch's device time beside the bench's own total.
+    bin-unpacked/unicompute bench --backend cuda "$@" --op relu --op add --op softmax \
+        --profile trace.json
 }
 
 # One bench run: its JSON goes to bench-<what>.json and, a line, to $OUT/bench.jsonl.
@@ -219,7 +239,7 @@ bench_json() {
     cat "bench-$what.json"
 }
 
-export -f bench_json lib_tests lib_test module_tests watched
+export -f bench_json ncu_kernels lib_tests lib_test module_tests watched
 export OUT
 status=0
 unpack
@@ -239,6 +259,8 @@ case $part in
     *) echo "unknown part '$part': all, tests, bench or exec" >&2; exit 2 ;;
 esac
 echo "== done: status $status" | tee -a "$OUT/summary.txt"
+# What was unpacked goes, so that .gpu/ stays small enough to travel again after a rehearsal.
+rm -rf bin-unpacked data sysroot
 echo "== failures"
 grep -h -e '^test .* FAILED$' -e 'panicked at' -e '^---- ' -e 'crashed or hung' \
     -e ': rc=[1-9]' "$OUT"/tests.log 2>/dev/null | head -60

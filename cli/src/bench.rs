@@ -196,6 +196,10 @@ pub struct BenchResult {
     pub ceiling: Option<f64>,
     /// `rate` as a percentage of `ceiling`.
     pub percent: Option<f64>,
+    /// Blocks the memory pool allocated from the backend while the case ran, warm-up
+    /// included: more than the launches of one repetition means the pool missed in timed
+    /// repetitions, and their times include allocating.
+    pub allocations: u64,
 }
 
 /// Everything one benchmark run measured.
@@ -923,6 +927,7 @@ fn measure_case(
     case: &Case,
     ceilings: &Ceilings,
 ) -> Result<BenchResult> {
+    let allocated_before = device.memory_stats().allocations;
     let median_s = if case.recording_only {
         median_recording_seconds(meter, &device.queue(), config, case)?
     } else {
@@ -942,6 +947,7 @@ fn measure_case(
         unit,
         ceiling,
         percent,
+        allocations: device.memory_stats().allocations - allocated_before,
     })
 }
 

@@ -9,9 +9,16 @@ use unicompute::onnx::proto::{self, GraphProto, ModelProto, NodeProto, TensorPro
 use unicompute::onnx::{schedule, Constant, ElemType, Model, Origin};
 use unicompute::Error;
 
+/// Where scripts/onnx-data.sh puts ONNX's test data: `$UNICOMPUTE_ONNX_DIR`, else `.onnx/`
+/// in the repository (the GPU bundle carries it elsewhere).
+pub const ONNX_DIR_ENV: &str = "UNICOMPUTE_ONNX_DIR";
+
 /// The node tests' folder; missing data is a failure that says how to get it.
 fn node_tests() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".onnx/node");
+    let root = std::env::var_os(ONNX_DIR_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".onnx"));
+    let dir = root.join("node");
     let list = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}; run scripts/onnx-data.sh", dir.display()));
     let mut tests: Vec<PathBuf> = list

@@ -9,7 +9,8 @@
 //! So a device is made while holding [`PARKED`]'s lock, and a closed device's wgpu handles are
 //! parked there rather than dropped: the device is destroyed (the last handle dropped) under
 //! the same lock at the next open or close, by when the rest of that device (its pool,
-//! queues and pipelines, which also hold it) has gone.
+//! queues and pipelines, which also hold it) has gone. Adapters are listed under it too:
+//! NVIDIA's driver crashed reading an adapter's properties while a device was being made.
 
 use std::sync::{Mutex, MutexGuard};
 

@@ -70,8 +70,13 @@ fn new_instance() -> wgpu::Instance {
 /// Adapters that can run compute shaders, with what they report. Natively every adapter; in
 /// a browser, which cannot list adapters, the high-performance one if there is one.
 pub(crate) async fn enumerate() -> Vec<(DeviceInfo, Adapter)> {
+    // Under the lock devices are made under: NVIDIA's Vulkan driver crashed (SIGSEGV in
+    // `expose_adapter`) listing adapters while another thread made or destroyed a device.
     #[cfg(not(target_arch = "wasm32"))]
-    let adapters = instance().enumerate_adapters(backends()).await;
+    let adapters = {
+        let _opening = lifecycle::release_parked();
+        instance().enumerate_adapters(backends()).await
+    };
     #[cfg(target_arch = "wasm32")]
     if !has_navigator_gpu() {
         return Vec::new();
