@@ -1,6 +1,7 @@
 //! Caching allocator: device memory is kept in size classes and reused instead of freed.
+//! Past the cache limit, the blocks freed longest ago go back to the backend first.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 use crate::base::signal::lock;
@@ -42,7 +43,10 @@ pub(crate) struct Pool {
 }
 
 struct PoolState {
-    free: HashMap<u64, Vec<Memory>>,
+    /// Cached blocks of each class with the order they were freed in, oldest first.
+    free: HashMap<u64, VecDeque<(u64, Memory)>>,
+    /// The next block's place in that order.
+    next_stamp: u64,
     stats: MemoryStats,
 }
 
@@ -52,16 +56,17 @@ impl Pool {
         Pool {
             state: Mutex::new(PoolState {
                 free: HashMap::new(),
+                next_stamp: 0,
                 stats: MemoryStats::default(),
             }),
             cache_limit,
         }
     }
 
-    /// Take a cached block of exactly `class` bytes, if one is free.
+    /// Take a cached block of exactly `class` bytes, if one is free (the last one freed).
     pub fn take(&self, class: u64) -> Option<Memory> {
         let mut st = lock(&self.state);
-        let mem = st.free.get_mut(&class)?.pop()?;
+        let (_, mem) = st.free.get_mut(&class)?.pop_back()?;
         st.stats.pool_hits += 1;
         st.stats.bytes_cached -= class;
         st.mark_live(class);
@@ -75,15 +80,29 @@ impl Pool {
         st.mark_live(class);
     }
 
-    /// Return a block whose every queued use has finished.
+    /// Return a block whose every queued use has finished. It is kept for reuse if it fits
+    /// under the cache limit, after freeing the blocks cached longest ago as needed: a block
+    /// just freed is the likeliest to be asked for again (a loop's next step).
     pub fn release(&self, class: u64, mem: Memory) {
+        let mut evicted = Vec::new();
         let mut st = lock(&self.state);
         st.stats.bytes_live -= class;
-        if st.stats.bytes_cached + class <= self.cache_limit {
-            st.stats.bytes_cached += class;
-            st.free.entry(class).or_default().push(mem);
+        if class > self.cache_limit {
+            return; // `mem` drops here and the backend frees it.
         }
-        // Otherwise `mem` drops here and the backend frees it.
+        while st.stats.bytes_cached + class > self.cache_limit {
+            match st.evict_oldest() {
+                Some(mem) => evicted.push(mem),
+                None => break,
+            }
+        }
+        st.stats.bytes_cached += class;
+        let stamp = st.next_stamp;
+        st.next_stamp += 1;
+        st.free.entry(class).or_default().push_back((stamp, mem));
+        drop(st);
+        // The backend frees the evicted blocks here, outside the lock.
+        drop(evicted);
     }
 
     /// Free every cached block.
@@ -100,6 +119,19 @@ impl Pool {
 }
 
 impl PoolState {
+    /// Remove the block cached longest ago, if any.
+    fn evict_oldest(&mut self) -> Option<Memory> {
+        let class = *self
+            .free
+            .iter()
+            .filter_map(|(class, blocks)| Some((blocks.front()?.0, class)))
+            .min()?
+            .1;
+        let (_, mem) = self.free.get_mut(&class)?.pop_front()?;
+        self.stats.bytes_cached -= class;
+        Some(mem)
+    }
+
     fn mark_live(&mut self, class: u64) {
         self.stats.bytes_live += class;
         self.stats.peak_bytes_live = self.stats.peak_bytes_live.max(self.stats.bytes_live);

@@ -2,7 +2,8 @@
 
 use crate::common::{devices, name, open_devices, random, still_works, webgpu};
 use unicompute::{
-    BackendChoice, BackendKind, Binding, BindingKind, Buffer, DType, Device, Kernel, Tensor,
+    BackendChoice, BackendKind, Binding, BindingKind, Buffer, DType, Device, DeviceOptions, Kernel,
+    Tensor,
 };
 
 #[test]
@@ -187,6 +188,55 @@ fn pool_reuses_memory_and_never_leaks_old_contents() {
             name(d)
         );
         assert!(stats.peak_bytes_live >= stats.bytes_live);
+    }
+}
+
+/// A pool at its cache limit keeps the block freed last and frees the oldest: a loop of ops
+/// that outgrows what earlier work cached still reuses its own outputs (on the H200, every
+/// 256 MiB output was allocated afresh while smaller blocks filled the 1 GiB cache).
+#[test]
+fn a_full_pool_keeps_the_newest_block_and_frees_the_oldest() {
+    for kind in [BackendKind::Cpu, BackendKind::WebGpu, BackendKind::Cuda] {
+        let options = DeviceOptions {
+            pool_cache_limit: 64 << 10,
+            ..DeviceOptions::default()
+        };
+        let Ok(d) = Device::open_with(BackendChoice::Backend(kind), options) else {
+            continue;
+        };
+        // Four 16 KiB blocks fill the cache.
+        let small: Vec<_> = (0..4)
+            .map(|_| Buffer::<f32>::zeros(&d, 4096).unwrap())
+            .collect();
+        drop(small);
+        d.queue().finish().unwrap();
+        assert_eq!(d.memory_stats().bytes_cached, 64 << 10, "on {}", name(&d));
+        // A 32 KiB block freed now evicts the two oldest small ones, and is reused.
+        drop(Buffer::<f32>::zeros(&d, 8192).unwrap());
+        d.queue().finish().unwrap();
+        let before = d.memory_stats();
+        assert_eq!(before.bytes_cached, 64 << 10, "on {}: {before:?}", name(&d));
+        let big = Buffer::<f32>::zeros(&d, 8192).unwrap();
+        let after = d.memory_stats();
+        assert_eq!(
+            after.allocations,
+            before.allocations,
+            "on {}: {after:?}",
+            name(&d)
+        );
+        assert_eq!(after.pool_hits, before.pool_hits + 1, "on {}", name(&d));
+        // Two small blocks are left; a third small one is allocated afresh.
+        let _small: Vec<_> = (0..3)
+            .map(|_| Buffer::<f32>::zeros(&d, 4096).unwrap())
+            .collect();
+        let last = d.memory_stats();
+        assert_eq!(
+            last.allocations,
+            after.allocations + 1,
+            "on {}: {last:?}",
+            name(&d)
+        );
+        assert!(big.read_blocking().unwrap().iter().all(|&v| v == 0.0));
     }
 }
 
