@@ -3,19 +3,27 @@
 //! This layer sits above the ops and names no backend: the same model runs on every device.
 //! Files: `proto` (the protobuf messages, generated), `elem` (element types), `constant`
 //! (stored tensors), `attr` (node attributes), `graph` (values and nodes by index), `model`
-//! (a parsed file) and `schedule` (run order and last uses).
+//! (a parsed file), `schedule` (run order and last uses), `value` (what nodes pass: device
+//! tensors, or host data for shape computations), `ops` (each operator mapped onto the op
+//! API) and `session` (a model loaded on a device, and its runs).
 
 mod attr;
 mod constant;
 mod elem;
 mod graph;
 mod model;
+mod ops;
 pub mod proto;
 mod schedule;
+mod session;
+mod value;
 
 pub use attr::{Attr, Attrs};
 pub use constant::Constant;
 pub use elem::ElemType;
 pub use graph::{Dim, Graph, Node, Origin, Value, ValueId};
 pub use model::{Model, OPSETS};
+pub use ops::supported;
 pub use schedule::{schedule, Schedule};
+pub use session::{IoInfo, Session, SessionOptions};
+pub use value::{HostData, HostTensor, Val};

@@ -14,7 +14,7 @@ use unicompute::Error;
 pub const ONNX_DIR_ENV: &str = "UNICOMPUTE_ONNX_DIR";
 
 /// The node tests' folder; missing data is a failure that says how to get it.
-fn node_tests() -> Vec<PathBuf> {
+pub(crate) fn node_tests() -> Vec<PathBuf> {
     let root = std::env::var_os(ONNX_DIR_ENV)
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".onnx"));
@@ -30,7 +30,7 @@ fn node_tests() -> Vec<PathBuf> {
 }
 
 /// The `.pb` files of a test's first data set starting with `prefix`, decoded.
-fn data(test: &std::path::Path, prefix: &str) -> Vec<Constant> {
+pub(crate) fn data(test: &std::path::Path, prefix: &str) -> Vec<Constant> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(test.join("test_data_set_0"))
         .map(|d| d.map(|e| e.unwrap().path()).collect())
         .unwrap_or_default();

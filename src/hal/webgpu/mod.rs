@@ -75,7 +75,8 @@ pub(crate) async fn enumerate() -> Vec<(DeviceInfo, Adapter)> {
     #[cfg(not(target_arch = "wasm32"))]
     let adapters = {
         let _opening = lifecycle::release_parked();
-        instance().enumerate_adapters(backends()).await
+        // Natively the listing is done when first polled: no await while the lock is held.
+        pollster::block_on(instance().enumerate_adapters(backends()))
     };
     #[cfg(target_arch = "wasm32")]
     if !has_navigator_gpu() {

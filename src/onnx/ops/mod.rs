@@ -1,0 +1,185 @@
+//! The ONNX operators a session runs, each mapped onto the op API (never a backend): one
+//! table row per operator, in files by family (`math`, `shape`, `nn`).
+
+mod math;
+mod nn;
+mod shape;
+mod slice;
+
+use super::attr::Attrs;
+use super::graph::Node;
+use super::value::{HostTensor, Val};
+use crate::base::error::{Error, Result};
+use crate::{Device, Queue, Tensor};
+
+/// What an operator runs with: the device, its queue, the model's opset and the node.
+pub(crate) struct Ctx<'a> {
+    /// The session's device.
+    pub device: &'a Device,
+    /// The queue the run records on.
+    pub queue: &'a Queue,
+    /// The default domain's opset version the model imports.
+    pub opset: i64,
+    /// The node being run.
+    pub node: &'a Node,
+    /// Its inputs, `None` where an optional one is left out.
+    pub inputs: &'a [Option<Val>],
+}
+
+/// An operator: computes the node's outputs from its inputs.
+pub(crate) type Run = fn(&Ctx<'_>) -> Result<Vec<Val>>;
+
+/// One operator of the default domain.
+pub(crate) struct OpDef {
+    /// The operator's name.
+    pub name: &'static str,
+    /// How it runs.
+    pub run: Run,
+    /// How many of its outputs it computes (a node asking for more is refused at load).
+    pub outputs: usize,
+    /// Why a node of it cannot run (an attribute or input it does not take), checked at load.
+    pub refuse: fn(&Node) -> Option<String>,
+}
+
+/// An operator computing one output, taking every node of it.
+pub(crate) const fn op(name: &'static str, run: Run) -> OpDef {
+    OpDef {
+        name,
+        run,
+        outputs: 1,
+        refuse: accept,
+    }
+}
+
+/// Takes every node.
+fn accept(_: &Node) -> Option<String> {
+    None
+}
+
+impl OpDef {
+    /// The operator computing `n` outputs.
+    pub(crate) const fn outputs(self, n: usize) -> OpDef {
+        OpDef { outputs: n, ..self }
+    }
+
+    /// The operator refusing the nodes `refuse` finds a reason against.
+    pub(crate) const fn refusing(self, refuse: fn(&Node) -> Option<String>) -> OpDef {
+        OpDef { refuse, ..self }
+    }
+
+    /// Why `node` cannot run, if it cannot.
+    pub(crate) fn check(&self, node: &Node) -> Option<String> {
+        if let Some(i) = node
+            .outputs
+            .iter()
+            .skip(self.outputs)
+            .position(Option::is_some)
+        {
+            return Some(format!("output {} is not computed yet", self.outputs + i));
+        }
+        (self.refuse)(node)
+    }
+}
+
+/// Every operator of the default domain a session runs.
+fn all() -> impl Iterator<Item = &'static OpDef> {
+    math::OPS.iter().chain(shape::OPS).chain(nn::OPS)
+}
+
+/// The operator `op` of `domain`, if a session can run it.
+pub(crate) fn find(domain: &str, op: &str) -> Option<&'static OpDef> {
+    if !(domain.is_empty() || domain == "ai.onnx") {
+        return None;
+    }
+    all().find(|d| d.name == op)
+}
+
+/// The names of every operator a session runs, sorted.
+pub fn supported() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = all().map(|d| d.name).collect();
+    names.sort_unstable();
+    names
+}
+
+impl Ctx<'_> {
+    /// The node's attributes.
+    pub fn attrs(&self) -> &Attrs {
+        &self.node.attrs
+    }
+
+    /// Input `i`, if given.
+    pub fn opt(&self, i: usize) -> Option<&Val> {
+        self.inputs.get(i).and_then(Option::as_ref)
+    }
+
+    /// Input `i`, which the operator needs.
+    pub fn input(&self, i: usize) -> Result<&Val> {
+        self.opt(i)
+            .ok_or_else(|| self.error(format!("input {i} is missing; expected {} inputs", i + 1)))
+    }
+
+    /// Input `i` as a tensor on the device.
+    pub fn tensor(&self, i: usize) -> Result<Tensor> {
+        self.input(i)?.tensor(self.device)
+    }
+
+    /// Input `i` as a tensor on the device, if given.
+    pub fn opt_tensor(&self, i: usize) -> Result<Option<Tensor>> {
+        self.opt(i).map(|v| v.tensor(self.device)).transpose()
+    }
+
+    /// Input `i` on the host.
+    pub fn host(&self, i: usize) -> Result<HostTensor> {
+        self.input(i)?.host()
+    }
+
+    /// Input `i` as integers (axes, shapes, indices), if given.
+    pub fn ints(&self, i: usize) -> Result<Option<Vec<i64>>> {
+        self.opt(i)
+            .map(|v| v.host().map(|h| h.to_i64()))
+            .transpose()
+    }
+
+    /// An INT attribute, or `default`.
+    pub fn int(&self, name: &str, default: i64) -> Result<i64> {
+        Ok(self.attrs().int(name)?.copied().unwrap_or(default))
+    }
+
+    /// A FLOAT attribute, or `default`.
+    pub fn float(&self, name: &str, default: f32) -> Result<f32> {
+        Ok(self.attrs().float(name)?.copied().unwrap_or(default))
+    }
+
+    /// An INTS attribute, if the node has it.
+    pub fn int_list(&self, name: &str) -> Result<Option<Vec<i64>>> {
+        Ok(self.attrs().ints(name)?.cloned())
+    }
+
+    /// A STRING attribute, or `default`.
+    pub fn string(&self, name: &str, default: &str) -> Result<String> {
+        Ok(self
+            .attrs()
+            .string(name)?
+            .cloned()
+            .unwrap_or_else(|| default.to_string()))
+    }
+
+    /// `axis` (negative counts from the end) as an index into `rank` axes.
+    pub fn axis(&self, axis: i64, rank: usize) -> Result<usize> {
+        let r = rank as i64;
+        if axis < -r.max(1) || axis >= r.max(1) {
+            return Err(self.error(format!("axis {axis} is outside a rank-{rank} input")));
+        }
+        Ok(if axis < 0 { axis + r } else { axis } as usize)
+    }
+
+    /// An error about this node.
+    pub fn error(&self, what: String) -> Error {
+        Error::Model(format!("{}: {what}", self.node.label()))
+    }
+}
+
+/// One device output.
+pub(crate) fn one(t: Tensor) -> Result<Vec<Val>> {
+    Ok(vec![Val::Device(t)])
+}

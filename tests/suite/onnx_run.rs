@@ -1,0 +1,115 @@
+//! ONNX's own backend node tests run through a `Session` on every device: each test whose
+//! operators the runner supports must give the test's expected outputs (ONNX's tolerances:
+//! 1e-3 relative, 1e-7 absolute). Tests refused at load are counted by reason and printed.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::common::{devices, name};
+use crate::onnx_load::{data, node_tests};
+use unicompute::onnx::{HostTensor, Session, SessionOptions, Val};
+use unicompute::Device;
+
+/// What one node test gave on one device.
+enum Outcome {
+    Passed,
+    /// Refused at load, with the reason.
+    Refused(String),
+    Failed(String),
+}
+
+/// Runs the node test in `dir` on `d`.
+fn run_test(d: &Device, dir: &Path) -> Outcome {
+    let session = match Session::from_path(d, dir.join("model.onnx"), SessionOptions::default()) {
+        Ok(s) => s,
+        Err(e) => return Outcome::Refused(e.to_string()),
+    };
+    let inputs = data(dir, "input_");
+    let expected = data(dir, "output_");
+    let names: Vec<String> = session.inputs().into_iter().map(|i| i.name).collect();
+    let feeds: Result<Vec<(&str, Val)>, _> = names
+        .iter()
+        .zip(&inputs)
+        .map(|(n, c)| Val::from_constant(c, d).map(|v| (n.as_str(), v)))
+        .collect();
+    let outputs = match feeds.and_then(|f| session.run_values(f)) {
+        Ok(o) => o,
+        Err(e) => return Outcome::Failed(format!("run: {e}")),
+    };
+    if outputs.len() != expected.len() || expected.is_empty() {
+        let n = expected.len();
+        return Outcome::Failed(format!("{} outputs for {n} expected", outputs.len()));
+    }
+    for ((out, val), want) in outputs.iter().zip(&expected) {
+        let got = match val.host() {
+            Ok(h) => h,
+            Err(e) => return Outcome::Failed(format!("{out}: reading back: {e}")),
+        };
+        if let Err(why) = compare(&got, want) {
+            return Outcome::Failed(format!("{out}: {why}"));
+        }
+    }
+    Outcome::Passed
+}
+
+/// `got` against the expected tensor, within ONNX's default tolerances.
+fn compare(got: &HostTensor, want: &unicompute::onnx::Constant) -> Result<(), String> {
+    if got.shape != want.dims {
+        return Err(format!("shape {:?}, expected {:?}", got.shape, want.dims));
+    }
+    let want = Val::from_constant(want, &devices()[0])
+        .and_then(|v| v.host())
+        .map_err(|e| e.to_string())?;
+    for (i, (g, w)) in got.to_f64().iter().zip(want.to_f64()).enumerate() {
+        let close = g == &w || (g - w).abs() <= 1e-7 + 1e-3 * w.abs() || (g.is_nan() && w.is_nan());
+        if !close {
+            return Err(format!("element {i} is {g}, expected {w}"));
+        }
+    }
+    Ok(())
+}
+
+/// The operator a refusal names, or the start of its message.
+fn reason(text: &str) -> String {
+    match text.find(" cannot run: ") {
+        Some(_) => text
+            .split(" (")
+            .nth(1)
+            .and_then(|s| s.split(')').next())
+            .map_or(text.to_string(), |op| format!("unsupported op {op}")),
+        None => text.chars().take(80).collect(),
+    }
+}
+
+#[test]
+fn node_tests_of_supported_operators_pass() {
+    let tests = node_tests();
+    let mut report = String::new();
+    let mut failures = Vec::new();
+    for d in devices() {
+        let (mut passed, mut refused) = (0, BTreeMap::<String, usize>::new());
+        for dir in &tests {
+            let test = dir.file_name().unwrap().to_string_lossy().into_owned();
+            match run_test(d, dir) {
+                Outcome::Passed => passed += 1,
+                Outcome::Refused(why) => *refused.entry(reason(&why)).or_default() += 1,
+                Outcome::Failed(why) => failures.push(format!("{test} on {}: {why}", name(d))),
+            }
+        }
+        let refused_total: usize = refused.values().sum();
+        report += &format!(
+            "{}: {passed} passed, {refused_total} refused at load\n",
+            name(d)
+        );
+        for (why, n) in refused {
+            report += &format!("  {n:4} {why}\n");
+        }
+    }
+    println!("{report}");
+    assert!(
+        failures.is_empty(),
+        "{} failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
