@@ -106,6 +106,18 @@ impl ElemType {
         }
     }
 
+    /// The type a tensor of library dtype `dtype` holds.
+    pub fn from_dtype(dtype: DType) -> ElemType {
+        match dtype {
+            DType::F32 => ElemType::F32,
+            DType::F16 => ElemType::F16,
+            DType::BF16 => ElemType::BF16,
+            DType::I32 => ElemType::I32,
+            DType::U32 => ElemType::U32,
+            DType::I64 => ElemType::I64,
+        }
+    }
+
     /// The library dtype that holds this type as it is, if one does.
     pub fn dtype(self) -> Option<DType> {
         match self {

@@ -1,8 +1,11 @@
 //! The ONNX operators a session runs, each mapped onto the op API (never a backend): one
-//! table row per operator, in files by family (`math`, `shape`, `nn`).
+//! table row per operator, in files by family (`math`, `shape`, `slice`, `pad`, `nn`,
+//! `conv`).
 
+mod conv;
 mod math;
 mod nn;
+mod pad;
 mod shape;
 mod slice;
 
@@ -83,7 +86,11 @@ impl OpDef {
 
 /// Every operator of the default domain a session runs.
 fn all() -> impl Iterator<Item = &'static OpDef> {
-    math::OPS.iter().chain(shape::OPS).chain(nn::OPS)
+    math::OPS
+        .iter()
+        .chain(shape::OPS)
+        .chain(nn::OPS)
+        .chain(conv::OPS)
 }
 
 /// The operator `op` of `domain`, if a session can run it.

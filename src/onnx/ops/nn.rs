@@ -13,6 +13,7 @@ pub(super) const OPS: &[OpDef] = &[
     op("Softmax", |c| rows(c, false)),
     op("LogSoftmax", |c| rows(c, true)),
     op("LayerNormalization", layer_norm).outputs(3),
+    op("RMSNormalization", rms_norm),
     op("ReduceSum", |c| reduce(c, Reduction::Sum)),
     op("ReduceMean", |c| reduce(c, Reduction::Mean)),
     op("ReduceMax", |c| reduce(c, Reduction::Max)),
@@ -21,6 +22,7 @@ pub(super) const OPS: &[OpDef] = &[
     op("ReduceL2", |c| reduce(c, Reduction::L2)),
     op("ReduceSumSquare", |c| reduce(c, Reduction::SumSquare)),
     op("ReduceLogSumExp", |c| reduce(c, Reduction::LogSumExp)),
+    op("ReduceLogSum", |c| reduce(c, Reduction::LogSum)),
     op("ArgMax", |c| arg(c, false)),
     op("ArgMin", |c| arg(c, true)),
     op("CumSum", cumsum),
@@ -120,6 +122,27 @@ fn layer_norm(c: &Ctx<'_>) -> Result<Vec<Val>> {
     Ok(out)
 }
 
+/// `RMSNormalization` (opset 23) over the axes from `axis` on, scaled.
+fn rms_norm(c: &Ctx<'_>) -> Result<Vec<Val>> {
+    let x = c.tensor(0)?;
+    let axis = c.axis(c.int("axis", -1)?, x.rank())?;
+    let scale = c.opt_tensor(1)?;
+    let eps = c.float("epsilon", 1e-5)?;
+    let params = NormParams {
+        weight: scale.as_ref(),
+        bias: None,
+        eps,
+        act: None,
+    };
+    one(crate::ops::norm::norm_trailing(
+        c.queue,
+        NormKind::Rms,
+        &x,
+        x.rank() - axis,
+        params,
+    )?)
+}
+
 /// The reductions, with those the library lacks composed from the ones it has.
 #[derive(Clone, Copy, PartialEq)]
 enum Reduction {
@@ -131,6 +154,7 @@ enum Reduction {
     L2,
     SumSquare,
     LogSumExp,
+    LogSum,
 }
 
 /// The reduced axes: an attribute, or (ReduceSum from opset 13, the others from 18) an input.
@@ -170,6 +194,7 @@ fn reduce(c: &Ctx<'_>, r: Reduction) -> Result<Vec<Val>> {
         Reduction::Max => by(ReduceOp::Max, &x, keep)?,
         Reduction::Min => by(ReduceOp::Min, &x, keep)?,
         Reduction::L1 => by(ReduceOp::Sum, &x.unary(UnaryOp::Abs)?, keep)?,
+        Reduction::LogSum => by(ReduceOp::Sum, &x, keep)?.unary(UnaryOp::Log)?,
         Reduction::SumSquare => by(ReduceOp::Sum, &x.binary(BinaryOp::Mul, &x)?, keep)?,
         Reduction::L2 => {
             by(ReduceOp::Sum, &x.binary(BinaryOp::Mul, &x)?, keep)?.unary(UnaryOp::Sqrt)?

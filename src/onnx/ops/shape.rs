@@ -26,6 +26,9 @@ pub(super) const OPS: &[OpDef] = &[
     op("Expand", expand),
     op("Slice", super::slice::slice),
     op("Tile", tile),
+    op("Pad", super::pad::pad),
+    op("CastLike", cast_like),
+    op("Split", split).outputs(usize::MAX),
 ];
 
 /// Input 0 with a new shape: on the host, the same data; on the device, a reshape.
@@ -455,4 +458,49 @@ fn tile(c: &Ctx<'_>) -> Result<Vec<Val>> {
         }
     }
     one(x)
+}
+
+/// `CastLike`: input 0 in input 1's element type.
+fn cast_like(c: &Ctx<'_>) -> Result<Vec<Val>> {
+    let like = match c.input(1)? {
+        Val::Host(h) => h.elem,
+        Val::Device(t) => ElemType::from_dtype(t.dtype()),
+    };
+    match c.input(0)? {
+        Val::Host(h) => Ok(vec![Val::Host(host_cast(h, like))]),
+        Val::Device(t) => one(t.cast(device_dtype(like)?)?),
+    }
+}
+
+/// `Split` along `axis`: into the sizes given (attribute before opset 13, input from it),
+/// else into as many equal parts as the node has outputs (`num_outputs` from opset 18).
+fn split(c: &Ctx<'_>) -> Result<Vec<Val>> {
+    let x = c.tensor(0)?;
+    let axis = c.axis(c.int("axis", 0)?, x.rank())?;
+    let n = x.shape()[axis];
+    let sizes = if c.opset < 13 {
+        c.int_list("split")?
+    } else {
+        c.ints(1)?
+    };
+    let sizes: Vec<usize> = match sizes {
+        Some(s) => s.iter().map(|&v| v.max(0) as usize).collect(),
+        None => {
+            let parts = c.node.outputs.len().max(1);
+            let each = n.div_ceil(parts);
+            (0..parts)
+                .map(|i| each.min(n.saturating_sub(i * each)))
+                .collect()
+        }
+    };
+    if sizes.iter().sum::<usize>() != n {
+        return Err(c.error(format!("split sizes {sizes:?} do not add up to {n}")));
+    }
+    let mut start = 0;
+    let mut out = Vec::new();
+    for s in sizes {
+        out.push(Val::Device(x.slice(axis, start..start + s)?.contiguous()?));
+        start += s;
+    }
+    Ok(out)
 }
