@@ -5,6 +5,10 @@
 #[cfg(not(target_arch = "wasm32"))]
 mod bench;
 
+/// `unicompute run`: an ONNX model on one device.
+#[cfg(not(target_arch = "wasm32"))]
+mod run;
+
 /// The CLI is native only: a wasm build of the workspace compiles it to nothing.
 #[cfg(target_arch = "wasm32")]
 fn main() {}
@@ -56,6 +60,10 @@ mod cli {
         /// Autotune the kernel variants of the ops that have them (`TUNABLE_OPS`) on the
         /// bench's shapes for this device and write the winners to the tune cache.
         Tune(TuneArgs),
+        /// Load an ONNX model and run it on `.npy` inputs or seeded random ones: the outputs'
+        /// shapes and checksums, the load, first-run and median-run times, or every operator
+        /// the runner lacks.
+        Run(RunArgs),
         /// Print the CUDA C a WGSL compute kernel becomes on cuda devices, after NVRTC has
         /// compiled it for sm_80 and sm_90 (no GPU needed): a check that the kernel builds for
         /// CUDA. Constructs outside the subset are reported at their line:column.
@@ -66,6 +74,28 @@ mod cli {
             #[arg(long, default_value = "main")]
             entry: String,
         },
+    }
+
+    #[derive(Args)]
+    struct RunArgs {
+        /// The `.onnx` file.
+        model: std::path::PathBuf,
+        /// An input from a `.npy` file (little-endian f4, f8, i4 or i8), as NAME=FILE
+        /// (repeatable); inputs not given are seeded random values of the declared shape.
+        #[arg(long = "input", value_name = "NAME=FILE")]
+        inputs: Vec<String>,
+        /// The extent of a named (symbolic) dimension, as NAME=N (repeatable; others are 1).
+        #[arg(long = "dim", value_name = "NAME=N")]
+        dims: Vec<String>,
+        /// Device: auto (honours UNICOMPUTE_BACKEND), cpu, webgpu, cuda, or an index from `info`.
+        #[arg(long, default_value = "auto")]
+        backend: String,
+        /// Timed runs after the first (the median is printed).
+        #[arg(long, value_name = "N", default_value_t = 10)]
+        runs: usize,
+        /// Seed of the random inputs.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
     }
 
     #[derive(Args)]
@@ -161,6 +191,7 @@ mod cli {
             }
             Command::Tune(args) => tune(&args),
             Command::WgslToCuda { file, entry } => wgsl_to_cuda(&file, &entry),
+            Command::Run(args) => run_model(args),
         };
         match outcome {
             Ok(()) => ExitCode::SUCCESS,
@@ -232,6 +263,19 @@ mod cli {
             Err(e) => println!("\n{who} cannot open a device: {e}"),
         }
         Ok(())
+    }
+
+    /// `unicompute run`
+    fn run_model(args: RunArgs) -> Result<()> {
+        let device = open_device(&args.backend, None)?;
+        let config = crate::run::RunConfig {
+            model: args.model,
+            inputs: args.inputs,
+            dims: args.dims,
+            runs: args.runs,
+            seed: args.seed,
+        };
+        crate::run::run(&device, &config)
     }
 
     /// The device `--backend` (or `--policy`, not both) asks for.

@@ -244,3 +244,87 @@ fn wgsl_to_cuda_prints_the_translation_or_says_why_not() {
         "a construct outside the subset at its line: {stderr}"
     );
 }
+
+/// ONNX's node test `name` (scripts/onnx-data.sh unpacks them; `UNICOMPUTE_ONNX_DIR` moves
+/// them).
+fn node_test(name: &str) -> std::path::PathBuf {
+    let root = std::env::var_os("UNICOMPUTE_ONNX_DIR").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.onnx"),
+        std::path::PathBuf::from,
+    );
+    root.join("node").join(name)
+}
+
+/// A `.npy` file (version 1, little-endian f4, C order) of `c`'s elements.
+fn write_npy(path: &std::path::Path, c: &unicompute::onnx::Constant) {
+    let shape: Vec<String> = c.dims.iter().map(|d| format!("{d},")).collect();
+    let mut header = format!(
+        "{{'descr': '<f4', 'fortran_order': False, 'shape': ({}), }}",
+        shape.join(" ")
+    );
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    bytes.extend(&c.bytes[..]);
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn run_gives_an_onnx_models_outputs_from_npy_inputs() {
+    use unicompute::onnx::Constant;
+    let test = node_test("test_conv_with_strides_padding");
+    let data = |f: &str| {
+        Constant::decode(std::fs::read(test.join("test_data_set_0").join(f)).unwrap()).unwrap()
+    };
+    let dir = std::env::temp_dir().join(format!("unicompute-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (x, w) = (dir.join("x.npy"), dir.join("w.npy"));
+    write_npy(&x, &data("input_0.pb"));
+    write_npy(&w, &data("input_1.pb"));
+    let model = test.join("model.onnx");
+    let x_arg = format!("x={}", x.display());
+    let w_arg = format!("W={}", w.display());
+    let args = [
+        "run",
+        model.to_str().unwrap(),
+        "--backend",
+        "cpu",
+        "--input",
+        &x_arg,
+    ];
+    let (ok, stdout, stderr) =
+        unicompute(&[&args[..], &["--input", &w_arg, "--runs", "3"]].concat());
+    assert!(ok, "{stderr}");
+    let want = data("output_0.pb");
+    let sum: f64 = want
+        .bytes
+        .chunks_exact(4)
+        .map(|b| f64::from(f32::from_le_bytes(b.try_into().unwrap())))
+        .sum();
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("output y: [1, 1, 4, 3] f32 sum "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let got: f64 = line.split_whitespace().nth(8).unwrap().parse().unwrap();
+    assert!(
+        (got - sum).abs() <= 1e-4 * sum.abs(),
+        "sum {got}, expected {sum}:\n{stdout}"
+    );
+    assert!(
+        stdout.contains("median: ") && stdout.contains("of 3 runs"),
+        "{stdout}"
+    );
+    // A model with an operator the runner lacks: listed with its count, and an error.
+    let lstm = node_test("test_lstm_defaults").join("model.onnx");
+    let (ok, stdout, stderr) = unicompute(&["run", lstm.to_str().unwrap(), "--backend", "cpu"]);
+    assert!(!ok, "{stdout}");
+    assert!(stdout.contains("1 x LSTM"), "{stdout}");
+    assert!(
+        stderr.contains("node '' (LSTM) of domain ai.onnx"),
+        "{stderr}"
+    );
+}

@@ -289,3 +289,19 @@ fn unknown(what: &str, name: &str, g: &Graph) -> Error {
         list.join(", ")
     ))
 }
+
+/// The operators of `model`'s graph a session cannot run, with how many nodes use each, by
+/// name (`domain::Op` outside the default domain).
+pub fn unsupported(model: &Model) -> Vec<(String, usize)> {
+    let mut counts = std::collections::BTreeMap::new();
+    for node in &model.graph.nodes {
+        if ops::find(&node.domain, &node.op).is_none() {
+            let name = match node.domain.as_str() {
+                "" | "ai.onnx" => node.op.clone(),
+                d => format!("{d}::{}", node.op),
+            };
+            *counts.entry(name).or_insert(0) += 1;
+        }
+    }
+    counts.into_iter().collect()
+}

@@ -1,0 +1,224 @@
+//! `unicompute run`: an ONNX model loaded and run on one device, on `.npy` inputs or seeded
+//! random ones made from the declared shapes; prints the outputs' shapes with checksums and
+//! the load, first-run and median-run times, or every operator the runner lacks.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use unicompute::onnx::{Dim, ElemType, Model, Session, SessionOptions};
+use unicompute::{DType, Device, Error, Result, Tensor};
+
+/// What `unicompute run` was asked.
+pub struct RunConfig {
+    /// The `.onnx` file.
+    pub model: PathBuf,
+    /// `name=file.npy` inputs.
+    pub inputs: Vec<String>,
+    /// `name=extent` for named (symbolic) dimensions; others are 1.
+    pub dims: Vec<String>,
+    /// Timed runs after the first.
+    pub runs: usize,
+    /// The seed of the random inputs.
+    pub seed: u64,
+}
+
+/// Runs the model as `config` says on `device`, printing what it measured.
+pub fn run(device: &Device, config: &RunConfig) -> Result<()> {
+    let start = Instant::now();
+    let model = Model::from_path(&config.model)?;
+    let unsupported = unicompute::onnx::unsupported(&model);
+    if !unsupported.is_empty() {
+        println!("operators this runner lacks ({} kinds):", unsupported.len());
+        for (op, count) in &unsupported {
+            println!("  {count:5} x {op}");
+        }
+    }
+    let session = Session::load(device, model, SessionOptions::default())?;
+    let load = start.elapsed().as_secs_f64();
+    let feeds = inputs(device, &session, config)?;
+    let named: Vec<(&str, &Tensor)> = feeds.iter().map(|(n, t)| (n.as_str(), t)).collect();
+    let first = Instant::now();
+    let outputs = session.run(&named)?;
+    device.queue().finish()?;
+    let first = first.elapsed().as_secs_f64();
+    let mut times = Vec::with_capacity(config.runs);
+    for _ in 0..config.runs {
+        let t = Instant::now();
+        session.run(&named)?;
+        device.queue().finish()?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "model:  {} on {}",
+        config.model.display(),
+        device.info().name
+    );
+    for (name, t) in &outputs {
+        let (sum, abs) = checksum(t)?;
+        println!(
+            "output {name}: {:?} {} sum {sum:.6e} sum|x| {abs:.6e}",
+            t.shape(),
+            t.dtype()
+        );
+    }
+    println!("load:   {:.3} ms", load * 1e3);
+    println!("first:  {:.3} ms", first * 1e3);
+    if let Some(median) = times.get(times.len() / 2) {
+        println!("median: {:.3} ms of {} runs", median * 1e3, times.len());
+    }
+    Ok(())
+}
+
+/// Every input: from its `.npy` file where one is given, else seeded random values of the
+/// declared shape (uniform in [-1, 1) for floats, 0 for integers).
+fn inputs(device: &Device, s: &Session, config: &RunConfig) -> Result<Vec<(String, Tensor)>> {
+    let files = pairs(&config.inputs, "--input")?;
+    let dims = pairs(&config.dims, "--dim")?;
+    let mut out = Vec::new();
+    for (i, info) in s.inputs().into_iter().enumerate() {
+        if let Some((_, file)) = files.iter().find(|(n, _)| *n == info.name) {
+            out.push((info.name, read_npy(device, Path::new(file))?));
+            continue;
+        }
+        let shape = shape_of(&info.name, info.shape.as_deref().unwrap_or(&[]), &dims)?;
+        let dtype = match info.elem {
+            Some(ElemType::F16) => DType::F16,
+            Some(ElemType::BF16) => DType::BF16,
+            Some(e) if e.dtype().is_some_and(|d| !d.is_float()) => e.dtype().unwrap_or(DType::I64),
+            _ => DType::F32,
+        };
+        let t = if dtype.is_float() {
+            Tensor::random_uniform(device, &shape, [-1.0, 1.0], config.seed + i as u64, dtype)?
+        } else {
+            Tensor::zeros(device, &shape, dtype)?
+        };
+        out.push((info.name, t));
+    }
+    Ok(out)
+}
+
+/// `name=value` arguments split at the first `=`.
+fn pairs<'a>(args: &'a [String], flag: &str) -> Result<Vec<(&'a str, &'a str)>> {
+    args.iter()
+        .map(|a| {
+            a.split_once('=')
+                .ok_or_else(|| Error::Invalid(format!("{flag} {a}: expected NAME=VALUE")))
+        })
+        .collect()
+}
+
+/// A declared shape with its named extents taken from `--dim` (1 where not given).
+fn shape_of(input: &str, dims: &[Dim], given: &[(&str, &str)]) -> Result<Vec<usize>> {
+    dims.iter()
+        .map(|d| match d {
+            Dim::Fixed(n) => Ok(*n),
+            Dim::Symbol(name) => match given.iter().find(|(n, _)| n == name) {
+                Some((_, v)) => v.parse().map_err(|_| {
+                    Error::Invalid(format!("--dim {name}={v}: expected a whole number"))
+                }),
+                None => Ok(1),
+            },
+            Dim::Unknown => Ok(1),
+        })
+        .collect::<Result<_>>()
+        .map_err(|e| Error::Invalid(format!("input '{input}': {e}")))
+}
+
+/// The sum and the sum of magnitudes of a tensor's elements, in f64.
+fn checksum(t: &Tensor) -> Result<(f64, f64)> {
+    let v: Vec<f64> = match t.dtype() {
+        DType::I64 => t
+            .to_vec_blocking::<i64>()?
+            .iter()
+            .map(|&x| x as f64)
+            .collect(),
+        DType::I32 => t
+            .to_vec_blocking::<i32>()?
+            .iter()
+            .map(|&x| x.into())
+            .collect(),
+        DType::U32 => t
+            .to_vec_blocking::<u32>()?
+            .iter()
+            .map(|&x| x.into())
+            .collect(),
+        _ => t
+            .cast(DType::F32)?
+            .to_vec_blocking::<f32>()?
+            .iter()
+            .map(|&x| x.into())
+            .collect(),
+    };
+    Ok((v.iter().sum(), v.iter().map(|x| x.abs()).sum()))
+}
+
+/// A `.npy` file (little-endian f4, f8, i4 or i8, C order) as a tensor; f8 becomes f32.
+fn read_npy(device: &Device, path: &Path) -> Result<Tensor> {
+    let bad = |why: &str| Error::Invalid(format!("{}: {why}", path.display()));
+    let bytes = std::fs::read(path).map_err(|e| bad(&e.to_string()))?;
+    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
+        return Err(bad("not a .npy file"));
+    }
+    let (len_at, len_size) = if bytes[6] == 1 { (8, 2) } else { (8, 4) };
+    let header_len = bytes[len_at..len_at + len_size]
+        .iter()
+        .rev()
+        .fold(0usize, |n, &b| n * 256 + b as usize);
+    let start = len_at + len_size;
+    let header = bytes
+        .get(start..start + header_len)
+        .map(String::from_utf8_lossy)
+        .ok_or_else(|| bad("its header is cut short"))?;
+    if header.contains("'fortran_order': True") {
+        return Err(bad("Fortran order is not supported; save it in C order"));
+    }
+    let shape = npy_shape(&header).ok_or_else(|| bad("its header has no shape"))?;
+    let data = &bytes[start + header_len..];
+    let n: usize = shape.iter().product();
+    let take = |size: usize| {
+        data.get(..n * size)
+            .ok_or_else(|| bad("its data is cut short"))
+    };
+    let descr = ["<f4", "<f8", "<i4", "<i8"]
+        .into_iter()
+        .find(|d| header.contains(d));
+    match descr {
+        Some("<f4") => Tensor::from_slice(device, &decode(take(4)?, f32::from_le_bytes), &shape),
+        Some("<f8") => {
+            let v: Vec<f32> = decode(take(8)?, f64::from_le_bytes)
+                .iter()
+                .map(|&x| x as f32)
+                .collect();
+            Tensor::from_slice(device, &v, &shape)
+        }
+        Some("<i4") => Tensor::from_slice(device, &decode(take(4)?, i32::from_le_bytes), &shape),
+        Some("<i8") => Tensor::from_slice(device, &decode(take(8)?, i64::from_le_bytes), &shape),
+        _ => Err(bad("its dtype is not <f4, <f8, <i4 or <i8")),
+    }
+}
+
+/// Little-endian values of `N` bytes each.
+fn decode<T, const N: usize>(bytes: &[u8], f: fn([u8; N]) -> T) -> Vec<T> {
+    bytes
+        .chunks_exact(N)
+        .map(|c| {
+            let mut a = [0; N];
+            a.copy_from_slice(c);
+            f(a)
+        })
+        .collect()
+}
+
+/// The `'shape': (…)` tuple of a `.npy` header.
+fn npy_shape(header: &str) -> Option<Vec<usize>> {
+    let at = header.find("'shape':")?;
+    let rest = &header[at..];
+    let tuple = &rest[rest.find('(')? + 1..rest.find(')')?];
+    tuple
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().ok())
+        .collect()
+}
