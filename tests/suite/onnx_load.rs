@@ -147,7 +147,7 @@ fn check_schedule(name: &str, model: &Model, plan: &unicompute::onnx::Schedule) 
 }
 
 /// A one-node model `y = Relu(x)` over f32 [2, 3], as bytes, changed by `edit` first.
-fn relu_model(edit: impl FnOnce(&mut ModelProto)) -> Vec<u8> {
+pub(crate) fn relu_model(edit: impl FnOnce(&mut ModelProto)) -> Vec<u8> {
     let info = |name: &str| proto::ValueInfoProto {
         name: Some(name.into()),
         r#type: Some(proto::TypeProto {
@@ -246,7 +246,7 @@ fn malformed_models_are_errors_that_say_what_is_wrong() {
 }
 
 /// The graph of a model being edited.
-fn graph(m: &mut ModelProto) -> &mut GraphProto {
+pub(crate) fn graph(m: &mut ModelProto) -> &mut GraphProto {
     m.graph.as_mut().unwrap()
 }
 

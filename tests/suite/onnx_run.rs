@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::common::{devices, name};
-use crate::onnx_load::{data, node_tests};
+use crate::common::{devices, name, random, read, tensor};
+use crate::onnx_load::{data, graph, node_tests, relu_model};
 use unicompute::onnx::{HostTensor, Session, SessionOptions, Val};
-use unicompute::Device;
+use unicompute::{Device, Tensor};
 
 /// What one node test gave on one device.
 enum Outcome {
@@ -111,5 +111,79 @@ fn node_tests_of_supported_operators_pass() {
         "{} failed:\n{}",
         failures.len(),
         failures.join("\n")
+    );
+}
+
+// ANCHOR: session (included by docs/src/onnx.md)
+/// A model run through a session on every device: `y = relu(x)`.
+fn run_relu(d: &Device, x: &Tensor) -> unicompute::Result<Tensor> {
+    let session = Session::from_bytes(d, relu_model(|_| {}), SessionOptions::default())?;
+    assert_eq!(session.inputs()[0].name, "x");
+    let mut outputs = session.run(&[("x", x)])?;
+    let (name, y) = outputs.remove(0);
+    assert_eq!(name, "y");
+    Ok(y)
+}
+// ANCHOR_END: session
+
+#[test]
+fn a_session_runs_a_model_on_every_device() {
+    for d in devices() {
+        let x = random(41, 3 * 257, -2.0, 2.0);
+        let y = read(&run_relu(d, &tensor(d, &x, &[3, 257])).unwrap());
+        let want: Vec<f32> = x.iter().map(|v| v.max(0.0)).collect();
+        assert_eq!(y, want, "on {}", name(d));
+    }
+}
+
+#[test]
+fn sessions_refuse_what_they_cannot_run_at_load_and_bad_feeds_at_run() {
+    let d = &devices()[0];
+    let load = |bytes| Session::from_bytes(d, bytes, SessionOptions::default());
+    let e = load(relu_model(|m| {
+        graph(m).node[0].op_type = Some("Frobnicate".into())
+    }));
+    let text = e.err().unwrap().to_string();
+    assert!(
+        text.contains("node '' (Frobnicate) of domain ai.onnx (opset 13)"),
+        "{text}"
+    );
+    let e = load(relu_model(|m| {
+        graph(m).node[0].domain = Some("com.example".into())
+    }));
+    assert!(e
+        .err()
+        .unwrap()
+        .to_string()
+        .contains("of domain com.example"));
+    let session = load(relu_model(|_| {})).unwrap();
+    let x = tensor(d, &[1.0, -1.0], &[2]);
+    let text = session.run(&[("nope", &x)]).unwrap_err().to_string();
+    assert!(text.contains("no input 'nope'; it has: x"), "{text}");
+    let text = session.run(&[]).unwrap_err().to_string();
+    assert!(text.contains("input 'x' is not given"), "{text}");
+    // The session still runs after the refused feeds.
+    assert_eq!(read(&session.run(&[("x", &x)]).unwrap()[0].1), [1.0, 0.0]);
+}
+
+/// docs/src/onnx.md lists the supported operators as `onnx::supported()` names them.
+#[test]
+fn the_book_lists_the_supported_operators() {
+    let page = include_str!("../../docs/src/onnx.md");
+    let list = page
+        .split("<!-- onnx-ops:begin -->")
+        .nth(1)
+        .and_then(|rest| rest.split("<!-- onnx-ops:end -->").next())
+        .expect("docs/src/onnx.md has the onnx-ops markers");
+    let listed: Vec<&str> = list
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut listed = listed;
+    listed.sort_unstable();
+    assert_eq!(
+        listed,
+        unicompute::onnx::supported(),
+        "update the list in docs/src/onnx.md"
     );
 }
