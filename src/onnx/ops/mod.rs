@@ -1,11 +1,12 @@
 //! The ONNX operators a session runs, each mapped onto the op API (never a backend): one
 //! table row per operator, in files by family (`math`, `shape`, `slice`, `pad`, `nn`,
-//! `conv`).
+//! `conv`, `resize`).
 
 mod conv;
 mod math;
 mod nn;
 mod pad;
+mod resize;
 mod shape;
 mod slice;
 
@@ -91,6 +92,7 @@ fn all() -> impl Iterator<Item = &'static OpDef> {
         .chain(shape::OPS)
         .chain(nn::OPS)
         .chain(conv::OPS)
+        .chain(resize::OPS)
 }
 
 /// The operator `op` of `domain`, if a session can run it.
