@@ -1,10 +1,11 @@
 //! The ONNX operators a session runs, each mapped onto the op API (never a backend): one
 //! table row per operator, in files by family (`math`, `shape`, `slice`, `pad`, `nn`,
-//! `conv`, `resize`).
+//! `norms`, `conv`, `resize`).
 
 mod conv;
 mod math;
 mod nn;
+mod norms;
 mod pad;
 mod resize;
 mod shape;
@@ -93,6 +94,7 @@ fn all() -> impl Iterator<Item = &'static OpDef> {
         .chain(nn::OPS)
         .chain(conv::OPS)
         .chain(resize::OPS)
+        .chain(norms::OPS)
 }
 
 /// The operator `op` of `domain`, if a session can run it.
