@@ -7,7 +7,7 @@ use half::{bf16, f16};
 use super::constant::Constant;
 use super::elem::ElemType;
 use crate::base::error::{Error, Result};
-use crate::{DType, Device, Tensor};
+use crate::{DType, Device, Element, Tensor};
 
 /// Integer constants up to this many elements stay on the host (shapes, axes, indices).
 const HOST_LIMIT: usize = 4096;
@@ -96,39 +96,55 @@ impl HostTensor {
     pub fn download(t: &Tensor) -> Result<HostTensor> {
         let shape = t.shape().to_vec();
         let (elem, data) = match t.dtype() {
-            DType::F32 => (ElemType::F32, HostData::F32(t.to_vec_blocking::<f32>()?)),
+            DType::F32 => (ElemType::F32, HostData::F32(read::<f32>(t)?)),
             DType::F16 => {
-                let v = t.to_vec_blocking::<f16>()?;
+                let v = read::<f16>(t)?;
                 (
                     ElemType::F16,
                     HostData::F32(v.iter().map(|x| x.to_f32()).collect()),
                 )
             }
             DType::BF16 => {
-                let v = t.to_vec_blocking::<bf16>()?;
+                let v = read::<bf16>(t)?;
                 (
                     ElemType::BF16,
                     HostData::F32(v.iter().map(|x| x.to_f32()).collect()),
                 )
             }
             DType::I32 => {
-                let v = t.to_vec_blocking::<i32>()?;
+                let v = read::<i32>(t)?;
                 (
                     ElemType::I32,
                     HostData::I64(v.iter().map(|&x| x.into()).collect()),
                 )
             }
             DType::U32 => {
-                let v = t.to_vec_blocking::<u32>()?;
+                let v = read::<u32>(t)?;
                 (
                     ElemType::U32,
                     HostData::I64(v.iter().map(|&x| x.into()).collect()),
                 )
             }
-            DType::I64 => (ElemType::I64, HostData::I64(t.to_vec_blocking::<i64>()?)),
+            DType::I64 => (ElemType::I64, HostData::I64(read::<i64>(t)?)),
         };
         Ok(HostTensor { elem, shape, data })
     }
+}
+
+/// `t`'s elements on the host: natively a blocking read.
+#[cfg(not(target_arch = "wasm32"))]
+fn read<T: Element>(t: &Tensor) -> Result<Vec<T>> {
+    t.to_vec_blocking()
+}
+
+/// In wasm a run cannot wait for the device, so a device value needed on the host (a shape
+/// computed on the device) is an error there for now.
+#[cfg(target_arch = "wasm32")]
+fn read<T: Element>(t: &Tensor) -> Result<Vec<T>> {
+    Err(Error::Invalid(format!(
+        "a {:?} value of the device is needed on the host mid-run, which wasm cannot wait for yet",
+        t.shape()
+    )))
 }
 
 /// The device dtype for `elem`: doubles are computed in f32; types without a device dtype
