@@ -73,7 +73,7 @@ impl Constant {
 }
 
 /// `N` bytes of a chunk of exactly `N`.
-fn le<const N: usize>(chunk: &[u8]) -> [u8; N] {
+pub(super) fn le<const N: usize>(chunk: &[u8]) -> [u8; N] {
     let mut out = [0; N];
     out.copy_from_slice(chunk);
     out

@@ -4,7 +4,7 @@
 
 use half::{bf16, f16};
 
-use super::constant::Constant;
+use super::constant::{le, Constant};
 use super::elem::ElemType;
 use crate::base::error::{Error, Result};
 use crate::{DType, Device, Element, Tensor};
@@ -216,11 +216,4 @@ pub fn host_of(c: &Constant) -> Result<HostTensor> {
         shape: c.dims.clone(),
         data,
     })
-}
-
-/// `N` bytes of a chunk of exactly `N`.
-fn le<const N: usize>(chunk: &[u8]) -> [u8; N] {
-    let mut out = [0; N];
-    out.copy_from_slice(chunk);
-    out
 }

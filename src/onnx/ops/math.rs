@@ -69,7 +69,7 @@ fn un(c: &Ctx<'_>, op: UnaryOp) -> Result<Vec<Val>> {
 /// arithmetic); `Pow` takes its exponent in the base's dtype.
 fn bin(c: &Ctx<'_>, op: BinaryOp) -> Result<Vec<Val>> {
     if let (Val::Host(a), Val::Host(b)) = (c.input(0)?, c.input(1)?) {
-        return Ok(vec![Val::Host(host_binary(c, op, a, b)?)]);
+        return Ok(vec![Val::Host(host_binary(op, a, b)?)]);
     }
     let (a, mut b) = (c.tensor(0)?, c.tensor(1)?);
     if op == BinaryOp::Pow && b.dtype() != a.dtype() {
@@ -79,8 +79,8 @@ fn bin(c: &Ctx<'_>, op: BinaryOp) -> Result<Vec<Val>> {
 }
 
 /// `op(a, b)` on the host with numpy's broadcasting, in `a`'s element type.
-fn host_binary(c: &Ctx<'_>, op: BinaryOp, a: &HostTensor, b: &HostTensor) -> Result<HostTensor> {
-    let shape = super::shape::broadcast(c, &a.shape, &b.shape)?;
+fn host_binary(op: BinaryOp, a: &HostTensor, b: &HostTensor) -> Result<HostTensor> {
+    let shape = crate::base::layout::broadcast_shapes(op.name(), &a.shape, &b.shape)?;
     let (ia, ib) = (
         broadcast_index(&a.shape, &shape),
         broadcast_index(&b.shape, &shape),

@@ -412,27 +412,6 @@ fn range(c: &Ctx<'_>) -> Result<Vec<Val>> {
     })])
 }
 
-/// The broadcast shape of `a` and `b`, numpy's rules.
-pub(super) fn broadcast(c: &Ctx<'_>, a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
-    let rank = a.len().max(b.len());
-    let at = |s: &[usize], i: usize| {
-        if i + s.len() < rank {
-            1
-        } else {
-            s[i + s.len() - rank]
-        }
-    };
-    (0..rank)
-        .map(|i| match (at(a, i), at(b, i)) {
-            (x, y) if x == y || y == 1 => Ok(x),
-            (1, y) => Ok(y),
-            (x, y) => Err(c.error(format!(
-                "shapes {a:?} and {b:?} do not broadcast ({x}, {y})"
-            ))),
-        })
-        .collect()
-}
-
 fn expand(c: &Ctx<'_>) -> Result<Vec<Val>> {
     let x = c.tensor(0)?;
     let spec: Vec<usize> = c
@@ -441,7 +420,7 @@ fn expand(c: &Ctx<'_>) -> Result<Vec<Val>> {
         .iter()
         .map(|&d| d as usize)
         .collect();
-    let shape = broadcast(c, x.shape(), &spec)?;
+    let shape = crate::base::layout::broadcast_shapes("Expand", x.shape(), &spec)?;
     one(x.broadcast_to(&shape)?.contiguous()?)
 }
 

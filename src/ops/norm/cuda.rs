@@ -55,7 +55,8 @@ pub(super) fn norm(op: &Norm<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpContext
 /// in registers.
 fn row_vecs(op: &Norm<'_>, pointers: [u64; 4]) -> Option<usize> {
     let s = op.x_steps;
-    let aligned = [op.cols, s.a, s.b].iter().all(|v| v % 4 == 0) && pointers.iter().all(|p| p % 16 == 0);
+    let aligned = [op.cols, s.a, s.b].iter().all(|v| v % 4 == 0)
+        && pointers.iter().all(|p| p % 16 == 0);
     let vecs = op.cols.div_ceil(4 * BLOCK as usize).next_power_of_two();
     (aligned && s.col == 1 && op.cols > 0 && vecs <= MAX_ROW_VECS).then_some(vecs)
 }
@@ -77,9 +78,18 @@ pub(super) fn specialisations() -> Vec<Specialisation> {
         for on in [false, true] {
             let act = ("ACT", if on { "12" } else { "0" }.to_string());
             for kind in 0..2 {
-                let defines = vec![("KIND", kind.to_string()), act.clone(), flag("HAS_WEIGHT", on), flag("HAS_BIAS", on), idx.clone()];
+                let defines = vec![
+                    ("KIND", kind.to_string()),
+                    act.clone(),
+                    flag("HAS_WEIGHT", on),
+                    flag("HAS_BIAS", on),
+                    idx.clone(),
+                ];
                 all.push(specialise(&SOURCE, "norm_main", defines.clone()));
-                all.extend([1, MAX_ROW_VECS].map(|vecs| specialise(&SOURCE, "norm_cached_main", cached(defines.clone(), vecs))));
+                for vecs in [1, MAX_ROW_VECS] {
+                    let cached = cached(defines.clone(), vecs);
+                    all.push(specialise(&SOURCE, "norm_cached_main", cached));
+                }
             }
         }
     }

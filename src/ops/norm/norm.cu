@@ -70,9 +70,10 @@ extern "C" __global__ void __launch_bounds__(BLOCK) norm_main(const float* __res
     }
 }
 
-__device__ __forceinline__ float4 norm4(float4 v, double mean, double inv, const float4* weight4, const float4* bias4, IDX j) {
-    float y[4] = {(float)(((double)v.x - mean) * inv), (float)(((double)v.y - mean) * inv), (float)(((double)v.z - mean) * inv),
-                  (float)(((double)v.w - mean) * inv)};
+__device__ __forceinline__ float4 norm4(float4 v, double mean, double inv, const float4* weight4,
+                                        const float4* bias4, IDX j) {
+    float y[4] = {(float)(((double)v.x - mean) * inv), (float)(((double)v.y - mean) * inv),
+                  (float)(((double)v.z - mean) * inv), (float)(((double)v.w - mean) * inv)};
     if (HAS_WEIGHT) {
         const float4 w = weight4[j];
         y[0] *= w.x, y[1] *= w.y, y[2] *= w.z, y[3] *= w.w;
@@ -81,15 +82,18 @@ __device__ __forceinline__ float4 norm4(float4 v, double mean, double inv, const
         const float4 b = bias4[j];
         y[0] += b.x, y[1] += b.y, y[2] += b.z, y[3] += b.w;
     }
-    return make_float4(unary_op<ACT>(y[0]), unary_op<ACT>(y[1]), unary_op<ACT>(y[2]), unary_op<ACT>(y[3]));
+    return make_float4(unary_op<ACT>(y[0]), unary_op<ACT>(y[1]), unary_op<ACT>(y[2]),
+                       unary_op<ACT>(y[3]));
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK) norm_cached_main(const float* __restrict__ x, const float* __restrict__ weight,
-                                                                     const float* __restrict__ bias, float* __restrict__ out, NormParams p) {
+extern "C" __global__ void __launch_bounds__(BLOCK)
+    norm_cached_main(const float* __restrict__ x, const float* __restrict__ weight,
+                     const float* __restrict__ bias, float* __restrict__ out, NormParams p) {
     const IDX cols4 = (IDX)p.cols / 4;
     const double n = (double)p.cols;
     for (IDX row = blockIdx.x; row < (IDX)p.rows; row += gridDim.x) {
-        const float4* xr = (const float4*)(x + (row / (IDX)p.nb) * (IDX)p.x_a + (row % (IDX)p.nb) * (IDX)p.x_b);
+        const IDX start = (row / (IDX)p.nb) * (IDX)p.x_a + (row % (IDX)p.nb) * (IDX)p.x_b;
+        const float4* xr = (const float4*)(x + start);
         float4 v[ROW_VECS];
         double s = 0.0;
 #pragma unroll
@@ -103,7 +107,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK) norm_cached_main(const float
 #pragma unroll
         for (int k = 0; k < ROW_VECS; ++k) {
             if (threadIdx.x + (IDX)k * BLOCK >= cols4) continue;
-            const double d0 = (double)v[k].x - mean, d1 = (double)v[k].y - mean, d2 = (double)v[k].z - mean, d3 = (double)v[k].w - mean;
+            const double d0 = (double)v[k].x - mean, d1 = (double)v[k].y - mean;
+            const double d2 = (double)v[k].z - mean, d3 = (double)v[k].w - mean;
             ss += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3);
         }
         const double inv = 1.0 / sqrt(block_sum(ss) / n + (double)p.eps);
@@ -111,7 +116,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK) norm_cached_main(const float
 #pragma unroll
         for (int k = 0; k < ROW_VECS; ++k) {
             const IDX j = threadIdx.x + (IDX)k * BLOCK;
-            if (j < cols4) orow[j] = norm4(v[k], mean, inv, (const float4*)weight, (const float4*)bias, j);
+            if (j < cols4) {
+                orow[j] = norm4(v[k], mean, inv, (const float4*)weight, (const float4*)bias, j);
+            }
         }
     }
 }

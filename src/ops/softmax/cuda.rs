@@ -69,7 +69,8 @@ fn specialise(epilogue: &'static Epilogue, idx: (&'static str, String)) -> Speci
 
 fn cached(epilogue: &'static Epilogue, vecs: usize, idx: (&'static str, String)) -> Specialisation {
     let defines = vec![idx, ("ROW_VECS", vecs.to_string())];
-    Specialisation { source: &SOURCE, entry: "softmax_cached_main", defines, prelude: epilogue.cuda }
+    let entry = "softmax_cached_main";
+    Specialisation { source: &SOURCE, entry, defines, prelude: epilogue.cuda }
 }
 
 /// Softmax's specialisations.

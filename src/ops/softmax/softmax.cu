@@ -65,7 +65,9 @@ __device__ __forceinline__ void block_merge(float& m, float& s) {
     __shared__ float sm[BLOCK / 32];
     __shared__ float ss[BLOCK / 32];
     const u32 lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    for (int o = 16; o > 0; o >>= 1) merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+    for (int o = 16; o > 0; o >>= 1) {
+        merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+    }
     if (lane == 0) {
         sm[warp] = m;
         ss[warp] = s;
@@ -80,7 +82,8 @@ __device__ __forceinline__ void block_merge(float& m, float& s) {
 // exp(v - m), where v == m counts 1 (as `merge` does, so -inf rows agree with softmax_main).
 __device__ __forceinline__ float term(float v, float m) { return v == m ? 1.0f : expf(v - m); }
 
-extern "C" __global__ void __launch_bounds__(BLOCK) softmax_cached_main(const float* __restrict__ x, float* __restrict__ out, SoftmaxParams p) {
+extern "C" __global__ void __launch_bounds__(BLOCK)
+    softmax_cached_main(const float* __restrict__ x, float* __restrict__ out, SoftmaxParams p) {
     const IDX cols4 = (IDX)p.cols / 4;
     for (IDX row = blockIdx.x; row < (IDX)p.rows; row += gridDim.x) {
         const IDX a = row / (IDX)p.nb, b = row % (IDX)p.nb;
@@ -97,7 +100,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK) softmax_cached_main(const fl
         float s = 0.0f;
 #pragma unroll
         for (int k = 0; k < ROW_VECS; ++k) {
-            if (threadIdx.x + (IDX)k * BLOCK < cols4) s += term(v[k].x, m) + term(v[k].y, m) + term(v[k].z, m) + term(v[k].w, m);
+            if (threadIdx.x + (IDX)k * BLOCK < cols4) {
+                s += term(v[k].x, m) + term(v[k].y, m) + term(v[k].z, m) + term(v[k].w, m);
+            }
         }
         block_merge(m, s);
         // A +inf maximum makes exp(x - max) NaN for that element, as in the reference.
@@ -105,7 +110,10 @@ extern "C" __global__ void __launch_bounds__(BLOCK) softmax_cached_main(const fl
 #pragma unroll
         for (int k = 0; k < ROW_VECS; ++k) {
             const IDX j = threadIdx.x + (IDX)k * BLOCK;
-            if (j < cols4) orow[j] = make_float4(finish(v[k].x, m, factor), finish(v[k].y, m, factor), finish(v[k].z, m, factor), finish(v[k].w, m, factor));
+            if (j < cols4) {
+                orow[j] = make_float4(finish(v[k].x, m, factor), finish(v[k].y, m, factor),
+                                      finish(v[k].z, m, factor), finish(v[k].w, m, factor));
+            }
         }
     }
 }

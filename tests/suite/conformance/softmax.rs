@@ -5,7 +5,7 @@ use crate::common::{assert_close, name, per_backend, random, read, tensor};
 use unicompute::ops;
 use unicompute::ops::softmax::reference_row;
 use unicompute::ops::{NormKind, NormParams};
-use unicompute::{DType, Device};
+use unicompute::{DType, Device, Tensor};
 
 /// Rows of every length class (1, primes, past one workgroup's 256 and 1024, many rows) with
 /// values far from zero, as `(shape, low, high)`.
@@ -40,6 +40,33 @@ fn by_rows(x: &[f32], cols: usize, row: fn(&[f64]) -> Vec<f64>) -> Vec<f64> {
     x.chunks(cols)
         .flat_map(|r| row(&r.iter().map(|&v| f64::from(v)).collect::<Vec<_>>()))
         .collect()
+}
+
+/// `op` of [`SPECIAL_ROWS`] as rows of 3, and of the same rows padded to 4 (CUDA's float4
+/// rows) with a -inf: NaN wherever `reference` makes it so, which is everywhere.
+fn special_rows_are_nan(
+    d: &Device,
+    what: &str,
+    op: fn(&Tensor) -> unicompute::Result<Tensor>,
+    reference: fn(&[f64]) -> Vec<f64>,
+) {
+    let padded: Vec<f32> = SPECIAL_ROWS
+        .chunks(3)
+        .flat_map(|r| r.iter().copied().chain([f32::NEG_INFINITY]))
+        .collect();
+    for (x, cols) in [(&SPECIAL_ROWS[..], 3), (&padded[..], 4)] {
+        let got = read(&op(&tensor(d, x, &[3, cols])).unwrap());
+        let want = by_rows(x, cols, reference);
+        assert!(
+            want.iter().all(|w| w.is_nan()),
+            "the reference makes these rows NaN"
+        );
+        let case = format!(
+            "{what} of [3, {cols}] with +inf, NaN and all -inf on {}",
+            name(d)
+        );
+        assert_close(&got, &want, 0.0, 0.0, &case);
+    }
 }
 
 fn log_softmax_is_overflow_safe_and_keeps_small_probabilities(d: &Device) {
@@ -77,19 +104,7 @@ fn log_softmax_is_overflow_safe_and_keeps_small_probabilities(d: &Device) {
         1e-5,
         &format!("log_softmax of tiny probabilities on {}", name(d)),
     );
-    let got = read(&tensor(d, &SPECIAL_ROWS, &[3, 3]).log_softmax().unwrap());
-    let want = by_rows(&SPECIAL_ROWS, 3, log_reference);
-    assert!(
-        want.iter().all(|w| w.is_nan()),
-        "the reference makes these rows NaN"
-    );
-    assert_close(
-        &got,
-        &want,
-        0.0,
-        0.0,
-        &format!("log_softmax with +inf, NaN and all -inf on {}", name(d)),
-    );
+    special_rows_are_nan(d, "log_softmax", |t| t.log_softmax(), log_reference);
     // f16 in, f16 out (lifted to f32 and rounded back).
     let x16 = tensor(d, &x[..3], &[1, 3]).cast(DType::F16).unwrap();
     let got = read(&x16.log_softmax().unwrap().cast(DType::F32).unwrap());
@@ -223,29 +238,7 @@ fn softmax_rows_are_overflow_safe(d: &Device) {
         1e-7,
         &format!("softmax with -inf on {}", name(d)),
     );
-    // Rows of 3, and the same rows padded to 4 (CUDA's float4 rows) with a -inf.
-    let padded: Vec<f32> = SPECIAL_ROWS
-        .chunks(3)
-        .flat_map(|r| r.iter().copied().chain([f32::NEG_INFINITY]))
-        .collect();
-    for (x, cols) in [(&SPECIAL_ROWS[..], 3), (&padded[..], 4)] {
-        let got = read(&tensor(d, x, &[3, cols]).softmax().unwrap());
-        let want = by_rows(x, cols, reference_row);
-        assert!(
-            want.iter().all(|w| w.is_nan()),
-            "the reference makes these rows NaN"
-        );
-        assert_close(
-            &got,
-            &want,
-            0.0,
-            0.0,
-            &format!(
-                "softmax of [3, {cols}] with +inf, NaN and all -inf on {}",
-                name(d)
-            ),
-        );
-    }
+    special_rows_are_nan(d, "softmax", |t| t.softmax(), reference_row);
 }
 per_backend!(softmax_rows_are_overflow_safe, variants);
 
