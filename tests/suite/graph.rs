@@ -334,22 +334,24 @@ fn a_device_opened_during_a_capture_leaves_it_intact() {
 fn other_threads_wait_for_a_capture_and_stay_out_of_it() {
     for d in capturing_devices() {
         let x = tensor(d, &random(11, 129, -1.0, 1.0), &[129]);
-        let started = std::sync::Barrier::new(2);
+        let x = &x;
+        // A channel, not a barrier: if the capture fails first, the other thread goes on.
+        let (started, wait) = std::sync::mpsc::channel();
         let (graph, other) = std::thread::scope(|s| {
-            let capture = s.spawn(|| {
+            let capture = s.spawn(move || {
                 d.queue()
                     .capture(|_| {
                         let y = x.relu()?;
-                        started.wait();
+                        let _ = started.send(());
                         // The other thread records meanwhile: it must wait for this capture.
                         std::thread::sleep(std::time::Duration::from_millis(50));
                         Ok(y)
                     })
                     .unwrap()
             });
-            let other = s.spawn(|| {
-                started.wait();
-                read(&x.add(&x).unwrap())
+            let other = s.spawn(move || {
+                let _ = wait.recv();
+                read(&x.add(x).unwrap())
             });
             (capture.join().unwrap(), other.join().unwrap())
         });
@@ -373,5 +375,83 @@ fn other_threads_wait_for_a_capture_and_stay_out_of_it() {
             "{}",
             name(d)
         );
+    }
+}
+
+/// What another thread may do to a CUDA device while one of its queues captures, each named.
+type Stressor = (&'static str, fn(&Device, usize) -> unicompute::Result<()>);
+
+const STRESSORS: [Stressor; 4] = [
+    ("allocating fresh memory", |d, i| {
+        Buffer::<f32>::zeros(d, (1 << 18) + 4099 * i).map(drop)
+    }),
+    ("opening the device and compiling kernels", |d, i| {
+        let other = Device::open_with(
+            unicompute::BackendChoice::Backend(d.backend()),
+            unicompute::DeviceOptions::default(),
+        )?;
+        let x = Tensor::from_slice(&other, &vec![1.0f32; 1 + i], &[1 + i])?;
+        x.relu()?.to_vec_blocking::<f32>().map(drop)
+    }),
+    ("writing through new pinned staging memory", |d, i| {
+        let b = Buffer::<f32>::zeros(d, 1024 * (1 + i))?;
+        b.write(&vec![2.0; 1024 * (1 + i)])
+    }),
+    ("multiplying on new queues (cuBLAS handles)", |d, i| {
+        let q = d.new_queue();
+        let a = Tensor::from_slice(d, &vec![1.0f32; 64 * (1 + i)], &[64, 1 + i])?;
+        let product = unicompute::ops::matmul::matmul(&q, &a, &a.t()?)?;
+        product.to_vec_blocking::<f32>().map(drop)
+    }),
+];
+
+#[test]
+fn cuda_captures_survive_what_other_threads_do_meanwhile() {
+    let cuda = capturing_devices()
+        .into_iter()
+        .filter(|d| d.backend() == BackendKind::Cuda);
+    for d in cuda {
+        let data = random(13, 263, -1.0, 1.0);
+        let x = tensor(d, &data, &[263]);
+        let want: Vec<f64> = data.iter().map(|&v| 2.0 * f64::from(v)).collect();
+        let mut broken = Vec::new();
+        for (what, stress) in STRESSORS {
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            let failures = std::thread::scope(|s| {
+                let other = s.spawn(|| {
+                    let mut i = 0;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        stress(d, i % 64).unwrap_or_else(|e| panic!("{what}: {e}"));
+                        i += 1;
+                    }
+                });
+                let q = d.new_queue();
+                let failures: Vec<String> = (0..40)
+                    .filter_map(|_| {
+                        let run = q.capture(|q| {
+                            unicompute::ops::elementwise::binary(q, BinaryOp::Add, &x, &x)
+                        });
+                        let (graph, y) = match run {
+                            Ok(done) => done,
+                            Err(e) => return Some(e.to_string()),
+                        };
+                        graph.replay().err().map(|e| e.to_string()).or_else(|| {
+                            assert_close(&read(&y), &want, 0.0, 0.0, what);
+                            None
+                        })
+                    })
+                    .collect();
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                other.join().expect("the other thread does not panic");
+                failures
+            });
+            if let Some(first) = failures.first() {
+                broken.push(format!(
+                    "{} of 40 captures broke while another thread was {what}: {first}",
+                    failures.len()
+                ));
+            }
+        }
+        assert!(broken.is_empty(), "{}: {broken:#?}", name(d));
     }
 }

@@ -4,9 +4,12 @@
 //! until it has run.
 //!
 //! While any stream captures, nothing may synchronise a whole device or context (CUDA
-//! invalidates the capture): freeing device or pinned memory and destroying a cuBLAS handle
-//! may, so [`release`] defers them until the last capture has ended.
+//! invalidates the capture): freeing device or pinned memory, destroying a cuBLAS handle and
+//! unloading a kernel module or a graph may, so [`release`] defers them until the last capture
+//! has ended, and no capture begins while one runs (on an H200, a cuBLAS handle destroyed as a
+//! capture began broke the capture, or crashed inside `cuCtxSynchronize`).
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -53,8 +56,22 @@ impl CudaWork {
     }
 }
 
+impl Drop for CudaWork {
+    /// Destroying a graph may synchronise its context: not while a stream captures.
+    fn drop(&mut self) {
+        if let Some(exec) = self.exec.take() {
+            release(Release::Objects(Box::new(exec)));
+        }
+    }
+}
+
 /// Streams capturing now, in this process.
 static CAPTURES: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    /// This thread runs releases, holding the [`DEFERRED`] lock.
+    static RELEASING: Cell<bool> = const { Cell::new(false) };
+}
+
 /// What [`release`] deferred until no stream captures.
 static DEFERRED: Mutex<Vec<Release>> = Mutex::new(Vec::new());
 
@@ -69,6 +86,8 @@ pub(crate) enum Release {
         handle: super::blas::BlasHandle,
         ctx: Arc<CudaContext>,
     },
+    /// Driver objects that bind their own context when dropped: kernel modules, graphs.
+    Objects(Box<dyn Send>),
 }
 
 impl Release {
@@ -90,22 +109,38 @@ impl Release {
                 let _ = ctx.bind_to_thread();
                 drop(handle);
             }
+            Release::Objects(what) => drop(what),
         }
     }
 }
 
-/// Release `what` now, or once no stream captures.
+/// Release `what` now, or once no stream captures. A release that runs now holds the lock
+/// that [`capture_begins`] takes, so that no capture begins while it may synchronise.
 pub(crate) fn release(what: Release) {
+    if RELEASING.with(Cell::get) {
+        // Released by something this thread is releasing: the lock is held already.
+        what.run();
+        return;
+    }
     let mut deferred = lock(&DEFERRED);
     if CAPTURES.load(Ordering::Acquire) > 0 {
         deferred.push(what);
         return;
     }
+    run_held([what]);
     drop(deferred);
-    what.run();
 }
 
-/// A stream begins capturing.
+/// Run releases while this thread holds the [`DEFERRED`] lock.
+fn run_held(releases: impl IntoIterator<Item = Release>) {
+    RELEASING.with(|r| r.set(true));
+    for what in releases {
+        what.run();
+    }
+    RELEASING.with(|r| r.set(false));
+}
+
+/// A stream begins capturing (once no release is running).
 pub(super) fn capture_begins() {
     let _deferred = lock(&DEFERRED);
     CAPTURES.fetch_add(1, Ordering::AcqRel);
@@ -113,14 +148,8 @@ pub(super) fn capture_begins() {
 
 /// A stream has stopped capturing: the last one releases what was deferred.
 pub(super) fn capture_ends() {
-    let ready = {
-        let mut deferred = lock(&DEFERRED);
-        match CAPTURES.fetch_sub(1, Ordering::AcqRel) {
-            1 => std::mem::take(&mut *deferred),
-            _ => Vec::new(),
-        }
-    };
-    for what in ready {
-        what.run();
+    let mut deferred = lock(&DEFERRED);
+    if CAPTURES.fetch_sub(1, Ordering::AcqRel) == 1 {
+        run_held(std::mem::take(&mut *deferred));
     }
 }

@@ -203,6 +203,14 @@ pub(crate) struct CudaDevice {
     failed: Mutex<Option<String>>,
 }
 
+impl Drop for CudaDevice {
+    /// Unloading the kernel modules may synchronise the context: not while a stream captures.
+    fn drop(&mut self) {
+        let functions = std::mem::take(&mut *lock(&self.functions));
+        graph::release(graph::Release::Objects(Box::new(functions)));
+    }
+}
+
 /// Whether loading failed because of the image itself (a stale or damaged cache entry).
 fn is_bad_image(e: DriverError) -> bool {
     use sys::cudaError_enum as E;

@@ -40,6 +40,16 @@ pub(crate) struct Retained {
     functions: Vec<CudaFunction>,
 }
 
+impl Drop for Retained {
+    /// Unloading a module may synchronise its context: not while a stream captures.
+    fn drop(&mut self) {
+        let functions = std::mem::take(&mut self.functions);
+        if !functions.is_empty() {
+            super::graph::release(super::graph::Release::Objects(Box::new(functions)));
+        }
+    }
+}
+
 struct InFlight {
     event: Arc<CudaEvent>,
     retained: Retained,
@@ -112,8 +122,8 @@ impl Retirement {
             done
         };
         // Outside the lock: dropping returns memory to the pools.
-        for f in finished {
-            for buffer in f.retained.staging {
+        for mut f in finished {
+            for buffer in std::mem::take(&mut f.retained.staging) {
                 self.staging.give_back(buffer);
             }
         }
@@ -261,11 +271,11 @@ impl CudaBatch {
         self.capturing
             .store(false, std::sync::atomic::Ordering::Release);
         super::graph::capture_ends();
-        let retained = std::mem::take(&mut *lock(&self.pending));
+        let mut retained = std::mem::take(&mut *lock(&self.pending));
         let graph = graph.map_err(|e| dev.fail("ending a CUDA graph capture", e))?;
         if !keep {
             // Nothing captured has run: the pinned bytes go back to the pool at once.
-            for buffer in retained.staging {
+            for buffer in std::mem::take(&mut retained.staging) {
                 self.retirement.staging.give_back(buffer);
             }
             return Ok(None);
