@@ -46,6 +46,11 @@ pub(crate) trait Backend {
     fn allocations_are_zeroed(dev: &Self::Device) -> bool;
     /// Whether kernels read and write f16 directly (elsewhere ops widen f16 to f32 first).
     fn native_f16(dev: &Self::Device) -> bool;
+    /// Whether matmul multiplies f16 and bf16 matrices as they are stored (cuBLAS), with f32
+    /// accumulation; elsewhere it widens them to f32 first.
+    fn native_16bit_matmul(_dev: &Self::Device) -> bool {
+        false
+    }
     /// Bytes of device memory free now, where the backend can tell.
     fn memory_free(dev: &Self::Device) -> Option<u64>;
     /// Compile a user kernel; `None` if this backend does not run `language`.

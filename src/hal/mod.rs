@@ -306,6 +306,11 @@ impl BackendDevice {
         on_device!(self, |B, d| B::native_f16(d))
     }
 
+    /// Whether matmul multiplies f16 and bf16 matrices as stored (cuBLAS on cuda).
+    pub fn native_16bit_matmul(&self) -> bool {
+        on_device!(self, |B, d| B::native_16bit_matmul(d))
+    }
+
     /// Whether fresh allocations come zero-filled (CUDA's do not).
     pub fn allocations_are_zeroed(&self) -> bool {
         on_device!(self, |B, d| B::allocations_are_zeroed(d))

@@ -46,6 +46,10 @@ impl Backend for Cuda {
         false
     }
 
+    fn native_16bit_matmul(_: &CudaDevice) -> bool {
+        super::blas::available()
+    }
+
     fn memory_free(dev: &CudaDevice) -> Option<u64> {
         dev.memory_free()
     }

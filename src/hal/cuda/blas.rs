@@ -13,7 +13,7 @@ use super::CudaDevice;
 use crate::base::layout::Layout;
 use crate::base::signal::lock;
 use crate::hal::Block;
-use crate::{Error, MatmulPrecision, Result};
+use crate::{DType, Error, MatmulPrecision, Result};
 
 /// cuBLAS's workspace per handle: what it recommends for Hopper (32 MiB; 4 MiB elsewhere).
 /// Given up front, cuBLAS allocates none itself, not even inside a stream capture.
@@ -119,6 +119,37 @@ fn flat_batch_stride(shape: &[usize], strides: &[usize]) -> Option<usize> {
     Some(unit)
 }
 
+/// The element and compute types of a GEMM.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Types {
+    /// f32 matrices, with the compute the precision allows.
+    F32(MatmulPrecision),
+    /// f16 or bf16 matrices (a 16-bit [`DType`]), accumulated in f32.
+    Half(DType),
+}
+
+impl Types {
+    /// Bytes of one element.
+    fn element_bytes(self) -> usize {
+        match self {
+            Types::F32(_) => 4,
+            Types::Half(_) => 2,
+        }
+    }
+
+    /// cuBLAS's element type and compute type.
+    fn cublas(self) -> Result<(sys::cudaDataType_t, sys::cublasComputeType_t)> {
+        use sys::cudaDataType_t as T;
+        let compute32 = sys::cublasComputeType_t::CUBLAS_COMPUTE_32F;
+        match self {
+            Types::F32(precision) => Ok((T::CUDA_R_32F, compute_type(precision))),
+            Types::Half(DType::F16) => Ok((T::CUDA_R_16F, compute32)),
+            Types::Half(DType::BF16) => Ok((T::CUDA_R_16BF, compute32)),
+            Types::Half(other) => Err(Error::Internal(format!("a cuBLAS GEMM on {other}"))),
+        }
+    }
+}
+
 fn compute_type(precision: MatmulPrecision) -> sys::cublasComputeType_t {
     match precision {
         MatmulPrecision::F32 => sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
@@ -135,11 +166,12 @@ pub(crate) fn matmul(
     dev: &CudaDevice,
     [a, b, out]: [(&Arc<Block>, &Layout); 3],
     [m, n, k]: [usize; 3],
-    precision: MatmulPrecision,
+    types: Types,
 ) -> Result<bool> {
     if !available() || k == 0 {
         return Ok(false);
     }
+    let (element, compute) = types.cublas()?;
     let r = out.1.shape.len();
     let batch_shape = &out.1.shape[..r - 2];
     let batches: usize = batch_shape.iter().product();
@@ -172,11 +204,12 @@ pub(crate) fn matmul(
         .map(|h| h.handle.handle())
         .ok_or_else(|| Error::Internal("no cuBLAS handle".into()))?;
     let (alpha, beta) = (1.0f32, 0.0f32);
-    let (pa, pb, pc) = (
-        address(a.0, a.1.offset)?,
-        address(b.0, b.1.offset)?,
-        address(out.0, out.1.offset)?,
-    );
+    // `address` counts 4-byte elements: offsets of 16-bit matrices are added in bytes.
+    let size = types.element_bytes();
+    let at = |(buf, layout): (&Arc<Block>, &Layout)| -> Result<u64> {
+        Ok(address(buf, 0)? + (layout.offset * size) as u64)
+    };
+    let (pa, pb, pc) = (at(a)?, at(b)?, at(out)?);
     // SAFETY: every matrix of every batch lies inside its block (the op validated the
     // shapes); alpha and beta are host values, as the handle's default pointer mode expects.
     unsafe {
@@ -189,20 +222,20 @@ pub(crate) fn matmul(
             ki,
             (&alpha as *const f32).cast(),
             pb as *const std::ffi::c_void,
-            sys::cudaDataType_t::CUDA_R_32F,
+            element,
             ldb,
             stride_b as i64,
             pa as *const std::ffi::c_void,
-            sys::cudaDataType_t::CUDA_R_32F,
+            element,
             lda,
             stride_a as i64,
             (&beta as *const f32).cast(),
             pc as *mut std::ffi::c_void,
-            sys::cudaDataType_t::CUDA_R_32F,
+            element,
             ni,
             (m * n) as i64,
             batch_count,
-            compute_type(precision),
+            compute,
             sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
         )
     }

@@ -50,7 +50,7 @@ const MAX_BATCH_RANK: usize = 6;
 /// take the layout or the `kernel` variant was asked for.
 pub(super) fn matmul(op: &Matmul<'_>, q: &CudaBatch, dev: &CudaDevice, cx: &OpContext<'_>) -> Result<()> {
     if op.dtype != DType::F32 {
-        return Err(Error::Internal(format!("the cuda kernels compute on f32 storage, not {}", op.dtype)));
+        return matmul_16bit(op, q, dev);
     }
     let (a, b, bias, act, out, variant) = (op.a, op.b, op.bias, op.act, op.out, op.variant);
     let (m, n, k) = (op.m, op.n, op.k);
@@ -58,12 +58,26 @@ pub(super) fn matmul(op: &Matmul<'_>, q: &CudaBatch, dev: &CudaDevice, cx: &OpCo
     if variant == Some("cublas") && !blas::available() {
         return Err(Error::Unsupported { backend: crate::BackendKind::Cuda, what: "matmul variant `cublas`: libcublas was not found".into() });
     }
-    if variant != Some("kernel") && blas::matmul(q, dev, [(a.buf, a.layout), (b.buf, b.layout), (out.buf, out.layout)], [m, n, k], precision)? {
+    if variant != Some("kernel") && blas::matmul(q, dev, [(a.buf, a.layout), (b.buf, b.layout), (out.buf, out.layout)], [m, n, k], blas::Types::F32(precision))? {
         q.retain_used(dev, &[a.buf, b.buf, out.buf])?;
         // cuBLAS has no epilogue: bias and activation in one pass over the output.
         return if bias.is_some() || act.is_some() { bias_act(q, dev, &out, bias, act, n) } else { Ok(()) };
     }
     matmul_kernel(q, dev, [a, b, out], bias, act, [m, n, k])
+}
+
+/// f16 or bf16 matrices multiplied as stored on cuBLAS (f32 accumulation); `Unsupported` where
+/// cuBLAS cannot take them (the op then widens them to f32).
+fn matmul_16bit(op: &Matmul<'_>, q: &CudaBatch, dev: &CudaDevice) -> Result<()> {
+    let (a, b, out) = (op.a, op.b, op.out);
+    let refused = |why: &str| Error::Unsupported { backend: crate::BackendKind::Cuda, what: format!("{} matmul {why}", op.dtype) };
+    if op.bias.is_some() || op.act.is_some() || op.variant == Some("kernel") {
+        return Err(refused("with an epilogue or on the `kernel` variant"));
+    }
+    if !blas::matmul(q, dev, [(a.buf, a.layout), (b.buf, b.layout), (out.buf, out.layout)], [op.m, op.n, op.k], blas::Types::Half(op.dtype))? {
+        return Err(refused("in this layout, or without cuBLAS"));
+    }
+    q.retain_used(dev, &[a.buf, b.buf, out.buf])
 }
 
 /// `out = act(out + bias)` in place over a contiguous `[rows, cols]` output.

@@ -35,6 +35,15 @@ pub fn matmul(queue: &Queue, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     out.reshape(&shape)
 }
 
+/// The 16-bit dtype `a @ b` multiplies in as stored (f32 accumulation), where the backend can:
+/// both f16 or both bf16, no epilogue, and no variant but cuBLAS asked for.
+fn native_16bit(queue: &Queue, a: &Tensor, b: &Tensor, epilogue: bool, variant: Option<&str>) -> Option<DType> {
+    let dtype = a.dtype();
+    let wanted = matches!(dtype, DType::F16 | DType::BF16) && b.dtype() == dtype;
+    let variant_ok = matches!(variant, None | Some("cublas"));
+    (wanted && !epilogue && variant_ok && queue.device().shared.backend.native_16bit_matmul()).then_some(dtype)
+}
+
 /// The named matmul kernel variants of `device`'s backend: `webgpu` tile configurations
 /// (`tile64`, `tile32`, `tile128x64`), `cuda` `cublas` or `kernel`, `cpu` `sgemm`.
 pub fn variants(device: &Device) -> Vec<&'static str> {
@@ -62,6 +71,13 @@ fn matmul_epilogue(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias
     let inputs: Vec<&Tensor> = [Some(a), Some(b), bias].into_iter().flatten().collect();
     if native_f16(queue, &inputs) {
         return matmul_in(queue, op, a, b, bias, act, variant, DType::F16);
+    }
+    if let Some(dtype) = native_16bit(queue, a, b, bias.is_some() || act.is_some(), variant) {
+        match matmul_in(queue, op, a, b, None, None, variant, dtype) {
+            // cuBLAS cannot take this layout: widened to f32 below.
+            Err(Error::Unsupported { .. }) => {}
+            done => return done,
+        }
     }
     let lift = Lift::of(op, &inputs)?;
     let bias = bias.map(|t| lift.up(queue, t)).transpose()?;
@@ -151,7 +167,8 @@ pub(crate) struct Matmul<'a> {
     pub n: usize,
     pub k: usize,
     pub variant: Option<&'static str>,
-    /// Storage dtype of every operand: f32, or f16 where the backend has native f16 storage.
+    /// Storage dtype of every operand: f32, or f16 / bf16 where the backend multiplies them
+    /// as stored.
     pub dtype: DType,
 }
 

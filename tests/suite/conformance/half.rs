@@ -212,6 +212,42 @@ fn ops_on_16_bit_floats_compute_in_f32_and_round_once(d: &Device) {
 }
 per_backend!(ops_on_16_bit_floats_compute_in_f32_and_round_once);
 
+/// 16-bit matmuls (cuBLAS multiplies them as stored on cuda; elsewhere they widen to f32) give
+/// the f64 product rounded once: batched, with a broadcast batch and a transposed operand, in
+/// odd sizes.
+fn matmuls_of_16_bit_floats_round_once(d: &Device) {
+    for dtype in [DType::F16, DType::BF16] {
+        // Half an ulp of one rounding, and f32 accumulation over k terms of size at most 1.
+        let rtol = if dtype == DType::F16 { 1e-3 } else { 4e-3 };
+        let (batch, m, k, n) = (3, 17, 129, 31);
+        let widen = |t: Tensor| read(&t.cast(DType::F32).unwrap());
+        let a16 = tensor(d, &random(1510, batch * m * k, -1.0, 1.0), &[batch, m, k])
+            .cast(dtype)
+            .unwrap();
+        // b is stored [n, k] and used through its transposed view, broadcast over the batch.
+        let b16 = tensor(d, &random(1511, n * k, -1.0, 1.0), &[n, k])
+            .cast(dtype)
+            .unwrap();
+        let (a, b) = (widen(a16.clone()), widen(b16.clone()));
+        let got = a16.matmul(&b16.t().unwrap()).unwrap();
+        assert_eq!((got.dtype(), got.shape()), (dtype, &[batch, m, n][..]));
+        let want: Vec<f64> = (0..batch * m * n)
+            .map(|i| {
+                let (row, col) = (i / n, i % n);
+                (0..k)
+                    .map(|p| f64::from(a[row * k + p]) * f64::from(b[col * k + p]))
+                    .sum()
+            })
+            .collect();
+        let what = format!(
+            "[{batch}, {m}, {k}] @ [{n}, {k}]^T in {dtype} on {}",
+            name(d)
+        );
+        assert_close(&widen(got), &want, rtol, 1e-5 * k as f64, &what);
+    }
+}
+per_backend!(matmuls_of_16_bit_floats_round_once);
+
 /// Every other op on f16 and bf16 inputs gives its f32 result rounded once: compared with the
 /// same op on f32 tensors holding the same (16-bit representable) values.
 fn every_op_accepts_16_bit_floats(d: &Device) {
