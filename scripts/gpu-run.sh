@@ -193,10 +193,13 @@ bench() {
     local ops=(relu gelu add add_gelu softmax layer_norm attention conv2d
         chain chain_replay chain_done chain_replay_done)
     step "bench: cuda" bench.log 100 bench_json --backend cuda "${sizes[@]}" "${ops[@]/#/--op=}"
+    # bf16: bf16 matrices (cuBLAS multiplies them as stored), beside PyTorch's bf16 GEMM.
     for p in f32 tf32 bf16; do
         echo "{\"backends\": [\"cuda\"], \"precision\": \"$p\"}" > "policy-$p.json"
+        local dtype=f32
+        [ "$p" = bf16 ] && dtype=bf16
         step "bench: matmul $p" bench.log 45 bench_json --policy "policy-$p.json" \
-            --matmul-size "$matmul" --op matmul
+            --matmul-size "$matmul" --matmul-dtype "$dtype" --op matmul
     done
     step "bench: vulkan" bench.log 60 bench_json --backend webgpu --size "$vk_size" \
         --matmul-size "$vk_matmul" --op add --op relu --op add_gelu --op matmul

@@ -151,10 +151,13 @@ def torch_rate(results, key):
 
 def side_by_side(results, reports):
     """Rows of op, shape, unicompute's rate, PyTorch's, and their ratio (>1: unicompute ahead).
-    A matmul is paired with PyTorch's in the precision of the report's device."""
+    A matmul is paired with PyTorch's in the precision of the report's device (bf16 for bf16
+    matrices)."""
     rows = []
     for report in reports:
-        precision = report.get("matmul_precision", "f32")
+        # bf16 matrices pair with PyTorch's bf16 GEMM whatever the policy's precision.
+        dtype = report.get("config", {}).get("matmul_dtype", "f32")
+        precision = dtype if dtype == "bf16" else report.get("matmul_precision", "f32")
         for r in report["results"]:
             name = r["name"].split("@")[0]
             if name == "matmul" and precision in MATMUL_KEYS:

@@ -113,6 +113,9 @@ pub struct BenchConfig {
     /// Storage dtype of the attention case's q, k and v (`f32`, `f16` or `bf16`).
     #[serde(serialize_with = "dtype_name")]
     pub attention_dtype: DType,
+    /// Storage dtype of the matmul case's matrices (`f32`, `f16` or `bf16`).
+    #[serde(serialize_with = "dtype_name")]
+    pub matmul_dtype: DType,
     /// The conv2d case: input [n, c, h, w] and output channels; 3x3 kernel, padding 1.
     pub conv: [usize; 5],
     /// Untimed runs of each case before measuring.
@@ -140,6 +143,7 @@ impl Default for BenchConfig {
             attention: [1, 8, 512, 64],
             causal: false,
             attention_dtype: DType::F32,
+            matmul_dtype: DType::F32,
             conv: [1, 32, 56, 56, 32],
             warmup: 1,
             reps: 5,
@@ -607,7 +611,9 @@ fn build_case(device: &Device, config: &BenchConfig, name: &str, kind: Kind) -> 
             row_case(device, config, kind)?
         }
         Kind::Linear | Kind::Attention | Kind::Conv2d => model_case(device, config, kind)?,
-        Kind::Matmul(variant) => matmul_case(device, config.matmul_edge, variant)?,
+        Kind::Matmul(variant) => {
+            matmul_case(device, config.matmul_edge, config.matmul_dtype, variant)?
+        }
         Kind::Chain | Kind::ChainDone => chain_case(device, config.chain_len)?,
         Kind::ChainReplay | Kind::ChainReplayDone => chain_replay_case(device, config.chain_len)?,
     };
@@ -850,17 +856,37 @@ fn reduce_launch(
 /// Parts of a case: shape, work, output bytes per launch, launch.
 type CaseParts = (String, Work, u64, Launch);
 
-fn matmul_case(device: &Device, e: usize, variant: Option<&'static str>) -> Result<CaseParts> {
-    let (a, b) = (input(device, &[e, e])?, input(device, &[e, e])?);
+fn matmul_case(
+    device: &Device,
+    e: usize,
+    dtype: DType,
+    variant: Option<&'static str>,
+) -> Result<CaseParts> {
+    let typed = |t: Tensor| {
+        if dtype == DType::F32 {
+            Ok(t)
+        } else {
+            t.cast(dtype)
+        }
+    };
+    let (a, b) = (
+        typed(input(device, &[e, e])?)?,
+        typed(input(device, &[e, e])?)?,
+    );
     let flops = 2 * (e as u64).pow(3);
     let launch: Launch = match variant {
         Some(v) => Box::new(move |q| matmul::matmul_variant(q, &a, &b, v).map(drop)),
         None => Box::new(move |q| matmul::matmul(q, &a, &b).map(drop)),
     };
+    let suffix = if dtype == DType::F32 {
+        String::new()
+    } else {
+        format!(" {dtype}")
+    };
     Ok((
-        format!("[{e}, {e}] @ [{e}, {e}]"),
+        format!("[{e}, {e}] @ [{e}, {e}]{suffix}"),
         Work::Flops(flops),
-        4 * (e * e) as u64,
+        (dtype.size() * e * e) as u64,
         launch,
     ))
 }
@@ -1069,7 +1095,7 @@ fn copy_bandwidth(device: &Device, config: &BenchConfig, bytes: u64) -> Result<f
 
 /// GFLOP/s of the matmul op at the GEMM ceiling size, with a description.
 fn gemm_gflops(device: &Device, config: &BenchConfig, edge: usize) -> Result<(f64, String)> {
-    let (shape, work, out_bytes, launch) = matmul_case(device, edge, None)?;
+    let (shape, work, out_bytes, launch) = matmul_case(device, edge, DType::F32, None)?;
     let case = Case {
         shape,
         work,

@@ -152,6 +152,9 @@ mod cli {
         /// Storage dtype of the attention case's q, k and v: f32 (default), f16 or bf16.
         #[arg(long, value_name = "DTYPE")]
         attention_dtype: Option<String>,
+        /// Storage dtype of the matmul case's matrices: f32 (default), f16 or bf16.
+        #[arg(long, value_name = "DTYPE")]
+        matmul_dtype: Option<String>,
         /// The conv2d case's input [n, c, h, w] and output channels (default 1,32,56,56,32; 3x3
         /// kernel, padding 1).
         #[arg(long, value_name = "N,C,H,W,O", value_delimiter = ',')]
@@ -434,19 +437,24 @@ mod cli {
         Ok(())
     }
 
+    /// The float dtype named by `flag`'s value, if it was given.
+    fn float_dtype(flag: &str, name: Option<&str>) -> Result<Option<DType>> {
+        let Some(name) = name else { return Ok(None) };
+        [DType::F32, DType::F16, DType::BF16]
+            .into_iter()
+            .find(|d| d.name() == name)
+            .map(Some)
+            .ok_or_else(|| {
+                unicompute::Error::Invalid(format!("{flag} {name}: expected f32, f16 or bf16"))
+            })
+    }
+
     fn bench_config(args: &BenchArgs) -> Result<BenchConfig> {
         let defaults = BenchConfig::default();
-        let attention_dtype = match args.attention_dtype.as_deref() {
-            None => defaults.attention_dtype,
-            Some(name) => [DType::F32, DType::F16, DType::BF16]
-                .into_iter()
-                .find(|d| d.name() == name)
-                .ok_or_else(|| {
-                    unicompute::Error::Invalid(format!(
-                        "--attention-dtype {name}: expected f32, f16 or bf16"
-                    ))
-                })?,
-        };
+        let attention_dtype = float_dtype("--attention-dtype", args.attention_dtype.as_deref())?
+            .unwrap_or(defaults.attention_dtype);
+        let matmul_dtype = float_dtype("--matmul-dtype", args.matmul_dtype.as_deref())?
+            .unwrap_or(defaults.matmul_dtype);
         Ok(BenchConfig {
             ops: args.ops.clone(),
             elements: args.size.unwrap_or(defaults.elements),
@@ -459,6 +467,7 @@ mod cli {
                 .unwrap_or(defaults.attention),
             causal: args.causal,
             attention_dtype,
+            matmul_dtype,
             conv: extents("--conv", args.conv.as_deref())?.unwrap_or(defaults.conv),
             reps: args.reps.unwrap_or(defaults.reps),
             profile: args.profile.is_some(),
