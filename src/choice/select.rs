@@ -44,8 +44,24 @@ pub(crate) async fn open_best(
     options: DeviceOptions,
     probe: &Probe,
 ) -> Result<(Device, Decision)> {
+    let best = best_per_backend(policy, candidates)?;
+    if policy.selection == Selection::Auto
+        && best.len() > 1
+        && !best.iter().any(|c| is_hardware_gpu(&c.info))
+    {
+        return measure(policy, best, options, probe).await;
+    }
+    let (chosen, decision) = choose_unmeasured(policy, best);
+    Ok((
+        Device::from_candidate(chosen, options, policy.clone()).await?,
+        decision,
+    ))
+}
+
+/// The best device of each backend the policy allows, in the policy's order; an error when
+/// there is none.
+fn best_per_backend(policy: &Policy, candidates: Vec<Candidate>) -> Result<Vec<Candidate>> {
     let rank = |c: &Candidate| policy.backends.iter().position(|&b| b == c.info.backend);
-    // The best device of each backend the policy allows, in the policy's order.
     let mut best: Vec<Candidate> = Vec::new();
     let mut sorted: Vec<(usize, Candidate)> = candidates
         .into_iter()
@@ -68,14 +84,24 @@ pub(crate) async fn open_best(
             reasons.join("; ")
         )));
     }
-    let decide = |c: &Candidate, reason: String| Decision {
+    Ok(best)
+}
+
+/// The backend decision that picks `c` for `reason`.
+fn decide(c: &Candidate, reason: String) -> Decision {
+    Decision {
         op: "backend".into(),
         choice: label(&c.info),
         reason,
         times_us: BTreeMap::new(),
-    };
+    }
+}
+
+/// Pick among `best` (not empty) without timing anything: every case of [`open_best`] but
+/// `"auto"` among several devices none of which is a hardware GPU.
+fn choose_unmeasured(policy: &Policy, mut best: Vec<Candidate>) -> (Candidate, Decision) {
     let hardware = best.iter().position(|c| is_hardware_gpu(&c.info));
-    let (chosen, decision) = match policy.selection {
+    match policy.selection {
         Selection::Order => {
             let c = best.remove(0);
             let d = decide(
@@ -117,8 +143,8 @@ pub(crate) async fn open_best(
             );
             (c, d)
         }
-        Selection::Ranked => {
-            // No hardware GPU: the CPU ranks above software adapters.
+        _ => {
+            // Selection::Ranked (Auto measures instead): the CPU ranks above software adapters.
             let i = best
                 .iter()
                 .position(|c| c.info.device_type == DeviceType::Cpu)
@@ -129,15 +155,19 @@ pub(crate) async fn open_best(
                 .map(|c| label(&c.info))
                 .collect();
             let c = best.remove(i);
-            let d = decide(&c, format!("no hardware GPU; software adapters ({}) run compute far slower than the CPU backend (selection \"ranked\")", others.join(", ")));
+            let d = decide(
+                &c,
+                format!(
+                    concat!(
+                        "no hardware GPU; software adapters ({}) run compute far slower than ",
+                        "the CPU backend (selection \"ranked\")"
+                    ),
+                    others.join(", ")
+                ),
+            );
             (c, d)
         }
-        Selection::Auto => return measure(policy, best, options, probe).await,
-    };
-    Ok((
-        Device::from_candidate(chosen, options, policy.clone()).await?,
-        decision,
-    ))
+    }
 }
 
 fn names(policy: &Policy) -> Vec<&'static str> {
@@ -156,47 +186,16 @@ async fn measure(
     ids.sort();
     let key = format!("select | {}", ids.join(" ; "));
     let probe_text = (probe.describe)();
-    if let Some(entry) = cache.get(&key) {
-        if let Some(c) = candidates
-            .iter()
-            .position(|c| identity(&c.info) == entry.choice)
-        {
-            let chosen = candidates
-                .into_iter()
-                .nth(c)
-                .ok_or_else(|| Error::Internal("lost a candidate".into()))?;
-            let reason = format!("no hardware GPU; fastest on the probe ({probe_text}): {} (measured earlier, from the tune cache {})", times_text(&entry.times_us), cache.describe());
-            let decision = Decision {
-                op: "backend".into(),
-                choice: label(&chosen.info),
-                reason,
-                times_us: entry.times_us,
-            };
+    let candidates = match cached_choice(&cache, &key, &probe_text, candidates)? {
+        Ok((chosen, decision)) => {
             return Ok((
                 Device::from_candidate(chosen, options, policy.clone()).await?,
                 decision,
-            ));
+            ))
         }
-    }
-    let mut best: Option<(f64, Device, DeviceInfo)> = None;
-    let mut times_us = BTreeMap::new();
-    let mut failures = Vec::new();
-    for c in candidates {
-        let info = c.info.clone();
-        let timed = match Device::from_candidate(c, options, policy.clone()).await {
-            Ok(device) => time_probe(&device, probe).await.map(|t| (t, device)),
-            Err(e) => Err(e),
-        };
-        match timed {
-            Ok((t, device)) => {
-                times_us.insert(identity(&info), t);
-                if best.as_ref().is_none_or(|(bt, _, _)| t < *bt) {
-                    best = Some((t, device, info));
-                }
-            }
-            Err(e) => failures.push(format!("{}: {e}", label(&info))),
-        }
-    }
+        Err(candidates) => candidates,
+    };
+    let (best, times_us, failures) = time_candidates(policy, candidates, options, probe).await;
     let Some((_, device, info)) = best else {
         return Err(Error::NoDevice(format!(
             "no candidate device ran the probe: {}",
@@ -229,6 +228,79 @@ async fn measure(
             times_us,
         },
     ))
+}
+
+/// The candidate the tune cache names under `key`, with its decision; `Err(candidates)`
+/// (given back untouched) when the cache names none of them.
+fn cached_choice(
+    cache: &TuneCache,
+    key: &str,
+    probe_text: &str,
+    candidates: Vec<Candidate>,
+) -> Result<std::result::Result<(Candidate, Decision), Vec<Candidate>>> {
+    let Some(entry) = cache.get(key) else {
+        return Ok(Err(candidates));
+    };
+    let Some(c) = candidates
+        .iter()
+        .position(|c| identity(&c.info) == entry.choice)
+    else {
+        return Ok(Err(candidates));
+    };
+    let chosen = candidates
+        .into_iter()
+        .nth(c)
+        .ok_or_else(|| Error::Internal("lost a candidate".into()))?;
+    let reason = format!(
+        concat!(
+            "no hardware GPU; fastest on the probe ({}): {} ",
+            "(measured earlier, from the tune cache {})"
+        ),
+        probe_text,
+        times_text(&entry.times_us),
+        cache.describe()
+    );
+    let decision = Decision {
+        op: "backend".into(),
+        choice: label(&chosen.info),
+        reason,
+        times_us: entry.times_us,
+    };
+    Ok(Ok((chosen, decision)))
+}
+
+/// The fastest device on the probe (its time, the device opened, its info), every
+/// candidate's time by identity, and the candidates that failed to open or run it.
+async fn time_candidates(
+    policy: &Policy,
+    candidates: Vec<Candidate>,
+    options: DeviceOptions,
+    probe: &Probe,
+) -> (
+    Option<(f64, Device, DeviceInfo)>,
+    BTreeMap<String, f64>,
+    Vec<String>,
+) {
+    let mut best: Option<(f64, Device, DeviceInfo)> = None;
+    let mut times_us = BTreeMap::new();
+    let mut failures = Vec::new();
+    for c in candidates {
+        let info = c.info.clone();
+        let timed = match Device::from_candidate(c, options, policy.clone()).await {
+            Ok(device) => time_probe(&device, probe).await.map(|t| (t, device)),
+            Err(e) => Err(e),
+        };
+        match timed {
+            Ok((t, device)) => {
+                times_us.insert(identity(&info), t);
+                if best.as_ref().is_none_or(|(bt, _, _)| t < *bt) {
+                    best = Some((t, device, info));
+                }
+            }
+            Err(e) => failures.push(format!("{}: {e}", label(&info))),
+        }
+    }
+    (best, times_us, failures)
 }
 
 /// A device's identity in the cache: backend, name, type and driver.
