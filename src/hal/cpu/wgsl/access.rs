@@ -137,63 +137,37 @@ impl Exec<'_, '_, '_> {
                 v => Cow::Owned(v.column(0).collect()),
             },
         };
-        let at = |l: usize| match index {
-            Index::Constant(i) => i,
-            Index::Dynamic(_) => indices[l],
-        };
         match frame.get(base)? {
-            Value::Ptr(p) => {
-                // A lone f16 is reached in halves: the composite's offset, in words, doubled.
-                let scale = if step.half { 2 } else { 1 };
-                let len = self.memories().len(p.space) * scale as usize;
-                let offsets = match step.member_offset {
-                    Some(m) => collect(
-                        p.offsets
-                            .iter()
-                            .map(|&off| off.saturating_mul(scale) + m as u32),
-                    ),
-                    None if step.half => {
-                        let halves = collect(p.offsets.iter().map(|&off| off.saturating_mul(2)));
-                        let offsets = step_pointer(&halves, &step, len, &indices, index);
-                        super::lanes::spare(halves);
-                        offsets
-                    }
-                    None => step_pointer(&p.offsets, &step, len, &indices, index),
-                };
-                Ok(Value::Ptr(Ptr {
-                    space: p.space,
-                    offsets,
-                    whole: false,
-                }))
+            Value::Ptr(p) => Ok(Value::Ptr(self.step_ptr(p, &step, &indices, index))),
+            Value::Lanes(v) => Ok(Value::Lanes(step_lanes(
+                v, &step, self.lanes, &indices, index,
+            ))),
+        }
+    }
+
+    /// `p[index]`: the pointer to the element (or member) `step` reaches in each lane.
+    fn step_ptr(&mut self, p: &Ptr, step: &Step, indices: &[u32], index: Index) -> Ptr {
+        // A lone f16 is reached in halves: the composite's offset, in words, doubled.
+        let scale = if step.half { 2 } else { 1 };
+        let len = self.memories().len(p.space) * scale as usize;
+        let offsets = match step.member_offset {
+            Some(m) => collect(
+                p.offsets
+                    .iter()
+                    .map(|&off| off.saturating_mul(scale) + m as u32),
+            ),
+            None if step.half => {
+                let halves = collect(p.offsets.iter().map(|&off| off.saturating_mul(2)));
+                let offsets = step_pointer(&halves, step, len, indices, index);
+                super::lanes::spare(halves);
+                offsets
             }
-            Value::Lanes(v) if step.width == 1 && !matches!(index, Index::Dynamic(_)) => {
-                // One component of each lane (`g.x`, a struct's scalar member).
-                let start = step.member_offset.unwrap_or_else(|| {
-                    (at(0) as usize).min(step.count.unwrap_or(1).saturating_sub(1)) * step.stride
-                });
-                let words = if start < v.width {
-                    collect(v.words.chunks_exact(v.width).map(|w| w[start]))
-                } else {
-                    zeroed(self.lanes)
-                };
-                Ok(Value::Lanes(Lanes { width: 1, words }))
-            }
-            Value::Lanes(v) => {
-                let mut out = Lanes::zeros(self.lanes, step.width);
-                for l in 0..self.lanes {
-                    let start = match step.member_offset {
-                        Some(m) => m,
-                        None => {
-                            (at(l) as usize).min(step.count.unwrap_or(1).saturating_sub(1))
-                                * step.stride
-                        }
-                    };
-                    let src = v.lane(l);
-                    let n = step.width.min(src.len().saturating_sub(start));
-                    out.lane_mut(l)[..n].copy_from_slice(&src[start..start + n]);
-                }
-                Ok(Value::Lanes(out))
-            }
+            None => step_pointer(&p.offsets, step, len, indices, index),
+        };
+        Ptr {
+            space: p.space,
+            offsets,
+            whole: false,
         }
     }
 
@@ -228,6 +202,37 @@ impl Exec<'_, '_, '_> {
             .collect();
         Ok(Lanes { width: 1, words })
     }
+}
+
+/// `v[index]` for a value of `lanes` lanes: the words `step` reaches in each lane.
+fn step_lanes(v: &Lanes, step: &Step, lanes: usize, indices: &[u32], index: Index) -> Lanes {
+    let at = |l: usize| match index {
+        Index::Constant(i) => i,
+        Index::Dynamic(_) => indices[l],
+    };
+    if step.width == 1 && !matches!(index, Index::Dynamic(_)) {
+        // One component of each lane (`g.x`, a struct's scalar member).
+        let start = step.member_offset.unwrap_or_else(|| {
+            (at(0) as usize).min(step.count.unwrap_or(1).saturating_sub(1)) * step.stride
+        });
+        let words = if start < v.width {
+            collect(v.words.chunks_exact(v.width).map(|w| w[start]))
+        } else {
+            zeroed(lanes)
+        };
+        return Lanes { width: 1, words };
+    }
+    let mut out = Lanes::zeros(lanes, step.width);
+    for l in 0..lanes {
+        let start = match step.member_offset {
+            Some(m) => m,
+            None => (at(l) as usize).min(step.count.unwrap_or(1).saturating_sub(1)) * step.stride,
+        };
+        let src = v.lane(l);
+        let n = step.width.min(src.len().saturating_sub(start));
+        out.lane_mut(l)[..n].copy_from_slice(&src[start..start + n]);
+    }
+    out
 }
 
 /// Each lane's pointer `offsets` moved to the element at its index (the constant one, or

@@ -87,36 +87,12 @@ impl Exec<'_, '_, '_> {
                 Lanes::zeros(n, self.prog.value_words(&self.prog.module.types[ty].inner))
             }
             E::Compose { ty, ref components } => self.compose(frame, ty, components)?,
-            E::Splat { size, value } => {
-                let v = frame.lanes(value)?;
-                Lanes {
-                    width: size as usize,
-                    words: v
-                        .words
-                        .iter()
-                        .flat_map(|&w| std::iter::repeat_n(w, size as usize))
-                        .collect(),
-                }
-            }
+            E::Splat { size, value } => splat(frame.lanes(value)?, size as usize),
             E::Swizzle {
                 size,
                 vector,
                 pattern,
-            } => {
-                let v = frame.lanes(vector)?;
-                let picks: Vec<usize> = pattern[..size as usize]
-                    .iter()
-                    .map(|&c| c as usize)
-                    .collect();
-                Lanes {
-                    width: picks.len(),
-                    words: v
-                        .words
-                        .chunks(v.width)
-                        .flat_map(|w| picks.iter().map(|&c| w[c]))
-                        .collect(),
-                }
-            }
+            } => swizzle(frame.lanes(vector)?, &pattern[..size as usize]),
             E::FunctionArgument(i) if frame.entry => {
                 // The entry point's built-ins, made where they are read (exec.rs).
                 let entry = &self.prog.module.entry_points[self.prog.entry].function;
@@ -421,4 +397,29 @@ pub(super) fn for_operands(e: &E, mut f: impl FnMut(Handle<E>) -> Result<()>) ->
 pub(super) enum Index {
     Dynamic(Handle<E>),
     Constant(u32),
+}
+
+/// `vecN(v)` of a scalar `v`: each lane's word `size` times.
+fn splat(v: &Lanes, size: usize) -> Lanes {
+    Lanes {
+        width: size,
+        words: v
+            .words
+            .iter()
+            .flat_map(|&w| std::iter::repeat_n(w, size))
+            .collect(),
+    }
+}
+
+/// `v.xzy` and the like: the components `pattern` picks, in its order, of each lane.
+fn swizzle(v: &Lanes, pattern: &[naga::SwizzleComponent]) -> Lanes {
+    let picks: Vec<usize> = pattern.iter().map(|&c| c as usize).collect();
+    Lanes {
+        width: picks.len(),
+        words: v
+            .words
+            .chunks(v.width)
+            .flat_map(|w| picks.iter().map(|&c| w[c]))
+            .collect(),
+    }
 }
