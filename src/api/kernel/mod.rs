@@ -353,41 +353,9 @@ impl Kernel {
     ) -> Result<()> {
         let limits = &self.device.info().limits;
         let what = format!("binding {i} ({})", describe(self.info.language, info));
-        let b = match (&binding.value, info.kind) {
-            (BindingValue::Scalar(s), BindingKind::Scalar) => {
-                if info.dtype.is_some_and(|dt| dt != s.dtype()) {
-                    return Err(Error::Launch(format!(
-                        "{what} got a {} scalar: expected {}",
-                        s.dtype(),
-                        info.dtype.map_or("?".into(), |d| d.to_string())
-                    )));
-                }
-                return Ok(());
-            }
-            (BindingValue::Scalar(s), _) => {
-                return Err(Error::Launch(format!(
-                    "{what} got a {} scalar: expected a buffer",
-                    s.dtype()
-                )))
-            }
-            (BindingValue::Buffer(b), BindingKind::Scalar) => {
-                return Err(Error::Launch(format!(
-                    "{what} got a buffer of {}: expected a scalar value",
-                    b.dtype
-                )))
-            }
-            (BindingValue::Buffer(b), _) => b,
+        let Some(b) = bound_buffer(binding, info, &what)? else {
+            return Ok(());
         };
-        if info.kind != BindingKind::Uniform {
-            if let Some(dt) = info.dtype {
-                if dt != b.dtype {
-                    return Err(Error::Launch(format!(
-                        "{what} got a buffer of {}: expected {dt}",
-                        b.dtype
-                    )));
-                }
-            }
-        }
         if b.byte_len < info.min_bytes {
             return Err(Error::Launch(format!(
                 "{what} got {} bytes: expected at least {}",
@@ -426,6 +394,51 @@ impl Kernel {
         }
         Ok(())
     }
+}
+
+/// The buffer `binding` (described as `what`) binds, `None` for a scalar; an error unless
+/// its kind (and, but for a uniform, its dtype) is the one `info` reflects.
+fn bound_buffer<'b, 'a>(
+    binding: &'b Binding<'a>,
+    info: &BindingInfo,
+    what: &str,
+) -> Result<Option<&'b BufferBinding<'a>>> {
+    let b = match (&binding.value, info.kind) {
+        (BindingValue::Scalar(s), BindingKind::Scalar) => {
+            if info.dtype.is_some_and(|dt| dt != s.dtype()) {
+                return Err(Error::Launch(format!(
+                    "{what} got a {} scalar: expected {}",
+                    s.dtype(),
+                    info.dtype.map_or("?".into(), |d| d.to_string())
+                )));
+            }
+            return Ok(None);
+        }
+        (BindingValue::Scalar(s), _) => {
+            return Err(Error::Launch(format!(
+                "{what} got a {} scalar: expected a buffer",
+                s.dtype()
+            )))
+        }
+        (BindingValue::Buffer(b), BindingKind::Scalar) => {
+            return Err(Error::Launch(format!(
+                "{what} got a buffer of {}: expected a scalar value",
+                b.dtype
+            )))
+        }
+        (BindingValue::Buffer(b), _) => b,
+    };
+    if info.kind != BindingKind::Uniform {
+        if let Some(dt) = info.dtype {
+            if dt != b.dtype {
+                return Err(Error::Launch(format!(
+                    "{what} got a buffer of {}: expected {dt}",
+                    b.dtype
+                )));
+            }
+        }
+    }
+    Ok(Some(b))
 }
 
 /// Error unless the kernel's workgroup size fits the device.
