@@ -112,6 +112,19 @@ impl Function<'_> {
                 fun: naga::RelationalFunction::Any,
                 argument,
             } => format!("rel_any({})", self.expr(argument)?),
+            E::Math { .. } | E::As { .. } => self.define_math_or_cast(h)?,
+            E::ArrayLength(array) => format!("((u32)({}))", self.length(array)?),
+            E::CallResult(_) | E::AtomicResult { .. } | E::WorkGroupUniformLoadResult { .. } => {
+                return Err("a result used before its statement".into())
+            }
+            ref other => return Err(format!("the expression {other:?}")),
+        })
+    }
+
+    /// The definition of `Math` or `As` expression `h` as C++.
+    fn define_math_or_cast(&self, h: Handle<E>) -> Result<String, String> {
+        let m = self.module;
+        Ok(match self.function.expressions[h] {
             E::Math {
                 fun: fun @ (M::Modf | M::Frexp),
                 arg,
@@ -167,10 +180,6 @@ impl Function<'_> {
                     "bitcast"
                 };
                 format!("{how}<{to}>({})", self.expr(expr)?)
-            }
-            E::ArrayLength(array) => format!("((u32)({}))", self.length(array)?),
-            E::CallResult(_) | E::AtomicResult { .. } | E::WorkGroupUniformLoadResult { .. } => {
-                return Err("a result used before its statement".into())
             }
             ref other => return Err(format!("the expression {other:?}")),
         })

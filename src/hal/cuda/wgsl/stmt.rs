@@ -76,6 +76,15 @@ impl Function<'_> {
                 self.line(depth, "__threadfence();")
             }
             S::MemoryBarrier(_) => self.line(depth, "__threadfence_block();"),
+            _ => self.access_statement(s, depth)?,
+        }
+        Ok(())
+    }
+
+    /// The statements of [`statement`](Self::statement) that store, call, or produce a
+    /// result: stores, calls, atomics, uniform loads and subgroup operations.
+    fn access_statement(&mut self, s: &S, depth: usize) -> Result<(), String> {
+        match *s {
             S::Store { pointer, value } => {
                 let (p, v) = (self.expr(pointer)?, self.expr(value)?);
                 let text = if self.points_at_atomic(pointer) {
