@@ -342,6 +342,35 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
         Ok(())
     }
 
+    /// `*pointer = value` in the lanes of `mask`.
+    fn store(
+        &mut self,
+        frame: &mut Frame<'_>,
+        pointer: Handle<E>,
+        value: Handle<E>,
+        mask: &[bool],
+    ) -> Result<()> {
+        // The value is taken out of the frame for the store (no copy), then put back.
+        let value = frame.reuse.slot[value.index()];
+        let v = frame.values[value.index()]
+            .take()
+            .ok_or_else(|| internal("stored an expression before evaluating it"))?;
+        if let Value::Lanes(ref lanes) = v {
+            if let Some((_, lone)) =
+                super::half::pointee(&self.prog.module, self.ty(frame, pointer))
+            {
+                self.memories()
+                    .store_halves(frame.ptr(pointer)?, lanes, lone, mask);
+            } else if frame.reuse.direct[pointer.index()] {
+                self.store_direct(frame, pointer, lanes, mask)?;
+            } else {
+                self.memories().store(frame.ptr(pointer)?, lanes, mask);
+            }
+        }
+        frame.values[value.index()] = Some(v);
+        Ok(())
+    }
+
     fn statement(&mut self, frame: &mut Frame<'_>, statement: &S, mask: &mut [bool]) -> Result<()> {
         for h in reads(statement) {
             if !frame.reuse.direct[h.index()] {
@@ -373,26 +402,7 @@ impl<'p, 'a, 'b> Exec<'p, 'a, 'b> {
             S::Continue => leave(frame, mask, true)?,
             S::Return { value } => self.ret(frame, value, mask)?,
             S::ControlBarrier(_) | S::MemoryBarrier(_) => {}
-            S::Store { pointer, value } => {
-                // The value is taken out of the frame for the store (no copy), then put back.
-                let value = frame.reuse.slot[value.index()];
-                let v = frame.values[value.index()]
-                    .take()
-                    .ok_or_else(|| internal("stored an expression before evaluating it"))?;
-                if let Value::Lanes(ref lanes) = v {
-                    if let Some((_, lone)) =
-                        super::half::pointee(&self.prog.module, self.ty(frame, pointer))
-                    {
-                        self.memories()
-                            .store_halves(frame.ptr(pointer)?, lanes, lone, mask);
-                    } else if frame.reuse.direct[pointer.index()] {
-                        self.store_direct(frame, pointer, lanes, mask)?;
-                    } else {
-                        self.memories().store(frame.ptr(pointer)?, lanes, mask);
-                    }
-                }
-                frame.values[value.index()] = Some(v);
-            }
+            S::Store { pointer, value } => self.store(frame, pointer, value, mask)?,
             S::Call {
                 function,
                 ref arguments,

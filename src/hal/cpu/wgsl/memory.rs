@@ -158,32 +158,7 @@ impl Memories<'_, '_> {
             } else {
                 &self.private[v]
             };
-            let last = copy.width.saturating_sub(1);
-            if width == 1 && copy.width > 0 {
-                for ((o, &off), lane) in out
-                    .words
-                    .iter_mut()
-                    .zip(&ptr.offsets)
-                    .zip(copy.words.chunks_exact(copy.width))
-                {
-                    *o = lane[(off as usize).min(last)];
-                }
-                return out;
-            }
-            for (l, (o, &off)) in out
-                .words
-                .chunks_mut(width.max(1))
-                .zip(&ptr.offsets)
-                .enumerate()
-            {
-                for (c, o) in o.iter_mut().enumerate() {
-                    *o = copy
-                        .words
-                        .get(l * copy.width + (off as usize + c).min(last))
-                        .copied()
-                        .unwrap_or(0);
-                }
-            }
+            gather_per_lane(&mut out, copy, &ptr.offsets, width);
             return out;
         }
         for (l, &off) in ptr.offsets.iter().enumerate() {
@@ -374,6 +349,33 @@ impl Memories<'_, '_> {
             },
             // WGSL has atomics only in storage and workgroup memory.
             Space::Private(_) | Space::Local(_) => (0, false),
+        }
+    }
+}
+
+/// Each lane's `width` words from `offsets` into its own copy of a private or local
+/// variable, each word's offset clamped into the copy.
+#[inline]
+fn gather_per_lane(out: &mut Lanes, copy: &PerLane, offsets: &[u32], width: usize) {
+    let last = copy.width.saturating_sub(1);
+    if width == 1 && copy.width > 0 {
+        for ((o, &off), lane) in out
+            .words
+            .iter_mut()
+            .zip(offsets)
+            .zip(copy.words.chunks_exact(copy.width))
+        {
+            *o = lane[(off as usize).min(last)];
+        }
+        return;
+    }
+    for (l, (o, &off)) in out.words.chunks_mut(width.max(1)).zip(offsets).enumerate() {
+        for (c, o) in o.iter_mut().enumerate() {
+            *o = copy
+                .words
+                .get(l * copy.width + (off as usize + c).min(last))
+                .copied()
+                .unwrap_or(0);
         }
     }
 }
