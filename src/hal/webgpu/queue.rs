@@ -713,46 +713,11 @@ fn encode(
     stamps: Option<&Stamps>,
 ) -> Result<()> {
     let no_upload = || Error::Internal("a command refers to an empty upload area".into());
-    let owner = |i: usize| stamps.and_then(|s| s.owner[i]);
     let mut i = 0;
     while i < commands.len() {
         match &commands[i] {
             Command::Dispatch { .. } => {
-                let run = commands[i..]
-                    .iter()
-                    .enumerate()
-                    .take_while(|(d, c)| {
-                        matches!(c, Command::Dispatch { .. }) && owner(i + d) == owner(i)
-                    })
-                    .count();
-                let mut prepared = Vec::with_capacity(run);
-                for cmd in &commands[i..i + run] {
-                    if let Command::Dispatch {
-                        pipeline,
-                        entries,
-                        workgroups,
-                    } = cmd
-                    {
-                        prepared.push((
-                            pipeline,
-                            bind_groups(dev, pipeline, entries, upload)?,
-                            workgroups,
-                        ));
-                    }
-                }
-                let timestamp_writes = stamps.and_then(|s| s.writes(i, i + run));
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                    label: None,
-                    timestamp_writes,
-                });
-                for (pipeline, groups, workgroups) in &prepared {
-                    pass.set_pipeline(pipeline);
-                    for (g, bg) in groups {
-                        pass.set_bind_group(*g, bg, &[]);
-                    }
-                    pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
-                }
-                i += run;
+                i += encode_dispatches(dev, encoder, &commands[i..], i, upload, stamps)?;
             }
             Command::Upload {
                 offset,
@@ -788,6 +753,55 @@ fn encode(
         }
     }
     Ok(())
+}
+
+/// Encode the run of dispatches that `commands` (command `first` onwards of the batch)
+/// starts with, one profiled launch at most with `stamps`, in one compute pass; how many
+/// commands it took.
+fn encode_dispatches(
+    dev: &GpuDevice,
+    encoder: &mut wgpu::CommandEncoder,
+    commands: &[Command],
+    first: usize,
+    upload: Option<&wgpu::Buffer>,
+    stamps: Option<&Stamps>,
+) -> Result<usize> {
+    let owner = |i: usize| stamps.and_then(|s| s.owner[i]);
+    let run = commands
+        .iter()
+        .enumerate()
+        .take_while(|(d, c)| {
+            matches!(c, Command::Dispatch { .. }) && owner(first + d) == owner(first)
+        })
+        .count();
+    let mut prepared = Vec::with_capacity(run);
+    for cmd in &commands[..run] {
+        if let Command::Dispatch {
+            pipeline,
+            entries,
+            workgroups,
+        } = cmd
+        {
+            prepared.push((
+                pipeline,
+                bind_groups(dev, pipeline, entries, upload)?,
+                workgroups,
+            ));
+        }
+    }
+    let timestamp_writes = stamps.and_then(|s| s.writes(first, first + run));
+    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+        label: None,
+        timestamp_writes,
+    });
+    for (pipeline, groups, workgroups) in &prepared {
+        pass.set_pipeline(pipeline);
+        for (g, bg) in groups {
+            pass.set_bind_group(*g, bg, &[]);
+        }
+        pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
+    }
+    Ok(run)
 }
 
 /// The bind groups of one dispatch, by group index.
