@@ -5,10 +5,10 @@
 use crate::base::par::*;
 
 use super::Attention;
+use crate::base::layout::Layout;
+use crate::hal::cpu::{read_guard, write_guard};
 use crate::ops::common::cpu::{check_within, out_words, sgemm};
 use crate::ops::common::math;
-use crate::hal::cpu::{read_guard, write_guard};
-use crate::base::layout::Layout;
 use crate::Result;
 
 /// Query rows per block.
@@ -16,66 +16,126 @@ const BLOCK: usize = 128;
 
 /// Offset of `[b, h, i, j]` in a rank-4 view.
 fn at(l: &Layout, idx: [usize; 4]) -> usize {
-    l.offset + idx.iter().zip(&l.strides).map(|(i, s)| i * s).sum::<usize>()
+    l.offset
+        + idx
+            .iter()
+            .zip(&l.strides)
+            .map(|(i, s)| i * s)
+            .sum::<usize>()
 }
 
 pub(super) fn attention(op: &Attention<'_>) -> Result<()> {
-    let (q, k, v, mask, out, scale, causal) = (op.q, op.k, op.v, op.mask, op.out, op.scale, op.causal);
+    let (q, k, v, mask, out, scale, causal) =
+        (op.q, op.k, op.v, op.mask, op.out, op.scale, op.causal);
     let [_b, h, lq, lk, d, dv] = op.dims;
     let (qg, kg, vg) = (read_guard(q.buf)?, read_guard(k.buf)?, read_guard(v.buf)?);
     let mg = mask.map(|m| read_guard(m.buf)).transpose()?;
     let mut os = write_guard(out.buf)?;
-    let (qf, kf, vf): (&[f32], &[f32], &[f32]) = (bytemuck::cast_slice(&qg), bytemuck::cast_slice(&kg), bytemuck::cast_slice(&vg));
+    let (qf, kf, vf): (&[f32], &[f32], &[f32]) = (
+        bytemuck::cast_slice(&qg),
+        bytemuck::cast_slice(&kg),
+        bytemuck::cast_slice(&vg),
+    );
     let mf: Option<&[f32]> = mg.as_ref().map(|g| bytemuck::cast_slice(g));
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
-    check_within("attention", &[(q.layout, qf), (k.layout, kf), (v.layout, vf)])?;
+    check_within(
+        "attention",
+        &[(q.layout, qf), (k.layout, kf), (v.layout, vf)],
+    )?;
     // Tasks capture layouts and slices only (buffers are not Send on every target).
     let (ql, kl, vl, ml) = (q.layout, k.layout, v.layout, mask.map(|m| m.layout));
     // Tasks: one block of query rows of one (batch, head); its rows of the output.
     let blocks_per_head = lq.div_ceil(BLOCK);
-    let tasks: Vec<(usize, &mut [f32])> = of.chunks_mut(lq * dv).enumerate().flat_map(|(bh, head)| head.chunks_mut(BLOCK * dv).enumerate().map(move |(blk, o)| (bh * blocks_per_head + blk, o))).collect();
+    let tasks: Vec<(usize, &mut [f32])> = of
+        .chunks_mut(lq * dv)
+        .enumerate()
+        .flat_map(|(bh, head)| {
+            head.chunks_mut(BLOCK * dv)
+                .enumerate()
+                .map(move |(blk, o)| (bh * blocks_per_head + blk, o))
+        })
+        .collect();
     // Each worker reuses its score and probability buffers from task to task.
-    tasks.into_par_iter().for_each_init(|| (Vec::new(), Vec::new()), |(s, p), (task, o)| {
-        let (bh, i0) = (task / blocks_per_head, (task % blocks_per_head) * BLOCK);
-        let (b, hh) = (bh / h, bh % h);
-        let rows = o.len() / dv.max(1);
-        let keys = if causal { lk.min(i0 + rows) } else { lk };
-        // Every score is written below: by the GEMM, or as 0 when d = 0.
-        s.resize(rows * keys.max(1), 0.0);
-        p.resize(s.len(), 0.0);
-        if d == 0 {
-            s.fill(0.0);
-        } else if keys > 0 {
-            let (q_at, k_at) = (at(ql, [b, hh, i0, 0]), at(kl, [b, hh, 0, 0]));
-            let (q_strides, kt_strides) = ([ql.strides[2] as isize, ql.strides[3] as isize], [kl.strides[3] as isize, kl.strides[2] as isize]);
-            // SAFETY: [rows, d] of q from row i0 and [keys, d] of k lie inside their layouts, which
-            // `check_within` proved inside `qf` and `kf`; s holds rows x keys.
-            unsafe { sgemm(rows, keys, d, scale, qf.as_ptr().add(q_at), q_strides, kf.as_ptr().add(k_at), kt_strides, s.as_mut_ptr(), keys, 1) };
-        }
-        for (r, (row, prob)) in s.chunks_mut(keys.max(1)).zip(p.chunks_mut(keys.max(1))).enumerate().take(rows) {
-            let i = i0 + r;
-            if let (Some(m), Some(ml)) = (mf, ml) {
-                for (j, x) in row.iter_mut().enumerate().take(keys) {
-                    *x += m[at(ml, [b, hh, i, j])];
+    tasks.into_par_iter().for_each_init(
+        || (Vec::new(), Vec::new()),
+        |(s, p), (task, o)| {
+            let (bh, i0) = (task / blocks_per_head, (task % blocks_per_head) * BLOCK);
+            let (b, hh) = (bh / h, bh % h);
+            let rows = o.len() / dv.max(1);
+            let keys = if causal { lk.min(i0 + rows) } else { lk };
+            // Every score is written below: by the GEMM, or as 0 when d = 0.
+            s.resize(rows * keys.max(1), 0.0);
+            p.resize(s.len(), 0.0);
+            if d == 0 {
+                s.fill(0.0);
+            } else if keys > 0 {
+                let (q_at, k_at) = (at(ql, [b, hh, i0, 0]), at(kl, [b, hh, 0, 0]));
+                let (q_strides, kt_strides) = (
+                    [ql.strides[2] as isize, ql.strides[3] as isize],
+                    [kl.strides[3] as isize, kl.strides[2] as isize],
+                );
+                // SAFETY: [rows, d] of q from row i0 and [keys, d] of k lie inside their layouts, which
+                // `check_within` proved inside `qf` and `kf`; s holds rows x keys.
+                unsafe {
+                    sgemm(
+                        rows,
+                        keys,
+                        d,
+                        scale,
+                        qf.as_ptr().add(q_at),
+                        q_strides,
+                        kf.as_ptr().add(k_at),
+                        kt_strides,
+                        s.as_mut_ptr(),
+                        keys,
+                        1,
+                    )
+                };
+            }
+            for (r, (row, prob)) in s
+                .chunks_mut(keys.max(1))
+                .zip(p.chunks_mut(keys.max(1)))
+                .enumerate()
+                .take(rows)
+            {
+                let i = i0 + r;
+                if let (Some(m), Some(ml)) = (mf, ml) {
+                    for (j, x) in row.iter_mut().enumerate().take(keys) {
+                        *x += m[at(ml, [b, hh, i, j])];
+                    }
                 }
+                let visible = if causal { keys.min(i + 1) } else { keys };
+                // Every key masked out: the row's output is 0 (ONNX).
+                if row[..visible].iter().all(|&x| x == f32::NEG_INFINITY) {
+                    prob.fill(0.0);
+                    continue;
+                }
+                math::softmax(&row[..visible], &mut prob[..visible]);
+                prob[visible..].fill(0.0);
             }
-            let visible = if causal { keys.min(i + 1) } else { keys };
-            // Every key masked out: the row's output is 0 (ONNX).
-            if row[..visible].iter().all(|&x| x == f32::NEG_INFINITY) {
-                prob.fill(0.0);
-                continue;
+            if keys == 0 || dv == 0 {
+                o.fill(0.0);
+                return;
             }
-            math::softmax(&row[..visible], &mut prob[..visible]);
-            prob[visible..].fill(0.0);
-        }
-        if keys == 0 || dv == 0 {
-            o.fill(0.0);
-            return;
-        }
-        let v_strides = [vl.strides[2] as isize, vl.strides[3] as isize];
-        // SAFETY: p is rows x keys; [keys, dv] of v lies inside its layout, which `check_within`
-        // proved inside `vf`; o holds rows x dv.
-        unsafe { sgemm(rows, dv, keys, 1.0, p.as_ptr(), [keys as isize, 1], vf.as_ptr().add(at(vl, [b, hh, 0, 0])), v_strides, o.as_mut_ptr(), dv, 1) };
-    });
+            let v_strides = [vl.strides[2] as isize, vl.strides[3] as isize];
+            // SAFETY: p is rows x keys; [keys, dv] of v lies inside its layout, which `check_within`
+            // proved inside `vf`; o holds rows x dv.
+            unsafe {
+                sgemm(
+                    rows,
+                    dv,
+                    keys,
+                    1.0,
+                    p.as_ptr(),
+                    [keys as isize, 1],
+                    vf.as_ptr().add(at(vl, [b, hh, 0, 0])),
+                    v_strides,
+                    o.as_mut_ptr(),
+                    dv,
+                    1,
+                )
+            };
+        },
+    );
     Ok(())
 }

@@ -1,15 +1,23 @@
 //! Fused attention on CUDA: attention.cu, one block per query row.
 
 use super::Attention;
-use crate::ops::common::cuda::{cuda_params, extent, index_type, specialise, operand, padded};
 #[cfg(test)]
 use crate::hal::cuda::Specialisation;
-use crate::hal::cuda::{CudaDevice, CudaBatch, CudaSource};
+use crate::hal::cuda::{CudaBatch, CudaDevice, CudaSource};
 use crate::hal::OpContext;
+use crate::ops::common::cuda::{cuda_params, extent, index_type, operand, padded, specialise};
 use crate::ops::Operand;
 use crate::Result;
 
-static SOURCE: CudaSource = CudaSource { name: "attention.cu", text: include_str!("attention.cu"), preludes: &[crate::ops::common::cuda::COMMON, View4::DECL, AttentionParams::DECL] };
+static SOURCE: CudaSource = CudaSource {
+    name: "attention.cu",
+    text: include_str!("attention.cu"),
+    preludes: &[
+        crate::ops::common::cuda::COMMON,
+        View4::DECL,
+        AttentionParams::DECL,
+    ],
+};
 
 cuda_params! {
     /// attention.cu's view of a rank-4 operand: its strides (pointers arrive at its first
@@ -38,17 +46,38 @@ cuda_params! {
     }
 }
 
-
 fn view4(o: Option<&Operand<'_>>) -> View4 {
-    o.map_or(View4::default(), |o| View4 { offset: 0, strides: padded(&o.layout.strides, 0) })
+    o.map_or(View4::default(), |o| View4 {
+        offset: 0,
+        strides: padded(&o.layout.strides, 0),
+    })
 }
 
 /// Scaled dot-product attention, one block of 64 threads per query row (`attention_main`).
-pub(super) fn attention(op: &Attention<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn attention(
+    op: &Attention<'_>,
+    q: &CudaBatch,
+    dev: &CudaDevice,
+    _: &OpContext<'_>,
+) -> Result<()> {
     let (query, key, value, mask, out) = (op.q, op.k, op.v, op.mask, op.out);
     let [b, h, lq, lk, d, dv] = op.dims;
-    let largest = [Some(&query), Some(&key), Some(&value), mask.as_ref(), Some(&out)].into_iter().flatten().map(|o| extent(o.layout).max(o.layout.numel())).max().unwrap_or(0);
-    let defines = vec![("HAS_MASK", u32::from(mask.is_some()).to_string()), index_type(largest)];
+    let largest = [
+        Some(&query),
+        Some(&key),
+        Some(&value),
+        mask.as_ref(),
+        Some(&out),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|o| extent(o.layout).max(o.layout.numel()))
+    .max()
+    .unwrap_or(0);
+    let defines = vec![
+        ("HAS_MASK", u32::from(mask.is_some()).to_string()),
+        index_type(largest),
+    ];
     let f = dev.program(specialise(&SOURCE, "attention_main", defines))?;
     let p = AttentionParams {
         bh: (b * h) as u64,
@@ -65,10 +94,24 @@ pub(super) fn attention(op: &Attention<'_>, q: &CudaBatch, dev: &CudaDevice, _: 
         mask: view4(mask.as_ref()),
     };
     let mask_ptr = mask.as_ref().map_or(Ok(0), operand)?;
-    let pointers = [operand(&query)?, operand(&key)?, operand(&value)?, mask_ptr, operand(&out)?];
+    let pointers = [
+        operand(&query)?,
+        operand(&key)?,
+        operand(&value)?,
+        mask_ptr,
+        operand(&out)?,
+    ];
     let mut held = vec![query.buf, key.buf, value.buf, out.buf];
     held.extend(mask.iter().map(|o| o.buf));
-    q.launch(dev, &f, ((b * h * lq).clamp(1, 65_535) as u32, 1, 1), (64, 1, 1), &pointers, &p, &held)
+    q.launch(
+        dev,
+        &f,
+        ((b * h * lq).clamp(1, 65_535) as u32, 1, 1),
+        (64, 1, 1),
+        &pointers,
+        &p,
+        &held,
+    )
 }
 
 /// Every specialisation.
@@ -77,7 +120,11 @@ pub(super) fn specialisations() -> Vec<Specialisation> {
     let mut all = Vec::new();
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
         for on in ["0", "1"] {
-            all.push(specialise(&SOURCE, "attention_main", vec![("HAS_MASK", on.into()), idx.clone()]));
+            all.push(specialise(
+                &SOURCE,
+                "attention_main",
+                vec![("HAS_MASK", on.into()), idx.clone()],
+            ));
         }
     }
     all

@@ -6,12 +6,12 @@
 backend_modules!();
 
 use super::cost::OpCost;
-use super::elementwise::check_f32;
-use super::{backends, launch, OpRequest, Lift, Operand};
 use super::elementwise::binary;
+use super::elementwise::check_f32;
 use super::matmul::matmul;
 use super::softmax::softmax;
 use super::BinaryOp;
+use super::{backends, launch, Lift, OpRequest, Operand};
 use crate::{DType, DeviceType, Error, Queue, Result, Tensor};
 
 /// Largest head dimension (of `q`/`k`, and of `v`) the kernels hold on chip.
@@ -34,18 +34,56 @@ pub struct AttentionParams<'a> {
 /// (e.g. heads split out of a `[batch, seq, heads, d]` projection by a permute). A query row
 /// whose keys are all masked out (every score `-inf`, or no keys at all) is 0, as in ONNX's
 /// Attention; a NaN score makes its row NaN.
-pub fn attention(queue: &Queue, q: &Tensor, k: &Tensor, v: &Tensor, p: AttentionParams<'_>) -> Result<Tensor> {
-    let lift = Lift::of("attention", &[Some(q), Some(k), Some(v), p.mask].into_iter().flatten().collect::<Vec<_>>())?;
+pub fn attention(
+    queue: &Queue,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    p: AttentionParams<'_>,
+) -> Result<Tensor> {
+    let lift = Lift::of(
+        "attention",
+        &[Some(q), Some(k), Some(v), p.mask]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>(),
+    )?;
     let mask = p.mask.map(|t| lift.up(queue, t)).transpose()?;
-    let params = AttentionParams { mask: mask.as_ref(), ..p };
-    lift.down(queue, attention_f32(queue, &lift.up(queue, q)?, &lift.up(queue, k)?, &lift.up(queue, v)?, params)?)
+    let params = AttentionParams {
+        mask: mask.as_ref(),
+        ..p
+    };
+    lift.down(
+        queue,
+        attention_f32(
+            queue,
+            &lift.up(queue, q)?,
+            &lift.up(queue, k)?,
+            &lift.up(queue, v)?,
+            params,
+        )?,
+    )
 }
 
-fn attention_f32(queue: &Queue, q: &Tensor, k: &Tensor, v: &Tensor, p: AttentionParams<'_>) -> Result<Tensor> {
+fn attention_f32(
+    queue: &Queue,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    p: AttentionParams<'_>,
+) -> Result<Tensor> {
     for t in [q, k, v] {
         check_f32(queue, "attention", t)?;
         if t.rank() != 4 {
-            return Err(Error::shape("attention", format!("got q {:?}, k {:?}, v {:?}: expected rank-4 [batch, heads, seq, dim] tensors", q.shape(), k.shape(), v.shape())));
+            return Err(Error::shape(
+                "attention",
+                format!(
+                    "got q {:?}, k {:?}, v {:?}: expected rank-4 [batch, heads, seq, dim] tensors",
+                    q.shape(),
+                    k.shape(),
+                    v.shape()
+                ),
+            ));
         }
     }
     let (qs, ks, vs) = (q.shape(), k.shape(), v.shape());
@@ -55,19 +93,35 @@ fn attention_f32(queue: &Queue, q: &Tensor, k: &Tensor, v: &Tensor, p: Attention
         return Err(Error::shape("attention", format!("batch and heads differ: q {qs:?}, k {ks:?}, v {vs:?}: expected equal [batch, heads]")));
     }
     if ks[3] != d {
-        return Err(Error::shape("attention", format!("q has head dimension {d} but k has {}: expected equal", ks[3])));
+        return Err(Error::shape(
+            "attention",
+            format!(
+                "q has head dimension {d} but k has {}: expected equal",
+                ks[3]
+            ),
+        ));
     }
     if vs[2] != lk {
-        return Err(Error::shape("attention", format!("k has {lk} keys but v has {}: expected equal", vs[2])));
+        return Err(Error::shape(
+            "attention",
+            format!("k has {lk} keys but v has {}: expected equal", vs[2]),
+        ));
     }
     for (what, n) in [("q/k head dimension", d), ("v head dimension", dv)] {
         if n > MAX_HEAD_DIM {
-            return Err(Error::Limit { what: format!("attention {what}"), value: n as u64, limit: "MAX_HEAD_DIM of the attention kernels", max: MAX_HEAD_DIM as u64 });
+            return Err(Error::Limit {
+                what: format!("attention {what}"),
+                value: n as u64,
+                limit: "MAX_HEAD_DIM of the attention kernels",
+                max: MAX_HEAD_DIM as u64,
+            });
         }
     }
     let scale = p.scale.unwrap_or(1.0 / (d.max(1) as f32).sqrt());
     if !scale.is_finite() {
-        return Err(Error::Invalid(format!("attention scale is {scale}: expected a finite value")));
+        return Err(Error::Invalid(format!(
+            "attention scale is {scale}: expected a finite value"
+        )));
     }
     let mask = match p.mask {
         Some(m) => {
@@ -84,7 +138,20 @@ fn attention_f32(queue: &Queue, q: &Tensor, k: &Tensor, v: &Tensor, p: Attention
     let out = Tensor::uninit(queue, &[b, h, lq, dv], DType::F32)?;
     if out.numel() > 0 {
         let mask = mask.as_ref().map(Tensor::operand);
-        launch(queue, &Attention { q: q.operand(), k: k.operand(), v: v.operand(), mask, out: out.operand(), dims: [b, h, lq, lk, d, dv], scale, causal: p.causal }, None)?;
+        launch(
+            queue,
+            &Attention {
+                q: q.operand(),
+                k: k.operand(),
+                v: v.operand(),
+                mask,
+                out: out.operand(),
+                dims: [b, h, lq, lk, d, dv],
+                scale,
+                causal: p.causal,
+            },
+            None,
+        )?;
     }
     Ok(out)
 }
@@ -100,7 +167,10 @@ const PARTS_MAX_SCORES: usize = 1 << 24;
 /// causal masking (the softmax op makes a row of `-inf` NaN; attention makes it 0).
 fn by_parts(queue: &Queue, [b, h, lq, lk, d]: [usize; 5], p: &AttentionParams<'_>) -> bool {
     let device = queue.device();
-    let scores = b.checked_mul(h).and_then(|n| n.checked_mul(lq)).and_then(|n| n.checked_mul(lk));
+    let scores = b
+        .checked_mul(h)
+        .and_then(|n| n.checked_mul(lq))
+        .and_then(|n| n.checked_mul(lk));
     device.info().device_type == DeviceType::SoftwareGpu
         && device.shared.options.software_kernels
         && !p.causal
@@ -141,12 +211,15 @@ impl OpRequest for Attention<'_> {
 
     fn cost(&self) -> OpCost {
         let [b, h, lq, lk, d, dv] = self.dims.map(|n| n as u64);
-        OpCost::simple("attention", &self.operands(), 2 * b * h * lq * lk * (d + dv))
+        OpCost::simple(
+            "attention",
+            &self.operands(),
+            2 * b * h * lq * lk * (d + dv),
+        )
     }
 
     backends!(attention);
 }
-
 
 /// The attention ops as methods, recorded on the device's default queue.
 impl Tensor {

@@ -2,15 +2,21 @@
 //! launched over key ranges where the device ends long loops early.
 
 use super::Attention;
-use crate::ops::common::webgpu::{specialise, check_binding, grid_1d, software_kernels, split_temp, u32_of, wgsl_params, COMMON};
 #[cfg(test)]
 use crate::hal::webgpu::Specialisation;
-use crate::ops::common::split;
-use crate::hal::webgpu::{Bind, GpuDevice, GpuBatch, Pipeline, WgslSource};
+use crate::hal::webgpu::{Bind, GpuBatch, GpuDevice, Pipeline, WgslSource};
 use crate::hal::OpContext;
+use crate::ops::common::split;
+use crate::ops::common::webgpu::{
+    check_binding, grid_1d, software_kernels, specialise, split_temp, u32_of, wgsl_params, COMMON,
+};
 use crate::Result;
 
-static SOURCE: WgslSource = WgslSource { name: "attention.wgsl", text: crate::ops::common::wgsl_file!("attention/attention.wgsl"), preludes: &[COMMON, AttentionWords::DECL] };
+static SOURCE: WgslSource = WgslSource {
+    name: "attention.wgsl",
+    text: crate::ops::common::wgsl_file!("attention/attention.wgsl"),
+    preludes: &[COMMON, AttentionWords::DECL],
+};
 
 wgsl_params! {
     /// attention.wgsl's parameters.
@@ -39,7 +45,12 @@ wgsl_params! {
 }
 
 /// Fused attention (attention_main, or attention_serial_main on software adapters).
-pub(super) fn attention(op: &Attention<'_>, q: &GpuBatch, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
+pub(super) fn attention(
+    op: &Attention<'_>,
+    q: &GpuBatch,
+    dev: &GpuDevice,
+    cx: &OpContext<'_>,
+) -> Result<()> {
     let (query, key, value, mask, out) = (op.q, op.k, op.v, op.mask, op.out);
     let [b, h, lq, lk, d, dv] = op.dims;
     for o in [&query, &key, &value, &out] {
@@ -48,10 +59,18 @@ pub(super) fn attention(op: &Attention<'_>, q: &GpuBatch, dev: &GpuDevice, cx: &
     let view = |o: &crate::ops::Operand<'_>| -> Result<[u32; 5]> {
         check_binding(dev, o)?;
         let [sb, sh, si, sj] = o.layout.strides[..] else {
-            return Err(crate::Error::Internal("an attention operand is not 4-D".into()));
+            return Err(crate::Error::Internal(
+                "an attention operand is not 4-D".into(),
+            ));
         };
         let s = |s: usize| u32_of("stride", s);
-        Ok([u32_of("offset", o.layout.offset)?, s(sb)?, s(sh)?, s(si)?, s(sj)?])
+        Ok([
+            u32_of("offset", o.layout.offset)?,
+            s(sb)?,
+            s(sh)?,
+            s(si)?,
+            s(sj)?,
+        ])
     };
     let params = AttentionWords {
         bh: u32_of("batch x heads", b * h)?,
@@ -71,12 +90,34 @@ pub(super) fn attention(op: &Attention<'_>, q: &GpuBatch, dev: &GpuDevice, cx: &
         flags: 0,
     };
     let serial = software_kernels(dev, cx);
-    let entry = if serial { "attention_serial_main" } else { "attention_main" };
-    let pipeline = dev.pipeline(specialise(&SOURCE, entry, vec![("HAS_MASK", u32::from(mask.is_some()))]));
+    let entry = if serial {
+        "attention_serial_main"
+    } else {
+        "attention_main"
+    };
+    let pipeline = dev.pipeline(specialise(
+        &SOURCE,
+        entry,
+        vec![("HAS_MASK", u32::from(mask.is_some()))],
+    ));
     // The mask binding is in the layout even when HAS_MASK is off.
     let mask_bind = mask.as_ref().map_or(Bind::SpareRead, |m| Bind::Mem(m.buf));
-    let binds = [(1, Bind::Mem(query.buf)), (2, Bind::Mem(key.buf)), (3, Bind::Mem(value.buf)), (4, mask_bind), (5, Bind::Mem(out.buf))];
-    launch_keys(q, dev, cx, (pipeline, serial), params, &binds, [b * h * lq, lk, d, dv])
+    let binds = [
+        (1, Bind::Mem(query.buf)),
+        (2, Bind::Mem(key.buf)),
+        (3, Bind::Mem(value.buf)),
+        (4, mask_bind),
+        (5, Bind::Mem(out.buf)),
+    ];
+    launch_keys(
+        q,
+        dev,
+        cx,
+        (pipeline, serial),
+        params,
+        &binds,
+        [b * h * lq, lk, d, dv],
+    )
 }
 
 /// attention.wgsl launches over the key ranges of [`split::attention_keys`] (or, for the
@@ -92,8 +133,16 @@ fn launch_keys(
     binds: &[(u32, Bind<'_>)],
     [rows, lk, d, dv]: [usize; 4],
 ) -> Result<()> {
-    let keys = if serial { split::attention_serial_keys(dev.max_loop_iterations(), lk, d, dv) } else { split::attention_keys(dev.max_loop_iterations(), lk, d) };
-    let state = if keys.len() > 1 { Some(split_temp(dev, cx, rows * (dv + 2))?) } else { None };
+    let keys = if serial {
+        split::attention_serial_keys(dev.max_loop_iterations(), lk, d, dv)
+    } else {
+        split::attention_keys(dev.max_loop_iterations(), lk, d)
+    };
+    let state = if keys.len() > 1 {
+        Some(split_temp(dev, cx, rows * (dv + 2))?)
+    } else {
+        None
+    };
     let mut binds = binds.to_vec();
     binds.push((6, state.as_ref().map_or(Bind::SpareWrite, Bind::Mem)));
     let grid = grid_1d(dev, if serial { rows.div_ceil(64) } else { rows } as u64)?;
@@ -108,7 +157,10 @@ fn launch_keys(
 /// Every entry point (the module is the same for every override).
 #[cfg(test)]
 pub(super) fn specialisations() -> Vec<Specialisation> {
-    ["attention_main", "attention_serial_main"].into_iter().map(|e| specialise(&SOURCE, e, vec![])).collect()
+    ["attention_main", "attention_serial_main"]
+        .into_iter()
+        .map(|e| specialise(&SOURCE, e, vec![]))
+        .collect()
 }
 
 /// attention.wgsl (both entries, with an additive mask and the causal rule) run by the CPU's
@@ -121,25 +173,50 @@ mod on_the_cpu_executor {
     use crate::{BackendChoice, BackendKind, Buffer, Device, Tensor};
 
     fn values(n: usize, seed: usize) -> Vec<f32> {
-        (0..n).map(|i| ((i * 7919 + seed * 104_729) % 1999) as f32 / 500.0 - 2.0).collect()
+        (0..n)
+            .map(|i| ((i * 7919 + seed * 104_729) % 1999) as f32 / 500.0 - 2.0)
+            .collect()
     }
 
     /// A 4-D view's offset and strides as attention.wgsl reads them.
     fn view(t: &Tensor) -> [u32; 5] {
         let s = t.strides();
-        [t.offset() as u32, s[0] as u32, s[1] as u32, s[2] as u32, s[3] as u32]
+        [
+            t.offset() as u32,
+            s[0] as u32,
+            s[1] as u32,
+            s[2] as u32,
+            s[3] as u32,
+        ]
     }
 
     #[test]
     fn attention_matches_the_cpu_kernel() {
         let d = Device::open(BackendChoice::Backend(BackendKind::Cpu)).unwrap();
         let (h, lq, lk, dk, dv) = (2usize, 5usize, 7usize, 8usize, 6usize);
-        let (qv, kv, vv, mv) = (values(h * lq * dk, 1), values(h * lk * dk, 2), values(h * lk * dv, 3), values(lq * lk, 4));
+        let (qv, kv, vv, mv) = (
+            values(h * lq * dk, 1),
+            values(h * lk * dk, 2),
+            values(h * lk * dv, 3),
+            values(lq * lk, 4),
+        );
         let q = Tensor::from_slice(&d, &qv, &[1, h, lq, dk]).unwrap();
         let k = Tensor::from_slice(&d, &kv, &[1, h, lk, dk]).unwrap();
         let v = Tensor::from_slice(&d, &vv, &[1, h, lk, dv]).unwrap();
         let mask = Tensor::from_slice(&d, &mv, &[lq, lk]).unwrap();
-        let want = q.attention(&k, &v, AttentionParams { mask: Some(&mask), causal: true, scale: None }).unwrap().to_vec_blocking::<f32>().unwrap();
+        let want = q
+            .attention(
+                &k,
+                &v,
+                AttentionParams {
+                    mask: Some(&mask),
+                    causal: true,
+                    scale: None,
+                },
+            )
+            .unwrap()
+            .to_vec_blocking::<f32>()
+            .unwrap();
         let mask4 = mask.broadcast_to(&[1, h, lq, lk]).unwrap();
         let words = AttentionWords {
             bh: h as u32,
@@ -158,14 +235,46 @@ mod on_the_cpu_executor {
             keys: [0, lk as u32],
             flags: split::flags(0, 1),
         };
-        let source = with_overrides(specialise(&SOURCE, "attention_main", vec![]).full_source(), &[("HAS_MASK", 1)]);
-        for (entry, groups) in [("attention_main", h * lq), ("attention_serial_main", (h * lq).div_ceil(64))] {
-            let (qb, kb, vb, mb) = (Buffer::from_slice(&d, &qv).unwrap(), Buffer::from_slice(&d, &kv).unwrap(), Buffer::from_slice(&d, &vv).unwrap(), Buffer::from_slice(&d, &mv).unwrap());
-            let (out, state) = (Buffer::from_slice(&d, &vec![-1.1e36f32; want.len()]).unwrap(), Buffer::<f32>::zeros(&d, 4).unwrap());
-            let bindings = [bound(&qb), bound(&kb), bound(&vb), bound(&mb), bound(&out), bound(&state)];
-            run_on_cpu(&d, &source, entry, words.words(), &bindings, [groups as u32, 1, 1]).unwrap();
+        let source = with_overrides(
+            specialise(&SOURCE, "attention_main", vec![]).full_source(),
+            &[("HAS_MASK", 1)],
+        );
+        for (entry, groups) in [
+            ("attention_main", h * lq),
+            ("attention_serial_main", (h * lq).div_ceil(64)),
+        ] {
+            let (qb, kb, vb, mb) = (
+                Buffer::from_slice(&d, &qv).unwrap(),
+                Buffer::from_slice(&d, &kv).unwrap(),
+                Buffer::from_slice(&d, &vv).unwrap(),
+                Buffer::from_slice(&d, &mv).unwrap(),
+            );
+            let (out, state) = (
+                Buffer::from_slice(&d, &vec![-1.1e36f32; want.len()]).unwrap(),
+                Buffer::<f32>::zeros(&d, 4).unwrap(),
+            );
+            let bindings = [
+                bound(&qb),
+                bound(&kb),
+                bound(&vb),
+                bound(&mb),
+                bound(&out),
+                bound(&state),
+            ];
+            run_on_cpu(
+                &d,
+                &source,
+                entry,
+                words.words(),
+                &bindings,
+                [groups as u32, 1, 1],
+            )
+            .unwrap();
             for (i, (g, w)) in out.read_blocking().unwrap().iter().zip(&want).enumerate() {
-                assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "{entry}: element {i} is {g}, the CPU's {w}");
+                assert!(
+                    (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                    "{entry}: element {i} is {g}, the CPU's {w}"
+                );
             }
         }
     }

@@ -29,18 +29,34 @@ fn cast_fast(src: &[u8], x: &Operand<'_>, from: DType, to: DType, dst: &mut [u8]
     let src = &src[start..start + n * from.size()];
     let chunk = CHUNK;
     match (from, to) {
-        (DType::F32, DType::F16) => dst.par_chunks_mut(2 * chunk).zip(src.par_chunks(4 * chunk)).for_each(|(d, s)| {
-            bytemuck::cast_slice_mut::<u8, f16>(d).convert_from_f32_slice(bytemuck::cast_slice(s));
-        }),
-        (DType::F32, DType::BF16) => dst.par_chunks_mut(2 * chunk).zip(src.par_chunks(4 * chunk)).for_each(|(d, s)| {
-            bytemuck::cast_slice_mut::<u8, bf16>(d).convert_from_f32_slice(bytemuck::cast_slice(s));
-        }),
-        (DType::F16, DType::F32) => dst.par_chunks_mut(4 * chunk).zip(src.par_chunks(2 * chunk)).for_each(|(d, s)| {
-            bytemuck::cast_slice::<u8, f16>(s).convert_to_f32_slice(bytemuck::cast_slice_mut(d));
-        }),
-        (DType::BF16, DType::F32) => dst.par_chunks_mut(4 * chunk).zip(src.par_chunks(2 * chunk)).for_each(|(d, s)| {
-            bytemuck::cast_slice::<u8, bf16>(s).convert_to_f32_slice(bytemuck::cast_slice_mut(d));
-        }),
+        (DType::F32, DType::F16) => dst
+            .par_chunks_mut(2 * chunk)
+            .zip(src.par_chunks(4 * chunk))
+            .for_each(|(d, s)| {
+                bytemuck::cast_slice_mut::<u8, f16>(d)
+                    .convert_from_f32_slice(bytemuck::cast_slice(s));
+            }),
+        (DType::F32, DType::BF16) => dst
+            .par_chunks_mut(2 * chunk)
+            .zip(src.par_chunks(4 * chunk))
+            .for_each(|(d, s)| {
+                bytemuck::cast_slice_mut::<u8, bf16>(d)
+                    .convert_from_f32_slice(bytemuck::cast_slice(s));
+            }),
+        (DType::F16, DType::F32) => dst
+            .par_chunks_mut(4 * chunk)
+            .zip(src.par_chunks(2 * chunk))
+            .for_each(|(d, s)| {
+                bytemuck::cast_slice::<u8, f16>(s)
+                    .convert_to_f32_slice(bytemuck::cast_slice_mut(d));
+            }),
+        (DType::BF16, DType::F32) => dst
+            .par_chunks_mut(4 * chunk)
+            .zip(src.par_chunks(2 * chunk))
+            .for_each(|(d, s)| {
+                bytemuck::cast_slice::<u8, bf16>(s)
+                    .convert_to_f32_slice(bytemuck::cast_slice_mut(d));
+            }),
         _ => return false,
     }
     true
@@ -53,7 +69,8 @@ pub(super) fn cast(op: &Cast<'_>) -> Result<()> {
     let src: &[u8] = bytemuck::cast_slice(&xs);
     {
         let start = out.layout.offset * to.size();
-        let dst = &mut bytemuck::cast_slice_mut::<u32, u8>(&mut os)[start..start + out.layout.numel() * to.size()];
+        let dst = &mut bytemuck::cast_slice_mut::<u32, u8>(&mut os)
+            [start..start + out.layout.numel() * to.size()];
         if cast_fast(src, &x, from, to, dst) {
             return Ok(());
         }
@@ -62,11 +79,16 @@ pub(super) fn cast(op: &Cast<'_>) -> Result<()> {
     let n = out.layout.numel();
     let start = out.layout.offset * out_size;
     let dst = &mut bytemuck::cast_slice_mut::<u32, u8>(&mut os)[start..start + n * out_size];
-    dst.par_chunks_mut(CHUNK * out_size).enumerate().for_each(|(c, chunk)| {
-        for (o, xi) in chunk.chunks_exact_mut(out_size).zip(offsets_from(x.layout, c * CHUNK)) {
-            let bits = cast_bits64(load(src, xi, in_size), from, to);
-            o.copy_from_slice(&bits.to_le_bytes()[..out_size]);
-        }
-    });
+    dst.par_chunks_mut(CHUNK * out_size)
+        .enumerate()
+        .for_each(|(c, chunk)| {
+            for (o, xi) in chunk
+                .chunks_exact_mut(out_size)
+                .zip(offsets_from(x.layout, c * CHUNK))
+            {
+                let bits = cast_bits64(load(src, xi, in_size), from, to);
+                o.copy_from_slice(&bits.to_le_bytes()[..out_size]);
+            }
+        });
     Ok(())
 }

@@ -35,7 +35,13 @@ pub fn cast_bits64(bits: u64, from: DType, to: DType) -> u64 {
         (DType::F32, _) => f32::from_bits(bits as u32),
         (DType::F16, _) => f16::from_bits(bits as u16).to_f32(),
         (DType::BF16, _) => bf16::from_bits(bits as u16).to_f32(),
-        (_, Some(i)) if to.is_integer() => return if to == DType::I64 { i as u64 } else { u64::from(i as u32) },
+        (_, Some(i)) if to.is_integer() => {
+            return if to == DType::I64 {
+                i as u64
+            } else {
+                u64::from(i as u32)
+            }
+        }
         (_, i) => i.unwrap_or(0) as f32,
     };
     match to {
@@ -57,9 +63,27 @@ pub fn cast(queue: &Queue, x: &Tensor, dtype: DType) -> Result<Tensor> {
         // Moved as words: no 64-bit arithmetic needed.
         let w = super::common::words::as_words("cast", &[x, &out])?;
         let (x, o) = (w[0].operand(), w[1].operand());
-        launch(queue, &Cast { x, from: DType::U32, to: DType::U32, out: o }, None)?;
+        launch(
+            queue,
+            &Cast {
+                x,
+                from: DType::U32,
+                to: DType::U32,
+                out: o,
+            },
+            None,
+        )?;
     } else if out.numel() > 0 {
-        launch(queue, &Cast { x: x.operand(), from: x.dtype(), to: dtype, out: out.operand() }, None)?;
+        launch(
+            queue,
+            &Cast {
+                x: x.operand(),
+                from: x.dtype(),
+                to: dtype,
+                out: out.operand(),
+            },
+            None,
+        )?;
     }
     Ok(out)
 }
@@ -76,8 +100,14 @@ pub(crate) struct Cast<'a> {
 impl OpRequest for Cast<'_> {
     fn cost(&self) -> OpCost {
         let (x, out) = (&self.x, &self.out);
-        let bytes = super::cost::distinct(x) * self.from.size() as u64 + out.layout.numel() as u64 * self.to.size() as u64;
-        OpCost { name: format!("cast_{}", self.to), dtype: self.from, bytes, ..OpCost::simple("", &[x, out], 0) }
+        let bytes = super::cost::distinct(x) * self.from.size() as u64
+            + out.layout.numel() as u64 * self.to.size() as u64;
+        OpCost {
+            name: format!("cast_{}", self.to),
+            dtype: self.from,
+            bytes,
+            ..OpCost::simple("", &[x, out], 0)
+        }
     }
 
     fn operands(&self) -> Vec<&Operand<'_>> {

@@ -3,16 +3,26 @@
 use super::Cast;
 #[cfg(test)]
 use crate::hal::webgpu::Specialisation;
-use crate::hal::webgpu::{Bind, GpuDevice, GpuBatch, WgslSource};
+use crate::hal::webgpu::{Bind, GpuBatch, GpuDevice, WgslSource};
 use crate::hal::OpContext;
-use crate::ops::common::webgpu::{specialise, check_binding, check_int64, grid_1d, strided_words, StridedWords, COMMON};
+use crate::ops::common::webgpu::{
+    check_binding, check_int64, grid_1d, specialise, strided_words, StridedWords, COMMON,
+};
 use crate::{DType, Error, Result};
 
 const TEXT: &str = crate::ops::common::wgsl_file!("cast/cast.wgsl");
-static SOURCE: WgslSource = WgslSource { name: "cast.wgsl", text: TEXT, preludes: &[COMMON, StridedWords::DECL] };
+static SOURCE: WgslSource = WgslSource {
+    name: "cast.wgsl",
+    text: TEXT,
+    preludes: &[COMMON, StridedWords::DECL],
+};
 /// Casts to and from i64: cast.wgsl with the i64 entry point after it (a module of its own,
 /// since a module with i64 in it validates only where the adapter has `shader-int64`).
-static CAST64: WgslSource = WgslSource { name: "cast64.wgsl", text: crate::ops::common::wgsl_file!("cast/cast64.wgsl"), preludes: &[COMMON, StridedWords::DECL, TEXT] };
+static CAST64: WgslSource = WgslSource {
+    name: "cast64.wgsl",
+    text: crate::ops::common::wgsl_file!("cast/cast64.wgsl"),
+    preludes: &[COMMON, StridedWords::DECL, TEXT],
+};
 
 /// `out = x` converted from `from` to `to`.
 pub(super) fn cast(op: &Cast<'_>, q: &GpuBatch, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
@@ -21,7 +31,9 @@ pub(super) fn cast(op: &Cast<'_>, q: &GpuBatch, dev: &GpuDevice, _: &OpContext<'
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
     if op.to.size() == 2 && out.layout.offset % 2 != 0 {
-        return Err(Error::Internal("a 16-bit cast output starts inside a word".into()));
+        return Err(Error::Internal(
+            "a 16-bit cast output starts inside a word".into(),
+        ));
     }
     let constants = vec![("FROM", op.from.code()), ("TO", op.to.code())];
     // Browsers have no `shader-int64` (refused above): the wasm build leaves cast64.wgsl out.
@@ -31,10 +43,22 @@ pub(super) fn cast(op: &Cast<'_>, q: &GpuBatch, dev: &GpuDevice, _: &OpContext<'
         false => dev.pipeline(specialise(&SOURCE, "cast_main", constants)),
     };
     // A 16-bit output is written a word (two elements) per invocation.
-    let grid = grid_1d(dev, out.layout.numel().div_ceil((4 / op.to.size()).max(1)).div_ceil(256) as u64)?;
+    let grid = grid_1d(
+        dev,
+        out.layout
+            .numel()
+            .div_ceil((4 / op.to.size()).max(1))
+            .div_ceil(256) as u64,
+    )?;
     // Auto layouts hold only the bindings an entry point uses.
     let binds = [(1, Bind::Mem(x.buf)), (4, Bind::Mem(out.buf))];
-    q.launch(dev, pipeline, strided_words(&out, &[&x])?.words(), &binds, grid)
+    q.launch(
+        dev,
+        pipeline,
+        strided_words(&out, &[&x])?.words(),
+        &binds,
+        grid,
+    )
 }
 
 /// Every specialisation.
@@ -43,10 +67,22 @@ pub(super) fn specialisations() -> Vec<Specialisation> {
     let mut all = Vec::new();
     for from in 0..5 {
         for to in 0..5 {
-            all.push(specialise(&SOURCE, "cast_main", vec![("FROM", from), ("TO", to)]));
+            all.push(specialise(
+                &SOURCE,
+                "cast_main",
+                vec![("FROM", from), ("TO", to)],
+            ));
         }
-        all.push(specialise(&CAST64, "cast64_main", vec![("FROM", from), ("TO", 5)]));
-        all.push(specialise(&CAST64, "cast64_main", vec![("FROM", 5), ("TO", from)]));
+        all.push(specialise(
+            &CAST64,
+            "cast64_main",
+            vec![("FROM", from), ("TO", 5)],
+        ));
+        all.push(specialise(
+            &CAST64,
+            "cast64_main",
+            vec![("FROM", 5), ("TO", from)],
+        ));
     }
     all
 }
@@ -70,12 +106,29 @@ mod on_the_cpu_executor {
             for to in all {
                 let out = Tensor::zeros(&d, &[7, 5], to).unwrap();
                 let params = strided_words(&out.operand(), &[&x.operand()]).unwrap();
-                let source = with_overrides(specialise(&SOURCE, "cast_main", vec![]).full_source(), &[("FROM", from.code()), ("TO", to.code())]);
+                let source = with_overrides(
+                    specialise(&SOURCE, "cast_main", vec![]).full_source(),
+                    &[("FROM", from.code()), ("TO", to.code())],
+                );
                 let want = stored_words(&x.cast(to).unwrap());
                 let groups = (35usize.div_ceil(4 / to.size()) as u32).div_ceil(256);
-                let got = run_words(&d, &source, "cast_main", params.words(), &[stored_words(&x)], want.len(), groups);
+                let got = run_words(
+                    &d,
+                    &source,
+                    "cast_main",
+                    params.words(),
+                    &[stored_words(&x)],
+                    want.len(),
+                    groups,
+                );
                 // A lone 16-bit element's word: only its own half counts.
-                let mask = |i: usize| if to.size() == 2 && 35 % 2 == 1 && i + 1 == want.len() { 0xffff } else { u32::MAX };
+                let mask = |i: usize| {
+                    if to.size() == 2 && 35 % 2 == 1 && i + 1 == want.len() {
+                        0xffff
+                    } else {
+                        u32::MAX
+                    }
+                };
                 for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                     assert_eq!(g & mask(i), w & mask(i), "cast {from} -> {to}: word {i}");
                 }

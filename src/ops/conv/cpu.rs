@@ -4,13 +4,22 @@
 use crate::base::par::*;
 
 use super::{Conv2d, Conv2dGeometry, Pool2d};
-use crate::ops::common::cpu::{out_words, sgemm};
 use crate::hal::cpu::{read_guard, write_guard};
+use crate::ops::common::cpu::{out_words, sgemm};
 use crate::Result;
 
 /// Input row or column of output position `o`, kernel tap `k`, or `None` in the padding.
-fn input_index(o: usize, k: usize, stride: usize, dilation: usize, pad: usize, extent: usize) -> Option<usize> {
-    (o * stride + k * dilation).checked_sub(pad).filter(|&i| i < extent)
+fn input_index(
+    o: usize,
+    k: usize,
+    stride: usize,
+    dilation: usize,
+    pad: usize,
+    extent: usize,
+) -> Option<usize> {
+    (o * stride + k * dilation)
+        .checked_sub(pad)
+        .filter(|&i| i < extent)
 }
 
 /// Most elements of one im2col block: output positions are taken in tiles so that
@@ -19,7 +28,13 @@ const COL_BLOCK: usize = 1 << 22;
 
 /// Row `r` = (channel, ky, kx) of the im2col matrix of one group over the output positions
 /// `positions`: the input value under that tap for each, 0 in the padding.
-fn im2col_row(planes: &[f32], r: usize, positions: std::ops::Range<usize>, mut dst: &mut [f32], g: &Conv2dGeometry) {
+fn im2col_row(
+    planes: &[f32],
+    r: usize,
+    positions: std::ops::Range<usize>,
+    mut dst: &mut [f32],
+    g: &Conv2dGeometry,
+) {
     let (ci, ky, kx) = (r / (g.kh * g.kw), r / g.kw % g.kh, r % g.kw);
     let plane = &planes[ci * g.h * g.w..][..g.h * g.w];
     let mut p = positions.start;
@@ -40,7 +55,8 @@ fn im2col_row(planes: &[f32], r: usize, positions: std::ops::Range<usize>, mut d
 fn tap_run(in_row: &[f32], kx: usize, ox0: usize, run: &mut [f32], g: &Conv2dGeometry) {
     if g.stride[1] != 1 {
         for (i, v) in run.iter_mut().enumerate() {
-            *v = input_index(ox0 + i, kx, g.stride[1], g.dilation[1], g.padding[1], g.w).map_or(0.0, |ix| in_row[ix]);
+            *v = input_index(ox0 + i, kx, g.stride[1], g.dilation[1], g.padding[1], g.w)
+                .map_or(0.0, |ix| in_row[ix]);
         }
         return;
     }
@@ -78,7 +94,10 @@ impl Columns {
 fn column_tile(k: usize, cols: usize, images: usize) -> usize {
     let threads = crate::base::par::current_num_threads();
     let tasks = if images >= threads { 1 } else { 4 * threads };
-    cols.div_ceil(tasks).next_multiple_of(16).min(COL_BLOCK / k.max(1)).clamp(1, cols.max(1))
+    cols.div_ceil(tasks)
+        .next_multiple_of(16)
+        .min(COL_BLOCK / k.max(1))
+        .clamp(1, cols.max(1))
 }
 
 pub(super) fn conv2d(op: &Conv2d<'_>) -> Result<()> {
@@ -88,37 +107,58 @@ pub(super) fn conv2d(op: &Conv2d<'_>) -> Result<()> {
     let mut os = write_guard(out.buf)?;
     let xf: &[f32] = &bytemuck::cast_slice(&xg)[x.layout.offset..];
     let wf: &[f32] = &bytemuck::cast_slice(&wg)[weight.layout.offset..];
-    let bf: Option<&[f32]> = bg.as_ref().zip(bias).map(|(g, b)| &bytemuck::cast_slice(g)[b.layout.offset..]);
+    let bf: Option<&[f32]> = bg
+        .as_ref()
+        .zip(bias)
+        .map(|(g, b)| &bytemuck::cast_slice(g)[b.layout.offset..]);
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
     let (cg, og) = (g.c / g.groups, g.o / g.groups);
     let (k, cols) = (cg * g.kh * g.kw, g.oh * g.ow);
     let tile = column_tile(k, cols, g.n);
-    of.par_chunks_mut((g.o * cols).max(1)).enumerate().for_each(|(nb, image)| {
-        for grp in 0..g.groups {
-            let planes = &xf[(nb * g.c + grp * cg) * g.h * g.w..][..cg * g.h * g.w];
-            let w_group = &wf[grp * og * k..(grp + 1) * og * k];
-            let c_group = Columns(image[grp * og * cols..(grp + 1) * og * cols].as_mut_ptr());
-            (0..cols.div_ceil(tile)).into_par_iter().for_each_init(Vec::new, |col, t| {
-                let (c0, width) = (t * tile, tile.min(cols - t * tile));
-                col.resize(k * width, 0.0);
-                for (r, dst) in col.chunks_mut(width).enumerate() {
-                    im2col_row(planes, r, c0..c0 + width, dst, &g);
-                }
-                // SAFETY: w_group is og x k and col k x width, row-major; columns c0..c0 + width
-                // of the og x cols output block (leading dimension cols) are this task's alone.
-                unsafe { sgemm(og, width, k, 1.0, w_group.as_ptr(), [k as isize, 1], col.as_ptr(), [width as isize, 1], c_group.at(c0), cols, 1) };
-            });
-        }
-        if bf.is_some() || act.is_some() {
-            for (oc, row) in image.chunks_mut(cols.max(1)).enumerate() {
-                let b = bf.map_or(0.0, |b| b[oc]);
-                for v in row {
-                    let y = *v + b;
-                    *v = act.map_or(y, |f| f.eval(y));
+    of.par_chunks_mut((g.o * cols).max(1))
+        .enumerate()
+        .for_each(|(nb, image)| {
+            for grp in 0..g.groups {
+                let planes = &xf[(nb * g.c + grp * cg) * g.h * g.w..][..cg * g.h * g.w];
+                let w_group = &wf[grp * og * k..(grp + 1) * og * k];
+                let c_group = Columns(image[grp * og * cols..(grp + 1) * og * cols].as_mut_ptr());
+                (0..cols.div_ceil(tile))
+                    .into_par_iter()
+                    .for_each_init(Vec::new, |col, t| {
+                        let (c0, width) = (t * tile, tile.min(cols - t * tile));
+                        col.resize(k * width, 0.0);
+                        for (r, dst) in col.chunks_mut(width).enumerate() {
+                            im2col_row(planes, r, c0..c0 + width, dst, &g);
+                        }
+                        // SAFETY: w_group is og x k and col k x width, row-major; columns c0..c0 + width
+                        // of the og x cols output block (leading dimension cols) are this task's alone.
+                        unsafe {
+                            sgemm(
+                                og,
+                                width,
+                                k,
+                                1.0,
+                                w_group.as_ptr(),
+                                [k as isize, 1],
+                                col.as_ptr(),
+                                [width as isize, 1],
+                                c_group.at(c0),
+                                cols,
+                                1,
+                            )
+                        };
+                    });
+            }
+            if bf.is_some() || act.is_some() {
+                for (oc, row) in image.chunks_mut(cols.max(1)).enumerate() {
+                    let b = bf.map_or(0.0, |b| b[oc]);
+                    for v in row {
+                        let y = *v + b;
+                        *v = act.map_or(y, |f| f.eval(y));
+                    }
                 }
             }
-        }
-    });
+        });
     Ok(())
 }
 
@@ -141,24 +181,48 @@ pub(super) fn pool2d(op: &Pool2d<'_>) -> Result<()> {
     let mut os = write_guard(out.buf)?;
     let xf: &[f32] = &bytemuck::cast_slice(&xg)[x.layout.offset..];
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
-    of.par_chunks_mut((g.oh * g.ow).max(1)).enumerate().for_each(|(p, o)| {
-        let plane = &xf[p * g.h * g.w..][..g.h * g.w];
-        for oy in 0..g.oh {
-            let rows = pool_count(code, oy, g.kh, g.stride[0], [g.padding[0], g.pad_end[0]], g.h);
-            for ox in 0..g.ow {
-                let taps = (0..g.kh).flat_map(|ky| (0..g.kw).map(move |kx| (ky, kx))).filter_map(|(ky, kx)| {
-                    let iy = input_index(oy, ky, g.stride[0], 1, g.padding[0], g.h)?;
-                    let ix = input_index(ox, kx, g.stride[1], 1, g.padding[1], g.w)?;
-                    Some(plane[iy * g.w + ix])
-                });
-                o[oy * g.ow + ox] = if code == 0 {
-                    taps.fold(f32::NEG_INFINITY, |m, v| if m.is_nan() || v.is_nan() { f32::NAN } else { m.max(v) })
-                } else {
-                    let cols = pool_count(code, ox, g.kw, g.stride[1], [g.padding[1], g.pad_end[1]], g.w);
-                    taps.sum::<f32>() / (rows * cols) as f32
-                };
+    of.par_chunks_mut((g.oh * g.ow).max(1))
+        .enumerate()
+        .for_each(|(p, o)| {
+            let plane = &xf[p * g.h * g.w..][..g.h * g.w];
+            for oy in 0..g.oh {
+                let rows = pool_count(
+                    code,
+                    oy,
+                    g.kh,
+                    g.stride[0],
+                    [g.padding[0], g.pad_end[0]],
+                    g.h,
+                );
+                for ox in 0..g.ow {
+                    let taps = (0..g.kh)
+                        .flat_map(|ky| (0..g.kw).map(move |kx| (ky, kx)))
+                        .filter_map(|(ky, kx)| {
+                            let iy = input_index(oy, ky, g.stride[0], 1, g.padding[0], g.h)?;
+                            let ix = input_index(ox, kx, g.stride[1], 1, g.padding[1], g.w)?;
+                            Some(plane[iy * g.w + ix])
+                        });
+                    o[oy * g.ow + ox] = if code == 0 {
+                        taps.fold(f32::NEG_INFINITY, |m, v| {
+                            if m.is_nan() || v.is_nan() {
+                                f32::NAN
+                            } else {
+                                m.max(v)
+                            }
+                        })
+                    } else {
+                        let cols = pool_count(
+                            code,
+                            ox,
+                            g.kw,
+                            g.stride[1],
+                            [g.padding[1], g.pad_end[1]],
+                            g.w,
+                        );
+                        taps.sum::<f32>() / (rows * cols) as f32
+                    };
+                }
             }
-        }
-    });
+        });
     Ok(())
 }

@@ -5,7 +5,7 @@ backend_modules!();
 
 use super::cost::OpCost;
 use super::elementwise::check_f32;
-use super::{backends, launch, OpRequest, Lift, Operand, UnaryOp};
+use super::{backends, launch, Lift, OpRequest, Operand, UnaryOp};
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// Sizes of one convolution or pooling, all worked out and checked.
@@ -60,22 +60,43 @@ pub struct Conv2dParams<'a> {
 
 impl Default for Conv2dParams<'_> {
     fn default() -> Self {
-        Conv2dParams { bias: None, stride: [1, 1], padding: [0, 0], dilation: [1, 1], groups: 1, act: None }
+        Conv2dParams {
+            bias: None,
+            stride: [1, 1],
+            padding: [0, 0],
+            dilation: [1, 1],
+            groups: 1,
+            act: None,
+        }
     }
 }
 
 /// Output extent of one spatial axis, or an error naming the geometry. Sizes come from the
 /// user, so the arithmetic is checked: a padding or dilation too large for `usize` is an
 /// error, never a wrapped extent.
-fn out_extent(op: &'static str, axis: &str, input: usize, kernel: usize, stride: usize, pad: usize, dilation: usize) -> Result<usize> {
+fn out_extent(
+    op: &'static str,
+    axis: &str,
+    input: usize,
+    kernel: usize,
+    stride: usize,
+    pad: usize,
+    dilation: usize,
+) -> Result<usize> {
     if kernel == 0 || stride == 0 || dilation == 0 {
         return Err(Error::Invalid(format!("{op}: {axis} kernel {kernel}, stride {stride}, dilation {dilation}: expected each >= 1")));
     }
     let too_large = |what: &str| {
         Error::shape(op, format!("{axis}: {what} overflows (input {input}, kernel {kernel}, stride {stride}, padding {pad}, dilation {dilation}): expected a geometry whose sizes fit in {} bits", usize::BITS))
     };
-    let span = dilation.checked_mul(kernel - 1).and_then(|s| s.checked_add(1)).ok_or_else(|| too_large("the dilated kernel span"))?;
-    let padded = pad.checked_mul(2).and_then(|p| p.checked_add(input)).ok_or_else(|| too_large("the padded input"))?;
+    let span = dilation
+        .checked_mul(kernel - 1)
+        .and_then(|s| s.checked_add(1))
+        .ok_or_else(|| too_large("the dilated kernel span"))?;
+    let padded = pad
+        .checked_mul(2)
+        .and_then(|p| p.checked_add(input))
+        .ok_or_else(|| too_large("the padded input"))?;
     if span > padded {
         return Err(Error::shape(op, format!("{axis}: the kernel spans {span} but the padded input is {padded}: expected a kernel that fits")));
     }
@@ -85,10 +106,22 @@ fn out_extent(op: &'static str, axis: &str, input: usize, kernel: usize, stride:
 /// `act(conv2d(x, weight) + bias)` for `x: [n, c, h, w]` and `weight: [o, c / groups, kh, kw]`,
 /// giving `[n, o, oh, ow]`.
 pub fn conv2d(queue: &Queue, x: &Tensor, weight: &Tensor, p: Conv2dParams<'_>) -> Result<Tensor> {
-    let lift = Lift::of("conv2d", &[Some(x), Some(weight), p.bias].into_iter().flatten().collect::<Vec<_>>())?;
+    let lift = Lift::of(
+        "conv2d",
+        &[Some(x), Some(weight), p.bias]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>(),
+    )?;
     let bias = p.bias.map(|t| lift.up(queue, t)).transpose()?;
-    let params = Conv2dParams { bias: bias.as_ref(), ..p };
-    lift.down(queue, conv2d_f32(queue, &lift.up(queue, x)?, &lift.up(queue, weight)?, params)?)
+    let params = Conv2dParams {
+        bias: bias.as_ref(),
+        ..p
+    };
+    lift.down(
+        queue,
+        conv2d_f32(queue, &lift.up(queue, x)?, &lift.up(queue, weight)?, params)?,
+    )
 }
 
 fn conv2d_f32(queue: &Queue, x: &Tensor, weight: &Tensor, p: Conv2dParams<'_>) -> Result<Tensor> {
@@ -107,13 +140,35 @@ fn conv2d_f32(queue: &Queue, x: &Tensor, weight: &Tensor, p: Conv2dParams<'_>) -
     if ws[1] != c / groups {
         return Err(Error::shape("conv2d", format!("weight {ws:?} has {} input channels per group: expected {} (c {c} / groups {groups})", ws[1], c / groups)));
     }
-    let oh = out_extent("conv2d", "height", h, kh, p.stride[0], p.padding[0], p.dilation[0])?;
-    let ow = out_extent("conv2d", "width", w, kw, p.stride[1], p.padding[1], p.dilation[1])?;
+    let oh = out_extent(
+        "conv2d",
+        "height",
+        h,
+        kh,
+        p.stride[0],
+        p.padding[0],
+        p.dilation[0],
+    )?;
+    let ow = out_extent(
+        "conv2d",
+        "width",
+        w,
+        kw,
+        p.stride[1],
+        p.padding[1],
+        p.dilation[1],
+    )?;
     let bias = match p.bias {
         Some(b) => {
             check_f32(queue, "conv2d", b)?;
             if b.shape() != [o] {
-                return Err(Error::shape("conv2d", format!("bias has shape {:?}: expected [{o}] (the output channels)", b.shape())));
+                return Err(Error::shape(
+                    "conv2d",
+                    format!(
+                        "bias has shape {:?}: expected [{o}] (the output channels)",
+                        b.shape()
+                    ),
+                ));
             }
             Some(b.contiguous_on(queue)?)
         }
@@ -140,7 +195,18 @@ fn conv2d_f32(queue: &Queue, x: &Tensor, weight: &Tensor, p: Conv2dParams<'_>) -
     let out = Tensor::uninit(queue, &[n, o, oh, ow], DType::F32)?;
     if out.numel() > 0 {
         let bias = bias.as_ref().map(Tensor::operand);
-        launch(queue, &Conv2d { x: x.operand(), weight: weight.operand(), bias, act: p.act, out: out.operand(), geometry }, None)?;
+        launch(
+            queue,
+            &Conv2d {
+                x: x.operand(),
+                weight: weight.operand(),
+                bias,
+                act: p.act,
+                out: out.operand(),
+                geometry,
+            },
+            None,
+        )?;
     }
     Ok(out)
 }
@@ -251,9 +317,9 @@ fn pool_extent(
         }
     }
     // The pads are at most half the window, so this cannot overflow unless `input` does.
-    let padded = input.checked_add(before + after).ok_or_else(|| {
-        Error::shape(op, format!("{axis}: the padded input {input} overflows"))
-    })?;
+    let padded = input
+        .checked_add(before + after)
+        .ok_or_else(|| Error::shape(op, format!("{axis}: the padded input {input} overflows")))?;
     if kernel > padded {
         return Err(Error::shape(
             op,
@@ -264,7 +330,11 @@ fn pool_extent(
         ));
     }
     let span = padded - kernel;
-    let mut extent = if ceil { span.div_ceil(stride) } else { span / stride } + 1;
+    let mut extent = if ceil {
+        span.div_ceil(stride)
+    } else {
+        span / stride
+    } + 1;
     if ceil && (extent - 1) * stride >= input + before {
         extent -= 1;
     }
@@ -279,13 +349,23 @@ fn pool2d_f32(queue: &Queue, kind: PoolKind, x: &Tensor, p: PoolOptions) -> Resu
     check_f32(queue, op, x)?;
     let xs = x.shape();
     if xs.len() != 4 {
-        return Err(Error::shape(op, format!("got x {xs:?}: expected [n, c, h, w]")));
+        return Err(Error::shape(
+            op,
+            format!("got x {xs:?}: expected [n, c, h, w]"),
+        ));
     }
     let (n, c, h, w) = (xs[0], xs[1], xs[2], xs[3]);
     let [top, left, bottom, right] = p.padding;
     let rows = [p.kernel[0], p.stride[0]];
     let oh = pool_extent(op, "height", h, rows, [top, bottom], p.ceil_mode)?;
-    let ow = pool_extent(op, "width", w, [p.kernel[1], p.stride[1]], [left, right], p.ceil_mode)?;
+    let ow = pool_extent(
+        op,
+        "width",
+        w,
+        [p.kernel[1], p.stride[1]],
+        [left, right],
+        p.ceil_mode,
+    )?;
     crate::base::layout::checked_numel(op, &[n, c, oh, ow])?;
     let geometry = Conv2dGeometry {
         n,
@@ -307,7 +387,13 @@ fn pool2d_f32(queue: &Queue, kind: PoolKind, x: &Tensor, p: PoolOptions) -> Resu
     let out = Tensor::uninit(queue, &[n, c, oh, ow], DType::F32)?;
     if out.numel() > 0 {
         let count_include_pad = p.count_include_pad;
-        let pool = Pool2d { kind, count_include_pad, x: x.operand(), out: out.operand(), geometry };
+        let pool = Pool2d {
+            kind,
+            count_include_pad,
+            x: x.operand(),
+            out: out.operand(),
+            geometry,
+        };
         launch(queue, &pool, None)?;
     }
     Ok(out)
@@ -352,9 +438,17 @@ pub(crate) struct Pool2d<'a> {
 
 impl OpRequest for Pool2d<'_> {
     fn cost(&self) -> OpCost {
-        let name = if self.kind == PoolKind::Max { "max_pool2d" } else { "avg_pool2d" };
+        let name = if self.kind == PoolKind::Max {
+            "max_pool2d"
+        } else {
+            "avg_pool2d"
+        };
         let window = (self.geometry.kh * self.geometry.kw) as u64;
-        OpCost::simple(name, &[&self.x, &self.out], self.out.layout.numel() as u64 * window)
+        OpCost::simple(
+            name,
+            &[&self.x, &self.out],
+            self.out.layout.numel() as u64 * window,
+        )
     }
 
     fn operands(&self) -> Vec<&Operand<'_>> {
@@ -375,7 +469,6 @@ impl Pool2d<'_> {
         }
     }
 }
-
 
 /// The conv ops as methods, recorded on the device's default queue.
 impl Tensor {

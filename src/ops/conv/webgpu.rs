@@ -2,15 +2,21 @@
 //! the device ends long loops early.
 
 use super::{Conv2d, Conv2dGeometry, Pool2d};
-use crate::ops::common::webgpu::{specialise, check_binding, grid_1d, u32_of, wgsl_params, ACTIVATION, COMMON};
 #[cfg(test)]
 use crate::hal::webgpu::Specialisation;
-use crate::ops::common::split;
-use crate::hal::webgpu::{Bind, GpuDevice, GpuBatch, Pipeline, WgslSource};
+use crate::hal::webgpu::{Bind, GpuBatch, GpuDevice, Pipeline, WgslSource};
 use crate::hal::OpContext;
+use crate::ops::common::split;
+use crate::ops::common::webgpu::{
+    check_binding, grid_1d, specialise, u32_of, wgsl_params, ACTIVATION, COMMON,
+};
 use crate::Result;
 
-static SOURCE: WgslSource = WgslSource { name: "conv.wgsl", text: crate::ops::common::wgsl_file!("conv/conv.wgsl"), preludes: &[COMMON, ACTIVATION, ConvWords::DECL] };
+static SOURCE: WgslSource = WgslSource {
+    name: "conv.wgsl",
+    text: crate::ops::common::wgsl_file!("conv/conv.wgsl"),
+    preludes: &[COMMON, ACTIVATION, ConvWords::DECL],
+};
 
 wgsl_params! {
     /// conv.wgsl's parameters.
@@ -50,18 +56,37 @@ wgsl_params! {
 }
 
 /// 2-D convolution (conv2d_main), with optional bias and activation.
-pub(super) fn conv2d(op: &Conv2d<'_>, q: &GpuBatch, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn conv2d(
+    op: &Conv2d<'_>,
+    q: &GpuBatch,
+    dev: &GpuDevice,
+    _: &OpContext<'_>,
+) -> Result<()> {
     let (x, weight, bias, out, g) = (op.x, op.weight, op.bias, op.out, &op.geometry);
     for o in [&x, &weight, &out] {
         check_binding(dev, o)?;
     }
-    let offsets = [x.layout.offset, weight.layout.offset, bias.as_ref().map_or(0, |b| b.layout.offset), out.layout.offset];
+    let offsets = [
+        x.layout.offset,
+        weight.layout.offset,
+        bias.as_ref().map_or(0, |b| b.layout.offset),
+        out.layout.offset,
+    ];
     // Four output channels per invocation where each group's come in fours.
     let ocb = if (g.o / g.groups) % 4 == 0 { 4 } else { 1 };
-    let constants = vec![("HAS_BIAS", u32::from(bias.is_some())), ("ACT", op.act.map_or(0, |f| f.code())), ("OCB", ocb as u32)];
+    let constants = vec![
+        ("HAS_BIAS", u32::from(bias.is_some())),
+        ("ACT", op.act.map_or(0, |f| f.code())),
+        ("OCB", ocb as u32),
+    ];
     let pipeline = dev.pipeline(specialise(&SOURCE, "conv2d_main", constants));
     let bias_bind = bias.as_ref().map_or(Bind::SpareRead, |b| Bind::Mem(b.buf));
-    let binds = [(1, Bind::Mem(x.buf)), (2, Bind::Mem(weight.buf)), (3, bias_bind), (4, Bind::Mem(out.buf))];
+    let binds = [
+        (1, Bind::Mem(x.buf)),
+        (2, Bind::Mem(weight.buf)),
+        (3, bias_bind),
+        (4, Bind::Mem(out.buf)),
+    ];
     // Invocations: blocks of `ocb` channels by rows by blocks of four columns.
     let invocations = g.n * (g.o / ocb) * g.oh * g.ow.div_ceil(4);
     let grid = grid_1d(dev, invocations.div_ceil(256) as u64)?;
@@ -70,15 +95,32 @@ pub(super) fn conv2d(op: &Conv2d<'_>, q: &GpuBatch, dev: &GpuDevice, _: &OpConte
 }
 
 /// Max or average pooling (pool2d_main).
-pub(super) fn pool2d(op: &Pool2d<'_>, q: &GpuBatch, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn pool2d(
+    op: &Pool2d<'_>,
+    q: &GpuBatch,
+    dev: &GpuDevice,
+    _: &OpContext<'_>,
+) -> Result<()> {
     let (x, out, g) = (op.x, op.out, &op.geometry);
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
-    let pipeline = dev.pipeline(specialise(&SOURCE, "pool2d_main", vec![("POOL", op.code())]));
+    let pipeline = dev.pipeline(specialise(
+        &SOURCE,
+        "pool2d_main",
+        vec![("POOL", op.code())],
+    ));
     let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
     let params = params(g, [x.layout.offset, 0, 0, out.layout.offset])?;
     let taps = split::conv_taps(dev.max_loop_iterations(), 1, g.kh, g.kw);
-    launch_taps(q, dev, pipeline, params, &taps, &[(1, Bind::Mem(x.buf)), (4, Bind::Mem(out.buf))], grid)
+    launch_taps(
+        q,
+        dev,
+        pipeline,
+        params,
+        &taps,
+        &[(1, Bind::Mem(x.buf)), (4, Bind::Mem(out.buf))],
+        grid,
+    )
 }
 
 /// conv.wgsl's parameters without the taps, for the input, weight, bias and output `offsets`.
@@ -116,8 +158,18 @@ fn params(g: &Conv2dGeometry, offsets: [usize; 4]) -> Result<ConvWords> {
 
 /// conv.wgsl launches over the tap boxes `taps` (see [`split::conv_taps`]), accumulating in
 /// the output.
-fn launch_taps(q: &GpuBatch, dev: &GpuDevice, pipeline: Pipeline, mut params: ConvWords, taps: &[[[usize; 2]; 3]], binds: &[(u32, Bind<'_>)], grid: [u32; 3]) -> Result<()> {
-    let range = |[begin, end]: [usize; 2]| Ok::<_, crate::Error>([u32_of("kernel tap", begin)?, u32_of("kernel tap", end)?]);
+fn launch_taps(
+    q: &GpuBatch,
+    dev: &GpuDevice,
+    pipeline: Pipeline,
+    mut params: ConvWords,
+    taps: &[[[usize; 2]; 3]],
+    binds: &[(u32, Bind<'_>)],
+    grid: [u32; 3],
+) -> Result<()> {
+    let range = |[begin, end]: [usize; 2]| {
+        Ok::<_, crate::Error>([u32_of("kernel tap", begin)?, u32_of("kernel tap", end)?])
+    };
     for (i, &[ci, ky, kx]) in taps.iter().enumerate() {
         (params.ci, params.ky, params.kx) = (range(ci)?, range(ky)?, range(kx)?);
         params.flags = split::flags(i, taps.len());
@@ -129,7 +181,10 @@ fn launch_taps(q: &GpuBatch, dev: &GpuDevice, pipeline: Pipeline, mut params: Co
 /// Every entry point (the module is the same for every override).
 #[cfg(test)]
 pub(super) fn specialisations() -> Vec<Specialisation> {
-    ["conv2d_main", "pool2d_main"].into_iter().map(|e| specialise(&SOURCE, e, vec![])).collect()
+    ["conv2d_main", "pool2d_main"]
+        .into_iter()
+        .map(|e| specialise(&SOURCE, e, vec![]))
+        .collect()
 }
 
 /// conv.wgsl's convolution (one and four output channels an invocation, groups, bias and
@@ -144,13 +199,18 @@ mod on_the_cpu_executor {
     use crate::{BackendChoice, BackendKind, Buffer, Device, Tensor};
 
     fn values(n: usize, seed: usize) -> Vec<f32> {
-        (0..n).map(|i| ((i * 7919 + seed * 104_729) % 1999) as f32 / 1000.0 - 1.0).collect()
+        (0..n)
+            .map(|i| ((i * 7919 + seed * 104_729) % 1999) as f32 / 1000.0 - 1.0)
+            .collect()
     }
 
     fn assert_near(got: &[f32], want: &[f32], what: &str) {
         assert_eq!(got.len(), want.len());
         for (i, (g, w)) in got.iter().zip(want).enumerate() {
-            assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "{what}: element {i} is {g}, the CPU's {w}");
+            assert!(
+                (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                "{what}: element {i} is {g}, the CPU's {w}"
+            );
         }
     }
 
@@ -162,29 +222,127 @@ mod on_the_cpu_executor {
         let x = Tensor::from_slice(&d, &xv, &[1, c, h, w]).unwrap();
         for (o, groups) in [(8usize, 1usize), (6, 2)] {
             let (wv, bv) = (values(o * (c / groups) * 9, 2), values(o, 3));
-            let (weight, bias) = (Tensor::from_slice(&d, &wv, &[o, c / groups, 3, 3]).unwrap(), Tensor::from_slice(&d, &bv, &[o]).unwrap());
-            let p = Conv2dParams { bias: Some(&bias), stride: [1, 1], padding: [1, 1], dilation: [1, 1], groups, act: Some(UnaryOp::Relu) };
-            let want = x.conv2d(&weight, p).unwrap().to_vec_blocking::<f32>().unwrap();
-            let g = Conv2dGeometry { n: 1, c, h, w, o, kh: 3, kw: 3, oh: h, ow: w, stride: [1, 1], padding: [1, 1], pad_end: [1, 1], dilation: [1, 1], groups };
+            let (weight, bias) = (
+                Tensor::from_slice(&d, &wv, &[o, c / groups, 3, 3]).unwrap(),
+                Tensor::from_slice(&d, &bv, &[o]).unwrap(),
+            );
+            let p = Conv2dParams {
+                bias: Some(&bias),
+                stride: [1, 1],
+                padding: [1, 1],
+                dilation: [1, 1],
+                groups,
+                act: Some(UnaryOp::Relu),
+            };
+            let want = x
+                .conv2d(&weight, p)
+                .unwrap()
+                .to_vec_blocking::<f32>()
+                .unwrap();
+            let g = Conv2dGeometry {
+                n: 1,
+                c,
+                h,
+                w,
+                o,
+                kh: 3,
+                kw: 3,
+                oh: h,
+                ow: w,
+                stride: [1, 1],
+                padding: [1, 1],
+                pad_end: [1, 1],
+                dilation: [1, 1],
+                groups,
+            };
             let mut words = params(&g, [0; 4]).unwrap();
-            (words.ci, words.ky, words.kx, words.flags) = ([0, (c / groups) as u32], [0, 3], [0, 3], split::flags(0, 1));
+            (words.ci, words.ky, words.kx, words.flags) =
+                ([0, (c / groups) as u32], [0, 3], [0, 3], split::flags(0, 1));
             let ocb = if (o / groups) % 4 == 0 { 4 } else { 1 };
-            let source = with_overrides(specialise(&SOURCE, "conv2d_main", vec![]).full_source(), &[("HAS_BIAS", 1), ("ACT", UnaryOp::Relu.code()), ("OCB", ocb as u32)]);
-            let (xb, wb, bb) = (Buffer::from_slice(&d, &xv).unwrap(), Buffer::from_slice(&d, &wv).unwrap(), Buffer::from_slice(&d, &bv).unwrap());
+            let source = with_overrides(
+                specialise(&SOURCE, "conv2d_main", vec![]).full_source(),
+                &[
+                    ("HAS_BIAS", 1),
+                    ("ACT", UnaryOp::Relu.code()),
+                    ("OCB", ocb as u32),
+                ],
+            );
+            let (xb, wb, bb) = (
+                Buffer::from_slice(&d, &xv).unwrap(),
+                Buffer::from_slice(&d, &wv).unwrap(),
+                Buffer::from_slice(&d, &bv).unwrap(),
+            );
             let out = Buffer::from_slice(&d, &vec![-1.1e36f32; want.len()]).unwrap();
             let groups_launched = ((o / ocb) * h * w.div_ceil(4)).div_ceil(256) as u32;
-            run_on_cpu(&d, &source, "conv2d_main", words.words(), &[bound(&xb), bound(&wb), bound(&bb), bound(&out)], [groups_launched, 1, 1]).unwrap();
-            assert_near(&out.read_blocking().unwrap(), &want, &format!("conv2d to {o} channels in {groups} groups"));
+            run_on_cpu(
+                &d,
+                &source,
+                "conv2d_main",
+                words.words(),
+                &[bound(&xb), bound(&wb), bound(&bb), bound(&out)],
+                [groups_launched, 1, 1],
+            )
+            .unwrap();
+            assert_near(
+                &out.read_blocking().unwrap(),
+                &want,
+                &format!("conv2d to {o} channels in {groups} groups"),
+            );
         }
         for kind in [PoolKind::Max, PoolKind::Avg] {
-            let want = x.pool2d(kind, Pool2dParams { kernel: [2, 2], stride: None, padding: [0, 0] }).unwrap().to_vec_blocking::<f32>().unwrap();
-            let g = Conv2dGeometry { n: 1, c, h, w, o: c, kh: 2, kw: 2, oh: h / 2, ow: w / 2, stride: [2, 2], padding: [0, 0], pad_end: [0, 0], dilation: [1, 1], groups: c };
+            let want = x
+                .pool2d(
+                    kind,
+                    Pool2dParams {
+                        kernel: [2, 2],
+                        stride: None,
+                        padding: [0, 0],
+                    },
+                )
+                .unwrap()
+                .to_vec_blocking::<f32>()
+                .unwrap();
+            let g = Conv2dGeometry {
+                n: 1,
+                c,
+                h,
+                w,
+                o: c,
+                kh: 2,
+                kw: 2,
+                oh: h / 2,
+                ow: w / 2,
+                stride: [2, 2],
+                padding: [0, 0],
+                pad_end: [0, 0],
+                dilation: [1, 1],
+                groups: c,
+            };
             let mut words = params(&g, [0; 4]).unwrap();
-            (words.ci, words.ky, words.kx, words.flags) = ([0, 1], [0, 2], [0, 2], split::flags(0, 1));
-            let source = with_overrides(specialise(&SOURCE, "pool2d_main", vec![]).full_source(), &[("POOL", kind as u32)]);
-            let (xb, out) = (Buffer::from_slice(&d, &xv).unwrap(), Buffer::from_slice(&d, &vec![-1.1e36f32; want.len()]).unwrap());
-            run_on_cpu(&d, &source, "pool2d_main", words.words(), &[bound(&xb), bound(&out)], [(want.len() as u32).div_ceil(256), 1, 1]).unwrap();
-            assert_near(&out.read_blocking().unwrap(), &want, &format!("{kind:?} pooling"));
+            (words.ci, words.ky, words.kx, words.flags) =
+                ([0, 1], [0, 2], [0, 2], split::flags(0, 1));
+            let source = with_overrides(
+                specialise(&SOURCE, "pool2d_main", vec![]).full_source(),
+                &[("POOL", kind as u32)],
+            );
+            let (xb, out) = (
+                Buffer::from_slice(&d, &xv).unwrap(),
+                Buffer::from_slice(&d, &vec![-1.1e36f32; want.len()]).unwrap(),
+            );
+            run_on_cpu(
+                &d,
+                &source,
+                "pool2d_main",
+                words.words(),
+                &[bound(&xb), bound(&out)],
+                [(want.len() as u32).div_ceil(256), 1, 1],
+            )
+            .unwrap();
+            assert_near(
+                &out.read_blocking().unwrap(),
+                &want,
+                &format!("{kind:?} pooling"),
+            );
         }
     }
 }

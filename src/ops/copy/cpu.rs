@@ -3,8 +3,8 @@
 use crate::base::par::*;
 
 use super::ViewCopy;
-use crate::ops::common::cpu::{offsets_from, out_words, CHUNK};
 use crate::hal::cpu::{read_guard, write_guard};
+use crate::ops::common::cpu::{offsets_from, out_words, CHUNK};
 use crate::Result;
 
 pub(super) fn copy(op: &ViewCopy<'_>) -> Result<()> {
@@ -24,11 +24,14 @@ pub(super) fn copy(op: &ViewCopy<'_>) -> Result<()> {
     let xs = read_guard(x.buf)?;
     let mut os = write_guard(out.buf)?;
     if out.layout.is_contiguous() {
-        out_words(&mut os, &out).par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
-            for (o, xi) in chunk.iter_mut().zip(offsets_from(x.layout, c * CHUNK)) {
-                *o = xs[xi];
-            }
-        });
+        out_words(&mut os, &out)
+            .par_chunks_mut(CHUNK)
+            .enumerate()
+            .for_each(|(c, chunk)| {
+                for (o, xi) in chunk.iter_mut().zip(offsets_from(x.layout, c * CHUNK)) {
+                    *o = xs[xi];
+                }
+            });
     } else {
         for (xi, o) in x.layout.offsets().zip(out.layout.offsets()) {
             os[o] = xs[xi];

@@ -4,12 +4,12 @@
 
 backend_modules!();
 
+use super::cast::Cast;
+use super::cost::OpCost;
+use super::{backends, launch, OpRequest, Operand};
 use crate::Buffer;
 use crate::Element;
 use crate::Error;
-use super::cost::OpCost;
-use super::cast::Cast;
-use super::{backends, launch, OpRequest, Operand};
 use crate::{Queue, Result, Tensor};
 
 /// `out = x` for 4-byte elements of any dtype, `out` contiguous or a non-overlapping view.
@@ -38,10 +38,26 @@ pub(crate) fn copy_into(queue: &Queue, x: &Tensor, out: &Tensor) -> Result<()> {
         return Ok(());
     }
     if x.dtype().size() == 2 {
-        return launch(queue, &Cast { x: x.operand(), from: x.dtype(), to: x.dtype(), out: out.operand() }, None);
+        return launch(
+            queue,
+            &Cast {
+                x: x.operand(),
+                from: x.dtype(),
+                to: x.dtype(),
+                out: out.operand(),
+            },
+            None,
+        );
     }
     let words = super::common::words::as_words("copy", &[x, out])?;
-    launch(queue, &ViewCopy { x: words[0].operand(), out: words[1].operand() }, None)
+    launch(
+        queue,
+        &ViewCopy {
+            x: words[0].operand(),
+            out: words[1].operand(),
+        },
+        None,
+    )
 }
 
 /// Reading a tensor and making it contiguous: a copy where the view is strided.
@@ -73,10 +89,19 @@ impl Tensor {
     /// The elements as a contiguous typed buffer (a view when already contiguous).
     pub fn to_buffer<T: Element>(&self) -> Result<Buffer<T>> {
         if self.dtype() != T::DTYPE {
-            return Err(Error::DType { op: "to_buffer", expected: self.dtype().to_string(), got: T::DTYPE.to_string() });
+            return Err(Error::DType {
+                op: "to_buffer",
+                expected: self.dtype().to_string(),
+                got: T::DTYPE.to_string(),
+            });
         }
         let c = self.contiguous()?;
-        Ok(Buffer::from_inner(c.inner.clone(), c.device.clone(), c.layout.offset, c.numel()))
+        Ok(Buffer::from_inner(
+            c.inner.clone(),
+            c.device.clone(),
+            c.layout.offset,
+            c.numel(),
+        ))
     }
 
     /// The elements (row-major) in a new JS `ArrayBuffer`, after the default queue's work,
@@ -85,7 +110,16 @@ impl Tensor {
     pub(crate) async fn read_array_buffer(&self) -> Result<js_sys::ArrayBuffer> {
         let c = self.contiguous()?;
         let size = c.dtype.size() as u64;
-        let read = c.device.queue().read_js(&c.inner, c.layout.offset as u64 * size, c.numel() as u64 * size, None).await?;
+        let read = c
+            .device
+            .queue()
+            .read_js(
+                &c.inner,
+                c.layout.offset as u64 * size,
+                c.numel() as u64 * size,
+                None,
+            )
+            .await?;
         read.ok_or_else(|| Error::Internal("a read into a new array returned none".into()))
     }
 
@@ -95,7 +129,16 @@ impl Tensor {
     pub(crate) async fn read_into_js(&self, dst: &js_sys::Uint8Array) -> Result<()> {
         let c = self.contiguous()?;
         let size = c.dtype.size() as u64;
-        c.device.queue().read_js(&c.inner, c.layout.offset as u64 * size, c.numel() as u64 * size, Some(dst)).await.map(drop)
+        c.device
+            .queue()
+            .read_js(
+                &c.inner,
+                c.layout.offset as u64 * size,
+                c.numel() as u64 * size,
+                Some(dst),
+            )
+            .await
+            .map(drop)
     }
 
     /// Read the elements (row-major) back to the host, after the default queue's work.

@@ -3,16 +3,20 @@
 use crate::base::par::*;
 
 use super::{Binary, BinaryOp, Unary, UnaryOp};
-use crate::ops::common::math::{self, twin};
-use crate::ops::common::cpu::{integer_bits, offsets_from, out_words, put_integer, run_from, CHUNK};
 use crate::hal::cpu::{read_guard, write_guard};
+use crate::ops::common::cpu::{
+    integer_bits, offsets_from, out_words, put_integer, run_from, CHUNK,
+};
+use crate::ops::common::math::{self, twin};
 use crate::{DType, Error, Result};
 
 /// Error unless the operands are stored as f32 (the CPU has no native f16 path).
 fn check_f32(dtype: DType) -> Result<()> {
     match dtype {
         DType::F32 => Ok(()),
-        other => Err(Error::Internal(format!("the cpu kernels compute on f32 storage, not {other}"))),
+        other => Err(Error::Internal(format!(
+            "the cpu kernels compute on f32 storage, not {other}"
+        ))),
     }
 }
 
@@ -81,16 +85,18 @@ pub(super) fn unary(call: &Unary<'_>) -> Result<()> {
     let mut os = write_guard(out.buf)?;
     let xf: &[f32] = bytemuck::cast_slice(&xs);
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
-    with_unary!(op, |f| of.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
-        let start = c * CHUNK;
-        if x.layout.is_contiguous() {
-            math::map(&xf[x.layout.offset + start..][..chunk.len()], chunk, f);
-        } else {
-            for (o, xi) in chunk.iter_mut().zip(offsets_from(x.layout, start)) {
-                *o = (f.plain)(xf[xi]);
+    with_unary!(op, |f| of.par_chunks_mut(CHUNK).enumerate().for_each(
+        |(c, chunk)| {
+            let start = c * CHUNK;
+            if x.layout.is_contiguous() {
+                math::map(&xf[x.layout.offset + start..][..chunk.len()], chunk, f);
+            } else {
+                for (o, xi) in chunk.iter_mut().zip(offsets_from(x.layout, start)) {
+                    *o = (f.plain)(xf[xi]);
+                }
             }
         }
-    }));
+    ));
     Ok(())
 }
 
@@ -117,7 +123,8 @@ pub(super) fn binary(call: &Binary<'_>) -> Result<()> {
             activate(chunk);
         })
     };
-    let runs = a.layout.access() != crate::base::layout::Access::Strided && b.layout.access() != crate::base::layout::Access::Strided;
+    let runs = a.layout.access() != crate::base::layout::Access::Strided
+        && b.layout.access() != crate::base::layout::Access::Strided;
     // The op is fixed per instantiation of `body`, so its loop inlines it.
     macro_rules! body {
         ($g:expr) => {{
@@ -127,7 +134,12 @@ pub(super) fn binary(call: &Binary<'_>) -> Result<()> {
                     // Contiguous or broadcast-row operands: walk contiguous runs of both.
                     let (mut i, mut rest) = (start, chunk);
                     while !rest.is_empty() {
-                        let (Some(sa), Some(sb)) = (run_from(af, a.layout, i, rest.len()), run_from(bf, b.layout, i, rest.len())) else { break };
+                        let (Some(sa), Some(sb)) = (
+                            run_from(af, a.layout, i, rest.len()),
+                            run_from(bf, b.layout, i, rest.len()),
+                        ) else {
+                            break;
+                        };
                         let n = sa.len().min(sb.len());
                         let (now, later) = rest.split_at_mut(n);
                         for ((o, &x), &y) in now.iter_mut().zip(sa).zip(sb) {
@@ -136,7 +148,11 @@ pub(super) fn binary(call: &Binary<'_>) -> Result<()> {
                         (i, rest) = (i + n, later);
                     }
                 } else {
-                    for ((o, ai), bi) in chunk.iter_mut().zip(offsets_from(a.layout, start)).zip(offsets_from(b.layout, start)) {
+                    for ((o, ai), bi) in chunk
+                        .iter_mut()
+                        .zip(offsets_from(a.layout, start))
+                        .zip(offsets_from(b.layout, start))
+                    {
                         *o = g(af[ai], bf[bi]);
                     }
                 }
@@ -160,14 +176,25 @@ fn integer_binary(call: &Binary<'_>) -> Result<()> {
     let mut os = write_guard(out.buf)?;
     let load = |words: &[u32], i: usize| -> i64 {
         let bits = integer_bits(words, i, wide);
-        if signed { i64::from(bits as u32 as i32) } else { bits as i64 }
+        if signed {
+            i64::from(bits as u32 as i32)
+        } else {
+            bits as i64
+        }
     };
     let words = &mut os[out.layout.offset * per..][..out.layout.numel() * per];
-    words.par_chunks_mut(CHUNK * per).enumerate().for_each(|(c, chunk)| {
-        let start = c * CHUNK;
-        for ((o, x), y) in chunk.chunks_mut(per).zip(offsets_from(a.layout, start)).zip(offsets_from(b.layout, start)) {
-            put_integer(o, op.eval_int(load(&ag, x), load(&bg, y)) as u64);
-        }
-    });
+    words
+        .par_chunks_mut(CHUNK * per)
+        .enumerate()
+        .for_each(|(c, chunk)| {
+            let start = c * CHUNK;
+            for ((o, x), y) in chunk
+                .chunks_mut(per)
+                .zip(offsets_from(a.layout, start))
+                .zip(offsets_from(b.layout, start))
+            {
+                put_integer(o, op.eval_int(load(&ag, x), load(&bg, y)) as u64);
+            }
+        });
     Ok(())
 }

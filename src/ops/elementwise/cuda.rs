@@ -4,17 +4,28 @@
 use super::{Binary, Unary};
 #[cfg(test)]
 use super::{BinaryOp, UnaryOp};
-use crate::ops::common::cuda::{cuda_params, blocks, extent, index_type, specialise, operand, padded, typed_operand, val, BLOCK};
 #[cfg(test)]
 use crate::hal::cuda::Specialisation;
-use crate::hal::cuda::{CudaDevice, CudaBatch, CudaSource};
+use crate::hal::cuda::{CudaBatch, CudaDevice, CudaSource};
 use crate::hal::OpContext;
+use crate::ops::common::cuda::{
+    blocks, cuda_params, extent, index_type, operand, padded, specialise, typed_operand, val, BLOCK,
+};
 use crate::{DType, Error, Result};
 
 /// `BINARY_CASES` and `INT_CASES`, generated from the op table.
 const BINARY: &str = super::binary_ops!(crate::ops::elementwise::table::binary_cuda);
 
-static SOURCE: CudaSource = CudaSource { name: "elementwise.cu", text: include_str!("elementwise.cu"), preludes: &[crate::ops::common::cuda::COMMON, crate::ops::common::cuda::ACTIVATION, ElementwiseParams::DECL, BINARY] };
+static SOURCE: CudaSource = CudaSource {
+    name: "elementwise.cu",
+    text: include_str!("elementwise.cu"),
+    preludes: &[
+        crate::ops::common::cuda::COMMON,
+        crate::ops::common::cuda::ACTIVATION,
+        ElementwiseParams::DECL,
+        BINARY,
+    ],
+};
 
 cuda_params! {
     /// elementwise.cu's parameters: the output's shape, the operands' strides and the
@@ -31,12 +42,13 @@ cuda_params! {
     }
 }
 
-
 /// Error unless the operands are stored as f32 (CUDA has no native f16 path).
 fn check_f32(dtype: DType) -> Result<()> {
     match dtype {
         DType::F32 => Ok(()),
-        other => Err(Error::Internal(format!("the cuda kernels compute on f32 storage, not {other}"))),
+        other => Err(Error::Internal(format!(
+            "the cuda kernels compute on f32 storage, not {other}"
+        ))),
     }
 }
 
@@ -53,7 +65,12 @@ fn elementwise_blocks(dev: &CudaDevice, n: usize, vec4: usize) -> u32 {
 }
 
 /// `out = op(x)` over any view (`unary_main`).
-pub(super) fn unary(op: &Unary<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn unary(
+    op: &Unary<'_>,
+    q: &CudaBatch,
+    dev: &CudaDevice,
+    _: &OpContext<'_>,
+) -> Result<()> {
     check_f32(op.dtype)?;
     let (x, out) = (op.x, op.out);
     let access = x.layout.access();
@@ -76,11 +93,24 @@ pub(super) fn unary(op: &Unary<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpConte
         ..Default::default()
     };
     let grid = (elementwise_blocks(dev, n, v4), 1, 1);
-    q.launch(dev, &f, grid, (BLOCK, 1, 1), &pointers, &p, &[x.buf, out.buf])
+    q.launch(
+        dev,
+        &f,
+        grid,
+        (BLOCK, 1, 1),
+        &pointers,
+        &p,
+        &[x.buf, out.buf],
+    )
 }
 
 /// `out = act(op(a, b))` with broadcasting (`binary_main`).
-pub(super) fn binary(op: &Binary<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn binary(
+    op: &Binary<'_>,
+    q: &CudaBatch,
+    dev: &CudaDevice,
+    _: &OpContext<'_>,
+) -> Result<()> {
     let (entry, val) = match op.dtype {
         DType::I32 | DType::U32 | DType::I64 => ("int_binary_main", Some(val(op.dtype)?)),
         other => (check_f32(other).map(|()| "binary_main")?, None),
@@ -88,9 +118,17 @@ pub(super) fn binary(op: &Binary<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpCon
     let (a, b, out) = (op.a, op.b, op.out);
     let (a_access, b_access) = (a.layout.access(), b.layout.access());
     let n = out.layout.numel();
-    let pointers = [typed_operand(&a, op.dtype)?, typed_operand(&b, op.dtype)?, typed_operand(&out, op.dtype)?];
+    let pointers = [
+        typed_operand(&a, op.dtype)?,
+        typed_operand(&b, op.dtype)?,
+        typed_operand(&out, op.dtype)?,
+    ];
     let both = a_access.code() == 1 && b_access.code() == 1;
-    let v4 = if val.is_some() { 0 } else { vec4(&pointers, both) };
+    let v4 = if val.is_some() {
+        0
+    } else {
+        vec4(&pointers, both)
+    };
     let defines = vec![
         ("OP", op.op.code().to_string()),
         ("ACT", op.act.map_or(0, |f| f.code()).to_string()),
@@ -112,7 +150,15 @@ pub(super) fn binary(op: &Binary<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpCon
         ..Default::default()
     };
     let grid = (elementwise_blocks(dev, n, v4), 1, 1);
-    q.launch(dev, &f, grid, (BLOCK, 1, 1), &pointers, &p, &[a.buf, b.buf, out.buf])
+    q.launch(
+        dev,
+        &f,
+        grid,
+        (BLOCK, 1, 1),
+        &pointers,
+        &p,
+        &[a.buf, b.buf, out.buf],
+    )
 }
 
 /// Every specialisation: each op in each operand access mode, and fused activations.
@@ -122,17 +168,40 @@ pub(super) fn specialisations() -> Vec<Specialisation> {
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
         for op in UnaryOp::ALL {
             for (mode, v4) in [(0, 0), (1, 0), (1, 1), (2, 0)] {
-                let defines = vec![("OP", op.code().to_string()), ("A_MODE", mode.to_string()), ("VEC4", v4.to_string()), idx.clone()];
+                let defines = vec![
+                    ("OP", op.code().to_string()),
+                    ("A_MODE", mode.to_string()),
+                    ("VEC4", v4.to_string()),
+                    idx.clone(),
+                ];
                 all.push(specialise(&SOURCE, "unary_main", defines));
             }
         }
         for op in BinaryOp::ALL {
-            for (act, a_mode, b_mode, v4) in [("0", "1", "1", "0"), ("13", "1", "1", "1"), ("14", "0", "2", "0"), ("11", "2", "0", "0")] {
-                let defines = vec![("OP", op.code().to_string()), ("ACT", act.into()), ("A_MODE", a_mode.into()), ("B_MODE", b_mode.into()), ("VEC4", v4.into()), idx.clone()];
+            for (act, a_mode, b_mode, v4) in [
+                ("0", "1", "1", "0"),
+                ("13", "1", "1", "1"),
+                ("14", "0", "2", "0"),
+                ("11", "2", "0", "0"),
+            ] {
+                let defines = vec![
+                    ("OP", op.code().to_string()),
+                    ("ACT", act.into()),
+                    ("A_MODE", a_mode.into()),
+                    ("B_MODE", b_mode.into()),
+                    ("VEC4", v4.into()),
+                    idx.clone(),
+                ];
                 all.push(specialise(&SOURCE, "binary_main", defines));
             }
             for val in ["int", "unsigned", "i64"] {
-                let defines = vec![("OP", op.code().to_string()), ("A_MODE", "1".into()), ("B_MODE", "2".into()), ("VAL", val.into()), idx.clone()];
+                let defines = vec![
+                    ("OP", op.code().to_string()),
+                    ("A_MODE", "1".into()),
+                    ("B_MODE", "2".into()),
+                    ("VAL", val.into()),
+                    idx.clone(),
+                ];
                 all.push(specialise(&SOURCE, "int_binary_main", defines));
             }
         }

@@ -8,7 +8,7 @@ backend_modules!();
 mod scalar;
 
 use super::cost::OpCost;
-use super::{backends, launch, native_f16, OpRequest, Lift, Operand};
+use super::{backends, launch, native_f16, Lift, OpRequest, Operand};
 use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -106,7 +106,16 @@ impl BinaryOp {
 }
 
 /// The integer element types of integer arithmetic: i32, u32 and i64.
-pub trait Integer: num_traits::PrimInt + num_traits::WrappingAdd + num_traits::WrappingSub + num_traits::WrappingMul + bytemuck::Pod + Send + Sync {}
+pub trait Integer:
+    num_traits::PrimInt
+    + num_traits::WrappingAdd
+    + num_traits::WrappingSub
+    + num_traits::WrappingMul
+    + bytemuck::Pod
+    + Send
+    + Sync
+{
+}
 impl Integer for i32 {}
 impl Integer for u32 {}
 impl Integer for i64 {}
@@ -118,7 +127,13 @@ fn int_pow<I: Integer>(a: I, b: I) -> I {
         let odd = b & one == one;
         return match a {
             a if a == one => one,
-            a if a.wrapping_add(&one) == zero => if odd { a } else { one },
+            a if a.wrapping_add(&one) == zero => {
+                if odd {
+                    a
+                } else {
+                    one
+                }
+            }
             _ => zero,
         };
     }
@@ -147,7 +162,16 @@ pub fn unary(queue: &Queue, op: UnaryOp, x: &Tensor) -> Result<Tensor> {
 fn unary_in(queue: &Queue, op: UnaryOp, x: &Tensor, dtype: DType) -> Result<Tensor> {
     check_dtype(queue, op.name(), x, dtype)?;
     let out = Tensor::uninit(queue, x.shape(), dtype)?;
-    launch(queue, &Unary { op, x: x.operand(), out: out.operand(), dtype }, None)?;
+    launch(
+        queue,
+        &Unary {
+            op,
+            x: x.operand(),
+            out: out.operand(),
+            dtype,
+        },
+        None,
+    )?;
     Ok(out)
 }
 
@@ -160,11 +184,19 @@ pub fn binary(queue: &Queue, op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Ten
 /// them: ONNX's Sum, Max and Min for `Add`, `Max` and `Min` (and `Mul`), recorded as one
 /// binary launch per further input. The other binary ops are refused: their order matters.
 pub fn nary(queue: &Queue, op: BinaryOp, inputs: &[&Tensor]) -> Result<Tensor> {
-    if !matches!(op, BinaryOp::Add | BinaryOp::Mul | BinaryOp::Min | BinaryOp::Max) {
+    if !matches!(
+        op,
+        BinaryOp::Add | BinaryOp::Mul | BinaryOp::Min | BinaryOp::Max
+    ) {
         let what = format!("an n-ary {} (the order of its inputs would matter): expected add, mul, minimum or maximum", op.name());
         return Err(Error::Invalid(what));
     }
-    let (first, rest) = inputs.split_first().ok_or_else(|| Error::Invalid(format!("{} of no tensors: expected at least one", op.name())))?;
+    let (first, rest) = inputs.split_first().ok_or_else(|| {
+        Error::Invalid(format!(
+            "{} of no tensors: expected at least one",
+            op.name()
+        ))
+    })?;
     let mut acc = first.contiguous_on(queue)?;
     for t in rest {
         acc = binary(queue, op, &acc, t)?;
@@ -173,11 +205,23 @@ pub fn nary(queue: &Queue, op: BinaryOp, inputs: &[&Tensor]) -> Result<Tensor> {
 }
 
 /// `act(op(a, b))` in one kernel: a binary op fused with an activation.
-pub fn binary_act(queue: &Queue, op: BinaryOp, act: UnaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+pub fn binary_act(
+    queue: &Queue,
+    op: BinaryOp,
+    act: UnaryOp,
+    a: &Tensor,
+    b: &Tensor,
+) -> Result<Tensor> {
     binary_fused(queue, op, Some(act), a, b)
 }
 
-fn binary_fused(queue: &Queue, op: BinaryOp, act: Option<UnaryOp>, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+fn binary_fused(
+    queue: &Queue,
+    op: BinaryOp,
+    act: Option<UnaryOp>,
+    a: &Tensor,
+    b: &Tensor,
+) -> Result<Tensor> {
     if let Some(dtype) = integer_operands(op, act, a, b)? {
         return binary_in(queue, op, None, a, b, dtype);
     }
@@ -185,37 +229,80 @@ fn binary_fused(queue: &Queue, op: BinaryOp, act: Option<UnaryOp>, a: &Tensor, b
         return binary_in(queue, op, act, a, b, DType::F16);
     }
     let lift = Lift::of(op.name(), &[a, b])?;
-    lift.down(queue, binary_in(queue, op, act, &lift.up(queue, a)?, &lift.up(queue, b)?, DType::F32)?)
+    lift.down(
+        queue,
+        binary_in(
+            queue,
+            op,
+            act,
+            &lift.up(queue, a)?,
+            &lift.up(queue, b)?,
+            DType::F32,
+        )?,
+    )
 }
 
 /// The integer dtype (i32, u32 or i64) of integer arithmetic, when an operand is an integer:
 /// both must be of it, and no activation follows (activations are float functions).
-fn integer_operands(op: BinaryOp, act: Option<UnaryOp>, a: &Tensor, b: &Tensor) -> Result<Option<DType>> {
+fn integer_operands(
+    op: BinaryOp,
+    act: Option<UnaryOp>,
+    a: &Tensor,
+    b: &Tensor,
+) -> Result<Option<DType>> {
     let integer = |d: DType| d.is_integer();
     let (da, db) = (a.dtype(), b.dtype());
     if !integer(da) && !integer(db) {
         return Ok(None);
     }
     if da != db {
-        let expected = format!("operands of one dtype (integer arithmetic does not promote): the first is {da}");
-        return Err(Error::DType { op: op.name(), expected, got: db.to_string() });
+        let expected = format!(
+            "operands of one dtype (integer arithmetic does not promote): the first is {da}"
+        );
+        return Err(Error::DType {
+            op: op.name(),
+            expected,
+            got: db.to_string(),
+        });
     }
     if let Some(f) = act {
-        return Err(Error::DType { op: f.name(), expected: "f32 (activations are float functions; apply none to integers)".into(), got: da.to_string() });
+        return Err(Error::DType {
+            op: f.name(),
+            expected: "f32 (activations are float functions; apply none to integers)".into(),
+            got: da.to_string(),
+        });
     }
     Ok(Some(da))
 }
 
 /// `act(op(a, b))` with the operands and the result stored as `dtype` (f32, native f16, or
 /// an integer type for integer arithmetic).
-fn binary_in(queue: &Queue, op: BinaryOp, act: Option<UnaryOp>, a: &Tensor, b: &Tensor, dtype: DType) -> Result<Tensor> {
+fn binary_in(
+    queue: &Queue,
+    op: BinaryOp,
+    act: Option<UnaryOp>,
+    a: &Tensor,
+    b: &Tensor,
+    dtype: DType,
+) -> Result<Tensor> {
     check_dtype(queue, op.name(), a, dtype)?;
     check_dtype(queue, op.name(), b, dtype)?;
     let shape = broadcast_shapes(op.name(), a.shape(), b.shape())?;
     check_rank(op.name(), &shape)?;
     let (a, b) = (a.broadcast_to(&shape)?, b.broadcast_to(&shape)?);
     let out = Tensor::uninit(queue, &shape, dtype)?;
-    launch(queue, &Binary { op, act, a: a.operand(), b: b.operand(), out: out.operand(), dtype }, None)?;
+    launch(
+        queue,
+        &Binary {
+            op,
+            act,
+            a: a.operand(),
+            b: b.operand(),
+            out: out.operand(),
+            dtype,
+        },
+        None,
+    )?;
     Ok(out)
 }
 
@@ -226,7 +313,11 @@ fn check_dtype(queue: &Queue, op: &'static str, t: &Tensor, dtype: DType) -> Res
     }
     queue.device().check_same(t.device(), op)?;
     if t.dtype() != dtype {
-        return Err(Error::DType { op, expected: dtype.to_string(), got: t.dtype().to_string() });
+        return Err(Error::DType {
+            op,
+            expected: dtype.to_string(),
+            got: t.dtype().to_string(),
+        });
     }
     Ok(())
 }
@@ -235,11 +326,14 @@ fn check_dtype(queue: &Queue, op: &'static str, t: &Tensor, dtype: DType) -> Res
 pub(crate) fn check_f32(queue: &Queue, op: &'static str, t: &Tensor) -> Result<()> {
     queue.device().check_same(t.device(), op)?;
     if t.dtype() != DType::F32 {
-        return Err(Error::DType { op, expected: "f32 (or f16 / bf16, computed in f32)".into(), got: t.dtype().to_string() });
+        return Err(Error::DType {
+            op,
+            expected: "f32 (or f16 / bf16, computed in f32)".into(),
+            got: t.dtype().to_string(),
+        });
     }
     Ok(())
 }
-
 
 /// `out = op(x)`; `x` is strided with the output's shape. `dtype` is the storage dtype of `x`
 /// and `out`: f32, or f16 where the backend has native f16 storage.
@@ -252,8 +346,17 @@ pub(crate) struct Unary<'a> {
 
 impl OpRequest for Unary<'_> {
     fn cost(&self) -> OpCost {
-        let bytes = (super::cost::distinct(&self.x) + self.out.layout.numel() as u64) * self.dtype.size() as u64;
-        OpCost { dtype: self.dtype, bytes, ..OpCost::simple(self.op.name(), &[&self.x, &self.out], self.out.layout.numel() as u64) }
+        let bytes = (super::cost::distinct(&self.x) + self.out.layout.numel() as u64)
+            * self.dtype.size() as u64;
+        OpCost {
+            dtype: self.dtype,
+            bytes,
+            ..OpCost::simple(
+                self.op.name(),
+                &[&self.x, &self.out],
+                self.out.layout.numel() as u64,
+            )
+        }
     }
 
     fn operands(&self) -> Vec<&Operand<'_>> {
@@ -280,9 +383,19 @@ impl OpRequest for Binary<'_> {
             Some(f) => format!("{}_{}", self.op.name(), f.name()),
             None => self.op.name().into(),
         };
-        let distinct = super::cost::distinct(&self.a) + super::cost::distinct(&self.b) + self.out.layout.numel() as u64;
-        let simple = OpCost::simple(&name, &[&self.a, &self.b, &self.out], self.out.layout.numel() as u64);
-        OpCost { dtype: self.dtype, bytes: distinct * self.dtype.size() as u64, ..simple }
+        let distinct = super::cost::distinct(&self.a)
+            + super::cost::distinct(&self.b)
+            + self.out.layout.numel() as u64;
+        let simple = OpCost::simple(
+            &name,
+            &[&self.a, &self.b, &self.out],
+            self.out.layout.numel() as u64,
+        );
+        OpCost {
+            dtype: self.dtype,
+            bytes: distinct * self.dtype.size() as u64,
+            ..simple
+        }
     }
 
     fn operands(&self) -> Vec<&Operand<'_>> {
@@ -291,7 +404,6 @@ impl OpRequest for Binary<'_> {
 
     backends!(binary);
 }
-
 
 /// The elementwise ops as methods, recorded on the device's default queue.
 impl Tensor {

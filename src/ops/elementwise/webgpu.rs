@@ -2,19 +2,26 @@
 //! layouts allow (the vec4 entry points); integer arithmetic in its own entry point.
 
 use super::{Binary, Unary};
-use crate::ops::common::webgpu::{specialise, check_binding, check_int64, grid_1d, store, strided_words, u32_of, val, StridedWords, ACTIVATION, COMMON, STORE_F32, VAL_U32};
+use crate::base::layout::Access;
+use crate::hal::webgpu::{Bind, GpuBatch, GpuDevice, Specialisation, WgslSource};
+use crate::hal::OpContext;
+use crate::ops::common::webgpu::{
+    check_binding, check_int64, grid_1d, specialise, store, strided_words, u32_of, val,
+    StridedWords, ACTIVATION, COMMON, STORE_F32, VAL_U32,
+};
 #[cfg(test)]
 use crate::ops::common::webgpu::{STORE_F16, VAL_I32, VAL_I64};
-use crate::hal::webgpu::{Specialisation, Bind, GpuDevice, GpuBatch, WgslSource};
-use crate::hal::OpContext;
-use crate::base::layout::Access;
 use crate::ops::Operand;
 use crate::Result;
 
 /// `binary_op` and `int_op`, generated from the op table.
 const BINARY: &str = super::binary_ops!(crate::ops::elementwise::table::binary_wgsl);
 
-static SOURCE: WgslSource = WgslSource { name: "elementwise.wgsl", text: crate::ops::common::wgsl_file!("elementwise/elementwise.wgsl"), preludes: &[COMMON, ACTIVATION, StridedWords::DECL, BINARY] };
+static SOURCE: WgslSource = WgslSource {
+    name: "elementwise.wgsl",
+    text: crate::ops::common::wgsl_file!("elementwise/elementwise.wgsl"),
+    preludes: &[COMMON, ACTIVATION, StridedWords::DECL, BINARY],
+};
 
 /// Whether an elementwise launch can take four elements per invocation (the vec4 entry
 /// points): the element count, the output offset and every operand offset multiples of 4,
@@ -36,27 +43,58 @@ fn vec4(out: &Operand<'_>, inputs: &[&Operand<'_>]) -> bool {
 }
 
 /// `out = op(x)`: unary_main, or unary_vec4_main over whole vec4s.
-pub(super) fn unary(op: &Unary<'_>, q: &GpuBatch, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn unary(
+    op: &Unary<'_>,
+    q: &GpuBatch,
+    dev: &GpuDevice,
+    _: &OpContext<'_>,
+) -> Result<()> {
     let (x, out) = (op.x, op.out);
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
     let access = x.layout.access();
     let constants = vec![("OP", op.op.code()), ("A_MODE", access.code())];
-    let (entry, per) = if vec4(&out, &[&x]) { ("unary_vec4_main", 4) } else { ("unary_main", 1) };
-    let pipeline = dev.pipeline(Specialisation { prelude: vec![store(dev, op.dtype)?, VAL_U32], ..specialise(&SOURCE, entry, constants) });
+    let (entry, per) = if vec4(&out, &[&x]) {
+        ("unary_vec4_main", 4)
+    } else {
+        ("unary_main", 1)
+    };
+    let pipeline = dev.pipeline(Specialisation {
+        prelude: vec![store(dev, op.dtype)?, VAL_U32],
+        ..specialise(&SOURCE, entry, constants)
+    });
     let grid = grid_1d(dev, (out.layout.numel() / per).div_ceil(256) as u64)?;
-    let params = StridedWords { a_period: u32_of("period", access.period())?, ..strided_words(&out, &[&x])? };
-    q.launch(dev, pipeline, params.words(), &[(1, Bind::Mem(x.buf)), (3, Bind::Mem(out.buf))], grid)
+    let params = StridedWords {
+        a_period: u32_of("period", access.period())?,
+        ..strided_words(&out, &[&x])?
+    };
+    q.launch(
+        dev,
+        pipeline,
+        params.words(),
+        &[(1, Bind::Mem(x.buf)), (3, Bind::Mem(out.buf))],
+        grid,
+    )
 }
 
 /// `out = act(op(a, b))` over broadcast operands: binary_main, or binary_vec4_main.
-pub(super) fn binary(op: &Binary<'_>, q: &GpuBatch, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn binary(
+    op: &Binary<'_>,
+    q: &GpuBatch,
+    dev: &GpuDevice,
+    _: &OpContext<'_>,
+) -> Result<()> {
     let (a, b, out) = (op.a, op.b, op.out);
     for o in [&a, &b, &out] {
         check_binding(dev, o)?;
     }
     let (a_access, b_access) = (a.layout.access(), b.layout.access());
-    let constants = vec![("OP", op.op.code()), ("ACT", op.act.map_or(0, |f| f.code())), ("A_MODE", a_access.code()), ("B_MODE", b_access.code())];
+    let constants = vec![
+        ("OP", op.op.code()),
+        ("ACT", op.act.map_or(0, |f| f.code())),
+        ("A_MODE", a_access.code()),
+        ("B_MODE", b_access.code()),
+    ];
     check_int64(dev, op.op.name(), &[op.dtype])?;
     let integer = op.dtype.is_integer();
     let (entry, per) = match (integer, vec4(&out, &[&a, &b])) {
@@ -64,19 +102,45 @@ pub(super) fn binary(op: &Binary<'_>, q: &GpuBatch, dev: &GpuDevice, _: &OpConte
         (false, true) => ("binary_vec4_main", 4),
         (false, false) => ("binary_main", 1),
     };
-    let prelude = if integer { vec![STORE_F32, val(op.dtype)?] } else { vec![store(dev, op.dtype)?, VAL_U32] };
-    let pipeline = dev.pipeline(Specialisation { prelude, ..specialise(&SOURCE, entry, constants) });
+    let prelude = if integer {
+        vec![STORE_F32, val(op.dtype)?]
+    } else {
+        vec![store(dev, op.dtype)?, VAL_U32]
+    };
+    let pipeline = dev.pipeline(Specialisation {
+        prelude,
+        ..specialise(&SOURCE, entry, constants)
+    });
     let grid = grid_1d(dev, (out.layout.numel() / per).div_ceil(256) as u64)?;
-    let binds = [(1, Bind::Mem(a.buf)), (2, Bind::Mem(b.buf)), (3, Bind::Mem(out.buf))];
-    let params = StridedWords { a_period: u32_of("period", a_access.period())?, b_period: u32_of("period", b_access.period())?, ..strided_words(&out, &[&a, &b])? };
+    let binds = [
+        (1, Bind::Mem(a.buf)),
+        (2, Bind::Mem(b.buf)),
+        (3, Bind::Mem(out.buf)),
+    ];
+    let params = StridedWords {
+        a_period: u32_of("period", a_access.period())?,
+        b_period: u32_of("period", b_access.period())?,
+        ..strided_words(&out, &[&a, &b])?
+    };
     q.launch(dev, pipeline, params.words(), &binds, grid)
 }
 
 /// The module in both storage dtypes and both integer types.
 #[cfg(test)]
 pub(super) fn specialisations() -> Vec<Specialisation> {
-    let preludes = [[STORE_F32, VAL_U32], [STORE_F16, VAL_U32], [STORE_F32, VAL_I32], [STORE_F32, VAL_I64]];
-    preludes.into_iter().map(|p| Specialisation { prelude: p.to_vec(), ..specialise(&SOURCE, "unary_main", vec![]) }).collect()
+    let preludes = [
+        [STORE_F32, VAL_U32],
+        [STORE_F16, VAL_U32],
+        [STORE_F32, VAL_I32],
+        [STORE_F32, VAL_I64],
+    ];
+    preludes
+        .into_iter()
+        .map(|p| Specialisation {
+            prelude: p.to_vec(),
+            ..specialise(&SOURCE, "unary_main", vec![])
+        })
+        .collect()
 }
 
 /// elementwise.wgsl's binary and unary kernels run by the CPU backend's WGSL executor, with
@@ -85,50 +149,96 @@ pub(super) fn specialisations() -> Vec<Specialisation> {
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod on_the_cpu_executor {
     use super::*;
+    use crate::ops::common::webgpu::VAL_I32;
     use crate::ops::common::webgpu::{bound, run_on_cpu};
     use crate::ops::{BinaryOp, UnaryOp};
-    use crate::ops::common::webgpu::VAL_I32;
     use crate::{BackendChoice, BackendKind, Buffer, Device, Tensor};
 
     /// `entry` (taking `per` elements an invocation) over `inputs` (broadcast views of
     /// contiguous tensors) on the executor, elementwise.wgsl with f32 storage, `val` as its
     /// integer type, and the override constants set to `constants`.
-    fn run<T: crate::Element>(d: &Device, (entry, per, val): (&str, usize, &'static str), constants: &[(&str, u32)], inputs: &[(&Tensor, &[T])], out: &Tensor) -> Vec<T> {
+    fn run<T: crate::Element>(
+        d: &Device,
+        (entry, per, val): (&str, usize, &'static str),
+        constants: &[(&str, u32)],
+        inputs: &[(&Tensor, &[T])],
+        out: &Tensor,
+    ) -> Vec<T> {
         let operands: Vec<_> = inputs.iter().map(|(t, _)| t.operand()).collect();
-        let mut words = strided_words(&out.operand(), &operands.iter().collect::<Vec<_>>()).unwrap();
+        let mut words =
+            strided_words(&out.operand(), &operands.iter().collect::<Vec<_>>()).unwrap();
         words.a_period = u32_of("period", operands[0].layout.access().period()).unwrap();
         if let Some(b) = operands.get(1) {
             words.b_period = u32_of("period", b.layout.access().period()).unwrap();
         }
-        let source = crate::ops::common::webgpu::with_overrides(Specialisation { prelude: vec![STORE_F32, val], ..specialise(&SOURCE, "binary_main", vec![]) }.full_source(), constants);
-        let buffers: Vec<Buffer<T>> = inputs.iter().map(|(_, data)| Buffer::from_slice(d, data).unwrap()).collect();
+        let source = crate::ops::common::webgpu::with_overrides(
+            Specialisation {
+                prelude: vec![STORE_F32, val],
+                ..specialise(&SOURCE, "binary_main", vec![])
+            }
+            .full_source(),
+            constants,
+        );
+        let buffers: Vec<Buffer<T>> = inputs
+            .iter()
+            .map(|(_, data)| Buffer::from_slice(d, data).unwrap())
+            .collect();
         let poison = vec![0x7fa5_a5a5u32; out.numel()];
         let result = Buffer::from_slice(d, bytemuck::cast_slice::<u32, T>(&poison)).unwrap();
         let bindings: Vec<_> = buffers.iter().map(bound).chain([bound(&result)]).collect();
-        run_on_cpu(d, &source, entry, words.words(), &bindings, [(out.numel() / per).div_ceil(256) as u32, 1, 1]).unwrap();
+        run_on_cpu(
+            d,
+            &source,
+            entry,
+            words.words(),
+            &bindings,
+            [(out.numel() / per).div_ceil(256) as u32, 1, 1],
+        )
+        .unwrap();
         result.read_blocking().unwrap()
     }
 
     fn assert_near(got: &[f32], want: &[f32], what: &str) {
         for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-            let ok = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= 2e-6 * (1.0 + w.abs());
-            assert!(ok, "{what}: element {i} is {g} on the executor, {w} from the CPU kernel");
+            let ok =
+                (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= 2e-6 * (1.0 + w.abs());
+            assert!(
+                ok,
+                "{what}: element {i} is {g} on the executor, {w} from the CPU kernel"
+            );
         }
     }
 
     #[test]
     fn binary_and_unary_kernels_match_the_cpu_kernels() {
         let d = Device::open(BackendChoice::Backend(BackendKind::Cpu)).unwrap();
-        let data = |n: usize, seed: usize| -> Vec<f32> { (0..n).map(|i| ((i * 7919 + seed * 104_729) % 1999) as f32 / 500.0 - 2.0).collect() };
+        let data = |n: usize, seed: usize| -> Vec<f32> {
+            (0..n)
+                .map(|i| ((i * 7919 + seed * 104_729) % 1999) as f32 / 500.0 - 2.0)
+                .collect()
+        };
         // Strided (mode 0), contiguous (1) and a repeated row (2) operands.
-        let cases: [(&[usize], &[usize]); 3] = [(&[5, 1, 7], &[1, 3, 1]), (&[4, 9], &[4, 9]), (&[6, 8], &[8])];
+        let cases: [(&[usize], &[usize]); 3] = [
+            (&[5, 1, 7], &[1, 3, 1]),
+            (&[4, 9], &[4, 9]),
+            (&[6, 8], &[8]),
+        ];
         for (sa, sb) in cases {
             let (xa, xb) = (data(sa.iter().product(), 1), data(sb.iter().product(), 2));
-            let (a, b) = (Tensor::from_slice(&d, &xa, sa).unwrap(), Tensor::from_slice(&d, &xb, sb).unwrap());
+            let (a, b) = (
+                Tensor::from_slice(&d, &xa, sa).unwrap(),
+                Tensor::from_slice(&d, &xb, sb).unwrap(),
+            );
             let shape = crate::base::layout::broadcast_shapes("test", sa, sb).unwrap();
-            let (va, vb) = (a.broadcast_to(&shape).unwrap(), b.broadcast_to(&shape).unwrap());
+            let (va, vb) = (
+                a.broadcast_to(&shape).unwrap(),
+                b.broadcast_to(&shape).unwrap(),
+            );
             let out = Tensor::zeros(&d, &shape, crate::DType::F32).unwrap();
-            let modes = [("A_MODE", va.operand().layout.access().code()), ("B_MODE", vb.operand().layout.access().code())];
+            let modes = [
+                ("A_MODE", va.operand().layout.access().code()),
+                ("B_MODE", vb.operand().layout.access().code()),
+            ];
             // The vec4 entries where the launch would take them.
             let mut entries = vec![("binary_main", "unary_main", 1)];
             if vec4(&out.operand(), &[&va.operand(), &vb.operand()]) {
@@ -136,23 +246,66 @@ mod on_the_cpu_executor {
             }
             for (binary, unary, per) in entries {
                 for op in BinaryOp::ALL {
-                    let got = run(&d, (binary, per, VAL_U32), &[("OP", op.code()), modes[0], modes[1]], &[(&va, &xa[..]), (&vb, &xb[..])], &out);
+                    let got = run(
+                        &d,
+                        (binary, per, VAL_U32),
+                        &[("OP", op.code()), modes[0], modes[1]],
+                        &[(&va, &xa[..]), (&vb, &xb[..])],
+                        &out,
+                    );
                     let want = a.binary(op, &b).unwrap().to_vec_blocking::<f32>().unwrap();
-                    assert_near(&got, &want, &format!("{binary} {} of {sa:?} and {sb:?}", op.name()));
+                    assert_near(
+                        &got,
+                        &want,
+                        &format!("{binary} {} of {sa:?} and {sb:?}", op.name()),
+                    );
                 }
                 for op in UnaryOp::ALL {
-                    let got = run(&d, (unary, per, VAL_U32), &[("OP", op.code()), modes[0]], &[(&va, &xa[..])], &out);
+                    let got = run(
+                        &d,
+                        (unary, per, VAL_U32),
+                        &[("OP", op.code()), modes[0]],
+                        &[(&va, &xa[..])],
+                        &out,
+                    );
                     let want = va.unary(op).unwrap().to_vec_blocking::<f32>().unwrap();
-                    assert_near(&got, &want, &format!("{unary} {} of {sa:?} as {shape:?}", op.name()));
+                    assert_near(
+                        &got,
+                        &want,
+                        &format!("{unary} {} of {sa:?} as {shape:?}", op.name()),
+                    );
                 }
             }
             // Integer arithmetic on i32.
-            let (ia, ib): (Vec<i32>, Vec<i32>) = (xa.iter().map(|v| (v * 1e3) as i32).collect(), xb.iter().map(|v| (v * 7.0) as i32).collect());
-            let (ta, tb) = (Tensor::from_slice(&d, &ia, sa).unwrap(), Tensor::from_slice(&d, &ib, sb).unwrap());
-            let (tva, tvb) = (ta.broadcast_to(&shape).unwrap(), tb.broadcast_to(&shape).unwrap());
+            let (ia, ib): (Vec<i32>, Vec<i32>) = (
+                xa.iter().map(|v| (v * 1e3) as i32).collect(),
+                xb.iter().map(|v| (v * 7.0) as i32).collect(),
+            );
+            let (ta, tb) = (
+                Tensor::from_slice(&d, &ia, sa).unwrap(),
+                Tensor::from_slice(&d, &ib, sb).unwrap(),
+            );
+            let (tva, tvb) = (
+                ta.broadcast_to(&shape).unwrap(),
+                tb.broadcast_to(&shape).unwrap(),
+            );
             for op in BinaryOp::ALL {
-                let got = run(&d, ("int_binary_main", 1, VAL_I32), &[("OP", op.code()), modes[0], modes[1]], &[(&tva, &ia[..]), (&tvb, &ib[..])], &out);
-                assert_eq!(got, ta.binary(op, &tb).unwrap().to_vec_blocking::<i32>().unwrap(), "int_binary_main {} of {sa:?} and {sb:?}", op.name());
+                let got = run(
+                    &d,
+                    ("int_binary_main", 1, VAL_I32),
+                    &[("OP", op.code()), modes[0], modes[1]],
+                    &[(&tva, &ia[..]), (&tvb, &ib[..])],
+                    &out,
+                );
+                assert_eq!(
+                    got,
+                    ta.binary(op, &tb)
+                        .unwrap()
+                        .to_vec_blocking::<i32>()
+                        .unwrap(),
+                    "int_binary_main {} of {sa:?} and {sb:?}",
+                    op.name()
+                );
             }
         }
     }

@@ -13,7 +13,9 @@ pub(super) fn gather(op: &Gather<'_>) -> Result<()> {
     let (xs, is) = (read_guard(x.buf)?, read_guard(indices.buf)?);
     let per = if op.kind == 2 { 2 } else { 1 };
     let words = &is[indices.layout.offset..indices.layout.offset + count * per];
-    let at: Vec<Option<usize>> = (0..count).map(|j| resolve_index(index_value(words, op.kind, j), len, op.mode)).collect();
+    let at: Vec<Option<usize>> = (0..count)
+        .map(|j| resolve_index(index_value(words, op.kind, j), len, op.mode))
+        .collect();
     if let (Some(status), Some(first)) = (op.status, at.iter().position(Option::is_none)) {
         let mut ss = write_guard(status.buf)?;
         let word = &mut out_words(&mut ss, &status)[0];
@@ -23,14 +25,18 @@ pub(super) fn gather(op: &Gather<'_>) -> Result<()> {
     let xw = &xs[x.layout.offset..];
     let rows = out_words(&mut os, &out);
     // Each task fills one [count, inner] block of an outer index.
-    rows.par_chunks_mut((count * inner).max(1)).enumerate().for_each(|(o, block)| {
-        for (&t, dst) in at.iter().zip(block.chunks_mut(inner.max(1))) {
-            match t {
-                Some(t) => dst.copy_from_slice(&xw[(o * len + t) * inner..(o * len + t + 1) * inner]),
-                None => dst.fill(0),
+    rows.par_chunks_mut((count * inner).max(1))
+        .enumerate()
+        .for_each(|(o, block)| {
+            for (&t, dst) in at.iter().zip(block.chunks_mut(inner.max(1))) {
+                match t {
+                    Some(t) => {
+                        dst.copy_from_slice(&xw[(o * len + t) * inner..(o * len + t + 1) * inner])
+                    }
+                    None => dst.fill(0),
+                }
             }
-        }
-    });
+        });
     Ok(())
 }
 

@@ -4,7 +4,7 @@
 backend_modules!();
 
 use super::cost::OpCost;
-use super::{backends, launch, OpRequest, Lift, Operand};
+use super::{backends, launch, Lift, OpRequest, Operand};
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// What gather does with an index outside `[-len, len)` of its axis (indices in `[-len, 0)`
@@ -34,9 +34,13 @@ impl IndexMode {
 
     /// The mode named `name`: `error`, `clip` or `fill`.
     pub fn from_name(name: &str) -> Option<IndexMode> {
-        [("error", IndexMode::Error), ("clip", IndexMode::Clip), ("fill", IndexMode::Fill)]
-            .into_iter()
-            .find_map(|(n, m)| (n == name).then_some(m))
+        [
+            ("error", IndexMode::Error),
+            ("clip", IndexMode::Clip),
+            ("fill", IndexMode::Fill),
+        ]
+        .into_iter()
+        .find_map(|(n, m)| (n == name).then_some(m))
     }
 }
 
@@ -62,24 +66,51 @@ pub fn gather(queue: &Queue, x: &Tensor, axis: usize, indices: &Tensor) -> Resul
 }
 
 /// [`gather`] with `mode` deciding what an index outside `[-len, len)` gives.
-pub fn gather_with(queue: &Queue, x: &Tensor, axis: usize, indices: &Tensor, mode: IndexMode) -> Result<Tensor> {
+pub fn gather_with(
+    queue: &Queue,
+    x: &Tensor,
+    axis: usize,
+    indices: &Tensor,
+    mode: IndexMode,
+) -> Result<Tensor> {
     // The kernels move 32-bit words: 16-bit values travel widened to f32 (exactly).
     let lift = Lift::of("gather", &[x])?;
-    lift.down(queue, gather_words(queue, &lift.up(queue, x)?, axis, indices, mode)?)
+    lift.down(
+        queue,
+        gather_words(queue, &lift.up(queue, x)?, axis, indices, mode)?,
+    )
 }
 
-fn gather_words(queue: &Queue, x: &Tensor, axis: usize, indices: &Tensor, mode: IndexMode) -> Result<Tensor> {
+fn gather_words(
+    queue: &Queue,
+    x: &Tensor,
+    axis: usize,
+    indices: &Tensor,
+    mode: IndexMode,
+) -> Result<Tensor> {
     queue.device().check_same(x.device(), "gather input")?;
-    queue.device().check_same(indices.device(), "gather indices")?;
+    queue
+        .device()
+        .check_same(indices.device(), "gather indices")?;
     let kind = match indices.dtype() {
         DType::U32 => 0,
         DType::I32 => 1,
         DType::I64 => 2,
-        other => return Err(Error::DType { op: "gather", expected: "i32, u32 or i64 indices".into(), got: other.to_string() }),
+        other => {
+            return Err(Error::DType {
+                op: "gather",
+                expected: "i32, u32 or i64 indices".into(),
+                got: other.to_string(),
+            })
+        }
     };
     let shape = x.shape();
     if axis >= shape.len() {
-        return Err(Error::OutOfRange(format!("gather axis {axis} of a rank-{} tensor: expected an axis below {}", shape.len(), shape.len())));
+        return Err(Error::OutOfRange(format!(
+            "gather axis {axis} of a rank-{} tensor: expected an axis below {}",
+            shape.len(),
+            shape.len()
+        )));
     }
     let count = indices.numel();
     let out_shape = [&shape[..axis], indices.shape(), &shape[axis + 1..]].concat();
@@ -89,14 +120,22 @@ fn gather_words(queue: &Queue, x: &Tensor, axis: usize, indices: &Tensor, mode: 
     }
     let x = x.contiguous_on(queue)?;
     let flat = indices.contiguous_on(queue)?.reshape(&[count])?;
-    let flat = if kind == 2 { super::common::words::flat_words(&flat) } else { flat };
+    let flat = if kind == 2 {
+        super::common::words::flat_words(&flat)
+    } else {
+        flat
+    };
     let status = match mode {
         IndexMode::Error => Some(queue.check_word("gather in mode Error (the next read reports its indices; use Clip or Fill in a capture)", out_of_range(indices.shape(), shape, axis))?),
         _ => None,
     };
     // 8-byte elements move as two words each: the inner extent counts words.
     let words = x.dtype().size() / 4;
-    let (outer, len, inner) = (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product::<usize>() * words);
+    let (outer, len, inner) = (
+        shape[..axis].iter().product(),
+        shape[axis],
+        shape[axis + 1..].iter().product::<usize>() * words,
+    );
     let (x, o) = if words == 2 {
         use super::common::words::flat_words;
         (flat_words(&x), flat_words(&out))
@@ -104,7 +143,22 @@ fn gather_words(queue: &Queue, x: &Tensor, axis: usize, indices: &Tensor, mode: 
         (x, out.clone())
     };
     let status = status.as_ref().map(Tensor::operand);
-    launch(queue, &Gather { x: x.operand(), indices: flat.operand(), kind, outer, len, inner, count, mode, status, out: o.operand() }, None)?;
+    launch(
+        queue,
+        &Gather {
+            x: x.operand(),
+            indices: flat.operand(),
+            kind,
+            outer,
+            len,
+            inner,
+            count,
+            mode,
+            status,
+            out: o.operand(),
+        },
+        None,
+    )?;
     Ok(out)
 }
 
@@ -125,15 +179,32 @@ fn out_of_range(indices: &[usize], x: &[usize], axis: usize) -> crate::runtime::
 
 /// The extent of `axis` of `x`, or an error naming `op`.
 pub(crate) fn extent(op: &str, x: &Tensor, axis: usize) -> Result<usize> {
-    x.shape().get(axis).copied().ok_or_else(|| Error::OutOfRange(format!("{op} axis {axis} of a rank-{} tensor: expected an axis below {}", x.rank(), x.rank())))
+    x.shape().get(axis).copied().ok_or_else(|| {
+        Error::OutOfRange(format!(
+            "{op} axis {axis} of a rank-{} tensor: expected an axis below {}",
+            x.rank(),
+            x.rank()
+        ))
+    })
 }
 
 /// `x` with its elements along `axis` in reverse order (numpy's `flip`): a gather.
 pub fn flip(queue: &Queue, x: &Tensor, axis: usize) -> Result<Tensor> {
     let n = extent("flip", x, axis)?;
-    let last = u32::try_from(n).map_err(|_| Error::Limit { what: "elements along a flipped axis".into(), value: n as u64, limit: "u32 indices", max: u32::MAX.into() })?;
+    let last = u32::try_from(n).map_err(|_| Error::Limit {
+        what: "elements along a flipped axis".into(),
+        value: n as u64,
+        limit: "u32 indices",
+        max: u32::MAX.into(),
+    })?;
     let order: Vec<u32> = (0..last).rev().collect();
-    gather_with(queue, x, axis, &Tensor::from_slice(queue.device(), &order, &[n])?, IndexMode::Fill)
+    gather_with(
+        queue,
+        x,
+        axis,
+        &Tensor::from_slice(queue.device(), &order, &[n])?,
+        IndexMode::Fill,
+    )
 }
 
 /// `out[o, j, i] = x[o, t, i]` for contiguous `x: [outer, len, inner]`, where `t` is
@@ -156,11 +227,17 @@ pub(crate) struct Gather<'a> {
 impl OpRequest for Gather<'_> {
     fn cost(&self) -> OpCost {
         let bytes = self.out.layout.numel() as u64 * 8 + self.indices.layout.numel() as u64 * 4;
-        OpCost { bytes, ..OpCost::simple("gather", &[&self.x, &self.indices, &self.out], 0) }
+        OpCost {
+            bytes,
+            ..OpCost::simple("gather", &[&self.x, &self.indices, &self.out], 0)
+        }
     }
 
     fn operands(&self) -> Vec<&Operand<'_>> {
-        [&self.x, &self.indices, &self.out].into_iter().chain(self.status.as_ref()).collect()
+        [&self.x, &self.indices, &self.out]
+            .into_iter()
+            .chain(self.status.as_ref())
+            .collect()
     }
 
     backends!(gather);

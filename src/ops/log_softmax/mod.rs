@@ -7,7 +7,12 @@ use crate::ops::common::math::{exp, map, max_lanes, sum_lanes, twin};
 use crate::{Queue, Result, Tensor};
 
 /// What the row kernels write for log-softmax.
-static EPILOGUE: Epilogue = Epilogue { name: "log_softmax", wgsl: crate::ops::common::wgsl_file!("log_softmax/log_softmax.wgsl"), cuda: include_str!("log_softmax.cu"), cpu: row };
+static EPILOGUE: Epilogue = Epilogue {
+    name: "log_softmax",
+    wgsl: crate::ops::common::wgsl_file!("log_softmax/log_softmax.wgsl"),
+    cuda: include_str!("log_softmax.cu"),
+    cpu: row,
+};
 
 /// `log(softmax(x))` along the last axis of `x`, overflow-safe. A row holding `+inf` or NaN,
 /// or only `-inf`, gives NaN, as softmax does.
@@ -36,7 +41,11 @@ impl Tensor {
 fn row(src: &[f32], dst: &mut [f32]) {
     let max = max_lanes(src);
     map(src, dst, twin!(F => move |v: f32| exp::<F>(v - max)));
-    let lse = if max.is_finite() { sum_lanes(dst).ln() as f32 } else { f32::NAN };
+    let lse = if max.is_finite() {
+        sum_lanes(dst).ln() as f32
+    } else {
+        f32::NAN
+    };
     for (o, &v) in dst.iter_mut().zip(src) {
         *o = (v - max) - lse;
     }
@@ -44,7 +53,13 @@ fn row(src: &[f32], dst: &mut [f32]) {
 
 /// Reference log-softmax of one row in f64.
 pub fn reference_row(row: &[f64]) -> Vec<f64> {
-    let max = row.iter().copied().fold(f64::NEG_INFINITY, |m, v| if v.is_nan() || m.is_nan() { f64::NAN } else { m.max(v) });
+    let max = row.iter().copied().fold(f64::NEG_INFINITY, |m, v| {
+        if v.is_nan() || m.is_nan() {
+            f64::NAN
+        } else {
+            m.max(v)
+        }
+    });
     let sum: f64 = row.iter().map(|v| (v - max).exp()).sum();
     row.iter().map(|v| v - max - sum.ln()).collect()
 }

@@ -4,9 +4,9 @@
 use crate::base::par::*;
 
 use super::{Matmul, UnaryOp};
-use crate::ops::common::cpu::{check_within, out_words, sgemm};
-use crate::hal::cpu::{read_guard, write_guard};
 use crate::base::layout::Layout;
+use crate::hal::cpu::{read_guard, write_guard};
+use crate::ops::common::cpu::{check_within, out_words, sgemm};
 use crate::{DType, Error, Result};
 
 /// Offset of batch entry `index` in a layout whose last two dimensions are the matrix.
@@ -42,7 +42,10 @@ fn epilogue(rows: &mut [f32], n: usize, bias: Option<&[f32]>, act: Option<UnaryO
 
 pub(super) fn matmul(op: &Matmul<'_>) -> Result<()> {
     if op.dtype != DType::F32 {
-        return Err(Error::Internal(format!("the cpu kernels compute on f32 storage, not {}", op.dtype)));
+        return Err(Error::Internal(format!(
+            "the cpu kernels compute on f32 storage, not {}",
+            op.dtype
+        )));
     }
     let (a, b, bias, act, out) = (op.a, op.b, op.bias, op.act, op.out);
     let (m, n, k) = (op.m, op.n, op.k);
@@ -50,29 +53,56 @@ pub(super) fn matmul(op: &Matmul<'_>) -> Result<()> {
     let biasg = bias.map(|o| read_guard(o.buf)).transpose()?;
     let mut os = write_guard(out.buf)?;
     let (af, bf): (&[f32], &[f32]) = (bytemuck::cast_slice(&ag), bytemuck::cast_slice(&bg));
-    let bias: Option<&[f32]> = biasg.as_ref().zip(bias).map(|(g, o)| &bytemuck::cast_slice(g)[o.layout.offset..o.layout.offset + n]);
+    let bias: Option<&[f32]> = biasg
+        .as_ref()
+        .zip(bias)
+        .map(|(g, o)| &bytemuck::cast_slice(g)[o.layout.offset..o.layout.offset + n]);
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
     if k == 0 {
         of.fill(0.0);
-        of.par_chunks_mut(n.max(1)).for_each(|row| epilogue(row, n, bias, act));
+        of.par_chunks_mut(n.max(1))
+            .for_each(|row| epilogue(row, n, bias, act));
         return Ok(());
     }
     check_within("matmul", &[(a.layout, af), (b.layout, bf)])?;
     let r = a.layout.shape.len();
-    let a_strides = [a.layout.strides[r - 2] as isize, a.layout.strides[r - 1] as isize];
-    let b_strides = [b.layout.strides[r - 2] as isize, b.layout.strides[r - 1] as isize];
+    let a_strides = [
+        a.layout.strides[r - 2] as isize,
+        a.layout.strides[r - 1] as isize,
+    ];
+    let b_strides = [
+        b.layout.strides[r - 2] as isize,
+        b.layout.strides[r - 1] as isize,
+    ];
     let threads = crate::base::par::current_num_threads();
     let batches = of.len() / (m * n).max(1);
     let inner_threads = if batches >= threads { 1 } else { threads };
     let (pa, pb) = (SendPtr(af.as_ptr()), SendPtr(bf.as_ptr()));
-    of.par_chunks_mut((m * n).max(1)).enumerate().for_each(|(bi, c)| {
-        let (ao, bo) = (batch_offset(a.layout, bi), batch_offset(b.layout, bi));
-        let (pa, pb) = (pa, pb);
-        // SAFETY: batch `bi` of A is the [m, k] view at `ao` with A's matrix strides, which lies
-        // inside A's layout, and `check_within` proved that layout inside `af` (likewise B in
-        // `bf`); `c` is one m x n block of the output.
-        unsafe { sgemm(m, n, k, 1.0, pa.0.add(ao), a_strides, pb.0.add(bo), b_strides, c.as_mut_ptr(), n, inner_threads) };
-        c.par_chunks_mut(64 * n.max(1)).for_each(|rows| epilogue(rows, n, bias, act));
-    });
+    of.par_chunks_mut((m * n).max(1))
+        .enumerate()
+        .for_each(|(bi, c)| {
+            let (ao, bo) = (batch_offset(a.layout, bi), batch_offset(b.layout, bi));
+            let (pa, pb) = (pa, pb);
+            // SAFETY: batch `bi` of A is the [m, k] view at `ao` with A's matrix strides, which lies
+            // inside A's layout, and `check_within` proved that layout inside `af` (likewise B in
+            // `bf`); `c` is one m x n block of the output.
+            unsafe {
+                sgemm(
+                    m,
+                    n,
+                    k,
+                    1.0,
+                    pa.0.add(ao),
+                    a_strides,
+                    pb.0.add(bo),
+                    b_strides,
+                    c.as_mut_ptr(),
+                    n,
+                    inner_threads,
+                )
+            };
+            c.par_chunks_mut(64 * n.max(1))
+                .for_each(|rows| epilogue(rows, n, bias, act));
+        });
     Ok(())
 }

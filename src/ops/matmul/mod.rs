@@ -5,10 +5,10 @@ backend_modules!();
 
 use super::cost::OpCost;
 use super::elementwise::check_f32;
-use super::{backends, launch, native_f16, OpRequest, Lift, Operand, UnaryOp};
-use crate::hal::BackendDevice;
-use crate::choice::{self, pattern_tensor, Problem, Trial, Tunable, TunableOp};
+use super::{backends, launch, native_f16, Lift, OpRequest, Operand, UnaryOp};
 use crate::base::layout::{broadcast_shapes, check_rank};
+use crate::choice::{self, pattern_tensor, Problem, Trial, Tunable, TunableOp};
+use crate::hal::BackendDevice;
 use crate::{BackendKind, DType, Device, DeviceOptions, Error, Queue, Result, Tensor};
 
 /// `a @ b` for `a: [.., m, k]` and `b: [.., k, n]`; leading (batch) dimensions broadcast.
@@ -16,10 +16,20 @@ use crate::{BackendKind, DType, Device, DeviceOptions, Error, Queue, Result, Ten
 pub fn matmul(queue: &Queue, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     // numpy's rules for vectors: a 1-D `a` is the row [1, k], a 1-D `b` the column [k, 1], and
     // the axis that added is dropped from the result (vector @ vector is a scalar).
-    let as_matrix = |t: &Tensor, shape: [usize; 2]| -> Result<Tensor> { t.contiguous_on(queue)?.reshape(&shape) };
+    let as_matrix = |t: &Tensor, shape: [usize; 2]| -> Result<Tensor> {
+        t.contiguous_on(queue)?.reshape(&shape)
+    };
     let (row, column) = (a.rank() == 1, b.rank() == 1);
-    let a = if row { as_matrix(a, [1, a.shape()[0]])? } else { a.clone() };
-    let b = if column { as_matrix(b, [b.shape()[0], 1])? } else { b.clone() };
+    let a = if row {
+        as_matrix(a, [1, a.shape()[0]])?
+    } else {
+        a.clone()
+    };
+    let b = if column {
+        as_matrix(b, [b.shape()[0], 1])?
+    } else {
+        b.clone()
+    };
     let out = matmul_epilogue(queue, "matmul", &a, &b, None, None, None)?;
     if !row && !column {
         return Ok(out);
@@ -37,11 +47,18 @@ pub fn matmul(queue: &Queue, a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// The 16-bit dtype `a @ b` multiplies in as stored (f32 accumulation), where the backend can:
 /// both f16 or both bf16, no epilogue, and no variant but cuBLAS asked for.
-fn native_16bit(queue: &Queue, a: &Tensor, b: &Tensor, epilogue: bool, variant: Option<&str>) -> Option<DType> {
+fn native_16bit(
+    queue: &Queue,
+    a: &Tensor,
+    b: &Tensor,
+    epilogue: bool,
+    variant: Option<&str>,
+) -> Option<DType> {
     let dtype = a.dtype();
     let wanted = matches!(dtype, DType::F16 | DType::BF16) && b.dtype() == dtype;
     let variant_ok = matches!(variant, None | Some("cublas"));
-    (wanted && !epilogue && variant_ok && queue.device().shared.backend.native_16bit_matmul()).then_some(dtype)
+    (wanted && !epilogue && variant_ok && queue.device().shared.backend.native_16bit_matmul())
+        .then_some(dtype)
 }
 
 /// The named matmul kernel variants of `device`'s backend: `webgpu` tile configurations
@@ -60,14 +77,31 @@ pub fn matmul_variant(queue: &Queue, a: &Tensor, b: &Tensor, variant: &str) -> R
 /// to each output tile before it is stored (one pass over the output). `x` is
 /// `[.., m, k]`, `weight` is `[k, n]` (pass `w.t()` for a PyTorch-style `[n, k]` weight: the
 /// transposed view needs no copy), `bias` is `[n]`.
-pub fn linear(queue: &Queue, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>) -> Result<Tensor> {
+pub fn linear(
+    queue: &Queue,
+    x: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    act: Option<UnaryOp>,
+) -> Result<Tensor> {
     if weight.rank() != 2 {
-        return Err(Error::shape("linear", format!("weight has shape {:?}: expected [k, n]", weight.shape())));
+        return Err(Error::shape(
+            "linear",
+            format!("weight has shape {:?}: expected [k, n]", weight.shape()),
+        ));
     }
     matmul_epilogue(queue, "linear", x, weight, bias, act, None)
 }
 
-fn matmul_epilogue(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>, variant: Option<&str>) -> Result<Tensor> {
+fn matmul_epilogue(
+    queue: &Queue,
+    op: &'static str,
+    a: &Tensor,
+    b: &Tensor,
+    bias: Option<&Tensor>,
+    act: Option<UnaryOp>,
+    variant: Option<&str>,
+) -> Result<Tensor> {
     let inputs: Vec<&Tensor> = [Some(a), Some(b), bias].into_iter().flatten().collect();
     if native_f16(queue, &inputs) {
         return matmul_in(queue, op, a, b, bias, act, variant, DType::F16);
@@ -81,7 +115,19 @@ fn matmul_epilogue(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias
     }
     let lift = Lift::of(op, &inputs)?;
     let bias = bias.map(|t| lift.up(queue, t)).transpose()?;
-    lift.down(queue, matmul_in(queue, op, &lift.up(queue, a)?, &lift.up(queue, b)?, bias.as_ref(), act, variant, DType::F32)?)
+    lift.down(
+        queue,
+        matmul_in(
+            queue,
+            op,
+            &lift.up(queue, a)?,
+            &lift.up(queue, b)?,
+            bias.as_ref(),
+            act,
+            variant,
+            DType::F32,
+        )?,
+    )
 }
 
 /// `t`, copied to contiguous memory if its matrices repeat elements (a stride of 0 along a
@@ -100,7 +146,16 @@ fn dense_matrices(queue: &Queue, t: Tensor) -> Result<Tensor> {
 /// The product with every operand and the result stored as `dtype` (f32, or native f16); the
 /// chooser picks the variant (`requested` is what the call named).
 #[allow(clippy::too_many_arguments)]
-fn matmul_in(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>, requested: Option<&str>, dtype: DType) -> Result<Tensor> {
+fn matmul_in(
+    queue: &Queue,
+    op: &'static str,
+    a: &Tensor,
+    b: &Tensor,
+    bias: Option<&Tensor>,
+    act: Option<UnaryOp>,
+    requested: Option<&str>,
+    dtype: DType,
+) -> Result<Tensor> {
     for t in [Some(a), Some(b), bias].into_iter().flatten() {
         queue.device().check_same(t.device(), op)?;
     }
@@ -122,7 +177,11 @@ fn matmul_in(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Opti
     if k != k2 {
         return Err(Error::shape(
             op,
-            format!("inner dimensions differ: {:?} @ {:?} has k = {k} vs {k2}, expected equal", a.shape(), b.shape()),
+            format!(
+                "inner dimensions differ: {:?} @ {:?} has k = {k} vs {k2}, expected equal",
+                a.shape(),
+                b.shape()
+            ),
         ));
     }
     let bias = match bias {
@@ -131,7 +190,13 @@ fn matmul_in(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Opti
                 check_f32(queue, op, t)?;
             }
             if t.shape() != [n] {
-                return Err(Error::shape(op, format!("bias has shape {:?}: expected [{n}] (the output columns)", t.shape())));
+                return Err(Error::shape(
+                    op,
+                    format!(
+                        "bias has shape {:?}: expected [{n}] (the output columns)",
+                        t.shape()
+                    ),
+                ));
             }
             Some(t.contiguous_on(queue)?)
         }
@@ -142,12 +207,29 @@ fn matmul_in(queue: &Queue, op: &'static str, a: &Tensor, b: &Tensor, bias: Opti
     check_rank(op, &with(m, n))?;
     let a = dense_matrices(queue, a.broadcast_to(&with(m, k))?)?;
     let b = dense_matrices(queue, b.broadcast_to(&with(k, n))?)?;
-    let problem = Problem::Matmul { batch: batch.iter().product(), m, n, k, dtype };
+    let problem = Problem::Matmul {
+        batch: batch.iter().product(),
+        m,
+        n,
+        k,
+        dtype,
+    };
     let (variant, decision) = choice::choose(queue, &Variants, problem, requested)?;
     let out = Tensor::uninit(queue, &with(m, n), dtype)?;
     if out.numel() > 0 {
         let bias = bias.as_ref().map(Tensor::operand);
-        let call = Matmul { a: a.operand(), b: b.operand(), bias, act, out: out.operand(), m, n, k, variant: Some(variant), dtype };
+        let call = Matmul {
+            a: a.operand(),
+            b: b.operand(),
+            bias,
+            act,
+            out: out.operand(),
+            m,
+            n,
+            k,
+            variant: Some(variant),
+            dtype,
+        };
         launch(queue, &call, Some(&decision))?;
     }
     Ok(out)
@@ -184,9 +266,19 @@ impl OpRequest for Matmul<'_> {
         let ops = self.operands();
         let (m, n, k) = (self.m as u64, self.n as u64, self.k as u64);
         let batch = (self.out.layout.numel() as u64 / (m * n).max(1)).max(1);
-        let bytes = ops.iter().map(|o| super::cost::distinct(o)).sum::<u64>() * self.dtype.size() as u64;
-        let name = if self.bias.is_some() || self.act.is_some() { "linear" } else { "matmul" };
-        OpCost { dtype: self.dtype, bytes, variant: self.variant, ..OpCost::simple(name, &ops, 2 * batch * m * n * k) }
+        let bytes =
+            ops.iter().map(|o| super::cost::distinct(o)).sum::<u64>() * self.dtype.size() as u64;
+        let name = if self.bias.is_some() || self.act.is_some() {
+            "linear"
+        } else {
+            "matmul"
+        };
+        OpCost {
+            dtype: self.dtype,
+            bytes,
+            variant: self.variant,
+            ..OpCost::simple(name, &ops, 2 * batch * m * n * k)
+        }
     }
 
     backends!(matmul);
@@ -201,7 +293,10 @@ impl Tunable for Variants {
     }
 
     fn all_variants(&self) -> Vec<&'static str> {
-        [BackendKind::Cpu, BackendKind::WebGpu, BackendKind::Cuda].into_iter().flat_map(backend_variants).collect()
+        [BackendKind::Cpu, BackendKind::WebGpu, BackendKind::Cuda]
+            .into_iter()
+            .flat_map(backend_variants)
+            .collect()
     }
 
     fn variants(&self, device: &Device) -> Vec<&'static str> {
@@ -217,14 +312,41 @@ impl Tunable for Variants {
     }
 
     fn trial(&self, device: &Device, problem: Problem) -> Result<Trial> {
-        let Problem::Matmul { batch, m, n, k, dtype } = problem else {
-            return Err(Error::Invalid(format!("{problem:?} is not a matmul problem")));
+        let Problem::Matmul {
+            batch,
+            m,
+            n,
+            k,
+            dtype,
+        } = problem
+        else {
+            return Err(Error::Invalid(format!(
+                "{problem:?} is not a matmul problem"
+            )));
         };
-        let shape = |r: usize, c: usize| if batch > 1 { vec![batch, r, c] } else { vec![r, c] };
-        let (a, b) = (pattern_tensor(device, &shape(m, k))?, pattern_tensor(device, &shape(k, n))?);
-        let (a, b) = if dtype == DType::F32 { (a, b) } else { (a.cast(dtype)?, b.cast(dtype)?) };
+        let shape = |r: usize, c: usize| {
+            if batch > 1 {
+                vec![batch, r, c]
+            } else {
+                vec![r, c]
+            }
+        };
+        let (a, b) = (
+            pattern_tensor(device, &shape(m, k))?,
+            pattern_tensor(device, &shape(k, n))?,
+        );
+        let (a, b) = if dtype == DType::F32 {
+            (a, b)
+        } else {
+            (a.cast(dtype)?, b.cast(dtype)?)
+        };
         let describe = format!("{:?} @ {:?} {}", a.shape(), b.shape(), a.dtype());
-        Ok(Trial { describe, run: Box::new(move |queue: &Queue, variant: &str| matmul_variant(queue, &a, &b, variant).map(drop)) })
+        Ok(Trial {
+            describe,
+            run: Box::new(move |queue: &Queue, variant: &str| {
+                matmul_variant(queue, &a, &b, variant).map(drop)
+            }),
+        })
     }
 }
 
@@ -241,7 +363,12 @@ fn backend_variants(kind: BackendKind) -> Vec<&'static str> {
 }
 
 /// The matmul variant a device runs for an `m x n` output unless told otherwise, and why.
-fn default_variant(device: &BackendDevice, options: &DeviceOptions, m: usize, n: usize) -> (&'static str, String) {
+fn default_variant(
+    device: &BackendDevice,
+    options: &DeviceOptions,
+    m: usize,
+    n: usize,
+) -> (&'static str, String) {
     let _ = (options, m, n);
     match device {
         BackendDevice::Cpu(_) => ("sgemm", "the cpu matmul (the gemm crate's SGEMM)".into()),
@@ -253,16 +380,26 @@ fn default_variant(device: &BackendDevice, options: &DeviceOptions, m: usize, n:
         #[cfg(not(feature = "webgpu"))]
         BackendDevice::WebGpu(d) => match **d {},
         #[cfg(cuda_backend)]
-        BackendDevice::Cuda(_) if crate::hal::cuda::blas::available() => ("cublas", "the default: cuBLAS (the kernel for layouts cuBLAS cannot take)".into()),
-        BackendDevice::Cuda(_) => ("kernel", "the default without cuBLAS (libcublas was not found)".into()),
+        BackendDevice::Cuda(_) if crate::hal::cuda::blas::available() => (
+            "cublas",
+            "the default: cuBLAS (the kernel for layouts cuBLAS cannot take)".into(),
+        ),
+        BackendDevice::Cuda(_) => (
+            "kernel",
+            "the default without cuBLAS (libcublas was not found)".into(),
+        ),
     }
 }
-
 
 /// The matmul ops as methods, recorded on the device's default queue.
 impl Tensor {
     /// Linear layer `act(self @ weight + bias)` in one kernel (see [`super::matmul::linear`]).
-    pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>, act: Option<UnaryOp>) -> Result<Tensor> {
+    pub fn linear(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        act: Option<UnaryOp>,
+    ) -> Result<Tensor> {
         linear(&self.device().queue(), self, weight, bias, act)
     }
     /// Matrix product (batched, broadcasting).

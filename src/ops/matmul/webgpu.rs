@@ -2,17 +2,23 @@
 //! tile loads, bias and activation in the epilogue.
 
 use super::Matmul;
-use crate::ops::common::webgpu::{check_binding, split_temp, store, u32_of, wgsl_params, ACTIVATION, COMMON};
+use crate::base::layout::MAX_RANK;
+use crate::hal::webgpu::{Bind, GpuBatch, GpuDevice, Specialisation, WgslSource};
+use crate::hal::OpContext;
+use crate::ops::common::split;
+use crate::ops::common::webgpu::{
+    check_binding, split_temp, store, u32_of, wgsl_params, ACTIVATION, COMMON,
+};
 #[cfg(test)]
 use crate::ops::common::webgpu::{STORE_F16, STORE_F32};
-use crate::ops::common::split;
-use crate::hal::webgpu::{Bind, Specialisation, GpuDevice, GpuBatch, WgslSource};
-use crate::hal::OpContext;
-use crate::base::layout::MAX_RANK;
 use crate::ops::Operand;
 use crate::{Error, Result};
 
-static SOURCE: WgslSource = WgslSource { name: "matmul.wgsl", text: crate::ops::common::wgsl_file!("matmul/matmul.wgsl"), preludes: &[COMMON, ACTIVATION, MatmulWords::DECL] };
+static SOURCE: WgslSource = WgslSource {
+    name: "matmul.wgsl",
+    text: crate::ops::common::wgsl_file!("matmul/matmul.wgsl"),
+    preludes: &[COMMON, ACTIVATION, MatmulWords::DECL],
+};
 
 wgsl_params! {
     /// matmul.wgsl's parameters.
@@ -64,10 +70,34 @@ pub(super) struct Variant {
 /// (4x4 per invocation), 32x32 (2x2) for small or skinny products, 128x64 (8x4) for large;
 /// `direct`, 64 invocations of 4x4 reading A and B from memory, for software adapters.
 pub(super) const VARIANTS: [Variant; 4] = [
-    Variant { name: "tile64", tile: [64, 64], constants: "const TM: u32 = 64u; const TN: u32 = 64u; const RM: u32 = 4u; const RN: u32 = 4u;", entry: "matmul_main" },
-    Variant { name: "tile32", tile: [32, 32], constants: "const TM: u32 = 32u; const TN: u32 = 32u; const RM: u32 = 2u; const RN: u32 = 2u;", entry: "matmul_main" },
-    Variant { name: "tile128x64", tile: [128, 64], constants: "const TM: u32 = 128u; const TN: u32 = 64u; const RM: u32 = 8u; const RN: u32 = 4u;", entry: "matmul_main" },
-    Variant { name: "direct", tile: [16, 64], constants: "const TM: u32 = 16u; const TN: u32 = 64u; const RM: u32 = 4u; const RN: u32 = 4u;", entry: "matmul_direct_main" },
+    Variant {
+        name: "tile64",
+        tile: [64, 64],
+        constants:
+            "const TM: u32 = 64u; const TN: u32 = 64u; const RM: u32 = 4u; const RN: u32 = 4u;",
+        entry: "matmul_main",
+    },
+    Variant {
+        name: "tile32",
+        tile: [32, 32],
+        constants:
+            "const TM: u32 = 32u; const TN: u32 = 32u; const RM: u32 = 2u; const RN: u32 = 2u;",
+        entry: "matmul_main",
+    },
+    Variant {
+        name: "tile128x64",
+        tile: [128, 64],
+        constants:
+            "const TM: u32 = 128u; const TN: u32 = 64u; const RM: u32 = 8u; const RN: u32 = 4u;",
+        entry: "matmul_main",
+    },
+    Variant {
+        name: "direct",
+        tile: [16, 64],
+        constants:
+            "const TM: u32 = 16u; const TN: u32 = 64u; const RM: u32 = 4u; const RN: u32 = 4u;",
+        entry: "matmul_direct_main",
+    },
 ];
 
 /// The default tile configuration for an `m x n` output on `dev`, and why: `direct` on
@@ -75,30 +105,53 @@ pub(super) const VARIANTS: [Variant; 4] = [
 /// tiles for large outputs (1.3x the GFLOP/s of 64x64 on lavapipe at 256 and 1024), 32x32
 /// when 64x64 tiles would leave fewer than 16 workgroups, else 64x64. (`"auto"` in a policy
 /// tunes per device.)
-pub(super) fn default_variant(dev: &GpuDevice, options: &crate::DeviceOptions, m: usize, n: usize) -> (&'static str, &'static str) {
+pub(super) fn default_variant(
+    dev: &GpuDevice,
+    options: &crate::DeviceOptions,
+    m: usize,
+    n: usize,
+) -> (&'static str, &'static str) {
     if dev.is_software() && options.software_kernels {
         ("direct", "the default on software adapters (no workgroup memory or barriers; 512^3: 7x the speed of tile128x64 on SwiftShader, 3.4x on lavapipe)")
     } else if m >= 256 && n >= 256 {
-        ("tile128x64", "the default for outputs of at least 256 x 256")
+        (
+            "tile128x64",
+            "the default for outputs of at least 256 x 256",
+        )
     } else if m.div_ceil(64) * n.div_ceil(64) < 16 {
-        ("tile32", "the default when 64 x 64 tiles would give fewer than 16 workgroups")
+        (
+            "tile32",
+            "the default when 64 x 64 tiles would give fewer than 16 workgroups",
+        )
     } else {
         ("tile64", "the default for mid-sized outputs")
     }
 }
 
 /// The variant named `name`, or the default for an `m x n` output.
-fn variant(dev: &GpuDevice, cx: &OpContext<'_>, name: Option<&str>, m: usize, n: usize) -> Result<&'static Variant> {
+fn variant(
+    dev: &GpuDevice,
+    cx: &OpContext<'_>,
+    name: Option<&str>,
+    m: usize,
+    n: usize,
+) -> Result<&'static Variant> {
     let name = name.unwrap_or(default_variant(dev, cx.options, m, n).0);
     VARIANTS.iter().find(|v| v.name == name).ok_or_else(|| {
         let names: Vec<&str> = VARIANTS.iter().map(|v| v.name).collect();
-        Error::Invalid(format!("unknown webgpu matmul variant `{name}`: expected one of {names:?}"))
+        Error::Invalid(format!(
+            "unknown webgpu matmul variant `{name}`: expected one of {names:?}"
+        ))
     })
 }
 
 /// matmul.wgsl's parameters for `[a, b, out]`, with the first batch, k range and flags of
 /// each launch left at 0.
-fn params([a, b, out]: [&Operand<'_>; 3], bias: Option<&Operand<'_>>, [m, n, k]: [usize; 3]) -> Result<MatmulWords> {
+fn params(
+    [a, b, out]: [&Operand<'_>; 3],
+    bias: Option<&Operand<'_>>,
+    [m, n, k]: [usize; 3],
+) -> Result<MatmulWords> {
     let r = out.layout.shape.len();
     let batch_rank = r - 2;
     let batch = |v: &[usize]| -> Result<[u32; 6]> {
@@ -137,7 +190,12 @@ const _: () = assert!(MAX_RANK - 2 == 6);
 /// The tiled (or, on software adapters, direct) matmul with its bias and activation
 /// epilogue, in batches of at most a grid dimension and, where the device ends long loops
 /// early, in pieces of k.
-pub(super) fn matmul(op: &Matmul<'_>, q: &GpuBatch, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<()> {
+pub(super) fn matmul(
+    op: &Matmul<'_>,
+    q: &GpuBatch,
+    dev: &GpuDevice,
+    cx: &OpContext<'_>,
+) -> Result<()> {
     let (a, b, bias, act, out, dtype) = (op.a, op.b, op.bias, op.act, op.out, op.dtype);
     let (m, n, k) = (op.m, op.n, op.k);
     let variant = variant(dev, cx, op.variant, m, n)?;
@@ -158,26 +216,44 @@ pub(super) fn matmul(op: &Matmul<'_>, q: &GpuBatch, dev: &GpuDevice, cx: &OpCont
         });
     }
     let batches = out.layout.numel() / (m * n);
-    let constants = vec![("HAS_BIAS", u32::from(bias.is_some())), ("ACT", act.map_or(0, |f| f.code()))];
+    let constants = vec![
+        ("HAS_BIAS", u32::from(bias.is_some())),
+        ("ACT", act.map_or(0, |f| f.code())),
+    ];
     // vec4 tile loads when every vec4 lies inside one row of A (along k) and of B (along n).
     let rows_of_vec4 = |o: &Operand<'_>, inner: usize| {
-        o.layout.strides[r - 1] == 1 && inner % 4 == 0 && o.layout.offset % 4 == 0 && o.layout.strides[..r - 1].iter().all(|s| s % 4 == 0)
+        o.layout.strides[r - 1] == 1
+            && inner % 4 == 0
+            && o.layout.offset % 4 == 0
+            && o.layout.strides[..r - 1].iter().all(|s| s % 4 == 0)
     };
     let vec4 = rows_of_vec4(&a, k) && rows_of_vec4(&b, n);
     let loads = if vec4 { LOADS_VEC4 } else { LOADS_SCALAR };
-    let pipeline = dev.pipeline(Specialisation { source: &SOURCE, entry: variant.entry, constants, prelude: vec![store(dev, dtype)?, variant.constants, loads] });
+    let pipeline = dev.pipeline(Specialisation {
+        source: &SOURCE,
+        entry: variant.entry,
+        constants,
+        prelude: vec![store(dev, dtype)?, variant.constants, loads],
+    });
     // Where the device ends long loops early, k in pieces with f32 sums kept in between.
     let pieces = if variant.entry == "matmul_direct_main" {
         split::matmul_direct_k(dev.max_loop_iterations(), vec4, k)
     } else {
         split::matmul_k(dev.max_loop_iterations(), variant.tile, vec4, k)
     };
-    let partial = if pieces.len() > 1 { Some(split_temp(dev, cx, batches * m * n)?) } else { None };
+    let partial = if pieces.len() > 1 {
+        Some(split_temp(dev, cx, batches * m * n)?)
+    } else {
+        None
+    };
     let binds = [
         (1, Bind::Mem(a.buf)),
         (2, Bind::Mem(b.buf)),
         (3, Bind::Mem(out.buf)),
-        (4, bias.as_ref().map_or(Bind::SpareRead, |o| Bind::Mem(o.buf))),
+        (
+            4,
+            bias.as_ref().map_or(Bind::SpareRead, |o| Bind::Mem(o.buf)),
+        ),
         (5, partial.as_ref().map_or(Bind::SpareWrite, Bind::Mem)),
     ];
     let mut first = 0;
@@ -185,8 +261,17 @@ pub(super) fn matmul(op: &Matmul<'_>, q: &GpuBatch, dev: &GpuDevice, cx: &OpCont
         let count = (batches - first).min(max);
         params.first_batch = u32_of("batch", first)?;
         for (i, range) in pieces.iter().enumerate() {
-            (params.k_range, params.flags) = ([range[0] as u32, range[1] as u32], split::flags(i, pieces.len()));
-            q.launch(dev, pipeline.clone(), params.words(), &binds, [gx as u32, gy as u32, count as u32])?;
+            (params.k_range, params.flags) = (
+                [range[0] as u32, range[1] as u32],
+                split::flags(i, pieces.len()),
+            );
+            q.launch(
+                dev,
+                pipeline.clone(),
+                params.words(),
+                &binds,
+                [gx as u32, gy as u32, count as u32],
+            )?;
         }
         first += count;
     }
@@ -199,7 +284,12 @@ pub(super) fn specialisations() -> Vec<Specialisation> {
     let mut all = Vec::new();
     for store in [STORE_F32, STORE_F16] {
         for loads in [LOADS_SCALAR, LOADS_VEC4] {
-            all.extend(VARIANTS.iter().map(|v| Specialisation { source: &SOURCE, entry: v.entry, constants: vec![], prelude: vec![store, v.constants, loads] }));
+            all.extend(VARIANTS.iter().map(|v| Specialisation {
+                source: &SOURCE,
+                entry: v.entry,
+                constants: vec![],
+                prelude: vec![store, v.constants, loads],
+            }));
         }
     }
     all
@@ -219,25 +309,79 @@ mod on_the_cpu_executor {
     fn matmul_matches_the_cpu_kernel() {
         let d = Device::open(BackendChoice::Backend(BackendKind::Cpu)).unwrap();
         let (m, n, k) = (13usize, 20usize, 12usize);
-        let av: Vec<f32> = (0..m * k).map(|i| ((i * 7919) % 101) as f32 / 50.0 - 1.0).collect();
-        let bv: Vec<f32> = (0..k * n).map(|i| ((i * 104_729) % 97) as f32 / 48.0 - 1.0).collect();
+        let av: Vec<f32> = (0..m * k)
+            .map(|i| ((i * 7919) % 101) as f32 / 50.0 - 1.0)
+            .collect();
+        let bv: Vec<f32> = (0..k * n)
+            .map(|i| ((i * 104_729) % 97) as f32 / 48.0 - 1.0)
+            .collect();
         let biasv: Vec<f32> = (0..n).map(|i| i as f32 / 10.0 - 1.0).collect();
-        let (a, b, bias) = (Tensor::from_slice(&d, &av, &[m, k]).unwrap(), Tensor::from_slice(&d, &bv, &[k, n]).unwrap(), Tensor::from_slice(&d, &biasv, &[n]).unwrap());
-        let want = a.linear(&b, Some(&bias), Some(UnaryOp::Relu)).unwrap().to_vec_blocking::<f32>().unwrap();
+        let (a, b, bias) = (
+            Tensor::from_slice(&d, &av, &[m, k]).unwrap(),
+            Tensor::from_slice(&d, &bv, &[k, n]).unwrap(),
+            Tensor::from_slice(&d, &biasv, &[n]).unwrap(),
+        );
+        let want = a
+            .linear(&b, Some(&bias), Some(UnaryOp::Relu))
+            .unwrap()
+            .to_vec_blocking::<f32>()
+            .unwrap();
         let out = Tensor::zeros(&d, &[m, n], crate::DType::F32).unwrap();
-        let mut words = params([&a.operand(), &b.operand(), &out.operand()], Some(&bias.operand()), [m, n, k]).unwrap();
+        let mut words = params(
+            [&a.operand(), &b.operand(), &out.operand()],
+            Some(&bias.operand()),
+            [m, n, k],
+        )
+        .unwrap();
         (words.k_range, words.flags) = ([0, k as u32], split::flags(0, 1));
         for variant in &VARIANTS {
             for loads in [LOADS_SCALAR, LOADS_VEC4] {
-                let source = Specialisation { source: &SOURCE, entry: variant.entry, constants: vec![], prelude: vec![STORE_F32, variant.constants, loads] }.full_source();
-                let source = with_overrides(source, &[("HAS_BIAS", 1), ("ACT", UnaryOp::Relu.code())]);
-                let (ab, bb, biasb) = (Buffer::from_slice(&d, &av).unwrap(), Buffer::from_slice(&d, &bv).unwrap(), Buffer::from_slice(&d, &biasv).unwrap());
-                let (c, partial) = (Buffer::from_slice(&d, &vec![-1.1e36f32; m * n]).unwrap(), Buffer::<f32>::zeros(&d, 4).unwrap());
-                let bindings = [bound(&ab), bound(&bb), bound(&c), bound(&biasb), bound(&partial)];
+                let source = Specialisation {
+                    source: &SOURCE,
+                    entry: variant.entry,
+                    constants: vec![],
+                    prelude: vec![STORE_F32, variant.constants, loads],
+                }
+                .full_source();
+                let source =
+                    with_overrides(source, &[("HAS_BIAS", 1), ("ACT", UnaryOp::Relu.code())]);
+                let (ab, bb, biasb) = (
+                    Buffer::from_slice(&d, &av).unwrap(),
+                    Buffer::from_slice(&d, &bv).unwrap(),
+                    Buffer::from_slice(&d, &biasv).unwrap(),
+                );
+                let (c, partial) = (
+                    Buffer::from_slice(&d, &vec![-1.1e36f32; m * n]).unwrap(),
+                    Buffer::<f32>::zeros(&d, 4).unwrap(),
+                );
+                let bindings = [
+                    bound(&ab),
+                    bound(&bb),
+                    bound(&c),
+                    bound(&biasb),
+                    bound(&partial),
+                ];
                 let [tm, tn] = variant.tile;
-                run_on_cpu(&d, &source, variant.entry, words.words(), &bindings, [n.div_ceil(tn) as u32, m.div_ceil(tm) as u32, 1]).unwrap();
+                run_on_cpu(
+                    &d,
+                    &source,
+                    variant.entry,
+                    words.words(),
+                    &bindings,
+                    [n.div_ceil(tn) as u32, m.div_ceil(tm) as u32, 1],
+                )
+                .unwrap();
                 for (i, (g, w)) in c.read_blocking().unwrap().iter().zip(&want).enumerate() {
-                    assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "{} with {} loads: element {i} is {g}, the CPU's {w}", variant.name, if loads == LOADS_VEC4 { "vec4" } else { "scalar" });
+                    assert!(
+                        (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                        "{} with {} loads: element {i} is {g}, the CPU's {w}",
+                        variant.name,
+                        if loads == LOADS_VEC4 {
+                            "vec4"
+                        } else {
+                            "scalar"
+                        }
+                    );
                 }
             }
         }

@@ -1,15 +1,23 @@
 //! Layer and RMS norms on CUDA: norm.cu, one block per row.
 
 use super::Norm;
-use crate::ops::common::cuda::{cuda_params, extent, index_type, specialise, operand, BLOCK};
 #[cfg(test)]
 use crate::hal::cuda::Specialisation;
-use crate::hal::cuda::{CudaDevice, CudaBatch, CudaSource};
+use crate::hal::cuda::{CudaBatch, CudaDevice, CudaSource};
 use crate::hal::OpContext;
+use crate::ops::common::cuda::{cuda_params, extent, index_type, operand, specialise, BLOCK};
 use crate::ops::Operand;
 use crate::Result;
 
-static SOURCE: CudaSource = CudaSource { name: "norm.cu", text: include_str!("norm.cu"), preludes: &[crate::ops::common::cuda::COMMON, crate::ops::common::cuda::ACTIVATION, NormParams::DECL] };
+static SOURCE: CudaSource = CudaSource {
+    name: "norm.cu",
+    text: include_str!("norm.cu"),
+    preludes: &[
+        crate::ops::common::cuda::COMMON,
+        crate::ops::common::cuda::ACTIVATION,
+        NormParams::DECL,
+    ],
+};
 
 cuda_params! {
     /// norm.cu's parameters.
@@ -26,9 +34,13 @@ cuda_params! {
     }
 }
 
-
 /// Layer or RMS norm of rows with optional weight, bias and activation (`norm_main`).
-pub(super) fn norm(op: &Norm<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn norm(
+    op: &Norm<'_>,
+    q: &CudaBatch,
+    dev: &CudaDevice,
+    _: &OpContext<'_>,
+) -> Result<()> {
     let (x, out, weight, bias) = (op.x, op.out, op.weight, op.bias);
     let defines = vec![
         ("KIND", op.kind.code().to_string()),
@@ -38,16 +50,38 @@ pub(super) fn norm(op: &Norm<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpContext
         index_type((op.rows * op.cols).max(extent(x.layout))),
     ];
     let s = op.x_steps;
-    let p = NormParams { rows: op.rows as u64, cols: op.cols as u64, nb: op.nb as u64, x_a: s.a as u64, x_b: s.b as u64, x_col: s.col as u64, eps: op.eps, pad: 0 };
+    let p = NormParams {
+        rows: op.rows as u64,
+        cols: op.cols as u64,
+        nb: op.nb as u64,
+        x_a: s.a as u64,
+        x_b: s.b as u64,
+        x_col: s.col as u64,
+        eps: op.eps,
+        pad: 0,
+    };
     let optional = |o: &Option<Operand<'_>>| o.as_ref().map_or(Ok(0), operand);
-    let pointers = [operand(&x)?, optional(&weight)?, optional(&bias)?, operand(&out)?];
+    let pointers = [
+        operand(&x)?,
+        optional(&weight)?,
+        optional(&bias)?,
+        operand(&out)?,
+    ];
     let f = dev.program(match row_vecs(op, pointers) {
         Some(vecs) => specialise(&SOURCE, "norm_cached_main", cached(defines, vecs)),
         None => specialise(&SOURCE, "norm_main", defines),
     })?;
     let mut held = vec![x.buf, out.buf];
     held.extend(weight.iter().chain(bias.iter()).map(|o| o.buf));
-    q.launch(dev, &f, (op.rows.clamp(1, 65_535) as u32, 1, 1), (BLOCK, 1, 1), &pointers, &p, &held)
+    q.launch(
+        dev,
+        &f,
+        (op.rows.clamp(1, 65_535) as u32, 1, 1),
+        (BLOCK, 1, 1),
+        &pointers,
+        &p,
+        &held,
+    )
 }
 
 /// Float4s per thread that norm_cached_main holds for `op` (a power of two), where each row
@@ -55,8 +89,8 @@ pub(super) fn norm(op: &Norm<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpContext
 /// in registers.
 fn row_vecs(op: &Norm<'_>, pointers: [u64; 4]) -> Option<usize> {
     let s = op.x_steps;
-    let aligned = [op.cols, s.a, s.b].iter().all(|v| v % 4 == 0)
-        && pointers.iter().all(|p| p % 16 == 0);
+    let aligned =
+        [op.cols, s.a, s.b].iter().all(|v| v % 4 == 0) && pointers.iter().all(|p| p % 16 == 0);
     let vecs = op.cols.div_ceil(4 * BLOCK as usize).next_power_of_two();
     (aligned && s.col == 1 && op.cols > 0 && vecs <= MAX_ROW_VECS).then_some(vecs)
 }

@@ -3,10 +3,10 @@
 
 backend_modules!();
 
+use super::common::rows::{merged, row_steps, Steps};
 use super::cost::OpCost;
 use super::elementwise::check_f32;
-use super::common::rows::{merged, row_steps, Steps};
-use super::{backends, launch, OpRequest, Lift, Operand, UnaryOp};
+use super::{backends, launch, Lift, OpRequest, Operand, UnaryOp};
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// Which normalisation.
@@ -41,7 +41,10 @@ impl NormKind {
                 let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
                 (mean, (var + eps).sqrt())
             }
-            NormKind::Rms => (0.0, (row.iter().map(|v| v * v).sum::<f64>() / n + eps).sqrt()),
+            NormKind::Rms => (
+                0.0,
+                (row.iter().map(|v| v * v).sum::<f64>() / n + eps).sqrt(),
+            ),
         };
         row.iter().map(|v| (v - center) / denom).collect()
     }
@@ -62,7 +65,12 @@ pub struct NormParams<'a> {
 
 impl Default for NormParams<'_> {
     fn default() -> Self {
-        NormParams { weight: None, bias: None, eps: 1e-5, act: None }
+        NormParams {
+            weight: None,
+            bias: None,
+            eps: 1e-5,
+            act: None,
+        }
     }
 }
 
@@ -72,32 +80,82 @@ pub fn norm(queue: &Queue, kind: NormKind, x: &Tensor, p: NormParams<'_>) -> Res
 }
 
 /// [`norm`] over the last `axis_count` axes together, weight and bias `[cols]`.
-fn norm_axes(queue: &Queue, kind: NormKind, x: &Tensor, axis_count: usize, p: NormParams<'_>) -> Result<Tensor> {
-    let lift = Lift::of(kind.name(), &[Some(x), p.weight, p.bias].into_iter().flatten().collect::<Vec<_>>())?;
-    let (weight, bias) = (p.weight.map(|t| lift.up(queue, t)).transpose()?, p.bias.map(|t| lift.up(queue, t)).transpose()?);
-    let params = NormParams { weight: weight.as_ref(), bias: bias.as_ref(), ..p };
-    lift.down(queue, norm_f32(queue, kind, &lift.up(queue, x)?, axis_count, params)?)
+fn norm_axes(
+    queue: &Queue,
+    kind: NormKind,
+    x: &Tensor,
+    axis_count: usize,
+    p: NormParams<'_>,
+) -> Result<Tensor> {
+    let lift = Lift::of(
+        kind.name(),
+        &[Some(x), p.weight, p.bias]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>(),
+    )?;
+    let (weight, bias) = (
+        p.weight.map(|t| lift.up(queue, t)).transpose()?,
+        p.bias.map(|t| lift.up(queue, t)).transpose()?,
+    );
+    let params = NormParams {
+        weight: weight.as_ref(),
+        bias: bias.as_ref(),
+        ..p
+    };
+    lift.down(
+        queue,
+        norm_f32(queue, kind, &lift.up(queue, x)?, axis_count, params)?,
+    )
 }
 
 /// Normalise over the last `axis_count` axes of `x` together (ONNX's LayerNormalization with
 /// `axis = rank - axis_count`), then apply weight and bias, each of the shape of those axes (or
 /// flattened), and the activation.
-pub fn norm_trailing(queue: &Queue, kind: NormKind, x: &Tensor, axis_count: usize, p: NormParams<'_>) -> Result<Tensor> {
+pub fn norm_trailing(
+    queue: &Queue,
+    kind: NormKind,
+    x: &Tensor,
+    axis_count: usize,
+    p: NormParams<'_>,
+) -> Result<Tensor> {
     let shape = x.shape().to_vec();
     if axis_count == 0 || axis_count > shape.len() {
-        return Err(Error::OutOfRange(format!("{}: {axis_count} trailing axes of a rank-{} tensor {shape:?}: expected 1 to {}", kind.name(), shape.len(), shape.len())));
+        return Err(Error::OutOfRange(format!(
+            "{}: {axis_count} trailing axes of a rank-{} tensor {shape:?}: expected 1 to {}",
+            kind.name(),
+            shape.len(),
+            shape.len()
+        )));
     }
     let split = shape.len() - axis_count;
     let cols: usize = shape[split..].iter().product();
     let as_row = |what: &str, t: Option<&Tensor>| -> Result<Option<Tensor>> {
         let Some(t) = t else { return Ok(None) };
         if t.shape() != &shape[split..] && t.shape() != [cols] {
-            return Err(Error::shape(kind.name(), format!("{what} has shape {:?}: expected {:?} (the normalised axes of {shape:?})", t.shape(), &shape[split..])));
+            return Err(Error::shape(
+                kind.name(),
+                format!(
+                    "{what} has shape {:?}: expected {:?} (the normalised axes of {shape:?})",
+                    t.shape(),
+                    &shape[split..]
+                ),
+            ));
         }
         Ok(Some(t.contiguous_on(queue)?.reshape(&[cols])?))
     };
     let (weight, bias) = (as_row("weight", p.weight)?, as_row("bias", p.bias)?);
-    norm_axes(queue, kind, x, axis_count, NormParams { weight: weight.as_ref(), bias: bias.as_ref(), ..p })
+    norm_axes(
+        queue,
+        kind,
+        x,
+        axis_count,
+        NormParams {
+            weight: weight.as_ref(),
+            bias: bias.as_ref(),
+            ..p
+        },
+    )
 }
 
 /// The statistics layer norm over the last `axis_count` axes of `x` divides by, as ONNX's
@@ -105,7 +163,12 @@ pub fn norm_trailing(queue: &Queue, kind: NormKind, x: &Tensor, axis_count: usiz
 /// and `1 / sqrt(variance + eps)` of each group of normalised elements, shaped as `x` with the
 /// normalised axes kept as extents of 1. Two passes (mean, then the mean square of the
 /// deviations), so a large mean costs no precision.
-pub fn layer_norm_stats(queue: &Queue, x: &Tensor, axis_count: usize, eps: f32) -> Result<(Tensor, Tensor)> {
+pub fn layer_norm_stats(
+    queue: &Queue,
+    x: &Tensor,
+    axis_count: usize,
+    eps: f32,
+) -> Result<(Tensor, Tensor)> {
     use super::elementwise::{binary, unary};
     use super::reduce::reduce_axes;
     use super::{BinaryOp, ReduceOp, UnaryOp};
@@ -114,7 +177,9 @@ pub fn layer_norm_stats(queue: &Queue, x: &Tensor, axis_count: usize, eps: f32) 
         return Err(Error::OutOfRange(format!("layer_norm_stats: {axis_count} trailing axes of a rank-{rank} tensor: expected 1 to {rank}")));
     }
     if !(eps > 0.0 && eps.is_finite()) {
-        return Err(Error::Invalid(format!("layer_norm_stats: eps is {eps}: expected a finite value > 0")));
+        return Err(Error::Invalid(format!(
+            "layer_norm_stats: eps is {eps}: expected a finite value > 0"
+        )));
     }
     let trailing: Vec<usize> = (rank - axis_count..rank).collect();
     let mean = reduce_axes(queue, ReduceOp::Mean, x, &trailing, true)?;
@@ -122,7 +187,11 @@ pub fn layer_norm_stats(queue: &Queue, x: &Tensor, axis_count: usize, eps: f32) 
     let square = binary(queue, BinaryOp::Mul, &centered, &centered)?;
     let variance = reduce_axes(queue, ReduceOp::Mean, &square, &trailing, true)?;
     let eps = Tensor::from_slice(queue.device(), &[eps], &[1])?.cast(variance.dtype())?;
-    let inv_std = unary(queue, UnaryOp::Rsqrt, &binary(queue, BinaryOp::Add, &variance, &eps)?)?;
+    let inv_std = unary(
+        queue,
+        UnaryOp::Rsqrt,
+        &binary(queue, BinaryOp::Add, &variance, &eps)?,
+    )?;
     Ok((mean, inv_std))
 }
 
@@ -142,26 +211,46 @@ fn rows_of(queue: &Queue, x: &Tensor, axis_count: usize) -> Result<(Tensor, usiz
         return Ok((x.clone(), nb, steps));
     }
     let x = x.contiguous_on(queue)?;
-    let (nb, steps) = geometry(&x).ok_or_else(|| Error::Internal("a contiguous tensor's rows do not merge".into()))?;
+    let (nb, steps) = geometry(&x)
+        .ok_or_else(|| Error::Internal("a contiguous tensor's rows do not merge".into()))?;
     Ok((x, nb, steps))
 }
 
-fn norm_f32(queue: &Queue, kind: NormKind, x: &Tensor, axis_count: usize, p: NormParams<'_>) -> Result<Tensor> {
+fn norm_f32(
+    queue: &Queue,
+    kind: NormKind,
+    x: &Tensor,
+    axis_count: usize,
+    p: NormParams<'_>,
+) -> Result<Tensor> {
     let op = kind.name();
     check_f32(queue, op, x)?;
     if x.rank() == 0 {
-        return Err(Error::shape(op, "got a rank-0 tensor: expected at least one dimension"));
+        return Err(Error::shape(
+            op,
+            "got a rank-0 tensor: expected at least one dimension",
+        ));
     }
     let cols: usize = x.shape()[x.rank() - axis_count..].iter().product();
     if !(p.eps > 0.0 && p.eps.is_finite()) {
-        return Err(Error::Invalid(format!("{op}: eps is {}: expected a finite value > 0", p.eps)));
+        return Err(Error::Invalid(format!(
+            "{op}: eps is {}: expected a finite value > 0",
+            p.eps
+        )));
     }
     let mut affine = Vec::new();
     for (what, t) in [("weight", p.weight), ("bias", p.bias)] {
         if let Some(t) = t {
             check_f32(queue, op, t)?;
             if t.shape() != [cols] {
-                return Err(Error::shape(op, format!("{what} has shape {:?}: expected [{cols}] (the last axis of {:?})", t.shape(), x.shape())));
+                return Err(Error::shape(
+                    op,
+                    format!(
+                        "{what} has shape {:?}: expected [{cols}] (the last axis of {:?})",
+                        t.shape(),
+                        x.shape()
+                    ),
+                ));
             }
             affine.push(t.contiguous_on(queue)?);
         }
@@ -175,7 +264,23 @@ fn norm_f32(queue: &Queue, kind: NormKind, x: &Tensor, axis_count: usize, p: Nor
     let weight = p.weight.and_then(|_| it.next()).map(Tensor::operand);
     let bias = p.bias.and_then(|_| it.next()).map(Tensor::operand);
     let rows = x.numel() / cols;
-    launch(queue, &Norm { kind, x: x.operand(), nb, x_steps, weight, bias, rows, cols, eps: p.eps, act: p.act, out: out.operand() }, None)?;
+    launch(
+        queue,
+        &Norm {
+            kind,
+            x: x.operand(),
+            nb,
+            x_steps,
+            weight,
+            bias,
+            rows,
+            cols,
+            eps: p.eps,
+            act: p.act,
+            out: out.operand(),
+        },
+        None,
+    )?;
     Ok(out)
 }
 
@@ -207,12 +312,15 @@ impl OpRequest for Norm<'_> {
     }
 
     fn cost(&self) -> OpCost {
-        OpCost::simple(self.kind.name(), &self.operands(), 5 * self.x.layout.numel() as u64)
+        OpCost::simple(
+            self.kind.name(),
+            &self.operands(),
+            5 * self.x.layout.numel() as u64,
+        )
     }
 
     backends!(norm);
 }
-
 
 /// The norm ops as methods, recorded on the device's default queue.
 impl Tensor {

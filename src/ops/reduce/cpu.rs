@@ -4,9 +4,9 @@
 use crate::base::par::*;
 
 use super::{Reduce, ReduceOp};
-use crate::ops::common::math::sum_lanes;
-use crate::ops::common::cpu::{integer_bits, out_words, put_integer, CHUNK};
 use crate::hal::cpu::{read_guard, write_guard};
+use crate::ops::common::cpu::{integer_bits, out_words, put_integer, CHUNK};
+use crate::ops::common::math::sum_lanes;
 use crate::{DType, Result};
 
 /// Reduce the middle axis of a contiguous `[outer, len, inner]` input.
@@ -20,13 +20,26 @@ pub(super) fn reduce(call: &Reduce<'_>) -> Result<()> {
     let mut os = write_guard(out.buf)?;
     let xf: &[f32] = &bytemuck::cast_slice(&xs)[x.layout.offset..];
     let outputs = out_words(&mut os, &out);
-    let encode = |(v, idx): (f64, usize)| if op == ReduceOp::Argmax { idx as u32 } else { (v as f32).to_bits() };
+    let encode = |(v, idx): (f64, usize)| {
+        if op == ReduceOp::Argmax {
+            idx as u32
+        } else {
+            (v as f32).to_bits()
+        }
+    };
     if inner == 1 && matches!(op, ReduceOp::Sum | ReduceOp::Mean) {
         // Contiguous rows: vectorised f64 sums, long rows split into parallel chunks.
-        let scale = if op == ReduceOp::Mean { 1.0 / len as f64 } else { 1.0 };
+        let scale = if op == ReduceOp::Mean {
+            1.0 / len as f64
+        } else {
+            1.0
+        };
         let rows = &xf[..outer * len];
         if outer >= crate::base::par::current_num_threads() {
-            outputs.par_iter_mut().zip(rows.par_chunks(len)).for_each(|(o, row)| *o = encode((sum_lanes(row) * scale, 0)));
+            outputs
+                .par_iter_mut()
+                .zip(rows.par_chunks(len))
+                .for_each(|(o, row)| *o = encode((sum_lanes(row) * scale, 0)));
         } else {
             for (o, row) in outputs.iter_mut().zip(rows.chunks(len)) {
                 let total: f64 = row.par_chunks(CHUNK).map(sum_lanes).sum();
@@ -43,19 +56,28 @@ pub(super) fn reduce(call: &Reduce<'_>) -> Result<()> {
         return Ok(());
     }
     // Few long rows: reduce chunks of each row in parallel, then combine the partials.
-    let partial_op = if op == ReduceOp::Mean { ReduceOp::Sum } else { op };
+    let partial_op = if op == ReduceOp::Mean {
+        ReduceOp::Sum
+    } else {
+        op
+    };
     for (g, o) in outputs.iter_mut().enumerate() {
         let base = (g / inner) * len * inner + g % inner;
         let partials: Vec<(f64, usize)> = (0..len.div_ceil(CHUNK))
             .into_par_iter()
             .map(|c| {
                 let (j0, j1) = (c * CHUNK, ((c + 1) * CHUNK).min(len));
-                let (v, idx) = partial_op.reference((j0..j1).map(|j| f64::from(xf[base + j * inner])));
+                let (v, idx) =
+                    partial_op.reference((j0..j1).map(|j| f64::from(xf[base + j * inner])));
                 (v, j0 + idx)
             })
             .collect();
         let (v, best) = partial_op.reference(partials.iter().map(|p| p.0));
-        let v = if op == ReduceOp::Mean { v / len as f64 } else { v };
+        let v = if op == ReduceOp::Mean {
+            v / len as f64
+        } else {
+            v
+        };
         *o = encode((v, partials[best].1));
     }
     Ok(())
@@ -77,7 +99,14 @@ fn fold_integers(op: ReduceOp, values: impl Iterator<Item = u64>, flip: u64) -> 
             ReduceOp::Argmax => {}
         }
     }
-    (if matches!(op, ReduceOp::Sum | ReduceOp::Mean) { acc } else { acc ^ flip }, best)
+    (
+        if matches!(op, ReduceOp::Sum | ReduceOp::Mean) {
+            acc
+        } else {
+            acc ^ flip
+        },
+        best,
+    )
 }
 
 /// [`reduce`] of i32, u32 or i64 values, one loop for all: each value is read as an unsigned
@@ -97,22 +126,38 @@ fn reduce_integers(call: &Reduce<'_>) -> Result<()> {
     let mut os = write_guard(out.buf)?;
     let xw: &[u32] = &xs[x.layout.offset * per..];
     let (len, inner) = (call.len, call.inner);
-    let at = |g: usize, j: usize| integer_bits(xw, (g / inner) * len * inner + g % inner + j * inner, wide) ^ flip;
+    let at = |g: usize, j: usize| {
+        integer_bits(xw, (g / inner) * len * inner + g % inner + j * inner, wide) ^ flip
+    };
     let results = fold_outputs(call, at, flip);
     let width = if call.op == ReduceOp::Argmax { 1 } else { per };
     let words = &mut os[out.layout.offset * width..][..results.len() * width];
     for (o, (v, idx)) in words.chunks_mut(width).zip(results) {
-        put_integer(o, if call.op == ReduceOp::Argmax { idx as u64 } else { v });
+        put_integer(
+            o,
+            if call.op == ReduceOp::Argmax {
+                idx as u64
+            } else {
+                v
+            },
+        );
     }
     Ok(())
 }
 
 /// Each output's `(value, index)` of [`reduce_integers`]: one output per task, or a few long
 /// rows in chunks whose partial results combine in order.
-fn fold_outputs(call: &Reduce<'_>, at: impl Fn(usize, usize) -> u64 + Sync, flip: u64) -> Vec<(u64, usize)> {
+fn fold_outputs(
+    call: &Reduce<'_>,
+    at: impl Fn(usize, usize) -> u64 + Sync,
+    flip: u64,
+) -> Vec<(u64, usize)> {
     let (op, len, outputs) = (call.op, call.len, call.outer * call.inner);
     if outputs >= crate::base::par::current_num_threads() || len <= CHUNK {
-        return (0..outputs).into_par_iter().map(|g| fold_integers(op, (0..len).map(|j| at(g, j)), flip)).collect();
+        return (0..outputs)
+            .into_par_iter()
+            .map(|g| fold_integers(op, (0..len).map(|j| at(g, j)), flip))
+            .collect();
     }
     let combine = |g: usize| {
         let partials: Vec<(u64, usize)> = (0..len.div_ceil(CHUNK))

@@ -6,9 +6,9 @@ mod passes;
 
 use super::cost::OpCost;
 use super::elementwise::check_f32;
-use super::{backends, launch, OpRequest, Lift, Operand};
-use crate::hal::BackendDevice;
+use super::{backends, launch, Lift, OpRequest, Operand};
 use crate::choice::{self, pattern_tensor, Problem, Trial, Tunable, TunableOp};
+use crate::hal::BackendDevice;
 use crate::{DType, Device, DeviceOptions, Error, Queue, Result, Tensor};
 
 /// The reductions, one row each: the variant and its code, its name (also its JS method;
@@ -134,13 +134,24 @@ pub fn reduce(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>) -> R
 
 /// [`reduce`] of any dtype with a requested variant: 16-bit floats lifted to f32, integers
 /// reduced as they are (their mean in f32).
-fn reduce_any(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>, requested: Option<&str>) -> Result<Tensor> {
+fn reduce_any(
+    queue: &Queue,
+    op: ReduceOp,
+    x: &Tensor,
+    axis: Option<usize>,
+    requested: Option<&str>,
+) -> Result<Tensor> {
     match x.dtype() {
-        d if d.is_integer() && op == ReduceOp::Mean => reduce_values(queue, op, &x.cast(DType::F32)?, axis, requested),
+        d if d.is_integer() && op == ReduceOp::Mean => {
+            reduce_values(queue, op, &x.cast(DType::F32)?, axis, requested)
+        }
         d if d.is_integer() => reduce_values(queue, op, x, axis, requested),
         _ => {
             let lift = Lift::of(op.name(), &[x])?;
-            lift.down(queue, reduce_values(queue, op, &lift.up(queue, x)?, axis, requested)?)
+            lift.down(
+                queue,
+                reduce_values(queue, op, &lift.up(queue, x)?, axis, requested)?,
+            )
         }
     }
 }
@@ -160,7 +171,13 @@ pub struct ArgOptions {
 /// `last`), the index then mapped back: exact, on every backend.
 pub fn arg_reduce(queue: &Queue, x: &Tensor, axis: usize, options: ArgOptions) -> Result<Tensor> {
     use super::gather::{flip, gather};
-    let n = *x.shape().get(axis).ok_or_else(|| Error::OutOfRange(format!("argmax axis {axis} of a rank-{} tensor: expected an axis below {}", x.rank(), x.rank())))?;
+    let n = *x.shape().get(axis).ok_or_else(|| {
+        Error::OutOfRange(format!(
+            "argmax axis {axis} of a rank-{} tensor: expected an axis below {}",
+            x.rank(),
+            x.rank()
+        ))
+    })?;
     let v = match (options.min, x.dtype()) {
         (false, _) => x.clone(),
         (true, d) if d.is_integer() => {
@@ -170,7 +187,11 @@ pub fn arg_reduce(queue: &Queue, x: &Tensor, axis: usize, options: ArgOptions) -
         }
         (true, _) => super::elementwise::unary(queue, super::UnaryOp::Neg, x)?,
     };
-    let v = if options.last { flip(queue, &v, axis)? } else { v };
+    let v = if options.last {
+        flip(queue, &v, axis)?
+    } else {
+        v
+    };
     let index = reduce(queue, ReduceOp::Argmax, &v, Some(axis))?;
     if !options.last {
         return Ok(index);
@@ -179,22 +200,46 @@ pub fn arg_reduce(queue: &Queue, x: &Tensor, axis: usize, options: ArgOptions) -
     let back: Vec<u32> = (0..n as u32).rev().collect();
     let shape = index.shape().to_vec();
     let flat = index.reshape(&[index.numel()])?;
-    gather(queue, &Tensor::from_slice(queue.device(), &back, &[n])?, 0, &flat)?.reshape(&shape)
+    gather(
+        queue,
+        &Tensor::from_slice(queue.device(), &back, &[n])?,
+        0,
+        &flat,
+    )?
+    .reshape(&shape)
 }
 
 /// `op` over the axes `axes` of `x` together (any order, no repeats; none: every axis), as
 /// numpy's `axis=(..)` and ONNX's `axes`: one launch over the axes flattened (after a copy that
 /// brings them together when they are not adjacent). With `keep_dims` the reduced axes stay
 /// as extents of 1. Argmax takes one axis.
-pub fn reduce_axes(queue: &Queue, op: ReduceOp, x: &Tensor, axes: &[usize], keep_dims: bool) -> Result<Tensor> {
+pub fn reduce_axes(
+    queue: &Queue,
+    op: ReduceOp,
+    x: &Tensor,
+    axes: &[usize],
+    keep_dims: bool,
+) -> Result<Tensor> {
     let shape = x.shape().to_vec();
-    let mut reduced: Vec<usize> = if axes.is_empty() { (0..shape.len()).collect() } else { axes.to_vec() };
+    let mut reduced: Vec<usize> = if axes.is_empty() {
+        (0..shape.len()).collect()
+    } else {
+        axes.to_vec()
+    };
     reduced.sort_unstable();
     if let Some(&a) = reduced.iter().find(|&&a| a >= shape.len()) {
-        return Err(Error::OutOfRange(format!("{}: axis {a} of a rank-{} tensor {shape:?}: expected axes below {}", op.name(), shape.len(), shape.len())));
+        return Err(Error::OutOfRange(format!(
+            "{}: axis {a} of a rank-{} tensor {shape:?}: expected axes below {}",
+            op.name(),
+            shape.len(),
+            shape.len()
+        )));
     }
     if reduced.windows(2).any(|w| w[0] == w[1]) {
-        return Err(Error::Invalid(format!("{}: axes {axes:?} name an axis twice: expected each at most once", op.name())));
+        return Err(Error::Invalid(format!(
+            "{}: axes {axes:?} name an axis twice: expected each at most once",
+            op.name()
+        )));
     }
     if op == ReduceOp::Argmax && reduced.len() > 1 {
         return Err(Error::Invalid(format!("argmax over axes {reduced:?}: expected one axis (the index of the largest element along it)")));
@@ -214,7 +259,9 @@ pub fn reduce_axes(queue: &Queue, op: ReduceOp, x: &Tensor, axes: &[usize], keep
     if !keep_dims {
         return Ok(out);
     }
-    let kept_shape: Vec<usize> = (0..shape.len()).map(|a| if reduced.contains(&a) { 1 } else { shape[a] }).collect();
+    let kept_shape: Vec<usize> = (0..shape.len())
+        .map(|a| if reduced.contains(&a) { 1 } else { shape[a] })
+        .collect();
     out.reshape(&kept_shape)
 }
 
@@ -222,7 +269,13 @@ pub fn reduce_axes(queue: &Queue, op: ReduceOp, x: &Tensor, axes: &[usize], keep
 /// maximum of nothing is −inf and the minimum +inf, each the identity of its operation (numpy,
 /// and `reduce_axes`, refuse them). Sum (0) and mean (NaN) are as `reduce_axes` gives them;
 /// argmax of nothing stays an error.
-pub fn reduce_axes_with_identity(queue: &Queue, op: ReduceOp, x: &Tensor, axes: &[usize], keep_dims: bool) -> Result<Tensor> {
+pub fn reduce_axes_with_identity(
+    queue: &Queue,
+    op: ReduceOp,
+    x: &Tensor,
+    axes: &[usize],
+    keep_dims: bool,
+) -> Result<Tensor> {
     let identity = match op {
         ReduceOp::Max => f32::NEG_INFINITY,
         ReduceOp::Min => f32::INFINITY,
@@ -232,7 +285,9 @@ pub fn reduce_axes_with_identity(queue: &Queue, op: ReduceOp, x: &Tensor, axes: 
         return reduce_axes(queue, op, x, axes, keep_dims);
     }
     // The shape (and the axes' checks) of the same reduction summed, filled with the identity.
-    let shape = reduce_axes(queue, ReduceOp::Sum, x, axes, keep_dims)?.shape().to_vec();
+    let shape = reduce_axes(queue, ReduceOp::Sum, x, axes, keep_dims)?
+        .shape()
+        .to_vec();
     let n: usize = shape.iter().product();
     let out = Tensor::from_slice(queue.device(), &vec![identity; n], &shape)?;
     if x.dtype() == DType::F32 {
@@ -245,12 +300,24 @@ pub fn reduce_axes_with_identity(queue: &Queue, op: ReduceOp, x: &Tensor, axes: 
 /// [`reduce`] with the reduction variant named `variant` (one of
 /// `device.variants("reduce")`: `subgroup`, `tree` or `serial` on webgpu), or `"auto"`: the fastest
 /// for this device and shape class (autotuned once, then cached).
-pub fn reduce_variant(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>, variant: &str) -> Result<Tensor> {
+pub fn reduce_variant(
+    queue: &Queue,
+    op: ReduceOp,
+    x: &Tensor,
+    axis: Option<usize>,
+    variant: &str,
+) -> Result<Tensor> {
     reduce_any(queue, op, x, axis, Some(variant))
 }
 
 /// The reduction of f32, i32, u32 or i64 values.
-fn reduce_values(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>, requested: Option<&str>) -> Result<Tensor> {
+fn reduce_values(
+    queue: &Queue,
+    op: ReduceOp,
+    x: &Tensor,
+    axis: Option<usize>,
+    requested: Option<&str>,
+) -> Result<Tensor> {
     let dtype = x.dtype();
     if !dtype.is_integer() {
         check_f32(queue, op.name(), x)?;
@@ -270,17 +337,40 @@ fn reduce_values(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>, r
         Some(a) => {
             let mut out_shape = shape.to_vec();
             out_shape.remove(a);
-            (shape[..a].iter().product(), shape[a], shape[a + 1..].iter().product(), out_shape)
+            (
+                shape[..a].iter().product(),
+                shape[a],
+                shape[a + 1..].iter().product(),
+                out_shape,
+            )
         }
     };
     if len == 0 {
         return empty_axis(queue, op, shape, &out_shape, dtype);
     }
     let x = x.contiguous_on(queue)?;
-    let (variant, decision) = choice::choose(queue, &Variants, Problem::Reduce { outer, len, inner }, requested)?;
+    let (variant, decision) = choice::choose(
+        queue,
+        &Variants,
+        Problem::Reduce { outer, len, inner },
+        requested,
+    )?;
     let out = Tensor::uninit(queue, &out_shape, op.out_dtype(dtype))?;
     if out.numel() > 0 {
-        launch(queue, &Reduce { op, dtype, x: x.operand(), outer, len, inner, out: out.operand(), variant: Some(variant) }, Some(&decision))?;
+        launch(
+            queue,
+            &Reduce {
+                op,
+                dtype,
+                x: x.operand(),
+                outer,
+                len,
+                inner,
+                out: out.operand(),
+                variant: Some(variant),
+            },
+            Some(&decision),
+        )?;
     }
     Ok(out)
 }
@@ -301,7 +391,15 @@ pub(crate) struct Reduce<'a> {
 
 impl OpRequest for Reduce<'_> {
     fn cost(&self) -> OpCost {
-        OpCost { variant: self.variant, dtype: self.dtype, ..OpCost::simple(self.op.name(), &[&self.x, &self.out], self.x.layout.numel() as u64) }
+        OpCost {
+            variant: self.variant,
+            dtype: self.dtype,
+            ..OpCost::simple(
+                self.op.name(),
+                &[&self.x, &self.out],
+                self.x.layout.numel() as u64,
+            )
+        }
     }
 
     fn operands(&self) -> Vec<&Operand<'_>> {
@@ -313,7 +411,13 @@ impl OpRequest for Reduce<'_> {
 
 /// A reduction over an empty axis, as numpy defines it: the sum of nothing is 0 (of `dtype`)
 /// and its mean NaN; a maximum, minimum or argmax of nothing is an error.
-fn empty_axis(queue: &Queue, op: ReduceOp, shape: &[usize], out_shape: &[usize], dtype: DType) -> Result<Tensor> {
+fn empty_axis(
+    queue: &Queue,
+    op: ReduceOp,
+    shape: &[usize],
+    out_shape: &[usize],
+    dtype: DType,
+) -> Result<Tensor> {
     let value = match op {
         ReduceOp::Sum => 0.0,
         ReduceOp::Mean => f32::NAN,
@@ -351,11 +455,18 @@ impl Tunable for Variants {
 
     fn trial(&self, device: &Device, problem: Problem) -> Result<Trial> {
         let Problem::Reduce { outer, len, inner } = problem else {
-            return Err(Error::Invalid(format!("{problem:?} is not a reduction problem")));
+            return Err(Error::Invalid(format!(
+                "{problem:?} is not a reduction problem"
+            )));
         };
         let x = pattern_tensor(device, &[outer, len, inner])?;
         let describe = format!("sum over axis 1 of {:?}", x.shape());
-        Ok(Trial { describe, run: Box::new(move |queue: &Queue, variant: &str| reduce_variant(queue, ReduceOp::Sum, &x, Some(1), variant).map(drop)) })
+        Ok(Trial {
+            describe,
+            run: Box::new(move |queue: &Queue, variant: &str| {
+                reduce_variant(queue, ReduceOp::Sum, &x, Some(1), variant).map(drop)
+            }),
+        })
     }
 }
 
@@ -383,7 +494,6 @@ fn default_variant(device: &BackendDevice, options: &DeviceOptions) -> (&'static
         BackendDevice::Cuda(_) => ("kernel", "the only reduction of cuda".into()),
     }
 }
-
 
 /// The reduce ops as methods, recorded on the device's default queue.
 impl Tensor {

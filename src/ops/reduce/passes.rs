@@ -46,15 +46,32 @@ impl Pass {
     /// Every block the pass reads or writes.
     #[cfg_attr(not(cuda_backend), allow(dead_code))]
     pub(super) fn blocks(&self) -> Vec<&Arc<Block>> {
-        let outs = self.out_values.iter().chain(&self.out_indices).map(|(b, _)| b);
-        std::iter::once(&self.values.0).chain(&self.indices).chain(outs).collect()
+        let outs = self
+            .out_values
+            .iter()
+            .chain(&self.out_indices)
+            .map(|(b, _)| b);
+        std::iter::once(&self.values.0)
+            .chain(&self.indices)
+            .chain(outs)
+            .collect()
     }
 }
 
 /// Run `launch` for each pass of `call`; `split(rows, len)` gives a row's `(chunks, chunk)`.
-pub(super) fn run(call: &Reduce<'_>, cx: &OpContext<'_>, split: impl Fn(usize, usize) -> (usize, usize), mut launch: impl FnMut(&Pass) -> Result<()>) -> Result<()> {
+pub(super) fn run(
+    call: &Reduce<'_>,
+    cx: &OpContext<'_>,
+    split: impl Fn(usize, usize) -> (usize, usize),
+    mut launch: impl FnMut(&Pass) -> Result<()>,
+) -> Result<()> {
     let argmax = call.op == ReduceOp::Argmax;
-    let temp = |elements: usize| -> Result<At> { Ok(((cx.temp)((elements.max(1) * call.dtype.size().max(4)) as u64)?, 0)) };
+    let temp = |elements: usize| -> Result<At> {
+        Ok((
+            (cx.temp)((elements.max(1) * call.dtype.size().max(4)) as u64)?,
+            0,
+        ))
+    };
     let (mut values, mut indices) = ((call.x.buf.clone(), call.x.layout.offset), None);
     let (mut outer, mut len, mut inner) = (call.outer, call.len, call.inner);
     loop {
@@ -67,13 +84,30 @@ pub(super) fn run(call: &Reduce<'_>, cx: &OpContext<'_>, split: impl Fn(usize, u
             (false, false) => (Some(temp(rows * chunks)?), None),
             (false, true) => (Some(temp(rows * chunks)?), Some(temp(rows * chunks)?)),
         };
-        let scale = if chunks == 1 && call.op == ReduceOp::Mean { 1.0 / call.len as f32 } else { 1.0 };
-        let pass = Pass { values, indices, outer, len, inner, chunks, chunk, out_values, out_indices, scale };
+        let scale = if chunks == 1 && call.op == ReduceOp::Mean {
+            1.0 / call.len as f32
+        } else {
+            1.0
+        };
+        let pass = Pass {
+            values,
+            indices,
+            outer,
+            len,
+            inner,
+            chunks,
+            chunk,
+            out_values,
+            out_indices,
+            scale,
+        };
         launch(&pass)?;
         if pass.last() {
             return Ok(());
         }
-        values = pass.out_values.ok_or_else(|| Error::Internal("a reduction pass without values".into()))?;
+        values = pass
+            .out_values
+            .ok_or_else(|| Error::Internal("a reduction pass without values".into()))?;
         indices = pass.out_indices.map(|(b, _)| b);
         (outer, len, inner) = (rows, chunks, 1);
     }

@@ -6,7 +6,7 @@ backend_modules!();
 use super::cost::OpCost;
 use super::elementwise::check_f32;
 use super::gather::{extent, flip};
-use super::{backends, launch, OpRequest, Lift, Operand};
+use super::{backends, launch, Lift, OpRequest, Operand};
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// Cumulative sum of `x` along `axis`: `out[.., j, ..] = sum of x[.., 0..=j, ..]`. Floats
@@ -32,9 +32,18 @@ pub struct CumsumOptions {
 /// it out (the first is 0), with `reverse` the sums run from the end. Exact: the inclusive
 /// scan of [`cumsum`] on `x` flipped along the axis (for `reverse`), shifted by one element
 /// behind a zero (for `exclusive`), never a difference (which would turn inf - inf into NaN).
-pub fn cumsum_with(queue: &Queue, x: &Tensor, axis: usize, options: CumsumOptions) -> Result<Tensor> {
+pub fn cumsum_with(
+    queue: &Queue,
+    x: &Tensor,
+    axis: usize,
+    options: CumsumOptions,
+) -> Result<Tensor> {
     let n = extent("cumsum", x, axis)?;
-    let x = if options.reverse { flip(queue, x, axis)? } else { x.clone() };
+    let x = if options.reverse {
+        flip(queue, x, axis)?
+    } else {
+        x.clone()
+    };
     let mut y = cumsum(queue, &x, axis)?;
     if options.exclusive && n > 0 {
         let mut one = y.shape().to_vec();
@@ -58,13 +67,32 @@ fn cumsum_values(queue: &Queue, x: &Tensor, axis: usize) -> Result<Tensor> {
     queue.device().check_same(x.device(), "cumsum")?;
     let shape = x.shape();
     if axis >= shape.len() {
-        return Err(Error::OutOfRange(format!("cumsum axis {axis} of a rank-{} tensor: expected an axis below {}", shape.len(), shape.len())));
+        return Err(Error::OutOfRange(format!(
+            "cumsum axis {axis} of a rank-{} tensor: expected an axis below {}",
+            shape.len(),
+            shape.len()
+        )));
     }
     let x = x.contiguous_on(queue)?;
     let out = Tensor::uninit(queue, shape, dtype)?;
     if out.numel() > 0 {
-        let (outer, len, inner) = (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product());
-        launch(queue, &Cumsum { x: x.operand(), dtype, outer, len, inner, out: out.operand() }, None)?;
+        let (outer, len, inner) = (
+            shape[..axis].iter().product(),
+            shape[axis],
+            shape[axis + 1..].iter().product(),
+        );
+        launch(
+            queue,
+            &Cumsum {
+                x: x.operand(),
+                dtype,
+                outer,
+                len,
+                inner,
+                out: out.operand(),
+            },
+            None,
+        )?;
     }
     Ok(out)
 }
@@ -82,7 +110,14 @@ pub(crate) struct Cumsum<'a> {
 
 impl OpRequest for Cumsum<'_> {
     fn cost(&self) -> OpCost {
-        OpCost { dtype: self.dtype, ..OpCost::simple("cumsum", &[&self.x, &self.out], self.x.layout.numel() as u64) }
+        OpCost {
+            dtype: self.dtype,
+            ..OpCost::simple(
+                "cumsum",
+                &[&self.x, &self.out],
+                self.x.layout.numel() as u64,
+            )
+        }
     }
 
     fn operands(&self) -> Vec<&Operand<'_>> {

@@ -4,7 +4,7 @@
 backend_modules!();
 
 use super::cost::OpCost;
-use super::{backends, launch, OpRequest, Lift, Operand};
+use super::{backends, launch, Lift, OpRequest, Operand};
 use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Error, Queue, Result, Tensor};
 
@@ -13,9 +13,16 @@ use crate::{DType, Error, Queue, Result, Tensor};
 pub fn where_(queue: &Queue, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     // The kernels move 32-bit words: 16-bit values travel widened to f32 (exactly).
     // An i64 condition as u32 words, non-zero exactly where the integer is.
-    let cond = if cond.dtype() == DType::I64 { low_or_max(queue, cond)? } else { super::widen(queue, cond)? };
+    let cond = if cond.dtype() == DType::I64 {
+        low_or_max(queue, cond)?
+    } else {
+        super::widen(queue, cond)?
+    };
     let lift = Lift::of("where", &[a, b])?;
-    lift.down(queue, where_words(queue, &cond, &lift.up(queue, a)?, &lift.up(queue, b)?)?)
+    lift.down(
+        queue,
+        where_words(queue, &cond, &lift.up(queue, a)?, &lift.up(queue, b)?)?,
+    )
 }
 
 fn where_words(queue: &Queue, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -23,18 +30,40 @@ fn where_words(queue: &Queue, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<T
         queue.device().check_same(t.device(), what)?;
     }
     if a.dtype() != b.dtype() {
-        return Err(Error::DType { op: "where", expected: format!("b of a's dtype {}", a.dtype()), got: b.dtype().to_string() });
+        return Err(Error::DType {
+            op: "where",
+            expected: format!("b of a's dtype {}", a.dtype()),
+            got: b.dtype().to_string(),
+        });
     }
-    let shape = broadcast_shapes("where", &broadcast_shapes("where", cond.shape(), a.shape())?, b.shape())?;
+    let shape = broadcast_shapes(
+        "where",
+        &broadcast_shapes("where", cond.shape(), a.shape())?,
+        b.shape(),
+    )?;
     check_rank("where", &shape)?;
-    let (c, a, b) = (cond.broadcast_to(&shape)?, a.broadcast_to(&shape)?, b.broadcast_to(&shape)?);
+    let (c, a, b) = (
+        cond.broadcast_to(&shape)?,
+        a.broadcast_to(&shape)?,
+        b.broadcast_to(&shape)?,
+    );
     let out = Tensor::uninit(queue, &shape, a.dtype())?;
     if out.numel() == 0 {
         return Ok(out);
     }
     // i64 values move as both their words, the condition read for each.
     let w = super::common::words::as_words("where", &[&c, &a, &b, &out])?;
-    launch(queue, &Where { cond: w[0].operand(), cond_dtype: c.dtype(), a: w[1].operand(), b: w[2].operand(), out: w[3].operand() }, None)?;
+    launch(
+        queue,
+        &Where {
+            cond: w[0].operand(),
+            cond_dtype: c.dtype(),
+            a: w[1].operand(),
+            b: w[2].operand(),
+            out: w[3].operand(),
+        },
+        None,
+    )?;
     Ok(out)
 }
 
@@ -42,7 +71,12 @@ fn where_words(queue: &Queue, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<T
 /// `u32::MAX` (non-zero exactly where `t` is). Words moved by `where`, no 64-bit arithmetic.
 fn low_or_max(queue: &Queue, t: &Tensor) -> Result<Tensor> {
     use super::common::words::word_of;
-    where_words(queue, &word_of(t, 1), &Tensor::from_slice(queue.device(), &[u32::MAX], &[1])?, &word_of(t, 0))
+    where_words(
+        queue,
+        &word_of(t, 1),
+        &Tensor::from_slice(queue.device(), &[u32::MAX], &[1])?,
+        &word_of(t, 0),
+    )
 }
 
 /// `out = cond != 0 ? a : b`; all three strided views broadcast to the output's shape.

@@ -27,29 +27,35 @@ pub(super) fn rows(op: &RowStats<'_>) -> Result<()> {
     // holds rows k * inner.. (k + 1) * inner, row i of them at i, i + inner, ...
     let inner = op.out_steps.col;
     if inner != 1 {
-        of.par_chunks_mut(cols * inner).enumerate().for_each(|(k, block)| {
-            let results: Vec<Vec<f32>> = (0..inner)
-                .into_par_iter()
-                .map(|i| {
-                    let (mut src, mut dst) = (Vec::with_capacity(cols), vec![0.0; cols]);
-                    gather(k * inner + i, &mut src);
-                    row(&src, &mut dst);
-                    dst
-                })
-                .collect();
-            for (i, r) in results.iter().enumerate() {
-                for (j, &v) in r.iter().enumerate() {
-                    block[j * inner + i] = v;
+        of.par_chunks_mut(cols * inner)
+            .enumerate()
+            .for_each(|(k, block)| {
+                let results: Vec<Vec<f32>> = (0..inner)
+                    .into_par_iter()
+                    .map(|i| {
+                        let (mut src, mut dst) = (Vec::with_capacity(cols), vec![0.0; cols]);
+                        gather(k * inner + i, &mut src);
+                        row(&src, &mut dst);
+                        dst
+                    })
+                    .collect();
+                for (i, r) in results.iter().enumerate() {
+                    for (j, &v) in r.iter().enumerate() {
+                        block[j * inner + i] = v;
+                    }
                 }
-            }
-        });
+            });
     } else if steps == op.out_steps {
-        of.par_chunks_mut(cols).zip(xf[..rows * cols].par_chunks(cols)).for_each(|(o, r)| row(r, o));
+        of.par_chunks_mut(cols)
+            .zip(xf[..rows * cols].par_chunks(cols))
+            .for_each(|(o, r)| row(r, o));
     } else {
-        of.par_chunks_mut(cols).enumerate().for_each_init(Vec::new, |src, (r, o)| {
-            gather(r, src);
-            row(src, o);
-        });
+        of.par_chunks_mut(cols)
+            .enumerate()
+            .for_each_init(Vec::new, |src, (r, o)| {
+                gather(r, src);
+                row(src, o);
+            });
     }
     Ok(())
 }

@@ -1,13 +1,17 @@
 //! The row-statistics ops on CUDA: softmax.cu with the op's epilogue prepended.
 
 use super::{Epilogue, RowStats};
-use crate::ops::common::cuda::{cuda_params, extent, index_type, operand, BLOCK};
-use crate::hal::cuda::{Specialisation, CudaDevice, CudaBatch, CudaSource};
+use crate::hal::cuda::{CudaBatch, CudaDevice, CudaSource, Specialisation};
 use crate::hal::OpContext;
+use crate::ops::common::cuda::{cuda_params, extent, index_type, operand, BLOCK};
 use crate::Result;
 
 /// The row specialise, which calls the epilogue's `row_factor` and `finish`.
-static SOURCE: CudaSource = CudaSource { name: "softmax.cu", text: include_str!("softmax.cu"), preludes: &[crate::ops::common::cuda::COMMON, SoftmaxParams::DECL] };
+static SOURCE: CudaSource = CudaSource {
+    name: "softmax.cu",
+    text: include_str!("softmax.cu"),
+    preludes: &[crate::ops::common::cuda::COMMON, SoftmaxParams::DECL],
+};
 
 cuda_params! {
     /// softmax.cu's parameters.
@@ -25,9 +29,13 @@ cuda_params! {
     }
 }
 
-
 /// One block per row (grid-stride past 65,535 rows).
-pub(super) fn rows(op: &RowStats<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpContext<'_>) -> Result<()> {
+pub(super) fn rows(
+    op: &RowStats<'_>,
+    q: &CudaBatch,
+    dev: &CudaDevice,
+    _: &OpContext<'_>,
+) -> Result<()> {
     let (xs, os) = (op.x_steps, op.out_steps);
     let reach = extent(op.x.layout).max(op.rows * op.cols);
     let p = SoftmaxParams {
@@ -47,7 +55,15 @@ pub(super) fn rows(op: &RowStats<'_>, q: &CudaBatch, dev: &CudaDevice, _: &OpCon
         None => specialise(op.epilogue, index_type(reach)),
     })?;
     let grid = (op.rows.clamp(1, 65_535) as u32, 1, 1);
-    q.launch(dev, &f, grid, (BLOCK, 1, 1), &pointers, &p, &[op.x.buf, op.out.buf])
+    q.launch(
+        dev,
+        &f,
+        grid,
+        (BLOCK, 1, 1),
+        &pointers,
+        &p,
+        &[op.x.buf, op.out.buf],
+    )
 }
 
 /// Float4s per thread that softmax_cached_main holds for `op` (a power of two), where each
@@ -64,13 +80,23 @@ fn row_vecs(op: &RowStats<'_>, pointers: [u64; 2]) -> Option<usize> {
 const MAX_ROW_VECS: usize = 16;
 
 fn specialise(epilogue: &'static Epilogue, idx: (&'static str, String)) -> Specialisation {
-    Specialisation { source: &SOURCE, entry: "softmax_main", defines: vec![idx], prelude: epilogue.cuda }
+    Specialisation {
+        source: &SOURCE,
+        entry: "softmax_main",
+        defines: vec![idx],
+        prelude: epilogue.cuda,
+    }
 }
 
 fn cached(epilogue: &'static Epilogue, vecs: usize, idx: (&'static str, String)) -> Specialisation {
     let defines = vec![idx, ("ROW_VECS", vecs.to_string())];
     let entry = "softmax_cached_main";
-    Specialisation { source: &SOURCE, entry, defines, prelude: epilogue.cuda }
+    Specialisation {
+        source: &SOURCE,
+        entry,
+        defines,
+        prelude: epilogue.cuda,
+    }
 }
 
 /// Softmax's specialisations.

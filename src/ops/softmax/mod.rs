@@ -6,10 +6,10 @@
 
 backend_modules!();
 
+use super::common::rows::{row_steps, Steps};
 use super::cost::OpCost;
 use super::elementwise::check_f32;
-use super::common::rows::{row_steps, Steps};
-use super::{backends, launch, OpRequest, Lift, Operand};
+use super::{backends, launch, Lift, OpRequest, Operand};
 use crate::{DType, Error, Queue, Result, Tensor};
 
 /// What an op of the row statistics writes: `finish(x, max, row_factor(max, sum))` per
@@ -53,7 +53,11 @@ pub(crate) struct RowStats<'a> {
 
 impl OpRequest for RowStats<'_> {
     fn cost(&self) -> OpCost {
-        OpCost::simple(self.epilogue.name, &[&self.x, &self.out], 4 * self.x.layout.numel() as u64)
+        OpCost::simple(
+            self.epilogue.name,
+            &[&self.x, &self.out],
+            4 * self.x.layout.numel() as u64,
+        )
     }
 
     fn operands(&self) -> Vec<&Operand<'_>> {
@@ -66,7 +70,10 @@ impl OpRequest for RowStats<'_> {
 /// `epilogue` over the rows of the last axis of `x` (f32, f16 and bf16 lifted to f32).
 pub(crate) fn row_stats(queue: &Queue, x: &Tensor, epilogue: &'static Epilogue) -> Result<Tensor> {
     if x.rank() == 0 {
-        return Err(Error::shape(epilogue.name, "got a rank-0 tensor: expected at least one dimension"));
+        return Err(Error::shape(
+            epilogue.name,
+            "got a rank-0 tensor: expected at least one dimension",
+        ));
     }
     along_axis(queue, x, x.rank() - 1, epilogue)
 }
@@ -74,11 +81,19 @@ pub(crate) fn row_stats(queue: &Queue, x: &Tensor, epilogue: &'static Epilogue) 
 /// `epilogue` along `axis` of `x`. The kernels read `x`'s rows where they lie, strided or
 /// not (a copy only where the axes before or after `axis` do not flatten into one stride),
 /// and write a contiguous result in `x`'s shape.
-pub(crate) fn along_axis(queue: &Queue, x: &Tensor, axis: usize, epilogue: &'static Epilogue) -> Result<Tensor> {
+pub(crate) fn along_axis(
+    queue: &Queue,
+    x: &Tensor,
+    axis: usize,
+    epilogue: &'static Epilogue,
+) -> Result<Tensor> {
     let op = epilogue.name;
     let rank = x.rank();
     if axis >= rank {
-        return Err(Error::OutOfRange(format!("{op}: axis {axis} of a rank-{rank} tensor {:?}: expected an axis below {rank}", x.shape())));
+        return Err(Error::OutOfRange(format!(
+            "{op}: axis {axis} of a rank-{rank} tensor {:?}: expected an axis below {rank}",
+            x.shape()
+        )));
     }
     let lift = Lift::of(op, &[x])?;
     let x = lift.up(queue, x)?;
@@ -87,7 +102,8 @@ pub(crate) fn along_axis(queue: &Queue, x: &Tensor, axis: usize, epilogue: &'sta
         Some(steps) => (x, steps),
         None => {
             let x = x.contiguous_on(queue)?;
-            let steps = row_steps(x.shape(), x.strides(), axis).ok_or_else(|| Error::Internal("a contiguous tensor's rows do not merge".into()))?;
+            let steps = row_steps(x.shape(), x.strides(), axis)
+                .ok_or_else(|| Error::Internal("a contiguous tensor's rows do not merge".into()))?;
             (x, steps)
         }
     };
@@ -95,7 +111,20 @@ pub(crate) fn along_axis(queue: &Queue, x: &Tensor, axis: usize, epilogue: &'sta
     let out = Tensor::uninit(queue, x.shape(), DType::F32)?;
     if out.numel() > 0 {
         let rows = out.numel() / cols;
-        launch(queue, &RowStats { x: x.operand(), out: out.operand(), rows, cols, nb, x_steps, out_steps, epilogue }, None)?;
+        launch(
+            queue,
+            &RowStats {
+                x: x.operand(),
+                out: out.operand(),
+                rows,
+                cols,
+                nb,
+                x_steps,
+                out_steps,
+                epilogue,
+            },
+            None,
+        )?;
     }
     lift.down(queue, out)
 }
@@ -112,24 +141,33 @@ pub fn softmax_axis(queue: &Queue, x: &Tensor, axis: usize) -> Result<Tensor> {
 
 /// Every WGSL specialisation of the row-statistics kernels with `epilogue` (the naga check).
 #[cfg(all(test, feature = "webgpu"))]
-pub(crate) fn wgsl_specialisations_with(epilogue: &'static Epilogue) -> Vec<crate::hal::webgpu::Specialisation> {
+pub(crate) fn wgsl_specialisations_with(
+    epilogue: &'static Epilogue,
+) -> Vec<crate::hal::webgpu::Specialisation> {
     webgpu::with_epilogue(epilogue)
 }
 
 /// Every CUDA specialisation of the row-statistics kernels with `epilogue` (the NVRTC check).
 #[cfg(all(test, cuda_backend))]
-pub(crate) fn cuda_specialisations_with(epilogue: &'static Epilogue) -> Vec<crate::hal::cuda::Specialisation> {
+pub(crate) fn cuda_specialisations_with(
+    epilogue: &'static Epilogue,
+) -> Vec<crate::hal::cuda::Specialisation> {
     cuda::with_epilogue(epilogue)
 }
 
 /// Reference softmax of one row in f64.
 pub fn reference_row(row: &[f64]) -> Vec<f64> {
-    let max = row.iter().copied().fold(f64::NEG_INFINITY, |m, v| if v.is_nan() || m.is_nan() { f64::NAN } else { m.max(v) });
+    let max = row.iter().copied().fold(f64::NEG_INFINITY, |m, v| {
+        if v.is_nan() || m.is_nan() {
+            f64::NAN
+        } else {
+            m.max(v)
+        }
+    });
     let exps: Vec<f64> = row.iter().map(|v| (v - max).exp()).collect();
     let sum: f64 = exps.iter().sum();
     exps.iter().map(|e| e / sum).collect()
 }
-
 
 /// The softmax ops as methods, recorded on the device's default queue.
 impl Tensor {
