@@ -60,11 +60,15 @@ impl FromStr for BackendChoice {
             "cpu" => Ok(BackendChoice::Backend(BackendKind::Cpu)),
             "webgpu" | "wgpu" | "gpu" => Ok(BackendChoice::Backend(BackendKind::WebGpu)),
             "cuda" => Ok(BackendChoice::Backend(BackendKind::Cuda)),
-            other => other.parse::<usize>().map(BackendChoice::Index).map_err(|_| {
-                Error::Invalid(format!(
-                    "unknown backend choice `{s}`: expected auto, cpu, webgpu, cuda or a device index"
+            other => other
+                .parse::<usize>()
+                .map(BackendChoice::Index)
+                .map_err(|_| {
+                    Error::Invalid(format!(
+                    "unknown backend choice `{s}`: expected auto, cpu, webgpu, cuda or a device \
+                        index"
                 ))
-            }),
+                }),
         }
     }
 }

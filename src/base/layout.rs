@@ -206,7 +206,8 @@ pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Ve
                 return Err(Error::shape(
                     op,
                     format!(
-                        "cannot broadcast {a:?} with {b:?}: dimension {i} is {da} vs {db}, expected equal sizes or 1"
+                        "cannot broadcast {a:?} with {b:?}: dimension {i} is {da} vs {db}, \
+                            expected equal sizes or 1"
                     ),
                 ))
             }
@@ -223,9 +224,18 @@ pub fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> {
     check_rank(op, shape)?;
     let mut span = 1usize;
     for &n in shape {
-        span = span.checked_mul(n.max(1)).filter(|&s| s <= MAX_ELEMENTS).ok_or_else(|| {
-            Error::shape(op, format!("shape {shape:?} spans more than {MAX_ELEMENTS} elements: expected extents whose product is at most that"))
-        })?;
+        span = span
+            .checked_mul(n.max(1))
+            .filter(|&s| s <= MAX_ELEMENTS)
+            .ok_or_else(|| {
+                Error::shape(
+                    op,
+                    format!(
+                        "shape {shape:?} spans more than {MAX_ELEMENTS} elements: \
+                expected extents whose product is at most that"
+                    ),
+                )
+            })?;
     }
     Ok(if shape.contains(&0) { 0 } else { span })
 }

@@ -1,7 +1,7 @@
 //! The vocabulary every layer shares: element types, layouts, errors, device descriptions and
 //! options, policies, one-shot signals, ids, text formatting, and the CPU kernels' data
-//! parallelism (`par`: rayon, or sequential where wasm has no threads). It imports nothing of the crate
-//! outside `base/`, so every other layer may use it.
+//! parallelism (`par`: rayon, or sequential where wasm has no threads). It imports nothing of the
+//! crate outside `base/`, so every other layer may use it.
 
 pub mod dtype;
 pub mod error;

@@ -153,7 +153,10 @@ impl Policy {
         }
         for (op, variant) in &self.variants {
             if !TUNABLE_OPS.contains(&op.as_str()) {
-                return Err(Error::Invalid(format!("policy: `variants.{op}` is not an op with kernel variants: expected one of {TUNABLE_OPS:?}")));
+                return Err(Error::Invalid(format!(
+                    "policy: `variants.{op}` is not an op with \
+                    kernel variants: expected one of {TUNABLE_OPS:?}"
+                )));
             }
             if variant.trim().is_empty() {
                 return Err(Error::Invalid(format!(

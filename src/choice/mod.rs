@@ -171,21 +171,24 @@ pub(crate) fn choose(
     };
     let (choice, reason) = match request {
         Some("auto") => tune::tuned(device, tunable, problem, &known)?,
-        Some(name) => match known.iter().find(|&&v| v == name) {
-            Some(&v) => (v, format!("named by {by}")),
-            None if by == "the policy" => {
-                // Only reachable with `fallback` (opening checks the policy's names).
-                let (v, why) = tunable.default_variant(device, problem);
-                (v, format!("the policy names `{name}`, which {} lacks: {why} (fallback allowed by the policy)", device.backend()))
+        Some(name) => {
+            match known.iter().find(|&&v| v == name) {
+                Some(&v) => (v, format!("named by {by}")),
+                None if by == "the policy" => {
+                    // Only reachable with `fallback` (opening checks the policy's names).
+                    let (v, why) = tunable.default_variant(device, problem);
+                    (v, format!("the policy names `{name}`, which {} lacks: {why} (fallback allowed by \
+                    the policy)", device.backend()))
+                }
+                None => {
+                    return Err(Error::Invalid(format!(
+                        "unknown {} variant `{name}` on {}: expected one of {known:?} or \"auto\"",
+                        op.name(),
+                        device.backend()
+                    )));
+                }
             }
-            None => {
-                return Err(Error::Invalid(format!(
-                    "unknown {} variant `{name}` on {}: expected one of {known:?} or \"auto\"",
-                    op.name(),
-                    device.backend()
-                )));
-            }
-        },
+        }
         None => tunable.default_variant(device, problem),
     };
     let decision = Decision {
@@ -209,7 +212,13 @@ pub(crate) fn check_policy(
     let mut fallbacks = Vec::new();
     let mut refuse = |key: String, what: String, instead: &str| -> Result<()> {
         if !policy.fallback {
-            return Err(Error::Unsupported { backend: kind, what: format!("policy `{key}`: {what}; change it, or set \"fallback\": true to run {instead} instead") });
+            return Err(Error::Unsupported {
+                backend: kind,
+                what: format!(
+                    "policy `{key}`: {what}; \
+                change it, or set \"fallback\": true to run {instead} instead"
+                ),
+            });
         }
         let reason = format!(
             "policy `{key}`: {what}; {instead} runs instead (fallback allowed by the policy)"

@@ -124,7 +124,14 @@ pub(super) fn tuned(
     #[cfg(target_arch = "wasm32")]
     {
         let (v, why) = tunable.default_variant(device, problem);
-        Ok((v, format!("\"auto\": {} is not tuned yet on this device, so {why} runs (device.tune() tunes it)", problem.class())))
+        Ok((
+            v,
+            format!(
+                "\"auto\": {} is not tuned yet on this device, so {why} runs (device.tune() \
+            tunes it)",
+                problem.class()
+            ),
+        ))
     }
 }
 

@@ -38,7 +38,8 @@ pub(crate) trait Backend {
         info: &DeviceInfo,
     ) -> impl Future<Output = Result<Self::Device>>;
 
-    /// `bytes` of memory, zero-filled where [`allocations_are_zeroed`](Self::allocations_are_zeroed).
+    /// `bytes` of memory, zero-filled where
+    /// [`allocations_are_zeroed`](Self::allocations_are_zeroed).
     fn alloc(dev: &Self::Device, bytes: u64) -> Result<Self::Memory>;
     /// Fill the first `bytes` of `mem`, which no queued work uses, with `word` now.
     fn fill_now(dev: &Self::Device, mem: &Self::Memory, bytes: u64, word: u32) -> Result<()>;

@@ -162,21 +162,31 @@ pub(crate) fn missing_reason(kind: BackendKind) -> String {
     match kind {
         BackendKind::Cpu => "the cpu backend is always present".into(),
         BackendKind::WebGpu if cfg!(all(feature = "webgpu", target_arch = "wasm32")) => {
-            "this browser (or JS runtime) offers no WebGPU adapter: navigator.gpu is missing or gave none (Chromium: enable WebGPU, e.g. --enable-unsafe-webgpu on Linux)".into()
+            "this browser (or JS runtime) offers no WebGPU adapter: navigator.gpu is missing or \
+                gave none (Chromium: enable WebGPU, e.g. --enable-unsafe-webgpu on Linux)"
+                .into()
         }
         BackendKind::WebGpu if cfg!(feature = "webgpu") => {
-            "no wgpu adapter with compute shaders was found (natively install a Vulkan, Metal or DX12 driver, e.g. \
-             Mesa's lavapipe: `apt-get install mesa-vulkan-drivers`; GL adapters are used only with WGPU_BACKEND=gl, \
+            "no wgpu adapter with compute shaders was found (natively install a Vulkan, Metal or \
+                DX12 driver, e.g. \
+             Mesa's lavapipe: `apt-get install mesa-vulkan-drivers`; GL adapters are used only \
+             with WGPU_BACKEND=gl, \
              as their compute returned wrong integer results on Mesa; in a browser enable WebGPU)"
                 .into()
         }
-        BackendKind::WebGpu => "this build has no webgpu backend: enable the cargo feature `webgpu`".into(),
+        BackendKind::WebGpu => "this build has no webgpu backend: enable the cargo feature \
+            `webgpu`"
+            .into(),
         #[cfg(cuda_backend)]
         BackendKind::Cuda => cuda::missing_reason(),
         #[cfg(not(cuda_backend))]
-        BackendKind::Cuda if cfg!(target_arch = "wasm32") => "CUDA is not available in WebAssembly: use webgpu or cpu".into(),
+        BackendKind::Cuda if cfg!(target_arch = "wasm32") => "CUDA is not available in \
+            WebAssembly: use webgpu or cpu"
+            .into(),
         #[cfg(not(cuda_backend))]
-        BackendKind::Cuda => "this build has no cuda backend: enable the cargo feature `cuda`".into(),
+        BackendKind::Cuda => "this build has no cuda backend: enable the cargo feature \
+            `cuda`"
+            .into(),
     }
 }
 
@@ -283,7 +293,10 @@ pub(crate) enum GraphImpl {
 
 /// The error of an operation a queue cannot hold while it captures (a read, a submit).
 pub(crate) fn capture_refusal(what: &str) -> Error {
-    Error::Invalid(format!("{what} while the queue captures work for replay: the captured work has not run; end the capture first"))
+    Error::Invalid(format!(
+        "{what} while the queue captures work for replay: the captured work has \
+        not run; end the capture first"
+    ))
 }
 
 fn mismatch() -> Error {
@@ -291,7 +304,8 @@ fn mismatch() -> Error {
 }
 
 impl BackendDevice {
-    /// Allocate `bytes` of memory, zero-filled where [`allocations_are_zeroed`](Self::allocations_are_zeroed).
+    /// Allocate `bytes` of memory, zero-filled where
+    /// [`allocations_are_zeroed`](Self::allocations_are_zeroed).
     pub fn alloc(&self, bytes: u64) -> Result<Memory> {
         match self {
             BackendDevice::Cpu(d) => Cpu::alloc(d, bytes).map(Memory::Cpu),
@@ -561,7 +575,9 @@ impl FenceImpl {
         elapsed.unwrap_or_else(|| {
             Err(Error::Unsupported {
                 backend,
-                what: "device time between fences needs device timers: cuda has them; webgpu timestamp queries come with the profiler".into(),
+                what: "device time between fences needs device timers: cuda has them; webgpu \
+                    timestamp queries come with the profiler"
+                    .into(),
             })
         })
     }

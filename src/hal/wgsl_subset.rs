@@ -182,7 +182,16 @@ fn check_argument(module: &Module, arg: &naga::FunctionArgument) -> Result<(), R
     if fine {
         Ok(())
     } else {
-        Err((format!("the entry-point argument `{}` (of the built-ins it takes the compute and subgroup ones: local_invocation_id, global_invocation_id, workgroup_id, num_workgroups, local_invocation_index, subgroup_size, subgroup_invocation_id, subgroup_id, num_subgroups)", arg.name.as_deref().unwrap_or("?")), Span::default()))
+        Err((
+            format!(
+                "the entry-point argument `{}` (of the built-ins it takes the compute and \
+            subgroup ones: local_invocation_id, global_invocation_id, workgroup_id, \
+            num_workgroups, local_invocation_index, subgroup_size, subgroup_invocation_id, \
+            subgroup_id, num_subgroups)",
+                arg.name.as_deref().unwrap_or("?")
+            ),
+            Span::default(),
+        ))
     }
 }
 

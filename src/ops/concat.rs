@@ -51,11 +51,23 @@ fn concat_words(queue: &Queue, tensors: &[&Tensor], axis: usize) -> Result<Tenso
         if !agrees {
             return Err(Error::shape(
                 "concat",
-                format!("input {i} has shape {:?}, input 0 {:?}: expected equal shapes except on axis {axis}", t.shape(), first.shape()),
+                format!(
+                    "input {i} has shape {:?}, input 0 {:?}: expected equal shapes except on \
+                    axis {axis}",
+                    t.shape(),
+                    first.shape()
+                ),
             ));
         }
         shape[axis] = shape[axis].checked_add(t.shape()[axis]).ok_or_else(|| {
-            Error::shape("concat", format!("the inputs' extents along axis {axis} add up past {}: expected a total that fits", usize::MAX))
+            Error::shape(
+                "concat",
+                format!(
+                    "the inputs' extents along axis {axis} add up past {}: \
+                expected a total that fits",
+                    usize::MAX
+                ),
+            )
         })?;
     }
     let out = Tensor::uninit(queue, &shape, first.dtype())?;

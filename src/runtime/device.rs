@@ -230,7 +230,8 @@ impl Device {
             Ok(())
         } else {
             Err(Error::DeviceMismatch(format!(
-                "{what} belongs to {}, but the operation runs on {}: expected objects of one opened device",
+                "{what} belongs to {}, but the operation runs on {}: expected objects of one \
+                    opened device",
                 other.describe(),
                 self.describe()
             )))

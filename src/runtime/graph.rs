@@ -219,11 +219,21 @@ impl Recording {
         let mut s = self.lock();
         loop {
             match &s.capture {
-                Some(c) if c.thread == me => return Err(Error::Invalid("a capture inside a capture of the same queue: end the first one, or capture on another queue".into())),
+                Some(c) if c.thread == me => {
+                    return Err(Error::Invalid(
+                        "a capture inside a capture \
+                    of the same queue: end the first one, or capture on another queue"
+                            .into(),
+                    ))
+                }
                 Some(_) => s = self.wait(s),
                 // Waiting for this thread's own operation (a read not yet awaited) would never end.
                 None if s.active.contains(&me) => {
-                    return Err(Error::Invalid("a capture begun while this thread has an operation under way on the queue (a read not yet awaited): finish it first".into()))
+                    return Err(Error::Invalid(
+                        "a capture begun while this thread has an operation \
+                        under way on the queue (a read not yet awaited): finish it first"
+                            .into(),
+                    ))
                 }
                 None if !s.active.is_empty() => s = self.wait(s),
                 None => break,
@@ -295,9 +305,10 @@ impl Queue {
     /// that one). While it captures, other threads' work on this queue waits until the capture
     /// ends. What is not a recorded command happens once, at capture: memory made inside is
     /// zeroed (`Tensor::zeros`) or poisoned then, not at each replay, so a zeroed tensor that
-    /// the graph accumulates into keeps growing; zero it inside with a write instead. An error in `record` ends the capture and drops what it recorded; the queue stays
-    /// usable. The cpu backend answers `UNSUPPORTED`: it runs each op as it is called, so there
-    /// is no recorded work to keep.
+    /// the graph accumulates into keeps growing; zero it inside with a write instead. An error in
+    /// `record` ends the capture and drops what it recorded; the queue stays usable. The cpu
+    /// backend answers `UNSUPPORTED`: it runs each op as it is called, so there is no recorded work
+    /// to keep.
     ///
     /// ```no_run
     /// # #[cfg(target_arch = "wasm32")] fn main() {}
@@ -369,7 +380,9 @@ impl Queue {
         });
         match other {
             Some(q) if !own_timing => Err(Error::Invalid(format!(
-                "work on queue {queue} while this thread captures queue {q} of the same device: it would run now, outside the graph; record it on the capturing queue (tensor methods record on the device's default queue, `device.queue()`)"
+                "work on queue {queue} while this thread captures queue {q} of the same device: it \
+                    would run now, outside the graph; record it on the capturing queue (tensor \
+                    methods record on the device's default queue, `device.queue()`)"
             ))),
             _ => Ok(self.shared.recording.turn()),
         }
@@ -378,7 +391,11 @@ impl Queue {
     /// The error of an operation a capture cannot hold, if this thread captures on this queue.
     pub(crate) fn check_not_capturing(&self, what: &str) -> Result<()> {
         match self.shared.recording.captured(|_| ()) {
-            Some(()) => Err(Error::Invalid(format!("{what} while the queue captures work for replay: the captured work has not run; end the capture (return from the closure given to capture) first"))),
+            Some(()) => Err(Error::Invalid(format!(
+                "{what} while the queue captures work for \
+                replay: the captured work has not run; end the capture (return from the closure \
+                given to capture) first"
+            ))),
             None => Ok(()),
         }
     }

@@ -116,7 +116,10 @@ impl Queue {
         let (s, d) = (src.byte_offset(), dst.byte_offset());
         let n = src.byte_len();
         if src.inner.id() == dst.inner.id() && s < d + n && d < s + n {
-            return Err(Error::Invalid(format!("copy between overlapping views (bytes {s}.. and {d}.., {n} bytes each): expected disjoint ranges")));
+            return Err(Error::Invalid(format!(
+                "copy between overlapping views (bytes {s}.. and \
+                {d}.., {n} bytes each): expected disjoint ranges"
+            )));
         }
         if n == 0 {
             return Ok(());
@@ -357,8 +360,8 @@ impl Queue {
 
     /// Make the launch recorded next check something on the device: a status word, set to
     /// "nothing found", for the kernel to write the first offending position into; the next
-    /// read on this queue by this thread fails with `describe`'s message if it did. Refused while the queue
-    /// captures (a replay makes no read): `what` names the operation.
+    /// read on this queue by this thread fails with `describe`'s message if it did. Refused while
+    /// the queue captures (a replay makes no read): `what` names the operation.
     pub(crate) fn check_word(&self, what: &str, describe: Describe) -> Result<crate::Tensor> {
         self.check_not_capturing(what)?;
         let status = Buffer::from_slice_on(self, &[crate::runtime::checks::NOTHING_FOUND])?;

@@ -49,7 +49,11 @@ impl Tensor {
         if numel != buffer.len() {
             return Err(Error::shape(
                 "tensor",
-                format!("shape {shape:?} has {numel} elements but the buffer holds {}: expected equal counts", buffer.len()),
+                format!(
+                    "shape {shape:?} has {numel} elements but the buffer holds {}: expected \
+                    equal counts",
+                    buffer.len()
+                ),
             ));
         }
         let tensor = Tensor {
@@ -77,7 +81,11 @@ impl Tensor {
     #[cfg(target_arch = "wasm32")]
     pub(crate) fn gpu_buffer_js(&self) -> Result<(wasm_bindgen::JsValue, u64, u64)> {
         if !self.is_contiguous() {
-            return Err(Error::Invalid("gpuBuffer: the tensor is a strided view, not one range of its buffer: call contiguous() first".into()));
+            return Err(Error::Invalid(
+                "gpuBuffer: the tensor is a strided view, not one range of \
+                its buffer: call contiguous() first"
+                    .into(),
+            ));
         }
         let Some(buffer) = self.inner.memory().gpu_buffer_js() else {
             return Err(Error::Unsupported {
@@ -109,14 +117,21 @@ impl Tensor {
         let numel = checked_numel("tensorFromGPUBuffer", shape)?;
         let size = dtype.size() as u64;
         if byte_offset % size != 0 {
-            return Err(Error::Invalid(format!("tensorFromGPUBuffer: byteOffset {byte_offset}: expected a multiple of {size} (the size of a {dtype} element)")));
+            return Err(Error::Invalid(format!(
+                "tensorFromGPUBuffer: byteOffset {byte_offset}: \
+                expected a multiple of {size} (the size of a {dtype} element)"
+            )));
         }
         let inner = device.adopt_gpu_buffer_js(buffer)?;
         let need = byte_offset.saturating_add(numel as u64 * size);
         if need > inner.bytes() {
             return Err(Error::shape(
                 "tensorFromGPUBuffer",
-                format!("the buffer holds {} bytes: expected at least {need} ({numel} {dtype} elements from byte {byte_offset})", inner.bytes()),
+                format!(
+                    "the buffer holds {} bytes: expected at least {need} ({numel} {dtype} \
+                    elements from byte {byte_offset})",
+                    inner.bytes()
+                ),
             ));
         }
         let layout = Layout::contiguous(shape, (byte_offset / size) as usize);
@@ -224,7 +239,12 @@ impl Tensor {
         if numel != self.numel() {
             return Err(Error::shape(
                 "reshape",
-                format!("cannot reshape {:?} ({} elements) to {shape:?} ({numel} elements): expected equal counts", self.shape(), self.numel()),
+                format!(
+                    "cannot reshape {:?} ({} elements) to {shape:?} ({numel} elements): \
+                    expected equal counts",
+                    self.shape(),
+                    self.numel()
+                ),
             ));
         }
         Ok(())
@@ -328,7 +348,11 @@ impl Tensor {
             } else {
                 return Err(Error::shape(
                     "broadcast_to",
-                    format!("cannot broadcast {:?} to {shape:?}: dimension {i} is {d}, expected {target} or 1", self.shape()),
+                    format!(
+                        "cannot broadcast {:?} to {shape:?}: dimension {i} is {d}, expected \
+                        {target} or 1",
+                        self.shape()
+                    ),
                 ));
             };
         }

@@ -137,7 +137,8 @@ impl JsDevice {
     /// The browser's `GPUDevice` behind a webgpu device (undefined on the CPU backend), for
     /// the page's own WebGPU work beside the library's: buffers it makes there can become
     /// tensors (`tensorFromGPUBuffer`), and `tensor.gpuBuffer()` hands out the library's.
-    #[wasm_bindgen(getter, js_name = gpuDevice, unchecked_return_type = "GPUDeviceLike | undefined")]
+    #[wasm_bindgen(getter, js_name = gpuDevice, unchecked_return_type = "GPUDeviceLike | \
+        undefined")]
     pub fn gpu_device(&self) -> JsValue {
         self.inner.gpu_device_js().unwrap_or(JsValue::UNDEFINED)
     }
@@ -212,7 +213,8 @@ impl JsDevice {
             .unwrap_or_default()
     }
 
-    /// What the device reports: `{ name, backend, type, threads (cpu), limits: {...}, features: {...} }`.
+    /// What the device reports: `{ name, backend, type, threads (cpu), limits: {...}, features:
+    /// {...} }`.
     #[wasm_bindgen(unchecked_return_type = "DeviceInfo")]
     pub fn info(&self) -> JsValue {
         info_object(self.inner.info())
@@ -293,7 +295,8 @@ impl JsDevice {
     pub fn tensor(
         &self,
         #[wasm_bindgen(
-            unchecked_param_type = "ElementArray | Uint16Array | { readonly BYTES_PER_ELEMENT: 2; readonly length: number } | NestedNumbers"
+            unchecked_param_type = "ElementArray | Uint16Array | { readonly BYTES_PER_ELEMENT: 2; \
+                readonly length: number } | NestedNumbers"
         )]
         data: &JsValue,
         shape: Option<Vec<f64>>,

@@ -298,17 +298,22 @@ impl JsQueue {
     /// drops what it recorded and is thrown again. The cpu backend throws `UNSUPPORTED`.
     pub fn capture(&self, record: &js_sys::Function) -> Result<JsGraph, JsValue> {
         let mut thrown = None;
-        let captured = self.inner.capture(|_| match record.call0(&JsValue::UNDEFINED) {
-            // What an async function records after its first await would land outside.
-            Ok(v) if v.is_instance_of::<js_sys::Promise>() => {
-                Err(Error::Invalid("the capture's function returned a promise: a capture records synchronously, so work after an await would not be captured; pass a function that is not async".into()))
-            }
-            Ok(_) => Ok(()),
-            Err(e) => {
-                thrown = Some(e);
-                Err(Error::Invalid("the capture's function threw".into()))
-            }
-        });
+        let captured = self
+            .inner
+            .capture(|_| match record.call0(&JsValue::UNDEFINED) {
+                // What an async function records after its first await would land outside.
+                Ok(v) if v.is_instance_of::<js_sys::Promise>() => Err(Error::Invalid(
+                    "the capture's function returned a promise: a capture records \
+                    synchronously, so work after an await would not be captured; pass a function \
+                    that is not async"
+                        .into(),
+                )),
+                Ok(_) => Ok(()),
+                Err(e) => {
+                    thrown = Some(e);
+                    Err(Error::Invalid("the capture's function threw".into()))
+                }
+            });
         match (captured, thrown) {
             (_, Some(e)) => Err(e),
             (Ok((inner, ())), None) => Ok(JsGraph { inner }),

@@ -73,7 +73,8 @@ impl JsDevice {
         to_js(self.inner.policy())
     }
 
-    /// How the device was chosen and the policy fallbacks taken: `[{ op, choice, reason, timesUs? }]`.
+    /// How the device was chosen and the policy fallbacks taken: `[{ op, choice, reason, timesUs?
+    /// }]`.
     #[wasm_bindgen(unchecked_return_type = "Decision[]")]
     pub fn decisions(&self) -> JsValue {
         to_js(&self.inner.decisions())
@@ -112,10 +113,32 @@ impl JsDevice {
     ) -> Result<JsValue, JsValue> {
         let s = super::error::usizes("sizes", &sizes)?;
         let problem = match (op.as_str(), s.as_slice()) {
-            ("matmul", &[m, n, k]) => Problem::Matmul { batch: 1, m, n, k, dtype: DType::F32 },
-            ("matmul", &[batch, m, n, k]) => Problem::Matmul { batch, m, n, k, dtype: DType::F32 },
-            ("reduce", &[rows, len]) => Problem::Reduce { outer: rows, len, inner: 1 },
-            _ => return Err(invalid(format!("tune: `{op}` with {} sizes: expected \"matmul\" with [m, n, k] or [batch, m, n, k], or \"reduce\" with [rows, length]", sizes.len()))),
+            ("matmul", &[m, n, k]) => Problem::Matmul {
+                batch: 1,
+                m,
+                n,
+                k,
+                dtype: DType::F32,
+            },
+            ("matmul", &[batch, m, n, k]) => Problem::Matmul {
+                batch,
+                m,
+                n,
+                k,
+                dtype: DType::F32,
+            },
+            ("reduce", &[rows, len]) => Problem::Reduce {
+                outer: rows,
+                len,
+                inner: 1,
+            },
+            _ => {
+                return Err(invalid(format!(
+                    "tune: `{op}` with {} sizes: expected \"matmul\" with \
+                [m, n, k] or [batch, m, n, k], or \"reduce\" with [rows, length]",
+                    sizes.len()
+                )))
+            }
         };
         self.inner
             .tune(problem)

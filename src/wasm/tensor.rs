@@ -110,68 +110,68 @@ pub(super) fn from_js(
         )
         .to_vec())
     };
-    let t = if let Some(a) = data.dyn_ref::<js_sys::Float32Array>() {
-        Tensor::from_slice(device, &a.to_vec(), shape)
-    } else if let Some(a) = data.dyn_ref::<js_sys::Int32Array>() {
-        Tensor::from_slice(device, &a.to_vec(), shape)
-    } else if let Some(a) = data.dyn_ref::<js_sys::Uint32Array>() {
-        Tensor::from_slice(device, &a.to_vec(), shape)
-    } else if let Some(a) = data.dyn_ref::<js_sys::BigInt64Array>() {
-        // The values' words (low first), uploaded as u32 and viewed as i64.
-        let length = a.length().checked_mul(2).ok_or_else(|| {
-            invalid(format!(
-                "tensor data is {}: too many elements for wasm memory",
-                describe(data)
-            ))
-        })?;
-        let words = js_sys::Uint32Array::new_with_byte_offset_and_length(
-            &a.buffer(),
-            a.byte_offset(),
-            length,
-        )
-        .to_vec();
-        Tensor::from_slice(device, &words, &[words.len()])
-            .and_then(|w| crate::ops::common::words::words_as_i64(&w, shape))
-    } else if name.as_deref() == Some("Float16Array") {
-        Tensor::from_slice(
-            device,
-            &bits16(data)?
-                .into_iter()
-                .map(half::f16::from_bits)
-                .collect::<Vec<_>>(),
-            shape,
-        )
-    } else if let Some(a) = data.dyn_ref::<js_sys::Uint16Array>() {
-        match dtype {
-            Some(DType::F16) => Tensor::from_slice(
+    let t =
+        if let Some(a) = data.dyn_ref::<js_sys::Float32Array>() {
+            Tensor::from_slice(device, &a.to_vec(), shape)
+        } else if let Some(a) = data.dyn_ref::<js_sys::Int32Array>() {
+            Tensor::from_slice(device, &a.to_vec(), shape)
+        } else if let Some(a) = data.dyn_ref::<js_sys::Uint32Array>() {
+            Tensor::from_slice(device, &a.to_vec(), shape)
+        } else if let Some(a) = data.dyn_ref::<js_sys::BigInt64Array>() {
+            // The values' words (low first), uploaded as u32 and viewed as i64.
+            let length = a.length().checked_mul(2).ok_or_else(|| {
+                invalid(format!(
+                    "tensor data is {}: too many elements for wasm memory",
+                    describe(data)
+                ))
+            })?;
+            let words = js_sys::Uint32Array::new_with_byte_offset_and_length(
+                &a.buffer(),
+                a.byte_offset(),
+                length,
+            )
+            .to_vec();
+            Tensor::from_slice(device, &words, &[words.len()])
+                .and_then(|w| crate::ops::common::words::words_as_i64(&w, shape))
+        } else if name.as_deref() == Some("Float16Array") {
+            Tensor::from_slice(
                 device,
-                &a.to_vec()
+                &bits16(data)?
                     .into_iter()
                     .map(half::f16::from_bits)
                     .collect::<Vec<_>>(),
                 shape,
-            ),
-            Some(DType::BF16) => Tensor::from_slice(
-                device,
-                &a.to_vec()
-                    .into_iter()
-                    .map(half::bf16::from_bits)
-                    .collect::<Vec<_>>(),
-                shape,
-            ),
-            _ => {
-                return Err(invalid(
+            )
+        } else if let Some(a) = data.dyn_ref::<js_sys::Uint16Array>() {
+            match dtype {
+                Some(DType::F16) => Tensor::from_slice(
+                    device,
+                    &a.to_vec()
+                        .into_iter()
+                        .map(half::f16::from_bits)
+                        .collect::<Vec<_>>(),
+                    shape,
+                ),
+                Some(DType::BF16) => Tensor::from_slice(
+                    device,
+                    &a.to_vec()
+                        .into_iter()
+                        .map(half::bf16::from_bits)
+                        .collect::<Vec<_>>(),
+                    shape,
+                ),
+                _ => return Err(invalid(
                     "tensor data is a Uint16Array: give the dtype its bits are, 'f16' or 'bf16'"
                         .into(),
-                ))
+                )),
             }
-        }
-    } else {
-        return Err(invalid(format!(
-            "tensor data is {}: expected a Float32Array, Int32Array, Uint32Array, BigInt64Array (i64), Float16Array, or a Uint16Array of f16 or bf16 bits",
+        } else {
+            return Err(invalid(format!(
+            "tensor data is {}: expected a Float32Array, Int32Array, Uint32Array, BigInt64Array \
+                (i64), Float16Array, or a Uint16Array of f16 or bf16 bits",
             describe(data)
         )));
-    };
+        };
     t.map_err(js_error)
 }
 
@@ -249,8 +249,9 @@ impl JsTensor {
     }
 
     /// The elements, row-major, as a `Float32Array` (f32, and f16 / bf16 widened on the
-    /// device), `Int32Array`, `Uint32Array` or `BigInt64Array` (i64): one copy from where they lie (a mapped GPU
-    /// buffer, or the CPU backend's memory) into the array. Resolves when the device is done.
+    /// device), `Int32Array`, `Uint32Array` or `BigInt64Array` (i64): one copy from where they lie
+    /// (a mapped GPU buffer, or the CPU backend's memory) into the array. Resolves when the device
+    /// is done.
     #[wasm_bindgen(unchecked_return_type = "ElementArray")]
     pub async fn read(&self) -> Result<JsValue, JsValue> {
         let t = &self.inner;
@@ -285,10 +286,10 @@ impl JsTensor {
     }
 
     /// The elements into `dst`, which must be the typed array `read()` would give (a
-    /// `Float32Array` for f32, f16 and bf16, `Int32Array`, `Uint32Array`, `BigInt64Array`) with exactly as many
-    /// elements; resolves to `dst`. One copy, as `read()`; reusing one array across reads also
-    /// spares the first touch of a new array's pages, most of a large read's host time in
-    /// Chromium.
+    /// `Float32Array` for f32, f16 and bf16, `Int32Array`, `Uint32Array`, `BigInt64Array`) with
+    /// exactly as many elements; resolves to `dst`. One copy, as `read()`; reusing one array across
+    /// reads also spares the first touch of a new array's pages, most of a large read's host time
+    /// in Chromium.
     #[wasm_bindgen(js_name = readInto, unchecked_return_type = "ElementArray")]
     pub async fn read_into(
         &self,
@@ -341,7 +342,8 @@ impl JsTensor {
     /// submissions come after it. It is the tensor's pooled memory: valid while the tensor
     /// lives (not after `free()`), and not the page's to destroy. A strided view rejects with
     /// `INVALID` (call `contiguous()`), a CPU tensor with `UNSUPPORTED`.
-    #[wasm_bindgen(js_name = gpuBuffer, unchecked_return_type = "{ buffer: GPUBufferLike; byteOffset: number; byteLength: number }")]
+    #[wasm_bindgen(js_name = gpuBuffer, unchecked_return_type = "{ buffer: GPUBufferLike; \
+        byteOffset: number; byteLength: number }")]
     pub fn gpu_buffer(&self) -> Result<JsValue, JsValue> {
         let (buffer, offset, bytes) = self.inner.gpu_buffer_js().map_err(js_error)?;
         let out = js_sys::Object::new();

@@ -25,7 +25,8 @@ pub(crate) fn reflect(source: &str, entry: &str, block: [u32; 3]) -> Result<Kern
     let (prefix, params) = find_entry(&code, entry)?;
     if !prefix.contains("extern \"C\"") {
         return Err(Error::Invalid(format!(
-            "`{entry}` is not declared `extern \"C\"`: expected `extern \"C\" __global__ void {entry}(...)` so NVRTC keeps its name"
+            "`{entry}` is not declared `extern \"C\"`: expected `extern \"C\" __global__ void \
+                {entry}(...)` so NVRTC keeps its name"
         )));
     }
     let mut bindings = Vec::new();
@@ -140,7 +141,8 @@ fn parameter(entry: &str, index: u32, text: &str) -> Result<BindingInfo> {
     };
     let unsupported = || {
         Error::Invalid(format!(
-            "parameter {index} `{name}` of `{entry}` has type `{}`: expected float, int or unsigned int, or a pointer to one of them",
+            "parameter {index} `{name}` of `{entry}` has type `{}`: expected float, int or \
+                unsigned int, or a pointer to one of them",
             text.trim()
         ))
     };

@@ -212,7 +212,8 @@ impl Kernel {
                 return Err(Error::Unsupported {
                     backend: device.backend(),
                     what: format!(
-                        "WGSL kernel `{entry}`: this device ({}) runs no WGSL; the shader itself is valid",
+                        "WGSL kernel `{entry}`: this device ({}) runs no WGSL; the shader itself \
+                            is valid",
                         device.backend()
                     ),
                 })
@@ -251,7 +252,8 @@ impl Kernel {
                 return Err(Error::Unsupported {
                     backend: device.backend(),
                     what: format!(
-                        "CUDA kernel `{entry}`: CUDA C runs on cuda devices only (this device is {}); use Kernel::from_wgsl here",
+                        "CUDA kernel `{entry}`: CUDA C runs on cuda devices only (this device is \
+                            {}); use Kernel::from_wgsl here",
                         device.backend()
                     ),
                 })

@@ -121,7 +121,8 @@ fn bindings(
                 };
                 let name = var.name.as_deref().unwrap_or("?");
                 let message = format!(
-                    "binding @group({}) @binding({}) `{name}` is {what}: kernels bind storage and uniform buffers only",
+                    "binding @group({}) @binding({}) `{name}` is {what}: kernels bind storage and \
+                        uniform buffers only",
                     rb.group, rb.binding
                 );
                 return Err(shader_error(

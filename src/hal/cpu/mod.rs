@@ -283,7 +283,10 @@ impl Backend for Cpu {
     fn begin_capture(_: &CpuBatch, _: &CpuDevice) -> Result<()> {
         Err(Error::Unsupported {
             backend: crate::BackendKind::Cpu,
-            what: "capturing work for replay: the cpu backend runs each op as it is called, so there is no recorded work to keep (call the ops again, or capture on a webgpu or cuda device)".into(),
+            what: "capturing work for replay: the cpu backend runs each op as it is called, so \
+                there is no recorded work to keep (call the ops again, or capture on a webgpu or \
+                cuda device)"
+                .into(),
         })
     }
 

@@ -119,7 +119,9 @@ pub(crate) fn nvrtc_version() -> Result<(i32, i32), String> {
         if !unsafe { sys::is_culib_present() } {
             let names = super::library_names("nvrtc");
             return Err(format!(
-                "NVRTC library libnvrtc.so not found (searched {names}); install the CUDA toolkit or the PyPI wheel `nvidia-cuda-nvrtc` and put its lib directory on LD_LIBRARY_PATH"
+                "NVRTC library libnvrtc.so not found (searched {names}); install the CUDA toolkit \
+                    or the PyPI wheel `nvidia-cuda-nvrtc` and put its lib directory on \
+                    LD_LIBRARY_PATH"
             ));
         }
         let (mut major, mut minor) = (0, 0);

@@ -59,8 +59,11 @@ pub(crate) fn library_names(lib: &str) -> String {
 fn probe() -> &'static std::result::Result<Vec<DeviceInfo>, String> {
     static PROBE: OnceLock<std::result::Result<Vec<DeviceInfo>, String>> = OnceLock::new();
     PROBE.get_or_init(|| {
-        std::panic::catch_unwind(probe_driver)
-            .unwrap_or_else(|_| Err("loading the CUDA driver failed (a symbol is missing from libcuda: the driver is older than CUDA 13)".into()))
+        std::panic::catch_unwind(probe_driver).unwrap_or_else(|_| {
+            Err("loading the CUDA driver failed (a symbol is missing from \
+                libcuda: the driver is older than CUDA 13)"
+                .into())
+        })
     })
 }
 
@@ -68,7 +71,10 @@ fn probe_driver() -> std::result::Result<Vec<DeviceInfo>, String> {
     // SAFETY: only checks whether the library can be loaded.
     if !unsafe { sys::is_culib_present() } {
         let names = library_names("cuda");
-        return Err(format!("CUDA driver library libcuda.so not found (searched {names}): install the NVIDIA driver"));
+        return Err(format!(
+            "CUDA driver library libcuda.so not found (searched {names}): install \
+            the NVIDIA driver"
+        ));
     }
     result::init().map_err(|e| format!("cuInit failed: {}", driver_error(e)))?;
     let mut version = 0;
@@ -78,7 +84,9 @@ fn probe_driver() -> std::result::Result<Vec<DeviceInfo>, String> {
         .map_err(|e| format!("cuDriverGetVersion failed: {}", driver_error(e)))?;
     if version < MIN_DRIVER_API {
         return Err(format!(
-            "the CUDA driver supports CUDA {}.{}, but the cuda backend is built against CUDA 13.0 (driver API functions it calls are missing): update the NVIDIA driver to 580 or newer",
+            "the CUDA driver supports CUDA {}.{}, but the cuda backend is built against CUDA 13.0 \
+                (driver API functions it calls are missing): update the NVIDIA driver to 580 or \
+                newer",
             version / 1000,
             version % 1000 / 10
         ));

@@ -318,7 +318,9 @@ impl CudaBatch {
         self.bind(dev)?;
         if self.is_capturing() && data.len() > STAGING_MAX {
             return Err(Error::Invalid(format!(
-                "a write of {} bytes while the queue captures work for replay: a captured write keeps its bytes in pinned memory, at most {STAGING_MAX} bytes; write before the capture instead",
+                "a write of {} bytes while the queue captures work for replay: a captured write \
+                    keeps its bytes in pinned memory, at most {STAGING_MAX} bytes; write before \
+                    the capture instead",
                 data.len()
             )));
         }

@@ -24,12 +24,18 @@ fn number(object: &JsValue, key: &str) -> Option<f64> {
 /// `buffer` (a `GPUBuffer` made on this device) as device memory, and its size in bytes.
 pub(crate) fn adopt_buffer(dev: &GpuDevice, buffer: &JsValue) -> Result<(GpuMemory, u64)> {
     let (Some(size), Some(usage)) = (number(buffer, "size"), number(buffer, "usage")) else {
-        return Err(Error::Invalid("tensorFromGPUBuffer: the buffer has no numeric `size` and `usage`: expected a GPUBuffer".into()));
+        return Err(Error::Invalid(
+            "tensorFromGPUBuffer: the buffer has no numeric `size` and \
+            `usage`: expected a GPUBuffer"
+                .into(),
+        ));
     };
     let usage = usage as u32;
     if usage & STORAGE == 0 {
         return Err(Error::Invalid(format!(
-            "tensorFromGPUBuffer: the buffer's usage is {usage:#x}: expected it to include GPUBufferUsage.STORAGE (0x80), as kernels bind their operands as storage (and COPY_SRC to read() it)"
+            "tensorFromGPUBuffer: the buffer's usage is {usage:#x}: expected it to include \
+                GPUBufferUsage.STORAGE (0x80), as kernels bind their operands as storage (and \
+                COPY_SRC to read() it)"
         )));
     }
     let Some(device) = dev.device.as_webgpu() else {
@@ -59,7 +65,11 @@ pub(crate) fn adopt_buffer(dev: &GpuDevice, buffer: &JsValue) -> Result<(GpuMemo
         .is_some_and(|b| JsValue::from(b.clone()) == *buffer);
     if !same {
         wrapped.destroy(); // a buffer of wgpu's own, made instead
-        return Err(Error::Device("tensorFromGPUBuffer: wgpu did not take the page's buffer (its WebGPU backend changed): nothing was wrapped".into()));
+        return Err(Error::Device(
+            "tensorFromGPUBuffer: wgpu did not take the page's buffer (its \
+            WebGPU backend changed): nothing was wrapped"
+                .into(),
+        ));
     }
     Ok((wrapped, size as u64))
 }

@@ -100,7 +100,8 @@ pub(crate) async fn enumerate() -> Vec<(DeviceInfo, Adapter)> {
         })
         .map(|a| (describe(&a), a))
         .collect();
-    // Native APIs before GL (listed only when `WGPU_BACKEND` names it), which lacks parts of compute.
+    // Native APIs before GL (listed only when `WGPU_BACKEND` names it), which lacks parts of
+    // compute.
     found.sort_by_key(|(info, _)| (info.device_type.preference(), info.api == "Gl"));
     found
 }

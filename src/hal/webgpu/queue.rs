@@ -120,7 +120,8 @@ pub(crate) enum Bind<'a> {
 
 fn misaligned(what: &str, offset: u64) -> Error {
     Error::Invalid(format!(
-        "{what} starts at byte {offset}: webgpu moves whole 4-byte words, so a view of 16-bit elements must start at an even element (cast or make the tensor contiguous first)"
+        "{what} starts at byte {offset}: webgpu moves whole 4-byte words, so a view of 16-bit \
+            elements must start at an even element (cast or make the tensor contiguous first)"
     ))
 }
 
@@ -134,7 +135,9 @@ fn word_span(dst: &Arc<Block>, offset: u64, len: u64, what: &str) -> Result<u64>
     let pad = len.next_multiple_of(4) - len;
     if pad != 0 && offset + len != dst.bytes() {
         return Err(Error::Invalid(format!(
-            "{what} of {len} bytes ends inside a 4-byte word that other elements share: webgpu moves whole words, so a view of 16-bit elements must hold an even number of elements unless it runs to the end of its buffer"
+            "{what} of {len} bytes ends inside a 4-byte word that other elements share: webgpu \
+                moves whole words, so a view of 16-bit elements must hold an even number of \
+                elements unless it runs to the end of its buffer"
         )));
     }
     Ok(pad)

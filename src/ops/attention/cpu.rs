@@ -74,8 +74,8 @@ pub(super) fn attention(op: &Attention<'_>) -> Result<()> {
                     [ql.strides[2] as isize, ql.strides[3] as isize],
                     [kl.strides[3] as isize, kl.strides[2] as isize],
                 );
-                // SAFETY: [rows, d] of q from row i0 and [keys, d] of k lie inside their layouts, which
-                // `check_within` proved inside `qf` and `kf`; s holds rows x keys.
+                // SAFETY: [rows, d] of q from row i0 and [keys, d] of k lie inside their layouts,
+                // which `check_within` proved inside `qf` and `kf`; s holds rows x keys.
                 unsafe {
                     sgemm(
                         rows,
@@ -118,8 +118,8 @@ pub(super) fn attention(op: &Attention<'_>) -> Result<()> {
                 return;
             }
             let v_strides = [vl.strides[2] as isize, vl.strides[3] as isize];
-            // SAFETY: p is rows x keys; [keys, dv] of v lies inside its layout, which `check_within`
-            // proved inside `vf`; o holds rows x dv.
+            // SAFETY: p is rows x keys; [keys, dv] of v lies inside its layout, which
+            // `check_within` proved inside `vf`; o holds rows x dv.
             unsafe {
                 sgemm(
                     rows,

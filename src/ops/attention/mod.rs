@@ -90,7 +90,13 @@ fn attention_f32(
     let (b, h, lq, d) = (qs[0], qs[1], qs[2], qs[3]);
     let (lk, dv) = (ks[2], vs[3]);
     if ks[..2] != qs[..2] || vs[..2] != qs[..2] {
-        return Err(Error::shape("attention", format!("batch and heads differ: q {qs:?}, k {ks:?}, v {vs:?}: expected equal [batch, heads]")));
+        return Err(Error::shape(
+            "attention",
+            format!(
+                "batch and heads differ: q {qs:?}, k {ks:?}, \
+            v {vs:?}: expected equal [batch, heads]"
+            ),
+        ));
     }
     if ks[3] != d {
         return Err(Error::shape(
@@ -127,7 +133,14 @@ fn attention_f32(
         Some(m) => {
             check_f32(queue, "attention mask", m)?;
             Some(m.broadcast_to(&[b, h, lq, lk]).map_err(|_| {
-                Error::shape("attention", format!("mask has shape {:?}: expected one that broadcasts to [{b}, {h}, {lq}, {lk}]", m.shape()))
+                Error::shape(
+                    "attention",
+                    format!(
+                        "mask has shape {:?}: expected one that \
+                    broadcasts to [{b}, {h}, {lq}, {lk}]",
+                        m.shape()
+                    ),
+                )
             })?)
         }
         None => None,
@@ -223,7 +236,8 @@ impl OpRequest for Attention<'_> {
 
 /// The attention ops as methods, recorded on the device's default queue.
 impl Tensor {
-    /// Scaled dot-product attention with `self` as the queries (see [`super::attention::attention`]).
+    /// Scaled dot-product attention with `self` as the queries (see
+    /// [`super::attention::attention`]).
     pub fn attention(&self, k: &Tensor, v: &Tensor, params: AttentionParams<'_>) -> Result<Tensor> {
         attention(&self.device().queue(), self, k, v, params)
     }

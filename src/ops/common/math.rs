@@ -338,7 +338,8 @@ pub(crate) fn sigmoid<const FUSED: bool>(x: f32) -> f32 {
 mod tests {
     use super::*;
 
-    /// Both builds (the fused one through libm's `fmaf` here, where the test is not compiled for FMA).
+    /// Both builds (the fused one through libm's `fmaf` here, where the test is not compiled for
+    /// FMA).
     #[test]
     fn exp_and_erfc_are_accurate() {
         accurate::<false>();

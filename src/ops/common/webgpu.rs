@@ -24,7 +24,8 @@ pub(crate) const ACTIVATION: &str = concat!(
 /// Storage dtype of the kernels that read and write `array<STORE>` (elementwise, matmul):
 /// f32, or f16 (adapters with `shader-f16`), loaded into f32 and stored rounded to nearest even.
 pub(crate) const STORE_F32: &str = "alias STORE = f32;\nfn to_store(v: f32) -> STORE { return v; }";
-pub(crate) const STORE_F16: &str = "enable f16;\nalias STORE = f16;\nfn to_store(v: f32) -> STORE { return f16(unpack2x16float(f32_to_f16(v)).x); }";
+pub(crate) const STORE_F16: &str = "enable f16;\nalias STORE = f16;\nfn to_store(v: f32) -> STORE \
+    { return f16(unpack2x16float(f32_to_f16(v)).x); }";
 use crate::{DType, Error, Result};
 
 /// Words a parameter field takes: `u32` and `f32` one, `[u32; N]` N.
@@ -72,7 +73,8 @@ macro_rules! wgsl_params {
     };
     (@after $p:ident, $prev:ident: $pt:tt, $f:ident: $t:tt $(, $rest:ident: $rt:tt)*) => {
         concat!(
-            "const ", stringify!($p), "_", stringify!($f), ": u32 = ", stringify!($p), "_", stringify!($prev), " + ",
+            "const ", stringify!($p), "_", stringify!($f), ": u32 \
+                = ", stringify!($p), "_", stringify!($prev), " + ",
             $crate::ops::common::webgpu::wgsl_words!($pt), "u;\n",
             $crate::ops::common::webgpu::wgsl_params!(@after $p, $f: $t $(, $rest: $rt)*)
         )
@@ -87,11 +89,24 @@ pub(crate) use wgsl_params;
 /// they need of it: whether a value is NaN, the NaN itself, the lowest and highest values
 /// (identities of max and min), and a value scaled by an f32 (a mean's last step; integers
 /// are never scaled).
-pub(crate) const VAL_F32: &str = "alias VAL = f32;\nfn val_nan(v: VAL) -> bool { return is_nan(v); }\nfn val_nan_value() -> VAL { return nan_f32(); }\nfn val_lowest() -> VAL { return neg_inf_f32(); }\nfn val_highest() -> VAL { return inf_f32(); }\nfn val_scaled(v: VAL, s: f32) -> VAL { return v * s; }";
-pub(crate) const VAL_I32: &str = "alias VAL = i32;\nfn val_nan(v: VAL) -> bool { return false; }\nfn val_nan_value() -> VAL { return 0i; }\nfn val_lowest() -> VAL { return i32(-2147483648); }\nfn val_highest() -> VAL { return 2147483647i; }\nfn val_scaled(v: VAL, s: f32) -> VAL { return v; }";
-pub(crate) const VAL_U32: &str = "alias VAL = u32;\nfn val_nan(v: VAL) -> bool { return false; }\nfn val_nan_value() -> VAL { return 0u; }\nfn val_lowest() -> VAL { return 0u; }\nfn val_highest() -> VAL { return 0xffffffffu; }\nfn val_scaled(v: VAL, s: f32) -> VAL { return v; }";
+pub(crate) const VAL_F32: &str =
+    "alias VAL = f32;\nfn val_nan(v: VAL) -> bool { return is_nan(v); \
+    }\nfn val_nan_value() -> VAL { return nan_f32(); }\nfn val_lowest() -> VAL { return \
+    neg_inf_f32(); }\nfn val_highest() -> VAL { return inf_f32(); }\nfn val_scaled(v: VAL, s: f32) \
+    -> VAL { return v * s; }";
+pub(crate) const VAL_I32: &str = "alias VAL = i32;\nfn val_nan(v: VAL) -> bool { return false; \
+    }\nfn val_nan_value() -> VAL { return 0i; }\nfn val_lowest() -> VAL { return i32(-2147483648); \
+    }\nfn val_highest() -> VAL { return 2147483647i; }\nfn val_scaled(v: VAL, s: f32) -> VAL { \
+    return v; }";
+pub(crate) const VAL_U32: &str = "alias VAL = u32;\nfn val_nan(v: VAL) -> bool { return false; \
+    }\nfn val_nan_value() -> VAL { return 0u; }\nfn val_lowest() -> VAL { return 0u; }\nfn \
+    val_highest() -> VAL { return 0xffffffffu; }\nfn val_scaled(v: VAL, s: f32) -> VAL { return v; \
+    }";
 
-pub(crate) const VAL_I64: &str = "alias VAL = i64;\nfn val_nan(v: VAL) -> bool { return false; }\nfn val_nan_value() -> VAL { return 0li; }\nfn val_lowest() -> VAL { return -9223372036854775807li - 1li; }\nfn val_highest() -> VAL { return 9223372036854775807li; }\nfn val_scaled(v: VAL, s: f32) -> VAL { return v; }";
+pub(crate) const VAL_I64: &str = "alias VAL = i64;\nfn val_nan(v: VAL) -> bool { return false; \
+    }\nfn val_nan_value() -> VAL { return 0li; }\nfn val_lowest() -> VAL { return \
+    -9223372036854775807li - 1li; }\nfn val_highest() -> VAL { return 9223372036854775807li; }\nfn \
+    val_scaled(v: VAL, s: f32) -> VAL { return v; }";
 
 /// The `VAL` declarations for `dtype` (f32, i32, u32 or i64: see [`check_int64`]).
 pub(crate) fn val(dtype: DType) -> Result<&'static str> {
@@ -113,7 +128,10 @@ pub(crate) fn val(dtype: DType) -> Result<&'static str> {
 /// concat run on pairs of 32-bit words), but its arithmetic needs 64-bit integers in WGSL.
 pub(crate) fn check_int64(dev: &GpuDevice, op: &str, dtypes: &[DType]) -> Result<()> {
     if dtypes.contains(&DType::I64) && !dev.has_int64() {
-        let what = format!("{op} on i64 tensors: the adapter lacks `shader-int64` (i64 data still moves; the cpu backend computes on it)");
+        let what = format!(
+            "{op} on i64 tensors: the adapter lacks `shader-int64` (i64 data still \
+            moves; the cpu backend computes on it)"
+        );
         return Err(Error::Unsupported {
             backend: crate::BackendKind::WebGpu,
             what,
@@ -261,7 +279,8 @@ pub(crate) fn check_binding(dev: &GpuDevice, o: &Operand<'_>) -> Result<()> {
     let max = dev.max_binding_size();
     if bytes > max {
         let what = format!(
-            "the end of a {}-element view within its buffer, in bytes (webgpu kernels bind a buffer from its start, so a view far into a large buffer reaches this far)",
+            "the end of a {}-element view within its buffer, in bytes (webgpu kernels bind a \
+                buffer from its start, so a view far into a large buffer reaches this far)",
             o.layout.numel()
         );
         return Err(Error::Limit {
@@ -398,8 +417,9 @@ pub(crate) fn row_passes(
     q.launch(dev, pipeline(2), &params, &binds, grid)
 }
 
-/// Temporary device memory for `elements` f32 values that one storage binding must reach, for the work a device with a
-/// loop-iteration limit splits across launches: an error past the binding limit.
+/// Temporary device memory for `elements` f32 values that one storage binding must reach, for the
+/// work a device with a loop-iteration limit splits across launches: an error past the binding
+/// limit.
 pub(crate) fn split_temp(
     dev: &GpuDevice,
     cx: &OpContext<'_>,

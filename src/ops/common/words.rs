@@ -16,7 +16,15 @@ pub(crate) fn as_words(op: &'static str, views: &[&Tensor]) -> Result<Vec<Tensor
     let mut out = Vec::with_capacity(views.len());
     for &t in views {
         if t.rank() >= MAX_RANK {
-            return Err(Error::shape(op, format!("an i64 view of rank {} moves as words of rank {}: expected rank below {MAX_RANK}", t.rank(), t.rank() + 1)));
+            return Err(Error::shape(
+                op,
+                format!(
+                    "an i64 view of rank {} moves as words of rank {}: \
+                expected rank below {MAX_RANK}",
+                    t.rank(),
+                    t.rank() + 1
+                ),
+            ));
         }
         let pair = t.dtype.size() == 8;
         let k = if pair { 2 } else { 1 };

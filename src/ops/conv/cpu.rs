@@ -130,8 +130,9 @@ pub(super) fn conv2d(op: &Conv2d<'_>) -> Result<()> {
                         for (r, dst) in col.chunks_mut(width).enumerate() {
                             im2col_row(planes, r, c0..c0 + width, dst, &g);
                         }
-                        // SAFETY: w_group is og x k and col k x width, row-major; columns c0..c0 + width
-                        // of the og x cols output block (leading dimension cols) are this task's alone.
+                        // SAFETY: w_group is og x k and col k x width, row-major; columns c0..c0 +
+                        // width of the og x cols output block (leading dimension cols) are this
+                        // task's alone.
                         unsafe {
                             sgemm(
                                 og,

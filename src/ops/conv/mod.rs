@@ -84,10 +84,21 @@ fn out_extent(
     dilation: usize,
 ) -> Result<usize> {
     if kernel == 0 || stride == 0 || dilation == 0 {
-        return Err(Error::Invalid(format!("{op}: {axis} kernel {kernel}, stride {stride}, dilation {dilation}: expected each >= 1")));
+        return Err(Error::Invalid(format!(
+            "{op}: {axis} kernel {kernel}, stride {stride}, dilation \
+            {dilation}: expected each >= 1"
+        )));
     }
     let too_large = |what: &str| {
-        Error::shape(op, format!("{axis}: {what} overflows (input {input}, kernel {kernel}, stride {stride}, padding {pad}, dilation {dilation}): expected a geometry whose sizes fit in {} bits", usize::BITS))
+        Error::shape(
+            op,
+            format!(
+                "{axis}: {what} overflows (input {input}, kernel {kernel}, stride \
+            {stride}, padding {pad}, dilation {dilation}): expected a geometry whose sizes fit in \
+            {} bits",
+                usize::BITS
+            ),
+        )
     };
     let span = dilation
         .checked_mul(kernel - 1)
@@ -98,7 +109,13 @@ fn out_extent(
         .and_then(|p| p.checked_add(input))
         .ok_or_else(|| too_large("the padded input"))?;
     if span > padded {
-        return Err(Error::shape(op, format!("{axis}: the kernel spans {span} but the padded input is {padded}: expected a kernel that fits")));
+        return Err(Error::shape(
+            op,
+            format!(
+                "{axis}: the kernel spans {span} but the padded input \
+            is {padded}: expected a kernel that fits"
+            ),
+        ));
     }
     Ok((padded - span) / stride + 1)
 }
@@ -129,16 +146,33 @@ fn conv2d_f32(queue: &Queue, x: &Tensor, weight: &Tensor, p: Conv2dParams<'_>) -
     check_f32(queue, "conv2d", weight)?;
     let (xs, ws) = (x.shape(), weight.shape());
     if xs.len() != 4 || ws.len() != 4 {
-        return Err(Error::shape("conv2d", format!("got x {xs:?} and weight {ws:?}: expected x [n, c, h, w] and weight [o, c / groups, kh, kw]")));
+        return Err(Error::shape(
+            "conv2d",
+            format!(
+                "got x {xs:?} and weight {ws:?}: expected x [n, \
+            c, h, w] and weight [o, c / groups, kh, kw]"
+            ),
+        ));
     }
     let (n, c, h, w) = (xs[0], xs[1], xs[2], xs[3]);
     let (o, kh, kw) = (ws[0], ws[2], ws[3]);
     let groups = p.groups;
     if groups == 0 || c % groups != 0 || o % groups != 0 {
-        return Err(Error::Invalid(format!("conv2d: {groups} groups with {c} input and {o} output channels: expected groups >= 1 dividing both")));
+        return Err(Error::Invalid(format!(
+            "conv2d: {groups} groups with {c} input and {o} output \
+            channels: expected groups >= 1 dividing both"
+        )));
     }
     if ws[1] != c / groups {
-        return Err(Error::shape("conv2d", format!("weight {ws:?} has {} input channels per group: expected {} (c {c} / groups {groups})", ws[1], c / groups)));
+        return Err(Error::shape(
+            "conv2d",
+            format!(
+                "weight {ws:?} has {} input channels per group: \
+            expected {} (c {c} / groups {groups})",
+                ws[1],
+                c / groups
+            ),
+        ));
     }
     let oh = out_extent(
         "conv2d",

@@ -1,6 +1,6 @@
-//! Bit-exact copies of 4-byte elements (8-byte ones as pairs of them) from a strided view into a view of the same shape:
-//! contiguous, or a non-overlapping strided view such as a slice of a larger tensor (what
-//! [`Tensor::contiguous`] and [`concat`](super::concat::concat) record).
+//! Bit-exact copies of 4-byte elements (8-byte ones as pairs of them) from a strided view into a
+//! view of the same shape: contiguous, or a non-overlapping strided view such as a slice of a
+//! larger tensor (what [`Tensor::contiguous`] and [`concat`](super::concat::concat) record).
 
 backend_modules!();
 

@@ -188,7 +188,11 @@ pub fn nary(queue: &Queue, op: BinaryOp, inputs: &[&Tensor]) -> Result<Tensor> {
         op,
         BinaryOp::Add | BinaryOp::Mul | BinaryOp::Min | BinaryOp::Max
     ) {
-        let what = format!("an n-ary {} (the order of its inputs would matter): expected add, mul, minimum or maximum", op.name());
+        let what = format!(
+            "an n-ary {} (the order of its inputs would matter): expected add, mul, \
+            minimum or maximum",
+            op.name()
+        );
         return Err(Error::Invalid(what));
     }
     let (first, rest) = inputs.split_first().ok_or_else(|| {

@@ -126,7 +126,11 @@ fn gather_words(
         flat
     };
     let status = match mode {
-        IndexMode::Error => Some(queue.check_word("gather in mode Error (the next read reports its indices; use Clip or Fill in a capture)", out_of_range(indices.shape(), shape, axis))?),
+        IndexMode::Error => Some(queue.check_word(
+            "gather in mode Error (the next read reports its \
+            indices; use Clip or Fill in a capture)",
+            out_of_range(indices.shape(), shape, axis),
+        )?),
         _ => None,
     };
     // 8-byte elements move as two words each: the inner extent counts words.
@@ -172,7 +176,9 @@ fn out_of_range(indices: &[usize], x: &[usize], axis: usize) -> crate::runtime::
             (*a, rest) = (rest % n.max(1), rest / n.max(1));
         }
         format!(
-            "gather: the index at {at:?} of indices {indices:?} is outside [-{len}, {len}), axis {axis} of {x:?}: expected an index in that range (IndexMode Clip or Fill choose another answer)"
+            "gather: the index at {at:?} of indices {indices:?} is outside [-{len}, {len}), axis \
+                {axis} of {x:?}: expected an index in that range (IndexMode Clip or Fill choose \
+                another answer)"
         )
     })
 }

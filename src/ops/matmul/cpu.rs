@@ -83,9 +83,9 @@ pub(super) fn matmul(op: &Matmul<'_>) -> Result<()> {
         .for_each(|(bi, c)| {
             let (ao, bo) = (batch_offset(a.layout, bi), batch_offset(b.layout, bi));
             let (pa, pb) = (pa, pb);
-            // SAFETY: batch `bi` of A is the [m, k] view at `ao` with A's matrix strides, which lies
-            // inside A's layout, and `check_within` proved that layout inside `af` (likewise B in
-            // `bf`); `c` is one m x n block of the output.
+            // SAFETY: batch `bi` of A is the [m, k] view at `ao` with A's matrix strides, which
+            // lies inside A's layout, and `check_within` proved that layout inside `af` (likewise B
+            // in `bf`); `c` is one m x n block of the output.
             unsafe {
                 sgemm(
                     m,

@@ -169,7 +169,12 @@ fn matmul_in(
     if ra < 2 || rb < 2 {
         return Err(Error::shape(
             op,
-            format!("got shapes {:?} and {:?}: expected vectors or matrices ([.., m, k] @ [.., k, n]; a 1-D operand is a row or a column)", a.shape(), b.shape()),
+            format!(
+                "got shapes {:?} and {:?}: expected vectors or matrices ([.., m, k] @ [.., k, \
+                n]; a 1-D operand is a row or a column)",
+                a.shape(),
+                b.shape()
+            ),
         ));
     }
     let (m, k) = (a.shape()[ra - 2], a.shape()[ra - 1]);

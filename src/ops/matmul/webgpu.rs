@@ -112,7 +112,11 @@ pub(super) fn default_variant(
     n: usize,
 ) -> (&'static str, &'static str) {
     if dev.is_software() && options.software_kernels {
-        ("direct", "the default on software adapters (no workgroup memory or barriers; 512^3: 7x the speed of tile128x64 on SwiftShader, 3.4x on lavapipe)")
+        (
+            "direct",
+            "the default on software adapters (no workgroup memory or barriers; 512^3: 7x \
+            the speed of tile128x64 on SwiftShader, 3.4x on lavapipe)",
+        )
     } else if m >= 256 && n >= 256 {
         (
             "tile128x64",

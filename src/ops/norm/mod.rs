@@ -174,7 +174,10 @@ pub fn layer_norm_stats(
     use super::{BinaryOp, ReduceOp, UnaryOp};
     let rank = x.rank();
     if axis_count == 0 || axis_count > rank {
-        return Err(Error::OutOfRange(format!("layer_norm_stats: {axis_count} trailing axes of a rank-{rank} tensor: expected 1 to {rank}")));
+        return Err(Error::OutOfRange(format!(
+            "layer_norm_stats: {axis_count} trailing axes of a \
+            rank-{rank} tensor: expected 1 to {rank}"
+        )));
     }
     if !(eps > 0.0 && eps.is_finite()) {
         return Err(Error::Invalid(format!(

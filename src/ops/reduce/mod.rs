@@ -242,7 +242,10 @@ pub fn reduce_axes(
         )));
     }
     if op == ReduceOp::Argmax && reduced.len() > 1 {
-        return Err(Error::Invalid(format!("argmax over axes {reduced:?}: expected one axis (the index of the largest element along it)")));
+        return Err(Error::Invalid(format!(
+            "argmax over axes {reduced:?}: expected one axis (the \
+            index of the largest element along it)"
+        )));
     }
     let kept: Vec<usize> = (0..shape.len()).filter(|a| !reduced.contains(a)).collect();
     let out = if reduced.is_empty() {
@@ -422,7 +425,11 @@ fn empty_axis(
         ReduceOp::Sum => 0.0,
         ReduceOp::Mean => f32::NAN,
         ReduceOp::Max | ReduceOp::Min | ReduceOp::Argmax => {
-            let why = format!("cannot take the {} of an empty axis of {shape:?} (numpy raises too): expected at least one element", op.name());
+            let why = format!(
+                "cannot take the {} of an empty axis of {shape:?} (numpy raises \
+                too): expected at least one element",
+                op.name()
+            );
             return Err(Error::shape(op.name(), why));
         }
     };

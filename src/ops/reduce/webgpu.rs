@@ -36,7 +36,11 @@ wgsl_params! {
 /// The workgroup combination step of reduce.wgsl: a tree in workgroup memory, or subgroup
 /// operations (where the adapter has them) with the tree for argmax.
 const TREE: &str = crate::ops::common::wgsl_file!("reduce/reduce_tree.wgsl");
-const WITH_TREE: [&str; 2] = [TREE, "fn workgroup_combine(acc: VAL, ai: u32, lid: u32) -> Combined { return tree_combine(acc, ai, lid); }"];
+const WITH_TREE: [&str; 2] = [
+    TREE,
+    "fn workgroup_combine(acc: VAL, ai: u32, lid: u32) -> Combined \
+    { return tree_combine(acc, ai, lid); }",
+];
 /// Natively naga takes subgroup specialisations without an `enable subgroups;` directive (and
 /// rejects the directive); browsers require it.
 const ENABLE_SUBGROUPS: &str = if cfg!(target_arch = "wasm32") {
@@ -74,7 +78,13 @@ pub(super) fn default_variant(
     options: &crate::DeviceOptions,
 ) -> (&'static str, String) {
     if dev.is_software() && options.software_kernels {
-        return ("serial", "the default on software adapters, which run each workgroup's SIMD groups as coroutines on a CPU thread, switching at every barrier (DeviceOptions::software_kernels)".into());
+        return (
+            "serial",
+            "the default on software adapters, which run each workgroup's SIMD \
+            groups as coroutines on a CPU thread, switching at every barrier \
+            (DeviceOptions::software_kernels)"
+                .into(),
+        );
     }
     let use_subgroups = options.use_subgroups;
     if use_subgroups && variants(dev).contains(&"subgroup") {
@@ -349,7 +359,13 @@ mod on_the_cpu_executor {
                             let close = t.dtype() == DType::F32
                                 && op == ReduceOp::Sum
                                 && (gf - wf).abs() <= 1e-4 * (1.0 + wf.abs());
-                            assert!(g == w || close, "{entry} with {name}, {} {}: output {i} is {g:#x}, the CPU kernel's {w:#x}", t.dtype(), op.name());
+                            assert!(
+                                g == w || close,
+                                "{entry} with {name}, {} {}: output {i} is \
+                                {g:#x}, the CPU kernel's {w:#x}",
+                                t.dtype(),
+                                op.name()
+                            );
                         }
                     }
                 }

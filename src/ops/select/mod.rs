@@ -102,7 +102,8 @@ impl OpRequest for Where<'_> {
 
 /// The `where` op as a method, recorded on the device's default queue.
 impl Tensor {
-    /// `self ? a : b` elementwise with broadcasting; `self` is the condition (see [`super::select::where_`]).
+    /// `self ? a : b` elementwise with broadcasting; `self` is the condition (see
+    /// [`super::select::where_`]).
     pub fn select(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         where_(&self.device().queue(), self, a, b)
     }

@@ -32,9 +32,13 @@ pub(crate) struct Epilogue {
 /// Softmax's epilogue: `exp(x - max) / sum`.
 static SOFTMAX: Epilogue = Epilogue {
     name: "softmax",
-    wgsl: "fn row_factor(m: f32, sum: f32) -> f32 { return 1.0 / sum; }\nfn finish(v: f32, m: f32, factor: f32) -> f32 { return exp(v - m) * factor; }",
-    cuda: "__device__ __forceinline__ float row_factor(float m, float sum) { return 1.0f / sum; }\n\
-           __device__ __forceinline__ float finish(float v, float m, float factor) { return expf(v - m) * factor; }",
+    wgsl:
+        "fn row_factor(m: f32, sum: f32) -> f32 { return 1.0 / sum; }\nfn finish(v: f32, m: f32, \
+        factor: f32) -> f32 { return exp(v - m) * factor; }",
+    cuda:
+        "__device__ __forceinline__ float row_factor(float m, float sum) { return 1.0f / sum; }\n\
+           __device__ __forceinline__ float finish(float v, float m, float factor) { return expf(v \
+           - m) * factor; }",
     cpu: cpu::softmax_row,
 };
 

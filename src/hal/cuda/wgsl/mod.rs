@@ -272,11 +272,19 @@ fn kernel_text(module: &Module, info: &ModuleInfo, ep: usize) -> Result<String, 
         x * y * z,
         params.join(", ")
     );
-    out.push_str("    const u32 flat = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);\n");
+    out.push_str(
+        "    const u32 flat = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * \
+        threadIdx.z);\n",
+    );
     out.push_str("    const u32 threads = blockDim.x * blockDim.y * blockDim.z;\n");
     for (h, var) in module.global_variables.iter() {
         if var.space == AddressSpace::WorkGroup && !used[h].is_empty() {
-            let _ = writeln!(out, "    for (u32 i = flat; i < sizeof(w{0}); i += threads) ((unsigned char*)&w{0})[i] = 0;", h.index());
+            let _ = writeln!(
+                out,
+                "    for (u32 i = flat; i < sizeof(w{0}); i += threads) \
+                ((unsigned char*)&w{0})[i] = 0;",
+                h.index()
+            );
         }
     }
     out.push_str("    __syncthreads();\n    Invocation inv;\n");

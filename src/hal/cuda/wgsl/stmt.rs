@@ -296,7 +296,10 @@ impl Function<'_> {
                     .and_then(|r| self.info[r].ty.handle())
                     .ok_or("a compare-exchange without its result type")?;
                 let ty = super::types::name(self.module, ty)?;
-                format!("([&] {{ const auto old = atomicCAS({p}, {c}, {v}); {ty} r{{}}; r.m0 = old; r.m1 = old == {c}; return r; }}())")
+                format!(
+                    "([&] {{ const auto old = atomicCAS({p}, {c}, {v}); {ty} r{{}}; r.m0 = \
+                    old; r.m1 = old == {c}; return r; }}())"
+                )
             }
         };
         self.result(depth, result, &call);
