@@ -177,8 +177,12 @@ pub(crate) fn choose(
                 None if by == "the policy" => {
                     // Only reachable with `fallback` (opening checks the policy's names).
                     let (v, why) = tunable.default_variant(device, problem);
-                    (v, format!("the policy names `{name}`, which {} lacks: {why} (fallback allowed by \
-                    the policy)", device.backend()))
+                    let reason = format!(
+                        "the policy names `{name}`, which {} lacks: {why} (fallback allowed by \
+                         the policy)",
+                        device.backend()
+                    );
+                    (v, reason)
                 }
                 None => {
                     return Err(Error::Invalid(format!(
@@ -197,7 +201,14 @@ pub(crate) fn choose(
         reason,
         times_us: Default::default(),
     };
-    tracing::debug!(target: "unicompute::choice", op = op.name(), class = %problem.class(), choice, reason = %decision.reason, "kernel variant chosen");
+    tracing::debug!(
+        target: "unicompute::choice",
+        op = op.name(),
+        class = %problem.class(),
+        choice,
+        reason = %decision.reason,
+        "kernel variant chosen"
+    );
     Ok((choice, decision))
 }
 

@@ -158,7 +158,13 @@ async fn tune_problem(device: &Device, tunable: &dyn Tunable, problem: Problem) 
         default: tunable.default_variant(device, problem).0.to_string(),
         problem: trial.describe,
     };
-    tracing::info!(target: "unicompute::choice", class = %problem.class(), choice = %entry.choice, times = %times_text(&entry.times_us), "autotuned");
+    tracing::info!(
+        target: "unicompute::choice",
+        class = %problem.class(),
+        choice = %entry.choice,
+        times = %times_text(&entry.times_us),
+        "autotuned"
+    );
     device
         .shared
         .tune_cache

@@ -83,7 +83,12 @@ macro_rules! on_device {
 /// `$body` for a pair of one backend's values (`$x` of enum `$X`, `$y` of enum `$Y`), with
 /// `$B` naming the backend; `$other` when the two belong to different backends.
 macro_rules! on_pair {
-    ($x:expr => $X:ident, $y:expr => $Y:ident, |$B:ident, $a:ident, $b:ident| $body:expr, else $other:expr) => {
+    (
+        $x:expr => $X:ident,
+        $y:expr => $Y:ident,
+        |$B:ident, $a:ident, $b:ident| $body:expr,
+        else $other:expr
+    ) => {
         match ($x, $y) {
             ($X::Cpu($a), $Y::Cpu($b)) => {
                 type $B = Cpu;
@@ -337,7 +342,12 @@ impl BackendDevice {
 
     /// Fill the first `bytes` of `mem`, which no queued work uses, with `word` now.
     pub fn fill_now(&self, mem: &Memory, bytes: u64, word: u32) -> Result<()> {
-        on_pair!(self => BackendDevice, mem => Memory, |B, d, m| B::fill_now(d, m, bytes, word), else Err(Error::Internal("memory of another backend".into())))
+        on_pair!(
+            self => BackendDevice,
+            mem => Memory,
+            |B, d, m| B::fill_now(d, m, bytes, word),
+            else Err(Error::Internal("memory of another backend".into()))
+        )
     }
 
     /// Compile a user kernel; `None` if this backend does not run `language`.
@@ -432,7 +442,12 @@ impl BatchImpl {
         offset: u64,
         data: &[u8],
     ) -> Result<()> {
-        on_pair!(self => BatchImpl, dev => BackendDevice, |B, q, d| B::write(q, d, dst, offset, data), else Err(mismatch()))
+        on_pair!(
+            self => BatchImpl,
+            dev => BackendDevice,
+            |B, q, d| B::write(q, d, dst, offset, data),
+            else Err(mismatch())
+        )
     }
 
     /// Record a copy of `bytes` bytes between blocks (or within one).
@@ -445,7 +460,12 @@ impl BatchImpl {
         dst_offset: u64,
         bytes: u64,
     ) -> Result<()> {
-        on_pair!(self => BatchImpl, dev => BackendDevice, |B, q, d| B::copy(q, d, src, src_offset, dst, dst_offset, bytes), else Err(mismatch()))
+        on_pair!(
+            self => BatchImpl,
+            dev => BackendDevice,
+            |B, q, d| B::copy(q, d, src, src_offset, dst, dst_offset, bytes),
+            else Err(mismatch())
+        )
     }
 
     /// Record a launch of a user program over `workgroups` workgroups (CUDA: blocks of
@@ -480,12 +500,22 @@ impl BatchImpl {
         epoch: web_time::Instant,
         record: impl FnOnce() -> Result<()>,
     ) -> Result<(Timing, Clock)> {
-        on_pair!(self => BatchImpl, dev => BackendDevice, |B, q, d| B::timed(q, d, epoch, record), else Err(mismatch()))
+        on_pair!(
+            self => BatchImpl,
+            dev => BackendDevice,
+            |B, q, d| B::timed(q, d, epoch, record),
+            else Err(mismatch())
+        )
     }
 
     /// Keep what this queue records from now on for replay (its earlier work is submitted).
     pub fn begin_capture(&self, dev: &BackendDevice) -> Result<()> {
-        on_pair!(self => BatchImpl, dev => BackendDevice, |B, q, d| B::begin_capture(q, d), else Err(mismatch()))
+        on_pair!(
+            self => BatchImpl,
+            dev => BackendDevice,
+            |B, q, d| B::begin_capture(q, d),
+            else Err(mismatch())
+        )
     }
 
     /// Stop capturing: the captured work (`keep`), or `None` where it is dropped.
@@ -554,14 +584,24 @@ impl BatchImpl {
         bytes: u64,
         take: impl FnOnce(Mapped<'_>) -> R,
     ) -> Result<R> {
-        on_pair!(self => BatchImpl, dev => BackendDevice, |B, q, d| B::read(q, d, src, offset, bytes, take).await, else Err(mismatch()))
+        on_pair!(
+            self => BatchImpl,
+            dev => BackendDevice,
+            |B, q, d| B::read(q, d, src, offset, bytes, take).await,
+            else Err(mismatch())
+        )
     }
 }
 
 impl FenceImpl {
     /// Whether the work before this fence has finished (never blocks).
     pub fn is_signalled(&self, dev: &BackendDevice) -> bool {
-        on_pair!(self => FenceImpl, dev => BackendDevice, |B, f, d| B::is_signalled(f, d), else true)
+        on_pair!(
+            self => FenceImpl,
+            dev => BackendDevice,
+            |B, f, d| B::is_signalled(f, d),
+            else true
+        )
     }
 
     /// Device time from `start` to this fence, where the backend has device timers.
@@ -584,6 +624,11 @@ impl FenceImpl {
 
     /// Wait until the work before this fence has finished.
     pub async fn wait(&self, dev: &BackendDevice) -> Result<()> {
-        on_pair!(self => FenceImpl, dev => BackendDevice, |B, f, d| B::wait(f, d).await, else Err(mismatch()))
+        on_pair!(
+            self => FenceImpl,
+            dev => BackendDevice,
+            |B, f, d| B::wait(f, d).await,
+            else Err(mismatch())
+        )
     }
 }

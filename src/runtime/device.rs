@@ -93,7 +93,12 @@ impl Device {
 
     /// Keep (and log) how the device was chosen and the policy fallbacks taken.
     pub(crate) fn with_decisions(self, selection: Decision, fallbacks: Vec<Decision>) -> Device {
-        tracing::info!(target: "unicompute::choice", choice = %selection.choice, reason = %selection.reason, "device chosen");
+        tracing::info!(
+            target: "unicompute::choice",
+            choice = %selection.choice,
+            reason = %selection.reason,
+            "device chosen"
+        );
         let mut d = crate::base::signal::lock(&self.shared.decisions);
         d.push(selection);
         d.extend(fallbacks);

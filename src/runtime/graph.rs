@@ -140,7 +140,8 @@ struct State {
 
 thread_local! {
     /// The queues this thread captures on: (device id, queue id).
-    static CAPTURING: std::cell::RefCell<Vec<(u64, u64)>> = const { std::cell::RefCell::new(Vec::new()) };
+    static CAPTURING: std::cell::RefCell<Vec<(u64, u64)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// A thread's turn to record one operation on a queue.

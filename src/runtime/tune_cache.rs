@@ -88,7 +88,12 @@ impl TuneCache {
         let mut merged = self.read();
         merged.insert(key.clone(), entry.clone());
         if let Err(e) = self.write(&merged) {
-            tracing::warn!(target: "unicompute::choice", cache = %self.describe(), error = %e, "the tune cache could not be written");
+            tracing::warn!(
+                target: "unicompute::choice",
+                cache = %self.describe(),
+                error = %e,
+                "the tune cache could not be written"
+            );
         }
         entries.get_or_insert_with(BTreeMap::new).extend(merged);
     }

@@ -107,7 +107,13 @@ macro_rules! cuda_params {
         impl $name {
             /// The struct's C declaration.
             pub(super) const DECL: &'static str =
-                concat!("struct ", stringify!($name), " {\n", $($crate::ops::common::cuda::cuda_field!($f: $t),)* "};\n");
+                concat!(
+                    "struct ",
+                    stringify!($name),
+                    " {\n",
+                    $($crate::ops::common::cuda::cuda_field!($f: $t),)*
+                    "};\n"
+                );
         }
     };
 }

@@ -49,7 +49,13 @@ pub(crate) use wgsl_words;
 /// kernels read the words from `params: array<u32>` (common.wgsl's view helpers index it at
 /// run time); an `f32` field is read with `bitcast<f32>`.
 macro_rules! wgsl_params {
-    ($(#[$doc:meta])* $vis:vis struct $name:ident: $p:ident { $(#[$fdoc0:meta])* $f0:ident: $t0:tt $(, $(#[$fdoc:meta])* $f:ident: $t:tt)* $(,)? }) => {
+    (
+        $(#[$doc:meta])*
+        $vis:vis struct $name:ident: $p:ident {
+            $(#[$fdoc0:meta])* $f0:ident: $t0:tt
+            $(, $(#[$fdoc:meta])* $f:ident: $t:tt)* $(,)?
+        }
+    ) => {
         $(#[$doc])*
         #[repr(C)]
         #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]

@@ -140,14 +140,18 @@ impl Profile {
             .iter()
             .filter_map(|l| l.device_start_us)
             .fold(f64::INFINITY, f64::min);
-        let mut events: Vec<Value> = vec![
-            json!({"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": format!("{} ({})", self.device, self.backend)}}),
-        ];
+        let mut events: Vec<Value> = vec![json!({
+            "ph": "M", "name": "process_name", "pid": 1, "tid": 0,
+            "args": {"name": format!("{} ({})", self.device, self.backend)}
+        })];
         let mut queues: Vec<u64> = self.launches.iter().map(|l| l.queue).collect();
         queues.sort_unstable();
         queues.dedup();
         for q in &queues {
-            events.push(json!({"ph": "M", "name": "thread_name", "pid": 1, "tid": q, "args": {"name": format!("queue {q}")}}));
+            events.push(json!({
+                "ph": "M", "name": "thread_name", "pid": 1, "tid": q,
+                "args": {"name": format!("queue {q}")}
+            }));
         }
         for l in &self.launches {
             let (Some(start), Some(dur)) = (l.device_start_us, l.device_us) else {

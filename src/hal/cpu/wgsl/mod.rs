@@ -274,7 +274,12 @@ fn guard<'a>(
     (group, binding): (u32, u32),
     block: &'a Arc<Block>,
 ) -> Result<Guard<'a>> {
-    let writable = program.bound_at(group, binding).is_some_and(|(_, v)| matches!(v.space, AddressSpace::Storage { access } if access.contains(naga::StorageAccess::STORE)));
+    let writable = program.bound_at(group, binding).is_some_and(|(_, v)| {
+        matches!(
+            v.space,
+            AddressSpace::Storage { access } if access.contains(naga::StorageAccess::STORE)
+        )
+    });
     Ok(if writable {
         Guard::Write(crate::hal::cpu::write_guard(block)?)
     } else {

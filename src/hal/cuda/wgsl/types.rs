@@ -123,7 +123,15 @@ fn declaration(module: &Module, h: Handle<Type>, ty: &Type) -> Result<String, St
             let element = c_size(module, base);
             let mut element_name = name(module, base)?;
             if padded(module, base, stride) {
-                let pad = stride.checked_sub(element).filter(|&p| p > 0).ok_or_else(|| format!("arrays whose stride ({stride} bytes) is below their element's size ({element} bytes)"))?;
+                let pad = stride
+                    .checked_sub(element)
+                    .filter(|&p| p > 0)
+                    .ok_or_else(|| {
+                        format!(
+                            "arrays whose stride ({stride} bytes) is below their element's size \
+                             ({element} bytes)"
+                        )
+                    })?;
                 let _ = writeln!(
                     out,
                     "struct e{0} {{ {element_name} v; char pad[{pad}]; }};",
