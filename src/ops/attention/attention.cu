@@ -10,14 +10,16 @@
 #define BLOCK 64
 
 __device__ __forceinline__ IDX at(const View4& w, IDX b, IDX h, IDX i, IDX j) {
-    return (IDX)w.offset + b * (IDX)w.strides[0] + h * (IDX)w.strides[1] + i * (IDX)w.strides[2] + j * (IDX)w.strides[3];
+    return (IDX)w.offset + b * (IDX)w.strides[0] + h * (IDX)w.strides[1] + i * (IDX)w.strides[2]
+            + j * (IDX)w.strides[3];
 }
 
-__device__ __forceinline__ float max_nan(float a, float b) { return (isnan(a) || isnan(b)) ? nan_f32() : fmaxf(a, b); }
+__device__ __forceinline__ float max_nan(float a, float b) {
+    return (isnan(a) || isnan(b)) ? nan_f32() : fmaxf(a, b); }
 
-extern "C" __global__ void __launch_bounds__(BLOCK) attention_main(const float* __restrict__ q, const float* __restrict__ k,
-                                                                   const float* __restrict__ v, const float* __restrict__ mask,
-                                                                   float* __restrict__ out, AttentionParams p) {
+extern "C" __global__ void __launch_bounds__(BLOCK) attention_main(
+    const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+    const float* __restrict__ mask, float* __restrict__ out, AttentionParams p) {
     __shared__ float qrow[256];
     __shared__ float probs[BLOCK];
     __shared__ float red[BLOCK];
@@ -64,7 +66,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK) attention_main(const float* 
                 const IDX c = lid + BLOCK * r;
                 if (c < dv) {
                     float a = acc[r] * alpha;
-                    for (IDX jj = 0; jj < tile; ++jj) a = fmaf(probs[jj], v[at(p.v, b, h, j0 + jj, c)], a);
+                    for (IDX jj = 0; jj < tile; ++jj) a = fmaf(probs[jj],
+                            v[at(p.v, b, h, j0 + jj, c)], a);
                     acc[r] = a;
                 }
             }

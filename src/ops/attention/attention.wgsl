@@ -26,7 +26,8 @@ var<workgroup> probs: array<f32, 64>;
 var<workgroup> red: array<f32, 64>;
 
 fn view(at: u32, b: u32, h: u32, i: u32, j: u32) -> u32 {
-    return params[at] + b * params[at + 1u] + h * params[at + 2u] + i * params[at + 3u] + j * params[at + 4u];
+    return params[at] + b * params[at + 1u] + h * params[at + 2u] + i * params[at + 3u]
+            + j * params[at + 4u];
 }
 
 // (batch, head, query) of query row `row`, counting rows over every batch and head.
@@ -207,6 +208,7 @@ fn attention_serial_main(
         state[at + 1u] = l;
         for (var c = 0u; c < dv; c++) { state[at + 2u + c] = o[c]; }
     } else {
-        for (var c = 0u; c < dv; c++) { out[params[P_out] + row * dv + c] = select(o[c] / l, 0.0, l == 0.0); }
+        for (var c = 0u; c < dv; c++) {
+            out[params[P_out] + row * dv + c] = select(o[c] / l, 0.0, l == 0.0); }
     }
 }

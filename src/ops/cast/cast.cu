@@ -59,7 +59,8 @@ __device__ __forceinline__ float to_f32(u32 bits) {
 // Rust's `as` from f32: integers truncate and saturate (NaN -> 0).
 __device__ __forceinline__ u32 from_f32(float v) {
     switch (TO) {
-        case 1: return isnan(v) ? 0u : (v >= 2147483648.0f ? 0x7fffffffu : (u32)(int)fmaxf(v, -2147483648.0f));
+        case 1: return isnan(v) ? 0u : (v >= 2147483648.0f ? 0x7fffffffu
+                : (u32)(int)fmaxf(v, -2147483648.0f));
         case 2: return isnan(v) ? 0u : (v >= 4294967296.0f ? 0xffffffffu : (u32)fmaxf(v, 0.0f));
         case 3: return f32_to_f16(v);
         case 4: return f32_to_bf16(v);
@@ -79,7 +80,8 @@ __device__ __forceinline__ u64 f32_to_i64(float v) {
 // bits (truncating or extending), i64 to floats rounded to the nearest f32 first, everything
 // else through f32.
 __device__ __forceinline__ u64 convert(u64 bits) {
-    const bool int_from = FROM == 1 || FROM == 2 || FROM == 5, int_to = TO == 1 || TO == 2 || TO == 5;
+    const bool int_from = FROM == 1 || FROM == 2 || FROM == 5,
+            int_to = TO == 1 || TO == 2 || TO == 5;
     if (FROM == TO) return bits;
     if (int_from && int_to) {
         const i64 v = FROM == 1 ? (i64)(int)(u32)bits : (i64)bits;
@@ -96,13 +98,15 @@ __device__ __forceinline__ u64 load(const u32* x, IDX e) {
     return x[e];
 }
 
-extern "C" __global__ void cast_main(const u32* __restrict__ x, u32* __restrict__ out, CastParams p) {
+extern "C" __global__ void cast_main(
+    const u32* __restrict__ x, u32* __restrict__ out, CastParams p) {
     const IDX n = (IDX)p.n, off = (IDX)p.offset;
     if (TO == 3 || TO == 4) {
         // Thread i writes output word i: elements 2i and 2i + 1 (past the end, padding).
         for (IDX i = grid_start(); 2 * i < n; i += grid_step()) {
             const u32 lo = (u32)convert(load(x, off + strided_offset(2 * i, p.rank, p.shape, p.strides)));
-            const u32 hi = 2 * i + 1 < n ? (u32)convert(load(x, off + strided_offset(2 * i + 1, p.rank, p.shape, p.strides))) : 0u;
+            const u32 hi = 2 * i + 1 < n
+                    ? (u32)convert(load(x, off + strided_offset(2 * i + 1, p.rank, p.shape, p.strides))) : 0u;
             out[i] = lo | (hi << 16);
         }
         return;

@@ -10,10 +10,12 @@ fn sin_(v: f32, quarter: i32) -> f32 {
     // Cody-Waite: pi/2 in four parts, the first three of 11 bits, so that each k * part is
     // exact for |k| < 2^13 (|v| < 12867) without relying on a fused fma, which WGSL does not
     // promise (llvmpipe rounds the product).
-    let r = (((v - k * 1.5703125) - k * 4.8375129699707031e-4) - k * 7.5495336204767227e-8) - k * 2.5633440682570896e-12;
+    let r = (((v - k * 1.5703125) - k * 4.8375129699707031e-4) - k * 7.5495336204767227e-8)
+            - k * 2.5633440682570896e-12;
     let z = r * r;
     let s = fma(fma(fma(-1.9515296e-4, z, 8.3321609e-3), z, -1.6666655e-1) * z, r, r);
-    let c = fma(z * z, fma(fma(2.4433157e-5, z, -1.3887316e-3), z, 4.1666646e-2), fma(-0.5, z, 1.0));
+    let c = fma(z * z, fma(fma(2.4433157e-5, z, -1.3887316e-3), z, 4.1666646e-2),
+            fma(-0.5, z, 1.0));
     let q = (i32(k) + quarter) & 3;
     switch q {
         case 0: { return s; }
@@ -47,7 +49,8 @@ fn sigmoid_(v: f32) -> f32 {
 // erfc with fractional error below 1.2e-7 everywhere (Chebyshev fit, Numerical Recipes).
 fn erfc_(z: f32) -> f32 {
     let t = 1.0 / (1.0 + 0.5 * abs(z));
-    let p = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806
+    let p = -z * z - 1.26551223
+            + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806
         + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
     let r = t * exp(p);
     return select(2.0 - r, r, z >= 0.0);

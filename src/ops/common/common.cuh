@@ -11,7 +11,8 @@ typedef long long i64;
 #define MAX_RANK 8
 
 // Row-major linear index `i` of a `rank`-dimensional `shape` to an offset through `strides`.
-__device__ __forceinline__ IDX strided_offset(IDX i, u32 rank, const u64* shape, const u64* strides) {
+__device__ __forceinline__ IDX strided_offset(IDX i, u32 rank, const u64* shape,
+        const u64* strides) {
     IDX off = 0;
     for (int d = (int)rank - 1; d >= 0; --d) {
         IDX n = (IDX)shape[d];

@@ -14,16 +14,19 @@
 #endif
 
 // Input coordinate of output position `o`, tap `k` on an axis, or -1 in the padding.
-__device__ __forceinline__ long long input_at(IDX o, IDX k, u64 stride, u64 dilation, u64 pad, u64 extent) {
+__device__ __forceinline__ long long input_at(IDX o, IDX k, u64 stride, u64 dilation, u64 pad,
+        u64 extent) {
     // In 64 bits: a stride or dilation past 32 bits must not wrap. The op's geometry keeps
     // (out - 1) * stride + (k - 1) * dilation within the padded extent, so this cannot overflow.
     const long long i = (long long)((u64)o * stride + (u64)k * dilation) - (long long)pad;
     return (i < 0 || i >= (long long)extent) ? -1 : i;
 }
 
-extern "C" __global__ void conv2d_main(const float* __restrict__ x, const float* __restrict__ weight, const float* __restrict__ bias,
-                                       float* __restrict__ out, ConvParams p) {
-    const IDX c = (IDX)p.c, h = (IDX)p.h, w = (IDX)p.w, o = (IDX)p.o, kh = (IDX)p.kh, kw = (IDX)p.kw, oh = (IDX)p.oh, ow = (IDX)p.ow;
+extern "C" __global__ void conv2d_main(
+    const float* __restrict__ x, const float* __restrict__ weight, const float* __restrict__ bias,
+    float* __restrict__ out, ConvParams p) {
+    const IDX c = (IDX)p.c, h = (IDX)p.h, w = (IDX)p.w, o = (IDX)p.o, kh = (IDX)p.kh,
+            kw = (IDX)p.kw, oh = (IDX)p.oh, ow = (IDX)p.ow;
     const IDX total = (IDX)p.n * o * oh * ow;
     const IDX cg = c / (IDX)p.groups, og = o / (IDX)p.groups;
     for (IDX i = grid_start(); i < total; i += grid_step()) {
@@ -37,7 +40,8 @@ extern "C" __global__ void conv2d_main(const float* __restrict__ x, const float*
                 const long long iy = input_at(oy, ky, p.stride[0], p.dilation[0], p.pad[0], p.h);
                 if (iy < 0) continue;
                 for (IDX kx = 0; kx < kw; ++kx) {
-                    const long long ix = input_at(ox, kx, p.stride[1], p.dilation[1], p.pad[1], p.w);
+                    const long long ix = input_at(ox, kx, p.stride[1], p.dilation[1], p.pad[1],
+                            p.w);
                     if (ix < 0) continue;
                     acc = fmaf(plane[(IDX)iy * w + (IDX)ix], taps[ky * kw + kx], acc);
                 }
@@ -57,8 +61,10 @@ __device__ long long pool_count(u64 o, u64 k, u64 stride, u64 pad, u64 pad_end, 
     return min(end, (long long)n) - max(start, 0LL);
 }
 
-extern "C" __global__ void pool2d_main(const float* __restrict__ x, float* __restrict__ out, ConvParams p) {
-    const IDX h = (IDX)p.h, w = (IDX)p.w, kh = (IDX)p.kh, kw = (IDX)p.kw, oh = (IDX)p.oh, ow = (IDX)p.ow;
+extern "C" __global__ void pool2d_main(
+    const float* __restrict__ x, float* __restrict__ out, ConvParams p) {
+    const IDX h = (IDX)p.h, w = (IDX)p.w, kh = (IDX)p.kh, kw = (IDX)p.kw, oh = (IDX)p.oh,
+            ow = (IDX)p.ow;
     const IDX total = (IDX)p.n * (IDX)p.c * oh * ow;
     for (IDX i = grid_start(); i < total; i += grid_step()) {
         const IDX ox = i % ow, oy = (i / ow) % oh;

@@ -76,10 +76,12 @@ fn conv2d_main(
     let nb = i / (xblocks * oh * blocks);
     let cg = c / params[P_groups];
     let g = oc0 / (o / params[P_groups]);
-    let sy = params[P_stride_y]; let sx = i32(params[P_stride_x]); let dy = params[P_dilation_y]; let dx = params[P_dilation_x];
+    let sy = params[P_stride_y]; let sx = i32(params[P_stride_x]); let dy = params[P_dilation_y];
+    let dx = params[P_dilation_x];
     let iy0 = i32(oy * sy) - i32(params[P_pad_y]);
     let ix0 = i32(ox0) * sx - i32(params[P_pad_x]);
-    let ky0 = params[P_ky]; let ky1 = params[P_ky + 1u]; let kx0 = params[P_kx]; let kx1 = params[P_kx + 1u];
+    let ky0 = params[P_ky]; let ky1 = params[P_ky + 1u]; let kx0 = params[P_kx];
+    let kx1 = params[P_kx + 1u];
     // Weights of consecutive output channels are `ws` apart; outputs `plane` apart.
     let ws = cg * kh * kw;
     let plane = oh * ow;

@@ -6,7 +6,8 @@
 #define OUT_CONTIGUOUS 1
 #endif
 
-extern "C" __global__ void copy_main(const u32* __restrict__ x, u32* __restrict__ out, CopyParams p) {
+extern "C" __global__ void copy_main(
+    const u32* __restrict__ x, u32* __restrict__ out, CopyParams p) {
     const IDX n = (IDX)p.n;
     for (IDX i = grid_start(); i < n; i += grid_step()) {
         const IDX at = OUT_CONTIGUOUS ? i : strided_offset(i, p.rank, p.shape, p.out_strides);

@@ -48,7 +48,8 @@ __device__ __forceinline__ float binary_op(float a, float b) {
 }
 
 template <int mode>
-__device__ __forceinline__ IDX operand_index(IDX i, const ElementwiseParams& p, const u64* strides, u64 period) {
+__device__ __forceinline__ IDX operand_index(IDX i, const ElementwiseParams& p,
+        const u64* strides, u64 period) {
     if (mode == 1) return i;
     if (mode == 2) return i % (IDX)period;
     return strided_offset(i, p.rank, p.shape, strides);
@@ -89,7 +90,8 @@ __device__ __forceinline__ float4 binary4(float4 a, float4 b) {
                        unary_op<ACT>(binary_op<OP>(a.z, b.z)), unary_op<ACT>(binary_op<OP>(a.w, b.w)));
 }
 
-extern "C" __global__ void unary_main(const float* __restrict__ x, float* __restrict__ out, ElementwiseParams p) {
+extern "C" __global__ void unary_main(
+    const float* __restrict__ x, float* __restrict__ out, ElementwiseParams p) {
     const IDX n = (IDX)p.n;
     if (VEC4) {
         const float4* __restrict__ x4 = (const float4*)x;
@@ -100,8 +102,9 @@ extern "C" __global__ void unary_main(const float* __restrict__ x, float* __rest
     }
 }
 
-extern "C" __global__ void binary_main(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ out,
-                                       ElementwiseParams p) {
+extern "C" __global__ void binary_main(
+    const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ out,
+    ElementwiseParams p) {
     const IDX n = (IDX)p.n;
     if (VEC4) {
         const float4* __restrict__ a4 = (const float4*)a;
@@ -145,10 +148,12 @@ __device__ __forceinline__ VAL int_op(VAL a, VAL b) {
     }
 }
 
-extern "C" __global__ void int_binary_main(const VAL* __restrict__ a, const VAL* __restrict__ b, VAL* __restrict__ out,
-                                           ElementwiseParams p) {
+extern "C" __global__ void int_binary_main(
+    const VAL* __restrict__ a, const VAL* __restrict__ b, VAL* __restrict__ out,
+    ElementwiseParams p) {
     const IDX n = (IDX)p.n;
     for (IDX i = grid_start(); i < n; i += grid_step()) {
-        out[i] = int_op<OP>(a[operand_index<A_MODE>(i, p, p.a_strides, p.a_period)], b[operand_index<B_MODE>(i, p, p.b_strides, p.b_period)]);
+        out[i] = int_op<OP>(a[operand_index<A_MODE>(i, p, p.a_strides, p.a_period)],
+                b[operand_index<B_MODE>(i, p, p.b_strides, p.b_period)]);
     }
 }

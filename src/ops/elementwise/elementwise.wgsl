@@ -60,7 +60,8 @@ fn operand_offset(mode: u32, i: u32, view_at: u32, period_at: u32) -> u32 {
 
 // Where the operands of output element i are (a's, b's).
 fn binary_offsets(i: u32) -> vec2<u32> {
-    return vec2<u32>(operand_offset(A_MODE, i, S_a, S_a_period), operand_offset(B_MODE, i, S_b, S_b_period));
+    return vec2<u32>(operand_offset(A_MODE, i, S_a, S_a_period),
+            operand_offset(B_MODE, i, S_b, S_b_period));
 }
 
 fn element(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {

@@ -7,7 +7,8 @@
 #endif
 
 // The entry of an axis of `len` that index `j` picks, or ~0 for none (mode 1 clips).
-__device__ __forceinline__ IDX gather_entry(const u32* __restrict__ indices, IDX j, IDX len, u32 mode) {
+__device__ __forceinline__ IDX gather_entry(const u32* __restrict__ indices, IDX j, IDX len,
+        u32 mode) {
     bool negative, fits = true;
     u32 magnitude;
     if (INDEX_KIND == 2) {
@@ -28,8 +29,9 @@ __device__ __forceinline__ IDX gather_entry(const u32* __restrict__ indices, IDX
 
 // out[o, j, i] = x[o, entry(j), i]; 0 where there is none, and in mode 0 the least such j
 // goes to status[0].
-extern "C" __global__ void gather_main(const u32* __restrict__ x, const u32* __restrict__ indices, u32* __restrict__ out,
-                                       u32* __restrict__ status, GatherParams p) {
+extern "C" __global__ void gather_main(
+    const u32* __restrict__ x, const u32* __restrict__ indices, u32* __restrict__ out,
+    u32* __restrict__ status, GatherParams p) {
     const IDX len = (IDX)p.len, inner = (IDX)p.inner, count = (IDX)p.count;
     const IDX n = (IDX)p.outer * count * inner;
     for (IDX i = grid_start(); i < n; i += grid_step()) {

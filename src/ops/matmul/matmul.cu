@@ -26,8 +26,9 @@ __device__ __forceinline__ float epilogue(float v, const float* bias, IDX col) {
     return unary_op<ACT>(v);
 }
 
-extern "C" __global__ void __launch_bounds__(256) matmul_main(const float* __restrict__ a, const float* __restrict__ b,
-                                                              const float* __restrict__ bias, float* __restrict__ c, MatmulParams p) {
+extern "C" __global__ void __launch_bounds__(256) matmul_main(
+    const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias,
+    float* __restrict__ c, MatmulParams p) {
     __shared__ float at[KSTEP][TILE];
     __shared__ float bt[KSTEP][TILE];
     const IDX m = (IDX)p.m, n = (IDX)p.n, k = (IDX)p.k;
@@ -81,7 +82,8 @@ extern "C" __global__ void __launch_bounds__(256) matmul_main(const float* __res
 }
 
 // out[i] = act(out[i] + bias[i % cols]) over a contiguous [rows, cols] output.
-extern "C" __global__ void bias_act_main(float* out, const float* __restrict__ bias, BiasActParams p) {
+extern "C" __global__ void bias_act_main(
+    float* out, const float* __restrict__ bias, BiasActParams p) {
     const IDX n = (IDX)p.n_total, cols = (IDX)p.cols;
     for (IDX i = grid_start(); i < n; i += grid_step()) out[i] = epilogue(out[i], bias, i % cols);
 }

@@ -134,13 +134,17 @@ fn matmul_direct_main(
         let b2 = b_n4(b_base, k0 + 2u, col0);
         let b3 = b_n4(b_base, k0 + 3u, col0);
         let a0 = a_k4(a_base, r0, k0);
-        c0 = fma(vec4<f32>(a0.x), b0, fma(vec4<f32>(a0.y), b1, fma(vec4<f32>(a0.z), b2, fma(vec4<f32>(a0.w), b3, c0))));
+        c0 = fma(vec4<f32>(a0.x), b0,
+                fma(vec4<f32>(a0.y), b1, fma(vec4<f32>(a0.z), b2, fma(vec4<f32>(a0.w), b3, c0))));
         let a1 = a_k4(a_base, r1, k0);
-        c1 = fma(vec4<f32>(a1.x), b0, fma(vec4<f32>(a1.y), b1, fma(vec4<f32>(a1.z), b2, fma(vec4<f32>(a1.w), b3, c1))));
+        c1 = fma(vec4<f32>(a1.x), b0,
+                fma(vec4<f32>(a1.y), b1, fma(vec4<f32>(a1.z), b2, fma(vec4<f32>(a1.w), b3, c1))));
         let a2 = a_k4(a_base, r2, k0);
-        c2 = fma(vec4<f32>(a2.x), b0, fma(vec4<f32>(a2.y), b1, fma(vec4<f32>(a2.z), b2, fma(vec4<f32>(a2.w), b3, c2))));
+        c2 = fma(vec4<f32>(a2.x), b0,
+                fma(vec4<f32>(a2.y), b1, fma(vec4<f32>(a2.z), b2, fma(vec4<f32>(a2.w), b3, c2))));
         let a3 = a_k4(a_base, r3, k0);
-        c3 = fma(vec4<f32>(a3.x), b0, fma(vec4<f32>(a3.y), b1, fma(vec4<f32>(a3.z), b2, fma(vec4<f32>(a3.w), b3, c3))));
+        c3 = fma(vec4<f32>(a3.x), b0,
+                fma(vec4<f32>(a3.y), b1, fma(vec4<f32>(a3.z), b2, fma(vec4<f32>(a3.w), b3, c3))));
     }
     acc[0] = c0;
     acc[1] = c1;

@@ -34,7 +34,8 @@ fn load_tiles(a_base: u32, b_base: u32, row0: u32, col0: u32, k0: u32, lid: u32)
 fn a_k4(a_base: u32, row: u32, k0: u32) -> vec4<f32> {
     var v = vec4<f32>(0.0);
     for (var c = 0u; c < 4u; c++) {
-        if (k0 + c < params[P_k]) { v[c] = f32(a[a_base + row * params[P_a_row] + (k0 + c) * params[P_a_col]]); }
+        if (k0 + c < params[P_k]) {
+            v[c] = f32(a[a_base + row * params[P_a_row] + (k0 + c) * params[P_a_col]]); }
     }
     return v;
 }
@@ -42,7 +43,8 @@ fn a_k4(a_base: u32, row: u32, k0: u32) -> vec4<f32> {
 fn b_n4(b_base: u32, kr: u32, col0: u32) -> vec4<f32> {
     var v = vec4<f32>(0.0);
     for (var c = 0u; c < 4u; c++) {
-        if (kr < params[P_k] && col0 + c < params[P_n]) { v[c] = f32(b[b_base + kr * params[P_b_row] + (col0 + c) * params[P_b_col]]); }
+        if (kr < params[P_k] && col0 + c < params[P_n]) {
+            v[c] = f32(b[b_base + kr * params[P_b_row] + (col0 + c) * params[P_b_col]]); }
     }
     return v;
 }

@@ -42,8 +42,9 @@ __device__ __forceinline__ double block_sum(double v) {
     return total;
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK) norm_main(const float* __restrict__ x, const float* __restrict__ weight,
-                                                              const float* __restrict__ bias, float* __restrict__ out, NormParams p) {
+extern "C" __global__ void __launch_bounds__(BLOCK) norm_main(
+    const float* __restrict__ x, const float* __restrict__ weight, const float* __restrict__ bias,
+    float* __restrict__ out, NormParams p) {
     const IDX cols = (IDX)p.cols;
     const double n = (double)p.cols;
     for (IDX row = blockIdx.x; row < (IDX)p.rows; row += gridDim.x) {

@@ -35,7 +35,8 @@ fn merge(a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
     if (b.x == 0.0) { return a; }
     let total = a.x + b.x;
     let delta = b.y - a.y;
-    return vec3<f32>(total, a.y + delta * b.x / total, a.z + b.z + delta * delta * a.x * b.x / total);
+    return vec3<f32>(total, a.y + delta * b.x / total,
+            a.z + b.z + delta * delta * a.x * b.x / total);
 }
 
 @compute @workgroup_size(256)
@@ -51,7 +52,8 @@ fn norm_main(
     let cols = params[P_cols];
     let j1 = min(j0 + params[P_chunk_cols], cols);
     let in_range = row < params[P_rows];
-    let xin = params[P_x] + (row / params[P_nb]) * params[P_x_a] + (row % params[P_nb]) * params[P_x_b];
+    let xin = params[P_x] + (row / params[P_nb]) * params[P_x_a]
+            + (row % params[P_nb]) * params[P_x_b];
     let xs = params[P_x_col];
     let o = params[P_out] + row * cols;
     let n = f32(cols);
@@ -88,7 +90,8 @@ fn norm_main(
     workgroupBarrier();
     for (var s = 128u; s > 0u; s >>= 1u) {
         if (lid < s) {
-            let r = merge(vec3<f32>(counts[lid], means[lid], squares[lid]), vec3<f32>(counts[lid + s], means[lid + s], squares[lid + s]));
+            let r = merge(vec3<f32>(counts[lid], means[lid], squares[lid]),
+                    vec3<f32>(counts[lid + s], means[lid + s], squares[lid + s]));
             counts[lid] = r.x;
             means[lid] = r.y;
             squares[lid] = r.z;
@@ -132,7 +135,8 @@ fn norm_serial_main(
     let cols = params[P_cols];
     let j0 = (g % chunks) * params[P_chunk_cols];
     let j1 = min(j0 + params[P_chunk_cols], cols);
-    let xin = params[P_x] + (row / params[P_nb]) * params[P_x_a] + (row % params[P_nb]) * params[P_x_b];
+    let xin = params[P_x] + (row / params[P_nb]) * params[P_x_a]
+            + (row % params[P_nb]) * params[P_x_b];
     let xs = params[P_x_col];
     let o = params[P_out] + row * cols;
 

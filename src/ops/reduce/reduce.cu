@@ -105,8 +105,9 @@ __device__ __forceinline__ void block_combine(VAL& acc, u32& ai) {
     __syncthreads();
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK) reduce_rows(const VAL* __restrict__ x, const u32* __restrict__ xi,
-                                                                VAL* __restrict__ out, u32* __restrict__ outi, ReduceParams p) {
+extern "C" __global__ void __launch_bounds__(BLOCK) reduce_rows(
+    const VAL* __restrict__ x, const u32* __restrict__ xi, VAL* __restrict__ out,
+    u32* __restrict__ outi, ReduceParams p) {
     const IDX len = (IDX)p.len, inner = (IDX)p.inner, chunks = (IDX)p.chunks, chunk = (IDX)p.chunk;
     const IDX groups = (IDX)p.outer * inner * chunks;
     for (IDX g = blockIdx.x; g < groups; g += gridDim.x) {
@@ -129,8 +130,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK) reduce_rows(const VAL* __res
     }
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK) reduce_cols(const VAL* __restrict__ x, VAL* __restrict__ out,
-                                                                u32* __restrict__ outi, ReduceParams p) {
+extern "C" __global__ void __launch_bounds__(BLOCK) reduce_cols(
+    const VAL* __restrict__ x, VAL* __restrict__ out, u32* __restrict__ outi, ReduceParams p) {
     const IDX len = (IDX)p.len, inner = (IDX)p.inner;
     const IDX outputs = (IDX)p.outer * inner;
     for (IDX g = grid_start(); g < outputs; g += grid_step()) {

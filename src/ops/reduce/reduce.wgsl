@@ -96,7 +96,8 @@ fn reduce_main(
 // The `serial` variant, for software adapters (SwiftShader, llvmpipe: CPU threads running
 // the invocations of a workgroup in SIMD lanes, where a workgroup barrier switches
 // coroutines): no workgroup memory and no barriers. Each row is reduced by params[P_chunks]
-// invocations, invocation c taking elements c, c + params[P_chunks], c + 2 * params[P_chunks], ... of its
+// invocations, invocation c taking elements c, c + params[P_chunks], c + 2 * params[P_chunks], ...
+// of its
 // row alone and storing its partial; later passes reduce the partials the same way.
 // Invocations are numbered (outer, c, inner) with inner fastest, so neighbouring invocations
 // read neighbouring elements; partials are stored [outer * inner + i][c], as reduce_main

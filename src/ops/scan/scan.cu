@@ -16,7 +16,8 @@ __device__ __forceinline__ unsigned widen(unsigned v) { return v; }
 __device__ __forceinline__ u64 widen(i64 v) { return (u64)v; }
 typedef decltype(widen((VAL)0)) ACC;
 
-extern "C" __global__ void __launch_bounds__(BLOCK) cumsum_main(const VAL* __restrict__ x, VAL* __restrict__ out, ScanParams p) {
+extern "C" __global__ void __launch_bounds__(BLOCK) cumsum_main(
+    const VAL* __restrict__ x, VAL* __restrict__ out, ScanParams p) {
     __shared__ ACC sums[BLOCK];
     const IDX len = (IDX)p.len, inner = (IDX)p.inner;
     const IDX seg = (len + BLOCK - 1) / BLOCK;

@@ -1,6 +1,7 @@
 // A function of each row's softmax statistics over rows of `cols` elements, one block per row:
 // row r = (a, b) = (r / nb, r % nb) starts at a * x_a + b * x_b in x and steps x_col (strided
-// views are read in place), and likewise in out (`Steps` in mod.rs). One pass keeps a running (maximum, sum of exp(x - maximum)) per
+// views are read in place), and likewise in out (`Steps` in mod.rs). One pass keeps a running
+// (maximum, sum of exp(x - maximum)) per
 // thread ("online softmax"); the block merges them with warp shuffles; a second pass writes
 // finish(x, max, row_factor(max, sum)). The op's epilogue, prepended, defines those two
 // functions: softmax writes exp(x - max) / sum, log_softmax x - max - log(sum).
@@ -12,7 +13,8 @@
 #define ROW_VECS 1
 #endif
 
-__device__ __forceinline__ float max_nan(float a, float b) { return (isnan(a) || isnan(b)) ? nan_f32() : fmaxf(a, b); }
+__device__ __forceinline__ float max_nan(float a, float b) {
+    return (isnan(a) || isnan(b)) ? nan_f32() : fmaxf(a, b); }
 
 // Merge two (max, sum) pairs.
 __device__ __forceinline__ void merge(float& m, float& s, float m2, float s2) {
@@ -24,7 +26,8 @@ __device__ __forceinline__ void merge(float& m, float& s, float m2, float s2) {
     s = a + b;
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK) softmax_main(const float* __restrict__ x, float* __restrict__ out, SoftmaxParams p) {
+extern "C" __global__ void __launch_bounds__(BLOCK) softmax_main(
+    const float* __restrict__ x, float* __restrict__ out, SoftmaxParams p) {
     __shared__ float sm[BLOCK / 32];
     __shared__ float ss[BLOCK / 32];
     const IDX cols = (IDX)p.cols;
@@ -36,7 +39,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK) softmax_main(const float* __
         const IDX xs = (IDX)p.x_col, os = (IDX)p.out_col;
         float m = -inf_f32(), s = 0.0f;
         for (IDX j = threadIdx.x; j < cols; j += BLOCK) merge(m, s, xr[j * xs], 1.0f);
-        for (int o = 16; o > 0; o >>= 1) merge(m, s, __shfl_down_sync(0xffffffffu, m, o), __shfl_down_sync(0xffffffffu, s, o));
+        for (int o = 16; o > 0; o >>= 1) merge(m, s, __shfl_down_sync(0xffffffffu, m, o),
+                __shfl_down_sync(0xffffffffu, s, o));
         if (lane == 0) {
             sm[warp] = m;
             ss[warp] = s;
@@ -45,7 +49,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK) softmax_main(const float* __
         if (warp == 0) {
             m = lane < BLOCK / 32 ? sm[lane] : -inf_f32();
             s = lane < BLOCK / 32 ? ss[lane] : 0.0f;
-            for (int o = 16; o > 0; o >>= 1) merge(m, s, __shfl_down_sync(0xffffffffu, m, o), __shfl_down_sync(0xffffffffu, s, o));
+            for (int o = 16; o > 0; o >>= 1) merge(m, s, __shfl_down_sync(0xffffffffu, m, o),
+                    __shfl_down_sync(0xffffffffu, s, o));
             if (lane == 0) {
                 sm[0] = m;
                 ss[0] = s;
@@ -55,7 +60,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK) softmax_main(const float* __
         m = sm[0];
         // A +inf maximum makes exp(x - max) NaN for that element, as in the reference.
         const float factor = m == inf_f32() ? nan_f32() : row_factor(m, ss[0]);
-        for (IDX j = threadIdx.x; j < cols; j += BLOCK) orow[j * os] = finish(xr[j * xs], m, factor);
+        for (IDX j = threadIdx.x; j < cols; j += BLOCK) orow[j * os] = finish(xr[j * xs], m,
+                factor);
         __syncthreads();
     }
 }

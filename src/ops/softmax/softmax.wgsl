@@ -26,7 +26,8 @@ var<workgroup> sums: array<f32, 256>;
 fn row_at(row: u32) -> vec2<u32> {
     let a = row / params[P_nb];
     let b = row % params[P_nb];
-    return vec2<u32>(params[P_x] + a * params[P_x_a] + b * params[P_x_b], params[P_out] + a * params[P_out_a] + b * params[P_out_b]);
+    return vec2<u32>(params[P_x] + a * params[P_x_a] + b * params[P_x_b],
+            params[P_out] + a * params[P_out_a] + b * params[P_out_b]);
 }
 
 fn max_nan(a: f32, b: f32) -> f32 {

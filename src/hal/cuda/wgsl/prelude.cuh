@@ -64,7 +64,8 @@ __device__ __forceinline__ float op_mul(float a, float b) { return a * b; }
 __device__ __forceinline__ int op_mul(int a, int b) { return (int)((u32)a * (u32)b); }
 __device__ __forceinline__ u32 op_mul(u32 a, u32 b) { return a * b; }
 __device__ __forceinline__ float op_div(float a, float b) { return a / b; }
-__device__ __forceinline__ int op_div(int a, int b) { return b == 0 ? a : (b == -1 ? (int)(0u - (u32)a) : a / b); }
+__device__ __forceinline__ int op_div(int a, int b) {
+    return b == 0 ? a : (b == -1 ? (int)(0u - (u32)a) : a / b); }
 __device__ __forceinline__ u32 op_div(u32 a, u32 b) { return b == 0u ? a : a / b; }
 __device__ __forceinline__ float op_rem(float a, float b) { return a - b * truncf(a / b); }
 __device__ __forceinline__ int op_rem(int a, int b) { return (b == 0 || b == -1) ? 0 : a % b; }
@@ -85,10 +86,10 @@ __device__ __forceinline__ bool op_land(bool a, bool b) { return a && b; }
 __device__ __forceinline__ bool op_lor(bool a, bool b) { return a || b; }
 // Comparisons of scalars (overloads, not a template: a template would also match vectors and
 // make their comparison below ambiguous).
-#define WGSL_COMPARE(name, op)                                                                         \
-    __device__ __forceinline__ bool name(float a, float b) { return a op b; }                          \
-    __device__ __forceinline__ bool name(int a, int b) { return a op b; }                              \
-    __device__ __forceinline__ bool name(u32 a, u32 b) { return a op b; }                              \
+#define WGSL_COMPARE(name, op)                                                \
+    __device__ __forceinline__ bool name(float a, float b) { return a op b; } \
+    __device__ __forceinline__ bool name(int a, int b) { return a op b; }     \
+    __device__ __forceinline__ bool name(u32 a, u32 b) { return a op b; }     \
     __device__ __forceinline__ bool name(bool a, bool b) { return a op b; }
 WGSL_COMPARE(op_eq, ==) WGSL_COMPARE(op_ne, !=) WGSL_COMPARE(op_lt, <) WGSL_COMPARE(op_le, <=)
 WGSL_COMPARE(op_gt, >) WGSL_COMPARE(op_ge, >=)
@@ -99,43 +100,49 @@ __device__ __forceinline__ int op_bnot(int a) { return ~a; }
 __device__ __forceinline__ u32 op_bnot(u32 a) { return ~a; }
 
 // Each binary operation on vectors, componentwise, and on a vector with a scalar.
-#define WGSL_VECTOR_BINARY(name)                                                                       \
-    template <class T, class U, int N>                                                                 \
-    __device__ __forceinline__ auto name(const vec<T, N>& a, const vec<U, N>& b) {                    \
-        vec<decltype(name(a.v[0], b.v[0])), N> out;                                                    \
-        for (int i = 0; i < N; ++i) out.v[i] = name(a.v[i], b.v[i]);                                   \
-        return out;                                                                                    \
-    }                                                                                                  \
-    template <class T, class U, int N>                                                                 \
-    __device__ __forceinline__ auto name(const vec<T, N>& a, U b) {                                    \
-        vec<decltype(name(a.v[0], b)), N> out;                                                         \
-        for (int i = 0; i < N; ++i) out.v[i] = name(a.v[i], b);                                        \
-        return out;                                                                                    \
-    }                                                                                                  \
-    template <class T, class U, int N>                                                                 \
-    __device__ __forceinline__ auto name(T a, const vec<U, N>& b) {                                    \
-        vec<decltype(name(a, b.v[0])), N> out;                                                         \
-        for (int i = 0; i < N; ++i) out.v[i] = name(a, b.v[i]);                                        \
-        return out;                                                                                    \
+#define WGSL_VECTOR_BINARY(name)                                                   \
+    template <class T, class U, int N>                                             \
+    __device__ __forceinline__ auto name(const vec<T, N>& a, const vec<U, N>& b) { \
+        vec<decltype(name(a.v[0], b.v[0])), N> out;                                \
+        for (int i = 0; i < N; ++i) out.v[i] = name(a.v[i], b.v[i]);               \
+        return out;                                                                \
+    }                                                                              \
+    template <class T, class U, int N>                                             \
+    __device__ __forceinline__ auto name(const vec<T, N>& a, U b) {                \
+        vec<decltype(name(a.v[0], b)), N> out;                                     \
+        for (int i = 0; i < N; ++i) out.v[i] = name(a.v[i], b);                    \
+        return out;                                                                \
+    }                                                                              \
+    template <class T, class U, int N>                                             \
+    __device__ __forceinline__ auto name(T a, const vec<U, N>& b) {                \
+        vec<decltype(name(a, b.v[0])), N> out;                                     \
+        for (int i = 0; i < N; ++i) out.v[i] = name(a, b.v[i]);                    \
+        return out;                                                                \
     }
-#define WGSL_VECTOR_UNARY(name)                                                                        \
-    template <class T, int N>                                                                          \
-    __device__ __forceinline__ auto name(const vec<T, N>& a) {                                         \
-        vec<decltype(name(a.v[0])), N> out;                                                            \
-        for (int i = 0; i < N; ++i) out.v[i] = name(a.v[i]);                                           \
-        return out;                                                                                    \
+#define WGSL_VECTOR_UNARY(name)                                \
+    template <class T, int N>                                  \
+    __device__ __forceinline__ auto name(const vec<T, N>& a) { \
+        vec<decltype(name(a.v[0])), N> out;                    \
+        for (int i = 0; i < N; ++i) out.v[i] = name(a.v[i]);   \
+        return out;                                            \
     }
-WGSL_VECTOR_BINARY(op_add) WGSL_VECTOR_BINARY(op_sub) WGSL_VECTOR_BINARY(op_mul) WGSL_VECTOR_BINARY(op_div)
-WGSL_VECTOR_BINARY(op_rem) WGSL_VECTOR_BINARY(op_and) WGSL_VECTOR_BINARY(op_or) WGSL_VECTOR_BINARY(op_xor)
-WGSL_VECTOR_BINARY(op_shl) WGSL_VECTOR_BINARY(op_shr) WGSL_VECTOR_BINARY(op_eq) WGSL_VECTOR_BINARY(op_ne)
-WGSL_VECTOR_BINARY(op_lt) WGSL_VECTOR_BINARY(op_le) WGSL_VECTOR_BINARY(op_gt) WGSL_VECTOR_BINARY(op_ge)
+WGSL_VECTOR_BINARY(op_add) WGSL_VECTOR_BINARY(op_sub) WGSL_VECTOR_BINARY(op_mul)
+WGSL_VECTOR_BINARY(op_div)
+WGSL_VECTOR_BINARY(op_rem) WGSL_VECTOR_BINARY(op_and) WGSL_VECTOR_BINARY(op_or)
+WGSL_VECTOR_BINARY(op_xor)
+WGSL_VECTOR_BINARY(op_shl) WGSL_VECTOR_BINARY(op_shr) WGSL_VECTOR_BINARY(op_eq)
+WGSL_VECTOR_BINARY(op_ne)
+WGSL_VECTOR_BINARY(op_lt) WGSL_VECTOR_BINARY(op_le) WGSL_VECTOR_BINARY(op_gt)
+WGSL_VECTOR_BINARY(op_ge)
 WGSL_VECTOR_BINARY(op_land) WGSL_VECTOR_BINARY(op_lor)
 WGSL_VECTOR_UNARY(op_neg) WGSL_VECTOR_UNARY(op_not) WGSL_VECTOR_UNARY(op_bnot)
 
 // WGSL's select(reject, accept, condition), componentwise for a vector condition.
-template <class T> __device__ __forceinline__ T wsel(bool c, T accept, T reject) { return c ? accept : reject; }
+template <class T> __device__ __forceinline__ T wsel(bool c, T accept, T reject) {
+    return c ? accept : reject; }
 template <class T, int N>
-__device__ __forceinline__ vec<T, N> wsel(const vec<bool, N>& c, const vec<T, N>& accept, const vec<T, N>& reject) {
+__device__ __forceinline__ vec<T, N> wsel(const vec<bool, N>& c, const vec<T, N>& accept,
+        const vec<T, N>& reject) {
     vec<T, N> out;
     for (int i = 0; i < N; ++i) out.v[i] = c.v[i] ? accept.v[i] : reject.v[i];
     return out;
@@ -202,9 +209,11 @@ __device__ __forceinline__ u32 m_min(u32 a, u32 b) { return a < b ? a : b; }
 __device__ __forceinline__ float m_max(float a, float b) { return fmaxf(a, b); }
 __device__ __forceinline__ int m_max(int a, int b) { return a < b ? b : a; }
 __device__ __forceinline__ u32 m_max(u32 a, u32 b) { return a < b ? b : a; }
-template <class T> __device__ __forceinline__ T m_clamp(T x, T lo, T hi) { return m_min(m_max(x, lo), hi); }
+template <class T> __device__ __forceinline__ T m_clamp(T x, T lo, T hi) {
+    return m_min(m_max(x, lo), hi); }
 template <class T, int N>
-__device__ __forceinline__ vec<T, N> m_clamp(const vec<T, N>& x, const vec<T, N>& lo, const vec<T, N>& hi) { return m_min(m_max(x, lo), hi); }
+__device__ __forceinline__ vec<T, N> m_clamp(const vec<T, N>& x, const vec<T, N>& lo,
+        const vec<T, N>& hi) { return m_min(m_max(x, lo), hi); }
 __device__ __forceinline__ float m_saturate(float a) { return m_clamp(a, 0.0f, 1.0f); }
 __device__ __forceinline__ float m_cos(float a) { return cosf(a); }
 __device__ __forceinline__ float m_cosh(float a) { return coshf(a); }
@@ -233,7 +242,8 @@ __device__ __forceinline__ float m_log2(float a) { return log2f(a); }
 __device__ __forceinline__ float m_pow(float a, float b) { return powf(a, b); }
 __device__ __forceinline__ float m_sqrt(float a) { return sqrtf(a); }
 __device__ __forceinline__ float m_inverse_sqrt(float a) { return rsqrtf(a); }
-__device__ __forceinline__ float m_sign(float a) { return a > 0.0f ? 1.0f : (a < 0.0f ? -1.0f : 0.0f); }
+__device__ __forceinline__ float m_sign(float a) {
+    return a > 0.0f ? 1.0f : (a < 0.0f ? -1.0f : 0.0f); }
 __device__ __forceinline__ int m_sign(int a) { return a > 0 ? 1 : (a < 0 ? -1 : 0); }
 __device__ __forceinline__ float m_fma(float a, float b, float c) { return fmaf(a, b, c); }
 __device__ __forceinline__ float m_step(float edge, float x) { return x < edge ? 0.0f : 1.0f; }
@@ -242,28 +252,41 @@ __device__ __forceinline__ u32 m_count_one_bits(u32 a) { return (u32)__popc(a); 
 __device__ __forceinline__ int m_count_one_bits(int a) { return __popc((u32)a); }
 __device__ __forceinline__ u32 m_count_leading_zeros(u32 a) { return (u32)__clz(a); }
 __device__ __forceinline__ int m_count_leading_zeros(int a) { return __clz(a); }
-__device__ __forceinline__ u32 m_count_trailing_zeros(u32 a) { return a == 0u ? 32u : (u32)(__ffs(a) - 1); }
-__device__ __forceinline__ int m_count_trailing_zeros(int a) { return (int)m_count_trailing_zeros((u32)a); }
+__device__ __forceinline__ u32 m_count_trailing_zeros(u32 a) {
+    return a == 0u ? 32u : (u32)(__ffs(a) - 1); }
+__device__ __forceinline__ int m_count_trailing_zeros(int a) {
+    return (int)m_count_trailing_zeros((u32)a); }
 __device__ __forceinline__ u32 m_reverse_bits(u32 a) { return __brev(a); }
 __device__ __forceinline__ int m_reverse_bits(int a) { return (int)__brev((u32)a); }
-WGSL_VECTOR_UNARY(m_abs) WGSL_VECTOR_BINARY(m_min) WGSL_VECTOR_BINARY(m_max) WGSL_VECTOR_UNARY(m_saturate)
-WGSL_VECTOR_UNARY(m_cos) WGSL_VECTOR_UNARY(m_cosh) WGSL_VECTOR_UNARY(m_sin) WGSL_VECTOR_UNARY(m_sinh)
-WGSL_VECTOR_UNARY(m_tan) WGSL_VECTOR_UNARY(m_tanh) WGSL_VECTOR_UNARY(m_acos) WGSL_VECTOR_UNARY(m_asin)
-WGSL_VECTOR_UNARY(m_atan) WGSL_VECTOR_BINARY(m_atan2) WGSL_VECTOR_UNARY(m_asinh) WGSL_VECTOR_UNARY(m_acosh)
-WGSL_VECTOR_UNARY(m_atanh) WGSL_VECTOR_UNARY(m_radians) WGSL_VECTOR_UNARY(m_degrees) WGSL_VECTOR_UNARY(m_ceil)
-WGSL_VECTOR_UNARY(m_floor) WGSL_VECTOR_UNARY(m_round) WGSL_VECTOR_UNARY(m_fract) WGSL_VECTOR_UNARY(m_trunc)
-WGSL_VECTOR_UNARY(m_exp) WGSL_VECTOR_UNARY(m_exp2) WGSL_VECTOR_UNARY(m_log) WGSL_VECTOR_UNARY(m_log2)
-WGSL_VECTOR_BINARY(m_pow) WGSL_VECTOR_UNARY(m_sqrt) WGSL_VECTOR_UNARY(m_inverse_sqrt) WGSL_VECTOR_UNARY(m_sign)
-WGSL_VECTOR_BINARY(m_step) WGSL_VECTOR_UNARY(m_count_one_bits) WGSL_VECTOR_UNARY(m_count_leading_zeros)
+WGSL_VECTOR_UNARY(m_abs) WGSL_VECTOR_BINARY(m_min) WGSL_VECTOR_BINARY(m_max)
+WGSL_VECTOR_UNARY(m_saturate)
+WGSL_VECTOR_UNARY(m_cos) WGSL_VECTOR_UNARY(m_cosh) WGSL_VECTOR_UNARY(m_sin)
+WGSL_VECTOR_UNARY(m_sinh)
+WGSL_VECTOR_UNARY(m_tan) WGSL_VECTOR_UNARY(m_tanh) WGSL_VECTOR_UNARY(m_acos)
+WGSL_VECTOR_UNARY(m_asin)
+WGSL_VECTOR_UNARY(m_atan) WGSL_VECTOR_BINARY(m_atan2) WGSL_VECTOR_UNARY(m_asinh)
+WGSL_VECTOR_UNARY(m_acosh)
+WGSL_VECTOR_UNARY(m_atanh) WGSL_VECTOR_UNARY(m_radians) WGSL_VECTOR_UNARY(m_degrees)
+WGSL_VECTOR_UNARY(m_ceil)
+WGSL_VECTOR_UNARY(m_floor) WGSL_VECTOR_UNARY(m_round) WGSL_VECTOR_UNARY(m_fract)
+WGSL_VECTOR_UNARY(m_trunc)
+WGSL_VECTOR_UNARY(m_exp) WGSL_VECTOR_UNARY(m_exp2) WGSL_VECTOR_UNARY(m_log)
+WGSL_VECTOR_UNARY(m_log2)
+WGSL_VECTOR_BINARY(m_pow) WGSL_VECTOR_UNARY(m_sqrt) WGSL_VECTOR_UNARY(m_inverse_sqrt)
+WGSL_VECTOR_UNARY(m_sign)
+WGSL_VECTOR_BINARY(m_step) WGSL_VECTOR_UNARY(m_count_one_bits)
+WGSL_VECTOR_UNARY(m_count_leading_zeros)
 WGSL_VECTOR_UNARY(m_count_trailing_zeros) WGSL_VECTOR_UNARY(m_reverse_bits)
 template <class T, int N>
-__device__ __forceinline__ vec<T, N> m_fma(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c) {
+__device__ __forceinline__ vec<T, N> m_fma(const vec<T, N>& a, const vec<T, N>& b,
+        const vec<T, N>& c) {
     vec<T, N> out;
     for (int i = 0; i < N; ++i) out.v[i] = m_fma(a.v[i], b.v[i], c.v[i]);
     return out;
 }
 template <class T> __device__ __forceinline__ T component(T s, int) { return s; }
-template <class T, int N> __device__ __forceinline__ T component(const vec<T, N>& v, int i) { return v.v[i]; }
+template <class T, int N> __device__ __forceinline__ T component(const vec<T, N>& v, int i) {
+    return v.v[i]; }
 template <class T, int N, class U>
 __device__ __forceinline__ vec<T, N> m_mix(const vec<T, N>& a, const vec<T, N>& b, const U& t) {
     vec<T, N> out;
@@ -277,7 +300,8 @@ __device__ __forceinline__ T m_dot(const vec<T, N>& a, const vec<T, N>& b) {
     return r;
 }
 __device__ __forceinline__ float m_length(float a) { return fabsf(a); }
-template <int N> __device__ __forceinline__ float m_length(const vec<float, N>& a) { return sqrtf(m_dot(a, a)); }
+template <int N> __device__ __forceinline__ float m_length(const vec<float, N>& a) {
+    return sqrtf(m_dot(a, a)); }
 // Geometry on float vectors, as WGSL defines it.
 template <int N> __device__ __forceinline__ vec<float, N> m_normalize(const vec<float, N>& a) {
     const float l = m_length(a);
@@ -286,46 +310,54 @@ template <int N> __device__ __forceinline__ vec<float, N> m_normalize(const vec<
     return out;
 }
 __device__ __forceinline__ float m_distance(float a, float b) { return fabsf(a - b); }
-template <int N> __device__ __forceinline__ float m_distance(const vec<float, N>& a, const vec<float, N>& b) {
+template <int N> __device__ __forceinline__ float m_distance(const vec<float, N>& a,
+        const vec<float, N>& b) {
     float s = 0.0f;
     for (int i = 0; i < N; ++i) s += (a.v[i] - b.v[i]) * (a.v[i] - b.v[i]);
     return sqrtf(s);
 }
 __device__ __forceinline__ vec<float, 3> m_cross(const vec<float, 3>& a, const vec<float, 3>& b) {
-    return vec<float, 3>{{a.v[1] * b.v[2] - a.v[2] * b.v[1], a.v[2] * b.v[0] - a.v[0] * b.v[2], a.v[0] * b.v[1] - a.v[1] * b.v[0]}};
+    return vec<float, 3>{{a.v[1] * b.v[2] - a.v[2] * b.v[1], a.v[2] * b.v[0] - a.v[0] * b.v[2],
+            a.v[0] * b.v[1] - a.v[1] * b.v[0]}};
 }
 __device__ __forceinline__ float m_smoothstep(float lo, float hi, float x) {
     const float t = m_saturate((x - lo) / (hi - lo));
     return t * t * (3.0f - 2.0f * t);
 }
 template <int N>
-__device__ __forceinline__ vec<float, N> m_smoothstep(const vec<float, N>& lo, const vec<float, N>& hi, const vec<float, N>& x) {
+__device__ __forceinline__ vec<float, N> m_smoothstep(const vec<float, N>& lo,
+        const vec<float, N>& hi, const vec<float, N>& x) {
     vec<float, N> out;
     for (int i = 0; i < N; ++i) out.v[i] = m_smoothstep(lo.v[i], hi.v[i], x.v[i]);
     return out;
 }
-template <int N> __device__ __forceinline__ vec<float, N> m_reflect(const vec<float, N>& e, const vec<float, N>& n) {
+template <int N> __device__ __forceinline__ vec<float, N> m_reflect(const vec<float, N>& e,
+        const vec<float, N>& n) {
     const float d = m_dot(n, e);
     vec<float, N> out;
     for (int i = 0; i < N; ++i) out.v[i] = e.v[i] - 2.0f * d * n.v[i];
     return out;
 }
 template <int N>
-__device__ __forceinline__ vec<float, N> m_face_forward(const vec<float, N>& e1, const vec<float, N>& e2, const vec<float, N>& e3) {
+__device__ __forceinline__ vec<float, N> m_face_forward(const vec<float, N>& e1,
+        const vec<float, N>& e2, const vec<float, N>& e3) {
     if (m_dot(e2, e3) < 0.0f) return e1;
     vec<float, N> out;
     for (int i = 0; i < N; ++i) out.v[i] = -e1.v[i];
     return out;
 }
-__device__ __forceinline__ float m_ldexp(float x, int e) { return ldexpf(x, e < -300 ? -300 : (e > 300 ? 300 : e)); }
-template <int N> __device__ __forceinline__ vec<float, N> m_ldexp(const vec<float, N>& x, const vec<int, N>& e) {
+__device__ __forceinline__ float m_ldexp(float x, int e) {
+    return ldexpf(x, e < -300 ? -300 : (e > 300 ? 300 : e)); }
+template <int N> __device__ __forceinline__ vec<float, N> m_ldexp(const vec<float, N>& x,
+        const vec<int, N>& e) {
     vec<float, N> out;
     for (int i = 0; i < N; ++i) out.v[i] = m_ldexp(x.v[i], e.v[i]);
     return out;
 }
 
 // Bit fields: offset at most 32 and count at most 32 - offset, as WGSL clamps them.
-__device__ __forceinline__ u32 field_mask(u32 o, u32 c) { return c == 0u ? 0u : (0xffffffffu >> (32u - c)) << o; }
+__device__ __forceinline__ u32 field_mask(u32 o, u32 c) {
+    return c == 0u ? 0u : (0xffffffffu >> (32u - c)) << o; }
 __device__ __forceinline__ u32 m_extract_bits(u32 x, u32 offset, u32 count) {
     const u32 o = offset < 32u ? offset : 32u, c = count < 32u - o ? count : 32u - o;
     return c == 0u ? 0u : (x << (32u - o - c)) >> (32u - c);
@@ -339,22 +371,29 @@ __device__ __forceinline__ u32 m_insert_bits(u32 x, u32 y, u32 offset, u32 count
     const u32 m = field_mask(o, c);
     return (x & ~m) | ((o < 32u ? y << o : 0u) & m);
 }
-__device__ __forceinline__ int m_insert_bits(int x, int y, u32 offset, u32 count) { return (int)m_insert_bits((u32)x, (u32)y, offset, count); }
-template <class T, int N> __device__ __forceinline__ vec<T, N> m_extract_bits(const vec<T, N>& x, u32 offset, u32 count) {
+__device__ __forceinline__ int m_insert_bits(int x, int y, u32 offset, u32 count) {
+    return (int)m_insert_bits((u32)x, (u32)y, offset, count); }
+template <class T, int N> __device__ __forceinline__ vec<T, N> m_extract_bits(const vec<T, N>& x,
+        u32 offset, u32 count) {
     vec<T, N> out;
     for (int i = 0; i < N; ++i) out.v[i] = m_extract_bits(x.v[i], offset, count);
     return out;
 }
 template <class T, int N>
-__device__ __forceinline__ vec<T, N> m_insert_bits(const vec<T, N>& x, const vec<T, N>& y, u32 offset, u32 count) {
+__device__ __forceinline__ vec<T, N> m_insert_bits(const vec<T, N>& x, const vec<T, N>& y,
+        u32 offset, u32 count) {
     vec<T, N> out;
     for (int i = 0; i < N; ++i) out.v[i] = m_insert_bits(x.v[i], y.v[i], offset, count);
     return out;
 }
-__device__ __forceinline__ u32 m_first_leading_bit(u32 x) { return x == 0u ? 0xffffffffu : 31u - (u32)__clz(x); }
-__device__ __forceinline__ int m_first_leading_bit(int x) { return (int)m_first_leading_bit(x < 0 ? ~(u32)x : (u32)x); }
-__device__ __forceinline__ u32 m_first_trailing_bit(u32 x) { return x == 0u ? 0xffffffffu : (u32)(__ffs(x) - 1); }
-__device__ __forceinline__ int m_first_trailing_bit(int x) { return (int)m_first_trailing_bit((u32)x); }
+__device__ __forceinline__ u32 m_first_leading_bit(u32 x) {
+    return x == 0u ? 0xffffffffu : 31u - (u32)__clz(x); }
+__device__ __forceinline__ int m_first_leading_bit(int x) {
+    return (int)m_first_leading_bit(x < 0 ? ~(u32)x : (u32)x); }
+__device__ __forceinline__ u32 m_first_trailing_bit(u32 x) {
+    return x == 0u ? 0xffffffffu : (u32)(__ffs(x) - 1); }
+__device__ __forceinline__ int m_first_trailing_bit(int x) {
+    return (int)m_first_trailing_bit((u32)x); }
 WGSL_VECTOR_UNARY(m_first_leading_bit) WGSL_VECTOR_UNARY(m_first_trailing_bit)
 
 // f32 <-> f16 bits with the hardware's conversions (round to nearest even).
@@ -368,20 +407,25 @@ __device__ __forceinline__ float f16_value(u32 bits) {
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)bits));
     return f;
 }
-__device__ __forceinline__ u32 m_pack2x16float(const vec<float, 2>& a) { return f16_bits(a.v[0]) | (f16_bits(a.v[1]) << 16); }
-__device__ __forceinline__ vec<float, 2> m_unpack2x16float(u32 a) { return vec<float, 2>{{f16_value(a & 0xffffu), f16_value(a >> 16)}}; }
+__device__ __forceinline__ u32 m_pack2x16float(const vec<float, 2>& a) {
+    return f16_bits(a.v[0]) | (f16_bits(a.v[1]) << 16); }
+__device__ __forceinline__ vec<float, 2> m_unpack2x16float(u32 a) {
+    return vec<float, 2>{{f16_value(a & 0xffffu), f16_value(a >> 16)}}; }
 __device__ __forceinline__ float m_quantize_to_f16(float a) { return f16_value(f16_bits(a)); }
 WGSL_VECTOR_UNARY(m_quantize_to_f16)
 template <int N>
-__device__ __forceinline__ vec<float, N> m_refract(const vec<float, N>& e, const vec<float, N>& n, float eta) {
+__device__ __forceinline__ vec<float, N> m_refract(const vec<float, N>& e, const vec<float, N>& n,
+        float eta) {
     const float d = m_dot(n, e), k = 1.0f - eta * eta * (1.0f - d * d);
     vec<float, N> out;
-    for (int i = 0; i < N; ++i) out.v[i] = k < 0.0f ? 0.0f : eta * e.v[i] - (eta * d + sqrtf(k)) * n.v[i];
+    for (int i = 0; i < N; ++i) out.v[i] = k < 0.0f ? 0.0f
+            : eta * e.v[i] - (eta * d + sqrtf(k)) * n.v[i];
     return out;
 }
 
 // Packing: component i at bits i * size; normalized floats as WGSL's floor(0.5 + scale x).
-__device__ __forceinline__ u32 norm_bits(float x, float lo, float scale) { return (u32)(int)floorf(0.5f + scale * fminf(1.0f, fmaxf(lo, x))); }
+__device__ __forceinline__ u32 norm_bits(float x, float lo, float scale) {
+    return (u32)(int)floorf(0.5f + scale * fminf(1.0f, fmaxf(lo, x))); }
 __device__ __forceinline__ u32 m_pack4x8snorm(const vec<float, 4>& e) {
     u32 r = 0u;
     for (int i = 0; i < 4; ++i) r |= (norm_bits(e.v[i], -1.0f, 127.0f) & 0xffu) << (8 * i);
@@ -392,8 +436,10 @@ __device__ __forceinline__ u32 m_pack4x8unorm(const vec<float, 4>& e) {
     for (int i = 0; i < 4; ++i) r |= (norm_bits(e.v[i], 0.0f, 255.0f) & 0xffu) << (8 * i);
     return r;
 }
-__device__ __forceinline__ u32 m_pack2x16snorm(const vec<float, 2>& e) { return (norm_bits(e.v[0], -1.0f, 32767.0f) & 0xffffu) | (norm_bits(e.v[1], -1.0f, 32767.0f) << 16); }
-__device__ __forceinline__ u32 m_pack2x16unorm(const vec<float, 2>& e) { return (norm_bits(e.v[0], 0.0f, 65535.0f) & 0xffffu) | (norm_bits(e.v[1], 0.0f, 65535.0f) << 16); }
+__device__ __forceinline__ u32 m_pack2x16snorm(const vec<float, 2>& e) {
+    return (norm_bits(e.v[0], -1.0f, 32767.0f) & 0xffffu) | (norm_bits(e.v[1], -1.0f, 32767.0f) << 16); }
+__device__ __forceinline__ u32 m_pack2x16unorm(const vec<float, 2>& e) {
+    return (norm_bits(e.v[0], 0.0f, 65535.0f) & 0xffffu) | (norm_bits(e.v[1], 0.0f, 65535.0f) << 16); }
 template <class T> __device__ __forceinline__ u32 m_pack4x8(const vec<T, 4>& e) {
     u32 r = 0u;
     for (int i = 0; i < 4; ++i) r |= ((u32)e.v[i] & 0xffu) << (8 * i);
@@ -411,7 +457,8 @@ __device__ __forceinline__ u32 m_pack4xu8_clamp(const vec<u32, 4>& e) {
 }
 __device__ __forceinline__ vec<float, 4> m_unpack4x8snorm(u32 a) {
     vec<float, 4> out;
-    for (int i = 0; i < 4; ++i) out.v[i] = fmaxf((float)(signed char)(a >> (8 * i)) / 127.0f, -1.0f);
+    for (int i = 0; i < 4; ++i) out.v[i] = fmaxf((float)(signed char)(a >> (8 * i)) / 127.0f,
+            -1.0f);
     return out;
 }
 __device__ __forceinline__ vec<float, 4> m_unpack4x8unorm(u32 a) {
@@ -420,9 +467,11 @@ __device__ __forceinline__ vec<float, 4> m_unpack4x8unorm(u32 a) {
     return out;
 }
 __device__ __forceinline__ vec<float, 2> m_unpack2x16snorm(u32 a) {
-    return vec<float, 2>{{fmaxf((float)(short)(a & 0xffffu) / 32767.0f, -1.0f), fmaxf((float)(short)(a >> 16) / 32767.0f, -1.0f)}};
+    return vec<float, 2>{{fmaxf((float)(short)(a & 0xffffu) / 32767.0f, -1.0f),
+            fmaxf((float)(short)(a >> 16) / 32767.0f, -1.0f)}};
 }
-__device__ __forceinline__ vec<float, 2> m_unpack2x16unorm(u32 a) { return vec<float, 2>{{(float)(a & 0xffffu) / 65535.0f, (float)(a >> 16) / 65535.0f}}; }
+__device__ __forceinline__ vec<float, 2> m_unpack2x16unorm(u32 a) {
+    return vec<float, 2>{{(float)(a & 0xffffu) / 65535.0f, (float)(a >> 16) / 65535.0f}}; }
 __device__ __forceinline__ vec<int, 4> m_unpack4xi8(u32 a) {
     vec<int, 4> out;
     for (int i = 0; i < 4; ++i) out.v[i] = (int)(signed char)(a >> (8 * i));
@@ -447,8 +496,10 @@ __device__ __forceinline__ u32 lane_id() {
     asm("mov.u32 %0, %%laneid;" : "=r"(l));
     return l;
 }
-template <class T> __device__ __forceinline__ T shfl(u32 m, T v, u32 src) { return __shfl_sync(m, v, (int)src); }
-__device__ __forceinline__ bool shfl(u32 m, bool v, u32 src) { return __shfl_sync(m, (int)v, (int)src) != 0; }
+template <class T> __device__ __forceinline__ T shfl(u32 m, T v, u32 src) {
+    return __shfl_sync(m, v, (int)src); }
+__device__ __forceinline__ bool shfl(u32 m, bool v, u32 src) {
+    return __shfl_sync(m, (int)v, (int)src) != 0; }
 template <class T, int N>
 __device__ __forceinline__ vec<T, N> shfl(u32 m, const vec<T, N>& v, u32 src) {
     vec<T, N> out;
@@ -475,11 +526,14 @@ __device__ __forceinline__ T sg_fold(T v, F combine, u32 upto, bool exclusive, T
 // The operations of subgroup folds, as function objects.
 #define WGSL_FOLD(name, f) \
     struct name { template <class T> __device__ __forceinline__ T operator()(const T& a, const T& b) const { return f(a, b); } };
-WGSL_FOLD(fold_add, op_add) WGSL_FOLD(fold_mul, op_mul) WGSL_FOLD(fold_min, m_min) WGSL_FOLD(fold_max, m_max)
+WGSL_FOLD(fold_add, op_add) WGSL_FOLD(fold_mul, op_mul) WGSL_FOLD(fold_min,
+        m_min) WGSL_FOLD(fold_max, m_max)
 WGSL_FOLD(fold_and, op_and) WGSL_FOLD(fold_or, op_or) WGSL_FOLD(fold_xor, op_xor)
 template <class T> __device__ __forceinline__ T sg_one(T) { return (T)1; }
-template <class T, int N> __device__ __forceinline__ vec<T, N> sg_one(const vec<T, N>&) { return splat<N>((T)1); }
-__device__ __forceinline__ vec<u32, 4> sg_ballot(bool p) { return vec<u32, 4>{{__ballot_sync(__activemask(), p), 0u, 0u, 0u}}; }
+template <class T, int N> __device__ __forceinline__ vec<T, N> sg_one(const vec<T, N>&) {
+    return splat<N>((T)1); }
+__device__ __forceinline__ vec<u32, 4> sg_ballot(bool p) {
+    return vec<u32, 4>{{__ballot_sync(__activemask(), p), 0u, 0u, 0u}}; }
 template <class T> __device__ __forceinline__ T sg_gather(T v, u32 src) {
     const u32 m = __activemask();
     return shfl(m, v, src & 31u);

@@ -28,9 +28,11 @@ template <int C, int R> __device__ __forceinline__ mat<C, R> op_mul(const mat<C,
     for (int i = 0; i < C; ++i) out.c[i].v = op_mul(a.c[i].v, s);
     return out;
 }
-template <int C, int R> __device__ __forceinline__ mat<C, R> op_mul(float s, const mat<C, R>& a) { return op_mul(a, s); }
+template <int C, int R> __device__ __forceinline__ mat<C, R> op_mul(float s, const mat<C, R>& a) {
+    return op_mul(a, s); }
 // The linear-algebra products.
-template <int C, int R> __device__ __forceinline__ vec<float, R> op_mul(const mat<C, R>& a, const vec<float, C>& x) {
+template <int C, int R> __device__ __forceinline__ vec<float, R> op_mul(const mat<C, R>& a,
+        const vec<float, C>& x) {
     vec<float, R> out;
     for (int r = 0; r < R; ++r) {
         float s = 0.0f;
@@ -39,12 +41,14 @@ template <int C, int R> __device__ __forceinline__ vec<float, R> op_mul(const ma
     }
     return out;
 }
-template <int C, int R> __device__ __forceinline__ vec<float, C> op_mul(const vec<float, R>& x, const mat<C, R>& a) {
+template <int C, int R> __device__ __forceinline__ vec<float, C> op_mul(const vec<float, R>& x,
+        const mat<C, R>& a) {
     vec<float, C> out;
     for (int c = 0; c < C; ++c) out.v[c] = m_dot(x, a.c[c].v);
     return out;
 }
-template <int K, int R, int C> __device__ __forceinline__ mat<C, R> op_mul(const mat<K, R>& a, const mat<C, K>& b) {
+template <int K, int R, int C> __device__ __forceinline__ mat<C, R> op_mul(const mat<K, R>& a,
+        const mat<C, K>& b) {
     mat<C, R> out{};
     for (int j = 0; j < C; ++j) out.c[j].v = op_mul(a, b.c[j].v);
     return out;
@@ -64,7 +68,8 @@ template <int N> __device__ __forceinline__ float m_determinant(const mat<N, N>&
     for (int skip = 0; skip < N; ++skip) {
         mat<N - 1, N - 1> minor{};
         for (int c = 1; c < N; ++c)
-            for (int r = 0; r < N - 1; ++r) minor.c[c - 1].v.v[r] = m.c[c].v.v[r < skip ? r : r + 1];
+            for (int r = 0; r < N - 1; ++r) minor.c[c - 1].v.v[r] = m.c[c].v.v[r < skip ? r
+                    : r + 1];
         const float term = m.c[0].v.v[skip] * m_determinant(minor);
         d += skip % 2 == 0 ? term : -term;
     }
@@ -74,7 +79,8 @@ template <int N> __device__ __forceinline__ float m_determinant(const mat<N, N>&
 // modf and frexp, each part on its own (the translation puts them in naga's result struct).
 __device__ __forceinline__ float m_modf_fract(float a) { return a - truncf(a); }
 __device__ __forceinline__ float m_frexp_fract(float a) { int e; return frexpf(a, &e); }
-__device__ __forceinline__ int m_frexp_exp(float a) { int e; frexpf(a, &e); return a == 0.0f ? 0 : e; }
+__device__ __forceinline__ int m_frexp_exp(float a) { int e; frexpf(a, &e);
+return a == 0.0f ? 0 : e; }
 WGSL_VECTOR_UNARY(m_modf_fract) WGSL_VECTOR_UNARY(m_frexp_fract) WGSL_VECTOR_UNARY(m_frexp_exp)
 
 // f16: its bits; every operation widens to f32 and rounds its result back.
@@ -94,15 +100,19 @@ WGSL_HALF_UNARY(m_abs) WGSL_HALF_BINARY(m_min) WGSL_HALF_BINARY(m_max) WGSL_HALF
 WGSL_HALF_UNARY(m_cos) WGSL_HALF_UNARY(m_cosh) WGSL_HALF_UNARY(m_sin) WGSL_HALF_UNARY(m_sinh)
 WGSL_HALF_UNARY(m_tan) WGSL_HALF_UNARY(m_tanh) WGSL_HALF_UNARY(m_acos) WGSL_HALF_UNARY(m_asin)
 WGSL_HALF_UNARY(m_atan) WGSL_HALF_BINARY(m_atan2) WGSL_HALF_UNARY(m_asinh) WGSL_HALF_UNARY(m_acosh)
-WGSL_HALF_UNARY(m_atanh) WGSL_HALF_UNARY(m_radians) WGSL_HALF_UNARY(m_degrees) WGSL_HALF_UNARY(m_ceil)
+WGSL_HALF_UNARY(m_atanh) WGSL_HALF_UNARY(m_radians) WGSL_HALF_UNARY(m_degrees)
+WGSL_HALF_UNARY(m_ceil)
 WGSL_HALF_UNARY(m_floor) WGSL_HALF_UNARY(m_round) WGSL_HALF_UNARY(m_fract) WGSL_HALF_UNARY(m_trunc)
 WGSL_HALF_UNARY(m_exp) WGSL_HALF_UNARY(m_exp2) WGSL_HALF_UNARY(m_log) WGSL_HALF_UNARY(m_log2)
-WGSL_HALF_BINARY(m_pow) WGSL_HALF_UNARY(m_sqrt) WGSL_HALF_UNARY(m_inverse_sqrt) WGSL_HALF_UNARY(m_sign)
-WGSL_HALF_BINARY(m_step) WGSL_HALF_TERNARY(m_fma) WGSL_HALF_TERNARY(m_mix) WGSL_HALF_TERNARY(m_smoothstep)
+WGSL_HALF_BINARY(m_pow) WGSL_HALF_UNARY(m_sqrt) WGSL_HALF_UNARY(m_inverse_sqrt)
+WGSL_HALF_UNARY(m_sign)
+WGSL_HALF_BINARY(m_step) WGSL_HALF_TERNARY(m_fma) WGSL_HALF_TERNARY(m_mix)
+WGSL_HALF_TERNARY(m_smoothstep)
 WGSL_HALF_UNARY(m_length) WGSL_HALF_BINARY(m_distance) WGSL_HALF_UNARY(m_quantize_to_f16)
 __device__ __forceinline__ h16 m_clamp(h16 x, h16 lo, h16 hi) { return m_min(m_max(x, lo), hi); }
 __device__ __forceinline__ h16 m_ldexp(h16 x, int e) { return narrow(m_ldexp(wide(x), e)); }
-template <int N> __device__ __forceinline__ h16 m_length(const vec<h16, N>& a) { return m_sqrt(m_dot(a, a)); }
+template <int N> __device__ __forceinline__ h16 m_length(const vec<h16, N>& a) {
+    return m_sqrt(m_dot(a, a)); }
 // Conversions to and from f16 go through f32 (exact for every f16, and for the integers
 // that f16 holds).
 template <> __device__ __forceinline__ h16 convert<h16>(float a) { return narrow(a); }
