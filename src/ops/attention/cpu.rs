@@ -46,15 +46,7 @@ pub(super) fn attention(op: &Attention<'_>) -> Result<()> {
     let (ql, kl, vl, ml) = (q.layout, k.layout, v.layout, mask.map(|m| m.layout));
     // Tasks: one block of query rows of one (batch, head); its rows of the output.
     let blocks_per_head = lq.div_ceil(BLOCK);
-    let tasks: Vec<(usize, &mut [f32])> = of
-        .chunks_mut(lq * dv)
-        .enumerate()
-        .flat_map(|(bh, head)| {
-            head.chunks_mut(BLOCK * dv)
-                .enumerate()
-                .map(move |(blk, o)| (bh * blocks_per_head + blk, o))
-        })
-        .collect();
+    let tasks = block_tasks(of, lq, dv, blocks_per_head);
     // Each worker reuses its score and probability buffers from task to task.
     tasks.into_par_iter().for_each_init(
         || (Vec::new(), Vec::new()),
@@ -92,50 +84,105 @@ pub(super) fn attention(op: &Attention<'_>) -> Result<()> {
                     )
                 };
             }
-            for (r, (row, prob)) in s
-                .chunks_mut(keys.max(1))
-                .zip(p.chunks_mut(keys.max(1)))
-                .enumerate()
-                .take(rows)
-            {
-                let i = i0 + r;
-                if let (Some(m), Some(ml)) = (mf, ml) {
-                    for (j, x) in row.iter_mut().enumerate().take(keys) {
-                        *x += m[at(ml, [b, hh, i, j])];
-                    }
-                }
-                let visible = if causal { keys.min(i + 1) } else { keys };
-                // Every key masked out: the row's output is 0 (ONNX).
-                if row[..visible].iter().all(|&x| x == f32::NEG_INFINITY) {
-                    prob.fill(0.0);
-                    continue;
-                }
-                math::softmax(&row[..visible], &mut prob[..visible]);
-                prob[visible..].fill(0.0);
-            }
+            let mask = match (mf, ml) {
+                (Some(m), Some(ml)) => Some(move |i: usize, j: usize| m[at(ml, [b, hh, i, j])]),
+                _ => None,
+            };
+            probabilities(s, p, rows, keys, i0, causal, mask);
             if keys == 0 || dv == 0 {
                 o.fill(0.0);
                 return;
             }
-            let v_strides = [vl.strides[2] as isize, vl.strides[3] as isize];
-            // SAFETY: p is rows x keys; [keys, dv] of v lies inside its layout, which
-            // `check_within` proved inside `vf`; o holds rows x dv.
-            unsafe {
-                sgemm(
-                    rows,
-                    dv,
-                    keys,
-                    1.0,
-                    p.as_ptr(),
-                    [keys as isize, 1],
-                    vf.as_ptr().add(at(vl, [b, hh, 0, 0])),
-                    v_strides,
-                    o.as_mut_ptr(),
-                    dv,
-                    1,
-                )
-            };
+            // SAFETY: `check_within` proved v's layout inside `vf`.
+            unsafe { weighted_values(o, p, [rows, keys, dv], vf, vl, [b, hh]) };
         },
     );
     Ok(())
+}
+
+/// `o` = `p` (`rows` x `keys` probabilities) times the [`keys`, `dv`] values of (batch, head)
+/// `bh` of v.
+///
+/// # Safety
+///
+/// v's layout `vl` lies inside `vf`.
+unsafe fn weighted_values(
+    o: &mut [f32],
+    p: &[f32],
+    [rows, keys, dv]: [usize; 3],
+    vf: &[f32],
+    vl: &Layout,
+    [b, hh]: [usize; 2],
+) {
+    let v_strides = [vl.strides[2] as isize, vl.strides[3] as isize];
+    // SAFETY: p is rows x keys; [keys, dv] of v lies inside its layout, which the caller
+    // guarantees inside `vf`; o holds rows x dv.
+    unsafe {
+        sgemm(
+            rows,
+            dv,
+            keys,
+            1.0,
+            p.as_ptr(),
+            [keys as isize, 1],
+            vf.as_ptr().add(at(vl, [b, hh, 0, 0])),
+            v_strides,
+            o.as_mut_ptr(),
+            dv,
+            1,
+        )
+    };
+}
+
+/// The tasks of an output of `lq` rows of `dv` per (batch, head): one block of [`BLOCK`] query
+/// rows of one (batch, head) each, numbered, with its rows of the output.
+fn block_tasks(
+    of: &mut [f32],
+    lq: usize,
+    dv: usize,
+    blocks_per_head: usize,
+) -> Vec<(usize, &mut [f32])> {
+    of.chunks_mut(lq * dv)
+        .enumerate()
+        .flat_map(|(bh, head)| {
+            head.chunks_mut(BLOCK * dv)
+                .enumerate()
+                .map(move |(blk, o)| (bh * blocks_per_head + blk, o))
+        })
+        .collect()
+}
+
+/// The attention probabilities `p` of the `rows` score rows `s` (`keys` each) of query rows
+/// `i0..`: `mask(i, j)` added, the keys a causal row does not see left out, softmax over the
+/// rest; a row whose every key is masked out gets probabilities 0 (ONNX).
+fn probabilities(
+    s: &mut [f32],
+    p: &mut [f32],
+    rows: usize,
+    keys: usize,
+    i0: usize,
+    causal: bool,
+    mask: Option<impl Fn(usize, usize) -> f32>,
+) {
+    for (r, (row, prob)) in s
+        .chunks_mut(keys.max(1))
+        .zip(p.chunks_mut(keys.max(1)))
+        .enumerate()
+        .take(rows)
+    {
+        let i = i0 + r;
+        if let Some(mask) = &mask {
+            for (j, x) in row.iter_mut().enumerate().take(keys) {
+                *x += mask(i, j);
+            }
+        }
+        let visible = if causal { keys.min(i + 1) } else { keys };
+        // Every key masked out: the row's output is 0 (ONNX).
+        if row[..visible].iter().all(|&x| x == f32::NEG_INFINITY) {
+            prob.fill(0.0);
+            continue;
+        }
+        math::softmax(&row[..visible], &mut prob[..visible]);
+        prob[visible..].fill(0.0);
+    }
 }

@@ -65,13 +65,10 @@ pub fn attention(
     )
 }
 
-fn attention_f32(
-    queue: &Queue,
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
-    p: AttentionParams<'_>,
-) -> Result<Tensor> {
+/// `[batch, heads, queries, keys, q/k head dimension, v head dimension]` of an attention of
+/// `q`, `k` and `v`; an error unless they are f32 rank-4 tensors of matching shapes whose head
+/// dimensions the kernels take.
+fn attention_dims(queue: &Queue, q: &Tensor, k: &Tensor, v: &Tensor) -> Result<[usize; 6]> {
     for t in [q, k, v] {
         check_f32(queue, "attention", t)?;
         if t.rank() != 4 {
@@ -123,6 +120,17 @@ fn attention_f32(
             });
         }
     }
+    Ok([b, h, lq, lk, d, dv])
+}
+
+fn attention_f32(
+    queue: &Queue,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    p: AttentionParams<'_>,
+) -> Result<Tensor> {
+    let [b, h, lq, lk, d, dv] = attention_dims(queue, q, k, v)?;
     let scale = p.scale.unwrap_or(1.0 / (d.max(1) as f32).sqrt());
     if !scale.is_finite() {
         return Err(Error::Invalid(format!(
