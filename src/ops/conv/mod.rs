@@ -141,9 +141,9 @@ pub fn conv2d(queue: &Queue, x: &Tensor, weight: &Tensor, p: Conv2dParams<'_>) -
     )
 }
 
-fn conv2d_f32(queue: &Queue, x: &Tensor, weight: &Tensor, p: Conv2dParams<'_>) -> Result<Tensor> {
-    check_f32(queue, "conv2d", x)?;
-    check_f32(queue, "conv2d", weight)?;
+/// The geometry of a conv2d of `x` by `weight` with `p`; an error unless their shapes, the
+/// groups and the output extents fit together.
+fn conv2d_geometry(x: &Tensor, weight: &Tensor, p: &Conv2dParams<'_>) -> Result<Conv2dGeometry> {
     let (xs, ws) = (x.shape(), weight.shape());
     if xs.len() != 4 || ws.len() != 4 {
         return Err(Error::shape(
@@ -192,6 +192,29 @@ fn conv2d_f32(queue: &Queue, x: &Tensor, weight: &Tensor, p: Conv2dParams<'_>) -
         p.padding[1],
         p.dilation[1],
     )?;
+    Ok(Conv2dGeometry {
+        n,
+        c,
+        h,
+        w,
+        o,
+        kh,
+        kw,
+        oh,
+        ow,
+        stride: p.stride,
+        padding: p.padding,
+        pad_end: p.padding,
+        dilation: p.dilation,
+        groups,
+    })
+}
+
+fn conv2d_f32(queue: &Queue, x: &Tensor, weight: &Tensor, p: Conv2dParams<'_>) -> Result<Tensor> {
+    check_f32(queue, "conv2d", x)?;
+    check_f32(queue, "conv2d", weight)?;
+    let geometry = conv2d_geometry(x, weight, &p)?;
+    let Conv2dGeometry { n, o, oh, ow, .. } = geometry;
     let bias = match p.bias {
         Some(b) => {
             check_f32(queue, "conv2d", b)?;
@@ -209,22 +232,6 @@ fn conv2d_f32(queue: &Queue, x: &Tensor, weight: &Tensor, p: Conv2dParams<'_>) -
         None => None,
     };
     crate::base::layout::checked_numel("conv2d", &[n, o, oh, ow])?;
-    let geometry = Conv2dGeometry {
-        n,
-        c,
-        h,
-        w,
-        o,
-        kh,
-        kw,
-        oh,
-        ow,
-        stride: p.stride,
-        padding: p.padding,
-        pad_end: p.padding,
-        dilation: p.dilation,
-        groups,
-    };
     let (x, weight) = (x.contiguous_on(queue)?, weight.contiguous_on(queue)?);
     let out = Tensor::uninit(queue, &[n, o, oh, ow], DType::F32)?;
     if out.numel() > 0 {

@@ -81,6 +81,22 @@ pub fn gather_with(
     )
 }
 
+/// The index kind the kernels take for `indices`' dtype: 0 for u32, 1 for i32, 2 for i64.
+fn index_kind(indices: &Tensor) -> Result<u32> {
+    Ok(match indices.dtype() {
+        DType::U32 => 0,
+        DType::I32 => 1,
+        DType::I64 => 2,
+        other => {
+            return Err(Error::DType {
+                op: "gather",
+                expected: "i32, u32 or i64 indices".into(),
+                got: other.to_string(),
+            })
+        }
+    })
+}
+
 fn gather_words(
     queue: &Queue,
     x: &Tensor,
@@ -92,18 +108,7 @@ fn gather_words(
     queue
         .device()
         .check_same(indices.device(), "gather indices")?;
-    let kind = match indices.dtype() {
-        DType::U32 => 0,
-        DType::I32 => 1,
-        DType::I64 => 2,
-        other => {
-            return Err(Error::DType {
-                op: "gather",
-                expected: "i32, u32 or i64 indices".into(),
-                got: other.to_string(),
-            })
-        }
-    };
+    let kind = index_kind(indices)?;
     let shape = x.shape();
     if axis >= shape.len() {
         return Err(Error::OutOfRange(format!(

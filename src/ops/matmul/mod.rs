@@ -143,28 +143,9 @@ fn dense_matrices(queue: &Queue, t: Tensor) -> Result<Tensor> {
     }
 }
 
-/// The product with every operand and the result stored as `dtype` (f32, or native f16); the
-/// chooser picks the variant (`requested` is what the call named).
-#[allow(clippy::too_many_arguments)]
-fn matmul_in(
-    queue: &Queue,
-    op: &'static str,
-    a: &Tensor,
-    b: &Tensor,
-    bias: Option<&Tensor>,
-    act: Option<UnaryOp>,
-    requested: Option<&str>,
-    dtype: DType,
-) -> Result<Tensor> {
-    for t in [Some(a), Some(b), bias].into_iter().flatten() {
-        queue.device().check_same(t.device(), op)?;
-    }
-    if dtype == DType::F32 {
-        check_f32(queue, op, a)?;
-    }
-    if dtype == DType::F32 {
-        check_f32(queue, op, b)?;
-    }
+/// `(m, k, n)` of `a` @ `b`; an error unless both are of rank 2 or more with equal inner
+/// dimensions.
+fn matmul_dims(op: &'static str, a: &Tensor, b: &Tensor) -> Result<(usize, usize, usize)> {
     let (ra, rb) = (a.rank(), b.rank());
     if ra < 2 || rb < 2 {
         return Err(Error::shape(
@@ -189,6 +170,33 @@ fn matmul_in(
             ),
         ));
     }
+    Ok((m, k, n))
+}
+
+/// The product with every operand and the result stored as `dtype` (f32, or native f16); the
+/// chooser picks the variant (`requested` is what the call named).
+#[allow(clippy::too_many_arguments)]
+fn matmul_in(
+    queue: &Queue,
+    op: &'static str,
+    a: &Tensor,
+    b: &Tensor,
+    bias: Option<&Tensor>,
+    act: Option<UnaryOp>,
+    requested: Option<&str>,
+    dtype: DType,
+) -> Result<Tensor> {
+    for t in [Some(a), Some(b), bias].into_iter().flatten() {
+        queue.device().check_same(t.device(), op)?;
+    }
+    if dtype == DType::F32 {
+        check_f32(queue, op, a)?;
+    }
+    if dtype == DType::F32 {
+        check_f32(queue, op, b)?;
+    }
+    let (m, k, n) = matmul_dims(op, a, b)?;
+    let (ra, rb) = (a.rank(), b.rank());
     let bias = match bias {
         Some(t) => {
             if dtype == DType::F32 {

@@ -191,6 +191,15 @@ fn params(
 // MatmulWords spells the batch rank (MAX_RANK - 2) as a literal: it must stay this.
 const _: () = assert!(MAX_RANK - 2 == 6);
 
+/// Whether every vec4 of a tile load lies inside one row of `o` (of rank `r`, rows of `inner`
+/// elements): vec4 tile loads when it holds for A (along k) and for B (along n).
+fn rows_of_vec4(o: &Operand<'_>, r: usize, inner: usize) -> bool {
+    o.layout.strides[r - 1] == 1
+        && inner % 4 == 0
+        && o.layout.offset % 4 == 0
+        && o.layout.strides[..r - 1].iter().all(|s| s % 4 == 0)
+}
+
 /// The tiled (or, on software adapters, direct) matmul with its bias and activation
 /// epilogue, in batches of at most a grid dimension and, where the device ends long loops
 /// early, in pieces of k.
@@ -224,14 +233,7 @@ pub(super) fn matmul(
         ("HAS_BIAS", u32::from(bias.is_some())),
         ("ACT", act.map_or(0, |f| f.code())),
     ];
-    // vec4 tile loads when every vec4 lies inside one row of A (along k) and of B (along n).
-    let rows_of_vec4 = |o: &Operand<'_>, inner: usize| {
-        o.layout.strides[r - 1] == 1
-            && inner % 4 == 0
-            && o.layout.offset % 4 == 0
-            && o.layout.strides[..r - 1].iter().all(|s| s % 4 == 0)
-    };
-    let vec4 = rows_of_vec4(&a, k) && rows_of_vec4(&b, n);
+    let vec4 = rows_of_vec4(&a, r, k) && rows_of_vec4(&b, r, n);
     let loads = if vec4 { LOADS_VEC4 } else { LOADS_SCALAR };
     let pipeline = dev.pipeline(Specialisation {
         source: &SOURCE,

@@ -41,9 +41,8 @@ pub(super) fn reduce(
     dev: &CudaDevice,
     cx: &OpContext<'_>,
 ) -> Result<()> {
-    let (op, x, out) = (call.op, call.x, call.out);
+    let op = call.op;
     let (outer, len, inner) = (call.outer, call.len, call.inner);
-    let argmax = op == ReduceOp::Argmax;
     let scale = if op == ReduceOp::Mean {
         1.0 / len as f32
     } else {
@@ -53,36 +52,7 @@ pub(super) fn reduce(
     let op_define = ("OP", op.code().to_string());
     let val = val(call.dtype)?;
     if inner >= 32 && outer * inner >= 64 * dev.sm_count() as usize {
-        // Many output columns: one thread each, coalesced reads, one pass.
-        let f = dev.program(specialise(
-            &SOURCE,
-            "reduce_cols",
-            vec![op_define, val, idx],
-        ))?;
-        let p = ReduceParams {
-            outer: outer as u64,
-            len: len as u64,
-            inner: inner as u64,
-            chunk: len as u64,
-            chunks: 1,
-            scale,
-            write_values: 1,
-        };
-        let (values, indices) = if argmax {
-            (0, operand(&out)?)
-        } else {
-            (typed_operand(&out, call.dtype)?, 0)
-        };
-        let pointers = [typed_operand(&x, call.dtype)?, values, indices];
-        return q.launch(
-            dev,
-            &f,
-            (blocks(dev, outer * inner, BLOCK as usize), 1, 1),
-            (BLOCK, 1, 1),
-            &pointers,
-            &p,
-            &[x.buf, out.buf],
-        );
+        return reduce_cols(call, q, dev, scale, vec![op_define, val, idx]);
     }
     // Passes of one block per (row, chunk): enough chunks to fill the GPU when rows are few.
     let sms = dev.sm_count() as usize;
@@ -130,6 +100,45 @@ pub(super) fn reduce(
         );
         q.launch(dev, &f, grid, (BLOCK, 1, 1), &pointers, &p, &pass.blocks())
     })
+}
+
+/// Many output columns: one thread each, coalesced reads, one pass (`reduce_cols`, specialised
+/// with `defines`).
+fn reduce_cols(
+    call: &Reduce<'_>,
+    q: &CudaBatch,
+    dev: &CudaDevice,
+    scale: f32,
+    defines: Vec<(&'static str, String)>,
+) -> Result<()> {
+    let (x, out) = (call.x, call.out);
+    let (outer, len, inner) = (call.outer, call.len, call.inner);
+    let argmax = call.op == ReduceOp::Argmax;
+    let f = dev.program(specialise(&SOURCE, "reduce_cols", defines))?;
+    let p = ReduceParams {
+        outer: outer as u64,
+        len: len as u64,
+        inner: inner as u64,
+        chunk: len as u64,
+        chunks: 1,
+        scale,
+        write_values: 1,
+    };
+    let (values, indices) = if argmax {
+        (0, operand(&out)?)
+    } else {
+        (typed_operand(&out, call.dtype)?, 0)
+    };
+    let pointers = [typed_operand(&x, call.dtype)?, values, indices];
+    q.launch(
+        dev,
+        &f,
+        (blocks(dev, outer * inner, BLOCK as usize), 1, 1),
+        (BLOCK, 1, 1),
+        &pointers,
+        &p,
+        &[x.buf, out.buf],
+    )
 }
 
 /// Every specialisation.

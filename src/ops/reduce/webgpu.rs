@@ -107,18 +107,18 @@ pub(super) fn default_variant(
     }
 }
 
-/// The reduction in passes of one workgroup (or, `serial`, one invocation) per (row, chunk),
-/// each pass's partial results in temporaries, until one chunk per row remains.
-pub(super) fn reduce(
-    call: &Reduce<'_>,
-    q: &GpuBatch,
-    dev: &GpuDevice,
-    cx: &OpContext<'_>,
-) -> Result<()> {
-    let op = call.op;
-    check_int64(dev, op.name(), &[call.dtype])?;
-    check_binding(dev, &call.x)?;
-    check_binding(dev, &call.out)?;
+/// What the passes of a reduction share: the elements a workgroup (or an invocation) takes,
+/// the invocations per workgroup, the combination step's prelude and the entry point.
+struct Setup {
+    chunk: usize,
+    per_group: usize,
+    combine: Vec<&'static str>,
+    entry: &'static str,
+}
+
+/// The [`Setup`] of the variant `call` names (or the device's default); an error when the
+/// adapter lacks that variant.
+fn setup(call: &Reduce<'_>, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<Setup> {
     let variant = match call.variant {
         Some(v) => v,
         None => default_variant(dev, cx.options).0,
@@ -152,6 +152,32 @@ pub(super) fn reduce(
     } else {
         "reduce_main"
     };
+    Ok(Setup {
+        chunk,
+        per_group,
+        combine,
+        entry,
+    })
+}
+
+/// The reduction in passes of one workgroup (or, `serial`, one invocation) per (row, chunk),
+/// each pass's partial results in temporaries, until one chunk per row remains.
+pub(super) fn reduce(
+    call: &Reduce<'_>,
+    q: &GpuBatch,
+    dev: &GpuDevice,
+    cx: &OpContext<'_>,
+) -> Result<()> {
+    let op = call.op;
+    check_int64(dev, op.name(), &[call.dtype])?;
+    check_binding(dev, &call.x)?;
+    check_binding(dev, &call.out)?;
+    let Setup {
+        chunk,
+        per_group,
+        combine,
+        entry,
+    } = setup(call, dev, cx)?;
     passes::run(
         call,
         cx,
