@@ -243,12 +243,8 @@ mod on_the_cpu_executor {
             ("attention_main", h * lq),
             ("attention_serial_main", (h * lq).div_ceil(64)),
         ] {
-            let (qb, kb, vb, mb) = (
-                Buffer::from_slice(&d, &qv).unwrap(),
-                Buffer::from_slice(&d, &kv).unwrap(),
-                Buffer::from_slice(&d, &vv).unwrap(),
-                Buffer::from_slice(&d, &mv).unwrap(),
-            );
+            let buffer = |v: &[f32]| Buffer::from_slice(&d, v).unwrap();
+            let (qb, kb, vb, mb) = (buffer(&qv), buffer(&kv), buffer(&vv), buffer(&mv));
             let (out, state) = (
                 Buffer::from_slice(&d, &vec![-1.1e36f32; want.len()]).unwrap(),
                 Buffer::<f32>::zeros(&d, 4).unwrap(),
@@ -270,12 +266,17 @@ mod on_the_cpu_executor {
                 [groups as u32, 1, 1],
             )
             .unwrap();
-            for (i, (g, w)) in out.read_blocking().unwrap().iter().zip(&want).enumerate() {
-                assert!(
-                    (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
-                    "{entry}: element {i} is {g}, the CPU's {w}"
-                );
-            }
+            assert_near(&out.read_blocking().unwrap(), &want, entry);
+        }
+    }
+
+    /// Each element of `got` within 1e-5 (relative) of `want`'s.
+    fn assert_near(got: &[f32], want: &[f32], entry: &str) {
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                "{entry}: element {i} is {g}, the CPU's {w}"
+            );
         }
     }
 }

@@ -221,128 +221,149 @@ mod on_the_cpu_executor {
         let xv = values(c * h * w, 1);
         let x = Tensor::from_slice(&d, &xv, &[1, c, h, w]).unwrap();
         for (o, groups) in [(8usize, 1usize), (6, 2)] {
-            let (wv, bv) = (values(o * (c / groups) * 9, 2), values(o, 3));
-            let (weight, bias) = (
-                Tensor::from_slice(&d, &wv, &[o, c / groups, 3, 3]).unwrap(),
-                Tensor::from_slice(&d, &bv, &[o]).unwrap(),
-            );
-            let p = Conv2dParams {
-                bias: Some(&bias),
-                stride: [1, 1],
-                padding: [1, 1],
-                dilation: [1, 1],
-                groups,
-                act: Some(UnaryOp::Relu),
-            };
-            let want = x
-                .conv2d(&weight, p)
-                .unwrap()
-                .to_vec_blocking::<f32>()
-                .unwrap();
-            let g = Conv2dGeometry {
-                n: 1,
-                c,
-                h,
-                w,
-                o,
-                kh: 3,
-                kw: 3,
-                oh: h,
-                ow: w,
-                stride: [1, 1],
-                padding: [1, 1],
-                pad_end: [1, 1],
-                dilation: [1, 1],
-                groups,
-            };
-            let mut words = params(&g, [0; 4]).unwrap();
-            (words.ci, words.ky, words.kx, words.flags) =
-                ([0, (c / groups) as u32], [0, 3], [0, 3], split::flags(0, 1));
-            let ocb = if (o / groups) % 4 == 0 { 4 } else { 1 };
-            let source = with_overrides(
-                specialise(&SOURCE, "conv2d_main", vec![]).full_source(),
-                &[
-                    ("HAS_BIAS", 1),
-                    ("ACT", UnaryOp::Relu.code()),
-                    ("OCB", ocb as u32),
-                ],
-            );
-            let (xb, wb, bb) = (
-                Buffer::from_slice(&d, &xv).unwrap(),
-                Buffer::from_slice(&d, &wv).unwrap(),
-                Buffer::from_slice(&d, &bv).unwrap(),
-            );
-            let out = Buffer::from_slice(&d, &vec![-1.1e36f32; want.len()]).unwrap();
-            let groups_launched = ((o / ocb) * h * w.div_ceil(4)).div_ceil(256) as u32;
-            run_on_cpu(
-                &d,
-                &source,
-                "conv2d_main",
-                words.words(),
-                &[bound(&xb), bound(&wb), bound(&bb), bound(&out)],
-                [groups_launched, 1, 1],
-            )
-            .unwrap();
-            assert_near(
-                &out.read_blocking().unwrap(),
-                &want,
-                &format!("conv2d to {o} channels in {groups} groups"),
-            );
+            conv2d_matches(&d, (&x, &xv), [c, h, w], o, groups);
         }
         for kind in [PoolKind::Max, PoolKind::Avg] {
-            let want = x
-                .pool2d(
-                    kind,
-                    Pool2dParams {
-                        kernel: [2, 2],
-                        stride: None,
-                        padding: [0, 0],
-                    },
-                )
-                .unwrap()
-                .to_vec_blocking::<f32>()
-                .unwrap();
-            let g = Conv2dGeometry {
-                n: 1,
-                c,
-                h,
-                w,
-                o: c,
-                kh: 2,
-                kw: 2,
-                oh: h / 2,
-                ow: w / 2,
-                stride: [2, 2],
-                padding: [0, 0],
-                pad_end: [0, 0],
-                dilation: [1, 1],
-                groups: c,
-            };
-            let mut words = params(&g, [0; 4]).unwrap();
-            (words.ci, words.ky, words.kx, words.flags) =
-                ([0, 1], [0, 2], [0, 2], split::flags(0, 1));
-            let source = with_overrides(
-                specialise(&SOURCE, "pool2d_main", vec![]).full_source(),
-                &[("POOL", kind as u32)],
-            );
-            let (xb, out) = (
-                Buffer::from_slice(&d, &xv).unwrap(),
-                Buffer::from_slice(&d, &vec![-1.1e36f32; want.len()]).unwrap(),
-            );
-            run_on_cpu(
-                &d,
-                &source,
-                "pool2d_main",
-                words.words(),
-                &[bound(&xb), bound(&out)],
-                [(want.len() as u32).div_ceil(256), 1, 1],
-            )
-            .unwrap();
-            assert_near(
-                &out.read_blocking().unwrap(),
-                &want,
-                &format!("{kind:?} pooling"),
-            );
+            pool2d_matches(&d, (&x, &xv), [c, h, w], kind);
         }
+    }
+
+    /// conv2d.wgsl on the CPU's executor against the CPU kernel: `o` output channels in
+    /// `groups` groups, 3x3, padding 1, with a bias and ReLU.
+    fn conv2d_matches(
+        d: &Device,
+        (x, xv): (&Tensor, &[f32]),
+        [c, h, w]: [usize; 3],
+        o: usize,
+        groups: usize,
+    ) {
+        let (wv, bv) = (values(o * (c / groups) * 9, 2), values(o, 3));
+        let (weight, bias) = (
+            Tensor::from_slice(d, &wv, &[o, c / groups, 3, 3]).unwrap(),
+            Tensor::from_slice(d, &bv, &[o]).unwrap(),
+        );
+        let p = Conv2dParams {
+            bias: Some(&bias),
+            stride: [1, 1],
+            padding: [1, 1],
+            dilation: [1, 1],
+            groups,
+            act: Some(UnaryOp::Relu),
+        };
+        let want = x
+            .conv2d(&weight, p)
+            .unwrap()
+            .to_vec_blocking::<f32>()
+            .unwrap();
+        let g = Conv2dGeometry {
+            n: 1,
+            c,
+            h,
+            w,
+            o,
+            kh: 3,
+            kw: 3,
+            oh: h,
+            ow: w,
+            stride: [1, 1],
+            padding: [1, 1],
+            pad_end: [1, 1],
+            dilation: [1, 1],
+            groups,
+        };
+        let mut words = params(&g, [0; 4]).unwrap();
+        (words.ci, words.ky, words.kx, words.flags) =
+            ([0, (c / groups) as u32], [0, 3], [0, 3], split::flags(0, 1));
+        let ocb = if (o / groups) % 4 == 0 { 4 } else { 1 };
+        let source = with_overrides(
+            specialise(&SOURCE, "conv2d_main", vec![]).full_source(),
+            &[
+                ("HAS_BIAS", 1),
+                ("ACT", UnaryOp::Relu.code()),
+                ("OCB", ocb as u32),
+            ],
+        );
+        let (xb, wb, bb) = (
+            Buffer::from_slice(d, xv).unwrap(),
+            Buffer::from_slice(d, &wv).unwrap(),
+            Buffer::from_slice(d, &bv).unwrap(),
+        );
+        let out = Buffer::from_slice(d, &vec![-1.1e36f32; want.len()]).unwrap();
+        let groups_launched = ((o / ocb) * h * w.div_ceil(4)).div_ceil(256) as u32;
+        run_on_cpu(
+            d,
+            &source,
+            "conv2d_main",
+            words.words(),
+            &[bound(&xb), bound(&wb), bound(&bb), bound(&out)],
+            [groups_launched, 1, 1],
+        )
+        .unwrap();
+        assert_near(
+            &out.read_blocking().unwrap(),
+            &want,
+            &format!("conv2d to {o} channels in {groups} groups"),
+        );
+    }
+
+    /// pool2d.wgsl on the CPU's executor against the CPU kernel: `kind`, 2x2, stride 2.
+    fn pool2d_matches(
+        d: &Device,
+        (x, xv): (&Tensor, &[f32]),
+        [c, h, w]: [usize; 3],
+        kind: PoolKind,
+    ) {
+        let want = x
+            .pool2d(
+                kind,
+                Pool2dParams {
+                    kernel: [2, 2],
+                    stride: None,
+                    padding: [0, 0],
+                },
+            )
+            .unwrap()
+            .to_vec_blocking::<f32>()
+            .unwrap();
+        let g = Conv2dGeometry {
+            n: 1,
+            c,
+            h,
+            w,
+            o: c,
+            kh: 2,
+            kw: 2,
+            oh: h / 2,
+            ow: w / 2,
+            stride: [2, 2],
+            padding: [0, 0],
+            pad_end: [0, 0],
+            dilation: [1, 1],
+            groups: c,
+        };
+        let mut words = params(&g, [0; 4]).unwrap();
+        (words.ci, words.ky, words.kx, words.flags) = ([0, 1], [0, 2], [0, 2], split::flags(0, 1));
+        let source = with_overrides(
+            specialise(&SOURCE, "pool2d_main", vec![]).full_source(),
+            &[("POOL", kind as u32)],
+        );
+        let (xb, out) = (
+            Buffer::from_slice(d, xv).unwrap(),
+            Buffer::from_slice(d, &vec![-1.1e36f32; want.len()]).unwrap(),
+        );
+        run_on_cpu(
+            d,
+            &source,
+            "pool2d_main",
+            words.words(),
+            &[bound(&xb), bound(&out)],
+            [(want.len() as u32).div_ceil(256), 1, 1],
+        )
+        .unwrap();
+        assert_near(
+            &out.read_blocking().unwrap(),
+            &want,
+            &format!("{kind:?} pooling"),
+        );
     }
 }

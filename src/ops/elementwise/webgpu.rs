@@ -276,37 +276,49 @@ mod on_the_cpu_executor {
                     );
                 }
             }
-            // Integer arithmetic on i32.
-            let (ia, ib): (Vec<i32>, Vec<i32>) = (
-                xa.iter().map(|v| (v * 1e3) as i32).collect(),
-                xb.iter().map(|v| (v * 7.0) as i32).collect(),
+            int_binary_matches(&d, (sa, sb), (&xa, &xb), &shape, modes, &out);
+        }
+    }
+
+    /// int_binary_main on i32 operands (`xa` and `xb` scaled and truncated) against the CPU
+    /// kernel.
+    fn int_binary_matches(
+        d: &Device,
+        (sa, sb): (&[usize], &[usize]),
+        (xa, xb): (&[f32], &[f32]),
+        shape: &[usize],
+        modes: [(&'static str, u32); 2],
+        out: &Tensor,
+    ) {
+        let (ia, ib): (Vec<i32>, Vec<i32>) = (
+            xa.iter().map(|v| (v * 1e3) as i32).collect(),
+            xb.iter().map(|v| (v * 7.0) as i32).collect(),
+        );
+        let (ta, tb) = (
+            Tensor::from_slice(d, &ia, sa).unwrap(),
+            Tensor::from_slice(d, &ib, sb).unwrap(),
+        );
+        let (tva, tvb) = (
+            ta.broadcast_to(shape).unwrap(),
+            tb.broadcast_to(shape).unwrap(),
+        );
+        for op in BinaryOp::ALL {
+            let got = run(
+                d,
+                ("int_binary_main", 1, VAL_I32),
+                &[("OP", op.code()), modes[0], modes[1]],
+                &[(&tva, &ia[..]), (&tvb, &ib[..])],
+                out,
             );
-            let (ta, tb) = (
-                Tensor::from_slice(&d, &ia, sa).unwrap(),
-                Tensor::from_slice(&d, &ib, sb).unwrap(),
+            assert_eq!(
+                got,
+                ta.binary(op, &tb)
+                    .unwrap()
+                    .to_vec_blocking::<i32>()
+                    .unwrap(),
+                "int_binary_main {} of {sa:?} and {sb:?}",
+                op.name()
             );
-            let (tva, tvb) = (
-                ta.broadcast_to(&shape).unwrap(),
-                tb.broadcast_to(&shape).unwrap(),
-            );
-            for op in BinaryOp::ALL {
-                let got = run(
-                    &d,
-                    ("int_binary_main", 1, VAL_I32),
-                    &[("OP", op.code()), modes[0], modes[1]],
-                    &[(&tva, &ia[..]), (&tvb, &ib[..])],
-                    &out,
-                );
-                assert_eq!(
-                    got,
-                    ta.binary(op, &tb)
-                        .unwrap()
-                        .to_vec_blocking::<i32>()
-                        .unwrap(),
-                    "int_binary_main {} of {sa:?} and {sb:?}",
-                    op.name()
-                );
-            }
         }
     }
 }
