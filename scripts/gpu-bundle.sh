@@ -36,7 +36,7 @@ cp benches/peers/torch_reference.py .gpu/
 # node tests, 2.6 MB compressed.
 scripts/corpus.sh >/dev/null
 scripts/onnx-data.sh >/dev/null
-tar -cf - .corpus -C .onnx node | xz -T0 -6 > .gpu/data.tar.xz
+tar -cf - .corpus -C .onnx node light | xz -T0 -6 > .gpu/data.tar.xz
 lists=$(mktemp -d)
 mkdir -p "$lists/partial"
 apt_amd64=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 "-oDir::State::Lists=$lists")

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # ONNX's backend node tests (one model.onnx per test, with inputs and expected outputs as
-# TensorProto files), from the onnx 1.22.0 wheel on PyPI (the 1.23 wheels dropped the test
-# data). The wheel is pinned by its sha256 and kept in .onnx/ (ignored by git); its
-# onnx/backend/test/data/node/ folder is unpacked once into .onnx/node/. The Rust tests
+# TensorProto files) and its light model zoo, from the onnx 1.22.0 wheel on PyPI (the 1.23
+# wheels dropped the test data). The wheel is pinned by its sha256 and kept in .onnx/ (ignored by git); its
+# onnx/backend/test/data/node/ and light/ folders are unpacked once into .onnx/. The Rust tests
 # (tests/suite/onnx_*.rs) and npm/test/onnx-node.mjs read them from there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,16 +19,19 @@ if ! echo "$sha256  .onnx/$wheel" | sha256sum --check --quiet; then
     echo ".onnx/$wheel is not the pinned file (sha256 $sha256): delete it" >&2
     exit 1
 fi
-if [ "$(cat .onnx/node/.verified 2>/dev/null)" != "$sha256" ]; then
-    rm -rf .onnx/node .onnx/.unpack
-    python3 - ".onnx/$wheel" .onnx/.unpack <<'PY'
+# node/: one folder per node test; light/: the light model zoo (light_*.onnx with
+# light_*_output_0.pb, the output for ONNX's dummy input).
+for part in node light; do
+    [ "$(cat ".onnx/$part/.verified" 2>/dev/null)" = "$sha256" ] && continue
+    rm -rf ".onnx/$part" .onnx/.unpack
+    python3 - ".onnx/$wheel" .onnx/.unpack "$part" <<'PY'
 import sys, zipfile
-wheel, dest = sys.argv[1:]
-prefix = "onnx/backend/test/data/node/"
+wheel, dest, part = sys.argv[1:]
+prefix = f"onnx/backend/test/data/{part}/"
 with zipfile.ZipFile(wheel) as z:
     z.extractall(dest, [n for n in z.namelist() if n.startswith(prefix)])
 PY
-    mv .onnx/.unpack/onnx/backend/test/data/node .onnx/node
+    mv ".onnx/.unpack/onnx/backend/test/data/$part" ".onnx/$part"
     rm -rf .onnx/.unpack
-    echo "$sha256" > .onnx/node/.verified
-fi
+    echo "$sha256" > ".onnx/$part/.verified"
+done

@@ -16,6 +16,9 @@ pub struct Schedule {
     /// can be freed; `None` for values that are kept: graph inputs, constants, outputs, values
     /// of enclosing graphs, and values never read.
     pub last_use: Vec<Option<usize>>,
+    /// For each value, whether a scheduled node reads it or the graph gives it out; an
+    /// output no one uses (Dropout's mask, say) need not be computed.
+    pub used: Vec<bool>,
 }
 
 /// The values node `n` reads: its inputs and the enclosing-graph values its subgraphs read.
@@ -57,8 +60,10 @@ pub fn schedule(g: &Graph) -> Result<Schedule> {
     let live = needed(g, &deps, producer);
     let order = topological(g, &deps, &live)?;
     let mut last_use = vec![None; g.values.len()];
+    let mut used = vec![false; g.values.len()];
     for (step, &n) in order.iter().enumerate() {
         for v in reads(g, &g.nodes[n]) {
+            used[v] = true;
             if producer(v).is_some() {
                 last_use[v] = Some(step);
             }
@@ -66,8 +71,13 @@ pub fn schedule(g: &Graph) -> Result<Schedule> {
     }
     for &v in &g.outputs {
         last_use[v] = None;
+        used[v] = true;
     }
-    Ok(Schedule { order, last_use })
+    Ok(Schedule {
+        order,
+        last_use,
+        used,
+    })
 }
 
 /// Which nodes the graph's outputs need, following reads back from them.

@@ -186,6 +186,10 @@ impl Session {
         let outputs = (op.run)(&cx)?;
         for (slot, id) in node.outputs.iter().enumerate() {
             let Some(id) = *id else { continue };
+            if slot >= op.outputs {
+                // Not computed, and unused (checked at load).
+                continue;
+            }
             let v = outputs.get(slot).cloned().ok_or_else(|| {
                 Error::Internal(format!("{} gave no output {slot}", node.label()))
             })?;
@@ -232,7 +236,7 @@ fn operators(g: &Graph, s: &Schedule, opset: i64) -> Result<Vec<&'static OpDef>>
             &node.domain
         };
         match ops::find(&node.domain, &node.op) {
-            Some(op) => match op.check(node) {
+            Some(op) => match op.check(node, &s.used) {
                 None => found.push(op),
                 Some(why) => missing.push(format!("{}: {why}", node.label())),
             },

@@ -13,20 +13,32 @@ use unicompute::Error;
 /// in the repository (the GPU bundle carries it elsewhere).
 pub const ONNX_DIR_ENV: &str = "UNICOMPUTE_ONNX_DIR";
 
-/// The node tests' folder; missing data is a failure that says how to get it.
-pub(crate) fn node_tests() -> Vec<PathBuf> {
+/// The entries of a folder of ONNX's test data (`node`, `light`), sorted; missing data is a
+/// failure that says how to get it.
+fn onnx_data(part: &str) -> Vec<PathBuf> {
     let root = std::env::var_os(ONNX_DIR_ENV)
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".onnx"));
-    let dir = root.join("node");
+    let dir = root.join(part);
     let list = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}; run scripts/onnx-data.sh", dir.display()));
-    let mut tests: Vec<PathBuf> = list
-        .map(|e| e.unwrap().path())
+    let mut entries: Vec<PathBuf> = list.map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    entries
+}
+
+/// The node tests' folders.
+pub(crate) fn node_tests() -> Vec<PathBuf> {
+    onnx_data("node")
+        .into_iter()
         .filter(|p| p.is_dir())
-        .collect();
-    tests.sort();
-    tests
+        .collect()
+}
+
+/// The light model zoo's models (`light_*.onnx`, each beside its `light_*_output_0.pb`).
+pub(crate) fn light_models() -> Vec<PathBuf> {
+    let onnx = |p: &PathBuf| p.extension().is_some_and(|e| e == "onnx");
+    onnx_data("light").into_iter().filter(onnx).collect()
 }
 
 /// The `.pb` files of a test's first data set starting with `prefix`, decoded.

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::common::{devices, name, random, read, tensor};
-use crate::onnx_load::{data, graph, node_tests, relu_model};
-use unicompute::onnx::{HostTensor, Session, SessionOptions, Val};
+use crate::onnx_load::{data, graph, light_models, node_tests, relu_model};
+use unicompute::onnx::{Constant, Dim, HostTensor, IoInfo, Session, SessionOptions, Val};
 use unicompute::{Device, Tensor};
 
 /// What one node test gave on one device.
@@ -114,6 +114,75 @@ fn node_tests_of_supported_operators_pass() {
     );
 }
 
+/// ONNX's input for a light model (its runner's `generate_dummy_data`): `arange(n) / n` in
+/// the input's shape, open extents 1.
+fn dummy_input(d: &Device, info: &IoInfo) -> Tensor {
+    let shape: Vec<usize> = (info.shape.as_deref().unwrap_or_default().iter())
+        .map(|dim| if let Dim::Fixed(n) = dim { *n } else { 1 })
+        .collect();
+    let n: usize = shape.iter().product();
+    let data: Vec<f32> = (0..n).map(|i| (i as f64 / n as f64) as f32).collect();
+    tensor(d, &data, &shape)
+}
+
+/// Runs a light model on `d` against its stored output.
+fn run_light_model(d: &Device, model: &Path) -> Outcome {
+    let session = match Session::from_path(d, model, SessionOptions::default()) {
+        Ok(s) => s,
+        Err(e) => return Outcome::Refused(e.to_string()),
+    };
+    let inputs: Vec<(String, Tensor)> = (session.inputs().iter())
+        .map(|i| (i.name.clone(), dummy_input(d, i)))
+        .collect();
+    let feeds: Vec<(&str, &Tensor)> = inputs.iter().map(|(n, t)| (n.as_str(), t)).collect();
+    let stem = model.file_stem().unwrap().to_string_lossy().into_owned();
+    let stored = std::fs::read(model.with_file_name(format!("{stem}_output_0.pb"))).unwrap();
+    let want = Constant::decode(stored).unwrap();
+    match session.run(&feeds) {
+        Ok(outputs) => {
+            let got = Val::Device(outputs[0].1.clone()).host();
+            match got
+                .map_err(|e| e.to_string())
+                .and_then(|g| compare(&g, &want))
+            {
+                Ok(()) => Outcome::Passed,
+                Err(why) => Outcome::Failed(why),
+            }
+        }
+        // A device limit, like running out of memory, is not a wrong result: reported.
+        Err(e) if e.to_string().contains("max_storage_binding_size") => Outcome::Refused(
+            "a tensor past the device's max_storage_binding_size (ConstantOfShape weights)".into(),
+        ),
+        Err(e) => Outcome::Failed(format!("run: {e}")),
+    }
+}
+
+/// The light model zoo (ResNet-50, VGG-19, DenseNet-121, ...: real architectures whose weights
+/// are constants) gives the outputs stored beside each model, on every device. Models refused
+/// at load or stopped by a device limit are printed with the reason.
+#[test]
+fn light_models_give_their_stored_outputs() {
+    let (mut report, mut failures) = (String::new(), Vec::new());
+    for d in devices() {
+        let mut passed = Vec::new();
+        for model in light_models() {
+            let stem = model
+                .file_stem()
+                .unwrap()
+                .to_string_lossy()
+                .replace("light_", "");
+            match run_light_model(d, &model) {
+                Outcome::Passed => passed.push(stem),
+                Outcome::Refused(why) => report += &format!("  {stem} not run: {}\n", reason(&why)),
+                Outcome::Failed(why) => failures.push(format!("{stem} on {}: {why}", name(d))),
+            }
+        }
+        report += &format!("{}: passed {}\n", name(d), passed.join(", "));
+    }
+    println!("{report}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 // ANCHOR: session (included by docs/src/onnx.md)
 /// A model run through a session on every device: `y = relu(x)`.
 fn run_relu(d: &Device, x: &Tensor) -> unicompute::Result<Tensor> {
@@ -164,6 +233,33 @@ fn sessions_refuse_what_they_cannot_run_at_load_and_bad_feeds_at_run() {
     assert!(text.contains("input 'x' is not given"), "{text}");
     // The session still runs after the refused feeds.
     assert_eq!(read(&session.run(&[("x", &x)]).unwrap()[0].1), [1.0, 0.0]);
+}
+
+/// An output an operator does not compute (Dropout's mask) is refused at load only when
+/// something uses it.
+#[test]
+fn an_output_not_computed_is_refused_only_when_used() {
+    let d = &devices()[0];
+    let dropout = |m: &mut unicompute::onnx::proto::ModelProto| {
+        let node = &mut graph(m).node[0];
+        node.op_type = Some("Dropout".into());
+        node.output.push("mask".into());
+    };
+    let session = Session::from_bytes(d, relu_model(dropout), SessionOptions::default()).unwrap();
+    let x = tensor(d, &[1.0, -1.0], &[2]);
+    assert_eq!(read(&session.run(&[("x", &x)]).unwrap()[0].1), [1.0, -1.0]);
+    let mask_wanted = SessionOptions {
+        outputs: Some(vec!["y".into(), "mask".into()]),
+        ..SessionOptions::default()
+    };
+    let e = Session::from_bytes(d, relu_model(dropout), mask_wanted)
+        .err()
+        .unwrap();
+    assert!(
+        e.to_string()
+            .contains("(Dropout): output 1 is not computed yet"),
+        "{e}"
+    );
 }
 
 /// docs/src/onnx.md lists the supported operators as `onnx::supported()` names them.

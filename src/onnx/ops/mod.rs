@@ -72,13 +72,14 @@ impl OpDef {
         OpDef { refuse, ..self }
     }
 
-    /// Why `node` cannot run, if it cannot.
-    pub(crate) fn check(&self, node: &Node) -> Option<String> {
+    /// Why `node` cannot run, if it cannot; `used` says which values anything reads (an
+    /// output past those the operator computes is refused only if it is used).
+    pub(crate) fn check(&self, node: &Node, used: &[bool]) -> Option<String> {
         if let Some(i) = node
             .outputs
             .iter()
             .skip(self.outputs)
-            .position(Option::is_some)
+            .position(|v| v.is_some_and(|v| used[v]))
         {
             return Some(format!("output {} is not computed yet", self.outputs + i));
         }

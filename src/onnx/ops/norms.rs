@@ -1,11 +1,12 @@
 //! Normalisations over channels and groups (BatchNormalization for inference,
-//! InstanceNormalization, GroupNormalization, LpNormalization) and Trilu's triangle mask.
+//! InstanceNormalization, GroupNormalization, LpNormalization, LRN) and Trilu's triangle mask.
 
 use super::{one, op, Ctx, OpDef};
 use crate::base::error::Result;
 use crate::onnx::value::Val;
 use crate::onnx::Node;
-use crate::ops::{BinaryOp, NormKind, NormParams, ReduceOp, UnaryOp};
+use crate::ops::conv::pool2d_with;
+use crate::ops::{BinaryOp, NormKind, NormParams, PoolKind, PoolOptions, ReduceOp, UnaryOp};
 use crate::Tensor;
 
 /// The channel normalisations and `Trilu`.
@@ -14,6 +15,7 @@ pub(super) const OPS: &[OpDef] = &[
     op("InstanceNormalization", instance_norm),
     op("GroupNormalization", group_norm),
     op("LpNormalization", lp_norm),
+    op("LRN", lrn),
     op("Trilu", trilu),
 ];
 
@@ -26,6 +28,39 @@ fn training(node: &Node) -> Option<String> {
         .flatten()
         .is_some_and(|&t| t != 0);
     on.then(|| "training_mode is set; only inference runs".into())
+}
+
+/// Local response normalisation across channels: `x / (bias + alpha / size * s)^beta`, where
+/// `s` sums `x²` over the `size` channels around each (fewer at the edges). The sum is an
+/// average pool of `x²` over a `[size, 1]` window of `[n, 1, c, rest]`, padding counted.
+fn lrn(c: &Ctx<'_>) -> Result<Vec<Val>> {
+    let x = c.tensor(0)?;
+    let size = c.int("size", 0)?;
+    let shape = x.shape().to_vec();
+    if size < 1 || shape.len() < 2 {
+        return Err(c.error(format!(
+            "size {size} on shape {shape:?}: expected size >= 1 and an input [n, c, ...]"
+        )));
+    }
+    let size = size as usize;
+    let rest: usize = shape[2..].iter().product();
+    let squares = x.mul(&x)?.reshape(&[shape[0], 1, shape[1], rest])?;
+    let options = PoolOptions {
+        kernel: [size, 1],
+        stride: [1, 1],
+        padding: [(size - 1) / 2, 0, size / 2, 0],
+        count_include_pad: true,
+        ceil_mode: false,
+    };
+    let mean = pool2d_with(c.queue, PoolKind::Avg, &squares, options)?.reshape(&shape)?;
+    let (alpha, beta, bias) = (
+        c.float("alpha", 1e-4)?,
+        c.float("beta", 0.75)?,
+        c.float("bias", 1.0)?,
+    );
+    let scale = mean.affine(alpha.into(), bias.into())?;
+    let denominator = scale.binary_scalar(BinaryOp::Pow, beta.into())?;
+    one(x.binary(BinaryOp::Div, &denominator)?)
 }
 
 /// A per-channel vector `[c]` shaped to broadcast over `[n, c, ...]` of rank `rank`.
