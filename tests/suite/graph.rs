@@ -361,7 +361,7 @@ fn other_threads_wait_for_a_capture_and_stay_out_of_it() {
             "{}: another thread's op landed in the capture",
             name(d)
         );
-        let data = read(&x);
+        let data = read(x);
         assert_eq!(
             other,
             data.iter().map(|v| v + v).collect::<Vec<_>>(),
