@@ -250,7 +250,6 @@ fn an_output_not_computed_is_refused_only_when_used() {
     assert_eq!(read(&session.run(&[("x", &x)]).unwrap()[0].1), [1.0, -1.0]);
     let mask_wanted = SessionOptions {
         outputs: Some(vec!["y".into(), "mask".into()]),
-        ..SessionOptions::default()
     };
     let e = Session::from_bytes(d, relu_model(dropout), mask_wanted)
         .err()
