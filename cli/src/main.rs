@@ -7,6 +7,7 @@ mod bench;
 
 /// `unicompute run`: an ONNX model on one device.
 #[cfg(not(target_arch = "wasm32"))]
+mod npy;
 mod run;
 
 /// The CLI is native only: a wasm build of the workspace compiles it to nothing.
@@ -96,6 +97,9 @@ mod cli {
         /// Seed of the random inputs.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Write each output of the first run to DIR/NAME.npy (f32, i64, i32 or u32).
+        #[arg(long, value_name = "DIR")]
+        save: Option<std::path::PathBuf>,
     }
 
     #[derive(Args)]
@@ -277,6 +281,7 @@ mod cli {
             dims: args.dims,
             runs: args.runs,
             seed: args.seed,
+            save: args.save,
         };
         crate::run::run(&device, &config)
     }

@@ -20,6 +20,8 @@ pub struct RunConfig {
     pub runs: usize,
     /// The seed of the random inputs.
     pub seed: u64,
+    /// Where to write the first run's outputs as `.npy` files.
+    pub save: Option<PathBuf>,
 }
 
 /// Runs the model as `config` says on `device`, printing what it measured.
@@ -41,6 +43,9 @@ pub fn run(device: &Device, config: &RunConfig) -> Result<()> {
     let outputs = session.run(&named)?;
     device.queue().finish()?;
     let first = first.elapsed().as_secs_f64();
+    if let Some(dir) = &config.save {
+        save(dir, &outputs)?;
+    }
     let mut times = Vec::with_capacity(config.runs);
     for _ in 0..config.runs {
         let t = Instant::now();
@@ -78,7 +83,7 @@ fn inputs(device: &Device, s: &Session, config: &RunConfig) -> Result<Vec<(Strin
     let mut out = Vec::new();
     for (i, info) in s.inputs().into_iter().enumerate() {
         if let Some((_, file)) = files.iter().find(|(n, _)| *n == info.name) {
-            out.push((info.name, read_npy(device, Path::new(file))?));
+            out.push((info.name, crate::npy::read(device, Path::new(file))?));
             continue;
         }
         let shape = shape_of(&info.name, info.shape.as_deref().unwrap_or(&[]), &dims)?;
@@ -96,6 +101,22 @@ fn inputs(device: &Device, s: &Session, config: &RunConfig) -> Result<Vec<(Strin
         out.push((info.name, t));
     }
     Ok(out)
+}
+
+/// Writes each output to `dir/NAME.npy`, characters other than letters, digits, `-`, `_`
+/// and `.` in the name replaced by `_`.
+fn save(dir: &Path, outputs: &[(String, Tensor)]) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::Invalid(format!("--save {}: {e}", dir.display())))?;
+    for (name, t) in outputs {
+        let safe = |c: char| c.is_ascii_alphanumeric() || "-_.".contains(c);
+        let file: String = name
+            .chars()
+            .map(|c| if safe(c) { c } else { '_' })
+            .collect();
+        crate::npy::write(&dir.join(format!("{file}.npy")), t)?;
+    }
+    Ok(())
 }
 
 /// `name=value` arguments split at the first `=`.
@@ -151,74 +172,4 @@ fn checksum(t: &Tensor) -> Result<(f64, f64)> {
             .collect(),
     };
     Ok((v.iter().sum(), v.iter().map(|x| x.abs()).sum()))
-}
-
-/// A `.npy` file (little-endian f4, f8, i4 or i8, C order) as a tensor; f8 becomes f32.
-fn read_npy(device: &Device, path: &Path) -> Result<Tensor> {
-    let bad = |why: &str| Error::Invalid(format!("{}: {why}", path.display()));
-    let bytes = std::fs::read(path).map_err(|e| bad(&e.to_string()))?;
-    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
-        return Err(bad("not a .npy file"));
-    }
-    let (len_at, len_size) = if bytes[6] == 1 { (8, 2) } else { (8, 4) };
-    let header_len = bytes[len_at..len_at + len_size]
-        .iter()
-        .rev()
-        .fold(0usize, |n, &b| n * 256 + b as usize);
-    let start = len_at + len_size;
-    let header = bytes
-        .get(start..start + header_len)
-        .map(String::from_utf8_lossy)
-        .ok_or_else(|| bad("its header is cut short"))?;
-    if header.contains("'fortran_order': True") {
-        return Err(bad("Fortran order is not supported; save it in C order"));
-    }
-    let shape = npy_shape(&header).ok_or_else(|| bad("its header has no shape"))?;
-    let data = &bytes[start + header_len..];
-    let n: usize = shape.iter().product();
-    let take = |size: usize| {
-        data.get(..n * size)
-            .ok_or_else(|| bad("its data is cut short"))
-    };
-    let descr = ["<f4", "<f8", "<i4", "<i8"]
-        .into_iter()
-        .find(|d| header.contains(d));
-    match descr {
-        Some("<f4") => Tensor::from_slice(device, &decode(take(4)?, f32::from_le_bytes), &shape),
-        Some("<f8") => {
-            let v: Vec<f32> = decode(take(8)?, f64::from_le_bytes)
-                .iter()
-                .map(|&x| x as f32)
-                .collect();
-            Tensor::from_slice(device, &v, &shape)
-        }
-        Some("<i4") => Tensor::from_slice(device, &decode(take(4)?, i32::from_le_bytes), &shape),
-        Some("<i8") => Tensor::from_slice(device, &decode(take(8)?, i64::from_le_bytes), &shape),
-        _ => Err(bad("its dtype is not <f4, <f8, <i4 or <i8")),
-    }
-}
-
-/// Little-endian values of `N` bytes each.
-fn decode<T, const N: usize>(bytes: &[u8], f: fn([u8; N]) -> T) -> Vec<T> {
-    bytes
-        .chunks_exact(N)
-        .map(|c| {
-            let mut a = [0; N];
-            a.copy_from_slice(c);
-            f(a)
-        })
-        .collect()
-}
-
-/// The `'shape': (…)` tuple of a `.npy` header.
-fn npy_shape(header: &str) -> Option<Vec<usize>> {
-    let at = header.find("'shape':")?;
-    let rest = &header[at..];
-    let tuple = &rest[rest.find('(')? + 1..rest.find(')')?];
-    tuple
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse().ok())
-        .collect()
 }

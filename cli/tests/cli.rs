@@ -318,6 +318,33 @@ fn run_gives_an_onnx_models_outputs_from_npy_inputs() {
         stdout.contains("median: ") && stdout.contains("of 3 runs"),
         "{stdout}"
     );
+    // --save writes each output as a .npy file: a version 1.0 header, then f32 data.
+    let out = dir.join("out");
+    let save = [
+        &args[..],
+        &["--input", &w_arg, "--save", out.to_str().unwrap()],
+    ]
+    .concat();
+    let (ok, _, stderr) = unicompute(&save);
+    assert!(ok, "{stderr}");
+    let file = std::fs::read(out.join("y.npy")).unwrap();
+    let header_len = usize::from(u16::from_le_bytes([file[8], file[9]]));
+    let header = String::from_utf8_lossy(&file[10..10 + header_len]);
+    assert!(file.starts_with(b"\x93NUMPY\x01\x00"), "{header}");
+    assert!(header.contains("'descr': '<f4'") && header.contains("'shape': (1, 1, 4, 3, )"));
+    assert_eq!((10 + header_len) % 64, 0, "{header}");
+    let saved = &file[10 + header_len..];
+    assert_eq!(saved.len(), want.bytes.len());
+    for (g, w) in saved.chunks_exact(4).zip(want.bytes.chunks_exact(4)) {
+        let (g, w) = (
+            f32::from_le_bytes(g.try_into().unwrap()),
+            f32::from_le_bytes(w.try_into().unwrap()),
+        );
+        assert!(
+            (g - w).abs() <= 1e-5 + 1e-4 * w.abs(),
+            "saved {g}, expected {w}"
+        );
+    }
     // A model with an operator the runner lacks: listed with its count, and an error.
     let lstm = node_test("test_lstm_defaults").join("model.onnx");
     let (ok, stdout, stderr) = unicompute(&["run", lstm.to_str().unwrap(), "--backend", "cpu"]);
