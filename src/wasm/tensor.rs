@@ -39,10 +39,7 @@ fn norm_params<'a>(
 
 /// What `value` is, for an error message: its constructor's name and length.
 fn describe(value: &JsValue) -> String {
-    let name = js_sys::Reflect::get(value, &"constructor".into())
-        .ok()
-        .and_then(|c| js_sys::Reflect::get(&c, &"name".into()).ok())
-        .and_then(|n| n.as_string());
+    let name = constructor_name(value);
     let length = js_sys::Reflect::get(value, &"length".into())
         .ok()
         .and_then(|l| l.as_f64());
@@ -91,88 +88,98 @@ pub(super) fn from_js(
     shape: &[usize],
     dtype: Option<DType>,
 ) -> Result<Tensor, JsValue> {
-    let name = js_sys::Reflect::get(data, &"constructor".into())
-        .ok()
-        .and_then(|c| js_sys::Reflect::get(&c, &"name".into()).ok())
-        .and_then(|n| n.as_string());
-    let bits16 = |data: &JsValue| -> Result<Vec<u16>, JsValue> {
-        let get = |key: &str| {
-            js_sys::Reflect::get(data, &key.into())
-                .ok()
-                .and_then(|v| v.as_f64())
-                .unwrap_or(0.0) as u32
-        };
-        let buffer = js_sys::Reflect::get(data, &"buffer".into())?;
-        Ok(js_sys::Uint16Array::new_with_byte_offset_and_length(
-            &buffer,
-            get("byteOffset"),
-            get("length"),
-        )
-        .to_vec())
-    };
-    let t =
-        if let Some(a) = data.dyn_ref::<js_sys::Float32Array>() {
-            Tensor::from_slice(device, &a.to_vec(), shape)
-        } else if let Some(a) = data.dyn_ref::<js_sys::Int32Array>() {
-            Tensor::from_slice(device, &a.to_vec(), shape)
-        } else if let Some(a) = data.dyn_ref::<js_sys::Uint32Array>() {
-            Tensor::from_slice(device, &a.to_vec(), shape)
-        } else if let Some(a) = data.dyn_ref::<js_sys::BigInt64Array>() {
-            // The values' words (low first), uploaded as u32 and viewed as i64.
-            let length = a.length().checked_mul(2).ok_or_else(|| {
-                invalid(format!(
-                    "tensor data is {}: too many elements for wasm memory",
-                    describe(data)
-                ))
-            })?;
-            let words = js_sys::Uint32Array::new_with_byte_offset_and_length(
-                &a.buffer(),
-                a.byte_offset(),
-                length,
-            )
-            .to_vec();
-            Tensor::from_slice(device, &words, &[words.len()])
-                .and_then(|w| crate::ops::common::words::words_as_i64(&w, shape))
-        } else if name.as_deref() == Some("Float16Array") {
-            Tensor::from_slice(
-                device,
-                &bits16(data)?
-                    .into_iter()
-                    .map(half::f16::from_bits)
-                    .collect::<Vec<_>>(),
-                shape,
-            )
-        } else if let Some(a) = data.dyn_ref::<js_sys::Uint16Array>() {
-            match dtype {
-                Some(DType::F16) => Tensor::from_slice(
-                    device,
-                    &a.to_vec()
-                        .into_iter()
-                        .map(half::f16::from_bits)
-                        .collect::<Vec<_>>(),
-                    shape,
-                ),
-                Some(DType::BF16) => Tensor::from_slice(
-                    device,
-                    &a.to_vec()
-                        .into_iter()
-                        .map(half::bf16::from_bits)
-                        .collect::<Vec<_>>(),
-                    shape,
-                ),
-                _ => return Err(invalid(
-                    "tensor data is a Uint16Array: give the dtype its bits are, 'f16' or 'bf16'"
-                        .into(),
-                )),
-            }
-        } else {
-            return Err(invalid(format!(
+    let t = if let Some(a) = data.dyn_ref::<js_sys::Float32Array>() {
+        Tensor::from_slice(device, &a.to_vec(), shape)
+    } else if let Some(a) = data.dyn_ref::<js_sys::Int32Array>() {
+        Tensor::from_slice(device, &a.to_vec(), shape)
+    } else if let Some(a) = data.dyn_ref::<js_sys::Uint32Array>() {
+        Tensor::from_slice(device, &a.to_vec(), shape)
+    } else if let Some(a) = data.dyn_ref::<js_sys::BigInt64Array>() {
+        from_i64_array(device, a, shape)?
+    } else if constructor_name(data).as_deref() == Some("Float16Array") {
+        let halves: Vec<half::f16> = bits16(data)?
+            .into_iter()
+            .map(half::f16::from_bits)
+            .collect();
+        Tensor::from_slice(device, &halves, shape)
+    } else if let Some(a) = data.dyn_ref::<js_sys::Uint16Array>() {
+        from_u16_array(device, a, shape, dtype)?
+    } else {
+        return Err(invalid(format!(
             "tensor data is {}: expected a Float32Array, Int32Array, Uint32Array, BigInt64Array \
-                (i64), Float16Array, or a Uint16Array of f16 or bf16 bits",
+             (i64), Float16Array, or a Uint16Array of f16 or bf16 bits",
             describe(data)
         )));
-        };
+    };
     t.map_err(js_error)
+}
+
+/// The name of `data`'s constructor (`Float16Array` has no js-sys type yet).
+fn constructor_name(data: &JsValue) -> Option<String> {
+    js_sys::Reflect::get(data, &"constructor".into())
+        .ok()
+        .and_then(|c| js_sys::Reflect::get(&c, &"name".into()).ok())
+        .and_then(|n| n.as_string())
+}
+
+/// The 16-bit words of a typed array of 2-byte elements, read through its buffer.
+fn bits16(data: &JsValue) -> Result<Vec<u16>, JsValue> {
+    let get = |key: &str| {
+        js_sys::Reflect::get(data, &key.into())
+            .ok()
+            .and_then(|v| v.as_f64())
+            .unwrap_or(0.0) as u32
+    };
+    let buffer = js_sys::Reflect::get(data, &"buffer".into())?;
+    let words = js_sys::Uint16Array::new_with_byte_offset_and_length(
+        &buffer,
+        get("byteOffset"),
+        get("length"),
+    );
+    Ok(words.to_vec())
+}
+
+/// An i64 tensor from a `BigInt64Array`: the values' words (low first), uploaded as u32 and
+/// viewed as i64.
+fn from_i64_array(
+    device: &crate::Device,
+    a: &js_sys::BigInt64Array,
+    shape: &[usize],
+) -> Result<crate::Result<Tensor>, JsValue> {
+    let length = a.length().checked_mul(2).ok_or_else(|| {
+        invalid(format!(
+            "tensor data is {}: too many elements for wasm memory",
+            describe(a)
+        ))
+    })?;
+    let words =
+        js_sys::Uint32Array::new_with_byte_offset_and_length(&a.buffer(), a.byte_offset(), length)
+            .to_vec();
+    Ok(Tensor::from_slice(device, &words, &[words.len()])
+        .and_then(|w| crate::ops::common::words::words_as_i64(&w, shape)))
+}
+
+/// An f16 or bf16 tensor from a `Uint16Array` of its bits; `dtype` says which.
+fn from_u16_array(
+    device: &crate::Device,
+    a: &js_sys::Uint16Array,
+    shape: &[usize],
+    dtype: Option<DType>,
+) -> Result<crate::Result<Tensor>, JsValue> {
+    let bits = a.to_vec().into_iter();
+    match dtype {
+        Some(DType::F16) => {
+            let v: Vec<half::f16> = bits.map(half::f16::from_bits).collect();
+            Ok(Tensor::from_slice(device, &v, shape))
+        }
+        Some(DType::BF16) => {
+            let v: Vec<half::bf16> = bits.map(half::bf16::from_bits).collect();
+            Ok(Tensor::from_slice(device, &v, shape))
+        }
+        _ => Err(invalid(
+            "tensor data is a Uint16Array: give the dtype its bits are, 'f16' or 'bf16'".into(),
+        )),
+    }
 }
 
 fn wrap(r: crate::Result<Tensor>) -> Result<JsTensor, JsValue> {
