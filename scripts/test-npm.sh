@@ -16,7 +16,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 "$repo/scripts/build-npm.sh"
 
-# The size budget: the package's wasm at most 805 kB (805,000 bytes) gzipped; the threads
+# The size budget: the package's wasm at most 807 kB (807,000 bytes) gzipped; the threads
 # build, which only cross-origin-isolated pages load, also carries rayon's thread pool and a
 # std built for threads, and is held to 846 kB. Each raise is deliberate and says what it
 # bought: 700/740 kB held everything up to the CPU executor of WGSL kernels (naga's parser
@@ -50,7 +50,10 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 # and pads per axis (11.3 kB in both builds: 789,077 to 800,363 and 828,916 to 840,241).
 # 805/846 kB: all of issue 29 merged (the JS idioms, the op table's generated TS unions and
 # `opMethods`, the above): measured 803,278 and 844,054.
-for budget in "npm/pkg/unicompute_bg.wasm 805000" "npm/pkg-threads/unicompute_bg.wasm 846000"; do
+# 807/846 kB adds ONNX's LRN, outputs left uncomputed when nothing reads them, the cuda
+# f16/bf16 matmul dispatch and the split of long functions (1.6 kB, not attributed item by
+# item: 804,398 to 806,022; the threads build 844,364, still under 846 kB).
+for budget in "npm/pkg/unicompute_bg.wasm 807000" "npm/pkg-threads/unicompute_bg.wasm 846000"; do
     set -- $budget
     size=$(gzip -9 -c "$repo/$1" | wc -c)
     echo "$1: $size bytes gzipped (budget $2)"
