@@ -774,49 +774,7 @@ fn model_case(device: &Device, config: &BenchConfig, kind: Kind) -> Result<Parts
                 launch,
             )
         }
-        Kind::Attention => {
-            let shape = config.attention;
-            let [b, h, l, d] = shape;
-            let typed = |t: Tensor| {
-                if config.attention_dtype == DType::F32 {
-                    Ok(t)
-                } else {
-                    t.cast(config.attention_dtype)
-                }
-            };
-            let (q_, k, v) = (
-                typed(input(device, &shape)?)?,
-                typed(input(device, &shape)?)?,
-                typed(input(device, &shape)?)?,
-            );
-            let causal = config.causal;
-            let launch: Launch = Box::new(move |q| {
-                attention::attention(
-                    q,
-                    &q_,
-                    &k,
-                    &v,
-                    AttentionParams {
-                        causal,
-                        ..AttentionParams::default()
-                    },
-                )
-                .map(drop)
-            });
-            // q k^T and p v: 2 * l * l * d multiply-adds each, per head; half of them when causal.
-            let flops = 4 * (b * h * l * l * d) as u64 / if causal { 2 } else { 1 };
-            let shape_text = format!(
-                "[{b}, {h}, {l}, {d}] x3 {}{}",
-                config.attention_dtype,
-                if causal { " causal" } else { "" }
-            );
-            (
-                shape_text,
-                Work::Flops(flops),
-                (config.attention_dtype.size() * b * h * l * d) as u64,
-                launch,
-            )
-        }
+        Kind::Attention => attention_case(device, config)?,
         Kind::Conv2d => {
             let [n_, c, hh, ww, o] = config.conv;
             let (x, w) = (
@@ -853,6 +811,43 @@ fn reduce_launch(
     }
 }
 
+/// Causal or full attention over `config.attention` in `config.attention_dtype`.
+fn attention_case(device: &Device, config: &BenchConfig) -> Result<Parts> {
+    let shape = config.attention;
+    let [b, h, l, d] = shape;
+    let dtype = config.attention_dtype;
+    let (q_, k, v) = (
+        typed_input(device, &shape, dtype)?,
+        typed_input(device, &shape, dtype)?,
+        typed_input(device, &shape, dtype)?,
+    );
+    let causal = config.causal;
+    let params = AttentionParams {
+        causal,
+        ..AttentionParams::default()
+    };
+    let launch: Launch = Box::new(move |q| attention::attention(q, &q_, &k, &v, params).map(drop));
+    // q k^T and p v: 2 * l * l * d multiply-adds each, per head; half of them when causal.
+    let flops = 4 * (b * h * l * l * d) as u64 / if causal { 2 } else { 1 };
+    let causal_text = if causal { " causal" } else { "" };
+    Ok((
+        format!("[{b}, {h}, {l}, {d}] x3 {dtype}{causal_text}"),
+        Work::Flops(flops),
+        (dtype.size() * b * h * l * d) as u64,
+        launch,
+    ))
+}
+
+/// A seeded input of `shape` in `dtype` (cast from f32 where it is another).
+fn typed_input(device: &Device, shape: &[usize], dtype: DType) -> Result<Tensor> {
+    let t = input(device, shape)?;
+    if dtype == DType::F32 {
+        Ok(t)
+    } else {
+        t.cast(dtype)
+    }
+}
+
 /// Parts of a case: shape, work, output bytes per launch, launch.
 type CaseParts = (String, Work, u64, Launch);
 
@@ -862,16 +857,9 @@ fn matmul_case(
     dtype: DType,
     variant: Option<&'static str>,
 ) -> Result<CaseParts> {
-    let typed = |t: Tensor| {
-        if dtype == DType::F32 {
-            Ok(t)
-        } else {
-            t.cast(dtype)
-        }
-    };
     let (a, b) = (
-        typed(input(device, &[e, e])?)?,
-        typed(input(device, &[e, e])?)?,
+        typed_input(device, &[e, e], dtype)?,
+        typed_input(device, &[e, e], dtype)?,
     );
     let flops = 2 * (e as u64).pow(3);
     let launch: Launch = match variant {

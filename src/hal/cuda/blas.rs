@@ -159,6 +159,43 @@ fn compute_type(precision: MatmulPrecision) -> sys::cublasComputeType_t {
     }
 }
 
+/// A GEMM as cuBLAS takes it: C' = B' A' with C' (n x m) the column-major view of the
+/// row-major C, each operand with its operation, leading dimension and batch stride.
+struct Gemm {
+    op_a: sys::cublasOperation_t,
+    op_b: sys::cublasOperation_t,
+    /// m, n, k.
+    sizes: [i32; 3],
+    lda: i32,
+    ldb: i32,
+    stride_a: i64,
+    stride_b: i64,
+    batches: i32,
+}
+
+impl Gemm {
+    /// The GEMM of `out = a @ b` for these layouts, if cuBLAS can express it.
+    fn of([a, b, out]: [&Layout; 3], [m, n, k]: [usize; 3]) -> Option<Gemm> {
+        let r = out.shape.len();
+        let batch_shape = &out.shape[..r - 2];
+        let stride_a = flat_batch_stride(batch_shape, &a.strides[..r - 2])?;
+        let stride_b = flat_batch_stride(batch_shape, &b.strides[..r - 2])?;
+        let (op_b, ldb) = operand(k, n, b.strides[r - 2], b.strides[r - 1])?;
+        let (op_a, lda) = operand(m, k, a.strides[r - 2], a.strides[r - 1])?;
+        let int = |v: usize| i32::try_from(v).ok();
+        Some(Gemm {
+            op_a,
+            op_b,
+            sizes: [int(m)?, int(n)?, int(k)?],
+            lda: int(lda)?,
+            ldb: int(ldb)?,
+            stride_a: i64::try_from(stride_a).ok()?,
+            stride_b: i64::try_from(stride_b).ok()?,
+            batches: int(batch_shape.iter().product())?,
+        })
+    }
+}
+
 /// `out = a @ b` on cuBLAS; `Ok(false)` if cuBLAS is missing or cannot take these layouts.
 /// Each matrix is a memory block and its strided layout.
 pub(crate) fn matmul(
@@ -171,33 +208,14 @@ pub(crate) fn matmul(
     if !available() || k == 0 {
         return Ok(false);
     }
-    let (element, compute) = types.cublas()?;
-    let r = out.1.shape.len();
-    let batch_shape = &out.1.shape[..r - 2];
-    let batches: usize = batch_shape.iter().product();
-    let (Some(stride_a), Some(stride_b)) = (
-        flat_batch_stride(batch_shape, &a.1.strides[..r - 2]),
-        flat_batch_stride(batch_shape, &b.1.strides[..r - 2]),
-    ) else {
-        return Ok(false);
-    };
-    // cuBLAS computes C' = B' A' with C' (n x m) the column-major view of the row-major C.
-    let (Some((op_b, ldb)), Some((op_a, lda))) = (
-        operand(k, n, b.1.strides[r - 2], b.1.strides[r - 1]),
-        operand(m, k, a.1.strides[r - 2], a.1.strides[r - 1]),
-    ) else {
-        return Ok(false);
-    };
-    let int = |v: usize| i32::try_from(v).ok();
-    let (Some(mi), Some(ni), Some(ki), Some(lda), Some(ldb), Some(batch_count)) =
-        (int(m), int(n), int(k), int(lda), int(ldb), int(batches))
-    else {
+    let Some(g) = Gemm::of([a.1, b.1, out.1], [m, n, k]) else {
         return Ok(false);
     };
     // cuBLAS is present but unusable without a handle: the kernel path still works.
     if !prepare(q, dev)? {
         return Ok(false);
     }
+    let (element, compute) = types.cublas()?;
     let slot = lock(&q.blas);
     let handle = *slot
         .as_ref()
@@ -210,38 +228,40 @@ pub(crate) fn matmul(
         Ok(address(buf, 0)? + (layout.offset * size) as u64)
     };
     let (pa, pb, pc) = (at(a)?, at(b)?, at(out)?);
+    let [mi, ni, ki] = g.sizes;
     // SAFETY: every matrix of every batch lies inside its block (the op validated the
     // shapes); alpha and beta are host values, as the handle's default pointer mode expects.
     unsafe {
         result::gemm_strided_batched_ex(
             handle,
-            op_b,
-            op_a,
+            g.op_b,
+            g.op_a,
             ni,
             mi,
             ki,
             (&alpha as *const f32).cast(),
             pb as *const std::ffi::c_void,
             element,
-            ldb,
-            stride_b as i64,
+            g.ldb,
+            g.stride_b,
             pa as *const std::ffi::c_void,
             element,
-            lda,
-            stride_a as i64,
+            g.lda,
+            g.stride_a,
             (&beta as *const f32).cast(),
             pc as *mut std::ffi::c_void,
             element,
             ni,
             (m * n) as i64,
-            batch_count,
+            g.batches,
             compute,
             sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
         )
     }
     .map_err(|e| {
         Error::Device(format!(
-            "cuBLAS GEMM {m}x{n}x{k} (batch {batches}) failed: {e:?}"
+            "cuBLAS GEMM {m}x{n}x{k} (batch {}) failed: {e:?}",
+            g.batches
         ))
     })?;
     drop(slot);

@@ -87,6 +87,9 @@ pub(super) fn math(fun: M, kind: Kind, a: &Lanes, [b, c, d]: [Option<&Lanes>; 3]
     if let Some(out) = super::pack::pack(fun, a) {
         return Ok(out);
     }
+    if let Some(out) = bits(fun, kind, a, [b, c, d])? {
+        return Ok(out);
+    }
     Ok(match (fun, kind) {
         (M::Abs, Kind::F32) => map(a, |w| f(w).abs().to_bits()),
         (M::Abs, Kind::I32) => map(a, |w| (w as i32).wrapping_abs() as u32),
@@ -124,6 +127,24 @@ pub(super) fn math(fun: M, kind: Kind, a: &Lanes, [b, c, d]: [Option<&Lanes>; 3]
         }
         (M::Dot, _) => dot(kind, a, need(b)?),
         (M::Length, _) => map(&dot(kind, a, a), |w| f(w).sqrt().to_bits()),
+        (M::Ldexp, _) => zip_each(a, need(b)?, &|x, e| {
+            libm::ldexpf(f(x), (e as i32).clamp(-300, 300)).to_bits()
+        }),
+        (M::Pack2x16float, _) => pack_halves(a),
+        (M::QuantizeToF16, _) => map_each(a, &|w| half::f16::from_f32(f(w)).to_f32().to_bits()),
+        (M::Unpack2x16float, _) => unpack_halves(a),
+        _ => {
+            return Err(Error::Internal(format!(
+                "the cpu WGSL executor has no {fun:?} (the support check should have refused it)"
+            )))
+        }
+    })
+}
+
+/// The bit functions (`countOneBits` to `insertBits`) of `a`, then `b`, `c`, `d`; `None`
+/// for any other function.
+fn bits(fun: M, kind: Kind, a: &Lanes, [b, c, d]: [Option<&Lanes>; 3]) -> Result<Option<Lanes>> {
+    Ok(Some(match (fun, kind) {
         (M::CountOneBits, _) => map(a, u32::count_ones),
         (M::ReverseBits, _) => map(a, u32::reverse_bits),
         (M::CountLeadingZeros, _) => map(a, u32::leading_zeros),
@@ -149,18 +170,8 @@ pub(super) fn math(fun: M, kind: Kind, a: &Lanes, [b, c, d]: [Option<&Lanes>; 3]
             });
             zip_each(&kept, &put, &|x, y| x | y)
         }
-        (M::Ldexp, _) => zip_each(a, need(b)?, &|x, e| {
-            libm::ldexpf(f(x), (e as i32).clamp(-300, 300)).to_bits()
-        }),
-        (M::Pack2x16float, _) => pack_halves(a),
-        (M::QuantizeToF16, _) => map_each(a, &|w| half::f16::from_f32(f(w)).to_f32().to_bits()),
-        (M::Unpack2x16float, _) => unpack_halves(a),
-        _ => {
-            return Err(Error::Internal(format!(
-                "the cpu WGSL executor has no {fun:?} (the support check should have refused it)"
-            )))
-        }
-    })
+        _ => return Ok(None),
+    }))
 }
 
 /// `firstLeadingBit` of an unsigned word (of a signed one, its sign bits flipped): the index
