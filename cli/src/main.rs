@@ -7,8 +7,11 @@ mod bench;
 
 /// `unicompute run`: an ONNX model on one device.
 #[cfg(not(target_arch = "wasm32"))]
-mod npy;
 mod run;
+
+/// `.npy` files for `unicompute run`'s inputs and outputs.
+#[cfg(not(target_arch = "wasm32"))]
+mod npy;
 
 /// The CLI is native only: a wasm build of the workspace compiles it to nothing.
 #[cfg(target_arch = "wasm32")]
