@@ -848,15 +848,12 @@ fn typed_input(device: &Device, shape: &[usize], dtype: DType) -> Result<Tensor>
     }
 }
 
-/// Parts of a case: shape, work, output bytes per launch, launch.
-type CaseParts = (String, Work, u64, Launch);
-
 fn matmul_case(
     device: &Device,
     e: usize,
     dtype: DType,
     variant: Option<&'static str>,
-) -> Result<CaseParts> {
+) -> Result<Parts> {
     let (a, b) = (
         typed_input(device, &[e, e], dtype)?,
         typed_input(device, &[e, e], dtype)?,
@@ -880,7 +877,7 @@ fn matmul_case(
 }
 
 /// `len` dependent 1024-element adds recorded on one queue: `x = x + y`, `len` times.
-fn chain_case(device: &Device, len: usize) -> Result<CaseParts> {
+fn chain_case(device: &Device, len: usize) -> Result<Parts> {
     let (x0, y) = (
         input(device, &[CHAIN_ELEMENTS])?,
         input(device, &[CHAIN_ELEMENTS])?,
@@ -905,7 +902,7 @@ fn add_chain(q: &Queue, x0: &Tensor, y: &Tensor, len: usize) -> Result<Tensor> {
 
 /// The chain of [`chain_case`] captured once on the device's default queue; a launch is one
 /// replay (the queue a launch gets is that queue: the bench times the default queue).
-fn chain_replay_case(device: &Device, len: usize) -> Result<CaseParts> {
+fn chain_replay_case(device: &Device, len: usize) -> Result<Parts> {
     let (x0, y) = (
         input(device, &[CHAIN_ELEMENTS])?,
         input(device, &[CHAIN_ELEMENTS])?,

@@ -60,7 +60,7 @@ impl Drop for CudaWork {
     /// Destroying a graph may synchronise its context: not while a stream captures.
     fn drop(&mut self) {
         if let Some(exec) = self.exec.take() {
-            release(Release::Objects(Box::new(exec)));
+            release_objects(exec);
         }
     }
 }
@@ -129,6 +129,12 @@ pub(crate) fn release(what: Release) {
     }
     run_held([what]);
     drop(deferred);
+}
+
+/// Drop `what`, driver objects that bind their own context (modules, graphs), now or once no
+/// stream captures.
+pub(crate) fn release_objects(what: impl Send + 'static) {
+    release(Release::Objects(Box::new(what)));
 }
 
 /// Run releases while this thread holds the [`DEFERRED`] lock.

@@ -215,7 +215,7 @@ impl Drop for CudaDevice {
     /// Unloading the kernel modules may synchronise the context: not while a stream captures.
     fn drop(&mut self) {
         let functions = std::mem::take(&mut *lock(&self.functions));
-        graph::release(graph::Release::Objects(Box::new(functions)));
+        graph::release_objects(functions);
     }
 }
 

@@ -45,7 +45,7 @@ impl Drop for Retained {
     fn drop(&mut self) {
         let functions = std::mem::take(&mut self.functions);
         if !functions.is_empty() {
-            super::graph::release(super::graph::Release::Objects(Box::new(functions)));
+            super::graph::release_objects(functions);
         }
     }
 }
