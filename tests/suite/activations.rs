@@ -2,7 +2,8 @@
 //! device against the f64 reference, on odd shapes, at large |x|, with specials, in f16 and
 //! bf16, and fused after a binary op.
 
-use crate::common::{assert_close, devices, name, random, read, tensor};
+use crate::common::{assert_close, devices, name, per_backend, random, read, tensor};
+use unicompute::Device;
 use unicompute::{bf16, f16, BinaryOp, DType, Tensor, UnaryOp};
 
 /// Shapes with 1, primes, and sizes that are no multiple of the 256-wide workgroups.
@@ -22,33 +23,31 @@ fn reference(op: UnaryOp, x: &[f32]) -> Vec<f64> {
     x.iter().map(|&v| op.eval(f64::from(v))).collect()
 }
 
-#[test]
-fn softplus_and_hardswish_match_reference() {
-    for d in devices() {
-        for (k, (op, method)) in OPS.into_iter().enumerate() {
-            for (s, shape) in SHAPES.iter().enumerate() {
-                let seed = (9_000 + k * 100 + s) as u64;
-                let x = random(seed, shape.iter().product(), -8.0, 8.0);
-                let t = tensor(d, &x, shape);
-                let what = format!("{} {shape:?} on {} seed {seed}", op.name(), name(d));
-                assert_close(
-                    &read(&method(&t).unwrap()),
-                    &reference(op, &x),
-                    2e-5,
-                    1e-6,
-                    &what,
-                );
-                assert_close(
-                    &read(&t.unary(op).unwrap()),
-                    &reference(op, &x),
-                    2e-5,
-                    1e-6,
-                    &what,
-                );
-            }
+fn softplus_and_hardswish_match_reference(d: &Device) {
+    for (k, (op, method)) in OPS.into_iter().enumerate() {
+        for (s, shape) in SHAPES.iter().enumerate() {
+            let seed = (9_000 + k * 100 + s) as u64;
+            let x = random(seed, shape.iter().product(), -8.0, 8.0);
+            let t = tensor(d, &x, shape);
+            let what = format!("{} {shape:?} on {} seed {seed}", op.name(), name(d));
+            assert_close(
+                &read(&method(&t).unwrap()),
+                &reference(op, &x),
+                2e-5,
+                1e-6,
+                &what,
+            );
+            assert_close(
+                &read(&t.unary(op).unwrap()),
+                &reference(op, &x),
+                2e-5,
+                1e-6,
+                &what,
+            );
         }
     }
 }
+per_backend!(softplus_and_hardswish_match_reference);
 
 /// Softplus keeps its relative precision where `ln(1 + e^x)` is tiny (very negative x: e^x
 /// itself) and does not overflow where e^x would (large x: x itself).
@@ -101,30 +100,28 @@ fn specials_propagate() {
 }
 
 /// On f16 and bf16 the result is the f32 result of the 16-bit inputs, rounded once.
-#[test]
-fn sixteen_bit_floats() {
-    for d in devices() {
-        for dtype in [DType::F16, DType::BF16] {
-            let round = |v: f32| match dtype {
-                DType::F16 => f16::from_f32(v).to_f32(),
-                _ => bf16::from_f32(v).to_f32(),
-            };
-            let tol = if dtype == DType::F16 { 2e-3 } else { 1.6e-2 };
-            for (op, method) in OPS {
-                let x: Vec<f32> = random(9_200, 3 * 67, -8.0, 8.0)
-                    .into_iter()
-                    .map(round)
-                    .collect();
-                let narrow = tensor(d, &x, &[3, 67]).cast(dtype).unwrap();
-                let got_t = method(&narrow).unwrap();
-                assert_eq!(got_t.dtype(), dtype, "{} keeps {dtype}", op.name());
-                let got = read(&got_t.cast(DType::F32).unwrap());
-                let what = format!("{} in {dtype} on {}", op.name(), name(d));
-                assert_close(&got, &reference(op, &x), tol, tol * 1e-2, &what);
-            }
+fn sixteen_bit_floats(d: &Device) {
+    for dtype in [DType::F16, DType::BF16] {
+        let round = |v: f32| match dtype {
+            DType::F16 => f16::from_f32(v).to_f32(),
+            _ => bf16::from_f32(v).to_f32(),
+        };
+        let tol = if dtype == DType::F16 { 2e-3 } else { 1.6e-2 };
+        for (op, method) in OPS {
+            let x: Vec<f32> = random(9_200, 3 * 67, -8.0, 8.0)
+                .into_iter()
+                .map(round)
+                .collect();
+            let narrow = tensor(d, &x, &[3, 67]).cast(dtype).unwrap();
+            let got_t = method(&narrow).unwrap();
+            assert_eq!(got_t.dtype(), dtype, "{} keeps {dtype}", op.name());
+            let got = read(&got_t.cast(DType::F32).unwrap());
+            let what = format!("{} in {dtype} on {}", op.name(), name(d));
+            assert_close(&got, &reference(op, &x), tol, tol * 1e-2, &what);
         }
     }
 }
+per_backend!(sixteen_bit_floats);
 
 /// Fused after a binary op in one kernel, as every unary op can be.
 #[test]

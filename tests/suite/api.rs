@@ -1,6 +1,6 @@
 //! Behaviour of the core objects: devices, buffers, pool, queues, fences, user kernels.
 
-use crate::common::{devices, name, open_devices, random, still_works, webgpu};
+use crate::common::{devices, name, open_devices, per_backend, random, still_works, webgpu};
 use unicompute::{
     BackendChoice, BackendKind, Binding, BindingKind, Buffer, DType, Device, DeviceOptions, Kernel,
     Tensor,
@@ -108,55 +108,53 @@ fn open_by_index_kind_and_parsed_choice() {
     }
 }
 
-#[test]
-fn buffers_write_read_slice_and_copy() {
-    for d in devices() {
-        let data: Vec<u32> = (0..1000).map(|i| i * 7 + 1).collect();
-        let buf = Buffer::from_slice(d, &data).unwrap();
-        assert_eq!(
-            buf.read_blocking().unwrap(),
-            data,
-            "round trip on {}",
-            name(d)
-        );
-        let view = buf.slice(100..164).unwrap();
-        assert_eq!(view.len(), 64);
-        assert_eq!(
-            view.read_blocking().unwrap(),
-            data[100..164],
-            "slice view on {}",
-            name(d)
-        );
-        let dst = Buffer::<u32>::zeros(d, 64).unwrap();
-        view.copy_to(&dst).unwrap();
-        assert_eq!(
-            dst.read_blocking().unwrap(),
-            data[100..164],
-            "device copy on {}",
-            name(d)
-        );
-        // write into a view changes only that range of the block
-        view.slice(0..4).unwrap().write(&[9, 9, 9, 9]).unwrap();
-        let all = buf.read_blocking().unwrap();
-        assert_eq!(&all[100..104], &[9, 9, 9, 9]);
-        assert_eq!(all[99], data[99]);
-        assert_eq!(all[104], data[104]);
-        // copy within one block, between disjoint views
-        buf.slice(0..10)
-            .unwrap()
-            .copy_to(&buf.slice(500..510).unwrap())
-            .unwrap();
-        assert_eq!(
-            buf.read_blocking().unwrap()[500..510],
-            data[0..10],
-            "in-block copy on {}",
-            name(d)
-        );
-        let f = Buffer::from_slice(d, &[1.5f32, -2.0]).unwrap();
-        assert_eq!(f.read_blocking().unwrap(), vec![1.5, -2.0]);
-        assert_eq!(f.dtype(), DType::F32);
-    }
+fn buffers_write_read_slice_and_copy(d: &Device) {
+    let data: Vec<u32> = (0..1000).map(|i| i * 7 + 1).collect();
+    let buf = Buffer::from_slice(d, &data).unwrap();
+    assert_eq!(
+        buf.read_blocking().unwrap(),
+        data,
+        "round trip on {}",
+        name(d)
+    );
+    let view = buf.slice(100..164).unwrap();
+    assert_eq!(view.len(), 64);
+    assert_eq!(
+        view.read_blocking().unwrap(),
+        data[100..164],
+        "slice view on {}",
+        name(d)
+    );
+    let dst = Buffer::<u32>::zeros(d, 64).unwrap();
+    view.copy_to(&dst).unwrap();
+    assert_eq!(
+        dst.read_blocking().unwrap(),
+        data[100..164],
+        "device copy on {}",
+        name(d)
+    );
+    // write into a view changes only that range of the block
+    view.slice(0..4).unwrap().write(&[9, 9, 9, 9]).unwrap();
+    let all = buf.read_blocking().unwrap();
+    assert_eq!(&all[100..104], &[9, 9, 9, 9]);
+    assert_eq!(all[99], data[99]);
+    assert_eq!(all[104], data[104]);
+    // copy within one block, between disjoint views
+    buf.slice(0..10)
+        .unwrap()
+        .copy_to(&buf.slice(500..510).unwrap())
+        .unwrap();
+    assert_eq!(
+        buf.read_blocking().unwrap()[500..510],
+        data[0..10],
+        "in-block copy on {}",
+        name(d)
+    );
+    let f = Buffer::from_slice(d, &[1.5f32, -2.0]).unwrap();
+    assert_eq!(f.read_blocking().unwrap(), vec![1.5, -2.0]);
+    assert_eq!(f.dtype(), DType::F32);
 }
+per_backend!(buffers_write_read_slice_and_copy);
 
 #[test]
 fn pool_reuses_memory_and_never_leaks_old_contents() {
@@ -273,52 +271,47 @@ fn memory_returns_to_the_pool_only_after_queued_use() {
     }
 }
 
-#[test]
-fn queues_and_fences_order_work() {
-    for d in devices() {
-        let q1 = d.new_queue();
-        let q2 = d.new_queue();
-        let buf = Buffer::<f32>::zeros(d, 513).unwrap();
-        q1.write(&buf, &vec![3.0; 513]).unwrap();
-        let fence = q1.submit().unwrap();
-        q2.wait_for(&fence).unwrap();
-        let t = Tensor::from_buffer(&buf, &[513]).unwrap();
-        let doubled =
-            unicompute::ops::elementwise::binary(&q2, unicompute::BinaryOp::Add, &t, &t).unwrap();
-        let f2 = q2.submit().unwrap();
-        f2.wait_blocking().unwrap();
-        assert!(
-            f2.is_signalled() && fence.is_signalled(),
-            "fences signalled on {}",
-            name(d)
-        );
-        assert_eq!(
-            q2.read_blocking(&doubled.to_buffer::<f32>().unwrap())
-                .unwrap(),
-            vec![6.0; 513]
-        );
-        pollster::block_on(fence.wait()).unwrap();
-    }
+fn queues_and_fences_order_work(d: &Device) {
+    let q1 = d.new_queue();
+    let q2 = d.new_queue();
+    let buf = Buffer::<f32>::zeros(d, 513).unwrap();
+    q1.write(&buf, &vec![3.0; 513]).unwrap();
+    let fence = q1.submit().unwrap();
+    q2.wait_for(&fence).unwrap();
+    let t = Tensor::from_buffer(&buf, &[513]).unwrap();
+    let doubled =
+        unicompute::ops::elementwise::binary(&q2, unicompute::BinaryOp::Add, &t, &t).unwrap();
+    let f2 = q2.submit().unwrap();
+    f2.wait_blocking().unwrap();
+    assert!(
+        f2.is_signalled() && fence.is_signalled(),
+        "fences signalled on {}",
+        name(d)
+    );
+    assert_eq!(
+        q2.read_blocking(&doubled.to_buffer::<f32>().unwrap())
+            .unwrap(),
+        vec![6.0; 513]
+    );
+    pollster::block_on(fence.wait()).unwrap();
 }
+per_backend!(queues_and_fences_order_work);
 
-#[test]
-fn many_launches_batch_into_few_submissions() {
-    for d in devices() {
-        let q = d.queue();
-        let mut t = Tensor::from_slice(d, &[1.0f32; 1024], &[1024]).unwrap();
-        let one = Tensor::from_slice(d, &[1.0f32], &[1]).unwrap();
-        for _ in 0..300 {
-            t = unicompute::ops::elementwise::binary(&q, unicompute::BinaryOp::Add, &t, &one)
-                .unwrap();
-        }
-        assert_eq!(
-            t.to_vec_blocking::<f32>().unwrap(),
-            vec![301.0; 1024],
-            "chain of 300 adds on {}",
-            name(d)
-        );
+fn many_launches_batch_into_few_submissions(d: &Device) {
+    let q = d.queue();
+    let mut t = Tensor::from_slice(d, &[1.0f32; 1024], &[1024]).unwrap();
+    let one = Tensor::from_slice(d, &[1.0f32], &[1]).unwrap();
+    for _ in 0..300 {
+        t = unicompute::ops::elementwise::binary(&q, unicompute::BinaryOp::Add, &t, &one).unwrap();
     }
+    assert_eq!(
+        t.to_vec_blocking::<f32>().unwrap(),
+        vec![301.0; 1024],
+        "chain of 300 adds on {}",
+        name(d)
+    );
 }
+per_backend!(many_launches_batch_into_few_submissions);
 
 const SAXPY: &str = r#"
 struct Params { a: f32, n: u32 }

@@ -1,94 +1,90 @@
 //! Bad input gives descriptive errors, never panics, and leaves the device working.
 
-use crate::common::{devices, expect_err, name, random, tensor, webgpu};
+use crate::common::{devices, expect_err, name, per_backend, random, tensor, webgpu};
 use unicompute::{
     BackendChoice, BackendKind, Binding, Buffer, Device, Error, Kernel, ReduceOp, Tensor,
 };
 
-#[test]
-fn shape_errors_name_the_shapes() {
-    for d in devices() {
-        let a = tensor(d, &random(1, 6, -1.0, 1.0), &[2, 3]);
-        let b = tensor(d, &random(2, 8, -1.0, 1.0), &[2, 4]);
-        expect_err(a.add(&b), "SHAPE", &["[2, 3]", "[2, 4]"], d);
-        expect_err(a.matmul(&a), "SHAPE", &["k = 3 vs 2"], d);
-        expect_err(
-            a.matmul(&tensor(d, &[1.0], &[])),
-            "SHAPE",
-            &["vectors or matrices"],
-            d,
-        );
-        expect_err(
-            a.matmul(&tensor(d, &[1.0; 2], &[2])),
-            "SHAPE",
-            &["k = 3 vs 2"],
-            d,
-        );
-        expect_err(
-            a.reshape(&[4, 2]),
-            "SHAPE",
-            &["6 elements", "8 elements"],
-            d,
-        );
-        expect_err(a.broadcast_to(&[3, 3]), "SHAPE", &["[2, 3]", "[3, 3]"], d);
-        expect_err(a.permute(&[0, 0]), "SHAPE", &["permutation"], d);
-        expect_err(a.sum(Some(2)), "OUT_OF_RANGE", &["axis 2"], d);
-        expect_err(a.slice(1, 2..5), "OUT_OF_RANGE", &["2..5", "extent 3"], d);
-        expect_err(
-            Tensor::from_slice(d, &[1.0f32; 5], &[2, 3]),
-            "SHAPE",
-            &["6 elements", "holds 5"],
-            d,
-        );
-        let empty = Tensor::zeros(d, &[0, 4], unicompute::DType::F32).unwrap();
-        expect_err(
-            empty.reduce(ReduceOp::Max, Some(0)),
-            "SHAPE",
-            &["max of an empty axis"],
-            d,
-        );
-        expect_err(
-            empty.reduce(ReduceOp::Argmax, None),
-            "SHAPE",
-            &["argmax of an empty axis"],
-            d,
-        );
-        let ints = Tensor::from_slice(d, &[1i32, 2], &[2]).unwrap();
-        expect_err(ints.relu(), "DTYPE", &["expected f32", "got i32"], d);
-        expect_err(tensor(d, &[1.0], &[]).softmax(), "SHAPE", &["rank-0"], d);
-    }
+fn shape_errors_name_the_shapes(d: &Device) {
+    let a = tensor(d, &random(1, 6, -1.0, 1.0), &[2, 3]);
+    let b = tensor(d, &random(2, 8, -1.0, 1.0), &[2, 4]);
+    expect_err(a.add(&b), "SHAPE", &["[2, 3]", "[2, 4]"], d);
+    expect_err(a.matmul(&a), "SHAPE", &["k = 3 vs 2"], d);
+    expect_err(
+        a.matmul(&tensor(d, &[1.0], &[])),
+        "SHAPE",
+        &["vectors or matrices"],
+        d,
+    );
+    expect_err(
+        a.matmul(&tensor(d, &[1.0; 2], &[2])),
+        "SHAPE",
+        &["k = 3 vs 2"],
+        d,
+    );
+    expect_err(
+        a.reshape(&[4, 2]),
+        "SHAPE",
+        &["6 elements", "8 elements"],
+        d,
+    );
+    expect_err(a.broadcast_to(&[3, 3]), "SHAPE", &["[2, 3]", "[3, 3]"], d);
+    expect_err(a.permute(&[0, 0]), "SHAPE", &["permutation"], d);
+    expect_err(a.sum(Some(2)), "OUT_OF_RANGE", &["axis 2"], d);
+    expect_err(a.slice(1, 2..5), "OUT_OF_RANGE", &["2..5", "extent 3"], d);
+    expect_err(
+        Tensor::from_slice(d, &[1.0f32; 5], &[2, 3]),
+        "SHAPE",
+        &["6 elements", "holds 5"],
+        d,
+    );
+    let empty = Tensor::zeros(d, &[0, 4], unicompute::DType::F32).unwrap();
+    expect_err(
+        empty.reduce(ReduceOp::Max, Some(0)),
+        "SHAPE",
+        &["max of an empty axis"],
+        d,
+    );
+    expect_err(
+        empty.reduce(ReduceOp::Argmax, None),
+        "SHAPE",
+        &["argmax of an empty axis"],
+        d,
+    );
+    let ints = Tensor::from_slice(d, &[1i32, 2], &[2]).unwrap();
+    expect_err(ints.relu(), "DTYPE", &["expected f32", "got i32"], d);
+    expect_err(tensor(d, &[1.0], &[]).softmax(), "SHAPE", &["rank-0"], d);
 }
+per_backend!(shape_errors_name_the_shapes);
 
-#[test]
-fn buffer_errors_name_the_limit_or_range() {
-    for d in devices() {
-        let max = d.info().limits.max_buffer_size;
-        let too_many = (max / 4 + 1) as usize;
-        expect_err(
-            Buffer::<f32>::zeros(d, too_many),
-            "LIMIT",
-            &["max_buffer_size"],
-            d,
-        );
-        let b = Buffer::from_slice(d, &[1u32, 2, 3]).unwrap();
-        expect_err(b.slice(2..5), "OUT_OF_RANGE", &["2..5", "3 elements"], d);
-        expect_err(b.write(&[1, 2]), "SHAPE", &["2 elements", "3"], d);
-        let other = Buffer::from_slice(d, &[1u32, 2]).unwrap();
-        expect_err(b.copy_to(&other), "SHAPE", &["3 elements", "2"], d);
-        expect_err(
-            b.slice(0..2).unwrap().copy_to(&b.slice(1..3).unwrap()),
-            "INVALID",
-            &["overlapping"],
-            d,
-        );
-        assert_eq!(
-            b.read_blocking().unwrap(),
-            vec![1, 2, 3],
-            "failed calls lose no data on {}",
-            name(d)
-        );
-    }
+fn buffer_errors_name_the_limit_or_range(d: &Device) {
+    let max = d.info().limits.max_buffer_size;
+    let too_many = (max / 4 + 1) as usize;
+    expect_err(
+        Buffer::<f32>::zeros(d, too_many),
+        "LIMIT",
+        &["max_buffer_size"],
+        d,
+    );
+    let b = Buffer::from_slice(d, &[1u32, 2, 3]).unwrap();
+    expect_err(b.slice(2..5), "OUT_OF_RANGE", &["2..5", "3 elements"], d);
+    expect_err(b.write(&[1, 2]), "SHAPE", &["2 elements", "3"], d);
+    let other = Buffer::from_slice(d, &[1u32, 2]).unwrap();
+    expect_err(b.copy_to(&other), "SHAPE", &["3 elements", "2"], d);
+    expect_err(
+        b.slice(0..2).unwrap().copy_to(&b.slice(1..3).unwrap()),
+        "INVALID",
+        &["overlapping"],
+        d,
+    );
+    assert_eq!(
+        b.read_blocking().unwrap(),
+        vec![1, 2, 3],
+        "failed calls lose no data on {}",
+        name(d)
+    );
 }
+per_backend!(buffer_errors_name_the_limit_or_range);
 
 #[test]
 fn tensors_past_one_storage_binding_name_the_limit() {
@@ -148,12 +144,10 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
 }
 "#;
 
-#[test]
-fn wrong_bindings_and_dispatch_are_caught_before_the_device() {
-    for d in devices() {
-        wrong_bindings_and_dispatch_on(d);
-    }
+fn wrong_bindings_and_dispatch_are_caught_before_the_device(d: &Device) {
+    wrong_bindings_and_dispatch_on(d);
 }
+per_backend!(wrong_bindings_and_dispatch_are_caught_before_the_device);
 
 fn wrong_bindings_and_dispatch_on(d: &unicompute::Device) {
     let k = Kernel::from_wgsl(d, COPY, "main").unwrap();
@@ -300,92 +294,86 @@ fn norm_errors_say_what_was_expected() {
     }
 }
 
-#[test]
-fn linear_errors_say_what_was_expected() {
-    for d in devices() {
-        let x = tensor(d, &random(41, 12, -1.0, 1.0), &[3, 4]);
-        let w = tensor(d, &random(42, 8, -1.0, 1.0), &[4, 2]);
-        let b3 = tensor(d, &[0.0; 3], &[3]);
-        expect_err(
-            x.linear(&w, Some(&b3), None),
-            "SHAPE",
-            &["bias", "[3]", "expected [2]"],
-            d,
-        );
-        expect_err(
-            x.linear(&w.reshape(&[1, 4, 2]).unwrap(), None, None),
-            "SHAPE",
-            &["weight", "[k, n]"],
-            d,
-        );
-        expect_err(
-            x.linear(&w.t().unwrap(), None, None),
-            "SHAPE",
-            &["k = 4 vs 2"],
-            d,
-        );
-    }
+fn linear_errors_say_what_was_expected(d: &Device) {
+    let x = tensor(d, &random(41, 12, -1.0, 1.0), &[3, 4]);
+    let w = tensor(d, &random(42, 8, -1.0, 1.0), &[4, 2]);
+    let b3 = tensor(d, &[0.0; 3], &[3]);
+    expect_err(
+        x.linear(&w, Some(&b3), None),
+        "SHAPE",
+        &["bias", "[3]", "expected [2]"],
+        d,
+    );
+    expect_err(
+        x.linear(&w.reshape(&[1, 4, 2]).unwrap(), None, None),
+        "SHAPE",
+        &["weight", "[k, n]"],
+        d,
+    );
+    expect_err(
+        x.linear(&w.t().unwrap(), None, None),
+        "SHAPE",
+        &["k = 4 vs 2"],
+        d,
+    );
 }
+per_backend!(linear_errors_say_what_was_expected);
 
-#[test]
-fn concat_errors_say_what_was_expected() {
-    for d in devices() {
-        let a = tensor(d, &[1.0; 6], &[2, 3]);
-        let b = tensor(d, &[1.0; 8], &[2, 4]);
-        expect_err(
-            Tensor::concat(&[&a, &b], 0),
-            "SHAPE",
-            &["[2, 4]", "[2, 3]", "except on axis 0"],
-            d,
-        );
-        expect_err(Tensor::concat(&[&a, &b], 2), "OUT_OF_RANGE", &["axis 2"], d);
-        expect_err(Tensor::concat(&[], 0), "INVALID", &["no tensors"], d);
-        let ints = Tensor::from_slice(d, &[1i32; 6], &[2, 3]).unwrap();
-        expect_err(
-            Tensor::concat(&[&a, &ints], 0),
-            "DTYPE",
-            &["i32", "input 1"],
-            d,
-        );
-        assert_eq!(Tensor::concat(&[&a, &b], 1).unwrap().shape(), &[2, 7]);
-    }
+fn concat_errors_say_what_was_expected(d: &Device) {
+    let a = tensor(d, &[1.0; 6], &[2, 3]);
+    let b = tensor(d, &[1.0; 8], &[2, 4]);
+    expect_err(
+        Tensor::concat(&[&a, &b], 0),
+        "SHAPE",
+        &["[2, 4]", "[2, 3]", "except on axis 0"],
+        d,
+    );
+    expect_err(Tensor::concat(&[&a, &b], 2), "OUT_OF_RANGE", &["axis 2"], d);
+    expect_err(Tensor::concat(&[], 0), "INVALID", &["no tensors"], d);
+    let ints = Tensor::from_slice(d, &[1i32; 6], &[2, 3]).unwrap();
+    expect_err(
+        Tensor::concat(&[&a, &ints], 0),
+        "DTYPE",
+        &["i32", "input 1"],
+        d,
+    );
+    assert_eq!(Tensor::concat(&[&a, &b], 1).unwrap().shape(), &[2, 7]);
 }
+per_backend!(concat_errors_say_what_was_expected);
 
-#[test]
-fn indexing_errors_say_what_was_expected() {
-    for d in devices() {
-        let x = tensor(d, &random(43, 6, -1.0, 1.0), &[2, 3]);
-        let fidx = tensor(d, &[0.0, 1.0], &[2]);
-        let idx = Tensor::from_slice(d, &[0u32, 1], &[2]).unwrap();
-        expect_err(x.gather(0, &fidx), "DTYPE", &["i32, u32 or i64", "f32"], d);
-        expect_err(x.gather(2, &idx), "OUT_OF_RANGE", &["axis 2"], d);
-        // An index outside [-2, 2): the read after the gather fails, naming its position.
-        let far = Tensor::from_slice(d, &[1i32, -2, 2, 0], &[2, 2]).unwrap();
-        expect_err(
-            x.gather(0, &far).unwrap().to_vec_blocking::<f32>(),
-            "INVALID",
-            &["[1, 0]", "[-2, 2)", "axis 0"],
-            d,
-        );
-        expect_err(x.cumsum(5), "OUT_OF_RANGE", &["axis 5"], d);
-        let ints = Tensor::from_slice(d, &[1i32; 6], &[2, 3]).unwrap();
-        expect_err(ints.softmax(), "DTYPE", &["f32", "i32"], d);
-        assert_eq!(
-            ints.cumsum(0).unwrap().to_vec_blocking::<i32>().unwrap(),
-            [1, 1, 1, 2, 2, 2],
-            "integer cumsum (once refused) on {}",
-            name(d)
-        );
-        expect_err(idx.select(&x, &ints), "DTYPE", &["i32"], d);
-        let cond = Tensor::from_slice(d, &[0u32, 1, 1], &[3]).unwrap();
-        expect_err(
-            cond.select(&x, &tensor(d, &[1.0; 4], &[4])),
-            "SHAPE",
-            &["[4]"],
-            d,
-        );
-    }
+fn indexing_errors_say_what_was_expected(d: &Device) {
+    let x = tensor(d, &random(43, 6, -1.0, 1.0), &[2, 3]);
+    let fidx = tensor(d, &[0.0, 1.0], &[2]);
+    let idx = Tensor::from_slice(d, &[0u32, 1], &[2]).unwrap();
+    expect_err(x.gather(0, &fidx), "DTYPE", &["i32, u32 or i64", "f32"], d);
+    expect_err(x.gather(2, &idx), "OUT_OF_RANGE", &["axis 2"], d);
+    // An index outside [-2, 2): the read after the gather fails, naming its position.
+    let far = Tensor::from_slice(d, &[1i32, -2, 2, 0], &[2, 2]).unwrap();
+    expect_err(
+        x.gather(0, &far).unwrap().to_vec_blocking::<f32>(),
+        "INVALID",
+        &["[1, 0]", "[-2, 2)", "axis 0"],
+        d,
+    );
+    expect_err(x.cumsum(5), "OUT_OF_RANGE", &["axis 5"], d);
+    let ints = Tensor::from_slice(d, &[1i32; 6], &[2, 3]).unwrap();
+    expect_err(ints.softmax(), "DTYPE", &["f32", "i32"], d);
+    assert_eq!(
+        ints.cumsum(0).unwrap().to_vec_blocking::<i32>().unwrap(),
+        [1, 1, 1, 2, 2, 2],
+        "integer cumsum (once refused) on {}",
+        name(d)
+    );
+    expect_err(idx.select(&x, &ints), "DTYPE", &["i32"], d);
+    let cond = Tensor::from_slice(d, &[0u32, 1, 1], &[3]).unwrap();
+    expect_err(
+        cond.select(&x, &tensor(d, &[1.0; 4], &[4])),
+        "SHAPE",
+        &["[4]"],
+        d,
+    );
 }
+per_backend!(indexing_errors_say_what_was_expected);
 
 #[test]
 fn attention_errors_say_what_was_expected() {
@@ -542,16 +530,14 @@ fn conv_errors_name_the_geometry() {
     }
 }
 
-#[test]
-fn unknown_matmul_variants_list_the_known_ones() {
-    for d in devices() {
-        let a = tensor(d, &[1.0; 4], &[2, 2]);
-        let known = unicompute::ops::matmul::variants(d);
-        expect_err(
-            unicompute::ops::matmul::matmul_variant(&d.queue(), &a, &a, "tile999"),
-            "INVALID",
-            &["tile999", known[0]],
-            d,
-        );
-    }
+fn unknown_matmul_variants_list_the_known_ones(d: &Device) {
+    let a = tensor(d, &[1.0; 4], &[2, 2]);
+    let known = unicompute::ops::matmul::variants(d);
+    expect_err(
+        unicompute::ops::matmul::matmul_variant(&d.queue(), &a, &a, "tile999"),
+        "INVALID",
+        &["tile999", known[0]],
+        d,
+    );
 }
+per_backend!(unknown_matmul_variants_list_the_known_ones);

@@ -6,7 +6,8 @@ use half::f16;
 use unicompute::ops::BinaryOp;
 use unicompute::{DType, Tensor};
 
-use crate::common::{assert_close, devices, expect_err, name, random, read, tensor};
+use crate::common::{assert_close, devices, expect_err, name, per_backend, random, read, tensor};
+use unicompute::Device;
 
 /// Every dtype, read back as f64.
 fn values(t: &Tensor) -> Vec<f64> {
@@ -45,40 +46,38 @@ const DTYPES: [DType; 6] = [
     DType::I64,
 ];
 
-#[test]
-fn full_and_ones_fill_every_dtype() {
-    for d in devices() {
-        for dtype in DTYPES {
-            for (shape, value) in [(vec![3, 5, 7], 3.0), (vec![], 7.0), (vec![4, 0, 2], 1.0)] {
-                let t = Tensor::full(d, &shape, value, dtype).unwrap();
-                assert_eq!((t.shape(), t.dtype()), (&shape[..], dtype));
-                let n = shape.iter().product();
-                assert_eq!(values(&t), vec![value; n], "full {dtype} on {}", name(d));
-            }
-            let ones = Tensor::ones(d, &[2, 9], dtype).unwrap();
-            assert_eq!(values(&ones), vec![1.0; 18], "ones {dtype} on {}", name(d));
+fn full_and_ones_fill_every_dtype(d: &Device) {
+    for dtype in DTYPES {
+        for (shape, value) in [(vec![3, 5, 7], 3.0), (vec![], 7.0), (vec![4, 0, 2], 1.0)] {
+            let t = Tensor::full(d, &shape, value, dtype).unwrap();
+            assert_eq!((t.shape(), t.dtype()), (&shape[..], dtype));
+            let n = shape.iter().product();
+            assert_eq!(values(&t), vec![value; n], "full {dtype} on {}", name(d));
         }
-        let big = Tensor::full(d, &[3], -2_147_483_648.0, DType::I32).unwrap();
-        assert_eq!(big.to_vec_blocking::<i32>().unwrap(), vec![i32::MIN; 3]);
-        let wide = Tensor::full(d, &[5], 2f64.powi(40) + 3.0, DType::I64).unwrap();
-        assert_eq!(
-            wide.to_vec_blocking::<i64>().unwrap(),
-            vec![(1i64 << 40) + 3; 5]
-        );
-        expect_err(
-            Tensor::full(d, &[2], 2.5, DType::I32),
-            "INVALID",
-            &["2.5", "whole"],
-            d,
-        );
-        expect_err(
-            Tensor::full(d, &[2], -1.0, DType::U32),
-            "OUT_OF_RANGE",
-            &["-1"],
-            d,
-        );
+        let ones = Tensor::ones(d, &[2, 9], dtype).unwrap();
+        assert_eq!(values(&ones), vec![1.0; 18], "ones {dtype} on {}", name(d));
     }
+    let big = Tensor::full(d, &[3], -2_147_483_648.0, DType::I32).unwrap();
+    assert_eq!(big.to_vec_blocking::<i32>().unwrap(), vec![i32::MIN; 3]);
+    let wide = Tensor::full(d, &[5], 2f64.powi(40) + 3.0, DType::I64).unwrap();
+    assert_eq!(
+        wide.to_vec_blocking::<i64>().unwrap(),
+        vec![(1i64 << 40) + 3; 5]
+    );
+    expect_err(
+        Tensor::full(d, &[2], 2.5, DType::I32),
+        "INVALID",
+        &["2.5", "whole"],
+        d,
+    );
+    expect_err(
+        Tensor::full(d, &[2], -1.0, DType::U32),
+        "OUT_OF_RANGE",
+        &["-1"],
+        d,
+    );
 }
+per_backend!(full_and_ones_fill_every_dtype);
 
 #[test]
 fn arange_follows_numpy() {
@@ -312,55 +311,53 @@ fn operators_on_tensors_and_numbers() {
     }
 }
 
-#[test]
-fn concat_joins_many_tensors_with_one_copy_each() {
-    for d in devices() {
-        let shapes = [[2, 3, 5], [2, 1, 5], [2, 0, 5], [2, 4, 5]];
-        let data: Vec<Vec<f32>> = shapes
-            .iter()
-            .enumerate()
-            .map(|(i, s)| random(3300 + i as u64, s.iter().product(), -1.0, 1.0))
-            .collect();
-        let ts: Vec<Tensor> = shapes
-            .iter()
-            .zip(&data)
-            .map(|(s, v)| tensor(d, v, s))
-            .collect();
-        for dtype in [DType::F32, DType::F16, DType::I64] {
-            let cast: Vec<Tensor> = ts.iter().map(|t| t.cast(dtype).unwrap()).collect();
-            let got = Tensor::concat(&cast.iter().collect::<Vec<_>>(), 1).unwrap();
-            assert_eq!(got.shape(), &[2, 8, 5]);
-            let mut want = Vec::new();
-            for n in 0..2 {
-                for (s, t) in shapes.iter().zip(&cast) {
-                    let v = values(t);
-                    want.extend_from_slice(&v[n * s[1] * 5..(n + 1) * s[1] * 5]);
-                }
+fn concat_joins_many_tensors_with_one_copy_each(d: &Device) {
+    let shapes = [[2, 3, 5], [2, 1, 5], [2, 0, 5], [2, 4, 5]];
+    let data: Vec<Vec<f32>> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| random(3300 + i as u64, s.iter().product(), -1.0, 1.0))
+        .collect();
+    let ts: Vec<Tensor> = shapes
+        .iter()
+        .zip(&data)
+        .map(|(s, v)| tensor(d, v, s))
+        .collect();
+    for dtype in [DType::F32, DType::F16, DType::I64] {
+        let cast: Vec<Tensor> = ts.iter().map(|t| t.cast(dtype).unwrap()).collect();
+        let got = Tensor::concat(&cast.iter().collect::<Vec<_>>(), 1).unwrap();
+        assert_eq!(got.shape(), &[2, 8, 5]);
+        let mut want = Vec::new();
+        for n in 0..2 {
+            for (s, t) in shapes.iter().zip(&cast) {
+                let v = values(t);
+                want.extend_from_slice(&v[n * s[1] * 5..(n + 1) * s[1] * 5]);
             }
-            assert_eq!(values(&got), want, "concat of {dtype} on {}", name(d));
         }
-        let view = ts[0].permute(&[2, 1, 0]).unwrap();
-        let other = tensor(d, &data[3], &[5, 4, 2]);
-        let got = Tensor::concat(&[&view, &other, &view], 1).unwrap();
-        assert_eq!(got.shape(), &[5, 10, 2]);
-        let v = values(&got);
-        assert_eq!(
-            v[10 * 2 + 2 * 2 + 1],
-            f64::from(data[0][15 + 2 * 5 + 1]),
-            "a strided input"
-        );
-        let ints = Tensor::from_slice(d, &[1i32; 10], &[2, 1, 5]).unwrap();
-        expect_err(
-            Tensor::concat(&[&ts[0], &ts[1], &ints], 1),
-            "DTYPE",
-            &["input 2"],
-            d,
-        );
-        expect_err(
-            Tensor::concat(&[&ts[0], &ts[3], &other], 1),
-            "SHAPE",
-            &["input 2"],
-            d,
-        );
+        assert_eq!(values(&got), want, "concat of {dtype} on {}", name(d));
     }
+    let view = ts[0].permute(&[2, 1, 0]).unwrap();
+    let other = tensor(d, &data[3], &[5, 4, 2]);
+    let got = Tensor::concat(&[&view, &other, &view], 1).unwrap();
+    assert_eq!(got.shape(), &[5, 10, 2]);
+    let v = values(&got);
+    assert_eq!(
+        v[10 * 2 + 2 * 2 + 1],
+        f64::from(data[0][15 + 2 * 5 + 1]),
+        "a strided input"
+    );
+    let ints = Tensor::from_slice(d, &[1i32; 10], &[2, 1, 5]).unwrap();
+    expect_err(
+        Tensor::concat(&[&ts[0], &ts[1], &ints], 1),
+        "DTYPE",
+        &["input 2"],
+        d,
+    );
+    expect_err(
+        Tensor::concat(&[&ts[0], &ts[3], &other], 1),
+        "SHAPE",
+        &["input 2"],
+        d,
+    );
 }
+per_backend!(concat_joins_many_tensors_with_one_copy_each);

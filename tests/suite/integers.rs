@@ -3,7 +3,7 @@
 //! seeded values over the whole range with the edge cases (MIN, MAX, 0, ±1) in every input,
 //! numpy broadcasting, strided views, and outputs poisoned before the launch.
 
-use crate::common::{self, devices, expect_err, name};
+use crate::common::{self, devices, expect_err, name, per_backend};
 use unicompute::layout::Layout;
 use unicompute::{BinaryOp, DType, Device, Element, ReduceOp, Tensor, UnaryOp};
 
@@ -276,57 +276,53 @@ fn integer_arithmetic_wraps_truncates_and_defines_division_by_zero() {
     }
 }
 
-#[test]
-fn integer_edge_cases_by_name() {
-    for d in devices() {
-        let t = |v: &[i32]| Tensor::from_slice(d, v, &[v.len()]).unwrap();
-        let div = t(&[7, -7, 7, -7, i32::MIN, 5, 0])
-            .div(&t(&[2, 2, -2, -2, -1, 0, 0]))
-            .unwrap();
-        assert_eq!(
-            div.to_vec_blocking::<i32>().unwrap(),
-            [3, -3, -3, 3, i32::MIN, 5, 0],
-            "truncation, MIN / -1, x / 0 on {}",
-            name(d)
-        );
-        let add = t(&[i32::MAX, i32::MIN]).add(&t(&[1, -1])).unwrap();
-        assert_eq!(
-            add.to_vec_blocking::<i32>().unwrap(),
-            [i32::MIN, i32::MAX],
-            "add wraps on {}",
-            name(d)
-        );
-        let pow = t(&[3, -2, 2, 1, -1, -1, 2, 0])
-            .binary(BinaryOp::Pow, &t(&[4, 3, 31, -5, -3, -4, -1, 0]))
-            .unwrap();
-        assert_eq!(
-            pow.to_vec_blocking::<i32>().unwrap(),
-            [81, -8, i32::MIN, 1, -1, 1, 0, 1],
-            "pow on {}",
-            name(d)
-        );
-    }
+fn integer_edge_cases_by_name(d: &Device) {
+    let t = |v: &[i32]| Tensor::from_slice(d, v, &[v.len()]).unwrap();
+    let div = t(&[7, -7, 7, -7, i32::MIN, 5, 0])
+        .div(&t(&[2, 2, -2, -2, -1, 0, 0]))
+        .unwrap();
+    assert_eq!(
+        div.to_vec_blocking::<i32>().unwrap(),
+        [3, -3, -3, 3, i32::MIN, 5, 0],
+        "truncation, MIN / -1, x / 0 on {}",
+        name(d)
+    );
+    let add = t(&[i32::MAX, i32::MIN]).add(&t(&[1, -1])).unwrap();
+    assert_eq!(
+        add.to_vec_blocking::<i32>().unwrap(),
+        [i32::MIN, i32::MAX],
+        "add wraps on {}",
+        name(d)
+    );
+    let pow = t(&[3, -2, 2, 1, -1, -1, 2, 0])
+        .binary(BinaryOp::Pow, &t(&[4, 3, 31, -5, -3, -4, -1, 0]))
+        .unwrap();
+    assert_eq!(
+        pow.to_vec_blocking::<i32>().unwrap(),
+        [81, -8, i32::MIN, 1, -1, 1, 0, 1],
+        "pow on {}",
+        name(d)
+    );
 }
+per_backend!(integer_edge_cases_by_name);
 
-#[test]
-fn integer_arithmetic_refuses_mixed_dtypes_and_activations() {
-    for d in devices() {
-        let (i, f) = (
-            Tensor::from_slice(d, &[1i32, 2], &[2]).unwrap(),
-            Tensor::from_slice(d, &[1.0f32, 2.0], &[2]).unwrap(),
-        );
-        expect_err(i.add(&f), "DTYPE", &["add", "one dtype", "i32", "f32"], d);
-        expect_err(f.mul(&i), "DTYPE", &["mul", "f32", "i32"], d);
-        let u = i.cast(DType::U32).unwrap();
-        expect_err(i.sub(&u), "DTYPE", &["sub", "i32", "u32"], d);
-        expect_err(
-            i.binary_act(BinaryOp::Add, UnaryOp::Relu, &i),
-            "DTYPE",
-            &["relu", "activations"],
-            d,
-        );
-    }
+fn integer_arithmetic_refuses_mixed_dtypes_and_activations(d: &Device) {
+    let (i, f) = (
+        Tensor::from_slice(d, &[1i32, 2], &[2]).unwrap(),
+        Tensor::from_slice(d, &[1.0f32, 2.0], &[2]).unwrap(),
+    );
+    expect_err(i.add(&f), "DTYPE", &["add", "one dtype", "i32", "f32"], d);
+    expect_err(f.mul(&i), "DTYPE", &["mul", "f32", "i32"], d);
+    let u = i.cast(DType::U32).unwrap();
+    expect_err(i.sub(&u), "DTYPE", &["sub", "i32", "u32"], d);
+    expect_err(
+        i.binary_act(BinaryOp::Add, UnaryOp::Relu, &i),
+        "DTYPE",
+        &["relu", "activations"],
+        d,
+    );
 }
+per_backend!(integer_arithmetic_refuses_mixed_dtypes_and_activations);
 
 /// `op` over `values` in wide integers: `(value, index)`; a sum wrapped into `I`'s range.
 fn reduce_reference<I: Int>(op: ReduceOp, values: &[I]) -> (I, usize) {
@@ -438,80 +434,78 @@ fn integer_reductions_wrap_and_keep_their_dtype() {
     }
 }
 
-#[test]
-fn integer_reductions_over_several_axes_and_empty_ones() {
-    for d in devices() {
-        let x: Vec<i32> = (0..60).map(|i| i * 7 - 200).collect();
-        let t = Tensor::from_slice(d, &x, &[3, 4, 5]).unwrap();
-        let sum = t.reduce_axes(ReduceOp::Sum, &[0, 2], true).unwrap();
-        assert_eq!(sum.shape(), [1, 4, 1]);
-        let want: Vec<i32> = (0..4)
-            .map(|j| {
-                (0..3)
-                    .flat_map(|o| (0..5).map(move |i| o * 20 + j * 5 + i))
-                    .map(|at| x[at])
-                    .sum()
-            })
-            .collect();
-        assert_eq!(
-            sum.to_vec_blocking::<i32>().unwrap(),
-            want,
-            "sum over axes 0 and 2 on {}",
-            name(d)
-        );
-        // A boolean mask stored as u32: any (max) and all (min) per row.
-        let mask = Tensor::from_slice(d, &[0u32, 1, 0, 0, 0, 0, 1, 1, 1], &[3, 3]).unwrap();
-        assert_eq!(
-            mask.reduce(ReduceOp::Max, Some(1))
-                .unwrap()
-                .to_vec_blocking::<u32>()
-                .unwrap(),
-            [1, 0, 1],
-            "any on {}",
-            name(d)
-        );
-        assert_eq!(
-            mask.reduce(ReduceOp::Min, Some(1))
-                .unwrap()
-                .to_vec_blocking::<u32>()
-                .unwrap(),
-            [0, 0, 1],
-            "all on {}",
-            name(d)
-        );
-        let empty = Tensor::from_slice(d, &[] as &[i32], &[2, 0]).unwrap();
-        assert_eq!(
-            empty
-                .reduce(ReduceOp::Sum, Some(1))
-                .unwrap()
-                .to_vec_blocking::<i32>()
-                .unwrap(),
-            [0, 0],
-            "the sum of nothing on {}",
-            name(d)
-        );
-        let onnx = unicompute::ops::reduce::reduce_axes_with_identity(
-            &d.queue(),
-            ReduceOp::Max,
-            &empty,
-            &[1],
-            false,
-        )
-        .unwrap();
-        assert_eq!(
-            onnx.to_vec_blocking::<i32>().unwrap(),
-            [i32::MIN, i32::MIN],
-            "ONNX's max of nothing, in i32, on {}",
-            name(d)
-        );
-        expect_err(
-            empty.reduce(ReduceOp::Max, Some(1)),
-            "SHAPE",
-            &["empty axis"],
-            d,
-        );
-    }
+fn integer_reductions_over_several_axes_and_empty_ones(d: &Device) {
+    let x: Vec<i32> = (0..60).map(|i| i * 7 - 200).collect();
+    let t = Tensor::from_slice(d, &x, &[3, 4, 5]).unwrap();
+    let sum = t.reduce_axes(ReduceOp::Sum, &[0, 2], true).unwrap();
+    assert_eq!(sum.shape(), [1, 4, 1]);
+    let want: Vec<i32> = (0..4)
+        .map(|j| {
+            (0..3)
+                .flat_map(|o| (0..5).map(move |i| o * 20 + j * 5 + i))
+                .map(|at| x[at])
+                .sum()
+        })
+        .collect();
+    assert_eq!(
+        sum.to_vec_blocking::<i32>().unwrap(),
+        want,
+        "sum over axes 0 and 2 on {}",
+        name(d)
+    );
+    // A boolean mask stored as u32: any (max) and all (min) per row.
+    let mask = Tensor::from_slice(d, &[0u32, 1, 0, 0, 0, 0, 1, 1, 1], &[3, 3]).unwrap();
+    assert_eq!(
+        mask.reduce(ReduceOp::Max, Some(1))
+            .unwrap()
+            .to_vec_blocking::<u32>()
+            .unwrap(),
+        [1, 0, 1],
+        "any on {}",
+        name(d)
+    );
+    assert_eq!(
+        mask.reduce(ReduceOp::Min, Some(1))
+            .unwrap()
+            .to_vec_blocking::<u32>()
+            .unwrap(),
+        [0, 0, 1],
+        "all on {}",
+        name(d)
+    );
+    let empty = Tensor::from_slice(d, &[] as &[i32], &[2, 0]).unwrap();
+    assert_eq!(
+        empty
+            .reduce(ReduceOp::Sum, Some(1))
+            .unwrap()
+            .to_vec_blocking::<i32>()
+            .unwrap(),
+        [0, 0],
+        "the sum of nothing on {}",
+        name(d)
+    );
+    let onnx = unicompute::ops::reduce::reduce_axes_with_identity(
+        &d.queue(),
+        ReduceOp::Max,
+        &empty,
+        &[1],
+        false,
+    )
+    .unwrap();
+    assert_eq!(
+        onnx.to_vec_blocking::<i32>().unwrap(),
+        [i32::MIN, i32::MIN],
+        "ONNX's max of nothing, in i32, on {}",
+        name(d)
+    );
+    expect_err(
+        empty.reduce(ReduceOp::Max, Some(1)),
+        "SHAPE",
+        &["empty axis"],
+        d,
+    );
 }
+per_backend!(integer_reductions_over_several_axes_and_empty_ones);
 
 /// Inclusive cumulative sums of `I` along `axis` of `shape`, wrapping, in wide integers.
 fn cumsum_reference<I: Int>(x: &[I], shape: &[usize], axis: usize) -> Vec<I> {
@@ -774,12 +768,10 @@ fn i64_casts_follow_rust_as() {
 
 /// Copies, `where`, gather, flip and concat move i64 elements whole on every device (as pairs
 /// of words, with or without `shader-int64`), from transposed, sliced and broadcast views.
-#[test]
-fn i64_data_moves_whole_on_every_device() {
-    for d in devices() {
-        check_moves(d);
-    }
+fn i64_data_moves_whole_on_every_device(d: &Device) {
+    check_moves(d);
 }
+per_backend!(i64_data_moves_whole_on_every_device);
 
 /// Copies, `where`, gather, flip and concat of i64 on `d`, against the elements picked here.
 fn check_moves(d: &Device) {

@@ -1,116 +1,110 @@
 //! Sizes from the user never wrap: every product, offset and geometry that would overflow is a
 //! clean error, no view reaches past its buffer, and the device keeps working afterwards.
 
-use crate::common::{devices, expect_err, name, random, still_works, tensor, webgpu};
+use crate::common::{devices, expect_err, name, per_backend, random, still_works, tensor, webgpu};
 use unicompute::ops::Conv2dParams;
 use unicompute::{BackendChoice, BackendKind, Binding, Buffer, DType, Device, Kernel, Tensor};
 
 const HUGE: usize = 1 << 32;
 
-#[test]
-fn shapes_whose_products_wrap_are_errors() {
-    for d in devices() {
-        let empty: &[f32] = &[];
-        expect_err(
-            Tensor::from_slice(d, empty, &[HUGE, HUGE]),
-            "SHAPE",
-            &["[4294967296, 4294967296]", "spans more than"],
-            d,
-        );
-        expect_err(
-            Tensor::from_slice(d, empty, &[0, usize::MAX, 2]),
-            "SHAPE",
-            &["spans more than"],
-            d,
-        );
-        expect_err(
-            Tensor::zeros(d, &[HUGE, HUGE, HUGE], DType::F32),
-            "SHAPE",
-            &["spans more than"],
-            d,
-        );
-        let t = tensor(d, &random(1, 6, -1.0, 1.0), &[2, 3]);
-        expect_err(
-            t.reshape(&[HUGE, HUGE, 0]),
-            "SHAPE",
-            &["spans more than"],
-            d,
-        );
-        let one = tensor(d, &[2.0], &[1, 1]);
-        expect_err(
-            one.broadcast_to(&[HUGE, HUGE]),
-            "SHAPE",
-            &["spans more than"],
-            d,
-        );
-        // Zero-sized views over huge extents would let partial products overflow in kernels.
-        let nothing = Tensor::zeros(d, &[0], DType::F32).unwrap();
-        expect_err(
-            nothing.reshape(&[0, usize::MAX]),
-            "SHAPE",
-            &["spans more than"],
-            d,
-        );
-        let a = Tensor::zeros(d, &[3, 0], DType::F32).unwrap();
-        let b = Tensor::zeros(d, &[0, HUGE * 8], DType::F32).unwrap();
-        let e = a.matmul(&b).unwrap_err();
-        assert!(matches!(e.code(), "SHAPE" | "LIMIT"), "{e}");
-        still_works(d);
-    }
+fn shapes_whose_products_wrap_are_errors(d: &Device) {
+    let empty: &[f32] = &[];
+    expect_err(
+        Tensor::from_slice(d, empty, &[HUGE, HUGE]),
+        "SHAPE",
+        &["[4294967296, 4294967296]", "spans more than"],
+        d,
+    );
+    expect_err(
+        Tensor::from_slice(d, empty, &[0, usize::MAX, 2]),
+        "SHAPE",
+        &["spans more than"],
+        d,
+    );
+    expect_err(
+        Tensor::zeros(d, &[HUGE, HUGE, HUGE], DType::F32),
+        "SHAPE",
+        &["spans more than"],
+        d,
+    );
+    let t = tensor(d, &random(1, 6, -1.0, 1.0), &[2, 3]);
+    expect_err(
+        t.reshape(&[HUGE, HUGE, 0]),
+        "SHAPE",
+        &["spans more than"],
+        d,
+    );
+    let one = tensor(d, &[2.0], &[1, 1]);
+    expect_err(
+        one.broadcast_to(&[HUGE, HUGE]),
+        "SHAPE",
+        &["spans more than"],
+        d,
+    );
+    // Zero-sized views over huge extents would let partial products overflow in kernels.
+    let nothing = Tensor::zeros(d, &[0], DType::F32).unwrap();
+    expect_err(
+        nothing.reshape(&[0, usize::MAX]),
+        "SHAPE",
+        &["spans more than"],
+        d,
+    );
+    let a = Tensor::zeros(d, &[3, 0], DType::F32).unwrap();
+    let b = Tensor::zeros(d, &[0, HUGE * 8], DType::F32).unwrap();
+    let e = a.matmul(&b).unwrap_err();
+    assert!(matches!(e.code(), "SHAPE" | "LIMIT"), "{e}");
+    still_works(d);
 }
+per_backend!(shapes_whose_products_wrap_are_errors);
 
-#[test]
-fn broadcast_views_of_a_valid_size_still_compute() {
-    for d in devices() {
-        // 2^20 x 2^4 elements over one value: a legal view, summed exactly.
-        let one = tensor(d, &[0.5], &[1, 1]);
-        let wide = one.broadcast_to(&[1 << 12, 1 << 8]).unwrap();
-        let s = wide.sum(None).unwrap().to_vec_blocking::<f32>().unwrap();
-        assert_eq!(s, vec![(1 << 19) as f32], "on {}", name(d));
-    }
+fn broadcast_views_of_a_valid_size_still_compute(d: &Device) {
+    // 2^20 x 2^4 elements over one value: a legal view, summed exactly.
+    let one = tensor(d, &[0.5], &[1, 1]);
+    let wide = one.broadcast_to(&[1 << 12, 1 << 8]).unwrap();
+    let s = wide.sum(None).unwrap().to_vec_blocking::<f32>().unwrap();
+    assert_eq!(s, vec![(1 << 19) as f32], "on {}", name(d));
 }
+per_backend!(broadcast_views_of_a_valid_size_still_compute);
 
-#[test]
-fn conv_geometry_that_overflows_is_an_error() {
-    for d in devices() {
-        let x = tensor(d, &random(2, 16, -1.0, 1.0), &[1, 1, 4, 4]);
-        let w = tensor(d, &random(3, 4, -1.0, 1.0), &[1, 1, 2, 2]);
-        let pad = Conv2dParams {
-            padding: [usize::MAX / 2, 0],
-            ..Default::default()
-        };
-        expect_err(
-            x.conv2d(&w, pad),
-            "SHAPE",
-            &["height", "padded input", "overflows"],
-            d,
-        );
-        let dilated = Conv2dParams {
-            dilation: [1 << 63, 1],
-            ..Default::default()
-        };
-        expect_err(x.conv2d(&w, dilated), "SHAPE", &["height"], d);
-        let both = Conv2dParams {
-            padding: [1 << 62, 0],
-            dilation: [1 << 62, 1],
-            ..Default::default()
-        };
-        expect_err(
-            x.conv2d(&w, both),
-            "SHAPE",
-            &["conv2d", "spans more than"],
-            d,
-        );
-        // Huge but representable padding: the output shape is refused before any allocation.
-        let wide = Conv2dParams {
-            padding: [1 << 40, 1 << 40],
-            ..Default::default()
-        };
-        let e = x.conv2d(&w, wide).unwrap_err();
-        assert!(matches!(e.code(), "SHAPE" | "LIMIT"), "{e}");
-        still_works(d);
-    }
+fn conv_geometry_that_overflows_is_an_error(d: &Device) {
+    let x = tensor(d, &random(2, 16, -1.0, 1.0), &[1, 1, 4, 4]);
+    let w = tensor(d, &random(3, 4, -1.0, 1.0), &[1, 1, 2, 2]);
+    let pad = Conv2dParams {
+        padding: [usize::MAX / 2, 0],
+        ..Default::default()
+    };
+    expect_err(
+        x.conv2d(&w, pad),
+        "SHAPE",
+        &["height", "padded input", "overflows"],
+        d,
+    );
+    let dilated = Conv2dParams {
+        dilation: [1 << 63, 1],
+        ..Default::default()
+    };
+    expect_err(x.conv2d(&w, dilated), "SHAPE", &["height"], d);
+    let both = Conv2dParams {
+        padding: [1 << 62, 0],
+        dilation: [1 << 62, 1],
+        ..Default::default()
+    };
+    expect_err(
+        x.conv2d(&w, both),
+        "SHAPE",
+        &["conv2d", "spans more than"],
+        d,
+    );
+    // Huge but representable padding: the output shape is refused before any allocation.
+    let wide = Conv2dParams {
+        padding: [1 << 40, 1 << 40],
+        ..Default::default()
+    };
+    let e = x.conv2d(&w, wide).unwrap_err();
+    assert!(matches!(e.code(), "SHAPE" | "LIMIT"), "{e}");
+    still_works(d);
 }
+per_backend!(conv_geometry_that_overflows_is_an_error);
 
 #[test]
 fn cpu_refuses_an_allocation_past_its_share_of_memory() {

@@ -4,7 +4,8 @@
 
 use unicompute::ops::{Pool2dParams, PoolKind, PoolOptions};
 
-use crate::common::{assert_close, devices, expect_err, name, random, read, tensor};
+use crate::common::{assert_close, devices, expect_err, name, per_backend, random, read, tensor};
+use unicompute::Device;
 
 /// Output extent of one axis, as ONNX and PyTorch define it.
 fn extent(input: usize, k: usize, s: usize, before: usize, after: usize, ceil: bool) -> usize {
@@ -102,57 +103,53 @@ fn windows_strides_and_pads_per_axis_match_the_reference() {
     }
 }
 
-#[test]
-fn the_old_symmetric_parameters_count_the_padding() {
-    for d in devices() {
-        let xs = [2, 3, 7, 8];
-        let x = random(2950, xs.iter().product(), -2.0, 2.0);
-        let xt = tensor(d, &x, &xs);
-        let old = Pool2dParams {
-            kernel: [3, 2],
-            stride: Some([2, 3]),
-            padding: [1, 1],
-        };
-        let p = PoolOptions {
-            count_include_pad: true,
-            ..options([3, 2], [2, 3], [1, 1, 1, 1])
-        };
-        for kind in [PoolKind::Max, PoolKind::Avg] {
-            let (want, _) = reference(&x, xs, kind, &p);
-            let got = read(&xt.pool2d(kind, old).unwrap());
-            assert_close(&got, &want, 1e-5, 1e-6, &format!("{kind:?} on {}", name(d)));
-        }
+fn the_old_symmetric_parameters_count_the_padding(d: &Device) {
+    let xs = [2, 3, 7, 8];
+    let x = random(2950, xs.iter().product(), -2.0, 2.0);
+    let xt = tensor(d, &x, &xs);
+    let old = Pool2dParams {
+        kernel: [3, 2],
+        stride: Some([2, 3]),
+        padding: [1, 1],
+    };
+    let p = PoolOptions {
+        count_include_pad: true,
+        ..options([3, 2], [2, 3], [1, 1, 1, 1])
+    };
+    for kind in [PoolKind::Max, PoolKind::Avg] {
+        let (want, _) = reference(&x, xs, kind, &p);
+        let got = read(&xt.pool2d(kind, old).unwrap());
+        assert_close(&got, &want, 1e-5, 1e-6, &format!("{kind:?} on {}", name(d)));
     }
 }
+per_backend!(the_old_symmetric_parameters_count_the_padding);
 
-#[test]
-fn bad_geometries_are_errors() {
-    for d in devices() {
-        let x = tensor(d, &[1.0; 2 * 5 * 6], &[1, 2, 5, 6]);
-        let pool = |p: PoolOptions| x.pool2d_with(PoolKind::Avg, p);
-        expect_err(
-            pool(options([3, 3], [1, 1], [0, 0, 2, 0])),
-            "INVALID",
-            &["padding 2", "half"],
-            d,
-        );
-        expect_err(
-            pool(options([0, 3], [1, 1], [0; 4])),
-            "INVALID",
-            &["kernel 0"],
-            d,
-        );
-        expect_err(
-            pool(options([2, 2], [1, 0], [0; 4])),
-            "INVALID",
-            &["stride 0"],
-            d,
-        );
-        expect_err(
-            pool(options([2, 7], [1, 1], [0; 4])),
-            "SHAPE",
-            &["spans 7"],
-            d,
-        );
-    }
+fn bad_geometries_are_errors(d: &Device) {
+    let x = tensor(d, &[1.0; 2 * 5 * 6], &[1, 2, 5, 6]);
+    let pool = |p: PoolOptions| x.pool2d_with(PoolKind::Avg, p);
+    expect_err(
+        pool(options([3, 3], [1, 1], [0, 0, 2, 0])),
+        "INVALID",
+        &["padding 2", "half"],
+        d,
+    );
+    expect_err(
+        pool(options([0, 3], [1, 1], [0; 4])),
+        "INVALID",
+        &["kernel 0"],
+        d,
+    );
+    expect_err(
+        pool(options([2, 2], [1, 0], [0; 4])),
+        "INVALID",
+        &["stride 0"],
+        d,
+    );
+    expect_err(
+        pool(options([2, 7], [1, 1], [0; 4])),
+        "SHAPE",
+        &["spans 7"],
+        d,
+    );
 }
+per_backend!(bad_geometries_are_errors);

@@ -3,7 +3,7 @@
 //! poisoned before the launch, and checked against a reference computed here in f64.
 
 use crate::common::kernels::{assert_near as assert_close, poisoned, run};
-use crate::common::{self, devices, name, random};
+use crate::common::{self, devices, name, per_backend, random};
 
 use unicompute::{Binding, Buffer, Device, Kernel};
 
@@ -21,32 +21,30 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
 }
 "#;
 
-#[test]
-fn saxpy_with_a_uniform_struct() {
-    for d in devices() {
-        for n in [1usize, 63, 64, 1000, 4099] {
-            let (x, y0) = (random(1, n, -2.0, 2.0), random(2, n, -2.0, 2.0));
-            let (bx, by) = (
-                Buffer::from_slice(d, &x).unwrap(),
-                Buffer::from_slice(d, &y0).unwrap(),
-            );
-            let p = Buffer::from_slice(d, &[1.5f32.to_bits(), n as u32]).unwrap();
-            let got = run(
-                d,
-                SAXPY,
-                &[Binding::from(&bx), Binding::from(&by), Binding::from(&p)],
-                [(n as u32).div_ceil(64), 1, 1],
-                &by,
-            );
-            let want: Vec<f64> = x
-                .iter()
-                .zip(&y0)
-                .map(|(&x, &y)| 1.5 * f64::from(x) + f64::from(y))
-                .collect();
-            assert_close(&got, &want, 1e-6, &format!("saxpy n={n} on {}", name(d)));
-        }
+fn saxpy_with_a_uniform_struct(d: &Device) {
+    for n in [1usize, 63, 64, 1000, 4099] {
+        let (x, y0) = (random(1, n, -2.0, 2.0), random(2, n, -2.0, 2.0));
+        let (bx, by) = (
+            Buffer::from_slice(d, &x).unwrap(),
+            Buffer::from_slice(d, &y0).unwrap(),
+        );
+        let p = Buffer::from_slice(d, &[1.5f32.to_bits(), n as u32]).unwrap();
+        let got = run(
+            d,
+            SAXPY,
+            &[Binding::from(&bx), Binding::from(&by), Binding::from(&p)],
+            [(n as u32).div_ceil(64), 1, 1],
+            &by,
+        );
+        let want: Vec<f64> = x
+            .iter()
+            .zip(&y0)
+            .map(|(&x, &y)| 1.5 * f64::from(x) + f64::from(y))
+            .collect();
+        assert_close(&got, &want, 1e-6, &format!("saxpy n={n} on {}", name(d)));
     }
 }
+per_backend!(saxpy_with_a_uniform_struct);
 
 const REDUCE: &str = r#"
 // a workgroup tree reduction through workgroup memory and barriers
@@ -117,29 +115,27 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
 }
 "#;
 
-#[test]
-fn histogram_with_atomics() {
-    for d in devices() {
-        let n = 5003;
-        let values: Vec<u32> = (0..n)
-            .map(|i| (i * 2_654_435_761u64 as usize % 977) as u32)
-            .collect();
-        let bv = Buffer::from_slice(d, &values).unwrap();
-        let bins = Buffer::from_slice(d, &[0u32; 16]).unwrap();
-        let got = run(
-            d,
-            HISTOGRAM,
-            &[Binding::from(&bv), Binding::from(&bins)],
-            [(n as u32).div_ceil(64), 1, 1],
-            &bins,
-        );
-        let mut want = [0u32; 16];
-        for v in &values {
-            want[(*v % 16) as usize] += 1;
-        }
-        assert_eq!(got, want.to_vec(), "histogram on {}", name(d));
+fn histogram_with_atomics(d: &Device) {
+    let n = 5003;
+    let values: Vec<u32> = (0..n)
+        .map(|i| (i * 2_654_435_761u64 as usize % 977) as u32)
+        .collect();
+    let bv = Buffer::from_slice(d, &values).unwrap();
+    let bins = Buffer::from_slice(d, &[0u32; 16]).unwrap();
+    let got = run(
+        d,
+        HISTOGRAM,
+        &[Binding::from(&bv), Binding::from(&bins)],
+        [(n as u32).div_ceil(64), 1, 1],
+        &bins,
+    );
+    let mut want = [0u32; 16];
+    for v in &values {
+        want[(*v % 16) as usize] += 1;
     }
+    assert_eq!(got, want.to_vec(), "histogram on {}", name(d));
 }
+per_backend!(histogram_with_atomics);
 
 const DIVERGE: &str = r#"
 // divergent branches, a switch, a loop with continue and break, and an early return
@@ -237,50 +233,48 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 "#;
 
-#[test]
-fn integer_edge_cases_follow_wgsl() {
-    for d in devices() {
-        let a = vec![7, -7, i32::MIN, i32::MIN, 5, 123_456, -1, 0];
-        let b = vec![0, 2, -1, 0, 33, 3, 31, 40];
-        let (ba, bb) = (
-            Buffer::from_slice(d, &a).unwrap(),
-            Buffer::from_slice(d, &b).unwrap(),
-        );
-        let out = poisoned::<i32>(d, a.len() * 6);
-        let got = run(
-            d,
-            INTEGERS,
-            &[Binding::from(&ba), Binding::from(&bb), Binding::from(&out)],
-            [1, 1, 1],
-            &out,
-        );
-        let mut want = Vec::new();
-        for (&x, &y) in a.iter().zip(&b) {
-            let div = if y == 0 || (x == i32::MIN && y == -1) {
-                x
-            } else {
-                x / y
-            };
-            let rem = if y == 0 || (x == i32::MIN && y == -1) {
-                0
-            } else {
-                x % y
-            };
-            // WGSL clamps a float to [-2^31, 2^31 - 128] (the largest f32 below 2^31) first.
-            let conv = f64::from((f64::from(x as f32) * 1e9) as f32)
-                .clamp(-2_147_483_648.0, 2_147_483_520.0) as i32;
-            want.extend([
-                div,
-                rem,
-                x.wrapping_mul(y).wrapping_add(i32::MAX),
-                ((x as u32) >> (y as u32 & 31)) as i32,
-                x << (y as u32 & 31),
-                conv,
-            ]);
-        }
-        assert_eq!(got, want, "integers on {}", name(d));
+fn integer_edge_cases_follow_wgsl(d: &Device) {
+    let a = vec![7, -7, i32::MIN, i32::MIN, 5, 123_456, -1, 0];
+    let b = vec![0, 2, -1, 0, 33, 3, 31, 40];
+    let (ba, bb) = (
+        Buffer::from_slice(d, &a).unwrap(),
+        Buffer::from_slice(d, &b).unwrap(),
+    );
+    let out = poisoned::<i32>(d, a.len() * 6);
+    let got = run(
+        d,
+        INTEGERS,
+        &[Binding::from(&ba), Binding::from(&bb), Binding::from(&out)],
+        [1, 1, 1],
+        &out,
+    );
+    let mut want = Vec::new();
+    for (&x, &y) in a.iter().zip(&b) {
+        let div = if y == 0 || (x == i32::MIN && y == -1) {
+            x
+        } else {
+            x / y
+        };
+        let rem = if y == 0 || (x == i32::MIN && y == -1) {
+            0
+        } else {
+            x % y
+        };
+        // WGSL clamps a float to [-2^31, 2^31 - 128] (the largest f32 below 2^31) first.
+        let conv = f64::from((f64::from(x as f32) * 1e9) as f32)
+            .clamp(-2_147_483_648.0, 2_147_483_520.0) as i32;
+        want.extend([
+            div,
+            rem,
+            x.wrapping_mul(y).wrapping_add(i32::MAX),
+            ((x as u32) >> (y as u32 & 31)) as i32,
+            x << (y as u32 & 31),
+            conv,
+        ]);
     }
+    assert_eq!(got, want, "integers on {}", name(d));
 }
+per_backend!(integer_edge_cases_follow_wgsl);
 
 /// A tiled matmul: 8x8 tiles of A and B staged in workgroup memory between barriers (also
 /// timed by `benches/wgsl_cpu.rs`).
@@ -394,32 +388,30 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 "#;
 
-#[test]
-fn vec4_loads_swizzles_and_vector_math() {
-    for d in devices() {
-        let n = 37;
-        let x = random(6, n * 4, -1.5, 1.5);
-        let bx = Buffer::from_slice(d, &x).unwrap();
-        let out = poisoned::<f32>(d, n * 4);
-        let got = run(
-            d,
-            VEC4,
-            &[Binding::from(&bx), Binding::from(&out)],
-            [(n as u32).div_ceil(16), 1, 1],
-            &out,
-        );
-        let mut want = Vec::new();
-        for v in x.chunks(4) {
-            let v: Vec<f64> = v.iter().map(|&c| f64::from(c)).collect();
-            let s = v[0] * 0.5 - v[1] * 0.25 + v[2] + (v[0] * v[0] + v[1] * v[1]).sqrt();
-            for c in [v[3], v[2], v[1], v[0]] {
-                let w = (c * 2.0 - 1.0).clamp(-1.0, 1.0);
-                want.push(w + (s - w) * 0.25);
-            }
+fn vec4_loads_swizzles_and_vector_math(d: &Device) {
+    let n = 37;
+    let x = random(6, n * 4, -1.5, 1.5);
+    let bx = Buffer::from_slice(d, &x).unwrap();
+    let out = poisoned::<f32>(d, n * 4);
+    let got = run(
+        d,
+        VEC4,
+        &[Binding::from(&bx), Binding::from(&out)],
+        [(n as u32).div_ceil(16), 1, 1],
+        &out,
+    );
+    let mut want = Vec::new();
+    for v in x.chunks(4) {
+        let v: Vec<f64> = v.iter().map(|&c| f64::from(c)).collect();
+        let s = v[0] * 0.5 - v[1] * 0.25 + v[2] + (v[0] * v[0] + v[1] * v[1]).sqrt();
+        for c in [v[3], v[2], v[1], v[0]] {
+            let w = (c * 2.0 - 1.0).clamp(-1.0, 1.0);
+            want.push(w + (s - w) * 0.25);
         }
-        assert_close(&got, &want, 1e-5, &format!("vec4 on {}", name(d)));
     }
+    assert_close(&got, &want, 1e-5, &format!("vec4 on {}", name(d)));
 }
+per_backend!(vec4_loads_swizzles_and_vector_math);
 
 const ATOMICS: &str = r#"
 // atomicMax, atomicMin and a compare-exchange loop that adds floats through their bits
@@ -443,40 +435,38 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 "#;
 
-#[test]
-fn atomic_min_max_and_compare_exchange() {
-    for d in devices() {
-        let x: Vec<i32> = (0..200).map(|i| (i * 7919 % 1009) - 500).collect();
-        let bx = Buffer::from_slice(d, &x).unwrap();
-        let out = Buffer::from_slice(d, &[i32::MIN, i32::MAX]).unwrap();
-        let total = Buffer::from_slice(d, &[0f32.to_bits()]).unwrap();
-        let got = run(
-            d,
-            ATOMICS,
-            &[
-                Binding::from(&bx),
-                Binding::from(&out),
-                Binding::from(&total),
-            ],
-            [7, 1, 1],
-            &out,
-        );
-        assert_eq!(
-            got,
-            vec![*x.iter().max().unwrap(), *x.iter().min().unwrap()],
-            "min and max on {}",
-            name(d)
-        );
-        let sum = f32::from_bits(total.read_blocking().unwrap()[0]);
-        let want: i32 = x.iter().sum();
-        assert_eq!(
-            sum,
-            want as f32,
-            "the float sum through compare-exchange on {} (small integers add exactly)",
-            name(d)
-        );
-    }
+fn atomic_min_max_and_compare_exchange(d: &Device) {
+    let x: Vec<i32> = (0..200).map(|i| (i * 7919 % 1009) - 500).collect();
+    let bx = Buffer::from_slice(d, &x).unwrap();
+    let out = Buffer::from_slice(d, &[i32::MIN, i32::MAX]).unwrap();
+    let total = Buffer::from_slice(d, &[0f32.to_bits()]).unwrap();
+    let got = run(
+        d,
+        ATOMICS,
+        &[
+            Binding::from(&bx),
+            Binding::from(&out),
+            Binding::from(&total),
+        ],
+        [7, 1, 1],
+        &out,
+    );
+    assert_eq!(
+        got,
+        vec![*x.iter().max().unwrap(), *x.iter().min().unwrap()],
+        "min and max on {}",
+        name(d)
+    );
+    let sum = f32::from_bits(total.read_blocking().unwrap()[0]);
+    let want: i32 = x.iter().sum();
+    assert_eq!(
+        sum,
+        want as f32,
+        "the float sum through compare-exchange on {} (small integers add exactly)",
+        name(d)
+    );
 }
+per_backend!(atomic_min_max_and_compare_exchange);
 
 const STRUCTS: &str = r#"
 // a storage array of structs with a vec3 member (16-byte alignment), private variables, and a
@@ -500,29 +490,27 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 "#;
 
-#[test]
-fn structs_with_vec3_members_private_variables_and_helpers() {
-    for d in devices() {
-        let n = 11;
-        let raw = random(7, n * 4, -2.0, 2.0);
-        let bp = Buffer::from_slice(d, &raw).unwrap();
-        let out = poisoned::<f32>(d, n * 2);
-        let got = run(
-            d,
-            STRUCTS,
-            &[Binding::from(&bp), Binding::from(&out)],
-            [2, 1, 1],
-            &out,
-        );
-        let mut want = Vec::new();
-        for (i, p) in raw.chunks(4).enumerate() {
-            let scale = 2.0 + (i % 2) as f64;
-            let (x, z, mass) = (f64::from(p[0]), f64::from(p[2]), f64::from(p[3]));
-            want.extend([mass, mass * x * scale + z]);
-        }
-        assert_close(&got, &want, 1e-6, &format!("structs on {}", name(d)));
+fn structs_with_vec3_members_private_variables_and_helpers(d: &Device) {
+    let n = 11;
+    let raw = random(7, n * 4, -2.0, 2.0);
+    let bp = Buffer::from_slice(d, &raw).unwrap();
+    let out = poisoned::<f32>(d, n * 2);
+    let got = run(
+        d,
+        STRUCTS,
+        &[Binding::from(&bp), Binding::from(&out)],
+        [2, 1, 1],
+        &out,
+    );
+    let mut want = Vec::new();
+    for (i, p) in raw.chunks(4).enumerate() {
+        let scale = 2.0 + (i % 2) as f64;
+        let (x, z, mass) = (f64::from(p[0]), f64::from(p[2]), f64::from(p[3]));
+        want.extend([mass, mass * x * scale + z]);
     }
+    assert_close(&got, &want, 1e-6, &format!("structs on {}", name(d)));
 }
+per_backend!(structs_with_vec3_members_private_variables_and_helpers);
 
 const IDS: &str = r#"
 // every compute built-in, in a 3-D workgroup over a 3-D grid; a loop ending in `break if`
@@ -593,60 +581,58 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 "#;
 
-#[test]
-fn math_builtins_match_f64() {
-    for d in devices() {
-        let x = random(8, 40, -3.0, 3.0);
-        let bx = Buffer::from_slice(d, &x).unwrap();
-        let out = poisoned::<f32>(d, x.len() * 14);
-        let got = run(
-            d,
-            MATH,
-            &[Binding::from(&bx), Binding::from(&out)],
-            [3, 1, 1],
-            &out,
-        );
-        let mut want = Vec::new();
-        for &v in &x {
-            let v = f64::from(v);
-            let a = v.abs() + 0.25;
-            let round = {
-                let t = (v as f32 * 3.0) as f64;
-                let r = t.round();
-                if (t - t.trunc()).abs() == 0.5 {
-                    2.0 * (t / 2.0).round()
-                } else {
-                    r
-                }
-            };
-            let sign = if v > 0.0 {
-                1.0
-            } else if v < 0.0 {
-                -1.0
+fn math_builtins_match_f64(d: &Device) {
+    let x = random(8, 40, -3.0, 3.0);
+    let bx = Buffer::from_slice(d, &x).unwrap();
+    let out = poisoned::<f32>(d, x.len() * 14);
+    let got = run(
+        d,
+        MATH,
+        &[Binding::from(&bx), Binding::from(&out)],
+        [3, 1, 1],
+        &out,
+    );
+    let mut want = Vec::new();
+    for &v in &x {
+        let v = f64::from(v);
+        let a = v.abs() + 0.25;
+        let round = {
+            let t = (v as f32 * 3.0) as f64;
+            let r = t.round();
+            if (t - t.trunc()).abs() == 0.5 {
+                2.0 * (t / 2.0).round()
             } else {
-                0.0
-            };
-            let step = if v >= 0.0 { 1.0 } else { 0.0 };
-            want.extend([
-                v.exp(),
-                a.ln(),
-                v.sin(),
-                v.cos(),
-                v.tanh(),
-                a.powf(1.5),
-                a.sqrt(),
-                1.0 / a.sqrt(),
-                v.floor(),
-                v.ceil(),
-                round,
-                v - v.floor(),
-                sign * step,
-                v.atan2(a),
-            ]);
-        }
-        assert_close(&got, &want, 2e-5, &format!("math on {}", name(d)));
+                r
+            }
+        };
+        let sign = if v > 0.0 {
+            1.0
+        } else if v < 0.0 {
+            -1.0
+        } else {
+            0.0
+        };
+        let step = if v >= 0.0 { 1.0 } else { 0.0 };
+        want.extend([
+            v.exp(),
+            a.ln(),
+            v.sin(),
+            v.cos(),
+            v.tanh(),
+            a.powf(1.5),
+            a.sqrt(),
+            1.0 / a.sqrt(),
+            v.floor(),
+            v.ceil(),
+            round,
+            v - v.floor(),
+            sign * step,
+            v.atan2(a),
+        ]);
     }
+    assert_close(&got, &want, 2e-5, &format!("math on {}", name(d)));
 }
+per_backend!(math_builtins_match_f64);
 
 const BITS: &str = r#"
 // bit operations on u32 and vector bools: counts, reversal, shifts, select, all and any
@@ -669,52 +655,50 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 "#;
 
-#[test]
-fn bit_operations_and_vector_bools() {
-    for d in devices() {
-        let x: Vec<u32> = vec![
-            0,
-            1,
-            2,
-            7,
-            100,
-            101,
-            0x8000_0000,
-            0xffff_ffff,
-            12_345_678,
-            255,
-            256,
-        ];
-        let bx = Buffer::from_slice(d, &x).unwrap();
-        let out = poisoned::<u32>(d, x.len() * 7);
-        let got = run(
-            d,
-            BITS,
-            &[Binding::from(&bx), Binding::from(&out)],
-            [2, 1, 1],
-            &out,
-        );
-        let mut want = Vec::new();
-        for &v in &x {
-            let flags = [v > 100, v & 1 == 1, v == 0, true];
-            let mask: u32 = flags
-                .iter()
-                .zip([1, 2, 4, 8])
-                .map(|(&f, b)| if f { b } else { 0 })
-                .sum();
-            want.extend([
-                v.count_ones(),
-                v.reverse_bits(),
-                v.leading_zeros(),
-                v.trailing_zeros(),
-                (v << 3) ^ (v >> 5) | (v & 0xff),
-                mask,
-                u32::from(flags[0] && flags[3]) * 2 + u32::from(flags[..3].iter().any(|&f| f)),
-            ]);
-        }
-        assert_eq!(got, want, "bits on {}", name(d));
+fn bit_operations_and_vector_bools(d: &Device) {
+    let x: Vec<u32> = vec![
+        0,
+        1,
+        2,
+        7,
+        100,
+        101,
+        0x8000_0000,
+        0xffff_ffff,
+        12_345_678,
+        255,
+        256,
+    ];
+    let bx = Buffer::from_slice(d, &x).unwrap();
+    let out = poisoned::<u32>(d, x.len() * 7);
+    let got = run(
+        d,
+        BITS,
+        &[Binding::from(&bx), Binding::from(&out)],
+        [2, 1, 1],
+        &out,
+    );
+    let mut want = Vec::new();
+    for &v in &x {
+        let flags = [v > 100, v & 1 == 1, v == 0, true];
+        let mask: u32 = flags
+            .iter()
+            .zip([1, 2, 4, 8])
+            .map(|(&f, b)| if f { b } else { 0 })
+            .sum();
+        want.extend([
+            v.count_ones(),
+            v.reverse_bits(),
+            v.leading_zeros(),
+            v.trailing_zeros(),
+            (v << 3) ^ (v >> 5) | (v & 0xff),
+            mask,
+            u32::from(flags[0] && flags[3]) * 2 + u32::from(flags[..3].iter().any(|&f| f)),
+        ]);
     }
+    assert_eq!(got, want, "bits on {}", name(d));
 }
+per_backend!(bit_operations_and_vector_bools);
 
 const UNIFORM_LOAD: &str = r#"
 // workgroupUniformLoad of a value one invocation computed, and an override with a default
@@ -907,34 +891,32 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 "#;
 
-#[test]
-fn function_arrays_nested_loops_and_switch_in_loops() {
-    for d in devices() {
-        let groups = 5;
-        let x: Vec<i32> = (0..groups * 8)
-            .map(|i| ((i * 7919) % 97) as i32 - 48)
-            .collect();
-        let bx = Buffer::from_slice(d, &x).unwrap();
-        let out = poisoned::<i32>(d, x.len() + groups);
-        let got = run(
-            d,
-            LOCAL_ARRAY,
-            &[Binding::from(&bx), Binding::from(&out)],
-            [2, 1, 1],
-            &out,
-        );
-        let mut want = Vec::new();
-        let mut evens = Vec::new();
-        for c in x.chunks(8) {
-            let mut v = c.to_vec();
-            v.sort();
-            evens.push(v.iter().filter(|&&e| e & 1 == 0).count() as i32);
-            want.extend(v.iter().map(|&e| if e & 1 == 0 { e } else { e * 10 }));
-        }
-        want.extend(evens);
-        assert_eq!(got, want, "local arrays on {}", name(d));
+fn function_arrays_nested_loops_and_switch_in_loops(d: &Device) {
+    let groups = 5;
+    let x: Vec<i32> = (0..groups * 8)
+        .map(|i| ((i * 7919) % 97) as i32 - 48)
+        .collect();
+    let bx = Buffer::from_slice(d, &x).unwrap();
+    let out = poisoned::<i32>(d, x.len() + groups);
+    let got = run(
+        d,
+        LOCAL_ARRAY,
+        &[Binding::from(&bx), Binding::from(&out)],
+        [2, 1, 1],
+        &out,
+    );
+    let mut want = Vec::new();
+    let mut evens = Vec::new();
+    for c in x.chunks(8) {
+        let mut v = c.to_vec();
+        v.sort();
+        evens.push(v.iter().filter(|&&e| e & 1 == 0).count() as i32);
+        want.extend(v.iter().map(|&e| if e & 1 == 0 { e } else { e * 10 }));
     }
+    want.extend(evens);
+    assert_eq!(got, want, "local arrays on {}", name(d));
 }
+per_backend!(function_arrays_nested_loops_and_switch_in_loops);
 
 const HALVES: &str = r#"
 // pack2x16float
@@ -1027,35 +1009,33 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 "#;
 
-#[test]
-fn out_of_bounds_accesses_stay_inside_their_buffers() {
-    for d in devices() {
-        let x = random(10, 8, 1.0, 2.0);
-        let bx = Buffer::from_slice(d, &x).unwrap();
-        let (y, z) = (poisoned::<f32>(d, 8), poisoned::<f32>(d, 8));
-        let got = run(
-            d,
-            OUT_OF_BOUNDS,
-            &[Binding::from(&bx), Binding::from(&y), Binding::from(&z)],
-            [2, 1, 1],
-            &y,
-        );
-        // Element 7 may take a clamped write of 5.0; the others hold x.
-        assert_eq!(&got[..7], &x[..7], "in-range results on {}", name(d));
-        assert!(
-            got[7] == x[7] || got[7] == 5.0,
-            "the last element on {}: {}",
-            name(d),
-            got[7]
-        );
-        assert_eq!(
-            z.read_blocking().unwrap(),
-            vec![8.0; 8],
-            "arrayLength on {}",
-            name(d)
-        );
-    }
+fn out_of_bounds_accesses_stay_inside_their_buffers(d: &Device) {
+    let x = random(10, 8, 1.0, 2.0);
+    let bx = Buffer::from_slice(d, &x).unwrap();
+    let (y, z) = (poisoned::<f32>(d, 8), poisoned::<f32>(d, 8));
+    let got = run(
+        d,
+        OUT_OF_BOUNDS,
+        &[Binding::from(&bx), Binding::from(&y), Binding::from(&z)],
+        [2, 1, 1],
+        &y,
+    );
+    // Element 7 may take a clamped write of 5.0; the others hold x.
+    assert_eq!(&got[..7], &x[..7], "in-range results on {}", name(d));
+    assert!(
+        got[7] == x[7] || got[7] == 5.0,
+        "the last element on {}: {}",
+        name(d),
+        got[7]
+    );
+    assert_eq!(
+        z.read_blocking().unwrap(),
+        vec![8.0; 8],
+        "arrayLength on {}",
+        name(d)
+    );
 }
+per_backend!(out_of_bounds_accesses_stay_inside_their_buffers);
 
 #[test]
 fn f16_kernels_run_where_the_device_has_f16_and_are_refused_with_their_line_elsewhere() {
@@ -1134,32 +1114,30 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) w: vec3
 }
 "#;
 
-#[test]
-fn row_softmax_with_helper_reductions() {
-    for d in devices() {
-        let (rows, cols) = (5, 77);
-        let x = random(11, rows * cols, -8.0, 8.0);
-        let bx = Buffer::from_slice(d, &x).unwrap();
-        let out = poisoned::<f32>(d, rows * cols);
-        let c = Buffer::from_slice(d, &[cols as u32, 0, 0, 0]).unwrap();
-        let got = run(
-            d,
-            SOFTMAX,
-            &[Binding::from(&bx), Binding::from(&out), Binding::from(&c)],
-            [rows as u32, 1, 1],
-            &out,
-        );
-        let mut want = Vec::new();
-        for row in x.chunks(cols) {
-            let m = row
-                .iter()
-                .fold(f64::NEG_INFINITY, |m, &v| m.max(f64::from(v)));
-            let s: f64 = row.iter().map(|&v| (f64::from(v) - m).exp()).sum();
-            want.extend(row.iter().map(|&v| (f64::from(v) - m).exp() / s));
-        }
-        assert_close(&got, &want, 1e-5, &format!("softmax on {}", name(d)));
+fn row_softmax_with_helper_reductions(d: &Device) {
+    let (rows, cols) = (5, 77);
+    let x = random(11, rows * cols, -8.0, 8.0);
+    let bx = Buffer::from_slice(d, &x).unwrap();
+    let out = poisoned::<f32>(d, rows * cols);
+    let c = Buffer::from_slice(d, &[cols as u32, 0, 0, 0]).unwrap();
+    let got = run(
+        d,
+        SOFTMAX,
+        &[Binding::from(&bx), Binding::from(&out), Binding::from(&c)],
+        [rows as u32, 1, 1],
+        &out,
+    );
+    let mut want = Vec::new();
+    for row in x.chunks(cols) {
+        let m = row
+            .iter()
+            .fold(f64::NEG_INFINITY, |m, &v| m.max(f64::from(v)));
+        let s: f64 = row.iter().map(|&v| (f64::from(v) - m).exp()).sum();
+        want.extend(row.iter().map(|&v| (f64::from(v) - m).exp() / s));
     }
+    assert_close(&got, &want, 1e-5, &format!("softmax on {}", name(d)));
 }
+per_backend!(row_softmax_with_helper_reductions);
 
 const STENCIL: &str = r#"
 // a 3x3 box blur of an image with clamped borders, 2-D workgroups over a 2-D grid
@@ -1185,44 +1163,42 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
 }
 "#;
 
-#[test]
-fn stencil_with_clamped_borders_on_a_2d_grid() {
-    for d in devices() {
-        let (w, h) = (13usize, 7usize);
-        let img = random(12, w * h, 0.0, 1.0);
-        let bi = Buffer::from_slice(d, &img).unwrap();
-        let out = poisoned::<f32>(d, w * h);
-        let size = Buffer::from_slice(d, &[w as i32, h as i32]).unwrap();
-        let got = run(
-            d,
-            STENCIL,
-            &[
-                Binding::from(&bi),
-                Binding::from(&out),
-                Binding::from(&size),
-            ],
-            [(w as u32).div_ceil(8), (h as u32).div_ceil(4), 1],
-            &out,
-        );
-        let mut want = Vec::new();
-        for y in 0..h as i64 {
-            for x in 0..w as i64 {
-                let mut acc = 0.0;
-                for dy in -1..=1 {
-                    for dx in -1..=1 {
-                        let (sx, sy) = (
-                            (x + dx).clamp(0, w as i64 - 1) as usize,
-                            (y + dy).clamp(0, h as i64 - 1) as usize,
-                        );
-                        acc += f64::from(img[sy * w + sx]);
-                    }
+fn stencil_with_clamped_borders_on_a_2d_grid(d: &Device) {
+    let (w, h) = (13usize, 7usize);
+    let img = random(12, w * h, 0.0, 1.0);
+    let bi = Buffer::from_slice(d, &img).unwrap();
+    let out = poisoned::<f32>(d, w * h);
+    let size = Buffer::from_slice(d, &[w as i32, h as i32]).unwrap();
+    let got = run(
+        d,
+        STENCIL,
+        &[
+            Binding::from(&bi),
+            Binding::from(&out),
+            Binding::from(&size),
+        ],
+        [(w as u32).div_ceil(8), (h as u32).div_ceil(4), 1],
+        &out,
+    );
+    let mut want = Vec::new();
+    for y in 0..h as i64 {
+        for x in 0..w as i64 {
+            let mut acc = 0.0;
+            for dy in -1..=1 {
+                for dx in -1..=1 {
+                    let (sx, sy) = (
+                        (x + dx).clamp(0, w as i64 - 1) as usize,
+                        (y + dy).clamp(0, h as i64 - 1) as usize,
+                    );
+                    acc += f64::from(img[sy * w + sx]);
                 }
-                want.push(acc / 9.0);
             }
+            want.push(acc / 9.0);
         }
-        assert_close(&got, &want, 1e-6, &format!("stencil on {}", name(d)));
     }
+    assert_close(&got, &want, 1e-6, &format!("stencil on {}", name(d)));
 }
+per_backend!(stencil_with_clamped_borders_on_a_2d_grid);
 
 const VEC3_ARRAYS: &str = r#"
 // arrays of vec3 (16 bytes apart, 12 used) in a buffer and in function memory
@@ -1239,38 +1215,36 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
 }
 "#;
 
-#[test]
-fn arrays_of_vec3_keep_their_16_byte_stride() {
-    for d in devices() {
-        let n = 131;
-        // Each vec3 takes four floats: x, y, z and padding the kernel must skip.
-        let words = random(13, 4 * n, -2.0, 2.0);
-        let points = Buffer::from_slice(d, &words).unwrap();
-        let out = poisoned::<f32>(d, n);
-        let got = run(
-            d,
-            VEC3_ARRAYS,
-            &[Binding::from(&points), Binding::from(&out)],
-            [(n as u32).div_ceil(64), 1, 1],
-            &out,
-        );
-        let want: Vec<f64> = (0..n)
-            .map(|i| {
-                let p: Vec<f64> = words[4 * i..4 * i + 3]
-                    .iter()
-                    .map(|&v| f64::from(v))
-                    .collect();
-                let pick = match i % 3 {
-                    0 => p,
-                    1 => vec![2.0 * p[0], 2.0 * p[1] + 0.5, 2.0 * p[2]],
-                    _ => vec![1.0, 2.0, 3.0],
-                };
-                pick[0] + 10.0 * pick[1] + 100.0 * pick[2] + n as f64
-            })
-            .collect();
-        assert_close(&got, &want, 1e-5, &format!("vec3 arrays on {}", name(d)));
-    }
+fn arrays_of_vec3_keep_their_16_byte_stride(d: &Device) {
+    let n = 131;
+    // Each vec3 takes four floats: x, y, z and padding the kernel must skip.
+    let words = random(13, 4 * n, -2.0, 2.0);
+    let points = Buffer::from_slice(d, &words).unwrap();
+    let out = poisoned::<f32>(d, n);
+    let got = run(
+        d,
+        VEC3_ARRAYS,
+        &[Binding::from(&points), Binding::from(&out)],
+        [(n as u32).div_ceil(64), 1, 1],
+        &out,
+    );
+    let want: Vec<f64> = (0..n)
+        .map(|i| {
+            let p: Vec<f64> = words[4 * i..4 * i + 3]
+                .iter()
+                .map(|&v| f64::from(v))
+                .collect();
+            let pick = match i % 3 {
+                0 => p,
+                1 => vec![2.0 * p[0], 2.0 * p[1] + 0.5, 2.0 * p[2]],
+                _ => vec![1.0, 2.0, 3.0],
+            };
+            pick[0] + 10.0 * pick[1] + 100.0 * pick[2] + n as f64
+        })
+        .collect();
+    assert_close(&got, &want, 1e-5, &format!("vec3 arrays on {}", name(d)));
 }
+per_backend!(arrays_of_vec3_keep_their_16_byte_stride);
 
 const SUBGROUPS: &str = r#"
 // subgroup reductions, scans, shuffles and ballots, also under divergence
@@ -1297,23 +1271,21 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(subgroup_invocatio
 }
 "#;
 
-#[test]
-fn subgroup_operations_over_each_subgroup_of_active_lanes() {
-    for d in devices() {
-        if !d.info().features.subgroups {
-            eprintln!("SKIPPING subgroups on {}: the adapter has none", name(d));
-            continue;
-        }
-        // As written for browsers too, which want the extension enabled (naga 30 refuses the
-        // directive and is given the source without it).
-        for source in [
-            SUBGROUPS.to_string(),
-            format!("enable subgroups;{SUBGROUPS}"),
-        ] {
-            check_subgroups(d, &source);
-        }
+fn subgroup_operations_over_each_subgroup_of_active_lanes(d: &Device) {
+    if !d.info().features.subgroups {
+        eprintln!("SKIPPING subgroups on {}: the adapter has none", name(d));
+        return;
+    }
+    // As written for browsers too, which want the extension enabled (naga 30 refuses the
+    // directive and is given the source without it).
+    for source in [
+        SUBGROUPS.to_string(),
+        format!("enable subgroups;{SUBGROUPS}"),
+    ] {
+        check_subgroups(d, &source);
     }
 }
+per_backend!(subgroup_operations_over_each_subgroup_of_active_lanes);
 
 /// [`SUBGROUPS`] (or `source`, a variant of it) on `d`, against f64 references.
 fn check_subgroups(d: &Device, source: &str) {
@@ -1395,35 +1367,33 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
 }
 "#;
 
-#[test]
-fn functions_take_pointers_to_their_callers_variables() {
-    for d in devices() {
-        let n = 100;
-        let xs = random(15, n, -1.0, 1.0);
-        let bx = Buffer::from_slice(d, &xs).unwrap();
-        let out = poisoned::<f32>(d, n);
-        let got = run(
-            d,
-            POINTER_ARGUMENTS,
-            &[Binding::from(&bx), Binding::from(&out)],
-            [(n as u32).div_ceil(64), 1, 1],
-            &out,
-        );
-        let want: Vec<f64> = xs
-            .iter()
-            .map(|&v| {
-                let acc = f64::from(v) + 0.5;
-                acc * 10.0 + 1.0 + (2.0 + acc) * 1000.0
-            })
-            .collect();
-        assert_close(
-            &got,
-            &want,
-            1e-5,
-            &format!("pointer arguments on {}", name(d)),
-        );
-    }
+fn functions_take_pointers_to_their_callers_variables(d: &Device) {
+    let n = 100;
+    let xs = random(15, n, -1.0, 1.0);
+    let bx = Buffer::from_slice(d, &xs).unwrap();
+    let out = poisoned::<f32>(d, n);
+    let got = run(
+        d,
+        POINTER_ARGUMENTS,
+        &[Binding::from(&bx), Binding::from(&out)],
+        [(n as u32).div_ceil(64), 1, 1],
+        &out,
+    );
+    let want: Vec<f64> = xs
+        .iter()
+        .map(|&v| {
+            let acc = f64::from(v) + 0.5;
+            acc * 10.0 + 1.0 + (2.0 + acc) * 1000.0
+        })
+        .collect();
+    assert_close(
+        &got,
+        &want,
+        1e-5,
+        &format!("pointer arguments on {}", name(d)),
+    );
 }
+per_backend!(functions_take_pointers_to_their_callers_variables);
 
 const SHARED_BINDING: &str = r#"
 // one buffer seen as floats by one entry point and as vec4s by another, at one binding
@@ -1445,37 +1415,35 @@ fn scalar(@builtin(global_invocation_id) g: vec3<u32>) {
 }
 "#;
 
-#[test]
-fn variables_sharing_a_binding_bind_the_one_the_entry_point_uses() {
-    for d in devices() {
-        let n = 70;
-        let xs = random(16, 4 * n, -1.0, 1.0);
-        let bx = Buffer::from_slice(d, &xs).unwrap();
-        let out = poisoned::<f32>(d, n);
-        let got = run(
-            d,
-            SHARED_BINDING,
-            &[Binding::from(&bx), Binding::from(&out)],
-            [(n as u32).div_ceil(64), 1, 1],
-            &out,
-        );
-        let want: Vec<f64> = xs
-            .chunks(4)
-            .map(|v| {
-                f64::from(v[0])
-                    + 10.0 * f64::from(v[1])
-                    + 100.0 * f64::from(v[2])
-                    + 1000.0 * f64::from(v[3])
-            })
-            .collect();
-        assert_close(
-            &got,
-            &want,
-            1e-5,
-            &format!("vec4 view of a shared binding on {}", name(d)),
-        );
-    }
+fn variables_sharing_a_binding_bind_the_one_the_entry_point_uses(d: &Device) {
+    let n = 70;
+    let xs = random(16, 4 * n, -1.0, 1.0);
+    let bx = Buffer::from_slice(d, &xs).unwrap();
+    let out = poisoned::<f32>(d, n);
+    let got = run(
+        d,
+        SHARED_BINDING,
+        &[Binding::from(&bx), Binding::from(&out)],
+        [(n as u32).div_ceil(64), 1, 1],
+        &out,
+    );
+    let want: Vec<f64> = xs
+        .chunks(4)
+        .map(|v| {
+            f64::from(v[0])
+                + 10.0 * f64::from(v[1])
+                + 100.0 * f64::from(v[2])
+                + 1000.0 * f64::from(v[3])
+        })
+        .collect();
+    assert_close(
+        &got,
+        &want,
+        1e-5,
+        &format!("vec4 view of a shared binding on {}", name(d)),
+    );
 }
+per_backend!(variables_sharing_a_binding_bind_the_one_the_entry_point_uses);
 
 const DYNAMIC_INDICES: &str = r#"
 // dynamic indices into a uniform vector, a storage array of vectors and a read-write buffer read back

@@ -2,7 +2,7 @@
 //! early (`limits.max_loop_iterations`, Mesa's llvmpipe) an invocation that reaches the limit
 //! makes the next read fail, naming the limit; elsewhere the loops run to their end.
 
-use crate::common::{devices, name};
+use crate::common::{devices, name, per_backend};
 
 use unicompute::{Binding, Buffer, Device, Kernel};
 
@@ -53,35 +53,33 @@ fn count(d: &Device, kernel: &Kernel, counts: &[u32]) -> unicompute::Result<Vec<
     out.read_blocking()
 }
 
-#[test]
-fn loops_that_reach_the_device_limit_fail_the_next_read() {
-    for d in devices() {
-        let k = Kernel::from_wgsl(d, COUNT, "main").unwrap();
-        // Each count takes about `n` loop iterations in all (nested loops count twice).
-        let short = [1u32, 3, 997, 20_000];
-        assert_eq!(count(d, &k, &short).unwrap(), short, "on {}", name(d));
-        let long = [5u32, 100_000, 7];
-        match d.info().limits.max_loop_iterations {
-            None => assert_eq!(count(d, &k, &long).unwrap(), long, "on {}", name(d)),
-            Some(limit) => {
-                let e = count(d, &k, &long).unwrap_err();
-                assert_eq!(e.code(), "INVALID", "{e}");
-                let msg = e.to_string();
-                assert!(
-                    msg.contains("max_loop_iterations") && msg.contains(&limit.to_string()),
-                    "{msg}"
-                );
-                // The device goes on: the next launch within the limit reads fine.
-                assert_eq!(
-                    count(d, &k, &short).unwrap(),
-                    short,
-                    "after the error on {}",
-                    name(d)
-                );
-            }
+fn loops_that_reach_the_device_limit_fail_the_next_read(d: &Device) {
+    let k = Kernel::from_wgsl(d, COUNT, "main").unwrap();
+    // Each count takes about `n` loop iterations in all (nested loops count twice).
+    let short = [1u32, 3, 997, 20_000];
+    assert_eq!(count(d, &k, &short).unwrap(), short, "on {}", name(d));
+    let long = [5u32, 100_000, 7];
+    match d.info().limits.max_loop_iterations {
+        None => assert_eq!(count(d, &k, &long).unwrap(), long, "on {}", name(d)),
+        Some(limit) => {
+            let e = count(d, &k, &long).unwrap_err();
+            assert_eq!(e.code(), "INVALID", "{e}");
+            let msg = e.to_string();
+            assert!(
+                msg.contains("max_loop_iterations") && msg.contains(&limit.to_string()),
+                "{msg}"
+            );
+            // The device goes on: the next launch within the limit reads fine.
+            assert_eq!(
+                count(d, &k, &short).unwrap(),
+                short,
+                "after the error on {}",
+                name(d)
+            );
         }
     }
 }
+per_backend!(loops_that_reach_the_device_limit_fail_the_next_read);
 
 /// One `for` loop of exactly `n` iterations around the limit: never a wrong value read as
 /// `Ok`.
@@ -149,18 +147,16 @@ fn main(@builtin(local_invocation_index) li: u32) {
 }
 "#;
 
-#[test]
-fn loops_count_as_the_lanes_that_run_together() {
-    for d in devices() {
-        let k = Kernel::from_wgsl(d, TAKING_TURNS, "main").unwrap();
-        let out = Buffer::from_slice(d, &[0x7fa5_a5a5u32; 2]).unwrap();
-        d.queue()
-            .launch(&k, &[Binding::from(&out)], [1, 1, 1])
-            .unwrap();
-        match (out.read_blocking(), d.info().limits.max_loop_iterations) {
-            (Ok(got), None) => assert_eq!(got, [40_000, 40_000], "on {}", name(d)),
-            (Err(e), Some(_)) => assert!(e.to_string().contains("max_loop_iterations"), "{e}"),
-            (got, limit) => panic!("{}: {got:?} with loop limit {limit:?}", name(d)),
-        }
+fn loops_count_as_the_lanes_that_run_together(d: &Device) {
+    let k = Kernel::from_wgsl(d, TAKING_TURNS, "main").unwrap();
+    let out = Buffer::from_slice(d, &[0x7fa5_a5a5u32; 2]).unwrap();
+    d.queue()
+        .launch(&k, &[Binding::from(&out)], [1, 1, 1])
+        .unwrap();
+    match (out.read_blocking(), d.info().limits.max_loop_iterations) {
+        (Ok(got), None) => assert_eq!(got, [40_000, 40_000], "on {}", name(d)),
+        (Err(e), Some(_)) => assert!(e.to_string().contains("max_loop_iterations"), "{e}"),
+        (got, limit) => panic!("{}: {got:?} with loop limit {limit:?}", name(d)),
     }
 }
+per_backend!(loops_count_as_the_lanes_that_run_together);

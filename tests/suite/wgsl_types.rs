@@ -6,7 +6,8 @@
 //! each kernel's CUDA translation also compiles (`common::kernels::compiles_for_cuda`, which `run` calls).
 
 use crate::common::kernels::{poisoned, run};
-use crate::common::{devices, name, random};
+use crate::common::{devices, name, per_backend, random};
+use unicompute::Device;
 
 use unicompute::{Binding, Buffer, Kernel};
 
@@ -167,50 +168,48 @@ fn matrices_reference(frame: &[f32], quad: &[f32]) -> (Vec<f64>, Mat) {
     (out, outm)
 }
 
-#[test]
-fn matrices_multiply_transpose_and_keep_their_column_layout() {
-    for d in devices() {
-        for n in [1usize, 8, 13] {
-            let frames = random(11 + n as u64, n * 16, -2.0, 2.0);
-            let quads = random(12 + n as u64, n * 16, -2.0, 2.0);
-            let (bf, bq) = (
-                Buffer::from_slice(d, &frames).unwrap(),
-                Buffer::from_slice(d, &quads).unwrap(),
+fn matrices_multiply_transpose_and_keep_their_column_layout(d: &Device) {
+    for n in [1usize, 8, 13] {
+        let frames = random(11 + n as u64, n * 16, -2.0, 2.0);
+        let quads = random(12 + n as u64, n * 16, -2.0, 2.0);
+        let (bf, bq) = (
+            Buffer::from_slice(d, &frames).unwrap(),
+            Buffer::from_slice(d, &quads).unwrap(),
+        );
+        let (out, outm) = (poisoned::<f32>(d, n * 24), poisoned::<f32>(d, n * 12));
+        let bindings = [
+            Binding::from(&bf),
+            Binding::from(&bq),
+            Binding::from(&out),
+            Binding::from(&outm),
+        ];
+        let got = run(d, MATRICES, &bindings, [(n as u32).div_ceil(8), 1, 1], &out);
+        let got_m = outm.read_blocking().unwrap();
+        for i in 0..n {
+            let (want, want_m) = matrices_reference(&frames[i * 16..], &quads[i * 16..]);
+            let what = format!("matrices n={n} item {i} on {}", name(d));
+            close(&got[i * 24..i * 24 + 22], &want, 1e-4, &what);
+            // The padding word after each vec3 column is not compared.
+            let columns: Vec<f32> = (0..3)
+                .flat_map(|c| got_m[i * 12 + c * 4..i * 12 + c * 4 + 3].to_vec())
+                .collect();
+            let want_columns: Vec<f64> = want_m.iter().flat_map(|c| c[..3].to_vec()).collect();
+            close(
+                &columns,
+                &want_columns,
+                1e-4,
+                &format!("{what}: the stored mat3x3"),
             );
-            let (out, outm) = (poisoned::<f32>(d, n * 24), poisoned::<f32>(d, n * 12));
-            let bindings = [
-                Binding::from(&bf),
-                Binding::from(&bq),
-                Binding::from(&out),
-                Binding::from(&outm),
-            ];
-            let got = run(d, MATRICES, &bindings, [(n as u32).div_ceil(8), 1, 1], &out);
-            let got_m = outm.read_blocking().unwrap();
-            for i in 0..n {
-                let (want, want_m) = matrices_reference(&frames[i * 16..], &quads[i * 16..]);
-                let what = format!("matrices n={n} item {i} on {}", name(d));
-                close(&got[i * 24..i * 24 + 22], &want, 1e-4, &what);
-                // The padding word after each vec3 column is not compared.
-                let columns: Vec<f32> = (0..3)
-                    .flat_map(|c| got_m[i * 12 + c * 4..i * 12 + c * 4 + 3].to_vec())
-                    .collect();
-                let want_columns: Vec<f64> = want_m.iter().flat_map(|c| c[..3].to_vec()).collect();
-                close(
-                    &columns,
-                    &want_columns,
-                    1e-4,
-                    &format!("{what}: the stored mat3x3"),
-                );
-                assert!(
-                    got[i * 24 + 22..i * 24 + 24]
-                        .iter()
-                        .all(|x| x.to_bits() == 0x7fa5_a5a5),
-                    "{what}: wrote past its values"
-                );
-            }
+            assert!(
+                got[i * 24 + 22..i * 24 + 24]
+                    .iter()
+                    .all(|x| x.to_bits() == 0x7fa5_a5a5),
+                "{what}: wrote past its values"
+            );
         }
     }
 }
+per_backend!(matrices_multiply_transpose_and_keep_their_column_layout);
 
 /// `|got - want| <= tol (1 + |want|)` elementwise.
 fn close(got: &[f32], want: &[f64], tol: f64, what: &str) {
@@ -253,94 +252,92 @@ fn h(v: f64) -> f64 {
     f64::from(half::f16::from_f64(v))
 }
 
-#[test]
-fn f16_storage_arithmetic_and_conversions_round_like_a_gpu() {
-    for d in devices() {
-        if !d.info().features.f16 {
-            // A device without f16 refuses the kernel, naming it.
-            let e = Kernel::from_wgsl(d, HALVES, "main")
-                .err()
-                .unwrap_or_else(|| panic!("{} ran f16 without the feature", name(d)));
-            assert!(
-                e.to_string().contains("f16"),
-                "{} refused f16 unclearly: {e}",
-                name(d)
+fn f16_storage_arithmetic_and_conversions_round_like_a_gpu(d: &Device) {
+    if !d.info().features.f16 {
+        // A device without f16 refuses the kernel, naming it.
+        let e = Kernel::from_wgsl(d, HALVES, "main")
+            .err()
+            .unwrap_or_else(|| panic!("{} ran f16 without the feature", name(d)));
+        assert!(
+            e.to_string().contains("f16"),
+            "{} refused f16 unclearly: {e}",
+            name(d)
+        );
+        return;
+    }
+    for n in [16usize, 64, 250] {
+        let xs: Vec<half::f16> = random(21 + n as u64, n, -4.0, 4.0)
+            .into_iter()
+            .map(half::f16::from_f32)
+            .collect();
+        let qs: Vec<half::f16> = random(22 + n as u64, n * 4, -4.0, 4.0)
+            .into_iter()
+            .map(half::f16::from_f32)
+            .collect();
+        let (bx, bq) = (
+            Buffer::from_slice(d, &xs).unwrap(),
+            Buffer::from_slice(d, &qs).unwrap(),
+        );
+        // `y` has a word more than it needs: it must stay poisoned.
+        let (y, v2, f) = (
+            poisoned::<u32>(d, n / 2 + 1),
+            poisoned::<u32>(d, n),
+            poisoned::<f32>(d, n * 4),
+        );
+        let bindings = [
+            Binding::from(&bx),
+            Binding::from(&bq),
+            Binding::from(&y),
+            Binding::from(&v2),
+            Binding::from(&f),
+        ];
+        let got_f = run(d, HALVES, &bindings, [(n as u32).div_ceil(16), 1, 1], &f);
+        let (got_y, got_v2) = (y.read_blocking().unwrap(), v2.read_blocking().unwrap());
+        let what = format!("f16 n={n} on {}", name(d));
+        assert_eq!(got_y[n / 2], 0x7fa5_a5a5, "{what}: wrote past the end of y");
+        let half_of = |w: &[u32], k: usize| {
+            f64::from(half::f16::from_bits((w[k / 2] >> (k % 2 * 16)) as u16))
+        };
+        let tol = 2.0f64.powi(-9);
+        for i in 0..n {
+            let (x, q) = (
+                f64::from(xs[i]),
+                [0, 1, 2, 3].map(|c| f64::from(qs[i * 4 + c])),
             );
-            continue;
-        }
-        for n in [16usize, 64, 250] {
-            let xs: Vec<half::f16> = random(21 + n as u64, n, -4.0, 4.0)
-                .into_iter()
-                .map(half::f16::from_f32)
-                .collect();
-            let qs: Vec<half::f16> = random(22 + n as u64, n * 4, -4.0, 4.0)
-                .into_iter()
-                .map(half::f16::from_f32)
-                .collect();
-            let (bx, bq) = (
-                Buffer::from_slice(d, &xs).unwrap(),
-                Buffer::from_slice(d, &qs).unwrap(),
-            );
-            // `y` has a word more than it needs: it must stay poisoned.
-            let (y, v2, f) = (
-                poisoned::<u32>(d, n / 2 + 1),
-                poisoned::<u32>(d, n),
-                poisoned::<f32>(d, n * 4),
-            );
-            let bindings = [
-                Binding::from(&bx),
-                Binding::from(&bq),
-                Binding::from(&y),
-                Binding::from(&v2),
-                Binding::from(&f),
+            let want_y = h(h(h(x * q[0]) + h(q[1] / 2.0)) - (h(q[2] * 4.0).trunc()));
+            let want_v2 = [q[2].max(q[3]), h(h(x.abs().sqrt()) + 1.0)];
+            let dot = q.iter().sum::<f64>();
+            let want_f = [
+                x * 3.0,
+                h(dot),
+                h(x.abs() * 100.0).trunc(),
+                h(i as f64 * 0.1),
             ];
-            let got_f = run(d, HALVES, &bindings, [(n as u32).div_ceil(16), 1, 1], &f);
-            let (got_y, got_v2) = (y.read_blocking().unwrap(), v2.read_blocking().unwrap());
-            let what = format!("f16 n={n} on {}", name(d));
-            assert_eq!(got_y[n / 2], 0x7fa5_a5a5, "{what}: wrote past the end of y");
-            let half_of = |w: &[u32], k: usize| {
-                f64::from(half::f16::from_bits((w[k / 2] >> (k % 2 * 16)) as u16))
-            };
-            let tol = 2.0f64.powi(-9);
-            for i in 0..n {
-                let (x, q) = (
-                    f64::from(xs[i]),
-                    [0, 1, 2, 3].map(|c| f64::from(qs[i * 4 + c])),
-                );
-                let want_y = h(h(h(x * q[0]) + h(q[1] / 2.0)) - (h(q[2] * 4.0).trunc()));
-                let want_v2 = [q[2].max(q[3]), h(h(x.abs().sqrt()) + 1.0)];
-                let dot = q.iter().sum::<f64>();
-                let want_f = [
-                    x * 3.0,
-                    h(dot),
-                    h(x.abs() * 100.0).trunc(),
-                    h(i as f64 * 0.1),
-                ];
-                let at = format!("{what}, element {i}");
+            let at = format!("{what}, element {i}");
+            assert!(
+                (half_of(&got_y, i) - want_y).abs() <= tol * (1.0 + want_y.abs()) * 4.0,
+                "{at}: y is {}, expected {want_y}",
+                half_of(&got_y, i)
+            );
+            for (c, want) in want_v2.iter().enumerate().take(2) {
+                let g = half_of(&got_v2, i * 2 + c);
                 assert!(
-                    (half_of(&got_y, i) - want_y).abs() <= tol * (1.0 + want_y.abs()) * 4.0,
-                    "{at}: y is {}, expected {want_y}",
-                    half_of(&got_y, i)
+                    (g - want).abs() <= tol * (1.0 + want.abs()),
+                    "{at}: v2[{c}] is {g}, expected {want}"
                 );
-                for (c, want) in want_v2.iter().enumerate().take(2) {
-                    let g = half_of(&got_v2, i * 2 + c);
-                    assert!(
-                        (g - want).abs() <= tol * (1.0 + want.abs()),
-                        "{at}: v2[{c}] is {g}, expected {want}"
-                    );
-                }
-                close(&got_f[i * 4..i * 4 + 2], &want_f[..2], 4.0 * tol, &at);
-                assert!(
-                    (f64::from(got_f[i * 4 + 2]) - want_f[2]).abs() <= 1.0,
-                    "{at}: u32 of f16 is {}, expected {}",
-                    got_f[i * 4 + 2],
-                    want_f[2]
-                );
-                close(&got_f[i * 4 + 3..i * 4 + 4], &want_f[3..], tol, &at);
             }
+            close(&got_f[i * 4..i * 4 + 2], &want_f[..2], 4.0 * tol, &at);
+            assert!(
+                (f64::from(got_f[i * 4 + 2]) - want_f[2]).abs() <= 1.0,
+                "{at}: u32 of f16 is {}, expected {}",
+                got_f[i * 4 + 2],
+                want_f[2]
+            );
+            close(&got_f[i * 4 + 3..i * 4 + 4], &want_f[3..], tol, &at);
         }
     }
 }
+per_backend!(f16_storage_arithmetic_and_conversions_round_like_a_gpu);
 
 const SPLITS: &str = r#"
 // modf and frexp of scalars and vectors
