@@ -201,6 +201,16 @@ impl Session {
     /// Refuses a feed whose element type or fixed extents differ from the declared ones.
     fn check_feed(&self, id: ValueId, val: &Val) -> Result<()> {
         let value = &self.graph.values[id];
+        if let (Some(elem), Val::Device(t)) = (value.elem, val) {
+            let want = super::value::device_dtype(elem)?;
+            if t.dtype() != want {
+                return Err(Error::DType {
+                    op: "session run",
+                    expected: format!("{want} for input '{}' ({elem} in the model)", value.name),
+                    got: t.dtype().to_string(),
+                });
+            }
+        }
         let Some(dims) = &value.shape else {
             return Ok(());
         };

@@ -37,6 +37,11 @@ impl TensorArgs {
         self.named.iter().find(|(n, _)| n == name).map(|(_, t)| t)
     }
 
+    /// Every tensor passed with its name, in the order they were set.
+    pub(crate) fn named(&self) -> impl Iterator<Item = (&str, &Tensor)> {
+        self.named.iter().map(|(n, t)| (n.as_str(), t))
+    }
+
     /// Every tensor passed, in the order they were set.
     pub(crate) fn all(&self) -> impl Iterator<Item = &Tensor> {
         self.named.iter().map(|(_, t)| t)

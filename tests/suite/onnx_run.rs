@@ -229,6 +229,10 @@ fn sessions_refuse_what_they_cannot_run_at_load_and_bad_feeds_at_run() {
     assert!(text.contains("no input 'nope'; it has: x"), "{text}");
     let text = session.run(&[]).unwrap_err().to_string();
     assert!(text.contains("input 'x' is not given"), "{text}");
+    let whole = Tensor::from_slice(d, &[1i32, -1], &[2]).unwrap();
+    let e = session.run(&[("x", &whole)]).unwrap_err();
+    assert_eq!(e.code(), "DTYPE", "{e}");
+    assert!(e.to_string().contains("expected f32 for input 'x'"), "{e}");
     // The session still runs after the refused feeds.
     assert_eq!(read(&session.run(&[("x", &x)]).unwrap()[0].1), [1.0, 0.0]);
 }

@@ -1,0 +1,118 @@
+//! The JS side of an ONNX session: a model loaded on a device, its inputs and outputs with
+//! onnxruntime-web's type names, and runs over device tensors. The npm package's
+//! `InferenceSession` (npm/session.js) wraps it in onnxruntime-web's API.
+
+use wasm_bindgen::prelude::*;
+
+use super::device::JsDevice;
+use super::error::js_error;
+use super::options::TensorArgs;
+use super::tensor::JsTensor;
+use crate::onnx::{Dim, ElemType, IoInfo, Session, SessionOptions};
+
+#[wasm_bindgen(typescript_custom_section)]
+const TYPES: &str = r#"
+/** An input or output of a model, as onnxruntime-web describes it: `type` is its element type
+ * (`'float32'`, `'int64'`...) and `shape` its extents (a number, a named extent's name, or -1
+ * for an open one); either is absent where the file leaves it out. */
+export interface ValueMetadata {
+  name: string;
+  isTensor: true;
+  type?: string;
+  shape?: (number | string)[];
+}
+"#;
+
+/// A model loaded on a device (`InferenceSession` in the npm package wraps it).
+#[wasm_bindgen(js_name = Session)]
+pub struct JsSession {
+    inner: Session,
+}
+
+/// onnxruntime-web's name for `elem` (`'float32'`, `'int64'`, `'bool'`).
+fn js_type(elem: ElemType) -> &'static str {
+    match elem {
+        ElemType::F32 => "float32",
+        ElemType::F64 => "float64",
+        ElemType::F16 => "float16",
+        ElemType::BF16 => "bfloat16",
+        ElemType::I8 => "int8",
+        ElemType::I16 => "int16",
+        ElemType::I32 => "int32",
+        ElemType::I64 => "int64",
+        ElemType::U8 => "uint8",
+        ElemType::U16 => "uint16",
+        ElemType::U32 => "uint32",
+        ElemType::U64 => "uint64",
+        ElemType::Bool => "bool",
+        ElemType::String => "string",
+    }
+}
+
+/// `{ name, isTensor, type, shape }` as onnxruntime-web's metadata: a fixed extent is a
+/// number, a named one its name, an open one -1; a shape or type the file leaves out is absent.
+fn metadata(info: &IoInfo) -> JsValue {
+    let o = js_sys::Object::new();
+    // Setting properties on a fresh plain object cannot fail.
+    let set = |k: &str, v: JsValue| {
+        let _ = js_sys::Reflect::set(&o, &k.into(), &v);
+    };
+    set("name", info.name.as_str().into());
+    set("isTensor", true.into());
+    if let Some(elem) = info.elem {
+        set("type", js_type(elem).into());
+    }
+    if let Some(dims) = &info.shape {
+        let shape: js_sys::Array = dims
+            .iter()
+            .map(|d| match d {
+                Dim::Fixed(n) => JsValue::from(*n as f64),
+                Dim::Symbol(s) => JsValue::from(s.as_str()),
+                Dim::Unknown => JsValue::from(-1),
+            })
+            .collect();
+        set("shape", shape.into());
+    }
+    o.into()
+}
+
+#[wasm_bindgen(js_class = Session)]
+impl JsSession {
+    /// The model in `bytes` (a whole `.onnx` file) on `device`. Every operator is checked
+    /// here: what the session cannot run is an error now, naming the nodes. `outputs`, if
+    /// given, are the values a run computes instead of the model's outputs.
+    pub fn load(
+        device: &JsDevice,
+        bytes: Vec<u8>,
+        outputs: Option<Vec<String>>,
+    ) -> Result<JsSession, JsValue> {
+        let options = SessionOptions { outputs };
+        Session::from_bytes(&device.inner, bytes, options)
+            .map(|inner| JsSession { inner })
+            .map_err(js_error)
+    }
+
+    /// The model's inputs in order: `{ name, isTensor, type, shape }`.
+    #[wasm_bindgen(getter, js_name = inputMetadata, unchecked_return_type = "ValueMetadata[]")]
+    pub fn input_metadata(&self) -> js_sys::Array {
+        self.inner.inputs().iter().map(metadata).collect()
+    }
+
+    /// The outputs a run gives, in order: `{ name, isTensor, type, shape }`.
+    #[wasm_bindgen(getter, js_name = outputMetadata, unchecked_return_type = "ValueMetadata[]")]
+    pub fn output_metadata(&self) -> js_sys::Array {
+        self.inner.outputs().iter().map(metadata).collect()
+    }
+
+    /// Runs the model on `feeds` (every input, by name); the outputs, in order, as tensors
+    /// on the device.
+    #[wasm_bindgen(unchecked_return_type = "Tensor[]")]
+    pub fn run(&self, feeds: &TensorArgs) -> Result<js_sys::Array, JsValue> {
+        let given: Vec<(&str, &crate::Tensor)> = feeds.named().collect();
+        let outputs = self.inner.run(&given).map_err(js_error)?;
+        Ok(outputs
+            .into_iter()
+            .map(|(_, t)| JsValue::from(JsTensor::from(t)))
+            .collect())
+    }
+}
