@@ -2,11 +2,13 @@
 //! the device once, nodes run in schedule order and each intermediate freed after its last
 //! reader.
 
-use super::graph::{Dim, Graph, Origin, ValueId};
+use std::cell::Cell;
+
+use super::graph::{Dim, Graph, Node, Origin, ValueId};
 use super::model::Model;
 use super::ops::{self, Ctx, OpDef};
 use super::schedule::{schedule, Schedule};
-use super::value::Val;
+use super::value::{HostTensor, Val};
 use super::ElemType;
 use crate::base::error::{Error, Result};
 use crate::{Device, Tensor};
@@ -109,13 +111,22 @@ impl Session {
     }
 
     /// Runs the model on `feeds` (every input, by name); the outputs, by name, stay on the
-    /// device.
+    /// device. (Waits where a node needs a device value on the host; in browsers use
+    /// [`Session::run_async`].)
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn run(&self, feeds: &[(&str, &Tensor)]) -> Result<Vec<(String, Tensor)>> {
+        pollster::block_on(self.run_async(feeds))
+    }
+
+    /// [`Session::run`] without blocking: a device value a node needs on the host (a shape
+    /// computed on the device) is awaited.
+    pub async fn run_async(&self, feeds: &[(&str, &Tensor)]) -> Result<Vec<(String, Tensor)>> {
         let feeds = feeds
             .iter()
             .map(|(n, t)| (*n, Val::Device((*t).clone())))
             .collect();
-        self.run_values(feeds)?
+        self.run_values_async(feeds)
+            .await?
             .into_iter()
             .map(|(name, v)| Ok((name, v.tensor(&self.device)?)))
             .collect()
@@ -123,26 +134,17 @@ impl Session {
 
     /// [`Session::run`] with values that may be on the host (data the device cannot hold,
     /// such as booleans, stays there).
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn run_values(&self, feeds: Vec<(&str, Val)>) -> Result<Vec<(String, Val)>> {
-        let mut env = self.constants.clone();
-        for (name, val) in feeds {
-            let id = self
-                .graph
-                .find(name)
-                .filter(|id| self.graph.inputs.contains(id));
-            let id = id.ok_or_else(|| unknown("input", name, &self.graph))?;
-            self.check_feed(id, &val)?;
-            env[id] = Some(val);
-        }
-        if let Some(&missing) = self.graph.inputs.iter().find(|&&id| env[id].is_none()) {
-            let name = &self.graph.values[missing].name;
-            return Err(Error::Invalid(format!(
-                "the model's input '{name}' is not given"
-            )));
-        }
+        pollster::block_on(self.run_values_async(feeds))
+    }
+
+    /// [`Session::run_values`] without blocking.
+    pub async fn run_values_async(&self, feeds: Vec<(&str, Val)>) -> Result<Vec<(String, Val)>> {
+        let mut env = self.feed(feeds)?;
         let queue = self.device.queue();
         for (step, (&n, op)) in self.schedule.order.iter().zip(&self.steps).enumerate() {
-            self.step(&mut env, n, op, &queue)?;
+            self.step(&mut env, n, op, &queue).await?;
             for v in super::schedule::reads(&self.graph, &self.graph.nodes[n]) {
                 if self.schedule.last_use[v] == Some(step) {
                     env[v] = None;
@@ -162,8 +164,31 @@ impl Session {
             .collect()
     }
 
-    /// Runs node `n` with operator `op`, writing its outputs into `env`.
-    fn step(
+    /// The values at the start of a run: the constants and `feeds`, each checked.
+    fn feed(&self, feeds: Vec<(&str, Val)>) -> Result<Vec<Option<Val>>> {
+        let mut env = self.constants.clone();
+        for (name, val) in feeds {
+            let id = self
+                .graph
+                .find(name)
+                .filter(|id| self.graph.inputs.contains(id));
+            let id = id.ok_or_else(|| unknown("input", name, &self.graph))?;
+            self.check_feed(id, &val)?;
+            env[id] = Some(val);
+        }
+        if let Some(&missing) = self.graph.inputs.iter().find(|&&id| env[id].is_none()) {
+            let name = &self.graph.values[missing].name;
+            return Err(Error::Invalid(format!(
+                "the model's input '{name}' is not given"
+            )));
+        }
+        Ok(env)
+    }
+
+    /// Runs node `n` with operator `op`, writing its outputs into `env`. An input the operator
+    /// needs on the host ([`Ctx::wanted`]) is read back from the device, and the node runs
+    /// again: at most once per input.
+    async fn step(
         &self,
         env: &mut [Option<Val>],
         n: usize,
@@ -171,31 +196,35 @@ impl Session {
         queue: &crate::Queue,
     ) -> Result<()> {
         let node = &self.graph.nodes[n];
-        let inputs: Vec<Option<Val>> = node
-            .inputs
-            .iter()
-            .map(|v| v.and_then(|id| env[id].clone()))
-            .collect();
-        let cx = Ctx {
-            device: &self.device,
-            queue,
-            opset: self.opset,
-            node,
-            inputs: &inputs,
-        };
-        let outputs = (op.run)(&cx)?;
-        for (slot, id) in node.outputs.iter().enumerate() {
-            let Some(id) = *id else { continue };
-            if slot >= op.outputs {
-                // Not computed, and unused (checked at load).
-                continue;
+        for _ in 0..=node.inputs.len() {
+            let inputs: Vec<Option<Val>> = node
+                .inputs
+                .iter()
+                .map(|v| v.and_then(|id| env[id].clone()))
+                .collect();
+            let cx = Ctx {
+                device: &self.device,
+                queue,
+                opset: self.opset,
+                node,
+                inputs: &inputs,
+                wanted: Cell::new(None),
+            };
+            let error = match (op.run)(&cx) {
+                Ok(outputs) => return store(env, node, op, outputs),
+                Err(e) => e,
+            };
+            let Some(id) = cx.wanted.get().and_then(|i| node.inputs[i]) else {
+                return Err(error);
+            };
+            if let Some(Val::Device(t)) = &env[id] {
+                env[id] = Some(Val::Host(HostTensor::download(t).await?));
             }
-            let v = outputs.get(slot).cloned().ok_or_else(|| {
-                Error::Internal(format!("{} gave no output {slot}", node.label()))
-            })?;
-            env[id] = Some(v);
         }
-        Ok(())
+        Err(Error::Internal(format!(
+            "{} kept asking for inputs on the host",
+            node.label()
+        )))
     }
 
     /// Refuses a feed whose element type or fixed extents differ from the declared ones.
@@ -231,6 +260,23 @@ impl Session {
         }
         Ok(())
     }
+}
+
+/// Writes the `outputs` of `node` (run by `op`) into `env`; outputs past those `op` computes
+/// are left out (checked at load to be unused).
+fn store(env: &mut [Option<Val>], node: &Node, op: &OpDef, outputs: Vec<Val>) -> Result<()> {
+    for (slot, id) in node.outputs.iter().enumerate() {
+        let Some(id) = *id else { continue };
+        if slot >= op.outputs {
+            continue;
+        }
+        let v = outputs
+            .get(slot)
+            .cloned()
+            .ok_or_else(|| Error::Internal(format!("{} gave no output {slot}", node.label())))?;
+        env[id] = Some(v);
+    }
+    Ok(())
 }
 
 /// The operator of each scheduled node; every node the session cannot run is listed in one

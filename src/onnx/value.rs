@@ -93,58 +93,47 @@ impl HostTensor {
     }
 
     /// The tensor `t` read back from its device.
-    pub fn download(t: &Tensor) -> Result<HostTensor> {
+    pub async fn download(t: &Tensor) -> Result<HostTensor> {
         let shape = t.shape().to_vec();
         let (elem, data) = match t.dtype() {
-            DType::F32 => (ElemType::F32, HostData::F32(read::<f32>(t)?)),
+            DType::F32 => (ElemType::F32, HostData::F32(read::<f32>(t).await?)),
             DType::F16 => {
-                let v = read::<f16>(t)?;
+                let v = read::<f16>(t).await?;
                 (
                     ElemType::F16,
                     HostData::F32(v.iter().map(|x| x.to_f32()).collect()),
                 )
             }
             DType::BF16 => {
-                let v = read::<bf16>(t)?;
+                let v = read::<bf16>(t).await?;
                 (
                     ElemType::BF16,
                     HostData::F32(v.iter().map(|x| x.to_f32()).collect()),
                 )
             }
             DType::I32 => {
-                let v = read::<i32>(t)?;
+                let v = read::<i32>(t).await?;
                 (
                     ElemType::I32,
                     HostData::I64(v.iter().map(|&x| x.into()).collect()),
                 )
             }
             DType::U32 => {
-                let v = read::<u32>(t)?;
+                let v = read::<u32>(t).await?;
                 (
                     ElemType::U32,
                     HostData::I64(v.iter().map(|&x| x.into()).collect()),
                 )
             }
-            DType::I64 => (ElemType::I64, HostData::I64(read::<i64>(t)?)),
+            DType::I64 => (ElemType::I64, HostData::I64(read::<i64>(t).await?)),
         };
         Ok(HostTensor { elem, shape, data })
     }
 }
 
-/// `t`'s elements on the host: natively a blocking read.
-#[cfg(not(target_arch = "wasm32"))]
-fn read<T: Element>(t: &Tensor) -> Result<Vec<T>> {
-    t.to_vec_blocking()
-}
-
-/// In wasm a run cannot wait for the device, so a device value needed on the host (a shape
-/// computed on the device) is an error there for now.
-#[cfg(target_arch = "wasm32")]
-fn read<T: Element>(t: &Tensor) -> Result<Vec<T>> {
-    Err(Error::Invalid(format!(
-        "a {:?} value of the device is needed on the host mid-run, which wasm cannot wait for yet",
-        t.shape()
-    )))
+/// `t`'s elements on the host.
+async fn read<T: Element>(t: &Tensor) -> Result<Vec<T>> {
+    t.to_vec().await
 }
 
 /// The device dtype for `elem`: doubles are computed in f32; types without a device dtype
@@ -185,12 +174,26 @@ impl Val {
         }
     }
 
+    /// The value on the host, if it is there (no read).
+    pub fn as_host(&self) -> Option<&HostTensor> {
+        match self {
+            Val::Host(h) => Some(h),
+            Val::Device(_) => None,
+        }
+    }
+
     /// The value on the host (read back from the device where it is there).
-    pub fn host(&self) -> Result<HostTensor> {
+    pub async fn to_host(&self) -> Result<HostTensor> {
         match self {
             Val::Host(h) => Ok(h.clone()),
-            Val::Device(t) => HostTensor::download(t),
+            Val::Device(t) => HostTensor::download(t).await,
         }
+    }
+
+    /// Blocking twin of [`Val::to_host`] (not in browsers).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn host(&self) -> Result<HostTensor> {
+        pollster::block_on(self.to_host())
     }
 }
 

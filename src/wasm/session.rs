@@ -2,6 +2,8 @@
 //! onnxruntime-web's type names, and runs over device tensors. The npm package's
 //! `InferenceSession` (npm/session.js) wraps it in onnxruntime-web's API.
 
+use std::rc::Rc;
+
 use wasm_bindgen::prelude::*;
 
 use super::device::JsDevice;
@@ -26,7 +28,8 @@ export interface ValueMetadata {
 /// A model loaded on a device (`InferenceSession` in the npm package wraps it).
 #[wasm_bindgen(js_name = Session)]
 pub struct JsSession {
-    inner: Session,
+    /// Shared with the runs in flight, which hold no borrow of this object.
+    inner: Rc<Session>,
 }
 
 /// onnxruntime-web's name for `elem` (`'float32'`, `'int64'`, `'bool'`).
@@ -88,7 +91,9 @@ impl JsSession {
     ) -> Result<JsSession, JsValue> {
         let options = SessionOptions { outputs };
         Session::from_bytes(&device.inner, bytes, options)
-            .map(|inner| JsSession { inner })
+            .map(|inner| JsSession {
+                inner: Rc::new(inner),
+            })
             .map_err(js_error)
     }
 
@@ -104,15 +109,24 @@ impl JsSession {
         self.inner.outputs().iter().map(metadata).collect()
     }
 
-    /// Runs the model on `feeds` (every input, by name); the outputs, in order, as tensors
-    /// on the device.
-    #[wasm_bindgen(unchecked_return_type = "Tensor[]")]
-    pub fn run(&self, feeds: &TensorArgs) -> Result<js_sys::Array, JsValue> {
-        let given: Vec<(&str, &crate::Tensor)> = feeds.named().collect();
-        let outputs = self.inner.run(&given).map_err(js_error)?;
-        Ok(outputs
-            .into_iter()
-            .map(|(_, t)| JsValue::from(JsTensor::from(t)))
-            .collect())
+    /// Runs the model on `feeds` (every input, by name): a promise of the outputs, in order,
+    /// as tensors on the device. Runs may overlap; each takes its feeds when called.
+    #[wasm_bindgen(unchecked_return_type = "Promise<Tensor[]>")]
+    pub fn run(&self, feeds: &TensorArgs) -> js_sys::Promise {
+        let session = Rc::clone(&self.inner);
+        let given: Vec<(String, crate::Tensor)> = feeds
+            .named()
+            .map(|(n, t)| (n.to_string(), t.clone()))
+            .collect();
+        wasm_bindgen_futures::future_to_promise(async move {
+            let feeds: Vec<(&str, &crate::Tensor)> =
+                given.iter().map(|(n, t)| (n.as_str(), t)).collect();
+            let outputs = session.run_async(&feeds).await.map_err(js_error)?;
+            Ok(outputs
+                .into_iter()
+                .map(|(_, t)| JsValue::from(JsTensor::from(t)))
+                .collect::<js_sys::Array>()
+                .into())
+        })
     }
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::common::{devices, name, per_backend, random, read, tensor};
 use crate::onnx_load::{data, graph, light_models, node_tests, relu_model};
-use unicompute::onnx::{Constant, Dim, HostTensor, IoInfo, Session, SessionOptions, Val};
+use unicompute::onnx::{proto, Constant, Dim, HostTensor, IoInfo, Session, SessionOptions, Val};
 use unicompute::{Device, Tensor};
 
 /// What one node test gave on one device.
@@ -236,6 +236,33 @@ fn sessions_refuse_what_they_cannot_run_at_load_and_bad_feeds_at_run() {
     // The session still runs after the refused feeds.
     assert_eq!(read(&session.run(&[("x", &x)]).unwrap()[0].1), [1.0, 0.0]);
 }
+
+/// A shape fed as a device tensor reaches `Reshape` on the host: the session reads it back
+/// and runs the node again, without the operator ever waiting for the device.
+fn a_shape_fed_on_the_device_is_read_back(d: &Device) {
+    let bytes = relu_model(|m| {
+        let g = graph(m);
+        g.node[0].op_type = Some("Reshape".into());
+        g.node[0].input.push("shape".into());
+        let mut shape = g.input[0].clone();
+        shape.name = Some("shape".into());
+        if let Some(proto::type_proto::Value::TensorType(t)) =
+            shape.r#type.as_mut().and_then(|t| t.value.as_mut())
+        {
+            t.elem_type = Some(7); // int64
+        }
+        g.input.push(shape);
+    });
+    let session = Session::from_bytes(d, bytes, SessionOptions::default()).unwrap();
+    let x = random(43, 2 * 3 * 5, -1.0, 1.0);
+    let shape = Tensor::from_slice(d, &[5i64, -1], &[2]).unwrap();
+    let out = session
+        .run(&[("x", &tensor(d, &x, &[2, 3, 5])), ("shape", &shape)])
+        .unwrap();
+    assert_eq!(out[0].1.shape(), &[5, 6], "on {}", name(d));
+    assert_eq!(read(&out[0].1), x, "on {}", name(d));
+}
+per_backend!(a_shape_fed_on_the_device_is_read_back);
 
 /// An output an operator does not compute (Dropout's mask) is refused at load only when
 /// something uses it.

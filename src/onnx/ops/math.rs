@@ -220,10 +220,7 @@ fn clip(c: &Ctx<'_>) -> Result<Vec<Val>> {
         (low, c.attrs().float("max")?.map(|v| f64::from(*v)))
     } else {
         let bound = |i| -> Result<Option<f64>> {
-            Ok(c.opt(i)
-                .map(|v| v.host())
-                .transpose()?
-                .and_then(|h| h.to_f64().first().copied()))
+            Ok(c.opt_host(i)?.and_then(|h| h.to_f64().first().copied()))
         };
         (bound(1)?, bound(2)?)
     };

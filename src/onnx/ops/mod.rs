@@ -11,6 +11,8 @@ mod resize;
 mod shape;
 mod slice;
 
+use std::cell::Cell;
+
 use super::attr::Attrs;
 use super::graph::Node;
 use super::value::{HostTensor, Val};
@@ -29,6 +31,8 @@ pub(crate) struct Ctx<'a> {
     pub node: &'a Node,
     /// Its inputs, `None` where an optional one is left out.
     pub inputs: &'a [Option<Val>],
+    /// The input the operator needs on the host and found on the device, if any.
+    pub wanted: Cell<Option<usize>>,
 }
 
 /// An operator: computes the node's outputs from its inputs.
@@ -140,16 +144,33 @@ impl Ctx<'_> {
         self.opt(i).map(|v| v.tensor(self.device)).transpose()
     }
 
-    /// Input `i` on the host.
+    /// Input `i` on the host. One still on the device is an error that names it in
+    /// [`Ctx::wanted`]: the session reads it back and runs the node again (operators never
+    /// wait for the device, which a browser cannot).
     pub fn host(&self, i: usize) -> Result<HostTensor> {
-        self.input(i)?.host()
+        match self.input(i)? {
+            Val::Host(h) => Ok(h.clone()),
+            Val::Device(_) => {
+                self.wanted.set(Some(i));
+                Err(Error::Internal(format!(
+                    "{}: input {i} is on the device; the session reads it back first",
+                    self.node.label()
+                )))
+            }
+        }
+    }
+
+    /// Input `i` on the host ([`Ctx::host`]), if given.
+    pub fn opt_host(&self, i: usize) -> Result<Option<HostTensor>> {
+        match self.opt(i) {
+            Some(_) => self.host(i).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// Input `i` as integers (axes, shapes, indices), if given.
     pub fn ints(&self, i: usize) -> Result<Option<Vec<i64>>> {
-        self.opt(i)
-            .map(|v| v.host().map(|h| h.to_i64()))
-            .transpose()
+        Ok(self.opt_host(i)?.map(|h| h.to_i64()))
     }
 
     /// An INT attribute, or `default`.

@@ -26,7 +26,7 @@ pub(super) fn pad(c: &Ctx<'_>) -> Result<Vec<Val>> {
     let (pads, value, axes) = if c.opset < 11 {
         (c.int_list("pads")?, f64::from(c.float("value", 0.0)?), None)
     } else {
-        let value = c.opt(2).map(|v| v.host()).transpose()?;
+        let value = c.opt_host(2)?;
         let value = value
             .and_then(|h| h.to_f64().first().copied())
             .unwrap_or(0.0);

@@ -73,13 +73,8 @@ fn axes(c: &Ctx<'_>, shape: &[usize]) -> Result<Vec<Axis>> {
     } else {
         (2, 3)
     };
-    let floats = |i| -> Result<Vec<f64>> {
-        Ok(c.opt(i)
-            .map(|v| v.host())
-            .transpose()?
-            .map(|h| h.to_f64())
-            .unwrap_or_default())
-    };
+    let floats =
+        |i| -> Result<Vec<f64>> { Ok(c.opt_host(i)?.map(|h| h.to_f64()).unwrap_or_default()) };
     let sizes = c.ints(sizes_at)?.unwrap_or_default();
     let scales = floats(scales_at)?;
     if !sizes.is_empty() {

@@ -162,8 +162,8 @@ fn concat(c: &Ctx<'_>) -> Result<Vec<Val>> {
     let vals: Vec<&Val> = c.inputs.iter().flatten().collect();
     let rank = vals.first().map_or(0, |v| v.shape().len());
     let axis = c.axis(c.int("axis", 0)?, rank)?;
-    if vals.iter().all(|v| matches!(v, Val::Host(_))) {
-        let hosts: Vec<HostTensor> = vals.iter().map(|v| v.host()).collect::<Result<_>>()?;
+    let hosts: Vec<HostTensor> = vals.iter().filter_map(|v| v.as_host()).cloned().collect();
+    if hosts.len() == vals.len() {
         return Ok(vec![Val::Host(host_concat(&hosts, axis))]);
     }
     let tensors = vals
@@ -304,7 +304,7 @@ fn cast(c: &Ctx<'_>) -> Result<Vec<Val>> {
         Val::Host(h) => Ok(vec![Val::Host(host_cast(h, to))]),
         Val::Device(t) => match device_dtype(to) {
             Ok(dtype) => one(t.cast(dtype)?),
-            Err(_) => Ok(vec![Val::Host(host_cast(&HostTensor::download(t)?, to))]),
+            Err(_) => Ok(vec![Val::Host(host_cast(&c.host(0)?, to))]),
         },
     }
 }
