@@ -20,7 +20,7 @@ export class UnicomputeError extends Error {
 Object.defineProperty(UnicomputeError.prototype, 'name', { value: 'UnicomputeError', configurable: true, writable: true });
 
 /** An `INVALID` error saying what was wrong and what was expected. */
-const invalid = (message) => new UnicomputeError(message, 'INVALID');
+export const invalid = (message) => new UnicomputeError(message, 'INVALID');
 
 /** A value as a message names it: `number 2`, `string "f32"`, `null`, `a Tensor`. */
 function what(value) {
@@ -55,7 +55,7 @@ const collected = typeof FinalizationRegistry === 'function' ? new FinalizationR
  * "expected instance of Tensor", a borrowed value) become `INVALID` ones that say what to do,
  * and a trap of the wasm (a bug of the library) `INTERNAL`.
  */
-function toError(e, method, args = []) {
+export function toError(e, method, args = []) {
   if (e instanceof UnicomputeError) return e;
   if (e instanceof Error && typeof e.code === 'string') {
     e.message = e.message.replace(RUST_NAME, (_, head, name) => head + toCamel(name));
@@ -475,7 +475,7 @@ const RESULTS = {
  */
 function patchOwnership(wasm) {
   const { Tensor } = wasm;
-  const classes = ['Buffer', 'Device', 'Fence', 'Graph', 'Kernel', 'Profile', 'Queue', 'Tensor'];
+  const classes = ['Buffer', 'Device', 'Fence', 'Graph', 'Kernel', 'Profile', 'Queue', 'Session', 'Tensor'];
   const track = (value, device) => {
     for (const t of Array.isArray(value) ? value : [value]) {
       if (!(t instanceof Tensor || t instanceof wasm.Buffer)) continue;
@@ -493,6 +493,13 @@ function patchOwnership(wasm) {
   };
   const skip = ['constructor', 'free', 'dispose', '__destroy_into_raw', 'scope'];
   deferFrees(wasm);
+  // A session's runs give tensors of the device it was loaded on.
+  const load = wasm.Session.load;
+  wasm.Session.load = function loadOn(device, ...rest) {
+    const session = load.call(this, device, ...rest);
+    session[DEVICE] = device;
+    return session;
+  };
   for (const name of classes) {
     const C = wasm[name];
     const deviceOf = name === 'Device' ? (d) => d : (o) => o[DEVICE];

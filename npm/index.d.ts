@@ -5,6 +5,8 @@
 import type { BackendName, BinaryName, BinaryOptions, Buffer, DeviceInfo, DType, DTypeName, ElementArray, ErrorCode, GPUDeviceLike, Kernel, MemoryInfo, NestedNumbers, Policy, ReduceName, Tensor, UnaryName } from './pkg/unicompute.js';
 
 export { Buffer, Device, Fence, Graph, Kernel, Profile, Queue, Tensor } from './pkg/unicompute.js';
+export { HostTensor, InferenceSession } from './session.js';
+export type { ExecutionProvider, Feed, HostArrayOf, HostType, HostTypeOf, InferenceSessionOptions, ModelSource } from './session.js';
 export type {
   BackendName,
   BindingInfo,
@@ -30,6 +32,7 @@ export type {
   ReduceName,
   TuneResult,
   UnaryName,
+  ValueMetadata,
 } from './pkg/unicompute.js';
 
 /** What every throw and rejection of the package is; `code` says what kind of failure. */

@@ -31,7 +31,17 @@ import {
   type TuneResult,
   type UnaryName,
   type WasmSource,
+  type ExecutionProvider,
+  type Feed,
+  type HostArrayOf,
+  type HostType,
+  type HostTypeOf,
+  type InferenceSessionOptions,
+  type ModelSource,
+  type ValueMetadata,
   Buffer,
+  HostTensor,
+  InferenceSession,
   Device,
   Fence,
   Kernel,
@@ -43,6 +53,7 @@ import {
   listDevices,
 } from 'unicompute';
 import * as threads from 'unicompute/threads';
+import * as ort from 'unicompute/ort';
 
 const SAXPY = `
 override wg = 64;
@@ -257,3 +268,34 @@ if (device.gpuDevice) console.log((await adopting(device.gpuDevice)).shape);
 await profiling(device);
 await idioms(device);
 await errors(device);
+
+/** ONNX sessions, as onnxruntime-web code writes them (`ort`), and with unicompute's types. */
+async function sessions(device: Device, model: ModelSource): Promise<void> {
+  ort.env.wasm.numThreads = 1;
+  const session = await ort.InferenceSession.create(model, { executionProviders: ['webgpu', 'wasm'] });
+  const input = new ort.Tensor('float32', new Float32Array(6), [2, 3]);
+  const results = await session.run({ [session.inputNames[0]]: input });
+  const first: ort.Tensor = results[session.outputNames[0]];
+  const data = first.data as Float32Array;
+  console.log(first.type, first.dims, data[0], await first.getData());
+  await session.release();
+
+  const providers: ExecutionProvider[] = ['wasm'];
+  const options: InferenceSessionOptions = { executionProviders: providers, graphOptimizationLevel: 'all' };
+  const host = await InferenceSession.create(new ArrayBuffer(8), 0, 8, options);
+  const meta: readonly ValueMetadata[] = host.inputMetadata;
+  const type: HostType = 'int64';
+  const ids: HostTensor<'int64'> = new HostTensor(type as 'int64', BigInt64Array.from([1n]), [1]);
+  const bits: HostArrayOf<'float16'> = new Uint16Array(2);
+  const inferred: HostTypeOf<Int32Array> = 'int32';
+  const feeds: Record<string, Feed> = { ids, half: new HostTensor('float16', bits), inferred: new HostTensor(new Int32Array(2)) };
+  const byName = await host.run(feeds, ['out'], { logSeverityLevel: 3 });
+  const out: HostTensor = byName.out;
+  console.log(meta[0]?.shape, out.dims, inferred, host.device.backend, String(out.reshape([1, -1])));
+  const onDevice = await InferenceSession.create(model, { device, preferredOutputLocation: 'device' });
+  const kept: Tensor = (await onDevice.run({ x: device.ones([2]) })).y;
+  console.log(await kept.read());
+  kept.dispose();
+  await Promise.all([host.release(), onDevice.release()]);
+}
+await sessions(device, 'model.onnx');
