@@ -216,4 +216,6 @@ const gone = new HostTensor([1, 2]);
 gone.dispose();
 assert.throws(() => gone.data, (e) => e.code === 'INVALID' && /disposed/.test(e.message));
 assert.ok(ours.env.wasm && typeof ours.Tensor === 'function' && ours.Tensor === HostTensor);
+const { Tensor: DeviceTensor } = await import('unicompute');
+assert.throws(() => new DeviceTensor('float32', [1], [1]), (e) => e.code === 'INVALID' && /a device makes tensors.*use HostTensor/.test(e.message));
 console.log(`unicompute/ort on ${backend}: the same program as onnxruntime-web, fetches, device outputs, refusals: ok`);

@@ -243,6 +243,17 @@ impl JsTensor {
 
 #[wasm_bindgen(js_class = Tensor)]
 impl JsTensor {
+    /// `new Tensor(...)` is refused, naming what makes tensors: a device, or for
+    /// onnxruntime-web's host tensor, `HostTensor`.
+    #[wasm_bindgen(constructor, skip_typescript)]
+    pub fn new() -> Result<JsTensor, JsValue> {
+        Err(invalid(
+            "new Tensor(): a device makes tensors (device.tensor(data, shape)); for \
+             onnxruntime-web's Tensor (type, data, dims) use HostTensor, or unicompute/ort's Tensor"
+                .into(),
+        ))
+    }
+
     /// Extent of each dimension (the npm package makes it a frozen array of numbers).
     #[wasm_bindgen(getter, unchecked_return_type = "readonly number[]")]
     pub fn shape(&self) -> Vec<u32> {
