@@ -18,6 +18,7 @@ mod fuzz_validation;
 mod graph;
 mod hazards;
 mod integers;
+mod onnx_fuzz;
 mod onnx_load;
 mod onnx_run;
 mod op_table;
