@@ -13,6 +13,10 @@ mod run;
 #[cfg(not(target_arch = "wasm32"))]
 mod npy;
 
+/// `unicompute run --profile`: the per-operator summary and the Chrome trace.
+#[cfg(not(target_arch = "wasm32"))]
+mod trace;
+
 /// The CLI is native only: a wasm build of the workspace compiles it to nothing.
 #[cfg(target_arch = "wasm32")]
 fn main() {}
@@ -103,6 +107,10 @@ mod cli {
         /// Write each output of the first run to DIR/NAME.npy (f32, i64, i32 or u32).
         #[arg(long, value_name = "DIR")]
         save: Option<std::path::PathBuf>,
+        /// Time one more run node by node: print each operator's share and write the nodes
+        /// to FILE as a Chrome trace (chrome://tracing, ui.perfetto.dev).
+        #[arg(long, value_name = "FILE")]
+        profile: Option<std::path::PathBuf>,
     }
 
     #[derive(Args)]
@@ -285,6 +293,7 @@ mod cli {
             runs: args.runs,
             seed: args.seed,
             save: args.save,
+            profile: args.profile,
         };
         crate::run::run(&device, &config)
     }

@@ -1,6 +1,7 @@
 //! `unicompute run`: an ONNX model loaded and run on one device, on `.npy` inputs or seeded
 //! random ones made from the declared shapes; prints the outputs' shapes with checksums and
-//! the load, first-run and median-run times, or every operator the runner lacks.
+//! the load, first-run and median-run times, or every operator the runner lacks; with
+//! `--profile`, each operator's time (trace.rs).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -22,6 +23,8 @@ pub struct RunConfig {
     pub seed: u64,
     /// Where to write the first run's outputs as `.npy` files.
     pub save: Option<PathBuf>,
+    /// Where to write a profiled run's Chrome trace (its summary is printed).
+    pub profile: Option<PathBuf>,
 }
 
 /// Runs the model as `config` says on `device`, printing what it measured.
@@ -71,6 +74,15 @@ pub fn run(device: &Device, config: &RunConfig) -> Result<()> {
     println!("first:  {:.3} ms", first * 1e3);
     if let Some(median) = times.get(times.len() / 2) {
         println!("median: {:.3} ms of {} runs", median * 1e3, times.len());
+    }
+    if let Some(path) = &config.profile {
+        let nodes = session.run_profiled(&named)?;
+        crate::trace::print_summary(&nodes);
+        crate::trace::write(path, &nodes)?;
+        println!(
+            "trace:  {} (chrome://tracing or ui.perfetto.dev)",
+            path.display()
+        );
     }
     Ok(())
 }

@@ -355,3 +355,44 @@ fn run_gives_an_onnx_models_outputs_from_npy_inputs() {
         "{stderr}"
     );
 }
+
+#[test]
+fn run_profile_times_each_node_and_writes_a_chrome_trace() {
+    let model = node_test("../light/light_squeezenet.onnx");
+    let trace = std::env::temp_dir().join(format!("unicompute-trace-{}.json", std::process::id()));
+    let args = [
+        "run",
+        model.to_str().unwrap(),
+        "--backend",
+        "cpu",
+        "--runs",
+        "1",
+    ];
+    let (ok, stdout, stderr) =
+        unicompute(&[&args[..], &["--profile", trace.to_str().unwrap()]].concat());
+    assert!(ok, "{stderr}");
+    let nodes: usize = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("profile: ")?.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no profile line:\n{stdout}"));
+    let conv = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("Conv "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let conv_nodes: usize = conv.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let events = json["traceEvents"].as_array().unwrap();
+    assert_eq!(events.len(), nodes, "one event per node");
+    let convs = events.iter().filter(|e| e["cat"] == "Conv").count();
+    assert_eq!(convs, conv_nodes, "{stdout}");
+    let mut end = 0.0;
+    for e in events {
+        let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
+        assert!(
+            e["ph"] == "X" && dur > 0.0 && ts >= end,
+            "nodes run one after another: {e}"
+        );
+        end = ts + dur;
+    }
+    std::fs::remove_file(trace).ok();
+}

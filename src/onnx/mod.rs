@@ -25,5 +25,5 @@ pub use graph::{Dim, Graph, Node, Origin, Value, ValueId};
 pub use model::{Model, OPSETS};
 pub use ops::supported;
 pub use schedule::{schedule, Schedule};
-pub use session::{unsupported, IoInfo, Session, SessionOptions};
+pub use session::{unsupported, IoInfo, NodeTime, Session, SessionOptions};
 pub use value::{HostData, HostTensor, Val};

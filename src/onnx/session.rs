@@ -31,6 +31,39 @@ pub struct IoInfo {
     pub shape: Option<Vec<Dim>>,
 }
 
+/// How long one node of a profiled run took ([`Session::run_profiled`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeTime {
+    /// The node, as errors name it (`node 'conv1' (Conv)`).
+    pub node: String,
+    /// Its operator.
+    pub op: &'static str,
+    /// When it started, in microseconds from an arbitrary origin.
+    pub start_us: f64,
+    /// How long it took, its device work included.
+    pub micros: f64,
+}
+
+/// Microseconds for profiles: a monotonic clock natively, the page's clock in wasm.
+mod clock {
+    /// Microseconds since an arbitrary origin.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn now_us() -> f64 {
+        static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        ORIGIN
+            .get_or_init(std::time::Instant::now)
+            .elapsed()
+            .as_secs_f64()
+            * 1e6
+    }
+
+    /// Microseconds since an arbitrary origin.
+    #[cfg(target_arch = "wasm32")]
+    pub fn now_us() -> f64 {
+        js_sys::Date::now() * 1e3
+    }
+}
+
 /// A model loaded on a device.
 pub struct Session {
     device: Device,
@@ -141,17 +174,50 @@ impl Session {
 
     /// [`Session::run_values`] without blocking.
     pub async fn run_values_async(&self, feeds: Vec<(&str, Val)>) -> Result<Vec<(String, Val)>> {
+        Ok(self.run_nodes(feeds, false).await?.0)
+    }
+
+    /// [`Session::run`] timing each node: the device finishes each node's work before the
+    /// next starts, so the times add up to more than a plain run's.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn run_profiled(&self, feeds: &[(&str, &Tensor)]) -> Result<Vec<NodeTime>> {
+        let feeds = feeds
+            .iter()
+            .map(|(n, t)| (*n, Val::Device((*t).clone())))
+            .collect();
+        Ok(pollster::block_on(self.run_nodes(feeds, true))?.1)
+    }
+
+    /// Runs every node on `feeds`, timing each when `profile` is set: the outputs by name,
+    /// and the times.
+    async fn run_nodes(
+        &self,
+        feeds: Vec<(&str, Val)>,
+        profile: bool,
+    ) -> Result<(Vec<(String, Val)>, Vec<NodeTime>)> {
         let mut env = self.feed(feeds)?;
         let queue = self.device.queue();
+        let mut times = Vec::new();
         for (step, (&n, op)) in self.schedule.order.iter().zip(&self.steps).enumerate() {
+            let start = profile.then(clock::now_us);
             self.step(&mut env, n, op, &queue).await?;
+            if let Some(start) = start {
+                queue.submit()?.wait().await?;
+                times.push(NodeTime {
+                    node: self.graph.nodes[n].label(),
+                    op: op.name,
+                    start_us: start,
+                    micros: clock::now_us() - start,
+                });
+            }
             for v in super::schedule::reads(&self.graph, &self.graph.nodes[n]) {
                 if self.schedule.last_use[v] == Some(step) {
                     env[v] = None;
                 }
             }
         }
-        self.graph
+        let outputs = self
+            .graph
             .outputs
             .iter()
             .map(|&id| {
@@ -161,7 +227,8 @@ impl Session {
                     .ok_or_else(|| Error::Internal(format!("output '{name}' was not computed")))?;
                 Ok((name, v))
             })
-            .collect()
+            .collect::<Result<_>>()?;
+        Ok((outputs, times))
     }
 
     /// The values at the start of a run: the constants and `feeds`, each checked.
