@@ -2,10 +2,11 @@
 //! the device once, nodes run in schedule order and each intermediate freed after its last
 //! reader.
 
-use super::graph::{Dim, Graph, Origin, ValueId};
+use super::attr::Attr;
+use super::graph::{Dim, Graph, ValueId};
 use super::model::Model;
-use super::ops::{self, Ctx, OpDef};
-use super::schedule::{schedule, Schedule};
+use super::ops;
+use super::plan::{Exec, Plan};
 use super::value::Val;
 use super::ElemType;
 use crate::base::error::{Error, Result};
@@ -34,11 +35,8 @@ pub struct Session {
     device: Device,
     graph: Graph,
     opset: i64,
-    schedule: Schedule,
-    /// The operator of each scheduled node, in schedule order.
-    steps: Vec<&'static OpDef>,
-    /// The value of each constant, on the device or (small integers) the host.
-    constants: Vec<Option<Val>>,
+    /// The main graph's plan, with its subgraphs' plans inside.
+    plan: Plan,
 }
 
 impl Session {
@@ -69,23 +67,20 @@ impl Session {
                 .collect::<Result<_>>()?;
         }
         check_io(&graph)?;
-        let schedule = schedule(&graph)?;
-        let steps = operators(&graph, &schedule, opset)?;
-        let constants = graph
-            .values
-            .iter()
-            .map(|v| match &v.origin {
-                Origin::Constant(c) => Val::from_constant(c, device).map(Some),
-                _ => Ok(None),
-            })
-            .collect::<Result<_>>()?;
+        let mut missing = Vec::new();
+        let plan = Plan::new(&graph, device, opset, "", &mut missing)?;
+        if !missing.is_empty() {
+            return Err(Error::Model(format!(
+                "{} node(s) this runner cannot run: {}",
+                missing.len(),
+                missing.join("; ")
+            )));
+        }
         Ok(Session {
             device: device.clone(),
             graph,
             opset,
-            schedule,
-            steps,
-            constants,
+            plan,
         })
     }
 
@@ -124,7 +119,7 @@ impl Session {
     /// [`Session::run`] with values that may be on the host (data the device cannot hold,
     /// such as booleans, stays there).
     pub fn run_values(&self, feeds: Vec<(&str, Val)>) -> Result<Vec<(String, Val)>> {
-        let mut env = self.constants.clone();
+        let mut env = self.plan.env();
         for (name, val) in feeds {
             let id = self
                 .graph
@@ -141,61 +136,18 @@ impl Session {
             )));
         }
         let queue = self.device.queue();
-        for (step, (&n, op)) in self.schedule.order.iter().zip(&self.steps).enumerate() {
-            self.step(&mut env, n, op, &queue)?;
-            for v in super::schedule::reads(&self.graph, &self.graph.nodes[n]) {
-                if self.schedule.last_use[v] == Some(step) {
-                    env[v] = None;
-                }
-            }
-        }
-        self.graph
+        let exec = Exec {
+            device: &self.device,
+            queue: &queue,
+            opset: self.opset,
+        };
+        let values = self.plan.run(&self.graph, exec, env, None)?;
+        let names = self
+            .graph
             .outputs
             .iter()
-            .map(|&id| {
-                let name = self.graph.values[id].name.clone();
-                let v = env[id]
-                    .clone()
-                    .ok_or_else(|| Error::Internal(format!("output '{name}' was not computed")))?;
-                Ok((name, v))
-            })
-            .collect()
-    }
-
-    /// Runs node `n` with operator `op`, writing its outputs into `env`.
-    fn step(
-        &self,
-        env: &mut [Option<Val>],
-        n: usize,
-        op: &OpDef,
-        queue: &crate::Queue,
-    ) -> Result<()> {
-        let node = &self.graph.nodes[n];
-        let inputs: Vec<Option<Val>> = node
-            .inputs
-            .iter()
-            .map(|v| v.and_then(|id| env[id].clone()))
-            .collect();
-        let cx = Ctx {
-            device: &self.device,
-            queue,
-            opset: self.opset,
-            node,
-            inputs: &inputs,
-        };
-        let outputs = (op.run)(&cx)?;
-        for (slot, id) in node.outputs.iter().enumerate() {
-            let Some(id) = *id else { continue };
-            if slot >= op.outputs {
-                // Not computed, and unused (checked at load).
-                continue;
-            }
-            let v = outputs.get(slot).cloned().ok_or_else(|| {
-                Error::Internal(format!("{} gave no output {slot}", node.label()))
-            })?;
-            env[id] = Some(v);
-        }
-        Ok(())
+            .map(|&id| self.graph.values[id].name.clone());
+        Ok(names.zip(values).collect())
     }
 
     /// Refuses a feed whose element type or fixed extents differ from the declared ones.
@@ -221,39 +173,6 @@ impl Session {
         }
         Ok(())
     }
-}
-
-/// The operator of each scheduled node; every node the session cannot run is listed in one
-/// error, with its domain and the model's opset.
-fn operators(g: &Graph, s: &Schedule, opset: i64) -> Result<Vec<&'static OpDef>> {
-    let mut missing = Vec::new();
-    let mut found = Vec::new();
-    for &n in &s.order {
-        let node = &g.nodes[n];
-        let domain = if node.domain.is_empty() {
-            "ai.onnx"
-        } else {
-            &node.domain
-        };
-        match ops::find(&node.domain, &node.op) {
-            Some(op) => match op.check(node, &s.used) {
-                None => found.push(op),
-                Some(why) => missing.push(format!("{}: {why}", node.label())),
-            },
-            None => missing.push(format!(
-                "{} of domain {domain} (opset {opset})",
-                node.label()
-            )),
-        }
-    }
-    if missing.is_empty() {
-        return Ok(found);
-    }
-    Err(Error::Model(format!(
-        "{} node(s) this runner cannot run: {}",
-        missing.len(),
-        missing.join("; ")
-    )))
 }
 
 /// Refuses inputs and outputs that are not tensors of a type the devices hold.
@@ -294,11 +213,17 @@ fn unknown(what: &str, name: &str, g: &Graph) -> Error {
     ))
 }
 
-/// The operators of `model`'s graph a session cannot run, with how many nodes use each, by
-/// name (`domain::Op` outside the default domain).
+/// The operators of `model`'s graph and its subgraphs a session cannot run, with how many
+/// nodes use each, by name (`domain::Op` outside the default domain).
 pub fn unsupported(model: &Model) -> Vec<(String, usize)> {
     let mut counts = std::collections::BTreeMap::new();
-    for node in &model.graph.nodes {
+    count_unsupported(&model.graph, &mut counts);
+    counts.into_iter().collect()
+}
+
+/// Adds the nodes of `g` and its subgraphs a session cannot run to `counts`.
+fn count_unsupported(g: &Graph, counts: &mut std::collections::BTreeMap<String, usize>) {
+    for node in &g.nodes {
         if ops::find(&node.domain, &node.op).is_none() {
             let name = match node.domain.as_str() {
                 "" | "ai.onnx" => node.op.clone(),
@@ -306,6 +231,10 @@ pub fn unsupported(model: &Model) -> Vec<(String, usize)> {
             };
             *counts.entry(name).or_insert(0) += 1;
         }
+        for (_, a) in node.attrs.iter() {
+            if let Attr::Graph(body) = a {
+                count_unsupported(body, counts);
+            }
+        }
     }
-    counts.into_iter().collect()
 }
