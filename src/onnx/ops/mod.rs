@@ -1,6 +1,6 @@
 //! The ONNX operators a session runs, each mapped onto the op API (never a backend): one
 //! table row per operator, in files by family (`math`, `shape`, `slice`, `pad`, `nn`,
-//! `norms`, `conv`, `resize`, `control`).
+//! `norms`, `conv`, `resize`, `control`, `recurrent`).
 
 mod control;
 mod conv;
@@ -8,6 +8,7 @@ mod math;
 mod nn;
 mod norms;
 mod pad;
+mod recurrent;
 mod resize;
 mod shape;
 mod slice;
@@ -103,6 +104,7 @@ fn all() -> impl Iterator<Item = &'static OpDef> {
         .chain(resize::OPS)
         .chain(norms::OPS)
         .chain(control::OPS)
+        .chain(recurrent::OPS)
 }
 
 /// The operator `op` of `domain`, if a session can run it.
