@@ -19,6 +19,7 @@ mod graph;
 mod hazards;
 mod integers;
 mod onnx_load;
+mod onnx_recur;
 mod onnx_run;
 mod op_table;
 mod overflow;
