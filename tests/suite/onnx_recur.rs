@@ -484,7 +484,8 @@ fn cell_step(
                 };
                 cn[j] = fg * cs[j] + i * a(1, wx(3, j) + rh(3, j, h));
                 let o = a(0, wx(1, j) + rh(1, j, h) + p(1, j) * cn[j]);
-                hn[j] = o * a(2, cn[j]);
+                // clip bounds the gates' inputs only (onnxruntime's reading).
+                hn[j] = o * act(f[2], cn[j]);
             }
             (hn, cn)
         }

@@ -315,7 +315,8 @@ impl Dir<'_> {
         let cand = self.gate(&self.part(&pre, 3)?, g)?;
         let c = forget.mul(c_prev)?.add(&i.mul(&cand)?)?;
         let o = self.gate(&peep(1, &c)?, f)?;
-        let h = o.mul(&self.gate(&c, h)?)?;
+        // As onnxruntime does: clip bounds the gates' inputs, not the cell state's.
+        let h = o.mul(&apply(h, &c)?)?;
         Ok(State { h, c: Some(c) })
     }
 
