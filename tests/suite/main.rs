@@ -18,6 +18,7 @@ mod fuzz_validation;
 mod graph;
 mod hazards;
 mod integers;
+mod onnx_indexing;
 mod onnx_load;
 mod onnx_recur;
 mod onnx_run;

@@ -11,13 +11,13 @@ use unicompute::{Device, Tensor};
 
 use crate::common::{assert_close, name, per_backend, random, read, tensor};
 
-const FLOAT: i32 = 1;
+pub(crate) const FLOAT: i32 = 1;
 const INT32: i32 = 6;
-const INT64: i32 = 7;
+pub(crate) const INT64: i32 = 7;
 const BOOL: i32 = 9;
 
 /// A value declared with element type `elem` and no shape.
-fn info(name: &str, elem: i32) -> ValueInfoProto {
+pub(crate) fn info(name: &str, elem: i32) -> ValueInfoProto {
     ValueInfoProto {
         name: Some(name.into()),
         r#type: Some(proto::TypeProto {
@@ -44,7 +44,7 @@ fn stored(name: &str, elem: i32, dims: &[usize], bytes: Vec<u8>) -> TensorProto 
     }
 }
 
-fn floats(name: &str, dims: &[usize], data: &[f32]) -> TensorProto {
+pub(crate) fn floats(name: &str, dims: &[usize], data: &[f32]) -> TensorProto {
     stored(
         name,
         FLOAT,
@@ -53,7 +53,7 @@ fn floats(name: &str, dims: &[usize], data: &[f32]) -> TensorProto {
     )
 }
 
-fn int64s(name: &str, dims: &[usize], data: &[i64]) -> TensorProto {
+pub(crate) fn int64s(name: &str, dims: &[usize], data: &[i64]) -> TensorProto {
     stored(
         name,
         INT64,
@@ -62,7 +62,7 @@ fn int64s(name: &str, dims: &[usize], data: &[i64]) -> TensorProto {
     )
 }
 
-fn node(op: &str, name: &str, inputs: &[&str], outputs: &[&str]) -> NodeProto {
+pub(crate) fn node(op: &str, name: &str, inputs: &[&str], outputs: &[&str]) -> NodeProto {
     NodeProto {
         name: Some(name.into()),
         op_type: Some(op.into()),
@@ -73,7 +73,7 @@ fn node(op: &str, name: &str, inputs: &[&str], outputs: &[&str]) -> NodeProto {
 }
 
 /// An attribute called `name` of ONNX type code `kind`, its value set by `set`.
-fn attr(name: &str, kind: i32, set: impl FnOnce(&mut AttributeProto)) -> AttributeProto {
+pub(crate) fn attr(name: &str, kind: i32, set: impl FnOnce(&mut AttributeProto)) -> AttributeProto {
     let mut a = AttributeProto {
         name: Some(name.into()),
         r#type: Some(kind),
@@ -83,7 +83,7 @@ fn attr(name: &str, kind: i32, set: impl FnOnce(&mut AttributeProto)) -> Attribu
     a
 }
 
-fn int_attr(name: &str, v: i64) -> AttributeProto {
+pub(crate) fn int_attr(name: &str, v: i64) -> AttributeProto {
     attr(name, 2, |a| a.i = Some(v))
 }
 
@@ -99,7 +99,7 @@ fn constant(out: &str, t: TensorProto) -> NodeProto {
 }
 
 /// A model of `g` importing `opset`, as bytes.
-fn model(g: GraphProto, opset: i64) -> Vec<u8> {
+pub(crate) fn model(g: GraphProto, opset: i64) -> Vec<u8> {
     ModelProto {
         ir_version: Some(8),
         opset_import: vec![proto::OperatorSetIdProto {

@@ -1,9 +1,10 @@
 //! The ONNX operators a session runs, each mapped onto the op API (never a backend): one
 //! table row per operator, in files by family (`math`, `shape`, `slice`, `pad`, `nn`,
-//! `norms`, `conv`, `resize`, `control`, `recurrent`).
+//! `norms`, `conv`, `resize`, `control`, `recurrent`, `indexing`).
 
 mod control;
 mod conv;
+mod indexing;
 mod math;
 mod nn;
 mod norms;
@@ -105,6 +106,7 @@ fn all() -> impl Iterator<Item = &'static OpDef> {
         .chain(norms::OPS)
         .chain(control::OPS)
         .chain(recurrent::OPS)
+        .chain(indexing::OPS)
 }
 
 /// The operator `op` of `domain`, if a session can run it.
