@@ -417,34 +417,18 @@ fn cell_step(
     let (g, hd) = (c.cell.gates(), c.hidden);
     let clip = |v: f64| c.clip.map_or(v, |t| v.clamp(-f64::from(t), f64::from(t)));
     let a = |k: usize, v: f64| act(f[k], clip(v));
-    // Row `row` of gate `k` of W·x, and R·v, with each one's bias.
-    let wx = |k: usize, row: usize| -> f64 {
-        let at = ((dir * g + k) * hd + row) * c.input;
-        let bias = if c.bias {
-            d.b[dir * 2 * g * hd + k * hd + row]
-        } else {
-            0.0
-        };
-        let w = &d.w[at..at + c.input];
-        f64::from(bias)
-            + w.iter()
-                .zip(xt)
-                .map(|(&w, &x)| f64::from(w) * f64::from(x))
-                .sum::<f64>()
+    let x: Vec<f64> = xt.iter().map(|&v| v.into()).collect();
+    let bias = |at: usize| if c.bias { f64::from(d.b[at]) } else { 0.0 };
+    let row = |m: &[f32], at: usize, v: &[f64]| -> f64 {
+        let m = &m[at..at + v.len()];
+        m.iter().zip(v).map(|(&w, v)| f64::from(w) * v).sum()
     };
-    let rh = |k: usize, row: usize, v: &[f64]| -> f64 {
-        let at = ((dir * g + k) * hd + row) * hd;
-        let bias = if c.bias {
-            d.b[dir * 2 * g * hd + (g + k) * hd + row]
-        } else {
-            0.0
-        };
-        let r = &d.r[at..at + hd];
-        f64::from(bias)
-            + r.iter()
-                .zip(v)
-                .map(|(&r, &v)| f64::from(r) * v)
-                .sum::<f64>()
+    // Row `j` of gate `k` of W·x, and of R·v, each with its bias.
+    let wx = |k: usize, j: usize| {
+        bias(dir * 2 * g * hd + k * hd + j) + row(&d.w, ((dir * g + k) * hd + j) * c.input, &x)
+    };
+    let rh = |k: usize, j: usize, v: &[f64]| {
+        bias(dir * 2 * g * hd + (g + k) * hd + j) + row(&d.r, ((dir * g + k) * hd + j) * hd, v)
     };
     let p = |k: usize, row: usize| -> f64 {
         if c.peepholes {
