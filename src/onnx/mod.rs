@@ -5,7 +5,8 @@
 //! (stored tensors), `attr` (node attributes), `graph` (values and nodes by index), `model`
 //! (a parsed file), `schedule` (run order and last uses), `value` (what nodes pass: device
 //! tensors, or host data for shape computations), `ops` (each operator mapped onto the op
-//! API) and `session` (a model loaded on a device, and its runs).
+//! API), `plan` (a graph checked for running, its subgraphs' plans inside) and `session` (a
+//! model loaded on a device, and its runs).
 
 mod attr;
 mod constant;
@@ -13,6 +14,7 @@ mod elem;
 mod graph;
 mod model;
 mod ops;
+mod plan;
 pub mod proto;
 mod schedule;
 mod session;
@@ -24,6 +26,7 @@ pub use elem::ElemType;
 pub use graph::{Dim, Graph, Node, Origin, Value, ValueId};
 pub use model::{Model, OPSETS};
 pub use ops::supported;
+pub use plan::NodeTime;
 pub use schedule::{schedule, Schedule};
-pub use session::{unsupported, IoInfo, NodeTime, Session, SessionOptions};
+pub use session::{unsupported, IoInfo, Session, SessionOptions};
 pub use value::{HostData, HostTensor, Val};

@@ -32,7 +32,8 @@ pub fn reads(g: &Graph, n: &Node) -> Vec<ValueId> {
     out
 }
 
-/// The names a subgraph reads from the graphs around it, its own subgraphs' included.
+/// The names a subgraph reads from the graphs around it, its own subgraphs' included (a
+/// name a nested subgraph reads that `body` does not define is read from further out).
 pub fn captures(body: &Graph) -> Vec<String> {
     let mut names: Vec<String> = body
         .values
@@ -40,6 +41,17 @@ pub fn captures(body: &Graph) -> Vec<String> {
         .filter(|v| v.origin == Origin::Outer)
         .map(|v| v.name.clone())
         .collect();
+    for n in &body.nodes {
+        for (_, a) in n.attrs.iter() {
+            if let Attr::Graph(inner) = a {
+                names.extend(
+                    captures(inner)
+                        .into_iter()
+                        .filter(|name| body.find(name).is_none()),
+                );
+            }
+        }
+    }
     names.sort();
     names.dedup();
     names

@@ -2,13 +2,12 @@
 //! the device once, nodes run in schedule order and each intermediate freed after its last
 //! reader.
 
-use std::cell::Cell;
-
-use super::graph::{Dim, Graph, Node, Origin, ValueId};
+use super::attr::Attr;
+use super::graph::{Dim, Graph, ValueId};
 use super::model::Model;
-use super::ops::{self, Ctx, OpDef};
-use super::schedule::{schedule, Schedule};
-use super::value::{HostTensor, Val};
+use super::ops;
+use super::plan::{Exec, NodeTime, Plan};
+use super::value::Val;
 use super::ElemType;
 use crate::base::error::{Error, Result};
 use crate::{Device, Tensor};
@@ -31,49 +30,13 @@ pub struct IoInfo {
     pub shape: Option<Vec<Dim>>,
 }
 
-/// How long one node of a profiled run took ([`Session::run_profiled`]).
-#[derive(Clone, Debug, PartialEq)]
-pub struct NodeTime {
-    /// The node, as errors name it (`node 'conv1' (Conv)`).
-    pub node: String,
-    /// Its operator.
-    pub op: &'static str,
-    /// When it started, in microseconds from an arbitrary origin.
-    pub start_us: f64,
-    /// How long it took, its device work included.
-    pub micros: f64,
-}
-
-/// Microseconds for profiles: a monotonic clock natively, the page's clock in wasm.
-mod clock {
-    /// Microseconds since an arbitrary origin.
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn now_us() -> f64 {
-        static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-        ORIGIN
-            .get_or_init(std::time::Instant::now)
-            .elapsed()
-            .as_secs_f64()
-            * 1e6
-    }
-
-    /// Microseconds since an arbitrary origin.
-    #[cfg(target_arch = "wasm32")]
-    pub fn now_us() -> f64 {
-        js_sys::Date::now() * 1e3
-    }
-}
-
 /// A model loaded on a device.
 pub struct Session {
     device: Device,
     graph: Graph,
     opset: i64,
-    schedule: Schedule,
-    /// The operator of each scheduled node, in schedule order.
-    steps: Vec<&'static OpDef>,
-    /// The value of each constant, on the device or (small integers) the host.
-    constants: Vec<Option<Val>>,
+    /// The main graph's plan, with its subgraphs' plans inside.
+    plan: Plan,
 }
 
 impl Session {
@@ -104,23 +67,20 @@ impl Session {
                 .collect::<Result<_>>()?;
         }
         check_io(&graph)?;
-        let schedule = schedule(&graph)?;
-        let steps = operators(&graph, &schedule, opset)?;
-        let constants = graph
-            .values
-            .iter()
-            .map(|v| match &v.origin {
-                Origin::Constant(c) => Val::from_constant(c, device).map(Some),
-                _ => Ok(None),
-            })
-            .collect::<Result<_>>()?;
+        let mut missing = Vec::new();
+        let plan = Plan::new(&graph, device, opset, "", &mut missing)?;
+        if !missing.is_empty() {
+            return Err(Error::Model(format!(
+                "{} node(s) this runner cannot run: {}",
+                missing.len(),
+                missing.join("; ")
+            )));
+        }
         Ok(Session {
             device: device.clone(),
             graph,
             opset,
-            schedule,
-            steps,
-            constants,
+            plan,
         })
     }
 
@@ -154,11 +114,7 @@ impl Session {
     /// [`Session::run`] without blocking: a device value a node needs on the host (a shape
     /// computed on the device) is awaited.
     pub async fn run_async(&self, feeds: &[(&str, &Tensor)]) -> Result<Vec<(String, Tensor)>> {
-        let feeds = feeds
-            .iter()
-            .map(|(n, t)| (*n, Val::Device((*t).clone())))
-            .collect();
-        self.run_values_async(feeds)
+        self.run_values_async(on_device(feeds))
             .await?
             .into_iter()
             .map(|(name, v)| Ok((name, v.tensor(&self.device)?)))
@@ -174,66 +130,43 @@ impl Session {
 
     /// [`Session::run_values`] without blocking.
     pub async fn run_values_async(&self, feeds: Vec<(&str, Val)>) -> Result<Vec<(String, Val)>> {
-        Ok(self.run_nodes(feeds, false).await?.0)
+        Ok(self.run_main(feeds, None).await?)
     }
 
     /// [`Session::run`] timing each node: the device finishes each node's work before the
     /// next starts, so the times add up to more than a plain run's.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn run_profiled(&self, feeds: &[(&str, &Tensor)]) -> Result<Vec<NodeTime>> {
-        let feeds = feeds
-            .iter()
-            .map(|(n, t)| (*n, Val::Device((*t).clone())))
-            .collect();
-        Ok(pollster::block_on(self.run_nodes(feeds, true))?.1)
+        let mut times = Vec::new();
+        pollster::block_on(self.run_main(on_device(feeds), Some(&mut times)))?;
+        Ok(times)
     }
 
-    /// Runs every node on `feeds`, timing each when `profile` is set: the outputs by name,
-    /// and the times.
-    async fn run_nodes(
+    /// Runs the main graph on `feeds`, timing its nodes into `times` if given.
+    async fn run_main(
         &self,
         feeds: Vec<(&str, Val)>,
-        profile: bool,
-    ) -> Result<(Vec<(String, Val)>, Vec<NodeTime>)> {
-        let mut env = self.feed(feeds)?;
+        times: Option<&mut Vec<NodeTime>>,
+    ) -> Result<Vec<(String, Val)>> {
+        let env = self.feed(feeds)?;
         let queue = self.device.queue();
-        let mut times = Vec::new();
-        for (step, (&n, op)) in self.schedule.order.iter().zip(&self.steps).enumerate() {
-            let start = profile.then(clock::now_us);
-            self.step(&mut env, n, op, &queue).await?;
-            if let Some(start) = start {
-                queue.submit()?.wait().await?;
-                times.push(NodeTime {
-                    node: self.graph.nodes[n].label(),
-                    op: op.name,
-                    start_us: start,
-                    micros: clock::now_us() - start,
-                });
-            }
-            for v in super::schedule::reads(&self.graph, &self.graph.nodes[n]) {
-                if self.schedule.last_use[v] == Some(step) {
-                    env[v] = None;
-                }
-            }
-        }
-        let outputs = self
+        let exec = Exec {
+            device: &self.device,
+            queue: &queue,
+            opset: self.opset,
+        };
+        let values = self.plan.run(&self.graph, exec, env, None, times).await?;
+        let names = self
             .graph
             .outputs
             .iter()
-            .map(|&id| {
-                let name = self.graph.values[id].name.clone();
-                let v = env[id]
-                    .clone()
-                    .ok_or_else(|| Error::Internal(format!("output '{name}' was not computed")))?;
-                Ok((name, v))
-            })
-            .collect::<Result<_>>()?;
-        Ok((outputs, times))
+            .map(|&id| self.graph.values[id].name.clone());
+        Ok(names.zip(values).collect())
     }
 
     /// The values at the start of a run: the constants and `feeds`, each checked.
     fn feed(&self, feeds: Vec<(&str, Val)>) -> Result<Vec<Option<Val>>> {
-        let mut env = self.constants.clone();
+        let mut env = self.plan.env();
         for (name, val) in feeds {
             let id = self
                 .graph
@@ -250,48 +183,6 @@ impl Session {
             )));
         }
         Ok(env)
-    }
-
-    /// Runs node `n` with operator `op`, writing its outputs into `env`. An input the operator
-    /// needs on the host ([`Ctx::wanted`]) is read back from the device, and the node runs
-    /// again: at most once per input.
-    async fn step(
-        &self,
-        env: &mut [Option<Val>],
-        n: usize,
-        op: &OpDef,
-        queue: &crate::Queue,
-    ) -> Result<()> {
-        let node = &self.graph.nodes[n];
-        for _ in 0..=node.inputs.len() {
-            let inputs: Vec<Option<Val>> = node
-                .inputs
-                .iter()
-                .map(|v| v.and_then(|id| env[id].clone()))
-                .collect();
-            let cx = Ctx {
-                device: &self.device,
-                queue,
-                opset: self.opset,
-                node,
-                inputs: &inputs,
-                wanted: Cell::new(None),
-            };
-            let error = match (op.run)(&cx) {
-                Ok(outputs) => return store(env, node, op, outputs),
-                Err(e) => e,
-            };
-            let Some(id) = cx.wanted.get().and_then(|i| node.inputs[i]) else {
-                return Err(error);
-            };
-            if let Some(Val::Device(t)) = &env[id] {
-                env[id] = Some(Val::Host(HostTensor::download(t).await?));
-            }
-        }
-        Err(Error::Internal(format!(
-            "{} kept asking for inputs on the host",
-            node.label()
-        )))
     }
 
     /// Refuses a feed whose element type or fixed extents differ from the declared ones.
@@ -329,56 +220,6 @@ impl Session {
     }
 }
 
-/// Writes the `outputs` of `node` (run by `op`) into `env`; outputs past those `op` computes
-/// are left out (checked at load to be unused).
-fn store(env: &mut [Option<Val>], node: &Node, op: &OpDef, outputs: Vec<Val>) -> Result<()> {
-    for (slot, id) in node.outputs.iter().enumerate() {
-        let Some(id) = *id else { continue };
-        if slot >= op.outputs {
-            continue;
-        }
-        let v = outputs
-            .get(slot)
-            .cloned()
-            .ok_or_else(|| Error::Internal(format!("{} gave no output {slot}", node.label())))?;
-        env[id] = Some(v);
-    }
-    Ok(())
-}
-
-/// The operator of each scheduled node; every node the session cannot run is listed in one
-/// error, with its domain and the model's opset.
-fn operators(g: &Graph, s: &Schedule, opset: i64) -> Result<Vec<&'static OpDef>> {
-    let mut missing = Vec::new();
-    let mut found = Vec::new();
-    for &n in &s.order {
-        let node = &g.nodes[n];
-        let domain = if node.domain.is_empty() {
-            "ai.onnx"
-        } else {
-            &node.domain
-        };
-        match ops::find(&node.domain, &node.op) {
-            Some(op) => match op.check(node, &s.used) {
-                None => found.push(op),
-                Some(why) => missing.push(format!("{}: {why}", node.label())),
-            },
-            None => missing.push(format!(
-                "{} of domain {domain} (opset {opset})",
-                node.label()
-            )),
-        }
-    }
-    if missing.is_empty() {
-        return Ok(found);
-    }
-    Err(Error::Model(format!(
-        "{} node(s) this runner cannot run: {}",
-        missing.len(),
-        missing.join("; ")
-    )))
-}
-
 /// Refuses inputs and outputs that are not tensors of a type the devices hold.
 fn check_io(g: &Graph) -> Result<()> {
     for (what, list) in [("input", &g.inputs), ("output", &g.outputs)] {
@@ -401,6 +242,14 @@ fn check_io(g: &Graph) -> Result<()> {
     Ok(())
 }
 
+/// Device tensors as run feeds.
+fn on_device<'a>(feeds: &[(&'a str, &Tensor)]) -> Vec<(&'a str, Val)> {
+    feeds
+        .iter()
+        .map(|(n, t)| (*n, Val::Device((*t).clone())))
+        .collect()
+}
+
 /// The error for a name the graph does not have as an `what`.
 fn unknown(what: &str, name: &str, g: &Graph) -> Error {
     let list: Vec<&str> = match what {
@@ -417,11 +266,17 @@ fn unknown(what: &str, name: &str, g: &Graph) -> Error {
     ))
 }
 
-/// The operators of `model`'s graph a session cannot run, with how many nodes use each, by
-/// name (`domain::Op` outside the default domain).
+/// The operators of `model`'s graph and its subgraphs a session cannot run, with how many
+/// nodes use each, by name (`domain::Op` outside the default domain).
 pub fn unsupported(model: &Model) -> Vec<(String, usize)> {
     let mut counts = std::collections::BTreeMap::new();
-    for node in &model.graph.nodes {
+    count_unsupported(&model.graph, &mut counts);
+    counts.into_iter().collect()
+}
+
+/// Adds the nodes of `g` and its subgraphs a session cannot run to `counts`.
+fn count_unsupported(g: &Graph, counts: &mut std::collections::BTreeMap<String, usize>) {
+    for node in &g.nodes {
         if ops::find(&node.domain, &node.op).is_none() {
             let name = match node.domain.as_str() {
                 "" | "ai.onnx" => node.op.clone(),
@@ -429,6 +284,10 @@ pub fn unsupported(model: &Model) -> Vec<(String, usize)> {
             };
             *counts.entry(name).or_insert(0) += 1;
         }
+        for (_, a) in node.attrs.iter() {
+            if let Attr::Graph(body) = a {
+                count_unsupported(body, counts);
+            }
+        }
     }
-    counts.into_iter().collect()
 }

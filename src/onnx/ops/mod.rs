@@ -1,12 +1,15 @@
 //! The ONNX operators a session runs, each mapped onto the op API (never a backend): one
 //! table row per operator, in files by family (`math`, `shape`, `slice`, `pad`, `nn`,
-//! `norms`, `conv`, `resize`).
+//! `norms`, `conv`, `resize`, `control`, `recurrent`, `indexing`).
 
+mod control;
 mod conv;
+mod indexing;
 mod math;
 mod nn;
 mod norms;
 mod pad;
+mod recurrent;
 mod resize;
 mod shape;
 mod slice;
@@ -14,7 +17,8 @@ mod slice;
 use std::cell::Cell;
 
 use super::attr::Attrs;
-use super::graph::Node;
+use super::graph::{Graph, Node};
+use super::plan::{Exec, Plan, Scope};
 use super::value::{HostTensor, Val};
 use crate::base::error::{Error, Result};
 use crate::{Device, Queue, Tensor};
@@ -31,6 +35,10 @@ pub(crate) struct Ctx<'a> {
     pub node: &'a Node,
     /// Its inputs, `None` where an optional one is left out.
     pub inputs: &'a [Option<Val>],
+    /// The plans of its GRAPH attributes, by attribute name.
+    pub bodies: &'a [(String, Plan)],
+    /// The running graph's values, where a subgraph finds what it names from outside.
+    pub scope: &'a Scope<'a>,
     /// The input the operator needs on the host and found on the device, if any.
     pub wanted: Cell<Option<usize>>,
 }
@@ -100,6 +108,9 @@ fn all() -> impl Iterator<Item = &'static OpDef> {
         .chain(conv::OPS)
         .chain(resize::OPS)
         .chain(norms::OPS)
+        .chain(control::OPS)
+        .chain(recurrent::OPS)
+        .chain(indexing::OPS)
 }
 
 /// The operator `op` of `domain`, if a session can run it.
@@ -204,6 +215,25 @@ impl Ctx<'_> {
             return Err(self.error(format!("axis {axis} is outside a rank-{rank} input")));
         }
         Ok(if axis < 0 { axis + r } else { axis } as usize)
+    }
+
+    /// What the steps of this run share, for running a subgraph.
+    pub fn exec(&self) -> Exec<'_> {
+        Exec {
+            device: self.device,
+            queue: self.queue,
+            opset: self.opset,
+        }
+    }
+
+    /// The subgraph in GRAPH attribute `name`, with its plan.
+    pub fn body(&self, name: &str) -> Result<(&Graph, &Plan)> {
+        let graph = self.attrs().graph(name)?;
+        let plan = self.bodies.iter().find(|(n, _)| n == name);
+        match (graph, plan) {
+            (Some(g), Some((_, p))) => Ok((g, p)),
+            _ => Err(self.error(format!("the subgraph '{name}' is missing"))),
+        }
     }
 
     /// An error about this node.

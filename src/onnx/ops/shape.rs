@@ -178,7 +178,7 @@ fn concat(c: &Ctx<'_>) -> Result<Vec<Val>> {
 }
 
 /// Host tensors joined along `axis` (their element type is the first one's).
-fn host_concat(parts: &[HostTensor], axis: usize) -> HostTensor {
+pub(super) fn host_concat(parts: &[HostTensor], axis: usize) -> HostTensor {
     let mut shape = parts[0].shape.clone();
     shape[axis] = parts.iter().map(|p| p.shape[axis]).sum();
     let outer: usize = shape[..axis].iter().product();

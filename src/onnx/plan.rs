@@ -1,0 +1,332 @@
+//! A graph checked and ready to run: its schedule, the operator of each step, its constants,
+//! and the plans of the subgraphs its nodes hold (the branches of `If`, the body of `Loop`).
+//! A run reads the values of enclosing graphs by name through a chain of scopes.
+
+use std::cell::Cell;
+use std::future::Future;
+
+use super::attr::Attr;
+use super::graph::{Graph, Node, Origin, ValueId};
+use super::ops::{self, Ctx, OpDef};
+use super::schedule::{reads, schedule, Schedule};
+use super::value::{HostTensor, Val};
+use crate::base::error::{Error, Result};
+use crate::{Device, Queue};
+
+/// How long one node of a profiled run took (`Session::run_profiled`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeTime {
+    /// The node, as errors name it (`node 'conv1' (Conv)`).
+    pub node: String,
+    /// Its operator.
+    pub op: &'static str,
+    /// When it started, in microseconds from an arbitrary origin.
+    pub start_us: f64,
+    /// How long it took, its device work included.
+    pub micros: f64,
+}
+
+/// Microseconds for profiles: a monotonic clock natively, the page's clock in wasm.
+mod clock {
+    /// Microseconds since an arbitrary origin.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn now_us() -> f64 {
+        static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        ORIGIN
+            .get_or_init(std::time::Instant::now)
+            .elapsed()
+            .as_secs_f64()
+            * 1e6
+    }
+
+    /// Microseconds since an arbitrary origin.
+    #[cfg(target_arch = "wasm32")]
+    pub fn now_us() -> f64 {
+        js_sys::Date::now() * 1e3
+    }
+}
+
+/// A graph's run: schedule, operators, constants and subgraph plans.
+pub(crate) struct Plan {
+    /// The run order and last uses.
+    schedule: Schedule,
+    /// One per scheduled node, in schedule order.
+    steps: Vec<Step>,
+    /// The value of each constant, on the device or (small integers) the host.
+    constants: Vec<Option<Val>>,
+}
+
+/// One scheduled node: its operator and the plans of its GRAPH attributes.
+struct Step {
+    op: &'static OpDef,
+    bodies: Vec<(String, Plan)>,
+}
+
+/// What every step of a run shares: the device, the queue and the model's opset.
+#[derive(Clone, Copy)]
+pub(crate) struct Exec<'a> {
+    /// The session's device.
+    pub device: &'a Device,
+    /// The queue the run records on.
+    pub queue: &'a Queue,
+    /// The default domain's opset version the model imports.
+    pub opset: i64,
+}
+
+/// The values of a running graph, and the scopes of the graphs around it: how a subgraph
+/// finds the values it names from outside.
+pub(crate) struct Scope<'a> {
+    graph: &'a Graph,
+    env: &'a [Option<Val>],
+    outer: Option<&'a Scope<'a>>,
+}
+
+impl Scope<'_> {
+    /// The value called `name` here or in an enclosing scope.
+    fn find(&self, name: &str) -> Option<&Val> {
+        let here = self.graph.find(name).and_then(|id| self.env[id].as_ref());
+        here.or_else(|| self.outer.and_then(|o| o.find(name)))
+    }
+}
+
+impl Plan {
+    /// The plan of `g`. Every node it cannot run goes to `missing`, named with `path` (the
+    /// nodes and attributes that hold `g`, empty for the main graph); where any is missing
+    /// the plan must not run, and its constants are not uploaded.
+    pub(crate) fn new(
+        g: &Graph,
+        device: &Device,
+        opset: i64,
+        path: &str,
+        missing: &mut Vec<String>,
+    ) -> Result<Plan> {
+        let schedule = schedule(g)?;
+        let mut steps = Vec::with_capacity(schedule.order.len());
+        for &n in &schedule.order {
+            let node = &g.nodes[n];
+            let label = format!("{path}{}", node.label());
+            let Some(op) = ops::find(&node.domain, &node.op) else {
+                let domain = match node.domain.as_str() {
+                    "" => "ai.onnx",
+                    d => d,
+                };
+                missing.push(format!("{label} of domain {domain} (opset {opset})"));
+                continue;
+            };
+            if let Some(why) = op.check(node, &schedule.used) {
+                missing.push(format!("{label}: {why}"));
+            }
+            let mut bodies = Vec::new();
+            for (name, a) in node.attrs.iter() {
+                if let Attr::Graph(body) = a {
+                    let inner = format!("{label} › {name} › ");
+                    let plan = Plan::new(body, device, opset, &inner, missing)?;
+                    bodies.push((name.to_string(), plan));
+                }
+            }
+            steps.push(Step { op, bodies });
+        }
+        let constants = if missing.is_empty() {
+            g.values
+                .iter()
+                .map(|v| match &v.origin {
+                    Origin::Constant(c) => Val::from_constant(c, device).map(Some),
+                    _ => Ok(None),
+                })
+                .collect::<Result<_>>()?
+        } else {
+            Vec::new()
+        };
+        Ok(Plan {
+            schedule,
+            steps,
+            constants,
+        })
+    }
+
+    /// A fresh environment of `g`'s values: its constants set, the rest empty.
+    pub(crate) fn env(&self) -> Vec<Option<Val>> {
+        self.constants.clone()
+    }
+
+    /// Runs `g` (the graph the plan was made for) in `env`, whose inputs the caller has set;
+    /// values `g` names from outside come from `outer`. Gives the graph's outputs in order.
+    /// With `times`, the device finishes each node before the next, and each node's time is
+    /// pushed there.
+    pub(crate) async fn run(
+        &self,
+        g: &Graph,
+        x: Exec<'_>,
+        mut env: Vec<Option<Val>>,
+        outer: Option<&Scope<'_>>,
+        mut times: Option<&mut Vec<NodeTime>>,
+    ) -> Result<Vec<Val>> {
+        for (id, v) in g.values.iter().enumerate() {
+            if v.origin == Origin::Outer {
+                let found = outer.and_then(|o| o.find(&v.name)).cloned();
+                env[id] = Some(found.ok_or_else(|| {
+                    Error::Internal(format!("the enclosing graphs hold no value '{}'", v.name))
+                })?);
+            }
+        }
+        for (step, (&n, s)) in self.schedule.order.iter().zip(&self.steps).enumerate() {
+            let start = times.is_some().then(clock::now_us);
+            let outputs = self.step(g, x, &mut env, outer, n, s).await?;
+            for (id, v) in outputs {
+                env[id] = Some(v);
+            }
+            if let (Some(times), Some(start)) = (times.as_deref_mut(), start) {
+                x.queue.submit()?.wait().await?;
+                times.push(NodeTime {
+                    node: g.nodes[n].label(),
+                    op: s.op.name,
+                    start_us: start,
+                    micros: clock::now_us() - start,
+                });
+            }
+            for v in reads(g, &g.nodes[n]) {
+                if self.schedule.last_use[v] == Some(step) {
+                    env[v] = None;
+                }
+            }
+        }
+        g.outputs
+            .iter()
+            .map(|&id| {
+                env[id].clone().ok_or_else(|| {
+                    let name = &g.values[id].name;
+                    Error::Internal(format!("output '{name}' was not computed"))
+                })
+            })
+            .collect()
+    }
+
+    /// Runs node `n` with step `s`, giving the values it writes by id. An input the operator
+    /// needs on the host ([`Ctx::wanted`]) is read back from the device into `env`, and the
+    /// node runs again: at most once per input.
+    async fn step(
+        &self,
+        g: &Graph,
+        x: Exec<'_>,
+        env: &mut [Option<Val>],
+        outer: Option<&Scope<'_>>,
+        n: usize,
+        s: &Step,
+    ) -> Result<Vec<(ValueId, Val)>> {
+        let node = &g.nodes[n];
+        for _ in 0..=node.inputs.len() {
+            let (result, wanted) = self.try_step(g, x, env, outer, node, s);
+            let error = match result {
+                Ok(outputs) => return written(node, s.op, outputs),
+                Err(e) => e,
+            };
+            let Some(id) = wanted.and_then(|i| node.inputs[i]) else {
+                return Err(error);
+            };
+            let host = match &env[id] {
+                Some(Val::Device(t)) => HostTensor::download(t).await?,
+                _ => return Err(error),
+            };
+            env[id] = Some(Val::Host(host));
+        }
+        Err(Error::Internal(format!(
+            "{} kept asking for inputs on the host",
+            node.label()
+        )))
+    }
+
+    /// One try of `node`: the operator's result, and the input it wanted on the host.
+    fn try_step(
+        &self,
+        g: &Graph,
+        x: Exec<'_>,
+        env: &[Option<Val>],
+        outer: Option<&Scope<'_>>,
+        node: &Node,
+        s: &Step,
+    ) -> (Result<Vec<Val>>, Option<usize>) {
+        let inputs: Vec<Option<Val>> = node
+            .inputs
+            .iter()
+            .map(|v| v.and_then(|id| env[id].clone()))
+            .collect();
+        let scope = Scope {
+            graph: g,
+            env,
+            outer,
+        };
+        let cx = Ctx {
+            device: x.device,
+            queue: x.queue,
+            opset: x.opset,
+            node,
+            inputs: &inputs,
+            bodies: &s.bodies,
+            scope: &scope,
+            wanted: Cell::new(None),
+        };
+        let result = (s.op.run)(&cx);
+        (result, cx.wanted.get())
+    }
+}
+
+/// The values `node` writes by id, from the `outputs` its operator `op` gave; outputs past
+/// those `op` computes are left out (checked at load to be unused).
+fn written(node: &Node, op: &OpDef, outputs: Vec<Val>) -> Result<Vec<(ValueId, Val)>> {
+    let mut outputs = outputs.into_iter();
+    let mut written = Vec::new();
+    for (slot, id) in node.outputs.iter().enumerate() {
+        let v = outputs.next();
+        let Some(id) = *id else { continue };
+        if slot >= op.outputs {
+            continue;
+        }
+        let v =
+            v.ok_or_else(|| Error::Internal(format!("{} gave no output {slot}", node.label())))?;
+        written.push((id, v));
+    }
+    Ok(written)
+}
+
+/// `f` run to its end from inside a node (a subgraph's run, a value read back): natively it
+/// waits; in wasm, which cannot wait, a future that does not finish at once is an error.
+pub(crate) fn now<T>(f: impl Future<Output = Result<T>>) -> Result<T> {
+    #[cfg(not(target_arch = "wasm32"))]
+    return pollster::block_on(f);
+    #[cfg(target_arch = "wasm32")]
+    {
+        let mut f = std::pin::pin!(f);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match f.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(r) => r,
+            std::task::Poll::Pending => Err(Error::Invalid(
+                "a subgraph of If or Loop needs a device value on the host, which wasm cannot \
+                 wait for inside a node yet"
+                    .into(),
+            )),
+        }
+    }
+}
+
+/// Runs subgraph `g` with plan `plan` for a control-flow node: `inputs` are the subgraph's
+/// inputs in order, `scope` the running graph around it.
+pub(crate) fn run_body(
+    plan: &Plan,
+    g: &Graph,
+    x: Exec<'_>,
+    scope: &Scope<'_>,
+    inputs: Vec<Val>,
+) -> Result<Vec<Val>> {
+    if inputs.len() != g.inputs.len() {
+        return Err(Error::Model(format!(
+            "the subgraph takes {} inputs; it was given {}",
+            g.inputs.len(),
+            inputs.len()
+        )));
+    }
+    let mut env = plan.env();
+    for (&id, v) in g.inputs.iter().zip(inputs) {
+        env[id] = Some(v);
+    }
+    now(plan.run(g, x, env, Some(scope), None))
+}
