@@ -1,8 +1,9 @@
 //! The ONNX operators a session runs, each mapped onto the op API (never a backend): one
-//! table row per operator, in files by family (`math`, `shape`, `slice`, `pad`, `nn`,
-//! `norms`, `conv`, `resize`).
+//! table row per operator, in files by family (`math`, `logic`, `shape`, `slice`, `pad`,
+//! `nn`, `norms`, `conv`, `resize`).
 
 mod conv;
+mod logic;
 mod math;
 mod nn;
 mod norms;
@@ -91,6 +92,7 @@ impl OpDef {
 fn all() -> impl Iterator<Item = &'static OpDef> {
     math::OPS
         .iter()
+        .chain(logic::OPS)
         .chain(shape::OPS)
         .chain(nn::OPS)
         .chain(conv::OPS)
