@@ -1,5 +1,6 @@
-// Casts to and from i64 (dtype code 5; 8-bit outputs four to a word), which need `shader-int64`: prepended by cast.wgsl,
+// Casts to and from i64 (dtype code 5), which need `shader-int64`: prepended by cast.wgsl,
 // whose bindings, overrides (FROM, TO: one of them 5) and helpers for the other dtype it uses.
+// 8-bit outputs are written four to a word, as cast_main writes them.
 // i64 elements lie in the u32 words as pairs, low word first. Rust's `as`: i64 -> i32 / u32
 // keeps the low word; i32 sign-extends and u32 zero-extends; i64 -> floats rounds to the
 // nearest f32 first; floats -> i64 truncate and saturate, NaN -> 0.

@@ -189,31 +189,36 @@ macro_rules! binary_ops {
             }
             /// `a == b`: 1 or 0 (a bool result; false where either is NaN)
             Equal = 7 {
-                name: "equal", reference: |a, b| truth(a == b), integer: |a, b| int_truth(a == b),
+                name: "equal", reference: |a, b| truth(a == b),
+                integer: |a, b| int_truth(a == b),
                 wgsl: "select(0.0, 1.0, a == b)", wgsl_int: "select(VAL(0), VAL(1), a == b)",
                 cuda: "(a == b) ? 1.0f : 0.0f", cuda_int: "(a == b) ? (VAL)1 : (VAL)0"
             }
             /// `a < b`: 1 or 0 (a bool result; false where either is NaN)
             Less = 8 {
-                name: "less", reference: |a, b| truth(a < b), integer: |a, b| int_truth(a < b),
+                name: "less", reference: |a, b| truth(a < b),
+                integer: |a, b| int_truth(a < b),
                 wgsl: "select(0.0, 1.0, a < b)", wgsl_int: "select(VAL(0), VAL(1), a < b)",
                 cuda: "(a < b) ? 1.0f : 0.0f", cuda_int: "(a < b) ? (VAL)1 : (VAL)0"
             }
             /// `a <= b`: 1 or 0 (a bool result; false where either is NaN)
             LessEqual = 9 {
-                name: "lessEqual", reference: |a, b| truth(a <= b), integer: |a, b| int_truth(a <= b),
+                name: "lessEqual", reference: |a, b| truth(a <= b),
+                integer: |a, b| int_truth(a <= b),
                 wgsl: "select(0.0, 1.0, a <= b)", wgsl_int: "select(VAL(0), VAL(1), a <= b)",
                 cuda: "(a <= b) ? 1.0f : 0.0f", cuda_int: "(a <= b) ? (VAL)1 : (VAL)0"
             }
             /// `a > b`: 1 or 0 (a bool result; false where either is NaN)
             Greater = 10 {
-                name: "greater", reference: |a, b| truth(a > b), integer: |a, b| int_truth(a > b),
+                name: "greater", reference: |a, b| truth(a > b),
+                integer: |a, b| int_truth(a > b),
                 wgsl: "select(0.0, 1.0, a > b)", wgsl_int: "select(VAL(0), VAL(1), a > b)",
                 cuda: "(a > b) ? 1.0f : 0.0f", cuda_int: "(a > b) ? (VAL)1 : (VAL)0"
             }
             /// `a >= b`: 1 or 0 (a bool result; false where either is NaN)
             GreaterEqual = 11 {
-                name: "greaterEqual", reference: |a, b| truth(a >= b), integer: |a, b| int_truth(a >= b),
+                name: "greaterEqual", reference: |a, b| truth(a >= b),
+                integer: |a, b| int_truth(a >= b),
                 wgsl: "select(0.0, 1.0, a >= b)", wgsl_int: "select(VAL(0), VAL(1), a >= b)",
                 cuda: "(a >= b) ? 1.0f : 0.0f", cuda_int: "(a >= b) ? (VAL)1 : (VAL)0"
             }
