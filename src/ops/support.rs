@@ -29,6 +29,37 @@ const NUMBERS: &[DType] = &[
     DType::U32,
     DType::I64,
 ];
+/// Numbers and the 1-byte integers.
+const INTEGERS: &[DType] = &[
+    DType::F32,
+    DType::F16,
+    DType::BF16,
+    DType::I32,
+    DType::U32,
+    DType::I64,
+    DType::U8,
+    DType::I8,
+];
+/// Every dtype.
+const ALL: &[DType] = &[
+    DType::F32,
+    DType::F16,
+    DType::BF16,
+    DType::I32,
+    DType::U32,
+    DType::I64,
+    DType::U8,
+    DType::I8,
+    DType::Bool,
+];
+
+/// The names of the binary ops, the logic ones (bool results) if `logic`.
+fn binary_names(logic: bool) -> Vec<&'static str> {
+    let ops = BinaryOp::ALL
+        .into_iter()
+        .filter(|op| op.is_logic() == logic);
+    ops.map(BinaryOp::name).collect()
+}
 
 /// The families of the op tables.
 fn families() -> Vec<Family> {
@@ -39,16 +70,14 @@ fn families() -> Vec<Family> {
             FLOATS,
             true,
         ),
-        family(
-            "binary",
-            BinaryOp::ALL.map(BinaryOp::name).to_vec(),
-            NUMBERS,
-            true,
-        ),
+        family("binary", binary_names(false), INTEGERS, true),
+        family("compare", binary_names(true), ALL, true),
+        family("logical_not", vec!["logical_not"], ALL, true),
+        family("float tests", vec!["is_nan", "is_inf"], FLOATS, false),
         family(
             "reduce",
             ReduceOp::ALL.map(ReduceOp::name).to_vec(),
-            NUMBERS,
+            ALL,
             true,
         ),
         family("scan", vec!["argmin", "cumsum"], NUMBERS, true),
@@ -65,16 +94,16 @@ fn families() -> Vec<Family> {
         family(
             "constructors",
             vec!["full", "arange", "random_uniform"],
-            NUMBERS,
+            ALL,
             false,
         ),
         family(
             "data movement",
             vec!["contiguous", "concat", "flip", "gather", "where"],
-            NUMBERS,
+            ALL,
             false,
         ),
-        family("cast", vec!["cast"], NUMBERS, true),
+        family("cast", vec!["cast"], ALL, true),
     ]
 }
 
@@ -123,8 +152,9 @@ pub fn support_matrix() -> String {
             cells.join(" | ")
         );
     }
-    text += "\nf16 and bf16 are stored in 16 bits and computed in f32; integer arithmetic wraps, \
-             and the mean of integers is f32. ¹ where the adapter has `shader-int64` (browsers \
-             have not).\n";
+    text += "\nf16 and bf16 are stored in 16 bits and computed in f32; bool, u8 and i8 are stored \
+             in a byte and computed in u32 / i32; integer arithmetic wraps, and the mean of \
+             integers is f32; comparisons and logical ops give bool. ¹ where the adapter has \
+             `shader-int64` (browsers have not).\n";
     text
 }

@@ -472,3 +472,51 @@ fn byte_arithmetic_wraps(d: &Device) {
     }
 }
 per_backend!(byte_arithmetic_wraps);
+
+/// Reductions, argmax and flip of 1-byte tensors along an axis of odd length.
+fn byte_reductions_and_flip(d: &Device) {
+    use unicompute::ReduceOp;
+    let (r, c) = (6, 37);
+    for (k, dtype) in [DType::Bool, DType::U8, DType::I8].into_iter().enumerate() {
+        let v = values(40 + k as u64, r * c, dtype);
+        let t = upload(d, &v, &[r, c], dtype);
+        let ints: Vec<i64> = v
+            .iter()
+            .map(|&x| match cast_ref(x, dtype) {
+                V::I(i) => i,
+                V::F(_) => unreachable!("integer values"),
+            })
+            .collect();
+        let rows: Vec<&[i64]> = ints.chunks(c).collect();
+        let what = format!("{dtype} on {}", name(d));
+        for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min] {
+            let out = t.reduce(op, Some(1)).unwrap();
+            assert_eq!(out.dtype(), dtype, "{what}");
+            let want: Vec<V> = rows
+                .iter()
+                .map(|row| {
+                    let r = match op {
+                        ReduceOp::Sum => row.iter().sum(),
+                        ReduceOp::Max => *row.iter().max().unwrap(),
+                        _ => *row.iter().min().unwrap(),
+                    };
+                    cast_ref(V::I(r), dtype)
+                })
+                .collect();
+            assert_values(&download(&out), &want, &format!("{} of {what}", op.name()));
+        }
+        let arg = t.reduce(ReduceOp::Argmax, Some(1)).unwrap();
+        let want: Vec<V> = rows
+            .iter()
+            .map(|row| {
+                let m = *row.iter().max().unwrap();
+                V::I(row.iter().position(|&x| x == m).unwrap() as i64)
+            })
+            .collect();
+        assert_values(&download(&arg), &want, &format!("argmax of {what}"));
+        let f = t.flip(1).unwrap();
+        let want: Vec<V> = (0..r * c).map(|i| v[i / c * c + c - 1 - i % c]).collect();
+        assert_values(&download(&f), &want, &format!("flip of {what}"));
+    }
+}
+per_backend!(byte_reductions_and_flip);
