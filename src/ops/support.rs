@@ -61,19 +61,26 @@ fn binary_names(logic: bool) -> Vec<&'static str> {
     ops.map(BinaryOp::name).collect()
 }
 
+/// The names of the unary ops, and the float tests.
+fn unary_names() -> Vec<&'static str> {
+    let mut names = UnaryOp::ALL.map(UnaryOp::name).to_vec();
+    names.extend(["is_nan", "is_inf"]);
+    names
+}
+
+/// The names of the comparisons and logical ops.
+fn compare_names() -> Vec<&'static str> {
+    let mut names = binary_names(true);
+    names.push("logical_not");
+    names
+}
+
 /// The families of the op tables.
 fn families() -> Vec<Family> {
     vec![
-        family(
-            "unary",
-            UnaryOp::ALL.map(UnaryOp::name).to_vec(),
-            FLOATS,
-            true,
-        ),
+        family("unary", unary_names(), FLOATS, true),
         family("binary", binary_names(false), INTEGERS, true),
-        family("compare", binary_names(true), ALL, true),
-        family("logical_not", vec!["logical_not"], ALL, true),
-        family("float tests", vec!["is_nan", "is_inf"], FLOATS, false),
+        family("compare", compare_names(), ALL, true),
         family(
             "reduce",
             ReduceOp::ALL.map(ReduceOp::name).to_vec(),
@@ -123,10 +130,19 @@ fn family(
 }
 
 /// The dtypes of `family` on `backend`, as the matrix writes them: i64 on webgpu only where
-/// the adapter has `shader-int64` (browsers have not).
+/// the adapter has `shader-int64` (browsers have not); every dtype as `all`, every one but
+/// bool as `all but bool`.
 fn cell(family: &Family, backend: BackendKind) -> String {
-    let name = |d: &DType| match (d, backend) {
-        (DType::I64, BackendKind::WebGpu) if family.int64_math => "i64¹".to_string(),
+    let int64 = backend == BackendKind::WebGpu && family.int64_math;
+    let mark = if int64 { "¹" } else { "" };
+    if family.dtypes == ALL {
+        return format!("all{mark}");
+    }
+    if family.dtypes == INTEGERS {
+        return format!("all but bool{mark}");
+    }
+    let name = |d: &DType| match d {
+        DType::I64 if int64 => "i64¹".to_string(),
         _ => d.to_string(),
     };
     family.dtypes.iter().map(name).collect::<Vec<_>>().join(" ")
@@ -152,9 +168,8 @@ pub fn support_matrix() -> String {
             cells.join(" | ")
         );
     }
-    text += "\nf16 and bf16 are stored in 16 bits and computed in f32; bool, u8 and i8 are stored \
-             in a byte and computed in u32 / i32; integer arithmetic wraps, and the mean of \
-             integers is f32; comparisons and logical ops give bool. ¹ where the adapter has \
-             `shader-int64` (browsers have not).\n";
+    text += "\nall: f32 f16 bf16 i32 u32 i64 u8 i8 bool. f16 and bf16 are computed in f32, \
+             u8 i8 bool (a byte each) in u32 / i32; integer arithmetic wraps, integer means \
+             are f32; comparisons give bool. ¹ i64 where the adapter has `shader-int64` (browsers have not).\n";
     text
 }
