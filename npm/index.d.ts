@@ -48,9 +48,9 @@ export declare class UnicomputeError extends Error {
 /** A tensor whose dtype is known to the type checker (what factories and most ops return). */
 export type TensorOf<D extends DType> = Tensor & { readonly dtype: D };
 /** The typed array `read()` gives for dtype `D` (f16 and bf16 are read widened to f32). */
-export type ArrayOf<D extends DType> = D extends 'f32' | 'f16' | 'bf16' ? Float32Array : D extends 'i32' ? Int32Array : D extends 'u32' ? Uint32Array : BigInt64Array;
+export type ArrayOf<D extends DType> = D extends 'f32' | 'f16' | 'bf16' ? Float32Array : D extends 'i32' ? Int32Array : D extends 'u32' ? Uint32Array : D extends 'u8' | 'bool' ? Uint8Array : D extends 'i8' ? Int8Array : BigInt64Array;
 /** The canonical dtype of a name (`'float32'` is `'f32'`). */
-export type Canonical<N extends DTypeName> = N extends 'float32' ? 'f32' : N extends 'float16' ? 'f16' : N extends 'bfloat16' ? 'bf16' : N extends 'int32' ? 'i32' : N extends 'uint32' ? 'u32' : N extends 'int64' ? 'i64' : N;
+export type Canonical<N extends DTypeName> = N extends 'float32' ? 'f32' : N extends 'float16' ? 'f16' : N extends 'bfloat16' ? 'bf16' : N extends 'int32' ? 'i32' : N extends 'uint32' ? 'u32' : N extends 'int64' ? 'i64' : N extends 'uint8' ? 'u8' : N extends 'int8' ? 'i8' : N;
 /** The dtype a mean gives: integers average to f32. */
 type MeanOf<D extends DType> = D extends 'i32' | 'u32' | 'i64' ? 'f32' : D;
 /** A shape: `t.shape` (frozen) or any array of whole numbers. */
@@ -101,6 +101,22 @@ declare module './pkg/unicompute.js' {
     maximum<D extends DType>(this: TensorOf<D>, other: Tensor | number, options?: BinaryOptions): TensorOf<D>;
     /** `this ** other`, broadcasting. */
     pow<D extends DType>(this: TensorOf<D>, other: Tensor | number, options?: BinaryOptions): TensorOf<D>;
+    /** `this == other`, broadcasting: a bool tensor (any dtype in, both of one). */
+    equal(other: Tensor | number): TensorOf<'bool'>;
+    /** `this < other`, broadcasting: a bool tensor. */
+    less(other: Tensor | number): TensorOf<'bool'>;
+    /** `this <= other`, broadcasting: a bool tensor. */
+    lessEqual(other: Tensor | number): TensorOf<'bool'>;
+    /** `this > other`, broadcasting: a bool tensor. */
+    greater(other: Tensor | number): TensorOf<'bool'>;
+    /** `this >= other`, broadcasting: a bool tensor. */
+    greaterEqual(other: Tensor | number): TensorOf<'bool'>;
+    /** `this and other` (non-zero is true), broadcasting: a bool tensor. */
+    logicalAnd(other: Tensor | number): TensorOf<'bool'>;
+    /** `this or other` (non-zero is true), broadcasting: a bool tensor. */
+    logicalOr(other: Tensor | number): TensorOf<'bool'>;
+    /** `this xor other` (non-zero is true), broadcasting: a bool tensor. */
+    logicalXor(other: Tensor | number): TensorOf<'bool'>;
     /** A unary op by name. */
     unary<D extends DType>(this: TensorOf<D>, op: UnaryName): TensorOf<D>;
     /** `-x`. */

@@ -18,6 +18,13 @@ pub enum DType {
     /// 64-bit signed integer: on cpu and cuda; on webgpu only where the adapter has
     /// `shader-int64` (elsewhere its data moves, but arithmetic is `UNSUPPORTED`).
     I64,
+    /// Boolean, one byte holding 0 or 1 (any non-zero byte reads as true). Make and read
+    /// such tensors with `Tensor::from_bools` and `Tensor::to_bools`.
+    Bool,
+    /// 8-bit unsigned integer: stored 4 to a word, computed widened to u32.
+    U8,
+    /// 8-bit signed integer: stored 4 to a word, computed widened to i32.
+    I8,
 }
 
 impl DType {
@@ -27,12 +34,25 @@ impl DType {
             DType::F32 | DType::I32 | DType::U32 => 4,
             DType::F16 | DType::BF16 => 2,
             DType::I64 => 8,
+            DType::Bool | DType::U8 | DType::I8 => 1,
         }
     }
 
-    /// Whether this is an integer type (i32, u32, i64): the dtypes of integer arithmetic.
+    /// Whether this is an integer type (i32, u32, i64): the dtypes of integer arithmetic
+    /// kernels (u8 and i8 compute widened to them, see [`DType::wide`]).
     pub fn is_integer(self) -> bool {
         matches!(self, DType::I32 | DType::U32 | DType::I64)
+    }
+
+    /// The dtype the ops compute a narrow dtype in, which holds each of its values exactly:
+    /// f32 for f16 and bf16, u32 for bool and u8, i32 for i8; any other dtype itself.
+    pub fn wide(self) -> DType {
+        match self {
+            DType::F16 | DType::BF16 => DType::F32,
+            DType::Bool | DType::U8 => DType::U32,
+            DType::I8 => DType::I32,
+            other => other,
+        }
     }
 
     /// Whether this is a floating-point type.
@@ -40,7 +60,8 @@ impl DType {
         matches!(self, DType::F32 | DType::F16 | DType::BF16)
     }
 
-    /// Code that kernels switch on: 0 f32, 1 i32, 2 u32, 3 f16, 4 bf16, 5 i64.
+    /// Code that kernels switch on: 0 f32, 1 i32, 2 u32, 3 f16, 4 bf16, 5 i64, 6 bool, 7 u8,
+    /// 8 i8.
     pub fn code(self) -> u32 {
         match self {
             DType::F32 => 0,
@@ -49,6 +70,9 @@ impl DType {
             DType::F16 => 3,
             DType::BF16 => 4,
             DType::I64 => 5,
+            DType::Bool => 6,
+            DType::U8 => 7,
+            DType::I8 => 8,
         }
     }
 
@@ -62,10 +86,13 @@ impl DType {
             DType::F16 => "float16",
             DType::BF16 => "bfloat16",
             DType::I64 => "int64",
+            DType::Bool => "bool",
+            DType::U8 => "uint8",
+            DType::I8 => "int8",
         }
     }
 
-    /// Lower-case name, as WGSL spells the scalar type.
+    /// Lower-case name, as WGSL spells the scalar type (`u8` and `i8` as Rust does).
     pub fn name(self) -> &'static str {
         match self {
             DType::F32 => "f32",
@@ -74,6 +101,9 @@ impl DType {
             DType::F16 => "f16",
             DType::BF16 => "bf16",
             DType::I64 => "i64",
+            DType::Bool => "bool",
+            DType::U8 => "u8",
+            DType::I8 => "i8",
         }
     }
 }
@@ -101,6 +131,12 @@ impl Element for u32 {
 }
 impl Element for i64 {
     const DTYPE: DType = DType::I64;
+}
+impl Element for u8 {
+    const DTYPE: DType = DType::U8;
+}
+impl Element for i8 {
+    const DTYPE: DType = DType::I8;
 }
 impl Element for half::f16 {
     const DTYPE: DType = DType::F16;

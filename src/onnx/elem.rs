@@ -106,6 +106,37 @@ impl ElemType {
         }
     }
 
+    /// The integer `v` as this integer type holds it: the low bits kept (two's complement)
+    /// for 8-, 16- and 32-bit types, bool `v != 0`; others (floats too) as it is.
+    pub fn wrap(self, v: i64) -> i64 {
+        match self {
+            ElemType::Bool => i64::from(v != 0),
+            ElemType::I8 => i64::from(v as i8),
+            ElemType::U8 => i64::from(v as u8),
+            ElemType::I16 => i64::from(v as i16),
+            ElemType::U16 => i64::from(v as u16),
+            ElemType::I32 => i64::from(v as i32),
+            ElemType::U32 => i64::from(v as u32),
+            _ => v,
+        }
+    }
+
+    /// The float `f` converted to this integer type as the device casts do: truncated
+    /// toward zero and saturated (NaN 0); bool `f != 0` (NaN true).
+    pub fn saturate(self, f: f32) -> i64 {
+        match self {
+            ElemType::Bool => i64::from(f != 0.0),
+            ElemType::I8 => i64::from(f as i8),
+            ElemType::U8 => i64::from(f as u8),
+            ElemType::I16 => i64::from(f as i16),
+            ElemType::U16 => i64::from(f as u16),
+            ElemType::I32 => i64::from(f as i32),
+            ElemType::U32 => i64::from(f as u32),
+            ElemType::U64 => f as u64 as i64,
+            _ => f as i64,
+        }
+    }
+
     /// The type a tensor of library dtype `dtype` holds.
     pub fn from_dtype(dtype: DType) -> ElemType {
         match dtype {
@@ -115,6 +146,9 @@ impl ElemType {
             DType::I32 => ElemType::I32,
             DType::U32 => ElemType::U32,
             DType::I64 => ElemType::I64,
+            DType::Bool => ElemType::Bool,
+            DType::U8 => ElemType::U8,
+            DType::I8 => ElemType::I8,
         }
     }
 
@@ -127,6 +161,9 @@ impl ElemType {
             ElemType::I32 => Some(DType::I32),
             ElemType::U32 => Some(DType::U32),
             ElemType::I64 => Some(DType::I64),
+            ElemType::Bool => Some(DType::Bool),
+            ElemType::U8 => Some(DType::U8),
+            ElemType::I8 => Some(DType::I8),
             _ => None,
         }
     }

@@ -88,6 +88,14 @@ impl HostTensor {
                 let n: Vec<u32> = v.iter().map(|&x| x as u32).collect();
                 Tensor::from_slice(device, &n, &self.shape)
             }
+            (HostData::I64(v), DType::U8 | DType::Bool) => {
+                let n: Vec<u8> = v.iter().map(|&x| x as u8).collect();
+                Ok(Tensor::from_slice(device, &n, &self.shape)?.retyped(dtype))
+            }
+            (HostData::I64(v), DType::I8) => {
+                let n: Vec<i8> = v.iter().map(|&x| x as i8).collect();
+                Tensor::from_slice(device, &n, &self.shape)
+            }
             (HostData::I64(v), _) => Tensor::from_slice(device, v, &self.shape),
         }
     }
@@ -126,6 +134,20 @@ impl HostTensor {
                 )
             }
             DType::I64 => (ElemType::I64, HostData::I64(read::<i64>(t).await?)),
+            DType::Bool | DType::U8 => {
+                let v = read::<u8>(&t.retyped(DType::U8)).await?;
+                (
+                    ElemType::from_dtype(t.dtype()),
+                    HostData::I64(v.iter().map(|&x| x.into()).collect()),
+                )
+            }
+            DType::I8 => {
+                let v = read::<i8>(t).await?;
+                (
+                    ElemType::I8,
+                    HostData::I64(v.iter().map(|&x| x.into()).collect()),
+                )
+            }
         };
         Ok(HostTensor { elem, shape, data })
     }
@@ -137,7 +159,7 @@ async fn read<T: Element>(t: &Tensor) -> Result<Vec<T>> {
 }
 
 /// The device dtype for `elem`: doubles are computed in f32; types without a device dtype
-/// (bool, 8- and 16-bit integers, u64, strings) are an error.
+/// (16-bit integers, u64, strings) are an error.
 pub fn device_dtype(elem: ElemType) -> Result<DType> {
     match elem {
         ElemType::F64 => Ok(DType::F32),

@@ -7,8 +7,8 @@ use crate::{Error, Queue, Result, Tensor};
 /// Join `tensors` along `axis`. They must share dtype, device and rank, and agree on every
 /// other axis.
 pub fn concat(queue: &Queue, tensors: &[&Tensor], axis: usize) -> Result<Tensor> {
-    // The copies move 32-bit words: 16-bit values travel widened to f32 (exactly).
-    let lift = Lift::of("concat", tensors)?;
+    // The copies move 32-bit words: 16- and 8-bit values travel widened (exactly).
+    let lift = Lift::words("concat", tensors)?;
     let wide = tensors
         .iter()
         .map(|t| lift.up(queue, t))

@@ -36,7 +36,7 @@ pub(crate) fn uniform_values(n: usize, low: f64, high: f64, seed: u64, dtype: DT
     (0..n as u64)
         .map(|i| {
             let v = low + (high - low) * unit(seed, i);
-            if dtype.is_integer() {
+            if !dtype.is_float() {
                 v.floor()
             } else {
                 v
@@ -75,6 +75,9 @@ fn whole(op: &str, value: f64, dtype: DType) -> Result<i64> {
     let (lo, hi) = match dtype {
         DType::I32 => (f64::from(i32::MIN), f64::from(i32::MAX)),
         DType::U32 => (0.0, f64::from(u32::MAX)),
+        DType::Bool => (0.0, 1.0),
+        DType::U8 => (0.0, f64::from(u8::MAX)),
+        DType::I8 => (f64::from(i8::MIN), f64::from(i8::MAX)),
         _ => (-(2f64.powi(63)), 2f64.powi(63)),
     };
     if value < lo || value > hi || (dtype == DType::I64 && value == hi) {
@@ -120,6 +123,14 @@ pub(crate) fn from_f64(
             Tensor::from_slice(device, &v, shape)
         }
         DType::I64 => Tensor::from_slice(device, &ints(values)?, shape),
+        DType::U8 | DType::Bool => {
+            let v: Vec<u8> = ints(values)?.into_iter().map(|v| v as u8).collect();
+            Ok(Tensor::from_slice(device, &v, shape)?.retyped(dtype))
+        }
+        DType::I8 => {
+            let v: Vec<i8> = ints(values)?.into_iter().map(|v| v as i8).collect();
+            Tensor::from_slice(device, &v, shape)
+        }
     }
 }
 

@@ -89,25 +89,47 @@ pub use support::support_matrix;
 pub use tunables::variant_names;
 pub(crate) use tunables::{tunable, PROBE, TUNABLES};
 
-/// How an op meets 16-bit floats: f16 / bf16 inputs are widened to f32 (exactly), the f32
+/// How an op meets narrow dtypes: f16 / bf16 inputs are widened to f32 (exactly), the f32
 /// kernel runs, and a float result is rounded back to the inputs' dtype. Every backend stores
 /// f16 and bf16 in 16 bits and computes in f32 this way. The float inputs of one op must share
-/// a dtype.
+/// a dtype. Data movement and integer arithmetic lift bool, u8 and i8 the same way
+/// ([`Lift::words`]: to u32, u32 and i32, the results' low bytes kept).
 pub(crate) struct Lift {
-    /// The 16-bit dtype to round results to, if the inputs had one.
+    /// The narrow dtype to bring results back to, if the inputs had one.
     narrow: Option<DType>,
 }
 
 impl Lift {
-    /// The lift for an op on `inputs` (non-float inputs are ignored).
+    /// The lift for a float op on `inputs` (non-float inputs are ignored).
     pub(crate) fn of(op: &'static str, inputs: &[&Tensor]) -> Result<Lift> {
+        Self::among(op, inputs, DType::is_float)
+    }
+
+    /// The lift for an op that moves words or computes on integers: floats as [`Lift::of`],
+    /// and bool, u8 or i8 inputs, which every input must then share.
+    pub(crate) fn words(op: &'static str, inputs: &[&Tensor]) -> Result<Lift> {
+        let lift = Self::among(op, inputs, |d| d.is_float() || d.size() == 1)?;
+        if let Some(d) = lift.narrow.filter(|d| d.size() == 1) {
+            if let Some(t) = inputs.iter().find(|t| t.dtype() != d) {
+                return Err(Error::DType {
+                    op,
+                    expected: format!("every input in one dtype ({d})"),
+                    got: t.dtype().to_string(),
+                });
+            }
+        }
+        Ok(lift)
+    }
+
+    /// The narrow dtype among the inputs that `counts` picks, which must share one dtype.
+    fn among(op: &'static str, inputs: &[&Tensor], counts: fn(DType) -> bool) -> Result<Lift> {
         let mut found: Option<DType> = None;
-        for t in inputs.iter().filter(|t| t.dtype().is_float()) {
+        for t in inputs.iter().filter(|t| counts(t.dtype())) {
             match found {
                 Some(d) if d != t.dtype() => {
                     return Err(Error::DType {
                         op,
-                        expected: format!("every float input in one dtype ({d})"),
+                        expected: format!("every {} input in one dtype ({d})", kind(d)),
                         got: t.dtype().to_string(),
                     });
                 }
@@ -115,21 +137,34 @@ impl Lift {
             }
         }
         Ok(Lift {
-            narrow: found.filter(|&d| d != DType::F32),
+            narrow: found.filter(|&d| d.wide() != d),
         })
     }
 
-    /// `t` widened to f32 if it is a 16-bit float, else `t` itself.
+    /// `t` widened if it is of the lift's narrow dtype, else `t` itself.
     pub(crate) fn up(&self, queue: &Queue, t: &Tensor) -> Result<Tensor> {
-        widen(queue, t)
+        match self.narrow {
+            Some(d) if t.dtype() == d => widen(queue, t),
+            _ => Ok(t.clone()),
+        }
     }
 
-    /// An f32 result rounded back to the inputs' 16-bit dtype (others as they are).
+    /// A result in the wide dtype brought back to the inputs' narrow dtype (others as they
+    /// are).
     pub(crate) fn down(&self, queue: &Queue, t: Tensor) -> Result<Tensor> {
         match self.narrow {
-            Some(d) if t.dtype() == DType::F32 => cast::cast(queue, &t, d),
+            Some(d) if t.dtype() == d.wide() => cast::cast(queue, &t, d),
             _ => Ok(t),
         }
+    }
+}
+
+/// "float" or "integer", for messages about `d`'s kind.
+fn kind(d: DType) -> &'static str {
+    if d.is_float() {
+        "float"
+    } else {
+        "integer"
     }
 }
 
@@ -139,10 +174,11 @@ pub(crate) fn native_f16(queue: &Queue, inputs: &[&Tensor]) -> bool {
     inputs.iter().all(|t| t.dtype() == DType::F16) && queue.device().shared.backend.native_f16()
 }
 
-/// `t` widened to f32 if it is a 16-bit float, else `t` itself.
+/// `t` in its [wide](DType::wide) dtype: f16 / bf16 widened to f32, bool and u8 to u32, i8
+/// to i32 (exactly); other dtypes as they are.
 pub(crate) fn widen(queue: &Queue, t: &Tensor) -> Result<Tensor> {
-    if matches!(t.dtype(), DType::F16 | DType::BF16) {
-        cast::cast(queue, t, DType::F32)
+    if t.dtype().wide() != t.dtype() {
+        cast::cast(queue, t, t.dtype().wide())
     } else {
         Ok(t.clone())
     }

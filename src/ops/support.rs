@@ -29,26 +29,62 @@ const NUMBERS: &[DType] = &[
     DType::U32,
     DType::I64,
 ];
+/// Numbers and the 1-byte integers.
+const INTEGERS: &[DType] = &[
+    DType::F32,
+    DType::F16,
+    DType::BF16,
+    DType::I32,
+    DType::U32,
+    DType::I64,
+    DType::U8,
+    DType::I8,
+];
+/// Every dtype.
+const ALL: &[DType] = &[
+    DType::F32,
+    DType::F16,
+    DType::BF16,
+    DType::I32,
+    DType::U32,
+    DType::I64,
+    DType::U8,
+    DType::I8,
+    DType::Bool,
+];
+
+/// The names of the binary ops, the logic ones (bool results) if `logic`.
+fn binary_names(logic: bool) -> Vec<&'static str> {
+    let ops = BinaryOp::ALL
+        .into_iter()
+        .filter(|op| op.is_logic() == logic);
+    ops.map(BinaryOp::name).collect()
+}
+
+/// The names of the unary ops, and the float tests.
+fn unary_names() -> Vec<&'static str> {
+    let mut names = UnaryOp::ALL.map(UnaryOp::name).to_vec();
+    names.extend(["is_nan", "is_inf"]);
+    names
+}
+
+/// The names of the comparisons and logical ops.
+fn compare_names() -> Vec<&'static str> {
+    let mut names = binary_names(true);
+    names.push("logical_not");
+    names
+}
 
 /// The families of the op tables.
 fn families() -> Vec<Family> {
     vec![
-        family(
-            "unary",
-            UnaryOp::ALL.map(UnaryOp::name).to_vec(),
-            FLOATS,
-            true,
-        ),
-        family(
-            "binary",
-            BinaryOp::ALL.map(BinaryOp::name).to_vec(),
-            NUMBERS,
-            true,
-        ),
+        family("unary", unary_names(), FLOATS, true),
+        family("binary", binary_names(false), INTEGERS, true),
+        family("compare", compare_names(), ALL, true),
         family(
             "reduce",
             ReduceOp::ALL.map(ReduceOp::name).to_vec(),
-            NUMBERS,
+            ALL,
             true,
         ),
         family("scan", vec!["argmin", "cumsum"], NUMBERS, true),
@@ -65,16 +101,16 @@ fn families() -> Vec<Family> {
         family(
             "constructors",
             vec!["full", "arange", "random_uniform"],
-            NUMBERS,
+            ALL,
             false,
         ),
         family(
             "data movement",
             vec!["contiguous", "concat", "flip", "gather", "where"],
-            NUMBERS,
+            ALL,
             false,
         ),
-        family("cast", vec!["cast"], NUMBERS, true),
+        family("cast", vec!["cast"], ALL, true),
     ]
 }
 
@@ -94,10 +130,19 @@ fn family(
 }
 
 /// The dtypes of `family` on `backend`, as the matrix writes them: i64 on webgpu only where
-/// the adapter has `shader-int64` (browsers have not).
+/// the adapter has `shader-int64` (browsers have not); every dtype as `all`, every one but
+/// bool as `all but bool`.
 fn cell(family: &Family, backend: BackendKind) -> String {
-    let name = |d: &DType| match (d, backend) {
-        (DType::I64, BackendKind::WebGpu) if family.int64_math => "i64¹".to_string(),
+    let int64 = backend == BackendKind::WebGpu && family.int64_math;
+    let mark = if int64 { "¹" } else { "" };
+    if family.dtypes == ALL {
+        return format!("all{mark}");
+    }
+    if family.dtypes == INTEGERS {
+        return format!("all but bool{mark}");
+    }
+    let name = |d: &DType| match d {
+        DType::I64 if int64 => "i64¹".to_string(),
         _ => d.to_string(),
     };
     family.dtypes.iter().map(name).collect::<Vec<_>>().join(" ")
@@ -123,8 +168,8 @@ pub fn support_matrix() -> String {
             cells.join(" | ")
         );
     }
-    text += "\nf16 and bf16 are stored in 16 bits and computed in f32; integer arithmetic wraps, \
-             and the mean of integers is f32. ¹ where the adapter has `shader-int64` (browsers \
-             have not).\n";
+    text += "\nall: f32 f16 bf16 i32 u32 i64 u8 i8 bool. f16 and bf16 are computed in f32, \
+             u8 i8 bool (a byte each) in u32 / i32; integer arithmetic wraps, integer means \
+             are f32; comparisons give bool. ¹ i64 where the adapter has `shader-int64` (browsers have not).\n";
     text
 }

@@ -43,6 +43,21 @@ impl Tensor {
         Self::from_buffer(&Buffer::from_slice(device, data)?, shape)
     }
 
+    /// A bool tensor of `shape` holding `data` (row-major), one byte per element.
+    pub fn from_bools(device: &Device, data: &[bool], shape: &[usize]) -> Result<Tensor> {
+        let bytes: Vec<u8> = data.iter().map(|&b| u8::from(b)).collect();
+        Ok(Self::from_slice(device, &bytes, shape)?.retyped(DType::Bool))
+    }
+
+    /// The same view of the same bytes as another dtype of the same size (bool as u8).
+    pub(crate) fn retyped(&self, dtype: DType) -> Tensor {
+        debug_assert_eq!(dtype.size(), self.dtype.size(), "retyped to another size");
+        Tensor {
+            dtype,
+            ..self.clone()
+        }
+    }
+
     /// A contiguous view of a whole buffer with `shape` (no copy).
     pub fn from_buffer<T: Element>(buffer: &Buffer<T>, shape: &[usize]) -> Result<Tensor> {
         let numel = checked_numel("tensor", shape)?;

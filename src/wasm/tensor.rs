@@ -58,9 +58,9 @@ async fn array_buffer(t: &Tensor) -> Result<JsValue, JsValue> {
         .map_err(js_error)
 }
 
-/// The dtype called `name` (`"f32"`, `"i32"`, `"u32"`, `"f16"`, `"bf16"`, `"i64"`), or by
-/// the name TF.js and onnxruntime-web use (`"float32"`, `"int32"`, `"uint32"`, `"float16"`,
-/// `"bfloat16"`, `"int64"`).
+/// The dtype called `name` (`"f32"`, `"i32"`, `"u32"`, `"f16"`, `"bf16"`, `"i64"`, `"bool"`,
+/// `"u8"`, `"i8"`), or by the name TF.js and onnxruntime-web use (`"float32"`, `"int32"`,
+/// `"uint32"`, `"float16"`, `"bfloat16"`, `"int64"`, `"uint8"`, `"int8"`).
 pub(super) fn dtype_named(name: &str) -> Result<DType, JsValue> {
     [
         DType::F32,
@@ -69,19 +69,23 @@ pub(super) fn dtype_named(name: &str) -> Result<DType, JsValue> {
         DType::F16,
         DType::BF16,
         DType::I64,
+        DType::Bool,
+        DType::U8,
+        DType::I8,
     ]
     .into_iter()
     .find(|d| d.name() == name || d.long_name() == name)
     .ok_or_else(|| {
         invalid(format!(
-            "unknown dtype `{name}`: expected f32, i32, u32, f16, bf16 or i64 (or float32, \
-             int32, uint32, float16, bfloat16, int64)"
+            "unknown dtype `{name}`: expected f32, i32, u32, f16, bf16, i64, bool, u8 or i8 (or \
+             float32, int32, uint32, float16, bfloat16, int64, uint8, int8)"
         ))
     })
 }
 
 /// A tensor of `shape` on `device` holding a copy of the typed array `data`; a `Uint16Array`
-/// holds the bits of `dtype` (f16 or bf16), a `Float16Array` f16.
+/// holds the bits of `dtype` (f16 or bf16), a `Float16Array` f16, a `Uint8Array` u8 (or bool
+/// where `dtype` says so: non-zero bytes are true), an `Int8Array` i8.
 pub(super) fn from_js(
     device: &crate::Device,
     data: &JsValue,
@@ -96,6 +100,17 @@ pub(super) fn from_js(
         Tensor::from_slice(device, &a.to_vec(), shape)
     } else if let Some(a) = data.dyn_ref::<js_sys::BigInt64Array>() {
         from_i64_array(device, a, shape)?
+    } else if let Some(a) = data.dyn_ref::<js_sys::Uint8Array>() {
+        let bytes = a.to_vec();
+        match dtype {
+            Some(DType::Bool) => {
+                let bools: Vec<bool> = bytes.iter().map(|&b| b != 0).collect();
+                Tensor::from_bools(device, &bools, shape)
+            }
+            _ => Tensor::from_slice(device, &bytes, shape),
+        }
+    } else if let Some(a) = data.dyn_ref::<js_sys::Int8Array>() {
+        Tensor::from_slice(device, &a.to_vec(), shape)
     } else if constructor_name(data).as_deref() == Some("Float16Array") {
         let halves: Vec<half::f16> = bits16(data)?
             .into_iter()
@@ -107,7 +122,8 @@ pub(super) fn from_js(
     } else {
         return Err(invalid(format!(
             "tensor data is {}: expected a Float32Array, Int32Array, Uint32Array, BigInt64Array \
-             (i64), Float16Array, or a Uint16Array of f16 or bf16 bits",
+             (i64), Uint8Array (u8, bool), Int8Array, Float16Array, or a Uint16Array of f16 or \
+             bf16 bits",
             describe(data)
         )));
     };
@@ -260,14 +276,16 @@ impl JsTensor {
         self.inner.shape().iter().map(|&n| n as u32).collect()
     }
 
-    /// Element type: `"f32"`, `"i32"`, `"u32"`, `"f16"`, `"bf16"` or `"i64"`.
+    /// Element type: `"f32"`, `"i32"`, `"u32"`, `"f16"`, `"bf16"`, `"i64"`, `"bool"`, `"u8"`
+    /// or `"i8"`.
     #[wasm_bindgen(getter, unchecked_return_type = "DType")]
     pub fn dtype(&self) -> String {
         self.inner.dtype().to_string()
     }
 
     /// The elements, row-major, as a `Float32Array` (f32, and f16 / bf16 widened on the
-    /// device), `Int32Array`, `Uint32Array` or `BigInt64Array` (i64): one copy from where they lie
+    /// device), `Int32Array`, `Uint32Array`, `BigInt64Array` (i64), `Uint8Array` (u8, and bool
+    /// as 0 / 1) or `Int8Array`: one copy from where they lie
     /// (a mapped GPU buffer, or the CPU backend's memory) into the array. Resolves when the device
     /// is done.
     #[wasm_bindgen(unchecked_return_type = "ElementArray")]
@@ -277,6 +295,8 @@ impl JsTensor {
             DType::I32 => js_sys::Int32Array::new(&array_buffer(t).await?).into(),
             DType::U32 => js_sys::Uint32Array::new(&array_buffer(t).await?).into(),
             DType::I64 => js_sys::BigInt64Array::new(&array_buffer(t).await?).into(),
+            DType::U8 | DType::Bool => js_sys::Uint8Array::new(&array_buffer(t).await?).into(),
+            DType::I8 => js_sys::Int8Array::new(&array_buffer(t).await?).into(),
             DType::F32 => js_sys::Float32Array::new(&array_buffer(t).await?).into(),
             DType::F16 | DType::BF16 => {
                 let wide = t.cast(DType::F32).map_err(js_error)?;
@@ -304,7 +324,8 @@ impl JsTensor {
     }
 
     /// The elements into `dst`, which must be the typed array `read()` would give (a
-    /// `Float32Array` for f32, f16 and bf16, `Int32Array`, `Uint32Array`, `BigInt64Array`) with
+    /// `Float32Array` for f32, f16 and bf16, `Int32Array`, `Uint32Array`, `BigInt64Array`,
+    /// `Uint8Array` for u8 and bool, `Int8Array`) with
     /// exactly as many elements; resolves to `dst`. One copy, as `read()`; reusing one array across
     /// reads also spares the first touch of a new array's pages, most of a large read's host time
     /// in Chromium.
@@ -325,6 +346,8 @@ impl JsTensor {
                 "BigInt64Array",
                 dst.is_instance_of::<js_sys::BigInt64Array>(),
             ),
+            DType::U8 | DType::Bool => ("Uint8Array", dst.is_instance_of::<js_sys::Uint8Array>()),
+            DType::I8 => ("Int8Array", dst.is_instance_of::<js_sys::Int8Array>()),
             _ => ("Float32Array", dst.is_instance_of::<js_sys::Float32Array>()),
         };
         let length = js_sys::Reflect::get(&dst, &"length".into())
@@ -690,9 +713,33 @@ impl JsTensor {
         )
     }
 
-    /// `this ? a : b` elementwise (this is the condition), broadcasting.
+    /// `this ? a : b` elementwise (this is the condition, bool or non-zero), broadcasting.
     pub fn select(&self, a: &JsTensor, b: &JsTensor) -> Result<JsTensor, JsValue> {
         wrap(self.inner.select(&a.inner, &b.inner))
+    }
+
+    /// `not this` (true where zero): a bool tensor.
+    #[wasm_bindgen(js_name = logicalNot)]
+    pub fn logical_not(&self) -> Result<JsTensor, JsValue> {
+        wrap(self.inner.logical_not())
+    }
+
+    /// Where a float tensor is NaN: a bool tensor.
+    #[wasm_bindgen(js_name = isNaN)]
+    pub fn is_nan(&self) -> Result<JsTensor, JsValue> {
+        wrap(self.inner.is_nan())
+    }
+
+    /// Where a float tensor is infinite (`+inf` unless `positive` is false, `-inf` unless
+    /// `negative` is false): a bool tensor.
+    #[wasm_bindgen(js_name = isInf)]
+    pub fn is_inf(
+        &self,
+        positive: Option<bool>,
+        negative: Option<bool>,
+    ) -> Result<JsTensor, JsValue> {
+        let (p, n) = (positive.unwrap_or(true), negative.unwrap_or(true));
+        wrap(self.inner.is_inf(p, n))
     }
 
     /// Matrix product (batched, broadcasting).

@@ -186,6 +186,7 @@ fn reference<I: Int>(op: BinaryOp, a: I, b: I) -> I {
         BinaryOp::Pow => (0..b).fold(I::wrap(1), |r, _| {
             wrap(i128::from(r.wide()) * i128::from(a))
         }),
+        logic => unreachable!("{} is conformance/bytes.rs's", logic.name()),
     }
 }
 
@@ -208,7 +209,9 @@ fn check_binary<I: Int>(d: &Device) {
         (&[2, 3, 4], &[4]),
         (&[3, 5, 11], &[3, 5, 11]),
     ];
-    for (k, op) in BinaryOp::ALL.into_iter().enumerate() {
+    // The logic ops (bool results) are conformance/bytes.rs's.
+    let ops = BinaryOp::ALL.into_iter().filter(|op| !op.is_logic());
+    for (k, op) in ops.enumerate() {
         for (c, &(sa, sb)) in cases.iter().enumerate() {
             let seed = (k * 10 + c) as u64;
             let (na, nb): (usize, usize) = (sa.iter().product(), sb.iter().product());

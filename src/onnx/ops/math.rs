@@ -3,6 +3,7 @@
 
 use super::{one, op, Ctx, OpDef};
 use crate::base::error::Result;
+use crate::onnx::elem::ElemType;
 use crate::onnx::value::{HostData, HostTensor, Val};
 use crate::onnx::Node;
 use crate::ops::elementwise::{binary, nary, unary};
@@ -55,8 +56,8 @@ fn un(c: &Ctx<'_>, op: UnaryOp) -> Result<Vec<Val>> {
                 HostData::F32(v.iter().map(|&x| op.eval(f64::from(x)) as f32).collect())
             }
             HostData::I64(v) => HostData::I64(match op {
-                UnaryOp::Neg => v.iter().map(|x| x.wrapping_neg()).collect(),
-                UnaryOp::Abs => v.iter().map(|x| x.wrapping_abs()).collect(),
+                UnaryOp::Neg => v.iter().map(|x| h.elem.wrap(x.wrapping_neg())).collect(),
+                UnaryOp::Abs => v.iter().map(|x| h.elem.wrap(x.wrapping_abs())).collect(),
                 _ => return one(unary(c.queue, op, &c.tensor(0)?)?),
             }),
         };
@@ -67,7 +68,7 @@ fn un(c: &Ctx<'_>, op: UnaryOp) -> Result<Vec<Val>> {
 
 /// `op` of inputs 0 and 1, broadcasting: on the host where both are there (shape
 /// arithmetic); `Pow` takes its exponent in the base's dtype.
-fn bin(c: &Ctx<'_>, op: BinaryOp) -> Result<Vec<Val>> {
+pub(super) fn bin(c: &Ctx<'_>, op: BinaryOp) -> Result<Vec<Val>> {
     if let (Val::Host(a), Val::Host(b)) = (c.input(0)?, c.input(1)?) {
         return Ok(vec![Val::Host(host_binary(op, a, b)?)]);
     }
@@ -78,20 +79,34 @@ fn bin(c: &Ctx<'_>, op: BinaryOp) -> Result<Vec<Val>> {
     one(binary(c.queue, op, &a, &b)?)
 }
 
-/// `op(a, b)` on the host with numpy's broadcasting, in `a`'s element type.
-fn host_binary(op: BinaryOp, a: &HostTensor, b: &HostTensor) -> Result<HostTensor> {
+/// `op(a, b)` on the host with numpy's broadcasting, in `a`'s element type (integers
+/// wrapping into it), or bool for the comparisons and logical ops.
+pub(super) fn host_binary(op: BinaryOp, a: &HostTensor, b: &HostTensor) -> Result<HostTensor> {
     let shape = crate::base::layout::broadcast_shapes(op.name(), &a.shape, &b.shape)?;
     let (ia, ib) = (
         broadcast_index(&a.shape, &shape),
         broadcast_index(&b.shape, &shape),
     );
+    let elem = if op.is_logic() {
+        ElemType::Bool
+    } else {
+        a.elem
+    };
     let data = match (&a.data, &b.data) {
         (HostData::I64(x), HostData::I64(y)) => HostData::I64(
             ia.iter()
                 .zip(&ib)
-                .map(|(&i, &j)| op.eval_int(x[i], y[j]))
+                .map(|(&i, &j)| elem.wrap(op.eval_int(x[i], y[j])))
                 .collect(),
         ),
+        _ if op.is_logic() => {
+            let (x, y) = (a.to_f64(), b.to_f64());
+            let v = ia
+                .iter()
+                .zip(&ib)
+                .map(|(&i, &j)| op.eval(x[i], y[j]) as i64);
+            HostData::I64(v.collect())
+        }
         _ => {
             let (x, y) = (a.to_f64(), b.to_f64());
             let v = ia
@@ -102,15 +117,11 @@ fn host_binary(op: BinaryOp, a: &HostTensor, b: &HostTensor) -> Result<HostTenso
             HostData::F32(v)
         }
     };
-    Ok(HostTensor {
-        elem: a.elem,
-        shape,
-        data,
-    })
+    Ok(HostTensor { elem, shape, data })
 }
 
 /// For each element of `out` (row-major), the element of a tensor of `shape` broadcast to it.
-fn broadcast_index(shape: &[usize], out: &[usize]) -> Vec<usize> {
+pub(super) fn broadcast_index(shape: &[usize], out: &[usize]) -> Vec<usize> {
     let pad = out.len() - shape.len();
     let mut strides = vec![0; out.len()];
     let mut step = 1;

@@ -1,10 +1,11 @@
 //! The ONNX operators a session runs, each mapped onto the op API (never a backend): one
-//! table row per operator, in files by family (`math`, `shape`, `slice`, `pad`, `nn`,
-//! `norms`, `conv`, `resize`, `control`, `recurrent`, `indexing`).
+//! table row per operator, in files by family (`math`, `logic`, `shape`, `slice`, `pad`,
+//! `nn`, `norms`, `conv`, `resize`, `control`, `recurrent`, `indexing`).
 
 mod control;
 mod conv;
 mod indexing;
+mod logic;
 mod math;
 mod nn;
 mod norms;
@@ -103,6 +104,7 @@ impl OpDef {
 fn all() -> impl Iterator<Item = &'static OpDef> {
     math::OPS
         .iter()
+        .chain(logic::OPS)
         .chain(shape::OPS)
         .chain(nn::OPS)
         .chain(conv::OPS)

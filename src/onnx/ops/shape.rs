@@ -309,18 +309,17 @@ fn cast(c: &Ctx<'_>) -> Result<Vec<Val>> {
     }
 }
 
-/// `h` as element type `to`: floats truncate toward zero into integers, bools are 0 or 1.
+/// `h` as element type `to`, as the device casts convert: floats truncate toward zero and
+/// saturate into integers, integers wrap into narrower ones, bools are 0 or 1.
 fn host_cast(h: &HostTensor, to: ElemType) -> HostTensor {
     let float = matches!(
         to,
         ElemType::F32 | ElemType::F64 | ElemType::F16 | ElemType::BF16
     );
-    let data = if float {
-        HostData::F32(h.to_f64().iter().map(|&x| x as f32).collect())
-    } else if to == ElemType::Bool {
-        HostData::I64(h.to_f64().iter().map(|&x| i64::from(x != 0.0)).collect())
-    } else {
-        HostData::I64(h.to_i64())
+    let data = match &h.data {
+        _ if float => HostData::F32(h.to_f64().iter().map(|&x| x as f32).collect()),
+        HostData::F32(v) => HostData::I64(v.iter().map(|&x| to.saturate(x)).collect()),
+        HostData::I64(v) => HostData::I64(v.iter().map(|&x| to.wrap(x)).collect()),
     };
     HostTensor {
         elem: to,

@@ -1,5 +1,6 @@
 // Casts to and from i64 (dtype code 5), which need `shader-int64`: prepended by cast.wgsl,
 // whose bindings, overrides (FROM, TO: one of them 5) and helpers for the other dtype it uses.
+// 8-bit outputs are written four to a word, as cast_main writes them.
 // i64 elements lie in the u32 words as pairs, low word first. Rust's `as`: i64 -> i32 / u32
 // keeps the low word; i32 sign-extends and u32 zero-extends; i64 -> floats rounds to the
 // nearest f32 first; floats -> i64 truncate and saturate, NaN -> 0.
@@ -26,8 +27,8 @@ fn f32_to_i64(v: f32) -> i64 {
 fn to_i64(e: u32) -> i64 {
     let bits = load(e);
     switch FROM {
-        case 1u: { return i64(bitcast<i32>(bits)); }
-        case 2u: { return u32_to_i64(bits); }
+        case 1u, 8u: { return i64(bitcast<i32>(int_of(bits))); }
+        case 2u, 6u, 7u: { return u32_to_i64(int_of(bits)); }
         default: { return f32_to_i64(to_f32(bits)); }
     }
 }
@@ -40,6 +41,26 @@ fn cast64_main(
 ) {
     let i = index(wid, nwg, lid);
     let n = params[S_n];
+    if (FROM == 5u && TO >= 6u) {
+        // An 8-bit output a word (four elements) per invocation, as cast_main writes it: the
+        // low byte of the low word, or for bool whether either word is non-zero.
+        if (4u * i >= n) {
+            return;
+        }
+        var word = 0u;
+        for (var j = 0u; j < 4u; j++) {
+            if (4u * i + j < n) {
+                let e = strided_offset(4u * i + j, params[S_rank], S_shape, S_a);
+                var b = src[2u * e] & 0xffu;
+                if (TO == 6u) {
+                    b = select(0u, 1u, (src[2u * e] | src[2u * e + 1u]) != 0u);
+                }
+                word |= b << (8u * j);
+            }
+        }
+        dst[params[S_out] / 4u + i] = word;
+        return;
+    }
     if (FROM == 5u && TO >= 3u) {
         // A 16-bit output a word (two elements) per invocation, as cast_main writes it.
         if (2u * i >= n) {

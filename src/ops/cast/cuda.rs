@@ -26,7 +26,7 @@ cuda_params! {
     }
 }
 
-/// `out = x as to` (`cast_main`); 16-bit views may start inside a word.
+/// `out = x as to` (`cast_main`); 16- and 8-bit views may start inside a word.
 pub(super) fn cast(
     op: &Cast<'_>,
     q: &CudaBatch,
@@ -35,9 +35,9 @@ pub(super) fn cast(
 ) -> Result<()> {
     let (x, from, to, out) = (op.x, op.from, op.to, op.out);
     let n = out.layout.numel();
-    if to.size() == 2 && out.layout.offset % 2 != 0 {
+    if out.layout.offset % (4 / to.size()).max(1) != 0 {
         return Err(Error::Internal(
-            "a 16-bit cast output starts inside a word".into(),
+            "a narrow cast output starts inside a word".into(),
         ));
     }
     let defines = vec![
@@ -77,8 +77,8 @@ pub(super) fn cast(
 pub(super) fn specialisations() -> Vec<Specialisation> {
     let mut all = Vec::new();
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
-        for from in 0..6 {
-            for to in 0..6 {
+        for from in 0..9 {
+            for to in 0..9 {
                 all.push(specialise(
                     &SOURCE,
                     "cast_main",

@@ -7,13 +7,28 @@ use super::cost::OpCost;
 use super::{backends, launch, OpRequest, Operand};
 use crate::{DType, Queue, Result, Tensor};
 
-/// Convert `bits` (one element of dtype `from`, 16-bit types in the low half) to dtype `to`,
-/// as Rust's `as` does: floats to integers truncate toward zero and saturate, NaN becomes 0;
-/// i32 <-> u32 keep the bits (two's complement). Everything else goes through f32: integers
+/// Convert `bits` (one element of dtype `from`, 16- and 8-bit types in the low bits) to dtype
+/// `to`, as Rust's `as` does: floats to integers truncate toward zero and saturate (f32 300.7
+/// gives u8 255 and i8 127, -1.5 gives u8 0), NaN becomes 0; between integer types the low
+/// bits are kept (i32 -> u32 keeps the bits, i32 300 -> u8 44, u8 200 -> i8 -56). Anything to
+/// bool is `x != 0` (NaN is true); bool is 0 or 1. Everything else goes through f32: integers
 /// round to the nearest f32, f32 rounds to nearest-even f16 / bf16 (overflow gives inf), and
 /// f16 / bf16 widen exactly. For i64 see [`cast_bits64`].
 pub fn cast_bits(bits: u32, from: DType, to: DType) -> u32 {
     cast_bits64(u64::from(bits), from, to) as u32
+}
+
+/// The value of integer (or bool) element `bits` of dtype `from`, or none for a float.
+fn int_value(bits: u64, from: DType) -> Option<i64> {
+    match from {
+        DType::I32 => Some(i64::from(bits as u32 as i32)),
+        DType::U32 => Some(i64::from(bits as u32)),
+        DType::I64 => Some(bits as i64),
+        DType::U8 => Some(i64::from(bits as u8)),
+        DType::I8 => Some(i64::from(bits as u8 as i8)),
+        DType::Bool => Some(i64::from(bits as u8 != 0)),
+        DType::F32 | DType::F16 | DType::BF16 => None,
+    }
 }
 
 /// [`cast_bits`] for elements of up to 64 bits (i64 whole, others in the low bits): between
@@ -25,22 +40,18 @@ pub fn cast_bits64(bits: u64, from: DType, to: DType) -> u64 {
     if from == to {
         return bits;
     }
-    let int = match from {
-        DType::I32 => Some(i64::from(bits as u32 as i32)),
-        DType::U32 => Some(i64::from(bits as u32)),
-        DType::I64 => Some(bits as i64),
-        _ => None,
-    };
-    let f = match (from, int) {
+    let f = match (from, int_value(bits, from)) {
         (DType::F32, _) => f32::from_bits(bits as u32),
         (DType::F16, _) => f16::from_bits(bits as u16).to_f32(),
         (DType::BF16, _) => bf16::from_bits(bits as u16).to_f32(),
-        (_, Some(i)) if to.is_integer() => {
-            return if to == DType::I64 {
-                i as u64
+        (_, Some(i)) if to == DType::Bool => return u64::from(i != 0),
+        (_, Some(i)) if !to.is_float() => {
+            let mask = if to == DType::I64 {
+                u64::MAX
             } else {
-                u64::from(i as u32)
-            }
+                (1 << (8 * to.size())) - 1
+            };
+            return i as u64 & mask;
         }
         (_, i) => i.unwrap_or(0) as f32,
     };
@@ -51,6 +62,9 @@ pub fn cast_bits64(bits: u64, from: DType, to: DType) -> u64 {
         DType::I64 => (f as i64) as u64,
         DType::F16 => f16::from_f32(f).to_bits().into(),
         DType::BF16 => bf16::from_f32(f).to_bits().into(),
+        DType::Bool => u64::from(f != 0.0),
+        DType::U8 => u64::from(f as u8),
+        DType::I8 => u64::from(f as i8 as u8),
     }
 }
 

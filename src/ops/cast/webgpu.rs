@@ -30,9 +30,9 @@ pub(super) fn cast(op: &Cast<'_>, q: &GpuBatch, dev: &GpuDevice, _: &OpContext<'
     check_int64(dev, "cast", &[op.from, op.to])?;
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
-    if op.to.size() == 2 && out.layout.offset % 2 != 0 {
+    if out.layout.offset % (4 / op.to.size()).max(1) != 0 {
         return Err(Error::Internal(
-            "a 16-bit cast output starts inside a word".into(),
+            "a narrow cast output starts inside a word".into(),
         ));
     }
     let constants = vec![("FROM", op.from.code()), ("TO", op.to.code())];
@@ -42,7 +42,7 @@ pub(super) fn cast(op: &Cast<'_>, q: &GpuBatch, dev: &GpuDevice, _: &OpContext<'
         true => dev.pipeline(specialise(&CAST64, "cast64_main", constants)),
         false => dev.pipeline(specialise(&SOURCE, "cast_main", constants)),
     };
-    // A 16-bit output is written a word (two elements) per invocation.
+    // A 16- or 8-bit output is written a word (two or four elements) per invocation.
     let grid = grid_1d(
         dev,
         out.layout
@@ -65,8 +65,9 @@ pub(super) fn cast(op: &Cast<'_>, q: &GpuBatch, dev: &GpuDevice, _: &OpContext<'
 #[cfg(test)]
 pub(super) fn specialisations() -> Vec<Specialisation> {
     let mut all = Vec::new();
-    for from in 0..5 {
-        for to in 0..5 {
+    let codes = [0, 1, 2, 3, 4, 6, 7, 8];
+    for from in codes {
+        for to in codes {
             all.push(specialise(
                 &SOURCE,
                 "cast_main",
@@ -100,7 +101,16 @@ mod on_the_cpu_executor {
         let d = Device::open(BackendChoice::Backend(BackendKind::Cpu)).unwrap();
         let values: Vec<f32> = (0..35).map(|i| (i as f32 - 17.0) * 3.7).collect();
         let base = Tensor::from_slice(&d, &values, &[7, 5]).unwrap();
-        let all = [DType::F32, DType::I32, DType::U32, DType::F16, DType::BF16];
+        let all = [
+            DType::F32,
+            DType::I32,
+            DType::U32,
+            DType::F16,
+            DType::BF16,
+            DType::Bool,
+            DType::U8,
+            DType::I8,
+        ];
         for from in all {
             let x = base.cast(from).unwrap();
             for to in all {
@@ -111,7 +121,8 @@ mod on_the_cpu_executor {
                     &[("FROM", from.code()), ("TO", to.code())],
                 );
                 let want = stored_words(&x.cast(to).unwrap());
-                let groups = (35usize.div_ceil(4 / to.size()) as u32).div_ceil(256);
+                let per = 4 / to.size();
+                let groups = (35usize.div_ceil(per) as u32).div_ceil(256);
                 let got = run_words(
                     &d,
                     &source,
@@ -121,10 +132,10 @@ mod on_the_cpu_executor {
                     want.len(),
                     groups,
                 );
-                // A lone 16-bit element's word: only its own half counts.
+                // The last word of a narrow output: only its elements' bits count.
                 let mask = |i: usize| {
-                    if to.size() == 2 && 35 % 2 == 1 && i + 1 == want.len() {
-                        0xffff
+                    if 35 % per != 0 && i + 1 == want.len() {
+                        u32::MAX >> (32 - 35 % per * 8 * to.size())
                     } else {
                         u32::MAX
                     }

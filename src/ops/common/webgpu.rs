@@ -445,7 +445,7 @@ pub(crate) fn split_temp(
 }
 
 /// A contiguous tensor's elements as the words they are stored in (16-bit ones two a word,
-/// i64 ones as two words, low first).
+/// 8-bit ones four, i64 ones as two words, low first).
 #[cfg(all(test, not(target_arch = "wasm32")))]
 pub(crate) fn stored_words(t: &crate::Tensor) -> Vec<u32> {
     use crate::DType;
@@ -487,6 +487,11 @@ pub(crate) fn stored_words(t: &crate::Tensor) -> Vec<u32> {
             .iter()
             .flat_map(|&v| [v as u32, (v >> 32) as u32])
             .collect(),
+        DType::Bool | DType::U8 | DType::I8 => {
+            let bytes = t.retyped(DType::U8).to_vec_blocking::<u8>().unwrap();
+            let word = |c: &[u8]| c.iter().rev().fold(0u32, |w, &b| w << 8 | u32::from(b));
+            bytes.chunks(4).map(word).collect()
+        }
     }
 }
 

@@ -331,6 +331,11 @@ pub fn pool2d(queue: &Queue, kind: PoolKind, x: &Tensor, p: Pool2dParams) -> Res
 /// `ceil_mode` (then a window that would start past the input and its top padding is
 /// dropped).
 pub fn pool2d_with(queue: &Queue, kind: PoolKind, x: &Tensor, p: PoolOptions) -> Result<Tensor> {
+    if x.dtype().size() == 1 && kind == PoolKind::Max {
+        // u8, i8 and bool values are exact in f32, as is their maximum.
+        let wide = pool2d_f32(queue, kind, &super::cast::cast(queue, x, DType::F32)?, p)?;
+        return super::cast::cast(queue, &wide, x.dtype());
+    }
     let lift = Lift::of("pool2d", &[x])?;
     lift.down(queue, pool2d_f32(queue, kind, &lift.up(queue, x)?, p)?)
 }

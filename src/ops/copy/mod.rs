@@ -10,7 +10,7 @@ use super::{backends, launch, OpRequest, Operand};
 use crate::Buffer;
 use crate::Element;
 use crate::Error;
-use crate::{Queue, Result, Tensor};
+use crate::{DType, Queue, Result, Tensor};
 
 /// `out = x` for 4-byte elements of any dtype, `out` contiguous or a non-overlapping view.
 pub(crate) struct ViewCopy<'a> {
@@ -32,12 +32,12 @@ impl OpRequest for ViewCopy<'_> {
 
 /// Record `out = x` (same shape and dtype; `out` fresh, or a view no other operand overlaps):
 /// 4-byte elements by the copy kernels, 8-byte ones as pairs of words by the same kernels,
-/// 16-bit ones (two to a word) by the cast kernels.
+/// 16- and 8-bit ones (two and four to a word) by the cast kernels, `out` starting at a word.
 pub(crate) fn copy_into(queue: &Queue, x: &Tensor, out: &Tensor) -> Result<()> {
     if out.numel() == 0 {
         return Ok(());
     }
-    if x.dtype().size() == 2 {
+    if x.dtype().size() < 4 {
         return launch(
             queue,
             &Cast {
@@ -150,5 +150,25 @@ impl Tensor {
     #[cfg(not(target_arch = "wasm32"))]
     pub fn to_vec_blocking<T: Element>(&self) -> Result<Vec<T>> {
         pollster::block_on(self.to_vec())
+    }
+
+    /// Read a bool tensor's elements (row-major) back to the host, after the default
+    /// queue's work (the twin of [`Tensor::from_bools`]).
+    pub async fn to_bools(&self) -> Result<Vec<bool>> {
+        if self.dtype() != DType::Bool {
+            return Err(Error::DType {
+                op: "to_bools",
+                expected: "bool".into(),
+                got: self.dtype().to_string(),
+            });
+        }
+        let bytes = self.retyped(DType::U8).to_vec::<u8>().await?;
+        Ok(bytes.into_iter().map(|b| b != 0).collect())
+    }
+
+    /// Blocking twin of [`to_bools`](Tensor::to_bools) (not available in browsers).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn to_bools_blocking(&self) -> Result<Vec<bool>> {
+        pollster::block_on(self.to_bools())
     }
 }

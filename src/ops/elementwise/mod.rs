@@ -5,6 +5,7 @@
 use num_traits::Float;
 
 backend_modules!();
+mod logic;
 mod scalar;
 
 use super::cost::OpCost;
@@ -61,6 +62,24 @@ fn nan_or<F: Float>(a: F, b: F, m: F) -> F {
     }
 }
 
+/// 1 if `b`, else 0: the value of a comparison or logical op.
+fn truth<F: Float>(b: bool) -> F {
+    if b {
+        F::one()
+    } else {
+        F::zero()
+    }
+}
+
+/// [`truth`] for integers.
+fn int_truth<I: Integer>(b: bool) -> I {
+    if b {
+        I::one()
+    } else {
+        I::zero()
+    }
+}
+
 fn sigmoid<F: Float>(x: F) -> F {
     F::one() / (F::one() + (-x).exp())
 }
@@ -102,6 +121,11 @@ impl BinaryOp {
     /// Code that kernels switch on.
     pub fn code(self) -> u32 {
         self as u32
+    }
+
+    /// Whether the op is a comparison or a logical op, whose result is bool.
+    pub fn is_logic(self) -> bool {
+        self.code() >= BinaryOp::Equal.code()
     }
 }
 
@@ -175,7 +199,9 @@ fn unary_in(queue: &Queue, op: UnaryOp, x: &Tensor, dtype: DType) -> Result<Tens
     Ok(out)
 }
 
-/// `op(a, b)` elementwise with numpy broadcasting, recorded on `queue`.
+/// `op(a, b)` elementwise with numpy broadcasting, recorded on `queue`. Bool, u8 and i8
+/// operands compute widened (u8 and i8 arithmetic wraps, as numpy's); the comparisons and
+/// logical ops ([`BinaryOp::is_logic`]) give bool for operands of any dtype.
 pub fn binary(queue: &Queue, op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     binary_fused(queue, op, None, a, b)
 }
@@ -226,24 +252,36 @@ fn binary_fused(
     a: &Tensor,
     b: &Tensor,
 ) -> Result<Tensor> {
-    if let Some(dtype) = integer_operands(op, act, a, b)? {
-        return binary_in(queue, op, None, a, b, dtype);
+    if let (true, Some(f)) = (op.is_logic(), act) {
+        return Err(Error::Invalid(format!(
+            "{} fused after {}: expected no activation after a comparison or logical op \
+            (its result is bool)",
+            f.name(),
+            op.name()
+        )));
     }
-    if native_f16(queue, &[a, b]) {
-        return binary_in(queue, op, act, a, b, DType::F16);
+    let values = if native_f16(queue, &[a, b]) {
+        binary_in(queue, op, act, a, b, DType::F16)?
+    } else {
+        // 16-bit floats compute in f32, bool / u8 / i8 in u32 / i32 (wrapping arithmetic
+        // keeps its low byte).
+        let lift = Lift::words(op.name(), &[a, b])?;
+        let (a, b) = (lift.up(queue, a)?, lift.up(queue, b)?);
+        let wide = match integer_operands(op, act, &a, &b)? {
+            Some(dtype) => binary_in(queue, op, None, &a, &b, dtype)?,
+            None => binary_in(queue, op, act, &a, &b, DType::F32)?,
+        };
+        if op.is_logic() {
+            wide
+        } else {
+            lift.down(queue, wide)?
+        }
+    };
+    if op.is_logic() {
+        super::cast::cast(queue, &values, DType::Bool)
+    } else {
+        Ok(values)
     }
-    let lift = Lift::of(op.name(), &[a, b])?;
-    lift.down(
-        queue,
-        binary_in(
-            queue,
-            op,
-            act,
-            &lift.up(queue, a)?,
-            &lift.up(queue, b)?,
-            DType::F32,
-        )?,
-    )
 }
 
 /// The integer dtype (i32, u32 or i64) of integer arithmetic, when an operand is an integer:

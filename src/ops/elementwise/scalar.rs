@@ -59,7 +59,7 @@ impl Tensor {
 /// `-x`: the negation kernel for floats, `0 - x` for integers (wrapping, as integer
 /// arithmetic does).
 fn negate(x: &Tensor) -> Result<Tensor> {
-    if x.dtype().is_integer() {
+    if !x.dtype().is_float() {
         x.scalar_binary(0.0, BinaryOp::Sub)
     } else {
         x.unary(UnaryOp::Neg)

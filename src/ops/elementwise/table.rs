@@ -140,7 +140,8 @@ pub(crate) use unary_ops;
 
 /// The binary ops. Float operands compute in f32 (`reference`, `wgsl`, `cuda`); integer ones
 /// (i32, u32, i64) on `VAL` with WGSL's rules, which `integer` states for every backend (see
-/// [`super::BinaryOp::eval_int`]).
+/// [`super::BinaryOp::eval_int`]). The comparisons and logical ops (codes from 7) compute 1 or
+/// 0 in the operands' dtype, which `binary` returns as bool.
 macro_rules! binary_ops {
     ($($then:ident)::+ $(; $($extra:tt)*)?) => {
         $crate::ops::elementwise::table::binary_ops! { @rows [$($then)::+] [$($($extra)*)?]
@@ -185,6 +186,68 @@ macro_rules! binary_ops {
                 name: "pow", reference: |a, b| a.powf(b), integer: |a, b| int_pow(a, b),
                 wgsl: "pow_(a, b)", wgsl_int: "int_pow(a, b)", cuda: "powf(a, b)",
                 cuda_int: "int_pow(a, b)"
+            }
+            /// `a == b`: 1 or 0 (a bool result; false where either is NaN)
+            Equal = 7 {
+                name: "equal", reference: |a, b| truth(a == b),
+                integer: |a, b| int_truth(a == b),
+                wgsl: "select(0.0, 1.0, a == b)", wgsl_int: "select(VAL(0), VAL(1), a == b)",
+                cuda: "(a == b) ? 1.0f : 0.0f", cuda_int: "(a == b) ? (VAL)1 : (VAL)0"
+            }
+            /// `a < b`: 1 or 0 (a bool result; false where either is NaN)
+            Less = 8 {
+                name: "less", reference: |a, b| truth(a < b),
+                integer: |a, b| int_truth(a < b),
+                wgsl: "select(0.0, 1.0, a < b)", wgsl_int: "select(VAL(0), VAL(1), a < b)",
+                cuda: "(a < b) ? 1.0f : 0.0f", cuda_int: "(a < b) ? (VAL)1 : (VAL)0"
+            }
+            /// `a <= b`: 1 or 0 (a bool result; false where either is NaN)
+            LessEqual = 9 {
+                name: "lessEqual", reference: |a, b| truth(a <= b),
+                integer: |a, b| int_truth(a <= b),
+                wgsl: "select(0.0, 1.0, a <= b)", wgsl_int: "select(VAL(0), VAL(1), a <= b)",
+                cuda: "(a <= b) ? 1.0f : 0.0f", cuda_int: "(a <= b) ? (VAL)1 : (VAL)0"
+            }
+            /// `a > b`: 1 or 0 (a bool result; false where either is NaN)
+            Greater = 10 {
+                name: "greater", reference: |a, b| truth(a > b),
+                integer: |a, b| int_truth(a > b),
+                wgsl: "select(0.0, 1.0, a > b)", wgsl_int: "select(VAL(0), VAL(1), a > b)",
+                cuda: "(a > b) ? 1.0f : 0.0f", cuda_int: "(a > b) ? (VAL)1 : (VAL)0"
+            }
+            /// `a >= b`: 1 or 0 (a bool result; false where either is NaN)
+            GreaterEqual = 11 {
+                name: "greaterEqual", reference: |a, b| truth(a >= b),
+                integer: |a, b| int_truth(a >= b),
+                wgsl: "select(0.0, 1.0, a >= b)", wgsl_int: "select(VAL(0), VAL(1), a >= b)",
+                cuda: "(a >= b) ? 1.0f : 0.0f", cuda_int: "(a >= b) ? (VAL)1 : (VAL)0"
+            }
+            /// `a and b`, each true where non-zero (NaN too): 1 or 0 (a bool result)
+            And = 12 {
+                name: "logicalAnd", reference: |a, b| truth(a != F::zero() && b != F::zero()),
+                integer: |a, b| int_truth(a != I::zero() && b != I::zero()),
+                wgsl: "select(0.0, 1.0, !(a == 0.0) && !(b == 0.0))",
+                wgsl_int: "select(VAL(0), VAL(1), a != VAL(0) && b != VAL(0))",
+                cuda: "(a != 0.0f && b != 0.0f) ? 1.0f : 0.0f",
+                cuda_int: "(a != (VAL)0 && b != (VAL)0) ? (VAL)1 : (VAL)0"
+            }
+            /// `a or b`, each true where non-zero (NaN too): 1 or 0 (a bool result)
+            Or = 13 {
+                name: "logicalOr", reference: |a, b| truth(a != F::zero() || b != F::zero()),
+                integer: |a, b| int_truth(a != I::zero() || b != I::zero()),
+                wgsl: "select(0.0, 1.0, !(a == 0.0) || !(b == 0.0))",
+                wgsl_int: "select(VAL(0), VAL(1), a != VAL(0) || b != VAL(0))",
+                cuda: "(a != 0.0f || b != 0.0f) ? 1.0f : 0.0f",
+                cuda_int: "(a != (VAL)0 || b != (VAL)0) ? (VAL)1 : (VAL)0"
+            }
+            /// `a xor b`, each true where non-zero (NaN too): 1 or 0 (a bool result)
+            Xor = 14 {
+                name: "logicalXor", reference: |a, b| truth((a != F::zero()) != (b != F::zero())),
+                integer: |a, b| int_truth((a != I::zero()) != (b != I::zero())),
+                wgsl: "select(0.0, 1.0, (a == 0.0) != (b == 0.0))",
+                wgsl_int: "select(VAL(0), VAL(1), (a == VAL(0)) != (b == VAL(0)))",
+                cuda: "((a != 0.0f) != (b != 0.0f)) ? 1.0f : 0.0f",
+                cuda_int: "((a != (VAL)0) != (b != (VAL)0)) ? (VAL)1 : (VAL)0"
             }
         }
     };

@@ -253,7 +253,9 @@ mod on_the_cpu_executor {
                         &[(&va, &xa[..]), (&vb, &xb[..])],
                         &out,
                     );
-                    let want = a.binary(op, &b).unwrap().to_vec_blocking::<f32>().unwrap();
+                    // The logic ops' kernels give 1 or 0, which `binary` makes bool.
+                    let wide = a.binary(op, &b).unwrap().cast(crate::DType::F32).unwrap();
+                    let want = wide.to_vec_blocking::<f32>().unwrap();
                     assert_near(
                         &got,
                         &want,
@@ -313,6 +315,8 @@ mod on_the_cpu_executor {
             assert_eq!(
                 got,
                 ta.binary(op, &tb)
+                    .unwrap()
+                    .cast(crate::DType::I32)
                     .unwrap()
                     .to_vec_blocking::<i32>()
                     .unwrap(),

@@ -73,8 +73,8 @@ pub fn gather_with(
     indices: &Tensor,
     mode: IndexMode,
 ) -> Result<Tensor> {
-    // The kernels move 32-bit words: 16-bit values travel widened to f32 (exactly).
-    let lift = Lift::of("gather", &[x])?;
+    // The kernels move 32-bit words: 16- and 8-bit values travel widened (exactly).
+    let lift = Lift::words("gather", &[x])?;
     lift.down(
         queue,
         gather_words(queue, &lift.up(queue, x)?, axis, indices, mode)?,

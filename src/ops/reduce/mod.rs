@@ -79,12 +79,13 @@ impl ReduceOp {
         self as u32
     }
 
-    /// Dtype of the result on `input`: argmax's u32 indices; the mean of integers in f32;
-    /// else the input's.
+    /// Dtype of the result on `input`: argmax's u32 indices; the mean of integers (and
+    /// bools) in f32; else the input's (u8, i8 and bool sums wrap into it, as numpy's with
+    /// its `dtype`).
     pub fn out_dtype(self, input: DType) -> DType {
         match (self, input) {
             (ReduceOp::Argmax, _) => DType::U32,
-            (ReduceOp::Mean, DType::I32 | DType::U32 | DType::I64) => DType::F32,
+            (ReduceOp::Mean, d) if !d.is_float() => DType::F32,
             (_, d) => d,
         }
     }
@@ -133,7 +134,8 @@ pub fn reduce(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>) -> R
 }
 
 /// [`reduce`] of any dtype with a requested variant: 16-bit floats lifted to f32, integers
-/// reduced as they are (their mean in f32).
+/// reduced as they are (their mean in f32), bool, u8 and i8 widened to u32 / i32 and the
+/// result brought back.
 fn reduce_any(
     queue: &Queue,
     op: ReduceOp,
@@ -142,6 +144,13 @@ fn reduce_any(
     requested: Option<&str>,
 ) -> Result<Tensor> {
     match x.dtype() {
+        d if d.size() == 1 => {
+            let wide = reduce_any(queue, op, &super::widen(queue, x)?, axis, requested)?;
+            match op.out_dtype(d) {
+                out if out == d => super::cast::cast(queue, &wide, d),
+                _ => Ok(wide),
+            }
+        }
         d if d.is_integer() && op == ReduceOp::Mean => {
             reduce_values(queue, op, &x.cast(DType::F32)?, axis, requested)
         }
@@ -178,6 +187,11 @@ pub fn arg_reduce(queue: &Queue, x: &Tensor, axis: usize, options: ArgOptions) -
             x.rank()
         ))
     })?;
+    // Bool, u8 and i8 compare widened to u32 / i32 (exactly).
+    let x = &match x.dtype().size() {
+        1 => super::widen(queue, x)?,
+        _ => x.clone(),
+    };
     let v = match (options.min, x.dtype()) {
         (false, _) => x.clone(),
         (true, d) if d.is_integer() => {

@@ -8,17 +8,18 @@ use super::{backends, launch, Lift, OpRequest, Operand};
 use crate::base::layout::{broadcast_shapes, check_rank};
 use crate::{DType, Error, Queue, Result, Tensor};
 
-/// `cond ? a : b` elementwise with numpy broadcasting of all three. `cond` is u32, i32, i64 or
-/// f32 (true where non-zero; NaN counts as true); `a` and `b` share any dtype.
+/// `cond ? a : b` elementwise with numpy broadcasting of all three. `cond` is bool (as
+/// ONNX's Where takes it) or of any other dtype (true where non-zero; NaN counts as true);
+/// `a` and `b` share any dtype.
 pub fn where_(queue: &Queue, cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    // The kernels move 32-bit words: 16-bit values travel widened to f32 (exactly).
+    // The kernels move 32-bit words: 16- and 8-bit values travel widened (exactly).
     // An i64 condition as u32 words, non-zero exactly where the integer is.
     let cond = if cond.dtype() == DType::I64 {
         low_or_max(queue, cond)?
     } else {
         super::widen(queue, cond)?
     };
-    let lift = Lift::of("where", &[a, b])?;
+    let lift = Lift::words("where", &[a, b])?;
     lift.down(
         queue,
         where_words(queue, &cond, &lift.up(queue, a)?, &lift.up(queue, b)?)?,

@@ -8,6 +8,7 @@
 //! taps and rows past that run on every device, and on lavapipe just below, at and past it.
 
 mod attention;
+mod bytes;
 mod conv;
 mod cumsum;
 mod elementwise;
