@@ -64,7 +64,7 @@ fn binary_names(logic: bool) -> Vec<&'static str> {
 /// The names of the unary ops, and the float tests.
 fn unary_names() -> Vec<&'static str> {
     let mut names = UnaryOp::ALL.map(UnaryOp::name).to_vec();
-    names.extend(["is_nan", "is_inf"]);
+    names.extend(["isnan", "isinf"]);
     names
 }
 

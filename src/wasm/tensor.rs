@@ -726,20 +726,20 @@ impl JsTensor {
 
     /// Where a float tensor is NaN: a bool tensor.
     #[wasm_bindgen(js_name = isNaN)]
-    pub fn is_nan(&self) -> Result<JsTensor, JsValue> {
-        wrap(self.inner.is_nan())
+    pub fn isnan(&self) -> Result<JsTensor, JsValue> {
+        wrap(self.inner.isnan())
     }
 
     /// Where a float tensor is infinite (`+inf` unless `positive` is false, `-inf` unless
     /// `negative` is false): a bool tensor.
     #[wasm_bindgen(js_name = isInf)]
-    pub fn is_inf(
+    pub fn isinf(
         &self,
         positive: Option<bool>,
         negative: Option<bool>,
     ) -> Result<JsTensor, JsValue> {
         let (p, n) = (positive.unwrap_or(true), negative.unwrap_or(true));
-        wrap(self.inner.is_inf(p, n))
+        wrap(self.inner.isinf(p, n))
     }
 
     /// Matrix product (batched, broadcasting).

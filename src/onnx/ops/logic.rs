@@ -20,7 +20,7 @@ pub(super) const OPS: &[OpDef] = &[
     op("Xor", |c| bin(c, BinaryOp::Xor)),
     op("Not", not),
     op("Where", where_),
-    op("IsNaN", |c| one(c.tensor(0)?.is_nan()?)),
+    op("IsNaN", |c| one(c.tensor(0)?.isnan()?)),
     op("IsInf", is_inf),
 ];
 
@@ -79,5 +79,5 @@ fn host_where(cond: &HostTensor, x: &HostTensor, y: &HostTensor) -> Result<HostT
 fn is_inf(c: &Ctx<'_>) -> Result<Vec<Val>> {
     let positive = c.int("detect_positive", 1)? != 0;
     let negative = c.int("detect_negative", 1)? != 0;
-    one(c.tensor(0)?.is_inf(positive, negative)?)
+    one(c.tensor(0)?.isinf(positive, negative)?)
 }

@@ -1,5 +1,5 @@
 //! Comparisons and logical ops as `Tensor` methods, all giving bool tensors: the logic rows of
-//! the binary op table ([`BinaryOp::is_logic`]), `logical_not`, and `is_nan` / `is_inf`, which
+//! the binary op table ([`BinaryOp::is_logic`]), `logical_not`, and `isnan` / `isinf`, which
 //! compare the bits of f32 values (never `x != x`, which compilers may fold).
 
 use super::BinaryOp;
@@ -46,8 +46,8 @@ impl Tensor {
     }
 
     /// Where a float tensor is NaN (bool; f16 / bf16 widened to f32 first, exactly).
-    pub fn is_nan(&self) -> Result<Tensor> {
-        let bits = float_bits(self, "is_nan")?;
+    pub fn isnan(&self) -> Result<Tensor> {
+        let bits = float_bits(self, "isnan")?;
         // NaN: the bits above +inf's and below -0's, or above -inf's.
         let positive = bits
             .binary_scalar(BinaryOp::Greater, f64::from(0x7f80_0000u32))?
@@ -57,8 +57,8 @@ impl Tensor {
 
     /// Where a float tensor is infinite (bool), counting `+inf` if `positive` and `-inf` if
     /// `negative` (ONNX IsInf's `detect_positive` and `detect_negative`).
-    pub fn is_inf(&self, positive: bool, negative: bool) -> Result<Tensor> {
-        let bits = float_bits(self, "is_inf")?;
+    pub fn isinf(&self, positive: bool, negative: bool) -> Result<Tensor> {
+        let bits = float_bits(self, "isinf")?;
         let pos = bits.binary_scalar(BinaryOp::Equal, f64::from(0x7f80_0000u32))?;
         let neg = bits.binary_scalar(BinaryOp::Equal, f64::from(0xff80_0000u32))?;
         match (positive, negative) {

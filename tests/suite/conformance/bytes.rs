@@ -365,7 +365,7 @@ fn comparisons_and_logic_on_every_dtype(d: &Device) {
 }
 per_backend!(comparisons_and_logic_on_every_dtype);
 
-/// `logical_not`, `where` on a bool condition, and `is_nan` / `is_inf`.
+/// `logical_not`, `where` on a bool condition, and `isnan` / `isinf`.
 fn not_where_and_specials(d: &Device) {
     let n = 1031;
     let cond = values(5, n, DType::Bool);
@@ -396,13 +396,13 @@ fn not_where_and_specials(d: &Device) {
             .unwrap()
             .cast(dtype)
             .unwrap();
-        let nan = t.is_nan().unwrap().to_bools_blocking().unwrap();
+        let nan = t.isnan().unwrap().to_bools_blocking().unwrap();
         assert_eq!(
             nan,
             [false, true, true, false, false, false, false],
             "{dtype}"
         );
-        let inf = t.is_inf(true, true).unwrap().to_bools_blocking().unwrap();
+        let inf = t.isinf(true, true).unwrap().to_bools_blocking().unwrap();
         // 1e38 overflows f16 to inf.
         let big = dtype == DType::F16;
         assert_eq!(
@@ -410,7 +410,7 @@ fn not_where_and_specials(d: &Device) {
             [false, false, false, true, true, big, false],
             "{dtype}"
         );
-        let pos = t.is_inf(true, false).unwrap().to_bools_blocking().unwrap();
+        let pos = t.isinf(true, false).unwrap().to_bools_blocking().unwrap();
         assert_eq!(
             pos,
             [false, false, false, true, false, big, false],
