@@ -130,7 +130,7 @@ impl Session {
 
     /// [`Session::run_values`] without blocking.
     pub async fn run_values_async(&self, feeds: Vec<(&str, Val)>) -> Result<Vec<(String, Val)>> {
-        Ok(self.run_main(feeds, None).await?)
+        self.run_main(feeds, None).await
     }
 
     /// [`Session::run`] timing each node: the device finishes each node's work before the

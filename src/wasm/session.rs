@@ -32,23 +32,13 @@ pub struct JsSession {
     inner: Rc<Session>,
 }
 
-/// onnxruntime-web's name for `elem` (`'float32'`, `'int64'`, `'bool'`).
+/// onnxruntime-web's name for `elem` (`'float32'`, `'int64'`, `'bool'`): ONNX's own, but for
+/// the two floats it names by their width.
 fn js_type(elem: ElemType) -> &'static str {
     match elem {
         ElemType::F32 => "float32",
         ElemType::F64 => "float64",
-        ElemType::F16 => "float16",
-        ElemType::BF16 => "bfloat16",
-        ElemType::I8 => "int8",
-        ElemType::I16 => "int16",
-        ElemType::I32 => "int32",
-        ElemType::I64 => "int64",
-        ElemType::U8 => "uint8",
-        ElemType::U16 => "uint16",
-        ElemType::U32 => "uint32",
-        ElemType::U64 => "uint64",
-        ElemType::Bool => "bool",
-        ElemType::String => "string",
+        other => other.name(),
     }
 }
 
