@@ -28,6 +28,19 @@ pub enum DType {
 }
 
 impl DType {
+    /// Every dtype, in the order of their kernel codes ([`DType::code`]).
+    pub const ALL: [DType; 9] = [
+        DType::F32,
+        DType::I32,
+        DType::U32,
+        DType::F16,
+        DType::BF16,
+        DType::I64,
+        DType::Bool,
+        DType::U8,
+        DType::I8,
+    ];
+
     /// Size of one element in bytes.
     pub fn size(self) -> usize {
         match self {

@@ -29,8 +29,8 @@ const NUMBERS: &[DType] = &[
     DType::U32,
     DType::I64,
 ];
-/// Numbers and the 1-byte integers.
-const INTEGERS: &[DType] = &[
+/// Every dtype but bool.
+const ALL_BUT_BOOL: &[DType] = &[
     DType::F32,
     DType::F16,
     DType::BF16,
@@ -79,7 +79,7 @@ fn compare_names() -> Vec<&'static str> {
 fn families() -> Vec<Family> {
     vec![
         family("unary", unary_names(), FLOATS, true),
-        family("binary", binary_names(false), INTEGERS, true),
+        family("binary", binary_names(false), ALL_BUT_BOOL, true),
         family("compare", compare_names(), ALL, true),
         family(
             "reduce",
@@ -138,7 +138,7 @@ fn cell(family: &Family, backend: BackendKind) -> String {
     if family.dtypes == ALL {
         return format!("all{mark}");
     }
-    if family.dtypes == INTEGERS {
+    if family.dtypes == ALL_BUT_BOOL {
         return format!("all but bool{mark}");
     }
     let name = |d: &DType| match d {
@@ -168,8 +168,11 @@ pub fn support_matrix() -> String {
             cells.join(" | ")
         );
     }
-    text += "\nall: f32 f16 bf16 i32 u32 i64 u8 i8 bool. f16 and bf16 are computed in f32, \
+    let all: Vec<&str> = ALL.iter().map(|d| d.name()).collect();
+    text += &format!("\nall: {}. ", all.join(" "));
+    text += "f16 and bf16 are computed in f32, \
              u8 i8 bool (a byte each) in u32 / i32; integer arithmetic wraps, integer means \
-             are f32; comparisons give bool. ¹ i64 where the adapter has `shader-int64` (browsers have not).\n";
+             are f32; comparisons give bool. ¹ i64 where the adapter has `shader-int64` \
+             (browsers have not).\n";
     text
 }

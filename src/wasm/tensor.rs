@@ -62,25 +62,15 @@ async fn array_buffer(t: &Tensor) -> Result<JsValue, JsValue> {
 /// `"u8"`, `"i8"`), or by the name TF.js and onnxruntime-web use (`"float32"`, `"int32"`,
 /// `"uint32"`, `"float16"`, `"bfloat16"`, `"int64"`, `"uint8"`, `"int8"`).
 pub(super) fn dtype_named(name: &str) -> Result<DType, JsValue> {
-    [
-        DType::F32,
-        DType::I32,
-        DType::U32,
-        DType::F16,
-        DType::BF16,
-        DType::I64,
-        DType::Bool,
-        DType::U8,
-        DType::I8,
-    ]
-    .into_iter()
-    .find(|d| d.name() == name || d.long_name() == name)
-    .ok_or_else(|| {
-        invalid(format!(
+    DType::ALL
+        .into_iter()
+        .find(|d| d.name() == name || d.long_name() == name)
+        .ok_or_else(|| {
+            invalid(format!(
             "unknown dtype `{name}`: expected f32, i32, u32, f16, bf16, i64, bool, u8 or i8 (or \
              float32, int32, uint32, float16, bfloat16, int64, uint8, int8)"
         ))
-    })
+        })
 }
 
 /// A tensor of `shape` on `device` holding a copy of the typed array `data`; a `Uint16Array`

@@ -26,12 +26,14 @@ export interface GPUTensorOptions {
 /** An element type. */
 export type DType = 'f32' | 'i32' | 'u32' | 'f16' | 'bf16' | 'i64' | 'bool' | 'u8' | 'i8';
 /** An element type as an argument: also by the names TF.js and onnxruntime-web use. */
-export type DTypeName = DType | 'float32' | 'int32' | 'uint32' | 'float16' | 'bfloat16' | 'int64' | 'uint8' | 'int8';
+export type DTypeName =
+  | DType | 'float32' | 'int32' | 'uint32' | 'float16' | 'bfloat16' | 'int64' | 'uint8' | 'int8';
 /** A backend's name. */
 export type BackendName = 'cpu' | 'webgpu' | 'cuda';
 /** Elements as JS holds them: f32 (and f16 / bf16 read back widened), i32, u32, i64, u8 and
  * bool (0 or 1, as onnxruntime-web holds them), i8. */
-export type ElementArray = Float32Array | Int32Array | Uint32Array | BigInt64Array | Uint8Array | Int8Array;
+export type ElementArray =
+  | Float32Array | Int32Array | Uint32Array | BigInt64Array | Uint8Array | Int8Array;
 /** What a device reports. */
 export interface DeviceInfo {
   name: string;

@@ -8,18 +8,6 @@ use unicompute::{BinaryOp, DType, Device, Tensor};
 
 use crate::common::{name, per_backend};
 
-const ALL: [DType; 9] = [
-    DType::F32,
-    DType::I32,
-    DType::U32,
-    DType::F16,
-    DType::BF16,
-    DType::I64,
-    DType::Bool,
-    DType::U8,
-    DType::I8,
-];
-
 /// A host value of any dtype: a float (f32, f16, bf16 as f32), or an integer / bool value.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum V {
@@ -270,7 +258,7 @@ per_backend!(byte_views_move);
 /// Every pair of dtypes, on values with NaN, infinities, out-of-range floats and negative
 /// integers, through a transposed view (strided reads at odd byte offsets).
 fn casts_between_every_pair(d: &Device) {
-    for (k, from) in ALL.into_iter().enumerate() {
+    for (k, from) in DType::ALL.into_iter().enumerate() {
         let (r, c) = (5, 7);
         let v = values(100 + k as u64, r * c, from);
         let t = upload(d, &v, &[r, c], from);
@@ -278,7 +266,7 @@ fn casts_between_every_pair(d: &Device) {
         let held: Vec<V> = v.iter().map(|&x| cast_ref(x, from)).collect();
         let view = t.permute(&[1, 0]).unwrap();
         let viewed: Vec<V> = (0..r * c).map(|i| held[(i % r) * c + i / r]).collect();
-        for to in ALL {
+        for to in DType::ALL {
             let got = download(&view.cast(to).unwrap());
             let want: Vec<V> = viewed.iter().map(|&x| cast_ref(x, to)).collect();
             assert_values(&got, &want, &format!("cast {from} -> {to} on {}", name(d)));
@@ -330,7 +318,7 @@ fn comparisons_and_logic_on_every_dtype(d: &Device) {
     ];
     let ops = BinaryOp::ALL.into_iter().filter(|op| op.is_logic());
     for (k, op) in ops.enumerate() {
-        for (j, dtype) in ALL.into_iter().enumerate() {
+        for (j, dtype) in DType::ALL.into_iter().enumerate() {
             for (c, &(sa, sb, so)) in cases.iter().enumerate() {
                 let seed = (k * 100 + j * 10 + c) as u64;
                 let na: usize = sa.iter().product();
