@@ -626,9 +626,17 @@ async function wasmInput(source) {
     const got = source === null ? 'null' : typeof source;
     throw invalid(`init: wasm is ${got}: expected a URL, a string URL, bytes (ArrayBuffer or typed array), a Response or a WebAssembly.Module`);
   }
-  if (!inNode) return source;
+  return (await readLocal(source)) ?? (inNode ? new URL(source, `file://${process.cwd()}/`) : source);
+}
+
+/**
+ * In Node, the bytes of `source` (a path, or a `file:` URL as a URL or string, relative to the
+ * working directory) read from disk; otherwise (a browser, or another scheme) null: fetch it.
+ */
+export async function readLocal(source) {
+  if (!inNode) return null;
   const url = source instanceof URL ? source : new URL(source, `file://${process.cwd()}/`);
-  if (url.protocol !== 'file:') return url;
+  if (url.protocol !== 'file:') return null;
   // Named through a variable so bundlers leave this Node-only import alone.
   const fsModule = 'node:fs/promises';
   const { readFile } = await import(/* @vite-ignore */ /* webpackIgnore: true */ fsModule);

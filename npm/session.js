@@ -4,7 +4,7 @@
 // to `unicompute/ort` (ort.js). The model runs on a unicompute device (webgpu, or the CPU
 // backend inside the wasm); outputs can stay there as unicompute Tensors.
 
-import { UnicomputeError, invalid, toError } from './api.js';
+import { UnicomputeError, invalid, readLocal, toError } from './api.js';
 
 /** What a value is, for a message: `null`, `number`, or an object's class (`Float64Array`). */
 const kindOf = (v) => (v === null ? 'null' : typeof v === 'object' ? v.constructor?.name ?? 'object' : typeof v);
@@ -162,16 +162,10 @@ function backendsOf(providers) {
 
 /** The model's bytes from a URL or path (fetched; in Node, a path or file: URL is read). */
 async function fetchModel(source) {
-  const inNode = typeof process !== 'undefined' && !!process.versions?.node;
-  const url = source instanceof URL ? source : inNode && !/^[a-z][a-z0-9+.-]*:\/\//i.test(source) ? new URL(source, `file://${process.cwd()}/`) : source;
-  if (inNode && url instanceof URL && url.protocol === 'file:') {
-    // Named through a variable so bundlers leave this Node-only import alone.
-    const fsModule = 'node:fs/promises';
-    const { readFile } = await import(/* @vite-ignore */ /* webpackIgnore: true */ fsModule);
-    return new Uint8Array(await readFile(url));
-  }
-  const response = await fetch(url);
-  if (!response.ok) throw invalid(`InferenceSession.create: fetching ${url} gave HTTP ${response.status}: expected the .onnx file`);
+  const local = await readLocal(source);
+  if (local) return new Uint8Array(local);
+  const response = await fetch(source);
+  if (!response.ok) throw invalid(`InferenceSession.create: fetching ${source} gave HTTP ${response.status}: expected the .onnx file`);
   return new Uint8Array(await response.arrayBuffer());
 }
 

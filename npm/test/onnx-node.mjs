@@ -6,6 +6,7 @@
 // pinned, so a test that should map and does not fails. Run by scripts/test-npm.sh:
 //   node onnx-node.mjs <node test dir> [cpu|webgpu]
 import assert from 'node:assert/strict';
+import { useDawn } from './dawn.mjs';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import onnxProto from 'onnx-proto';
 
@@ -15,13 +16,7 @@ if (!root || !['cpu', 'webgpu'].includes(backend)) {
   console.error('usage: node onnx-node.mjs <dir of ONNX node tests> [cpu|webgpu]');
   process.exit(2);
 }
-if (backend === 'webgpu') {
-  // As npm/test/node-webgpu.mjs: Dawn's navigator.gpu, and a stand-in Window for wgpu.
-  const { create, globals } = await import('webgpu');
-  Object.assign(globalThis, globals);
-  globalThis.navigator = { gpu: create([]) };
-  globalThis.Window ??= class Window {};
-}
+if (backend === 'webgpu') await useDawn();
 const { init } = await import('unicompute');
 const device = await init({ backend });
 assert.equal(device.backend, backend);

@@ -6,6 +6,7 @@
 // no tensor left behind. Run by scripts/test-npm.sh:
 //   node ort-session.mjs <dir of the light model zoo> [yolov8n.onnx] [cpu|webgpu]
 import assert from 'node:assert/strict';
+import { useDawn } from './dawn.mjs';
 import { existsSync, readFileSync } from 'node:fs';
 import onnxProto from 'onnx-proto';
 
@@ -14,13 +15,7 @@ if (!light || !['cpu', 'webgpu'].includes(backend)) {
   console.error('usage: node ort-session.mjs <light model dir> [yolov8n.onnx] [cpu|webgpu]');
   process.exit(2);
 }
-if (backend === 'webgpu') {
-  // As npm/test/node-webgpu.mjs: Dawn's navigator.gpu, and a stand-in Window for wgpu.
-  const { create, globals } = await import('webgpu');
-  Object.assign(globalThis, globals);
-  globalThis.navigator = { gpu: create([]) };
-  globalThis.Window ??= class Window {};
-}
+if (backend === 'webgpu') await useDawn();
 const oracle = await import('onnxruntime-web');
 oracle.env.wasm.numThreads = 1;
 const ours = await import('unicompute/ort');
