@@ -52,6 +52,11 @@ pub(crate) trait Backend {
     fn native_16bit_matmul(_dev: &Self::Device) -> bool {
         false
     }
+    /// Whether attention computes on f16 and bf16 tensors as they are stored (tensor cores),
+    /// with f32 scores; elsewhere it widens them to f32 first.
+    fn native_16bit_attention(_dev: &Self::Device) -> bool {
+        false
+    }
     /// Bytes of device memory free now, where the backend can tell.
     fn memory_free(dev: &Self::Device) -> Option<u64>;
     /// Compile a user kernel; `None` if this backend does not run `language`.

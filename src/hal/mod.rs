@@ -330,6 +330,11 @@ impl BackendDevice {
         on_device!(self, |B, d| B::native_16bit_matmul(d))
     }
 
+    /// Whether attention computes on f16 and bf16 tensors as stored (tensor cores on cuda).
+    pub fn native_16bit_attention(&self) -> bool {
+        on_device!(self, |B, d| B::native_16bit_attention(d))
+    }
+
     /// Whether fresh allocations come zero-filled (CUDA's do not).
     pub fn allocations_are_zeroed(&self) -> bool {
         on_device!(self, |B, d| B::allocations_are_zeroed(d))

@@ -50,6 +50,10 @@ impl Backend for Cuda {
         super::blas::available()
     }
 
+    fn native_16bit_attention(dev: &CudaDevice) -> bool {
+        dev.has_matrix_units()
+    }
+
     fn memory_free(dev: &CudaDevice) -> Option<u64> {
         dev.memory_free()
     }

@@ -203,6 +203,8 @@ pub(crate) struct CudaDevice {
     arch: String,
     /// Streaming multiprocessors (sizes grids).
     sm_count: u32,
+    /// Compute capability 8.0 or newer: `mma.sync` on f16 and bf16 (the tensor cores).
+    matrix_units: bool,
     /// Stream of the immediate fills of fresh allocations.
     fill_stream: Arc<CudaStream>,
     functions: Mutex<HashMap<Specialisation, CudaFunction>>,
@@ -270,6 +272,7 @@ impl CudaDevice {
         Ok(CudaDevice {
             arch: compile::target_arch(info.compute_capability.unwrap_or([8, 0])),
             sm_count: sms.max(1) as u32,
+            matrix_units: info.compute_capability.is_some_and(|[major, _]| major >= 8),
             fill_stream,
             functions: Mutex::new(HashMap::new()),
             retirement: Arc::new(Retirement::new()),
@@ -354,6 +357,11 @@ impl CudaDevice {
     /// Streaming multiprocessors (sizes grids).
     pub(crate) fn sm_count(&self) -> u32 {
         self.sm_count
+    }
+
+    /// Whether kernels may multiply f16 and bf16 on the tensor cores (`mma.sync`, 8.0+).
+    pub(crate) fn has_matrix_units(&self) -> bool {
+        self.matrix_units
     }
 
     /// The function of an op kernel, compiled (or read from the disk cache) on first use.

@@ -41,6 +41,13 @@ pub fn attention(
     v: &Tensor,
     p: AttentionParams<'_>,
 ) -> Result<Tensor> {
+    if let Some(dtype) = native_16bit(queue, [q, k, v], &p) {
+        match attention_in(queue, [q, k, v], p, dtype) {
+            // The tensor-core kernel cannot take these operands: widened to f32 below.
+            Err(Error::Unsupported { .. }) => {}
+            done => return done,
+        }
+    }
     let lift = Lift::of(
         "attention",
         &[Some(q), Some(k), Some(v), p.mask]
@@ -53,24 +60,33 @@ pub fn attention(
         mask: mask.as_ref(),
         ..p
     };
+    let (q, k, v) = (lift.up(queue, q)?, lift.up(queue, k)?, lift.up(queue, v)?);
     lift.down(
         queue,
-        attention_f32(
-            queue,
-            &lift.up(queue, q)?,
-            &lift.up(queue, k)?,
-            &lift.up(queue, v)?,
-            params,
-        )?,
+        attention_in(queue, [&q, &k, &v], params, DType::F32)?,
     )
+}
+
+/// The 16-bit dtype attention computes in as stored, where the backend can: q, k and v all f16
+/// or all bf16, and no mask.
+fn native_16bit(queue: &Queue, [q, k, v]: [&Tensor; 3], p: &AttentionParams<'_>) -> Option<DType> {
+    let dtype = q.dtype();
+    let wanted = matches!(dtype, DType::F16 | DType::BF16)
+        && k.dtype() == dtype
+        && v.dtype() == dtype
+        && p.mask.is_none();
+    (wanted && queue.device().shared.backend.native_16bit_attention()).then_some(dtype)
 }
 
 /// `[batch, heads, queries, keys, q/k head dimension, v head dimension]` of an attention of
 /// `q`, `k` and `v`; an error unless they are f32 rank-4 tensors of matching shapes whose head
-/// dimensions the kernels take.
-fn attention_dims(queue: &Queue, q: &Tensor, k: &Tensor, v: &Tensor) -> Result<[usize; 6]> {
+/// dimensions the kernels take. `dtype` is what the kernel computes in: f32, or the inputs'
+/// f16 or bf16, which [`native_16bit`] has checked.
+fn attention_dims(queue: &Queue, [q, k, v]: [&Tensor; 3], dtype: DType) -> Result<[usize; 6]> {
     for t in [q, k, v] {
-        check_f32(queue, "attention", t)?;
+        if dtype == DType::F32 {
+            check_f32(queue, "attention", t)?;
+        }
         if t.rank() != 4 {
             return Err(Error::shape(
                 "attention",
@@ -123,14 +139,14 @@ fn attention_dims(queue: &Queue, q: &Tensor, k: &Tensor, v: &Tensor) -> Result<[
     Ok([b, h, lq, lk, d, dv])
 }
 
-fn attention_f32(
+/// Attention of tensors of `dtype` (f32, or f16 / bf16 computed as stored).
+fn attention_in(
     queue: &Queue,
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
+    [q, k, v]: [&Tensor; 3],
     p: AttentionParams<'_>,
+    dtype: DType,
 ) -> Result<Tensor> {
-    let [b, h, lq, lk, d, dv] = attention_dims(queue, q, k, v)?;
+    let [b, h, lq, lk, d, dv] = attention_dims(queue, [q, k, v], dtype)?;
     let scale = p.scale.unwrap_or(1.0 / (d.max(1) as f32).sqrt());
     if !scale.is_finite() {
         return Err(Error::Invalid(format!(
@@ -153,10 +169,10 @@ fn attention_f32(
         }
         None => None,
     };
-    if by_parts(queue, [b, h, lq, lk, d], &p) {
+    if dtype == DType::F32 && by_parts(queue, [b, h, lq, lk, d], &p) {
         return attention_by_parts(queue, [q, k, v], scale);
     }
-    let out = Tensor::uninit(queue, &[b, h, lq, dv], DType::F32)?;
+    let out = Tensor::uninit(queue, &[b, h, lq, dv], dtype)?;
     if out.numel() > 0 {
         let mask = mask.as_ref().map(Tensor::operand);
         launch(
@@ -170,6 +186,7 @@ fn attention_f32(
                 dims: [b, h, lq, lk, d, dv],
                 scale,
                 causal: p.causal,
+                dtype,
             },
             None,
         )?;
@@ -210,7 +227,8 @@ fn attention_by_parts(queue: &Queue, [q, k, v]: [&Tensor; 3], scale: f32) -> Res
 
 /// Scaled dot-product attention. `q`, `k`, `v` and `mask` (broadcast to `[b, h, lq, lk]`)
 /// are strided rank-4 views; `out` is contiguous `[b, h, lq, dv]`; `dims` is
-/// `[b, h, lq, lk, d, dv]`.
+/// `[b, h, lq, lk, d, dv]`. Every operand is f32, or every one but the mask (then absent) is
+/// f16 or bf16 where the backend's `native_16bit_attention` says so.
 pub(crate) struct Attention<'a> {
     pub q: Operand<'a>,
     pub k: Operand<'a>,
@@ -220,6 +238,7 @@ pub(crate) struct Attention<'a> {
     pub dims: [usize; 6],
     pub scale: f32,
     pub causal: bool,
+    pub dtype: DType,
 }
 
 impl OpRequest for Attention<'_> {

@@ -4,7 +4,7 @@ use crate::common::{assert_close, gather, name, per_backend, random, read, tenso
 use unicompute::ops;
 use unicompute::ops::softmax::reference_row;
 use unicompute::ops::AttentionParams;
-use unicompute::Device;
+use unicompute::{DType, Device, Tensor};
 
 /// Naive attention in f64 with the full score matrix: `[b, h, lq, dv]`.
 #[allow(clippy::too_many_arguments)]
@@ -262,3 +262,53 @@ fn attention_over_65_537_keys(d: &Device) {
     }
 }
 per_backend!(attention_over_65_537_keys, variants);
+
+/// Seeded `[b, h, seq, dim]` values in `dtype`, and the same values widened to f32.
+fn half_tensor(d: &Device, seed: u64, shape: [usize; 4], dtype: DType) -> (Tensor, Vec<f32>) {
+    let n = shape.iter().product();
+    let t = (tensor(d, &random(seed, n, -1.0, 1.0), &shape).cast(dtype)).unwrap();
+    let wide = read(&t.cast(DType::F32).unwrap());
+    (t, wide)
+}
+
+/// f16 and bf16 attention (the tensor cores on cuda, f32 elsewhere) against the f64 reference
+/// of the same 16-bit values: sizes that are not multiples of the kernels' 64-row and 64-key
+/// tiles, causal or not, head dimensions from 16 to 128 and one the tensor-core kernel refuses
+/// (40: widened to f32), and a view with its columns offset by two elements.
+fn attention_of_16_bit_floats_matches_f64(d: &Device) {
+    let cases: &[[usize; 5]] = &[
+        [1, 1, 1, 1, 16],
+        [2, 3, 67, 130, 64],
+        [1, 2, 200, 70, 128],
+        [1, 1, 5, 9, 40],
+        [1, 2, 33, 129, 80],
+    ];
+    for dtype in [DType::F16, DType::BF16] {
+        // One rounding of the probabilities and one of the output.
+        let atol = if dtype == DType::F16 { 2e-3 } else { 8e-3 };
+        for (c, &[b, h, lq, lk, hd]) in cases.iter().enumerate() {
+            let seed = 1900 + 10 * c as u64;
+            let (qt, q) = half_tensor(d, seed, [b, h, lq, hd], dtype);
+            // k sits in columns 2.. of a wider tensor: rows 4-byte aligned, not 16-byte.
+            let (wide_k, _) = half_tensor(d, seed + 1, [b, h, lk, hd + 2], dtype);
+            let kt = wide_k.slice(3, 2..hd + 2).unwrap();
+            let k = read(&kt.cast(DType::F32).unwrap());
+            let (vt, v) = half_tensor(d, seed + 2, [b, h, lk, hd], dtype);
+            for causal in [false, true] {
+                let params = AttentionParams {
+                    mask: None,
+                    causal,
+                    scale: Some(0.5),
+                };
+                let got = ops::attention::attention(&d.queue(), &qt, &kt, &vt, params).unwrap();
+                assert_eq!(got.dtype(), dtype);
+                let got = read(&got.cast(DType::F32).unwrap());
+                let dims = [b, h, lq, lk, hd, hd];
+                let want = attention_reference(&q, &k, &v, None, dims, 0.5, causal);
+                let what = format!("{dtype} attention {dims:?} causal {causal} on {}", name(d));
+                assert_close(&got, &want, 0.0, atol, &what);
+            }
+        }
+    }
+}
+per_backend!(attention_of_16_bit_floats_matches_f64);
