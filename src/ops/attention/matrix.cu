@@ -4,8 +4,8 @@
 // S = Q K^T on the tensor cores in f32, an online softmax on S in registers (running maximum
 // and sum per row), then O += P V with P rounded to the inputs' type, as PyTorch's SDPA
 // does. The [lq, lk] scores are never stored. Keys and values of a tile sit in shared
-// memory, values transposed, so each thread's fragments are 32-bit words (rows padded by 8
-// elements: no bank conflicts).
+// memory, rows padded by 8 elements against bank conflicts: a thread reads its fragments of
+// K as 32-bit words, and of V, column-wise, through ldmatrix's transpose.
 //
 // Defines: HEAD, the head dimension (a multiple of 16, at most 128, of q, k and v alike);
 // BF16 (1: bf16, 0: f16); VEC (1 where every row of q, k and v starts 16-byte aligned: tiles
@@ -22,7 +22,6 @@
 #define KEYS 64
 #define WARPS 4
 #define KPAD (HEAD + 8)
-#define VPAD (KEYS + 8)
 
 typedef unsigned short u16;
 
@@ -59,9 +58,9 @@ __device__ __forceinline__ u32 word(const u16* t, const View4& w, IDX b, IDX h, 
     return *(const u32*)(t + at(w, b, h, i, j));
 }
 
-// Keys [j0, j0 + KEYS) of k into ks (row-major) and of v into vt (transposed); zeros past lk.
+// Keys [j0, j0 + KEYS) of k into ks and of v into vs; zeros past lk.
 __device__ void load_tile(const u16* k, const u16* v, const AttentionParams& p, IDX b, IDX h,
-        IDX j0, u16 (*ks)[KPAD], u16 (*vt)[VPAD]) {
+        IDX j0, u16 (*ks)[KPAD], u16 (*vs)[KPAD]) {
 #if VEC
     const u32 per = 8;
 #else
@@ -77,7 +76,7 @@ __device__ void load_tile(const u16* k, const u16* v, const AttentionParams& p, 
             vw = *(const uint4*)(v + at(p.v, b, h, j, c));
         }
         *(uint4*)&ks[r][c] = kw;
-        const u32 vs[4] = {vw.x, vw.y, vw.z, vw.w};
+        *(uint4*)&vs[r][c] = vw;
 #else
         u32 kw = 0, vw = 0;
         if (j < (IDX)p.lk) {
@@ -85,13 +84,25 @@ __device__ void load_tile(const u16* k, const u16* v, const AttentionParams& p, 
             vw = word(v, p.v, b, h, j, c);
         }
         *(u32*)&ks[r][c] = kw;
-        const u32 vs[1] = {vw};
+        *(u32*)&vs[r][c] = vw;
 #endif
+    }
+}
+
+// O += P V for keys [16 kk, 16 kk + 16) of the tile: V's fragments of two 8-column tiles at a
+// time by one ldmatrix.x4.trans, whose matrices are keys +0..7 and +8..15 of columns +0..7,
+// then of columns +8..15 (lanes 8 i .. 8 i + 7 give matrix i's row addresses).
+__device__ __forceinline__ void add_pv(float (*o)[4], const u32* pa, u16 (*vs)[KPAD], u32 kk) {
+    const u32 lane = threadIdx.x % 32, i = lane / 8;
 #pragma unroll
-        for (u32 e = 0; e < per / 2; ++e) {
-            vt[c + 2 * e][r] = (u16)(vs[e] & 0xffff);
-            vt[c + 2 * e + 1][r] = (u16)(vs[e] >> 16);
-        }
+    for (u32 t = 0; t < HEAD / 16; ++t) {
+        const u16* row = &vs[16 * kk + lane % 8 + 8 * (i % 2)][16 * t + 8 * (i / 2)];
+        const u32 addr = (u32)__cvta_generic_to_shared(row);
+        u32 b0, b1, b2, b3;
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3) : "r"(addr));
+        mma(o[2 * t], pa, b0, b1);
+        mma(o[2 * t + 1], pa, b2, b3);
     }
 }
 
@@ -132,7 +143,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) attention_matrix_main(
         const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
         u16* __restrict__ out, AttentionParams p) {
     __shared__ __align__(16) u16 ks[KEYS][KPAD];
-    __shared__ __align__(16) u16 vt[HEAD][VPAD];
+    __shared__ __align__(16) u16 vs[KEYS][KPAD];
     const u32 warp = threadIdx.x / 32, g = threadIdx.x % 32 / 4, c = threadIdx.x % 4;
     const IDX tiles = ((IDX)p.lq + ROWS - 1) / ROWS;
     // The heaviest tiles (the last rows, under a causal mask) first.
@@ -158,7 +169,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) attention_matrix_main(
     if (p.causal) keys = min(keys, tile * ROWS + ROWS);
     for (IDX j0 = 0; j0 < keys; j0 += KEYS) {
         __syncthreads();
-        load_tile(k, v, p, b, h, j0, ks, vt);
+        load_tile(k, v, p, b, h, j0, ks, vs);
         __syncthreads();
         float s[KEYS / 8][4];
         scores(s, qa, ks, p, row0, j0, scale2);
@@ -197,11 +208,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) attention_matrix_main(
             const u32 pa[4] = {pack(s[2 * kk][0], s[2 * kk][1]), pack(s[2 * kk][2], s[2 * kk][3]),
                     pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                     pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-            for (u32 t = 0; t < HEAD / 8; ++t) {
-                const u16* vr = &vt[8 * t + g][16 * kk + 2 * c];
-                mma(o[t], pa, *(const u32*)vr, *(const u32*)(vr + 8));
-            }
+            add_pv(o, pa, vs, kk);
         }
     }
     // Rows whose keys were all masked out (l = 0) are 0, as in ONNX.
