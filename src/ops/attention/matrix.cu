@@ -4,8 +4,8 @@
 // S = Q K^T on the tensor cores in f32, an online softmax on S in registers (running maximum
 // and sum per row), then O += P V with P rounded to the inputs' type, as PyTorch's SDPA
 // does. The [lq, lk] scores are never stored. Keys and values of a tile sit in shared
-// memory, rows padded by 8 elements against bank conflicts: a thread reads its fragments of
-// K as 32-bit words, and of V, column-wise, through ldmatrix's transpose.
+// memory (cp.async, the next tile's while this one computes), rows padded by 8 elements
+// against bank conflicts; ldmatrix reads each thread's fragments, V's through its transpose.
 //
 // Defines: HEAD, the head dimension (a multiple of 16, at most 128, of q, k and v alike);
 // BF16 (1: bf16, 0: f16); VEC (1 where every row of q, k and v starts 16-byte aligned: tiles
@@ -58,9 +58,10 @@ __device__ __forceinline__ u32 word(const u16* t, const View4& w, IDX b, IDX h, 
     return *(const u32*)(t + at(w, b, h, i, j));
 }
 
-// Keys [j0, j0 + KEYS) of k into ks and of v into vs; zeros past lk.
-__device__ void load_tile(const u16* k, const u16* v, const AttentionParams& p, IDX b, IDX h,
-        IDX j0, u16 (*ks)[KPAD], u16 (*vs)[KPAD]) {
+// Starts copying keys [j0, j0 + KEYS) of `src` (k or v) into `dst` (cp.async, 16 or 4 bytes
+// a thread), zeros past lk, as one commit group.
+__device__ __forceinline__ void copy_tile(const u16* src, const View4& w, IDX lk, IDX b, IDX h,
+        IDX j0, u16 (*dst)[KPAD]) {
 #if VEC
     const u32 per = 8;
 #else
@@ -69,24 +70,28 @@ __device__ void load_tile(const u16* k, const u16* v, const AttentionParams& p, 
     for (u32 n = threadIdx.x; n < KEYS * HEAD / per; n += WARPS * 32) {
         const u32 r = n / (HEAD / per), c = n % (HEAD / per) * per;
         const IDX j = j0 + r;
+        const u32 to = (u32)__cvta_generic_to_shared(&dst[r][c]);
+        const u16* from = src + at(w, b, h, j, c);
 #if VEC
-        uint4 kw = make_uint4(0, 0, 0, 0), vw = kw;
-        if (j < (IDX)p.lk) {
-            kw = *(const uint4*)(k + at(p.k, b, h, j, c));
-            vw = *(const uint4*)(v + at(p.v, b, h, j, c));
+        if (j < lk) {
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(to), "l"(from));
+        } else {
+            *(uint4*)&dst[r][c] = make_uint4(0, 0, 0, 0);
         }
-        *(uint4*)&ks[r][c] = kw;
-        *(uint4*)&vs[r][c] = vw;
 #else
-        u32 kw = 0, vw = 0;
-        if (j < (IDX)p.lk) {
-            kw = word(k, p.k, b, h, j, c);
-            vw = word(v, p.v, b, h, j, c);
+        if (j < lk) {
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(to), "l"(from));
+        } else {
+            *(u32*)&dst[r][c] = 0u;
         }
-        *(u32*)&ks[r][c] = kw;
-        *(u32*)&vs[r][c] = vw;
 #endif
     }
+    asm volatile("cp.async.commit_group;");
+}
+
+// Waits until every commit group of this thread but the newest has landed.
+__device__ __forceinline__ void wait_all_but_newest() {
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
 }
 
 // O += P V for keys [16 kk, 16 kk + 16) of the tile: V's fragments of two 8-column tiles at a
@@ -127,8 +132,13 @@ __device__ __forceinline__ void scores(float (*s)[4], const u32 (*qa)[4], u16 (*
         s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.0f;
 #pragma unroll
         for (u32 kk = 0; kk < HEAD / 16; ++kk) {
-            const u16* kr = &ks[8 * t + g][16 * kk + 2 * c];
-            mma(s[t], qa[kk], *(const u32*)kr, *(const u32*)(kr + 8));
+            // Lanes 0..7 and 8..15 give the rows of K's columns +0..7 and +8..15.
+            const u32 lane = threadIdx.x % 32;
+            const u16* row = &ks[8 * t + lane % 8][16 * kk + 8 * (lane / 8 % 2)];
+            u32 b0, b1;
+            asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
+                    : "=r"(b0), "=r"(b1) : "r"((u32)__cvta_generic_to_shared(row)));
+            mma(s[t], qa[kk], b0, b1);
         }
 #pragma unroll
         for (u32 e = 0; e < 4; ++e) {
@@ -167,12 +177,19 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) attention_matrix_main(
     float m[2] = {-inf_f32(), -inf_f32()}, l[2] = {0.0f, 0.0f};
     IDX keys = (IDX)p.lk;
     if (p.causal) keys = min(keys, tile * ROWS + ROWS);
+    // K and V of the next tile load while this one computes: K's while the softmax and
+    // P V run, V's while the next S does. Every thread commits the same groups, empty ones
+    // past the last tile.
+    copy_tile(k, p.k, (IDX)p.lk, b, h, 0, ks);
+    copy_tile(v, p.v, (IDX)p.lk, b, h, 0, vs);
     for (IDX j0 = 0; j0 < keys; j0 += KEYS) {
-        __syncthreads();
-        load_tile(k, v, p, b, h, j0, ks, vs);
+        const IDX next = j0 + KEYS < keys ? j0 + KEYS : (IDX)p.lk;
+        wait_all_but_newest();
         __syncthreads();
         float s[KEYS / 8][4];
         scores(s, qa, ks, p, row0, j0, scale2);
+        __syncthreads();
+        copy_tile(k, p.k, (IDX)p.lk, b, h, next, ks);
         float alpha[2];
 #pragma unroll
         for (u32 half = 0; half < 2; ++half) {
@@ -202,6 +219,8 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) attention_matrix_main(
             o[t][0] *= alpha[0]; o[t][1] *= alpha[0];
             o[t][2] *= alpha[1]; o[t][3] *= alpha[1];
         }
+        wait_all_but_newest();
+        __syncthreads();
         // P's fragments are S's accumulators, rounded: keys [16 kk, 16 kk + 16).
 #pragma unroll
         for (u32 kk = 0; kk < KEYS / 16; ++kk) {
@@ -210,6 +229,8 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) attention_matrix_main(
                     pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
             add_pv(o, pa, vs, kk);
         }
+        __syncthreads();
+        copy_tile(v, p.v, (IDX)p.lk, b, h, next, vs);
     }
     // Rows whose keys were all masked out (l = 0) are 0, as in ONNX.
 #pragma unroll
