@@ -87,12 +87,18 @@ pub(super) fn attention(
 
 /// The largest index a kernel reaches in any operand.
 fn largest_index(op: &Attention<'_>) -> usize {
-    [Some(&op.q), Some(&op.k), Some(&op.v), op.mask.as_ref(), Some(&op.out)]
-        .into_iter()
-        .flatten()
-        .map(|o| extent(o.layout).max(o.layout.numel()))
-        .max()
-        .unwrap_or(0)
+    [
+        Some(&op.q),
+        Some(&op.k),
+        Some(&op.v),
+        op.mask.as_ref(),
+        Some(&op.out),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|o| extent(o.layout).max(o.layout.numel()))
+    .max()
+    .unwrap_or(0)
 }
 
 /// f32 attention, one block of 64 threads per query row (`attention_main`).
@@ -178,11 +184,15 @@ fn attention_16bit(op: &Attention<'_>, q: &CudaBatch, dev: &CudaDevice) -> Resul
         })
     };
     if !aligned(2) {
-        return Err(refused("of views whose rows are not 4-byte aligned and dense".into()));
+        return Err(refused(
+            "of views whose rows are not 4-byte aligned and dense".into(),
+        ));
     }
     let blocks = lq.div_ceil(MATRIX_ROWS) * b * h;
     if blocks > i32::MAX as usize {
-        return Err(refused(format!("of {blocks} blocks of {MATRIX_ROWS} query rows")));
+        return Err(refused(format!(
+            "of {blocks} blocks of {MATRIX_ROWS} query rows"
+        )));
     }
     let defines = vec![
         ("HEAD", d.to_string()),
@@ -192,7 +202,15 @@ fn attention_16bit(op: &Attention<'_>, q: &CudaBatch, dev: &CudaDevice) -> Resul
     ];
     let f = dev.program(specialise(&MATRIX, "attention_matrix_main", defines))?;
     let held = [op.q.buf, op.k.buf, op.v.buf, op.out.buf];
-    q.launch(dev, &f, (blocks as u32, 1, 1), (128, 1, 1), &pointers, &params(op), &held)
+    q.launch(
+        dev,
+        &f,
+        (blocks as u32, 1, 1),
+        (128, 1, 1),
+        &pointers,
+        &params(op),
+        &held,
+    )
 }
 
 /// Every specialisation.
@@ -212,7 +230,12 @@ pub(super) fn specialisations() -> Vec<Specialisation> {
                 all.push(specialise(
                     &MATRIX,
                     "attention_matrix_main",
-                    vec![("HEAD", head.into()), ("BF16", bf16.into()), ("VEC", vec.into()), idx.clone()],
+                    vec![
+                        ("HEAD", head.into()),
+                        ("BF16", bf16.into()),
+                        ("VEC", vec.into()),
+                        idx.clone(),
+                    ],
                 ));
             }
         }
