@@ -85,7 +85,7 @@ registry!(
 );
 pub(crate) use crate::runtime::tensor::Operand;
 pub(crate) use launch::{backends, launch, OpRequest};
-pub use support::support_matrix;
+pub use support::{support_matrix, support_rows, SupportRow};
 pub use tunables::variant_names;
 pub(crate) use tunables::{tunable, PROBE, TUNABLES};
 

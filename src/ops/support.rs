@@ -1,21 +1,32 @@
 //! The support matrix: which dtypes each op family of the op tables takes on each backend,
 //! generated from the tables (`elementwise/table.rs`, `reduce_ops!`). README.md holds it
 //! between `<!-- support-matrix:begin -->` and `<!-- support-matrix:end -->`, which a test
-//! compares with [`support_matrix`]; `unicompute ops --markdown` prints it.
+//! compares with [`support_matrix`]; `unicompute ops --markdown` prints it. The rows are
+//! public ([`support_rows`]), so that a test can hold each backend to them.
 
 use super::{BinaryOp, ReduceOp, UnaryOp};
 use crate::{BackendKind, DType};
 
-/// One op family of the tables: its ops and the dtypes it takes.
-struct Family {
-    /// The family's name.
-    name: &'static str,
+/// One row of the support matrix: an op family and the dtypes its ops take.
+#[derive(Debug, Clone)]
+pub struct SupportRow {
+    /// The family's name (`unary`, `matmul`, ...).
+    pub name: &'static str,
     /// Its ops' names.
-    ops: Vec<&'static str>,
+    pub ops: Vec<&'static str>,
     /// The dtypes every backend takes (16-bit floats computed in f32).
     dtypes: &'static [DType],
     /// Whether i64 needs `shader-int64` on webgpu (arithmetic does; moving data does not).
     int64_math: bool,
+}
+
+impl SupportRow {
+    /// Whether the family's ops take `dtype` on a device of `backend` whose
+    /// [`Features::int64`](crate::Features::int64) is `int64`.
+    pub fn takes(&self, dtype: DType, backend: BackendKind, int64: bool) -> bool {
+        let needs_int64 = dtype == DType::I64 && self.int64_math && backend == BackendKind::WebGpu;
+        self.dtypes.contains(&dtype) && (int64 || !needs_int64)
+    }
 }
 
 /// The float dtypes: f16 and bf16 stored in 16 bits and computed in f32.
@@ -75,8 +86,8 @@ fn compare_names() -> Vec<&'static str> {
     names
 }
 
-/// The families of the op tables.
-fn families() -> Vec<Family> {
+/// The rows of the support matrix: every op family of the op tables.
+pub fn support_rows() -> Vec<SupportRow> {
     vec![
         family("unary", unary_names(), FLOATS, true),
         family("binary", binary_names(false), ALL_BUT_BOOL, true),
@@ -120,8 +131,8 @@ fn family(
     ops: Vec<&'static str>,
     dtypes: &'static [DType],
     int64_math: bool,
-) -> Family {
-    Family {
+) -> SupportRow {
+    SupportRow {
         name,
         ops,
         dtypes,
@@ -132,7 +143,7 @@ fn family(
 /// The dtypes of `family` on `backend`, as the matrix writes them: i64 on webgpu only where
 /// the adapter has `shader-int64` (browsers have not); every dtype as `all`, every one but
 /// bool as `all but bool`.
-fn cell(family: &Family, backend: BackendKind) -> String {
+fn cell(family: &SupportRow, backend: BackendKind) -> String {
     let int64 = backend == BackendKind::WebGpu && family.int64_math;
     let mark = if int64 { "¹" } else { "" };
     if family.dtypes == ALL {
@@ -158,7 +169,7 @@ pub fn support_matrix() -> String {
         names.join(" | "),
         " --- |".repeat(5)
     );
-    for f in families() {
+    for f in support_rows() {
         let ops: Vec<String> = f.ops.iter().map(|op| format!("`{op}`")).collect();
         let cells: Vec<String> = backends.iter().map(|&b| cell(&f, b)).collect();
         text += &format!(

@@ -31,6 +31,7 @@ mod profile;
 mod props;
 mod recovery;
 mod stress;
+mod support;
 mod tune;
 mod wgsl_kernels;
 mod wgsl_loops;
