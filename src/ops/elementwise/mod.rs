@@ -199,9 +199,9 @@ fn unary_in(queue: &Queue, op: UnaryOp, x: &Tensor, dtype: DType) -> Result<Tens
     Ok(out)
 }
 
-/// `op(a, b)` elementwise with numpy broadcasting, recorded on `queue`. Bool, u8 and i8
-/// operands compute widened (u8 and i8 arithmetic wraps, as numpy's); the comparisons and
-/// logical ops ([`BinaryOp::is_logic`]) give bool for operands of any dtype.
+/// `op(a, b)` elementwise with numpy broadcasting, recorded on `queue`. u8 and i8 operands
+/// compute widened (their arithmetic wraps, as numpy's); arithmetic on bool is refused. The
+/// comparisons and logical ops ([`BinaryOp::is_logic`]) give bool for operands of any dtype.
 pub fn binary(queue: &Queue, op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     binary_fused(queue, op, None, a, b)
 }
@@ -259,6 +259,15 @@ fn binary_fused(
             f.name(),
             op.name()
         )));
+    }
+    if !op.is_logic() && (a.dtype() == DType::Bool || b.dtype() == DType::Bool) {
+        return Err(Error::DType {
+            op: op.name(),
+            expected: "numbers: arithmetic on bool is refused (use the logical ops, or cast \
+                the bools to a number first)"
+                .into(),
+            got: "bool".into(),
+        });
     }
     let values = if native_f16(queue, &[a, b]) {
         binary_in(queue, op, act, a, b, DType::F16)?
