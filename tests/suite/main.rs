@@ -21,6 +21,7 @@ mod integers;
 mod onnx_fuzz;
 mod onnx_indexing;
 mod onnx_load;
+mod onnx_microsoft;
 mod onnx_recur;
 mod onnx_run;
 mod op_table;

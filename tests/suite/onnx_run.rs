@@ -364,21 +364,28 @@ fn an_output_not_computed_is_refused_only_when_used() {
     );
 }
 
-/// docs/src/onnx.md lists the supported operators as `onnx::supported()` names them.
+/// docs/src/onnx.md lists the supported operators (of both domains) as `onnx::supported()`
+/// names them.
 #[test]
 fn the_book_lists_the_supported_operators() {
     let page = include_str!("../../docs/src/onnx.md");
-    let list = page
+    // Every list between the markers (the default domain's, then com.microsoft's).
+    let lists: Vec<&str> = page
         .split("<!-- onnx-ops:begin -->")
-        .nth(1)
-        .and_then(|rest| rest.split("<!-- onnx-ops:end -->").next())
-        .expect("docs/src/onnx.md has the onnx-ops markers");
-    let listed: Vec<&str> = list
-        .split(|c: char| !c.is_alphanumeric())
+        .skip(1)
+        .filter_map(|rest| rest.split("<!-- onnx-ops:end -->").next())
+        .collect();
+    assert!(
+        !lists.is_empty(),
+        "docs/src/onnx.md has the onnx-ops markers"
+    );
+    let mut listed: Vec<&str> = lists
+        .iter()
+        .flat_map(|list| list.split(|c: char| !c.is_alphanumeric()))
         .filter(|w| !w.is_empty())
         .collect();
-    let mut listed = listed;
     listed.sort_unstable();
+    listed.dedup();
     assert_eq!(
         listed,
         unicompute::onnx::supported(),

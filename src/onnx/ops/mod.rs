@@ -1,12 +1,14 @@
 //! The ONNX operators a session runs, each mapped onto the op API (never a backend): one
 //! table row per operator, in files by family (`math`, `logic`, `shape`, `slice`, `pad`,
-//! `nn`, `norms`, `conv`, `resize`, `control`, `recurrent`, `indexing`).
+//! `nn`, `norms`, `conv`, `resize`, `control`, `recurrent`, `indexing`), and the
+//! `com.microsoft` contrib operators (`microsoft`).
 
 mod control;
 mod conv;
 mod indexing;
 mod logic;
 mod math;
+mod microsoft;
 mod nn;
 mod norms;
 mod pad;
@@ -100,7 +102,7 @@ impl OpDef {
     }
 }
 
-/// Every operator of the default domain a session runs.
+/// Every operator of the default domain a session runs (but the contrib ones).
 fn all() -> impl Iterator<Item = &'static OpDef> {
     math::OPS
         .iter()
@@ -115,18 +117,23 @@ fn all() -> impl Iterator<Item = &'static OpDef> {
         .chain(indexing::OPS)
 }
 
-/// The operator `op` of `domain`, if a session can run it.
+/// The operator `op` of `domain`, if a session can run it: the default domain's (with the
+/// contrib operators onnxruntime puts there), or `com.microsoft`'s.
 pub(crate) fn find(domain: &str, op: &str) -> Option<&'static OpDef> {
-    if !(domain.is_empty() || domain == "ai.onnx") {
-        return None;
+    match domain {
+        "" | "ai.onnx" => all()
+            .chain(microsoft::DEFAULT_DOMAIN)
+            .find(|d| d.name == op),
+        "com.microsoft" => microsoft::OPS.iter().find(|d| d.name == op),
+        _ => None,
     }
-    all().find(|d| d.name == op)
 }
 
-/// The names of every operator a session runs, sorted.
+/// The names of every operator a session runs, of either domain, sorted.
 pub fn supported() -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = all().map(|d| d.name).collect();
+    let mut names: Vec<&'static str> = all().chain(microsoft::OPS).map(|d| d.name).collect();
     names.sort_unstable();
+    names.dedup();
     names
 }
 

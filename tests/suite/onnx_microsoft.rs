@@ -1,0 +1,504 @@
+//! The `com.microsoft` contrib operators (SkipLayerNormalization, the simplified norms, the
+//! GELU variants, Attention and MultiHeadAttention) on every device: one-node models built
+//! here with seeded inputs of odd sizes, checked against references computed in f64 in this
+//! file (which agree with onnxruntime 1.32 on the same cases).
+
+use prost::Message;
+use unicompute::onnx::proto::TensorProto;
+use unicompute::onnx::proto::{self, AttributeProto, GraphProto, ModelProto, NodeProto};
+use unicompute::onnx::{Session, SessionOptions};
+use unicompute::Device;
+
+use crate::common::{assert_close, name, per_backend, random, read, tensor};
+use crate::onnx_recur::{attr, info, int_attr, node, FLOAT};
+
+const INT32: i32 = 6;
+const BATCH: usize = 2;
+const SEQ: usize = 7;
+const HIDDEN: usize = 12;
+const HEADS: usize = 3;
+
+/// A FLOAT attribute.
+fn float_attr(name: &str, v: f32) -> AttributeProto {
+    attr(name, 1, |a| a.f = Some(v))
+}
+
+/// An int32 initializer.
+fn int32s(name: &str, dims: &[usize], data: &[i32]) -> TensorProto {
+    TensorProto {
+        name: Some(name.into()),
+        data_type: Some(INT32),
+        dims: dims.iter().map(|&d| d as i64).collect(),
+        raw_data: Some(
+            data.iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect::<Vec<u8>>()
+                .into(),
+        ),
+        ..Default::default()
+    }
+}
+
+/// A float graph input to feed: name, data and shape.
+type Feed<'a> = (&'a str, Vec<f32>, Vec<usize>);
+
+/// Runs `n` (of domain `com.microsoft`) on `feeds` (with int32 `inits`) and reads `outputs`.
+fn run_node(
+    d: &Device,
+    mut n: NodeProto,
+    feeds: &[Feed<'_>],
+    inits: Vec<TensorProto>,
+    outputs: &[&str],
+) -> Vec<Vec<f32>> {
+    n.domain = Some("com.microsoft".into());
+    let g = GraphProto {
+        node: vec![n],
+        initializer: inits,
+        input: feeds.iter().map(|f| info(f.0, FLOAT)).collect(),
+        output: outputs.iter().map(|o| info(o, FLOAT)).collect(),
+        ..Default::default()
+    };
+    let import = |domain: Option<&str>, v| proto::OperatorSetIdProto {
+        domain: domain.map(Into::into),
+        version: Some(v),
+    };
+    let bytes = ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![import(None, 17), import(Some("com.microsoft"), 1)],
+        graph: Some(g),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let s = Session::from_bytes(d, bytes, SessionOptions::default())
+        .unwrap_or_else(|e| panic!("{}: {e}", name(d)));
+    let tensors: Vec<_> = feeds.iter().map(|f| tensor(d, &f.1, &f.2)).collect();
+    let feeds: Vec<_> = feeds.iter().zip(&tensors).map(|(f, t)| (f.0, t)).collect();
+    let out = s.run(&feeds).unwrap_or_else(|e| panic!("{}: {e}", name(d)));
+    outputs
+        .iter()
+        .map(|o| {
+            let (_, t) = out.iter().find(|(n, _)| n == o).expect("output");
+            read(t)
+        })
+        .collect()
+}
+
+fn f64s(v: &[f32]) -> Vec<f64> {
+    v.iter().map(|&x| f64::from(x)).collect()
+}
+
+/// Rows of `h` normalised (layer or RMS), scaled by `gamma`, shifted by `beta`; with each
+/// row's mean and `1 / std` (or `1 / rms`).
+fn norm_rows(x: &[f64], gamma: &[f32], beta: Option<&[f32]>, eps: f64, rms: bool) -> [Vec<f64>; 3] {
+    let h = gamma.len();
+    let [mut y, mut means, mut invs] = [vec![], vec![], vec![]];
+    for row in x.chunks(h) {
+        let mean = if rms {
+            0.0
+        } else {
+            row.iter().sum::<f64>() / h as f64
+        };
+        let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / h as f64;
+        let inv = 1.0 / (var + eps).sqrt();
+        for (i, v) in row.iter().enumerate() {
+            let b = beta.map_or(0.0, |b| f64::from(b[i]));
+            y.push((v - mean) * inv * f64::from(gamma[i]) + b);
+        }
+        means.push(mean);
+        invs.push(inv);
+    }
+    [y, means, invs]
+}
+
+fn skip_layer_norm(d: &Device) {
+    let n = BATCH * SEQ * HIDDEN;
+    let (x, skip) = (random(1, n, -2.0, 2.0), random(2, n, -2.0, 2.0));
+    let (gamma, beta, bias) = (
+        random(3, HIDDEN, 0.5, 1.5),
+        random(4, HIDDEN, -0.5, 0.5),
+        random(5, HIDDEN, -0.5, 0.5),
+    );
+    let shape = vec![BATCH, SEQ, HIDDEN];
+    let h = vec![HIDDEN];
+    let sum: Vec<f64> = (0..n)
+        .map(|i| f64::from(x[i]) + f64::from(skip[i]) + f64::from(bias[i % HIDDEN]))
+        .collect();
+    for rms in [false, true] {
+        let (op, ins, outs): (_, &[&str], &[&str]) = if rms {
+            (
+                "SkipSimplifiedLayerNormalization",
+                &["x", "s", "g", "bias"],
+                &["y", "", "inv", "sum"],
+            )
+        } else {
+            (
+                "SkipLayerNormalization",
+                &["x", "s", "g", "b", "bias"],
+                &["y", "mean", "inv", "sum"],
+            )
+        };
+        let mut nd = node(op, "sln", ins, outs);
+        nd.attribute.push(float_attr("epsilon", 1e-5));
+        let mut feeds = vec![
+            ("x", x.clone(), shape.clone()),
+            ("s", skip.clone(), shape.clone()),
+            ("g", gamma.clone(), h.clone()),
+            ("bias", bias.clone(), h.clone()),
+        ];
+        if !rms {
+            feeds.push(("b", beta.clone(), h.clone()));
+        }
+        let wanted: Vec<&str> = outs.iter().copied().filter(|o| !o.is_empty()).collect();
+        let got = run_node(d, nd, &feeds, vec![], &wanted);
+        let beta_used = (!rms).then_some(&beta[..]);
+        let [y, mean, inv] = norm_rows(&sum, &gamma, beta_used, 1e-5, rms);
+        let what = format!("{op} on {}", name(d));
+        assert_close(&got[0], &y, 1e-4, 1e-4, &what);
+        let (inv_got, sum_got) = if rms {
+            (&got[1], &got[2])
+        } else {
+            (&got[2], &got[3])
+        };
+        if !rms {
+            assert_close(&got[1], &mean, 1e-4, 1e-4, &what);
+        }
+        assert_close(inv_got, &inv, 1e-4, 1e-4, &what);
+        assert_close(sum_got, &sum, 1e-5, 1e-5, &what);
+    }
+}
+per_backend!(skip_layer_norm);
+
+/// SimplifiedLayerNormalization over the last two axes, in the default domain (as onnxruntime
+/// defines it) and in `com.microsoft`.
+fn simplified_layer_norm(d: &Device) {
+    let n = BATCH * SEQ * HIDDEN;
+    let x = random(6, n, -2.0, 2.0);
+    let scale = random(7, SEQ * HIDDEN, 0.5, 1.5);
+    let mut nd = node("SimplifiedLayerNormalization", "rms", &["x", "g"], &["y"]);
+    nd.attribute.push(int_attr("axis", -2));
+    let feeds = [
+        ("x", x.clone(), vec![BATCH, SEQ, HIDDEN]),
+        ("g", scale.clone(), vec![SEQ, HIDDEN]),
+    ];
+    let got = run_node(d, nd, &feeds, vec![], &["y"]);
+    let [want, _, _] = norm_rows(&f64s(&x), &scale, None, 1e-5, true);
+    assert_close(&got[0], &want, 1e-4, 1e-4, &format!("rms on {}", name(d)));
+}
+per_backend!(simplified_layer_norm);
+
+fn gelu_erf(x: f64) -> f64 {
+    0.5 * x * (1.0 + libm::erf(x / 2f64.sqrt()))
+}
+
+fn gelu_tanh(x: f64) -> f64 {
+    let k = (2.0 / std::f64::consts::PI).sqrt();
+    0.5 * x * (1.0 + (k * (x + 0.044715 * x * x * x)).tanh())
+}
+
+/// FastGelu (with and without a bias), BiasGelu and QuickGelu (default and set alpha).
+fn gelus(d: &Device) {
+    let n = SEQ * HIDDEN;
+    let (x, bias) = (random(8, n, -4.0, 4.0), random(9, HIDDEN, -1.0, 1.0));
+    let shape = vec![SEQ, HIDDEN];
+    let biased: Vec<f64> = (0..n)
+        .map(|i| f64::from(x[i]) + f64::from(bias[i % HIDDEN]))
+        .collect();
+    let plain = f64s(&x);
+    let feeds = [
+        ("x", x.clone(), shape.clone()),
+        ("b", bias.clone(), vec![HIDDEN]),
+    ];
+    let cases: [(&str, &[&str], Option<f32>, Vec<f64>); 5] = [
+        (
+            "FastGelu",
+            &["x"],
+            None,
+            plain.iter().map(|&v| gelu_tanh(v)).collect(),
+        ),
+        (
+            "FastGelu",
+            &["x", "b"],
+            None,
+            biased.iter().map(|&v| gelu_tanh(v)).collect(),
+        ),
+        (
+            "BiasGelu",
+            &["x", "b"],
+            None,
+            biased.iter().map(|&v| gelu_erf(v)).collect(),
+        ),
+        (
+            "QuickGelu",
+            &["x"],
+            None,
+            plain
+                .iter()
+                .map(|&v| v / (1.0 + (-1.702 * v).exp()))
+                .collect(),
+        ),
+        (
+            "QuickGelu",
+            &["x"],
+            Some(0.5),
+            plain
+                .iter()
+                .map(|&v| v / (1.0 + (-0.5 * v).exp()))
+                .collect(),
+        ),
+    ];
+    for (op, ins, alpha, want) in cases {
+        let mut nd = node(op, "g", ins, &["y"]);
+        nd.attribute.extend(alpha.map(|a| float_attr("alpha", a)));
+        let used: Vec<_> = feeds
+            .iter()
+            .filter(|f| ins.contains(&f.0))
+            .cloned()
+            .collect();
+        let got = run_node(d, nd, &used, vec![], &["y"]);
+        assert_close(
+            &got[0],
+            &want,
+            1e-4,
+            1e-5,
+            &format!("{op} {ins:?} on {}", name(d)),
+        );
+    }
+}
+per_backend!(gelus);
+
+/// Multi-head attention of `q [b, lq, hidden]` over `k`, `v [b, lk, hidden]` with an additive
+/// `mask(b, i, j)` and causal flag, in f64; `[b, lq, hidden]`.
+fn mha_reference(
+    [q, k, v]: [&[f64]; 3],
+    [b, lq, lk]: [usize; 3],
+    causal: bool,
+    mask: &dyn Fn(usize, usize, usize) -> f64,
+) -> Vec<f64> {
+    let dh = HIDDEN / HEADS;
+    let scale = 1.0 / (dh as f64).sqrt();
+    let mut out = vec![0.0; b * lq * HIDDEN];
+    for (bi, h, i) in
+        (0..b).flat_map(|bi| (0..HEADS).flat_map(move |h| (0..lq).map(move |i| (bi, h, i))))
+    {
+        let at = |t: &[f64], l: usize, j: usize, e: usize| t[(bi * l + j) * HIDDEN + h * dh + e];
+        let scores: Vec<f64> = (0..lk)
+            .map(|j| {
+                let dot: f64 = (0..dh).map(|e| at(q, lq, i, e) * at(k, lk, j, e)).sum();
+                let s = dot * scale + mask(bi, i, j);
+                if causal && j > i {
+                    f64::NEG_INFINITY
+                } else {
+                    s
+                }
+            })
+            .collect();
+        let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let w: Vec<f64> = scores.iter().map(|s| (s - top).exp()).collect();
+        let total: f64 = w.iter().sum();
+        for e in 0..dh {
+            let o: f64 = (0..lk).map(|j| w[j] * at(v, lk, j, e)).sum();
+            out[(bi * lq + i) * HIDDEN + h * dh + e] = o / total;
+        }
+    }
+    out
+}
+
+/// The key lengths and `[b, keys]` 0/1 mask the attention cases use.
+const LENGTHS: [i32; 2] = [5, 7];
+
+fn key_mask(lk: usize) -> Vec<i32> {
+    (0..BATCH * lk)
+        .map(|at| i32::from(((at % lk) as i32) < LENGTHS[at / lk]))
+        .collect()
+}
+
+/// A key mask case: none, `[b]` lengths or `[b, keys]` 0/1, as an int32 initializer `m`.
+#[derive(Clone, Copy, Debug)]
+enum Masked {
+    No,
+    Lengths,
+    Ones,
+}
+
+impl Masked {
+    fn init(self, lk: usize) -> Vec<TensorProto> {
+        match self {
+            Masked::No => vec![],
+            Masked::Lengths => vec![int32s("m", &[BATCH], &LENGTHS)],
+            Masked::Ones => vec![int32s("m", &[BATCH, lk], &key_mask(lk))],
+        }
+    }
+
+    /// onnxruntime's additive mask: -10000 on the keys masked out.
+    fn additive(self) -> impl Fn(usize, usize, usize) -> f64 {
+        move |b, _, j| match self {
+            Masked::No => 0.0,
+            _ if (j as i32) < LENGTHS[b] => 0.0,
+            _ => -10000.0,
+        }
+    }
+}
+
+/// `a [m, k] @ b [k, n] + bias [n]` in f64.
+fn affine_rows(a: &[f32], b: &[f32], bias: &[f32], k: usize) -> Vec<f64> {
+    let n = bias.len();
+    (0..a.len() / k * n)
+        .map(|at| {
+            let (r, c) = (at / n, at % n);
+            let dot: f64 = (0..k)
+                .map(|e| f64::from(a[r * k + e]) * f64::from(b[e * n + c]))
+                .sum();
+            dot + f64::from(bias[c])
+        })
+        .collect()
+}
+
+/// Columns `from..from + HIDDEN` of rows of `3 * HIDDEN`.
+fn columns(qkv: &[f64], from: usize) -> Vec<f64> {
+    qkv.chunks(3 * HIDDEN)
+        .flat_map(|r| r[from..from + HIDDEN].to_vec())
+        .collect()
+}
+
+/// com.microsoft's Attention: the input projected by one weight matrix into query, key and
+/// value; without a mask, with key lengths, with a 0/1 mask, causal, causal and masked.
+fn packed_attention(d: &Device) {
+    const IN: usize = 10;
+    let x = random(10, BATCH * SEQ * IN, -1.0, 1.0);
+    let w = random(11, IN * 3 * HIDDEN, -0.6, 0.6);
+    let bias = random(12, 3 * HIDDEN, -0.3, 0.3);
+    let qkv = affine_rows(&x, &w, &bias, IN);
+    let (q, k, v) = (
+        columns(&qkv, 0),
+        columns(&qkv, HIDDEN),
+        columns(&qkv, 2 * HIDDEN),
+    );
+    let feeds = [
+        ("x", x.clone(), vec![BATCH, SEQ, IN]),
+        ("w", w.clone(), vec![IN, 3 * HIDDEN]),
+        ("b", bias.clone(), vec![3 * HIDDEN]),
+    ];
+    let cases = [
+        (Masked::No, false),
+        (Masked::Lengths, false),
+        (Masked::Ones, false),
+        (Masked::No, true),
+        (Masked::Ones, true),
+    ];
+    for (masked, causal) in cases {
+        let ins: &[&str] = match masked {
+            Masked::No => &["x", "w", "b"],
+            _ => &["x", "w", "b", "m"],
+        };
+        let mut nd = node("Attention", "att", ins, &["y"]);
+        nd.attribute.push(int_attr("num_heads", HEADS as i64));
+        nd.attribute
+            .push(int_attr("unidirectional", i64::from(causal)));
+        let got = run_node(d, nd, &feeds, masked.init(SEQ), &["y"]);
+        let dims = [BATCH, SEQ, SEQ];
+        let want = mha_reference([&q, &k, &v], dims, causal, &masked.additive());
+        let what = format!("Attention {masked:?} causal {causal} on {}", name(d));
+        assert_close(&got[0], &want, 1e-4, 1e-4, &what);
+    }
+}
+per_backend!(packed_attention);
+
+/// MultiHeadAttention of separate projections with a bias: cross attention over 9 keys
+/// (unmasked, key lengths, a 0/1 mask) and causal self-attention.
+fn multi_head_attention(d: &Device) {
+    for (masked, causal) in [
+        (Masked::No, false),
+        (Masked::Lengths, false),
+        (Masked::Ones, false),
+        (Masked::No, true),
+        (Masked::Ones, true),
+    ] {
+        let lk = if causal { SEQ } else { 9 };
+        let q = random(13, BATCH * SEQ * HIDDEN, -1.0, 1.0);
+        let (k, v) = (
+            random(14, BATCH * lk * HIDDEN, -1.0, 1.0),
+            random(15, BATCH * lk * HIDDEN, -1.0, 1.0),
+        );
+        let bias = random(16, 3 * HIDDEN, -0.3, 0.3);
+        let add = |t: &[f32], part: usize| -> Vec<f64> {
+            t.iter()
+                .enumerate()
+                .map(|(i, &e)| f64::from(e) + f64::from(bias[part * HIDDEN + i % HIDDEN]))
+                .collect()
+        };
+        let (qb, kb, vb) = (add(&q, 0), add(&k, 1), add(&v, 2));
+        let feeds = [
+            ("q", q, vec![BATCH, SEQ, HIDDEN]),
+            ("k", k, vec![BATCH, lk, HIDDEN]),
+            ("v", v, vec![BATCH, lk, HIDDEN]),
+            ("b", bias, vec![3 * HIDDEN]),
+        ];
+        let ins: &[&str] = match masked {
+            Masked::No => &["q", "k", "v", "b"],
+            _ => &["q", "k", "v", "b", "m"],
+        };
+        let mut nd = node("MultiHeadAttention", "mha", ins, &["y"]);
+        nd.attribute.push(int_attr("num_heads", HEADS as i64));
+        nd.attribute
+            .push(int_attr("unidirectional", i64::from(causal)));
+        let got = run_node(d, nd, &feeds, masked.init(lk), &["y"]);
+        let want = mha_reference(
+            [&qb, &kb, &vb],
+            [BATCH, SEQ, lk],
+            causal,
+            &masked.additive(),
+        );
+        let what = format!(
+            "MultiHeadAttention {masked:?} causal {causal} on {}",
+            name(d)
+        );
+        assert_close(&got[0], &want, 1e-4, 1e-4, &what);
+    }
+}
+per_backend!(multi_head_attention);
+
+/// What the operators refuse at load, by reason.
+fn refusals(d: &Device) {
+    let mut past = node("Attention", "att", &["x", "w", "b", "", "past"], &["y"]);
+    past.attribute.push(int_attr("num_heads", 3));
+    let mut packed = node("MultiHeadAttention", "mha", &["qkv"], &["y"]);
+    packed.attribute.push(int_attr("num_heads", 3));
+    let mean = node(
+        "SkipSimplifiedLayerNormalization",
+        "n",
+        &["x", "s", "g"],
+        &["y", "mean"],
+    );
+    let cases = [
+        (past, "input 4 (a past key/value cache) is given"),
+        (packed, "key or value is missing"),
+        (mean, "output 1 (mean) is asked for"),
+    ];
+    for (mut n, want) in cases {
+        n.domain = Some("com.microsoft".into());
+        let g = GraphProto {
+            node: vec![n],
+            input: ["x", "w", "b", "past", "qkv", "s", "g"]
+                .iter()
+                .map(|v| info(v, FLOAT))
+                .collect(),
+            output: vec![info("y", FLOAT)],
+            ..Default::default()
+        };
+        let bytes = ModelProto {
+            ir_version: Some(8),
+            opset_import: vec![proto::OperatorSetIdProto {
+                domain: Some("com.microsoft".into()),
+                version: Some(1),
+            }],
+            graph: Some(g),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        let e = Session::from_bytes(d, bytes, SessionOptions::default())
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains(want), "{e}");
+    }
+}
+per_backend!(refusals);
