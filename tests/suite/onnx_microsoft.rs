@@ -195,6 +195,9 @@ fn gelu_tanh(x: f64) -> f64 {
     0.5 * x * (1.0 + (k * (x + 0.044715 * x * x * x)).tanh())
 }
 
+/// A GELU case: the operator, its inputs, its alpha, and the expected output.
+type GeluCase<'a> = (&'a str, &'a [&'a str], Option<f32>, Vec<f64>);
+
 /// FastGelu (with and without a bias), BiasGelu and QuickGelu (default and set alpha).
 fn gelus(d: &Device) {
     let n = SEQ * HIDDEN;
@@ -208,7 +211,7 @@ fn gelus(d: &Device) {
         ("x", x.clone(), shape.clone()),
         ("b", bias.clone(), vec![HIDDEN]),
     ];
-    let cases: [(&str, &[&str], Option<f32>, Vec<f64>); 5] = [
+    let cases: [GeluCase<'_>; 5] = [
         (
             "FastGelu",
             &["x"],
