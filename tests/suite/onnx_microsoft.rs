@@ -10,7 +10,7 @@ use unicompute::onnx::{Session, SessionOptions};
 use unicompute::Device;
 
 use crate::common::{assert_close, name, per_backend, random, read, tensor};
-use crate::onnx_recur::{attr, info, int_attr, node, FLOAT};
+use crate::onnx_recur::{attr, floats, info, int64s, int_attr, node, FLOAT};
 
 const INT32: i32 = 6;
 const BATCH: usize = 2;
@@ -505,3 +505,115 @@ fn refusals(d: &Device) {
     }
 }
 per_backend!(refusals);
+
+/// A RotaryEmbedding case: interleaved, 4-D input (else 3-D), the cache's width, and
+/// `num_heads` for a 3-D input (0: heads of twice the cache's width).
+#[derive(Clone, Copy, Debug)]
+struct Rotary {
+    interleaved: bool,
+    four: bool,
+    half: usize,
+    heads: i64,
+}
+
+/// RotaryEmbedding of heads of 4 with positions per token or from an offset, as halves and as
+/// pairs, over the whole head and over part of it.
+fn rotary_embedding(d: &Device) {
+    const ROWS: usize = 16;
+    let dh = HIDDEN / HEADS;
+    let cases = [
+        Rotary {
+            interleaved: false,
+            four: false,
+            half: 2,
+            heads: 3,
+        },
+        Rotary {
+            interleaved: true,
+            four: false,
+            half: 2,
+            heads: 0,
+        },
+        Rotary {
+            interleaved: true,
+            four: true,
+            half: 1,
+            heads: 0,
+        },
+        Rotary {
+            interleaved: false,
+            four: true,
+            half: 2,
+            heads: 0,
+        },
+    ];
+    for r in cases {
+        let x = random(17, BATCH * SEQ * HIDDEN, -1.0, 1.0);
+        let cos = random(18, ROWS * r.half, -1.0, 1.0);
+        let sin = random(19, ROWS * r.half, -1.0, 1.0);
+        let ids: Vec<i64> = if r.four {
+            vec![3]
+        } else {
+            (0..BATCH * SEQ)
+                .map(|i| ((i * 5 + 1) % ROWS) as i64)
+                .collect()
+        };
+        let ids_shape = if r.four { vec![1] } else { vec![BATCH, SEQ] };
+        let shape = if r.four {
+            vec![BATCH, HEADS, SEQ, dh]
+        } else {
+            vec![BATCH, SEQ, HIDDEN]
+        };
+        // (b, s, head, feature) → the index in the input.
+        let at = |b: usize, s: usize, h: usize, e: usize| {
+            if r.four {
+                ((b * HEADS + h) * SEQ + s) * dh + e
+            } else {
+                (b * SEQ + s) * HIDDEN + h * dh + e
+            }
+        };
+        let mut want = f64s(&x);
+        for (b, s, h) in
+            (0..BATCH).flat_map(|b| (0..SEQ).flat_map(move |s| (0..HEADS).map(move |h| (b, s, h))))
+        {
+            let p = if r.four {
+                ids[0] as usize + s
+            } else {
+                ids[b * SEQ + s] as usize
+            };
+            for i in 0..r.half {
+                let (c, sn) = (
+                    f64::from(cos[p * r.half + i]),
+                    f64::from(sin[p * r.half + i]),
+                );
+                let (i1, i2) = if r.interleaved {
+                    (at(b, s, h, 2 * i), at(b, s, h, 2 * i + 1))
+                } else {
+                    (at(b, s, h, i), at(b, s, h, i + r.half))
+                };
+                let (x1, x2) = (f64::from(x[i1]), f64::from(x[i2]));
+                want[i1] = x1 * c - x2 * sn;
+                want[i2] = x2 * c + x1 * sn;
+            }
+        }
+        let mut nd = node(
+            "RotaryEmbedding",
+            "rope",
+            &["x", "pos", "cos", "sin"],
+            &["y"],
+        );
+        nd.attribute
+            .push(int_attr("interleaved", i64::from(r.interleaved)));
+        if r.heads > 0 {
+            nd.attribute.push(int_attr("num_heads", r.heads));
+        }
+        let inits = vec![
+            int64s("pos", &ids_shape, &ids),
+            floats("cos", &[ROWS, r.half], &cos),
+            floats("sin", &[ROWS, r.half], &sin),
+        ];
+        let got = run_node(d, nd, &[("x", x, shape)], inits, &["y"]);
+        assert_close(&got[0], &want, 1e-5, 1e-5, &format!("{r:?} on {}", name(d)));
+    }
+}
+per_backend!(rotary_embedding);

@@ -1,12 +1,13 @@
 //! The `com.microsoft` contrib operators of onnxruntime's transformer optimizer output: fused
 //! normalisations with a residual (`SkipLayerNormalization`, …), GELU variants and
-//! multi-head attention on the fused attention op.
+//! multi-head attention on the fused attention op, rotary position embeddings.
 
 use super::{one, op, Ctx, OpDef};
 use crate::base::error::Result;
 use crate::onnx::value::Val;
 use crate::onnx::Node;
 use crate::ops::attention::{attention, AttentionParams};
+use crate::ops::concat::concat;
 use crate::ops::norm::{layer_norm_stats, norm_trailing};
 use crate::ops::{NormKind, NormParams, ReduceOp, UnaryOp};
 use crate::{DType, Tensor};
@@ -25,6 +26,7 @@ pub(super) const OPS: &[OpDef] = &[
     op("QuickGelu", quick_gelu),
     op("Attention", packed_attention).refusing(packed_refusal),
     op("MultiHeadAttention", multi_head).refusing(multi_head_refusal),
+    op("RotaryEmbedding", rotary).refusing(packed_batching),
 ];
 
 /// The operators onnxruntime defines in the default domain although they are contrib ones.
@@ -335,4 +337,108 @@ fn multi_head(c: &Ctx<'_>) -> Result<Vec<Val>> {
     let at = |t: &Tensor, i: usize| t.shape().get(i).copied().unwrap_or(0);
     let mask = h.mask(c, 4, [at(&q, 0), at(&k, 1)])?;
     one(h.run(c, [&q, &k, &v], mask.as_ref())?)
+}
+
+/// `RotaryEmbedding` runs on one sequence per batch entry.
+fn packed_batching(node: &Node) -> Option<String> {
+    let on = node.attrs.int("is_packed_batching").ok().flatten();
+    on.is_some_and(|&v| v != 0)
+        .then(|| "is_packed_batching is set; expected 0".into())
+}
+
+/// `RotaryEmbedding`: each head's first `rotary_embedding_dim` features (the cache's width
+/// twice) rotated by the angles of its position, as halves or (`interleaved`) as pairs; of
+/// `[b, s, hidden]` (heads from `num_heads`, else the cache's width) or `[b, heads, s, d]`.
+fn rotary(c: &Ctx<'_>) -> Result<Vec<Val>> {
+    let x = c.tensor(0)?;
+    let (cos, sin) = (c.host(2)?, c.host(3)?);
+    let (rows, half) = match cos.shape[..] {
+        [r, h] if sin.shape == cos.shape && h > 0 => (r, h),
+        _ => {
+            return Err(c.error(format!(
+                "cos_cache {:?} and sin_cache {:?}: expected equal [positions, rotary dim / 2]",
+                cos.shape, sin.shape
+            )))
+        }
+    };
+    let shape = x.shape().to_vec();
+    let heads = match (shape.len(), c.int("num_heads", 0)?) {
+        (3, n) if n > 0 => n as usize,
+        (3, _) => shape[2] / (2 * half),
+        (_, _) => shape.get(1).copied().unwrap_or(0),
+    };
+    let bad = |why: &str| c.error(format!("input {shape:?}, cos_cache {:?}: {why}", cos.shape));
+    let x4 = match shape[..] {
+        [b, s, hidden] if heads > 0 && hidden % heads == 0 => {
+            x.reshape(&[b, s, heads, hidden / heads])?
+        }
+        [_, _, _, _] => x.permute(&[0, 2, 1, 3])?,
+        _ => {
+            return Err(bad(
+                "expected [batch, seq, hidden] or [batch, heads, seq, head]",
+            ))
+        }
+    };
+    let [b, s, _, d] = [0, 1, 2, 3].map(|i| x4.shape()[i]);
+    let dim = c.int("rotary_embedding_dim", 0)?;
+    if 2 * half > d || (dim > 0 && dim as usize != 2 * half) {
+        return Err(bad(
+            "the rotary dimension (twice the cache's width) exceeds the head",
+        ));
+    }
+    let ids = c.ints(1)?.unwrap_or_default();
+    let position = |at: usize| match ids.len() {
+        1 => ids[0] + (at % s) as i64,
+        _ => ids.get(at).copied().unwrap_or(-1),
+    };
+    let (cos, sin) = (cos.to_f64(), sin.to_f64());
+    let mut angles = [
+        Vec::with_capacity(b * s * half),
+        Vec::with_capacity(b * s * half),
+    ];
+    for at in 0..b * s {
+        let p = position(at);
+        if p < 0 || p as usize >= rows {
+            return Err(bad(&format!(
+                "position {p} is outside the cache's {rows} rows"
+            )));
+        }
+        let row = p as usize * half..(p as usize + 1) * half;
+        angles[0].extend(cos[row.clone()].iter().map(|&v| v as f32));
+        angles[1].extend(sin[row].iter().map(|&v| v as f32));
+    }
+    let y = rotate(c, &x4, angles, c.int("interleaved", 0)? != 0)?;
+    one(if shape.len() == 3 {
+        y.reshape(&shape)?
+    } else {
+        y.permute(&[0, 2, 1, 3])?.contiguous()?
+    })
+}
+
+/// `x [b, s, heads, d]` with its first `2 * half` features rotated by the `[b * s * half]`
+/// cosines and sines (halves: `x1 cos - x2 sin, x2 cos + x1 sin`; or the same of pairs).
+fn rotate(c: &Ctx<'_>, x: &Tensor, [cos, sin]: [Vec<f32>; 2], interleaved: bool) -> Result<Tensor> {
+    let [b, s, n, d] = [0, 1, 2, 3].map(|i| x.shape()[i]);
+    let half = cos.len() / (b * s);
+    let rot = x.slice(3, 0..2 * half)?;
+    let (pairs, at) = if interleaved {
+        (rot.reshape(&[b, s, n, half, 2])?, 4)
+    } else {
+        (rot.reshape(&[b, s, n, 2, half])?, 3)
+    };
+    let angle_shape: &[usize] = if interleaved {
+        &[b, s, 1, half, 1]
+    } else {
+        &[b, s, 1, 1, half]
+    };
+    let cos = Tensor::from_slice(c.device, &cos, angle_shape)?;
+    let sin = Tensor::from_slice(c.device, &sin, angle_shape)?;
+    let (x1, x2) = (pairs.slice(at, 0..1)?, pairs.slice(at, 1..2)?);
+    let y1 = x1.mul(&cos)?.sub(&x2.mul(&sin)?)?;
+    let y2 = x2.mul(&cos)?.add(&x1.mul(&sin)?)?;
+    let y = concat(c.queue, &[&y1, &y2], at)?.reshape(&[b, s, n, 2 * half])?;
+    if 2 * half == d {
+        return Ok(y);
+    }
+    concat(c.queue, &[&y, &x.slice(3, 2 * half..d)?], 3)
 }
