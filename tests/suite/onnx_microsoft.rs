@@ -516,6 +516,44 @@ struct Rotary {
     heads: i64,
 }
 
+/// The rotated input of a RotaryEmbedding case, in f64.
+fn rotary_reference(r: Rotary, x: &[f32], ids: &[i64], [cos, sin]: [&[f32]; 2]) -> Vec<f64> {
+    let dh = HIDDEN / HEADS;
+    // (b, s, head, feature) → the index in the input.
+    let at = |b: usize, s: usize, h: usize, e: usize| {
+        if r.four {
+            ((b * HEADS + h) * SEQ + s) * dh + e
+        } else {
+            (b * SEQ + s) * HIDDEN + h * dh + e
+        }
+    };
+    let mut want = f64s(x);
+    for (b, s, h) in
+        (0..BATCH).flat_map(|b| (0..SEQ).flat_map(move |s| (0..HEADS).map(move |h| (b, s, h))))
+    {
+        let p = if r.four {
+            ids[0] as usize + s
+        } else {
+            ids[b * SEQ + s] as usize
+        };
+        for i in 0..r.half {
+            let (c, sn) = (
+                f64::from(cos[p * r.half + i]),
+                f64::from(sin[p * r.half + i]),
+            );
+            let (i1, i2) = if r.interleaved {
+                (at(b, s, h, 2 * i), at(b, s, h, 2 * i + 1))
+            } else {
+                (at(b, s, h, i), at(b, s, h, i + r.half))
+            };
+            let (x1, x2) = (f64::from(x[i1]), f64::from(x[i2]));
+            want[i1] = x1 * c - x2 * sn;
+            want[i2] = x2 * c + x1 * sn;
+        }
+    }
+    want
+}
+
 /// RotaryEmbedding of heads of 4 with positions per token or from an offset, as halves and as
 /// pairs, over the whole head and over part of it.
 fn rotary_embedding(d: &Device) {
@@ -564,38 +602,7 @@ fn rotary_embedding(d: &Device) {
         } else {
             vec![BATCH, SEQ, HIDDEN]
         };
-        // (b, s, head, feature) → the index in the input.
-        let at = |b: usize, s: usize, h: usize, e: usize| {
-            if r.four {
-                ((b * HEADS + h) * SEQ + s) * dh + e
-            } else {
-                (b * SEQ + s) * HIDDEN + h * dh + e
-            }
-        };
-        let mut want = f64s(&x);
-        for (b, s, h) in
-            (0..BATCH).flat_map(|b| (0..SEQ).flat_map(move |s| (0..HEADS).map(move |h| (b, s, h))))
-        {
-            let p = if r.four {
-                ids[0] as usize + s
-            } else {
-                ids[b * SEQ + s] as usize
-            };
-            for i in 0..r.half {
-                let (c, sn) = (
-                    f64::from(cos[p * r.half + i]),
-                    f64::from(sin[p * r.half + i]),
-                );
-                let (i1, i2) = if r.interleaved {
-                    (at(b, s, h, 2 * i), at(b, s, h, 2 * i + 1))
-                } else {
-                    (at(b, s, h, i), at(b, s, h, i + r.half))
-                };
-                let (x1, x2) = (f64::from(x[i1]), f64::from(x[i2]));
-                want[i1] = x1 * c - x2 * sn;
-                want[i2] = x2 * c + x1 * sn;
-            }
-        }
+        let want = rotary_reference(r, &x, &ids, [&cos, &sin]);
         let mut nd = node(
             "RotaryEmbedding",
             "rope",
@@ -606,6 +613,10 @@ fn rotary_embedding(d: &Device) {
             .push(int_attr("interleaved", i64::from(r.interleaved)));
         if r.heads > 0 {
             nd.attribute.push(int_attr("num_heads", r.heads));
+        }
+        if 2 * r.half < dh {
+            nd.attribute
+                .push(int_attr("rotary_embedding_dim", 2 * r.half as i64));
         }
         let inits = vec![
             int64s("pos", &ids_shape, &ids),

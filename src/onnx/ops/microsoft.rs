@@ -380,11 +380,16 @@ fn rotary(c: &Ctx<'_>) -> Result<Vec<Val>> {
         }
     };
     let [b, s, _, d] = [0, 1, 2, 3].map(|i| x4.shape()[i]);
-    let dim = c.int("rotary_embedding_dim", 0)?;
-    if 2 * half > d || (dim > 0 && dim as usize != 2 * half) {
-        return Err(bad(
-            "the rotary dimension (twice the cache's width) exceeds the head",
-        ));
+    // As onnxruntime: the rotary dimension is the head's unless the attribute sets it.
+    let dim = match c.int("rotary_embedding_dim", 0)? {
+        0 => d,
+        r => r as usize,
+    };
+    if dim != 2 * half || dim > d {
+        return Err(bad(&format!(
+            "rotary dimension {dim} (rotary_embedding_dim, else the head's {d}): expected twice \
+             the cache's width and at most the head"
+        )));
     }
     let ids = c.ints(1)?.unwrap_or_default();
     let position = |at: usize| match ids.len() {
