@@ -153,6 +153,14 @@ declare module './pkg/unicompute.js' {
     softplus<D extends DType>(this: TensorOf<D>): TensorOf<D>;
     /** `x * relu6(x + 3) / 6` (ONNX HardSwish). */
     hardswish<D extends DType>(this: TensorOf<D>): TensorOf<D>;
+    /** Largest integer `<= x` (ONNX Floor). */
+    floor<D extends DType>(this: TensorOf<D>): TensorOf<D>;
+    /** Smallest integer `>= x` (ONNX Ceil). */
+    ceil<D extends DType>(this: TensorOf<D>): TensorOf<D>;
+    /** Nearest integer, halves to the even one (ONNX Round). */
+    round<D extends DType>(this: TensorOf<D>): TensorOf<D>;
+    /** 1, -1, or `x` itself for ±0 (ONNX Sign). */
+    sign<D extends DType>(this: TensorOf<D>): TensorOf<D>;
     /** A reduction by name over `{ axis, keepDims, emptyIdentity }` (a number: the axis). */
     reduce(op: ReduceName, options?: number | ReduceOptions): Tensor;
     /** The sum over `axis` (every axis by default; a number or an array), keeping reduced axes as extents of 1 with `keepDims`. */

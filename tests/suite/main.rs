@@ -31,6 +31,7 @@ mod pooling;
 mod profile;
 mod props;
 mod recovery;
+mod rounding;
 mod stress;
 mod support;
 mod tune;

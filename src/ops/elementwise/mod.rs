@@ -80,6 +80,17 @@ fn int_truth<I: Integer>(b: bool) -> I {
     }
 }
 
+/// `x` rounded to the nearest integer, a half to the even neighbour (ONNX Round, numpy's
+/// `round`): `2 * round(x / 2)` at a half, where `x / 2` is exact.
+fn round_half_even<F: Float>(x: F) -> F {
+    let half = F::from(0.5).unwrap_or_else(F::zero);
+    if (x - x.trunc()).abs() == half {
+        (x * half).round() / half
+    } else {
+        x.round()
+    }
+}
+
 fn sigmoid<F: Float>(x: F) -> F {
     F::one() / (F::one() + (-x).exp())
 }

@@ -120,6 +120,34 @@ macro_rules! unary_ops {
                 wgsl: "select(select(v * (v + 3.0) / 6.0, v, v >= 3.0), 0.0, v <= -3.0)",
                 cuda: "v <= -3.0f ? 0.0f : v >= 3.0f ? v : v * (v + 3.0f) / 6.0f"
             }
+            /// largest integer `<= x` (ONNX Floor)
+            Floor = 18 {
+                name: floor, js: "floor", reference: |x| x.floor(),
+                wgsl: "floor(v)", cuda: "floorf(v)"
+            }
+            /// smallest integer `>= x` (ONNX Ceil)
+            Ceil = 19 {
+                name: ceil, js: "ceil", reference: |x| x.ceil(),
+                wgsl: "ceil(v)", cuda: "ceilf(v)"
+            }
+            /// nearest integer, halves to the even one: `round(2.5) = 2` (ONNX Round)
+            Round = 20 {
+                name: round, js: "round", reference: |x| round_half_even(x),
+                // WGSL's round and CUDA's rintf (in the default rounding mode) take halves
+                // to even.
+                wgsl: "round(v)", cuda: "rintf(v)"
+            }
+            /// 1 for `x > 0`, -1 for `x < 0`, `x` itself for ±0 (ONNX Sign)
+            Sign = 21 {
+                name: sign, js: "sign",
+                reference: |x| match x {
+                    x if x > F::zero() => F::one(),
+                    x if x < F::zero() => -F::one(),
+                    x => x,
+                },
+                wgsl: "select(select(v, 1.0, v > 0.0), -1.0, v < 0.0)",
+                cuda: "v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : v"
+            }
         }
     };
     // Each row normalised into bracketed fields, for the consumer macro `$then`.
