@@ -8,7 +8,7 @@ use crate::onnx::value::{HostData, HostTensor, Val};
 use crate::onnx::Node;
 use crate::ops::elementwise::{binary, nary, unary};
 use crate::ops::{BinaryOp, UnaryOp};
-use crate::Tensor;
+use crate::{DType, Tensor};
 
 /// The elementwise operators.
 pub(super) const OPS: &[OpDef] = &[
@@ -25,6 +25,11 @@ pub(super) const OPS: &[OpDef] = &[
     op("Erf", |c| un(c, UnaryOp::Erf)),
     op("Softplus", |c| un(c, UnaryOp::Softplus)),
     op("HardSwish", |c| un(c, UnaryOp::Hardswish)),
+    op("Floor", |c| un(c, UnaryOp::Floor)),
+    op("Ceil", |c| un(c, UnaryOp::Ceil)),
+    op("Round", |c| un(c, UnaryOp::Round)),
+    op("Sign", |c| un(c, UnaryOp::Sign)),
+    op("Mod", modulo),
     op("Gelu", gelu),
     op("Reciprocal", |c| {
         one(c.tensor(0)?.scalar_binary(1.0, BinaryOp::Div)?)
@@ -58,12 +63,58 @@ fn un(c: &Ctx<'_>, op: UnaryOp) -> Result<Vec<Val>> {
             HostData::I64(v) => HostData::I64(match op {
                 UnaryOp::Neg => v.iter().map(|x| h.elem.wrap(x.wrapping_neg())).collect(),
                 UnaryOp::Abs => v.iter().map(|x| h.elem.wrap(x.wrapping_abs())).collect(),
+                UnaryOp::Sign => v.iter().map(|x| x.signum()).collect(),
+                UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => v.clone(),
                 _ => return one(unary(c.queue, op, &c.tensor(0)?)?),
             }),
         };
         return Ok(vec![Val::Host(HostTensor { data, ..h.clone() })]);
     }
-    one(unary(c.queue, op, &c.tensor(0)?)?)
+    let x = c.tensor(0)?;
+    if op == UnaryOp::Sign && !x.dtype().is_float() {
+        // Exact: the f32 of an integer has its sign.
+        let sign = unary(c.queue, op, &x.cast(DType::F32)?)?;
+        return one(sign.cast(x.dtype())?);
+    }
+    one(unary(c.queue, op, &x)?)
+}
+
+/// `Mod`, broadcasting: `a - trunc(a / b) * b`, the sign of `a` (C's fmod) with `fmod = 1`;
+/// with `fmod = 0` (ONNX allows it for integers only; floats take it too) a non-zero
+/// remainder whose sign differs from `b`'s gets `b` added, the sign of `b` (Python's `%`).
+/// Integers divide with the library's rules, so `x mod 0 = x` in both modes (no panic, no
+/// error: a kernel cannot refuse one element) and `MIN mod -1 = 0`. Floats round `a / b`
+/// before the truncation (a quotient within an ulp below an integer may truncate to it, and
+/// the product rounds), and `x mod ±inf` is NaN rather than C's `x`.
+fn modulo(c: &Ctx<'_>) -> Result<Vec<Val>> {
+    let fmod = c.int("fmod", 0)?;
+    if !(0..=1).contains(&fmod) {
+        return Err(c.error(format!("fmod is {fmod}; expected 0 or 1")));
+    }
+    let (a, b) = (c.tensor(0)?, c.tensor(1)?);
+    if a.dtype() != b.dtype() {
+        return Err(c.error(format!(
+            "the operands are {} and {}; expected one dtype",
+            a.dtype(),
+            b.dtype()
+        )));
+    }
+    let mut q = a.binary(BinaryOp::Div, &b)?;
+    if a.dtype().is_float() {
+        let negative = q.binary_scalar(BinaryOp::Less, 0.0)?;
+        q = negative.select(&q.unary(UnaryOp::Ceil)?, &q.unary(UnaryOp::Floor)?)?;
+    }
+    let r = a.binary(BinaryOp::Sub, &q.binary(BinaryOp::Mul, &b)?)?;
+    if fmod == 1 {
+        return one(r);
+    }
+    let below = |t: &Tensor| t.binary_scalar(BinaryOp::Less, 0.0);
+    let above = |t: &Tensor| t.binary_scalar(BinaryOp::Greater, 0.0);
+    let differ = below(&r)?.binary(BinaryOp::And, &above(&b)?)?.binary(
+        BinaryOp::Or,
+        &above(&r)?.binary(BinaryOp::And, &below(&b)?)?,
+    )?;
+    one(differ.select(&r.binary(BinaryOp::Add, &b)?, &r)?)
 }
 
 /// `op` of inputs 0 and 1, broadcasting: on the host where both are there (shape

@@ -29,6 +29,8 @@ pub(super) const OPS: &[OpDef] = &[
     op("Pad", super::pad::pad),
     op("CastLike", cast_like),
     op("Split", split).outputs(usize::MAX),
+    op("DepthToSpace", depth_to_space),
+    op("SpaceToDepth", space_to_depth),
 ];
 
 /// Input 0 with a new shape: on the host, the same data; on the device, a reshape.
@@ -481,4 +483,51 @@ fn split(c: &Ctx<'_>) -> Result<Vec<Val>> {
         start += s;
     }
     Ok(out)
+}
+
+/// Input 0 (`[N, C, H, W]`, checked) and the positive `blocksize` attribute.
+fn blocks(c: &Ctx<'_>) -> Result<(Tensor, usize, [usize; 4])> {
+    let x = c.tensor(0)?;
+    let size = c.int("blocksize", 0)?;
+    let &[n, ch, h, w] = x.shape() else {
+        return Err(c.error(format!("the input is {:?}; expected rank 4", x.shape())));
+    };
+    if size < 1 {
+        return Err(c.error(format!("blocksize is {size}; expected a positive integer")));
+    }
+    Ok((x, size as usize, [n, ch, h, w]))
+}
+
+/// `DepthToSpace`: channel blocks moved into `blocksize × blocksize` spatial tiles, in
+/// `mode` DCR (depth, column, row: the blocks outermost) or CRD (the channels outermost).
+fn depth_to_space(c: &Ctx<'_>) -> Result<Vec<Val>> {
+    let (x, b, [n, ch, h, w]) = blocks(c)?;
+    if ch % (b * b) != 0 {
+        return Err(c.error(format!(
+            "{ch} channels; expected a multiple of blocksize² = {}",
+            b * b
+        )));
+    }
+    let (split, perm) = match c.string("mode", "DCR")?.as_str() {
+        "DCR" => ([n, b, b, ch / (b * b), h, w], [0, 3, 4, 1, 5, 2]),
+        "CRD" => ([n, ch / (b * b), b, b, h, w], [0, 1, 4, 2, 5, 3]),
+        other => return Err(c.error(format!("mode is '{other}'; expected 'DCR' or 'CRD'"))),
+    };
+    let y = x.reshape(&split)?.permute(&perm)?;
+    one(y.reshape(&[n, ch / (b * b), h * b, w * b])?)
+}
+
+/// `SpaceToDepth`: `blocksize × blocksize` spatial tiles moved into channels, the inverse
+/// of DepthToSpace's DCR mode.
+fn space_to_depth(c: &Ctx<'_>) -> Result<Vec<Val>> {
+    let (x, b, [n, ch, h, w]) = blocks(c)?;
+    if h % b != 0 || w % b != 0 {
+        return Err(c.error(format!(
+            "the input is {h}x{w}; expected both multiples of blocksize {b}"
+        )));
+    }
+    let y = x
+        .reshape(&[n, ch, h / b, b, w / b, b])?
+        .permute(&[0, 3, 5, 1, 2, 4])?;
+    one(y.reshape(&[n, ch * b * b, h / b, w / b])?)
 }
