@@ -17,9 +17,9 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 "$repo/scripts/build-npm.sh"
 
-# The size budget: the package's wasm at most 975 kB (975,000 bytes) gzipped; the threads
+# The size budget: the package's wasm at most 995 kB (995,000 bytes) gzipped; the threads
 # build, which only cross-origin-isolated pages load, also carries rayon's thread pool and a
-# std built for threads, and is held to 1,015 kB. Each raise is deliberate and says what it
+# std built for threads, and is held to 1,036 kB. Each raise is deliberate and says what it
 # bought: 700/740 kB held everything up to the CPU executor of WGSL kernels (naga's parser
 # and validator, the largest crate in it, at 425 of 1,950 kB before gzip); 720/760 kB adds
 # the page-device adoption and integer arithmetic; 730/770 kB adds the i64 dtype (2.3 kB)
@@ -60,7 +60,12 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 # 975/1,015 kB adds the bool, u8 and i8 dtypes (48 kB: 925,827 to 974,032 and 966,065 to
 # 1,014,145): 1-byte packing in the cast, copy, gather and where kernels the CPU executor
 # also carries, eight comparison and logic rows of the op table, and ONNX's logic operators.
-for budget in "npm/pkg/unicompute_bg.wasm 975000" "npm/pkg-threads/unicompute_bg.wasm 1015000"; do
+# 995/1,036 kB adds the com.microsoft operators of transformer models prepared for browsers
+# (SkipLayerNormalization, SimplifiedLayerNormalization and its skip form, FastGelu, BiasGelu,
+# QuickGelu, Attention, MultiHeadAttention, RotaryEmbedding), the floor, ceil, round and sign
+# rows of the op table, and ONNX's Mod, DepthToSpace and SpaceToDepth (19 kB, measured
+# together: 974,032 to 992,951 and 1,014,145 to 1,033,723).
+for budget in "npm/pkg/unicompute_bg.wasm 995000" "npm/pkg-threads/unicompute_bg.wasm 1036000"; do
     set -- $budget
     size=$(gzip -9 -c "$repo/$1" | wc -c)
     echo "$1: $size bytes gzipped (budget $2)"
