@@ -7,6 +7,7 @@
 //   node onnx-node.mjs <node test dir> [cpu|webgpu]
 import assert from 'node:assert/strict';
 import { useDawn } from './dawn.mjs';
+import { halfToFloat } from './half.mjs';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import onnxProto from 'onnx-proto';
 
@@ -67,16 +68,6 @@ function loadTensor(path) {
   const count = dims.reduce((a, b) => a * b, 1);
   assert.equal(data.length, count, `${path}: ${data.length} elements for dims [${dims}]`);
   return { dtype, dims, data };
-}
-
-/** The value of an f16 given as its bits. */
-function halfToFloat(h) {
-  const sign = h & 0x8000 ? -1 : 1;
-  const exp = (h >> 10) & 0x1f;
-  const frac = h & 0x3ff;
-  if (exp === 0) return sign * frac * 2 ** -24;
-  if (exp === 31) return frac ? NaN : sign * Infinity;
-  return sign * (1 + frac / 1024) * 2 ** (exp - 15);
 }
 
 /** A node's attributes as `{ name: value }` (the kinds these ops have: int, float). */

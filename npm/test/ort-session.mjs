@@ -7,6 +7,7 @@
 //   node ort-session.mjs <dir of the light model zoo> [yolov8n.onnx] [cpu|webgpu]
 import assert from 'node:assert/strict';
 import { useDawn } from './dawn.mjs';
+import { halfToFloat } from './half.mjs';
 import { existsSync, readFileSync } from 'node:fs';
 import onnxProto from 'onnx-proto';
 
@@ -49,16 +50,6 @@ async function infer(ort, bytes, providers, inputs) {
   }
   await session.release();
   return out;
-}
-
-/** The value of an f16 given as its bits. */
-function halfToFloat(h) {
-  const sign = h & 0x8000 ? -1 : 1;
-  const exp = (h >> 10) & 0x1f;
-  const frac = h & 0x3ff;
-  if (exp === 0) return sign * frac * 2 ** -24;
-  if (exp === 31) return frac ? NaN : sign * Infinity;
-  return sign * (1 + frac / 1024) * 2 ** (exp - 15);
 }
 
 /** `got` matches `want` (each `{ type, dims, data }`): exact for integers, else within tolerance. */
