@@ -33,6 +33,16 @@ impl OpCost {
             variant: None,
         }
     }
+
+    /// The cost of a launch over `ops` whose elements are all `dtype`, without a variant.
+    pub(crate) fn typed(name: &str, ops: &[&Operand<'_>], flops: u64, dtype: DType) -> OpCost {
+        let elements: u64 = ops.iter().map(|o| distinct(o)).sum();
+        OpCost {
+            dtype,
+            bytes: elements * dtype.size() as u64,
+            ..OpCost::simple(name, ops, flops)
+        }
+    }
 }
 
 /// Distinct elements of a view: broadcast (stride 0) dimensions count once.

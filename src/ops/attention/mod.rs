@@ -251,11 +251,8 @@ impl OpRequest for Attention<'_> {
 
     fn cost(&self) -> OpCost {
         let [b, h, lq, lk, d, dv] = self.dims.map(|n| n as u64);
-        OpCost::simple(
-            "attention",
-            &self.operands(),
-            2 * b * h * lq * lk * (d + dv),
-        )
+        let flops = 2 * b * h * lq * lk * (d + dv);
+        OpCost::typed("attention", &self.operands(), flops, self.dtype)
     }
 
     backends!(attention);

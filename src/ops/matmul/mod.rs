@@ -279,18 +279,14 @@ impl OpRequest for Matmul<'_> {
         let ops = self.operands();
         let (m, n, k) = (self.m as u64, self.n as u64, self.k as u64);
         let batch = (self.out.layout.numel() as u64 / (m * n).max(1)).max(1);
-        let bytes =
-            ops.iter().map(|o| super::cost::distinct(o)).sum::<u64>() * self.dtype.size() as u64;
         let name = if self.bias.is_some() || self.act.is_some() {
             "linear"
         } else {
             "matmul"
         };
         OpCost {
-            dtype: self.dtype,
-            bytes,
             variant: self.variant,
-            ..OpCost::simple(name, &ops, 2 * batch * m * n * k)
+            ..OpCost::typed(name, &ops, 2 * batch * m * n * k, self.dtype)
         }
     }
 
