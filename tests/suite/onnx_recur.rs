@@ -34,7 +34,7 @@ pub(crate) fn info(name: &str, elem: i32) -> ValueInfoProto {
 }
 
 /// A stored tensor of type code `elem` with little-endian `bytes`.
-fn stored(name: &str, elem: i32, dims: &[usize], bytes: Vec<u8>) -> TensorProto {
+pub(crate) fn stored(name: &str, elem: i32, dims: &[usize], bytes: Vec<u8>) -> TensorProto {
     TensorProto {
         name: Some(name.into()),
         data_type: Some(elem),

@@ -1,7 +1,7 @@
 //! The ONNX operators a session runs, each mapped onto the op API (never a backend): one
 //! table row per operator, in files by family (`math`, `logic`, `shape`, `slice`, `pad`,
 //! `nn`, `norms`, `conv`, `resize`, `control`, `recurrent`, `indexing`), and the
-//! `com.microsoft` contrib operators (`microsoft`).
+//! `com.microsoft` contrib operators (`microsoft`, and `quant` for `MatMulNBits`).
 
 mod control;
 mod conv;
@@ -12,6 +12,7 @@ mod microsoft;
 mod nn;
 mod norms;
 mod pad;
+mod quant;
 mod recurrent;
 mod resize;
 mod shape;
@@ -124,14 +125,17 @@ pub(crate) fn find(domain: &str, op: &str) -> Option<&'static OpDef> {
         "" | "ai.onnx" => all()
             .chain(microsoft::DEFAULT_DOMAIN)
             .find(|d| d.name == op),
-        "com.microsoft" => microsoft::OPS.iter().find(|d| d.name == op),
+        "com.microsoft" => (microsoft::OPS.iter())
+            .chain(quant::OPS)
+            .find(|d| d.name == op),
         _ => None,
     }
 }
 
 /// The names of every operator a session runs, of either domain, sorted.
 pub fn supported() -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = all().chain(microsoft::OPS).map(|d| d.name).collect();
+    let contrib = microsoft::OPS.iter().chain(quant::OPS);
+    let mut names: Vec<&'static str> = all().chain(contrib).map(|d| d.name).collect();
     names.sort_unstable();
     names.dedup();
     names
