@@ -171,6 +171,8 @@ declare module './pkg/unicompute.js' {
     max<D extends DType>(this: TensorOf<D>, options?: ReduceOptions): TensorOf<D>;
     /** The minimum (as `sum`). */
     min<D extends DType>(this: TensorOf<D>, options?: ReduceOptions): TensorOf<D>;
+    /** The product (as `sum`; 1 over nothing); integers wrap. */
+    prod<D extends DType>(this: TensorOf<D>, options?: ReduceOptions): TensorOf<D>;
     /** The position (u32) of the first maximum along `axis` (every axis, flattened, by default); `last` takes the last of equal ones. */
     argmax(options?: ArgOptions): TensorOf<'u32'>;
     /** The position (u32) of the first minimum (as `argmax`). */

@@ -766,7 +766,7 @@ impl JsTensor {
         }
     }
 
-    /// A reduction by name (`sum`, `mean`, `max`, `min`, `argmax`) over `axis`, or over
+    /// A reduction by name (`sum`, `mean`, `max`, `min`, `argmax`, `prod`) over `axis`, or over
     /// everything when `axis` is undefined (the npm package's `reduce(op, options)` calls
     /// this).
     #[wasm_bindgen(js_name = "__reduce", skip_typescript)]
@@ -775,11 +775,7 @@ impl JsTensor {
         #[wasm_bindgen(unchecked_param_type = "ReduceName")] op: &str,
         axis: Option<f64>,
     ) -> Result<JsTensor, JsValue> {
-        let op = ReduceOp::from_name(op).ok_or_else(|| {
-            invalid(format!(
-                "unknown reduction `{op}`: expected sum, mean, max, min or argmax"
-            ))
-        })?;
+        let op = reduce_op(op)?;
         wrap(
             self.inner
                 .reduce(op, axis.map(|a| axis_of(self.inner.rank(), a)).transpose()?),
@@ -798,11 +794,7 @@ impl JsTensor {
         keep_dims: bool,
         empty_identity: Option<bool>,
     ) -> Result<JsTensor, JsValue> {
-        let op = ReduceOp::from_name(op).ok_or_else(|| {
-            invalid(format!(
-                "unknown reduction `{op}`: expected sum, mean, max, min or argmax"
-            ))
-        })?;
+        let op = reduce_op(op)?;
         let axes = axes
             .into_iter()
             .map(|a| axis_of(self.inner.rank(), a))
@@ -847,4 +839,15 @@ impl JsTensor {
             None => self.inner.binary(op, &other.inner),
         })
     }
+}
+
+/// The reduction named `name`, or an error listing the names.
+fn reduce_op(name: &str) -> Result<ReduceOp, JsValue> {
+    ReduceOp::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = ReduceOp::ALL.iter().map(|op| op.name()).collect();
+        invalid(format!(
+            "unknown reduction `{name}`: expected one of {}",
+            names.join(", ")
+        ))
+    })
 }

@@ -76,6 +76,11 @@ fn wrapping_sum<I: Int>(a: I, b: I) -> I {
     I::wrap((i128::from(a.wide()) + i128::from(b.wide())) as i64)
 }
 
+/// `a * b` in i128, wrapped into `I`.
+fn wrapping_product<I: Int>(a: I, b: I) -> I {
+    I::wrap((i128::from(a.wide()) * i128::from(b.wide())) as i64)
+}
+
 /// The devices that compute on i64 (`features.int64`); a webgpu device without
 /// `shader-int64` is checked to refuse that arithmetic with `UNSUPPORTED` naming the feature.
 fn int64_devices() -> Vec<&'static Device> {
@@ -327,7 +332,8 @@ fn integer_arithmetic_refuses_mixed_dtypes_and_activations(d: &Device) {
 }
 per_backend!(integer_arithmetic_refuses_mixed_dtypes_and_activations);
 
-/// `op` over `values` in wide integers: `(value, index)`; a sum wrapped into `I`'s range.
+/// `op` over `values` in wide integers: `(value, index)`; a sum or product wrapped into `I`'s
+/// range.
 fn reduce_reference<I: Int>(op: ReduceOp, values: &[I]) -> (I, usize) {
     let wide: Vec<i64> = values.iter().map(|v| v.wide()).collect();
     let first_of = |best: i64| wide.iter().position(|&v| v == best).unwrap_or(0);
@@ -341,6 +347,12 @@ fn reduce_reference<I: Int>(op: ReduceOp, values: &[I]) -> (I, usize) {
             (I::wrap(best), first_of(best))
         }
         ReduceOp::Min => (I::wrap(wide.iter().copied().min().unwrap_or(I::MAX)), 0),
+        ReduceOp::Prod => (
+            values
+                .iter()
+                .fold(I::wrap(1), |p, &v| wrapping_product(p, v)),
+            0,
+        ),
         ReduceOp::Mean => unreachable!("the mean is checked in f64"),
     }
 }
@@ -358,6 +370,10 @@ fn check_reductions<I: Int>(d: &Device) {
             values(c as u64, n, I::MIN.max(-50), 50)
         };
         let t = Tensor::from_slice(d, &x, shape).unwrap();
+        // Products of odd values: a product of many random integers would hold enough factors
+        // of 2 to wrap to 0.
+        let odd: Vec<I> = x.iter().map(|v| I::wrap(v.wide() | 1)).collect();
+        let t_odd = Tensor::from_slice(d, &odd, shape).unwrap();
         let axes = (0..shape.len()).map(Some).chain([None]);
         for axis in axes {
             let (outer, len): (usize, usize) = match axis {
@@ -365,30 +381,37 @@ fn check_reductions<I: Int>(d: &Device) {
                 None => (1, n),
             };
             let inner = n / outer / len;
-            let row = |g: usize| -> Vec<I> {
+            let row_of = |x: &[I], g: usize| -> Vec<I> {
                 (0..len)
                     .map(|j| x[(g / inner) * len * inner + g % inner + j * inner])
                     .collect()
             };
+            let row = |g: usize| row_of(&x, g);
             let ops = [
                 ReduceOp::Sum,
                 ReduceOp::Max,
                 ReduceOp::Min,
                 ReduceOp::Argmax,
+                ReduceOp::Prod,
             ];
             for (op, variant) in ops
                 .into_iter()
                 .flat_map(|op| d.variants("reduce").into_iter().map(move |v| (op, v)))
             {
+                let (t, data) = if op == ReduceOp::Prod {
+                    (&t_odd, &odd)
+                } else {
+                    (&t, &x)
+                };
+                let row = |g: usize| row_of(data, g);
                 let what = format!(
                     "{} {} ({variant}) over {axis:?} of {shape:?} on {}",
                     I::DTYPE,
                     op.name(),
                     name(d)
                 );
-                let out =
-                    unicompute::ops::reduce::reduce_variant(&d.queue(), op, &t, axis, variant)
-                        .unwrap();
+                let out = unicompute::ops::reduce::reduce_variant(&d.queue(), op, t, axis, variant)
+                    .unwrap();
                 if op == ReduceOp::Argmax {
                     let got = out.to_vec_blocking::<u32>().unwrap();
                     let want: Vec<u32> = (0..outer * inner)
