@@ -539,6 +539,23 @@ impl JsTensor {
             .collect())
     }
 
+    /// The `k` largest (with `largest: false`, smallest) elements along `axis` (the last by
+    /// default), sorted, ties to the lower index and NaN above every number, with their u32
+    /// indices: `[values, indices]` (ONNX's TopK).
+    #[wasm_bindgen(unchecked_return_type = "[Tensor, Tensor]")]
+    pub fn topk(&self, k: f64, options: Option<JsValue>) -> Result<js_sys::Array, JsValue> {
+        let o = Options::new("topk", options, &["axis", "largest"])?;
+        let axis = axis_of(self.inner.rank(), o.number("axis")?.unwrap_or(-1.0))?;
+        let largest = o.flag("largest")?.unwrap_or(true);
+        let (values, indices) = (self.inner)
+            .topk(usize_of("k", k)?, axis, largest)
+            .map_err(js_error)?;
+        Ok([JsTensor::from(values), JsTensor::from(indices)]
+            .into_iter()
+            .map(JsValue::from)
+            .collect())
+    }
+
     /// The index (u32) along `axis` of the largest element, or with `min` the smallest; among
     /// equal ones the first, or with `last` the last (the npm package's `argmax` and `argmin`
     /// call this).
