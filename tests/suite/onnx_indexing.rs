@@ -1,6 +1,6 @@
-//! ONNX's `GatherElements`, `GatherND`, `OneHot` and `NonZero` on every device against
-//! references computed here: negative indices, batch dimensions, indices out of range, and
-//! inputs given on the device.
+//! ONNX's `GatherElements`, `GatherND`, `OneHot`, `NonZero` and `TopK` on every device
+//! against references computed here: negative indices, batch dimensions, indices out of
+//! range, inputs given on the device, and TopK's opset-1 form.
 
 use unicompute::onnx::{Session, SessionOptions};
 use unicompute::{DType, Device, Tensor};
@@ -235,3 +235,34 @@ fn nonzero_of_a_device_tensor(d: &Device) {
     assert_eq!(y.to_vec_blocking::<i64>().unwrap(), want, "on {}", name(d));
 }
 per_backend!(nonzero_of_a_device_tensor);
+
+/// TopK of opset 1 takes `k` as an attribute; a node with neither the attribute nor the
+/// input is refused at load.
+fn top_k_of_opset_1_and_without_k(d: &Device) {
+    let bytes = one_node(
+        "TopK",
+        (&["x"], &[]),
+        &["v", "i"],
+        &[("k", 2), ("axis", 0)],
+        9,
+    );
+    let s = Session::from_bytes(d, bytes, SessionOptions::default()).unwrap();
+    let t = tensor(d, &[3.0, -1.0, 3.0, 7.0, 0.5, 7.0], &[3, 2]);
+    let out = s.run(&[("x", &t)]).unwrap();
+    // Along axis 0, ties to the lower index.
+    assert_eq!(
+        read(&out[0].1),
+        [3.0, 7.0, 3.0, 7.0],
+        "values on {}",
+        name(d)
+    );
+    let i = out[1].1.to_vec_blocking::<i64>().unwrap();
+    assert_eq!(i, [0, 1, 1, 2], "indices on {}", name(d));
+    let bytes = one_node("TopK", (&["x"], &[]), &["v", "i"], &[], 9);
+    let e = Session::from_bytes(d, bytes, SessionOptions::default())
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("node 'it' (TopK)") && e.contains("no k"), "{e}");
+}
+per_backend!(top_k_of_opset_1_and_without_k);
