@@ -171,6 +171,8 @@ declare module './pkg/unicompute.js' {
     max<D extends DType>(this: TensorOf<D>, options?: ReduceOptions): TensorOf<D>;
     /** The minimum (as `sum`). */
     min<D extends DType>(this: TensorOf<D>, options?: ReduceOptions): TensorOf<D>;
+    /** The product (as `sum`; 1 over nothing); integers wrap. */
+    prod<D extends DType>(this: TensorOf<D>, options?: ReduceOptions): TensorOf<D>;
     /** The position (u32) of the first maximum along `axis` (every axis, flattened, by default); `last` takes the last of equal ones. */
     argmax(options?: ArgOptions): TensorOf<'u32'>;
     /** The position (u32) of the first minimum (as `argmax`). */
@@ -199,6 +201,8 @@ declare module './pkg/unicompute.js' {
     select<D extends DType>(a: TensorOf<D>, b: Tensor): TensorOf<D>;
     /** Layer norm's `[mean, invStdDev]` over the last `axes` axes (ONNX's LayerNormalization outputs), each with those axes kept as 1. */
     layerNormStats(options?: { axes?: number; eps?: number }): [Tensor, Tensor];
+    /** The `k` largest (`largest: false`: smallest) elements along `axis` (the last by default), sorted, ties to the lower index and NaN above every number, with their u32 indices (ONNX's TopK). */
+    topk<D extends DType>(this: TensorOf<D>, k: number, options?: { axis?: number; largest?: boolean }): [TensorOf<D>, TensorOf<'u32'>];
     /** Entries along `axis` picked by `indices` (i32, u32 or i64, any rank; negative ones count from the end); `mode` for indices outside the axis: 'error' (the default: the next read rejects with `INVALID`), 'clip' or 'fill' (0). */
     gather<D extends DType>(this: TensorOf<D>, axis: number, indices: Tensor, options?: { mode?: 'error' | 'clip' | 'fill' }): TensorOf<D>;
     /** The cumulative sum along `axis`; `exclusive` leaves each element out of its own sum, `reverse` sums from the end (ONNX's CumSum). */

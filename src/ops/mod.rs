@@ -81,7 +81,8 @@ registry!(
     scan,
     select,
     softmax,
-    log_softmax
+    log_softmax,
+    topk
 );
 pub(crate) use crate::runtime::tensor::Operand;
 pub(crate) use launch::{backends, launch, OpRequest};

@@ -99,6 +99,7 @@ pub fn support_rows() -> Vec<SupportRow> {
             true,
         ),
         family("scan", vec!["argmin", "cumsum"], NUMBERS, true),
+        family("topk", vec!["topk"], ALL, true),
         family("softmax", vec!["softmax", "log_softmax"], FLOATS, true),
         family("norm", vec!["layer_norm", "rms_norm"], FLOATS, true),
         family("matmul", vec!["matmul", "linear"], FLOATS, true),

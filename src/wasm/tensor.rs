@@ -539,6 +539,23 @@ impl JsTensor {
             .collect())
     }
 
+    /// The `k` largest (with `largest: false`, smallest) elements along `axis` (the last by
+    /// default), sorted, ties to the lower index and NaN above every number, with their u32
+    /// indices: `[values, indices]` (ONNX's TopK).
+    #[wasm_bindgen(unchecked_return_type = "[Tensor, Tensor]")]
+    pub fn topk(&self, k: f64, options: Option<JsValue>) -> Result<js_sys::Array, JsValue> {
+        let o = Options::new("topk", options, &["axis", "largest"])?;
+        let axis = axis_of(self.inner.rank(), o.number("axis")?.unwrap_or(-1.0))?;
+        let largest = o.flag("largest")?.unwrap_or(true);
+        let (values, indices) = (self.inner)
+            .topk(usize_of("k", k)?, axis, largest)
+            .map_err(js_error)?;
+        Ok([JsTensor::from(values), JsTensor::from(indices)]
+            .into_iter()
+            .map(JsValue::from)
+            .collect())
+    }
+
     /// The index (u32) along `axis` of the largest element, or with `min` the smallest; among
     /// equal ones the first, or with `last` the last (the npm package's `argmax` and `argmin`
     /// call this).
@@ -766,7 +783,7 @@ impl JsTensor {
         }
     }
 
-    /// A reduction by name (`sum`, `mean`, `max`, `min`, `argmax`) over `axis`, or over
+    /// A reduction by name (`sum`, `mean`, `max`, `min`, `argmax`, `prod`) over `axis`, or over
     /// everything when `axis` is undefined (the npm package's `reduce(op, options)` calls
     /// this).
     #[wasm_bindgen(js_name = "__reduce", skip_typescript)]
@@ -775,11 +792,7 @@ impl JsTensor {
         #[wasm_bindgen(unchecked_param_type = "ReduceName")] op: &str,
         axis: Option<f64>,
     ) -> Result<JsTensor, JsValue> {
-        let op = ReduceOp::from_name(op).ok_or_else(|| {
-            invalid(format!(
-                "unknown reduction `{op}`: expected sum, mean, max, min or argmax"
-            ))
-        })?;
+        let op = reduce_op(op)?;
         wrap(
             self.inner
                 .reduce(op, axis.map(|a| axis_of(self.inner.rank(), a)).transpose()?),
@@ -798,11 +811,7 @@ impl JsTensor {
         keep_dims: bool,
         empty_identity: Option<bool>,
     ) -> Result<JsTensor, JsValue> {
-        let op = ReduceOp::from_name(op).ok_or_else(|| {
-            invalid(format!(
-                "unknown reduction `{op}`: expected sum, mean, max, min or argmax"
-            ))
-        })?;
+        let op = reduce_op(op)?;
         let axes = axes
             .into_iter()
             .map(|a| axis_of(self.inner.rank(), a))
@@ -847,4 +856,15 @@ impl JsTensor {
             None => self.inner.binary(op, &other.inner),
         })
     }
+}
+
+/// The reduction named `name`, or an error listing the names.
+fn reduce_op(name: &str) -> Result<ReduceOp, JsValue> {
+    ReduceOp::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = ReduceOp::ALL.iter().map(|op| op.name()).collect();
+        invalid(format!(
+            "unknown reduction `{name}`: expected one of {}",
+            names.join(", ")
+        ))
+    })
 }

@@ -76,6 +76,11 @@ fn wrapping_sum<I: Int>(a: I, b: I) -> I {
     I::wrap((i128::from(a.wide()) + i128::from(b.wide())) as i64)
 }
 
+/// `a * b` in i128, wrapped into `I`.
+fn wrapping_product<I: Int>(a: I, b: I) -> I {
+    I::wrap((i128::from(a.wide()) * i128::from(b.wide())) as i64)
+}
+
 /// The devices that compute on i64 (`features.int64`); a webgpu device without
 /// `shader-int64` is checked to refuse that arithmetic with `UNSUPPORTED` naming the feature.
 fn int64_devices() -> Vec<&'static Device> {
@@ -327,7 +332,8 @@ fn integer_arithmetic_refuses_mixed_dtypes_and_activations(d: &Device) {
 }
 per_backend!(integer_arithmetic_refuses_mixed_dtypes_and_activations);
 
-/// `op` over `values` in wide integers: `(value, index)`; a sum wrapped into `I`'s range.
+/// `op` over `values` in wide integers: `(value, index)`; a sum or product wrapped into `I`'s
+/// range.
 fn reduce_reference<I: Int>(op: ReduceOp, values: &[I]) -> (I, usize) {
     let wide: Vec<i64> = values.iter().map(|v| v.wide()).collect();
     let first_of = |best: i64| wide.iter().position(|&v| v == best).unwrap_or(0);
@@ -341,7 +347,59 @@ fn reduce_reference<I: Int>(op: ReduceOp, values: &[I]) -> (I, usize) {
             (I::wrap(best), first_of(best))
         }
         ReduceOp::Min => (I::wrap(wide.iter().copied().min().unwrap_or(I::MAX)), 0),
+        ReduceOp::Prod => (
+            values
+                .iter()
+                .fold(I::wrap(1), |p, &v| wrapping_product(p, v)),
+            0,
+        ),
         ReduceOp::Mean => unreachable!("the mean is checked in f64"),
+    }
+}
+
+/// The rows of `x` (row-major `shape`) along `axis` (every element with `None`), numbered
+/// (outer, inner) with inner fastest, as the reductions give their results.
+fn rows_along<I: Int>(x: &[I], shape: &[usize], axis: Option<usize>) -> Vec<Vec<I>> {
+    let n = x.len();
+    let (outer, len): (usize, usize) = match axis {
+        Some(a) => (shape[..a].iter().product(), shape[a]),
+        None => (1, n),
+    };
+    let inner = n / outer / len;
+    (0..outer * inner)
+        .map(|g| {
+            (0..len)
+                .map(|j| x[(g / inner) * len * inner + g % inner + j * inner])
+                .collect()
+        })
+        .collect()
+}
+
+/// `op` over `axis` of `t`, which holds `x`, by every reduce variant of `d` against the
+/// reference in wide integers.
+fn check_op<I: Int>(d: &Device, t: &Tensor, x: &[I], op: ReduceOp, axis: Option<usize>) {
+    let rows = rows_along(x, t.shape(), axis);
+    for variant in d.variants("reduce") {
+        let what = format!(
+            "{} {} ({variant}) over {axis:?} of {:?} on {}",
+            I::DTYPE,
+            op.name(),
+            t.shape(),
+            name(d)
+        );
+        let out =
+            unicompute::ops::reduce::reduce_variant(&d.queue(), op, t, axis, variant).unwrap();
+        if op == ReduceOp::Argmax {
+            let got = out.to_vec_blocking::<u32>().unwrap();
+            let want: Vec<u32> = (rows.iter())
+                .map(|r| reduce_reference(op, r).1 as u32)
+                .collect();
+            assert_eq!(got, want, "{what}");
+        } else {
+            assert_eq!(out.dtype(), I::DTYPE, "{what}");
+            let want: Vec<I> = rows.iter().map(|r| reduce_reference(op, r).0).collect();
+            assert_eq!(out.to_vec_blocking::<I>().unwrap(), want, "{what}");
+        }
     }
 }
 
@@ -358,55 +416,25 @@ fn check_reductions<I: Int>(d: &Device) {
             values(c as u64, n, I::MIN.max(-50), 50)
         };
         let t = Tensor::from_slice(d, &x, shape).unwrap();
+        // Products of odd values: a product of many random integers would hold enough factors
+        // of 2 to wrap to 0.
+        let odd: Vec<I> = x.iter().map(|v| I::wrap(v.wide() | 1)).collect();
+        let t_odd = Tensor::from_slice(d, &odd, shape).unwrap();
         let axes = (0..shape.len()).map(Some).chain([None]);
         for axis in axes {
-            let (outer, len): (usize, usize) = match axis {
-                Some(a) => (shape[..a].iter().product(), shape[a]),
-                None => (1, n),
-            };
-            let inner = n / outer / len;
-            let row = |g: usize| -> Vec<I> {
-                (0..len)
-                    .map(|j| x[(g / inner) * len * inner + g % inner + j * inner])
-                    .collect()
-            };
-            let ops = [
+            for op in [
                 ReduceOp::Sum,
                 ReduceOp::Max,
                 ReduceOp::Min,
                 ReduceOp::Argmax,
-            ];
-            for (op, variant) in ops
-                .into_iter()
-                .flat_map(|op| d.variants("reduce").into_iter().map(move |v| (op, v)))
-            {
-                let what = format!(
-                    "{} {} ({variant}) over {axis:?} of {shape:?} on {}",
-                    I::DTYPE,
-                    op.name(),
-                    name(d)
-                );
-                let out =
-                    unicompute::ops::reduce::reduce_variant(&d.queue(), op, &t, axis, variant)
-                        .unwrap();
-                if op == ReduceOp::Argmax {
-                    let got = out.to_vec_blocking::<u32>().unwrap();
-                    let want: Vec<u32> = (0..outer * inner)
-                        .map(|g| reduce_reference(op, &row(g)).1 as u32)
-                        .collect();
-                    assert_eq!(got, want, "{what}");
-                } else {
-                    assert_eq!(out.dtype(), I::DTYPE, "{what}");
-                    let want: Vec<I> = (0..outer * inner)
-                        .map(|g| reduce_reference(op, &row(g)).0)
-                        .collect();
-                    assert_eq!(out.to_vec_blocking::<I>().unwrap(), want, "{what}");
-                }
+            ] {
+                check_op(d, &t, &x, op, axis);
             }
+            check_op(d, &t_odd, &odd, ReduceOp::Prod, axis);
             let mean = t.reduce(ReduceOp::Mean, axis).unwrap();
             assert_eq!(mean.dtype(), DType::F32, "the mean of integers is a float");
-            let want: Vec<f64> = (0..outer * inner)
-                .map(|g| row(g).iter().map(|v| v.wide() as f64).sum::<f64>() / len as f64)
+            let want: Vec<f64> = (rows_along(&x, shape, axis).iter())
+                .map(|r| r.iter().map(|v| v.wide() as f64).sum::<f64>() / r.len() as f64)
                 .collect();
             // Each value is rounded to f32 first: an error of up to an f32 ulp of the largest.
             let atol = x.iter().map(|v| v.wide().unsigned_abs()).max().unwrap_or(0) as f64
@@ -509,6 +537,40 @@ fn integer_reductions_over_several_axes_and_empty_ones(d: &Device) {
     );
 }
 per_backend!(integer_reductions_over_several_axes_and_empty_ones);
+
+/// Byte-sized products wrap in their dtype (200 * 3 * 7 = 4200 = 104 mod 256; -128 * -1 * 3
+/// = 384 = -128 in i8), and the product of bools is "all".
+fn byte_sized_and_bool_products_wrap(d: &Device) {
+    let bytes = Tensor::from_slice(d, &[200u8, 3, 7, 255, 255, 2], &[2, 3]).unwrap();
+    let signed = Tensor::from_slice(d, &[-128i8, -1, 3, 5, -7, 2], &[2, 3]).unwrap();
+    let flags = [true, true, true, true, false, true];
+    let bools = Tensor::from_bools(d, &flags, &[2, 3]).unwrap();
+    let prod = |t: &Tensor| t.reduce(ReduceOp::Prod, Some(1)).unwrap();
+    assert_eq!(
+        prod(&bytes).to_vec_blocking::<u8>().unwrap(),
+        [104, 2],
+        "u8 on {}",
+        name(d)
+    );
+    assert_eq!(
+        prod(&signed).to_vec_blocking::<i8>().unwrap(),
+        [-128, -70],
+        "i8 on {}",
+        name(d)
+    );
+    let all = prod(&bools);
+    assert_eq!(all.dtype(), DType::Bool, "bool products are bool");
+    assert_eq!(
+        all.cast(DType::U8)
+            .unwrap()
+            .to_vec_blocking::<u8>()
+            .unwrap(),
+        [1, 0],
+        "bool product on {}",
+        name(d)
+    );
+}
+per_backend!(byte_sized_and_bool_products_wrap);
 
 /// Inclusive cumulative sums of `I` along `axis` of `shape`, wrapping, in wide integers.
 fn cumsum_reference<I: Int>(x: &[I], shape: &[usize], axis: usize) -> Vec<I> {

@@ -24,6 +24,7 @@ fn probe(family: &str, x: &Tensor) -> Result<Tensor> {
         "compare" => x.binary(op("less"), x),
         "reduce" => x.reduce(ReduceOp::from_name("sum").expect("a reduction"), Some(1)),
         "scan" => x.cumsum(1),
+        "topk" => x.topk(2, 1, true).map(|(values, _)| values),
         "softmax" => x.softmax(),
         "norm" => x.layer_norm(NormParams::default()),
         "matmul" => x.matmul(&x.t()?),

@@ -1,16 +1,21 @@
-//! `GatherElements` and `GatherND`: the rows each index picks are found on the host from the
-//! indices (read back where the device holds them), then one gather moves them, on the
-//! device or, for host data, on the host.
+//! The indexing operators. `GatherElements` and `GatherND`: the rows each index picks are
+//! found on the host from the indices (read back where the device holds them), then one
+//! gather moves them, on the device or, for host data, on the host. `NonZero`: the positions
+//! of the non-zero elements, found on the host (their count is the output's shape). `OneHot`:
+//! the indices compared with the positions along a new axis, on the device.
 
 use super::{one, op, Ctx, OpDef};
 use crate::base::error::Result;
 use crate::onnx::value::{HostData, HostTensor, Val};
-use crate::Tensor;
+use crate::ops::{BinaryOp, UnaryOp};
+use crate::{DType, Tensor};
 
 /// The indexing operators.
 pub(super) const OPS: &[OpDef] = &[
     op("GatherElements", gather_elements),
     op("GatherND", gather_nd),
+    op("NonZero", nonzero),
+    op("OneHot", one_hot),
 ];
 
 /// Index `i` into an axis of `len` (negative from the end), or an error naming it.
@@ -140,4 +145,84 @@ fn take(c: &Ctx<'_>, view: &[usize], rows: &[usize], shape: Vec<usize>) -> Resul
     let idx = Tensor::from_slice(c.device, &p, &[p.len()])?;
     let got = crate::ops::gather::gather(c.queue, &x.reshape(view)?, 0, &idx)?;
     one(got.reshape(&shape)?)
+}
+
+/// `NonZero`: the row-major positions of the non-zero elements (NaN counts, -0 does not) as
+/// i64 `[rank, count]`, one row per axis, on the host. A scalar is taken as a 1-D tensor of
+/// one element, as onnxruntime (and numpy) take it.
+fn nonzero(c: &Ctx<'_>) -> Result<Vec<Val>> {
+    let x = c.host(0)?;
+    let shape = if x.shape.is_empty() {
+        vec![1]
+    } else {
+        x.shape.clone()
+    };
+    let hits: Vec<usize> = match &x.data {
+        HostData::F32(v) => (0..v.len()).filter(|&i| v[i] != 0.0).collect(),
+        HostData::I64(v) => (0..v.len()).filter(|&i| v[i] != 0).collect(),
+    };
+    let st = strides(&shape);
+    let (st, shape) = (&st, &shape);
+    let positions = (0..shape.len())
+        .flat_map(|a| hits.iter().map(move |&h| (h / st[a] % shape[a]) as i64))
+        .collect();
+    let out = HostTensor::i64(vec![shape.len(), hits.len()], positions);
+    Ok(vec![Val::Host(out)])
+}
+
+/// The largest depth [`one_hot`] takes: its positions are compared as f32, exact up to 2^24.
+const MAX_DEPTH: i64 = 1 << 24;
+
+/// `OneHot`: `values[1]` (on) where an index equals the position along the new axis `axis`
+/// (default -1, the last), else `values[0]` (off), in the dtype of `values`. Negative indices
+/// count from `depth`; indices outside `[-depth, depth)` give only off values; float indices
+/// are truncated toward zero first (NaN matches nothing), and `depth` (a scalar of any
+/// numeric type) too. The
+/// indices, unsqueezed at `axis`, are compared with `0..depth` along it (broadcast, in f32).
+fn one_hot(c: &Ctx<'_>) -> Result<Vec<Val>> {
+    let given = c.host(1)?.to_i64();
+    let depth = match given[..] {
+        [d] if (0..=MAX_DEPTH).contains(&d) => d,
+        _ => {
+            return Err(c.error(format!(
+                "depth is {given:?}: expected one number from 0 to 2^24"
+            )))
+        }
+    };
+    let values = c.tensor(2)?;
+    if values.numel() != 2 {
+        return Err(c.error(format!(
+            "values has shape {:?}: expected the two values [off, on]",
+            values.shape()
+        )));
+    }
+    // The indices in f32, truncated: on the host where they are (no 64-bit kernels for i64).
+    let idx = match c.input(0)? {
+        Val::Host(h) => {
+            let f: Vec<f32> = h.to_f64().iter().map(|v| v.trunc() as f32).collect();
+            Tensor::from_slice(c.device, &f, &h.shape)?
+        }
+        Val::Device(t) if t.dtype().is_float() => {
+            // sign(x) floor(|x|): NaN stays NaN (it matches no position), as on the host.
+            let t = t.cast(DType::F32)?;
+            let whole = t.unary(UnaryOp::Abs)?.unary(UnaryOp::Floor)?;
+            whole.binary(BinaryOp::Mul, &t.unary(UnaryOp::Sign)?)?
+        }
+        Val::Device(t) => t.cast(DType::F32)?,
+    };
+    let rank = idx.rank();
+    let axis = c.axis(c.int("axis", -1)?, rank + 1)?;
+    let negative = idx.binary_scalar(BinaryOp::Less, 0.0)?;
+    let idx = negative.select(&idx.add_scalar(depth as f64)?, &idx)?;
+    let mut shape = idx.shape().to_vec();
+    shape.insert(axis, 1);
+    let mut along = vec![1; rank + 1];
+    along[axis] = depth as usize;
+    let positions = Tensor::arange(c.device, 0.0, depth as f64, 1.0, DType::F32)?;
+    let hit = idx
+        .reshape(&shape)?
+        .binary(BinaryOp::Equal, &positions.reshape(&along)?)?;
+    let values = values.reshape(&[2])?;
+    let (off, on) = (values.slice(0, 0..1)?, values.slice(0, 1..2)?);
+    one(hit.select(&on.reshape(&[])?, &off.reshape(&[])?)?)
 }

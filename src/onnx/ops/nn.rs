@@ -2,6 +2,7 @@
 
 use super::{one, op, Ctx, OpDef};
 use crate::base::error::Result;
+use crate::onnx::graph::Node;
 use crate::onnx::value::Val;
 use crate::ops::{ArgOptions, BinaryOp, CumsumOptions, NormKind, NormParams, ReduceOp, UnaryOp};
 use crate::{DType, Tensor};
@@ -18,6 +19,7 @@ pub(super) const OPS: &[OpDef] = &[
     op("ReduceMean", |c| reduce(c, Reduction::Mean)),
     op("ReduceMax", |c| reduce(c, Reduction::Max)),
     op("ReduceMin", |c| reduce(c, Reduction::Min)),
+    op("ReduceProd", |c| reduce(c, Reduction::Prod)),
     op("ReduceL1", |c| reduce(c, Reduction::L1)),
     op("ReduceL2", |c| reduce(c, Reduction::L2)),
     op("ReduceSumSquare", |c| reduce(c, Reduction::SumSquare)),
@@ -26,6 +28,7 @@ pub(super) const OPS: &[OpDef] = &[
     op("ArgMax", |c| arg(c, false)),
     op("ArgMin", |c| arg(c, true)),
     op("CumSum", cumsum),
+    op("TopK", top_k).outputs(2).refusing(top_k_refusal),
 ];
 
 /// `MatMul` with numpy's rules: a 1-D operand gains an axis for the product and loses it.
@@ -150,6 +153,7 @@ enum Reduction {
     Mean,
     Max,
     Min,
+    Prod,
     L1,
     L2,
     SumSquare,
@@ -193,6 +197,7 @@ fn reduce(c: &Ctx<'_>, r: Reduction) -> Result<Vec<Val>> {
         Reduction::Mean => by(ReduceOp::Mean, &x, keep)?,
         Reduction::Max => by(ReduceOp::Max, &x, keep)?,
         Reduction::Min => by(ReduceOp::Min, &x, keep)?,
+        Reduction::Prod => by(ReduceOp::Prod, &x, keep)?,
         Reduction::L1 => by(ReduceOp::Sum, &x.unary(UnaryOp::Abs)?, keep)?,
         Reduction::LogSum => by(ReduceOp::Sum, &x, keep)?.unary(UnaryOp::Log)?,
         Reduction::SumSquare => by(ReduceOp::Sum, &x.binary(BinaryOp::Mul, &x)?, keep)?,
@@ -242,4 +247,35 @@ fn cumsum(c: &Ctx<'_>) -> Result<Vec<Val>> {
         reverse: c.int("reverse", 0)? != 0,
     };
     one(crate::ops::scan::cumsum_with(c.queue, &x, axis, options)?)
+}
+
+/// Why a `TopK` node cannot run: no `k`, neither the attribute (opset 1) nor the input (10+).
+fn top_k_refusal(node: &Node) -> Option<String> {
+    let attribute = node.attrs.int("k").ok().flatten().is_some();
+    let input = node.inputs.get(1).is_some_and(Option::is_some);
+    (!attribute && !input).then(|| "no k: expected the attribute k or a second input".into())
+}
+
+/// `TopK`: the `k` largest (with `largest` 0, smallest) along `axis` (default -1), sorted,
+/// and their i64 indices; ties go to the lower index, NaN ranks above every number (see
+/// [`crate::ops::topk::topk`]). `k` is an attribute before opset 10 and a one-element input
+/// (read on the host) from it; `sorted` 0 leaves the order open, and the output is sorted.
+fn top_k(c: &Ctx<'_>) -> Result<Vec<Val>> {
+    let x = c.tensor(0)?;
+    let axis = c.axis(c.int("axis", -1)?, x.rank())?;
+    let k = match c.opset {
+        ..=9 => vec![c.int("k", -1)?],
+        _ => c.ints(1)?.unwrap_or_default(),
+    };
+    let k = match k[..] {
+        [one] => usize::try_from(one).ok(),
+        _ => None,
+    }
+    .ok_or_else(|| c.error(format!("k is {k:?}: expected one number, 0 or more")))?;
+    let largest = c.int("largest", 1)? != 0;
+    let (values, indices) = crate::ops::topk::topk(c.queue, &x, k, axis, largest)?;
+    Ok(vec![
+        Val::Device(values),
+        Val::Device(indices.cast(DType::I64)?),
+    ])
 }

@@ -137,6 +137,15 @@ pub(crate) fn attention_serial_keys(
     pieces(lk, (budget.saturating_sub(fixed) / per_key).max(1))
 }
 
+/// The row ranges of topk.wgsl: one invocation per element counts the elements of a range of
+/// its row that rank before it, one iteration each (and a few outside the loop).
+pub(crate) fn topk_range(limit: Option<u64>, len: usize) -> Vec<[usize; 2]> {
+    let Some(budget) = budget(limit) else {
+        return vec![[0, len]];
+    };
+    pieces(len, budget.saturating_sub(16))
+}
+
 /// Columns per chunk of a row pass of softmax.wgsl, norm.wgsl and scan.wgsl (one workgroup
 /// of 256 per (row, chunk), each invocation walking the chunk twice), or `None` to take
 /// rows of `cols` whole. 2,048 iterations are left for the fixed loops and for merging the
@@ -229,6 +238,14 @@ mod tests {
             }
         }
         assert_eq!(conv_taps(LAVAPIPE, 2, 2, 2).len(), 1);
+    }
+
+    #[test]
+    fn topk_ranges_cover_the_row_within_budget() {
+        assert_eq!(topk_range(None, 1 << 30), vec![[0, 1 << 30]]);
+        assert_eq!(topk_range(LAVAPIPE, 32_000), vec![[0, 32_000]]);
+        let p = topk_range(LAVAPIPE, 100_003);
+        assert_eq!((p.len(), p[0], p[3][1]), (4, [0, 32_751], 100_003));
     }
 
     #[test]

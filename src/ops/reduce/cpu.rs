@@ -87,12 +87,18 @@ pub(super) fn reduce(call: &Reduce<'_>) -> Result<()> {
 /// index meaningful for argmax (the first largest). A sum wraps; a mean never comes here
 /// (integers are cast first).
 fn fold_integers(op: ReduceOp, values: impl Iterator<Item = u64>, flip: u64) -> (u64, usize) {
-    let mut acc = if op == ReduceOp::Min { u64::MAX } else { 0 };
+    let mut acc = match op {
+        ReduceOp::Min => u64::MAX,
+        ReduceOp::Prod => 1,
+        _ => 0,
+    };
     let mut best = 0;
     for (i, v) in values.enumerate() {
         match op {
-            // The sum of the values themselves: undo the key's flip.
+            // The sum and product of the values themselves: undo the key's flip. The low 32
+            // bits of either are those of the 32-bit types' wrapping results.
             ReduceOp::Sum | ReduceOp::Mean => acc = acc.wrapping_add(v ^ flip),
+            ReduceOp::Prod => acc = acc.wrapping_mul(v ^ flip),
             ReduceOp::Max => acc = acc.max(v),
             ReduceOp::Min => acc = acc.min(v),
             ReduceOp::Argmax if v > acc || i == 0 => (acc, best) = (v, i),
@@ -100,7 +106,7 @@ fn fold_integers(op: ReduceOp, values: impl Iterator<Item = u64>, flip: u64) -> 
         }
     }
     (
-        if matches!(op, ReduceOp::Sum | ReduceOp::Mean) {
+        if matches!(op, ReduceOp::Sum | ReduceOp::Mean | ReduceOp::Prod) {
             acc
         } else {
             acc ^ flip
@@ -168,7 +174,8 @@ fn fold_outputs(
                 (v, j0 + idx)
             })
             .collect();
-        // Back to keys: extremes to be compared again, sums to be added as their bits.
+        // Back to keys: extremes to be compared again, sums and products to be combined as
+        // their bits.
         let (v, best) = fold_integers(op, partials.iter().map(|p| p.0 ^ flip), flip);
         (v, partials[best].1)
     };

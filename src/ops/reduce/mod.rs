@@ -66,6 +66,8 @@ reduce_ops! {
     Min = 3, "min";
     /// Index (u32) of the first largest element; a NaN counts as largest.
     Argmax = 4, "argmax";
+    /// Product of the elements (1 for none; integers wrap, as the sum does).
+    Prod = 5, "prod";
 }
 
 impl ReduceOp {
@@ -96,6 +98,7 @@ impl ReduceOp {
         let mut count = 0usize;
         let mut acc = match self {
             ReduceOp::Sum | ReduceOp::Mean => 0.0,
+            ReduceOp::Prod => 1.0,
             ReduceOp::Max | ReduceOp::Argmax => f64::NEG_INFINITY,
             ReduceOp::Min => f64::INFINITY,
         };
@@ -104,6 +107,7 @@ impl ReduceOp {
             count += 1;
             match self {
                 ReduceOp::Sum | ReduceOp::Mean => acc += v,
+                ReduceOp::Prod => acc *= v,
                 ReduceOp::Max | ReduceOp::Min if acc.is_nan() => {}
                 ReduceOp::Max | ReduceOp::Min if v.is_nan() => acc = v,
                 ReduceOp::Max => acc = acc.max(v),
@@ -126,9 +130,9 @@ impl ReduceOp {
 /// Reduce `x` over `axis`, or over every element when `axis` is `None` (giving a rank-0
 /// tensor). The reduced axis is removed from the shape. `Argmax` gives u32 indices.
 ///
-/// On i32, u32 and i64 the sum, max and min are of that dtype, and a sum wraps as numpy's
-/// int32, uint32 and int64 sums do; the mean is f32 (each integer rounded to f32 first, then
-/// averaged as f32 tensors are), as numpy's mean of integers is a float.
+/// On i32, u32 and i64 the sum, product, max and min are of that dtype, and a sum or product
+/// wraps as numpy's int32, uint32 and int64 ones do; the mean is f32 (each integer rounded to
+/// f32 first, then averaged as f32 tensors are), as numpy's mean of integers is a float.
 pub fn reduce(queue: &Queue, op: ReduceOp, x: &Tensor, axis: Option<usize>) -> Result<Tensor> {
     reduce_any(queue, op, x, axis, None)
 }
@@ -284,7 +288,8 @@ pub fn reduce_axes(
 
 /// [`reduce_axes`] with an empty reduction as ONNX's ReduceMax and ReduceMin define it: the
 /// maximum of nothing is −inf and the minimum +inf, each the identity of its operation (numpy,
-/// and `reduce_axes`, refuse them). Sum (0) and mean (NaN) are as `reduce_axes` gives them;
+/// and `reduce_axes`, refuse them). Sum (0), product (1) and mean (NaN) are as `reduce_axes` gives
+/// them;
 /// argmax of nothing stays an error.
 pub fn reduce_axes_with_identity(
     queue: &Queue,
@@ -426,8 +431,8 @@ impl OpRequest for Reduce<'_> {
     backends!(reduce);
 }
 
-/// A reduction over an empty axis, as numpy defines it: the sum of nothing is 0 (of `dtype`)
-/// and its mean NaN; a maximum, minimum or argmax of nothing is an error.
+/// A reduction over an empty axis, as numpy defines it: the sum of nothing is 0 and the
+/// product 1 (of `dtype`), the mean NaN; a maximum, minimum or argmax of nothing is an error.
 fn empty_axis(
     queue: &Queue,
     op: ReduceOp,
@@ -437,6 +442,7 @@ fn empty_axis(
 ) -> Result<Tensor> {
     let value = match op {
         ReduceOp::Sum => 0.0,
+        ReduceOp::Prod => return Tensor::ones(queue.device(), out_shape, dtype),
         ReduceOp::Mean => f32::NAN,
         ReduceOp::Max | ReduceOp::Min | ReduceOp::Argmax => {
             let why = format!(

@@ -10,7 +10,8 @@
 // OP is `ReduceOp::code`, compared with the `OP_Sum`... definitions prepended from the op
 // table (`reduce_ops!` in src/ops/reduce/mod.rs). FIRST is 1 on the first
 // pass (indices are positions, not read from `xi`). VAL is the values' type: float, int,
-// unsigned or i64; integer sums wrap (added as unsigned: signed overflow is undefined in C++).
+// unsigned or i64; integer sums and products wrap (computed as unsigned: signed overflow is
+// undefined in C++).
 
 #ifndef OP
 #define OP 0
@@ -43,7 +44,13 @@ __device__ __forceinline__ float add(float a, float b) { return a + b; }
 __device__ __forceinline__ int add(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
 __device__ __forceinline__ unsigned add(unsigned a, unsigned b) { return a + b; }
 __device__ __forceinline__ i64 add(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }
-// Column sums accumulate floats in double, integers in their own (wrapping) type.
+__device__ __forceinline__ double mul(double a, double b) { return a * b; }
+__device__ __forceinline__ float mul(float a, float b) { return a * b; }
+__device__ __forceinline__ int mul(int a, int b) { return (int)((unsigned)a * (unsigned)b); }
+__device__ __forceinline__ unsigned mul(unsigned a, unsigned b) { return a * b; }
+__device__ __forceinline__ i64 mul(i64 a, i64 b) { return (i64)((u64)a * (u64)b); }
+// Column sums and products accumulate floats in double, integers in their own (wrapping)
+// type.
 __device__ __forceinline__ double widen(float v) { return v; }
 __device__ __forceinline__ int widen(int v) { return v; }
 __device__ __forceinline__ unsigned widen(unsigned v) { return v; }
@@ -58,6 +65,7 @@ __device__ __forceinline__ i64 scaled(i64 v, float) { return v; }
 __device__ __forceinline__ VAL identity() {
     if (OP == OP_Max || OP == OP_Argmax) return lowest(VAL());
     if (OP == OP_Min) return highest(VAL());
+    if (OP == OP_Prod) return (VAL)1;
     return (VAL)0;
 }
 
@@ -72,6 +80,8 @@ __device__ __forceinline__ bool better(VAL v, u32 vi, VAL acc, u32 ai) {
 __device__ __forceinline__ void combine(VAL& acc, u32& ai, VAL v, u32 vi) {
     if (OP == OP_Sum || OP == OP_Mean) {
         acc = add(acc, v);
+    } else if (OP == OP_Prod) {
+        acc = mul(acc, v);
     } else if (better(v, vi, acc, ai)) {
         acc = v;
         ai = vi;
@@ -139,6 +149,10 @@ extern "C" __global__ void __launch_bounds__(BLOCK) reduce_cols(
         if (OP == OP_Sum || OP == OP_Mean) {
             auto acc = widen((VAL)0);
             for (IDX j = 0; j < len; ++j) acc = add(acc, widen(x[base + j * inner]));
+            out[g] = scaled(acc, p.scale);
+        } else if (OP == OP_Prod) {
+            auto acc = widen((VAL)1);
+            for (IDX j = 0; j < len; ++j) acc = mul(acc, widen(x[base + j * inner]));
             out[g] = scaled(acc, p.scale);
         } else {
             VAL acc = identity();

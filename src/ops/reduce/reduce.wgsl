@@ -11,7 +11,7 @@
 // OP is `ReduceOp::code`, compared with the `OP_Sum`... constants prepended from the op table
 // (`reduce_ops!` in src/ops/reduce/mod.rs); FIRST is true on the first pass (indices are
 // positions, not read from `xi`). VAL (prepended: f32, i32, u32 or i64) is the values' type;
-// integer sums wrap.
+// integer sums and products wrap.
 
 override OP: u32 = 0u;
 override FIRST: bool = true;
@@ -25,6 +25,7 @@ fn identity() -> VAL {
     switch OP {
         case OP_Max, OP_Argmax: { return val_lowest(); }
         case OP_Min: { return val_highest(); }
+        case OP_Prod: { return VAL(1); }
         default: { return VAL(0); }
     }
 }
@@ -46,6 +47,7 @@ fn better_min(v: VAL, vi: u32, acc: VAL, ai: u32) -> bool {
 fn combine(acc: ptr<function, VAL>, ai: ptr<function, u32>, v: VAL, vi: u32) {
     switch OP {
         case OP_Sum, OP_Mean: { *acc = *acc + v; }
+        case OP_Prod: { *acc = *acc * v; }
         case OP_Min: {
             if (better_min(v, vi, *acc, *ai)) { *acc = v; *ai = vi; }
         }

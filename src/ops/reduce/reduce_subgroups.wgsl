@@ -16,6 +16,7 @@ fn workgroup_combine(acc: VAL, ai: u32, lid: u32) -> Combined {
     var v: VAL;
     switch OP {
         case OP_Sum, OP_Mean: { v = subgroupAdd(acc); }
+        case OP_Prod: { v = subgroupMul(acc); }
         case OP_Max: { v = subgroupMax(acc); }
         default: { v = subgroupMin(acc); }
     }

@@ -18,3 +18,4 @@ mod matmul;
 mod norms;
 mod reduce;
 mod softmax;
+mod topk;

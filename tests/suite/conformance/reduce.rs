@@ -28,6 +28,12 @@ fn reduce_reference(op: ReduceOp, x: &[f32], shape: &[usize], axis: Option<usize
     out
 }
 
+/// Factors whose products stay finite and normal over the longest rows below: `v` in
+/// [-10, 10) as `±e^(v / 1000)`, the sign of `v` kept.
+fn near_one(x: &[f32]) -> Vec<f32> {
+    x.iter().map(|&v| v.signum() * (v / 1000.0).exp()).collect()
+}
+
 fn reductions_over_each_axis_and_all(d: &Device) {
     let cases: &[(&[usize], Option<usize>)] = &[
         (&[1], None),
@@ -49,6 +55,11 @@ fn reductions_over_each_axis_and_all(d: &Device) {
                 let seed = (k * 50 + c) as u64;
                 let n: usize = shape.iter().product();
                 let x = random(seed, n, -10.0, 10.0);
+                let x = if op == ReduceOp::Prod {
+                    near_one(&x)
+                } else {
+                    x
+                };
                 let out =
                     ops::reduce::reduce_variant(&q, op, &tensor(d, &x, shape), axis, v).unwrap();
                 let got: Vec<f32> = if op == ReduceOp::Argmax {
@@ -172,7 +183,14 @@ fn reductions_over_several_axes_match_numpy(d: &Device) {
         } else {
             axes.to_vec()
         };
-        for op in [ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min] {
+        let ops = [
+            ReduceOp::Sum,
+            ReduceOp::Mean,
+            ReduceOp::Max,
+            ReduceOp::Min,
+            ReduceOp::Prod,
+        ];
+        for op in ops {
             let want = reduce_axes_reference(&x, &shape, &all, op);
             let got = t.reduce_axes(op, axes, false).unwrap();
             let kept: Vec<usize> = (0..4)
@@ -240,6 +258,13 @@ fn reductions_over_an_empty_axis_follow_numpy(d: &Device) {
         read(&empty.reduce(ReduceOp::Sum, None).unwrap()),
         [0.0],
         "sum of an empty tensor on {}",
+        name(d)
+    );
+    let prod = empty.reduce(ReduceOp::Prod, Some(1)).unwrap();
+    assert_eq!(
+        (prod.shape(), read(&prod)),
+        (&[3, 2][..], vec![1.0; 6]),
+        "product of nothing on {}",
         name(d)
     );
     // Non-empty output rows of an empty input: the result has the other axes' shape.
@@ -348,3 +373,83 @@ fn argmin_and_last_ties_pick_the_right_index(d: &Device) {
     );
 }
 per_backend!(argmin_and_last_ties_pick_the_right_index);
+
+/// Products through zeros, negatives, NaN and infinities match the f64 reference exactly in
+/// kind: rows of one element, of a prime length and past one workgroup's chunk, each with one
+/// special placed in turn at its start, middle and end, on every variant.
+fn products_of_zeros_negatives_and_specials(d: &Device) {
+    let specials = [0.0, -0.0, -2.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY];
+    for v in d.variants("reduce") {
+        let q = d.queue();
+        for (c, &len) in [1usize, 37, 3001].iter().enumerate() {
+            let rows = 3 * specials.len();
+            let mut x = near_one(&random(700 + c as u64, rows * len, -10.0, 10.0));
+            for (r, row) in x.chunks_mut(len).enumerate() {
+                let at = [0, len / 2, len - 1][r % 3];
+                row[at] = specials[r / 3];
+            }
+            let t = tensor(d, &x, &[rows, len]);
+            let got =
+                read(&ops::reduce::reduce_variant(&q, ReduceOp::Prod, &t, Some(1), v).unwrap());
+            let want = reduce_reference(ReduceOp::Prod, &x, &[rows, len], Some(1));
+            assert_close(
+                &got,
+                &want,
+                1e-4,
+                1e-6,
+                &format!("products of rows of {len} on {} ({v})", name(d)),
+            );
+            // The same rows as columns: the product over axis 0.
+            let cols = t.permute(&[1, 0]).unwrap().contiguous().unwrap();
+            let got =
+                read(&ops::reduce::reduce_variant(&q, ReduceOp::Prod, &cols, Some(0), v).unwrap());
+            assert_close(
+                &got,
+                &want,
+                1e-4,
+                1e-6,
+                &format!("products of columns of {len} on {} ({v})", name(d)),
+            );
+        }
+        // Zero times infinity is NaN; a zero alone is 0 and keeps the sign of the product.
+        let t = tensor(d, &[0.0, f32::INFINITY, 2.0, -0.0, 3.0, 4.0], &[3, 2]);
+        let got = read(&ops::reduce::reduce_variant(&q, ReduceOp::Prod, &t, Some(1), v).unwrap());
+        assert!(
+            got[0].is_nan() && got[1] == 0.0 && got[1].is_sign_negative() && got[2] == 12.0,
+            "0 * inf, 2 * -0 and 3 * 4 on {} ({v}): {got:?}",
+            name(d)
+        );
+    }
+}
+per_backend!(products_of_zeros_negatives_and_specials);
+
+/// f16 and bf16 products accumulate in f32 and round once: rows past one workgroup's chunk,
+/// whose 16-bit accumulation would drift far past one rounding.
+fn products_of_16_bit_floats_round_once(d: &Device) {
+    use unicompute::{bf16, f16};
+    let (rows, len) = (5, 1031);
+    for dtype in [DType::F16, DType::BF16] {
+        let round = |v: f64| match dtype {
+            DType::F16 => f16::from_f64(v).to_f64(),
+            _ => bf16::from_f64(v).to_f64(),
+        };
+        // Half an ulp of the one rounding, and f32 accumulation over `len` factors.
+        let rtol = if dtype == DType::F16 { 6e-4 } else { 4.5e-3 };
+        let x: Vec<f32> = near_one(&random(7100, rows * len, -10.0, 10.0))
+            .into_iter()
+            .map(|v| round(f64::from(v)) as f32)
+            .collect();
+        let t = tensor(d, &x, &[rows, len]).cast(dtype).unwrap();
+        let got = t.reduce(ReduceOp::Prod, Some(1)).unwrap();
+        assert_eq!(got.dtype(), dtype, "the product of {dtype} is {dtype}");
+        let want = reduce_reference(ReduceOp::Prod, &x, &[rows, len], Some(1));
+        assert_close(
+            &read(&got.cast(DType::F32).unwrap()),
+            &want,
+            rtol,
+            0.0,
+            &format!("{dtype} products of rows of {len} on {}", name(d)),
+        );
+    }
+}
+per_backend!(products_of_16_bit_floats_round_once);
