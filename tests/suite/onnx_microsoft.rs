@@ -1,13 +1,14 @@
-//! The `com.microsoft` contrib operators (SkipLayerNormalization, the simplified norms, the
-//! GELU variants, Attention and MultiHeadAttention) on every device: one-node models built
-//! here with seeded inputs of odd sizes, checked against references computed in f64 in this
-//! file (which agree with onnxruntime 1.32 on the same cases).
+//! The `com.microsoft` contrib operators (SkipLayerNormalization, the simplified norms,
+//! EmbedLayerNormalization, the GELU variants, Attention and MultiHeadAttention) on every
+//! device: one-node models built here with seeded inputs of odd sizes, checked against
+//! references computed in f64 in this file (which agree with onnxruntime 1.32 on the same
+//! cases).
 
 use prost::Message;
 use unicompute::onnx::proto::TensorProto;
 use unicompute::onnx::proto::{self, AttributeProto, GraphProto, ModelProto, NodeProto};
 use unicompute::onnx::{Session, SessionOptions};
-use unicompute::Device;
+use unicompute::{Device, Tensor};
 
 use crate::common::{assert_close, name, per_backend, random, read, tensor};
 use crate::onnx_recur::{attr, floats, info, int64s, int_attr, node, FLOAT};
@@ -45,11 +46,23 @@ type Feed<'a> = (&'a str, Vec<f32>, Vec<usize>);
 /// Runs `n` (of domain `com.microsoft`) on `feeds` (with int32 `inits`) and reads `outputs`.
 fn run_node(
     d: &Device,
-    mut n: NodeProto,
+    n: NodeProto,
     feeds: &[Feed<'_>],
     inits: Vec<TensorProto>,
     outputs: &[&str],
 ) -> Vec<Vec<f32>> {
+    let out = run_node_tensors(d, n, feeds, inits, outputs);
+    out.iter().map(read).collect()
+}
+
+/// [`run_node`]'s outputs as tensors, of whatever dtype the node gives.
+fn run_node_tensors(
+    d: &Device,
+    mut n: NodeProto,
+    feeds: &[Feed<'_>],
+    inits: Vec<TensorProto>,
+    outputs: &[&str],
+) -> Vec<Tensor> {
     n.domain = Some("com.microsoft".into());
     let g = GraphProto {
         node: vec![n],
@@ -78,7 +91,7 @@ fn run_node(
         .iter()
         .map(|o| {
             let (_, t) = out.iter().find(|(n, _)| n == o).expect("output");
-            read(t)
+            t.clone()
         })
         .collect()
 }
@@ -268,6 +281,132 @@ fn gelus(d: &Device) {
     }
 }
 per_backend!(gelus);
+
+/// An EmbedLayerNormalization case: segments, a mask, position ids (`[b, s]`, `[1, s]` or
+/// none) and epsilon (none: the default 1e-12).
+#[derive(Clone, Copy, Debug)]
+struct Embed {
+    segments: bool,
+    mask: bool,
+    positions: Option<usize>,
+    eps: Option<f32>,
+}
+
+/// EmbedLayerNormalization: word, position and segment embeddings summed and layer-normalised,
+/// with the mask's count of ones per row (onnxruntime 1.32 counts the values equal to 1) and
+/// the sum; with and without the optional inputs.
+fn embed_layer_norm(d: &Device) {
+    const WORDS: usize = 11;
+    const POSITIONS: usize = 9;
+    const SEGMENTS: usize = 3;
+    let (words, table, segs) = (
+        random(20, WORDS * HIDDEN, -1.0, 1.0),
+        random(21, POSITIONS * HIDDEN, -1.0, 1.0),
+        random(22, SEGMENTS * HIDDEN, -1.0, 1.0),
+    );
+    let (gamma, beta) = (random(23, HIDDEN, 0.5, 1.5), random(24, HIDDEN, -0.5, 0.5));
+    let n = BATCH * SEQ;
+    let ids: Vec<i32> = (0..n).map(|i| ((i * 7 + 3) % WORDS) as i32).collect();
+    let seg_ids: Vec<i32> = (0..n).map(|i| ((i * 5) % SEGMENTS) as i32).collect();
+    let mask: Vec<i32> = (0..n).map(|i| [1, 1, 0, 2, 1][i % 5]).collect();
+    let cases = [
+        Embed {
+            segments: true,
+            mask: true,
+            positions: Some(BATCH),
+            eps: Some(1e-5),
+        },
+        Embed {
+            segments: false,
+            mask: false,
+            positions: None,
+            eps: None,
+        },
+        Embed {
+            segments: true,
+            mask: false,
+            positions: Some(1),
+            eps: Some(1e-3),
+        },
+    ];
+    for e in cases {
+        let pos: Vec<i32> = match e.positions {
+            Some(rows) => (0..rows * SEQ)
+                .map(|i| ((i * 4 + 1) % POSITIONS) as i32)
+                .collect(),
+            None => (0..SEQ as i32).collect(),
+        };
+        let mut inits = vec![int32s("ids", &[BATCH, SEQ], &ids)];
+        let (seg, emb) = if e.segments {
+            ("seg", "segs")
+        } else {
+            ("", "")
+        };
+        if e.segments {
+            inits.push(int32s("seg", &[BATCH, SEQ], &seg_ids));
+        }
+        let m = if e.mask { "m" } else { "" };
+        if e.mask {
+            inits.push(int32s("m", &[BATCH, SEQ], &mask));
+        }
+        let mut ins = vec!["ids", seg, "w", "p", emb, "g", "b", m];
+        if let Some(rows) = e.positions {
+            inits.push(int32s("pos", &[rows, SEQ], &pos));
+            ins.push("pos");
+        }
+        let mut nd = node("EmbedLayerNormalization", "eln", &ins, &["y", "mi", "sum"]);
+        nd.attribute.extend(e.eps.map(|v| float_attr("epsilon", v)));
+        let mut feeds = vec![
+            ("w", words.clone(), vec![WORDS, HIDDEN]),
+            ("p", table.clone(), vec![POSITIONS, HIDDEN]),
+            ("g", gamma.clone(), vec![HIDDEN]),
+            ("b", beta.clone(), vec![HIDDEN]),
+        ];
+        if e.segments {
+            feeds.push(("segs", segs.clone(), vec![SEGMENTS, HIDDEN]));
+        }
+        let got = run_node_tensors(d, nd, &feeds, inits, &["y", "mi", "sum"]);
+        let sum: Vec<f64> = (0..n * HIDDEN)
+            .map(|at| {
+                let (t, h) = (at / HIDDEN, at % HIDDEN);
+                let p = pos[if e.positions == Some(BATCH) {
+                    t
+                } else {
+                    t % SEQ
+                }] as usize;
+                let s = if e.segments {
+                    f64::from(segs[seg_ids[t] as usize * HIDDEN + h])
+                } else {
+                    0.0
+                };
+                f64::from(words[ids[t] as usize * HIDDEN + h])
+                    + f64::from(table[p * HIDDEN + h])
+                    + s
+            })
+            .collect();
+        let eps = f64::from(e.eps.unwrap_or(1e-12));
+        let [y, _, _] = norm_rows(&sum, &gamma, Some(&beta), eps, false);
+        let counts: Vec<i32> = mask
+            .chunks(SEQ)
+            .map(|r| {
+                if e.mask {
+                    r.iter().filter(|&&v| v == 1).count() as i32
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let what = format!("{e:?} on {}", name(d));
+        assert_close(&read(&got[0]), &y, 1e-4, 1e-4, &what);
+        assert_eq!(
+            got[1].to_vec_blocking::<i32>().expect("mask_index"),
+            counts,
+            "{what}"
+        );
+        assert_close(&read(&got[2]), &sum, 1e-6, 1e-6, &what);
+    }
+}
+per_backend!(embed_layer_norm);
 
 /// Multi-head attention of `q [b, lq, hidden]` over `k`, `v [b, lk, hidden]` with an additive
 /// `mask(b, i, j)` and causal flag, in f64; `[b, lq, hidden]`.
@@ -466,6 +605,12 @@ fn refusals(d: &Device) {
     past.attribute.push(int_attr("num_heads", 3));
     let mut packed = node("MultiHeadAttention", "mha", &["qkv"], &["y"]);
     packed.attribute.push(int_attr("num_heads", 3));
+    let segments = node(
+        "EmbedLayerNormalization",
+        "eln",
+        &["x", "s", "w", "b", "", "g", "b"],
+        &["y"],
+    );
     let mean = node(
         "SkipSimplifiedLayerNormalization",
         "n",
@@ -476,6 +621,10 @@ fn refusals(d: &Device) {
         (past, "input 4 (a past key/value cache) is given"),
         (packed, "key or value is missing"),
         (mean, "output 1 (mean) is asked for"),
+        (
+            segments,
+            "segment_ids (input 1) and segment_embedding (input 4)",
+        ),
     ];
     for (mut n, want) in cases {
         n.domain = Some("com.microsoft".into());
