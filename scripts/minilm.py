@@ -53,9 +53,11 @@ class Graph:
         return out
 
     def scalar(self, v):
+        """An f32 scalar initializer."""
         return self.const(np.array(v, np.float32))
 
     def ints(self, *v):
+        """An int64 vector initializer."""
         return self.const(np.array(v, np.int64))
 
     def linear(self, x, name, n_in, n_out):
@@ -87,6 +89,7 @@ class Graph:
         return self.op("Transpose", [self.op("Reshape", [x, shape])], perm=perm)
 
     def attention(self, x, mask, name):
+        """BertSelfAttention: the heads' softmax(q k^T / sqrt(32) + mask) v, merged back."""
         q = self.heads(self.linear(x, f"{name}.query", HIDDEN, HIDDEN), [0, 2, 1, 3])
         k = self.heads(self.linear(x, f"{name}.key", HIDDEN, HIDDEN), [0, 2, 3, 1])
         v = self.heads(self.linear(x, f"{name}.value", HIDDEN, HIDDEN), [0, 2, 1, 3])
@@ -104,6 +107,7 @@ class Graph:
                                self.scalar(0.5)])
 
     def layer(self, x, mask, i):
+        """BertLayer `i`: attention, its output projection and norm, then the feed-forward."""
         name = f"encoder.layer.{i}"
         a = self.attention(x, mask, f"{name}.attention.self")
         a = self.linear(a, f"{name}.attention.output.dense", HIDDEN, HIDDEN)
@@ -182,6 +186,7 @@ def inputs(folder):
 
 
 def main():
+    """Writes the variant the command line names."""
     folder, variant = pathlib.Path(sys.argv[1]), sys.argv[2]
     folder.mkdir(parents=True, exist_ok=True)
     model = plain()
