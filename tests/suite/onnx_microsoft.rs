@@ -1,8 +1,8 @@
 //! The `com.microsoft` contrib operators (SkipLayerNormalization, the simplified norms,
-//! EmbedLayerNormalization, the GELU variants, Attention and MultiHeadAttention) on every
-//! device: one-node models built here with seeded inputs of odd sizes, checked against
-//! references computed in f64 in this file (which agree with onnxruntime 1.32 on the same
-//! cases).
+//! EmbedLayerNormalization, the GELU variants, Attention, MultiHeadAttention and
+//! GroupQueryAttention) on every device: one-node models built here with seeded inputs of odd
+//! sizes, checked against references computed in f64 in this file (which agree with
+//! onnxruntime 1.32 on the same cases).
 
 use prost::Message;
 use unicompute::onnx::proto::TensorProto;
@@ -599,12 +599,158 @@ fn multi_head_attention(d: &Device) {
 }
 per_backend!(multi_head_attention);
 
+/// A GroupQueryAttention case: batch, new tokens, query and key/value heads, the past cache's
+/// length (0: none), each entry's `seqlens_k`, `total_sequence_length`, and `scale`.
+#[derive(Clone, Debug)]
+struct Gqa {
+    batch: usize,
+    seq: usize,
+    heads: usize,
+    kv: usize,
+    past: usize,
+    lens: Vec<i32>,
+    total: usize,
+    scale: Option<f32>,
+}
+
+/// Head size of the GroupQueryAttention cases.
+const GQA_HEAD: usize = 3;
+
+/// GroupQueryAttention in f64 as onnxruntime 1.32's CPU kernel computes it (checked on these
+/// cases): the output `[b, s, heads * d]` and the present key and value caches.
+fn gqa_reference(g: &Gqa, [q, k, v]: [&[f32]; 3], past: [&[f32]; 2]) -> [Vec<f64>; 3] {
+    let (d, t) = (GQA_HEAD, g.total.max(g.past));
+    let (kw, qw) = (g.kv * d, g.heads * d);
+    let mut present = [
+        vec![0.0; g.batch * g.kv * t * d],
+        vec![0.0; g.batch * g.kv * t * d],
+    ];
+    let mut out = vec![0.0; g.batch * g.seq * qw];
+    for b in 0..g.batch {
+        let first = g.seq == g.total;
+        let cached = if first {
+            0
+        } else {
+            g.lens[b] as usize + 1 - g.seq
+        };
+        for (cache, (new, old)) in present.iter_mut().zip([(k, past[0]), (v, past[1])]) {
+            for (h, row, e) in (0..g.kv)
+                .flat_map(|h| (0..cached + g.seq).flat_map(move |r| (0..d).map(move |e| (h, r, e))))
+            {
+                cache[((b * g.kv + h) * t + row) * d + e] = if row < cached {
+                    f64::from(old[((b * g.kv + h) * g.past + row) * d + e])
+                } else {
+                    f64::from(new[((b * g.seq + row - cached) * kw) + h * d + e])
+                };
+            }
+        }
+        let scale = g.scale.map_or(1.0 / (d as f64).sqrt(), f64::from);
+        for (h, i) in (0..g.heads).flat_map(|h| (0..g.seq).map(move |i| (h, i))) {
+            let kh = h / (g.heads / g.kv);
+            let key = |j: usize, e: usize| ((b * g.kv + kh) * t + j) * d + e;
+            let scores: Vec<f64> = (0..=cached + i)
+                .map(|j| {
+                    let dot: f64 = (0..d)
+                        .map(|e| {
+                            f64::from(q[(b * g.seq + i) * qw + h * d + e]) * present[0][key(j, e)]
+                        })
+                        .sum();
+                    dot * scale
+                })
+                .collect();
+            let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let w: Vec<f64> = scores.iter().map(|s| (s - top).exp()).collect();
+            let total: f64 = w.iter().sum();
+            for e in 0..d {
+                let o: f64 = w
+                    .iter()
+                    .enumerate()
+                    .map(|(j, w)| w * present[1][key(j, e)])
+                    .sum();
+                out[(b * g.seq + i) * qw + h * d + e] = o / total;
+            }
+        }
+    }
+    let [pk, pv] = present;
+    [out, pk, pv]
+}
+
+/// GroupQueryAttention: a first prompt, token generation with entries of different lengths
+/// (a past cache of the total's length, and a longer one with one key/value head), and a
+/// prompt after a cache with as many key/value heads as query heads and a set scale.
+fn group_query_attention(d: &Device) {
+    let case = |batch, seq, heads, kv, past, lens: &[i32], total, scale| Gqa {
+        batch,
+        seq,
+        heads,
+        kv,
+        past,
+        lens: lens.to_vec(),
+        total,
+        scale,
+    };
+    let cases = [
+        case(2, 5, 4, 2, 0, &[4, 4], 5, None),
+        case(2, 1, 4, 2, 6, &[3, 5], 6, None),
+        case(2, 1, 4, 1, 8, &[2, 5], 6, None),
+        case(1, 3, 4, 4, 4, &[6], 7, Some(0.3)),
+    ];
+    for (n, g) in cases.into_iter().enumerate() {
+        let seed = 30 + 5 * n as u64;
+        let (qw, kw) = (g.heads * GQA_HEAD, g.kv * GQA_HEAD);
+        let q = random(seed, g.batch * g.seq * qw, -1.0, 1.0);
+        let k = random(seed + 1, g.batch * g.seq * kw, -1.0, 1.0);
+        let v = random(seed + 2, g.batch * g.seq * kw, -1.0, 1.0);
+        let cache = g.batch * g.kv * g.past * GQA_HEAD;
+        let (pk, pv) = (
+            random(seed + 3, cache, -1.0, 1.0),
+            random(seed + 4, cache, -1.0, 1.0),
+        );
+        let past_shape = vec![g.batch, g.kv, g.past, GQA_HEAD];
+        let mut feeds = vec![
+            ("q", q.clone(), vec![g.batch, g.seq, qw]),
+            ("k", k.clone(), vec![g.batch, g.seq, kw]),
+            ("v", v.clone(), vec![g.batch, g.seq, kw]),
+        ];
+        let (pk_name, pv_name) = if g.past > 0 { ("pk", "pv") } else { ("", "") };
+        if g.past > 0 {
+            feeds.push(("pk", pk.clone(), past_shape.clone()));
+            feeds.push(("pv", pv.clone(), past_shape));
+        }
+        let ins = ["q", "k", "v", pk_name, pv_name, "lens", "total"];
+        let mut nd = node(
+            "GroupQueryAttention",
+            "gqa",
+            &ins,
+            &["y", "pk_out", "pv_out"],
+        );
+        nd.attribute.push(int_attr("num_heads", g.heads as i64));
+        nd.attribute.push(int_attr("kv_num_heads", g.kv as i64));
+        nd.attribute.extend(g.scale.map(|s| float_attr("scale", s)));
+        let inits = vec![
+            int32s("lens", &[g.batch], &g.lens),
+            int32s("total", &[], &[g.total as i32]),
+        ];
+        let got = run_node(d, nd, &feeds, inits, &["y", "pk_out", "pv_out"]);
+        let want = gqa_reference(&g, [&q, &k, &v], [&pk, &pv]);
+        let what = format!("{g:?} on {}", name(d));
+        assert_close(&got[0], &want[0], 1e-4, 1e-5, &what);
+        assert_close(&got[1], &want[1], 0.0, 0.0, &what);
+        assert_close(&got[2], &want[2], 0.0, 0.0, &what);
+    }
+}
+per_backend!(group_query_attention);
+
 /// What the operators refuse at load, by reason.
 fn refusals(d: &Device) {
     let mut past = node("Attention", "att", &["x", "w", "b", "", "past"], &["y"]);
     past.attribute.push(int_attr("num_heads", 3));
     let mut packed = node("MultiHeadAttention", "mha", &["qkv"], &["y"]);
     packed.attribute.push(int_attr("num_heads", 3));
+    let mut rotary = node("GroupQueryAttention", "gqa", &["x", "w", "b"], &["y"]);
+    for (name, v) in [("num_heads", 3), ("kv_num_heads", 3), ("do_rotary", 1)] {
+        rotary.attribute.push(int_attr(name, v));
+    }
     let segments = node(
         "EmbedLayerNormalization",
         "eln",

@@ -1,7 +1,9 @@
 //! The `com.microsoft` contrib operators of onnxruntime's transformer optimizer output: fused
 //! normalisations with a residual (`SkipLayerNormalization`, …), BERT's embedding layer
 //! (`EmbedLayerNormalization`), GELU variants and multi-head attention on the fused attention
-//! op, rotary position embeddings.
+//! op (grouped-query attention with a cache in `gqa`), rotary position embeddings.
+
+mod gqa;
 
 use super::{one, op, Ctx, OpDef};
 use crate::base::error::Result;
@@ -31,6 +33,9 @@ pub(super) const OPS: &[OpDef] = &[
     op("QuickGelu", quick_gelu),
     op("Attention", packed_attention).refusing(packed_refusal),
     op("MultiHeadAttention", multi_head).refusing(multi_head_refusal),
+    op("GroupQueryAttention", gqa::group_query)
+        .outputs(3)
+        .refusing(gqa::refusal),
     op("RotaryEmbedding", rotary).refusing(packed_batching),
 ];
 
