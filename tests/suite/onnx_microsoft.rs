@@ -292,117 +292,129 @@ struct Embed {
     eps: Option<f32>,
 }
 
-/// EmbedLayerNormalization: word, position and segment embeddings summed and layer-normalised,
-/// with the mask's count of ones per row (onnxruntime 1.32 counts the values equal to 1) and
-/// the sum; with and without the optional inputs.
-fn embed_layer_norm(d: &Device) {
-    const WORDS: usize = 11;
-    const POSITIONS: usize = 9;
-    const SEGMENTS: usize = 3;
-    let (words, table, segs) = (
-        random(20, WORDS * HIDDEN, -1.0, 1.0),
-        random(21, POSITIONS * HIDDEN, -1.0, 1.0),
-        random(22, SEGMENTS * HIDDEN, -1.0, 1.0),
-    );
-    let (gamma, beta) = (random(23, HIDDEN, 0.5, 1.5), random(24, HIDDEN, -0.5, 0.5));
-    let n = BATCH * SEQ;
-    let ids: Vec<i32> = (0..n).map(|i| ((i * 7 + 3) % WORDS) as i32).collect();
-    let seg_ids: Vec<i32> = (0..n).map(|i| ((i * 5) % SEGMENTS) as i32).collect();
-    let mask: Vec<i32> = (0..n).map(|i| [1, 1, 0, 2, 1][i % 5]).collect();
-    let cases = [
-        Embed {
-            segments: true,
-            mask: true,
-            positions: Some(BATCH),
-            eps: Some(1e-5),
-        },
-        Embed {
-            segments: false,
-            mask: false,
-            positions: None,
-            eps: None,
-        },
-        Embed {
-            segments: true,
-            mask: false,
-            positions: Some(1),
-            eps: Some(1e-3),
-        },
-    ];
-    for e in cases {
-        let pos: Vec<i32> = match e.positions {
+/// Vocabulary, positions and segments of the EmbedLayerNormalization cases.
+const WORDS: usize = 11;
+const POSITIONS: usize = 9;
+const SEGMENTS: usize = 3;
+
+/// The seeded tables and ids the EmbedLayerNormalization cases share.
+struct EmbedData {
+    words: Vec<f32>,
+    table: Vec<f32>,
+    segs: Vec<f32>,
+    gamma: Vec<f32>,
+    beta: Vec<f32>,
+    ids: Vec<i32>,
+    seg_ids: Vec<i32>,
+    mask: Vec<i32>,
+}
+
+impl EmbedData {
+    /// The shared inputs, seeded; the mask has 0s and a 2 among its 1s.
+    fn new() -> EmbedData {
+        let n = BATCH * SEQ;
+        EmbedData {
+            words: random(20, WORDS * HIDDEN, -1.0, 1.0),
+            table: random(21, POSITIONS * HIDDEN, -1.0, 1.0),
+            segs: random(22, SEGMENTS * HIDDEN, -1.0, 1.0),
+            gamma: random(23, HIDDEN, 0.5, 1.5),
+            beta: random(24, HIDDEN, -0.5, 0.5),
+            ids: (0..n).map(|i| ((i * 7 + 3) % WORDS) as i32).collect(),
+            seg_ids: (0..n).map(|i| ((i * 5) % SEGMENTS) as i32).collect(),
+            mask: (0..n).map(|i| [1, 1, 0, 2, 1][i % 5]).collect(),
+        }
+    }
+
+    /// The position ids of case `e`: `[rows, seq]` of it, else 0 to seq - 1.
+    fn positions(e: Embed) -> Vec<i32> {
+        match e.positions {
             Some(rows) => (0..rows * SEQ)
                 .map(|i| ((i * 4 + 1) % POSITIONS) as i32)
                 .collect(),
             None => (0..SEQ as i32).collect(),
-        };
-        let mut inits = vec![int32s("ids", &[BATCH, SEQ], &ids)];
-        let (seg, emb) = if e.segments {
-            ("seg", "segs")
-        } else {
-            ("", "")
-        };
+        }
+    }
+
+    /// Runs case `e` on `d`: its output, mask index and sum.
+    fn run(&self, d: &Device, e: Embed) -> Vec<Tensor> {
+        let mut inits = vec![int32s("ids", &[BATCH, SEQ], &self.ids)];
+        let mut ins = vec!["ids", "", "w", "p", "", "g", "b", ""];
+        let mut feeds = vec![
+            ("w", self.words.clone(), vec![WORDS, HIDDEN]),
+            ("p", self.table.clone(), vec![POSITIONS, HIDDEN]),
+            ("g", self.gamma.clone(), vec![HIDDEN]),
+            ("b", self.beta.clone(), vec![HIDDEN]),
+        ];
         if e.segments {
-            inits.push(int32s("seg", &[BATCH, SEQ], &seg_ids));
+            inits.push(int32s("seg", &[BATCH, SEQ], &self.seg_ids));
+            feeds.push(("segs", self.segs.clone(), vec![SEGMENTS, HIDDEN]));
+            (ins[1], ins[4]) = ("seg", "segs");
         }
-        let m = if e.mask { "m" } else { "" };
         if e.mask {
-            inits.push(int32s("m", &[BATCH, SEQ], &mask));
+            inits.push(int32s("m", &[BATCH, SEQ], &self.mask));
+            ins[7] = "m";
         }
-        let mut ins = vec!["ids", seg, "w", "p", emb, "g", "b", m];
         if let Some(rows) = e.positions {
-            inits.push(int32s("pos", &[rows, SEQ], &pos));
+            inits.push(int32s("pos", &[rows, SEQ], &Self::positions(e)));
             ins.push("pos");
         }
         let mut nd = node("EmbedLayerNormalization", "eln", &ins, &["y", "mi", "sum"]);
         nd.attribute.extend(e.eps.map(|v| float_attr("epsilon", v)));
-        let mut feeds = vec![
-            ("w", words.clone(), vec![WORDS, HIDDEN]),
-            ("p", table.clone(), vec![POSITIONS, HIDDEN]),
-            ("g", gamma.clone(), vec![HIDDEN]),
-            ("b", beta.clone(), vec![HIDDEN]),
-        ];
-        if e.segments {
-            feeds.push(("segs", segs.clone(), vec![SEGMENTS, HIDDEN]));
-        }
-        let got = run_node_tensors(d, nd, &feeds, inits, &["y", "mi", "sum"]);
-        let sum: Vec<f64> = (0..n * HIDDEN)
+        run_node_tensors(d, nd, &feeds, inits, &["y", "mi", "sum"])
+    }
+
+    /// Case `e` in f64: the normalised sum, the mask index and the sum.
+    fn reference(&self, e: Embed) -> (Vec<f64>, Vec<i32>, Vec<f64>) {
+        let pos = Self::positions(e);
+        let per_token = e.positions == Some(BATCH);
+        let sum: Vec<f64> = (0..BATCH * SEQ * HIDDEN)
             .map(|at| {
                 let (t, h) = (at / HIDDEN, at % HIDDEN);
-                let p = pos[if e.positions == Some(BATCH) {
-                    t
-                } else {
-                    t % SEQ
-                }] as usize;
-                let s = if e.segments {
-                    f64::from(segs[seg_ids[t] as usize * HIDDEN + h])
-                } else {
-                    0.0
+                let p = pos[if per_token { t } else { t % SEQ }] as usize;
+                let s = match e.segments {
+                    true => f64::from(self.segs[self.seg_ids[t] as usize * HIDDEN + h]),
+                    false => 0.0,
                 };
-                f64::from(words[ids[t] as usize * HIDDEN + h])
-                    + f64::from(table[p * HIDDEN + h])
+                f64::from(self.words[self.ids[t] as usize * HIDDEN + h])
+                    + f64::from(self.table[p * HIDDEN + h])
                     + s
             })
             .collect();
         let eps = f64::from(e.eps.unwrap_or(1e-12));
-        let [y, _, _] = norm_rows(&sum, &gamma, Some(&beta), eps, false);
-        let counts: Vec<i32> = mask
+        let [y, _, _] = norm_rows(&sum, &self.gamma, Some(&self.beta), eps, false);
+        let ones = |r: &[i32]| r.iter().filter(|&&v| v == 1).count() as i32;
+        let counts = self
+            .mask
             .chunks(SEQ)
-            .map(|r| {
-                if e.mask {
-                    r.iter().filter(|&&v| v == 1).count() as i32
-                } else {
-                    0
-                }
-            })
+            .map(|r| if e.mask { ones(r) } else { 0 })
             .collect();
+        (y, counts, sum)
+    }
+}
+
+/// EmbedLayerNormalization: word, position and segment embeddings summed and layer-normalised,
+/// with the mask's count of ones per row (onnxruntime 1.32 counts the values equal to 1) and
+/// the sum; with and without the optional inputs.
+fn embed_layer_norm(d: &Device) {
+    let data = EmbedData::new();
+    let case = |segments, mask, positions, eps| Embed {
+        segments,
+        mask,
+        positions,
+        eps,
+    };
+    let cases = [
+        case(true, true, Some(BATCH), Some(1e-5)),
+        case(false, false, None, None),
+        case(true, false, Some(1), Some(1e-3)),
+    ];
+    for e in cases {
+        let got = data.run(d, e);
+        let (y, counts, sum) = data.reference(e);
         let what = format!("{e:?} on {}", name(d));
         assert_close(&read(&got[0]), &y, 1e-4, 1e-4, &what);
-        assert_eq!(
-            got[1].to_vec_blocking::<i32>().expect("mask_index"),
-            counts,
-            "{what}"
-        );
+        let mask_index = got[1].to_vec_blocking::<i32>().expect("mask_index");
+        assert_eq!(mask_index, counts, "{what}");
         assert_close(&read(&got[2]), &sum, 1e-6, 1e-6, &what);
     }
 }
