@@ -8,7 +8,7 @@ use prost::Message;
 use unicompute::onnx::proto::TensorProto;
 use unicompute::onnx::proto::{self, AttributeProto, GraphProto, ModelProto, NodeProto};
 use unicompute::onnx::{Session, SessionOptions};
-use unicompute::{Device, Tensor};
+use unicompute::{Device, Result, Tensor};
 
 use crate::common::{assert_close, name, per_backend, random, read, tensor};
 use crate::onnx_recur::{attr, floats, info, int64s, int_attr, node, FLOAT};
@@ -58,11 +58,31 @@ fn run_node(
 /// [`run_node`]'s outputs as tensors, of whatever dtype the node gives.
 fn run_node_tensors(
     d: &Device,
-    mut n: NodeProto,
+    n: NodeProto,
     feeds: &[Feed<'_>],
     inits: Vec<TensorProto>,
     outputs: &[&str],
 ) -> Vec<Tensor> {
+    let s = node_session(d, n, feeds, inits, outputs);
+    let out = run_session(d, &s, feeds).unwrap_or_else(|e| panic!("{}: {e}", name(d)));
+    outputs
+        .iter()
+        .map(|o| {
+            let (_, t) = out.iter().find(|(n, _)| n == o).expect("output");
+            t.clone()
+        })
+        .collect()
+}
+
+/// A session of the one-node model `n` (of domain `com.microsoft`) with graph inputs `feeds`
+/// and int32 `inits`.
+fn node_session(
+    d: &Device,
+    mut n: NodeProto,
+    feeds: &[Feed<'_>],
+    inits: Vec<TensorProto>,
+    outputs: &[&str],
+) -> Session {
     n.domain = Some("com.microsoft".into());
     let g = GraphProto {
         node: vec![n],
@@ -82,18 +102,15 @@ fn run_node_tensors(
         ..Default::default()
     }
     .encode_to_vec();
-    let s = Session::from_bytes(d, bytes, SessionOptions::default())
-        .unwrap_or_else(|e| panic!("{}: {e}", name(d)));
+    Session::from_bytes(d, bytes, SessionOptions::default())
+        .unwrap_or_else(|e| panic!("{}: {e}", name(d)))
+}
+
+/// Runs `s` on `feeds`, uploaded to `d`.
+fn run_session(d: &Device, s: &Session, feeds: &[Feed<'_>]) -> Result<Vec<(String, Tensor)>> {
     let tensors: Vec<_> = feeds.iter().map(|f| tensor(d, &f.1, &f.2)).collect();
     let feeds: Vec<_> = feeds.iter().zip(&tensors).map(|(f, t)| (f.0, t)).collect();
-    let out = s.run(&feeds).unwrap_or_else(|e| panic!("{}: {e}", name(d)));
-    outputs
-        .iter()
-        .map(|o| {
-            let (_, t) = out.iter().find(|(n, _)| n == o).expect("output");
-            t.clone()
-        })
-        .collect()
+    s.run(&feeds)
 }
 
 fn f64s(v: &[f32]) -> Vec<f64> {
@@ -752,6 +769,59 @@ fn group_query_attention(d: &Device) {
     }
 }
 per_backend!(group_query_attention);
+
+/// GroupQueryAttention's errors on inputs that contradict each other: a total length that is
+/// neither the past cache's plus the new tokens nor within a fixed cache, `seqlens_k` of the
+/// wrong length, and an entry whose keys would not fit the present cache.
+fn group_query_attention_errors(d: &Device) {
+    let (b, past, kw) = (2, 4, 2 * GQA_HEAD);
+    let cases: [(&[i32], i32, &str); 3] = [
+        (
+            &[4, 4],
+            6,
+            "total_sequence_length 6: expected the past cache's 4 plus the 1",
+        ),
+        (&[3], 4, "seqlens_k has 1 entries: expected 2"),
+        (
+            &[3, 4],
+            4,
+            "4 cached keys, expected 0 to 4 (the past cache's) and at most 4 keys",
+        ),
+    ];
+    for (lens, total, want) in cases {
+        let feeds = [
+            (
+                "q",
+                random(50, b * 4 * GQA_HEAD, -1.0, 1.0),
+                vec![b, 1, 4 * GQA_HEAD],
+            ),
+            ("k", random(51, b * kw, -1.0, 1.0), vec![b, 1, kw]),
+            ("v", random(52, b * kw, -1.0, 1.0), vec![b, 1, kw]),
+            (
+                "pk",
+                random(53, b * kw * past, -1.0, 1.0),
+                vec![b, 2, past, GQA_HEAD],
+            ),
+            (
+                "pv",
+                random(54, b * kw * past, -1.0, 1.0),
+                vec![b, 2, past, GQA_HEAD],
+            ),
+        ];
+        let ins = ["q", "k", "v", "pk", "pv", "lens", "total"];
+        let mut nd = node("GroupQueryAttention", "gqa", &ins, &["y"]);
+        nd.attribute.push(int_attr("num_heads", 4));
+        nd.attribute.push(int_attr("kv_num_heads", 2));
+        let inits = vec![
+            int32s("lens", &[lens.len()], lens),
+            int32s("total", &[], &[total]),
+        ];
+        let s = node_session(d, nd, &feeds, inits, &["y"]);
+        let e = run_session(d, &s, &feeds).expect_err("an error");
+        assert!(e.to_string().contains(want), "{} on {}: {e}", want, name(d));
+    }
+}
+per_backend!(group_query_attention_errors);
 
 /// What the operators refuse at load, by reason.
 fn refusals(d: &Device) {

@@ -197,7 +197,7 @@ impl Cache {
                 fits.then_some(cached as usize).ok_or_else(|| {
                     c.error(format!(
                         "seqlens_k {l} with {s} new tokens: {cached} cached keys, expected 0 to \
-                         {past} and room for the new ones in {present}"
+                         {past} (the past cache's) and at most {present} keys in all"
                     ))
                 })
             })
