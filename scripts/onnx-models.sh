@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Real ONNX models with real weights, taken from public PyPI packages, run by `unicompute run`
 # on each backend and checked against onnxruntime's CPU provider on the same seeded inputs
-# (scripts/onnx_models.py: within 1e-4 relative and 1e-5 absolute). Models a session refuses
-# at load are listed with the operators it lacks, not failed. Downloads (onnxruntime, the
-# model packages; about 40 MB) are kept in .onnx/ (ignored by git).
+# (scripts/onnx_models.py: within 1e-4 relative and 1e-5 absolute). Also a BERT encoder of
+# all-MiniLM-L6's geometry with seeded weights that scripts/minilm.py writes, as exported and
+# as onnxruntime's transformer optimizer fuses it. Models a session refuses at load are listed
+# with the operators it lacks, not failed. Downloads (onnxruntime, onnx, the model packages;
+# about 60 MB) and the made models (90 MB each) are kept in .onnx/ (ignored by git).
 #
 #   scripts/onnx-models.sh [BACKEND...]    # default: cpu webgpu; needs a release build of the
 #                                          # CLI (cargo build --release --bin unicompute)
@@ -15,24 +17,34 @@ bin=${CARGO_TARGET_DIR:-target}/release/unicompute
 root=.onnx/models
 py=.onnx/py
 mkdir -p "$root"
-if [ ! -f "$py/.installed" ]; then
-    echo "== onnx models: installing onnxruntime 1.32.0 (PyPI) into $py"
+# onnx: for scripts/minilm.py and the optimizer (the wheel scripts/onnx-data.sh keeps, if there).
+pins=(onnxruntime==1.32.0 numpy==2.4.6 onnx==1.22.0)
+if [ "$(cat "$py/.installed" 2>/dev/null)" != "${pins[*]}" ]; then
+    echo "== onnx models: installing ${pins[*]} (PyPI) into $py"
     rm -rf "$py"
-    python3 -m pip install -q --disable-pip-version-check --target "$py" \
-        onnxruntime==1.32.0 numpy==2.4.6
-    touch "$py/.installed"
+    python3 -m pip install -q --disable-pip-version-check --target "$py" --find-links .onnx \
+        "${pins[@]}"
+    echo "${pins[*]}" >"$py/.installed"
 fi
 # name, PyPI package, the model's path inside its wheel, then extents of its named
-# dimensions (NAME=N) or inputs' shapes (INPUT:N,N) where 1 will not do.
+# dimensions (NAME=N) or inputs' shapes (INPUT:N,N) where 1 will not do. A package `-` is a
+# model scripts/minilm.py makes, the third field its variant (it also writes the inputs).
 models=(
     "yolov8n nudenet==3.4.2 nudenet/320n.onnx height=320 width=320"
     "silero-vad silero-vad==6.2.3 silero_vad/data/silero_vad.onnx input:1,512"
+    "minilm - plain"
+    "minilm-fused - fused"
 )
+made=$(sha256sum scripts/minilm.py | cut -c1-16)
 status=0
 for entry in "${models[@]}"; do
     read -r name package member dims <<<"$entry"
     dir=$root/$name
-    if [ ! -f "$dir/model.onnx" ]; then
+    if [ "$package" = - ] && [ "$(cat "$dir/.made" 2>/dev/null)" != "$made" ]; then
+        rm -rf "$dir"
+        PYTHONPATH=$py python3 scripts/minilm.py "$dir" "$member"
+        echo "$made" >"$dir/.made"
+    elif [ ! -f "$dir/model.onnx" ]; then
         mkdir -p "$dir/wheel"
         python3 -m pip download -q --disable-pip-version-check --no-deps \
             --only-binary=:all: --dest "$dir/wheel" "$package"

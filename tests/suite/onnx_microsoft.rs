@@ -1,13 +1,14 @@
-//! The `com.microsoft` contrib operators (SkipLayerNormalization, the simplified norms, the
-//! GELU variants, Attention and MultiHeadAttention) on every device: one-node models built
-//! here with seeded inputs of odd sizes, checked against references computed in f64 in this
-//! file (which agree with onnxruntime 1.32 on the same cases).
+//! The `com.microsoft` contrib operators (SkipLayerNormalization, the simplified norms,
+//! EmbedLayerNormalization, the GELU variants, Attention, MultiHeadAttention and
+//! GroupQueryAttention) on every device: one-node models built here with seeded inputs of odd
+//! sizes, checked against references computed in f64 in this file (which agree with
+//! onnxruntime 1.32 on the same cases).
 
 use prost::Message;
 use unicompute::onnx::proto::TensorProto;
 use unicompute::onnx::proto::{self, AttributeProto, GraphProto, ModelProto, NodeProto};
 use unicompute::onnx::{Session, SessionOptions};
-use unicompute::Device;
+use unicompute::{Device, Result, Tensor};
 
 use crate::common::{assert_close, name, per_backend, random, read, tensor};
 use crate::onnx_recur::{attr, floats, info, int64s, int_attr, node, FLOAT};
@@ -45,11 +46,43 @@ type Feed<'a> = (&'a str, Vec<f32>, Vec<usize>);
 /// Runs `n` (of domain `com.microsoft`) on `feeds` (with int32 `inits`) and reads `outputs`.
 fn run_node(
     d: &Device,
-    mut n: NodeProto,
+    n: NodeProto,
     feeds: &[Feed<'_>],
     inits: Vec<TensorProto>,
     outputs: &[&str],
 ) -> Vec<Vec<f32>> {
+    let out = run_node_tensors(d, n, feeds, inits, outputs);
+    out.iter().map(read).collect()
+}
+
+/// [`run_node`]'s outputs as tensors, of whatever dtype the node gives.
+fn run_node_tensors(
+    d: &Device,
+    n: NodeProto,
+    feeds: &[Feed<'_>],
+    inits: Vec<TensorProto>,
+    outputs: &[&str],
+) -> Vec<Tensor> {
+    let s = node_session(d, n, feeds, inits, outputs);
+    let out = run_session(d, &s, feeds).unwrap_or_else(|e| panic!("{}: {e}", name(d)));
+    outputs
+        .iter()
+        .map(|o| {
+            let (_, t) = out.iter().find(|(n, _)| n == o).expect("output");
+            t.clone()
+        })
+        .collect()
+}
+
+/// A session of the one-node model `n` (of domain `com.microsoft`) with graph inputs `feeds`
+/// and int32 `inits`.
+fn node_session(
+    d: &Device,
+    mut n: NodeProto,
+    feeds: &[Feed<'_>],
+    inits: Vec<TensorProto>,
+    outputs: &[&str],
+) -> Session {
     n.domain = Some("com.microsoft".into());
     let g = GraphProto {
         node: vec![n],
@@ -69,18 +102,15 @@ fn run_node(
         ..Default::default()
     }
     .encode_to_vec();
-    let s = Session::from_bytes(d, bytes, SessionOptions::default())
-        .unwrap_or_else(|e| panic!("{}: {e}", name(d)));
+    Session::from_bytes(d, bytes, SessionOptions::default())
+        .unwrap_or_else(|e| panic!("{}: {e}", name(d)))
+}
+
+/// Runs `s` on `feeds`, uploaded to `d`.
+fn run_session(d: &Device, s: &Session, feeds: &[Feed<'_>]) -> Result<Vec<(String, Tensor)>> {
     let tensors: Vec<_> = feeds.iter().map(|f| tensor(d, &f.1, &f.2)).collect();
     let feeds: Vec<_> = feeds.iter().zip(&tensors).map(|(f, t)| (f.0, t)).collect();
-    let out = s.run(&feeds).unwrap_or_else(|e| panic!("{}: {e}", name(d)));
-    outputs
-        .iter()
-        .map(|o| {
-            let (_, t) = out.iter().find(|(n, _)| n == o).expect("output");
-            read(t)
-        })
-        .collect()
+    s.run(&feeds)
 }
 
 fn f64s(v: &[f32]) -> Vec<f64> {
@@ -268,6 +298,144 @@ fn gelus(d: &Device) {
     }
 }
 per_backend!(gelus);
+
+/// An EmbedLayerNormalization case: segments, a mask, position ids (`[b, s]`, `[1, s]` or
+/// none) and epsilon (none: the default 1e-12).
+#[derive(Clone, Copy, Debug)]
+struct Embed {
+    segments: bool,
+    mask: bool,
+    positions: Option<usize>,
+    eps: Option<f32>,
+}
+
+/// Vocabulary, positions and segments of the EmbedLayerNormalization cases.
+const WORDS: usize = 11;
+const POSITIONS: usize = 9;
+const SEGMENTS: usize = 3;
+
+/// The seeded tables and ids the EmbedLayerNormalization cases share.
+struct EmbedData {
+    words: Vec<f32>,
+    table: Vec<f32>,
+    segs: Vec<f32>,
+    gamma: Vec<f32>,
+    beta: Vec<f32>,
+    ids: Vec<i32>,
+    seg_ids: Vec<i32>,
+    mask: Vec<i32>,
+}
+
+impl EmbedData {
+    /// The shared inputs, seeded; the mask has 0s and a 2 among its 1s.
+    fn new() -> EmbedData {
+        let n = BATCH * SEQ;
+        EmbedData {
+            words: random(20, WORDS * HIDDEN, -1.0, 1.0),
+            table: random(21, POSITIONS * HIDDEN, -1.0, 1.0),
+            segs: random(22, SEGMENTS * HIDDEN, -1.0, 1.0),
+            gamma: random(23, HIDDEN, 0.5, 1.5),
+            beta: random(24, HIDDEN, -0.5, 0.5),
+            ids: (0..n).map(|i| ((i * 7 + 3) % WORDS) as i32).collect(),
+            seg_ids: (0..n).map(|i| ((i * 5) % SEGMENTS) as i32).collect(),
+            mask: (0..n).map(|i| [1, 1, 0, 2, 1][i % 5]).collect(),
+        }
+    }
+
+    /// The position ids of case `e`: `[rows, seq]` of it, else 0 to seq - 1.
+    fn positions(e: Embed) -> Vec<i32> {
+        match e.positions {
+            Some(rows) => (0..rows * SEQ)
+                .map(|i| ((i * 4 + 1) % POSITIONS) as i32)
+                .collect(),
+            None => (0..SEQ as i32).collect(),
+        }
+    }
+
+    /// Runs case `e` on `d`: its output, mask index and sum.
+    fn run(&self, d: &Device, e: Embed) -> Vec<Tensor> {
+        let mut inits = vec![int32s("ids", &[BATCH, SEQ], &self.ids)];
+        let mut ins = vec!["ids", "", "w", "p", "", "g", "b", ""];
+        let mut feeds = vec![
+            ("w", self.words.clone(), vec![WORDS, HIDDEN]),
+            ("p", self.table.clone(), vec![POSITIONS, HIDDEN]),
+            ("g", self.gamma.clone(), vec![HIDDEN]),
+            ("b", self.beta.clone(), vec![HIDDEN]),
+        ];
+        if e.segments {
+            inits.push(int32s("seg", &[BATCH, SEQ], &self.seg_ids));
+            feeds.push(("segs", self.segs.clone(), vec![SEGMENTS, HIDDEN]));
+            (ins[1], ins[4]) = ("seg", "segs");
+        }
+        if e.mask {
+            inits.push(int32s("m", &[BATCH, SEQ], &self.mask));
+            ins[7] = "m";
+        }
+        if let Some(rows) = e.positions {
+            inits.push(int32s("pos", &[rows, SEQ], &Self::positions(e)));
+            ins.push("pos");
+        }
+        let mut nd = node("EmbedLayerNormalization", "eln", &ins, &["y", "mi", "sum"]);
+        nd.attribute.extend(e.eps.map(|v| float_attr("epsilon", v)));
+        run_node_tensors(d, nd, &feeds, inits, &["y", "mi", "sum"])
+    }
+
+    /// Case `e` in f64: the normalised sum, the mask index and the sum.
+    fn reference(&self, e: Embed) -> (Vec<f64>, Vec<i32>, Vec<f64>) {
+        let pos = Self::positions(e);
+        let per_token = e.positions == Some(BATCH);
+        let sum: Vec<f64> = (0..BATCH * SEQ * HIDDEN)
+            .map(|at| {
+                let (t, h) = (at / HIDDEN, at % HIDDEN);
+                let p = pos[if per_token { t } else { t % SEQ }] as usize;
+                let s = match e.segments {
+                    true => f64::from(self.segs[self.seg_ids[t] as usize * HIDDEN + h]),
+                    false => 0.0,
+                };
+                f64::from(self.words[self.ids[t] as usize * HIDDEN + h])
+                    + f64::from(self.table[p * HIDDEN + h])
+                    + s
+            })
+            .collect();
+        let eps = f64::from(e.eps.unwrap_or(1e-12));
+        let [y, _, _] = norm_rows(&sum, &self.gamma, Some(&self.beta), eps, false);
+        let ones = |r: &[i32]| r.iter().filter(|&&v| v == 1).count() as i32;
+        let counts = self
+            .mask
+            .chunks(SEQ)
+            .map(|r| if e.mask { ones(r) } else { 0 })
+            .collect();
+        (y, counts, sum)
+    }
+}
+
+/// EmbedLayerNormalization: word, position and segment embeddings summed and layer-normalised,
+/// with the mask's count of ones per row (onnxruntime 1.32 counts the values equal to 1) and
+/// the sum; with and without the optional inputs.
+fn embed_layer_norm(d: &Device) {
+    let data = EmbedData::new();
+    let case = |segments, mask, positions, eps| Embed {
+        segments,
+        mask,
+        positions,
+        eps,
+    };
+    let cases = [
+        case(true, true, Some(BATCH), Some(1e-5)),
+        case(false, false, None, None),
+        case(true, false, Some(1), Some(1e-3)),
+    ];
+    for e in cases {
+        let got = data.run(d, e);
+        let (y, counts, sum) = data.reference(e);
+        let what = format!("{e:?} on {}", name(d));
+        assert_close(&read(&got[0]), &y, 1e-4, 1e-4, &what);
+        let mask_index = got[1].to_vec_blocking::<i32>().expect("mask_index");
+        assert_eq!(mask_index, counts, "{what}");
+        assert_close(&read(&got[2]), &sum, 1e-6, 1e-6, &what);
+    }
+}
+per_backend!(embed_layer_norm);
 
 /// Multi-head attention of `q [b, lq, hidden]` over `k`, `v [b, lk, hidden]` with an additive
 /// `mask(b, i, j)` and causal flag, in f64; `[b, lq, hidden]`.
@@ -460,12 +628,217 @@ fn multi_head_attention(d: &Device) {
 }
 per_backend!(multi_head_attention);
 
+/// A GroupQueryAttention case: batch, new tokens, query and key/value heads, the past cache's
+/// length (0: none), each entry's `seqlens_k`, `total_sequence_length`, and `scale`.
+#[derive(Clone, Debug)]
+struct Gqa {
+    batch: usize,
+    seq: usize,
+    heads: usize,
+    kv: usize,
+    past: usize,
+    lens: Vec<i32>,
+    total: usize,
+    scale: Option<f32>,
+}
+
+/// Head size of the GroupQueryAttention cases.
+const GQA_HEAD: usize = 3;
+
+/// GroupQueryAttention in f64 as onnxruntime 1.32's CPU kernel computes it (checked on these
+/// cases): the output `[b, s, heads * d]` and the present key and value caches.
+fn gqa_reference(g: &Gqa, [q, k, v]: [&[f32]; 3], past: [&[f32]; 2]) -> [Vec<f64>; 3] {
+    let (d, t) = (GQA_HEAD, g.total.max(g.past));
+    let (kw, qw) = (g.kv * d, g.heads * d);
+    let mut present = [
+        vec![0.0; g.batch * g.kv * t * d],
+        vec![0.0; g.batch * g.kv * t * d],
+    ];
+    let mut out = vec![0.0; g.batch * g.seq * qw];
+    for b in 0..g.batch {
+        let first = g.seq == g.total;
+        let cached = if first {
+            0
+        } else {
+            g.lens[b] as usize + 1 - g.seq
+        };
+        for (cache, (new, old)) in present.iter_mut().zip([(k, past[0]), (v, past[1])]) {
+            for (h, row, e) in (0..g.kv)
+                .flat_map(|h| (0..cached + g.seq).flat_map(move |r| (0..d).map(move |e| (h, r, e))))
+            {
+                cache[((b * g.kv + h) * t + row) * d + e] = if row < cached {
+                    f64::from(old[((b * g.kv + h) * g.past + row) * d + e])
+                } else {
+                    f64::from(new[((b * g.seq + row - cached) * kw) + h * d + e])
+                };
+            }
+        }
+        let scale = g.scale.map_or(1.0 / (d as f64).sqrt(), f64::from);
+        for (h, i) in (0..g.heads).flat_map(|h| (0..g.seq).map(move |i| (h, i))) {
+            let kh = h / (g.heads / g.kv);
+            let key = |j: usize, e: usize| ((b * g.kv + kh) * t + j) * d + e;
+            let scores: Vec<f64> = (0..=cached + i)
+                .map(|j| {
+                    let dot: f64 = (0..d)
+                        .map(|e| {
+                            f64::from(q[(b * g.seq + i) * qw + h * d + e]) * present[0][key(j, e)]
+                        })
+                        .sum();
+                    dot * scale
+                })
+                .collect();
+            let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let w: Vec<f64> = scores.iter().map(|s| (s - top).exp()).collect();
+            let total: f64 = w.iter().sum();
+            for e in 0..d {
+                let o: f64 = w
+                    .iter()
+                    .enumerate()
+                    .map(|(j, w)| w * present[1][key(j, e)])
+                    .sum();
+                out[(b * g.seq + i) * qw + h * d + e] = o / total;
+            }
+        }
+    }
+    let [pk, pv] = present;
+    [out, pk, pv]
+}
+
+/// GroupQueryAttention: a first prompt, token generation with entries of different lengths
+/// (a past cache of the total's length, and a longer one with one key/value head), and a
+/// prompt after a cache with as many key/value heads as query heads and a set scale.
+fn group_query_attention(d: &Device) {
+    let case = |batch, seq, heads, kv, past, lens: &[i32], total, scale| Gqa {
+        batch,
+        seq,
+        heads,
+        kv,
+        past,
+        lens: lens.to_vec(),
+        total,
+        scale,
+    };
+    let cases = [
+        case(2, 5, 4, 2, 0, &[4, 4], 5, None),
+        case(2, 1, 4, 2, 6, &[3, 5], 6, None),
+        case(2, 1, 4, 1, 8, &[2, 5], 6, None),
+        case(1, 3, 4, 4, 4, &[6], 7, Some(0.3)),
+    ];
+    for (n, g) in cases.into_iter().enumerate() {
+        let seed = 30 + 5 * n as u64;
+        let (qw, kw) = (g.heads * GQA_HEAD, g.kv * GQA_HEAD);
+        let q = random(seed, g.batch * g.seq * qw, -1.0, 1.0);
+        let k = random(seed + 1, g.batch * g.seq * kw, -1.0, 1.0);
+        let v = random(seed + 2, g.batch * g.seq * kw, -1.0, 1.0);
+        let cache = g.batch * g.kv * g.past * GQA_HEAD;
+        let (pk, pv) = (
+            random(seed + 3, cache, -1.0, 1.0),
+            random(seed + 4, cache, -1.0, 1.0),
+        );
+        let past_shape = vec![g.batch, g.kv, g.past, GQA_HEAD];
+        let mut feeds = vec![
+            ("q", q.clone(), vec![g.batch, g.seq, qw]),
+            ("k", k.clone(), vec![g.batch, g.seq, kw]),
+            ("v", v.clone(), vec![g.batch, g.seq, kw]),
+        ];
+        let (pk_name, pv_name) = if g.past > 0 { ("pk", "pv") } else { ("", "") };
+        if g.past > 0 {
+            feeds.push(("pk", pk.clone(), past_shape.clone()));
+            feeds.push(("pv", pv.clone(), past_shape));
+        }
+        let ins = ["q", "k", "v", pk_name, pv_name, "lens", "total"];
+        let mut nd = node(
+            "GroupQueryAttention",
+            "gqa",
+            &ins,
+            &["y", "pk_out", "pv_out"],
+        );
+        nd.attribute.push(int_attr("num_heads", g.heads as i64));
+        nd.attribute.push(int_attr("kv_num_heads", g.kv as i64));
+        nd.attribute.extend(g.scale.map(|s| float_attr("scale", s)));
+        let inits = vec![
+            int32s("lens", &[g.batch], &g.lens),
+            int32s("total", &[], &[g.total as i32]),
+        ];
+        let got = run_node(d, nd, &feeds, inits, &["y", "pk_out", "pv_out"]);
+        let want = gqa_reference(&g, [&q, &k, &v], [&pk, &pv]);
+        let what = format!("{g:?} on {}", name(d));
+        assert_close(&got[0], &want[0], 1e-4, 1e-5, &what);
+        assert_close(&got[1], &want[1], 0.0, 0.0, &what);
+        assert_close(&got[2], &want[2], 0.0, 0.0, &what);
+    }
+}
+per_backend!(group_query_attention);
+
+/// GroupQueryAttention's errors on inputs that contradict each other: a total length that is
+/// neither the past cache's plus the new tokens nor within a fixed cache, `seqlens_k` of the
+/// wrong length, and an entry whose keys would not fit the present cache.
+fn group_query_attention_errors(d: &Device) {
+    let (b, past, kw) = (2, 4, 2 * GQA_HEAD);
+    let cases: [(&[i32], i32, &str); 3] = [
+        (
+            &[4, 4],
+            6,
+            "total_sequence_length 6: expected the past cache's 4 plus the 1",
+        ),
+        (&[3], 4, "seqlens_k has 1 entries: expected 2"),
+        (
+            &[3, 4],
+            4,
+            "4 cached keys, expected 0 to 4 (the past cache's) and at most 4 keys",
+        ),
+    ];
+    for (lens, total, want) in cases {
+        let feeds = [
+            (
+                "q",
+                random(50, b * 4 * GQA_HEAD, -1.0, 1.0),
+                vec![b, 1, 4 * GQA_HEAD],
+            ),
+            ("k", random(51, b * kw, -1.0, 1.0), vec![b, 1, kw]),
+            ("v", random(52, b * kw, -1.0, 1.0), vec![b, 1, kw]),
+            (
+                "pk",
+                random(53, b * kw * past, -1.0, 1.0),
+                vec![b, 2, past, GQA_HEAD],
+            ),
+            (
+                "pv",
+                random(54, b * kw * past, -1.0, 1.0),
+                vec![b, 2, past, GQA_HEAD],
+            ),
+        ];
+        let ins = ["q", "k", "v", "pk", "pv", "lens", "total"];
+        let mut nd = node("GroupQueryAttention", "gqa", &ins, &["y"]);
+        nd.attribute.push(int_attr("num_heads", 4));
+        nd.attribute.push(int_attr("kv_num_heads", 2));
+        let inits = vec![
+            int32s("lens", &[lens.len()], lens),
+            int32s("total", &[], &[total]),
+        ];
+        let s = node_session(d, nd, &feeds, inits, &["y"]);
+        let e = run_session(d, &s, &feeds).expect_err("an error");
+        assert!(e.to_string().contains(want), "{} on {}: {e}", want, name(d));
+    }
+}
+per_backend!(group_query_attention_errors);
+
 /// What the operators refuse at load, by reason.
 fn refusals(d: &Device) {
     let mut past = node("Attention", "att", &["x", "w", "b", "", "past"], &["y"]);
     past.attribute.push(int_attr("num_heads", 3));
     let mut packed = node("MultiHeadAttention", "mha", &["qkv"], &["y"]);
     packed.attribute.push(int_attr("num_heads", 3));
+    let mut rotary = node("GroupQueryAttention", "gqa", &["x", "w", "b"], &["y"]);
+    for (name, v) in [("num_heads", 3), ("kv_num_heads", 3), ("do_rotary", 1)] {
+        rotary.attribute.push(int_attr(name, v));
+    }
+    let segments = node(
+        "EmbedLayerNormalization",
+        "eln",
+        &["x", "s", "w", "b", "", "g", "b"],
+        &["y"],
+    );
     let mean = node(
         "SkipSimplifiedLayerNormalization",
         "n",
@@ -476,6 +849,10 @@ fn refusals(d: &Device) {
         (past, "input 4 (a past key/value cache) is given"),
         (packed, "key or value is missing"),
         (mean, "output 1 (mean) is asked for"),
+        (
+            segments,
+            "segment_ids (input 1) and segment_embedding (input 4)",
+        ),
     ];
     for (mut n, want) in cases {
         n.domain = Some("com.microsoft".into());

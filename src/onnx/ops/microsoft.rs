@@ -1,6 +1,9 @@
 //! The `com.microsoft` contrib operators of onnxruntime's transformer optimizer output: fused
-//! normalisations with a residual (`SkipLayerNormalization`, …), GELU variants and
-//! multi-head attention on the fused attention op, rotary position embeddings.
+//! normalisations with a residual (`SkipLayerNormalization`, …), BERT's embedding layer
+//! (`EmbedLayerNormalization`), GELU variants and multi-head attention on the fused attention
+//! op (grouped-query attention with a cache in `gqa`), rotary position embeddings.
+
+mod gqa;
 
 use super::{one, op, Ctx, OpDef};
 use crate::base::error::Result;
@@ -8,8 +11,9 @@ use crate::onnx::value::Val;
 use crate::onnx::Node;
 use crate::ops::attention::{attention, AttentionParams};
 use crate::ops::concat::concat;
+use crate::ops::gather::gather;
 use crate::ops::norm::{layer_norm_stats, norm_trailing};
-use crate::ops::{NormKind, NormParams, ReduceOp, UnaryOp};
+use crate::ops::{BinaryOp, NormKind, NormParams, ReduceOp, UnaryOp};
 use crate::{DType, Tensor};
 
 /// The operators of the `com.microsoft` domain.
@@ -21,11 +25,17 @@ pub(super) const OPS: &[OpDef] = &[
     .outputs(4)
     .refusing(no_mean),
     op("SimplifiedLayerNormalization", simplified).outputs(2),
+    op("EmbedLayerNormalization", embed_norm)
+        .outputs(3)
+        .refusing(segments_paired),
     op("FastGelu", fast_gelu),
     op("BiasGelu", bias_gelu),
     op("QuickGelu", quick_gelu),
     op("Attention", packed_attention).refusing(packed_refusal),
     op("MultiHeadAttention", multi_head).refusing(multi_head_refusal),
+    op("GroupQueryAttention", gqa::group_query)
+        .outputs(3)
+        .refusing(gqa::refusal),
     op("RotaryEmbedding", rotary).refusing(packed_batching),
 ];
 
@@ -80,6 +90,86 @@ fn skip_norm(c: &Ctx<'_>, kind: NormKind) -> Result<Vec<Val>> {
         out.extend([mean, inv, sum].map(Val::Device));
     }
     Ok(out)
+}
+
+/// `EmbedLayerNormalization` takes segment ids and their embedding together or neither.
+fn segments_paired(node: &Node) -> Option<String> {
+    (has_input(node, 1) != has_input(node, 4)).then(|| {
+        "segment_ids (input 1) and segment_embedding (input 4) are not both given or both left \
+         out"
+        .into()
+    })
+}
+
+/// `EmbedLayerNormalization`: the word embeddings of `input_ids [b, s]`, plus the position
+/// embeddings (of `position_ids [b or 1, s]`, else of 0 to s - 1) and the segment ones of
+/// `segment_ids`, layer-normalised with `gamma` and `beta`; also `mask_index`, the count of
+/// ones in each row of `mask` (0 without one), and the sum before the norm, where asked for.
+fn embed_norm(c: &Ctx<'_>) -> Result<Vec<Val>> {
+    let (sum, [b, s]) = embeddings(c)?;
+    let gamma = c.tensor(5)?;
+    let params = NormParams {
+        weight: Some(&gamma),
+        bias: Some(&c.tensor(6)?),
+        eps: c.float("epsilon", 1e-12)?,
+        act: None,
+    };
+    let y = norm_trailing(c.queue, NormKind::Layer, &sum, 1, params)?;
+    if !c.node.outputs.iter().skip(1).any(Option::is_some) {
+        return one(y);
+    }
+    let mask_index = match c.opt_tensor(7)? {
+        Some(m) if m.shape() == [b, s] => m
+            .binary_scalar(BinaryOp::Equal, 1.0)?
+            .cast(DType::I32)?
+            .reduce_axes(ReduceOp::Sum, &[1], false)?,
+        Some(m) => {
+            return Err(c.error(format!(
+                "mask has shape {:?}: expected [{b}, {s}], input_ids' shape",
+                m.shape()
+            )))
+        }
+        None => Tensor::zeros(c.device, &[b], DType::I32)?,
+    };
+    Ok([y, mask_index, sum].map(Val::Device).into())
+}
+
+/// The summed word, position and segment embeddings of an `EmbedLayerNormalization`, with
+/// `input_ids`' `[batch, seq]`.
+fn embeddings(c: &Ctx<'_>) -> Result<(Tensor, [usize; 2])> {
+    let (ids, words, table) = (c.tensor(0)?, c.tensor(2)?, c.tensor(3)?);
+    let (hidden, positions) = match (words.shape(), table.shape()) {
+        ([_, h], [p, h2]) if h == h2 => (*h, *p),
+        (w, p) => {
+            return Err(c.error(format!(
+                "word_embedding {w:?} and position_embedding {p:?}: expected [words, hidden] \
+                 and [positions, hidden]"
+            )))
+        }
+    };
+    let gamma = c.tensor(5)?;
+    let (b, s) = match (ids.shape(), gamma.shape()) {
+        ([b, s], [g]) if *g == hidden => (*b, *s),
+        (i, g) => {
+            return Err(c.error(format!(
+                "input_ids {i:?} and gamma {g:?}: expected [batch, seq] and [{hidden}]"
+            )))
+        }
+    };
+    let at = match c.opt_tensor(8)? {
+        Some(p) => gather(c.queue, &table, 0, &p)?,
+        None if s <= positions => table.slice(0, 0..s)?,
+        None => {
+            return Err(c.error(format!(
+                "{s} tokens: expected at most position_embedding's {positions}"
+            )))
+        }
+    };
+    let mut sum = gather(c.queue, &words, 0, &ids)?.add(&at)?;
+    if let (Some(seg), Some(emb)) = (c.opt_tensor(1)?, c.opt_tensor(4)?) {
+        sum = sum.add(&gather(c.queue, &emb, 0, &seg)?)?;
+    }
+    Ok((sum, [b, s]))
 }
 
 /// `1 / sqrt(mean(x²) + eps)` over the last `count` axes, kept.
