@@ -17,4 +17,5 @@ mod indexing;
 mod matmul;
 mod norms;
 mod reduce;
+mod scatter;
 mod softmax;
