@@ -1,7 +1,7 @@
 //! The ONNX operators a session runs, each mapped onto the op API (never a backend): one
 //! table row per operator, in files by family (`math`, `logic`, `shape`, `slice`, `pad`,
-//! `nn`, `norms`, `conv`, `resize`, `control`, `recurrent`, `indexing`), and the
-//! `com.microsoft` contrib operators (`microsoft`).
+//! `nn`, `norms`, `conv`, `resize`, `control`, `recurrent`, `indexing`, `scatter`),
+//! and the `com.microsoft` contrib operators (`microsoft`).
 
 mod control;
 mod conv;
@@ -14,6 +14,7 @@ mod norms;
 mod pad;
 mod recurrent;
 mod resize;
+mod scatter;
 mod shape;
 mod slice;
 
@@ -115,6 +116,7 @@ fn all() -> impl Iterator<Item = &'static OpDef> {
         .chain(control::OPS)
         .chain(recurrent::OPS)
         .chain(indexing::OPS)
+        .chain(scatter::OPS)
 }
 
 /// The operator `op` of `domain`, if a session can run it: the default domain's (with the
