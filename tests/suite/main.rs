@@ -24,6 +24,7 @@ mod onnx_load;
 mod onnx_microsoft;
 mod onnx_recur;
 mod onnx_run;
+mod onnx_scatter;
 mod op_table;
 mod overflow;
 mod policy;
