@@ -1,10 +1,11 @@
 //! The ONNX operators a session runs, each mapped onto the op API (never a backend): one
 //! table row per operator, in files by family (`math`, `logic`, `shape`, `slice`, `pad`,
-//! `nn`, `norms`, `conv`, `resize`, `control`, `recurrent`, `indexing`, `scatter`),
+//! `nn`, `norms`, `conv`, `resize`, `control`, `recurrent`, `indexing`, `scatter`, `einsum`),
 //! and the `com.microsoft` contrib operators (`microsoft`).
 
 mod control;
 mod conv;
+mod einsum;
 mod indexing;
 mod logic;
 mod math;
@@ -117,6 +118,7 @@ fn all() -> impl Iterator<Item = &'static OpDef> {
         .chain(recurrent::OPS)
         .chain(indexing::OPS)
         .chain(scatter::OPS)
+        .chain(einsum::OPS)
 }
 
 /// The operator `op` of `domain`, if a session can run it: the default domain's (with the
