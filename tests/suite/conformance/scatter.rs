@@ -58,12 +58,7 @@ fn nd_reference(
     let mut out = data.to_vec();
     let ds = strides(d);
     let slice: usize = d[depth..].iter().product();
-    let tuples = if depth == 0 {
-        upd.len() / slice.max(1)
-    } else {
-        idx.len() / depth
-    };
-    for t in 0..tuples {
+    for t in 0..upd.len() / slice.max(1) {
         let at: Option<usize> = (0..depth)
             .map(|c| entry(idx[t * depth + c], d[c]).map(|e| e * ds[c]))
             .sum();
