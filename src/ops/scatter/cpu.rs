@@ -1,7 +1,8 @@
 //! Scatter on the CPU: every update in order, on one thread (updates meeting at one element
 //! must apply in order; the kernels of the other backends walk them the same way).
 
-use super::{strides, Form, Scatter, ScatterReduction};
+use super::{Form, Scatter, ScatterReduction};
+use crate::base::layout::contiguous_strides;
 use crate::hal::cpu::{read_guard, write_guard};
 use crate::ops::common::cpu::{index_value, integer_bits, put_integer};
 use crate::ops::gather::{resolve_index, IndexMode};
@@ -26,7 +27,7 @@ pub(super) fn scatter(op: &Scatter<'_>) -> Result<()> {
     };
     match &op.form {
         Form::Elements { data, shape, axis } => {
-            let (ds, is) = (strides(data), strides(shape));
+            let (ds, is) = (contiguous_strides(data), contiguous_strides(shape));
             for p in 0..op.updates.layout.numel() {
                 let mut at = 0;
                 for k in (0..shape.len()).filter(|&k| k != *axis) {
@@ -39,7 +40,7 @@ pub(super) fn scatter(op: &Scatter<'_>) -> Result<()> {
         }
         Form::Nd { data, depth, count } => {
             let slice: usize = data[*depth..].iter().product();
-            let ds = strides(data);
+            let ds = contiguous_strides(data);
             for t in 0..*count {
                 let at: Option<usize> = (0..*depth)
                     .map(|c| index(t * depth + c, data[c]).map(|e| e * ds[c]))

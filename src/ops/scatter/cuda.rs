@@ -1,7 +1,8 @@
 //! Scatter on CUDA: scatter.cu, one thread per line of updates (ScatterElements) or per
 //! element of a slice (ScatterND), each walking its updates in order.
 
-use super::{strides, Form, Scatter};
+use super::{Form, Scatter};
+use crate::base::layout::contiguous_strides;
 #[cfg(test)]
 use crate::hal::cuda::Specialisation;
 use crate::hal::cuda::{CudaBatch, CudaDevice, CudaSource};
@@ -61,15 +62,19 @@ pub(super) fn scatter(
                 shape[axis + 1..].iter().product::<usize>() as u64,
             );
             p.lines = lines.iter().product::<usize>() as u64;
-            (p.shape, p.strides) = (padded(&lines, 1), padded(&strides(data), 0));
-            (p.axis_len, p.axis_stride) = (data[*axis] as u64, strides(data)[*axis] as u64);
+            let ds = contiguous_strides(data);
+            (p.shape, p.strides) = (padded(&lines, 1), padded(&ds, 0));
+            (p.axis_len, p.axis_stride) = (data[*axis] as u64, ds[*axis] as u64);
             p.rank = shape.len() as u32;
             "scatter_elements_main"
         }
         Form::Nd { data, depth, count } => {
             p.inner = data[*depth..].iter().product::<usize>() as u64;
             (p.lines, p.count, p.rank) = (p.inner, *count as u64, *depth as u32);
-            (p.shape, p.strides) = (padded(&data[..*depth], 1), padded(&strides(data), 0));
+            (p.shape, p.strides) = (
+                padded(&data[..*depth], 1),
+                padded(&contiguous_strides(data), 0),
+            );
             "scatter_nd_main"
         }
     };

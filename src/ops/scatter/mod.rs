@@ -247,15 +247,6 @@ impl OpRequest for Scatter<'_> {
     backends!(scatter);
 }
 
-/// Row-major strides of `shape`, in elements.
-pub(crate) fn strides(shape: &[usize]) -> Vec<usize> {
-    let mut out = vec![1; shape.len()];
-    for k in (0..shape.len().saturating_sub(1)).rev() {
-        out[k] = out[k + 1] * shape[k + 1];
-    }
-    out
-}
-
 /// The scatter ops as methods, recorded on the device's default queue.
 impl Tensor {
     /// A copy with `updates` met into it at `indices` along `axis` (see

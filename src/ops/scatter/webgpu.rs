@@ -2,7 +2,8 @@
 //! element of a slice (ScatterND), each walking its updates in order; the walks split across
 //! launches where the device ends long loops early.
 
-use super::{strides, Form, Scatter};
+use super::{Form, Scatter};
+use crate::base::layout::contiguous_strides;
 use crate::hal::webgpu::{Bind, GpuBatch, GpuDevice, Specialisation, WgslSource};
 use crate::hal::OpContext;
 use crate::ops::common::split::{budget, pieces};
@@ -104,7 +105,7 @@ fn words(op: &Scatter<'_>) -> Result<(&'static str, ScatterWords, usize, usize, 
     w.view[0] = u32_of("offset", op.out.layout.offset)?;
     match &op.form {
         Form::Elements { data, shape, axis } => {
-            let ds = strides(data);
+            let ds = contiguous_strides(data);
             let (len, inner) = (shape[*axis], shape[axis + 1..].iter().product());
             for (k, (&n, &s)) in shape.iter().zip(&ds).enumerate() {
                 w.shape[k] = if k == *axis { 1 } else { u32_of("extent", n)? };
@@ -120,7 +121,7 @@ fn words(op: &Scatter<'_>) -> Result<(&'static str, ScatterWords, usize, usize, 
             Ok(("scatter_elements_main", w, len, 1, shape.len() + 2))
         }
         Form::Nd { data, depth, count } => {
-            let ds = strides(data);
+            let ds = contiguous_strides(data);
             for c in 0..*depth {
                 w.shape[c] = u32_of("extent", data[c])?;
                 w.view[c + 1] = u32_of("stride", ds[c])?;

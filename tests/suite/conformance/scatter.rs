@@ -4,17 +4,9 @@
 //! longer than a lavapipe launch's loop budget.
 
 use crate::common::{assert_close, expect_err, name, per_backend, random, read, tensor};
+use unicompute::layout::contiguous_strides;
 use unicompute::ops::ScatterReduction;
 use unicompute::{DType, Device, Tensor};
-
-/// Row-major strides of `shape`.
-fn strides(shape: &[usize]) -> Vec<usize> {
-    let mut out = vec![1; shape.len()];
-    for k in (0..shape.len().saturating_sub(1)).rev() {
-        out[k] = out[k + 1] * shape[k + 1];
-    }
-    out
-}
 
 /// The entry index `v` picks on an axis of `len` (negatives from the end), if inside.
 fn entry(v: i64, len: usize) -> Option<usize> {
@@ -34,7 +26,7 @@ fn elements_reference(
     r: ScatterReduction,
 ) -> Vec<f64> {
     let mut out = data.to_vec();
-    let (ds, is) = (strides(d), strides(shape));
+    let (ds, is) = (contiguous_strides(d), contiguous_strides(shape));
     for (p, (&v, &u)) in idx.iter().zip(upd).enumerate() {
         let Some(t) = entry(v, d[axis]) else { continue };
         let at: usize = (0..d.len())
@@ -56,7 +48,7 @@ fn nd_reference(
     r: ScatterReduction,
 ) -> Vec<f64> {
     let mut out = data.to_vec();
-    let ds = strides(d);
+    let ds = contiguous_strides(d);
     let slice: usize = d[depth..].iter().product();
     for t in 0..upd.len() / slice.max(1) {
         let at: Option<usize> = (0..depth)
