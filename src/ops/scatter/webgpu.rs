@@ -59,7 +59,13 @@ pub(super) fn scatter(
     for o in [&op.out, &op.indices, &op.updates] {
         check_binding(dev, o)?;
     }
-    let (entry, words, steps, per_step, fixed) = words(op)?;
+    let Walk {
+        entry,
+        words,
+        steps,
+        per_step,
+        fixed,
+    } = walk(op)?;
     let pipeline = dev.pipeline(Specialisation {
         prelude: vec![val(op.dtype)?],
         ..specialise(&SOURCE, entry, vec![])
@@ -83,9 +89,21 @@ pub(super) fn scatter(
     Ok(())
 }
 
-/// The entry point, the parameter words (every step), the steps of each walk, and the loop
-/// iterations per step and outside the steps of an invocation.
-fn words(op: &Scatter<'_>) -> Result<(&'static str, ScatterWords, usize, usize, usize)> {
+/// What each invocation of a scatter walks.
+struct Walk {
+    /// The entry point.
+    entry: &'static str,
+    /// The parameter words, for every step.
+    words: ScatterWords,
+    /// The steps of each invocation's walk.
+    steps: usize,
+    /// Loop iterations per step, and outside the steps, of an invocation.
+    per_step: usize,
+    fixed: usize,
+}
+
+/// The walk of `op`'s form.
+fn walk(op: &Scatter<'_>) -> Result<Walk> {
     let mut w = ScatterWords {
         lines: 0,
         len: 0,
@@ -118,7 +136,13 @@ fn words(op: &Scatter<'_>) -> Result<(&'static str, ScatterWords, usize, usize, 
             w.axis_len = u32_of("extent", data[*axis])?;
             w.axis_stride = u32_of("stride", ds[*axis])?;
             // The line's offset (a loop over the rank), then one iteration a step.
-            Ok(("scatter_elements_main", w, len, 1, shape.len() + 2))
+            Ok(Walk {
+                entry: "scatter_elements_main",
+                words: w,
+                steps: len,
+                per_step: 1,
+                fixed: shape.len() + 2,
+            })
         }
         Form::Nd { data, depth, count } => {
             let ds = contiguous_strides(data);
@@ -130,7 +154,13 @@ fn words(op: &Scatter<'_>) -> Result<(&'static str, ScatterWords, usize, usize, 
             (w.lines, w.inner, w.rank) = (slice, slice, *depth as u32);
             u32_of("index tuples", *count)?;
             // Each tuple: one iteration and the loop over its indices.
-            Ok(("scatter_nd_main", w, *count, depth + 2, 1))
+            Ok(Walk {
+                entry: "scatter_nd_main",
+                words: w,
+                steps: *count,
+                per_step: depth + 2,
+                fixed: 1,
+            })
         }
     }
 }
@@ -234,11 +264,14 @@ mod on_the_cpu_executor {
         indices: &Tensor,
         updates: &Tensor,
     ) -> (&'static str, Vec<f32>) {
-        let (entry, w, steps, _, _) = words(op).unwrap();
-        let w = ScatterWords {
-            end: steps as u32,
-            ..w
-        };
+        let walk = walk(op).unwrap();
+        let (entry, w) = (
+            walk.entry,
+            ScatterWords {
+                end: walk.steps as u32,
+                ..walk.words
+            },
+        );
         let source = Specialisation {
             prelude: vec![VAL_F32],
             ..specialise(&SOURCE, entry, vec![])
