@@ -2,7 +2,8 @@
 //! ScatterElements and ScatterND), with the indices read on the device. Every backend applies
 //! the updates that meet at one element in their order (one invocation walks them), so the
 //! results are deterministic: under [`ScatterReduction::None`] the last one wins, as in
-//! numpy and onnxruntime.
+//! numpy and onnxruntime. i64 values under none move as pairs of u32 words (no `shader-int64`
+//! needed); their reductions compute in i64.
 
 backend_modules!();
 
@@ -36,6 +37,11 @@ impl ScatterReduction {
         ScatterReduction::Max,
         ScatterReduction::Min,
     ];
+
+    /// Whether the update replaces the element.
+    fn is_none(self) -> bool {
+        self == ScatterReduction::None
+    }
 
     /// The kernels' code: 0 none, 1 add, 2 mul, 3 max, 4 min.
     fn code(self) -> u32 {
@@ -176,6 +182,13 @@ fn scatter(
     let out = Tensor::uninit(queue, data.shape(), dtype)?;
     super::copy::copy_into(queue, &data, &out)?;
     if out.numel() > 0 && updates.numel() > 0 {
+        // Moving i64 values takes no 64-bit arithmetic: under none their word pairs scatter
+        // as u32 (adapters without shader-int64 take them too).
+        let (o, updates, indices, form) = if dtype == DType::I64 && reduction.is_none() {
+            in_words(&out, &updates, indices, form)?
+        } else {
+            (out.clone(), updates, indices.clone(), form)
+        };
         let updates = updates.contiguous_on(queue)?;
         let indices = indices.contiguous_on(queue)?.reshape(&[indices.numel()])?;
         let indices = if kind == 2 {
@@ -184,10 +197,10 @@ fn scatter(
             indices
         };
         let op = Scatter {
-            out: out.operand(),
+            out: o.operand(),
             indices: indices.operand(),
             updates: updates.operand(),
-            dtype,
+            dtype: o.dtype(),
             kind,
             reduction,
             form,
@@ -195,6 +208,40 @@ fn scatter(
         launch(queue, &op, None)?;
     }
     lift.down(queue, out)
+}
+
+/// An i64 scatter as one of u32 word pairs: `out` and `updates` with a trailing axis of two
+/// words, ScatterElements' indices repeated for both.
+fn in_words(
+    out: &Tensor,
+    updates: &Tensor,
+    indices: &Tensor,
+    form: Form,
+) -> Result<(Tensor, Tensor, Tensor, Form)> {
+    let w = super::common::words::as_words("scatter", &[out, updates])?;
+    let (o, u) = (w[0].clone(), w[1].clone());
+    let pair = |shape: &[usize], n: usize| [shape, &[n]].concat();
+    Ok(match form {
+        Form::Elements { data, shape, axis } => {
+            let idx = indices
+                .reshape(&pair(&shape, 1))?
+                .broadcast_to(&pair(&shape, 2))?;
+            let form = Form::Elements {
+                data: pair(&data, 2),
+                shape: pair(&shape, 2),
+                axis,
+            };
+            (o, u, idx, form)
+        }
+        Form::Nd { data, depth, count } => {
+            let form = Form::Nd {
+                data: pair(&data, 2),
+                depth,
+                count,
+            };
+            (o, u, indices.clone(), form)
+        }
+    })
 }
 
 /// Where a scatter's updates land.

@@ -209,6 +209,29 @@ fn scatter_takes_integer_data(d: &Device) {
             // Adapters without shader-int64 refuse i64 arithmetic, naming it.
             Err(e) => assert!(e.to_string().contains("shader-int64"), "i64 {r:?}: {e}"),
         }
+        if r == ScatterReduction::None {
+            // i64 ScatterND under none moves word pairs: every adapter takes it.
+            let rows = Tensor::from_slice(d, &[-1i64, 2, 3, 0, 7], &[5, 1]).unwrap();
+            let got = Tensor::from_slice(d, &big, &ds)
+                .unwrap()
+                .scatter_nd(
+                    &rows,
+                    &Tensor::from_slice(d, &big_up[..45], &[5, 9]).unwrap(),
+                    r,
+                )
+                .unwrap();
+            // Row 3 takes the last of its two updates (update 2); row 7 is outside: skipped.
+            let mut want = big.clone();
+            want[27..36].copy_from_slice(&big_up[18..27]);
+            want[18..27].copy_from_slice(&big_up[9..18]);
+            want[..9].copy_from_slice(&big_up[27..36]);
+            assert_eq!(
+                got.to_vec_blocking::<i64>().unwrap(),
+                want,
+                "i64 nd on {}",
+                name(d)
+            );
+        }
         let narrow = |v: &[i64]| v.iter().map(|&x| x as i32).collect::<Vec<_>>();
         let got = Tensor::from_slice(d, &narrow(&ints), &ds)
             .unwrap()
