@@ -74,6 +74,8 @@ export interface ArgOptions {
 }
 /** A size for both spatial axes, or `[rows, columns]`. */
 export type Pair = number | [number, number];
+/** How a scatter's update meets the element it lands on. */
+export type ScatterReduction = 'none' | 'add' | 'mul' | 'max' | 'min';
 /** A `Float16Array` (where the runtime has one). */
 type Float16Like = { readonly BYTES_PER_ELEMENT: 2; readonly length: number };
 
@@ -205,6 +207,10 @@ declare module './pkg/unicompute.js' {
     topk<D extends DType>(this: TensorOf<D>, k: number, options?: { axis?: number; largest?: boolean }): [TensorOf<D>, TensorOf<'u32'>];
     /** Entries along `axis` picked by `indices` (i32, u32 or i64, any rank; negative ones count from the end); `mode` for indices outside the axis: 'error' (the default: the next read rejects with `INVALID`), 'clip' or 'fill' (0). */
     gather<D extends DType>(this: TensorOf<D>, axis: number, indices: Tensor, options?: { mode?: 'error' | 'clip' | 'fill' }): TensorOf<D>;
+    /** A copy with `updates` met into it at `indices` (i32, u32 or i64) along `axis` (ONNX's ScatterElements: indices and updates of one shape; negative indices count from the end, one outside the axis skips its update); `reduction` 'none' (the default: the last of duplicates wins), 'add', 'mul', 'max' or 'min'. */
+    scatterElements<D extends DType>(this: TensorOf<D>, axis: number, indices: Tensor, updates: TensorOf<D>, options?: { reduction?: ScatterReduction }): TensorOf<D>;
+    /** A copy with the update slices met into it at the index tuples (the last axis) of `indices` (ONNX's ScatterND; a tuple with an index outside its axis skips its update); `reduction` as `scatterElements`. */
+    scatterND<D extends DType>(this: TensorOf<D>, indices: Tensor, updates: TensorOf<D>, options?: { reduction?: ScatterReduction }): TensorOf<D>;
     /** The cumulative sum along `axis`; `exclusive` leaves each element out of its own sum, `reverse` sums from the end (ONNX's CumSum). */
     cumsum<D extends DType>(this: TensorOf<D>, axis: number, options?: { exclusive?: boolean; reverse?: boolean }): TensorOf<D>;
     /** An f16 tensor's elements as a `Float16Array` (runtimes that have the type; else `UNSUPPORTED`: use `read16()`). */

@@ -22,6 +22,7 @@ pub use elementwise::{BinaryOp, UnaryOp};
 pub use norm::{NormKind, NormParams};
 pub use reduce::{ArgOptions, ReduceOp};
 pub use scan::CumsumOptions;
+pub use scatter::ScatterReduction;
 
 /// The backend modules of an op family (`cpu`, and `webgpu` and `cuda` where those backends
 /// are built) and the hooks through which the registry finds the op kernels their
@@ -79,6 +80,7 @@ registry!(
     norm,
     reduce,
     scan,
+    scatter,
     select,
     softmax,
     log_softmax,

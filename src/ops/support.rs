@@ -122,6 +122,7 @@ pub fn support_rows() -> Vec<SupportRow> {
             ALL,
             false,
         ),
+        family("scatter", vec!["scatter_elements", "scatter_nd"], ALL, true),
         family("cast", vec!["cast"], ALL, true),
     ]
 }

@@ -720,6 +720,43 @@ impl JsTensor {
         )
     }
 
+    /// A copy with `updates` met into it at `indices` along `axis` (ONNX's ScatterElements:
+    /// indices and updates of one shape; an index outside the axis skips its update).
+    /// `{ reduction }`: 'none' (the default: the last of duplicates wins), 'add', 'mul',
+    /// 'max' or 'min'.
+    #[wasm_bindgen(js_name = scatterElements)]
+    pub fn scatter_elements(
+        &self,
+        axis: f64,
+        indices: &JsTensor,
+        updates: &JsTensor,
+        options: Option<JsValue>,
+    ) -> Result<JsTensor, JsValue> {
+        let reduction = scatter_reduction("scatterElements", options)?;
+        let axis = axis_of(self.inner.rank(), axis)?;
+        wrap(
+            self.inner
+                .scatter_elements(&indices.inner, &updates.inner, axis, reduction),
+        )
+    }
+
+    /// A copy with the update slices met into it at the index tuples of `indices` (ONNX's
+    /// ScatterND; a tuple with an index outside its axis skips its update). `{ reduction }`
+    /// as `scatterElements`.
+    #[wasm_bindgen(js_name = scatterND)]
+    pub fn scatter_nd(
+        &self,
+        indices: &JsTensor,
+        updates: &JsTensor,
+        options: Option<JsValue>,
+    ) -> Result<JsTensor, JsValue> {
+        let reduction = scatter_reduction("scatterND", options)?;
+        wrap(
+            self.inner
+                .scatter_nd(&indices.inner, &updates.inner, reduction),
+        )
+    }
+
     /// `this ? a : b` elementwise (this is the condition, bool or non-zero), broadcasting.
     pub fn select(&self, a: &JsTensor, b: &JsTensor) -> Result<JsTensor, JsValue> {
         wrap(self.inner.select(&a.inner, &b.inner))
@@ -867,4 +904,21 @@ fn reduce_op(name: &str) -> Result<ReduceOp, JsValue> {
             names.join(", ")
         ))
     })
+}
+
+/// The `{ reduction }` option of the scatter methods (`method`), 'none' by default.
+fn scatter_reduction(
+    method: &'static str,
+    options: Option<JsValue>,
+) -> Result<crate::ops::ScatterReduction, JsValue> {
+    let o = Options::new(method, options, &["reduction"])?;
+    let expected = "'none', 'add', 'mul', 'max' or 'min'";
+    match o.text("reduction", expected)? {
+        None => Ok(crate::ops::ScatterReduction::None),
+        Some(name) => crate::ops::ScatterReduction::from_name(&name).ok_or_else(|| {
+            invalid(format!(
+                "{method}: option `reduction` is {name:?}: expected {expected}"
+            ))
+        }),
+    }
 }

@@ -1,10 +1,11 @@
 //! The ONNX operators a session runs, each mapped onto the op API (never a backend): one
 //! table row per operator, in files by family (`math`, `logic`, `shape`, `slice`, `pad`,
-//! `nn`, `norms`, `conv`, `resize`, `control`, `recurrent`, `indexing`), and the
-//! `com.microsoft` contrib operators (`microsoft`, and `quant` for `MatMulNBits`).
+//! `nn`, `norms`, `conv`, `resize`, `control`, `recurrent`, `indexing`, `scatter`, `einsum`),
+//! and the `com.microsoft` contrib operators (`microsoft`, and `quant` for `MatMulNBits`).
 
 mod control;
 mod conv;
+mod einsum;
 mod indexing;
 mod logic;
 mod math;
@@ -15,6 +16,7 @@ mod pad;
 mod quant;
 mod recurrent;
 mod resize;
+mod scatter;
 mod shape;
 mod slice;
 
@@ -116,6 +118,8 @@ fn all() -> impl Iterator<Item = &'static OpDef> {
         .chain(control::OPS)
         .chain(recurrent::OPS)
         .chain(indexing::OPS)
+        .chain(scatter::OPS)
+        .chain(einsum::OPS)
 }
 
 /// The operator `op` of `domain`, if a session can run it: the default domain's (with the

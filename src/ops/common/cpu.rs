@@ -93,6 +93,17 @@ pub(crate) fn integer_bits(words: &[u32], i: usize, wide: bool) -> u64 {
     }
 }
 
+/// Index `j` of `words` (`kind` 0 u32, 1 i32, 2 i64 as word pairs, low first), as the
+/// gather and scatter kernels read their indices.
+#[inline]
+pub(crate) fn index_value(words: &[u32], kind: u32, j: usize) -> i64 {
+    match kind {
+        0 => i64::from(words[j]),
+        1 => i64::from(words[j] as i32),
+        _ => integer_bits(words, j, true) as i64,
+    }
+}
+
 /// Store `bits` as one integer element in `dst` (its one or two words, low first).
 #[inline]
 pub(crate) fn put_integer(dst: &mut [u32], bits: u64) {

@@ -9,6 +9,8 @@ use crate::Result;
 /// Helpers every built-in CUDA file calls: integer types, grid-stride loops, strided offsets
 /// and float specials.
 pub(crate) const COMMON: &str = include_str!("common.cuh");
+/// `index_entry`, for the kernels that resolve indices held on the device (gather, scatter).
+pub(crate) const INDEX: &str = include_str!("index.cuh");
 /// The activation functions, for the files that apply one: `UNARY_CASES` generated from the op
 /// table, then `activation.cuh`, which switches over them.
 pub(crate) const ACTIVATION: &str = concat!(

@@ -13,6 +13,8 @@ use crate::ops::Operand;
 /// Helpers every op WGSL file calls: the parameter words, view offsets, workgroup
 /// indexing and float specials.
 pub(crate) const COMMON: &str = crate::ops::common::wgsl_file!("common/common.wgsl");
+/// `index_entry`, for the kernels that resolve indices held on the device (gather, scatter).
+pub(crate) const INDEX: &str = crate::ops::common::wgsl_file!("common/index.wgsl");
 /// The activation functions, for the files that apply one: `activation.wgsl`, then its
 /// `unary_op` generated from the op table.
 pub(crate) const ACTIVATION: &str = concat!(

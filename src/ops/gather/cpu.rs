@@ -4,7 +4,7 @@ use crate::base::par::*;
 
 use super::{resolve_index, Gather};
 use crate::hal::cpu::{read_guard, write_guard};
-use crate::ops::common::cpu::out_words;
+use crate::ops::common::cpu::{index_value, out_words};
 use crate::Result;
 
 pub(super) fn gather(op: &Gather<'_>) -> Result<()> {
@@ -38,13 +38,4 @@ pub(super) fn gather(op: &Gather<'_>) -> Result<()> {
             }
         });
     Ok(())
-}
-
-/// Index `j` of `words` (`kind` 0 u32, 1 i32, 2 i64 as word pairs, low first).
-fn index_value(words: &[u32], kind: u32, j: usize) -> i64 {
-    match kind {
-        0 => i64::from(words[j]),
-        1 => i64::from(words[j] as i32),
-        _ => (u64::from(words[2 * j]) | u64::from(words[2 * j + 1]) << 32) as i64,
-    }
 }

@@ -11,7 +11,11 @@ use crate::Result;
 static SOURCE: CudaSource = CudaSource {
     name: "gather.cu",
     text: include_str!("gather.cu"),
-    preludes: &[crate::ops::common::cuda::COMMON, GatherParams::DECL],
+    preludes: &[
+        crate::ops::common::cuda::COMMON,
+        crate::ops::common::cuda::INDEX,
+        GatherParams::DECL,
+    ],
 };
 
 cuda_params! {

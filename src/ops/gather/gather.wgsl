@@ -1,7 +1,7 @@
 // Gather (index_select) of 32-bit words of any dtype (i64 as pairs of words) along an axis.
 // params: `GatherWords` in webgpu.rs, named G_<field>. INDEX_KIND: 0 u32, 1 i32, 2 i64
 // indices (word pairs, low first); G_mode: 0 error (the least offending index position goes
-// to `status`), 1 clip, 2 fill; `resolve_index` in mod.rs states the rule.
+// to `status`), 1 clip, 2 fill; `index_entry` (common/index.wgsl) resolves each index.
 
 override INDEX_KIND: u32 = 0u;
 
@@ -17,25 +17,10 @@ fn index(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
 
 // The entry of an axis of `len` that index `j` picks, or 0xffffffff for none.
 fn gather_entry(j: u32, len: u32) -> u32 {
-    let base = params[G_indices];
-    var negative = false;
-    var magnitude = 0u;
-    var fits = true;
-    if (INDEX_KIND == 2u) {
-        let lo = src_a[base + 2u * j];
-        let hi = src_a[base + 2u * j + 1u];
-        negative = (hi >> 31u) == 1u;
-        magnitude = select(lo, 0u - lo, negative);
-        fits = (hi == 0u) || (hi == 0xffffffffu && lo != 0u);
-    } else {
-        let raw = src_a[base + j];
-        negative = INDEX_KIND == 1u && (raw >> 31u) == 1u;
-        magnitude = select(raw, 0u - raw, negative);
-    }
-    if (fits && !negative && magnitude < len) { return magnitude; }
-    if (fits && negative && magnitude <= len) { return len - magnitude; }
-    if (params[G_mode] == 1u && len > 0u) { return select(len - 1u, 0u, negative); }
-    return 0xffffffffu;
+    let at = params[G_indices] + select(j, 2u * j, INDEX_KIND == 2u);
+    var hi = 0u;
+    if (INDEX_KIND == 2u) { hi = src_a[at + 1u]; }
+    return index_entry(INDEX_KIND, src_a[at], hi, len, params[G_mode] == 1u);
 }
 
 @compute @workgroup_size(256)

@@ -81,15 +81,16 @@ pub fn gather_with(
     )
 }
 
-/// The index kind the kernels take for `indices`' dtype: 0 for u32, 1 for i32, 2 for i64.
-fn index_kind(indices: &Tensor) -> Result<u32> {
+/// The index kind the kernels take for `indices`' dtype (0 u32, 1 i32, 2 i64), or an error
+/// naming `op`.
+pub(crate) fn index_kind(op: &'static str, indices: &Tensor) -> Result<u32> {
     Ok(match indices.dtype() {
         DType::U32 => 0,
         DType::I32 => 1,
         DType::I64 => 2,
         other => {
             return Err(Error::DType {
-                op: "gather",
+                op,
                 expected: "i32, u32 or i64 indices".into(),
                 got: other.to_string(),
             })
@@ -108,7 +109,7 @@ fn gather_words(
     queue
         .device()
         .check_same(indices.device(), "gather indices")?;
-    let kind = index_kind(indices)?;
+    let kind = index_kind("gather", indices)?;
     let shape = x.shape();
     if axis >= shape.len() {
         return Err(Error::OutOfRange(format!(

@@ -5,13 +5,15 @@ use super::Gather;
 use crate::hal::webgpu::Specialisation;
 use crate::hal::webgpu::{Bind, GpuBatch, GpuDevice, WgslSource};
 use crate::hal::OpContext;
-use crate::ops::common::webgpu::{check_binding, grid_1d, specialise, u32_of, wgsl_params, COMMON};
+use crate::ops::common::webgpu::{
+    check_binding, grid_1d, specialise, u32_of, wgsl_params, COMMON, INDEX,
+};
 use crate::Result;
 
 static SOURCE: WgslSource = WgslSource {
     name: "gather.wgsl",
     text: crate::ops::common::wgsl_file!("gather/gather.wgsl"),
-    preludes: &[COMMON, GatherWords::DECL],
+    preludes: &[COMMON, INDEX, GatherWords::DECL],
 };
 
 wgsl_params! {

@@ -17,5 +17,6 @@ mod indexing;
 mod matmul;
 mod norms;
 mod reduce;
+mod scatter;
 mod softmax;
 mod topk;
