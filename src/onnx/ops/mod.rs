@@ -1,10 +1,13 @@
 //! The ONNX operators a session runs, each mapped onto the op API (never a backend): one
 //! table row per operator, in files by family (`math`, `logic`, `shape`, `slice`, `pad`,
-//! `nn`, `norms`, `conv`, `resize`, `control`, `recurrent`, `indexing`), and the
-//! `com.microsoft` contrib operators (`microsoft`).
+//! `nn`, `norms`, `conv`, `conv_transpose`, `resize`, `control`, `recurrent`, `indexing`;
+//! `depth` runs 3-D ones on 2-D ops), and the `com.microsoft` contrib operators
+//! (`microsoft`).
 
 mod control;
 mod conv;
+mod conv_transpose;
+mod depth;
 mod indexing;
 mod logic;
 mod math;
@@ -110,6 +113,7 @@ fn all() -> impl Iterator<Item = &'static OpDef> {
         .chain(shape::OPS)
         .chain(nn::OPS)
         .chain(conv::OPS)
+        .chain(conv_transpose::OPS)
         .chain(resize::OPS)
         .chain(norms::OPS)
         .chain(control::OPS)

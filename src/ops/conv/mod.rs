@@ -4,6 +4,7 @@
 backend_modules!();
 mod transpose;
 
+pub(crate) use transpose::Axis as TransposedAxis;
 pub use transpose::{conv_transpose2d, ConvTranspose2dParams};
 
 use super::cost::OpCost;

@@ -138,22 +138,33 @@ fn geometry(xs: &[usize], ws: &[usize], p: &ConvTranspose2dParams<'_>) -> Result
 
 /// One spatial axis of a transposed convolution.
 #[derive(Debug, Clone, Copy)]
-struct Axis {
+pub(crate) struct Axis {
     /// The axis in errors ("height").
-    name: &'static str,
-    input: usize,
-    kernel: usize,
-    stride: usize,
-    dilation: usize,
+    pub name: &'static str,
+    pub input: usize,
+    pub kernel: usize,
+    pub stride: usize,
+    pub dilation: usize,
     /// Cropped before the first and after the last output.
-    pads: [usize; 2],
-    output_padding: usize,
+    pub pads: [usize; 2],
+    pub output_padding: usize,
 }
 
 impl Axis {
+    /// The `(input position, tap)` pairs that land on output position `out`: those with
+    /// `out + before = input * stride + tap * dilation`.
+    pub(crate) fn taps(&self, out: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let reach = out.saturating_add(self.pads[0]);
+        (0..self.kernel).filter_map(move |k| {
+            let t = reach.checked_sub(k.checked_mul(self.dilation)?)?;
+            let i = t.checked_div(self.stride)?;
+            (t % self.stride == 0 && i < self.input).then_some((i, k))
+        })
+    }
+
     /// The output extent, or an error naming the geometry. Sizes come from the user, so the
     /// arithmetic is checked: nothing wraps.
-    fn extent(&self) -> Result<usize> {
+    pub(crate) fn extent(&self) -> Result<usize> {
         let Axis {
             name,
             input,
