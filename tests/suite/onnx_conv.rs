@@ -1,7 +1,7 @@
-//! ONNX's 3-D `ConvTranspose`, `MaxPool` and `AveragePool` (run on the library's 2-D ops) on
-//! every device against f64 references computed here: groups, strides, dilations,
-//! asymmetric padding, output padding, output depths no input lands on, `ceil_mode` and
-//! `count_include_pad`.
+//! ONNX's 3-D `Conv`, `ConvTranspose`, `MaxPool` and `AveragePool` (run on the library's 2-D
+//! ops), and `ConvTranspose`'s padding from `auto_pad` and `output_shape`, on every device
+//! against f64 references computed here: groups, strides, dilations, asymmetric padding,
+//! output padding, output depths no input lands on, `ceil_mode` and `count_include_pad`.
 
 use unicompute::onnx::proto::{AttributeProto, GraphProto};
 use unicompute::onnx::{Session, SessionOptions};
@@ -248,3 +248,64 @@ fn conv_transpose_pads_follow_auto_pad_and_output_shape(d: &Device) {
     }
 }
 per_backend!(conv_transpose_pads_follow_auto_pad_and_output_shape);
+
+/// A 3-D convolution in f64, output by output, plus the bias; gives the output and its shape.
+fn conv_reference(
+    x: (&[f32], &[usize]),
+    w: (&[f32], &[usize]),
+    bias: &[f32],
+    (strides, dilations, pads, groups): ([usize; 3], [usize; 3], [usize; 6], usize),
+) -> (Vec<f64>, Vec<usize>) {
+    let (xs, ws) = (x.1, w.1);
+    let mut shape = vec![xs[0], ws[0]];
+    for a in 0..3 {
+        let span = (ws[a + 2] - 1) * dilations[a] + 1;
+        shape.push((xs[a + 2] + pads[a] + pads[a + 3] - span) / strides[a] + 1);
+    }
+    let out = indices(&shape).into_iter().map(|oi| {
+        let g = oi[1] / (ws[0] / groups);
+        let mut acc = f64::from(bias[oi[1]]);
+        for wi in indices(&ws[1..]) {
+            let mut at = vec![oi[0], g * ws[1] + wi[0]];
+            for a in 0..3 {
+                let i = (oi[a + 2] * strides[a] + wi[a + 1] * dilations[a]).checked_sub(pads[a]);
+                match i.filter(|&i| i < xs[a + 2]) {
+                    Some(i) => at.push(i),
+                    None => break,
+                }
+            }
+            if at.len() == 5 {
+                let wv = f64::from(w.0[flat(ws, &[&[oi[1]][..], &wi].concat())]);
+                acc += f64::from(x.0[flat(xs, &at)]) * wv;
+            }
+        }
+        acc
+    });
+    (out.collect(), shape)
+}
+
+fn conv_3d_matches_the_reference(d: &Device) {
+    let (xs, ws) = ([2usize, 4, 6, 5, 7], [6usize, 2, 3, 2, 3]);
+    let x = random(2400, xs.iter().product(), -1.0, 1.0);
+    let w = random(2401, ws.iter().product(), -1.0, 1.0);
+    let bias = random(2402, 6, -1.0, 1.0);
+    let geometry = ([2, 1, 2], [2, 1, 1], [1, 0, 2, 2, 1, 0], 2);
+    let to_i64 = |v: &[usize]| v.iter().map(|&e| e as i64).collect::<Vec<_>>();
+    let attrs = vec![
+        ints("strides", &to_i64(&geometry.0)),
+        ints("dilations", &to_i64(&geometry.1)),
+        ints("pads", &to_i64(&geometry.2)),
+        int_attr("group", 2),
+    ];
+    let inputs = [
+        ("x", &x[..], &xs[..]),
+        ("w", &w[..], &ws[..]),
+        ("b", &bias[..], &[6][..]),
+    ];
+    let (got, shape) = run(d, "Conv", attrs, &inputs);
+    let (want, want_shape) = conv_reference((&x, &xs), (&w, &ws), &bias, geometry);
+    let what = format!("3-D Conv on {}", name(d));
+    assert_eq!(shape, want_shape, "{what}");
+    assert_close(&got, &want, 1e-4, 1e-5, &what);
+}
+per_backend!(conv_3d_matches_the_reference);

@@ -1,6 +1,6 @@
-//! Convolution over one or two spatial axes and pooling over one to three (1-D runs as 2-D
-//! with a height of 1, 3-D pooling as 2-D pooling twice), with ONNX's explicit or automatic
-//! (`SAME_*`, `VALID`) padding.
+//! Convolution and pooling over one to three spatial axes (1-D runs as 2-D with a height of
+//! 1, 3-D on 2-D ops: see `depth`), with ONNX's explicit or automatic (`SAME_*`, `VALID`)
+//! padding.
 
 use super::pad::{pad_tensor, Mode};
 use super::{depth, one, op, Ctx, OpDef};
@@ -20,10 +20,10 @@ pub(super) const OPS: &[OpDef] = &[
     op("GlobalMaxPool", |c| global(c, ReduceOp::Max)),
 ];
 
-/// Why a `Conv` node cannot run: more than two spatial axes.
+/// Why a `Conv` node cannot run: more than three spatial axes.
 fn conv_refusal(node: &Node) -> Option<String> {
     let kernel = node.attrs.ints("kernel_shape").ok().flatten()?;
-    (kernel.len() > 2).then(|| format!("{}-D convolution; 1-D and 2-D run", kernel.len()))
+    (kernel.len() > 3).then(|| format!("{}-D convolution; 1-D to 3-D run", kernel.len()))
 }
 
 /// Why a pooling node cannot run: more than three spatial axes, dilations, or padding past
@@ -79,7 +79,15 @@ fn window(c: &Ctx<'_>, dims: &[usize], kernel: &[usize]) -> Result<Window> {
         positive_list(c, "strides", k)?,
         positive_list(c, "dilations", k)?,
     );
-    let eff: Vec<usize> = (0..k).map(|i| (kernel[i] - 1) * dilation[i] + 1).collect();
+    // Saturating: a window too large for the input is the library op's error to give.
+    let eff: Vec<usize> = (0..k)
+        .map(|i| {
+            kernel[i]
+                .saturating_sub(1)
+                .saturating_mul(dilation[i])
+                .saturating_add(1)
+        })
+        .collect();
     let auto = c.string("auto_pad", "NOTSET")?;
     let pads: Vec<(usize, usize)> = match auto.as_str() {
         "NOTSET" => {
@@ -90,7 +98,8 @@ fn window(c: &Ctx<'_>, dims: &[usize], kernel: &[usize]) -> Result<Window> {
         "SAME_UPPER" | "SAME_LOWER" => (0..k)
             .map(|i| {
                 let out = dims[i].div_ceil(stride[i]);
-                let total = (out.saturating_sub(1) * stride[i] + eff[i]).saturating_sub(dims[i]);
+                let reach = out.saturating_sub(1).saturating_mul(stride[i]);
+                let total = reach.saturating_add(eff[i]).saturating_sub(dims[i]);
                 let small = total / 2;
                 if auto == "SAME_UPPER" {
                     (small, total - small)
@@ -151,33 +160,44 @@ pub(super) fn output(c: &Ctx<'_>, y: Tensor) -> Result<Vec<Val>> {
     one(y)
 }
 
+/// `Conv`: x `[n, c, ..]` by w `[o, c / group, ..]` plus an optional bias `[o]`.
 fn conv(c: &Ctx<'_>) -> Result<Vec<Val>> {
     let (x, w) = (c.tensor(0)?, c.tensor(1)?);
     let (dims, kernel) = (spatial(&x), spatial(&w));
     let win = window(c, &dims, &kernel)?;
-    let (x, w) = (planar(c, x, 0)?, planar(c, w, 1)?);
-    let pads = lift2(&win.pads, (0, 0));
-    let symmetric = pads.iter().all(|(b, a)| b == a);
-    let x = if symmetric {
-        x
-    } else {
-        let sides: Vec<(usize, i64, i64)> = (0..2)
-            .map(|i| (i + 2, pads[i].0 as i64, pads[i].1 as i64))
-            .collect();
-        pad_tensor(c, x, &sides, Mode::Constant(0.0))?
-    };
-    let bias = c.opt_tensor(2)?;
-    let params = Conv2dParams {
+    let (bias, groups) = (c.opt_tensor(2)?, c.int("group", 1)?.max(1) as usize);
+    let params = |padding| Conv2dParams {
         bias: bias.as_ref(),
         stride: lift2(&win.stride, 1),
-        padding: if symmetric { pads.map(|p| p.0) } else { [0, 0] },
+        padding,
         dilation: lift2(&win.dilation, 1),
-        groups: c.int("group", 1)?.max(1) as usize,
+        groups,
         act: None,
     };
-    output(c, conv2d(c.queue, &x, &w, params)?)
+    if dims.len() == 3 {
+        // Every padding explicit: each output depth then takes every depth tap.
+        let x = zero_padded(c, x, &win.pads)?;
+        let depth = [win.stride[0], win.dilation[0]];
+        return one(depth::conv3d(c, &x, &w, depth, params([0, 0]))?);
+    }
+    let (x, w) = (planar(c, x, 0)?, planar(c, w, 1)?);
+    let pads = lift2(&win.pads, (0, 0));
+    if pads.iter().all(|(b, a)| b == a) {
+        return output(c, conv2d(c.queue, &x, &w, params(pads.map(|p| p.0)))?);
+    }
+    let x = zero_padded(c, x, &pads)?;
+    output(c, conv2d(c.queue, &x, &w, params([0, 0]))?)
 }
 
+/// `x` `[n, c, ..]` with zeros before and after its spatial axes, as `pads` says.
+fn zero_padded(c: &Ctx<'_>, x: Tensor, pads: &[(usize, usize)]) -> Result<Tensor> {
+    let sides: Vec<(usize, i64, i64)> = (pads.iter().enumerate())
+        .map(|(i, &(before, after))| (i + 2, before as i64, after as i64))
+        .collect();
+    pad_tensor(c, x, &sides, Mode::Constant(0.0))
+}
+
+/// `MaxPool` / `AveragePool` over one to three spatial axes.
 fn pool(c: &Ctx<'_>, kind: PoolKind) -> Result<Vec<Val>> {
     let x = c.tensor(0)?;
     let kernel = c

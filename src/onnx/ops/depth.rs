@@ -1,16 +1,75 @@
-//! 3-D transposed convolution and pooling on the library's 2-D ops, over the depth axis.
-//! An output depth of a transposed convolution sums the 2-D transposed convolutions of the
-//! input depths whose depth taps land on it: one launch, with those depths (and the weight's
-//! matching depth taps) stacked as channels within each group. A box window's maximum, sum
-//! and number of taps factor over its axes, so 3-D pooling is 2-D pooling over height and
-//! width, then over depth.
+//! 3-D convolution, transposed convolution and pooling on the library's 2-D ops, over the
+//! depth axis. An output depth of a convolution sums the 2-D convolutions of the input depths
+//! under its depth taps; one of a transposed convolution, the 2-D transposed convolutions of
+//! the input depths whose taps land on it: each one launch, with those depths (and the
+//! weight's matching depth taps) stacked as channels within each group. A box window's
+//! maximum, sum and number of taps factor over its axes, so 3-D pooling is 2-D pooling over
+//! height and width, then over depth.
 
 use super::Ctx;
 use crate::base::error::Result;
 use crate::ops::concat::concat;
-use crate::ops::conv::{conv_transpose2d, pool2d_with, TransposedAxis};
-use crate::ops::{ConvTranspose2dParams, PoolKind, PoolOptions};
+use crate::ops::conv::{conv2d, conv_transpose2d, pool2d_with, TransposedAxis};
+use crate::ops::{Conv2dParams, ConvTranspose2dParams, PoolKind, PoolOptions};
 use crate::Tensor;
+
+/// A 3-D convolution of `x: [n, c, d, h, w]`, already padded, by `w: [o, c / groups, kd, kh,
+/// kw]`, giving `[n, o, od, oh, ow]`: `[stride, dilation]` over depth, `p` over height and
+/// width.
+pub(super) fn conv3d(
+    c: &Ctx<'_>,
+    x: &Tensor,
+    w: &Tensor,
+    [stride, dilation]: [usize; 2],
+    p: Conv2dParams<'_>,
+) -> Result<Tensor> {
+    let (&[n, ch, d, h, wd], &[o, wcg, kd, kh, kw]) = (x.shape(), w.shape()) else {
+        return Err(c.error(format!(
+            "input {:?} and weight {:?}: expected both of rank 5",
+            x.shape(),
+            w.shape()
+        )));
+    };
+    let g = p.groups;
+    if g == 0 || ch % g != 0 || ch / g != wcg {
+        return Err(c.error(format!(
+            "input {:?}, weight {:?}, {g} groups: expected a weight [o, c / groups, ..] for \
+             c input channels, a multiple of the groups",
+            x.shape(),
+            w.shape()
+        )));
+    }
+    let span = kd
+        .checked_sub(1)
+        .and_then(|k| k.checked_mul(dilation)?.checked_add(1));
+    let outputs = span
+        .filter(|&s| s <= d)
+        .and_then(|s| (d - s).checked_div(stride))
+        .map(|q| q + 1);
+    let Some(outputs) = outputs else {
+        return Err(c.error(format!(
+            "depth kernel {kd}, stride {stride}, dilation {dilation} over a padded depth of \
+             {d}: expected a kernel and stride ≥ 1 whose dilated span fits the depth"
+        )));
+    };
+    // The groups apart: x as [n, g, cg, d, h * w], w as [o, 1, cg, kd, kh * kw]; every
+    // output depth takes every depth tap, so the stacked weight is the same for each.
+    let xv = x.reshape(&[n, g, wcg, d, h * wd])?;
+    let wv = w.reshape(&[o, 1, wcg, kd, kh * kw])?;
+    let stacked = wcg * kd;
+    let ws = depths(c, &wv, 0..kd, 2)?.reshape(&[o, stacked, kh, kw])?;
+    let mut planes = Vec::new();
+    for od in 0..outputs {
+        let at = (0..kd).map(|k| od * stride + k * dilation);
+        let xs = depths(c, &xv, at, 2)?.reshape(&[n, g * stacked, h, wd])?;
+        let y = conv2d(c.queue, &xs, &ws, p)?;
+        let &[_, _, oh, ow] = y.shape() else {
+            return Err(c.error(format!("a 2-D convolution gave {:?}", y.shape())));
+        };
+        planes.push(y.reshape(&[n, o, 1, oh, ow])?);
+    }
+    concat(c.queue, &planes.iter().collect::<Vec<_>>(), 2)
+}
 
 /// A 3-D transposed convolution of `x: [n, c, d, h, w]` by `w: [c, o / groups, kd, kh, kw]`,
 /// giving `[n, o, od, oh, ow]`: `depth` over depth, `p` over height and width.
