@@ -34,7 +34,8 @@ cuda_params! {
         ow: u64,
         stride: [u64; 2],
         pad: [u64; 2],
-        /// Padding after the last row and column (pooling; a convolution's is `pad`).
+        /// Padding after the last row and column (pooling, and a transposed convolution's crop;
+        /// a convolution's is `pad`).
         pad_end: [u64; 2],
         dilation: [u64; 2],
         groups: u64,

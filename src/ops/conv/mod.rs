@@ -35,9 +35,12 @@ pub struct Conv2dGeometry {
     pub ow: usize,
     /// Stride (rows, columns).
     pub stride: [usize; 2],
-    /// Zero padding before the first row and column (top, left).
+    /// Zero padding before the first row and column (top, left); for a transposed
+    /// convolution, the outputs cropped there.
     pub padding: [usize; 2],
-    /// Padding after the last row and column (bottom, right): `padding` for convolutions.
+    /// Padding after the last row and column (bottom, right): `padding` for convolutions;
+    /// for a transposed convolution, the outputs cropped there (its output padding is in
+    /// `oh` and `ow`).
     pub pad_end: [usize; 2],
     /// Kernel dilation (rows, columns).
     pub dilation: [usize; 2],

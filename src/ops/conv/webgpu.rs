@@ -35,7 +35,8 @@ wgsl_params! {
         stride_x: u32,
         pad_y: u32,
         pad_x: u32,
-        /// Padding after the last row and column (pooling; a convolution's is `pad`).
+        /// Padding after the last row and column (pooling, and a transposed convolution's crop;
+        /// a convolution's is `pad`).
         pad_end_y: u32,
         pad_end_x: u32,
         dilation_y: u32,
