@@ -309,3 +309,46 @@ fn conv_3d_matches_the_reference(d: &Device) {
     assert_close(&got, &want, 1e-4, 1e-5, &what);
 }
 per_backend!(conv_3d_matches_the_reference);
+
+/// A stride or dilation below 1 and a negative padding, output padding or output shape are
+/// refused when the model loads, naming the attribute.
+#[test]
+fn out_of_range_geometry_is_refused_at_load() {
+    let d = &crate::common::devices()[0];
+    let cases = [
+        (
+            "ConvTranspose",
+            ints("strides", &[0, 1]),
+            "strides [0, 1]: expected values ≥ 1",
+        ),
+        (
+            "ConvTranspose",
+            ints("output_padding", &[-1, 0]),
+            "output_padding [-1, 0]",
+        ),
+        (
+            "ConvTranspose",
+            ints("output_shape", &[4, -2]),
+            "output_shape [4, -2]",
+        ),
+        (
+            "Conv",
+            ints("pads", &[0, -1, 0, 0]),
+            "pads [0, -1, 0, 0]: expected values ≥ 0",
+        ),
+        ("AveragePool", ints("strides", &[1, 0]), "strides [1, 0]"),
+    ];
+    for (op, bad, want) in cases {
+        let mut n = node(op, "op", &["x", "w"], &["y"]);
+        n.attribute = vec![ints("kernel_shape", &[2, 2]), bad];
+        let g = GraphProto {
+            node: vec![n],
+            input: vec![info("x", FLOAT), info("w", FLOAT)],
+            output: vec![info("y", FLOAT)],
+            ..Default::default()
+        };
+        let e = Session::from_bytes(d, model(g, 17), SessionOptions::default()).err();
+        let e = e.map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains(want) && e.contains(op), "{op}: {e}");
+    }
+}

@@ -20,16 +20,38 @@ pub(super) const OPS: &[OpDef] = &[
     op("GlobalMaxPool", |c| global(c, ReduceOp::Max)),
 ];
 
-/// Why a `Conv` node cannot run: more than three spatial axes.
+/// Why a `Conv` node cannot run: more than three spatial axes, or a geometry attribute out
+/// of range.
 fn conv_refusal(node: &Node) -> Option<String> {
-    let kernel = node.attrs.ints("kernel_shape").ok().flatten()?;
-    (kernel.len() > 3).then(|| format!("{}-D convolution; 1-D to 3-D run", kernel.len()))
+    let kernel = node.attrs.ints("kernel_shape").ok().flatten();
+    if let Some(k) = kernel.filter(|k| k.len() > 3) {
+        return Some(format!("{}-D convolution; 1-D to 3-D run", k.len()));
+    }
+    ints_refusal(node, &[])
 }
 
-/// Why a pooling node cannot run: more than three spatial axes, dilations, or padding past
-/// half the window (what the library's pooling takes).
+/// Why a convolution's or pooling's geometry attributes cannot be taken: a stride or
+/// dilation below 1, or a negative value of `pads` or of the attributes `nonnegative` names.
+pub(super) fn ints_refusal(node: &Node, nonnegative: &[&str]) -> Option<String> {
+    let limits = [("strides", 1), ("dilations", 1), ("pads", 0)];
+    let all = limits
+        .into_iter()
+        .chain(nonnegative.iter().map(|&n| (n, 0)));
+    all.filter_map(|(name, least)| {
+        let v = node.attrs.ints(name).ok().flatten()?;
+        let bad = v.iter().any(|&x| x < least);
+        bad.then(|| format!("{name} {v:?}: expected values ≥ {least}"))
+    })
+    .next()
+}
+
+/// Why a pooling node cannot run: more than three spatial axes, dilations, padding past
+/// half the window (what the library's pooling takes), or a stride below 1.
 fn pool_refusal(node: &Node) -> Option<String> {
     let a = &node.attrs;
+    if let Some(why) = ints_refusal(node, &[]) {
+        return Some(why);
+    }
     let kernel = a.ints("kernel_shape").ok().flatten()?;
     if kernel.is_empty() || kernel.len() > 3 {
         return Some(format!("{}-D pooling; 1-D to 3-D run", kernel.len()));

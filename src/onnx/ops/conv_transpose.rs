@@ -2,7 +2,7 @@
 //! 3-D as 2-D per output depth), on the library's transposed convolution: explicit `pads`, or
 //! the padding worked out from `output_shape` or `auto_pad`.
 
-use super::conv::{int_list, lift2, output, planar, positive_list, spatial};
+use super::conv::{int_list, ints_refusal, lift2, output, planar, positive_list, spatial};
 use super::{depth, one, op, Ctx, OpDef};
 use crate::base::error::Result;
 use crate::onnx::value::Val;
@@ -15,7 +15,7 @@ pub(super) const OPS: &[OpDef] =
     &[op("ConvTranspose", conv_transpose).refusing(conv_transpose_refusal)];
 
 /// Why a `ConvTranspose` node cannot run: more than three spatial axes in any of its
-/// attributes, or an `auto_pad` it does not know.
+/// attributes, a geometry attribute out of range, or an `auto_pad` it does not know.
 fn conv_transpose_refusal(node: &Node) -> Option<String> {
     let a = &node.attrs;
     let axes = |name: &str, per_axis: usize| {
@@ -38,6 +38,9 @@ fn conv_transpose_refusal(node: &Node) -> Option<String> {
     ];
     if let Some(k) = names.iter().map(|&(n, per)| axes(n, per)).find(|&k| k > 3) {
         return Some(format!("{k}-D transposed convolution; 1-D to 3-D run"));
+    }
+    if let Some(why) = ints_refusal(node, &["output_padding", "output_shape"]) {
+        return Some(why);
     }
     let auto = a
         .string("auto_pad")
