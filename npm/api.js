@@ -245,7 +245,7 @@ function patchOperands({ Device, Tensor, TensorArgs }) {
 /** The methods that take options objects (and lists of buffers), on the generated classes. */
 function patch({ BindingList, Buffer, Device, Kernel, Queue, Tensor, TensorArgs }) {
   const args = (method, options, names, call) => withTensors({ Tensor, TensorArgs }, method, options, names, call);
-  const tensorRaw = hide(Tensor.prototype, ['__conv2d', '__linear', '__layerNorm', '__rmsNorm', '__attention', '__reduce', '__argReduce', 'softmax', 'logSoftmax']);
+  const tensorRaw = hide(Tensor.prototype, ['__conv2d', '__convTranspose2d', '__linear', '__layerNorm', '__rmsNorm', '__attention', '__reduce', '__argReduce', 'softmax', 'logSoftmax']);
   const queueRaw = hide(Queue.prototype, ['__launch']);
   const deviceRaw = hide(Device.prototype, ['tensor', 'zeros', 'tensorFromGPUBuffer']);
   /**
@@ -272,6 +272,10 @@ function patch({ BindingList, Buffer, Device, Kernel, Queue, Tensor, TensorArgs 
   /** `conv2d(weight, { stride, padding, dilation, groups, bias, activation })`. */
   Tensor.prototype.conv2d = function conv2d(weight, options) {
     return args('conv2d', options, ['bias'], (t, o) => tensorRaw.__conv2d.call(this, weight, t, o));
+  };
+  /** `convTranspose2d(weight, { stride, padding, outputPadding, dilation, groups, bias, activation })`. */
+  Tensor.prototype.convTranspose2d = function convTranspose2d(weight, options) {
+    return args('convTranspose2d', options, ['bias'], (t, o) => tensorRaw.__convTranspose2d.call(this, weight, t, o));
   };
   /** `linear(weight, { bias, activation })`: `activation(this @ weight + bias)` in one kernel. */
   Tensor.prototype.linear = function linear(weight, options) {

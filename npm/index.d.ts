@@ -217,6 +217,8 @@ declare module './pkg/unicompute.js' {
     readFloat16(): Promise<{ readonly length: number; readonly BYTES_PER_ELEMENT: 2; [index: number]: number }>;
     /** 2-D convolution of `[n, c, h, w]` by `[o, c / groups, kh, kw]` (stride 1, padding 0, dilation 1, groups 1 by default). */
     conv2d<D extends DType>(this: TensorOf<D>, weight: Tensor, options?: { stride?: Pair; padding?: Pair; dilation?: Pair; groups?: number; bias?: Tensor; activation?: Activation }): TensorOf<D>;
+    /** 2-D transposed convolution of `[n, c, h, w]` by `[c, o / groups, kh, kw]`: `[n, o, (h - 1) * stride + (kh - 1) * dilation + 1 + outputPadding - top - bottom, ...]` (stride 1, padding 0, outputPadding 0, dilation 1, groups 1 by default; padding, cropped from the full output, is a number, `[rows, columns]` or `[top, left, bottom, right]`). */
+    convTranspose2d<D extends DType>(this: TensorOf<D>, weight: Tensor, options?: { stride?: Pair; padding?: Pair | [number, number, number, number]; outputPadding?: Pair; dilation?: Pair; groups?: number; bias?: Tensor; activation?: Activation }): TensorOf<D>;
     /** `activation(this @ weight + bias)` in one kernel. */
     linear<D extends DType>(this: TensorOf<D>, weight: Tensor, options?: { bias?: Tensor; activation?: Activation }): TensorOf<D>;
     /** Layer normalisation over the last `axes` axes (1 and eps 1e-5 by default). */

@@ -260,6 +260,7 @@ const optionsMethods = {
   layerNormStats: [(o) => x.layerNormStats(o), 'axes', { eps: 'small' }],
   cumsum: [(o) => line.cumsum(0, o), 'exclusive', { reverse: 1 }],
   conv2d: [(o) => w1.conv2d(w1, o), 'stride', { stride: 'two' }],
+  convTranspose2d: [(o) => w1.convTranspose2d(w1, o), 'outputPadding', { padding: [1, 2, 3] }],
   linear: [(o) => x.linear(x, o), 'bias', { bias: [1, 2] }],
   layerNorm: [(o) => x.layerNorm(o), 'eps', { weight: 3 }],
   rmsNorm: [(o) => x.rmsNorm(o), 'eps', { axes: 'last' }],

@@ -108,6 +108,13 @@ const one = device.tensor(new Float32Array([1]), [1]);
 assert.deepEqual(Array.from(await img.conv2d(k, { bias: one }).read()), [9, 13, 21, 25]);
 assert.deepEqual(Array.from(await img.conv2d(k, { padding: [0, 1], stride: [1, 2] }).read()), [3, 12, 9, 24]);
 assert.deepEqual(Array.from(await img.conv2d(k, { dilation: 2 }).read()), [16]);
+// convTranspose2d: each input spreads over a 2x2 window of ones; stride 2 tiles them, and the
+// padding crops the first row and column, the output padding adds a last column of zeros.
+const up = device.tensor(new Float32Array([1, 2, 3, 4]), [1, 1, 2, 2]);
+assert.deepEqual(Array.from(await up.convTranspose2d(k, { stride: 2, bias: one }).read()), [2, 2, 3, 3, 2, 2, 3, 3, 4, 4, 5, 5, 4, 4, 5, 5]);
+assert.deepEqual(Array.from(await up.convTranspose2d(k).read()), [1, 3, 2, 4, 10, 6, 3, 7, 4]);
+assert.deepEqual(Array.from(await up.convTranspose2d(k, { stride: 2, padding: [1, 1, 0, 0], outputPadding: [0, 1] }).read()), [1, 2, 2, 0, 3, 4, 4, 0, 3, 4, 4, 0]);
+assert.equal(code(() => up.convTranspose2d(k, { outputPadding: 'one' })), 'INVALID');
 // attention: causal makes the first query see only the first key.
 const qkv = device.tensor(new Float32Array([1, 0, 0, 1]), [1, 1, 2, 2]);
 const att = await qkv.attention(qkv, qkv, { causal: true }).read();

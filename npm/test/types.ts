@@ -102,6 +102,8 @@ async function tensors(device: Device): Promise<void> {
   const img = device.tensor(new Float32Array(2 * 3 * 8 * 8), [2, 3, 8, 8]);
   const w = device.tensor(new Float32Array(4 * 3 * 3 * 3), [4, 3, 3, 3]);
   const conv = img.conv2d(w, { stride: 1, padding: [1, 1], dilation: 1, groups: 1, bias: device.tensor(new Float32Array(4), [4]), activation: 'relu' });
+  const wt = device.tensor(new Float32Array(4 * 2 * 3 * 3), [4, 2, 3, 3]);
+  const upsampled = conv.convTranspose2d(wt, { stride: 2, padding: [1, 1, 0, 0], outputPadding: 1, dilation: [1, 1], groups: 1, bias: device.tensor(new Float32Array(2), [2]), activation: 'relu' });
   const pooled = conv.maxPool2d(2).avgPool2d(2);
   const q = device.tensor(new Float32Array(2 * 4 * 8), [1, 2, 4, 8]);
   const att = q.attention(q, q, { causal: true, scale: 0.5 });
@@ -111,8 +113,8 @@ async function tensors(device: Device): Promise<void> {
   const summed = a.nary('add', [a, a]);
   const out: ElementArray = await e.read();
   const into: ElementArray = await n.readInto(new Float32Array(n.shape.reduce((x, y) => x * y, 1)));
-  console.log(shape, dtype, halved.dtype, out, into, pooled.shape, att.shape, moved.shape, picked.shape, clipped.shape, summed.shape);
-  for (const t of [a, b, c, d, e, n, img, w, conv, pooled, q, att, moved, picked, clipped, summed]) t.free();
+  console.log(shape, dtype, halved.dtype, out, into, pooled.shape, upsampled.shape, att.shape, moved.shape, picked.shape, clipped.shape, summed.shape);
+  for (const t of [a, b, c, d, e, n, img, w, conv, wt, upsampled, pooled, q, att, moved, picked, clipped, summed]) t.free();
 }
 
 async function moreOps(device: Device): Promise<void> {

@@ -17,7 +17,9 @@ mod tunables;
 use crate::{DType, Error, Queue, Result, Tensor};
 
 pub use attention::AttentionParams;
-pub use conv::{Conv2dGeometry, Conv2dParams, Pool2dParams, PoolKind, PoolOptions};
+pub use conv::{
+    Conv2dGeometry, Conv2dParams, ConvTranspose2dParams, Pool2dParams, PoolKind, PoolOptions,
+};
 pub use elementwise::{BinaryOp, UnaryOp};
 pub use norm::{NormKind, NormParams};
 pub use reduce::{ArgOptions, ReduceOp};

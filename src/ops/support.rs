@@ -106,7 +106,7 @@ pub fn support_rows() -> Vec<SupportRow> {
         family("attention", vec!["attention"], FLOATS, true),
         family(
             "conv",
-            vec!["conv2d", "max_pool2d", "avg_pool2d"],
+            vec!["conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d"],
             FLOATS,
             true,
         ),

@@ -673,6 +673,40 @@ impl JsTensor {
         wrap(self.inner.conv2d(&weight.inner, params))
     }
 
+    /// 2-D transposed convolution of `[n, c, h, w]` by `[c, o / groups, kh, kw]` (the npm
+    /// package's `convTranspose2d(weight, { stride, padding, outputPadding, dilation, groups,
+    /// bias, activation })` calls this). Stride, output padding and dilation are a number or
+    /// `[rows, columns]` (defaults 1, 0, 1); padding, cropped from the full output, a number,
+    /// `[rows, columns]` or `[top, left, bottom, right]` (default 0).
+    #[wasm_bindgen(js_name = "__convTranspose2d", skip_typescript)]
+    pub fn conv_transpose2d_with(
+        &self,
+        weight: &JsTensor,
+        tensors: &TensorArgs,
+        options: Option<JsValue>,
+    ) -> Result<JsTensor, JsValue> {
+        let keys = [
+            "stride",
+            "padding",
+            "outputPadding",
+            "dilation",
+            "groups",
+            "bias",
+            "activation",
+        ];
+        let o = Options::new("convTranspose2d", options, &keys)?;
+        let params = crate::ops::ConvTranspose2dParams {
+            bias: tensors.get("bias"),
+            stride: o.pair("stride")?.unwrap_or([1, 1]),
+            padding: o.sides("padding")?.unwrap_or([0; 4]),
+            output_padding: o.pair("outputPadding")?.unwrap_or([0, 0]),
+            dilation: o.pair("dilation")?.unwrap_or([1, 1]),
+            groups: o.size("groups")?.unwrap_or(1),
+            act: o.activation()?,
+        };
+        wrap(self.inner.conv_transpose2d(&weight.inner, params))
+    }
+
     /// Max pooling: `size` for `size x size` windows with stride = size, or options
     /// `{ kernel, stride, padding, ceilMode }` (kernel and stride a number or `[rows,
     /// columns]`; stride = kernel by default; padding a number, `[rows, columns]` or `[top,

@@ -440,6 +440,84 @@ fn attention_errors_say_what_was_expected() {
 }
 
 #[test]
+fn conv_transpose_errors_name_the_geometry() {
+    use unicompute::ops::ConvTranspose2dParams;
+    for d in devices() {
+        let t = |shape: &[usize]| tensor(d, &vec![0.5; shape.iter().product()], shape);
+        let x = t(&[1, 4, 5, 5]);
+        let p = ConvTranspose2dParams::default();
+        expect_err(
+            t(&[4, 5, 5]).conv_transpose2d(&t(&[4, 2, 3, 3]), p),
+            "SHAPE",
+            &["[n, c, h, w]", "[c, o / groups, kh, kw]"],
+            d,
+        );
+        expect_err(
+            x.conv_transpose2d(&t(&[3, 2, 3, 3]), p),
+            "SHAPE",
+            &["3 input channels", "expected 4"],
+            d,
+        );
+        let three = ConvTranspose2dParams { groups: 3, ..p };
+        expect_err(
+            x.conv_transpose2d(&t(&[4, 2, 3, 3]), three),
+            "INVALID",
+            &["3 groups", "4 input channels"],
+            d,
+        );
+        let crop = ConvTranspose2dParams {
+            padding: [4, 0, 4, 0],
+            ..p
+        };
+        expect_err(
+            x.conv_transpose2d(&t(&[4, 2, 3, 3]), crop),
+            "SHAPE",
+            &["height", "padding 4 + 4", "full output of 7"],
+            d,
+        );
+        let stride = ConvTranspose2dParams {
+            stride: [1, 0],
+            ..p
+        };
+        expect_err(
+            x.conv_transpose2d(&t(&[4, 2, 3, 3]), stride),
+            "SHAPE",
+            &["width", "stride 0"],
+            d,
+        );
+        let huge = ConvTranspose2dParams {
+            stride: [usize::MAX / 2, 1],
+            ..p
+        };
+        expect_err(
+            x.conv_transpose2d(&t(&[4, 2, 3, 3]), huge),
+            "SHAPE",
+            &["height", "overflows"],
+            d,
+        );
+        let bias = t(&[4]);
+        let biased = ConvTranspose2dParams {
+            bias: Some(&bias),
+            groups: 2,
+            ..p
+        };
+        expect_err(
+            x.conv_transpose2d(&t(&[4, 3, 3, 3]), biased),
+            "SHAPE",
+            &["bias", "expected [6]"],
+            d,
+        );
+        let ints = Tensor::from_slice(d, &[1i32; 100], &[1, 4, 5, 5]).unwrap();
+        expect_err(
+            ints.conv_transpose2d(&t(&[4, 2, 3, 3]), p),
+            "DTYPE",
+            &["f32", "i32"],
+            d,
+        );
+    }
+}
+
+#[test]
 fn conv_errors_name_the_geometry() {
     use unicompute::ops::{Conv2dParams, Pool2dParams, PoolKind};
     for d in devices() {

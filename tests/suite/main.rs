@@ -18,6 +18,7 @@ mod fuzz_validation;
 mod graph;
 mod hazards;
 mod integers;
+mod onnx_conv;
 mod onnx_einsum;
 mod onnx_fuzz;
 mod onnx_indexing;

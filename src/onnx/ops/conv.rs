@@ -1,8 +1,9 @@
-//! Convolution and pooling over one or two spatial axes (1-D runs as 2-D with a height of
-//! 1), with ONNX's explicit or automatic (`SAME_*`, `VALID`) padding.
+//! Convolution and pooling over one to three spatial axes (1-D runs as 2-D with a height of
+//! 1, 3-D on 2-D ops: see `depth`), with ONNX's explicit or automatic (`SAME_*`, `VALID`)
+//! padding.
 
 use super::pad::{pad_tensor, Mode};
-use super::{one, op, Ctx, OpDef};
+use super::{depth, one, op, Ctx, OpDef};
 use crate::base::error::Result;
 use crate::onnx::value::Val;
 use crate::onnx::Node;
@@ -19,19 +20,41 @@ pub(super) const OPS: &[OpDef] = &[
     op("GlobalMaxPool", |c| global(c, ReduceOp::Max)),
 ];
 
-/// Why a `Conv` node cannot run: more than two spatial axes.
+/// Why a `Conv` node cannot run: more than three spatial axes, or a geometry attribute out
+/// of range.
 fn conv_refusal(node: &Node) -> Option<String> {
-    let kernel = node.attrs.ints("kernel_shape").ok().flatten()?;
-    (kernel.len() > 2).then(|| format!("{}-D convolution; 1-D and 2-D run", kernel.len()))
+    let kernel = node.attrs.ints("kernel_shape").ok().flatten();
+    if let Some(k) = kernel.filter(|k| k.len() > 3) {
+        return Some(format!("{}-D convolution; 1-D to 3-D run", k.len()));
+    }
+    ints_refusal(node, &[])
 }
 
-/// Why a pooling node cannot run: more than two spatial axes, dilations, or padding past
-/// half the window (what the library's pooling takes).
+/// Why a convolution's or pooling's geometry attributes cannot be taken: a stride or
+/// dilation below 1, or a negative value of `pads` or of the attributes `nonnegative` names.
+pub(super) fn ints_refusal(node: &Node, nonnegative: &[&str]) -> Option<String> {
+    let limits = [("strides", 1), ("dilations", 1), ("pads", 0)];
+    let all = limits
+        .into_iter()
+        .chain(nonnegative.iter().map(|&n| (n, 0)));
+    all.filter_map(|(name, least)| {
+        let v = node.attrs.ints(name).ok().flatten()?;
+        let bad = v.iter().any(|&x| x < least);
+        bad.then(|| format!("{name} {v:?}: expected values ≥ {least}"))
+    })
+    .next()
+}
+
+/// Why a pooling node cannot run: more than three spatial axes, dilations, padding past
+/// half the window (what the library's pooling takes), or a stride below 1.
 fn pool_refusal(node: &Node) -> Option<String> {
     let a = &node.attrs;
+    if let Some(why) = ints_refusal(node, &[]) {
+        return Some(why);
+    }
     let kernel = a.ints("kernel_shape").ok().flatten()?;
-    if kernel.is_empty() || kernel.len() > 2 {
-        return Some(format!("{}-D pooling; 1-D and 2-D run", kernel.len()));
+    if kernel.is_empty() || kernel.len() > 3 {
+        return Some(format!("{}-D pooling; 1-D to 3-D run", kernel.len()));
     }
     if a.ints("dilations")
         .ok()
@@ -46,50 +69,59 @@ fn pool_refusal(node: &Node) -> Option<String> {
     past_half.then(|| format!("pads {pads:?} pass half the window {kernel:?}"))
 }
 
-/// The geometry of one node: per spatial axis the window (dilated), stride, dilation and
-/// the padding before and after, lifted to two axes.
+/// The geometry of one node per spatial axis: the window, stride, dilation and the padding
+/// before and after.
 struct Window {
-    kernel: [usize; 2],
-    stride: [usize; 2],
-    dilation: [usize; 2],
-    pads: [(usize, usize); 2],
+    kernel: Vec<usize>,
+    stride: Vec<usize>,
+    dilation: Vec<usize>,
+    pads: Vec<(usize, usize)>,
 }
 
-/// Two spatial axes from one or two: 1-D lifts with a leading axis of 1.
-fn lift2<T: Copy>(v: &[T], one: T) -> [T; 2] {
-    if v.len() == 1 {
-        [one, v[0]]
-    } else {
-        [v[0], v[1]]
+/// The last two spatial axes (height and width) of one to three: 1-D lifts with a leading
+/// axis of `one`.
+pub(super) fn lift2<T: Copy>(v: &[T], one: T) -> [T; 2] {
+    match v {
+        [] => [one, one],
+        [x] => [one, *x],
+        [.., y, x] => [*y, *x],
     }
 }
 
 /// The node's window over input spatial extents `dims` and kernel extents `kernel`.
 fn window(c: &Ctx<'_>, dims: &[usize], kernel: &[usize]) -> Result<Window> {
     let k = kernel.len();
-    let list = |name: &str| -> Result<Vec<usize>> {
-        let v = c.int_list(name)?.unwrap_or_else(|| vec![1; k]);
-        if v.len() != k || v.iter().any(|&x| x < 1) {
-            return Err(c.error(format!("{name} {v:?}: expected {k} values ≥ 1")));
-        }
-        Ok(v.iter().map(|&x| x as usize).collect())
-    };
-    let (stride, dilation) = (list("strides")?, list("dilations")?);
-    let eff: Vec<usize> = (0..k).map(|i| (kernel[i] - 1) * dilation[i] + 1).collect();
+    if dims.len() != k {
+        return Err(c.error(format!(
+            "a {k}-D window over {} spatial axes: expected one extent per axis",
+            dims.len()
+        )));
+    }
+    let (stride, dilation) = (
+        positive_list(c, "strides", k)?,
+        positive_list(c, "dilations", k)?,
+    );
+    // Saturating: a window too large for the input is the library op's error to give.
+    let eff: Vec<usize> = (0..k)
+        .map(|i| {
+            kernel[i]
+                .saturating_sub(1)
+                .saturating_mul(dilation[i])
+                .saturating_add(1)
+        })
+        .collect();
     let auto = c.string("auto_pad", "NOTSET")?;
     let pads: Vec<(usize, usize)> = match auto.as_str() {
         "NOTSET" => {
-            let p = c.int_list("pads")?.unwrap_or_else(|| vec![0; 2 * k]);
-            if p.len() != 2 * k || p.iter().any(|&x| x < 0) {
-                return Err(c.error(format!("pads {p:?}: expected {} values ≥ 0", 2 * k)));
-            }
-            (0..k).map(|i| (p[i] as usize, p[i + k] as usize)).collect()
+            let p = int_list(c, "pads", 2 * k, 0)?;
+            (0..k).map(|i| (p[i], p[i + k])).collect()
         }
         "VALID" => vec![(0, 0); k],
         "SAME_UPPER" | "SAME_LOWER" => (0..k)
             .map(|i| {
                 let out = dims[i].div_ceil(stride[i]);
-                let total = ((out - 1) * stride[i] + eff[i]).saturating_sub(dims[i]);
+                let reach = out.saturating_sub(1).saturating_mul(stride[i]);
+                let total = reach.saturating_add(eff[i]).saturating_sub(dims[i]);
                 let small = total / 2;
                 if auto == "SAME_UPPER" {
                     (small, total - small)
@@ -101,31 +133,48 @@ fn window(c: &Ctx<'_>, dims: &[usize], kernel: &[usize]) -> Result<Window> {
         other => return Err(c.error(format!("auto_pad '{other}' is not a known mode"))),
     };
     Ok(Window {
-        kernel: lift2(kernel, 1),
-        stride: lift2(&stride, 1),
-        dilation: lift2(&dilation, 1),
-        pads: lift2(&pads, (0, 0)),
+        kernel: kernel.to_vec(),
+        stride,
+        dilation,
+        pads,
     })
 }
 
-/// Input 0 as `[n, c, h, w]` (a 1-D input gains a height of 1), checked to have 1 or 2
-/// spatial axes.
-fn input4(c: &Ctx<'_>) -> Result<Tensor> {
-    let x = c.tensor(0)?;
-    match x.rank() {
-        3 => {
-            let s = x.shape();
-            x.reshape(&[s[0], s[1], 1, s[2]])
-        }
-        4 => Ok(x),
-        r => Err(c.error(format!(
-            "a rank-{r} input: 1 or 2 spatial axes are supported"
+/// An INTS attribute of `len` values ≥ 0, or `len` copies of `default` without it.
+pub(super) fn int_list(c: &Ctx<'_>, name: &str, len: usize, default: usize) -> Result<Vec<usize>> {
+    let Some(v) = c.int_list(name)? else {
+        return Ok(vec![default; len]);
+    };
+    if v.len() != len || v.iter().any(|&x| x < 0) {
+        return Err(c.error(format!("{name} {v:?}: expected {len} values ≥ 0")));
+    }
+    Ok(v.iter().map(|&x| x as usize).collect())
+}
+
+/// An INTS attribute of `len` values ≥ 1, or `len` ones without it.
+pub(super) fn positive_list(c: &Ctx<'_>, name: &str, len: usize) -> Result<Vec<usize>> {
+    let v = int_list(c, name, len, 1)?;
+    if v.contains(&0) {
+        return Err(c.error(format!("{name} {v:?}: expected {len} values ≥ 1")));
+    }
+    Ok(v)
+}
+
+/// Input `i` (`x` with `[n, c, ..]`, or a weight) as `[_, _, h, w]`: a 1-D one gains a
+/// height of 1; one of another rank than 3 or 4 is an error.
+pub(super) fn planar(c: &Ctx<'_>, t: Tensor, i: usize) -> Result<Tensor> {
+    match *t.shape() {
+        [a, b, w] => t.reshape(&[a, b, 1, w]),
+        [_, _, _, _] => Ok(t),
+        _ => Err(c.error(format!(
+            "input {i} of rank {}: expected 1 or 2 spatial axes",
+            t.rank()
         ))),
     }
 }
 
 /// `y` back to the input's rank (a 1-D op's height of 1 dropped).
-fn output(c: &Ctx<'_>, y: Tensor) -> Result<Vec<Val>> {
+pub(super) fn output(c: &Ctx<'_>, y: Tensor) -> Result<Vec<Val>> {
     if c.input(0)?.shape().len() == 3 {
         let s = y.shape().to_vec();
         return one(y.reshape(&[s[0], s[1], s[3]])?);
@@ -133,64 +182,85 @@ fn output(c: &Ctx<'_>, y: Tensor) -> Result<Vec<Val>> {
     one(y)
 }
 
+/// `Conv`: x `[n, c, ..]` by w `[o, c / group, ..]` plus an optional bias `[o]`.
 fn conv(c: &Ctx<'_>) -> Result<Vec<Val>> {
-    let x = input4(c)?;
-    let w = c.tensor(1)?;
-    let ws = w.shape().to_vec();
-    let w = if ws.len() == 3 {
-        w.reshape(&[ws[0], ws[1], 1, ws[2]])?
-    } else {
-        w
-    };
-    let spatial = &c.input(0)?.shape()[2..];
-    let win = window(c, spatial, &ws[2..])?;
-    let symmetric = win.pads.iter().all(|(b, a)| b == a);
-    let x = if symmetric {
-        x
-    } else {
-        let sides: Vec<(usize, i64, i64)> = (0..2)
-            .map(|i| (i + 2, win.pads[i].0 as i64, win.pads[i].1 as i64))
-            .collect();
-        pad_tensor(c, x, &sides, Mode::Constant(0.0))?
-    };
-    let bias = c.opt_tensor(2)?;
-    let params = Conv2dParams {
+    let (x, w) = (c.tensor(0)?, c.tensor(1)?);
+    let (dims, kernel) = (spatial(&x), spatial(&w));
+    let win = window(c, &dims, &kernel)?;
+    let (bias, groups) = (c.opt_tensor(2)?, c.int("group", 1)?.max(1) as usize);
+    let params = |padding| Conv2dParams {
         bias: bias.as_ref(),
-        stride: win.stride,
-        padding: if symmetric {
-            win.pads.map(|p| p.0)
-        } else {
-            [0, 0]
-        },
-        dilation: win.dilation,
-        groups: c.int("group", 1)?.max(1) as usize,
+        stride: lift2(&win.stride, 1),
+        padding,
+        dilation: lift2(&win.dilation, 1),
+        groups,
         act: None,
     };
-    output(c, conv2d(c.queue, &x, &w, params)?)
+    if dims.len() == 3 {
+        // Every padding explicit: each output depth then takes every depth tap.
+        let x = zero_padded(c, x, &win.pads)?;
+        let depth = [win.stride[0], win.dilation[0]];
+        return one(depth::conv3d(c, &x, &w, depth, params([0, 0]))?);
+    }
+    let (x, w) = (planar(c, x, 0)?, planar(c, w, 1)?);
+    let pads = lift2(&win.pads, (0, 0));
+    if pads.iter().all(|(b, a)| b == a) {
+        return output(c, conv2d(c.queue, &x, &w, params(pads.map(|p| p.0)))?);
+    }
+    let x = zero_padded(c, x, &pads)?;
+    output(c, conv2d(c.queue, &x, &w, params([0, 0]))?)
 }
 
+/// `x` `[n, c, ..]` with zeros before and after its spatial axes, as `pads` says.
+fn zero_padded(c: &Ctx<'_>, x: Tensor, pads: &[(usize, usize)]) -> Result<Tensor> {
+    let sides: Vec<(usize, i64, i64)> = (pads.iter().enumerate())
+        .map(|(i, &(before, after))| (i + 2, before as i64, after as i64))
+        .collect();
+    pad_tensor(c, x, &sides, Mode::Constant(0.0))
+}
+
+/// `MaxPool` / `AveragePool` over one to three spatial axes.
 fn pool(c: &Ctx<'_>, kind: PoolKind) -> Result<Vec<Val>> {
-    let x = input4(c)?;
+    let x = c.tensor(0)?;
     let kernel = c
         .int_list("kernel_shape")?
         .ok_or_else(|| c.error("kernel_shape is missing".into()))?;
     let kernel: Vec<usize> = kernel.iter().map(|&k| k.max(1) as usize).collect();
-    let win = window(c, &c.input(0)?.shape()[2..], &kernel)?;
-    if win.dilation != [1, 1] {
+    let win = window(c, &spatial(&x), &kernel)?;
+    if win.dilation.iter().any(|&d| d != 1) {
         return Err(c.error(format!(
             "dilations {:?} are not supported in pooling",
             win.dilation
         )));
     }
-    let p = win.pads;
-    let options = PoolOptions {
-        kernel: win.kernel,
-        stride: win.stride,
-        padding: [p[0].0, p[1].0, p[0].1, p[1].1],
-        count_include_pad: c.int("count_include_pad", 0)? != 0,
-        ceil_mode: c.int("ceil_mode", 0)? != 0,
-    };
-    output(c, pool2d_with(c.queue, kind, &x, options)?)
+    let (count_include_pad, ceil_mode) = (
+        c.int("count_include_pad", 0)? != 0,
+        c.int("ceil_mode", 0)? != 0,
+    );
+    let options =
+        |kernel, stride, [(top, bottom), (left, right)]: [(usize, usize); 2]| PoolOptions {
+            kernel,
+            stride,
+            padding: [top, left, bottom, right],
+            count_include_pad,
+            ceil_mode,
+        };
+    let plane = options(
+        lift2(&win.kernel, 1),
+        lift2(&win.stride, 1),
+        lift2(&win.pads, (0, 0)),
+    );
+    if let ([kd, _, _], [sd, _, _], [pd, _, _]) = (&win.kernel[..], &win.stride[..], &win.pads[..])
+    {
+        let depth = options([*kd, 1], [*sd, 1], [*pd, (0, 0)]);
+        return one(depth::pool3d(c, kind, &x, plane, depth)?);
+    }
+    output(c, pool2d_with(c.queue, kind, &planar(c, x, 0)?, plane)?)
+}
+
+/// The spatial extents of `t`, `[n, c, ..]` (none for a rank below 3).
+pub(super) fn spatial(t: &Tensor) -> Vec<usize> {
+    t.shape().get(2..).unwrap_or_default().to_vec()
 }
 
 fn global(c: &Ctx<'_>, op: ReduceOp) -> Result<Vec<Val>> {

@@ -1,10 +1,13 @@
 //! The ONNX operators a session runs, each mapped onto the op API (never a backend): one
 //! table row per operator, in files by family (`math`, `logic`, `shape`, `slice`, `pad`,
-//! `nn`, `norms`, `conv`, `resize`, `control`, `recurrent`, `indexing`, `scatter`, `einsum`),
-//! and the `com.microsoft` contrib operators (`microsoft`, and `quant` for `MatMulNBits`).
+//! `nn`, `norms`, `conv`, `conv_transpose`, `resize`, `control`, `recurrent`, `indexing`,
+//! `scatter`, `einsum`; `depth` runs 3-D ones on 2-D ops), and the `com.microsoft` contrib
+//! operators (`microsoft`, and `quant` for `MatMulNBits`).
 
 mod control;
 mod conv;
+mod conv_transpose;
+mod depth;
 mod einsum;
 mod indexing;
 mod logic;
@@ -113,6 +116,7 @@ fn all() -> impl Iterator<Item = &'static OpDef> {
         .chain(shape::OPS)
         .chain(nn::OPS)
         .chain(conv::OPS)
+        .chain(conv_transpose::OPS)
         .chain(resize::OPS)
         .chain(norms::OPS)
         .chain(control::OPS)

@@ -1,5 +1,5 @@
-// Direct 2-D convolution (NCHW) with a fused bias and activation, and 2-D max / average
-// pooling; one invocation per output element.
+// Direct 2-D convolution (NCHW) and transposed convolution with a fused bias and activation,
+// and 2-D max / average pooling; one invocation per output element.
 //
 // params: `ConvWords` in webgpu.rs, each field's first word named P_<field>. The taps of
 //         one dispatch are the ranges P_ci (input channels of the group), P_ky and P_kx;
@@ -26,6 +26,18 @@ fn input_at(o: u32, k: u32, stride: u32, dilation: u32, pad: u32, extent: u32) -
     let i = i32(o * stride + k * dilation) - i32(pad);
     if (i < 0 || i >= i32(extent)) { return -1; }
     return i;
+}
+
+// Input coordinate that output position `o` reads through tap `k` of a transposed
+// convolution: (o + pad - k * dilation) / stride where that divides exactly and lies in the
+// input, else -1. The host keeps o + pad and k * dilation within u32.
+fn transposed_input_at(o: u32, k: u32, stride: u32, dilation: u32, pad: u32, extent: u32) -> i32 {
+    let reach = o + pad;
+    let tap = k * dilation;
+    if (reach < tap) { return -1; }
+    let t = reach - tap;
+    if (t % stride != 0u || t / stride >= extent) { return -1; }
+    return i32(t / stride);
 }
 
 // The divisor of an average along one axis at output `o`: the window's taps within the
@@ -127,6 +139,54 @@ fn conv2d_main(
             out[to] = v;
         }
     }
+}
+
+// A transposed convolution: weight [c, o / groups, kh, kw]; each output gathers the inputs
+// whose taps land on it (no atomics), over the taps of this dispatch.
+@compute @workgroup_size(256)
+fn conv_transpose2d_main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let i = output_index(wid, nwg, lid);
+    let c = params[P_c]; let h = params[P_h]; let w = params[P_w]; let o = params[P_o];
+    let kh = params[P_kh]; let kw = params[P_kw]; let oh = params[P_oh]; let ow = params[P_ow];
+    if (i >= params[P_n] * o * oh * ow) { return; }
+    let ox = i % ow;
+    let oy = (i / ow) % oh;
+    let oc = (i / (ow * oh)) % o;
+    let nb = i / (ow * oh * o);
+    let cg = c / params[P_groups];
+    let og = o / params[P_groups];
+    let g = oc / og;
+    let sy = params[P_stride_y]; let sx = params[P_stride_x]; let dy = params[P_dilation_y];
+    let dx = params[P_dilation_x]; let py = params[P_pad_y]; let px = params[P_pad_x];
+    let kx0 = params[P_kx]; let kx1 = params[P_kx + 1u];
+    let at = params[P_out] + i;
+    let flags = params[P_flags];
+    var acc = 0.0;
+    for (var ci = params[P_ci]; ci < params[P_ci + 1u]; ci++) {
+        let xp = params[P_x] + (nb * c + g * cg + ci) * h * w;
+        let taps = params[P_weight] + ((g * cg + ci) * og + oc % og) * kh * kw;
+        for (var ky = params[P_ky]; ky < params[P_ky + 1u]; ky++) {
+            let iy = transposed_input_at(oy, ky, sy, dy, py, h);
+            if (iy < 0) { continue; }
+            let xr = xp + u32(iy) * w;
+            let tr = taps + ky * kw;
+            for (var kx = kx0; kx < kx1; kx++) {
+                let ix = transposed_input_at(ox, kx, sx, dx, px, w);
+                if (ix < 0) { continue; }
+                acc = fma(x[xr + u32(ix)], weight[tr + kx], acc);
+            }
+        }
+    }
+    if ((flags & 1u) != 0u) { acc += out[at]; }
+    if ((flags & 2u) != 0u) {
+        if (HAS_BIAS) { acc += bias[params[P_bias] + oc]; }
+        acc = unary_op(ACT, acc);
+    }
+    out[at] = acc;
 }
 
 @compute @workgroup_size(256)

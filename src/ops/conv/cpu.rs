@@ -1,12 +1,13 @@
 //! 2-D convolution as im2col + GEMM per image and group (images in parallel, or the GEMM
-//! split across threads when images are few), and 2-D pooling (channel planes in parallel).
+//! split across threads when images are few), its transpose (output rows in parallel, each
+//! gathering the input rows that land on it), and 2-D pooling (channel planes in parallel).
 
 use crate::base::par::*;
 
 use super::{Conv2d, Conv2dGeometry, Pool2d};
 use crate::hal::cpu::{read_guard, write_guard};
 use crate::ops::common::cpu::{out_words, sgemm};
-use crate::Result;
+use crate::{Result, UnaryOp};
 
 /// Input row or column of output position `o`, kernel tap `k`, or `None` in the padding.
 fn input_index(
@@ -101,6 +102,9 @@ fn column_tile(k: usize, cols: usize, images: usize) -> usize {
 }
 
 pub(super) fn conv2d(op: &Conv2d<'_>) -> Result<()> {
+    if op.transposed {
+        return conv_transpose2d(op);
+    }
     let (x, weight, bias, act, out, g) = (op.x, op.weight, op.bias, op.act, op.out, op.geometry);
     let (xg, wg) = (read_guard(x.buf)?, read_guard(weight.buf)?);
     let bg = bias.map(|b| read_guard(b.buf)).transpose()?;
@@ -152,15 +156,89 @@ pub(super) fn conv2d(op: &Conv2d<'_>) -> Result<()> {
             }
             if bf.is_some() || act.is_some() {
                 for (oc, row) in image.chunks_mut(cols.max(1)).enumerate() {
-                    let b = bf.map_or(0.0, |b| b[oc]);
-                    for v in row {
-                        let y = *v + b;
-                        *v = act.map_or(y, |f| f.eval(y));
-                    }
+                    finish(row, bf.map_or(0.0, |b| b[oc]), act);
                 }
             }
         });
     Ok(())
+}
+
+/// The epilogue of one output channel's `values`: `act(v + bias)`.
+fn finish(values: &mut [f32], bias: f32, act: Option<UnaryOp>) {
+    for v in values {
+        let y = *v + bias;
+        *v = act.map_or(y, |f| f.eval(y));
+    }
+}
+
+/// Input position that output `o` reads through tap `k` of a transposed convolution:
+/// `(o + pad - k * dilation) / stride` where that divides exactly and lies in the input.
+fn transposed_index(
+    o: usize,
+    k: usize,
+    stride: usize,
+    dilation: usize,
+    pad: usize,
+    extent: usize,
+) -> Option<usize> {
+    let t = (o + pad).checked_sub(k * dilation)?;
+    (t % stride == 0)
+        .then_some(t / stride)
+        .filter(|&i| i < extent)
+}
+
+/// A transposed convolution, output rows in parallel: each row adds up, input channel by
+/// channel and kernel row by row, the input rows that land on it.
+fn conv_transpose2d(op: &Conv2d<'_>) -> Result<()> {
+    let (x, weight, bias, act, out, g) = (op.x, op.weight, op.bias, op.act, op.out, op.geometry);
+    let (xg, wg) = (read_guard(x.buf)?, read_guard(weight.buf)?);
+    let bg = bias.map(|b| read_guard(b.buf)).transpose()?;
+    let mut os = write_guard(out.buf)?;
+    let xf: &[f32] = &bytemuck::cast_slice(&xg)[x.layout.offset..];
+    let wf: &[f32] = &bytemuck::cast_slice(&wg)[weight.layout.offset..];
+    let bf: Option<&[f32]> = bg
+        .as_ref()
+        .zip(bias)
+        .map(|(g, b)| &bytemuck::cast_slice(g)[b.layout.offset..]);
+    let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
+    let (cg, og, taps) = (g.c / g.groups, g.o / g.groups, g.kh * g.kw);
+    of.par_chunks_mut(g.ow.max(1))
+        .enumerate()
+        .for_each(|(r, row)| {
+            let (oy, oc, nb) = (r % g.oh, r / g.oh % g.o, r / (g.oh * g.o));
+            let (grp, j) = (oc / og, oc % og);
+            row.fill(0.0);
+            for ci in grp * cg..(grp + 1) * cg {
+                let plane = &xf[(nb * g.c + ci) * g.h * g.w..][..g.h * g.w];
+                let kernel = &wf[(ci * og + j) * taps..][..taps];
+                for ky in 0..g.kh {
+                    let (s, d, pad) = (g.stride[0], g.dilation[0], g.padding[0]);
+                    if let Some(iy) = transposed_index(oy, ky, s, d, pad, g.h) {
+                        let in_row = &plane[iy * g.w..][..g.w];
+                        scatter_row(in_row, &kernel[ky * g.kw..][..g.kw], row, &g);
+                    }
+                }
+            }
+            finish(row, bf.map_or(0.0, |b| b[oc]), act);
+        });
+    Ok(())
+}
+
+/// Adds input row `in_row` through kernel row `taps` to output row `row`: input column `ix`
+/// lands under tap `kx` on output column `ix * stride + kx * dilation - left`.
+fn scatter_row(in_row: &[f32], taps: &[f32], row: &mut [f32], g: &Conv2dGeometry) {
+    let (stride, dilation, left) = (g.stride[1], g.dilation[1], g.padding[1]);
+    for (kx, &wv) in taps.iter().enumerate() {
+        let shift = kx * dilation;
+        // The first input column whose output column is not cropped on the left.
+        let first = left.saturating_sub(shift).div_ceil(stride);
+        for (ix, &xv) in in_row.iter().enumerate().skip(first) {
+            match row.get_mut(ix * stride + shift - left) {
+                Some(o) => *o += wv * xv,
+                None => break,
+            }
+        }
+    }
 }
 
 /// The divisor of an average along one axis at output `o` (see `Pool2d::code`): the

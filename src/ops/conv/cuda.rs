@@ -34,7 +34,8 @@ cuda_params! {
         ow: u64,
         stride: [u64; 2],
         pad: [u64; 2],
-        /// Padding after the last row and column (pooling; a convolution's is `pad`).
+        /// Padding after the last row and column (pooling, and a transposed convolution's crop;
+        /// a convolution's is `pad`).
         pad_end: [u64; 2],
         dilation: [u64; 2],
         groups: u64,
@@ -65,7 +66,8 @@ impl ConvParams {
     }
 }
 
-/// conv2d with its bias and activation epilogue (`conv2d_main`).
+/// conv2d (`conv2d_main`) or its transpose (`conv_transpose2d_main`) with its bias and
+/// activation epilogue.
 pub(super) fn conv2d(
     op: &Conv2d<'_>,
     q: &CudaBatch,
@@ -78,7 +80,12 @@ pub(super) fn conv2d(
     defines.push(index_type(
         n.max(x.layout.numel()).max(weight.layout.numel()),
     ));
-    let f = dev.program(specialise(&SOURCE, "conv2d_main", defines))?;
+    let entry = if op.transposed {
+        "conv_transpose2d_main"
+    } else {
+        "conv2d_main"
+    };
+    let f = dev.program(specialise(&SOURCE, entry, defines))?;
     let bias_ptr = bias.as_ref().map_or(Ok(0), operand)?;
     let mut held = vec![x.buf, weight.buf, out.buf];
     held.extend(bias.iter().map(|o| o.buf));
@@ -125,12 +132,14 @@ pub(super) fn specialisations() -> Vec<Specialisation> {
     let mut all = Vec::new();
     for idx in [index_type(0), index_type(usize::MAX >> 1)] {
         for on in [false, true] {
-            let act = ("ACT", if on { "12" } else { "0" }.to_string());
-            all.push(specialise(
-                &SOURCE,
-                "conv2d_main",
-                vec![("HAS_BIAS", u32::from(on).to_string()), act, idx.clone()],
-            ));
+            for entry in ["conv2d_main", "conv_transpose2d_main"] {
+                let act = ("ACT", if on { "12" } else { "0" }.to_string());
+                all.push(specialise(
+                    &SOURCE,
+                    entry,
+                    vec![("HAS_BIAS", u32::from(on).to_string()), act, idx.clone()],
+                ));
+            }
         }
         for pool in 0..3 {
             all.push(specialise(

@@ -1,7 +1,11 @@
 //! 2-D convolution (NCHW, with stride, padding, dilation and groups, and an optional fused
-//! bias and activation) and 2-D max / average pooling.
+//! bias and activation), its transpose ([`conv_transpose2d`]) and 2-D max / average pooling.
 
 backend_modules!();
+mod transpose;
+
+pub(crate) use transpose::Axis as TransposedAxis;
+pub use transpose::{conv_transpose2d, ConvTranspose2dParams};
 
 use super::cost::OpCost;
 use super::elementwise::check_f32;
@@ -31,9 +35,12 @@ pub struct Conv2dGeometry {
     pub ow: usize,
     /// Stride (rows, columns).
     pub stride: [usize; 2],
-    /// Zero padding before the first row and column (top, left).
+    /// Zero padding before the first row and column (top, left); for a transposed
+    /// convolution, the outputs cropped there.
     pub padding: [usize; 2],
-    /// Padding after the last row and column (bottom, right): `padding` for convolutions.
+    /// Padding after the last row and column (bottom, right): `padding` for convolutions;
+    /// for a transposed convolution, the outputs cropped there (its output padding is in
+    /// `oh` and `ow`).
     pub pad_end: [usize; 2],
     /// Kernel dilation (rows, columns).
     pub dilation: [usize; 2],
@@ -123,22 +130,51 @@ fn out_extent(
 /// `act(conv2d(x, weight) + bias)` for `x: [n, c, h, w]` and `weight: [o, c / groups, kh, kw]`,
 /// giving `[n, o, oh, ow]`.
 pub fn conv2d(queue: &Queue, x: &Tensor, weight: &Tensor, p: Conv2dParams<'_>) -> Result<Tensor> {
-    let lift = Lift::of(
-        "conv2d",
-        &[Some(x), Some(weight), p.bias]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>(),
-    )?;
-    let bias = p.bias.map(|t| lift.up(queue, t)).transpose()?;
-    let params = Conv2dParams {
-        bias: bias.as_ref(),
-        ..p
+    lifted(queue, "conv2d", [x, weight], p.bias, |x, weight, bias| {
+        let params = Conv2dParams { bias, ..p };
+        conv2d_f32(queue, x, weight, params)
+    })
+}
+
+/// `f` of `x`, `weight` and `bias` in f32: f16 / bf16 inputs lifted, the result brought back.
+fn lifted(
+    queue: &Queue,
+    op: &'static str,
+    [x, weight]: [&Tensor; 2],
+    bias: Option<&Tensor>,
+    f: impl FnOnce(&Tensor, &Tensor, Option<&Tensor>) -> Result<Tensor>,
+) -> Result<Tensor> {
+    let inputs: Vec<&Tensor> = [Some(x), Some(weight), bias]
+        .into_iter()
+        .flatten()
+        .collect();
+    let lift = Lift::of(op, &inputs)?;
+    let bias = bias.map(|t| lift.up(queue, t)).transpose()?;
+    let (x, weight) = (lift.up(queue, x)?, lift.up(queue, weight)?);
+    lift.down(queue, f(&x, &weight, bias.as_ref())?)
+}
+
+/// `bias`, if any, checked to be f32 of shape `[o]` and made contiguous.
+fn checked_bias(
+    queue: &Queue,
+    op: &'static str,
+    bias: Option<&Tensor>,
+    o: usize,
+) -> Result<Option<Tensor>> {
+    let Some(b) = bias else {
+        return Ok(None);
     };
-    lift.down(
-        queue,
-        conv2d_f32(queue, &lift.up(queue, x)?, &lift.up(queue, weight)?, params)?,
-    )
+    check_f32(queue, op, b)?;
+    if b.shape() != [o] {
+        return Err(Error::shape(
+            op,
+            format!(
+                "bias has shape {:?}: expected [{o}] (the output channels)",
+                b.shape()
+            ),
+        ));
+    }
+    b.contiguous_on(queue).map(Some)
 }
 
 /// The geometry of a conv2d of `x` by `weight` with `p`; an error unless their shapes, the
@@ -214,40 +250,40 @@ fn conv2d_f32(queue: &Queue, x: &Tensor, weight: &Tensor, p: Conv2dParams<'_>) -
     check_f32(queue, "conv2d", x)?;
     check_f32(queue, "conv2d", weight)?;
     let geometry = conv2d_geometry(x, weight, &p)?;
+    let bias = checked_bias(queue, "conv2d", p.bias, geometry.o)?;
+    run_conv(queue, [x, weight], bias.as_ref(), p.act, geometry, false)
+}
+
+/// Records a convolution (`transposed`: a transposed one) of `geometry`, already checked,
+/// into a new `[n, o, oh, ow]` output.
+fn run_conv(
+    queue: &Queue,
+    [x, weight]: [&Tensor; 2],
+    bias: Option<&Tensor>,
+    act: Option<UnaryOp>,
+    geometry: Conv2dGeometry,
+    transposed: bool,
+) -> Result<Tensor> {
     let Conv2dGeometry { n, o, oh, ow, .. } = geometry;
-    let bias = match p.bias {
-        Some(b) => {
-            check_f32(queue, "conv2d", b)?;
-            if b.shape() != [o] {
-                return Err(Error::shape(
-                    "conv2d",
-                    format!(
-                        "bias has shape {:?}: expected [{o}] (the output channels)",
-                        b.shape()
-                    ),
-                ));
-            }
-            Some(b.contiguous_on(queue)?)
-        }
-        None => None,
+    let op = if transposed {
+        "conv_transpose2d"
+    } else {
+        "conv2d"
     };
-    crate::base::layout::checked_numel("conv2d", &[n, o, oh, ow])?;
+    crate::base::layout::checked_numel(op, &[n, o, oh, ow])?;
     let (x, weight) = (x.contiguous_on(queue)?, weight.contiguous_on(queue)?);
     let out = Tensor::uninit(queue, &[n, o, oh, ow], DType::F32)?;
     if out.numel() > 0 {
-        let bias = bias.as_ref().map(Tensor::operand);
-        launch(
-            queue,
-            &Conv2d {
-                x: x.operand(),
-                weight: weight.operand(),
-                bias,
-                act: p.act,
-                out: out.operand(),
-                geometry,
-            },
-            None,
-        )?;
+        let conv = Conv2d {
+            x: x.operand(),
+            weight: weight.operand(),
+            bias: bias.map(Tensor::operand),
+            act,
+            out: out.operand(),
+            geometry,
+            transposed,
+        };
+        launch(queue, &conv, None)?;
     }
     Ok(out)
 }
@@ -445,14 +481,18 @@ fn pool2d_f32(queue: &Queue, kind: PoolKind, x: &Tensor, p: PoolOptions) -> Resu
     Ok(out)
 }
 
-/// `out = act(conv2d(x, weight) + bias)`; `x`, `weight`, `bias` and `out` contiguous.
+/// `out = act(conv2d(x, weight) + bias)`, or with `transposed` `act(conv_transpose2d(x,
+/// weight) + bias)`; `x`, `weight`, `bias` and `out` contiguous.
 pub(crate) struct Conv2d<'a> {
     pub x: Operand<'a>,
+    /// `[o, c / groups, kh, kw]`, or transposed `[c, o / groups, kh, kw]`.
     pub weight: Operand<'a>,
     pub bias: Option<Operand<'a>>,
     pub act: Option<UnaryOp>,
     pub out: Operand<'a>,
     pub geometry: Conv2dGeometry,
+    /// A transposed convolution: each output sums the inputs whose taps land on it.
+    pub transposed: bool,
 }
 
 impl OpRequest for Conv2d<'_> {
@@ -465,8 +505,18 @@ impl OpRequest for Conv2d<'_> {
 
     fn cost(&self) -> OpCost {
         let g = &self.geometry;
-        let flops = 2 * (g.n * g.o * g.oh * g.ow * (g.c / g.groups.max(1)) * g.kh * g.kw) as u64;
-        OpCost::simple("conv2d", &self.operands(), flops)
+        // Each tap multiplies one input by one weight for every channel of the group: an
+        // output's per input channel, or a transposed input's per output channel.
+        let (name, positions) = if self.transposed {
+            (
+                "conv_transpose2d",
+                g.n * g.c * g.h * g.w * (g.o / g.groups.max(1)),
+            )
+        } else {
+            ("conv2d", g.n * g.o * g.oh * g.ow * (g.c / g.groups.max(1)))
+        };
+        let flops = 2 * (positions * g.kh * g.kw) as u64;
+        OpCost::simple(name, &self.operands(), flops)
     }
 
     backends!(conv2d);
@@ -521,6 +571,15 @@ impl Tensor {
     /// 2-D convolution of this `[n, c, h, w]` input (see [`super::conv::conv2d`]).
     pub fn conv2d(&self, weight: &Tensor, params: Conv2dParams<'_>) -> Result<Tensor> {
         conv2d(&self.device().queue(), self, weight, params)
+    }
+    /// 2-D transposed convolution of this `[n, c, h, w]` input (see
+    /// [`super::conv::conv_transpose2d`]).
+    pub fn conv_transpose2d(
+        &self,
+        weight: &Tensor,
+        params: ConvTranspose2dParams<'_>,
+    ) -> Result<Tensor> {
+        conv_transpose2d(&self.device().queue(), self, weight, params)
     }
     /// 2-D max or average pooling (see [`super::conv::pool2d`]).
     pub fn pool2d(&self, kind: PoolKind, params: Pool2dParams) -> Result<Tensor> {

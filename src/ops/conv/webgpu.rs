@@ -35,7 +35,8 @@ wgsl_params! {
         stride_x: u32,
         pad_y: u32,
         pad_x: u32,
-        /// Padding after the last row and column (pooling; a convolution's is `pad`).
+        /// Padding after the last row and column (pooling, and a transposed convolution's crop;
+        /// a convolution's is `pad`).
         pad_end_y: u32,
         pad_end_x: u32,
         dilation_y: u32,
@@ -55,7 +56,8 @@ wgsl_params! {
     }
 }
 
-/// 2-D convolution (conv2d_main), with optional bias and activation.
+/// 2-D convolution (conv2d_main) or transposed convolution (conv_transpose2d_main), with
+/// optional bias and activation.
 pub(super) fn conv2d(
     op: &Conv2d<'_>,
     q: &GpuBatch,
@@ -72,14 +74,26 @@ pub(super) fn conv2d(
         bias.as_ref().map_or(0, |b| b.layout.offset),
         out.layout.offset,
     ];
-    // Four output channels per invocation where each group's come in fours.
-    let ocb = if (g.o / g.groups) % 4 == 0 { 4 } else { 1 };
-    let constants = vec![
+    let mut constants = vec![
         ("HAS_BIAS", u32::from(bias.is_some())),
         ("ACT", op.act.map_or(0, |f| f.code())),
-        ("OCB", ocb as u32),
     ];
-    let pipeline = dev.pipeline(specialise(&SOURCE, "conv2d_main", constants));
+    let (entry, invocations) = if op.transposed {
+        // The kernel works out `o + pad` and `k * dilation` in u32: both stay within the
+        // full output, padding included.
+        for (extent, axis) in [(g.oh, 0), (g.ow, 1)] {
+            let full = extent + g.padding[axis] + g.pad_end[axis];
+            u32_of("transposed convolution output with its padding", full)?;
+        }
+        ("conv_transpose2d_main", out.layout.numel())
+    } else {
+        // Four output channels per invocation where each group's come in fours; invocations:
+        // blocks of `ocb` channels by rows by blocks of four columns.
+        let ocb = if (g.o / g.groups) % 4 == 0 { 4 } else { 1 };
+        constants.push(("OCB", ocb as u32));
+        ("conv2d_main", g.n * (g.o / ocb) * g.oh * g.ow.div_ceil(4))
+    };
+    let pipeline = dev.pipeline(specialise(&SOURCE, entry, constants));
     let bias_bind = bias.as_ref().map_or(Bind::SpareRead, |b| Bind::Mem(b.buf));
     let binds = [
         (1, Bind::Mem(x.buf)),
@@ -87,8 +101,6 @@ pub(super) fn conv2d(
         (3, bias_bind),
         (4, Bind::Mem(out.buf)),
     ];
-    // Invocations: blocks of `ocb` channels by rows by blocks of four columns.
-    let invocations = g.n * (g.o / ocb) * g.oh * g.ow.div_ceil(4);
     let grid = grid_1d(dev, invocations.div_ceil(256) as u64)?;
     let taps = split::conv_taps(dev.max_loop_iterations(), g.c / g.groups, g.kh, g.kw);
     launch_taps(q, dev, pipeline, params(g, offsets)?, &taps, &binds, grid)
@@ -181,7 +193,7 @@ fn launch_taps(
 /// Every entry point (the module is the same for every override).
 #[cfg(test)]
 pub(super) fn specialisations() -> Vec<Specialisation> {
-    ["conv2d_main", "pool2d_main"]
+    ["conv2d_main", "conv_transpose2d_main", "pool2d_main"]
         .into_iter()
         .map(|e| specialise(&SOURCE, e, vec![]))
         .collect()
@@ -223,6 +235,7 @@ mod on_the_cpu_executor {
         for (o, groups) in [(8usize, 1usize), (6, 2)] {
             conv2d_matches(&d, (&x, &xv), [c, h, w], o, groups);
         }
+        conv_transpose2d_matches(&d, (&x, &xv), [c, h, w]);
         for kind in [PoolKind::Max, PoolKind::Avg] {
             pool2d_matches(&d, (&x, &xv), [c, h, w], kind);
         }
@@ -304,6 +317,70 @@ mod on_the_cpu_executor {
             &want,
             &format!("conv2d to {o} channels in {groups} groups"),
         );
+    }
+
+    /// conv_transpose2d_main on the CPU's executor against the CPU kernel: 6 output channels
+    /// in 2 groups, 3x2, stride [2, 3], dilation [1, 2], padding [1, 0, 2, 1], output padding
+    /// [1, 2], with a bias and ReLU.
+    fn conv_transpose2d_matches(d: &Device, (x, xv): (&Tensor, &[f32]), [c, h, w]: [usize; 3]) {
+        let (o, groups, kh, kw) = (6usize, 2usize, 3usize, 2usize);
+        let (wv, bv) = (values(c * (o / groups) * kh * kw, 4), values(o, 5));
+        let (weight, bias) = (
+            Tensor::from_slice(d, &wv, &[c, o / groups, kh, kw]).unwrap(),
+            Tensor::from_slice(d, &bv, &[o]).unwrap(),
+        );
+        let p = crate::ops::ConvTranspose2dParams {
+            bias: Some(&bias),
+            stride: [2, 3],
+            padding: [1, 0, 2, 1],
+            output_padding: [1, 2],
+            dilation: [1, 2],
+            groups,
+            act: Some(UnaryOp::Relu),
+        };
+        let y = x.conv_transpose2d(&weight, p).unwrap();
+        let (oh, ow) = (y.shape()[2], y.shape()[3]);
+        assert_eq!([oh, ow], [(h - 1) * 2 + 3 + 1 - 3, (w - 1) * 3 + 3 + 2 - 1]);
+        let g = Conv2dGeometry {
+            n: 1,
+            c,
+            h,
+            w,
+            o,
+            kh,
+            kw,
+            oh,
+            ow,
+            stride: p.stride,
+            padding: [1, 0],
+            pad_end: [2, 1],
+            dilation: p.dilation,
+            groups,
+        };
+        let mut words = params(&g, [0; 4]).unwrap();
+        (words.ci, words.ky, words.kx, words.flags) =
+            ([0, (c / groups) as u32], [0, 3], [0, 2], split::flags(0, 1));
+        let source = with_overrides(
+            specialise(&SOURCE, "conv_transpose2d_main", vec![]).full_source(),
+            &[("HAS_BIAS", 1), ("ACT", UnaryOp::Relu.code())],
+        );
+        let (xb, wb, bb) = (
+            Buffer::from_slice(d, xv).unwrap(),
+            Buffer::from_slice(d, &wv).unwrap(),
+            Buffer::from_slice(d, &bv).unwrap(),
+        );
+        let want = y.to_vec_blocking::<f32>().unwrap();
+        let out = Buffer::from_slice(d, &vec![-1.1e36f32; want.len()]).unwrap();
+        run_on_cpu(
+            d,
+            &source,
+            "conv_transpose2d_main",
+            words.words(),
+            &[bound(&xb), bound(&wb), bound(&bb), bound(&out)],
+            [(want.len() as u32).div_ceil(256), 1, 1],
+        )
+        .unwrap();
+        assert_near(&out.read_blocking().unwrap(), &want, "conv_transpose2d");
     }
 
     /// pool2d.wgsl on the CPU's executor against the CPU kernel: `kind`, 2x2, stride 2.

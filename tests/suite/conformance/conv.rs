@@ -1,7 +1,7 @@
 //! Convolution and pooling against naive references, and long convolution windows.
 
 use crate::common::{assert_close, name, per_backend, random, read, tensor};
-use unicompute::ops::{Conv2dParams, Pool2dParams, PoolKind};
+use unicompute::ops::{Conv2dParams, ConvTranspose2dParams, Pool2dParams, PoolKind};
 use unicompute::{Device, UnaryOp};
 
 /// `[n, c, h, w]` input, `[o, c / groups, kh, kw]` weight, stride, padding, dilation, groups.
@@ -230,3 +230,223 @@ fn conv2d_with_70_000_taps_per_output(d: &Device) {
     }
 }
 per_backend!(conv2d_with_70_000_taps_per_output);
+
+/// A transposed convolution case: `[n, c, h, w]` input, `[c, o / groups, kh, kw]` weight,
+/// stride, padding `[top, left, bottom, right]`, output padding, dilation, groups.
+type TransposedCase = (
+    [usize; 4],
+    [usize; 4],
+    [usize; 2],
+    [usize; 4],
+    [usize; 2],
+    [usize; 2],
+    usize,
+);
+
+/// A transposed convolution in f64, written as the scatter that defines it: input `i` under
+/// tap `k` lands on output `i * stride + k * dilation - pad`, then the bias and activation.
+/// Gives the output and its `[oh, ow]`.
+fn conv_transpose_reference(
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    act: Option<UnaryOp>,
+    &(xs, ws, stride, pads, out_pad, dilation, groups): &TransposedCase,
+) -> (Vec<f64>, [usize; 2]) {
+    let ([n, c, h, wd], [_, og, kh, kw]) = (xs, ws);
+    let (o, cg) = (og * groups, c / groups);
+    let full =
+        |i: usize, input: usize, k: usize| (input - 1) * stride[i] + (k - 1) * dilation[i] + 1;
+    let oh = full(0, h, kh) + out_pad[0] - pads[0] - pads[2];
+    let ow = full(1, wd, kw) + out_pad[1] - pads[1] - pads[3];
+    let mut out = vec![0.0f64; n * o * oh * ow];
+    for nb in 0..n {
+        for ci in 0..c {
+            let g = ci / cg;
+            for j in 0..og {
+                let oc = g * og + j;
+                for (iy, ix, ky, kx) in (0..h).flat_map(|iy| {
+                    (0..wd).flat_map(move |ix| {
+                        (0..kh).flat_map(move |ky| (0..kw).map(move |kx| (iy, ix, ky, kx)))
+                    })
+                }) {
+                    let y = (iy * stride[0] + ky * dilation[0]) as isize - pads[0] as isize;
+                    let xo = (ix * stride[1] + kx * dilation[1]) as isize - pads[1] as isize;
+                    if y < 0 || xo < 0 || y >= oh as isize || xo >= ow as isize {
+                        continue;
+                    }
+                    let xv = f64::from(x[((nb * c + ci) * h + iy) * wd + ix]);
+                    let wv = f64::from(w[((ci * og + j) * kh + ky) * kw + kx]);
+                    out[((nb * o + oc) * oh + y as usize) * ow + xo as usize] += xv * wv;
+                }
+            }
+        }
+    }
+    for (i, v) in out.iter_mut().enumerate() {
+        let b = bias.map_or(0.0, |b| f64::from(b[i / (oh * ow) % o]));
+        *v = act.map_or(*v + b, |f| f.eval(*v + b));
+    }
+    (out, [oh, ow])
+}
+
+fn conv_transpose2d_matches_the_scatter_reference(d: &Device) {
+    let cases: &[TransposedCase] = &[
+        (
+            [1, 1, 1, 1],
+            [1, 1, 1, 1],
+            [1, 1],
+            [0; 4],
+            [0, 0],
+            [1, 1],
+            1,
+        ),
+        // Two images, stride 2 with output padding.
+        (
+            [2, 3, 5, 7],
+            [3, 2, 3, 3],
+            [2, 2],
+            [1, 1, 1, 1],
+            [1, 1],
+            [1, 1],
+            1,
+        ),
+        // Asymmetric padding, stride 3, dilation 2, two groups.
+        (
+            [1, 4, 7, 5],
+            [4, 3, 2, 3],
+            [3, 2],
+            [0, 2, 1, 0],
+            [2, 1],
+            [2, 1],
+            2,
+        ),
+        // 1-D as a height of 1.
+        (
+            [1, 1, 1, 13],
+            [1, 5, 1, 4],
+            [1, 3],
+            [0, 1, 0, 2],
+            [0, 0],
+            [1, 1],
+            1,
+        ),
+        // Depthwise.
+        (
+            [3, 6, 4, 4],
+            [6, 1, 3, 3],
+            [2, 2],
+            [1, 1, 1, 1],
+            [1, 1],
+            [1, 1],
+            6,
+        ),
+        // 300 output channels: more than a workgroup of outputs per position.
+        (
+            [1, 2, 3, 5],
+            [2, 150, 2, 2],
+            [2, 2],
+            [0; 4],
+            [0, 0],
+            [1, 1],
+            2,
+        ),
+        // Dilation 3 over rows, output padding past the stride.
+        (
+            [1, 3, 11, 2],
+            [3, 2, 5, 1],
+            [1, 2],
+            [2, 0, 2, 0],
+            [3, 1],
+            [3, 1],
+            1,
+        ),
+    ];
+    for (c, case) in cases.iter().enumerate() {
+        let &(xs, ws, stride, padding, output_padding, dilation, groups) = case;
+        let seed = 1800 + 10 * c as u64;
+        let x = random(seed, xs.iter().product(), -1.0, 1.0);
+        let w = random(seed + 1, ws.iter().product(), -1.0, 1.0);
+        let o = ws[1] * groups;
+        let bias = random(seed + 2, o, -1.0, 1.0);
+        let (xt, wt, bt) = (
+            tensor(d, &x, &xs),
+            tensor(d, &w, &ws),
+            tensor(d, &bias, &[o]),
+        );
+        for (with_bias, act) in [(false, None), (true, Some(UnaryOp::Relu))] {
+            let params = ConvTranspose2dParams {
+                bias: with_bias.then_some(&bt),
+                stride,
+                padding,
+                output_padding,
+                dilation,
+                groups,
+                act,
+            };
+            let got = xt.conv_transpose2d(&wt, params).unwrap();
+            let b = with_bias.then_some(bias.as_slice());
+            let (want, [oh, ow]) = conv_transpose_reference(&x, &w, b, act, case);
+            let what = format!(
+                "conv_transpose2d x {xs:?} w {ws:?} case {c} bias {with_bias} on {} seed {seed}",
+                name(d)
+            );
+            assert_eq!(got.shape(), &[xs[0], o, oh, ow], "{what}");
+            assert_close(&read(&got), &want, 1e-4, 1e-5, &what);
+        }
+    }
+}
+per_backend!(conv_transpose2d_matches_the_scatter_reference);
+
+fn conv_transpose2d_with_70_000_taps_per_output(d: &Device) {
+    // Past llvmpipe's loop limit: many input channels (7,800 x 9 taps), then one long kernel
+    // column (7,000 rows).
+    let cases: &[TransposedCase] = &[
+        (
+            [1, 7_800, 3, 2],
+            [7_800, 2, 3, 3],
+            [1, 1],
+            [0; 4],
+            [0, 0],
+            [1, 1],
+            1,
+        ),
+        (
+            [1, 1, 2, 1],
+            [1, 2, 7_000, 1],
+            [1, 1],
+            [1, 0, 2, 0],
+            [0, 0],
+            [1, 1],
+            1,
+        ),
+    ];
+    for (c, case) in cases.iter().enumerate() {
+        let &(xs, ws, stride, padding, output_padding, dilation, groups) = case;
+        let seed = 1900 + 10 * c as u64;
+        let x = random(seed, xs.iter().product(), -1.0, 1.0);
+        let w = random(seed + 1, ws.iter().product(), -1.0, 1.0);
+        let bias = random(seed + 2, ws[1], -1.0, 1.0);
+        let (xt, wt, bt) = (
+            tensor(d, &x, &xs),
+            tensor(d, &w, &ws),
+            tensor(d, &bias, &[ws[1]]),
+        );
+        let params = ConvTranspose2dParams {
+            bias: Some(&bt),
+            stride,
+            padding,
+            output_padding,
+            dilation,
+            groups,
+            act: Some(UnaryOp::Relu),
+        };
+        let got = read(&xt.conv_transpose2d(&wt, params).unwrap());
+        let want = conv_transpose_reference(&x, &w, Some(&bias), Some(UnaryOp::Relu), case).0;
+        let what = format!(
+            "conv_transpose2d x {xs:?} w {ws:?} on {} seed {seed}",
+            name(d)
+        );
+        assert_close(&got, &want, 1e-4, 1e-3, &what);
+    }
+}
+per_backend!(conv_transpose2d_with_70_000_taps_per_output);

@@ -3,7 +3,8 @@
 use crate::common::{assert_close, gather, name, per_backend, random, read, tensor};
 use unicompute::ops::softmax::reference_row;
 use unicompute::ops::{
-    AttentionParams, Conv2dParams, NormKind, NormParams, Pool2dParams, PoolKind,
+    AttentionParams, Conv2dParams, ConvTranspose2dParams, NormKind, NormParams, Pool2dParams,
+    PoolKind,
 };
 use unicompute::{DType, Device, ReduceOp, Tensor, UnaryOp};
 
@@ -307,6 +308,19 @@ fn every_op_accepts_16_bit_floats(d: &Device) {
                     t[2],
                     Conv2dParams {
                         padding: [1, 1],
+                        ..Default::default()
+                    },
+                )
+            }),
+        ),
+        (
+            "conv_transpose2d",
+            Box::new(|t: &[&Tensor]| {
+                t[0].reshape(&[1, 2, 4, 8])?.conv_transpose2d(
+                    &t[2].reshape(&[2, 3, 3, 3])?,
+                    ConvTranspose2dParams {
+                        stride: [2, 1],
+                        padding: [1, 0, 0, 1],
                         ..Default::default()
                     },
                 )
