@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # ONNX's backend node tests (one model.onnx per test, with inputs and expected outputs as
 # TensorProto files) and its light model zoo, from the onnx 1.22.0 wheel on PyPI (the 1.23
-# wheels dropped the test data). The wheel is pinned by its sha256 and kept in .onnx/ (ignored by git); its
-# onnx/backend/test/data/node/ and light/ folders are unpacked once into .onnx/. The Rust tests
+# wheels dropped the test data). The wheel is pinned by its sha256 and kept in .onnx/ (ignored
+# by git); its onnx/backend/test/data/ folders (node/, light/ and the model tests below) are
+# unpacked once into .onnx/. The Rust tests
 # (tests/suite/onnx_*.rs) and npm/test/onnx-node.mjs read them from there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,8 +21,9 @@ if ! echo "$sha256  .onnx/$wheel" | sha256sum --check --quiet; then
     exit 1
 fi
 # node/: one folder per node test; light/: the light model zoo (light_*.onnx with
-# light_*_output_0.pb, the output for ONNX's dummy input).
-for part in node light; do
+# light_*_output_0.pb, the output for ONNX's dummy input); pytorch-converted/,
+# pytorch-operator/ and simple/: small models laid out as the node tests are.
+for part in node light pytorch-converted pytorch-operator simple; do
     [ "$(cat ".onnx/$part/.verified" 2>/dev/null)" = "$sha256" ] && continue
     rm -rf ".onnx/$part" .onnx/.unpack
     python3 - ".onnx/$wheel" .onnx/.unpack "$part" <<'PY'

@@ -31,17 +31,29 @@ fn onnx_data(part: &str) -> Vec<PathBuf> {
 /// one operator: `UNICOMPUTE_NODE_TESTS=scatter`).
 pub const NODE_TESTS_ENV: &str = "UNICOMPUTE_NODE_TESTS";
 
-/// The node tests' folders (those `$UNICOMPUTE_NODE_TESTS` names, where it is set).
-pub(crate) fn node_tests() -> Vec<PathBuf> {
+/// The test folders of the parts of ONNX's test data, those `$UNICOMPUTE_NODE_TESTS` names
+/// where it is set.
+fn test_folders(parts: &[&str]) -> Vec<PathBuf> {
     let only = std::env::var(NODE_TESTS_ENV).unwrap_or_default();
     let named = |p: &PathBuf| {
         p.file_name()
             .is_some_and(|n| n.to_string_lossy().contains(&only))
     };
-    onnx_data("node")
-        .into_iter()
+    (parts.iter())
+        .flat_map(|part| onnx_data(part))
         .filter(|p| p.is_dir() && named(p))
         .collect()
+}
+
+/// The node tests' folders.
+pub(crate) fn node_tests() -> Vec<PathBuf> {
+    test_folders(&["node"])
+}
+
+/// The model tests of the onnx wheel laid out as the node tests are (`pytorch-converted`,
+/// `pytorch-operator`, `simple`).
+pub(crate) fn model_tests() -> Vec<PathBuf> {
+    test_folders(&["pytorch-converted", "pytorch-operator", "simple"])
 }
 
 /// The light model zoo's models (`light_*.onnx`, each beside its `light_*_output_0.pb`).

@@ -3,10 +3,10 @@
 //! 1e-3 relative, 1e-7 absolute). Tests refused at load are counted by reason and printed.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::common::{devices, name, per_backend, random, read, tensor};
-use crate::onnx_load::{data, graph, light_models, node_tests, relu_model};
+use crate::onnx_load::{data, graph, light_models, model_tests, node_tests, relu_model};
 use unicompute::onnx::{
     proto, Constant, Dim, HostTensor, IoInfo, Model, Session, SessionOptions, Val,
 };
@@ -83,14 +83,22 @@ fn reason(text: &str) -> String {
     }
 }
 
-#[test]
-fn node_tests_of_supported_operators_pass() {
-    let tests = node_tests();
-    let mut report = String::new();
-    let mut failures = Vec::new();
+/// What a set of tests gave on every device.
+struct Results {
+    /// The passes and the refusals by reason, per device.
+    report: String,
+    /// The tests refused at load, over all devices.
+    refused: usize,
+    /// What failed, where and why.
+    failures: Vec<String>,
+}
+
+/// Runs each test folder on every device.
+fn run_tests(tests: &[PathBuf]) -> Results {
+    let (mut report, mut failures, mut refusals) = (String::new(), Vec::new(), 0);
     for d in devices() {
         let (mut passed, mut refused) = (0, BTreeMap::<String, usize>::new());
-        for dir in &tests {
+        for dir in tests {
             let test = dir.file_name().unwrap().to_string_lossy().into_owned();
             match run_test(d, dir) {
                 Outcome::Passed => passed += 1,
@@ -99,6 +107,7 @@ fn node_tests_of_supported_operators_pass() {
             }
         }
         let refused_total: usize = refused.values().sum();
+        refusals += refused_total;
         report += &format!(
             "{}: {passed} passed, {refused_total} refused at load\n",
             name(d)
@@ -107,6 +116,18 @@ fn node_tests_of_supported_operators_pass() {
             report += &format!("  {n:4} {why}\n");
         }
     }
+    Results {
+        report,
+        refused: refusals,
+        failures,
+    }
+}
+
+#[test]
+fn node_tests_of_supported_operators_pass() {
+    let Results {
+        report, failures, ..
+    } = run_tests(&node_tests());
     println!("{report}");
     assert!(
         failures.is_empty(),
@@ -114,6 +135,23 @@ fn node_tests_of_supported_operators_pass() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// The onnx wheel's `pytorch-converted`, `pytorch-operator` and `simple` models give their
+/// stored outputs; none is refused.
+#[test]
+fn model_tests_of_the_onnx_wheel_pass() {
+    let tests = model_tests();
+    let r = run_tests(&tests);
+    println!("{} model tests\n{}", tests.len(), r.report);
+    let failures = r.failures;
+    assert!(
+        failures.is_empty(),
+        "{} failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert_eq!(r.refused, 0, "{}", r.report);
 }
 
 /// ONNX's input for a light model (its runner's `generate_dummy_data`): `arange(n) / n` in

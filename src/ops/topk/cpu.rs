@@ -39,6 +39,8 @@ pub(super) fn topk(op: &Topk<'_>) -> Result<()> {
     let wide = op.dtype == DType::I64;
     let per = if wide { 2 } else { 1 };
     let (len, inner, k) = (op.len, op.inner, op.k);
+    // Plain values for the parallel closure: the op's operands are not `Sync` in wasm.
+    let (largest, dtype) = (op.largest, op.dtype);
     let xs = read_guard(op.x.buf)?;
     let xw = &xs[op.x.layout.offset * per..];
     // Each row's (bits, index) of its first k, rows numbered (outer, inner).
@@ -49,10 +51,10 @@ pub(super) fn topk(op: &Topk<'_>) -> Result<()> {
             let mut row: Vec<(u64, u32)> = (0..len)
                 .map(|j| (integer_bits(xw, base + j * inner, wide), j as u32))
                 .collect();
-            if op.largest {
-                row.sort_by_key(|&(b, _)| Reverse(key(b, op.dtype)));
+            if largest {
+                row.sort_by_key(|&(b, _)| Reverse(key(b, dtype)));
             } else {
-                row.sort_by_key(|&(b, _)| key(b, op.dtype));
+                row.sort_by_key(|&(b, _)| key(b, dtype));
             }
             row.truncate(k);
             row
