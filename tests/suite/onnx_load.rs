@@ -34,7 +34,10 @@ pub const NODE_TESTS_ENV: &str = "UNICOMPUTE_NODE_TESTS";
 /// The node tests' folders (those `$UNICOMPUTE_NODE_TESTS` names, where it is set).
 pub(crate) fn node_tests() -> Vec<PathBuf> {
     let only = std::env::var(NODE_TESTS_ENV).unwrap_or_default();
-    let named = |p: &PathBuf| p.file_name().is_some_and(|n| n.to_string_lossy().contains(&only));
+    let named = |p: &PathBuf| {
+        p.file_name()
+            .is_some_and(|n| n.to_string_lossy().contains(&only))
+    };
     onnx_data("node")
         .into_iter()
         .filter(|p| p.is_dir() && named(p))
