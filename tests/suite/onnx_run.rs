@@ -160,13 +160,7 @@ fn run_light(d: &Device, model: &Path) -> Result<Ran, Outcome> {
         .map(|i| (i.name.clone(), dummy_input(d, i)))
         .collect();
     let feeds: Vec<(&str, &Tensor)> = inputs.iter().map(|(n, t)| (n.as_str(), t)).collect();
-    let outputs = session.run(&feeds).map_err(|e| match e.to_string() {
-        // A device limit, like running out of memory, is not a wrong result: reported.
-        e if e.contains("max_storage_binding_size") => Outcome::Refused(
-            "a tensor past the device's max_storage_binding_size (ConstantOfShape weights)".into(),
-        ),
-        e => Outcome::Failed(format!("run: {e}")),
-    })?;
+    let outputs = (session.run(&feeds)).map_err(|e| Outcome::Failed(format!("run: {e}")))?;
     let mut host = outputs.into_iter().map(|(_, t)| Val::Device(t).host());
     let mut next = || {
         host.next()
@@ -227,8 +221,9 @@ fn close_to(got: &HostTensor, want: &HostTensor) -> Result<(), String> {
 }
 
 /// The light model zoo (ResNet-50, VGG-19, DenseNet-121, ...: real architectures whose weights
-/// are constants) gives the outputs stored beside each model, on every device. Models refused
-/// at load or stopped by a device limit are printed with the reason.
+/// are constants) gives the outputs stored beside each model, on every device (AlexNet's,
+/// VGG-19's and ZFNet-512's fully connected weights pass lavapipe's storage binding limit:
+/// their matmuls run in pieces). Models refused at load are printed with the reason.
 #[test]
 fn light_models_give_their_stored_outputs() {
     let (mut report, mut failures) = (String::new(), Vec::new());

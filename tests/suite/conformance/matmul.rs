@@ -3,7 +3,7 @@
 
 use crate::common::{assert_close, gather, name, per_backend, random, read, tensor};
 use unicompute::ops;
-use unicompute::{BackendChoice, BackendKind, Device, DeviceOptions, UnaryOp};
+use unicompute::{BackendChoice, Device, DeviceOptions, UnaryOp};
 
 fn matmul_takes_vectors_as_numpy_does(d: &Device) {
     // (a shape, b shape, result shape); a 1-D a is a row, a 1-D b a column, and that axis goes.
