@@ -35,7 +35,10 @@ pub(super) struct Part {
 impl Reach {
     /// Elements from the box's first to its last, inclusive, for a box of extents `len`.
     fn extent(&self, len: [usize; 3]) -> usize {
-        (0..3).map(|d| len[d].saturating_sub(1) * self.strides[d]).sum::<usize>() + 1
+        (0..3)
+            .map(|d| len[d].saturating_sub(1) * self.strides[d])
+            .sum::<usize>()
+            + 1
     }
 
     /// The binding of this operand's part of the box at `start` with extents `len`, its start
@@ -99,7 +102,9 @@ pub(super) fn box_extents(
 /// The starts of the pieces of `0..dim` in steps of `len`, with each piece's extent (one
 /// empty piece for an empty `dim`: a product over no k still stores its zeros).
 pub(super) fn ranges(dim: usize, len: usize) -> impl Iterator<Item = (usize, usize)> {
-    (0..dim.max(1)).step_by(len.max(1)).map(move |s| (s, len.min(dim - s)))
+    (0..dim.max(1))
+        .step_by(len.max(1))
+        .map(move |s| (s, len.min(dim - s)))
 }
 
 #[cfg(test)]
@@ -124,10 +129,16 @@ mod tests {
         let (a, c) = (reach("A", [k, 0, 1]), reach("C", [n, 1, 0]));
         let max = 128 << 20;
         let transposed = [a, reach("B", [0, k, 1]), c];
-        assert_eq!(box_extents(&transposed, [m, n, k], max, 256).unwrap(), [1, 1024, k]);
+        assert_eq!(
+            box_extents(&transposed, [m, n, k], max, 256).unwrap(),
+            [1, 1024, k]
+        );
         let [a, _, c] = transposed;
         let rows = [a, reach("B", [0, 1, n]), c];
-        assert_eq!(box_extents(&rows, [m, n, k], max, 256).unwrap(), [1, n, 6272]);
+        assert_eq!(
+            box_extents(&rows, [m, n, k], max, 256).unwrap(),
+            [1, n, 6272]
+        );
         let part = rows[1].part([0, 0, 6272], [1, n, 6272], 256);
         let bytes = 6272 * 4096 * 4;
         assert_eq!((part.start, part.len, part.first), (bytes, bytes, 0));
@@ -137,7 +148,9 @@ mod tests {
     #[test]
     fn an_operand_past_the_limit_in_the_smallest_pieces_is_an_error() {
         let a = reach("A", [1 << 20, 0, 1]);
-        let e = box_extents(&[a], [4, 4, 1 << 20], 1000, 256).unwrap_err().to_string();
+        let e = box_extents(&[a], [4, 4, 1 << 20], 1000, 256)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("matmul operand A") && e.contains("1000"), "{e}");
     }
 }

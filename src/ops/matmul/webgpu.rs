@@ -9,9 +9,7 @@ use super::pieces::{self, Part, Reach};
 use crate::hal::webgpu::{Bind, GpuBatch, GpuDevice, Pipeline, Specialisation, WgslSource};
 use crate::hal::{Block, OpContext};
 use crate::ops::common::split;
-use crate::ops::common::webgpu::{
-    split_temp, store, u32_of, wgsl_params, ACTIVATION, COMMON,
-};
+use crate::ops::common::webgpu::{split_temp, store, u32_of, wgsl_params, ACTIVATION, COMMON};
 #[cfg(test)]
 use crate::ops::common::webgpu::{STORE_F16, STORE_F32};
 use crate::ops::Operand;
@@ -322,7 +320,12 @@ fn whole(
         (1, Bind::Mem(op.a.buf)),
         (2, Bind::Mem(op.b.buf)),
         (3, Bind::Mem(op.out.buf)),
-        (4, op.bias.as_ref().map_or(Bind::SpareRead, |o| Bind::Mem(o.buf))),
+        (
+            4,
+            op.bias
+                .as_ref()
+                .map_or(Bind::SpareRead, |o| Bind::Mem(o.buf)),
+        ),
         (5, partial.as_ref().map_or(Bind::SpareWrite, Bind::Mem)),
     ];
     let mut params = plan.params;
@@ -400,7 +403,11 @@ fn in_pieces(
         for (n0, nl) in pieces::ranges(n, len[1]) {
             grid(dev, plan.variant, ml, nl)?;
             let ks: Vec<([usize; 2], [usize; 2])> = (pieces::ranges(k, len[2]))
-                .flat_map(|k| plan.k_pieces(dev, k.1).into_iter().map(move |r| (k.into(), r)))
+                .flat_map(|k| {
+                    plan.k_pieces(dev, k.1)
+                        .into_iter()
+                        .map(move |r| (k.into(), r))
+                })
                 .collect();
             for (i, &([k0, kl], range)) in ks.iter().enumerate() {
                 let piece = Piece {
