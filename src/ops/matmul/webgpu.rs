@@ -401,7 +401,6 @@ fn in_pieces(
         .transpose()?;
     for (m0, ml) in pieces::ranges(m, len[0]) {
         for (n0, nl) in pieces::ranges(n, len[1]) {
-            grid(dev, plan.variant, ml, nl)?;
             let ks: Vec<([usize; 2], [usize; 2])> = (pieces::ranges(k, len[2]))
                 .flat_map(|k| {
                     plan.k_pieces(dev, k.1)
@@ -464,9 +463,8 @@ fn launch_piece(
         })
         .collect();
     binds.push((5, partial.map_or(Bind::SpareWrite, Bind::Mem)));
-    let [tm, tn] = plan.variant.tile;
-    let grid = [nl.div_ceil(tn) as u32, ml.div_ceil(tm) as u32, 1];
-    q.launch(dev, plan.pipeline.clone(), w.words(), &binds, grid)
+    let [gx, gy] = grid(dev, plan.variant, ml, nl)?;
+    q.launch(dev, plan.pipeline.clone(), w.words(), &binds, [gx, gy, 1])
 }
 
 /// Every tile configuration with each storage dtype and tile load.
