@@ -92,7 +92,8 @@ mod cli {
         /// (repeatable); inputs not given are seeded random values of the declared shape.
         #[arg(long = "input", value_name = "NAME=FILE")]
         inputs: Vec<String>,
-        /// The extent of a named (symbolic) dimension, as NAME=N (repeatable; others are 1).
+        /// The extent of a named (symbolic) dimension, fixed at load, as NAME=N (repeatable;
+        /// others are 1 in the random inputs).
         #[arg(long = "dim", value_name = "NAME=N")]
         dims: Vec<String>,
         /// Device: auto (honours UNICOMPUTE_BACKEND), cpu, webgpu, cuda, or an index from `info`.

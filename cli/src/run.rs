@@ -15,7 +15,8 @@ pub struct RunConfig {
     pub model: PathBuf,
     /// `name=file.npy` inputs.
     pub inputs: Vec<String>,
-    /// `name=extent` for named (symbolic) dimensions; others are 1.
+    /// `name=extent` for named (symbolic) dimensions, fixed at load; others are 1 in the
+    /// random inputs.
     pub dims: Vec<String>,
     /// Timed runs after the first.
     pub runs: usize,
@@ -38,7 +39,11 @@ pub fn run(device: &Device, config: &RunConfig) -> Result<()> {
             println!("  {count:5} x {op}");
         }
     }
-    let session = Session::load(device, model, SessionOptions::default())?;
+    let options = SessionOptions {
+        free_dims: free_dims(&config.dims)?,
+        ..SessionOptions::default()
+    };
+    let session = Session::load(device, model, options)?;
     let load = start.elapsed().as_secs_f64();
     let feeds = inputs(device, &session, config)?;
     let named: Vec<(&str, &Tensor)> = feeds.iter().map(|(n, t)| (n.as_str(), t)).collect();
@@ -91,14 +96,13 @@ pub fn run(device: &Device, config: &RunConfig) -> Result<()> {
 /// declared shape (uniform in [-1, 1) for floats, 0 for integers).
 fn inputs(device: &Device, s: &Session, config: &RunConfig) -> Result<Vec<(String, Tensor)>> {
     let files = pairs(&config.inputs, "--input")?;
-    let dims = pairs(&config.dims, "--dim")?;
     let mut out = Vec::new();
     for (i, info) in s.inputs().into_iter().enumerate() {
         if let Some((_, file)) = files.iter().find(|(n, _)| *n == info.name) {
             out.push((info.name, crate::npy::read(device, Path::new(file))?));
             continue;
         }
-        let shape = shape_of(&info.name, info.shape.as_deref().unwrap_or(&[]), &dims)?;
+        let shape = shape_of(info.shape.as_deref().unwrap_or(&[]));
         let dtype = match info.elem {
             Some(ElemType::F16) => DType::F16,
             Some(ElemType::BF16) => DType::BF16,
@@ -141,21 +145,23 @@ fn pairs<'a>(args: &'a [String], flag: &str) -> Result<Vec<(&'a str, &'a str)>> 
         .collect()
 }
 
-/// A declared shape with its named extents taken from `--dim` (1 where not given).
-fn shape_of(input: &str, dims: &[Dim], given: &[(&str, &str)]) -> Result<Vec<usize>> {
-    dims.iter()
-        .map(|d| match d {
-            Dim::Fixed(n) => Ok(*n),
-            Dim::Symbol(name) => match given.iter().find(|(n, _)| n == name) {
-                Some((_, v)) => v.parse().map_err(|_| {
-                    Error::Invalid(format!("--dim {name}={v}: expected a whole number"))
-                }),
-                None => Ok(1),
-            },
-            Dim::Unknown => Ok(1),
+/// `--dim NAME=N` arguments as the session's free dimension overrides.
+fn free_dims(args: &[String]) -> Result<Vec<(String, usize)>> {
+    (pairs(args, "--dim")?.into_iter())
+        .map(|(name, v)| match v.parse() {
+            Ok(n) => Ok((name.to_string(), n)),
+            Err(_) => Err(Error::Invalid(format!(
+                "--dim {name}={v}: expected a whole number"
+            ))),
         })
-        .collect::<Result<_>>()
-        .map_err(|e| Error::Invalid(format!("input '{input}': {e}")))
+        .collect()
+}
+
+/// A declared shape, its extents left open (named ones not fixed by `--dim`) taken as 1.
+fn shape_of(dims: &[Dim]) -> Vec<usize> {
+    (dims.iter())
+        .map(|d| if let Dim::Fixed(n) = d { *n } else { 1 })
+        .collect()
 }
 
 /// The sum and the sum of magnitudes of a tensor's elements, in f64.

@@ -200,6 +200,10 @@ pub struct DeviceOptions {
     /// workgroup memory (each a coroutine switch of every SIMD group there). Off to run the
     /// GPU kernels there as well (tests, comparisons).
     pub software_kernels: bool,
+    /// A storage binding size below the device's (`max_storage_binding_size`), in bytes, for
+    /// webgpu matmuls: they split a product whose operands are larger into pieces that fit
+    /// (tests lower it to run the split on small operands). `None`: the device's limit.
+    pub max_binding_size: Option<u64>,
 }
 
 impl Default for DeviceOptions {
@@ -210,6 +214,7 @@ impl Default for DeviceOptions {
             matmul_precision: MatmulPrecision::F32,
             use_subgroups: true,
             software_kernels: true,
+            max_binding_size: None,
         }
     }
 }

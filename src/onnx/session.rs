@@ -17,6 +17,11 @@ use crate::{Device, Tensor};
 pub struct SessionOptions {
     /// The outputs to compute, by name; `None` for the model's own outputs.
     pub outputs: Option<Vec<String>>,
+    /// Extents fixed at load for named (symbolic) dimensions, e.g. `("batch", 1)`, as
+    /// onnxruntime's free dimension overrides: the graph's values take them as fixed
+    /// extents, [`Session::inputs`] and [`Session::outputs`] report them, and feeds are held
+    /// to them. Names the model does not use are ignored, as onnxruntime does.
+    pub free_dims: Vec<(String, usize)>,
 }
 
 /// A graph input or output as the model declares it.
@@ -66,6 +71,7 @@ impl Session {
                 .map(|n| graph.find(n).ok_or_else(|| unknown("output", n, &graph)))
                 .collect::<Result<_>>()?;
         }
+        fix_dims(&mut graph, &options.free_dims);
         check_io(&graph)?;
         let mut missing = Vec::new();
         let plan = Plan::new(&graph, device, opset, "", &mut missing)?;
@@ -240,6 +246,21 @@ fn check_io(g: &Graph) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The named dimensions of `g`'s values that `free_dims` names, made fixed extents.
+fn fix_dims(g: &mut Graph, free_dims: &[(String, usize)]) {
+    let extent = |d: &Dim| match d {
+        Dim::Symbol(s) => free_dims.iter().find(|(n, _)| n == s).map(|&(_, e)| e),
+        _ => None,
+    };
+    for dims in g.values.iter_mut().filter_map(|v| v.shape.as_mut()) {
+        for d in dims {
+            if let Some(e) = extent(d) {
+                *d = Dim::Fixed(e);
+            }
+        }
+    }
 }
 
 /// Device tensors as run feeds.

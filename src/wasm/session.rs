@@ -79,7 +79,10 @@ impl JsSession {
         bytes: Vec<u8>,
         outputs: Option<Vec<String>>,
     ) -> Result<JsSession, JsValue> {
-        let options = SessionOptions { outputs };
+        let options = SessionOptions {
+            outputs,
+            ..SessionOptions::default()
+        };
         Session::from_bytes(&device.inner, bytes, options)
             .map(|inner| JsSession {
                 inner: Rc::new(inner),

@@ -432,6 +432,11 @@ impl GpuDevice {
         self.limits.max_storage_buffer_binding_size
     }
 
+    /// The alignment, in bytes, of the start of a storage binding within its buffer.
+    pub(crate) fn storage_offset_alignment(&self) -> u64 {
+        self.limits.min_storage_buffer_offset_alignment.into()
+    }
+
     /// Compile a user kernel (already validated by naga), reporting any wgpu error (natively
     /// at once; in browsers, which report asynchronously, on the next call, as other device
     /// errors are). On a device that ends long loops early, the loops are counted

@@ -112,6 +112,9 @@ impl Batch {
 pub(crate) enum Bind<'a> {
     /// Pooled device memory (bound from its start, as far as a binding may reach).
     Mem(&'a Arc<Block>),
+    /// Bytes `[start, start + len)` of pooled device memory: `start` a multiple of
+    /// [`GpuDevice::storage_offset_alignment`], `len` of whole words within one binding.
+    Range(&'a Arc<Block>, u64, u64),
     /// The device's spare read-only buffer, for a binding this launch does not use.
     SpareRead,
     /// The device's spare writable buffer.
@@ -301,20 +304,25 @@ impl GpuBatch {
         let mut entries = Vec::with_capacity(binds.len() + 1);
         let mut held = Vec::new();
         for (binding, bind) in binds {
-            let (buffer, size) = match bind {
+            let (buffer, offset, size) = match bind {
                 Bind::Mem(m) => {
                     held.push((*m).clone());
-                    (gpu(m)?.clone(), m.capacity().min(max) / 4 * 4)
+                    (gpu(m)?.clone(), 0, m.capacity().min(max) / 4 * 4)
                 }
-                Bind::SpareRead => (dev.spare_read.clone(), 256),
-                Bind::SpareWrite => (dev.spare_write.clone(), 256),
+                Bind::Range(m, start, len) => {
+                    held.push((*m).clone());
+                    let len = (*len).min(m.capacity().saturating_sub(*start)).min(max);
+                    (gpu(m)?.clone(), *start, len / 4 * 4)
+                }
+                Bind::SpareRead => (dev.spare_read.clone(), 0, 256),
+                Bind::SpareWrite => (dev.spare_write.clone(), 0, 256),
             };
             entries.push(Entry {
                 group: 0,
                 binding: *binding,
                 resource: Resource::Buffer {
                     buffer,
-                    offset: 0,
+                    offset,
                     size,
                 },
             });

@@ -43,9 +43,9 @@ fn batch_offset(batch: u32, strides_at: u32) -> u32 {
     return off;
 }
 
-// Element (r, col) of C[batch] (M x N) from its sum `v` over this dispatch's k: add the sums
-// of earlier dispatches (flag bit 0), then keep the total in `partial` (no bit 1) or finish:
-// bias, activation, store.
+// Element (r, col) of C[batch] (M x N, rows P_c_row apart) from its sum `v` over this
+// dispatch's k: add the sums of earlier dispatches (flag bit 0), then keep the total in
+// `partial` (no bit 1) or finish: bias, activation, store.
 fn finish(batch: u32, m: u32, n: u32, r: u32, col: u32, sum: f32) {
     let flags = params[P_flags];
     let p = batch * m * n + r * n + col;
@@ -56,7 +56,8 @@ fn finish(batch: u32, m: u32, n: u32, r: u32, col: u32, sum: f32) {
         return;
     }
     if (HAS_BIAS) { v += f32(bias[params[P_bias] + col]); }
-    c[params[P_c] + p] = to_store(unary_op(ACT, v));
+    let c_row = params[P_c_row];
+    c[params[P_c] + (batch * m + r) * c_row + col] = to_store(unary_op(ACT, v));
 }
 
 @compute @workgroup_size(WX, WY)

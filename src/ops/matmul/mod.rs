@@ -2,6 +2,8 @@
 //! and the fused linear layer (matmul + bias + activation in the kernel's epilogue).
 
 backend_modules!();
+#[cfg(feature = "webgpu")]
+mod pieces;
 
 use super::cost::OpCost;
 use super::elementwise::check_f32;

@@ -3,12 +3,13 @@
 
 use super::Matmul;
 use crate::base::layout::MAX_RANK;
-use crate::hal::webgpu::{Bind, GpuBatch, GpuDevice, Specialisation, WgslSource};
-use crate::hal::OpContext;
+use std::sync::Arc;
+
+use super::pieces::{self, Part, Reach};
+use crate::hal::webgpu::{Bind, GpuBatch, GpuDevice, Pipeline, Specialisation, WgslSource};
+use crate::hal::{Block, OpContext};
 use crate::ops::common::split;
-use crate::ops::common::webgpu::{
-    check_binding, split_temp, store, u32_of, wgsl_params, ACTIVATION, COMMON,
-};
+use crate::ops::common::webgpu::{split_temp, store, u32_of, wgsl_params, ACTIVATION, COMMON};
 #[cfg(test)]
 use crate::ops::common::webgpu::{STORE_F16, STORE_F32};
 use crate::ops::Operand;
@@ -37,6 +38,8 @@ wgsl_params! {
         b_row: u32,
         b_col: u32,
         c: u32,
+        /// C's row stride: n, or the whole product's n for a piece of it.
+        c_row: u32,
         /// The batch shape, and A's and B's strides along it (padded with 0s).
         batch_shape: [u32; 6],
         a_batch: [u32; 6],
@@ -179,6 +182,7 @@ fn params(
         b_row: u32_of("stride", sb[r - 2])?,
         b_col: u32_of("stride", sb[r - 1])?,
         c: u32_of("offset", out.layout.offset)?,
+        c_row: u32_of("n", n)?,
         batch_shape: batch(&out.layout.shape)?,
         a_batch: batch(sa)?,
         b_batch: batch(sb)?,
@@ -200,23 +204,85 @@ fn rows_of_vec4(o: &Operand<'_>, r: usize, inner: usize) -> bool {
         && o.layout.strides[..r - 1].iter().all(|s| s % 4 == 0)
 }
 
+/// How every launch of one matmul runs: its pipeline, tiles, parameter words and k split.
+struct Plan {
+    pipeline: Pipeline,
+    variant: &'static Variant,
+    /// The parameter words of the whole product.
+    params: MatmulWords,
+    vec4: bool,
+}
+
+impl Plan {
+    /// Where the device ends long loops early, the pieces of a k range of `k` that each
+    /// launch takes (with f32 sums kept in between); else the whole range.
+    fn k_pieces(&self, dev: &GpuDevice, k: usize) -> Vec<[usize; 2]> {
+        if self.variant.entry == "matmul_direct_main" {
+            split::matmul_direct_k(dev.max_loop_iterations(), self.vec4, k)
+        } else {
+            split::matmul_k(dev.max_loop_iterations(), self.variant.tile, self.vec4, k)
+        }
+    }
+}
+
 /// The tiled (or, on software adapters, direct) matmul with its bias and activation
 /// epilogue, in batches of at most a grid dimension and, where the device ends long loops
-/// early, in pieces of k.
+/// early, in pieces of k. A single product whose operands do not fit one storage binding
+/// each runs in pieces that do ([`in_pieces`]).
 pub(super) fn matmul(
     op: &Matmul<'_>,
     q: &GpuBatch,
     dev: &GpuDevice,
     cx: &OpContext<'_>,
 ) -> Result<()> {
-    let (a, b, bias, act, out, dtype) = (op.a, op.b, op.bias, op.act, op.out, op.dtype);
+    let (a, b, out) = (op.a, op.b, op.out);
     let (m, n, k) = (op.m, op.n, op.k);
     let variant = variant(dev, cx, op.variant, m, n)?;
-    for o in [&a, &b, &out] {
-        check_binding(dev, o)?;
-    }
     let r = out.layout.shape.len();
-    let mut params = params([&a, &b, &out], bias.as_ref(), [m, n, k])?;
+    let constants = vec![
+        ("HAS_BIAS", u32::from(op.bias.is_some())),
+        ("ACT", op.act.map_or(0, |f| f.code())),
+    ];
+    let vec4 = rows_of_vec4(&a, r, k) && rows_of_vec4(&b, r, n);
+    let loads = if vec4 { LOADS_VEC4 } else { LOADS_SCALAR };
+    let pipeline = dev.pipeline(Specialisation {
+        source: &SOURCE,
+        entry: variant.entry,
+        constants,
+        prelude: vec![store(dev, op.dtype)?, variant.constants, loads],
+    });
+    let plan = Plan {
+        pipeline,
+        variant,
+        params: params([&a, &b, &out], op.bias.as_ref(), [m, n, k])?,
+        vec4,
+    };
+    let limit = (cx.options.max_binding_size.unwrap_or(u64::MAX)).min(dev.max_binding_size());
+    let elem = op.dtype.size() as u64;
+    let past = [("A", Some(&a)), ("B", Some(&b)), ("C", Some(&out))]
+        .into_iter()
+        .chain([("the bias", op.bias.as_ref())])
+        .filter_map(|(name, o)| o.map(|o| (name, o.layout.end() as u64 * elem)))
+        .find(|&(_, bytes)| bytes > limit);
+    match past {
+        None => whole(op, q, dev, cx, &plan),
+        Some(_) if out.layout.numel() == m * n => in_pieces(op, q, dev, cx, &plan, limit),
+        Some((name, bytes)) => Err(Error::Limit {
+            what: format!(
+                "the end of operand {name} of a batched matmul ({} products of {m}x{n}x{k}) \
+                within its buffer, in bytes (only a single product is split into pieces that \
+                fit one storage binding each)",
+                out.layout.numel() / (m * n).max(1)
+            ),
+            value: bytes,
+            limit: "max_storage_binding_size",
+            max: limit,
+        }),
+    }
+}
+
+/// Error unless a grid of `m x n` outputs in the variant's tiles fits the device.
+fn grid(dev: &GpuDevice, variant: &Variant, m: usize, n: usize) -> Result<[u32; 2]> {
     let max = dev.max_workgroups_per_dimension() as usize;
     let [tm, tn] = variant.tile;
     let (gx, gy) = (n.div_ceil(tn), m.div_ceil(tm));
@@ -228,40 +294,41 @@ pub(super) fn matmul(
             max: max as u64,
         });
     }
-    let batches = out.layout.numel() / (m * n);
-    let constants = vec![
-        ("HAS_BIAS", u32::from(bias.is_some())),
-        ("ACT", act.map_or(0, |f| f.code())),
-    ];
-    let vec4 = rows_of_vec4(&a, r, k) && rows_of_vec4(&b, r, n);
-    let loads = if vec4 { LOADS_VEC4 } else { LOADS_SCALAR };
-    let pipeline = dev.pipeline(Specialisation {
-        source: &SOURCE,
-        entry: variant.entry,
-        constants,
-        prelude: vec![store(dev, dtype)?, variant.constants, loads],
-    });
-    // Where the device ends long loops early, k in pieces with f32 sums kept in between.
-    let pieces = if variant.entry == "matmul_direct_main" {
-        split::matmul_direct_k(dev.max_loop_iterations(), vec4, k)
-    } else {
-        split::matmul_k(dev.max_loop_iterations(), variant.tile, vec4, k)
-    };
+    Ok([gx as u32, gy as u32])
+}
+
+/// The product with each buffer bound whole: batches of at most a grid dimension, each in
+/// the plan's pieces of k.
+fn whole(
+    op: &Matmul<'_>,
+    q: &GpuBatch,
+    dev: &GpuDevice,
+    cx: &OpContext<'_>,
+    plan: &Plan,
+) -> Result<()> {
+    let (m, n) = (op.m, op.n);
+    let [gx, gy] = grid(dev, plan.variant, m, n)?;
+    let max = dev.max_workgroups_per_dimension() as usize;
+    let batches = op.out.layout.numel() / (m * n);
+    let pieces = plan.k_pieces(dev, op.k);
     let partial = if pieces.len() > 1 {
         Some(split_temp(dev, cx, batches * m * n)?)
     } else {
         None
     };
     let binds = [
-        (1, Bind::Mem(a.buf)),
-        (2, Bind::Mem(b.buf)),
-        (3, Bind::Mem(out.buf)),
+        (1, Bind::Mem(op.a.buf)),
+        (2, Bind::Mem(op.b.buf)),
+        (3, Bind::Mem(op.out.buf)),
         (
             4,
-            bias.as_ref().map_or(Bind::SpareRead, |o| Bind::Mem(o.buf)),
+            op.bias
+                .as_ref()
+                .map_or(Bind::SpareRead, |o| Bind::Mem(o.buf)),
         ),
         (5, partial.as_ref().map_or(Bind::SpareWrite, Bind::Mem)),
     ];
+    let mut params = plan.params;
     let mut first = 0;
     while first < batches {
         let count = (batches - first).min(max);
@@ -271,17 +338,133 @@ pub(super) fn matmul(
                 [range[0] as u32, range[1] as u32],
                 split::flags(i, pieces.len()),
             );
-            q.launch(
-                dev,
-                pipeline.clone(),
-                params.words(),
-                &binds,
-                [gx as u32, gy as u32, count as u32],
-            )?;
+            let grid = [gx, gy, count as u32];
+            q.launch(dev, plan.pipeline.clone(), params.words(), &binds, grid)?;
         }
         first += count;
     }
     Ok(())
+}
+
+/// Where each operand of a single product lies, as [`pieces::Reach`]es: A, B, C, then the
+/// bias if there is one.
+fn reaches(op: &Matmul<'_>) -> Vec<Reach> {
+    let r = op.out.layout.shape.len();
+    let (sa, sb) = (&op.a.layout.strides, &op.b.layout.strides);
+    let elem = op.dtype.size();
+    let reach = |name, o: &Operand<'_>, strides| Reach {
+        name,
+        offset: o.layout.offset,
+        strides,
+        elem,
+    };
+    let mut all = vec![
+        reach("A", &op.a, [sa[r - 2], 0, sa[r - 1]]),
+        reach("B", &op.b, [0, sb[r - 1], sb[r - 2]]),
+        reach("C", &op.out, [op.n, 1, 0]),
+    ];
+    all.extend(op.bias.as_ref().map(|o| reach("the bias", o, [0, 1, 0])));
+    all
+}
+
+/// A single product too large for one binding per operand, in boxes of m, n and k whose
+/// operands each fit `limit` bytes ([`pieces::box_extents`]), each operand bound as the range
+/// of its buffer the box reaches. The boxes along k of one output box add up their f32 sums
+/// in a temporary, as the loop-limit split of k does.
+fn in_pieces(
+    op: &Matmul<'_>,
+    q: &GpuBatch,
+    dev: &GpuDevice,
+    cx: &OpContext<'_>,
+    plan: &Plan,
+    limit: u64,
+) -> Result<()> {
+    let (m, n, k) = (op.m, op.n, op.k);
+    let mut reach = reaches(op);
+    // The f32 sums of a split k, no larger than C in f32: checked as such.
+    let sums = Reach {
+        name: "the f32 sums of a split k",
+        offset: 0,
+        strides: [n, 1, 0],
+        elem: 4,
+    };
+    let len = {
+        reach.push(sums);
+        let align = dev.storage_offset_alignment();
+        let len = pieces::box_extents(&reach, [m, n, k], limit, align)?;
+        reach.pop();
+        len
+    };
+    let split_k = k > len[2] || plan.k_pieces(dev, len[2]).len() > 1;
+    let partial = split_k
+        .then(|| split_temp(dev, cx, len[0] * len[1]))
+        .transpose()?;
+    for (m0, ml) in pieces::ranges(m, len[0]) {
+        for (n0, nl) in pieces::ranges(n, len[1]) {
+            let ks: Vec<([usize; 2], [usize; 2])> = (pieces::ranges(k, len[2]))
+                .flat_map(|k| {
+                    plan.k_pieces(dev, k.1)
+                        .into_iter()
+                        .map(move |r| (k.into(), r))
+                })
+                .collect();
+            for (i, &([k0, kl], range)) in ks.iter().enumerate() {
+                let piece = Piece {
+                    at: [m0, n0, k0],
+                    len: [ml, nl, kl],
+                    range,
+                    flags: split::flags(i, ks.len()),
+                };
+                launch_piece(op, q, dev, plan, (&reach, partial.as_ref()), piece)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One launch of a split product: the box at `at` of extents `len` (m, n, k), over `range`
+/// of its k, with the k-split `flags`.
+struct Piece {
+    at: [usize; 3],
+    len: [usize; 3],
+    range: [usize; 2],
+    flags: u32,
+}
+
+/// Records `piece`'s launch, each operand bound as the range of its buffer the box reaches
+/// (`reach`: A, B, C and the bias, as [`reaches`] lists them), with the f32 sums of a split
+/// k in `partial`.
+fn launch_piece(
+    op: &Matmul<'_>,
+    q: &GpuBatch,
+    dev: &GpuDevice,
+    plan: &Plan,
+    (reach, partial): (&[Reach], Option<&Arc<Block>>),
+    piece: Piece,
+) -> Result<()> {
+    let align = dev.storage_offset_alignment();
+    let parts: Vec<Part> = (reach.iter())
+        .map(|r| r.part(piece.at, piece.len, align))
+        .collect();
+    let [ml, nl, kl] = piece.len;
+    let mut w = plan.params;
+    (w.m, w.n, w.k) = (u32_of("m", ml)?, u32_of("n", nl)?, u32_of("k", kl)?);
+    let words = [&mut w.a, &mut w.b, &mut w.c, &mut w.bias];
+    for (word, part) in words.into_iter().zip(&parts) {
+        *word = u32_of("offset", part.first)?;
+    }
+    w.k_range = [u32_of("k", piece.range[0])?, u32_of("k", piece.range[1])?];
+    w.flags = piece.flags;
+    let operands = [Some(&op.a), Some(&op.b), Some(&op.out), op.bias.as_ref()];
+    let mut binds: Vec<(u32, Bind<'_>)> = (operands.into_iter().zip(1..))
+        .map(|(o, i)| match (o, parts.get(i as usize - 1)) {
+            (Some(o), Some(p)) => (i, Bind::Range(o.buf, p.start, p.len)),
+            _ => (i, Bind::SpareRead),
+        })
+        .collect();
+    binds.push((5, partial.map_or(Bind::SpareWrite, Bind::Mem)));
+    let [gx, gy] = grid(dev, plan.variant, ml, nl)?;
+    q.launch(dev, plan.pipeline.clone(), w.words(), &binds, [gx, gy, 1])
 }
 
 /// Every tile configuration with each storage dtype and tile load.

@@ -1,8 +1,9 @@
-//! Matmul and linear: vectors, batches, broadcasting, transposed views, long k.
+//! Matmul and linear: vectors, batches, broadcasting, transposed views, long k, operands
+//! past the storage binding limit.
 
 use crate::common::{assert_close, gather, name, per_backend, random, read, tensor};
 use unicompute::ops;
-use unicompute::{Device, UnaryOp};
+use unicompute::{BackendChoice, Device, DeviceOptions, UnaryOp};
 
 fn matmul_takes_vectors_as_numpy_does(d: &Device) {
     // (a shape, b shape, result shape); a 1-D a is a row, a 1-D b a column, and that axis goes.
@@ -361,3 +362,99 @@ fn matmul_and_linear_with_k_of_70_000(d: &Device) {
     }
 }
 per_backend!(matmul_and_linear_with_k_of_70_000);
+
+/// The binding limit of [`products_past_the_binding_limit_run_in_pieces`]: 16 KiB, so that
+/// operands of a few thousand elements split as VGG-19's 411 MB weight does on lavapipe.
+const SMALL_BINDING: u64 = 16 << 10;
+
+/// `d`'s backend opened again with storage bindings of at most [`SMALL_BINDING`] bytes.
+fn with_small_bindings(d: &Device) -> Device {
+    let options = DeviceOptions {
+        poison_uninitialized: true,
+        max_binding_size: Some(SMALL_BINDING),
+        ..DeviceOptions::default()
+    };
+    Device::open_with(BackendChoice::Backend(d.backend()), options).unwrap()
+}
+
+/// Products whose operands exceed the binding limit (lowered to 16 KiB by
+/// `DeviceOptions::max_binding_size`) give the f64 reference: a linear layer with a [300, 97]
+/// weight read transposed (split along n, as Gemm's `transB` weights are), with bias and
+/// relu, and a [70, 90] @ [90, 150] product whose A, B and C each pass the limit (split along
+/// m, n and k).
+fn products_past_the_binding_limit_run_in_pieces(d: &Device) {
+    let d = &with_small_bindings(d);
+    let (m, n, k) = (5, 300, 97);
+    let (x, w, bias) = (
+        random(71, m * k, -1.0, 1.0),
+        random(72, n * k, -1.0, 1.0),
+        random(73, n, -1.0, 1.0),
+    );
+    let (xt, wt, bt) = (
+        tensor(d, &x, &[m, k]),
+        tensor(d, &w, &[n, k]),
+        tensor(d, &bias, &[n]),
+    );
+    let got = read(
+        &xt.linear(&wt.t().unwrap(), Some(&bt), Some(UnaryOp::Relu))
+            .unwrap(),
+    );
+    let wk = gather(&w, &[k, n], &[1, k], 0);
+    let case = MatmulCase {
+        batch_a: &[],
+        batch_b: &[],
+        m,
+        n,
+        k,
+    };
+    let want: Vec<f64> = (matmul_reference(&x, &wk, &case).iter().enumerate())
+        .map(|(i, v)| (v + f64::from(bias[i % n])).max(0.0))
+        .collect();
+    assert_close(
+        &got,
+        &want,
+        1e-4,
+        1e-4,
+        &format!("linear [5, 97] x [97, 300] on {}", name(d)),
+    );
+    let case = MatmulCase {
+        batch_a: &[],
+        batch_b: &[],
+        m: 70,
+        n: 150,
+        k: 90,
+    };
+    let (a, b) = (
+        random(74, 70 * 90, -1.0, 1.0),
+        random(75, 90 * 150, -1.0, 1.0),
+    );
+    let got = read(
+        &tensor(d, &a, &[70, 90])
+            .matmul(&tensor(d, &b, &[90, 150]))
+            .unwrap(),
+    );
+    let what = format!("matmul [70, 90] x [90, 150] on {}", name(d));
+    assert_close(&got, &matmul_reference(&a, &b, &case), 1e-4, 1e-4, &what);
+}
+per_backend!(products_past_the_binding_limit_run_in_pieces);
+
+/// On webgpu, with bindings of at most 16 KiB, a weight whose 16 rows already pass the limit
+/// is an error giving the bytes of the smallest piece and the limit.
+#[test]
+fn a_matmul_too_large_for_any_piece_says_why() {
+    let Some(d) = crate::common::webgpu() else {
+        return;
+    };
+    let d = &with_small_bindings(d);
+    let wide = tensor(d, &random(76, 16 * 5000, -1.0, 1.0), &[16, 5000]);
+    let x = tensor(d, &random(77, 5000, -1.0, 1.0), &[1, 5000]);
+    let e = x.matmul(&wide.t().unwrap()).unwrap_err().to_string();
+    // 16 rows of 16 columns of B span (15 * 5000 + 16) * 4 bytes.
+    let why = [
+        "matmul operand B",
+        "300064",
+        "max_storage_binding_size",
+        "16384",
+    ];
+    assert!(why.iter().all(|w| e.contains(w)), "{e}");
+}
