@@ -12,6 +12,7 @@ mod attr;
 mod constant;
 mod elem;
 mod graph;
+mod legacy;
 mod model;
 mod ops;
 mod plan;

@@ -9,8 +9,9 @@ use super::graph::Graph;
 use super::proto::ModelProto;
 use crate::base::error::{Error, Result};
 
-/// The default domain's operator set versions the runner knows the semantics of.
-pub const OPSETS: std::ops::RangeInclusive<i64> = 7..=21;
+/// The default domain's operator set versions the runner knows the semantics of (opset 6's
+/// differences from 7 are honoured or refused at load).
+pub const OPSETS: std::ops::RangeInclusive<i64> = 6..=21;
 
 /// A parsed model.
 #[derive(Clone, Debug, PartialEq)]

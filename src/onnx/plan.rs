@@ -113,7 +113,8 @@ impl Plan {
                 missing.push(format!("{label} of domain {domain} (opset {opset})"));
                 continue;
             };
-            if let Some(why) = op.check(node, &schedule.used) {
+            let legacy = (opset < 7).then(|| super::legacy::refusal(node)).flatten();
+            if let Some(why) = op.check(node, &schedule.used).or(legacy) {
                 missing.push(format!("{label}: {why}"));
             }
             let mut bodies = Vec::new();

@@ -4,6 +4,7 @@
 use super::{one, op, Ctx, OpDef};
 use crate::base::error::Result;
 use crate::onnx::elem::ElemType;
+use crate::onnx::legacy::legacy_axis;
 use crate::onnx::value::{HostData, HostTensor, Val};
 use crate::onnx::Node;
 use crate::ops::elementwise::{binary, nary, unary};
@@ -120,14 +121,32 @@ fn modulo(c: &Ctx<'_>) -> Result<Vec<Val>> {
 /// `op` of inputs 0 and 1, broadcasting: on the host where both are there (shape
 /// arithmetic); `Pow` takes its exponent in the base's dtype.
 pub(super) fn bin(c: &Ctx<'_>, op: BinaryOp) -> Result<Vec<Val>> {
-    if let (Val::Host(a), Val::Host(b)) = (c.input(0)?, c.input(1)?) {
+    let axis = (c.opset < 7).then(|| legacy_axis(c.node)).flatten();
+    if let (Val::Host(a), Val::Host(b), None) = (c.input(0)?, c.input(1)?, axis) {
         return Ok(vec![Val::Host(host_binary(op, a, b)?)]);
     }
     let (a, mut b) = (c.tensor(0)?, c.tensor(1)?);
+    if let Some(axis) = axis {
+        b = aligned_at(c, &b, c.axis(axis, a.rank())?, a.rank())?;
+    }
     if op == BinaryOp::Pow && b.dtype() != a.dtype() {
         b = b.cast(a.dtype())?;
     }
     one(binary(c.queue, op, &a, &b)?)
+}
+
+/// `b` lined up with the axes of a rank-`rank` input from `axis` on (opset 6's `broadcast`
+/// with an `axis`): trailing axes of extent 1 added.
+fn aligned_at(c: &Ctx<'_>, b: &Tensor, axis: usize, rank: usize) -> Result<Tensor> {
+    let Some(trailing) = rank.checked_sub(axis + b.rank()) else {
+        return Err(c.error(format!(
+            "input 1 of rank {} does not fit at axis {axis} of a rank-{rank} input",
+            b.rank()
+        )));
+    };
+    let mut shape = b.shape().to_vec();
+    shape.resize(shape.len() + trailing, 1);
+    b.reshape(&shape)
 }
 
 /// `op(a, b)` on the host with numpy's broadcasting, in `a`'s element type (integers
@@ -267,7 +286,11 @@ fn hard_sigmoid(c: &Ctx<'_>) -> Result<Vec<Val>> {
 
 /// `relu(x) - slope * relu(-x)`, the slope broadcast.
 fn prelu(c: &Ctx<'_>) -> Result<Vec<Val>> {
-    let (x, slope) = (c.tensor(0)?, c.tensor(1)?);
+    let (x, mut slope) = (c.tensor(0)?, c.tensor(1)?);
+    if c.opset < 7 && slope.rank() == 1 && slope.numel() > 1 && x.rank() > 1 {
+        // Opset 6 applies a vector of slopes per channel (axis 1), not along the last axis.
+        slope = aligned_at(c, &slope, 1, x.rank())?;
+    }
     let neg = x.unary(UnaryOp::Neg)?.unary(UnaryOp::Relu)?;
     one(x
         .unary(UnaryOp::Relu)?
