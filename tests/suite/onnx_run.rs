@@ -138,14 +138,13 @@ fn node_tests_of_supported_operators_pass() {
 }
 
 /// Why the onnx wheel's model tests may be refused: string tensors, sequences, training
-/// (`Gradient`), dilated pooling and `Shrink`, which the runner does not have.
-const MODEL_TEST_GAPS: [&str; 6] = [
+/// (`Gradient`) and dilated pooling, which the runner does not have.
+const MODEL_TEST_GAPS: [&str; 5] = [
     "string tensor",
     "Sequence",
     "SplitToSequence",
     "Gradient",
     "MaxPool",
-    "Shrink",
 ];
 
 /// The onnx wheel's `pytorch-converted`, `pytorch-operator` and `simple` models give their

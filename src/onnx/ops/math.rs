@@ -50,6 +50,7 @@ pub(super) const OPS: &[OpDef] = &[
     op("Elu", elu),
     op("Selu", selu),
     op("HardSigmoid", hard_sigmoid),
+    op("Shrink", shrink),
     op("PRelu", prelu),
     op("Clip", clip),
 ];
@@ -282,6 +283,18 @@ fn hard_sigmoid(c: &Ctx<'_>) -> Result<Vec<Val>> {
     one(y
         .binary_scalar(BinaryOp::Min, 1.0)?
         .binary_scalar(BinaryOp::Max, 0.0)?)
+}
+
+/// `Shrink`: `x + bias` below `-lambd`, `x - bias` above `lambd`, else 0.
+fn shrink(c: &Ctx<'_>) -> Result<Vec<Val>> {
+    let x = c.tensor(0)?;
+    let (bias, lambd) = (c.float("bias", 0.0)?, c.float("lambd", 0.5)?);
+    let (bias, lambd) = (f64::from(bias), f64::from(lambd));
+    let zero = Tensor::full(c.device, &[], 0.0, x.dtype())?;
+    let above = x.binary_scalar(BinaryOp::Greater, lambd)?;
+    let high = above.select(&x.binary_scalar(BinaryOp::Sub, bias)?, &zero)?;
+    let below = x.binary_scalar(BinaryOp::Less, -lambd)?;
+    one(below.select(&x.binary_scalar(BinaryOp::Add, bias)?, &high)?)
 }
 
 /// `relu(x) - slope * relu(-x)`, the slope broadcast.
