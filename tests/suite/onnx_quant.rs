@@ -274,7 +274,7 @@ fn matmul_nbits_checks_the_weights(d: &Device) {
     let session = Session::from_bytes(d, contrib_model(n, inits), SessionOptions::default())
         .unwrap_or_else(|e| panic!("{}: {e}", name(d)));
     let x = tensor(d, &random(1, 2 * 50, -1.0, 1.0), &[2, 50]);
-    let e = session.run(&[("A", &x)]).err().expect("a shape error");
+    let e = session.run(&[("A", &x)]).expect_err("a shape error");
     assert!(e.to_string().contains("expected u8 [11, 4, 8]"), "{e}");
     crate::common::still_works(d);
 }
