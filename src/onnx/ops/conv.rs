@@ -242,6 +242,7 @@ fn pool(c: &Ctx<'_>, kind: PoolKind) -> Result<Vec<Val>> {
             kernel,
             stride,
             padding: [top, left, bottom, right],
+            dilation: [1, 1],
             count_include_pad,
             ceil_mode,
         };
