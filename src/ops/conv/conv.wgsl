@@ -48,7 +48,11 @@ fn pool_count(o: u32, k: u32, stride: u32, dilation: u32, pad: u32, pad_end: u32
     let d = i32(dilation);
     var end = i32(extent);
     var first = 0;
-    if (POOL == 1u) { end = i32(extent + pad_end); } else if (start < 0) { first = (d - 1 - start) / d; }
+    if (POOL == 1u) {
+        end = i32(extent + pad_end);
+    } else if (start < 0) {
+        first = (d - 1 - start) / d;
+    }
     if (end <= start) { return 0; }
     return max(min(i32(k), (end - start + d - 1) / d) - first, 0);
 }
