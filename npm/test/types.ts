@@ -208,7 +208,7 @@ async function makers(device: Device): Promise<void> {
   const random: Tensor[] = [device.randomUniform([3], { low: -1, high: 1, seed: 7, dtype: 'f32' }), device.randomNormal([2, 2], { mean: 0, std: 2, seed: 1 }), device.randomUniform([2])];
   const joined: Tensor[] = [m.concat([m, m], -1), m.concat(m), device.concat([m, m, m], 0)];
   const img = device.tensor(new Float32Array(2 * 7 * 9), [1, 2, 7, 9]);
-  const pool: PoolOptions = { kernel: [3, 2], stride: [2, 1], padding: [1, 0, 1, 1], countIncludePad: false, ceilMode: true };
+  const pool: PoolOptions = { kernel: [3, 2], stride: [2, 1], padding: [1, 0, 1, 1], dilation: [1, 2], countIncludePad: false, ceilMode: true };
   const pooled: Tensor[] = [img.maxPool2d(pool), img.avgPool2d({ kernel: 3, padding: 1 }), img.avgPool2d(2)];
   for (const t of [m, flat, img, ...scaled, ...made, ...random, ...joined, ...pooled]) t.dispose();
 }

@@ -206,7 +206,14 @@ impl JsTensor {
                 crate::ops::PoolOptions::new([k, k])
             }
             None => {
-                let keys = ["kernel", "stride", "padding", "countIncludePad", "ceilMode"];
+                let keys = [
+                    "kernel",
+                    "stride",
+                    "padding",
+                    "dilation",
+                    "countIncludePad",
+                    "ceilMode",
+                ];
                 let o = Options::new(method, Some(options), &keys)?;
                 let kernel = o.pair("kernel")?.ok_or_else(|| {
                     invalid(format!(
@@ -217,6 +224,7 @@ impl JsTensor {
                     kernel,
                     stride: o.pair("stride")?.unwrap_or(kernel),
                     padding: o.sides("padding")?.unwrap_or([0; 4]),
+                    dilation: o.pair("dilation")?.unwrap_or([1, 1]),
                     count_include_pad: o.flag("countIncludePad")?.unwrap_or(false),
                     ceil_mode: o.flag("ceilMode")?.unwrap_or(false),
                 }
@@ -708,9 +716,10 @@ impl JsTensor {
     }
 
     /// Max pooling: `size` for `size x size` windows with stride = size, or options
-    /// `{ kernel, stride, padding, ceilMode }` (kernel and stride a number or `[rows,
-    /// columns]`; stride = kernel by default; padding a number, `[rows, columns]` or `[top,
-    /// left, bottom, right]`, each at most half the window), ONNX's MaxPool.
+    /// `{ kernel, stride, padding, dilation, ceilMode }` (kernel, stride and dilation a number
+    /// or `[rows, columns]`; stride = kernel and dilation 1 by default; padding a number,
+    /// `[rows, columns]` or `[top, left, bottom, right]`, each at most half the window), ONNX's
+    /// MaxPool.
     #[wasm_bindgen(js_name = maxPool2d)]
     pub fn max_pool2d(
         &self,

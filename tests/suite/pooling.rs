@@ -1,5 +1,5 @@
-//! Max and average pooling with a window, stride and padding per axis (ONNX's MaxPool and
-//! AveragePool: `[top, left, bottom, right]` pads, `count_include_pad`, `ceil_mode`) on every
+//! Max and average pooling with a window, stride, padding and dilation per axis (ONNX's MaxPool
+//! and AveragePool: `[top, left, bottom, right]` pads, `count_include_pad`, `ceil_mode`) on every
 //! device against an f64 reference, on odd shapes with poisoned outputs.
 
 use unicompute::ops::{Pool2dParams, PoolKind, PoolOptions};
@@ -7,9 +7,9 @@ use unicompute::ops::{Pool2dParams, PoolKind, PoolOptions};
 use crate::common::{assert_close, devices, expect_err, name, per_backend, random, read, tensor};
 use unicompute::Device;
 
-/// Output extent of one axis, as ONNX and PyTorch define it.
-fn extent(input: usize, k: usize, s: usize, before: usize, after: usize, ceil: bool) -> usize {
-    let span = input + before + after - k;
+/// Output extent of one axis, as ONNX and PyTorch define it: a window of `k` taps `d` apart.
+fn extent(input: usize, [k, s, d]: [usize; 3], [before, after]: [usize; 2], ceil: bool) -> usize {
+    let span = input + before + after - ((k - 1) * d + 1);
     let e = if ceil { span.div_ceil(s) } else { span / s } + 1;
     if ceil && (e - 1) * s >= input + before {
         e - 1
@@ -18,24 +18,33 @@ fn extent(input: usize, k: usize, s: usize, before: usize, after: usize, ceil: b
     }
 }
 
+/// The input coordinates of one axis's window at `o`, `[k, s, d]` and padding `before`, and
+/// whether each lies within the padded input (ONNX's reference counts those with
+/// `count_include_pad`; the others are a `ceil_mode` window's overhang).
+fn window(o: usize, [k, s, d]: [usize; 3], before: usize, padded: usize) -> Vec<(isize, bool)> {
+    (0..k)
+        .map(|j| o * s + j * d)
+        .map(|i| (i as isize - before as isize, i < padded))
+        .collect()
+}
+
 /// Pooling of `x: [n, c, h, w]` in f64, and the output shape.
 fn reference(x: &[f32], xs: [usize; 4], kind: PoolKind, p: &PoolOptions) -> (Vec<f64>, Vec<usize>) {
     let [n, c, h, w] = xs;
     let [top, left, bottom, right] = p.padding;
-    let ([kh, kw], [sy, sx]) = (p.kernel, p.stride);
-    let oh = extent(h, kh, sy, top, bottom, p.ceil_mode);
-    let ow = extent(w, kw, sx, left, right, p.ceil_mode);
+    let rows = [p.kernel[0], p.stride[0], p.dilation[0]];
+    let cols = [p.kernel[1], p.stride[1], p.dilation[1]];
+    let oh = extent(h, rows, [top, bottom], p.ceil_mode);
+    let ow = extent(w, cols, [left, right], p.ceil_mode);
     let mut out = Vec::new();
     for plane in 0..n * c {
         for oy in 0..oh {
             for ox in 0..ow {
-                let (y0, x0) = (
-                    (oy * sy) as isize - top as isize,
-                    (ox * sx) as isize - left as isize,
-                );
+                let ys = window(oy, rows, top, h + top + bottom);
+                let xs = window(ox, cols, left, w + left + right);
                 let mut taps = Vec::new();
-                for iy in y0..y0 + kh as isize {
-                    for ix in x0..x0 + kw as isize {
+                for &(iy, _) in &ys {
+                    for &(ix, _) in &xs {
                         if (0..h as isize).contains(&iy) && (0..w as isize).contains(&ix) {
                             taps.push(f64::from(x[plane * h * w + iy as usize * w + ix as usize]));
                         }
@@ -46,9 +55,8 @@ fn reference(x: &[f32], xs: [usize; 4], kind: PoolKind, p: &PoolOptions) -> (Vec
                     PoolKind::Max => taps.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
                     PoolKind::Avg => {
                         let divisor = if p.count_include_pad {
-                            let rows = (y0 + kh as isize).min((h + bottom) as isize) - y0;
-                            let cols = (x0 + kw as isize).min((w + right) as isize) - x0;
-                            (rows * cols) as f64
+                            let inside = |t: &[(isize, bool)]| t.iter().filter(|v| v.1).count();
+                            (inside(&ys) * inside(&xs)) as f64
                         } else {
                             taps.len() as f64
                         };
@@ -82,6 +90,50 @@ fn windows_strides_and_pads_per_axis_match_the_reference() {
         for (c, (xs, base)) in cases.iter().enumerate() {
             let mut x = random(2900 + c as u64, xs.iter().product(), -3.0, 3.0);
             let at = c * 7 % x.len();
+            x[at] = f32::NAN;
+            let xt = tensor(d, &x, xs);
+            for kind in [PoolKind::Max, PoolKind::Avg] {
+                for (include, ceil) in [(false, false), (true, false), (false, true), (true, true)]
+                {
+                    let p = PoolOptions {
+                        count_include_pad: include,
+                        ceil_mode: ceil,
+                        ..*base
+                    };
+                    let (want, shape) = reference(&x, *xs, kind, &p);
+                    let got = xt.pool2d_with(kind, p).unwrap();
+                    assert_eq!(got.shape(), &shape[..], "{kind:?} {p:?} on {}", name(d));
+                    let what = format!("{kind:?} {p:?} of {xs:?} on {}", name(d));
+                    assert_close(&read(&got), &want, 1e-5, 1e-6, &what);
+                }
+            }
+        }
+    }
+}
+
+/// Dilation 2 and 3 (per axis, with strides, pads and `ceil_mode`): the windows' taps, the
+/// output extents and the averages' divisors as ONNX's reference has them.
+#[test]
+fn dilated_windows_match_the_reference() {
+    let dilated = |kernel, stride, padding, dilation| PoolOptions {
+        dilation,
+        ..options(kernel, stride, padding)
+    };
+    let cases: &[([usize; 4], PoolOptions)] = &[
+        ([2, 3, 9, 11], dilated([3, 2], [2, 3], [1, 0, 1, 1], [2, 3])),
+        ([1, 5, 13, 7], dilated([2, 3], [1, 2], [0, 1, 1, 0], [3, 2])),
+        ([3, 2, 7, 8], dilated([3, 3], [1, 1], [1, 1, 1, 1], [2, 2])),
+        ([1, 1, 17, 5], dilated([4, 2], [3, 1], [2, 0, 1, 1], [3, 3])),
+        (
+            [1, 2, 23, 19],
+            dilated([5, 4], [2, 3], [2, 2, 1, 2], [3, 2]),
+        ),
+        ([2, 1, 4, 6], dilated([2, 2], [2, 2], [1, 1, 1, 1], [3, 2])),
+    ];
+    for d in devices() {
+        for (c, (xs, base)) in cases.iter().enumerate() {
+            let mut x = random(3100 + c as u64, xs.iter().product(), -3.0, 3.0);
+            let at = c * 11 % x.len();
             x[at] = f32::NAN;
             let xt = tensor(d, &x, xs);
             for kind in [PoolKind::Max, PoolKind::Avg] {
@@ -151,5 +203,12 @@ fn bad_geometries_are_errors(d: &Device) {
         &["spans 7"],
         d,
     );
+    let dilated = |dilation| PoolOptions {
+        dilation,
+        ..options([2, 3], [1, 1], [0; 4])
+    };
+    expect_err(pool(dilated([1, 0])), "INVALID", &["dilation 0"], d);
+    expect_err(pool(dilated([5, 1])), "SHAPE", &["spans 6"], d);
+    expect_err(pool(dilated([1, usize::MAX])), "SHAPE", &["overflows"], d);
 }
 per_backend!(bad_geometries_are_errors);

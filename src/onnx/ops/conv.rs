@@ -45,8 +45,8 @@ pub(super) fn ints_refusal(node: &Node, nonnegative: &[&str]) -> Option<String> 
     .next()
 }
 
-/// Why a pooling node cannot run: more than three spatial axes, dilations, padding past
-/// half the window (what the library's pooling takes), or a stride below 1.
+/// Why a pooling node cannot run: more than three spatial axes, padding past half the window
+/// (what the library's pooling takes), or a stride or dilation below 1.
 fn pool_refusal(node: &Node) -> Option<String> {
     let a = &node.attrs;
     if let Some(why) = ints_refusal(node, &[]) {
@@ -55,13 +55,6 @@ fn pool_refusal(node: &Node) -> Option<String> {
     let kernel = a.ints("kernel_shape").ok().flatten()?;
     if kernel.is_empty() || kernel.len() > 3 {
         return Some(format!("{}-D pooling; 1-D to 3-D run", kernel.len()));
-    }
-    if a.ints("dilations")
-        .ok()
-        .flatten()
-        .is_some_and(|d| d.iter().any(|&d| d != 1))
-    {
-        return Some("dilated pooling is not supported yet".into());
     }
     let pads = a.ints("pads").ok().flatten().cloned().unwrap_or_default();
     let k = kernel.len();
@@ -227,32 +220,31 @@ fn pool(c: &Ctx<'_>, kind: PoolKind) -> Result<Vec<Val>> {
         .ok_or_else(|| c.error("kernel_shape is missing".into()))?;
     let kernel: Vec<usize> = kernel.iter().map(|&k| k.max(1) as usize).collect();
     let win = window(c, &spatial(&x), &kernel)?;
-    if win.dilation.iter().any(|&d| d != 1) {
-        return Err(c.error(format!(
-            "dilations {:?} are not supported in pooling",
-            win.dilation
-        )));
-    }
     let (count_include_pad, ceil_mode) = (
         c.int("count_include_pad", 0)? != 0,
         c.int("ceil_mode", 0)? != 0,
     );
     let options =
-        |kernel, stride, [(top, bottom), (left, right)]: [(usize, usize); 2]| PoolOptions {
+        |[kernel, stride, dilation]: [[usize; 2]; 3],
+         [(top, bottom), (left, right)]: [(usize, usize); 2]| PoolOptions {
             kernel,
             stride,
             padding: [top, left, bottom, right],
+            dilation,
             count_include_pad,
             ceil_mode,
         };
     let plane = options(
-        lift2(&win.kernel, 1),
-        lift2(&win.stride, 1),
+        [win.kernel.as_slice(), &win.stride, &win.dilation].map(|v| lift2(v, 1)),
         lift2(&win.pads, (0, 0)),
     );
-    if let ([kd, _, _], [sd, _, _], [pd, _, _]) = (&win.kernel[..], &win.stride[..], &win.pads[..])
-    {
-        let depth = options([*kd, 1], [*sd, 1], [*pd, (0, 0)]);
+    if let ([kd, _, _], [sd, _, _], [dd, _, _], [pd, _, _]) = (
+        &win.kernel[..],
+        &win.stride[..],
+        &win.dilation[..],
+        &win.pads[..],
+    ) {
+        let depth = options([[*kd, 1], [*sd, 1], [*dd, 1]], [*pd, (0, 0)]);
         return one(depth::pool3d(c, kind, &x, plane, depth)?);
     }
     output(c, pool2d_with(c.queue, kind, &planar(c, x, 0)?, plane)?)

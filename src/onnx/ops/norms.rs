@@ -49,6 +49,7 @@ fn lrn(c: &Ctx<'_>) -> Result<Vec<Val>> {
         kernel: [size, 1],
         stride: [1, 1],
         padding: [(size - 1) / 2, 0, size / 2, 0],
+        dilation: [1, 1],
         count_include_pad: true,
         ceil_mode: false,
     };

@@ -98,13 +98,16 @@ extern "C" __global__ void conv_transpose2d_main(
     }
 }
 
-// The divisor of an average along one axis at output `o`: the window's taps within the
-// padded input (POOL 1) or within the input (POOL 2).
-__device__ long long pool_count(u64 o, u64 k, u64 stride, u64 pad, u64 pad_end, u64 n) {
+// The divisor of an average along one axis at output `o`: the window's `k` taps, `dilation`
+// apart, within the padded input (POOL 1) or within the input (POOL 2).
+__device__ long long pool_count(u64 o, u64 k, u64 stride, u64 dilation, u64 pad, u64 pad_end,
+                                u64 n) {
     const long long start = (long long)(o * stride) - (long long)pad;
-    const long long end = start + (long long)k;
-    if (POOL == 1) return min(end, (long long)(n + pad_end)) - start;
-    return min(end, (long long)n) - max(start, 0LL);
+    const long long d = (long long)dilation;
+    const long long end = POOL == 1 ? (long long)(n + pad_end) : (long long)n;
+    const long long first = (POOL == 1 || start >= 0) ? 0 : (d - 1 - start) / d;
+    if (end <= start) return 0;
+    return max(min((long long)k, (end - start + d - 1) / d) - first, 0LL);
 }
 
 extern "C" __global__ void pool2d_main(
@@ -117,10 +120,11 @@ extern "C" __global__ void pool2d_main(
         const float* plane = x + (i / (ow * oh)) * h * w;
         float acc = POOL == 0 ? -inf_f32() : 0.0f;
         for (IDX ky = 0; ky < kh; ++ky) {
-            const long long iy = input_at(oy, ky, p.stride[0], 1, p.pad[0], p.h);
+            const long long iy = input_at(oy, ky, p.stride[0], p.dilation[0], p.pad[0], p.h);
             if (iy < 0) continue;
             for (IDX kx = 0; kx < kw; ++kx) {
-                const long long ix = input_at(ox, kx, p.stride[1], 1, p.pad[1], p.w);
+                const long long ix = input_at(ox, kx, p.stride[1], p.dilation[1], p.pad[1],
+                                                 p.w);
                 if (ix < 0) continue;
                 const float v = plane[(IDX)iy * w + (IDX)ix];
                 if (POOL == 0) acc = (isnan(v) || isnan(acc)) ? nan_f32() : fmaxf(acc, v);
@@ -128,8 +132,10 @@ extern "C" __global__ void pool2d_main(
             }
         }
         if (POOL != 0) {
-            const long long rows = pool_count(oy, p.kh, p.stride[0], p.pad[0], p.pad_end[0], p.h);
-            const long long cols = pool_count(ox, p.kw, p.stride[1], p.pad[1], p.pad_end[1], p.w);
+            const long long rows = pool_count(oy, p.kh, p.stride[0], p.dilation[0], p.pad[0],
+                                              p.pad_end[0], p.h);
+            const long long cols = pool_count(ox, p.kw, p.stride[1], p.dilation[1], p.pad[1],
+                                              p.pad_end[1], p.w);
             acc = acc / (float)(rows * cols);
         }
         out[i] = acc;

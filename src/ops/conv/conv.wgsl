@@ -40,13 +40,21 @@ fn transposed_input_at(o: u32, k: u32, stride: u32, dilation: u32, pad: u32, ext
     return i32(t / stride);
 }
 
-// The divisor of an average along one axis at output `o`: the window's taps within the
-// padded input (POOL 1) or within the input (POOL 2).
-fn pool_count(o: u32, k: u32, stride: u32, pad: u32, pad_end: u32, extent: u32) -> i32 {
+// The divisor of an average along one axis at output `o`: the window's `k` taps, `dilation`
+// apart, within the padded input (POOL 1) or within the input (POOL 2).
+fn pool_count(o: u32, k: u32, stride: u32, dilation: u32, pad: u32, pad_end: u32, extent: u32)
+    -> i32 {
     let start = i32(o * stride) - i32(pad);
-    let end = start + i32(k);
-    if (POOL == 1u) { return min(end, i32(extent + pad_end)) - start; }
-    return min(end, i32(extent)) - max(start, 0);
+    let d = i32(dilation);
+    var end = i32(extent);
+    var first = 0;
+    if (POOL == 1u) {
+        end = i32(extent + pad_end);
+    } else if (start < 0) {
+        first = (d - 1 - start) / d;
+    }
+    if (end <= start) { return 0; }
+    return max(min(i32(k), (end - start + d - 1) / d) - first, 0);
 }
 
 fn output_index(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
@@ -206,10 +214,10 @@ fn pool2d_main(
     if (POOL == 0u) { acc = neg_inf_f32(); }
     if ((params[P_flags] & 1u) != 0u) { acc = out[params[P_out] + i]; }
     for (var ky = params[P_ky]; ky < params[P_ky + 1u]; ky++) {
-        let iy = input_at(oy, ky, params[P_stride_y], 1u, params[P_pad_y], h);
+        let iy = input_at(oy, ky, params[P_stride_y], params[P_dilation_y], params[P_pad_y], h);
         if (iy < 0) { continue; }
         for (var kx = params[P_kx]; kx < params[P_kx + 1u]; kx++) {
-            let ix = input_at(ox, kx, params[P_stride_x], 1u, params[P_pad_x], w);
+            let ix = input_at(ox, kx, params[P_stride_x], params[P_dilation_x], params[P_pad_x], w);
             if (ix < 0) { continue; }
             let v = x[plane + u32(iy) * w + u32(ix)];
             if (POOL == 0u) {
@@ -220,8 +228,10 @@ fn pool2d_main(
         }
     }
     if (POOL != 0u && (params[P_flags] & 2u) != 0u) {
-        let rows = pool_count(oy, kh, params[P_stride_y], params[P_pad_y], params[P_pad_end_y], h);
-        let cols = pool_count(ox, kw, params[P_stride_x], params[P_pad_x], params[P_pad_end_x], w);
+        let rows = pool_count(oy, kh, params[P_stride_y], params[P_dilation_y], params[P_pad_y],
+            params[P_pad_end_y], h);
+        let cols = pool_count(ox, kw, params[P_stride_x], params[P_dilation_x], params[P_pad_x],
+            params[P_pad_end_x], w);
         acc = acc / f32(rows * cols);
     }
     out[params[P_out] + i] = acc;

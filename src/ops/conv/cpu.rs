@@ -242,16 +242,26 @@ fn scatter_row(in_row: &[f32], taps: &[f32], row: &mut [f32], g: &Conv2dGeometry
 }
 
 /// The divisor of an average along one axis at output `o` (see `Pool2d::code`): the
-/// window's taps within the padded input (`code` 1) or within the input (`code` 2).
-fn pool_count(code: u32, o: usize, k: usize, stride: usize, pad: [usize; 2], n: usize) -> usize {
-    let start = (o * stride) as isize - pad[0] as isize;
-    let end = start + k as isize;
-    let count = if code == 1 {
-        end.min((n + pad[1]) as isize) - start
+/// window's taps `[k, stride, dilation]` within the padded input (`code` 1) or within the
+/// input (`code` 2).
+fn pool_count(
+    code: u32,
+    o: usize,
+    [k, stride, dilation]: [usize; 3],
+    pad: [usize; 2],
+    n: usize,
+) -> usize {
+    // Padded coordinates: the input spans [pad[0], pad[0] + n), the padded input [0, n + both).
+    let start = o * stride;
+    let (low, high) = if code == 1 {
+        (0, n + pad[0] + pad[1])
     } else {
-        end.min(n as isize) - start.max(0)
+        (pad[0], pad[0] + n)
     };
-    count as usize
+    (0..k)
+        .map(|j| start + j * dilation)
+        .filter(|&i| low <= i && i < high)
+        .count()
 }
 
 pub(super) fn pool2d(op: &Pool2d<'_>) -> Result<()> {
@@ -265,20 +275,16 @@ pub(super) fn pool2d(op: &Pool2d<'_>) -> Result<()> {
         .for_each(|(p, o)| {
             let plane = &xf[p * g.h * g.w..][..g.h * g.w];
             for oy in 0..g.oh {
-                let rows = pool_count(
-                    code,
-                    oy,
-                    g.kh,
-                    g.stride[0],
-                    [g.padding[0], g.pad_end[0]],
-                    g.h,
-                );
+                let ys = [g.kh, g.stride[0], g.dilation[0]];
+                let rows = pool_count(code, oy, ys, [g.padding[0], g.pad_end[0]], g.h);
                 for ox in 0..g.ow {
                     let taps = (0..g.kh)
                         .flat_map(|ky| (0..g.kw).map(move |kx| (ky, kx)))
                         .filter_map(|(ky, kx)| {
-                            let iy = input_index(oy, ky, g.stride[0], 1, g.padding[0], g.h)?;
-                            let ix = input_index(ox, kx, g.stride[1], 1, g.padding[1], g.w)?;
+                            let iy =
+                                input_index(oy, ky, g.stride[0], g.dilation[0], g.padding[0], g.h)?;
+                            let ix =
+                                input_index(ox, kx, g.stride[1], g.dilation[1], g.padding[1], g.w)?;
                             Some(plane[iy * g.w + ix])
                         });
                     o[oy * g.ow + ox] = if code == 0 {
@@ -290,14 +296,8 @@ pub(super) fn pool2d(op: &Pool2d<'_>) -> Result<()> {
                             }
                         })
                     } else {
-                        let cols = pool_count(
-                            code,
-                            ox,
-                            g.kw,
-                            g.stride[1],
-                            [g.padding[1], g.pad_end[1]],
-                            g.w,
-                        );
+                        let xs = [g.kw, g.stride[1], g.dilation[1]];
+                        let cols = pool_count(code, ox, xs, [g.padding[1], g.pad_end[1]], g.w);
                         taps.sum::<f32>() / (rows * cols) as f32
                     };
                 }

@@ -294,7 +294,7 @@ pub enum PoolKind {
     /// Largest value of the window (padding never wins; NaN propagates).
     Max = 0,
     /// Mean of the window: over the taps within the input, or with
-    /// [`PoolOptions::count_include_pad`] over the window within the padded input.
+    /// [`PoolOptions::count_include_pad`] over the taps within the padded input.
     Avg = 1,
 }
 
@@ -322,6 +322,9 @@ pub struct PoolOptions {
     /// Padding `[top, left, bottom, right]` (ONNX's `pads` order), each at most half the
     /// window along its axis.
     pub padding: [usize; 4],
+    /// Spacing of the window's taps (rows, columns), each >= 1: a window of `k` taps spans
+    /// `(k - 1) * dilation + 1` input positions (ONNX's `dilations`).
+    pub dilation: [usize; 2],
     /// Average pooling: divide by the window's taps within the padded input (ONNX's
     /// `count_include_pad = 1`, PyTorch's default) instead of those within the input alone.
     pub count_include_pad: bool,
@@ -331,12 +334,13 @@ pub struct PoolOptions {
 }
 
 impl PoolOptions {
-    /// Windows of `kernel`, stride = window, no padding, floor rounding.
+    /// Windows of `kernel`, stride = window, no padding, no dilation, floor rounding.
     pub fn new(kernel: [usize; 2]) -> Self {
         PoolOptions {
             kernel,
             stride: kernel,
             padding: [0; 4],
+            dilation: [1, 1],
             count_include_pad: false,
             ceil_mode: false,
         }
@@ -350,6 +354,7 @@ impl From<Pool2dParams> for PoolOptions {
             kernel: p.kernel,
             stride: p.stride.unwrap_or(p.kernel),
             padding: [y, x, y, x],
+            dilation: [1, 1],
             count_include_pad: true,
             ceil_mode: false,
         }
@@ -363,9 +368,11 @@ pub fn pool2d(queue: &Queue, kind: PoolKind, x: &Tensor, p: Pool2dParams) -> Res
 }
 
 /// Max or average pooling of `x: [n, c, h, w]` with ONNX's options, giving `[n, c, oh, ow]`:
-/// along each axis `(h + top + bottom - kh) / stride + 1` windows, rounded down, or up with
-/// `ceil_mode` (then a window that would start past the input and its top padding is
-/// dropped).
+/// along each axis `(h + top + bottom - ((kh - 1) * dilation + 1)) / stride + 1` windows,
+/// rounded down, or up with `ceil_mode` (then a window that would start past the input and its
+/// top padding is dropped). An average divides by the window's taps within the input, or with
+/// `count_include_pad` within the padded input; a window whose dilated taps all miss the input
+/// gives NaN (average) or -inf (max).
 pub fn pool2d_with(queue: &Queue, kind: PoolKind, x: &Tensor, p: PoolOptions) -> Result<Tensor> {
     if x.dtype().size() == 1 && kind == PoolKind::Max {
         // u8, i8 and bool values are exact in f32, as is their maximum.
@@ -376,18 +383,20 @@ pub fn pool2d_with(queue: &Queue, kind: PoolKind, x: &Tensor, p: PoolOptions) ->
     lift.down(queue, pool2d_f32(queue, kind, &lift.up(queue, x)?, p)?)
 }
 
-/// The output extent of one pooled axis of `input` (see [`pool2d_with`]).
+/// The output extent of one pooled axis of `input` (see [`pool2d_with`]): `[kernel, stride,
+/// dilation]` and the padding `[before, after]` of that axis.
 fn pool_extent(
     op: &'static str,
     axis: &str,
     input: usize,
-    [kernel, stride]: [usize; 2],
+    [kernel, stride, dilation]: [usize; 3],
     [before, after]: [usize; 2],
     ceil: bool,
 ) -> Result<usize> {
-    if kernel == 0 || stride == 0 {
+    if kernel == 0 || stride == 0 || dilation == 0 {
         return Err(Error::Invalid(format!(
-            "{op}: {axis} kernel {kernel}, stride {stride}: expected each >= 1"
+            "{op}: {axis} kernel {kernel}, stride {stride}, dilation {dilation}: expected each \
+             >= 1"
         )));
     }
     for (side, pad) in [("before", before), ("after", after)] {
@@ -402,16 +411,25 @@ fn pool_extent(
     let padded = input
         .checked_add(before + after)
         .ok_or_else(|| Error::shape(op, format!("{axis}: the padded input {input} overflows")))?;
-    if kernel > padded {
+    let window = dilation
+        .checked_mul(kernel - 1)
+        .and_then(|s| s.checked_add(1))
+        .ok_or_else(|| {
+            Error::shape(
+                op,
+                format!("{axis}: the window of {kernel} dilated by {dilation} overflows"),
+            )
+        })?;
+    if window > padded {
         return Err(Error::shape(
             op,
             format!(
-                "{axis}: the kernel spans {kernel} but the padded input is {padded}: \
-                 expected a kernel that fits"
+                "{axis}: the window spans {window} but the padded input is {padded}: \
+                 expected a window that fits"
             ),
         ));
     }
-    let span = padded - kernel;
+    let span = padded - window;
     let mut extent = if ceil {
         span.div_ceil(stride)
     } else {
@@ -438,16 +456,10 @@ fn pool2d_f32(queue: &Queue, kind: PoolKind, x: &Tensor, p: PoolOptions) -> Resu
     }
     let (n, c, h, w) = (xs[0], xs[1], xs[2], xs[3]);
     let [top, left, bottom, right] = p.padding;
-    let rows = [p.kernel[0], p.stride[0]];
+    let rows = [p.kernel[0], p.stride[0], p.dilation[0]];
     let oh = pool_extent(op, "height", h, rows, [top, bottom], p.ceil_mode)?;
-    let ow = pool_extent(
-        op,
-        "width",
-        w,
-        [p.kernel[1], p.stride[1]],
-        [left, right],
-        p.ceil_mode,
-    )?;
+    let cols = [p.kernel[1], p.stride[1], p.dilation[1]];
+    let ow = pool_extent(op, "width", w, cols, [left, right], p.ceil_mode)?;
     crate::base::layout::checked_numel(op, &[n, c, oh, ow])?;
     let geometry = Conv2dGeometry {
         n,
@@ -462,7 +474,7 @@ fn pool2d_f32(queue: &Queue, kind: PoolKind, x: &Tensor, p: PoolOptions) -> Resu
         stride: p.stride,
         padding: [top, left],
         pad_end: [bottom, right],
-        dilation: [1, 1],
+        dilation: p.dilation,
         groups: c,
     };
     let x = x.contiguous_on(queue)?;
