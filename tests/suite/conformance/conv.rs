@@ -289,79 +289,82 @@ fn conv_transpose_reference(
     (out, [oh, ow])
 }
 
+/// The transposed convolutions checked against the scatter reference: odd shapes, strides,
+/// padding, output padding, dilation and groups.
+const TRANSPOSED_CASES: [TransposedCase; 7] = [
+    (
+        [1, 1, 1, 1],
+        [1, 1, 1, 1],
+        [1, 1],
+        [0; 4],
+        [0, 0],
+        [1, 1],
+        1,
+    ),
+    // Two images, stride 2 with output padding.
+    (
+        [2, 3, 5, 7],
+        [3, 2, 3, 3],
+        [2, 2],
+        [1, 1, 1, 1],
+        [1, 1],
+        [1, 1],
+        1,
+    ),
+    // Asymmetric padding, stride 3, dilation 2, two groups.
+    (
+        [1, 4, 7, 5],
+        [4, 3, 2, 3],
+        [3, 2],
+        [0, 2, 1, 0],
+        [2, 1],
+        [2, 1],
+        2,
+    ),
+    // 1-D as a height of 1.
+    (
+        [1, 1, 1, 13],
+        [1, 5, 1, 4],
+        [1, 3],
+        [0, 1, 0, 2],
+        [0, 0],
+        [1, 1],
+        1,
+    ),
+    // Depthwise.
+    (
+        [3, 6, 4, 4],
+        [6, 1, 3, 3],
+        [2, 2],
+        [1, 1, 1, 1],
+        [1, 1],
+        [1, 1],
+        6,
+    ),
+    // 300 output channels: more than a workgroup of outputs per position.
+    (
+        [1, 2, 3, 5],
+        [2, 150, 2, 2],
+        [2, 2],
+        [0; 4],
+        [0, 0],
+        [1, 1],
+        2,
+    ),
+    // Dilation 3 over rows, output padding past the stride.
+    (
+        [1, 3, 11, 2],
+        [3, 2, 5, 1],
+        [1, 2],
+        [2, 0, 2, 0],
+        [3, 1],
+        [3, 1],
+        1,
+    ),
+];
+
 fn conv_transpose2d_matches_the_scatter_reference(d: &Device) {
-    let cases: &[TransposedCase] = &[
-        (
-            [1, 1, 1, 1],
-            [1, 1, 1, 1],
-            [1, 1],
-            [0; 4],
-            [0, 0],
-            [1, 1],
-            1,
-        ),
-        // Two images, stride 2 with output padding.
-        (
-            [2, 3, 5, 7],
-            [3, 2, 3, 3],
-            [2, 2],
-            [1, 1, 1, 1],
-            [1, 1],
-            [1, 1],
-            1,
-        ),
-        // Asymmetric padding, stride 3, dilation 2, two groups.
-        (
-            [1, 4, 7, 5],
-            [4, 3, 2, 3],
-            [3, 2],
-            [0, 2, 1, 0],
-            [2, 1],
-            [2, 1],
-            2,
-        ),
-        // 1-D as a height of 1.
-        (
-            [1, 1, 1, 13],
-            [1, 5, 1, 4],
-            [1, 3],
-            [0, 1, 0, 2],
-            [0, 0],
-            [1, 1],
-            1,
-        ),
-        // Depthwise.
-        (
-            [3, 6, 4, 4],
-            [6, 1, 3, 3],
-            [2, 2],
-            [1, 1, 1, 1],
-            [1, 1],
-            [1, 1],
-            6,
-        ),
-        // 300 output channels: more than a workgroup of outputs per position.
-        (
-            [1, 2, 3, 5],
-            [2, 150, 2, 2],
-            [2, 2],
-            [0; 4],
-            [0, 0],
-            [1, 1],
-            2,
-        ),
-        // Dilation 3 over rows, output padding past the stride.
-        (
-            [1, 3, 11, 2],
-            [3, 2, 5, 1],
-            [1, 2],
-            [2, 0, 2, 0],
-            [3, 1],
-            [3, 1],
-            1,
-        ),
-    ];
-    for (c, case) in cases.iter().enumerate() {
+    for (c, case) in TRANSPOSED_CASES.iter().enumerate() {
         let &(xs, ws, stride, padding, output_padding, dilation, groups) = case;
         let seed = 1800 + 10 * c as u64;
         let x = random(seed, xs.iter().product(), -1.0, 1.0);
