@@ -32,11 +32,12 @@ for line in sys.stdin:
 strip -o .gpu/bin/unicompute target/release/unicompute
 xz -T0 -6 .gpu/bin/*
 cp benches/peers/torch_reference.py .gpu/
-# The tests' data (scripts/corpus.sh, scripts/onnx-data.sh): published WGSL kernels and ONNX's
-# node tests, 2.6 MB compressed.
+# The tests' data (scripts/corpus.sh, scripts/onnx-data.sh): published WGSL kernels, ONNX's
+# node tests and light models (2.6 MB compressed) and the onnx wheel's model tests (4.6 MB).
 scripts/corpus.sh >/dev/null
 scripts/onnx-data.sh >/dev/null
-tar -cf - .corpus -C .onnx node light | xz -T0 -6 > .gpu/data.tar.xz
+tar -cf - .corpus -C .onnx node light pytorch-converted pytorch-operator simple |
+    xz -T0 -6 >.gpu/data.tar.xz
 lists=$(mktemp -d)
 mkdir -p "$lists/partial"
 apt_amd64=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 "-oDir::State::Lists=$lists")

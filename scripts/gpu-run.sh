@@ -39,7 +39,7 @@ with lzma.open(sys.argv[1]) as src, open(sys.argv[2], "wb") as dst: shutil.copyf
     done
     chmod +x bin-unpacked/*
     mkdir -p data/onnx
-    tar -xJf data.tar.xz -C data --transform 's,^node,onnx/node,;s,^light,onnx/light,'
+    tar -xJf data.tar.xz -C data --transform 's,^\(node\|light\|pytorch-[a-z]*\|simple\),onnx/\1,'
     export UNICOMPUTE_CORPUS_DIR=$PWD/data/.corpus UNICOMPUTE_ONNX_DIR=$PWD/data/onnx
 }
 
