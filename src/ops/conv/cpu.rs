@@ -101,11 +101,17 @@ fn column_tile(k: usize, cols: usize, images: usize) -> usize {
         .clamp(1, cols.max(1))
 }
 
+/// A convolution's f32 words: the input, the weight, the bias and the output, each from its
+/// view's offset.
+struct Words<'a> {
+    x: &'a [f32],
+    w: &'a [f32],
+    bias: Option<&'a [f32]>,
+    out: &'a mut [f32],
+}
+
 pub(super) fn conv2d(op: &Conv2d<'_>) -> Result<()> {
-    if op.transposed {
-        return conv_transpose2d(op);
-    }
-    let (x, weight, bias, act, out, g) = (op.x, op.weight, op.bias, op.act, op.out, op.geometry);
+    let (x, weight, bias, out) = (op.x, op.weight, op.bias, op.out);
     let (xg, wg) = (read_guard(x.buf)?, read_guard(weight.buf)?);
     let bg = bias.map(|b| read_guard(b.buf)).transpose()?;
     let mut os = write_guard(out.buf)?;
@@ -116,6 +122,29 @@ pub(super) fn conv2d(op: &Conv2d<'_>) -> Result<()> {
         .zip(bias)
         .map(|(g, b)| &bytemuck::cast_slice(g)[b.layout.offset..]);
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
+    let words = Words {
+        x: xf,
+        w: wf,
+        bias: bf,
+        out: of,
+    };
+    if op.transposed {
+        conv_transpose2d(op, words);
+    } else {
+        direct(op, words);
+    }
+    Ok(())
+}
+
+/// A convolution as im2col tiles times the weight, images and tiles in parallel.
+fn direct(op: &Conv2d<'_>, words: Words<'_>) {
+    let (act, g) = (op.act, op.geometry);
+    let Words {
+        x: xf,
+        w: wf,
+        bias: bf,
+        out: of,
+    } = words;
     let (cg, og) = (g.c / g.groups, g.o / g.groups);
     let (k, cols) = (cg * g.kh * g.kw, g.oh * g.ow);
     let tile = column_tile(k, cols, g.n);
@@ -160,7 +189,6 @@ pub(super) fn conv2d(op: &Conv2d<'_>) -> Result<()> {
                 }
             }
         });
-    Ok(())
 }
 
 /// The epilogue of one output channel's `values`: `act(v + bias)`.
@@ -189,18 +217,14 @@ fn transposed_index(
 
 /// A transposed convolution, output rows in parallel: each row adds up, input channel by
 /// channel and kernel row by row, the input rows that land on it.
-fn conv_transpose2d(op: &Conv2d<'_>) -> Result<()> {
-    let (x, weight, bias, act, out, g) = (op.x, op.weight, op.bias, op.act, op.out, op.geometry);
-    let (xg, wg) = (read_guard(x.buf)?, read_guard(weight.buf)?);
-    let bg = bias.map(|b| read_guard(b.buf)).transpose()?;
-    let mut os = write_guard(out.buf)?;
-    let xf: &[f32] = &bytemuck::cast_slice(&xg)[x.layout.offset..];
-    let wf: &[f32] = &bytemuck::cast_slice(&wg)[weight.layout.offset..];
-    let bf: Option<&[f32]> = bg
-        .as_ref()
-        .zip(bias)
-        .map(|(g, b)| &bytemuck::cast_slice(g)[b.layout.offset..]);
-    let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
+fn conv_transpose2d(op: &Conv2d<'_>, words: Words<'_>) {
+    let (act, g) = (op.act, op.geometry);
+    let Words {
+        x: xf,
+        w: wf,
+        bias: bf,
+        out: of,
+    } = words;
     let (cg, og, taps) = (g.c / g.groups, g.o / g.groups, g.kh * g.kw);
     of.par_chunks_mut(g.ow.max(1))
         .enumerate()
@@ -221,7 +245,6 @@ fn conv_transpose2d(op: &Conv2d<'_>) -> Result<()> {
             }
             finish(row, bf.map_or(0.0, |b| b[oc]), act);
         });
-    Ok(())
 }
 
 /// Adds input row `in_row` through kernel row `taps` to output row `row`: input column `ix`
