@@ -86,29 +86,7 @@ fn windows_strides_and_pads_per_axis_match_the_reference() {
         ([1, 1, 13, 4], options([4, 1], [3, 1], [2, 0, 1, 0])),
         ([1, 2, 45, 50], options([31, 29], [7, 5], [15, 14, 3, 9])),
     ];
-    for d in devices() {
-        for (c, (xs, base)) in cases.iter().enumerate() {
-            let mut x = random(2900 + c as u64, xs.iter().product(), -3.0, 3.0);
-            let at = c * 7 % x.len();
-            x[at] = f32::NAN;
-            let xt = tensor(d, &x, xs);
-            for kind in [PoolKind::Max, PoolKind::Avg] {
-                for (include, ceil) in [(false, false), (true, false), (false, true), (true, true)]
-                {
-                    let p = PoolOptions {
-                        count_include_pad: include,
-                        ceil_mode: ceil,
-                        ..*base
-                    };
-                    let (want, shape) = reference(&x, *xs, kind, &p);
-                    let got = xt.pool2d_with(kind, p).unwrap();
-                    assert_eq!(got.shape(), &shape[..], "{kind:?} {p:?} on {}", name(d));
-                    let what = format!("{kind:?} {p:?} of {xs:?} on {}", name(d));
-                    assert_close(&read(&got), &want, 1e-5, 1e-6, &what);
-                }
-            }
-        }
-    }
+    check_cases(cases, 2900, 7);
 }
 
 /// Dilation 2 and 3 (per axis, with strides, pads and `ceil_mode`): the windows' taps, the
@@ -130,29 +108,7 @@ fn dilated_windows_match_the_reference() {
         ),
         ([2, 1, 4, 6], dilated([2, 2], [2, 2], [1, 1, 1, 1], [3, 2])),
     ];
-    for d in devices() {
-        for (c, (xs, base)) in cases.iter().enumerate() {
-            let mut x = random(3100 + c as u64, xs.iter().product(), -3.0, 3.0);
-            let at = c * 11 % x.len();
-            x[at] = f32::NAN;
-            let xt = tensor(d, &x, xs);
-            for kind in [PoolKind::Max, PoolKind::Avg] {
-                for (include, ceil) in [(false, false), (true, false), (false, true), (true, true)]
-                {
-                    let p = PoolOptions {
-                        count_include_pad: include,
-                        ceil_mode: ceil,
-                        ..*base
-                    };
-                    let (want, shape) = reference(&x, *xs, kind, &p);
-                    let got = xt.pool2d_with(kind, p).unwrap();
-                    assert_eq!(got.shape(), &shape[..], "{kind:?} {p:?} on {}", name(d));
-                    let what = format!("{kind:?} {p:?} of {xs:?} on {}", name(d));
-                    assert_close(&read(&got), &want, 1e-5, 1e-6, &what);
-                }
-            }
-        }
-    }
+    check_cases(cases, 3100, 11);
 }
 
 fn the_old_symmetric_parameters_count_the_padding(d: &Device) {
@@ -212,3 +168,31 @@ fn bad_geometries_are_errors(d: &Device) {
     expect_err(pool(dilated([1, usize::MAX])), "SHAPE", &["overflows"], d);
 }
 per_backend!(bad_geometries_are_errors);
+
+/// Max and average pooling of each case (seeds from `seed`, one NaN at `c * nan_step`), with
+/// and without `count_include_pad` and `ceil_mode`, against the reference on every device.
+fn check_cases(cases: &[([usize; 4], PoolOptions)], seed: u64, nan_step: usize) {
+    for d in devices() {
+        for (c, (xs, base)) in cases.iter().enumerate() {
+            let mut x = random(seed + c as u64, xs.iter().product(), -3.0, 3.0);
+            let at = c * nan_step % x.len();
+            x[at] = f32::NAN;
+            let xt = tensor(d, &x, xs);
+            for kind in [PoolKind::Max, PoolKind::Avg] {
+                for (include, ceil) in [(false, false), (true, false), (false, true), (true, true)]
+                {
+                    let p = PoolOptions {
+                        count_include_pad: include,
+                        ceil_mode: ceil,
+                        ..*base
+                    };
+                    let (want, shape) = reference(&x, *xs, kind, &p);
+                    let got = xt.pool2d_with(kind, p).unwrap();
+                    assert_eq!(got.shape(), &shape[..], "{kind:?} {p:?} on {}", name(d));
+                    let what = format!("{kind:?} {p:?} of {xs:?} on {}", name(d));
+                    assert_close(&read(&got), &want, 1e-5, 1e-6, &what);
+                }
+            }
+        }
+    }
+}
