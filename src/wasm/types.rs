@@ -144,7 +144,10 @@ export interface PoolOptions {
   kernel: number | [number, number];
   stride?: number | [number, number];
   padding?: number | [number, number] | [number, number, number, number];
-  /** Spacing of the window's taps, a size or `[rows, columns]` (1 by default): a window of `k` spans `(k - 1) * dilation + 1`. */
+  /**
+   * Spacing of the window's taps, a size or `[rows, columns]` (1 by default): a window of
+   * `k` spans `(k - 1) * dilation + 1`.
+   */
   dilation?: number | [number, number];
   /** Average pooling: divide by the window within the padded input, not by the taps within the input (false by default, as ONNX). */
   countIncludePad?: boolean;
