@@ -12,6 +12,12 @@ use crate::{DType, Device, Element, Tensor};
 /// Integer constants up to this many elements stay on the host (shapes, axes, indices).
 const HOST_LIMIT: usize = 4096;
 
+/// Float constants up to this many elements stay on the host too: operators read such
+/// numbers there (Clip's bounds, Pad's value, Resize's scales), and one on the device would
+/// be read back, waiting for the device, on every run. An operator that wants one on the
+/// device uploads it, as it does a small integer constant.
+const HOST_FLOAT_LIMIT: usize = 16;
+
 /// A value of a running graph.
 #[derive(Clone, Debug)]
 pub enum Val {
@@ -173,8 +179,11 @@ impl Val {
     /// The value `c` stored in the file: small integer data on the host, the rest on `device`.
     pub fn from_constant(c: &Constant, device: &Device) -> Result<Val> {
         let host = host_of(c)?;
-        let integer = matches!(host.data, HostData::I64(_));
-        if (integer && c.numel() <= HOST_LIMIT) || device_dtype(c.elem).is_err() {
+        let limit = match host.data {
+            HostData::I64(_) => HOST_LIMIT,
+            HostData::F32(_) => HOST_FLOAT_LIMIT,
+        };
+        if c.numel() <= limit || device_dtype(c.elem).is_err() {
             return Ok(Val::Host(host));
         }
         host.upload(device).map(Val::Device)

@@ -312,14 +312,20 @@ fn cast(c: &Ctx<'_>) -> Result<Vec<Val>> {
 }
 
 /// `h` as element type `to`, as the device casts convert: floats truncate toward zero and
-/// saturate into integers, integers wrap into narrower ones, bools are 0 or 1.
+/// saturate into integers, integers wrap into narrower ones, bools are 0 or 1, and f16 and
+/// bf16 values are rounded to theirs (to nearest, ties to even).
 fn host_cast(h: &HostTensor, to: ElemType) -> HostTensor {
     let float = matches!(
         to,
         ElemType::F32 | ElemType::F64 | ElemType::F16 | ElemType::BF16
     );
+    let round = |x: f64| match to {
+        ElemType::F16 => half::f16::from_f64(x).to_f32(),
+        ElemType::BF16 => half::bf16::from_f64(x).to_f32(),
+        _ => x as f32,
+    };
     let data = match &h.data {
-        _ if float => HostData::F32(h.to_f64().iter().map(|&x| x as f32).collect()),
+        _ if float => HostData::F32(h.to_f64().into_iter().map(round).collect()),
         HostData::F32(v) => HostData::I64(v.iter().map(|&x| to.saturate(x)).collect()),
         HostData::I64(v) => HostData::I64(v.iter().map(|&x| to.wrap(x)).collect()),
     };
