@@ -5,8 +5,8 @@
 //! (stored tensors), `attr` (node attributes), `graph` (values and nodes by index), `model`
 //! (a parsed file), `schedule` (run order and last uses), `value` (what nodes pass: device
 //! tensors, or host data for shape computations), `ops` (each operator mapped onto the op
-//! API), `plan` (a graph checked for running, its subgraphs' plans inside) and `session` (a
-//! model loaded on a device, and its runs).
+//! API), `plan` (a graph checked for running, its subgraphs' plans inside), `replay` (runs
+//! captured once and replayed) and `session` (a model loaded on a device, and its runs).
 
 mod attr;
 mod constant;
@@ -17,6 +17,7 @@ mod model;
 mod ops;
 mod plan;
 pub mod proto;
+mod replay;
 mod schedule;
 mod session;
 mod value;

@@ -6,7 +6,8 @@ use super::attr::Attr;
 use super::graph::{Dim, Graph, ValueId};
 use super::model::Model;
 use super::ops;
-use super::plan::{Exec, NodeTime, Plan};
+use super::plan::{now, Exec, NodeTime, Plan};
+use super::replay::{self, Key, Next, Replays};
 use super::value::Val;
 use super::ElemType;
 use crate::base::error::{Error, Result};
@@ -22,6 +23,10 @@ pub struct SessionOptions {
     /// extents, [`Session::inputs`] and [`Session::outputs`] report them, and feeds are held
     /// to them. Names the model does not use are ignored, as onnxruntime does.
     pub free_dims: Vec<(String, usize)>,
+    /// Runs every run node by node. By default a run whose feeds have the shapes of an earlier
+    /// run is captured once and replayed (on devices that capture: webgpu and cuda), for the
+    /// host cost of one launch; see `docs/src/onnx.md`, "Runs as replays".
+    pub eager: bool,
 }
 
 /// A graph input or output as the model declares it.
@@ -42,6 +47,8 @@ pub struct Session {
     opset: i64,
     /// The main graph's plan, with its subgraphs' plans inside.
     plan: Plan,
+    /// Captured runs by their feeds' shapes; `None` with [`SessionOptions::eager`].
+    replays: Option<Replays>,
 }
 
 impl Session {
@@ -87,6 +94,7 @@ impl Session {
             graph,
             opset,
             plan,
+            replays: (!options.eager).then(Replays::default),
         })
     }
 
@@ -161,13 +169,54 @@ impl Session {
             queue: &queue,
             opset: self.opset,
         };
-        let values = self.plan.run(&self.graph, exec, env, None, times).await?;
+        let inputs: Vec<Val> = self
+            .graph
+            .inputs
+            .iter()
+            .filter_map(|&id| env[id].clone())
+            .collect();
+        let key = replay::key(&inputs).filter(|_| times.is_none());
+        let values = match (&self.replays, key) {
+            (Some(replays), Some(key)) => self.replayed(replays, &key, exec, env, &inputs).await?,
+            _ => self.plan.run(&self.graph, exec, env, None, times).await?,
+        };
         let names = self
             .graph
             .outputs
             .iter()
             .map(|&id| self.graph.values[id].name.clone());
         Ok(names.zip(values).collect())
+    }
+
+    /// A run whose feeds (`inputs`, also in `env`) have `key`: node by node the first time,
+    /// captured the second, replayed from then on ([`replay`]).
+    async fn replayed(
+        &self,
+        replays: &Replays,
+        key: &Key,
+        exec: Exec<'_>,
+        env: Vec<Option<Val>>,
+        inputs: &[Val],
+    ) -> Result<Vec<Val>> {
+        let captured = match replays.next(key) {
+            Next::Eager => return self.plan.run(&self.graph, exec, env, None, None).await,
+            Next::Replay(captured) => captured,
+            Next::Capture => {
+                let captured = replay::capture(exec.queue, key, |tensors| {
+                    let mut env = self.plan.env();
+                    for (&id, t) in self.graph.inputs.iter().zip(tensors) {
+                        env[id] = Some(Val::Device(t));
+                    }
+                    now(self.plan.run(&self.graph, exec, env, None, None))
+                })?;
+                replays.store(key, captured.clone());
+                match captured {
+                    Some(captured) => captured,
+                    None => return self.plan.run(&self.graph, exec, env, None, None).await,
+                }
+            }
+        };
+        captured.replay(exec.queue, inputs)
     }
 
     /// The values at the start of a run: the constants and `feeds`, each checked.

@@ -26,6 +26,7 @@ mod onnx_load;
 mod onnx_microsoft;
 mod onnx_quant;
 mod onnx_recur;
+mod onnx_replay;
 mod onnx_run;
 mod onnx_scatter;
 mod op_table;
