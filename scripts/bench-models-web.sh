@@ -8,7 +8,7 @@
 # prints Markdown tables, then the JSON (also written to target/bench-models-web.json).
 #
 #   scripts/bench-models-web.sh [MODEL...]   # default: every model of scripts/bench-models.sh
-#   ENGINES="unicompute-cpu ort-wasm" ROUNDS=3 RUNS=20 WARMUP=3 THREADS=2 \
+#   ENGINES="unicompute-cpu ort-wasm" ROUNDS=2 RUNS=20 WARMUP=3 THREADS=2 \
 #       scripts/bench-models-web.sh silero-vad
 #
 # Models are fetched or made, with onnxruntime's outputs, by scripts/onnx-models.sh --prepare

@@ -82,7 +82,9 @@ async function timed(f) {
 /** The engine's whole measurement of the model. */
 async function measure() {
   if (!ENGINES[choice.engine]) throw new Error(`engine ${choice.engine}: expected one of ${Object.keys(ENGINES).join(', ')}`);
-  const bytes = new Uint8Array(await (await fetch(`/models/${choice.model}/model.onnx`)).arrayBuffer());
+  const response = await fetch(`/models/${choice.model}/model.onnx`);
+  if (!response.ok) throw new Error(`model ${choice.model}: HTTP ${response.status} for /models/${choice.model}/model.onnx`);
+  const bytes = new Uint8Array(await response.arrayBuffer());
   status(`${choice.engine}: loading`);
   const [load, engine] = await timed(ENGINES[choice.engine]);
   const { lib, Tensor, options } = engine;
@@ -110,7 +112,7 @@ async function measure() {
     create_ms: create,
     first_ms: first,
     median_ms: times[Math.floor(times.length / 2)],
-    p90_ms: times[Math.floor(((times.length - 1) * 9) / 10)],
+    p90_ms: times[Math.ceil(times.length * 0.9) - 1],
     times_ms: times,
     wasm_heap_bytes: wasmBytes(),
     wasm_growth_bytes: wasmBytes() - heap,

@@ -5,11 +5,12 @@
 // onnxruntime CPU outputs stored beside the model (expected/). Prints Markdown tables and the
 // JSON, which it also writes to `out.json`. Usage (scripts/bench-models-web.sh serves the page):
 //   node run-models.mjs <page folder url> <models folder> <out.json> MODEL...
-// Environment: ENGINES (default all six), ROUNDS (3), RUNS (20), WARMUP (3), THREADS (2),
+// Environment: ENGINES (default all six), ROUNDS (2), RUNS (20), WARMUP (3), THREADS (2),
 // BUDGET (seconds the warm-ups and runs of one measurement may take after its first run, 60:
 // a slow engine makes fewer runs, at least one), TIMEOUT (seconds a whole measurement may take,
 // 900) and CHROMIUM (default /usr/bin/chromium).
 import { readFile, readdir, writeFile } from 'node:fs/promises';
+import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { fromBase64, numbers, parseNpy } from './npy.js';
@@ -19,7 +20,7 @@ if (!models.length) throw new Error('usage: node run-models.mjs <page folder url
 const env = (key, fallback) => process.env[key] || fallback;
 const choice = {
   engines: env('ENGINES', 'unicompute-webgpu unicompute-cpu unicompute-cpu-threads ort-webgpu ort-wasm ort-wasm-threads').split(/[\s,]+/),
-  rounds: Number(env('ROUNDS', 3)),
+  rounds: Number(env('ROUNDS', 2)),
   runs: Number(env('RUNS', 20)),
   warmup: Number(env('WARMUP', 3)),
   threads: Number(env('THREADS', 2)),
@@ -38,9 +39,11 @@ const browser = await chromium.launch({
   args: ['--enable-unsafe-webgpu', '--enable-features=Vulkan', '--no-sandbox', '--disable-background-networking',
     '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-dev-shm-usage'],
 });
+const loadStart = loadavg();
 try {
   const adapter = await adapterInfo();
   const rounds = {};
+  const records = [];
   for (const model of models) {
     for (let r = 0; r < choice.rounds; r++) {
       const order = choice.engines.map((_, i) => choice.engines[(i + r) % choice.engines.length]);
@@ -50,10 +53,10 @@ try {
         console.error(`${model} ${engine} round ${r + 1}: ${one.error ? `error: ${one.error}` : `median ${one.median_ms.toFixed(2)} ms`}`);
       }
     }
+    records.push(...(await summarize(model, rounds[model])));
+    console.error(rows(records.filter((r) => r.model === model)).map((r) => `| ${r.join(' | ')} |`).join('\n'));
   }
-  const records = [];
-  for (const model of models) records.push(...(await summarize(model, rounds[model])));
-  const result = { choice, adapter, browser: browser.version(), records, rounds: stripOutputs(rounds) };
+  const result = { choice, adapter, browser: browser.version(), load_average: [loadStart, loadavg()], records, rounds: stripOutputs(rounds) };
   printTables(result);
   await writeFile(jsonPath, JSON.stringify(result, null, 1));
   console.log(JSON.stringify({ choice, adapter, records }));
@@ -154,9 +157,10 @@ function difference(got, want) {
   return worst;
 }
 
-/** The median of `xs` (the upper one of an even count, as the page's). */
+/** The median of `xs` (of an even count, the mean of the middle two). */
 function median(xs) {
-  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const sorted = [...xs].sort((a, b) => a - b), half = sorted.length / 2;
+  return Number.isInteger(half) ? (sorted[half - 1] + sorted[half]) / 2 : sorted[Math.floor(half)];
 }
 
 /** The rounds without the outputs (they are large). */
@@ -165,24 +169,33 @@ function stripOutputs(rounds) {
   return Object.fromEntries(Object.entries(rounds).map(([m, byEngine]) => [m, Object.fromEntries(Object.entries(byEngine).map(([e, rs]) => [e, rs.map(strip)]))]));
 }
 
-/** The notes, the main table and the Silero VAD per-chunk table, in Markdown. */
-function printTables({ adapter, records }) {
-  const fmt = (x, digits = 3) => (typeof x !== 'number' ? (x ?? '') : String(Number(x.toPrecision(digits))));
+/** A number to 3 significant digits (anything else as it is, or empty). */
+function fmt(x) {
+  return typeof x !== 'number' ? (x ?? '') : String(Number(x.toPrecision(3)));
+}
+
+/** The main table's rows of `records` (those of one model, or all). */
+function rows(records) {
   const mb = (x) => (typeof x === 'number' && x > 0 ? (x / 2 ** 20).toFixed(1) : '-');
   const diff = (x) => (typeof x === 'number' ? x.toExponential(1) : (x ?? ''));
-  const soft = /swiftshader|llvmpipe|lavapipe|software/i.test(JSON.stringify(adapter ?? {}));
-  console.log(`\nWebGPU adapter: ${adapter ? Object.values(adapter).filter(Boolean).join(', ') : 'none'}${soft ? ' (a CPU emulating a GPU: the webgpu figures are not GPU speed)' : ''}`);
-  console.log(`${choice.rounds} rounds of ${choice.warmup} warm-ups and ${choice.runs} runs (fewer where they would take over ${choice.budget_s} s: 'runs' says how many); medians over the rounds. Threads: ${choice.threads}.`);
   const at = (model, engine) => records.find((r) => r.model === model && r.engine === engine);
-  const rows = records.map((r) => {
+  return records.map((r) => {
     if (r.error) return [r.model, r.engine, `error: ${r.error.slice(0, 120)}`, ...Array(11).fill('')];
     const rival = at(r.model, RIVAL[r.engine]);
     const ratio = rival?.median_ms ? `${fmt(rival.median_ms / r.median_ms)}x` : '';
     return [r.model, r.engine, r.threads ?? '', r.runs, fmt(r.load_ms), fmt(r.create_ms), fmt(r.first_ms), fmt(r.median_ms), fmt(r.p90_ms), ratio,
       mb(r.wasm_growth_bytes), r.engine.includes('webgpu') ? mb(r.gpu_peak_bytes) : '-', diff(r.max_abs_diff), diff(r.max_abs_diff_native)];
   });
+}
+
+/** The notes, the main table and the Silero VAD per-chunk table, in Markdown. */
+function printTables({ adapter, records, load_average: [start, end] }) {
+  const soft = /swiftshader|llvmpipe|lavapipe|software/i.test(JSON.stringify(adapter ?? {}));
+  console.log(`\nWebGPU adapter: ${adapter ? Object.values(adapter).filter(Boolean).join(', ') : 'none'}${soft ? ' (a CPU emulating a GPU: the webgpu figures are not GPU speed)' : ''}`);
+  console.log(`${choice.rounds} rounds of ${choice.warmup} warm-ups and ${choice.runs} runs (fewer where they would take over ${choice.budget_s} s: 'runs' says how many); medians over the rounds. Threads: ${choice.threads}.`);
+  console.log(`${availableParallelism()} logical CPUs; load average (1, 5, 15 min) at the start: ${start.map((x) => x.toFixed(1)).join(', ')}; at the end: ${end.map((x) => x.toFixed(1)).join(', ')}.`);
   table(['model', 'engine', 'threads', 'runs', 'load ms', 'create ms', 'first ms', 'median ms', 'p90 ms', 'vs ORT', 'wasm heap +MB', 'GPU buffers MB',
-    `max abs diff vs ${REFERENCE}`, 'vs ORT native'], rows);
+    `max abs diff vs ${REFERENCE}`, 'vs ORT native'], rows(records));
   const vad = records.filter((r) => r.model === 'silero-vad' && !r.error);
   if (vad.length) {
     console.log('\nSilero VAD, one 512-sample chunk (32 ms of 16 kHz audio) per run: the per-run overhead');
