@@ -118,7 +118,7 @@ async function summarize(model, byEngine) {
     }
     const got = outputsOf(byEngine[engine][0]);
     if (got && reference) record.max_abs_diff = difference(got, reference);
-    if (got && expected) record.max_abs_diff_native = difference(got, expected);
+    if (got && expected) record.max_abs_diff_native = difference(savedNames(got), expected);
     return record;
   });
 }
@@ -129,10 +129,15 @@ function outputsOf(result) {
   return Object.fromEntries(Object.entries(result.outputs).map(([name, { type, dims, data }]) => [name, { type, dims, values: numbers(type, fromBase64(type, data)) }]));
 }
 
-/** The native onnxruntime outputs in expected/ (NAME.npy, a `/` in NAME a folder), or undefined. */
+/** `outputs` by the names their files in expected/ have (other than [A-Za-z0-9._-] as `_`). */
+function savedNames(outputs) {
+  return Object.fromEntries(Object.entries(outputs).map(([name, value]) => [name.replace(/[^A-Za-z0-9._-]/g, '_'), value]));
+}
+
+/** The native onnxruntime outputs in expected/ (by savedNames), or undefined. */
 async function expectedOutputs(model) {
   const folder = join(modelsDir, model, 'expected');
-  const files = await readdir(folder, { recursive: true }).catch(() => []);
+  const files = await readdir(folder).catch(() => []);
   const outputs = {};
   for (const file of files.filter((f) => f.endsWith('.npy'))) {
     const { type, dims, data } = parseNpy(await readFile(join(folder, file)));
