@@ -4,7 +4,7 @@
 //! Files: `proto` (the protobuf messages, generated), `elem` (element types), `constant`
 //! (stored tensors), `attr` (node attributes), `graph` (values and nodes by index), `model`
 //! (a parsed file), `schedule` (run order and last uses), `value` (what nodes pass: device
-//! tensors, or host data for shape computations), `ops` (each operator mapped onto the op
+//! tensors, host data for shape computations, sequences of tensors), `ops` (each operator mapped onto the op
 //! API), `plan` (a graph checked for running, its subgraphs' plans inside) and `session` (a
 //! model loaded on a device, and its runs).
 
@@ -30,4 +30,4 @@ pub use ops::supported;
 pub use plan::NodeTime;
 pub use schedule::{schedule, Schedule};
 pub use session::{unsupported, IoInfo, Session, SessionOptions};
-pub use value::{HostData, HostTensor, Val};
+pub use value::{HostData, HostTensor, Sequence, Val};

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::common::{devices, name, per_backend, random, read, tensor};
-use crate::onnx_load::{data, graph, light_models, model_tests, node_tests, relu_model};
+use crate::onnx_load::{data_files, graph, light_models, model_tests, node_tests, relu_model};
 use unicompute::onnx::{
-    proto, Constant, Dim, HostTensor, IoInfo, Model, Session, SessionOptions, Val,
+    proto, Constant, Dim, HostTensor, IoInfo, Model, Sequence, Session, SessionOptions, Val,
 };
 use unicompute::{BackendKind, Device, Tensor};
 
@@ -26,32 +26,67 @@ fn run_test(d: &Device, dir: &Path) -> Outcome {
         Ok(s) => s,
         Err(e) => return Outcome::Refused(e.to_string()),
     };
-    let inputs = data(dir, "input_");
-    let expected = data(dir, "output_");
-    let names: Vec<String> = session.inputs().into_iter().map(|i| i.name).collect();
-    let feeds: Result<Vec<(&str, Val)>, _> = names
-        .iter()
-        .zip(&inputs)
-        .map(|(n, c)| Val::from_constant(c, d).map(|v| (n.as_str(), v)))
+    let inputs = session.inputs();
+    let feeds: Result<Vec<(&str, Val)>, _> = (inputs.iter().zip(data_files(dir, "input_")))
+        .map(|(info, file)| stored(d, info, &file).map(|v| (info.name.as_str(), v)))
         .collect();
     let outputs = match feeds.and_then(|f| session.run_values(f)) {
         Ok(o) => o,
         Err(e) => return Outcome::Failed(format!("run: {e}")),
     };
+    let expected = data_files(dir, "output_");
     if outputs.len() != expected.len() || expected.is_empty() {
         let n = expected.len();
         return Outcome::Failed(format!("{} outputs for {n} expected", outputs.len()));
     }
-    for ((out, val), want) in outputs.iter().zip(&expected) {
-        let got = match val.host() {
-            Ok(h) => h,
-            Err(e) => return Outcome::Failed(format!("{out}: reading back: {e}")),
-        };
-        if let Err(why) = compare(&got, want) {
+    for (((out, val), info), file) in outputs.iter().zip(session.outputs()).zip(&expected) {
+        if let Err(why) = check_output(val, &info, file) {
             return Outcome::Failed(format!("{out}: {why}"));
         }
     }
     Outcome::Passed
+}
+
+/// The value the test data file `file` holds for `info` on `d`: a tensor, or a sequence of
+/// tensors (a `SequenceProto`) where the model declares one.
+fn stored(d: &Device, info: &IoInfo, file: &Path) -> unicompute::Result<Val> {
+    let bytes = std::fs::read(file).unwrap();
+    if !info.sequence {
+        return Val::from_constant(&Constant::decode(bytes)?, d);
+    }
+    let tensors = Constant::decode_sequence(bytes)?;
+    let elem = (info.elem.or(tensors.first().map(|c| c.elem))).ok_or_else(|| {
+        unicompute::Error::Invalid(format!("no element type for the sequence '{}'", info.name))
+    })?;
+    let items = tensors.iter().map(|c| Val::from_constant(c, d));
+    Ok(Val::Seq(Sequence::new(elem, items.collect::<Result<_, _>>()?)?))
+}
+
+/// An output against the tensor or sequence of tensors stored in `file`.
+fn check_output(got: &Val, info: &IoInfo, file: &Path) -> Result<(), String> {
+    let bytes = std::fs::read(file).unwrap();
+    let host = |v: &Val| v.host().map_err(|e| format!("reading back: {e}"));
+    match (got, info.sequence) {
+        (Val::Seq(s), true) => {
+            let want = Constant::decode_sequence(bytes).map_err(|e| e.to_string())?;
+            if s.len() != want.len() {
+                return Err(format!("{} tensors, expected {}", s.len(), want.len()));
+            }
+            for (k, (g, w)) in s.items().iter().zip(&want).enumerate() {
+                compare(&host(g)?, w).map_err(|why| format!("tensor {k}: {why}"))?;
+            }
+            Ok(())
+        }
+        (v, false) if v.as_seq().is_none() => {
+            let want = Constant::decode(bytes).map_err(|e| e.to_string())?;
+            compare(&host(v)?, &want)
+        }
+        (_, sequence) => {
+            let what = |seq: bool| if seq { "a sequence" } else { "a tensor" };
+            let got = what(got.as_seq().is_some());
+            Err(format!("gave {got}; the model declares {}", what(sequence)))
+        }
+    }
 }
 
 /// `got` against the expected tensor, within ONNX's default tolerances.
