@@ -44,7 +44,10 @@ impl Constant {
                  expected tensors (1)"
             )));
         }
-        s.tensor_values.iter().map(|t| from_proto(t, None)).collect()
+        s.tensor_values
+            .iter()
+            .map(|t| from_proto(t, None))
+            .collect()
     }
 
     /// How many elements the dims hold.

@@ -275,10 +275,12 @@ impl Builder<'_> {
         use proto::type_proto::Value as Type;
         let (t, sequence) = match info.r#type.as_ref().and_then(|t| t.value.as_ref()) {
             Some(Type::TensorType(t)) => (t, false),
-            Some(Type::SequenceType(s)) => match s.elem_type.as_ref().and_then(|t| t.value.as_ref()) {
-                Some(Type::TensorType(t)) => (t, true),
-                _ => return Ok(()),
-            },
+            Some(Type::SequenceType(s)) => {
+                match s.elem_type.as_ref().and_then(|t| t.value.as_ref()) {
+                    Some(Type::TensorType(t)) => (t, true),
+                    _ => return Ok(()),
+                }
+            }
             _ => return Ok(()),
         };
         let value = &mut self.graph.values[id];

@@ -226,7 +226,9 @@ impl Session {
                 got: format!("a sequence of {} tensors", s.elem()),
             });
         }
-        s.items().iter().try_for_each(|t| self.check_tensor(value, t))
+        s.items()
+            .iter()
+            .try_for_each(|t| self.check_tensor(value, t))
     }
 
     /// Refuses a tensor whose element type or fixed extents differ from those `value`
@@ -275,9 +277,9 @@ fn check_io(g: &Graph) -> Result<()> {
                     "is neither a tensor nor a sequence of tensors (a map or optional?)".into()
                 }
                 Some(e) => match super::value::device_dtype(e) {
-                    Err(_) if v.sequence => format!(
-                        "is a sequence of {e} tensors, a type the devices do not hold yet"
-                    ),
+                    Err(_) if v.sequence => {
+                        format!("is a sequence of {e} tensors, a type the devices do not hold yet")
+                    }
                     Err(_) => format!("is a {e} tensor, a type the devices do not hold yet"),
                     Ok(_) => continue,
                 },

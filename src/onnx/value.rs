@@ -317,7 +317,7 @@ impl Sequence {
             return Err(Error::DType {
                 op: "sequence",
                 expected: format!("{} tensors, as the sequence holds", self.elem),
-                got: format!("a {} tensor", item.elem()?),
+                got: format!("a tensor of {}", item.elem()?),
             });
         }
         self.items.insert(at, item);

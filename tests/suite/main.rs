@@ -28,6 +28,7 @@ mod onnx_quant;
 mod onnx_recur;
 mod onnx_run;
 mod onnx_scatter;
+mod onnx_sequence;
 mod op_table;
 mod overflow;
 mod policy;

@@ -137,7 +137,9 @@ fn part_sizes(c: &Ctx<'_>, n: usize) -> Result<Vec<usize>> {
     };
     let sizes = split.to_i64();
     if let Some(&bad) = sizes.iter().find(|&&v| v < 0) {
-        return Err(c.error(format!("split {sizes:?} holds {bad}; expected sizes of 0 or more")));
+        return Err(c.error(format!(
+            "split {sizes:?} holds {bad}; expected sizes of 0 or more"
+        )));
     }
     match (split.shape.as_slice(), sizes.as_slice()) {
         ([], &[each]) if each > 0 => {
@@ -188,7 +190,11 @@ fn split_to_sequence(c: &Ctx<'_>) -> Result<Vec<Val>> {
             }
             v => {
                 let part = v.tensor(c.device)?.slice(axis, start..start + n)?;
-                Val::Device(if squeeze { part.reshape(&part_shape)? } else { part })
+                Val::Device(if squeeze {
+                    part.reshape(&part_shape)?
+                } else {
+                    part
+                })
             }
         };
         s.push(part).map_err(|e| about(c, e))?;
@@ -310,7 +316,9 @@ fn map(c: &Ctx<'_>) -> Result<Vec<Val>> {
                 )))
             }
         };
-        sequences.push(Val::Seq(Sequence::new(elem, items).map_err(|e| about(c, e))?));
+        sequences.push(Val::Seq(
+            Sequence::new(elem, items).map_err(|e| about(c, e))?,
+        ));
     }
     Ok(sequences)
 }

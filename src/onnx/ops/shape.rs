@@ -165,7 +165,9 @@ fn concat(c: &Ctx<'_>) -> Result<Vec<Val>> {
         .filter(|&i| c.opt(i).is_some())
         .map(|i| c.input(i))
         .collect::<Result<_>>()?;
-    let rank = vals.first().map_or(Ok(0), |v| v.shape().map(<[usize]>::len))?;
+    let rank = vals
+        .first()
+        .map_or(Ok(0), |v| v.shape().map(<[usize]>::len))?;
     let axis = c.axis(c.int("axis", 0)?, rank)?;
     let hosts: Vec<HostTensor> = vals.iter().filter_map(|v| v.as_host()).cloned().collect();
     if hosts.len() == vals.len() {
