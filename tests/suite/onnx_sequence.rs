@@ -3,7 +3,7 @@
 //! fed and given back by `run_values`; and malformed use (positions out of range, mixed
 //! element types, a sequence where a tensor belongs) as errors naming what was wrong.
 
-use unicompute::onnx::proto::{self, GraphProto, NodeProto, ValueInfoProto};
+use unicompute::onnx::proto::{self, GraphProto, NodeProto, TensorProto, ValueInfoProto};
 use unicompute::onnx::{ElemType, HostTensor, Sequence, Session, SessionOptions, Val};
 use unicompute::{Device, Tensor};
 
@@ -199,33 +199,31 @@ fn sequences_are_fed_and_given_back_by_run_values(d: &Device) {
 }
 per_backend!(sequences_are_fed_and_given_back_by_run_values);
 
-/// A model of `nodes` over the float inputs `inputs` and the sequence input `xs`, giving the
-/// float output `out`.
-fn case(nodes: Vec<NodeProto>, inputs: &[&str], out: &str) -> Vec<u8> {
-    let mut input = vec![seq_info("xs", FLOAT)];
-    input.extend(
-        inputs
-            .iter()
-            .map(|&n| info(n, if n == "i" { INT64 } else { FLOAT })),
-    );
+/// A model of `nodes` with the constants `consts` over the sequence input `xs`, the float
+/// input `f` and, where `with_i`, the int64 input `i`, giving the float output `y`.
+fn case(nodes: Vec<NodeProto>, consts: Vec<TensorProto>, with_i: bool) -> Vec<u8> {
+    let mut input = vec![seq_info("xs", FLOAT), info("f", FLOAT)];
+    if with_i {
+        input.push(info("i", INT64));
+    }
     let g = GraphProto {
         node: nodes,
+        initializer: consts,
         input,
-        output: vec![info(out, FLOAT)],
+        output: vec![info("y", FLOAT)],
         ..Default::default()
     };
     model(g, 13)
 }
 
-/// The error running `bytes` on `xs` (three f32 tensors) and the float tensor `f` (and the
-/// i64 scalar `i` where the model takes it).
+/// The error running `bytes` on `xs` (three f32 `[2, 3]` tensors), `f` (one more) and the
+/// i64 scalar `i` where the model takes it.
 fn run_error(d: &Device, bytes: Vec<u8>, i: i64) -> String {
     let s = Session::from_bytes(d, bytes, SessionOptions::default()).unwrap();
     let t = |seed| Val::Device(tensor(d, &random(seed, 6, -1.0, 1.0), &[2, 3]));
     let xs = Sequence::new(ElemType::F32, vec![t(91), t(92), t(93)]).unwrap();
     let mut feeds = vec![("xs", Val::Seq(xs)), ("f", t(94))];
-    let names: Vec<String> = s.inputs().into_iter().map(|i| i.name).collect();
-    if names.iter().any(|n| n == "i") {
+    if s.inputs().len() == 3 {
         feeds.push(("i", Val::Host(HostTensor::i64(vec![], vec![i]))));
     }
     let e = s.run_values(feeds).expect_err("a malformed use ran");
@@ -233,68 +231,33 @@ fn run_error(d: &Device, bytes: Vec<u8>, i: i64) -> String {
 }
 
 #[test]
-fn malformed_sequence_use_is_an_error_naming_what_was_wrong() {
+fn positions_and_kinds_of_values_are_checked_when_run() {
     let d = &devices()[0];
     let at = case(
         vec![node("SequenceAt", "at", &["xs", "i"], &["y"])],
-        &["f", "i"],
-        "y",
+        vec![],
+        true,
     );
     let e = run_error(d, at.clone(), 3);
+    let outside = "(SequenceAt): position 3 is outside a sequence of 3 tensors";
     assert!(
-        e.contains("(SequenceAt): position 3 is outside a sequence of 3 tensors"),
+        e.contains(outside) && e.contains("expected one in [-3, 2]"),
         "{e}"
     );
-    assert!(e.contains("expected one in [-3, 2]"), "{e}");
     let e = run_error(d, at, -4);
     assert!(e.contains("position -4 is outside"), "{e}");
-    let bad_insert = case(
-        vec![
-            with(node("Cast", "c", &["f"], &["n"]), &[("to", 6)]),
-            node("SequenceInsert", "put", &["xs", "n"], &["s"]),
-            node("SequenceAt", "at", &["s", "i"], &["y"]),
-        ],
-        &["f", "i"],
-        "y",
-    );
-    let e = run_error(d, bad_insert, 0);
-    assert!(
-        e.contains("(SequenceInsert)") && e.contains("float tensors") && e.contains("int32"),
-        "{e}"
-    );
-    let e = run_error(
-        d,
-        case(vec![node("Relu", "r", &["xs"], &["y"])], &["f"], "y"),
-        0,
-    );
-    assert!(
-        e.contains("(Relu): input 0 is a sequence of 3 float tensors; expected a tensor"),
-        "{e}"
-    );
+    let relu = case(vec![node("Relu", "r", &["xs"], &["y"])], vec![], false);
+    let e = run_error(d, relu, 0);
+    let seq = "(Relu): input 0 is a sequence of 3 float tensors; expected a tensor";
+    assert!(e.contains(seq), "{e}");
     let len = case(
         vec![node("SequenceLength", "n", &["f"], &["y"])],
-        &["f"],
-        "y",
+        vec![],
+        false,
     );
     let e = run_error(d, len, 0);
-    assert!(
-        e.contains("input 0 is a tensor of shape [2, 3]; expected a sequence"),
-        "{e}"
-    );
-    let mixed = case(
-        vec![
-            with(node("Cast", "c", &["f"], &["n"]), &[("to", 6)]),
-            node("SequenceConstruct", "make", &["f", "n"], &["s"]),
-            node("ConcatFromSequence", "join", &["s"], &["y"]),
-        ],
-        &["f"],
-        "y",
-    );
-    let e = run_error(d, mixed, 0);
-    assert!(
-        e.contains("(SequenceConstruct): input 1") && e.contains("int32"),
-        "{e}"
-    );
+    let tensor = "input 0 is a tensor of shape [2, 3]; expected a sequence";
+    assert!(e.contains(tensor), "{e}");
     let erase_empty = case(
         vec![
             node("SequenceEmpty", "none", &[], &["s"]),
@@ -304,11 +267,46 @@ fn malformed_sequence_use_is_an_error_naming_what_was_wrong() {
                 &[("axis", 0)],
             ),
         ],
-        &["f"],
-        "y",
+        vec![],
+        false,
     );
     let e = run_error(d, erase_empty, 0);
     assert!(e.contains("(SequenceErase): the sequence is empty"), "{e}");
+}
+
+#[test]
+fn element_types_and_split_sizes_are_checked_when_run() {
+    let d = &devices()[0];
+    let to_int32 = || with(node("Cast", "c", &["f"], &["n"]), &[("to", 6)]);
+    let insert = case(
+        vec![
+            to_int32(),
+            node("SequenceInsert", "put", &["xs", "n"], &["s"]),
+            node("SequenceAt", "at", &["s", "i"], &["y"]),
+        ],
+        vec![],
+        true,
+    );
+    let e = run_error(d, insert, 0);
+    let types = e.contains("float tensors") && e.contains("int32");
+    assert!(e.contains("(SequenceInsert)") && types, "{e}");
+    let mixed = case(
+        vec![
+            to_int32(),
+            node("SequenceConstruct", "make", &["f", "n"], &["s"]),
+            with(
+                node("ConcatFromSequence", "join", &["s"], &["y"]),
+                &[("axis", 0)],
+            ),
+        ],
+        vec![],
+        false,
+    );
+    let e = run_error(d, mixed, 0);
+    assert!(
+        e.contains("(SequenceConstruct): input 1") && e.contains("int32"),
+        "{e}"
+    );
     let split = case(
         vec![
             with(
@@ -320,28 +318,60 @@ fn malformed_sequence_use_is_an_error_naming_what_was_wrong() {
                 &[("axis", 1)],
             ),
         ],
-        &["f", "sizes"],
-        "y",
+        vec![int64s("sizes", &[2], &[1, 1])],
+        false,
     );
-    let e = run_error(d, with_sizes(split), 0);
-    assert!(e.contains("does not divide an axis of 3"), "{e}");
+    let e = run_error(d, split, 0);
+    assert!(
+        e.contains("split [1, 1] (shape [2]) does not divide an axis of 3"),
+        "{e}"
+    );
 }
 
-/// The model's input `sizes` made the constant `[1, 1]` (adding up to 2, not 3).
-fn with_sizes(mut bytes: Vec<u8>) -> Vec<u8> {
-    edit(&mut bytes, |g| {
-        g.input.retain(|i| i.name.as_deref() != Some("sizes"));
-        g.initializer.push(int64s("sizes", &[2], &[1, 1]));
-    });
-    bytes
-}
-
-/// `bytes`, a model, with its graph changed by `change`.
-fn edit(bytes: &mut Vec<u8>, change: impl FnOnce(&mut GraphProto)) {
-    use prost::Message;
-    let mut m = proto::ModelProto::decode(bytes.as_slice()).unwrap();
-    change(m.graph.as_mut().unwrap());
-    *bytes = m.encode_to_vec();
+/// Scalars have no axis to split or join along (stacking them on a new one is allowed).
+#[test]
+fn scalars_are_refused_where_an_axis_is_needed() {
+    let d = &devices()[0];
+    let sum = || {
+        with(
+            node("ReduceSum", "sum", &["f"], &["total"]),
+            &[("keepdims", 0)],
+        )
+    };
+    let split = case(
+        vec![
+            sum(),
+            node("SplitToSequence", "cut", &["total"], &["s"]),
+            with(
+                node("ConcatFromSequence", "join", &["s"], &["y"]),
+                &[("axis", 0)],
+            ),
+        ],
+        vec![],
+        false,
+    );
+    let e = run_error(d, split, 0);
+    assert!(
+        e.contains("(SplitToSequence): the input is a scalar"),
+        "{e}"
+    );
+    let join = case(
+        vec![
+            sum(),
+            node("SequenceConstruct", "make", &["total", "total"], &["s"]),
+            with(
+                node("ConcatFromSequence", "join", &["s"], &["y"]),
+                &[("axis", 0)],
+            ),
+        ],
+        vec![],
+        false,
+    );
+    let e = run_error(d, join, 0);
+    assert!(
+        e.contains("(ConcatFromSequence): the tensors are scalars"),
+        "{e}"
+    );
 }
 
 /// A sequence refuses a tensor of another element type when it is made or grows, and a

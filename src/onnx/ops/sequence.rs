@@ -164,6 +164,9 @@ fn part_sizes(c: &Ctx<'_>, n: usize) -> Result<Vec<usize>> {
 fn split_to_sequence(c: &Ctx<'_>) -> Result<Vec<Val>> {
     let x = c.input(0)?;
     let shape = x.shape()?.to_vec();
+    if shape.is_empty() {
+        return Err(c.error("the input is a scalar; expected a tensor of rank 1 or more".into()));
+    }
     let axis = c.axis(c.int("axis", 0)?, shape.len())?;
     let sizes = part_sizes(c, shape[axis])?;
     let squeeze = c.opt(1).is_none() && c.int("keepdims", 1)? == 0;
@@ -214,6 +217,11 @@ fn concat_from_sequence(c: &Ctx<'_>) -> Result<Vec<Val>> {
         return Err(c.error("the sequence is empty; expected at least one tensor".into()));
     };
     let rank = first.shape()?.len();
+    if rank == 0 && !stack {
+        return Err(c.error(
+            "the tensors are scalars; expected rank 1 or more, or new_axis 1 to stack them".into(),
+        ));
+    }
     let axis = c.axis(axis, rank + usize::from(stack))?;
     let mut shapes = Vec::with_capacity(s.len());
     for item in s.items() {
