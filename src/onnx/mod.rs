@@ -4,9 +4,9 @@
 //! Files: `proto` (the protobuf messages, generated), `elem` (element types), `constant`
 //! (stored tensors), `attr` (node attributes), `graph` (values and nodes by index), `model`
 //! (a parsed file), `schedule` (run order and last uses), `value` (what nodes pass: device
-//! tensors, host data for shape computations, sequences of tensors), `ops` (each operator mapped onto the op
-//! API), `plan` (a graph checked for running, its subgraphs' plans inside) and `session` (a
-//! model loaded on a device, and its runs).
+//! tensors, host data for shape computations, sequences of tensors), `ops` (each operator
+//! mapped onto the op API), `plan` (a graph checked for running, its subgraphs' plans inside)
+//! and `session` (a model loaded on a device, and its runs).
 
 mod attr;
 mod constant;

@@ -1,7 +1,7 @@
 //! Control flow: `If` (one of two subgraphs, by a condition) and `Loop` (a subgraph run
 //! while a trip count and a condition allow, its loop-carried values (tensors or sequences)
-//! passed on and its scan outputs stacked). Subgraphs read the values of the graphs around them by name; their
-//! nodes are checked at load with the main graph's.
+//! passed on and its scan outputs stacked). Subgraphs read the values of the graphs around
+//! them by name; their nodes are checked at load with the main graph's.
 
 use super::{op, Ctx, OpDef};
 use crate::base::error::Result;
