@@ -29,6 +29,7 @@ mod onnx_recur;
 mod onnx_replay;
 mod onnx_run;
 mod onnx_scatter;
+mod onnx_sequence;
 mod op_table;
 mod overflow;
 mod policy;
