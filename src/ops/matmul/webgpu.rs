@@ -250,6 +250,7 @@ pub(super) fn matmul(
         entry: variant.entry,
         constants,
         prelude: vec![store(dev, op.dtype)?, variant.constants, loads],
+        generated: None,
     });
     let plan = Plan {
         pipeline,
@@ -478,6 +479,7 @@ pub(super) fn specialisations() -> Vec<Specialisation> {
                 entry: v.entry,
                 constants: vec![],
                 prelude: vec![store, v.constants, loads],
+                generated: None,
             }));
         }
     }
@@ -530,6 +532,7 @@ mod on_the_cpu_executor {
                     entry: variant.entry,
                     constants: vec![],
                     prelude: vec![STORE_F32, variant.constants, loads],
+                    generated: None,
                 }
                 .full_source();
                 let source =
