@@ -8,7 +8,7 @@ use crate::hal::cpu::{read_guard, write_guard};
 use crate::ops::common::cpu::{
     integer_bits, offsets_from, out_words, put_integer, run_from, CHUNK,
 };
-use crate::ops::common::math::{self, twin};
+use crate::ops::common::math;
 use crate::{DType, Error, Result};
 
 /// Error unless the operands are stored as f32 (the CPU has no native f16 path).
@@ -50,10 +50,10 @@ pub(crate) use unary_arms;
 /// The scalar function of one row: its `cpu` expression, else its reference in f32.
 macro_rules! unary_fn {
     ($v:ident) => {
-        twin!(_F => |x: f32| UnaryOp::$v.eval(x))
+        crate::ops::common::math::twin!(_F => |x: f32| UnaryOp::$v.eval(x))
     };
     ($v:ident, |$x:ident| $cpu:expr) => {
-        twin!(F => |$x: f32| $cpu)
+        crate::ops::common::math::twin!(F => |$x: f32| $cpu)
     };
 }
 pub(crate) use unary_fn;
