@@ -96,7 +96,7 @@ pub struct BenchConfig {
     /// (`relu`, `gelu`, ...), binary op (`add`, ...), `<binary>_bcast` (a `[rows, 1024]`
     /// tensor with a `[1024]` row), `<binary>_<unary>` (fused), any reduction over everything
     /// (`sum`, `max`, ...) or over the last axis (`sum_last`), `softmax`, `matmul`, `fused5`
-    /// (`silu(tanh(a * b + a) * b)` as one chain kernel) and `fused5_ops` (its five ops one
+    /// (`sigmoid(a * b + a) * b - a` as one chain kernel) and `fused5_ops` (its five ops one
     /// by one), `chain`
     /// (host time to record and submit a chain of small adds) and `chain_done` (the same
     /// chain to completion).
@@ -715,29 +715,29 @@ fn elementwise_case(device: &Device, config: &BenchConfig, kind: Kind) -> Result
     })
 }
 
-/// `silu(tanh(a * b + a) * b)` over `n` elements: one chain kernel, or five ops one by one.
+/// `sigmoid(a * b + a) * b - a` over `n` elements: one chain kernel, or five ops one by one.
 /// Both count the bytes of the fused kernel (two inputs read, one output written), so their
 /// rates compare as times.
 fn fused5_case(device: &Device, config: &BenchConfig, fused: bool) -> Result<Parts> {
     let n = config.elements;
     let (a, b) = (input(device, &[n])?, input(device, &[n])?);
-    let shape = format!("silu(tanh([{n}] * [{n}] + a) * b)");
+    let shape = format!("sigmoid([{n}] * [{n}] + a) * b - a");
     let launch: Launch = if fused {
         let mut c = chain::Chain::new();
         let (x, y) = (chain::Value::Input(0), chain::Value::Input(1));
         let product = c.binary(BinaryOp::Mul, x, y);
         let sum = c.binary(BinaryOp::Add, product, x);
-        let t = c.unary(UnaryOp::Tanh, sum);
-        let scaled = c.binary(BinaryOp::Mul, t, y);
-        c.unary(UnaryOp::Silu, scaled);
+        let s = c.unary(UnaryOp::Sigmoid, sum);
+        let scaled = c.binary(BinaryOp::Mul, s, y);
+        c.binary(BinaryOp::Sub, scaled, x);
         Box::new(move |q| chain::chain(q, &c, &[&a, &b]).map(drop))
     } else {
         Box::new(move |q| {
             let product = elementwise::binary(q, BinaryOp::Mul, &a, &b)?;
             let sum = elementwise::binary(q, BinaryOp::Add, &product, &a)?;
-            let t = elementwise::unary(q, UnaryOp::Tanh, &sum)?;
-            let scaled = elementwise::binary(q, BinaryOp::Mul, &t, &b)?;
-            elementwise::unary(q, UnaryOp::Silu, &scaled).map(drop)
+            let s = elementwise::unary(q, UnaryOp::Sigmoid, &sum)?;
+            let scaled = elementwise::binary(q, BinaryOp::Mul, &s, &b)?;
+            elementwise::binary(q, BinaryOp::Sub, &scaled, &a).map(drop)
         })
     };
     Ok((shape, Work::Bytes(bytes(3 * n)), bytes(n), launch))

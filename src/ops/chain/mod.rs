@@ -110,6 +110,13 @@ impl Chain {
         &self.steps
     }
 
+    /// The dtype of the chain's result over inputs of `inputs` (each f32, f16 or bf16), or why
+    /// the chain cannot run on them: the check [`chain`] makes, for callers that build
+    /// chains ahead of their tensors (a model's graph passes).
+    pub fn check(&self, inputs: &[DType]) -> Result<DType> {
+        Plan::new(self, inputs).map(|plan| plan.out_dtype())
+    }
+
     /// The output: the last step unless set (none for an empty chain).
     pub fn output(&self) -> Option<Value> {
         self.output
