@@ -297,7 +297,7 @@ fn every_op_in_a_chain(d: &Device) {
         let mut c = Chain::new();
         c.unary(op, Value::Input(0));
         let want = reference(&c, &values, &[&shape], &[DType::F32]);
-        let got = run(d, &c, &[t.clone()]);
+        let got = run(d, &c, std::slice::from_ref(&t));
         let what = format!("{} in a chain on {}", op.name(), name(d));
         // The specials against the op alone only: webgpu's rsqrt gives +inf for -0.
         assert_close(&got[..251], &want[..251], 2e-5, 1e-6, &what);

@@ -124,6 +124,7 @@ fn store(values: &[f32], dtype: DType, dst: &mut [u8]) {
     }
 }
 
+/// `out = chain(inputs)`: chunks of the output in parallel, a block at a time.
 pub(super) fn chain(op: &ChainRequest<'_>) -> Result<()> {
     let plan = op.plan;
     let guards = op

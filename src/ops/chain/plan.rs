@@ -146,6 +146,7 @@ impl Plan {
         }
     }
 
+    /// The steps, in order.
     pub(crate) fn steps(&self) -> &[Step] {
         &self.steps
     }
@@ -155,6 +156,7 @@ impl Plan {
         self.dtypes[v]
     }
 
+    /// The inputs' dtypes.
     pub(crate) fn input_dtypes(&self) -> &[DType] {
         &self.dtypes[..self.inputs]
     }
@@ -164,15 +166,17 @@ impl Plan {
         self.inputs + self.output
     }
 
+    /// The output's dtype.
     pub(crate) fn out_dtype(&self) -> DType {
         self.dtypes[self.output()]
     }
 
-    /// The scratch slot of value number `v`, and how many slots there are.
+    /// The scratch slot of value number `v`.
     pub(crate) fn slot(&self, v: usize) -> usize {
         self.slots[v]
     }
 
+    /// How many scratch slots the values take.
     pub(crate) fn slot_count(&self) -> usize {
         self.slots.iter().max().map_or(0, |m| m + 1)
     }
