@@ -148,11 +148,11 @@ pub(super) fn batch_boxes(
             .collect();
         let mut count = shape[axis];
         for r in reaches {
-            // Each index along `axis` adds its stride to the part.
+            // Each index along `axis` adds its stride to the part (nothing where it repeats).
             let room = max.checked_sub(r.bytes(&one) + slack)?;
             let step = (r.strides[axis] * r.elem) as u64;
-            if step > 0 {
-                count = count.min(1 + (room / step) as usize);
+            if let Some(more) = room.checked_div(step) {
+                count = count.min(1 + more as usize);
             }
         }
         Some((axis, count))
