@@ -24,6 +24,17 @@ pub enum Dim {
     Unknown,
 }
 
+/// As a message writes a declared extent: `7`, `batch`, or `?` for an open one.
+impl std::fmt::Display for Dim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Dim::Fixed(n) => write!(f, "{n}"),
+            Dim::Symbol(s) => f.write_str(s),
+            Dim::Unknown => f.write_str("?"),
+        }
+    }
+}
+
 /// Where a value comes from.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Origin {

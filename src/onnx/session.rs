@@ -303,11 +303,13 @@ impl Session {
                 .zip(shape)
                 .all(|(d, &s)| !matches!(d, Dim::Fixed(f) if *f != s));
         if !fits {
+            let want: Vec<String> = dims.iter().map(Dim::to_string).collect();
             return Err(Error::shape(
                 "session run",
                 format!(
-                    "input '{}' has shape {shape:?}: expected {dims:?}",
-                    value.name
+                    "input '{}' has shape {shape:?}: expected [{}]",
+                    value.name,
+                    want.join(", ")
                 ),
             ));
         }
