@@ -5,8 +5,9 @@
 //! (stored tensors), `attr` (node attributes), `graph` (values and nodes by index), `model`
 //! (a parsed file), `schedule` (run order and last uses), `value` (what nodes pass: device
 //! tensors, or host data for shape computations), `ops` (each operator mapped onto the op
-//! API), `plan` (a graph checked for running, its subgraphs' plans inside) and `session` (a
-//! model loaded on a device, and its runs).
+//! API), `passes` (rewrites of the graph at load that make it cheaper to run), `plan` (a
+//! graph checked for running, its subgraphs' plans inside) and `session` (a model loaded on
+//! a device, and its runs).
 
 mod attr;
 mod constant;
@@ -15,6 +16,7 @@ mod graph;
 mod legacy;
 mod model;
 mod ops;
+mod passes;
 mod plan;
 pub mod proto;
 mod schedule;
@@ -27,6 +29,7 @@ pub use elem::ElemType;
 pub use graph::{Dim, Graph, Node, Origin, Value, ValueId};
 pub use model::{Model, OPSETS};
 pub use ops::supported;
+pub use passes::{PassReport, Passes};
 pub use plan::NodeTime;
 pub use schedule::{schedule, Schedule};
 pub use session::{unsupported, IoInfo, Session, SessionOptions};
