@@ -15,7 +15,7 @@ use crate::onnx::ElemType;
 pub(super) fn run(g: &mut Graph, _: &Cx<'_>) -> Result<usize> {
     let uses = Uses::of(g);
     let mut dead = vec![false; g.nodes.len()];
-    for b in 0..g.nodes.len() {
+    for (b, dead) in dead.iter_mut().enumerate() {
         let Some((layer, out, [s, t])) = matched(g, &uses, b) else {
             continue;
         };
@@ -25,7 +25,7 @@ pub(super) fn run(g: &mut Graph, _: &Cx<'_>) -> Result<usize> {
         };
         if done.is_some() {
             edit::write_to(g, layer, out);
-            dead[b] = true;
+            *dead = true;
         }
     }
     edit::remove(g, &dead)?;

@@ -76,7 +76,7 @@ enum Kind {
 }
 
 /// The kind of node `l`, if it is a layer this pass fuses: a `Conv`, a `Gemm`, or a `MatMul`
-/// by a constant `[k, n]` matrix; with one output.
+/// by a constant float `[k, n]` matrix; with one output.
 fn layer(g: &Graph, l: usize) -> Option<Kind> {
     let n = &g.nodes[l];
     if n.outputs.len() != 1 {
@@ -89,7 +89,8 @@ fn layer(g: &Graph, l: usize) -> Option<Kind> {
         return Some(Kind::Gemm);
     }
     let w = input(n, 1).and_then(|w| edit::constant(g, w))?;
-    (edit::is(n, "MatMul") && w.dims.len() == 2).then_some(Kind::MatMul)
+    let float = matches!(w.elem, ElemType::F32 | ElemType::F16 | ElemType::BF16);
+    (edit::is(n, "MatMul") && w.dims.len() == 2 && float).then_some(Kind::MatMul)
 }
 
 /// The bias `Add` and activation after layer `l`, where there is either.

@@ -69,8 +69,9 @@ fn rewrite(
     Ok(count)
 }
 
-/// Whether `n` is a `ReduceMean` over its input's last axis alone, keeping it.
-fn last_axis_mean(g: &Graph, n: &Node) -> bool {
+/// Whether `n` is a `ReduceMean` over its input's last axis alone, keeping it; `rank` is
+/// the rank of the input where the graph says it (an axis counted from the front needs it).
+fn last_axis_mean(g: &Graph, n: &Node, rank: Option<usize>) -> bool {
     let keep = n
         .attrs
         .int("keepdims")
@@ -83,7 +84,6 @@ fn last_axis_mean(g: &Graph, n: &Node) -> bool {
             .and_then(|v| edit::constant(g, v))
             .and_then(|c| c.to_i64().ok()),
     };
-    let rank = input(n, 0).and_then(|v| g.values[v].shape.as_ref().map(Vec::len));
     let last = match axes.as_deref() {
         Some([-1]) => true,
         Some(&[a]) => rank.is_some_and(|r| a == r as i64 - 1),
@@ -100,10 +100,23 @@ fn squares(g: &Graph, n: &Node, v: ValueId) -> bool {
     pow || (edit::is(n, "Mul") && n.inputs == [Some(v), Some(v)])
 }
 
-/// `Sqrt(ReduceMean(sq) + eps)` after square node `sq`: epsilon, the nodes, and the root.
-fn root_of_mean(g: &Graph, uses: &Uses, sq: usize) -> Option<(f64, [usize; 3], ValueId)> {
+/// The rank of value `v`, where the graph declares its shape.
+fn rank(g: &Graph, v: ValueId) -> Option<usize> {
+    g.values[v].shape.as_ref().map(Vec::len)
+}
+
+/// `Sqrt(ReduceMean(sq) + eps)` after square node `sq` of a value of rank `r`: epsilon, the
+/// nodes, and the root.
+fn root_of_mean(
+    g: &Graph,
+    uses: &Uses,
+    sq: usize,
+    r: Option<usize>,
+) -> Option<(f64, [usize; 3], ValueId)> {
     let s = output(&g.nodes[sq])?;
-    let r = uses.sole(s).filter(|&r| last_axis_mean(g, &g.nodes[r]))?;
+    let r = uses
+        .sole(s)
+        .filter(|&m| last_axis_mean(g, &g.nodes[m], r))?;
     let m = output(&g.nodes[r])?;
     let add = next(g, uses, m, "Add")?;
     let eps = scalar(g, other(&g.nodes[add], m)?)?;
@@ -124,10 +137,10 @@ fn affine(g: &Graph, uses: &Uses, y: ValueId, op: &str) -> Option<(usize, ValueI
 /// The layer normalisation whose `ReduceMean` of `x` is node `r1`.
 fn layer_at(g: &Graph, uses: &Uses, r1: usize) -> Option<Found> {
     let n = &g.nodes[r1];
-    if !last_axis_mean(g, n) {
+    let (x, mean) = (input(n, 0)?, output(n)?);
+    if !last_axis_mean(g, n, rank(g, x)) {
         return None;
     }
-    let (x, mean) = (input(n, 0)?, output(n)?);
     let sub = next(g, uses, mean, "Sub")?;
     if g.nodes[sub].inputs != [Some(x), Some(mean)] {
         return None;
@@ -142,7 +155,8 @@ fn layer_at(g: &Graph, uses: &Uses, r1: usize) -> Option<Found> {
     } else {
         (b, a)
     };
-    let (eps, root, s) = root_of_mean(g, uses, sq).filter(|_| squares(g, &g.nodes[sq], d))?;
+    let squared = squares(g, &g.nodes[sq], d);
+    let (eps, root, s) = root_of_mean(g, uses, sq, rank(g, x)).filter(|_| squared)?;
     let dn = &g.nodes[div];
     if !edit::is(dn, "Div") || dn.inputs != [Some(d), Some(s)] || uses.sole(s) != Some(div) {
         return None;
@@ -184,7 +198,7 @@ fn rms_at(g: &Graph, uses: &Uses, sq: usize) -> Option<Found> {
     if !squares(g, &g.nodes[sq], x) {
         return None;
     }
-    let (eps, root, s) = root_of_mean(g, uses, sq)?;
+    let (eps, root, s) = root_of_mean(g, uses, sq, rank(g, x))?;
     let mut nodes = vec![sq];
     nodes.extend(root);
     let d = uses.sole(s)?;
