@@ -1,9 +1,11 @@
 //! Constant folding: a node whose inputs are all constants is computed once, at load, on the
 //! session's device through the session's own operator (so the value is the one a run would
 //! compute), and its outputs become constants. Random operators are left alone, as are nodes
-//! with subgraphs, and results larger than [`GROWTH`] times what they are computed from (and
-//! above [`SMALL`] bytes): an `Expand` or `ConstantOfShape` stays a node rather than a large
-//! constant. A node whose computation fails here is kept, for its run to report.
+//! with subgraphs, operators whose output size their inputs' values set (`Expand`,
+//! `ConstantOfShape`: a large constant from a few bytes, or a malformed file's any size),
+//! inputs past [`LIMIT`] elements, and results larger than [`GROWTH`] times what they are
+//! computed from (and above [`SMALL`] bytes). A node whose computation fails here is kept, for
+//! its run to report.
 
 use half::{bf16, f16};
 use prost::bytes::Bytes;
@@ -29,6 +31,33 @@ const RANDOM: &[&str] = &[
     "Bernoulli",
     "Dropout",
 ];
+
+/// The operators whose outputs' size the values of their inputs or attributes set (a shape,
+/// repeats, scales, paddings, a hidden size): never folded, as a malformed file could ask
+/// for any size.
+const GENERATORS: &[&str] = &[
+    "ConstantOfShape",
+    "Expand",
+    "Tile",
+    "Range",
+    "OneHot",
+    "Resize",
+    "Upsample",
+    "Pad",
+    "ConvTranspose",
+    "Conv",
+    "MaxPool",
+    "AveragePool",
+    "LSTM",
+    "GRU",
+    "RNN",
+    "GroupQueryAttention",
+    "MatMulNBits",
+];
+
+/// A folded node's inputs hold at most this many elements, summed and multiplied: the
+/// product bounds what the other operators give (a broadcast, a product, a gather).
+const LIMIT: usize = 1 << 24;
 
 /// How many times the bytes of its constant inputs a folded node's outputs may take.
 const GROWTH: usize = 2;
@@ -60,14 +89,23 @@ pub(super) fn run(g: &mut Graph, cx: &Cx<'_>) -> Result<usize> {
 }
 
 /// Whether `n` may be folded: a deterministic operator the session runs, without
-/// subgraphs, all of whose inputs are constants.
+/// subgraphs and not one of the [`GENERATORS`], all of whose inputs are constants of at most
+/// [`LIMIT`] elements in all.
 fn foldable(g: &Graph, n: &Node) -> bool {
-    let constants =
-        (n.inputs.iter().flatten()).all(|&v| matches!(g.values[v].origin, Origin::Constant(_)));
+    let sizes: Option<Vec<usize>> = (n.inputs.iter().flatten())
+        .map(|&v| edit::constant(g, v).map(|c| c.numel()))
+        .collect();
+    let Some(sizes) = sizes else {
+        return false;
+    };
+    let sum = sizes.iter().fold(0usize, |a, &s| a.saturating_add(s));
+    let product = (sizes.iter()).fold(1usize, |a, &s| a.saturating_mul(s.max(1)));
     let bodies = n.attrs.iter().any(|(_, a)| matches!(a, Attr::Graph(_)));
-    constants
+    let op = n.op.as_str();
+    sum.max(product) <= LIMIT
         && !bodies
-        && !RANDOM.contains(&n.op.as_str())
+        && !RANDOM.contains(&op)
+        && !GENERATORS.contains(&op)
         && ops::find(&n.domain, &n.op).is_some()
 }
 
