@@ -3,7 +3,7 @@
     onnx_models.py prepare DIR [NAME=N | INPUT:N,N...]...  # seeded inputs, ORT's outputs
     onnx_models.py compare DIR BACKEND...  # unicompute's outputs (DIR/BACKEND/) against ORT's
 
-DIR holds model.onnx. `prepare` writes DIR/inputs/NAME.npy (float inputs uniform in [-1, 1)
+DIR holds model.onnx. `prepare` writes DIR/inputs/NAME.npy (a `/` in NAME a folder; float inputs uniform in [-1, 1)
 from seed 0; NAME=N sets a named extent, INPUT:N,N an input's whole shape, other open extents
 are 1; `sr` is 16000; an input already there, as scripts/minilm.py writes them, is kept) and
 DIR/expected/NAME.npy. `compare` prints one
@@ -46,7 +46,9 @@ def prepare(folder, dims, shapes):
     for sub in ("inputs", "expected"):
         (folder / sub).mkdir(exist_ok=True)
     for name, value in feeds.items():
-        np.save(folder / "inputs" / f"{name}.npy", value)
+        path = folder / "inputs" / f"{name}.npy"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.save(path, value)
     names = [o.name for o in session.get_outputs()]
     for name, value in zip(names, session.run(names, feeds)):
         np.save(folder / "expected" / f"{safe(name)}.npy", value)

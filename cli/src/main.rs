@@ -103,9 +103,16 @@ mod cli {
         /// Device: auto (honours UNICOMPUTE_BACKEND), cpu, webgpu, cuda, or an index from `info`.
         #[arg(long, default_value = "auto")]
         backend: String,
-        /// Timed runs after the first (the median is printed).
+        /// Timed runs after the first and the warm-ups (the median and 90th percentile are
+        /// printed).
         #[arg(long, value_name = "N", default_value_t = 10)]
         runs: usize,
+        /// Untimed runs between the first and the timed ones.
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        warmup: usize,
+        /// Run node by node every time, never replaying a captured run.
+        #[arg(long)]
+        eager: bool,
         /// Seed of the random inputs.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -297,6 +304,8 @@ mod cli {
             dims: args.dims,
             no_passes: args.no_passes,
             runs: args.runs,
+            warmup: args.warmup,
+            eager: args.eager,
             seed: args.seed,
             save: args.save,
             profile: args.profile,

@@ -20,8 +20,12 @@ pub struct RunConfig {
     pub dims: Vec<String>,
     /// Graph passes turned off (`all` for every one).
     pub no_passes: Vec<String>,
-    /// Timed runs after the first.
+    /// Timed runs after the first and the warm-ups.
     pub runs: usize,
+    /// Untimed runs between the first and the timed ones.
+    pub warmup: usize,
+    /// Every run node by node (`SessionOptions::eager`).
+    pub eager: bool,
     /// The seed of the random inputs.
     pub seed: u64,
     /// Where to write the first run's outputs as `.npy` files.
@@ -44,6 +48,7 @@ pub fn run(device: &Device, config: &RunConfig) -> Result<()> {
     let options = SessionOptions {
         free_dims: free_dims(&config.dims)?,
         passes: passes(&config.no_passes),
+        eager: config.eager,
         ..SessionOptions::default()
     };
     let nodes = model.graph.nodes.len();
@@ -59,14 +64,7 @@ pub fn run(device: &Device, config: &RunConfig) -> Result<()> {
     if let Some(dir) = &config.save {
         save(dir, &outputs)?;
     }
-    let mut times = Vec::with_capacity(config.runs);
-    for _ in 0..config.runs {
-        let t = Instant::now();
-        session.run(&named)?;
-        device.queue().finish()?;
-        times.push(t.elapsed().as_secs_f64());
-    }
-    times.sort_by(f64::total_cmp);
+    let times = timed(device, &session, &named, config)?;
     println!(
         "model:  {} on {}",
         config.model.display(),
@@ -84,7 +82,11 @@ pub fn run(device: &Device, config: &RunConfig) -> Result<()> {
     println!("first:  {:.3} ms", first * 1e3);
     if let Some(median) = times.get(times.len() / 2) {
         println!("median: {:.3} ms of {} runs", median * 1e3, times.len());
+        let p90 = times[(times.len() * 9).div_ceil(10) - 1];
+        println!("p90:    {:.3} ms", p90 * 1e3);
     }
+    let peak = device.memory_stats().peak_bytes_live;
+    println!("memory: {:.3} MB peak in device buffers", peak as f64 / 1e6);
     if let Some(path) = &config.profile {
         let nodes = session.run_profiled(&named)?;
         crate::trace::print_summary(&nodes);
@@ -95,6 +97,28 @@ pub fn run(device: &Device, config: &RunConfig) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The times of `config.runs` runs after `config.warmup` untimed ones, sorted.
+fn timed(
+    device: &Device,
+    session: &Session,
+    feeds: &[(&str, &Tensor)],
+    config: &RunConfig,
+) -> Result<Vec<f64>> {
+    for _ in 0..config.warmup {
+        session.run(feeds)?;
+        device.queue().finish()?;
+    }
+    let mut times = Vec::with_capacity(config.runs);
+    for _ in 0..config.runs {
+        let t = Instant::now();
+        session.run(feeds)?;
+        device.queue().finish()?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times)
 }
 
 /// Every input: from its `.npy` file where one is given, else seeded random values of the

@@ -7,7 +7,8 @@ use super::graph::{Dim, Graph, ValueId};
 use super::model::Model;
 use super::ops;
 use super::passes::{self, PassReport, Passes};
-use super::plan::{Exec, NodeTime, Plan};
+use super::plan::{now, Exec, NodeTime, Plan};
+use super::replay::{self, Key, Next, Replays};
 use super::value::Val;
 use super::ElemType;
 use crate::base::error::{Error, Result};
@@ -27,6 +28,10 @@ pub struct SessionOptions {
     /// the outputs and make the graph cheaper to run. [`Session::optimised`] says what each
     /// did.
     pub passes: Passes,
+    /// Runs every run node by node. By default a run whose feeds have the shapes of an earlier
+    /// run is captured once and replayed (on devices that capture: webgpu and cuda), for the
+    /// host cost of one launch; see `docs/src/onnx.md`, "Runs as replays".
+    pub eager: bool,
 }
 
 /// A graph input or output as the model declares it.
@@ -38,6 +43,9 @@ pub struct IoInfo {
     pub elem: Option<ElemType>,
     /// Its shape, where declared, with named (symbolic) and open extents.
     pub shape: Option<Vec<Dim>>,
+    /// Whether it is a sequence of tensors (`elem` and `shape` then describe each tensor):
+    /// fed and given as [`Val::Seq`] through [`Session::run_values`].
+    pub sequence: bool,
 }
 
 /// A model loaded on a device.
@@ -49,6 +57,8 @@ pub struct Session {
     plan: Plan,
     /// What each graph pass did.
     optimised: Vec<PassReport>,
+    /// Captured runs by their feeds' shapes; `None` with [`SessionOptions::eager`].
+    replays: Option<Replays>,
 }
 
 impl Session {
@@ -97,6 +107,7 @@ impl Session {
             opset,
             plan,
             optimised,
+            replays: (!options.eager).then(Replays::default),
         })
     }
 
@@ -127,12 +138,14 @@ impl Session {
             name: value.name.clone(),
             elem: value.elem,
             shape: value.shape.clone(),
+            sequence: value.sequence,
         }
     }
 
     /// Runs the model on `feeds` (every input, by name); the outputs, by name, stay on the
     /// device. (Waits where a node needs a device value on the host; in browsers use
-    /// [`Session::run_async`].)
+    /// [`Session::run_async`]; a model with sequence inputs or outputs runs through
+    /// [`Session::run_values`].)
     #[cfg(not(target_arch = "wasm32"))]
     pub fn run(&self, feeds: &[(&str, &Tensor)]) -> Result<Vec<(String, Tensor)>> {
         pollster::block_on(self.run_async(feeds))
@@ -141,15 +154,19 @@ impl Session {
     /// [`Session::run`] without blocking: a device value a node needs on the host (a shape
     /// computed on the device) is awaited.
     pub async fn run_async(&self, feeds: &[(&str, &Tensor)]) -> Result<Vec<(String, Tensor)>> {
-        self.run_values_async(on_device(feeds))
-            .await?
-            .into_iter()
-            .map(|(name, v)| Ok((name, v.tensor(&self.device)?)))
-            .collect()
+        let outputs = self.run_values_async(on_device(feeds)).await?;
+        let tensor = |(name, v): (String, Val)| match v {
+            Val::Seq(s) => Err(Error::Invalid(format!(
+                "the model's output '{name}' is a sequence of {} tensors; run_values gives it",
+                s.len()
+            ))),
+            v => Ok((name, v.tensor(&self.device)?)),
+        };
+        outputs.into_iter().map(tensor).collect()
     }
 
     /// [`Session::run`] with values that may be on the host (data the device cannot hold,
-    /// such as booleans, stays there).
+    /// such as booleans, stays there) or sequences of tensors ([`Val::Seq`]).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn run_values(&self, feeds: Vec<(&str, Val)>) -> Result<Vec<(String, Val)>> {
         pollster::block_on(self.run_values_async(feeds))
@@ -182,13 +199,54 @@ impl Session {
             queue: &queue,
             opset: self.opset,
         };
-        let values = self.plan.run(&self.graph, exec, env, None, times).await?;
+        let inputs: Vec<Val> = self
+            .graph
+            .inputs
+            .iter()
+            .filter_map(|&id| env[id].clone())
+            .collect();
+        let key = replay::key(&inputs).filter(|_| times.is_none());
+        let values = match (&self.replays, key) {
+            (Some(replays), Some(key)) => self.replayed(replays, &key, exec, env, &inputs).await?,
+            _ => self.plan.run(&self.graph, exec, env, None, times).await?,
+        };
         let names = self
             .graph
             .outputs
             .iter()
             .map(|&id| self.graph.values[id].name.clone());
         Ok(names.zip(values).collect())
+    }
+
+    /// A run whose feeds (`inputs`, also in `env`) have `key`: node by node the first time,
+    /// captured the second, replayed from then on ([`replay`]).
+    async fn replayed(
+        &self,
+        replays: &Replays,
+        key: &Key,
+        exec: Exec<'_>,
+        env: Vec<Option<Val>>,
+        inputs: &[Val],
+    ) -> Result<Vec<Val>> {
+        let captured = match replays.next(key) {
+            Next::Eager => return self.plan.run(&self.graph, exec, env, None, None).await,
+            Next::Replay(captured) => captured,
+            Next::Capture => {
+                let captured = replay::capture(exec.queue, key, |tensors| {
+                    let mut env = self.plan.env();
+                    for (&id, t) in self.graph.inputs.iter().zip(tensors) {
+                        env[id] = Some(Val::Device(t));
+                    }
+                    now(self.plan.run(&self.graph, exec, env, None, None))
+                })?;
+                replays.store(key, captured.clone());
+                match captured {
+                    Some(captured) => captured,
+                    None => return self.plan.run(&self.graph, exec, env, None, None).await,
+                }
+            }
+        };
+        captured.replay(exec.queue, inputs)
     }
 
     /// The values at the start of a run: the constants and `feeds`, each checked.
@@ -212,9 +270,40 @@ impl Session {
         Ok(env)
     }
 
-    /// Refuses a feed whose element type or fixed extents differ from the declared ones.
+    /// Refuses a feed whose kind (tensor or sequence), element type or fixed extents differ
+    /// from the declared ones: a sequence's tensors are each held to them.
     fn check_feed(&self, id: ValueId, val: &Val) -> Result<()> {
         let value = &self.graph.values[id];
+        let Val::Seq(s) = val else {
+            if value.sequence {
+                return Err(Error::Invalid(format!(
+                    "input '{}' is a sequence in the model; a tensor was given",
+                    value.name
+                )));
+            }
+            return self.check_tensor(value, val);
+        };
+        if !value.sequence {
+            return Err(Error::Invalid(format!(
+                "input '{}' is a tensor in the model; a sequence was given",
+                value.name
+            )));
+        }
+        if let Some(elem) = value.elem.filter(|&e| e != s.elem()) {
+            return Err(Error::DType {
+                op: "session run",
+                expected: format!("a sequence of {elem} tensors for input '{}'", value.name),
+                got: format!("a sequence of {} tensors", s.elem()),
+            });
+        }
+        s.items()
+            .iter()
+            .try_for_each(|t| self.check_tensor(value, t))
+    }
+
+    /// Refuses a tensor whose element type or fixed extents differ from those `value`
+    /// declares.
+    fn check_tensor(&self, value: &super::graph::Value, val: &Val) -> Result<()> {
         if let (Some(elem), Val::Device(t)) = (value.elem, val) {
             let want = super::value::device_dtype(elem)?;
             if t.dtype() != want {
@@ -228,7 +317,7 @@ impl Session {
         let Some(dims) = &value.shape else {
             return Ok(());
         };
-        let shape = val.shape();
+        let shape = val.shape()?;
         let fits = dims.len() == shape.len()
             && dims
                 .iter()
@@ -247,14 +336,20 @@ impl Session {
     }
 }
 
-/// Refuses inputs and outputs that are not tensors of a type the devices hold.
+/// Refuses inputs and outputs that are not tensors, or sequences of tensors, of a type the
+/// devices hold.
 fn check_io(g: &Graph) -> Result<()> {
     for (what, list) in [("input", &g.inputs), ("output", &g.outputs)] {
         for &id in list {
             let v = &g.values[id];
             let why = match v.elem {
-                None if what == "input" => "is not a tensor (a sequence, map or optional?)".into(),
+                None if what == "input" && !v.sequence => {
+                    "is neither a tensor nor a sequence of tensors (a map or optional?)".into()
+                }
                 Some(e) => match super::value::device_dtype(e) {
+                    Err(_) if v.sequence => {
+                        format!("is a sequence of {e} tensors, a type the devices do not hold yet")
+                    }
                     Err(_) => format!("is a {e} tensor, a type the devices do not hold yet"),
                     Ok(_) => continue,
                 },

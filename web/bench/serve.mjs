@@ -1,13 +1,15 @@
 // A static file server for the benchmark page, rooted at this folder (node_modules included),
 // with the headers that make the page cross-origin isolated (SharedArrayBuffer, and so
-// multi-threaded wasm). Usage: node serve.mjs [port] (default 8731).
+// multi-threaded wasm). Usage: node serve.mjs [port] [models] (default 8731; `models`, a folder
+// served as /models/, for the model page: scripts/onnx-models.sh's .onnx/models).
 import { createServer } from 'node:http';
 import { readFile } from 'node:fs/promises';
-import { extname, join, normalize } from 'node:path';
+import { extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('.', import.meta.url));
 const port = Number(process.argv[2] ?? 8731);
+const models = process.argv[3] ? resolve(process.argv[3]) : undefined;
 const types = {
   '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm',
   '.json': 'application/json', '.onnx': 'application/octet-stream', '.css': 'text/css',
@@ -15,8 +17,9 @@ const types = {
 
 createServer(async (req, res) => {
   const path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname));
-  const file = join(root, path.endsWith('/') ? join(path, 'index.html') : path);
-  if (!file.startsWith(root)) {
+  const [base, rest] = models && path.startsWith('/models/') ? [models + sep, path.slice(8)] : [root, path];
+  const file = join(base, rest.endsWith('/') ? join(rest, 'index.html') : rest);
+  if (!file.startsWith(base)) {
     res.writeHead(403).end();
     return;
   }

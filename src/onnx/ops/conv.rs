@@ -168,7 +168,7 @@ pub(super) fn planar(c: &Ctx<'_>, t: Tensor, i: usize) -> Result<Tensor> {
 
 /// `y` back to the input's rank (a 1-D op's height of 1 dropped).
 pub(super) fn output(c: &Ctx<'_>, y: Tensor) -> Result<Vec<Val>> {
-    if c.input(0)?.shape().len() == 3 {
+    if c.input(0)?.shape()?.len() == 3 {
         let s = y.shape().to_vec();
         return one(y.reshape(&[s[0], s[1], s[3]])?);
     }

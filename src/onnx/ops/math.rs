@@ -35,7 +35,7 @@ pub(super) const OPS: &[OpDef] = &[
     op("Reciprocal", |c| {
         one(c.tensor(0)?.scalar_binary(1.0, BinaryOp::Div)?)
     }),
-    op("Identity", |c| Ok(vec![c.input(0)?.clone()])),
+    op("Identity", |c| Ok(vec![c.value(0)?.clone()])),
     op("Dropout", |c| Ok(vec![c.input(0)?.clone()])).refusing(training),
     op("Add", |c| bin(c, BinaryOp::Add)),
     op("Sub", |c| bin(c, BinaryOp::Sub)),

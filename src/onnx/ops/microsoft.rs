@@ -326,10 +326,10 @@ impl Heads {
     /// `[b, lk]`.
     fn mask(&self, c: &Ctx<'_>, keys: usize, bl: [usize; 2]) -> Result<Option<Tensor>> {
         let (b, bias) = (bl[0], c.opt_tensor(5)?);
-        let Some(m) = c.opt(keys) else {
+        if c.opt(keys).is_none() {
             return Ok(bias);
-        };
-        let shape = m.shape().to_vec();
+        }
+        let shape = c.input(keys)?.shape()?.to_vec();
         let mask = match shape.len() {
             1 if shape[0] == b => self.lengths_mask(c, keys, bl)?,
             2 | 3 if shape[0] == b => {

@@ -119,6 +119,7 @@ pub(super) fn add_constant(g: &mut Graph, base: &str, c: Constant) -> ValueId {
         name,
         elem: Some(c.elem),
         shape: Some(c.dims.iter().map(|&d| Dim::Fixed(d)).collect()),
+        sequence: false,
         origin: Origin::Constant(c),
     });
     g.values.len() - 1

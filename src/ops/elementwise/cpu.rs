@@ -1,5 +1,6 @@
 //! Unary and binary ops (with an optional fused activation) on the CPU, chunks in parallel.
 
+use crate::base::layout::{Access, Layout};
 use crate::base::par::*;
 
 use super::{Binary, BinaryOp, Unary, UnaryOp};
@@ -123,8 +124,10 @@ pub(super) fn binary(call: &Binary<'_>) -> Result<()> {
             activate(chunk);
         })
     };
-    let runs = a.layout.access() != crate::base::layout::Access::Strided
-        && b.layout.access() != crate::base::layout::Access::Strided;
+    let runs = a.layout.access() != Access::Strided && b.layout.access() != Access::Strided;
+    // A one-element operand (a scalar broadcast) walks as runs of the chunk's length, copies
+    // of its value, rather than as runs of one element each.
+    let (a_splat, b_splat) = (splat(a.layout, af), splat(b.layout, bf));
     // The op is fixed per instantiation of `body`, so its loop inlines it.
     macro_rules! body {
         ($g:expr) => {{
@@ -135,8 +138,8 @@ pub(super) fn binary(call: &Binary<'_>) -> Result<()> {
                     let (mut i, mut rest) = (start, chunk);
                     while !rest.is_empty() {
                         let (Some(sa), Some(sb)) = (
-                            run_from(af, a.layout, i, rest.len()),
-                            run_from(bf, b.layout, i, rest.len()),
+                            run_of(af, a.layout, &a_splat, i, rest.len()),
+                            run_of(bf, b.layout, &b_splat, i, rest.len()),
                         ) else {
                             break;
                         };
@@ -161,6 +164,28 @@ pub(super) fn binary(call: &Binary<'_>) -> Result<()> {
     }
     with_binary!(op, |g| body!(g));
     Ok(())
+}
+
+/// A chunk's worth of copies of the one element `l` views in `data`, if it views one
+/// element repeated (period 1).
+fn splat(l: &Layout, data: &[f32]) -> Option<Vec<f32>> {
+    let one = l.access() == Access::Repeated { period: 1 };
+    one.then(|| data.get(l.offset).map(|&v| vec![v; CHUNK]))
+        .flatten()
+}
+
+/// [`run_from`], or the copies in `splat` where there are some.
+fn run_of<'a>(
+    data: &'a [f32],
+    l: &Layout,
+    splat: &'a Option<Vec<f32>>,
+    i: usize,
+    max: usize,
+) -> Option<&'a [f32]> {
+    match splat {
+        Some(s) => s.get(..max),
+        None => run_from(data, l, i, max),
+    }
 }
 
 /// `op(a, b)` on integers ([`BinaryOp::eval_int`]), chunks of the output in parallel. One
