@@ -6,6 +6,7 @@ use super::attr::Attr;
 use super::graph::{Dim, Graph, ValueId};
 use super::model::Model;
 use super::ops;
+use super::passes::{self, PassReport, Passes};
 use super::plan::{now, Exec, NodeTime, Plan};
 use super::replay::{self, Key, Next, Replays};
 use super::value::Val;
@@ -23,6 +24,10 @@ pub struct SessionOptions {
     /// extents, [`Session::inputs`] and [`Session::outputs`] report them, and feeds are held
     /// to them. Names the model does not use are ignored, as onnxruntime does.
     pub free_dims: Vec<(String, usize)>,
+    /// The graph passes run at load (all by default; see [`Passes`]): rewrites that keep
+    /// the outputs and make the graph cheaper to run. [`Session::optimised`] says what each
+    /// did.
+    pub passes: Passes,
     /// Runs every run node by node. By default a run whose feeds have the shapes of an earlier
     /// run is captured once and replayed (on devices that capture: webgpu and cuda), for the
     /// host cost of one launch; see `docs/src/onnx.md`, "Runs as replays".
@@ -50,6 +55,8 @@ pub struct Session {
     opset: i64,
     /// The main graph's plan, with its subgraphs' plans inside.
     plan: Plan,
+    /// What each graph pass did.
+    optimised: Vec<PassReport>,
     /// Captured runs by their feeds' shapes; `None` with [`SessionOptions::eager`].
     replays: Option<Replays>,
 }
@@ -82,6 +89,8 @@ impl Session {
                 .collect::<Result<_>>()?;
         }
         fix_dims(&mut graph, &options.free_dims);
+        let cx = passes::Cx { device, opset };
+        let optimised = passes::optimise(&mut graph, &options.passes, &cx)?;
         check_io(&graph)?;
         let mut missing = Vec::new();
         let plan = Plan::new(&graph, device, opset, "", &mut missing)?;
@@ -97,8 +106,20 @@ impl Session {
             graph,
             opset,
             plan,
+            optimised,
             replays: (!options.eager).then(Replays::default),
         })
+    }
+
+    /// The graph as it runs: the model's, rewritten by the graph passes.
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    /// What each graph pass that ran at load did, in the order they ran (none where
+    /// [`SessionOptions::passes`] turned them off).
+    pub fn optimised(&self) -> &[PassReport] {
+        &self.optimised
     }
 
     /// The graph's inputs.

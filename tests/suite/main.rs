@@ -25,6 +25,7 @@ mod onnx_fuzz;
 mod onnx_indexing;
 mod onnx_load;
 mod onnx_microsoft;
+mod onnx_passes;
 mod onnx_quant;
 mod onnx_recur;
 mod onnx_replay;

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use crate::common::{devices, name, per_backend, random, read, tensor};
 use crate::onnx_load::{data_files, graph, light_models, model_tests, node_tests, relu_model};
 use unicompute::onnx::{
-    proto, Constant, Dim, HostData, HostTensor, IoInfo, Model, Sequence, Session, SessionOptions,
-    Val,
+    proto, Constant, Dim, HostData, HostTensor, IoInfo, Model, Passes, Sequence, Session,
+    SessionOptions, Val,
 };
 use unicompute::{BackendKind, Device, Tensor};
 
@@ -21,12 +21,27 @@ enum Outcome {
     Failed(String),
 }
 
+/// The graph passes these tests load models with: every one, unless `UNICOMPUTE_PASSES`
+/// says `none` or names passes to turn off (`fold,fuse`), so that the same tests check the
+/// graphs as the files have them.
+pub(crate) fn passes() -> Passes {
+    match std::env::var("UNICOMPUTE_PASSES").as_deref() {
+        Err(_) | Ok("") | Ok("all") => Passes::all(),
+        Ok("none") => Passes::none(),
+        Ok(names) => (names.split(',')).fold(Passes::all(), |p, n| p.without(n.trim())),
+    }
+}
+
 /// Runs the node test in `dir` on `d`: float inputs fed on the device, as users feed them
 /// (integer and boolean ones as [`Val::from_constant`] makes them). On devices that capture
 /// work the test runs three times, the third a replay (docs/src/onnx.md), and the first and
 /// third runs are checked.
 fn run_test(d: &Device, dir: &Path) -> Outcome {
-    let session = match Session::from_path(d, dir.join("model.onnx"), SessionOptions::default()) {
+    let options = SessionOptions {
+        passes: passes(),
+        ..SessionOptions::default()
+    };
+    let session = match Session::from_path(d, dir.join("model.onnx"), options) {
         Ok(s) => s,
         Err(e) => return Outcome::Refused(e.to_string()),
     };
@@ -273,6 +288,7 @@ fn run_light(d: &Device, model: &Path) -> Result<Ran, Outcome> {
                 .flatten()
                 .collect(),
         ),
+        passes: passes(),
         ..SessionOptions::default()
     };
     let session = Session::load(d, parsed, options).map_err(|e| Outcome::Refused(e.to_string()))?;

@@ -249,7 +249,7 @@ fn training(node: &Node) -> Option<String> {
 }
 
 /// `relu(x) - alpha * relu(-x)`.
-fn leaky(x: &Tensor, alpha: f64) -> Result<Tensor> {
+pub(super) fn leaky(x: &Tensor, alpha: f64) -> Result<Tensor> {
     let neg = x.unary(UnaryOp::Neg)?.unary(UnaryOp::Relu)?;
     x.unary(UnaryOp::Relu)?
         .binary(BinaryOp::Sub, &neg.mul_scalar(alpha)?)

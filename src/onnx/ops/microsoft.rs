@@ -1,8 +1,10 @@
 //! The `com.microsoft` contrib operators of onnxruntime's transformer optimizer output: fused
 //! normalisations with a residual (`SkipLayerNormalization`, …), BERT's embedding layer
 //! (`EmbedLayerNormalization`), GELU variants and multi-head attention on the fused attention
-//! op (grouped-query attention with a cache in `gqa`), rotary position embeddings.
+//! op (grouped-query attention with a cache in `gqa`), rotary position embeddings, and the
+//! fused convolution and products (`fused`).
 
+mod fused;
 mod gqa;
 
 use super::{one, op, Ctx, OpDef};
@@ -37,6 +39,9 @@ pub(super) const OPS: &[OpDef] = &[
         .outputs(3)
         .refusing(gqa::refusal),
     op("RotaryEmbedding", rotary).refusing(packed_batching),
+    op("FusedConv", fused::conv).refusing(fused::fused_conv_refusal),
+    op("FusedGemm", fused::gemm).refusing(fused::gemm_refusal),
+    op("FusedMatMul", fused::fused_matmul).refusing(fused::matmul_refusal),
 ];
 
 /// The operators onnxruntime defines in the default domain although they are contrib ones.
