@@ -69,8 +69,9 @@ def timed(cmd, env=None):
     done = subprocess.run(full, capture_output=True, text=True, env=env, check=False)
     rss = re.search(r"peak-rss-kb (\d+)", done.stderr)
     if done.returncode != 0:
-        said = [line for line in done.stderr.splitlines() if "peak-rss-kb" not in line]
-        raise RuntimeError(f"{cmd[0]} failed: {(said or ['?'])[-1]}")
+        said = [line for line in done.stderr.splitlines()
+                if line.strip() and "peak-rss-kb" not in line and "exited with" not in line]
+        raise RuntimeError(f"{pathlib.Path(str(cmd[0])).name} failed: {(said or ['?'])[0]}")
     return done.stdout, int(rss.group(1)) / 1e3 if rss else float("nan")
 
 
@@ -129,7 +130,7 @@ def measure(model):
             try:
                 one = ours(folder, e[11:]) if e.startswith("unicompute") else peer(e, folder)
             except (RuntimeError, KeyError, ValueError) as err:
-                one = {"error": str(err).strip().splitlines()[-1][:200]}
+                one = {"error": str(err).strip().splitlines()[0][:160]}
             rounds[e].append(one)
     records = []
     for e, runs in rounds.items():
@@ -173,14 +174,19 @@ def main():
         ort(pathlib.Path(folder), int(threads), int(runs), int(warmup))
         return
     out, models = pathlib.Path(sys.argv[2]), sys.argv[3:]
+    load = [os.getloadavg()[0]]
+    print(f"load average at the start: {load[0]:.1f} ({os.cpu_count()} CPUs)", flush=True)
     records = []
     for model in models:
         records += measure(model)
         print(table([r for r in records if r["model"] == model]).split("\n", 2)[-1],
               flush=True)
     print(table(records))
+    load.append(os.getloadavg()[0])
+    print(f"load average at the end: {load[1]:.1f}")
     out.write_text(json.dumps({"runs": RUNS, "warmup": WARMUP, "rounds": ROUNDS,
-                               "threads": THREADS, "records": records}, indent=1))
+                               "threads": THREADS, "load_average": load, "records": records},
+                              indent=1))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ use crate::onnx::elem::ElemType;
 use crate::onnx::legacy::legacy_axis;
 use crate::onnx::value::{HostData, HostTensor, Val};
 use crate::onnx::Node;
+use crate::ops::chain::{Chain, Value};
 use crate::ops::elementwise::{binary, nary, unary};
 use crate::ops::{BinaryOp, UnaryOp};
 use crate::{DType, Tensor};
@@ -322,6 +323,14 @@ fn clip(c: &Ctx<'_>) -> Result<Vec<Val>> {
         };
         (bound(1)?, bound(2)?)
     };
+    if let (Some(low), Some(high), true) = (low, high, x.dtype().is_float()) {
+        // Both bounds in one kernel: the two ops below as a chain.
+        let mut chain = Chain::new();
+        let (lo, hi) = (chain.scalar(low, x.dtype()), chain.scalar(high, x.dtype()));
+        let above = chain.binary(BinaryOp::Max, Value::Input(0), lo);
+        chain.binary(BinaryOp::Min, above, hi);
+        return one(crate::ops::chain::chain(c.queue, &chain, &[&x])?);
+    }
     if let Some(low) = low {
         x = x.binary_scalar(BinaryOp::Max, low)?;
     }

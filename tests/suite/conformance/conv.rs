@@ -20,6 +20,9 @@ fn conv2d_matches_naive_reference(d: &Device) {
         ([2, 3, 7, 9], [5, 3, 3, 3], [1, 1], [1, 1], [1, 1], 1),
         ([1, 4, 11, 13], [6, 2, 3, 5], [2, 3], [1, 2], [2, 1], 2),
         ([1, 6, 8, 8], [6, 1, 3, 3], [1, 1], [1, 1], [1, 1], 6),
+        // Depthwise (the CPU's direct path): two outputs per channel, strides, dilation.
+        ([2, 5, 13, 11], [10, 1, 3, 5], [2, 1], [1, 2], [2, 1], 5),
+        ([1, 7, 9, 9], [7, 1, 3, 3], [2, 2], [0, 0], [1, 1], 7),
         ([1, 3, 32, 31], [16, 3, 3, 3], [2, 2], [0, 0], [1, 1], 1),
         // Four output channels per group, two batches: blocks of four channels per invocation.
         ([2, 4, 9, 10], [8, 2, 3, 3], [1, 1], [1, 1], [1, 2], 2),
