@@ -117,6 +117,7 @@ impl JsSession {
         let options = SessionOptions {
             outputs,
             free_dims: free_dims(&overrides)?,
+            ..SessionOptions::default()
         };
         Session::from_bytes(&device.inner, bytes, options)
             .map(|inner| JsSession {
