@@ -204,6 +204,10 @@ pub struct DeviceOptions {
     /// webgpu matmuls: they split a product whose operands are larger into pieces that fit
     /// (tests lower it to run the split on small operands). `None`: the device's limit.
     pub max_binding_size: Option<u64>,
+    /// Use `shader-int64` on webgpu adapters that have it. Off opens the device as if the
+    /// adapter lacked it (as browsers' adapters do: [`Features::int64`] false), so i64 casts
+    /// and comparisons run their 32-bit word kernels natively (tests); cpu and cuda ignore it.
+    pub use_int64: bool,
 }
 
 impl Default for DeviceOptions {
@@ -215,6 +219,7 @@ impl Default for DeviceOptions {
             use_subgroups: true,
             software_kernels: true,
             max_binding_size: None,
+            use_int64: true,
         }
     }
 }
