@@ -3,8 +3,12 @@
 //! with the edge cases, odd lengths, outputs poisoned, against references computed here with
 //! Rust's `as` and comparisons.
 
-use crate::common::{name, required, REQUIRE_WEBGPU_ENV};
+use crate::common::{devices, name, required, REQUIRE_WEBGPU_ENV};
+use crate::onnx_load::{graph, relu_model};
+use crate::onnx_recur::int_attr;
 use half::{bf16, f16};
+use unicompute::onnx::proto::{self, NodeProto, TensorProto};
+use unicompute::onnx::{Session, SessionOptions};
 use unicompute::{BackendChoice, BackendKind, BinaryOp, DType, Device, DeviceOptions, Tensor};
 
 /// The webgpu device opened as if its adapter lacked `shader-int64`, with output poisoning.
@@ -201,4 +205,77 @@ fn i64_comparisons_without_shader_int64() {
             }
         }
     }
+}
+
+/// A value of ONNX element type `elem` (7 int64, 1 float, 9 bool) named `name`, unshaped.
+fn value(name: &str, elem: i32) -> proto::ValueInfoProto {
+    proto::ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(proto::TypeProto {
+            value: Some(proto::type_proto::Value::TensorType(
+                proto::type_proto::Tensor {
+                    elem_type: Some(elem),
+                    shape: None,
+                },
+            )),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// `y = Cast<float>(x)`, `z = Equal(x, c)` for an int64 input `x` and an int64 scalar `c`:
+/// what BERT's attention mask and Silero VAD's state input meet first.
+fn cast_and_equal_model(c: i64) -> Vec<u8> {
+    relu_model(|m| {
+        let g = graph(m);
+        g.node = vec![
+            NodeProto {
+                input: vec!["x".into()],
+                output: vec!["y".into()],
+                op_type: Some("Cast".into()),
+                attribute: vec![int_attr("to", 1)],
+                ..Default::default()
+            },
+            NodeProto {
+                input: vec!["x".into(), "c".into()],
+                output: vec!["z".into()],
+                op_type: Some("Equal".into()),
+                ..Default::default()
+            },
+        ];
+        g.initializer = vec![TensorProto {
+            name: Some("c".into()),
+            data_type: Some(7),
+            int64_data: vec![c],
+            ..Default::default()
+        }];
+        g.input = vec![value("x", 7)];
+        g.output = vec![value("y", 1), value("z", 9)];
+    })
+}
+
+/// An ONNX model casting an int64 input to float and comparing it with Equal runs on a
+/// webgpu device without `shader-int64` and gives the cpu's outputs (and the exact ones).
+#[test]
+fn an_int64_model_runs_without_shader_int64() {
+    let Some(d) = without_int64() else { return };
+    let cpu = &devices()[0];
+    let x = values(31, 257);
+    let c = x[40];
+    let model = cast_and_equal_model(c);
+    let run = |d: &Device| {
+        let session = Session::from_bytes(d, model.clone(), SessionOptions::default()).unwrap();
+        let t = Tensor::from_slice(d, &x, &[x.len()]).unwrap();
+        let out = session.run(&[("x", &t)]).unwrap();
+        let named = |n: &str| &out.iter().find(|(name, _)| name == n).unwrap().1;
+        let y = named("y").to_vec_blocking::<f32>().unwrap();
+        (y, named("z").to_bools_blocking().unwrap())
+    };
+    let (got, want) = (run(&d), run(cpu));
+    let exact: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+    check(&want.0, &exact, "Cast on the cpu");
+    check(&got.0, &want.0, &format!("Cast on {}", name(&d)));
+    check(&got.1, &want.1, &format!("Equal on {}", name(&d)));
+    assert!(got.1[40], "Equal finds the constant's own element");
 }
