@@ -148,9 +148,10 @@ pub struct Features {
     pub timestamps: bool,
     /// Subgroup (warp / wave) operations.
     pub subgroups: bool,
-    /// i64 arithmetic, reductions, cumulative sums and casts in the library's ops: always on
-    /// cpu and cuda; on webgpu where the adapter has `shader-int64` (native Vulkan, Metal,
-    /// DX12; never in browsers), elsewhere those ops on i64 are `UNSUPPORTED`.
+    /// i64 arithmetic, reductions and cumulative sums in the library's ops: always on cpu and
+    /// cuda; on webgpu where the adapter has `shader-int64` (native Vulkan, Metal, DX12; never
+    /// in browsers), elsewhere those ops on i64 are `UNSUPPORTED` (casts, comparisons,
+    /// minimum and maximum of i64 run everywhere, as pairs of 32-bit words).
     pub int64: bool,
 }
 

@@ -3,33 +3,13 @@
 //! with the edge cases, odd lengths, outputs poisoned, against references computed here with
 //! Rust's `as` and comparisons.
 
-use crate::common::{devices, name, required, REQUIRE_WEBGPU_ENV};
+use crate::common::{devices, name, webgpu_without_int64 as without_int64};
 use crate::onnx_load::{graph, relu_model};
 use crate::onnx_recur::int_attr;
 use half::{bf16, f16};
 use unicompute::onnx::proto::{self, NodeProto, TensorProto};
 use unicompute::onnx::{Session, SessionOptions};
-use unicompute::{BackendChoice, BackendKind, BinaryOp, DType, Device, DeviceOptions, Tensor};
-
-/// The webgpu device opened as if its adapter lacked `shader-int64`, with output poisoning.
-fn without_int64() -> Option<Device> {
-    let options = DeviceOptions {
-        poison_uninitialized: true,
-        use_int64: false,
-        ..DeviceOptions::default()
-    };
-    match Device::open_with(BackendChoice::Backend(BackendKind::WebGpu), options) {
-        Ok(d) => {
-            assert!(!d.info().features.int64, "use_int64 off leaves int64 on");
-            Some(d)
-        }
-        Err(e) if required(REQUIRE_WEBGPU_ENV) => panic!("no webgpu device opened: {e}"),
-        Err(e) => {
-            eprintln!("SKIPPING webgpu: {e}");
-            None
-        }
-    }
-}
+use unicompute::{BinaryOp, DType, Device, Tensor};
 
 /// Odd lengths: one element, a prime, past one workgroup and past 256 workgroups.
 const LENGTHS: [usize; 4] = [1, 7, 257, 65_537];
@@ -117,25 +97,56 @@ fn casts_to_i64(d: &Device, v: &[i64], what: &str) {
     cast_to(&t, &i8s, DType::I64, i64::from, &format!("{what} as i8"));
     let bools: Vec<bool> = v.iter().map(|&v| v % 3 == 0).collect();
     let t = Tensor::from_bools(d, &bools, &[n]).unwrap();
-    cast_to(&t, &bools, DType::I64, i64::from, &format!("{what} as bool"));
+    cast_to(
+        &t,
+        &bools,
+        DType::I64,
+        i64::from,
+        &format!("{what} as bool"),
+    );
     // Floats: the values scaled over the whole range and past it, NaN and infinities.
     let mut f32s: Vec<f32> = v.iter().map(|&v| v as f32 * 1.5).collect();
-    for (i, s) in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.7, 2.5e9, -9.3e18]
-        .into_iter()
-        .enumerate()
+    for (i, s) in [
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        -0.7,
+        2.5e9,
+        -9.3e18,
+    ]
+    .into_iter()
+    .enumerate()
     {
         if let Some(slot) = f32s.get_mut(i * 2 + 1) {
             *slot = s;
         }
     }
     let t = Tensor::from_slice(d, &f32s, &[n]).unwrap();
-    cast_to(&t, &f32s, DType::I64, |f| f as i64, &format!("{what} as f32"));
+    cast_to(
+        &t,
+        &f32s,
+        DType::I64,
+        |f| f as i64,
+        &format!("{what} as f32"),
+    );
     let f16s: Vec<f16> = f32s.iter().map(|&f| f16::from_f32(f / 1e15)).collect();
     let t = Tensor::from_slice(d, &f16s, &[n]).unwrap();
-    cast_to(&t, &f16s, DType::I64, |f| f.to_f32() as i64, &format!("{what} as f16"));
+    cast_to(
+        &t,
+        &f16s,
+        DType::I64,
+        |f| f.to_f32() as i64,
+        &format!("{what} as f16"),
+    );
     let bf16s: Vec<bf16> = f32s.iter().map(|&f| bf16::from_f32(f)).collect();
     let t = Tensor::from_slice(d, &bf16s, &[n]).unwrap();
-    cast_to(&t, &bf16s, DType::I64, |f| f.to_f32() as i64, &format!("{what} as bf16"));
+    cast_to(
+        &t,
+        &bf16s,
+        DType::I64,
+        |f| f.to_f32() as i64,
+        &format!("{what} as bf16"),
+    );
 }
 
 /// The comparisons, logical ops, minimum and maximum of i64 and their references.
@@ -191,10 +202,16 @@ fn i64_comparisons_without_shader_int64() {
         let scalar = Tensor::from_slice(&d, &b[n..], &[1]).unwrap();
         for op in WORD_OPS {
             for (t, bs) in [(&tb, &b[..n]), (&scalar, &b[n..])] {
-                let what = format!("{} of i64[{n}] and [{}] on {}", op.name(), bs.len(), name(&d));
+                let what = format!(
+                    "{} of i64[{n}] and [{}] on {}",
+                    op.name(),
+                    bs.len(),
+                    name(&d)
+                );
                 let got = ta.binary(op, t).unwrap();
-                let want: Vec<i64> =
-                    (0..n).map(|i| reference(op, a[i], bs[i % bs.len()])).collect();
+                let want: Vec<i64> = (0..n)
+                    .map(|i| reference(op, a[i], bs[i % bs.len()]))
+                    .collect();
                 if op.is_logic() {
                     let got = got.to_bools_blocking().unwrap();
                     let want: Vec<bool> = want.iter().map(|&w| w != 0).collect();

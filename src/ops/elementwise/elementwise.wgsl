@@ -188,9 +188,13 @@ fn int_binary_main(
 }
 
 // i64 comparisons, logical ops, minimum and maximum as pairs of u32 words (low word first)
-// with 32-bit arithmetic, for adapters without `shader-int64`: run with VAL u32, each
-// element's two words at twice its offset; the result is an i64's words too (1 or 0 for the
-// logic ops). OP codes are `BinaryOp::code`s (`WORD_OPS` in webgpu.rs).
+// with 32-bit arithmetic, for adapters without `shader-int64`: each element's two words at
+// twice its offset; the result is an i64's words too (1 or 0 for the logic ops). OP codes
+// are `BinaryOp::code`s (`WORD_OPS` in webgpu.rs).
+@group(0) @binding(1) var<storage, read> xw: array<u32>;
+@group(0) @binding(2) var<storage, read> yw: array<u32>;
+@group(0) @binding(3) var<storage, read_write> outw: array<u32>;
+
 fn words_less(a: vec2<u32>, b: vec2<u32>) -> bool {
     if (a.y != b.y) {
         return bitcast<i32>(a.y) < bitcast<i32>(b.y);
@@ -230,8 +234,8 @@ fn int64_words_main(
         return;
     }
     let at = 2u * binary_offsets(i);
-    let r = words_op(vec2<u32>(xv[at.x], xv[at.x + 1u]), vec2<u32>(yv[at.y], yv[at.y + 1u]));
+    let r = words_op(vec2<u32>(xw[at.x], xw[at.x + 1u]), vec2<u32>(yw[at.y], yw[at.y + 1u]));
     let o = 2u * (params[S_out] + i);
-    outv[o] = r.x;
-    outv[o + 1u] = r.y;
+    outw[o] = r.x;
+    outw[o + 1u] = r.y;
 }
