@@ -14,8 +14,9 @@ use unicompute::{BinaryOp, DType, Device, Tensor};
 /// Odd lengths: one element, a prime, past one workgroup and past 256 workgroups.
 const LENGTHS: [usize; 4] = [1, 7, 257, 65_537];
 
-/// The edge cases.
-const EDGES: [i64; 12] = [
+/// The edge cases, and i64 -> f32 roundings: ties to even (down and up), just past a tie,
+/// and carries into the exponent.
+const EDGES: [i64; 20] = [
     i64::MIN,
     i64::MAX,
     -1,
@@ -28,6 +29,14 @@ const EDGES: [i64; 12] = [
     -(1 << 31),
     -(1 << 32) - 1,
     (1 << 53) + 1,
+    (1 << 24) + 1,
+    (1 << 24) + 3,
+    -(1 << 24) - 3,
+    (1 << 40) + (1 << 16),
+    (1 << 40) + (3 << 16),
+    (1 << 40) + (1 << 16) + 1,
+    -(1 << 40) - (1 << 16) - 1,
+    (1 << 33) - 1,
 ];
 
 /// `n` seeded i64 values: the edge cases, then values of random magnitude (2^0 to 2^63).

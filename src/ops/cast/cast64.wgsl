@@ -32,14 +32,20 @@ fn words_to_f32(w: vec2<u32>) -> f32 {
         p = 63u - countLeadingZeros(m.y);
     }
     let s = p - 23u;
-    var mant = m.y >> (s - 32u);
+    var mant: u32;
     if (s < 32u) {
         mant = (m.x >> s) | (m.y << (32u - s));
+    } else {
+        mant = m.y >> (s - 32u);
     }
+    // The guard bit g = s - 1 and the sticky bits below it (every shift below 32).
     let g = s - 1u;
-    var guard = (m.x >> g) & 1u;
-    var sticky = (m.x & ((1u << g) - 1u)) != 0u;
-    if (g >= 32u) {
+    var guard: u32;
+    var sticky: bool;
+    if (g < 32u) {
+        guard = (m.x >> g) & 1u;
+        sticky = (m.x & ((1u << g) - 1u)) != 0u;
+    } else {
         guard = (m.y >> (g - 32u)) & 1u;
         sticky = m.x != 0u || (m.y & ((1u << (g - 32u)) - 1u)) != 0u;
     }
