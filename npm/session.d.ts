@@ -47,10 +47,14 @@ export interface InferenceSessionOptions {
   device?: Device;
   /** Not supported in JS yet (a non-empty list is refused). */
   externalData?: readonly unknown[];
+  /**
+   * Extents fixed at load for named dimensions (`{ batch: 1 }`), whole numbers: the metadata
+   * shows them and feeds are held to them; names the model lacks are ignored.
+   */
+  freeDimensionOverrides?: Readonly<Record<string, number>>;
   /** onnxruntime-web's tuning, threading and logging options: taken, and change nothing. */
   intraOpNumThreads?: number;
   interOpNumThreads?: number;
-  freeDimensionOverrides?: Record<string, number>;
   graphOptimizationLevel?: 'disabled' | 'basic' | 'extended' | 'all';
   enableCpuMemArena?: boolean;
   enableMemPattern?: boolean;

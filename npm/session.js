@@ -119,10 +119,10 @@ export class HostTensor {
 }
 
 /** What `InferenceSession.create` takes besides onnxruntime-web's options it ignores. */
-const OWN_OPTIONS = ['executionProviders', 'preferredOutputLocation', 'device', 'externalData'];
+const OWN_OPTIONS = ['executionProviders', 'preferredOutputLocation', 'device', 'externalData', 'freeDimensionOverrides'];
 /** onnxruntime-web's session options that change nothing here (tuning, logging, threads). */
 const IGNORED_OPTIONS = [
-  'intraOpNumThreads', 'interOpNumThreads', 'freeDimensionOverrides', 'graphOptimizationLevel',
+  'intraOpNumThreads', 'interOpNumThreads', 'graphOptimizationLevel',
   'enableCpuMemArena', 'enableMemPattern', 'executionMode', 'optimizedModelFilePath',
   'enableProfiling', 'profileFilePrefix', 'logId', 'logSeverityLevel', 'logVerbosityLevel',
   'enableGraphCapture', 'extra',
@@ -300,14 +300,18 @@ function makeSessionClass(wasm, open) {
      * `MODEL` error naming its nodes. Options: `executionProviders` (tried in order: 'webgpu';
      * 'wasm' or 'cpu', the CPU backend; none given, unicompute picks), `preferredOutputLocation`
      * ('cpu', HostTensors; or 'device', unicompute Tensors), `device` (a unicompute Device to
-     * use); onnxruntime-web's tuning and logging options are taken and change nothing.
+     * use), `freeDimensionOverrides` (extents fixed at load for named dimensions, `{ batch: 1 }`:
+     * `inputMetadata` and `outputMetadata` show them and feeds are held to them; names the
+     * model lacks are ignored); onnxruntime-web's tuning and logging options are taken and
+     * change nothing.
      */
     static async create(...args) {
       try {
         const [bytes, given] = await modelOf(args);
         const options = sessionOptions(given);
         const device = await open(options);
-        return new InferenceSession(wasm.Session.load(device, bytes), device, options.preferredOutputLocation);
+        const session = wasm.Session.load(device, bytes, undefined, options.freeDimensionOverrides);
+        return new InferenceSession(session, device, options.preferredOutputLocation);
       } catch (e) {
         throw toError(e, 'InferenceSession.create');
       }

@@ -14,7 +14,7 @@ use std::fmt;
 use std::time::Instant;
 
 use unicompute::ops::{
-    attention, cast, conv, elementwise, matmul, norm, reduce, softmax, AttentionParams,
+    attention, cast, chain, conv, elementwise, matmul, norm, reduce, softmax, AttentionParams,
     Conv2dParams, NormKind, NormParams,
 };
 pub use unicompute::text::{human_bytes, human_seconds, render_table};
@@ -62,6 +62,8 @@ pub const DEFAULT_OPS: &[&str] = &[
     "add_bcast",
     "mul_bcast",
     "add_relu",
+    "fused5",
+    "fused5_ops",
     "sum",
     "sum@auto",
     "sum_last",
@@ -93,7 +95,9 @@ pub struct BenchConfig {
     /// Op names, run in this order; empty means [`DEFAULT_OPS`]. Accepted: any unary op
     /// (`relu`, `gelu`, ...), binary op (`add`, ...), `<binary>_bcast` (a `[rows, 1024]`
     /// tensor with a `[1024]` row), `<binary>_<unary>` (fused), any reduction over everything
-    /// (`sum`, `max`, ...) or over the last axis (`sum_last`), `softmax`, `matmul`, `chain`
+    /// (`sum`, `max`, ...) or over the last axis (`sum_last`), `softmax`, `matmul`, `fused5`
+    /// (`sigmoid(a * b + a) * b - a` as one chain kernel) and `fused5_ops` (its five ops one
+    /// by one), `chain`
     /// (host time to record and submit a chain of small adds) and `chain_done` (the same
     /// chain to completion).
     pub ops: Vec<String>,
@@ -401,6 +405,8 @@ enum Kind {
     CastF16,
     /// Elementwise add of f16 tensors.
     AddF16,
+    /// Five elementwise ops as one chain kernel (`true`) or as five ops.
+    Fused5(bool),
     /// `relu(x @ w + bias)`, square.
     Linear,
     /// Attention of [`ATTENTION`] size.
@@ -425,6 +431,8 @@ fn parse_kind(name: &str) -> Result<Kind> {
         "layer_norm" => Some(Kind::LayerNorm),
         "cast_f16" => Some(Kind::CastF16),
         "add_f16" => Some(Kind::AddF16),
+        "fused5" => Some(Kind::Fused5(true)),
+        "fused5_ops" => Some(Kind::Fused5(false)),
         "linear" => Some(Kind::Linear),
         "attention" => Some(Kind::Attention),
         "conv2d" => Some(Kind::Conv2d),
@@ -483,7 +491,7 @@ fn parse_kind(name: &str) -> Result<Kind> {
     kind.ok_or_else(|| {
         Error::Invalid(format!(
             "unknown bench op `{name}`: expected a unary, binary or reduction op name, <binary>_bcast, <binary>_<unary>, \
-             <reduction>_last, softmax, layer_norm, cast_f16, add_f16, matmul, linear, attention, conv2d, chain, chain_done, chain_replay or chain_replay_done; matmul and reductions also as <op>@<variant> or <op>@auto \
+             <reduction>_last, softmax, layer_norm, cast_f16, add_f16, fused5, fused5_ops, matmul, linear, attention, conv2d, chain, chain_done, chain_replay or chain_replay_done; matmul and reductions also as <op>@<variant> or <op>@auto \
              (defaults: {})",
             DEFAULT_OPS.join(", ")
         ))
@@ -607,6 +615,7 @@ fn build_case(device: &Device, config: &BenchConfig, name: &str, kind: Kind) -> 
         | Kind::Fused(..)
         | Kind::CastF16
         | Kind::AddF16 => elementwise_case(device, config, kind)?,
+        Kind::Fused5(fused) => fused5_case(device, config, fused)?,
         Kind::ReduceAll(..) | Kind::ReduceLast(..) | Kind::Softmax | Kind::LayerNorm => {
             row_case(device, config, kind)?
         }
@@ -704,6 +713,34 @@ fn elementwise_case(device: &Device, config: &BenchConfig, kind: Kind) -> Result
         }
         _ => unreachable!("build_case sends only elementwise kinds here"),
     })
+}
+
+/// `sigmoid(a * b + a) * b - a` over `n` elements: one chain kernel, or five ops one by one.
+/// Both count the bytes of the fused kernel (two inputs read, one output written), so their
+/// rates compare as times.
+fn fused5_case(device: &Device, config: &BenchConfig, fused: bool) -> Result<Parts> {
+    let n = config.elements;
+    let (a, b) = (input(device, &[n])?, input(device, &[n])?);
+    let shape = format!("sigmoid([{n}] * [{n}] + a) * b - a");
+    let launch: Launch = if fused {
+        let mut c = chain::Chain::new();
+        let (x, y) = (chain::Value::Input(0), chain::Value::Input(1));
+        let product = c.binary(BinaryOp::Mul, x, y);
+        let sum = c.binary(BinaryOp::Add, product, x);
+        let s = c.unary(UnaryOp::Sigmoid, sum);
+        let scaled = c.binary(BinaryOp::Mul, s, y);
+        c.binary(BinaryOp::Sub, scaled, x);
+        Box::new(move |q| chain::chain(q, &c, &[&a, &b]).map(drop))
+    } else {
+        Box::new(move |q| {
+            let product = elementwise::binary(q, BinaryOp::Mul, &a, &b)?;
+            let sum = elementwise::binary(q, BinaryOp::Add, &product, &a)?;
+            let s = elementwise::unary(q, UnaryOp::Sigmoid, &sum)?;
+            let scaled = elementwise::binary(q, BinaryOp::Mul, &s, &b)?;
+            elementwise::binary(q, BinaryOp::Sub, &scaled, &a).map(drop)
+        })
+    };
+    Ok((shape, Work::Bytes(bytes(3 * n)), bytes(n), launch))
 }
 
 /// Reductions, softmax and layer norm over `n` elements (as `rows x cols` where per row).

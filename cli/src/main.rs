@@ -96,6 +96,10 @@ mod cli {
         /// others are 1 in the random inputs).
         #[arg(long = "dim", value_name = "NAME=N")]
         dims: Vec<String>,
+        /// Turn a graph pass off at load (fold, batchnorm, gelu, layernorm, rmsnorm, fuse),
+        /// or every pass with `all` (repeatable).
+        #[arg(long = "no-pass", value_name = "NAME")]
+        no_passes: Vec<String>,
         /// Device: auto (honours UNICOMPUTE_BACKEND), cpu, webgpu, cuda, or an index from `info`.
         #[arg(long, default_value = "auto")]
         backend: String,
@@ -311,6 +315,7 @@ mod cli {
             model: args.model,
             inputs: args.inputs,
             dims: args.dims,
+            no_passes: args.no_passes,
             runs: args.runs,
             warmup: args.warmup,
             eager: args.eager,

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use unicompute::onnx::{Dim, ElemType, Model, Session, SessionOptions};
+use unicompute::onnx::{Dim, ElemType, Model, Passes, Session, SessionOptions};
 use unicompute::{DType, Device, Error, Result, Tensor};
 
 /// What `unicompute run` was asked.
@@ -18,6 +18,8 @@ pub struct RunConfig {
     /// `name=extent` for named (symbolic) dimensions, fixed at load; others are 1 in the
     /// random inputs.
     pub dims: Vec<String>,
+    /// Graph passes turned off (`all` for every one).
+    pub no_passes: Vec<String>,
     /// Timed runs after the first and the warm-ups.
     pub runs: usize,
     /// Untimed runs between the first and the timed ones.
@@ -45,11 +47,14 @@ pub fn run(device: &Device, config: &RunConfig) -> Result<()> {
     }
     let options = SessionOptions {
         free_dims: free_dims(&config.dims)?,
+        passes: passes(&config.no_passes),
         eager: config.eager,
         ..SessionOptions::default()
     };
+    let nodes = model.graph.nodes.len();
     let session = Session::load(device, model, options)?;
     let load = start.elapsed().as_secs_f64();
+    print_passes(&session, nodes);
     let feeds = inputs(device, &session, config)?;
     let named: Vec<(&str, &Tensor)> = feeds.iter().map(|(n, t)| (n.as_str(), t)).collect();
     let first = Instant::now();
@@ -167,6 +172,30 @@ fn pairs<'a>(args: &'a [String], flag: &str) -> Result<Vec<(&'a str, &'a str)>> 
                 .ok_or_else(|| Error::Invalid(format!("{flag} {a}: expected NAME=VALUE")))
         })
         .collect()
+}
+
+/// The graph passes left on by `--no-pass NAME` arguments.
+fn passes(off: &[String]) -> Passes {
+    if off.iter().any(|n| n == "all") {
+        return Passes::none();
+    }
+    off.iter().fold(Passes::all(), |p, n| p.without(n))
+}
+
+/// What the graph passes did: the node count before and after, and each pass's rewrites.
+fn print_passes(session: &Session, before: usize) {
+    let Some(last) = session.optimised().last() else {
+        println!("passes: off");
+        return;
+    };
+    let each: Vec<String> = (session.optimised().iter())
+        .map(|r| format!("{} {}", r.pass, r.rewrites))
+        .collect();
+    println!(
+        "passes: {before} -> {} nodes ({})",
+        last.nodes,
+        each.join(", ")
+    );
 }
 
 /// `--dim NAME=N` arguments as the session's free dimension overrides.

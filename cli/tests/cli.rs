@@ -375,15 +375,16 @@ fn run_profile_times_each_node_and_writes_a_chrome_trace() {
         .lines()
         .find_map(|l| l.strip_prefix("profile: ")?.split(' ').next()?.parse().ok())
         .unwrap_or_else(|| panic!("no profile line:\n{stdout}"));
+    // Every Conv of SqueezeNet is followed by a Relu: the graph passes fuse them.
     let conv = stdout
         .lines()
-        .find(|l| l.trim_start().starts_with("Conv "))
+        .find(|l| l.trim_start().starts_with("FusedConv "))
         .unwrap_or_else(|| panic!("{stdout}"));
     let conv_nodes: usize = conv.split_whitespace().nth(1).unwrap().parse().unwrap();
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
     let events = json["traceEvents"].as_array().unwrap();
     assert_eq!(events.len(), nodes, "one event per node");
-    let convs = events.iter().filter(|e| e["cat"] == "Conv").count();
+    let convs = events.iter().filter(|e| e["cat"] == "FusedConv").count();
     assert_eq!(convs, conv_nodes, "{stdout}");
     let mut end = 0.0;
     for e in events {
@@ -395,4 +396,13 @@ fn run_profile_times_each_node_and_writes_a_chrome_trace() {
         end = ts + dur;
     }
     std::fs::remove_file(trace).ok();
+    // --no-pass turns a graph pass off; the passes line says what the others did.
+    let (ok, stdout, stderr) = unicompute(&[&args[..], &["--no-pass", "fuse"]].concat());
+    assert!(ok, "{stderr}");
+    let line = (stdout.lines())
+        .find(|l| l.starts_with("passes: "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(line.contains("(fold ") && !line.contains("fuse"), "{line}");
+    let (ok, stdout, _) = unicompute(&[&args[..], &["--no-pass", "all"]].concat());
+    assert!(ok && stdout.contains("passes: off\n"), "{stdout}");
 }

@@ -191,6 +191,37 @@ await session.release();
 await refuses(() => session.run(feeds), 'INVALID', /the session was released/);
 await onDevice.release();
 
+// freeDimensionOverrides fix the named extent at load, as in onnxruntime-web (the oracle, run
+// with the same overrides): the metadata shows it, feeds of that extent give onnxruntime-web's
+// outputs, others are refused; a name the model lacks is ignored.
+const overrides = { batch: 7, sequence: 2 };
+const fixed = await InferenceSession.create(bytes, { executionProviders: [provider], freeDimensionOverrides: overrides });
+assert.deepEqual(fixed.inputMetadata[0], { name: 'x', isTensor: true, type: 'float32', shape: [7, 5] });
+assert.deepEqual(fixed.outputMetadata.map((m) => m.shape), [[7, 3], [7, 5], [2]]);
+const theirs = await oracle.InferenceSession.create(bytes, { executionProviders: ['wasm'], freeDimensionOverrides: overrides });
+const asOracle = (results) => Object.fromEntries(Object.entries(results).map(([k, t]) => [k, { type: t.type, dims: [...t.dims], data: t.data }]));
+const oracleFeeds = Object.fromEntries(Object.entries(smallInputs).map(([k, { type, data, dims }]) => [k, new oracle.Tensor(type, data, dims)]));
+const fixedWorst = assertSame(asOracle(await fixed.run(feeds)), asOracle(await theirs.run(oracleFeeds)), `freeDimensionOverrides on ${backend}`, rtol, atol);
+await theirs.release();
+const four = new HostTensor('float32', seeded(8, 4 * 5, -4, 4), [4, 5]);
+await refuses(() => fixed.run({ ...feeds, x: four }), 'SHAPE', /input 'x' has shape \[4, 5\]: expected \[7, 5\]/);
+const open = await InferenceSession.create(bytes, { device });
+assert.deepEqual(open.inputMetadata[0].shape, ['batch', 5], 'other sessions keep the named extent');
+await open.release();
+const badOverrides = [
+  [{ batch: -1 }, /freeDimensionOverrides\.batch is -1: expected a whole number/],
+  [{ batch: 1.5 }, /freeDimensionOverrides\.batch is 1\.5: expected a whole number/],
+  [{ batch: '7' }, /freeDimensionOverrides\.batch is "7": expected a whole number/],
+  [{ batch: 2 ** 32 }, /freeDimensionOverrides\.batch is 4294967296: expected a whole number/],
+  [[7], /freeDimensionOverrides is \[7\]: expected an object of extents by dimension name/],
+  [7, /freeDimensionOverrides is 7: expected an object/],
+];
+for (const [given, pattern] of badOverrides) {
+  await refuses(() => InferenceSession.create(bytes, { device, freeDimensionOverrides: given }), 'INVALID', pattern);
+}
+await fixed.release();
+console.log(`freeDimensionOverrides on ${backend}: metadata, onnxruntime-web's outputs within ${fixedWorst.toExponential(1)}, shapes held, bad extents refused: ok`);
+
 // HostTensor as onnxruntime-web's Tensor: types from data, checked dims, reshape, dispose.
 assert.equal(new HostTensor([true, false]).type, 'bool');
 assert.deepEqual(new HostTensor([true, false]).data, Uint8Array.from([1, 0]));

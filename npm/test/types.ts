@@ -294,7 +294,8 @@ async function sessions(device: Device, model: ModelSource): Promise<void> {
   const byName = await host.run(feeds, ['out'], { logSeverityLevel: 3 });
   const out: HostTensor = byName.out;
   console.log(meta[0]?.shape, out.dims, inferred, host.device.backend, String(out.reshape([1, -1])));
-  const onDevice = await InferenceSession.create(model, { device, preferredOutputLocation: 'device' });
+  const overrides = { batch: 1, sequence: 128 } as const;
+  const onDevice = await InferenceSession.create(model, { device, preferredOutputLocation: 'device', freeDimensionOverrides: overrides });
   const kept: Tensor = (await onDevice.run({ x: device.ones([2]) })).y;
   console.log(await kept.read());
   kept.dispose();

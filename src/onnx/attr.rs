@@ -69,6 +69,13 @@ impl Attrs {
         self.entries.iter().find(|(n, _)| n == name).map(|(_, a)| a)
     }
 
+    /// These attributes with `name` set to `value` (replaced where it was there).
+    pub fn with(mut self, name: &str, value: Attr) -> Attrs {
+        self.entries.retain(|(n, _)| n != name);
+        self.entries.push((name.to_string(), value));
+        self
+    }
+
     /// The attributes by name, in file order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Attr)> {
         self.entries.iter().map(|(n, a)| (n.as_str(), a))

@@ -6,7 +6,7 @@ use std::path::Path;
 use prost::bytes::Bytes;
 
 use super::elem::ElemType;
-use super::proto::TensorProto;
+use super::proto::{SequenceProto, TensorProto};
 use crate::base::error::{Error, Result};
 
 /// A tensor whose data the file holds.
@@ -29,6 +29,25 @@ impl Constant {
         let t = <TensorProto as prost::Message>::decode(bytes.into())
             .map_err(|e| Error::Model(format!("not a TensorProto: {e}")))?;
         from_proto(&t, None)
+    }
+
+    /// The tensors of `bytes`, a serialised `SequenceProto` (ONNX's test data for a sequence
+    /// value), in order; a sequence of anything but tensors is an error.
+    pub fn decode_sequence(bytes: impl Into<Bytes>) -> Result<Vec<Constant>> {
+        let s = <SequenceProto as prost::Message>::decode(bytes.into())
+            .map_err(|e| Error::Model(format!("not a SequenceProto: {e}")))?;
+        // SequenceProto.DataType: 0 undefined, 1 tensor.
+        let elem_type = s.elem_type.unwrap_or(0);
+        if elem_type > 1 || !s.sparse_tensor_values.is_empty() || !s.sequence_values.is_empty() {
+            return Err(Error::Model(format!(
+                "the sequence holds values of kind {elem_type} (SequenceProto.DataType); \
+                 expected tensors (1)"
+            )));
+        }
+        s.tensor_values
+            .iter()
+            .map(|t| from_proto(t, None))
+            .collect()
     }
 
     /// How many elements the dims hold.

@@ -24,6 +24,17 @@ pub enum Dim {
     Unknown,
 }
 
+/// As a message writes a declared extent: `7`, `batch`, or `?` for an open one.
+impl std::fmt::Display for Dim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Dim::Fixed(n) => write!(f, "{n}"),
+            Dim::Symbol(s) => f.write_str(s),
+            Dim::Unknown => f.write_str("?"),
+        }
+    }
+}
+
 /// Where a value comes from.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Origin {
@@ -51,6 +62,9 @@ pub struct Value {
     pub elem: Option<ElemType>,
     /// Its shape, where the file or shape inference says it.
     pub shape: Option<Vec<Dim>>,
+    /// Whether the file declares it a sequence of tensors (`elem` and `shape` then describe
+    /// each tensor).
+    pub sequence: bool,
     /// Where it comes from.
     pub origin: Origin,
 }
@@ -161,6 +175,7 @@ impl Builder<'_> {
             name: name.to_string(),
             elem: None,
             shape: None,
+            sequence: false,
             origin,
         };
         self.graph.values.push(value);
@@ -265,14 +280,22 @@ impl Builder<'_> {
         })
     }
 
-    /// Records the type and shape `info` declares for value `id`.
+    /// Records the type and shape `info` declares for value `id`: a tensor's, or those of
+    /// the tensors of a sequence.
     fn declare(&mut self, id: ValueId, info: &ValueInfoProto) -> Result<()> {
-        let Some(proto::type_proto::Value::TensorType(t)) =
-            info.r#type.as_ref().and_then(|t| t.value.as_ref())
-        else {
-            return Ok(());
+        use proto::type_proto::Value as Type;
+        let (t, sequence) = match info.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+            Some(Type::TensorType(t)) => (t, false),
+            Some(Type::SequenceType(s)) => {
+                match s.elem_type.as_ref().and_then(|t| t.value.as_ref()) {
+                    Some(Type::TensorType(t)) => (t, true),
+                    _ => return Ok(()),
+                }
+            }
+            _ => return Ok(()),
         };
         let value = &mut self.graph.values[id];
+        value.sequence = sequence;
         if let Some(code) = t.elem_type.filter(|&c| c != 0) {
             value.elem = Some(
                 ElemType::from_code(code)

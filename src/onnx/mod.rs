@@ -4,9 +4,11 @@
 //! Files: `proto` (the protobuf messages, generated), `elem` (element types), `constant`
 //! (stored tensors), `attr` (node attributes), `graph` (values and nodes by index), `model`
 //! (a parsed file), `schedule` (run order and last uses), `value` (what nodes pass: device
-//! tensors, or host data for shape computations), `ops` (each operator mapped onto the op
-//! API), `plan` (a graph checked for running, its subgraphs' plans inside), `replay` (runs
-//! captured once and replayed) and `session` (a model loaded on a device, and its runs).
+//! tensors, host data for shape computations, sequences of tensors), `ops` (each operator
+//! mapped onto the op API), `passes` (rewrites of the graph at load that make it cheaper
+//! to run), `plan` (a graph checked for running, its subgraphs' plans inside), `replay`
+//! (runs captured once and replayed) and `session` (a model loaded on a device, and its
+//! runs).
 
 mod attr;
 mod constant;
@@ -15,6 +17,7 @@ mod graph;
 mod legacy;
 mod model;
 mod ops;
+mod passes;
 mod plan;
 pub mod proto;
 mod replay;
@@ -28,7 +31,8 @@ pub use elem::ElemType;
 pub use graph::{Dim, Graph, Node, Origin, Value, ValueId};
 pub use model::{Model, OPSETS};
 pub use ops::supported;
+pub use passes::{PassReport, Passes};
 pub use plan::NodeTime;
 pub use schedule::{schedule, Schedule};
 pub use session::{unsupported, IoInfo, Session, SessionOptions};
-pub use value::{HostData, HostTensor, Val};
+pub use value::{HostData, HostTensor, Sequence, Val};

@@ -99,20 +99,20 @@ impl Replays {
     }
 }
 
-/// The key of `feeds`, if each is a device tensor.
+/// The key of `feeds`, if each is a device tensor (not host data, not a sequence).
 pub(crate) fn key(feeds: &[Val]) -> Option<Key> {
     feeds
         .iter()
         .map(|v| match v {
             Val::Device(t) => Some((t.shape().to_vec(), t.dtype())),
-            Val::Host(_) => None,
+            _ => None,
         })
         .collect()
 }
 
 /// Captures the work of `run` on `queue`, which runs the graph on the given input tensors
 /// (fresh ones of `key`'s shapes and dtypes) and gives its outputs. `None` where the capture
-/// is refused.
+/// is refused, or an output is a sequence (whose tensors a later replay would overwrite).
 pub(crate) fn capture(
     queue: &Queue,
     key: &Key,
@@ -124,6 +124,7 @@ pub(crate) fn capture(
         .collect::<Result<Vec<_>>>()?;
     let given = inputs.clone();
     match queue.capture(|_| run(given)) {
+        Ok((_, outputs)) if outputs.iter().any(|v| v.as_seq().is_some()) => Ok(None),
         Ok((graph, outputs)) => Ok(Some(Arc::new(Captured {
             inputs,
             graph,
@@ -152,7 +153,8 @@ impl Captured {
                     copy_into(queue, t, &out)?;
                     Ok(Val::Device(out))
                 }
-                Val::Host(_) => Ok(v.clone()),
+                // Host data, computed from shapes alone: the same every run.
+                other => Ok(other.clone()),
             })
             .collect()
     }

@@ -6,6 +6,7 @@ use super::attr::Attr;
 use super::graph::{Dim, Graph, ValueId};
 use super::model::Model;
 use super::ops;
+use super::passes::{self, PassReport, Passes};
 use super::plan::{now, Exec, NodeTime, Plan};
 use super::replay::{self, Key, Next, Replays};
 use super::value::Val;
@@ -23,6 +24,10 @@ pub struct SessionOptions {
     /// extents, [`Session::inputs`] and [`Session::outputs`] report them, and feeds are held
     /// to them. Names the model does not use are ignored, as onnxruntime does.
     pub free_dims: Vec<(String, usize)>,
+    /// The graph passes run at load (all by default; see [`Passes`]): rewrites that keep
+    /// the outputs and make the graph cheaper to run. [`Session::optimised`] says what each
+    /// did.
+    pub passes: Passes,
     /// Runs every run node by node. By default a run whose feeds have the shapes of an earlier
     /// run is captured once and replayed (on devices that capture: webgpu and cuda), for the
     /// host cost of one launch; see `docs/src/onnx.md`, "Runs as replays".
@@ -38,6 +43,9 @@ pub struct IoInfo {
     pub elem: Option<ElemType>,
     /// Its shape, where declared, with named (symbolic) and open extents.
     pub shape: Option<Vec<Dim>>,
+    /// Whether it is a sequence of tensors (`elem` and `shape` then describe each tensor):
+    /// fed and given as [`Val::Seq`] through [`Session::run_values`].
+    pub sequence: bool,
 }
 
 /// A model loaded on a device.
@@ -47,6 +55,8 @@ pub struct Session {
     opset: i64,
     /// The main graph's plan, with its subgraphs' plans inside.
     plan: Plan,
+    /// What each graph pass did.
+    optimised: Vec<PassReport>,
     /// Captured runs by their feeds' shapes; `None` with [`SessionOptions::eager`].
     replays: Option<Replays>,
 }
@@ -79,6 +89,8 @@ impl Session {
                 .collect::<Result<_>>()?;
         }
         fix_dims(&mut graph, &options.free_dims);
+        let cx = passes::Cx { device, opset };
+        let optimised = passes::optimise(&mut graph, &options.passes, &cx)?;
         check_io(&graph)?;
         let mut missing = Vec::new();
         let plan = Plan::new(&graph, device, opset, "", &mut missing)?;
@@ -94,8 +106,20 @@ impl Session {
             graph,
             opset,
             plan,
+            optimised,
             replays: (!options.eager).then(Replays::default),
         })
+    }
+
+    /// The graph as it runs: the model's, rewritten by the graph passes.
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    /// What each graph pass that ran at load did, in the order they ran (none where
+    /// [`SessionOptions::passes`] turned them off).
+    pub fn optimised(&self) -> &[PassReport] {
+        &self.optimised
     }
 
     /// The graph's inputs.
@@ -114,12 +138,14 @@ impl Session {
             name: value.name.clone(),
             elem: value.elem,
             shape: value.shape.clone(),
+            sequence: value.sequence,
         }
     }
 
     /// Runs the model on `feeds` (every input, by name); the outputs, by name, stay on the
     /// device. (Waits where a node needs a device value on the host; in browsers use
-    /// [`Session::run_async`].)
+    /// [`Session::run_async`]; a model with sequence inputs or outputs runs through
+    /// [`Session::run_values`].)
     #[cfg(not(target_arch = "wasm32"))]
     pub fn run(&self, feeds: &[(&str, &Tensor)]) -> Result<Vec<(String, Tensor)>> {
         pollster::block_on(self.run_async(feeds))
@@ -128,15 +154,19 @@ impl Session {
     /// [`Session::run`] without blocking: a device value a node needs on the host (a shape
     /// computed on the device) is awaited.
     pub async fn run_async(&self, feeds: &[(&str, &Tensor)]) -> Result<Vec<(String, Tensor)>> {
-        self.run_values_async(on_device(feeds))
-            .await?
-            .into_iter()
-            .map(|(name, v)| Ok((name, v.tensor(&self.device)?)))
-            .collect()
+        let outputs = self.run_values_async(on_device(feeds)).await?;
+        let tensor = |(name, v): (String, Val)| match v {
+            Val::Seq(s) => Err(Error::Invalid(format!(
+                "the model's output '{name}' is a sequence of {} tensors; run_values gives it",
+                s.len()
+            ))),
+            v => Ok((name, v.tensor(&self.device)?)),
+        };
+        outputs.into_iter().map(tensor).collect()
     }
 
     /// [`Session::run`] with values that may be on the host (data the device cannot hold,
-    /// such as booleans, stays there).
+    /// such as booleans, stays there) or sequences of tensors ([`Val::Seq`]).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn run_values(&self, feeds: Vec<(&str, Val)>) -> Result<Vec<(String, Val)>> {
         pollster::block_on(self.run_values_async(feeds))
@@ -240,9 +270,40 @@ impl Session {
         Ok(env)
     }
 
-    /// Refuses a feed whose element type or fixed extents differ from the declared ones.
+    /// Refuses a feed whose kind (tensor or sequence), element type or fixed extents differ
+    /// from the declared ones: a sequence's tensors are each held to them.
     fn check_feed(&self, id: ValueId, val: &Val) -> Result<()> {
         let value = &self.graph.values[id];
+        let Val::Seq(s) = val else {
+            if value.sequence {
+                return Err(Error::Invalid(format!(
+                    "input '{}' is a sequence in the model; a tensor was given",
+                    value.name
+                )));
+            }
+            return self.check_tensor(value, val);
+        };
+        if !value.sequence {
+            return Err(Error::Invalid(format!(
+                "input '{}' is a tensor in the model; a sequence was given",
+                value.name
+            )));
+        }
+        if let Some(elem) = value.elem.filter(|&e| e != s.elem()) {
+            return Err(Error::DType {
+                op: "session run",
+                expected: format!("a sequence of {elem} tensors for input '{}'", value.name),
+                got: format!("a sequence of {} tensors", s.elem()),
+            });
+        }
+        s.items()
+            .iter()
+            .try_for_each(|t| self.check_tensor(value, t))
+    }
+
+    /// Refuses a tensor whose element type or fixed extents differ from those `value`
+    /// declares.
+    fn check_tensor(&self, value: &super::graph::Value, val: &Val) -> Result<()> {
         if let (Some(elem), Val::Device(t)) = (value.elem, val) {
             let want = super::value::device_dtype(elem)?;
             if t.dtype() != want {
@@ -256,18 +317,20 @@ impl Session {
         let Some(dims) = &value.shape else {
             return Ok(());
         };
-        let shape = val.shape();
+        let shape = val.shape()?;
         let fits = dims.len() == shape.len()
             && dims
                 .iter()
                 .zip(shape)
                 .all(|(d, &s)| !matches!(d, Dim::Fixed(f) if *f != s));
         if !fits {
+            let want: Vec<String> = dims.iter().map(Dim::to_string).collect();
             return Err(Error::shape(
                 "session run",
                 format!(
-                    "input '{}' has shape {shape:?}: expected {dims:?}",
-                    value.name
+                    "input '{}' has shape {shape:?}: expected [{}]",
+                    value.name,
+                    want.join(", ")
                 ),
             ));
         }
@@ -275,14 +338,20 @@ impl Session {
     }
 }
 
-/// Refuses inputs and outputs that are not tensors of a type the devices hold.
+/// Refuses inputs and outputs that are not tensors, or sequences of tensors, of a type the
+/// devices hold.
 fn check_io(g: &Graph) -> Result<()> {
     for (what, list) in [("input", &g.inputs), ("output", &g.outputs)] {
         for &id in list {
             let v = &g.values[id];
             let why = match v.elem {
-                None if what == "input" => "is not a tensor (a sequence, map or optional?)".into(),
+                None if what == "input" && !v.sequence => {
+                    "is neither a tensor nor a sequence of tensors (a map or optional?)".into()
+                }
                 Some(e) => match super::value::device_dtype(e) {
+                    Err(_) if v.sequence => {
+                        format!("is a sequence of {e} tensors, a type the devices do not hold yet")
+                    }
                     Err(_) => format!("is a {e} tensor, a type the devices do not hold yet"),
                     Ok(_) => continue,
                 },

@@ -1,6 +1,6 @@
-//! The values a session passes between nodes: device tensors, or small host tensors for the
+//! The values a session passes between nodes: device tensors, small host tensors for the
 //! integer data that shape computations read (`Shape`, axes, indices), so those run on the
-//! host without a round trip through the device.
+//! host without a round trip through the device, and sequences of tensors.
 
 use half::{bf16, f16};
 
@@ -25,6 +25,15 @@ pub enum Val {
     Host(HostTensor),
     /// A tensor on the session's device.
     Device(Tensor),
+    /// A sequence of tensors (ONNX's `seq(tensor)`).
+    Seq(Sequence),
+}
+
+/// A sequence of tensors, each on the device or the host, all of one element type.
+#[derive(Clone, Debug)]
+pub struct Sequence {
+    elem: ElemType,
+    items: Vec<Val>,
 }
 
 /// A tensor held on the host: floats as f32, integers and booleans as i64.
@@ -189,35 +198,57 @@ impl Val {
         host.upload(device).map(Val::Device)
     }
 
-    /// The shape.
-    pub fn shape(&self) -> &[usize] {
+    /// The shape of a tensor (a sequence is an error).
+    pub fn shape(&self) -> Result<&[usize]> {
         match self {
-            Val::Host(h) => &h.shape,
-            Val::Device(t) => t.shape(),
+            Val::Host(h) => Ok(&h.shape),
+            Val::Device(t) => Ok(t.shape()),
+            Val::Seq(s) => Err(s.not_a_tensor()),
         }
     }
 
-    /// The value as a tensor on `device`.
+    /// The element type of a tensor (a sequence is an error): a device tensor's is the type
+    /// its dtype holds.
+    pub fn elem(&self) -> Result<ElemType> {
+        match self {
+            Val::Host(h) => Ok(h.elem),
+            Val::Device(t) => Ok(ElemType::from_dtype(t.dtype())),
+            Val::Seq(s) => Err(s.not_a_tensor()),
+        }
+    }
+
+    /// The value as a tensor on `device` (a sequence is an error).
     pub fn tensor(&self, device: &Device) -> Result<Tensor> {
         match self {
             Val::Host(h) => h.upload(device),
             Val::Device(t) => Ok(t.clone()),
+            Val::Seq(s) => Err(s.not_a_tensor()),
         }
     }
 
-    /// The value on the host, if it is there (no read).
+    /// The value on the host, if it is a tensor there (no read).
     pub fn as_host(&self) -> Option<&HostTensor> {
         match self {
             Val::Host(h) => Some(h),
-            Val::Device(_) => None,
+            Val::Device(_) | Val::Seq(_) => None,
         }
     }
 
-    /// The value on the host (read back from the device where it is there).
+    /// The value, if it is a sequence.
+    pub fn as_seq(&self) -> Option<&Sequence> {
+        match self {
+            Val::Seq(s) => Some(s),
+            Val::Host(_) | Val::Device(_) => None,
+        }
+    }
+
+    /// The tensor on the host (read back from the device where it is there; a sequence is
+    /// an error).
     pub async fn to_host(&self) -> Result<HostTensor> {
         match self {
             Val::Host(h) => Ok(h.clone()),
             Val::Device(t) => HostTensor::download(t).await,
+            Val::Seq(s) => Err(s.not_a_tensor()),
         }
     }
 
@@ -225,6 +256,101 @@ impl Val {
     #[cfg(not(target_arch = "wasm32"))]
     pub fn host(&self) -> Result<HostTensor> {
         pollster::block_on(self.to_host())
+    }
+}
+
+impl Sequence {
+    /// An empty sequence of `elem` tensors.
+    pub fn empty(elem: ElemType) -> Sequence {
+        Sequence {
+            elem,
+            items: Vec::new(),
+        }
+    }
+
+    /// The sequence of `items`, each a tensor of element type `elem`.
+    pub fn new(elem: ElemType, items: Vec<Val>) -> Result<Sequence> {
+        let mut s = Sequence::empty(elem);
+        for item in items {
+            s.push(item)?;
+        }
+        Ok(s)
+    }
+
+    /// The element type of its tensors.
+    pub fn elem(&self) -> ElemType {
+        self.elem
+    }
+
+    /// Its tensors, in order.
+    pub fn items(&self) -> &[Val] {
+        &self.items
+    }
+
+    /// How many tensors it holds.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether it holds no tensor.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// `item` added at the end.
+    pub fn push(&mut self, item: Val) -> Result<()> {
+        self.insert(self.items.len(), item)
+    }
+
+    /// `item` inserted before position `at` (at most [`Sequence::len`]): a tensor of the
+    /// sequence's element type (a device tensor in the dtype that holds it), else an error.
+    pub fn insert(&mut self, at: usize, item: Val) -> Result<()> {
+        if at > self.items.len() {
+            return Err(Error::OutOfRange(format!(
+                "position {at} in a sequence of {} tensors; expected at most {}",
+                self.items.len(),
+                self.items.len()
+            )));
+        }
+        let fits = match &item {
+            Val::Host(h) => h.elem == self.elem,
+            Val::Device(t) => device_dtype(self.elem).is_ok_and(|d| d == t.dtype()),
+            Val::Seq(_) => {
+                return Err(Error::Invalid(format!(
+                    "a sequence cannot hold a sequence; expected a {} tensor",
+                    self.elem
+                )))
+            }
+        };
+        if !fits {
+            return Err(Error::DType {
+                op: "sequence",
+                expected: format!("{} tensors, as the sequence holds", self.elem),
+                got: format!("a tensor of {}", item.elem()?),
+            });
+        }
+        self.items.insert(at, item);
+        Ok(())
+    }
+
+    /// The tensor at position `at` taken out, if the sequence has one there.
+    pub fn remove(&mut self, at: usize) -> Result<Val> {
+        if at >= self.items.len() {
+            return Err(Error::OutOfRange(format!(
+                "position {at} in a sequence of {} tensors",
+                self.items.len()
+            )));
+        }
+        Ok(self.items.remove(at))
+    }
+
+    /// The error for a sequence given where a tensor is expected.
+    fn not_a_tensor(&self) -> Error {
+        Error::Invalid(format!(
+            "the value is a sequence of {} {} tensors; expected a tensor",
+            self.items.len(),
+            self.elem
+        ))
     }
 }
 

@@ -5,7 +5,8 @@
 #[cfg(feature = "webgpu")]
 #[test]
 fn every_builtin_shader_validates() {
-    // Override constants are not part of the module: each (file, prelude) once.
+    // Override constants are not part of the module: each (file, prelude, generated code)
+    // once.
     let mut seen = std::collections::HashSet::new();
     let specialisations = super::wgsl_specialisations();
     assert!(
@@ -14,7 +15,7 @@ fn every_builtin_shader_validates() {
     );
     for b in specialisations
         .into_iter()
-        .filter(|b| seen.insert((b.source.name, b.prelude.clone())))
+        .filter(|b| seen.insert((b.source.name, b.prelude.clone(), b.generated.clone())))
     {
         let source = b.full_source();
         let module = naga::front::wgsl::parse_str(&source)
@@ -61,7 +62,7 @@ fn every_builtin_shader_translates_to_cuda() {
     let (mut failures, mut outside, mut compiled) = (Vec::new(), Vec::new(), 0);
     for b in super::wgsl_specialisations()
         .into_iter()
-        .filter(|b| seen.insert((b.source.name, b.prelude.clone())))
+        .filter(|b| seen.insert((b.source.name, b.prelude.clone(), b.generated.clone())))
     {
         let source = b.full_source();
         let module = naga::front::wgsl::parse_str(&source).expect("validated above");
@@ -91,7 +92,7 @@ fn every_builtin_shader_compiles_for_the_cpu_executor() {
     let (mut failures, mut compiled) = (Vec::new(), 0);
     for b in super::wgsl_specialisations()
         .into_iter()
-        .filter(|b| seen.insert((b.source.name, b.prelude.clone())))
+        .filter(|b| seen.insert((b.source.name, b.prelude.clone(), b.generated.clone())))
     {
         let source = b.full_source();
         let module = naga::front::wgsl::parse_str(&source).expect("validated above");

@@ -74,6 +74,7 @@ macro_rules! registry {
 registry!(
     attention,
     cast,
+    chain,
     conv,
     copy,
     elementwise,

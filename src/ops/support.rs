@@ -124,6 +124,7 @@ pub fn support_rows() -> Vec<SupportRow> {
         ),
         family("scatter", vec!["scatter_elements", "scatter_nd"], ALL, true),
         family("cast", vec!["cast"], ALL, false),
+        family("chain", vec!["chain"], FLOATS, false),
     ]
 }
 

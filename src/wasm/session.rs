@@ -5,9 +5,10 @@
 use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 use super::device::JsDevice;
-use super::error::js_error;
+use super::error::{invalid, js_error, js_repr, usize_of};
 use super::options::TensorArgs;
 use super::tensor::JsTensor;
 use crate::onnx::{Dim, ElemType, IoInfo, Session, SessionOptions};
@@ -69,19 +70,53 @@ fn metadata(info: &IoInfo) -> JsValue {
     o.into()
 }
 
+/// onnxruntime-web's `freeDimensionOverrides` (`{ batch: 1 }`; undefined or null for none) as
+/// [`SessionOptions::free_dims`]: anything but an object of whole numbers is an error that
+/// names the entry.
+fn free_dims(overrides: &JsValue) -> Result<Vec<(String, usize)>, JsValue> {
+    const WHAT: &str = "InferenceSession.create: freeDimensionOverrides";
+    if overrides.is_undefined() || overrides.is_null() {
+        return Ok(Vec::new());
+    }
+    if !overrides.is_object() || js_sys::Array::is_array(overrides) {
+        return Err(invalid(format!(
+            "{WHAT} is {}: expected an object of extents by dimension name ({{ batch: 1 }})",
+            js_repr(overrides)
+        )));
+    }
+    let entries = js_sys::Object::entries(overrides.unchecked_ref());
+    (entries.iter())
+        .map(|entry| {
+            let entry = js_sys::Array::from(&entry);
+            let (name, value) = (entry.get(0).as_string().unwrap_or_default(), entry.get(1));
+            let what = format!("{WHAT}.{name}");
+            let extent = value.as_f64().ok_or_else(|| {
+                invalid(format!(
+                    "{what} is {}: expected a whole number",
+                    js_repr(&value)
+                ))
+            })?;
+            Ok((name, usize_of(&what, extent)?))
+        })
+        .collect()
+}
+
 #[wasm_bindgen(js_class = Session)]
 impl JsSession {
     /// The model in `bytes` (a whole `.onnx` file) on `device`. Every operator is checked
     /// here: what the session cannot run is an error now, naming the nodes. `outputs`, if
-    /// given, are the values a run computes instead of the model's outputs.
+    /// given, are the values a run computes instead of the model's outputs; `overrides`
+    /// (onnxruntime-web's `freeDimensionOverrides`, `{ batch: 1 }`) fixes named extents.
     pub fn load(
         device: &JsDevice,
         bytes: Vec<u8>,
         outputs: Option<Vec<String>>,
+        #[wasm_bindgen(unchecked_param_type = "Record<string, number> | undefined")]
+        overrides: JsValue,
     ) -> Result<JsSession, JsValue> {
         let options = SessionOptions {
             outputs,
-            ..SessionOptions::default()
+            free_dims: free_dims(&overrides)?,
         };
         Session::from_bytes(&device.inner, bytes, options)
             .map(|inner| JsSession {

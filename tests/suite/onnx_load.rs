@@ -62,8 +62,8 @@ pub(crate) fn light_models() -> Vec<PathBuf> {
     onnx_data("light").into_iter().filter(onnx).collect()
 }
 
-/// The `.pb` files of a test's first data set starting with `prefix`, decoded.
-pub(crate) fn data(test: &std::path::Path, prefix: &str) -> Vec<Constant> {
+/// The `.pb` files of a test's first data set starting with `prefix`, in order.
+pub(crate) fn data_files(test: &std::path::Path, prefix: &str) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(test.join("test_data_set_0"))
         .map(|d| d.map(|e| e.unwrap().path()).collect())
         .unwrap_or_default();
@@ -73,6 +73,12 @@ pub(crate) fn data(test: &std::path::Path, prefix: &str) -> Vec<Constant> {
         name.rsplit('_').next().unwrap().parse::<usize>().unwrap()
     });
     files
+}
+
+/// The `.pb` files of a test's first data set starting with `prefix` that hold tensors,
+/// decoded.
+pub(crate) fn data(test: &std::path::Path, prefix: &str) -> Vec<Constant> {
+    data_files(test, prefix)
         .iter()
         .filter_map(|p| Constant::decode(std::fs::read(p).unwrap()).ok())
         .collect()

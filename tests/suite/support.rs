@@ -40,6 +40,13 @@ fn probe(family: &str, x: &Tensor) -> Result<Tensor> {
         "constructors" => Tensor::full(x.device(), &[2, 3], 1.0, x.dtype()),
         "data movement" => x.t()?.contiguous(),
         "cast" => x.cast(DType::F32),
+        "chain" => {
+            use unicompute::ops::chain::{Chain, Value};
+            let mut c = Chain::new();
+            let sum = c.binary(op("add"), Value::Input(0), Value::Input(0));
+            c.unary(UnaryOp::Relu, sum);
+            x.chain(&c, &[])
+        }
         "scatter" => {
             let at = Tensor::from_slice(x.device(), &[1i32, 0, 2, -1, 2, 0], &[2, 3])?;
             x.scatter_elements(&at, x, 1, unicompute::ops::ScatterReduction::Add)

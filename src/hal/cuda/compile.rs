@@ -25,15 +25,20 @@ pub(crate) struct Specialisation {
     pub defines: Vec<(&'static str, String)>,
     /// CUDA C prepended to the file (an op's epilogue functions); empty for most kernels.
     pub prelude: &'static str,
+    /// CUDA C generated at run time for this launch (a chain's straight-line code), placed
+    /// between the prelude and the file; the caches key on its text.
+    pub generated: Option<std::sync::Arc<str>>,
 }
 
 impl Specialisation {
-    /// The source NVRTC compiles: the prelude, the shared parts the file needs, then the file.
+    /// The source NVRTC compiles: the shared parts the file needs, the prelude, the generated
+    /// code, then the file.
     pub(crate) fn source(&self) -> String {
         format!(
-            "{}\n{}\n{}",
+            "{}\n{}\n{}\n{}",
             self.source.preludes.join("\n"),
             self.prelude,
+            self.generated.as_deref().unwrap_or(""),
             self.source.text
         )
     }
@@ -306,6 +311,7 @@ mod tests {
             entry: "fill_main",
             defines: vec![],
             prelude: "",
+            generated: None,
         }
     }
 

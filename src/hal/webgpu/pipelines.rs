@@ -1,8 +1,8 @@
 //! Op kernels: the WGSL sources the ops declare and a cache of compiled pipelines,
-//! one per (file, entry point, override constants).
+//! one per (file, generated code, entry point, override constants).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::base::signal::lock;
 
@@ -19,24 +19,31 @@ pub(crate) struct Specialisation {
     /// WGSL declarations prepended to the file: a storage dtype ([`STORE_F32`] /
     /// `STORE_F16` of the ops' common WGSL), a matmul tile configuration; empty for most kernels.
     pub prelude: Vec<&'static str>,
+    /// WGSL generated at run time for this launch (a chain's straight-line code), placed
+    /// between the file's preludes and the file; the caches key on its text.
+    pub generated: Option<Arc<str>>,
 }
 
 impl Specialisation {
     /// The full WGSL: the launch's prelude (`enable` directives must come first), the file's
-    /// preludes, then the file.
+    /// preludes, the generated code, then the file.
     pub(crate) fn full_source(&self) -> String {
         format!(
-            "{}\n{}\n{}",
+            "{}\n{}\n{}\n{}",
             self.prelude.join("\n"),
             self.source.preludes.join("\n"),
+            self.generated.as_deref().unwrap_or(""),
             self.source.text
         )
     }
 }
 
+/// What makes a shader module: its file, the launch's prelude and the generated code.
+type ModuleKey = (&'static WgslSource, Vec<&'static str>, Option<Arc<str>>);
+
 #[derive(Default)]
 pub(crate) struct PipelineCache {
-    modules: Mutex<HashMap<(&'static WgslSource, Vec<&'static str>), wgpu::ShaderModule>>,
+    modules: Mutex<HashMap<ModuleKey, wgpu::ShaderModule>>,
     pipelines: Mutex<HashMap<Specialisation, wgpu::ComputePipeline>>,
 }
 
@@ -46,7 +53,11 @@ impl PipelineCache {
             return p.clone();
         }
         let module = lock(&self.modules)
-            .entry((kernel.source, kernel.prelude.clone()))
+            .entry((
+                kernel.source,
+                kernel.prelude.clone(),
+                kernel.generated.clone(),
+            ))
             .or_insert_with(|| {
                 let source = kernel.full_source();
                 device.create_shader_module(wgpu::ShaderModuleDescriptor {

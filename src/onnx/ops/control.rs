@@ -1,7 +1,7 @@
 //! Control flow: `If` (one of two subgraphs, by a condition) and `Loop` (a subgraph run
-//! while a trip count and a condition allow, its loop-carried values passed on and its scan
-//! outputs stacked). Subgraphs read the values of the graphs around them by name; their
-//! nodes are checked at load with the main graph's.
+//! while a trip count and a condition allow, its loop-carried values (tensors or sequences)
+//! passed on and its scan outputs stacked). Subgraphs read the values of the graphs around
+//! them by name; their nodes are checked at load with the main graph's.
 
 use super::{op, Ctx, OpDef};
 use crate::base::error::Result;
@@ -119,7 +119,7 @@ fn loop_(c: &Ctx<'_>) -> Result<Vec<Val>> {
         None => true,
     };
     let mut carried = (2..c.inputs.len())
-        .map(|i| c.input(i).cloned())
+        .map(|i| c.value(i).cloned())
         .collect::<Result<Vec<Val>>>()?;
     let (body, _) = c.body("body")?;
     let n = carried.len();
@@ -171,13 +171,15 @@ fn stack(c: &Ctx<'_>, body: &Graph, slot: usize, parts: Vec<Val>) -> Result<Val>
         };
         return Ok(Val::Host(HostTensor { elem, shape, data }));
     };
+    let each = (first.shape()).map_err(|e| c.error(format!("scan output {slot}: {e}")))?;
     let mut shape = vec![1];
-    shape.extend(first.shape());
-    if parts.iter().any(|p| p.shape() != first.shape()) {
-        return Err(c.error(format!(
-            "scan output {slot} changes shape between iterations; expected {:?} each time",
-            first.shape()
-        )));
+    shape.extend(each);
+    for p in &parts {
+        if p.shape()? != each {
+            return Err(c.error(format!(
+                "scan output {slot} changes shape between iterations; expected {each:?} each time"
+            )));
+        }
     }
     let hosts: Vec<HostTensor> = parts
         .iter()

@@ -8,12 +8,12 @@ use crate::base::error::Result;
 use crate::onnx::value::Val;
 use crate::onnx::Node;
 use crate::ops::conv::{conv2d, pool2d_with};
-use crate::ops::{Conv2dParams, PoolKind, PoolOptions, ReduceOp};
+use crate::ops::{Conv2dParams, PoolKind, PoolOptions, ReduceOp, UnaryOp};
 use crate::Tensor;
 
 /// The convolution and pooling operators.
 pub(super) const OPS: &[OpDef] = &[
-    op("Conv", conv).refusing(conv_refusal),
+    op("Conv", |c| conv(c, None)).refusing(conv_refusal),
     op("MaxPool", |c| pool(c, PoolKind::Max)).refusing(pool_refusal),
     op("AveragePool", |c| pool(c, PoolKind::Avg)).refusing(pool_refusal),
     op("GlobalAveragePool", |c| global(c, ReduceOp::Mean)),
@@ -22,7 +22,7 @@ pub(super) const OPS: &[OpDef] = &[
 
 /// Why a `Conv` node cannot run: more than three spatial axes, or a geometry attribute out
 /// of range.
-fn conv_refusal(node: &Node) -> Option<String> {
+pub(super) fn conv_refusal(node: &Node) -> Option<String> {
     let kernel = node.attrs.ints("kernel_shape").ok().flatten();
     if let Some(k) = kernel.filter(|k| k.len() > 3) {
         return Some(format!("{}-D convolution; 1-D to 3-D run", k.len()));
@@ -168,15 +168,16 @@ pub(super) fn planar(c: &Ctx<'_>, t: Tensor, i: usize) -> Result<Tensor> {
 
 /// `y` back to the input's rank (a 1-D op's height of 1 dropped).
 pub(super) fn output(c: &Ctx<'_>, y: Tensor) -> Result<Vec<Val>> {
-    if c.input(0)?.shape().len() == 3 {
+    if c.input(0)?.shape()?.len() == 3 {
         let s = y.shape().to_vec();
         return one(y.reshape(&[s[0], s[1], s[3]])?);
     }
     one(y)
 }
 
-/// `Conv`: x `[n, c, ..]` by w `[o, c / group, ..]` plus an optional bias `[o]`.
-fn conv(c: &Ctx<'_>) -> Result<Vec<Val>> {
+/// `Conv`: x `[n, c, ..]` by w `[o, c / group, ..]` plus an optional bias `[o]`, then `act`
+/// in the same kernel where given (`FusedConv`).
+pub(super) fn conv(c: &Ctx<'_>, act: Option<UnaryOp>) -> Result<Vec<Val>> {
     let (x, w) = (c.tensor(0)?, c.tensor(1)?);
     let (dims, kernel) = (spatial(&x), spatial(&w));
     let win = window(c, &dims, &kernel)?;
@@ -187,7 +188,7 @@ fn conv(c: &Ctx<'_>) -> Result<Vec<Val>> {
         padding,
         dilation: lift2(&win.dilation, 1),
         groups,
-        act: None,
+        act,
     };
     if dims.len() == 3 {
         // Every padding explicit: each output depth then takes every depth tap.

@@ -39,7 +39,7 @@ fn strides(shape: &[usize]) -> Vec<usize> {
 /// `GatherElements`: `out[i] = data[i with axis replaced by indices[i]]`, of the indices'
 /// shape.
 fn gather_elements(c: &Ctx<'_>) -> Result<Vec<Val>> {
-    let shape = c.input(0)?.shape().to_vec();
+    let shape = c.input(0)?.shape()?.to_vec();
     let idx = c.host(1)?;
     if idx.shape.len() != shape.len() {
         return Err(c.error(format!(
@@ -74,7 +74,7 @@ fn gather_elements(c: &Ctx<'_>) -> Result<Vec<Val>> {
 /// `GatherND` with `batch_dims`: each index tuple (the indices' last axis) picks a slice of
 /// `data` within its batch entry; the output is the indices' leading shape and the slice's.
 fn gather_nd(c: &Ctx<'_>) -> Result<Vec<Val>> {
-    let shape = c.input(0)?.shape().to_vec();
+    let shape = c.input(0)?.shape()?.to_vec();
     let idx = c.host(1)?;
     let b = usize::try_from(c.int("batch_dims", 0)?)
         .map_err(|_| c.error("batch_dims is negative".into()))?;
@@ -208,7 +208,7 @@ fn one_hot(c: &Ctx<'_>) -> Result<Vec<Val>> {
             let whole = t.unary(UnaryOp::Abs)?.unary(UnaryOp::Floor)?;
             whole.binary(BinaryOp::Mul, &t.unary(UnaryOp::Sign)?)?
         }
-        Val::Device(t) => t.cast(DType::F32)?,
+        v => v.tensor(c.device)?.cast(DType::F32)?,
     };
     let rank = idx.rank();
     let axis = c.axis(c.int("axis", -1)?, rank + 1)?;

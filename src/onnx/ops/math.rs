@@ -35,7 +35,7 @@ pub(super) const OPS: &[OpDef] = &[
     op("Reciprocal", |c| {
         one(c.tensor(0)?.scalar_binary(1.0, BinaryOp::Div)?)
     }),
-    op("Identity", |c| Ok(vec![c.input(0)?.clone()])),
+    op("Identity", |c| Ok(vec![c.value(0)?.clone()])),
     op("Dropout", |c| Ok(vec![c.input(0)?.clone()])).refusing(training),
     op("Add", |c| bin(c, BinaryOp::Add)),
     op("Sub", |c| bin(c, BinaryOp::Sub)),
@@ -249,7 +249,7 @@ fn training(node: &Node) -> Option<String> {
 }
 
 /// `relu(x) - alpha * relu(-x)`.
-fn leaky(x: &Tensor, alpha: f64) -> Result<Tensor> {
+pub(super) fn leaky(x: &Tensor, alpha: f64) -> Result<Tensor> {
     let neg = x.unary(UnaryOp::Neg)?.unary(UnaryOp::Relu)?;
     x.unary(UnaryOp::Relu)?
         .binary(BinaryOp::Sub, &neg.mul_scalar(alpha)?)

@@ -1,8 +1,10 @@
 //! The `com.microsoft` contrib operators of onnxruntime's transformer optimizer output: fused
 //! normalisations with a residual (`SkipLayerNormalization`, …), BERT's embedding layer
 //! (`EmbedLayerNormalization`), GELU variants and multi-head attention on the fused attention
-//! op (grouped-query attention with a cache in `gqa`), rotary position embeddings.
+//! op (grouped-query attention with a cache in `gqa`), rotary position embeddings, and the
+//! fused convolution and products (`fused`).
 
+mod fused;
 mod gqa;
 
 use super::{one, op, Ctx, OpDef};
@@ -37,6 +39,9 @@ pub(super) const OPS: &[OpDef] = &[
         .outputs(3)
         .refusing(gqa::refusal),
     op("RotaryEmbedding", rotary).refusing(packed_batching),
+    op("FusedConv", fused::conv).refusing(fused::fused_conv_refusal),
+    op("FusedGemm", fused::gemm).refusing(fused::gemm_refusal),
+    op("FusedMatMul", fused::fused_matmul).refusing(fused::matmul_refusal),
 ];
 
 /// The operators onnxruntime defines in the default domain although they are contrib ones.
@@ -321,10 +326,10 @@ impl Heads {
     /// `[b, lk]`.
     fn mask(&self, c: &Ctx<'_>, keys: usize, bl: [usize; 2]) -> Result<Option<Tensor>> {
         let (b, bias) = (bl[0], c.opt_tensor(5)?);
-        let Some(m) = c.opt(keys) else {
+        if c.opt(keys).is_none() {
             return Ok(bias);
-        };
-        let shape = m.shape().to_vec();
+        }
+        let shape = c.input(keys)?.shape()?.to_vec();
         let mask = match shape.len() {
             1 if shape[0] == b => self.lengths_mask(c, keys, bl)?,
             2 | 3 if shape[0] == b => {

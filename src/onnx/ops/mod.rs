@@ -1,8 +1,8 @@
 //! The ONNX operators a session runs, each mapped onto the op API (never a backend): one
 //! table row per operator, in files by family (`math`, `logic`, `shape`, `slice`, `pad`,
 //! `nn`, `norms`, `conv`, `conv_transpose`, `resize`, `control`, `recurrent`, `indexing`,
-//! `scatter`, `einsum`; `depth` runs 3-D ones on 2-D ops), and the `com.microsoft` contrib
-//! operators (`microsoft`, and `quant` for `MatMulNBits`).
+//! `scatter`, `einsum`, `sequence`; `depth` runs 3-D ones on 2-D ops), and the `com.microsoft`
+//! contrib operators (`microsoft`, and `quant` for `MatMulNBits`).
 
 mod control;
 mod conv;
@@ -20,6 +20,7 @@ mod quant;
 mod recurrent;
 mod resize;
 mod scatter;
+mod sequence;
 mod shape;
 mod slice;
 
@@ -28,7 +29,7 @@ use std::cell::Cell;
 use super::attr::Attrs;
 use super::graph::{Graph, Node};
 use super::plan::{Exec, Plan, Scope};
-use super::value::{HostTensor, Val};
+use super::value::{HostTensor, Sequence, Val};
 use crate::base::error::{Error, Result};
 use crate::{Device, Queue, Tensor};
 
@@ -124,6 +125,7 @@ fn all() -> impl Iterator<Item = &'static OpDef> {
         .chain(indexing::OPS)
         .chain(scatter::OPS)
         .chain(einsum::OPS)
+        .chain(sequence::OPS)
 }
 
 /// The operator `op` of `domain`, if a session can run it: the default domain's (with the
@@ -155,15 +157,43 @@ impl Ctx<'_> {
         &self.node.attrs
     }
 
-    /// Input `i`, if given.
+    /// Input `i`, if given: a tensor or a sequence.
     pub fn opt(&self, i: usize) -> Option<&Val> {
         self.inputs.get(i).and_then(Option::as_ref)
     }
 
-    /// Input `i`, which the operator needs.
-    pub fn input(&self, i: usize) -> Result<&Val> {
+    /// Input `i`, which the operator needs: a tensor or a sequence.
+    pub fn value(&self, i: usize) -> Result<&Val> {
         self.opt(i)
             .ok_or_else(|| self.error(format!("input {i} is missing; expected {} inputs", i + 1)))
+    }
+
+    /// Input `i`, which the operator needs as a tensor (a sequence is an error).
+    pub fn input(&self, i: usize) -> Result<&Val> {
+        match self.value(i)? {
+            Val::Seq(s) => Err(self.not_a_tensor(i, s)),
+            v => Ok(v),
+        }
+    }
+
+    /// The error for input `i`, sequence `s`, where a tensor is expected.
+    fn not_a_tensor(&self, i: usize, s: &Sequence) -> Error {
+        self.error(format!(
+            "input {i} is a sequence of {} {} tensors; expected a tensor",
+            s.len(),
+            s.elem()
+        ))
+    }
+
+    /// Input `i`, which the operator needs as a sequence (a tensor is an error).
+    pub fn sequence(&self, i: usize) -> Result<&Sequence> {
+        match self.value(i)? {
+            Val::Seq(s) => Ok(s),
+            v => Err(self.error(format!(
+                "input {i} is a tensor of shape {:?}; expected a sequence",
+                v.shape()?
+            ))),
+        }
     }
 
     /// Input `i` as a tensor on the device.
@@ -173,15 +203,19 @@ impl Ctx<'_> {
 
     /// Input `i` as a tensor on the device, if given.
     pub fn opt_tensor(&self, i: usize) -> Result<Option<Tensor>> {
-        self.opt(i).map(|v| v.tensor(self.device)).transpose()
+        match self.opt(i) {
+            Some(_) => self.tensor(i).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// Input `i` on the host. One still on the device is an error that names it in
     /// [`Ctx::wanted`]: the session reads it back and runs the node again (operators never
     /// wait for the device, which a browser cannot).
     pub fn host(&self, i: usize) -> Result<HostTensor> {
-        match self.input(i)? {
+        match self.value(i)? {
             Val::Host(h) => Ok(h.clone()),
+            Val::Seq(s) => Err(self.not_a_tensor(i, s)),
             Val::Device(_) => {
                 self.wanted.set(Some(i));
                 Err(Error::Internal(format!(

@@ -56,7 +56,7 @@ fn matmul(c: &Ctx<'_>) -> Result<Vec<Val>> {
 }
 
 /// `Gemm`: `alpha * A' B' + beta * C`, `'` a transpose where `transA` / `transB` ask.
-fn gemm(c: &Ctx<'_>) -> Result<Vec<Val>> {
+pub(super) fn gemm(c: &Ctx<'_>) -> Result<Vec<Val>> {
     let flip = |t: Tensor, name: &str| -> Result<Tensor> {
         Ok(if c.int(name, 0)? != 0 {
             t.permute(&[1, 0])?

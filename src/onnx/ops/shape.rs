@@ -43,13 +43,13 @@ fn with_shape(c: &Ctx<'_>, shape: Vec<usize>) -> Result<Vec<Val>> {
             }
             Ok(vec![Val::Host(HostTensor { shape, ..h.clone() })])
         }
-        Val::Device(t) => one(t.reshape(&shape)?),
+        v => one(v.tensor(c.device)?.reshape(&shape)?),
     }
 }
 
 /// `Reshape`: 0 copies the input's extent (unless `allowzero`), -1 takes what is left.
 fn reshape(c: &Ctx<'_>) -> Result<Vec<Val>> {
-    let input = c.input(0)?.shape().to_vec();
+    let input = c.input(0)?.shape()?.to_vec();
     let spec = c
         .ints(1)?
         .ok_or_else(|| c.error("the shape input is missing".into()))?;
@@ -84,7 +84,7 @@ fn reshape(c: &Ctx<'_>) -> Result<Vec<Val>> {
 }
 
 fn flatten(c: &Ctx<'_>) -> Result<Vec<Val>> {
-    let s = c.input(0)?.shape().to_vec();
+    let s = c.input(0)?.shape()?.to_vec();
     let axis = c.int("axis", 1)?;
     let axis = if axis == s.len() as i64 {
         s.len()
@@ -107,7 +107,7 @@ fn axes_of(c: &Ctx<'_>) -> Result<Option<Vec<i64>>> {
 }
 
 fn squeeze(c: &Ctx<'_>) -> Result<Vec<Val>> {
-    let s = c.input(0)?.shape().to_vec();
+    let s = c.input(0)?.shape()?.to_vec();
     let axes = match axes_of(c)? {
         Some(a) => a
             .iter()
@@ -126,7 +126,7 @@ fn squeeze(c: &Ctx<'_>) -> Result<Vec<Val>> {
 }
 
 fn unsqueeze(c: &Ctx<'_>) -> Result<Vec<Val>> {
-    let s = c.input(0)?.shape().to_vec();
+    let s = c.input(0)?.shape()?.to_vec();
     let axes = axes_of(c)?.ok_or_else(|| c.error("axes are missing".into()))?;
     let rank = s.len() + axes.len();
     let mut axes = axes
@@ -161,8 +161,13 @@ fn transpose(c: &Ctx<'_>) -> Result<Vec<Val>> {
 }
 
 fn concat(c: &Ctx<'_>) -> Result<Vec<Val>> {
-    let vals: Vec<&Val> = c.inputs.iter().flatten().collect();
-    let rank = vals.first().map_or(0, |v| v.shape().len());
+    let vals: Vec<&Val> = (0..c.inputs.len())
+        .filter(|&i| c.opt(i).is_some())
+        .map(|i| c.input(i))
+        .collect::<Result<_>>()?;
+    let rank = vals
+        .first()
+        .map_or(Ok(0), |v| v.shape().map(<[usize]>::len))?;
     let axis = c.axis(c.int("axis", 0)?, rank)?;
     let hosts: Vec<HostTensor> = vals.iter().filter_map(|v| v.as_host()).cloned().collect();
     if hosts.len() == vals.len() {
@@ -219,7 +224,7 @@ fn join<T: Clone>(
 
 /// `Shape` (with `start` and `end` from opset 15), on the host.
 fn shape(c: &Ctx<'_>) -> Result<Vec<Val>> {
-    let s: Vec<i64> = c.input(0)?.shape().iter().map(|&d| d as i64).collect();
+    let s: Vec<i64> = c.input(0)?.shape()?.iter().map(|&d| d as i64).collect();
     let r = s.len() as i64;
     let clamp = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
     let start = clamp(c.int("start", 0)?);
@@ -229,12 +234,12 @@ fn shape(c: &Ctx<'_>) -> Result<Vec<Val>> {
 }
 
 fn size(c: &Ctx<'_>) -> Result<Vec<Val>> {
-    let n = c.input(0)?.shape().iter().product::<usize>() as i64;
+    let n = c.input(0)?.shape()?.iter().product::<usize>() as i64;
     Ok(vec![Val::Host(HostTensor::i64(vec![], vec![n]))])
 }
 
 fn gather(c: &Ctx<'_>) -> Result<Vec<Val>> {
-    let rank = c.input(0)?.shape().len();
+    let rank = c.input(0)?.shape()?.len();
     let axis = c.axis(c.int("axis", 0)?, rank)?;
     if let (Val::Host(x), Val::Host(idx)) = (c.input(0)?, c.input(1)?) {
         return host_gather(c, x, axis, idx).map(|h| vec![Val::Host(h)]);
@@ -304,8 +309,8 @@ fn cast(c: &Ctx<'_>) -> Result<Vec<Val>> {
     let to = ElemType::from_code(c.int("to", 0)? as i32).map_err(|e| c.error(e.to_string()))?;
     match c.input(0)? {
         Val::Host(h) => Ok(vec![Val::Host(host_cast(h, to))]),
-        Val::Device(t) => match device_dtype(to) {
-            Ok(dtype) => one(t.cast(dtype)?),
+        v => match device_dtype(to) {
+            Ok(dtype) => one(v.tensor(c.device)?.cast(dtype)?),
             Err(_) => Ok(vec![Val::Host(host_cast(&c.host(0)?, to))]),
         },
     }
@@ -448,13 +453,10 @@ fn tile(c: &Ctx<'_>) -> Result<Vec<Val>> {
 
 /// `CastLike`: input 0 in input 1's element type.
 fn cast_like(c: &Ctx<'_>) -> Result<Vec<Val>> {
-    let like = match c.input(1)? {
-        Val::Host(h) => h.elem,
-        Val::Device(t) => ElemType::from_dtype(t.dtype()),
-    };
+    let like = c.input(1)?.elem()?;
     match c.input(0)? {
         Val::Host(h) => Ok(vec![Val::Host(host_cast(h, like))]),
-        Val::Device(t) => one(t.cast(device_dtype(like)?)?),
+        v => one(v.tensor(c.device)?.cast(device_dtype(like)?)?),
     }
 }
 

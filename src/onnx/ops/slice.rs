@@ -59,7 +59,7 @@ fn plan(c: &Ctx<'_>, shape: &[usize]) -> Result<Vec<(usize, Vec<i64>)>> {
 }
 
 pub(super) fn slice(c: &Ctx<'_>) -> Result<Vec<Val>> {
-    let plan = plan(c, c.input(0)?.shape())?;
+    let plan = plan(c, c.input(0)?.shape()?)?;
     if let Val::Host(h) = c.input(0)? {
         let mut h = h.clone();
         for (axis, p) in plan {

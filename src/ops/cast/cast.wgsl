@@ -12,28 +12,6 @@ override TO: u32 = 0u;
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 @group(0) @binding(4) var<storage, read_write> dst: array<u32>;
 
-// f16 bits -> f32, exactly (subnormals included).
-fn f16_to_f32(h: u32) -> f32 {
-    let sign = (h & 0x8000u) << 16u;
-    let e = (h >> 10u) & 0x1fu;
-    let m = h & 0x3ffu;
-    if (e == 0u) {
-        let v = f32(m) * 5.9604645e-8; // m * 2^-24
-        return select(v, -v, sign != 0u);
-    }
-    if (e == 31u) {
-        return bitcast<f32>(sign | 0x7f800000u | (m << 13u));
-    }
-    return bitcast<f32>(sign | ((e + 112u) << 23u) | (m << 13u));
-}
-
-// f32 -> bf16 bits, rounding to nearest even; NaN stays NaN.
-fn f32_to_bf16(f: f32) -> u32 {
-    let x = bitcast<u32>(f);
-    if (is_nan(f)) { return ((x >> 16u) & 0x8000u) | 0x7fc0u; }
-    return (x + 0x7fffu + ((x >> 16u) & 1u)) >> 16u;
-}
-
 // An integer or bool source element as its 32-bit two's complement value (i8 sign-extended,
 // bool 0 or 1).
 fn int_of(bits: u32) -> u32 {

@@ -18,6 +18,14 @@ pub(crate) const ACTIVATION: &str = concat!(
     include_str!("activation.cuh")
 );
 
+/// The binary ops, for the files that apply one (elementwise, chain): `BINARY_CASES` and
+/// `INT_CASES` generated from the op table, then `binary.cuh`, whose `binary_op` switches
+/// over the first.
+pub(crate) const BINARY: &str = concat!(
+    crate::ops::elementwise::binary_ops!(crate::ops::elementwise::table::binary_cuda),
+    include_str!("binary.cuh")
+);
+
 /// The C type of a parameter field (`u64`, `u32`, `float`, or another parameter struct).
 macro_rules! cuda_type {
     (u64) => {
@@ -162,6 +170,7 @@ pub(crate) fn specialise(
         entry,
         defines,
         prelude: "",
+        generated: None,
     }
 }
 

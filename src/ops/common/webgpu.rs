@@ -23,6 +23,15 @@ pub(crate) const ACTIVATION: &str = concat!(
     crate::ops::elementwise::unary_ops!(crate::ops::elementwise::table::unary_wgsl)
 );
 
+/// The binary ops, for the files that apply one (elementwise, chain): `binary.wgsl`'s
+/// helpers, then the `binary_op` and `int_op` generated from the op table (`VAL` declared by
+/// the launch's prelude).
+pub(crate) const BINARY: &str = concat!(
+    crate::ops::common::wgsl_file!("common/binary.wgsl"),
+    "\n",
+    crate::ops::elementwise::binary_ops!(crate::ops::elementwise::table::binary_wgsl)
+);
+
 /// Storage dtype of the kernels that read and write `array<STORE>` (elementwise, matmul):
 /// f32, or f16 (adapters with `shader-f16`), loaded into f32 and stored rounded to nearest even.
 pub(crate) const STORE_F32: &str = "alias STORE = f32;\nfn to_store(v: f32) -> STORE { return v; }";
@@ -234,6 +243,7 @@ pub(crate) fn specialise(
         entry,
         constants,
         prelude: Vec::new(),
+        generated: None,
     }
 }
 

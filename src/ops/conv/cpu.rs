@@ -184,9 +184,9 @@ fn direct(op: &Conv2d<'_>, words: Words<'_>) {
                     });
             }
             if bf.is_some() || act.is_some() {
-                for (oc, row) in image.chunks_mut(cols.max(1)).enumerate() {
-                    finish(row, bf.map_or(0.0, |b| b[oc]), act);
-                }
+                // Channels in parallel: one image's epilogue is the whole output at batch 1.
+                (image.par_chunks_mut(cols.max(1)).enumerate())
+                    .for_each(|(oc, row)| finish(row, bf.map_or(0.0, |b| b[oc]), act));
             }
         });
 }

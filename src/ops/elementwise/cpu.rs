@@ -8,7 +8,7 @@ use crate::hal::cpu::{read_guard, write_guard};
 use crate::ops::common::cpu::{
     integer_bits, offsets_from, out_words, put_integer, run_from, CHUNK,
 };
-use crate::ops::common::math::{self, twin};
+use crate::ops::common::math;
 use crate::{DType, Error, Result};
 
 /// Error unless the operands are stored as f32 (the CPU has no native f16 path).
@@ -28,9 +28,10 @@ fn check_f32(dtype: DType) -> Result<()> {
 /// `reference` in f32.
 macro_rules! with_unary {
     ($op:expr, |$f:ident| $body:expr) => {
-        super::unary_ops!(crate::ops::elementwise::cpu::unary_arms; $op, $f, $body)
+        crate::ops::elementwise::unary_ops!(crate::ops::elementwise::unary_arms; $op, $f, $body)
     };
 }
+pub(crate) use with_unary;
 
 /// The arms of [`with_unary`], from the rows of the op table.
 macro_rules! unary_arms {
@@ -38,7 +39,7 @@ macro_rules! unary_arms {
         $js:literal [$($reference:tt)*] [$($x:ident $cpu:expr)?] $wgsl:literal $cuda:literal)*) => {
         match $op {
             $(UnaryOp::$v => {
-                let $f = crate::ops::elementwise::cpu::unary_fn!($v $(, |$x| $cpu)?);
+                let $f = crate::ops::elementwise::unary_fn!($v $(, |$x| $cpu)?);
                 $body
             })*
         }
@@ -49,10 +50,10 @@ pub(crate) use unary_arms;
 /// The scalar function of one row: its `cpu` expression, else its reference in f32.
 macro_rules! unary_fn {
     ($v:ident) => {
-        twin!(_F => |x: f32| UnaryOp::$v.eval(x))
+        crate::ops::common::math::twin!(_F => |x: f32| UnaryOp::$v.eval(x))
     };
     ($v:ident, |$x:ident| $cpu:expr) => {
-        twin!(F => |$x: f32| $cpu)
+        crate::ops::common::math::twin!(F => |$x: f32| $cpu)
     };
 }
 pub(crate) use unary_fn;
@@ -60,9 +61,10 @@ pub(crate) use unary_fn;
 /// The binary twin of `with_unary!`.
 macro_rules! with_binary {
     ($op:expr, |$f:ident| $body:expr) => {
-        super::binary_ops!(crate::ops::elementwise::cpu::binary_arms; $op, $f, $body)
+        crate::ops::elementwise::binary_ops!(crate::ops::elementwise::binary_arms; $op, $f, $body)
     };
 }
+pub(crate) use with_binary;
 
 /// The arms of [`with_binary`], from the rows of the op table.
 macro_rules! binary_arms {

@@ -13,9 +13,6 @@ use crate::ops::common::cuda::{
 };
 use crate::{DType, Error, Result};
 
-/// `BINARY_CASES` and `INT_CASES`, generated from the op table.
-const BINARY: &str = super::binary_ops!(crate::ops::elementwise::table::binary_cuda);
-
 static SOURCE: CudaSource = CudaSource {
     name: "elementwise.cu",
     text: include_str!("elementwise.cu"),
@@ -23,7 +20,7 @@ static SOURCE: CudaSource = CudaSource {
         crate::ops::common::cuda::COMMON,
         crate::ops::common::cuda::ACTIVATION,
         ElementwiseParams::DECL,
-        BINARY,
+        crate::ops::common::cuda::BINARY,
     ],
 };
 

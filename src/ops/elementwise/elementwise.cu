@@ -36,17 +36,6 @@ __device__ __forceinline__ unsigned as_unsigned(unsigned v) { return v; }
 __device__ __forceinline__ u64 as_unsigned(i64 v) { return (u64)v; }
 typedef decltype(as_unsigned((VAL)0)) UVAL;
 
-// BINARY_CASES and INT_CASES, the `case` arms over `BinaryOp::code` with each op's expression
-// of `a` and `b`, are generated from the op table (src/ops/elementwise/table.rs) and defined
-// before this file.
-template <int op>
-__device__ __forceinline__ float binary_op(float a, float b) {
-    switch (op) {
-        BINARY_CASES
-        default: return a;
-    }
-}
-
 template <int mode>
 __device__ __forceinline__ IDX operand_index(IDX i, const ElementwiseParams& p,
         const u64* strides, u64 period) {

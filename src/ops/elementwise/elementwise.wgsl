@@ -19,37 +19,6 @@ override B_MODE: u32 = 0u;
 @group(0) @binding(2) var<storage, read> y: array<STORE>;
 @group(0) @binding(3) var<storage, read_write> out: array<STORE>;
 
-fn pow_(a: f32, b: f32) -> f32 {
-    if (b == 0.0 || a == 1.0) {
-        return 1.0;
-    }
-    if (is_nan(a) || is_nan(b)) {
-        return nan_f32();
-    }
-    if (a == 0.0) {
-        return select(inf_f32(), 0.0, b > 0.0);
-    }
-    let m = exp2(b * log2(abs(a)));
-    if (a < 0.0) {
-        if (b != floor(b)) {
-            return nan_f32();
-        }
-        return select(m, -m, fract(b * 0.5) != 0.0);
-    }
-    return m;
-}
-
-// min and max that give NaN when either operand is NaN.
-fn min_(a: f32, b: f32) -> f32 {
-    if (is_nan(a) || is_nan(b)) { return nan_f32(); }
-    return min(a, b);
-}
-
-fn max_(a: f32, b: f32) -> f32 {
-    if (is_nan(a) || is_nan(b)) { return nan_f32(); }
-    return max(a, b);
-}
-
 fn operand_offset(mode: u32, i: u32, view_at: u32, period_at: u32) -> u32 {
     switch mode {
         case 1u: { return params[view_at] + i; }
@@ -154,24 +123,6 @@ fn binary_vec4_main(
 @group(0) @binding(1) var<storage, read> xv: array<VAL>;
 @group(0) @binding(2) var<storage, read> yv: array<VAL>;
 @group(0) @binding(3) var<storage, read_write> outv: array<VAL>;
-
-fn int_pow(a: VAL, b: VAL) -> VAL {
-    if (b < VAL(0)) {
-        if (a == VAL(1)) { return VAL(1); }
-        if (a + VAL(1) == VAL(0)) { return select(VAL(1), a, (b & VAL(1)) != VAL(0)); }
-        return VAL(0);
-    }
-    var result = VAL(1);
-    var base = a;
-    var e = b;
-    loop {
-        if (e == VAL(0)) { break; }
-        if ((e & VAL(1)) != VAL(0)) { result *= base; }
-        base *= base;
-        e = e >> 1u;
-    }
-    return result;
-}
 
 @compute @workgroup_size(256)
 fn int_binary_main(

@@ -17,6 +17,8 @@ pub(crate) mod table;
 
 table::unary_ops!(crate::ops::elementwise::table::unary_enum);
 table::binary_ops!(crate::ops::elementwise::table::binary_enum);
+/// The CPU kernels' per-op dispatch, for the families that run these ops on the CPU too.
+pub(crate) use cpu::{binary_arms, unary_arms, unary_fn, with_binary, with_unary};
 pub(crate) use table::{binary_ops, unary_ops};
 
 impl UnaryOp {

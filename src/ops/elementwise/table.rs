@@ -9,7 +9,7 @@
 //! kernel has no `cpu` expression of its own); `cpu` is an optional faster f32 body, where
 //! `F` is the const `FUSED` of [`crate::ops::common::math::twin`]. `wgsl` and `cuda` are
 //! expressions of the f32 `v` (unary) or `a` and `b` (binary; `_int` on `VAL` integers), and
-//! may call the helpers of `common/activation.{wgsl,cuh}` and `elementwise.{wgsl,cu}`.
+//! may call the helpers of `common/activation.{wgsl,cuh}` and `common/binary.wgsl`.
 
 /// The unary ops (activations too: every row can be fused after a binary op, a matmul, a
 /// conv or a norm). Codes start at 1: 0 means "no activation". NaN inputs give NaN on the
@@ -459,8 +459,8 @@ macro_rules! binary_wgsl {
 }
 pub(crate) use binary_wgsl;
 
-/// The CUDA `BINARY_CASES` and `INT_CASES`, the `case` arms of `binary_op<op>(a, b)` and
-/// `int_op<op>(a, b)` in `elementwise.cu`.
+/// The CUDA `BINARY_CASES` and `INT_CASES`, the `case` arms of `binary_op<op>(a, b)` in
+/// `common/binary.cuh` and `int_op<op>(a, b)` in `elementwise.cu`.
 #[cfg(cuda_backend)]
 macro_rules! binary_cuda {
     ([] $([$($doc:literal)*] $v:ident $code:literal $name:literal [$($reference:tt)*]

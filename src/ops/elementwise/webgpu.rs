@@ -8,15 +8,12 @@ use crate::hal::webgpu::{Bind, GpuBatch, GpuDevice, Specialisation, WgslSource};
 use crate::hal::OpContext;
 use crate::ops::common::webgpu::{
     check_binding, check_int64, grid_1d, specialise, store, strided_words, u32_of, val,
-    StridedWords, ACTIVATION, COMMON, STORE_F32, VAL_U32,
+    StridedWords, ACTIVATION, BINARY, COMMON, STORE_F32, VAL_U32,
 };
 #[cfg(test)]
 use crate::ops::common::webgpu::{STORE_F16, VAL_I32, VAL_I64};
 use crate::ops::{BinaryOp, Operand};
 use crate::{DType, Result};
-
-/// `binary_op` and `int_op`, generated from the op table.
-const BINARY: &str = super::binary_ops!(crate::ops::elementwise::table::binary_wgsl);
 
 static SOURCE: WgslSource = WgslSource {
     name: "elementwise.wgsl",

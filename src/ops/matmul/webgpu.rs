@@ -227,8 +227,8 @@ impl Plan {
 
 /// The tiled (or, on software adapters, direct) matmul with its bias and activation
 /// epilogue, in batches of at most a grid dimension and, where the device ends long loops
-/// early, in pieces of k. A single product whose operands do not fit one storage binding
-/// each runs in pieces that do ([`in_pieces`]).
+/// early, in pieces of k. A product whose operands do not fit one storage binding each runs
+/// in pieces that do ([`split`]).
 pub(super) fn matmul(
     op: &Matmul<'_>,
     q: &GpuBatch,
@@ -250,6 +250,7 @@ pub(super) fn matmul(
         entry: variant.entry,
         constants,
         prelude: vec![store(dev, op.dtype)?, variant.constants, loads],
+        generated: None,
     });
     let plan = Plan {
         pipeline,
@@ -259,25 +260,14 @@ pub(super) fn matmul(
     };
     let limit = (cx.options.max_binding_size.unwrap_or(u64::MAX)).min(dev.max_binding_size());
     let elem = op.dtype.size() as u64;
-    let past = [("A", Some(&a)), ("B", Some(&b)), ("C", Some(&out))]
+    let past = [Some(&a), Some(&b), Some(&out), op.bias.as_ref()]
         .into_iter()
-        .chain([("the bias", op.bias.as_ref())])
-        .filter_map(|(name, o)| o.map(|o| (name, o.layout.end() as u64 * elem)))
-        .find(|&(_, bytes)| bytes > limit);
-    match past {
-        None => whole(op, q, dev, cx, &plan),
-        Some(_) if out.layout.numel() == m * n => in_pieces(op, q, dev, cx, &plan, limit),
-        Some((name, bytes)) => Err(Error::Limit {
-            what: format!(
-                "the end of operand {name} of a batched matmul ({} products of {m}x{n}x{k}) \
-                within its buffer, in bytes (only a single product is split into pieces that \
-                fit one storage binding each)",
-                out.layout.numel() / (m * n).max(1)
-            ),
-            value: bytes,
-            limit: "max_storage_binding_size",
-            max: limit,
-        }),
+        .flatten()
+        .any(|o| o.layout.end() as u64 * elem > limit);
+    if past {
+        split(op, q, dev, cx, &plan, limit)
+    } else {
+        whole(op, q, dev, cx, &plan)
     }
 }
 
@@ -307,8 +297,6 @@ fn whole(
     plan: &Plan,
 ) -> Result<()> {
     let (m, n) = (op.m, op.n);
-    let [gx, gy] = grid(dev, plan.variant, m, n)?;
-    let max = dev.max_workgroups_per_dimension() as usize;
     let batches = op.out.layout.numel() / (m * n);
     let pieces = plan.k_pieces(dev, op.k);
     let partial = if pieces.len() > 1 {
@@ -328,7 +316,24 @@ fn whole(
         ),
         (5, partial.as_ref().map_or(Bind::SpareWrite, Bind::Mem)),
     ];
-    let mut params = plan.params;
+    launch_batches(q, dev, plan, plan.params, &binds, batches)
+}
+
+/// Records the launches of `batches` products with the parameter words `params` (of which
+/// each launch sets the first batch, k range and flags) and bindings `binds`: in chunks of at
+/// most a grid dimension, each over the plan's pieces of k.
+fn launch_batches(
+    q: &GpuBatch,
+    dev: &GpuDevice,
+    plan: &Plan,
+    mut params: MatmulWords,
+    binds: &[(u32, Bind<'_>)],
+    batches: usize,
+) -> Result<()> {
+    let (m, n) = (params.m as usize, params.n as usize);
+    let [gx, gy] = grid(dev, plan.variant, m, n)?;
+    let max = dev.max_workgroups_per_dimension() as usize;
+    let pieces = plan.k_pieces(dev, params.k as usize);
     let mut first = 0;
     while first < batches {
         let count = (batches - first).min(max);
@@ -339,39 +344,60 @@ fn whole(
                 split::flags(i, pieces.len()),
             );
             let grid = [gx, gy, count as u32];
-            q.launch(dev, plan.pipeline.clone(), params.words(), &binds, grid)?;
+            q.launch(dev, plan.pipeline.clone(), params.words(), binds, grid)?;
         }
         first += count;
     }
     Ok(())
 }
 
-/// Where each operand of a single product lies, as [`pieces::Reach`]es: A, B, C, then the
-/// bias if there is one.
+/// Where each operand lies, as [`pieces::Reach`]es with strides along the batch dimensions,
+/// then m, n and k: A, B, C, then the bias if there is one.
 fn reaches(op: &Matmul<'_>) -> Vec<Reach> {
     let r = op.out.layout.shape.len();
-    let (sa, sb) = (&op.a.layout.strides, &op.b.layout.strides);
+    let (sa, sb, sc) = (
+        &op.a.layout.strides,
+        &op.b.layout.strides,
+        &op.out.layout.strides,
+    );
     let elem = op.dtype.size();
-    let reach = |name, o: &Operand<'_>, strides| Reach {
+    let reach = |name, o: &Operand<'_>, batch: &[usize], inner: [usize; 3]| Reach {
         name,
         offset: o.layout.offset,
-        strides,
+        strides: batch.iter().copied().chain(inner).collect(),
         elem,
     };
     let mut all = vec![
-        reach("A", &op.a, [sa[r - 2], 0, sa[r - 1]]),
-        reach("B", &op.b, [0, sb[r - 1], sb[r - 2]]),
-        reach("C", &op.out, [op.n, 1, 0]),
+        reach("A", &op.a, &sa[..r - 2], [sa[r - 2], 0, sa[r - 1]]),
+        reach("B", &op.b, &sb[..r - 2], [0, sb[r - 1], sb[r - 2]]),
+        reach("C", &op.out, &sc[..r - 2], [op.n, 1, 0]),
     ];
-    all.extend(op.bias.as_ref().map(|o| reach("the bias", o, [0, 1, 0])));
+    let none = vec![0; r - 2];
+    all.extend(
+        op.bias
+            .as_ref()
+            .map(|o| reach("the bias", o, &none, [0, 1, 0])),
+    );
     all
 }
 
-/// A single product too large for one binding per operand, in boxes of m, n and k whose
-/// operands each fit `limit` bytes ([`pieces::box_extents`]), each operand bound as the range
-/// of its buffer the box reaches. The boxes along k of one output box add up their f32 sums
-/// in a temporary, as the loop-limit split of k does.
-fn in_pieces(
+/// The f32 sums of a split k (laid out as C), as a [`pieces::Reach`]: no larger than C in
+/// f32, checked as such.
+fn sums(op: &Matmul<'_>) -> Reach {
+    let r = op.out.layout.shape.len();
+    let batch = &op.out.layout.strides[..r - 2];
+    Reach {
+        name: "the f32 sums of a split k",
+        offset: 0,
+        strides: batch.iter().copied().chain([op.n, 1, 0]).collect(),
+        elem: 4,
+    }
+}
+
+/// A product too large for one binding per operand: boxes of whole products whose operands
+/// each fit `limit` bytes ([`pieces::batch_boxes`]), a launch each; where one product alone
+/// does not fit, each product in boxes of m, n and k ([`in_pieces`]).
+fn split(
     op: &Matmul<'_>,
     q: &GpuBatch,
     dev: &GpuDevice,
@@ -379,22 +405,88 @@ fn in_pieces(
     plan: &Plan,
     limit: u64,
 ) -> Result<()> {
-    let (m, n, k) = (op.m, op.n, op.k);
+    let r = op.out.layout.shape.len();
+    let shape = &op.out.layout.shape[..r - 2];
     let mut reach = reaches(op);
-    // The f32 sums of a split k, no larger than C in f32: checked as such.
-    let sums = Reach {
-        name: "the f32 sums of a split k",
-        offset: 0,
-        strides: [n, 1, 0],
-        elem: 4,
+    let operands = reach.len();
+    // Boxes of whole products keep their f32 sums only where the loop limit splits k.
+    if plan.k_pieces(dev, op.k).len() > 1 {
+        reach.push(sums(op));
+    }
+    let align = dev.storage_offset_alignment();
+    if let Some(boxes) = pieces::batch_boxes(&reach, shape, [op.m, op.n, op.k], limit, align) {
+        return in_batches(op, q, dev, cx, plan, (&reach[..operands], boxes));
+    }
+    let first = vec![0; shape.len()];
+    for i in 0..shape.iter().product() {
+        let at = pieces::index(i, shape);
+        let mut product: Vec<Reach> = (reach[..operands].iter()).map(|r| r.product(&at)).collect();
+        // Each product's f32 sums start a temporary of their own.
+        product.push(sums(op).product(&first));
+        in_pieces(op, q, dev, cx, plan, limit, product)?;
+    }
+    Ok(())
+}
+
+/// The boxes of whole products of [`pieces::batch_boxes`]' `(axis, count)`, a launch over each
+/// box's batches with each operand bound as the range of its buffer the box reaches (`reach`:
+/// A, B, C and the bias, as [`reaches`] lists them).
+fn in_batches(
+    op: &Matmul<'_>,
+    q: &GpuBatch,
+    dev: &GpuDevice,
+    cx: &OpContext<'_>,
+    plan: &Plan,
+    (reach, (axis, count)): (&[Reach], (usize, usize)),
+) -> Result<()> {
+    let r = op.out.layout.shape.len();
+    let shape = &op.out.layout.shape[..r - 2];
+    let largest = count * shape[axis + 1..].iter().product::<usize>();
+    let partial = (plan.k_pieces(dev, op.k).len() > 1)
+        .then(|| split_temp(dev, cx, largest * op.m * op.n))
+        .transpose()?;
+    let align = dev.storage_offset_alignment();
+    // Each box is a batch of its own: the dimensions from `axis` on, indexed from its start.
+    let mut w = plan.params;
+    w.batch_rank = (r - 2 - axis) as u32;
+    let from = |words: [u32; 6]| -> [u32; 6] {
+        let mut w = [0; 6];
+        w[..r - 2 - axis].copy_from_slice(&words[axis..r - 2]);
+        w
     };
-    let len = {
-        reach.push(sums);
-        let align = dev.storage_offset_alignment();
-        let len = pieces::box_extents(&reach, [m, n, k], limit, align)?;
-        reach.pop();
-        len
-    };
+    (w.batch_shape, w.a_batch, w.b_batch) = (from(w.batch_shape), from(w.a_batch), from(w.b_batch));
+    for (at, extents) in pieces::batch_ranges(shape, axis, count) {
+        let (at, len): (Vec<usize>, Vec<usize>) = (
+            at.into_iter().chain([0; 3]).collect(),
+            (extents.iter().copied())
+                .chain([op.m, op.n, op.k])
+                .collect(),
+        );
+        let parts: Vec<Part> = (reach.iter()).map(|r| r.part(&at, &len, align)).collect();
+        w.batch_shape[0] = u32_of("batch extent", extents[axis])?;
+        let binds = bind_parts(op, &mut w, &parts, partial.as_ref())?;
+        launch_batches(q, dev, plan, w, &binds, extents.iter().product())?;
+    }
+    Ok(())
+}
+
+/// One product too large for one binding per operand, in boxes of m, n and k whose operands
+/// (`reach`: the product's A, B, C, the bias if any, then the f32 sums of a split k, with
+/// strides along m, n and k) each fit `limit` bytes ([`pieces::box_extents`]), each operand
+/// bound as the range of its buffer the box reaches. The boxes along k of one output box add
+/// up their f32 sums in a temporary, as the loop-limit split of k does.
+fn in_pieces(
+    op: &Matmul<'_>,
+    q: &GpuBatch,
+    dev: &GpuDevice,
+    cx: &OpContext<'_>,
+    plan: &Plan,
+    limit: u64,
+    mut reach: Vec<Reach>,
+) -> Result<()> {
+    let (m, n, k) = (op.m, op.n, op.k);
+    let len = pieces::box_extents(&reach, [m, n, k], limit, dev.storage_offset_alignment())?;
+    reach.pop();
     let split_k = k > len[2] || plan.k_pieces(dev, len[2]).len() > 1;
     let partial = split_k
         .then(|| split_temp(dev, cx, len[0] * len[1]))
@@ -444,27 +536,40 @@ fn launch_piece(
 ) -> Result<()> {
     let align = dev.storage_offset_alignment();
     let parts: Vec<Part> = (reach.iter())
-        .map(|r| r.part(piece.at, piece.len, align))
+        .map(|r| r.part(&piece.at, &piece.len, align))
         .collect();
     let [ml, nl, kl] = piece.len;
     let mut w = plan.params;
     (w.m, w.n, w.k) = (u32_of("m", ml)?, u32_of("n", nl)?, u32_of("k", kl)?);
-    let words = [&mut w.a, &mut w.b, &mut w.c, &mut w.bias];
-    for (word, part) in words.into_iter().zip(&parts) {
-        *word = u32_of("offset", part.first)?;
-    }
     w.k_range = [u32_of("k", piece.range[0])?, u32_of("k", piece.range[1])?];
     w.flags = piece.flags;
+    let binds = bind_parts(op, &mut w, &parts, partial)?;
+    let [gx, gy] = grid(dev, plan.variant, ml, nl)?;
+    q.launch(dev, plan.pipeline.clone(), w.words(), &binds, [gx, gy, 1])
+}
+
+/// The bindings of a launch over part of the product: A, B, C and the bias as the ranges
+/// `parts` (in that order) of their buffers, with their first elements written into `w`, and
+/// the f32 sums of a split k in `partial`.
+fn bind_parts<'a>(
+    op: &'a Matmul<'_>,
+    w: &mut MatmulWords,
+    parts: &[Part],
+    partial: Option<&'a Arc<Block>>,
+) -> Result<Vec<(u32, Bind<'a>)>> {
+    let words = [&mut w.a, &mut w.b, &mut w.c, &mut w.bias];
+    for (word, part) in words.into_iter().zip(parts) {
+        *word = u32_of("offset", part.first)?;
+    }
     let operands = [Some(&op.a), Some(&op.b), Some(&op.out), op.bias.as_ref()];
-    let mut binds: Vec<(u32, Bind<'_>)> = (operands.into_iter().zip(1..))
+    let mut binds: Vec<(u32, Bind<'a>)> = (operands.into_iter().zip(1..))
         .map(|(o, i)| match (o, parts.get(i as usize - 1)) {
             (Some(o), Some(p)) => (i, Bind::Range(o.buf, p.start, p.len)),
             _ => (i, Bind::SpareRead),
         })
         .collect();
     binds.push((5, partial.map_or(Bind::SpareWrite, Bind::Mem)));
-    let [gx, gy] = grid(dev, plan.variant, ml, nl)?;
-    q.launch(dev, plan.pipeline.clone(), w.words(), &binds, [gx, gy, 1])
+    Ok(binds)
 }
 
 /// Every tile configuration with each storage dtype and tile load.
@@ -478,6 +583,7 @@ pub(super) fn specialisations() -> Vec<Specialisation> {
                 entry: v.entry,
                 constants: vec![],
                 prelude: vec![store, v.constants, loads],
+                generated: None,
             }));
         }
     }
@@ -530,6 +636,7 @@ mod on_the_cpu_executor {
                     entry: variant.entry,
                     constants: vec![],
                     prelude: vec![STORE_F32, variant.constants, loads],
+                    generated: None,
                 }
                 .full_source();
                 let source =

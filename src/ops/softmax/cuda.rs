@@ -85,6 +85,7 @@ fn specialise(epilogue: &'static Epilogue, idx: (&'static str, String)) -> Speci
         entry: "softmax_main",
         defines: vec![idx],
         prelude: epilogue.cuda,
+        generated: None,
     }
 }
 
@@ -96,6 +97,7 @@ fn cached(epilogue: &'static Epilogue, vecs: usize, idx: (&'static str, String))
         entry,
         defines,
         prelude: epilogue.cuda,
+        generated: None,
     }
 }
 

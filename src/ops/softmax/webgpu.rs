@@ -107,6 +107,7 @@ pub(super) fn with_epilogue(epilogue: &'static Epilogue) -> Vec<Specialisation> 
         entry,
         constants: vec![("PASS", pass)],
         prelude: vec![epilogue.wgsl],
+        generated: None,
     };
     ["softmax_main", "softmax_serial_main"]
         .into_iter()
@@ -156,6 +157,7 @@ mod on_the_cpu_executor {
             entry: "softmax_main",
             constants: vec![],
             prelude: vec![super::super::SOFTMAX.wgsl],
+            generated: None,
         }
         .full_source();
         for (entry, groups) in [("softmax_main", r), ("softmax_serial_main", r.div_ceil(64))] {

@@ -1,5 +1,5 @@
 //! Matmul and linear: vectors, batches, broadcasting, transposed views, long k, operands
-//! past the storage binding limit.
+//! past the storage binding limit, single and batched.
 
 use crate::common::{assert_close, gather, name, per_backend, random, read, tensor};
 use unicompute::ops;
@@ -437,6 +437,97 @@ fn products_past_the_binding_limit_run_in_pieces(d: &Device) {
     assert_close(&got, &matmul_reference(&a, &b, &case), 1e-4, 1e-4, &what);
 }
 per_backend!(products_past_the_binding_limit_run_in_pieces);
+
+/// f64 `a @ b` for dense `a` of shape `sa` (`[.., m, k]`) and `b` of shape `sb` (`[.., k, n]`)
+/// of one rank, whose batch dimensions broadcast by numpy's rules (an extent of 1 repeats).
+fn broadcast_reference(a: &[f32], sa: &[usize], b: &[f32], sb: &[usize]) -> Vec<f64> {
+    let r = sa.len();
+    let (m, k, n) = (sa[r - 2], sa[r - 1], sb[r - 1]);
+    let batch: Vec<usize> = (0..r - 2).map(|d| sa[d].max(sb[d])).collect();
+    // The first element of an operand's matrix at a batch index, for its batch shape `s`.
+    let start = |s: &[usize], index: &[usize], size: usize| {
+        let at = |(&i, &e): (&usize, &usize)| if e == 1 { 0 } else { i };
+        index
+            .iter()
+            .zip(s)
+            .map(at)
+            .zip(s)
+            .fold(0, |o, (i, e)| o * e + i)
+            * size
+    };
+    let mut out = Vec::new();
+    for flat in 0..batch.iter().product() {
+        let mut index = vec![0; r - 2];
+        let mut rest = flat;
+        for d in (0..r - 2).rev() {
+            (index[d], rest) = (rest % batch[d], rest / batch[d]);
+        }
+        let ao = start(&sa[..r - 2], &index, m * k);
+        let bo = start(&sb[..r - 2], &index, k * n);
+        out.extend((0..m * n).map(|e| {
+            let (i, j) = (e / n, e % n);
+            (0..k)
+                .map(|p| f64::from(a[ao + i * k + p]) * f64::from(b[bo + p * n + j]))
+                .sum::<f64>()
+        }));
+    }
+    out
+}
+
+/// Batched products past the binding limit (16 KiB), outputs poisoned, give the f64
+/// reference: boxes of ten and one whole products along the first batch dimension ([11, 4, 9,
+/// 11] @ [11, 10], B broadcast); boxes of four and one along the second, one index of the first
+/// each ([7, 1, 13, 29] at an offset @ [5, 29, 31] read transposed, each broadcast along one
+/// batch dimension); and a linear layer over [3, 7, 97] with the [300, 97] weight read
+/// transposed, bias and relu, whose products each pass the limit (in boxes of m, n and k).
+fn batched_products_past_the_binding_limit_run_in_pieces(d: &Device) {
+    let d = &with_small_bindings(d);
+    let (a, b) = (
+        random(81, 11 * 4 * 99, -1.0, 1.0),
+        random(82, 110, -1.0, 1.0),
+    );
+    let got = tensor(d, &a, &[11, 4, 9, 11])
+        .matmul(&tensor(d, &b, &[11, 10]))
+        .unwrap();
+    let want = broadcast_reference(&a, &[11, 4, 9, 11], &b, &[1, 1, 11, 10]);
+    let what = format!("matmul [11, 4, 9, 11] x [11, 10] on {}", name(d));
+    assert_close(&read(&got), &want, 1e-4, 1e-4, &what);
+
+    let (a, b) = (
+        random(83, 8 * 377, -1.0, 1.0),
+        random(84, 5 * 899, -1.0, 1.0),
+    );
+    let at = tensor(d, &a, &[8, 1, 13, 29]).slice(0, 1..8).unwrap();
+    let bt = tensor(d, &b, &[5, 31, 29]).permute(&[0, 2, 1]).unwrap();
+    let got = read(&at.matmul(&bt).unwrap());
+    let bk = gather(&b, &[5, 29, 31], &[899, 1, 29], 0);
+    let want = broadcast_reference(&a[377..], &[7, 1, 13, 29], &bk, &[1, 5, 29, 31]);
+    let what = format!("matmul [7, 1, 13, 29] x [5, 29, 31] on {}", name(d));
+    assert_close(&got, &want, 1e-4, 1e-4, &what);
+
+    let (x, w, bias) = (
+        random(85, 3 * 7 * 97, -1.0, 1.0),
+        random(86, 300 * 97, -1.0, 1.0),
+        random(87, 300, -1.0, 1.0),
+    );
+    let (xt, wt, bt) = (
+        tensor(d, &x, &[3, 7, 97]),
+        tensor(d, &w, &[300, 97]),
+        tensor(d, &bias, &[300]),
+    );
+    let got = read(
+        &xt.linear(&wt.t().unwrap(), Some(&bt), Some(UnaryOp::Relu))
+            .unwrap(),
+    );
+    let wk = gather(&w, &[97, 300], &[1, 97], 0);
+    let want: Vec<f64> = (broadcast_reference(&x, &[3, 7, 97], &wk, &[1, 97, 300]).iter())
+        .enumerate()
+        .map(|(i, v)| (v + f64::from(bias[i % 300])).max(0.0))
+        .collect();
+    let what = format!("linear [3, 7, 97] x [97, 300] on {}", name(d));
+    assert_close(&got, &want, 1e-4, 1e-4, &what);
+}
+per_backend!(batched_products_past_the_binding_limit_run_in_pieces);
 
 /// On webgpu, with bindings of at most 16 KiB, a weight whose 16 rows already pass the limit
 /// is an error giving the bytes of the smallest piece and the limit.

@@ -1,0 +1,162 @@
+//! Chains on the CPU: chunks of the output in parallel, each evaluated a block at a time
+//! through every step into the plan's scratch slots (a block's values stay in cache), with
+//! the elementwise family's own per-op loops, so a chain's values equal its ops run one by
+//! one.
+
+use half::slice::HalfFloatSliceExt;
+use half::{bf16, f16};
+
+use super::plan::scalar_f32;
+use super::{ChainRequest, Plan, Step};
+use crate::base::layout::Layout;
+use crate::base::par::*;
+use crate::hal::cpu::{read_guard, write_guard};
+use crate::ops::common::cpu::{offsets_from, run_from, CHUNK};
+use crate::ops::common::math;
+use crate::ops::elementwise::{with_binary, with_unary};
+use crate::ops::{BinaryOp, UnaryOp};
+use crate::{DType, Result};
+
+/// Elements of one block: every slot of a block fits in the L1 or L2 cache.
+const BLOCK: usize = 512;
+
+/// An input's elements as stored.
+enum Stored<'a> {
+    F32(&'a [f32]),
+    Half(&'a [u16], DType),
+}
+
+/// Elements `start..start + dst.len()` of a view of `src`, as f32.
+fn load(src: &Stored<'_>, layout: &Layout, start: usize, dst: &mut [f32]) {
+    match *src {
+        Stored::F32(data) => {
+            let (mut i, mut rest) = (start, dst);
+            while let Some(run) = run_from(data, layout, i, rest.len()) {
+                let (now, later) = rest.split_at_mut(run.len());
+                now.copy_from_slice(run);
+                (i, rest) = (i + run.len(), later);
+                if rest.is_empty() {
+                    return;
+                }
+            }
+            for (o, at) in rest.iter_mut().zip(offsets_from(layout, i)) {
+                *o = data[at];
+            }
+        }
+        Stored::Half(data, dtype) => {
+            if layout.is_contiguous() {
+                let bits = &data[layout.offset + start..][..dst.len()];
+                match dtype {
+                    DType::F16 => bytemuck::cast_slice::<u16, f16>(bits).convert_to_f32_slice(dst),
+                    _ => bytemuck::cast_slice::<u16, bf16>(bits).convert_to_f32_slice(dst),
+                }
+                return;
+            }
+            let widen = |h: u16| match dtype {
+                DType::F16 => f16::from_bits(h).to_f32(),
+                _ => bf16::from_bits(h).to_f32(),
+            };
+            for (o, at) in dst.iter_mut().zip(offsets_from(layout, start)) {
+                *o = widen(data[at]);
+            }
+        }
+    }
+}
+
+/// `values` rounded to `dtype` where that is 16-bit.
+fn round(values: &mut [f32], dtype: DType) {
+    match dtype {
+        DType::F16 => values
+            .iter_mut()
+            .for_each(|v| *v = f16::from_f32(*v).to_f32()),
+        DType::BF16 => values
+            .iter_mut()
+            .for_each(|v| *v = bf16::from_f32(*v).to_f32()),
+        _ => {}
+    }
+}
+
+/// `dst = op(src)`, the elementwise family's loop for `op`.
+fn unary(op: UnaryOp, src: &[f32], dst: &mut [f32]) {
+    with_unary!(op, |f| math::map(src, dst, f));
+}
+
+/// `dst = op(a, b)`, the elementwise family's function for `op`.
+fn binary(op: BinaryOp, a: &[f32], b: &[f32], dst: &mut [f32]) {
+    with_binary!(op, |g| {
+        for ((o, &x), &y) in dst.iter_mut().zip(a).zip(b) {
+            *o = g(x, y);
+        }
+    });
+}
+
+/// Every step of `plan` over one block, the inputs already in their slots; `slots` holds
+/// `plan.slot_count()` buffers of at least `len` elements.
+fn steps(plan: &Plan, slots: &mut [Vec<f32>], len: usize) {
+    let inputs = plan.input_dtypes().len();
+    for (i, step) in plan.steps().iter().enumerate() {
+        let n = inputs + i;
+        let slot = |v| plan.slot(plan.index(v));
+        // The result's slot holds none of the step's operands (see `Plan::assign_slots`).
+        let mut dst = std::mem::take(&mut slots[plan.slot(n)]);
+        let out = &mut dst[..len];
+        match *step {
+            Step::Unary(op, x) => unary(op, &slots[slot(x)][..len], out),
+            Step::Binary(op, a, b) => {
+                binary(op, &slots[slot(a)][..len], &slots[slot(b)][..len], out)
+            }
+            Step::Scalar(value, dtype) => out.fill(scalar_f32(value, dtype)),
+            Step::Cast(x, _) => out.copy_from_slice(&slots[slot(x)][..len]),
+        }
+        if !matches!(step, Step::Scalar(..)) {
+            round(out, plan.dtype(n));
+        }
+        slots[plan.slot(n)] = dst;
+    }
+}
+
+/// Store `values` as elements of `dtype` in `dst` (bytes).
+fn store(values: &[f32], dtype: DType, dst: &mut [u8]) {
+    match dtype {
+        DType::F16 => bytemuck::cast_slice_mut::<u8, f16>(dst).convert_from_f32_slice(values),
+        DType::BF16 => bytemuck::cast_slice_mut::<u8, bf16>(dst).convert_from_f32_slice(values),
+        _ => dst.copy_from_slice(bytemuck::cast_slice(values)),
+    }
+}
+
+/// `out = chain(inputs)`: chunks of the output in parallel, a block at a time.
+pub(super) fn chain(op: &ChainRequest<'_>) -> Result<()> {
+    let plan = op.plan;
+    let guards = op
+        .inputs
+        .iter()
+        .map(|x| read_guard(x.buf))
+        .collect::<Result<Vec<_>>>()?;
+    let stored: Vec<Stored<'_>> = guards
+        .iter()
+        .zip(plan.input_dtypes())
+        .map(|(g, &d)| match d {
+            DType::F32 => Stored::F32(bytemuck::cast_slice(g)),
+            _ => Stored::Half(bytemuck::cast_slice(g), d),
+        })
+        .collect();
+    let mut os = write_guard(op.out.buf)?;
+    let (size, out_dtype) = (plan.out_dtype().size(), plan.out_dtype());
+    let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut os[..]);
+    let out = &mut bytes[op.out.layout.offset * size..][..op.out.layout.numel() * size];
+    let output = plan.slot(plan.output());
+    out.par_chunks_mut(CHUNK * size)
+        .enumerate()
+        .for_each(|(c, chunk)| {
+            let mut slots = vec![vec![0f32; BLOCK]; plan.slot_count()];
+            for (b, dst) in chunk.chunks_mut(BLOCK * size).enumerate() {
+                let (start, len) = (c * CHUNK + b * BLOCK, dst.len() / size);
+                for (k, (src, x)) in stored.iter().zip(&op.inputs).enumerate() {
+                    load(src, x.layout, start, &mut slots[plan.slot(k)][..len]);
+                }
+                steps(plan, &mut slots, len);
+                store(&slots[output][..len], out_dtype, dst);
+            }
+        });
+    Ok(())
+}
