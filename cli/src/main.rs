@@ -123,6 +123,10 @@ mod cli {
         /// to FILE as a Chrome trace (chrome://tracing, ui.perfetto.dev).
         #[arg(long, value_name = "FILE")]
         profile: Option<std::path::PathBuf>,
+        /// Open a webgpu device as if its adapter lacked `shader-int64`, as browsers' do
+        /// (`DeviceOptions::use_int64` off).
+        #[arg(long)]
+        no_int64: bool,
     }
 
     #[derive(Args)]
@@ -297,7 +301,16 @@ mod cli {
 
     /// `unicompute run`
     fn run_model(args: RunArgs) -> Result<()> {
-        let device = open_device(&args.backend, None)?;
+        let device = match args.no_int64 {
+            true => {
+                let options = unicompute::DeviceOptions {
+                    use_int64: false,
+                    ..Default::default()
+                };
+                Device::open_with(args.backend.parse()?, options)?
+            }
+            false => open_device(&args.backend, None)?,
+        };
         let config = crate::run::RunConfig {
             model: args.model,
             inputs: args.inputs,

@@ -16,7 +16,8 @@ pub enum DType {
     /// bfloat16 (`half::bf16`): stored in 16 bits, computed in f32 by the ops.
     BF16,
     /// 64-bit signed integer: on cpu and cuda; on webgpu only where the adapter has
-    /// `shader-int64` (elsewhere its data moves, but arithmetic is `UNSUPPORTED`).
+    /// `shader-int64` (elsewhere its data moves, casts and compares, but the rest of its
+    /// arithmetic is `UNSUPPORTED`).
     I64,
     /// Boolean, one byte holding 0 or 1 (any non-zero byte reads as true). Make and read
     /// such tensors with `Tensor::from_bools` and `Tensor::to_bools`.

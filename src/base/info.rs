@@ -148,9 +148,10 @@ pub struct Features {
     pub timestamps: bool,
     /// Subgroup (warp / wave) operations.
     pub subgroups: bool,
-    /// i64 arithmetic, reductions, cumulative sums and casts in the library's ops: always on
-    /// cpu and cuda; on webgpu where the adapter has `shader-int64` (native Vulkan, Metal,
-    /// DX12; never in browsers), elsewhere those ops on i64 are `UNSUPPORTED`.
+    /// i64 arithmetic, reductions and cumulative sums in the library's ops: always on cpu and
+    /// cuda; on webgpu where the adapter has `shader-int64` (native Vulkan, Metal, DX12; never
+    /// in browsers), elsewhere those ops on i64 are `UNSUPPORTED` (casts, comparisons,
+    /// minimum and maximum of i64 run everywhere, as pairs of 32-bit words).
     pub int64: bool,
 }
 
@@ -204,6 +205,10 @@ pub struct DeviceOptions {
     /// webgpu matmuls: they split a product whose operands are larger into pieces that fit
     /// (tests lower it to run the split on small operands). `None`: the device's limit.
     pub max_binding_size: Option<u64>,
+    /// Use `shader-int64` on webgpu adapters that have it. Off opens the device as if the
+    /// adapter lacked it (as browsers' adapters do: [`Features::int64`] false), so i64 casts
+    /// and comparisons run their 32-bit word kernels natively (tests); cpu and cuda ignore it.
+    pub use_int64: bool,
 }
 
 impl Default for DeviceOptions {
@@ -215,6 +220,7 @@ impl Default for DeviceOptions {
             use_subgroups: true,
             software_kernels: true,
             max_binding_size: None,
+            use_int64: true,
         }
     }
 }

@@ -91,7 +91,7 @@ pub fn support_rows() -> Vec<SupportRow> {
     vec![
         family("unary", unary_names(), FLOATS, true),
         family("binary", binary_names(false), ALL_BUT_BOOL, true),
-        family("compare", compare_names(), ALL, true),
+        family("compare", compare_names(), ALL, false),
         family(
             "reduce",
             ReduceOp::ALL.map(ReduceOp::name).to_vec(),
@@ -123,7 +123,7 @@ pub fn support_rows() -> Vec<SupportRow> {
             false,
         ),
         family("scatter", vec!["scatter_elements", "scatter_nd"], ALL, true),
-        family("cast", vec!["cast"], ALL, true),
+        family("cast", vec!["cast"], ALL, false),
         family("chain", vec!["chain"], FLOATS, false),
     ]
 }

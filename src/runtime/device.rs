@@ -68,10 +68,14 @@ pub(crate) enum Init {
 impl Device {
     /// Open `candidate` under `policy` (its selection decision is filled in by the caller).
     pub(crate) async fn from_candidate(
-        candidate: hal::Candidate,
+        mut candidate: hal::Candidate,
         options: DeviceOptions,
         policy: Policy,
     ) -> Result<Device> {
+        if !options.use_int64 && candidate.info.backend == BackendKind::WebGpu {
+            // The webgpu device opens without `shader-int64` (see `GpuDevice::open`).
+            candidate.info.features.int64 = false;
+        }
         let info = candidate.info.clone();
         let backend = candidate.open().await?;
         let default_queue = Arc::new(QueueShared::new(&backend, None));

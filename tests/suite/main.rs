@@ -18,6 +18,7 @@ mod cuda;
 mod fuzz_validation;
 mod graph;
 mod hazards;
+mod int64_words;
 mod integers;
 mod onnx_conv;
 mod onnx_einsum;

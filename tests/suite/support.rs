@@ -1,7 +1,7 @@
 //! The support matrix (README.md, `unicompute ops`) against what each device does: every op
 //! family, probed with one of its ops on every dtype, runs exactly where its row says it does.
 
-use crate::common::{devices, name};
+use crate::common::{devices, name, webgpu_without_int64};
 use unicompute::ops::{
     support_rows, AttentionParams, BinaryOp, Conv2dParams, NormParams, ReduceOp, UnaryOp,
 };
@@ -55,16 +55,16 @@ fn probe(family: &str, x: &Tensor) -> Result<Tensor> {
     }
 }
 
-/// Every family runs on every dtype its row names, on every device, and refuses the others
-/// with an error (never a panic).
+/// Every family runs on every dtype its row names, on every device (webgpu also without
+/// `shader-int64`), and refuses the others with an error (never a panic).
 #[test]
 fn each_family_takes_the_dtypes_its_row_names() {
     let mut wrong = Vec::new();
-    for d in devices() {
+    for d in devices().iter().cloned().chain(webgpu_without_int64()) {
         let info = d.info();
         for row in support_rows() {
             for dtype in DType::ALL {
-                let x = input(d, dtype).expect("every dtype can be made");
+                let x = input(&d, dtype).expect("every dtype can be made");
                 let ran =
                     probe(row.name, &x).and_then(|y| y.cast(DType::F32)?.to_vec_blocking::<f32>());
                 let listed = row.takes(dtype, info.backend, info.features.int64);
@@ -73,7 +73,7 @@ fn each_family_takes_the_dtypes_its_row_names() {
                     wrong.push(format!(
                         "{} on {}: listed {listed}, {why}",
                         row.name,
-                        name(d)
+                        name(&d)
                     ));
                 }
             }

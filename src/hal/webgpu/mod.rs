@@ -241,9 +241,14 @@ impl GpuDevice {
     // `lifecycle::release_parked`), and is dropped right after.
     #[allow(clippy::await_holding_lock)]
     pub(crate) async fn open(adapter: Adapter, info: &DeviceInfo) -> Result<GpuDevice> {
+        // `DeviceOptions::use_int64` off clears `int64` in the info: open without it.
+        let mut features = adapter.features() & wanted_features();
+        if !info.features.int64 {
+            features.remove(wgpu::Features::SHADER_INT64);
+        }
         let desc = wgpu::DeviceDescriptor {
             label: Some("unicompute"),
-            required_features: adapter.features() & wanted_features(),
+            required_features: features,
             required_limits: adapter.limits(),
             ..Default::default()
         };

@@ -1,4 +1,5 @@
-//! Casts on wgpu: cast.wgsl, and cast64.wgsl for casts to and from i64.
+//! Casts on wgpu: cast.wgsl, and cast64.wgsl for casts to and from i64 (as pairs of words,
+//! so they run without `shader-int64`).
 
 use super::Cast;
 #[cfg(test)]
@@ -6,7 +7,7 @@ use crate::hal::webgpu::Specialisation;
 use crate::hal::webgpu::{Bind, GpuBatch, GpuDevice, WgslSource};
 use crate::hal::OpContext;
 use crate::ops::common::webgpu::{
-    check_binding, check_int64, grid_1d, specialise, strided_words, StridedWords, COMMON,
+    check_binding, grid_1d, specialise, strided_words, StridedWords, COMMON,
 };
 use crate::{DType, Error, Result};
 
@@ -16,8 +17,7 @@ static SOURCE: WgslSource = WgslSource {
     text: TEXT,
     preludes: &[COMMON, StridedWords::DECL],
 };
-/// Casts to and from i64: cast.wgsl with the i64 entry point after it (a module of its own,
-/// since a module with i64 in it validates only where the adapter has `shader-int64`).
+/// Casts to and from i64: cast.wgsl with the entry point over pairs of words after it.
 static CAST64: WgslSource = WgslSource {
     name: "cast64.wgsl",
     text: crate::ops::common::wgsl_file!("cast/cast64.wgsl"),
@@ -27,7 +27,6 @@ static CAST64: WgslSource = WgslSource {
 /// `out = x` converted from `from` to `to`.
 pub(super) fn cast(op: &Cast<'_>, q: &GpuBatch, dev: &GpuDevice, _: &OpContext<'_>) -> Result<()> {
     let (x, out) = (op.x, op.out);
-    check_int64(dev, "cast", &[op.from, op.to])?;
     check_binding(dev, &x)?;
     check_binding(dev, &out)?;
     if out.layout.offset % (4 / op.to.size()).max(1) != 0 {
@@ -36,9 +35,7 @@ pub(super) fn cast(op: &Cast<'_>, q: &GpuBatch, dev: &GpuDevice, _: &OpContext<'
         ));
     }
     let constants = vec![("FROM", op.from.code()), ("TO", op.to.code())];
-    // Browsers have no `shader-int64` (refused above): the wasm build leaves cast64.wgsl out.
-    let int64 = cfg!(not(target_arch = "wasm32")) && (op.from == DType::I64 || op.to == DType::I64);
-    let pipeline = match int64 {
+    let pipeline = match op.from == DType::I64 || op.to == DType::I64 {
         true => dev.pipeline(specialise(&CAST64, "cast64_main", constants)),
         false => dev.pipeline(specialise(&SOURCE, "cast_main", constants)),
     };

@@ -142,7 +142,8 @@ pub(crate) fn val(dtype: DType) -> Result<&'static str> {
 
 /// An `UNSUPPORTED` error for `op` when one of `dtypes` is i64 and the adapter lacks
 /// `shader-int64` (browsers, SwiftShader): i64 data still moves (copies, `where`, gather,
-/// concat run on pairs of 32-bit words), but its arithmetic needs 64-bit integers in WGSL.
+/// concat run on pairs of 32-bit words), casts and compares as words, but the rest of its
+/// arithmetic needs 64-bit integers in WGSL.
 pub(crate) fn check_int64(dev: &GpuDevice, op: &str, dtypes: &[DType]) -> Result<()> {
     if dtypes.contains(&DType::I64) && !dev.has_int64() {
         let what = format!(

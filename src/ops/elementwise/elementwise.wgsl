@@ -137,3 +137,56 @@ fn int_binary_main(
     let at = binary_offsets(i);
     outv[params[S_out] + i] = int_op(OP, xv[at.x], yv[at.y]);
 }
+
+// i64 comparisons, logical ops, minimum and maximum as pairs of u32 words (low word first)
+// with 32-bit arithmetic, for adapters without `shader-int64`: each element's two words at
+// twice its offset; the result is an i64's words too (1 or 0 for the logic ops). OP codes
+// are `BinaryOp::code`s (`WORD_OPS` in webgpu.rs).
+@group(0) @binding(1) var<storage, read> xw: array<u32>;
+@group(0) @binding(2) var<storage, read> yw: array<u32>;
+@group(0) @binding(3) var<storage, read_write> outw: array<u32>;
+
+fn words_less(a: vec2<u32>, b: vec2<u32>) -> bool {
+    if (a.y != b.y) {
+        return bitcast<i32>(a.y) < bitcast<i32>(b.y);
+    }
+    return a.x < b.x;
+}
+
+fn words_op(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    let eq = all(a == b);
+    let lt = words_less(a, b);
+    let nz_a = any(a != vec2<u32>(0u));
+    let nz_b = any(b != vec2<u32>(0u));
+    var t = false;
+    switch OP {
+        case 4u: { return select(b, a, lt); }
+        case 5u: { return select(a, b, lt); }
+        case 7u: { t = eq; }
+        case 8u: { t = lt; }
+        case 9u: { t = lt || eq; }
+        case 10u: { t = !lt && !eq; }
+        case 11u: { t = !lt; }
+        case 12u: { t = nz_a && nz_b; }
+        case 13u: { t = nz_a || nz_b; }
+        default: { t = nz_a != nz_b; }
+    }
+    return vec2<u32>(select(0u, 1u, t), 0u);
+}
+
+@compute @workgroup_size(256)
+fn int64_words_main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let i = element(wid, nwg, lid);
+    if (i >= params[S_n]) {
+        return;
+    }
+    let at = 2u * binary_offsets(i);
+    let r = words_op(vec2<u32>(xw[at.x], xw[at.x + 1u]), vec2<u32>(yw[at.y], yw[at.y + 1u]));
+    let o = 2u * (params[S_out] + i);
+    outw[o] = r.x;
+    outw[o + 1u] = r.y;
+}

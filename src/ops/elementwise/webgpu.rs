@@ -1,5 +1,6 @@
 //! Unary and binary ops on wgpu: elementwise.wgsl, four elements per invocation where the
-//! layouts allow (the vec4 entry points); integer arithmetic in its own entry point.
+//! layouts allow (the vec4 entry points); integer arithmetic in its own entry point, and
+//! i64 comparisons, logical ops, minimum and maximum as pairs of words without `shader-int64`.
 
 use super::{Binary, Unary};
 use crate::base::layout::Access;
@@ -11,14 +12,29 @@ use crate::ops::common::webgpu::{
 };
 #[cfg(test)]
 use crate::ops::common::webgpu::{STORE_F16, VAL_I32, VAL_I64};
-use crate::ops::Operand;
-use crate::Result;
+use crate::ops::{BinaryOp, Operand};
+use crate::{DType, Result};
 
 static SOURCE: WgslSource = WgslSource {
     name: "elementwise.wgsl",
     text: crate::ops::common::wgsl_file!("elementwise/elementwise.wgsl"),
     preludes: &[COMMON, ACTIVATION, StridedWords::DECL, BINARY],
 };
+
+/// The ops int64_words_main computes on i64 as pairs of words, where the adapter lacks
+/// `shader-int64` (the other i64 arithmetic is refused there).
+const WORD_OPS: [BinaryOp; 10] = [
+    BinaryOp::Min,
+    BinaryOp::Max,
+    BinaryOp::Equal,
+    BinaryOp::Less,
+    BinaryOp::LessEqual,
+    BinaryOp::Greater,
+    BinaryOp::GreaterEqual,
+    BinaryOp::And,
+    BinaryOp::Or,
+    BinaryOp::Xor,
+];
 
 /// Whether an elementwise launch can take four elements per invocation (the vec4 entry
 /// points): the element count, the output offset and every operand offset multiples of 4,
@@ -92,14 +108,20 @@ pub(super) fn binary(
         ("A_MODE", a_access.code()),
         ("B_MODE", b_access.code()),
     ];
-    check_int64(dev, op.op.name(), &[op.dtype])?;
+    let words = op.dtype == DType::I64 && !dev.has_int64() && WORD_OPS.contains(&op.op);
+    if !words {
+        check_int64(dev, op.op.name(), &[op.dtype])?;
+    }
     let integer = op.dtype.is_integer();
     let (entry, per) = match (integer, vec4(&out, &[&a, &b])) {
+        (true, _) if words => ("int64_words_main", 1),
         (true, _) => ("int_binary_main", 1),
         (false, true) => ("binary_vec4_main", 4),
         (false, false) => ("binary_main", 1),
     };
-    let prelude = if integer {
+    let prelude = if words {
+        vec![STORE_F32, VAL_U32]
+    } else if integer {
         vec![STORE_F32, val(op.dtype)?]
     } else {
         vec![store(dev, op.dtype)?, VAL_U32]

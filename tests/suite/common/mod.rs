@@ -77,6 +77,27 @@ pub fn devices_and_variants() -> Vec<Device> {
     all
 }
 
+/// The webgpu device opened as if its adapter lacked `shader-int64` (as browsers' do), with
+/// output poisoning; none without a webgpu device.
+pub fn webgpu_without_int64() -> Option<Device> {
+    let options = DeviceOptions {
+        poison_uninitialized: true,
+        use_int64: false,
+        ..DeviceOptions::default()
+    };
+    match Device::open_with(BackendChoice::Backend(BackendKind::WebGpu), options) {
+        Ok(d) => {
+            assert!(!d.info().features.int64, "use_int64 off leaves int64 on");
+            Some(d)
+        }
+        Err(e) if required(REQUIRE_WEBGPU_ENV) => panic!("no webgpu device opened: {e}"),
+        Err(e) => {
+            eprintln!("SKIPPING webgpu: {e}");
+            None
+        }
+    }
+}
+
 /// The cuda device, if there is one.
 pub fn cuda() -> Option<&'static Device> {
     devices().iter().find(|d| d.backend() == BackendKind::Cuda)
