@@ -145,14 +145,16 @@ pub(super) fn chain(op: &ChainRequest<'_>) -> Result<()> {
     let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut os[..]);
     let out = &mut bytes[op.out.layout.offset * size..][..op.out.layout.numel() * size];
     let output = plan.slot(plan.output());
+    // The layouts alone cross into the tasks (operands hold buffers, not `Sync` in wasm).
+    let layouts: Vec<_> = op.inputs.iter().map(|x| x.layout).collect();
     out.par_chunks_mut(CHUNK * size)
         .enumerate()
         .for_each(|(c, chunk)| {
             let mut slots = vec![vec![0f32; BLOCK]; plan.slot_count()];
             for (b, dst) in chunk.chunks_mut(BLOCK * size).enumerate() {
                 let (start, len) = (c * CHUNK + b * BLOCK, dst.len() / size);
-                for (k, (src, x)) in stored.iter().zip(&op.inputs).enumerate() {
-                    load(src, x.layout, start, &mut slots[plan.slot(k)][..len]);
+                for (k, (src, &layout)) in stored.iter().zip(&layouts).enumerate() {
+                    load(src, layout, start, &mut slots[plan.slot(k)][..len]);
                 }
                 steps(plan, &mut slots, len);
                 store(&slots[output][..len], out_dtype, dst);
