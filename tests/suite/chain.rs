@@ -261,7 +261,7 @@ fn chains_equal_their_ops_one_by_one(d: &Device) {
             let c = random_chain(&mut rng, &dtypes);
             let (tensors, _) = inputs(d, shapes, &dtypes, seed);
             let refs: Vec<&Tensor> = tensors.iter().collect();
-            let fused = tensors[0].chain(&c, &refs[1..]).unwrap();
+            let fused = tensors[0].apply_chain(&c, &refs[1..]).unwrap();
             let alone = by_ops(d, &c, &tensors);
             assert_eq!(fused.dtype(), alone.dtype(), "{c:?}");
             assert_eq!(fused.shape(), alone.shape(), "{c:?}");

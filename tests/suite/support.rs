@@ -45,7 +45,7 @@ fn probe(family: &str, x: &Tensor) -> Result<Tensor> {
             let mut c = Chain::new();
             let sum = c.binary(op("add"), Value::Input(0), Value::Input(0));
             c.unary(UnaryOp::Relu, sum);
-            x.chain(&c, &[])
+            x.apply_chain(&c, &[])
         }
         "scatter" => {
             let at = Tensor::from_slice(x.device(), &[1i32, 0, 2, -1, 2, 0], &[2, 3])?;

@@ -276,7 +276,7 @@ fn invalid(what: String) -> Error {
 impl Tensor {
     /// `chain` over this tensor (input 0) and `others` (inputs 1, 2, ...) in one kernel (see
     /// [`super::chain::chain`]).
-    pub fn chain(&self, chain: &Chain, others: &[&Tensor]) -> Result<Tensor> {
+    pub fn apply_chain(&self, chain: &Chain, others: &[&Tensor]) -> Result<Tensor> {
         let inputs: Vec<&Tensor> = std::iter::once(self)
             .chain(others.iter().copied())
             .collect();
