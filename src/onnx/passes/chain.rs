@@ -105,10 +105,20 @@ fn external(g: &Graph, members: &[usize]) -> Vec<ValueId> {
     out
 }
 
-/// The inputs of elementwise node `n`, each with its value and element type code where it
-/// is a one-element float constant the chain takes as a scalar: of rank 0, or of a rank the
-/// other operand's (known) rank is no less than.
-fn operands(g: &Graph, n: &Node) -> Vec<(ValueId, Option<(f32, i64, usize)>)> {
+/// A one-element float constant a chain takes as a scalar.
+#[derive(Clone, Copy)]
+struct Scalar {
+    /// Its value.
+    value: f32,
+    /// Its element type's ONNX code.
+    code: i64,
+    /// Its rank.
+    rank: usize,
+}
+
+/// The inputs of elementwise node `n`, each with the scalar it is where it is a one-element
+/// float constant of rank 0, or of a rank the other operand's (known) rank is no less than.
+fn operands(g: &Graph, n: &Node) -> Vec<(ValueId, Option<Scalar>)> {
     let ins: Vec<ValueId> = n.inputs.iter().flatten().copied().collect();
     let rank = |v: ValueId| g.values[v].shape.as_ref().map(Vec::len);
     (ins.iter().enumerate())
@@ -125,8 +135,12 @@ fn operands(g: &Graph, n: &Node) -> Vec<(ValueId, Option<(f32, i64, usize)>)> {
                     };
                     let r = c.dims.len();
                     let fits = r == 0 || other.and_then(rank).is_some_and(|o| o >= r);
-                    let x = edit::scalar(g, v)?;
-                    (other.is_some() && fits).then_some((x as f32, code, r))
+                    let value = edit::scalar(g, v)? as f32;
+                    (other.is_some() && fits).then_some(Scalar {
+                        value,
+                        code,
+                        rank: r,
+                    })
                 });
             (v, scalar)
         })
@@ -183,12 +197,12 @@ fn chain_node(g: &Graph, members: &[usize]) -> Node {
         let mut args = [-1; 2];
         for (k, (v, scalar)) in operands(g, n).into_iter().enumerate() {
             args[k] = match scalar {
-                Some((float, int, rank)) => {
+                Some(c) => {
                     parts.push(Part {
                         op: "Constant".into(),
-                        args: [-1, rank as i64],
-                        int,
-                        float,
+                        args: [-1, c.rank as i64],
+                        int: c.code,
+                        float: c.value,
                     });
                     next(&parts) - 1
                 }
