@@ -209,7 +209,11 @@ fn fold_computes_constant_chains_at_load_and_leaves_large_results() {
         "Add",
         "ConstantOfShape",
     ];
-    let off = case.check(Passes::all().without("fold"), &all, [0.0, 0.0]);
+    let off = case.check(
+        Passes::all().without("fold").without("chain"),
+        &all,
+        [0.0, 0.0],
+    );
     assert!(off.optimised().iter().all(|r| r.pass != "fold"));
 }
 
@@ -418,7 +422,7 @@ fn gelu_recognises_the_erf_and_tanh_forms_in_export_orders() {
     let left = [
         "Gelu", "Gelu", "Gelu", "Gelu", "Gelu", "Div", "Erf", "Add", "Mul",
     ];
-    let s = case.check(Passes::all(), &left, CLOSE);
+    let s = case.check(Passes::all().without("chain"), &left, CLOSE);
     assert_eq!(rewrites(&s, "gelu"), 5);
     let tanh = (s.graph().nodes.iter())
         .filter(|n| {
@@ -654,4 +658,78 @@ fn unknown_pass_names_and_activations_are_refused_at_load() {
         err.to_string().contains("activation 'Swish' is not one of"),
         "{err}"
     );
+}
+
+#[test]
+fn chain_makes_elementwise_groups_one_node_and_keeps_values_read_outside() {
+    let cast = |to: i64| vec![int_attr("to", to)];
+    let case = Case {
+        nodes: vec![
+            node("Add", &["x", "y"], &["a"], vec![]),
+            node("Mul", &["a", "half"], &["b"], vec![]),
+            node("Sigmoid", &["b"], &["s"], vec![]),
+            node("Cast", &["s"], &["h"], cast(10)),
+            node("Cast", &["h"], &["c"], cast(1)),
+            node("Sub", &["c", "z"], &["d"], vec![]),
+            node("Pow", &["d", "two"], &["p"], vec![]),
+            node("Relu", &["p"], &["y1"], vec![]),
+            node("Softmax", &["a"], &["y3"], vec![]),
+        ],
+        weights: vec![scalar("half", 0.5), scalar("two", 2.0)],
+        inputs: vec![("x", vec![3, 1, 7]), ("y", vec![5, 1]), ("z", vec![7])],
+        outputs: vec!["y1", "s", "y3"],
+    };
+    // `a` is read by the Softmax and `s` is an output: each ends a group of its own.
+    let s = case.check(Passes::all(), &["Add", "Chain", "Chain", "Softmax"], CLOSE);
+    assert_eq!(rewrites(&s, "chain"), 2);
+    let kept = Passes::all().without("chain");
+    let ops: Vec<&str> = case.nodes.iter().map(|n| n.op_type()).collect();
+    case.check(kept, &ops, [0.0, 0.0]);
+}
+
+#[test]
+fn chain_of_integers_runs_its_steps_one_by_one() {
+    let case = Case {
+        nodes: vec![
+            node("Add", &["a", "b"], &["s"], vec![]),
+            node("Mul", &["s", "a"], &["m"], vec![]),
+            node("Sub", &["m", "b"], &["y"], vec![]),
+        ],
+        weights: vec![],
+        inputs: vec![("a", vec![3, 5]), ("b", vec![5])],
+        outputs: vec!["y"],
+    };
+    let mut model = ModelProto::decode(case.bytes().as_slice()).unwrap();
+    let graph = model.graph.as_mut().unwrap();
+    for v in &mut graph.input {
+        if let Some(proto::type_proto::Value::TensorType(t)) =
+            v.r#type.as_mut().and_then(|t| t.value.as_mut())
+        {
+            t.elem_type = Some(6); // INT32
+        }
+    }
+    let bytes = model.encode_to_vec();
+    let a: Vec<i32> = (0..15).map(|i| i * 7 % 11 - 5).collect();
+    let b: Vec<i32> = (0..5).map(|i| 3 - i * 2).collect();
+    let want: Vec<i32> = (0..15)
+        .map(|i| (a[i] + b[i % 5]) * a[i] - b[i % 5])
+        .collect();
+    for d in devices() {
+        for passes in [Passes::all(), Passes::none()] {
+            let options = SessionOptions {
+                passes: passes.clone(),
+                ..SessionOptions::default()
+            };
+            let s = Session::from_bytes(d, bytes.clone(), options).unwrap();
+            let chained = s.graph().nodes.iter().all(|n| n.op == "Chain");
+            assert_eq!(chained, passes == Passes::all(), "{}", name(d));
+            let (ta, tb) = (
+                Tensor::from_slice(d, &a, &[3, 5]).unwrap(),
+                Tensor::from_slice(d, &b, &[5]).unwrap(),
+            );
+            let out = s.run(&[("a", &ta), ("b", &tb)]).unwrap();
+            let got = out[0].1.to_vec_blocking::<i32>().unwrap();
+            assert_eq!(got, want, "{}: passes {passes:?}", name(d));
+        }
+    }
 }

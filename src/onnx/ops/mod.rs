@@ -2,8 +2,10 @@
 //! table row per operator, in files by family (`math`, `logic`, `shape`, `slice`, `pad`,
 //! `nn`, `norms`, `conv`, `conv_transpose`, `resize`, `control`, `recurrent`, `indexing`,
 //! `scatter`, `einsum`, `sequence`; `depth` runs 3-D ones on 2-D ops), and the `com.microsoft`
-//! contrib operators (`microsoft`, and `quant` for `MatMulNBits`).
+//! contrib operators (`microsoft`, and `quant` for `MatMulNBits`), and the session's own
+//! `ai.unicompute` `Chain` (`chain`), which the graph passes make.
 
+pub(crate) mod chain;
 mod control;
 mod conv;
 mod conv_transpose;
@@ -129,7 +131,7 @@ fn all() -> impl Iterator<Item = &'static OpDef> {
 }
 
 /// The operator `op` of `domain`, if a session can run it: the default domain's (with the
-/// contrib operators onnxruntime puts there), or `com.microsoft`'s.
+/// contrib operators onnxruntime puts there), `com.microsoft`'s, or the session's own.
 pub(crate) fn find(domain: &str, op: &str) -> Option<&'static OpDef> {
     match domain {
         "" | "ai.onnx" => all()
@@ -138,6 +140,7 @@ pub(crate) fn find(domain: &str, op: &str) -> Option<&'static OpDef> {
         "com.microsoft" => (microsoft::OPS.iter())
             .chain(quant::OPS)
             .find(|d| d.name == op),
+        chain::DOMAIN => chain::OPS.iter().find(|d| d.name == op),
         _ => None,
     }
 }

@@ -12,7 +12,11 @@
 //!   `Gelu`, `LayerNormalization` or `RMSNormalization` node;
 //! - `fuse`: a `Conv`, `Gemm` or `MatMul` with constant weights and the bias add and
 //!   activation after it made one `com.microsoft` `FusedConv` or `FusedGemm` node, which
-//!   the library runs as one kernel with its epilogue.
+//!   the library runs as one kernel with its epilogue;
+//! - `chain`: a connected group of elementwise nodes (unary operators, binary arithmetic
+//!   with broadcasting, float casts, scalar constants) whose intermediates nothing else reads
+//!   made one `ai.unicompute` `Chain` node, which runs them as one generated kernel (and
+//!   one by one where the library does not take the inputs' element types).
 //!
 //! They run in that order, on the main graph (subgraphs of `If` and `Loop` are left as they
 //! are). A pass only rewrites what no other node, output or subgraph reads in between, so
@@ -20,6 +24,7 @@
 //! pass or some of them off, and [`PassReport`]s say what each did.
 
 mod batchnorm;
+mod chain;
 mod edit;
 mod fold;
 mod fuse;
@@ -50,6 +55,7 @@ const PASSES: &[(&str, Pass)] = &[
     ("layernorm", norms::layer),
     ("rmsnorm", norms::rms),
     ("fuse", fuse::run),
+    ("chain", chain::run),
 ];
 
 /// Which graph passes a session runs at load: all by default.
