@@ -17,9 +17,9 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 "$repo/scripts/build-npm.sh"
 
-# The size budget: the package's wasm at most 1,072 kB (1,072,000 bytes) gzipped; the threads
+# The size budget: the package's wasm at most 1,156 kB (1,156,000 bytes) gzipped; the threads
 # build, which only cross-origin-isolated pages load, also carries rayon's thread pool and a
-# std built for threads, and is held to 1,113 kB. Each raise is deliberate and says what it
+# std built for threads, and is held to 1,199 kB. Each raise is deliberate and says what it
 # bought: 700/740 kB held everything up to the CPU executor of WGSL kernels (naga's parser
 # and validator, the largest crate in it, at 425 of 1,950 kB before gzip); 720/760 kB adds
 # the page-device adoption and integer arithmetic; 730/770 kB adds the i64 dtype (2.3 kB)
@@ -70,7 +70,12 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 # limit, and ONNX's TopK, NonZero, OneHot, the scatter family, Einsum, ConvTranspose, 3-D
 # convolution and pooling, opset 6, Shrink, EmbedLayerNormalization, GroupQueryAttention and
 # MatMulNBits (75 kB, measured together: 992,951 to 1,067,570 and 1,033,723 to 1,108,578).
-for budget in "npm/pkg/unicompute_bg.wasm 1072000" "npm/pkg-threads/unicompute_bg.wasm 1113000"; do
+# 1,156/1,199 kB adds ONNX sequences, the graph passes (folding, BatchNormalization, GELU,
+# LayerNorm, RMSNorm, Conv/Gemm fusion, elementwise chains) and FusedConv / FusedGemm /
+# FusedMatMul, runs as replays, JS freeDimensionOverrides, the batched matmul split, i64
+# casts and comparisons as 32-bit words, and the chain op's code generator and CPU loop
+# (86 kB, measured together: 1,068,383 to 1,154,380 and 1,109,081 to 1,197,443).
+for budget in "npm/pkg/unicompute_bg.wasm 1156000" "npm/pkg-threads/unicompute_bg.wasm 1199000"; do
     set -- $budget
     size=$(gzip -9 -c "$repo/$1" | wc -c)
     echo "$1: $size bytes gzipped (budget $2)"
