@@ -70,7 +70,7 @@ assert.equal(wrongCount, 'LAUNCH');
   graph.dispose();
 }
 // i64 without shader-int64 (WebGPU in JS never has it): the data moves as words; arithmetic,
-// reductions, cumsum and casts reject with UNSUPPORTED naming the feature.
+// reductions and cumsum reject with UNSUPPORTED naming the feature.
 assert.equal(device.info().features.int64, false);
 const MIN = -(2n ** 63n);
 const longs = device.tensor(new BigInt64Array([1n, MIN, 2n ** 62n + 3n]), [3]);
@@ -81,9 +81,15 @@ assert.deepEqual(Array.from(await device.tensor(new Uint32Array([0, 1, 0]), [3])
 assert.deepEqual(Array.from(await longs.gather(0, device.tensor(new BigInt64Array([2n, 2n ** 32n, -1n, 1n]), [4]), { mode: 'fill' }).read()), [2n ** 62n + 3n, 0n, 2n ** 62n + 3n, MIN], 'i64 indices');
 // An index outside the axis in the default mode: the read rejects, naming its position.
 await assert.rejects(longs.gather(0, device.tensor(new Int32Array([0, -4]), [2])).read(), (e) => e.code === 'INVALID' && /\[1\]/.test(e.message));
-for (const op of [() => longs.add(longs), () => longs.sum(), () => longs.cumsum(0), () => longs.cast('f32')]) {
+for (const op of [() => longs.add(longs), () => longs.sum(), () => longs.cumsum(0)]) {
   assert.throws(op, (e) => e.code === 'UNSUPPORTED' && /shader-int64/.test(e.message), String(op));
 }
+// Casts, comparisons, minimum and maximum run there as pairs of 32-bit words.
+assert.deepEqual(Array.from(await longs.cast('f32').read()), [1, -(2 ** 63), 2 ** 62]);
+assert.deepEqual(Array.from(await device.tensor(new Int32Array([-5, 7, 0]), [3]).cast('i64').read()), [-5n, 7n, 0n]);
+const others = device.tensor(new BigInt64Array([2n, 0n, 5n]), [3]);
+assert.deepEqual(Array.from(await longs.maximum(others).read()), [2n, 0n, 2n ** 62n + 3n]);
+assert.deepEqual(Array.from(await longs.less(others).cast('i32').read()), [1, 1, 0]);
 // Opened on the program's own GPUDevice, computing on its buffer without a copy.
 const gpu = await (await navigator.gpu.requestAdapter()).requestDevice();
 const adopted = await init({ gpuDevice: gpu });
