@@ -600,6 +600,19 @@ mod on_the_cpu_executor {
     use crate::ops::UnaryOp;
     use crate::{BackendChoice, BackendKind, Buffer, Device, Tensor};
 
+    /// The WGSL of `variant` with `loads`, its bias and ReLU on.
+    fn relu_bias_source(variant: &Variant, loads: &'static str) -> String {
+        let source = Specialisation {
+            source: &SOURCE,
+            entry: variant.entry,
+            constants: vec![],
+            prelude: vec![STORE_F32, variant.constants, loads],
+            generated: None,
+        }
+        .full_source();
+        with_overrides(source, &[("HAS_BIAS", 1), ("ACT", UnaryOp::Relu.code())])
+    }
+
     #[test]
     fn matmul_matches_the_cpu_kernel() {
         let d = Device::open(BackendChoice::Backend(BackendKind::Cpu)).unwrap();
@@ -631,16 +644,7 @@ mod on_the_cpu_executor {
         (words.k_range, words.flags) = ([0, k as u32], split::flags(0, 1));
         for variant in &VARIANTS {
             for loads in [LOADS_SCALAR, LOADS_VEC4] {
-                let source = Specialisation {
-                    source: &SOURCE,
-                    entry: variant.entry,
-                    constants: vec![],
-                    prelude: vec![STORE_F32, variant.constants, loads],
-                    generated: None,
-                }
-                .full_source();
-                let source =
-                    with_overrides(source, &[("HAS_BIAS", 1), ("ACT", UnaryOp::Relu.code())]);
+                let source = relu_bias_source(variant, loads);
                 let (ab, bb, biasb) = (
                     Buffer::from_slice(&d, &av).unwrap(),
                     Buffer::from_slice(&d, &bv).unwrap(),
