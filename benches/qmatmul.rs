@@ -37,7 +37,11 @@ fn unpack(d: &Device, b: &Tensor) -> Result<Tensor> {
     let mut shape = b.shape().to_vec();
     let rank = shape.len();
     shape.push(1);
-    let pairs = concat(&d.queue(), &[&low.reshape(&shape)?, &high.reshape(&shape)?], rank)?;
+    let pairs = concat(
+        &d.queue(),
+        &[&low.reshape(&shape)?, &high.reshape(&shape)?],
+        rank,
+    )?;
     shape.pop();
     shape[rank - 1] *= 2;
     pairs.reshape(&shape)
@@ -49,7 +53,10 @@ fn dequant_matmul(d: &Device, a: &Tensor, w: &QuantWeights<'_>) -> Result<Tensor
     let zp = w.zero_points.expect("the bench's weights have zero points");
     let zero = unpack(d, &zp.reshape(&[N, blocks / 2])?)?.reshape(&[N, blocks, 1])?;
     let scales = w.scales.reshape(&[N, blocks, 1])?;
-    let weights = unpack(d, w.packed)?.sub(&zero)?.mul(&scales)?.reshape(&[N, K])?;
+    let weights = unpack(d, w.packed)?
+        .sub(&zero)?
+        .mul(&scales)?
+        .reshape(&[N, K])?;
     a.matmul(&weights.permute(&[1, 0])?)
 }
 
@@ -76,7 +83,11 @@ fn bench(kind: BackendKind) -> Result<()> {
         let av: Vec<f32> = (0..m * K).map(|_| rng.f32() * 2.0 - 1.0).collect();
         let a = Tensor::from_slice(&d, &av, &[m, K])?;
         let packed_s = median(|| a.qmatmul(&w, None)?.to_vec_blocking::<f32>().map(drop))?;
-        let old_s = median(|| dequant_matmul(&d, &a, &w)?.to_vec_blocking::<f32>().map(drop))?;
+        let old_s = median(|| {
+            dequant_matmul(&d, &a, &w)?
+                .to_vec_blocking::<f32>()
+                .map(drop)
+        })?;
         let (x, y) = (a.qmatmul(&w, None)?, dequant_matmul(&d, &a, &w)?);
         let diff = x.sub(&y)?.unary(UnaryOp::Abs)?.to_vec_blocking::<f32>()?;
         let worst = diff.iter().fold(0.0f32, |m, &v| m.max(v));
