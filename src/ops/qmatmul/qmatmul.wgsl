@@ -3,9 +3,12 @@
 // `block_words` u32 words of BITS-bit values (lowest bits first; the last block padded past
 // k), value q of block b dequantised to (q - zero) * scales[n · blocks + b] in registers.
 // ZERO: 0 none (2^(BITS - 1)), 1 packed like the values (rows of `zero_row` bytes), 2 f32.
-// One invocation per output column and one row of A (qmatmul_gemv_main) or four
-// (qmatmul_tiled_main, each weight read once for the four), over a range of blocks: devices
-// that end long loops early take k in pieces, bit 0 of `flags` adding to the stored sums.
+// On software adapters, barrier-free: one invocation per output column and one row of A
+// (qmatmul_gemv_main) or four (qmatmul_tiled_main, each weight read once for the four). On
+// GPUs, qmatmul_group_main: eight invocations per column take its words in turn (neighbours
+// read neighbouring words), four rows each, and add their sums in workgroup memory. Each
+// over a range of blocks: devices that end long loops early take k in pieces, bit 0 of
+// `flags` adding to the stored sums.
 //
 // params: `QMatmulWords` (src/ops/qmatmul/webgpu.rs), named Q_<field>.
 
@@ -147,4 +150,54 @@ fn qmatmul_tiled_main(
     finish(row + 1u, col, sum.y);
     finish(row + 2u, col, sum.z);
     finish(row + 3u, col, sum.w);
+}
+
+// The sums of qmatmul_group_main's invocations, eight a column.
+var<workgroup> partial: array<vec4<f32>, 64>;
+
+@compute @workgroup_size(64)
+fn qmatmul_group_main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let col = wid.x * 8u + lid / 8u;
+    let lane = lid % 8u;
+    let row = params[Q_first_row] + wid.y * 4u;
+    let starts = vec4<u32>(a_row(row), a_row(row + 1u), a_row(row + 2u), a_row(row + 3u));
+    let per_word = 32u / BITS;
+    let words = params[Q_block_words];
+    var sum = vec4<f32>(0.0);
+    if (col < params[Q_n]) {
+        let first = params[Q_packed] + col * params[Q_blocks] * words;
+        let end = params[Q_block_range + 1u] * words;
+        for (var i = params[Q_block_range] * words + lane; i < end; i += 8u) {
+            let b = i / words;
+            let word = packed[first + i];
+            let z = vec4<f32>(zero_point(col, b));
+            var s = vec4<f32>(0.0);
+            for (var j = 0u; j < per_word / 4u; j++) {
+                let w = quad(word, j) - z;
+                let kq = i * per_word + 4u * j;
+                s += vec4<f32>(
+                    dot(w, a_quad(starts.x, kq)),
+                    dot(w, a_quad(starts.y, kq)),
+                    dot(w, a_quad(starts.z, kq)),
+                    dot(w, a_quad(starts.w, kq)),
+                );
+            }
+            sum += s * scales[params[Q_scales] + col * params[Q_blocks] + b];
+        }
+    }
+    partial[lid] = sum;
+    workgroupBarrier();
+    if (lane == 0u && col < params[Q_n]) {
+        var total = partial[lid];
+        for (var l = 1u; l < 8u; l++) {
+            total += partial[lid + l];
+        }
+        finish(row, col, total.x);
+        finish(row + 1u, col, total.y);
+        finish(row + 2u, col, total.z);
+        finish(row + 3u, col, total.w);
+    }
 }

@@ -1,6 +1,7 @@
-//! The quantised matmul on wgpu: qmatmul.wgsl, one workgroup per 64 output columns and one
-//! row of A (m = 1, `qmatmul_gemv_main`) or four (`qmatmul_tiled_main`), reading the packed
-//! words; on devices that end long loops early, in pieces of k.
+//! The quantised matmul on wgpu: qmatmul.wgsl reading the packed words. On GPUs one
+//! workgroup per 8 output columns and four rows of A (`qmatmul_group_main`); on software
+//! adapters, barrier-free, per 64 columns and one row (m = 1, `qmatmul_gemv_main`) or four
+//! (`qmatmul_tiled_main`). On devices that end long loops early, in pieces of k.
 
 use super::QMatmul;
 #[cfg(test)]
@@ -8,7 +9,9 @@ use crate::hal::webgpu::Specialisation;
 use crate::hal::webgpu::{Bind, GpuBatch, GpuDevice, WgslSource};
 use crate::hal::OpContext;
 use crate::ops::common::split;
-use crate::ops::common::webgpu::{check_binding, specialise, u32_of, wgsl_params, COMMON};
+use crate::ops::common::webgpu::{
+    check_binding, software_kernels, specialise, u32_of, wgsl_params, COMMON,
+};
 use crate::Result;
 
 static SOURCE: WgslSource = WgslSource {
@@ -44,15 +47,28 @@ wgsl_params! {
     }
 }
 
-/// Output columns per workgroup.
-const COLUMNS: usize = 64;
+/// One of qmatmul.wgsl's entry points and the output tile of its workgroups.
+struct Kernel {
+    entry: &'static str,
+    /// Rows of A and output columns per workgroup.
+    rows: usize,
+    columns: usize,
+    /// Invocations that share a column's words.
+    lanes: usize,
+}
 
-/// The entry point for `m` rows of A and the rows each workgroup takes.
-fn entry(m: usize) -> (&'static str, usize) {
-    if m == 1 {
-        ("qmatmul_gemv_main", 1)
-    } else {
-        ("qmatmul_tiled_main", 4)
+/// The kernel for `m` rows of A: on software adapters (`software`) a barrier-free one.
+fn kernel(m: usize, software: bool) -> Kernel {
+    let (entry, rows, columns, lanes) = match (software, m) {
+        (true, 1) => ("qmatmul_gemv_main", 1, 64, 1),
+        (true, _) => ("qmatmul_tiled_main", 4, 64, 1),
+        (false, _) => ("qmatmul_group_main", 4, 8, 8),
+    };
+    Kernel {
+        entry,
+        rows,
+        columns,
+        lanes,
     }
 }
 
@@ -81,22 +97,24 @@ fn params(op: &QMatmul<'_>) -> Result<QMatmulWords> {
 }
 
 /// The block ranges of one launch each: all of them, or on devices that end long loops
-/// early, as many as the loop iterations of one invocation allow.
-fn block_pieces(dev: &GpuDevice, op: &QMatmul<'_>) -> Vec<[usize; 2]> {
+/// early, as many as the loop iterations of one of `kernel`'s invocations allow.
+fn block_pieces(dev: &GpuDevice, op: &QMatmul<'_>, kernel: &Kernel) -> Vec<[usize; 2]> {
     let Some(budget) = split::budget(dev.max_loop_iterations()) else {
         return vec![[0, op.blocks()]];
     };
-    let words = op.block_words();
-    // A block: its own iteration, the word loop's, and each word's loop over quads.
+    // A block: its own iteration, the word loop's, and each of its words' loop over quads
+    // (the invocation's share of them, rounded up, and one more for a word loop across).
+    let words = op.block_words().div_ceil(kernel.lanes) + 1;
     let per_block = 2 + words + words * (32 / op.bits / 4 + 1);
-    split::pieces(op.blocks(), budget.saturating_sub(4) / per_block)
+    // The loops outside: the word loop's last test, the sums of the lanes.
+    split::pieces(op.blocks(), budget.saturating_sub(12) / per_block)
 }
 
 pub(super) fn qmatmul(
     op: &QMatmul<'_>,
     q: &GpuBatch,
     dev: &GpuDevice,
-    _: &OpContext<'_>,
+    cx: &OpContext<'_>,
 ) -> Result<()> {
     let operands = [
         Some(&op.a),
@@ -112,13 +130,13 @@ pub(super) fn qmatmul(
     {
         check_binding(dev, o)?;
     }
-    let (entry, rows) = entry(op.m);
+    let kernel = kernel(op.m, software_kernels(dev, cx));
     let constants = vec![
         ("BITS", op.bits as u32),
         ("ZERO", op.zero_mode),
         ("HAS_BIAS", u32::from(op.bias.is_some())),
     ];
-    let pipeline = dev.pipeline(specialise(&SOURCE, entry, constants));
+    let pipeline = dev.pipeline(specialise(&SOURCE, kernel.entry, constants));
     let binds = [
         (1, Bind::Mem(op.a.buf)),
         (2, Bind::Mem(op.packed.buf)),
@@ -139,8 +157,9 @@ pub(super) fn qmatmul(
     ];
     let mut words = params(op)?;
     let max = dev.max_workgroups_per_dimension() as usize;
-    let gx = u32_of("column workgroups", op.n.div_ceil(COLUMNS))?;
-    let pieces = block_pieces(dev, op);
+    let gx = u32_of("column workgroups", op.n.div_ceil(kernel.columns))?;
+    let pieces = block_pieces(dev, op, &kernel);
+    let rows = kernel.rows;
     let mut first = 0;
     while first < op.m {
         let groups = (op.m - first).div_ceil(rows).min(max);
@@ -161,7 +180,11 @@ pub(super) fn qmatmul(
 #[cfg(test)]
 pub(super) fn specialisations() -> Vec<Specialisation> {
     let mut all = Vec::new();
-    for entry in ["qmatmul_gemv_main", "qmatmul_tiled_main"] {
+    for entry in [
+        "qmatmul_gemv_main",
+        "qmatmul_tiled_main",
+        "qmatmul_group_main",
+    ] {
         for bits in [4, 8] {
             for zero in [super::ZERO_MID, super::ZERO_PACKED, super::ZERO_FLOAT] {
                 for bias in [0, 1] {
@@ -194,7 +217,17 @@ mod on_the_cpu_executor {
     fn qmatmul_matches_the_cpu_kernel() {
         let d = Device::open(BackendChoice::Backend(BackendKind::Cpu)).unwrap();
         // k = 40 pads the last block of 16; 8-bit values, packed 4-bit-wide zero points.
-        for (m, bits, zero) in [(1usize, 4usize, false), (5, 4, true), (3, 8, true)] {
+        let cases = [
+            (1usize, 4usize, false, true),
+            (5, 4, true, true),
+            (3, 8, true, true),
+        ];
+        let group = [
+            (1, 4, true, false),
+            (5, 8, false, false),
+            (6, 4, true, false),
+        ];
+        for (m, bits, zero, software) in cases.into_iter().chain(group) {
             let (n, k, block) = (67usize, 40usize, 16usize);
             let blocks = k.div_ceil(block);
             let av: Vec<f32> = (0..m * k)
@@ -223,9 +256,9 @@ mod on_the_cpu_executor {
                 block,
             };
             let want = a.qmatmul(&w, Some(&bias)).unwrap();
-            let (entry, rows) = entry(m);
+            let kernel = kernel(m, software);
             let source = with_overrides(
-                specialise(&SOURCE, entry, vec![]).full_source(),
+                specialise(&SOURCE, kernel.entry, vec![]).full_source(),
                 &[
                     ("BITS", bits as u32),
                     ("ZERO", u32::from(zero)),
@@ -252,16 +285,21 @@ mod on_the_cpu_executor {
                 .collect();
             let out = Buffer::from_slice(&d, &vec![0x7fa5_a5a5u32; m * n]).unwrap();
             let bindings: Vec<_> = inputs.iter().map(bound).chain([bound(&out)]).collect();
-            let groups = [n.div_ceil(COLUMNS) as u32, m.div_ceil(rows) as u32, 1];
+            let groups = [
+                n.div_ceil(kernel.columns) as u32,
+                m.div_ceil(kernel.rows) as u32,
+                1,
+            ];
             let words = params(&op).unwrap();
-            run_on_cpu(&d, &source, entry, words.words(), &bindings, groups).unwrap();
+            run_on_cpu(&d, &source, kernel.entry, words.words(), &bindings, groups).unwrap();
             let got = out.read_blocking().unwrap();
             let want = stored_words(&want.cast(DType::F32).unwrap());
             for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                 let (g, w) = (f32::from_bits(*g), f32::from_bits(*w));
                 assert!(
                     (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
-                    "m {m}, {bits} bits: element {i} is {g}, the CPU's {w}"
+                    "{} m {m}, {bits} bits: element {i} is {g}, the CPU's {w}",
+                    kernel.entry
                 );
             }
         }

@@ -1,7 +1,8 @@
 //! The quantised matmul (`Tensor::qmatmul`, MatMulNBits' layout) against the f64 reference on
 //! seeded random packed weights: odd m, n and k (k padded to whole blocks), block sizes 16, 32
 //! and 128, 4 and 8 bits, every kind of zero point, with and without a bias, f16 inputs, k
-//! past the loop limit of llvmpipe, and its errors.
+//! past the loop limit of llvmpipe, and its errors. On lavapipe both the barrier-free kernels
+//! and the GPUs' workgroup kernel run (`per_backend!(.., variants)`).
 
 use unicompute::ops::qmatmul::{reference, HostQuant, QuantWeights};
 use unicompute::{f16, DType, Device, Tensor};
@@ -155,7 +156,7 @@ fn qmatmul_matches_the_reference(d: &Device) {
         assert_close(&got, &case.want(&h), 1e-4, tolerance(case.k), &what);
     }
 }
-per_backend!(qmatmul_matches_the_reference);
+per_backend!(qmatmul_matches_the_reference, variants);
 
 /// Every block size with every kind of zero point and both widths, m = 1 and m = 5.
 fn qmatmul_of_every_block_and_zero_point(d: &Device) {
@@ -186,7 +187,7 @@ fn qmatmul_of_every_block_and_zero_point(d: &Device) {
         }
     }
 }
-per_backend!(qmatmul_of_every_block_and_zero_point);
+per_backend!(qmatmul_of_every_block_and_zero_point, variants);
 
 /// A and the scales in f16: computed in f32, the result rounded to f16.
 fn qmatmul_of_f16_inputs(d: &Device) {
@@ -239,7 +240,7 @@ fn qmatmul_of_k_past_the_loop_limit(d: &Device) {
         );
     }
 }
-per_backend!(qmatmul_of_k_past_the_loop_limit);
+per_backend!(qmatmul_of_k_past_the_loop_limit, variants);
 
 fn qmatmul_errors_say_what_was_expected(d: &Device) {
     let a = tensor(d, &[0.5; 2 * 32], &[2, 32]);
