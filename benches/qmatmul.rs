@@ -2,15 +2,19 @@
 //! beside the dequantise-then-matmul path MatMulNBits ran before it (the weights unpacked to
 //! f32 with tensor ops, then `matmul`), for m = 1 (decoding) and m = 16 (a short prefill), n =
 //! k = 4096 in blocks of 32 with packed zero points: the median of 5 timed runs after one
-//! warm-up, on the cpu and webgpu devices.
+//! warm-up, on the cpu and webgpu devices (on a software adapter, webgpu runs the
+//! barrier-free kernels; `webgpu-gpu-kernels` then measures the GPUs' workgroup kernel there).
 //!
-//! Run with `cargo bench --bench qmatmul`; `-- cpu` or `-- webgpu` runs one backend.
+//! Run with `cargo bench --bench qmatmul`; `-- cpu`, `-- webgpu` or `-- webgpu-gpu-kernels`
+//! runs one of them.
 
 use std::time::Instant;
 
 use unicompute::ops::concat::concat;
 use unicompute::ops::qmatmul::QuantWeights;
-use unicompute::{BackendChoice, BackendKind, DType, Device, Result, Tensor, UnaryOp};
+use unicompute::{
+    BackendChoice, BackendKind, DType, Device, DeviceOptions, DeviceType, Result, Tensor, UnaryOp,
+};
 
 const N: usize = 4096;
 const K: usize = 4096;
@@ -60,9 +64,9 @@ fn dequant_matmul(d: &Device, a: &Tensor, w: &QuantWeights<'_>) -> Result<Tensor
     a.matmul(&weights.permute(&[1, 0])?)
 }
 
-fn bench(kind: BackendKind) -> Result<()> {
-    let d = Device::open(BackendChoice::Backend(kind))?;
-    println!("== {kind}: {}", d.info().name);
+fn bench(d: &Device, label: &str) -> Result<()> {
+    let d = d.clone();
+    println!("== {label}: {}", d.info().name);
     let blocks = K / BLOCK;
     let mut rng = fastrand::Rng::with_seed(1);
     let bytes: Vec<u8> = (0..N * K / 2).map(|_| rng.u8(..)).collect();
@@ -104,9 +108,23 @@ fn bench(kind: BackendKind) -> Result<()> {
 
 fn main() -> Result<()> {
     let only = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let wanted = |label: &str| only.as_deref().is_none_or(|o| o == label);
     for kind in [BackendKind::Cpu, BackendKind::WebGpu] {
-        if only.as_deref().is_none_or(|o| o == kind.to_string()) {
-            bench(kind)?;
+        if wanted(&kind.to_string()) {
+            bench(
+                &Device::open(BackendChoice::Backend(kind))?,
+                &kind.to_string(),
+            )?;
+        }
+    }
+    let gpu_kernels = DeviceOptions {
+        software_kernels: false,
+        ..DeviceOptions::default()
+    };
+    if wanted("webgpu-gpu-kernels") {
+        let d = Device::open_with(BackendChoice::Backend(BackendKind::WebGpu), gpu_kernels)?;
+        if d.info().device_type == DeviceType::SoftwareGpu {
+            bench(&d, "webgpu-gpu-kernels")?;
         }
     }
     Ok(())
