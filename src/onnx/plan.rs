@@ -133,10 +133,12 @@ impl Plan {
             steps.push(Step { op, bodies });
         }
         let constants = if missing.is_empty() {
-            g.values
-                .iter()
-                .map(|v| match &v.origin {
-                    Origin::Constant(c) => Val::from_weight(c, device, f16_weights).map(Some),
+            let layers = layer_weights(g);
+            (g.values.iter().zip(layers))
+                .map(|(v, layer)| match &v.origin {
+                    Origin::Constant(c) => {
+                        Val::from_weight(c, device, f16_weights && layer).map(Some)
+                    }
                     _ => Ok(None),
                 })
                 .collect::<Result<_>>()?
@@ -303,6 +305,37 @@ impl Plan {
         let result = (s.op.run)(&cx);
         (result, cx.wanted.get())
     }
+}
+
+/// The operators whose weights a session asking for f16 weights may hold in f16: layers whose
+/// kernels read every element of the weight once per run, so the widened copy costs about
+/// what the product does (an embedding table, of which `Gather` reads a few rows, stays f32).
+const LAYERS: [&str; 8] = [
+    "Conv",
+    "ConvTranspose",
+    "MatMul",
+    "Gemm",
+    "FusedConv",
+    "FusedGemm",
+    "FusedMatMul",
+    "Attention",
+];
+
+/// For each value of `g`, whether only [`LAYERS`] read it (the graph's outputs are read by
+/// the caller).
+fn layer_weights(g: &Graph) -> Vec<bool> {
+    let mut only = vec![true; g.values.len()];
+    for n in &g.nodes {
+        if !LAYERS.contains(&n.op.as_str()) {
+            for v in reads(g, n) {
+                only[v] = false;
+            }
+        }
+    }
+    for &v in &g.outputs {
+        only[v] = false;
+    }
+    only
 }
 
 /// The value `id` of `env` as a node reads it: a weight held in f16 for the f32 constant of

@@ -33,10 +33,11 @@ pub struct SessionOptions {
     /// run is captured once and replayed (on devices that capture: webgpu and cuda), for the
     /// host cost of one launch; see `docs/src/onnx.md`, "Runs as replays".
     pub eager: bool,
-    /// Holds the f32 weights of at least [`super::F16_WEIGHT_MIN`] elements (those of matrix
-    /// products and convolutions) in f16 on the device: half their memory and upload. A node
-    /// reads each widened back to f32, a copy freed when the node is done, so outputs differ
-    /// from the f32 model's by the weights' rounding (a relative 2^-11 per weight).
+    /// Holds the f32 weights of at least [`super::F16_WEIGHT_MIN`] elements that only layers
+    /// read (matrix products, convolutions, attention; not an embedding table that `Gather`
+    /// reads rows of) in f16 on the device: half their memory and upload. A node reads each
+    /// widened back to f32, a copy freed when the node is done, so outputs differ from the
+    /// f32 model's by the weights' rounding (a relative 2^-12 per weight).
     pub f16_weights: bool,
 }
 

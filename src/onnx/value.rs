@@ -19,8 +19,8 @@ const HOST_LIMIT: usize = 4096;
 const HOST_FLOAT_LIMIT: usize = 16;
 
 /// F32 constants of at least this many elements are held in f16 on the device when a session
-/// asks for f16 weights (`SessionOptions::f16_weights`): the weights of matrix products and
-/// convolutions, not their biases or the small numbers operators read.
+/// asks for f16 weights (`SessionOptions::f16_weights`) and only layers read them (matrix
+/// products, convolutions, attention): their weights, not biases or embedding tables.
 pub const F16_WEIGHT_MIN: usize = 1024;
 
 /// A value of a running graph.
