@@ -27,8 +27,8 @@ pub(super) fn run(g: &mut Graph, _: &Cx<'_>) -> Result<usize> {
         n.attrs = Attrs::default().with("perm", Attr::Ints(perm));
     }
     let uses = Uses::of(g);
-    for t in 0..g.nodes.len() {
-        if dead[t] || !in_order(&g.nodes[t]) {
+    for (t, gone) in dead.iter_mut().enumerate() {
+        if *gone || !in_order(&g.nodes[t]) {
             continue;
         }
         let (Some(x), Some(y)) = (input(&g.nodes[t], 0), output(&g.nodes[t])) else {
@@ -44,7 +44,7 @@ pub(super) fn run(g: &mut Graph, _: &Cx<'_>) -> Result<usize> {
                 }
             }
         }
-        dead[t] = true;
+        *gone = true;
     }
     edit::remove(g, &dead)?;
     Ok(dead.iter().filter(|&&d| d).count())
