@@ -96,8 +96,8 @@ mod cli {
         /// others are 1 in the random inputs).
         #[arg(long = "dim", value_name = "NAME=N")]
         dims: Vec<String>,
-        /// Turn a graph pass off at load (fold, batchnorm, gelu, layernorm, rmsnorm, fuse,
-        /// chain), or every pass with `all` (repeatable).
+        /// Turn a graph pass off at load (fold, transpose, batchnorm, gelu, layernorm, rmsnorm,
+        /// attention, fuse, chain), or every pass with `all` (repeatable).
         #[arg(long = "no-pass", value_name = "NAME")]
         no_passes: Vec<String>,
         /// Device: auto (honours UNICOMPUTE_BACKEND), cpu, webgpu, cuda, or an index from `info`.
