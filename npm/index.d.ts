@@ -33,6 +33,7 @@ export type {
   TuneResult,
   UnaryName,
   ValueMetadata,
+  LoadPhases,
 } from './pkg/unicompute.js';
 
 /** What every throw and rejection of the package is; `code` says what kind of failure. */

@@ -1,6 +1,6 @@
 // Typings of ONNX sessions (npm/session.js), as onnxruntime-web types its `InferenceSession`
 // and `Tensor`; `unicompute` and `unicompute/ort` export them.
-import type { Device, Tensor, ValueMetadata } from './pkg/unicompute.js';
+import type { Device, LoadPhases, Tensor, ValueMetadata } from './pkg/unicompute.js';
 
 /** An element type by onnxruntime-web's name. */
 export type HostType = 'float32' | 'float64' | 'float16' | 'int8' | 'uint8' | 'bool' | 'int16' | 'uint16' | 'int32' | 'uint32' | 'int64' | 'uint64';
@@ -89,6 +89,8 @@ export declare class InferenceSession<Out = HostTensor> {
   readonly outputNames: readonly string[];
   readonly inputMetadata: readonly ValueMetadata[];
   readonly outputMetadata: readonly ValueMetadata[];
+  /** How long each phase of the load took, and how many kernels compiled at load (or why none did). */
+  readonly loadPhases: Readonly<LoadPhases>;
   /**
    * Run on `feeds` (every input by name); the outputs by name, or the ones `fetches` names.
    * onnxruntime-web's run options are taken and change nothing.

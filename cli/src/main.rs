@@ -113,6 +113,9 @@ mod cli {
         /// Run node by node every time, never replaying a captured run.
         #[arg(long)]
         eager: bool,
+        /// Compile the op kernels at the first run, not at load.
+        #[arg(long)]
+        compile_lazily: bool,
         /// Seed of the random inputs.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -319,6 +322,7 @@ mod cli {
             runs: args.runs,
             warmup: args.warmup,
             eager: args.eager,
+            compile_lazily: args.compile_lazily,
             seed: args.seed,
             save: args.save,
             profile: args.profile,

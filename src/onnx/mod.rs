@@ -7,7 +7,8 @@
 //! tensors, host data for shape computations, sequences of tensors), `ops` (each operator
 //! mapped onto the op API), `passes` (rewrites of the graph at load that make it cheaper
 //! to run), `plan` (a graph checked for running, its subgraphs' plans inside), `replay`
-//! (runs captured once and replayed) and `session` (a model loaded on a device, and its
+//! (runs captured once and replayed), `load` (a load's phases, kernels compiled at load)
+//! and `session` (a model loaded on a device, and its
 //! runs).
 
 mod attr;
@@ -15,6 +16,7 @@ mod constant;
 mod elem;
 mod graph;
 mod legacy;
+mod load;
 mod model;
 mod ops;
 mod passes;
@@ -29,6 +31,7 @@ pub use attr::{Attr, Attrs};
 pub use constant::Constant;
 pub use elem::ElemType;
 pub use graph::{Dim, Graph, Node, Origin, Value, ValueId};
+pub use load::{LoadReport, PHASES};
 pub use model::{Model, OPSETS};
 pub use ops::supported;
 pub use passes::{PassReport, Passes};

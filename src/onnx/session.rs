@@ -4,6 +4,7 @@
 
 use super::attr::Attr;
 use super::graph::{Dim, Graph, ValueId};
+use super::load::{self, LoadReport, Phases};
 use super::model::Model;
 use super::ops;
 use super::passes::{self, PassReport, Passes};
@@ -32,6 +33,11 @@ pub struct SessionOptions {
     /// run is captured once and replayed (on devices that capture: webgpu and cuda), for the
     /// host cost of one launch; see `docs/src/onnx.md`, "Runs as replays".
     pub eager: bool,
+    /// Leaves the op kernels to compile at the first run. By default, where every input's
+    /// extents are fixed (in the model or by `free_dims`), the session compiles the kernels a
+    /// run uses at load, by a run on zero inputs; [`Session::load_report`] says how long it
+    /// took, or why it did not.
+    pub compile_lazily: bool,
 }
 
 /// A graph input or output as the model declares it.
@@ -59,12 +65,15 @@ pub struct Session {
     optimised: Vec<PassReport>,
     /// Captured runs by their feeds' shapes; `None` with [`SessionOptions::eager`].
     replays: Option<Replays>,
+    /// How the load went.
+    loaded: LoadReport,
 }
 
 impl Session {
     /// The model in `bytes` (a whole `.onnx` file) on `device`.
     pub fn from_bytes(device: &Device, bytes: Vec<u8>, options: SessionOptions) -> Result<Self> {
-        Self::load(device, Model::from_bytes(bytes)?, options)
+        let phases = Phases::start();
+        Self::load_timed(device, Model::from_bytes(bytes)?, options, phases)
     }
 
     /// The model in the file at `path` on `device` (external data files beside it).
@@ -74,12 +83,24 @@ impl Session {
         path: impl AsRef<std::path::Path>,
         options: SessionOptions,
     ) -> Result<Self> {
-        Self::load(device, Model::from_path(path)?, options)
+        let phases = Phases::start();
+        Self::load_timed(device, Model::from_path(path)?, options, phases)
     }
 
     /// A parsed model on `device`: an operator the session cannot run is an error here, never
     /// halfway through a run.
     pub fn load(device: &Device, model: Model, options: SessionOptions) -> Result<Self> {
+        Self::load_timed(device, model, options, Phases::start())
+    }
+
+    /// [`Session::load`], its phases timed from `phases`, whose first (the parse) is under way.
+    fn load_timed(
+        device: &Device,
+        model: Model,
+        options: SessionOptions,
+        mut phases: Phases,
+    ) -> Result<Self> {
+        phases.end("parse");
         let opset = model.opset("").unwrap_or(*super::OPSETS.end());
         let mut graph = model.graph;
         if let Some(names) = &options.outputs {
@@ -91,6 +112,7 @@ impl Session {
         fix_dims(&mut graph, &options.free_dims);
         let cx = passes::Cx { device, opset };
         let optimised = passes::optimise(&mut graph, &options.passes, &cx)?;
+        phases.end("optimise");
         check_io(&graph)?;
         let mut missing = Vec::new();
         let plan = Plan::new(&graph, device, opset, "", &mut missing)?;
@@ -101,6 +123,16 @@ impl Session {
                 missing.join("; ")
             )));
         }
+        let queue = device.queue();
+        load::settle(&queue)?;
+        phases.end("upload");
+        let exec = Exec {
+            device,
+            queue: &queue,
+            opset,
+        };
+        let compiled = load::compile(exec, &graph, &plan, options.compile_lazily);
+        phases.end("compile");
         Ok(Session {
             device: device.clone(),
             graph,
@@ -108,7 +140,14 @@ impl Session {
             plan,
             optimised,
             replays: (!options.eager).then(Replays::default),
+            loaded: phases.report(compiled),
         })
+    }
+
+    /// How the load went: each phase's length, and how many op kernels compiled at load (or
+    /// why none did).
+    pub fn load_report(&self) -> &LoadReport {
+        &self.loaded
     }
 
     /// The graph as it runs: the model's, rewritten by the graph passes.

@@ -24,6 +24,20 @@ export interface ValueMetadata {
   type?: string;
   shape?: (number | string)[];
 }
+
+/** How a session's load went: each phase's length in milliseconds (`parse`, `optimise` (the
+ * graph passes), `upload` (the weights), `compile` (the kernels a run uses, compiled by a run
+ * on zero inputs)), how many kernels compiled at load (null where the device compiles none,
+ * the CPU), and why they were left to the first run instead, where they were (an input's
+ * extent left open: `freeDimensionOverrides` fixes named ones). */
+export interface LoadPhases {
+  parse: number;
+  optimise: number;
+  upload: number;
+  compile: number;
+  kernelsCompiled: number | null;
+  deferred: string | null;
+}
 "#;
 
 /// A model loaded on a device (`InferenceSession` in the npm package wraps it).
@@ -136,6 +150,31 @@ impl JsSession {
     #[wasm_bindgen(getter, js_name = outputMetadata, unchecked_return_type = "ValueMetadata[]")]
     pub fn output_metadata(&self) -> js_sys::Array {
         self.inner.outputs().iter().map(metadata).collect()
+    }
+
+    /// How the load went: `{ parse, optimise, upload, compile, kernelsCompiled, deferred }`,
+    /// the phases in milliseconds.
+    #[wasm_bindgen(getter, js_name = loadPhases, unchecked_return_type = "LoadPhases")]
+    pub fn load_phases(&self) -> JsValue {
+        let report = self.inner.load_report();
+        let o = js_sys::Object::new();
+        // Setting properties on a fresh plain object cannot fail.
+        let set = |k: &str, v: JsValue| {
+            let _ = js_sys::Reflect::set(&o, &k.into(), &v);
+        };
+        for &(name, ms) in &report.phases {
+            set(name, ms.into());
+        }
+        let or_null = |v: Option<JsValue>| v.unwrap_or(JsValue::NULL);
+        set(
+            "kernelsCompiled",
+            or_null(report.compiled.map(|n| (n as f64).into())),
+        );
+        set(
+            "deferred",
+            or_null(report.deferred.as_deref().map(JsValue::from)),
+        );
+        o.into()
     }
 
     /// Runs the model on `feeds` (every input, by name): a promise of the outputs, in order,

@@ -16,15 +16,20 @@ use crate::common::{devices, name, random, read, tensor};
 use crate::onnx_recur::{attr, floats, int64s, int_attr, FLOAT};
 
 /// A model to check: its nodes, weights, inputs (name and shape) and outputs.
-struct Case {
-    nodes: Vec<NodeProto>,
-    weights: Vec<TensorProto>,
-    inputs: Vec<(&'static str, Vec<usize>)>,
-    outputs: Vec<&'static str>,
+pub(crate) struct Case {
+    pub nodes: Vec<NodeProto>,
+    pub weights: Vec<TensorProto>,
+    pub inputs: Vec<(&'static str, Vec<usize>)>,
+    pub outputs: Vec<&'static str>,
 }
 
 /// A node of `op` (of `com.microsoft` where the name says `ms.`) with `attrs`.
-fn node(op: &str, inputs: &[&str], outputs: &[&str], attrs: Vec<AttributeProto>) -> NodeProto {
+pub(crate) fn node(
+    op: &str,
+    inputs: &[&str],
+    outputs: &[&str],
+    attrs: Vec<AttributeProto>,
+) -> NodeProto {
     let (domain, op) = match op.strip_prefix("ms.") {
         Some(op) => (Some("com.microsoft".to_string()), op),
         None => (None, op),
@@ -78,7 +83,7 @@ fn declared(name: &str, dims: Option<&[usize]>) -> ValueInfoProto {
 }
 
 /// Seeded weights in `[lo, hi)` of `dims`.
-fn weights(name: &str, dims: &[usize], seed: u64, [lo, hi]: [f32; 2]) -> TensorProto {
+pub(crate) fn weights(name: &str, dims: &[usize], seed: u64, [lo, hi]: [f32; 2]) -> TensorProto {
     floats(name, dims, &random(seed, dims.iter().product(), lo, hi))
 }
 
@@ -89,7 +94,7 @@ fn scalar(name: &str, v: f32) -> TensorProto {
 
 impl Case {
     /// The model as bytes: opset 17, and `com.microsoft`.
-    fn bytes(&self) -> Vec<u8> {
+    pub(crate) fn bytes(&self) -> Vec<u8> {
         let g = GraphProto {
             node: self.nodes.clone(),
             initializer: self.weights.clone(),
@@ -122,7 +127,7 @@ impl Case {
     }
 
     /// The outputs of `s` on the seeded inputs.
-    fn run(&self, d: &Device, s: &Session) -> Vec<Vec<f32>> {
+    pub(crate) fn run(&self, d: &Device, s: &Session) -> Vec<Vec<f32>> {
         let feeds: Vec<(&str, Tensor)> = (self.inputs.iter().enumerate())
             .map(|(i, (n, dims))| {
                 let data = random(90 + i as u64, dims.iter().product(), -2.0, 2.0);
