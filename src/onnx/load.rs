@@ -1,11 +1,14 @@
 //! How long each phase of a session's load took ([`LoadReport`]), and the compile phase: the
-//! op kernels a run uses compiled at load, by one run on zero inputs of the inputs' fixed
-//! shapes whose outputs are dropped, so that the first run does not wait for them. The
-//! device keeps what it compiles (its pipeline or program cache), so a second session on it
-//! compiles only the kernels the first did not use.
+//! op kernels a run uses compiled at load, so that the first run does not wait for them. A
+//! run on zero inputs of the inputs' fixed shapes is captured (`Queue::capture`), which
+//! compiles its kernels without running anything, and kept as the replay of runs of those
+//! shapes (`replay`), the kernels of its replays' copies compiled too; where the capture is
+//! refused (a node that reads a device value on the host) the run runs. The device keeps what it compiles (its pipeline or program
+//! cache), so a second session on it compiles only the kernels the first did not use.
 
 use super::graph::{Dim, Graph};
 use super::plan::{clock, now, Exec, Plan};
+use super::replay::{self, Key, Replays};
 use super::value::{device_dtype, Val};
 use crate::base::error::Result;
 use crate::{Queue, Tensor};
@@ -20,7 +23,8 @@ pub struct LoadReport {
     /// read into a graph; about 0 where the session was given a parsed model by
     /// `Session::load`), `optimise` (the graph passes), `upload` (the operators checked and
     /// the constants written to the device, until the device has them), `compile` (the op
-    /// kernels a run uses compiled by a run on zero inputs, until the device has run it).
+    /// kernels a run uses compiled by a run on zero inputs: captured, or where the capture is
+    /// refused run until the device has run it).
     pub phases: Vec<(&'static str, f64)>,
     /// How many op kernels the device compiled in the compile phase; `None` where it compiles
     /// none (the CPU, whose op kernels are native code).
@@ -83,9 +87,15 @@ pub(crate) struct Compiled {
     deferred: Option<String>,
 }
 
-/// The compile phase: `plan` (of the main graph `g`) run once on zero inputs, unless `lazily`
-/// or the device compiles nothing, and the queue finished.
-pub(crate) fn compile(x: Exec<'_>, g: &Graph, plan: &Plan, lazily: bool) -> Compiled {
+/// The compile phase: `plan` (of the main graph `g`) captured or run once on zero inputs
+/// ([`warm`]), unless `lazily` or the device compiles nothing.
+pub(crate) fn compile(
+    x: Exec<'_>,
+    g: &Graph,
+    plan: &Plan,
+    lazily: bool,
+    replays: Option<&Replays>,
+) -> Compiled {
     let Some(before) = x.device.kernels_compiled() else {
         return Compiled {
             count: None,
@@ -95,13 +105,9 @@ pub(crate) fn compile(x: Exec<'_>, g: &Graph, plan: &Plan, lazily: bool) -> Comp
     let ran = if lazily {
         Err("SessionOptions::compile_lazily is set".to_string())
     } else {
-        zero_feeds(x, g).and_then(|feeds| {
-            let mut env = plan.env();
-            for (&id, t) in g.inputs.iter().zip(feeds) {
-                env[id] = Some(Val::Device(t));
-            }
-            let run = now(plan.run(g, x, env, None, None)).and_then(|_| settle(x.queue));
-            run.map_err(|e| format!("the run on zero inputs failed: {e}"))
+        feed_key(g).and_then(|key| {
+            let warmed = warm(x, g, plan, &key, replays);
+            warmed.map_err(|e| format!("the run on zero inputs failed: {e}"))
         })
     };
     let after = x.device.kernels_compiled().unwrap_or(before);
@@ -111,9 +117,39 @@ pub(crate) fn compile(x: Exec<'_>, g: &Graph, plan: &Plan, lazily: bool) -> Comp
     }
 }
 
-/// Zero tensors for `g`'s inputs, or why there are none: an input that is a sequence, or
-/// whose type or extents the model leaves open.
-fn zero_feeds(x: Exec<'_>, g: &Graph) -> std::result::Result<Vec<Tensor>, String> {
+/// Compiles the kernels of a run of `plan` on zero feeds of `key`: the run is captured, and
+/// the capture (which nothing has run) kept in `replays` for the runs of those shapes, its
+/// copies of feeds and outputs made once; where the capture is refused, the run runs. The
+/// queue is finished.
+fn warm(x: Exec<'_>, g: &Graph, plan: &Plan, key: &Key, replays: Option<&Replays>) -> Result<()> {
+    let run = |feeds: Vec<Tensor>| {
+        let mut env = plan.env();
+        for (&id, t) in g.inputs.iter().zip(feeds) {
+            env[id] = Some(Val::Device(t));
+        }
+        now(plan.run(g, x, env, None, None))
+    };
+    let captured = replay::capture(x.queue, key, run)?;
+    match (&captured, replays) {
+        (Some(c), Some(replays)) => {
+            c.prepare(x.queue)?;
+            replays.store(key, captured);
+        }
+        (Some(_), None) => {}
+        (None, _) => {
+            let zeros = |(shape, dtype): &(Vec<usize>, _)| Tensor::zeros(x.device, shape, *dtype);
+            run(key.iter().map(zeros).collect::<Result<_>>()?)?;
+            if let Some(replays) = replays {
+                replays.store(key, None);
+            }
+        }
+    }
+    settle(x.queue)
+}
+
+/// The shapes and dtypes of `g`'s inputs, or why there are none: an input that is a
+/// sequence, or whose type or extents the model leaves open.
+fn feed_key(g: &Graph) -> std::result::Result<Key, String> {
     g.inputs
         .iter()
         .map(|&id| {
@@ -135,8 +171,8 @@ fn zero_feeds(x: Exec<'_>, g: &Graph) -> std::result::Result<Vec<Tensor>, String
                     )),
                 })
                 .collect::<std::result::Result<Vec<_>, _>>()?;
-            let zeros = device_dtype(elem).and_then(|t| Tensor::zeros(x.device, &shape, t));
-            zeros.map_err(|e| format!("input '{name}': {e}"))
+            let dtype = device_dtype(elem).map_err(|e| format!("input '{name}': {e}"))?;
+            Ok((shape, dtype))
         })
         .collect()
 }

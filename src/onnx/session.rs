@@ -131,7 +131,9 @@ impl Session {
             queue: &queue,
             opset,
         };
-        let compiled = load::compile(exec, &graph, &plan, options.compile_lazily);
+        let replays = (!options.eager).then(Replays::default);
+        let lazily = options.compile_lazily;
+        let compiled = load::compile(exec, &graph, &plan, lazily, replays.as_ref());
         phases.end("compile");
         Ok(Session {
             device: device.clone(),
@@ -139,7 +141,7 @@ impl Session {
             opset,
             plan,
             optimised,
-            replays: (!options.eager).then(Replays::default),
+            replays,
             loaded: phases.report(compiled),
         })
     }

@@ -74,7 +74,8 @@ per_backend!(the_load_reports_its_phases);
 /// On fresh devices (whose counts no other test moves): the session that compiles at load
 /// compiles kernels there and none at its first run, nor does a second session on the device,
 /// load or run; a session that compiles lazily, on another fresh device, compiles the same
-/// number at its first run, and every session gives the same outputs.
+/// kernels in its first runs (node by node, then captured and replayed), and every session
+/// gives the same outputs.
 #[test]
 fn kernels_compile_at_load_once_per_device() {
     let (eager, lazy) = (common::open_devices(), common::open_devices());
@@ -115,19 +116,12 @@ fn kernels_compile_at_load_once_per_device() {
             "{why:?}"
         );
         let before = other.kernels_compiled();
-        assert_eq!(
-            layer().run(other, &lazily),
-            want,
-            "lazily on {}",
-            name(other)
-        );
-        let at_run = other.kernels_compiled().zip(before).map(|(a, b)| a - b);
-        assert_eq!(
-            at_run,
-            at_load,
-            "compiled at the first run on {}",
-            name(other)
-        );
+        for run in 0..3 {
+            let got = layer().run(other, &lazily);
+            assert_eq!(got, want, "run {run} of a lazy session on {}", name(other));
+        }
+        let at_runs = other.kernels_compiled().zip(before).map(|(a, b)| a - b);
+        assert_eq!(at_runs, at_load, "compiled in the runs on {}", name(other));
     }
 }
 
