@@ -35,8 +35,9 @@ pub struct SessionOptions {
     pub eager: bool,
     /// Leaves the op kernels to compile at the first run. By default, where every input's
     /// extents are fixed (in the model or by `free_dims`), the session compiles the kernels a
-    /// run uses at load, by a run on zero inputs; [`Session::load_report`] says how long it
-    /// took, or why it did not.
+    /// run uses at load by capturing a run on zero inputs, which nothing runs and which the
+    /// first run replays (unless `eager`); [`Session::load_report`] says how long it took, or
+    /// why it did not.
     pub compile_lazily: bool,
 }
 
