@@ -22,6 +22,7 @@ export type {
   GPUDeviceLike,
   GPUTensorOptions,
   LaunchRecord,
+  LoadPhases,
   MemoryInfo,
   MemoryPlan,
   MemoryStats,

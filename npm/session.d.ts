@@ -1,6 +1,6 @@
 // Typings of ONNX sessions (npm/session.js), as onnxruntime-web types its `InferenceSession`
 // and `Tensor`; `unicompute` and `unicompute/ort` export them.
-import type { Device, MemoryPlan, Tensor, ValueMetadata } from './pkg/unicompute.js';
+import type { Device, LoadPhases, MemoryPlan, Tensor, ValueMetadata } from './pkg/unicompute.js';
 
 /** An element type by onnxruntime-web's name. */
 export type HostType = 'float32' | 'float64' | 'float16' | 'int8' | 'uint8' | 'bool' | 'int16' | 'uint16' | 'int32' | 'uint32' | 'int64' | 'uint64';
@@ -91,13 +91,15 @@ export declare class InferenceSession<Out = HostTensor> {
   readonly outputNames: readonly string[];
   readonly inputMetadata: readonly ValueMetadata[];
   readonly outputMetadata: readonly ValueMetadata[];
+  /** How long each phase of the load took, and how many kernels compiled at load (or why none did). */
+  readonly loadPhases: Readonly<LoadPhases>;
   /**
    * Run on `feeds` (every input by name); the outputs by name, or the ones `fetches` names.
    * onnxruntime-web's run options are taken and change nothing.
    */
   run(feeds: Record<string, Feed>, fetches?: readonly string[] | Record<string, unknown>, options?: Record<string, unknown>): Promise<Record<string, Out>>;
   /**
-   * Where a run's memory goes, in bytes, planned from the first run (undefined before it):
+   * Where a run's memory goes, in bytes, planned at load or the first run (else undefined):
    * the weights, the intermediates placed by liveness in arenas (`peak`), beside the most
    * live at once and their sum without reuse.
    */

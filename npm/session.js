@@ -275,7 +275,7 @@ function makeSessionClass(wasm, open) {
   /**
    * A model loaded on a device, as onnxruntime-web's `InferenceSession`: `create`, `run`,
    * `release`, `inputNames`, `outputNames`, `inputMetadata` and `outputMetadata`; `device`
-   * says which unicompute device runs it.
+   * says which unicompute device runs it, `loadPhases` how long its load took.
    */
   class InferenceSession {
     #session;
@@ -293,6 +293,12 @@ function makeSessionClass(wasm, open) {
       /** Each input and output: `{ name, isTensor, type, shape }`. */
       this.inputMetadata = Object.freeze(session.inputMetadata);
       this.outputMetadata = Object.freeze(session.outputMetadata);
+      /**
+       * How the load went: `{ parse, optimise, upload, compile }` in milliseconds, with
+       * `kernelsCompiled` (at load; null on the CPU) and `deferred` (why the kernels compile at
+       * the first run instead, or null).
+       */
+      this.loadPhases = Object.freeze(session.loadPhases);
     }
 
     /**

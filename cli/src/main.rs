@@ -116,6 +116,9 @@ mod cli {
         /// Hold the large f32 weights in f16 on the device (half their memory and upload).
         #[arg(long)]
         f16_weights: bool,
+        /// Compile the op kernels at the first run, not at load.
+        #[arg(long)]
+        compile_lazily: bool,
         /// Seed of the random inputs.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -323,6 +326,7 @@ mod cli {
             warmup: args.warmup,
             eager: args.eager,
             f16_weights: args.f16_weights,
+            compile_lazily: args.compile_lazily,
             seed: args.seed,
             save: args.save,
             profile: args.profile,

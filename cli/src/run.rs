@@ -1,12 +1,12 @@
 //! `unicompute run`: an ONNX model loaded and run on one device, on `.npy` inputs or seeded
 //! random ones made from the declared shapes; prints the outputs' shapes with checksums and
-//! the load, first-run and median-run times, or every operator the runner lacks; with
+//! the load (by phase), first-run and median-run times, or every operator the runner lacks; with
 //! `--profile`, each operator's time (trace.rs).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use unicompute::onnx::{Dim, ElemType, Model, Passes, Session, SessionOptions};
+use unicompute::onnx::{Dim, ElemType, LoadReport, Model, Passes, Session, SessionOptions};
 use unicompute::{DType, Device, Error, Result, Tensor};
 
 /// What `unicompute run` was asked.
@@ -28,6 +28,8 @@ pub struct RunConfig {
     pub eager: bool,
     /// Large f32 weights held in f16 (`SessionOptions::f16_weights`).
     pub f16_weights: bool,
+    /// Op kernels compiled at the first run, not at load (`SessionOptions::compile_lazily`).
+    pub compile_lazily: bool,
     /// The seed of the random inputs.
     pub seed: u64,
     /// Where to write the first run's outputs as `.npy` files.
@@ -40,6 +42,7 @@ pub struct RunConfig {
 pub fn run(device: &Device, config: &RunConfig) -> Result<()> {
     let start = Instant::now();
     let model = Model::from_path(&config.model)?;
+    let parse = start.elapsed().as_secs_f64();
     let unsupported = unicompute::onnx::unsupported(&model);
     if !unsupported.is_empty() {
         println!("operators this runner lacks ({} kinds):", unsupported.len());
@@ -52,6 +55,7 @@ pub fn run(device: &Device, config: &RunConfig) -> Result<()> {
         passes: passes(&config.no_passes),
         eager: config.eager,
         f16_weights: config.f16_weights,
+        compile_lazily: config.compile_lazily,
         ..SessionOptions::default()
     };
     let nodes = model.graph.nodes.len();
@@ -83,6 +87,7 @@ pub fn run(device: &Device, config: &RunConfig) -> Result<()> {
         );
     }
     println!("load:   {:.3} ms", load * 1e3);
+    print_phases(session.load_report(), parse);
     println!("first:  {:.3} ms", first * 1e3);
     if let Some(median) = times.get(times.len() / 2) {
         println!("median: {:.3} ms of {} runs", median * 1e3, times.len());
@@ -199,6 +204,24 @@ fn pairs<'a>(args: &'a [String], flag: &str) -> Result<Vec<(&'a str, &'a str)>> 
                 .ok_or_else(|| Error::Invalid(format!("{flag} {a}: expected NAME=VALUE")))
         })
         .collect()
+}
+
+/// The load's phases: the parse as timed here (the session was given the parsed model), the
+/// others as the session reports them, and how many op kernels compiled at load or why none
+/// did.
+fn print_phases(report: &LoadReport, parse: f64) {
+    let each: Vec<String> = (report.phases.iter())
+        .map(|&(name, ms)| match name {
+            "parse" => format!("parse {:.3}", parse * 1e3),
+            _ => format!("{name} {ms:.3}"),
+        })
+        .collect();
+    let compiled = match (&report.deferred, report.compiled) {
+        (Some(why), _) => format!("kernels compile at the first run: {why}"),
+        (None, Some(n)) => format!("{n} kernels compiled at load"),
+        (None, None) => "the device compiles no kernels".to_string(),
+    };
+    println!("phases: {} ms; {compiled}", each.join(", "));
 }
 
 /// The graph passes left on by `--no-pass NAME` arguments.

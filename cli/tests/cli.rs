@@ -318,6 +318,12 @@ fn run_gives_an_onnx_models_outputs_from_npy_inputs() {
         stdout.contains("median: ") && stdout.contains("of 3 runs"),
         "{stdout}"
     );
+    let phases = stdout.lines().find(|l| l.starts_with("phases: parse "));
+    let phases = phases.unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        phases.contains(", compile ") && phases.ends_with("the device compiles no kernels"),
+        "{phases}"
+    );
     // --save writes each output as a .npy file: a version 1.0 header, then f32 data.
     let out = dir.join("out");
     let save = [

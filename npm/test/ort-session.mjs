@@ -207,6 +207,16 @@ const four = new HostTensor('float32', seeded(8, 4 * 5, -4, 4), [4, 5]);
 await refuses(() => fixed.run({ ...feeds, x: four }), 'SHAPE', /input 'x' has shape \[4, 5\]: expected \[7, 5\]/);
 const open = await InferenceSession.create(bytes, { device });
 assert.deepEqual(open.inputMetadata[0].shape, ['batch', 5], 'other sessions keep the named extent');
+// The load's phases: each a time; the kernels compile at load where the extents are fixed, and
+// are left to the first run, saying why, where one is open (on the CPU nothing compiles).
+for (const [s, why] of [[fixed, null], [open, /input 'x' has the open extent 'batch'/]]) {
+  const { kernelsCompiled, deferred, ...times } = s.loadPhases;
+  assert.deepEqual(Object.keys(times), ['parse', 'optimise', 'upload', 'compile'], 'load phases');
+  assert.ok(Object.values(times).every((ms) => Number.isFinite(ms) && ms >= 0), `load phases ${JSON.stringify(times)}`);
+  assert.equal(kernelsCompiled === null, backend === 'cpu', `kernels compiled at load: ${kernelsCompiled}`);
+  if (backend === 'cpu' || why === null) assert.equal(deferred, null);
+  else assert.match(deferred, why);
+}
 await open.release();
 const badOverrides = [
   [{ batch: -1 }, /freeDimensionOverrides\.batch is -1: expected a whole number/],

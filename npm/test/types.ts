@@ -40,6 +40,7 @@ import {
   type ModelSource,
   type MemoryPlan,
   type ValueMetadata,
+  type LoadPhases,
   Buffer,
   HostTensor,
   InferenceSession,
@@ -287,6 +288,9 @@ async function sessions(device: Device, model: ModelSource): Promise<void> {
   const options: InferenceSessionOptions = { executionProviders: providers, graphOptimizationLevel: 'all' };
   const host = await InferenceSession.create(new ArrayBuffer(8), 0, 8, options);
   const meta: readonly ValueMetadata[] = host.inputMetadata;
+  const phases: Readonly<LoadPhases> = host.loadPhases;
+  const compiled: number | null = phases.kernelsCompiled;
+  console.log(phases.parse + phases.optimise + phases.upload + phases.compile, compiled, phases.deferred);
   const type: HostType = 'int64';
   const ids: HostTensor<'int64'> = new HostTensor(type as 'int64', BigInt64Array.from([1n]), [1]);
   const bits: HostArrayOf<'float16'> = new Uint16Array(2);

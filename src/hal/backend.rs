@@ -59,6 +59,9 @@ pub(crate) trait Backend {
     }
     /// Bytes of device memory free now, where the backend can tell.
     fn memory_free(dev: &Self::Device) -> Option<u64>;
+    /// How many op kernels the device has compiled (its pipeline or program cache's
+    /// entries); `None` where op kernels are native code that compiles nothing (the CPU).
+    fn kernels_compiled(dev: &Self::Device) -> Option<usize>;
     /// Compile a user kernel; `None` if this backend does not run `language`.
     fn user_program(dev: &Self::Device, kernel: &UserSource<'_>) -> Option<Result<Self::Program>>;
     /// Where a user program's loop-count status word binds, if its loops are counted.

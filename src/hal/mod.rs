@@ -345,6 +345,11 @@ impl BackendDevice {
         on_device!(self, |B, d| B::memory_free(d))
     }
 
+    /// How many op kernels the device has compiled; `None` where it compiles none (cpu).
+    pub fn kernels_compiled(&self) -> Option<usize> {
+        on_device!(self, |B, d| B::kernels_compiled(d))
+    }
+
     /// Fill the first `bytes` of `mem`, which no queued work uses, with `word` now.
     pub fn fill_now(&self, mem: &Memory, bytes: u64, word: u32) -> Result<()> {
         on_pair!(

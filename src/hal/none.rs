@@ -53,6 +53,10 @@ impl Backend for Absent {
         match *dev {}
     }
 
+    fn kernels_compiled(dev: &Off) -> Option<usize> {
+        match *dev {}
+    }
+
     fn user_program(dev: &Off, _: &UserSource<'_>) -> Option<Result<Off>> {
         match *dev {}
     }

@@ -2,8 +2,9 @@
 //! the step that wrote it to the last step that read it (or through its views), placed by
 //! liveness at offsets in a few arenas, and the peak that placement needs beside the weights.
 //!
-//! Models rarely declare the shapes of their intermediates, so the sizes come from the
-//! session's first run ([`Trace`]), which records the block each step wrote; the lifetimes
+//! Models rarely declare the shapes of their intermediates, so the sizes come from a run
+//! ([`Trace`]): the one at load that compiles the kernels, else the session's first, which
+//! records the block each step wrote; the lifetimes
 //! come from the schedule. Placement is greedy by size (the largest block first, each into
 //! the smallest gap of the offsets free over its lifetime, else at an arena's end), as
 //! TensorFlow Lite's and onnxruntime's planners place theirs.
@@ -14,8 +15,8 @@ use super::graph::{Graph, ValueId};
 use super::schedule::Schedule;
 use super::value::Val;
 
-/// What a session's run holds on its device, planned from its first run
-/// (`Session::memory_plan`).
+/// What a session's run holds on its device, planned from the run at load that compiles its
+/// kernels or else its first run (`Session::memory_plan`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MemoryPlan {
     /// Bytes of the weights (the graph's constants) held on the device.

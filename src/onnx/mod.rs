@@ -7,15 +7,16 @@
 //! tensors, host data for shape computations, sequences of tensors), `ops` (each operator
 //! mapped onto the op API), `passes` (rewrites of the graph at load that make it cheaper
 //! to run), `plan` (a graph checked for running, its subgraphs' plans inside), `memory`
-//! (where a run's intermediates lie by liveness, and the peak), `replay`
-//! (runs captured once and replayed) and `session` (a model loaded on a device, and its
-//! runs).
+//! (where a run's intermediates lie by liveness, and the peak), `replay` (runs captured
+//! once and replayed), `load` (a load's phases, kernels compiled at load) and `session` (a
+//! model loaded on a device, and its runs).
 
 mod attr;
 mod constant;
 mod elem;
 mod graph;
 mod legacy;
+mod load;
 mod memory;
 mod model;
 mod ops;
@@ -31,6 +32,7 @@ pub use attr::{Attr, Attrs};
 pub use constant::Constant;
 pub use elem::ElemType;
 pub use graph::{Dim, Graph, Node, Origin, Value, ValueId};
+pub use load::{LoadReport, PHASES};
 pub use memory::MemoryPlan;
 pub use model::{Model, OPSETS};
 pub use ops::supported;

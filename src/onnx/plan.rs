@@ -29,7 +29,7 @@ pub struct NodeTime {
 }
 
 /// Microseconds for profiles: a monotonic clock natively, the page's clock in wasm.
-mod clock {
+pub(crate) mod clock {
     /// Microseconds since an arbitrary origin.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn now_us() -> f64 {

@@ -138,13 +138,35 @@ impl Captured {
     /// One replay on `feeds` (of the capture's key), on `queue`: the outputs, copies of
     /// their own.
     pub(crate) fn replay(&self, queue: &Queue, feeds: &[Val]) -> Result<Vec<Val>> {
+        self.feed(queue, feeds)?;
+        self.graph.replay()?;
+        self.copied_outputs(queue)
+    }
+
+    /// Compiles the kernels a replay launches besides the captured work (the copies of the
+    /// feeds and the outputs) by making those copies once, of zero feeds, the outputs' copies
+    /// dropped; nothing captured runs.
+    pub(crate) fn prepare(&self, queue: &Queue) -> Result<()> {
+        let zeros = (self.inputs.iter())
+            .map(|t| Tensor::zeros(queue.device(), t.shape(), t.dtype()).map(Val::Device))
+            .collect::<Result<Vec<_>>>()?;
+        self.feed(queue, &zeros)?;
+        self.copied_outputs(queue).map(drop)
+    }
+
+    /// Copies `feeds` into the tensors the captured work reads.
+    fn feed(&self, queue: &Queue, feeds: &[Val]) -> Result<()> {
         for (feed, input) in feeds.iter().zip(&self.inputs) {
             let Val::Device(t) = feed else {
                 return Err(Error::Internal("a replay was fed a host value".into()));
             };
             copy_into(queue, t, input)?;
         }
-        self.graph.replay()?;
+        Ok(())
+    }
+
+    /// The outputs, device ones copied into tensors of their own.
+    fn copied_outputs(&self, queue: &Queue) -> Result<Vec<Val>> {
         self.outputs
             .iter()
             .map(|v| match v {

@@ -4,6 +4,7 @@
 
 use super::attr::Attr;
 use super::graph::{Dim, Graph, ValueId};
+use super::load::{self, LoadReport, Phases};
 use super::memory::{self, MemoryPlan, Trace};
 use super::model::Model;
 use super::ops;
@@ -39,6 +40,12 @@ pub struct SessionOptions {
     /// widened back to f32, a copy freed when the node is done, so outputs differ from the
     /// f32 model's by the weights' rounding (a relative 2^-12 per weight).
     pub f16_weights: bool,
+    /// Leaves the op kernels to compile at the first run. By default, where every input's
+    /// extents are fixed (in the model or by `free_dims`), the session compiles the kernels a
+    /// run uses at load by capturing a run on zero inputs, which nothing runs and which the
+    /// first run replays (unless `eager`); [`Session::load_report`] says how long it took, or
+    /// why it did not.
+    pub compile_lazily: bool,
 }
 
 /// A graph input or output as the model declares it.
@@ -66,14 +73,17 @@ pub struct Session {
     optimised: Vec<PassReport>,
     /// Captured runs by their feeds' shapes; `None` with [`SessionOptions::eager`].
     replays: Option<Replays>,
-    /// The memory plan, made from the first run that completed node by node.
+    /// The memory plan, made from the run at load or else the first node-by-node run.
     memory: std::sync::OnceLock<MemoryPlan>,
+    /// How the load went.
+    loaded: LoadReport,
 }
 
 impl Session {
     /// The model in `bytes` (a whole `.onnx` file) on `device`.
     pub fn from_bytes(device: &Device, bytes: Vec<u8>, options: SessionOptions) -> Result<Self> {
-        Self::load(device, Model::from_bytes(bytes)?, options)
+        let phases = Phases::start();
+        Self::load_timed(device, Model::from_bytes(bytes)?, options, phases)
     }
 
     /// The model in the file at `path` on `device` (external data files beside it).
@@ -83,12 +93,24 @@ impl Session {
         path: impl AsRef<std::path::Path>,
         options: SessionOptions,
     ) -> Result<Self> {
-        Self::load(device, Model::from_path(path)?, options)
+        let phases = Phases::start();
+        Self::load_timed(device, Model::from_path(path)?, options, phases)
     }
 
     /// A parsed model on `device`: an operator the session cannot run is an error here, never
     /// halfway through a run.
     pub fn load(device: &Device, model: Model, options: SessionOptions) -> Result<Self> {
+        Self::load_timed(device, model, options, Phases::start())
+    }
+
+    /// [`Session::load`], its phases timed from `phases`, whose first (the parse) is under way.
+    fn load_timed(
+        device: &Device,
+        model: Model,
+        options: SessionOptions,
+        mut phases: Phases,
+    ) -> Result<Self> {
+        phases.end("parse");
         let opset = model.opset("").unwrap_or(*super::OPSETS.end());
         let mut graph = model.graph;
         if let Some(names) = &options.outputs {
@@ -100,6 +122,7 @@ impl Session {
         fix_dims(&mut graph, &options.free_dims);
         let cx = passes::Cx { device, opset };
         let optimised = passes::optimise(&mut graph, &options.passes, &cx)?;
+        phases.end("optimise");
         check_io(&graph)?;
         let mut missing = Vec::new();
         let plan = Plan::new(&graph, device, opset, "", &mut missing, options.f16_weights)?;
@@ -110,18 +133,35 @@ impl Session {
                 missing.join("; ")
             )));
         }
-        Ok(Session {
+        let queue = device.queue();
+        load::settle(&queue)?;
+        phases.end("upload");
+        let exec = Exec {
+            device,
+            queue: &queue,
+            opset,
+        };
+        let replays = (!options.eager).then(Replays::default);
+        let lazily = options.compile_lazily;
+        let mut compiled = load::compile(exec, &graph, &plan, lazily, replays.as_ref());
+        phases.end("compile");
+        let trace = compiled.trace.take();
+        let session = Session {
             device: device.clone(),
             graph,
             opset,
             plan,
             optimised,
-            replays: (!options.eager).then(Replays::default),
+            replays,
             memory: std::sync::OnceLock::new(),
-        })
+            loaded: phases.report(compiled),
+        };
+        session.plan_memory(trace);
+        Ok(session)
     }
 
-    /// Where a run's memory goes, planned from the session's first run (`None` before it):
+    /// Where a run's memory goes, planned from the run on zero inputs that compiled the
+    /// kernels at load, else from the session's first run (`None` before it):
     /// the weights' bytes, and the intermediates by liveness in arenas, with the planned peak
     /// beside the sum without reuse. See `docs/src/onnx.md`, "Memory".
     pub fn memory_plan(&self) -> Option<MemoryPlan> {
@@ -147,6 +187,12 @@ impl Session {
                 limits.max_buffer_size,
             )
         });
+    }
+
+    /// How the load went: each phase's length, and how many op kernels compiled at load (or
+    /// why none did).
+    pub fn load_report(&self) -> &LoadReport {
+        &self.loaded
     }
 
     /// The graph as it runs: the model's, rewritten by the graph passes.

@@ -206,6 +206,14 @@ impl Device {
         self.shared.backend.memory_free()
     }
 
+    /// How many op kernels the device has compiled since it opened: pipelines on `webgpu`,
+    /// NVRTC programs (compiled, or read from the disk cache) on `cuda`, each once, at its
+    /// first use, then kept for every later launch on the device, by any session or queue.
+    /// `None` on the CPU, whose op kernels are native code.
+    pub fn kernels_compiled(&self) -> Option<usize> {
+        self.shared.backend.kernels_compiled()
+    }
+
     /// Free every cached block of the pool back to the backend.
     pub fn trim_pool(&self) {
         self.shared.pool.trim();

@@ -24,7 +24,7 @@ export interface ValueMetadata {
   type?: string;
   shape?: (number | string)[];
 }
-/** Where a session's run keeps its memory, in bytes, planned from its first run. */
+/** Where a session's run keeps its memory, in bytes, planned from its load or first run. */
 export interface MemoryPlan {
   /** The weights held on the device. */
   weights: number;
@@ -38,6 +38,20 @@ export interface MemoryPlan {
   live: number;
   /** The intermediates' bytes added up: a run without reuse. */
   unshared: number;
+}
+
+/** How a session's load went: each phase's length in milliseconds (`parse`, `optimise` (the
+ * graph passes), `upload` (the weights), `compile` (the kernels a run uses, compiled by a run
+ * on zero inputs)), how many kernels compiled at load (null where the device compiles none,
+ * the CPU), and why they were left to the first run instead, where they were (an input's
+ * extent left open: `freeDimensionOverrides` fixes named ones). */
+export interface LoadPhases {
+  parse: number;
+  optimise: number;
+  upload: number;
+  compile: number;
+  kernelsCompiled: number | null;
+  deferred: string | null;
 }
 "#;
 
@@ -156,7 +170,7 @@ impl JsSession {
         self.inner.outputs().iter().map(metadata).collect()
     }
 
-    /// Where a run's memory goes, planned from the first run (`undefined` before it), in
+    /// Where a run's memory goes, planned at load or the first run (`undefined` before), in
     /// bytes: `{ weights, intermediates, arenas, peak, live, unshared }`: the weights on the
     /// device; the intermediates' blocks; each arena's bytes and their sum, the planned peak;
     /// the most bytes live at once; their sum without reuse ([`Session::memory_plan`]).
@@ -181,6 +195,31 @@ impl JsSession {
         set("peak", (plan.peak_bytes() as f64).into());
         set("live", (plan.live_bytes as f64).into());
         set("unshared", (plan.unshared_bytes as f64).into());
+        o.into()
+    }
+
+    /// How the load went: `{ parse, optimise, upload, compile, kernelsCompiled, deferred }`,
+    /// the phases in milliseconds.
+    #[wasm_bindgen(getter, js_name = loadPhases, unchecked_return_type = "LoadPhases")]
+    pub fn load_phases(&self) -> JsValue {
+        let report = self.inner.load_report();
+        let o = js_sys::Object::new();
+        // Setting properties on a fresh plain object cannot fail.
+        let set = |k: &str, v: JsValue| {
+            let _ = js_sys::Reflect::set(&o, &k.into(), &v);
+        };
+        for &(name, ms) in &report.phases {
+            set(name, ms.into());
+        }
+        let or_null = |v: Option<JsValue>| v.unwrap_or(JsValue::NULL);
+        set(
+            "kernelsCompiled",
+            or_null(report.compiled.map(|n| (n as f64).into())),
+        );
+        set(
+            "deferred",
+            or_null(report.deferred.as_deref().map(JsValue::from)),
+        );
         o.into()
     }
 

@@ -34,6 +34,7 @@ mod onnx_replay;
 mod onnx_run;
 mod onnx_scatter;
 mod onnx_sequence;
+mod onnx_startup;
 mod op_table;
 mod overflow;
 mod policy;

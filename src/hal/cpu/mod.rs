@@ -196,6 +196,11 @@ impl Backend for Cpu {
         None
     }
 
+    /// The op kernels are the CPU bodies, built with the crate.
+    fn kernels_compiled(_: &CpuDevice) -> Option<usize> {
+        None
+    }
+
     /// WGSL kernels, run by the executor; CUDA C is for CUDA devices.
     fn user_program(_: &CpuDevice, k: &UserSource<'_>) -> Option<Result<Self::Program>> {
         (k.language == KernelLanguage::Wgsl).then(|| wgsl::compile(k.source, k.entry, k.constants))

@@ -58,6 +58,10 @@ impl Backend for Cuda {
         dev.memory_free()
     }
 
+    fn kernels_compiled(dev: &CudaDevice) -> Option<usize> {
+        Some(dev.programs_loaded())
+    }
+
     fn user_program(dev: &CudaDevice, k: &UserSource<'_>) -> Option<Result<UserFunction>> {
         Some(match k.language {
             KernelLanguage::Cuda => dev.compile_user(k.source, k.entry),

@@ -403,6 +403,12 @@ impl CudaDevice {
         Ok(function)
     }
 
+    /// How many op kernels the device has loaded (compiled by NVRTC, or read from the disk
+    /// cache), each once, at its first use.
+    pub(crate) fn programs_loaded(&self) -> usize {
+        lock(&self.functions).len()
+    }
+
     fn load(&self, image: &[u8], entry: &str) -> std::result::Result<CudaFunction, DriverError> {
         let module = self.ctx.load_module(Ptx::from_binary(image.to_vec()))?;
         module.load_function(entry)

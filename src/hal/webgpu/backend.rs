@@ -50,6 +50,10 @@ impl Backend for WebGpu {
         None
     }
 
+    fn kernels_compiled(dev: &GpuDevice) -> Option<usize> {
+        Some(dev.pipelines_made())
+    }
+
     fn user_program(dev: &GpuDevice, k: &UserSource<'_>) -> Option<Result<UserPipeline>> {
         (k.language == KernelLanguage::Wgsl)
             .then(|| dev.create_user_pipeline(k.source, k.entry, k.constants))

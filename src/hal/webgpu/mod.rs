@@ -400,6 +400,11 @@ impl GpuDevice {
         self.pipelines.get(&self.device, kernel)
     }
 
+    /// How many op kernel pipelines the device has made (its pipeline cache's entries).
+    pub(crate) fn pipelines_made(&self) -> usize {
+        self.pipelines.made()
+    }
+
     /// Whether the device has `shader-int64` (i64 in kernels).
     pub(crate) fn has_int64(&self) -> bool {
         self.device

@@ -85,4 +85,9 @@ impl PipelineCache {
         lock(&self.pipelines).insert(kernel, pipeline.clone());
         pipeline
     }
+
+    /// How many pipelines the cache holds: each was made once, at its first use.
+    pub fn made(&self) -> usize {
+        lock(&self.pipelines).len()
+    }
 }
