@@ -66,13 +66,26 @@ fn options(f16_weights: bool) -> SessionOptions {
 /// and c; c and d), 20008 without reuse. Placed largest first: d at 0, a at 0 (it dies before
 /// d), b after a, c after d and b, y after d: one arena of three aligned 4000-byte blocks.
 /// With f16 weights only `w` changes: 4000 elements of 2 bytes, and the rounding it brings.
+/// Kernels compiled lazily, the plan waits for the first run; compiled at load (on devices
+/// that compile), the load's run on zero inputs makes the same plan.
 fn the_plan_of_a_small_graph_is_worked_out_by_hand(d: &Device) {
     let case = chain();
-    for f16_weights in [false, true] {
-        let session = Session::from_bytes(d, case.bytes(), options(f16_weights)).unwrap();
-        assert_eq!(session.memory_plan(), None, "before a run on {}", name(d));
+    for (f16_weights, lazily) in [(false, true), (true, true), (false, false), (true, false)] {
+        let options = SessionOptions {
+            compile_lazily: lazily,
+            ..options(f16_weights)
+        };
+        let session = Session::from_bytes(d, case.bytes(), options).unwrap();
+        let at_load = !lazily && d.kernels_compiled().is_some();
+        let before = session.memory_plan();
+        assert_eq!(
+            before.is_some(),
+            at_load,
+            "after load, {lazily}, on {}",
+            name(d)
+        );
         let got = case.run(d, &session);
-        let what = format!("f16 weights {f16_weights} on {}", name(d));
+        let what = format!("f16 weights {f16_weights}, lazily {lazily}, on {}", name(d));
         let (want, size) = chain_reference(f16_weights);
         assert_close(&got[0], &want, 0.0, 1e-5 * size, &what);
         let align = u64::from(d.info().limits.storage_offset_alignment);
@@ -84,6 +97,9 @@ fn the_plan_of_a_small_graph_is_worked_out_by_hand(d: &Device) {
             arenas: vec![3 * 4000u64.next_multiple_of(align)],
         };
         assert_eq!(session.memory_plan(), Some(want.clone()), "{what}");
+        if let Some(before) = before {
+            assert_eq!(before, want, "at load, {what}");
+        }
         assert_eq!(want.peak_bytes(), want.arenas[0]);
         case.run(d, &session);
         assert_eq!(session.memory_plan(), Some(want), "a later run, {what}");

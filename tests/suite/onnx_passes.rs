@@ -866,7 +866,11 @@ fn attention_makes_scaled_masked_and_causal_attention_one_node() {
     // The four whose operands fit run the fused kernel, one launch each; the softmax over
     // axis 1 runs its nodes.
     for d in open_devices() {
-        let s = case.session(&d, Passes::all());
+        let options = SessionOptions {
+            eager: true,
+            ..SessionOptions::default()
+        };
+        let s = Session::from_bytes(&d, case.bytes(), options).unwrap();
         d.profiler().enable();
         case.run(&d, &s);
         let profile = d.take_profile_blocking();
