@@ -304,7 +304,8 @@ impl Gemm<'_> {
         let (og, k, n) = (self.og, self.k, cols.len());
         let [height, width] = tiles(og, n, self.images);
         let across = n.div_ceil(width);
-        (0..og.div_ceil(height) * across).into_par_iter().for_each(|t| {
+        let tasks = (0..og.div_ceil(height) * across).into_par_iter();
+        tasks.for_each(|t| {
             let (r0, j0) = (t / across * height, t % across * width);
             let (rows, w) = (height.min(og - r0), width.min(n - j0));
             let c0 = cols.start + j0;
@@ -330,8 +331,9 @@ impl Gemm<'_> {
                 return;
             }
             for r in r0..r0 + rows {
+                let at = self.c.at(r * self.ldc + c0);
                 // SAFETY: as above: row r, columns c0..c0 + w, are this task's.
-                let row = unsafe { std::slice::from_raw_parts_mut(self.c.at(r * self.ldc + c0), w) };
+                let row = unsafe { std::slice::from_raw_parts_mut(at, w) };
                 finish(row, self.bias.map_or(0.0, |b| b[r]), self.act);
             }
         });
@@ -451,40 +453,51 @@ fn max_nan(m: f32, v: f32) -> f32 {
     }
 }
 
-/// Pooling, channel planes in parallel: each output row folds in the input rows under the
-/// window, one kernel column at a time over the outputs whose tap lies in the input (as
-/// depthwise convolutions do), then averages divide by their count.
+/// Pooling, channel planes in parallel: each output row first folds the input rows under
+/// the window into one row (contiguous, so vectorised), then each kernel column of that row
+/// into the outputs whose tap lies in the input (as depthwise convolutions do); averages then
+/// divide by their count.
 pub(super) fn pool2d(op: &Pool2d<'_>) -> Result<()> {
     let (code, x, out, g) = (op.code(), op.x, op.out, op.geometry);
     let xg = read_guard(x.buf)?;
     let mut os = write_guard(out.buf)?;
     let xf: &[f32] = &bytemuck::cast_slice(&xg)[x.layout.offset..];
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
+    let init = if code == 0 { f32::NEG_INFINITY } else { 0.0 };
     of.par_chunks_mut((g.oh * g.ow).max(1))
         .enumerate()
-        .for_each(|(p, o)| {
+        .for_each_init(Vec::new, |rows, (p, o)| {
             let plane = &xf[p * g.h * g.w..][..g.h * g.w];
             for (oy, row) in o.chunks_mut(g.ow.max(1)).enumerate() {
-                row.fill(if code == 0 { f32::NEG_INFINITY } else { 0.0 });
+                rows.clear();
+                rows.resize(g.w, init);
                 for ky in 0..g.kh {
                     let at = input_index(oy, ky, g.stride[0], g.dilation[0], g.padding[0], g.h);
                     let Some(iy) = at else { continue };
                     let in_row = &plane[iy * g.w..][..g.w];
-                    for kx in 0..g.kw {
-                        if code == 0 {
-                            tap_fold(in_row, kx, row, &g, max_nan);
-                        } else {
-                            tap_fold(in_row, kx, row, &g, |a, v| a + v);
+                    if code == 0 {
+                        for (a, &v) in rows.iter_mut().zip(in_row) {
+                            *a = max_nan(*a, v);
                         }
+                    } else {
+                        rows.iter_mut().zip(in_row).for_each(|(a, &v)| *a += v);
+                    }
+                }
+                row.fill(init);
+                for kx in 0..g.kw {
+                    if code == 0 {
+                        tap_fold(rows, kx, row, &g, max_nan);
+                    } else {
+                        tap_fold(rows, kx, row, &g, |a, v| a + v);
                     }
                 }
                 if code != 0 {
                     let ys = [g.kh, g.stride[0], g.dilation[0]];
-                    let rows = pool_count(code, oy, ys, [g.padding[0], g.pad_end[0]], g.h);
+                    let count = pool_count(code, oy, ys, [g.padding[0], g.pad_end[0]], g.h);
                     let xs = [g.kw, g.stride[1], g.dilation[1]];
                     for (ox, v) in row.iter_mut().enumerate() {
                         let cols = pool_count(code, ox, xs, [g.padding[1], g.pad_end[1]], g.w);
-                        *v /= (rows * cols) as f32;
+                        *v /= (count * cols) as f32;
                     }
                 }
             }
