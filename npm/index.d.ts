@@ -157,6 +157,8 @@ declare module './pkg/unicompute.js' {
     softplus<D extends DType>(this: TensorOf<D>): TensorOf<D>;
     /** `x * relu6(x + 3) / 6` (ONNX HardSwish). */
     hardswish<D extends DType>(this: TensorOf<D>): TensorOf<D>;
+    /** `min(max(x, 0), 6)` (ONNX Clip to `[0, 6]`). */
+    relu6<D extends DType>(this: TensorOf<D>): TensorOf<D>;
     /** Largest integer `<= x` (ONNX Floor). */
     floor<D extends DType>(this: TensorOf<D>): TensorOf<D>;
     /** Smallest integer `>= x` (ONNX Ceil). */

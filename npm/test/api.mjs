@@ -15,7 +15,7 @@ const xs = [0.25, 0.5, 1.5, 2];
 const x = device.tensor(new Float32Array(xs), [2, 2]);
 
 // Every unary op as a method.
-const unary = { neg: (v) => -v, abs: Math.abs, exp: Math.exp, log: Math.log, sqrt: Math.sqrt, rsqrt: (v) => 1 / Math.sqrt(v), sin: Math.sin, cos: Math.cos, tanh: Math.tanh, sigmoid: (v) => 1 / (1 + Math.exp(-v)), silu: (v) => v / (1 + Math.exp(-v)), relu: (v) => Math.max(v, 0), softplus: (v) => Math.max(v, 0) + Math.log1p(Math.exp(-Math.abs(v))), hardswish: (v) => (v <= -3 ? 0 : v >= 3 ? v : (v * (v + 3)) / 6), floor: Math.floor, ceil: Math.ceil, sign: Math.sign };
+const unary = { neg: (v) => -v, abs: Math.abs, exp: Math.exp, log: Math.log, sqrt: Math.sqrt, rsqrt: (v) => 1 / Math.sqrt(v), sin: Math.sin, cos: Math.cos, tanh: Math.tanh, sigmoid: (v) => 1 / (1 + Math.exp(-v)), silu: (v) => v / (1 + Math.exp(-v)), relu: (v) => Math.max(v, 0), softplus: (v) => Math.max(v, 0) + Math.log1p(Math.exp(-Math.abs(v))), hardswish: (v) => (v <= -3 ? 0 : v >= 3 ? v : (v * (v + 3)) / 6), relu6: (v) => Math.min(Math.max(v, 0), 6), floor: Math.floor, ceil: Math.ceil, sign: Math.sign };
 for (const [name, f] of Object.entries(unary)) close(await x[name]().read(), xs.map(f), name, 2e-6);
 close(await x.gelu().read(), [0.1497, 0.3457, 1.3998, 1.9545], 'gelu', 1e-4);
 close(await x.geluTanh().read(), [0.1497, 0.3457, 1.3996, 1.9546], 'geluTanh', 1e-4);

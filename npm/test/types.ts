@@ -121,7 +121,7 @@ async function tensors(device: Device): Promise<void> {
 
 async function moreOps(device: Device): Promise<void> {
   const x = device.tensor(new Float32Array([0.5, 1, 2, 4]), [2, 2]);
-  const all: Tensor[] = [x.neg(), x.abs(), x.exp(), x.log(), x.sqrt(), x.rsqrt(), x.sin(), x.cos(), x.tanh(), x.sigmoid(), x.gelu(), x.geluTanh(), x.silu(), x.erf(), x.softplus(), x.hardswish(), x.floor(), x.ceil(), x.round(), x.sign()];
+  const all: Tensor[] = [x.neg(), x.abs(), x.exp(), x.log(), x.sqrt(), x.rsqrt(), x.sin(), x.cos(), x.tanh(), x.sigmoid(), x.gelu(), x.geluTanh(), x.silu(), x.erf(), x.softplus(), x.hardswish(), x.relu6(), x.floor(), x.ceil(), x.round(), x.sign()];
   const pair: Tensor[] = [x.minimum(x), x.maximum(x, { activation: 'relu' }), x.pow(x)];
   const options: ReduceOptions = { axis: [0, 1], keepDims: true };
   const reduced: Tensor[] = [x.sum(), x.mean({ axis: 0 }), x.max(options), x.min({ keepDims: true }), x.argmax({ axis: 1 }), x.argmin({ last: true } satisfies ArgOptions), x.cumsum(1, { exclusive: true, reverse: true }), ...x.layerNormStats({ axes: 1 })];

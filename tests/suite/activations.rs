@@ -1,5 +1,5 @@
-//! The activations ONNX models need beyond the first ones: softplus and hardswish, on every
-//! device against the f64 reference, on odd shapes, at large |x|, with specials, in f16 and
+//! The activations ONNX models need beyond the first ones: softplus, hardswish and relu6, on
+//! every device against the f64 reference, on odd shapes, at large |x|, with specials, in f16 and
 //! bf16, and fused after a binary op.
 
 use crate::common::{assert_close, devices, name, per_backend, random, read, tensor};
@@ -13,9 +13,10 @@ const SHAPES: &[&[usize]] = &[&[1], &[7], &[257], &[3, 5, 11], &[2, 1, 131]];
 type Method = fn(&Tensor) -> unicompute::Result<Tensor>;
 
 /// The new activations, each through its method and by name.
-const OPS: [(UnaryOp, Method); 2] = [
+const OPS: [(UnaryOp, Method); 3] = [
     (UnaryOp::Softplus, Tensor::softplus),
     (UnaryOp::Hardswish, Tensor::hardswish),
+    (UnaryOp::Relu6, Tensor::relu6),
 ];
 
 /// `op` of `x` (f32) in f64.

@@ -308,6 +308,9 @@ fn fuse_makes_layers_with_bias_and_activation_one_node() {
             node("Relu", &["g"], &["y4"], vec![]),
             node("MatMul", &["x3", "wm5"], &["m5"], vec![]),
             node("Add", &["bm5", "m5"], &["y5"], vec![]),
+            // Weights of +-2: sums past 6, which the fused relu6 must clip too.
+            node("Conv", &["x", "w6", "b6"], &["c6"], vec![]),
+            node("Clip", &["c6", "zero", "six"], &["y6"], vec![]),
         ],
         weights: vec![
             weights("w1", &[5, 3, 3, 3], 1, [-0.5, 0.5]),
@@ -320,13 +323,17 @@ fn fuse_makes_layers_with_bias_and_activation_one_node() {
             weights("cg", &[5], 8, [-1.0, 1.0]),
             weights("wm5", &[6, 7], 9, [-0.5, 0.5]),
             weights("bm5", &[7], 10, [-1.0, 1.0]),
+            weights("w6", &[3, 3, 3, 3], 11, [-2.0, 2.0]),
+            weights("b6", &[3], 12, [-1.0, 1.0]),
+            scalar("zero", 0.0),
+            scalar("six", 6.0),
         ],
         inputs: vec![
             ("x", vec![2, 3, 9, 11]),
             ("x3", vec![2, 3, 6]),
             ("x4", vec![4, 6]),
         ],
-        outputs: vec!["y1", "y2", "y3", "y4", "y5"],
+        outputs: vec!["y1", "y2", "y3", "y4", "y5", "y6"],
     };
     let fused = [
         "FusedConv",
@@ -334,9 +341,10 @@ fn fuse_makes_layers_with_bias_and_activation_one_node() {
         "FusedGemm",
         "FusedGemm",
         "FusedGemm",
+        "FusedConv",
     ];
     let s = case.check(Passes::all(), &fused, CLOSE);
-    assert_eq!(rewrites(&s, "fuse"), 5);
+    assert_eq!(rewrites(&s, "fuse"), 6);
     let acts: Vec<String> = (s.graph().nodes.iter())
         .map(|n| {
             n.attrs
@@ -346,7 +354,7 @@ fn fuse_makes_layers_with_bias_and_activation_one_node() {
                 .unwrap_or_default()
         })
         .collect();
-    assert_eq!(acts, ["Relu", "Silu", "Tanh", "Relu", ""]);
+    assert_eq!(acts, ["Relu", "Silu", "Tanh", "Relu", "", "Clip"]);
 }
 
 #[test]

@@ -74,16 +74,16 @@ fn per_channel(t: Tensor, rank: usize) -> Result<Tensor> {
 /// `(x - mean) * scale / sqrt(var + eps) + bias`, per channel.
 fn batch_norm(c: &Ctx<'_>) -> Result<Vec<Val>> {
     let x = c.tensor(0)?;
-    let r = x.rank();
     let eps = f64::from(c.float("epsilon", 1e-5)?);
     let [scale, bias, mean, var] = [1, 2, 3, 4].map(|i| c.tensor(i));
     let factor = var?
         .add_scalar(eps)?
         .unary(UnaryOp::Rsqrt)?
         .binary(BinaryOp::Mul, &scale?)?;
-    let centred = x.binary(BinaryOp::Sub, &per_channel(mean?, r)?)?;
-    let scaled = centred.binary(BinaryOp::Mul, &per_channel(factor, r)?)?;
-    one(scaled.binary(BinaryOp::Add, &per_channel(bias?, r)?)?)
+    // x * factor + (bias - mean * factor): the per-channel vectors first, then two passes
+    // over x instead of three.
+    let shift = bias?.binary(BinaryOp::Sub, &mean?.binary(BinaryOp::Mul, &factor)?)?;
+    one(affine(x, factor, shift)?)
 }
 
 /// `y * scale + bias` per channel of `[n, c, ...]`.

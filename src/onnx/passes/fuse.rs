@@ -2,15 +2,15 @@
 //! kernel with an epilogue: a `Conv` and an `Add` of a constant per-channel bias become a
 //! `Conv` with that bias; a `MatMul` by a constant `[k, n]` matrix and an `Add` of a constant
 //! `[n]` bias become a `FusedGemm` (of `A` of any rank from 1); and then an activation the
-//! kernels apply (`Relu`, `Sigmoid`, `Tanh`, `HardSwish`, `Gelu`, and `x * Sigmoid(x)`, SiLU)
-//! after a `Conv`, `Gemm` or such `MatMul` makes it a `com.microsoft` `FusedConv` or
-//! `FusedGemm` with that `activation` (see `onnx::ops::microsoft::fused`).
+//! kernels apply (`Relu`, `Sigmoid`, `Tanh`, `HardSwish`, `Gelu`, `Clip` to `[0, 6]`, and
+//! `x * Sigmoid(x)`, SiLU) after a `Conv`, `Gemm` or such `MatMul` makes it a `com.microsoft`
+//! `FusedConv` or `FusedGemm` with that `activation` (see `onnx::ops::microsoft::fused`).
 
 use super::edit::{self, input, other, output, Uses};
 use super::Cx;
 use crate::base::error::Result;
 use crate::onnx::attr::Attr;
-use crate::onnx::graph::{Graph, ValueId};
+use crate::onnx::graph::{Graph, Node, ValueId};
 use crate::onnx::ElemType;
 
 /// What follows a layer: the bias, the activation's name, the nodes taken and the last.
@@ -56,7 +56,17 @@ pub(super) fn run(g: &mut Graph, _: &Cx<'_>) -> Result<usize> {
             n.domain = "com.microsoft".into();
         }
         if let Some(act) = t.act {
-            n.attrs = std::mem::take(&mut n.attrs).with("activation", Attr::String(act.into()));
+            let attrs = std::mem::take(&mut n.attrs).with("activation", Attr::String(act.into()));
+            // onnxruntime's parameters: FusedConv's list, FusedGemm's alpha and beta.
+            n.attrs = match (act, kind) {
+                ("Clip", Kind::Conv) => {
+                    attrs.with("activation_params", Attr::Floats(vec![0.0, 6.0]))
+                }
+                ("Clip", _) => attrs
+                    .with("activation_alpha", Attr::Float(0.0))
+                    .with("activation_beta", Attr::Float(6.0)),
+                _ => attrs,
+            };
         }
         if let Some(out) = out {
             edit::write_to(g, l, out);
@@ -188,6 +198,9 @@ fn activation(g: &Graph, uses: &Uses, y: ValueId) -> Option<(&'static str, Vec<u
         .ok()
         .flatten()
         .is_some_and(|a| a == "tanh");
+    if edit::is(n, "Clip") && relu6(g, n) {
+        return Some(("Clip", vec![r], r));
+    }
     let act = match n.op.as_str() {
         _ if !(n.domain.is_empty() || n.domain == "ai.onnx") || n.inputs.len() != 1 => return None,
         "Relu" => "Relu",
@@ -199,6 +212,17 @@ fn activation(g: &Graph, uses: &Uses, y: ValueId) -> Option<(&'static str, Vec<u
         _ => return None,
     };
     Some((act, vec![r], r))
+}
+
+/// Whether `Clip` node `n` bounds to exactly `[0, 6]` (the kernels' `relu6`): by constant
+/// inputs (opset 11 on) or by its `min` and `max` attributes (before).
+fn relu6(g: &Graph, n: &Node) -> bool {
+    let attr = |name: &str| n.attrs.float(name).ok().flatten().map(|&v| f64::from(v));
+    let bound = |i: usize, name: &str| match input(n, i) {
+        Some(v) => edit::scalar(g, v),
+        None => attr(name),
+    };
+    bound(1, "min") == Some(0.0) && bound(2, "max") == Some(6.0) && n.inputs.len() <= 3
 }
 
 /// The bias input the fused layer takes: the added one after a product; after a `Conv`, its

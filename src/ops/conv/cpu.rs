@@ -7,7 +7,9 @@ use crate::base::par::*;
 
 use super::{Conv2d, Conv2dGeometry, Pool2d};
 use crate::hal::cpu::{read_guard, write_guard};
-use crate::ops::common::cpu::{out_words, sgemm};
+use crate::ops::common::cpu::{out_words, sgemm, CHUNK};
+use crate::ops::common::math;
+use crate::ops::elementwise::with_unary;
 use crate::{Result, UnaryOp};
 
 /// Input row or column of output position `o`, kernel tap `k`, or `None` in the padding.
@@ -24,9 +26,19 @@ fn input_index(
         .filter(|&i| i < extent)
 }
 
-/// Most elements of one im2col block: output positions are taken in tiles so that
-/// `k x tile` stays within it (16 MiB), whatever the geometry.
+/// Most elements of one im2col block: output positions are taken in blocks so that
+/// `k x block` stays within it (16 MiB), whatever the geometry.
 const COL_BLOCK: usize = 1 << 22;
+
+/// Widest column tile of one GEMM task, so that its `rows x tile` output is still in cache
+/// for the epilogue.
+const COL_TILE: usize = 512;
+
+thread_local! {
+    /// The im2col buffer of the convolutions this thread runs, kept between runs (taken out
+    /// while in use, so a task stolen meanwhile gets its own).
+    static COLUMNS: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+}
 
 /// Row `r` = (channel, ky, kx) of the im2col matrix of one group over the output positions
 /// `positions`: the input value under that tap for each, 0 in the padding.
@@ -52,54 +64,102 @@ fn im2col_row(
     }
 }
 
+/// The output columns `[lo, hi)` of a row of `len` whose input column under kernel column
+/// `kx` lies in the input row, and the input column of `lo`.
+fn valid_columns(kx: usize, len: usize, g: &Conv2dGeometry) -> (usize, usize, usize) {
+    let (s, shift, pad) = (g.stride[1], kx * g.dilation[1], g.padding[1]);
+    // ix = ox * s + shift - pad lies in [0, w) for ox in [lo, hi).
+    let lo = pad.saturating_sub(shift).div_ceil(s).min(len);
+    let hi = (g.w + pad).saturating_sub(shift).div_ceil(s).clamp(lo, len);
+    (lo, hi, (lo * s + shift).saturating_sub(pad))
+}
+
 /// Output columns `ox0..ox0 + run.len()` of one output row under kernel column `kx`, read
-/// from input row `in_row`. Unit strides copy the valid run whole.
+/// from input row `in_row`, 0 in the padding.
 fn tap_run(in_row: &[f32], kx: usize, ox0: usize, run: &mut [f32], g: &Conv2dGeometry) {
-    if g.stride[1] != 1 {
-        for (i, v) in run.iter_mut().enumerate() {
-            *v = input_index(ox0 + i, kx, g.stride[1], g.dilation[1], g.padding[1], g.w)
-                .map_or(0.0, |ix| in_row[ix]);
-        }
+    let (first, hi, first_ix) = valid_columns(kx, ox0 + run.len(), g);
+    let (lo, hi) = (first.max(ox0), hi.max(ox0));
+    let ix = first_ix + (lo - first) * g.stride[1];
+    run[..lo - ox0].fill(0.0);
+    run[hi - ox0..].fill(0.0);
+    let inside = &mut run[lo - ox0..hi - ox0];
+    if inside.is_empty() {
         return;
     }
-    // ix = ox + shift - pad lies in the row for ox in [lo, hi).
-    let (shift, pad, ox1) = (kx * g.dilation[1], g.padding[1], ox0 + run.len());
-    let lo = pad.saturating_sub(shift).clamp(ox0, ox1);
-    let hi = (g.w + pad).saturating_sub(shift).clamp(lo, ox1);
-    run[..lo - ox0].fill(0.0);
-    if lo < hi {
-        run[lo - ox0..hi - ox0].copy_from_slice(&in_row[lo + shift - pad..hi + shift - pad]);
+    if g.stride[1] == 1 {
+        inside.copy_from_slice(&in_row[ix..ix + inside.len()]);
+    } else {
+        let taps = in_row[ix..].iter().step_by(g.stride[1]);
+        inside.iter_mut().zip(taps).for_each(|(o, &v)| *o = v);
     }
-    run[hi - ox0..].fill(0.0);
+}
+
+/// `o = f(o, v)` for each output `o` of `row` and the input `v` under kernel column `kx`
+/// (outputs whose tap lies in the padding are left).
+#[inline(always)]
+fn tap_fold(
+    in_row: &[f32],
+    kx: usize,
+    row: &mut [f32],
+    g: &Conv2dGeometry,
+    f: impl Fn(f32, f32) -> f32,
+) {
+    let (lo, hi, ix) = valid_columns(kx, row.len(), g);
+    let outs = &mut row[lo..hi];
+    if outs.is_empty() {
+        return;
+    }
+    if g.stride[1] == 1 {
+        let len = outs.len();
+        for (o, &v) in outs.iter_mut().zip(&in_row[ix..ix + len]) {
+            *o = f(*o, v);
+        }
+    } else {
+        let taps = in_row[ix..].iter().step_by(g.stride[1]);
+        outs.iter_mut().zip(taps).for_each(|(o, &v)| *o = f(*o, v));
+    }
 }
 
 /// The output of one (image, group) as `og x cols` row-major, shared by the tasks that write
-/// its disjoint column tiles.
+/// its disjoint tiles.
 #[derive(Clone, Copy)]
 struct Columns(*mut f32);
 
-// SAFETY: each task writes only the columns of its own tile (see `conv2d`).
+// SAFETY: each task writes only its own tile (see `gemm_tiles`).
 unsafe impl Send for Columns {}
 // SAFETY: as above.
 unsafe impl Sync for Columns {}
 
 impl Columns {
-    /// Column `c` of row 0 (a method, so closures capture the whole `Send` wrapper).
-    fn at(self, c: usize) -> *mut f32 {
-        self.0.wrapping_add(c)
+    /// Element `i` (a method, so closures capture the whole `Send` wrapper).
+    fn at(self, i: usize) -> *mut f32 {
+        self.0.wrapping_add(i)
     }
 }
 
-/// Output positions per task: at most a `COL_BLOCK` im2col block, and when images are fewer
-/// than threads, small enough to give each thread about four tiles (each task builds its
-/// im2col block in its own cache and runs a single-thread GEMM on it).
-fn column_tile(k: usize, cols: usize, images: usize) -> usize {
-    let threads = crate::base::par::current_num_threads();
-    let tasks = if images >= threads { 1 } else { 4 * threads };
-    cols.div_ceil(tasks)
-        .next_multiple_of(16)
-        .min(COL_BLOCK / k.max(1))
-        .clamp(1, cols.max(1))
+/// How one `rows x cols` GEMM splits into tasks, `[rows, columns]` of each: one task per
+/// image when images are as many as threads, else about two per thread, the longer side
+/// halved first (the tasks of a split row share their columns' im2col block). Columns go in
+/// tiles of at most `COL_TILE`, as many as a multiple of the threads.
+fn tiles(rows: usize, cols: usize, images: usize) -> [usize; 2] {
+    let threads = current_num_threads();
+    let mut tasks = if images >= threads { 1 } else { 2 * threads };
+    let [mut height, mut width] = [rows.max(1), cols.max(1)];
+    while tasks > 1 {
+        if width >= height.max(32) {
+            width = width.div_ceil(2).next_multiple_of(16);
+        } else if height >= 16 {
+            height = height.div_ceil(2).next_multiple_of(8);
+        } else {
+            break;
+        }
+        tasks /= 2;
+    }
+    if width > COL_TILE {
+        let count = cols.div_ceil(COL_TILE).next_multiple_of(threads);
+        width = cols.div_ceil(count).next_multiple_of(16);
+    }
+    [height.min(rows.max(1)), width.min(cols.max(1))]
 }
 
 /// A convolution's f32 words: the input, the weight, the bias and the output, each from its
@@ -140,99 +200,159 @@ pub(super) fn conv2d(op: &Conv2d<'_>) -> Result<()> {
     Ok(())
 }
 
-/// A convolution with one input channel per group (depthwise): each output plane is the
-/// weighted sum of its taps over one input plane, planes in parallel. (The im2col + GEMM path
-/// would run one GEMM of a single row per group: MobileNetV2's 960-group layers took 10 ms.)
+/// A convolution with one input channel per group (depthwise): each output row starts at
+/// its bias and adds each tap's weight times the input row under it (strided where the
+/// convolution is), planes in parallel, several to a task where they are small. (The GEMM
+/// path would run one GEMM of a single row per group: MobileNetV2's 960-group layers took
+/// 10 ms.)
 fn depthwise(op: &Conv2d<'_>, words: Words<'_>) {
     let (act, g) = (op.act, op.geometry);
     let Words { x, w, bias, out } = words;
-    let (og, taps, cols) = (g.o / g.groups, g.kh * g.kw, g.oh * g.ow);
-    (out.par_chunks_mut(cols.max(1)).enumerate()).for_each_init(Vec::new, |run, (p, plane)| {
-        let (nb, oc) = (p / g.o, p % g.o);
-        let input = &x[(nb * g.c + oc / og) * g.h * g.w..][..g.h * g.w];
-        let weights = &w[oc * taps..][..taps];
-        run.resize(g.ow, 0.0);
-        plane.fill(0.0);
-        for (oy, out_row) in plane.chunks_mut(g.ow.max(1)).enumerate() {
-            for ky in 0..g.kh {
-                let at = input_index(oy, ky, g.stride[0], g.dilation[0], g.padding[0], g.h);
-                let Some(iy) = at else { continue };
-                for kx in 0..g.kw {
-                    tap_run(&input[iy * g.w..][..g.w], kx, 0, run, &g);
-                    let wv = weights[ky * g.kw + kx];
-                    for (o, &v) in out_row.iter_mut().zip(run.iter()) {
-                        *o += wv * v;
+    let (og, taps, cols) = (g.o / g.groups, g.kh * g.kw, (g.oh * g.ow).max(1));
+    let tasks = 4 * current_num_threads();
+    let per_task = (CHUNK / cols).clamp(1, (g.n * g.o).div_ceil(tasks).max(1));
+    (out.par_chunks_mut(cols * per_task).enumerate()).for_each(|(t, planes)| {
+        for (i, plane) in planes.chunks_mut(cols).enumerate() {
+            let p = t * per_task + i;
+            let (nb, oc) = (p / g.o, p % g.o);
+            let input = &x[(nb * g.c + oc / og) * g.h * g.w..][..g.h * g.w];
+            let weights = &w[oc * taps..][..taps];
+            let b = bias.map_or(0.0, |b| b[oc]);
+            for (oy, out_row) in plane.chunks_mut(g.ow.max(1)).enumerate() {
+                out_row.fill(b);
+                for ky in 0..g.kh {
+                    let at = input_index(oy, ky, g.stride[0], g.dilation[0], g.padding[0], g.h);
+                    let Some(iy) = at else { continue };
+                    let in_row = &input[iy * g.w..][..g.w];
+                    for kx in 0..g.kw {
+                        let wv = weights[ky * g.kw + kx];
+                        tap_fold(in_row, kx, out_row, &g, |o, v| o + wv * v);
                     }
                 }
             }
-        }
-        if bias.is_some() || act.is_some() {
-            finish(plane, bias.map_or(0.0, |b| b[oc]), act);
+            if act.is_some() {
+                finish(plane, 0.0, act);
+            }
         }
     });
 }
 
-/// A convolution as im2col tiles times the weight, images and tiles in parallel.
+/// A convolution as the weight times the input's im2col matrix, per image (in parallel) and
+/// group: a 1 x 1 convolution of unit stride and no padding reads its input as that matrix,
+/// others build it in blocks of columns in a buffer kept per thread.
 fn direct(op: &Conv2d<'_>, words: Words<'_>) {
-    let (act, g) = (op.act, op.geometry);
-    let Words {
-        x: xf,
-        w: wf,
-        bias: bf,
-        out: of,
-    } = words;
+    let g = op.geometry;
+    let Words { x, w, bias, out } = words;
     let (cg, og) = (g.c / g.groups, g.o / g.groups);
     let (k, cols) = (cg * g.kh * g.kw, g.oh * g.ow);
-    let tile = column_tile(k, cols, g.n);
-    of.par_chunks_mut((g.o * cols).max(1))
-        .enumerate()
-        .for_each(|(nb, image)| {
-            for grp in 0..g.groups {
-                let planes = &xf[(nb * g.c + grp * cg) * g.h * g.w..][..cg * g.h * g.w];
-                let w_group = &wf[grp * og * k..(grp + 1) * og * k];
-                let c_group = Columns(image[grp * og * cols..(grp + 1) * og * cols].as_mut_ptr());
-                (0..cols.div_ceil(tile))
-                    .into_par_iter()
-                    .for_each_init(Vec::new, |col, t| {
-                        let (c0, width) = (t * tile, tile.min(cols - t * tile));
-                        col.resize(k * width, 0.0);
-                        for (r, dst) in col.chunks_mut(width).enumerate() {
-                            im2col_row(planes, r, c0..c0 + width, dst, &g);
-                        }
-                        // SAFETY: w_group is og x k and col k x width, row-major; columns c0..c0 +
-                        // width of the og x cols output block (leading dimension cols) are this
-                        // task's alone.
-                        unsafe {
-                            sgemm(
-                                og,
-                                width,
-                                k,
-                                1.0,
-                                w_group.as_ptr(),
-                                [k as isize, 1],
-                                col.as_ptr(),
-                                [width as isize, 1],
-                                c_group.at(c0),
-                                cols,
-                                1,
-                            )
-                        };
-                    });
+    let pointwise = g.kh == 1 && g.kw == 1 && g.stride == [1, 1] && g.padding == [0, 0];
+    (out.par_chunks_mut((g.o * cols).max(1)).enumerate()).for_each(|(nb, image)| {
+        let mut col = if pointwise {
+            Vec::new()
+        } else {
+            COLUMNS.take()
+        };
+        for grp in 0..g.groups {
+            let planes = &x[(nb * g.c + grp * cg) * g.h * g.w..][..cg * g.h * g.w];
+            let gemm = Gemm {
+                a: &w[grp * og * k..(grp + 1) * og * k],
+                og,
+                k,
+                bias: bias.map(|b| &b[grp * og..(grp + 1) * og]),
+                act: op.act,
+                c: Columns(image[grp * og * cols..(grp + 1) * og * cols].as_mut_ptr()),
+                ldc: cols,
+                images: g.n,
+            };
+            if pointwise {
+                gemm.tiles(planes, 0..cols);
+                continue;
             }
-            if bf.is_some() || act.is_some() {
-                // Channels in parallel: one image's epilogue is the whole output at batch 1.
-                (image.par_chunks_mut(cols.max(1)).enumerate())
-                    .for_each(|(oc, row)| finish(row, bf.map_or(0.0, |b| b[oc]), act));
+            let block = (COL_BLOCK / k.max(1)).clamp(1, cols);
+            for c0 in (0..cols).step_by(block) {
+                let width = block.min(cols - c0);
+                col.resize(k * width, 0.0);
+                (col.par_chunks_mut(width).enumerate())
+                    .for_each(|(r, dst)| im2col_row(planes, r, c0..c0 + width, dst, &g));
+                gemm.tiles(&col, c0..c0 + width);
             }
-        });
+        }
+        if !pointwise {
+            COLUMNS.set(col);
+        }
+    });
 }
 
-/// The epilogue of one output channel's `values`: `act(v + bias)`.
-fn finish(values: &mut [f32], bias: f32, act: Option<UnaryOp>) {
-    for v in values {
-        let y = *v + bias;
-        *v = act.map_or(y, |f| f.eval(y));
+/// One group's product: `c = act(a b + bias)` for `a` of `og x k`, written to the columns
+/// of `c` (`og` rows of `ldc`) that `b`'s columns stand for.
+struct Gemm<'a> {
+    a: &'a [f32],
+    og: usize,
+    k: usize,
+    bias: Option<&'a [f32]>,
+    act: Option<UnaryOp>,
+    c: Columns,
+    ldc: usize,
+    images: usize,
+}
+
+impl Gemm<'_> {
+    /// The product of `a` by `b` (`k x cols.len()`, row-major) into output columns `cols`,
+    /// in tiles of rows and columns in parallel, each a single-thread GEMM followed by its
+    /// epilogue while the tile is in cache.
+    fn tiles(&self, b: &[f32], cols: std::ops::Range<usize>) {
+        let (og, k, n) = (self.og, self.k, cols.len());
+        let [height, width] = tiles(og, n, self.images);
+        let across = n.div_ceil(width);
+        let tasks = (0..og.div_ceil(height) * across).into_par_iter();
+        tasks.for_each(|t| {
+            let (r0, j0) = (t / across * height, t % across * width);
+            let (rows, w) = (height.min(og - r0), width.min(n - j0));
+            let c0 = cols.start + j0;
+            // SAFETY: `a` is og x k and `b` k x n, row-major; rows r0.. and columns c0.. of
+            // the og x ldc output (rows r0 + rows <= og, columns c0 + w <= ldc) are this
+            // task's alone.
+            unsafe {
+                sgemm(
+                    rows,
+                    w,
+                    k,
+                    1.0,
+                    self.a.as_ptr().add(r0 * k),
+                    [k as isize, 1],
+                    b.as_ptr().add(j0),
+                    [n as isize, 1],
+                    self.c.at(r0 * self.ldc + c0),
+                    self.ldc,
+                    1,
+                )
+            };
+            if self.bias.is_none() && self.act.is_none() {
+                return;
+            }
+            for r in r0..r0 + rows {
+                let at = self.c.at(r * self.ldc + c0);
+                // SAFETY: as above: row r, columns c0..c0 + w, are this task's.
+                let row = unsafe { std::slice::from_raw_parts_mut(at, w) };
+                finish(row, self.bias.map_or(0.0, |b| b[r]), self.act);
+            }
+        });
     }
+}
+
+/// The epilogue of one output channel's `values`: `act(v + bias)`, vectorised.
+fn finish(values: &mut [f32], bias: f32, act: Option<UnaryOp>) {
+    let Some(op) = act else {
+        values.iter_mut().for_each(|v| *v += bias);
+        return;
+    };
+    with_unary!(op, |f| math::map_in_place(
+        values,
+        math::Twin {
+            plain: |v: f32| (f.plain)(v + bias),
+            fused: |v: f32| (f.fused)(v + bias),
+        }
+    ));
 }
 
 /// Input position that output `o` reads through tap `k` of a transposed convolution:
@@ -323,42 +443,62 @@ fn pool_count(
         .count()
 }
 
+/// The larger of `m` and `v`, NaN if either is (a NaN `m` stays: nothing compares above it).
+#[inline(always)]
+fn max_nan(m: f32, v: f32) -> f32 {
+    if v > m || v.is_nan() {
+        v
+    } else {
+        m
+    }
+}
+
+/// Pooling, channel planes in parallel: each output row first folds the input rows under
+/// the window into one row (contiguous, so vectorised), then each kernel column of that row
+/// into the outputs whose tap lies in the input (as depthwise convolutions do); averages then
+/// divide by their count.
 pub(super) fn pool2d(op: &Pool2d<'_>) -> Result<()> {
     let (code, x, out, g) = (op.code(), op.x, op.out, op.geometry);
     let xg = read_guard(x.buf)?;
     let mut os = write_guard(out.buf)?;
     let xf: &[f32] = &bytemuck::cast_slice(&xg)[x.layout.offset..];
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
+    let init = if code == 0 { f32::NEG_INFINITY } else { 0.0 };
     of.par_chunks_mut((g.oh * g.ow).max(1))
         .enumerate()
-        .for_each(|(p, o)| {
+        .for_each_init(Vec::new, |rows, (p, o)| {
             let plane = &xf[p * g.h * g.w..][..g.h * g.w];
-            for oy in 0..g.oh {
-                let ys = [g.kh, g.stride[0], g.dilation[0]];
-                let rows = pool_count(code, oy, ys, [g.padding[0], g.pad_end[0]], g.h);
-                for ox in 0..g.ow {
-                    let taps = (0..g.kh)
-                        .flat_map(|ky| (0..g.kw).map(move |kx| (ky, kx)))
-                        .filter_map(|(ky, kx)| {
-                            let iy =
-                                input_index(oy, ky, g.stride[0], g.dilation[0], g.padding[0], g.h)?;
-                            let ix =
-                                input_index(ox, kx, g.stride[1], g.dilation[1], g.padding[1], g.w)?;
-                            Some(plane[iy * g.w + ix])
-                        });
-                    o[oy * g.ow + ox] = if code == 0 {
-                        taps.fold(f32::NEG_INFINITY, |m, v| {
-                            if m.is_nan() || v.is_nan() {
-                                f32::NAN
-                            } else {
-                                m.max(v)
-                            }
-                        })
+            for (oy, row) in o.chunks_mut(g.ow.max(1)).enumerate() {
+                rows.clear();
+                rows.resize(g.w, init);
+                for ky in 0..g.kh {
+                    let at = input_index(oy, ky, g.stride[0], g.dilation[0], g.padding[0], g.h);
+                    let Some(iy) = at else { continue };
+                    let in_row = &plane[iy * g.w..][..g.w];
+                    if code == 0 {
+                        for (a, &v) in rows.iter_mut().zip(in_row) {
+                            *a = max_nan(*a, v);
+                        }
                     } else {
-                        let xs = [g.kw, g.stride[1], g.dilation[1]];
+                        rows.iter_mut().zip(in_row).for_each(|(a, &v)| *a += v);
+                    }
+                }
+                row.fill(init);
+                for kx in 0..g.kw {
+                    if code == 0 {
+                        tap_fold(rows, kx, row, &g, max_nan);
+                    } else {
+                        tap_fold(rows, kx, row, &g, |a, v| a + v);
+                    }
+                }
+                if code != 0 {
+                    let ys = [g.kh, g.stride[0], g.dilation[0]];
+                    let count = pool_count(code, oy, ys, [g.padding[0], g.pad_end[0]], g.h);
+                    let xs = [g.kw, g.stride[1], g.dilation[1]];
+                    for (ox, v) in row.iter_mut().enumerate() {
                         let cols = pool_count(code, ox, xs, [g.padding[1], g.pad_end[1]], g.w);
-                        taps.sum::<f32>() / (rows * cols) as f32
-                    };
+                        *v /= (count * cols) as f32;
+                    }
                 }
             }
         });

@@ -148,6 +148,19 @@ macro_rules! unary_ops {
                 wgsl: "select(select(v, 1.0, v > 0.0), -1.0, v < 0.0)",
                 cuda: "v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : v"
             }
+            /// `min(max(x, 0), 6)` (ONNX Clip to `[0, 6]`, MobileNet's activation)
+            Relu6 = 22 {
+                name: relu6, js: "relu6",
+                reference: |x| {
+                    let six = F::from(6.0).unwrap_or_else(F::zero);
+                    match x {
+                        x if x < F::zero() => F::zero(),
+                        x if x > six => six,
+                        x => x,
+                    }
+                },
+                wgsl: "clamp(v, 0.0, 6.0)", cuda: "fminf(fmaxf(v, 0.0f), 6.0f)"
+            }
         }
     };
     // Each row normalised into bracketed fields, for the consumer macro `$then`.

@@ -10,6 +10,7 @@
 mod attention;
 mod bytes;
 mod conv;
+mod conv_paths;
 mod cumsum;
 mod elementwise;
 mod half;

@@ -46,7 +46,10 @@ fn act_of(name: &str, p: &[f64]) -> Option<Act> {
         "GeluTanh" => Act::Unary(UnaryOp::GeluTanh),
         "HardSwish" => Act::Unary(UnaryOp::Hardswish),
         "LeakyRelu" => Act::Leaky(at(0, 0.01)),
-        "Clip" => Act::Clip(at(0, f64::NEG_INFINITY), at(1, f64::INFINITY)),
+        "Clip" => match (at(0, f64::NEG_INFINITY), at(1, f64::INFINITY)) {
+            (low, high) if low == 0.0 && high == 6.0 => Act::Unary(UnaryOp::Relu6),
+            (low, high) => Act::Clip(low, high),
+        },
         "HardSigmoid" => Act::HardSigmoid(at(0, 0.2), at(1, 0.5)),
         _ => return None,
     })
