@@ -191,6 +191,8 @@ fn fold_computes_constant_chains_at_load_and_leaves_large_results() {
             // 4.4 MB broadcast from 8.4 kB: computed, and left a node.
             node("Add", &["col", "row"], &["big"], vec![]),
             // Its size set by its input's values: never folded.
+            node("Expand", &["two", "shape"], &["twos"], vec![]),
+            // A fill of a constant, bounded shape (a light model's weight): folded.
             node("ConstantOfShape", &["shape"], &["zeros"], vec![]),
         ],
         weights: vec![
@@ -201,17 +203,18 @@ fn fold_computes_constant_chains_at_load_and_leaves_large_results() {
             int64s("shape", &[2], &[2, 3]),
         ],
         inputs: vec![("x", vec![3, 5])],
-        outputs: vec!["y", "big", "zeros"],
+        outputs: vec!["y", "big", "twos", "zeros"],
     };
-    let left = ["MatMul", "Add", "ConstantOfShape"];
+    let left = ["MatMul", "Add", "Expand"];
     let s = case.check(Passes::all(), &left, [0.0, 0.0]);
-    assert_eq!(rewrites(&s, "fold"), 3);
+    assert_eq!(rewrites(&s, "fold"), 4);
     let all = [
         "Transpose",
         "Mul",
         "Neg",
         "MatMul",
         "Add",
+        "Expand",
         "ConstantOfShape",
     ];
     let off = case.check(

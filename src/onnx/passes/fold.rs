@@ -1,11 +1,14 @@
 //! Constant folding: a node whose inputs are all constants is computed once, at load, on the
 //! session's device through the session's own operator (so the value is the one a run would
 //! compute), and its outputs become constants. Random operators are left alone, as are nodes
-//! with subgraphs, operators whose output size their inputs' values set (`Expand`,
-//! `ConstantOfShape`: a large constant from a few bytes, or a malformed file's any size),
-//! inputs past [`LIMIT`] elements, and results larger than [`GROWTH`] times what they are
-//! computed from (and above [`SMALL`] bytes). A node whose computation fails here is kept, for
-//! its run to report.
+//! with subgraphs, operators whose output size their inputs' values set (`Expand`, `Tile`: a
+//! large constant from a few bytes, or a malformed file's any size), inputs past [`LIMIT`]
+//! elements, and results larger than [`GROWTH`] times what they are computed from (and above
+//! [`SMALL`] bytes). The exception is a `ConstantOfShape` of a constant shape of at most
+//! [`LIMIT`] elements, whatever its size: files whose weights were left out to keep them small
+//! (the `onnx` package's light models) hold one in each weight's place, folded so that the
+//! weight passes see weights, as onnxruntime folds them. A node whose computation fails here
+//! is kept, for its run to report.
 
 use half::{bf16, f16};
 use prost::bytes::Bytes;
@@ -89,8 +92,8 @@ pub(super) fn run(g: &mut Graph, cx: &Cx<'_>) -> Result<usize> {
 }
 
 /// Whether `n` may be folded: a deterministic operator the session runs, without
-/// subgraphs and not one of the [`GENERATORS`], all of whose inputs are constants of at most
-/// [`LIMIT`] elements in all.
+/// subgraphs and not one of the [`GENERATORS`] (but for a [`bounded_fill`]), all of whose
+/// inputs are constants of at most [`LIMIT`] elements in all.
 fn foldable(g: &Graph, n: &Node) -> bool {
     let sizes: Option<Vec<usize>> = (n.inputs.iter().flatten())
         .map(|&v| edit::constant(g, v).map(|c| c.numel()))
@@ -105,8 +108,19 @@ fn foldable(g: &Graph, n: &Node) -> bool {
     sum.max(product) <= LIMIT
         && !bodies
         && !RANDOM.contains(&op)
-        && !GENERATORS.contains(&op)
+        && (!GENERATORS.contains(&op) || bounded_fill(g, n))
         && ops::find(&n.domain, &n.op).is_some()
+}
+
+/// Whether `n` is a `ConstantOfShape` whose constant shape asks for at most [`LIMIT`]
+/// elements.
+fn bounded_fill(g: &Graph, n: &Node) -> bool {
+    let shape = n.inputs.first().copied().flatten();
+    let dims = shape.and_then(|v| edit::constant(g, v)?.to_i64().ok());
+    let numel = |dims: Vec<i64>| {
+        (dims.iter()).try_fold(1usize, |a, &d| a.checked_mul(usize::try_from(d).ok()?))
+    };
+    n.op == "ConstantOfShape" && dims.and_then(numel).is_some_and(|e| e <= LIMIT)
 }
 
 /// Node `n`'s outputs computed on the session's device as constants, by value id; `None`
@@ -156,7 +170,8 @@ fn compute(g: &Graph, n: usize, cx: &Cx<'_>) -> Option<Vec<(ValueId, Constant)>>
         out.push((v, encode(&host, g.values[v].elem.unwrap_or(host.elem))?));
     }
     let bytes: usize = out.iter().map(|(_, c)| c.bytes.len()).sum();
-    (bytes <= SMALL.max(GROWTH * inputs)).then_some(out)
+    let fill = node.op == "ConstantOfShape";
+    (fill || bytes <= SMALL.max(GROWTH * inputs)).then_some(out)
 }
 
 /// `h` stored as a constant of element type `elem` (the one the graph declares); `None` for
