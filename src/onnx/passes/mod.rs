@@ -18,8 +18,9 @@
 //!   made one `ai.unicompute` `Chain` node, which runs them as one generated kernel (and
 //!   one by one where the library does not take the inputs' element types).
 //!
-//! They run in that order, on the main graph (subgraphs of `If` and `Loop` are left as they
-//! are). A pass only rewrites what no other node, output or subgraph reads in between, so
+//! They run in that order, each over the subgraphs of `If`, `Loop` and `Scan` (innermost
+//! first) and then the main graph: a branch's constants fold at load like the main graph's.
+//! A pass only rewrites what no other node, output or subgraph reads in between, so
 //! the graph's outputs and the values asked for stay; `SessionOptions::passes` turns every
 //! pass or some of them off, and [`PassReport`]s say what each did.
 
@@ -128,9 +129,9 @@ impl Passes {
 pub struct PassReport {
     /// The pass's name.
     pub pass: &'static str,
-    /// How many rewrites it made (nodes folded, patterns fused).
+    /// How many rewrites it made (nodes folded, patterns fused), its subgraphs' included.
     pub rewrites: usize,
-    /// The graph's node count after it.
+    /// The main graph's node count after it.
     pub nodes: usize,
 }
 
@@ -139,7 +140,7 @@ pub(crate) fn optimise(g: &mut Graph, passes: &Passes, cx: &Cx<'_>) -> Result<Ve
     passes.check()?;
     let mut reports = Vec::new();
     for &(name, pass) in PASSES.iter().filter(|(n, _)| passes.runs(n)) {
-        let rewrites = pass(g, cx)?;
+        let rewrites = everywhere(g, pass, cx)?;
         reports.push(PassReport {
             pass: name,
             rewrites,
@@ -147,4 +148,14 @@ pub(crate) fn optimise(g: &mut Graph, passes: &Passes, cx: &Cx<'_>) -> Result<Ve
         });
     }
     Ok(reports)
+}
+
+/// Runs `pass` over the subgraphs `g`'s nodes hold (theirs too, innermost first), then over
+/// `g`: how many rewrites in all.
+fn everywhere(g: &mut Graph, pass: Pass, cx: &Cx<'_>) -> Result<usize> {
+    let mut rewrites = 0;
+    for body in g.nodes.iter_mut().flat_map(|n| n.attrs.graphs_mut()) {
+        rewrites += everywhere(body, pass, cx)?;
+    }
+    Ok(rewrites + pass(g, cx)?)
 }
