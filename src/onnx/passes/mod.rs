@@ -18,8 +18,9 @@
 //!   made one `ai.unicompute` `Chain` node, which runs them as one generated kernel (and
 //!   one by one where the library does not take the inputs' element types).
 //!
-//! They run in that order, each over the subgraphs of `If`, `Loop` and `Scan` (innermost
-//! first) and then the main graph: a branch's constants fold at load like the main graph's.
+//! They run in that order, each over the main graph and then over the subgraphs of `If`,
+//! `Loop` and `Scan` (`scopes`), which see the constants they read from outside as their
+//! own: a branch's constants, and what it computes from them alone, fold at load too.
 //! A pass only rewrites what no other node, output or subgraph reads in between, so
 //! the graph's outputs and the values asked for stay; `SessionOptions::passes` turns every
 //! pass or some of them off, and [`PassReport`]s say what each did.
@@ -31,6 +32,7 @@ mod fold;
 mod fuse;
 mod gelu;
 mod norms;
+mod scopes;
 
 use super::graph::Graph;
 use crate::base::error::{Error, Result};
@@ -140,7 +142,7 @@ pub(crate) fn optimise(g: &mut Graph, passes: &Passes, cx: &Cx<'_>) -> Result<Ve
     passes.check()?;
     let mut reports = Vec::new();
     for &(name, pass) in PASSES.iter().filter(|(n, _)| passes.runs(n)) {
-        let rewrites = everywhere(g, pass, cx)?;
+        let rewrites = scopes::everywhere(g, pass, cx)?;
         reports.push(PassReport {
             pass: name,
             rewrites,
@@ -150,12 +152,3 @@ pub(crate) fn optimise(g: &mut Graph, passes: &Passes, cx: &Cx<'_>) -> Result<Ve
     Ok(reports)
 }
 
-/// Runs `pass` over the subgraphs `g`'s nodes hold (theirs too, innermost first), then over
-/// `g`: how many rewrites in all.
-fn everywhere(g: &mut Graph, pass: Pass, cx: &Cx<'_>) -> Result<usize> {
-    let mut rewrites = 0;
-    for body in g.nodes.iter_mut().flat_map(|n| n.attrs.graphs_mut()) {
-        rewrites += everywhere(body, pass, cx)?;
-    }
-    Ok(rewrites + pass(g, cx)?)
-}
