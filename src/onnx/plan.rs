@@ -1,8 +1,10 @@
 //! A graph checked and ready to run: its schedule, the operator of each step, its constants,
 //! and the plans of the subgraphs its nodes hold (the branches of `If`, the body of `Loop`).
-//! A run reads the values of enclosing graphs by name through a chain of scopes.
+//! A run reads the values of enclosing graphs by name through a chain of scopes; what each
+//! step frees and which values come from outside are worked out once, when the plan is made.
 
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::future::Future;
 
 use super::attr::Attr;
@@ -54,12 +56,18 @@ pub(crate) struct Plan {
     steps: Vec<Step>,
     /// The value of each constant, on the device or (small integers) the host.
     constants: Vec<Option<Val>>,
+    /// The values of the graph by name, as subgraphs look them up.
+    names: HashMap<String, ValueId>,
+    /// The values read from the enclosing graphs (`Origin::Outer`), by id and name.
+    outer: Vec<(ValueId, String)>,
 }
 
-/// One scheduled node: its operator and the plans of its GRAPH attributes.
+/// One scheduled node: its operator, the plans of its GRAPH attributes, and the values
+/// nothing reads after it.
 struct Step {
     op: &'static OpDef,
     bodies: Vec<(String, Plan)>,
+    frees: Vec<ValueId>,
 }
 
 /// What every step of a run shares: the device, the queue and the model's opset.
@@ -76,7 +84,7 @@ pub(crate) struct Exec<'a> {
 /// The values of a running graph, and the scopes of the graphs around it: how a subgraph
 /// finds the values it names from outside.
 pub(crate) struct Scope<'a> {
-    graph: &'a Graph,
+    names: &'a HashMap<String, ValueId>,
     env: &'a [Option<Val>],
     outer: Option<&'a Scope<'a>>,
 }
@@ -84,7 +92,7 @@ pub(crate) struct Scope<'a> {
 impl Scope<'_> {
     /// The value called `name` here or in an enclosing scope.
     fn find(&self, name: &str) -> Option<&Val> {
-        let here = self.graph.find(name).and_then(|id| self.env[id].as_ref());
+        let here = self.names.get(name).and_then(|&id| self.env[id].as_ref());
         here.or_else(|| self.outer.and_then(|o| o.find(name)))
     }
 }
@@ -102,7 +110,7 @@ impl Plan {
     ) -> Result<Plan> {
         let schedule = schedule(g)?;
         let mut steps = Vec::with_capacity(schedule.order.len());
-        for &n in &schedule.order {
+        for (step, &n) in schedule.order.iter().enumerate() {
             let node = &g.nodes[n];
             let label = format!("{path}{}", node.label());
             let Some(op) = ops::find(&node.domain, &node.op) else {
@@ -125,7 +133,11 @@ impl Plan {
                     bodies.push((name.to_string(), plan));
                 }
             }
-            steps.push(Step { op, bodies });
+            let mut frees = reads(g, node);
+            frees.retain(|&v| schedule.last_use[v] == Some(step));
+            frees.sort_unstable();
+            frees.dedup();
+            steps.push(Step { op, bodies, frees });
         }
         let constants = if missing.is_empty() {
             g.values
@@ -138,10 +150,21 @@ impl Plan {
         } else {
             Vec::new()
         };
+        let mut names = HashMap::with_capacity(g.values.len());
+        for (id, v) in g.values.iter().enumerate().rev() {
+            // The first value of a name wins, as `Graph::find` has it.
+            names.insert(v.name.clone(), id);
+        }
+        let outer = (g.values.iter().enumerate())
+            .filter(|(_, v)| v.origin == Origin::Outer)
+            .map(|(id, v)| (id, v.name.clone()))
+            .collect();
         Ok(Plan {
             schedule,
             steps,
             constants,
+            names,
+            outer,
         })
     }
 
@@ -162,15 +185,13 @@ impl Plan {
         outer: Option<&Scope<'_>>,
         mut times: Option<&mut Vec<NodeTime>>,
     ) -> Result<Vec<Val>> {
-        for (id, v) in g.values.iter().enumerate() {
-            if v.origin == Origin::Outer {
-                let found = outer.and_then(|o| o.find(&v.name)).cloned();
-                env[id] = Some(found.ok_or_else(|| {
-                    Error::Internal(format!("the enclosing graphs hold no value '{}'", v.name))
-                })?);
-            }
+        for (id, name) in &self.outer {
+            let found = outer.and_then(|o| o.find(name)).cloned();
+            env[*id] = Some(found.ok_or_else(|| {
+                Error::Internal(format!("the enclosing graphs hold no value '{name}'"))
+            })?);
         }
-        for (step, (&n, s)) in self.schedule.order.iter().zip(&self.steps).enumerate() {
+        for (&n, s) in self.schedule.order.iter().zip(&self.steps) {
             let start = times.is_some().then(clock::now_us);
             let outputs = self.step(g, x, &mut env, outer, n, s).await?;
             for (id, v) in outputs {
@@ -185,10 +206,8 @@ impl Plan {
                     micros: clock::now_us() - start,
                 });
             }
-            for v in reads(g, &g.nodes[n]) {
-                if self.schedule.last_use[v] == Some(step) {
-                    env[v] = None;
-                }
+            for &v in &s.frees {
+                env[v] = None;
             }
         }
         g.outputs
@@ -216,7 +235,7 @@ impl Plan {
     ) -> Result<Vec<(ValueId, Val)>> {
         let node = &g.nodes[n];
         for _ in 0..=node.inputs.len() {
-            let (result, wanted) = self.try_step(g, x, env, outer, node, s);
+            let (result, wanted) = self.try_step(x, env, outer, node, s);
             let error = match result {
                 Ok(outputs) => return written(node, s.op, outputs),
                 Err(e) => e,
@@ -239,7 +258,6 @@ impl Plan {
     /// One try of `node`: the operator's result, and the input it wanted on the host.
     fn try_step(
         &self,
-        g: &Graph,
         x: Exec<'_>,
         env: &[Option<Val>],
         outer: Option<&Scope<'_>>,
@@ -252,7 +270,7 @@ impl Plan {
             .map(|v| v.and_then(|id| env[id].clone()))
             .collect();
         let scope = Scope {
-            graph: g,
+            names: &self.names,
             env,
             outer,
         };

@@ -151,4 +151,3 @@ pub(crate) fn optimise(g: &mut Graph, passes: &Passes, cx: &Cx<'_>) -> Result<Ve
     }
     Ok(reports)
 }
-
