@@ -841,3 +841,22 @@ fn fold_reaches_subgraphs_and_the_constants_they_read_from_outside() {
         );
     }
 }
+
+#[test]
+fn fold_bounds_a_concat_by_the_sum_of_its_inputs() {
+    // 4,099 x 4,099 elements multiplied pass the limit on inputs; their sum does not.
+    let case = Case {
+        nodes: vec![
+            node("Concat", &["a", "b"], &["ab"], vec![int_attr("axis", 0)]),
+            node("Add", &["x", "ab"], &["y"], vec![]),
+        ],
+        weights: vec![
+            weights("a", &[4099], 6, [-1.0, 1.0]),
+            weights("b", &[4099], 7, [-1.0, 1.0]),
+        ],
+        inputs: vec![("x", vec![8198])],
+        outputs: vec!["y"],
+    };
+    let s = case.check(Passes::all(), &["Add"], [0.0, 0.0]);
+    assert_eq!(rewrites(&s, "fold"), 1);
+}
