@@ -23,6 +23,7 @@ export type {
   GPUTensorOptions,
   LaunchRecord,
   MemoryInfo,
+  MemoryPlan,
   MemoryStats,
   NestedNumbers,
   OpSummary,

@@ -1,6 +1,6 @@
 // Typings of ONNX sessions (npm/session.js), as onnxruntime-web types its `InferenceSession`
 // and `Tensor`; `unicompute` and `unicompute/ort` export them.
-import type { Device, Tensor, ValueMetadata } from './pkg/unicompute.js';
+import type { Device, MemoryPlan, Tensor, ValueMetadata } from './pkg/unicompute.js';
 
 /** An element type by onnxruntime-web's name. */
 export type HostType = 'float32' | 'float64' | 'float16' | 'int8' | 'uint8' | 'bool' | 'int16' | 'uint16' | 'int32' | 'uint32' | 'int64' | 'uint64';
@@ -52,6 +52,8 @@ export interface InferenceSessionOptions {
    * shows them and feeds are held to them; names the model lacks are ignored.
    */
   freeDimensionOverrides?: Readonly<Record<string, number>>;
+  /** Hold the large f32 weights in f16 on the device: half their memory and upload. */
+  f16Weights?: boolean;
   /** onnxruntime-web's tuning, threading and logging options: taken, and change nothing. */
   intraOpNumThreads?: number;
   interOpNumThreads?: number;
@@ -94,6 +96,12 @@ export declare class InferenceSession<Out = HostTensor> {
    * onnxruntime-web's run options are taken and change nothing.
    */
   run(feeds: Record<string, Feed>, fetches?: readonly string[] | Record<string, unknown>, options?: Record<string, unknown>): Promise<Record<string, Out>>;
+  /**
+   * Where a run's memory goes, in bytes, planned from the first run (undefined before it):
+   * the weights, the intermediates placed by liveness in arenas (`peak`), beside the most
+   * live at once and their sum without reuse.
+   */
+  memoryPlan(): MemoryPlan | undefined;
   /** Free the model's weights; later runs are errors. */
   release(): Promise<void>;
 }

@@ -119,7 +119,7 @@ export class HostTensor {
 }
 
 /** What `InferenceSession.create` takes besides onnxruntime-web's options it ignores. */
-const OWN_OPTIONS = ['executionProviders', 'preferredOutputLocation', 'device', 'externalData', 'freeDimensionOverrides'];
+const OWN_OPTIONS = ['executionProviders', 'preferredOutputLocation', 'device', 'externalData', 'freeDimensionOverrides', 'f16Weights'];
 /** onnxruntime-web's session options that change nothing here (tuning, logging, threads). */
 const IGNORED_OPTIONS = [
   'intraOpNumThreads', 'interOpNumThreads', 'graphOptimizationLevel',
@@ -142,6 +142,7 @@ function sessionOptions(options = {}) {
   if (where !== 'cpu' && where !== 'device') {
     throw invalid(`InferenceSession.create: preferredOutputLocation is ${JSON.stringify(where)}: expected 'cpu' (HostTensors) or 'device' (unicompute Tensors, which stay on the GPU; they have no onnxruntime-web 'gpu-buffer' shape)`);
   }
+  if (options.f16Weights !== undefined && typeof options.f16Weights !== 'boolean') throw invalid(`InferenceSession.create: f16Weights is ${kindOf(options.f16Weights)}: expected true or false`);
   if (options.externalData?.length) throw new UnicomputeError('InferenceSession.create: externalData: models with external data files cannot be loaded in JS yet: expected the weights inside the .onnx file', 'UNSUPPORTED');
   return { ...options, preferredOutputLocation: where };
 }
@@ -302,15 +303,16 @@ function makeSessionClass(wasm, open) {
      * ('cpu', HostTensors; or 'device', unicompute Tensors), `device` (a unicompute Device to
      * use), `freeDimensionOverrides` (extents fixed at load for named dimensions, `{ batch: 1 }`:
      * `inputMetadata` and `outputMetadata` show them and feeds are held to them; names the
-     * model lacks are ignored); onnxruntime-web's tuning and logging options are taken and
-     * change nothing.
+     * model lacks are ignored), `f16Weights` (true: the large f32 weights are held in f16 on
+     * the device, half their memory and upload; outputs within f16's rounding of the weights);
+     * onnxruntime-web's tuning and logging options are taken and change nothing.
      */
     static async create(...args) {
       try {
         const [bytes, given] = await modelOf(args);
         const options = sessionOptions(given);
         const device = await open(options);
-        const session = wasm.Session.load(device, bytes, undefined, options.freeDimensionOverrides);
+        const session = wasm.Session.load(device, bytes, undefined, options.freeDimensionOverrides, options.f16Weights);
         return new InferenceSession(session, device, options.preferredOutputLocation);
       } catch (e) {
         throw toError(e, 'InferenceSession.create');
@@ -354,6 +356,14 @@ function makeSessionClass(wasm, open) {
         for (const t of outputs) if (this.#where !== 'device' || !Object.values(result).includes(t)) t.dispose();
       }
       return result;
+    }
+
+    /**
+     * Where a run's memory goes, in bytes, planned from the first run (undefined before it):
+     * `{ weights, intermediates, arenas, peak, live, unshared }`.
+     */
+    memoryPlan() {
+      return this.#live('memoryPlan').memoryPlan();
     }
 
     /** Free the model's weights on the device; later runs are errors. */

@@ -96,8 +96,8 @@ mod cli {
         /// others are 1 in the random inputs).
         #[arg(long = "dim", value_name = "NAME=N")]
         dims: Vec<String>,
-        /// Turn a graph pass off at load (fold, batchnorm, gelu, layernorm, rmsnorm, fuse,
-        /// chain), or every pass with `all` (repeatable).
+        /// Turn a graph pass off at load (fold, transpose, batchnorm, gelu, layernorm, rmsnorm,
+        /// attention, fuse, chain), or every pass with `all` (repeatable).
         #[arg(long = "no-pass", value_name = "NAME")]
         no_passes: Vec<String>,
         /// Device: auto (honours UNICOMPUTE_BACKEND), cpu, webgpu, cuda, or an index from `info`.
@@ -113,6 +113,9 @@ mod cli {
         /// Run node by node every time, never replaying a captured run.
         #[arg(long)]
         eager: bool,
+        /// Hold the large f32 weights in f16 on the device (half their memory and upload).
+        #[arg(long)]
+        f16_weights: bool,
         /// Seed of the random inputs.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -319,6 +322,7 @@ mod cli {
             runs: args.runs,
             warmup: args.warmup,
             eager: args.eager,
+            f16_weights: args.f16_weights,
             seed: args.seed,
             save: args.save,
             profile: args.profile,

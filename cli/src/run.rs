@@ -26,6 +26,8 @@ pub struct RunConfig {
     pub warmup: usize,
     /// Every run node by node (`SessionOptions::eager`).
     pub eager: bool,
+    /// Large f32 weights held in f16 (`SessionOptions::f16_weights`).
+    pub f16_weights: bool,
     /// The seed of the random inputs.
     pub seed: u64,
     /// Where to write the first run's outputs as `.npy` files.
@@ -49,6 +51,7 @@ pub fn run(device: &Device, config: &RunConfig) -> Result<()> {
         free_dims: free_dims(&config.dims)?,
         passes: passes(&config.no_passes),
         eager: config.eager,
+        f16_weights: config.f16_weights,
         ..SessionOptions::default()
     };
     let nodes = model.graph.nodes.len();
@@ -61,6 +64,7 @@ pub fn run(device: &Device, config: &RunConfig) -> Result<()> {
     let outputs = session.run(&named)?;
     device.queue().finish()?;
     let first = first.elapsed().as_secs_f64();
+    let allocations = device.memory_stats().allocations;
     if let Some(dir) = &config.save {
         save(dir, &outputs)?;
     }
@@ -85,8 +89,7 @@ pub fn run(device: &Device, config: &RunConfig) -> Result<()> {
         let p90 = times[(times.len() * 9).div_ceil(10) - 1];
         println!("p90:    {:.3} ms", p90 * 1e3);
     }
-    let peak = device.memory_stats().peak_bytes_live;
-    println!("memory: {:.3} MB peak in device buffers", peak as f64 / 1e6);
+    print_memory(device, &session, allocations);
     if let Some(path) = &config.profile {
         let nodes = session.run_profiled(&named)?;
         crate::trace::print_summary(&nodes);
@@ -97,6 +100,30 @@ pub fn run(device: &Device, config: &RunConfig) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The device's peak bytes beside the session's memory plan, and the blocks the runs after
+/// the first took from the backend (`allocations` is the count after the first run).
+fn print_memory(device: &Device, session: &Session, allocations: u64) {
+    let stats = device.memory_stats();
+    let mb = |b: u64| b as f64 / 1e6;
+    println!(
+        "memory: {:.3} MB peak in device buffers; {} blocks allocated after the first run",
+        mb(stats.peak_bytes_live),
+        stats.allocations - allocations
+    );
+    if let Some(plan) = session.memory_plan() {
+        println!(
+            "plan:   weights {:.3} MB, intermediates {:.3} MB planned in {} arena(s) \
+             (most live at once {:.3} MB; {:.3} MB in {} blocks without reuse)",
+            mb(plan.weights_bytes),
+            mb(plan.peak_bytes()),
+            plan.arenas.len(),
+            mb(plan.live_bytes),
+            mb(plan.unshared_bytes),
+            plan.intermediates
+        );
+    }
 }
 
 /// The times of `config.runs` runs after `config.warmup` untimed ones, sorted.

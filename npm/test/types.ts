@@ -38,6 +38,7 @@ import {
   type HostTypeOf,
   type InferenceSessionOptions,
   type ModelSource,
+  type MemoryPlan,
   type ValueMetadata,
   Buffer,
   HostTensor,
@@ -295,7 +296,9 @@ async function sessions(device: Device, model: ModelSource): Promise<void> {
   const out: HostTensor = byName.out;
   console.log(meta[0]?.shape, out.dims, inferred, host.device.backend, String(out.reshape([1, -1])));
   const overrides = { batch: 1, sequence: 128 } as const;
-  const onDevice = await InferenceSession.create(model, { device, preferredOutputLocation: 'device', freeDimensionOverrides: overrides });
+  const plan: MemoryPlan | undefined = host.memoryPlan();
+  console.log(plan?.peak, plan?.arenas.length, plan?.weights);
+  const onDevice = await InferenceSession.create(model, { device, preferredOutputLocation: 'device', freeDimensionOverrides: overrides, f16Weights: true });
   const kept: Tensor = (await onDevice.run({ x: device.ones([2]) })).y;
   console.log(await kept.read());
   kept.dispose();

@@ -6,7 +6,8 @@
 //! (a parsed file), `schedule` (run order and last uses), `value` (what nodes pass: device
 //! tensors, host data for shape computations, sequences of tensors), `ops` (each operator
 //! mapped onto the op API), `passes` (rewrites of the graph at load that make it cheaper
-//! to run), `plan` (a graph checked for running, its subgraphs' plans inside), `replay`
+//! to run), `plan` (a graph checked for running, its subgraphs' plans inside), `memory`
+//! (where a run's intermediates lie by liveness, and the peak), `replay`
 //! (runs captured once and replayed) and `session` (a model loaded on a device, and its
 //! runs).
 
@@ -15,6 +16,7 @@ mod constant;
 mod elem;
 mod graph;
 mod legacy;
+mod memory;
 mod model;
 mod ops;
 mod passes;
@@ -29,10 +31,11 @@ pub use attr::{Attr, Attrs};
 pub use constant::Constant;
 pub use elem::ElemType;
 pub use graph::{Dim, Graph, Node, Origin, Value, ValueId};
+pub use memory::MemoryPlan;
 pub use model::{Model, OPSETS};
 pub use ops::supported;
 pub use passes::{PassReport, Passes};
 pub use plan::NodeTime;
 pub use schedule::{schedule, Schedule};
 pub use session::{unsupported, IoInfo, Session, SessionOptions};
-pub use value::{HostData, HostTensor, Sequence, Val};
+pub use value::{HostData, HostTensor, Sequence, Val, F16_WEIGHT_MIN};

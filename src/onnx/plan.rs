@@ -8,12 +8,14 @@ use std::collections::HashMap;
 use std::future::Future;
 
 use super::attr::Attr;
+use super::elem::ElemType;
 use super::graph::{Graph, Node, Origin, ValueId};
+use super::memory::Trace;
 use super::ops::{self, Ctx, OpDef};
 use super::schedule::{reads, schedule, Schedule};
 use super::value::{HostTensor, Val};
 use crate::base::error::{Error, Result};
-use crate::{Device, Queue};
+use crate::{DType, Device, Queue};
 
 /// How long one node of a profiled run took (`Session::run_profiled`).
 #[derive(Clone, Debug, PartialEq)]
@@ -84,29 +86,33 @@ pub(crate) struct Exec<'a> {
 /// The values of a running graph, and the scopes of the graphs around it: how a subgraph
 /// finds the values it names from outside.
 pub(crate) struct Scope<'a> {
+    graph: &'a Graph,
     names: &'a HashMap<String, ValueId>,
     env: &'a [Option<Val>],
     outer: Option<&'a Scope<'a>>,
 }
 
 impl Scope<'_> {
-    /// The value called `name` here or in an enclosing scope.
-    fn find(&self, name: &str) -> Option<&Val> {
-        let here = self.names.get(name).and_then(|&id| self.env[id].as_ref());
-        here.or_else(|| self.outer.and_then(|o| o.find(name)))
+    /// The value called `name` here or in an enclosing scope, as a node reads it ([`read`]).
+    fn find(&self, name: &str, x: Exec<'_>) -> Option<Result<Val>> {
+        let here =
+            (self.names.get(name)).and_then(|&id| read(self.graph, x, self.env, id).transpose());
+        here.or_else(|| self.outer.and_then(|o| o.find(name, x)))
     }
 }
 
 impl Plan {
     /// The plan of `g`. Every node it cannot run goes to `missing`, named with `path` (the
     /// nodes and attributes that hold `g`, empty for the main graph); where any is missing
-    /// the plan must not run, and its constants are not uploaded.
+    /// the plan must not run, and its constants are not uploaded. With `f16_weights`, large
+    /// f32 constants are held in f16 ([`Val::from_constant`]) and widened where read.
     pub(crate) fn new(
         g: &Graph,
         device: &Device,
         opset: i64,
         path: &str,
         missing: &mut Vec<String>,
+        f16_weights: bool,
     ) -> Result<Plan> {
         let schedule = schedule(g)?;
         let mut steps = Vec::with_capacity(schedule.order.len());
@@ -129,7 +135,7 @@ impl Plan {
             for (name, a) in node.attrs.iter() {
                 if let Attr::Graph(body) = a {
                     let inner = format!("{label} › {name} › ");
-                    let plan = Plan::new(body, device, opset, &inner, missing)?;
+                    let plan = Plan::new(body, device, opset, &inner, missing, f16_weights)?;
                     bodies.push((name.to_string(), plan));
                 }
             }
@@ -140,10 +146,12 @@ impl Plan {
             steps.push(Step { op, bodies, frees });
         }
         let constants = if missing.is_empty() {
-            g.values
-                .iter()
-                .map(|v| match &v.origin {
-                    Origin::Constant(c) => Val::from_constant(c, device).map(Some),
+            let layers = layer_weights(g);
+            (g.values.iter().zip(layers))
+                .map(|(v, layer)| match &v.origin {
+                    Origin::Constant(c) => {
+                        Val::from_weight(c, device, f16_weights && layer).map(Some)
+                    }
                     _ => Ok(None),
                 })
                 .collect::<Result<_>>()?
@@ -173,10 +181,25 @@ impl Plan {
         self.constants.clone()
     }
 
+    /// The run order and last uses.
+    pub(crate) fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
+    /// Bytes of the constants held on the device.
+    pub(crate) fn weights_bytes(&self) -> u64 {
+        let bytes = |v: &Option<Val>| match v {
+            Some(Val::Device(t)) => (t.numel() * t.dtype().size()) as u64,
+            _ => 0,
+        };
+        self.constants.iter().map(bytes).sum()
+    }
+
     /// Runs `g` (the graph the plan was made for) in `env`, whose inputs the caller has set;
     /// values `g` names from outside come from `outer`. Gives the graph's outputs in order.
     /// With `times`, the device finishes each node before the next, and each node's time is
-    /// pushed there.
+    /// pushed there; with `trace`, the device values each step writes are noted there. A value
+    /// no step reads and the graph does not give out is dropped as soon as it is written.
     pub(crate) async fn run(
         &self,
         g: &Graph,
@@ -184,18 +207,25 @@ impl Plan {
         mut env: Vec<Option<Val>>,
         outer: Option<&Scope<'_>>,
         mut times: Option<&mut Vec<NodeTime>>,
+        mut trace: Option<&mut Trace>,
     ) -> Result<Vec<Val>> {
         for (id, name) in &self.outer {
-            let found = outer.and_then(|o| o.find(name)).cloned();
+            let found = outer.and_then(|o| o.find(name, x)).transpose()?;
             env[*id] = Some(found.ok_or_else(|| {
                 Error::Internal(format!("the enclosing graphs hold no value '{name}'"))
             })?);
         }
-        for (&n, s) in self.schedule.order.iter().zip(&self.steps) {
+        if let Some(trace) = trace.as_deref_mut() {
+            trace.start(&env);
+        }
+        for (step, (&n, s)) in self.schedule.order.iter().zip(&self.steps).enumerate() {
             let start = times.is_some().then(clock::now_us);
             let outputs = self.step(g, x, &mut env, outer, n, s).await?;
             for (id, v) in outputs {
-                env[id] = Some(v);
+                if let Some(trace) = trace.as_deref_mut() {
+                    trace.wrote(step, id, &v);
+                }
+                env[id] = self.schedule.used[id].then_some(v);
             }
             if let (Some(times), Some(start)) = (times.as_deref_mut(), start) {
                 x.queue.submit()?.wait().await?;
@@ -209,6 +239,9 @@ impl Plan {
             for &v in &s.frees {
                 env[v] = None;
             }
+        }
+        if let Some(trace) = trace {
+            trace.finish();
         }
         g.outputs
             .iter()
@@ -235,7 +268,7 @@ impl Plan {
     ) -> Result<Vec<(ValueId, Val)>> {
         let node = &g.nodes[n];
         for _ in 0..=node.inputs.len() {
-            let (result, wanted) = self.try_step(x, env, outer, node, s);
+            let (result, wanted) = self.try_step(g, x, env, outer, node, s);
             let error = match result {
                 Ok(outputs) => return written(node, s.op, outputs),
                 Err(e) => e,
@@ -243,8 +276,8 @@ impl Plan {
             let Some(id) = wanted.and_then(|i| node.inputs[i]) else {
                 return Err(error);
             };
-            let host = match &env[id] {
-                Some(Val::Device(t)) => HostTensor::download(t).await?,
+            let host = match read(g, x, env, id)? {
+                Some(Val::Device(t)) => HostTensor::download(&t).await?,
                 _ => return Err(error),
             };
             env[id] = Some(Val::Host(host));
@@ -258,18 +291,24 @@ impl Plan {
     /// One try of `node`: the operator's result, and the input it wanted on the host.
     fn try_step(
         &self,
+        g: &Graph,
         x: Exec<'_>,
         env: &[Option<Val>],
         outer: Option<&Scope<'_>>,
         node: &Node,
         s: &Step,
     ) -> (Result<Vec<Val>>, Option<usize>) {
-        let inputs: Vec<Option<Val>> = node
+        let inputs: Result<Vec<Option<Val>>> = node
             .inputs
             .iter()
-            .map(|v| v.and_then(|id| env[id].clone()))
+            .map(|v| v.map_or(Ok(None), |id| read(g, x, env, id)))
             .collect();
+        let inputs = match inputs {
+            Ok(inputs) => inputs,
+            Err(e) => return (Err(e), None),
+        };
         let scope = Scope {
+            graph: g,
             names: &self.names,
             env,
             outer,
@@ -286,6 +325,50 @@ impl Plan {
         };
         let result = (s.op.run)(&cx);
         (result, cx.wanted.get())
+    }
+}
+
+/// The operators whose weights a session asking for f16 weights may hold in f16: layers whose
+/// kernels read every element of the weight once per run, so the widened copy costs about
+/// what the product does (an embedding table, of which `Gather` reads a few rows, stays f32).
+const LAYERS: [&str; 8] = [
+    "Conv",
+    "ConvTranspose",
+    "MatMul",
+    "Gemm",
+    "FusedConv",
+    "FusedGemm",
+    "FusedMatMul",
+    "Attention",
+];
+
+/// For each value of `g`, whether only [`LAYERS`] read it (the graph's outputs are read by
+/// the caller).
+fn layer_weights(g: &Graph) -> Vec<bool> {
+    let mut only = vec![true; g.values.len()];
+    for n in &g.nodes {
+        if !LAYERS.contains(&n.op.as_str()) {
+            for v in reads(g, n) {
+                only[v] = false;
+            }
+        }
+    }
+    for &v in &g.outputs {
+        only[v] = false;
+    }
+    only
+}
+
+/// The value `id` of `env` as a node reads it: a weight held in f16 for the f32 constant of
+/// the file (`SessionOptions::f16_weights`) widened to f32 on `x`'s queue, for that node
+/// only; the copy is freed when the node is done with it.
+fn read(g: &Graph, x: Exec<'_>, env: &[Option<Val>], id: ValueId) -> Result<Option<Val>> {
+    let narrowed = matches!(&g.values[id].origin, Origin::Constant(c) if c.elem == ElemType::F32);
+    match &env[id] {
+        Some(Val::Device(t)) if narrowed && t.dtype() == DType::F16 => {
+            crate::ops::cast::cast(x.queue, t, DType::F32).map(|t| Some(Val::Device(t)))
+        }
+        v => Ok(v.clone()),
     }
 }
 
@@ -347,5 +430,5 @@ pub(crate) fn run_body(
     for (&id, v) in g.inputs.iter().zip(inputs) {
         env[id] = Some(v);
     }
-    now(plan.run(g, x, env, Some(scope), None))
+    now(plan.run(g, x, env, Some(scope), None, None))
 }

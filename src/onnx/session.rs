@@ -4,6 +4,7 @@
 
 use super::attr::Attr;
 use super::graph::{Dim, Graph, ValueId};
+use super::memory::{self, MemoryPlan, Trace};
 use super::model::Model;
 use super::ops;
 use super::passes::{self, PassReport, Passes};
@@ -32,6 +33,12 @@ pub struct SessionOptions {
     /// run is captured once and replayed (on devices that capture: webgpu and cuda), for the
     /// host cost of one launch; see `docs/src/onnx.md`, "Runs as replays".
     pub eager: bool,
+    /// Holds the f32 weights of at least [`super::F16_WEIGHT_MIN`] elements that only layers
+    /// read (matrix products, convolutions, attention; not an embedding table that `Gather`
+    /// reads rows of) in f16 on the device: half their memory and upload. A node reads each
+    /// widened back to f32, a copy freed when the node is done, so outputs differ from the
+    /// f32 model's by the weights' rounding (a relative 2^-12 per weight).
+    pub f16_weights: bool,
 }
 
 /// A graph input or output as the model declares it.
@@ -59,6 +66,8 @@ pub struct Session {
     optimised: Vec<PassReport>,
     /// Captured runs by their feeds' shapes; `None` with [`SessionOptions::eager`].
     replays: Option<Replays>,
+    /// The memory plan, made from the first run that completed node by node.
+    memory: std::sync::OnceLock<MemoryPlan>,
 }
 
 impl Session {
@@ -93,7 +102,7 @@ impl Session {
         let optimised = passes::optimise(&mut graph, &options.passes, &cx)?;
         check_io(&graph)?;
         let mut missing = Vec::new();
-        let plan = Plan::new(&graph, device, opset, "", &mut missing)?;
+        let plan = Plan::new(&graph, device, opset, "", &mut missing, options.f16_weights)?;
         if !missing.is_empty() {
             return Err(Error::Model(format!(
                 "{} node(s) this runner cannot run: {}",
@@ -108,7 +117,36 @@ impl Session {
             plan,
             optimised,
             replays: (!options.eager).then(Replays::default),
+            memory: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Where a run's memory goes, planned from the session's first run (`None` before it):
+    /// the weights' bytes, and the intermediates by liveness in arenas, with the planned peak
+    /// beside the sum without reuse. See `docs/src/onnx.md`, "Memory".
+    pub fn memory_plan(&self) -> Option<MemoryPlan> {
+        self.memory.get().cloned()
+    }
+
+    /// Makes the memory plan from `trace` if it holds a whole run and none was made yet.
+    fn plan_memory(&self, trace: Option<Trace>) {
+        let Some(trace) = trace.filter(Trace::done) else {
+            return;
+        };
+        let limits = &self.device.info().limits;
+        self.memory.get_or_init(|| {
+            let schedule = self.plan.schedule();
+            let weights = self.plan.weights_bytes();
+            let align = u64::from(limits.storage_offset_alignment);
+            memory::plan(
+                &self.graph,
+                schedule,
+                &trace,
+                weights,
+                align,
+                limits.max_buffer_size,
+            )
+        });
     }
 
     /// The graph as it runs: the model's, rewritten by the graph passes.
@@ -206,10 +244,21 @@ impl Session {
             .filter_map(|&id| env[id].clone())
             .collect();
         let key = replay::key(&inputs).filter(|_| times.is_none());
+        let mut trace = self.memory.get().is_none().then(Trace::default);
         let values = match (&self.replays, key) {
-            (Some(replays), Some(key)) => self.replayed(replays, &key, exec, env, &inputs).await?,
-            _ => self.plan.run(&self.graph, exec, env, None, times).await?,
+            (Some(replays), Some(key)) => {
+                let trace = trace.as_mut();
+                self.replayed(replays, &key, exec, env, &inputs, trace)
+                    .await?
+            }
+            _ => {
+                let trace = trace.as_mut();
+                self.plan
+                    .run(&self.graph, exec, env, None, times, trace)
+                    .await?
+            }
         };
+        self.plan_memory(trace);
         let names = self
             .graph
             .outputs
@@ -218,8 +267,8 @@ impl Session {
         Ok(names.zip(values).collect())
     }
 
-    /// A run whose feeds (`inputs`, also in `env`) have `key`: node by node the first time,
-    /// captured the second, replayed from then on ([`replay`]).
+    /// A run whose feeds (`inputs`, also in `env`) have `key`: node by node the first time
+    /// (noted in `trace`), captured the second, replayed from then on ([`replay`]).
     async fn replayed(
         &self,
         replays: &Replays,
@@ -227,9 +276,15 @@ impl Session {
         exec: Exec<'_>,
         env: Vec<Option<Val>>,
         inputs: &[Val],
+        trace: Option<&mut Trace>,
     ) -> Result<Vec<Val>> {
         let captured = match replays.next(key) {
-            Next::Eager => return self.plan.run(&self.graph, exec, env, None, None).await,
+            Next::Eager => {
+                return self
+                    .plan
+                    .run(&self.graph, exec, env, None, None, trace)
+                    .await
+            }
             Next::Replay(captured) => captured,
             Next::Capture => {
                 let captured = replay::capture(exec.queue, key, |tensors| {
@@ -237,12 +292,17 @@ impl Session {
                     for (&id, t) in self.graph.inputs.iter().zip(tensors) {
                         env[id] = Some(Val::Device(t));
                     }
-                    now(self.plan.run(&self.graph, exec, env, None, None))
+                    now(self.plan.run(&self.graph, exec, env, None, None, None))
                 })?;
                 replays.store(key, captured.clone());
                 match captured {
                     Some(captured) => captured,
-                    None => return self.plan.run(&self.graph, exec, env, None, None).await,
+                    None => {
+                        return self
+                            .plan
+                            .run(&self.graph, exec, env, None, None, None)
+                            .await
+                    }
                 }
             }
         };

@@ -18,6 +18,11 @@ const HOST_LIMIT: usize = 4096;
 /// device uploads it, as it does a small integer constant.
 const HOST_FLOAT_LIMIT: usize = 16;
 
+/// F32 constants of at least this many elements are held in f16 on the device when a session
+/// asks for f16 weights (`SessionOptions::f16_weights`) and only layers read them (matrix
+/// products, convolutions, attention): their weights, not biases or embedding tables.
+pub const F16_WEIGHT_MIN: usize = 1024;
+
 /// A value of a running graph.
 #[derive(Clone, Debug)]
 pub enum Val {
@@ -84,7 +89,11 @@ impl HostTensor {
 
     /// The tensor on `device`, in the dtype that holds its element type.
     pub fn upload(&self, device: &Device) -> Result<Tensor> {
-        let dtype = device_dtype(self.elem)?;
+        self.upload_as(device, device_dtype(self.elem)?)
+    }
+
+    /// The tensor on `device` in `dtype`: floats rounded to it, integers truncated.
+    fn upload_as(&self, device: &Device, dtype: DType) -> Result<Tensor> {
         match (&self.data, dtype) {
             (HostData::F32(v), DType::F16) => {
                 let h: Vec<f16> = v.iter().map(|&x| f16::from_f32(x)).collect();
@@ -187,6 +196,13 @@ pub fn device_dtype(elem: ElemType) -> Result<DType> {
 impl Val {
     /// The value `c` stored in the file: small integer data on the host, the rest on `device`.
     pub fn from_constant(c: &Constant, device: &Device) -> Result<Val> {
+        Val::from_weight(c, device, false)
+    }
+
+    /// [`Val::from_constant`], but with `f16_weights` an f32 constant of at least
+    /// [`F16_WEIGHT_MIN`] elements goes to the device in f16 (half the bytes to upload and
+    /// hold; the session widens it where a node reads it).
+    pub(crate) fn from_weight(c: &Constant, device: &Device, f16_weights: bool) -> Result<Val> {
         let host = host_of(c)?;
         let limit = match host.data {
             HostData::I64(_) => HOST_LIMIT,
@@ -194,6 +210,9 @@ impl Val {
         };
         if c.numel() <= limit || device_dtype(c.elem).is_err() {
             return Ok(Val::Host(host));
+        }
+        if f16_weights && c.elem == ElemType::F32 && c.numel() >= F16_WEIGHT_MIN {
+            return host.upload_as(device, DType::F16).map(Val::Device);
         }
         host.upload(device).map(Val::Device)
     }

@@ -81,6 +81,7 @@ registry!(
     gather,
     matmul,
     norm,
+    qmatmul,
     reduce,
     scan,
     scatter,

@@ -227,6 +227,11 @@ impl Tensor {
         }
     }
 
+    /// The id and bytes of the memory block the view lies in: views of one block share them.
+    pub(crate) fn memory_block(&self) -> (u64, u64) {
+        (self.inner.id(), self.inner.bytes())
+    }
+
     /// Whether every element of the view lies inside the memory block (the invariant of
     /// every tensor: [`Layout::lies_within`]).
     pub(crate) fn lies_in_buffer(&self) -> bool {

@@ -24,6 +24,21 @@ export interface ValueMetadata {
   type?: string;
   shape?: (number | string)[];
 }
+/** Where a session's run keeps its memory, in bytes, planned from its first run. */
+export interface MemoryPlan {
+  /** The weights held on the device. */
+  weights: number;
+  /** The intermediates' device blocks (views share their block's). */
+  intermediates: number;
+  /** Each arena's bytes: the intermediates placed by liveness. */
+  arenas: number[];
+  /** The arenas' bytes added up: the planned peak of intermediates. */
+  peak: number;
+  /** The most bytes of intermediates live at once. */
+  live: number;
+  /** The intermediates' bytes added up: a run without reuse. */
+  unshared: number;
+}
 "#;
 
 /// A model loaded on a device (`InferenceSession` in the npm package wraps it).
@@ -106,17 +121,20 @@ impl JsSession {
     /// The model in `bytes` (a whole `.onnx` file) on `device`. Every operator is checked
     /// here: what the session cannot run is an error now, naming the nodes. `outputs`, if
     /// given, are the values a run computes instead of the model's outputs; `overrides`
-    /// (onnxruntime-web's `freeDimensionOverrides`, `{ batch: 1 }`) fixes named extents.
+    /// (onnxruntime-web's `freeDimensionOverrides`, `{ batch: 1 }`) fixes named extents;
+    /// `f16Weights` holds the large f32 weights in f16 ([`SessionOptions::f16_weights`]).
     pub fn load(
         device: &JsDevice,
         bytes: Vec<u8>,
         outputs: Option<Vec<String>>,
         #[wasm_bindgen(unchecked_param_type = "Record<string, number> | undefined")]
         overrides: JsValue,
+        #[wasm_bindgen(js_name = f16Weights)] f16_weights: Option<bool>,
     ) -> Result<JsSession, JsValue> {
         let options = SessionOptions {
             outputs,
             free_dims: free_dims(&overrides)?,
+            f16_weights: f16_weights.unwrap_or(false),
             ..SessionOptions::default()
         };
         Session::from_bytes(&device.inner, bytes, options)
@@ -136,6 +154,34 @@ impl JsSession {
     #[wasm_bindgen(getter, js_name = outputMetadata, unchecked_return_type = "ValueMetadata[]")]
     pub fn output_metadata(&self) -> js_sys::Array {
         self.inner.outputs().iter().map(metadata).collect()
+    }
+
+    /// Where a run's memory goes, planned from the first run (`undefined` before it), in
+    /// bytes: `{ weights, intermediates, arenas, peak, live, unshared }`: the weights on the
+    /// device; the intermediates' blocks; each arena's bytes and their sum, the planned peak;
+    /// the most bytes live at once; their sum without reuse ([`Session::memory_plan`]).
+    #[wasm_bindgen(js_name = memoryPlan, unchecked_return_type = "MemoryPlan | undefined")]
+    pub fn memory_plan(&self) -> JsValue {
+        let Some(plan) = self.inner.memory_plan() else {
+            return JsValue::UNDEFINED;
+        };
+        let o = js_sys::Object::new();
+        // Setting properties on a fresh plain object cannot fail.
+        let set = |k: &str, v: JsValue| {
+            let _ = js_sys::Reflect::set(&o, &k.into(), &v);
+        };
+        let arenas: js_sys::Array = plan
+            .arenas
+            .iter()
+            .map(|&b| JsValue::from(b as f64))
+            .collect();
+        set("weights", (plan.weights_bytes as f64).into());
+        set("intermediates", (plan.intermediates as f64).into());
+        set("arenas", arenas.into());
+        set("peak", (plan.peak_bytes() as f64).into());
+        set("live", (plan.live_bytes as f64).into());
+        set("unshared", (plan.unshared_bytes as f64).into());
+        o.into()
     }
 
     /// Runs the model on `feeds` (every input, by name): a promise of the outputs, in order,

@@ -25,6 +25,7 @@ mod onnx_einsum;
 mod onnx_fuzz;
 mod onnx_indexing;
 mod onnx_load;
+mod onnx_memory;
 mod onnx_microsoft;
 mod onnx_passes;
 mod onnx_quant;

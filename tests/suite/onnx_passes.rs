@@ -12,19 +12,24 @@ use unicompute::onnx::proto::{TensorProto, ValueInfoProto};
 use unicompute::onnx::{Attr, Origin, Passes, Session, SessionOptions};
 use unicompute::{Device, Tensor};
 
-use crate::common::{devices, name, random, read, tensor};
+use crate::common::{devices, name, open_devices, random, read, tensor};
 use crate::onnx_recur::{attr, floats, int64s, int_attr, stored, FLOAT};
 
 /// A model to check: its nodes, weights, inputs (name and shape) and outputs.
-struct Case {
-    nodes: Vec<NodeProto>,
-    weights: Vec<TensorProto>,
-    inputs: Vec<(&'static str, Vec<usize>)>,
-    outputs: Vec<&'static str>,
+pub(crate) struct Case {
+    pub nodes: Vec<NodeProto>,
+    pub weights: Vec<TensorProto>,
+    pub inputs: Vec<(&'static str, Vec<usize>)>,
+    pub outputs: Vec<&'static str>,
 }
 
 /// A node of `op` (of `com.microsoft` where the name says `ms.`) with `attrs`.
-fn node(op: &str, inputs: &[&str], outputs: &[&str], attrs: Vec<AttributeProto>) -> NodeProto {
+pub(crate) fn node(
+    op: &str,
+    inputs: &[&str],
+    outputs: &[&str],
+    attrs: Vec<AttributeProto>,
+) -> NodeProto {
     let (domain, op) = match op.strip_prefix("ms.") {
         Some(op) => (Some("com.microsoft".to_string()), op),
         None => (None, op),
@@ -78,7 +83,7 @@ fn declared(name: &str, dims: Option<&[usize]>) -> ValueInfoProto {
 }
 
 /// Seeded weights in `[lo, hi)` of `dims`.
-fn weights(name: &str, dims: &[usize], seed: u64, [lo, hi]: [f32; 2]) -> TensorProto {
+pub(crate) fn weights(name: &str, dims: &[usize], seed: u64, [lo, hi]: [f32; 2]) -> TensorProto {
     floats(name, dims, &random(seed, dims.iter().product(), lo, hi))
 }
 
@@ -89,7 +94,7 @@ fn scalar(name: &str, v: f32) -> TensorProto {
 
 impl Case {
     /// The model as bytes: opset 17, and `com.microsoft`.
-    fn bytes(&self) -> Vec<u8> {
+    pub(crate) fn bytes(&self) -> Vec<u8> {
         let g = GraphProto {
             node: self.nodes.clone(),
             initializer: self.weights.clone(),
@@ -122,7 +127,7 @@ impl Case {
     }
 
     /// The outputs of `s` on the seeded inputs.
-    fn run(&self, d: &Device, s: &Session) -> Vec<Vec<f32>> {
+    pub(crate) fn run(&self, d: &Device, s: &Session) -> Vec<Vec<f32>> {
         let feeds: Vec<(&str, Tensor)> = (self.inputs.iter().enumerate())
             .map(|(i, (n, dims))| {
                 let data = random(90 + i as u64, dims.iter().product(), -2.0, 2.0);
@@ -732,6 +737,187 @@ fn chain_of_integers_runs_its_steps_one_by_one() {
             assert_eq!(got, want, "{}: passes {passes:?}", name(d));
         }
     }
+}
+
+/// A bool constant of `dims`.
+fn bools(name: &str, dims: &[usize], data: &[bool]) -> TensorProto {
+    stored(name, 9, dims, data.iter().map(|&b| u8::from(b)).collect())
+}
+
+/// Of an `n` × `n` score matrix, whether key `j` comes after query `i`, row by row.
+fn above(n: usize) -> Vec<bool> {
+    (0..n * n).map(|at| at % n > at / n).collect()
+}
+
+#[test]
+fn attention_makes_scaled_masked_and_causal_attention_one_node() {
+    let n = |op: &str, i: &[&str], o: &str| node(op, i, &[o], vec![]);
+    let perm = |p: &[i64]| vec![ints_attr("perm", p)];
+    let last = || vec![int_attr("axis", -1)];
+    let tri: Vec<f32> = (above(13).iter())
+        .map(|&a| if a { f32::NEG_INFINITY } else { 0.0 })
+        .collect();
+    let case = Case {
+        nodes: vec![
+            // BERT: heads 3, sequence 7, head dim 5, a key mask made (1 - keep) * -10000.
+            node("Transpose", &["ka"], &["kta"], perm(&[0, 1, 3, 2])),
+            n("MatMul", &["qa", "kta"], "sa"),
+            n("Div", &["sa", "sqrt5"], "sa1"),
+            n("Greater", &["ma", "zero"], "ma1"),
+            node("Cast", &["ma1"], &["ma2"], vec![int_attr("to", 1)]),
+            n("Sub", &["one", "ma2"], "ma3"),
+            n("Mul", &["ma3", "big"], "ma4"),
+            n("Add", &["sa1", "ma4"], "sa2"),
+            node("Softmax", &["sa2"], &["pa"], last()),
+            n("MatMul", &["pa", "va"], "ya"),
+            // Causal by an additive -inf triangle: heads 3, sequence 13, head dim 64, value 5.
+            node("Transpose", &["kb"], &["ktb"], perm(&[0, 1, 3, 2])),
+            n("MatMul", &["qb", "ktb"], "sb"),
+            n("Mul", &["eighth", "sb"], "sb1"),
+            n("Add", &["sb1", "tri"], "sb2"),
+            node("Softmax", &["sb2"], &["pb"], last()),
+            n("MatMul", &["pb", "vb"], "yb"),
+            // scaled_dot_product_attention: rank 3, q and kt scaled, causal masked_fill.
+            node("Transpose", &["kc"], &["ktc"], perm(&[0, 2, 1])),
+            n("Mul", &["qc", "root"], "qc1"),
+            n("Mul", &["ktc", "root"], "ktc1"),
+            n("MatMul", &["qc1", "ktc1"], "sc"),
+            n("Where", &["above", "ninf", "sc"], "sc1"),
+            node("Softmax", &["sc1"], &["pc"], last()),
+            n("MatMul", &["pc", "vc"], "yc"),
+            // A key mask through Where(keep, s, fill), then an additive bias.
+            n("MatMul", &["qd", "ktd"], "sd"),
+            n("Less", &["md", "zero"], "md1"),
+            n("Where", &["md1", "sd", "fill"], "sd1"),
+            n("Add", &["sd1", "bias"], "sd2"),
+            n("Softmax", &["sd2"], "pd"),
+            n("MatMul", &["pd", "vd"], "yd"),
+            // Softmax over axis 1, not the keys': rewritten, and run as its nodes.
+            n("MatMul", &["qe", "kte"], "se"),
+            node("Softmax", &["se"], &["pe"], vec![int_attr("axis", 1)]),
+            n("MatMul", &["pe", "ve"], "ye"),
+            // The scores read besides: left as they are.
+            n("MatMul", &["qf", "ktf"], "sf"),
+            n("Softmax", &["sf"], "pf"),
+            n("MatMul", &["pf", "vf"], "yf"),
+        ],
+        weights: vec![
+            scalar("sqrt5", 5f32.sqrt()),
+            scalar("zero", 0.0),
+            scalar("one", 1.0),
+            scalar("big", -10000.0),
+            scalar("eighth", 0.125),
+            floats("tri", &[13, 13], &tri),
+            scalar("root", 5f32.powf(-0.25)),
+            bools("above", &[7, 7], &above(7)),
+            scalar("ninf", f32::NEG_INFINITY),
+            scalar("fill", -1e30),
+        ],
+        inputs: vec![
+            ("qa", vec![2, 3, 7, 5]),
+            ("ka", vec![2, 3, 7, 5]),
+            ("va", vec![2, 3, 7, 5]),
+            ("ma", vec![2, 1, 1, 7]),
+            ("qb", vec![1, 3, 13, 64]),
+            ("kb", vec![1, 3, 13, 64]),
+            ("vb", vec![1, 3, 13, 5]),
+            ("qc", vec![3, 7, 5]),
+            ("kc", vec![3, 7, 5]),
+            ("vc", vec![3, 7, 64]),
+            ("qd", vec![2, 13, 5]),
+            ("ktd", vec![2, 5, 13]),
+            ("md", vec![2, 1, 13]),
+            ("bias", vec![13, 13]),
+            ("vd", vec![2, 13, 5]),
+            ("qe", vec![3, 7, 5]),
+            ("kte", vec![3, 5, 7]),
+            ("ve", vec![3, 7, 5]),
+            ("qf", vec![2, 3, 2]),
+            ("ktf", vec![2, 2, 3]),
+            ("vf", vec![2, 3, 2]),
+        ],
+        outputs: vec!["ya", "yb", "yc", "yd", "ye", "yf", "sf"],
+    };
+    let left = [
+        &["Transpose", "Greater", "Cast", "Sub", "Mul", "Attention"][..],
+        &[
+            "Transpose",
+            "Attention",
+            "Transpose",
+            "Attention",
+            "Less",
+            "Attention",
+        ],
+        &["Attention", "MatMul", "Softmax", "MatMul"],
+    ]
+    .concat();
+    let s = case.check(Passes::all().without("chain"), &left, CLOSE);
+    assert_eq!(rewrites(&s, "attention"), 5);
+    let attrs: Vec<(i64, i64)> = (s.graph().nodes.iter())
+        .filter(|n| n.op == "Attention")
+        .map(|n| {
+            let int = |a: &str| n.attrs.int(a).unwrap().copied().unwrap();
+            (int("causal"), int("fill_on"))
+        })
+        .collect();
+    assert_eq!(attrs, [(0, 0), (1, 0), (1, 1), (0, 0), (0, 0)]);
+    let chained = [&left[..1], &["Greater", "Chain"], &left[5..]].concat();
+    case.check(Passes::all(), &chained, CLOSE);
+    // The four whose operands fit run the fused kernel, one launch each; the softmax over
+    // axis 1 runs its nodes.
+    for d in open_devices() {
+        let s = case.session(&d, Passes::all());
+        d.profiler().enable();
+        case.run(&d, &s);
+        let profile = d.take_profile_blocking();
+        let fused = (profile.launches.iter())
+            .filter(|l| l.op == "attention")
+            .count();
+        assert_eq!(fused, 4, "{}", name(&d));
+    }
+}
+
+#[test]
+fn transpose_merges_pairs_and_drops_those_keeping_the_order() {
+    let t = |i: &str, o: &str, p: &[i64]| node("Transpose", &[i], &[o], vec![ints_attr("perm", p)]);
+    let case = Case {
+        nodes: vec![
+            // Inverse of each other: both go, the MatMul reads x.
+            t("x", "a", &[0, 2, 3, 1]),
+            t("a", "b", &[0, 3, 1, 2]),
+            node("MatMul", &["b", "w1"], &["y1"], vec![]),
+            // Two become one: [1, 0, 3, 2].
+            t("x", "c", &[1, 0, 2, 3]),
+            t("c", "d", &[0, 1, 3, 2]),
+            node("MatMul", &["d", "w2"], &["y2"], vec![]),
+            // In order, but an output: kept.
+            t("x", "e", &[0, 1, 2, 3]),
+            // Read by two nodes: not merged.
+            t("x", "f", &[0, 1, 3, 2]),
+            t("f", "g", &[0, 1, 3, 2]),
+            node("Neg", &["f"], &["h"], vec![]),
+        ],
+        weights: vec![],
+        inputs: vec![
+            ("x", vec![2, 3, 5, 7]),
+            ("w1", vec![7, 4]),
+            ("w2", vec![5, 3]),
+        ],
+        outputs: vec!["y1", "y2", "e", "g", "h"],
+    };
+    let left = [
+        "MatMul",
+        "Transpose",
+        "MatMul",
+        "Transpose",
+        "Transpose",
+        "Transpose",
+        "Neg",
+    ];
+    let s = case.check(Passes::all(), &left, CLOSE);
+    assert_eq!(rewrites(&s, "transpose"), 3);
+    let merged = s.graph().nodes[1].attrs.ints("perm").unwrap().cloned();
+    assert_eq!(merged, Some(vec![1, 0, 3, 2]));
 }
 
 /// A subgraph of `nodes` giving `out`.

@@ -10,8 +10,6 @@
 //! code, 1 for `Gelu`'s tanh form) and `floats` (FLOATS: a `Constant`'s value). The last step
 //! is the output.
 
-use std::cell::Cell;
-
 use super::{one, op, Ctx, OpDef};
 use crate::base::error::{Error, Result};
 use crate::onnx::attr::{Attr, Attrs};
@@ -235,9 +233,7 @@ fn one_by_one(c: &Ctx<'_>, parts: &[Part]) -> Result<Vec<Val>> {
 
 /// Step `i`, `p`, run by its operator on `vals` (the inputs and the earlier steps).
 fn step(c: &Ctx<'_>, p: &Part, i: usize, vals: &[Val]) -> Result<Val> {
-    let def = super::find("", &p.op)
-        .ok_or_else(|| c.error(format!("step {i} is '{}', no operator", p.op)))?;
-    let reads = arity(&p.op).unwrap_or(0);
+    let reads = arity(&p.op).ok_or_else(|| c.error(format!("step {i} is '{}'", p.op)))?;
     let inputs = p.args[..reads]
         .iter()
         .map(|&v| usize::try_from(v).ok().and_then(|v| vals.get(v)).cloned())
@@ -247,27 +243,5 @@ fn step(c: &Ctx<'_>, p: &Part, i: usize, vals: &[Val]) -> Result<Val> {
         "Gelu" if p.int == 1 => Attrs::default().with("approximate", Attr::String("tanh".into())),
         _ => Attrs::default(),
     };
-    let node = Node {
-        name: format!("{} step {i}", c.node.name),
-        op: p.op.clone(),
-        domain: String::new(),
-        inputs: Vec::new(),
-        outputs: Vec::new(),
-        attrs,
-    };
-    let sub = Ctx {
-        device: c.device,
-        queue: c.queue,
-        opset: c.opset,
-        node: &node,
-        inputs: &inputs,
-        bodies: &[],
-        scope: c.scope,
-        wanted: Cell::new(None),
-    };
-    let mut out = (def.run)(&sub)?;
-    if out.is_empty() {
-        return Err(Error::Internal(format!("{}: no output", node.label())));
-    }
-    Ok(out.swap_remove(0))
+    c.call(&p.op, inputs, attrs)
 }

@@ -3,8 +3,9 @@
 //! `nn`, `norms`, `conv`, `conv_transpose`, `resize`, `control`, `recurrent`, `indexing`,
 //! `scatter`, `einsum`, `sequence`; `depth` runs 3-D ones on 2-D ops), and the `com.microsoft`
 //! contrib operators (`microsoft`, and `quant` for `MatMulNBits`), and the session's own
-//! `ai.unicompute` `Chain` (`chain`), which the graph passes make.
+//! `ai.unicompute` `Chain` (`chain`) and `Attention` (`attention`), which the graph passes make.
 
+mod attention;
 pub(crate) mod chain;
 mod control;
 mod conv;
@@ -140,7 +141,9 @@ pub(crate) fn find(domain: &str, op: &str) -> Option<&'static OpDef> {
         "com.microsoft" => (microsoft::OPS.iter())
             .chain(quant::OPS)
             .find(|d| d.name == op),
-        chain::DOMAIN => chain::OPS.iter().find(|d| d.name == op),
+        chain::DOMAIN => (chain::OPS.iter())
+            .chain(attention::OPS)
+            .find(|d| d.name == op),
         _ => None,
     }
 }
@@ -297,6 +300,35 @@ impl Ctx<'_> {
     /// An error about this node.
     pub fn error(&self, what: String) -> Error {
         Error::Model(format!("{}: {what}", self.node.label()))
+    }
+
+    /// Output 0 of the default domain's operator `op` run on `inputs` with `attrs`, as a
+    /// step of this node (the session's own operators run what they stand for this way).
+    pub fn call(&self, op: &str, inputs: Vec<Option<Val>>, attrs: Attrs) -> Result<Val> {
+        let def = find("", op).ok_or_else(|| self.error(format!("'{op}' is no operator")))?;
+        let node = Node {
+            name: format!("{} {op}", self.node.name),
+            op: op.into(),
+            domain: String::new(),
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            attrs,
+        };
+        let sub = Ctx {
+            device: self.device,
+            queue: self.queue,
+            opset: self.opset,
+            node: &node,
+            inputs: &inputs,
+            bodies: &[],
+            scope: self.scope,
+            wanted: Cell::new(None),
+        };
+        let mut out = (def.run)(&sub)?;
+        if out.is_empty() {
+            return Err(Error::Internal(format!("{}: no output", node.label())));
+        }
+        Ok(out.swap_remove(0))
     }
 }
 

@@ -1,14 +1,13 @@
 //! `MatMulNBits` (`com.microsoft`): a matrix product with block-quantised weights, as
 //! onnxruntime's `matmul_nbits_quantizer` and the model builders for small LLMs write it.
-//! The weights are dequantised on the device with the op API, then multiplied; a kernel that
-//! reads the packed weights directly is the next step (the optimisation issue).
+//! It runs as the library's quantised matmul (`ops::qmatmul`), whose kernels read the packed
+//! weights and dequantise them in registers.
 
 use super::{one, op, Ctx, OpDef};
 use crate::base::error::Result;
 use crate::onnx::value::Val;
 use crate::onnx::Node;
-use crate::ops::concat::concat;
-use crate::ops::UnaryOp;
+use crate::ops::qmatmul::QuantWeights;
 use crate::{DType, Tensor};
 
 /// The operators of this file, in the `com.microsoft` domain.
@@ -84,16 +83,6 @@ fn matmul_nbits(c: &Ctx<'_>) -> Result<Vec<Val>> {
             l.k
         )));
     }
-    let w = weights(c, &l)?.cast(a.dtype())?;
-    let mut y = a.matmul(&w.permute(&[1, 0])?)?;
-    if let Some(bias) = c.opt_tensor(5)? {
-        y = y.add(&bias)?;
-    }
-    one(y)
-}
-
-/// The dequantised weights, [N, K] in f32.
-fn weights(c: &Ctx<'_>, l: &Layout) -> Result<Tensor> {
     let (n, blocks) = (l.n, l.blocks());
     let b = c.tensor(1)?;
     if b.dtype() != DType::U8 || b.shape() != [n, blocks, l.blob()] {
@@ -104,43 +93,30 @@ fn weights(c: &Ctx<'_>, l: &Layout) -> Result<Tensor> {
             l.blob()
         )));
     }
-    let q = unpack(&b, l.bits)?;
-    let scales = per_block(c, &c.tensor(2)?, "scales", n, blocks)?;
-    let w = q.sub(&zero_points(c, l)?)?.mul(&scales)?;
-    w.reshape(&[n, blocks * l.block])?.slice(1, 0..l.k)
-}
-
-/// Unsigned `bits`-bit values packed in the bytes of `b` (low nibble first), as f32 with
-/// the last axis `8 / bits` times longer.
-fn unpack(b: &Tensor, bits: usize) -> Result<Tensor> {
-    let f = b.cast(DType::F32)?;
-    if bits == 8 {
-        return Ok(f);
+    let scales = c.tensor(2)?;
+    check_per_block(c, &scales, "scales", n * blocks)?;
+    let zero_points = c.opt_tensor(3)?;
+    if let Some(zp) = &zero_points {
+        check_zero_points(c, zp, &l)?;
     }
-    let high = f.div_scalar(16.0f32.into())?.unary(UnaryOp::Floor)?;
-    let low = f.sub(&high.mul_scalar(16.0f32.into())?)?;
-    let mut shape = b.shape().to_vec();
-    let rank = shape.len();
-    shape.push(1);
-    let (low, high) = (low.reshape(&shape)?, high.reshape(&shape)?);
-    let pairs = concat(&b.device().queue(), &[&low, &high], rank)?;
-    shape.pop();
-    if let Some(last) = shape.last_mut() {
-        *last *= 2;
-    }
-    pairs.reshape(&shape)
-}
-
-/// The zero points, [N, blocks, 1] in f32: input 3 (packed like B, or of the scales' type),
-/// else the middle of the range, `2^(bits - 1)`.
-fn zero_points(c: &Ctx<'_>, l: &Layout) -> Result<Tensor> {
-    let (n, blocks) = (l.n, l.blocks());
-    let Some(zp) = c.opt_tensor(3)? else {
-        let mid = f64::from(1u32 << (l.bits - 1));
-        return Tensor::full(c.device, &[n, blocks, 1], mid, DType::F32);
+    let weights = QuantWeights {
+        packed: &b,
+        scales: &scales,
+        zero_points: zero_points.as_ref(),
+        k: l.k,
+        bits: l.bits,
+        block: l.block,
     };
+    let bias = c.opt_tensor(5)?;
+    one(a.qmatmul(&weights, bias.as_ref())?)
+}
+
+/// Error unless the zero points are packed u8 (`N · ceil(blocks · bits / 8)` bytes) or
+/// floats, one per block.
+fn check_zero_points(c: &Ctx<'_>, zp: &Tensor, l: &Layout) -> Result<()> {
+    let (n, blocks) = (l.n, l.blocks());
     if zp.dtype() != DType::U8 {
-        return per_block(c, &zp, "zero_points", n, blocks);
+        return check_per_block(c, zp, "zero_points", n * blocks);
     }
     let per_row = (blocks * l.bits).div_ceil(8);
     if zp.numel() != n * per_row {
@@ -150,19 +126,18 @@ fn zero_points(c: &Ctx<'_>, l: &Layout) -> Result<Tensor> {
             n * per_row
         )));
     }
-    let unpacked = unpack(&zp.reshape(&[n, per_row])?, l.bits)?;
-    unpacked.slice(1, 0..blocks)?.reshape(&[n, blocks, 1])
+    Ok(())
 }
 
-/// A per-block input (scales, or zero points of the scales' type) as [N, blocks, 1] in f32.
-fn per_block(c: &Ctx<'_>, t: &Tensor, what: &str, n: usize, blocks: usize) -> Result<Tensor> {
-    if t.numel() != n * blocks || !t.dtype().is_float() {
+/// Error unless a per-block input (scales, or zero points of the scales' type) holds
+/// `count` floats (N · blocks of K).
+fn check_per_block(c: &Ctx<'_>, t: &Tensor, what: &str, count: usize) -> Result<()> {
+    if t.numel() != count || !t.dtype().is_float() {
         return Err(c.error(format!(
-            "{what} is {:?} {:?}: expected {} floats (N · blocks of K)",
+            "{what} is {:?} {:?}: expected {count} floats (N · blocks of K)",
             t.dtype(),
             t.shape(),
-            n * blocks
         )));
     }
-    t.reshape(&[n, blocks, 1])?.cast(DType::F32)
+    Ok(())
 }

@@ -142,7 +142,7 @@ fn compute(g: &Graph, n: usize, cx: &Cx<'_>) -> Option<Vec<(ValueId, Constant)>>
         ..node.clone()
     });
     let mut missing = Vec::new();
-    let plan = Plan::new(&mini, cx.device, cx.opset, "", &mut missing).ok()?;
+    let plan = Plan::new(&mini, cx.device, cx.opset, "", &mut missing, false).ok()?;
     if !missing.is_empty() {
         return None;
     }
@@ -152,7 +152,7 @@ fn compute(g: &Graph, n: usize, cx: &Cx<'_>) -> Option<Vec<(ValueId, Constant)>>
         queue: &queue,
         opset: cx.opset,
     };
-    let vals = now(plan.run(&mini, exec, plan.env(), None, None)).ok()?;
+    let vals = now(plan.run(&mini, exec, plan.env(), None, None, None)).ok()?;
     let inputs: usize = (node.inputs.iter().flatten())
         .filter_map(|&v| edit::constant(g, v))
         .map(|c| c.bytes.len())

@@ -5,11 +5,18 @@
 //! - `fold`: nodes whose inputs are all constants computed once, at load, on the session's
 //!   device through the session's own operators (random operators are left alone, and so
 //!   are results much larger than what they are computed from);
+//! - `transpose`: a `Transpose` of a `Transpose` made one, and one keeping the axes in order
+//!   dropped (a transpose is a strided view, which the operators read without a copy, so
+//!   what is left to save is the step);
 //! - `batchnorm`: a `BatchNormalization` of constant statistics folded into the weights and
 //!   bias of the `Conv`, `Gemm` or `MatMul` before it;
 //! - `gelu`, `layernorm`, `rmsnorm`: the primitive spellings of GELU (erf and tanh forms),
 //!   layer normalisation and RMS normalisation that exporters write recognised and made one
 //!   `Gelu`, `LayerNormalization` or `RMSNormalization` node;
+//! - `attention`: scaled dot-product attention spelled in primitives (`MatMul`, a scale, an
+//!   additive mask or a `Where`, `Softmax`, `MatMul`) made one `ai.unicompute` `Attention`
+//!   node, which runs the library's fused attention (causal where the mask is a constant
+//!   causal triangle);
 //! - `fuse`: a `Conv`, `Gemm` or `MatMul` with constant weights and the bias add and
 //!   activation after it made one `com.microsoft` `FusedConv` or `FusedGemm` node, which
 //!   the library runs as one kernel with its epilogue;
@@ -25,6 +32,7 @@
 //! the graph's outputs and the values asked for stay; `SessionOptions::passes` turns every
 //! pass or some of them off, and [`PassReport`]s say what each did.
 
+mod attention;
 mod batchnorm;
 mod chain;
 mod edit;
@@ -33,6 +41,7 @@ mod fuse;
 mod gelu;
 mod norms;
 mod scopes;
+mod transpose;
 
 use super::graph::Graph;
 use crate::base::error::{Error, Result};
@@ -53,10 +62,12 @@ type Pass = fn(&mut Graph, &Cx<'_>) -> Result<usize>;
 /// Every pass, by name, in the order they run.
 const PASSES: &[(&str, Pass)] = &[
     ("fold", fold::run),
+    ("transpose", transpose::run),
     ("batchnorm", batchnorm::run),
     ("gelu", gelu::run),
     ("layernorm", norms::layer),
     ("rmsnorm", norms::rms),
+    ("attention", attention::run),
     ("fuse", fuse::run),
     ("chain", chain::run),
 ];

@@ -16,6 +16,7 @@ mod half;
 mod indexing;
 mod matmul;
 mod norms;
+mod qmatmul;
 mod reduce;
 mod scatter;
 mod softmax;
