@@ -81,6 +81,14 @@ impl Attrs {
         self.entries.iter().map(|(n, a)| (n.as_str(), a))
     }
 
+    /// The GRAPH attributes' bodies, to rewrite in place.
+    pub(crate) fn graphs_mut(&mut self) -> impl Iterator<Item = &mut Graph> {
+        self.entries.iter_mut().filter_map(|(_, a)| match a {
+            Attr::Graph(g) => Some(&mut **g),
+            _ => None,
+        })
+    }
+
     getter!(
         /// An INT attribute.
         int, Int, &i64, "INT"

@@ -1,8 +1,10 @@
 //! A graph checked and ready to run: its schedule, the operator of each step, its constants,
 //! and the plans of the subgraphs its nodes hold (the branches of `If`, the body of `Loop`).
-//! A run reads the values of enclosing graphs by name through a chain of scopes.
+//! A run reads the values of enclosing graphs by name through a chain of scopes; what each
+//! step frees and which values come from outside are worked out once, when the plan is made.
 
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::future::Future;
 
 use super::attr::Attr;
@@ -56,12 +58,18 @@ pub(crate) struct Plan {
     steps: Vec<Step>,
     /// The value of each constant, on the device or (small integers) the host.
     constants: Vec<Option<Val>>,
+    /// The values of the graph by name, as subgraphs look them up.
+    names: HashMap<String, ValueId>,
+    /// The values read from the enclosing graphs (`Origin::Outer`), by id and name.
+    outer: Vec<(ValueId, String)>,
 }
 
-/// One scheduled node: its operator and the plans of its GRAPH attributes.
+/// One scheduled node: its operator, the plans of its GRAPH attributes, and the values
+/// nothing reads after it.
 struct Step {
     op: &'static OpDef,
     bodies: Vec<(String, Plan)>,
+    frees: Vec<ValueId>,
 }
 
 /// What every step of a run shares: the device, the queue and the model's opset.
@@ -79,6 +87,7 @@ pub(crate) struct Exec<'a> {
 /// finds the values it names from outside.
 pub(crate) struct Scope<'a> {
     graph: &'a Graph,
+    names: &'a HashMap<String, ValueId>,
     env: &'a [Option<Val>],
     outer: Option<&'a Scope<'a>>,
 }
@@ -87,7 +96,7 @@ impl Scope<'_> {
     /// The value called `name` here or in an enclosing scope, as a node reads it ([`read`]).
     fn find(&self, name: &str, x: Exec<'_>) -> Option<Result<Val>> {
         let here =
-            (self.graph.find(name)).and_then(|id| read(self.graph, x, self.env, id).transpose());
+            (self.names.get(name)).and_then(|&id| read(self.graph, x, self.env, id).transpose());
         here.or_else(|| self.outer.and_then(|o| o.find(name, x)))
     }
 }
@@ -107,7 +116,7 @@ impl Plan {
     ) -> Result<Plan> {
         let schedule = schedule(g)?;
         let mut steps = Vec::with_capacity(schedule.order.len());
-        for &n in &schedule.order {
+        for (step, &n) in schedule.order.iter().enumerate() {
             let node = &g.nodes[n];
             let label = format!("{path}{}", node.label());
             let Some(op) = ops::find(&node.domain, &node.op) else {
@@ -130,7 +139,11 @@ impl Plan {
                     bodies.push((name.to_string(), plan));
                 }
             }
-            steps.push(Step { op, bodies });
+            let mut frees = reads(g, node);
+            frees.retain(|&v| schedule.last_use[v] == Some(step));
+            frees.sort_unstable();
+            frees.dedup();
+            steps.push(Step { op, bodies, frees });
         }
         let constants = if missing.is_empty() {
             let layers = layer_weights(g);
@@ -145,10 +158,21 @@ impl Plan {
         } else {
             Vec::new()
         };
+        let mut names = HashMap::with_capacity(g.values.len());
+        for (id, v) in g.values.iter().enumerate().rev() {
+            // The first value of a name wins, as `Graph::find` has it.
+            names.insert(v.name.clone(), id);
+        }
+        let outer = (g.values.iter().enumerate())
+            .filter(|(_, v)| v.origin == Origin::Outer)
+            .map(|(id, v)| (id, v.name.clone()))
+            .collect();
         Ok(Plan {
             schedule,
             steps,
             constants,
+            names,
+            outer,
         })
     }
 
@@ -185,13 +209,11 @@ impl Plan {
         mut times: Option<&mut Vec<NodeTime>>,
         mut trace: Option<&mut Trace>,
     ) -> Result<Vec<Val>> {
-        for (id, v) in g.values.iter().enumerate() {
-            if v.origin == Origin::Outer {
-                let found = outer.and_then(|o| o.find(&v.name, x)).transpose()?;
-                env[id] = Some(found.ok_or_else(|| {
-                    Error::Internal(format!("the enclosing graphs hold no value '{}'", v.name))
-                })?);
-            }
+        for (id, name) in &self.outer {
+            let found = outer.and_then(|o| o.find(name, x)).transpose()?;
+            env[*id] = Some(found.ok_or_else(|| {
+                Error::Internal(format!("the enclosing graphs hold no value '{name}'"))
+            })?);
         }
         if let Some(trace) = trace.as_deref_mut() {
             trace.start(&env);
@@ -214,10 +236,8 @@ impl Plan {
                     micros: clock::now_us() - start,
                 });
             }
-            for v in reads(g, &g.nodes[n]) {
-                if self.schedule.last_use[v] == Some(step) {
-                    env[v] = None;
-                }
+            for &v in &s.frees {
+                env[v] = None;
             }
         }
         if let Some(trace) = trace {
@@ -289,6 +309,7 @@ impl Plan {
         };
         let scope = Scope {
             graph: g,
+            names: &self.names,
             env,
             outer,
         };

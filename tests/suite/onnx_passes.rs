@@ -9,7 +9,7 @@
 use prost::Message;
 use unicompute::onnx::proto::{self, AttributeProto, GraphProto, ModelProto, NodeProto};
 use unicompute::onnx::proto::{TensorProto, ValueInfoProto};
-use unicompute::onnx::{Passes, Session, SessionOptions};
+use unicompute::onnx::{Attr, Origin, Passes, Session, SessionOptions};
 use unicompute::{Device, Tensor};
 
 use crate::common::{devices, name, open_devices, random, read, tensor};
@@ -933,4 +933,131 @@ fn transpose_merges_pairs_and_drops_those_keeping_the_order() {
     assert_eq!(rewrites(&s, "transpose"), 3);
     let merged = s.graph().nodes[1].attrs.ints("perm").unwrap().cloned();
     assert_eq!(merged, Some(vec![1, 0, 3, 2]));
+}
+
+/// A subgraph of `nodes` giving `out`.
+fn body(nodes: Vec<NodeProto>, out: &str) -> GraphProto {
+    GraphProto {
+        node: nodes,
+        output: vec![declared(out, None)],
+        ..Default::default()
+    }
+}
+
+/// A `Constant` node giving the one-element float `v`.
+fn constant(out: &str, v: f32) -> NodeProto {
+    let value = attr("value", 4, |a| a.t = Some(scalar(out, v)));
+    node("Constant", &[], &[out], vec![value])
+}
+
+/// The ops of the subgraph `branch` of `s`'s node `n`, and whether it reads `v` from outside.
+fn branch_ops(s: &Session, n: usize, branch: &str, v: &str) -> (Vec<String>, bool) {
+    let Some(Attr::Graph(g)) = s.graph().nodes[n].attrs.get(branch) else {
+        panic!("node {n} has no {branch}");
+    };
+    let ops = g.nodes.iter().map(|n| n.op.clone()).collect();
+    let outer = g
+        .find(v)
+        .is_some_and(|id| g.values[id].origin == Origin::Outer);
+    (ops, outer)
+}
+
+#[test]
+fn fold_reaches_subgraphs_and_the_constants_they_read_from_outside() {
+    // The then branch computes its matrix from the outer `w` and its own Constant, and its
+    // nested If's then branch reads the outer `v` as it is; the else branch doubles `v`.
+    let mut nested = node("If", &["flag"], &["z"], vec![]);
+    nested.attribute = vec![
+        attr("then_branch", 5, |a| {
+            a.g = Some(body(
+                vec![node("MatMul", &["x", "v"], &["xv"], vec![])],
+                "xv",
+            ))
+        }),
+        attr("else_branch", 5, |a| {
+            a.g = Some(body(vec![node("Neg", &["x"], &["nx"], vec![])], "nx"))
+        }),
+    ];
+    let then = body(
+        vec![
+            node("Transpose", &["w"], &["wt"], vec![]),
+            constant("three", 3.0),
+            node("Mul", &["wt", "three"], &["w3"], vec![]),
+            node("MatMul", &["x", "w3"], &["y1"], vec![]),
+            nested,
+            node("Add", &["y1", "z"], &["y"], vec![]),
+        ],
+        "y",
+    );
+    let other = body(
+        vec![
+            node("Add", &["v", "v"], &["v2"], vec![]),
+            node("MatMul", &["x", "v2"], &["y2"], vec![]),
+        ],
+        "y2",
+    );
+    let mut choose = node("If", &["flag"], &["out"], vec![]);
+    choose.attribute = vec![
+        attr("then_branch", 5, |a| a.g = Some(then)),
+        attr("else_branch", 5, |a| a.g = Some(other)),
+    ];
+    for on in [true, false] {
+        let case = Case {
+            nodes: vec![choose.clone()],
+            weights: vec![
+                weights("w", &[7, 5], 4, [-1.0, 1.0]),
+                weights("v", &[5, 7], 5, [-1.0, 1.0]),
+                stored("flag", 9, &[], vec![u8::from(on)]),
+            ],
+            inputs: vec![("x", vec![3, 5])],
+            outputs: vec!["out"],
+        };
+        let s = case.check(Passes::all(), &["If"], [0.0, 0.0]);
+        // Transpose, the Constant and Mul; the else branch's Add.
+        assert_eq!(rewrites(&s, "fold"), 4);
+        let (then_ops, w_outside) = branch_ops(&s, 0, "then_branch", "w");
+        assert_eq!(then_ops, ["MatMul", "If", "Add"]);
+        assert!(!w_outside, "the then branch still reads w");
+        assert_eq!(branch_ops(&s, 0, "else_branch", "v").0, ["MatMul"]);
+        assert!(
+            s.graph().find("w").is_none(),
+            "w is kept, though nothing reads it"
+        );
+        let Some(Attr::Graph(then)) = s.graph().nodes[0].attrs.get("then_branch") else {
+            panic!("no then branch");
+        };
+        let inner = then
+            .nodes
+            .iter()
+            .position(|n| n.op == "If")
+            .expect("the nested If");
+        let Some(Attr::Graph(t)) = then.nodes[inner].attrs.get("then_branch") else {
+            panic!("no nested then branch");
+        };
+        let id = t.find("v").expect("v in the nested branch");
+        assert_eq!(
+            t.values[id].origin,
+            Origin::Outer,
+            "v taken as the branch's own"
+        );
+    }
+}
+
+#[test]
+fn fold_bounds_a_concat_by_the_sum_of_its_inputs() {
+    // 4,099 x 4,099 elements multiplied pass the limit on inputs; their sum does not.
+    let case = Case {
+        nodes: vec![
+            node("Concat", &["a", "b"], &["ab"], vec![int_attr("axis", 0)]),
+            node("Add", &["x", "ab"], &["y"], vec![]),
+        ],
+        weights: vec![
+            weights("a", &[4099], 6, [-1.0, 1.0]),
+            weights("b", &[4099], 7, [-1.0, 1.0]),
+        ],
+        inputs: vec![("x", vec![8198])],
+        outputs: vec!["y"],
+    };
+    let s = case.check(Passes::all(), &["Add"], [0.0, 0.0]);
+    assert_eq!(rewrites(&s, "fold"), 1);
 }

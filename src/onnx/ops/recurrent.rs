@@ -534,7 +534,7 @@ fn recur(c: &Ctx<'_>, cell: Cell) -> Result<Vec<Val>> {
         let dir = Dir {
             spec: &s,
             acts: &s.acts[d * funcs..(d + 1) * funcs],
-            w: weights(&s, &inp, d)?,
+            w: weights(&s, &inp, d, seq)?,
             hidden: inp.hidden,
         };
         let back = back && seq > 0;
@@ -581,11 +581,15 @@ fn project(s: &Spec, inp: &Inputs, d: usize, x: &Tensor) -> Result<Tensor> {
     xw.reshape(&[seq, batch, width])
 }
 
-/// Direction `d`'s weights laid out for the steps.
-fn weights(s: &Spec, inp: &Inputs, d: usize) -> Result<Weights> {
+/// Direction `d`'s weights laid out for `steps` steps: the transposes of `R` are views for
+/// one step, and copied once for more, so that each step's product reads them in order.
+fn weights(s: &Spec, inp: &Inputs, d: usize, steps: usize) -> Result<Weights> {
     let hd = inp.hidden;
     let r = of_dir(&inp.r, d)?;
-    let t = |m: Tensor| m.permute(&[1, 0])?.contiguous();
+    let t = |m: Tensor| match m.permute(&[1, 0])? {
+        m if steps > 1 => m.contiguous(),
+        m => Ok(m),
+    };
     let (rt, rt_h) = if s.cell == Cell::Gru && !s.linear_before_reset {
         (
             t(r.slice(0, 0..2 * hd)?)?,

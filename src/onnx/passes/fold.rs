@@ -59,7 +59,8 @@ const GENERATORS: &[&str] = &[
 ];
 
 /// A folded node's inputs hold at most this many elements, summed and multiplied: the
-/// product bounds what the other operators give (a broadcast, a product, a gather).
+/// product bounds what the other operators give (a broadcast, a product, a gather), the sum
+/// what `Concat` gives.
 const LIMIT: usize = 1 << 24;
 
 /// How many times the bytes of its constant inputs a folded node's outputs may take.
@@ -93,7 +94,8 @@ pub(super) fn run(g: &mut Graph, cx: &Cx<'_>) -> Result<usize> {
 
 /// Whether `n` may be folded: a deterministic operator the session runs, without
 /// subgraphs and not one of the [`GENERATORS`] (but for a [`bounded_fill`]), all of whose
-/// inputs are constants of at most [`LIMIT`] elements in all.
+/// inputs are constants of at most [`LIMIT`] elements in all (summed for `Concat`, whose
+/// output is their sum; else also multiplied).
 fn foldable(g: &Graph, n: &Node) -> bool {
     let sizes: Option<Vec<usize>> = (n.inputs.iter().flatten())
         .map(|&v| edit::constant(g, v).map(|c| c.numel()))
@@ -105,7 +107,12 @@ fn foldable(g: &Graph, n: &Node) -> bool {
     let product = (sizes.iter()).fold(1usize, |a, &s| a.saturating_mul(s.max(1)));
     let bodies = n.attrs.iter().any(|(_, a)| matches!(a, Attr::Graph(_)));
     let op = n.op.as_str();
-    sum.max(product) <= LIMIT
+    let bound = if edit::is(n, "Concat") {
+        sum
+    } else {
+        sum.max(product)
+    };
+    bound <= LIMIT
         && !bodies
         && !RANDOM.contains(&op)
         && (!GENERATORS.contains(&op) || bounded_fill(g, n))

@@ -25,8 +25,10 @@
 //!   made one `ai.unicompute` `Chain` node, which runs them as one generated kernel (and
 //!   one by one where the library does not take the inputs' element types).
 //!
-//! They run in that order, on the main graph (subgraphs of `If` and `Loop` are left as they
-//! are). A pass only rewrites what no other node, output or subgraph reads in between, so
+//! They run in that order, each over the main graph and then over the subgraphs of `If`,
+//! `Loop` and `Scan` (`scopes`), which see the constants they read from outside as their
+//! own: a branch's constants, and what it computes from them alone, fold at load too.
+//! A pass only rewrites what no other node, output or subgraph reads in between, so
 //! the graph's outputs and the values asked for stay; `SessionOptions::passes` turns every
 //! pass or some of them off, and [`PassReport`]s say what each did.
 
@@ -38,6 +40,7 @@ mod fold;
 mod fuse;
 mod gelu;
 mod norms;
+mod scopes;
 mod transpose;
 
 use super::graph::Graph;
@@ -139,9 +142,9 @@ impl Passes {
 pub struct PassReport {
     /// The pass's name.
     pub pass: &'static str,
-    /// How many rewrites it made (nodes folded, patterns fused).
+    /// How many rewrites it made (nodes folded, patterns fused), its subgraphs' included.
     pub rewrites: usize,
-    /// The graph's node count after it.
+    /// The main graph's node count after it.
     pub nodes: usize,
 }
 
@@ -150,7 +153,7 @@ pub(crate) fn optimise(g: &mut Graph, passes: &Passes, cx: &Cx<'_>) -> Result<Ve
     passes.check()?;
     let mut reports = Vec::new();
     for &(name, pass) in PASSES.iter().filter(|(n, _)| passes.runs(n)) {
-        let rewrites = pass(g, cx)?;
+        let rewrites = scopes::everywhere(g, pass, cx)?;
         reports.push(PassReport {
             pass: name,
             rewrites,
