@@ -324,7 +324,7 @@ fn run_gives_an_onnx_models_outputs_from_npy_inputs() {
         phases.contains(", compile ") && phases.ends_with("the device compiles no kernels"),
         "{phases}"
     );
-    // --save writes each output as a .npy file: a version 1.0 header, then f32 data.
+    // --save writes each output as a .npy file.
     let out = dir.join("out");
     let save = [
         &args[..],
@@ -333,7 +333,20 @@ fn run_gives_an_onnx_models_outputs_from_npy_inputs() {
     .concat();
     let (ok, _, stderr) = unicompute(&save);
     assert!(ok, "{stderr}");
-    let file = std::fs::read(out.join("y.npy")).unwrap();
+    check_saved(&std::fs::read(out.join("y.npy")).unwrap(), &want);
+    // A model with an operator the runner lacks: listed with its count, and an error.
+    let det = node_test("test_det_2d").join("model.onnx");
+    let (ok, stdout, stderr) = unicompute(&["run", det.to_str().unwrap(), "--backend", "cpu"]);
+    assert!(!ok, "{stdout}");
+    assert!(stdout.contains("1 x Det"), "{stdout}");
+    assert!(
+        stderr.contains("node '' (Det) of domain ai.onnx"),
+        "{stderr}"
+    );
+}
+
+/// `file`, a `.npy` file `run --save` wrote: a version 1.0 header, then `want`'s f32 data.
+fn check_saved(file: &[u8], want: &unicompute::onnx::Constant) {
     let header_len = usize::from(u16::from_le_bytes([file[8], file[9]]));
     let header = String::from_utf8_lossy(&file[10..10 + header_len]);
     assert!(file.starts_with(b"\x93NUMPY\x01\x00"), "{header}");
@@ -351,15 +364,6 @@ fn run_gives_an_onnx_models_outputs_from_npy_inputs() {
             "saved {g}, expected {w}"
         );
     }
-    // A model with an operator the runner lacks: listed with its count, and an error.
-    let det = node_test("test_det_2d").join("model.onnx");
-    let (ok, stdout, stderr) = unicompute(&["run", det.to_str().unwrap(), "--backend", "cpu"]);
-    assert!(!ok, "{stdout}");
-    assert!(stdout.contains("1 x Det"), "{stdout}");
-    assert!(
-        stderr.contains("node '' (Det) of domain ai.onnx"),
-        "{stderr}"
-    );
 }
 
 #[test]

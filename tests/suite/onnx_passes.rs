@@ -762,93 +762,7 @@ fn above(n: usize) -> Vec<bool> {
 
 #[test]
 fn attention_makes_scaled_masked_and_causal_attention_one_node() {
-    let n = |op: &str, i: &[&str], o: &str| node(op, i, &[o], vec![]);
-    let perm = |p: &[i64]| vec![ints_attr("perm", p)];
-    let last = || vec![int_attr("axis", -1)];
-    let tri: Vec<f32> = (above(13).iter())
-        .map(|&a| if a { f32::NEG_INFINITY } else { 0.0 })
-        .collect();
-    let case = Case {
-        nodes: vec![
-            // BERT: heads 3, sequence 7, head dim 5, a key mask made (1 - keep) * -10000.
-            node("Transpose", &["ka"], &["kta"], perm(&[0, 1, 3, 2])),
-            n("MatMul", &["qa", "kta"], "sa"),
-            n("Div", &["sa", "sqrt5"], "sa1"),
-            n("Greater", &["ma", "zero"], "ma1"),
-            node("Cast", &["ma1"], &["ma2"], vec![int_attr("to", 1)]),
-            n("Sub", &["one", "ma2"], "ma3"),
-            n("Mul", &["ma3", "big"], "ma4"),
-            n("Add", &["sa1", "ma4"], "sa2"),
-            node("Softmax", &["sa2"], &["pa"], last()),
-            n("MatMul", &["pa", "va"], "ya"),
-            // Causal by an additive -inf triangle: heads 3, sequence 13, head dim 64, value 5.
-            node("Transpose", &["kb"], &["ktb"], perm(&[0, 1, 3, 2])),
-            n("MatMul", &["qb", "ktb"], "sb"),
-            n("Mul", &["eighth", "sb"], "sb1"),
-            n("Add", &["sb1", "tri"], "sb2"),
-            node("Softmax", &["sb2"], &["pb"], last()),
-            n("MatMul", &["pb", "vb"], "yb"),
-            // scaled_dot_product_attention: rank 3, q and kt scaled, causal masked_fill.
-            node("Transpose", &["kc"], &["ktc"], perm(&[0, 2, 1])),
-            n("Mul", &["qc", "root"], "qc1"),
-            n("Mul", &["ktc", "root"], "ktc1"),
-            n("MatMul", &["qc1", "ktc1"], "sc"),
-            n("Where", &["above", "ninf", "sc"], "sc1"),
-            node("Softmax", &["sc1"], &["pc"], last()),
-            n("MatMul", &["pc", "vc"], "yc"),
-            // A key mask through Where(keep, s, fill), then an additive bias.
-            n("MatMul", &["qd", "ktd"], "sd"),
-            n("Less", &["md", "zero"], "md1"),
-            n("Where", &["md1", "sd", "fill"], "sd1"),
-            n("Add", &["sd1", "bias"], "sd2"),
-            n("Softmax", &["sd2"], "pd"),
-            n("MatMul", &["pd", "vd"], "yd"),
-            // Softmax over axis 1, not the keys': rewritten, and run as its nodes.
-            n("MatMul", &["qe", "kte"], "se"),
-            node("Softmax", &["se"], &["pe"], vec![int_attr("axis", 1)]),
-            n("MatMul", &["pe", "ve"], "ye"),
-            // The scores read besides: left as they are.
-            n("MatMul", &["qf", "ktf"], "sf"),
-            n("Softmax", &["sf"], "pf"),
-            n("MatMul", &["pf", "vf"], "yf"),
-        ],
-        weights: vec![
-            scalar("sqrt5", 5f32.sqrt()),
-            scalar("zero", 0.0),
-            scalar("one", 1.0),
-            scalar("big", -10000.0),
-            scalar("eighth", 0.125),
-            floats("tri", &[13, 13], &tri),
-            scalar("root", 5f32.powf(-0.25)),
-            bools("above", &[7, 7], &above(7)),
-            scalar("ninf", f32::NEG_INFINITY),
-            scalar("fill", -1e30),
-        ],
-        inputs: vec![
-            ("qa", vec![2, 3, 7, 5]),
-            ("ka", vec![2, 3, 7, 5]),
-            ("va", vec![2, 3, 7, 5]),
-            ("ma", vec![2, 1, 1, 7]),
-            ("qb", vec![1, 3, 13, 64]),
-            ("kb", vec![1, 3, 13, 64]),
-            ("vb", vec![1, 3, 13, 5]),
-            ("qc", vec![3, 7, 5]),
-            ("kc", vec![3, 7, 5]),
-            ("vc", vec![3, 7, 64]),
-            ("qd", vec![2, 13, 5]),
-            ("ktd", vec![2, 5, 13]),
-            ("md", vec![2, 1, 13]),
-            ("bias", vec![13, 13]),
-            ("vd", vec![2, 13, 5]),
-            ("qe", vec![3, 7, 5]),
-            ("kte", vec![3, 5, 7]),
-            ("ve", vec![3, 7, 5]),
-            ("qf", vec![2, 3, 2]),
-            ("ktf", vec![2, 2, 3]),
-            ("vf", vec![2, 3, 2]),
-        ],
-        outputs: vec!["ya", "yb", "yc", "yd", "ye", "yf", "sf"],
-    };
+    let case = attention_case();
     let left = [
         &["Transpose", "Greater", "Cast", "Sub", "Mul", "Attention"][..],
         &[
@@ -890,6 +804,103 @@ fn attention_makes_scaled_masked_and_causal_attention_one_node() {
             .count();
         assert_eq!(fused, 4, "{}", name(&d));
     }
+}
+
+/// Six attention blocks ([`attention_nodes`]) with their constants and inputs.
+fn attention_case() -> Case {
+    let tri: Vec<f32> = (above(13).iter())
+        .map(|&a| if a { f32::NEG_INFINITY } else { 0.0 })
+        .collect();
+    Case {
+        nodes: attention_nodes(),
+        weights: vec![
+            scalar("sqrt5", 5f32.sqrt()),
+            scalar("zero", 0.0),
+            scalar("one", 1.0),
+            scalar("big", -10000.0),
+            scalar("eighth", 0.125),
+            floats("tri", &[13, 13], &tri),
+            scalar("root", 5f32.powf(-0.25)),
+            bools("above", &[7, 7], &above(7)),
+            scalar("ninf", f32::NEG_INFINITY),
+            scalar("fill", -1e30),
+        ],
+        inputs: vec![
+            ("qa", vec![2, 3, 7, 5]),
+            ("ka", vec![2, 3, 7, 5]),
+            ("va", vec![2, 3, 7, 5]),
+            ("ma", vec![2, 1, 1, 7]),
+            ("qb", vec![1, 3, 13, 64]),
+            ("kb", vec![1, 3, 13, 64]),
+            ("vb", vec![1, 3, 13, 5]),
+            ("qc", vec![3, 7, 5]),
+            ("kc", vec![3, 7, 5]),
+            ("vc", vec![3, 7, 64]),
+            ("qd", vec![2, 13, 5]),
+            ("ktd", vec![2, 5, 13]),
+            ("md", vec![2, 1, 13]),
+            ("bias", vec![13, 13]),
+            ("vd", vec![2, 13, 5]),
+            ("qe", vec![3, 7, 5]),
+            ("kte", vec![3, 5, 7]),
+            ("ve", vec![3, 7, 5]),
+            ("qf", vec![2, 3, 2]),
+            ("ktf", vec![2, 2, 3]),
+            ("vf", vec![2, 3, 2]),
+        ],
+        outputs: vec!["ya", "yb", "yc", "yd", "ye", "yf", "sf"],
+    }
+}
+
+/// BERT's masked attention, a causal triangle, `scaled_dot_product_attention`'s form, a key
+/// mask through `Where`, a softmax over another axis, and scores read besides.
+fn attention_nodes() -> Vec<NodeProto> {
+    let n = |op: &str, i: &[&str], o: &str| node(op, i, &[o], vec![]);
+    let perm = |p: &[i64]| vec![ints_attr("perm", p)];
+    let last = || vec![int_attr("axis", -1)];
+    vec![
+        // BERT: heads 3, sequence 7, head dim 5, a key mask made (1 - keep) * -10000.
+        node("Transpose", &["ka"], &["kta"], perm(&[0, 1, 3, 2])),
+        n("MatMul", &["qa", "kta"], "sa"),
+        n("Div", &["sa", "sqrt5"], "sa1"),
+        n("Greater", &["ma", "zero"], "ma1"),
+        node("Cast", &["ma1"], &["ma2"], vec![int_attr("to", 1)]),
+        n("Sub", &["one", "ma2"], "ma3"),
+        n("Mul", &["ma3", "big"], "ma4"),
+        n("Add", &["sa1", "ma4"], "sa2"),
+        node("Softmax", &["sa2"], &["pa"], last()),
+        n("MatMul", &["pa", "va"], "ya"),
+        // Causal by an additive -inf triangle: heads 3, sequence 13, head dim 64, value 5.
+        node("Transpose", &["kb"], &["ktb"], perm(&[0, 1, 3, 2])),
+        n("MatMul", &["qb", "ktb"], "sb"),
+        n("Mul", &["eighth", "sb"], "sb1"),
+        n("Add", &["sb1", "tri"], "sb2"),
+        node("Softmax", &["sb2"], &["pb"], last()),
+        n("MatMul", &["pb", "vb"], "yb"),
+        // scaled_dot_product_attention: rank 3, q and kt scaled, causal masked_fill.
+        node("Transpose", &["kc"], &["ktc"], perm(&[0, 2, 1])),
+        n("Mul", &["qc", "root"], "qc1"),
+        n("Mul", &["ktc", "root"], "ktc1"),
+        n("MatMul", &["qc1", "ktc1"], "sc"),
+        n("Where", &["above", "ninf", "sc"], "sc1"),
+        node("Softmax", &["sc1"], &["pc"], last()),
+        n("MatMul", &["pc", "vc"], "yc"),
+        // A key mask through Where(keep, s, fill), then an additive bias.
+        n("MatMul", &["qd", "ktd"], "sd"),
+        n("Less", &["md", "zero"], "md1"),
+        n("Where", &["md1", "sd", "fill"], "sd1"),
+        n("Add", &["sd1", "bias"], "sd2"),
+        n("Softmax", &["sd2"], "pd"),
+        n("MatMul", &["pd", "vd"], "yd"),
+        // Softmax over axis 1, not the keys': rewritten, and run as its nodes.
+        n("MatMul", &["qe", "kte"], "se"),
+        node("Softmax", &["se"], &["pe"], vec![int_attr("axis", 1)]),
+        n("MatMul", &["pe", "ve"], "ye"),
+        // The scores read besides: left as they are.
+        n("MatMul", &["qf", "ktf"], "sf"),
+        n("Softmax", &["sf"], "pf"),
+        n("MatMul", &["pf", "vf"], "yf"),
+    ]
 }
 
 #[test]

@@ -228,80 +228,93 @@ mod on_the_cpu_executor {
             (6, 4, true, false),
         ];
         for (m, bits, zero, software) in cases.into_iter().chain(group) {
-            let (n, k, block) = (67usize, 40usize, 16usize);
-            let blocks = k.div_ceil(block);
-            let av: Vec<f32> = (0..m * k)
-                .map(|i| ((i * 31) % 17) as f32 / 8.0 - 1.0)
-                .collect();
-            let a = Tensor::from_slice(&d, &av, &[m, k]).unwrap();
-            let packed = Tensor::from_slice(
-                &d,
-                &bytes(1, n * blocks * block * bits / 8),
-                &[n, blocks, block * bits / 8],
-            )
-            .unwrap();
-            let sv: Vec<f32> = (0..n * blocks)
-                .map(|i| (i % 7) as f32 / 64.0 + 0.01)
-                .collect();
-            let scales = Tensor::from_slice(&d, &sv, &[n, blocks]).unwrap();
-            let zero_row = (blocks * bits).div_ceil(8);
-            let zp = Tensor::from_slice(&d, &bytes(2, n * zero_row), &[n, zero_row]).unwrap();
-            let bias = Tensor::from_slice(&d, &sv[..n], &[n]).unwrap();
-            let w = QuantWeights {
-                packed: &packed,
-                scales: &scales,
-                zero_points: zero.then_some(&zp),
-                k,
-                bits,
-                block,
-            };
-            let want = a.qmatmul(&w, Some(&bias)).unwrap();
-            let kernel = kernel(m, software);
-            let source = with_overrides(
-                specialise(&SOURCE, kernel.entry, vec![]).full_source(),
-                &[
-                    ("BITS", bits as u32),
-                    ("ZERO", u32::from(zero)),
-                    ("HAS_BIAS", 1),
-                ],
+            compare(&d, m, bits, zero, software);
+        }
+    }
+
+    /// The operands of a case: `a` `[m, 40]`, 67 columns of `bits`-bit weights in blocks of
+    /// 16, their scales, packed zero points and a bias.
+    fn operands(d: &Device, m: usize, bits: usize) -> [Tensor; 5] {
+        let (n, k, block) = (67usize, 40usize, 16usize);
+        let blocks = k.div_ceil(block);
+        let av: Vec<f32> = (0..m * k)
+            .map(|i| ((i * 31) % 17) as f32 / 8.0 - 1.0)
+            .collect();
+        let a = Tensor::from_slice(d, &av, &[m, k]).unwrap();
+        let packed = Tensor::from_slice(
+            d,
+            &bytes(1, n * blocks * block * bits / 8),
+            &[n, blocks, block * bits / 8],
+        )
+        .unwrap();
+        let sv: Vec<f32> = (0..n * blocks)
+            .map(|i| (i % 7) as f32 / 64.0 + 0.01)
+            .collect();
+        let scales = Tensor::from_slice(d, &sv, &[n, blocks]).unwrap();
+        let zero_row = (blocks * bits).div_ceil(8);
+        let zp = Tensor::from_slice(d, &bytes(2, n * zero_row), &[n, zero_row]).unwrap();
+        let bias = Tensor::from_slice(d, &sv[..n], &[n]).unwrap();
+        [a, packed, scales, zp, bias]
+    }
+
+    /// One case's WGSL kernel on the CPU's executor against the CPU kernel.
+    fn compare(d: &Device, m: usize, bits: usize, zero: bool, software: bool) {
+        let (n, k, block) = (67usize, 40usize, 16usize);
+        let [a, packed, scales, zp, bias] = operands(d, m, bits);
+        let w = QuantWeights {
+            packed: &packed,
+            scales: &scales,
+            zero_points: zero.then_some(&zp),
+            k,
+            bits,
+            block,
+        };
+        let want = a.qmatmul(&w, Some(&bias)).unwrap();
+        let kernel = kernel(m, software);
+        let source = with_overrides(
+            specialise(&SOURCE, kernel.entry, vec![]).full_source(),
+            &[
+                ("BITS", bits as u32),
+                ("ZERO", u32::from(zero)),
+                ("HAS_BIAS", 1),
+            ],
+        );
+        let op = QMatmul {
+            a: a.operand(),
+            packed: packed.operand(),
+            scales: scales.operand(),
+            zero: None,
+            zero_mode: u32::from(zero),
+            bias: Some(bias.operand()),
+            out: want.operand(),
+            m,
+            n,
+            k,
+            bits,
+            block,
+        };
+        let inputs: Vec<Buffer<u32>> = [&a, &packed, &scales, &zp, &bias]
+            .iter()
+            .map(|t| Buffer::from_slice(d, &stored_words(t)).unwrap())
+            .collect();
+        let out = Buffer::from_slice(d, &vec![0x7fa5_a5a5u32; m * n]).unwrap();
+        let bindings: Vec<_> = inputs.iter().map(bound).chain([bound(&out)]).collect();
+        let groups = [
+            n.div_ceil(kernel.columns) as u32,
+            m.div_ceil(kernel.rows) as u32,
+            1,
+        ];
+        let words = params(&op).unwrap();
+        run_on_cpu(d, &source, kernel.entry, words.words(), &bindings, groups).unwrap();
+        let got = out.read_blocking().unwrap();
+        let want = stored_words(&want.cast(DType::F32).unwrap());
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            let (g, w) = (f32::from_bits(*g), f32::from_bits(*w));
+            assert!(
+                (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                "{} m {m}, {bits} bits: element {i} is {g}, the CPU's {w}",
+                kernel.entry
             );
-            let op = QMatmul {
-                a: a.operand(),
-                packed: packed.operand(),
-                scales: scales.operand(),
-                zero: None,
-                zero_mode: u32::from(zero),
-                bias: Some(bias.operand()),
-                out: want.operand(),
-                m,
-                n,
-                k,
-                bits,
-                block,
-            };
-            let inputs: Vec<Buffer<u32>> = [&a, &packed, &scales, &zp, &bias]
-                .iter()
-                .map(|t| Buffer::from_slice(&d, &stored_words(t)).unwrap())
-                .collect();
-            let out = Buffer::from_slice(&d, &vec![0x7fa5_a5a5u32; m * n]).unwrap();
-            let bindings: Vec<_> = inputs.iter().map(bound).chain([bound(&out)]).collect();
-            let groups = [
-                n.div_ceil(kernel.columns) as u32,
-                m.div_ceil(kernel.rows) as u32,
-                1,
-            ];
-            let words = params(&op).unwrap();
-            run_on_cpu(&d, &source, kernel.entry, words.words(), &bindings, groups).unwrap();
-            let got = out.read_blocking().unwrap();
-            let want = stored_words(&want.cast(DType::F32).unwrap());
-            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                let (g, w) = (f32::from_bits(*g), f32::from_bits(*w));
-                assert!(
-                    (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
-                    "{} m {m}, {bits} bits: element {i} is {g}, the CPU's {w}",
-                    kernel.entry
-                );
-            }
         }
     }
 }
