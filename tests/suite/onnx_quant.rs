@@ -8,20 +8,10 @@ use unicompute::onnx::{Session, SessionOptions};
 use unicompute::Device;
 
 use crate::common::{assert_close, name, per_backend, random, read, tensor};
+use crate::conformance::qmatmul::Zero;
 use crate::onnx_recur::{floats, info, int_attr, node, stored, FLOAT};
 
 const UINT8: i32 = 2;
-
-/// How a case gives its zero points.
-#[derive(Clone, Copy, Debug)]
-enum Zero {
-    /// None: the middle of the range.
-    Default,
-    /// u8, packed like the weights.
-    Packed,
-    /// Floats, one per block.
-    Float,
-}
 
 /// One `MatMulNBits` case: A is `[rows, k]`, the weights `[n, k]`.
 #[derive(Clone, Copy, Debug)]

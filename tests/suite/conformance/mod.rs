@@ -17,7 +17,7 @@ mod half;
 mod indexing;
 mod matmul;
 mod norms;
-mod qmatmul;
+pub(crate) mod qmatmul;
 mod reduce;
 mod scatter;
 mod softmax;

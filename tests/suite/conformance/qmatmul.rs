@@ -9,9 +9,9 @@ use unicompute::{f16, DType, Device, Tensor};
 
 use crate::common::{assert_close, expect_err, name, per_backend, random, read, tensor};
 
-/// How a case gives its zero points.
+/// How a case gives its zero points (also `MatMulNBits`'s, in `onnx_quant`).
 #[derive(Clone, Copy, Debug)]
-enum Zero {
+pub(crate) enum Zero {
     /// None: the middle of the range.
     Default,
     /// u8, packed like the weights.
