@@ -246,6 +246,7 @@ fn direct(op: &Conv2d<'_>, words: Words<'_>) {
     let (cg, og) = (g.c / g.groups, g.o / g.groups);
     let (k, cols) = (cg * g.kh * g.kw, g.oh * g.ow);
     let pointwise = g.kh == 1 && g.kw == 1 && g.stride == [1, 1] && g.padding == [0, 0];
+    let act = op.act;
     (out.par_chunks_mut((g.o * cols).max(1)).enumerate()).for_each(|(nb, image)| {
         let mut col = if pointwise {
             Vec::new()
@@ -259,7 +260,7 @@ fn direct(op: &Conv2d<'_>, words: Words<'_>) {
                 og,
                 k,
                 bias: bias.map(|b| &b[grp * og..(grp + 1) * og]),
-                act: op.act,
+                act,
                 c: Columns(image[grp * og * cols..(grp + 1) * og * cols].as_mut_ptr()),
                 ldc: cols,
                 images: g.n,

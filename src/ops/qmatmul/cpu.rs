@@ -44,9 +44,19 @@ pub(super) fn qmatmul(op: &QMatmul<'_>) -> Result<()> {
             .map(|(w, b)| &w[b.layout.offset..]),
     };
     let (m, n) = (op.m, op.n);
+    let dims = Dims {
+        m,
+        k: op.k,
+        bits: op.bits,
+        block: op.block,
+        blocks: op.blocks(),
+        block_words: op.block_words(),
+        zero_mode: op.zero_mode,
+        zero_row_bytes: op.zero_row_bytes(),
+    };
     let columns: Vec<Vec<f32>> = (0..n.div_ceil(COLUMNS))
         .into_par_iter()
-        .map(|t| task(op, &words, t * COLUMNS..((t + 1) * COLUMNS).min(n)))
+        .map(|t| task(dims, &words, t * COLUMNS..((t + 1) * COLUMNS).min(n)))
         .collect();
     let mut os = write_guard(op.out.buf)?;
     let out = &mut os[op.out.layout.offset..op.out.layout.offset + m * n];
@@ -62,8 +72,22 @@ pub(super) fn qmatmul(op: &QMatmul<'_>) -> Result<()> {
     Ok(())
 }
 
+/// What the tasks read of the launch: its sizes (not its operands, which threads cannot
+/// share in every build).
+#[derive(Clone, Copy)]
+struct Dims {
+    m: usize,
+    k: usize,
+    bits: usize,
+    block: usize,
+    blocks: usize,
+    block_words: usize,
+    zero_mode: u32,
+    zero_row_bytes: usize,
+}
+
 /// The outputs of `cols` for every row of A, row-major (`m x cols.len()`).
-fn task(op: &QMatmul<'_>, w: &Words<'_>, cols: std::ops::Range<usize>) -> Vec<f32> {
+fn task(op: Dims, w: &Words<'_>, cols: std::ops::Range<usize>) -> Vec<f32> {
     let (m, k) = (op.m, op.k);
     let width = cols.len();
     let mut row = vec![0.0f32; k];
@@ -80,8 +104,8 @@ fn task(op: &QMatmul<'_>, w: &Words<'_>, cols: std::ops::Range<usize>) -> Vec<f3
 
 /// Row `c` of the weights, dequantised into `row` (`k` floats; the padding of the last block
 /// is left out).
-fn dequantise(op: &QMatmul<'_>, w: &Words<'_>, c: usize, row: &mut [f32]) {
-    let (bits, blocks, per_block) = (op.bits, op.blocks(), op.block_words());
+fn dequantise(op: Dims, w: &Words<'_>, c: usize, row: &mut [f32]) {
+    let (bits, blocks, per_block) = (op.bits, op.blocks, op.block_words);
     let mask = (1u32 << bits) - 1;
     let per_word = 32 / bits;
     let words = &w.packed[c * blocks * per_block..(c + 1) * blocks * per_block];
@@ -102,13 +126,13 @@ fn dequantise(op: &QMatmul<'_>, w: &Words<'_>, c: usize, row: &mut [f32]) {
 }
 
 /// The zero point of block `b` of row `c`.
-fn zero_point(op: &QMatmul<'_>, w: &Words<'_>, c: usize, b: usize) -> f32 {
+fn zero_point(op: Dims, w: &Words<'_>, c: usize, b: usize) -> f32 {
     match (op.zero_mode, w.zero) {
         (ZERO_PACKED, Some(z)) => {
-            let bit = c * op.zero_row_bytes() * 8 + b * op.bits;
+            let bit = c * op.zero_row_bytes * 8 + b * op.bits;
             ((z[bit / 32] >> (bit % 32)) & ((1u32 << op.bits) - 1)) as f32
         }
-        (ZERO_FLOAT, Some(z)) => f32::from_bits(z[c * op.blocks() + b]),
+        (ZERO_FLOAT, Some(z)) => f32::from_bits(z[c * op.blocks + b]),
         _ => (1u32 << (op.bits - 1)) as f32,
     }
 }
