@@ -63,6 +63,8 @@ pub(crate) struct DeviceShared {
 pub(crate) enum Init {
     Zeroed,
     Overwritten,
+    /// Every word `word` (the status words of `runtime/checks.rs`).
+    Filled(u32),
 }
 
 impl Device {
@@ -293,6 +295,7 @@ impl Device {
         let fill = match init {
             Init::Zeroed if !fresh || !self.shared.backend.allocations_are_zeroed() => Some(0),
             Init::Overwritten if self.shared.options.poison_uninitialized => Some(POISON_WORD),
+            Init::Filled(word) => Some(word),
             _ => None,
         };
         if let Some(word) = fill {

@@ -12,6 +12,7 @@ use crate::base::signal::lock;
 use crate::hal::timer::Clock;
 use crate::hal::{Block, FenceImpl, GraphImpl};
 use crate::profile::LaunchRecord;
+use crate::runtime::checks::{Describe, Pages, Word};
 use crate::{Error, Queue, Result};
 
 /// What a queue has captured so far.
@@ -28,9 +29,25 @@ pub(crate) struct Capture {
     bytes: u64,
     flops: u64,
     dtype: Option<String>,
+    /// The status words of the captured checks (`runtime/checks.rs`), on pages of the
+    /// capture's own, and those of the graphs it replays.
+    pages: Pages,
+    words: Vec<Word>,
 }
 
 impl Capture {
+    /// A status word of the capture's own for a captured launch that checks `key`.
+    pub(crate) fn check_word(
+        &mut self,
+        key: String,
+        describe: Describe,
+        alloc: impl FnOnce() -> Result<Arc<Block>>,
+    ) -> Result<Word> {
+        let word = self.pages.take(key, describe, alloc)?;
+        self.words.push(word.clone());
+        Ok(word)
+    }
+
     /// Note one captured launch (as the profiler would describe it) on `blocks`.
     pub(crate) fn note_launch(&mut self, blocks: &[&Arc<Block>], record: LaunchRecord) {
         self.note_blocks(blocks);
@@ -67,12 +84,15 @@ pub struct Graph {
     bytes: u64,
     flops: u64,
     dtype: String,
+    /// The status words of its checked launches, which each replay's next read reports.
+    checks: Vec<Word>,
 }
 
 impl Graph {
     /// Record one run of the captured work on the queue it was captured on, after the work
     /// recorded there before (and after other queues' recorded use of its memory). While a
-    /// profiler records, a replay is one launch named `graph`.
+    /// profiler records, a replay is one launch named `graph`. The checks of its launches
+    /// (gather's `IndexMode::Error`) are reported by this thread's next read of the queue.
     pub fn replay(&self) -> Result<()> {
         let q = &self.queue;
         let blocks: Vec<&Arc<Block>> = self.blocks.iter().collect();
@@ -80,7 +100,16 @@ impl Graph {
             &blocks,
             &mut || q.shared.imp.replay(q.backend(), &self.imp),
             &|clock, start| self.record(clock, start),
-        )
+        )?;
+        let words = &self.checks;
+        if q.shared
+            .recording
+            .captured(|c| c.words.extend(words.iter().cloned()))
+            .is_none()
+        {
+            q.shared.checks.replayed(words);
+        }
+        Ok(())
     }
 
     /// How many launches (ops' kernels, user kernels and replays of other graphs) the capture
@@ -250,6 +279,8 @@ impl Recording {
             bytes: 0,
             flops: 0,
             dtype: None,
+            pages: Pages::default(),
+            words: Vec::new(),
         });
         Ok(())
     }
@@ -306,7 +337,9 @@ impl Queue {
     /// that one). While it captures, other threads' work on this queue waits until the capture
     /// ends. What is not a recorded command happens once, at capture: memory made inside is
     /// zeroed (`Tensor::zeros`) or poisoned then, not at each replay, so a zeroed tensor that
-    /// the graph accumulates into keeps growing; zero it inside with a write instead. An error in
+    /// the graph accumulates into keeps growing; zero it inside with a write instead. Checked
+    /// launches (gather in `IndexMode::Error`) check at every replay, and this thread's next
+    /// read after a replay reports what it found, as after eager work. An error in
     /// `record` ends the capture and drops what it recorded; the queue stays usable. The cpu
     /// backend answers `UNSUPPORTED`: it runs each op as it is called, so there is no recorded work
     /// to keep.
@@ -356,6 +389,7 @@ impl Queue {
                 bytes: capture.bytes,
                 flops: capture.flops,
                 dtype,
+                checks: capture.words,
             },
             value,
         ))

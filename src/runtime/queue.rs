@@ -6,7 +6,7 @@ use crate::hal::timer::Clock;
 use crate::hal::Block;
 use crate::hal::{BackendDevice, BatchImpl, FenceImpl, Mapped, Recorder};
 use crate::profile::{LaunchRecord, Profiler, ReadRecord};
-use crate::runtime::checks::{finding, Check, Checks, Describe};
+use crate::runtime::checks::{Checks, Describe, Pending, Word, NOTHING_FOUND, PAGE_BYTES};
 use crate::runtime::graph::Recording;
 use crate::{Buffer, Device, Element, Error, Fence, Result};
 
@@ -28,7 +28,7 @@ pub(crate) struct QueueShared {
     pub profiler: Option<Profiler>,
     /// Who may record now, and what the queue captures for a [`Graph`](crate::Graph).
     pub recording: Recording,
-    /// Device-side checks of launches, reported by the next read.
+    /// Device-side checks of launches, reported by the next read (and by `finish`).
     pub checks: Checks,
 }
 
@@ -358,37 +358,83 @@ impl Queue {
             .await
     }
 
-    /// Make the launch recorded next check something on the device: a status word, set to
-    /// "nothing found", for the kernel to write the first offending position into; the next
-    /// read on this queue by this thread fails with `describe`'s message if it did. Refused while
-    /// the queue captures (a replay makes no read): `what` names the operation.
-    pub(crate) fn check_word(&self, what: &str, describe: Describe) -> Result<crate::Tensor> {
-        self.check_not_capturing(what)?;
-        let status = Buffer::from_slice_on(self, &[crate::runtime::checks::NOTHING_FOUND])?;
-        let thread = std::thread::current().id();
-        let check = Check {
-            thread,
-            block: status.inner.clone(),
-            offset: status.byte_offset(),
-            describe,
+    /// Make the launch recorded next check something on the device: a status word, holding
+    /// "nothing found", for the kernel to lower to the first offending position; the next read
+    /// on this queue by this thread (or `finish`) fails with `describe`'s message if it did.
+    /// Launches with the same `key` give the same message for the same position: until a read
+    /// reports them they share one word (the least finding of them all). In a capture the word
+    /// is the graph's, and each replay's next read reports it.
+    pub(crate) fn check_word(&self, key: String, describe: Describe) -> Result<crate::Tensor> {
+        let alloc = || {
+            let init = crate::runtime::device::Init::Filled(NOTHING_FOUND);
+            self.device.alloc(PAGE_BYTES, init)
         };
-        self.shared.checks.push(check);
+        let recording = &self.shared.recording;
+        let word = match recording.captured(|_| ()) {
+            Some(()) => recording
+                .captured(|c| c.check_word(key, describe, alloc))
+                .unwrap_or_else(|| {
+                    Err(Error::Internal("a capture ended while it recorded".into()))
+                }),
+            None => self.shared.checks.word(key, describe, alloc),
+        }?;
+        let at = (word.offset() / 4) as usize;
+        let status = Buffer::<u32>::from_inner(word.page, self.device.clone(), at, 1);
         crate::Tensor::from_buffer(&status, &[1])
     }
 
     /// Read the status words of this thread's launches recorded before (their work has run:
-    /// a read of this queue waited for it) and fail with the first finding.
+    /// a read of this queue waited for it) and fail with the first finding; the words that
+    /// held one are set back to "nothing found".
     async fn report_checks(&self) -> Result<()> {
-        let mut found = None;
-        for check in self.shared.checks.take() {
-            let mut bytes = [0u8; 4];
-            self.read_now(&check.block, check.offset, 4, &mut |m| {
-                m.copy_to(&mut bytes)
-            })
-            .await?;
-            found = found.or(finding(&check, u32::from_le_bytes(bytes)));
+        let mine = self.shared.checks.mine();
+        if mine.is_empty() {
+            return Ok(());
         }
+        let values = self.read_words(&mine).await?;
+        let mut found = None;
+        for (p, &value) in mine.iter().zip(&values) {
+            if let Some(e) = p.word.finding(value) {
+                let (page, offset) = (&p.word.page, p.word.offset());
+                let nothing = NOTHING_FOUND.to_le_bytes();
+                self.shared
+                    .imp
+                    .write(self.backend(), page, offset, &nothing)?;
+                found = found.or(Some(e));
+            }
+        }
+        self.shared.checks.reported(&mine);
         found.map_or(Ok(()), Err)
+    }
+
+    /// The values of `words`, with one read of each page they are on.
+    async fn read_words(&self, words: &[Pending]) -> Result<Vec<u32>> {
+        let mut values = vec![NOTHING_FOUND; words.len()];
+        let mut pages: Vec<&Word> = Vec::new();
+        for p in words {
+            if !pages.iter().any(|w| w.page.id() == p.word.page.id()) {
+                pages.push(&p.word);
+            }
+        }
+        for page in pages {
+            let on: Vec<usize> = (0..words.len())
+                .filter(|&i| words[i].word.page.id() == page.page.id())
+                .collect();
+            let last = on
+                .iter()
+                .map(|&i| words[i].word.offset())
+                .max()
+                .unwrap_or(0);
+            let mut bytes = vec![0u8; last as usize + 4];
+            self.read_now(&page.page, 0, last + 4, &mut |m| m.copy_to(&mut bytes))
+                .await?;
+            for i in on {
+                let at = words[i].word.offset() as usize;
+                values[i] =
+                    u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+            }
+        }
+        Ok(values)
     }
 
     /// Blocking twin of [`read`](Queue::read) (not available in browsers).
@@ -397,9 +443,13 @@ impl Queue {
         pollster::block_on(self.read(src))
     }
 
-    /// Submit and wait until the device has finished everything recorded so far.
+    /// Submit and wait until the device has finished everything recorded so far; like a
+    /// read, fails with the first finding of this thread's checked launches (gather's
+    /// `IndexMode::Error`).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn finish(&self) -> Result<()> {
-        self.submit()?.wait_blocking()
+        self.submit()?.wait_blocking()?;
+        let _turn = self.turn()?;
+        pollster::block_on(self.report_checks())
     }
 }

@@ -9,7 +9,7 @@ use crate::common::{assert_close, name, per_backend, random, read, tensor};
 use crate::onnx_recur::{info, int_attr, model, node, FLOAT, INT64};
 
 /// A one-node model `y = op(data, indices)` with attribute `(attr, value)`.
-fn indexing_model(op: &str, attr: &str, value: i64) -> Vec<u8> {
+pub(crate) fn indexing_model(op: &str, attr: &str, value: i64) -> Vec<u8> {
     let mut n = node(op, "pick", &["data", "indices"], &["y"]);
     n.attribute.push(int_attr(attr, value));
     let g = unicompute::onnx::proto::GraphProto {

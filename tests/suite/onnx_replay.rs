@@ -75,3 +75,70 @@ fn the_third_run_is_a_replay_unless_the_session_is_eager() {
         }
     }
 }
+
+/// The launches of one profiled run of `session` (`y = Gather(data, indices)`), and its
+/// output.
+fn profiled_gather(d: &Device, session: &Session, feeds: &[(&str, &Tensor)]) -> Vec<String> {
+    d.profiler().enable();
+    let y = session.run(feeds).unwrap().remove(0).1;
+    let profile = d.take_profile_blocking();
+    d.profiler().disable();
+    drop(y);
+    profile.launches.into_iter().map(|l| l.op).collect()
+}
+
+/// A session whose graph gathers on the device in IndexMode::Error replays from its third run
+/// like any other: the first run launches the gather, the third one `graph` and no gather,
+/// and each run's output is its own indices' pick. An index outside the axis fed to a replay
+/// fails the read of that run's output, naming the position and the axis; the next run reads.
+#[test]
+fn sessions_with_checked_gathers_replay() {
+    for d in common::open_devices()
+        .iter()
+        .filter(|d| d.backend() != BackendKind::Cpu)
+    {
+        let model = crate::onnx_indexing::indexing_model("Gather", "axis", 1);
+        let session = Session::from_bytes(d, model, SessionOptions::default()).unwrap();
+        let data = random(61, 5 * 7, -3.0, 3.0);
+        let x = tensor(d, &data, &[5, 7]);
+        let runs: [[i64; 3]; 6] = [
+            [0, 6, -7],
+            [2, -1, 3],
+            [4, 4, -3],
+            [1, 7, 0],
+            [5, -2, 6],
+            [-8, 0, 1],
+        ];
+        for (run, idx) in runs.iter().enumerate() {
+            let i = Tensor::from_slice(d, idx, &[3]).unwrap();
+            let feeds = [("data", &x), ("indices", &i)];
+            let what = format!("run {run} on {idx:?} on {}", name(d));
+            if run == 0 || run == 2 {
+                let ops = profiled_gather(d, &session, &feeds);
+                let count = |op: &str| ops.iter().filter(|o| *o == op).count();
+                let want = if run == 0 { [1, 0] } else { [0, 1] };
+                assert_eq!([count("gather"), count("graph")], want, "{what}: {ops:?}");
+            }
+            let y = session.run(&feeds).unwrap().remove(0).1;
+            let bad = idx.iter().position(|&j| !(-7..7).contains(&j));
+            if let Some(at) = bad {
+                let e = y.to_vec_blocking::<f32>().unwrap_err();
+                assert_eq!(e.code(), "INVALID", "{e}: {what}");
+                for needle in [format!("[{at}]"), "[-7, 7)".into(), "axis 1".into()] {
+                    assert!(e.to_string().contains(&needle), "{e}: {needle:?}, {what}");
+                }
+            }
+            let want: Vec<f32> = (0..5)
+                .flat_map(|r| {
+                    idx.map(|j| {
+                        (-7..7)
+                            .contains(&j)
+                            .then(|| data[r * 7 + j.rem_euclid(7) as usize])
+                    })
+                })
+                .map(|v| v.unwrap_or(0.0))
+                .collect();
+            assert_eq!(read(&y), want, "{what}");
+        }
+    }
+}

@@ -110,24 +110,39 @@ fn loops_at_the_edge_of_the_limit_are_right_or_refused() {
     }
 }
 
+/// Where loops are counted, a captured kernel counts them at each replay: the read after a
+/// replay whose loops reached the limit fails naming it, and the next replay within the limit
+/// reads its counts.
 #[test]
-fn kernels_with_loops_are_refused_in_captures_where_loops_are_counted() {
+fn replays_count_their_loops_where_loops_are_counted() {
     for d in devices()
         .iter()
         .filter(|d| d.info().limits.max_loop_iterations.is_some())
     {
         let k = Kernel::from_wgsl(d, COUNT, "main").unwrap();
-        let n = Buffer::from_slice(d, &[3u32]).unwrap();
-        let out = Buffer::from_slice(d, &[0u32]).unwrap();
-        let e = d
+        let n = Buffer::from_slice(d, &[0u32; 2]).unwrap();
+        let out = Buffer::from_slice(d, &[0x7fa5_a5a5u32; 2]).unwrap();
+        let bindings = [Binding::from(&n), Binding::from(&out)];
+        let (graph, ()) = d
             .queue()
-            .capture(|q| q.launch(&k, &[Binding::from(&n), Binding::from(&out)], [1, 1, 1]));
-        let e = e.expect_err("a capture of a kernel with loops is refused");
-        assert_eq!(e.code(), "INVALID", "{e}");
-        assert!(
-            e.to_string().contains("whose loops this device counts"),
-            "{e}"
-        );
+            .capture(|q| q.launch(&k, &bindings, [2, 1, 1]))
+            .unwrap();
+        for (counts, cut) in [
+            ([3, 20_000], false),
+            ([5, 100_000], true),
+            ([997, 1], false),
+        ] {
+            n.write(&counts).unwrap();
+            graph.replay().unwrap();
+            match (out.read_blocking(), cut) {
+                (Ok(got), false) => assert_eq!(got, counts, "on {}", name(d)),
+                (Err(e), true) => {
+                    assert_eq!(e.code(), "INVALID", "{e}");
+                    assert!(e.to_string().contains("max_loop_iterations"), "{e}");
+                }
+                (got, _) => panic!("{counts:?} on {}: {got:?}", name(d)),
+            }
+        }
     }
 }
 

@@ -574,7 +574,7 @@ impl Queue {
 impl Queue {
     /// On a device that ends long loops early, the status word that counts `kernel`'s loops
     /// (`hal/webgpu/loop_check.rs`); the next read reports an invocation that reached the
-    /// limit. Refused while the queue captures (a replay makes no read).
+    /// limit (in a capture, the next read after a replay).
     fn loop_status(&self, kernel: &Kernel) -> Result<Option<(LoopCheck, crate::Tensor)>> {
         let Some(check) = kernel.program.loop_check() else {
             return Ok(None);
@@ -582,7 +582,8 @@ impl Queue {
         let entry = kernel.info().entry.clone();
         let device = self.device.info().name.clone();
         let limit = check.limit;
-        let describe = Box::new(move |count: u32| {
+        let key = format!("loops of `{entry}` on {device}, ended after {limit}");
+        let describe = std::sync::Arc::new(move |count: u32| {
             format!(
                 "kernel `{entry}`: an invocation's loops went round {count} times, and this \
                  device ({device}) ends loops after {limit} without an error \
@@ -590,11 +591,7 @@ impl Queue {
                  across more invocations or launches"
             )
         });
-        let what = format!(
-            "launching `{}`, whose loops this device counts (it ends long loops early)",
-            kernel.info().entry
-        );
-        Ok(Some((check, self.check_word(&what, describe)?)))
+        Ok(Some((check, self.check_word(key, describe)?)))
     }
 }
 

@@ -11,9 +11,9 @@ use crate::{DType, Error, Queue, Result, Tensor};
 /// count from the end, as in numpy, ONNX and PyTorch).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum IndexMode {
-    /// The next read on the queue by the thread that recorded the gather fails with
-    /// `INVALID`, naming the first offending position (the output there is 0; later reads
-    /// return it). Refused inside a capture, which makes no read.
+    /// The next read on the queue by the thread that recorded the gather (or its replay, in
+    /// a capture), or its `finish`, fails with `INVALID`, naming the first offending position
+    /// (the output there is 0; later reads return it).
     #[default]
     Error,
     /// The nearest end of the axis (numpy's `take(mode='clip')`, after negative indices).
@@ -132,11 +132,10 @@ fn gather_words(
         flat
     };
     let status = match mode {
-        IndexMode::Error => Some(queue.check_word(
-            "gather in mode Error (the next read reports its \
-            indices; use Clip or Fill in a capture)",
-            out_of_range(indices.shape(), shape, axis),
-        )?),
+        IndexMode::Error => {
+            let key = format!("gather {:?} of {shape:?} along {axis}", indices.shape());
+            Some(queue.check_word(key, out_of_range(indices.shape(), shape, axis))?)
+        }
         _ => None,
     };
     // 8-byte elements move as two words each: the inner extent counts words.
@@ -175,7 +174,7 @@ fn gather_words(
 /// The message of an index outside its axis, from its flat position in `indices`.
 fn out_of_range(indices: &[usize], x: &[usize], axis: usize) -> crate::runtime::checks::Describe {
     let (indices, x, len) = (indices.to_vec(), x.to_vec(), x[axis]);
-    Box::new(move |flat| {
+    std::sync::Arc::new(move |flat| {
         let mut at = vec![0; indices.len()];
         let mut rest = flat as usize;
         for (a, &n) in at.iter_mut().zip(&indices).rev() {

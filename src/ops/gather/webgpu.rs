@@ -60,11 +60,10 @@ pub(super) fn gather(
         vec![("INDEX_KIND", op.kind)],
     ));
     let grid = grid_1d(dev, out.layout.numel().div_ceil(256) as u64)?;
-    // The status word sits at the start of its own block (Queue::check_word).
-    let status = op
-        .status
-        .as_ref()
-        .map_or(Bind::SpareWrite, |s| Bind::Mem(s.buf));
+    // The status word sits at a multiple of 256 bytes of its page (Queue::check_word).
+    let status = op.status.as_ref().map_or(Bind::SpareWrite, |s| {
+        Bind::Range(s.buf, 4 * s.layout.offset as u64, 4)
+    });
     let binds = [
         (1, Bind::Mem(x.buf)),
         (2, Bind::Mem(indices.buf)),
