@@ -42,7 +42,7 @@ pub(crate) type Describe = Arc<dyn Fn(u32) -> String + Send + Sync>;
 #[derive(Clone)]
 pub(crate) struct Word {
     pub page: Arc<Block>,
-    pub slot: usize,
+    slot: usize,
     key: String,
     describe: Describe,
 }
@@ -111,7 +111,7 @@ impl Pages {
 /// (a graph keeps its own).
 #[derive(Clone)]
 pub(crate) struct Pending {
-    pub thread: ThreadId,
+    thread: ThreadId,
     pub word: Word,
     owned: bool,
 }

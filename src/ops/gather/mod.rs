@@ -12,8 +12,8 @@ use crate::{DType, Error, Queue, Result, Tensor};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum IndexMode {
     /// The next read on the queue by the thread that recorded the gather (or its replay, in
-    /// a capture), or its `finish`, fails with `INVALID`, naming the first offending position
-    /// (the output there is 0; later reads return it).
+    /// a capture), or its `Queue::finish`, fails with `INVALID`, naming the first offending
+    /// position (the output there is 0; later reads return it).
     #[default]
     Error,
     /// The nearest end of the axis (numpy's `take(mode='clip')`, after negative indices).
