@@ -114,7 +114,10 @@ pub(super) fn matmul(op: &Matmul<'_>) -> Result<()> {
     let blocks = split.count(m, n);
     // Tasks capture layouts, slices and pointers only (buffers are not Send on every target).
     let (al, bl) = (a.layout, b.layout);
-    let (pa, pb) = (SendPtr(af.as_ptr().cast_mut()), SendPtr(bf.as_ptr().cast_mut()));
+    let (pa, pb) = (
+        SendPtr(af.as_ptr().cast_mut()),
+        SendPtr(bf.as_ptr().cast_mut()),
+    );
     let pc = SendPtr(of.as_mut_ptr());
     (0..batches * blocks).into_par_iter().for_each(|task| {
         let (bi, blk) = (task / blocks, task % blocks);

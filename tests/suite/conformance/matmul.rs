@@ -326,8 +326,9 @@ fn products_cut_into_blocks_match_reference(d: &Device) {
                 want.extend(product_reference([m, n, k], at, bt));
             }
             let what = format!(
-                "matmul {batch:?} [{m}, {k}] x [{k}, {n}] transposed {transposed} on {} seed {seed}",
-                name(d)
+                "matmul {batch:?} [{m}, {k}] x [{k}, {n}] transposed {transposed} on {} seed {}",
+                name(d),
+                seed
             );
             assert_close(&got, &want, 1e-4, 1e-5 * k as f64, &what);
         }
