@@ -398,10 +398,14 @@ fn packed_attention(c: &Ctx<'_>) -> Result<Vec<Val>> {
             sizes.iter().sum::<usize>()
         )));
     }
-    let mut qkv = crate::ops::matmul::matmul(c.queue, &x, &w)?;
-    if let Some(bias) = c.opt_tensor(2)? {
-        qkv = qkv.add(&bias)?;
-    }
+    // A `[q + k + v]` bias rides in the projection's epilogue; any other shape is added.
+    let qkv = match c.opt_tensor(2)? {
+        Some(bias) if bias.shape() == [total] => {
+            crate::ops::matmul::linear(c.queue, &x, &w, Some(&bias), None)?
+        }
+        Some(bias) => crate::ops::matmul::matmul(c.queue, &x, &w)?.add(&bias)?,
+        None => crate::ops::matmul::matmul(c.queue, &x, &w)?,
+    };
     let q = qkv.slice(2, 0..sizes[0])?;
     let k = qkv.slice(2, sizes[0]..sizes[0] + sizes[1])?;
     let v = qkv.slice(2, sizes[0] + sizes[1]..total)?;

@@ -38,10 +38,10 @@ pub(super) fn attention(op: &Attention<'_>) -> Result<()> {
     );
     let mf: Option<&[f32]> = mg.as_ref().map(|g| bytemuck::cast_slice(g));
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
-    check_within(
-        "attention",
-        &[(q.layout, qf), (k.layout, kf), (v.layout, vf)],
-    )?;
+    // The mask too: its rows are indexed below by the offsets its layout gives.
+    let mut views = vec![(q.layout, qf), (k.layout, kf), (v.layout, vf)];
+    views.extend(mask.zip(mf).map(|(m, mf)| (m.layout, mf)));
+    check_within("attention", &views)?;
     // Tasks capture layouts and slices only (buffers are not Send on every target).
     let (ql, kl, vl, ml) = (q.layout, k.layout, v.layout, mask.map(|m| m.layout));
     // Tasks: one block of query rows of one (batch, head); its rows of the output.
@@ -84,8 +84,11 @@ pub(super) fn attention(op: &Attention<'_>) -> Result<()> {
                     )
                 };
             }
+            // Query row i's mask: its elements, its first key's offset and the keys' stride.
             let mask = match (mf, ml) {
-                (Some(m), Some(ml)) => Some(move |i: usize, j: usize| m[at(ml, [b, hh, i, j])]),
+                (Some(m), Some(ml)) => {
+                    Some(move |i: usize| (m, at(ml, [b, hh, i, 0]), ml.strides[3]))
+                }
                 _ => None,
             };
             probabilities(s, p, rows, keys, i0, causal, mask);
@@ -153,16 +156,17 @@ fn block_tasks(
 }
 
 /// The attention probabilities `p` of the `rows` score rows `s` (`keys` each) of query rows
-/// `i0..`: `mask(i, j)` added, the keys a causal row does not see left out, softmax over the
-/// rest; a row whose every key is masked out gets probabilities 0 (ONNX).
-fn probabilities(
+/// `i0..`: the mask added (`mask(i)` gives row i's elements, offset and key stride, which
+/// `check_within` proved in bounds), the keys a causal row does not see left out, softmax
+/// over the rest; a row whose every key is masked out gets probabilities 0 (ONNX).
+fn probabilities<'a>(
     s: &mut [f32],
     p: &mut [f32],
     rows: usize,
     keys: usize,
     i0: usize,
     causal: bool,
-    mask: Option<impl Fn(usize, usize) -> f32>,
+    mask: Option<impl Fn(usize) -> (&'a [f32], usize, usize)>,
 ) {
     for (r, (row, prob)) in s
         .chunks_mut(keys.max(1))
@@ -171,9 +175,15 @@ fn probabilities(
         .take(rows)
     {
         let i = i0 + r;
-        if let Some(mask) = &mask {
-            for (j, x) in row.iter_mut().enumerate().take(keys) {
-                *x += mask(i, j);
+        if let Some(mask) = mask.as_ref().filter(|_| keys > 0) {
+            let (m, at, step) = mask(i);
+            let row = &mut row[..keys];
+            if step == 1 {
+                row.iter_mut().zip(&m[at..]).for_each(|(x, v)| *x += v);
+            } else {
+                row.iter_mut()
+                    .enumerate()
+                    .for_each(|(j, x)| *x += m[at + j * step]);
             }
         }
         let visible = if causal { keys.min(i + 1) } else { keys };

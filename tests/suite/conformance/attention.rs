@@ -162,6 +162,56 @@ fn attention_matches_naive_reference(d: &Device) {
 }
 per_backend!(attention_matches_naive_reference, variants);
 
+/// Masks whose keys are not adjacent in memory: a transposed view (keys `lq` apart) and a
+/// `[lq, 1]` column broadcast over the keys (stride 0), against the same mask materialised.
+fn attention_masks_of_strided_layouts(d: &Device) {
+    let dims = [1, 2, 11, 37, 8, 5];
+    let [b, h, lq, lk, hd, dv] = dims;
+    let seed = 1300;
+    let (q, k, v) = attention_inputs(seed, dims);
+    let (qt, kt, vt) = (
+        tensor(d, &q, &[b, h, lq, hd]),
+        tensor(d, &k, &[b, h, lk, hd]),
+        tensor(d, &v, &[b, h, lk, dv]),
+    );
+    // Stored [lk, lq] (some keys masked out, never a whole row), read through `.t()`.
+    let mut stored = random(seed + 3, lk * lq, -2.0, 2.0);
+    for (n, m) in stored.iter_mut().enumerate() {
+        if n % 5 == 2 && n / lq != 0 {
+            *m = f32::NEG_INFINITY;
+        }
+    }
+    let transposed = gather(&stored, &[lq, lk], &[1, lq], 0);
+    let column = random(seed + 4, lq, -2.0, 2.0);
+    let broadcast: Vec<f32> = column.iter().flat_map(|&c| vec![c; lk]).collect();
+    let cases = [
+        (
+            "transposed",
+            tensor(d, &stored, &[lk, lq]).t().unwrap(),
+            transposed,
+        ),
+        ("column", tensor(d, &column, &[lq, 1]), broadcast),
+    ];
+    for (what, mt, mask) in cases {
+        for causal in [false, true] {
+            let params = AttentionParams {
+                mask: Some(&mt),
+                causal,
+                scale: None,
+            };
+            let got = read(&ops::attention::attention(&d.queue(), &qt, &kt, &vt, params).unwrap());
+            let scale = 1.0 / (hd as f64).sqrt();
+            let want = attention_reference(&q, &k, &v, Some(&mask), dims, scale, causal);
+            let what = format!(
+                "attention {dims:?} {what} mask causal {causal} on {}",
+                name(d)
+            );
+            assert_close(&got, &want, 1e-4, 1e-5, &what);
+        }
+    }
+}
+per_backend!(attention_masks_of_strided_layouts, variants);
+
 /// Query rows whose keys are all masked out, by the mask alone or by the mask and causal
 /// masking together, and attention over no keys at all, give 0 (ONNX), on every device and
 /// variant; the other rows still match the reference.

@@ -44,6 +44,40 @@ fn views_and_contiguous_copies(d: &Device) {
 }
 per_backend!(views_and_contiguous_copies);
 
+/// Views whose innermost dimension is contiguous (a heads permute, a slice of the last axis,
+/// a broadcast over rows), larger than one parallel chunk of the cpu copy and with rows that
+/// straddle chunks, copied to contiguous tensors.
+fn copies_of_views_with_contiguous_rows(d: &Device) {
+    let shape = [3, 37, 11, 29];
+    let x = random(7, shape.iter().product(), -1.0, 1.0);
+    let t = tensor(d, &x, &shape);
+    let cases = [
+        (
+            "permute",
+            t.permute(&[0, 2, 1, 3]).unwrap(),
+            gather(&x, &[3, 11, 37, 29], &[11_803, 29, 319, 1], 0),
+        ),
+        (
+            "slice",
+            t.slice(3, 3..20).unwrap(),
+            gather(&x, &[3, 37, 11, 17], &[11_803, 319, 29, 1], 3),
+        ),
+        (
+            "broadcast",
+            tensor(d, &x[..29], &[1, 29])
+                .broadcast_to(&[1201, 29])
+                .unwrap(),
+            gather(&x, &[1201, 29], &[0, 1], 0),
+        ),
+    ];
+    for (what, view, want) in cases {
+        let got = view.contiguous().unwrap();
+        assert!(got.is_contiguous());
+        assert_eq!(read(&got), want, "{what} copied on {}", name(d));
+    }
+}
+per_backend!(copies_of_views_with_contiguous_rows);
+
 fn concat_along_every_axis_and_dtype(d: &Device) {
     for axis in 0..3 {
         // Three parts of [2, 3, 5] with extents 1, 4 and 2 on `axis`; the middle one is a

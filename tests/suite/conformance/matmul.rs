@@ -258,6 +258,128 @@ fn linear_fuses_bias_and_activation(d: &Device) {
 }
 per_backend!(linear_fuses_bias_and_activation);
 
+/// f64 reference of `a @ b` for one `[m, k]` x `[k, n]` product given by element functions.
+fn product_reference(
+    [m, n, k]: [usize; 3],
+    a: impl Fn(usize, usize) -> f32,
+    b: impl Fn(usize, usize) -> f32,
+) -> Vec<f64> {
+    let mut out = Vec::with_capacity(m * n);
+    for i in 0..m {
+        for j in 0..n {
+            out.push(
+                (0..k)
+                    .map(|p| f64::from(a(i, p)) * f64::from(b(p, j)))
+                    .sum(),
+            );
+        }
+    }
+    out
+}
+
+/// Products large enough that the cpu backend cuts one product into blocks for its threads:
+/// by columns (`n >= m`, m of 1 included) or by rows, with sizes off the block widths, a batch
+/// of one, and A and B as transposed views (strided reads at block offsets).
+fn products_cut_into_blocks_match_reference(d: &Device) {
+    // (batch, m, n, k); each m n k is past the cpu backend's split threshold (589,824).
+    let cases: &[(&[usize], usize, usize, usize)] = &[
+        (&[], 37, 401, 97),
+        (&[1], 389, 61, 53),
+        (&[], 1, 4099, 149),
+        (&[2], 131, 173, 29),
+    ];
+    for (c, &(batch, m, n, k)) in cases.iter().enumerate() {
+        let seed = 4100 + c as u64 * 2;
+        let count: usize = batch.iter().product();
+        let a = random(seed, count * m * k, -1.0, 1.0);
+        let b = random(seed + 1, count * k * n, -1.0, 1.0);
+        for transposed in [false, true] {
+            // Stored as [.., k, m] and [.., n, k] when transposed, read through `.t()`.
+            let stored = |rows: usize, cols: usize| {
+                let dims = if transposed {
+                    [cols, rows]
+                } else {
+                    [rows, cols]
+                };
+                batch.iter().copied().chain(dims).collect::<Vec<usize>>()
+            };
+            let view = |data: &[f32], rows: usize, cols: usize| {
+                let t = tensor(d, data, &stored(rows, cols));
+                if transposed {
+                    t.t().unwrap()
+                } else {
+                    t
+                }
+            };
+            let got = read(&view(&a, m, k).matmul(&view(&b, k, n)).unwrap());
+            let mut want = Vec::with_capacity(count * m * n);
+            for bi in 0..count {
+                let (ao, bo) = (bi * m * k, bi * k * n);
+                let at = |i: usize, p: usize| match transposed {
+                    true => a[ao + p * m + i],
+                    false => a[ao + i * k + p],
+                };
+                let bt = |p: usize, j: usize| match transposed {
+                    true => b[bo + j * k + p],
+                    false => b[bo + p * n + j],
+                };
+                want.extend(product_reference([m, n, k], at, bt));
+            }
+            let what = format!(
+                "matmul {batch:?} [{m}, {k}] x [{k}, {n}] transposed {transposed} on {} seed {}",
+                name(d),
+                seed
+            );
+            assert_close(&got, &want, 1e-4, 1e-5 * k as f64, &what);
+        }
+    }
+}
+per_backend!(products_cut_into_blocks_match_reference);
+
+/// A linear layer cut into blocks (by columns, then by rows) with its bias and each unary op
+/// as the activation: the activation of the layer without one, in f64.
+fn linear_blocks_apply_every_activation(d: &Device) {
+    let q = d.queue();
+    // (x shape, n): m n k past the cpu backend's split threshold.
+    let cases: &[(&[usize], usize)] = &[(&[37, 97], 401), (&[1, 389, 53], 61)];
+    for (c, &(xs, n)) in cases.iter().enumerate() {
+        let k = xs[xs.len() - 1];
+        let rows: usize = xs[..xs.len() - 1].iter().product();
+        let seed = 4200 + c as u64 * 3;
+        // Pre-activations of about unit size: the ops' accurate domain.
+        let x = random(seed, rows * k, -1.0, 1.0);
+        let w = random(seed + 1, n * k, -0.3, 0.3); // stored [n, k], used as w.t()
+        let bias = random(seed + 2, n, -1.0, 1.0);
+        let (xt, wt, bt) = (
+            tensor(d, &x, xs),
+            tensor(d, &w, &[n, k]),
+            tensor(d, &bias, &[n]),
+        );
+        let linear = |act| ops::matmul::linear(&q, &xt, &wt.t().unwrap(), Some(&bt), act);
+        let plain = read(&linear(None).unwrap());
+        let mut want: Vec<f64> = (0..rows * n)
+            .map(|i| {
+                let (r, j) = (i / n, i % n);
+                let dot: f64 = (0..k)
+                    .map(|p| f64::from(x[r * k + p]) * f64::from(w[j * k + p]))
+                    .sum();
+                dot + f64::from(bias[j])
+            })
+            .collect();
+        let what = format!("linear {xs:?} x [{k}, {n}] bias on {} seed {seed}", name(d));
+        assert_close(&plain, &want, 1e-4, 1e-4, &what);
+        for op in UnaryOp::ALL {
+            let got = read(&linear(Some(op)).unwrap());
+            // The op of the layer's own f32 sums: ops like round and sign jump where f32 and
+            // f64 sums may part.
+            want = plain.iter().map(|&v| op.eval(f64::from(v))).collect();
+            let what = format!("{what} act {}", op.name());
+            assert_close(&got, &want, 1e-4, 1e-5, &what);
+        }
+    }
+}
+per_backend!(linear_blocks_apply_every_activation);
+
 fn matmul_of_ones_counts_k_past_the_loop_limit(d: &Device) {
     // The default variant just below, at and past the limit; every variant past it.
     let default = [65_535, 65_536, 65_537, 100_003].map(|k| (None, k));
