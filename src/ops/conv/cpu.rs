@@ -1,9 +1,14 @@
 //! 2-D convolution as im2col + GEMM per image and group (images in parallel, or the GEMM
-//! split across threads when images are few), depthwise ones directly (planes in parallel),
+//! split across threads when images are few), depthwise ones and unit-stride ones of few input
+//! channels directly on input planes split by stride phase (see `phases`),
 //! its transpose (output rows in parallel, each gathering the input rows that land on it),
 //! and 2-D pooling (channel planes in parallel).
 
+mod phases;
+
 use crate::base::par::*;
+
+use phases::Phases;
 
 use super::{Conv2d, Conv2dGeometry, Pool2d};
 use crate::hal::cpu::{read_guard, write_guard};
@@ -34,10 +39,19 @@ const COL_BLOCK: usize = 1 << 22;
 /// for the epilogue.
 const COL_TILE: usize = 512;
 
+/// Most input channels per group of a convolution run on split planes (see `phased`): past
+/// them, im2col + GEMM is faster (its kernel holds more sums in registers).
+const PHASED_CHANNELS: usize = 16;
+
+/// Flat output positions of one task of `phased`.
+const PHASED_SPAN: usize = 64 * phases::LANES;
+
 thread_local! {
     /// The im2col buffer of the convolutions this thread runs, kept between runs (taken out
     /// while in use, so a task stolen meanwhile gets its own).
     static COLUMNS: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+    /// The split input planes of the `phased` convolutions this thread runs, kept likewise.
+    static SPLIT: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// Row `r` = (channel, ky, kx) of the im2col matrix of one group over the output positions
@@ -57,27 +71,28 @@ fn im2col_row(
         let ox1 = g.ow.min(ox0 + (positions.end - p));
         let (run, rest) = dst.split_at_mut(ox1 - ox0);
         match input_index(oy, ky, g.stride[0], g.dilation[0], g.padding[0], g.h) {
-            Some(iy) => tap_run(&plane[iy * g.w..][..g.w], kx, ox0, run, g),
+            Some(iy) => tap_run(&plane[iy * g.w..][..g.w], kx * g.dilation[1], ox0, run, g),
             None => run.fill(0.0),
         }
         (dst, p) = (rest, p + (ox1 - ox0));
     }
 }
 
-/// The output columns `[lo, hi)` of a row of `len` whose input column under kernel column
-/// `kx` lies in the input row, and the input column of `lo`.
-fn valid_columns(kx: usize, len: usize, g: &Conv2dGeometry) -> (usize, usize, usize) {
-    let (s, shift, pad) = (g.stride[1], kx * g.dilation[1], g.padding[1]);
+/// The output columns `[lo, hi)` of a row of `len` whose input column, `shift` past the
+/// kernel's first (`kx * dilation` for kernel column `kx`), lies in the input row, and the
+/// input column of `lo`.
+fn valid_columns(shift: usize, len: usize, g: &Conv2dGeometry) -> (usize, usize, usize) {
+    let (s, pad) = (g.stride[1], g.padding[1]);
     // ix = ox * s + shift - pad lies in [0, w) for ox in [lo, hi).
     let lo = pad.saturating_sub(shift).div_ceil(s).min(len);
     let hi = (g.w + pad).saturating_sub(shift).div_ceil(s).clamp(lo, len);
     (lo, hi, (lo * s + shift).saturating_sub(pad))
 }
 
-/// Output columns `ox0..ox0 + run.len()` of one output row under kernel column `kx`, read
-/// from input row `in_row`, 0 in the padding.
-fn tap_run(in_row: &[f32], kx: usize, ox0: usize, run: &mut [f32], g: &Conv2dGeometry) {
-    let (first, hi, first_ix) = valid_columns(kx, ox0 + run.len(), g);
+/// Output columns `ox0..ox0 + run.len()` of one output row under the column `shift` past the
+/// kernel's first (see `valid_columns`), read from input row `in_row`, 0 in the padding.
+fn tap_run(in_row: &[f32], shift: usize, ox0: usize, run: &mut [f32], g: &Conv2dGeometry) {
+    let (first, hi, first_ix) = valid_columns(shift, ox0 + run.len(), g);
     let (lo, hi) = (first.max(ox0), hi.max(ox0));
     let ix = first_ix + (lo - first) * g.stride[1];
     run[..lo - ox0].fill(0.0);
@@ -88,23 +103,33 @@ fn tap_run(in_row: &[f32], kx: usize, ox0: usize, run: &mut [f32], g: &Conv2dGeo
     }
     if g.stride[1] == 1 {
         inside.copy_from_slice(&in_row[ix..ix + inside.len()]);
+    } else if g.stride[1] == 2 {
+        // In pairs, so that the loop vectorises as shuffles; the last tap may have no pair.
+        let pairs = in_row[ix..].chunks_exact(2);
+        let n = pairs.len().min(inside.len());
+        for (o, pair) in inside.iter_mut().zip(pairs) {
+            *o = pair[0];
+        }
+        if let Some(o) = inside.get_mut(n) {
+            *o = in_row[ix + 2 * n];
+        }
     } else {
         let taps = in_row[ix..].iter().step_by(g.stride[1]);
         inside.iter_mut().zip(taps).for_each(|(o, &v)| *o = v);
     }
 }
 
-/// `o = f(o, v)` for each output `o` of `row` and the input `v` under kernel column `kx`
-/// (outputs whose tap lies in the padding are left).
+/// `o = f(o, v)` for each output `o` of `row` and the input `v` under the column `shift` past
+/// the kernel's first (outputs whose tap lies in the padding are left).
 #[inline(always)]
 fn tap_fold(
     in_row: &[f32],
-    kx: usize,
+    shift: usize,
     row: &mut [f32],
     g: &Conv2dGeometry,
     f: impl Fn(f32, f32) -> f32,
 ) {
-    let (lo, hi, ix) = valid_columns(kx, row.len(), g);
+    let (lo, hi, ix) = valid_columns(shift, row.len(), g);
     let outs = &mut row[lo..hi];
     if outs.is_empty() {
         return;
@@ -194,47 +219,182 @@ pub(super) fn conv2d(op: &Conv2d<'_>) -> Result<()> {
         conv_transpose2d(op, words);
     } else if g.groups > 1 && g.c == g.groups {
         depthwise(op, words);
+    } else if let Some(p) = few_channels(&g) {
+        phased(op, words, p);
     } else {
         direct(op, words);
     }
     Ok(())
 }
 
-/// A convolution with one input channel per group (depthwise): each output row starts at
-/// its bias and adds each tap's weight times the input row under it (strided where the
-/// convolution is), planes in parallel, several to a task where they are small. (The GEMM
-/// path would run one GEMM of a single row per group: MobileNetV2's 960-group layers took
-/// 10 ms.)
+/// A convolution with one input channel per group (depthwise), input planes in parallel
+/// (several to a task where they are small): each plane is split by stride phase (see
+/// `phases`), then each of its output channels computed in vectorised blocks that start at the
+/// bias and add every tap, and its activation applied. (The GEMM path would run one GEMM of a
+/// single row per group: MobileNetV2's 960-group layers took 10 ms.)
 fn depthwise(op: &Conv2d<'_>, words: Words<'_>) {
-    let (act, g) = (op.act, op.geometry);
+    let g = op.geometry;
+    let Some(p) = Phases::new(&g) else {
+        return depthwise_rows(op, words);
+    };
     let Words { x, w, bias, out } = words;
-    let (og, taps, cols) = (g.o / g.groups, g.kh * g.kw, (g.oh * g.ow).max(1));
+    let (act, og, cols) = (op.act, (g.o / g.groups).max(1), (g.oh * g.ow).max(1));
     let tasks = 4 * current_num_threads();
-    let per_task = (CHUNK / cols).clamp(1, (g.n * g.o).div_ceil(tasks).max(1));
-    (out.par_chunks_mut(cols * per_task).enumerate()).for_each(|(t, planes)| {
-        for (i, plane) in planes.chunks_mut(cols).enumerate() {
-            let p = t * per_task + i;
-            let (nb, oc) = (p / g.o, p % g.o);
-            let input = &x[(nb * g.c + oc / og) * g.h * g.w..][..g.h * g.w];
-            let weights = &w[oc * taps..][..taps];
-            let b = bias.map_or(0.0, |b| b[oc]);
-            for (oy, out_row) in plane.chunks_mut(g.ow.max(1)).enumerate() {
-                out_row.fill(b);
-                for ky in 0..g.kh {
-                    let at = input_index(oy, ky, g.stride[0], g.dilation[0], g.padding[0], g.h);
-                    let Some(iy) = at else { continue };
-                    let in_row = &input[iy * g.w..][..g.w];
-                    for kx in 0..g.kw {
-                        let wv = weights[ky * g.kw + kx];
-                        tap_fold(in_row, kx, out_row, &g, |o, v| o + wv * v);
+    let per_task = (CHUNK / (og * cols)).clamp(1, (g.n * g.c).div_ceil(tasks).max(1));
+    let init = || (vec![0.0; p.plane + p.flat], Vec::with_capacity(g.kh * g.kw));
+    (out.par_chunks_mut(og * cols * per_task).enumerate()).for_each_init(
+        init,
+        |(buf, taps), (t, outs)| {
+            let (split, flat) = buf.split_at_mut(p.plane);
+            for (i, planes) in outs.chunks_mut(og * cols).enumerate() {
+                let at = (t * per_task + i) * g.h * g.w;
+                p.split(&x[at..][..g.h * g.w], split, &g);
+                let ic = (t * per_task + i) % g.c;
+                for (j, plane) in planes.chunks_mut(cols).enumerate() {
+                    let oc = ic * og + j;
+                    let kernel = &w[oc * g.kh * g.kw..][..g.kh * g.kw];
+                    taps.clear();
+                    for (tap, &wv) in kernel.iter().enumerate() {
+                        taps.push((p.offset(tap / g.kw, tap % g.kw, &g), [wv]));
+                    }
+                    let b = bias.map_or(0.0, |b| b[oc]);
+                    phases::blocks(split, taps, [b], flat, 0);
+                    for (row, from) in plane.chunks_mut(g.ow).zip(flat.chunks(p.width)) {
+                        row.copy_from_slice(&from[..g.ow]);
+                    }
+                    if act.is_some() {
+                        finish(plane, 0.0, act);
                     }
                 }
             }
-            if act.is_some() {
-                finish(plane, 0.0, act);
+        },
+    );
+}
+
+/// A depthwise convolution whose split planes would be too large (see `Phases::new`): each
+/// output row starts at its bias and adds each tap's weight times the input row under it.
+fn depthwise_rows(op: &Conv2d<'_>, words: Words<'_>) {
+    let (act, g) = (op.act, op.geometry);
+    let Words { x, w, bias, out } = words;
+    let (og, taps, cols) = (g.o / g.groups, g.kh * g.kw, (g.oh * g.ow).max(1));
+    (out.par_chunks_mut(cols).enumerate()).for_each(|(p, plane)| {
+        let (nb, oc) = (p / g.o, p % g.o);
+        let input = &x[(nb * g.c + oc / og) * g.h * g.w..][..g.h * g.w];
+        let weights = &w[oc * taps..][..taps];
+        let b = bias.map_or(0.0, |b| b[oc]);
+        for (oy, out_row) in plane.chunks_mut(g.ow.max(1)).enumerate() {
+            out_row.fill(b);
+            for ky in 0..g.kh {
+                let at = input_index(oy, ky, g.stride[0], g.dilation[0], g.padding[0], g.h);
+                let Some(iy) = at else { continue };
+                let in_row = &input[iy * g.w..][..g.w];
+                for kx in 0..g.kw {
+                    let (wv, shift) = (weights[ky * g.kw + kx], kx * g.dilation[1]);
+                    tap_fold(in_row, shift, out_row, &g, |o, v| o + wv * v);
+                }
             }
         }
+        if act.is_some() {
+            finish(plane, 0.0, act);
+        }
     });
+}
+
+/// The split layout of a convolution that runs on split planes: few input channels per group,
+/// unit strides (strided ones ran faster as im2col + GEMM: YOLOv8n's 16-to-32-channel one by
+/// a sixth) and a kernel wider than 1 x 1, where the layout is not much larger than the input.
+fn few_channels(g: &Conv2dGeometry) -> Option<Phases> {
+    let wide = g.kh > 1 || g.kw > 1 || g.padding != [0, 0];
+    (g.c / g.groups <= PHASED_CHANNELS && g.stride == [1, 1] && wide)
+        .then(|| Phases::new(g))
+        .flatten()
+}
+
+/// A convolution of few input channels per group, directly: per image and group, its input
+/// planes split by stride phase (in parallel), then tasks of up to 4 output channels (as many
+/// as AVX2's registers hold) by a span of flat positions (in parallel), each summed in
+/// registers over every channel and tap, activated and copied to the output rows.
+fn phased(op: &Conv2d<'_>, words: Words<'_>, p: Phases) {
+    let g = op.geometry;
+    let Words { x, w, bias, out } = words;
+    let (cg, og, cols, hw) = (g.c / g.groups, g.o / g.groups, g.oh * g.ow, g.h * g.w);
+    let (quads, spans) = (og / 4, p.flat.div_ceil(PHASED_SPAN));
+    let units = quads + og % 4;
+    let mut split = SPLIT.take();
+    split.resize(cg * p.plane, 0.0);
+    for (nb, grp) in (0..g.n).flat_map(|nb| (0..g.groups).map(move |grp| (nb, grp))) {
+        let planes = &x[(nb * g.c + grp * cg) * hw..][..cg * hw];
+        (split.par_chunks_mut(p.plane).enumerate())
+            .for_each(|(ic, dst)| p.split(&planes[ic * hw..][..hw], dst, &g));
+        let span = Span {
+            split: &split,
+            w: &w[grp * og * cg * g.kh * g.kw..][..og * cg * g.kh * g.kw],
+            bias: bias.map(|b| &b[grp * og..][..og]),
+            act: op.act,
+            out: Columns(out[(nb * g.o + grp * og) * cols..][..og * cols].as_mut_ptr()),
+            p,
+            g,
+        };
+        // Span by span, so that a span's input stays in cache for all its channels.
+        (0..units * spans)
+            .into_par_iter()
+            .for_each_init(Vec::new, |buf, t| {
+                let (unit, f0) = (t % units, t / units * PHASED_SPAN);
+                let len = PHASED_SPAN.min(p.flat - f0);
+                if unit < quads {
+                    span.run::<4>(4 * unit, f0..f0 + len, buf);
+                } else {
+                    span.run::<1>(unit + 3 * quads, f0..f0 + len, buf);
+                }
+            });
+    }
+    SPLIT.set(split);
+}
+
+/// One image and group of a `phased` convolution: its split input planes, weights (`og x cg x
+/// kh x kw`), bias and output planes.
+struct Span<'a> {
+    split: &'a [f32],
+    w: &'a [f32],
+    bias: Option<&'a [f32]>,
+    act: Option<UnaryOp>,
+    out: Columns,
+    p: Phases,
+    g: Conv2dGeometry,
+}
+
+impl Span<'_> {
+    /// Output channels `oc0..oc0 + OCB` at the flat positions `flat` (a multiple of `LANES`
+    /// long), summed into `buf`, activated, and their columns within the output copied out.
+    fn run<const OCB: usize>(&self, oc0: usize, flat: std::ops::Range<usize>, buf: &mut Vec<f32>) {
+        let (p, g) = (self.p, &self.g);
+        let (taps, cg, len) = (g.kh * g.kw, self.g.c / g.groups, flat.len());
+        let per_oc = cg * taps;
+        let weights = |j: usize| std::array::from_fn(|o| self.w[(oc0 + o) * per_oc + j]);
+        let offset = |j: usize| j / taps * p.plane + p.offset(j % taps / g.kw, j % g.kw, g);
+        let list: Vec<(usize, [f32; OCB])> = (0..per_oc).map(|j| (offset(j), weights(j))).collect();
+        let bias = std::array::from_fn(|o| self.bias.map_or(0.0, |b| b[oc0 + o]));
+        buf.resize(OCB * len, 0.0);
+        phases::blocks(self.split, &list, bias, buf, flat.start);
+        let rows = flat.start / p.width..flat.end.div_ceil(p.width).min(g.oh);
+        for (o, sums) in buf.chunks_exact_mut(len).enumerate() {
+            if self.act.is_some() {
+                finish(sums, 0.0, self.act);
+            }
+            for oy in rows.clone() {
+                let lo = flat.start.max(oy * p.width);
+                let hi = flat.end.min(oy * p.width + g.ow);
+                if lo >= hi {
+                    continue;
+                }
+                let at = (oc0 + o) * g.oh * g.ow + oy * g.ow + (lo - oy * p.width);
+                // SAFETY: the flat positions `flat` of channel oc0 + o are this task's alone
+                // (tasks take disjoint channels or spans), and lo..hi lie within row oy.
+                let dst = unsafe { std::slice::from_raw_parts_mut(self.out.at(at), hi - lo) };
+                dst.copy_from_slice(&sums[lo - flat.start..hi - flat.start]);
+            }
+        }
+    }
 }
 
 /// A convolution as the weight times the input's im2col matrix, per image (in parallel) and
@@ -485,11 +645,11 @@ pub(super) fn pool2d(op: &Pool2d<'_>) -> Result<()> {
                     }
                 }
                 row.fill(init);
-                for kx in 0..g.kw {
+                for shift in (0..g.kw).map(|kx| kx * g.dilation[1]) {
                     if code == 0 {
-                        tap_fold(rows, kx, row, &g, max_nan);
+                        tap_fold(rows, shift, row, &g, max_nan);
                     } else {
-                        tap_fold(rows, kx, row, &g, |a, v| a + v);
+                        tap_fold(rows, shift, row, &g, |a, v| a + v);
                     }
                 }
                 if code != 0 {
