@@ -1,7 +1,8 @@
-//! The CPU backend's convolution paths beyond im2col + GEMM, on every device against an f64
-//! reference with a fused bias and activation: depthwise convolutions (strides 1 and 2 and
-//! mixed, padding, dilation, channel multipliers, widths 1, 7, 13 and 17, planes several to a
-//! task, a geometry too sparse to split by phase) and convolutions of few input channels.
+//! Convolutions on every device against an f64 reference with a fused bias and activation:
+//! depthwise ones, which the CPU backend runs on input planes split by stride phase (strides 1
+//! and 2 and mixed, padding, dilation, channel multipliers, widths 1, 7, 13 and 17, planes
+//! several to a task, a geometry too sparse to split), and ones of few input channels (its
+//! im2col, strided columns gathered in pairs).
 
 use unicompute::ops::Conv2dParams;
 use unicompute::{Device, UnaryOp};

@@ -1,6 +1,6 @@
 //! 2-D convolution as im2col + GEMM per image and group (images in parallel, or the GEMM
-//! split across threads when images are few), depthwise ones and unit-stride ones of few input
-//! channels directly on input planes split by stride phase (see `phases`),
+//! split across threads when images are few), depthwise ones directly on input planes split
+//! by stride phase (see `phases`),
 //! its transpose (output rows in parallel, each gathering the input rows that land on it),
 //! and 2-D pooling (channel planes in parallel).
 
@@ -39,19 +39,10 @@ const COL_BLOCK: usize = 1 << 22;
 /// for the epilogue.
 const COL_TILE: usize = 512;
 
-/// Most input channels per group of a convolution run on split planes (see `phased`): past
-/// them, im2col + GEMM is faster (its kernel holds more sums in registers).
-const PHASED_CHANNELS: usize = 16;
-
-/// Flat output positions of one task of `phased`.
-const PHASED_SPAN: usize = 64 * phases::LANES;
-
 thread_local! {
     /// The im2col buffer of the convolutions this thread runs, kept between runs (taken out
     /// while in use, so a task stolen meanwhile gets its own).
     static COLUMNS: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
-    /// The split input planes of the `phased` convolutions this thread runs, kept likewise.
-    static SPLIT: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// Row `r` = (channel, ky, kx) of the im2col matrix of one group over the output positions
@@ -219,8 +210,6 @@ pub(super) fn conv2d(op: &Conv2d<'_>) -> Result<()> {
         conv_transpose2d(op, words);
     } else if g.groups > 1 && g.c == g.groups {
         depthwise(op, words);
-    } else if let Some(p) = few_channels(&g) {
-        phased(op, words, p);
     } else {
         direct(op, words);
     }
@@ -255,10 +244,10 @@ fn depthwise(op: &Conv2d<'_>, words: Words<'_>) {
                     let kernel = &w[oc * g.kh * g.kw..][..g.kh * g.kw];
                     taps.clear();
                     for (tap, &wv) in kernel.iter().enumerate() {
-                        taps.push((p.offset(tap / g.kw, tap % g.kw, &g), [wv]));
+                        taps.push((p.offset(tap / g.kw, tap % g.kw, &g), wv));
                     }
                     let b = bias.map_or(0.0, |b| b[oc]);
-                    phases::blocks(split, taps, [b], flat, 0);
+                    phases::blocks(split, taps, b, flat);
                     for (row, from) in plane.chunks_mut(g.ow).zip(flat.chunks(p.width)) {
                         row.copy_from_slice(&from[..g.ow]);
                     }
@@ -298,103 +287,6 @@ fn depthwise_rows(op: &Conv2d<'_>, words: Words<'_>) {
             finish(plane, 0.0, act);
         }
     });
-}
-
-/// The split layout of a convolution that runs on split planes: few input channels per group,
-/// unit strides (strided ones ran faster as im2col + GEMM: YOLOv8n's 16-to-32-channel one by
-/// a sixth) and a kernel wider than 1 x 1, where the layout is not much larger than the input.
-fn few_channels(g: &Conv2dGeometry) -> Option<Phases> {
-    let wide = g.kh > 1 || g.kw > 1 || g.padding != [0, 0];
-    (g.c / g.groups <= PHASED_CHANNELS && g.stride == [1, 1] && wide)
-        .then(|| Phases::new(g))
-        .flatten()
-}
-
-/// A convolution of few input channels per group, directly: per image and group, its input
-/// planes split by stride phase (in parallel), then tasks of up to 4 output channels (as many
-/// as AVX2's registers hold) by a span of flat positions (in parallel), each summed in
-/// registers over every channel and tap, activated and copied to the output rows.
-fn phased(op: &Conv2d<'_>, words: Words<'_>, p: Phases) {
-    let g = op.geometry;
-    let Words { x, w, bias, out } = words;
-    let (cg, og, cols, hw) = (g.c / g.groups, g.o / g.groups, g.oh * g.ow, g.h * g.w);
-    let (quads, spans) = (og / 4, p.flat.div_ceil(PHASED_SPAN));
-    let units = quads + og % 4;
-    let mut split = SPLIT.take();
-    split.resize(cg * p.plane, 0.0);
-    for (nb, grp) in (0..g.n).flat_map(|nb| (0..g.groups).map(move |grp| (nb, grp))) {
-        let planes = &x[(nb * g.c + grp * cg) * hw..][..cg * hw];
-        (split.par_chunks_mut(p.plane).enumerate())
-            .for_each(|(ic, dst)| p.split(&planes[ic * hw..][..hw], dst, &g));
-        let span = Span {
-            split: &split,
-            w: &w[grp * og * cg * g.kh * g.kw..][..og * cg * g.kh * g.kw],
-            bias: bias.map(|b| &b[grp * og..][..og]),
-            act: op.act,
-            out: Columns(out[(nb * g.o + grp * og) * cols..][..og * cols].as_mut_ptr()),
-            p,
-            g,
-        };
-        // Span by span, so that a span's input stays in cache for all its channels.
-        (0..units * spans)
-            .into_par_iter()
-            .for_each_init(Vec::new, |buf, t| {
-                let (unit, f0) = (t % units, t / units * PHASED_SPAN);
-                let len = PHASED_SPAN.min(p.flat - f0);
-                if unit < quads {
-                    span.run::<4>(4 * unit, f0..f0 + len, buf);
-                } else {
-                    span.run::<1>(unit + 3 * quads, f0..f0 + len, buf);
-                }
-            });
-    }
-    SPLIT.set(split);
-}
-
-/// One image and group of a `phased` convolution: its split input planes, weights (`og x cg x
-/// kh x kw`), bias and output planes.
-struct Span<'a> {
-    split: &'a [f32],
-    w: &'a [f32],
-    bias: Option<&'a [f32]>,
-    act: Option<UnaryOp>,
-    out: Columns,
-    p: Phases,
-    g: Conv2dGeometry,
-}
-
-impl Span<'_> {
-    /// Output channels `oc0..oc0 + OCB` at the flat positions `flat` (a multiple of `LANES`
-    /// long), summed into `buf`, activated, and their columns within the output copied out.
-    fn run<const OCB: usize>(&self, oc0: usize, flat: std::ops::Range<usize>, buf: &mut Vec<f32>) {
-        let (p, g) = (self.p, &self.g);
-        let (taps, cg, len) = (g.kh * g.kw, self.g.c / g.groups, flat.len());
-        let per_oc = cg * taps;
-        let weights = |j: usize| std::array::from_fn(|o| self.w[(oc0 + o) * per_oc + j]);
-        let offset = |j: usize| j / taps * p.plane + p.offset(j % taps / g.kw, j % g.kw, g);
-        let list: Vec<(usize, [f32; OCB])> = (0..per_oc).map(|j| (offset(j), weights(j))).collect();
-        let bias = std::array::from_fn(|o| self.bias.map_or(0.0, |b| b[oc0 + o]));
-        buf.resize(OCB * len, 0.0);
-        phases::blocks(self.split, &list, bias, buf, flat.start);
-        let rows = flat.start / p.width..flat.end.div_ceil(p.width).min(g.oh);
-        for (o, sums) in buf.chunks_exact_mut(len).enumerate() {
-            if self.act.is_some() {
-                finish(sums, 0.0, self.act);
-            }
-            for oy in rows.clone() {
-                let lo = flat.start.max(oy * p.width);
-                let hi = flat.end.min(oy * p.width + g.ow);
-                if lo >= hi {
-                    continue;
-                }
-                let at = (oc0 + o) * g.oh * g.ow + oy * g.ow + (lo - oy * p.width);
-                // SAFETY: the flat positions `flat` of channel oc0 + o are this task's alone
-                // (tasks take disjoint channels or spans), and lo..hi lie within row oy.
-                let dst = unsafe { std::slice::from_raw_parts_mut(self.out.at(at), hi - lo) };
-                dst.copy_from_slice(&sums[lo - flat.start..hi - flat.start]);
-            }
-        }
-    }
 }
 
 /// A convolution as the weight times the input's im2col matrix, per image (in parallel) and

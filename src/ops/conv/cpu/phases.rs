@@ -2,15 +2,15 @@
 //! holds the padded input at rows `a * sh + r` and columns `i * sw + q`, so every kernel tap
 //! reads the outputs' inputs as one contiguous run, padding and strides included. Outputs are
 //! computed `width` to a row (the columns past `ow` unused) in blocks of [`LANES`], each block
-//! of a few output channels held in registers over all its taps: fused multiply-adds on the
-//! widest x86-64 build, vectorised multiplies and adds elsewhere (wasm simd128 included).
+//! held in registers over all its taps: fused multiply-adds on the widest x86-64 build,
+//! vectorised multiplies and adds elsewhere (wasm simd128 included).
 
 use crate::ops::common::math::{self, x86_run, x86_twins};
 
 use super::{tap_run, Conv2dGeometry};
 
 /// Outputs per block: one AVX-512 register, two AVX2 ones, four SSE2 or simd128 ones.
-pub(super) const LANES: usize = 16;
+const LANES: usize = 16;
 
 /// The layout of one input plane split by stride phase: `sh * sw` sub-planes of `rows x
 /// width` words, each followed by slack so that every tap of the last block reads inside.
@@ -78,55 +78,31 @@ impl Phases {
     }
 }
 
-/// `OCB` output channels' flat outputs: `out` holds `OCB` rows of equal length (a multiple of
-/// `LANES`) for the flat positions from `start`; position `f` of channel `o` is `bias[o]` plus,
-/// over `taps`, its weight for `o` times `split[at + f]`.
-pub(super) fn blocks<const OCB: usize>(
-    split: &[f32],
-    taps: &[(usize, [f32; OCB])],
-    bias: [f32; OCB],
-    out: &mut [f32],
-    start: usize,
-) {
-    x86_run!(blocks_fused(split, taps, bias, out, start));
-    blocks_any::<false, OCB>(split, taps, bias, out, start);
+/// One output channel's flat outputs `out` (a multiple of `LANES` long): position `f` is
+/// `bias` plus, over `taps`, the tap's weight times `split[at + f]`.
+pub(super) fn blocks(split: &[f32], taps: &[(usize, f32)], bias: f32, out: &mut [f32]) {
+    x86_run!(blocks_fused(split, taps, bias, out));
+    blocks_any::<false>(split, taps, bias, out);
 }
 
 x86_twins! {
     /// [`blocks`] with fused multiply-adds.
-    fn blocks_fused<const OCB: usize>(
-        split: &[f32],
-        taps: &[(usize, [f32; OCB])],
-        bias: [f32; OCB],
-        out: &mut [f32],
-        start: usize,
-    ) {
-        blocks_any::<true, OCB>(split, taps, bias, out, start);
+    fn blocks_fused(split: &[f32], taps: &[(usize, f32)], bias: f32, out: &mut [f32]) {
+        blocks_any::<true>(split, taps, bias, out);
     }
 }
 
-/// The loop of [`blocks`]: each block's `OCB x LANES` sums stay in registers over the taps.
+/// The loop of [`blocks`]: each block's `LANES` sums stay in registers over the taps.
 #[inline(always)]
-fn blocks_any<const FUSED: bool, const OCB: usize>(
-    split: &[f32],
-    taps: &[(usize, [f32; OCB])],
-    bias: [f32; OCB],
-    out: &mut [f32],
-    start: usize,
-) {
-    let len = out.len() / OCB;
-    for b in (0..len).step_by(LANES) {
-        let mut acc = bias.map(|v| [v; LANES]);
-        for &(at, weights) in taps {
-            let v = &split[at + start + b..][..LANES];
-            for (lanes, &wv) in acc.iter_mut().zip(&weights) {
-                for (a, &x) in lanes.iter_mut().zip(v) {
-                    *a = math::madd::<FUSED>(wv, x, *a);
-                }
+fn blocks_any<const FUSED: bool>(split: &[f32], taps: &[(usize, f32)], bias: f32, out: &mut [f32]) {
+    for (b, block) in out.chunks_exact_mut(LANES).enumerate() {
+        let mut acc = [bias; LANES];
+        for &(at, wv) in taps {
+            let v = &split[at + b * LANES..][..LANES];
+            for (a, &x) in acc.iter_mut().zip(v) {
+                *a = math::madd::<FUSED>(wv, x, *a);
             }
         }
-        for (row, lanes) in out.chunks_exact_mut(len).zip(&acc) {
-            row[b..b + LANES].copy_from_slice(lanes);
-        }
+        block.copy_from_slice(&acc);
     }
 }
