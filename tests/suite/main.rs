@@ -13,6 +13,7 @@ mod bad_input;
 mod chain;
 mod conformance;
 mod constructors;
+mod conv_phased;
 mod corpus;
 mod cuda;
 mod fuzz_validation;

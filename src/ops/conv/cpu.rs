@@ -1,9 +1,14 @@
 //! 2-D convolution as im2col + GEMM per image and group (images in parallel, or the GEMM
-//! split across threads when images are few), depthwise ones directly (planes in parallel),
+//! split across threads when images are few), depthwise ones directly on input planes split
+//! by stride phase (see `phases`),
 //! its transpose (output rows in parallel, each gathering the input rows that land on it),
 //! and 2-D pooling (channel planes in parallel).
 
+mod phases;
+
 use crate::base::par::*;
+
+use phases::Phases;
 
 use super::{Conv2d, Conv2dGeometry, Pool2d};
 use crate::hal::cpu::{read_guard, write_guard};
@@ -57,27 +62,28 @@ fn im2col_row(
         let ox1 = g.ow.min(ox0 + (positions.end - p));
         let (run, rest) = dst.split_at_mut(ox1 - ox0);
         match input_index(oy, ky, g.stride[0], g.dilation[0], g.padding[0], g.h) {
-            Some(iy) => tap_run(&plane[iy * g.w..][..g.w], kx, ox0, run, g),
+            Some(iy) => tap_run(&plane[iy * g.w..][..g.w], kx * g.dilation[1], ox0, run, g),
             None => run.fill(0.0),
         }
         (dst, p) = (rest, p + (ox1 - ox0));
     }
 }
 
-/// The output columns `[lo, hi)` of a row of `len` whose input column under kernel column
-/// `kx` lies in the input row, and the input column of `lo`.
-fn valid_columns(kx: usize, len: usize, g: &Conv2dGeometry) -> (usize, usize, usize) {
-    let (s, shift, pad) = (g.stride[1], kx * g.dilation[1], g.padding[1]);
+/// The output columns `[lo, hi)` of a row of `len` whose input column, `shift` past the
+/// kernel's first (`kx * dilation` for kernel column `kx`), lies in the input row, and the
+/// input column of `lo`.
+fn valid_columns(shift: usize, len: usize, g: &Conv2dGeometry) -> (usize, usize, usize) {
+    let (s, pad) = (g.stride[1], g.padding[1]);
     // ix = ox * s + shift - pad lies in [0, w) for ox in [lo, hi).
     let lo = pad.saturating_sub(shift).div_ceil(s).min(len);
     let hi = (g.w + pad).saturating_sub(shift).div_ceil(s).clamp(lo, len);
     (lo, hi, (lo * s + shift).saturating_sub(pad))
 }
 
-/// Output columns `ox0..ox0 + run.len()` of one output row under kernel column `kx`, read
-/// from input row `in_row`, 0 in the padding.
-fn tap_run(in_row: &[f32], kx: usize, ox0: usize, run: &mut [f32], g: &Conv2dGeometry) {
-    let (first, hi, first_ix) = valid_columns(kx, ox0 + run.len(), g);
+/// Output columns `ox0..ox0 + run.len()` of one output row under the column `shift` past the
+/// kernel's first (see `valid_columns`), read from input row `in_row`, 0 in the padding.
+fn tap_run(in_row: &[f32], shift: usize, ox0: usize, run: &mut [f32], g: &Conv2dGeometry) {
+    let (first, hi, first_ix) = valid_columns(shift, ox0 + run.len(), g);
     let (lo, hi) = (first.max(ox0), hi.max(ox0));
     let ix = first_ix + (lo - first) * g.stride[1];
     run[..lo - ox0].fill(0.0);
@@ -88,23 +94,33 @@ fn tap_run(in_row: &[f32], kx: usize, ox0: usize, run: &mut [f32], g: &Conv2dGeo
     }
     if g.stride[1] == 1 {
         inside.copy_from_slice(&in_row[ix..ix + inside.len()]);
+    } else if g.stride[1] == 2 {
+        // In pairs, so that the loop vectorises as shuffles; the last tap may have no pair.
+        let pairs = in_row[ix..].chunks_exact(2);
+        let n = pairs.len().min(inside.len());
+        for (o, pair) in inside.iter_mut().zip(pairs) {
+            *o = pair[0];
+        }
+        if let Some(o) = inside.get_mut(n) {
+            *o = in_row[ix + 2 * n];
+        }
     } else {
         let taps = in_row[ix..].iter().step_by(g.stride[1]);
         inside.iter_mut().zip(taps).for_each(|(o, &v)| *o = v);
     }
 }
 
-/// `o = f(o, v)` for each output `o` of `row` and the input `v` under kernel column `kx`
-/// (outputs whose tap lies in the padding are left).
+/// `o = f(o, v)` for each output `o` of `row` and the input `v` under the column `shift` past
+/// the kernel's first (outputs whose tap lies in the padding are left).
 #[inline(always)]
 fn tap_fold(
     in_row: &[f32],
-    kx: usize,
+    shift: usize,
     row: &mut [f32],
     g: &Conv2dGeometry,
     f: impl Fn(f32, f32) -> f32,
 ) {
-    let (lo, hi, ix) = valid_columns(kx, row.len(), g);
+    let (lo, hi, ix) = valid_columns(shift, row.len(), g);
     let outs = &mut row[lo..hi];
     if outs.is_empty() {
         return;
@@ -200,39 +216,75 @@ pub(super) fn conv2d(op: &Conv2d<'_>) -> Result<()> {
     Ok(())
 }
 
-/// A convolution with one input channel per group (depthwise): each output row starts at
-/// its bias and adds each tap's weight times the input row under it (strided where the
-/// convolution is), planes in parallel, several to a task where they are small. (The GEMM
-/// path would run one GEMM of a single row per group: MobileNetV2's 960-group layers took
-/// 10 ms.)
+/// A convolution with one input channel per group (depthwise), input planes in parallel
+/// (several to a task where they are small): each plane is split by stride phase (see
+/// `phases`), then each of its output channels computed in vectorised blocks that start at the
+/// bias and add every tap, and its activation applied. (The GEMM path would run one GEMM of a
+/// single row per group: MobileNetV2's 960-group layers took 10 ms.)
 fn depthwise(op: &Conv2d<'_>, words: Words<'_>) {
-    let (act, g) = (op.act, op.geometry);
+    let g = op.geometry;
+    let Some(p) = Phases::new(&g) else {
+        return depthwise_rows(op, words);
+    };
     let Words { x, w, bias, out } = words;
-    let (og, taps, cols) = (g.o / g.groups, g.kh * g.kw, (g.oh * g.ow).max(1));
+    let (act, og, cols) = (op.act, (g.o / g.groups).max(1), (g.oh * g.ow).max(1));
     let tasks = 4 * current_num_threads();
-    let per_task = (CHUNK / cols).clamp(1, (g.n * g.o).div_ceil(tasks).max(1));
-    (out.par_chunks_mut(cols * per_task).enumerate()).for_each(|(t, planes)| {
-        for (i, plane) in planes.chunks_mut(cols).enumerate() {
-            let p = t * per_task + i;
-            let (nb, oc) = (p / g.o, p % g.o);
-            let input = &x[(nb * g.c + oc / og) * g.h * g.w..][..g.h * g.w];
-            let weights = &w[oc * taps..][..taps];
-            let b = bias.map_or(0.0, |b| b[oc]);
-            for (oy, out_row) in plane.chunks_mut(g.ow.max(1)).enumerate() {
-                out_row.fill(b);
-                for ky in 0..g.kh {
-                    let at = input_index(oy, ky, g.stride[0], g.dilation[0], g.padding[0], g.h);
-                    let Some(iy) = at else { continue };
-                    let in_row = &input[iy * g.w..][..g.w];
-                    for kx in 0..g.kw {
-                        let wv = weights[ky * g.kw + kx];
-                        tap_fold(in_row, kx, out_row, &g, |o, v| o + wv * v);
+    let per_task = (CHUNK / (og * cols)).clamp(1, (g.n * g.c).div_ceil(tasks).max(1));
+    let init = || (vec![0.0; p.plane + p.flat], Vec::with_capacity(g.kh * g.kw));
+    (out.par_chunks_mut(og * cols * per_task).enumerate()).for_each_init(
+        init,
+        |(buf, taps), (t, outs)| {
+            let (split, flat) = buf.split_at_mut(p.plane);
+            for (i, planes) in outs.chunks_mut(og * cols).enumerate() {
+                let at = (t * per_task + i) * g.h * g.w;
+                p.split(&x[at..][..g.h * g.w], split, &g);
+                let ic = (t * per_task + i) % g.c;
+                for (j, plane) in planes.chunks_mut(cols).enumerate() {
+                    let oc = ic * og + j;
+                    let kernel = &w[oc * g.kh * g.kw..][..g.kh * g.kw];
+                    taps.clear();
+                    for (tap, &wv) in kernel.iter().enumerate() {
+                        taps.push((p.offset(tap / g.kw, tap % g.kw, &g), wv));
+                    }
+                    let b = bias.map_or(0.0, |b| b[oc]);
+                    phases::blocks(split, taps, b, flat);
+                    for (row, from) in plane.chunks_mut(g.ow).zip(flat.chunks(p.width)) {
+                        row.copy_from_slice(&from[..g.ow]);
+                    }
+                    if act.is_some() {
+                        finish(plane, 0.0, act);
                     }
                 }
             }
-            if act.is_some() {
-                finish(plane, 0.0, act);
+        },
+    );
+}
+
+/// A depthwise convolution whose split planes would be too large (see `Phases::new`): each
+/// output row starts at its bias and adds each tap's weight times the input row under it.
+fn depthwise_rows(op: &Conv2d<'_>, words: Words<'_>) {
+    let (act, g) = (op.act, op.geometry);
+    let Words { x, w, bias, out } = words;
+    let (og, taps, cols) = (g.o / g.groups, g.kh * g.kw, (g.oh * g.ow).max(1));
+    (out.par_chunks_mut(cols).enumerate()).for_each(|(p, plane)| {
+        let (nb, oc) = (p / g.o, p % g.o);
+        let input = &x[(nb * g.c + oc / og) * g.h * g.w..][..g.h * g.w];
+        let weights = &w[oc * taps..][..taps];
+        let b = bias.map_or(0.0, |b| b[oc]);
+        for (oy, out_row) in plane.chunks_mut(g.ow.max(1)).enumerate() {
+            out_row.fill(b);
+            for ky in 0..g.kh {
+                let at = input_index(oy, ky, g.stride[0], g.dilation[0], g.padding[0], g.h);
+                let Some(iy) = at else { continue };
+                let in_row = &input[iy * g.w..][..g.w];
+                for kx in 0..g.kw {
+                    let (wv, shift) = (weights[ky * g.kw + kx], kx * g.dilation[1]);
+                    tap_fold(in_row, shift, out_row, &g, |o, v| o + wv * v);
+                }
             }
+        }
+        if act.is_some() {
+            finish(plane, 0.0, act);
         }
     });
 }
@@ -485,11 +537,11 @@ pub(super) fn pool2d(op: &Pool2d<'_>) -> Result<()> {
                     }
                 }
                 row.fill(init);
-                for kx in 0..g.kw {
+                for shift in (0..g.kw).map(|kx| kx * g.dilation[1]) {
                     if code == 0 {
-                        tap_fold(rows, kx, row, &g, max_nan);
+                        tap_fold(rows, shift, row, &g, max_nan);
                     } else {
-                        tap_fold(rows, kx, row, &g, |a, v| a + v);
+                        tap_fold(rows, shift, row, &g, |a, v| a + v);
                     }
                 }
                 if code != 0 {

@@ -1,0 +1,164 @@
+//! Convolutions on every device against an f64 reference with a fused bias and activation:
+//! depthwise ones, which the CPU backend runs on input planes split by stride phase (strides 1
+//! and 2 and mixed, padding, dilation, channel multipliers, widths 1, 7, 13 and 17, planes
+//! several to a task, a geometry too sparse to split), and ones of few input channels (its
+//! im2col, strided columns gathered in pairs).
+
+use unicompute::ops::Conv2dParams;
+use unicompute::{Device, UnaryOp};
+
+use crate::common::{assert_close, name, per_backend, random, read, tensor};
+
+/// One convolution: `[n, c, h, w]`, `[o, kh, kw]`, groups, stride, padding, dilation.
+struct Case {
+    x: [usize; 4],
+    k: [usize; 3],
+    groups: usize,
+    stride: [usize; 2],
+    padding: [usize; 2],
+    dilation: [usize; 2],
+}
+
+impl Case {
+    fn out(&self, a: usize) -> usize {
+        let span = (self.k[1 + a] - 1) * self.dilation[a] + 1;
+        (self.x[2 + a] + 2 * self.padding[a] - span) / self.stride[a] + 1
+    }
+}
+
+/// `act(conv2d(x, w) + bias)` in f64, output by output.
+fn reference(c: &Case, x: &[f32], w: &[f32], bias: &[f32], act: Option<UnaryOp>) -> Vec<f64> {
+    let ([n, ci, h, wd], [o, kh, kw]) = (c.x, c.k);
+    let (oh, ow, cg, og) = (c.out(0), c.out(1), ci / c.groups, o / c.groups);
+    let mut out = vec![0.0; n * o * oh * ow];
+    for (i, v) in out.iter_mut().enumerate() {
+        let (nb, oc, oy, ox) = (i / (o * oh * ow), i / (oh * ow) % o, i / ow % oh, i % ow);
+        let mut acc = f64::from(bias[oc]);
+        for j in 0..cg * kh * kw {
+            let (cj, ky, kx) = (j / (kh * kw), j / kw % kh, j % kw);
+            let iy = (oy * c.stride[0] + ky * c.dilation[0]).checked_sub(c.padding[0]);
+            let ix = (ox * c.stride[1] + kx * c.dilation[1]).checked_sub(c.padding[1]);
+            if let (Some(iy), Some(ix)) = (iy.filter(|&v| v < h), ix.filter(|&v| v < wd)) {
+                let plane = nb * ci + oc / og * cg + cj;
+                acc +=
+                    f64::from(x[(plane * h + iy) * wd + ix]) * f64::from(w[oc * cg * kh * kw + j]);
+            }
+        }
+        *v = act.map_or(acc, |a| a.eval(acc));
+    }
+    out
+}
+
+/// Runs `case` with `act` on `d` and compares it with the reference.
+fn check(d: &Device, c: &Case, act: Option<UnaryOp>, seed: u64) {
+    let ([n, ci, h, wd], [o, kh, kw]) = (c.x, c.k);
+    let x = random(seed, n * ci * h * wd, -2.0, 2.0);
+    let w = random(seed + 1, o * ci / c.groups * kh * kw, -1.0, 1.0);
+    let bias = random(seed + 2, o, -1.0, 1.0);
+    let (tx, tw) = (
+        tensor(d, &x, &c.x),
+        tensor(d, &w, &[o, ci / c.groups, kh, kw]),
+    );
+    let tb = tensor(d, &bias, &[o]);
+    let params = Conv2dParams {
+        bias: Some(&tb),
+        stride: c.stride,
+        padding: c.padding,
+        dilation: c.dilation,
+        groups: c.groups,
+        act,
+    };
+    let got = tx.conv2d(&tw, params).unwrap();
+    let what = format!(
+        "x {:?} k {:?} groups {} stride {:?} padding {:?} dilation {:?} act {:?} on {}",
+        c.x,
+        c.k,
+        c.groups,
+        c.stride,
+        c.padding,
+        c.dilation,
+        act.map(|a| a.name()),
+        name(d)
+    );
+    assert_eq!(got.shape(), &[n, o, c.out(0), c.out(1)][..], "{what}");
+    assert_close(
+        &read(&got),
+        &reference(c, &x, &w, &bias, act),
+        1e-4,
+        1e-5,
+        &what,
+    );
+}
+
+/// A case of `x`, kernel `k`, `groups`, then stride, padding and dilation.
+fn case(x: [usize; 4], k: [usize; 3], groups: usize, geometry: [[usize; 2]; 3]) -> Case {
+    let [stride, padding, dilation] = geometry;
+    Case {
+        x,
+        k,
+        groups,
+        stride,
+        padding,
+        dilation,
+    }
+}
+
+fn depthwise_matches_the_reference(d: &Device) {
+    let cases = [
+        case([1, 3, 13, 17], [3, 3, 3], 3, [[1, 1], [1, 1], [1, 1]]),
+        case([2, 5, 7, 1], [5, 3, 3], 5, [[1, 1], [1, 1], [1, 1]]),
+        case([1, 4, 17, 13], [8, 3, 3], 4, [[2, 2], [1, 1], [1, 1]]),
+        case([1, 3, 7, 7], [3, 5, 5], 3, [[2, 2], [2, 2], [1, 1]]),
+        case([1, 2, 13, 13], [6, 3, 3], 2, [[1, 1], [2, 2], [2, 2]]),
+        case([1, 3, 16, 17], [3, 3, 5], 3, [[1, 2], [0, 2], [1, 1]]),
+        case([1, 5, 6, 7], [5, 2, 2], 5, [[2, 2], [0, 0], [1, 1]]),
+        case([1, 37, 29, 31], [37, 3, 3], 37, [[2, 2], [1, 1], [1, 1]]),
+        case([3, 7, 4, 3], [7, 1, 1], 7, [[1, 1], [0, 0], [1, 1]]),
+        // Too sparse to split by stride phase: the row-by-row path.
+        case(
+            [1, 2, 2, 2],
+            [2, 2, 2],
+            2,
+            [[1000, 1000], [1000, 1000], [1000, 1000]],
+        ),
+    ];
+    for (i, c) in cases.iter().enumerate() {
+        check(d, c, Some(UnaryOp::Relu6), 7_000 + 10 * i as u64);
+    }
+}
+per_backend!(depthwise_matches_the_reference);
+
+/// Every activation that models fuse into a convolution, and none.
+const ACTS: [Option<UnaryOp>; 8] = [
+    None,
+    Some(UnaryOp::Relu),
+    Some(UnaryOp::Relu6),
+    Some(UnaryOp::Sigmoid),
+    Some(UnaryOp::Silu),
+    Some(UnaryOp::Tanh),
+    Some(UnaryOp::Hardswish),
+    Some(UnaryOp::Softplus),
+];
+
+fn depthwise_fuses_each_activation(d: &Device) {
+    let c = case([1, 3, 9, 13], [3, 3, 3], 3, [[2, 1], [1, 1], [1, 1]]);
+    for (i, act) in ACTS.into_iter().enumerate() {
+        check(d, &c, act, 7_200 + 10 * i as u64);
+    }
+}
+per_backend!(depthwise_fuses_each_activation);
+
+fn few_input_channels_match_the_reference(d: &Device) {
+    let cases = [
+        case([1, 3, 23, 17], [16, 3, 3], 1, [[2, 2], [1, 1], [1, 1]]),
+        case([1, 3, 13, 13], [7, 3, 3], 1, [[1, 1], [1, 1], [1, 1]]),
+        case([2, 16, 9, 11], [13, 3, 3], 1, [[1, 1], [1, 1], [1, 1]]),
+        case([1, 16, 17, 7], [32, 3, 3], 1, [[2, 2], [1, 1], [1, 1]]),
+        case([1, 8, 11, 1], [9, 3, 3], 1, [[1, 1], [1, 1], [2, 1]]),
+        case([1, 6, 13, 13], [10, 3, 3], 2, [[1, 1], [1, 1], [1, 1]]),
+    ];
+    for (i, c) in cases.iter().enumerate() {
+        check(d, c, ACTS[1 + i % (ACTS.len() - 1)], 7_400 + 10 * i as u64);
+    }
+}
+per_backend!(few_input_channels_match_the_reference);
