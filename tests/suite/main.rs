@@ -15,6 +15,7 @@ mod conformance;
 mod constructors;
 mod corpus;
 mod cuda;
+mod flow_model;
 mod fuzz_validation;
 mod graph;
 mod hazards;
