@@ -12,6 +12,9 @@ use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
 
+#[path = "suite/flow_model.rs"]
+mod flow_model;
+
 /// Deterministic inputs in [-1, 1), never zero.
 fn inputs(seed: u32, n: usize) -> Vec<f32> {
     (0..n)
@@ -947,6 +950,29 @@ async fn matrices_f16_and_constants_in_user_kernels_in_the_page() {
             }
             (Err(e), false) => assert!(e.to_string().contains("f16"), "{on}: {e}"),
             (got, f16) => panic!("{on} (f16 {f16}): {:?}", got.map(|_| ())),
+        }
+    }
+}
+
+/// An ONNX model steered by values computed on the device (Silero VAD's `If` on its sample
+/// rate): `If` conditions, one inside a branch, and a `Loop`'s trip count and condition, each
+/// read back from the device where the run awaits it, which the page cannot wait for.
+#[wasm_bindgen_test]
+async fn onnx_control_flow_awaits_device_conditions_in_the_page() {
+    use flow_model::N;
+    use unicompute::onnx::{Session, SessionOptions};
+    let x: Vec<f32> = inputs(61, N).iter().map(|v| v.abs() + 0.1).collect();
+    let w = inputs(67, N);
+    for d in devices().await {
+        let s = Session::from_bytes(&d, flow_model::model(&w), SessionOptions::default()).unwrap();
+        let xt = Tensor::from_slice(&d, &x, &[N]).unwrap();
+        for k in [3i64, 7, -2, 3, 7] {
+            let kt = Tensor::from_slice(&d, &[k], &[]).unwrap();
+            let what = format!("k = {k} on {}", d.backend());
+            let out = (s.run_async(&[("x", &xt), ("k", &kt)]).await)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let y = out[0].1.to_vec::<f32>().await.unwrap();
+            assert_close(&y, &flow_model::reference(&x, &w, k).0, 1e-5, &what);
         }
     }
 }

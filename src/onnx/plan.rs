@@ -11,7 +11,7 @@ use super::attr::Attr;
 use super::elem::ElemType;
 use super::graph::{Graph, Node, Origin, ValueId};
 use super::memory::Trace;
-use super::ops::{self, Ctx, OpDef};
+use super::ops::{self, Ctx, OpDef, Run};
 use super::schedule::{reads, schedule, Schedule};
 use super::value::{HostTensor, Val};
 use crate::base::error::{Error, Result};
@@ -268,7 +268,7 @@ impl Plan {
     ) -> Result<Vec<(ValueId, Val)>> {
         let node = &g.nodes[n];
         for _ in 0..=node.inputs.len() {
-            let (result, wanted) = self.try_step(g, x, env, outer, node, s);
+            let (result, wanted) = self.try_step(g, x, env, outer, node, s).await;
             let error = match result {
                 Ok(outputs) => return written(node, s.op, outputs),
                 Err(e) => e,
@@ -288,8 +288,9 @@ impl Plan {
         )))
     }
 
-    /// One try of `node`: the operator's result, and the input it wanted on the host.
-    fn try_step(
+    /// One try of `node`: the operator's result, and the input it wanted on the host. A
+    /// control-flow operator's run is awaited, its subgraphs' reads from the device with it.
+    async fn try_step(
         &self,
         g: &Graph,
         x: Exec<'_>,
@@ -323,7 +324,10 @@ impl Plan {
             scope: &scope,
             wanted: Cell::new(None),
         };
-        let result = (s.op.run)(&cx);
+        let result = match s.op.run {
+            Run::Now(run) => run(&cx),
+            Run::Flow(run) => run(&cx).await,
+        };
         (result, cx.wanted.get())
     }
 }
@@ -390,8 +394,9 @@ fn written(node: &Node, op: &OpDef, outputs: Vec<Val>) -> Result<Vec<(ValueId, V
     Ok(written)
 }
 
-/// `f` run to its end from inside a node (a subgraph's run, a value read back): natively it
-/// waits; in wasm, which cannot wait, a future that does not finish at once is an error.
+/// `f` run to its end where the caller cannot await it (a run recorded into a capture, a
+/// fold at load): natively it waits; in wasm, which cannot wait, a future that does not
+/// finish at once is an error.
 pub(crate) fn now<T>(f: impl Future<Output = Result<T>>) -> Result<T> {
     #[cfg(not(target_arch = "wasm32"))]
     return pollster::block_on(f);
@@ -402,8 +407,8 @@ pub(crate) fn now<T>(f: impl Future<Output = Result<T>>) -> Result<T> {
         match f.as_mut().poll(&mut cx) {
             std::task::Poll::Ready(r) => r,
             std::task::Poll::Pending => Err(Error::Invalid(
-                "a subgraph of If or Loop needs a device value on the host, which wasm cannot \
-                 wait for inside a node yet"
+                "the run needs a device value on the host, which wasm cannot wait for while \
+                 it captures the run or folds constants"
                     .into(),
             )),
         }
@@ -412,7 +417,7 @@ pub(crate) fn now<T>(f: impl Future<Output = Result<T>>) -> Result<T> {
 
 /// Runs subgraph `g` with plan `plan` for a control-flow node: `inputs` are the subgraph's
 /// inputs in order, `scope` the running graph around it.
-pub(crate) fn run_body(
+pub(crate) async fn run_body(
     plan: &Plan,
     g: &Graph,
     x: Exec<'_>,
@@ -430,5 +435,5 @@ pub(crate) fn run_body(
     for (&id, v) in g.inputs.iter().zip(inputs) {
         env[id] = Some(v);
     }
-    now(plan.run(g, x, env, Some(scope), None, None))
+    plan.run(g, x, env, Some(scope), None, None).await
 }

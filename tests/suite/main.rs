@@ -16,6 +16,7 @@ mod constructors;
 mod conv_phased;
 mod corpus;
 mod cuda;
+mod flow_model;
 mod fuzz_validation;
 mod graph;
 mod hazards;

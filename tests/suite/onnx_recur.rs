@@ -10,6 +10,7 @@ use unicompute::onnx::{Session, SessionOptions};
 use unicompute::{Device, Tensor};
 
 use crate::common::{assert_close, name, per_backend, random, read, tensor};
+use crate::flow_model::{self, N};
 
 pub(crate) const FLOAT: i32 = 1;
 const INT32: i32 = 6;
@@ -917,6 +918,36 @@ fn loop_carries_values_and_stacks_scans(dev: &Device) {
     }
 }
 per_backend!(loop_carries_values_and_stacks_scans);
+
+/// Control flow steered by the device ([`crate::flow_model`], Silero's pattern): `If`
+/// conditions computed on the device, one inside a branch, a `Loop` whose trip count is a fed
+/// int64 and whose condition is computed from its accumulator. Each is read back where the
+/// run awaits it, through `run_async` and the blocking `run`, on one session whose runs keep
+/// their feeds' shapes but take other branches (so no run may replay another's).
+fn control_flow_awaits_conditions_computed_on_the_device(dev: &Device) {
+    let (x, w) = (random(47, N, 0.1, 1.0), random(53, N, -1.0, 1.0));
+    let s = Session::from_bytes(dev, flow_model::model(&w), SessionOptions::default()).unwrap();
+    let xt = tensor(dev, &x, &[N]);
+    // k = 3 stops at its trip count, k = 7 at its condition: (k, iterations run)
+    let mut ran = Vec::new();
+    for k in [3, 7, -2, 3, 0, 7] {
+        let kt = Tensor::from_slice(dev, &[k], &[]).unwrap();
+        let feeds = [("x", &xt), ("k", &kt)];
+        let (want, iterations) = flow_model::reference(&x, &w, k);
+        let what = format!("k = {k} on {}", name(dev));
+        let awaited = pollster::block_on(s.run_async(&feeds)).unwrap();
+        assert_close(&read(&awaited[0].1), &want, 1e-5, 1e-6, &what);
+        let blocking = s.run(&feeds).unwrap();
+        assert_close(&read(&blocking[0].1), &want, 1e-5, 1e-6, &what);
+        ran.push((k, iterations));
+    }
+    let stopped = ran[1].1;
+    assert!(
+        ran[0].1 == 3 && (1..7).contains(&stopped),
+        "the loops' paths: {ran:?}"
+    );
+}
+per_backend!(control_flow_awaits_conditions_computed_on_the_device);
 
 /// A node inside a branch that the runner lacks is refused at load, named by its path.
 #[test]

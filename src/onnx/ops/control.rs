@@ -1,19 +1,25 @@
 //! Control flow: `If` (one of two subgraphs, by a condition) and `Loop` (a subgraph run
 //! while a trip count and a condition allow, its loop-carried values (tensors or sequences)
 //! passed on and its scan outputs stacked). Subgraphs read the values of the graphs around
-//! them by name; their nodes are checked at load with the main graph's.
+//! them by name; their nodes are checked at load with the main graph's. Both run as futures
+//! the session awaits ([`super::Flow`]): a subgraph's run, and the device values a condition
+//! or trip count is read back from, are awaited rather than waited for, as a browser needs.
 
-use super::{op, Ctx, OpDef};
+use super::{flow, Ctx, OpDef};
 use crate::base::error::Result;
 use crate::onnx::elem::ElemType;
 use crate::onnx::graph::{Dim, Graph, Node};
-use crate::onnx::plan::{now, run_body};
+use crate::onnx::plan::run_body;
 use crate::onnx::value::{HostData, HostTensor, Val};
 
 /// The control-flow operators.
 pub(super) const OPS: &[OpDef] = &[
-    op("If", if_).outputs(usize::MAX).refusing(check_if),
-    op("Loop", loop_).outputs(usize::MAX).refusing(check_loop),
+    flow("If", |c| Box::pin(if_(c)))
+        .outputs(usize::MAX)
+        .refusing(check_if),
+    flow("Loop", |c| Box::pin(loop_(c)))
+        .outputs(usize::MAX)
+        .refusing(check_loop),
 ];
 
 /// A condition's truth: one element, non-zero. A device value (a bool or number the device
@@ -30,18 +36,18 @@ fn truth(c: &Ctx<'_>, h: HostTensor, what: &str) -> Result<bool> {
 }
 
 /// Runs the subgraph in attribute `name` on `inputs` in this node's scope.
-fn run(c: &Ctx<'_>, name: &str, inputs: Vec<Val>) -> Result<Vec<Val>> {
+async fn run(c: &Ctx<'_>, name: &str, inputs: Vec<Val>) -> Result<Vec<Val>> {
     let (g, plan) = c.body(name)?;
-    run_body(plan, g, c.exec(), c.scope, inputs)
+    run_body(plan, g, c.exec(), c.scope, inputs).await
 }
 
-fn if_(c: &Ctx<'_>) -> Result<Vec<Val>> {
+async fn if_(c: &Ctx<'_>) -> Result<Vec<Val>> {
     let branch = if truth(c, c.host(0)?, "the condition")? {
         "then_branch"
     } else {
         "else_branch"
     };
-    run(c, branch, Vec::new())
+    run(c, branch, Vec::new()).await
 }
 
 /// The subgraph `name` of `node`, if it has one.
@@ -106,7 +112,7 @@ fn scalar(elem: ElemType, v: i64) -> Val {
     })
 }
 
-fn loop_(c: &Ctx<'_>) -> Result<Vec<Val>> {
+async fn loop_(c: &Ctx<'_>) -> Result<Vec<Val>> {
     let trips = match c.opt_host(0)? {
         Some(h) => match h.to_i64().as_slice() {
             [m] => Some(*m),
@@ -128,10 +134,10 @@ fn loop_(c: &Ctx<'_>) -> Result<Vec<Val>> {
     while cond && trips.is_none_or(|m| i < m) {
         let mut inputs = vec![scalar(ElemType::I64, i), scalar(ElemType::Bool, 1)];
         inputs.append(&mut carried);
-        let mut out = run(c, "body", inputs)?.into_iter();
+        let mut out = run(c, "body", inputs).await?.into_iter();
         let next = out.next();
         let next = next.unwrap_or(scalar(ElemType::Bool, 0));
-        cond = truth(c, now(next.to_host())?, "the body's condition")?;
+        cond = truth(c, next.to_host().await?, "the body's condition")?;
         carried = out.by_ref().take(n).collect();
         for (scan, v) in scans.iter_mut().zip(out) {
             scan.push(v);

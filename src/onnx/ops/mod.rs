@@ -28,6 +28,8 @@ mod shape;
 mod slice;
 
 use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
 
 use super::attr::Attrs;
 use super::graph::{Graph, Node};
@@ -56,8 +58,24 @@ pub(crate) struct Ctx<'a> {
     pub wanted: Cell<Option<usize>>,
 }
 
-/// An operator: computes the node's outputs from its inputs.
-pub(crate) type Run = fn(&Ctx<'_>) -> Result<Vec<Val>>;
+/// An operator that computes the node's outputs from its inputs at once.
+pub(crate) type Now = fn(&Ctx<'_>) -> Result<Vec<Val>>;
+
+/// The outputs of a control-flow operator, to be awaited.
+pub(crate) type Pending<'c> = Pin<Box<dyn Future<Output = Result<Vec<Val>>> + 'c>>;
+
+/// A control-flow operator: runs subgraphs, awaiting their runs and the device values that
+/// steer them (a condition, a trip count), which a browser cannot wait for inside a call.
+pub(crate) type Flow = for<'c> fn(&'c Ctx<'c>) -> Pending<'c>;
+
+/// How an operator runs.
+#[derive(Clone, Copy)]
+pub(crate) enum Run {
+    /// At once ([`Now`]).
+    Now(Now),
+    /// As a future the session awaits ([`Flow`]).
+    Flow(Flow),
+}
 
 /// One operator of the default domain.
 pub(crate) struct OpDef {
@@ -72,10 +90,20 @@ pub(crate) struct OpDef {
 }
 
 /// An operator computing one output, taking every node of it.
-pub(crate) const fn op(name: &'static str, run: Run) -> OpDef {
+pub(crate) const fn op(name: &'static str, run: Now) -> OpDef {
     OpDef {
         name,
-        run,
+        run: Run::Now(run),
+        outputs: 1,
+        refuse: accept,
+    }
+}
+
+/// A control-flow operator computing one output, taking every node of it.
+pub(crate) const fn flow(name: &'static str, run: Flow) -> OpDef {
+    OpDef {
+        name,
+        run: Run::Flow(run),
         outputs: 1,
         refuse: accept,
     }
@@ -324,7 +352,12 @@ impl Ctx<'_> {
             scope: self.scope,
             wanted: Cell::new(None),
         };
-        let mut out = (def.run)(&sub)?;
+        let Run::Now(run) = def.run else {
+            return Err(self.error(format!(
+                "'{op}' runs subgraphs, which a step of another node cannot"
+            )));
+        };
+        let mut out = run(&sub)?;
         if out.is_empty() {
             return Err(Error::Internal(format!("{}: no output", node.label())));
         }

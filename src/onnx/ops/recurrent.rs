@@ -4,15 +4,20 @@
 //! bidirectional; `sequence_lens` (per-batch lengths: steps past a length leave the state
 //! as it is and give zeros), initial states, LSTM's peepholes and coupled gates, GRU's
 //! `linear_before_reset`, the `activations` attribute with its alphas and betas, `clip`, and
-//! both layouts.
+//! both layouts. Biases ride in the matrix products' epilogues where they can, an LSTM step's
+//! gates and state update run as two chained kernels where its activations allow, and one
+//! step or one direction is given as a view rather than stacked: a small model's LSTM
+//! (Silero VAD's) is a handful of launches a step.
 
 use super::{op, Ctx, OpDef};
 use crate::base::error::Result;
 use crate::onnx::elem::ElemType;
 use crate::onnx::graph::Node;
 use crate::onnx::value::{HostData, HostTensor, Val};
+use crate::ops::chain::{chain, Chain, Value};
+use crate::ops::matmul::linear;
 use crate::ops::{BinaryOp, UnaryOp};
-use crate::Tensor;
+use crate::{DType, Tensor};
 
 /// The recurrent operators.
 pub(super) const OPS: &[OpDef] = &[
@@ -268,11 +273,22 @@ impl Dir<'_> {
     fn step(&self, xt: &Tensor, s: &State) -> Result<State> {
         match self.spec.cell {
             Cell::Rnn => Ok(State {
-                h: self.gate(&xt.add(&s.h.matmul(&self.w.rt)?)?, self.acts[0])?,
+                h: self.gate(&self.recurrent(xt, &s.h)?, self.acts[0])?,
                 c: None,
             }),
             Cell::Gru => self.gru(xt, s),
             Cell::Lstm => self.lstm(xt, s),
+        }
+    }
+
+    /// `xt + h Rᵀ`: for one sequence (`xt` one row), `xt` added in the product's epilogue.
+    fn recurrent(&self, xt: &Tensor, h: &Tensor) -> Result<Tensor> {
+        match xt.shape() {
+            &[1, width] => {
+                let row = xt.reshape(&[width])?;
+                linear(&h.device().queue(), h, &self.w.rt, Some(&row), None)
+            }
+            _ => xt.add(&h.matmul(&self.w.rt)?),
         }
     }
 
@@ -294,11 +310,14 @@ impl Dir<'_> {
 
     fn lstm(&self, xt: &Tensor, s: &State) -> Result<State> {
         let (f, g, h) = (self.acts[0], self.acts[1], self.acts[2]);
-        let pre = xt.add(&s.h.matmul(&self.w.rt)?)?;
+        let pre = self.recurrent(xt, &s.h)?;
         let c_prev = s
             .c
             .as_ref()
             .ok_or_else(|| crate::Error::Internal("an LSTM step without its cell state".into()))?;
+        if let Some(next) = self.lstm_chained(&pre, c_prev)? {
+            return Ok(next);
+        }
         let peep = |k: usize, c: &Tensor| -> Result<Tensor> {
             let x = self.part(&pre, k)?;
             match &self.w.peep {
@@ -318,6 +337,58 @@ impl Dir<'_> {
         // As onnxruntime does: clip bounds the gates' inputs, not the cell state's.
         let h = o.mul(&apply(h, &c)?)?;
         Ok(State { h, c: Some(c) })
+    }
+
+    /// [`Dir::lstm`]'s gates and state update from the pre-activations `pre` as two chained
+    /// kernels ([`chain`]): the cell state from the input, forget and candidate gates, then
+    /// `H` from the output gate. `None` where they cannot chain: peepholes, an activation
+    /// with parameters, an element type the chains do not take.
+    fn lstm_chained(&self, pre: &Tensor, c_prev: &Tensor) -> Result<Option<State>> {
+        let [Act::Unary(f), Act::Unary(g), Act::Unary(h)] = self.acts[..] else {
+            return Ok(None);
+        };
+        let dtype = pre.dtype();
+        let chains = matches!(dtype, DType::F32 | DType::F16 | DType::BF16);
+        if self.w.peep.is_some() || !chains || c_prev.dtype() != dtype {
+            return Ok(None);
+        }
+        let mut cell = Chain::new();
+        let mut parts = vec![self.part(pre, 0)?];
+        let i = self.chained_gate(&mut cell, Value::Input(0), f, dtype);
+        let forget = if self.spec.input_forget {
+            let one = cell.scalar(1.0, dtype);
+            cell.binary(BinaryOp::Sub, one, i)
+        } else {
+            parts.push(self.part(pre, 2)?);
+            self.chained_gate(&mut cell, Value::Input(1), f, dtype)
+        };
+        let cand = self.chained_gate(&mut cell, Value::Input(parts.len()), g, dtype);
+        parts.push(self.part(pre, 3)?);
+        let kept = cell.binary(BinaryOp::Mul, forget, Value::Input(parts.len()));
+        parts.push(c_prev.clone());
+        let added = cell.binary(BinaryOp::Mul, i, cand);
+        cell.binary(BinaryOp::Add, kept, added);
+        let mut out = Chain::new();
+        let o = self.chained_gate(&mut out, Value::Input(0), f, dtype);
+        let squashed = out.unary(h, Value::Input(1));
+        out.binary(BinaryOp::Mul, o, squashed);
+        let queue = pre.device().queue();
+        let c = chain(&queue, &cell, &parts.iter().collect::<Vec<_>>())?;
+        let h = chain(&queue, &out, &[&self.part(pre, 1)?, &c])?;
+        Ok(Some(State { h, c: Some(c) }))
+    }
+
+    /// `act(clip(x))` as steps of `ch`, `dtype` the chain's.
+    fn chained_gate(&self, ch: &mut Chain, x: Value, act: UnaryOp, dtype: DType) -> Value {
+        let x = match self.spec.clip {
+            Some(t) => {
+                let (low, high) = (ch.scalar(-t, dtype), ch.scalar(t, dtype));
+                let above = ch.binary(BinaryOp::Max, x, low);
+                ch.binary(BinaryOp::Min, above, high)
+            }
+            None => x,
+        };
+        ch.unary(act, x)
     }
 
     /// Every step over `xw` (`[seq, batch, gates * hidden]`, already in this direction's
@@ -357,13 +428,17 @@ impl Dir<'_> {
 }
 
 /// `parts` (each of `shape`) stacked on a new first axis; none gives an empty tensor of
-/// `like`'s dtype.
+/// `like`'s dtype, one a view of it.
 fn stack(like: &Tensor, parts: &[Tensor], shape: &[usize]) -> Result<Tensor> {
     let mut one = vec![1];
     one.extend(shape);
-    if parts.is_empty() {
-        one[0] = 0;
-        return Tensor::zeros(like.device(), &one, like.dtype());
+    match parts {
+        [] => {
+            one[0] = 0;
+            return Tensor::zeros(like.device(), &one, like.dtype());
+        }
+        [only] => return only.reshape(&one),
+        _ => {}
     }
     let views = parts
         .iter()
@@ -564,20 +639,23 @@ fn project(s: &Spec, inp: &Inputs, d: usize, x: &Tensor) -> Result<Tensor> {
         return Tensor::zeros(x.device(), &[seq, batch, width], x.dtype());
     }
     let w = of_dir(&inp.w, d)?.permute(&[1, 0])?;
-    let mut xw = x.reshape(&[seq * batch, input])?.matmul(&w)?;
-    if let Some(b) = &inp.b {
-        let b = of_dir(b, d)?;
-        let (bw, br) = (b.slice(0, 0..width)?, b.slice(0, width..2 * width)?);
-        let bias = if s.linear_before_reset {
-            // Rbh goes inside the reset gate's product.
-            let zr = 2 * inp.hidden;
-            let sum = bw.slice(0, 0..zr)?.add(&br.slice(0, 0..zr)?)?;
-            Tensor::concat(&[&sum, &bw.slice(0, zr..width)?], 0)?
-        } else {
-            bw.add(&br)?
-        };
-        xw = xw.add(&bias)?;
-    }
+    let bias = match &inp.b {
+        Some(b) => {
+            let b = of_dir(b, d)?;
+            let (bw, br) = (b.slice(0, 0..width)?, b.slice(0, width..2 * width)?);
+            Some(if s.linear_before_reset {
+                // Rbh goes inside the reset gate's product.
+                let zr = 2 * inp.hidden;
+                let sum = bw.slice(0, 0..zr)?.add(&br.slice(0, 0..zr)?)?;
+                Tensor::concat(&[&sum, &bw.slice(0, zr..width)?], 0)?
+            } else {
+                bw.add(&br)?
+            })
+        }
+        None => None,
+    };
+    let rows = x.reshape(&[seq * batch, input])?;
+    let xw = linear(&x.device().queue(), &rows, &w, bias.as_ref(), None)?;
     xw.reshape(&[seq, batch, width])
 }
 
@@ -647,6 +725,8 @@ fn outputs(
     let (seq, batch, hd) = (inp.x.shape()[0], inp.x.shape()[1], inp.hidden);
     let y = if seq == 0 {
         Tensor::zeros(inp.x.device(), &[0, ys.len(), batch, hd], inp.x.dtype())?
+    } else if let [only] = ys {
+        only.reshape(&[seq, 1, batch, hd])?
     } else {
         let parts = ys
             .iter()

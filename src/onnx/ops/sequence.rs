@@ -5,7 +5,7 @@
 //! split parts are views of the input, and joining them runs the op API's concat.
 
 use super::shape::{host_concat, host_gather};
-use super::{op, Ctx, OpDef};
+use super::{flow, op, Ctx, OpDef};
 use crate::base::error::{Error, Result};
 use crate::onnx::elem::ElemType;
 use crate::onnx::graph::{Graph, Node};
@@ -23,7 +23,7 @@ pub(super) const OPS: &[OpDef] = &[
     op("SequenceLength", length),
     op("SplitToSequence", split_to_sequence),
     op("ConcatFromSequence", concat_from_sequence),
-    op("SequenceMap", map)
+    flow("SequenceMap", |c| Box::pin(map(c)))
         .outputs(usize::MAX)
         .refusing(check_map),
 ];
@@ -284,8 +284,8 @@ fn check_map(node: &Node) -> Option<String> {
 
 /// `SequenceMap`: the body run at each position of input 0, on the tensors there of the
 /// sequence inputs (each as long as input 0) and on the tensor inputs as they are; output
-/// `j` is the sequence of the body's outputs `j`.
-fn map(c: &Ctx<'_>) -> Result<Vec<Val>> {
+/// `j` is the sequence of the body's outputs `j`. The body's runs are awaited.
+async fn map(c: &Ctx<'_>) -> Result<Vec<Val>> {
     let len = c.sequence(0)?.len();
     let (body, plan) = c.body("body")?;
     for i in 1..c.inputs.len() {
@@ -306,7 +306,7 @@ fn map(c: &Ctx<'_>) -> Result<Vec<Val>> {
                 v => Ok(v.clone()),
             })
             .collect::<Result<Vec<Val>>>()?;
-        let results = run_body(plan, body, c.exec(), c.scope, inputs)?;
+        let results = run_body(plan, body, c.exec(), c.scope, inputs).await?;
         for (list, v) in outputs.iter_mut().zip(results) {
             list.push(v);
         }
