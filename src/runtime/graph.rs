@@ -5,12 +5,12 @@
 //! each op as it is called and has nothing to capture.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::ThreadId;
 
 use crate::base::signal::lock;
 use crate::hal::timer::Clock;
-use crate::hal::{Block, FenceImpl, GraphImpl};
+use crate::hal::{Block, FenceImpl, GraphImpl, Recorder};
 use crate::profile::LaunchRecord;
 use crate::{Error, Queue, Result};
 
@@ -21,8 +21,14 @@ pub(crate) struct Capture {
     /// Marks the end of the work recorded before the capture began: what another queue
     /// waits for when it uses a block this queue used last.
     before: FenceImpl,
-    /// The blocks the captured work uses, each once (`seen`: their ids).
-    blocks: Vec<Arc<Block>>,
+    /// The capture's own id: the last user of the blocks its work uses, so that a block
+    /// freed inside goes only to later work of the same capture (the graph holds its memory).
+    key: u64,
+    /// The capturing queue, as those blocks' last user for other queues to wait for.
+    queue: Weak<dyn Recorder>,
+    /// The blocks the captured work uses, each once (`seen`: their ids); those still alive
+    /// when it ends are the graph's.
+    blocks: Vec<Weak<Block>>,
     seen: HashSet<u64>,
     launches: usize,
     bytes: u64,
@@ -47,8 +53,9 @@ impl Capture {
     /// Note blocks the captured work reads or writes.
     pub(crate) fn note_blocks(&mut self, blocks: &[&Arc<Block>]) {
         for &b in blocks {
+            b.swap_user(self.key, || self.queue.clone());
             if self.seen.insert(b.id()) {
-                self.blocks.push(b.clone());
+                self.blocks.push(Arc::downgrade(b));
             }
         }
     }
@@ -213,9 +220,27 @@ impl Recording {
         self.lock().capture.as_ref().map(|c| c.before.clone())
     }
 
+    /// The last user (see [`Pool::take`](crate::runtime::pool::Pool::take)) whose freed
+    /// blocks work recorded now by this thread on the queue `queue` may reuse before their
+    /// last use has run: the queue, or while this thread captures on it, the capture; none
+    /// while another thread captures. A `zeroed` block made inside a capture is zeroed once,
+    /// at capture, so not one that captured work writes earlier.
+    pub(crate) fn reuse_key(&self, queue: u64, zeroed: bool) -> Option<u64> {
+        let me = std::thread::current().id();
+        match &self.lock().capture {
+            None => Some(queue),
+            Some(c) if c.thread == me && !zeroed => Some(c.key),
+            Some(_) => None,
+        }
+    }
+
     /// Begin capturing once no other operation records: `start` submits the work before and
-    /// puts the backend queue in capture mode.
-    fn begin(&self, start: impl FnOnce() -> Result<FenceImpl>) -> Result<()> {
+    /// puts the backend queue in capture mode. `queue` is the capturing queue.
+    fn begin(
+        &self,
+        queue: Weak<dyn Recorder>,
+        start: impl FnOnce() -> Result<FenceImpl>,
+    ) -> Result<()> {
         let me = std::thread::current().id();
         let mut s = self.lock();
         loop {
@@ -244,6 +269,8 @@ impl Recording {
         s.capture = Some(Capture {
             thread: me,
             before,
+            key: crate::base::id::next_id(),
+            queue,
             blocks: Vec::new(),
             seen: HashSet::new(),
             launches: 0,
@@ -305,8 +332,9 @@ impl Queue {
     /// run at once, outside the graph; tensor methods record on the default queue, so capture
     /// that one). While it captures, other threads' work on this queue waits until the capture
     /// ends. What is not a recorded command happens once, at capture: memory made inside is
-    /// zeroed (`Tensor::zeros`) or poisoned then, not at each replay, so a zeroed tensor that
-    /// the graph accumulates into keeps growing; zero it inside with a write instead. An error in
+    /// zeroed (`Tensor::zeros`) then, not at each replay, so a zeroed tensor that the graph
+    /// accumulates into keeps growing; zero it inside with a write instead. Memory freed
+    /// inside goes to later work of the capture only, then stays the graph's. An error in
     /// `record` ends the capture and drops what it recorded; the queue stays usable. The cpu
     /// backend answers `UNSUPPORTED`: it runs each op as it is called, so there is no recorded work
     /// to keep.
@@ -330,7 +358,8 @@ impl Queue {
     /// ```
     pub fn capture<R>(&self, record: impl FnOnce(&Queue) -> Result<R>) -> Result<(Graph, R)> {
         self.backend().check_healthy()?;
-        self.shared.recording.begin(|| {
+        let recorder: Arc<dyn Recorder> = self.shared.clone();
+        self.shared.recording.begin(Arc::downgrade(&recorder), || {
             let before = self.shared.imp.submit(self.backend())?;
             self.shared.imp.begin_capture(self.backend())?;
             Ok(before)
@@ -345,7 +374,7 @@ impl Queue {
         let value = value?;
         let (imp, capture) =
             ended?.ok_or_else(|| Error::Internal("a capture ended without its graph".into()))?;
-        let blocks = capture.blocks;
+        let blocks = capture.blocks.iter().filter_map(Weak::upgrade).collect();
         let dtype = capture.dtype.unwrap_or_else(|| "-".into());
         Ok((
             Graph {

@@ -97,6 +97,13 @@ impl Queue {
         )
     }
 
+    /// Record a fill of the whole of `block` with `word`, after the work recorded so far (a
+    /// block this queue's unfinished work still uses, reused for its later work).
+    pub(crate) fn fill(&self, block: &Arc<Block>, word: u32) -> Result<()> {
+        let _turn = self.turn()?;
+        self.shared.imp.fill(self.backend(), block, word)
+    }
+
     /// Record a device-to-device copy of `src` into `dst` (lengths must match; the views may
     /// be in the same memory block but must not overlap).
     pub fn copy<T: Element>(&self, src: &Buffer<T>, dst: &Buffer<T>) -> Result<()> {
