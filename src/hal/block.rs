@@ -112,6 +112,11 @@ impl Block {
             .filter(|(previous, _)| *previous != id)
     }
 
+    /// The id of the recorder that recorded its last use (or that it was made for); 0: none.
+    pub(crate) fn last_user_id(&self) -> u64 {
+        self.last_user_id.load(Ordering::Acquire)
+    }
+
     /// Bytes the block was allocated for (views end at or before this).
     pub(crate) fn bytes(&self) -> u64 {
         self.bytes

@@ -10,7 +10,7 @@ use std::thread::ThreadId;
 
 use crate::base::signal::lock;
 use crate::hal::timer::Clock;
-use crate::hal::{Block, FenceImpl, GraphImpl, Recorder};
+use crate::hal::{Block, FenceImpl, GraphImpl};
 use crate::profile::LaunchRecord;
 use crate::{Error, Queue, Result};
 
@@ -21,14 +21,16 @@ pub(crate) struct Capture {
     /// Marks the end of the work recorded before the capture began: what another queue
     /// waits for when it uses a block this queue used last.
     before: FenceImpl,
-    /// The capture's own id: the last user of the blocks its work uses, so that a block
-    /// freed inside goes only to later work of the same capture (the graph holds its memory).
+    /// The capture's own id, the last user of the blocks made inside for its work (see
+    /// [`Recording::reuse_key`]): one freed inside goes only to later work of the capture,
+    /// and its memory stays the graph's.
     key: u64,
-    /// The capturing queue, as those blocks' last user for other queues to wait for.
-    queue: Weak<dyn Recorder>,
-    /// The blocks the captured work uses, each once (`seen`: their ids); those still alive
-    /// when it ends are the graph's.
-    blocks: Vec<Weak<Block>>,
+    /// The blocks the captured work uses, each once (`seen`: their ids), that it did not
+    /// make: whatever they held before matters to each replay, so the graph keeps them.
+    blocks: Vec<Arc<Block>>,
+    /// The blocks it made: each replay writes them before it reads them, so their memory
+    /// may serve later captured work once they are freed; those alive at the end are kept.
+    made: Vec<Weak<Block>>,
     seen: HashSet<u64>,
     launches: usize,
     bytes: u64,
@@ -53,9 +55,12 @@ impl Capture {
     /// Note blocks the captured work reads or writes.
     pub(crate) fn note_blocks(&mut self, blocks: &[&Arc<Block>]) {
         for &b in blocks {
-            b.swap_user(self.key, || self.queue.clone());
-            if self.seen.insert(b.id()) {
-                self.blocks.push(Arc::downgrade(b));
+            if !self.seen.insert(b.id()) {
+                continue;
+            }
+            match b.last_user_id() == self.key {
+                true => self.made.push(Arc::downgrade(b)),
+                false => self.blocks.push(b.clone()),
             }
         }
     }
@@ -222,9 +227,9 @@ impl Recording {
 
     /// The last user (see [`Pool::take`](crate::runtime::pool::Pool::take)) whose freed
     /// blocks work recorded now by this thread on the queue `queue` may reuse before their
-    /// last use has run: the queue, or while this thread captures on it, the capture; none
-    /// while another thread captures. A `zeroed` block made inside a capture is zeroed once,
-    /// at capture, so not one that captured work writes earlier.
+    /// last use has run, and that a block made for it names: the queue, or while this thread
+    /// captures on it, the capture; none while another thread captures. A `zeroed` block
+    /// made inside a capture is zeroed once, at capture, not by the captured work: none.
     pub(crate) fn reuse_key(&self, queue: u64, zeroed: bool) -> Option<u64> {
         let me = std::thread::current().id();
         match &self.lock().capture {
@@ -235,12 +240,8 @@ impl Recording {
     }
 
     /// Begin capturing once no other operation records: `start` submits the work before and
-    /// puts the backend queue in capture mode. `queue` is the capturing queue.
-    fn begin(
-        &self,
-        queue: Weak<dyn Recorder>,
-        start: impl FnOnce() -> Result<FenceImpl>,
-    ) -> Result<()> {
+    /// puts the backend queue in capture mode.
+    fn begin(&self, start: impl FnOnce() -> Result<FenceImpl>) -> Result<()> {
         let me = std::thread::current().id();
         let mut s = self.lock();
         loop {
@@ -270,8 +271,8 @@ impl Recording {
             thread: me,
             before,
             key: crate::base::id::next_id(),
-            queue,
             blocks: Vec::new(),
+            made: Vec::new(),
             seen: HashSet::new(),
             launches: 0,
             bytes: 0,
@@ -333,8 +334,9 @@ impl Queue {
     /// that one). While it captures, other threads' work on this queue waits until the capture
     /// ends. What is not a recorded command happens once, at capture: memory made inside is
     /// zeroed (`Tensor::zeros`) then, not at each replay, so a zeroed tensor that the graph
-    /// accumulates into keeps growing; zero it inside with a write instead. Memory freed
-    /// inside goes to later work of the capture only, then stays the graph's. An error in
+    /// accumulates into keeps growing; zero it inside with a write instead. Memory the
+    /// capture makes for its work and frees inside goes to later work of the capture only,
+    /// then stays the graph's. An error in
     /// `record` ends the capture and drops what it recorded; the queue stays usable. The cpu
     /// backend answers `UNSUPPORTED`: it runs each op as it is called, so there is no recorded work
     /// to keep.
@@ -358,8 +360,7 @@ impl Queue {
     /// ```
     pub fn capture<R>(&self, record: impl FnOnce(&Queue) -> Result<R>) -> Result<(Graph, R)> {
         self.backend().check_healthy()?;
-        let recorder: Arc<dyn Recorder> = self.shared.clone();
-        self.shared.recording.begin(Arc::downgrade(&recorder), || {
+        self.shared.recording.begin(|| {
             let before = self.shared.imp.submit(self.backend())?;
             self.shared.imp.begin_capture(self.backend())?;
             Ok(before)
@@ -374,7 +375,8 @@ impl Queue {
         let value = value?;
         let (imp, capture) =
             ended?.ok_or_else(|| Error::Internal("a capture ended without its graph".into()))?;
-        let blocks = capture.blocks.iter().filter_map(Weak::upgrade).collect();
+        let made = capture.made.iter().filter_map(Weak::upgrade);
+        let blocks = capture.blocks.into_iter().chain(made).collect();
         let dtype = capture.dtype.unwrap_or_else(|| "-".into());
         Ok((
             Graph {

@@ -5,9 +5,9 @@
 //! it has run (that work holds the memory meanwhile). It is then handed only to the queue
 //! that recorded its last use, as on one in-order stream its later work runs after that
 //! work (other queues ordered after it on their first use, through the block's last user);
-//! once nothing holds it any more, to anyone. A block captured work used goes likewise to
-//! later work of the same capture only, then stays the graph's. So a queue's peak, or a
-//! graph's memory, is its live set, not everything its unfinished work has touched.
+//! once nothing holds it any more, to anyone. A block made inside a capture for its work goes
+//! likewise to later work of the same capture only, then stays the graph's. So a queue's
+//! peak, or a graph's memory, is its live set, not everything its unfinished work touched.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};

@@ -212,3 +212,40 @@ fn an_onnx_chain_peaks_at_its_live_set() {
         assert!(peak <= 5 * CLASS, "peak {peak} {what}, plan {plan:?}");
     }
 }
+
+/// Memory whose contents come from outside the captured work keeps them for every replay: a
+/// tensor made before the capture and dropped inside it, and zeros made inside (zeroed once,
+/// at capture), are the graph's, and the captured steps after them get other blocks.
+#[test]
+fn captured_work_keeps_the_memory_it_did_not_write() {
+    for d in common::open_devices() {
+        if d.backend() == unicompute::BackendKind::Cpu {
+            continue; // The cpu backend has nothing to capture.
+        }
+        let what = format!("on {}", name(&d));
+        let (xs, hs) = (random(10, N, -1.0, 1.0), random(11, N, 0.5, 0.9));
+        let (x, h) = (tensor(&d, &xs, &[N]), tensor(&d, &hs, &[N]));
+        let (graph, t) = d
+            .queue()
+            .capture(|q| {
+                let z = Tensor::zeros(&d, &[N], DType::F32)?;
+                let a = binary(q, Add, &x, &z)?;
+                drop((x, z));
+                let mut t = binary(q, Mul, &a, &h)?;
+                drop(a);
+                for _ in 0..6 {
+                    t = binary(q, Add, &t, &h)?;
+                }
+                Ok(t)
+            })
+            .unwrap();
+        let want: Vec<f64> = (0..N)
+            .map(|i| f64::from(xs[i]) * f64::from(hs[i]) + 6.0 * f64::from(hs[i]))
+            .collect();
+        for replay in 0..3 {
+            graph.replay().unwrap();
+            let got = read(&t);
+            assert_close(&got, &want, 1e-5, 1e-6, &format!("replay {replay} {what}"));
+        }
+    }
+}
