@@ -33,7 +33,7 @@ pub(crate) mod wgsl_subset;
 use std::sync::Arc;
 
 pub(crate) use backend::Backend;
-pub(crate) use block::{Block, Recorder, Recycle};
+pub(crate) use block::{Block, Held, LastUser, Recorder, Recycle};
 pub(crate) use cpu::Cpu;
 pub(crate) use mapped::Mapped;
 pub(crate) use source::ProgramSource;
@@ -458,6 +458,19 @@ impl BatchImpl {
             |B, q, d| B::write(q, d, dst, offset, data),
             else Err(mismatch())
         )
+    }
+
+    /// Record a fill of the whole of `dst` (its size class) with `word`.
+    pub fn fill(&self, dev: &BackendDevice, dst: &Arc<Block>, word: u32) -> Result<()> {
+        match (self, dev) {
+            #[cfg(cuda_backend)]
+            (BatchImpl::Cuda(q), BackendDevice::Cuda(d)) => q.fill(d, dst, word),
+            // wgpu clears only to zero: the words travel like a write.
+            _ => {
+                let words = vec![word; (dst.capacity() / 4) as usize];
+                self.write(dev, dst, 0, bytemuck::cast_slice(&words))
+            }
+        }
     }
 
     /// Record a copy of `bytes` bytes between blocks (or within one).

@@ -81,7 +81,7 @@ pub(crate) fn launch(queue: &Queue, op: &dyn OpRequest, decision: Option<&Decisi
         return Ok(());
     }
     let device = queue.device();
-    let temp = |bytes: u64| device.alloc(bytes, Init::Overwritten);
+    let temp = |bytes: u64| device.alloc(bytes, Init::Overwritten, Some(queue));
     let cx = OpContext {
         options: &device.shared.options,
         temp: &temp,

@@ -74,7 +74,7 @@ impl<T: Element> Buffer<T> {
     /// A zero-filled buffer of `len` elements. The zeroing is done on the device before any
     /// queue can use the buffer.
     pub fn zeros(device: &Device, len: usize) -> Result<Self> {
-        let inner = device.alloc(byte_len::<T>(len)?, Init::Zeroed)?;
+        let inner = device.alloc(byte_len::<T>(len)?, Init::Zeroed, None)?;
         Ok(Self::from_inner(inner, device.clone(), 0, len))
     }
 
@@ -86,7 +86,7 @@ impl<T: Element> Buffer<T> {
     /// A buffer holding a copy of `data`, written through `queue`.
     pub fn from_slice_on(queue: &Queue, data: &[T]) -> Result<Self> {
         let device = queue.device();
-        let inner = device.alloc(byte_len::<T>(data.len())?, Init::Overwritten)?;
+        let inner = device.alloc(byte_len::<T>(data.len())?, Init::Overwritten, Some(queue))?;
         let buf = Self::from_inner(inner, device.clone(), 0, data.len());
         queue.write(&buf, data)?;
         Ok(buf)

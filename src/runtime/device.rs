@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::base::id::next_id;
 use crate::base::info::{BackendKind, DeviceInfo, DeviceOptions, POISON_WORD};
-use crate::hal::{self, BackendDevice, Block, Memory};
+use crate::hal::{self, BackendDevice, Block, LastUser, Memory, Recorder};
 use crate::profile::{Decision, Profile, Profiler};
 use crate::runtime::pool::{size_class, MemoryStats, Pool};
 use crate::runtime::queue::{Queue, QueueShared};
@@ -257,10 +257,18 @@ impl Device {
         }
     }
 
-    /// Allocate `bytes` of device memory through the pool, initialised as `init` asks. The
-    /// block has no pending use anywhere, so its initialisation is done on the device at once,
-    /// ahead of any work a queue records for it later.
-    pub(crate) fn alloc(&self, bytes: u64, init: Init) -> Result<Arc<Block>> {
+    /// Allocate `bytes` of device memory through the pool, initialised as `init` asks, for
+    /// work recorded on `queue` (if known). A block no queued work uses is initialised on
+    /// the device at once, ahead of any work a queue records for it later. With a queue, the
+    /// pool may also hand out a block that the queue's own recorded work (or its capture's)
+    /// still uses: its later work runs after that work, so the initialisation is recorded on
+    /// it, in order.
+    pub(crate) fn alloc(
+        &self,
+        bytes: u64,
+        init: Init,
+        queue: Option<&Queue>,
+    ) -> Result<Arc<Block>> {
         let limits = &self.shared.info.limits;
         if bytes > limits.max_buffer_size {
             let limit = match self.backend() {
@@ -277,36 +285,49 @@ impl Device {
         self.shared.backend.check_healthy()?;
         self.shared.backend.maintain();
         let class = size_class(bytes).min(limits.max_buffer_size.max(bytes).next_multiple_of(4));
-        let (mem, fresh) = match self.shared.pool.take(class) {
-            Some(mem) => (mem, false),
-            None => {
-                // Out of memory with blocks cached: free them and try once more.
-                let mem: Memory = match self.shared.backend.alloc(class) {
-                    Err(e) if self.shared.pool.stats().bytes_cached > 0 => {
-                        self.shared.pool.trim();
-                        self.shared.backend.alloc(class).map_err(|_| e)?
-                    }
-                    other => other?,
-                };
-                self.shared.pool.note_allocation(class);
-                (mem, true)
-            }
-        };
+        let key = queue.and_then(|q| {
+            let zeroed = init == Init::Zeroed;
+            q.shared.recording.reuse_key(q.id(), zeroed)
+        });
+        let (mem, pending, fresh) = self.take_or_allocate(class, key)?;
         let fill = match init {
             Init::Zeroed if !fresh || !self.shared.backend.allocations_are_zeroed() => Some(0),
             Init::Overwritten if self.shared.options.poison_uninitialized => Some(POISON_WORD),
             Init::Filled(word) => Some(word),
             _ => None,
         };
-        if let Some(word) = fill {
-            self.shared.backend.fill_now(&mem, class, word)?;
+        // Made for the queue (or its capture): what uses it elsewhere waits for its work.
+        let user: LastUser = queue.zip(key).map(|(q, key)| {
+            let recorder: Arc<dyn Recorder> = q.shared.clone();
+            (key, Arc::downgrade(&recorder))
+        });
+        let owner = self.shared.pool.clone();
+        let block = Arc::new(Block::new(mem, class, bytes, owner, user));
+        match (fill, queue) {
+            (Some(word), Some(q)) if pending => q.fill(&block, word)?,
+            (Some(word), _) => self.shared.backend.fill_now(block.memory(), class, word)?,
+            (None, _) => {}
         }
-        Ok(Arc::new(Block::new(
-            mem,
-            class,
-            bytes,
-            self.shared.pool.clone(),
-        )))
+        Ok(block)
+    }
+
+    /// A cached block of `class` bytes free for work recorded under the last user `key` (see
+    /// [`Pool::take`]), or a new one: its memory, whether recorded work may still use it, and
+    /// whether it is new.
+    fn take_or_allocate(&self, class: u64, key: Option<u64>) -> Result<(Arc<Memory>, bool, bool)> {
+        if let Some((mem, pending)) = self.shared.pool.take(class, key) {
+            return Ok((mem, pending, false));
+        }
+        // Out of memory with blocks cached: free them and try once more.
+        let mem: Memory = match self.shared.backend.alloc(class) {
+            Err(e) if self.shared.pool.stats().bytes_cached > 0 => {
+                self.shared.pool.trim();
+                self.shared.backend.alloc(class).map_err(|_| e)?
+            }
+            other => other?,
+        };
+        self.shared.pool.note_allocation(class);
+        Ok((Arc::new(mem), false, true))
     }
 
     /// A page's `GPUBuffer` of this device as a block that aliases it (no copy); dropping the
@@ -316,10 +337,11 @@ impl Device {
         self.shared.backend.check_healthy()?;
         let (mem, bytes) = self.shared.backend.adopt_gpu_buffer_js(buffer)?;
         Ok(Arc::new(Block::new(
-            mem,
+            Arc::new(mem),
             bytes,
             bytes,
             Arc::new(crate::runtime::pool::Borrowed),
+            None,
         )))
     }
 }

@@ -5,7 +5,7 @@
 //! each op as it is called and has nothing to capture.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::ThreadId;
 
 use crate::base::signal::lock;
@@ -22,8 +22,16 @@ pub(crate) struct Capture {
     /// Marks the end of the work recorded before the capture began: what another queue
     /// waits for when it uses a block this queue used last.
     before: FenceImpl,
-    /// The blocks the captured work uses, each once (`seen`: their ids).
+    /// The capture's own id, the last user of the blocks made inside for its work (see
+    /// [`Recording::reuse_key`]): one freed inside goes only to later work of the capture,
+    /// and its memory stays the graph's.
+    key: u64,
+    /// The blocks the captured work uses, each once (`seen`: their ids), that it did not
+    /// make: whatever they held before matters to each replay, so the graph keeps them.
     blocks: Vec<Arc<Block>>,
+    /// The blocks it made: each replay writes them before it reads them, so their memory
+    /// may serve later captured work once they are freed; those alive at the end are kept.
+    made: Vec<Weak<Block>>,
     seen: HashSet<u64>,
     launches: usize,
     bytes: u64,
@@ -64,8 +72,12 @@ impl Capture {
     /// Note blocks the captured work reads or writes.
     pub(crate) fn note_blocks(&mut self, blocks: &[&Arc<Block>]) {
         for &b in blocks {
-            if self.seen.insert(b.id()) {
-                self.blocks.push(b.clone());
+            if !self.seen.insert(b.id()) {
+                continue;
+            }
+            match b.last_user_id() == self.key {
+                true => self.made.push(Arc::downgrade(b)),
+                false => self.blocks.push(b.clone()),
             }
         }
     }
@@ -242,6 +254,20 @@ impl Recording {
         self.lock().capture.as_ref().map(|c| c.before.clone())
     }
 
+    /// The last user (see [`Pool::take`](crate::runtime::pool::Pool::take)) whose freed
+    /// blocks work recorded now by this thread on the queue `queue` may reuse before their
+    /// last use has run, and that a block made for it names: the queue, or while this thread
+    /// captures on it, the capture; none while another thread captures. A `zeroed` block
+    /// made inside a capture is zeroed once, at capture, not by the captured work: none.
+    pub(crate) fn reuse_key(&self, queue: u64, zeroed: bool) -> Option<u64> {
+        let me = std::thread::current().id();
+        match &self.lock().capture {
+            None => Some(queue),
+            Some(c) if c.thread == me && !zeroed => Some(c.key),
+            Some(_) => None,
+        }
+    }
+
     /// Begin capturing once no other operation records: `start` submits the work before and
     /// puts the backend queue in capture mode.
     fn begin(&self, start: impl FnOnce() -> Result<FenceImpl>) -> Result<()> {
@@ -273,7 +299,9 @@ impl Recording {
         s.capture = Some(Capture {
             thread: me,
             before,
+            key: crate::base::id::next_id(),
             blocks: Vec::new(),
+            made: Vec::new(),
             seen: HashSet::new(),
             launches: 0,
             bytes: 0,
@@ -336,10 +364,12 @@ impl Queue {
     /// run at once, outside the graph; tensor methods record on the default queue, so capture
     /// that one). While it captures, other threads' work on this queue waits until the capture
     /// ends. What is not a recorded command happens once, at capture: memory made inside is
-    /// zeroed (`Tensor::zeros`) or poisoned then, not at each replay, so a zeroed tensor that
-    /// the graph accumulates into keeps growing; zero it inside with a write instead. Checked
-    /// launches (gather in `IndexMode::Error`) check at every replay, and this thread's next
-    /// read after a replay reports what it found, as after eager work. An error in
+    /// zeroed (`Tensor::zeros`) then, not at each replay, so a zeroed tensor that the graph
+    /// accumulates into keeps growing; zero it inside with a write instead. Memory the
+    /// capture makes for its work and frees inside goes to later work of the capture only,
+    /// then stays the graph's. Checked launches (gather in `IndexMode::Error`) check at every
+    /// replay, and this thread's next read after a replay reports what it found, as after
+    /// eager work. An error in
     /// `record` ends the capture and drops what it recorded; the queue stays usable. The cpu
     /// backend answers `UNSUPPORTED`: it runs each op as it is called, so there is no recorded work
     /// to keep.
@@ -378,7 +408,8 @@ impl Queue {
         let value = value?;
         let (imp, capture) =
             ended?.ok_or_else(|| Error::Internal("a capture ended without its graph".into()))?;
-        let blocks = capture.blocks;
+        let made = capture.made.iter().filter_map(Weak::upgrade);
+        let blocks = capture.blocks.into_iter().chain(made).collect();
         let dtype = capture.dtype.unwrap_or_else(|| "-".into());
         Ok((
             Graph {

@@ -1,8 +1,16 @@
 //! Caching allocator: device memory is kept in size classes and reused instead of freed.
 //! Past the cache limit, the blocks freed longest ago go back to the backend first.
+//!
+//! A block comes back when its last view is dropped, possibly before the work recorded on
+//! it has run (that work holds the memory meanwhile). It is then handed only to the queue
+//! that recorded its last use, as on one in-order stream its later work runs after that
+//! work (other queues ordered after it on their first use, through the block's last user);
+//! once nothing holds it any more, to anyone. A block made inside a capture for its work goes
+//! likewise to later work of the same capture only, then stays the graph's. So a queue's
+//! peak, or a graph's memory, is its live set, not everything its unfinished work touched.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::base::signal::lock;
 use crate::hal::Memory;
@@ -10,9 +18,11 @@ use crate::hal::Memory;
 /// Memory usage of one device, as seen by its pool.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MemoryStats {
-    /// Bytes in blocks currently handed out (rounded up to their size class).
+    /// Bytes in blocks currently handed out (rounded up to their size class). A block freed
+    /// while queued work still uses it counts as cached, not live: that work's queue may
+    /// reuse it at once.
     pub bytes_live: u64,
-    /// Bytes in freed blocks kept for reuse.
+    /// Bytes in freed blocks kept for reuse (some perhaps still used by queued work).
     pub bytes_cached: u64,
     /// Blocks allocated from the backend so far.
     pub allocations: u64,
@@ -42,9 +52,26 @@ pub(crate) struct Pool {
     cache_limit: u64,
 }
 
+/// A freed block: its place in the order of frees, its memory, and the id of the queue (or
+/// capture) that recorded its last use.
+struct Cached {
+    stamp: u64,
+    mem: Arc<Memory>,
+    user: Option<u64>,
+}
+
+impl Cached {
+    /// Whether work recorded under the last user `key` (a queue, or a capture) may have the
+    /// block now: no recorded work holds its memory any more, or `key` recorded the last use
+    /// (and records its later work after it).
+    fn ready_for(&self, key: Option<u64>) -> bool {
+        Arc::strong_count(&self.mem) == 1 || key.is_some() && self.user == key
+    }
+}
+
 struct PoolState {
-    /// Cached blocks of each class with the order they were freed in, oldest first.
-    free: HashMap<u64, VecDeque<(u64, Memory)>>,
+    /// Cached blocks of each class in the order they were freed in, oldest first.
+    free: HashMap<u64, VecDeque<Cached>>,
     /// The next block's place in that order.
     next_stamp: u64,
     stats: MemoryStats,
@@ -63,14 +90,21 @@ impl Pool {
         }
     }
 
-    /// Take a cached block of exactly `class` bytes, if one is free (the last one freed).
-    pub fn take(&self, class: u64) -> Option<Memory> {
+    /// Take a cached block of exactly `class` bytes for work recorded under the last user
+    /// `key` (a queue's id, or a capture's; `None`: work of no queue in particular), if one
+    /// is free for it: the last one freed. Returns its memory and whether recorded work (of
+    /// `key`) may still use it.
+    pub fn take(&self, class: u64, key: Option<u64>) -> Option<(Arc<Memory>, bool)> {
         let mut st = lock(&self.state);
-        let (_, mem) = st.free.get_mut(&class)?.pop_back()?;
+        let blocks = st.free.get_mut(&class)?;
+        let at = blocks.iter().rposition(|c| c.ready_for(key))?;
+        let cached = blocks.remove(at)?;
         st.stats.pool_hits += 1;
         st.stats.bytes_cached -= class;
         st.mark_live(class);
-        Some(mem)
+        // Only this pool and queued work hold the memory, and the work only lets go of it.
+        let pending = Arc::strong_count(&cached.mem) > 1;
+        Some((cached.mem, pending))
     }
 
     /// Record that a fresh block of `class` bytes came from the backend.
@@ -80,10 +114,11 @@ impl Pool {
         st.mark_live(class);
     }
 
-    /// Return a block whose every queued use has finished. It is kept for reuse if it fits
-    /// under the cache limit, after freeing the blocks cached longest ago as needed: a block
-    /// just freed is the likeliest to be asked for again (a loop's next step).
-    pub fn release(&self, class: u64, mem: Memory) {
+    /// Return a block last used by `user` (queued work may still hold its memory). It is kept
+    /// for reuse if it fits under the cache limit, after letting go of the blocks cached
+    /// longest ago as needed: a block just freed is the likeliest to be asked for again (a
+    /// loop's next step). The backend frees memory let go of once no queued work holds it.
+    pub fn release(&self, class: u64, mem: Arc<Memory>, user: Option<u64>) {
         let mut evicted = Vec::new();
         let mut st = lock(&self.state);
         st.stats.bytes_live -= class;
@@ -99,7 +134,10 @@ impl Pool {
         st.stats.bytes_cached += class;
         let stamp = st.next_stamp;
         st.next_stamp += 1;
-        st.free.entry(class).or_default().push_back((stamp, mem));
+        st.free
+            .entry(class)
+            .or_default()
+            .push_back(Cached { stamp, mem, user });
         drop(st);
         // The backend frees the evicted blocks here, outside the lock.
         drop(evicted);
@@ -120,16 +158,16 @@ impl Pool {
 
 impl PoolState {
     /// Remove the block cached longest ago, if any.
-    fn evict_oldest(&mut self) -> Option<Memory> {
+    fn evict_oldest(&mut self) -> Option<Arc<Memory>> {
         let class = *self
             .free
             .iter()
-            .filter_map(|(class, blocks)| Some((blocks.front()?.0, class)))
+            .filter_map(|(class, blocks)| Some((blocks.front()?.stamp, class)))
             .min()?
             .1;
-        let (_, mem) = self.free.get_mut(&class)?.pop_front()?;
+        let cached = self.free.get_mut(&class)?.pop_front()?;
         self.stats.bytes_cached -= class;
-        Some(mem)
+        Some(cached.mem)
     }
 
     fn mark_live(&mut self, class: u64) {
@@ -139,8 +177,8 @@ impl PoolState {
 }
 
 impl crate::hal::Recycle for Pool {
-    fn recycle(&self, class: u64, mem: Memory) {
-        self.release(class, mem);
+    fn recycle(&self, class: u64, mem: Arc<Memory>, user: Option<u64>) {
+        self.release(class, mem, user);
     }
 }
 
@@ -151,7 +189,7 @@ pub(crate) struct Borrowed;
 
 #[cfg(target_arch = "wasm32")]
 impl crate::hal::Recycle for Borrowed {
-    fn recycle(&self, _class: u64, mem: Memory) {
+    fn recycle(&self, _class: u64, mem: Arc<Memory>, _user: Option<u64>) {
         drop(mem);
     }
 }

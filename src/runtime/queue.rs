@@ -97,6 +97,13 @@ impl Queue {
         )
     }
 
+    /// Record a fill of the whole of `block` with `word`, after the work recorded so far (a
+    /// block this queue's unfinished work still uses, reused for its later work).
+    pub(crate) fn fill(&self, block: &Arc<Block>, word: u32) -> Result<()> {
+        let _turn = self.turn()?;
+        self.shared.imp.fill(self.backend(), block, word)
+    }
+
     /// Record a device-to-device copy of `src` into `dst` (lengths must match; the views may
     /// be in the same memory block but must not overlap).
     pub fn copy<T: Element>(&self, src: &Buffer<T>, dst: &Buffer<T>) -> Result<()> {
@@ -365,9 +372,10 @@ impl Queue {
     /// reports them they share one word (the least finding of them all). In a capture the word
     /// is the graph's, and each replay's next read reports it.
     pub(crate) fn check_word(&self, key: String, describe: Describe) -> Result<crate::Tensor> {
+        // Filled at once, outside any queue's work, so a capture's replays never refill it.
         let alloc = || {
             let init = crate::runtime::device::Init::Filled(NOTHING_FOUND);
-            self.device.alloc(PAGE_BYTES, init)
+            self.device.alloc(PAGE_BYTES, init, None)
         };
         let recording = &self.shared.recording;
         let word = match recording.captured(|_| ()) {

@@ -167,7 +167,7 @@ impl Tensor {
         let numel = checked_numel("tensor", shape)?;
         // At most MAX_ELEMENTS (isize::MAX / 8) elements of at most 8 bytes: no overflow.
         let bytes = numel as u64 * dtype.size() as u64;
-        let inner = queue.device().alloc(bytes, init)?;
+        let inner = queue.device().alloc(bytes, init, Some(queue))?;
         Ok(Tensor {
             inner,
             device: queue.device().clone(),

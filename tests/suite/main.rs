@@ -10,6 +10,7 @@ mod common;
 mod activations;
 mod api;
 mod bad_input;
+mod batch_reuse;
 mod chain;
 mod conformance;
 mod constructors;

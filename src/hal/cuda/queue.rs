@@ -1,6 +1,7 @@
-//! Queues are CUDA streams; work is issued as it is recorded. Every buffer a recorded command
-//! uses (and every pinned staging buffer) is held until an event recorded after the command
-//! has completed, so pooled memory is never reused under running work.
+//! Queues are CUDA streams; work is issued as it is recorded. The memory of every buffer a
+//! recorded command uses (and every pinned staging buffer) is held until an event recorded
+//! after the command has completed, so it is never freed under running work; pooled memory
+//! is reused meanwhile only by later work of the same stream, which runs after it.
 
 use std::sync::{Arc, Mutex};
 
@@ -14,8 +15,8 @@ use super::memory::{PinnedBuffer, StagingPool, STAGING_MAX};
 use super::{driver_error, CudaDevice, DeviceMemory, UserFunction};
 use crate::base::dtype::Scalar;
 use crate::base::signal::lock;
-use crate::hal::Block;
 use crate::hal::UserArg;
+use crate::hal::{Block, Held};
 use crate::hal::{Mapped, Memory};
 use crate::{Error, Result};
 
@@ -30,7 +31,7 @@ const MAX_STAGING_IN_FLIGHT: usize = 512 << 20;
 /// What recorded work holds until it has run.
 #[derive(Default)]
 pub(crate) struct Retained {
-    held: Vec<Arc<Block>>,
+    held: Vec<Held>,
     staging: Vec<PinnedBuffer>,
     staging_bytes: usize,
     commands: usize,
@@ -203,7 +204,7 @@ impl CudaBatch {
     ) -> Result<()> {
         let full = {
             let mut p = lock(&self.pending);
-            p.held.extend(held);
+            p.held.extend(held.into_iter().map(|b| Held::of(&b)));
             p.staging_bytes += staging.as_ref().map_or(0, PinnedBuffer::len);
             p.staging.extend(staging);
             p.commands += 1;
@@ -342,6 +343,20 @@ impl CudaBatch {
             None
         };
         self.retain(dev, [dst.clone()], staging)
+    }
+
+    /// Fill the whole of `dst` (its size class) with `word`, in stream order.
+    pub(crate) fn fill(&self, dev: &CudaDevice, dst: &Arc<Block>, word: u32) -> Result<()> {
+        let stream = self.stream(dev)?;
+        let ptr = device_memory(dst)?.ptr;
+        self.bind(dev)?;
+        // SAFETY: the block holds `capacity` bytes; the stream is this context's.
+        unsafe {
+            sys::cuMemsetD32Async(ptr, word, (dst.capacity() / 4) as usize, stream.cu_stream())
+        }
+        .result()
+        .map_err(|e| dev.fail("filling device memory", e))?;
+        self.retain(dev, [dst.clone()], None)
     }
 
     pub(crate) fn copy(

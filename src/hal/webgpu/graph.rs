@@ -4,11 +4,9 @@
 //! its dispatches grouped into compute passes. A replay encodes those passes into the batch of
 //! the queue that replays it.
 
-use std::sync::Arc;
-
 use super::queue::{bind_groups, upload_buffer, Batch, Command};
 use super::GpuDevice;
-use crate::hal::Block;
+use crate::hal::Held;
 use crate::{Error, Result};
 
 /// One dispatch, ready to encode.
@@ -35,8 +33,8 @@ enum Step {
 /// A queue's captured work.
 pub(crate) struct GpuGraph {
     steps: Vec<Step>,
-    /// The blocks the work reads and writes, held for the graph's life.
-    held: Vec<Arc<Block>>,
+    /// The blocks the work reads and writes, held whole for the graph's life.
+    held: Vec<Held>,
     /// Keeps the bytes of the captured writes and launch parameters.
     _upload: Option<wgpu::Buffer>,
 }
@@ -111,7 +109,7 @@ impl GpuGraph {
     }
 
     /// The blocks the graph reads and writes.
-    pub(crate) fn held(&self) -> &[Arc<Block>] {
+    pub(crate) fn held(&self) -> &[Held] {
         &self.held
     }
 

@@ -16,7 +16,7 @@ pub(crate) use pipelines::{Specialisation, WgslSource};
 pub(crate) use queue::{Bind, GpuBatch, GpuFence};
 
 use crate::base::signal::{lock, Signal};
-use crate::hal::{Block, LoopCheck};
+use crate::hal::{Held, LoopCheck};
 use crate::{BackendKind, DeviceInfo, DeviceType, Error, Features, Limits, Result};
 
 /// An adapter that can be opened.
@@ -195,7 +195,7 @@ fn describe(adapter: &Adapter) -> DeviceInfo {
 /// Work submitted to the device whose buffers are held until it finishes.
 struct InFlight {
     done: Signal<()>,
-    _held: Vec<Arc<Block>>,
+    _held: Vec<Held>,
 }
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -376,7 +376,7 @@ impl GpuDevice {
     }
 
     /// Hold `buffers` until `done` is set.
-    pub(crate) fn hold_until(&self, done: Signal<()>, buffers: Vec<Arc<Block>>) {
+    pub(crate) fn hold_until(&self, done: Signal<()>, buffers: Vec<Held>) {
         lock(&self.in_flight).push(InFlight {
             done,
             _held: buffers,

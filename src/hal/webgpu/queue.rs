@@ -10,8 +10,8 @@ use super::UserPipeline;
 use super::{GpuDevice, GpuMemory, Pipeline};
 use crate::base::signal::{lock, Signal};
 use crate::hal::timer::{PendingSpan, Span};
-use crate::hal::Block;
 use crate::hal::UserArg;
+use crate::hal::{Block, Held};
 use crate::hal::{Mapped, Memory};
 use crate::{Error, Result};
 
@@ -85,7 +85,8 @@ pub(super) struct Batch {
     serial: u64,
     pub commands: Vec<Command>,
     pub upload: Vec<u8>,
-    pub held: Vec<Arc<Block>>,
+    /// What the recorded commands use, held until they have run.
+    pub held: Vec<Held>,
     spans: Vec<TimedSpan>,
     /// The batch is being captured: it is kept whole for a [`GpuGraph`], never submitted.
     capturing: bool,
@@ -98,6 +99,11 @@ impl Batch {
         self.upload.resize(offset, 0);
         self.upload.extend_from_slice(data);
         offset as u64
+    }
+
+    /// Hold `block` for a command recorded now.
+    fn hold(&mut self, block: &Arc<Block>) {
+        self.held.push(Held::of(block));
     }
 
     fn is_full(&self) -> bool {
@@ -207,7 +213,7 @@ impl GpuBatch {
                 dst_offset: offset,
                 size: data.len() as u64,
             });
-            b.held.push(dst.clone());
+            b.hold(dst);
             Ok(())
         })
     }
@@ -262,8 +268,8 @@ impl GpuBatch {
                     size,
                 }),
             }
-            b.held.push(src.clone());
-            b.held.push(dst.clone());
+            b.hold(src);
+            b.hold(dst);
             Ok(())
         })
     }
@@ -306,11 +312,11 @@ impl GpuBatch {
         for (binding, bind) in binds {
             let (buffer, offset, size) = match bind {
                 Bind::Mem(m) => {
-                    held.push((*m).clone());
+                    held.push(*m);
                     (gpu(m)?.clone(), 0, m.capacity().min(max) / 4 * 4)
                 }
                 Bind::Range(m, start, len) => {
-                    held.push((*m).clone());
+                    held.push(*m);
                     let len = (*len).min(m.capacity().saturating_sub(*start)).min(max);
                     (gpu(m)?.clone(), *start, len / 4 * 4)
                 }
@@ -343,7 +349,9 @@ impl GpuBatch {
                 entries,
                 workgroups,
             });
-            b.held.extend(held);
+            for block in &held {
+                b.hold(block);
+            }
             Ok(())
         })
     }
@@ -376,7 +384,7 @@ impl GpuBatch {
                     "binding {binding} is a scalar: WGSL kernels take buffers only"
                 )));
             };
-            held.push(block.clone());
+            held.push(block);
             entries.push(Entry {
                 group,
                 binding,
@@ -393,7 +401,9 @@ impl GpuBatch {
                 entries,
                 workgroups,
             });
-            batch.held.extend(held);
+            for block in held {
+                batch.hold(block);
+            }
             Ok(())
         })
     }
@@ -504,7 +514,7 @@ impl GpuBatch {
                 dst_offset: 0,
                 size,
             });
-            b.held.push(src.clone());
+            b.hold(src);
         }
         self.submit(dev)?;
         let mapped: Signal<Result<(), String>> = Signal::new();
