@@ -8,6 +8,34 @@ pub(crate) use rayon::{current_num_threads, prelude::*};
 #[cfg(all(target_arch = "wasm32", not(feature = "threads")))]
 pub(crate) use sequential::*;
 
+/// Calls `f` with each `size`-element chunk of `data` and its index, in the pool; a single
+/// chunk runs on the calling thread, since handing one task to the pool only adds a wake-up
+/// and a wait (several microseconds: most of a small kernel's time).
+pub(crate) fn chunks_mut<T: Send>(
+    data: &mut [T],
+    size: usize,
+    f: impl Fn(usize, &mut [T]) + Sync + Send,
+) {
+    if data.len() <= size {
+        if !data.is_empty() {
+            f(0, data);
+        }
+        return;
+    }
+    data.par_chunks_mut(size)
+        .enumerate()
+        .for_each(|(i, chunk)| f(i, chunk));
+}
+
+/// Calls `f` with each task index below `tasks`, in the pool; a single task runs on the
+/// calling thread (see [`chunks_mut`]).
+pub(crate) fn tasks(tasks: usize, f: impl Fn(usize) + Sync + Send) {
+    if tasks == 1 {
+        return f(0);
+    }
+    (0..tasks).into_par_iter().for_each(f);
+}
+
 /// rayon's entry points the kernels use, on sequential iterators.
 #[cfg(all(target_arch = "wasm32", not(feature = "threads")))]
 mod sequential {

@@ -9,7 +9,7 @@ use half::{bf16, f16};
 use super::plan::scalar_f32;
 use super::{ChainRequest, Plan, Step};
 use crate::base::layout::Layout;
-use crate::base::par::*;
+use crate::base::par;
 use crate::hal::cpu::{read_guard, write_guard};
 use crate::ops::common::cpu::{offsets_from, run_from, CHUNK};
 use crate::ops::common::math;
@@ -147,18 +147,16 @@ pub(super) fn chain(op: &ChainRequest<'_>) -> Result<()> {
     let output = plan.slot(plan.output());
     // The layouts alone cross into the tasks (operands hold buffers, not `Sync` in wasm).
     let layouts: Vec<_> = op.inputs.iter().map(|x| x.layout).collect();
-    out.par_chunks_mut(CHUNK * size)
-        .enumerate()
-        .for_each(|(c, chunk)| {
-            let mut slots = vec![vec![0f32; BLOCK]; plan.slot_count()];
-            for (b, dst) in chunk.chunks_mut(BLOCK * size).enumerate() {
-                let (start, len) = (c * CHUNK + b * BLOCK, dst.len() / size);
-                for (k, (src, &layout)) in stored.iter().zip(&layouts).enumerate() {
-                    load(src, layout, start, &mut slots[plan.slot(k)][..len]);
-                }
-                steps(plan, &mut slots, len);
-                store(&slots[output][..len], out_dtype, dst);
+    par::chunks_mut(out, CHUNK * size, |c, chunk| {
+        let mut slots = vec![vec![0f32; BLOCK]; plan.slot_count()];
+        for (b, dst) in chunk.chunks_mut(BLOCK * size).enumerate() {
+            let (start, len) = (c * CHUNK + b * BLOCK, dst.len() / size);
+            for (k, (src, &layout)) in stored.iter().zip(&layouts).enumerate() {
+                load(src, layout, start, &mut slots[plan.slot(k)][..len]);
             }
-        });
+            steps(plan, &mut slots, len);
+            store(&slots[output][..len], out_dtype, dst);
+        }
+    });
     Ok(())
 }

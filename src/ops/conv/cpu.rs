@@ -6,7 +6,7 @@
 
 mod phases;
 
-use crate::base::par::*;
+use crate::base::par::{self, *};
 
 use phases::Phases;
 
@@ -38,6 +38,12 @@ const COL_BLOCK: usize = 1 << 22;
 /// Widest column tile of one GEMM task, so that its `rows x tile` output is still in cache
 /// for the epilogue.
 const COL_TILE: usize = 512;
+
+/// Fewest multiply-adds worth splitting one GEMM over the threads, and fewest im2col
+/// elements worth a task of their own: below them, handing work to the pool costs more
+/// than it saves (Silero VAD's convolutions are a few thousand of each).
+const SPLIT_MIN: usize = 48 * 48 * 256;
+const GATHER_MIN: usize = 1 << 14;
 
 thread_local! {
     /// The im2col buffer of the convolutions this thread runs, kept between runs (taken out
@@ -156,10 +162,16 @@ impl Columns {
 /// How one `rows x cols` GEMM splits into tasks, `[rows, columns]` of each: one task per
 /// image when images are as many as threads, else about two per thread, the longer side
 /// halved first (the tasks of a split row share their columns' im2col block). Columns go in
-/// tiles of at most `COL_TILE`, as many as a multiple of the threads.
-fn tiles(rows: usize, cols: usize, images: usize) -> [usize; 2] {
+/// tiles of at most `COL_TILE`, as many as a multiple of the threads. Products of fewer than
+/// `SPLIT_MIN` multiply-adds (`k` each) stay one task.
+fn tiles(rows: usize, cols: usize, k: usize, images: usize) -> [usize; 2] {
     let threads = current_num_threads();
-    let mut tasks = if images >= threads { 1 } else { 2 * threads };
+    let small = rows * cols * k < SPLIT_MIN;
+    let mut tasks = if images >= threads || small {
+        1
+    } else {
+        2 * threads
+    };
     let [mut height, mut width] = [rows.max(1), cols.max(1)];
     while tasks > 1 {
         if width >= height.max(32) {
@@ -171,7 +183,7 @@ fn tiles(rows: usize, cols: usize, images: usize) -> [usize; 2] {
         }
         tasks /= 2;
     }
-    if width > COL_TILE {
+    if width > COL_TILE && !small {
         let count = cols.div_ceil(COL_TILE).next_multiple_of(threads);
         width = cols.div_ceil(count).next_multiple_of(16);
     }
@@ -266,7 +278,7 @@ fn depthwise_rows(op: &Conv2d<'_>, words: Words<'_>) {
     let (act, g) = (op.act, op.geometry);
     let Words { x, w, bias, out } = words;
     let (og, taps, cols) = (g.o / g.groups, g.kh * g.kw, (g.oh * g.ow).max(1));
-    (out.par_chunks_mut(cols).enumerate()).for_each(|(p, plane)| {
+    par::chunks_mut(out, cols, |p, plane| {
         let (nb, oc) = (p / g.o, p % g.o);
         let input = &x[(nb * g.c + oc / og) * g.h * g.w..][..g.h * g.w];
         let weights = &w[oc * taps..][..taps];
@@ -299,7 +311,7 @@ fn direct(op: &Conv2d<'_>, words: Words<'_>) {
     let (k, cols) = (cg * g.kh * g.kw, g.oh * g.ow);
     let pointwise = g.kh == 1 && g.kw == 1 && g.stride == [1, 1] && g.padding == [0, 0];
     let act = op.act;
-    (out.par_chunks_mut((g.o * cols).max(1)).enumerate()).for_each(|(nb, image)| {
+    par::chunks_mut(out, (g.o * cols).max(1), |nb, image| {
         let mut col = if pointwise {
             Vec::new()
         } else {
@@ -325,8 +337,13 @@ fn direct(op: &Conv2d<'_>, words: Words<'_>) {
             for c0 in (0..cols).step_by(block) {
                 let width = block.min(cols - c0);
                 col.resize(k * width, 0.0);
-                (col.par_chunks_mut(width).enumerate())
-                    .for_each(|(r, dst)| im2col_row(planes, r, c0..c0 + width, dst, &g));
+                // Rows of the block in tasks of at least GATHER_MIN elements.
+                let per = GATHER_MIN.div_ceil(width).min(k).max(1);
+                par::chunks_mut(&mut col, per * width, |t, dst| {
+                    for (r, row) in dst.chunks_mut(width).enumerate() {
+                        im2col_row(planes, t * per + r, c0..c0 + width, row, &g);
+                    }
+                });
                 gemm.tiles(&col, c0..c0 + width);
             }
         }
@@ -355,10 +372,9 @@ impl Gemm<'_> {
     /// epilogue while the tile is in cache.
     fn tiles(&self, b: &[f32], cols: std::ops::Range<usize>) {
         let (og, k, n) = (self.og, self.k, cols.len());
-        let [height, width] = tiles(og, n, self.images);
+        let [height, width] = tiles(og, n, k, self.images);
         let across = n.div_ceil(width);
-        let tasks = (0..og.div_ceil(height) * across).into_par_iter();
-        tasks.for_each(|t| {
+        par::tasks(og.div_ceil(height) * across, |t| {
             let (r0, j0) = (t / across * height, t % across * width);
             let (rows, w) = (height.min(og - r0), width.min(n - j0));
             let c0 = cols.start + j0;

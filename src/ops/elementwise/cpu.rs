@@ -1,7 +1,7 @@
 //! Unary and binary ops (with an optional fused activation) on the CPU, chunks in parallel.
 
 use crate::base::layout::{Access, Layout};
-use crate::base::par::*;
+use crate::base::par;
 
 use super::{Binary, BinaryOp, Unary, UnaryOp};
 use crate::hal::cpu::{read_guard, write_guard};
@@ -88,18 +88,16 @@ pub(super) fn unary(call: &Unary<'_>) -> Result<()> {
     let mut os = write_guard(out.buf)?;
     let xf: &[f32] = bytemuck::cast_slice(&xs);
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
-    with_unary!(op, |f| of.par_chunks_mut(CHUNK).enumerate().for_each(
-        |(c, chunk)| {
-            let start = c * CHUNK;
-            if x.layout.is_contiguous() {
-                math::map(&xf[x.layout.offset + start..][..chunk.len()], chunk, f);
-            } else {
-                for (o, xi) in chunk.iter_mut().zip(offsets_from(x.layout, start)) {
-                    *o = (f.plain)(xf[xi]);
-                }
+    with_unary!(op, |f| par::chunks_mut(of, CHUNK, |c, chunk| {
+        let start = c * CHUNK;
+        if x.layout.is_contiguous() {
+            math::map(&xf[x.layout.offset + start..][..chunk.len()], chunk, f);
+        } else {
+            for (o, xi) in chunk.iter_mut().zip(offsets_from(x.layout, start)) {
+                *o = (f.plain)(xf[xi]);
             }
         }
-    ));
+    }));
     Ok(())
 }
 
@@ -121,7 +119,7 @@ pub(super) fn binary(call: &Binary<'_>) -> Result<()> {
         }
     };
     let mut run = |f: &(dyn Fn(&mut [f32], usize) + Sync)| {
-        of.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
+        par::chunks_mut(of, CHUNK, |c, chunk| {
             f(chunk, c * CHUNK);
             activate(chunk);
         })
@@ -210,18 +208,15 @@ fn integer_binary(call: &Binary<'_>) -> Result<()> {
         }
     };
     let words = &mut os[out.layout.offset * per..][..out.layout.numel() * per];
-    words
-        .par_chunks_mut(CHUNK * per)
-        .enumerate()
-        .for_each(|(c, chunk)| {
-            let start = c * CHUNK;
-            for ((o, x), y) in chunk
-                .chunks_mut(per)
-                .zip(offsets_from(a.layout, start))
-                .zip(offsets_from(b.layout, start))
-            {
-                put_integer(o, op.eval_int(load(&ag, x), load(&bg, y)) as u64);
-            }
-        });
+    par::chunks_mut(words, CHUNK * per, |c, chunk| {
+        let start = c * CHUNK;
+        for ((o, x), y) in chunk
+            .chunks_mut(per)
+            .zip(offsets_from(a.layout, start))
+            .zip(offsets_from(b.layout, start))
+        {
+            put_integer(o, op.eval_int(load(&ag, x), load(&bg, y)) as u64);
+        }
+    });
     Ok(())
 }

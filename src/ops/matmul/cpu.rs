@@ -3,7 +3,7 @@
 //! run in parallel. Each task applies the bias / activation epilogue to its block while it is
 //! in cache, vectorised.
 
-use crate::base::par::*;
+use crate::base::par::{self, *};
 
 use super::{Matmul, UnaryOp};
 use crate::base::layout::Layout;
@@ -119,7 +119,7 @@ pub(super) fn matmul(op: &Matmul<'_>) -> Result<()> {
         SendPtr(bf.as_ptr().cast_mut()),
     );
     let pc = SendPtr(of.as_mut_ptr());
-    (0..batches * blocks).into_par_iter().for_each(|task| {
+    par::tasks(batches * blocks, |task| {
         let (bi, blk) = (task / blocks, task % blocks);
         let per_row = n.div_ceil(split.cols);
         let (i0, j0) = ((blk / per_row) * split.rows, (blk % per_row) * split.cols);
