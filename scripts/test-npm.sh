@@ -17,9 +17,9 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 "$repo/scripts/build-npm.sh"
 
-# The size budget: the package's wasm at most 1,197 kB (1,197,000 bytes) gzipped; the threads
+# The size budget: the package's wasm at most 1,208 kB (1,208,000 bytes) gzipped; the threads
 # build, which only cross-origin-isolated pages load, also carries rayon's thread pool and a
-# std built for threads, and is held to 1,242 kB. Each raise is deliberate and says what it
+# std built for threads, and is held to 1,247 kB. Each raise is deliberate and says what it
 # bought: 700/740 kB held everything up to the CPU executor of WGSL kernels (naga's parser
 # and validator, the largest crate in it, at 425 of 1,950 kB before gzip); 720/760 kB adds
 # the page-device adoption and integer arithmetic; 730/770 kB adds the i64 dtype (2.3 kB)
@@ -80,7 +80,12 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 # executor also carries), the memory plan, f16 weights, kernels compiled at load and the
 # load report, relu6, and the tiled CPU convolution and pooling (41 kB, measured together:
 # 1,154,380 to 1,195,181 and 1,197,443 to 1,240,292).
-for budget in "npm/pkg/unicompute_bg.wasm 1197000" "npm/pkg-threads/unicompute_bg.wasm 1242000"; do
+# 1,208/1,247 kB adds control flow that awaits device reads (If/Loop/SequenceMap as futures:
+# Silero VAD on webgpu in browsers), check words shared in pages and kept by captures, blocks
+# reused within a batch, phase-split depthwise convolutions, split CPU matrix products with
+# their epilogue, and the LSTM gates as chains (11 kB, measured together: 1,195,181 to
+# 1,206,490 and 1,240,292 to 1,245,416).
+for budget in "npm/pkg/unicompute_bg.wasm 1208000" "npm/pkg-threads/unicompute_bg.wasm 1247000"; do
     set -- $budget
     size=$(gzip -9 -c "$repo/$1" | wc -c)
     echo "$1: $size bytes gzipped (budget $2)"

@@ -19,7 +19,8 @@ pub const N: usize = 13;
 /// The loop stops once the sum of its accumulator reaches this.
 pub const LIMIT: f32 = 20.0;
 
-fn info(name: &str, elem: i32) -> ValueInfoProto {
+/// A value declared with element type `elem` and no shape.
+pub fn info(name: &str, elem: i32) -> ValueInfoProto {
     ValueInfoProto {
         name: Some(name.into()),
         r#type: Some(proto::TypeProto {

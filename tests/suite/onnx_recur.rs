@@ -4,7 +4,7 @@
 
 use prost::Message;
 use unicompute::onnx::proto::{
-    self, AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto,
+    self, AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto,
 };
 use unicompute::onnx::{Session, SessionOptions};
 use unicompute::{Device, Tensor};
@@ -17,22 +17,7 @@ const INT32: i32 = 6;
 pub(crate) const INT64: i32 = 7;
 const BOOL: i32 = 9;
 
-/// A value declared with element type `elem` and no shape.
-pub(crate) fn info(name: &str, elem: i32) -> ValueInfoProto {
-    ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(proto::TypeProto {
-            value: Some(proto::type_proto::Value::TensorType(
-                proto::type_proto::Tensor {
-                    elem_type: Some(elem),
-                    shape: None,
-                },
-            )),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
+pub(crate) use crate::flow_model::info;
 
 /// A stored tensor of type code `elem` with little-endian `bytes`.
 pub(crate) fn stored(name: &str, elem: i32, dims: &[usize], bytes: Vec<u8>) -> TensorProto {

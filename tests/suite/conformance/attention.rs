@@ -162,6 +162,16 @@ fn attention_matches_naive_reference(d: &Device) {
 }
 per_backend!(attention_matches_naive_reference, variants);
 
+/// Attention of `q`, `k`, `v` under additive mask `mask` on `d`, read back.
+fn masked(d: &Device, [q, k, v]: [&Tensor; 3], mask: &Tensor, causal: bool) -> Vec<f32> {
+    let params = AttentionParams {
+        mask: Some(mask),
+        causal,
+        scale: None,
+    };
+    read(&ops::attention::attention(&d.queue(), q, k, v, params).unwrap())
+}
+
 /// Masks whose keys are not adjacent in memory: a transposed view (keys `lq` apart) and a
 /// `[lq, 1]` column broadcast over the keys (stride 0), against the same mask materialised.
 fn attention_masks_of_strided_layouts(d: &Device) {
@@ -194,12 +204,7 @@ fn attention_masks_of_strided_layouts(d: &Device) {
     ];
     for (what, mt, mask) in cases {
         for causal in [false, true] {
-            let params = AttentionParams {
-                mask: Some(&mt),
-                causal,
-                scale: None,
-            };
-            let got = read(&ops::attention::attention(&d.queue(), &qt, &kt, &vt, params).unwrap());
+            let got = masked(d, [&qt, &kt, &vt], &mt, causal);
             let scale = 1.0 / (hd as f64).sqrt();
             let want = attention_reference(&q, &k, &v, Some(&mask), dims, scale, causal);
             let what = format!(
@@ -238,12 +243,7 @@ fn attention_rows_with_every_key_masked_are_zero(d: &Device) {
         );
         let mt = tensor(d, &mask, &[lq, lk]);
         for causal in [false, true] {
-            let params = AttentionParams {
-                mask: Some(&mt),
-                causal,
-                scale: None,
-            };
-            let got = read(&ops::attention::attention(&d.queue(), &qt, &kt, &vt, params).unwrap());
+            let got = masked(d, [&qt, &kt, &vt], &mt, causal);
             let want = attention_reference(
                 &q,
                 &k,
