@@ -5,9 +5,9 @@
 
 use crate::common::{devices, name, webgpu_without_int64 as without_int64};
 use crate::onnx_load::{graph, relu_model};
-use crate::onnx_recur::int_attr;
+use crate::onnx_recur::{info, int_attr};
 use half::{bf16, f16};
-use unicompute::onnx::proto::{self, NodeProto, TensorProto};
+use unicompute::onnx::proto::{NodeProto, TensorProto};
 use unicompute::onnx::{Session, SessionOptions};
 use unicompute::{BinaryOp, DType, Device, Tensor};
 
@@ -233,23 +233,6 @@ fn i64_comparisons_without_shader_int64() {
     }
 }
 
-/// A value of ONNX element type `elem` (7 int64, 1 float, 9 bool) named `name`, unshaped.
-fn value(name: &str, elem: i32) -> proto::ValueInfoProto {
-    proto::ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(proto::TypeProto {
-            value: Some(proto::type_proto::Value::TensorType(
-                proto::type_proto::Tensor {
-                    elem_type: Some(elem),
-                    shape: None,
-                },
-            )),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
-
 /// `y = Cast<float>(x)`, `z = Equal(x, c)` for an int64 input `x` and an int64 scalar `c`:
 /// what BERT's attention mask and Silero VAD's state input meet first.
 fn cast_and_equal_model(c: i64) -> Vec<u8> {
@@ -276,8 +259,8 @@ fn cast_and_equal_model(c: i64) -> Vec<u8> {
             int64_data: vec![c],
             ..Default::default()
         }];
-        g.input = vec![value("x", 7)];
-        g.output = vec![value("y", 1), value("z", 9)];
+        g.input = vec![info("x", 7)];
+        g.output = vec![info("y", 1), info("z", 9)];
     })
 }
 

@@ -61,6 +61,23 @@ fn a_quad(start: u32, k0: u32) -> vec4<f32> {
     );
 }
 
+// The four rows' sums (A's rows from `starts`) of one packed word's weights, less zero
+// point `z`, times A's elements from `k0` on.
+fn word_sums(word: u32, z: vec4<f32>, starts: vec4<u32>, k0: u32) -> vec4<f32> {
+    var s = vec4<f32>(0.0);
+    for (var j = 0u; j < 32u / BITS / 4u; j++) {
+        let w = quad(word, j) - z;
+        let kq = k0 + 4u * j;
+        s += vec4<f32>(
+            dot(w, a_quad(starts.x, kq)),
+            dot(w, a_quad(starts.y, kq)),
+            dot(w, a_quad(starts.z, kq)),
+            dot(w, a_quad(starts.w, kq)),
+        );
+    }
+    return s;
+}
+
 // Where row `row` of A starts (rows past m read the last one).
 fn a_row(row: u32) -> u32 {
     return params[Q_a] + min(row, params[Q_m] - 1u) * params[Q_k];
@@ -131,18 +148,7 @@ fn qmatmul_tiled_main(
         let z = vec4<f32>(zero_point(col, b));
         var s = vec4<f32>(0.0);
         for (var i = 0u; i < words; i++) {
-            let word = packed[first + i];
-            let k0 = (b * words + i) * per_word;
-            for (var j = 0u; j < per_word / 4u; j++) {
-                let w = quad(word, j) - z;
-                let kq = k0 + 4u * j;
-                s += vec4<f32>(
-                    dot(w, a_quad(starts.x, kq)),
-                    dot(w, a_quad(starts.y, kq)),
-                    dot(w, a_quad(starts.z, kq)),
-                    dot(w, a_quad(starts.w, kq)),
-                );
-            }
+            s += word_sums(packed[first + i], z, starts, (b * words + i) * per_word);
         }
         sum += s * scales[params[Q_scales] + col * params[Q_blocks] + b];
     }
@@ -172,19 +178,8 @@ fn qmatmul_group_main(
         let end = params[Q_block_range + 1u] * words;
         for (var i = params[Q_block_range] * words + lane; i < end; i += 8u) {
             let b = i / words;
-            let word = packed[first + i];
             let z = vec4<f32>(zero_point(col, b));
-            var s = vec4<f32>(0.0);
-            for (var j = 0u; j < per_word / 4u; j++) {
-                let w = quad(word, j) - z;
-                let kq = i * per_word + 4u * j;
-                s += vec4<f32>(
-                    dot(w, a_quad(starts.x, kq)),
-                    dot(w, a_quad(starts.y, kq)),
-                    dot(w, a_quad(starts.z, kq)),
-                    dot(w, a_quad(starts.w, kq)),
-                );
-            }
+            let s = word_sums(packed[first + i], z, starts, i * per_word);
             sum += s * scales[params[Q_scales] + col * params[Q_blocks] + b];
         }
     }
