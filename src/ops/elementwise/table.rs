@@ -159,7 +159,9 @@ macro_rules! unary_ops {
                         x => x,
                     }
                 },
-                wgsl: "clamp(v, 0.0, 6.0)", cuda: "fminf(fmaxf(v, 0.0f), 6.0f)"
+                wgsl: "clamp(v, 0.0, 6.0)",
+                // Not fminf/fmaxf: they return the number for a NaN operand.
+                cuda: "v < 0.0f ? 0.0f : v > 6.0f ? 6.0f : v"
             }
         }
     };
