@@ -89,8 +89,8 @@ print(" ".join(os.path.join(p, s, "lib") for p in nvidia.__path__ for s in os.li
 # The library's unit tests, each in a process of its own, 8 at a time (NVRTC's compile of
 # every kernel is CI's check and slow here: skipped), then each module of tests/suite/ in a
 # process of its own (a crash or hang costs one module), within TEST_BUDGET seconds (default
-# 180); then the whole suite in one process, up to three times within AGAIN_BUDGET more
-# seconds (default 90). Without a webgpu device the tests still run on the others, and the
+# 180; TEST_MODULES=0 skips this); then the whole suite in one process, up to three times
+# within AGAIN_BUDGET more seconds (default 90). Without a webgpu device the tests still run on the others, and the
 # step fails.
 tests() {
     local deadline=$((SECONDS + ${TEST_BUDGET:-180})) module left
@@ -101,7 +101,8 @@ tests() {
         status=1
     fi
     step "tests: lib" tests.log 90 lib_tests
-    for module in $(bin-unpacked/suite --list | sed -n 's/::.*: test$//p' | sort -u); do
+    [ "${TEST_MODULES:-1}" = 1 ] || deadline=$SECONDS
+    for module in $(modules); do
         left=$((deadline - SECONDS))
         if [ "$left" -le 5 ]; then
             echo "tests: $module: no time left" | tee -a "$OUT/summary.txt"
@@ -120,6 +121,12 @@ tests() {
         step "tests: whole suite on 8 threads, run $run" tests.log "$left" \
             watched bin-unpacked/suite --test-threads=8
     done
+}
+
+# The modules of tests/suite/, or none when TEST_MODULES=0 (the whole suite runs anyway).
+modules() {
+    [ "${TEST_MODULES:-1}" = 1 ] || return 0
+    bin-unpacked/suite --list | sed -n 's/::.*: test$//p' | sort -u
 }
 
 # A command given HANG_S seconds (default 50): if it is still running then, cuda-gdb prints
