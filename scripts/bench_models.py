@@ -1,16 +1,19 @@
-"""The native model benchmark's driver (scripts/bench-models.sh runs it).
+"""The native model benchmark's driver (scripts/bench-models.sh runs it, and on a GPU
+machine scripts/gpu-run.sh's `models` part).
 
     bench_models.py run OUT.json MODEL...   # every engine on each model, alternating
     bench_models.py ort DIR THREADS RUNS WARMUP   # one onnxruntime measurement (JSON line)
 
-Engines: `unicompute run` on each backend of $BACKENDS (default cpu), onnxruntime's CPU
+Engines: `unicompute run` ($UNICOMPUTE_CLI, default the release build's) on each backend of
+$BACKENDS (default cpu), then the peers of $PEERS (default `ort tract`): onnxruntime's CPU
 provider with $THREADS intra-op threads (default 2) and tract (benches/peers/tract, one
-thread). Each model is measured $ROUNDS times (default 2), the engines in turn, each time in
-a fresh process: session-create time, first inference, then the median and 90th percentile of
-$RUNS runs (default 20) after $WARMUP warm-ups (default 3), and the process's peak resident
-memory (`/usr/bin/time`). The figures are the medians over the rounds. unicompute's outputs
-are compared with onnxruntime's (scripts/onnx_models.py's stored ones: max absolute
-difference). Prints a Markdown table and writes the records to OUT.json."""
+thread). Models are read from $MODELS_DIR (default .onnx/models). Each model is measured
+$ROUNDS times (default 2), the engines in turn, each time in a fresh process: session-create
+time (unicompute's load, its kernels compiled), first inference, then the median and 90th
+percentile of $RUNS runs (default 20) after $WARMUP warm-ups (default 3), and the process's
+peak resident memory. The figures are the medians over the rounds. unicompute's outputs are
+compared with onnxruntime's (scripts/onnx_models.py's stored ones: max absolute difference).
+Prints a Markdown table and writes the records to OUT.json."""
 
 import json
 import os
@@ -19,20 +22,22 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-MODELS = ROOT / ".onnx" / "models"
+MODELS = pathlib.Path(os.environ.get("MODELS_DIR", ROOT / ".onnx" / "models"))
 TARGET = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
-CLI = TARGET / "release" / "unicompute"
+CLI = pathlib.Path(os.environ.get("UNICOMPUTE_CLI", TARGET / "release" / "unicompute"))
 TRACT = pathlib.Path(os.environ.get("TRACT_PEER", TARGET / "peers" / "release" / "tract-peer"))
 RUNS = int(os.environ.get("RUNS", "20"))
 WARMUP = int(os.environ.get("WARMUP", "3"))
 ROUNDS = int(os.environ.get("ROUNDS", "2"))
 THREADS = int(os.environ.get("THREADS", "2"))
 BACKENDS = os.environ.get("BACKENDS", "cpu").split()
+PEERS = os.environ.get("PEERS", "ort tract").split()
 
 
 def ort(folder, threads, runs, warmup):
@@ -64,15 +69,20 @@ def ort(folder, threads, runs, warmup):
 
 
 def timed(cmd, env=None):
-    """`cmd`'s standard output and its peak resident memory in MB."""
-    full = ["/usr/bin/time", "-f", "peak-rss-kb %M"] + [str(c) for c in cmd]
-    done = subprocess.run(full, capture_output=True, text=True, env=env, check=False)
-    rss = re.search(r"peak-rss-kb (\d+)", done.stderr)
-    if done.returncode != 0:
-        said = [line for line in done.stderr.splitlines()
-                if line.strip() and "peak-rss-kb" not in line and "exited with" not in line]
-        raise RuntimeError(f"{pathlib.Path(str(cmd[0])).name} failed: {(said or ['?'])[0]}")
-    return done.stdout, int(rss.group(1)) / 1e3 if rss else float("nan")
+    """`cmd`'s standard output and its peak resident memory in MB (the kernel's account of the
+    process, so no /usr/bin/time is needed)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        child = subprocess.Popen([str(c) for c in cmd], stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    if child.returncode != 0:
+        said = [line for line in stderr.splitlines() if line.strip()] or [
+            f"exit status {child.returncode}"]
+        raise RuntimeError(f"{pathlib.Path(str(cmd[0])).name} failed: {said[0]}")
+    return stdout, usage.ru_maxrss / 1e3
 
 
 def inputs(folder):
@@ -123,7 +133,7 @@ def max_diff(folder, backend):
 def measure(model):
     """Every engine on `model`, ROUNDS times in turn; the medians over the rounds."""
     folder = MODELS / model
-    engines = [f"unicompute-{b}" for b in BACKENDS] + ["ort", "tract"]
+    engines = [f"unicompute-{b}" for b in BACKENDS] + PEERS
     rounds = {e: [] for e in engines}
     for _ in range(ROUNDS):
         for e in engines:
@@ -185,8 +195,8 @@ def main():
     load.append(os.getloadavg()[0])
     print(f"load average at the end: {load[1]:.1f}")
     out.write_text(json.dumps({"runs": RUNS, "warmup": WARMUP, "rounds": ROUNDS,
-                               "threads": THREADS, "load_average": load, "records": records},
-                              indent=1))
+                               "threads": THREADS, "backends": BACKENDS, "peers": PEERS,
+                               "load_average": load, "records": records}, indent=1))
 
 
 if __name__ == "__main__":

@@ -5,14 +5,18 @@
 #     tests/suite/), stripped and xz-compressed, and the CLI;
 #   - Debian's Vulkan loader and glvnd libraries, unpacked there where they are missing;
 #   - benches/peers/torch_reference.py, PyTorch's side of the table;
+#   - the ONNX model table's six models as weight-free skeletons with their inputs
+#     (models.tar.xz, 3.5 MB: scripts/gpu_models.py says how they are made and filled there),
+#     and the scripts that fill and measure them (gpu_models.py, onnx_models.py,
+#     bench_models.py);
 #   - the tests' data (published WGSL kernels, ONNX's node tests) as data.tar.xz;
 #   - .gpu/run.sh, which runs everything in order, each step under its own time limit, and
 #     writes logs and results under $OUT (or .gpu/out) as it goes.
 # cli/tests/cli.rs and tests/layers.rs stay here: they read this machine's target/ and src/.
 #
-#   scripts/gpu-bundle.sh                  # build and pack (9 MiB in all)
+#   scripts/gpu-bundle.sh                  # build and pack (22 MiB in all)
 #   DRY=1 .gpu/run.sh                      # rehearse here: small sizes, CUDA not required
-#   .gpu/run.sh [tests|bench]              # on the GPU machine: all steps, or one part
+#   .gpu/run.sh [tests|bench|models]       # on the GPU machine: all steps, or one part
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/debs
@@ -29,9 +33,15 @@ for line in sys.stdin:
         # Symbols kept (not debug info): backtraces name the functions.
         strip --strip-debug -o ".gpu/bin/$name" "$exe"
     done
-strip -o .gpu/bin/unicompute target/release/unicompute
+strip -o .gpu/bin/unicompute "${CARGO_TARGET_DIR:-target}/release/unicompute"
 xz -T0 -6 .gpu/bin/*
 cp benches/peers/torch_reference.py .gpu/
+# The models (scripts/onnx-models.sh --prepare fetches or makes them, once, into .onnx/models).
+models=(squeezenet resnet50 mobilenetv2 yolov8n minilm silero-vad)
+MODELS="${models[*]}" scripts/onnx-models.sh --prepare
+PYTHONPATH=.onnx/py python3 scripts/gpu_models.py pack .onnx/models .gpu/models.tar.xz \
+    "${models[@]}"
+cp scripts/gpu_models.py scripts/onnx_models.py scripts/bench_models.py .gpu/
 # The tests' data (scripts/corpus.sh, scripts/onnx-data.sh): published WGSL kernels, ONNX's
 # node tests and light models (2.6 MB compressed) and the onnx wheel's model tests (4.6 MB).
 scripts/corpus.sh >/dev/null

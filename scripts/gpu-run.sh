@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # The GPU machine's side of scripts/gpu-bundle.sh, copied to .gpu/run.sh; it needs no Rust.
 #
-#   .gpu/run.sh            # info, every test, the benchmark table beside PyTorch
+#   .gpu/run.sh            # info, every test, the benchmark table beside PyTorch, the models
 #   .gpu/run.sh tests      # info and the tests
 #   .gpu/run.sh bench      # info and the table
+#   .gpu/run.sh models     # info and the ONNX model table beside onnxruntime (16 threads)
 #   .gpu/run.sh exec CMD   # info, then CMD with the same libraries and variables (from .gpu/)
 #   DRY=1 .gpu/run.sh      # the rehearsal on a machine without a GPU: small sizes, and the
-#                          # CUDA device not required (steps that need it fail, and say so)
+#                          # CUDA device not required (steps that need it fail, and say so);
+#                          # the models run on cpu and webgpu, with the checkout's .onnx/py
 #
 # Each step runs under its own time limit and writes its log under $OUT (the device tool's
 # folder; .gpu/out elsewhere) as it goes, so a run cut short still returns what was done.
 # $OUT gets at most 8 files: summary.txt (one line a step), info.log, tests.log, bench.log,
-# bench.jsonl (every bench run's JSON, a line each), ncu.log, torch.log, exec.log.
+# bench.jsonl (every bench run's JSON, a line each), ncu.log, torch.log, exec.log; the model
+# table goes to bench.log and its JSON, a line, to bench.jsonl.
 set -uo pipefail
 cd "$(dirname "$0")"
 part=${1:-all}
@@ -219,6 +222,29 @@ bench() {
         --matmul-size "$vk_matmul" --unicompute bench-vulkan.json
 }
 
+# The ONNX model table (scripts/bench_models.py, one round): `unicompute run` on cuda and on
+# webgpu (wgpu on Vulkan) beside onnxruntime's CPU provider with 16 intra-op threads, on the
+# same model bytes and inputs: the skeletons of models.tar.xz filled by gpu_models.py, which
+# also writes onnxruntime's outputs there that the max abs differences are taken against.
+models() {
+    local backends="cuda webgpu" threads=16 runs=20 warmup=3
+    if [ -n "${DRY:-}" ]; then
+        backends="cpu webgpu" threads=$(nproc) runs=2 warmup=0
+    fi
+    rm -rf models
+    step "models: unpack" bench.log 40 python3 gpu_models.py unpack models.tar.xz models
+    BACKENDS=$backends PEERS=ort THREADS=$threads RUNS=$runs WARMUP=$warmup ROUNDS=1 \
+        MODELS_DIR=$PWD/models UNICOMPUTE_CLI=$PWD/bin-unpacked/unicompute \
+        step "models: table" bench.log 120 models_json
+}
+
+# The model table of every model unpacked; its JSON, a line, to $OUT/bench.jsonl.
+models_json() {
+    python3 bench_models.py run models/table.json $(ls models) || return
+    python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))))' \
+        models/table.json >> "$OUT/bench.jsonl"
+}
+
 # The elementwise and row kernels' own durations and DRAM bytes from Nsight Compute's
 # counters (where the machine has it), to tell a kernel's time from the bench's around it.
 ncu_kernels() {
@@ -249,12 +275,14 @@ bench_json() {
     cat "bench-$what.json"
 }
 
-export -f bench_json ncu_kernels lib_tests lib_test module_tests watched
+export -f bench_json models_json ncu_kernels lib_tests lib_test module_tests watched
 export OUT
 status=0
 unpack
 vulkan
 cuda_libraries
+# The rehearsal's Python packages (onnx, onnxruntime): scripts/onnx-models.sh's.
+[ -n "${DRY:-}" ] && [ -d ../.onnx/py ] && export PYTHONPATH=$PWD/../.onnx/py
 if [ -z "${DRY:-}" ]; then
     export UNICOMPUTE_REQUIRE_CUDA=1 UNICOMPUTE_REQUIRE_WEBGPU=1 UNICOMPUTE_CRASH_BACKTRACE=1
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv \
@@ -262,15 +290,16 @@ if [ -z "${DRY:-}" ]; then
 fi
 step info info.log 60 bin-unpacked/unicompute info
 case $part in
-    all) tests; bench ;;
+    all) tests; bench; models ;;
     tests) tests ;;
     bench) bench ;;
+    models) models ;;
     exec) shift; step exec exec.log "${EXEC_LIMIT:-300}" "$@" ;;
-    *) echo "unknown part '$part': all, tests, bench or exec" >&2; exit 2 ;;
+    *) echo "unknown part '$part': all, tests, bench, models or exec" >&2; exit 2 ;;
 esac
 echo "== done: status $status" | tee -a "$OUT/summary.txt"
 # What was unpacked goes, so that .gpu/ stays small enough to travel again after a rehearsal.
-rm -rf bin-unpacked data sysroot
+rm -rf bin-unpacked data sysroot models __pycache__
 echo "== failures"
 grep -h -e '^test .* FAILED$' -e 'panicked at' -e '^---- ' -e 'crashed or hung' \
     -e ': rc=[1-9]' "$OUT"/tests.log 2>/dev/null | head -60
