@@ -1,9 +1,10 @@
 //! Throughput benchmarks with roofline percentages: measure a device's ceilings (copy
 //! bandwidth and a FLOP ceiling), then time ops against them.
 //!
-//! Timing uses the host clock around recording a number of launches on one queue, one
-//! `submit()` and a blocking wait on the fence; every figure is the median of several
-//! repetitions after warm-up.
+//! Timing records a number of launches on one queue between two fences and takes the device
+//! time between them where the device has timers (CUDA events, natively webgpu timestamp
+//! queries), else the host clock around recording, one `submit()` and a blocking wait on the
+//! fence; every figure is the median of several repetitions after warm-up.
 //!
 //! `run(&device, &BenchConfig::default(), &mut |line| eprintln!("{line}"))` measures a device
 //! and gives a [`Report`] (`report.ceilings`, `report.table()`). The CLI (`unicompute bench`)
@@ -193,8 +194,8 @@ pub struct BenchResult {
     /// Shapes or sizes of the inputs.
     pub shape: String,
     /// Median time of one launch (of the whole chain for `chain`), in seconds: device time
-    /// between fences where the backend has device timers (cuda), else host time around
-    /// submit and wait (host time to record and submit for `chain`).
+    /// between fences where the device has timers (cuda, webgpu with timestamp queries),
+    /// else host time around submit and wait (host time to record and submit for `chain`).
     pub median_s: f64,
     /// Achieved rate in `unit`.
     pub rate: f64,

@@ -188,9 +188,12 @@ async fn time_variant(device: &Device, trial: &Trial, variant: &str) -> Result<f
     let wall_us = start.elapsed().as_secs_f64() * 1e6 / TUNE_REPS as f64;
     let backend = &device.shared.backend;
     let profile = profiler
-        .take(device.backend(), device.info().name.clone(), &|| {
-            backend.wait_idle()
-        })
+        .take(
+            device.backend(),
+            backend,
+            device.info().name.clone(),
+            &|| backend.wait_idle(),
+        )
         .await;
     let mut times: Vec<f64> = profile
         .launches

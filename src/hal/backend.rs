@@ -141,6 +141,11 @@ pub(crate) trait Backend {
     fn is_signalled(fence: &Self::Fence, dev: &Self::Device) -> bool;
     /// Wait until the work before `fence` has finished.
     fn wait(fence: &Self::Fence, dev: &Self::Device) -> impl Future<Output = Result<()>>;
-    /// Device time from `start` to `end`; `None` where the backend has no device timers.
-    fn elapsed(start: &Self::Fence, end: &Self::Fence) -> Option<Result<std::time::Duration>>;
+    /// Device time from `start` to `end` (fences of `dev`); `None` where the backend or the
+    /// device has no device timers.
+    fn elapsed(
+        start: &Self::Fence,
+        end: &Self::Fence,
+        dev: &Self::Device,
+    ) -> Option<Result<std::time::Duration>>;
 }

@@ -627,19 +627,30 @@ impl FenceImpl {
         )
     }
 
-    /// Device time from `start` to this fence, where the backend has device timers.
+    /// Device time from `start` to this fence (both of `dev`, a `backend` device), where the
+    /// device has timers.
     pub fn elapsed_since(
         &self,
         start: &FenceImpl,
+        dev: &BackendDevice,
         backend: BackendKind,
     ) -> Result<std::time::Duration> {
-        let elapsed =
-            on_pair!(start => FenceImpl, self => FenceImpl, |B, s, e| B::elapsed(s, e), else None);
+        let elapsed = match (start, self, dev) {
+            (FenceImpl::Cpu(s), FenceImpl::Cpu(e), BackendDevice::Cpu(d)) => Cpu::elapsed(s, e, d),
+            (FenceImpl::WebGpu(s), FenceImpl::WebGpu(e), BackendDevice::WebGpu(d)) => {
+                WebGpu::elapsed(s, e, d)
+            }
+            (FenceImpl::Cuda(s), FenceImpl::Cuda(e), BackendDevice::Cuda(d)) => {
+                Cuda::elapsed(s, e, d)
+            }
+            _ => Some(Err(mismatch())),
+        };
         elapsed.unwrap_or_else(|| {
             Err(Error::Unsupported {
                 backend,
-                what: "device time between fences needs device timers: cuda has them; webgpu \
-                    timestamp queries come with the profiler"
+                what: "device time between fences needs device timers: CUDA events on cuda, \
+                    natively timestamp queries on webgpu (the adapter lacks them, or this is \
+                    a browser)"
                     .into(),
             })
         })

@@ -156,7 +156,7 @@ impl Backend for Absent {
         match *fence {}
     }
 
-    fn elapsed(start: &Off, _: &Off) -> Option<Result<std::time::Duration>> {
+    fn elapsed(start: &Off, _: &Off, _: &Off) -> Option<Result<std::time::Duration>> {
         match *start {}
     }
 }

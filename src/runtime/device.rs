@@ -136,7 +136,7 @@ impl Device {
         let mut profile = self
             .shared
             .profiler
-            .take(self.backend(), self.info().name.clone(), &|| {
+            .take(self.backend(), backend, self.info().name.clone(), &|| {
                 backend.wait_idle()
             })
             .await;

@@ -23,13 +23,18 @@ impl Fence {
         self.imp.wait(&self.device.shared.backend).await
     }
 
-    /// Device time between `start` (an earlier fence of the same device) and this fence:
-    /// the time the device spent on the work submitted between them. Waits for both.
-    /// Available where the backend has device timers (`cuda`); elsewhere an
-    /// [`Error::Unsupported`](crate::Error::Unsupported).
+    /// Device time between `start` (an earlier fence of any queue of the same device) and
+    /// this fence: the time the device spent on the work submitted between them (zero if
+    /// `start` came later). Waits for both. Available where the device has timers: CUDA
+    /// events on `cuda`, natively timestamp queries on `webgpu` (for fences at most 4,095
+    /// submissions apart; an older one is an [`Error::Invalid`](crate::Error::Invalid));
+    /// elsewhere an [`Error::Unsupported`](crate::Error::Unsupported). A fence of another
+    /// device is an [`Error::DeviceMismatch`](crate::Error::DeviceMismatch).
     pub fn elapsed_since(&self, start: &Fence) -> Result<std::time::Duration> {
         self.device.check_same(&start.device, "start fence")?;
-        self.imp.elapsed_since(&start.imp, self.device.backend())
+        let dev = &self.device.shared.backend;
+        self.imp
+            .elapsed_since(&start.imp, dev, self.device.backend())
     }
 
     /// Block until the fence has signalled (not available in browsers).

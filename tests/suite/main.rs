@@ -17,6 +17,7 @@ mod constructors;
 mod conv_phased;
 mod corpus;
 mod cuda;
+mod fences;
 mod flow_model;
 mod fuzz_validation;
 mod graph;

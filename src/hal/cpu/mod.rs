@@ -334,7 +334,7 @@ impl Backend for Cpu {
         Ok(())
     }
 
-    fn elapsed(_: &Done, _: &Done) -> Option<Result<std::time::Duration>> {
+    fn elapsed(_: &Done, _: &Done, _: &CpuDevice) -> Option<Result<std::time::Duration>> {
         None
     }
 }

@@ -173,7 +173,11 @@ impl Backend for Cuda {
         fence.wait(dev)
     }
 
-    fn elapsed(start: &CudaFence, end: &CudaFence) -> Option<Result<std::time::Duration>> {
+    fn elapsed(
+        start: &CudaFence,
+        end: &CudaFence,
+        _: &CudaDevice,
+    ) -> Option<Result<std::time::Duration>> {
         Some(end.elapsed_since(start))
     }
 }

@@ -194,7 +194,12 @@ impl Backend for WebGpu {
         fence.wait(dev).await
     }
 
-    fn elapsed(_: &GpuFence, _: &GpuFence) -> Option<Result<std::time::Duration>> {
-        None
+    /// Natively, timestamps that end each submission (adapters with timestamp queries).
+    fn elapsed(
+        start: &GpuFence,
+        end: &GpuFence,
+        dev: &GpuDevice,
+    ) -> Option<Result<std::time::Duration>> {
+        end.elapsed_since(start, dev)
     }
 }

@@ -3,6 +3,8 @@
 #[cfg(target_arch = "wasm32")]
 mod adopt;
 pub(crate) mod backend;
+#[cfg(not(target_arch = "wasm32"))]
+mod clock;
 pub(crate) mod graph;
 pub(crate) mod loop_check;
 pub(crate) mod pipelines;
@@ -225,6 +227,10 @@ pub(crate) struct GpuDevice {
     /// Bound where a kernel declares a binding a particular launch does not need.
     spare_read: wgpu::Buffer,
     spare_write: wgpu::Buffer,
+    /// Timestamps ending each submission, for the time between fences (natively, on
+    /// adapters with timestamp queries).
+    #[cfg(not(target_arch = "wasm32"))]
+    clock: Option<clock::SubmitClock>,
 }
 
 /// Natively, the device's wgpu handles are parked, to be released under the process's
@@ -291,6 +297,10 @@ impl GpuDevice {
             spare_write: spare("spare write"),
             pipelines: pipelines::PipelineCache::default(),
             in_flight: Mutex::new(Vec::new()),
+            #[cfg(not(target_arch = "wasm32"))]
+            clock: features
+                .contains(wgpu::Features::TIMESTAMP_QUERY)
+                .then(|| clock::SubmitClock::new(&device)),
             device,
             queue,
             error,

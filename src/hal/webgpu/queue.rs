@@ -469,6 +469,8 @@ impl GpuBatch {
             stamps.as_ref(),
         )?;
         let readback = stamps.as_ref().map(|s| s.resolve(dev, &mut encoder));
+        #[cfg(not(target_arch = "wasm32"))]
+        let stamp = dev.clock.as_ref().map(|c| c.stamp(&mut encoder));
         let index = dev.queue.submit([encoder.finish()]);
         if let (Some(stamps), Some(readback)) = (stamps, readback) {
             stamps.deliver(dev, readback, batch.spans);
@@ -479,7 +481,12 @@ impl GpuBatch {
         drop(guard);
         dev.hold_until(done.clone(), batch.held);
         dev.check_healthy()?;
-        Ok(GpuFence { done, index })
+        Ok(GpuFence {
+            done,
+            index,
+            #[cfg(not(target_arch = "wasm32"))]
+            stamp,
+        })
     }
 
     /// Copy a range back after all recorded work, to a mappable staging buffer, and lend the
@@ -877,6 +884,9 @@ pub(crate) struct GpuFence {
     done: Signal<()>,
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     index: wgpu::SubmissionIndex,
+    /// The submission's number on the device's clock (adapters with timestamp queries).
+    #[cfg(not(target_arch = "wasm32"))]
+    stamp: Option<u64>,
 }
 
 impl GpuFence {
@@ -895,5 +905,26 @@ impl GpuFence {
         self.done.clone().await;
         dev.maintain();
         dev.check_healthy()
+    }
+
+    /// Device time from `start` to this fence, from the timestamps that end their
+    /// submissions; `None` without them.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub(crate) fn elapsed_since(
+        &self,
+        start: &GpuFence,
+        dev: &GpuDevice,
+    ) -> Option<Result<std::time::Duration>> {
+        Some(dev.clock.as_ref()?.elapsed(dev, start.stamp?, self.stamp?))
+    }
+
+    /// In a browser, none: reading timestamps back needs the event loop.
+    #[cfg(target_arch = "wasm32")]
+    pub(crate) fn elapsed_since(
+        &self,
+        _: &GpuFence,
+        _: &GpuDevice,
+    ) -> Option<Result<std::time::Duration>> {
+        None
     }
 }

@@ -33,7 +33,7 @@ use web_time::Instant;
 
 use crate::base::signal::lock;
 use crate::hal::timer::{Span, Timing};
-use crate::hal::FenceImpl;
+use crate::hal::{BackendDevice, FenceImpl};
 use crate::{BackendKind, DType};
 
 pub use crate::hal::timer::Clock;
@@ -186,6 +186,7 @@ impl Profiler {
     pub(crate) async fn take(
         &self,
         backend: BackendKind,
+        dev: &BackendDevice,
         device: String,
         wait_device: &dyn Fn(),
     ) -> Profile {
@@ -209,10 +210,10 @@ impl Profiler {
                     }
                 }
                 Timing::Fences { start, end } => {
-                    let dur = end.elapsed_since(&start, backend).ok();
+                    let dur = end.elapsed_since(&start, dev, backend).ok();
                     let at = epoch
                         .as_ref()
-                        .and_then(|e| start.elapsed_since(e, backend).ok())
+                        .and_then(|e| start.elapsed_since(e, dev, backend).ok())
                         .unwrap_or_default();
                     dur.map(|d| Span {
                         start_ns: at.as_secs_f64() * 1e9,

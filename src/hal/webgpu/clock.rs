@@ -1,0 +1,132 @@
+//! Device time between fences, natively on adapters with timestamp queries: every submission
+//! ends with an empty compute pass whose end writes a timestamp into the next slot of a ring
+//! of queries (the cost of one query write), and only `elapsed` reads two slots back.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use super::GpuDevice;
+use crate::base::signal::Signal;
+use crate::{Error, Result};
+
+/// Slots of the ring: a fence can be timed until this many later submissions have reused its
+/// slot (WebGPU's largest query set).
+const SLOTS: u64 = wgpu::QUERY_SET_MAX_QUERIES as u64;
+
+/// Where the resolved end slot lies in the readback (resolves start on 256-byte boundaries).
+const END_AT: u64 = wgpu::QUERY_RESOLVE_BUFFER_ALIGNMENT;
+
+/// The ring of timestamps that ends the device's submissions.
+pub(super) struct SubmitClock {
+    set: wgpu::QuerySet,
+    /// Submissions stamped so far: submission `n` writes slot `n % SLOTS`.
+    next: AtomicU64,
+}
+
+impl SubmitClock {
+    pub(super) fn new(device: &wgpu::Device) -> SubmitClock {
+        SubmitClock {
+            set: device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("fence timestamps"),
+                ty: wgpu::QueryType::Timestamp,
+                count: SLOTS as u32,
+            }),
+            next: AtomicU64::new(0),
+        }
+    }
+
+    /// End the submission being encoded with a timestamp once the device has finished all
+    /// work before it; returns the submission's number.
+    pub(super) fn stamp(&self, encoder: &mut wgpu::CommandEncoder) -> u64 {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("fence timestamp"),
+            timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                query_set: &self.set,
+                beginning_of_pass_write_index: None,
+                end_of_pass_write_index: Some((n % SLOTS) as u32),
+            }),
+        });
+        n
+    }
+
+    /// Device time from the end of submission `start` to the end of submission `end` (zero
+    /// if `end` came first), once both have run.
+    pub(super) fn elapsed(&self, dev: &GpuDevice, start: u64, end: u64) -> Result<Duration> {
+        self.check_kept(start.min(end))?;
+        let readback = self.resolve(dev, start, end)?;
+        // Every submission that could have reused a slot before the resolve ran has taken
+        // its number by now.
+        self.check_kept(start.min(end))?;
+        let ticks: Vec<u64> = {
+            let view = readback
+                .slice(..)
+                .get_mapped_range()
+                .map_err(|e| Error::Device(format!("mapping the fence timestamps: {e}")))?;
+            bytemuck::pod_collect_to_vec(&view)
+        };
+        readback.unmap();
+        let (t0, t1) = (ticks[0], ticks[(END_AT / 8) as usize]);
+        let period = f64::from(dev.queue.get_timestamp_period());
+        Ok(Duration::from_secs_f64(
+            t1.saturating_sub(t0) as f64 * period / 1e9,
+        ))
+    }
+
+    /// An error if the slot of submission `n` may have been written again since.
+    fn check_kept(&self, n: u64) -> Result<()> {
+        let later = self.next.load(Ordering::Acquire) - n - 1;
+        if later < SLOTS {
+            return Ok(());
+        }
+        Err(Error::Invalid(format!(
+            "a fence of the time span is {later} submissions old: webgpu keeps the device \
+                timestamps of the last {SLOTS} submissions, so time between fences less far \
+                apart"
+        )))
+    }
+
+    /// Copy the slots of submissions `start` and `end` to a mapped buffer, once both have
+    /// been written (wgpu runs submissions in order).
+    fn resolve(&self, dev: &GpuDevice, start: u64, end: u64) -> Result<wgpu::Buffer> {
+        let buffer = |label, usage| {
+            dev.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: END_AT + 8,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        let resolved = buffer(
+            "fence timestamps",
+            wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+        );
+        let readback = buffer(
+            "fence timestamps readback",
+            wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        );
+        let mut encoder = dev
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("fence timestamps"),
+            });
+        for (n, at) in [(start, 0), (end, END_AT)] {
+            let slot = (n % SLOTS) as u32;
+            encoder.resolve_query_set(&self.set, slot..slot + 1, &resolved, at);
+        }
+        encoder.copy_buffer_to_buffer(&resolved, 0, &readback, 0, END_AT + 8);
+        dev.queue.submit([encoder.finish()]);
+        let mapped: Signal<std::result::Result<(), String>> = Signal::new();
+        let m = mapped.clone();
+        readback.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+            m.set(r.map_err(|e| e.to_string()))
+        });
+        dev.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| Error::Device(format!("waiting for the device: {e}")))?;
+        pollster::block_on(mapped)
+            .map_err(|e| Error::Device(format!("reading the fence timestamps: {e}")))?;
+        dev.check_healthy()?;
+        Ok(readback)
+    }
+}
