@@ -252,11 +252,15 @@ fn named_variants_run_and_show_in_the_profile() {
     if !webgpu_available() {
         return;
     }
-    let mut variants = vec![("tile32", "tree")];
-    if common::webgpu().unwrap().info().features.subgroups {
-        variants.push(("tile128x64", "subgroup"));
-    }
-    for (mm, red) in variants {
+    // Every matmul variant, beside the tree reduction or, every other one, the subgroup one.
+    let webgpu = common::webgpu().unwrap();
+    let subgroups = webgpu.info().features.subgroups;
+    for (i, mm) in webgpu.variants("matmul").into_iter().enumerate() {
+        let red = if subgroups && i % 2 == 1 {
+            "subgroup"
+        } else {
+            "tree"
+        };
         let json = format!(
             r#"{{"backends": ["webgpu"], "variants": {{"matmul": "{mm}", "reduce": "{red}"}}}}"#
         );
