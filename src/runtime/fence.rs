@@ -26,7 +26,7 @@ impl Fence {
     /// Device time between `start` (an earlier fence of any queue of the same device) and
     /// this fence: the time the device spent on the work submitted between them (zero if
     /// `start` came later). Waits for both. Available where the device has timers: CUDA
-    /// events on `cuda`, natively timestamp queries on `webgpu` (for fences at most 4,095
+    /// events on `cuda`, natively timestamp queries on `webgpu` (for fences at most 2,047
     /// submissions apart; an older one is an [`Error::Invalid`](crate::Error::Invalid));
     /// elsewhere an [`Error::Unsupported`](crate::Error::Unsupported). A fence of another
     /// device is an [`Error::DeviceMismatch`](crate::Error::DeviceMismatch).

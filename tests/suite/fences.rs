@@ -128,10 +128,10 @@ fn fences_of_other_queues_and_devices(shared: &Device) {
 }
 per_backend!(fences_of_other_queues_and_devices);
 
-/// webgpu keeps the timestamps of the last 4096 submissions: a fence 4095 submissions before
-/// the other is timed, one 4096 before is an `INVALID` error that says why.
+/// webgpu keeps the timestamps of the last 2048 submissions: a fence 2047 submissions before
+/// the other is timed, one 2048 before is an `INVALID` error that says why.
 #[test]
-fn webgpu_times_fences_of_the_last_4096_submissions() {
+fn webgpu_times_fences_of_the_last_2048_submissions() {
     let Some(d) = webgpu().filter(|d| d.info().features.timestamps).map(own) else {
         eprintln!("SKIPPING: no webgpu adapter with timestamp queries");
         return;
@@ -139,7 +139,7 @@ fn webgpu_times_fences_of_the_last_4096_submissions() {
     let q = d.queue();
     let start = q.submit().unwrap();
     let mut end = start.clone();
-    for _ in 0..4095 {
+    for _ in 0..2047 {
         end = q.submit().unwrap();
     }
     assert!(end.elapsed_since(&start).is_ok());
@@ -147,7 +147,7 @@ fn webgpu_times_fences_of_the_last_4096_submissions() {
     expect_err(
         end.elapsed_since(&start),
         "INVALID",
-        &["4096 submissions old", "last 4096 submissions"],
+        &["2048 submissions old", "last 2048 submissions"],
         &d,
     );
 }

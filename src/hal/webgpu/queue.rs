@@ -459,6 +459,8 @@ impl GpuBatch {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("unicompute batch"),
             });
+        #[cfg(not(target_arch = "wasm32"))]
+        let stamp = dev.clock.as_ref().map(|c| (c, c.begin(&mut encoder)));
         let stamps =
             (!batch.spans.is_empty()).then(|| Stamps::new(dev, &batch.spans, &batch.commands));
         encode(
@@ -470,7 +472,10 @@ impl GpuBatch {
         )?;
         let readback = stamps.as_ref().map(|s| s.resolve(dev, &mut encoder));
         #[cfg(not(target_arch = "wasm32"))]
-        let stamp = dev.clock.as_ref().map(|c| c.stamp(&mut encoder));
+        let stamp = stamp.map(|(clock, n)| {
+            clock.end(&mut encoder, n);
+            n
+        });
         let index = dev.queue.submit([encoder.finish()]);
         if let (Some(stamps), Some(readback)) = (stamps, readback) {
             stamps.deliver(dev, readback, batch.spans);
@@ -907,8 +912,8 @@ impl GpuFence {
         dev.check_healthy()
     }
 
-    /// Device time from `start` to this fence, from the timestamps that end their
-    /// submissions; `None` without them.
+    /// Device time from the beginning of the submission after `start` to the end of this
+    /// fence's, from the timestamps of the submissions; `None` without them.
     #[cfg(not(target_arch = "wasm32"))]
     pub(crate) fn elapsed_since(
         &self,
