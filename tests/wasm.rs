@@ -590,20 +590,13 @@ async fn policies_and_tuning_through_the_js_api() {
             .collect();
         assert_eq!(
             timed.len(),
-            6,
+            4,
             "every webgpu matmul variant timed: {timed:?}"
         );
         assert!(
-            [
-                "tile64",
-                "tile32",
-                "tile128x64",
-                "tile64v",
-                "direct32",
-                "direct"
-            ]
-            .iter()
-            .all(|v| timed.iter().any(|t| t == v)),
+            ["tile64", "tile32", "tile128x64", "direct"]
+                .iter()
+                .all(|v| timed.iter().any(|t| t == v)),
             "{timed:?}"
         );
     }

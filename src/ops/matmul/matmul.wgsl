@@ -102,53 +102,9 @@ fn matmul_main(
     }
 }
 
-// The `tile64v` variant: matmul_main's tiles in workgroup memory, with each invocation's
-// 4 x 4 block in four vec4 registers (RM = RN = 4) rather than an array it indexes.
-@compute @workgroup_size(WX, WY)
-fn matmul_vec4_main(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(local_invocation_id) lid3: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let m = params[P_m];
-    let n = params[P_n];
-    let batch = params[P_first_batch] + wid.z;
-    let a_base = params[P_a] + batch_offset(batch, P_a_batch);
-    let b_base = params[P_b] + batch_offset(batch, P_b_batch);
-    let row0 = wid.y * TM;
-    let col0 = wid.x * TN;
-    let ar0 = lid3.y * 4u;
-    let bc0 = lid3.x * 4u;
-    var c0 = vec4<f32>(0.0);
-    var c1 = vec4<f32>(0.0);
-    var c2 = vec4<f32>(0.0);
-    var c3 = vec4<f32>(0.0);
-    for (var k0 = params[P_k_range]; k0 < params[P_k_range + 1u]; k0 += TK) {
-        load_tiles(a_base, b_base, row0, col0, k0, lid);
-        workgroupBarrier();
-        for (var kk = 0u; kk < TK; kk++) {
-            let ai = kk * TM + ar0;
-            let bi = kk * TN + bc0;
-            let bv = vec4<f32>(b_tile[bi], b_tile[bi + 1u], b_tile[bi + 2u], b_tile[bi + 3u]);
-            c0 = fma(vec4<f32>(a_tile[ai]), bv, c0);
-            c1 = fma(vec4<f32>(a_tile[ai + 1u]), bv, c1);
-            c2 = fma(vec4<f32>(a_tile[ai + 2u]), bv, c2);
-            c3 = fma(vec4<f32>(a_tile[ai + 3u]), bv, c3);
-        }
-        workgroupBarrier();
-    }
-    let acc = array<vec4<f32>, 4>(c0, c1, c2, c3);
-    for (var i = 0u; i < 4u; i++) {
-        let r = row0 + ar0 + i;
-        for (var j = 0u; j < 4u; j++) {
-            let col = col0 + bc0 + j;
-            if (r < m && col < n) { finish(batch, m, n, r, col, acc[i][j]); }
-        }
-    }
-}
-
-// The `direct` variant, for software adapters (`DeviceOptions::software_kernels`): no
-// workgroup memory and no barriers. Each invocation reads its four rows of A and four
+// The `direct` variant, the default on every adapter (on hardware GPUs their caches serve
+// the rereads; software adapters switch coroutines at barriers): no workgroup memory and no
+// barriers. Each invocation reads its four rows of A and four
 // columns of B straight from memory, four k at a time (`a_k4` and `b_n4` come with the tile
 // loads), and keeps its 4 x 4 block in four vec4s. Its configuration has RM = RN = 4.
 @compute @workgroup_size(WX, WY)

@@ -64,7 +64,7 @@ fn native_16bit(
 }
 
 /// The named matmul kernel variants of `device`'s backend: `webgpu` tile configurations
-/// (`tile64`, `tile32`, `tile128x64`), `cuda` `cublas` or `kernel`, `cpu` `sgemm`.
+/// (`direct`, `tile64`, `tile32`, `tile128x64`), `cuda` `cublas` or `kernel`, `cpu` `sgemm`.
 pub fn variants(device: &Device) -> Vec<&'static str> {
     device.variants("matmul")
 }

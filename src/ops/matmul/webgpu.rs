@@ -65,14 +65,14 @@ pub(super) struct Variant {
     /// The WGSL constants prepended to matmul.wgsl.
     pub constants: &'static str,
     /// Its entry point: `matmul_main` (tiles in workgroup memory) or `matmul_direct_main`
-    /// (no workgroup memory or barriers: software adapters).
+    /// (no workgroup memory or barriers: the default).
     pub entry: &'static str,
 }
 
-/// The matmul tile configurations: 256 invocations per workgroup for the default 64x64
-/// (4x4 per invocation), 32x32 (2x2) for small or skinny products, 128x64 (8x4) for large;
-/// `direct`, 64 invocations of 4x4 reading A and B from memory, for software adapters.
-pub(super) const VARIANTS: [Variant; 6] = [
+/// The matmul tile configurations: `direct`, the default, 64 invocations of 4x4 reading A and
+/// B from memory; tiles in workgroup memory of 64x64 (256 invocations of 4x4), 32x32 (2x2)
+/// and 128x64 (8x4).
+pub(super) const VARIANTS: [Variant; 4] = [
     Variant {
         name: "tile64",
         tile: [64, 64],
@@ -95,20 +95,6 @@ pub(super) const VARIANTS: [Variant; 6] = [
         entry: "matmul_main",
     },
     Variant {
-        name: "tile64v",
-        tile: [64, 64],
-        constants:
-            "const TM: u32 = 64u; const TN: u32 = 64u; const RM: u32 = 4u; const RN: u32 = 4u;",
-        entry: "matmul_vec4_main",
-    },
-    Variant {
-        name: "direct32",
-        tile: [32, 64],
-        constants:
-            "const TM: u32 = 32u; const TN: u32 = 64u; const RM: u32 = 4u; const RN: u32 = 4u;",
-        entry: "matmul_direct_main",
-    },
-    Variant {
         name: "direct",
         tile: [16, 64],
         constants:
@@ -117,35 +103,37 @@ pub(super) const VARIANTS: [Variant; 6] = [
     },
 ];
 
-/// The default tile configuration for an `m x n` output on `dev`, and why: `direct` on
-/// software adapters (unless [`crate::DeviceOptions::software_kernels`] is off) and for
-/// outputs of at least 256 x 256, 32x32 tiles when 64x64 tiles would leave fewer than 16
-/// workgroups, else 64x64. (`"auto"` in a policy tunes per device.)
+/// The default tile configuration for an `m x n` output on `dev`, and why: `direct`, except
+/// on software adapters with [`crate::DeviceOptions::software_kernels`] off, which run the
+/// tiles in workgroup memory (tests, comparisons): 128x64 from 256 x 256 outputs, 32x32 when
+/// 64x64 tiles would leave fewer than 16 workgroups, else 64x64. (`"auto"` in a policy tunes
+/// per device.)
 pub(super) fn default_variant(
     dev: &GpuDevice,
     options: &crate::DeviceOptions,
     m: usize,
     n: usize,
 ) -> (&'static str, &'static str) {
-    if dev.is_software() && options.software_kernels {
+    if !dev.is_software() || options.software_kernels {
         (
             "direct",
-            "the default on software adapters (no workgroup memory or barriers; 512^3: 7x \
-            the speed of tile128x64 on SwiftShader, 3.4x on lavapipe)",
+            "the default (4.5-55x the tiled variants' speed from 256^3 to 4096^3 on an NVIDIA \
+            H200 through Vulkan, 19.8 TFLOP/s at 4096^3; 512^3: 7x tile128x64 on SwiftShader, \
+            3.4x on lavapipe)",
         )
     } else if m >= 256 && n >= 256 {
         (
-            "direct",
-            "the default for outputs of at least 256 x 256 (4096^3 on an NVIDIA H200 through \
-            Vulkan: 19.7 TFLOP/s, 22x tile128x64)",
+            "tile128x64",
+            "tiles in workgroup memory (software kernels off), for outputs of at least 256 x 256",
         )
     } else if m.div_ceil(64) * n.div_ceil(64) < 16 {
         (
             "tile32",
-            "the default when 64 x 64 tiles would give fewer than 16 workgroups",
+            "tiles in workgroup memory (software kernels off), when 64 x 64 tiles would give \
+            fewer than 16 workgroups",
         )
     } else {
-        ("tile64", "the default for mid-sized outputs")
+        ("tile64", "tiles in workgroup memory (software kernels off)")
     }
 }
 
