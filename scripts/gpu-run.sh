@@ -251,8 +251,8 @@ models_json() {
 # counters (where the machine has it), to tell a kernel's time from the bench's around it.
 ncu_kernels() {
     local ncu
-    ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null |
-        head -1)
+    ncu=$(command -v ncu ||
+        ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
     [ -n "$ncu" ] || { echo "no ncu on this machine"; return 1; }
     "$ncu" --clock-control none -k 'regex:unary_main|binary_main|softmax|norm' -c 24 \
         --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
