@@ -195,6 +195,19 @@ unsafe fn axpy_block<const FUSED: bool, const R: usize, const W: usize>(t: Thin,
     }
 }
 
+/// The sum of `s`'s lanes, halving: a few vector adds rather than a chain of scalar ones.
+#[inline(always)]
+fn lane_sum(mut s: [f32; LANES]) -> f32 {
+    let mut half = LANES / 2;
+    while half > 0 {
+        for l in 0..half {
+            s[l] += s[l + half];
+        }
+        half /= 2;
+    }
+    s[0]
+}
+
 /// The `N` contiguous elements at `p`, read in one go.
 ///
 /// # Safety
@@ -272,23 +285,22 @@ unsafe fn dots_cols<const FUSED: bool, const R: usize>(t: Thin) {
         for q in (0..whole).step_by(LANES) {
             // SAFETY: rows of A and columns of B hold k contiguous elements, q + LANES <= k.
             let ys: [[f32; LANES]; COLS] = std::array::from_fn(|j| unsafe { load(cols[j].add(q)) });
-            for (sum, row) in sums.iter_mut().zip(rows) {
+            for i in 0..R {
                 // SAFETY: as above.
-                let x: [f32; LANES] = unsafe { load(row.add(q)) };
-                for (s, y) in sum.iter_mut().zip(&ys) {
-                    for l in 0..LANES {
-                        s[l] = math::madd::<FUSED>(x[l], y[l], s[l]);
-                    }
+                let x: [f32; LANES] = unsafe { load(rows[i].add(q)) };
+                for j in 0..COLS {
+                    sums[i][j] =
+                        std::array::from_fn(|l| math::madd::<FUSED>(x[l], ys[j][l], sums[i][j][l]));
                 }
             }
         }
         for (i, (sum, row)) in sums.iter().zip(rows).enumerate() {
-            for (j, (s, col)) in sum.iter().zip(cols).enumerate().take(width) {
+            for (j, (&s, col)) in sum.iter().zip(cols).enumerate().take(width) {
                 // SAFETY: as above, for the rest of k.
                 let rest: f32 = (whole..k)
                     .map(|p| unsafe { *row.add(p) * *col.add(p) })
                     .sum();
-                let v = s.iter().sum::<f32>() + rest;
+                let v = lane_sum(s) + rest;
                 // SAFETY: (i, j0 + j) lies in the group's output.
                 unsafe { *c.offset(i as isize * c_rs + (j0 + j) as isize * c_cs) = v * t.scale };
             }
