@@ -17,6 +17,10 @@ pub(crate) const THIN: usize = 8;
 /// Rows per group: their sums fill half of AVX-512's registers.
 const GROUP: usize = 4;
 
+/// Most of k summed in registers before the sums go to the output: long sums then round
+/// about as the `gemm` crate's blocked ones do.
+const DEPTH: usize = 512;
+
 /// Output columns per block of [`axpy`]: four AVX-512 registers a row.
 const WIDE: usize = 64;
 
@@ -33,13 +37,15 @@ thread_local! {
 }
 
 /// One product in its thin orientation: `rows` x `k` A (the few rows), `k` x `wide` B and
-/// `rows` x `wide` C, each a pointer and [row, column] strides in elements.
+/// `rows` x `wide` C, each a pointer and [row, column] strides in elements; `add` when C
+/// holds the sums of earlier blocks of k.
 #[derive(Clone, Copy)]
 struct Thin {
     rows: usize,
     wide: usize,
     k: usize,
     scale: f32,
+    add: bool,
     a: (*const f32, [isize; 2]),
     b: (*const f32, [isize; 2]),
     c: (*mut f32, [isize; 2]),
@@ -69,6 +75,7 @@ pub(crate) unsafe fn product(
             wide: n,
             k,
             scale,
+            add: false,
             a: (a, [a_rs, a_cs]),
             b: (b, [b_rs, b_cs]),
             c: (c, [ldc, 1]),
@@ -79,6 +86,7 @@ pub(crate) unsafe fn product(
             wide: m,
             k,
             scale,
+            add: false,
             a: (b, [b_cs, b_rs]),
             b: (a, [a_cs, a_rs]),
             c: (c, [1, ldc]),
@@ -90,28 +98,59 @@ pub(crate) unsafe fn product(
     if b_cs != 1 && b_rs != 1 {
         return false;
     }
-    for r0 in (0..thin.rows).step_by(GROUP) {
-        let [a_rs, _] = thin.a.1;
-        let [c_rs, _] = thin.c.1;
-        // SAFETY: rows r0.. of A and C are rows of the caller's views.
-        let group = unsafe {
-            Thin {
-                rows: GROUP.min(thin.rows - r0),
-                a: (thin.a.0.offset(r0 as isize * a_rs), thin.a.1),
-                c: (thin.c.0.offset(r0 as isize * c_rs), thin.c.1),
-                ..thin
-            }
-        };
-        // SAFETY: the caller's views hold every element the kernels reach.
-        unsafe {
-            if b_cs == 1 {
-                axpy(group);
-            } else {
-                dots(group);
+    // SAFETY: the caller's.
+    unsafe { blocks(thin) };
+    true
+}
+
+/// Runs `t` in groups of up to [`GROUP`] rows and blocks of up to [`DEPTH`] of k, the first
+/// block writing the output, the others adding to it.
+///
+/// # Safety
+/// The views of `t` hold every element they reach.
+unsafe fn blocks(t: Thin) {
+    let ([a_rs, a_cs], [b_rs, b_cs], [c_rs, _]) = (t.a.1, t.b.1, t.c.1);
+    for k0 in (0..t.k.max(1)).step_by(DEPTH) {
+        for r0 in (0..t.rows).step_by(GROUP) {
+            // SAFETY: rows r0.. and k0.. of A, rows k0.. of B and rows r0.. of C are parts
+            // of the views.
+            let group = unsafe {
+                Thin {
+                    rows: GROUP.min(t.rows - r0),
+                    k: DEPTH.min(t.k - k0),
+                    add: k0 > 0,
+                    a: (t.a.0.offset(r0 as isize * a_rs + k0 as isize * a_cs), t.a.1),
+                    b: (t.b.0.offset(k0 as isize * b_rs), t.b.1),
+                    c: (t.c.0.offset(r0 as isize * c_rs), t.c.1),
+                    ..t
+                }
+            };
+            // SAFETY: the caller's.
+            unsafe {
+                if b_cs == 1 {
+                    axpy(group);
+                } else {
+                    dots(group);
+                }
             }
         }
     }
-    true
+}
+
+/// Stores `v` times the product's scale at `at`, or adds it there after the first block of k.
+///
+/// # Safety
+/// `at` must be an element of the product's output.
+#[inline(always)]
+unsafe fn put(t: &Thin, at: *mut f32, v: f32) {
+    // SAFETY: the caller's.
+    unsafe {
+        if t.add {
+            *at += v * t.scale;
+        } else {
+            *at = v * t.scale;
+        }
+    }
 }
 
 /// Calls `$f::<FUSED, R>($t)` for the group's row count `R` (1 to [`GROUP`]).
@@ -190,7 +229,13 @@ unsafe fn axpy_block<const FUSED: bool, const R: usize, const W: usize>(t: Thin,
     for (i, sum) in sums.iter().enumerate() {
         for (j, &v) in sum.iter().enumerate() {
             // SAFETY: (i, j0 + j) lies in the group's output.
-            unsafe { *c.offset(i as isize * c_rs + (j0 + j) as isize * c_cs) = v * t.scale };
+            unsafe {
+                put(
+                    &t,
+                    c.offset(i as isize * c_rs + (j0 + j) as isize * c_cs),
+                    v,
+                )
+            };
         }
     }
 }
@@ -302,7 +347,13 @@ unsafe fn dots_cols<const FUSED: bool, const R: usize>(t: Thin) {
                     .sum();
                 let v = lane_sum(s) + rest;
                 // SAFETY: (i, j0 + j) lies in the group's output.
-                unsafe { *c.offset(i as isize * c_rs + (j0 + j) as isize * c_cs) = v * t.scale };
+                unsafe {
+                    put(
+                        &t,
+                        c.offset(i as isize * c_rs + (j0 + j) as isize * c_cs),
+                        v,
+                    )
+                };
             }
         }
     }

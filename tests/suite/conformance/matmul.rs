@@ -337,8 +337,8 @@ fn products_cut_into_blocks_match_reference(d: &Device) {
 per_backend!(products_cut_into_blocks_match_reference);
 
 /// Thin products (the cpu backend's unpacked loops take up to 8 rows, or 8 columns, in groups
-/// of 4): rows and columns 1 to 9 against a wide side of primes, k of 1 and primes, each of A
-/// and B plain or a transposed view, and a batch.
+/// of 4, k in blocks of 512): rows and columns 1 to 9 against a wide side of primes, k of 1
+/// and primes, each of A and B plain or a transposed view, and a batch.
 fn thin_products_match_reference(d: &Device) {
     // (batch, m, n, k)
     let mut cases: Vec<(usize, usize, usize, usize)> = Vec::new();
@@ -352,6 +352,9 @@ fn thin_products_match_reference(d: &Device) {
         (1, 3, 1, 53),
         (3, 2, 67, 17),
         (2, 61, 5, 1),
+        // k past the loops' blocks of 512.
+        (1, 3, 37, 1031),
+        (1, 37, 2, 1031),
     ]);
     for (c, &(count, m, n, k)) in cases.iter().enumerate() {
         let seed = 4400 + c as u64 * 2;
