@@ -9,6 +9,7 @@ pub(crate) mod math;
 pub(crate) mod rows;
 #[cfg(feature = "webgpu")]
 pub(crate) mod split;
+pub(crate) mod thin;
 #[cfg(feature = "webgpu")]
 pub(crate) mod webgpu;
 pub(crate) mod words;

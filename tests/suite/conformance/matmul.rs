@@ -1,5 +1,5 @@
 //! Matmul and linear: vectors, batches, broadcasting, transposed views, long k, operands
-//! past the storage binding limit, single and batched.
+//! past the storage binding limit, single and batched, and thin products (few rows or columns).
 
 use crate::common::{assert_close, gather, name, per_backend, random, read, tensor};
 use unicompute::ops;
@@ -336,16 +336,95 @@ fn products_cut_into_blocks_match_reference(d: &Device) {
 }
 per_backend!(products_cut_into_blocks_match_reference);
 
+/// Thin products (the cpu backend's unpacked loops take up to 8 rows, or 8 columns, in groups
+/// of 4, k in blocks of 512): rows and columns 1 to 9 against a wide side of primes, k of 1
+/// and primes, each of A and B plain or a transposed view, and a batch.
+fn thin_products_match_reference(d: &Device) {
+    // (batch, m, n, k)
+    let mut cases: Vec<(usize, usize, usize, usize)> = Vec::new();
+    for few in [1, 2, 3, 4, 5, 7, 8, 9] {
+        cases.push((1, few, 131, 97));
+        cases.push((1, 67, few, 29));
+    }
+    cases.extend([
+        (1, 1, 1, 1),
+        (1, 1, 7, 1),
+        (1, 3, 1, 53),
+        (3, 2, 67, 17),
+        (2, 61, 5, 1),
+        // k past the loops' blocks of 512.
+        (1, 3, 37, 1031),
+        (1, 37, 2, 1031),
+    ]);
+    for (c, &(count, m, n, k)) in cases.iter().enumerate() {
+        let seed = 4400 + c as u64 * 2;
+        let a = random(seed, count * m * k, -1.0, 1.0);
+        let b = random(seed + 1, count * k * n, -1.0, 1.0);
+        // Stored as [count, cols, rows] when transposed, read through `.t()`.
+        let view = |data: &[f32], rows: usize, cols: usize, transposed: bool| {
+            if transposed {
+                tensor(d, data, &[count, cols, rows]).t().unwrap()
+            } else {
+                tensor(d, data, &[count, rows, cols])
+            }
+        };
+        for (ta, tb) in [(false, false), (false, true), (true, false), (true, true)] {
+            let got = read(&view(&a, m, k, ta).matmul(&view(&b, k, n, tb)).unwrap());
+            let mut want = Vec::with_capacity(count * m * n);
+            for bi in 0..count {
+                let (ao, bo) = (bi * m * k, bi * k * n);
+                let at = |i: usize, p: usize| match ta {
+                    true => a[ao + p * m + i],
+                    false => a[ao + i * k + p],
+                };
+                let bt = |p: usize, j: usize| match tb {
+                    true => b[bo + j * k + p],
+                    false => b[bo + p * n + j],
+                };
+                want.extend(product_reference([m, n, k], at, bt));
+            }
+            let what = format!(
+                "matmul [{count}, {m}, {k}] x [{count}, {k}, {n}] transposed {ta} {tb} on {} \
+                 seed {seed}",
+                name(d)
+            );
+            assert_close(&got, &want, 1e-4, 1e-5 * k as f64, &what);
+        }
+    }
+}
+per_backend!(thin_products_match_reference);
+
 /// A linear layer cut into blocks (by columns, then by rows) with its bias and each unary op
 /// as the activation: the activation of the layer without one, in f64.
 fn linear_blocks_apply_every_activation(d: &Device) {
-    let q = d.queue();
     // (x shape, n): m n k past the cpu backend's split threshold.
-    let cases: &[(&[usize], usize)] = &[(&[37, 97], 401), (&[1, 389, 53], 61)];
+    linear_applies_every_activation(d, &[(&[37, 97], 401), (&[1, 389, 53], 61)], 4200);
+}
+per_backend!(linear_blocks_apply_every_activation);
+
+/// Thin linear layers (the cpu backend's unpacked loops: 8 rows or fewer, or as many
+/// outputs), with their bias and each activation.
+fn thin_linears_apply_every_activation(d: &Device) {
+    let cases: &[(&[usize], usize)] = &[
+        (&[1, 128], 521),
+        (&[3, 67], 131),
+        (&[8, 97], 1),
+        (&[1, 9, 31], 67),
+        (&[131, 29], 7),
+        (&[2, 5, 1], 9),
+    ];
+    linear_applies_every_activation(d, cases, 4300);
+}
+per_backend!(thin_linears_apply_every_activation);
+
+/// Linear layers of inputs `xs` and `n` outputs (weights read transposed) against f64, plain
+/// and with each unary op as the activation; seeds from `seed0`.
+fn linear_applies_every_activation(d: &Device, cases: &[(&[usize], usize)], seed0: u64) {
+    let q = d.queue();
     for (c, &(xs, n)) in cases.iter().enumerate() {
         let k = xs[xs.len() - 1];
         let rows: usize = xs[..xs.len() - 1].iter().product();
-        let seed = 4200 + c as u64 * 3;
+        let seed = seed0 + c as u64 * 3;
         // Pre-activations of about unit size: the ops' accurate domain.
         let x = random(seed, rows * k, -1.0, 1.0);
         let w = random(seed + 1, n * k, -0.3, 0.3); // stored [n, k], used as w.t()
@@ -378,7 +457,6 @@ fn linear_blocks_apply_every_activation(d: &Device) {
         }
     }
 }
-per_backend!(linear_blocks_apply_every_activation);
 
 fn matmul_of_ones_counts_k_past_the_loop_limit(d: &Device) {
     // The default variant just below, at and past the limit; every variant past it.
