@@ -1,9 +1,10 @@
 //! What the ops' CPU bodies share, one op family per folder. Work is split into chunks that
 //! rayon runs in parallel (sequentially where there are no threads, as in plain wasm).
 //! Elementwise math runs in f32 through the ops' own scalar definitions; reductions and
-//! softmax accumulate in f64; matmul, convolution and attention use the `gemm` crate, or for
-//! thin products [`thin`]'s loops.
+//! softmax accumulate in f64; matmul, convolution and attention use the `gemm` crate, or
+//! natively for thin products `thin.rs`'s loops.
 
+#[cfg(not(target_arch = "wasm32"))]
 use super::thin;
 use crate::base::layout::{Access, Layout};
 use crate::ops::Operand;
@@ -25,9 +26,9 @@ pub(crate) fn check_within(op: &str, views: &[(&Layout, &[f32])]) -> Result<()> 
 }
 
 /// `C = scale * A @ B` for row-major `C` (`m x n`, leading dimension `ldc`) and strided `A`
-/// (`m x k`) and `B` (`k x n`): thin products on one thread without packing (see [`thin`]),
-/// others on the `gemm` crate. `threads > 1` splits the product itself (for callers not
-/// already running in parallel).
+/// (`m x k`) and `B` (`k x n`): natively, thin products on one thread without packing (see
+/// `thin.rs`), others on the `gemm` crate. `threads > 1` splits the product itself (for
+/// callers not already running in parallel).
 ///
 /// # Safety
 /// Every element the strides reach must lie inside the pointed-to memory, and `c` must reach
@@ -46,7 +47,9 @@ pub(crate) unsafe fn sgemm(
     ldc: usize,
     threads: usize,
 ) {
+    // Not in wasm, where its loops would be 7.1 kB more of the download (gzipped).
     // SAFETY: the caller's.
+    #[cfg(not(target_arch = "wasm32"))]
     if threads <= 1
         && unsafe { thin::product([m, n, k], scale, a, [a_rs, a_cs], b, [b_rs, b_cs], c, ldc) }
     {

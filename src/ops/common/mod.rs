@@ -9,6 +9,7 @@ pub(crate) mod math;
 pub(crate) mod rows;
 #[cfg(feature = "webgpu")]
 pub(crate) mod split;
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) mod thin;
 #[cfg(feature = "webgpu")]
 pub(crate) mod webgpu;
