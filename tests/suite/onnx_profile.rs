@@ -1,13 +1,13 @@
 //! Profiled ONNX runs (`Session::run_profiled`) on every device: the nodes inside the
-//! subgraphs of `If` and `Loop` are timed and named after the nodes that hold them, the
-//! taken branch only and a loop's body once per iteration, nested in their holders' times.
+//! subgraphs of `If`, `Loop` and `SequenceMap` are timed and named after the nodes that hold
+//! them, the taken branch only and a body once per run of it, nested in their holders' times.
 
 use unicompute::onnx::proto::{GraphProto, NodeProto};
 use unicompute::onnx::{NodeTime, Session, SessionOptions};
 use unicompute::{Device, Tensor};
 
 use crate::common::{assert_close, name, per_backend, random, read, tensor};
-use crate::onnx_recur::{graph_attr, info, int64s, model, node, BOOL, FLOAT, INT64};
+use crate::onnx_recur::{graph_attr, info, int64s, int_attr, model, node, BOOL, FLOAT, INT64};
 
 /// The extents of `x` (`[M, K]`), `w` (`[K, N]`) and `b` (`[N]`): primes.
 const M: usize = 3;
@@ -23,8 +23,9 @@ fn branch(nodes: Vec<NodeProto>, out: &str) -> GraphProto {
     }
 }
 
-/// `y = k > 0 ? x·w + b : (-x)·w`, then a `Loop` of `k` trips adding `b` to `y` each time:
-/// `If` and `Loop` steered by the fed int64 `k`, reading `x`, `w` and `b` from outside.
+/// `y = k > 0 ? x·w + b : (-x)·w`, then a `Loop` of `k` trips adding `b` to `y` each time,
+/// then `Relu` over each row through a `SequenceMap`: `If` and `Loop` steered by the fed int64
+/// `k`, reading `x`, `w` and `b` from outside.
 fn control_model() -> Vec<u8> {
     let then = branch(
         vec![
@@ -60,11 +61,22 @@ fn control_model() -> Vec<u8> {
     };
     let mut lp = node("Loop", "loop", &["k", "positive", "y"], &["out"]);
     lp.attribute.push(graph_attr("body", body));
+    let relu = GraphProto {
+        input: vec![info("row", FLOAT)],
+        ..branch(vec![node("Relu", "relu", &["row"], &["r"])], "r")
+    };
+    let mut map = node("SequenceMap", "map", &["rows"], &["relus"]);
+    map.attribute.push(graph_attr("body", relu));
+    let mut concat = node("ConcatFromSequence", "concat", &["relus"], &["final"]);
+    concat.attribute.push(int_attr("axis", 0));
     let g = GraphProto {
         node: vec![
             node("Greater", "positive", &["k", "zero"], &["positive"]),
             choose,
             lp,
+            node("SplitToSequence", "split", &["out"], &["rows"]),
+            map,
+            concat,
         ],
         initializer: vec![int64s("zero", &[], &[0])],
         input: vec![
@@ -73,10 +85,10 @@ fn control_model() -> Vec<u8> {
             info("b", FLOAT),
             info("k", INT64),
         ],
-        output: vec![info("out", FLOAT)],
+        output: vec![info("final", FLOAT)],
         ..Default::default()
     };
-    model(g, 13)
+    model(g, 17)
 }
 
 /// The model's output in f64.
@@ -87,18 +99,20 @@ fn reference(x: &[f32], w: &[f32], b: &[f32], k: i64) -> Vec<f64> {
             let dot: f64 = (0..K)
                 .map(|p| f64::from(x[i * K + p]) * f64::from(w[p * N + j]))
                 .sum();
-            *v = if k > 0 {
+            let y = if k > 0 {
                 dot + (k + 1) as f64 * f64::from(b[j])
             } else {
                 -dot
             };
+            *v = y.max(0.0);
         }
     }
     y
 }
 
 /// The entries a run with `k` must list, in order: each holder before the nodes of its
-/// subgraph, the branch `k` picks, and the loop's body once per iteration.
+/// subgraph, the branch `k` picks, the loop's body once per iteration and the map's once
+/// per row.
 fn expected(k: i64) -> Vec<String> {
     let (choose, lp) = ("node 'choose' (If)", "node 'loop' (Loop)");
     let mut want = vec!["node 'positive' (Greater)".to_string(), choose.to_string()];
@@ -114,6 +128,13 @@ fn expected(k: i64) -> Vec<String> {
         want.push(format!("{lp} › body › node 'acc' (Add)"));
         want.push(format!("{lp} › body › node 'same' (Identity)"));
     }
+    let map = "node 'map' (SequenceMap)";
+    want.push("node 'split' (SplitToSequence)".to_string());
+    want.push(map.to_string());
+    for _ in 0..M {
+        want.push(format!("{map} › body › node 'relu' (Relu)"));
+    }
+    want.push("node 'concat' (ConcatFromSequence)".to_string());
     want
 }
 
