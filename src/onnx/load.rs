@@ -147,7 +147,7 @@ fn warm(
         }
         let mut trace = trace.borrow_mut();
         *trace = Trace::default();
-        now(plan.run(g, x, env, None, None, Some(&mut trace)))
+        now(plan.run(g, x, env, None, Some(&mut trace)))
     };
     let captured = replay::capture(x.queue, key, run)?;
     match (&captured, replays) {

@@ -3,7 +3,7 @@
 //! A run reads the values of enclosing graphs by name through a chain of scopes; what each
 //! step frees and which values come from outside are worked out once, when the plan is made.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::future::Future;
 
@@ -17,17 +17,51 @@ use super::value::{HostTensor, Val};
 use crate::base::error::{Error, Result};
 use crate::{DType, Device, Queue};
 
-/// How long one node of a profiled run took (`Session::run_profiled`).
+/// How long one node of a profiled run took (`Session::run_profiled`). A node inside a
+/// subgraph (a branch of `If`, the body of `Loop` or `SequenceMap`) has an entry of its own
+/// each time it runs, after the entry of the node that holds it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeTime {
-    /// The node, as errors name it (`node 'conv1' (Conv)`).
+    /// The node, as errors name it (`node 'conv1' (Conv)`); inside a subgraph, after the
+    /// nodes and attributes that hold it (`node 'if' (If) › then_branch › node 'c' (Conv)`).
     pub node: String,
     /// Its operator.
     pub op: &'static str,
     /// When it started, in microseconds from an arbitrary origin.
     pub start_us: f64,
-    /// How long it took, its device work included.
+    /// How long it took, its device work and the nodes of its subgraphs included.
     pub micros: f64,
+    /// Its own time: `micros` less the times of the nodes of its subgraphs. The own times
+    /// of a run's entries add up to the run's, as the `micros` of the main graph's do.
+    pub self_micros: f64,
+}
+
+/// Where a profiled run's nodes put their times, and the path that names the nodes of the
+/// graph running (`node 'if' (If) › then_branch › `; empty for the main graph).
+#[derive(Clone, Copy)]
+pub(crate) struct Timer<'a> {
+    /// The run's times so far.
+    pub times: &'a RefCell<Vec<NodeTime>>,
+    /// What the names of the running graph's nodes start with.
+    pub path: &'a str,
+}
+
+impl Timer<'_> {
+    /// Puts the time of `node` (operator `op`), which started at `start` when `times` held
+    /// `at` entries, before the entries its subgraphs' nodes added since.
+    fn record(self, at: usize, start: f64, node: &Node, op: &'static str) {
+        let micros = clock::now_us() - start;
+        let mut times = self.times.borrow_mut();
+        let inner: f64 = times[at..].iter().map(|t| t.self_micros).sum();
+        let time = NodeTime {
+            node: format!("{}{}", self.path, node.label()),
+            op,
+            start_us: start,
+            micros,
+            self_micros: (micros - inner).max(0.0),
+        };
+        times.insert(at, time);
+    }
 }
 
 /// Microseconds for profiles: a monotonic clock natively, the page's clock in wasm.
@@ -81,6 +115,8 @@ pub(crate) struct Exec<'a> {
     pub queue: &'a Queue,
     /// The default domain's opset version the model imports.
     pub opset: i64,
+    /// Where each node's time goes, in a profiled run.
+    pub timer: Option<Timer<'a>>,
 }
 
 /// The values of a running graph, and the scopes of the graphs around it: how a subgraph
@@ -197,16 +233,15 @@ impl Plan {
 
     /// Runs `g` (the graph the plan was made for) in `env`, whose inputs the caller has set;
     /// values `g` names from outside come from `outer`. Gives the graph's outputs in order.
-    /// With `times`, the device finishes each node before the next, and each node's time is
-    /// pushed there; with `trace`, the device values each step writes are noted there. A value
-    /// no step reads and the graph does not give out is dropped as soon as it is written.
+    /// With `x.timer`, the device finishes each node before the next, and each node's time is
+    /// recorded there; with `trace`, the device values each step writes are noted there. A
+    /// value no step reads and the graph does not give out is dropped as soon as it is written.
     pub(crate) async fn run(
         &self,
         g: &Graph,
         x: Exec<'_>,
         mut env: Vec<Option<Val>>,
         outer: Option<&Scope<'_>>,
-        mut times: Option<&mut Vec<NodeTime>>,
         mut trace: Option<&mut Trace>,
     ) -> Result<Vec<Val>> {
         for (id, name) in &self.outer {
@@ -219,7 +254,7 @@ impl Plan {
             trace.start(&env);
         }
         for (step, (&n, s)) in self.schedule.order.iter().zip(&self.steps).enumerate() {
-            let start = times.is_some().then(clock::now_us);
+            let start = (x.timer).map(|t| (t.times.borrow().len(), clock::now_us()));
             let outputs = self.step(g, x, &mut env, outer, n, s).await?;
             for (id, v) in outputs {
                 if let Some(trace) = trace.as_deref_mut() {
@@ -227,14 +262,9 @@ impl Plan {
                 }
                 env[id] = self.schedule.used[id].then_some(v);
             }
-            if let (Some(times), Some(start)) = (times.as_deref_mut(), start) {
+            if let (Some(timer), Some((at, start))) = (x.timer, start) {
                 x.queue.submit()?.wait().await?;
-                times.push(NodeTime {
-                    node: g.nodes[n].label(),
-                    op: s.op.name,
-                    start_us: start,
-                    micros: clock::now_us() - start,
-                });
+                timer.record(at, start, &g.nodes[n], s.op.name);
             }
             for &v in &s.frees {
                 env[v] = None;
@@ -318,6 +348,7 @@ impl Plan {
             device: x.device,
             queue: x.queue,
             opset: x.opset,
+            timer: x.timer,
             node,
             inputs: &inputs,
             bodies: &s.bodies,
@@ -415,18 +446,14 @@ pub(crate) fn now<T>(f: impl Future<Output = Result<T>>) -> Result<T> {
     }
 }
 
-/// Runs subgraph `g` with plan `plan` for a control-flow node: `inputs` are the subgraph's
-/// inputs in order, `scope` the running graph around it.
-pub(crate) async fn run_body(
-    plan: &Plan,
-    g: &Graph,
-    x: Exec<'_>,
-    scope: &Scope<'_>,
-    inputs: Vec<Val>,
-) -> Result<Vec<Val>> {
+/// Runs the subgraph in GRAPH attribute `name` of the node `c` runs, on `inputs` (the
+/// subgraph's inputs in order), in `c`'s scope. In a profiled run its nodes are named after
+/// the node and the attribute.
+pub(crate) async fn run_body(c: &Ctx<'_>, name: &str, inputs: Vec<Val>) -> Result<Vec<Val>> {
+    let (g, plan) = c.body(name)?;
     if inputs.len() != g.inputs.len() {
-        return Err(Error::Model(format!(
-            "the subgraph takes {} inputs; it was given {}",
+        return Err(c.error(format!(
+            "the subgraph '{name}' takes {} inputs; it was given {}",
             g.inputs.len(),
             inputs.len()
         )));
@@ -435,5 +462,10 @@ pub(crate) async fn run_body(
     for (&id, v) in g.inputs.iter().zip(inputs) {
         env[id] = Some(v);
     }
-    plan.run(g, x, env, Some(scope), None, None).await
+    let path = (c.timer).map(|t| format!("{}{} › {name} › ", t.path, c.node.label()));
+    let x = Exec {
+        timer: (c.timer.zip(path.as_deref())).map(|(t, path)| Timer { path, ..t }),
+        ..c.exec()
+    };
+    plan.run(g, x, env, Some(c.scope), None).await
 }

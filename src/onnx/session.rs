@@ -2,6 +2,8 @@
 //! the device once, nodes run in schedule order and each intermediate freed after its last
 //! reader.
 
+use std::cell::RefCell;
+
 use super::attr::Attr;
 use super::graph::{Dim, Graph, ValueId};
 use super::load::{self, LoadReport, Phases};
@@ -9,7 +11,7 @@ use super::memory::{self, MemoryPlan, Trace};
 use super::model::Model;
 use super::ops;
 use super::passes::{self, PassReport, Passes};
-use super::plan::{now, Exec, NodeTime, Plan};
+use super::plan::{now, Exec, NodeTime, Plan, Timer};
 use super::replay::{self, Key, Next, Replays};
 use super::value::Val;
 use super::ElemType;
@@ -140,6 +142,7 @@ impl Session {
             device,
             queue: &queue,
             opset,
+            timer: None,
         };
         let replays = (!options.eager).then(Replays::default);
         let lazily = options.compile_lazily;
@@ -262,19 +265,20 @@ impl Session {
     }
 
     /// [`Session::run`] timing each node: the device finishes each node's work before the
-    /// next starts, so the times add up to more than a plain run's.
+    /// next starts, so the times add up to more than a plain run's. The nodes inside the
+    /// subgraphs of control-flow nodes are timed too, each time they run ([`NodeTime`]).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn run_profiled(&self, feeds: &[(&str, &Tensor)]) -> Result<Vec<NodeTime>> {
-        let mut times = Vec::new();
-        pollster::block_on(self.run_main(on_device(feeds), Some(&mut times)))?;
-        Ok(times)
+        let times = RefCell::new(Vec::new());
+        pollster::block_on(self.run_main(on_device(feeds), Some(&times)))?;
+        Ok(times.into_inner())
     }
 
     /// Runs the main graph on `feeds`, timing its nodes into `times` if given.
     async fn run_main(
         &self,
         feeds: Vec<(&str, Val)>,
-        times: Option<&mut Vec<NodeTime>>,
+        times: Option<&RefCell<Vec<NodeTime>>>,
     ) -> Result<Vec<(String, Val)>> {
         let env = self.feed(feeds)?;
         let queue = self.device.queue();
@@ -282,6 +286,7 @@ impl Session {
             device: &self.device,
             queue: &queue,
             opset: self.opset,
+            timer: times.map(|times| Timer { times, path: "" }),
         };
         let inputs: Vec<Val> = self
             .graph
@@ -299,9 +304,7 @@ impl Session {
             }
             _ => {
                 let trace = trace.as_mut();
-                self.plan
-                    .run(&self.graph, exec, env, None, times, trace)
-                    .await?
+                self.plan.run(&self.graph, exec, env, None, trace).await?
             }
         };
         self.plan_memory(trace);
@@ -325,12 +328,7 @@ impl Session {
         trace: Option<&mut Trace>,
     ) -> Result<Vec<Val>> {
         let captured = match replays.next(key) {
-            Next::Eager => {
-                return self
-                    .plan
-                    .run(&self.graph, exec, env, None, None, trace)
-                    .await
-            }
+            Next::Eager => return self.plan.run(&self.graph, exec, env, None, trace).await,
             Next::Replay(captured) => captured,
             Next::Capture => {
                 let captured = replay::capture(exec.queue, key, |tensors| {
@@ -338,17 +336,12 @@ impl Session {
                     for (&id, t) in self.graph.inputs.iter().zip(tensors) {
                         env[id] = Some(Val::Device(t));
                     }
-                    now(self.plan.run(&self.graph, exec, env, None, None, None))
+                    now(self.plan.run(&self.graph, exec, env, None, None))
                 })?;
                 replays.store(key, captured.clone());
                 match captured {
                     Some(captured) => captured,
-                    None => {
-                        return self
-                            .plan
-                            .run(&self.graph, exec, env, None, None, None)
-                            .await
-                    }
+                    None => return self.plan.run(&self.graph, exec, env, None, None).await,
                 }
             }
         };

@@ -32,6 +32,7 @@ mod onnx_load;
 mod onnx_memory;
 mod onnx_microsoft;
 mod onnx_passes;
+mod onnx_profile;
 mod onnx_quant;
 mod onnx_recur;
 mod onnx_replay;

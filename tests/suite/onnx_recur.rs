@@ -15,7 +15,7 @@ use crate::flow_model::{self, N};
 pub(crate) const FLOAT: i32 = 1;
 const INT32: i32 = 6;
 pub(crate) const INT64: i32 = 7;
-const BOOL: i32 = 9;
+pub(crate) const BOOL: i32 = 9;
 
 pub(crate) use crate::flow_model::info;
 
@@ -73,7 +73,7 @@ pub(crate) fn int_attr(name: &str, v: i64) -> AttributeProto {
     attr(name, 2, |a| a.i = Some(v))
 }
 
-fn graph_attr(name: &str, g: GraphProto) -> AttributeProto {
+pub(crate) fn graph_attr(name: &str, g: GraphProto) -> AttributeProto {
     attr(name, 5, |a| a.g = Some(g))
 }
 

@@ -35,19 +35,13 @@ fn truth(c: &Ctx<'_>, h: HostTensor, what: &str) -> Result<bool> {
     }
 }
 
-/// Runs the subgraph in attribute `name` on `inputs` in this node's scope.
-async fn run(c: &Ctx<'_>, name: &str, inputs: Vec<Val>) -> Result<Vec<Val>> {
-    let (g, plan) = c.body(name)?;
-    run_body(plan, g, c.exec(), c.scope, inputs).await
-}
-
 async fn if_(c: &Ctx<'_>) -> Result<Vec<Val>> {
     let branch = if truth(c, c.host(0)?, "the condition")? {
         "then_branch"
     } else {
         "else_branch"
     };
-    run(c, branch, Vec::new()).await
+    run_body(c, branch, Vec::new()).await
 }
 
 /// The subgraph `name` of `node`, if it has one.
@@ -134,7 +128,7 @@ async fn loop_(c: &Ctx<'_>) -> Result<Vec<Val>> {
     while cond && trips.is_none_or(|m| i < m) {
         let mut inputs = vec![scalar(ElemType::I64, i), scalar(ElemType::Bool, 1)];
         inputs.append(&mut carried);
-        let mut out = run(c, "body", inputs).await?.into_iter();
+        let mut out = run_body(c, "body", inputs).await?.into_iter();
         let next = out.next();
         let next = next.unwrap_or(scalar(ElemType::Bool, 0));
         cond = truth(c, next.to_host().await?, "the body's condition")?;

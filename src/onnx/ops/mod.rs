@@ -33,7 +33,7 @@ use std::pin::Pin;
 
 use super::attr::Attrs;
 use super::graph::{Graph, Node};
-use super::plan::{Exec, Plan, Scope};
+use super::plan::{Exec, Plan, Scope, Timer};
 use super::value::{HostTensor, Sequence, Val};
 use crate::base::error::{Error, Result};
 use crate::{Device, Queue, Tensor};
@@ -46,6 +46,8 @@ pub(crate) struct Ctx<'a> {
     pub queue: &'a Queue,
     /// The default domain's opset version the model imports.
     pub opset: i64,
+    /// Where each node's time goes, in a profiled run.
+    pub timer: Option<Timer<'a>>,
     /// The node being run.
     pub node: &'a Node,
     /// Its inputs, `None` where an optional one is left out.
@@ -312,6 +314,7 @@ impl Ctx<'_> {
             device: self.device,
             queue: self.queue,
             opset: self.opset,
+            timer: self.timer,
         }
     }
 
@@ -346,6 +349,7 @@ impl Ctx<'_> {
             device: self.device,
             queue: self.queue,
             opset: self.opset,
+            timer: self.timer,
             node: &node,
             inputs: &inputs,
             bodies: &[],

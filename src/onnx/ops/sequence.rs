@@ -287,7 +287,7 @@ fn check_map(node: &Node) -> Option<String> {
 /// `j` is the sequence of the body's outputs `j`. The body's runs are awaited.
 async fn map(c: &Ctx<'_>) -> Result<Vec<Val>> {
     let len = c.sequence(0)?.len();
-    let (body, plan) = c.body("body")?;
+    let (body, _) = c.body("body")?;
     for i in 1..c.inputs.len() {
         if let Val::Seq(s) = c.value(i)? {
             if s.len() != len {
@@ -306,7 +306,7 @@ async fn map(c: &Ctx<'_>) -> Result<Vec<Val>> {
                 v => Ok(v.clone()),
             })
             .collect::<Result<Vec<Val>>>()?;
-        let results = run_body(plan, body, c.exec(), c.scope, inputs).await?;
+        let results = run_body(c, "body", inputs).await?;
         for (list, v) in outputs.iter_mut().zip(results) {
             list.push(v);
         }

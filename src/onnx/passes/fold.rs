@@ -165,8 +165,9 @@ fn compute(g: &Graph, n: usize, cx: &Cx<'_>) -> Option<Vec<(ValueId, Constant)>>
         device: cx.device,
         queue: &queue,
         opset: cx.opset,
+        timer: None,
     };
-    let vals = now(plan.run(&mini, exec, plan.env(), None, None, None)).ok()?;
+    let vals = now(plan.run(&mini, exec, plan.env(), None, None)).ok()?;
     let inputs: usize = (node.inputs.iter().flatten())
         .filter_map(|&v| edit::constant(g, v))
         .map(|c| c.bytes.len())
