@@ -8,6 +8,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use super::queue::query_buffers;
 use super::GpuDevice;
 use crate::base::signal::Signal;
 use crate::{Error, Result};
@@ -110,21 +111,10 @@ impl SubmitClock {
     /// Copy slots `first` and `last` to a mapped buffer, once both have been written (wgpu
     /// runs submissions in order).
     fn resolve(&self, dev: &GpuDevice, first: u32, last: u32) -> Result<wgpu::Buffer> {
-        let buffer = |label, usage| {
-            dev.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size: END_AT + 8,
-                usage,
-                mapped_at_creation: false,
-            })
-        };
-        let resolved = buffer(
-            "fence timestamps",
-            wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-        );
-        let readback = buffer(
-            "fence timestamps readback",
-            wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        let (resolved, readback) = query_buffers(
+            dev,
+            ["fence timestamps", "fence timestamps readback"],
+            END_AT + 8,
         );
         let mut encoder = dev
             .device

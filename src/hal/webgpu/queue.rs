@@ -676,22 +676,7 @@ impl Stamps {
     /// Resolve the queries into a buffer the host can map.
     fn resolve(&self, dev: &GpuDevice, encoder: &mut wgpu::CommandEncoder) -> wgpu::Buffer {
         let size = 8 * u64::from(self.set.count());
-        let buffer = |label, usage| {
-            dev.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size,
-                usage,
-                mapped_at_creation: false,
-            })
-        };
-        let resolved = buffer(
-            "timestamps",
-            wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-        );
-        let readback = buffer(
-            "timestamps readback",
-            wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        );
+        let (resolved, readback) = query_buffers(dev, ["timestamps", "timestamps readback"], size);
         encoder.resolve_query_set(&self.set, 0..self.set.count(), &resolved, 0);
         encoder.copy_buffer_to_buffer(&resolved, 0, &readback, 0, size);
         readback
@@ -932,4 +917,31 @@ impl GpuFence {
     ) -> Option<Result<std::time::Duration>> {
         None
     }
+}
+
+/// A buffer `size` bytes long that timestamp queries resolve into, and one the host maps to
+/// read them, with their labels.
+pub(super) fn query_buffers(
+    dev: &GpuDevice,
+    [resolve, read]: [&str; 2],
+    size: u64,
+) -> (wgpu::Buffer, wgpu::Buffer) {
+    let buffer = |label, usage| {
+        dev.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size,
+            usage,
+            mapped_at_creation: false,
+        })
+    };
+    (
+        buffer(
+            resolve,
+            wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+        ),
+        buffer(
+            read,
+            wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        ),
+    )
 }
