@@ -85,6 +85,10 @@ fn windows_strides_and_pads_per_axis_match_the_reference() {
         ([3, 2, 5, 5], options([5, 5], [1, 1], [2, 2, 2, 2])),
         ([1, 1, 13, 4], options([4, 1], [3, 1], [2, 0, 1, 0])),
         ([1, 2, 45, 50], options([31, 29], [7, 5], [15, 14, 3, 9])),
+        // SqueezeNet's first: odd rows split into two stride phases; rows narrower than
+        // their stride.
+        ([1, 3, 111, 111], options([3, 3], [2, 2], [0, 0, 0, 0])),
+        ([2, 2, 7, 2], options([2, 1], [2, 3], [0, 0, 0, 0])),
     ];
     check_cases(cases, 2900, 7);
 }

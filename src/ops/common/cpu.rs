@@ -91,6 +91,23 @@ pub(crate) unsafe fn sgemm(
     );
 }
 
+/// The start of an output that parallel tasks share, each writing only its own disjoint part
+/// of it (which its caller's SAFETY comment shows).
+#[derive(Clone, Copy)]
+pub(crate) struct SharedOut<T>(pub *mut T);
+
+// SAFETY: tasks write disjoint parts (see the type's notes).
+unsafe impl<T> Send for SharedOut<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for SharedOut<T> {}
+
+impl<T> SharedOut<T> {
+    /// Element `i` (a method, so closures capture the whole `Send` wrapper).
+    pub(crate) fn at(self, i: usize) -> *mut T {
+        self.0.wrapping_add(i)
+    }
+}
+
 /// Elements per parallel task: large enough to amortise scheduling, small enough to balance.
 pub(crate) const CHUNK: usize = 1 << 15;
 

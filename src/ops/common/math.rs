@@ -178,6 +178,30 @@ x86_twins! {
     }
 }
 
+/// `dst[i] = f(dst[i], src[i])`: the plain build, or the AVX2 one. Not the AVX-512 one:
+/// there a select `f` becomes a masked store, and the next fold of the same `dst` (pooling
+/// folds each row several times) stalls on forwarding from it (2× slower in MaxPool).
+#[inline(always)]
+pub(crate) fn fold_into(dst: &mut [f32], src: &[f32], f: impl Fn(f32, f32) -> f32 + Copy) {
+    #[cfg(target_arch = "x86_64")]
+    if simd() != Simd::Base {
+        // SAFETY: AVX2 and FMA were just detected.
+        return unsafe { fold_into_avx2(dst, src, f) };
+    }
+    for (o, &v) in dst.iter_mut().zip(src) {
+        *o = f(*o, v);
+    }
+}
+
+/// The loop of [`fold_into`], built for AVX2 + FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn fold_into_avx2(dst: &mut [f32], src: &[f32], f: impl Fn(f32, f32) -> f32) {
+    for (o, &v) in dst.iter_mut().zip(src) {
+        *o = f(*o, v);
+    }
+}
+
 /// Softmax of one row, `dst = e^(src - max) / sum`, vectorised (AVX2 or AVX-512 where present).
 pub(crate) fn softmax(src: &[f32], dst: &mut [f32]) {
     x86_run!(softmax_fused(src, dst));

@@ -12,7 +12,7 @@ use phases::Phases;
 
 use super::{Conv2d, Conv2dGeometry, Pool2d};
 use crate::hal::cpu::{read_guard, write_guard};
-use crate::ops::common::cpu::{out_words, sgemm, CHUNK};
+use crate::ops::common::cpu::{out_words, sgemm, SharedOut, CHUNK};
 use crate::ops::common::math;
 use crate::ops::elementwise::with_unary;
 use crate::{Result, UnaryOp};
@@ -124,7 +124,7 @@ fn tap_fold(
     shift: usize,
     row: &mut [f32],
     g: &Conv2dGeometry,
-    f: impl Fn(f32, f32) -> f32,
+    f: impl Fn(f32, f32) -> f32 + Copy,
 ) {
     let (lo, hi, ix) = valid_columns(shift, row.len(), g);
     let outs = &mut row[lo..hi];
@@ -133,9 +133,7 @@ fn tap_fold(
     }
     if g.stride[1] == 1 {
         let len = outs.len();
-        for (o, &v) in outs.iter_mut().zip(&in_row[ix..ix + len]) {
-            *o = f(*o, v);
-        }
+        math::fold_into(outs, &in_row[ix..ix + len], f);
     } else {
         let taps = in_row[ix..].iter().step_by(g.stride[1]);
         outs.iter_mut().zip(taps).for_each(|(o, &v)| *o = f(*o, v));
@@ -143,21 +141,8 @@ fn tap_fold(
 }
 
 /// The output of one (image, group) as `og x cols` row-major, shared by the tasks that write
-/// its disjoint tiles.
-#[derive(Clone, Copy)]
-struct Columns(*mut f32);
-
-// SAFETY: each task writes only its own tile (see `gemm_tiles`).
-unsafe impl Send for Columns {}
-// SAFETY: as above.
-unsafe impl Sync for Columns {}
-
-impl Columns {
-    /// Element `i` (a method, so closures capture the whole `Send` wrapper).
-    fn at(self, i: usize) -> *mut f32 {
-        self.0.wrapping_add(i)
-    }
-}
+/// its disjoint tiles (see `Gemm::tiles`).
+type Columns = SharedOut<f32>;
 
 /// How one `rows x cols` GEMM splits into tasks, `[rows, columns]` of each: one task per
 /// image when images are as many as threads, else about two per thread, the longer side
@@ -325,7 +310,7 @@ fn direct(op: &Conv2d<'_>, words: Words<'_>) {
                 k,
                 bias: bias.map(|b| &b[grp * og..(grp + 1) * og]),
                 act,
-                c: Columns(image[grp * og * cols..(grp + 1) * og * cols].as_mut_ptr()),
+                c: SharedOut(image[grp * og * cols..(grp + 1) * og * cols].as_mut_ptr()),
                 ldc: cols,
                 images: g.n,
             };
@@ -489,6 +474,56 @@ fn scatter_row(in_row: &[f32], taps: &[f32], row: &mut [f32], g: &Conv2dGeometry
     }
 }
 
+/// `o = f(o, v)` for each output `o` of `row` and each input `v` of `in_row` under a
+/// kernel column (outputs whose tap lies in the padding are left). With a stride, `in_row`
+/// is first split into its stride phases in `split` (input column `ix` at phase `ix %
+/// stride`, place `ix / stride`), so that each tap reads consecutive inputs (vectorised).
+#[inline(always)]
+fn fold_taps(
+    in_row: &[f32],
+    split: &mut Vec<f32>,
+    row: &mut [f32],
+    g: &Conv2dGeometry,
+    f: impl Fn(f32, f32) -> f32 + Copy,
+) {
+    let s = g.stride[1];
+    if s == 1 {
+        for shift in (0..g.kw).map(|kx| kx * g.dilation[1]) {
+            tap_fold(in_row, shift, row, g, f);
+        }
+        return;
+    }
+    let m = in_row.len().div_ceil(s);
+    split.resize(s * m, 0.0);
+    if s == 2 {
+        // In pairs, so that the loop vectorises as shuffles; an odd row's last has no pair.
+        let (even, odd) = split.split_at_mut(m);
+        for ((e, o), pair) in even
+            .iter_mut()
+            .zip(odd.iter_mut())
+            .zip(in_row.chunks_exact(2))
+        {
+            (*e, *o) = (pair[0], pair[1]);
+        }
+        if in_row.len() % 2 == 1 {
+            even[m - 1] = in_row[in_row.len() - 1];
+        }
+    } else {
+        for (p, phase) in split.chunks_mut(m).enumerate() {
+            let taps = in_row.iter().skip(p).step_by(s);
+            phase.iter_mut().zip(taps).for_each(|(d, &v)| *d = v);
+        }
+    }
+    for shift in (0..g.kw).map(|kx| kx * g.dilation[1]) {
+        let (lo, hi, ix) = valid_columns(shift, row.len(), g);
+        if hi == lo {
+            continue;
+        }
+        let phase = &split[ix % s * m + ix / s..][..hi - lo];
+        math::fold_into(&mut row[lo..hi], phase, f);
+    }
+}
+
 /// The divisor of an average along one axis at output `o` (see `Pool2d::code`): the
 /// window's taps `[k, stride, dilation]` within the padded input (`code` 1) or within the
 /// input (`code` 2).
@@ -535,7 +570,7 @@ pub(super) fn pool2d(op: &Pool2d<'_>) -> Result<()> {
     let init = if code == 0 { f32::NEG_INFINITY } else { 0.0 };
     of.par_chunks_mut((g.oh * g.ow).max(1))
         .enumerate()
-        .for_each_init(Vec::new, |rows, (p, o)| {
+        .for_each_init(<(Vec<f32>, Vec<f32>)>::default, |(rows, split), (p, o)| {
             let plane = &xf[p * g.h * g.w..][..g.h * g.w];
             for (oy, row) in o.chunks_mut(g.ow.max(1)).enumerate() {
                 rows.clear();
@@ -545,20 +580,16 @@ pub(super) fn pool2d(op: &Pool2d<'_>) -> Result<()> {
                     let Some(iy) = at else { continue };
                     let in_row = &plane[iy * g.w..][..g.w];
                     if code == 0 {
-                        for (a, &v) in rows.iter_mut().zip(in_row) {
-                            *a = max_nan(*a, v);
-                        }
+                        math::fold_into(rows, in_row, max_nan);
                     } else {
-                        rows.iter_mut().zip(in_row).for_each(|(a, &v)| *a += v);
+                        math::fold_into(rows, in_row, |a, v| a + v);
                     }
                 }
                 row.fill(init);
-                for shift in (0..g.kw).map(|kx| kx * g.dilation[1]) {
-                    if code == 0 {
-                        tap_fold(rows, shift, row, &g, max_nan);
-                    } else {
-                        tap_fold(rows, shift, row, &g, |a, v| a + v);
-                    }
+                if code == 0 {
+                    fold_taps(rows, split, row, &g, max_nan);
+                } else {
+                    fold_taps(rows, split, row, &g, |a, v| a + v);
                 }
                 if code != 0 {
                     let ys = [g.kh, g.stride[0], g.dilation[0]];

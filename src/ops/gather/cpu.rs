@@ -1,10 +1,10 @@
-//! Gather on the CPU, one outer index per task.
+//! Gather on the CPU, the blocks of several outer indices to a task.
 
-use crate::base::par::*;
+use crate::base::par;
 
 use super::{resolve_index, Gather};
 use crate::hal::cpu::{read_guard, write_guard};
-use crate::ops::common::cpu::{index_value, out_words};
+use crate::ops::common::cpu::{index_value, out_words, CHUNK};
 use crate::Result;
 
 pub(super) fn gather(op: &Gather<'_>) -> Result<()> {
@@ -24,10 +24,12 @@ pub(super) fn gather(op: &Gather<'_>) -> Result<()> {
     let mut os = write_guard(out.buf)?;
     let xw = &xs[x.layout.offset..];
     let rows = out_words(&mut os, &out);
-    // Each task fills one [count, inner] block of an outer index.
-    rows.par_chunks_mut((count * inner).max(1))
-        .enumerate()
-        .for_each(|(o, block)| {
+    // Each task fills [count, inner] blocks of outer indices, enough for about CHUNK words.
+    let block = (count * inner).max(1);
+    let per = (CHUNK / block).max(1);
+    par::chunks_mut(rows, block * per, |c, blocks| {
+        for (b, block) in blocks.chunks_mut(block).enumerate() {
+            let o = c * per + b;
             for (&t, dst) in at.iter().zip(block.chunks_mut(inner.max(1))) {
                 match t {
                     Some(t) => {
@@ -36,6 +38,7 @@ pub(super) fn gather(op: &Gather<'_>) -> Result<()> {
                     None => dst.fill(0),
                 }
             }
-        });
+        }
+    });
     Ok(())
 }

@@ -138,6 +138,57 @@ fn concat_along_every_axis_and_dtype(d: &Device) {
 }
 per_backend!(concat_along_every_axis_and_dtype);
 
+/// Concats whose parts copy as long runs: along the last axis (runs of 8 or more, an output
+/// strided between them), and along axis 1 of parts past one cpu task (32,768 elements), one
+/// image or two; one part a permuted view.
+fn concat_of_long_runs(d: &Device) {
+    let cases: [(&[usize], usize, &[usize]); 3] = [
+        (&[3, 5, 0], 2, &[9, 17, 8]),
+        (&[1, 0, 12_289], 1, &[2, 3]),
+        (&[2, 0, 20_011], 1, &[1, 2]),
+    ];
+    for (c, (base, axis, extents)) in cases.into_iter().enumerate() {
+        let mut parts = Vec::new();
+        let mut host = Vec::new();
+        for (p, &e) in extents.iter().enumerate() {
+            let mut shape = base.to_vec();
+            shape[axis] = e;
+            let data = random(
+                1100 + 10 * c as u64 + p as u64,
+                shape.iter().product(),
+                -5.0,
+                5.0,
+            );
+            let t = if p == 0 && c == 0 {
+                // Stored as [5, 3, e] and viewed back.
+                let stored = gather(&data, &[5, 3, e], &[e, 5 * e, 1], 0);
+                tensor(d, &stored, &[5, 3, e]).permute(&[1, 0, 2]).unwrap()
+            } else {
+                tensor(d, &data, &shape)
+            };
+            host.push((data, shape));
+            parts.push(t);
+        }
+        let refs: Vec<&Tensor> = parts.iter().collect();
+        let got = read(&Tensor::concat(&refs, axis).unwrap());
+        let outer: usize = base[..axis].iter().product();
+        let mut want = Vec::new();
+        for o in 0..outer {
+            for (data, shape) in &host {
+                let block: usize = shape[axis..].iter().product();
+                want.extend(
+                    data[o * block..(o + 1) * block]
+                        .iter()
+                        .map(|&v| f64::from(v)),
+                );
+            }
+        }
+        let what = format!("concat of {extents:?} along {axis} on {}", name(d));
+        assert_close(&got, &want, 0.0, 0.0, &what);
+    }
+}
+per_backend!(concat_of_long_runs);
+
 fn casts_follow_rust_as(d: &Device) {
     let floats = [
         0.0f32,
@@ -326,6 +377,31 @@ fn gather_counts_negative_indices_from_the_end_and_takes_any_rank(d: &Device) {
     assert_eq!(got, vec![13, 13, 10], "u32 gather on {}", name(d));
 }
 per_backend!(gather_counts_negative_indices_from_the_end_and_takes_any_rank);
+
+/// Gathers of few elements per outer index over many outer indices (the cpu takes several
+/// to a task): along the last axis and the middle one.
+fn gather_over_many_outer_indices(d: &Device) {
+    let shape = [200usize, 211, 13];
+    let x = random(75, shape.iter().product(), -5.0, 5.0);
+    let xt = tensor(d, &x, &shape);
+    for (axis, idx) in [(2, vec![12i64, 0, 5]), (1, vec![210, 3])] {
+        let it = Tensor::from_slice(
+            d,
+            &idx.iter().map(|&v| v as i32).collect::<Vec<_>>(),
+            &[idx.len()],
+        );
+        let got = read(&xt.gather(axis, &it.unwrap()).unwrap());
+        let want = take(&x, &shape, axis, &idx, IndexMode::Error);
+        assert_close(
+            &got,
+            &want,
+            0.0,
+            0.0,
+            &format!("gather axis {axis} on {}", name(d)),
+        );
+    }
+}
+per_backend!(gather_over_many_outer_indices);
 
 /// In IndexMode::Error (the default) an index outside its axis is never a silent value: the
 /// next read on the queue fails with INVALID, naming the first offending position; that

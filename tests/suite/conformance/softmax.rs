@@ -168,6 +168,28 @@ fn softmax_and_log_softmax_along_any_axis(d: &Device) {
 }
 per_backend!(softmax_and_log_softmax_along_any_axis);
 
+/// Softmax along an axis that is not last, over more rows side by side than one cpu task
+/// takes (12,289 and 6,007 elements apart: a task of 3-element rows holds 10,922).
+fn softmax_across_many_rows_side_by_side(d: &Device) {
+    for (shape, axis) in [([2, 3, 12_289], 1), ([3, 2, 6_007], 0)] {
+        let n = shape.iter().product();
+        let x = random(8750 + axis as u64, n, -6.0, 6.0);
+        let got = read(&tensor(d, &x, &shape).softmax_axis(axis).unwrap());
+        let inner: usize = shape[axis + 1..].iter().product();
+        let len = shape[axis];
+        for r in 0..n / len {
+            let at: Vec<usize> = (0..len)
+                .map(|j| (r / inner) * len * inner + j * inner + r % inner)
+                .collect();
+            let want = reference_row(&at.iter().map(|&o| f64::from(x[o])).collect::<Vec<_>>());
+            let fiber: Vec<f32> = at.iter().map(|&o| got[o]).collect();
+            let what = format!("softmax of {shape:?} along {axis}, row {r}, on {}", name(d));
+            assert_close(&fiber, &want, 1e-5, 1e-6, &what);
+        }
+    }
+}
+per_backend!(softmax_across_many_rows_side_by_side);
+
 fn softmax_of_strided_views_matches_reference(d: &Device) {
     // Views whose rows the kernels read in place: a transpose, a slice with a step between
     // rows, and a broadcast (stride 0); and one whose outer axes do not flatten (a copy).
