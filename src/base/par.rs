@@ -36,6 +36,15 @@ pub(crate) fn tasks(tasks: usize, f: impl Fn(usize) + Sync + Send) {
     (0..tasks).into_par_iter().for_each(f);
 }
 
+/// Runs `f` on a thread of the pool (on the calling thread if it is one), so that the
+/// parallel loops inside it split among the pool's threads directly: from another thread,
+/// each loop hands its work to the pool and sleeps until it is done, a wake-up of the pool
+/// and of the caller per loop. Costs one such hand-over itself.
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) fn on_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    rayon::scope(|_| f())
+}
+
 /// rayon's entry points the kernels use, on sequential iterators.
 #[cfg(all(target_arch = "wasm32", not(feature = "threads")))]
 mod sequential {

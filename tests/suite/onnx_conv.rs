@@ -310,6 +310,62 @@ fn conv_3d_matches_the_reference(d: &Device) {
 }
 per_backend!(conv_3d_matches_the_reference);
 
+/// A plain 2-D convolution of unit stride and padding 1 (x `[c, h, w]`, w `[o, c, 3, 3]`), in
+/// f64: `[o, h, w]`.
+fn conv3x3_reference(x: &[f32], [c, h, w]: [usize; 3], wt: &[f32], bias: &[f32]) -> Vec<f64> {
+    let o = bias.len();
+    let mut out = vec![0.0; o * h * w];
+    for (k, plane) in out.chunks_mut(h * w).enumerate() {
+        for (p, v) in plane.iter_mut().enumerate() {
+            let (y, xx) = (p / w, p % w);
+            let mut acc = f64::from(bias[k]);
+            for ci in 0..c {
+                for t in 0..9 {
+                    let (iy, ix) = ((y + t / 3).checked_sub(1), (xx + t % 3).checked_sub(1));
+                    if let (Some(iy), Some(ix)) = (iy.filter(|&i| i < h), ix.filter(|&i| i < w)) {
+                        let xv = f64::from(x[(ci * h + iy) * w + ix]);
+                        acc += f64::from(wt[(k * c + ci) * 9 + t]) * xv;
+                    }
+                }
+            }
+            *v = acc;
+        }
+    }
+    out
+}
+
+/// A convolution long enough (about 2 ms on a 2-core VM) that the cpu runs it on its
+/// thread pool from the second run on: every run gives the reference's outputs.
+fn repeated_long_runs_match_the_reference(d: &Device) {
+    let (xs, ws) = ([1usize, 48, 61, 67], [96usize, 48, 3, 3]);
+    let x = random(2410, xs.iter().product(), -1.0, 1.0);
+    let w = random(2411, ws.iter().product(), -1.0, 1.0);
+    let bias = random(2412, 96, -1.0, 1.0);
+    let mut n = node("Conv", "op", &["x", "w", "b"], &["y"]);
+    n.attribute = vec![ints("pads", &[1, 1, 1, 1])];
+    let g = GraphProto {
+        node: vec![n],
+        input: ["x", "w", "b"].iter().map(|&i| info(i, FLOAT)).collect(),
+        output: vec![info("y", FLOAT)],
+        ..Default::default()
+    };
+    let s = Session::from_bytes(d, model(g, 17), SessionOptions::default()).unwrap();
+    let tensors = [
+        tensor(d, &x, &xs),
+        tensor(d, &w, &ws),
+        tensor(d, &bias, &[96]),
+    ];
+    let feeds = [("x", &tensors[0]), ("w", &tensors[1]), ("b", &tensors[2])];
+    let want = conv3x3_reference(&x, [48, 61, 67], &w, &bias);
+    for run in 0..3 {
+        let y = &s.run(&feeds).unwrap()[0].1;
+        let what = format!("run {run} of a long Conv on {}", name(d));
+        assert_eq!(y.shape(), &[1, 96, 61, 67], "{what}");
+        assert_close(&read(y), &want, 1e-4, 1e-4, &what);
+    }
+}
+per_backend!(repeated_long_runs_match_the_reference);
+
 /// A stride or dilation below 1 and a negative padding, output padding or output shape are
 /// refused when the model loads, naming the attribute.
 #[test]
