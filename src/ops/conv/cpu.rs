@@ -62,13 +62,15 @@ fn im2col_row(
 ) {
     let (ci, ky, kx) = (r / (g.kh * g.kw), r / g.kw % g.kh, r % g.kw);
     let plane = &planes[ci * g.h * g.w..][..g.h * g.w];
+    // The same columns are valid in every output row.
+    let span = valid_columns(kx * g.dilation[1], g.ow, g);
     let mut p = positions.start;
     while p < positions.end {
         let (oy, ox0) = (p / g.ow, p % g.ow);
         let ox1 = g.ow.min(ox0 + (positions.end - p));
         let (run, rest) = dst.split_at_mut(ox1 - ox0);
         match input_index(oy, ky, g.stride[0], g.dilation[0], g.padding[0], g.h) {
-            Some(iy) => tap_run(&plane[iy * g.w..][..g.w], kx * g.dilation[1], ox0, run, g),
+            Some(iy) => place(&plane[iy * g.w..][..g.w], span, ox0, run, g.stride[1]),
             None => run.fill(0.0),
         }
         (dst, p) = (rest, p + (ox1 - ox0));
@@ -86,21 +88,28 @@ fn valid_columns(shift: usize, len: usize, g: &Conv2dGeometry) -> (usize, usize,
     (lo, hi, (lo * s + shift).saturating_sub(pad))
 }
 
-/// Output columns `ox0..ox0 + run.len()` of one output row under the column `shift` past the
-/// kernel's first (see `valid_columns`), read from input row `in_row`, 0 in the padding.
-fn tap_run(in_row: &[f32], shift: usize, ox0: usize, run: &mut [f32], g: &Conv2dGeometry) {
-    let (first, hi, first_ix) = valid_columns(shift, ox0 + run.len(), g);
-    let (lo, hi) = (first.max(ox0), hi.max(ox0));
-    let ix = first_ix + (lo - first) * g.stride[1];
+/// Output columns `ox0..ox0 + run.len()` of one output row under a kernel column whose valid
+/// columns are `span` (`valid_columns`' answer), read from input row `in_row` with column
+/// stride `stride`, 0 in the padding.
+fn place(
+    in_row: &[f32],
+    (first, hi, first_ix): (usize, usize, usize),
+    ox0: usize,
+    run: &mut [f32],
+    stride: usize,
+) {
+    let hi = hi.clamp(ox0, ox0 + run.len());
+    let lo = first.clamp(ox0, hi);
+    let ix = first_ix + (lo - first) * stride;
     run[..lo - ox0].fill(0.0);
     run[hi - ox0..].fill(0.0);
     let inside = &mut run[lo - ox0..hi - ox0];
     if inside.is_empty() {
         return;
     }
-    if g.stride[1] == 1 {
+    if stride == 1 {
         inside.copy_from_slice(&in_row[ix..ix + inside.len()]);
-    } else if g.stride[1] == 2 {
+    } else if stride == 2 {
         // In pairs, so that the loop vectorises as shuffles; the last tap may have no pair.
         let pairs = in_row[ix..].chunks_exact(2);
         let n = pairs.len().min(inside.len());
@@ -111,7 +120,7 @@ fn tap_run(in_row: &[f32], shift: usize, ox0: usize, run: &mut [f32], g: &Conv2d
             *o = in_row[ix + 2 * n];
         }
     } else {
-        let taps = in_row[ix..].iter().step_by(g.stride[1]);
+        let taps = in_row[ix..].iter().step_by(stride);
         inside.iter_mut().zip(taps).for_each(|(o, &v)| *o = v);
     }
 }

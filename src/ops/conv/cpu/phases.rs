@@ -7,7 +7,7 @@
 
 use crate::ops::common::math::{self, x86_run, x86_twins};
 
-use super::{tap_run, Conv2dGeometry};
+use super::{place, valid_columns, Conv2dGeometry};
 
 /// Outputs per block: one AVX-512 register, two AVX2 ones, four SSE2 or simd128 ones.
 const LANES: usize = 16;
@@ -56,13 +56,15 @@ impl Phases {
             let (r, q) = (s / sw, s % sw);
             let (body, slack) = sub.split_at_mut(self.rows * self.width);
             slack.fill(0.0);
+            // Column i holds padded column i * sw + q: the input under shift q, whose valid
+            // columns are the same in every row.
+            let span = valid_columns(q, self.width, g);
             for (a, row) in body.chunks_exact_mut(self.width).enumerate() {
                 let iy = (a * sh + r)
                     .checked_sub(g.padding[0])
                     .filter(|&iy| iy < g.h);
                 match iy {
-                    // Column i holds padded column i * sw + q: the input under shift q.
-                    Some(iy) => tap_run(&plane[iy * g.w..][..g.w], q, 0, row, g),
+                    Some(iy) => place(&plane[iy * g.w..][..g.w], span, 0, row, sw),
                     None => row.fill(0.0),
                 }
             }
