@@ -703,6 +703,24 @@ fn chain_makes_elementwise_groups_one_node_and_keeps_values_read_outside() {
     case.check(kept, &ops, [0.0, 0.0]);
 }
 
+/// A `Sum` of two inputs (ResNet's residual, before a `Relu`) joins a chain as an `Add`,
+/// broadcasting; a `Sum` of three stays.
+#[test]
+fn chain_takes_a_sum_of_two_as_an_add() {
+    let case = Case {
+        nodes: vec![
+            node("Sum", &["x", "y"], &["a"], vec![]),
+            node("Relu", &["a"], &["y1"], vec![]),
+            node("Sum", &["x", "y", "z"], &["y2"], vec![]),
+        ],
+        weights: vec![],
+        inputs: vec![("x", vec![4, 1, 9]), ("y", vec![3, 9]), ("z", vec![9])],
+        outputs: vec!["y1", "y2"],
+    };
+    let s = case.check(Passes::all(), &["Chain", "Sum"], CLOSE);
+    assert_eq!(rewrites(&s, "chain"), 1);
+}
+
 #[test]
 fn chain_of_integers_runs_its_steps_one_by_one() {
     let case = Case {

@@ -47,9 +47,10 @@ pub(crate) const UNARY: &[(&str, UnaryOp)] = &[
     ("Sign", UnaryOp::Sign),
 ];
 
-/// The binary operators a chain takes, by ONNX name (`Min` and `Max` of two inputs).
+/// The binary operators a chain takes, by ONNX name (`Sum`, `Min` and `Max` of two inputs).
 pub(crate) const BINARY: &[(&str, BinaryOp)] = &[
     ("Add", BinaryOp::Add),
+    ("Sum", BinaryOp::Add),
     ("Sub", BinaryOp::Sub),
     ("Mul", BinaryOp::Mul),
     ("Div", BinaryOp::Div),

@@ -90,26 +90,43 @@ fn binary(op: BinaryOp, a: &[f32], b: &[f32], dst: &mut [f32]) {
     });
 }
 
-/// Every step of `plan` over one block, the inputs already in their slots; `slots` holds
-/// `plan.slot_count()` buffers of at least `len` elements.
-fn steps(plan: &Plan, slots: &mut [Vec<f32>], len: usize) {
+/// Every step of `plan` over one block of `len` elements: input `k` read from `direct[k]`
+/// where that is given (its own elements, read in place), else from its slot; `slots` holds
+/// `plan.slot_count()` buffers of at least `len` elements. The last step, where it is the
+/// output, is written to `out` if given (f32 outputs), else to its slot.
+fn steps(
+    plan: &Plan,
+    slots: &mut [Vec<f32>],
+    direct: &[Option<&[f32]>],
+    len: usize,
+    mut out: Option<&mut [f32]>,
+) {
     let inputs = plan.input_dtypes().len();
+    let count = plan.steps().len();
     for (i, step) in plan.steps().iter().enumerate() {
         let n = inputs + i;
-        let slot = |v| plan.slot(plan.index(v));
         // The result's slot holds none of the step's operands (see `Plan::assign_slots`).
         let mut dst = std::mem::take(&mut slots[plan.slot(n)]);
-        let out = &mut dst[..len];
-        match *step {
-            Step::Unary(op, x) => unary(op, &slots[slot(x)][..len], out),
-            Step::Binary(op, a, b) => {
-                binary(op, &slots[slot(a)][..len], &slots[slot(b)][..len], out)
+        let last = i + 1 == count && n == plan.output();
+        let target = match out.as_deref_mut() {
+            Some(o) if last => o,
+            _ => &mut dst[..len],
+        };
+        let read = |v| {
+            let v = plan.index(v);
+            match direct.get(v) {
+                Some(Some(run)) => *run,
+                _ => &slots[plan.slot(v)][..len],
             }
-            Step::Scalar(value, dtype) => out.fill(scalar_f32(value, dtype)),
-            Step::Cast(x, _) => out.copy_from_slice(&slots[slot(x)][..len]),
+        };
+        match *step {
+            Step::Unary(op, x) => unary(op, read(x), target),
+            Step::Binary(op, a, b) => binary(op, read(a), read(b), target),
+            Step::Scalar(value, dtype) => target.fill(scalar_f32(value, dtype)),
+            Step::Cast(x, _) => target.copy_from_slice(read(x)),
         }
         if !matches!(step, Step::Scalar(..)) {
-            round(out, plan.dtype(n));
+            round(target, plan.dtype(n));
         }
         slots[plan.slot(n)] = dst;
     }
@@ -147,15 +164,33 @@ pub(super) fn chain(op: &ChainRequest<'_>) -> Result<()> {
     let output = plan.slot(plan.output());
     // The layouts alone cross into the tasks (operands hold buffers, not `Sync` in wasm).
     let layouts: Vec<_> = op.inputs.iter().map(|x| x.layout).collect();
+    // The last step writes an f32 output in place; its slot is then not the output's.
+    let in_place = out_dtype == DType::F32 && plan.output() + 1 == plan.index_count();
     par::chunks_mut(out, CHUNK * size, |c, chunk| {
         let mut slots = vec![vec![0f32; BLOCK]; plan.slot_count()];
+        let mut direct = vec![None; stored.len()];
         for (b, dst) in chunk.chunks_mut(BLOCK * size).enumerate() {
             let (start, len) = (c * CHUNK + b * BLOCK, dst.len() / size);
             for (k, (src, &layout)) in stored.iter().zip(&layouts).enumerate() {
-                load(src, layout, start, &mut slots[plan.slot(k)][..len]);
+                direct[k] = match *src {
+                    Stored::F32(data) => run_from(data, layout, start, len),
+                    Stored::Half(..) => None,
+                }
+                .filter(|run| run.len() == len);
+                if direct[k].is_none() {
+                    load(src, layout, start, &mut slots[plan.slot(k)][..len]);
+                }
             }
-            steps(plan, &mut slots, len);
-            store(&slots[output][..len], out_dtype, dst);
+            match bytemuck::try_cast_slice_mut::<u8, f32>(dst)
+                .ok()
+                .filter(|_| in_place)
+            {
+                Some(target) => steps(plan, &mut slots, &direct, len, Some(target)),
+                None => {
+                    steps(plan, &mut slots, &direct, len, None);
+                    store(&slots[output][..len], out_dtype, dst);
+                }
+            }
         }
     });
     Ok(())

@@ -166,6 +166,11 @@ impl Plan {
         self.inputs + self.output
     }
 
+    /// How many values there are: the inputs and the steps.
+    pub(crate) fn index_count(&self) -> usize {
+        self.inputs + self.steps.len()
+    }
+
     /// The output's dtype.
     pub(crate) fn out_dtype(&self) -> DType {
         self.dtypes[self.output()]
