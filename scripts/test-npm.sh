@@ -17,9 +17,9 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 "$repo/scripts/build-npm.sh"
 
-# The size budget: the package's wasm at most 1,208 kB (1,208,000 bytes) gzipped; the threads
+# The size budget: the package's wasm at most 1,210 kB (1,210,000 bytes) gzipped; the threads
 # build, which only cross-origin-isolated pages load, also carries rayon's thread pool and a
-# std built for threads, and is held to 1,247 kB. Each raise is deliberate and says what it
+# std built for threads, and is held to 1,249 kB. Each raise is deliberate and says what it
 # bought: 700/740 kB held everything up to the CPU executor of WGSL kernels (naga's parser
 # and validator, the largest crate in it, at 425 of 1,950 kB before gzip); 720/760 kB adds
 # the page-device adoption and integer arithmetic; 730/770 kB adds the i64 dtype (2.3 kB)
@@ -85,7 +85,13 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 # reused within a batch, phase-split depthwise convolutions, split CPU matrix products with
 # their epilogue, and the LSTM gates as chains (11 kB, measured together: 1,195,181 to
 # 1,206,490 and 1,240,292 to 1,245,416).
-for budget in "npm/pkg/unicompute_bg.wasm 1208000" "npm/pkg-threads/unicompute_bg.wasm 1247000"; do
+# 1,210/1,249 kB adds the CPU bodies the model profiles asked for (1.3 kB: 1,207,766 to
+# 1,209,105 and 1,246,844 to 1,247,728; measured one file at a time: copies as runs of the
+# dimensions contiguous in both views 44 bytes, softmax rows side by side 102, gather blocks
+# to a task 180, pooling rows split by stride phase about 600, conv valid columns once 47):
+# with the native-only pool hand-over, SqueezeNet went from 8.3 to 6.6 ms and YOLOv8n from
+# 29.6 to 24.6 ms on the CPU (2 cores).
+for budget in "npm/pkg/unicompute_bg.wasm 1210000" "npm/pkg-threads/unicompute_bg.wasm 1249000"; do
     set -- $budget
     size=$(gzip -9 -c "$repo/$1" | wc -c)
     echo "$1: $size bytes gzipped (budget $2)"

@@ -504,24 +504,9 @@ fn fold_taps(
     }
     let m = in_row.len().div_ceil(s);
     split.resize(s * m, 0.0);
-    if s == 2 {
-        // In pairs, so that the loop vectorises as shuffles; an odd row's last has no pair.
-        let (even, odd) = split.split_at_mut(m);
-        for ((e, o), pair) in even
-            .iter_mut()
-            .zip(odd.iter_mut())
-            .zip(in_row.chunks_exact(2))
-        {
-            (*e, *o) = (pair[0], pair[1]);
-        }
-        if in_row.len() % 2 == 1 {
-            even[m - 1] = in_row[in_row.len() - 1];
-        }
-    } else {
-        for (p, phase) in split.chunks_mut(m).enumerate() {
-            let taps = in_row.iter().skip(p).step_by(s);
-            phase.iter_mut().zip(taps).for_each(|(d, &v)| *d = v);
-        }
+    for (p, phase) in split.chunks_mut(m).enumerate() {
+        let taps = in_row.iter().skip(p).step_by(s);
+        phase.iter_mut().zip(taps).for_each(|(d, &v)| *d = v);
     }
     for shift in (0..g.kw).map(|kx| kx * g.dilation[1]) {
         let (lo, hi, ix) = valid_columns(shift, row.len(), g);
