@@ -100,13 +100,14 @@ fn place(
 ) {
     let hi = hi.clamp(ox0, ox0 + run.len());
     let lo = first.clamp(ox0, hi);
-    let ix = first_ix + (lo - first) * stride;
     run[..lo - ox0].fill(0.0);
     run[hi - ox0..].fill(0.0);
     let inside = &mut run[lo - ox0..hi - ox0];
     if inside.is_empty() {
         return;
     }
+    // Not empty, so `first` <= `lo` (`first` past the run would leave it empty).
+    let ix = first_ix + (lo - first) * stride;
     if stride == 1 {
         inside.copy_from_slice(&in_row[ix..ix + inside.len()]);
     } else if stride == 2 {

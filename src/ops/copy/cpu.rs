@@ -94,8 +94,9 @@ pub(super) fn copy(op: &ViewCopy<'_>) -> Result<()> {
 }
 
 /// Copies the runs of `len` elements (numbered by the first `outer` dimensions) from view
-/// `x` of `xs` to view `out` of `os` (each within its words), whose runs do not overlap: in tasks of about `CHUNK`
-/// elements, several short runs to a task or a long run split into pieces.
+/// `x` of `xs` to view `out` of `os` (each within its words), whose runs do not overlap: in
+/// tasks of about `CHUNK` elements, several short runs to a task or a long run split into
+/// pieces.
 fn copy_runs(xs: &[u32], os: &mut [u32], [x, out]: [&Layout; 2], [len, outer]: [usize; 2]) {
     let count = x.numel() / len;
     let pieces = len.div_ceil(CHUNK);
