@@ -89,6 +89,7 @@ fn windows_strides_and_pads_per_axis_match_the_reference() {
         // their stride.
         ([1, 3, 111, 111], options([3, 3], [2, 2], [0, 0, 0, 0])),
         ([2, 2, 7, 2], options([2, 1], [2, 3], [0, 0, 0, 0])),
+        ([1, 2, 5, 3], options([2, 2], [1, 5], [0, 0, 1, 0])),
     ];
     check_cases(cases, 2900, 7);
 }
@@ -172,6 +173,24 @@ fn bad_geometries_are_errors(d: &Device) {
     expect_err(pool(dilated([1, usize::MAX])), "SHAPE", &["overflows"], d);
 }
 per_backend!(bad_geometries_are_errors);
+
+/// A column stride far past the row, as a fuzzed geometry has: one window per row on the
+/// cpu (which once reserved scratch of the stride's size, 2^42 words here, and aborted).
+#[test]
+fn a_stride_far_past_the_row_takes_one_window() {
+    let d = &devices()[0];
+    let x = random(2950, 15, -3.0, 3.0);
+    let p = options([1, 2], [1, 1 << 42], [0, 0, 0, 0]);
+    let got = tensor(d, &x, &[1, 1, 3, 5]).pool2d_with(PoolKind::Max, p);
+    let want: Vec<f64> = x.chunks(5).map(|r| f64::from(r[0].max(r[1]))).collect();
+    assert_close(
+        &read(&got.unwrap()),
+        &want,
+        0.0,
+        0.0,
+        &format!("on {}", name(d)),
+    );
+}
 
 /// Max and average pooling of each case (seeds from `seed`, one NaN at `c * nan_step`), with
 /// and without `count_include_pad` and `ceil_mode`, against the reference on every device.

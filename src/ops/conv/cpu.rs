@@ -485,8 +485,8 @@ fn scatter_row(in_row: &[f32], taps: &[f32], row: &mut [f32], g: &Conv2dGeometry
 }
 
 /// `o = f(o, v)` for each output `o` of `row` and each input `v` of `in_row` under a
-/// kernel column (outputs whose tap lies in the padding are left). With a stride, `in_row`
-/// is first split into its stride phases in `split` (input column `ix` at phase `ix %
+/// kernel column (outputs whose tap lies in the padding are left). With a stride within the
+/// row, `in_row` is first split into its stride phases in `split` (input column `ix` at phase `ix %
 /// stride`, place `ix / stride`), so that each tap reads consecutive inputs (vectorised).
 #[inline(always)]
 fn fold_taps(
@@ -497,7 +497,9 @@ fn fold_taps(
     f: impl Fn(f32, f32) -> f32 + Copy,
 ) {
     let s = g.stride[1];
-    if s == 1 {
+    // A stride past the row reads one column per tap: no split (its phases would be `s`
+    // words, and a fuzzed stride is up to 2^62).
+    if s == 1 || s > in_row.len() {
         for shift in (0..g.kw).map(|kx| kx * g.dilation[1]) {
             tap_fold(in_row, shift, row, g, f);
         }

@@ -78,6 +78,22 @@ fn copies_of_views_with_contiguous_rows(d: &Device) {
 }
 per_backend!(copies_of_views_with_contiguous_rows);
 
+/// The concat along `axis` of host `parts` (values and shape), `outer` blocks each, in f64.
+fn host_concat(parts: &[(Vec<f32>, Vec<usize>)], axis: usize, outer: usize) -> Vec<f64> {
+    let mut want = Vec::new();
+    for o in 0..outer {
+        for (data, shape) in parts {
+            let block: usize = shape[axis..].iter().product();
+            want.extend(
+                data[o * block..(o + 1) * block]
+                    .iter()
+                    .map(|&v| f64::from(v)),
+            );
+        }
+    }
+    want
+}
+
 fn concat_along_every_axis_and_dtype(d: &Device) {
     for axis in 0..3 {
         // Three parts of [2, 3, 5] with extents 1, 4 and 2 on `axis`; the middle one is a
@@ -106,18 +122,7 @@ fn concat_along_every_axis_and_dtype(d: &Device) {
         let got = read(&Tensor::concat(&refs, axis).unwrap());
         let mut out_shape = [2, 3, 5];
         out_shape[axis] = extents.iter().sum();
-        let mut want = Vec::new();
-        let outer: usize = out_shape[..axis].iter().product();
-        for o in 0..outer {
-            for (data, shape) in &host {
-                let block: usize = shape[axis..].iter().product();
-                want.extend(
-                    data[o * block..(o + 1) * block]
-                        .iter()
-                        .map(|&v| f64::from(v)),
-                );
-            }
-        }
+        let want = host_concat(&host, axis, out_shape[..axis].iter().product());
         assert_close(
             &got,
             &want,
@@ -171,18 +176,7 @@ fn concat_of_long_runs(d: &Device) {
         }
         let refs: Vec<&Tensor> = parts.iter().collect();
         let got = read(&Tensor::concat(&refs, axis).unwrap());
-        let outer: usize = base[..axis].iter().product();
-        let mut want = Vec::new();
-        for o in 0..outer {
-            for (data, shape) in &host {
-                let block: usize = shape[axis..].iter().product();
-                want.extend(
-                    data[o * block..(o + 1) * block]
-                        .iter()
-                        .map(|&v| f64::from(v)),
-                );
-            }
-        }
+        let want = host_concat(&host, axis, base[..axis].iter().product());
         let what = format!("concat of {extents:?} along {axis} on {}", name(d));
         assert_close(&got, &want, 0.0, 0.0, &what);
     }
