@@ -78,11 +78,19 @@ fn copies_of_views_with_contiguous_rows(d: &Device) {
 }
 per_backend!(copies_of_views_with_contiguous_rows);
 
-/// The concat along `axis` of host `parts` (values and shape), `outer` blocks each, in f64.
-fn host_concat(parts: &[(Vec<f32>, Vec<usize>)], axis: usize, outer: usize) -> Vec<f64> {
+/// The concat along `axis` of the device `parts`, read back, and of their `host` values and
+/// shapes (`outer` blocks each) in f64.
+fn concat_and_reference(
+    parts: &[Tensor],
+    host: &[(Vec<f32>, Vec<usize>)],
+    axis: usize,
+    outer: usize,
+) -> (Vec<f32>, Vec<f64>) {
+    let refs: Vec<&Tensor> = parts.iter().collect();
+    let got = read(&Tensor::concat(&refs, axis).unwrap());
     let mut want = Vec::new();
     for o in 0..outer {
-        for (data, shape) in parts {
+        for (data, shape) in host {
             let block: usize = shape[axis..].iter().product();
             want.extend(
                 data[o * block..(o + 1) * block]
@@ -91,7 +99,7 @@ fn host_concat(parts: &[(Vec<f32>, Vec<usize>)], axis: usize, outer: usize) -> V
             );
         }
     }
-    want
+    (got, want)
 }
 
 fn concat_along_every_axis_and_dtype(d: &Device) {
@@ -118,11 +126,8 @@ fn concat_along_every_axis_and_dtype(d: &Device) {
             host.push((data, shape));
             parts.push(t);
         }
-        let refs: Vec<&Tensor> = parts.iter().collect();
-        let got = read(&Tensor::concat(&refs, axis).unwrap());
-        let mut out_shape = [2, 3, 5];
-        out_shape[axis] = extents.iter().sum();
-        let want = host_concat(&host, axis, out_shape[..axis].iter().product());
+        let outer: usize = [2, 3, 5][..axis].iter().product();
+        let (got, want) = concat_and_reference(&parts, &host, axis, outer);
         assert_close(
             &got,
             &want,
@@ -174,9 +179,8 @@ fn concat_of_long_runs(d: &Device) {
             host.push((data, shape));
             parts.push(t);
         }
-        let refs: Vec<&Tensor> = parts.iter().collect();
-        let got = read(&Tensor::concat(&refs, axis).unwrap());
-        let want = host_concat(&host, axis, base[..axis].iter().product());
+        let outer: usize = base[..axis].iter().product();
+        let (got, want) = concat_and_reference(&parts, &host, axis, outer);
         let what = format!("concat of {extents:?} along {axis} on {}", name(d));
         assert_close(&got, &want, 0.0, 0.0, &what);
     }
