@@ -31,6 +31,7 @@ pub fn build_thread_pool(threads: usize) -> Result<(), JsValue> {
     if threads == 0 {
         return Err(invalid("threads is 0: expected at least 1".into()));
     }
+    crate::ops::common::cpu::prepare_gemm();
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .use_current_thread()

@@ -91,6 +91,21 @@ pub(crate) unsafe fn sgemm(
     );
 }
 
+/// Initialises `gemm`'s once-computed state (its cache sizes) on this thread. Its first use
+/// from two threads at once makes one of them wait, and a browser's main thread cannot wait
+/// (`Atomics.wait` traps there), so the threads build calls this before its pool works.
+#[cfg(all(target_arch = "wasm32", feature = "threads"))]
+pub(crate) fn prepare_gemm() {
+    // Past gemm's paths for small products, which do not read its cache sizes.
+    const M: usize = 65;
+    const K: usize = 4;
+    let ones = vec![1.0f32; M * K];
+    let mut out = vec![0.0f32; M * M];
+    let (p, a_strides, c) = (ones.as_ptr(), [K as isize, 1], out.as_mut_ptr());
+    // SAFETY: `ones` holds a row-major M x K and K x M matrix, `out` an M x M one.
+    unsafe { sgemm(M, M, K, 1.0, p, a_strides, p, [M as isize, 1], c, M, 1) };
+}
+
 /// The start of an output that parallel tasks share, each writing only its own disjoint part
 /// of it (which its caller's SAFETY comment shows).
 #[derive(Clone, Copy)]
