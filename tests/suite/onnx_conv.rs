@@ -337,10 +337,39 @@ fn conv3x3_reference(x: &[f32], [c, h, w]: [usize; 3], wt: &[f32], bias: &[f32])
 /// A convolution long enough (about 2 ms on a 2-core VM) that the cpu runs it on its
 /// thread pool from the second run on: every run gives the reference's outputs.
 fn repeated_long_runs_match_the_reference(d: &Device) {
+    let (x, w, bias) = long_conv_inputs();
+    let want = conv3x3_reference(&x, [48, 61, 67], &w, &bias);
+    long_conv_runs(d, [&x, &w, &bias], &want, "");
+}
+per_backend!(repeated_long_runs_match_the_reference);
+
+/// Sessions run from three threads at once, each run long enough for the cpu's thread pool
+/// (whose other threads it keeps awake): every run gives the reference's outputs.
+fn long_runs_from_several_threads_at_once(d: &Device) {
+    let (x, w, bias) = long_conv_inputs();
+    let want = conv3x3_reference(&x, [48, 61, 67], &w, &bias);
+    std::thread::scope(|s| {
+        for t in 0..3 {
+            let (inputs, want) = ([&x[..], &w, &bias], &want);
+            s.spawn(move || long_conv_runs(d, inputs, want, &format!(", thread {t}")));
+        }
+    });
+}
+per_backend!(long_runs_from_several_threads_at_once);
+
+/// The input, weight and bias of [`long_conv_runs`]' convolution, seeded.
+fn long_conv_inputs() -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    (
+        random(2410, 48 * 61 * 67, -1.0, 1.0),
+        random(2411, 96 * 48 * 3 * 3, -1.0, 1.0),
+        random(2412, 96, -1.0, 1.0),
+    )
+}
+
+/// Three runs of a 3 x 3 Conv (48 -> 96 channels over 61 x 67, padded) of `x`, `w` and
+/// `bias`, each checked against `want`.
+fn long_conv_runs(d: &Device, [x, w, bias]: [&[f32]; 3], want: &[f64], tag: &str) {
     let (xs, ws) = ([1usize, 48, 61, 67], [96usize, 48, 3, 3]);
-    let x = random(2410, xs.iter().product(), -1.0, 1.0);
-    let w = random(2411, ws.iter().product(), -1.0, 1.0);
-    let bias = random(2412, 96, -1.0, 1.0);
     let mut n = node("Conv", "op", &["x", "w", "b"], &["y"]);
     n.attribute = vec![ints("pads", &[1, 1, 1, 1])];
     let g = GraphProto {
@@ -350,21 +379,15 @@ fn repeated_long_runs_match_the_reference(d: &Device) {
         ..Default::default()
     };
     let s = Session::from_bytes(d, model(g, 17), SessionOptions::default()).unwrap();
-    let tensors = [
-        tensor(d, &x, &xs),
-        tensor(d, &w, &ws),
-        tensor(d, &bias, &[96]),
-    ];
+    let tensors = [tensor(d, x, &xs), tensor(d, w, &ws), tensor(d, bias, &[96])];
     let feeds = [("x", &tensors[0]), ("w", &tensors[1]), ("b", &tensors[2])];
-    let want = conv3x3_reference(&x, [48, 61, 67], &w, &bias);
     for run in 0..3 {
         let y = &s.run(&feeds).unwrap()[0].1;
-        let what = format!("run {run} of a long Conv on {}", name(d));
+        let what = format!("run {run} of a long Conv on {}{tag}", name(d));
         assert_eq!(y.shape(), &[1, 96, 61, 67], "{what}");
-        assert_close(&read(y), &want, 1e-4, 1e-4, &what);
+        assert_close(&read(y), want, 1e-4, 1e-4, &what);
     }
 }
-per_backend!(repeated_long_runs_match_the_reference);
 
 /// A stride or dilation below 1 and a negative padding, output padding or output shape are
 /// refused when the model loads, naming the attribute.
