@@ -47,16 +47,17 @@ pub(super) fn attention(op: &Attention<'_>) -> Result<()> {
     // Tasks: one block of query rows of one (batch, head); its rows of the output.
     let blocks_per_head = lq.div_ceil(BLOCK);
     let tasks = block_tasks(of, lq, dv, blocks_per_head);
-    // Each worker reuses its score buffer (the probabilities, in place) from task to task.
-    tasks
-        .into_par_iter()
-        .for_each_init(Vec::new, |s, (task, o)| {
+    // Each worker reuses its score and probability buffers from task to task.
+    tasks.into_par_iter().for_each_init(
+        || (Vec::new(), Vec::new()),
+        |(s, p), (task, o)| {
             let (bh, i0) = (task / blocks_per_head, (task % blocks_per_head) * BLOCK);
             let (b, hh) = (bh / h, bh % h);
             let rows = o.len() / dv.max(1);
             let keys = if causal { lk.min(i0 + rows) } else { lk };
             // Every score is written below: by the GEMM, or as 0 when d = 0.
             s.resize(rows * keys.max(1), 0.0);
+            p.resize(s.len(), 0.0);
             if d == 0 {
                 s.fill(0.0);
             } else if keys > 0 {
@@ -90,14 +91,15 @@ pub(super) fn attention(op: &Attention<'_>) -> Result<()> {
                 }
                 _ => None,
             };
-            probabilities(s, rows, keys, i0, causal, mask);
+            probabilities(s, p, rows, keys, i0, causal, mask);
             if keys == 0 || dv == 0 {
                 o.fill(0.0);
                 return;
             }
             // SAFETY: `check_within` proved v's layout inside `vf`.
-            unsafe { weighted_values(o, s, [rows, keys, dv], vf, vl, [b, hh]) };
-        });
+            unsafe { weighted_values(o, p, [rows, keys, dv], vf, vl, [b, hh]) };
+        },
+    );
     Ok(())
 }
 
@@ -153,19 +155,25 @@ fn block_tasks(
         .collect()
 }
 
-/// The attention probabilities, in place, of the `rows` score rows `s` (`keys` each) of query rows
+/// The attention probabilities `p` of the `rows` score rows `s` (`keys` each) of query rows
 /// `i0..`: the mask added (`mask(i)` gives row i's elements, offset and key stride, which
 /// `check_within` proved in bounds), the keys a causal row does not see left out, softmax
 /// over the rest; a row whose every key is masked out gets probabilities 0 (ONNX).
 fn probabilities<'a>(
     s: &mut [f32],
+    p: &mut [f32],
     rows: usize,
     keys: usize,
     i0: usize,
     causal: bool,
     mask: Option<impl Fn(usize) -> (&'a [f32], usize, usize)>,
 ) {
-    for (r, row) in s.chunks_mut(keys.max(1)).enumerate().take(rows) {
+    for (r, (row, prob)) in s
+        .chunks_mut(keys.max(1))
+        .zip(p.chunks_mut(keys.max(1)))
+        .enumerate()
+        .take(rows)
+    {
         let i = i0 + r;
         if let Some(mask) = mask.as_ref().filter(|_| keys > 0) {
             let (m, at, step) = mask(i);
@@ -181,10 +189,10 @@ fn probabilities<'a>(
         let visible = if causal { keys.min(i + 1) } else { keys };
         // Every key masked out: the row's output is 0 (ONNX).
         if row[..visible].iter().all(|&x| x == f32::NEG_INFINITY) {
-            row.fill(0.0);
+            prob.fill(0.0);
             continue;
         }
-        math::softmax_in_place(&mut row[..visible]);
-        row[visible..].fill(0.0);
+        math::softmax(&row[..visible], &mut prob[..visible]);
+        prob[visible..].fill(0.0);
     }
 }

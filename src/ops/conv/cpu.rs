@@ -486,8 +486,9 @@ fn scatter_row(in_row: &[f32], taps: &[f32], row: &mut [f32], g: &Conv2dGeometry
 
 /// `o = f(o, v)` for each output `o` of `row` and each input `v` of `in_row` under a
 /// kernel column (outputs whose tap lies in the padding are left). With a stride within the
-/// row, `in_row` is first split into its stride phases in `split` (input column `ix` at phase `ix %
-/// stride`, place `ix / stride`), so that each tap reads consecutive inputs (vectorised).
+/// row, `in_row` is first split into its stride phases in `split` (input column `ix` at
+/// phase `ix % stride`, place `ix / stride`), so that each tap reads consecutive inputs
+/// (vectorised).
 #[inline(always)]
 fn fold_taps(
     in_row: &[f32],
