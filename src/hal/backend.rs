@@ -114,6 +114,11 @@ pub(crate) trait Backend {
         epoch: web_time::Instant,
         record: impl FnOnce() -> Result<()>,
     ) -> Result<(Timing, Clock)>;
+    /// `Ok` where `dev`'s queues capture work for replay, else why they cannot; asked before
+    /// a capture waits for other threads' work, so a refusal never waits.
+    fn captures(_dev: &Self::Device) -> Result<()> {
+        Ok(())
+    }
     /// Keep what `q` records from now on for replay instead of sending it to the device; `q`
     /// has nothing recorded and unsent (its earlier work was submitted).
     fn begin_capture(q: &Self::Batch, dev: &Self::Device) -> Result<()>;

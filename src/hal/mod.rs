@@ -335,6 +335,11 @@ impl BackendDevice {
         on_device!(self, |B, d| B::native_16bit_attention(d))
     }
 
+    /// `Ok` where the device's queues capture work for replay, else why they cannot.
+    pub fn captures(&self) -> Result<()> {
+        on_device!(self, |B, d| B::captures(d))
+    }
+
     /// Whether fresh allocations come zero-filled (CUDA's do not).
     pub fn allocations_are_zeroed(&self) -> bool {
         on_device!(self, |B, d| B::allocations_are_zeroed(d))

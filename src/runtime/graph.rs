@@ -393,6 +393,7 @@ impl Queue {
     /// ```
     pub fn capture<R>(&self, record: impl FnOnce(&Queue) -> Result<R>) -> Result<(Graph, R)> {
         self.backend().check_healthy()?;
+        self.backend().captures()?;
         self.shared.recording.begin(|| {
             let before = self.shared.imp.submit(self.backend())?;
             self.shared.imp.begin_capture(self.backend())?;

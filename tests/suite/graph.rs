@@ -274,6 +274,58 @@ fn the_cpu_backend_says_it_cannot_capture() {
     );
 }
 
+/// One invocation counts the iterations of a loop of `p[0]` steps into `y[0]`.
+const COUNT_LOOP: &str = r#"
+@group(0) @binding(0) var<storage, read> p: array<u32>;
+@group(0) @binding(1) var<storage, read_write> y: array<u32>;
+
+@compute @workgroup_size(1)
+fn count(@builtin(global_invocation_id) id: vec3<u32>) {
+    var n = 0u;
+    for (var i = 0u; i < p[0]; i++) { n += 1u; }
+    y[id.x] = n;
+}
+"#;
+
+/// The cpu refuses a capture at once, also while another thread's kernel runs: waiting for
+/// that kernel first deadlocked when the kernel's thread waited on the pool threads that
+/// asked (sessions run on the cpu's thread pool and try to capture).
+#[test]
+fn the_cpu_refuses_a_capture_without_waiting_for_other_threads() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let cpu = &common::devices()[0];
+    let k = Kernel::from_wgsl(cpu, COUNT_LOOP, "count").unwrap();
+    let steps = 3_000_000u32;
+    let (p, y) = (
+        Buffer::from_slice(cpu, &[steps]).unwrap(),
+        Buffer::from_slice(cpu, &[POISON_WORD]).unwrap(),
+    );
+    let (started, wait) = std::sync::mpsc::channel();
+    let ran = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let _ = started.send(());
+            let bindings = [Binding::from(&p), Binding::from(&y)];
+            cpu.queue().launch(&k, &bindings, [1, 1, 1]).unwrap();
+            ran.store(true, Ordering::Release);
+        });
+        let _ = wait.recv();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let x = tensor(cpu, &[1.0, 2.0], &[2]);
+        expect_err(
+            cpu.queue().capture(|_| x.relu()),
+            "UNSUPPORTED",
+            &["cpu"],
+            cpu,
+        );
+        assert!(
+            !ran.load(Ordering::Acquire),
+            "the refusal waited for the other thread's kernel"
+        );
+    });
+    assert_eq!(y.read_blocking().unwrap(), [steps], "the kernel's count");
+}
+
 #[test]
 fn a_dropped_graph_releases_its_memory_after_its_replays() {
     for d in capturing_devices() {

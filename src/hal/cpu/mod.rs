@@ -285,7 +285,7 @@ impl Backend for Cpu {
         Ok((Timing::Ready(Some(Span::since(epoch, t0))), Clock::Host))
     }
 
-    fn begin_capture(_: &CpuBatch, _: &CpuDevice) -> Result<()> {
+    fn captures(_: &CpuDevice) -> Result<()> {
         Err(Error::Unsupported {
             backend: crate::BackendKind::Cpu,
             what: "capturing work for replay: the cpu backend runs each op as it is called, so \
@@ -293,6 +293,10 @@ impl Backend for Cpu {
                 cuda device)"
                 .into(),
         })
+    }
+
+    fn begin_capture(_: &CpuBatch, dev: &CpuDevice) -> Result<()> {
+        Self::captures(dev)
     }
 
     fn end_capture(_: &CpuBatch, _: &CpuDevice, _: bool) -> Result<Option<NoGraph>> {
