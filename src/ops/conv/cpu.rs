@@ -254,9 +254,13 @@ fn depthwise(op: &Conv2d<'_>, words: Words<'_>) {
                         taps.push((p.offset(tap / g.kw, tap % g.kw, &g), wv));
                     }
                     let b = bias.map_or(0.0, |b| b[oc]);
-                    phases::blocks(split, taps, b, flat);
-                    for (row, from) in plane.chunks_mut(g.ow).zip(flat.chunks(p.width)) {
-                        row.copy_from_slice(&from[..g.ow]);
+                    if phases::by_rows(&g) {
+                        phases::rows(split, taps, b, [p.width, g.ow], plane);
+                    } else {
+                        phases::blocks(split, taps, b, flat);
+                        for (row, from) in plane.chunks_mut(g.ow).zip(flat.chunks(p.width)) {
+                            row.copy_from_slice(&from[..g.ow]);
+                        }
                     }
                     if act.is_some() {
                         finish(plane, 0.0, act);

@@ -1,9 +1,10 @@
 //! Direct convolution over input planes split by stride phase: sub-plane (r, q) of a plane
 //! holds the padded input at rows `a * sh + r` and columns `i * sw + q`, so every kernel tap
 //! reads the outputs' inputs as one contiguous run, padding and strides included. Outputs are
-//! computed `width` to a row (the columns past `ow` unused) in blocks of [`LANES`], each block
-//! held in registers over all its taps: fused multiply-adds on the widest x86-64 build,
-//! vectorised multiplies and adds elsewhere (wasm simd128 included).
+//! computed in blocks of [`LANES`], several at once, each held in registers over all its taps:
+//! fused multiply-adds on the widest x86-64 build, vectorised multiplies and adds elsewhere
+//! (wasm simd128 included). Wide output rows are computed in place ([`rows`]); narrow ones
+//! `width` to a row, the columns past `ow` unused, and copied out ([`blocks`]).
 
 use crate::ops::common::math::{self, x86_run, x86_twins};
 
@@ -80,11 +81,34 @@ impl Phases {
     }
 }
 
+/// Narrowest output rows computed in place ([`rows`]): a row's last block, cut, wastes at
+/// most a third of its lanes; narrower ones go flat ([`blocks`]) and are copied out.
+const ROW_MIN: usize = 24;
+
+/// Whether the output rows of `g` are computed in place ([`rows`]) rather than flat.
+pub(super) fn by_rows(g: &Conv2dGeometry) -> bool {
+    g.ow >= ROW_MIN
+}
+
 /// One output channel's flat outputs `out` (a multiple of `LANES` long): position `f` is
 /// `bias` plus, over `taps`, the tap's weight times `split[at + f]`.
 pub(super) fn blocks(split: &[f32], taps: &[(usize, f32)], bias: f32, out: &mut [f32]) {
     x86_run!(blocks_fused(split, taps, bias, out));
     blocks_any::<false>(split, taps, bias, out);
+}
+
+/// One output channel's plane `out`, in rows of `ow`, computed in place: position (y, x) is
+/// [`blocks`]' flat position `y * width + x`. A row's last block, where `ow` is not a
+/// multiple of `LANES`, is computed whole and cut (its reads stay in the sub-plane's slack).
+pub(super) fn rows(
+    split: &[f32],
+    taps: &[(usize, f32)],
+    bias: f32,
+    [width, ow]: [usize; 2],
+    out: &mut [f32],
+) {
+    x86_run!(rows_fused(split, taps, bias, [width, ow], out));
+    rows_any::<false>(split, taps, bias, [width, ow], out);
 }
 
 x86_twins! {
@@ -94,17 +118,102 @@ x86_twins! {
     }
 }
 
-/// The loop of [`blocks`]: each block's `LANES` sums stay in registers over the taps.
+x86_twins! {
+    /// [`rows`] with fused multiply-adds.
+    fn rows_fused(
+        split: &[f32],
+        taps: &[(usize, f32)],
+        bias: f32,
+        sizes: [usize; 2],
+        out: &mut [f32],
+    ) {
+        rows_any::<true>(split, taps, bias, sizes, out);
+    }
+}
+
+/// Blocks computed at once: independent sums, so that the multiply-adds of one tap overlap
+/// rather than wait for each other.
+const AT_ONCE: usize = 4;
+
+/// The loop of [`blocks`], `AT_ONCE` neighbouring blocks at a time.
 #[inline(always)]
 fn blocks_any<const FUSED: bool>(split: &[f32], taps: &[(usize, f32)], bias: f32, out: &mut [f32]) {
-    for (b, block) in out.chunks_exact_mut(LANES).enumerate() {
-        let mut acc = [bias; LANES];
-        for &(at, wv) in taps {
-            let v = &split[at + b * LANES..][..LANES];
+    let at = out.len() / (AT_ONCE * LANES) * AT_ONCE * LANES;
+    let mut groups = out.chunks_exact_mut(AT_ONCE * LANES);
+    for (i, group) in groups.by_ref().enumerate() {
+        let sums = block_sums::<FUSED, AT_ONCE>(split, taps, bias, [i * AT_ONCE * LANES, LANES]);
+        for (block, sum) in group.chunks_exact_mut(LANES).zip(&sums) {
+            block.copy_from_slice(sum);
+        }
+    }
+    for (b, block) in groups.into_remainder().chunks_exact_mut(LANES).enumerate() {
+        let [sum] = block_sums::<FUSED, 1>(split, taps, bias, [at + b * LANES, LANES]);
+        block.copy_from_slice(&sum);
+    }
+}
+
+/// The loop of [`rows`], `AT_ONCE` rows at a time.
+#[inline(always)]
+fn rows_any<const FUSED: bool>(
+    split: &[f32],
+    taps: &[(usize, f32)],
+    bias: f32,
+    [width, ow]: [usize; 2],
+    out: &mut [f32],
+) {
+    let first = out.len() / ow / AT_ONCE * AT_ONCE;
+    let mut groups = out.chunks_exact_mut(AT_ONCE * ow);
+    for (i, group) in groups.by_ref().enumerate() {
+        row_group::<FUSED, AT_ONCE>(split, taps, bias, [width, ow], i * AT_ONCE, group);
+    }
+    for (i, row) in groups.into_remainder().chunks_exact_mut(ow).enumerate() {
+        row_group::<FUSED, 1>(split, taps, bias, [width, ow], first + i, row);
+    }
+}
+
+/// Output rows `y..y + R` (`rows`, `R x ow`) of [`rows`], block by block across them.
+#[inline(always)]
+fn row_group<const FUSED: bool, const R: usize>(
+    split: &[f32],
+    taps: &[(usize, f32)],
+    bias: f32,
+    [width, ow]: [usize; 2],
+    y: usize,
+    rows: &mut [f32],
+) {
+    let whole = ow / LANES * LANES;
+    for x in (0..whole).step_by(LANES) {
+        let sums = block_sums::<FUSED, R>(split, taps, bias, [y * width + x, width]);
+        for (row, sum) in rows.chunks_exact_mut(ow).zip(&sums) {
+            row[x..][..LANES].copy_from_slice(sum);
+        }
+    }
+    if whole < ow {
+        // A row's last block, cut.
+        let sums = block_sums::<FUSED, R>(split, taps, bias, [y * width + whole, width]);
+        for (row, sum) in rows.chunks_exact_mut(ow).zip(&sums) {
+            row[whole..].copy_from_slice(&sum[..ow - whole]);
+        }
+    }
+}
+
+/// `R` blocks of `LANES` outputs, the `i`-th from flat position `f + i * step`: `bias` plus,
+/// over `taps`, the tap's weight times `split[at + ..]`, held in registers over the taps.
+#[inline(always)]
+fn block_sums<const FUSED: bool, const R: usize>(
+    split: &[f32],
+    taps: &[(usize, f32)],
+    bias: f32,
+    [f, step]: [usize; 2],
+) -> [[f32; LANES]; R] {
+    let mut acc = [[bias; LANES]; R];
+    for &(at, wv) in taps {
+        for (i, acc) in acc.iter_mut().enumerate() {
+            let v = &split[at + f + i * step..][..LANES];
             for (a, &x) in acc.iter_mut().zip(v) {
                 *a = math::madd::<FUSED>(wv, x, *a);
             }
         }
-        block.copy_from_slice(&acc);
     }
+    acc
 }
