@@ -1,6 +1,8 @@
 //! Behaviour of the core objects: devices, buffers, pool, queues, fences, user kernels.
 
-use crate::common::{devices, name, open_devices, per_backend, random, still_works, webgpu};
+use crate::common::{
+    devices, name, open_devices, per_backend, random, still_works, webgpu, COUNT_LOOP,
+};
 use unicompute::{
     BackendChoice, BackendKind, Binding, BindingKind, Buffer, DType, Device, DeviceOptions, Kernel,
     Tensor,
@@ -391,19 +393,6 @@ fn user_wgsl_kernels_are_reflected_and_run() {
         );
     }
 }
-
-/// One invocation counts the iterations of a loop of `p[0]` steps into `y[0]`.
-const COUNT_LOOP: &str = r#"
-@group(0) @binding(0) var<storage, read> p: array<u32>;
-@group(0) @binding(1) var<storage, read_write> y: array<u32>;
-
-@compute @workgroup_size(1)
-fn count(@builtin(global_invocation_id) id: vec3<u32>) {
-    var n = 0u;
-    for (var i = 0u; i < p[0]; i++) { n += 1u; }
-    y[id.x] = n;
-}
-"#;
 
 #[test]
 fn loop_iteration_limit_is_reported_where_the_driver_has_one() {

@@ -4,7 +4,9 @@
 //! and user kernels, and a capture that cannot hold an operation says so and leaves the queue
 //! usable.
 
-use crate::common::{self, assert_close, expect_err, name, random, read, still_works, tensor};
+use crate::common::{
+    self, assert_close, expect_err, name, random, read, still_works, tensor, COUNT_LOOP,
+};
 use unicompute::{BackendKind, BinaryOp, Binding, Buffer, Device, Kernel, Tensor, POISON_WORD};
 
 /// The devices that capture (all but the cpu backend).
@@ -273,19 +275,6 @@ fn the_cpu_backend_says_it_cannot_capture() {
         cpu,
     );
 }
-
-/// One invocation counts the iterations of a loop of `p[0]` steps into `y[0]`.
-const COUNT_LOOP: &str = r#"
-@group(0) @binding(0) var<storage, read> p: array<u32>;
-@group(0) @binding(1) var<storage, read_write> y: array<u32>;
-
-@compute @workgroup_size(1)
-fn count(@builtin(global_invocation_id) id: vec3<u32>) {
-    var n = 0u;
-    for (var i = 0u; i < p[0]; i++) { n += 1u; }
-    y[id.x] = n;
-}
-"#;
 
 /// The cpu refuses a capture at once, also while another thread's kernel runs: waiting for
 /// that kernel first deadlocked when the kernel's thread waited on the pool threads that

@@ -146,6 +146,19 @@ pub fn assert_close(got: &[f32], want: &[f64], rtol: f64, atol: f64, what: &str)
     }
 }
 
+/// One invocation counts the iterations of a loop of `p[0]` steps into `y[0]`.
+pub const COUNT_LOOP: &str = r#"
+@group(0) @binding(0) var<storage, read> p: array<u32>;
+@group(0) @binding(1) var<storage, read_write> y: array<u32>;
+
+@compute @workgroup_size(1)
+fn count(@builtin(global_invocation_id) id: vec3<u32>) {
+    var n = 0u;
+    for (var i = 0u; i < p[0]; i++) { n += 1u; }
+    y[id.x] = n;
+}
+"#;
+
 /// Host reference of a strided view of `data`: the elements of `shape`/`strides`/`offset`.
 pub fn gather(data: &[f32], shape: &[usize], strides: &[usize], offset: usize) -> Vec<f32> {
     let layout = unicompute::layout::Layout {
