@@ -237,7 +237,9 @@ fn depthwise(op: &Conv2d<'_>, words: Words<'_>) {
     let (act, og, cols) = (op.act, (g.o / g.groups).max(1), (g.oh * g.ow).max(1));
     let tasks = 4 * current_num_threads();
     let per_task = (CHUNK / (og * cols)).clamp(1, (g.n * g.c).div_ceil(tasks).max(1));
-    let init = || (vec![0.0; p.plane + p.flat], Vec::with_capacity(g.kh * g.kw));
+    // The split plane, then the flat outputs where rows are not computed in place.
+    let len = p.plane + if phases::by_rows(&g) { 0 } else { p.flat };
+    let init = || (vec![0.0; len], Vec::with_capacity(g.kh * g.kw));
     (out.par_chunks_mut(og * cols * per_task).enumerate()).for_each_init(
         init,
         |(buf, taps), (t, outs)| {

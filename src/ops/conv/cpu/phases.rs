@@ -81,8 +81,9 @@ impl Phases {
     }
 }
 
-/// Narrowest output rows computed in place ([`rows`]): a row's last block, cut, wastes at
-/// most a third of its lanes; narrower ones go flat ([`blocks`]) and are copied out.
+/// Narrowest output rows computed in place ([`rows`]): the cut of a row's last block wastes
+/// at most a third of the lanes the row computes; narrower rows go flat ([`blocks`]) and
+/// are copied out.
 const ROW_MIN: usize = 24;
 
 /// Whether the output rows of `g` are computed in place ([`rows`]) rather than flat.
