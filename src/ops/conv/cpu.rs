@@ -238,7 +238,7 @@ fn depthwise(op: &Conv2d<'_>, words: Words<'_>) {
     let tasks = 4 * current_num_threads();
     let per_task = (CHUNK / (og * cols)).clamp(1, (g.n * g.c).div_ceil(tasks).max(1));
     // The split plane, then the flat outputs where rows are not computed in place.
-    let len = p.plane + if phases::by_rows(&g) { 0 } else { p.flat };
+    let len = p.plane + if phases::by_rows(g.ow) { 0 } else { p.flat };
     let init = || (vec![0.0; len], Vec::with_capacity(g.kh * g.kw));
     (out.par_chunks_mut(og * cols * per_task).enumerate()).for_each_init(
         init,
@@ -256,14 +256,7 @@ fn depthwise(op: &Conv2d<'_>, words: Words<'_>) {
                         taps.push((p.offset(tap / g.kw, tap % g.kw, &g), wv));
                     }
                     let b = bias.map_or(0.0, |b| b[oc]);
-                    if phases::by_rows(&g) {
-                        phases::rows(split, taps, b, [p.width, g.ow], plane);
-                    } else {
-                        phases::blocks(split, taps, b, flat);
-                        for (row, from) in plane.chunks_mut(g.ow).zip(flat.chunks(p.width)) {
-                            row.copy_from_slice(&from[..g.ow]);
-                        }
-                    }
+                    phases::channel(split, taps, b, [p.width, g.ow], flat, plane);
                     if act.is_some() {
                         finish(plane, 0.0, act);
                     }

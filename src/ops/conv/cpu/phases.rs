@@ -86,28 +86,42 @@ impl Phases {
 /// are copied out.
 const ROW_MIN: usize = 24;
 
-/// Whether the output rows of `g` are computed in place ([`rows`]) rather than flat.
-pub(super) fn by_rows(g: &Conv2dGeometry) -> bool {
-    g.ow >= ROW_MIN
+/// Whether [`channel`] computes output rows of `ow` in place, without flat outputs.
+pub(super) fn by_rows(ow: usize) -> bool {
+    ow >= ROW_MIN
 }
 
-/// One output channel's flat outputs `out` (a multiple of `LANES` long): position `f` is
-/// `bias` plus, over `taps`, the tap's weight times `split[at + f]`.
-pub(super) fn blocks(split: &[f32], taps: &[(usize, f32)], bias: f32, out: &mut [f32]) {
-    x86_run!(blocks_fused(split, taps, bias, out));
-    blocks_any::<false>(split, taps, bias, out);
-}
-
-/// One output channel's plane `out`, in rows of `ow`, computed in place: position (y, x) is
-/// [`blocks`]' flat position `y * width + x`. A row's last block, where `ow` is not a
-/// multiple of `LANES`, is computed whole and cut (its reads stay in the sub-plane's slack).
-pub(super) fn rows(
+/// One output channel's plane `out`, in rows of `ow`: position (y, x) is `bias` plus, over
+/// `taps`, the tap's weight times `split[at + y * width + x]`. Rows of [`ROW_MIN`] or more
+/// are computed in place ([`rows`]); narrower ones in `flat` ([`blocks`]; unused, and may
+/// be empty, where [`by_rows`]) and copied out.
+pub(super) fn channel(
     split: &[f32],
     taps: &[(usize, f32)],
     bias: f32,
     [width, ow]: [usize; 2],
+    flat: &mut [f32],
     out: &mut [f32],
 ) {
+    if by_rows(ow) {
+        return rows(split, taps, bias, [width, ow], out);
+    }
+    blocks(split, taps, bias, flat);
+    for (row, from) in out.chunks_mut(ow).zip(flat.chunks(width)) {
+        row.copy_from_slice(&from[..ow]);
+    }
+}
+
+/// One output channel's flat outputs `out` (a multiple of `LANES` long): position `f` is
+/// `bias` plus, over `taps`, the tap's weight times `split[at + f]`.
+fn blocks(split: &[f32], taps: &[(usize, f32)], bias: f32, out: &mut [f32]) {
+    x86_run!(blocks_fused(split, taps, bias, out));
+    blocks_any::<false>(split, taps, bias, out);
+}
+
+/// [`channel`]'s rows computed in place. A row's last block, where `ow` is not a multiple of
+/// `LANES`, is computed whole and cut (its reads stay in the sub-plane's slack).
+fn rows(split: &[f32], taps: &[(usize, f32)], bias: f32, [width, ow]: [usize; 2], out: &mut [f32]) {
     x86_run!(rows_fused(split, taps, bias, [width, ow], out));
     rows_any::<false>(split, taps, bias, [width, ow], out);
 }
