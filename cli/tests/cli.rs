@@ -345,6 +345,26 @@ fn run_gives_an_onnx_models_outputs_from_npy_inputs() {
     );
 }
 
+/// Asking for the CPU opens no GPU driver: Vulkan's loader and lavapipe's LLVM would add tens
+/// of megabytes to a run's memory and its start (the dynamic linker lists what it loads).
+#[cfg(target_os = "linux")]
+#[test]
+fn run_on_the_cpu_loads_no_gpu_driver() {
+    let test = node_test("test_relu");
+    let model = test.join("model.onnx");
+    let out = Command::new(env!("CARGO_BIN_EXE_unicompute"))
+        .args(["run", model.to_str().unwrap(), "--backend", "cpu"])
+        .env("LD_DEBUG", "libs")
+        .output()
+        .expect("the CLI starts");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("libc.so"), "no LD_DEBUG report:\n{stderr}");
+    for driver in ["libvulkan", "libcuda", "libLLVM", "libEGL"] {
+        assert!(!stderr.contains(driver), "{driver} loaded:\n{stderr}");
+    }
+}
+
 /// `file`, a `.npy` file `run --save` wrote: a version 1.0 header, then `want`'s f32 data.
 fn check_saved(file: &[u8], want: &unicompute::onnx::Constant) {
     let header_len = usize::from(u16::from_le_bytes([file[8], file[9]]));

@@ -36,7 +36,10 @@ impl Device {
             },
             other => other,
         };
-        let candidates = hal::enumerate().await;
+        let candidates = match choice {
+            BackendChoice::Backend(kind) => hal::enumerate_through(kind).await,
+            _ => hal::enumerate().await,
+        };
         let (candidate, reason) = match choice {
             BackendChoice::Auto => {
                 let (device, decision) =

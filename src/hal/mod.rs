@@ -135,6 +135,12 @@ impl Candidate {
 /// Every device this build can open, in a stable order: the CPU, then CUDA devices, then
 /// wgpu adapters (in a browser: the one adapter WebGPU offers).
 pub(crate) async fn enumerate() -> Vec<Candidate> {
+    enumerate_through(BackendKind::WebGpu).await
+}
+
+/// The devices of [`enumerate`]'s list up to those of backend `last`, with the same indices:
+/// asking for the CPU loads no GPU driver (Vulkan's loads a compiler of tens of megabytes).
+pub(crate) async fn enumerate_through(last: BackendKind) -> Vec<Candidate> {
     let candidate = |(info, adapter)| Candidate { info, adapter };
     let mut out: Vec<Candidate> = Cpu::enumerate()
         .await
@@ -142,20 +148,14 @@ pub(crate) async fn enumerate() -> Vec<Candidate> {
         .map(|(i, a)| (i, Adapter::Cpu(a)))
         .map(candidate)
         .collect();
-    out.extend(
-        Cuda::enumerate()
-            .await
-            .into_iter()
-            .map(|(i, a)| (i, Adapter::Cuda(a)))
-            .map(candidate),
-    );
-    out.extend(
-        WebGpu::enumerate()
-            .await
-            .into_iter()
-            .map(|(i, a)| (i, Adapter::WebGpu(a)))
-            .map(candidate),
-    );
+    if last != BackendKind::Cpu {
+        let cuda = Cuda::enumerate().await.into_iter();
+        out.extend(cuda.map(|(i, a)| (i, Adapter::Cuda(a))).map(candidate));
+    }
+    if last == BackendKind::WebGpu {
+        let wgpu = WebGpu::enumerate().await.into_iter();
+        out.extend(wgpu.map(|(i, a)| (i, Adapter::WebGpu(a))).map(candidate));
+    }
     for (i, c) in out.iter_mut().enumerate() {
         c.info.index = i;
     }

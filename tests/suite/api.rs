@@ -46,6 +46,24 @@ fn gl_adapters_are_listed_only_when_asked_for() {
     );
 }
 
+/// Opened by its backend's name, which lists only the backends up to it, a device keeps the
+/// index it has in the whole list.
+#[test]
+fn a_device_opened_by_kind_keeps_its_index() {
+    let listed = unicompute::devices();
+    for kind in [BackendKind::Cpu, BackendKind::Cuda, BackendKind::WebGpu] {
+        let Ok(d) = Device::open(BackendChoice::Backend(kind)) else {
+            assert!(
+                listed.iter().all(|i| i.backend != kind),
+                "{kind} listed, not opened"
+            );
+            continue;
+        };
+        let at = &listed[d.info().index];
+        assert_eq!((at.backend, &at.name), (kind, &d.info().name), "{listed:?}");
+    }
+}
+
 #[test]
 fn open_by_index_kind_and_parsed_choice() {
     let cpu = Device::open(BackendChoice::Index(0)).unwrap();
