@@ -31,23 +31,21 @@ fn input_index(
         .filter(|&i| i < extent)
 }
 
-/// Most elements of one im2col block: output positions are taken in blocks so that
-/// `k x block` stays within it (16 MiB), whatever the geometry.
-const COL_BLOCK: usize = 1 << 22;
-
 /// Widest column tile of one GEMM task, so that its `rows x tile` output is still in cache
 /// for the epilogue.
 const COL_TILE: usize = 512;
 
-/// Fewest multiply-adds worth splitting one GEMM over the threads, and fewest im2col
-/// elements worth a task of their own: below them, handing work to the pool costs more
-/// than it saves (Silero VAD's convolutions are a few thousand of each).
+/// Most elements of the im2col tile one task gathers (256 KiB): narrow enough that the tile
+/// is still in the core's L2 cache when the GEMM reads it.
+const GATHER_TILE: usize = 1 << 16;
+
+/// Fewest multiply-adds worth splitting one GEMM over the threads: below it, handing work to
+/// the pool costs more than it saves (Silero VAD's convolutions are a few thousand).
 const SPLIT_MIN: usize = 48 * 48 * 256;
-const GATHER_MIN: usize = 1 << 14;
 
 thread_local! {
-    /// The im2col buffer of the convolutions this thread runs, kept between runs (taken out
-    /// while in use, so a task stolen meanwhile gets its own).
+    /// The im2col tile of the convolution tasks this thread runs, kept between runs (taken
+    /// out while in use, so a task stolen meanwhile gets its own).
     static COLUMNS: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
@@ -156,10 +154,9 @@ type Columns = SharedOut<f32>;
 
 /// How one `rows x cols` GEMM splits into tasks, `[rows, columns]` of each: one task per
 /// image when images are as many as threads, else about two per thread, the longer side
-/// halved first (the tasks of a split row share their columns' im2col block). Columns go in
-/// tiles of at most `COL_TILE`, as many as a multiple of the threads. Products of fewer than
-/// `SPLIT_MIN` multiply-adds (`k` each) stay one task.
-fn tiles(rows: usize, cols: usize, k: usize, images: usize) -> [usize; 2] {
+/// halved first. Columns go in tiles of at most `widest`, as many as a multiple of the
+/// threads. Products of fewer than `SPLIT_MIN` multiply-adds (`k` each) stay one task.
+fn tiles(rows: usize, cols: usize, k: usize, images: usize, widest: usize) -> [usize; 2] {
     let threads = current_num_threads();
     let small = rows * cols * k < SPLIT_MIN;
     let mut tasks = if images >= threads || small {
@@ -178,11 +175,18 @@ fn tiles(rows: usize, cols: usize, k: usize, images: usize) -> [usize; 2] {
         }
         tasks /= 2;
     }
-    if width > COL_TILE && !small {
-        let count = cols.div_ceil(COL_TILE).next_multiple_of(threads);
+    if width > widest && !small {
+        let count = cols.div_ceil(widest).next_multiple_of(threads);
         width = cols.div_ceil(count).next_multiple_of(16);
     }
     [height.min(rows.max(1)), width.min(cols.max(1))]
+}
+
+/// Widest column tile whose im2col columns (`k` each) one task gathers: as many whole blocks
+/// of 64 columns (the widest of `gemm`'s kernels) as fit in `GATHER_TILE` elements, at least
+/// one, at most `COL_TILE` columns.
+fn gathered_width(k: usize) -> usize {
+    (GATHER_TILE / k.max(1) / 64 * 64).clamp(64, COL_TILE)
 }
 
 /// A convolution's f32 words: the input, the weight, the bias and the output, each from its
@@ -297,20 +301,16 @@ fn depthwise_rows(op: &Conv2d<'_>, words: Words<'_>) {
 
 /// A convolution as the weight times the input's im2col matrix, per image (in parallel) and
 /// group: a 1 x 1 convolution of unit stride and no padding reads its input as that matrix,
-/// others build it in blocks of columns in a buffer kept per thread.
+/// others gather it tile by tile, each task its own (see `Gemm::tiles`).
 fn direct(op: &Conv2d<'_>, words: Words<'_>) {
     let g = op.geometry;
     let Words { x, w, bias, out } = words;
     let (cg, og) = (g.c / g.groups, g.o / g.groups);
     let (k, cols) = (cg * g.kh * g.kw, g.oh * g.ow);
     let pointwise = g.kh == 1 && g.kw == 1 && g.stride == [1, 1] && g.padding == [0, 0];
+    // Not `op` in the closure: in wasm its buffers are not `Sync`.
     let act = op.act;
     par::chunks_mut(out, (g.o * cols).max(1), |nb, image| {
-        let mut col = if pointwise {
-            Vec::new()
-        } else {
-            COLUMNS.take()
-        };
         for grp in 0..g.groups {
             let planes = &x[(nb * g.c + grp * cg) * g.h * g.w..][..cg * g.h * g.w];
             let gemm = Gemm {
@@ -323,32 +323,26 @@ fn direct(op: &Conv2d<'_>, words: Words<'_>) {
                 ldc: cols,
                 images: g.n,
             };
-            if pointwise {
-                gemm.tiles(planes, 0..cols);
-                continue;
-            }
-            let block = (COL_BLOCK / k.max(1)).clamp(1, cols);
-            for c0 in (0..cols).step_by(block) {
-                let width = block.min(cols - c0);
-                col.resize(k * width, 0.0);
-                // Rows of the block in tasks of at least GATHER_MIN elements.
-                let per = GATHER_MIN.div_ceil(width).min(k).max(1);
-                par::chunks_mut(&mut col, per * width, |t, dst| {
-                    for (r, row) in dst.chunks_mut(width).enumerate() {
-                        im2col_row(planes, t * per + r, c0..c0 + width, row, &g);
-                    }
-                });
-                gemm.tiles(&col, c0..c0 + width);
-            }
-        }
-        if !pointwise {
-            COLUMNS.set(col);
+            gemm.tiles(if pointwise {
+                Source::Matrix(planes)
+            } else {
+                Source::Planes(planes, &g)
+            });
         }
     });
 }
 
-/// One group's product: `c = act(a b + bias)` for `a` of `og x k`, written to the columns
-/// of `c` (`og` rows of `ldc`) that `b`'s columns stand for.
+/// The `k x ldc` right operand of one group's product: the input itself (a pointwise
+/// convolution's), or the im2col matrix of its planes, which each task gathers for its own
+/// columns.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    Matrix(&'a [f32]),
+    Planes(&'a [f32], &'a Conv2dGeometry),
+}
+
+/// One group's product: `c = act(a b + bias)` for `a` of `og x k`, into the `og x ldc`
+/// output `c`.
 struct Gemm<'a> {
     a: &'a [f32],
     og: usize,
@@ -361,45 +355,67 @@ struct Gemm<'a> {
 }
 
 impl Gemm<'_> {
-    /// The product of `a` by `b` (`k x cols.len()`, row-major) into output columns `cols`,
-    /// in tiles of rows and columns in parallel, each a single-thread GEMM followed by its
-    /// epilogue while the tile is in cache.
-    fn tiles(&self, b: &[f32], cols: std::ops::Range<usize>) {
-        let (og, k, n) = (self.og, self.k, cols.len());
-        let [height, width] = tiles(og, n, k, self.images);
+    /// The product of `a` by `b`, in tiles of rows and columns in parallel, each a
+    /// single-thread GEMM followed by its epilogue while the tile is in cache.
+    fn tiles(&self, b: Source<'_>) {
+        let (og, n) = (self.og, self.ldc);
+        let widest = match b {
+            Source::Matrix(_) => COL_TILE,
+            Source::Planes(..) => gathered_width(self.k),
+        };
+        let [height, width] = tiles(og, n, self.k, self.images, widest);
         let across = n.div_ceil(width);
         par::tasks(og.div_ceil(height) * across, |t| {
-            let (r0, j0) = (t / across * height, t % across * width);
-            let (rows, w) = (height.min(og - r0), width.min(n - j0));
-            let c0 = cols.start + j0;
-            // SAFETY: `a` is og x k and `b` k x n, row-major; rows r0.. and columns c0.. of
-            // the og x ldc output (rows r0 + rows <= og, columns c0 + w <= ldc) are this
-            // task's alone.
-            unsafe {
-                sgemm(
-                    rows,
-                    w,
-                    k,
-                    1.0,
-                    self.a.as_ptr().add(r0 * k),
-                    [k as isize, 1],
-                    b.as_ptr().add(j0),
-                    [n as isize, 1],
-                    self.c.at(r0 * self.ldc + c0),
-                    self.ldc,
-                    1,
-                )
-            };
-            if self.bias.is_none() && self.act.is_none() {
-                return;
-            }
-            for r in r0..r0 + rows {
-                let at = self.c.at(r * self.ldc + c0);
-                // SAFETY: as above: row r, columns c0..c0 + w, are this task's.
-                let row = unsafe { std::slice::from_raw_parts_mut(at, w) };
-                finish(row, self.bias.map_or(0.0, |b| b[r]), self.act);
+            let (r0, c0) = (t / across * height, t % across * width);
+            let (rows, w) = (height.min(og - r0), width.min(n - c0));
+            match b {
+                Source::Matrix(b) => self.tile([r0, rows], [c0, w], &b[c0..], n),
+                Source::Planes(planes, g) => {
+                    let mut col = COLUMNS.take();
+                    col.resize(self.k * w, 0.0);
+                    for (r, row) in col.chunks_mut(w).enumerate() {
+                        im2col_row(planes, r, c0..c0 + w, row, g);
+                    }
+                    self.tile([r0, rows], [c0, w], &col, w);
+                    COLUMNS.set(col);
+                }
             }
         });
+    }
+
+    /// Output rows `r0..r0 + rows` and columns `c0..c0 + w` from `b`, whose rows (of `ldb`)
+    /// start at column `c0`, then their epilogue.
+    fn tile(&self, [r0, rows]: [usize; 2], [c0, w]: [usize; 2], b: &[f32], ldb: usize) {
+        let k = self.k;
+        assert!(
+            r0 + rows <= self.og && c0 + w <= self.ldc && b.len() >= k.saturating_sub(1) * ldb + w
+        );
+        // SAFETY: `a` is og x k, row-major, and `b` holds k rows of ldb reaching w columns
+        // (asserted); rows r0.. and columns c0.. of the og x ldc output are this task's alone.
+        unsafe {
+            sgemm(
+                rows,
+                w,
+                k,
+                1.0,
+                self.a.as_ptr().add(r0 * k),
+                [k as isize, 1],
+                b.as_ptr(),
+                [ldb as isize, 1],
+                self.c.at(r0 * self.ldc + c0),
+                self.ldc,
+                1,
+            )
+        };
+        if self.bias.is_none() && self.act.is_none() {
+            return;
+        }
+        for r in r0..r0 + rows {
+            let at = self.c.at(r * self.ldc + c0);
+            // SAFETY: as above: row r, columns c0..c0 + w, are this task's.
+            let row = unsafe { std::slice::from_raw_parts_mut(at, w) };
+            finish(row, self.bias.map_or(0.0, |b| b[r]), self.act);
+        }
     }
 }
 
