@@ -30,6 +30,14 @@ pub(super) fn gather(op: &Gather<'_>) -> Result<()> {
     par::chunks_mut(rows, block * per, |c, blocks| {
         for (b, block) in blocks.chunks_mut(block).enumerate() {
             let o = c * per + b;
+            if inner == 1 {
+                // Single words: copied as such, not as slices of one.
+                let row = &xw[o * len..][..len];
+                for (&t, dst) in at.iter().zip(block) {
+                    *dst = t.map_or(0, |t| row[t]);
+                }
+                continue;
+            }
             for (&t, dst) in at.iter().zip(block.chunks_mut(inner.max(1))) {
                 match t {
                     Some(t) => {
