@@ -560,13 +560,15 @@ fn pool_count(
         .count()
 }
 
-/// The larger of `m` and `v`, NaN if either is (a NaN `m` stays: nothing compares above it).
+/// The larger of `m` and `v`, NaN if either is. No branch returns `m` itself: a loop storing
+/// `max_nan(dst, v)` to `dst` would then store only where `v` wins, which vectorises as a
+/// masked store (`vmaskmovps`, microcoded on AMD's cores: MaxPool ran 3× slower).
 #[inline(always)]
 fn max_nan(m: f32, v: f32) -> f32 {
-    if v > m || v.is_nan() {
-        v
+    if m.is_nan() || v.is_nan() {
+        f32::NAN
     } else {
-        m
+        m.max(v)
     }
 }
 
