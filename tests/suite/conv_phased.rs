@@ -182,11 +182,13 @@ fn few_input_channels_match_the_reference(d: &Device) {
 }
 per_backend!(few_input_channels_match_the_reference);
 
-/// Products split into tasks that each gather their own im2col columns: tiles of 64 columns
-/// and a last of 45, tiles of rows over a long `k` (2,700), and images with two groups each.
+/// Products split into tasks that each gather their own im2col columns (tiles of 384
+/// columns and a last of 365; tiles within each of two images), one whose few columns are
+/// gathered once and shared by tiles of rows (`k` 2,700), and images with two groups each.
 fn gathered_tiles_match_the_reference(d: &Device) {
     let cases = [
         case([1, 64, 37, 41], [48, 3, 3], 1, [[1, 1], [1, 1], [1, 1]]),
+        case([2, 64, 37, 41], [24, 3, 3], 1, [[1, 1], [1, 1], [1, 1]]),
         case([1, 300, 7, 9], [70, 3, 3], 1, [[1, 1], [1, 1], [1, 1]]),
         case([3, 20, 33, 35], [24, 5, 5], 2, [[2, 2], [2, 2], [1, 1]]),
     ];

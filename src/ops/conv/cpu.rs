@@ -35,13 +35,18 @@ fn input_index(
 /// for the epilogue.
 const COL_TILE: usize = 512;
 
-/// Most elements of the im2col tile one task gathers (256 KiB): narrow enough that the tile
-/// is still in the core's L2 cache when the GEMM reads it.
-const GATHER_TILE: usize = 1 << 16;
+/// Most elements of the im2col tile one task gathers (1 MiB): small enough that the tile is
+/// still in the core's L2 cache when the GEMM reads it.
+const GATHER_TILE: usize = 1 << 18;
 
-/// Fewest multiply-adds worth splitting one GEMM over the threads: below it, handing work to
-/// the pool costs more than it saves (Silero VAD's convolutions are a few thousand).
+/// Fewest multiply-adds worth splitting one GEMM over the threads, and fewest im2col
+/// elements worth a task of their own: below them, handing work to the pool costs more
+/// than it saves (Silero VAD's convolutions are a few thousand of each).
 const SPLIT_MIN: usize = 48 * 48 * 256;
+const GATHER_MIN: usize = 1 << 14;
+
+/// Most elements of an im2col matrix gathered whole and shared by the tasks (16 MiB).
+const SHARED_MAX: usize = 1 << 22;
 
 thread_local! {
     /// The im2col tile of the convolution tasks this thread runs, kept between runs (taken
@@ -154,16 +159,11 @@ type Columns = SharedOut<f32>;
 
 /// How one `rows x cols` GEMM splits into tasks, `[rows, columns]` of each: one task per
 /// image when images are as many as threads, else about two per thread, the longer side
-/// halved first. Columns go in tiles of at most `widest`, as many as a multiple of the
+/// halved first. Columns go in tiles of at most `COL_TILE`, as many as a multiple of the
 /// threads. Products of fewer than `SPLIT_MIN` multiply-adds (`k` each) stay one task.
-fn tiles(rows: usize, cols: usize, k: usize, images: usize, widest: usize) -> [usize; 2] {
+fn tiles(rows: usize, cols: usize, k: usize, images: usize) -> [usize; 2] {
     let threads = current_num_threads();
-    let small = rows * cols * k < SPLIT_MIN;
-    let mut tasks = if images >= threads || small {
-        1
-    } else {
-        2 * threads
-    };
+    let mut tasks = wanted_tasks(rows * cols * k, images);
     let [mut height, mut width] = [rows.max(1), cols.max(1)];
     while tasks > 1 {
         if width >= height.max(32) {
@@ -175,11 +175,51 @@ fn tiles(rows: usize, cols: usize, k: usize, images: usize, widest: usize) -> [u
         }
         tasks /= 2;
     }
-    if width > widest && !small {
-        let count = cols.div_ceil(widest).next_multiple_of(threads);
+    if width > COL_TILE && rows * cols * k >= SPLIT_MIN {
+        let count = cols.div_ceil(COL_TILE).next_multiple_of(threads);
         width = cols.div_ceil(count).next_multiple_of(16);
     }
     [height.min(rows.max(1)), width.min(cols.max(1))]
+}
+
+/// Tasks one product of `macs` multiply-adds wants: one per image when images are as many as
+/// threads, one for products under `SPLIT_MIN`, else two per thread.
+fn wanted_tasks(macs: usize, images: usize) -> usize {
+    let threads = current_num_threads();
+    if images >= threads || macs < SPLIT_MIN {
+        1
+    } else {
+        2 * threads
+    }
+}
+
+/// Whether the tasks of a product gather their own im2col columns: when its columns alone
+/// split into the tasks it wants, each at least 64 wide (narrower tiles leave `gemm`'s
+/// widest kernel part empty). Else tiles of rows would gather the same columns again
+/// (ResNet-50's last layers: 49 columns, `k` 4,608), so one im2col matrix is gathered
+/// first, in parallel, and shared, unless it would pass `SHARED_MAX` elements.
+fn gathers_per_task(rows: usize, cols: usize, k: usize, images: usize) -> bool {
+    cols.div_ceil(wanted_tasks(rows * cols * k, images)) >= 64 || k * cols > SHARED_MAX
+}
+
+/// The column tiles of a product whose tasks gather their own im2col columns (see
+/// [`gathers_per_task`]): of about equal width (whole vectors of 16), at most
+/// `gathered_width`, as many as a multiple of the threads; one tile for a product under
+/// `SPLIT_MIN`.
+fn gathered_tiles(rows: usize, cols: usize, k: usize, images: usize) -> [usize; 2] {
+    let want = wanted_tasks(rows * cols * k, images);
+    let needed = cols.div_ceil(gathered_width(k));
+    let count = if want == 1 && needed <= 1 {
+        1
+    } else {
+        needed.max(want).next_multiple_of(current_num_threads())
+    };
+    [
+        rows.max(1),
+        cols.div_ceil(count)
+            .next_multiple_of(16)
+            .clamp(1, cols.max(1)),
+    ]
 }
 
 /// Widest column tile whose im2col columns (`k` each) one task gathers: as many whole blocks
@@ -323,11 +363,13 @@ fn direct(op: &Conv2d<'_>, words: Words<'_>) {
                 ldc: cols,
                 images: g.n,
             };
-            gemm.tiles(if pointwise {
-                Source::Matrix(planes)
+            if pointwise {
+                gemm.tiles(Source::Matrix(planes));
+            } else if gathers_per_task(og, cols, k, g.n) {
+                gemm.tiles(Source::Planes(planes, &g));
             } else {
-                Source::Planes(planes, &g)
-            });
+                gemm.shared(planes, &g);
+            }
         }
     });
 }
@@ -359,11 +401,10 @@ impl Gemm<'_> {
     /// single-thread GEMM followed by its epilogue while the tile is in cache.
     fn tiles(&self, b: Source<'_>) {
         let (og, n) = (self.og, self.ldc);
-        let widest = match b {
-            Source::Matrix(_) => COL_TILE,
-            Source::Planes(..) => gathered_width(self.k),
+        let [height, width] = match b {
+            Source::Matrix(_) => tiles(og, n, self.k, self.images),
+            Source::Planes(..) => gathered_tiles(og, n, self.k, self.images),
         };
-        let [height, width] = tiles(og, n, self.k, self.images, widest);
         let across = n.div_ceil(width);
         par::tasks(og.div_ceil(height) * across, |t| {
             let (r0, c0) = (t / across * height, t % across * width);
@@ -381,6 +422,22 @@ impl Gemm<'_> {
                 }
             }
         });
+    }
+
+    /// The product with `b` the im2col matrix of `planes`, gathered first (rows in tasks of
+    /// at least `GATHER_MIN` elements) into this thread's buffer.
+    fn shared(&self, planes: &[f32], g: &Conv2dGeometry) {
+        let (k, cols) = (self.k, self.ldc);
+        let mut col = COLUMNS.take();
+        col.resize(k * cols, 0.0);
+        let per = GATHER_MIN.div_ceil(cols.max(1)).min(k).max(1);
+        par::chunks_mut(&mut col, per * cols, |t, dst| {
+            for (r, row) in dst.chunks_mut(cols.max(1)).enumerate() {
+                im2col_row(planes, t * per + r, 0..cols, row, g);
+            }
+        });
+        self.tiles(Source::Matrix(&col));
+        COLUMNS.set(col);
     }
 
     /// Output rows `r0..r0 + rows` and columns `c0..c0 + w` from `b`, whose rows (of `ldb`)
