@@ -444,9 +444,8 @@ impl Gemm<'_> {
     /// start at column `c0`, then their epilogue.
     fn tile(&self, [r0, rows]: [usize; 2], [c0, w]: [usize; 2], b: &[f32], ldb: usize) {
         let k = self.k;
-        assert!(
-            r0 + rows <= self.og && c0 + w <= self.ldc && b.len() >= k.saturating_sub(1) * ldb + w
-        );
+        let reaches = k == 0 || b.len() >= (k - 1) * ldb + w;
+        assert!(r0 + rows <= self.og && c0 + w <= self.ldc && reaches);
         // SAFETY: `a` is og x k, row-major, and `b` holds k rows of ldb reaching w columns
         // (asserted); rows r0.. and columns c0.. of the og x ldc output are this task's alone.
         unsafe {
