@@ -17,9 +17,9 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 "$repo/scripts/build-npm.sh"
 
-# The size budget: the package's wasm at most 1,211 kB (1,211,000 bytes) gzipped; the threads
+# The size budget: the package's wasm at most 1,212 kB (1,212,000 bytes) gzipped; the threads
 # build, which only cross-origin-isolated pages load, also carries rayon's thread pool and a
-# std built for threads, and is held to 1,250 kB. Each raise is deliberate and says what it
+# std built for threads, and is held to 1,251 kB. Each raise is deliberate and says what it
 # bought: 700/740 kB held everything up to the CPU executor of WGSL kernels (naga's parser
 # and validator, the largest crate in it, at 425 of 1,950 kB before gzip); 720/760 kB adds
 # the page-device adoption and integer arithmetic; 730/770 kB adds the i64 dtype (2.3 kB)
@@ -95,7 +95,12 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 # 1.2 kB: 1,209,093 to 1,210,272, the threads build to 1,249,224): MobileNetV2 on the wasm CPU
 # backend, 1 thread: 38.6 ms against onnxruntime-web's 31.9 before, 31.9 against 30.0 after
 # (a page each).
-for budget in "npm/pkg/unicompute_bg.wasm 1211000" "npm/pkg-threads/unicompute_bg.wasm 1250000"; do
+# 1,212/1,251 kB adds convolution tiles that gather their own im2col columns beside the shared
+# matrix, and last-axis gathers as words (1.3 kB: 1,210,272 to 1,211,539, the threads build to
+# 1,250,730): the im2col buffer each thread keeps, which grows the wasm heap for good, falls
+# from up to 16 MiB to a tile of at most 1 MiB wherever a convolution's columns split into
+# tiles (natively, YOLOv8n's peak resident memory fell by 10 MB).
+for budget in "npm/pkg/unicompute_bg.wasm 1212000" "npm/pkg-threads/unicompute_bg.wasm 1251000"; do
     set -- $budget
     size=$(gzip -9 -c "$repo/$1" | wc -c)
     echo "$1: $size bytes gzipped (budget $2)"
