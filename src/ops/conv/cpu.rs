@@ -204,8 +204,8 @@ fn gathers_per_task(rows: usize, cols: usize, k: usize, images: usize) -> bool {
 
 /// The column tiles of a product whose tasks gather their own im2col columns (see
 /// [`gathers_per_task`]): of about equal width (whole vectors of 16), at most
-/// `gathered_width`, as many as a multiple of the threads; one tile for a product under
-/// `SPLIT_MIN`.
+/// `gathered_width`, as many as a multiple of the threads; one tile where one task is wanted
+/// and the columns fit in it.
 fn gathered_tiles(rows: usize, cols: usize, k: usize, images: usize) -> [usize; 2] {
     let want = wanted_tasks(rows * cols * k, images);
     let needed = cols.div_ceil(gathered_width(k));
@@ -374,9 +374,9 @@ fn direct(op: &Conv2d<'_>, words: Words<'_>) {
     });
 }
 
-/// The `k x ldc` right operand of one group's product: the input itself (a pointwise
-/// convolution's), or the im2col matrix of its planes, which each task gathers for its own
-/// columns.
+/// The `k x ldc` right operand of one group's product: a matrix (a pointwise convolution's
+/// input, or an im2col matrix gathered whole, see `Gemm::shared`), or the planes whose
+/// im2col columns each task gathers for its own tile.
 #[derive(Clone, Copy)]
 enum Source<'a> {
     Matrix(&'a [f32]),
