@@ -2,8 +2,9 @@
 //! depthwise ones, which the CPU backend runs on input planes split by stride phase (strides 1
 //! and 2 and mixed, padding, dilation, channel multipliers, widths 1 to 51, rows of 24 or
 //! more computed in place, planes several to a task, a geometry too sparse to split), ones
-//! of few input channels (its im2col, strided columns gathered in pairs), and ones large
-//! enough that each task gathers its own tile of im2col columns.
+//! of few input channels (its im2col, strided columns gathered in pairs), ones large
+//! enough that each task gathers its own tile of im2col columns, and dense ones computed
+//! directly over split planes.
 
 use unicompute::ops::Conv2dParams;
 use unicompute::{Device, UnaryOp};
@@ -185,15 +186,37 @@ per_backend!(few_input_channels_match_the_reference);
 /// Products split into tasks that each gather their own im2col columns (tiles of 384
 /// columns and a last of 365; tiles within each of two images), one whose few columns are
 /// gathered once and shared by tiles of rows (`k` 2,700), and images with two groups each.
+/// Three output channels a group, or outputs a fifth narrower than their rows (`7 x 9` under
+/// a `3 x 3` kernel), so that CPUs with AVX2 also take these paths, not the direct one.
 fn gathered_tiles_match_the_reference(d: &Device) {
     let cases = [
-        case([1, 64, 37, 41], [48, 3, 3], 1, [[1, 1], [1, 1], [1, 1]]),
-        case([2, 64, 37, 41], [24, 3, 3], 1, [[1, 1], [1, 1], [1, 1]]),
-        case([1, 300, 7, 9], [70, 3, 3], 1, [[1, 1], [1, 1], [1, 1]]),
-        case([3, 20, 33, 35], [24, 5, 5], 2, [[2, 2], [2, 2], [1, 1]]),
+        case([1, 64, 37, 41], [3, 3, 3], 1, [[1, 1], [1, 1], [1, 1]]),
+        case([2, 64, 37, 41], [3, 3, 3], 1, [[1, 1], [1, 1], [1, 1]]),
+        case([1, 300, 7, 9], [70, 3, 3], 1, [[1, 1], [0, 0], [1, 1]]),
+        case([3, 20, 33, 35], [6, 5, 5], 2, [[2, 2], [2, 2], [1, 1]]),
     ];
     for (i, c) in cases.iter().enumerate() {
         check(d, c, ACTS[2 + i], 7_600 + 10 * i as u64);
     }
 }
 per_backend!(gathered_tiles_match_the_reference);
+
+/// Dense convolutions that CPUs with AVX2 compute directly over split planes: output
+/// channels past whole tiles (21 = 8 + 8 + 5), flat outputs ending in tiles of two and one
+/// blocks, strides, dilations, a 5 x 5 kernel of two groups, a strided 1 x 1 kernel, two
+/// images, and one large enough to split into tiles of channels and outputs.
+fn direct_convolutions_match_the_reference(d: &Device) {
+    let cases = [
+        case([1, 13, 29, 31], [21, 3, 3], 1, [[1, 1], [1, 1], [1, 1]]),
+        case([2, 8, 37, 23], [16, 3, 3], 1, [[2, 2], [1, 1], [1, 1]]),
+        case([1, 6, 19, 40], [12, 3, 3], 1, [[1, 1], [2, 2], [2, 2]]),
+        case([1, 10, 17, 30], [8, 5, 5], 2, [[1, 2], [2, 2], [1, 1]]),
+        case([1, 24, 15, 15], [40, 1, 1], 1, [[2, 2], [0, 0], [1, 1]]),
+        case([1, 2, 9, 70], [4, 1, 3], 1, [[1, 1], [0, 1], [1, 3]]),
+        case([1, 32, 64, 64], [64, 3, 3], 1, [[1, 1], [1, 1], [1, 1]]),
+    ];
+    for (i, c) in cases.iter().enumerate() {
+        check(d, c, ACTS[i % ACTS.len()], 7_700 + 10 * i as u64);
+    }
+}
+per_backend!(direct_convolutions_match_the_reference);

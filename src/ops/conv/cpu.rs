@@ -1,9 +1,12 @@
 //! 2-D convolution as im2col + GEMM per image and group (images in parallel, or the GEMM
-//! split across threads when images are few), depthwise ones directly on input planes split
-//! by stride phase (see `phases`),
+//! split across threads when images are few), or directly over input planes split by stride
+//! phase (see `phases`): dense ones in register tiles of channels (see `dense`), depthwise
+//! ones plane by plane;
 //! its transpose (output rows in parallel, each gathering the input rows that land on it),
 //! and 2-D pooling (channel planes in parallel).
 
+#[cfg(target_arch = "x86_64")]
+mod dense;
 mod phases;
 
 use crate::base::par::{self, *};
@@ -340,8 +343,9 @@ fn depthwise_rows(op: &Conv2d<'_>, words: Words<'_>) {
 }
 
 /// A convolution as the weight times the input's im2col matrix, per image (in parallel) and
-/// group: a 1 x 1 convolution of unit stride and no padding reads its input as that matrix,
-/// others gather it tile by tile, each task its own (see `Gemm::tiles`).
+/// group: directly over split planes where `dense` takes it (x86-64 with AVX2), else a 1 x 1
+/// convolution of unit stride and no padding reads its input as that matrix, and others
+/// gather it tile by tile, each task its own (see `Gemm::tiles`).
 fn direct(op: &Conv2d<'_>, words: Words<'_>) {
     let g = op.geometry;
     let Words { x, w, bias, out } = words;
@@ -353,13 +357,21 @@ fn direct(op: &Conv2d<'_>, words: Words<'_>) {
     par::chunks_mut(out, (g.o * cols).max(1), |nb, image| {
         for grp in 0..g.groups {
             let planes = &x[(nb * g.c + grp * cg) * g.h * g.w..][..cg * g.h * g.w];
+            let a = &w[grp * og * k..(grp + 1) * og * k];
+            let c = SharedOut(image[grp * og * cols..(grp + 1) * og * cols].as_mut_ptr());
+            let bias = bias.map(|b| &b[grp * og..(grp + 1) * og]);
+            #[cfg(target_arch = "x86_64")]
+            if let Some(d) = dense::Dense::new(&g, a, bias, act) {
+                d.run(planes, c, g.n);
+                continue;
+            }
             let gemm = Gemm {
-                a: &w[grp * og * k..(grp + 1) * og * k],
+                a,
                 og,
                 k,
-                bias: bias.map(|b| &b[grp * og..(grp + 1) * og]),
+                bias,
                 act,
-                c: SharedOut(image[grp * og * cols..(grp + 1) * og * cols].as_mut_ptr()),
+                c,
                 ldc: cols,
                 images: g.n,
             };

@@ -11,7 +11,7 @@ use crate::ops::common::math::{self, x86_run, x86_twins};
 use super::{place, valid_columns, Conv2dGeometry};
 
 /// Outputs per block: one AVX-512 register, two AVX2 ones, four SSE2 or simd128 ones.
-const LANES: usize = 16;
+pub(super) const LANES: usize = 16;
 
 /// The layout of one input plane split by stride phase: `sh * sw` sub-planes of `rows x
 /// width` words, each followed by slack so that every tap of the last block reads inside.
