@@ -109,11 +109,26 @@ fn place(
     run[..lo - ox0].fill(0.0);
     run[hi - ox0..].fill(0.0);
     let inside = &mut run[lo - ox0..hi - ox0];
+    if !inside.is_empty() {
+        // Not empty, so `first` <= `lo` (`first` past the run would leave it empty).
+        copy_taps(in_row, first_ix + (lo - first) * stride, inside, stride);
+    }
+}
+
+/// [`place`] of a whole output row (`ox0` 0) without its zeros: only the columns whose input
+/// lies in the row.
+fn place_inside(in_row: &[f32], span: (usize, usize, usize), run: &mut [f32], stride: usize) {
+    let (first, hi, first_ix) = span;
+    let hi = hi.min(run.len());
+    copy_taps(in_row, first_ix, &mut run[first.min(hi)..hi], stride);
+}
+
+/// `inside[j] = in_row[ix + j * stride]`: the taps of one output run whose inputs all lie in
+/// the row (`ix` is read only where `inside` is not empty).
+fn copy_taps(in_row: &[f32], ix: usize, inside: &mut [f32], stride: usize) {
     if inside.is_empty() {
         return;
     }
-    // Not empty, so `first` <= `lo` (`first` past the run would leave it empty).
-    let ix = first_ix + (lo - first) * stride;
     if stride == 1 {
         inside.copy_from_slice(&in_row[ix..ix + inside.len()]);
     } else if stride == 2 {
@@ -272,9 +287,10 @@ pub(super) fn conv2d(op: &Conv2d<'_>) -> Result<()> {
 
 /// A convolution with one input channel per group (depthwise), input planes in parallel
 /// (several to a task where they are small): each plane is split by stride phase (see
-/// `phases`), then each of its output channels computed in vectorised blocks that start at the
-/// bias and add every tap, and its activation applied. (The GEMM path would run one GEMM of a
-/// single row per group: MobileNetV2's 960-group layers took 10 ms.)
+/// `phases`) into a buffer whose padding stays zero (only the input's words are written
+/// again), then each of its output channels computed in vectorised blocks that start at the
+/// bias and add every tap; the task's outputs are then activated at once. (The GEMM path
+/// would run one GEMM of a single row per group: MobileNetV2's 960-group layers took 10 ms.)
 fn depthwise(op: &Conv2d<'_>, words: Words<'_>) {
     let g = op.geometry;
     let Some(p) = Phases::new(&g) else {
@@ -286,6 +302,9 @@ fn depthwise(op: &Conv2d<'_>, words: Words<'_>) {
     let per_task = (CHUNK / (og * cols)).clamp(1, (g.n * g.c).div_ceil(tasks).max(1));
     // The split plane, then the flat outputs where rows are not computed in place.
     let len = p.plane + if phases::by_rows(g.ow) { 0 } else { p.flat };
+    let offsets: Vec<usize> = (0..g.kh * g.kw)
+        .map(|tap| p.offset(tap / g.kw, tap % g.kw, &g))
+        .collect();
     let init = || (vec![0.0; len], Vec::with_capacity(g.kh * g.kw));
     (out.par_chunks_mut(og * cols * per_task).enumerate()).for_each_init(
         init,
@@ -293,21 +312,19 @@ fn depthwise(op: &Conv2d<'_>, words: Words<'_>) {
             let (split, flat) = buf.split_at_mut(p.plane);
             for (i, planes) in outs.chunks_mut(og * cols).enumerate() {
                 let at = (t * per_task + i) * g.h * g.w;
-                p.split(&x[at..][..g.h * g.w], split, &g);
+                p.split(&x[at..][..g.h * g.w], split, &g, true);
                 let ic = (t * per_task + i) % g.c;
                 for (j, plane) in planes.chunks_mut(cols).enumerate() {
                     let oc = ic * og + j;
                     let kernel = &w[oc * g.kh * g.kw..][..g.kh * g.kw];
                     taps.clear();
-                    for (tap, &wv) in kernel.iter().enumerate() {
-                        taps.push((p.offset(tap / g.kw, tap % g.kw, &g), wv));
-                    }
+                    taps.extend(offsets.iter().copied().zip(kernel.iter().copied()));
                     let b = bias.map_or(0.0, |b| b[oc]);
                     phases::channel(split, taps, b, [p.width, g.ow], flat, plane);
-                    if act.is_some() {
-                        finish(plane, 0.0, act);
-                    }
                 }
+            }
+            if act.is_some() {
+                finish(outs, 0.0, act);
             }
         },
     );

@@ -8,7 +8,7 @@
 
 use crate::ops::common::math::{self, x86_run, x86_twins};
 
-use super::{place, valid_columns, Conv2dGeometry};
+use super::{place, place_inside, valid_columns, Conv2dGeometry};
 
 /// Outputs per block: one AVX-512 register, two AVX2 ones, four SSE2 or simd128 ones.
 pub(super) const LANES: usize = 16;
@@ -50,13 +50,17 @@ impl Phases {
         })
     }
 
-    /// Writes input `plane` (`h x w`) split into `dst` (`self.plane` words).
-    pub(super) fn split(&self, plane: &[f32], dst: &mut [f32], g: &Conv2dGeometry) {
+    /// Writes input `plane` (`h x w`) split into `dst` (`self.plane` words). Where `dst`
+    /// holds a split plane of the same layout already (or zeros), `refill` writes only the
+    /// input's words: the padding's zeros are in the same places.
+    pub(super) fn split(&self, plane: &[f32], dst: &mut [f32], g: &Conv2dGeometry, refill: bool) {
         let [sh, sw] = g.stride;
         for (s, sub) in dst.chunks_exact_mut(self.words).enumerate() {
             let (r, q) = (s / sw, s % sw);
             let (body, slack) = sub.split_at_mut(self.rows * self.width);
-            slack.fill(0.0);
+            if !refill {
+                slack.fill(0.0);
+            }
             // Column i holds padded column i * sw + q: the input under shift q, whose valid
             // columns are the same in every row.
             let span = valid_columns(q, self.width, g);
@@ -65,7 +69,9 @@ impl Phases {
                     .checked_sub(g.padding[0])
                     .filter(|&iy| iy < g.h);
                 match iy {
+                    Some(iy) if refill => place_inside(&plane[iy * g.w..][..g.w], span, row, sw),
                     Some(iy) => place(&plane[iy * g.w..][..g.w], span, 0, row, sw),
+                    None if refill => {}
                     None => row.fill(0.0),
                 }
             }
