@@ -47,8 +47,9 @@ const FLAT_PER_KEPT: [usize; 2] = [4, 3];
 
 impl<'a> Dense<'a> {
     /// The direct path for a group of `g` with weights `w` (`og x k`), or `None` where the
-    /// GEMM path does better: pointwise convolutions (their input is the GEMM's operand
-    /// already), outputs of few terms or few channels, CPUs without AVX2, split planes too
+    /// GEMM path does better: 1 x 1 kernels (each term's inputs lie in another plane, with no
+    /// neighbouring taps to share their cache lines: ResNet-50's strided 1 x 1 took 1.30 ms
+    /// directly, 1.14 by GEMM), outputs of few terms or few channels, CPUs without AVX2, split planes too
     /// large, or too many dropped columns.
     pub(super) fn new(
         g: &Conv2dGeometry,
@@ -57,7 +58,7 @@ impl<'a> Dense<'a> {
         act: Option<UnaryOp>,
     ) -> Option<Dense<'a>> {
         let (cg, og) = (g.c / g.groups, g.o / g.groups);
-        let pointwise = g.kh == 1 && g.kw == 1 && g.stride == [1, 1] && g.padding == [0, 0];
+        let pointwise = g.kh * g.kw == 1;
         let simd = math::simd();
         let short = cg * g.kh * g.kw < TERMS_MIN;
         if pointwise || short || simd == Simd::Base || og < 4 {
