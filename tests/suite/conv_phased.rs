@@ -202,9 +202,10 @@ fn gathered_tiles_match_the_reference(d: &Device) {
 per_backend!(gathered_tiles_match_the_reference);
 
 /// Dense convolutions that CPUs with AVX2 compute directly over split planes (128 terms or
-/// more to each output): output channels past whole tiles (21 = 8 + 8 + 5), flat outputs ending in tiles of two and one
-/// blocks, strides, dilations, a 5 x 5 kernel of two groups, a strided 1 x 2 kernel, two
-/// images, and one large enough to split into tiles of channels and outputs.
+/// more to each output): output channels past whole tiles (21 = 8 + 8 + 5), flat outputs
+/// ending in tiles of two and one blocks, strides, dilations, a 5 x 5 kernel of two groups,
+/// a strided 1 x 2 kernel, two images, and one large enough to split into tiles of channels
+/// and outputs.
 fn direct_convolutions_match_the_reference(d: &Device) {
     let cases = [
         case([1, 15, 29, 31], [21, 3, 3], 1, [[1, 1], [1, 1], [1, 1]]),

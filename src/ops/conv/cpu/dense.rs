@@ -49,8 +49,8 @@ impl<'a> Dense<'a> {
     /// The direct path for a group of `g` with weights `w` (`og x k`), or `None` where the
     /// GEMM path does better: 1 x 1 kernels (each term's inputs lie in another plane, with no
     /// neighbouring taps to share their cache lines: ResNet-50's strided 1 x 1 took 1.30 ms
-    /// directly, 1.14 by GEMM), outputs of few terms or few channels, CPUs without AVX2, split planes too
-    /// large, or too many dropped columns.
+    /// directly, 1.14 by GEMM), outputs of few terms or few channels, CPUs without AVX2,
+    /// split planes too large, or too many dropped columns.
     pub(super) fn new(
         g: &Conv2dGeometry,
         w: &'a [f32],
