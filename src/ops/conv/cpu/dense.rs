@@ -100,7 +100,8 @@ impl<'a> Dense<'a> {
         let per = GATHER_MIN.div_ceil(p.plane).clamp(1, self.cg);
         par::chunks_mut(&mut split, per * p.plane, |t, dst| {
             for (i, sub) in dst.chunks_exact_mut(p.plane).enumerate() {
-                p.split(&planes[(t * per + i) * g.h * g.w..][..g.h * g.w], sub, g, false);
+                let plane = &planes[(t * per + i) * g.h * g.w..][..g.h * g.w];
+                p.split(plane, sub, g, false);
             }
         });
         let k = self.cg * self.taps.len();
