@@ -320,7 +320,9 @@ fn depthwise(op: &Conv2d<'_>, words: Words<'_>) {
                     taps.clear();
                     taps.extend(offsets.iter().copied().zip(kernel.iter().copied()));
                     let b = bias.map_or(0.0, |b| b[oc]);
-                    phases::channel(split, taps, b, [p.width, g.ow], flat, plane);
+                    let sizes = [p.width, g.ow];
+                    let fold = phases::multiply_add();
+                    phases::channel(split, taps, b, sizes, [&mut *flat, plane], fold);
                 }
             }
             if act.is_some() {
@@ -657,6 +659,36 @@ fn max_nan(m: f32, v: f32) -> f32 {
     }
 }
 
+/// MaxPool over planes split by stride phase (see `phases`), several planes to a task, as
+/// depthwise convolutions are computed: the maximum over the taps in vectorised blocks. A
+/// task's split buffer starts at -inf and each plane writes only its input words, so the
+/// padding and a `ceil_mode` window's overhang never win; NaN wins.
+fn max_pool(xf: &[f32], of: &mut [f32], g: &Conv2dGeometry, p: Phases) {
+    let cols = (g.oh * g.ow).max(1);
+    let tasks = 4 * current_num_threads();
+    let per_task = (CHUNK / cols).clamp(1, (g.n * g.c).div_ceil(tasks).max(1));
+    let len = p.plane + if phases::by_rows(g.ow) { 0 } else { p.flat };
+    let taps: Vec<(usize, f32)> = (0..g.kh * g.kw)
+        .map(|tap| (p.offset(tap / g.kw, tap % g.kw, g), 0.0))
+        .collect();
+    let fold = math::Twin {
+        plain: |m: f32, _: f32, v: f32| max_nan(m, v),
+        fused: |m: f32, _: f32, v: f32| max_nan(m, v),
+    };
+    (of.par_chunks_mut(cols * per_task).enumerate()).for_each_init(
+        || vec![f32::NEG_INFINITY; len],
+        |buf, (t, outs)| {
+            let (split, flat) = buf.split_at_mut(p.plane);
+            for (i, plane) in outs.chunks_mut(cols).enumerate() {
+                let at = (t * per_task + i) * g.h * g.w;
+                p.split(&xf[at..][..g.h * g.w], split, g, true);
+                let (sizes, init) = ([p.width, g.ow], f32::NEG_INFINITY);
+                phases::channel(split, &taps, init, sizes, [&mut *flat, plane], fold);
+            }
+        },
+    );
+}
+
 /// Pooling, channel planes in parallel: each output row first folds the input rows under
 /// the window into one row (contiguous, so vectorised), then each kernel column of that row
 /// into the outputs whose tap lies in the input (as depthwise convolutions do); averages then
@@ -667,6 +699,10 @@ pub(super) fn pool2d(op: &Pool2d<'_>) -> Result<()> {
     let mut os = write_guard(out.buf)?;
     let xf: &[f32] = &bytemuck::cast_slice(&xg)[x.layout.offset..];
     let of: &mut [f32] = bytemuck::cast_slice_mut(out_words(&mut os, &out));
+    if let (0, Some(p)) = (code, Phases::new(&g)) {
+        max_pool(xf, of, &g, p);
+        return Ok(());
+    }
     let init = if code == 0 { f32::NEG_INFINITY } else { 0.0 };
     of.par_chunks_mut((g.oh * g.ow).max(1))
         .enumerate()

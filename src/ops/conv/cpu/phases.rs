@@ -6,7 +6,7 @@
 //! (wasm simd128 included). Wide output rows are computed in place ([`rows`]); narrow ones
 //! `width` to a row, the columns past `ow` unused, and copied out ([`blocks`]).
 
-use crate::ops::common::math::{self, x86_run, x86_twins};
+use crate::ops::common::math::{self, x86_run, x86_twins, Twin};
 
 use super::{place, place_inside, valid_columns, Conv2dGeometry};
 
@@ -97,58 +97,91 @@ pub(super) fn by_rows(ow: usize) -> bool {
     ow >= ROW_MIN
 }
 
-/// One output channel's plane `out`, in rows of `ow`: position (y, x) is `bias` plus, over
-/// `taps`, the tap's weight times `split[at + y * width + x]`. Rows of [`ROW_MIN`] or more
-/// are computed in place ([`rows`]); narrower ones in `flat` ([`blocks`]; unused, and may
-/// be empty, where [`by_rows`]) and copied out.
-pub(super) fn channel(
+/// One output channel's plane `out`, in rows of `ow`: position (y, x) is `init` folded, over
+/// `taps`, with each tap's weight and `split[at + y * width + x]` (`f(acc, weight, input)`:
+/// a multiply-add for convolutions, a maximum for pooling). Rows of [`ROW_MIN`] or more are
+/// computed in place ([`rows`]); narrower ones in `flat` ([`blocks`]; unused, and may be
+/// empty, where [`by_rows`]) and copied out.
+pub(super) fn channel<P: Fold, F: Fold>(
     split: &[f32],
     taps: &[(usize, f32)],
-    bias: f32,
+    init: f32,
     [width, ow]: [usize; 2],
-    flat: &mut [f32],
-    out: &mut [f32],
+    [flat, out]: [&mut [f32]; 2],
+    f: Twin<P, F>,
 ) {
     if by_rows(ow) {
-        return rows(split, taps, bias, [width, ow], out);
+        return rows(split, taps, init, [width, ow], out, f);
     }
-    blocks(split, taps, bias, flat);
+    blocks(split, taps, init, flat, f);
     for (row, from) in out.chunks_mut(ow).zip(flat.chunks(width)) {
         row.copy_from_slice(&from[..ow]);
     }
 }
 
+/// How a tap's weight and input join a sum: `f(acc, weight, input)`.
+pub(super) trait Fold: Fn(f32, f32, f32) -> f32 + Copy {}
+impl<T: Fn(f32, f32, f32) -> f32 + Copy> Fold for T {}
+
+/// A convolution's fold: `acc + weight * input`, fused where built for FMA.
+pub(super) fn multiply_add() -> Twin<impl Fold, impl Fold> {
+    Twin {
+        plain: |a: f32, w: f32, x: f32| math::madd::<false>(w, x, a),
+        fused: |a: f32, w: f32, x: f32| math::madd::<true>(w, x, a),
+    }
+}
+
 /// One output channel's flat outputs `out` (a multiple of `LANES` long): position `f` is
-/// `bias` plus, over `taps`, the tap's weight times `split[at + f]`.
-fn blocks(split: &[f32], taps: &[(usize, f32)], bias: f32, out: &mut [f32]) {
-    x86_run!(blocks_fused(split, taps, bias, out));
-    blocks_any::<false>(split, taps, bias, out);
+/// `init` folded over `taps` with `split[at + f]`.
+fn blocks<P: Fold, F: Fold>(
+    split: &[f32],
+    taps: &[(usize, f32)],
+    init: f32,
+    out: &mut [f32],
+    f: Twin<P, F>,
+) {
+    x86_run!(blocks_fused(split, taps, init, out, f.fused));
+    blocks_any(split, taps, init, out, f.plain);
 }
 
 /// [`channel`]'s rows computed in place. A row's last block, where `ow` is not a multiple of
 /// `LANES`, is computed whole and cut (its reads stay in the sub-plane's slack).
-fn rows(split: &[f32], taps: &[(usize, f32)], bias: f32, [width, ow]: [usize; 2], out: &mut [f32]) {
-    x86_run!(rows_fused(split, taps, bias, [width, ow], out));
-    rows_any::<false>(split, taps, bias, [width, ow], out);
+fn rows<P: Fold, F: Fold>(
+    split: &[f32],
+    taps: &[(usize, f32)],
+    init: f32,
+    sizes: [usize; 2],
+    out: &mut [f32],
+    f: Twin<P, F>,
+) {
+    x86_run!(rows_fused(split, taps, init, sizes, out, f.fused));
+    rows_any(split, taps, init, sizes, out, f.plain);
 }
 
 x86_twins! {
-    /// [`blocks`] with fused multiply-adds.
-    fn blocks_fused(split: &[f32], taps: &[(usize, f32)], bias: f32, out: &mut [f32]) {
-        blocks_any::<true>(split, taps, bias, out);
+    /// [`blocks`] built for AVX2 and AVX-512.
+    fn blocks_fused(
+        split: &[f32],
+        taps: &[(usize, f32)],
+        init: f32,
+        out: &mut [f32],
+        f: impl Fold,
+    ) {
+        blocks_any(split, taps, init, out, f);
     }
 }
 
 x86_twins! {
-    /// [`rows`] with fused multiply-adds.
+    /// [`rows`] built for AVX2 and AVX-512.
     fn rows_fused(
         split: &[f32],
         taps: &[(usize, f32)],
-        bias: f32,
+        init: f32,
         sizes: [usize; 2],
         out: &mut [f32],
+        f: impl Fold,
     ) {
-        rows_any::<true>(split, taps, bias, sizes, out);
+        rows_any(split, taps, init, sizes, out, f);
     }
 }
 
@@ -158,81 +191,84 @@ const AT_ONCE: usize = 4;
 
 /// The loop of [`blocks`], `AT_ONCE` neighbouring blocks at a time.
 #[inline(always)]
-fn blocks_any<const FUSED: bool>(split: &[f32], taps: &[(usize, f32)], bias: f32, out: &mut [f32]) {
+fn blocks_any(split: &[f32], taps: &[(usize, f32)], init: f32, out: &mut [f32], f: impl Fold) {
     let at = out.len() / (AT_ONCE * LANES) * AT_ONCE * LANES;
     let mut groups = out.chunks_exact_mut(AT_ONCE * LANES);
     for (i, group) in groups.by_ref().enumerate() {
-        let sums = block_sums::<FUSED, AT_ONCE>(split, taps, bias, [i * AT_ONCE * LANES, LANES]);
+        let sums = block_sums::<AT_ONCE>(split, taps, init, [i * AT_ONCE * LANES, LANES], f);
         for (block, sum) in group.chunks_exact_mut(LANES).zip(&sums) {
             block.copy_from_slice(sum);
         }
     }
     for (b, block) in groups.into_remainder().chunks_exact_mut(LANES).enumerate() {
-        let [sum] = block_sums::<FUSED, 1>(split, taps, bias, [at + b * LANES, LANES]);
+        let [sum] = block_sums::<1>(split, taps, init, [at + b * LANES, LANES], f);
         block.copy_from_slice(&sum);
     }
 }
 
 /// The loop of [`rows`], `AT_ONCE` rows at a time.
 #[inline(always)]
-fn rows_any<const FUSED: bool>(
+fn rows_any(
     split: &[f32],
     taps: &[(usize, f32)],
-    bias: f32,
+    init: f32,
     [width, ow]: [usize; 2],
     out: &mut [f32],
+    f: impl Fold,
 ) {
     let first = out.len() / ow / AT_ONCE * AT_ONCE;
     let mut groups = out.chunks_exact_mut(AT_ONCE * ow);
     for (i, group) in groups.by_ref().enumerate() {
-        row_group::<FUSED, AT_ONCE>(split, taps, bias, [width, ow], i * AT_ONCE, group);
+        row_group::<AT_ONCE>(split, taps, init, [width, ow], i * AT_ONCE, group, f);
     }
     for (i, row) in groups.into_remainder().chunks_exact_mut(ow).enumerate() {
-        row_group::<FUSED, 1>(split, taps, bias, [width, ow], first + i, row);
+        row_group::<1>(split, taps, init, [width, ow], first + i, row, f);
     }
 }
 
 /// Output rows `y..y + R` (`rows`, `R x ow`) of [`rows`], block by block across them.
 #[inline(always)]
-fn row_group<const FUSED: bool, const R: usize>(
+fn row_group<const R: usize>(
     split: &[f32],
     taps: &[(usize, f32)],
-    bias: f32,
+    init: f32,
     [width, ow]: [usize; 2],
     y: usize,
     rows: &mut [f32],
+    f: impl Fold,
 ) {
     let whole = ow / LANES * LANES;
     for x in (0..whole).step_by(LANES) {
-        let sums = block_sums::<FUSED, R>(split, taps, bias, [y * width + x, width]);
+        let sums = block_sums::<R>(split, taps, init, [y * width + x, width], f);
         for (row, sum) in rows.chunks_exact_mut(ow).zip(&sums) {
             row[x..][..LANES].copy_from_slice(sum);
         }
     }
     if whole < ow {
         // A row's last block, cut.
-        let sums = block_sums::<FUSED, R>(split, taps, bias, [y * width + whole, width]);
+        let sums = block_sums::<R>(split, taps, init, [y * width + whole, width], f);
         for (row, sum) in rows.chunks_exact_mut(ow).zip(&sums) {
             row[whole..].copy_from_slice(&sum[..ow - whole]);
         }
     }
 }
 
-/// `R` blocks of `LANES` outputs, the `i`-th from flat position `f + i * step`: `bias` plus,
-/// over `taps`, the tap's weight times `split[at + ..]`, held in registers over the taps.
+/// `R` blocks of `LANES` outputs, the `i`-th from flat position `f + i * step`: `init`
+/// folded, over `taps`, with the tap's weight and `split[at + ..]`, held in registers.
 #[inline(always)]
-fn block_sums<const FUSED: bool, const R: usize>(
+fn block_sums<const R: usize>(
     split: &[f32],
     taps: &[(usize, f32)],
-    bias: f32,
+    init: f32,
     [f, step]: [usize; 2],
+    fold: impl Fold,
 ) -> [[f32; LANES]; R] {
-    let mut acc = [[bias; LANES]; R];
+    let mut acc = [[init; LANES]; R];
     for &(at, wv) in taps {
         for (i, acc) in acc.iter_mut().enumerate() {
             let v = &split[at + f + i * step..][..LANES];
             for (a, &x) in acc.iter_mut().zip(v) {
-                *a = math::madd::<FUSED>(wv, x, *a);
+                *a = fold(*a, wv, x);
             }
         }
     }
