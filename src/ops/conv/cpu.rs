@@ -689,10 +689,11 @@ fn max_pool(xf: &[f32], of: &mut [f32], g: &Conv2dGeometry, p: Phases) {
     );
 }
 
-/// Pooling, channel planes in parallel: each output row first folds the input rows under
-/// the window into one row (contiguous, so vectorised), then each kernel column of that row
-/// into the outputs whose tap lies in the input (as depthwise convolutions do); averages then
-/// divide by their count.
+/// Pooling, channel planes in parallel (MaxPool over split planes where `Phases` splits
+/// them, see [`max_pool`]): each output row first folds the input rows under the window into
+/// one row (contiguous, so vectorised), then each kernel column of that row into the outputs
+/// whose tap lies in the input (as depthwise convolutions do); averages then divide by their
+/// count.
 pub(super) fn pool2d(op: &Pool2d<'_>) -> Result<()> {
     let (code, x, out, g) = (op.code(), op.x, op.out, op.geometry);
     let xg = read_guard(x.buf)?;

@@ -1,9 +1,10 @@
-//! Direct convolution over input planes split by stride phase: sub-plane (r, q) of a plane
-//! holds the padded input at rows `a * sh + r` and columns `i * sw + q`, so every kernel tap
-//! reads the outputs' inputs as one contiguous run, padding and strides included. Outputs are
-//! computed in blocks of [`LANES`], several at once, each held in registers over all its taps:
-//! fused multiply-adds on the widest x86-64 build, vectorised multiplies and adds elsewhere
-//! (wasm simd128 included). Wide output rows are computed in place ([`rows`]); narrow ones
+//! Direct convolution and MaxPool over input planes split by stride phase: sub-plane (r, q)
+//! of a plane holds the padded input at rows `a * sh + r` and columns `i * sw + q`, so every
+//! kernel tap reads the outputs' inputs as one contiguous run, padding and strides included.
+//! Outputs are computed in blocks of [`LANES`], several at once, each held in registers over
+//! all its taps and folded with each (a multiply-add, or a maximum): fused multiply-adds on
+//! the widest x86-64 build, vectorised multiplies and adds elsewhere (wasm simd128
+//! included). Wide output rows are computed in place ([`rows`]); narrow ones
 //! `width` to a row, the columns past `ow` unused, and copied out ([`blocks`]).
 
 use crate::ops::common::math::{self, x86_run, x86_twins, Twin};
@@ -50,9 +51,9 @@ impl Phases {
         })
     }
 
-    /// Writes input `plane` (`h x w`) split into `dst` (`self.plane` words). Where `dst`
-    /// holds a split plane of the same layout already (or zeros), `refill` writes only the
-    /// input's words: the padding's zeros are in the same places.
+    /// Writes input `plane` (`h x w`) split into `dst` (`self.plane` words), the padding
+    /// zeros. With `refill`, only the input's words: the padding keeps what `dst` holds (the
+    /// zeros of an earlier split of this layout, or a fill such as MaxPool's -inf).
     pub(super) fn split(&self, plane: &[f32], dst: &mut [f32], g: &Conv2dGeometry, refill: bool) {
         let [sh, sw] = g.stride;
         for (s, sub) in dst.chunks_exact_mut(self.words).enumerate() {
