@@ -144,15 +144,17 @@ impl<'a> Dense<'a> {
     ) {
         let mut f = cols.start;
         while f < cols.end {
-            let blocks = ((cols.end - f) / LANES).min(B);
+            // `B` blocks, else two, else one: the column computed is the one skipped.
+            let blocks = match (cols.end - f) / LANES {
+                left if left >= B => B,
+                left => left.min(2),
+            };
             // SAFETY: the caller's, for the column's blocks.
             unsafe {
-                if blocks == B {
-                    self.column::<R, B>(split, rows.clone(), f, out);
-                } else if blocks == 2 {
-                    self.column::<R, 2>(split, rows.clone(), f, out);
-                } else {
-                    self.column::<R, 1>(split, rows.clone(), f, out);
+                match blocks {
+                    2 if B != 2 => self.column::<R, 2>(split, rows.clone(), f, out),
+                    1 if B != 1 => self.column::<R, 1>(split, rows.clone(), f, out),
+                    _ => self.column::<R, B>(split, rows.clone(), f, out),
                 }
             }
             f += blocks * LANES;
