@@ -177,6 +177,8 @@ struct State {
     capture: Option<Capture>,
     /// The threads of the operations recording now (outside a capture), one entry each.
     active: Vec<ThreadId>,
+    /// The threads waiting on `changed`.
+    waiting: usize,
 }
 
 thread_local! {
@@ -200,8 +202,7 @@ impl Drop for Turn<'_> {
             if let Some(i) = s.active.iter().position(|&t| t == me) {
                 s.active.swap_remove(i);
             }
-            drop(s);
-            self.recording.changed.notify_all();
+            self.recording.notify(s);
         }
     }
 }
@@ -211,8 +212,22 @@ impl Recording {
         lock(&self.state)
     }
 
-    fn wait<'a>(&self, guard: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
-        self.changed.wait(guard).unwrap_or_else(|e| e.into_inner())
+    fn wait<'a>(&self, mut guard: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        guard.waiting += 1;
+        let mut guard = self.changed.wait(guard).unwrap_or_else(|e| e.into_inner());
+        guard.waiting -= 1;
+        guard
+    }
+
+    /// Wakes the threads waiting for a change of `state` (made under `guard`), if any: a
+    /// wake-up is a system call even when no thread waits, and each operation's turn ends
+    /// with one.
+    fn notify(&self, guard: MutexGuard<'_, State>) {
+        let waiting = guard.waiting > 0;
+        drop(guard);
+        if waiting {
+            self.changed.notify_all();
+        }
     }
 
     /// Wait until this thread may record, and hold the turn for one operation.
@@ -315,8 +330,9 @@ impl Recording {
 
     /// End the capture; other threads may record again.
     fn end(&self) -> Option<Capture> {
-        let capture = self.lock().capture.take();
-        self.changed.notify_all();
+        let mut s = self.lock();
+        let capture = s.capture.take();
+        self.notify(s);
         capture
     }
 }
