@@ -308,6 +308,34 @@ x86_twins! {
     }
 }
 
+/// The sums, lane by lane, of `rows[i][q] * cols[j][q]` over `q` below `whole` (a multiple
+/// of [`LANES`]), held in registers: returned, so that the loop stores none of them.
+///
+/// # Safety
+/// Each row and column must hold `whole` readable elements.
+#[inline(always)]
+unsafe fn lane_sums<const FUSED: bool, const R: usize>(
+    rows: [*const f32; R],
+    cols: [*const f32; COLS],
+    whole: usize,
+) -> [[[f32; LANES]; COLS]; R] {
+    let mut sums = [[[0.0f32; LANES]; COLS]; R];
+    for q in (0..whole).step_by(LANES) {
+        // SAFETY: the caller's; q + LANES <= whole.
+        let ys: [[f32; LANES]; COLS] = std::array::from_fn(|j| unsafe { load(cols[j].add(q)) });
+        for (sums, row) in sums.iter_mut().zip(rows) {
+            // SAFETY: as above.
+            let x: [f32; LANES] = unsafe { load(row.add(q)) };
+            for (sum, y) in sums.iter_mut().zip(&ys) {
+                for (s, (&x, &y)) in sum.iter_mut().zip(x.iter().zip(y)) {
+                    *s = math::madd::<FUSED>(x, y, *s);
+                }
+            }
+        }
+    }
+    sums
+}
+
 /// [`dots_rows`] for `R` rows: [`COLS`] columns of B at a time, each lane of each sum over
 /// every [`LANES`]-th element of k, then the lanes and the rest of k added up.
 ///
@@ -327,19 +355,8 @@ unsafe fn dots_cols<const FUSED: bool, const R: usize>(t: Thin) {
         // SAFETY: column `at(j)` of B lies in B.
         let cols: [*const f32; COLS] =
             std::array::from_fn(|j| unsafe { b.offset(at(j) as isize * b_cs) });
-        let mut sums = [[[0.0f32; LANES]; COLS]; R];
-        for q in (0..whole).step_by(LANES) {
-            // SAFETY: rows of A and columns of B hold k contiguous elements, q + LANES <= k.
-            let ys: [[f32; LANES]; COLS] = std::array::from_fn(|j| unsafe { load(cols[j].add(q)) });
-            for i in 0..R {
-                // SAFETY: as above.
-                let x: [f32; LANES] = unsafe { load(rows[i].add(q)) };
-                for j in 0..COLS {
-                    sums[i][j] =
-                        std::array::from_fn(|l| math::madd::<FUSED>(x[l], ys[j][l], sums[i][j][l]));
-                }
-            }
-        }
+        // SAFETY: rows of A and columns of B hold k contiguous elements.
+        let sums = unsafe { lane_sums::<FUSED, R>(rows, cols, whole) };
         for (i, (sum, row)) in sums.iter().zip(rows).enumerate() {
             for (j, (&s, col)) in sum.iter().zip(cols).enumerate().take(width) {
                 // SAFETY: as above, for the rest of k.
