@@ -3,8 +3,8 @@
 //! and 2 and mixed, padding, dilation, channel multipliers, widths 1 to 51, rows of 24 or
 //! more computed in place, planes several to a task, a geometry too sparse to split), ones
 //! of few input channels (its im2col, strided columns gathered in pairs), ones large
-//! enough that each task gathers its own tile of im2col columns, and dense ones computed
-//! directly over split planes.
+//! enough that each task gathers its own tile of im2col columns, dense ones computed
+//! directly over split planes, and ones of a few output positions (each position's patch).
 
 use unicompute::ops::Conv2dParams;
 use unicompute::{Device, UnaryOp};
@@ -221,3 +221,25 @@ fn direct_convolutions_match_the_reference(d: &Device) {
     }
 }
 per_backend!(direct_convolutions_match_the_reference);
+
+/// Convolutions of 1 to 8 output positions, whose products the CPU backend takes from each
+/// position's patch (Silero VAD's): a 1-D kernel of 256 taps at stride 128 (a short-time
+/// Fourier transform's), a padded 1-D one, taps in the padding of two strided images, a
+/// dilated kernel, two groups, one position of 1,000 terms (sums in two blocks of `k`),
+/// exactly 8 positions, and 9 (the im2col path).
+fn few_position_convolutions_match_the_reference(d: &Device) {
+    let cases = [
+        case([1, 1, 1, 576], [34, 1, 256], 1, [[1, 128], [0, 0], [1, 1]]),
+        case([1, 19, 1, 4], [16, 1, 3], 1, [[1, 1], [0, 1], [1, 1]]),
+        case([2, 6, 3, 3], [7, 3, 3], 1, [[2, 2], [1, 1], [1, 1]]),
+        case([1, 5, 7, 7], [9, 3, 3], 1, [[2, 2], [1, 1], [3, 3]]),
+        case([1, 8, 4, 4], [6, 3, 3], 2, [[2, 1], [0, 1], [1, 1]]),
+        case([1, 40, 5, 5], [13, 5, 5], 1, [[1, 1], [0, 0], [1, 1]]),
+        case([1, 3, 3, 4], [5, 2, 1], 1, [[1, 1], [0, 0], [1, 1]]),
+        case([1, 4, 5, 5], [3, 3, 3], 1, [[1, 1], [0, 0], [1, 1]]),
+    ];
+    for (i, c) in cases.iter().enumerate() {
+        check(d, c, ACTS[i % ACTS.len()], 7_800 + 10 * i as u64);
+    }
+}
+per_backend!(few_position_convolutions_match_the_reference);

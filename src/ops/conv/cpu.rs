@@ -51,6 +51,13 @@ const GATHER_MIN: usize = 1 << 14;
 /// Most elements of an im2col matrix gathered whole and shared by the tasks (16 MiB).
 const SHARED_MAX: usize = 1 << 22;
 
+/// Most output positions of a convolution whose product gathers each position's patch as a
+/// row (`Gemm::patches`): so few make the product thin (`common::thin` when it is built), which
+/// reads such rows where they lie. The im2col matrix would cost a row of divisions and
+/// copies per kernel tap of each input channel: Silero VAD's convolutions, of 1 to 4
+/// positions, spent as long gathering it as multiplying.
+const PATCHES_MAX: usize = 8;
+
 thread_local! {
     /// The im2col tile of the convolution tasks this thread runs, kept between runs (taken
     /// out while in use, so a task stolen meanwhile gets its own).
@@ -80,6 +87,24 @@ fn im2col_row(
             None => run.fill(0.0),
         }
         (dst, p) = (rest, p + (ox1 - ox0));
+    }
+}
+
+/// The patch of output position `p` (`cg x kh x kw`, the weights' order) from one group's
+/// `planes` into `row`: the input under each kernel tap, 0 in the padding.
+fn patch(planes: &[f32], p: usize, row: &mut [f32], g: &Conv2dGeometry) {
+    let (oy, ox) = (p / g.ow, p % g.ow);
+    for (r, taps) in row.chunks_exact_mut(g.kw.max(1)).enumerate() {
+        let (ci, ky) = (r / g.kh, r % g.kh);
+        let Some(iy) = input_index(oy, ky, g.stride[0], g.dilation[0], g.padding[0], g.h) else {
+            taps.fill(0.0);
+            continue;
+        };
+        let in_row = &planes[(ci * g.h + iy) * g.w..][..g.w];
+        for (kx, v) in taps.iter_mut().enumerate() {
+            let ix = input_index(ox, kx, g.stride[1], g.dilation[1], g.padding[1], g.w);
+            *v = ix.map_or(0.0, |ix| in_row[ix]);
+        }
     }
 }
 
@@ -396,6 +421,8 @@ fn direct(op: &Conv2d<'_>, words: Words<'_>) {
             };
             if pointwise {
                 gemm.tiles(Source::Matrix(planes));
+            } else if cols <= PATCHES_MAX {
+                gemm.patches(planes, &g);
             } else if gathers_per_task(og, cols, k, g.n) {
                 gemm.tiles(Source::Planes(planes, &g));
             } else {
@@ -406,11 +433,13 @@ fn direct(op: &Conv2d<'_>, words: Words<'_>) {
 }
 
 /// The `k x ldc` right operand of one group's product: a matrix (a pointwise convolution's
-/// input, or an im2col matrix gathered whole, see `Gemm::shared`), or the planes whose
-/// im2col columns each task gathers for its own tile.
+/// input, or an im2col matrix gathered whole, see `Gemm::shared`), its transpose (each
+/// output position's patch a row, see `Gemm::patches`), or the planes whose im2col columns
+/// each task gathers for its own tile.
 #[derive(Clone, Copy)]
 enum Source<'a> {
     Matrix(&'a [f32]),
+    Patches(&'a [f32]),
     Planes(&'a [f32], &'a Conv2dGeometry),
 }
 
@@ -431,9 +460,9 @@ impl Gemm<'_> {
     /// The product of `a` by `b`, in tiles of rows and columns in parallel, each a
     /// single-thread GEMM followed by its epilogue while the tile is in cache.
     fn tiles(&self, b: Source<'_>) {
-        let (og, n) = (self.og, self.ldc);
+        let (og, n, k) = (self.og, self.ldc, self.k);
         let [height, width] = match b {
-            Source::Matrix(_) => tiles(og, n, self.k, self.images),
+            Source::Matrix(_) | Source::Patches(_) => tiles(og, n, self.k, self.images),
             Source::Planes(..) => gathered_tiles(og, n, self.k, self.images),
         };
         let across = n.div_ceil(width);
@@ -441,14 +470,15 @@ impl Gemm<'_> {
             let (r0, c0) = (t / across * height, t % across * width);
             let (rows, w) = (height.min(og - r0), width.min(n - c0));
             match b {
-                Source::Matrix(b) => self.tile([r0, rows], [c0, w], &b[c0..], n),
+                Source::Matrix(b) => self.tile([r0, rows], [c0, w], &b[c0..], [n, 1]),
+                Source::Patches(b) => self.tile([r0, rows], [c0, w], &b[c0 * k..], [1, k]),
                 Source::Planes(planes, g) => {
                     let mut col = COLUMNS.take();
-                    col.resize(self.k * w, 0.0);
+                    col.resize(k * w, 0.0);
                     for (r, row) in col.chunks_mut(w).enumerate() {
                         im2col_row(planes, r, c0..c0 + w, row, g);
                     }
-                    self.tile([r0, rows], [c0, w], &col, w);
+                    self.tile([r0, rows], [c0, w], &col, [w, 1]);
                     COLUMNS.set(col);
                 }
             }
@@ -471,14 +501,28 @@ impl Gemm<'_> {
         COLUMNS.set(col);
     }
 
-    /// Output rows `r0..r0 + rows` and columns `c0..c0 + w` from `b`, whose rows (of `ldb`)
-    /// start at column `c0`, then their epilogue.
-    fn tile(&self, [r0, rows]: [usize; 2], [c0, w]: [usize; 2], b: &[f32], ldb: usize) {
+    /// The product with `b` the transposed im2col matrix of `planes`: each output
+    /// position's patch (`k` inputs, in the order of the weights' rows) a row, gathered on
+    /// this thread into its buffer.
+    fn patches(&self, planes: &[f32], g: &Conv2dGeometry) {
+        let mut rows = COLUMNS.take();
+        rows.resize(self.k * self.ldc, 0.0);
+        for (p, row) in rows.chunks_exact_mut(self.k.max(1)).enumerate() {
+            patch(planes, p, row, g);
+        }
+        self.tiles(Source::Patches(&rows));
+        COLUMNS.set(rows);
+    }
+
+    /// Output rows `r0..r0 + rows` and columns `c0..c0 + w` from `b`, whose element at row
+    /// `p` and column `c0 + j` lies at `p * rs + j * cs`, then their epilogue.
+    fn tile(&self, [r0, rows]: [usize; 2], [c0, w]: [usize; 2], b: &[f32], [rs, cs]: [usize; 2]) {
         let k = self.k;
-        let reaches = k == 0 || b.len() >= (k - 1) * ldb + w;
+        let reaches = k == 0 || w == 0 || b.len() > (k - 1) * rs + (w - 1) * cs;
         assert!(r0 + rows <= self.og && c0 + w <= self.ldc && reaches);
-        // SAFETY: `a` is og x k, row-major, and `b` holds k rows of ldb reaching w columns
-        // (asserted); rows r0.. and columns c0.. of the og x ldc output are this task's alone.
+        // SAFETY: `a` is og x k, row-major, and `b` holds k rows by w columns at strides
+        // rs, cs (asserted); rows r0.. and columns c0.. of the og x ldc output are this
+        // task's alone.
         unsafe {
             sgemm(
                 rows,
@@ -488,7 +532,7 @@ impl Gemm<'_> {
                 self.a.as_ptr().add(r0 * k),
                 [k as isize, 1],
                 b.as_ptr(),
-                [ldb as isize, 1],
+                [rs as isize, cs as isize],
                 self.c.at(r0 * self.ldc + c0),
                 self.ldc,
                 1,
