@@ -102,9 +102,9 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 # tiles (natively, YOLOv8n's peak resident memory fell by 10 MB).
 # 1,213/1,252 kB adds convolutions of at most 8 output positions gathered as each position's
 # patch, and the count of threads waiting for a queue (589 bytes: 1,211,783 to 1,212,372, the
-# threads build 1,250,695 to 1,251,728): Silero
-# VAD in Node on the wasm CPU backend, medians of 3,000 runs after 1,500 warm-ups, alternated
-# three times: 0.45-0.51 ms before, 0.27-0.37 after.
+# threads build 1,250,695 to 1,251,728): Silero VAD in Node on the wasm CPU backend, medians
+# of 3,000 runs after 1,500 warm-ups, alternated three times: 0.45-0.51 ms before, 0.27-0.37
+# after.
 for budget in "npm/pkg/unicompute_bg.wasm 1213000" "npm/pkg-threads/unicompute_bg.wasm 1252000"; do
     set -- $budget
     size=$(gzip -9 -c "$repo/$1" | wc -c)
