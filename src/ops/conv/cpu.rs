@@ -462,8 +462,8 @@ impl Gemm<'_> {
     fn tiles(&self, b: Source<'_>) {
         let (og, n, k) = (self.og, self.ldc, self.k);
         let [height, width] = match b {
-            Source::Matrix(_) | Source::Patches(_) => tiles(og, n, self.k, self.images),
-            Source::Planes(..) => gathered_tiles(og, n, self.k, self.images),
+            Source::Matrix(_) | Source::Patches(_) => tiles(og, n, k, self.images),
+            Source::Planes(..) => gathered_tiles(og, n, k, self.images),
         };
         let across = n.div_ceil(width);
         par::tasks(og.div_ceil(height) * across, |t| {
@@ -718,10 +718,7 @@ fn max_pool(xf: &[f32], of: &mut [f32], g: &Conv2dGeometry, p: Phases) {
     let taps: Vec<(usize, f32)> = (0..g.kh * g.kw)
         .map(|tap| (p.offset(tap / g.kw, tap % g.kw, g), 0.0))
         .collect();
-    let fold = math::Twin {
-        plain: |m: f32, _: f32, v: f32| max_nan(m, v),
-        fused: |m: f32, _: f32, v: f32| max_nan(m, v),
-    };
+    let fold = math::twin!(_F => |m: f32, _: f32, v: f32| max_nan(m, v));
     (of.par_chunks_mut(cols * per_task).enumerate()).for_each_init(
         || vec![f32::NEG_INFINITY; len],
         |buf, (t, outs)| {

@@ -126,10 +126,7 @@ impl<T: Fn(f32, f32, f32) -> f32 + Copy> Fold for T {}
 
 /// A convolution's fold: `acc + weight * input`, fused where built for FMA.
 pub(super) fn multiply_add() -> Twin<impl Fold, impl Fold> {
-    Twin {
-        plain: |a: f32, w: f32, x: f32| math::madd::<false>(w, x, a),
-        fused: |a: f32, w: f32, x: f32| math::madd::<true>(w, x, a),
-    }
+    math::twin!(F => |a: f32, w: f32, x: f32| math::madd::<F>(w, x, a))
 }
 
 /// One output channel's flat outputs `out` (a multiple of `LANES` long): position `f` is
