@@ -100,5 +100,37 @@ const alias = adopted.tensorFromGPUBuffer(theirs, [100]);
 assert.deepEqual(Array.from(await alias.neg().read()), Array.from(xs, (v) => -v));
 gpu.queue.writeBuffer(theirs, 0, new Float32Array(100).fill(0.5));
 assert.equal((await alias.sum().read())[0], 50, 'the tensor aliases the buffer: a rewrite shows');
+// The library destroys the GPU buffers it lets go of (upload and read-back buffers, blocks
+// its pool evicts) instead of leaving them to the garbage collector, and never the page's own.
+const [deviceProto, bufferProto] = [Object.getPrototypeOf(gpu), Object.getPrototypeOf(theirs)];
+const { createBuffer } = deviceProto;
+const { destroy } = bufferProto;
+const live = new Map();
+deviceProto.createBuffer = function (descriptor) {
+  const buffer = createBuffer.call(this, descriptor);
+  live.set(buffer, descriptor.size);
+  return buffer;
+};
+bufferProto.destroy = function () {
+  live.delete(this);
+  return destroy.call(this);
+};
+const big = new Float32Array(1 << 18); // 1 MiB
+for (let i = 0; i < 20; i++) {
+  const x = device.tensor(big.fill(i - 7), [big.length]);
+  const y = x.add(x);
+  const z = y.neg();
+  const got = await z.read();
+  assert.equal(got[big.length - 1], -2 * (i - 7));
+  for (const t of [x, y, z]) t.dispose();
+}
+const liveBytes = [...live.values()].reduce((s, v) => s + v, 0);
+assert.ok(liveBytes <= 6 << 20, `${liveBytes} bytes of the GPU buffers made in 20 runs of 1 MiB are not destroyed`);
+Object.assign(deviceProto, { createBuffer });
+Object.assign(bufferProto, { destroy });
+alias.dispose();
+gpu.pushErrorScope('validation');
+gpu.queue.writeBuffer(theirs, 0, xs);
+assert.equal(await gpu.popErrorScope(), null, "the page's buffer outlives the tensor that wrapped it");
 console.log(`node + webgpu: ok (${device.name}; adopted the program's GPUDevice)`);
 process.exit(0);

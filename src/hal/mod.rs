@@ -432,7 +432,7 @@ impl Memory {
     pub fn gpu_buffer_js(&self) -> Option<wasm_bindgen::JsValue> {
         match self {
             #[cfg(feature = "webgpu")]
-            Memory::WebGpu(b) => b.as_webgpu().map(|g| g.clone().into()),
+            Memory::WebGpu(b) => b.buffer().as_webgpu().map(|g| g.clone().into()),
             _ => None,
         }
     }

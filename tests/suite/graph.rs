@@ -328,6 +328,43 @@ fn a_dropped_graph_releases_its_memory_after_its_replays() {
     }
 }
 
+/// A graph replayed inside another's capture lends it its steps and the buffer of its captured
+/// writes (destroyed with the last graph that binds it): the outer graph still replays them
+/// after the inner one is dropped.
+#[test]
+fn a_graph_replayed_in_a_capture_outlives_the_inner_graph() {
+    let len = 1031; // prime, past several workgroups
+    for d in capturing_devices() {
+        let data = random(11, len, -2.0, 2.0);
+        let x = tensor(d, &data, &[len]);
+        let scale = Buffer::<f32>::zeros(d, len).unwrap();
+        let (inner, scaled) = d
+            .queue()
+            .capture(|q| {
+                q.write(&scale, &vec![3.0f32; len])?;
+                x.mul(&Tensor::from_buffer(&scale, &[len])?)
+            })
+            .unwrap();
+        let (outer, y) = d
+            .queue()
+            .capture(|_| {
+                inner.replay()?;
+                scaled.relu()
+            })
+            .unwrap();
+        drop(inner);
+        for _ in 0..3 {
+            scale.write(&vec![-1.0; len]).unwrap();
+            outer.replay().unwrap();
+        }
+        let want: Vec<f64> = data
+            .iter()
+            .map(|&v| f64::from((3.0 * v).max(0.0)))
+            .collect();
+        assert_close(&read(&y), &want, 1e-6, 1e-6, &name(d));
+    }
+}
+
 /// Opening a device of the same backend on another thread and computing there, while a
 /// capture is under way, neither fails nor breaks the capture (on cuda, opening once
 /// synchronized the shared context: `STREAM_CAPTURE_UNSUPPORTED`, then `INVALIDATED`).

@@ -71,5 +71,9 @@ pub(crate) fn adopt_buffer(dev: &GpuDevice, buffer: &JsValue) -> Result<(GpuMemo
                 .into(),
         ));
     }
-    Ok((wrapped, size as u64))
+    let memory = GpuMemory {
+        buffer: wrapped,
+        owned: false,
+    };
+    Ok((memory, size as u64))
 }

@@ -5,6 +5,8 @@
 //! the queue that replays it.
 
 use super::queue::{bind_groups, upload_buffer, Batch, Command};
+use std::sync::Arc;
+
 use super::GpuDevice;
 use crate::hal::Held;
 use crate::{Error, Result};
@@ -35,8 +37,20 @@ pub(crate) struct GpuGraph {
     steps: Vec<Step>,
     /// The blocks the work reads and writes, held whole for the graph's life.
     held: Vec<Held>,
-    /// Keeps the bytes of the captured writes and launch parameters.
-    _upload: Option<wgpu::Buffer>,
+    /// The buffers of the captured writes and launch parameters: this graph's, and those of
+    /// the graphs replayed inside its capture, whose steps bind them.
+    uploads: Vec<Arc<Upload>>,
+}
+
+/// A graph's buffer of upload bytes, destroyed with the last graph that binds it (see
+/// `GpuMemory`).
+struct Upload(wgpu::Buffer);
+
+impl Drop for Upload {
+    fn drop(&mut self) {
+        // A replay submitted still runs: WebGPU and wgpu free the memory after it.
+        self.0.destroy();
+    }
 }
 
 impl GpuGraph {
@@ -46,6 +60,7 @@ impl GpuGraph {
         let upload = upload_buffer(dev, batch.upload)?;
         let mut steps: Vec<Step> = Vec::new();
         let mut held = batch.held;
+        let mut uploads: Vec<_> = upload.iter().map(|u| Arc::new(Upload(u.clone()))).collect();
         for command in batch.commands {
             match command {
                 Command::Dispatch {
@@ -98,13 +113,14 @@ impl GpuGraph {
                 Command::Graph(inner) => {
                     steps.extend(inner.steps.iter().cloned());
                     held.extend(inner.held.iter().cloned());
+                    uploads.extend(inner.uploads.iter().cloned());
                 }
             }
         }
         Ok(GpuGraph {
             steps,
             held,
-            _upload: upload,
+            uploads,
         })
     }
 

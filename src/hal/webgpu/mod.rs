@@ -23,8 +23,31 @@ use crate::{BackendKind, DeviceInfo, DeviceType, Error, Features, Limits, Result
 
 /// An adapter that can be opened.
 pub(crate) type Adapter = wgpu::Adapter;
-/// One block of device memory.
-pub(crate) type GpuMemory = wgpu::Buffer;
+
+/// One block of device memory: a wgpu buffer, destroyed when its last holder lets it go (the
+/// pool, or queued work once it has run), unless it is a page's buffer the library wraps. A
+/// browser otherwise frees a `GPUBuffer` only when the garbage collector takes its object.
+pub(crate) struct GpuMemory {
+    buffer: wgpu::Buffer,
+    /// Whether the library made the buffer (else it is the page's: see `adopt`).
+    owned: bool,
+}
+
+impl GpuMemory {
+    /// The wgpu buffer.
+    pub(crate) fn buffer(&self) -> &wgpu::Buffer {
+        &self.buffer
+    }
+}
+
+impl Drop for GpuMemory {
+    fn drop(&mut self) {
+        if self.owned {
+            // Work submitted on it still runs: WebGPU and wgpu free the memory after it.
+            self.buffer.destroy();
+        }
+    }
+}
 
 /// Usage of every pooled buffer: bindable as storage or uniform, copyable both ways.
 const POOL_USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
@@ -344,7 +367,10 @@ impl GpuDevice {
                 )));
             }
         }
-        Ok(buffer)
+        Ok(GpuMemory {
+            buffer,
+            owned: true,
+        })
     }
 
     /// Give the device's resources back now: every later call answers `DEVICE_LOST`.
@@ -356,7 +382,8 @@ impl GpuDevice {
 
     /// Fill the first `bytes` of a buffer no queued work uses: zeros by a clear submitted at
     /// once, other words (test poison) by a queue write, which precedes every later submission.
-    pub(crate) fn fill_now(&self, buffer: &GpuMemory, bytes: u64, word: u32) {
+    pub(crate) fn fill_now(&self, memory: &GpuMemory, bytes: u64, word: u32) {
+        let buffer = memory.buffer();
         if word == 0 {
             let mut encoder = self
                 .device

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::graph::GpuGraph;
 use super::UserPipeline;
-use super::{GpuDevice, GpuMemory, Pipeline};
+use super::{GpuDevice, Pipeline};
 use crate::base::signal::{lock, Signal};
 use crate::hal::timer::{PendingSpan, Span};
 use crate::hal::UserArg;
@@ -153,9 +153,9 @@ fn word_span(dst: &Arc<Block>, offset: u64, len: u64, what: &str) -> Result<u64>
 }
 
 /// The wgpu buffer behind pooled memory.
-pub(crate) fn gpu(mem: &Arc<Block>) -> Result<&GpuMemory> {
+pub(crate) fn gpu(mem: &Arc<Block>) -> Result<&wgpu::Buffer> {
     match mem.memory() {
-        Memory::WebGpu(b) => Ok(b),
+        Memory::WebGpu(b) => Ok(b.buffer()),
         _ => Err(Error::Internal(
             "a non-webgpu buffer reached the webgpu backend".into(),
         )),
@@ -477,6 +477,10 @@ impl GpuBatch {
             n
         });
         let index = dev.queue.submit([encoder.finish()]);
+        // Its bytes are read by the work just submitted, after which WebGPU frees them.
+        if let Some(upload) = &upload {
+            upload.destroy();
+        }
         if let (Some(stamps), Some(readback)) = (stamps, readback) {
             stamps.deliver(dev, readback, batch.spans);
         }
@@ -507,33 +511,37 @@ impl GpuBatch {
         // WebGPU copies whole words: read the enclosing aligned range, keep the part asked for.
         let lead = offset % 4;
         let (offset, size) = (offset - lead, (lead + bytes).next_multiple_of(4));
-        let staging = dev.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("readback"),
-            size,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
         let source = gpu(src)?.clone();
-        {
+        let staging = {
             let mut b = lock(&self.batch);
             if b.capturing {
                 return Err(crate::hal::capture_refusal("reading"));
             }
+            let staging = Staging(dev.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("readback"),
+                size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }));
             b.commands.push(Command::Copy {
                 src: source,
                 src_offset: offset,
-                dst: staging.clone(),
+                dst: staging.0.clone(),
                 dst_offset: 0,
                 size,
             });
             b.hold(src);
-        }
+            staging
+        };
         self.submit(dev)?;
         let mapped: Signal<Result<(), String>> = Signal::new();
         let m = mapped.clone();
-        staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
-            m.set(r.map_err(|e| e.to_string()))
-        });
+        staging
+            .0
+            .slice(..)
+            .map_async(wgpu::MapMode::Read, move |r| {
+                m.set(r.map_err(|e| e.to_string()))
+            });
         #[cfg(not(target_arch = "wasm32"))]
         dev.device
             .poll(wgpu::PollType::wait_indefinitely())
@@ -544,10 +552,21 @@ impl GpuBatch {
         // Browsers report device errors asynchronously: one raised by the work just read
         // (a rejected shader, say) has arrived by now and must not pass as a result.
         dev.check_healthy()?;
-        let taken = lend_mapped(&staging, lead, bytes, take);
-        staging.unmap();
+        let taken = lend_mapped(&staging.0, lead, bytes, take);
+        staging.0.unmap();
+        drop(staging);
         dev.maintain();
         taken
+    }
+}
+
+/// A read's staging buffer, destroyed when the read ends however it ends (an error, or its
+/// future dropped while the device works; see `GpuMemory`).
+struct Staging(wgpu::Buffer);
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        self.0.destroy();
     }
 }
 
