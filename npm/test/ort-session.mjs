@@ -140,6 +140,19 @@ for (const [name, bytes, given] of models) {
   console.log(`${name}: ${backend} matches onnxruntime-web (wasm) within ${worst.toExponential(1)} of the largest output; ${mine.toFixed(0)} ms vs ${theirs.toFixed(0)} ms (create + one run)`);
 }
 
+// Constants fold at load on every backend: each of the light SqueezeNet's weights is a
+// ConstantOfShape, held on the device as a weight rather than made again by every run. (A
+// browser's GPU cannot give a value back while the model loads: the CPU folds there.)
+{
+  const squeeze = readFileSync(`${light}/light_squeezenet.onnx`);
+  const session = await InferenceSession.create(squeeze, { executionProviders: [provider] });
+  const image = new HostTensor('float32', new Float32Array(3 * 224 * 224), [1, 3, 224, 224]);
+  await session.run({ [session.inputNames[0]]: image }); // the CPU plans from its first run
+  const weights = session.memoryPlan()?.weights;
+  assert.ok(weights > 4.9e6, `light SqueezeNet on ${backend}: ${weights} bytes of weights on the device, expected its 4.94 MB folded`);
+  await session.release();
+}
+
 // 2. Beyond the happy path, on the package's own entry.
 const bytes = smallModel();
 const session = await InferenceSession.create(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength), 0, bytes.byteLength, { executionProviders: ['webnn', provider], graphOptimizationLevel: 'all' });

@@ -5,7 +5,7 @@ use crate::base::info::{BackendChoice, DeviceOptions, BACKEND_ENV};
 use crate::choice::{self, select, Problem, TuneResult};
 use crate::hal;
 use crate::profile::Decision;
-use crate::{Device, Error, Policy, Result};
+use crate::{BackendKind, Device, Error, Policy, Result};
 
 impl Device {
     /// Open a device (see [`BackendChoice`]); natively, blocking.
@@ -126,5 +126,23 @@ impl Device {
     /// Names of the kernel variants `op` (`"matmul"`, `"reduce"`) has on this device.
     pub fn variants(&self, op: &str) -> Vec<&'static str> {
         crate::ops::tunable(op).map_or_else(Vec::new, |t| t.variants(self))
+    }
+
+    /// A device whose values can be read back without the event loop turning: this one,
+    /// but for a browser's GPU device (its reads resolve in the page's event loop), whose
+    /// twin is a CPU device. What a session's load computes on that it reads at once
+    /// (constant folding).
+    pub(crate) fn readable_now(&self) -> Result<Device> {
+        if !cfg!(target_arch = "wasm32") || self.backend() == BackendKind::Cpu {
+            return Ok(self.clone());
+        }
+        let open = std::pin::pin!(Self::open_async(BackendChoice::Backend(BackendKind::Cpu)));
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match std::future::Future::poll(open, &mut cx) {
+            std::task::Poll::Ready(device) => device,
+            std::task::Poll::Pending => Err(Error::Internal(
+                "opening a CPU device waited for the event loop".into(),
+            )),
+        }
     }
 }

@@ -1,6 +1,8 @@
 //! Constant folding: a node whose inputs are all constants is computed once, at load, on the
 //! session's device through the session's own operator (so the value is the one a run would
-//! compute), and its outputs become constants. Random operators are left alone, as are nodes
+//! compute), and its outputs become constants. A browser's GPU cannot give a value back while
+//! the model loads (its reads resolve in the page's event loop), so there the CPU computes
+//! them. Random operators are left alone, as are nodes
 //! with subgraphs, operators whose output size their inputs' values set (`Expand`, `Tile`: a
 //! large constant from a few bytes, or a malformed file's any size), inputs past [`LIMIT`]
 //! elements, and results larger than [`GROWTH`] times what they are computed from (and above
@@ -71,6 +73,11 @@ const SMALL: usize = 1 << 20;
 
 /// Folds every node of `g` it can, in run order (so that chains fold whole); gives how many.
 pub(super) fn run(g: &mut Graph, cx: &Cx<'_>) -> Result<usize> {
+    let device = cx.device.readable_now()?;
+    let cx = &Cx {
+        device: &device,
+        ..*cx
+    };
     let order = schedule(g)?.order;
     let mut dead = vec![false; g.nodes.len()];
     for n in order {
@@ -130,7 +137,7 @@ fn bounded_fill(g: &Graph, n: &Node) -> bool {
     n.op == "ConstantOfShape" && dims.and_then(numel).is_some_and(|e| e <= LIMIT)
 }
 
-/// Node `n`'s outputs computed on the session's device as constants, by value id; `None`
+/// Node `n`'s outputs computed on `cx`'s device as constants, by value id; `None`
 /// where the node does not run here or its outputs are too large.
 fn compute(g: &Graph, n: usize, cx: &Cx<'_>) -> Option<Vec<(ValueId, Constant)>> {
     let node = &g.nodes[n];
