@@ -4,9 +4,9 @@
 //! its dispatches grouped into compute passes. A replay encodes those passes into the batch of
 //! the queue that replays it.
 
-use super::queue::{bind_groups, upload_buffer, Batch, Command};
 use std::sync::Arc;
 
+use super::queue::{bind_groups, upload_buffer, Batch, Command};
 use super::GpuDevice;
 use crate::hal::Held;
 use crate::{Error, Result};

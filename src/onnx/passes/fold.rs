@@ -2,11 +2,10 @@
 //! session's device through the session's own operator (so the value is the one a run would
 //! compute), and its outputs become constants. A browser's GPU cannot give a value back while
 //! the model loads (its reads resolve in the page's event loop), so there the CPU computes
-//! them. Random operators are left alone, as are nodes
-//! with subgraphs, operators whose output size their inputs' values set (`Expand`, `Tile`: a
-//! large constant from a few bytes, or a malformed file's any size), inputs past [`LIMIT`]
-//! elements, and results larger than [`GROWTH`] times what they are computed from (and above
-//! [`SMALL`] bytes). The exception is a `ConstantOfShape` of a constant shape of at most
+//! them. Random operators are left alone, as are nodes with subgraphs, operators whose output
+//! size their inputs' values set (`Expand`, `Tile`: a large constant from a few bytes, or a
+//! malformed file's any size), inputs past [`LIMIT`] elements, and results larger than
+//! [`GROWTH`] times what they are computed from (and above [`SMALL`] bytes). The exception is a `ConstantOfShape` of a constant shape of at most
 //! [`LIMIT`] elements, whatever its size: files whose weights were left out to keep them small
 //! (the `onnx` package's light models) hold one in each weight's place, folded so that the
 //! weight passes see weights, as onnxruntime folds them. A node whose computation fails here
