@@ -2,6 +2,7 @@
 //! need the ops (the selection probe, the ops' variants), above the runtime's `Device`.
 
 use crate::base::info::{BackendChoice, DeviceOptions, BACKEND_ENV};
+use crate::base::signal::ready_now;
 use crate::choice::{self, select, Problem, TuneResult};
 use crate::hal;
 use crate::profile::Decision;
@@ -136,13 +137,11 @@ impl Device {
         if !cfg!(target_arch = "wasm32") || self.backend() == BackendKind::Cpu {
             return Ok(self.clone());
         }
-        let open = std::pin::pin!(Self::open_async(BackendChoice::Backend(BackendKind::Cpu)));
-        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        match std::future::Future::poll(open, &mut cx) {
-            std::task::Poll::Ready(device) => device,
-            std::task::Poll::Pending => Err(Error::Internal(
+        let open = Self::open_async(BackendChoice::Backend(BackendKind::Cpu));
+        ready_now(open).unwrap_or_else(|| {
+            Err(Error::Internal(
                 "opening a CPU device waited for the event loop".into(),
-            )),
-        }
+            ))
+        })
     }
 }

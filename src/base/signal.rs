@@ -69,6 +69,16 @@ impl<T: Clone> Future for Signal<T> {
     }
 }
 
+/// `f`'s output if it finishes in its first poll, else `None` (and `f` is dropped): where the
+/// caller cannot wait for it (a browser's thread).
+pub(crate) fn ready_now<T>(f: impl Future<Output = T>) -> Option<T> {
+    let mut f = std::pin::pin!(f);
+    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(out) => Some(out),
+        Poll::Pending => None,
+    }
+}
+
 /// Lock a mutex, recovering the data if a panicking thread poisoned it.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())

@@ -432,18 +432,13 @@ pub(crate) fn now<T>(f: impl Future<Output = Result<T>>) -> Result<T> {
     #[cfg(not(target_arch = "wasm32"))]
     return pollster::block_on(f);
     #[cfg(target_arch = "wasm32")]
-    {
-        let mut f = std::pin::pin!(f);
-        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        match f.as_mut().poll(&mut cx) {
-            std::task::Poll::Ready(r) => r,
-            std::task::Poll::Pending => Err(Error::Invalid(
-                "the run needs a device value on the host, which wasm cannot wait for while \
-                 it captures the run or folds constants"
-                    .into(),
-            )),
-        }
-    }
+    crate::base::signal::ready_now(f).unwrap_or_else(|| {
+        Err(Error::Invalid(
+            "the run needs a device value on the host, which wasm cannot wait for while it \
+             captures the run or folds constants"
+                .into(),
+        ))
+    })
 }
 
 /// Runs the subgraph in GRAPH attribute `name` of the node `c` runs, on `inputs` (the

@@ -71,9 +71,5 @@ pub(crate) fn adopt_buffer(dev: &GpuDevice, buffer: &JsValue) -> Result<(GpuMemo
                 .into(),
         ));
     }
-    let memory = GpuMemory {
-        buffer: wrapped,
-        owned: false,
-    };
-    Ok((memory, size as u64))
+    Ok((GpuMemory::Page(wrapped), size as u64))
 }

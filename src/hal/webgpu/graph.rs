@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use super::queue::{bind_groups, upload_buffer, Batch, Command};
-use super::GpuDevice;
+use super::{GpuDevice, Made};
 use crate::hal::Held;
 use crate::{Error, Result};
 
@@ -38,29 +38,20 @@ pub(crate) struct GpuGraph {
     /// The blocks the work reads and writes, held whole for the graph's life.
     held: Vec<Held>,
     /// The buffers of the captured writes and launch parameters: this graph's, and those of
-    /// the graphs replayed inside its capture, whose steps bind them.
-    uploads: Vec<Arc<Upload>>,
-}
-
-/// A graph's buffer of upload bytes, destroyed with the last graph that binds it (see
-/// `GpuMemory`).
-struct Upload(wgpu::Buffer);
-
-impl Drop for Upload {
-    fn drop(&mut self) {
-        // A replay submitted still runs: WebGPU and wgpu free the memory after it.
-        self.0.destroy();
-    }
+    /// the graphs replayed inside its capture, whose steps bind them (each destroyed with the
+    /// last graph that holds it).
+    uploads: Vec<Arc<Made>>,
 }
 
 impl GpuGraph {
     /// The graph of a captured batch: its upload bytes go to a buffer of their own, and each
     /// dispatch gets its bind groups now.
     pub(super) fn new(dev: &GpuDevice, batch: Batch) -> Result<GpuGraph> {
-        let upload = upload_buffer(dev, batch.upload)?;
+        let upload = upload_buffer(dev, batch.upload)?.map(Arc::new);
         let mut steps: Vec<Step> = Vec::new();
         let mut held = batch.held;
-        let mut uploads: Vec<_> = upload.iter().map(|u| Arc::new(Upload(u.clone()))).collect();
+        let mut uploads: Vec<_> = upload.iter().cloned().collect();
+        let upload = upload.as_deref().map(|u| &u.0);
         for command in batch.commands {
             match command {
                 Command::Dispatch {
@@ -68,7 +59,7 @@ impl GpuGraph {
                     entries,
                     workgroups,
                 } => {
-                    let groups = bind_groups(dev, &pipeline, &entries, upload.as_ref())?;
+                    let groups = bind_groups(dev, &pipeline, &entries, upload)?;
                     let dispatch = Dispatch {
                         pipeline,
                         groups,
@@ -85,7 +76,7 @@ impl GpuGraph {
                     dst_offset,
                     size,
                 } => {
-                    let src = upload.clone().ok_or_else(|| {
+                    let src = upload.cloned().ok_or_else(|| {
                         Error::Internal("a captured write without upload bytes".into())
                     })?;
                     steps.push(Step::Copy {

@@ -24,27 +24,34 @@ use crate::{BackendKind, DeviceInfo, DeviceType, Error, Features, Limits, Result
 /// An adapter that can be opened.
 pub(crate) type Adapter = wgpu::Adapter;
 
-/// One block of device memory: a wgpu buffer, destroyed when its last holder lets it go (the
-/// pool, or queued work once it has run), unless it is a page's buffer the library wraps. A
-/// browser otherwise frees a `GPUBuffer` only when the garbage collector takes its object.
-pub(crate) struct GpuMemory {
-    buffer: wgpu::Buffer,
-    /// Whether the library made the buffer (else it is the page's: see `adopt`).
-    owned: bool,
+/// A buffer the library made, destroyed when its last holder lets it go (the pool, a read,
+/// a batch or graph, queued work once it has run). A browser otherwise frees a `GPUBuffer`
+/// only when the garbage collector takes its object, as wgpu does not destroy what it drops.
+pub(crate) struct Made(pub(crate) wgpu::Buffer);
+
+impl Drop for Made {
+    fn drop(&mut self) {
+        // Work submitted on it still runs: WebGPU and wgpu free the memory after it.
+        self.0.destroy();
+    }
+}
+
+/// One block of device memory.
+pub(crate) enum GpuMemory {
+    /// A buffer of the library's pool.
+    Made(Made),
+    /// A page's buffer the library wraps (see `adopt`): never destroyed by it.
+    #[cfg(target_arch = "wasm32")]
+    Page(wgpu::Buffer),
 }
 
 impl GpuMemory {
     /// The wgpu buffer.
     pub(crate) fn buffer(&self) -> &wgpu::Buffer {
-        &self.buffer
-    }
-}
-
-impl Drop for GpuMemory {
-    fn drop(&mut self) {
-        if self.owned {
-            // Work submitted on it still runs: WebGPU and wgpu free the memory after it.
-            self.buffer.destroy();
+        match self {
+            GpuMemory::Made(m) => &m.0,
+            #[cfg(target_arch = "wasm32")]
+            GpuMemory::Page(b) => b,
         }
     }
 }
@@ -367,10 +374,7 @@ impl GpuDevice {
                 )));
             }
         }
-        Ok(GpuMemory {
-            buffer,
-            owned: true,
-        })
+        Ok(GpuMemory::Made(Made(buffer)))
     }
 
     /// Give the device's resources back now: every later call answers `DEVICE_LOST`.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::graph::GpuGraph;
 use super::UserPipeline;
-use super::{GpuDevice, Pipeline};
+use super::{GpuDevice, Made, Pipeline};
 use crate::base::signal::{lock, Signal};
 use crate::hal::timer::{PendingSpan, Span};
 use crate::hal::UserArg;
@@ -467,7 +467,7 @@ impl GpuBatch {
             dev,
             &mut encoder,
             &batch.commands,
-            upload.as_ref(),
+            upload.as_ref().map(|u| &u.0),
             stamps.as_ref(),
         )?;
         let readback = stamps.as_ref().map(|s| s.resolve(dev, &mut encoder));
@@ -478,9 +478,7 @@ impl GpuBatch {
         });
         let index = dev.queue.submit([encoder.finish()]);
         // Its bytes are read by the work just submitted, after which WebGPU frees them.
-        if let Some(upload) = &upload {
-            upload.destroy();
-        }
+        drop(upload);
         if let (Some(stamps), Some(readback)) = (stamps, readback) {
             stamps.deliver(dev, readback, batch.spans);
         }
@@ -517,7 +515,7 @@ impl GpuBatch {
             if b.capturing {
                 return Err(crate::hal::capture_refusal("reading"));
             }
-            let staging = Staging(dev.device.create_buffer(&wgpu::BufferDescriptor {
+            let staging = Made(dev.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("readback"),
                 size,
                 usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
@@ -560,35 +558,26 @@ impl GpuBatch {
     }
 }
 
-/// A read's staging buffer, destroyed when the read ends however it ends (an error, or its
-/// future dropped while the device works; see `GpuMemory`).
-struct Staging(wgpu::Buffer);
-
-impl Drop for Staging {
-    fn drop(&mut self) {
-        self.0.destroy();
-    }
-}
-
 /// A device buffer holding a batch's upload bytes (`None` for none), which dispatches bind
 /// and copies read from.
-pub(super) fn upload_buffer(dev: &GpuDevice, mut data: Vec<u8>) -> Result<Option<wgpu::Buffer>> {
+pub(super) fn upload_buffer(dev: &GpuDevice, mut data: Vec<u8>) -> Result<Option<Made>> {
     if data.is_empty() {
         return Ok(None);
     }
     data.resize(data.len().next_multiple_of(4), 0);
-    let buf = dev.device.create_buffer(&wgpu::BufferDescriptor {
+    let made = Made(dev.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("upload"),
         size: data.len() as u64,
         usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
         mapped_at_creation: true,
-    });
+    }));
+    let buf = &made.0;
     buf.slice(..)
         .get_mapped_range_mut()
         .map_err(|e| Error::Device(format!("mapping the upload buffer: {e}")))?
         .copy_from_slice(&data);
     buf.unmap();
-    Ok(Some(buf))
+    Ok(Some(made))
 }
 
 /// Lend `bytes` bytes from `lead` of the mapped `staging` buffer to `take`: in a browser the

@@ -5,11 +5,11 @@
 //! them. Random operators are left alone, as are nodes with subgraphs, operators whose output
 //! size their inputs' values set (`Expand`, `Tile`: a large constant from a few bytes, or a
 //! malformed file's any size), inputs past [`LIMIT`] elements, and results larger than
-//! [`GROWTH`] times what they are computed from (and above [`SMALL`] bytes). The exception is a `ConstantOfShape` of a constant shape of at most
-//! [`LIMIT`] elements, whatever its size: files whose weights were left out to keep them small
-//! (the `onnx` package's light models) hold one in each weight's place, folded so that the
-//! weight passes see weights, as onnxruntime folds them. A node whose computation fails here
-//! is kept, for its run to report.
+//! [`GROWTH`] times what they are computed from (and above [`SMALL`] bytes). The exception is
+//! a `ConstantOfShape` of a constant shape of at most [`LIMIT`] elements, whatever its size:
+//! files whose weights were left out to keep them small (the `onnx` package's light models)
+//! hold one in each weight's place, folded so that the weight passes see weights, as
+//! onnxruntime folds them. A node whose computation fails here is kept, for its run to report.
 
 use half::{bf16, f16};
 use prost::bytes::Bytes;
