@@ -1,7 +1,8 @@
 //! Convolution and pooling on wgpu: conv.wgsl, launched over the kernel taps in boxes where
-//! the device ends long loops early.
+//! the device ends long loops early; pointwise convolutions as matmul.wgsl's product.
 
 use super::{Conv2d, Conv2dGeometry, Pool2d};
+use crate::base::layout::Layout;
 #[cfg(test)]
 use crate::hal::webgpu::Specialisation;
 use crate::hal::webgpu::{Bind, GpuBatch, GpuDevice, Pipeline, WgslSource};
@@ -10,7 +11,9 @@ use crate::ops::common::split;
 use crate::ops::common::webgpu::{
     check_binding, grid_1d, specialise, u32_of, wgsl_params, ACTIVATION, COMMON,
 };
-use crate::Result;
+use crate::ops::matmul::{with_row_bias, Matmul};
+use crate::ops::Operand;
+use crate::{DType, Result};
 
 static SOURCE: WgslSource = WgslSource {
     name: "conv.wgsl",
@@ -62,11 +65,14 @@ pub(super) fn conv2d(
     op: &Conv2d<'_>,
     q: &GpuBatch,
     dev: &GpuDevice,
-    _: &OpContext<'_>,
+    cx: &OpContext<'_>,
 ) -> Result<()> {
     let (x, weight, bias, out, g) = (op.x, op.weight, op.bias, op.out, &op.geometry);
     for o in [&x, &weight, &out] {
         check_binding(dev, o)?;
+    }
+    if pointwise(op, q, dev, cx)? {
+        return Ok(());
     }
     let offsets = [
         x.layout.offset,
@@ -104,6 +110,63 @@ pub(super) fn conv2d(
     let grid = grid_1d(dev, invocations.div_ceil(256) as u64)?;
     let taps = split::conv_taps(dev.max_loop_iterations(), g.c / g.groups, g.kh, g.kw);
     launch_taps(q, dev, pipeline, params(g, offsets)?, &taps, &binds, grid)
+}
+
+/// A pointwise convolution (1 x 1, unit strides, no padding, one group) as matmul.wgsl's
+/// product of the weight `[o, c]` by each image's input `[c, h * w]`, the bias one per row:
+/// its vec4 loads read four input positions, or four weights, at once where conv.wgsl reads
+/// one (MobileNetV2's 96 x 16 layer at 112 x 112: 26.7 against 66.6 ms on lavapipe).
+/// `false`, with nothing recorded, where it does not apply: other convolutions, and rows not
+/// in whole vec4s (with scalar loads the product is no faster: 1280 x 320 at 7 x 7, 44.8
+/// against 34.8 ms).
+fn pointwise(op: &Conv2d<'_>, q: &GpuBatch, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<bool> {
+    let g = &op.geometry;
+    let (plane, k) = (g.h * g.w, g.c);
+    let unit = g.kh == 1 && g.kw == 1 && g.stride == [1, 1] && g.groups == 1;
+    let unpadded = g.padding == [0, 0] && g.pad_end == [0, 0];
+    let vec4 = plane % 4 == 0 && k % 4 == 0;
+    let operands = [&op.x, &op.weight, &op.out];
+    let dense = operands.iter().all(|o| o.layout.is_contiguous());
+    let aligned = [op.x.layout.offset, op.weight.layout.offset]
+        .iter()
+        .all(|o| o % 4 == 0);
+    if op.transposed || !(unit && unpadded && vec4 && dense && aligned) {
+        return Ok(false);
+    }
+    let layout = |shape: [usize; 3], strides: [usize; 3], offset| Layout {
+        shape: shape.to_vec(),
+        strides: strides.to_vec(),
+        offset,
+    };
+    let a = layout([g.n, g.o, k], [0, k, 1], op.weight.layout.offset);
+    let b = layout([g.n, k, plane], [k * plane, plane, 1], op.x.layout.offset);
+    let c = layout(
+        [g.n, g.o, plane],
+        [g.o * plane, plane, 1],
+        op.out.layout.offset,
+    );
+    let product = Matmul {
+        a: Operand {
+            buf: op.weight.buf,
+            layout: &a,
+        },
+        b: Operand {
+            buf: op.x.buf,
+            layout: &b,
+        },
+        bias: op.bias,
+        act: op.act,
+        out: Operand {
+            buf: op.out.buf,
+            layout: &c,
+        },
+        m: g.o,
+        n: plane,
+        k,
+        variant: None,
+        dtype: DType::F32,
+    };
+    with_row_bias(&product, q, dev, cx)
 }
 
 /// Max or average pooling (pool2d_main).

@@ -10,12 +10,14 @@
 // params: `MatmulWords` in webgpu.rs, each field's first word named P_<field>. P_flags
 //         (k-split): bit 0 adds the f32 sums of earlier dispatches from `partial`, bit 1
 //         finishes (epilogue, store to C) instead of storing the sums to `partial`.
-// Epilogue (the fused linear layer): HAS_BIAS adds bias[col], ACT applies an activation
+// Epilogue (the fused linear layer): HAS_BIAS adds bias[col] (bias[row] with BIAS_ROWS: a
+// pointwise convolution's, one per output channel), ACT applies an activation
 // (`UnaryOp::code`, 0: none) before each tile is stored. One dispatch over all of k has
 // flags 2; devices that end long loops early (`Limits::max_loop_iterations`) take k in
 // pieces, flags 0, then 1, ..., then 3, with `partial` holding [batch][M][N] f32 sums.
 
 override HAS_BIAS: bool = false;
+override BIAS_ROWS: bool = false;
 override ACT: u32 = 0u;
 
 const TK: u32 = 16u;
@@ -55,7 +57,7 @@ fn finish(batch: u32, m: u32, n: u32, r: u32, col: u32, sum: f32) {
         partial[p] = v;
         return;
     }
-    if (HAS_BIAS) { v += f32(bias[params[P_bias] + col]); }
+    if (HAS_BIAS) { v += f32(bias[params[P_bias] + select(col, r, BIAS_ROWS)]); }
     let c_row = params[P_c_row];
     c[params[P_c] + (batch * m + r) * c_row + col] = to_store(unary_op(ACT, v));
 }

@@ -4,6 +4,8 @@
 backend_modules!();
 #[cfg(feature = "webgpu")]
 mod pieces;
+#[cfg(feature = "webgpu")]
+pub(crate) use webgpu::with_row_bias;
 
 use super::cost::OpCost;
 use super::elementwise::check_f32;

@@ -237,14 +237,46 @@ pub(super) fn matmul(
     dev: &GpuDevice,
     cx: &OpContext<'_>,
 ) -> Result<()> {
+    let plan = plan(op, false, dev, cx)?;
+    let limit = binding_limit(dev, cx);
+    if past(op, limit) {
+        split(op, q, dev, cx, &plan, limit)
+    } else {
+        whole(op, q, dev, cx, &plan)
+    }
+}
+
+/// [`matmul`] with `op.bias` holding one value per row of C (`[m]`: a pointwise
+/// convolution's, one per output channel) instead of one per column. `false`, with nothing
+/// recorded, where an operand lies past a storage binding (the pieces of [`split`] take
+/// the bias along n).
+pub(crate) fn with_row_bias(
+    op: &Matmul<'_>,
+    q: &GpuBatch,
+    dev: &GpuDevice,
+    cx: &OpContext<'_>,
+) -> Result<bool> {
+    if past(op, binding_limit(dev, cx)) {
+        return Ok(false);
+    }
+    whole(op, q, dev, cx, &plan(op, true, dev, cx)?)?;
+    Ok(true)
+}
+
+/// How `op` runs: its variant, its pipeline (vec4 tile loads where both operands' rows
+/// allow) and its parameter words; `bias_rows`: the bias is along m.
+fn plan(op: &Matmul<'_>, bias_rows: bool, dev: &GpuDevice, cx: &OpContext<'_>) -> Result<Plan> {
     let (a, b, out) = (op.a, op.b, op.out);
     let (m, n, k) = (op.m, op.n, op.k);
     let variant = variant(dev, cx, op.variant, m, n)?;
     let r = out.layout.shape.len();
-    let constants = vec![
+    let mut constants = vec![
         ("HAS_BIAS", u32::from(op.bias.is_some())),
         ("ACT", op.act.map_or(0, |f| f.code())),
     ];
+    if bias_rows {
+        constants.push(("BIAS_ROWS", 1));
+    }
     let vec4 = rows_of_vec4(&a, r, k) && rows_of_vec4(&b, r, n);
     let loads = if vec4 { LOADS_VEC4 } else { LOADS_SCALAR };
     let pipeline = dev.pipeline(Specialisation {
@@ -254,23 +286,26 @@ pub(super) fn matmul(
         prelude: vec![store(dev, op.dtype)?, variant.constants, loads],
         generated: None,
     });
-    let plan = Plan {
+    Ok(Plan {
         pipeline,
         variant,
         params: params([&a, &b, &out], op.bias.as_ref(), [m, n, k])?,
         vec4,
-    };
-    let limit = (cx.options.max_binding_size.unwrap_or(u64::MAX)).min(dev.max_binding_size());
+    })
+}
+
+/// The most bytes one storage binding may hold on `dev` (or the context's smaller limit).
+fn binding_limit(dev: &GpuDevice, cx: &OpContext<'_>) -> u64 {
+    (cx.options.max_binding_size.unwrap_or(u64::MAX)).min(dev.max_binding_size())
+}
+
+/// Whether an operand of `op` reaches past `limit` bytes of its buffer.
+fn past(op: &Matmul<'_>, limit: u64) -> bool {
     let elem = op.dtype.size() as u64;
-    let past = [Some(&a), Some(&b), Some(&out), op.bias.as_ref()]
+    [Some(&op.a), Some(&op.b), Some(&op.out), op.bias.as_ref()]
         .into_iter()
         .flatten()
-        .any(|o| o.layout.end() as u64 * elem > limit);
-    if past {
-        split(op, q, dev, cx, &plan, limit)
-    } else {
-        whole(op, q, dev, cx, &plan)
-    }
+        .any(|o| o.layout.end() as u64 * elem > limit)
 }
 
 /// Error unless a grid of `m x n` outputs in the variant's tiles fits the device.
@@ -592,9 +627,9 @@ pub(super) fn specialisations() -> Vec<Specialisation> {
     all
 }
 
-/// matmul.wgsl (each tile configuration, scalar and vec4 loads, with a bias and an activation)
-/// run by the CPU's WGSL executor, with the parameter words this file writes, gives the CPU
-/// kernel's product.
+/// matmul.wgsl (each tile configuration, scalar and vec4 loads, with a bias along the rows or
+/// the columns and an activation) run by the CPU's WGSL executor, with the parameter words
+/// this file writes, gives the CPU kernel's product.
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod on_the_cpu_executor {
     use super::*;
@@ -602,8 +637,8 @@ mod on_the_cpu_executor {
     use crate::ops::UnaryOp;
     use crate::{BackendChoice, BackendKind, Buffer, Device, Tensor};
 
-    /// The WGSL of `variant` with `loads`, its bias and ReLU on.
-    fn relu_bias_source(variant: &Variant, loads: &'static str) -> String {
+    /// The WGSL of `variant` with `loads`, its bias (along the rows with `rows`) and ReLU on.
+    fn relu_bias_source(variant: &Variant, loads: &'static str, rows: bool) -> String {
         let source = Specialisation {
             source: &SOURCE,
             entry: variant.entry,
@@ -612,7 +647,12 @@ mod on_the_cpu_executor {
             generated: None,
         }
         .full_source();
-        with_overrides(source, &[("HAS_BIAS", 1), ("ACT", UnaryOp::Relu.code())])
+        let overrides = [
+            ("HAS_BIAS", 1),
+            ("BIAS_ROWS", u32::from(rows)),
+            ("ACT", UnaryOp::Relu.code()),
+        ];
+        with_overrides(source, &overrides)
     }
 
     #[test]
@@ -625,65 +665,61 @@ mod on_the_cpu_executor {
         let bv: Vec<f32> = (0..k * n)
             .map(|i| ((i * 104_729) % 97) as f32 / 48.0 - 1.0)
             .collect();
-        let biasv: Vec<f32> = (0..n).map(|i| i as f32 / 10.0 - 1.0).collect();
-        let (a, b, bias) = (
+        let (a, b) = (
             Tensor::from_slice(&d, &av, &[m, k]).unwrap(),
             Tensor::from_slice(&d, &bv, &[k, n]).unwrap(),
-            Tensor::from_slice(&d, &biasv, &[n]).unwrap(),
         );
-        let want = a
-            .linear(&b, Some(&bias), Some(UnaryOp::Relu))
-            .unwrap()
-            .to_vec_blocking::<f32>()
-            .unwrap();
+        let product = a.matmul(&b).unwrap().to_vec_blocking::<f32>().unwrap();
         let out = Tensor::zeros(&d, &[m, n], crate::DType::F32).unwrap();
-        let mut words = params(
-            [&a.operand(), &b.operand(), &out.operand()],
-            Some(&bias.operand()),
-            [m, n, k],
-        )
-        .unwrap();
-        (words.k_range, words.flags) = ([0, k as u32], split::flags(0, 1));
-        for variant in &VARIANTS {
-            for loads in [LOADS_SCALAR, LOADS_VEC4] {
-                let source = relu_bias_source(variant, loads);
-                let (ab, bb, biasb) = (
-                    Buffer::from_slice(&d, &av).unwrap(),
-                    Buffer::from_slice(&d, &bv).unwrap(),
-                    Buffer::from_slice(&d, &biasv).unwrap(),
-                );
-                let (c, partial) = (
-                    Buffer::from_slice(&d, &vec![-1.1e36f32; m * n]).unwrap(),
-                    Buffer::<f32>::zeros(&d, 4).unwrap(),
-                );
-                let bindings = [
-                    bound(&ab),
-                    bound(&bb),
-                    bound(&c),
-                    bound(&biasb),
-                    bound(&partial),
-                ];
-                let [tm, tn] = variant.tile;
-                run_on_cpu(
-                    &d,
-                    &source,
-                    variant.entry,
-                    words.words(),
-                    &bindings,
-                    [n.div_ceil(tn) as u32, m.div_ceil(tm) as u32, 1],
-                )
-                .unwrap();
-                for (i, (g, w)) in c.read_blocking().unwrap().iter().zip(&want).enumerate() {
-                    assert!(
-                        (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
-                        "{} with {} loads: element {i} is {g}, the CPU's {w}",
-                        variant.name,
-                        if loads == LOADS_VEC4 {
-                            "vec4"
-                        } else {
-                            "scalar"
-                        }
+        for rows in [false, true] {
+            let biasv: Vec<f32> = (0..if rows { m } else { n })
+                .map(|i| i as f32 / 10.0 - 1.0)
+                .collect();
+            let bias = Tensor::from_slice(&d, &biasv, &[biasv.len()]).unwrap();
+            let want: Vec<f32> = (product.iter().enumerate())
+                .map(|(i, v)| (v + biasv[if rows { i / n } else { i % n }]).max(0.0))
+                .collect();
+            let mut words = params(
+                [&a.operand(), &b.operand(), &out.operand()],
+                Some(&bias.operand()),
+                [m, n, k],
+            )
+            .unwrap();
+            (words.k_range, words.flags) = ([0, k as u32], split::flags(0, 1));
+            for variant in &VARIANTS {
+                for loads in [LOADS_SCALAR, LOADS_VEC4] {
+                    let source = relu_bias_source(variant, loads, rows);
+                    let buffers = [&av, &bv, &biasv].map(|v| Buffer::from_slice(&d, v).unwrap());
+                    let (c, partial) = (
+                        Buffer::from_slice(&d, &vec![-1.1e36f32; m * n]).unwrap(),
+                        Buffer::<f32>::zeros(&d, 4).unwrap(),
                     );
+                    let [ab, bb, biasb] = &buffers;
+                    let bindings = [
+                        bound(ab),
+                        bound(bb),
+                        bound(&c),
+                        bound(biasb),
+                        bound(&partial),
+                    ];
+                    let [tm, tn] = variant.tile;
+                    let grid = [n.div_ceil(tn) as u32, m.div_ceil(tm) as u32, 1];
+                    run_on_cpu(&d, &source, variant.entry, words.words(), &bindings, grid).unwrap();
+                    let got = c.read_blocking().unwrap();
+                    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                        assert!(
+                            (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                            "{} with {} loads, bias along the {}: element {i} is {g}, the \
+                            CPU's {w}",
+                            variant.name,
+                            if loads == LOADS_VEC4 {
+                                "vec4"
+                            } else {
+                                "scalar"
+                            },
+                            if rows { "rows" } else { "columns" },
+                        );
+                    }
                 }
             }
         }

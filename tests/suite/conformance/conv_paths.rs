@@ -1,8 +1,9 @@
 //! The convolution shapes the CPU backend runs by a path of their own, on every backend
 //! against an f64 reference with each fused epilogue: 1 x 1 convolutions read as the GEMM's
 //! matrix (one and several images, groups, more output channels than positions, more
-//! positions than one column tile), strided depthwise ones, and an im2col matrix past one
-//! block of columns.
+//! positions than one column tile; on webgpu, those whose channels and positions come in
+//! fours as matmul.wgsl's product, over several of its tiles), strided depthwise ones, and an
+//! im2col matrix past one block of columns.
 
 use crate::common::{assert_close, name, per_backend, random, read, tensor};
 use unicompute::ops::Conv2dParams;
@@ -11,14 +12,17 @@ use unicompute::{Device, UnaryOp};
 /// `[n, c, h, w]` input, `[o, c / groups, kh, kw]` weight, stride, padding, groups.
 type Case = ([usize; 4], [usize; 4], [usize; 2], [usize; 2], usize);
 
-/// The cases, odd-sized: pointwise first, then 1 x 1 with a stride or padding, depthwise
-/// with strides, and a 3 x 3 whose im2col matrix (576 x 7,569) takes two blocks.
-const CASES: [Case; 11] = [
+/// The cases, odd-sized: pointwise first (the last two in fours of channels and positions),
+/// then 1 x 1 with a stride or padding, depthwise with strides, and a 3 x 3 whose im2col
+/// matrix (576 x 7,569) takes two blocks.
+const CASES: [Case; 13] = [
     ([1, 37, 5, 7], [41, 37, 1, 1], [1, 1], [0, 0], 1),
     ([3, 5, 4, 3], [7, 5, 1, 1], [1, 1], [0, 0], 1),
     ([1, 6, 5, 5], [9, 2, 1, 1], [1, 1], [0, 0], 3),
     ([1, 67, 3, 3], [131, 67, 1, 1], [1, 1], [0, 0], 1),
     ([1, 19, 37, 29], [23, 19, 1, 1], [1, 1], [0, 0], 1),
+    ([2, 20, 4, 37], [37, 20, 1, 1], [1, 1], [0, 0], 1),
+    ([1, 4, 1, 4], [1, 4, 1, 1], [1, 1], [0, 0], 1),
     ([1, 5, 9, 11], [7, 5, 1, 1], [2, 2], [0, 0], 1),
     ([1, 3, 4, 5], [2, 3, 1, 1], [1, 1], [1, 1], 1),
     ([1, 13, 15, 17], [13, 1, 3, 3], [2, 2], [1, 1], 13),
