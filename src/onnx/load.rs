@@ -149,7 +149,12 @@ fn warm(
         *trace = Trace::default();
         now(plan.run(g, x, env, None, Some(&mut trace)))
     };
-    let captured = replay::capture(x.queue, key, run)?;
+    let mut captured = replay::capture(x.queue, key, run)?;
+    if captured.is_some() && plan.learned_joins() {
+        // Captured again with the Concats' outputs made early, now that their shapes are known
+        // (`joins`): the kernels are compiled, so this only records.
+        captured = replay::capture(x.queue, key, run)?;
+    }
     match (&captured, replays) {
         (Some(c), Some(replays)) => {
             c.prepare(x.queue)?;

@@ -15,6 +15,7 @@ mod attr;
 mod constant;
 mod elem;
 mod graph;
+mod joins;
 mod legacy;
 mod load;
 mod memory;

@@ -10,12 +10,13 @@ use std::future::Future;
 use super::attr::Attr;
 use super::elem::ElemType;
 use super::graph::{Graph, Node, Origin, ValueId};
+use super::joins::Joins;
 use super::memory::Trace;
 use super::ops::{self, Ctx, OpDef, Run};
 use super::schedule::{reads, schedule, Schedule};
 use super::value::{HostTensor, Val};
 use crate::base::error::{Error, Result};
-use crate::{DType, Device, Queue};
+use crate::{DType, Device, Queue, Tensor};
 
 /// How long one node of a profiled run took (`Session::run_profiled`). A node inside a
 /// subgraph (a branch of `If`, the body of `Loop` or `SequenceMap`) has an entry of its own
@@ -96,6 +97,8 @@ pub(crate) struct Plan {
     names: HashMap<String, ValueId>,
     /// The values read from the enclosing graphs (`Origin::Outer`), by id and name.
     outer: Vec<(ValueId, String)>,
+    /// The Concats whose inputs steps write in place, and those steps.
+    joins: Joins,
 }
 
 /// One scheduled node: its operator, the plans of its GRAPH attributes, and the values
@@ -104,6 +107,15 @@ struct Step {
     op: &'static OpDef,
     bodies: Vec<(String, Plan)>,
     frees: Vec<ValueId>,
+}
+
+/// One step of a run: the node, its operator and subgraph plans, and where its output 0 may
+/// be written ([`Joins::dest`]).
+#[derive(Clone, Copy)]
+struct Turn<'a> {
+    node: &'a Node,
+    step: &'a Step,
+    dest: Option<&'a Tensor>,
 }
 
 /// What every step of a run shares: the device, the queue and the model's opset.
@@ -203,18 +215,27 @@ impl Plan {
             .filter(|(_, v)| v.origin == Origin::Outer)
             .map(|(id, v)| (id, v.name.clone()))
             .collect();
+        let ops: Vec<&str> = steps.iter().map(|s| s.op.name).collect();
+        let joins = Joins::new(g, &schedule.order, &ops);
         Ok(Plan {
             schedule,
             steps,
             constants,
             names,
             outer,
+            joins,
         })
     }
 
     /// A fresh environment of `g`'s values: its constants set, the rest empty.
     pub(crate) fn env(&self) -> Vec<Option<Val>> {
         self.constants.clone()
+    }
+
+    /// Whether a run since the last call saw Concats join shapes unlike before, so that a run
+    /// now would write more of their inputs in place ([`Joins::learned`]).
+    pub(crate) fn learned_joins(&self) -> bool {
+        self.joins.learned()
     }
 
     /// The run order and last uses.
@@ -253,18 +274,27 @@ impl Plan {
         if let Some(trace) = trace.as_deref_mut() {
             trace.start(&env);
         }
+        let mut made = self.joins.start();
         for (step, (&n, s)) in self.schedule.order.iter().zip(&self.steps).enumerate() {
             let start = (x.timer).map(|t| (t.times.borrow().len(), clock::now_us()));
-            let outputs = self.step(g, x, &mut env, outer, n, s).await?;
+            let dest = self.joins.dest(step, &mut made, x.queue)?;
+            let node = &g.nodes[n];
+            let turn = Turn {
+                node,
+                step: s,
+                dest: dest.as_ref(),
+            };
+            let outputs = self.step(g, x, &mut env, outer, turn).await?;
             for (id, v) in outputs {
                 if let Some(trace) = trace.as_deref_mut() {
                     trace.wrote(step, id, &v);
                 }
                 env[id] = self.schedule.used[id].then_some(v);
             }
+            self.joins.saw(step, &node.inputs, &env);
             if let (Some(timer), Some((at, start))) = (x.timer, start) {
                 x.queue.submit()?.wait().await?;
-                timer.record(at, start, &g.nodes[n], s.op.name);
+                timer.record(at, start, node, s.op.name);
             }
             for &v in &s.frees {
                 env[v] = None;
@@ -284,23 +314,22 @@ impl Plan {
             .collect()
     }
 
-    /// Runs node `n` with step `s`, giving the values it writes by id. An input the operator
-    /// needs on the host ([`Ctx::wanted`]) is read back from the device into `env`, and the
-    /// node runs again: at most once per input.
+    /// Runs `turn`, giving the values its node writes by id. An input the operator needs on
+    /// the host ([`Ctx::wanted`]) is read back from the device into `env`, and the node runs
+    /// again: at most once per input.
     async fn step(
         &self,
         g: &Graph,
         x: Exec<'_>,
         env: &mut [Option<Val>],
         outer: Option<&Scope<'_>>,
-        n: usize,
-        s: &Step,
+        turn: Turn<'_>,
     ) -> Result<Vec<(ValueId, Val)>> {
-        let node = &g.nodes[n];
+        let node = turn.node;
         for _ in 0..=node.inputs.len() {
-            let (result, wanted) = self.try_step(g, x, env, outer, node, s).await;
+            let (result, wanted) = self.try_step(g, x, env, outer, turn).await;
             let error = match result {
-                Ok(outputs) => return written(node, s.op, outputs),
+                Ok(outputs) => return written(node, turn.step.op, outputs),
                 Err(e) => e,
             };
             let Some(id) = wanted.and_then(|i| node.inputs[i]) else {
@@ -318,7 +347,7 @@ impl Plan {
         )))
     }
 
-    /// One try of `node`: the operator's result, and the input it wanted on the host. A
+    /// One try of `turn`: the operator's result, and the input it wanted on the host. A
     /// control-flow operator's run is awaited, its subgraphs' reads from the device with it.
     async fn try_step(
         &self,
@@ -326,9 +355,13 @@ impl Plan {
         x: Exec<'_>,
         env: &[Option<Val>],
         outer: Option<&Scope<'_>>,
-        node: &Node,
-        s: &Step,
+        turn: Turn<'_>,
     ) -> (Result<Vec<Val>>, Option<usize>) {
+        let Turn {
+            node,
+            step: s,
+            dest,
+        } = turn;
         let inputs: Result<Vec<Option<Val>>> = node
             .inputs
             .iter()
@@ -354,6 +387,7 @@ impl Plan {
             bodies: &s.bodies,
             scope: &scope,
             wanted: Cell::new(None),
+            dest,
         };
         let result = match s.op.run {
             Run::Now(run) => run(&cx),

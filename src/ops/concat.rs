@@ -1,5 +1,6 @@
 //! Concatenation along one axis, for any dtype: each input is copied into its slice of the
-//! output (a strided view when the axis is not the first).
+//! output (a strided view when the axis is not the first), unless it already lies there (a
+//! model run writes a Concat's inputs into their slices where it can: `onnx::joins`).
 
 use super::Lift;
 use crate::{Error, Queue, Result, Tensor};
@@ -20,6 +21,47 @@ pub fn concat(queue: &Queue, tensors: &[&Tensor], axis: usize) -> Result<Tensor>
 }
 
 fn concat_words(queue: &Queue, tensors: &[&Tensor], axis: usize) -> Result<Tensor> {
+    let shape = joined_shape(queue, tensors, axis)?;
+    let out = Tensor::uninit(queue, &shape, tensors[0].dtype())?;
+    copy_parts(queue, tensors, axis, &out)?;
+    Ok(out)
+}
+
+/// [`concat`] into `out`, leaving alone each input that is already the view of its slice:
+/// `false`, with nothing recorded, unless `out` has the joined shape and the inputs' dtype,
+/// which is a 32-bit one.
+pub(crate) fn concat_into(
+    queue: &Queue,
+    tensors: &[&Tensor],
+    axis: usize,
+    out: &Tensor,
+) -> Result<bool> {
+    let shape = joined_shape(queue, tensors, axis)?;
+    if out.shape() != shape || out.dtype() != tensors[0].dtype() || out.dtype().size() != 4 {
+        return Ok(false);
+    }
+    queue.device().check_same(out.device(), "concat output")?;
+    copy_parts(queue, tensors, axis, out)?;
+    Ok(true)
+}
+
+/// Copies each of `tensors` into its slice of `out` along `axis` where it is not that slice.
+fn copy_parts(queue: &Queue, tensors: &[&Tensor], axis: usize, out: &Tensor) -> Result<()> {
+    let mut start = 0;
+    for t in tensors {
+        let len = t.shape()[axis];
+        let part = out.slice(axis, start..start + len)?;
+        if part.numel() > 0 && !t.is_view(&part) {
+            super::copy::copy_into(queue, t, &part)?;
+        }
+        start += len;
+    }
+    Ok(())
+}
+
+/// The shape of `tensors` joined along `axis`; an error unless there is at least one and they
+/// share dtype and rank, lie on `queue`'s device, and agree on every axis but `axis`.
+fn joined_shape(queue: &Queue, tensors: &[&Tensor], axis: usize) -> Result<Vec<usize>> {
     let Some(first) = tensors.first() else {
         return Err(Error::Invalid(
             "concat of no tensors: expected at least one".into(),
@@ -70,17 +112,7 @@ fn concat_words(queue: &Queue, tensors: &[&Tensor], axis: usize) -> Result<Tenso
             )
         })?;
     }
-    let out = Tensor::uninit(queue, &shape, first.dtype())?;
-    let mut start = 0;
-    for t in tensors {
-        let len = t.shape()[axis];
-        let part = out.slice(axis, start..start + len)?;
-        if part.numel() > 0 {
-            super::copy::copy_into(queue, t, &part)?;
-        }
-        start += len;
-    }
-    Ok(out)
+    Ok(shape)
 }
 
 /// The concat ops as methods, recorded on the device's default queue.

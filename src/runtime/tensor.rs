@@ -227,6 +227,13 @@ impl Tensor {
         }
     }
 
+    /// Whether `other` is this very view: the same elements of the same memory block, read
+    /// as the same dtype.
+    pub(crate) fn is_view(&self, other: &Tensor) -> bool {
+        let same = self.inner.id() == other.inner.id() && self.dtype == other.dtype;
+        same && self.layout == other.layout
+    }
+
     /// The id and bytes of the memory block the view lies in: views of one block share them.
     pub(crate) fn memory_block(&self) -> (u64, u64) {
         (self.inner.id(), self.inner.bytes())

@@ -28,6 +28,7 @@ mod onnx_conv;
 mod onnx_einsum;
 mod onnx_fuzz;
 mod onnx_indexing;
+mod onnx_joins;
 mod onnx_load;
 mod onnx_memory;
 mod onnx_microsoft;

@@ -51,7 +51,7 @@ fn float_attr(name: &str, v: f32) -> AttributeProto {
 }
 
 /// An INTS attribute.
-fn ints_attr(name: &str, v: &[i64]) -> AttributeProto {
+pub(crate) fn ints_attr(name: &str, v: &[i64]) -> AttributeProto {
     attr(name, 7, |a| a.ints = v.to_vec())
 }
 

@@ -7,7 +7,7 @@ use super::{depth, one, op, Ctx, OpDef};
 use crate::base::error::Result;
 use crate::onnx::value::Val;
 use crate::onnx::Node;
-use crate::ops::conv::{conv2d, pool2d_with};
+use crate::ops::conv::{conv2d, conv2d_into, pool2d_with};
 use crate::ops::{Conv2dParams, PoolKind, PoolOptions, ReduceOp, UnaryOp};
 use crate::Tensor;
 
@@ -199,10 +199,21 @@ pub(super) fn conv(c: &Ctx<'_>, act: Option<UnaryOp>) -> Result<Vec<Val>> {
     let (x, w) = (planar(c, x, 0)?, planar(c, w, 1)?);
     let pads = lift2(&win.pads, (0, 0));
     if pads.iter().all(|(b, a)| b == a) {
-        return output(c, conv2d(c.queue, &x, &w, params(pads.map(|p| p.0)))?);
+        return conv2d_to(c, [&x, &w], params(pads.map(|p| p.0)));
     }
     let x = zero_padded(c, x, &pads)?;
-    output(c, conv2d(c.queue, &x, &w, params([0, 0]))?)
+    conv2d_to(c, [&x, &w], params([0, 0]))
+}
+
+/// The 2-D convolution of `x` by `w` written into the run's destination for this node where
+/// it fits ([`Ctx::dest`]), else into an output of its own.
+fn conv2d_to(c: &Ctx<'_>, [x, w]: [&Tensor; 2], p: Conv2dParams<'_>) -> Result<Vec<Val>> {
+    if let Some(out) = c.dest {
+        if conv2d_into(c.queue, [x, w], p, out)? {
+            return one(out.clone());
+        }
+    }
+    output(c, conv2d(c.queue, x, w, p)?)
 }
 
 /// `x` `[n, c, ..]` with zeros before and after its spatial axes, as `pads` says.

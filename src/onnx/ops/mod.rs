@@ -58,6 +58,10 @@ pub(crate) struct Ctx<'a> {
     pub scope: &'a Scope<'a>,
     /// The input the operator needs on the host and found on the device, if any.
     pub wanted: Cell<Option<usize>>,
+    /// Where the run would have output 0 written, if the operator can: a Concat's output
+    /// made early, for that Concat, or its slice, for a node writing one of its inputs
+    /// (`super::joins`). An operator that takes it gives that very view as its output.
+    pub dest: Option<&'a Tensor>,
 }
 
 /// An operator that computes the node's outputs from its inputs at once.
@@ -355,6 +359,7 @@ impl Ctx<'_> {
             bodies: &[],
             scope: self.scope,
             wanted: Cell::new(None),
+            dest: None,
         };
         let Run::Now(run) = def.run else {
             return Err(self.error(format!(

@@ -177,11 +177,14 @@ fn concat(c: &Ctx<'_>) -> Result<Vec<Val>> {
         .iter()
         .map(|v| v.tensor(c.device))
         .collect::<Result<Vec<_>>>()?;
-    one(crate::ops::concat::concat(
-        c.queue,
-        &tensors.iter().collect::<Vec<_>>(),
-        axis,
-    )?)
+    let tensors: Vec<&Tensor> = tensors.iter().collect();
+    if let Some(out) = c.dest {
+        // Made early for inputs written in place (`joins`): the rest are copied in.
+        if crate::ops::concat::concat_into(c.queue, &tensors, axis, out)? {
+            return one(out.clone());
+        }
+    }
+    one(crate::ops::concat::concat(c.queue, &tensors, axis)?)
 }
 
 /// Host tensors joined along `axis` (their element type is the first one's).

@@ -254,6 +254,31 @@ fn conv2d_f32(queue: &Queue, x: &Tensor, weight: &Tensor, p: Conv2dParams<'_>) -
     run_conv(queue, [x, weight], bias.as_ref(), p.act, geometry, false)
 }
 
+/// [`conv2d`] of f32 tensors written into `out`, a contiguous f32 view of the output's shape
+/// (a Concat's slice: `onnx::joins`); `false`, with nothing recorded, where the inputs are
+/// not f32 or `out` is not such a view.
+pub(crate) fn conv2d_into(
+    queue: &Queue,
+    [x, weight]: [&Tensor; 2],
+    p: Conv2dParams<'_>,
+    out: &Tensor,
+) -> Result<bool> {
+    let tensors = [Some(x), Some(weight), p.bias, Some(out)];
+    if tensors.iter().flatten().any(|t| t.dtype() != DType::F32) || !out.is_contiguous() {
+        return Ok(false);
+    }
+    let g = conv2d_geometry(x, weight, &p)?;
+    if out.shape() != [g.n, g.o, g.oh, g.ow] {
+        return Ok(false);
+    }
+    for t in [x, weight, out] {
+        check_f32(queue, "conv2d", t)?;
+    }
+    let bias = checked_bias(queue, "conv2d", p.bias, g.o)?;
+    record_conv(queue, [x, weight], bias.as_ref(), p.act, (g, false), out)?;
+    Ok(true)
+}
+
 /// Records a convolution (`transposed`: a transposed one) of `geometry`, already checked,
 /// into a new `[n, o, oh, ow]` output.
 fn run_conv(
@@ -271,8 +296,22 @@ fn run_conv(
         "conv2d"
     };
     crate::base::layout::checked_numel(op, &[n, o, oh, ow])?;
-    let (x, weight) = (x.contiguous_on(queue)?, weight.contiguous_on(queue)?);
     let out = Tensor::uninit(queue, &[n, o, oh, ow], DType::F32)?;
+    record_conv(queue, [x, weight], bias, act, (geometry, transposed), &out)?;
+    Ok(out)
+}
+
+/// Records a convolution of `geometry` (`transposed`: a transposed one), already checked,
+/// into `out`, a contiguous f32 view of its `[n, o, oh, ow]` output.
+fn record_conv(
+    queue: &Queue,
+    [x, weight]: [&Tensor; 2],
+    bias: Option<&Tensor>,
+    act: Option<UnaryOp>,
+    (geometry, transposed): (Conv2dGeometry, bool),
+    out: &Tensor,
+) -> Result<()> {
+    let (x, weight) = (x.contiguous_on(queue)?, weight.contiguous_on(queue)?);
     if out.numel() > 0 {
         let conv = Conv2d {
             x: x.operand(),
@@ -285,7 +324,7 @@ fn run_conv(
         };
         launch(queue, &conv, None)?;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Pooling kinds.
