@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use super::graph::{Graph, Origin};
+use super::plan::Values;
 use super::value::Val;
 use crate::base::error::Result;
 use crate::base::signal::lock;
@@ -155,13 +156,13 @@ impl Joins {
         }))
     }
 
-    /// Notes what the Concat of step `step` (a node reading `inputs` of `env`) joined, if it
-    /// joined f32 tensors on the device, for the next run to make its output early.
-    pub(crate) fn saw(&self, step: usize, inputs: &[Option<usize>], env: &[Option<Val>]) {
+    /// Notes what the Concat of step `step` (a node reading `inputs` of `values`) joined, if
+    /// it joined f32 tensors on the device, for the next run to make its output early.
+    pub(crate) fn saw(&self, step: usize, inputs: &[Option<usize>], values: Values<'_>) {
         let Some(Role::Join { axis }) = self.roles[step] else {
             return;
         };
-        let shape = |id: &Option<usize>| match id.and_then(|id| env[id].as_ref()) {
+        let shape = |id: &Option<usize>| match id.and_then(|id| values.get(id)) {
             Some(Val::Device(t)) if t.dtype() == DType::F32 => Some(t.shape().to_vec()),
             _ => None,
         };

@@ -136,7 +136,7 @@ pub(crate) struct Exec<'a> {
 pub(crate) struct Scope<'a> {
     graph: &'a Graph,
     names: &'a HashMap<String, ValueId>,
-    env: &'a [Option<Val>],
+    values: Values<'a>,
     outer: Option<&'a Scope<'a>>,
 }
 
@@ -144,8 +144,26 @@ impl Scope<'_> {
     /// The value called `name` here or in an enclosing scope, as a node reads it ([`read`]).
     fn find(&self, name: &str, x: Exec<'_>) -> Option<Result<Val>> {
         let here =
-            (self.names.get(name)).and_then(|&id| read(self.graph, x, self.env, id).transpose());
+            (self.names.get(name)).and_then(|&id| read(self.graph, x, self.values, id).transpose());
         here.or_else(|| self.outer.and_then(|o| o.find(name, x)))
+    }
+}
+
+/// The values of a running graph: those its run has set (`env`), else its constants, which
+/// the plan holds for every run (a run does not copy them).
+#[derive(Clone, Copy)]
+pub(crate) struct Values<'a> {
+    /// The run's values by id: the feeds and what its steps wrote.
+    pub env: &'a [Option<Val>],
+    /// The plan's constants by id.
+    pub constants: &'a [Option<Val>],
+}
+
+impl<'a> Values<'a> {
+    /// Value `id`, if the run or the plan holds it.
+    pub(crate) fn get(self, id: ValueId) -> Option<&'a Val> {
+        let set = self.env.get(id).and_then(Option::as_ref);
+        set.or_else(|| self.constants.get(id).and_then(Option::as_ref))
     }
 }
 
@@ -227,9 +245,18 @@ impl Plan {
         })
     }
 
-    /// A fresh environment of `g`'s values: its constants set, the rest empty.
+    /// A fresh environment of `g`'s values, all empty: a run reads the constants from the
+    /// plan ([`Values`]).
     pub(crate) fn env(&self) -> Vec<Option<Val>> {
-        self.constants.clone()
+        vec![None; self.constants.len()]
+    }
+
+    /// The values of a run in `env`, with the plan's constants.
+    fn values<'a>(&'a self, env: &'a [Option<Val>]) -> Values<'a> {
+        Values {
+            env,
+            constants: &self.constants,
+        }
     }
 
     /// Whether a run since the last call saw Concats join shapes unlike before, so that a run
@@ -273,6 +300,7 @@ impl Plan {
         }
         if let Some(trace) = trace.as_deref_mut() {
             trace.start(&env);
+            trace.start(&self.constants);
         }
         let mut made = self.joins.start();
         for (step, (&n, s)) in self.schedule.order.iter().zip(&self.steps).enumerate() {
@@ -291,7 +319,7 @@ impl Plan {
                 }
                 env[id] = self.schedule.used[id].then_some(v);
             }
-            self.joins.saw(step, &node.inputs, &env);
+            self.joins.saw(step, &node.inputs, self.values(&env));
             if let (Some(timer), Some((at, start))) = (x.timer, start) {
                 x.queue.submit()?.wait().await?;
                 timer.record(at, start, node, s.op.name);
@@ -306,7 +334,7 @@ impl Plan {
         g.outputs
             .iter()
             .map(|&id| {
-                env[id].clone().ok_or_else(|| {
+                self.values(&env).get(id).cloned().ok_or_else(|| {
                     let name = &g.values[id].name;
                     Error::Internal(format!("output '{name}' was not computed"))
                 })
@@ -335,7 +363,7 @@ impl Plan {
             let Some(id) = wanted.and_then(|i| node.inputs[i]) else {
                 return Err(error);
             };
-            let host = match read(g, x, env, id)? {
+            let host = match read(g, x, self.values(env), id)? {
                 Some(Val::Device(t)) => HostTensor::download(&t).await?,
                 _ => return Err(error),
             };
@@ -365,7 +393,7 @@ impl Plan {
         let inputs: Result<Vec<Option<Val>>> = node
             .inputs
             .iter()
-            .map(|v| v.map_or(Ok(None), |id| read(g, x, env, id)))
+            .map(|v| v.map_or(Ok(None), |id| read(g, x, self.values(env), id)))
             .collect();
         let inputs = match inputs {
             Ok(inputs) => inputs,
@@ -374,7 +402,7 @@ impl Plan {
         let scope = Scope {
             graph: g,
             names: &self.names,
-            env,
+            values: self.values(env),
             outer,
         };
         let cx = Ctx {
@@ -428,16 +456,16 @@ fn layer_weights(g: &Graph) -> Vec<bool> {
     only
 }
 
-/// The value `id` of `env` as a node reads it: a weight held in f16 for the f32 constant of
-/// the file (`SessionOptions::f16_weights`) widened to f32 on `x`'s queue, for that node
+/// The value `id` of `values` as a node reads it: a weight held in f16 for the f32 constant
+/// of the file (`SessionOptions::f16_weights`) widened to f32 on `x`'s queue, for that node
 /// only; the copy is freed when the node is done with it.
-fn read(g: &Graph, x: Exec<'_>, env: &[Option<Val>], id: ValueId) -> Result<Option<Val>> {
+fn read(g: &Graph, x: Exec<'_>, values: Values<'_>, id: ValueId) -> Result<Option<Val>> {
     let narrowed = matches!(&g.values[id].origin, Origin::Constant(c) if c.elem == ElemType::F32);
-    match &env[id] {
+    match values.get(id) {
         Some(Val::Device(t)) if narrowed && t.dtype() == DType::F16 => {
             crate::ops::cast::cast(x.queue, t, DType::F32).map(|t| Some(Val::Device(t)))
         }
-        v => Ok(v.clone()),
+        v => Ok(v.cloned()),
     }
 }
 
