@@ -152,7 +152,9 @@ fn warm(
     let mut captured = replay::capture(x.queue, key, run)?;
     if captured.is_some() && plan.learned_joins() {
         // Captured again with the Concats' outputs made early, now that their shapes are known
-        // (`joins`): the kernels are compiled, so this only records.
+        // (`joins`): the kernels are compiled, so this only records. The first capture goes
+        // first, so that the second takes its blocks from the pool rather than new ones.
+        drop(captured.take());
         captured = replay::capture(x.queue, key, run)?;
     }
     match (&captured, replays) {
