@@ -113,8 +113,8 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 # 1,215/1,255 kB adds pointwise convolutions run as matmul.wgsl's product on webgpu (1.1 kB:
 # 1,213,079 to 1,214,141, the threads build 1,252,559 to 1,254,553): MobileNetV2 in a page
 # on SwiftShader, 2.9-3.1 s before, 1.5-1.8 s after (onnxruntime-web 2.7-4.4 s).
-# 1,220/1,260 kB adds convolutions that write straight into the Concat joining them (5.0 kB:
-# 1,214,141 to 1,219,188, the threads build 1,254,553 to 1,259,331; `twiggy diff` of the
+# 1,220/1,260 kB adds convolutions that write straight into the Concat joining them (5.2 kB:
+# 1,214,141 to 1,219,306, the threads build 1,254,553 to 1,259,693; `twiggy diff` of the
 # named builds: the run's early outputs and their slices, `conv2d_into` and `concat_into`, a
 # second capture at load): natively SqueezeNet's Concats took 0.67 ms of its per-node
 # profile before and 0.03 after; in a page its run moved within this machine's noise.
