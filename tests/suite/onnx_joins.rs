@@ -195,3 +195,38 @@ fn the_plan_made_at_load_writes_in_place(d: &Device) {
 }
 
 per_backend!(the_plan_made_at_load_writes_in_place);
+
+/// `y = concat(b, b)` of one convolution `b`: the first is written in place, the second
+/// copied from that slice of the same block (through a copy of its own: a webgpu dispatch
+/// may not read and write one buffer), on every run.
+fn a_convolution_joined_twice(d: &Device) {
+    let case = Case {
+        nodes: vec![
+            node("Conv", &["x", "wb"], &["b"], vec![]),
+            node("Concat", &["b", "b"], &["y"], vec![int_attr("axis", 1)]),
+        ],
+        weights: vec![weights("wb", &[B, R, 1, 1], 3, [-0.5, 0.5])],
+        inputs: vec![("x", vec![1, R, 7, 5])],
+        outputs: vec!["y"],
+    };
+    for eager in [true, false] {
+        let options = SessionOptions {
+            eager,
+            ..SessionOptions::default()
+        };
+        let s = Session::from_bytes(d, case.bytes(), options).expect("the model loads");
+        for run in 0..3 {
+            let x = random(60 + run, R * 7 * 5, -2.0, 2.0);
+            let xt = tensor(d, &x, &[1, R, 7, 5]);
+            let what = format!("{}, eager {eager}, run {run}", name(d));
+            let out = s
+                .run(&[("x", &xt)])
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let [_, b, _] = reference(&x, [1, 7, 5]);
+            let want: Vec<f64> = b.iter().chain(&b).copied().collect();
+            assert_close(&read(&out[0].1), &want, 1e-5, 1e-5, &what);
+        }
+    }
+}
+
+per_backend!(a_convolution_joined_twice);
