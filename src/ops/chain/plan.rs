@@ -2,7 +2,7 @@
 //! scratch slots of the CPU's fused loop. Values are numbered inputs first, then steps.
 
 use super::{invalid, Chain, Step, Value, MAX_INPUTS, MAX_STEPS};
-use crate::{DType, Result};
+use crate::{BinaryOp, DType, Result};
 
 /// A validated chain: what every backend's kernel is made from.
 #[derive(Debug, Clone)]
@@ -85,8 +85,23 @@ impl Plan {
             slots: Vec::new(),
         };
         plan.check_all_used()?;
+        plan.square_pows();
         plan.slots = plan.assign_slots();
         Ok(plan)
+    }
+
+    /// Each `Pow` by the constant 2 as its base times itself: the square rounded once, where
+    /// `powf` may be an ulp off and costs more, and on GPUs without the exp2 and log2 that
+    /// their `pow` goes through (Silero VAD squares its spectrum).
+    fn square_pows(&mut self) {
+        for i in 0..self.steps.len() {
+            let Step::Binary(BinaryOp::Pow, a, Value::Step(j)) = self.steps[i] else {
+                continue;
+            };
+            if matches!(self.steps.get(j), Some(&Step::Scalar(v, _)) if v == 2.0) {
+                self.steps[i] = Step::Binary(BinaryOp::Mul, a, a);
+            }
+        }
     }
 
     /// Error unless every input and step leads to the output (so that the output's shape is
