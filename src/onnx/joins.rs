@@ -1,7 +1,7 @@
 //! A Concat's inputs written in place. A convolution whose output a `Concat` joins writes it
 //! straight into its slice of the Concat's output, which the run makes at the first such
 //! step; the Concat then copies only its other inputs (SqueezeNet's fire modules join two
-//! convolutions each: their copies took a tenth of its run on the CPU).
+//! convolutions each: their copies took a tenth of its per-node profile on the CPU).
 //!
 //! The output's shape is the one the Concat's last run gave (the run at load that compiles
 //! the kernels, else the first), so the slices are hints: an operator writes into one only
