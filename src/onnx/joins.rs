@@ -57,46 +57,15 @@ impl Joins {
     /// with an input that a [`WRITERS`] node's output 0 is (a node writes for one Concat).
     /// None where `ops` does not name every step's operator (a plan that must not run).
     pub(crate) fn new(g: &Graph, order: &[usize], ops: &[&str]) -> Joins {
-        let mut roles = vec![None; order.len()];
-        if ops.len() != order.len() {
-            let (seen, learned) = (Mutex::new(Vec::new()), AtomicBool::new(false));
-            return Joins {
-                roles,
-                seen,
-                learned,
-            };
-        }
-        let mut step_of = vec![None; g.nodes.len()];
-        for (step, &n) in order.iter().enumerate() {
-            step_of[n] = Some(step);
-        }
-        for (step, &n) in order.iter().enumerate() {
-            let node = &g.nodes[n];
-            let axis = node.attrs.int("axis").ok().flatten().copied();
-            let (Some(axis), "Concat") = (axis, ops[step]) else {
-                continue;
-            };
-            if node.inputs.iter().any(Option::is_none) {
-                continue;
-            }
-            for (input, id) in node.inputs.iter().flatten().enumerate() {
-                let Origin::Node { node: p, slot: 0 } = g.values[*id].origin else {
-                    continue;
-                };
-                let Some(at) = step_of[p].filter(|&at| WRITERS.contains(&ops[at])) else {
-                    continue;
-                };
-                if roles[at].is_none() {
-                    roles[at] = Some(Role::Part { join: step, input });
-                    roles[step] = Some(Role::Join { axis });
-                }
-            }
-        }
-        let (seen, learned) = (Mutex::new(vec![None; order.len()]), AtomicBool::new(false));
+        let roles = if ops.len() == order.len() {
+            roles(g, order, ops)
+        } else {
+            vec![None; order.len()]
+        };
         Joins {
             roles,
-            seen,
-            learned,
+            seen: Mutex::new(vec![None; order.len()]),
+            learned: AtomicBool::new(false),
         }
     }
 
@@ -184,4 +153,36 @@ impl Joins {
             self.learned.store(true, Ordering::Relaxed);
         }
     }
+}
+
+/// Each step's role in [`Joins::new`]: `ops` names every step's operator.
+fn roles(g: &Graph, order: &[usize], ops: &[&str]) -> Vec<Option<Role>> {
+    let mut roles = vec![None; order.len()];
+    let mut step_of = vec![None; g.nodes.len()];
+    for (step, &n) in order.iter().enumerate() {
+        step_of[n] = Some(step);
+    }
+    for (step, &n) in order.iter().enumerate() {
+        let node = &g.nodes[n];
+        let axis = node.attrs.int("axis").ok().flatten().copied();
+        let (Some(axis), "Concat") = (axis, ops[step]) else {
+            continue;
+        };
+        if node.inputs.iter().any(Option::is_none) {
+            continue;
+        }
+        for (input, id) in node.inputs.iter().flatten().enumerate() {
+            let Origin::Node { node: p, slot: 0 } = g.values[*id].origin else {
+                continue;
+            };
+            let Some(at) = step_of[p].filter(|&at| WRITERS.contains(&ops[at])) else {
+                continue;
+            };
+            if roles[at].is_none() {
+                roles[at] = Some(Role::Part { join: step, input });
+                roles[step] = Some(Role::Join { axis });
+            }
+        }
+    }
+    roles
 }

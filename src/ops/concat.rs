@@ -45,22 +45,14 @@ pub(crate) fn concat_into(
     Ok(true)
 }
 
-/// Copies each of `tensors` into its slice of `out` along `axis` where it is not that slice;
-/// one that lies elsewhere in `out`'s block (an input joined twice) through a copy of its own,
-/// since a webgpu dispatch may not read and write one buffer.
+/// Copies each of `tensors` into its slice of `out` along `axis` where it is not that slice.
 fn copy_parts(queue: &Queue, tensors: &[&Tensor], axis: usize, out: &Tensor) -> Result<()> {
     let mut start = 0;
     for t in tensors {
         let len = t.shape()[axis];
         let part = out.slice(axis, start..start + len)?;
         if part.numel() > 0 && !t.is_view(&part) {
-            if t.memory_block().0 == out.memory_block().0 {
-                let own = Tensor::uninit(queue, t.shape(), t.dtype())?;
-                super::copy::copy_into(queue, t, &own)?;
-                super::copy::copy_into(queue, &own, &part)?;
-            } else {
-                super::copy::copy_into(queue, t, &part)?;
-            }
+            super::copy::copy_into(queue, t, &part)?;
         }
         start += len;
     }

@@ -33,9 +33,16 @@ impl OpRequest for ViewCopy<'_> {
 /// Record `out = x` (same shape and dtype; `out` fresh, or a view no other operand overlaps):
 /// 4-byte elements by the copy kernels, 8-byte ones as pairs of words by the same kernels,
 /// 16- and 8-bit ones (two and four to a word) by the cast kernels, `out` starting at a word.
+/// Views of one memory block (a Concat's input lying elsewhere in its output) go through a
+/// copy of their own, since a webgpu dispatch may not read and write one buffer.
 pub(crate) fn copy_into(queue: &Queue, x: &Tensor, out: &Tensor) -> Result<()> {
     if out.numel() == 0 {
         return Ok(());
+    }
+    if x.memory_block().0 == out.memory_block().0 {
+        let own = Tensor::uninit(queue, x.shape(), x.dtype())?;
+        copy_into(queue, x, &own)?;
+        return copy_into(queue, &own, out);
     }
     if x.dtype().size() < 4 {
         return launch(
